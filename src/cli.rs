@@ -1,0 +1,91 @@
+//! The command line, as clap derive types only: no behaviour lives here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use clap_complete::Shell;
+
+use crate::ui::ColorChoice;
+
+/// Make a GPU deep-learning environment identical on every machine of a team, and visible
+/// while it runs.
+#[derive(Debug, Parser)]
+#[command(name = "envctl", version, about, long_about = None, max_term_width = 100)]
+#[command(after_help = "Profiles are found in ./envctl/, $ENVCTL_PROFILE_PATH, \
+$XDG_CONFIG_HOME/envctl/profiles/, then the bundled ones.\nExit codes: 0 ok, 1 a check failed, 2 usage or invalid input.")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Print one JSON document (with `schema_version`) on stdout instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print only data and errors
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more detail on stderr
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// When to colour the output (NO_COLOR is honoured with `auto`)
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List, show, check and create profiles
+    #[command(subcommand)]
+    Profiles(ProfilesCommand),
+    /// Print a shell completion script
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfilesCommand {
+    /// List the profiles envctl finds, with where each comes from
+    List,
+    /// Print a profile with `extends` applied, and which file set each key
+    Show {
+        /// A profile name, or a path to a .toml file
+        profile: String,
+    },
+    /// Validate profile files; every problem is reported with file:line:column
+    Check {
+        /// Profile files or names
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<String>,
+    },
+    /// Start a team profile in ./envctl/NAME.toml
+    New {
+        /// The new profile's name
+        name: String,
+        /// Copy this profile (resolved) instead of the starter template
+        #[arg(long, value_name = "PROFILE")]
+        from: Option<String>,
+        /// Folder to write into
+        #[arg(long, value_name = "DIR", default_value = "envctl")]
+        directory: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,54 @@
+//! One module per subcommand: each gathers what it needs, judges, and hands the result to
+//! `ui`. The context every command gets lives here.
+
+pub mod completions;
+pub mod profiles;
+
+use std::path::PathBuf;
+
+use crate::cli::{Cli, Command};
+use crate::error::Error;
+use crate::exit::ExitStatus;
+use crate::profile::SearchPath;
+use crate::ui::Printer;
+
+/// What every command may use: the printer, output mode and the profile search path.
+pub struct Context {
+    pub printer: Printer,
+    pub json: bool,
+    pub search_path: SearchPath,
+}
+
+impl Context {
+    /// The search path from the environment: `./envctl/`, `ENVCTL_PROFILE_PATH`
+    /// (`:`-separated), then `$XDG_CONFIG_HOME/envctl/profiles/`.
+    pub fn search_path_from_environment() -> SearchPath {
+        let extra = std::env::var_os("ENVCTL_PROFILE_PATH")
+            .map(|value| {
+                std::env::split_paths(&value)
+                    .filter(|path| !path.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let user =
+            user_config_directory().map(|directory| directory.join("envctl").join("profiles"));
+        SearchPath::new(PathBuf::from("envctl"), extra, user)
+    }
+}
+
+/// `$XDG_CONFIG_HOME`, or `~/.config`, on every platform (envctl's users are on Linux; a
+/// macOS laptop should find the same folder).
+fn user_config_directory() -> Option<PathBuf> {
+    use etcetera::BaseStrategy;
+    etcetera::choose_base_strategy()
+        .map(|strategy| strategy.config_dir())
+        .ok()
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
+    match cli.command {
+        Command::Profiles(command) => profiles::run(command, context),
+        Command::Completions(arguments) => completions::run(&arguments, context),
+    }
+}

@@ -1,0 +1,271 @@
+//! `envctl profiles list | show | check | new`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use console::Style;
+use serde::Serialize;
+
+use super::Context;
+use crate::cli::ProfilesCommand;
+use crate::error::Error;
+use crate::exit::ExitStatus;
+use crate::profile::diagnostic::file_diagnostic;
+use crate::profile::error::plural;
+use crate::profile::resolve::is_path_argument;
+use crate::profile::validate::check_profile_name;
+use crate::profile::{
+    Diagnostic, ProfileError, ProfileFile, ResolvedProfile, SourceKind, template,
+};
+use crate::ui::table::print_table;
+
+pub fn run(command: ProfilesCommand, context: &Context) -> Result<ExitStatus, Error> {
+    match command {
+        ProfilesCommand::List => list(context),
+        ProfilesCommand::Show { profile } => show(&profile, context),
+        ProfilesCommand::Check { files } => check(&files, context),
+        ProfilesCommand::New {
+            name,
+            from,
+            directory,
+        } => new(&name, from.as_deref(), &directory, context),
+    }
+}
+
+fn list(context: &Context) -> Result<ExitStatus, Error> {
+    let (profiles, warnings) = context.search_path.list();
+    for warning in &warnings {
+        context.printer.warn(warning);
+    }
+    if context.json {
+        #[derive(Serialize)]
+        struct Listing<'a> {
+            profiles: &'a [crate::profile::ListedProfile],
+        }
+        context.printer.json(&Listing {
+            profiles: &profiles,
+        })?;
+    } else {
+        let rows: Vec<Vec<String>> = profiles
+            .iter()
+            .map(|profile| {
+                vec![
+                    profile.name.clone(),
+                    profile.source.to_string(),
+                    profile.image.clone().unwrap_or_else(|| {
+                        format!("(invalid: {})", plural(profile.problems, "problem"))
+                    }),
+                    profile.description.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        print_table(
+            &context.printer,
+            &["NAME", "SOURCE", "IMAGE", "DESCRIPTION"],
+            &rows,
+        )?;
+    }
+    for invalid in profiles.iter().filter(|profile| profile.problems > 0) {
+        context.printer.warn(&format!(
+            "profile `{}` is invalid; run `envctl profiles check {}`",
+            invalid.name, invalid.file
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn show(argument: &str, context: &Context) -> Result<ExitStatus, Error> {
+    let resolved = context.search_path.resolve(argument)?;
+    if context.json {
+        #[derive(Serialize)]
+        struct Shown<'a> {
+            profile: &'a ResolvedProfile,
+        }
+        context.printer.json(&Shown { profile: &resolved })?;
+        return Ok(ExitStatus::Success);
+    }
+    let printer = &context.printer;
+    let dim = |text: &str| printer.style_stdout(Style::new().dim(), text);
+    printer.data(&dim(&format!(
+        "# profile `{}` ({})",
+        resolved.profile.name, resolved.source
+    )))?;
+    printer.data(&dim(&format!(
+        "# file: {}",
+        resolved.chain.join(" → extends ")
+    )))?;
+    printer.data(&dim(&format!(
+        "# config hash: {}",
+        &resolved.config_hash[..16]
+    )))?;
+    let lines = template::lines(&resolved.profile);
+    let width = lines
+        .iter()
+        .filter(|line| line.key.is_some())
+        .map(|line| console::measure_text_width(&line.text))
+        .max()
+        .unwrap_or(0)
+        .min(72);
+    for line in lines {
+        let origin = match &line.key {
+            Some(key) => Some(match resolved.origins.get(key) {
+                Some(file) => file.clone(),
+                None => "default".into(),
+            }),
+            None => None,
+        };
+        match origin {
+            Some(origin) if resolved.chain.len() > 1 || origin == "default" => {
+                let padded = console::pad_str(&line.text, width, console::Alignment::Left, None);
+                printer.data(&format!("{padded}  {}", dim(&format!("# {origin}"))))?;
+            }
+            _ => printer.data(&line.text)?,
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// One file's verdict in `profiles check --json`.
+#[derive(Serialize)]
+struct Checked {
+    file: String,
+    valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<String>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+fn check(arguments: &[String], context: &Context) -> Result<ExitStatus, Error> {
+    let mut results = Vec::new();
+    for argument in arguments {
+        let outcome = if is_path_argument(argument) {
+            let path = PathBuf::from(argument);
+            context.search_path.resolve_file(ProfileFile::Disk {
+                path,
+                kind: SourceKind::Path,
+            })
+        } else {
+            context.search_path.resolve(argument)
+        };
+        let checked = match outcome {
+            Ok(resolved) => Checked {
+                file: resolved.file,
+                valid: true,
+                profile: Some(resolved.profile.name),
+                diagnostics: Vec::new(),
+            },
+            Err(ProfileError::Invalid { diagnostics }) => Checked {
+                file: argument.clone(),
+                valid: false,
+                profile: None,
+                diagnostics,
+            },
+            Err(other) => Checked {
+                file: argument.clone(),
+                valid: false,
+                profile: None,
+                diagnostics: vec![file_diagnostic(argument, other.to_string(), other.hint())],
+            },
+        };
+        if checked.valid {
+            context.printer.info(&format!(
+                "{} {} is valid (profile `{}`)",
+                "✓",
+                checked.file,
+                checked.profile.as_deref().unwrap_or_default()
+            ));
+        }
+        results.push(checked);
+    }
+    if context.json {
+        #[derive(Serialize)]
+        struct Report<'a> {
+            valid: bool,
+            files: &'a [Checked],
+        }
+        context.printer.json(&Report {
+            valid: results.iter().all(|checked| checked.valid),
+            files: &results,
+        })?;
+    }
+    let diagnostics: Vec<Diagnostic> = results
+        .into_iter()
+        .flat_map(|checked| checked.diagnostics)
+        .collect();
+    if diagnostics.is_empty() {
+        Ok(ExitStatus::Success)
+    } else {
+        Err(ProfileError::Invalid { diagnostics }.into())
+    }
+}
+
+fn new(
+    name: &str,
+    from: Option<&str>,
+    directory: &Path,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    check_profile_name(name).map_err(|message| Error::Usage {
+        message,
+        hint: Some("for example: envctl profiles new team-pytorch".into()),
+    })?;
+    let text = match from {
+        Some(source) => {
+            let resolved = context.search_path.resolve(source)?;
+            template::render(
+                &resolved.profile,
+                &format!(
+                    "Profile `{name}`, created by envctl {} from `{}` ({}).\nEdit it, then check it: envctl profiles check {}",
+                    env!("CARGO_PKG_VERSION"),
+                    resolved.profile.name,
+                    resolved.file,
+                    directory.join(format!("{name}.toml")).display(),
+                ),
+            )
+        }
+        None => template::STARTER.to_string(),
+    };
+    let path = directory.join(format!("{name}.toml"));
+    std::fs::create_dir_all(directory).map_err(|source| ProfileError::Write {
+        path: directory.to_path_buf(),
+        source,
+    })?;
+    // `create_new` refuses an existing file atomically: never overwrite a team's profile.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::AlreadyExists => ProfileError::AlreadyExists { path: path.clone() },
+            _ => ProfileError::Write {
+                path: path.clone(),
+                source,
+            },
+        })?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|source| ProfileError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    if context.json {
+        #[derive(Serialize)]
+        struct Created<'a> {
+            created: String,
+            name: &'a str,
+            from: Option<&'a str>,
+        }
+        context.printer.json(&Created {
+            created: path.display().to_string(),
+            name,
+            from,
+        })?;
+    } else {
+        context.printer.info(&format!("created {}", path.display()));
+        context.printer.info(&format!(
+            "next: edit it, then `envctl profiles check {}` and `envctl profiles show {name}`",
+            path.display()
+        ));
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,11 @@
+//! envctl: GPU deep-learning environments that are identical on every machine of a team.
+//!
+//! Gather, then judge: adapters fill plain structs, the pure core (`profile`) decides,
+//! `ui` alone writes to the terminal, `commands` wires them per subcommand.
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod exit;
+pub mod profile;
+pub mod ui;

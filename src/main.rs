@@ -1,0 +1,36 @@
+//! The entry point: parse the command line, run the command, render an error, exit.
+//! The only place that exits.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use envctl::cli::Cli;
+use envctl::commands::{self, Context};
+use envctl::exit::ExitStatus;
+use envctl::ui::{Printer, Verbosity};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let verbosity = if cli.global.quiet {
+        Verbosity::Quiet
+    } else if cli.global.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    };
+    let context = Context {
+        printer: Printer::new(cli.global.color, verbosity),
+        json: cli.global.json,
+        search_path: Context::search_path_from_environment(),
+    };
+    let status = match commands::run(cli, &context) {
+        Ok(status) => status,
+        Err(error) if error.is_broken_pipe() => ExitStatus::Success,
+        Err(error) => {
+            context.printer.error(&error);
+            error.exit_status()
+        }
+    };
+    status.into()
+}

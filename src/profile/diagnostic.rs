@@ -1,0 +1,123 @@
+//! Problems found in a profile file, each pinned to a file, line and column with a hint.
+
+use std::ops::Range;
+
+use serde::Serialize;
+
+/// One problem in one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// The file as the user should read it (relative when it was given relative).
+    pub path: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The source line, for drawing a caret under the problem.
+    #[serde(skip)]
+    pub source_line: Option<String>,
+    /// How many characters to underline.
+    #[serde(skip)]
+    pub width: usize,
+}
+
+impl Diagnostic {
+    /// The same place with another message (for places recorded before the problem is known).
+    pub fn with_message(&self, message: String, hint: Option<String>) -> Diagnostic {
+        Diagnostic {
+            message,
+            hint,
+            ..self.clone()
+        }
+    }
+}
+
+/// A file's text with its line starts, to turn byte offsets into line and column.
+#[derive(Debug)]
+pub struct SourceText<'a> {
+    pub path: String,
+    pub text: &'a str,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> SourceText<'a> {
+    pub fn new(path: String, text: &'a str) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(index, _)| index + 1))
+            .collect();
+        SourceText {
+            path,
+            text,
+            line_starts,
+        }
+    }
+
+    /// A diagnostic at a byte span of this text.
+    pub fn diagnostic(
+        &self,
+        span: Range<usize>,
+        message: String,
+        hint: Option<String>,
+    ) -> Diagnostic {
+        let start = floor_char_boundary(self.text, span.start.min(self.text.len()));
+        let line_index = self
+            .line_starts
+            .partition_point(|&line_start| line_start <= start)
+            - 1;
+        let line_start = self.line_starts[line_index];
+        let line_end = self.text[line_start..]
+            .find('\n')
+            .map_or(self.text.len(), |offset| line_start + offset);
+        let line_text = self.text[line_start..line_end].trim_end_matches('\r');
+        let column = self.text[line_start..start].chars().count() + 1;
+        let end = floor_char_boundary(self.text, span.end.clamp(start, line_end));
+        let width = self.text[start..end].chars().count().max(1);
+        Diagnostic {
+            path: self.path.clone(),
+            line: line_index + 1,
+            column,
+            message,
+            hint,
+            source_line: Some(line_text.to_string()),
+            width,
+        }
+    }
+}
+
+/// A diagnostic about a whole file (too large, unreadable) rather than a place in it.
+pub fn file_diagnostic(path: &str, message: String, hint: Option<String>) -> Diagnostic {
+    Diagnostic {
+        path: path.to_string(),
+        line: 1,
+        column: 1,
+        message,
+        hint,
+        source_line: None,
+        width: 1,
+    }
+}
+
+fn floor_char_boundary(text: &str, mut index: usize) -> usize {
+    while index > 0 && !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_count_characters() {
+        let source = SourceText::new("p.toml".into(), "a = 1\nbé = \"x\"\n");
+        let diagnostic = source.diagnostic(9..12, "m".into(), None);
+        assert_eq!((diagnostic.line, diagnostic.column), (2, 3));
+        assert_eq!(diagnostic.source_line.as_deref(), Some("bé = \"x\""));
+        let at_end = source.diagnostic(100..200, "m".into(), None);
+        assert_eq!(at_end.line, 3);
+    }
+}

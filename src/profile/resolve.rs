@@ -1,0 +1,537 @@
+//! Finding profiles (a path, `./envctl/`, `ENVCTL_PROFILE_PATH`, the user folder, then the
+//! bundled ones) and resolving a profile's `extends` chain into one [`Profile`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::bundled;
+use super::diagnostic::{Diagnostic, file_diagnostic};
+use super::error::ProfileError;
+use super::file::read_profile_text;
+use super::layer::{Layer, MergedLayer};
+use super::model::{Profile, Stack};
+use super::validate::{did_you_mean, validate};
+
+/// How long an `extends` chain may be before envctl calls it a mistake.
+const MAXIMUM_EXTENDS_DEPTH: usize = 32;
+
+/// Where a profile comes from, in the order envctl looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    /// Given as a path on the command line, or found in `ENVCTL_PROFILE_PATH`.
+    Path,
+    /// `./envctl/` in the working directory.
+    Project,
+    /// `$XDG_CONFIG_HOME/envctl/profiles/`.
+    User,
+    /// Shipped inside envctl.
+    Bundled,
+}
+
+impl fmt::Display for SourceKind {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            SourceKind::Path => "path",
+            SourceKind::Project => "project",
+            SourceKind::User => "user",
+            SourceKind::Bundled => "bundled",
+        })
+    }
+}
+
+/// One place profiles are looked for.
+#[derive(Debug, Clone)]
+pub struct Location {
+    pub kind: SourceKind,
+    /// `None` for the bundled profiles.
+    pub directory: Option<PathBuf>,
+}
+
+/// The ordered places to look for profiles by name.
+#[derive(Debug, Clone)]
+pub struct SearchPath {
+    pub locations: Vec<Location>,
+}
+
+impl SearchPath {
+    /// The discovery order of DESIGN.md: `./envctl/`, then each `ENVCTL_PROFILE_PATH`
+    /// folder, then the user folder, then the bundled profiles.
+    pub fn new(project: PathBuf, extra: Vec<PathBuf>, user: Option<PathBuf>) -> Self {
+        let mut locations = vec![Location {
+            kind: SourceKind::Project,
+            directory: Some(project),
+        }];
+        locations.extend(extra.into_iter().map(|directory| Location {
+            kind: SourceKind::Path,
+            directory: Some(directory),
+        }));
+        locations.extend(user.map(|directory| Location {
+            kind: SourceKind::User,
+            directory: Some(directory),
+        }));
+        locations.push(Location {
+            kind: SourceKind::Bundled,
+            directory: None,
+        });
+        SearchPath { locations }
+    }
+}
+
+/// A profile file envctl found (on disk or bundled), not yet read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileFile {
+    Disk { path: PathBuf, kind: SourceKind },
+    Bundled { name: String },
+}
+
+impl ProfileFile {
+    /// The file as shown to the user: the path as found, or `<bundled>/NAME.toml`.
+    pub fn shown(&self) -> String {
+        match self {
+            ProfileFile::Disk { path, .. } => path.display().to_string(),
+            ProfileFile::Bundled { name } => format!("<bundled>/{name}.toml"),
+        }
+    }
+
+    pub fn kind(&self) -> SourceKind {
+        match self {
+            ProfileFile::Disk { kind, .. } => *kind,
+            ProfileFile::Bundled { .. } => SourceKind::Bundled,
+        }
+    }
+
+    /// The name a profile gets when it does not write `name`: its file stem.
+    fn stem(&self) -> String {
+        match self {
+            ProfileFile::Disk { path, .. } => path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            ProfileFile::Bundled { name } => name.clone(),
+        }
+    }
+
+    /// Two finds of one file compare equal here, however the path was spelled.
+    fn identity(&self) -> String {
+        match self {
+            ProfileFile::Disk { path, .. } => std::fs::canonicalize(path)
+                .unwrap_or_else(|_| path.clone())
+                .display()
+                .to_string(),
+            ProfileFile::Bundled { name } => format!("<bundled>/{name}"),
+        }
+    }
+
+    fn read(&self) -> Result<String, Diagnostic> {
+        match self {
+            ProfileFile::Disk { path, .. } => read_profile_text(path, &self.shown()),
+            ProfileFile::Bundled { name } => {
+                bundled::find(name).map(str::to_string).ok_or_else(|| {
+                    file_diagnostic(&self.shown(), "no such bundled profile".into(), None)
+                })
+            }
+        }
+    }
+}
+
+/// A profile ready to use, with where each of its settings came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolvedProfile {
+    pub profile: Profile,
+    pub source: SourceKind,
+    /// The file named or found; the first of `chain`.
+    pub file: String,
+    /// The files of the `extends` chain, from the profile itself to its root.
+    pub chain: Vec<String>,
+    /// Per key (`memory`, `env.PATH`, `stack.cuda`), the file that set it.
+    pub origins: BTreeMap<String, String>,
+    /// Hash of the settings that shape the container (the `envctl.config-hash` label).
+    pub config_hash: String,
+}
+
+/// A profile as `profiles list` shows it; `problems` counts what is wrong with it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedProfile {
+    pub name: String,
+    pub source: SourceKind,
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub problems: usize,
+}
+
+/// Whether a command-line argument names a file rather than a profile.
+pub fn is_path_argument(argument: &str) -> bool {
+    argument.contains('/') || argument.ends_with(".toml")
+}
+
+impl SearchPath {
+    /// Finds the profile an argument names: a file path, or a name looked up in order.
+    pub fn find(&self, argument: &str) -> Result<ProfileFile, ProfileError> {
+        if is_path_argument(argument) {
+            let path = PathBuf::from(argument);
+            if !path.exists() {
+                return Err(ProfileError::FileNotFound { path });
+            }
+            return Ok(ProfileFile::Disk {
+                path,
+                kind: SourceKind::Path,
+            });
+        }
+        let mut looked = Vec::new();
+        for location in &self.locations {
+            if let Some(found) = self.find_in(location, argument, &mut looked) {
+                return Ok(found);
+            }
+        }
+        let names = self.names();
+        let known: Vec<&str> = names.iter().map(String::as_str).collect();
+        Err(ProfileError::NotFound {
+            name: argument.to_string(),
+            looked,
+            suggestion: did_you_mean(argument, &known).map(str::to_string),
+        })
+    }
+
+    fn find_in(
+        &self,
+        location: &Location,
+        name: &str,
+        looked: &mut Vec<String>,
+    ) -> Option<ProfileFile> {
+        match &location.directory {
+            Some(directory) => {
+                let path = directory.join(format!("{name}.toml"));
+                looked.push(path.display().to_string());
+                path.is_file().then_some(ProfileFile::Disk {
+                    path,
+                    kind: location.kind,
+                })
+            }
+            None => {
+                looked.push("the bundled profiles".into());
+                bundled::find(name).map(|_| ProfileFile::Bundled {
+                    name: name.to_string(),
+                })
+            }
+        }
+    }
+
+    /// Every profile name envctl can find, without duplicates.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.files().0.iter().map(ProfileFile::stem).collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Every profile file in discovery order (the first of each name wins), and the
+    /// folders that could not be read.
+    pub fn files(&self) -> (Vec<ProfileFile>, Vec<String>) {
+        let mut files: Vec<ProfileFile> = Vec::new();
+        let mut warnings = Vec::new();
+        for location in &self.locations {
+            let mut found = match &location.directory {
+                Some(directory) => match list_directory(directory) {
+                    Ok(paths) => paths
+                        .into_iter()
+                        .map(|path| ProfileFile::Disk {
+                            path,
+                            kind: location.kind,
+                        })
+                        .collect(),
+                    Err(warning) => {
+                        warnings.extend(warning);
+                        Vec::new()
+                    }
+                },
+                None => bundled::BUNDLED
+                    .iter()
+                    .map(|(name, _)| ProfileFile::Bundled {
+                        name: name.to_string(),
+                    })
+                    .collect(),
+            };
+            found.retain(|file| !files.iter().any(|seen| seen.stem() == file.stem()));
+            files.extend(found);
+        }
+        (files, warnings)
+    }
+
+    /// Every profile, resolved as far as it goes, and the folders that could not be read.
+    pub fn list(&self) -> (Vec<ListedProfile>, Vec<String>) {
+        let (files, warnings) = self.files();
+        let listed = files
+            .into_iter()
+            .map(|file| match self.resolve_file(file.clone()) {
+                Ok(resolved) => ListedProfile {
+                    name: resolved.profile.name,
+                    source: resolved.source,
+                    file: resolved.file,
+                    image: Some(resolved.profile.image.to_string()),
+                    description: resolved.profile.description,
+                    problems: 0,
+                },
+                Err(error) => ListedProfile {
+                    name: file.stem(),
+                    source: file.kind(),
+                    file: file.shown(),
+                    image: None,
+                    description: None,
+                    problems: error.diagnostics().len().max(1),
+                },
+            })
+            .collect();
+        (listed, warnings)
+    }
+
+    /// Finds and resolves the profile an argument names.
+    pub fn resolve(&self, argument: &str) -> Result<ResolvedProfile, ProfileError> {
+        let file = self.find(argument)?;
+        self.resolve_file(file)
+    }
+
+    /// Reads, validates and merges a profile file with its `extends` chain. Every problem
+    /// in every file of the chain is reported together.
+    pub fn resolve_file(&self, file: ProfileFile) -> Result<ResolvedProfile, ProfileError> {
+        let mut chain: Vec<(ProfileFile, Layer)> = Vec::new();
+        let mut diagnostics = Vec::new();
+        let mut current = Some(file);
+        while let Some(file) = current.take() {
+            let text = match file.read() {
+                Ok(text) => text,
+                Err(diagnostic) => {
+                    diagnostics.push(diagnostic);
+                    break;
+                }
+            };
+            let (layer, problems) = validate(&file.shown(), &text);
+            diagnostics.extend(problems);
+            let extends = layer.extends.clone();
+            chain.push((file, layer));
+            let Some(extends) = extends else { break };
+            if chain.len() >= MAXIMUM_EXTENDS_DEPTH {
+                diagnostics.push(extends.place.with_message(
+                    format!("`extends` chain is longer than {MAXIMUM_EXTENDS_DEPTH} profiles"),
+                    Some("flatten the chain".into()),
+                ));
+                break;
+            }
+            let child = &chain[chain.len() - 1].0;
+            match self.find_parent(&extends.target, child) {
+                Ok(parent) => {
+                    let parent_identity = parent.identity();
+                    if let Some(start) = chain
+                        .iter()
+                        .position(|(file, _)| file.identity() == parent_identity)
+                    {
+                        let mut cycle: Vec<String> = chain[start..]
+                            .iter()
+                            .map(|(file, _)| file.shown())
+                            .collect();
+                        cycle.push(parent.shown());
+                        diagnostics.push(extends.place.with_message(
+                            format!("`extends` forms a cycle: {}", cycle.join(" → ")),
+                            Some("remove `extends` from one of these profiles".into()),
+                        ));
+                        break;
+                    }
+                    current = Some(parent);
+                }
+                Err(looked) => {
+                    diagnostics.push(extends.place.with_message(
+                        format!("`extends`: profile `{}` not found", extends.target),
+                        Some(format!("looked in: {}", looked.join(", "))),
+                    ));
+                    break;
+                }
+            }
+        }
+        if !diagnostics.is_empty() {
+            return Err(ProfileError::Invalid { diagnostics });
+        }
+        merge_chain(chain)
+    }
+
+    /// Finds what `extends = "target"` names for `child`: first in the child's folder, then
+    /// in the usual order. A profile may extend a profile of its own name elsewhere
+    /// (`envctl/pytorch-2.8.toml` extending the bundled `pytorch-2.8`). Bundled profiles
+    /// extend bundled profiles only, so they mean the same on every machine.
+    fn find_parent(&self, target: &str, child: &ProfileFile) -> Result<ProfileFile, Vec<String>> {
+        let child_identity = child.identity();
+        let mut looked = Vec::new();
+        match child {
+            ProfileFile::Bundled { .. } => {
+                let bundled = Location {
+                    kind: SourceKind::Bundled,
+                    directory: None,
+                };
+                return self
+                    .find_in(&bundled, target, &mut looked)
+                    .filter(|found| found.identity() != child_identity)
+                    .ok_or(looked);
+            }
+            ProfileFile::Disk { path, kind } => {
+                let directory = path.parent().unwrap_or(Path::new("."));
+                if is_path_argument(target) {
+                    let path = directory.join(target);
+                    if path.is_file() {
+                        return Ok(ProfileFile::Disk { path, kind: *kind });
+                    }
+                    return Err(vec![path.display().to_string()]);
+                }
+                let own_folder = Location {
+                    kind: *kind,
+                    directory: Some(directory.to_path_buf()),
+                };
+                for location in std::iter::once(&own_folder).chain(&self.locations) {
+                    if let Some(found) = self.find_in(location, target, &mut looked)
+                        && found.identity() != child_identity
+                    {
+                        return Ok(found);
+                    }
+                }
+            }
+        }
+        looked.dedup();
+        Err(looked)
+    }
+}
+
+fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, ProfileError> {
+    let files: Vec<String> = chain.iter().map(|(file, _)| file.shown()).collect();
+    let Some((leaf, _)) = chain.first().cloned() else {
+        return Err(ProfileError::Invalid {
+            diagnostics: Vec::new(),
+        });
+    };
+    let mut merged = MergedLayer::default();
+    for (file, layer) in chain.into_iter().rev() {
+        merged.overlay(layer, &file.shown());
+    }
+    let MergedLayer { layer, mut origins } = merged;
+    let Some(image) = layer.image else {
+        let hint = if files.len() > 1 {
+            format!(
+                "no file of the chain {} sets `image`; add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"",
+                files.join(" → ")
+            )
+        } else {
+            "add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\", or `extends` a profile that has one".into()
+        };
+        return Err(ProfileError::Invalid {
+            diagnostics: vec![file_diagnostic(
+                &leaf.shown(),
+                "the profile has no `image`".into(),
+                Some(hint),
+            )],
+        });
+    };
+    origins.insert("name".into(), leaf.shown());
+    let profile = Profile {
+        name: layer.name.unwrap_or_else(|| leaf.stem()),
+        description: layer.description,
+        image,
+        command: layer.command,
+        workdir: layer.workdir,
+        user: layer.user,
+        gpus: layer.gpus.unwrap_or_default(),
+        memory: layer.memory,
+        cpus: layer.cpus,
+        shm_size: layer.shm_size,
+        ipc: layer.ipc,
+        ports: layer.ports.unwrap_or_default(),
+        mounts: layer.mounts.unwrap_or_default(),
+        env: layer.env,
+        ulimits: layer.ulimits,
+        stack: Stack {
+            cuda: layer.cuda,
+            torch: layer.torch,
+            cudnn: layer.cudnn,
+        },
+        commands: layer.commands,
+    };
+    Ok(ResolvedProfile {
+        config_hash: config_hash(&profile),
+        source: leaf.kind(),
+        file: leaf.shown(),
+        chain: files,
+        origins,
+        profile,
+    })
+}
+
+/// SHA-256 over the settings that shape the container. `description`, `[stack]` and
+/// `[commands]` are left out: changing them must not make `up` recreate a container.
+pub fn config_hash(profile: &Profile) -> String {
+    #[derive(Serialize)]
+    struct ContainerShape<'a> {
+        name: &'a str,
+        image: String,
+        command: &'a Option<Vec<String>>,
+        workdir: &'a Option<String>,
+        user: &'a Option<String>,
+        gpus: &'a super::model::GpuRequest,
+        memory: Option<u64>,
+        cpus: Option<f64>,
+        shm_size: Option<u64>,
+        ipc: Option<super::model::Ipc>,
+        ports: &'a [super::model::PortBinding],
+        mounts: &'a [super::model::Mount],
+        env: &'a BTreeMap<String, String>,
+        ulimits: &'a BTreeMap<String, super::model::Ulimit>,
+    }
+    let shape = ContainerShape {
+        name: &profile.name,
+        image: profile.image.to_string(),
+        command: &profile.command,
+        workdir: &profile.workdir,
+        user: &profile.user,
+        gpus: &profile.gpus,
+        memory: profile.memory.map(|size| size.bytes()),
+        cpus: profile.cpus,
+        shm_size: profile.shm_size.map(|size| size.bytes()),
+        ipc: profile.ipc,
+        ports: &profile.ports,
+        mounts: &profile.mounts,
+        env: &profile.env,
+        ulimits: &profile.ulimits,
+    };
+    // Serialising plain data with string keys cannot fail; an empty input still hashes.
+    let bytes = serde_json::to_vec(&shape).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The `*.toml` files of a folder, sorted. A missing folder is no profiles, not an error.
+fn list_directory(directory: &Path) -> Result<Vec<PathBuf>, Option<String>> {
+    let entries = match std::fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err(None),
+        Err(error) => {
+            return Err(Some(format!(
+                "cannot read profile folder {}: {error}",
+                directory.display()
+            )));
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "toml")
+        })
+        .collect();
+    paths.sort();
+    Ok(paths)
+}

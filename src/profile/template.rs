@@ -1,0 +1,192 @@
+//! Profile text that `profiles new` writes: a resolved profile written out in full, or a
+//! commented starter.
+
+use std::fmt::Write as _;
+
+use super::model::{GpuRequest, Profile};
+
+/// The starter profile for `envctl profiles new NAME` without `--from`.
+pub const STARTER: &str = r#"# An envctl profile. Reference: `envctl profiles show pytorch-2.8` and README.md.
+description = "PyTorch 2.8 for our team"
+image = "pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime"
+workdir = "/workspace"
+gpus = "all"                      # "all" | "none" | "optional" | 2 | ["0", "1"]
+shm_size = "8g"                   # PyTorch DataLoader workers share tensors through /dev/shm
+# memory = "32g"
+# cpus = 8
+# user = "1000:1000"
+ipc = "private"
+ports = ["127.0.0.1:8888:8888"]   # loopback only; write 0.0.0.0 to publish to the network
+mounts = ["./:/workspace"]
+env = { PYTHONUNBUFFERED = "1" }
+
+[ulimits]
+memlock = -1
+stack = 67108864
+
+[stack]
+cuda = "12.8"
+torch = "2.8.0"
+cudnn = "9"
+
+[commands]
+versions = ["python", "-c", "import torch; print(torch.__version__, torch.version.cuda)"]
+"#;
+
+/// One line of a written profile, with the key it sets (`memory`, `env.PATH`), if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub key: Option<String>,
+    pub text: String,
+}
+
+/// Writes `profile` as a complete TOML profile, headed by `comment` lines.
+pub fn render(profile: &Profile, comment: &str) -> String {
+    let mut text = String::new();
+    for line in comment.lines() {
+        let _ = writeln!(text, "# {line}");
+    }
+    for line in lines(profile) {
+        let _ = writeln!(text, "{}", line.text);
+    }
+    text
+}
+
+/// The lines of `profile` as TOML: top-level keys, then `[env]`, `[ulimits]`, `[stack]`
+/// and `[commands]`.
+pub fn lines(profile: &Profile) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut set = |key: &str, value: String| {
+        let short = key.rsplit('.').next().unwrap_or(key);
+        lines.push(Line {
+            key: Some(key.to_string()),
+            text: format!("{} = {value}", bare_or_quoted(short)),
+        });
+    };
+    if let Some(description) = &profile.description {
+        set("description", quote(description));
+    }
+    set("image", quote(&profile.image.to_string()));
+    if let Some(command) = &profile.command {
+        set("command", array(command));
+    }
+    if let Some(workdir) = &profile.workdir {
+        set("workdir", quote(workdir));
+    }
+    if let Some(user) = &profile.user {
+        set("user", quote(user));
+    }
+    set(
+        "gpus",
+        match &profile.gpus {
+            GpuRequest::Count(count) => count.to_string(),
+            GpuRequest::Devices(devices) => array(devices),
+            other => quote(&other.to_string()),
+        },
+    );
+    if let Some(memory) = profile.memory {
+        set("memory", quote(&memory.to_string()));
+    }
+    if let Some(cpus) = profile.cpus {
+        set("cpus", format!("{cpus:?}"));
+    }
+    if let Some(shm_size) = profile.shm_size {
+        set("shm_size", quote(&shm_size.to_string()));
+    }
+    if let Some(ipc) = profile.ipc {
+        set("ipc", quote(ipc.as_str()));
+    }
+    if !profile.ports.is_empty() {
+        let ports: Vec<String> = profile.ports.iter().map(ToString::to_string).collect();
+        set("ports", array(&ports));
+    }
+    if !profile.mounts.is_empty() {
+        let mounts: Vec<String> = profile.mounts.iter().map(ToString::to_string).collect();
+        set("mounts", array(&mounts));
+    }
+    let mut sections: Vec<(&str, Vec<(String, String)>)> = Vec::new();
+    sections.push((
+        "env",
+        profile
+            .env
+            .iter()
+            .map(|(key, value)| (key.clone(), quote(value)))
+            .collect(),
+    ));
+    sections.push((
+        "ulimits",
+        profile
+            .ulimits
+            .iter()
+            .map(|(name, limit)| {
+                let value = if limit.soft == limit.hard {
+                    limit.soft.to_string()
+                } else {
+                    format!("{{ soft = {}, hard = {} }}", limit.soft, limit.hard)
+                };
+                (name.clone(), value)
+            })
+            .collect(),
+    ));
+    let mut stack = Vec::new();
+    if let Some(cuda) = profile.stack.cuda {
+        stack.push(("cuda".to_string(), quote(&cuda.to_string())));
+    }
+    if let Some(torch) = &profile.stack.torch {
+        stack.push(("torch".to_string(), quote(&torch.to_string())));
+    }
+    if let Some(cudnn) = profile.stack.cudnn {
+        stack.push(("cudnn".to_string(), quote(&cudnn.to_string())));
+    }
+    sections.push(("stack", stack));
+    sections.push((
+        "commands",
+        profile
+            .commands
+            .iter()
+            .map(|(name, command)| (name.clone(), array(command)))
+            .collect(),
+    ));
+    for (section, entries) in sections {
+        if entries.is_empty() {
+            continue;
+        }
+        lines.push(Line {
+            key: None,
+            text: String::new(),
+        });
+        lines.push(Line {
+            key: None,
+            text: format!("[{section}]"),
+        });
+        for (key, value) in entries {
+            lines.push(Line {
+                key: Some(format!("{section}.{key}")),
+                text: format!("{} = {value}", bare_or_quoted(&key)),
+            });
+        }
+    }
+    lines
+}
+
+/// A TOML basic string, escaped by the toml crate.
+fn quote(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+fn array(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|item| quote(item)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+fn bare_or_quoted(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+    {
+        key.to_string()
+    } else {
+        quote(key)
+    }
+}

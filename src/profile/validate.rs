@@ -1,0 +1,1175 @@
+//! Checks one profile file's TOML and turns it into a [`Layer`], collecting every problem
+//! (not only the first) with its line, column and a hint.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::diagnostic::{Diagnostic, SourceText};
+use super::layer::{ExtendsReference, Layer};
+use super::model::{GpuRequest, Ipc, Mount, PortBinding, ULIMIT_NAMES, Ulimit};
+use super::size::ByteSize;
+use super::{mounts, ports};
+
+/// Docker refuses a memory limit below 6 MiB.
+pub const MINIMUM_MEMORY: u64 = 6 * 1024 * 1024;
+/// More CPUs than this is a typo, and would overflow Docker's NanoCpus.
+const MAXIMUM_CPUS: f64 = 4096.0;
+/// Command names envctl itself handles in `envctl exec`.
+pub const RESERVED_COMMANDS: [&str; 1] = ["nvidia-check"];
+
+const TOP_LEVEL_KEYS: [&str; 18] = [
+    "name",
+    "description",
+    "extends",
+    "image",
+    "command",
+    "workdir",
+    "user",
+    "gpus",
+    "memory",
+    "cpus",
+    "shm_size",
+    "ipc",
+    "ports",
+    "mounts",
+    "env",
+    "ulimits",
+    "stack",
+    "commands",
+];
+const STACK_KEYS: [&str; 3] = ["cuda", "torch", "cudnn"];
+const PORT_KEYS: [&str; 4] = ["host_ip", "host", "container", "protocol"];
+const MOUNT_KEYS: [&str; 3] = ["source", "target", "read_only"];
+const ULIMIT_KEYS: [&str; 2] = ["soft", "hard"];
+const GPU_TABLE_KEYS: [&str; 2] = ["count", "devices"];
+
+/// Words people write for a key (often from compose or docker) and the key envctl uses.
+const KEY_ALIASES: [(&str, &str); 16] = [
+    ("pytorch", "torch"),
+    ("cudnn_version", "cudnn"),
+    ("cuda_version", "cuda"),
+    ("shm", "shm_size"),
+    ("shm-size", "shm_size"),
+    ("volumes", "mounts"),
+    ("volume", "mounts"),
+    ("environment", "env"),
+    ("working_dir", "workdir"),
+    ("workdir_path", "workdir"),
+    ("mem_limit", "memory"),
+    ("mem", "memory"),
+    ("cpu", "cpus"),
+    ("gpu", "gpus"),
+    ("ipc_mode", "ipc"),
+    ("port", "ports"),
+];
+
+/// Validates `text` (the contents of `path`) into a layer and the problems found.
+pub fn validate(path: &str, text: &str) -> (Layer, Vec<Diagnostic>) {
+    let source = SourceText::new(path.to_string(), text);
+    let mut checker = Checker {
+        source: &source,
+        diagnostics: Vec::new(),
+    };
+    if let Some(index) = text.find('\0') {
+        checker.error(
+            index..index + 1,
+            "the file holds a NUL byte: it is binary data, not a TOML profile".into(),
+            Some("profiles are UTF-8 text files; check that the path names the right file".into()),
+        );
+        return (Layer::default(), checker.diagnostics);
+    }
+    let (table, syntax_errors) = DeTable::parse_recoverable(text);
+    if !syntax_errors.is_empty() {
+        for error in syntax_errors {
+            let span = error.span().unwrap_or(0..0);
+            checker.error(
+                span,
+                format!("invalid TOML: {}", error.message().trim_end()),
+                Some("see https://toml.io for the syntax".into()),
+            );
+        }
+        return (Layer::default(), checker.diagnostics);
+    }
+    let layer = checker.profile(table.get_ref());
+    let mut diagnostics = checker.diagnostics;
+    diagnostics.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
+    (layer, diagnostics)
+}
+
+type Value<'i> = Spanned<DeValue<'i>>;
+
+struct Checker<'a> {
+    source: &'a SourceText<'a>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    fn error(&mut self, span: Range<usize>, message: String, hint: Option<String>) {
+        self.diagnostics
+            .push(self.source.diagnostic(span, message, hint));
+    }
+
+    fn profile(&mut self, table: &DeTable<'_>) -> Layer {
+        let mut layer = Layer::default();
+        for (key, value) in table {
+            let name = key.get_ref().as_ref();
+            match name {
+                "name" => layer.name = self.profile_name(value),
+                "description" => layer.description = self.string(name, value),
+                "extends" => {
+                    layer.extends =
+                        self.non_empty_string(name, value)
+                            .map(|target| ExtendsReference {
+                                target,
+                                place: self.source.diagnostic(value.span(), String::new(), None),
+                            });
+                }
+                "image" => layer.image = self.image(value),
+                "command" => layer.command = self.command(name, value),
+                "workdir" => layer.workdir = self.workdir(value),
+                "user" => layer.user = self.user(value),
+                "gpus" => layer.gpus = self.gpus(value),
+                "memory" => {
+                    layer.memory = self.size(name, value).filter(|size| {
+                        if size.bytes() < MINIMUM_MEMORY {
+                            self.error(
+                                value.span(),
+                                format!("`memory` is {size}; Docker's minimum is 6m"),
+                                Some("write at least `memory = \"6m\"`; PyTorch jobs usually need gigabytes".into()),
+                            );
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                }
+                "shm_size" => layer.shm_size = self.size(name, value),
+                "cpus" => layer.cpus = self.cpus(value),
+                "ipc" => layer.ipc = self.ipc(value),
+                "ports" => layer.ports = self.ports(value),
+                "mounts" => layer.mounts = self.mounts(value),
+                "env" => layer.env = self.env(value),
+                "ulimits" => layer.ulimits = self.ulimits(value),
+                "stack" => self.stack(value, &mut layer),
+                "commands" => layer.commands = self.commands(value),
+                _ => self.unknown_key(key, &TOP_LEVEL_KEYS, None),
+            }
+        }
+        layer
+    }
+
+    fn unknown_key(
+        &mut self,
+        key: &Spanned<std::borrow::Cow<'_, str>>,
+        known: &[&str],
+        table: Option<&str>,
+    ) {
+        let name = key.get_ref().as_ref();
+        let place = match table {
+            Some(table) => format!("unknown key `{name}` in `{table}`"),
+            None => format!("unknown key `{name}`"),
+        };
+        let hint = match did_you_mean(name, known) {
+            Some(suggestion) => format!("did you mean `{suggestion}`?"),
+            None => format!("known keys: {}", known.join(", ")),
+        };
+        self.error(key.span(), place, Some(hint));
+    }
+
+    fn type_error(&mut self, key: &str, value: &Value<'_>, expected: &str, example: &str) {
+        self.error(
+            value.span(),
+            format!(
+                "`{key}` must be {expected}, found {}",
+                value.get_ref().type_str()
+            ),
+            Some(format!("for example: {example}")),
+        );
+    }
+
+    fn string(&mut self, key: &str, value: &Value<'_>) -> Option<String> {
+        match value.get_ref().as_str() {
+            Some(text) => Some(text.to_string()),
+            None => {
+                self.type_error(key, value, "a string", &format!("{key} = \"…\""));
+                None
+            }
+        }
+    }
+
+    fn non_empty_string(&mut self, key: &str, value: &Value<'_>) -> Option<String> {
+        let text = self.string(key, value)?;
+        if text.trim().is_empty() {
+            self.error(value.span(), format!("`{key}` is empty"), None);
+            return None;
+        }
+        Some(text)
+    }
+
+    fn profile_name(&mut self, value: &Value<'_>) -> Option<String> {
+        let name = self.non_empty_string("name", value)?;
+        if let Err(message) = check_profile_name(&name) {
+            self.error(
+                value.span(),
+                message,
+                Some("for example: name = \"pytorch-2.8-team\"".into()),
+            );
+            return None;
+        }
+        Some(name)
+    }
+
+    fn image(&mut self, value: &Value<'_>) -> Option<super::image::ImageReference> {
+        let text = self.string("image", value)?;
+        match text.parse() {
+            Ok(reference) => Some(reference),
+            Err(message) => {
+                self.error(
+                    value.span(),
+                    format!("`image` is not a valid image reference: {message}"),
+                    Some("write [registry[:port]/]path[:tag][@sha256:digest], for example \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"".into()),
+                );
+                None
+            }
+        }
+    }
+
+    fn string_array(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<String>> {
+        let example = format!("{key} = [\"python\", \"train.py\"]");
+        let Some(array) = value.get_ref().as_array() else {
+            self.type_error(key, value, "an array of strings", &example);
+            return None;
+        };
+        if array.is_empty() {
+            self.error(
+                value.span(),
+                format!("`{key}` is an empty array"),
+                Some(format!("for example: {example}")),
+            );
+            return None;
+        }
+        let mut items = Vec::new();
+        let mut valid = true;
+        for item in array.iter() {
+            match item.get_ref().as_str() {
+                Some(text) => items.push(text.to_string()),
+                None => {
+                    valid = false;
+                    self.error(
+                        item.span(),
+                        format!(
+                            "`{key}` items must be strings, found {}",
+                            item.get_ref().type_str()
+                        ),
+                        Some("quote each argument: [\"--epochs\", \"10\"]".into()),
+                    );
+                }
+            }
+        }
+        valid.then_some(items)
+    }
+
+    fn command(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<String>> {
+        if value.get_ref().is_str() {
+            self.error(
+                value.span(),
+                format!("`{key}` must be an array of strings, not a single string"),
+                Some("split the words yourself, as exec form: [\"python\", \"train.py\"]; for a shell line use [\"sh\", \"-c\", \"…\"]".into()),
+            );
+            return None;
+        }
+        self.string_array(key, value)
+    }
+
+    fn workdir(&mut self, value: &Value<'_>) -> Option<String> {
+        let path = self.non_empty_string("workdir", value)?;
+        if !path.starts_with('/') {
+            self.error(
+                value.span(),
+                format!("`workdir` must be an absolute path in the container, found `{path}`"),
+                Some("for example: workdir = \"/workspace\"".into()),
+            );
+            return None;
+        }
+        Some(path)
+    }
+
+    fn user(&mut self, value: &Value<'_>) -> Option<String> {
+        let user = self.non_empty_string("user", value)?;
+        if let Err(message) = check_user(&user) {
+            self.error(
+                value.span(),
+                message,
+                Some("write a name, a uid, or uid:gid, for example \"1000:1000\"".into()),
+            );
+            return None;
+        }
+        Some(user)
+    }
+
+    fn gpus(&mut self, value: &Value<'_>) -> Option<GpuRequest> {
+        let example = "gpus = \"all\", \"none\", \"optional\", 2, or [\"0\", \"1\"]";
+        match value.get_ref() {
+            DeValue::String(text) => match text.as_ref() {
+                "all" => Some(GpuRequest::All),
+                "none" => Some(GpuRequest::None),
+                "optional" => Some(GpuRequest::Optional),
+                other if other.chars().all(|c| c.is_ascii_digit()) && !other.is_empty() => {
+                    self.gpu_count(value, other)
+                }
+                other => {
+                    let hint = did_you_mean(other, &["all", "none", "optional"]).map_or_else(
+                        || example.to_string(),
+                        |word| format!("did you mean \"{word}\"?"),
+                    );
+                    self.error(
+                        value.span(),
+                        format!("`gpus` = \"{other}\" is not a GPU selection"),
+                        Some(hint),
+                    );
+                    None
+                }
+            },
+            DeValue::Integer(integer) => self.gpu_count(value, integer.as_str()),
+            DeValue::Array(array) => {
+                let devices = self.gpu_devices(value, array)?;
+                Some(GpuRequest::Devices(devices))
+            }
+            DeValue::Table(table) => {
+                let mut count = None;
+                let mut devices = None;
+                for (key, item) in table {
+                    match key.get_ref().as_ref() {
+                        "count" => count = Some(item),
+                        "devices" => devices = Some(item),
+                        _ => self.unknown_key(key, &GPU_TABLE_KEYS, Some("gpus")),
+                    }
+                }
+                match (count, devices) {
+                    (Some(_), Some(devices)) => {
+                        self.error(
+                            devices.span(),
+                            "`gpus` sets both `count` and `devices`; Docker takes one or the other"
+                                .into(),
+                            Some(
+                                "keep `devices` to pick GPUs, or `count` to take the first N"
+                                    .into(),
+                            ),
+                        );
+                        None
+                    }
+                    (Some(count), None) => match count.get_ref() {
+                        DeValue::Integer(integer) => self.gpu_count(count, integer.as_str()),
+                        _ => {
+                            self.type_error(
+                                "gpus.count",
+                                count,
+                                "a positive integer",
+                                "gpus = { count = 2 }",
+                            );
+                            None
+                        }
+                    },
+                    (None, Some(devices)) => match devices.get_ref().as_array() {
+                        Some(array) => self.gpu_devices(devices, array).map(GpuRequest::Devices),
+                        None => {
+                            self.type_error(
+                                "gpus.devices",
+                                devices,
+                                "an array",
+                                "gpus = { devices = [\"0\"] }",
+                            );
+                            None
+                        }
+                    },
+                    (None, None) => {
+                        self.error(
+                            value.span(),
+                            "`gpus` table needs `count` or `devices`".into(),
+                            Some(example.into()),
+                        );
+                        None
+                    }
+                }
+            }
+            _ => {
+                self.type_error("gpus", value, "a string, an integer or an array", example);
+                None
+            }
+        }
+    }
+
+    fn gpu_count(&mut self, value: &Value<'_>, digits: &str) -> Option<GpuRequest> {
+        match digits.parse::<u32>() {
+            Ok(count) if count > 0 => Some(GpuRequest::Count(count)),
+            _ => {
+                self.error(
+                    value.span(),
+                    format!("`gpus` count `{digits}` must be a positive number"),
+                    Some("use gpus = \"none\" for no GPU, or a count of 1 or more".into()),
+                );
+                None
+            }
+        }
+    }
+
+    fn gpu_devices(&mut self, value: &Value<'_>, array: &[Value<'_>]) -> Option<Vec<String>> {
+        if array.is_empty() {
+            self.error(
+                value.span(),
+                "`gpus` lists no device".into(),
+                Some("use gpus = \"none\" for no GPU".into()),
+            );
+            return None;
+        }
+        let mut devices = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut valid = true;
+        for item in array {
+            let text = match item.get_ref() {
+                DeValue::String(text) => text.to_string(),
+                DeValue::Integer(integer) => integer.as_str().to_string(),
+                other => {
+                    valid = false;
+                    self.error(
+                        item.span(),
+                        format!(
+                            "a `gpus` device must be an index or a UUID string, found {}",
+                            other.type_str()
+                        ),
+                        None,
+                    );
+                    continue;
+                }
+            };
+            if let Err(message) = check_gpu_device(&text) {
+                valid = false;
+                self.error(
+                    item.span(),
+                    message,
+                    Some("write an index (\"0\"), a GPU UUID (\"GPU-…\") or a MIG UUID (\"MIG-…\"), as `nvidia-smi -L` prints them".into()),
+                );
+                continue;
+            }
+            if !seen.insert(text.clone()) {
+                valid = false;
+                self.error(item.span(), format!("GPU `{text}` is listed twice"), None);
+                continue;
+            }
+            devices.push(text);
+        }
+        valid.then_some(devices)
+    }
+
+    fn size(&mut self, key: &str, value: &Value<'_>) -> Option<ByteSize> {
+        let example = format!("{key} = \"16g\"");
+        let size = match value.get_ref() {
+            DeValue::String(text) => match text.parse::<ByteSize>() {
+                Ok(size) => size,
+                Err(message) => {
+                    self.error(
+                        value.span(),
+                        format!("`{key}`: {message}"),
+                        Some(format!("for example: {example}")),
+                    );
+                    return None;
+                }
+            },
+            DeValue::Integer(integer) => {
+                match u64::from_str_radix(integer.as_str(), integer.radix()) {
+                    Ok(bytes) => ByteSize(bytes),
+                    Err(_) => {
+                        self.error(
+                            value.span(),
+                            format!("`{key}` must be a positive size"),
+                            Some(format!("for example: {example}")),
+                        );
+                        return None;
+                    }
+                }
+            }
+            _ => {
+                self.type_error(key, value, "a size string", &example);
+                return None;
+            }
+        };
+        if size.bytes() == 0 {
+            self.error(
+                value.span(),
+                format!("`{key}` must be greater than zero"),
+                Some(format!("for example: {example}")),
+            );
+            return None;
+        }
+        Some(size)
+    }
+
+    fn cpus(&mut self, value: &Value<'_>) -> Option<f64> {
+        let number = match value.get_ref() {
+            DeValue::Integer(integer) => i64::from_str_radix(integer.as_str(), integer.radix())
+                .ok()
+                .map(|n| n as f64),
+            DeValue::Float(float) => float.as_str().parse::<f64>().ok(),
+            DeValue::String(text) => {
+                self.error(
+                    value.span(),
+                    format!("`cpus` must be a number, found the string \"{text}\""),
+                    Some(format!("write it without quotes: cpus = {text}")),
+                );
+                return None;
+            }
+            _ => {
+                self.type_error("cpus", value, "a number", "cpus = 8 or cpus = 0.5");
+                return None;
+            }
+        };
+        match number {
+            Some(cpus) if cpus.is_finite() && cpus > 0.0 && cpus <= MAXIMUM_CPUS => Some(cpus),
+            _ => {
+                self.error(
+                    value.span(),
+                    format!("`cpus` must be greater than 0 and at most {MAXIMUM_CPUS}"),
+                    Some("fractions are fine: cpus = 0.5".into()),
+                );
+                None
+            }
+        }
+    }
+
+    fn ipc(&mut self, value: &Value<'_>) -> Option<Ipc> {
+        let text = self.string("ipc", value)?;
+        match text.as_str() {
+            "private" => Some(Ipc::Private),
+            "shareable" => Some(Ipc::Shareable),
+            "host" => Some(Ipc::Host),
+            other => {
+                let hint = did_you_mean(other, &Ipc::NAMES).map_or_else(
+                    || "use \"private\", \"shareable\" or \"host\"".to_string(),
+                    |word| format!("did you mean \"{word}\"?"),
+                );
+                self.error(
+                    value.span(),
+                    format!("`ipc` = \"{other}\" is not private, shareable or host"),
+                    Some(hint),
+                );
+                None
+            }
+        }
+    }
+
+    fn ports(&mut self, value: &Value<'_>) -> Option<Vec<PortBinding>> {
+        let Some(array) = value.get_ref().as_array() else {
+            self.type_error("ports", value, "an array", "ports = [\"8888:8888\"]");
+            return None;
+        };
+        let mut bindings: Vec<(PortBinding, Range<usize>)> = Vec::new();
+        let mut valid = true;
+        for item in array.iter() {
+            let binding = match item.get_ref() {
+                DeValue::String(spec) => {
+                    ports::parse_port_spec(spec).map_err(|message| (message, item.span()))
+                }
+                DeValue::Table(table) => self.port_table(table, item.span()),
+                DeValue::Integer(integer) => ports::parse_port_spec(integer.as_str())
+                    .map_err(|message| (message, item.span())),
+                other => Err((
+                    format!(
+                        "a port must be a string or a table, found {}",
+                        other.type_str()
+                    ),
+                    item.span(),
+                )),
+            };
+            match binding {
+                Ok(binding) => {
+                    if let Some((_, first_span)) = bindings
+                        .iter()
+                        .find(|(other, _)| ports::conflicts(other, &binding))
+                    {
+                        valid = false;
+                        let first = self
+                            .source
+                            .diagnostic(first_span.clone(), String::new(), None);
+                        self.error(
+                            item.span(),
+                            format!("port `{binding}` binds a host address and port that line {} already binds", first.line),
+                            Some("give each binding its own host port, or drop one".into()),
+                        );
+                    } else {
+                        bindings.push((binding, item.span()));
+                    }
+                }
+                Err((message, span)) => {
+                    valid = false;
+                    self.error(
+                        span,
+                        message,
+                        Some("write [HOST_IP:]HOST:CONTAINER[/tcp|udp|sctp], for example \"127.0.0.1:8888:8888\", or a table { host = 8888, container = 8888 }".into()),
+                    );
+                }
+            }
+        }
+        valid.then(|| bindings.into_iter().map(|(binding, _)| binding).collect())
+    }
+
+    fn port_table(
+        &mut self,
+        table: &DeTable<'_>,
+        span: Range<usize>,
+    ) -> Result<PortBinding, (String, Range<usize>)> {
+        let mut host_ip = None;
+        let mut host = None;
+        let mut container = None;
+        let mut protocol = super::model::Protocol::Tcp;
+        for (key, item) in table {
+            let port_range = |item: &Value<'_>| match item.get_ref() {
+                DeValue::Integer(integer) => ports::parse_port_range(integer.as_str()),
+                DeValue::String(text) => ports::parse_port_range(text),
+                other => Err(format!(
+                    "a port must be a number or a \"start-end\" range, found {}",
+                    other.type_str()
+                )),
+            };
+            let as_text = |item: &Value<'_>| {
+                item.get_ref()
+                    .as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("must be a string, found {}", item.get_ref().type_str()))
+            };
+            let result = match key.get_ref().as_ref() {
+                "host_ip" => as_text(item)
+                    .and_then(|text| ports::parse_host_ip(&text))
+                    .map(|ip| host_ip = Some(ip)),
+                "host" => port_range(item).map(|range| host = Some(range)),
+                "container" => port_range(item).map(|range| container = Some(range)),
+                "protocol" => as_text(item)
+                    .and_then(|text| ports::parse_protocol(&text))
+                    .map(|parsed| protocol = parsed),
+                _ => {
+                    self.unknown_key(key, &PORT_KEYS, Some("ports"));
+                    Ok(())
+                }
+            };
+            result.map_err(|message| (format!("`{}`: {message}", key.get_ref()), item.span()))?;
+        }
+        let container = container
+            .ok_or_else(|| ("a port table needs `container`".to_string(), span.clone()))?;
+        ports::make_binding(host_ip, host, container, protocol).map_err(|message| (message, span))
+    }
+
+    fn mounts(&mut self, value: &Value<'_>) -> Option<Vec<Mount>> {
+        let Some(array) = value.get_ref().as_array() else {
+            self.type_error(
+                "mounts",
+                value,
+                "an array",
+                "mounts = [\"./data:/data:ro\"]",
+            );
+            return None;
+        };
+        let mut mounts: Vec<(Mount, Range<usize>)> = Vec::new();
+        let mut valid = true;
+        for item in array.iter() {
+            let mount = match item.get_ref() {
+                DeValue::String(spec) => {
+                    mounts::parse_mount_spec(spec).map_err(|message| (message, item.span()))
+                }
+                DeValue::Table(table) => self.mount_table(table, item.span()),
+                other => Err((
+                    format!(
+                        "a mount must be a string or a table, found {}",
+                        other.type_str()
+                    ),
+                    item.span(),
+                )),
+            };
+            match mount {
+                Ok(mount) => {
+                    if let Some((_, first_span)) = mounts
+                        .iter()
+                        .find(|(other, _)| other.target == mount.target)
+                    {
+                        valid = false;
+                        let first = self
+                            .source
+                            .diagnostic(first_span.clone(), String::new(), None);
+                        self.error(
+                            item.span(),
+                            format!(
+                                "mount target `{}` is already used on line {}",
+                                mount.target, first.line
+                            ),
+                            Some("each container path can be mounted once".into()),
+                        );
+                    } else {
+                        mounts.push((mount, item.span()));
+                    }
+                }
+                Err((message, span)) => {
+                    valid = false;
+                    self.error(
+                        span,
+                        message,
+                        Some("write SOURCE:TARGET[:ro], for example \"./data:/data:ro\", or a table { source = \"./data\", target = \"/data\", read_only = true }".into()),
+                    );
+                }
+            }
+        }
+        valid.then(|| mounts.into_iter().map(|(mount, _)| mount).collect())
+    }
+
+    fn mount_table(
+        &mut self,
+        table: &DeTable<'_>,
+        span: Range<usize>,
+    ) -> Result<Mount, (String, Range<usize>)> {
+        let mut source = None;
+        let mut target = None;
+        let mut read_only = false;
+        for (key, item) in table {
+            match key.get_ref().as_ref() {
+                "source" | "target" => match item.get_ref().as_str() {
+                    Some(text) if key.get_ref().as_ref() == "source" => {
+                        source = Some(text.to_string())
+                    }
+                    Some(text) => target = Some(text.to_string()),
+                    None => {
+                        return Err((
+                            format!(
+                                "`{}` must be a string, found {}",
+                                key.get_ref(),
+                                item.get_ref().type_str()
+                            ),
+                            item.span(),
+                        ));
+                    }
+                },
+                "read_only" => match item.get_ref().as_bool() {
+                    Some(flag) => read_only = flag,
+                    None => {
+                        return Err((
+                            format!(
+                                "`read_only` must be true or false, found {}",
+                                item.get_ref().type_str()
+                            ),
+                            item.span(),
+                        ));
+                    }
+                },
+                _ => self.unknown_key(key, &MOUNT_KEYS, Some("mounts")),
+            }
+        }
+        let source =
+            source.ok_or_else(|| ("a mount table needs `source`".to_string(), span.clone()))?;
+        let target =
+            target.ok_or_else(|| ("a mount table needs `target`".to_string(), span.clone()))?;
+        mounts::make_mount(&source, &target, read_only).map_err(|message| (message, span))
+    }
+
+    fn env(&mut self, value: &Value<'_>) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        match value.get_ref() {
+            DeValue::Table(table) => {
+                for (key, item) in table {
+                    let name = key.get_ref().to_string();
+                    if !self.env_name(&name, key.span()) {
+                        continue;
+                    }
+                    match item.get_ref().as_str() {
+                        Some(text) if !text.contains('\0') => {
+                            env.insert(name, text.to_string());
+                        }
+                        Some(_) => self.error(
+                            item.span(),
+                            format!("`env.{name}` contains a NUL character"),
+                            None,
+                        ),
+                        None => {
+                            let shown = match item.get_ref() {
+                                DeValue::Integer(integer) => Some(integer.as_str().to_string()),
+                                DeValue::Float(float) => Some(float.as_str().to_string()),
+                                DeValue::Boolean(flag) => Some(flag.to_string()),
+                                _ => None,
+                            };
+                            let hint = match shown {
+                                Some(shown) => format!("quote it: {name} = \"{shown}\""),
+                                None => "environment values are strings".into(),
+                            };
+                            self.error(
+                                item.span(),
+                                format!(
+                                    "`env.{name}` must be a string, found {}",
+                                    item.get_ref().type_str()
+                                ),
+                                Some(hint),
+                            );
+                        }
+                    }
+                }
+            }
+            DeValue::Array(array) => {
+                for item in array.iter() {
+                    let Some(text) = item.get_ref().as_str() else {
+                        self.error(
+                            item.span(),
+                            format!(
+                                "`env` items must be \"KEY=VALUE\" strings, found {}",
+                                item.get_ref().type_str()
+                            ),
+                            None,
+                        );
+                        continue;
+                    };
+                    let Some((name, variable)) = text.split_once('=') else {
+                        self.error(
+                            item.span(),
+                            format!("`env` item \"{text}\" has no `=`"),
+                            Some("write \"KEY=VALUE\"".into()),
+                        );
+                        continue;
+                    };
+                    if self.env_name(name, item.span()) {
+                        if variable.contains('\0') {
+                            self.error(
+                                item.span(),
+                                format!("`env.{name}` contains a NUL character"),
+                                None,
+                            );
+                        } else if env.insert(name.to_string(), variable.to_string()).is_some() {
+                            self.error(item.span(), format!("`env` sets `{name}` twice"), None);
+                        }
+                    }
+                }
+            }
+            _ => self.type_error(
+                "env",
+                value,
+                "a table of strings",
+                "env = { PYTHONUNBUFFERED = \"1\" }",
+            ),
+        }
+        env
+    }
+
+    fn env_name(&mut self, name: &str, span: Range<usize>) -> bool {
+        let problem = if name.is_empty() {
+            Some("an environment variable name is empty")
+        } else if name.contains('=') {
+            Some("an environment variable name cannot contain `=`")
+        } else if name.contains('\0') || name.chars().any(char::is_whitespace) {
+            Some("an environment variable name cannot contain whitespace or NUL")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            self.error(span, format!("{problem}: `{}`", name.escape_debug()), None);
+            return false;
+        }
+        true
+    }
+
+    fn ulimits(&mut self, value: &Value<'_>) -> BTreeMap<String, Ulimit> {
+        let mut ulimits = BTreeMap::new();
+        let Some(table) = value.get_ref().as_table() else {
+            self.type_error("ulimits", value, "a table", "[ulimits] memlock = -1");
+            return ulimits;
+        };
+        for (key, item) in table {
+            let name = key.get_ref().as_ref();
+            if !ULIMIT_NAMES.contains(&name) {
+                self.unknown_key(key, &ULIMIT_NAMES, Some("ulimits"));
+                continue;
+            }
+            let limit = match item.get_ref() {
+                DeValue::Integer(_) => self.ulimit_value(name, item).map(|limit| Ulimit {
+                    soft: limit,
+                    hard: limit,
+                }),
+                DeValue::Table(limits) => {
+                    let mut soft = None;
+                    let mut hard = None;
+                    for (limit_key, limit_value) in limits {
+                        match limit_key.get_ref().as_ref() {
+                            "soft" => soft = Some(self.ulimit_value(name, limit_value)),
+                            "hard" => hard = Some(self.ulimit_value(name, limit_value)),
+                            _ => self.unknown_key(limit_key, &ULIMIT_KEYS, Some("ulimits")),
+                        }
+                    }
+                    match (soft, hard) {
+                        (Some(Some(soft)), Some(Some(hard))) => {
+                            let unlimited = |limit: i64| limit == -1;
+                            if !unlimited(hard) && (unlimited(soft) || soft > hard) {
+                                self.error(item.span(), format!("`ulimits.{name}`: soft limit {soft} is above hard limit {hard}"), Some("the soft limit must be at most the hard limit (-1 is unlimited)".into()));
+                                None
+                            } else {
+                                Some(Ulimit { soft, hard })
+                            }
+                        }
+                        (Some(None), _) | (_, Some(None)) => None,
+                        _ => {
+                            self.error(
+                                item.span(),
+                                format!("`ulimits.{name}` needs both `soft` and `hard`"),
+                                Some(format!("{name} = {{ soft = 1024, hard = 4096 }}")),
+                            );
+                            None
+                        }
+                    }
+                }
+                _ => {
+                    self.type_error(
+                        &format!("ulimits.{name}"),
+                        item,
+                        "an integer or { soft, hard }",
+                        &format!("{name} = -1"),
+                    );
+                    None
+                }
+            };
+            if let Some(limit) = limit {
+                ulimits.insert(name.to_string(), limit);
+            }
+        }
+        ulimits
+    }
+
+    fn ulimit_value(&mut self, name: &str, value: &Value<'_>) -> Option<i64> {
+        let parsed = value
+            .get_ref()
+            .as_integer()
+            .and_then(|integer| i64::from_str_radix(integer.as_str(), integer.radix()).ok());
+        match parsed {
+            Some(limit) if limit >= -1 => Some(limit),
+            _ => {
+                self.error(
+                    value.span(),
+                    format!(
+                        "`ulimits.{name}` must be an integer of 0 or more, or -1 for unlimited"
+                    ),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    fn stack(&mut self, value: &Value<'_>, layer: &mut Layer) {
+        let Some(table) = value.get_ref().as_table() else {
+            self.type_error("stack", value, "a table", "[stack] cuda = \"12.8\"");
+            return;
+        };
+        for (key, item) in table {
+            match key.get_ref().as_ref() {
+                "cuda" => {
+                    if let Some(text) = self.string("stack.cuda", item) {
+                        match text.parse() {
+                            Ok(version) => layer.cuda = Some(version),
+                            Err(message) => {
+                                self.error(item.span(), format!("`stack.cuda`: {message}"), None)
+                            }
+                        }
+                    }
+                }
+                "torch" => {
+                    if let Some(text) = self.string("stack.torch", item) {
+                        match text.parse() {
+                            Ok(version) => layer.torch = Some(version),
+                            Err(message) => {
+                                self.error(item.span(), format!("`stack.torch`: {message}"), None)
+                            }
+                        }
+                    }
+                }
+                "cudnn" => {
+                    let major = match item.get_ref() {
+                        DeValue::String(text) => text.parse::<u32>().ok(),
+                        DeValue::Integer(integer) => integer.as_str().parse::<u32>().ok(),
+                        _ => None,
+                    };
+                    match major {
+                        Some(major) if (1..=99).contains(&major) => layer.cudnn = Some(major),
+                        _ => self.error(
+                            item.span(),
+                            "`stack.cudnn` must be the cuDNN major version, like \"9\"".into(),
+                            None,
+                        ),
+                    }
+                }
+                _ => self.unknown_key(key, &STACK_KEYS, Some("stack")),
+            }
+        }
+    }
+
+    fn commands(&mut self, value: &Value<'_>) -> BTreeMap<String, Vec<String>> {
+        let mut commands = BTreeMap::new();
+        let Some(table) = value.get_ref().as_table() else {
+            self.type_error(
+                "commands",
+                value,
+                "a table",
+                "[commands] train = [\"python\", \"train.py\"]",
+            );
+            return commands;
+        };
+        for (key, item) in table {
+            let name = key.get_ref().as_ref();
+            if RESERVED_COMMANDS.contains(&name) {
+                self.error(
+                    key.span(),
+                    format!("`{name}` is built into envctl and cannot be redefined"),
+                    Some("choose another command name".into()),
+                );
+                continue;
+            }
+            if name.is_empty()
+                || name.starts_with('-')
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                self.error(key.span(), format!("command name `{}` must be letters, digits, `-`, `_` or `.`, not starting with `-`", name.escape_debug()), None);
+                continue;
+            }
+            if let Some(command) = self.command(&format!("commands.{name}"), item) {
+                commands.insert(name.to_string(), command);
+            }
+        }
+        commands
+    }
+}
+
+/// Profile names: what `envctl up NAME` and the container name `envctl-NAME` accept.
+pub fn check_profile_name(name: &str) -> Result<(), String> {
+    let valid = name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "profile name `{}` must be at most 64 lower-case letters, digits, `-`, `_` or `.`, starting with a letter or digit",
+            name.escape_debug()
+        ))
+    }
+}
+
+fn check_user(user: &str) -> Result<(), String> {
+    let part_valid = |part: &str| {
+        !part.is_empty()
+            && (part.chars().all(|c| c.is_ascii_digit())
+                || (part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                    && part.len() <= 32))
+    };
+    let (name, group) = match user.split_once(':') {
+        Some((name, group)) => (name, Some(group)),
+        None => (user, None),
+    };
+    if part_valid(name) && group.is_none_or(part_valid) {
+        Ok(())
+    } else {
+        Err(format!(
+            "`user` = \"{}\" is not a user name, uid or uid:gid",
+            user.escape_debug()
+        ))
+    }
+}
+
+fn check_gpu_device(device: &str) -> Result<(), String> {
+    if !device.is_empty() && device.chars().all(|c| c.is_ascii_digit()) {
+        return match device.parse::<u32>() {
+            Ok(index) if index < 1024 => Ok(()),
+            _ => Err(format!("GPU index `{device}` is out of range")),
+        };
+    }
+    let is_uuid = |text: &str| {
+        let groups: Vec<&str> = text.split('-').collect();
+        groups.len() == 5
+            && groups.iter().zip([8, 4, 4, 4, 12]).all(|(group, length)| {
+                group.len() == length && group.chars().all(|c| c.is_ascii_hexdigit())
+            })
+    };
+    if let Some(uuid) = device.strip_prefix("GPU-")
+        && is_uuid(uuid)
+    {
+        return Ok(());
+    }
+    if let Some(rest) = device.strip_prefix("MIG-") {
+        // Current drivers: `MIG-<uuid>`; before R470: `MIG-GPU-<uuid>/<gi>/<ci>`.
+        if is_uuid(rest) {
+            return Ok(());
+        }
+        if let Some(legacy) = rest.strip_prefix("GPU-") {
+            let parts: Vec<&str> = legacy.split('/').collect();
+            if parts.len() == 3
+                && is_uuid(parts[0])
+                && parts[1..]
+                    .iter()
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+            {
+                return Ok(());
+            }
+        }
+    }
+    Err(format!(
+        "`{}` is not a GPU index, GPU UUID or MIG UUID",
+        device.escape_debug()
+    ))
+}
+
+/// The known key closest to `unknown`, by known aliases first and then edit distance.
+pub fn did_you_mean<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
+    let lower = unknown.to_ascii_lowercase();
+    if let Some((_, key)) = KEY_ALIASES.iter().find(|(alias, _)| *alias == lower)
+        && let Some(found) = known.iter().find(|candidate| *candidate == key)
+    {
+        return Some(found);
+    }
+    known
+        .iter()
+        .map(|candidate| (strsim::damerau_levenshtein(&lower, candidate), *candidate))
+        .filter(|(distance, candidate)| *distance <= (candidate.len() / 3).max(1) + 1)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(did_you_mean("memroy", &TOP_LEVEL_KEYS), Some("memory"));
+        assert_eq!(did_you_mean("pytorch", &STACK_KEYS), Some("torch"));
+        assert_eq!(did_you_mean("volumes", &TOP_LEVEL_KEYS), Some("mounts"));
+        assert_eq!(did_you_mean("shm-size", &TOP_LEVEL_KEYS), Some("shm_size"));
+        assert_eq!(did_you_mean("zzzzzz", &TOP_LEVEL_KEYS), None);
+    }
+
+    #[test]
+    fn gpu_devices() {
+        assert!(check_gpu_device("0").is_ok());
+        assert!(check_gpu_device("GPU-5f8c1d0e-9c4b-4a3e-8f2a-123456789abc").is_ok());
+        assert!(check_gpu_device("MIG-5f8c1d0e-9c4b-4a3e-8f2a-123456789abc").is_ok());
+        assert!(check_gpu_device("MIG-GPU-5f8c1d0e-9c4b-4a3e-8f2a-123456789abc/1/0").is_ok());
+        assert!(check_gpu_device("GPU-xyz").is_err());
+        assert!(check_gpu_device("first").is_err());
+    }
+
+    #[test]
+    fn users() {
+        for good in ["root", "1000", "1000:1000", "jovyan:users", "_svc"] {
+            assert!(check_user(good).is_ok(), "{good}");
+        }
+        for bad in ["", ":", "1000:", "a b", "-x", "a:b:c"] {
+            assert!(check_user(bad).is_err(), "{bad}");
+        }
+    }
+}

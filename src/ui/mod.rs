@@ -1,0 +1,8 @@
+//! Everything that reaches the terminal: the [`Printer`] (stdout is data, stderr is talk),
+//! styling, error and diagnostic rendering, tables.
+
+pub mod printer;
+pub mod report;
+pub mod table;
+
+pub use printer::{ColorChoice, Printer, Verbosity};

@@ -1,0 +1,130 @@
+//! The one writer of stdout and stderr. Colour follows `--color`, `NO_COLOR` and whether
+//! the stream is a terminal; `-q` silences talk, never data or errors.
+
+use std::io::{self, Write};
+
+use console::Style;
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// The JSON schema version every `--json` document carries.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
+}
+
+/// Owns stdout and stderr for the whole run.
+#[derive(Debug)]
+pub struct Printer {
+    stdout_color: bool,
+    stderr_color: bool,
+    verbosity: Verbosity,
+}
+
+/// A `--json` document: `schema_version` first, then the command's own fields.
+#[derive(Serialize)]
+struct Document<'a, T: Serialize> {
+    schema_version: u32,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+impl Printer {
+    pub fn new(color: ColorChoice, verbosity: Verbosity) -> Self {
+        let (stdout_color, stderr_color) = match color {
+            ColorChoice::Always => (true, true),
+            ColorChoice::Never => (false, false),
+            // console reads NO_COLOR, CLICOLOR(_FORCE) and whether the stream is a TTY.
+            ColorChoice::Auto => (console::colors_enabled(), console::colors_enabled_stderr()),
+        };
+        Printer {
+            stdout_color,
+            stderr_color,
+            verbosity,
+        }
+    }
+
+    /// Data for stdout, a line.
+    pub fn data(&self, text: &str) -> Result<(), Error> {
+        let mut stdout = io::stdout().lock();
+        writeln!(stdout, "{text}")?;
+        stdout.flush()?;
+        Ok(())
+    }
+
+    /// One JSON document on stdout, with `schema_version`.
+    pub fn json<T: Serialize>(&self, body: &T) -> Result<(), Error> {
+        let document = Document {
+            schema_version: SCHEMA_VERSION,
+            body,
+        };
+        let text = serde_json::to_string_pretty(&document)
+            .map_err(|error| Error::Output(io::Error::other(error)))?;
+        self.data(&text)
+    }
+
+    /// Talk on stderr (progress, confirmations); silent with `-q`.
+    pub fn info(&self, text: &str) {
+        if self.verbosity > Verbosity::Quiet {
+            self.stderr_line(text);
+        }
+    }
+
+    /// Detail on stderr, only with `-v`.
+    pub fn detail(&self, text: &str) {
+        if self.verbosity >= Verbosity::Verbose {
+            self.stderr_line(&self.style_stderr(Style::new().dim(), text));
+        }
+    }
+
+    /// `warning: …` on stderr, silent with `-q`.
+    pub fn warn(&self, text: &str) {
+        if self.verbosity > Verbosity::Quiet {
+            let label = self.style_stderr(Style::new().yellow().bold(), "warning");
+            self.stderr_line(&format!("{label}: {text}"));
+        }
+    }
+
+    /// An error with its causes and hint, after any per-line diagnostics it carries.
+    pub fn error(&self, error: &Error) {
+        super::report::write_error(self, error);
+    }
+
+    pub(super) fn stderr_line(&self, text: &str) {
+        // Nothing sensible is left to do when stderr itself is gone.
+        let _ = writeln!(io::stderr().lock(), "{text}");
+    }
+
+    pub(super) fn style_stderr(&self, style: Style, text: &str) -> String {
+        style
+            .force_styling(self.stderr_color)
+            .apply_to(text)
+            .to_string()
+    }
+
+    pub fn style_stdout(&self, style: Style, text: &str) -> String {
+        style
+            .force_styling(self.stdout_color)
+            .apply_to(text)
+            .to_string()
+    }
+
+    /// The terminal width of stdout, when it is a terminal.
+    pub fn stdout_width(&self) -> Option<usize> {
+        console::Term::stdout()
+            .size_checked()
+            .map(|(_, columns)| usize::from(columns))
+    }
+}
