@@ -309,51 +309,99 @@ impl Serialize for CudaVersion {
     }
 }
 
-/// A PyTorch release with its optional wheel variant: `2.8.0`, `2.8.0+cu128`, `2.8.0+cpu`.
+/// A PyTorch release as `torch.__version__` prints it: `2.8.0`, `2.8.0+cu128`, `2.8.0+cpu`,
+/// or a pre-release such as NGC's `2.10.0a0+b4e4ee81d3`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TorchVersion {
+    /// The release as semver; PEP 440 pre-releases (`a0`, `rc1`, `.dev2`) become its pre part.
     pub version: semver::Version,
-    /// `cu128`, `cpu`.
+    /// The wheel's CUDA variant from the local part: `cu128`, `cpu`.
     pub variant: Option<String>,
+    /// The text as written, for display.
+    text: String,
 }
 
 impl std::str::FromStr for TorchVersion {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let (version, variant) = match text.split_once('+') {
-            Some((version, variant)) => (version, Some(variant)),
+        let invalid = || {
+            format!("`{text}` is not a torch version: write it like \"2.8.0\" or \"2.8.0+cu128\"")
+        };
+        let (public, local) = match text.split_once('+') {
+            Some((public, local)) => (public, Some(local)),
             None => (text, None),
         };
-        let version = semver::Version::parse(version).map_err(|error| {
-            format!("`{text}` is not a torch version ({error}): write it like \"2.8.0\" or \"2.8.0+cu128\"")
-        })?;
-        if let Some(variant) = variant {
-            let cuda_digits = variant.strip_prefix("cu");
-            let valid = variant == "cpu"
-                || cuda_digits.is_some_and(|digits| {
-                    (3..=4).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit())
-                });
+        let release_end = public
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(public.len());
+        let (release, suffix) = public.split_at(release_end);
+        let release = release
+            .strip_suffix('.')
+            .filter(|_| suffix.starts_with("dev"))
+            .unwrap_or(release);
+        let numbers: Vec<&str> = release.split('.').collect();
+        if numbers.len() != 3
+            || numbers
+                .iter()
+                .any(|number| number.is_empty() || number.len() > 6)
+        {
+            return Err(invalid());
+        }
+        let number = |part: &str| part.parse::<u64>().map_err(|_| invalid());
+        let mut version = semver::Version::new(
+            number(numbers[0])?,
+            number(numbers[1])?,
+            number(numbers[2])?,
+        );
+        if !suffix.is_empty() {
+            let pre_release = suffix.trim_start_matches('.').to_string();
+            let well_formed = ["a", "b", "rc", "dev"]
+                .iter()
+                .any(|tag| pre_release.starts_with(tag))
+                && pre_release
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.');
+            if !well_formed {
+                return Err(format!(
+                    "`{text}` has an unknown pre-release `{suffix}`: PEP 440 writes a0, b1, rc1 or .dev0"
+                ));
+            }
+            version.pre = semver::Prerelease::new(&pre_release).map_err(|_| invalid())?;
+        }
+        let mut variant = None;
+        if let Some(local) = local {
+            let valid = !local.is_empty()
+                && local
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.');
             if !valid {
                 return Err(format!(
-                    "`{text}` has an unknown wheel variant `+{variant}`: use `+cuXYZ` (like `+cu128`) or `+cpu`"
+                    "`{text}` has an invalid local version `+{local}`: use `+cuXYZ` (like `+cu128`) or `+cpu`"
+                ));
+            }
+            let is_cuda = local.strip_prefix("cu").is_some_and(|digits| {
+                (3..=4).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit())
+            });
+            if is_cuda || local == "cpu" {
+                variant = Some(local.to_string());
+            } else if local.starts_with("cu") || local.starts_with("rocm") {
+                return Err(format!(
+                    "`{text}` has an unknown wheel variant `+{local}`: use `+cuXYZ` (like `+cu128`) or `+cpu`"
                 ));
             }
         }
         Ok(TorchVersion {
             version,
-            variant: variant.map(str::to_string),
+            variant,
+            text: text.to_string(),
         })
     }
 }
 
 impl fmt::Display for TorchVersion {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{}", self.version)?;
-        if let Some(variant) = &self.variant {
-            write!(formatter, "+{variant}")?;
-        }
-        Ok(())
+        formatter.write_str(&self.text)
     }
 }
 
@@ -386,6 +434,14 @@ mod tests {
         assert!("2.8".parse::<TorchVersion>().is_err());
         assert!("2.8.0+rocm6".parse::<TorchVersion>().is_err());
         assert!("2.8.0+cpu".parse::<TorchVersion>().is_ok());
+        let ngc: TorchVersion = "2.10.0a0+b4e4ee81d3"
+            .parse()
+            .unwrap_or_else(|e: String| panic!("{e}"));
+        assert_eq!((ngc.version.minor, ngc.variant.as_deref()), (10, None));
+        assert!(ngc.version < semver::Version::new(2, 10, 0));
+        assert!("2.9.0.dev20250101+cu128".parse::<TorchVersion>().is_ok());
+        assert!("2.8.0x".parse::<TorchVersion>().is_err());
+        assert!("2.8.0+CU128".parse::<TorchVersion>().is_err());
     }
 
     #[test]

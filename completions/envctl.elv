@@ -1,0 +1,144 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[envctl] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'envctl'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'envctl'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand profiles 'List, show, check and create profiles'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'envctl;profiles'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand list 'List the profiles envctl finds, with where each comes from'
+            cand show 'Print a profile with `extends` applied, and which file set each key'
+            cand check 'Validate profile files; every problem is reported with file:line:column'
+            cand new 'Start a team profile in ./envctl/NAME.toml'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'envctl;profiles;list'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;profiles;show'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;profiles;check'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;profiles;new'= {
+            cand --from 'Copy this profile (resolved) instead of the starter template'
+            cand --directory 'Folder to write into'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;profiles;help'= {
+            cand list 'List the profiles envctl finds, with where each comes from'
+            cand show 'Print a profile with `extends` applied, and which file set each key'
+            cand check 'Validate profile files; every problem is reported with file:line:column'
+            cand new 'Start a team profile in ./envctl/NAME.toml'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'envctl;profiles;help;list'= {
+        }
+        &'envctl;profiles;help;show'= {
+        }
+        &'envctl;profiles;help;check'= {
+        }
+        &'envctl;profiles;help;new'= {
+        }
+        &'envctl;profiles;help;help'= {
+        }
+        &'envctl;completions'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;help'= {
+            cand profiles 'List, show, check and create profiles'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'envctl;help;profiles'= {
+            cand list 'List the profiles envctl finds, with where each comes from'
+            cand show 'Print a profile with `extends` applied, and which file set each key'
+            cand check 'Validate profile files; every problem is reported with file:line:column'
+            cand new 'Start a team profile in ./envctl/NAME.toml'
+        }
+        &'envctl;help;profiles;list'= {
+        }
+        &'envctl;help;profiles;show'= {
+        }
+        &'envctl;help;profiles;check'= {
+        }
+        &'envctl;help;profiles;new'= {
+        }
+        &'envctl;help;completions'= {
+        }
+        &'envctl;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

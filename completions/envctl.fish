@@ -1,0 +1,98 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_envctl_global_optspecs
+    string join \n json q/quiet v/verbose color= h/help V/version
+end
+
+function __fish_envctl_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_envctl_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_envctl_using_subcommand
+    set -l cmd (__fish_envctl_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c envctl -n "__fish_envctl_needs_command" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_needs_command" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_needs_command" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_needs_command" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_needs_command" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_needs_command" -s V -l version -d 'Print version'
+complete -c envctl -n "__fish_envctl_needs_command" -f -a "profiles" -d 'List, show, check and create profiles'
+complete -c envctl -n "__fish_envctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c envctl -n "__fish_envctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -f -a "list" -d 'List the profiles envctl finds, with where each comes from'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -f -a "show" -d 'Print a profile with `extends` applied, and which file set each key'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -f -a "check" -d 'Validate profile files; every problem is reported with file:line:column'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -f -a "new" -d 'Start a team profile in ./envctl/NAME.toml'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from list" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from show" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from show" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from show" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from check" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from check" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from check" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from new" -l from -d 'Copy this profile (resolved) instead of the starter template' -r
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from new" -l directory -d 'Folder to write into' -r -F
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from new" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from new" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from new" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from new" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from new" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the profiles envctl finds, with where each comes from'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from help" -f -a "show" -d 'Print a profile with `extends` applied, and which file set each key'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from help" -f -a "check" -d 'Validate profile files; every problem is reported with file:line:column'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from help" -f -a "new" -d 'Start a team profile in ./envctl/NAME.toml'
+complete -c envctl -n "__fish_envctl_using_subcommand profiles; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c envctl -n "__fish_envctl_using_subcommand completions" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand completions" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand completions" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand completions" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from profiles completions help" -f -a "profiles" -d 'List, show, check and create profiles'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from profiles completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from profiles completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "list" -d 'List the profiles envctl finds, with where each comes from'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "show" -d 'Print a profile with `extends` applied, and which file set each key'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "check" -d 'Validate profile files; every problem is reported with file:line:column'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "new" -d 'Start a team profile in ./envctl/NAME.toml'
