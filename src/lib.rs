@@ -3,9 +3,12 @@
 //! Gather, then judge: adapters fill plain structs, the pure core (`profile`) decides,
 //! `ui` alone writes to the terminal, `commands` wires them per subcommand.
 
+pub mod checks;
 pub mod cli;
 pub mod commands;
+pub mod compat;
 pub mod error;
 pub mod exit;
+pub mod gpu;
 pub mod profile;
 pub mod ui;

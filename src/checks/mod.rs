@@ -1,0 +1,116 @@
+//! Findings: the verdicts every check produces (doctor, compat, nvidia-check), and their
+//! ordering. Pure data; the checks themselves are pure functions over gathered facts.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How a check came out. Ordered: the worst of a set is its maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    /// The verdict word used in JSON summaries: `ok`, `warn`, `fail`.
+    pub fn verdict(self) -> &'static str {
+        match self {
+            Status::Pass => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Status::Pass => "pass",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        })
+    }
+}
+
+/// One check's outcome: a stable id, a status, a sentence, a fix, and the facts it used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable and dotted, e.g. `driver.cuda-minimum`, `gpu.arch-supported`.
+    pub id: String,
+    pub status: Status,
+    pub message: String,
+    /// A command to run or a documentation link; none when nothing needs doing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The facts the verdict rests on (versions, capabilities, matrix rows with sources).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub facts: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Finding {
+    pub fn new(id: &str, status: Status, message: impl Into<String>) -> Self {
+        Finding {
+            id: id.to_string(),
+            status,
+            message: message.into(),
+            hint: None,
+            facts: serde_json::Map::new(),
+        }
+    }
+
+    pub fn pass(id: &str, message: impl Into<String>) -> Self {
+        Finding::new(id, Status::Pass, message)
+    }
+
+    pub fn warn(id: &str, message: impl Into<String>) -> Self {
+        Finding::new(id, Status::Warn, message)
+    }
+
+    pub fn fail(id: &str, message: impl Into<String>) -> Self {
+        Finding::new(id, Status::Fail, message)
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Records a fact the verdict used.
+    pub fn with_fact(mut self, key: &str, value: impl Serialize) -> Self {
+        // Facts are plain values (strings, numbers, small structs): serialising them cannot
+        // fail, and a fact that somehow did would only be left out of the report.
+        if let Ok(value) = serde_json::to_value(value) {
+            self.facts.insert(key.to_string(), value);
+        }
+        self
+    }
+}
+
+/// The worst status of a set of findings; `Pass` when there are none.
+pub fn worst<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Status {
+    findings
+        .into_iter()
+        .map(|finding| finding.status)
+        .max()
+        .unwrap_or(Status::Pass)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_is_the_maximum() {
+        let findings = [
+            Finding::pass("a", "x"),
+            Finding::fail("b", "y"),
+            Finding::warn("c", "z"),
+        ];
+        assert_eq!(worst(&findings), Status::Fail);
+        assert_eq!(worst(&[]), Status::Pass);
+        assert_eq!(Status::Warn.verdict(), "warn");
+    }
+}

@@ -1,0 +1,1 @@
+//! NVML through nvml-wrapper: the only module that touches the GPU driver (filled in by the doctor work).

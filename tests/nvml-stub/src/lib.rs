@@ -1,0 +1,1 @@
+//! A stand-in `libnvidia-ml.so` for tests (filled in by the doctor work).
