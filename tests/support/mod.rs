@@ -1,0 +1,22 @@
+//! Shared helpers for envctl's integration tests.
+//!
+//! Every file in `tests/` is its own crate; include this module with `mod support;` and
+//! use what you need. Unused helpers do not warn (`dead_code` is allowed here).
+//!
+//! - [`docker`]: is the daemon there ([`docker::require_daemon`]), a tiny local test image
+//!   built from Debian's static busybox ([`docker::test_image`]), collision-free names
+//!   ([`docker::unique_name`]) and guards that remove containers and image tags on drop,
+//!   even when the test panics.
+//! - [`registry`]: a real registry (Debian's `docker-registry`) on a free loopback port
+//!   with its storage in a temporary directory ([`registry::Registry::start`]), and
+//!   [`registry::push_test_image`] to put the test image into it.
+//!
+//! Skip or fail: without a daemon (or without the registry binary) a test prints
+//! `SKIPPED (no Docker daemon): <test>` on stderr and returns early — unless
+//! `ENVCTL_REQUIRE_DOCKER=1` is set (as `.ci/run` does), in which case it panics with what
+//! failed and how to fix it. Anything a test creates carries the label `envctl.test=1`
+//! (inherited from the test image), so `.ci/run` can sweep leftovers.
+#![allow(dead_code)]
+
+pub mod docker;
+pub mod registry;
