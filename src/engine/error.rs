@@ -1,0 +1,124 @@
+//! What can go wrong talking to the Docker daemon, each cause named with its fix.
+
+use thiserror::Error;
+
+/// A failure reaching or using the daemon. `endpoint` is the socket or host envctl tried.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error("the Docker socket `{path}` does not exist")]
+    SocketMissing { path: String },
+    #[error("permission denied on the Docker socket `{endpoint}`")]
+    PermissionDenied {
+        endpoint: String,
+        #[source]
+        source: bollard::errors::Error,
+    },
+    #[error("nothing answers at `{endpoint}` (connection refused)")]
+    ConnectionRefused {
+        endpoint: String,
+        #[source]
+        source: bollard::errors::Error,
+    },
+    #[error("the Docker daemon at `{endpoint}` did not answer within {seconds} s")]
+    Timeout { endpoint: String, seconds: u64 },
+    #[error("`DOCKER_HOST={endpoint}` uses a scheme envctl does not support")]
+    UnsupportedHost { endpoint: String },
+    #[error("the Docker daemon at `{endpoint}` answered {status}: {message}")]
+    Daemon {
+        endpoint: String,
+        status: u16,
+        message: String,
+    },
+    #[error("cannot talk to the Docker daemon at `{endpoint}`")]
+    Other {
+        endpoint: String,
+        #[source]
+        source: bollard::errors::Error,
+    },
+}
+
+impl EngineError {
+    /// Sorts a bollard error into a named cause, walking its sources for the I/O error.
+    pub fn classify(endpoint: &str, error: bollard::errors::Error, timeout_seconds: u64) -> Self {
+        use bollard::errors::Error as Bollard;
+        let endpoint = endpoint.to_string();
+        match error {
+            Bollard::SocketNotFoundError(path) => EngineError::SocketMissing { path },
+            Bollard::RequestTimeoutError => EngineError::Timeout {
+                endpoint,
+                seconds: timeout_seconds,
+            },
+            Bollard::UnsupportedURISchemeError { .. } => EngineError::UnsupportedHost { endpoint },
+            Bollard::DockerResponseServerError {
+                status_code,
+                message,
+            } => EngineError::Daemon {
+                endpoint,
+                status: status_code,
+                message,
+            },
+            other => match io_error_kind(&other) {
+                Some(std::io::ErrorKind::PermissionDenied) => EngineError::PermissionDenied {
+                    endpoint,
+                    source: other,
+                },
+                Some(std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound) => {
+                    EngineError::ConnectionRefused {
+                        endpoint,
+                        source: other,
+                    }
+                }
+                _ => EngineError::Other {
+                    endpoint,
+                    source: other,
+                },
+            },
+        }
+    }
+
+    /// The fix: a command to run or a variable to set.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            EngineError::SocketMissing { .. } => {
+                "start Docker (`sudo systemctl start docker`), or point DOCKER_HOST at your daemon (rootless: unix://$XDG_RUNTIME_DIR/docker.sock)".into()
+            }
+            EngineError::PermissionDenied { .. } => {
+                "add yourself to the `docker` group (`sudo usermod -aG docker $USER`, then log in again), or use rootless Docker".into()
+            }
+            EngineError::ConnectionRefused { .. } => {
+                "the socket or port exists but no daemon listens: restart Docker (`sudo systemctl restart docker`) or check DOCKER_HOST".into()
+            }
+            EngineError::Timeout { .. } => {
+                "the daemon is overloaded or hung: check `systemctl status docker` and `journalctl -u docker`".into()
+            }
+            EngineError::UnsupportedHost { .. } => {
+                "use unix:///path/to/docker.sock or tcp://HOST:PORT".into()
+            }
+            EngineError::Daemon { .. } | EngineError::Other { .. } => return None,
+        })
+    }
+
+    /// A short stable name for the cause, for JSON.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EngineError::SocketMissing { .. } => "socket-missing",
+            EngineError::PermissionDenied { .. } => "permission-denied",
+            EngineError::ConnectionRefused { .. } => "connection-refused",
+            EngineError::Timeout { .. } => "timeout",
+            EngineError::UnsupportedHost { .. } => "unsupported-host",
+            EngineError::Daemon { .. } => "daemon-error",
+            EngineError::Other { .. } => "other",
+        }
+    }
+}
+
+fn io_error_kind(error: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = current {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        current = error.source();
+    }
+    None
+}

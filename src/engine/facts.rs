@@ -1,0 +1,179 @@
+//! Facts about the daemon and images, gathered through the Engine API into plain structs.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Engine, EngineError};
+
+/// What doctor knows about the daemon: reachable with its facts, or the named reason not.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineFacts {
+    pub endpoint: String,
+    #[serde(flatten)]
+    pub state: EngineState,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum EngineState {
+    Reachable(Box<DaemonFacts>),
+    Unreachable {
+        kind: String,
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hint: Option<String>,
+    },
+}
+
+/// `GET /version` and `GET /info`, the parts doctor judges.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DaemonFacts {
+    pub server_version: Option<String>,
+    pub api_version: Option<String>,
+    pub operating_system: Option<String>,
+    pub os_type: Option<String>,
+    pub kernel_version: Option<String>,
+    /// Docker Desktop runs the daemon in a VM: host files and GPUs are the VM's.
+    pub docker_desktop: bool,
+    pub cgroup_driver: Option<String>,
+    pub cgroup_version: Option<String>,
+    pub rootless: bool,
+    pub security_options: Vec<String>,
+    /// Registered runtimes (`runc`, `nvidia`, …), sorted.
+    pub runtimes: Vec<String>,
+    pub default_runtime: Option<String>,
+    /// CDI spec folders (API ≥ 1.44); `None` when the daemon does not report them.
+    pub cdi_spec_dirs: Option<Vec<String>>,
+    /// Devices the daemon discovered (API ≥ 1.50), e.g. `cdi:nvidia.com/gpu=0`.
+    pub discovered_devices: Option<Vec<String>>,
+    pub docker_root_dir: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// The parts of an image's config that say which CUDA and PyTorch it holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageFacts {
+    pub reference: String,
+    pub id: Option<String>,
+    pub repo_digests: Vec<String>,
+    /// `NVIDIA_REQUIRE_CUDA`, `CUDA_VERSION`, `PYTORCH_VERSION`, … from the image's env.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The env variables of an image that matter to compatibility.
+const IMAGE_ENV_KEYS: [&str; 6] = [
+    "NVIDIA_REQUIRE_CUDA",
+    "CUDA_VERSION",
+    "PYTORCH_VERSION",
+    "CUDNN_VERSION",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+];
+
+impl Engine {
+    /// Pings, then reads `/version` and `/info`. Unreachable is a fact, not an error.
+    pub async fn facts(&self) -> EngineFacts {
+        let state = match self.daemon_facts().await {
+            Ok(facts) => EngineState::Reachable(Box::new(facts)),
+            Err(error) => EngineState::Unreachable {
+                kind: error.kind().into(),
+                message: error_chain(&error),
+                hint: error.hint(),
+            },
+        };
+        EngineFacts {
+            endpoint: self.endpoint().to_string(),
+            state,
+        }
+    }
+
+    async fn daemon_facts(&self) -> Result<DaemonFacts, EngineError> {
+        self.ping().await?;
+        let (version, info) = tokio::join!(self.docker.version(), self.docker.info());
+        let version = version.map_err(|error| self.classify(error))?;
+        let info = info.map_err(|error| self.classify(error))?;
+        let security_options = info.security_options.unwrap_or_default();
+        let mut runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+        runtimes.sort();
+        let operating_system = info.operating_system;
+        Ok(DaemonFacts {
+            server_version: version.version,
+            api_version: version.api_version,
+            docker_desktop: operating_system
+                .as_deref()
+                .is_some_and(|system| system.contains("Docker Desktop")),
+            operating_system,
+            os_type: info.os_type,
+            kernel_version: info.kernel_version,
+            cgroup_driver: info.cgroup_driver.map(|driver| driver.to_string()),
+            cgroup_version: info.cgroup_version.map(|version| version.to_string()),
+            rootless: security_options
+                .iter()
+                .any(|option| option.contains("name=rootless")),
+            security_options,
+            runtimes,
+            default_runtime: info.default_runtime,
+            cdi_spec_dirs: info.cdi_spec_dirs,
+            discovered_devices: info.discovered_devices.map(|devices| {
+                devices
+                    .into_iter()
+                    .map(|device| {
+                        format!(
+                            "{}:{}",
+                            device.source.unwrap_or_default(),
+                            device.id.unwrap_or_default()
+                        )
+                    })
+                    .collect()
+            }),
+            docker_root_dir: info.docker_root_dir,
+            warnings: info.warnings.unwrap_or_default(),
+        })
+    }
+
+    /// The image's config when it is present locally; `Ok(None)` when it is not.
+    pub async fn image_facts(&self, reference: &str) -> Result<Option<ImageFacts>, EngineError> {
+        match self.docker.inspect_image(reference).await {
+            Ok(inspect) => {
+                let env = inspect
+                    .config
+                    .and_then(|config| config.env)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|pair| {
+                        let (key, value) = pair.split_once('=')?;
+                        IMAGE_ENV_KEYS
+                            .contains(&key)
+                            .then(|| (key.to_string(), value.to_string()))
+                    })
+                    .collect();
+                Ok(Some(ImageFacts {
+                    reference: reference.to_string(),
+                    id: inspect.id,
+                    repo_digests: inspect.repo_digests.unwrap_or_default(),
+                    env,
+                }))
+            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(error) => Err(self.classify(error)),
+        }
+    }
+}
+
+/// `message: cause: cause`, for facts that must carry the whole story as text.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

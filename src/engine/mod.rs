@@ -1,0 +1,63 @@
+//! The Docker daemon through bollard: the only module that imports bollard. It connects,
+//! and gathers plain facts (`EngineFacts`, `ImageFacts`) for the pure checks.
+
+pub mod error;
+pub mod facts;
+
+use std::time::Duration;
+
+use bollard::Docker;
+
+pub use error::EngineError;
+pub use facts::{DaemonFacts, EngineFacts, ImageFacts};
+
+/// The default socket when `DOCKER_HOST` is not set.
+pub const DEFAULT_ENDPOINT: &str = "unix:///var/run/docker.sock";
+
+/// A connection to one daemon, and how to name it in messages.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    docker: Docker,
+    endpoint: String,
+    timeout: Duration,
+}
+
+impl Engine {
+    /// Connects to `DOCKER_HOST` (any scheme bollard supports) or the default socket. A
+    /// missing socket fails here; a dead one on the first request.
+    pub fn connect(docker_host: Option<&str>, timeout: Duration) -> Result<Engine, EngineError> {
+        let endpoint = docker_host
+            .filter(|host| !host.is_empty())
+            .unwrap_or(DEFAULT_ENDPOINT)
+            .to_string();
+        let docker = Docker::connect_with_host(&endpoint)
+            .map_err(|error| EngineError::classify(&endpoint, error, timeout.as_secs()))?
+            .with_timeout(timeout);
+        Ok(Engine {
+            docker,
+            endpoint,
+            timeout,
+        })
+    }
+
+    /// The socket or host this engine talks to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    pub(crate) fn classify(&self, error: bollard::errors::Error) -> EngineError {
+        EngineError::classify(&self.endpoint, error, self.timeout.as_secs())
+    }
+
+    /// `GET /_ping`, bounded by the timeout even when the daemon accepts and never answers.
+    pub async fn ping(&self) -> Result<(), EngineError> {
+        match tokio::time::timeout(self.timeout, self.docker.ping()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(self.classify(error)),
+            Err(_) => Err(EngineError::Timeout {
+                endpoint: self.endpoint.clone(),
+                seconds: self.timeout.as_secs(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Facts about this machine outside NVML and Docker: the NVIDIA kernel module, device
+//! nodes and their `/dev/char` links, WSL, the NVIDIA container tools and their versions,
+//! CDI specs, the Docker socket's permissions, kernel, distribution and cgroups.
+//! Everything is read under a root folder so tests can lay out a fake machine.
+
+pub mod tools;
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use tools::ToolFacts;
+
+/// Everything `host/` gathers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub kernel: Option<String>,
+    pub distribution: Option<String>,
+    /// `/proc/driver/nvidia/version`: the loaded kernel module, when there is one.
+    pub kernel_module: Option<KernelModule>,
+    /// `/dev/nvidia*` nodes.
+    pub device_nodes: Vec<DeviceNode>,
+    /// `/dev/dxg` exists: this is WSL 2, where GPUs come through the Windows driver.
+    pub wsl: bool,
+    /// `v1` or `v2`, from `/sys/fs/cgroup`.
+    pub cgroup_version: Option<String>,
+    pub tools: Vec<ToolFacts>,
+    pub cdi_specs: Vec<CdiSpec>,
+    /// Only for a local unix socket; `None` for tcp/ssh endpoints.
+    pub docker_socket: Option<SocketAccess>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelModule {
+    pub version: Option<String>,
+    /// The first line as the driver writes it.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceNode {
+    pub path: String,
+    /// `major:minor` for character devices.
+    pub device_number: Option<String>,
+    /// Whether `/dev/char/MAJOR:MINOR` exists. systemd's cgroup driver needs these links or
+    /// containers lose the GPU after `systemctl daemon-reload` (NVIDIA/nvidia-docker#1730).
+    pub char_link: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CdiSpec {
+    pub path: String,
+    /// The spec names `nvidia.com/gpu` devices.
+    pub nvidia_gpus: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketAccess {
+    pub path: String,
+    pub exists: bool,
+    /// `ok`, `permission-denied`, `refused` (stale socket), `missing`, or another error.
+    pub access: String,
+}
+
+/// Where to look: `/` on a real machine, a folder in tests.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub root: PathBuf,
+    /// `PATH` to search for tools.
+    pub path: Option<std::ffi::OsString>,
+    /// The daemon endpoint (`DOCKER_HOST` or the default socket).
+    pub docker_endpoint: String,
+}
+
+impl Probe {
+    fn at(&self, path: &str) -> PathBuf {
+        self.root.join(path.trim_start_matches('/'))
+    }
+
+    /// Gathers every host fact. Cheap when there is no NVIDIA stack: no tool is run
+    /// unless it is found on `PATH`.
+    pub fn gather(&self) -> HostFacts {
+        HostFacts {
+            kernel: read_trimmed(&self.at("/proc/sys/kernel/osrelease")),
+            distribution: read_os_release(&self.at("/etc/os-release")),
+            kernel_module: read_trimmed(&self.at("/proc/driver/nvidia/version")).map(|text| {
+                let first_line = text.lines().next().unwrap_or_default().to_string();
+                KernelModule {
+                    version: parse_module_version(&first_line),
+                    text: first_line,
+                }
+            }),
+            device_nodes: self.device_nodes(),
+            wsl: self.at("/dev/dxg").exists(),
+            cgroup_version: self.cgroup_version(),
+            tools: tools::gather(self.path.as_deref()),
+            cdi_specs: self.cdi_specs(),
+            docker_socket: socket_access(&self.docker_endpoint),
+        }
+    }
+
+    fn device_nodes(&self) -> Vec<DeviceNode> {
+        let Ok(entries) = std::fs::read_dir(self.at("/dev")) else {
+            return Vec::new();
+        };
+        let mut nodes: Vec<DeviceNode> = entries
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with("nvidia"))
+            .filter(|entry| !entry.path().is_dir())
+            .map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let device_number = std::fs::metadata(entry.path())
+                    .ok()
+                    .filter(|metadata| metadata.file_type().is_char_device())
+                    .map(|metadata| {
+                        let (major, minor) = split_device_number(metadata.rdev());
+                        format!("{major}:{minor}")
+                    });
+                let char_link = device_number
+                    .as_ref()
+                    .map(|number| self.at(&format!("/dev/char/{number}")).exists());
+                DeviceNode {
+                    path: format!("/dev/{name}"),
+                    device_number,
+                    char_link,
+                }
+            })
+            .collect();
+        nodes.sort_by(|first, second| first.path.cmp(&second.path));
+        nodes
+    }
+
+    fn cgroup_version(&self) -> Option<String> {
+        let cgroup = self.at("/sys/fs/cgroup");
+        if cgroup.join("cgroup.controllers").exists() {
+            Some("v2".into())
+        } else if cgroup.exists() {
+            Some("v1".into())
+        } else {
+            None
+        }
+    }
+
+    fn cdi_specs(&self) -> Vec<CdiSpec> {
+        let mut specs = Vec::new();
+        for folder in ["/etc/cdi", "/var/run/cdi"] {
+            let Ok(entries) = std::fs::read_dir(self.at(folder)) else {
+                continue;
+            };
+            let mut paths: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| {
+                    path.extension().is_some_and(|extension| {
+                        matches!(extension.to_str(), Some("yaml" | "yml" | "json"))
+                    })
+                })
+                .collect();
+            paths.sort();
+            for path in paths {
+                let nvidia_gpus = read_limited(&path, 4 * 1024 * 1024)
+                    .is_some_and(|text| text.contains("nvidia.com/gpu"));
+                let name = path
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                specs.push(CdiSpec {
+                    path: format!("{folder}/{name}"),
+                    nvidia_gpus,
+                });
+            }
+        }
+        specs
+    }
+}
+
+/// Linux's encoding of a device number (glibc `gnu_dev_major` / `gnu_dev_minor`).
+fn split_device_number(device: u64) -> (u64, u64) {
+    let major = ((device >> 8) & 0xfff) | ((device >> 32) & !0xfff);
+    let minor = (device & 0xff) | ((device >> 12) & !0xff);
+    (major, minor)
+}
+
+/// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 …` → `550.54.15`.
+pub fn parse_module_version(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .find(|word| {
+            word.contains('.')
+                && word.split('.').count() >= 2
+                && word
+                    .split('.')
+                    .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(str::to_string)
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    read_limited(path, 64 * 1024)
+        .map(|text| text.trim().to_string())
+        .filter(|text| !text.is_empty())
+}
+
+fn read_limited(path: &Path, limit: u64) -> Option<String> {
+    use std::io::Read;
+    let metadata = std::fs::metadata(path).ok()?;
+    if !metadata.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(limit)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+fn read_os_release(path: &Path) -> Option<String> {
+    let text = read_limited(path, 64 * 1024)?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("PRETTY_NAME="))
+        .map(|value| value.trim_matches('"').to_string())
+}
+
+/// Whether this user can open the daemon's unix socket, tried directly.
+fn socket_access(endpoint: &str) -> Option<SocketAccess> {
+    let path = endpoint.strip_prefix("unix://")?;
+    let exists = Path::new(path).exists();
+    let access = if !exists {
+        "missing".to_string()
+    } else {
+        match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => "ok".into(),
+            Err(error) => match error.kind() {
+                std::io::ErrorKind::PermissionDenied => "permission-denied".into(),
+                std::io::ErrorKind::ConnectionRefused => "refused".into(),
+                _ => format!("error: {error}"),
+            },
+        }
+    };
+    Some(SocketAccess {
+        path: path.to_string(),
+        exists,
+        access,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_kernel_module_line() {
+        assert_eq!(
+            parse_module_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024").as_deref(),
+            Some("550.54.15")
+        );
+        assert_eq!(
+            parse_module_version(
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build"
+            )
+            .as_deref(),
+            Some("570.124.06")
+        );
+        assert_eq!(parse_module_version("garbage"), None);
+    }
+
+    #[test]
+    fn splits_device_numbers_like_glibc() {
+        assert_eq!(split_device_number((195 << 8) | 255), (195, 255));
+        assert_eq!(split_device_number((509 << 8) | 1), (509, 1));
+    }
+
+    #[test]
+    fn gathers_a_fake_machine() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let full = root.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        };
+        write(
+            "proc/driver/nvidia/version",
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue\nGCC version: 12\n",
+        );
+        write("proc/sys/kernel/osrelease", "6.1.0-18-amd64\n");
+        write(
+            "etc/os-release",
+            "NAME=Debian\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n",
+        );
+        write("dev/nvidia0", "");
+        write("dev/nvidiactl", "");
+        write("dev/dxg", "");
+        write("etc/cdi/nvidia.yaml", "kind: nvidia.com/gpu\n");
+        write("var/run/cdi/other.json", "{\"kind\": \"vendor.com/thing\"}");
+        write("sys/fs/cgroup/cgroup.controllers", "cpu memory\n");
+        let probe = Probe {
+            root: root.path().to_path_buf(),
+            path: Some(std::ffi::OsString::new()),
+            docker_endpoint: format!("unix://{}/missing.sock", root.path().display()),
+        };
+        let facts = probe.gather();
+        assert_eq!(
+            facts.kernel_module.unwrap().version.as_deref(),
+            Some("550.54.15")
+        );
+        assert_eq!(facts.kernel.as_deref(), Some("6.1.0-18-amd64"));
+        assert_eq!(
+            facts.distribution.as_deref(),
+            Some("Debian GNU/Linux 12 (bookworm)")
+        );
+        let paths: Vec<&str> = facts
+            .device_nodes
+            .iter()
+            .map(|node| node.path.as_str())
+            .collect();
+        assert_eq!(paths, ["/dev/nvidia0", "/dev/nvidiactl"]);
+        assert!(facts.wsl);
+        assert_eq!(facts.cgroup_version.as_deref(), Some("v2"));
+        assert_eq!(
+            facts.cdi_specs,
+            [
+                CdiSpec {
+                    path: "/etc/cdi/nvidia.yaml".into(),
+                    nvidia_gpus: true
+                },
+                CdiSpec {
+                    path: "/var/run/cdi/other.json".into(),
+                    nvidia_gpus: false
+                },
+            ]
+        );
+        assert_eq!(facts.docker_socket.unwrap().access, "missing");
+        assert!(facts.tools.iter().all(|tool| tool.path.is_none()));
+    }
+
+    #[test]
+    fn an_empty_machine_has_no_nvidia_facts() {
+        let root = tempfile::tempdir().unwrap();
+        let probe = Probe {
+            root: root.path().to_path_buf(),
+            path: Some(std::ffi::OsString::new()),
+            docker_endpoint: "tcp://127.0.0.1:1".into(),
+        };
+        let facts = probe.gather();
+        assert!(facts.kernel_module.is_none() && facts.device_nodes.is_empty() && !facts.wsl);
+        assert!(
+            facts.docker_socket.is_none(),
+            "no socket facts for a tcp endpoint"
+        );
+    }
+}
