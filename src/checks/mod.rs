@@ -1,6 +1,8 @@
 //! Findings: the verdicts every check produces (doctor, compat, nvidia-check), and their
 //! ordering. Pure data; the checks themselves are pure functions over gathered facts.
 
+pub mod safety;
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -9,6 +11,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
+    /// A fact worth showing that needs no action (no GPU on this host, image not pulled).
+    Info,
     Pass,
     Warn,
     Fail,
@@ -18,7 +22,7 @@ impl Status {
     /// The verdict word used in JSON summaries: `ok`, `warn`, `fail`.
     pub fn verdict(self) -> &'static str {
         match self {
-            Status::Pass => "ok",
+            Status::Info | Status::Pass => "ok",
             Status::Warn => "warn",
             Status::Fail => "fail",
         }
@@ -28,6 +32,7 @@ impl Status {
 impl fmt::Display for Status {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(match self {
+            Status::Info => "info",
             Status::Pass => "pass",
             Status::Warn => "warn",
             Status::Fail => "fail",
@@ -59,6 +64,10 @@ impl Finding {
             hint: None,
             facts: serde_json::Map::new(),
         }
+    }
+
+    pub fn info(id: &str, message: impl Into<String>) -> Self {
+        Finding::new(id, Status::Info, message)
     }
 
     pub fn pass(id: &str, message: impl Into<String>) -> Self {

@@ -351,3 +351,9 @@ mod tests {
         );
     }
 }
+
+/// Free bytes for unprivileged users on the filesystem holding `path` (the Docker root).
+pub fn free_space(path: &Path) -> Result<u64, std::io::Error> {
+    let stat = rustix::fs::statvfs(path)?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}

@@ -405,6 +405,27 @@ impl SearchPath {
     }
 }
 
+/// Validates one profile's text on its own (no `extends` lookup: a written `extends` is an
+/// error here). For tests and fuzzing, where no search path exists.
+pub fn resolve_text(shown: &str, text: &str) -> Result<ResolvedProfile, ProfileError> {
+    let (layer, mut diagnostics) = validate(shown, text);
+    if let Some(extends) = &layer.extends {
+        diagnostics.push(
+            extends
+                .place
+                .with_message("`extends` needs a profile search path here".into(), None),
+        );
+    }
+    if !diagnostics.is_empty() {
+        return Err(ProfileError::Invalid { diagnostics });
+    }
+    let file = ProfileFile::Disk {
+        path: PathBuf::from(shown),
+        kind: SourceKind::Path,
+    };
+    merge_chain(vec![(file, layer)])
+}
+
 fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, ProfileError> {
     let files: Vec<String> = chain.iter().map(|(file, _)| file.shown()).collect();
     let Some((leaf, _)) = chain.first().cloned() else {

@@ -1,0 +1,262 @@
+//! Profile safety findings: what a profile exposes or risks on the host, each with the
+//! safer setting as its hint. Pure over the resolved profile.
+//!
+//! Finding ids: `profile.port-exposed`, `profile.service-exposed`,
+//! `profile.docker-socket-mount`, `profile.sensitive-mount`, `profile.shm-size`,
+//! `profile.memory-limit`, `profile.no-mount`, `profile.user`.
+
+use std::path::Path;
+
+use super::Finding;
+use crate::profile::model::{Ipc, MountKind, Profile};
+
+/// Ports whose services run code for whoever reaches them, with their usual names.
+const SENSITIVE_PORTS: [(u16, &str, &str); 3] = [
+    (
+        8888,
+        "Jupyter",
+        "set a token or password (`--ServerApp.token`), or keep it on 127.0.0.1 and use an SSH tunnel",
+    ),
+    (
+        22,
+        "SSH",
+        "allow keys only (`PasswordAuthentication no`), or keep it on 127.0.0.1",
+    ),
+    (
+        6006,
+        "TensorBoard",
+        "TensorBoard has no authentication; keep it on 127.0.0.1 and use an SSH tunnel",
+    ),
+];
+
+/// Docker sockets: mounting one gives the container root on the host.
+const DOCKER_SOCKETS: [&str; 3] = ["/var/run/docker.sock", "/run/docker.sock", "/run/user"];
+
+/// Whether the image is a PyTorch one (DataLoader workers then need shared memory).
+pub fn is_pytorch(profile: &Profile) -> bool {
+    profile.stack.torch.is_some() || profile.image.repository.contains("pytorch")
+}
+
+/// Every safety finding for `profile`; `home` is the user's home folder, to recognise `~`.
+pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for port in &profile.ports {
+        if port.host_ip.is_loopback() {
+            continue;
+        }
+        let Some(host) = port.host else { continue };
+        let sensitive = SENSITIVE_PORTS.iter().find(|(number, _, _)| {
+            port.container.start <= *number && *number <= port.container.end
+        });
+        match sensitive {
+            Some((_, service, hint)) => findings.push(
+                Finding::warn(
+                    "profile.service-exposed",
+                    format!("{service} (container port {}) is published on {} port {host}: anyone who reaches this host can use it", port.container, port.host_ip),
+                )
+                .with_hint(*hint)
+                .with_fact("port", port.to_string()),
+            ),
+            None => findings.push(
+                Finding::warn(
+                    "profile.port-exposed",
+                    format!("port {port} is published on {}, every network interface of the host", port.host_ip),
+                )
+                .with_hint(format!("bind it to loopback: \"127.0.0.1:{host}:{}\"", port.container))
+                .with_fact("port", port.to_string()),
+            ),
+        }
+    }
+    for mount in &profile.mounts {
+        if mount.kind != MountKind::Bind {
+            continue;
+        }
+        let source = expand_home(&mount.source, home);
+        let normalized = source.trim_end_matches('/');
+        if DOCKER_SOCKETS.iter().any(|socket| {
+            normalized == *socket
+                || (normalized.ends_with("docker.sock") && normalized.starts_with(socket))
+        }) {
+            findings.push(
+                Finding::warn(
+                    "profile.docker-socket-mount",
+                    format!("`{}` mounts the Docker socket: the container can control the daemon, which is root on the host", mount.source),
+                )
+                .with_hint("remove the mount; if the container must build images, use a rootless Docker or a remote builder")
+                .with_fact("mount", mount.to_string()),
+            );
+            continue;
+        }
+        let home_text = home.map(|home| home.display().to_string());
+        let sensitive = match normalized {
+            "" => Some("the host's root filesystem"),
+            "/etc" => Some("the host's configuration (/etc)"),
+            _ if normalized.starts_with("/etc/") => Some("part of the host's configuration (/etc)"),
+            _ if normalized.ends_with("/.ssh") || normalized.contains("/.ssh/") => {
+                Some("SSH keys (~/.ssh)")
+            }
+            _ if home_text.as_deref() == Some(normalized) => Some("your whole home folder"),
+            _ => None,
+        };
+        if let Some(what) = sensitive {
+            let access = if mount.read_only {
+                "read-only"
+            } else {
+                "read-write"
+            };
+            findings.push(
+                Finding::warn("profile.sensitive-mount", format!("`{}` mounts {what} into the container, {access}", mount.source))
+                    .with_hint("mount only the project folder the job needs, e.g. \"./:/workspace\", and add `:ro` where it only reads")
+                    .with_fact("mount", mount.to_string()),
+            );
+        }
+    }
+    if is_pytorch(profile) && profile.shm_size.is_none() && profile.ipc != Some(Ipc::Host) {
+        findings.push(
+            Finding::warn(
+                "profile.shm-size",
+                "no `shm_size` for a PyTorch image: Docker's default /dev/shm is 64 MiB, and DataLoader workers fail with `Bus error` once batches outgrow it",
+            )
+            .with_hint("add shm_size = \"8g\" (or more for large batches)"),
+        );
+    }
+    if profile.memory.is_none() {
+        findings.push(
+            Finding::info(
+                "profile.memory-limit",
+                "no `memory` limit: a leak in the job can push the whole host into the OOM killer",
+            )
+            .with_hint("set memory = \"32g\" (or what the job needs) to contain it"),
+        );
+    }
+    if profile.mounts.is_empty() {
+        findings.push(
+            Finding::warn(
+                "profile.no-mount",
+                "no mount: everything the job writes is lost with the container",
+            )
+            .with_hint(
+                "mount a folder for checkpoints and results, e.g. mounts = [\"./:/workspace\"]",
+            ),
+        );
+    }
+    if profile.user.is_none() {
+        findings.push(
+            Finding::info("profile.user", "no `user`: the container runs as the image's user, usually root, and files it writes on mounts belong to root")
+                .with_hint("set user = \"1000:1000\" (your `id -u`:`id -g`) to own what it writes"),
+        );
+    }
+    findings
+}
+
+fn expand_home(source: &str, home: Option<&Path>) -> String {
+    match (source.strip_prefix('~'), home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            format!("{}{rest}", home.display())
+        }
+        _ => source.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Status;
+
+    fn profile(text: &str) -> Profile {
+        match crate::profile::resolve::resolve_text("test.toml", text) {
+            Ok(resolved) => resolved.profile,
+            Err(error) => panic!("{error}: {:?}", error.diagnostics()),
+        }
+    }
+
+    fn ids(findings: &[Finding]) -> Vec<(&str, Status)> {
+        findings
+            .iter()
+            .map(|finding| (finding.id.as_str(), finding.status))
+            .collect()
+    }
+
+    #[test]
+    fn a_careful_profile_has_no_warnings() {
+        let findings = check(
+            &profile(
+                "image = \"pytorch/pytorch:2.8.0\"\nuser = \"1000\"\nmemory = \"8g\"\nshm_size = \"8g\"\nports = [\"8888:8888\"]\nmounts = [\"./:/workspace\"]\n",
+            ),
+            Some(Path::new("/home/ada")),
+        );
+        assert!(findings.is_empty(), "{findings:?}");
+    }
+
+    #[test]
+    fn exposed_ports_and_services() {
+        let findings = check(
+            &profile(
+                "image = \"x\"\nuser = \"1\"\nmemory = \"1g\"\nmounts = [\"./:/w\"]\nports = [\"0.0.0.0:8888:8888\", \"[::]:2222:22\", \"0.0.0.0:9000:9000\", \"127.0.0.1:22:22\"]\n",
+            ),
+            None,
+        );
+        assert_eq!(
+            ids(&findings),
+            [
+                ("profile.service-exposed", Status::Warn),
+                ("profile.service-exposed", Status::Warn),
+                ("profile.port-exposed", Status::Warn)
+            ]
+        );
+        assert!(findings[0].message.contains("Jupyter"));
+        assert!(findings[1].message.contains("SSH"));
+        assert_eq!(
+            findings[2].hint.as_deref(),
+            Some("bind it to loopback: \"127.0.0.1:9000:9000\"")
+        );
+    }
+
+    #[test]
+    fn dangerous_mounts() {
+        let findings = check(
+            &profile(
+                "image = \"x\"\nuser = \"1\"\nmemory = \"1g\"\nmounts = [\"/var/run/docker.sock:/var/run/docker.sock\", \"/:/host:ro\", \"/etc:/e\", \"~/.ssh:/root/.ssh\", \"~:/home\", \"./data:/data\", \"cache:/cache\"]\n",
+            ),
+            Some(Path::new("/home/ada")),
+        );
+        assert_eq!(
+            ids(&findings),
+            [
+                ("profile.docker-socket-mount", Status::Warn),
+                ("profile.sensitive-mount", Status::Warn),
+                ("profile.sensitive-mount", Status::Warn),
+                ("profile.sensitive-mount", Status::Warn),
+                ("profile.sensitive-mount", Status::Warn),
+            ]
+        );
+        assert!(findings[1].message.contains("read-only"));
+    }
+
+    #[test]
+    fn pytorch_without_shared_memory_and_bare_profiles() {
+        let findings = check(
+            &profile("image = \"x\"\n[stack]\ntorch = \"2.8.0\"\n"),
+            None,
+        );
+        assert_eq!(
+            ids(&findings),
+            [
+                ("profile.shm-size", Status::Warn),
+                ("profile.memory-limit", Status::Info),
+                ("profile.no-mount", Status::Warn),
+                ("profile.user", Status::Info),
+            ]
+        );
+        let host_ipc = check(
+            &profile(
+                "image = \"pytorch/pytorch\"\nipc = \"host\"\nuser = \"1\"\nmemory = \"1g\"\nmounts = [\"./:/w\"]\n",
+            ),
+            None,
+        );
+        assert!(
+            host_ipc.is_empty(),
+            "ipc = host shares the host's /dev/shm: {host_ipc:?}"
+        );
+    }
+}
