@@ -246,6 +246,12 @@ fn socket_access(endpoint: &str) -> Option<SocketAccess> {
     })
 }
 
+/// Free bytes for unprivileged users on the filesystem holding `path` (the Docker root).
+pub fn free_space(path: &Path) -> Result<u64, std::io::Error> {
+    let stat = rustix::fs::statvfs(path)?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,10 +356,4 @@ mod tests {
             "no socket facts for a tcp endpoint"
         );
     }
-}
-
-/// Free bytes for unprivileged users on the filesystem holding `path` (the Docker root).
-pub fn free_space(path: &Path) -> Result<u64, std::io::Error> {
-    let stat = rustix::fs::statvfs(path)?;
-    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }

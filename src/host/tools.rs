@@ -76,7 +76,8 @@ fn run_version(binary: &PathBuf, flag: &str) -> Result<String, String> {
                 std::thread::sleep(Duration::from_millis(20));
             }
             other => {
-                break other.map_err(|error| format!("cannot run {}: {error}", binary.display()))?;
+                break other
+                    .map_err(|error| format!("cannot run {}: {error}", binary.display()))?;
             }
         }
     };
