@@ -1,0 +1,445 @@
+//! Host and daemon findings: is Docker reachable and how is it set up, can containers get
+//! GPUs (NVIDIA runtime, CDI, hooks), is the NVIDIA toolkit current, are the device nodes
+//! and their `/dev/char` links in place. Pure over `EngineFacts` and `HostFacts`.
+//!
+//! Finding ids: `docker.reachable`, `docker.socket`, `docker.desktop`, `docker.rootless`,
+//! `docker.cgroup`, `docker.disk`, `docker.gpu-support`, `toolkit.version`,
+//! `host.device-nodes`, `host.dev-char-links`, `host.wsl`.
+
+use serde::Serialize;
+
+use super::Finding;
+use crate::engine::facts::{DaemonFacts, EngineFacts, EngineState};
+use crate::host::HostFacts;
+
+/// NVIDIA Container Toolkit releases below this have published container-escape CVEs
+/// (CVE-2025-23266, fixed in 1.17.8; earlier CVE-2024-0132/0133 in 1.16.2).
+pub const TOOLKIT_FIXED_RELEASE: semver::Version = semver::Version::new(1, 17, 8);
+
+/// Below this much free space under the Docker root, pulling a CUDA image (5–20 GB) fails.
+pub const MINIMUM_FREE_BYTES: u64 = 20 * 1024 * 1024 * 1024;
+
+/// How containers on this daemon can get GPUs, strongest evidence first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "via", rename_all = "kebab-case")]
+pub enum GpuSupport {
+    /// The daemon discovered CDI GPU devices (Docker 28.3+).
+    DiscoveredDevices { devices: Vec<String> },
+    /// A CDI spec for `nvidia.com/gpu` and CDI enabled in the daemon.
+    Cdi { specs: Vec<String> },
+    /// The `nvidia` runtime is registered with the daemon.
+    Runtime,
+    /// `nvidia-container-runtime-hook` or `nvidia-cdi-hook` is on PATH: `--gpus` works once
+    /// dockerd was started after the toolkit was installed.
+    Hook { path: String },
+    /// Nothing: `--gpus` fails with `could not select device driver "" with capabilities: [[gpu]]`.
+    None,
+}
+
+/// Works out how containers get GPUs here (api-facts §4.3).
+pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
+    let discovered: Vec<String> = daemon
+        .discovered_devices
+        .iter()
+        .flatten()
+        .filter(|device| device.contains("nvidia.com/gpu"))
+        .cloned()
+        .collect();
+    if !discovered.is_empty() {
+        return GpuSupport::DiscoveredDevices {
+            devices: discovered,
+        };
+    }
+    let cdi_enabled = daemon
+        .cdi_spec_dirs
+        .as_ref()
+        .is_some_and(|dirs| !dirs.is_empty());
+    let specs: Vec<String> = host
+        .cdi_specs
+        .iter()
+        .filter(|spec| spec.nvidia_gpus)
+        .map(|spec| spec.path.clone())
+        .collect();
+    if cdi_enabled && !specs.is_empty() {
+        return GpuSupport::Cdi { specs };
+    }
+    if daemon.runtimes.iter().any(|runtime| runtime == "nvidia") {
+        return GpuSupport::Runtime;
+    }
+    let hook = host
+        .tools
+        .iter()
+        .filter(|tool| {
+            tool.name == "nvidia-container-runtime-hook" || tool.name == "nvidia-cdi-hook"
+        })
+        .find_map(|tool| tool.path.clone());
+    match hook {
+        Some(path) => GpuSupport::Hook { path },
+        None => GpuSupport::None,
+    }
+}
+
+/// The daemon's findings.
+pub fn docker(
+    engine: &EngineFacts,
+    host: &HostFacts,
+    free_bytes: Option<&Result<u64, String>>,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if let Some(socket) = &host.docker_socket
+        && socket.access == "permission-denied"
+    {
+        findings.push(
+            Finding::fail("docker.socket", format!("permission denied on the Docker socket {}", socket.path))
+                .with_hint("add yourself to the `docker` group (`sudo usermod -aG docker $USER`, then log in again)")
+                .with_fact("socket", &socket.path),
+        );
+    }
+    let daemon = match &engine.state {
+        EngineState::Unreachable {
+            message,
+            hint,
+            kind,
+        } => {
+            let mut finding = Finding::fail(
+                "docker.reachable",
+                format!("Docker daemon not reachable: {message}"),
+            )
+            .with_fact("endpoint", &engine.endpoint)
+            .with_fact("cause", kind);
+            if let Some(hint) = hint {
+                finding = finding.with_hint(hint.clone());
+            }
+            findings.push(finding);
+            return findings;
+        }
+        EngineState::Reachable(daemon) => daemon,
+    };
+    findings.push(
+        Finding::pass(
+            "docker.reachable",
+            format!(
+                "Docker {} at {} (API {})",
+                daemon.server_version.as_deref().unwrap_or("?"),
+                engine.endpoint,
+                daemon.api_version.as_deref().unwrap_or("?")
+            ),
+        )
+        .with_fact("endpoint", &engine.endpoint),
+    );
+    if daemon.docker_desktop {
+        findings.push(
+            Finding::warn("docker.desktop", format!("the daemon is Docker Desktop ({}): containers run in its VM, and GPUs only reach them through the WSL 2 backend", daemon.operating_system.as_deref().unwrap_or("Docker Desktop")))
+                .with_hint("on Linux, use the system Docker Engine: `docker context use default`"),
+        );
+    }
+    if daemon.rootless {
+        findings.push(
+            Finding::info(
+                "docker.rootless",
+                "the daemon runs rootless: GPUs reach containers only through CDI",
+            )
+            .with_hint(
+                "generate a CDI spec: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
+            ),
+        );
+    }
+    findings.push(Finding::info(
+        "docker.cgroup",
+        format!(
+            "cgroup {} with the {} driver",
+            daemon
+                .cgroup_version
+                .as_deref()
+                .map_or("?".to_string(), |version| format!("v{version}")),
+            daemon.cgroup_driver.as_deref().unwrap_or("?")
+        ),
+    ));
+    match free_bytes {
+        Some(Ok(free)) if *free < MINIMUM_FREE_BYTES => findings.push(
+            Finding::warn("docker.disk", format!("only {} free under the Docker root {}: CUDA images take 5 to 20 GB", gigabytes(*free), daemon.docker_root_dir.as_deref().unwrap_or("?")))
+                .with_hint("free space with `docker system prune` (removes stopped containers and dangling images)")
+                .with_fact("free_bytes", free),
+        ),
+        Some(Ok(free)) => findings.push(Finding::pass("docker.disk", format!("{} free under the Docker root", gigabytes(*free))).with_fact("free_bytes", free)),
+        Some(Err(error)) => findings.push(Finding::info("docker.disk", format!("free space under the Docker root unknown: {error}"))),
+        None => {}
+    }
+    let support = gpu_support(daemon, host);
+    let finding = match &support {
+        GpuSupport::DiscoveredDevices { devices } => Finding::pass("docker.gpu-support", format!("the daemon discovered GPUs through CDI: {}", devices.join(", "))),
+        GpuSupport::Cdi { specs } => Finding::pass("docker.gpu-support", format!("CDI is enabled and {} names NVIDIA GPUs", specs.join(", "))),
+        GpuSupport::Runtime => Finding::pass("docker.gpu-support", "the `nvidia` runtime is registered with the daemon"),
+        GpuSupport::Hook { path } => Finding::pass("docker.gpu-support", format!("{path} is installed: `--gpus` works if dockerd was restarted after installing it")),
+        GpuSupport::None => Finding::info("docker.gpu-support", "no NVIDIA container runtime, CDI spec or hook: containers cannot get GPUs on this daemon")
+            .with_hint("install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker` (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)"),
+    };
+    findings.push(finding.with_fact("gpu_support", &support));
+    findings
+}
+
+/// The machine's findings outside Docker. `cgroup_driver` comes from the daemon when known.
+pub fn host(host: &HostFacts, cgroup_driver: Option<&str>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for tool in &host.tools {
+        let Some(version) = &tool.version else {
+            continue;
+        };
+        if *version < TOOLKIT_FIXED_RELEASE {
+            findings.push(
+                Finding::warn("toolkit.version", format!("{} {version} is older than {TOOLKIT_FIXED_RELEASE}, which fixes container-escape vulnerabilities (CVE-2025-23266 and earlier)", tool.name))
+                    .with_hint("upgrade the NVIDIA Container Toolkit: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html")
+                    .with_fact("version", version.to_string()),
+            );
+        } else {
+            findings.push(Finding::pass(
+                "toolkit.version",
+                format!("{} {version}", tool.name),
+            ));
+        }
+    }
+    let has_gpu_nodes = host.device_nodes.iter().any(|node| {
+        node.path
+            .trim_start_matches("/dev/nvidia")
+            .chars()
+            .all(|c| c.is_ascii_digit())
+            && node.path != "/dev/nvidia"
+    });
+    if has_gpu_nodes {
+        let missing: Vec<&str> = ["/dev/nvidiactl", "/dev/nvidia-uvm"]
+            .into_iter()
+            .filter(|required| !host.device_nodes.iter().any(|node| node.path == *required))
+            .collect();
+        if missing.is_empty() {
+            findings.push(Finding::pass(
+                "host.device-nodes",
+                "NVIDIA device nodes present, including /dev/nvidia-uvm",
+            ));
+        } else {
+            findings.push(
+                Finding::warn("host.device-nodes", format!("{} missing: CUDA fails with CUDA_ERROR_UNKNOWN until it exists", missing.join(" and ")))
+                    .with_hint("load the module: `sudo nvidia-modprobe -u -c=0` (or `sudo modprobe nvidia-uvm`)"),
+            );
+        }
+        let unlinked: Vec<&str> = host
+            .device_nodes
+            .iter()
+            .filter(|node| node.char_link == Some(false))
+            .map(|node| node.path.as_str())
+            .collect();
+        if !unlinked.is_empty() && cgroup_driver == Some("systemd") {
+            findings.push(
+                Finding::warn("host.dev-char-links", format!("{} {} no /dev/char link: with the systemd cgroup driver, GPU containers fail with `Failed to initialize NVML: Unknown Error` after `systemctl daemon-reload`", unlinked.join(", "), if unlinked.len() == 1 { "has" } else { "have" }))
+                    .with_hint("`sudo nvidia-ctk system create-dev-char-symlinks --create-all`, and add NVIDIA's udev rule (NVIDIA/nvidia-docker#1730)"),
+            );
+        }
+    }
+    if host.wsl {
+        findings.push(Finding::info("host.wsl", "WSL 2 (/dev/dxg): GPUs come through the Windows driver; NVML and nvidia-smi live in /usr/lib/wsl/lib"));
+    }
+    findings
+}
+
+fn gigabytes(bytes: u64) -> String {
+    format!("{:.1} GB", bytes as f64 / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Status;
+    use crate::host::{CdiSpec, DeviceNode, SocketAccess, ToolFacts};
+
+    fn daemon() -> DaemonFacts {
+        DaemonFacts {
+            server_version: Some("28.2.2".into()),
+            api_version: Some("1.50".into()),
+            cgroup_driver: Some("systemd".into()),
+            cgroup_version: Some("2".into()),
+            runtimes: vec!["runc".into()],
+            docker_root_dir: Some("/var/lib/docker".into()),
+            ..DaemonFacts::default()
+        }
+    }
+
+    fn reachable(daemon: DaemonFacts) -> EngineFacts {
+        EngineFacts {
+            endpoint: "unix:///var/run/docker.sock".into(),
+            state: EngineState::Reachable(Box::new(daemon)),
+        }
+    }
+
+    fn tool(name: &str, path: Option<&str>, version: Option<(u64, u64, u64)>) -> ToolFacts {
+        ToolFacts {
+            name: name.into(),
+            path: path.map(str::to_string),
+            version: version.map(|(major, minor, patch)| semver::Version::new(major, minor, patch)),
+            version_error: None,
+        }
+    }
+
+    fn status_of<'a>(findings: &'a [Finding], id: &str) -> Option<&'a Finding> {
+        findings.iter().find(|finding| finding.id == id)
+    }
+
+    #[test]
+    fn gpu_support_prefers_the_strongest_evidence() {
+        let mut host = HostFacts::default();
+        let mut facts = daemon();
+        assert_eq!(gpu_support(&facts, &host), GpuSupport::None);
+        host.tools.push(tool(
+            "nvidia-container-runtime-hook",
+            Some("/usr/bin/nvidia-container-runtime-hook"),
+            None,
+        ));
+        assert!(matches!(
+            gpu_support(&facts, &host),
+            GpuSupport::Hook { .. }
+        ));
+        facts.runtimes.push("nvidia".into());
+        assert_eq!(gpu_support(&facts, &host), GpuSupport::Runtime);
+        host.cdi_specs.push(CdiSpec {
+            path: "/etc/cdi/nvidia.yaml".into(),
+            nvidia_gpus: true,
+        });
+        assert_eq!(
+            gpu_support(&facts, &host),
+            GpuSupport::Runtime,
+            "CDI specs count only when the daemon has CDI on"
+        );
+        facts.cdi_spec_dirs = Some(vec!["/etc/cdi".into()]);
+        assert!(matches!(gpu_support(&facts, &host), GpuSupport::Cdi { .. }));
+        facts.discovered_devices = Some(vec!["cdi:nvidia.com/gpu=0".into()]);
+        assert!(matches!(
+            gpu_support(&facts, &host),
+            GpuSupport::DiscoveredDevices { .. }
+        ));
+    }
+
+    #[test]
+    fn unreachable_daemon_is_one_failure_with_its_hint() {
+        let engine = EngineFacts {
+            endpoint: "unix:///var/run/docker.sock".into(),
+            state: EngineState::Unreachable {
+                kind: "socket-missing".into(),
+                message: "the Docker socket `/var/run/docker.sock` does not exist".into(),
+                hint: Some("start Docker".into()),
+            },
+        };
+        let findings = docker(&engine, &HostFacts::default(), None);
+        assert_eq!(findings.len(), 1);
+        assert_eq!(
+            (findings[0].id.as_str(), findings[0].status),
+            ("docker.reachable", Status::Fail)
+        );
+        assert_eq!(findings[0].hint.as_deref(), Some("start Docker"));
+    }
+
+    #[test]
+    fn socket_permission_and_disk_space() {
+        let host = HostFacts {
+            docker_socket: Some(SocketAccess {
+                path: "/var/run/docker.sock".into(),
+                exists: true,
+                access: "permission-denied".into(),
+            }),
+            ..HostFacts::default()
+        };
+        let low = docker(&reachable(daemon()), &host, Some(&Ok(5_000_000_000)));
+        assert_eq!(
+            status_of(&low, "docker.socket").unwrap().status,
+            Status::Fail
+        );
+        assert_eq!(status_of(&low, "docker.disk").unwrap().status, Status::Warn);
+        let plenty = docker(
+            &reachable(daemon()),
+            &HostFacts::default(),
+            Some(&Ok(MINIMUM_FREE_BYTES)),
+        );
+        assert_eq!(
+            status_of(&plenty, "docker.disk").unwrap().status,
+            Status::Pass
+        );
+        assert_eq!(
+            status_of(&plenty, "docker.gpu-support").unwrap().status,
+            Status::Info
+        );
+    }
+
+    #[test]
+    fn desktop_and_rootless_are_named() {
+        let mut facts = daemon();
+        facts.docker_desktop = true;
+        facts.operating_system = Some("Docker Desktop".into());
+        facts.rootless = true;
+        let findings = docker(&reachable(facts), &HostFacts::default(), None);
+        assert_eq!(
+            status_of(&findings, "docker.desktop").unwrap().status,
+            Status::Warn
+        );
+        assert_eq!(
+            status_of(&findings, "docker.rootless").unwrap().status,
+            Status::Info
+        );
+    }
+
+    #[test]
+    fn toolkit_versions_on_both_sides_of_the_fix() {
+        let host_facts = HostFacts {
+            tools: vec![
+                tool("nvidia-ctk", Some("/usr/bin/nvidia-ctk"), Some((1, 17, 7))),
+                tool(
+                    "nvidia-container-cli",
+                    Some("/usr/bin/nvidia-container-cli"),
+                    Some((1, 17, 8)),
+                ),
+            ],
+            ..HostFacts::default()
+        };
+        let findings = host(&host_facts, None);
+        assert_eq!(
+            findings
+                .iter()
+                .map(|finding| finding.status)
+                .collect::<Vec<_>>(),
+            [Status::Warn, Status::Pass]
+        );
+    }
+
+    #[test]
+    fn device_nodes_and_char_links() {
+        let node = |path: &str, link: Option<bool>| DeviceNode {
+            path: path.into(),
+            device_number: link.map(|_| "195:0".into()),
+            char_link: link,
+        };
+        let host_facts = HostFacts {
+            device_nodes: vec![
+                node("/dev/nvidia0", Some(false)),
+                node("/dev/nvidiactl", Some(true)),
+            ],
+            ..HostFacts::default()
+        };
+        let findings = host(&host_facts, Some("systemd"));
+        assert_eq!(
+            status_of(&findings, "host.device-nodes").unwrap().status,
+            Status::Warn,
+            "nvidia-uvm is missing"
+        );
+        assert!(
+            status_of(&findings, "host.dev-char-links")
+                .unwrap()
+                .message
+                .contains("/dev/nvidia0")
+        );
+        let cgroupfs = host(&host_facts, Some("cgroupfs"));
+        assert!(
+            status_of(&cgroupfs, "host.dev-char-links").is_none(),
+            "the links matter with systemd only"
+        );
+        assert!(
+            host(&HostFacts::default(), Some("systemd")).is_empty(),
+            "no GPU, nothing to say"
+        );
+    }
+}
