@@ -13,4 +13,5 @@ pub mod exit;
 pub mod gpu;
 pub mod host;
 pub mod profile;
+pub mod spec;
 pub mod ui;

@@ -1,6 +1,7 @@
 //! Everything that reaches the terminal: the [`Printer`] (stdout is data, stderr is talk),
 //! styling, error and diagnostic rendering, tables.
 
+pub mod findings;
 pub mod printer;
 pub mod report;
 pub mod table;

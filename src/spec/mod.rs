@@ -1,0 +1,1 @@
+//! Profile → Docker Engine API container-create body (filled in by the `up` work).

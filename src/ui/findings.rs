@@ -1,0 +1,82 @@
+//! Rendering findings as doctor-style sections: `✓ ! ✗ ·` lines with hints, a header per
+//! section carrying its worst status, and a summary count line.
+
+use console::Style;
+
+use super::printer::Printer;
+use crate::checks::{Finding, Status, worst};
+use crate::error::Error;
+
+/// A titled group of findings (`Docker`, `GPU`, `Profile pytorch-2.8`).
+pub struct Section<'a> {
+    pub title: String,
+    pub findings: &'a [Finding],
+}
+
+fn symbol(status: Status) -> &'static str {
+    match status {
+        Status::Info => "·",
+        Status::Pass => "✓",
+        Status::Warn => "!",
+        Status::Fail => "✗",
+    }
+}
+
+fn style(status: Status) -> Style {
+    match status {
+        Status::Info => Style::new().dim(),
+        Status::Pass => Style::new().green(),
+        Status::Warn => Style::new().yellow().bold(),
+        Status::Fail => Style::new().red().bold(),
+    }
+}
+
+/// Prints each section on stdout, then the summary line.
+pub fn print_sections(printer: &Printer, sections: &[Section<'_>]) -> Result<(), Error> {
+    for section in sections {
+        let status = worst(section.findings);
+        let header = printer.style_stdout(Style::new().bold(), &section.title);
+        printer.data(&format!(
+            "{} {header}",
+            printer.style_stdout(style(status), symbol(status))
+        ))?;
+        for finding in section.findings {
+            let mark = printer.style_stdout(style(finding.status), symbol(finding.status));
+            printer.data(&format!("  {mark} {}", finding.message))?;
+            if let Some(hint) = &finding.hint
+                && finding.status != Status::Pass
+            {
+                let label = printer.style_stdout(Style::new().cyan(), "hint:");
+                printer.data(&format!("      {label} {hint}"))?;
+            }
+        }
+    }
+    printer.data(&summary(
+        sections.iter().flat_map(|section| section.findings.iter()),
+    ))?;
+    Ok(())
+}
+
+/// `12 passed, 2 warnings, 1 failed`.
+pub fn summary<'a>(findings: impl Iterator<Item = &'a Finding>) -> String {
+    let (mut passed, mut warnings, mut failed) = (0, 0, 0);
+    for finding in findings {
+        match finding.status {
+            Status::Pass => passed += 1,
+            Status::Warn => warnings += 1,
+            Status::Fail => failed += 1,
+            Status::Info => {}
+        }
+    }
+    let plural = |count: usize, word: &str| {
+        if count == 1 {
+            format!("1 {word}")
+        } else {
+            format!("{count} {word}s")
+        }
+    };
+    format!(
+        "{passed} passed, {}, {failed} failed",
+        plural(warnings, "warning")
+    )
+}
