@@ -29,6 +29,17 @@ pub enum EngineError {
         status: u16,
         message: String,
     },
+    #[error("cannot pull `{image}` from {registry}: {message}")]
+    Pull {
+        image: String,
+        registry: String,
+        failure: super::pull::PullFailure,
+        message: String,
+    },
+    #[error("the container name `{name}` is already in use")]
+    NameConflict { name: String, message: String },
+    #[error("envctl built an invalid request: {message}")]
+    InvalidBody { message: String },
     #[error("cannot talk to the Docker daemon at `{endpoint}`")]
     Other {
         endpoint: String,
@@ -94,6 +105,18 @@ impl EngineError {
             EngineError::UnsupportedHost { .. } => {
                 "use unix:///path/to/docker.sock or tcp://HOST:PORT".into()
             }
+            EngineError::Pull { failure, image, registry, .. } => match failure {
+                super::pull::PullFailure::NotFound => format!("check the image name and tag; list the tags the registry has for `{image}`, or fix `image` in the profile"),
+                super::pull::PullFailure::Unauthorized => format!("log in first: `docker login {registry}`"),
+                super::pull::PullFailure::Unreachable => format!("{registry} cannot be reached: check the network, a proxy, or pull on a connected machine and `docker save`/`docker load` the image"),
+                super::pull::PullFailure::Other => return None,
+            },
+            EngineError::NameConflict { name, .. } => {
+                format!("remove it with `docker rm -f {name}`, or choose another name with `--name`")
+            }
+            EngineError::InvalidBody { .. } => {
+                "this is a bug in envctl: please report it with `envctl up --dry-run --json` output".into()
+            }
             EngineError::Daemon { .. } | EngineError::Other { .. } => return None,
         })
     }
@@ -107,6 +130,9 @@ impl EngineError {
             EngineError::Timeout { .. } => "timeout",
             EngineError::UnsupportedHost { .. } => "unsupported-host",
             EngineError::Daemon { .. } => "daemon-error",
+            EngineError::Pull { .. } => "pull-failed",
+            EngineError::NameConflict { .. } => "name-conflict",
+            EngineError::InvalidBody { .. } => "invalid-body",
             EngineError::Other { .. } => "other",
         }
     }

@@ -1,8 +1,10 @@
 //! The Docker daemon through bollard: the only module that imports bollard. It connects,
 //! and gathers plain facts (`EngineFacts`, `ImageFacts`) for the pure checks.
 
+pub mod containers;
 pub mod error;
 pub mod facts;
+pub mod pull;
 
 use std::time::Duration;
 

@@ -1,0 +1,246 @@
+//! Containers through the Engine API: list envctl's, inspect, create from a body, start,
+//! stop, remove. Results are plain structs; errors are `EngineError`s.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{Engine, EngineError};
+
+/// The label every envctl container carries: its profile name.
+pub const PROFILE_LABEL: &str = "envctl.profile";
+
+/// One container as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerSummary {
+    pub id: String,
+    pub name: String,
+    pub image: String,
+    pub image_id: String,
+    /// `running`, `exited`, `created`, …
+    pub state: String,
+    /// Docker's words: `Up 3 minutes`, `Exited (0) 2 hours ago`.
+    pub status: String,
+    pub created: i64,
+    pub labels: BTreeMap<String, String>,
+    /// `127.0.0.1:8888->8888/tcp`.
+    pub ports: Vec<String>,
+}
+
+/// One container as inspected: what `up`, `exec` and `down` decide on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerDetails {
+    pub id: String,
+    pub name: String,
+    pub image: String,
+    pub running: bool,
+    pub status: String,
+    pub exit_code: Option<i64>,
+    pub started_at: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    /// GPUs the container asked for, as `all`, a count or device ids.
+    pub gpus: Option<String>,
+}
+
+impl Engine {
+    /// envctl's containers (label `envctl.profile`), or every container with `all_containers`.
+    pub async fn list_containers(
+        &self,
+        include_stopped: bool,
+        only_envctl: bool,
+    ) -> Result<Vec<ContainerSummary>, EngineError> {
+        let mut filters: HashMap<&str, Vec<&str>> = HashMap::new();
+        if only_envctl {
+            filters.insert("label", vec![PROFILE_LABEL]);
+        }
+        let options = ListContainersOptionsBuilder::default()
+            .all(include_stopped)
+            .filters(&filters)
+            .build();
+        let containers = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|error| self.classify(error))?;
+        Ok(containers
+            .into_iter()
+            .map(|container| ContainerSummary {
+                id: container.id.unwrap_or_default(),
+                name: container
+                    .names
+                    .and_then(|names| names.into_iter().next())
+                    .map(|name| name.trim_start_matches('/').to_string())
+                    .unwrap_or_default(),
+                image: container.image.unwrap_or_default(),
+                image_id: container.image_id.unwrap_or_default(),
+                state: container
+                    .state
+                    .map(|state| state.to_string())
+                    .unwrap_or_default(),
+                status: container.status.unwrap_or_default(),
+                created: container.created.unwrap_or_default(),
+                labels: container.labels.unwrap_or_default().into_iter().collect(),
+                ports: container
+                    .ports
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|port| match (port.ip, port.public_port) {
+                        (Some(ip), Some(public)) => format!(
+                            "{ip}:{public}->{}/{}",
+                            port.private_port,
+                            port.typ
+                                .map(|protocol| protocol.to_string())
+                                .unwrap_or_else(|| "tcp".into())
+                        ),
+                        _ => format!(
+                            "{}/{}",
+                            port.private_port,
+                            port.typ
+                                .map(|protocol| protocol.to_string())
+                                .unwrap_or_else(|| "tcp".into())
+                        ),
+                    })
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// The container named or with this id; `Ok(None)` when there is none.
+    pub async fn inspect_container(
+        &self,
+        name_or_id: &str,
+    ) -> Result<Option<ContainerDetails>, EngineError> {
+        let inspect = match self
+            .docker
+            .inspect_container(name_or_id, None::<InspectContainerOptions>)
+            .await
+        {
+            Ok(inspect) => inspect,
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => return Ok(None),
+            Err(error) => return Err(self.classify(error)),
+        };
+        let state = inspect.state.unwrap_or_default();
+        let config = inspect.config.unwrap_or_default();
+        let gpus = inspect
+            .host_config
+            .and_then(|host| host.device_requests)
+            .and_then(|requests| {
+                requests.into_iter().find_map(|request| {
+                    let is_gpu = request
+                        .capabilities
+                        .iter()
+                        .flatten()
+                        .flatten()
+                        .any(|capability| capability == "gpu");
+                    if !is_gpu {
+                        return None;
+                    }
+                    Some(match (request.count, request.device_ids) {
+                        (Some(-1), _) => "all".to_string(),
+                        (_, Some(ids)) if !ids.is_empty() => ids.join(","),
+                        (Some(count), _) => count.to_string(),
+                        _ => "all".to_string(),
+                    })
+                })
+            });
+        Ok(Some(ContainerDetails {
+            id: inspect.id.unwrap_or_default(),
+            name: inspect
+                .name
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string(),
+            image: config.image.unwrap_or_default(),
+            running: state.running.unwrap_or(false),
+            status: state
+                .status
+                .map(|status| status.to_string())
+                .unwrap_or_default(),
+            exit_code: state.exit_code,
+            started_at: state.started_at,
+            labels: config.labels.unwrap_or_default().into_iter().collect(),
+            gpus,
+        }))
+    }
+
+    /// Creates a container from an Engine API create body (any serde value with the API's
+    /// field names). A taken name is `EngineError::NameConflict`.
+    pub async fn create_container(
+        &self,
+        name: &str,
+        body: &impl Serialize,
+    ) -> Result<String, EngineError> {
+        let value = serde_json::to_value(body).map_err(|error| EngineError::InvalidBody {
+            message: error.to_string(),
+        })?;
+        let body: bollard::models::ContainerCreateBody =
+            serde_json::from_value(value).map_err(|error| EngineError::InvalidBody {
+                message: error.to_string(),
+            })?;
+        let options = CreateContainerOptionsBuilder::default().name(name).build();
+        match self.docker.create_container(Some(options), body).await {
+            Ok(created) => Ok(created.id),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409,
+                message,
+            }) => Err(EngineError::NameConflict {
+                name: name.to_string(),
+                message,
+            }),
+            Err(error) => Err(self.classify(error)),
+        }
+    }
+
+    pub async fn start_container(&self, name_or_id: &str) -> Result<(), EngineError> {
+        self.docker
+            .start_container(name_or_id, None)
+            .await
+            .map_err(|error| self.classify(error))
+    }
+
+    /// Stops within `timeout_seconds`, then kills. Stopping a stopped container is fine.
+    pub async fn stop_container(
+        &self,
+        name_or_id: &str,
+        timeout_seconds: i32,
+    ) -> Result<(), EngineError> {
+        let options = StopContainerOptionsBuilder::default()
+            .t(timeout_seconds)
+            .build();
+        self.docker
+            .stop_container(name_or_id, Some(options))
+            .await
+            .map_err(|error| self.classify(error))
+    }
+
+    /// Removes the container; anonymous volumes too with `volumes`. Host bind mounts are
+    /// never touched by the daemon.
+    pub async fn remove_container(
+        &self,
+        name_or_id: &str,
+        force: bool,
+        volumes: bool,
+    ) -> Result<(), EngineError> {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(force)
+            .v(volumes)
+            .build();
+        match self
+            .docker
+            .remove_container(name_or_id, Some(options))
+            .await
+        {
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(error) => Err(self.classify(error)),
+        }
+    }
+}
