@@ -3,6 +3,7 @@
 
 pub mod findings;
 pub mod printer;
+pub mod progress;
 pub mod report;
 pub mod table;
 
