@@ -41,6 +41,37 @@ pub enum Command {
     /// List, show, check and create profiles
     #[command(subcommand)]
     Profiles(ProfilesCommand),
+    /// List envctl's containers: profile, image, status, ports, GPUs, drift
+    Ps {
+        /// Include stopped containers
+        #[arg(short, long)]
+        all: bool,
+    },
+    /// Stop a container (host data is never touched)
+    Down {
+        /// A profile name or path, or a container name or id
+        target: String,
+        /// Also remove the container
+        #[arg(long)]
+        rm: bool,
+        /// Also remove the named volumes it uses (implies --rm)
+        #[arg(long)]
+        volumes: bool,
+        /// Seconds to wait for a clean stop before killing
+        #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+        timeout: u32,
+    },
+    /// Print a container's logs
+    Logs {
+        /// A profile name or path, or a container name or id
+        target: String,
+        /// Keep printing new output until the container stops
+        #[arg(short, long)]
+        follow: bool,
+        /// Only the last N lines
+        #[arg(long, value_name = "N")]
+        tail: Option<u64>,
+    },
     /// Print a shell completion script
     Completions(CompletionsArgs),
 }

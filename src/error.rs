@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::engine::EngineError;
 use crate::exit::ExitStatus;
 use crate::profile::{Diagnostic, ProfileError};
 
@@ -9,6 +10,14 @@ use crate::profile::{Diagnostic, ProfileError};
 pub enum Error {
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("no container or profile named `{target}`")]
+    TargetNotFound { target: String, hint: String },
+    #[error("`{target}` matches several containers: {}", containers.join(", "))]
+    TargetAmbiguous { target: String, containers: Vec<String> },
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
     #[error("cannot write to standard output")]
     Output(#[source] std::io::Error),
     #[error("{message}")]
@@ -26,6 +35,8 @@ impl Error {
             }
             Error::Profile(_) | Error::Usage { .. } => ExitStatus::Error,
             Error::Output(_) => ExitStatus::Failure,
+            Error::Engine(_) | Error::TargetNotFound { .. } | Error::TargetAmbiguous { .. } => ExitStatus::Failure,
+            Error::Runtime(_) => ExitStatus::Error,
         }
     }
 
@@ -33,8 +44,11 @@ impl Error {
     pub fn hint(&self) -> Option<String> {
         match self {
             Error::Profile(error) => error.hint(),
-            Error::Output(_) => None,
+            Error::Output(_) | Error::Runtime(_) => None,
             Error::Usage { hint, .. } => hint.clone(),
+            Error::Engine(error) => error.hint(),
+            Error::TargetNotFound { hint, .. } => Some(hint.clone()),
+            Error::TargetAmbiguous { .. } => Some("name the container instead (`envctl ps` lists them)".into()),
         }
     }
 

@@ -2,7 +2,11 @@
 //! `ui`. The context every command gets lives here.
 
 pub mod completions;
+pub mod down;
+pub mod logs;
 pub mod profiles;
+pub mod ps;
+pub mod target;
 
 use std::path::PathBuf;
 
@@ -17,9 +21,23 @@ pub struct Context {
     pub printer: Printer,
     pub json: bool,
     pub search_path: SearchPath,
+    /// `DOCKER_HOST`, when set.
+    pub docker_host: Option<String>,
 }
 
+/// How long one Engine API request may wait for its answer's headers. Long enough for
+/// `docker stop`'s grace period; streams (pull, logs) are not cut by it.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 impl Context {
+    /// A connection to the daemon, checked with a ping so an unreachable daemon is named
+    /// at once (within `engine::PING_TIMEOUT`).
+    pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
+        let engine = crate::engine::Engine::connect(self.docker_host.as_deref(), REQUEST_TIMEOUT)?;
+        engine.ping().await?;
+        Ok(engine)
+    }
+
     /// The search path from the environment: `./envctl/`, `ENVCTL_PROFILE_PATH`
     /// (`:`-separated), then `$XDG_CONFIG_HOME/envctl/profiles/`.
     pub fn search_path_from_environment() -> SearchPath {
@@ -45,10 +63,31 @@ fn user_config_directory() -> Option<PathBuf> {
         .ok()
 }
 
+/// A single-threaded runtime for the commands that talk to the daemon; the pure commands
+/// never start one.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
     match cli.command {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),
+        Command::Ps { all } => ps::run(all, context),
+        Command::Down {
+            target,
+            rm,
+            volumes,
+            timeout,
+        } => down::run(&target, rm, volumes, timeout, context),
+        Command::Logs {
+            target,
+            follow,
+            tail,
+        } => logs::run(&target, follow, tail, context),
     }
 }

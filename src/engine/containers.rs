@@ -44,6 +44,8 @@ pub struct ContainerDetails {
     pub labels: BTreeMap<String, String>,
     /// GPUs the container asked for, as `all`, a count or device ids.
     pub gpus: Option<String>,
+    /// Named volumes mounted into it (never host folders).
+    pub volumes: Vec<String>,
 }
 
 impl Engine {
@@ -126,6 +128,13 @@ impl Engine {
             Err(error) => return Err(self.classify(error)),
         };
         let state = inspect.state.unwrap_or_default();
+        let volumes = inspect
+            .mounts
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|mount| mount.typ == Some(bollard::models::MountPointTypeEnum::VOLUME))
+            .filter_map(|mount| mount.name)
+            .collect();
         let config = inspect.config.unwrap_or_default();
         let gpus = inspect
             .host_config
@@ -166,6 +175,7 @@ impl Engine {
             started_at: state.started_at,
             labels: config.labels.unwrap_or_default().into_iter().collect(),
             gpus,
+            volumes,
         }))
     }
 
@@ -193,6 +203,21 @@ impl Engine {
                 name: name.to_string(),
                 message,
             }),
+            Err(error) => Err(self.classify(error)),
+        }
+    }
+
+    /// Removes a named volume; one still in use or already gone is reported, not forced.
+    pub async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        match self
+            .docker
+            .remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>)
+            .await
+        {
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
             Err(error) => Err(self.classify(error)),
         }
     }

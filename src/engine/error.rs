@@ -36,6 +36,11 @@ pub enum EngineError {
         failure: super::pull::PullFailure,
         message: String,
     },
+    #[error("cannot write the container's output")]
+    Output {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the container name `{name}` is already in use")]
     NameConflict { name: String, message: String },
     #[error("envctl built an invalid request: {message}")]
@@ -114,6 +119,7 @@ impl EngineError {
             EngineError::NameConflict { name, .. } => {
                 format!("remove it with `docker rm -f {name}`, or choose another name with `--name`")
             }
+            EngineError::Output { .. } => return None,
             EngineError::InvalidBody { .. } => {
                 "this is a bug in envctl: please report it with `envctl up --dry-run --json` output".into()
             }
@@ -133,6 +139,7 @@ impl EngineError {
             EngineError::Pull { .. } => "pull-failed",
             EngineError::NameConflict { .. } => "name-conflict",
             EngineError::InvalidBody { .. } => "invalid-body",
+            EngineError::Output { .. } => "output",
             EngineError::Other { .. } => "other",
         }
     }

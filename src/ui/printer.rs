@@ -64,6 +64,20 @@ impl Printer {
         Ok(())
     }
 
+    /// Raw bytes for stdout (a container's output), flushed at once.
+    pub fn stdout_bytes(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(bytes)?;
+        stdout.flush()
+    }
+
+    /// Raw bytes for stderr (a container's error output), flushed at once.
+    pub fn stderr_bytes(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut stderr = io::stderr().lock();
+        stderr.write_all(bytes)?;
+        stderr.flush()
+    }
+
     /// One JSON document on stdout, with `schema_version`.
     pub fn json<T: Serialize>(&self, body: &T) -> Result<(), Error> {
         let document = Document {

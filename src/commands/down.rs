@@ -1,0 +1,68 @@
+//! `envctl down TARGET`: stop the container; `--rm` removes it, `--volumes` also its named
+//! volumes. Host folders mounted into it are never touched.
+
+use serde::Serialize;
+
+use super::target::find_container;
+use super::{Context, runtime};
+use crate::error::Error;
+use crate::exit::ExitStatus;
+
+pub fn run(
+    target: &str,
+    remove: bool,
+    volumes: bool,
+    timeout_seconds: u32,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    let (name, removed_volumes) = runtime()?.block_on(async {
+        let engine = context.engine().await?;
+        let container = find_container(&engine, context, target).await?;
+        if container.running {
+            context
+                .printer
+                .info(&format!("stopping {} …", container.name));
+        }
+        let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
+        engine.stop_container(&container.id, timeout).await?;
+        let mut removed_volumes = Vec::new();
+        if remove || volumes {
+            // Anonymous volumes go with the container; named ones only when asked.
+            engine.remove_container(&container.id, false, true).await?;
+            if volumes {
+                for volume in &container.volumes {
+                    engine.remove_volume(volume).await?;
+                    removed_volumes.push(volume.clone());
+                }
+            }
+        }
+        Ok::<_, Error>((container.name, removed_volumes))
+    })?;
+    let removed = remove || volumes;
+    if context.json {
+        #[derive(Serialize)]
+        struct Down<'a> {
+            container: &'a str,
+            stopped: bool,
+            removed: bool,
+            volumes_removed: &'a [String],
+        }
+        context.printer.json(&Down {
+            container: &name,
+            stopped: true,
+            removed,
+            volumes_removed: &removed_volumes,
+        })?;
+    } else {
+        let action = if removed {
+            "stopped and removed"
+        } else {
+            "stopped"
+        };
+        context.printer.info(&format!("{action} {name}"));
+        for volume in removed_volumes {
+            context.printer.info(&format!("removed volume {volume}"));
+        }
+    }
+    Ok(ExitStatus::Success)
+}

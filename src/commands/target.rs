@@ -1,0 +1,62 @@
+//! TARGET arguments: a container name or id, or a profile (name or path) whose container
+//! is found by its `envctl.profile` label.
+
+use super::Context;
+use crate::engine::Engine;
+use crate::engine::containers::{ContainerDetails, PROFILE_LABEL};
+use crate::error::Error;
+
+/// Finds the container a TARGET names. A container name or id wins over a profile name.
+pub async fn find_container(
+    engine: &Engine,
+    context: &Context,
+    target: &str,
+) -> Result<ContainerDetails, Error> {
+    if let Some(details) = engine.inspect_container(target).await? {
+        return Ok(details);
+    }
+    // The profile's own name when it resolves (a path, or `name` set in the file); else the
+    // target itself, so a container whose profile file is gone is still found by label.
+    let resolved = match context.search_path.resolve(target) {
+        Ok(resolved) => Some(resolved.profile.name),
+        Err(crate::profile::ProfileError::NotFound { .. } | crate::profile::ProfileError::FileNotFound { .. }) => None,
+        Err(error) => return Err(error.into()),
+    };
+    let profile = resolved.clone().unwrap_or_else(|| target.to_string());
+    let mut containers: Vec<_> = engine
+        .list_containers(true, true)
+        .await?
+        .into_iter()
+        .filter(|container| container.labels.get(PROFILE_LABEL) == Some(&profile))
+        .collect();
+    // The default name first: `envctl-<profile>`.
+    let default_name = format!("envctl-{profile}");
+    containers.sort_by_key(|container| container.name != default_name);
+    match containers.as_slice() {
+        [] => Err(Error::TargetNotFound {
+            target: target.to_string(),
+            hint: format!(
+                "profile `{profile}` has no container yet: start one with `envctl up {target}`"
+            ),
+        }),
+        [only] => single(engine, &only.id).await,
+        [first, ..] if first.name == default_name => single(engine, &first.id).await,
+        several => Err(Error::TargetAmbiguous {
+            target: target.to_string(),
+            containers: several
+                .iter()
+                .map(|container| container.name.clone())
+                .collect(),
+        }),
+    }
+}
+
+async fn single(engine: &Engine, id: &str) -> Result<ContainerDetails, Error> {
+    engine
+        .inspect_container(id)
+        .await?
+        .ok_or_else(|| Error::TargetNotFound {
+            target: id.to_string(),
+            hint: "the container was removed meanwhile".into(),
+        })
+}
