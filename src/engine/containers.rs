@@ -132,7 +132,7 @@ impl Engine {
             .mounts
             .unwrap_or_default()
             .into_iter()
-            .filter(|mount| mount.typ == Some(bollard::models::MountPointTypeEnum::VOLUME))
+            .filter(|mount| mount.typ.as_deref() == Some("volume"))
             .filter_map(|mount| mount.name)
             .collect();
         let config = inspect.config.unwrap_or_default();
