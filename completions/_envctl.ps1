@@ -32,6 +32,9 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
+            [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
+            [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
+            [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print a container''s logs')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -121,6 +124,47 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
         'envctl;profiles;help;help' {
             break
         }
+        'envctl;ps' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('-a', '-a', [CompletionResultType]::ParameterName, 'Include stopped containers')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Include stopped containers')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'envctl;down' {
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for a clean stop before killing')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('--rm', '--rm', [CompletionResultType]::ParameterName, 'Also remove the container')
+            [CompletionResult]::new('--volumes', '--volumes', [CompletionResultType]::ParameterName, 'Also remove the named volumes it uses (implies --rm)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'envctl;logs' {
+            [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Only the last N lines')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep printing new output until the container stops')
+            [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Keep printing new output until the container stops')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'envctl;completions' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
@@ -134,6 +178,9 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
         }
         'envctl;help' {
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
+            [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
+            [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
+            [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print a container''s logs')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -155,6 +202,15 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;help;profiles;new' {
+            break
+        }
+        'envctl;help;ps' {
+            break
+        }
+        'envctl;help;down' {
+            break
+        }
+        'envctl;help;logs' {
             break
         }
         'envctl;help;completions' {

@@ -19,20 +19,38 @@ _envctl() {
             envctl,completions)
                 cmd="envctl__subcmd__completions"
                 ;;
+            envctl,down)
+                cmd="envctl__subcmd__down"
+                ;;
             envctl,help)
                 cmd="envctl__subcmd__help"
+                ;;
+            envctl,logs)
+                cmd="envctl__subcmd__logs"
                 ;;
             envctl,profiles)
                 cmd="envctl__subcmd__profiles"
                 ;;
+            envctl,ps)
+                cmd="envctl__subcmd__ps"
+                ;;
             envctl__subcmd__help,completions)
                 cmd="envctl__subcmd__help__subcmd__completions"
+                ;;
+            envctl__subcmd__help,down)
+                cmd="envctl__subcmd__help__subcmd__down"
                 ;;
             envctl__subcmd__help,help)
                 cmd="envctl__subcmd__help__subcmd__help"
                 ;;
+            envctl__subcmd__help,logs)
+                cmd="envctl__subcmd__help__subcmd__logs"
+                ;;
             envctl__subcmd__help,profiles)
                 cmd="envctl__subcmd__help__subcmd__profiles"
+                ;;
+            envctl__subcmd__help,ps)
+                cmd="envctl__subcmd__help__subcmd__ps"
                 ;;
             envctl__subcmd__help__subcmd__profiles,check)
                 cmd="envctl__subcmd__help__subcmd__profiles__subcmd__check"
@@ -83,7 +101,7 @@ _envctl() {
 
     case "${cmd}" in
         envctl)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version profiles completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version profiles ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -118,8 +136,30 @@ _envctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        envctl__subcmd__down)
+            opts="-q -v -h --rm --volumes --timeout --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         envctl__subcmd__help)
-            opts="profiles completions help"
+            opts="profiles ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -146,7 +186,35 @@ _envctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        envctl__subcmd__help__subcmd__down)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         envctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__logs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -223,6 +291,42 @@ _envctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__ps)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__logs)
+            opts="-f -q -v -h --follow --tail --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -397,6 +501,24 @@ _envctl() {
         envctl__subcmd__profiles__subcmd__show)
             opts="-q -v -h --json --quiet --verbose --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__ps)
+            opts="-a -q -v -h --all --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

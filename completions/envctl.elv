@@ -29,6 +29,9 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand profiles 'List, show, check and create profiles'
+            cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
+            cand down 'Stop a container (host data is never touched)'
+            cand logs 'Print a container''s logs'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -106,6 +109,44 @@ set edit:completion:arg-completer[envctl] = {|@words|
         }
         &'envctl;profiles;help;help'= {
         }
+        &'envctl;ps'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand -a 'Include stopped containers'
+            cand --all 'Include stopped containers'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;down'= {
+            cand --timeout 'Seconds to wait for a clean stop before killing'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --rm 'Also remove the container'
+            cand --volumes 'Also remove the named volumes it uses (implies --rm)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;logs'= {
+            cand --tail 'Only the last N lines'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand -f 'Keep printing new output until the container stops'
+            cand --follow 'Keep printing new output until the container stops'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'envctl;completions'= {
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
@@ -118,6 +159,9 @@ set edit:completion:arg-completer[envctl] = {|@words|
         }
         &'envctl;help'= {
             cand profiles 'List, show, check and create profiles'
+            cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
+            cand down 'Stop a container (host data is never touched)'
+            cand logs 'Print a container''s logs'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -134,6 +178,12 @@ set edit:completion:arg-completer[envctl] = {|@words|
         &'envctl;help;profiles;check'= {
         }
         &'envctl;help;profiles;new'= {
+        }
+        &'envctl;help;ps'= {
+        }
+        &'envctl;help;down'= {
+        }
+        &'envctl;help;logs'= {
         }
         &'envctl;help;completions'= {
         }

@@ -75,17 +75,23 @@ impl<'a> SourceText<'a> {
         let column = self.text[line_start..start].chars().count() + 1;
         let end = floor_char_boundary(self.text, span.end.clamp(start, line_end));
         let width = self.text[start..end].chars().count().max(1);
+        // A snippet of a huge line (minified or generated) would drown the message.
+        let source_line = (line_text.chars().count() <= MAXIMUM_SNIPPET_CHARACTERS)
+            .then(|| line_text.to_string());
         Diagnostic {
             path: self.path.clone(),
             line: line_index + 1,
             column,
             message,
             hint,
-            source_line: Some(line_text.to_string()),
+            source_line,
             width,
         }
     }
 }
+
+/// Lines longer than this are not quoted under a diagnostic.
+const MAXIMUM_SNIPPET_CHARACTERS: usize = 200;
 
 /// A diagnostic about a whole file (too large, unreadable) rather than a place in it.
 pub fn file_diagnostic(path: &str, message: String, hint: Option<String>) -> Diagnostic {

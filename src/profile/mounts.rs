@@ -47,10 +47,17 @@ pub fn make_mount(source: &str, target: &str, read_only: bool) -> Result<Mount, 
         ));
     }
     let kind = mount_kind(source)?;
+    let target = normalize_target(target);
+    if target == "/" {
+        return Err(
+            "mount target `/` would hide the container's whole filesystem; Docker refuses it"
+                .into(),
+        );
+    }
     Ok(Mount {
         kind,
         source: source.to_string(),
-        target: normalize_target(target),
+        target,
         read_only,
     })
 }
@@ -72,14 +79,20 @@ fn mount_kind(source: &str) -> Result<MountKind, String> {
     }
 }
 
-/// `/data/` and `/data` are the same target; compare them as one.
-fn normalize_target(target: &str) -> String {
-    let trimmed = target.trim_end_matches('/');
-    if trimmed.is_empty() {
-        "/".into()
-    } else {
-        trimmed.into()
+/// Cleans a container path as Docker does before comparing mount points: `//data`,
+/// `/data/` and `/x/../data` are all `/data`.
+pub fn normalize_target(target: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
     }
+    format!("/{}", parts.join("/"))
 }
 
 #[cfg(test)]

@@ -345,7 +345,29 @@ impl SearchPath {
                     }
                     current = Some(parent);
                 }
-                Err(looked) => {
+                Err(ParentMissing {
+                    only_itself: true, ..
+                }) if is_path_argument(&extends.target) => {
+                    diagnostics.push(extends.place.with_message(
+                        format!(
+                            "`extends` points at this file itself (`{}`)",
+                            extends.target
+                        ),
+                        Some("extend another profile, or remove `extends`".into()),
+                    ));
+                    break;
+                }
+                Err(ParentMissing {
+                    looked,
+                    only_itself: true,
+                }) => {
+                    diagnostics.push(extends.place.with_message(
+                        format!("`extends` names this profile itself (`{}`), and no other profile of that name exists", extends.target),
+                        Some(format!("extend another profile; looked in: {}", looked.join(", "))),
+                    ));
+                    break;
+                }
+                Err(ParentMissing { looked, .. }) => {
                     diagnostics.push(extends.place.with_message(
                         format!("`extends`: profile `{}` not found", extends.target),
                         Some(format!("looked in: {}", looked.join(", "))),
@@ -364,45 +386,70 @@ impl SearchPath {
     /// in the usual order. A profile may extend a profile of its own name elsewhere
     /// (`envctl/pytorch-2.8.toml` extending the bundled `pytorch-2.8`). Bundled profiles
     /// extend bundled profiles only, so they mean the same on every machine.
-    fn find_parent(&self, target: &str, child: &ProfileFile) -> Result<ProfileFile, Vec<String>> {
+    fn find_parent(&self, target: &str, child: &ProfileFile) -> Result<ProfileFile, ParentMissing> {
         let child_identity = child.identity();
         let mut looked = Vec::new();
+        let mut only_itself = false;
+        let mut accept = |found: ProfileFile| {
+            if found.identity() == child_identity {
+                only_itself = true;
+                None
+            } else {
+                Some(found)
+            }
+        };
         match child {
             ProfileFile::Bundled { .. } => {
                 let bundled = Location {
                     kind: SourceKind::Bundled,
                     directory: None,
                 };
-                return self
+                if let Some(found) = self
                     .find_in(&bundled, target, &mut looked)
-                    .filter(|found| found.identity() != child_identity)
-                    .ok_or(looked);
+                    .and_then(&mut accept)
+                {
+                    return Ok(found);
+                }
             }
             ProfileFile::Disk { path, kind } => {
                 let directory = path.parent().unwrap_or(Path::new("."));
                 if is_path_argument(target) {
                     let path = directory.join(target);
-                    if path.is_file() {
-                        return Ok(ProfileFile::Disk { path, kind: *kind });
-                    }
-                    return Err(vec![path.display().to_string()]);
-                }
-                let own_folder = Location {
-                    kind: *kind,
-                    directory: Some(directory.to_path_buf()),
-                };
-                for location in std::iter::once(&own_folder).chain(&self.locations) {
-                    if let Some(found) = self.find_in(location, target, &mut looked)
-                        && found.identity() != child_identity
+                    looked.push(path.display().to_string());
+                    if path.is_file()
+                        && let Some(found) = accept(ProfileFile::Disk { path, kind: *kind })
                     {
                         return Ok(found);
+                    }
+                } else {
+                    let own_folder = Location {
+                        kind: *kind,
+                        directory: Some(directory.to_path_buf()),
+                    };
+                    for location in std::iter::once(&own_folder).chain(&self.locations) {
+                        if let Some(found) = self
+                            .find_in(location, target, &mut looked)
+                            .and_then(&mut accept)
+                        {
+                            return Ok(found);
+                        }
                     }
                 }
             }
         }
         looked.dedup();
-        Err(looked)
+        Err(ParentMissing {
+            looked,
+            only_itself,
+        })
     }
+}
+
+/// Why `extends` found nothing: where envctl looked, and whether the only match was the
+/// extending file itself.
+struct ParentMissing {
+    looked: Vec<String>,
+    only_itself: bool,
 }
 
 /// Validates one profile's text on its own (no `extends` lookup: a written `extends` is an

@@ -15,6 +15,8 @@ use super::{mounts, ports};
 
 /// Docker refuses a memory limit below 6 MiB.
 pub const MINIMUM_MEMORY: u64 = 6 * 1024 * 1024;
+/// More GPUs than this in one container is a typo.
+const MAXIMUM_GPU_COUNT: i64 = 1024;
 /// More CPUs than this is a typo, and would overflow Docker's NanoCpus.
 const MAXIMUM_CPUS: f64 = 4096.0;
 /// Command names envctl itself handles in `envctl exec`.
@@ -46,6 +48,9 @@ const MOUNT_KEYS: [&str; 3] = ["source", "target", "read_only"];
 const ULIMIT_KEYS: [&str; 2] = ["soft", "hard"];
 const GPU_TABLE_KEYS: [&str; 2] = ["count", "devices"];
 
+const PORT_HINT: &str = "write [HOST_IP:]HOST:CONTAINER[/tcp|udp|sctp], for example \"127.0.0.1:8888:8888\", or a table { host = 8888, container = 8888 }";
+const MOUNT_HINT: &str = "write SOURCE:TARGET[:ro], for example \"./data:/data:ro\", or a table { source = \"./data\", target = \"/data\", read_only = true }";
+
 /// Words people write for a key (often from compose or docker) and the key envctl uses.
 const KEY_ALIASES: [(&str, &str); 16] = [
     ("pytorch", "torch"),
@@ -68,6 +73,8 @@ const KEY_ALIASES: [(&str, &str); 16] = [
 
 /// Validates `text` (the contents of `path`) into a layer and the problems found.
 pub fn validate(path: &str, text: &str) -> (Layer, Vec<Diagnostic>) {
+    // A UTF-8 byte-order mark is not part of the TOML and must not count as a column.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let source = SourceText::new(path.to_string(), text);
     let mut checker = Checker {
         source: &source,
@@ -84,14 +91,19 @@ pub fn validate(path: &str, text: &str) -> (Layer, Vec<Diagnostic>) {
     let (table, syntax_errors) = DeTable::parse_recoverable(text);
     if !syntax_errors.is_empty() {
         for error in syntax_errors {
-            let span = error.span().unwrap_or(0..0);
+            // The parser gives no place for a key nested past its recursion limit; find it.
+            let span = error.span().or_else(|| deep_key_span(text)).unwrap_or(0..0);
             checker.error(
                 span,
                 format!("invalid TOML: {}", error.message().trim_end()),
                 Some("see https://toml.io for the syntax".into()),
             );
         }
-        return (Layer::default(), checker.diagnostics);
+        let mut diagnostics = checker.diagnostics;
+        diagnostics.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
+        // A deep unclosed array repeats one error per level: say it once.
+        diagnostics.dedup();
+        return (Layer::default(), diagnostics);
     }
     let layer = checker.profile(table.get_ref());
     let mut diagnostics = checker.diagnostics;
@@ -318,7 +330,7 @@ impl Checker<'_> {
                 "none" => Some(GpuRequest::None),
                 "optional" => Some(GpuRequest::Optional),
                 other if other.chars().all(|c| c.is_ascii_digit()) && !other.is_empty() => {
-                    self.gpu_count(value, other)
+                    self.gpu_count(value, other.parse().ok(), other)
                 }
                 other => {
                     let hint = did_you_mean(other, &["all", "none", "optional"]).map_or_else(
@@ -333,7 +345,9 @@ impl Checker<'_> {
                     None
                 }
             },
-            DeValue::Integer(integer) => self.gpu_count(value, integer.as_str()),
+            DeValue::Integer(integer) => {
+                self.gpu_count(value, integer_value(integer), &integer.to_string())
+            }
             DeValue::Array(array) => {
                 let devices = self.gpu_devices(value, array)?;
                 Some(GpuRequest::Devices(devices))
@@ -362,7 +376,9 @@ impl Checker<'_> {
                         None
                     }
                     (Some(count), None) => match count.get_ref() {
-                        DeValue::Integer(integer) => self.gpu_count(count, integer.as_str()),
+                        DeValue::Integer(integer) => {
+                            self.gpu_count(count, integer_value(integer), &integer.to_string())
+                        }
                         _ => {
                             self.type_error(
                                 "gpus.count",
@@ -402,13 +418,36 @@ impl Checker<'_> {
         }
     }
 
-    fn gpu_count(&mut self, value: &Value<'_>, digits: &str) -> Option<GpuRequest> {
-        match digits.parse::<u32>() {
-            Ok(count) if count > 0 => Some(GpuRequest::Count(count)),
+    fn gpu_count(
+        &mut self,
+        value: &Value<'_>,
+        count: Option<i64>,
+        shown: &str,
+    ) -> Option<GpuRequest> {
+        match count {
+            Some(count) if count > 0 && count <= MAXIMUM_GPU_COUNT => {
+                Some(GpuRequest::Count(count as u32))
+            }
+            Some(count) if count > MAXIMUM_GPU_COUNT => {
+                self.error(
+                    value.span(),
+                    format!("`gpus` count {shown} is too large (at most {MAXIMUM_GPU_COUNT})"),
+                    Some("use gpus = \"all\" for every GPU of the host".into()),
+                );
+                None
+            }
+            None if !shown.starts_with('-') => {
+                self.error(
+                    value.span(),
+                    format!("`gpus` count {shown} is too large (at most {MAXIMUM_GPU_COUNT})"),
+                    Some("use gpus = \"all\" for every GPU of the host".into()),
+                );
+                None
+            }
             _ => {
                 self.error(
                     value.span(),
-                    format!("`gpus` count `{digits}` must be a positive number"),
+                    format!("`gpus` count `{shown}` must be a positive number"),
                     Some("use gpus = \"none\" for no GPU, or a count of 1 or more".into()),
                 );
                 None
@@ -431,7 +470,8 @@ impl Checker<'_> {
         for item in array {
             let text = match item.get_ref() {
                 DeValue::String(text) => text.to_string(),
-                DeValue::Integer(integer) => integer.as_str().to_string(),
+                DeValue::Integer(integer) => integer_value(integer)
+                    .map_or_else(|| integer.to_string(), |index| index.to_string()),
                 other => {
                     valid = false;
                     self.error(
@@ -570,18 +610,21 @@ impl Checker<'_> {
         for item in array.iter() {
             let binding = match item.get_ref() {
                 DeValue::String(spec) => {
-                    ports::parse_port_spec(spec).map_err(|message| (message, item.span()))
+                    ports::parse_port_spec(spec).map_err(|message| Some((message, item.span())))
                 }
                 DeValue::Table(table) => self.port_table(table, item.span()),
-                DeValue::Integer(integer) => ports::parse_port_spec(integer.as_str())
-                    .map_err(|message| (message, item.span())),
-                other => Err((
+                DeValue::Integer(integer) => ports::parse_port_spec(
+                    &integer_value(integer)
+                        .map_or_else(|| integer.to_string(), |port| port.to_string()),
+                )
+                .map_err(|message| Some((message, item.span()))),
+                other => Err(Some((
                     format!(
                         "a port must be a string or a table, found {}",
                         other.type_str()
                     ),
                     item.span(),
-                )),
+                ))),
             };
             match binding {
                 Ok(binding) => {
@@ -602,31 +645,34 @@ impl Checker<'_> {
                         bindings.push((binding, item.span()));
                     }
                 }
-                Err((message, span)) => {
+                Err(None) => valid = false,
+                Err(Some((message, span))) => {
                     valid = false;
-                    self.error(
-                        span,
-                        message,
-                        Some("write [HOST_IP:]HOST:CONTAINER[/tcp|udp|sctp], for example \"127.0.0.1:8888:8888\", or a table { host = 8888, container = 8888 }".into()),
-                    );
+                    self.error(span, message, Some(PORT_HINT.into()));
                 }
             }
         }
         valid.then(|| bindings.into_iter().map(|(binding, _)| binding).collect())
     }
 
+    /// A long-form port. Each key's problem is reported where it is; `Err(None)` means
+    /// they are already reported, `Err(Some(..))` is a problem of the table as a whole.
     fn port_table(
         &mut self,
         table: &DeTable<'_>,
         span: Range<usize>,
-    ) -> Result<PortBinding, (String, Range<usize>)> {
+    ) -> Result<PortBinding, Option<(String, Range<usize>)>> {
         let mut host_ip = None;
         let mut host = None;
         let mut container = None;
         let mut protocol = super::model::Protocol::Tcp;
+        let mut failed = false;
         for (key, item) in table {
             let port_range = |item: &Value<'_>| match item.get_ref() {
-                DeValue::Integer(integer) => ports::parse_port_range(integer.as_str()),
+                DeValue::Integer(integer) => ports::parse_port_range(
+                    &integer_value(integer)
+                        .map_or_else(|| integer.to_string(), |port| port.to_string()),
+                ),
                 DeValue::String(text) => ports::parse_port_range(text),
                 other => Err(format!(
                     "a port must be a number or a \"start-end\" range, found {}",
@@ -649,15 +695,27 @@ impl Checker<'_> {
                     .and_then(|text| ports::parse_protocol(&text))
                     .map(|parsed| protocol = parsed),
                 _ => {
+                    failed = true;
                     self.unknown_key(key, &PORT_KEYS, Some("ports"));
                     Ok(())
                 }
             };
-            result.map_err(|message| (format!("`{}`: {message}", key.get_ref()), item.span()))?;
+            if let Err(message) = result {
+                failed = true;
+                self.error(
+                    item.span(),
+                    format!("`{}`: {message}", key.get_ref()),
+                    Some(PORT_HINT.into()),
+                );
+            }
+        }
+        if failed {
+            return Err(None);
         }
         let container = container
-            .ok_or_else(|| ("a port table needs `container`".to_string(), span.clone()))?;
-        ports::make_binding(host_ip, host, container, protocol).map_err(|message| (message, span))
+            .ok_or_else(|| Some(("a port table needs `container`".to_string(), span.clone())))?;
+        ports::make_binding(host_ip, host, container, protocol)
+            .map_err(|message| Some((message, span)))
     }
 
     fn mounts(&mut self, value: &Value<'_>) -> Option<Vec<Mount>> {
@@ -675,16 +733,16 @@ impl Checker<'_> {
         for item in array.iter() {
             let mount = match item.get_ref() {
                 DeValue::String(spec) => {
-                    mounts::parse_mount_spec(spec).map_err(|message| (message, item.span()))
+                    mounts::parse_mount_spec(spec).map_err(|message| Some((message, item.span())))
                 }
                 DeValue::Table(table) => self.mount_table(table, item.span()),
-                other => Err((
+                other => Err(Some((
                     format!(
                         "a mount must be a string or a table, found {}",
                         other.type_str()
                     ),
                     item.span(),
-                )),
+                ))),
             };
             match mount {
                 Ok(mount) => {
@@ -708,65 +766,72 @@ impl Checker<'_> {
                         mounts.push((mount, item.span()));
                     }
                 }
-                Err((message, span)) => {
+                Err(None) => valid = false,
+                Err(Some((message, span))) => {
                     valid = false;
-                    self.error(
-                        span,
-                        message,
-                        Some("write SOURCE:TARGET[:ro], for example \"./data:/data:ro\", or a table { source = \"./data\", target = \"/data\", read_only = true }".into()),
-                    );
+                    self.error(span, message, Some(MOUNT_HINT.into()));
                 }
             }
         }
         valid.then(|| mounts.into_iter().map(|(mount, _)| mount).collect())
     }
 
+    /// A long-form mount; like [`Self::port_table`], key problems are reported in place.
     fn mount_table(
         &mut self,
         table: &DeTable<'_>,
         span: Range<usize>,
-    ) -> Result<Mount, (String, Range<usize>)> {
+    ) -> Result<Mount, Option<(String, Range<usize>)>> {
         let mut source = None;
         let mut target = None;
         let mut read_only = false;
+        let mut failed = false;
         for (key, item) in table {
-            match key.get_ref().as_ref() {
+            let name = key.get_ref().as_ref();
+            match name {
                 "source" | "target" => match item.get_ref().as_str() {
-                    Some(text) if key.get_ref().as_ref() == "source" => {
-                        source = Some(text.to_string())
-                    }
+                    Some(text) if name == "source" => source = Some(text.to_string()),
                     Some(text) => target = Some(text.to_string()),
                     None => {
-                        return Err((
+                        failed = true;
+                        self.error(
+                            item.span(),
                             format!(
-                                "`{}` must be a string, found {}",
-                                key.get_ref(),
+                                "`{name}` must be a string, found {}",
                                 item.get_ref().type_str()
                             ),
-                            item.span(),
-                        ));
+                            Some(MOUNT_HINT.into()),
+                        );
                     }
                 },
                 "read_only" => match item.get_ref().as_bool() {
                     Some(flag) => read_only = flag,
                     None => {
-                        return Err((
+                        failed = true;
+                        self.error(
+                            item.span(),
                             format!(
                                 "`read_only` must be true or false, found {}",
                                 item.get_ref().type_str()
                             ),
-                            item.span(),
-                        ));
+                            Some(MOUNT_HINT.into()),
+                        );
                     }
                 },
-                _ => self.unknown_key(key, &MOUNT_KEYS, Some("mounts")),
+                _ => {
+                    failed = true;
+                    self.unknown_key(key, &MOUNT_KEYS, Some("mounts"));
+                }
             }
         }
-        let source =
-            source.ok_or_else(|| ("a mount table needs `source`".to_string(), span.clone()))?;
-        let target =
-            target.ok_or_else(|| ("a mount table needs `target`".to_string(), span.clone()))?;
-        mounts::make_mount(&source, &target, read_only).map_err(|message| (message, span))
+        if failed {
+            return Err(None);
+        }
+        let source = source
+            .ok_or_else(|| Some(("a mount table needs `source`".to_string(), span.clone())))?;
+        let target = target
+            .ok_or_else(|| Some(("a mount table needs `target`".to_string(), span.clone())))?;
+        mounts::make_mount(&source, &target, read_only).map_err(|message| Some((message, span)))
     }
 
     fn env(&mut self, value: &Value<'_>) -> BTreeMap<String, String> {
@@ -986,7 +1051,9 @@ impl Checker<'_> {
                 "cudnn" => {
                     let major = match item.get_ref() {
                         DeValue::String(text) => text.parse::<u32>().ok(),
-                        DeValue::Integer(integer) => integer.as_str().parse::<u32>().ok(),
+                        DeValue::Integer(integer) => {
+                            integer_value(integer).and_then(|major| u32::try_from(major).ok())
+                        }
                         _ => None,
                     };
                     match major {
@@ -1039,6 +1106,31 @@ impl Checker<'_> {
         }
         commands
     }
+}
+
+/// The first key or table header with more dotted parts than the TOML parser nests.
+fn deep_key_span(text: &str) -> Option<Range<usize>> {
+    const PARSER_KEY_DEPTH: usize = 80;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let key = if trimmed.starts_with('[') {
+            trimmed.split(']').next().unwrap_or_default()
+        } else {
+            trimmed.split('=').next().unwrap_or_default()
+        };
+        if !trimmed.starts_with('#') && key.matches('.').count() + 1 >= PARSER_KEY_DEPTH {
+            let start = offset + (line.len() - trimmed.len());
+            return Some(start..start + key.trim_end().len());
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// A TOML integer's value in its own radix (`0x1F90`, `0o17620`, `0b11` are valid TOML).
+fn integer_value(integer: &toml::de::DeInteger<'_>) -> Option<i64> {
+    i64::from_str_radix(integer.as_str(), integer.radix()).ok()
 }
 
 /// Profile names: what `envctl up NAME` and the container name `envctl-NAME` accept.
