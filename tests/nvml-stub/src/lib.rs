@@ -1,1 +1,676 @@
-//! A stand-in `libnvidia-ml.so` for tests (filled in by the doctor work).
+//! A stand-in `libnvidia-ml.so` for envctl's tests: it exports the NVML symbols envctl
+//! calls through nvml-wrapper, answering from a fixture file named by
+//! `ENVCTL_NVML_STUB_FIXTURE` (format: `tests/fixtures/nvml/README.md`). The fixture is
+//! re-read at every `nvmlInit*`, so each test process picks its own machine.
+//!
+//! Without the variable, `nvmlInit*` answers NVML_ERROR_DRIVER_NOT_LOADED, as a machine
+//! with the library but no kernel driver would. An unreadable or malformed fixture
+//! answers NVML_ERROR_UNKNOWN and says why on stderr.
+//!
+//! Safety contract shared by every `unsafe` export: pointer arguments are NVML's
+//! out-parameters (or, for `nvmlDeviceGetHandleByUUID`, a NUL-terminated input string) and
+//! must be null or valid for the access NVML documents; string buffers hold `length`
+//! bytes. nvml-wrapper always passes such pointers. Device handles are opaque to callers
+//! (never dereferenced): the stub hands out `index + 1` as an address.
+
+// The exported names are NVML's C symbols, and nvml-wrapper looks them up by these names.
+#![allow(non_snake_case)]
+// One contract for all exports, stated above, rather than a copy on each export.
+#![allow(clippy::missing_safety_doc)]
+
+mod codes;
+mod fixture;
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_ulonglong, c_void};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use codes::{
+    ARGUMENT_VERSION_MISMATCH, DRIVER_NOT_LOADED, FUNCTION_NOT_FOUND, INSUFFICIENT_SIZE,
+    INVALID_ARGUMENT, NOT_FOUND, Return, SUCCESS, UNINITIALIZED, UNKNOWN,
+};
+use fixture::Fixture;
+
+/// The environment variable naming the fixture file.
+pub const FIXTURE_VARIABLE: &str = "ENVCTL_NVML_STUB_FIXTURE";
+
+/// Symbols a fixture may declare missing with `missing=`. `nvmlErrorString` is left out:
+/// it returns a string, so it has no way to say "function not found".
+pub const EXPORTED_SYMBOLS: &[&str] = &[
+    "nvmlInit_v2",
+    "nvmlInitWithFlags",
+    "nvmlShutdown",
+    "nvmlSystemGetDriverVersion",
+    "nvmlSystemGetNVMLVersion",
+    "nvmlSystemGetCudaDriverVersion_v2",
+    "nvmlDeviceGetCount_v2",
+    "nvmlDeviceGetHandleByIndex_v2",
+    "nvmlDeviceGetHandleByUUID",
+    "nvmlDeviceGetIndex",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceGetPciInfo_v3",
+    "nvmlDeviceGetCudaComputeCapability",
+    "nvmlDeviceGetMemoryInfo_v2",
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetEnforcedPowerLimit",
+    "nvmlDeviceGetUtilizationRates",
+    "nvmlDeviceGetTemperature",
+    "nvmlDeviceGetPowerUsage",
+    "nvmlDeviceGetCurrentClocksThrottleReasons",
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+];
+
+/// `nvmlDevice_t`: opaque to callers.
+type Device = *mut c_void;
+
+/// `nvmlPciInfo_t` (nvml-wrapper-sys 0.10 layout).
+#[repr(C)]
+pub struct PciInfo {
+    bus_id_legacy: [c_char; 16],
+    domain: c_uint,
+    bus: c_uint,
+    device: c_uint,
+    pci_device_id: c_uint,
+    pci_sub_system_id: c_uint,
+    bus_id: [c_char; 32],
+}
+
+/// `nvmlMemory_v2_t`.
+#[repr(C)]
+pub struct MemoryV2 {
+    version: c_uint,
+    total: c_ulonglong,
+    reserved: c_ulonglong,
+    free: c_ulonglong,
+    used: c_ulonglong,
+}
+
+/// `nvmlUtilization_t`.
+#[repr(C)]
+pub struct Utilization {
+    gpu: c_uint,
+    memory: c_uint,
+}
+
+/// `nvmlProcessInfo_t` (= `nvmlProcessInfo_v2_st`), what the `_v3` process query fills.
+#[repr(C)]
+pub struct ProcessInfo {
+    pid: c_uint,
+    used_gpu_memory: c_ulonglong,
+    gpu_instance_id: c_uint,
+    compute_instance_id: c_uint,
+}
+
+// The layouts must match the C structs byte for byte; a wrong size would corrupt the caller.
+const _: () = assert!(size_of::<PciInfo>() == 68);
+const _: () = assert!(size_of::<MemoryV2>() == 40);
+const _: () = assert!(size_of::<Utilization>() == 8);
+const _: () = assert!(size_of::<ProcessInfo>() == 24);
+
+/// `NVML_STRUCT_VERSION(Memory, 2)`: real NVML rejects any other version, and so does the
+/// stub, which also proves the caller's struct has the size the stub expects.
+const MEMORY_V2_VERSION: c_uint = size_of::<MemoryV2>() as c_uint | (2 << 24);
+
+/// "Not available" in the process instance ids (nvml.h uses 0xFFFFFFFF).
+const NO_INSTANCE: c_uint = c_uint::MAX;
+
+struct State {
+    fixture: Option<Fixture>,
+    /// NVML counts `nvmlInit*` calls; only the matching number of shutdowns closes it.
+    references: u32,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    fixture: None,
+    references: 0,
+});
+
+/// A panic must not cross the C boundary, so a poisoned lock is simply taken over.
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn read_fixture() -> Result<Fixture, Return> {
+    let Some(path) = std::env::var_os(FIXTURE_VARIABLE) else {
+        return Err(DRIVER_NOT_LOADED);
+    };
+    let complain = |problem: String| {
+        // The caller only sees a return code; stderr is the one place to say which line.
+        eprintln!("envctl-nvml-stub: {}: {problem}", path.to_string_lossy());
+        UNKNOWN
+    };
+    let text = std::fs::read_to_string(&path).map_err(|error| complain(error.to_string()))?;
+    Fixture::parse(&text, EXPORTED_SYMBOLS).map_err(complain)
+}
+
+fn initialise(symbol: &str) -> Return {
+    let fixture = match read_fixture() {
+        Ok(fixture) => fixture,
+        Err(code) => return code,
+    };
+    if fixture.is_missing(symbol) {
+        return FUNCTION_NOT_FOUND;
+    }
+    if fixture.init_error != SUCCESS {
+        return fixture.init_error;
+    }
+    let mut state = state();
+    state.fixture = Some(fixture);
+    state.references = state.references.saturating_add(1);
+    SUCCESS
+}
+
+/// Runs one query against the loaded fixture and turns its outcome into an NVML code.
+fn answer(symbol: &str, query: impl FnOnce(&Fixture) -> Result<(), Return>) -> Return {
+    let state = state();
+    let Some(fixture) = state.fixture.as_ref() else {
+        return UNINITIALIZED;
+    };
+    if fixture.is_missing(symbol) {
+        return FUNCTION_NOT_FOUND;
+    }
+    match query(fixture) {
+        Ok(()) => SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// The GPU behind `device`, unless the fixture makes `query` fail on it.
+fn device_index(fixture: &Fixture, device: Device, query: &str) -> Result<u32, Return> {
+    let index = fixture.device_index(device.addr())?;
+    fixture.device_failure(index, query)?;
+    Ok(index)
+}
+
+/// Writes through an out-parameter.
+///
+/// # Safety
+/// `pointer` is null or valid for a write of `T`.
+unsafe fn put<T>(pointer: *mut T, value: T) -> Result<(), Return> {
+    if pointer.is_null() {
+        return Err(INVALID_ARGUMENT);
+    }
+    // SAFETY: non-null, and valid for a write by this function's contract.
+    unsafe { pointer.write(value) };
+    Ok(())
+}
+
+/// Copies `text` and its NUL into a caller's buffer, or says the buffer is too small.
+///
+/// # Safety
+/// `buffer` is null or valid for writes of `length` bytes.
+unsafe fn put_text(text: &str, buffer: *mut c_char, length: c_uint) -> Result<(), Return> {
+    if buffer.is_null() {
+        return Err(INVALID_ARGUMENT);
+    }
+    let bytes = text.as_bytes();
+    if bytes.len() >= length as usize {
+        return Err(INSUFFICIENT_SIZE);
+    }
+    // SAFETY: the buffer holds `length` > bytes.len() bytes, so text and NUL fit.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), buffer, bytes.len());
+        buffer.add(bytes.len()).write(0);
+    }
+    Ok(())
+}
+
+/// A NUL-terminated copy of `text` in a fixed C array, cut to fit.
+fn text_array<const LENGTH: usize>(text: &str) -> [c_char; LENGTH] {
+    let mut array = [0; LENGTH];
+    for (slot, byte) in array.iter_mut().zip(text.bytes().take(LENGTH - 1)) {
+        *slot = byte as c_char;
+    }
+    array
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlInit_v2() -> Return {
+    initialise("nvmlInit_v2")
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlInitWithFlags(_flags: c_uint) -> Return {
+    initialise("nvmlInitWithFlags")
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlShutdown() -> Return {
+    let mut state = state();
+    let Some(fixture) = state.fixture.as_ref() else {
+        return UNINITIALIZED;
+    };
+    if fixture.is_missing("nvmlShutdown") {
+        return FUNCTION_NOT_FOUND;
+    }
+    state.references = state.references.saturating_sub(1);
+    if state.references == 0 {
+        state.fixture = None;
+    }
+    SUCCESS
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlErrorString(code: Return) -> *const c_char {
+    codes::description(code).as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlSystemGetDriverVersion(
+    version: *mut c_char,
+    length: c_uint,
+) -> Return {
+    answer("nvmlSystemGetDriverVersion", |fixture| {
+        fixture.system_failure("driver_version")?;
+        // SAFETY: `version` holds `length` bytes (crate contract).
+        unsafe { put_text(fixture.system_text("driver_version")?, version, length) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(version: *mut c_char, length: c_uint) -> Return {
+    answer("nvmlSystemGetNVMLVersion", |fixture| {
+        fixture.system_failure("nvml_version")?;
+        // SAFETY: `version` holds `length` bytes (crate contract).
+        unsafe { put_text(fixture.system_text("nvml_version")?, version, length) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion_v2(version: *mut c_int) -> Return {
+    answer("nvmlSystemGetCudaDriverVersion_v2", |fixture| {
+        fixture.system_failure("cuda_driver_version")?;
+        let value = fixture.system_number("cuda_driver_version")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(version, value) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> Return {
+    answer("nvmlDeviceGetCount_v2", |fixture| {
+        fixture.system_failure("device_count")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(count, fixture.device_count()) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(
+    index: c_uint,
+    device: *mut Device,
+) -> Return {
+    answer("nvmlDeviceGetHandleByIndex_v2", |fixture| {
+        if index >= fixture.device_count() {
+            return Err(INVALID_ARGUMENT);
+        }
+        fixture.device_failure(index, "handle")?;
+        let handle = std::ptr::without_provenance_mut(index as usize + 1);
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(device, handle) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByUUID(
+    uuid: *const c_char,
+    device: *mut Device,
+) -> Return {
+    answer("nvmlDeviceGetHandleByUUID", |fixture| {
+        if uuid.is_null() {
+            return Err(INVALID_ARGUMENT);
+        }
+        // SAFETY: a non-null, NUL-terminated string (crate contract).
+        let wanted = unsafe { CStr::from_ptr(uuid) }.to_string_lossy();
+        let index = fixture.device_with_uuid(&wanted).ok_or(NOT_FOUND)?;
+        fixture.device_failure(index, "handle")?;
+        let handle = std::ptr::without_provenance_mut(index as usize + 1);
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(device, handle) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetIndex(device: Device, index: *mut c_uint) -> Return {
+    answer("nvmlDeviceGetIndex", |fixture| {
+        let value = device_index(fixture, device, "index")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(index, value) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetName(
+    device: Device,
+    name: *mut c_char,
+    length: c_uint,
+) -> Return {
+    answer("nvmlDeviceGetName", |fixture| {
+        let index = device_index(fixture, device, "name")?;
+        // SAFETY: `name` holds `length` bytes (crate contract).
+        unsafe { put_text(fixture.device_text(index, "name")?, name, length) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetUUID(
+    device: Device,
+    uuid: *mut c_char,
+    length: c_uint,
+) -> Return {
+    answer("nvmlDeviceGetUUID", |fixture| {
+        let index = device_index(fixture, device, "uuid")?;
+        // SAFETY: `uuid` holds `length` bytes (crate contract).
+        unsafe { put_text(fixture.device_text(index, "uuid")?, uuid, length) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(device: Device, pci: *mut PciInfo) -> Return {
+    answer("nvmlDeviceGetPciInfo_v3", |fixture| {
+        let index = device_index(fixture, device, "pci_info")?;
+        let bus_id = fixture.device_text(index, "pci_bus_id")?;
+        // Checked when the fixture was parsed.
+        let (domain, bus, device_number) =
+            fixture::parse_pci_bus_id(bus_id).map_err(|_| UNKNOWN)?;
+        let legacy = format!("{:04x}:{bus:02x}:{device_number:02x}.0", domain & 0xffff);
+        let value = PciInfo {
+            bus_id_legacy: text_array(&legacy),
+            domain,
+            bus,
+            device: device_number,
+            pci_device_id: fixture.device_number(index, "pci_device_id").unwrap_or(0),
+            pci_sub_system_id: 0,
+            bus_id: text_array(bus_id),
+        };
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(pci, value) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCudaComputeCapability(
+    device: Device,
+    major: *mut c_int,
+    minor: *mut c_int,
+) -> Return {
+    answer("nvmlDeviceGetCudaComputeCapability", |fixture| {
+        let index = device_index(fixture, device, "compute_capability")?;
+        let text = fixture.device_text(index, "compute_capability")?;
+        // Checked when the fixture was parsed.
+        let (major_text, minor_text) = text.split_once('.').ok_or(UNKNOWN)?;
+        let major_value = major_text.trim().parse().map_err(|_| UNKNOWN)?;
+        let minor_value = minor_text.trim().parse().map_err(|_| UNKNOWN)?;
+        // SAFETY: out-parameters (crate contract).
+        unsafe {
+            put(major, major_value)?;
+            put(minor, minor_value)
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
+    device: Device,
+    memory: *mut MemoryV2,
+) -> Return {
+    answer("nvmlDeviceGetMemoryInfo_v2", |fixture| {
+        if memory.is_null() {
+            return Err(INVALID_ARGUMENT);
+        }
+        // SAFETY: non-null in/out parameter (crate contract); the caller sets `version`.
+        let version = unsafe { (*memory).version };
+        if version != MEMORY_V2_VERSION {
+            return Err(ARGUMENT_VERSION_MISMATCH);
+        }
+        let index = device_index(fixture, device, "memory_info")?;
+        let total: u64 = fixture.device_number(index, "memory_total")?;
+        let used: u64 = fixture.device_number(index, "memory_used")?;
+        let reserved: u64 = fixture.device_number(index, "memory_reserved").unwrap_or(0);
+        let value = MemoryV2 {
+            version,
+            total,
+            reserved,
+            free: total.saturating_sub(used.saturating_add(reserved)),
+            used,
+        };
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(memory, value) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMigMode(
+    device: Device,
+    current: *mut c_uint,
+    pending: *mut c_uint,
+) -> Return {
+    answer("nvmlDeviceGetMigMode", |fixture| {
+        let index = device_index(fixture, device, "mig_mode")?;
+        // No `mig_current` means a GPU without MIG: real drivers answer NOT_SUPPORTED.
+        let current_value: c_uint = fixture.device_number(index, "mig_current")?;
+        let pending_value = fixture
+            .device_number(index, "mig_pending")
+            .unwrap_or(current_value);
+        // SAFETY: out-parameters (crate contract).
+        unsafe {
+            put(current, current_value)?;
+            put(pending, pending_value)
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetEnforcedPowerLimit(
+    device: Device,
+    limit: *mut c_uint,
+) -> Return {
+    answer("nvmlDeviceGetEnforcedPowerLimit", |fixture| {
+        let index = device_index(fixture, device, "power_limit")?;
+        let value = fixture.device_number(index, "power_limit_milliwatts")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(limit, value) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(
+    device: Device,
+    utilization: *mut Utilization,
+) -> Return {
+    answer("nvmlDeviceGetUtilizationRates", |fixture| {
+        let index = device_index(fixture, device, "utilization")?;
+        let value = Utilization {
+            gpu: fixture.device_number(index, "utilization_gpu")?,
+            memory: fixture.device_number(index, "utilization_memory")?,
+        };
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(utilization, value) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetTemperature(
+    device: Device,
+    sensor: c_uint,
+    temperature: *mut c_uint,
+) -> Return {
+    answer("nvmlDeviceGetTemperature", |fixture| {
+        // NVML_TEMPERATURE_GPU is the only sensor NVML defines.
+        if sensor != 0 {
+            return Err(INVALID_ARGUMENT);
+        }
+        let index = device_index(fixture, device, "temperature")?;
+        let value = fixture.device_number(index, "temperature")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(temperature, value) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(device: Device, power: *mut c_uint) -> Return {
+    answer("nvmlDeviceGetPowerUsage", |fixture| {
+        let index = device_index(fixture, device, "power_usage")?;
+        let value = fixture.device_number(index, "power_usage_milliwatts")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(power, value) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksThrottleReasons(
+    device: Device,
+    reasons: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetCurrentClocksThrottleReasons", |fixture| {
+        let index = device_index(fixture, device, "throttle_reasons")?;
+        let value = fixture.device_number(index, "throttle_reasons")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(reasons, value) }
+    })
+}
+
+/// nvml-wrapper asks twice: first with no buffer for the count (expecting
+/// INSUFFICIENT_SIZE when there are processes), then with room for count + 5.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
+    device: Device,
+    count: *mut c_uint,
+    infos: *mut ProcessInfo,
+) -> Return {
+    answer("nvmlDeviceGetComputeRunningProcesses_v3", |fixture| {
+        let index = device_index(fixture, device, "processes")?;
+        let processes = fixture.processes(index);
+        if count.is_null() {
+            return Err(INVALID_ARGUMENT);
+        }
+        // SAFETY: non-null in/out parameter (crate contract): the room the caller has.
+        let capacity = unsafe { count.read() } as usize;
+        let needed = c_uint::try_from(processes.len()).map_err(|_| UNKNOWN)?;
+        // SAFETY: as above.
+        unsafe { put(count, needed)? };
+        if processes.is_empty() {
+            return Ok(());
+        }
+        if infos.is_null() || capacity < processes.len() {
+            return Err(INSUFFICIENT_SIZE);
+        }
+        for (slot, process) in processes.iter().enumerate() {
+            let value = ProcessInfo {
+                pid: process.pid,
+                used_gpu_memory: process.used_memory_bytes,
+                gpu_instance_id: NO_INSTANCE,
+                compute_instance_id: NO_INSTANCE,
+            };
+            // SAFETY: `infos` holds `capacity` ≥ processes.len() entries (crate contract).
+            unsafe { infos.add(slot).write(value) };
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ptr::{null_mut, without_provenance_mut};
+
+    use super::*;
+
+    // The one test that touches the process-wide state, so parallel tests cannot race on it.
+    // nvml-wrapper is not a dependency here; the layouts are pinned by the size assertions
+    // above, and envctl's tests/gpu_facts.rs drives the stub through nvml-wrapper.
+    #[test]
+    fn stats_queries_answer_from_the_fixture() {
+        let fixture = Fixture::parse(
+            "device_count=2\n\
+             gpu.0.uuid=GPU-first\n\
+             gpu.1.uuid=GPU-second\n\
+             gpu.*.utilization_gpu=37\n\
+             gpu.*.utilization_memory=12\n\
+             gpu.*.temperature=41\n\
+             gpu.*.power_usage_milliwatts=71234\n\
+             gpu.*.throttle_reasons=0x4\n\
+             gpu.0.processes=1234:536870912,5678:1073741824\n\
+             gpu.1.fail=temperature:3\n",
+            EXPORTED_SYMBOLS,
+        )
+        .unwrap();
+        *state() = State {
+            fixture: Some(fixture),
+            references: 1,
+        };
+        let first: Device = without_provenance_mut(1);
+        let second: Device = without_provenance_mut(2);
+        // SAFETY: every pointer below is a live local of the right type and size.
+        unsafe {
+            let mut utilization = Utilization { gpu: 0, memory: 0 };
+            assert_eq!(
+                nvmlDeviceGetUtilizationRates(first, &mut utilization),
+                SUCCESS
+            );
+            assert_eq!((utilization.gpu, utilization.memory), (37, 12));
+
+            let mut value: c_uint = 0;
+            assert_eq!(nvmlDeviceGetTemperature(first, 0, &mut value), SUCCESS);
+            assert_eq!(value, 41);
+            assert_eq!(
+                nvmlDeviceGetTemperature(first, 1, &mut value),
+                INVALID_ARGUMENT
+            );
+            assert_eq!(nvmlDeviceGetTemperature(second, 0, &mut value), 3);
+            assert_eq!(nvmlDeviceGetPowerUsage(second, &mut value), SUCCESS);
+            assert_eq!(value, 71234);
+
+            let mut reasons: c_ulonglong = 0;
+            assert_eq!(
+                nvmlDeviceGetCurrentClocksThrottleReasons(first, &mut reasons),
+                SUCCESS
+            );
+            assert_eq!(reasons, 4);
+
+            // nvml-wrapper's two phases: count with no buffer, then fill count + 5 slots.
+            let mut count: c_uint = 0;
+            let phase_one = nvmlDeviceGetComputeRunningProcesses_v3(first, &mut count, null_mut());
+            assert_eq!((phase_one, count), (INSUFFICIENT_SIZE, 2));
+            let mut infos: Vec<ProcessInfo> = (0..7)
+                .map(|_| ProcessInfo {
+                    pid: 0,
+                    used_gpu_memory: 0,
+                    gpu_instance_id: 0,
+                    compute_instance_id: 0,
+                })
+                .collect();
+            count = 7;
+            let phase_two =
+                nvmlDeviceGetComputeRunningProcesses_v3(first, &mut count, infos.as_mut_ptr());
+            assert_eq!((phase_two, count), (SUCCESS, 2));
+            assert_eq!(
+                (infos[1].pid, infos[1].used_gpu_memory),
+                (5678, 1_073_741_824)
+            );
+            assert_eq!(infos[0].gpu_instance_id, NO_INSTANCE);
+            count = 0;
+            let none = nvmlDeviceGetComputeRunningProcesses_v3(second, &mut count, null_mut());
+            assert_eq!((none, count), (SUCCESS, 0));
+
+            let mut handle: Device = null_mut();
+            assert_eq!(
+                nvmlDeviceGetHandleByUUID(c"GPU-second".as_ptr(), &mut handle),
+                SUCCESS
+            );
+            assert_eq!(handle, second);
+            assert_eq!(
+                nvmlDeviceGetHandleByUUID(c"GPU-third".as_ptr(), &mut handle),
+                NOT_FOUND
+            );
+            let mut index: c_uint = 9;
+            assert_eq!(nvmlDeviceGetIndex(handle, &mut index), SUCCESS);
+            assert_eq!(index, 1);
+            let beyond: Device = without_provenance_mut(3);
+            assert_eq!(nvmlDeviceGetIndex(beyond, &mut index), INVALID_ARGUMENT);
+
+            assert_eq!(nvmlShutdown(), SUCCESS);
+            assert_eq!(nvmlDeviceGetPowerUsage(first, &mut value), UNINITIALIZED);
+            assert_eq!(nvmlShutdown(), UNINITIALIZED);
+        }
+    }
+}

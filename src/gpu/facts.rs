@@ -1,0 +1,450 @@
+//! The GPU facts NVML gave (or failed to give): plain serde data with no nvml-wrapper type
+//! in it, so a doctor report can be written as JSON and replayed into the checks later.
+//!
+//! Every query answers on its own: a [`Fact`] holds either the value or the named
+//! [`NvmlFailure`], so one GPU failing one query leaves every other fact intact.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::compat::ComputeCapability;
+use crate::profile::model::CudaVersion;
+
+/// What NVML said about this machine, and which library said it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuFacts {
+    /// The library handed to the dynamic loader: the `ENVCTL_NVML_LIBRARY` path, or
+    /// `libnvidia-ml.so.1` looked up through the loader's search path.
+    pub library: String,
+    /// Whether NVML loaded and, when it did, what it reported.
+    pub nvml: LoadOutcome,
+}
+
+impl GpuFacts {
+    /// The system and GPU facts, when NVML loaded.
+    pub fn loaded(&self) -> Option<&NvmlFacts> {
+        match &self.nvml {
+            LoadOutcome::Loaded(facts) => Some(facts),
+            _ => None,
+        }
+    }
+}
+
+/// How loading NVML went. Each way it fails is its own variant, because each has its own
+/// fix (install the driver, load the kernel module, reboot after an upgrade, …); none of
+/// them means "no GPU".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum LoadOutcome {
+    /// `nvmlInit` succeeded. Boxed because it is far larger than the failures.
+    Loaded(Box<NvmlFacts>),
+    /// The dynamic loader could not open the library (not installed, wrong path, wrong
+    /// architecture); the message is the loader's.
+    LibraryNotFound { message: String },
+    /// The library loaded but the NVIDIA kernel module is not running.
+    DriverNotLoaded { message: String },
+    /// The user-space library and the kernel module are different versions, typically
+    /// after a driver upgrade without a reboot.
+    VersionMismatch { message: String },
+    /// NVML may not talk to the driver as this user (device node permissions, cgroups).
+    NoPermission { message: String },
+    /// The library lacks the init function envctl calls (not NVML, or far too old).
+    SymbolMissing { message: String },
+    /// Any other failure, with NVML's own words.
+    Unknown { message: String },
+}
+
+impl LoadOutcome {
+    /// The outcome for a failed load, from the failure's kind.
+    pub fn from_failure(failure: NvmlFailure) -> Self {
+        let message = failure.message;
+        match failure.kind {
+            FailureKind::LibraryNotFound => LoadOutcome::LibraryNotFound { message },
+            FailureKind::DriverNotLoaded => LoadOutcome::DriverNotLoaded { message },
+            FailureKind::VersionMismatch => LoadOutcome::VersionMismatch { message },
+            FailureKind::NoPermission => LoadOutcome::NoPermission { message },
+            FailureKind::SymbolMissing => LoadOutcome::SymbolMissing { message },
+            FailureKind::NotSupported
+            | FailureKind::GpuLost
+            | FailureKind::InvalidValue
+            | FailureKind::Unknown
+            | FailureKind::Other => LoadOutcome::Unknown { message },
+        }
+    }
+
+    /// Why NVML did not load; none when it did.
+    pub fn failure_message(&self) -> Option<&str> {
+        match self {
+            LoadOutcome::Loaded(_) => None,
+            LoadOutcome::LibraryNotFound { message }
+            | LoadOutcome::DriverNotLoaded { message }
+            | LoadOutcome::VersionMismatch { message }
+            | LoadOutcome::NoPermission { message }
+            | LoadOutcome::SymbolMissing { message }
+            | LoadOutcome::Unknown { message } => Some(message),
+        }
+    }
+}
+
+/// The driver-wide facts and one entry per GPU NVML counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NvmlFacts {
+    /// The kernel driver's version, e.g. `570.124.06`, as NVML writes it.
+    pub driver_version: Fact<String>,
+    /// The newest CUDA version the driver supports, e.g. `12.8`.
+    pub cuda_driver_version: Fact<CudaDriverVersion>,
+    /// The NVML library's own version, e.g. `12.570.124.06`.
+    pub nvml_version: Fact<String>,
+    pub device_count: Fact<u32>,
+    /// One entry per index below the device count; empty when the count failed.
+    pub gpus: Vec<GpuDevice>,
+    /// A failure to close NVML again; reported, because it hints at a broken library,
+    /// but it changes none of the facts above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_failure: Option<NvmlFailure>,
+}
+
+/// One GPU. Each field is queried on its own and fails on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuDevice {
+    /// NVML's index, the one `CUDA_DEVICE_ORDER=PCI_BUS_ID` and `--gpus device=` use.
+    pub index: u32,
+    /// The marketing name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: Fact<String>,
+    /// `GPU-…`, stable across reboots and reorderings.
+    pub uuid: Fact<String>,
+    /// `00000000:17:00.0`.
+    pub pci_bus_id: Fact<String>,
+    pub compute_capability: Fact<ComputeCapability>,
+    pub memory: Fact<GpuMemory>,
+    /// Not supported on GPUs without MIG (anything before A100/A30).
+    pub mig_mode: Fact<MigMode>,
+    /// The power limit the driver enforces now.
+    pub power_limit_watts: Fact<f64>,
+}
+
+impl GpuDevice {
+    /// A GPU NVML counted but would not hand out: every fact carries the same failure.
+    pub fn unreachable(index: u32, failure: NvmlFailure) -> Self {
+        GpuDevice {
+            index,
+            name: Fact::Error(failure.clone()),
+            uuid: Fact::Error(failure.clone()),
+            pci_bus_id: Fact::Error(failure.clone()),
+            compute_capability: Fact::Error(failure.clone()),
+            memory: Fact::Error(failure.clone()),
+            mig_mode: Fact::Error(failure.clone()),
+            power_limit_watts: Fact::Error(failure),
+        }
+    }
+}
+
+/// Frame-buffer memory in bytes, as NVML's `nvmlMemory_v2_t` splits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuMemory {
+    pub total_bytes: u64,
+    pub used_bytes: u64,
+    /// Set aside by the driver; neither used nor free.
+    pub reserved_bytes: u64,
+    pub free_bytes: u64,
+}
+
+/// Multi-Instance GPU mode now and after the next GPU reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigMode {
+    pub current: MigSetting,
+    pub pending: MigSetting,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MigSetting {
+    Disabled,
+    Enabled,
+}
+
+impl MigSetting {
+    /// NVML's `NVML_DEVICE_MIG_DISABLE` (0) / `NVML_DEVICE_MIG_ENABLE` (1).
+    pub fn from_nvml(value: u32) -> Result<Self, NvmlFailure> {
+        match value {
+            0 => Ok(MigSetting::Disabled),
+            1 => Ok(MigSetting::Enabled),
+            other => Err(NvmlFailure::invalid_value(format!(
+                "NVML reported MIG mode {other}, which is neither 0 (disabled) nor 1 (enabled)"
+            ))),
+        }
+    }
+}
+
+/// The newest CUDA version a driver supports: `12.8` for NVML's integer 12080.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CudaDriverVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl CudaDriverVersion {
+    /// From NVML's (and CUDA's) encoding `1000 × major + 10 × minor`, e.g. 12080 → 12.8.
+    pub fn from_nvml_integer(value: i32) -> Result<Self, NvmlFailure> {
+        let value = u32::try_from(value).map_err(|_| {
+            NvmlFailure::invalid_value(format!(
+                "NVML reported CUDA driver version {value}, which is negative"
+            ))
+        })?;
+        Ok(CudaDriverVersion {
+            major: value / 1000,
+            minor: (value % 1000) / 10,
+        })
+    }
+}
+
+/// The compatibility verdicts compare CUDA versions as the profile writes them.
+impl From<CudaDriverVersion> for CudaVersion {
+    fn from(version: CudaDriverVersion) -> Self {
+        CudaVersion {
+            major: version.major,
+            minor: version.minor,
+        }
+    }
+}
+
+impl fmt::Display for CudaDriverVersion {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl FromStr for CudaDriverVersion {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = || format!("`{text}` is not a CUDA version like 12.8");
+        let (major, minor) = text.trim().split_once('.').ok_or_else(invalid)?;
+        Ok(CudaDriverVersion {
+            major: major.parse().map_err(|_| invalid())?,
+            minor: minor.parse().map_err(|_| invalid())?,
+        })
+    }
+}
+
+impl Serialize for CudaDriverVersion {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CudaDriverVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One query's answer: `{"value": …}` or `{"error": {"kind": …, "message": …}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fact<T> {
+    Value(T),
+    Error(NvmlFailure),
+}
+
+impl<T> Fact<T> {
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Fact::Value(value) => Some(value),
+            Fact::Error(_) => None,
+        }
+    }
+
+    pub fn failure(&self) -> Option<&NvmlFailure> {
+        match self {
+            Fact::Value(_) => None,
+            Fact::Error(failure) => Some(failure),
+        }
+    }
+
+    pub fn as_result(&self) -> Result<&T, &NvmlFailure> {
+        match self {
+            Fact::Value(value) => Ok(value),
+            Fact::Error(failure) => Err(failure),
+        }
+    }
+
+    pub fn map<U>(self, convert: impl FnOnce(T) -> U) -> Fact<U> {
+        match self {
+            Fact::Value(value) => Fact::Value(convert(value)),
+            Fact::Error(failure) => Fact::Error(failure),
+        }
+    }
+
+    /// For raw answers that still need reading (an integer version, a MIG code).
+    pub fn and_then<U>(self, convert: impl FnOnce(T) -> Result<U, NvmlFailure>) -> Fact<U> {
+        match self {
+            Fact::Value(value) => convert(value).into(),
+            Fact::Error(failure) => Fact::Error(failure),
+        }
+    }
+}
+
+impl<T> From<Result<T, NvmlFailure>> for Fact<T> {
+    fn from(result: Result<T, NvmlFailure>) -> Self {
+        match result {
+            Ok(value) => Fact::Value(value),
+            Err(failure) => Fact::Error(failure),
+        }
+    }
+}
+
+/// Why one NVML query gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvmlFailure {
+    pub kind: FailureKind,
+    /// The NVML function that failed, e.g. `nvmlDeviceGetMemoryInfo_v2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// NVML's (or the loader's) own words.
+    pub message: String,
+}
+
+impl NvmlFailure {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        NvmlFailure {
+            kind,
+            function: None,
+            message: message.into(),
+        }
+    }
+
+    /// NVML answered, but with a value envctl cannot read.
+    pub fn invalid_value(message: impl Into<String>) -> Self {
+        NvmlFailure::new(FailureKind::InvalidValue, message)
+    }
+
+    pub fn in_function(mut self, function: &str) -> Self {
+        self.function = Some(function.to_string());
+        self
+    }
+}
+
+/// The kinds of NVML failure a check can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The library (or one NVML itself needs) could not be opened.
+    LibraryNotFound,
+    DriverNotLoaded,
+    /// NVML library and kernel driver versions differ.
+    VersionMismatch,
+    NoPermission,
+    /// The library does not export the function: a driver older than the call.
+    SymbolMissing,
+    /// This GPU or driver does not offer the query (MIG on a GeForce, power on some SKUs).
+    NotSupported,
+    /// The GPU fell off the bus.
+    GpuLost,
+    /// NVML answered with a value envctl cannot read.
+    InvalidValue,
+    /// NVML's own `NVML_ERROR_UNKNOWN`: an internal driver error.
+    Unknown,
+    /// Any other NVML or wrapper error; the message says which.
+    Other,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_driver_integers_become_major_minor() {
+        let version = |value| CudaDriverVersion::from_nvml_integer(value).unwrap();
+        assert_eq!(version(12080).to_string(), "12.8");
+        assert_eq!(version(12040).to_string(), "12.4");
+        assert_eq!(version(11040).to_string(), "11.4");
+        assert_eq!(version(13000).to_string(), "13.0");
+        assert_eq!(
+            version(12090),
+            CudaDriverVersion {
+                major: 12,
+                minor: 9
+            }
+        );
+        let failure = CudaDriverVersion::from_nvml_integer(-1).unwrap_err();
+        assert_eq!(failure.kind, FailureKind::InvalidValue);
+        assert!(version(12080) < version(13000));
+        assert_eq!(
+            CudaVersion::from(version(12080)),
+            CudaVersion {
+                major: 12,
+                minor: 8
+            }
+        );
+    }
+
+    #[test]
+    fn cuda_driver_versions_round_trip_as_text() {
+        let version: CudaDriverVersion = "12.8".parse().unwrap();
+        assert_eq!(serde_json::to_string(&version).unwrap(), "\"12.8\"");
+        let back: CudaDriverVersion = serde_json::from_str("\"12.8\"").unwrap();
+        assert_eq!(back, version);
+        assert!("12".parse::<CudaDriverVersion>().is_err());
+    }
+
+    #[test]
+    fn mig_codes_other_than_zero_and_one_are_failures() {
+        assert_eq!(MigSetting::from_nvml(0), Ok(MigSetting::Disabled));
+        assert_eq!(MigSetting::from_nvml(1), Ok(MigSetting::Enabled));
+        assert_eq!(
+            MigSetting::from_nvml(7).unwrap_err().kind,
+            FailureKind::InvalidValue
+        );
+    }
+
+    #[test]
+    fn facts_serialise_as_value_or_error() {
+        let value: Fact<u32> = Fact::Value(8);
+        assert_eq!(serde_json::to_string(&value).unwrap(), r#"{"value":8}"#);
+        let error: Fact<u32> = Fact::Error(
+            NvmlFailure::new(FailureKind::NotSupported, "not available")
+                .in_function("nvmlDeviceGetMigMode"),
+        );
+        assert_eq!(
+            serde_json::to_string(&error).unwrap(),
+            r#"{"error":{"kind":"not_supported","function":"nvmlDeviceGetMigMode","message":"not available"}}"#
+        );
+        let back: Fact<u32> =
+            serde_json::from_str(&serde_json::to_string(&error).unwrap()).unwrap();
+        assert_eq!(back, error);
+    }
+
+    #[test]
+    fn load_failures_keep_their_kind_and_message() {
+        let outcome = LoadOutcome::from_failure(NvmlFailure::new(
+            FailureKind::DriverNotLoaded,
+            "NVIDIA driver is not loaded",
+        ));
+        assert_eq!(
+            outcome,
+            LoadOutcome::DriverNotLoaded {
+                message: "NVIDIA driver is not loaded".to_string()
+            }
+        );
+        assert_eq!(
+            serde_json::to_value(&outcome).unwrap(),
+            serde_json::json!({"outcome": "driver_not_loaded", "message": "NVIDIA driver is not loaded"})
+        );
+        let odd = LoadOutcome::from_failure(NvmlFailure::new(FailureKind::Other, "code 28"));
+        assert_eq!(odd.failure_message(), Some("code 28"));
+        assert!(matches!(odd, LoadOutcome::Unknown { .. }));
+    }
+
+    #[test]
+    fn an_unreachable_gpu_carries_the_failure_in_every_fact() {
+        let failure = NvmlFailure::new(FailureKind::GpuLost, "fell off the bus");
+        let device = GpuDevice::unreachable(3, failure.clone());
+        assert_eq!(device.index, 3);
+        assert_eq!(device.memory.failure(), Some(&failure));
+        assert_eq!(device.power_limit_watts.failure(), Some(&failure));
+    }
+}
