@@ -1,6 +1,7 @@
 //! Findings: the verdicts every check produces (doctor, compat, nvidia-check), and their
 //! ordering. Pure data; the checks themselves are pure functions over gathered facts.
 
+pub mod gpu;
 pub mod host;
 pub mod safety;
 

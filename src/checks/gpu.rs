@@ -1,0 +1,299 @@
+//! NVML findings: is the driver usable from here, and what each GPU reported. A failed
+//! load is named by its cause (not installed, not loaded, version mismatch, permission,
+//! old driver), never collapsed into "no GPU". Pure over `GpuFacts` and `HostFacts`.
+//!
+//! Finding ids: `gpu.nvml`, `gpu.driver-module`, `gpu.device`.
+
+use super::Finding;
+use crate::gpu::{GpuDevice, GpuFacts, LoadOutcome};
+use crate::host::HostFacts;
+
+pub fn nvml(gpu: &GpuFacts, host: &HostFacts, library_from_environment: bool) -> Vec<Finding> {
+    let module = host
+        .kernel_module
+        .as_ref()
+        .and_then(|module| module.version.clone());
+    let module_text = module
+        .as_deref()
+        .map_or_else(String::new, |version| format!(" (kernel module {version})"));
+    let finding = match &gpu.nvml {
+        LoadOutcome::Loaded(facts) => return loaded(facts, module.as_deref()),
+        LoadOutcome::LibraryNotFound { message } if library_from_environment => {
+            Finding::fail("gpu.nvml", format!("ENVCTL_NVML_LIBRARY names a library that cannot be loaded: {message}"))
+                .with_hint("fix or unset ENVCTL_NVML_LIBRARY")
+        }
+        LoadOutcome::LibraryNotFound { message } if module.is_none() && host.device_nodes.is_empty() && !host.wsl => {
+            Finding::info("gpu.nvml", "no NVIDIA driver on this host: only profiles without GPUs can run here")
+                .with_fact("loader", message)
+        }
+        LoadOutcome::LibraryNotFound { message } => Finding::fail(
+            "gpu.nvml",
+            format!("the NVIDIA kernel driver is present{module_text} but its NVML library {} is not: {message}", gpu.library),
+        )
+        .with_hint(if host.wsl {
+            "on WSL 2, NVML lives in /usr/lib/wsl/lib: check that it is on the loader path (`ldconfig -p | grep nvidia-ml`)"
+        } else {
+            "install the driver's user-space part (the `nvidia-utils`/`libnvidia-compute` package of the same version), then `sudo ldconfig`"
+        }),
+        LoadOutcome::DriverNotLoaded { message } => Finding::fail("gpu.nvml", format!("the NVIDIA driver is installed but not loaded: {message}"))
+            .with_hint("load it with `sudo modprobe nvidia`; if that fails, check `dmesg` (Secure Boot may block unsigned modules) or reboot after a driver install"),
+        LoadOutcome::VersionMismatch { message } => Finding::fail(
+            "gpu.nvml",
+            format!("driver/library version mismatch{module_text}: the kernel module and the user-space library are from different driver releases ({message})"),
+        )
+        .with_hint("reboot (or reload the modules: `sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia`); hold the driver packages so unattended upgrades stop doing this"),
+        LoadOutcome::NoPermission { message } => Finding::fail("gpu.nvml", format!("no permission to use the NVIDIA driver: {message}"))
+            .with_hint("check `ls -l /dev/nvidia*`: your user needs read-write access (often the `video` group)"),
+        LoadOutcome::SymbolMissing { message } => Finding::fail("gpu.nvml", format!("the NVIDIA driver is too old for envctl's NVML calls: {message}"))
+            .with_hint("upgrade the driver to a current production branch (R535 or newer)"),
+        LoadOutcome::Unknown { message } => Finding::fail("gpu.nvml", format!("NVML failed to initialise: {message}"))
+            .with_hint("run `nvidia-smi`; if it fails too, reboot; if it works, run `sudo nvidia-ctk system create-dev-char-symlinks --create-all`"),
+    };
+    vec![finding.with_fact("library", &gpu.library)]
+}
+
+fn loaded(facts: &crate::gpu::NvmlFacts, module: Option<&str>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let driver = facts
+        .driver_version
+        .value()
+        .cloned()
+        .unwrap_or_else(|| "?".into());
+    let cuda = facts
+        .cuda_driver_version
+        .value()
+        .map_or_else(|| "?".to_string(), ToString::to_string);
+    let count = facts.gpus.len();
+    findings.push(
+        Finding::pass(
+            "gpu.nvml",
+            format!(
+                "NVIDIA driver {driver} (CUDA {cuda}), {count} GPU{}",
+                if count == 1 { "" } else { "s" }
+            ),
+        )
+        .with_fact("driver_version", &driver)
+        .with_fact("cuda_driver_version", &cuda),
+    );
+    if let Some(module) = module
+        && driver != "?"
+        && module != driver
+    {
+        findings.push(
+            Finding::warn(
+                "gpu.driver-module",
+                format!("the kernel module is {module} but NVML reports driver {driver}"),
+            )
+            .with_hint("reboot so the loaded module matches the installed driver"),
+        );
+    }
+    for device in &facts.gpus {
+        findings.push(device_finding(device));
+    }
+    findings
+}
+
+fn device_finding(device: &GpuDevice) -> Finding {
+    let name = device
+        .name
+        .value()
+        .cloned()
+        .unwrap_or_else(|| "unknown GPU".into());
+    let mut parts = vec![name.clone()];
+    if let Some(capability) = device.compute_capability.value() {
+        parts.push(format!("{} (compute {capability})", capability.sm()));
+    }
+    if let Some(memory) = device.memory.value() {
+        parts.push(format!(
+            "{:.0} GiB",
+            memory.total_bytes as f64 / (1u64 << 30) as f64
+        ));
+    }
+    if let Some(mig) = device.mig_mode.value()
+        && mig.current == crate::gpu::MigSetting::Enabled
+    {
+        parts.push("MIG enabled".into());
+    }
+    let failures: Vec<String> = [
+        ("name", device.name.failure()),
+        ("compute capability", device.compute_capability.failure()),
+        ("memory", device.memory.failure()),
+        ("UUID", device.uuid.failure()),
+    ]
+    .into_iter()
+    .filter_map(|(what, failure)| failure.map(|failure| format!("{what}: {}", failure.message)))
+    .collect();
+    let message = format!("GPU {}: {}", device.index, parts.join(", "));
+    let finding = if failures.is_empty() {
+        Finding::pass("gpu.device", message)
+    } else {
+        Finding::warn("gpu.device", format!("{message}; could not read {}", failures.join("; ")))
+            .with_hint("run `nvidia-smi -q -i INDEX`; a GPU that stops answering often needs a reset or a reboot (check `dmesg` for Xid errors)".replace("INDEX", &device.index.to_string()))
+    };
+    finding
+        .with_fact("index", device.index)
+        .with_fact("name", &name)
+        .with_fact("uuid", device.uuid.value())
+        .with_fact("compute_capability", device.compute_capability.value())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Status;
+    use crate::gpu::{Fact, FailureKind, GpuMemory, NvmlFacts, NvmlFailure};
+    use crate::host::KernelModule;
+
+    fn facts(outcome: LoadOutcome) -> GpuFacts {
+        GpuFacts {
+            library: "libnvidia-ml.so.1".into(),
+            nvml: outcome,
+        }
+    }
+
+    fn h100(index: u32) -> GpuDevice {
+        GpuDevice {
+            index,
+            name: Fact::Value("NVIDIA H100 80GB HBM3".into()),
+            uuid: Fact::Value(format!("GPU-{index}")),
+            pci_bus_id: Fact::Value("00000000:17:00.0".into()),
+            compute_capability: Fact::Value("9.0".parse().unwrap()),
+            memory: Fact::Value(GpuMemory {
+                total_bytes: 80 << 30,
+                used_bytes: 0,
+                reserved_bytes: 0,
+                free_bytes: 80 << 30,
+            }),
+            mig_mode: Fact::Error(NvmlFailure::new(FailureKind::NotSupported, "not supported")),
+            power_limit_watts: Fact::Value(700.0),
+        }
+    }
+
+    fn with_module() -> HostFacts {
+        HostFacts {
+            kernel_module: Some(KernelModule {
+                version: Some("550.54.15".into()),
+                text: String::new(),
+            }),
+            ..HostFacts::default()
+        }
+    }
+
+    #[test]
+    fn no_driver_at_all_is_information_not_failure() {
+        let findings = nvml(
+            &facts(LoadOutcome::LibraryNotFound {
+                message: "cannot open".into(),
+            }),
+            &HostFacts::default(),
+            false,
+        );
+        assert_eq!(findings[0].status, Status::Info);
+        let explicit = nvml(
+            &facts(LoadOutcome::LibraryNotFound {
+                message: "cannot open".into(),
+            }),
+            &HostFacts::default(),
+            true,
+        );
+        assert_eq!(
+            explicit[0].status,
+            Status::Fail,
+            "a library the user named must load"
+        );
+        let half_installed = nvml(
+            &facts(LoadOutcome::LibraryNotFound {
+                message: "cannot open".into(),
+            }),
+            &with_module(),
+            false,
+        );
+        assert_eq!(half_installed[0].status, Status::Fail);
+        assert!(half_installed[0].message.contains("550.54.15"));
+    }
+
+    #[test]
+    fn each_load_failure_has_its_own_fix() {
+        let hints: Vec<String> = [
+            LoadOutcome::DriverNotLoaded {
+                message: "x".into(),
+            },
+            LoadOutcome::VersionMismatch {
+                message: "x".into(),
+            },
+            LoadOutcome::NoPermission {
+                message: "x".into(),
+            },
+            LoadOutcome::SymbolMissing {
+                message: "x".into(),
+            },
+            LoadOutcome::Unknown {
+                message: "x".into(),
+            },
+        ]
+        .into_iter()
+        .map(|outcome| {
+            let finding = nvml(&facts(outcome), &with_module(), false).remove(0);
+            assert_eq!(finding.status, Status::Fail);
+            finding.hint.unwrap()
+        })
+        .collect();
+        let mut unique = hints.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), hints.len(), "{hints:?}");
+        assert!(hints[1].contains("reboot"));
+    }
+
+    #[test]
+    fn loaded_driver_lists_gpus_and_keeps_partial_facts() {
+        let mut broken = h100(1);
+        broken.memory = Fact::Error(NvmlFailure::new(
+            FailureKind::Unknown,
+            "an internal driver error occurred",
+        ));
+        let nvml_facts = NvmlFacts {
+            driver_version: Fact::Value("570.124.06".into()),
+            cuda_driver_version: Fact::Value(crate::gpu::CudaDriverVersion {
+                major: 12,
+                minor: 8,
+            }),
+            nvml_version: Fact::Value("12.570.124.06".into()),
+            device_count: Fact::Value(2),
+            gpus: vec![h100(0), broken],
+            shutdown_failure: None,
+        };
+        let findings = nvml(
+            &facts(LoadOutcome::Loaded(Box::new(nvml_facts))),
+            &with_module(),
+            false,
+        );
+        let statuses: Vec<(&str, Status)> = findings
+            .iter()
+            .map(|finding| (finding.id.as_str(), finding.status))
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                ("gpu.nvml", Status::Pass),
+                ("gpu.driver-module", Status::Warn),
+                ("gpu.device", Status::Pass),
+                ("gpu.device", Status::Warn)
+            ]
+        );
+        assert!(
+            findings[0]
+                .message
+                .contains("570.124.06 (CUDA 12.8), 2 GPUs")
+        );
+        assert!(
+            findings[3].message.contains("NVIDIA H100 80GB HBM3"),
+            "the rest of a failing GPU's facts stay: {}",
+            findings[3].message
+        );
+        assert!(
+            findings[3]
+                .message
+                .contains("memory: an internal driver error occurred")
+        );
+    }
+}
