@@ -4,6 +4,7 @@
 pub mod gpu;
 pub mod host;
 pub mod safety;
+pub mod stack;
 
 use std::fmt;
 

@@ -1,5 +1,65 @@
-//! The bundled compatibility matrix and the verdicts computed from it (filled in by the doctor work).
+//! The compatibility matrix and the verdicts computed from it: pure data and pure
+//! functions, no I/O beyond parsing text the caller hands over.
+//!
+//! Files:
+//! - `matrix.toml` — the bundled data, embedded with `include_str!`: only rows of
+//!   compat-facts whose status is verified, secondary or derived, each with its `source`,
+//!   `status` and the date it was `read`.
+//! - `matrix` — the row types, [`Matrix::bundled`], [`Matrix::overlay`], [`Matrix::info`] and
+//!   the lookups (which skip `UNVERIFIED` rows a user file may carry).
+//! - `parse` — [`Matrix::parse`] for the bundled file and user files
+//!   (`$XDG_CONFIG_HOME/envctl/matrix.toml`, `--matrix FILE`), with every problem at its
+//!   file:line:column in a [`MatrixError`].
+//! - `models` — GPU model names (NVML's and typed ones) → compute capability.
+//! - `verdicts` — the findings below.
+//! - `values` — targets (`sm_90a`), torch releases, CUDA wheel variants, row status.
+//! - `version` — driver versions and compute capabilities.
+//!
+//! Verdicts are per GPU: on a mixed host the caller asks once per GPU (or uses
+//! [`gpus_vs_torch`]). Every finding carries the facts it compared — the versions, the
+//! matrix rows with their `source`, `status` and `read` date, and the matrix's date.
+//!
+//! Finding ids:
+//! - `driver.cuda` ([`driver_vs_cuda`]) — the host driver vs the CUDA release of an image or
+//!   wheel. Pass: at or above the release's minimum driver. Warn: below it but at or above
+//!   the family's minor-version-compatibility floor (PTX JIT of newer PTX and newer
+//!   features are lost), or the release is not in the matrix. Fail: below the family floor
+//!   (CUDA 11 ≥ 450.80.02, 12 ≥ 525, 13 ≥ 580), with the `cuda-compat-X-Y` package in the
+//!   hint for data-center GPUs.
+//! - `gpu.cuda-arch` ([`cuda_vs_gpu`]) — a GPU vs what a CUDA toolkit compiles for. Pass: a
+//!   target for it, or for a lower minor of its major. Warn: the GPU is newer than every
+//!   target (PTX only), or the release is not in the matrix. Fail: the toolkit dropped the
+//!   GPU (CUDA 13 and sm_70).
+//! - `gpu.torch-arch` ([`gpu_vs_torch`], [`gpus_vs_torch`]) — a GPU vs the kernels of a torch
+//!   build. Pass: machine code for it (or a lower minor of its major), or PTX with a driver
+//!   new enough to JIT it. Warn: unknown release or variant, CPU-only or pre-release build,
+//!   PTX with an unknown driver, or a release without a variant whose builds disagree.
+//!   Fail: `sm_XY is not compatible with the current PyTorch installation`, with a hint
+//!   naming the first candidate profile that works and the torch build to install.
+//! - `driver.branch-lifecycle` ([`driver_branch_lifecycle`]) — a data-center driver branch
+//!   vs its end of life. Pass: supported; warn: ended.
 
+mod matrix;
+mod models;
+mod parse;
+mod values;
+mod verdicts;
 pub mod version;
 
+#[cfg(test)]
+mod failure_table_tests;
+
+pub use matrix::{
+    ArchitectureRow, BUNDLED_PATH, BUNDLED_TEXT, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow,
+    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuRow, Matrix, MatrixInfo, MatrixMeta,
+    Row, TableRows, TargetRenameRow, TorchBuildRow, TorchReleaseRow,
+};
+pub use models::{model_capability, normalise_name};
+pub use parse::{MatrixError, TABLE_NAMES};
+pub use values::{CudaVariant, RowStatus, Target, TargetKind, TargetSuffix, TorchRelease};
+pub use verdicts::{
+    DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate,
+    cuda_vs_gpu, driver_branch_lifecycle, driver_vs_cuda, gpu_vs_torch, gpus_vs_torch,
+    native_cuda_for_driver,
+};
 pub use version::{ComputeCapability, DriverVersion};

@@ -1,0 +1,256 @@
+//! compat-facts §7, "Combinations that fail", one test per row, against the bundled matrix:
+//! the verdicts must fail what the table says fails and pass what it says works.
+
+use super::*;
+use crate::checks::Status;
+use crate::profile::model::{CudaVersion, TorchVersion};
+
+fn matrix() -> &'static Matrix {
+    Matrix::bundled()
+}
+
+fn capability(text: &str) -> ComputeCapability {
+    text.parse().unwrap()
+}
+
+fn cuda(text: &str) -> CudaVersion {
+    text.parse().unwrap()
+}
+
+fn driver(text: &str) -> DriverVersion {
+    text.parse().unwrap()
+}
+
+fn torch(text: &str) -> TorchVersion {
+    text.parse().unwrap()
+}
+
+/// Every official x86_64 build in the matrix as `2.8.0+cu128`, with its release and CUDA.
+fn all_builds() -> Vec<(TorchVersion, TorchRelease, CudaVersion)> {
+    matrix()
+        .torch_build
+        .iter()
+        .map(|build| {
+            let text = format!("{}.0+{}", build.torch, build.variant);
+            (torch(&text), build.torch, build.variant.cuda())
+        })
+        .collect()
+}
+
+fn arch_status(gpu: &str, build: &TorchVersion) -> Status {
+    gpu_vs_torch(matrix(), capability(gpu), build, None, None, &[]).status
+}
+
+fn release(text: &str) -> TorchRelease {
+    text.parse().unwrap()
+}
+
+/// Checks every build: `fails(release, cuda)` says which must fail on `gpu`; all others pass.
+fn check_every_build(gpu: &str, fails: impl Fn(TorchRelease, CudaVersion) -> bool) {
+    for (build, release, cuda) in all_builds() {
+        let expected = if fails(release, cuda) {
+            Status::Fail
+        } else {
+            Status::Pass
+        };
+        assert_eq!(arch_status(gpu, &build), expected, "{gpu} with {build}");
+    }
+}
+
+/// RTX 5090 / RTX PRO 6000 Blackwell / 50-series (12.0), GB10 (12.1): every torch ≤ 2.6 and
+/// every cu118/cu121/cu124/cu126 wheel fails; cu128, cu129, cu130, cu132 work, with the
+/// driver floor of their family.
+#[test]
+fn blackwell_consumer_and_gb10() {
+    for gpu in ["12.0", "12.1"] {
+        check_every_build(gpu, |release, cuda| {
+            release <= self::release("2.6") || cuda < self::cuda("12.8")
+        });
+    }
+    for name in [
+        "NVIDIA GeForce RTX 5090",
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+    ] {
+        assert_eq!(model_capability(matrix(), name)[0].1, capability("12.0"));
+    }
+    assert_eq!(
+        model_capability(matrix(), "NVIDIA GB10")[0].1,
+        capability("12.1")
+    );
+    // The driver axis: ≥ 525 for cu12x, ≥ 580 for cu13x.
+    let status = |driver_text: &str, cuda_text: &str| {
+        driver_vs_cuda(matrix(), &driver(driver_text), cuda(cuda_text), false).status
+    };
+    assert_eq!(status("570.124.06", "12.8"), Status::Pass);
+    assert_eq!(status("550.54.15", "12.8"), Status::Warn);
+    assert_eq!(status("520.61.05", "12.8"), Status::Fail);
+    assert_eq!(status("575.57.08", "13.0"), Status::Fail);
+    assert_eq!(status("580.65.06", "13.0"), Status::Pass);
+}
+
+/// B200 / GB200 (10.0), B300 (10.3): cu126 and older fail; cu128+ and cu13x work (sm_100
+/// machine code runs on 10.3).
+#[test]
+fn blackwell_datacenter() {
+    for gpu in ["10.0", "10.3"] {
+        check_every_build(gpu, |_, cuda| cuda < self::cuda("12.8"));
+    }
+    let finding = gpu_vs_torch(
+        matrix(),
+        capability("10.3"),
+        &torch("2.8.0+cu128"),
+        None,
+        None,
+        &[],
+    );
+    assert!(finding.message.contains("sm_100"), "{}", finding.message);
+}
+
+/// H100 / H200 (9.0): torch 2.0 cu117 fails (last arch 8.6, no PTX); 2.0 cu118 and every
+/// later variant works.
+#[test]
+fn hopper() {
+    check_every_build("9.0", |release, cuda| {
+        release == self::release("2.0") && cuda == self::cuda("11.7")
+    });
+}
+
+/// V100 (7.0): 2.7 cu128, 2.11 cu128 and every cu130/cu132 wheel fail (CUDA 13 cannot
+/// target sm_70); cu118–cu126 of any release, 2.8–2.10 cu128 and 2.8 cu129 work.
+#[test]
+fn volta() {
+    check_every_build("7.0", |release, cuda| {
+        let cu128 = cuda == self::cuda("12.8");
+        (cu128 && (release == self::release("2.7") || release == self::release("2.11")))
+            || cuda.major >= 13
+    });
+    for toolkit in ["13.0", "13.1", "13.2", "13.3", "13.4", "13.5"] {
+        let finding = cuda_vs_gpu(matrix(), cuda(toolkit), capability("7.0"));
+        assert_eq!(
+            finding.status,
+            Status::Fail,
+            "CUDA {toolkit}: {}",
+            finding.message
+        );
+    }
+    assert_eq!(
+        cuda_vs_gpu(matrix(), cuda("12.9"), capability("7.0")).status,
+        Status::Pass
+    );
+}
+
+/// P100 (6.0), GTX 10xx / P40 / P4 (6.1), GTX 9xx / M40 / M60 (5.x): every cu128, cu129,
+/// cu130, cu132 wheel fails; cu126, cu124, cu121, cu118 work.
+#[test]
+fn pascal_and_maxwell() {
+    for gpu in ["6.0", "6.1", "5.0", "5.2", "5.3"] {
+        check_every_build(gpu, |_, cuda| cuda >= self::cuda("12.8"));
+    }
+}
+
+/// K80 (3.7): every cu12x/cu13x wheel fails; the driver stops at R470 (CUDA 11.4 native),
+/// and cu118 wheels (2.0–2.7, plus cu117 on 2.0) run through 11.x minor-version
+/// compatibility.
+#[test]
+fn kepler() {
+    check_every_build("3.7", |_, cuda| cuda.major >= 12);
+    let r470 = driver("470.82.01");
+    assert_eq!(native_cuda_for_driver(matrix(), &r470), Some(cuda("11.4")));
+    let eleven_eight = driver_vs_cuda(matrix(), &r470, cuda("11.8"), true);
+    assert_eq!(
+        eleven_eight.status,
+        Status::Warn,
+        "{}",
+        eleven_eight.message
+    );
+    assert!(eleven_eight.message.contains("minor-version compatibility"));
+    assert_eq!(
+        driver_vs_cuda(matrix(), &r470, cuda("12.1"), true).status,
+        Status::Fail
+    );
+    assert_eq!(
+        cuda_vs_gpu(matrix(), cuda("12.0"), capability("3.7")).status,
+        Status::Fail
+    );
+}
+
+/// T4 / RTX 20xx (7.5): no arch failure in any build; only the driver axis.
+#[test]
+fn turing() {
+    check_every_build("7.5", |_, _| false);
+}
+
+/// RTX 4090 / L4 / L40S (8.9): nothing fails (sm_86 machine code runs on 8.9).
+#[test]
+fn ada() {
+    check_every_build("8.9", |_, _| false);
+    let finding = gpu_vs_torch(
+        matrix(),
+        capability("8.9"),
+        &torch("2.6.0+cu124"),
+        None,
+        None,
+        &[],
+    );
+    assert!(finding.message.contains("sm_86"), "{}", finding.message);
+}
+
+/// Jetson Thor (11.0): the x86 wheels have no 11.0 kernels (only the aarch64 cu13x wheels
+/// do, and those are not in the matrix); CUDA 12.8 targets it as sm_101, 13.0 as sm_110.
+#[test]
+fn jetson_thor() {
+    check_every_build("11.0", |_, _| true);
+    let status = |toolkit: &str| cuda_vs_gpu(matrix(), cuda(toolkit), capability("11.0")).status;
+    assert_eq!(status("12.8"), Status::Pass);
+    assert_eq!(status("13.0"), Status::Pass);
+    assert_eq!(status("12.6"), Status::Warn);
+}
+
+/// Any GPU, driver < 580 (R535/R550/R570/R575): every cu130/cu132 wheel fails unless a
+/// data-center GPU uses cuda-compat; cu12x wheels work.
+#[test]
+fn drivers_before_580_and_cuda_13() {
+    for host in ["535.104.05", "550.54.15", "570.124.06", "575.57.08"] {
+        let host = driver(host);
+        for toolkit in ["13.0", "13.2"] {
+            let consumer = driver_vs_cuda(matrix(), &host, cuda(toolkit), false);
+            assert_eq!(consumer.status, Status::Fail, "{host} {toolkit}");
+            let hint = consumer.hint.unwrap_or_default();
+            assert!(
+                !hint.contains("install the forward-compatibility"),
+                "{hint}"
+            );
+            let datacenter = driver_vs_cuda(matrix(), &host, cuda(toolkit), true);
+            assert_eq!(datacenter.status, Status::Fail);
+            let package = format!("cuda-compat-{}", toolkit.replace('.', "-"));
+            assert!(datacenter.hint.unwrap_or_default().contains(&package));
+        }
+        assert_ne!(
+            driver_vs_cuda(matrix(), &host, cuda("12.6"), false).status,
+            Status::Fail
+        );
+    }
+}
+
+/// Any GPU, driver < 525 (R470–R520): every cu12x/cu13x wheel fails; cu118 works.
+#[test]
+fn drivers_before_525() {
+    for host in ["470.82.01", "515.43.04", "520.61.05"] {
+        let host = driver(host);
+        for toolkit in ["12.0", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0"] {
+            assert_eq!(
+                driver_vs_cuda(matrix(), &host, cuda(toolkit), false).status,
+                Status::Fail,
+                "{host} {toolkit}"
+            );
+        }
+        assert_ne!(
+            driver_vs_cuda(matrix(), &host, cuda("11.8"), false).status,
+            Status::Fail
+        );
+    }
+    assert_eq!(
+        driver_vs_cuda(matrix(), &driver("520.61.05"), cuda("11.8"), false).status,
+        Status::Pass
+    );
+}

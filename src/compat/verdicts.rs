@@ -1,0 +1,1496 @@
+//! The verdicts: pure functions from a [`Matrix`] and the versions being compared to
+//! [`Finding`]s, each with the facts it compared (versions, the matrix rows with their
+//! sources) and a concrete hint. The finding ids are listed in the module docs of `compat`.
+
+use std::cmp::Reverse;
+
+use super::matrix::{CudaDriverRow, CudaTargetsRow, Matrix, TorchBuildRow};
+use super::values::{CudaVariant, Target, TorchRelease, is_year_month};
+use super::version::{ComputeCapability, DriverVersion};
+use crate::checks::{Finding, Status};
+use crate::profile::model::{CudaVersion, TorchVersion};
+
+/// Driver vs the CUDA release of an image or wheel.
+pub const DRIVER_CUDA: &str = "driver.cuda";
+/// A GPU vs what a CUDA toolkit can compile for.
+pub const GPU_CUDA_ARCH: &str = "gpu.cuda-arch";
+/// A GPU vs the kernels a torch build ships.
+pub const GPU_TORCH_ARCH: &str = "gpu.torch-arch";
+/// A data-center driver branch vs its end of life.
+pub const DRIVER_BRANCH_LIFECYCLE: &str = "driver.branch-lifecycle";
+
+const MINOR_VERSION_DOCUMENTATION: &str =
+    "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html";
+const RELEASE_NOTES: &str = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/";
+const DATACENTER_DRIVERS: &str = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html";
+const USER_MATRIX: &str = "$XDG_CONFIG_HOME/envctl/matrix.toml";
+const ARCH_LIST_COMMAND: &str = "python -c 'import torch; print(torch.cuda.get_arch_list())'";
+
+fn with_matrix(finding: Finding, matrix: &Matrix) -> Finding {
+    finding.with_fact("matrix", matrix.describe())
+}
+
+/// Checks that `driver` can run code built with CUDA `cuda` (compat-facts §1a, §1b, §6c).
+///
+/// Pass at or above the release's minimum driver; warn when only the family's
+/// minor-version compatibility holds (no PTX JIT of newer PTX, no newer features); fail
+/// below the family floor (CUDA 12 needs ≥ 525, CUDA 13 ≥ 580), naming the
+/// forward-compatibility package when `datacenter` (the GPU is a data-center part); warn
+/// when the release is not in the matrix and the family floor is met.
+pub fn driver_vs_cuda(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    cuda: CudaVersion,
+    datacenter: bool,
+) -> Finding {
+    let release = matrix.cuda_release(cuda);
+    let family = matrix.cuda_family(cuda.major);
+    let minimum = release.and_then(CudaDriverRow::minimum);
+    let facts = |finding: Finding| {
+        let mut finding = with_matrix(finding, matrix)
+            .with_fact("driver", driver.to_string())
+            .with_fact("cuda", cuda)
+            .with_fact("datacenter_gpu", datacenter);
+        if let Some(release) = release {
+            finding = finding.with_fact("release_row", release);
+        }
+        if let Some(family) = family {
+            finding = finding.with_fact("family_row", family);
+        }
+        finding
+    };
+    let below_family = family.is_some_and(|family| *driver < family.linux_minimum_driver);
+
+    if let (Some(release), Some(minimum)) = (release, &minimum) {
+        if driver >= minimum {
+            let message = match &release.linux_minimum_driver {
+                Some(stated) => {
+                    format!("driver {driver} meets CUDA {cuda}'s minimum driver {stated}")
+                }
+                None => format!(
+                    "driver {driver} is on branch R{} or newer, which CUDA {cuda} needs",
+                    minimum.branch()
+                ),
+            };
+            return facts(Finding::pass(DRIVER_CUDA, message));
+        }
+        let needed = release.minimum_text();
+        if let Some(family) = family.filter(|_| !below_family) {
+            let message = format!(
+                "driver {driver} is older than CUDA {cuda}'s minimum {needed}: CUDA {cuda} runs only through CUDA {}.x minor-version compatibility (driver {} or newer), which loses PTX JIT of code built by CUDA {cuda} (cudaErrorUnsupportedPtxVersion) and features that need a newer driver",
+                cuda.major, family.linux_minimum_driver
+            );
+            let hint = format!(
+                "upgrade the driver to {needed} or newer for full CUDA {cuda} support; see {MINOR_VERSION_DOCUMENTATION}"
+            );
+            return facts(Finding::warn(DRIVER_CUDA, message).with_hint(hint));
+        }
+        let message = match family {
+            Some(family) => format!(
+                "driver {driver} is too old for CUDA {cuda}: it needs {needed} or newer, and at least {} for CUDA {}.x minor-version compatibility",
+                family.linux_minimum_driver, cuda.major
+            ),
+            None => format!(
+                "driver {driver} is too old for CUDA {cuda}: it needs {needed} or newer (CUDA {}.x has no minor-version compatibility)",
+                cuda.major
+            ),
+        };
+        let hint = too_old_hint(matrix, driver, cuda, &needed, datacenter);
+        return facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint));
+    }
+
+    match family {
+        Some(family) if below_family => {
+            let floor = family.linux_minimum_driver.to_string();
+            let message = format!(
+                "driver {driver} is too old for CUDA {cuda}: CUDA {cuda} is not in {}, but every CUDA {}.x release needs driver {floor} or newer (minor-version compatibility)",
+                matrix.describe(),
+                cuda.major
+            );
+            let hint = too_old_hint(matrix, driver, cuda, &floor, datacenter);
+            facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint))
+        }
+        Some(family) => {
+            let message = format!(
+                "CUDA {cuda} is not in {}, so its minimum driver is unknown; driver {driver} meets the CUDA {}.x minor-version floor {}, so CUDA {cuda} code runs, at worst without PTX JIT of newer PTX and newer features",
+                matrix.describe(),
+                cuda.major,
+                family.linux_minimum_driver
+            );
+            facts(Finding::warn(DRIVER_CUDA, message).with_hint(unknown_release_hint(cuda)))
+        }
+        None => {
+            let message = format!(
+                "CUDA {cuda} is not in {}: its minimum driver is unknown",
+                matrix.describe()
+            );
+            facts(Finding::warn(DRIVER_CUDA, message).with_hint(unknown_release_hint(cuda)))
+        }
+    }
+}
+
+fn unknown_release_hint(cuda: CudaVersion) -> String {
+    format!(
+        "look up CUDA {cuda}'s minimum driver in NVIDIA's release notes ({RELEASE_NOTES}) and add a `[[cuda_driver]]` row to {USER_MATRIX}"
+    )
+}
+
+fn too_old_hint(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    cuda: CudaVersion,
+    needed: &str,
+    datacenter: bool,
+) -> String {
+    let mut options = Vec::new();
+    if datacenter && let Some(forward) = matrix.forward_compatibility() {
+        options.push(format!(
+            "install the forward-compatibility package {} in the image (data-center GPUs only; {})",
+            forward.package_for(cuda),
+            forward.documentation
+        ));
+    }
+    options.push(format!("upgrade the driver to {needed} or newer"));
+    if let Some(native) = native_cuda_for_driver(matrix, driver) {
+        options.push(format!(
+            "use an image built for CUDA {native} or older, which driver {driver} runs natively"
+        ));
+    }
+    let mut hint = options.join("; or ");
+    if !datacenter && matrix.forward_compatibility().is_some() {
+        hint.push_str(
+            " (the cuda-compat forward-compatibility package works only on data-center GPUs)",
+        );
+    }
+    hint
+}
+
+/// The newest CUDA release `driver` runs natively (compat-facts §6a): its branch's row,
+/// checked against that release's minimum driver; for a branch not in the table (or a
+/// driver below its release's minimum), the newest release in the matrix whose minimum
+/// driver it meets. `None` when it meets none.
+pub fn native_cuda_for_driver(matrix: &Matrix, driver: &DriverVersion) -> Option<CudaVersion> {
+    if let Some(row) = matrix.driver_branch(driver.branch()) {
+        let meets = matrix
+            .cuda_release(row.native_cuda)
+            .and_then(CudaDriverRow::minimum)
+            .is_none_or(|minimum| *driver >= minimum);
+        if meets {
+            return Some(row.native_cuda);
+        }
+    }
+    matrix
+        .cuda_releases()
+        .into_iter()
+        .filter(|row| row.minimum().is_some_and(|minimum| *driver >= minimum))
+        .map(|row| row.cuda)
+        .max()
+}
+
+/// How a CUDA toolkit's targets reach a GPU.
+enum Reach {
+    /// A target for exactly this capability.
+    Exact(Target),
+    /// Machine code of the same major and a lower minor (sm_86 on 8.9).
+    SameMajor(Target),
+    /// Between the lowest and highest target of a row that lists only those.
+    WithinBounds,
+    /// The GPU is newer than every target: only PTX reaches it.
+    Newer,
+    /// The GPU is older than the lowest target (or falls between targets).
+    Older,
+}
+
+impl Reach {
+    fn compiles(&self) -> bool {
+        matches!(
+            self,
+            Reach::Exact(_) | Reach::SameMajor(_) | Reach::WithinBounds
+        )
+    }
+}
+
+fn reach(matrix: &Matrix, row: &CudaTargetsRow, capability: ComputeCapability) -> Reach {
+    let lowest = matrix.renamed(row.lowest);
+    let highest = matrix.renamed(row.highest);
+    match &row.targets {
+        Some(targets) => {
+            let targets: Vec<Target> = targets
+                .iter()
+                .map(|target| matrix.renamed(*target))
+                .collect();
+            if let Some(exact) = targets
+                .iter()
+                .find(|target| target.capability == capability)
+            {
+                return Reach::Exact(*exact);
+            }
+            if let Some(lower) = targets
+                .iter()
+                .filter(|target| target.machine_code_runs_on(capability))
+                .max_by_key(|target| target.capability)
+            {
+                return Reach::SameMajor(*lower);
+            }
+            let newest = targets.iter().map(|target| target.capability).max();
+            if newest.is_some_and(|newest| capability > newest) {
+                Reach::Newer
+            } else {
+                Reach::Older
+            }
+        }
+        None => {
+            if capability < lowest.capability {
+                Reach::Older
+            } else if capability <= highest.capability {
+                Reach::WithinBounds
+            } else if highest.machine_code_runs_on(capability) {
+                Reach::SameMajor(highest)
+            } else {
+                Reach::Newer
+            }
+        }
+    }
+}
+
+fn gpu_label(matrix: &Matrix, capability: ComputeCapability) -> String {
+    match matrix.architecture_of(capability) {
+        Some(architecture) => format!(
+            "{} ({}, compute capability {capability})",
+            capability.sm(),
+            architecture.name
+        ),
+        None => format!("{} (compute capability {capability})", capability.sm()),
+    }
+}
+
+/// Checks that CUDA `cuda` can compile for a GPU of `capability` (compat-facts §2a, §2c):
+/// CUDA 13 cannot target sm_70 and below, CUDA 12 cannot target Kepler, and a GPU newer
+/// than a toolkit's newest target is reached only through PTX.
+pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapability) -> Finding {
+    let gpu = gpu_label(matrix, capability);
+    let Some(row) = matrix.cuda_targets(cuda) else {
+        let message = format!(
+            "CUDA {cuda} is not in {}'s compile-target table, so whether it can target {gpu} is unknown",
+            matrix.describe()
+        );
+        let hint = format!(
+            "`nvcc --list-gpu-arch` in a CUDA {cuda} -devel image lists its targets; add a `[[cuda_targets]]` row to {USER_MATRIX}"
+        );
+        return with_matrix(
+            Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint),
+            matrix,
+        )
+        .with_fact("cuda", cuda)
+        .with_fact("capability", capability);
+    };
+    let facts = |finding: Finding| {
+        with_matrix(finding, matrix)
+            .with_fact("cuda", cuda)
+            .with_fact("capability", capability)
+            .with_fact("targets_row", row)
+    };
+    let sm = capability.sm();
+    match reach(matrix, row, capability) {
+        Reach::Exact(target) => facts(Finding::pass(
+            GPU_CUDA_ARCH,
+            format!("CUDA {cuda} compiles for {gpu} ({target})"),
+        )),
+        Reach::SameMajor(target) => facts(Finding::pass(
+            GPU_CUDA_ARCH,
+            format!(
+                "CUDA {cuda} has no {sm} target, but its {target} machine code runs on {gpu}: same major, lower minor"
+            ),
+        )),
+        Reach::WithinBounds => facts(Finding::pass(
+            GPU_CUDA_ARCH,
+            format!(
+                "CUDA {cuda} targets {} to {}, which spans {gpu}",
+                row.lowest, row.highest
+            ),
+        )),
+        Reach::Newer => {
+            let message = format!(
+                "CUDA {cuda} cannot compile for {gpu}: its newest target is {}; code reaches this GPU only as PTX that the driver JIT-compiles, where the application ships PTX",
+                row.highest
+            );
+            let first = matrix
+                .all_cuda_targets()
+                .into_iter()
+                .find(|other| reach(matrix, other, capability).compiles());
+            let hint = match first {
+                Some(first) => format!(
+                    "use an image with CUDA {} or newer, the first release in the matrix that targets {sm}",
+                    first.cuda
+                ),
+                None => format!("no CUDA release in {} targets {sm} yet", matrix.describe()),
+            };
+            facts(Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint))
+        }
+        Reach::Older => {
+            let mut message = format!(
+                "CUDA {cuda} cannot target {gpu}: its lowest target is {}",
+                row.lowest
+            );
+            if let Some(architecture) = matrix.architecture_of(capability)
+                && let Some(last) = &architecture.last_cuda
+            {
+                message.push_str(&format!(
+                    " ({} support ends with CUDA {last})",
+                    architecture.name
+                ));
+            }
+            let newest = matrix
+                .all_cuda_targets()
+                .into_iter()
+                .rfind(|other| reach(matrix, other, capability).compiles());
+            let hint = match newest {
+                Some(newest) => format!(
+                    "use an image with CUDA {} or older, the newest release in the matrix that targets {sm}; see \"Deprecated Architectures\" in {RELEASE_NOTES}",
+                    newest.through.unwrap_or(newest.cuda)
+                ),
+                None => format!("no CUDA release in {} targets {sm}", matrix.describe()),
+            };
+            facts(Finding::fail(GPU_CUDA_ARCH, message).with_hint(hint))
+        }
+    }
+}
+
+/// A bundled or team profile that could run instead, for hints: its name, torch and CUDA.
+#[derive(Debug, Clone, Copy)]
+pub struct TorchCandidate<'a> {
+    pub profile: &'a str,
+    pub torch: &'a TorchVersion,
+    pub cuda: CudaVersion,
+}
+
+impl<'a> TorchCandidate<'a> {
+    pub fn new(profile: &'a str, torch: &'a TorchVersion, cuda: CudaVersion) -> Self {
+        TorchCandidate {
+            profile,
+            torch,
+            cuda,
+        }
+    }
+}
+
+/// How a torch build's code reaches a GPU.
+enum Kernels {
+    /// Machine code for this GPU (or for a lower minor of its major).
+    Machine(Target),
+    /// Only the embedded PTX, JIT-compiled by the driver.
+    Ptx(Target),
+    /// Nothing: "no kernel image is available for execution on the device".
+    Missing,
+}
+
+fn kernels(matrix: &Matrix, build: &TorchBuildRow, capability: ComputeCapability) -> Kernels {
+    let machine = build
+        .targets
+        .iter()
+        .map(|target| matrix.renamed(*target))
+        .filter(|target| target.machine_code_runs_on(capability))
+        .max_by_key(|target| target.capability);
+    if let Some(target) = machine {
+        return Kernels::Machine(target);
+    }
+    match build.ptx.map(|ptx| matrix.renamed(ptx)) {
+        Some(ptx) if ptx.capability <= capability => Kernels::Ptx(ptx),
+        _ => Kernels::Missing,
+    }
+}
+
+/// The status of one build on one GPU: machine code passes; PTX passes only with a driver
+/// at least the build's CUDA release minimum (warn when the driver is unknown).
+fn build_status(
+    matrix: &Matrix,
+    build: &TorchBuildRow,
+    capability: ComputeCapability,
+    driver: Option<&DriverVersion>,
+) -> Status {
+    match kernels(matrix, build, capability) {
+        Kernels::Machine(_) => Status::Pass,
+        Kernels::Missing => Status::Fail,
+        Kernels::Ptx(_) => {
+            let minimum = matrix
+                .cuda_release(build.variant.cuda())
+                .and_then(CudaDriverRow::minimum);
+            match (driver, minimum) {
+                (Some(driver), Some(minimum)) if *driver >= minimum => Status::Pass,
+                (Some(_), Some(_)) => Status::Fail,
+                _ => Status::Warn,
+            }
+        }
+    }
+}
+
+/// Whether a build runs on every GPU and its CUDA on the driver (when known).
+fn build_works(
+    matrix: &Matrix,
+    build: &TorchBuildRow,
+    capabilities: &[ComputeCapability],
+    driver: Option<&DriverVersion>,
+) -> bool {
+    capabilities
+        .iter()
+        .all(|capability| build_status(matrix, build, *capability, driver) == Status::Pass)
+        && driver.is_none_or(|driver| {
+            driver_vs_cuda(matrix, driver, build.variant.cuda(), false).status != Status::Fail
+        })
+}
+
+/// The build of a release to suggest: one that works, preferring a CUDA the driver runs
+/// in full, then the newest CUDA.
+fn best_build<'m>(
+    matrix: &'m Matrix,
+    release: TorchRelease,
+    capabilities: &[ComputeCapability],
+    driver: Option<&DriverVersion>,
+) -> Option<&'m TorchBuildRow> {
+    matrix
+        .torch_builds(release)
+        .into_iter()
+        .filter(|build| build_works(matrix, build, capabilities, driver))
+        .max_by_key(|build| {
+            let full = driver.is_none_or(|driver| {
+                driver_vs_cuda(matrix, driver, build.variant.cuda(), false).status == Status::Pass
+            });
+            (full, build.variant.cuda())
+        })
+}
+
+fn candidate_build<'m>(
+    matrix: &'m Matrix,
+    candidate: &TorchCandidate<'_>,
+) -> Option<&'m TorchBuildRow> {
+    if !candidate.torch.version.pre.is_empty() {
+        return None;
+    }
+    let variant = match candidate.torch.variant.as_deref() {
+        Some(variant) => variant.parse::<CudaVariant>().ok()?,
+        None => CudaVariant::for_cuda(candidate.cuda),
+    };
+    matrix.torch_build(TorchRelease::of(candidate.torch), &variant)
+}
+
+fn release_text(torch: &TorchVersion) -> String {
+    let version = &torch.version;
+    format!("{}.{}.{}", version.major, version.minor, version.patch)
+}
+
+/// What to run instead: the first candidate profile that works on every GPU, and the torch
+/// build (same release first, then the nearest newer, then the nearest older release).
+fn alternatives(
+    matrix: &Matrix,
+    torch: &TorchVersion,
+    capabilities: &[ComputeCapability],
+    driver: Option<&DriverVersion>,
+    candidates: &[TorchCandidate<'_>],
+) -> Option<String> {
+    let mut options = Vec::new();
+    if let Some(candidate) = candidates.iter().find(|candidate| {
+        candidate_build(matrix, candidate)
+            .is_some_and(|build| build_works(matrix, build, capabilities, driver))
+    }) {
+        options.push(format!(
+            "use profile `{}` (torch {}, CUDA {})",
+            candidate.profile, candidate.torch, candidate.cuda
+        ));
+    }
+    let release = TorchRelease::of(torch);
+    if let Some(build) = best_build(matrix, release, capabilities, driver) {
+        let version = release_text(torch);
+        options.push(format!(
+            "install torch {version}+{variant}: pip install torch=={version} --index-url https://download.pytorch.org/whl/{variant}",
+            variant = build.variant
+        ));
+    } else {
+        let releases = matrix.torch_releases_with_builds();
+        let newer = releases.iter().filter(|other| **other > release);
+        let older = releases.iter().filter(|other| **other < release).rev();
+        let other = newer
+            .chain(older)
+            .find_map(|other| best_build(matrix, *other, capabilities, driver));
+        if let Some(build) = other {
+            options.push(format!(
+                "install a torch {release} build for {variant}: pip install 'torch=={release}.*' --index-url https://download.pytorch.org/whl/{variant}",
+                release = build.torch,
+                variant = build.variant
+            ));
+        }
+    }
+    if options.is_empty() {
+        None
+    } else {
+        Some(options.join("; or "))
+    }
+}
+
+fn alternatives_hint(
+    matrix: &Matrix,
+    torch: &TorchVersion,
+    capability: ComputeCapability,
+    all_capabilities: &[ComputeCapability],
+    driver: Option<&DriverVersion>,
+    candidates: &[TorchCandidate<'_>],
+) -> Option<String> {
+    alternatives(matrix, torch, all_capabilities, driver, candidates).or_else(|| {
+        if all_capabilities.len() > 1 {
+            alternatives(matrix, torch, &[capability], driver, candidates).map(|hint| {
+                format!("{hint} (no build in the matrix runs on every GPU of this host)")
+            })
+        } else {
+            None
+        }
+    })
+}
+
+fn targets_text(build: &TorchBuildRow) -> String {
+    let targets: Vec<String> = build.targets.iter().map(ToString::to_string).collect();
+    let ptx = match build.ptx {
+        Some(ptx) => format!("{ptx} PTX"),
+        None => "no PTX".to_string(),
+    };
+    format!("{} ({ptx})", targets.join(" "))
+}
+
+/// Checks that a torch build has kernels for a GPU of `capability` (compat-facts §2c, §3b):
+/// machine code runs on the same major with an equal or higher minor; PTX is JIT-compiled
+/// for any higher capability, only by a driver at least the build's CUDA minimum (so
+/// `driver` matters only then). Without a variant in `torch`, the variant is inferred from
+/// `cuda` (`12.8` → `cu128`, recorded in the facts); without either, every build of the
+/// release is checked. An unknown release or variant warns; nothing is guessed.
+/// `candidates` are profiles to suggest, in order; the hint names the first that works.
+pub fn gpu_vs_torch(
+    matrix: &Matrix,
+    capability: ComputeCapability,
+    torch: &TorchVersion,
+    cuda: Option<CudaVersion>,
+    driver: Option<&DriverVersion>,
+    candidates: &[TorchCandidate<'_>],
+) -> Finding {
+    torch_verdict(
+        matrix,
+        capability,
+        &[capability],
+        torch,
+        cuda,
+        driver,
+        candidates,
+    )
+}
+
+/// [`gpu_vs_torch`] for every GPU of a (possibly mixed) host: one finding per distinct
+/// compute capability, with the GPU indices it covers in the `gpu_indices` fact. Hints
+/// name what runs on every GPU where something does.
+pub fn gpus_vs_torch(
+    matrix: &Matrix,
+    capabilities: &[ComputeCapability],
+    torch: &TorchVersion,
+    cuda: Option<CudaVersion>,
+    driver: Option<&DriverVersion>,
+    candidates: &[TorchCandidate<'_>],
+) -> Vec<Finding> {
+    let mut distinct: Vec<ComputeCapability> = Vec::new();
+    for capability in capabilities {
+        if !distinct.contains(capability) {
+            distinct.push(*capability);
+        }
+    }
+    distinct
+        .iter()
+        .map(|capability| {
+            let indices: Vec<usize> = capabilities
+                .iter()
+                .enumerate()
+                .filter(|(_, other)| *other == capability)
+                .map(|(index, _)| index)
+                .collect();
+            torch_verdict(
+                matrix,
+                *capability,
+                &distinct,
+                torch,
+                cuda,
+                driver,
+                candidates,
+            )
+            .with_fact("gpu_indices", indices)
+        })
+        .collect()
+}
+
+fn torch_verdict(
+    matrix: &Matrix,
+    capability: ComputeCapability,
+    all_capabilities: &[ComputeCapability],
+    torch: &TorchVersion,
+    cuda: Option<CudaVersion>,
+    driver: Option<&DriverVersion>,
+    candidates: &[TorchCandidate<'_>],
+) -> Finding {
+    let release = TorchRelease::of(torch);
+    let sm = capability.sm();
+    let gpu = gpu_label(matrix, capability);
+    let hint = || {
+        alternatives_hint(
+            matrix,
+            torch,
+            capability,
+            all_capabilities,
+            driver,
+            candidates,
+        )
+    };
+    let base = |finding: Finding| {
+        let mut finding = with_matrix(finding, matrix)
+            .with_fact("capability", capability)
+            .with_fact("torch", torch.to_string());
+        if let Some(driver) = driver {
+            finding = finding.with_fact("driver", driver.to_string());
+        }
+        if let Some(cuda) = cuda {
+            finding = finding.with_fact("cuda", cuda);
+        }
+        finding
+    };
+    let with_optional_hint = |finding: Finding, hint: Option<String>| match hint {
+        Some(hint) => finding.with_hint(hint),
+        None => finding,
+    };
+
+    if torch.variant.as_deref() == Some("cpu") {
+        let message = format!("torch {torch} is a CPU-only build: it cannot use {gpu}");
+        return base(with_optional_hint(
+            Finding::warn(GPU_TORCH_ARCH, message),
+            hint(),
+        ));
+    }
+    if !torch.version.pre.is_empty() {
+        let message = format!(
+            "torch {torch} is a pre-release or vendor build (nightly, NGC): its arch list is not in {}",
+            matrix.describe()
+        );
+        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
+        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+    }
+    let builds = matrix.torch_builds(release);
+    if builds.is_empty() {
+        let message = format!(
+            "torch {release} is not in {}: its arch list is unknown",
+            matrix.describe()
+        );
+        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
+        let hint = match hint() {
+            Some(alternative) => format!("{check}; or {alternative}"),
+            None => check,
+        };
+        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint));
+    }
+    let known_variants = || {
+        builds
+            .iter()
+            .map(|build| build.variant.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+
+    let variant = match (torch.variant.as_deref(), cuda) {
+        (Some(variant), _) => match variant.parse::<CudaVariant>() {
+            Ok(variant) => Some((variant, None)),
+            Err(_) => {
+                let message = format!(
+                    "torch {torch} has the unknown variant `{variant}`; known builds of torch {release}: {}",
+                    known_variants()
+                );
+                return base(Finding::warn(GPU_TORCH_ARCH, message));
+            }
+        },
+        (None, Some(cuda)) => Some((CudaVariant::for_cuda(cuda), Some(cuda))),
+        (None, None) => None,
+    };
+
+    let Some((variant, inferred_from)) = variant else {
+        return every_build(matrix, capability, torch, &builds, driver, hint, base);
+    };
+    let label = match inferred_from {
+        Some(cuda) => format!("torch {torch} ({variant}, inferred from CUDA {cuda})"),
+        None => format!("torch {torch}"),
+    };
+    let base = |finding: Finding| {
+        let finding = base(finding).with_fact("variant", variant.as_str());
+        match inferred_from {
+            Some(cuda) => finding.with_fact("variant_inferred_from_cuda", cuda),
+            None => finding,
+        }
+    };
+    let Some(build) = matrix.torch_build(release, &variant) else {
+        let message = format!(
+            "{label}: torch {release} has no {variant} build in {} (known: {})",
+            matrix.describe(),
+            known_variants()
+        );
+        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
+        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+    };
+    let base = |finding: Finding| base(finding).with_fact("build_row", build);
+
+    match kernels(matrix, build, capability) {
+        Kernels::Machine(target) if target.capability == capability => base(Finding::pass(
+            GPU_TORCH_ARCH,
+            format!("{label} has {target} kernels for {gpu}"),
+        )),
+        Kernels::Machine(target) => base(Finding::pass(
+            GPU_TORCH_ARCH,
+            format!(
+                "{label} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
+            ),
+        )),
+        Kernels::Ptx(ptx) => {
+            let built_with = build.variant.cuda();
+            let release_row = matrix.cuda_release(built_with);
+            let minimum = release_row.and_then(CudaDriverRow::minimum);
+            let needed = release_row.map_or_else(
+                || "an unknown driver".to_string(),
+                CudaDriverRow::minimum_text,
+            );
+            let base = |finding: Finding| match release_row {
+                Some(row) => base(finding).with_fact("release_row", row),
+                None => base(finding),
+            };
+            let jit = format!(
+                "{label} has no machine code for {gpu}; its {ptx} PTX is JIT-compiled by the driver (slow first start)"
+            );
+            match (driver, minimum) {
+                (Some(driver), Some(minimum)) if *driver >= minimum => base(Finding::pass(
+                    GPU_TORCH_ARCH,
+                    format!(
+                        "{jit}, which driver {driver} can do (CUDA {built_with} needs {needed})"
+                    ),
+                )),
+                (Some(driver), Some(_)) => {
+                    let message = format!(
+                        "{jit}, but driver {driver} is older than CUDA {built_with}'s {needed} and cannot JIT its PTX (cudaErrorUnsupportedPtxVersion)"
+                    );
+                    let upgrade = format!("upgrade the driver to {needed} or newer");
+                    let hint = match hint() {
+                        Some(alternative) => format!("{upgrade}; or {alternative}"),
+                        None => upgrade,
+                    };
+                    base(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
+                }
+                _ => {
+                    let message = format!(
+                        "{jit}, which needs a driver of CUDA {built_with}'s minimum {needed} or newer"
+                    );
+                    base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(format!(
+                        "check with `nvidia-smi` that the driver is {needed} or newer"
+                    )))
+                }
+            }
+        }
+        Kernels::Missing => {
+            let message = format!(
+                "{sm} is not compatible with the current PyTorch installation: {label} has kernels only for {}, none of which runs on {gpu}",
+                targets_text(build)
+            );
+            base(with_optional_hint(
+                Finding::fail(GPU_TORCH_ARCH, message),
+                hint(),
+            ))
+        }
+    }
+}
+
+/// The verdict for a torch release without a variant: every build of it, on one GPU.
+fn every_build(
+    matrix: &Matrix,
+    capability: ComputeCapability,
+    torch: &TorchVersion,
+    builds: &[&TorchBuildRow],
+    driver: Option<&DriverVersion>,
+    hint: impl Fn() -> Option<String>,
+    base: impl Fn(Finding) -> Finding,
+) -> Finding {
+    let release = TorchRelease::of(torch);
+    let sm = capability.sm();
+    let gpu = gpu_label(matrix, capability);
+    let (working, failing): (Vec<&TorchBuildRow>, Vec<&TorchBuildRow>) = builds
+        .iter()
+        .partition(|build| build_status(matrix, build, capability, driver) == Status::Pass);
+    let names = |builds: &[&TorchBuildRow]| {
+        builds
+            .iter()
+            .map(|build| build.variant.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let rows: Vec<&TorchBuildRow> = builds.to_vec();
+    let base = |finding: Finding| base(finding).with_fact("build_rows", &rows);
+    if failing.is_empty() {
+        base(Finding::pass(
+            GPU_TORCH_ARCH,
+            format!(
+                "every CUDA build of torch {release} in {} ({}) runs on {gpu}",
+                matrix.describe(),
+                names(&working)
+            ),
+        ))
+    } else if working.is_empty() {
+        let message = format!(
+            "{sm} is not compatible with any CUDA build of torch {release} ({}), so PyTorch would report `{sm} is not compatible with the current PyTorch installation`",
+            names(&failing)
+        );
+        let finding = Finding::fail(GPU_TORCH_ARCH, message);
+        base(match hint() {
+            Some(hint) => finding.with_hint(hint),
+            None => finding,
+        })
+    } else {
+        let mut working = working;
+        working.sort_by_key(|build| Reverse(build.variant.cuda()));
+        let message = format!(
+            "torch {torch} names no CUDA variant: its {} builds run on {gpu}, its {} builds do not",
+            names(&working),
+            names(&failing)
+        );
+        let suggestion = format!(
+            "write the variant in the profile's [stack], e.g. torch = \"{}+{}\"",
+            release_text(torch),
+            working[0].variant
+        );
+        base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(suggestion))
+    }
+}
+
+/// Checks a data-center driver branch against its end of life (compat-facts §6b) as of
+/// `as_of` (`YYYY-MM-DD` or `YYYY-MM`, today's date from the caller). `None` when the
+/// branch is not in the lifecycle table.
+pub fn driver_branch_lifecycle(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    as_of: &str,
+) -> Option<Finding> {
+    let row = matrix.branch_lifecycle(driver.branch())?;
+    let month = as_of.get(..7).filter(|month| is_year_month(month));
+    let designation = row
+        .designation
+        .as_deref()
+        .map_or_else(String::new, |designation| format!(" ({designation})"));
+    let ended = row.ended
+        || row
+            .end_of_life
+            .as_deref()
+            .is_some_and(|end| month.is_some_and(|month| month > end));
+    let facts = |finding: Finding| {
+        with_matrix(finding, matrix)
+            .with_fact("driver", driver.to_string())
+            .with_fact("as_of", as_of)
+            .with_fact("lifecycle_row", row)
+    };
+    if ended {
+        let when = row.end_of_life.as_deref().map_or_else(
+            || "NVIDIA lists it as ended".to_string(),
+            |end| format!("support ended {end}"),
+        );
+        let message = format!(
+            "driver {driver} is on data-center branch R{}{designation}, which has reached end of life: {when}",
+            row.branch
+        );
+        let mut supported: Vec<String> = matrix
+            .branch_lifecycles()
+            .filter(|other| !other.ended)
+            .filter_map(|other| {
+                let end = other.end_of_life.as_deref()?;
+                month.is_none_or(|month| month <= end).then(|| {
+                    let designation = other.designation.as_deref().unwrap_or("branch");
+                    format!("R{} ({designation}, until {end})", other.branch)
+                })
+            })
+            .collect();
+        supported.sort();
+        let hint = if supported.is_empty() {
+            format!("move to a supported branch: {DATACENTER_DRIVERS}")
+        } else {
+            format!(
+                "move to a supported branch: {}; see {DATACENTER_DRIVERS}",
+                supported.join(", ")
+            )
+        };
+        return Some(facts(
+            Finding::warn(DRIVER_BRANCH_LIFECYCLE, message).with_hint(hint),
+        ));
+    }
+    let until = row
+        .end_of_life
+        .as_deref()
+        .map_or_else(String::new, |end| format!(" until {end}"));
+    Some(facts(Finding::pass(
+        DRIVER_BRANCH_LIFECYCLE,
+        format!(
+            "driver {driver} is on data-center branch R{}{designation}, supported{until}",
+            row.branch
+        ),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix() -> &'static Matrix {
+        Matrix::bundled()
+    }
+
+    fn capability(text: &str) -> ComputeCapability {
+        text.parse().unwrap()
+    }
+
+    fn cuda(text: &str) -> CudaVersion {
+        text.parse().unwrap()
+    }
+
+    fn driver(text: &str) -> DriverVersion {
+        text.parse().unwrap()
+    }
+
+    fn torch(text: &str) -> TorchVersion {
+        text.parse().unwrap()
+    }
+
+    fn driver_status(driver_text: &str, cuda_text: &str) -> Status {
+        driver_vs_cuda(matrix(), &driver(driver_text), cuda(cuda_text), false).status
+    }
+
+    /// The bundled profiles (profiles/*.toml), in the order a caller would list them.
+    fn bundled_profiles() -> Vec<(&'static str, TorchVersion, CudaVersion)> {
+        [
+            ("pytorch-2.7", "2.7.1+cu128", "12.8"),
+            ("pytorch-2.8", "2.8.0+cu128", "12.8"),
+            ("pytorch-2.8-cu126", "2.8.0+cu126", "12.6"),
+            ("pytorch-2.9", "2.9.1+cu128", "12.8"),
+            ("pytorch-2.10", "2.10.0+cu128", "12.8"),
+            ("pytorch-2.11", "2.11.0+cu130", "13.0"),
+        ]
+        .into_iter()
+        .map(|(name, torch_text, cuda_text)| (name, torch(torch_text), cuda(cuda_text)))
+        .collect()
+    }
+
+    fn candidates<'a>(
+        profiles: &'a [(&'static str, TorchVersion, CudaVersion)],
+    ) -> Vec<TorchCandidate<'a>> {
+        profiles
+            .iter()
+            .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
+            .collect()
+    }
+
+    #[test]
+    fn driver_floors_on_both_sides() {
+        // CUDA 12 family floor: 525.
+        assert_eq!(driver_status("524.99", "12.8"), Status::Fail);
+        assert_eq!(driver_status("525.60.13", "12.8"), Status::Warn);
+        assert_eq!(driver_status("524.99", "12.0"), Status::Fail);
+        assert_eq!(driver_status("525.60.13", "12.0"), Status::Pass);
+        // CUDA 13 family floor: 580.
+        assert_eq!(driver_status("579", "13.0"), Status::Fail);
+        assert_eq!(driver_status("579.99.99", "13.2"), Status::Fail);
+        assert_eq!(driver_status("580", "13.0"), Status::Warn);
+        assert_eq!(driver_status("580", "13.2"), Status::Warn);
+        assert_eq!(driver_status("580.65.06", "13.0"), Status::Pass);
+        assert_eq!(driver_status("580.65.05", "13.0"), Status::Warn);
+        // CUDA 11 family floor: 450.80.02.
+        assert_eq!(driver_status("450.80.01", "11.8"), Status::Fail);
+        assert_eq!(driver_status("450.80.02", "11.8"), Status::Warn);
+        // CUDA 12.8's exact minimum.
+        assert_eq!(driver_status("570.26", "12.8"), Status::Pass);
+        assert_eq!(driver_status("570.25.99", "12.8"), Status::Warn);
+        // 13.4 names only the branch R615.
+        assert_eq!(driver_status("615.0.1", "13.4"), Status::Pass);
+        assert_eq!(driver_status("610.43.02", "13.4"), Status::Warn);
+        // Before CUDA 11 there is no minor-version compatibility.
+        assert_eq!(driver_status("440.33", "10.2"), Status::Pass);
+        assert_eq!(driver_status("440.32", "10.2"), Status::Fail);
+    }
+
+    #[test]
+    fn driver_findings_explain_and_carry_facts() {
+        let pass = driver_vs_cuda(matrix(), &driver("570.26"), cuda("12.8"), false);
+        assert_eq!(pass.id, DRIVER_CUDA);
+        assert!(pass.message.contains("570.26"));
+        assert_eq!(pass.facts["driver"], "570.26");
+        assert_eq!(pass.facts["cuda"], "12.8");
+        assert_eq!(pass.facts["release_row"]["status"], "verified");
+        assert!(
+            pass.facts["release_row"]["source"]
+                .as_str()
+                .unwrap()
+                .contains("NVIDIA")
+        );
+        assert_eq!(pass.facts["release_row"]["read"], "2026-11-29");
+        assert_eq!(pass.facts["family_row"]["linux_minimum_driver"], "525");
+        assert!(pass.hint.is_none());
+
+        let warn = driver_vs_cuda(matrix(), &driver("550.54.15"), cuda("12.8"), false);
+        assert!(
+            warn.message.contains("minor-version compatibility"),
+            "{}",
+            warn.message
+        );
+        assert!(warn.message.contains("PTX JIT"), "{}", warn.message);
+        let hint = warn.hint.unwrap();
+        assert!(
+            hint.contains("570.26") && hint.contains("https://docs.nvidia.com"),
+            "{hint}"
+        );
+
+        let fail = driver_vs_cuda(matrix(), &driver("535.104.05"), cuda("13.0"), true);
+        assert!(fail.message.contains("580"), "{}", fail.message);
+        let hint = fail.hint.unwrap();
+        assert!(hint.contains("cuda-compat-13-0"), "{hint}");
+        assert!(hint.contains("580.65.06"), "{hint}");
+        assert!(hint.contains("CUDA 12.2 or older"), "{hint}");
+        let consumer = driver_vs_cuda(matrix(), &driver("535.104.05"), cuda("13.0"), false);
+        assert!(consumer.hint.unwrap().contains("only on data-center GPUs"));
+    }
+
+    #[test]
+    fn unknown_cuda_releases_warn_with_the_matrix_date() {
+        let finding = driver_vs_cuda(matrix(), &driver("620.10"), cuda("13.5"), false);
+        assert_eq!(finding.status, Status::Warn);
+        assert!(
+            finding
+                .message
+                .contains("not in the bundled matrix (dated 2026-11-29)"),
+            "{}",
+            finding.message
+        );
+        // Below the family floor it is a failure even so.
+        let finding = driver_vs_cuda(matrix(), &driver("570.124.06"), cuda("13.5"), false);
+        assert_eq!(finding.status, Status::Fail);
+        // No family at all: CUDA 14.
+        let finding = driver_vs_cuda(matrix(), &driver("700.1"), cuda("14.0"), false);
+        assert_eq!(finding.status, Status::Warn);
+        // 12.7 never existed.
+        let finding = driver_vs_cuda(matrix(), &driver("565.57.01"), cuda("12.7"), false);
+        assert_eq!(finding.status, Status::Warn);
+    }
+
+    /// UNVERIFIED rows in a user matrix are parsed and never drive a verdict.
+    #[test]
+    fn unverified_rows_drive_no_verdict() {
+        let user = Matrix::parse(
+            r#"
+[[cuda_driver]]
+cuda = "13.5"
+update = 0
+release = "13.5"
+branch = 620
+status = "UNVERIFIED"
+source = "guess"
+
+[[torch_build]]
+torch = "2.6"
+variant = "cu124"
+targets = ["sm_120"]
+status = "UNVERIFIED"
+source = "guess"
+
+[[cuda_targets]]
+cuda = "13.0"
+targets = ["sm_70"]
+lowest = "sm_70"
+highest = "sm_70"
+status = "UNVERIFIED"
+source = "guess"
+
+[[gpu]]
+name = "GeForce RTX 4090"
+match = ["RTX 4090"]
+capability = "12.0"
+status = "UNVERIFIED"
+source = "guess"
+
+[[driver_branch]]
+branch = 620
+native_cuda = "13.5"
+status = "UNVERIFIED"
+source = "guess"
+"#,
+            "user.toml",
+        )
+        .unwrap();
+        let merged = matrix().overlay(user);
+        assert_eq!(merged.info().unverified_rows, 5);
+        let release = driver_vs_cuda(&merged, &driver("620.10"), cuda("13.5"), false);
+        assert_eq!(release.status, Status::Warn);
+        assert!(release.message.contains("not in the compatibility matrix"));
+        // The replaced bundled rows are gone too: nothing usable is left for them.
+        let build = gpu_vs_torch(
+            &merged,
+            capability("12.0"),
+            &torch("2.6.0+cu124"),
+            None,
+            None,
+            &[],
+        );
+        assert_eq!(build.status, Status::Warn, "{}", build.message);
+        let targets = cuda_vs_gpu(&merged, cuda("13.0"), capability("7.0"));
+        assert_eq!(targets.status, Status::Warn);
+        assert!(model_capability_of(&merged, "RTX 4090").is_empty());
+        assert_eq!(
+            native_cuda_for_driver(&merged, &driver("620.10")),
+            Some(cuda("13.4"))
+        );
+    }
+
+    fn model_capability_of(matrix: &Matrix, name: &str) -> Vec<(String, ComputeCapability)> {
+        super::super::models::model_capability(matrix, name)
+    }
+
+    #[test]
+    fn native_cuda_per_driver() {
+        let native = |text: &str| native_cuda_for_driver(matrix(), &driver(text));
+        assert_eq!(native("550.54.15"), Some(cuda("12.4")));
+        assert_eq!(native("570.124.06"), Some(cuda("12.8")));
+        assert_eq!(native("580.95.05"), Some(cuda("13.0")));
+        assert_eq!(native("595.45.04"), Some(cuda("13.2")));
+        assert_eq!(native("615.20"), Some(cuda("13.4")));
+        // Below its own release's minimum: the older release it meets.
+        assert_eq!(native("570.10"), Some(cuda("12.6")));
+        // R565 (not in §6a): the newest release whose minimum it meets.
+        assert_eq!(native("565.57.01"), Some(cuda("12.6")));
+        // R620 (UNVERIFIED 13.5): the newest release in the matrix it surely runs.
+        assert_eq!(native("620.10"), Some(cuda("13.4")));
+        assert_eq!(native("400.1"), None);
+    }
+
+    #[test]
+    fn cuda_targets_per_gpu() {
+        let check =
+            |toolkit: &str, gpu: &str| cuda_vs_gpu(matrix(), cuda(toolkit), capability(gpu));
+        let volta = check("13.0", "7.0");
+        assert_eq!(
+            (volta.id.as_str(), volta.status),
+            (GPU_CUDA_ARCH, Status::Fail)
+        );
+        assert!(volta.message.contains("sm_70 (Volta"), "{}", volta.message);
+        assert!(volta.message.contains("sm_75"), "{}", volta.message);
+        assert!(
+            volta
+                .hint
+                .as_deref()
+                .unwrap()
+                .contains("CUDA 12.9 or older")
+        );
+        assert_eq!(volta.facts["targets_row"]["status"], "verified");
+        assert_eq!(check("13.0", "7.5").status, Status::Pass);
+        assert_eq!(check("13.0", "7.2").status, Status::Fail);
+        assert_eq!(check("12.0", "3.5").status, Status::Fail);
+        assert_eq!(check("11.8", "3.5").status, Status::Pass);
+        // Newer than every target: PTX only.
+        let blackwell = check("12.6", "12.0");
+        assert_eq!(blackwell.status, Status::Warn);
+        assert!(blackwell.hint.unwrap().contains("CUDA 12.8 or newer"));
+        // Same major, lower minor.
+        let ada = check("11.7", "8.9");
+        assert_eq!(ada.status, Status::Pass);
+        assert!(ada.message.contains("sm_87"), "{}", ada.message);
+        assert_eq!(check("12.8", "12.1").status, Status::Pass);
+        // Rows that know only their bounds (11.1-11.3).
+        assert_eq!(check("11.2", "8.6").status, Status::Pass);
+        assert_eq!(check("11.2", "3.0").status, Status::Fail);
+        assert_eq!(check("11.2", "9.0").status, Status::Warn);
+        // Not in the matrix.
+        assert_eq!(check("12.7", "8.9").status, Status::Warn);
+    }
+
+    #[test]
+    fn rtx_5090_with_torch_2_6_cu124_fails_naming_a_profile_that_works() {
+        let profiles = bundled_profiles();
+        let finding = gpu_vs_torch(
+            matrix(),
+            capability("12.0"),
+            &torch("2.6.0+cu124"),
+            Some(cuda("12.4")),
+            Some(&driver("570.124.06")),
+            &candidates(&profiles),
+        );
+        assert_eq!(
+            (finding.id.as_str(), finding.status),
+            (GPU_TORCH_ARCH, Status::Fail)
+        );
+        assert!(
+            finding
+                .message
+                .starts_with("sm_120 is not compatible with the current PyTorch installation"),
+            "{}",
+            finding.message
+        );
+        let hint = finding.hint.unwrap();
+        assert!(hint.starts_with("use profile `pytorch-2.7`"), "{hint}");
+        assert!(
+            hint.contains("torch==2.7.*") && hint.contains("whl/cu128"),
+            "{hint}"
+        );
+        assert_eq!(finding.facts["build_row"]["torch"], "2.6");
+        assert_eq!(finding.facts["build_row"]["status"], "verified");
+    }
+
+    #[test]
+    fn gtx_1080_ti_with_a_cu128_build_fails_with_the_cu126_hint() {
+        let profiles = bundled_profiles();
+        let finding = gpu_vs_torch(
+            matrix(),
+            capability("6.1"),
+            &torch("2.8.0+cu128"),
+            Some(cuda("12.8")),
+            None,
+            &candidates(&profiles),
+        );
+        assert_eq!(finding.status, Status::Fail);
+        assert!(
+            finding.message.starts_with("sm_61 is not compatible"),
+            "{}",
+            finding.message
+        );
+        let hint = finding.hint.unwrap();
+        assert!(
+            hint.starts_with("use profile `pytorch-2.8-cu126`"),
+            "{hint}"
+        );
+        assert!(hint.contains("install torch 2.8.0+cu126"), "{hint}");
+    }
+
+    #[test]
+    fn h100_with_torch_2_8_cu128_passes() {
+        let finding = gpu_vs_torch(
+            matrix(),
+            capability("9.0"),
+            &torch("2.8.0+cu128"),
+            Some(cuda("12.8")),
+            Some(&driver("570.124.06")),
+            &[],
+        );
+        assert_eq!(finding.status, Status::Pass, "{}", finding.message);
+        assert!(finding.message.contains("sm_90"));
+        assert!(finding.hint.is_none());
+    }
+
+    #[test]
+    fn v100_with_cuda_13_fails() {
+        let finding = gpu_vs_torch(
+            matrix(),
+            capability("7.0"),
+            &torch("2.11.0+cu130"),
+            None,
+            None,
+            &[],
+        );
+        assert_eq!(finding.status, Status::Fail);
+        assert_eq!(
+            cuda_vs_gpu(matrix(), cuda("13.0"), capability("7.0")).status,
+            Status::Fail
+        );
+    }
+
+    #[test]
+    fn missing_variants_are_inferred_from_cuda_and_said_so() {
+        let finding = gpu_vs_torch(
+            matrix(),
+            capability("6.1"),
+            &torch("2.8.0"),
+            Some(cuda("12.8")),
+            None,
+            &[],
+        );
+        assert_eq!(finding.status, Status::Fail);
+        assert_eq!(finding.facts["variant_inferred_from_cuda"], "12.8");
+        assert_eq!(finding.facts["variant"], "cu128");
+        assert!(
+            finding.message.contains("inferred from CUDA 12.8"),
+            "{}",
+            finding.message
+        );
+
+        // No variant and no CUDA: every build of the release is checked.
+        let all = |gpu: &str, text: &str| {
+            gpu_vs_torch(matrix(), capability(gpu), &torch(text), None, None, &[])
+        };
+        assert_eq!(all("8.9", "2.8.0").status, Status::Pass);
+        assert_eq!(all("12.0", "2.6.0").status, Status::Fail);
+        let mixed = all("6.1", "2.8.0");
+        assert_eq!(mixed.status, Status::Warn);
+        assert!(mixed.message.contains("cu126"), "{}", mixed.message);
+        assert!(mixed.hint.unwrap().contains("2.8.0+cu126"));
+    }
+
+    #[test]
+    fn unknown_releases_and_variants_warn_without_guessing() {
+        let check = |text: &str, toolkit: Option<&str>| {
+            gpu_vs_torch(
+                matrix(),
+                capability("8.9"),
+                &torch(text),
+                toolkit.map(cuda),
+                None,
+                &[],
+            )
+        };
+        let unknown_variant = check("2.8.0+cu130", None);
+        assert_eq!(unknown_variant.status, Status::Warn);
+        assert!(
+            unknown_variant.message.contains("cu126, cu128, cu129"),
+            "{}",
+            unknown_variant.message
+        );
+        let inferred = check("2.10.0", Some("13.1"));
+        assert_eq!(inferred.status, Status::Warn);
+        assert!(inferred.message.contains("cu131"));
+        let unknown_release = check("2.16.0+cu132", None);
+        assert_eq!(unknown_release.status, Status::Warn);
+        assert!(
+            unknown_release
+                .message
+                .contains("not in the bundled matrix")
+        );
+        let vendor = check("2.10.0a0+b4e4ee81d3", Some("13.1"));
+        assert_eq!(vendor.status, Status::Warn);
+        assert!(vendor.hint.unwrap().contains("get_arch_list"));
+        let cpu = check("2.8.0+cpu", None);
+        assert_eq!(cpu.status, Status::Warn);
+        assert!(cpu.message.contains("CPU-only"));
+    }
+
+    /// PTX reaches a GPU newer than every machine-code target only through the driver's JIT,
+    /// which needs a driver at least the build's CUDA minimum. (No GPU of capability 13.0
+    /// exists yet: this is the rule, not a product.)
+    #[test]
+    fn ptx_needs_a_new_enough_driver() {
+        let future = capability("13.0");
+        let build = torch("2.8.0+cu129");
+        let check = |host: Option<&str>| {
+            let host = host.map(driver);
+            gpu_vs_torch(matrix(), future, &build, None, host.as_ref(), &[])
+        };
+        assert_eq!(check(None).status, Status::Warn);
+        assert_eq!(check(Some("575.51.03")).status, Status::Pass);
+        let old = check(Some("570.26"));
+        assert_eq!(old.status, Status::Fail);
+        assert!(
+            old.message.contains("cudaErrorUnsupportedPtxVersion"),
+            "{}",
+            old.message
+        );
+        assert!(old.facts.contains_key("release_row"));
+        // cu128 of 2.8 has no PTX: nothing reaches 13.0.
+        let none = gpu_vs_torch(matrix(), future, &torch("2.8.0+cu128"), None, None, &[]);
+        assert_eq!(none.status, Status::Fail);
+    }
+
+    #[test]
+    fn mixed_hosts_get_one_finding_per_capability() {
+        let profiles = bundled_profiles();
+        let gpus = [capability("8.9"), capability("6.1"), capability("8.9")];
+        let findings = gpus_vs_torch(
+            matrix(),
+            &gpus,
+            &torch("2.8.0+cu128"),
+            Some(cuda("12.8")),
+            None,
+            &candidates(&profiles),
+        );
+        assert_eq!(findings.len(), 2);
+        assert_eq!(findings[0].status, Status::Pass);
+        assert_eq!(findings[0].facts["gpu_indices"], serde_json::json!([0, 2]));
+        assert_eq!(findings[1].status, Status::Fail);
+        assert_eq!(findings[1].facts["gpu_indices"], serde_json::json!([1]));
+        // cu126 covers both sm_89 and sm_61.
+        let hint = findings[1].hint.clone().unwrap();
+        assert!(
+            hint.starts_with("use profile `pytorch-2.8-cu126`"),
+            "{hint}"
+        );
+
+        // RTX 5090 next to a GTX 1080 Ti: no build covers both.
+        let gpus = [capability("12.0"), capability("6.1")];
+        let findings = gpus_vs_torch(
+            matrix(),
+            &gpus,
+            &torch("2.8.0+cu126"),
+            None,
+            None,
+            &candidates(&profiles),
+        );
+        assert_eq!(findings[0].status, Status::Fail);
+        assert_eq!(findings[1].status, Status::Pass);
+        let hint = findings[0].hint.clone().unwrap();
+        assert!(
+            hint.contains("no build in the matrix runs on every GPU"),
+            "{hint}"
+        );
+        assert!(hint.starts_with("use profile `pytorch-2.7`"), "{hint}");
+    }
+
+    /// A candidate whose CUDA the driver cannot run is not suggested.
+    #[test]
+    fn candidates_respect_the_driver() {
+        let profiles: Vec<(&'static str, TorchVersion, CudaVersion)> = vec![
+            ("pytorch-2.11", torch("2.11.0+cu130"), cuda("13.0")),
+            ("pytorch-2.10", torch("2.10.0+cu128"), cuda("12.8")),
+        ];
+        let finding = gpu_vs_torch(
+            matrix(),
+            capability("12.0"),
+            &torch("2.6.0+cu126"),
+            None,
+            Some(&driver("570.124.06")),
+            &candidates(&profiles),
+        );
+        let hint = finding.hint.unwrap();
+        assert!(hint.starts_with("use profile `pytorch-2.10`"), "{hint}");
+        let anything = gpu_vs_torch(
+            matrix(),
+            capability("12.0"),
+            &torch("2.6.0+cu126"),
+            None,
+            None,
+            &candidates(&profiles),
+        );
+        assert!(
+            anything
+                .hint
+                .unwrap()
+                .starts_with("use profile `pytorch-2.11`")
+        );
+    }
+
+    #[test]
+    fn branch_lifecycle_as_of_a_date() {
+        let check =
+            |text: &str, as_of: &str| driver_branch_lifecycle(matrix(), &driver(text), as_of);
+        let supported = check("580.95.05", "2026-11-29").unwrap();
+        assert_eq!(
+            (supported.id.as_str(), supported.status),
+            (DRIVER_BRANCH_LIFECYCLE, Status::Pass)
+        );
+        assert!(supported.message.contains("until 2028-06"));
+        let ended = check("570.124.06", "2026-11-29").unwrap();
+        assert_eq!(ended.status, Status::Warn);
+        let hint = ended.hint.unwrap();
+        assert!(hint.contains("R580 (LTSB, until 2028-06)"), "{hint}");
+        assert!(!hint.contains("R535"), "{hint}");
+        assert_eq!(
+            check("570.124.06", "2026-02-10").unwrap().status,
+            Status::Pass
+        );
+        assert_eq!(
+            check("560.35.05", "2026-11-29").unwrap().status,
+            Status::Warn
+        );
+        assert!(check("590.44.01", "2026-11-29").is_none());
+        // An unreadable date only lets the dateless `ended` rows count.
+        assert_eq!(check("570.124.06", "today").unwrap().status, Status::Pass);
+    }
+}
