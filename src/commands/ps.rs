@@ -4,13 +4,10 @@
 use serde::Serialize;
 
 use super::{Context, runtime};
-use crate::engine::containers::PROFILE_LABEL;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::spec::{CONFIG_HASH_LABEL, PROFILE_LABEL};
 use crate::ui::table::print_table;
-
-/// The label holding the hash of the resolved profile the container was made from.
-pub const CONFIG_HASH_LABEL: &str = "envctl.config-hash";
 
 #[derive(Debug, Serialize)]
 pub struct Row {

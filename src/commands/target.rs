@@ -3,8 +3,9 @@
 
 use super::Context;
 use crate::engine::Engine;
-use crate::engine::containers::{ContainerDetails, PROFILE_LABEL};
+use crate::engine::containers::ContainerDetails;
 use crate::error::Error;
+use crate::spec::{PROFILE_LABEL, container_name};
 
 /// Finds the container a TARGET names. A container name or id wins over a profile name.
 pub async fn find_container(
@@ -19,7 +20,10 @@ pub async fn find_container(
     // target itself, so a container whose profile file is gone is still found by label.
     let resolved = match context.search_path.resolve(target) {
         Ok(resolved) => Some(resolved.profile.name),
-        Err(crate::profile::ProfileError::NotFound { .. } | crate::profile::ProfileError::FileNotFound { .. }) => None,
+        Err(
+            crate::profile::ProfileError::NotFound { .. }
+            | crate::profile::ProfileError::FileNotFound { .. },
+        ) => None,
         Err(error) => return Err(error.into()),
     };
     let profile = resolved.clone().unwrap_or_else(|| target.to_string());
@@ -30,7 +34,7 @@ pub async fn find_container(
         .filter(|container| container.labels.get(PROFILE_LABEL) == Some(&profile))
         .collect();
     // The default name first: `envctl-<profile>`.
-    let default_name = format!("envctl-{profile}");
+    let default_name = container_name(&profile);
     containers.sort_by_key(|container| container.name != default_name);
     match containers.as_slice() {
         [] => Err(Error::TargetNotFound {

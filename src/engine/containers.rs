@@ -11,8 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Engine, EngineError};
 
-/// The label every envctl container carries: its profile name.
-pub const PROFILE_LABEL: &str = "envctl.profile";
+pub use crate::spec::PROFILE_LABEL;
 
 /// One container as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,574 @@
+//! One profile against this host: which GPUs it will get, and per GPU the driver against
+//! the image's CUDA and the GPU against the image's CUDA and PyTorch builds; plus the
+//! host-wide findings that decide whether it can start at all (daemon, GPU runtime) and
+//! its safety findings. Pure over gathered facts.
+//!
+//! Finding ids: `profile.gpus`, `profile.gpu-runtime`, `profile.daemon`, plus those of
+//! `compat` (`driver.cuda`, `gpu.cuda-arch`, `gpu.torch-arch`), `stack` and `safety`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::host::{GpuSupport, gpu_support};
+use super::stack::{EffectiveStack, effective};
+use super::{Finding, Status, safety, worst};
+use crate::compat::{self, ComputeCapability, DriverVersion, Matrix, TorchCandidate};
+use crate::engine::facts::{EngineFacts, EngineState};
+use crate::gpu::{GpuDevice, GpuFacts};
+use crate::host::HostFacts;
+use crate::profile::ResolvedProfile;
+use crate::profile::model::GpuRequest;
+
+/// Everything gathered about the host that a profile is judged against.
+#[derive(Debug, Clone, Copy)]
+pub struct HostView<'a> {
+    pub gpu: &'a GpuFacts,
+    pub engine: &'a EngineFacts,
+    pub host: &'a HostFacts,
+    pub home: Option<&'a Path>,
+}
+
+/// The image as far as the daemon knows it.
+#[derive(Debug, Clone, Copy)]
+pub enum ImageState<'a> {
+    /// Present locally: its config env.
+    Present(&'a std::collections::BTreeMap<String, String>),
+    /// Not pulled (or the daemon could not be asked).
+    Absent,
+}
+
+/// One GPU the profile will use, and its verdict with this image.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuVerdict {
+    pub index: u32,
+    pub name: Option<String>,
+    pub compute_capability: Option<ComputeCapability>,
+    pub verdict: &'static str,
+    pub findings: Vec<Finding>,
+}
+
+/// A profile's report: its GPUs, its findings, and the worst of all of them.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileReport {
+    pub name: String,
+    pub file: String,
+    pub image: String,
+    pub verdict: &'static str,
+    pub stack: EffectiveStack,
+    pub gpus: Vec<GpuVerdict>,
+    pub findings: Vec<Finding>,
+}
+
+impl ProfileReport {
+    /// The worst status of the profile's findings and its GPUs' findings.
+    pub fn status(&self) -> Status {
+        worst(
+            self.findings
+                .iter()
+                .chain(self.gpus.iter().flat_map(|gpu| gpu.findings.iter())),
+        )
+    }
+}
+
+/// Data-center GPU models: the forward-compatibility package only helps these.
+const DATACENTER_MODELS: [&str; 24] = [
+    "A100", "A800", "A30", "A40", "A10", "A10G", "A16", "A2", "H100", "H200", "H800", "H20",
+    "B100", "B200", "GB200", "GH200", "L4", "L40", "L40S", "T4", "V100", "P100", "P40", "K80",
+];
+
+/// Whether NVML's name is a data-center part (`Tesla V100-SXM2-32GB`, `NVIDIA H100 80GB HBM3`).
+pub fn is_datacenter(name: &str) -> bool {
+    name.contains("Tesla")
+        || name
+            .split(|c: char| c.is_whitespace() || c == '-')
+            .any(|word| DATACENTER_MODELS.contains(&word))
+}
+
+/// Judges `resolved` against the host. `candidates` are the bundled PyTorch profiles a
+/// failing GPU's hint may point to.
+pub fn evaluate(
+    resolved: &ResolvedProfile,
+    image: ImageState<'_>,
+    host: HostView<'_>,
+    matrix: &Matrix,
+    candidates: &[TorchCandidate<'_>],
+) -> ProfileReport {
+    let profile = &resolved.profile;
+    let mut findings = Vec::new();
+    let image_env = match image {
+        ImageState::Present(env) => Some(env),
+        ImageState::Absent => None,
+    };
+    let (stack, stack_findings) = effective(&profile.stack, image_env);
+    findings.extend(stack_findings);
+    findings.extend(daemon_findings(profile.gpus.clone(), host));
+    let (selected, selection_findings) = select_gpus(&profile.gpus, host.gpu);
+    findings.extend(selection_findings);
+    let driver = host
+        .gpu
+        .loaded()
+        .and_then(|facts| facts.driver_version.value())
+        .and_then(|text| text.parse::<DriverVersion>().ok());
+    let gpus = selected
+        .iter()
+        .map(|device| gpu_verdict(device, &stack, driver.as_ref(), matrix, candidates))
+        .collect();
+    findings.extend(safety::check(profile, host.home));
+    let mut report = ProfileReport {
+        name: profile.name.clone(),
+        file: resolved.file.clone(),
+        image: profile.image.to_string(),
+        verdict: "ok",
+        stack,
+        gpus,
+        findings,
+    };
+    report.verdict = report.status().verdict();
+    report
+}
+
+/// Can a container of this profile start here at all: daemon reachable, and a GPU path
+/// when GPUs are requested.
+fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
+    let daemon = match &host.engine.state {
+        EngineState::Reachable(daemon) => daemon,
+        EngineState::Unreachable { message, hint, .. } => {
+            let mut finding = Finding::fail(
+                "profile.daemon",
+                format!("the Docker daemon is not reachable, so nothing can start: {message}"),
+            );
+            if let Some(hint) = hint {
+                finding = finding.with_hint(hint.clone());
+            }
+            return vec![finding];
+        }
+    };
+    if !request.wants_gpus() {
+        return Vec::new();
+    }
+    let optional = request == GpuRequest::Optional;
+    let support = gpu_support(daemon, host.host);
+    let mut findings = Vec::new();
+    if daemon.rootless
+        && !matches!(
+            support,
+            GpuSupport::Cdi { .. } | GpuSupport::DiscoveredDevices { .. }
+        )
+    {
+        let finding = if optional {
+            Finding::warn
+        } else {
+            Finding::fail
+        };
+        findings.push(
+            finding("profile.gpu-runtime", "the daemon is rootless, and rootless Docker reaches GPUs only through CDI, which is not set up")
+                .with_hint("`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, enable CDI in daemon.json, restart Docker (NVIDIA/nvidia-container-toolkit#434)"),
+        );
+    } else if support == GpuSupport::None {
+        let message = "the profile asks for GPUs, but the daemon has no NVIDIA runtime, CDI spec or hook: start would fail with `could not select device driver \"\" with capabilities: [[gpu]]`";
+        let finding = if optional {
+            Finding::warn(
+                "profile.gpu-runtime",
+                format!("{message}; with `gpus = \"optional\"` it runs without GPUs"),
+            )
+        } else {
+            Finding::fail("profile.gpu-runtime", message)
+        };
+        findings.push(finding.with_hint("install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"));
+    } else {
+        findings.push(
+            Finding::pass(
+                "profile.gpu-runtime",
+                "the daemon can hand GPUs to containers",
+            )
+            .with_fact("gpu_support", &support),
+        );
+    }
+    findings
+}
+
+/// The GPUs the profile will get, and findings when it asks for more than there is.
+fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevice>, Vec<Finding>) {
+    let available: Vec<&GpuDevice> = gpu
+        .loaded()
+        .map(|facts| facts.gpus.iter().collect())
+        .unwrap_or_default();
+    let none_here = |what: &str| {
+        let reason = gpu.nvml.failure_message().map_or_else(
+            || "NVML reports no GPU".to_string(),
+            |message| format!("NVML: {message}"),
+        );
+        Finding::fail(
+            "profile.gpus",
+            format!("the profile asks for {what}, but this host has no usable GPU ({reason})"),
+        )
+        .with_hint("run it on a GPU host, or set gpus = \"optional\" to run without one")
+    };
+    match request {
+        GpuRequest::None => (Vec::new(), Vec::new()),
+        GpuRequest::Optional if available.is_empty() => (
+            Vec::new(),
+            vec![Finding::info(
+                "profile.gpus",
+                "no GPU here: `gpus = \"optional\"` runs without one",
+            )],
+        ),
+        GpuRequest::Optional | GpuRequest::All if !available.is_empty() => {
+            let count = available.len();
+            (
+                available,
+                vec![Finding::pass(
+                    "profile.gpus",
+                    format!(
+                        "all {count} GPU{} of this host",
+                        if count == 1 { "" } else { "s" }
+                    ),
+                )],
+            )
+        }
+        GpuRequest::All | GpuRequest::Optional => (Vec::new(), vec![none_here("all GPUs")]),
+        GpuRequest::Count(count) => {
+            let count = *count as usize;
+            if available.is_empty() {
+                (
+                    Vec::new(),
+                    vec![none_here(&format!(
+                        "{count} GPU{}",
+                        if count == 1 { "" } else { "s" }
+                    ))],
+                )
+            } else if available.len() < count {
+                let have = available.len();
+                (
+                    available,
+                    vec![
+                        Finding::fail(
+                            "profile.gpus",
+                            format!("the profile asks for {count} GPUs, this host has {have}"),
+                        )
+                        .with_hint(format!("set gpus = {have}, or run it on a bigger host")),
+                    ],
+                )
+            } else {
+                (
+                    available.into_iter().take(count).collect(),
+                    vec![Finding::pass(
+                        "profile.gpus",
+                        format!("{count} of the host's GPUs"),
+                    )],
+                )
+            }
+        }
+        GpuRequest::Devices(devices) => {
+            if available.is_empty() {
+                return (
+                    Vec::new(),
+                    vec![none_here(&format!("GPU {}", devices.join(", ")))],
+                );
+            }
+            let mut selected = Vec::new();
+            let mut missing = Vec::new();
+            for device in devices {
+                let found = available.iter().find(|gpu| {
+                    device.parse::<u32>().is_ok_and(|index| gpu.index == index)
+                        || gpu.uuid.value().is_some_and(|uuid| uuid == device)
+                });
+                match found {
+                    Some(gpu) => selected.push(*gpu),
+                    None if device.starts_with("MIG-") => {}
+                    None => missing.push(device.clone()),
+                }
+            }
+            let mut findings = Vec::new();
+            if !missing.is_empty() {
+                findings.push(
+                    Finding::fail(
+                        "profile.gpus",
+                        format!("GPU {} not found on this host", missing.join(", ")),
+                    )
+                    .with_hint("`nvidia-smi -L` lists the indices and UUIDs here"),
+                );
+            }
+            if devices.iter().any(|device| device.starts_with("MIG-")) {
+                findings.push(Finding::info("profile.gpus", "MIG devices are passed as written; envctl checks them against their parent GPU only inside the container (`envctl exec … nvidia-check`)"));
+            }
+            if missing.is_empty() && !selected.is_empty() {
+                findings.push(Finding::pass(
+                    "profile.gpus",
+                    format!("GPU {}", devices.join(", ")),
+                ));
+            }
+            (selected, findings)
+        }
+    }
+}
+
+fn gpu_verdict(
+    device: &GpuDevice,
+    stack: &EffectiveStack,
+    driver: Option<&DriverVersion>,
+    matrix: &Matrix,
+    candidates: &[TorchCandidate<'_>],
+) -> GpuVerdict {
+    let name = device.name.value().cloned();
+    let capability = device.compute_capability.value().copied();
+    let mut findings = Vec::new();
+    if let (Some(cuda), Some(driver)) = (stack.cuda, driver) {
+        let datacenter = name.as_deref().is_some_and(is_datacenter);
+        findings.push(compat::driver_vs_cuda(matrix, driver, cuda, datacenter));
+    }
+    match capability {
+        Some(capability) => {
+            if let Some(cuda) = stack.cuda {
+                findings.push(compat::cuda_vs_gpu(matrix, cuda, capability));
+            }
+            if let Some(torch) = &stack.torch {
+                findings.push(compat::gpu_vs_torch(
+                    matrix, capability, torch, stack.cuda, driver, candidates,
+                ));
+            }
+        }
+        None if stack.cuda.is_some() || stack.torch.is_some() => findings.push(
+            Finding::warn(
+                "gpu.torch-arch",
+                format!(
+                    "GPU {}'s compute capability is unknown, so its architecture cannot be checked",
+                    device.index
+                ),
+            )
+            .with_hint("`envctl exec TARGET nvidia-check` checks it inside the container"),
+        ),
+        None => {}
+    }
+    GpuVerdict {
+        index: device.index,
+        name,
+        compute_capability: capability,
+        verdict: worst(&findings).verdict(),
+        findings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::facts::DaemonFacts;
+    use crate::gpu::{Fact, FailureKind, GpuMemory, LoadOutcome, NvmlFacts, NvmlFailure};
+
+    fn device(index: u32, name: &str, capability: &str) -> GpuDevice {
+        GpuDevice {
+            index,
+            name: Fact::Value(name.into()),
+            uuid: Fact::Value(format!("GPU-0000000{index}-0000-0000-0000-000000000000")),
+            pci_bus_id: Fact::Value(String::new()),
+            compute_capability: Fact::Value(capability.parse().unwrap()),
+            memory: Fact::Value(GpuMemory {
+                total_bytes: 1 << 34,
+                used_bytes: 0,
+                reserved_bytes: 0,
+                free_bytes: 1 << 34,
+            }),
+            mig_mode: Fact::Error(NvmlFailure::new(FailureKind::NotSupported, "no")),
+            power_limit_watts: Fact::Value(300.0),
+        }
+    }
+
+    fn gpus(driver: &str, devices: Vec<GpuDevice>) -> GpuFacts {
+        GpuFacts {
+            library: "stub".into(),
+            nvml: LoadOutcome::Loaded(Box::new(NvmlFacts {
+                driver_version: Fact::Value(driver.into()),
+                cuda_driver_version: Fact::Value(crate::gpu::CudaDriverVersion {
+                    major: 12,
+                    minor: 8,
+                }),
+                nvml_version: Fact::Value(String::new()),
+                device_count: Fact::Value(devices.len() as u32),
+                gpus: devices,
+                shutdown_failure: None,
+            })),
+        }
+    }
+
+    fn engine(runtimes: &[&str]) -> EngineFacts {
+        EngineFacts {
+            endpoint: "unix:///var/run/docker.sock".into(),
+            state: EngineState::Reachable(Box::new(DaemonFacts {
+                runtimes: runtimes.iter().map(|r| r.to_string()).collect(),
+                ..DaemonFacts::default()
+            })),
+        }
+    }
+
+    fn profile(text: &str) -> ResolvedProfile {
+        crate::profile::resolve::resolve_text("p.toml", text)
+            .unwrap_or_else(|error| panic!("{error}: {:?}", error.diagnostics()))
+    }
+
+    const CAREFUL: &str =
+        "user = \"1\"\nmemory = \"8g\"\nshm_size = \"8g\"\nmounts = [\"./:/w\"]\n";
+
+    fn run(text: &str, gpu: &GpuFacts, engine: &EngineFacts) -> ProfileReport {
+        let host = HostFacts::default();
+        let view = HostView {
+            gpu,
+            engine,
+            host: &host,
+            home: None,
+        };
+        evaluate(
+            &profile(&format!("{CAREFUL}{text}")),
+            ImageState::Absent,
+            view,
+            Matrix::bundled(),
+            &[],
+        )
+    }
+
+    fn find<'a>(report: &'a ProfileReport, id: &str) -> &'a Finding {
+        report
+            .findings
+            .iter()
+            .find(|finding| finding.id == id)
+            .unwrap_or_else(|| panic!("no {id} in {:#?}", report.findings))
+    }
+
+    #[test]
+    fn healthy_h100_host_runs_pytorch_2_8() {
+        let host = gpus(
+            "570.124.06",
+            (0..8)
+                .map(|index| device(index, "NVIDIA H100 80GB HBM3", "9.0"))
+                .collect(),
+        );
+        let report = run(
+            "image = \"pytorch/pytorch:2.8.0\"\ngpus = \"all\"\n[stack]\ncuda = \"12.8\"\ntorch = \"2.8.0+cu128\"\n",
+            &host,
+            &engine(&["nvidia", "runc"]),
+        );
+        assert_eq!(report.gpus.len(), 8);
+        assert_eq!(report.verdict, "ok", "{report:#?}");
+        assert!(report.gpus.iter().all(|gpu| gpu.verdict == "ok"));
+    }
+
+    #[test]
+    fn a_gpu_profile_without_runtime_fails_before_anything_starts() {
+        let host = gpus(
+            "570.124.06",
+            vec![device(0, "NVIDIA H100 80GB HBM3", "9.0")],
+        );
+        let report = run("image = \"x\"\ngpus = \"all\"\n", &host, &engine(&["runc"]));
+        assert_eq!(find(&report, "profile.gpu-runtime").status, Status::Fail);
+        assert!(
+            find(&report, "profile.gpu-runtime")
+                .message
+                .contains("could not select device driver")
+        );
+        assert_eq!(report.verdict, "fail");
+        let optional = run(
+            "image = \"x\"\ngpus = \"optional\"\n",
+            &host,
+            &engine(&["runc"]),
+        );
+        assert_eq!(find(&optional, "profile.gpu-runtime").status, Status::Warn);
+    }
+
+    #[test]
+    fn no_gpu_host() {
+        let none = GpuFacts {
+            library: "libnvidia-ml.so.1".into(),
+            nvml: LoadOutcome::LibraryNotFound {
+                message: "not found".into(),
+            },
+        };
+        let wants = run("image = \"x\"\ngpus = 2\n", &none, &engine(&["nvidia"]));
+        assert_eq!(find(&wants, "profile.gpus").status, Status::Fail);
+        let optional = run(
+            "image = \"x\"\ngpus = \"optional\"\n",
+            &none,
+            &engine(&["nvidia"]),
+        );
+        assert_eq!(find(&optional, "profile.gpus").status, Status::Info);
+        let cpu = run("image = \"x\"\n", &none, &engine(&["runc"]));
+        assert_eq!(cpu.verdict, "ok", "{cpu:#?}");
+    }
+
+    #[test]
+    fn mixed_host_gets_a_verdict_per_gpu() {
+        let host = gpus(
+            "570.124.06",
+            vec![
+                device(0, "NVIDIA H100 80GB HBM3", "9.0"),
+                device(1, "Tesla V100-SXM2-32GB", "7.0"),
+            ],
+        );
+        let report = run(
+            "image = \"x\"\ngpus = \"all\"\n[stack]\ncuda = \"13.0\"\ntorch = \"2.11.0+cu130\"\n",
+            &host,
+            &engine(&["nvidia"]),
+        );
+        let verdicts: Vec<&str> = report.gpus.iter().map(|gpu| gpu.verdict).collect();
+        assert_eq!(
+            verdicts[1], "fail",
+            "CUDA 13 cannot target sm_70: {:#?}",
+            report.gpus[1]
+        );
+        assert_eq!(
+            verdicts[0], "fail",
+            "driver 570 is below CUDA 13's floor of 580: {:#?}",
+            report.gpus[0]
+        );
+        assert_eq!(report.verdict, "fail");
+    }
+
+    #[test]
+    fn device_lists_and_counts_are_checked() {
+        let host = gpus(
+            "570.124.06",
+            vec![device(0, "NVIDIA GeForce RTX 4090", "8.9")],
+        );
+        let report = run(
+            "image = \"x\"\ngpus = [\"0\", \"3\"]\n",
+            &host,
+            &engine(&["nvidia"]),
+        );
+        assert!(
+            find(&report, "profile.gpus")
+                .message
+                .contains("GPU 3 not found")
+        );
+        assert_eq!(report.gpus.len(), 1);
+        let too_many = run("image = \"x\"\ngpus = 4\n", &host, &engine(&["nvidia"]));
+        assert_eq!(find(&too_many, "profile.gpus").status, Status::Fail);
+    }
+
+    #[test]
+    fn unreachable_daemon_fails_the_profile() {
+        let unreachable = EngineFacts {
+            endpoint: "unix:///x.sock".into(),
+            state: EngineState::Unreachable {
+                kind: "socket-missing".into(),
+                message: "no socket".into(),
+                hint: Some("start Docker".into()),
+            },
+        };
+        let none = GpuFacts {
+            library: "x".into(),
+            nvml: LoadOutcome::LibraryNotFound {
+                message: "x".into(),
+            },
+        };
+        let report = run("image = \"x\"\n", &none, &unreachable);
+        assert_eq!(find(&report, "profile.daemon").status, Status::Fail);
+    }
+
+    #[test]
+    fn datacenter_names() {
+        assert!(is_datacenter("NVIDIA H100 80GB HBM3"));
+        assert!(is_datacenter("Tesla V100-SXM2-32GB"));
+        assert!(is_datacenter("NVIDIA A100-SXM4-80GB"));
+        assert!(!is_datacenter("NVIDIA GeForce RTX 4090"));
+        assert!(!is_datacenter("NVIDIA RTX A1000"));
+    }
+}

@@ -1,0 +1,325 @@
+//! The `docker run` command line that creates the same container as a [`CreateBody`]: what
+//! `up --dry-run` and `export --to docker-run` print, and what `tests/spec_equivalence.rs`
+//! runs to prove the two give identical `docker inspect` output.
+//!
+//! Built from the body, not from the profile, so the line cannot drift from what envctl
+//! sends. Every word is shell-quoted only when it needs it.
+
+use std::collections::BTreeMap;
+
+use crate::profile::size::ByteSize;
+
+use super::body::{CreateBody, DeviceRequest, Mount, MountType, PortBinding};
+
+/// `docker run -d --name NAME …` for `body`, one shell line (POSIX quoting).
+pub fn docker_run_line(body: &CreateBody, name: &str) -> String {
+    let mut line = String::from("docker");
+    for argument in docker_run_arguments(body, name) {
+        line.push(' ');
+        line.push_str(&shell_quote(&argument));
+    }
+    line
+}
+
+/// The arguments of [`docker_run_line`] after `docker`, unquoted (`run`, `-d`, …), for
+/// callers that run docker without a shell.
+pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
+    let host = &body.host_config;
+    let mut arguments: Vec<String> = vec!["run".into(), "-d".into(), "--name".into(), name.into()];
+    let mut flag = |flag: &str, value: String| {
+        arguments.push(flag.to_string());
+        arguments.push(value);
+    };
+    for (key, value) in &body.labels {
+        flag("--label", format!("{key}={value}"));
+    }
+    for variable in &body.env {
+        flag("-e", variable.clone());
+    }
+    if let Some(workdir) = &body.working_dir {
+        flag("-w", workdir.clone());
+    }
+    if let Some(user) = &body.user {
+        flag("--user", user.clone());
+    }
+    if let Some(memory) = host.memory {
+        flag("--memory", docker_size(memory));
+    }
+    if let Some(nanos) = host.nano_cpus {
+        flag("--cpus", decimal_cpus(nanos));
+    }
+    if let Some(shm) = host.shm_size {
+        flag("--shm-size", docker_size(shm));
+    }
+    if let Some(ipc) = &host.ipc_mode {
+        flag("--ipc", ipc.clone());
+    }
+    for port in port_flags(&host.port_bindings) {
+        flag("-p", port);
+    }
+    for mount in &host.mounts {
+        flag("--mount", mount_flag(mount));
+    }
+    for ulimit in &host.ulimits {
+        flag(
+            "--ulimit",
+            format!("{}={}:{}", ulimit.name, ulimit.soft, ulimit.hard),
+        );
+    }
+    for request in &host.device_requests {
+        flag("--gpus", gpus_flag(request));
+    }
+    match host.init {
+        Some(true) => arguments.push("--init".into()),
+        Some(false) => arguments.push("--init=false".into()),
+        None => {}
+    }
+    let restart = &host.restart_policy;
+    if restart.name != "no" {
+        let value = if restart.maximum_retry_count > 0 {
+            format!("{}:{}", restart.name, restart.maximum_retry_count)
+        } else {
+            restart.name.clone()
+        };
+        arguments.push("--restart".into());
+        arguments.push(value);
+    }
+    arguments.push(body.image.clone());
+    arguments.extend(body.cmd.iter().cloned());
+    arguments
+}
+
+/// `word` as one POSIX shell word: as is when every character is safe, else in single
+/// quotes (a `'` inside becomes `'\''`).
+pub fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Bytes in docker's shortest exact unit (`8g`, `1536m`).
+fn docker_size(bytes: i64) -> String {
+    u64::try_from(bytes).map_or_else(|_| bytes.to_string(), |bytes| ByteSize(bytes).to_string())
+}
+
+/// NanoCpus as the decimal `--cpus` reads back exactly: 1500000000 → `1.5`.
+fn decimal_cpus(nanos: i64) -> String {
+    let whole = nanos / 1_000_000_000;
+    let fraction = (nanos % 1_000_000_000).abs();
+    if fraction == 0 {
+        whole.to_string()
+    } else {
+        let digits = format!("{fraction:09}");
+        format!("{whole}.{}", digits.trim_end_matches('0'))
+    }
+}
+
+/// One binding of one container port, flattened for grouping.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct PortEntry {
+    /// Position in its key's binding list: flags are emitted in this order, so each key's
+    /// bindings come back in the same order when docker parses the flags. Then by
+    /// protocol and port, so runs of ports are neighbours.
+    position: usize,
+    protocol: String,
+    container: u16,
+    host_ip: String,
+    host: Option<u16>,
+}
+
+/// `-p` values for `PortBindings`, folding runs of consecutive ports back into ranges
+/// (`127.0.0.1:8000-8010:8000-8010/tcp`), which docker expands into the same entries.
+fn port_flags(bindings: &BTreeMap<String, Vec<PortBinding>>) -> Vec<String> {
+    let mut entries = Vec::new();
+    let mut flags = Vec::new();
+    for (key, list) in bindings {
+        let parsed = key
+            .split_once('/')
+            .and_then(|(port, protocol)| Some((port.parse::<u16>().ok()?, protocol)));
+        for (position, binding) in list.iter().enumerate() {
+            let host = match binding.host_port.as_str() {
+                "" => Some(None),
+                text => text.parse::<u16>().ok().map(Some),
+            };
+            match (parsed, host) {
+                (Some((container, protocol)), Some(host)) => entries.push(PortEntry {
+                    position,
+                    protocol: protocol.to_string(),
+                    host_ip: binding.host_ip.clone(),
+                    container,
+                    host,
+                }),
+                // Not a shape envctl writes; pass it through unfolded.
+                _ => flags.push(format!(
+                    "{}:{}:{key}",
+                    bracketed(&binding.host_ip),
+                    binding.host_port
+                )),
+            }
+        }
+    }
+    entries.sort();
+    let mut runs: Vec<(PortEntry, PortEntry)> = Vec::new();
+    for entry in entries {
+        if let Some((_, last)) = runs.last_mut() {
+            let follows = |previous: u16, next: u16| previous.checked_add(1) == Some(next);
+            let hosts_follow = match (last.host, entry.host) {
+                (None, None) => true,
+                (Some(previous), Some(next)) => follows(previous, next),
+                _ => false,
+            };
+            if last.position == entry.position
+                && last.protocol == entry.protocol
+                && last.host_ip == entry.host_ip
+                && follows(last.container, entry.container)
+                && hosts_follow
+            {
+                *last = entry;
+                continue;
+            }
+        }
+        runs.push((entry.clone(), entry));
+    }
+    let range = |start: u16, end: u16| {
+        if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        }
+    };
+    flags.extend(runs.iter().map(|(first, last)| {
+        let host = match (first.host, last.host) {
+            (Some(start), Some(end)) => range(start, end),
+            _ => String::new(),
+        };
+        format!(
+            "{}:{host}:{}/{}",
+            bracketed(&first.host_ip),
+            range(first.container, last.container),
+            first.protocol
+        )
+    }));
+    flags
+}
+
+/// IPv6 addresses go in brackets in `-p`.
+fn bracketed(host_ip: &str) -> String {
+    if host_ip.contains(':') {
+        format!("[{host_ip}]")
+    } else {
+        host_ip.to_string()
+    }
+}
+
+/// `type=bind,source=/x,target=/y,readonly`; docker reads `--mount` as one CSV record, so
+/// a field holding `,` or `"` is CSV-quoted.
+fn mount_flag(mount: &Mount) -> String {
+    let kind = match mount.kind {
+        MountType::Bind => "bind",
+        MountType::Volume => "volume",
+    };
+    let mut fields = vec![
+        format!("type={kind}"),
+        format!("source={}", mount.source),
+        format!("target={}", mount.target),
+    ];
+    if mount.read_only {
+        fields.push("readonly".into());
+    }
+    let fields: Vec<String> = fields.iter().map(|field| csv_field(field)).collect();
+    fields.join(",")
+}
+
+fn csv_field(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+/// `all`, `2` or `"device=0,1"` (quoted, so docker's CSV parse keeps the IDs together).
+/// Only plain GPU requests, the kind `create_body` makes, have a `--gpus` spelling.
+fn gpus_flag(request: &DeviceRequest) -> String {
+    match &request.device_ids {
+        Some(devices) if !devices.is_empty() => csv_field(&format!("device={}", devices.join(","))),
+        _ if request.count < 0 => "all".into(),
+        _ => request.count.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_only_what_needs_it() {
+        assert_eq!(shell_quote("envctl.profile=a"), "envctl.profile=a");
+        assert_eq!(
+            shell_quote("127.0.0.1:8888:8888/tcp"),
+            "127.0.0.1:8888:8888/tcp"
+        );
+        assert_eq!(shell_quote("[::1]:1:1/tcp"), "'[::1]:1:1/tcp'");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("\"device=0,1\""), "'\"device=0,1\"'");
+        assert_eq!(shell_quote("$HOME"), "'$HOME'");
+    }
+
+    #[test]
+    fn cpus_and_sizes_read_back_exactly() {
+        assert_eq!(decimal_cpus(1_500_000_000), "1.5");
+        assert_eq!(decimal_cpus(2_000_000_000), "2");
+        assert_eq!(decimal_cpus(10_000_000), "0.01");
+        assert_eq!(decimal_cpus(1), "0.000000001");
+        assert_eq!(docker_size(8 << 30), "8g");
+        assert_eq!(docker_size(1536 << 20), "1536m");
+    }
+
+    #[test]
+    fn port_runs_fold_into_ranges_keeping_order_per_port() {
+        let binding = |ip: &str, port: &str| PortBinding {
+            host_ip: ip.into(),
+            host_port: port.into(),
+        };
+        let bindings = BTreeMap::from([
+            ("8000/tcp".to_string(), vec![binding("127.0.0.1", "9000")]),
+            ("8001/tcp".to_string(), vec![binding("127.0.0.1", "9001")]),
+            ("8002/tcp".to_string(), vec![binding("127.0.0.1", "9005")]),
+            (
+                "8888/tcp".to_string(),
+                vec![binding("::1", "18888"), binding("127.0.0.1", "18888")],
+            ),
+            ("53/udp".to_string(), vec![binding("0.0.0.0", "")]),
+            ("54/udp".to_string(), vec![binding("0.0.0.0", "")]),
+        ]);
+        assert_eq!(
+            port_flags(&bindings),
+            [
+                "127.0.0.1:9000-9001:8000-8001/tcp",
+                "127.0.0.1:9005:8002/tcp",
+                "[::1]:18888:8888/tcp",
+                "0.0.0.0::53-54/udp",
+                "127.0.0.1:18888:8888/tcp",
+            ]
+        );
+    }
+
+    #[test]
+    fn mount_fields_with_commas_are_csv_quoted() {
+        let mount = Mount {
+            kind: MountType::Bind,
+            source: "/data/a,b".into(),
+            target: "/data".into(),
+            read_only: true,
+        };
+        assert_eq!(
+            mount_flag(&mount),
+            "type=bind,\"source=/data/a,b\",target=/data,readonly"
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! The mapping itself: a resolved profile (plus `up` overrides) and a few facts about the
+//! host → [`CreateBody`]. Pure: whatever it needs from the world comes in [`SpecContext`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::checks::safety::is_pytorch;
+use crate::profile::model::{GpuRequest, Ipc, MountKind, Profile};
+use crate::profile::ports::conflicts;
+use crate::profile::resolve::{ResolvedProfile, config_hash};
+
+use super::body::{
+    CreateBody, DeviceRequest, EmptyObject, HostConfig, Mount, MountType, PortBinding,
+    RestartPolicy, Ulimit,
+};
+use super::error::{MissingSource, SpecError};
+use super::overrides::Overrides;
+use super::sources::resolve_bind_source;
+use super::{
+    CONFIG_HASH_LABEL, CUDA_DEVICE_ORDER, DEFAULT_SHM_SIZE, KEEP_ALIVE_COMMAND, PROFILE_LABEL,
+};
+
+/// What `create_body` needs to know about where it runs.
+pub struct SpecContext<'a> {
+    /// Absolute; `./` and `../` bind sources resolve against it.
+    pub working_directory: PathBuf,
+    /// `~` bind sources resolve against it; `None` makes them an error.
+    pub home: Option<PathBuf>,
+    /// Whether the host has a usable GPU: decides `gpus = "optional"`.
+    pub host_has_gpus: bool,
+    /// `up -e/-p/-v`, applied on top of the profile.
+    pub overrides: Overrides,
+    /// Whether a resolved bind source exists; `up` passes `&|path| path.exists()`, tests
+    /// a set. Asked once per bind mount.
+    pub path_exists: &'a dyn Fn(&Path) -> bool,
+}
+
+impl fmt::Debug for SpecContext<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("SpecContext")
+            .field("working_directory", &self.working_directory)
+            .field("home", &self.home)
+            .field("host_has_gpus", &self.host_has_gpus)
+            .field("overrides", &self.overrides)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The create body for `resolved` on a host described by `context`.
+///
+/// Fails, before anything is created, when a bind source is missing (all missing ones are
+/// named at once), when `~` cannot be expanded, when a size or `cpus` does not fit the
+/// Engine API's integers, or when an override publishes a host port twice.
+pub fn create_body(
+    resolved: &ResolvedProfile,
+    context: &SpecContext<'_>,
+) -> Result<CreateBody, SpecError> {
+    let overridden;
+    let (profile, hash) = if context.overrides.is_empty() {
+        (&resolved.profile, resolved.config_hash.clone())
+    } else {
+        overridden = context.overrides.apply(&resolved.profile);
+        // The label must tell `up` that this container differs from the plain profile's.
+        let hash = config_hash(&overridden);
+        (&overridden, hash)
+    };
+    check_port_conflicts(profile)?;
+
+    let device_requests = device_requests(&profile.gpus, context.host_has_gpus);
+    let gpus_requested = !device_requests.is_empty();
+
+    let mut env = profile.env.clone();
+    if gpus_requested {
+        // nvidia-smi numbers GPUs by PCI bus, CUDA by speed unless told otherwise: make
+        // `CUDA_VISIBLE_DEVICES=1` and `nvidia-smi -i 1` the same GPU.
+        let (key, value) = CUDA_DEVICE_ORDER;
+        env.entry(key.to_string())
+            .or_insert_with(|| value.to_string());
+    }
+
+    let labels = BTreeMap::from([
+        (PROFILE_LABEL.to_string(), profile.name.clone()),
+        (CONFIG_HASH_LABEL.to_string(), hash),
+    ]);
+
+    let (cmd, init) = match &profile.command {
+        Some(command) => (command.clone(), None),
+        // docker-init as PID 1 forwards `docker stop`'s SIGTERM to `sleep`, which then
+        // exits at once instead of waiting out the 10 s kill timeout.
+        None => (
+            KEEP_ALIVE_COMMAND
+                .iter()
+                .map(|word| word.to_string())
+                .collect(),
+            Some(true),
+        ),
+    };
+
+    let (port_bindings, exposed_ports) = port_bindings(profile);
+
+    Ok(CreateBody {
+        image: profile.image.to_string(),
+        cmd,
+        env: env
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect(),
+        working_dir: profile.workdir.clone(),
+        user: profile.user.clone(),
+        labels,
+        exposed_ports,
+        host_config: HostConfig {
+            memory: profile
+                .memory
+                .map(|size| signed_size("memory", size.bytes()))
+                .transpose()?,
+            nano_cpus: profile.cpus.map(nano_cpus).transpose()?,
+            shm_size: shm_size(profile, gpus_requested)
+                .map(|bytes| signed_size("shm_size", bytes))
+                .transpose()?,
+            ipc_mode: profile.ipc.map(|ipc| ipc.as_str().to_string()),
+            port_bindings,
+            mounts: mounts(profile, context)?,
+            ulimits: profile
+                .ulimits
+                .iter()
+                .map(|(name, limit)| Ulimit {
+                    name: name.clone(),
+                    soft: limit.soft,
+                    hard: limit.hard,
+                })
+                .collect(),
+            restart_policy: RestartPolicy::default(),
+            device_requests,
+            init,
+        },
+    })
+}
+
+/// The `DeviceRequests` of `docker run --gpus`; `optional` is `all` on a host with GPUs
+/// and nothing elsewhere.
+pub fn device_requests(gpus: &GpuRequest, host_has_gpus: bool) -> Vec<DeviceRequest> {
+    match gpus {
+        GpuRequest::All => vec![DeviceRequest::all_gpus()],
+        GpuRequest::Optional if host_has_gpus => vec![DeviceRequest::all_gpus()],
+        GpuRequest::Optional | GpuRequest::None => Vec::new(),
+        // Validation refuses these; map them to "no GPU" rather than to a request the
+        // daemon would read as something else.
+        GpuRequest::Count(0) => Vec::new(),
+        GpuRequest::Devices(devices) if devices.is_empty() => Vec::new(),
+        GpuRequest::Count(count) => vec![DeviceRequest::gpu_count(*count)],
+        GpuRequest::Devices(devices) => vec![DeviceRequest::gpu_devices(devices.clone())],
+    }
+}
+
+/// The profile's `shm_size`; else [`DEFAULT_SHM_SIZE`] for PyTorch images and GPU
+/// containers, unless the IPC namespace is the host's (whose `/dev/shm` Docker does not
+/// size); else `None`, Docker's 64 MiB.
+pub fn shm_size(profile: &Profile, gpus_requested: bool) -> Option<u64> {
+    if let Some(size) = profile.shm_size {
+        return Some(size.bytes());
+    }
+    let needs_shared_memory = is_pytorch(profile) || gpus_requested;
+    (needs_shared_memory && profile.ipc != Some(Ipc::Host)).then_some(DEFAULT_SHM_SIZE)
+}
+
+/// One `PortBindings` key per container port, as the docker CLI expands ranges, with the
+/// matching `ExposedPorts`.
+fn port_bindings(
+    profile: &Profile,
+) -> (
+    BTreeMap<String, Vec<PortBinding>>,
+    BTreeMap<String, EmptyObject>,
+) {
+    let mut bindings: BTreeMap<String, Vec<PortBinding>> = BTreeMap::new();
+    for port in &profile.ports {
+        for offset in 0..port.container.len() {
+            // Lengths match (validated), and `offset` < a u16 range length.
+            let offset = offset as u16;
+            let key = format!(
+                "{}/{}",
+                port.container.start + offset,
+                port.protocol.as_str()
+            );
+            let host_port = port
+                .host
+                .map(|host| (host.start + offset).to_string())
+                .unwrap_or_default();
+            bindings.entry(key).or_default().push(PortBinding {
+                host_ip: port.host_ip.to_string(),
+                host_port,
+            });
+        }
+    }
+    let exposed = bindings
+        .keys()
+        .map(|key| (key.clone(), EmptyObject {}))
+        .collect();
+    (bindings, exposed)
+}
+
+fn mounts(profile: &Profile, context: &SpecContext<'_>) -> Result<Vec<Mount>, SpecError> {
+    let mut mounts = Vec::new();
+    let mut missing = Vec::new();
+    for mount in &profile.mounts {
+        let (kind, source) = match mount.kind {
+            MountKind::Volume => (MountType::Volume, mount.source.clone()),
+            MountKind::Bind => {
+                let path = resolve_bind_source(
+                    &mount.source,
+                    &context.working_directory,
+                    context.home.as_deref(),
+                )?;
+                if !(context.path_exists)(&path) {
+                    missing.push(MissingSource {
+                        path,
+                        written: mount.source.clone(),
+                        target: mount.target.clone(),
+                    });
+                    continue;
+                }
+                let source = path
+                    .to_str()
+                    .ok_or_else(|| SpecError::NotUnicode { path: path.clone() })?
+                    .to_string();
+                (MountType::Bind, source)
+            }
+        };
+        mounts.push(Mount {
+            kind,
+            source,
+            target: mount.target.clone(),
+            read_only: mount.read_only,
+        });
+    }
+    if missing.is_empty() {
+        Ok(mounts)
+    } else {
+        Err(SpecError::MissingBindSources { missing })
+    }
+}
+
+fn check_port_conflicts(profile: &Profile) -> Result<(), SpecError> {
+    for (index, first) in profile.ports.iter().enumerate() {
+        if let Some(second) = profile.ports[index + 1..]
+            .iter()
+            .find(|second| conflicts(first, second))
+        {
+            return Err(SpecError::PortConflict {
+                first: first.to_string(),
+                second: second.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn signed_size(key: &'static str, bytes: u64) -> Result<i64, SpecError> {
+    i64::try_from(bytes).map_err(|_| SpecError::SizeOutOfRange { key, bytes })
+}
+
+/// CPUs × 10⁹, rounded to the nearest integer; the docker CLI refuses more precision.
+fn nano_cpus(cpus: f64) -> Result<i64, SpecError> {
+    let nanos = (cpus * 1e9).round();
+    // `i64::MAX as f64` rounds up to 2⁶³, itself out of range: compare with `<`.
+    if nanos.is_finite() && nanos >= 1.0 && nanos < i64::MAX as f64 {
+        Ok(nanos as i64)
+    } else {
+        Err(SpecError::CpusOutOfRange { cpus })
+    }
+}

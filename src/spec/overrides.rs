@@ -1,0 +1,182 @@
+//! `envctl up -e K=V -p SPEC -v SPEC`: one-off changes on top of a profile, parsed with the
+//! profile's own port and mount grammar so a flag means what the same key would in TOML.
+//!
+//! Environment variables replace by key; ports are appended; a mount replaces the
+//! profile's mount with the same target, or is appended.
+
+use crate::profile::model::{Mount, PortBinding, Profile};
+use crate::profile::mounts::parse_mount_spec;
+use crate::profile::ports::parse_port_spec;
+
+use super::error::SpecError;
+
+/// The overrides of one `up`, in the order given.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    pub env: Vec<(String, String)>,
+    pub ports: Vec<PortBinding>,
+    pub mounts: Vec<Mount>,
+}
+
+impl Overrides {
+    /// Parses the flags' values. `-e KEY` without `=` takes KEY's value from
+    /// `host_environment` (as `docker run -e KEY` does) and is an error when it is unset
+    /// there, rather than docker's silent drop.
+    pub fn parse(
+        env_specs: &[String],
+        port_specs: &[String],
+        mount_specs: &[String],
+        host_environment: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Overrides, SpecError> {
+        let invalid =
+            |flag: &'static str, spec: &str, message: String| SpecError::InvalidOverride {
+                flag,
+                spec: spec.to_string(),
+                message,
+            };
+        let mut overrides = Overrides::default();
+        for spec in env_specs {
+            let (key, value) = match spec.split_once('=') {
+                Some((key, value)) => (key, value.to_string()),
+                None => {
+                    let value = host_environment(spec).ok_or_else(|| {
+                        invalid(
+                            "-e",
+                            spec,
+                            format!("`{spec}` is not set in your environment"),
+                        )
+                    })?;
+                    (spec.as_str(), value)
+                }
+            };
+            if key.is_empty() || key.contains(char::is_whitespace) || spec.contains('\0') {
+                return Err(invalid(
+                    "-e",
+                    spec,
+                    "the variable name must be non-empty, without spaces".into(),
+                ));
+            }
+            overrides.env.push((key.to_string(), value));
+        }
+        for spec in port_specs {
+            overrides
+                .ports
+                .push(parse_port_spec(spec).map_err(|message| invalid("-p", spec, message))?);
+        }
+        for spec in mount_specs {
+            overrides
+                .mounts
+                .push(parse_mount_spec(spec).map_err(|message| invalid("-v", spec, message))?);
+        }
+        Ok(overrides)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.env.is_empty() && self.ports.is_empty() && self.mounts.is_empty()
+    }
+
+    /// The profile with these overrides on top.
+    pub fn apply(&self, profile: &Profile) -> Profile {
+        let mut result = profile.clone();
+        for (key, value) in &self.env {
+            result.env.insert(key.clone(), value.clone());
+        }
+        result.ports.extend(self.ports.iter().cloned());
+        for mount in &self.mounts {
+            match result
+                .mounts
+                .iter_mut()
+                .find(|existing| existing.target == mount.target)
+            {
+                Some(existing) => *existing = mount.clone(),
+                None => result.mounts.push(mount.clone()),
+            }
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::resolve::resolve_text;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|item| item.to_string()).collect()
+    }
+
+    fn no_environment(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn env_replaces_ports_append_mounts_replace_by_target() {
+        let resolved = resolve_text(
+            "base.toml",
+            r#"
+image = "busybox:1"
+env = { A = "1", B = "2" }
+ports = ["8888:8888"]
+mounts = ["./data:/data", "cache:/cache"]
+"#,
+        )
+        .unwrap();
+        let host = |key: &str| (key == "TOKEN").then(|| "secret".to_string());
+        let overrides = Overrides::parse(
+            &strings(&["B=3", "C=", "TOKEN"]),
+            &strings(&["6006:6006"]),
+            &strings(&["/srv/data:/data:ro", "models:/models"]),
+            &host,
+        )
+        .unwrap();
+        let profile = overrides.apply(&resolved.profile);
+        let env: Vec<String> = profile
+            .env
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        assert_eq!(env, ["A=1", "B=3", "C=", "TOKEN=secret"]);
+        let ports: Vec<String> = profile.ports.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            ports,
+            ["127.0.0.1:8888:8888/tcp", "127.0.0.1:6006:6006/tcp"]
+        );
+        let mounts: Vec<String> = profile.mounts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            mounts,
+            ["/srv/data:/data:ro", "cache:/cache", "models:/models"]
+        );
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        let error = Overrides::parse(&strings(&["UNSET"]), &[], &[], &no_environment).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "`-e UNSET`: `UNSET` is not set in your environment"
+        );
+        assert!(error.hint().unwrap().contains("-e KEY=value"));
+        for (env, ports, mounts, flag) in [
+            (vec!["=x"], vec![], vec![], "-e"),
+            (vec![], vec!["99999"], vec![], "-p"),
+            (vec![], vec![], vec!["/a:relative"], "-v"),
+        ] {
+            let error = Overrides::parse(
+                &strings(&env),
+                &strings(&ports),
+                &strings(&mounts),
+                &no_environment,
+            )
+            .unwrap_err();
+            assert!(
+                matches!(&error, SpecError::InvalidOverride { flag: found, .. } if *found == flag),
+                "{error:?}"
+            );
+        }
+        assert!(
+            Overrides::parse(&[], &[], &[], &no_environment)
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
