@@ -31,12 +31,27 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
             [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print a container''s logs')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'envctl;doctor' {
+            [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'A compatibility matrix file whose rows add to or replace the bundled ones')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Treat warnings as failures (exit 1)')
+            [CompletionResult]::new('--matrix-info', '--matrix-info', [CompletionResultType]::ParameterName, 'Print the matrix''s date, row counts and sources, and exit')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
         'envctl;profiles' {
@@ -177,12 +192,16 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;help' {
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
             [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print a container''s logs')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'envctl;help;doctor' {
             break
         }
         'envctl;help;profiles' {

@@ -19,6 +19,9 @@ _envctl() {
             envctl,completions)
                 cmd="envctl__subcmd__completions"
                 ;;
+            envctl,doctor)
+                cmd="envctl__subcmd__doctor"
+                ;;
             envctl,down)
                 cmd="envctl__subcmd__down"
                 ;;
@@ -36,6 +39,9 @@ _envctl() {
                 ;;
             envctl__subcmd__help,completions)
                 cmd="envctl__subcmd__help__subcmd__completions"
+                ;;
+            envctl__subcmd__help,doctor)
+                cmd="envctl__subcmd__help__subcmd__doctor"
                 ;;
             envctl__subcmd__help,down)
                 cmd="envctl__subcmd__help__subcmd__down"
@@ -101,7 +107,7 @@ _envctl() {
 
     case "${cmd}" in
         envctl)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version profiles ps down logs completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor profiles ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,6 +142,28 @@ _envctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        envctl__subcmd__doctor)
+            opts="-q -v -h --strict --matrix --matrix-info --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --matrix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         envctl__subcmd__down)
             opts="-q -v -h --rm --volumes --timeout --json --quiet --verbose --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -159,7 +187,7 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help)
-            opts="profiles ps down logs completions help"
+            opts="doctor profiles ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -173,6 +201,20 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -28,12 +28,26 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
+            cand doctor 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
             cand profiles 'List, show, check and create profiles'
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
             cand logs 'Print a container''s logs'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'envctl;doctor'= {
+            cand --matrix 'A compatibility matrix file whose rows add to or replace the bundled ones'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --strict 'Treat warnings as failures (exit 1)'
+            cand --matrix-info 'Print the matrix''s date, row counts and sources, and exit'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
         }
         &'envctl;profiles'= {
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
@@ -158,12 +172,15 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --help 'Print help'
         }
         &'envctl;help'= {
+            cand doctor 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
             cand profiles 'List, show, check and create profiles'
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
             cand logs 'Print a container''s logs'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'envctl;help;doctor'= {
         }
         &'envctl;help;profiles'= {
             cand list 'List the profiles envctl finds, with where each comes from'

@@ -38,6 +38,20 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it
+    Doctor {
+        /// Profiles to check (names or paths); by default the project's ./envctl/ profiles
+        profiles: Vec<String>,
+        /// Treat warnings as failures (exit 1)
+        #[arg(long)]
+        strict: bool,
+        /// A compatibility matrix file whose rows add to or replace the bundled ones
+        #[arg(long, value_name = "FILE")]
+        matrix: Option<PathBuf>,
+        /// Print the matrix's date, row counts and sources, and exit
+        #[arg(long)]
+        matrix_info: bool,
+    },
     /// List, show, check and create profiles
     #[command(subcommand)]
     Profiles(ProfilesCommand),

@@ -12,6 +12,14 @@ pub enum Error {
     Profile(#[from] ProfileError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    #[error(transparent)]
+    Matrix(#[from] crate::compat::MatrixError),
+    #[error("cannot read `{path}`")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("no container or profile named `{target}`")]
     TargetNotFound { target: String, hint: String },
     #[error("`{target}` matches several containers: {}", containers.join(", "))]
@@ -36,7 +44,7 @@ impl Error {
             Error::Profile(_) | Error::Usage { .. } => ExitStatus::Error,
             Error::Output(_) => ExitStatus::Failure,
             Error::Engine(_) | Error::TargetNotFound { .. } | Error::TargetAmbiguous { .. } => ExitStatus::Failure,
-            Error::Runtime(_) => ExitStatus::Error,
+            Error::Runtime(_) | Error::Matrix(_) | Error::Read { .. } => ExitStatus::Error,
         }
     }
 
@@ -45,6 +53,8 @@ impl Error {
         match self {
             Error::Profile(error) => error.hint(),
             Error::Output(_) | Error::Runtime(_) => None,
+            Error::Matrix(_) => Some("fix the file, or leave it out to use the bundled matrix only".into()),
+            Error::Read { .. } => Some("check the path and its permissions".into()),
             Error::Usage { hint, .. } => hint.clone(),
             Error::Engine(error) => error.hint(),
             Error::TargetNotFound { hint, .. } => Some(hint.clone()),
@@ -56,6 +66,7 @@ impl Error {
     pub fn diagnostics(&self) -> &[Diagnostic] {
         match self {
             Error::Profile(error) => error.diagnostics(),
+            Error::Matrix(error) => &error.problems,
             _ => &[],
         }
     }

@@ -2,8 +2,10 @@
 //! `ui`. The context every command gets lives here.
 
 pub mod completions;
+pub mod doctor;
 pub mod down;
 pub mod logs;
+pub mod matrix;
 pub mod profiles;
 pub mod ps;
 pub mod target;
@@ -56,7 +58,7 @@ impl Context {
 
 /// `$XDG_CONFIG_HOME`, or `~/.config`, on every platform (envctl's users are on Linux; a
 /// macOS laptop should find the same folder).
-fn user_config_directory() -> Option<PathBuf> {
+pub fn user_config_directory() -> Option<PathBuf> {
     use etcetera::BaseStrategy;
     etcetera::choose_base_strategy()
         .map(|strategy| strategy.config_dir())
@@ -78,6 +80,20 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),
         Command::Ps { all } => ps::run(all, context),
+        Command::Doctor {
+            profiles,
+            strict,
+            matrix,
+            matrix_info,
+        } => doctor::run(
+            doctor::DoctorArguments {
+                profiles,
+                strict,
+                matrix,
+                matrix_info,
+            },
+            context,
+        ),
         Command::Down {
             target,
             rm,

@@ -8,9 +8,9 @@ use crate::checks::{Finding, Status, worst};
 use crate::error::Error;
 
 /// A titled group of findings (`Docker`, `GPU`, `Profile pytorch-2.8`).
-pub struct Section<'a> {
+pub struct Section {
     pub title: String,
-    pub findings: &'a [Finding],
+    pub findings: Vec<Finding>,
 }
 
 fn symbol(status: Status) -> &'static str {
@@ -32,19 +32,19 @@ fn style(status: Status) -> Style {
 }
 
 /// Prints each section on stdout, then the summary line.
-pub fn print_sections(printer: &Printer, sections: &[Section<'_>]) -> Result<(), Error> {
+pub fn print_sections(printer: &Printer, sections: &[Section]) -> Result<(), Error> {
     for section in sections {
-        let status = worst(section.findings);
+        let status = worst(&section.findings);
         let header = printer.style_stdout(Style::new().bold(), &section.title);
         printer.data(&format!(
             "{} {header}",
             printer.style_stdout(style(status), symbol(status))
         ))?;
-        for finding in section.findings {
+        for finding in &section.findings {
             let mark = printer.style_stdout(style(finding.status), symbol(finding.status));
             printer.data(&format!("  {mark} {}", finding.message))?;
             if let Some(hint) = &finding.hint
-                && finding.status != Status::Pass
+                && matches!(finding.status, Status::Warn | Status::Fail)
             {
                 let label = printer.style_stdout(Style::new().cyan(), "hint:");
                 printer.data(&format!("      {label} {hint}"))?;
