@@ -32,6 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it')
+            [CompletionResult]::new('compat', 'compat', [CompletionResultType]::ParameterValue, 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
             [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
@@ -45,6 +46,25 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Treat warnings as failures (exit 1)')
             [CompletionResult]::new('--matrix-info', '--matrix-info', [CompletionResultType]::ParameterName, 'Print the matrix''s date, row counts and sources, and exit')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'envctl;compat' {
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Take CUDA and torch from this profile''s [stack]')
+            [CompletionResult]::new('--image-cuda', '--image-cuda', [CompletionResultType]::ParameterName, 'The image''s CUDA release, e.g. 12.8')
+            [CompletionResult]::new('--torch', '--torch', [CompletionResultType]::ParameterName, 'The image''s torch build, e.g. 2.8.0+cu128')
+            [CompletionResult]::new('--driver', '--driver', [CompletionResultType]::ParameterName, 'The host''s NVIDIA driver, e.g. 550.54.15')
+            [CompletionResult]::new('--gpu', '--gpu', [CompletionResultType]::ParameterName, 'A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)')
+            [CompletionResult]::new('--cc', '--cc', [CompletionResultType]::ParameterName, 'A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)')
+            [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'A compatibility matrix file whose rows add to or replace the bundled ones')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('--datacenter', '--datacenter', [CompletionResultType]::ParameterName, 'Treat the GPUs as data-center parts (forward compatibility packages apply)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
@@ -193,6 +213,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
         }
         'envctl;help' {
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it')
+            [CompletionResult]::new('compat', 'compat', [CompletionResultType]::ParameterValue, 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
             [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
@@ -202,6 +223,9 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;help;doctor' {
+            break
+        }
+        'envctl;help;compat' {
             break
         }
         'envctl;help;profiles' {

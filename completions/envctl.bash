@@ -16,6 +16,9 @@ _envctl() {
             ",$1")
                 cmd="envctl"
                 ;;
+            envctl,compat)
+                cmd="envctl__subcmd__compat"
+                ;;
             envctl,completions)
                 cmd="envctl__subcmd__completions"
                 ;;
@@ -36,6 +39,9 @@ _envctl() {
                 ;;
             envctl,ps)
                 cmd="envctl__subcmd__ps"
+                ;;
+            envctl__subcmd__help,compat)
+                cmd="envctl__subcmd__help__subcmd__compat"
                 ;;
             envctl__subcmd__help,completions)
                 cmd="envctl__subcmd__help__subcmd__completions"
@@ -107,12 +113,58 @@ _envctl() {
 
     case "${cmd}" in
         envctl)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor profiles ps down logs completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor compat profiles ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__compat)
+            opts="-q -v -h --profile --image-cuda --torch --driver --gpu --cc --datacenter --matrix --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --image-cuda)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --torch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cc)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --matrix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -187,8 +239,22 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help)
-            opts="doctor profiles ps down logs completions help"
+            opts="doctor compat profiles ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__compat)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

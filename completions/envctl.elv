@@ -29,6 +29,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand doctor 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
+            cand compat 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch'
             cand profiles 'List, show, check and create profiles'
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
@@ -41,6 +42,24 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand --strict 'Treat warnings as failures (exit 1)'
             cand --matrix-info 'Print the matrix''s date, row counts and sources, and exit'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;compat'= {
+            cand --profile 'Take CUDA and torch from this profile''s [stack]'
+            cand --image-cuda 'The image''s CUDA release, e.g. 12.8'
+            cand --torch 'The image''s torch build, e.g. 2.8.0+cu128'
+            cand --driver 'The host''s NVIDIA driver, e.g. 550.54.15'
+            cand --gpu 'A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)'
+            cand --cc 'A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)'
+            cand --matrix 'A compatibility matrix file whose rows add to or replace the bundled ones'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --datacenter 'Treat the GPUs as data-center parts (forward compatibility packages apply)'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
@@ -173,6 +192,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
         }
         &'envctl;help'= {
             cand doctor 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
+            cand compat 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch'
             cand profiles 'List, show, check and create profiles'
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
@@ -181,6 +201,8 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'envctl;help;doctor'= {
+        }
+        &'envctl;help;compat'= {
         }
         &'envctl;help;profiles'= {
             cand list 'List the profiles envctl finds, with where each comes from'

@@ -33,6 +33,7 @@ complete -c envctl -n "__fish_envctl_needs_command" -s v -l verbose -d 'Print mo
 complete -c envctl -n "__fish_envctl_needs_command" -s h -l help -d 'Print help'
 complete -c envctl -n "__fish_envctl_needs_command" -s V -l version -d 'Print version'
 complete -c envctl -n "__fish_envctl_needs_command" -f -a "doctor" -d 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
+complete -c envctl -n "__fish_envctl_needs_command" -f -a "compat" -d 'The doctor\'s verdicts for a host you describe: driver, GPUs, image CUDA and torch'
 complete -c envctl -n "__fish_envctl_needs_command" -f -a "profiles" -d 'List, show, check and create profiles'
 complete -c envctl -n "__fish_envctl_needs_command" -f -a "ps" -d 'List envctl\'s containers: profile, image, status, ports, GPUs, drift'
 complete -c envctl -n "__fish_envctl_needs_command" -f -a "down" -d 'Stop a container (host data is never touched)'
@@ -49,6 +50,21 @@ complete -c envctl -n "__fish_envctl_using_subcommand doctor" -l json -d 'Print 
 complete -c envctl -n "__fish_envctl_using_subcommand doctor" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand doctor" -s v -l verbose -d 'Print more detail on stderr'
 complete -c envctl -n "__fish_envctl_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l profile -d 'Take CUDA and torch from this profile\'s [stack]' -r
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l image-cuda -d 'The image\'s CUDA release, e.g. 12.8' -r
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l torch -d 'The image\'s torch build, e.g. 2.8.0+cu128' -r
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l driver -d 'The host\'s NVIDIA driver, e.g. 550.54.15' -r
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l gpu -d 'A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)' -r
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l cc -d 'A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)' -r
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l matrix -d 'A compatibility matrix file whose rows add to or replace the bundled ones' -r -F
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l datacenter -d 'Treat the GPUs as data-center parts (forward compatibility packages apply)'
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -s h -l help -d 'Print help'
 complete -c envctl -n "__fish_envctl_using_subcommand profiles; and not __fish_seen_subcommand_from list show check new help" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -130,13 +146,14 @@ complete -c envctl -n "__fish_envctl_using_subcommand completions" -l json -d 'P
 complete -c envctl -n "__fish_envctl_using_subcommand completions" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand completions" -s v -l verbose -d 'Print more detail on stderr'
 complete -c envctl -n "__fish_envctl_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor profiles ps down logs completions help" -f -a "doctor" -d 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
-complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor profiles ps down logs completions help" -f -a "profiles" -d 'List, show, check and create profiles'
-complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor profiles ps down logs completions help" -f -a "ps" -d 'List envctl\'s containers: profile, image, status, ports, GPUs, drift'
-complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor profiles ps down logs completions help" -f -a "down" -d 'Stop a container (host data is never touched)'
-complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor profiles ps down logs completions help" -f -a "logs" -d 'Print a container\'s logs'
-complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor profiles ps down logs completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor profiles ps down logs completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor compat profiles ps down logs completions help" -f -a "doctor" -d 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor compat profiles ps down logs completions help" -f -a "compat" -d 'The doctor\'s verdicts for a host you describe: driver, GPUs, image CUDA and torch'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor compat profiles ps down logs completions help" -f -a "profiles" -d 'List, show, check and create profiles'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor compat profiles ps down logs completions help" -f -a "ps" -d 'List envctl\'s containers: profile, image, status, ports, GPUs, drift'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor compat profiles ps down logs completions help" -f -a "down" -d 'Stop a container (host data is never touched)'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor compat profiles ps down logs completions help" -f -a "logs" -d 'Print a container\'s logs'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor compat profiles ps down logs completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and not __fish_seen_subcommand_from doctor compat profiles ps down logs completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "list" -d 'List the profiles envctl finds, with where each comes from'
 complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "show" -d 'Print a profile with `extends` applied, and which file set each key'
 complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "check" -d 'Validate profile files; every problem is reported with file:line:column'

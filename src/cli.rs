@@ -52,6 +52,41 @@ pub enum Command {
         #[arg(long)]
         matrix_info: bool,
     },
+    /// The doctor's verdicts for a host you describe: driver, GPUs, image CUDA and torch
+    #[command(
+        after_help = "Examples:\n  envctl compat --profile pytorch-2.8 --driver 550.54.15 --gpu \"RTX 4090\"\n  envctl compat --image-cuda 12.8 --torch 2.8.0+cu128 --driver 570.124.06 --cc 9.0 --cc 7.0"
+    )]
+    Compat {
+        /// Take CUDA and torch from this profile's [stack]
+        #[arg(
+            long,
+            value_name = "PROFILE",
+            conflicts_with = "image_cuda",
+            required_unless_present = "image_cuda"
+        )]
+        profile: Option<String>,
+        /// The image's CUDA release, e.g. 12.8
+        #[arg(long, value_name = "X.Y")]
+        image_cuda: Option<String>,
+        /// The image's torch build, e.g. 2.8.0+cu128
+        #[arg(long, value_name = "VERSION", requires = "image_cuda")]
+        torch: Option<String>,
+        /// The host's NVIDIA driver, e.g. 550.54.15
+        #[arg(long, value_name = "VERSION")]
+        driver: String,
+        /// A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)
+        #[arg(long, value_name = "NAME", required_unless_present = "cc")]
+        gpu: Vec<String>,
+        /// A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)
+        #[arg(long, value_name = "X.Y")]
+        cc: Vec<String>,
+        /// Treat the GPUs as data-center parts (forward compatibility packages apply)
+        #[arg(long)]
+        datacenter: bool,
+        /// A compatibility matrix file whose rows add to or replace the bundled ones
+        #[arg(long, value_name = "FILE")]
+        matrix: Option<PathBuf>,
+    },
     /// List, show, check and create profiles
     #[command(subcommand)]
     Profiles(ProfilesCommand),

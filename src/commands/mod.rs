@@ -1,6 +1,7 @@
 //! One module per subcommand: each gathers what it needs, judges, and hands the result to
 //! `ui`. The context every command gets lives here.
 
+pub mod compat;
 pub mod completions;
 pub mod doctor;
 pub mod down;
@@ -80,6 +81,28 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),
         Command::Ps { all } => ps::run(all, context),
+        Command::Compat {
+            profile,
+            image_cuda,
+            torch,
+            driver,
+            gpu,
+            cc,
+            datacenter,
+            matrix,
+        } => compat::run(
+            compat::CompatArguments {
+                profile,
+                image_cuda,
+                torch,
+                driver,
+                gpus: gpu,
+                capabilities: cc,
+                datacenter,
+                matrix,
+            },
+            context,
+        ),
         Command::Doctor {
             profiles,
             strict,

@@ -294,7 +294,7 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
     match reach(matrix, row, capability) {
         Reach::Exact(target) => facts(Finding::pass(
             GPU_CUDA_ARCH,
-            format!("CUDA {cuda} compiles for {gpu} ({target})"),
+            format!("CUDA {cuda} has a {target} target for {gpu}"),
         )),
         Reach::SameMajor(target) => facts(Finding::pass(
             GPU_CUDA_ARCH,
