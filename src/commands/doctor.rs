@@ -90,18 +90,29 @@ fn profiles_to_check(names: &[String], context: &Context) -> Result<Vec<Resolved
         .collect()
 }
 
-struct Facts {
-    engine: EngineFacts,
-    gpu: GpuFacts,
-    host: HostFacts,
+/// What doctor gathered: daemon, NVML and host facts, and per profile its image's facts.
+pub struct Facts {
+    pub engine: EngineFacts,
+    pub gpu: GpuFacts,
+    pub host: HostFacts,
     /// Per profile, the image's facts when it is present locally.
-    images: Vec<Option<ImageFacts>>,
-    free_bytes: Option<Result<u64, String>>,
-    library_from_environment: bool,
+    pub images: Vec<Option<ImageFacts>>,
+    pub free_bytes: Option<Result<u64, String>>,
+    pub library_from_environment: bool,
 }
 
-/// NVML, the host probe and the daemon are asked at the same time.
 fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Error> {
+    let engine = Engine::connect(context.docker_host.as_deref(), PING_TIMEOUT);
+    Ok(runtime()?.block_on(gather_with(engine, profiles, context)))
+}
+
+/// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
+/// to use (or why there is none), so `up` can share its own.
+pub async fn gather_with(
+    engine: Result<Engine, crate::engine::EngineError>,
+    profiles: &[ResolvedProfile],
+    context: &Context,
+) -> Facts {
     let library = std::env::var_os(gpu::LIBRARY_VARIABLE)
         .filter(|value| !value.is_empty())
         .map(PathBuf::from);
@@ -114,25 +125,23 @@ fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Erro
         path: std::env::var_os("PATH"),
         docker_endpoint: endpoint.clone(),
     };
-    let runtime = runtime()?;
-    let (gpu, host, (engine, images)) = std::thread::scope(|scope| {
-        let gpu = scope.spawn(|| gpu::gather(library.as_deref()));
-        let host = scope.spawn(|| probe.gather());
-        let daemon = runtime.block_on(daemon_facts(context, &endpoint, profiles));
-        // A panicking probe thread is a bug; its facts are then simply missing.
-        let gpu = gpu.join().unwrap_or_else(|_| GpuFacts {
-            library: library.as_deref().map_or_else(
-                || gpu::DEFAULT_LIBRARY.to_string(),
-                |path| path.display().to_string(),
-            ),
-            nvml: gpu::LoadOutcome::Unknown {
-                message: "the NVML probe crashed".into(),
-            },
-        });
-        (gpu, host.join().unwrap_or_default(), daemon)
+    let library_for_nvml = library.clone();
+    let gpu_task = tokio::task::spawn_blocking(move || gpu::gather(library_for_nvml.as_deref()));
+    let host_task = tokio::task::spawn_blocking(move || probe.gather());
+    let (engine_facts, images) = daemon_facts(engine, &endpoint, profiles).await;
+    // A panicking probe is a bug; its facts are then reported as missing, not invented.
+    let gpu = gpu_task.await.unwrap_or_else(|_| GpuFacts {
+        library: library.as_deref().map_or_else(
+            || gpu::DEFAULT_LIBRARY.to_string(),
+            |path| path.display().to_string(),
+        ),
+        nvml: gpu::LoadOutcome::Unknown {
+            message: "the NVML probe crashed".into(),
+        },
     });
+    let host = host_task.await.unwrap_or_default();
     // Free space is only meaningful where the daemon's files are this machine's.
-    let free_bytes = match &engine.state {
+    let free_bytes = match &engine_facts.state {
         EngineState::Reachable(daemon)
             if endpoint.starts_with("unix://") && !daemon.docker_desktop =>
         {
@@ -142,22 +151,22 @@ fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Erro
         }
         _ => None,
     };
-    Ok(Facts {
-        engine,
+    Facts {
+        engine: engine_facts,
         gpu,
         host,
         images,
         free_bytes,
         library_from_environment: library.is_some(),
-    })
+    }
 }
 
 async fn daemon_facts(
-    context: &Context,
+    engine: Result<Engine, crate::engine::EngineError>,
     endpoint: &str,
     profiles: &[ResolvedProfile],
 ) -> (EngineFacts, Vec<Option<ImageFacts>>) {
-    let engine = match Engine::connect(context.docker_host.as_deref(), PING_TIMEOUT) {
+    let engine = match engine {
         Ok(engine) => engine,
         Err(error) => {
             let facts = EngineFacts {
@@ -184,7 +193,7 @@ async fn daemon_facts(
     (facts, images)
 }
 
-fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> DoctorReport {
+pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> DoctorReport {
     let cgroup_driver = match &facts.engine.state {
         EngineState::Reachable(daemon) => daemon.cgroup_driver.clone(),
         EngineState::Unreachable { .. } => None,

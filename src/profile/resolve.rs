@@ -536,45 +536,30 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
     })
 }
 
-/// SHA-256 over the settings that shape the container. `description`, `[stack]` and
+/// The settings that shape the container, as canonical JSON. `description`, `[stack]` and
 /// `[commands]` are left out: changing them must not make `up` recreate a container.
+pub fn container_shape(profile: &Profile) -> serde_json::Value {
+    serde_json::json!({
+        "name": profile.name,
+        "image": profile.image.to_string(),
+        "command": profile.command,
+        "workdir": profile.workdir,
+        "user": profile.user,
+        "gpus": profile.gpus,
+        "memory": profile.memory.map(|size| size.bytes()),
+        "cpus": profile.cpus,
+        "shm_size": profile.shm_size.map(|size| size.bytes()),
+        "ipc": profile.ipc,
+        "ports": profile.ports.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "mounts": profile.mounts.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "env": profile.env,
+        "ulimits": profile.ulimits,
+    })
+}
+
+/// SHA-256 of [`container_shape`]: the `envctl.config-hash` label.
 pub fn config_hash(profile: &Profile) -> String {
-    #[derive(Serialize)]
-    struct ContainerShape<'a> {
-        name: &'a str,
-        image: String,
-        command: &'a Option<Vec<String>>,
-        workdir: &'a Option<String>,
-        user: &'a Option<String>,
-        gpus: &'a super::model::GpuRequest,
-        memory: Option<u64>,
-        cpus: Option<f64>,
-        shm_size: Option<u64>,
-        ipc: Option<super::model::Ipc>,
-        ports: &'a [super::model::PortBinding],
-        mounts: &'a [super::model::Mount],
-        env: &'a BTreeMap<String, String>,
-        ulimits: &'a BTreeMap<String, super::model::Ulimit>,
-    }
-    let shape = ContainerShape {
-        name: &profile.name,
-        image: profile.image.to_string(),
-        command: &profile.command,
-        workdir: &profile.workdir,
-        user: &profile.user,
-        gpus: &profile.gpus,
-        memory: profile.memory.map(|size| size.bytes()),
-        cpus: profile.cpus,
-        shm_size: profile.shm_size.map(|size| size.bytes()),
-        ipc: profile.ipc,
-        ports: &profile.ports,
-        mounts: &profile.mounts,
-        env: &profile.env,
-        ulimits: &profile.ulimits,
-    };
-    // Serialising plain data with string keys cannot fail; an empty input still hashes.
-    let bytes = serde_json::to_vec(&shape).unwrap_or_default();
-    Sha256::digest(&bytes)
+    Sha256::digest(container_shape(profile).to_string().as_bytes())
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
