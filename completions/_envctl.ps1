@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it')
             [CompletionResult]::new('compat', 'compat', [CompletionResultType]::ParameterValue, 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Check, pull, create and start a profile''s container (detached)')
             [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print a container''s logs')
@@ -159,6 +160,27 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
         'envctl;profiles;help;help' {
             break
         }
+        'envctl;up' {
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Container name (default: envctl-PROFILE)')
+            [CompletionResult]::new('--pull', '--pull', [CompletionResultType]::ParameterName, 'When to pull the image')
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Set an environment variable (KEY=VALUE, or KEY to take it from this shell)')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set an environment variable (KEY=VALUE, or KEY to take it from this shell)')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default')
+            [CompletionResult]::new('--publish', '--publish', [CompletionResultType]::ParameterName, 'Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default')
+            [CompletionResult]::new('--volume', '--volume', [CompletionResultType]::ParameterName, 'Mount SOURCE:TARGET[:ro] (no `-v`: that is --verbose)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the equivalent `docker run` (with --json: the exact create body) and do nothing')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Start even when doctor''s checks fail')
+            [CompletionResult]::new('--recreate', '--recreate', [CompletionResultType]::ParameterName, 'Replace the container when the profile changed since it was created')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'envctl;ps' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
             [CompletionResult]::new('-a', '-a', [CompletionResultType]::ParameterName, 'Include stopped containers')
@@ -215,6 +237,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it')
             [CompletionResult]::new('compat', 'compat', [CompletionResultType]::ParameterValue, 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Check, pull, create and start a profile''s container (detached)')
             [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print a container''s logs')
@@ -245,6 +268,9 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;help;profiles;new' {
+            break
+        }
+        'envctl;help;up' {
             break
         }
         'envctl;help;ps' {

@@ -40,6 +40,9 @@ _envctl() {
             envctl,ps)
                 cmd="envctl__subcmd__ps"
                 ;;
+            envctl,up)
+                cmd="envctl__subcmd__up"
+                ;;
             envctl__subcmd__help,compat)
                 cmd="envctl__subcmd__help__subcmd__compat"
                 ;;
@@ -63,6 +66,9 @@ _envctl() {
                 ;;
             envctl__subcmd__help,ps)
                 cmd="envctl__subcmd__help__subcmd__ps"
+                ;;
+            envctl__subcmd__help,up)
+                cmd="envctl__subcmd__help__subcmd__up"
                 ;;
             envctl__subcmd__help__subcmd__profiles,check)
                 cmd="envctl__subcmd__help__subcmd__profiles__subcmd__check"
@@ -113,7 +119,7 @@ _envctl() {
 
     case "${cmd}" in
         envctl)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor compat profiles ps down logs completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor compat profiles up ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -239,7 +245,7 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help)
-            opts="doctor compat profiles ps down logs completions help"
+            opts="doctor compat profiles up ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -407,6 +413,20 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help__subcmd__ps)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__up)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -631,6 +651,52 @@ _envctl() {
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__up)
+            opts="-e -p -q -v -h --name --pull --dry-run --force --recreate --env --publish --volume --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pull)
+                    COMPREPLY=($(compgen -W "missing always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -e)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --publish)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --volume)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

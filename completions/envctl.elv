@@ -31,6 +31,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand doctor 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
             cand compat 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch'
             cand profiles 'List, show, check and create profiles'
+            cand up 'Check, pull, create and start a profile''s container (detached)'
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
             cand logs 'Print a container''s logs'
@@ -142,6 +143,26 @@ set edit:completion:arg-completer[envctl] = {|@words|
         }
         &'envctl;profiles;help;help'= {
         }
+        &'envctl;up'= {
+            cand --name 'Container name (default: envctl-PROFILE)'
+            cand --pull 'When to pull the image'
+            cand -e 'Set an environment variable (KEY=VALUE, or KEY to take it from this shell)'
+            cand --env 'Set an environment variable (KEY=VALUE, or KEY to take it from this shell)'
+            cand -p 'Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default'
+            cand --publish 'Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default'
+            cand --volume 'Mount SOURCE:TARGET[:ro] (no `-v`: that is --verbose)'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --dry-run 'Print the equivalent `docker run` (with --json: the exact create body) and do nothing'
+            cand --force 'Start even when doctor''s checks fail'
+            cand --recreate 'Replace the container when the profile changed since it was created'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'envctl;ps'= {
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand -a 'Include stopped containers'
@@ -194,6 +215,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand doctor 'Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it'
             cand compat 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch'
             cand profiles 'List, show, check and create profiles'
+            cand up 'Check, pull, create and start a profile''s container (detached)'
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
             cand logs 'Print a container''s logs'
@@ -217,6 +239,8 @@ set edit:completion:arg-completer[envctl] = {|@words|
         &'envctl;help;profiles;check'= {
         }
         &'envctl;help;profiles;new'= {
+        }
+        &'envctl;help;up'= {
         }
         &'envctl;help;ps'= {
         }

@@ -90,6 +90,35 @@ pub enum Command {
     /// List, show, check and create profiles
     #[command(subcommand)]
     Profiles(ProfilesCommand),
+    /// Check, pull, create and start a profile's container (detached)
+    Up {
+        /// A profile name or path
+        profile: String,
+        /// Container name (default: envctl-PROFILE)
+        #[arg(long)]
+        name: Option<String>,
+        /// When to pull the image
+        #[arg(long, value_enum, default_value_t = crate::commands::up::PullPolicy::Missing)]
+        pull: crate::commands::up::PullPolicy,
+        /// Print the equivalent `docker run` (with --json: the exact create body) and do nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Start even when doctor's checks fail
+        #[arg(long)]
+        force: bool,
+        /// Replace the container when the profile changed since it was created
+        #[arg(long)]
+        recreate: bool,
+        /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
+        #[arg(short, long, value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default
+        #[arg(short, long, value_name = "SPEC")]
+        publish: Vec<String>,
+        /// Mount SOURCE:TARGET[:ro] (no `-v`: that is --verbose)
+        #[arg(long, value_name = "SPEC")]
+        volume: Vec<String>,
+    },
     /// List envctl's containers: profile, image, status, ports, GPUs, drift
     Ps {
         /// Include stopped containers

@@ -14,6 +14,29 @@ pub enum Error {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Matrix(#[from] crate::compat::MatrixError),
+    #[error(transparent)]
+    Spec(#[from] crate::spec::SpecError),
+    #[error("profile `{profile}` would not work on this host ({} failed)", plural(findings.len(), "check"))]
+    Preflight {
+        profile: String,
+        findings: Vec<crate::checks::Finding>,
+    },
+    #[error("container `{name}` exists and was not created by envctl")]
+    NameTaken { name: String },
+    #[error("container `{name}` was created from an earlier version of profile `{profile}`")]
+    ProfileChanged {
+        name: String,
+        profile: String,
+        changes: Vec<String>,
+    },
+    #[error("image `{image}` is not present and `--pull never` forbids pulling it")]
+    ImageMissing { image: String },
+    #[error("container `{name}` was created but could not start")]
+    StartFailed {
+        name: String,
+        #[source]
+        source: EngineError,
+    },
     #[error("cannot read `{path}`")]
     Read {
         path: String,
@@ -23,7 +46,10 @@ pub enum Error {
     #[error("no container or profile named `{target}`")]
     TargetNotFound { target: String, hint: String },
     #[error("`{target}` matches several containers: {}", containers.join(", "))]
-    TargetAmbiguous { target: String, containers: Vec<String> },
+    TargetAmbiguous {
+        target: String,
+        containers: Vec<String>,
+    },
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
     #[error("cannot write to standard output")]
@@ -43,8 +69,17 @@ impl Error {
             }
             Error::Profile(_) | Error::Usage { .. } => ExitStatus::Error,
             Error::Output(_) => ExitStatus::Failure,
-            Error::Engine(_) | Error::TargetNotFound { .. } | Error::TargetAmbiguous { .. } => ExitStatus::Failure,
+            Error::Engine(_) | Error::TargetNotFound { .. } | Error::TargetAmbiguous { .. } => {
+                ExitStatus::Failure
+            }
             Error::Runtime(_) | Error::Matrix(_) | Error::Read { .. } => ExitStatus::Error,
+            Error::Spec(crate::spec::SpecError::InvalidOverride { .. }) => ExitStatus::Error,
+            Error::Spec(_)
+            | Error::Preflight { .. }
+            | Error::NameTaken { .. }
+            | Error::ProfileChanged { .. }
+            | Error::ImageMissing { .. }
+            | Error::StartFailed { .. } => ExitStatus::Failure,
         }
     }
 
@@ -53,12 +88,30 @@ impl Error {
         match self {
             Error::Profile(error) => error.hint(),
             Error::Output(_) | Error::Runtime(_) => None,
-            Error::Matrix(_) => Some("fix the file, or leave it out to use the bundled matrix only".into()),
+            Error::Matrix(_) => {
+                Some("fix the file, or leave it out to use the bundled matrix only".into())
+            }
             Error::Read { .. } => Some("check the path and its permissions".into()),
+            Error::Spec(error) => error.hint(),
+            Error::Preflight { profile, .. } => Some(format!(
+                "fix the failures above (`envctl doctor {profile}` shows every check), or start anyway with `--force`"
+            )),
+            Error::NameTaken { name } => Some(format!(
+                "envctl never touches containers it did not create: choose another name with `--name`, or remove it yourself (`docker rm -f {name}`)"
+            )),
+            Error::ProfileChanged { profile, .. } => Some(format!(
+                "recreate it with `envctl up {profile} --recreate` (host data in mounts is kept)"
+            )),
+            Error::ImageMissing { .. } => {
+                Some("pull it with `--pull missing` (the default)".into())
+            }
+            Error::StartFailed { source, .. } => start_hint(source),
             Error::Usage { hint, .. } => hint.clone(),
             Error::Engine(error) => error.hint(),
             Error::TargetNotFound { hint, .. } => Some(hint.clone()),
-            Error::TargetAmbiguous { .. } => Some("name the container instead (`envctl ps` lists them)".into()),
+            Error::TargetAmbiguous { .. } => {
+                Some("name the container instead (`envctl ps` lists them)".into())
+            }
         }
     }
 
@@ -75,6 +128,27 @@ impl Error {
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, Error::Output(error) if error.kind() == std::io::ErrorKind::BrokenPipe)
     }
+}
+
+/// The fix for a container that would not start, from the daemon's words.
+fn start_hint(error: &EngineError) -> Option<String> {
+    let text = error.to_string();
+    if text.contains("could not select device driver") {
+        Some("the daemon has no NVIDIA runtime: install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`".into())
+    } else if text.contains("address already in use") {
+        Some("a published host port is taken: change it in the profile or with `-p`, or stop what uses it (`ss -ltnp`)".into())
+    } else if text.contains("rlimit") || text.contains("operation not permitted") {
+        Some(
+            "the daemon may not raise a ulimit (memlock, stack) this far: lower it in [ulimits]"
+                .into(),
+        )
+    } else {
+        error.hint()
+    }
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    crate::profile::error::plural(count, noun)
 }
 
 impl From<std::io::Error> for Error {

@@ -10,6 +10,7 @@ pub mod matrix;
 pub mod profiles;
 pub mod ps;
 pub mod target;
+pub mod up;
 
 use std::path::PathBuf;
 
@@ -81,6 +82,30 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),
         Command::Ps { all } => ps::run(all, context),
+        Command::Up {
+            profile,
+            name,
+            pull,
+            dry_run,
+            force,
+            recreate,
+            env,
+            publish,
+            volume,
+        } => up::run(
+            up::UpArguments {
+                profile,
+                name,
+                pull,
+                dry_run,
+                force,
+                recreate,
+                env,
+                ports: publish,
+                mounts: volume,
+            },
+            context,
+        ),
         Command::Compat {
             profile,
             image_cuda,

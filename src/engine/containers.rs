@@ -178,6 +178,29 @@ impl Engine {
         }))
     }
 
+    /// The container's `Config` and `HostConfig` as the Engine API's JSON, for comparing
+    /// with a create body; `Ok(None)` when there is no such container.
+    pub async fn inspect_container_json(
+        &self,
+        name_or_id: &str,
+    ) -> Result<Option<serde_json::Value>, EngineError> {
+        let inspect = match self
+            .docker
+            .inspect_container(name_or_id, None::<InspectContainerOptions>)
+            .await
+        {
+            Ok(inspect) => inspect,
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => return Ok(None),
+            Err(error) => return Err(self.classify(error)),
+        };
+        Ok(Some(serde_json::json!({
+            "Config": serde_json::to_value(&inspect.config).map_err(|error| EngineError::InvalidBody { message: error.to_string() })?,
+            "HostConfig": serde_json::to_value(&inspect.host_config).map_err(|error| EngineError::InvalidBody { message: error.to_string() })?,
+        })))
+    }
+
     /// Creates a container from an Engine API create body (any serde value with the API's
     /// field names). A taken name is `EngineError::NameConflict`.
     pub async fn create_container(

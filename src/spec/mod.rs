@@ -44,6 +44,7 @@
 
 mod body;
 mod docker_run;
+pub mod drift;
 mod error;
 mod mapping;
 mod overrides;

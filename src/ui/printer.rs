@@ -56,6 +56,11 @@ impl Printer {
         }
     }
 
+    /// Whether `-q` silenced talk.
+    pub fn is_quiet(&self) -> bool {
+        self.verbosity == Verbosity::Quiet
+    }
+
     /// Data for stdout, a line.
     pub fn data(&self, text: &str) -> Result<(), Error> {
         let mut stdout = io::stdout().lock();

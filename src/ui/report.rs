@@ -13,6 +13,26 @@ pub fn write_error(printer: &Printer, error: &Error) {
     }
     let label = printer.style_stderr(Style::new().red().bold(), "error");
     printer.stderr_line(&format!("{label}: {error}"));
+    match error {
+        Error::Preflight { findings, .. } => {
+            for finding in findings {
+                printer.stderr_line(&format!(
+                    "  {} {}",
+                    printer.style_stderr(Style::new().red().bold(), "✗"),
+                    finding.message
+                ));
+                if let Some(hint) = &finding.hint {
+                    printer.stderr_line(&format!("      hint: {hint}"));
+                }
+            }
+        }
+        Error::ProfileChanged { changes, .. } => {
+            for change in changes {
+                printer.stderr_line(&format!("  changed: {change}"));
+            }
+        }
+        _ => {}
+    }
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         printer.stderr_line(&format!("  caused by: {cause}"));

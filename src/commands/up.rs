@@ -1,0 +1,417 @@
+//! `envctl up PROFILE`: resolve with overrides, preflight with doctor's verdicts, pull if
+//! needed, create and start, detached. Idempotent, safe under concurrent runs, and it
+//! removes a container it created but could not start (also on Ctrl-C or SIGTERM).
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use serde::Serialize;
+
+use super::doctor::{gather_with, judge};
+use super::matrix::load_matrix;
+use super::{Context, runtime};
+use crate::checks::Status;
+use crate::engine::{Engine, EngineError};
+use crate::error::Error;
+use crate::exit::ExitStatus;
+use crate::profile::ResolvedProfile;
+use crate::profile::model::GpuRequest;
+use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody, Overrides, PROFILE_LABEL, SpecContext};
+use crate::ui::progress::PullProgress;
+
+/// When to pull the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PullPolicy {
+    /// Only when it is not present locally.
+    Missing,
+    /// Every time, to pick up a moved tag.
+    Always,
+    /// Never; fail when it is missing.
+    Never,
+}
+
+pub struct UpArguments {
+    pub profile: String,
+    pub name: Option<String>,
+    pub pull: PullPolicy,
+    pub dry_run: bool,
+    pub force: bool,
+    pub recreate: bool,
+    pub env: Vec<String>,
+    pub ports: Vec<String>,
+    pub mounts: Vec<String>,
+}
+
+/// What `up` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Created,
+    Recreated,
+    Started,
+    AlreadyRunning,
+}
+
+#[derive(Debug, Serialize)]
+struct UpReport {
+    container: String,
+    id: String,
+    profile: String,
+    image: String,
+    status: Outcome,
+    config_hash: String,
+}
+
+/// What this run created, so an interruption removes only its own half-made container.
+#[derive(Debug, Default)]
+struct RunState {
+    created: Option<String>,
+    started: bool,
+}
+
+pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Error> {
+    let resolved = context.search_path.resolve(&arguments.profile)?;
+    let overrides = Overrides::parse(
+        &arguments.env,
+        &arguments.ports,
+        &arguments.mounts,
+        &|key| std::env::var(key).ok(),
+    )?;
+    let host_has_gpus = resolved.profile.gpus == GpuRequest::Optional && {
+        let library = std::env::var_os(crate::gpu::LIBRARY_VARIABLE)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from);
+        crate::gpu::gather(library.as_deref())
+            .loaded()
+            .is_some_and(|facts| !facts.gpus.is_empty())
+    };
+    let working_directory = std::env::current_dir().map_err(|source| Error::Read {
+        path: ".".into(),
+        source,
+    })?;
+    let exists = |path: &std::path::Path| path.exists();
+    let spec_context = SpecContext {
+        working_directory,
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        host_has_gpus,
+        overrides,
+        path_exists: &exists,
+    };
+    let body = spec::create_body(&resolved, &spec_context)?;
+    let name = arguments
+        .name
+        .clone()
+        .unwrap_or_else(|| spec::container_name(&resolved.profile.name));
+    if arguments.dry_run {
+        return dry_run(&body, &name, context);
+    }
+    let runtime = runtime()?;
+    let state = Rc::new(RefCell::new(RunState::default()));
+    runtime.block_on(async {
+        let engine = context.engine().await?;
+        let interrupted = async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut interrupt), Ok(mut terminate)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return std::future::pending::<u8>().await;
+            };
+            tokio::select! {
+                _ = interrupt.recv() => 130,
+                _ = terminate.recv() => 143,
+            }
+        };
+        let result = tokio::select! {
+            result = up(&engine, &resolved, &body, &name, &arguments, context, &state) => result,
+            code = interrupted => {
+                clean_up(&engine, &state, context).await;
+                context.printer.warn("interrupted");
+                return Ok(ExitStatus::External(code));
+            }
+        };
+        match result {
+            Ok(report) => {
+                print_report(&report, &resolved.profile.name, context)?;
+                Ok(ExitStatus::Success)
+            }
+            Err(error) => {
+                clean_up(&engine, &state, context).await;
+                Err(error)
+            }
+        }
+    })
+}
+
+fn dry_run(body: &CreateBody, name: &str, context: &Context) -> Result<ExitStatus, Error> {
+    if context.json {
+        #[derive(Serialize)]
+        struct DryRun<'a> {
+            name: &'a str,
+            /// Exactly what `POST /containers/create?name=NAME` would receive.
+            body: &'a CreateBody,
+        }
+        context.printer.json(&DryRun { name, body })?;
+    } else {
+        context.printer.data(&spec::docker_run_line(body, name))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Removes the container this run created when it did not get to start it.
+async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
+    let created = {
+        let state = state.borrow();
+        if state.started {
+            None
+        } else {
+            state.created.clone()
+        }
+    };
+    if let Some(id) = created {
+        match engine.remove_container(&id, true, true).await {
+            Ok(()) => context
+                .printer
+                .info("removed the container this run created but did not start"),
+            Err(error) => context.printer.warn(&format!(
+                "could not remove the half-made container {id}: {error}"
+            )),
+        }
+    }
+}
+
+async fn up(
+    engine: &Engine,
+    resolved: &ResolvedProfile,
+    body: &CreateBody,
+    name: &str,
+    arguments: &UpArguments,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<UpReport, Error> {
+    preflight(engine, resolved, arguments.force, context).await?;
+    let hash = body
+        .labels
+        .get(CONFIG_HASH_LABEL)
+        .cloned()
+        .unwrap_or_default();
+    let report = |id: String, status: Outcome| UpReport {
+        container: name.to_string(),
+        id,
+        profile: resolved.profile.name.clone(),
+        image: body.image.clone(),
+        status,
+        config_hash: hash.clone(),
+    };
+    let mut recreated = false;
+    if let Some(existing) = engine.inspect_container(name).await? {
+        match reuse(
+            engine,
+            &existing,
+            body,
+            name,
+            &resolved.profile.name,
+            arguments.recreate,
+        )
+        .await?
+        {
+            Reuse::Done(status) => return Ok(report(existing.id, status)),
+            Reuse::Replace => {
+                context.printer.info(&format!("recreating {name} …"));
+                engine.stop_container(&existing.id, 10).await?;
+                engine.remove_container(&existing.id, false, true).await?;
+                recreated = true;
+            }
+        }
+    }
+    ensure_image(engine, resolved, arguments.pull, context).await?;
+    let id = match engine.create_container(name, body).await {
+        Ok(id) => id,
+        // Another `up` of the same profile created it a moment ago: use theirs.
+        Err(EngineError::NameConflict { .. }) => {
+            let existing =
+                engine
+                    .inspect_container(name)
+                    .await?
+                    .ok_or_else(|| Error::NameTaken {
+                        name: name.to_string(),
+                    })?;
+            return match reuse(engine, &existing, body, name, &resolved.profile.name, false).await?
+            {
+                Reuse::Done(status) => Ok(report(existing.id, status)),
+                Reuse::Replace => Err(Error::NameTaken {
+                    name: name.to_string(),
+                }),
+            };
+        }
+        Err(error) => return Err(error.into()),
+    };
+    state.borrow_mut().created = Some(id.clone());
+    if let Err(error) = engine.start_container(&id).await {
+        return Err(Error::StartFailed {
+            name: name.to_string(),
+            source: error,
+        });
+    }
+    state.borrow_mut().started = true;
+    Ok(report(
+        id,
+        if recreated {
+            Outcome::Recreated
+        } else {
+            Outcome::Created
+        },
+    ))
+}
+
+enum Reuse {
+    Done(Outcome),
+    Replace,
+}
+
+/// An existing container of this name: envctl's and current → use it (starting it when
+/// stopped); envctl's but from another profile version → recreate only when asked; not
+/// envctl's → never touch it.
+async fn reuse(
+    engine: &Engine,
+    existing: &crate::engine::containers::ContainerDetails,
+    body: &CreateBody,
+    name: &str,
+    profile: &str,
+    recreate: bool,
+) -> Result<Reuse, Error> {
+    if !existing.labels.contains_key(PROFILE_LABEL) {
+        return Err(Error::NameTaken {
+            name: name.to_string(),
+        });
+    }
+    if existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL) {
+        if existing.running {
+            return Ok(Reuse::Done(Outcome::AlreadyRunning));
+        }
+        return match engine.start_container(&existing.id).await {
+            Ok(()) => Ok(Reuse::Done(Outcome::Started)),
+            // Started by a concurrent `up` between our inspect and our start.
+            Err(error) => match engine.inspect_container(&existing.id).await? {
+                Some(now) if now.running => Ok(Reuse::Done(Outcome::AlreadyRunning)),
+                _ => Err(Error::StartFailed {
+                    name: name.to_string(),
+                    source: error,
+                }),
+            },
+        };
+    }
+    if recreate {
+        return Ok(Reuse::Replace);
+    }
+    let inspected = engine
+        .inspect_container_json(&existing.id)
+        .await?
+        .unwrap_or_default();
+    let mut changes = spec::drift::changes(body, &inspected);
+    if changes.is_empty() {
+        changes.push("the profile's settings changed (config hash differs)".into());
+    }
+    Err(Error::ProfileChanged {
+        name: name.to_string(),
+        profile: profile.to_string(),
+        changes,
+    })
+}
+
+/// Refuses a profile whose doctor verdict is a failure, unless `--force`.
+async fn preflight(
+    engine: &Engine,
+    resolved: &ResolvedProfile,
+    force: bool,
+    context: &Context,
+) -> Result<(), Error> {
+    let matrix = load_matrix(None)?;
+    let profiles = [resolved.clone()];
+    let facts = gather_with(Ok(engine.clone()), &profiles, context).await;
+    let report = judge(&facts, &profiles, &matrix);
+    let Some(profile) = report.profiles.first() else {
+        return Ok(());
+    };
+    let failures: Vec<_> = profile
+        .findings
+        .iter()
+        .chain(profile.gpus.iter().flat_map(|gpu| gpu.findings.iter()))
+        .filter(|finding| finding.status == Status::Fail)
+        .cloned()
+        .collect();
+    if failures.is_empty() {
+        return Ok(());
+    }
+    if force {
+        for failure in &failures {
+            context
+                .printer
+                .warn(&format!("{} (starting anyway: --force)", failure.message));
+        }
+        return Ok(());
+    }
+    Err(Error::Preflight {
+        profile: resolved.profile.name.clone(),
+        findings: failures,
+    })
+}
+
+/// Pulls per the policy. A reference without tag or digest pulls `latest`, never every tag.
+async fn ensure_image(
+    engine: &Engine,
+    resolved: &ResolvedProfile,
+    policy: PullPolicy,
+    context: &Context,
+) -> Result<(), Error> {
+    let image = &resolved.profile.image;
+    let reference = image.to_string();
+    let present = match policy {
+        PullPolicy::Always => false,
+        PullPolicy::Missing | PullPolicy::Never => engine.image_facts(&reference).await?.is_some(),
+    };
+    if present {
+        return Ok(());
+    }
+    if policy == PullPolicy::Never {
+        return Err(Error::ImageMissing { image: reference });
+    }
+    let pull_reference = if image.tag.is_none() && image.digest.is_none() {
+        format!("{reference}:latest")
+    } else {
+        reference.clone()
+    };
+    let registry = image.registry.clone().unwrap_or_else(|| "docker.io".into());
+    context.printer.info(&format!("pulling {pull_reference} …"));
+    let mut progress =
+        PullProgress::new(&context.printer, context.json || context.printer.is_quiet());
+    let result = engine
+        .pull_image(&pull_reference, &registry, |event| progress.event(event))
+        .await;
+    progress.finish();
+    result.map_err(Error::from)
+}
+
+fn print_report(report: &UpReport, profile: &str, context: &Context) -> Result<(), Error> {
+    if context.json {
+        return context.printer.json(report);
+    }
+    let short_id: String = report.id.chars().take(12).collect();
+    let said = match report.status {
+        Outcome::Created => "started",
+        Outcome::Recreated => "recreated and started",
+        Outcome::Started => "started the existing",
+        Outcome::AlreadyRunning => "already running:",
+    };
+    context
+        .printer
+        .info(&format!("{said} {} ({short_id})", report.container));
+    context
+        .printer
+        .info(&format!("  enter it:   envctl shell {profile}"));
+    context
+        .printer
+        .info(&format!("  check CUDA: envctl exec {profile} nvidia-check"));
+    context.printer.data(&report.container)
+}

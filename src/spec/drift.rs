@@ -1,0 +1,246 @@
+//! What differs between an existing container (its `docker inspect` JSON) and the create
+//! body the profile asks for now: `up` names it before refusing or recreating.
+
+use serde_json::{Map, Value};
+
+use super::CreateBody;
+
+/// The profile key each Engine API field comes from, for messages people recognise.
+const FIELD_NAMES: [(&str, &str); 14] = [
+    ("Image", "image"),
+    ("Cmd", "command"),
+    ("WorkingDir", "workdir"),
+    ("User", "user"),
+    ("Memory", "memory"),
+    ("NanoCpus", "cpus"),
+    ("ShmSize", "shm_size"),
+    ("IpcMode", "ipc"),
+    ("PortBindings", "ports"),
+    ("Mounts", "mounts"),
+    ("Ulimits", "ulimits"),
+    ("DeviceRequests", "gpus"),
+    ("Init", "command"),
+    ("RestartPolicy", "restart policy"),
+];
+
+/// One line per setting that differs: `memory: 8589934592 → 17179869184`. `container` is
+/// the container's inspect JSON (`{"Config": …, "HostConfig": …}`).
+pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
+    let Ok(Value::Object(wanted)) = serde_json::to_value(body) else {
+        return Vec::new();
+    };
+    let empty = Value::Object(Map::new());
+    let config = container.get("Config").unwrap_or(&empty);
+    let host_config = container.get("HostConfig").unwrap_or(&empty);
+    let mut changes = Vec::new();
+    for key in ["Image", "Cmd", "WorkingDir", "User"] {
+        compare(
+            key,
+            wanted.get(key).unwrap_or(&Value::Null),
+            config.get(key).unwrap_or(&Value::Null),
+            &mut changes,
+        );
+    }
+    // The container's env also holds the image's variables: only what the profile sets counts.
+    let container_env: Vec<&str> = config
+        .get("Env")
+        .and_then(Value::as_array)
+        .map(|env| env.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for entry in wanted
+        .get("Env")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if !container_env.contains(&entry) {
+            let key = entry.split('=').next().unwrap_or(entry);
+            let before = container_env
+                .iter()
+                .find(|existing| existing.split('=').next() == Some(key))
+                .map_or("(unset)".to_string(), |existing| existing.to_string());
+            changes.push(format!("env: {before} → {entry}"));
+        }
+    }
+    if let Some(Value::Object(wanted_host)) = wanted.get("HostConfig") {
+        for (key, value) in wanted_host {
+            let actual = host_config.get(key).unwrap_or(&Value::Null);
+            let actual = if key == "Mounts" {
+                project_items(actual, value)
+            } else {
+                actual.clone()
+            };
+            compare(key, value, &actual, &mut changes);
+        }
+        // Settings the profile dropped that the container still has.
+        for key in ["Memory", "NanoCpus", "DeviceRequests", "Init"] {
+            if !wanted_host.contains_key(key) {
+                compare(
+                    key,
+                    &Value::Null,
+                    host_config.get(key).unwrap_or(&Value::Null),
+                    &mut changes,
+                );
+            }
+        }
+    }
+    changes
+}
+
+fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<String>) {
+    let (wanted, actual) = (normalize(wanted), normalize(actual));
+    if wanted != actual {
+        let name = FIELD_NAMES
+            .iter()
+            .find(|(field, _)| *field == key)
+            .map_or(key, |(_, name)| name);
+        changes.push(format!("{name}: {} → {}", short(&actual), short(&wanted)));
+    }
+}
+
+/// Keeps, in each of `actual`'s array items, only the keys `wanted`'s items use: the daemon
+/// adds fields of its own (`BindOptions`, `VolumeOptions`) that the body never sets.
+fn project_items(actual: &Value, wanted: &Value) -> Value {
+    let keys: Vec<&String> = wanted
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .flat_map(Map::keys)
+        .collect();
+    match actual.as_array() {
+        Some(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| match item.as_object() {
+                    Some(object) => Value::Object(
+                        object
+                            .iter()
+                            .filter(|(key, _)| keys.contains(key))
+                            .map(|(key, value)| (key.clone(), value.clone()))
+                            .collect(),
+                    ),
+                    None => item.clone(),
+                })
+                .collect(),
+        ),
+        None => actual.clone(),
+    }
+}
+
+/// Null, false, 0, "" and empty collections all mean "not set" to the daemon.
+fn normalize(value: &Value) -> Value {
+    match value {
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .map(|(key, value)| (key.clone(), normalize(value)))
+                .filter(|(_, value)| !value.is_null())
+                .collect::<Map<String, Value>>(),
+        )
+        .pipe_empty(),
+        Value::Array(items) => Value::Array(items.iter().map(normalize).collect()).pipe_empty(),
+        Value::Bool(false) => Value::Null,
+        Value::String(text) if text.is_empty() => Value::Null,
+        Value::Number(number) if number.as_i64() == Some(0) => Value::Null,
+        other => other.clone(),
+    }
+}
+
+trait EmptyIsNull {
+    fn pipe_empty(self) -> Value;
+}
+
+impl EmptyIsNull for Value {
+    fn pipe_empty(self) -> Value {
+        match &self {
+            Value::Object(object) if object.is_empty() => Value::Null,
+            Value::Array(items) if items.is_empty() => Value::Null,
+            _ => self,
+        }
+    }
+}
+
+fn short(value: &Value) -> String {
+    let text = if value.is_null() {
+        "(unset)".to_string()
+    } else {
+        value.to_string()
+    };
+    if text.chars().count() > 100 {
+        format!("{}…", text.chars().take(99).collect::<String>())
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{Overrides, SpecContext, create_body};
+    use std::path::{Path, PathBuf};
+
+    fn body(text: &str) -> CreateBody {
+        let resolved = crate::profile::resolve::resolve_text("p.toml", text).unwrap();
+        let exists = |_: &Path| true;
+        let context = SpecContext {
+            working_directory: PathBuf::from("/work"),
+            home: None,
+            host_has_gpus: false,
+            overrides: Overrides::default(),
+            path_exists: &exists,
+        };
+        create_body(&resolved, &context).unwrap()
+    }
+
+    /// What the daemon would report for a container created from `body`, with the extra
+    /// fields and defaults a real inspect carries.
+    fn inspected(body: &CreateBody) -> Value {
+        let mut value = serde_json::to_value(body).unwrap();
+        let host = value["HostConfig"].as_object_mut().unwrap();
+        host.insert("CpuShares".into(), Value::from(0));
+        host.insert("Dns".into(), Value::Array(Vec::new()));
+        host.entry("ShmSize").or_insert(Value::from(67108864));
+        if let Some(Value::Array(mounts)) = host.get_mut("Mounts") {
+            for mount in mounts {
+                mount.as_object_mut().unwrap().insert(
+                    "BindOptions".into(),
+                    serde_json::json!({"Propagation": "rprivate"}),
+                );
+            }
+        }
+        let config = value.as_object_mut().unwrap();
+        let mut env = config["Env"].as_array().cloned().unwrap_or_default();
+        env.push(Value::from("PATH=/usr/bin"));
+        config.insert("Env".into(), Value::Array(env));
+        serde_json::json!({ "Config": value, "HostConfig": value["HostConfig"].clone() })
+    }
+
+    #[test]
+    fn the_same_profile_has_no_changes() {
+        let created = body(
+            "image = \"busybox\"\nmemory = \"1g\"\nmounts = [\"/data:/data:ro\"]\nports = [\"8888:8888\"]\nenv = { A = \"1\" }\n",
+        );
+        assert_eq!(
+            changes(&created, &inspected(&created)),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn changed_settings_are_named_in_profile_words() {
+        let created = body("image = \"busybox\"\nmemory = \"1g\"\nenv = { A = \"1\" }\ncpus = 1\n");
+        let wanted = body("image = \"busybox:1.36\"\nmemory = \"2g\"\nenv = { A = \"2\" }\n");
+        let found = changes(&wanted, &inspected(&created));
+        assert_eq!(
+            found,
+            [
+                "image: \"busybox\" → \"busybox:1.36\"",
+                "env: A=1 → A=2",
+                "memory: 1073741824 → 2147483648",
+                "cpus: 1000000000 → (unset)",
+            ]
+        );
+    }
+}
