@@ -35,6 +35,8 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('compat', 'compat', [CompletionResultType]::ParameterValue, 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
             [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Check, pull, create and start a profile''s container (detached)')
+            [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run a command in a running container; its exit code is envctl''s')
+            [CompletionResult]::new('shell', 'shell', [CompletionResultType]::ParameterValue, 'Open an interactive shell (bash when the image has it, else sh)')
             [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print a container''s logs')
@@ -181,6 +183,38 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'envctl;exec' {
+            [CompletionResult]::new('-u', '-u', [CompletionResultType]::ParameterName, 'Run as this user (name, uid or uid:gid)')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'Run as this user (name, uid or uid:gid)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Run in this folder in the container')
+            [CompletionResult]::new('--workdir', '--workdir', [CompletionResultType]::ParameterName, 'Run in this folder in the container')
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Set an environment variable')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set an environment variable')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Allocate a terminal (for interactive programs)')
+            [CompletionResult]::new('--tty', '--tty', [CompletionResultType]::ParameterName, 'Allocate a terminal (for interactive programs)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'envctl;shell' {
+            [CompletionResult]::new('-u', '-u', [CompletionResultType]::ParameterName, 'Run as this user')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'Run as this user')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'envctl;ps' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
             [CompletionResult]::new('-a', '-a', [CompletionResultType]::ParameterName, 'Include stopped containers')
@@ -238,6 +272,8 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('compat', 'compat', [CompletionResultType]::ParameterValue, 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'List, show, check and create profiles')
             [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Check, pull, create and start a profile''s container (detached)')
+            [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run a command in a running container; its exit code is envctl''s')
+            [CompletionResult]::new('shell', 'shell', [CompletionResultType]::ParameterValue, 'Open an interactive shell (bash when the image has it, else sh)')
             [CompletionResult]::new('ps', 'ps', [CompletionResultType]::ParameterValue, 'List envctl''s containers: profile, image, status, ports, GPUs, drift')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Stop a container (host data is never touched)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print a container''s logs')
@@ -271,6 +307,12 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;help;up' {
+            break
+        }
+        'envctl;help;exec' {
+            break
+        }
+        'envctl;help;shell' {
             break
         }
         'envctl;help;ps' {

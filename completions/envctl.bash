@@ -28,6 +28,9 @@ _envctl() {
             envctl,down)
                 cmd="envctl__subcmd__down"
                 ;;
+            envctl,exec)
+                cmd="envctl__subcmd__exec"
+                ;;
             envctl,help)
                 cmd="envctl__subcmd__help"
                 ;;
@@ -39,6 +42,9 @@ _envctl() {
                 ;;
             envctl,ps)
                 cmd="envctl__subcmd__ps"
+                ;;
+            envctl,shell)
+                cmd="envctl__subcmd__shell"
                 ;;
             envctl,up)
                 cmd="envctl__subcmd__up"
@@ -55,6 +61,9 @@ _envctl() {
             envctl__subcmd__help,down)
                 cmd="envctl__subcmd__help__subcmd__down"
                 ;;
+            envctl__subcmd__help,exec)
+                cmd="envctl__subcmd__help__subcmd__exec"
+                ;;
             envctl__subcmd__help,help)
                 cmd="envctl__subcmd__help__subcmd__help"
                 ;;
@@ -66,6 +75,9 @@ _envctl() {
                 ;;
             envctl__subcmd__help,ps)
                 cmd="envctl__subcmd__help__subcmd__ps"
+                ;;
+            envctl__subcmd__help,shell)
+                cmd="envctl__subcmd__help__subcmd__shell"
                 ;;
             envctl__subcmd__help,up)
                 cmd="envctl__subcmd__help__subcmd__up"
@@ -119,7 +131,7 @@ _envctl() {
 
     case "${cmd}" in
         envctl)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor compat profiles up ps down logs completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor compat profiles up exec shell ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -244,8 +256,50 @@ _envctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        envctl__subcmd__exec)
+            opts="-t -u -w -e -q -v -h --tty --user --workdir --env --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workdir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -e)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         envctl__subcmd__help)
-            opts="doctor compat profiles up ps down logs completions help"
+            opts="doctor compat profiles up exec shell ps down logs completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -301,6 +355,20 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help__subcmd__down)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__exec)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -413,6 +481,20 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help__subcmd__ps)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__shell)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -651,6 +733,32 @@ _envctl() {
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__shell)
+            opts="-u -q -v -h --user --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

@@ -32,6 +32,8 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand compat 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch'
             cand profiles 'List, show, check and create profiles'
             cand up 'Check, pull, create and start a profile''s container (detached)'
+            cand exec 'Run a command in a running container; its exit code is envctl''s'
+            cand shell 'Open an interactive shell (bash when the image has it, else sh)'
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
             cand logs 'Print a container''s logs'
@@ -163,6 +165,36 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'envctl;exec'= {
+            cand -u 'Run as this user (name, uid or uid:gid)'
+            cand --user 'Run as this user (name, uid or uid:gid)'
+            cand -w 'Run in this folder in the container'
+            cand --workdir 'Run in this folder in the container'
+            cand -e 'Set an environment variable'
+            cand --env 'Set an environment variable'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand -t 'Allocate a terminal (for interactive programs)'
+            cand --tty 'Allocate a terminal (for interactive programs)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;shell'= {
+            cand -u 'Run as this user'
+            cand --user 'Run as this user'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'envctl;ps'= {
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand -a 'Include stopped containers'
@@ -216,6 +248,8 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand compat 'The doctor''s verdicts for a host you describe: driver, GPUs, image CUDA and torch'
             cand profiles 'List, show, check and create profiles'
             cand up 'Check, pull, create and start a profile''s container (detached)'
+            cand exec 'Run a command in a running container; its exit code is envctl''s'
+            cand shell 'Open an interactive shell (bash when the image has it, else sh)'
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
             cand logs 'Print a container''s logs'
@@ -241,6 +275,10 @@ set edit:completion:arg-completer[envctl] = {|@words|
         &'envctl;help;profiles;new'= {
         }
         &'envctl;help;up'= {
+        }
+        &'envctl;help;exec'= {
+        }
+        &'envctl;help;shell'= {
         }
         &'envctl;help;ps'= {
         }

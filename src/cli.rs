@@ -119,6 +119,39 @@ pub enum Command {
         #[arg(long, value_name = "SPEC")]
         volume: Vec<String>,
     },
+    /// Run a command in a running container; its exit code is envctl's
+    #[command(
+        after_help = "Examples:\n  envctl exec pytorch-2.8 -- python train.py --epochs 3\n  envctl exec pytorch-2.8 versions          (a command of the profile's [commands])\n  envctl exec pytorch-2.8 train -- --epochs 3"
+    )]
+    Exec {
+        /// A profile name or path, or a container name or id
+        target: String,
+        /// A command named in the profile's [commands]
+        name: Option<String>,
+        /// The command to run (after `--`), or arguments for the named command
+        #[arg(last = true, value_name = "COMMAND")]
+        arguments: Vec<String>,
+        /// Allocate a terminal (for interactive programs)
+        #[arg(short, long)]
+        tty: bool,
+        /// Run as this user (name, uid or uid:gid)
+        #[arg(short, long)]
+        user: Option<String>,
+        /// Run in this folder in the container
+        #[arg(short, long)]
+        workdir: Option<String>,
+        /// Set an environment variable
+        #[arg(short, long, value_name = "KEY=VALUE")]
+        env: Vec<String>,
+    },
+    /// Open an interactive shell (bash when the image has it, else sh)
+    Shell {
+        /// A profile name or path, or a container name or id
+        target: String,
+        /// Run as this user
+        #[arg(short, long)]
+        user: Option<String>,
+    },
     /// List envctl's containers: profile, image, status, ports, GPUs, drift
     Ps {
         /// Include stopped containers

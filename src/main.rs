@@ -23,7 +23,9 @@ fn main() -> ExitCode {
         printer: Printer::new(cli.global.color, verbosity),
         json: cli.global.json,
         search_path: Context::search_path_from_environment(),
-        docker_host: std::env::var("DOCKER_HOST").ok().filter(|host| !host.is_empty()),
+        docker_host: std::env::var("DOCKER_HOST")
+            .ok()
+            .filter(|host| !host.is_empty()),
     };
     let status = match commands::run(cli, &context) {
         Ok(status) => status,

@@ -45,7 +45,7 @@ pub fn nvml(gpu: &GpuFacts, host: &HostFacts, library_from_environment: bool) ->
         LoadOutcome::NoPermission { message } => Finding::fail("gpu.nvml", format!("no permission to use the NVIDIA driver: {message}"))
             .with_hint("check `ls -l /dev/nvidia*`: your user needs read-write access (often the `video` group)"),
         LoadOutcome::SymbolMissing { message } => Finding::fail("gpu.nvml", format!("the NVIDIA driver is too old for envctl's NVML calls: {message}"))
-            .with_hint("upgrade the driver to a current production branch (R535 or newer)"),
+            .with_hint("upgrade the driver to a supported branch (R580 or newer)"),
         LoadOutcome::Unknown { message } => Finding::fail("gpu.nvml", format!("NVML failed to initialise: {message}"))
             .with_hint("run `nvidia-smi`; if it fails too, reboot; if it works, run `sudo nvidia-ctk system create-dev-char-symlinks --create-all`"),
     };

@@ -220,10 +220,11 @@ fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevic
                 available,
                 vec![Finding::pass(
                     "profile.gpus",
-                    format!(
-                        "all {count} GPU{} of this host",
-                        if count == 1 { "" } else { "s" }
-                    ),
+                    if count == 1 {
+                        "the host's only GPU".to_string()
+                    } else {
+                        format!("all {count} GPUs of this host")
+                    },
                 )],
             )
         }

@@ -205,11 +205,20 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         facts.library_from_environment,
     ));
     findings.extend(checks::host::host(&facts.host, cgroup_driver.as_deref()));
-    if let Some(driver) = facts
-        .gpu
-        .loaded()
-        .and_then(|nvml| nvml.driver_version.value())
-        .and_then(|text| text.parse().ok())
+    // Branch lifecycles are NVIDIA's data-center schedule: they say nothing of GeForce hosts.
+    let datacenter_host = facts.gpu.loaded().is_some_and(|nvml| {
+        nvml.gpus.iter().any(|gpu| {
+            gpu.name
+                .value()
+                .is_some_and(|name| checks::profile::is_datacenter(name))
+        })
+    });
+    if datacenter_host
+        && let Some(driver) = facts
+            .gpu
+            .loaded()
+            .and_then(|nvml| nvml.driver_version.value())
+            .and_then(|text| text.parse().ok())
         && let Some(finding) = crate::compat::driver_branch_lifecycle(matrix, &driver, &today())
     {
         findings.push(finding);

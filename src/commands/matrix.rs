@@ -24,7 +24,13 @@ pub fn load_matrix(explicit: Option<&Path>) -> Result<Matrix, Error> {
     for path in files {
         let shown = path.display().to_string();
         let text =
-            crate::profile::file::read_profile_text(&path, &shown).map_err(|diagnostic| {
+            crate::profile::file::read_profile_text(&path, &shown).map_err(|mut diagnostic| {
+                // The file reader speaks of profiles; this file is a matrix.
+                diagnostic.message = diagnostic.message.replace("the profile", "the matrix file");
+                diagnostic.hint = Some(format!(
+                    "check the path given to `--matrix` (or {})",
+                    user_matrix_path()
+                ));
                 crate::compat::MatrixError {
                     path: shown.clone(),
                     problems: vec![diagnostic],
@@ -33,6 +39,18 @@ pub fn load_matrix(explicit: Option<&Path>) -> Result<Matrix, Error> {
         matrix = matrix.overlay(Matrix::parse(&text, &shown)?);
     }
     Ok(matrix)
+}
+
+fn user_matrix_path() -> String {
+    super::user_config_directory()
+        .map(|directory| {
+            directory
+                .join("envctl")
+                .join("matrix.toml")
+                .display()
+                .to_string()
+        })
+        .unwrap_or_else(|| "$XDG_CONFIG_HOME/envctl/matrix.toml".into())
 }
 
 /// `--matrix-info`: date, row counts per table, and every source.

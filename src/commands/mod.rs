@@ -5,6 +5,7 @@ pub mod compat;
 pub mod completions;
 pub mod doctor;
 pub mod down;
+pub mod exec;
 pub mod logs;
 pub mod matrix;
 pub mod profiles;
@@ -82,6 +83,27 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),
         Command::Ps { all } => ps::run(all, context),
+        Command::Exec {
+            target,
+            name,
+            arguments,
+            tty,
+            user,
+            workdir,
+            env,
+        } => exec::run(
+            exec::ExecArguments {
+                target,
+                name,
+                arguments,
+                tty,
+                user,
+                workdir,
+                env,
+            },
+            context,
+        ),
+        Command::Shell { target, user } => exec::shell(&target, user, context),
         Command::Up {
             profile,
             name,

@@ -231,8 +231,7 @@ async fn up(
         // Another `up` of the same profile created it a moment ago: use theirs.
         Err(EngineError::NameConflict { .. }) => {
             let existing =
-                engine
-                    .inspect_container(name)
+                wait_for_container(engine, name)
                     .await?
                     .ok_or_else(|| Error::NameTaken {
                         name: name.to_string(),
@@ -263,6 +262,21 @@ async fn up(
             Outcome::Created
         },
     ))
+}
+
+/// The daemon reserves a name (409) before the container it names can be inspected: a
+/// concurrent `up` may be mid-create. Give it a moment to appear.
+async fn wait_for_container(
+    engine: &Engine,
+    name: &str,
+) -> Result<Option<crate::engine::containers::ContainerDetails>, Error> {
+    for _ in 0..100 {
+        if let Some(container) = engine.inspect_container(name).await? {
+            return Ok(Some(container));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(None)
 }
 
 enum Reuse {

@@ -44,25 +44,15 @@ pub struct MatrixError {
 }
 
 impl fmt::Display for MatrixError {
+    /// One line: the problems themselves are drawn with their source lines by `ui`.
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let count = self.problems.len();
         write!(
             formatter,
-            "invalid compatibility matrix {}: {count} problem{}",
+            "invalid compatibility matrix `{}`: {count} problem{}",
             self.path,
             if count == 1 { "" } else { "s" }
-        )?;
-        for problem in &self.problems {
-            write!(
-                formatter,
-                "\n{}:{}:{}: {}",
-                problem.path, problem.line, problem.column, problem.message
-            )?;
-            if let Some(hint) = &problem.hint {
-                write!(formatter, " (hint: {hint})")?;
-            }
-        }
-        Ok(())
+        )
     }
 }
 
@@ -710,15 +700,15 @@ read = "2026-11-29"
     }
 
     #[test]
-    fn the_error_displays_every_problem_with_its_place() {
+    fn the_error_is_one_line_and_keeps_each_problem_with_its_place() {
         let error = Matrix::parse("[[cuda_drivers]]\n", "m.toml").unwrap_err();
-        let text = error.to_string();
-        assert!(text.starts_with("invalid compatibility matrix m.toml: 1 problem\n"));
-        assert!(
-            text.contains(
-                "m.toml:1:3: unknown table `cuda_drivers` (hint: did you mean `cuda_driver`?)"
-            ),
-            "{text}"
+        assert_eq!(
+            error.to_string(),
+            "invalid compatibility matrix `m.toml`: 1 problem"
         );
+        let problem = &error.problems[0];
+        assert_eq!((problem.line, problem.column), (1, 3));
+        assert_eq!(problem.message, "unknown table `cuda_drivers`");
+        assert_eq!(problem.hint.as_deref(), Some("did you mean `cuda_driver`?"));
     }
 }

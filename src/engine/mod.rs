@@ -3,6 +3,7 @@
 
 pub mod containers;
 pub mod error;
+pub mod exec;
 pub mod facts;
 pub mod logs;
 pub mod pull;

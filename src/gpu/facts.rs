@@ -59,7 +59,16 @@ pub enum LoadOutcome {
 impl LoadOutcome {
     /// The outcome for a failed load, from the failure's kind.
     pub fn from_failure(failure: NvmlFailure) -> Self {
-        let message = failure.message;
+        // A missing function is only actionable with its name.
+        let message = match &failure.function {
+            Some(function)
+                if failure.kind == FailureKind::SymbolMissing
+                    && !failure.message.contains(function.as_str()) =>
+            {
+                format!("{function}: {}", failure.message)
+            }
+            _ => failure.message,
+        };
         match failure.kind {
             FailureKind::LibraryNotFound => LoadOutcome::LibraryNotFound { message },
             FailureKind::DriverNotLoaded => LoadOutcome::DriverNotLoaded { message },

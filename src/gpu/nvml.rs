@@ -18,7 +18,7 @@ pub(super) fn load_and_query(library: &OsStr) -> LoadOutcome {
     // the library is absent (one failed lookup), which keeps a GPU-less doctor fast.
     let nvml = match Nvml::builder().lib_path(library).init() {
         Ok(nvml) => nvml,
-        Err(error) => return LoadOutcome::from_failure(failure(error)),
+        Err(error) => return LoadOutcome::from_failure(failure(error).in_function("nvmlInit_v2")),
     };
     let mut facts = query_system(&nvml);
     facts.shutdown_failure = close(nvml);

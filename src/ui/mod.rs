@@ -6,5 +6,6 @@ pub mod printer;
 pub mod progress;
 pub mod report;
 pub mod table;
+pub mod terminal;
 
 pub use printer::{ColorChoice, Printer, Verbosity};

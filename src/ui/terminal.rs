@@ -1,0 +1,39 @@
+//! The terminal itself: whether a stream is one, its size, and raw mode for interactive
+//! sessions (restored on drop, also when the session ends with an error).
+
+use std::io::IsTerminal;
+
+/// Puts the terminal in raw mode until dropped.
+pub struct RawMode {
+    enabled: bool,
+}
+
+impl RawMode {
+    /// Raw mode when stdin is a terminal; a no-op otherwise.
+    pub fn enable() -> RawMode {
+        let enabled =
+            std::io::stdin().is_terminal() && crossterm::terminal::enable_raw_mode().is_ok();
+        RawMode { enabled }
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        if self.enabled {
+            let _ = crossterm::terminal::disable_raw_mode();
+        }
+    }
+}
+
+/// (rows, columns) of the controlling terminal, or a classic 24×80.
+pub fn size() -> (u16, u16) {
+    crossterm::terminal::size().map_or((24, 80), |(columns, rows)| (rows, columns))
+}
+
+pub fn stdin_is_terminal() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+pub fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}

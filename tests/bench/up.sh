@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Benchmark: `envctl up PROFILE` against `docker run -d` with exactly the same settings.
+#
+# Usage: tests/bench/up.sh [--runs N] [--warmup N] [--check] [--keep-json FILE]
+#
+#   --runs N       timed runs per command (default 20)
+#   --warmup N     untimed runs first (default 3)
+#   --check        exit 1 when envctl's mean is above the goal (0.90 × docker's)
+#   --keep-json F  keep hyperfine's JSON export in F
+#
+# Environment:
+#   ENVCTL  the envctl binary (default: target/release/envctl, built when missing)
+#   IMAGE   a local image with `sleep` (default: the test image `envctl-test/busybox:*`
+#           when present, else one imported here from Debian's busybox-static and
+#           removed again at the end)
+#
+# Both commands create and start a fresh container each run: hyperfine's --prepare
+# removes the previous one (untimed). The docker command is the very line that
+# `envctl up --dry-run` prints, so both make the same container (spec_equivalence.rs
+# proves that line and the create body agree field by field).
+set -euo pipefail
+
+RUNS=20
+WARMUP=3
+CHECK=0
+KEEP_JSON=""
+GOAL=0.90
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --runs) RUNS="$2"; shift 2 ;;
+        --warmup) WARMUP="$2"; shift 2 ;;
+        --check) CHECK=1; shift ;;
+        --keep-json) KEEP_JSON="$2"; shift 2 ;;
+        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+need() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing $2 …" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y "$2" >/dev/null
+    else
+        echo "error: \`$1\` is missing: sudo apt-get install -y $2" >&2
+        exit 1
+    fi
+}
+need hyperfine hyperfine
+need jq jq
+if ! docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+    echo "error: the Docker daemon does not answer (\`docker version\`)" >&2
+    exit 1
+fi
+
+ENVCTL="${ENVCTL:-$ROOT/target/release/envctl}"
+if [ ! -x "$ENVCTL" ]; then
+    echo "building $ENVCTL (cargo build --release) …" >&2
+    (cd "$ROOT" && cargo build --release --bin envctl >&2)
+fi
+ENVCTL="$(cd "$(dirname "$ENVCTL")" && pwd)/$(basename "$ENVCTL")"
+
+WORK="$(mktemp -d -t envctl-bench-XXXXXX)"
+PROFILE="bench-$$"
+CONTAINER="envctl-$PROFILE"
+BUILT_IMAGE=""
+cleanup() {
+    docker rm -f "$CONTAINER" >/dev/null 2>&1 || true
+    [ -n "$BUILT_IMAGE" ] && docker rmi -f "$BUILT_IMAGE" >/dev/null 2>&1 || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [ -z "${IMAGE:-}" ]; then
+    IMAGE="$(docker images --format '{{.Repository}}:{{.Tag}}' envctl-test/busybox | head -n 1)"
+fi
+if [ -z "$IMAGE" ]; then
+    busybox="$(command -v busybox || true)"
+    if [ -z "$busybox" ] || ldd "$busybox" >/dev/null 2>&1; then
+        need busybox busybox-static
+        busybox="$(command -v busybox)"
+    fi
+    IMAGE="envctl-bench/busybox:$$"
+    mkdir -p "$WORK/rootfs/bin" "$WORK/rootfs/tmp"
+    cp "$busybox" "$WORK/rootfs/bin/busybox"
+    for applet in $("$busybox" --list); do
+        [ "$applet" = busybox ] || ln -s busybox "$WORK/rootfs/bin/$applet"
+    done
+    tar -C "$WORK/rootfs" -cf - . |
+        docker import --change 'CMD ["sh"]' --change 'ENV PATH=/bin' \
+            --change 'LABEL envctl.test=1' - "$IMAGE" >/dev/null
+    BUILT_IMAGE="$IMAGE"
+fi
+
+# A profile with the settings a team profile has: memory, CPUs, shared memory, a published
+# port, a bind mount and environment. (No named volume: it would outlive each run.)
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 18765)"
+mkdir -p "$WORK/envctl" "$WORK/data"
+cat >"$WORK/envctl/$PROFILE.toml" <<EOF
+image = "$IMAGE"
+memory = "256m"
+cpus = 1.0
+shm_size = "128m"
+ports = ["$PORT:8888"]
+mounts = ["./data:/data"]
+env = { PYTHONUNBUFFERED = "1", TEAM = "bench" }
+EOF
+
+cd "$WORK"
+export NO_COLOR=1
+DOCKER_LINE="$("$ENVCTL" up "$PROFILE" --dry-run)"
+case "$DOCKER_LINE" in
+    "docker run -d "*) ;;
+    *) echo "error: unexpected dry-run line: $DOCKER_LINE" >&2; exit 1 ;;
+esac
+
+# Both must work before timing them.
+"$ENVCTL" -q up "$PROFILE" >/dev/null
+docker rm -f "$CONTAINER" >/dev/null
+sh -c "$DOCKER_LINE" >/dev/null
+docker rm -f "$CONTAINER" >/dev/null
+
+echo "machine:  $(nproc) CPU cores, Docker $(docker version --format '{{.Server.Version}}')"
+echo "envctl:   $ENVCTL"
+echo "image:    $IMAGE"
+echo "docker:   $DOCKER_LINE"
+echo
+
+JSON="${KEEP_JSON:-$WORK/hyperfine.json}"
+hyperfine \
+    --runs "$RUNS" \
+    --warmup "$WARMUP" \
+    --prepare "docker rm -f $CONTAINER >/dev/null 2>&1 || true" \
+    --cleanup "docker rm -f $CONTAINER >/dev/null 2>&1 || true" \
+    --export-json "$JSON" \
+    --command-name "envctl up" "$ENVCTL -q up $PROFILE" \
+    --command-name "docker run -d" "$DOCKER_LINE"
+
+ENVCTL_MEAN="$(jq '.results[0].mean' "$JSON")"
+DOCKER_MEAN="$(jq '.results[1].mean' "$JSON")"
+RATIO="$(jq -n --argjson a "$ENVCTL_MEAN" --argjson b "$DOCKER_MEAN" '$a / $b')"
+
+echo
+printf 'envctl up      mean %7.1f ms\n' "$(jq -n --argjson a "$ENVCTL_MEAN" '$a * 1000')"
+printf 'docker run -d  mean %7.1f ms\n' "$(jq -n --argjson a "$DOCKER_MEAN" '$a * 1000')"
+printf 'ratio          %.3f × the docker CLI (goal ≤ %s)\n' "$RATIO" "$GOAL"
+
+if jq -e -n --argjson r "$RATIO" --argjson g "$GOAL" '$r <= $g' >/dev/null; then
+    echo "goal met"
+else
+    echo "goal NOT met"
+    [ "$CHECK" = 1 ] && exit 1
+fi
+exit 0
