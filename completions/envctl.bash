@@ -31,11 +31,20 @@ _envctl() {
             envctl,exec)
                 cmd="envctl__subcmd__exec"
                 ;;
+            envctl,export)
+                cmd="envctl__subcmd__export"
+                ;;
             envctl,help)
                 cmd="envctl__subcmd__help"
                 ;;
+            envctl,lock)
+                cmd="envctl__subcmd__lock"
+                ;;
             envctl,logs)
                 cmd="envctl__subcmd__logs"
+                ;;
+            envctl,outdated)
+                cmd="envctl__subcmd__outdated"
                 ;;
             envctl,profiles)
                 cmd="envctl__subcmd__profiles"
@@ -45,6 +54,9 @@ _envctl() {
                 ;;
             envctl,shell)
                 cmd="envctl__subcmd__shell"
+                ;;
+            envctl,stats)
+                cmd="envctl__subcmd__stats"
                 ;;
             envctl,up)
                 cmd="envctl__subcmd__up"
@@ -64,11 +76,20 @@ _envctl() {
             envctl__subcmd__help,exec)
                 cmd="envctl__subcmd__help__subcmd__exec"
                 ;;
+            envctl__subcmd__help,export)
+                cmd="envctl__subcmd__help__subcmd__export"
+                ;;
             envctl__subcmd__help,help)
                 cmd="envctl__subcmd__help__subcmd__help"
                 ;;
+            envctl__subcmd__help,lock)
+                cmd="envctl__subcmd__help__subcmd__lock"
+                ;;
             envctl__subcmd__help,logs)
                 cmd="envctl__subcmd__help__subcmd__logs"
+                ;;
+            envctl__subcmd__help,outdated)
+                cmd="envctl__subcmd__help__subcmd__outdated"
                 ;;
             envctl__subcmd__help,profiles)
                 cmd="envctl__subcmd__help__subcmd__profiles"
@@ -78,6 +99,9 @@ _envctl() {
                 ;;
             envctl__subcmd__help,shell)
                 cmd="envctl__subcmd__help__subcmd__shell"
+                ;;
+            envctl__subcmd__help,stats)
+                cmd="envctl__subcmd__help__subcmd__stats"
                 ;;
             envctl__subcmd__help,up)
                 cmd="envctl__subcmd__help__subcmd__up"
@@ -131,7 +155,7 @@ _envctl() {
 
     case "${cmd}" in
         envctl)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor compat profiles up exec shell ps down logs completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version doctor compat profiles up exec shell ps down logs export stats lock outdated completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -257,7 +281,7 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__exec)
-            opts="-t -u -w -e -q -v -h --tty --user --workdir --env --json --quiet --verbose --color --help"
+            opts="-t -u -w -e -q -v -h --tty --user --workdir --env --quick --timeout --json --quiet --verbose --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -287,6 +311,28 @@ _envctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__export)
+            opts="-q -v -h --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -299,7 +345,7 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help)
-            opts="doctor compat profiles up exec shell ps down logs completions help"
+            opts="doctor compat profiles up exec shell ps down logs export stats lock outdated completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -382,6 +428,20 @@ _envctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        envctl__subcmd__help__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         envctl__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -396,7 +456,35 @@ _envctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        envctl__subcmd__help__subcmd__lock)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         envctl__subcmd__help__subcmd__logs)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__outdated)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -508,6 +596,20 @@ _envctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        envctl__subcmd__help__subcmd__stats)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         envctl__subcmd__help__subcmd__up)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -515,6 +617,24 @@ _envctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__lock)
+            opts="-q -v -h --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -533,6 +653,24 @@ _envctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__outdated)
+            opts="-q -v -h --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -759,6 +897,24 @@ _envctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__stats)
+            opts="-q -v -h --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

@@ -37,6 +37,10 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
             cand logs 'Print a container''s logs'
+            cand export 'The same environment for docker compose, Kubernetes, devcontainers or docker run'
+            cand stats 'Container CPU/memory next to GPU utilisation, memory, temperature and power'
+            cand lock 'Pin image tags to digests in envctl.lock'
+            cand outdated 'Newer tags of the same family, and new digests behind the same tag'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -172,9 +176,11 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --workdir 'Run in this folder in the container'
             cand -e 'Set an environment variable'
             cand --env 'Set an environment variable'
+            cand --timeout 'nvidia-check: give up after this many seconds'
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand -t 'Allocate a terminal (for interactive programs)'
             cand --tty 'Allocate a terminal (for interactive programs)'
+            cand --quick 'nvidia-check: skip the timed matmul and the copy bandwidth'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
@@ -233,6 +239,46 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'envctl;export'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;stats'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;lock'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'envctl;outdated'= {
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'envctl;completions'= {
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
@@ -253,6 +299,10 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand ps 'List envctl''s containers: profile, image, status, ports, GPUs, drift'
             cand down 'Stop a container (host data is never touched)'
             cand logs 'Print a container''s logs'
+            cand export 'The same environment for docker compose, Kubernetes, devcontainers or docker run'
+            cand stats 'Container CPU/memory next to GPU utilisation, memory, temperature and power'
+            cand lock 'Pin image tags to digests in envctl.lock'
+            cand outdated 'Newer tags of the same family, and new digests behind the same tag'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -285,6 +335,14 @@ set edit:completion:arg-completer[envctl] = {|@words|
         &'envctl;help;down'= {
         }
         &'envctl;help;logs'= {
+        }
+        &'envctl;help;export'= {
+        }
+        &'envctl;help;stats'= {
+        }
+        &'envctl;help;lock'= {
+        }
+        &'envctl;help;outdated'= {
         }
         &'envctl;help;completions'= {
         }

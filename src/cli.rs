@@ -143,6 +143,12 @@ pub enum Command {
         /// Set an environment variable
         #[arg(short, long, value_name = "KEY=VALUE")]
         env: Vec<String>,
+        /// nvidia-check: skip the timed matmul and the copy bandwidth
+        #[arg(long)]
+        quick: bool,
+        /// nvidia-check: give up after this many seconds
+        #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+        timeout: u64,
     },
     /// Open an interactive shell (bash when the image has it, else sh)
     Shell {
@@ -183,6 +189,14 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         tail: Option<u64>,
     },
+    /// The same environment for docker compose, Kubernetes, devcontainers or docker run
+    Export(crate::commands::export::ExportArgs),
+    /// Container CPU/memory next to GPU utilisation, memory, temperature and power
+    Stats(crate::commands::stats::StatsArgs),
+    /// Pin image tags to digests in envctl.lock
+    Lock(crate::commands::lock::LockArgs),
+    /// Newer tags of the same family, and new digests behind the same tag
+    Outdated(crate::commands::outdated::OutdatedArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
 }

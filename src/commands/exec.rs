@@ -23,12 +23,17 @@ pub struct ExecArguments {
     pub user: Option<String>,
     pub workdir: Option<String>,
     pub env: Vec<String>,
+    pub nvidia_check: super::nvidia_check::NvidiaCheckOptions,
 }
 
 pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Error> {
     runtime()?.block_on(async {
         let engine = context.engine().await?;
         let container = running_container(&engine, context, &arguments.target).await?;
+        if arguments.name.as_deref() == Some("nvidia-check") {
+            return super::nvidia_check::run(&engine, &container, &arguments.nvidia_check, context)
+                .await;
+        }
         let command = match &arguments.name {
             None if arguments.arguments.is_empty() => {
                 return Err(Error::Usage {

@@ -6,10 +6,15 @@ pub mod completions;
 pub mod doctor;
 pub mod down;
 pub mod exec;
+pub mod export;
+pub mod lock;
 pub mod logs;
 pub mod matrix;
+pub mod nvidia_check;
+pub mod outdated;
 pub mod profiles;
 pub mod ps;
+pub mod stats;
 pub mod target;
 pub mod up;
 
@@ -91,6 +96,8 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             user,
             workdir,
             env,
+            quick,
+            timeout,
         } => exec::run(
             exec::ExecArguments {
                 target,
@@ -100,10 +107,18 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
                 user,
                 workdir,
                 env,
+                nvidia_check: nvidia_check::NvidiaCheckOptions {
+                    quick,
+                    timeout_seconds: timeout,
+                },
             },
             context,
         ),
         Command::Shell { target, user } => exec::shell(&target, user, context),
+        Command::Export(arguments) => export::run(arguments, context),
+        Command::Stats(arguments) => stats::run(arguments, context),
+        Command::Lock(arguments) => lock::run(arguments, context),
+        Command::Outdated(arguments) => outdated::run(arguments, context),
         Command::Up {
             profile,
             name,
