@@ -109,6 +109,9 @@ pub enum Command {
         /// Replace the container when the profile changed since it was created
         #[arg(long)]
         recreate: bool,
+        /// Fail unless envctl.lock pins this profile's current image
+        #[arg(long)]
+        locked: bool,
         /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
         #[arg(short, long, value_name = "KEY=VALUE")]
         env: Vec<String>,

@@ -29,6 +29,8 @@ pub enum Error {
         profile: String,
         changes: Vec<String>,
     },
+    #[error("{message}")]
+    Lock { message: String },
     #[error("image `{image}` is not present and `--pull never` forbids pulling it")]
     ImageMissing { image: String },
     #[error("container `{name}` was created but could not start")]
@@ -75,6 +77,7 @@ impl Error {
             Error::Runtime(_) | Error::Matrix(_) | Error::Read { .. } => ExitStatus::Error,
             Error::Spec(crate::spec::SpecError::InvalidOverride { .. }) => ExitStatus::Error,
             Error::Spec(_)
+            | Error::Lock { .. }
             | Error::Preflight { .. }
             | Error::NameTaken { .. }
             | Error::ProfileChanged { .. }
@@ -105,6 +108,9 @@ impl Error {
             Error::ImageMissing { .. } => {
                 Some("pull it with `--pull missing` (the default)".into())
             }
+            Error::Lock { .. } => Some(
+                "run `envctl lock` to pin the profile's image, and commit envctl.lock".into(),
+            ),
             Error::StartFailed { source, .. } => start_hint(source),
             Error::Usage { hint, .. } => hint.clone(),
             Error::Engine(error) => error.hint(),

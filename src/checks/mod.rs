@@ -3,6 +3,7 @@
 
 pub mod gpu;
 pub mod host;
+pub mod lock;
 pub mod profile;
 pub mod safety;
 pub mod stack;

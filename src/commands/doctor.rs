@@ -235,6 +235,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         host: &facts.host,
         home: home.as_deref(),
     };
+    let lock = crate::lock::file::read(Path::new(crate::lock::LOCK_FILE));
     let reports: Vec<ProfileReport> = profiles
         .iter()
         .zip(&facts.images)
@@ -243,7 +244,28 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
                 Some(image) => ImageState::Present(&image.env),
                 None => ImageState::Absent,
             };
-            evaluate(resolved, state, view, matrix, &candidates)
+            let mut report = evaluate(resolved, state, view, matrix, &candidates);
+            let lock_finding = match &lock {
+                Ok(Some(lock)) => {
+                    let image_reference = resolved.profile.image.to_string();
+                    let lock_state =
+                        crate::lock::state(lock, &resolved.profile.name, &image_reference);
+                    checks::lock::drift(&lock_state, image.as_ref())
+                }
+                Ok(None) => None,
+                Err(message) => Some(
+                    Finding::warn(
+                        "profile.lock",
+                        format!("envctl.lock cannot be read: {message}"),
+                    )
+                    .with_hint("fix it, or delete it and run `envctl lock` again"),
+                ),
+            };
+            if let Some(finding) = lock_finding {
+                report.findings.push(finding);
+                report.verdict = report.status().verdict();
+            }
+            report
         })
         .collect();
     let status = worst(findings.iter()).max(
@@ -299,7 +321,7 @@ pub fn bundled_candidates() -> Vec<(
 }
 
 /// Today as `YYYY-MM-DD` (UTC), for lifecycle dates.
-fn today() -> String {
+pub fn today() -> String {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs());

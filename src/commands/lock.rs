@@ -1,18 +1,148 @@
-//! `envctl lock [PROFILE…]`: pin image tags to digests in `envctl.lock` (being built).
+//! `envctl lock [PROFILE…]`: resolves each profile's image tag to the digest the registry
+//! gave (pulling when needed) and writes `envctl.lock` atomically, so everyone runs the
+//! same bytes. `up` then uses the locked digest.
 
-use super::Context;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::up::{PullPolicy, ensure_image};
+use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::lock::{LOCK_FILE, LockFile, LockedImage, file, repo_digest_matches};
+use crate::profile::{ResolvedProfile, SourceKind};
+use crate::ui::table::print_table;
 
 #[derive(Debug, clap::Args)]
 pub struct LockArgs {
-    /// Profiles to lock (default: the project's)
+    /// Profiles to lock (default: the project's ./envctl/ profiles)
     pub profiles: Vec<String>,
+    /// Pull again to pick up where each tag points now
+    #[arg(long)]
+    pub update: bool,
 }
 
-pub fn run(_arguments: LockArgs, _context: &Context) -> Result<ExitStatus, Error> {
-    Err(Error::Usage {
-        message: "lock is not available yet".into(),
-        hint: None,
-    })
+#[derive(Debug, Serialize)]
+struct Change {
+    profile: String,
+    image: String,
+    digest: String,
+    previous: Option<String>,
+}
+
+pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let profiles = profiles(&arguments.profiles, context)?;
+    if profiles.is_empty() {
+        return Err(Error::Usage {
+            message: "no profile to lock".into(),
+            hint: Some(
+                "name profiles (`envctl lock pytorch-2.8`), or keep the team's in ./envctl/".into(),
+            ),
+        });
+    }
+    let path = Path::new(LOCK_FILE);
+    let mut lock = file::read(path)
+        .map_err(|message| Error::Lock { message })?
+        .unwrap_or(LockFile {
+            version: LockFile::VERSION,
+            images: Vec::new(),
+        });
+    let policy = if arguments.update {
+        PullPolicy::Always
+    } else {
+        PullPolicy::Missing
+    };
+    let today = super::doctor::today();
+    let changes = runtime()?.block_on(async {
+        let engine = context.engine().await?;
+        let mut changes = Vec::new();
+        for resolved in &profiles {
+            let image = &resolved.profile.image;
+            ensure_image(&engine, image, policy, context).await?;
+            let reference = image.to_string();
+            let facts = engine.image_facts(&reference).await?.ok_or_else(|| Error::ImageMissing { image: reference.clone() })?;
+            let name = image.name();
+            let digest = facts
+                .repo_digests
+                .iter()
+                .find(|repo_digest| repo_digest_matches(repo_digest, &name))
+                .and_then(|repo_digest| repo_digest.split_once('@').map(|(_, digest)| digest.to_string()))
+                .ok_or_else(|| Error::Lock {
+                    message: format!("image `{reference}` has no registry digest (built or loaded locally?): push it to a registry first"),
+                })?;
+            let previous = lock.entry(&resolved.profile.name).map(|entry| entry.digest.clone());
+            lock.upsert(LockedImage {
+                profile: resolved.profile.name.clone(),
+                image: reference.clone(),
+                digest: digest.clone(),
+                date: today.clone(),
+                platform: facts.platform.clone().unwrap_or_else(|| "unknown".into()),
+            });
+            changes.push(Change {
+                profile: resolved.profile.name.clone(),
+                image: reference,
+                digest,
+                previous,
+            });
+        }
+        Ok::<_, Error>(changes)
+    })?;
+    file::write_atomically(path, &lock.render()).map_err(|source| Error::Read {
+        path: LOCK_FILE.into(),
+        source,
+    })?;
+    if context.json {
+        #[derive(Serialize)]
+        struct Locked<'a> {
+            file: &'a str,
+            locked: &'a [Change],
+        }
+        context.printer.json(&Locked {
+            file: LOCK_FILE,
+            locked: &changes,
+        })?;
+    } else {
+        let rows: Vec<Vec<String>> = changes
+            .iter()
+            .map(|change| {
+                let status = match &change.previous {
+                    None => "added".to_string(),
+                    Some(previous) if *previous == change.digest => "unchanged".to_string(),
+                    Some(_) => "moved".to_string(),
+                };
+                vec![
+                    change.profile.clone(),
+                    change.image.clone(),
+                    change.digest.chars().take(19).collect(),
+                    status,
+                ]
+            })
+            .collect();
+        print_table(
+            &context.printer,
+            &["PROFILE", "IMAGE", "DIGEST", "CHANGE"],
+            &rows,
+        )?;
+        context.printer.info(&format!(
+            "wrote {LOCK_FILE}; commit it so the team runs the same images"
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The named profiles, or the project's own.
+pub fn profiles(names: &[String], context: &Context) -> Result<Vec<ResolvedProfile>, Error> {
+    if !names.is_empty() {
+        return names
+            .iter()
+            .map(|name| context.search_path.resolve(name).map_err(Error::from))
+            .collect();
+    }
+    let (files, _) = context.search_path.files();
+    files
+        .into_iter()
+        .filter(|file| file.kind() == SourceKind::Project)
+        .map(|file| context.search_path.resolve_file(file).map_err(Error::from))
+        .collect()
 }

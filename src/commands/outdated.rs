@@ -1,18 +1,138 @@
-//! `envctl outdated [PROFILE…]`: newer tags and moved digests (being built).
+//! `envctl outdated [PROFILE…]`: asks each image's registry for newer tags of the same
+//! family (same CUDA/cuDNN/runtime suffix, higher version) and for a new digest behind the
+//! locked tag, and prints what `lock` would change. Exit 0 either way: it informs.
+
+use serde::Serialize;
 
 use super::Context;
+use super::lock::profiles;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::lock::{LOCK_FILE, family, file};
+use crate::registry::RegistryClient;
+use crate::ui::table::print_table;
 
 #[derive(Debug, clap::Args)]
 pub struct OutdatedArgs {
-    /// Profiles to check (default: the project's)
+    /// Profiles to check (default: the project's ./envctl/ profiles)
     pub profiles: Vec<String>,
 }
 
-pub fn run(_arguments: OutdatedArgs, _context: &Context) -> Result<ExitStatus, Error> {
-    Err(Error::Usage {
-        message: "outdated is not available yet".into(),
-        hint: None,
-    })
+#[derive(Debug, Serialize)]
+struct Report {
+    profile: String,
+    image: String,
+    /// Newer tags of the same family, newest first.
+    newer_tags: Vec<String>,
+    locked_digest: Option<String>,
+    /// The digest the registry serves for the tag now.
+    current_digest: Option<String>,
+    /// The locked digest differs from the registry's: `envctl lock --update` would move it.
+    digest_moved: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// A registry answer should take seconds, not minutes.
+const REGISTRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let profiles = profiles(&arguments.profiles, context)?;
+    let lock =
+        file::read(std::path::Path::new(LOCK_FILE)).map_err(|message| Error::Lock { message })?;
+    let client = RegistryClient::new(REGISTRY_TIMEOUT);
+    let mut reports = Vec::new();
+    for resolved in &profiles {
+        let image = &resolved.profile.image;
+        let tag = image.tag_or_latest().to_string();
+        let locked_digest = lock
+            .as_ref()
+            .and_then(|lock| lock.entry(&resolved.profile.name))
+            .filter(|entry| entry.image == image.to_string())
+            .map(|entry| entry.digest.clone());
+        let mut report = Report {
+            profile: resolved.profile.name.clone(),
+            image: image.to_string(),
+            newer_tags: Vec::new(),
+            locked_digest: locked_digest.clone(),
+            current_digest: None,
+            digest_moved: false,
+            error: None,
+        };
+        // One profile's unreachable registry must not hide the others' answers.
+        match client.tags(image) {
+            Ok(tags) => {
+                report.newer_tags = family::newer_tags(&tag, &tags)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect()
+            }
+            Err(error) => report.error = Some(with_hint(&error)),
+        }
+        if report.error.is_none() {
+            match client.digest(image, &tag) {
+                Ok(digest) => {
+                    report.digest_moved = locked_digest
+                        .as_ref()
+                        .is_some_and(|locked| *locked != digest);
+                    report.current_digest = Some(digest);
+                }
+                Err(error) => report.error = Some(with_hint(&error)),
+            }
+        }
+        reports.push(report);
+    }
+    if context.json {
+        #[derive(Serialize)]
+        struct Outdated<'a> {
+            profiles: &'a [Report],
+        }
+        context.printer.json(&Outdated { profiles: &reports })?;
+        return Ok(ExitStatus::Success);
+    }
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|report| {
+            let newer = if report.newer_tags.is_empty() {
+                "-".to_string()
+            } else {
+                report
+                    .newer_tags
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let digest = match (&report.error, report.digest_moved, &report.locked_digest) {
+                (Some(error), _, _) => format!("error: {error}"),
+                (None, true, _) => "moved: `envctl lock --update` pins the new one".into(),
+                (None, false, Some(_)) => "locked, current".into(),
+                (None, false, None) => "not locked".into(),
+            };
+            vec![report.profile.clone(), report.image.clone(), newer, digest]
+        })
+        .collect();
+    print_table(
+        &context.printer,
+        &["PROFILE", "IMAGE", "NEWER TAGS", "DIGEST"],
+        &rows,
+    )?;
+    for report in reports
+        .iter()
+        .filter(|report| !report.newer_tags.is_empty())
+    {
+        context.printer.info(&format!(
+            "{}: change `image` to …:{} to move up",
+            report.profile, report.newer_tags[0]
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn with_hint(error: &crate::registry::RegistryError) -> String {
+    match error.hint() {
+        Some(hint) => format!("{error} ({hint})"),
+        None => error.to_string(),
+    }
 }

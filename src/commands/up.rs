@@ -38,6 +38,7 @@ pub struct UpArguments {
     pub dry_run: bool,
     pub force: bool,
     pub recreate: bool,
+    pub locked: bool,
     pub env: Vec<String>,
     pub ports: Vec<String>,
     pub mounts: Vec<String>,
@@ -98,7 +99,8 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         overrides,
         path_exists: &exists,
     };
-    let body = spec::create_body(&resolved, &spec_context)?;
+    let mut body = spec::create_body(&resolved, &spec_context)?;
+    let locked_digest = apply_lock(&mut body, &resolved, arguments.locked)?;
     let name = arguments
         .name
         .clone()
@@ -124,7 +126,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             }
         };
         let result = tokio::select! {
-            result = up(&engine, &resolved, &body, &name, &arguments, context, &state) => result,
+            result = up(&engine, &resolved, &body, locked_digest, &name, &arguments, context, &state) => result,
             code = interrupted => {
                 clean_up(&engine, &state, context).await;
                 context.printer.warn("interrupted");
@@ -159,6 +161,67 @@ fn dry_run(body: &CreateBody, name: &str, context: &Context) -> Result<ExitStatu
     Ok(ExitStatus::Success)
 }
 
+/// Pins the body's image to the digest in `envctl.lock` when the lock has the profile's
+/// current image; with `--locked`, a missing or stale entry is an error.
+fn apply_lock(
+    body: &mut CreateBody,
+    resolved: &ResolvedProfile,
+    required: bool,
+) -> Result<Option<String>, Error> {
+    let path = std::path::Path::new(crate::lock::LOCK_FILE);
+    let lock = crate::lock::file::read(path).map_err(|message| Error::Lock {
+        message: format!("cannot read envctl.lock: {message}"),
+    })?;
+    let image = resolved.profile.image.to_string();
+    let state = lock
+        .as_ref()
+        .map(|lock| crate::lock::state(lock, &resolved.profile.name, &image));
+    match state {
+        Some(crate::lock::LockState::Current(entry)) => {
+            body.image = crate::lock::pinned_reference(&image, &entry.digest);
+            Ok(Some(entry.digest.clone()))
+        }
+        _ if !required => Ok(None),
+        None => Err(Error::Lock {
+            message: "`--locked` but there is no envctl.lock here".into(),
+        }),
+        Some(crate::lock::LockState::Missing) => Err(Error::Lock {
+            message: format!(
+                "`--locked` but envctl.lock has no entry for profile `{}`",
+                resolved.profile.name
+            ),
+        }),
+        Some(crate::lock::LockState::Stale { locked_image }) => Err(Error::Lock {
+            message: format!(
+                "`--locked` but envctl.lock pins `{locked_image}` while profile `{}` now uses `{image}`",
+                resolved.profile.name
+            ),
+        }),
+    }
+}
+
+/// The local tag still pointing where the lock says? If not, say so: the lock wins.
+async fn warn_if_tag_moved(
+    engine: &Engine,
+    image: &str,
+    digest: &str,
+    context: &Context,
+) -> Result<(), Error> {
+    if let Some(facts) = engine.image_facts(image).await?
+        && !facts.repo_digests.is_empty()
+        && !facts
+            .repo_digests
+            .iter()
+            .any(|repo_digest| repo_digest.ends_with(digest))
+    {
+        context.printer.warn(&format!(
+            "`{image}` now points to {} but envctl.lock pins {digest}: using the locked digest (`envctl lock` moves the pin)",
+            facts.repo_digests.first().and_then(|repo_digest| repo_digest.split('@').nth(1)).unwrap_or("another digest")
+        ));
+    }
+    Ok(())
+}
+
 /// Removes the container this run created when it did not get to start it.
 async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
     let created = {
@@ -181,16 +244,24 @@ async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Cont
     }
 }
 
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site; a struct would only rename the parameters"
+)]
 async fn up(
     engine: &Engine,
     resolved: &ResolvedProfile,
     body: &CreateBody,
+    locked_digest: Option<String>,
     name: &str,
     arguments: &UpArguments,
     context: &Context,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<UpReport, Error> {
     preflight(engine, resolved, arguments.force, context).await?;
+    if let Some(digest) = &locked_digest {
+        warn_if_tag_moved(engine, &resolved.profile.image.to_string(), digest, context).await?;
+    }
     let hash = body
         .labels
         .get(CONFIG_HASH_LABEL)
@@ -225,7 +296,12 @@ async fn up(
             }
         }
     }
-    ensure_image(engine, resolved, arguments.pull, context).await?;
+    let image: crate::profile::image::ImageReference =
+        body.image.parse().map_err(|message: String| Error::Usage {
+            message,
+            hint: None,
+        })?;
+    ensure_image(engine, &image, arguments.pull, context).await?;
     let id = match engine.create_container(name, body).await {
         Ok(id) => id,
         // Another `up` of the same profile created it a moment ago: use theirs.
@@ -373,13 +449,12 @@ async fn preflight(
 }
 
 /// Pulls per the policy. A reference without tag or digest pulls `latest`, never every tag.
-async fn ensure_image(
+pub async fn ensure_image(
     engine: &Engine,
-    resolved: &ResolvedProfile,
+    image: &crate::profile::image::ImageReference,
     policy: PullPolicy,
     context: &Context,
 ) -> Result<(), Error> {
-    let image = &resolved.profile.image;
     let reference = image.to_string();
     let present = match policy {
         PullPolicy::Always => false,

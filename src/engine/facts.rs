@@ -57,6 +57,8 @@ pub struct ImageFacts {
     pub reference: String,
     pub id: Option<String>,
     pub repo_digests: Vec<String>,
+    /// `linux/amd64`.
+    pub platform: Option<String>,
     /// `NVIDIA_REQUIRE_CUDA`, `CUDA_VERSION`, `PYTORCH_VERSION`, … from the image's env.
     pub env: BTreeMap<String, String>,
 }
@@ -148,8 +150,13 @@ impl Engine {
                             .then(|| (key.to_string(), value.to_string()))
                     })
                     .collect();
+                let platform = match (&inspect.os, &inspect.architecture) {
+                    (Some(os), Some(architecture)) => Some(format!("{os}/{architecture}")),
+                    _ => None,
+                };
                 Ok(Some(ImageFacts {
                     reference: reference.to_string(),
+                    platform,
                     id: inspect.id,
                     repo_digests: inspect.repo_digests.unwrap_or_default(),
                     env,

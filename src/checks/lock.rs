@@ -1,0 +1,111 @@
+//! Lock drift: does the profile's image still match what `envctl.lock` pins?
+//!
+//! Finding id: `profile.lock`.
+
+use super::Finding;
+use crate::engine::facts::ImageFacts;
+use crate::lock::LockState;
+
+/// A finding when the lock and the image disagree; none when there is nothing to say.
+pub fn drift(state: &LockState<'_>, image: Option<&ImageFacts>) -> Option<Finding> {
+    match state {
+        LockState::Missing => None,
+        LockState::Stale { locked_image } => Some(
+            Finding::warn(
+                "profile.lock",
+                format!(
+                    "envctl.lock pins `{locked_image}`, but the profile now uses another image"
+                ),
+            )
+            .with_hint("run `envctl lock` and commit envctl.lock"),
+        ),
+        LockState::Current(entry) => {
+            let digests = &image?.repo_digests;
+            if digests.is_empty() || digests.iter().any(|digest| digest.ends_with(&entry.digest)) {
+                return Some(Finding::pass(
+                    "profile.lock",
+                    format!("locked to {}", short(&entry.digest)),
+                ));
+            }
+            Some(
+                Finding::warn(
+                    "profile.lock",
+                    format!(
+                        "the local `{}` is not the locked {}: `up` will pull the locked digest",
+                        entry.image,
+                        short(&entry.digest)
+                    ),
+                )
+                .with_hint("`envctl lock --update` moves the pin to what the tag points at now"),
+            )
+        }
+    }
+}
+
+fn short(digest: &str) -> String {
+    digest.chars().take(19).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Status;
+    use crate::lock::LockedImage;
+
+    fn entry() -> LockedImage {
+        LockedImage {
+            profile: "p".into(),
+            image: "x:1".into(),
+            digest: "sha256:aaa".into(),
+            date: String::new(),
+            platform: String::new(),
+        }
+    }
+
+    fn image(digests: &[&str]) -> ImageFacts {
+        ImageFacts {
+            reference: "x:1".into(),
+            repo_digests: digests.iter().map(|digest| digest.to_string()).collect(),
+            ..ImageFacts::default()
+        }
+    }
+
+    #[test]
+    fn each_state() {
+        let locked = entry();
+        assert!(drift(&LockState::Missing, None).is_none());
+        assert_eq!(
+            drift(
+                &LockState::Stale {
+                    locked_image: "x:0"
+                },
+                None
+            )
+            .unwrap()
+            .status,
+            Status::Warn
+        );
+        assert!(
+            drift(&LockState::Current(&locked), None).is_none(),
+            "image not pulled: nothing to compare"
+        );
+        assert_eq!(
+            drift(
+                &LockState::Current(&locked),
+                Some(&image(&["x@sha256:aaa"]))
+            )
+            .unwrap()
+            .status,
+            Status::Pass
+        );
+        assert_eq!(
+            drift(
+                &LockState::Current(&locked),
+                Some(&image(&["x@sha256:bbb"]))
+            )
+            .unwrap()
+            .status,
+            Status::Warn
+        );
+    }
+}

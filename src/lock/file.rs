@@ -1,0 +1,74 @@
+//! Reading and writing `envctl.lock`. Writes go to a temporary file in the same folder and
+//! are renamed over the old one, so a full disk or a kill never leaves half a lock file.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::LockFile;
+
+/// The lock file at `path`; `Ok(None)` when there is none.
+pub fn read(path: &Path) -> Result<Option<LockFile>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => LockFile::parse(&text)
+            .map(Some)
+            .map_err(|message| format!("{}: {message}", path.display())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(format!("{}: {error}", path.display())),
+    }
+}
+
+/// Writes `text` to `path` atomically: the old file stays intact if anything fails.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let folder = path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_atomically_and_keeps_the_old_file_on_failure() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("envctl.lock");
+        write_atomically(&path, "version = 1\n").unwrap();
+        assert_eq!(
+            read(&path).unwrap(),
+            Some(LockFile {
+                version: 1,
+                images: Vec::new()
+            })
+        );
+        // A folder where the lock should be cannot be replaced by a file: the write fails
+        // and nothing is left behind.
+        let blocked = folder.path().join("blocked");
+        std::fs::create_dir(&blocked).unwrap();
+        std::fs::write(blocked.join("keep"), "x").unwrap();
+        assert!(write_atomically(&blocked, "version = 1\n").is_err());
+        assert!(blocked.join("keep").exists());
+        let leftovers: Vec<_> = std::fs::read_dir(folder.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+        assert_eq!(read(&folder.path().join("missing.lock")).unwrap(), None);
+    }
+}

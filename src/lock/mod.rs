@@ -1,0 +1,176 @@
+//! `envctl.lock`: image tags pinned to registry digests so a team runs the same bytes.
+//! The model, its TOML form, the tag-family rules of `outdated`, and the atomic write.
+
+pub mod family;
+pub mod file;
+
+use serde::{Deserialize, Serialize};
+
+/// The lock file's name, in the project folder (next to `./envctl/`).
+pub const LOCK_FILE: &str = "envctl.lock";
+
+/// The whole lock file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockFile {
+    pub version: u32,
+    #[serde(default, rename = "image")]
+    pub images: Vec<LockedImage>,
+}
+
+/// One profile's image, pinned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedImage {
+    pub profile: String,
+    /// The reference as the profile writes it (`pytorch/pytorch:2.8.0-…`).
+    pub image: String,
+    /// `sha256:…` of the manifest the tag pointed to when locked.
+    pub digest: String,
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// `linux/amd64`.
+    pub platform: String,
+}
+
+impl LockFile {
+    pub const VERSION: u32 = 1;
+
+    pub fn entry(&self, profile: &str) -> Option<&LockedImage> {
+        self.images.iter().find(|image| image.profile == profile)
+    }
+
+    /// Adds or replaces the entry of `locked.profile`; entries stay sorted by profile.
+    pub fn upsert(&mut self, locked: LockedImage) {
+        self.images.retain(|image| image.profile != locked.profile);
+        self.images.push(locked);
+        self.images
+            .sort_by(|first, second| first.profile.cmp(&second.profile));
+    }
+
+    pub fn parse(text: &str) -> Result<LockFile, String> {
+        let lock: LockFile = toml::from_str(text).map_err(|error| error.to_string())?;
+        if lock.version != Self::VERSION {
+            return Err(format!(
+                "lock file version {} is not {} (written by another envctl?)",
+                lock.version,
+                Self::VERSION
+            ));
+        }
+        Ok(lock)
+    }
+
+    pub fn render(&self) -> String {
+        let mut text = String::from(
+            "# envctl.lock: image tags pinned to digests by `envctl lock`. Commit it.\n",
+        );
+        // Serialising plain strings and numbers cannot fail.
+        text.push_str(&toml::to_string(self).unwrap_or_default());
+        text
+    }
+}
+
+/// How a profile's image relates to its lock entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockState<'a> {
+    /// No entry for the profile.
+    Missing,
+    /// The entry was made for another image reference: the profile moved on since.
+    Stale {
+        locked_image: &'a str,
+    },
+    Current(&'a LockedImage),
+}
+
+pub fn state<'a>(lock: &'a LockFile, profile: &str, image: &str) -> LockState<'a> {
+    match lock.entry(profile) {
+        None => LockState::Missing,
+        Some(entry) if entry.image != image => LockState::Stale {
+            locked_image: &entry.image,
+        },
+        Some(entry) => LockState::Current(entry),
+    }
+}
+
+/// `repo:tag@sha256:…`: the reference that pulls exactly the locked bytes.
+pub fn pinned_reference(image: &str, digest: &str) -> String {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    format!("{without_digest}@{digest}")
+}
+
+/// Whether a `RepoDigests` entry (`name@sha256:…`) belongs to `image`'s repository.
+pub fn repo_digest_matches(repo_digest: &str, image_name: &str) -> bool {
+    let normalize = |name: &str| {
+        let name = name.strip_prefix("docker.io/").unwrap_or(name);
+        name.strip_prefix("library/").unwrap_or(name).to_string()
+    };
+    repo_digest
+        .split_once('@')
+        .is_some_and(|(name, _)| normalize(name) == normalize(image_name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(profile: &str) -> LockedImage {
+        LockedImage {
+            profile: profile.into(),
+            image: "busybox:1.36".into(),
+            digest: format!("sha256:{}", "a".repeat(64)),
+            date: "2026-11-29".into(),
+            platform: "linux/amd64".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips_and_stays_sorted() {
+        let mut lock = LockFile {
+            version: 1,
+            images: Vec::new(),
+        };
+        lock.upsert(entry("b"));
+        lock.upsert(entry("a"));
+        lock.upsert(entry("b"));
+        assert_eq!(
+            lock.images
+                .iter()
+                .map(|image| image.profile.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(LockFile::parse(&lock.render()), Ok(lock));
+        assert!(LockFile::parse("version = 2\n").is_err());
+        assert!(LockFile::parse("version = 1\nextra = 1\n").is_err());
+    }
+
+    #[test]
+    fn states_and_references() {
+        let lock = LockFile {
+            version: 1,
+            images: vec![entry("p")],
+        };
+        assert_eq!(state(&lock, "q", "busybox:1.36"), LockState::Missing);
+        assert!(matches!(
+            state(&lock, "p", "busybox:1.37"),
+            LockState::Stale { .. }
+        ));
+        assert!(matches!(
+            state(&lock, "p", "busybox:1.36"),
+            LockState::Current(_)
+        ));
+        assert_eq!(
+            pinned_reference("busybox:1.36", "sha256:x"),
+            "busybox:1.36@sha256:x"
+        );
+        assert!(repo_digest_matches(
+            "busybox@sha256:x",
+            "docker.io/library/busybox"
+        ));
+        assert!(repo_digest_matches(
+            "127.0.0.1:5000/team/x@sha256:y",
+            "127.0.0.1:5000/team/x"
+        ));
+        assert!(!repo_digest_matches("other@sha256:y", "busybox"));
+    }
+}
