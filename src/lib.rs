@@ -11,7 +11,6 @@ pub mod engine;
 pub mod error;
 pub mod exit;
 pub mod gpu;
-pub mod monitor;
 pub mod host;
 pub mod lock;
 pub mod profile;
