@@ -178,6 +178,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the equivalent `docker run` (with --json: the exact create body) and do nothing')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Start even when doctor''s checks fail')
             [CompletionResult]::new('--recreate', '--recreate', [CompletionResultType]::ParameterName, 'Replace the container when the profile changed since it was created')
+            [CompletionResult]::new('--locked', '--locked', [CompletionResultType]::ParameterName, 'Fail unless envctl.lock pins this profile''s current image')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
@@ -286,6 +287,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
         }
         'envctl;lock' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('--update', '--update', [CompletionResultType]::ParameterName, 'Pull again to pick up where each tag points now')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')

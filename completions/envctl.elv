@@ -161,6 +161,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --dry-run 'Print the equivalent `docker run` (with --json: the exact create body) and do nothing'
             cand --force 'Start even when doctor''s checks fail'
             cand --recreate 'Replace the container when the profile changed since it was created'
+            cand --locked 'Fail unless envctl.lock pins this profile''s current image'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
@@ -261,6 +262,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
         }
         &'envctl;lock'= {
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --update 'Pull again to pick up where each tag points now'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'

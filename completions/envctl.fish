@@ -132,6 +132,7 @@ never\t''"
 complete -c envctl -n "__fish_envctl_using_subcommand up" -l dry-run -d 'Print the equivalent `docker run` (with --json: the exact create body) and do nothing'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -l force -d 'Start even when doctor\'s checks fail'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -l recreate -d 'Replace the container when the profile changed since it was created'
+complete -c envctl -n "__fish_envctl_using_subcommand up" -l locked -d 'Fail unless envctl.lock pins this profile\'s current image'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -s v -l verbose -d 'Print more detail on stderr'
@@ -201,6 +202,7 @@ complete -c envctl -n "__fish_envctl_using_subcommand stats" -s h -l help -d 'Pr
 complete -c envctl -n "__fish_envctl_using_subcommand lock" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand lock" -l update -d 'Pull again to pick up where each tag points now'
 complete -c envctl -n "__fish_envctl_using_subcommand lock" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
 complete -c envctl -n "__fish_envctl_using_subcommand lock" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand lock" -s v -l verbose -d 'Print more detail on stderr'
