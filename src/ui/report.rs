@@ -34,8 +34,14 @@ pub fn write_error(printer: &Printer, error: &Error) {
         _ => {}
     }
     let mut source = std::error::Error::source(error);
+    let mut previous = error.to_string();
     while let Some(cause) = source {
-        printer.stderr_line(&format!("  caused by: {cause}"));
+        // Some causes repeat their own source in their message (hyper does): say it once.
+        let text = cause.to_string();
+        if !previous.contains(&text) {
+            printer.stderr_line(&format!("  caused by: {text}"));
+        }
+        previous = text;
         source = cause.source();
     }
     if let Some(hint) = error.hint() {

@@ -1,0 +1,159 @@
+//! The world misbehaving: each way of not reaching the daemon gets its own named cause and
+//! fix within 3 s, and what envctl creates never has more privilege than the profile asks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use support::docker::{ContainerGuard, docker_stdout, require_daemon, test_image, unique_name};
+
+const LIMIT: Duration = Duration::from_secs(3);
+
+fn envctl_with_host(host: &str, arguments: &[&str]) -> (i32, String, Duration) {
+    let started = Instant::now();
+    let output = Command::cargo_bin("envctl")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .env("DOCKER_HOST", host)
+        .args(arguments)
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stderr).unwrap(),
+        started.elapsed(),
+    )
+}
+
+#[test]
+fn missing_socket() {
+    let (code, stderr, took) = envctl_with_host("unix:///nonexistent/envctl/docker.sock", &["ps"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("`/nonexistent/envctl/docker.sock` does not exist"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: start Docker"), "{stderr}");
+    assert!(took < LIMIT, "{took:?}");
+}
+
+#[test]
+fn stale_socket() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("docker.sock");
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    let (code, stderr, took) = envctl_with_host(&format!("unix://{}", path.display()), &["ps"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("connection refused"), "{stderr}");
+    assert!(stderr.contains("no daemon listens"), "{stderr}");
+    assert!(took < LIMIT, "{took:?}");
+}
+
+#[test]
+fn closed_tcp_port() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (code, stderr, took) = envctl_with_host(&format!("tcp://127.0.0.1:{port}"), &["ps"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(&format!("tcp://127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("connection refused"), "{stderr}");
+    assert!(took < LIMIT, "{took:?}");
+}
+
+#[test]
+fn hung_daemon() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (code, stderr, took) = envctl_with_host(
+        &format!("tcp://{}", listener.local_addr().unwrap()),
+        &["ps"],
+    );
+    assert_eq!(code, 1);
+    assert!(stderr.contains("did not answer within 3 s"), "{stderr}");
+    assert!(took < LIMIT + Duration::from_secs(1), "{took:?}");
+}
+
+#[test]
+fn socket_without_permission() {
+    if !require_daemon() {
+        return;
+    }
+    let socket = "/var/run/docker.sock";
+    if !Path::new(socket).exists()
+        || docker_stdout(["info", "--format", "{{.SecurityOptions}}"]).contains("rootless")
+    {
+        panic!("this test needs the system socket {socket} (owned by root, mode 660)");
+    }
+    // `nobody` is in no `docker` group: exactly the user who forgot `usermod -aG docker`.
+    let binary = assert_cmd::cargo::cargo_bin("envctl");
+    let output = std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&binary)
+        .arg("ps")
+        .env("NO_COLOR", "1")
+        .env("DOCKER_HOST", format!("unix://{socket}"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("permission denied on the Docker socket"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("usermod -aG docker"), "{stderr}");
+    assert_eq!(
+        stderr.matches("client error (Connect)").count(),
+        1,
+        "causes are said once: {stderr}"
+    );
+}
+
+#[test]
+fn containers_get_no_privilege_the_profile_did_not_ask_for() {
+    if !require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("privilege");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join(format!("envctl/{profile}.toml")),
+        format!("image = \"{}\"\nmemory = \"64m\"\n", test_image()),
+    )
+    .unwrap();
+    let name = format!("envctl-{profile}");
+    let _guard = ContainerGuard::new(name.as_str());
+    let output = Command::cargo_bin("envctl")
+        .unwrap()
+        .current_dir(folder.path())
+        .env("NO_COLOR", "1")
+        .args(["up", &profile])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let inspect = docker_stdout([
+        "inspect",
+        "--format",
+        "{{.HostConfig.Privileged}}|{{.HostConfig.CapAdd}}|{{.HostConfig.SecurityOpt}}|{{.HostConfig.PidMode}}|{{.HostConfig.NetworkMode}}|{{.HostConfig.Devices}}|{{len .HostConfig.PortBindings}}",
+        &name,
+    ]);
+    assert_eq!(
+        inspect.trim(),
+        "false|[]|[]||default|[]|0",
+        "no privilege, capability, host namespace, device or port beyond the profile"
+    );
+}
