@@ -108,9 +108,9 @@ impl Error {
             Error::ImageMissing { .. } => {
                 Some("pull it with `--pull missing` (the default)".into())
             }
-            Error::Lock { .. } => Some(
-                "run `envctl lock` to pin the profile's image, and commit envctl.lock".into(),
-            ),
+            Error::Lock { .. } => {
+                Some("run `envctl lock` to pin the profile's image, and commit envctl.lock".into())
+            }
             Error::StartFailed { source, .. } => start_hint(source),
             Error::Usage { hint, .. } => hint.clone(),
             Error::Engine(error) => error.hint(),
