@@ -74,7 +74,7 @@ const IMAGE_ENV_KEYS: [&str; 6] = [
 ];
 
 impl Engine {
-    /// Pings, then reads `/version` and `/info`. Unreachable is a fact, not an error.
+    /// Reads `/version` and `/info` at once. Unreachable is a fact, not an error.
     pub async fn facts(&self) -> EngineFacts {
         let state = match self.daemon_facts().await {
             Ok(facts) => EngineState::Reachable(Box::new(facts)),
@@ -91,7 +91,8 @@ impl Engine {
     }
 
     async fn daemon_facts(&self) -> Result<DaemonFacts, EngineError> {
-        self.ping().await?;
+        // No separate ping: `/version` answers the same question, and its failure is
+        // classified the same way (the connection's request timeout bounds it).
         let (version, info) = tokio::join!(self.docker.version(), self.docker.info());
         let version = version.map_err(|error| self.classify(error))?;
         let info = info.map_err(|error| self.classify(error))?;
