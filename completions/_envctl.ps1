@@ -264,14 +264,21 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;export' {
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'What to write')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write to FILE instead of stdout (atomically; an existing FILE only with --force)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write to FILE instead of stdout (atomically; an existing FILE only with --force)')
+            [CompletionResult]::new('--kind', '--kind', [CompletionResultType]::ParameterName, 'Kubernetes workload that runs the container [default: job]')
+            [CompletionResult]::new('--volumes', '--volumes', [CompletionResultType]::ParameterName, 'How Kubernetes mounts bind sources: the node''s path, or a PersistentVolumeClaim [default: hostpath]')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace FILE when it exists')
+            [CompletionResult]::new('--service', '--service', [CompletionResultType]::ParameterName, 'Also write a Kubernetes Service for the published ports')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'envctl;stats' {

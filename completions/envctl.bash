@@ -327,12 +327,32 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__export)
-            opts="-q -v -h --json --quiet --verbose --color --help"
+            opts="-o -q -v -h --to --output --force --kind --volumes --service --json --quiet --verbose --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --to)
+                    COMPREPLY=($(compgen -W "compose k8s devcontainer docker-run" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kind)
+                    COMPREPLY=($(compgen -W "pod job deployment" -- "${cur}"))
+                    return 0
+                    ;;
+                --volumes)
+                    COMPREPLY=($(compgen -W "hostpath pvc" -- "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

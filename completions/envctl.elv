@@ -241,14 +241,21 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --help 'Print help'
         }
         &'envctl;export'= {
+            cand --to 'What to write'
+            cand -o 'Write to FILE instead of stdout (atomically; an existing FILE only with --force)'
+            cand --output 'Write to FILE instead of stdout (atomically; an existing FILE only with --force)'
+            cand --kind 'Kubernetes workload that runs the container [default: job]'
+            cand --volumes 'How Kubernetes mounts bind sources: the node''s path, or a PersistentVolumeClaim [default: hostpath]'
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --force 'Replace FILE when it exists'
+            cand --service 'Also write a Kubernetes Service for the published ports'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
             cand -v 'Print more detail on stderr'
             cand --verbose 'Print more detail on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'envctl;stats'= {
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'

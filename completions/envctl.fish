@@ -185,13 +185,25 @@ complete -c envctl -n "__fish_envctl_using_subcommand logs" -l json -d 'Print on
 complete -c envctl -n "__fish_envctl_using_subcommand logs" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand logs" -s v -l verbose -d 'Print more detail on stderr'
 complete -c envctl -n "__fish_envctl_using_subcommand logs" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand export" -l to -d 'What to write' -r -f -a "compose\t'A compose file (`docker compose up`)'
+k8s\t'Kubernetes manifests (`kubectl apply -f`)'
+devcontainer\t'A devcontainer.json'
+docker-run\t'The `docker run` line (as `up --dry-run`)'"
+complete -c envctl -n "__fish_envctl_using_subcommand export" -s o -l output -d 'Write to FILE instead of stdout (atomically; an existing FILE only with --force)' -r -F
+complete -c envctl -n "__fish_envctl_using_subcommand export" -l kind -d 'Kubernetes workload that runs the container [default: job]' -r -f -a "pod\t''
+job\t''
+deployment\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand export" -l volumes -d 'How Kubernetes mounts bind sources: the node\'s path, or a PersistentVolumeClaim [default: hostpath]' -r -f -a "hostpath\t''
+pvc\t''"
 complete -c envctl -n "__fish_envctl_using_subcommand export" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand export" -l force -d 'Replace FILE when it exists'
+complete -c envctl -n "__fish_envctl_using_subcommand export" -l service -d 'Also write a Kubernetes Service for the published ports'
 complete -c envctl -n "__fish_envctl_using_subcommand export" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
 complete -c envctl -n "__fish_envctl_using_subcommand export" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand export" -s v -l verbose -d 'Print more detail on stderr'
-complete -c envctl -n "__fish_envctl_using_subcommand export" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand export" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c envctl -n "__fish_envctl_using_subcommand stats" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"

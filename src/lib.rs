@@ -10,6 +10,7 @@ pub mod compat;
 pub mod engine;
 pub mod error;
 pub mod exit;
+pub mod export;
 pub mod gpu;
 pub mod host;
 pub mod lock;

@@ -1,18 +1,369 @@
-//! `envctl export PROFILE --to compose|k8s|devcontainer|docker-run` (being built).
+//! `envctl export PROFILE --to compose|k8s|devcontainer|docker-run [-o FILE]`: the same
+//! environment for other engines. The mapping lives in `export/` (pure); this command
+//! resolves the profile, builds `up`'s create body, reads `envctl.lock`, writes the result
+//! to stdout or atomically to `-o FILE`, and prints what a target could not express as
+//! warnings on stderr.
+//!
+//! `--to docker-run` prints exactly what `up --dry-run` prints (same body, same GPU
+//! detection for `gpus = "optional"`, same refusal of a missing bind source). The other
+//! targets are files for other machines: they are built as for a host with GPUs, and a
+//! bind source missing here is a warning, not an error.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use super::Context;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::export::{
+    self, ExportError, ExportInput, Exported, KubernetesOptions, Notice, Target, VolumeMode,
+    WorkloadKind,
+};
+use crate::profile::ResolvedProfile;
+use crate::profile::model::GpuRequest;
+use crate::spec::{self, CreateBody, Overrides, SpecContext, SpecError};
+
+/// The lock file `envctl lock` writes, read from the working directory.
+const LOCK_FILE: &str = "envctl.lock";
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     /// A profile name or path
     pub profile: String,
+    /// What to write
+    #[arg(long, value_enum, value_name = "TARGET")]
+    pub to: TargetArgument,
+    /// Write to FILE instead of stdout (atomically; an existing FILE only with --force)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Replace FILE when it exists
+    #[arg(long)]
+    pub force: bool,
+    /// Kubernetes workload that runs the container [default: job]
+    #[arg(long, value_enum, ignore_case = true)]
+    pub kind: Option<KindArgument>,
+    /// How Kubernetes mounts bind sources: the node's path, or a PersistentVolumeClaim
+    /// [default: hostpath]
+    #[arg(long, value_enum)]
+    pub volumes: Option<VolumesArgument>,
+    /// Also write a Kubernetes Service for the published ports
+    #[arg(long)]
+    pub service: bool,
 }
 
-pub fn run(arguments: ExportArgs, _context: &Context) -> Result<ExitStatus, Error> {
+/// `--to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetArgument {
+    /// A compose file (`docker compose up`)
+    Compose,
+    /// Kubernetes manifests (`kubectl apply -f`)
+    #[value(name = "k8s", alias = "kubernetes")]
+    Kubernetes,
+    /// A devcontainer.json
+    Devcontainer,
+    /// The `docker run` line (as `up --dry-run`)
+    DockerRun,
+}
+
+/// `--kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KindArgument {
+    Pod,
+    Job,
+    Deployment,
+}
+
+/// `--volumes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VolumesArgument {
+    #[value(name = "hostpath")]
+    HostPath,
+    Pvc,
+}
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+struct ExportReport<'a> {
+    profile: &'a str,
+    target: Target,
+    /// The file written, or `null` when the content is on stdout (in `content`).
+    output: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    notices: &'a [Notice],
+}
+
+pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let target = match arguments.to {
+        TargetArgument::Compose => Target::Compose,
+        TargetArgument::Kubernetes => Target::Kubernetes,
+        TargetArgument::Devcontainer => Target::Devcontainer,
+        TargetArgument::DockerRun => Target::DockerRun,
+    };
+    check_flags(&arguments, target)?;
+    let resolved = context.search_path.resolve(&arguments.profile)?;
+    let working_directory = std::env::current_dir().map_err(|source| Error::Read {
+        path: ".".into(),
+        source,
+    })?;
+    let home = std::env::var_os("HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    let output_file = arguments
+        .output
+        .as_ref()
+        .map(|path| working_directory.join(path));
+
+    let exported = if target == Target::DockerRun {
+        let body = up_body(&resolved, &working_directory, home.clone())?;
+        export::docker_run(&body, &spec::container_name(&resolved.profile.name))
+    } else {
+        let body = portable_body(&resolved, &working_directory, home.clone(), context)?;
+        let lock = read_lock(&working_directory, target, context);
+        let is_file = |path: &Path| path.is_file();
+        let input = ExportInput {
+            resolved: &resolved,
+            body: &body,
+            working_directory: working_directory.clone(),
+            home,
+            output_file: output_file.clone(),
+            path_is_file: &is_file,
+            lock: lock.as_deref(),
+        };
+        let result = match target {
+            Target::Compose => export::compose(&input),
+            Target::Devcontainer => export::devcontainer(&input),
+            _ => export::kubernetes(
+                &input,
+                KubernetesOptions {
+                    kind: match arguments.kind {
+                        Some(KindArgument::Pod) => WorkloadKind::Pod,
+                        Some(KindArgument::Deployment) => WorkloadKind::Deployment,
+                        Some(KindArgument::Job) | None => WorkloadKind::Job,
+                    },
+                    volumes: match arguments.volumes {
+                        Some(VolumesArgument::Pvc) => VolumeMode::Pvc,
+                        Some(VolumesArgument::HostPath) | None => VolumeMode::HostPath,
+                    },
+                    service: arguments.service,
+                },
+            ),
+        };
+        result.map_err(|error| match error {
+            ExportError::Spec(error) => Error::Spec(error),
+            other @ ExportError::Serialize { .. } => Error::Usage {
+                message: other.to_string(),
+                hint: Some("this is a bug in envctl; please report it with the profile".into()),
+            },
+        })?
+    };
+
+    for notice in &exported.notices {
+        context.printer.warn(&notice.to_string());
+    }
+    if let Some(path) = &output_file {
+        write_atomically(path, &exported.text, arguments.force)?;
+        let shown = arguments
+            .output
+            .as_deref()
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        if context.json {
+            context
+                .printer
+                .json(&report(&resolved, target, Some(shown), None, &exported))?;
+        } else {
+            context.printer.info(&format!("wrote {shown}"));
+        }
+    } else if context.json {
+        context.printer.json(&report(
+            &resolved,
+            target,
+            None,
+            Some(&exported.text),
+            &exported,
+        ))?;
+    } else {
+        context.printer.data(exported.text.trim_end_matches('\n'))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn report<'a>(
+    resolved: &'a ResolvedProfile,
+    target: Target,
+    output: Option<String>,
+    content: Option<&'a str>,
+    exported: &'a Exported,
+) -> ExportReport<'a> {
+    ExportReport {
+        profile: &resolved.profile.name,
+        target,
+        output,
+        content,
+        notices: &exported.notices,
+    }
+}
+
+/// `--kind`, `--volumes` and `--service` shape Kubernetes manifests only.
+fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
+    if target == Target::Kubernetes {
+        return Ok(());
+    }
+    let given: Vec<&str> = [
+        (arguments.kind.is_some(), "--kind"),
+        (arguments.volumes.is_some(), "--volumes"),
+        (arguments.service, "--service"),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
     Err(Error::Usage {
-        message: format!("export of `{}` is not available yet", arguments.profile),
-        hint: None,
+        message: format!(
+            "{} only apply to `--to k8s`, not `--to {target}`",
+            given.join(", ")
+        ),
+        hint: Some(format!(
+            "drop {}, or export with `--to k8s`",
+            given.join(", ")
+        )),
+    })
+}
+
+/// The body `up` (and `up --dry-run`) would send on this host.
+fn up_body(
+    resolved: &ResolvedProfile,
+    working_directory: &Path,
+    home: Option<PathBuf>,
+) -> Result<CreateBody, Error> {
+    let host_has_gpus = resolved.profile.gpus == GpuRequest::Optional && {
+        let library = std::env::var_os(crate::gpu::LIBRARY_VARIABLE)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from);
+        crate::gpu::gather(library.as_deref())
+            .loaded()
+            .is_some_and(|facts| !facts.gpus.is_empty())
+    };
+    let exists = |path: &Path| path.exists();
+    let context = SpecContext {
+        working_directory: working_directory.to_path_buf(),
+        home,
+        host_has_gpus,
+        overrides: Overrides::default(),
+        path_exists: &exists,
+    };
+    Ok(spec::create_body(resolved, &context)?)
+}
+
+/// `up`'s body as on a host with GPUs. A bind source missing here is a warning: the file
+/// may well be for another machine.
+fn portable_body(
+    resolved: &ResolvedProfile,
+    working_directory: &Path,
+    home: Option<PathBuf>,
+    context: &Context,
+) -> Result<CreateBody, Error> {
+    let exists = |path: &Path| path.exists();
+    let mut spec_context = SpecContext {
+        working_directory: working_directory.to_path_buf(),
+        home,
+        host_has_gpus: true,
+        overrides: Overrides::default(),
+        path_exists: &exists,
+    };
+    match spec::create_body(resolved, &spec_context) {
+        Err(SpecError::MissingBindSources { missing }) => {
+            for source in &missing {
+                context.printer.warn(&format!(
+                    "bind mount source `{}` (written `{}`, mounted at `{}`) does not exist here; create it wherever the export runs (`mkdir -p`), or the container will not start",
+                    source.path.display(),
+                    source.written,
+                    source.target
+                ));
+            }
+            let everything_exists = |_: &Path| true;
+            spec_context.path_exists = &everything_exists;
+            Ok(spec::create_body(resolved, &spec_context)?)
+        }
+        other => Ok(other?),
+    }
+}
+
+/// The text of `./envctl.lock` for the Kubernetes export (the only target that pins by
+/// digest); `None` when there is none or it cannot be read (with a warning).
+fn read_lock(working_directory: &Path, target: Target, context: &Context) -> Option<String> {
+    if target != Target::Kubernetes {
+        return None;
+    }
+    let path = working_directory.join(LOCK_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => {
+            context.printer.warn(&format!(
+                "cannot read {}: {error}; the image keeps its tag",
+                path.display()
+            ));
+            None
+        }
+    }
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder and a rename, so a
+/// reader never sees half a file. Without `force` an existing file is refused, also when
+/// it appears while writing (the final step is a hard link, which fails when the name is
+/// taken).
+fn write_atomically(path: &Path, text: &str, force: bool) -> Result<(), Error> {
+    let shown = path.display().to_string();
+    let refuse = || Error::Usage {
+        message: format!("`{shown}` exists"),
+        hint: Some("pass `--force` to replace it, or choose another `-o` path".into()),
+    };
+    let failed = |error: std::io::Error| Error::Usage {
+        message: format!("cannot write `{shown}`: {error}"),
+        hint: Some("check that the folder is writable".into()),
+    };
+    if !force && path.exists() {
+        return Err(refuse());
+    }
+    let folder = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder).map_err(failed)?;
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "export".into());
+    let temporary = folder.join(format!(".{file_name}.envctl-{}.tmp", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        Ok(())
+    })();
+    if let Err(error) = result {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(failed(error));
+    }
+    let placed = if force {
+        std::fs::rename(&temporary, path)
+    } else {
+        match std::fs::hard_link(&temporary, path) {
+            Ok(()) => std::fs::remove_file(&temporary),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                let _ = std::fs::remove_file(&temporary);
+                return Err(refuse());
+            }
+            // A file system without hard links: the existence check above has to do.
+            Err(_) => std::fs::rename(&temporary, path),
+        }
+    };
+    placed.map_err(|error| {
+        let _ = std::fs::remove_file(&temporary);
+        failed(error)
     })
 }
