@@ -179,6 +179,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Start even when doctor''s checks fail')
             [CompletionResult]::new('--recreate', '--recreate', [CompletionResultType]::ParameterName, 'Replace the container when the profile changed since it was created')
             [CompletionResult]::new('--locked', '--locked', [CompletionResultType]::ParameterName, 'Fail unless envctl.lock pins this profile''s current image')
+            [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Run `nvidia-check` in the container once it started (its exit code is up''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')

@@ -947,7 +947,7 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__up)
-            opts="-e -p -q -v -h --name --pull --dry-run --force --recreate --locked --env --publish --volume --json --quiet --verbose --color --help"
+            opts="-e -p -q -v -h --name --pull --dry-run --force --recreate --locked --check --env --publish --volume --json --quiet --verbose --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

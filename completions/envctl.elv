@@ -162,6 +162,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --force 'Start even when doctor''s checks fail'
             cand --recreate 'Replace the container when the profile changed since it was created'
             cand --locked 'Fail unless envctl.lock pins this profile''s current image'
+            cand --check 'Run `nvidia-check` in the container once it started (its exit code is up''s)'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'

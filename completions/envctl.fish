@@ -133,6 +133,7 @@ complete -c envctl -n "__fish_envctl_using_subcommand up" -l dry-run -d 'Print t
 complete -c envctl -n "__fish_envctl_using_subcommand up" -l force -d 'Start even when doctor\'s checks fail'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -l recreate -d 'Replace the container when the profile changed since it was created'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -l locked -d 'Fail unless envctl.lock pins this profile\'s current image'
+complete -c envctl -n "__fish_envctl_using_subcommand up" -l check -d 'Run `nvidia-check` in the container once it started (its exit code is up\'s)'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand up" -s v -l verbose -d 'Print more detail on stderr'

@@ -112,6 +112,9 @@ pub enum Command {
         /// Fail unless envctl.lock pins this profile's current image
         #[arg(long)]
         locked: bool,
+        /// Run `nvidia-check` in the container once it started (its exit code is up's)
+        #[arg(long)]
+        check: bool,
         /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
         #[arg(short, long, value_name = "KEY=VALUE")]
         env: Vec<String>,

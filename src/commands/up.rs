@@ -39,6 +39,8 @@ pub struct UpArguments {
     pub force: bool,
     pub recreate: bool,
     pub locked: bool,
+    /// Run nvidia-check once the container runs.
+    pub check: bool,
     pub env: Vec<String>,
     pub ports: Vec<String>,
     pub mounts: Vec<String>,
@@ -135,8 +137,20 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         };
         match result {
             Ok(report) => {
-                print_report(&report, &resolved.profile.name, context)?;
-                Ok(ExitStatus::Success)
+                // With `--check --json` the check's document is the one document: it names
+                // the container and profile too.
+                if !(arguments.check && context.json) {
+                    print_report(&report, &resolved.profile.name, context)?;
+                }
+                if !arguments.check {
+                    return Ok(ExitStatus::Success);
+                }
+                let container = engine.inspect_container(&report.id).await?.ok_or_else(|| Error::TargetNotFound {
+                    target: report.container.clone(),
+                    hint: "the container disappeared right after it started; `envctl logs` may say why".into(),
+                })?;
+                let options = super::nvidia_check::NvidiaCheckOptions { quick: false, timeout_seconds: 120 };
+                super::nvidia_check::run(&engine, &container, &options, context).await
             }
             Err(error) => {
                 clean_up(&engine, &state, context).await;
