@@ -27,7 +27,8 @@ pub struct ExecArguments {
 }
 
 pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Error> {
-    runtime()?.block_on(async {
+    let runtime = runtime()?;
+    let result = runtime.block_on(async {
         let engine = context.engine().await?;
         let container = running_container(&engine, context, &arguments.target).await?;
         if arguments.name.as_deref() == Some("nvidia-check") {
@@ -63,12 +64,17 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
         Ok(ExitStatus::External(
             u8::try_from(code.clamp(0, 255)).unwrap_or(255),
         ))
-    })
+    });
+    // A read of the terminal may still be blocked in tokio's stdin thread: do not wait for
+    // it (it would hold envctl open until the next key press).
+    runtime.shutdown_background();
+    result
 }
 
 /// `envctl shell TARGET`: bash when the image has it, else sh, on a TTY.
 pub fn shell(target: &str, user: Option<String>, context: &Context) -> Result<ExitStatus, Error> {
-    runtime()?.block_on(async {
+    let runtime = runtime()?;
+    let result = runtime.block_on(async {
         let engine = context.engine().await?;
         let container = running_container(&engine, context, target).await?;
         let request = ExecRequest {
@@ -87,7 +93,11 @@ pub fn shell(target: &str, user: Option<String>, context: &Context) -> Result<Ex
         Ok(ExitStatus::External(
             u8::try_from(code.clamp(0, 255)).unwrap_or(255),
         ))
-    })
+    });
+    // A read of the terminal may still be blocked in tokio's stdin thread: do not wait for
+    // it (it would hold envctl open until the next key press).
+    runtime.shutdown_background();
+    result
 }
 
 /// Finds the target's container and insists it runs.
