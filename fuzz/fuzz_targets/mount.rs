@@ -5,7 +5,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
     if let Ok(mount) = envctl::profile::mounts::parse_mount_spec(text) {
-        let again = envctl::profile::mounts::parse_mount_spec(&mount.to_string()).expect("a printed mount parses");
+        let again = envctl::profile::mounts::parse_mount_spec(&mount.to_string())
+            .expect("a printed mount parses");
         assert_eq!(again, mount);
     }
 });
