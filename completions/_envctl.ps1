@@ -283,6 +283,28 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;stats' {
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Time between samples: seconds, or with a unit (500ms, 2s, 1m)')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after N samples')
+            [CompletionResult]::new('--record', '--record', [CompletionResultType]::ParameterName, 'Append every sample to FILE: CSV (.csv) or JSON lines (.jsonl)')
+            [CompletionResult]::new('--serve', '--serve', [CompletionResultType]::ParameterName, 'Serve Prometheus metrics at ADDR [default: 127.0.0.1:9400]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('-a', '-a', [CompletionResultType]::ParameterName, 'Every running container, not only envctl''s')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Every running container, not only envctl''s')
+            [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'One snapshot, then exit')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'Draw a recording''s time series: CPU, memory, GPU utilisation, GPU memory, temperature')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'envctl;stats;report' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Where to write the drawing: .svg, or .html with a summary and the diagnoses')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Where to write the drawing: .svg, or .html with a summary and the diagnoses')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
@@ -291,6 +313,17 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'envctl;stats;help' {
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'Draw a recording''s time series: CPU, memory, GPU utilisation, GPU memory, temperature')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'envctl;stats;help;report' {
+            break
+        }
+        'envctl;stats;help;help' {
             break
         }
         'envctl;lock' {
@@ -392,6 +425,10 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;help;stats' {
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'Draw a recording''s time series: CPU, memory, GPU utilisation, GPU memory, temperature')
+            break
+        }
+        'envctl;help;stats;report' {
             break
         }
         'envctl;help;lock' {

@@ -118,6 +118,9 @@ _envctl() {
             envctl__subcmd__help__subcmd__profiles,show)
                 cmd="envctl__subcmd__help__subcmd__profiles__subcmd__show"
                 ;;
+            envctl__subcmd__help__subcmd__stats,report)
+                cmd="envctl__subcmd__help__subcmd__stats__subcmd__report"
+                ;;
             envctl__subcmd__profiles,check)
                 cmd="envctl__subcmd__profiles__subcmd__check"
                 ;;
@@ -147,6 +150,18 @@ _envctl() {
                 ;;
             envctl__subcmd__profiles__subcmd__help,show)
                 cmd="envctl__subcmd__profiles__subcmd__help__subcmd__show"
+                ;;
+            envctl__subcmd__stats,help)
+                cmd="envctl__subcmd__stats__subcmd__help"
+                ;;
+            envctl__subcmd__stats,report)
+                cmd="envctl__subcmd__stats__subcmd__report"
+                ;;
+            envctl__subcmd__stats__subcmd__help,help)
+                cmd="envctl__subcmd__stats__subcmd__help__subcmd__help"
+                ;;
+            envctl__subcmd__stats__subcmd__help,report)
+                cmd="envctl__subcmd__stats__subcmd__help__subcmd__report"
                 ;;
             *)
                 ;;
@@ -617,8 +632,22 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__help__subcmd__stats)
-            opts=""
+            opts="report"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__help__subcmd__stats__subcmd__report)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -929,12 +958,96 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__stats)
-            opts="-q -v -h --json --quiet --verbose --color --help"
+            opts="-a -q -v -h --all --once --interval --count --record --serve --json --quiet --verbose --color --help report help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --record)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --serve)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__stats__subcmd__help)
+            opts="report help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__stats__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__stats__subcmd__help__subcmd__report)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        envctl__subcmd__stats__subcmd__report)
+            opts="-o -q -v -h --output --json --quiet --verbose --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

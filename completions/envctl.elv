@@ -259,6 +259,27 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'envctl;stats'= {
+            cand --interval 'Time between samples: seconds, or with a unit (500ms, 2s, 1m)'
+            cand --count 'Stop after N samples'
+            cand --record 'Append every sample to FILE: CSV (.csv) or JSON lines (.jsonl)'
+            cand --serve 'Serve Prometheus metrics at ADDR [default: 127.0.0.1:9400]'
+            cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand -a 'Every running container, not only envctl''s'
+            cand --all 'Every running container, not only envctl''s'
+            cand --once 'One snapshot, then exit'
+            cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'Print more detail on stderr'
+            cand --verbose 'Print more detail on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand report 'Draw a recording''s time series: CPU, memory, GPU utilisation, GPU memory, temperature'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'envctl;stats;report'= {
+            cand -o 'Where to write the drawing: .svg, or .html with a summary and the diagnoses'
+            cand --output 'Where to write the drawing: .svg, or .html with a summary and the diagnoses'
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
@@ -267,6 +288,14 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --verbose 'Print more detail on stderr'
             cand -h 'Print help'
             cand --help 'Print help'
+        }
+        &'envctl;stats;help'= {
+            cand report 'Draw a recording''s time series: CPU, memory, GPU utilisation, GPU memory, temperature'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'envctl;stats;help;report'= {
+        }
+        &'envctl;stats;help;help'= {
         }
         &'envctl;lock'= {
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
@@ -349,6 +378,9 @@ set edit:completion:arg-completer[envctl] = {|@words|
         &'envctl;help;export'= {
         }
         &'envctl;help;stats'= {
+            cand report 'Draw a recording''s time series: CPU, memory, GPU utilisation, GPU memory, temperature'
+        }
+        &'envctl;help;stats;report'= {
         }
         &'envctl;help;lock'= {
         }

@@ -205,13 +205,31 @@ complete -c envctl -n "__fish_envctl_using_subcommand export" -l json -d 'Print 
 complete -c envctl -n "__fish_envctl_using_subcommand export" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand export" -s v -l verbose -d 'Print more detail on stderr'
 complete -c envctl -n "__fish_envctl_using_subcommand export" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c envctl -n "__fish_envctl_using_subcommand stats" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -l interval -d 'Time between samples: seconds, or with a unit (500ms, 2s, 1m)' -r
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -l count -d 'Stop after N samples' -r
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -l record -d 'Append every sample to FILE: CSV (.csv) or JSON lines (.jsonl)' -r -F
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -l serve -d 'Serve Prometheus metrics at ADDR [default: 127.0.0.1:9400]' -r
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c envctl -n "__fish_envctl_using_subcommand stats" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
-complete -c envctl -n "__fish_envctl_using_subcommand stats" -s q -l quiet -d 'Print only data and errors'
-complete -c envctl -n "__fish_envctl_using_subcommand stats" -s v -l verbose -d 'Print more detail on stderr'
-complete -c envctl -n "__fish_envctl_using_subcommand stats" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -s a -l all -d 'Every running container, not only envctl\'s'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -l once -d 'One snapshot, then exit'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -a "report" -d 'Draw a recording\'s time series: CPU, memory, GPU utilisation, GPU memory, temperature'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -s o -l output -d 'Where to write the drawing: .svg, or .html with a summary and the diagnoses' -r -F
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -s q -l quiet -d 'Print only data and errors'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -s v -l verbose -d 'Print more detail on stderr'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -s h -l help -d 'Print help'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from help" -f -a "report" -d 'Draw a recording\'s time series: CPU, memory, GPU utilisation, GPU memory, temperature'
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c envctl -n "__fish_envctl_using_subcommand lock" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -253,3 +271,4 @@ complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subc
 complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "show" -d 'Print a profile with `extends` applied, and which file set each key'
 complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "check" -d 'Validate profile files; every problem is reported with file:line:column'
 complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from profiles" -f -a "new" -d 'Start a team profile in ./envctl/NAME.toml'
+complete -c envctl -n "__fish_envctl_using_subcommand help; and __fish_seen_subcommand_from stats" -f -a "report" -d 'Draw a recording\'s time series: CPU, memory, GPU utilisation, GPU memory, temperature'

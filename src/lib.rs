@@ -14,6 +14,7 @@ pub mod export;
 pub mod gpu;
 pub mod host;
 pub mod lock;
+pub mod monitor;
 pub mod nvcheck;
 pub mod profile;
 pub mod registry;

@@ -7,6 +7,7 @@ pub mod exec;
 pub mod facts;
 pub mod logs;
 pub mod pull;
+pub mod stats;
 
 use std::time::Duration;
 

@@ -5,6 +5,7 @@
 
 mod facts;
 mod nvml;
+pub mod sample;
 
 use std::ffi::OsStr;
 use std::path::Path;

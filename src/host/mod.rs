@@ -3,6 +3,7 @@
 //! CDI specs, the Docker socket's permissions, kernel, distribution and cgroups.
 //! Everything is read under a root folder so tests can lay out a fake machine.
 
+pub mod cgroup;
 pub mod tools;
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

@@ -2,6 +2,7 @@
 //! styling, error and diagnostic rendering, tables.
 
 pub mod findings;
+pub mod live;
 pub mod printer;
 pub mod progress;
 pub mod report;

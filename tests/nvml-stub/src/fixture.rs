@@ -33,6 +33,9 @@ const DEVICE_KEYS: &[&str] = &[
     "power_usage_milliwatts",
     "power_limit_milliwatts",
     "throttle_reasons",
+    "clock_graphics_mhz",
+    "clock_sm_mhz",
+    "clock_memory_mhz",
     "mig_current",
     "mig_pending",
     "processes",
@@ -62,6 +65,7 @@ const DEVICE_QUERIES: &[&str] = &[
     "temperature",
     "power_usage",
     "throttle_reasons",
+    "clocks",
     "processes",
 ];
 
@@ -309,7 +313,10 @@ fn check_value(key: &str, value: &str, exported_symbols: &[&str]) -> Result<(), 
         | "power_usage_milliwatts"
         | "power_limit_milliwatts"
         | "mig_current"
-        | "mig_pending" => {
+        | "mig_pending"
+        | "clock_graphics_mhz"
+        | "clock_sm_mhz"
+        | "clock_memory_mhz" => {
             parse_number::<u32>(value)?;
         }
         "memory_total" | "memory_used" | "memory_reserved" | "throttle_reasons" => {

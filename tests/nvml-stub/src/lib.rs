@@ -57,6 +57,7 @@ pub const EXPORTED_SYMBOLS: &[&str] = &[
     "nvmlDeviceGetTemperature",
     "nvmlDeviceGetPowerUsage",
     "nvmlDeviceGetCurrentClocksThrottleReasons",
+    "nvmlDeviceGetClockInfo",
     "nvmlDeviceGetComputeRunningProcesses_v3",
 ];
 
@@ -527,6 +528,28 @@ pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksThrottleReasons(
         let value = fixture.device_number(index, "throttle_reasons")?;
         // SAFETY: out-parameter (crate contract).
         unsafe { put(reasons, value) }
+    })
+}
+
+/// `nvmlClockType_t`: graphics 0, SM 1, memory 2, video 3 (no fixture key: not supported).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetClockInfo(
+    device: Device,
+    clock_type: c_uint,
+    clock: *mut c_uint,
+) -> Return {
+    answer("nvmlDeviceGetClockInfo", |fixture| {
+        let index = device_index(fixture, device, "clocks")?;
+        let key = match clock_type {
+            0 => "clock_graphics_mhz",
+            1 => "clock_sm_mhz",
+            2 => "clock_memory_mhz",
+            3 => return Err(codes::NOT_SUPPORTED),
+            _ => return Err(INVALID_ARGUMENT),
+        };
+        let value = fixture.device_number(index, key)?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(clock, value) }
     })
 }
 

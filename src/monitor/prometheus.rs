@@ -1,0 +1,369 @@
+//! `--serve`: a snapshot in the Prometheus text exposition format (version 0.0.4).
+//!
+//! GPU series carry NVIDIA DCGM exporter's names, units and labels (`DCGM_FI_DEV_GPU_UTIL`,
+//! `DCGM_FI_DEV_FB_USED` in MiB, labels `gpu`, `UUID`, `device`, `modelName`, `Hostname`),
+//! so dashboards built for dcgm-exporter read envctl's too. When one container owns every
+//! process on a GPU, that GPU's series also carry its `container` and `profile`, as
+//! dcgm-exporter does for Kubernetes pods. Container series are envctl's own
+//! (`envctl_container_*`, labels `container`, `id`, `profile`): nothing overlaps there.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::snapshot::{GpuRow, Snapshot};
+
+const MEBIBYTE: f64 = 1024.0 * 1024.0;
+
+/// One metric family: its samples, each a set of labels and a value.
+struct Family {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    samples: Vec<(Vec<(&'static str, String)>, f64)>,
+}
+
+impl Family {
+    fn new(name: &'static str, kind: &'static str, help: &'static str) -> Family {
+        Family {
+            name,
+            kind,
+            help,
+            samples: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, labels: &[(&'static str, String)], value: Option<f64>) {
+        if let Some(value) = value.filter(|value| value.is_finite()) {
+            self.samples.push((labels.to_vec(), value));
+        }
+    }
+}
+
+/// The exposition text for `snapshot`; `hostname` fills DCGM's `Hostname` label.
+pub fn exposition(snapshot: &Snapshot, hostname: &str) -> String {
+    let mut families = gpu_families(snapshot, hostname);
+    families.extend(container_families(snapshot));
+    let mut diagnoses = Family::new(
+        "envctl_diagnosis",
+        "gauge",
+        "A diagnosis that holds now (1), by id, subject and severity.",
+    );
+    for diagnosis in &snapshot.diagnoses {
+        diagnoses.push(
+            &[
+                ("id", diagnosis.id.clone()),
+                ("subject", diagnosis.subject.clone()),
+                (
+                    "severity",
+                    match diagnosis.severity {
+                        super::diagnosis::Severity::Warning => "warning".to_string(),
+                        super::diagnosis::Severity::Info => "info".to_string(),
+                    },
+                ),
+            ],
+            Some(1.0),
+        );
+    }
+    families.push(diagnoses);
+    let mut time = Family::new(
+        "envctl_sample_timestamp_seconds",
+        "gauge",
+        "When envctl took the sample these values come from (Unix time).",
+    );
+    time.push(&[], Some(snapshot.time));
+    families.push(time);
+
+    let mut text = String::new();
+    for family in families.iter().filter(|family| !family.samples.is_empty()) {
+        let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
+        let _ = writeln!(text, "# TYPE {} {}", family.name, family.kind);
+        for (labels, value) in &family.samples {
+            text.push_str(family.name);
+            if !labels.is_empty() {
+                let rendered: Vec<String> = labels
+                    .iter()
+                    .map(|(name, value)| format!("{name}=\"{}\"", escape(value)))
+                    .collect();
+                let _ = write!(text, "{{{}}}", rendered.join(","));
+            }
+            let _ = writeln!(text, " {}", format_value(*value));
+        }
+    }
+    text
+}
+
+fn gpu_families(snapshot: &Snapshot, hostname: &str) -> Vec<Family> {
+    let mut utilization = Family::new("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
+    let mut copy = Family::new(
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        "gauge",
+        "Memory utilization (in %).",
+    );
+    let mut used = Family::new(
+        "DCGM_FI_DEV_FB_USED",
+        "gauge",
+        "Framebuffer memory used (in MiB).",
+    );
+    let mut free = Family::new(
+        "DCGM_FI_DEV_FB_FREE",
+        "gauge",
+        "Framebuffer memory free (in MiB).",
+    );
+    let mut temperature = Family::new("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).");
+    let mut power = Family::new("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).");
+    let mut limit = Family::new(
+        "DCGM_FI_DEV_POWER_MGMT_LIMIT",
+        "gauge",
+        "Power management limit (in W).",
+    );
+    let mut sm_clock = Family::new(
+        "DCGM_FI_DEV_SM_CLOCK",
+        "gauge",
+        "SM clock frequency (in MHz).",
+    );
+    let mut memory_clock = Family::new(
+        "DCGM_FI_DEV_MEM_CLOCK",
+        "gauge",
+        "Memory clock frequency (in MHz).",
+    );
+    let mut throttle = Family::new(
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+        "gauge",
+        "Throttling reasons bitmask (nvmlClocksThrottleReasons).",
+    );
+    let mut total = Family::new(
+        "envctl_gpu_memory_total_bytes",
+        "gauge",
+        "GPU memory in total (in bytes).",
+    );
+    for gpu in &snapshot.gpus {
+        let labels = gpu_labels(gpu, snapshot, hostname);
+        utilization.push(&labels, gpu.utilization_percent);
+        copy.push(&labels, gpu.memory_utilization_percent);
+        used.push(
+            &labels,
+            gpu.memory_used_bytes.map(|bytes| bytes as f64 / MEBIBYTE),
+        );
+        free.push(
+            &labels,
+            match (gpu.memory_total_bytes, gpu.memory_used_bytes) {
+                (Some(total), Some(used)) => Some(total.saturating_sub(used) as f64 / MEBIBYTE),
+                _ => None,
+            },
+        );
+        temperature.push(&labels, gpu.temperature_c);
+        power.push(&labels, gpu.power_w);
+        limit.push(&labels, gpu.power_limit_w);
+        sm_clock.push(&labels, gpu.sm_clock_mhz.map(f64::from));
+        memory_clock.push(&labels, gpu.memory_clock_mhz.map(f64::from));
+        throttle.push(&labels, gpu.throttle_reasons_mask.map(|mask| mask as f64));
+        total.push(&labels, gpu.memory_total_bytes.map(|bytes| bytes as f64));
+    }
+    vec![
+        utilization,
+        copy,
+        used,
+        free,
+        temperature,
+        power,
+        limit,
+        sm_clock,
+        memory_clock,
+        throttle,
+        total,
+    ]
+}
+
+/// dcgm-exporter's labels, plus `container` and `profile` when one container owns every
+/// process on the GPU.
+fn gpu_labels(gpu: &GpuRow, snapshot: &Snapshot, hostname: &str) -> Vec<(&'static str, String)> {
+    let mut labels = vec![
+        ("gpu", gpu.index.to_string()),
+        ("UUID", gpu.uuid.clone().unwrap_or_default()),
+        ("device", format!("nvidia{}", gpu.index)),
+        ("modelName", gpu.name.clone().unwrap_or_default()),
+        ("Hostname", hostname.to_string()),
+    ];
+    let owners: BTreeMap<Option<&str>, ()> = gpu
+        .processes
+        .iter()
+        .map(|process| (process.container.as_deref(), ()))
+        .collect();
+    if let [(Some(owner), ())] = owners.into_iter().collect::<Vec<_>>().as_slice() {
+        labels.push(("container", owner.to_string()));
+        if let Some(profile) = snapshot
+            .containers
+            .iter()
+            .find(|container| container.name == *owner)
+            .and_then(|container| container.profile.clone())
+        {
+            labels.push(("profile", profile));
+        }
+    }
+    labels
+}
+
+fn container_families(snapshot: &Snapshot) -> Vec<Family> {
+    let mut cpu = Family::new(
+        "envctl_container_cpu_percent",
+        "gauge",
+        "CPU in use, 100 per core (the docker stats scale).",
+    );
+    let mut cpu_limit = Family::new(
+        "envctl_container_cpu_limit_cores",
+        "gauge",
+        "Cores the container may use.",
+    );
+    let mut memory = Family::new(
+        "envctl_container_memory_bytes",
+        "gauge",
+        "Memory in use without reclaimable page cache (the docker stats figure).",
+    );
+    let mut memory_limit = Family::new(
+        "envctl_container_memory_limit_bytes",
+        "gauge",
+        "Memory limit (the host's memory when the container has none).",
+    );
+    let mut received = Family::new(
+        "envctl_container_network_receive_bytes_total",
+        "counter",
+        "Bytes received on all interfaces.",
+    );
+    let mut transmitted = Family::new(
+        "envctl_container_network_transmit_bytes_total",
+        "counter",
+        "Bytes sent on all interfaces.",
+    );
+    let mut read = Family::new(
+        "envctl_container_block_read_bytes_total",
+        "counter",
+        "Bytes read from block devices.",
+    );
+    let mut written = Family::new(
+        "envctl_container_block_write_bytes_total",
+        "counter",
+        "Bytes written to block devices.",
+    );
+    let mut pids = Family::new(
+        "envctl_container_pids",
+        "gauge",
+        "Processes and threads in the container.",
+    );
+    let mut gpu_memory = Family::new(
+        "envctl_container_gpu_memory_bytes",
+        "gauge",
+        "GPU memory held by the container's processes, on all GPUs.",
+    );
+    for container in &snapshot.containers {
+        let labels = vec![
+            ("container", container.name.clone()),
+            ("id", container.id.chars().take(12).collect()),
+            ("profile", container.profile.clone().unwrap_or_default()),
+        ];
+        cpu.push(&labels, container.cpu_percent);
+        cpu_limit.push(&labels, container.cpu_limit_cores);
+        memory.push(&labels, container.memory_bytes.map(|bytes| bytes as f64));
+        memory_limit.push(
+            &labels,
+            container.memory_limit_bytes.map(|bytes| bytes as f64),
+        );
+        received.push(&labels, container.net_rx_bytes.map(|bytes| bytes as f64));
+        transmitted.push(&labels, container.net_tx_bytes.map(|bytes| bytes as f64));
+        read.push(
+            &labels,
+            container.block_read_bytes.map(|bytes| bytes as f64),
+        );
+        written.push(
+            &labels,
+            container.block_write_bytes.map(|bytes| bytes as f64),
+        );
+        pids.push(&labels, container.pids.map(|count| count as f64));
+        gpu_memory.push(
+            &labels,
+            container.gpu_memory_bytes.map(|bytes| bytes as f64),
+        );
+    }
+    vec![
+        cpu,
+        cpu_limit,
+        memory,
+        memory_limit,
+        received,
+        transmitted,
+        read,
+        written,
+        pids,
+        gpu_memory,
+    ]
+}
+
+/// Label values escape backslash, double quote and line feed.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Integers without a fraction; other values as Rust's shortest round-trip form.
+fn format_value(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        value.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::snapshot::{ContainerRow, ProcessRow};
+
+    #[test]
+    fn gpus_take_dcgm_names_and_their_owner() {
+        let snapshot = Snapshot {
+            time: 1_700_000_000.5,
+            containers: vec![ContainerRow {
+                id: "0123456789abcdef".into(),
+                name: "train".into(),
+                profile: Some("pytorch \"2.8\"".into()),
+                cpu_percent: Some(150.25),
+                ..ContainerRow::default()
+            }],
+            gpus: vec![GpuRow {
+                index: 0,
+                uuid: Some("GPU-1".into()),
+                name: Some("NVIDIA H100 80GB HBM3".into()),
+                utilization_percent: Some(37.0),
+                memory_used_bytes: Some(2 * 1024 * 1024 * 1024),
+                memory_total_bytes: Some(4 * 1024 * 1024 * 1024),
+                processes: vec![ProcessRow {
+                    pid: 1,
+                    used_memory_bytes: Some(1),
+                    container: Some("train".into()),
+                }],
+                ..GpuRow::default()
+            }],
+            ..Snapshot::default()
+        };
+        let text = exposition(&snapshot, "node-1");
+        assert!(
+            text.contains("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-1\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-1\",container=\"train\",profile=\"pytorch \\\"2.8\\\"\"} 2048\n"),
+            "{text}"
+        );
+        assert!(text.contains("DCGM_FI_DEV_FB_FREE{"), "{text}");
+        assert!(text.contains("envctl_container_cpu_percent{container=\"train\",id=\"0123456789ab\",profile=\"pytorch \\\"2.8\\\"\"} 150.25\n"), "{text}");
+        assert!(
+            !text.contains("DCGM_FI_DEV_GPU_TEMP"),
+            "unknown values are left out: {text}"
+        );
+        assert!(
+            text.contains("envctl_sample_timestamp_seconds 1700000000.5\n"),
+            "{text}"
+        );
+    }
+}

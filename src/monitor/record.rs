@@ -1,0 +1,563 @@
+//! `--record FILE`: snapshots appended as CSV or JSON lines, chosen by the extension, and
+//! read back by `stats report`.
+//!
+//! Each interval's lines go out in one `write` on a file opened for appending, so a
+//! killed recorder leaves every earlier line whole; at worst the last line is cut, and
+//! the reader skips it (and says so). Reopening a file whose last line was cut starts on
+//! a fresh line.
+//!
+//! CSV is long-form: one row per container and per GPU per moment, `kind` telling which,
+//! the other kind's columns left empty, so spreadsheets and pandas read it as is.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use super::snapshot::{ContainerRow, GpuRow, Snapshot};
+
+/// The CSV header, in column order.
+pub const CSV_COLUMNS: &[&str] = &[
+    "time",
+    "kind",
+    "id",
+    "name",
+    "profile",
+    "gpu_index",
+    "cpu_percent",
+    "memory_bytes",
+    "memory_limit_bytes",
+    "net_rx_bytes",
+    "net_tx_bytes",
+    "block_read_bytes",
+    "block_write_bytes",
+    "pids",
+    "gpu_memory_bytes",
+    "utilization_percent",
+    "memory_utilization_percent",
+    "memory_used_bytes",
+    "memory_total_bytes",
+    "temperature_c",
+    "power_w",
+    "power_limit_w",
+    "sm_clock_mhz",
+    "memory_clock_mhz",
+    "throttle_reasons",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordFormat {
+    Csv,
+    JsonLines,
+}
+
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("`{path}` has no extension envctl records to (.csv, .jsonl, .ndjson or .json)")]
+    UnknownExtension { path: PathBuf },
+    #[error("cannot open the recording `{path}`")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write to the recording `{path}`")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the recording `{path}`")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` is not an envctl CSV recording: its header is `{found}`")]
+    Header { path: PathBuf, found: String },
+    #[error("`{path}` holds no samples")]
+    Empty { path: PathBuf },
+}
+
+impl RecordError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RecordError::UnknownExtension { .. } => {
+                Some("name the file `….csv` for CSV or `….jsonl` for JSON lines".into())
+            }
+            RecordError::Header { .. } => {
+                Some("record to a new file, or to the one an earlier `--record` wrote".into())
+            }
+            RecordError::Empty { .. } => Some(
+                "record first: `envctl stats --record FILE`, and let it run a few intervals".into(),
+            ),
+            RecordError::Open { .. } | RecordError::Write { .. } | RecordError::Read { .. } => {
+                Some("check the path, its folder and their permissions".into())
+            }
+        }
+    }
+}
+
+impl RecordFormat {
+    /// `.csv` → CSV; `.jsonl`, `.ndjson`, `.json` → JSON lines.
+    pub fn from_path(path: &Path) -> Result<RecordFormat, RecordError> {
+        let extension = path
+            .extension()
+            .map(|extension| extension.to_string_lossy().to_ascii_lowercase());
+        match extension.as_deref() {
+            Some("csv") => Ok(RecordFormat::Csv),
+            Some("jsonl" | "ndjson" | "json") => Ok(RecordFormat::JsonLines),
+            _ => Err(RecordError::UnknownExtension {
+                path: path.to_path_buf(),
+            }),
+        }
+    }
+}
+
+/// An open recording.
+#[derive(Debug)]
+pub struct Recorder {
+    file: File,
+    path: PathBuf,
+    format: RecordFormat,
+}
+
+impl Recorder {
+    /// Opens `path` for appending, creating it (with the CSV header) when new.
+    pub fn open(path: &Path) -> Result<Recorder, RecordError> {
+        let format = RecordFormat::from_path(path)?;
+        let open_error = |source| RecordError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(open_error)?;
+        let length = file.metadata().map_err(open_error)?.len();
+        let mut recorder = Recorder {
+            file,
+            path: path.to_path_buf(),
+            format,
+        };
+        if length == 0 {
+            if format == RecordFormat::Csv {
+                recorder.write(&format!("{}\n", CSV_COLUMNS.join(",")))?;
+            }
+            return Ok(recorder);
+        }
+        if format == RecordFormat::Csv {
+            let mut start = vec![0; 4096];
+            recorder.file.seek(SeekFrom::Start(0)).map_err(open_error)?;
+            let read = recorder.file.read(&mut start).map_err(open_error)?;
+            let text = String::from_utf8_lossy(&start[..read]);
+            let header = text.lines().next().unwrap_or_default();
+            if header != CSV_COLUMNS.join(",") {
+                return Err(RecordError::Header {
+                    path: path.to_path_buf(),
+                    found: header.chars().take(80).collect(),
+                });
+            }
+        }
+        // A recorder killed mid-line left no newline: start a fresh line so the cut one
+        // stays alone and the reader can skip it.
+        let mut last = [0_u8; 1];
+        recorder
+            .file
+            .seek(SeekFrom::Start(length - 1))
+            .map_err(open_error)?;
+        recorder.file.read_exact(&mut last).map_err(open_error)?;
+        if last[0] != b'\n' {
+            recorder.write("\n")?;
+        }
+        Ok(recorder)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one snapshot and hands it to the kernel at once.
+    pub fn append(&mut self, snapshot: &Snapshot) -> Result<(), RecordError> {
+        let text = match self.format {
+            RecordFormat::Csv => csv_lines(snapshot),
+            RecordFormat::JsonLines => json_line(snapshot),
+        };
+        self.write(&text)
+    }
+
+    fn write(&mut self, text: &str) -> Result<(), RecordError> {
+        // One `write_all` of the whole interval: whole lines or nothing on a kill, short
+        // of a full disk.
+        self.file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|source| RecordError::Write {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// One JSON document on one line, with `schema_version` like every `--json` output.
+pub fn json_line(snapshot: &Snapshot) -> String {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        schema_version: u32,
+        #[serde(flatten)]
+        snapshot: &'a Snapshot,
+    }
+    let line = Line {
+        schema_version: super::SCHEMA_VERSION,
+        snapshot,
+    };
+    // Serialising plain data with string keys cannot fail.
+    match serde_json::to_string(&line) {
+        Ok(text) => format!("{text}\n"),
+        Err(error) => format!("{{\"error\":\"{error}\"}}\n"),
+    }
+}
+
+fn csv_lines(snapshot: &Snapshot) -> String {
+    let mut text = String::new();
+    let time = snapshot.time.to_string();
+    for container in &snapshot.containers {
+        push_row(&mut text, &container_cells(&time, container));
+    }
+    for gpu in &snapshot.gpus {
+        push_row(&mut text, &gpu_cells(&time, gpu));
+    }
+    text
+}
+
+fn number<T: ToString>(value: Option<T>) -> String {
+    value.map(|value| value.to_string()).unwrap_or_default()
+}
+
+fn container_cells(time: &str, row: &ContainerRow) -> Vec<String> {
+    let mut cells = vec![String::new(); CSV_COLUMNS.len()];
+    let values = [
+        time.to_string(),
+        "container".into(),
+        row.id.clone(),
+        row.name.clone(),
+        row.profile.clone().unwrap_or_default(),
+        String::new(),
+        number(row.cpu_percent),
+        number(row.memory_bytes),
+        number(row.memory_limit_bytes),
+        number(row.net_rx_bytes),
+        number(row.net_tx_bytes),
+        number(row.block_read_bytes),
+        number(row.block_write_bytes),
+        number(row.pids),
+        number(row.gpu_memory_bytes),
+    ];
+    for (cell, value) in cells.iter_mut().zip(values) {
+        *cell = value;
+    }
+    cells
+}
+
+fn gpu_cells(time: &str, row: &GpuRow) -> Vec<String> {
+    let mut cells = vec![String::new(); CSV_COLUMNS.len()];
+    cells[0] = time.to_string();
+    cells[1] = "gpu".into();
+    cells[2] = row.uuid.clone().unwrap_or_default();
+    cells[3] = row.name.clone().unwrap_or_default();
+    cells[5] = row.index.to_string();
+    let gpu_values = [
+        number(row.utilization_percent),
+        number(row.memory_utilization_percent),
+        number(row.memory_used_bytes),
+        number(row.memory_total_bytes),
+        number(row.temperature_c),
+        number(row.power_w),
+        number(row.power_limit_w),
+        number(row.sm_clock_mhz),
+        number(row.memory_clock_mhz),
+        row.throttle_reasons.join("|"),
+    ];
+    for (cell, value) in cells[15..].iter_mut().zip(gpu_values) {
+        *cell = value;
+    }
+    cells
+}
+
+fn push_row(text: &mut String, cells: &[String]) {
+    let quoted: Vec<String> = cells.iter().map(|cell| quote(cell)).collect();
+    text.push_str(&quoted.join(","));
+    text.push('\n');
+}
+
+/// RFC 4180: quote cells holding a comma, a quote or a line break.
+fn quote(cell: &str) -> String {
+    if cell.contains([',', '"', '\n', '\r']) {
+        format!(
+            "\"{}\"",
+            cell.replace('"', "\"\"").replace(['\n', '\r'], " ")
+        )
+    } else {
+        cell.to_string()
+    }
+}
+
+/// A recording read back, and the lines that could not be read.
+#[derive(Debug, Clone, Default)]
+pub struct Recording {
+    pub snapshots: Vec<Snapshot>,
+    /// (line number, why), e.g. the last line of a killed recorder.
+    pub skipped: Vec<(usize, String)>,
+}
+
+/// Reads a recording written by [`Recorder`], in the format its extension names.
+pub fn read_recording(path: &Path) -> Result<Recording, RecordError> {
+    let format = RecordFormat::from_path(path)?;
+    let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let recording = match format {
+        RecordFormat::JsonLines => parse_json_lines(&text),
+        RecordFormat::Csv => parse_csv(path, &text)?,
+    };
+    if recording.snapshots.is_empty() {
+        return Err(RecordError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(recording)
+}
+
+/// JSON lines into snapshots; lines that are not one are skipped and named.
+pub fn parse_json_lines(text: &str) -> Recording {
+    let mut recording = Recording::default();
+    for (number, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Snapshot>(line) {
+            Ok(snapshot) => recording.snapshots.push(snapshot),
+            Err(error) => recording.skipped.push((number + 1, error.to_string())),
+        }
+    }
+    recording
+}
+
+fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
+    let mut lines = text.lines().enumerate();
+    let header = lines.next().map(|(_, line)| line).unwrap_or_default();
+    if header != CSV_COLUMNS.join(",") {
+        return Err(RecordError::Header {
+            path: path.to_path_buf(),
+            found: header.chars().take(80).collect(),
+        });
+    }
+    let mut recording = Recording::default();
+    for (number, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let cells = split_csv(line);
+        if cells.len() != CSV_COLUMNS.len() {
+            recording.skipped.push((
+                number + 1,
+                format!(
+                    "{} cells where the header has {}",
+                    cells.len(),
+                    CSV_COLUMNS.len()
+                ),
+            ));
+            continue;
+        }
+        let Ok(time) = cells[0].parse::<f64>() else {
+            recording
+                .skipped
+                .push((number + 1, format!("`{}` is not a time", cells[0])));
+            continue;
+        };
+        if recording
+            .snapshots
+            .last()
+            .is_none_or(|last| last.time != time)
+        {
+            recording.snapshots.push(Snapshot {
+                time,
+                ..Snapshot::default()
+            });
+        }
+        let Some(snapshot) = recording.snapshots.last_mut() else {
+            continue;
+        };
+        match cells[1].as_str() {
+            "container" => snapshot.containers.push(ContainerRow {
+                id: cells[2].clone(),
+                name: cells[3].clone(),
+                profile: Some(cells[4].clone()).filter(|profile| !profile.is_empty()),
+                cpu_percent: parse(&cells[6]),
+                memory_bytes: parse(&cells[7]),
+                memory_limit_bytes: parse(&cells[8]),
+                net_rx_bytes: parse(&cells[9]),
+                net_tx_bytes: parse(&cells[10]),
+                block_read_bytes: parse(&cells[11]),
+                block_write_bytes: parse(&cells[12]),
+                pids: parse(&cells[13]),
+                gpu_memory_bytes: parse(&cells[14]),
+                ..ContainerRow::default()
+            }),
+            "gpu" => snapshot.gpus.push(GpuRow {
+                index: parse(&cells[5]).unwrap_or_default(),
+                uuid: Some(cells[2].clone()).filter(|uuid| !uuid.is_empty()),
+                name: Some(cells[3].clone()).filter(|name| !name.is_empty()),
+                utilization_percent: parse(&cells[15]),
+                memory_utilization_percent: parse(&cells[16]),
+                memory_used_bytes: parse(&cells[17]),
+                memory_total_bytes: parse(&cells[18]),
+                temperature_c: parse(&cells[19]),
+                power_w: parse(&cells[20]),
+                power_limit_w: parse(&cells[21]),
+                sm_clock_mhz: parse(&cells[22]),
+                memory_clock_mhz: parse(&cells[23]),
+                throttle_reasons: cells[24]
+                    .split('|')
+                    .filter(|reason| !reason.is_empty())
+                    .map(String::from)
+                    .collect(),
+                ..GpuRow::default()
+            }),
+            other => recording
+                .skipped
+                .push((number + 1, format!("unknown kind `{other}`"))),
+        }
+    }
+    Ok(recording)
+}
+
+fn parse<T: std::str::FromStr>(cell: &str) -> Option<T> {
+    cell.parse().ok()
+}
+
+/// Splits one CSV line, honouring quotes.
+fn split_csv(line: &str) -> Vec<String> {
+    let mut cells = Vec::new();
+    let mut cell = String::new();
+    let mut quoted = false;
+    let mut characters = line.chars().peekable();
+    while let Some(character) = characters.next() {
+        match (character, quoted) {
+            ('"', true) if characters.peek() == Some(&'"') => {
+                cell.push('"');
+                characters.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(std::mem::take(&mut cell)),
+            _ => cell.push(character),
+        }
+    }
+    cells.push(cell);
+    cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(time: f64) -> Snapshot {
+        Snapshot {
+            time,
+            containers: vec![ContainerRow {
+                id: "abc".into(),
+                name: "train, \"quoted\"".into(),
+                profile: Some("pytorch".into()),
+                cpu_percent: Some(99.5),
+                memory_bytes: Some(1 << 30),
+                gpu_memory_bytes: Some(0),
+                ..ContainerRow::default()
+            }],
+            gpus: vec![GpuRow {
+                index: 1,
+                name: Some("NVIDIA H100 80GB HBM3".into()),
+                uuid: Some("GPU-1".into()),
+                utilization_percent: Some(37.0),
+                temperature_c: Some(41.0),
+                throttle_reasons: vec!["gpu_idle".into(), "sw_power_cap".into()],
+                ..GpuRow::default()
+            }],
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn formats_follow_the_extension() {
+        assert_eq!(
+            RecordFormat::from_path(Path::new("a.CSV")).unwrap(),
+            RecordFormat::Csv
+        );
+        assert_eq!(
+            RecordFormat::from_path(Path::new("a.jsonl")).unwrap(),
+            RecordFormat::JsonLines
+        );
+        assert!(RecordFormat::from_path(Path::new("a.txt")).is_err());
+        assert!(RecordFormat::from_path(Path::new("noextension")).is_err());
+    }
+
+    #[test]
+    fn csv_round_trips_with_quotes_and_gaps() {
+        let text = format!(
+            "{}\n{}{}",
+            CSV_COLUMNS.join(","),
+            csv_lines(&snapshot(1.5)),
+            csv_lines(&snapshot(2.5))
+        );
+        let recording = parse_csv(Path::new("x.csv"), &text).unwrap();
+        assert!(recording.skipped.is_empty(), "{:?}", recording.skipped);
+        assert_eq!(recording.snapshots.len(), 2);
+        let first = &recording.snapshots[0];
+        assert_eq!(first.containers[0].name, "train, \"quoted\"");
+        assert_eq!(first.containers[0].cpu_percent, Some(99.5));
+        assert_eq!(first.containers[0].net_rx_bytes, None);
+        assert_eq!(first.gpus[0].index, 1);
+        assert_eq!(
+            first.gpus[0].throttle_reasons,
+            vec!["gpu_idle", "sw_power_cap"]
+        );
+        assert_eq!(first.gpus[0].temperature_c, Some(41.0));
+    }
+
+    #[test]
+    fn a_cut_last_line_is_skipped_and_named() {
+        let whole = json_line(&snapshot(1.0));
+        let text = format!("{whole}{}", &whole[..whole.len() / 2]);
+        let recording = parse_json_lines(&text);
+        assert_eq!(recording.snapshots.len(), 1);
+        assert_eq!(recording.skipped.len(), 1);
+        assert_eq!(recording.skipped[0].0, 2);
+    }
+
+    #[test]
+    fn appending_after_a_cut_line_starts_a_fresh_one() {
+        let folder =
+            std::env::temp_dir().join(format!("envctl-record-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let path = folder.join("cut.jsonl");
+        let whole = json_line(&snapshot(1.0));
+        std::fs::write(&path, format!("{whole}{}", &whole[..10])).unwrap();
+        let mut recorder = Recorder::open(&path).unwrap();
+        recorder.append(&snapshot(2.0)).unwrap();
+        drop(recorder);
+        let recording = read_recording(&path).unwrap();
+        assert_eq!(recording.snapshots.len(), 2);
+        assert_eq!(recording.skipped.len(), 1);
+        // A CSV file with someone else's header is refused, not appended to.
+        let foreign = folder.join("foreign.csv");
+        std::fs::write(&foreign, "a,b,c\n1,2,3\n").unwrap();
+        assert!(matches!(
+            Recorder::open(&foreign),
+            Err(RecordError::Header { .. })
+        ));
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+}

@@ -1,0 +1,338 @@
+//! One moment of `envctl stats`: a row per container and a row per GPU, the diagnoses of
+//! the window ending here, and what could not be read. The same structs are printed as
+//! the table, written as `--json`, recorded, served to Prometheus and read back by `stats
+//! report`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::diagnosis::Diagnosis;
+use super::usage::ContainerUsage;
+use crate::engine::stats::GpuAssignment;
+use crate::gpu::NvmlFailure;
+use crate::gpu::sample::{GpuReadings, throttle_reason_names};
+
+/// Everything sampled at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Seconds since the Unix epoch, when the sample was taken.
+    pub time: f64,
+    pub containers: Vec<ContainerRow>,
+    pub gpus: Vec<GpuRow>,
+    #[serde(default)]
+    pub diagnoses: Vec<Diagnosis>,
+    /// Samples that failed: a container whose stats the daemon refused, NVML that would
+    /// not load, a process whose cgroup could not be read.
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+}
+
+/// One container. `None` is "could not be read", never zero.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContainerRow {
+    /// The full container id.
+    pub id: String,
+    pub name: String,
+    /// The `envctl.profile` label; none for containers envctl did not create.
+    pub profile: Option<String>,
+    /// 100 % is one core (the docker CLI's scale).
+    pub cpu_percent: Option<f64>,
+    /// Without reclaimable page cache.
+    pub memory_bytes: Option<u64>,
+    pub memory_limit_bytes: Option<u64>,
+    pub net_rx_bytes: Option<u64>,
+    pub net_tx_bytes: Option<u64>,
+    pub block_read_bytes: Option<u64>,
+    pub block_write_bytes: Option<u64>,
+    pub pids: Option<u64>,
+    /// GPU memory held by the container's processes on all GPUs; none when NVML could not
+    /// be read, 0 when it was and the container holds none.
+    pub gpu_memory_bytes: Option<u64>,
+    /// The cores it may use (`--cpus`, quota, cpuset, else the host's).
+    #[serde(default)]
+    pub cpu_limit_cores: Option<f64>,
+    /// GPUs it runs processes on or was given, by NVML index.
+    #[serde(default)]
+    pub gpus: Vec<u32>,
+}
+
+/// One GPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuRow {
+    pub index: u32,
+    pub name: Option<String>,
+    pub uuid: Option<String>,
+    /// SM (kernel) utilisation, percent.
+    pub utilization_percent: Option<f64>,
+    /// Memory-controller utilisation, percent.
+    #[serde(default)]
+    pub memory_utilization_percent: Option<f64>,
+    pub memory_used_bytes: Option<u64>,
+    pub memory_total_bytes: Option<u64>,
+    pub temperature_c: Option<f64>,
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    #[serde(default)]
+    pub sm_clock_mhz: Option<u32>,
+    #[serde(default)]
+    pub memory_clock_mhz: Option<u32>,
+    /// Why clocks are held down now: `sw_power_cap`, `hw_thermal_slowdown`, …
+    #[serde(default)]
+    pub throttle_reasons: Vec<String>,
+    /// The same as NVML's bit mask (what DCGM exports).
+    #[serde(default)]
+    pub throttle_reasons_mask: Option<u64>,
+    #[serde(default)]
+    pub processes: Vec<ProcessRow>,
+    /// Queries that failed for another reason than "not supported on this GPU".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<NvmlFailure>,
+}
+
+/// A compute process on a GPU and the container it belongs to, when it is in one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessRow {
+    /// Host PID.
+    pub pid: u32,
+    pub used_memory_bytes: Option<u64>,
+    /// The container's name.
+    pub container: Option<String>,
+}
+
+/// A sample that could not be taken, with its cause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// What failed: `container NAME`, `nvml`, `gpu 1`, `pid 1234`.
+    pub subject: String,
+    /// A short stable name for the cause (`daemon-error`, `library_not_found`, …).
+    pub kind: String,
+    /// The cause in words, with its own causes.
+    pub message: String,
+}
+
+/// One container as the sampler saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerInput {
+    pub id: String,
+    pub name: String,
+    pub profile: Option<String>,
+    /// None when its stats could not be read (the failure is listed separately).
+    pub usage: Option<ContainerUsage>,
+    pub cpu_limit_cores: Option<f64>,
+    pub gpu_request: Option<GpuAssignment>,
+}
+
+/// Puts a moment together. `process_containers` maps GPU process PIDs to full container
+/// ids (from their cgroups); `gpus` is none when NVML is not available.
+pub fn assemble(
+    time: f64,
+    containers: Vec<ContainerInput>,
+    gpus: Option<&GpuReadings>,
+    process_containers: &BTreeMap<u32, String>,
+    failures: Vec<Failure>,
+) -> Snapshot {
+    let names: BTreeMap<&str, &str> = containers
+        .iter()
+        .map(|container| (container.id.as_str(), container.name.as_str()))
+        .collect();
+    let gpu_rows: Vec<GpuRow> = gpus
+        .map(|readings| {
+            readings
+                .gpus
+                .iter()
+                .map(|sample| GpuRow {
+                    index: sample.index,
+                    name: sample.name.clone(),
+                    uuid: sample.uuid.clone(),
+                    utilization_percent: sample.utilization_percent.map(f64::from),
+                    memory_utilization_percent: sample.memory_utilization_percent.map(f64::from),
+                    memory_used_bytes: sample.memory_used_bytes,
+                    memory_total_bytes: sample.memory_total_bytes,
+                    temperature_c: sample.temperature_c.map(f64::from),
+                    power_w: sample.power_w,
+                    power_limit_w: sample.power_limit_w,
+                    sm_clock_mhz: sample.sm_clock_mhz,
+                    memory_clock_mhz: sample.memory_clock_mhz,
+                    throttle_reasons: sample
+                        .throttle_reasons_mask
+                        .map(throttle_reason_names)
+                        .unwrap_or_default(),
+                    throttle_reasons_mask: sample.throttle_reasons_mask,
+                    processes: sample
+                        .processes
+                        .iter()
+                        .map(|process| ProcessRow {
+                            pid: process.pid,
+                            used_memory_bytes: process.used_memory_bytes,
+                            container: process_containers
+                                .get(&process.pid)
+                                .and_then(|id| names.get(id.as_str()))
+                                .map(|name| name.to_string()),
+                        })
+                        .collect(),
+                    failures: sample
+                        .failures
+                        .iter()
+                        .filter(|failure| !crate::gpu::sample::is_not_supported(failure))
+                        .cloned()
+                        .collect(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let nvml_answered = gpus.is_some_and(|readings| readings.failure.is_none());
+    let container_rows = containers
+        .into_iter()
+        .map(|container| {
+            let mut gpu_memory = 0_u64;
+            let mut indices = BTreeSet::new();
+            for gpu in gpus.iter().flat_map(|readings| &readings.gpus) {
+                for process in &gpu.processes {
+                    if process_containers.get(&process.pid) == Some(&container.id) {
+                        gpu_memory =
+                            gpu_memory.saturating_add(process.used_memory_bytes.unwrap_or(0));
+                        indices.insert(gpu.index);
+                    }
+                }
+                if assigned(
+                    container.gpu_request.as_ref(),
+                    gpu.index,
+                    gpu.uuid.as_deref(),
+                ) {
+                    indices.insert(gpu.index);
+                }
+            }
+            let usage = container.usage;
+            ContainerRow {
+                id: container.id,
+                name: container.name,
+                profile: container.profile,
+                cpu_percent: usage.and_then(|usage| usage.cpu_percent),
+                memory_bytes: usage.and_then(|usage| usage.memory_bytes),
+                memory_limit_bytes: usage.and_then(|usage| usage.memory_limit_bytes),
+                net_rx_bytes: usage.map(|usage| usage.net_rx_bytes),
+                net_tx_bytes: usage.map(|usage| usage.net_tx_bytes),
+                block_read_bytes: usage.map(|usage| usage.block_read_bytes),
+                block_write_bytes: usage.map(|usage| usage.block_write_bytes),
+                pids: usage.and_then(|usage| usage.pids),
+                gpu_memory_bytes: nvml_answered.then_some(gpu_memory),
+                cpu_limit_cores: container.cpu_limit_cores,
+                gpus: indices.into_iter().collect(),
+            }
+        })
+        .collect();
+    Snapshot {
+        time,
+        containers: container_rows,
+        gpus: gpu_rows,
+        diagnoses: Vec::new(),
+        failures,
+    }
+}
+
+/// Whether a GPU request names this GPU: `all`, its index or its UUID. A bare count
+/// (`--gpus 2`) does not say which GPUs the runtime picked.
+fn assigned(request: Option<&GpuAssignment>, index: u32, uuid: Option<&str>) -> bool {
+    match request {
+        Some(GpuAssignment::All) => true,
+        Some(GpuAssignment::Devices(devices)) => devices
+            .iter()
+            .any(|device| device.parse::<u32>() == Ok(index) || Some(device.as_str()) == uuid),
+        Some(GpuAssignment::Count(_)) | None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::sample::{GpuProcess, GpuSample};
+
+    fn container(id: &str, name: &str, request: Option<GpuAssignment>) -> ContainerInput {
+        ContainerInput {
+            id: id.into(),
+            name: name.into(),
+            profile: Some("pytorch".into()),
+            usage: Some(ContainerUsage {
+                cpu_percent: Some(12.5),
+                memory_bytes: Some(1 << 20),
+                ..ContainerUsage::default()
+            }),
+            cpu_limit_cores: Some(2.0),
+            gpu_request: request,
+        }
+    }
+
+    fn gpu(index: u32, processes: &[(u32, u64)]) -> GpuSample {
+        GpuSample {
+            index,
+            uuid: Some(format!("GPU-{index}")),
+            utilization_percent: Some(40),
+            throttle_reasons_mask: Some(0x4),
+            processes: processes
+                .iter()
+                .map(|(pid, bytes)| GpuProcess {
+                    pid: *pid,
+                    used_memory_bytes: Some(*bytes),
+                })
+                .collect(),
+            ..GpuSample::default()
+        }
+    }
+
+    #[test]
+    fn gpu_memory_is_summed_per_container_over_gpus() {
+        let readings = GpuReadings {
+            gpus: vec![
+                gpu(0, &[(10, 100), (11, 1000)]),
+                gpu(1, &[(12, 10), (99, 5)]),
+            ],
+            failure: None,
+        };
+        let owners: BTreeMap<u32, String> =
+            [(10, "a".into()), (12, "a".into()), (11, "b".into())].into();
+        let snapshot = assemble(
+            1.0,
+            vec![
+                container("a", "alpha", None),
+                container("b", "beta", None),
+                container(
+                    "c",
+                    "gamma",
+                    Some(GpuAssignment::Devices(vec!["GPU-1".into()])),
+                ),
+            ],
+            Some(&readings),
+            &owners,
+            Vec::new(),
+        );
+        let rows = &snapshot.containers;
+        assert_eq!(rows[0].gpu_memory_bytes, Some(110));
+        assert_eq!(rows[0].gpus, vec![0, 1]);
+        assert_eq!(rows[1].gpu_memory_bytes, Some(1000));
+        assert_eq!(rows[2].gpu_memory_bytes, Some(0));
+        assert_eq!(rows[2].gpus, vec![1], "assigned by UUID, no process yet");
+        assert_eq!(
+            snapshot.gpus[0].processes[1].container.as_deref(),
+            Some("beta")
+        );
+        assert_eq!(
+            snapshot.gpus[1].processes[1].container, None,
+            "pid 99 is on the host"
+        );
+        assert_eq!(snapshot.gpus[0].throttle_reasons, vec!["sw_power_cap"]);
+    }
+
+    #[test]
+    fn without_nvml_gpu_memory_is_unknown_not_zero() {
+        let snapshot = assemble(
+            1.0,
+            vec![container("a", "alpha", None)],
+            None,
+            &BTreeMap::new(),
+            Vec::new(),
+        );
+        assert_eq!(snapshot.containers[0].gpu_memory_bytes, None);
+        assert!(snapshot.gpus.is_empty());
+    }
+}

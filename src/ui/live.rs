@@ -1,0 +1,590 @@
+//! `envctl stats` on screen: the table of containers then GPUs, the diagnoses under it,
+//! and the live view that redraws it in place like `docker stats` or nvitop.
+//!
+//! The table is laid out by a pure function ([`snapshot_lines`]) that fits any width by
+//! leaving out the least useful columns first, so the live view, the plain snapshots
+//! printed when stdout is not a terminal, and the tests all see the same text.
+//!
+//! The live view ([`LiveScreen`]) uses the alternate screen with the cursor hidden and the
+//! terminal in raw mode, so `q` is read without Enter; its `Drop` puts everything back,
+//! also when the command fails or panics. Raw mode turns Ctrl-C into a byte rather than a
+//! signal, so the key reader treats that byte as "quit" too.
+
+use std::io::{self, Read, Write};
+
+use console::Style;
+use crossterm::{cursor, queue, terminal};
+
+use super::printer::Printer;
+use crate::error::Error;
+use crate::monitor::diagnosis::Severity;
+use crate::monitor::{ContainerRow, GpuRow, Snapshot};
+
+/// Styles text, or leaves it plain (the printer decides from `--color` and the stream).
+pub type Styler<'a> = &'a dyn Fn(Style, &str) -> String;
+
+/// One column: its header, its cells, whether it is right-aligned, and how readily it is
+/// left out when the terminal is too narrow (higher goes first; 0 never goes).
+struct Column {
+    header: &'static str,
+    cells: Vec<String>,
+    right: bool,
+    drop_order: u8,
+}
+
+/// Lays `columns` out in `width` (none: no limit). Columns are left out by `drop_order`,
+/// then the first column (the name) is cut, then whole lines.
+fn layout(mut columns: Vec<Column>, width: Option<usize>, style: Styler<'_>) -> Vec<String> {
+    const GAP: usize = 2;
+    const NAME_MINIMUM: usize = 12;
+    let column_width = |column: &Column| {
+        column
+            .cells
+            .iter()
+            .map(|cell| console::measure_text_width(cell))
+            .chain(std::iter::once(column.header.len()))
+            .max()
+            .unwrap_or(0)
+    };
+    let total = |columns: &[Column]| {
+        columns.iter().map(column_width).sum::<usize>() + GAP * columns.len().saturating_sub(1)
+    };
+    if let Some(width) = width {
+        while total(&columns) > width {
+            let Some(position) = columns
+                .iter()
+                .enumerate()
+                .filter(|(_, column)| column.drop_order > 0)
+                .max_by_key(|(_, column)| column.drop_order)
+                .map(|(position, _)| position)
+            else {
+                break;
+            };
+            columns.remove(position);
+        }
+    }
+    let mut widths: Vec<usize> = columns.iter().map(column_width).collect();
+    if let (Some(width), Some(first)) = (width, widths.first().copied()) {
+        let others = total(&columns) - first;
+        if others + first > width {
+            widths[0] = width.saturating_sub(others).max(NAME_MINIMUM).min(first);
+        }
+    }
+    let rows = columns.first().map_or(0, |column| column.cells.len());
+    let render = |cells: Vec<&str>, header: bool| {
+        let mut line = String::new();
+        for (position, (cell, column)) in cells.iter().zip(&columns).enumerate() {
+            let cell = console::truncate_str(cell, widths[position], "…");
+            let alignment = if column.right {
+                console::Alignment::Right
+            } else {
+                console::Alignment::Left
+            };
+            if position > 0 {
+                line.push_str(&" ".repeat(GAP));
+            }
+            line.push_str(&console::pad_str(&cell, widths[position], alignment, None));
+        }
+        let line = line.trim_end().to_string();
+        let line = match width {
+            Some(width) => console::truncate_str(&line, width, "…").into_owned(),
+            None => line,
+        };
+        if header {
+            style(Style::new().bold(), &line)
+        } else {
+            line
+        }
+    };
+    let mut lines = vec![render(
+        columns.iter().map(|column| column.header).collect(),
+        true,
+    )];
+    for row in 0..rows {
+        lines.push(render(
+            columns
+                .iter()
+                .map(|column| column.cells[row].as_str())
+                .collect(),
+            false,
+        ));
+    }
+    lines
+}
+
+/// `1.5GiB`: binary units without a space, as `docker stats` prints memory.
+pub fn binary_bytes(value: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut scaled = value as f64;
+    let mut unit = 0;
+    while scaled >= 1024.0 && unit + 1 < UNITS.len() {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{value}B"),
+        _ if scaled >= 100.0 => format!("{scaled:.0}{}", UNITS[unit]),
+        _ => format!("{scaled:.1}{}", UNITS[unit]),
+    }
+}
+
+/// `12.3kB`: decimal units, as `docker stats` prints network and block I/O.
+pub fn decimal_bytes(value: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut scaled = value as f64;
+    let mut unit = 0;
+    while scaled >= 1000.0 && unit + 1 < UNITS.len() {
+        scaled /= 1000.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{value}B"),
+        _ if scaled >= 100.0 => format!("{scaled:.0}{}", UNITS[unit]),
+        _ => format!("{scaled:.1}{}", UNITS[unit]),
+    }
+}
+
+const UNKNOWN: &str = "-";
+
+fn or_unknown<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
+    value.map_or_else(|| UNKNOWN.to_string(), show)
+}
+
+fn pair(first: Option<u64>, second: Option<u64>, show: fn(u64) -> String) -> String {
+    match (first, second) {
+        (None, None) => UNKNOWN.to_string(),
+        _ => format!("{} / {}", or_unknown(first, show), or_unknown(second, show)),
+    }
+}
+
+fn container_columns(containers: &[ContainerRow]) -> Vec<Column> {
+    let cells = |show: &dyn Fn(&ContainerRow) -> String| containers.iter().map(show).collect();
+    vec![
+        Column {
+            header: "CONTAINER",
+            cells: cells(&|row| row.name.clone()),
+            right: false,
+            drop_order: 0,
+        },
+        Column {
+            header: "PROFILE",
+            cells: cells(&|row| row.profile.clone().unwrap_or_else(|| UNKNOWN.into())),
+            right: false,
+            drop_order: 5,
+        },
+        Column {
+            header: "CPU %",
+            cells: cells(&|row| or_unknown(row.cpu_percent, |cpu| format!("{cpu:.1}%"))),
+            right: true,
+            drop_order: 0,
+        },
+        Column {
+            header: "MEM USAGE / LIMIT",
+            cells: cells(&|row| pair(row.memory_bytes, row.memory_limit_bytes, binary_bytes)),
+            right: true,
+            drop_order: 0,
+        },
+        Column {
+            header: "MEM %",
+            cells: cells(&|row| match (row.memory_bytes, row.memory_limit_bytes) {
+                (Some(used), Some(limit)) if limit > 0 => {
+                    format!("{:.1}%", used as f64 / limit as f64 * 100.0)
+                }
+                _ => UNKNOWN.into(),
+            }),
+            right: true,
+            drop_order: 3,
+        },
+        Column {
+            header: "GPU MEM",
+            cells: cells(&|row| or_unknown(row.gpu_memory_bytes, binary_bytes)),
+            right: true,
+            drop_order: 1,
+        },
+        Column {
+            header: "NET I/O",
+            cells: cells(&|row| pair(row.net_rx_bytes, row.net_tx_bytes, decimal_bytes)),
+            right: true,
+            drop_order: 6,
+        },
+        Column {
+            header: "BLOCK I/O",
+            cells: cells(&|row| pair(row.block_read_bytes, row.block_write_bytes, decimal_bytes)),
+            right: true,
+            drop_order: 7,
+        },
+        Column {
+            header: "PIDS",
+            cells: cells(&|row| or_unknown(row.pids, |pids| pids.to_string())),
+            right: true,
+            drop_order: 4,
+        },
+    ]
+}
+
+fn gpu_columns(gpus: &[GpuRow]) -> Vec<Column> {
+    let cells = |show: &dyn Fn(&GpuRow) -> String| gpus.iter().map(show).collect();
+    vec![
+        Column {
+            header: "GPU",
+            cells: cells(&|row| row.index.to_string()),
+            right: false,
+            drop_order: 0,
+        },
+        Column {
+            header: "NAME",
+            cells: cells(&|row| row.name.clone().unwrap_or_else(|| UNKNOWN.into())),
+            right: false,
+            drop_order: 5,
+        },
+        Column {
+            header: "UTIL",
+            cells: cells(&|row| {
+                or_unknown(row.utilization_percent, |value| format!("{value:.0}%"))
+            }),
+            right: true,
+            drop_order: 0,
+        },
+        Column {
+            header: "MEM UTIL",
+            cells: cells(&|row| {
+                or_unknown(row.memory_utilization_percent, |value| {
+                    format!("{value:.0}%")
+                })
+            }),
+            right: true,
+            drop_order: 4,
+        },
+        Column {
+            header: "MEMORY",
+            cells: cells(&|row| pair(row.memory_used_bytes, row.memory_total_bytes, binary_bytes)),
+            right: true,
+            drop_order: 0,
+        },
+        Column {
+            header: "TEMP",
+            cells: cells(&|row| or_unknown(row.temperature_c, |value| format!("{value:.0}°C"))),
+            right: true,
+            drop_order: 1,
+        },
+        Column {
+            header: "POWER",
+            cells: cells(&|row| match (row.power_w, row.power_limit_w) {
+                (None, None) => UNKNOWN.into(),
+                (draw, limit) => format!(
+                    "{} / {} W",
+                    or_unknown(draw, |value| format!("{value:.0}")),
+                    or_unknown(limit, |value| format!("{value:.0}"))
+                ),
+            }),
+            right: true,
+            drop_order: 2,
+        },
+        Column {
+            header: "CLOCKS SM/MEM",
+            cells: cells(&|row| match (row.sm_clock_mhz, row.memory_clock_mhz) {
+                (None, None) => UNKNOWN.into(),
+                (sm, memory) => format!(
+                    "{} / {} MHz",
+                    or_unknown(sm, |value| value.to_string()),
+                    or_unknown(memory, |value| value.to_string())
+                ),
+            }),
+            right: true,
+            drop_order: 6,
+        },
+        Column {
+            header: "THROTTLE",
+            cells: cells(&|row| {
+                if row.throttle_reasons_mask.is_none() {
+                    UNKNOWN.into()
+                } else if row.throttle_reasons.is_empty() {
+                    "none".into()
+                } else {
+                    row.throttle_reasons.join(",")
+                }
+            }),
+            right: false,
+            drop_order: 3,
+        },
+    ]
+}
+
+/// The snapshot as lines: containers, a blank line, GPUs, then diagnoses and failures.
+/// Every line fits `width` when one is given.
+pub fn snapshot_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
+    if snapshot.containers.is_empty() {
+        lines.push(style(Style::new().dim(), "no running containers to show"));
+    } else {
+        lines.extend(layout(
+            container_columns(&snapshot.containers),
+            width,
+            style,
+        ));
+    }
+    if !snapshot.gpus.is_empty() {
+        lines.push(String::new());
+        lines.extend(layout(gpu_columns(&snapshot.gpus), width, style));
+    }
+    let fit = |text: String| match width {
+        Some(width) => console::truncate_str(&text, width, "…").into_owned(),
+        None => text,
+    };
+    if !snapshot.diagnoses.is_empty() {
+        lines.push(String::new());
+    }
+    for diagnosis in &snapshot.diagnoses {
+        let (mark, colour) = match diagnosis.severity {
+            Severity::Warning => ("!", Style::new().yellow().bold()),
+            Severity::Info => ("i", Style::new().cyan().bold()),
+        };
+        lines.push(fit(format!(
+            "{} {} {}: {}",
+            style(colour, mark),
+            style(Style::new().bold(), &diagnosis.id),
+            diagnosis.subject,
+            diagnosis.message
+        )));
+        lines.push(fit(format!("    hint: {}", diagnosis.hint)));
+    }
+    lines
+}
+
+/// A machine without an NVIDIA driver has no NVML: normal for a CPU-only host, so it is
+/// said only with `-v` (and is always in the JSON).
+fn is_expected(failure: &crate::monitor::Failure) -> bool {
+    failure.subject == "nvml" && failure.kind == "library_not_found"
+}
+
+/// Failures as short lines (for the live view's foot; printed runs put them on stderr).
+pub fn failure_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'_>) -> Vec<String> {
+    snapshot
+        .failures
+        .iter()
+        .filter(|failure| !is_expected(failure))
+        .map(|failure| {
+            let text = format!(
+                "{}: {} ({})",
+                failure.subject, failure.message, failure.kind
+            );
+            let text = match width {
+                Some(width) => console::truncate_str(&text, width, "…").into_owned(),
+                None => text,
+            };
+            style(Style::new().dim(), &text)
+        })
+        .collect()
+}
+
+/// Prints one snapshot as plain text on stdout (the `--once` view, and each interval's
+/// view when stdout is not a terminal); failures go to stderr as warnings.
+pub fn print_snapshot(printer: &Printer, snapshot: &Snapshot) -> Result<(), Error> {
+    let style = |style: Style, text: &str| printer.style_stdout(style, text);
+    for line in snapshot_lines(snapshot, printer.stdout_width(), &style) {
+        printer.data(&line)?;
+    }
+    for failure in &snapshot.failures {
+        let text = format!("{}: {}", failure.subject, failure.message);
+        if is_expected(failure) {
+            printer.detail(&text);
+        } else {
+            printer.warn(&text);
+        }
+    }
+    Ok(())
+}
+
+/// The terminal while the live view runs; restored when dropped.
+pub struct LiveScreen {
+    raw_mode: bool,
+}
+
+impl LiveScreen {
+    /// Switches to the alternate screen and hides the cursor; raw mode only when stdin is
+    /// a terminal too (without one, keys cannot be read and Ctrl-C must stay a signal).
+    pub fn enter() -> io::Result<LiveScreen> {
+        let mut stdout = io::stdout().lock();
+        queue!(stdout, terminal::EnterAlternateScreen, cursor::Hide)?;
+        stdout.flush()?;
+        let raw_mode = super::terminal::stdin_is_terminal() && terminal::enable_raw_mode().is_ok();
+        Ok(LiveScreen { raw_mode })
+    }
+
+    /// Whether keys can be read (`q` quits).
+    pub fn reads_keys(&self) -> bool {
+        self.raw_mode
+    }
+
+    /// Redraws from the top-left corner, each line cleared to its end, and clears what
+    /// an earlier, longer frame left below. Lines beyond the screen are left out.
+    pub fn draw(&mut self, header: &str, lines: &[String]) -> io::Result<()> {
+        let (rows, _) = super::terminal::size();
+        let mut stdout = io::stdout().lock();
+        queue!(stdout, cursor::MoveTo(0, 0))?;
+        let room = usize::from(rows).saturating_sub(1);
+        let mut shown: Vec<&str> = std::iter::once(header)
+            .chain(lines.iter().map(String::as_str))
+            .collect();
+        if shown.len() > room.max(1) {
+            shown.truncate(room.max(1));
+        }
+        for (position, line) in shown.iter().enumerate() {
+            queue!(stdout, cursor::MoveTo(0, position as u16))?;
+            stdout.write_all(line.as_bytes())?;
+            queue!(stdout, terminal::Clear(terminal::ClearType::UntilNewLine))?;
+        }
+        queue!(
+            stdout,
+            cursor::MoveTo(0, shown.len() as u16),
+            terminal::Clear(terminal::ClearType::FromCursorDown)
+        )?;
+        stdout.flush()
+    }
+}
+
+impl Drop for LiveScreen {
+    fn drop(&mut self) {
+        // Best effort: nothing else can restore the terminal if these fail.
+        if self.raw_mode {
+            let _ = terminal::disable_raw_mode();
+        }
+        let mut stdout = io::stdout().lock();
+        let _ = queue!(stdout, cursor::Show, terminal::LeaveAlternateScreen);
+        let _ = stdout.flush();
+    }
+}
+
+/// The terminal's width for the live view.
+pub fn screen_width() -> usize {
+    usize::from(super::terminal::size().1)
+}
+
+/// Reads keys from stdin on a thread of its own and sends one message when the user asks
+/// to quit (`q`, `Q`, Ctrl-C or Ctrl-D in raw mode). A plain thread rather than tokio's
+/// stdin: a read blocked on a terminal would hold the runtime's shutdown until a key.
+pub fn spawn_quit_reader() -> tokio::sync::mpsc::UnboundedReceiver<()> {
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let spawned = std::thread::Builder::new()
+        .name("envctl-keys".into())
+        .spawn(move || {
+            let mut byte = [0_u8; 1];
+            let mut stdin = io::stdin().lock();
+            while let Ok(1) = stdin.read(&mut byte) {
+                if matches!(byte[0], b'q' | b'Q' | 0x03 | 0x04) {
+                    let _ = sender.send(());
+                    return;
+                }
+            }
+        });
+    // Without the thread, `q` is not read; Ctrl-C still arrives as a signal.
+    drop(spawned);
+    receiver
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::diagnosis::Diagnosis;
+
+    fn plain(_: Style, text: &str) -> String {
+        text.to_string()
+    }
+
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            time: 0.0,
+            containers: vec![ContainerRow {
+                id: "abc".into(),
+                name: "envctl-pytorch-2.8-with-a-long-name".into(),
+                profile: Some("pytorch-2.8".into()),
+                cpu_percent: Some(98.54),
+                memory_bytes: Some(1_288_490_188),
+                memory_limit_bytes: Some(17_179_869_184),
+                net_rx_bytes: Some(1_234),
+                net_tx_bytes: Some(0),
+                block_read_bytes: Some(0),
+                block_write_bytes: Some(67_108_864),
+                pids: Some(12),
+                gpu_memory_bytes: Some(3_435_973_837),
+                ..ContainerRow::default()
+            }],
+            gpus: vec![GpuRow {
+                index: 0,
+                name: Some("NVIDIA H100 80GB HBM3".into()),
+                utilization_percent: Some(37.0),
+                memory_utilization_percent: Some(12.0),
+                memory_used_bytes: Some(2_147_483_648),
+                memory_total_bytes: Some(85_520_809_984),
+                temperature_c: Some(41.0),
+                power_w: Some(71.234),
+                power_limit_w: Some(700.0),
+                throttle_reasons_mask: Some(1),
+                throttle_reasons: vec!["gpu_idle".into()],
+                ..GpuRow::default()
+            }],
+            diagnoses: vec![Diagnosis {
+                id: "gpu-idle".into(),
+                severity: Severity::Warning,
+                subject: "envctl-pytorch".into(),
+                message: "GPU 0 at most 0% busy".into(),
+                evidence: Default::default(),
+                hint: "look at it".into(),
+            }],
+            failures: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_wide_terminal_shows_every_column() {
+        let lines = snapshot_lines(&snapshot(), Some(200), &plain);
+        assert!(lines[0].starts_with("CONTAINER"), "{lines:#?}");
+        for header in ["PROFILE", "NET I/O", "BLOCK I/O", "PIDS", "GPU MEM"] {
+            assert!(lines[0].contains(header), "{header}: {}", lines[0]);
+        }
+        assert!(lines[1].contains("98.5%"));
+        assert!(lines[1].contains("1.2GiB / 16.0GiB"), "{}", lines[1]);
+        assert!(lines[1].contains("1.2kB / 0B"), "{}", lines[1]);
+        assert!(lines[1].contains("3.2GiB"), "{}", lines[1]);
+        assert!(
+            lines[4].contains("37%")
+                && lines[4].contains("71 / 700 W")
+                && lines[4].contains("gpu_idle"),
+            "{}",
+            lines[4]
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.starts_with("! gpu-idle envctl-pytorch: GPU 0"))
+        );
+        assert!(lines.iter().any(|line| line == "    hint: look at it"));
+    }
+
+    #[test]
+    fn a_narrow_terminal_drops_columns_before_cutting_names() {
+        for width in [40, 60, 80, 100] {
+            let lines = snapshot_lines(&snapshot(), Some(width), &plain);
+            for line in &lines {
+                assert!(
+                    console::measure_text_width(line) <= width,
+                    "{width}: `{line}`"
+                );
+            }
+            // The essentials survive.
+            assert!(lines[0].contains("CPU %"), "{width}: {}", lines[0]);
+        }
+        let lines = snapshot_lines(&snapshot(), Some(80), &plain);
+        assert!(!lines[0].contains("BLOCK I/O"), "{}", lines[0]);
+        assert!(lines[0].contains("GPU MEM"), "{}", lines[0]);
+    }
+
+    #[test]
+    fn units_match_docker_stats() {
+        assert_eq!(binary_bytes(0), "0B");
+        assert_eq!(binary_bytes(1536), "1.5KiB");
+        assert_eq!(binary_bytes(512 * 1024 * 1024), "512MiB");
+        assert_eq!(decimal_bytes(999), "999B");
+        assert_eq!(decimal_bytes(1_234_567), "1.2MB");
+    }
+}
