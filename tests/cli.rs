@@ -386,3 +386,87 @@ fn color_follows_the_flag() {
         never.stderr
     );
 }
+
+#[test]
+fn symlink_loops_and_unreadable_files_in_profile_folders() {
+    let directory = TempDir::new().unwrap();
+    let root = directory.path();
+    let folder = root.join("envctl");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink("loop-b.toml", folder.join("loop-a.toml")).unwrap();
+    std::os::unix::fs::symlink("loop-a.toml", folder.join("loop-b.toml")).unwrap();
+    write(&folder.join("fine.toml"), "image = \"busybox:1.36\"\n");
+    let listed = run(root, &["profiles", "list", "--json"]);
+    assert_eq!(
+        listed.code, 0,
+        "one broken file does not break the listing: {}",
+        listed.stderr
+    );
+    let listed = json(&listed.stdout);
+    let problems = |name: &str| {
+        listed["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|profile| profile["name"] == name)
+            .unwrap()["problems"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!((problems("loop-a"), problems("fine")), (1, 0));
+    let checked = run(root, &["profiles", "check", "envctl/loop-a.toml"]);
+    assert_eq!(checked.code, 2);
+    assert!(
+        checked.stderr.contains("envctl/loop-a.toml:1:1"),
+        "{}",
+        checked.stderr
+    );
+    assert!(
+        checked.stderr.contains("symbolic links"),
+        "{}",
+        checked.stderr
+    );
+
+    // Unreadable for a user who is not root (root reads everything, so run as `nobody`).
+    write(&folder.join("secret.toml"), "image = \"busybox:1.36\"\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        folder.join("secret.toml"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    for path in [root, &folder] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|output| output.stdout == b"0\n")
+        .unwrap_or(false);
+    if is_root {
+        let output = std::process::Command::new("runuser")
+            .args(["-u", "nobody", "--"])
+            .arg(assert_cmd::cargo::cargo_bin("envctl"))
+            .args(["profiles", "check", "envctl/secret.toml"])
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .env("XDG_CONFIG_HOME", root.join("xdg"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("Permission denied") && stderr.contains("envctl/secret.toml:1:1"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("ls -l"), "{stderr}");
+    } else {
+        let checked = run(root, &["profiles", "check", "envctl/secret.toml"]);
+        assert_eq!(checked.code, 2);
+        assert!(
+            checked.stderr.contains("Permission denied"),
+            "{}",
+            checked.stderr
+        );
+    }
+}
