@@ -920,6 +920,15 @@ impl Drop for Blackhole {
 
 #[test]
 fn sigint_during_a_slow_pull_exits_130_and_leaves_nothing() {
+    signal_during_a_slow_pull("INT", 130);
+}
+
+#[test]
+fn sigterm_during_a_slow_pull_exits_143_and_leaves_nothing() {
+    signal_during_a_slow_pull("TERM", 143);
+}
+
+fn signal_during_a_slow_pull(signal: &str, expected_code: i32) {
     if !require_daemon() {
         return;
     }
@@ -965,7 +974,7 @@ fn sigint_during_a_slow_pull_exits_130_and_leaves_nothing() {
 
     let signalled = Instant::now();
     let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
@@ -977,14 +986,14 @@ fn sigint_during_a_slow_pull_exits_130_and_leaves_nothing() {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "up did not exit within 2 s of SIGINT:\n{}",
+                "up did not exit within 2 s of SIG{signal}:\n{}",
                 stderr.join().unwrap()
             );
         }
         thread::sleep(Duration::from_millis(10));
     };
     let stderr = stderr.join().unwrap();
-    assert_eq!(status.code(), Some(130), "{status:?}\n{stderr}");
+    assert_eq!(status.code(), Some(expected_code), "{status:?}\n{stderr}");
     assert!(stderr.contains("pulling"), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert_eq!(scenario.containers(), 0, "nothing may be left\n{stderr}");
@@ -1073,4 +1082,53 @@ fn logs_keep_stdout_and_stderr_apart_and_tail() {
     tail.expect_code(0, "logs --tail 1");
     assert_eq!(tail.stdout, "out-last\n", "{tail}");
     assert_eq!(tail.stderr, "", "{tail}");
+}
+
+/// A registry that answers every request with 401 and a Basic challenge, like a private
+/// registry the user has not logged in to.
+fn unauthorized_registry() -> (std::net::SocketAddr, Arc<AtomicBool>) {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    thread::spawn(move || {
+        while !stopped.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    let _ = stream.set_nonblocking(false);
+                    let mut request = [0u8; 4096];
+                    let _ = std::io::Read::read(&mut stream, &mut request);
+                    let body = r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#;
+                    let response = format!(
+                        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"envctl-test\"\r\nDocker-Distribution-API-Version: registry/2.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = std::io::Write::write_all(&mut stream, response.as_bytes());
+                }
+                Err(_) => thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    });
+    (address, stop)
+}
+
+#[test]
+fn a_registry_asking_for_credentials_is_named_with_docker_login() {
+    if !require_daemon() {
+        return;
+    }
+    let (address, stop) = unauthorized_registry();
+    let image = format!("{address}/envctl-test/private:v1");
+    let scenario = Scenario::new("up-unauthorized");
+    scenario.write_profile(&image, "");
+    let run = scenario.run(&["up", scenario.profile.as_str()]);
+    stop.store(true, Ordering::Relaxed);
+    run.expect_code(1, "a registry that wants credentials");
+    assert!(run.stderr.contains(&image), "names the image: {run}");
+    assert!(
+        run.stderr.contains(&format!("docker login {address}")),
+        "the fix: {run}"
+    );
+    assert_eq!(scenario.containers(), 0);
 }

@@ -38,6 +38,7 @@ pub fn classify_pull_message(message: &str) -> PullFailure {
         PullFailure::NotFound
     } else if lower.contains("unauthorized")
         || lower.contains("authentication required")
+        || lower.contains("auth credentials")
         || lower.contains("denied")
     {
         PullFailure::Unauthorized
@@ -141,6 +142,12 @@ mod tests {
         );
         assert_eq!(
             classify_pull_message("unauthorized: authentication required"),
+            PullFailure::Unauthorized
+        );
+        assert_eq!(
+            classify_pull_message(
+                "Head \"http://127.0.0.1:5000/v2/x/manifests/1\": no basic auth credentials"
+            ),
             PullFailure::Unauthorized
         );
         assert_eq!(classify_pull_message("something else"), PullFailure::Other);
