@@ -157,3 +157,117 @@ fn containers_get_no_privilege_the_profile_did_not_ask_for() {
         "no privilege, capability, host namespace, device or port beyond the profile"
     );
 }
+
+/// A tiny tmpfs, filled up: a disk with no room left. Needs root (CI runs as root); when the
+/// mount is refused the test fails if CI asked for the daemon tests, and says so otherwise.
+struct FullDisk {
+    mount: tempfile::TempDir,
+}
+
+impl FullDisk {
+    fn new() -> Option<FullDisk> {
+        let mount = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(mount.path())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !mounted {
+            let message = "cannot mount a tmpfs (needs root) to simulate a full disk";
+            if std::env::var_os("ENVCTL_REQUIRE_DOCKER").is_some() {
+                panic!("{message}");
+            }
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "*** SKIPPED: {message}");
+            return None;
+        }
+        Some(FullDisk { mount })
+    }
+
+    fn path(&self) -> &Path {
+        self.mount.path()
+    }
+
+    /// Takes every free byte.
+    fn fill(&self) {
+        let _ = std::fs::write(self.path().join("filler"), vec![0u8; 1 << 20]);
+    }
+}
+
+impl Drop for FullDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.mount.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_leaves_the_previous_lock_file_intact() {
+    let Some(disk) = FullDisk::new() else { return };
+    let path = disk.path().join("envctl.lock");
+    let previous = "version = 1\n";
+    std::fs::write(&path, previous).unwrap();
+    disk.fill();
+    let bigger = format!("version = 1\n# {}\n", "x".repeat(256 * 1024));
+    let error = envctl::lock::file::write_atomically(&path, &bigger).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::StorageFull, "{error}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        previous,
+        "the old lock file is intact"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(disk.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temporary file left behind");
+}
+
+#[test]
+fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines() {
+    if !require_daemon() {
+        return;
+    }
+    let Some(disk) = FullDisk::new() else { return };
+    let record = disk.path().join("samples.jsonl");
+    // Exactly one page: the next line needs a new block, which a full disk does not have.
+    let padding = 4096 - "{\"schema_version\":1,\"earlier\":\"\"}\n".len();
+    let earlier = format!(
+        "{{\"schema_version\":1,\"earlier\":\"{}\"}}\n",
+        "x".repeat(padding)
+    );
+    assert_eq!(earlier.len(), 4096);
+    std::fs::write(&record, &earlier).unwrap();
+    disk.fill();
+    let output = Command::cargo_bin("envctl")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .args([
+            "stats",
+            "--all",
+            "--count",
+            "2",
+            "--interval",
+            "100ms",
+            "--json",
+            "--record",
+        ])
+        .arg(&record)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(
+        output.status.code(),
+        Some(0),
+        "a recording that cannot be written is an error: {stderr}"
+    );
+    assert!(stderr.contains("samples.jsonl"), "names the file: {stderr}");
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        text.starts_with(&earlier),
+        "earlier lines are intact: {text:?}"
+    );
+}
