@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::gpu::{self, GpuFacts};
 use crate::host::{HostFacts, Probe};
-use crate::profile::{ResolvedProfile, SourceKind};
+use crate::profile::ResolvedProfile;
 use crate::ui::findings::{Section, print_sections};
 
 /// Everything doctor found, as `--json` prints it.
@@ -51,7 +51,7 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
     if arguments.matrix_info {
         return matrix::print_info(&matrix, context);
     }
-    let profiles = profiles_to_check(&arguments.profiles, context)?;
+    let profiles = context.profiles_or_project(&arguments.profiles)?;
     let facts = gather(&profiles, context)?;
     let report = judge(&facts, &profiles, &matrix);
     let status = worst(report.findings.iter()).max(
@@ -72,22 +72,6 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
         Status::Warn if arguments.strict => ExitStatus::Failure,
         _ => ExitStatus::Success,
     })
-}
-
-/// The named profiles, or with none named the project's own (`./envctl/*.toml`).
-fn profiles_to_check(names: &[String], context: &Context) -> Result<Vec<ResolvedProfile>, Error> {
-    if !names.is_empty() {
-        return names
-            .iter()
-            .map(|name| context.search_path.resolve(name).map_err(Error::from))
-            .collect();
-    }
-    let (files, _) = context.search_path.files();
-    files
-        .into_iter()
-        .filter(|file| file.kind() == SourceKind::Project)
-        .map(|file| context.search_path.resolve_file(file).map_err(Error::from))
-        .collect()
 }
 
 /// What doctor gathered: daemon, NVML and host facts, and per profile its image's facts.

@@ -11,7 +11,6 @@ use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::lock::{LOCK_FILE, LockFile, LockedImage, file, repo_digest_matches};
-use crate::profile::{ResolvedProfile, SourceKind};
 use crate::ui::table::print_table;
 
 #[derive(Debug, clap::Args)]
@@ -32,7 +31,7 @@ struct Change {
 }
 
 pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> {
-    let profiles = profiles(&arguments.profiles, context)?;
+    let profiles = context.profiles_or_project(&arguments.profiles)?;
     if profiles.is_empty() {
         return Err(Error::Usage {
             message: "no profile to lock".into(),
@@ -129,20 +128,4 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         ));
     }
     Ok(ExitStatus::Success)
-}
-
-/// The named profiles, or the project's own.
-pub fn profiles(names: &[String], context: &Context) -> Result<Vec<ResolvedProfile>, Error> {
-    if !names.is_empty() {
-        return names
-            .iter()
-            .map(|name| context.search_path.resolve(name).map_err(Error::from))
-            .collect();
-    }
-    let (files, _) = context.search_path.files();
-    files
-        .into_iter()
-        .filter(|file| file.kind() == SourceKind::Project)
-        .map(|file| context.search_path.resolve_file(file).map_err(Error::from))
-        .collect()
 }

@@ -40,6 +40,29 @@ pub struct Context {
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl Context {
+    /// The named profiles (names or paths), or with none named the project's own
+    /// (`./envctl/*.toml`): what doctor, lock and outdated work on.
+    pub fn profiles_or_project(
+        &self,
+        names: &[String],
+    ) -> Result<Vec<crate::profile::ResolvedProfile>, Error> {
+        if !names.is_empty() {
+            return names
+                .iter()
+                .map(|name| self.search_path.resolve(name).map_err(Error::from))
+                .collect();
+        }
+        let (files, unreadable) = self.search_path.files();
+        for folder in unreadable {
+            self.printer.warn(&folder);
+        }
+        files
+            .into_iter()
+            .filter(|file| file.kind() == crate::profile::SourceKind::Project)
+            .map(|file| self.search_path.resolve_file(file).map_err(Error::from))
+            .collect()
+    }
+
     /// A connection to the daemon, checked with a ping so an unreachable daemon is named
     /// at once (within `engine::PING_TIMEOUT`).
     pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {

@@ -5,7 +5,6 @@
 use serde::Serialize;
 
 use super::Context;
-use super::lock::profiles;
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::lock::{LOCK_FILE, family, file};
@@ -37,7 +36,7 @@ struct Report {
 const REGISTRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Error> {
-    let profiles = profiles(&arguments.profiles, context)?;
+    let profiles = context.profiles_or_project(&arguments.profiles)?;
     let lock =
         file::read(std::path::Path::new(LOCK_FILE)).map_err(|message| Error::Lock { message })?;
     let client = RegistryClient::new(REGISTRY_TIMEOUT);
