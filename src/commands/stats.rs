@@ -60,6 +60,17 @@ pub const RELIST_EVERY: Duration = Duration::from_secs(5);
 /// Where `--serve` listens when given no address (dcgm-exporter's port).
 pub const DEFAULT_SERVE_ADDRESS: &str = "127.0.0.1:9400";
 
+/// The first wait before asking a lost daemon again; each failed try doubles it up to
+/// [`RECONNECT_CAP`].
+pub const RECONNECT_FIRST: Duration = Duration::from_millis(500);
+
+/// The longest wait between two tries to reach a lost daemon.
+pub const RECONNECT_CAP: Duration = Duration::from_secs(5);
+
+/// How long the live view waits for the container list before counting the daemon lost:
+/// a hung daemon must not stop the GPU readings.
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The shortest interval accepted: the daemon itself samples streams once a second, and
 /// NVML's utilisation counters cover about 1/6 s to 1 s.
 const MINIMUM_INTERVAL: Duration = Duration::from_millis(100);
@@ -159,6 +170,15 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
         };
         if arguments.once {
             let mut snapshot = once(&engine, &selection, &gpus).await;
+            // A container the daemon could not be asked about because the daemon went
+            // away is not a partial answer: the snapshot is an error, naming the endpoint.
+            let lost = snapshot.failures.iter().any(|failure| {
+                failure.subject.starts_with("container ")
+                    && LOST_KINDS.contains(&failure.kind.as_str())
+            });
+            if lost {
+                engine.ping().await?;
+            }
             let mut window = Window::for_interval(arguments.interval.as_secs_f64());
             window.push(&snapshot);
             snapshot.diagnoses = window.diagnose();
@@ -812,6 +832,75 @@ enum View {
     Quiet,
 }
 
+/// The failure kinds that say the daemon itself is gone (not that it answered "no").
+const LOST_KINDS: [&str; 4] = ["socket-missing", "connection-refused", "timeout", "other"];
+
+/// Whether `error` says the daemon cannot be reached, rather than that it answered.
+fn daemon_is_lost(error: &EngineError) -> bool {
+    LOST_KINDS.contains(&error.kind())
+}
+
+fn daemon_failure(error: &EngineError) -> Failure {
+    Failure {
+        subject: "daemon".into(),
+        kind: error.kind().into(),
+        message: chain(error),
+    }
+}
+
+/// A daemon the live view lost: pinged in the background, [`RECONNECT_FIRST`] after the
+/// loss and then at doubling intervals up to [`RECONNECT_CAP`], while the GPUs and the
+/// cgroup files go on being read.
+struct LostDaemon {
+    failure: Failure,
+    delay: Duration,
+    next_try: Instant,
+    probe: Option<tokio::task::JoinHandle<Result<(), EngineError>>>,
+}
+
+impl LostDaemon {
+    fn new(error: &EngineError) -> LostDaemon {
+        LostDaemon {
+            failure: daemon_failure(error),
+            delay: RECONNECT_FIRST,
+            next_try: Instant::now() + RECONNECT_FIRST,
+            probe: None,
+        }
+    }
+
+    /// `true` once a ping got an answer; otherwise starts the next ping when it is due.
+    /// Never waits for the daemon.
+    async fn answered(&mut self, engine: &Engine) -> bool {
+        if self
+            .probe
+            .as_ref()
+            .is_some_and(tokio::task::JoinHandle::is_finished)
+            && let Some(probe) = self.probe.take()
+        {
+            match probe.await {
+                Ok(Ok(())) => return true,
+                Ok(Err(error)) => self.failure = daemon_failure(&error),
+                Err(_) => {}
+            }
+            self.delay = (self.delay * 2).min(RECONNECT_CAP);
+            self.next_try = Instant::now() + self.delay;
+        }
+        if self.probe.is_none() && Instant::now() >= self.next_try {
+            let engine = engine.clone();
+            self.probe = Some(tokio::spawn(async move { engine.ping().await }));
+        }
+        false
+    }
+}
+
+impl Drop for LostDaemon {
+    fn drop(&mut self) {
+        if let Some(probe) = &self.probe {
+            probe.abort();
+        }
+    }
+}
+
 /// The live view, JSON lines or plain snapshots, until `q`, Ctrl-C, SIGTERM or `--count`.
 async fn follow(
     engine: &Engine,
@@ -869,6 +958,7 @@ async fn follow(
     );
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_listing = Instant::now();
+    let mut lost: Option<LostDaemon> = None;
     let mut taken = 0_u64;
     let hostname = hostname();
     let outcome = loop {
@@ -879,15 +969,57 @@ async fn follow(
             _ = wait_quit(&mut quit) => break Ok(ExitStatus::Success),
         }
         let mut failures = standing_failures.clone();
-        if last_listing.elapsed() >= RELIST_EVERY {
+        let mut relist = last_listing.elapsed() >= RELIST_EVERY;
+        if let Some(daemon) = &mut lost {
+            if daemon.answered(engine).await {
+                lost = None;
+                // The live screen shows the daemon's state in its failure lines; stderr
+                // would tear it.
+                let on_screen = matches!(view, View::Live(_));
+                if !on_screen {
+                    context.printer.info(&format!(
+                        "the Docker daemon at `{}` answers again; following its containers",
+                        engine.endpoint()
+                    ));
+                }
+                relist = true;
+            } else {
+                failures.push(daemon.failure.clone());
+                relist = false;
+            }
+        }
+        if relist {
             last_listing = Instant::now();
-            match list_targets(engine, !arguments.all, fixed.as_ref()).await {
+            let listed = tokio::time::timeout(
+                LIST_TIMEOUT,
+                // Named targets are kept whoever made them; only the default selection
+                // is limited to envctl's containers.
+                list_targets(engine, !arguments.all && fixed.is_none(), fixed.as_ref()),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                Err(EngineError::Timeout {
+                    endpoint: engine.endpoint().to_string(),
+                    seconds: LIST_TIMEOUT.as_secs(),
+                })
+            });
+            match listed {
                 Ok(current) => failures.extend(following.refresh(current).await),
-                Err(error) => failures.push(Failure {
-                    subject: "daemon".into(),
-                    kind: error.kind().into(),
-                    message: chain(&error),
-                }),
+                Err(error) if daemon_is_lost(&error) => {
+                    if !matches!(view, View::Live(_)) {
+                        context.printer.warn(&format!(
+                        "lost the Docker daemon at `{}`: {}; GPU readings go on, reconnecting every {} ms to {} s",
+                        engine.endpoint(),
+                        chain(&error),
+                        RECONNECT_FIRST.as_millis(),
+                        RECONNECT_CAP.as_secs()
+                    ));
+                    }
+                    let daemon = LostDaemon::new(&error);
+                    failures.push(daemon.failure.clone());
+                    lost = Some(daemon);
+                }
+                Err(error) => failures.push(daemon_failure(&error)),
             }
         }
         let ((inputs, read_failures), (readings, gpu_failure)) =
@@ -942,6 +1074,7 @@ async fn follow(
         }
     };
     following.stop();
+    drop(lost);
     // The screen goes before anything is printed, so messages land on the real terminal.
     drop(view);
     if let Some(server) = server {
