@@ -220,3 +220,44 @@ fn a_tty_session_works_end_to_end() {
         "the shell's exit code: {stdout:?}"
     );
 }
+
+#[test]
+fn a_signal_ends_exec_with_the_shells_code() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    for (signal, expected) in [("INT", 130), ("TERM", 143)] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+            .args(["exec", &target.profile, "--", "sleep", "30"])
+            .current_dir(target.folder.path())
+            .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "still running the command"
+        );
+        let sent = std::time::Instant::now();
+        assert!(
+            std::process::Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if sent.elapsed() > Duration::from_secs(2) {
+                let _ = child.kill();
+                panic!("exec did not end within 2 s of SIG{signal}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(expected), "SIG{signal}");
+    }
+}

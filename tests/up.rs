@@ -1132,3 +1132,35 @@ fn a_registry_asking_for_credentials_is_named_with_docker_login() {
     );
     assert_eq!(scenario.containers(), 0);
 }
+
+#[test]
+fn a_registry_that_never_answers_is_named_after_the_stall_timeout() {
+    if !require_daemon() {
+        return;
+    }
+    let blackhole = Blackhole::start();
+    let image = format!("{}/envctl-test/stalled:v1", blackhole.address);
+    let scenario = Scenario::new("up-stalled");
+    scenario.write_profile(&image, "");
+    let started = Instant::now();
+    let run = scenario.run_with(
+        &["up", scenario.profile.as_str()],
+        &[("ENVCTL_PULL_STALL_SECONDS", "2")],
+    );
+    let elapsed = started.elapsed();
+    run.expect_code(1, "a registry that accepts and never answers");
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "gave up after {elapsed:?}\n{run}"
+    );
+    assert!(run.stderr.contains("no progress for 2 s"), "{run}");
+    assert!(
+        run.stderr.contains(&blackhole.address.to_string()),
+        "names the registry: {run}"
+    );
+    assert!(
+        run.stderr.contains("accepts connections but sends nothing"),
+        "{run}"
+    );
+    assert_eq!(scenario.containers(), 0);
+}

@@ -3,7 +3,7 @@
 //!
 //! Finding ids: `profile.port-exposed`, `profile.service-exposed`,
 //! `profile.docker-socket-mount`, `profile.sensitive-mount`, `profile.shm-size`,
-//! `profile.memory-limit`, `profile.no-mount`, `profile.user`.
+//! `profile.memory-limit`, `profile.no-mount`, `profile.user`, `profile.ipc-host`.
 
 use std::path::Path;
 
@@ -118,6 +118,13 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
                 "no `shm_size` for a PyTorch image: Docker's default /dev/shm is 64 MiB, and DataLoader workers fail with `Bus error` once batches outgrow it",
             )
             .with_hint("add shm_size = \"8g\" (or more for large batches)"),
+        );
+    }
+    if profile.ipc == Some(Ipc::Host) {
+        // The one namespace a profile can share with the host: privileged-like in effect.
+        findings.push(
+            Finding::info("profile.ipc-host", "`ipc = \"host\"` shares the host's IPC namespace: the container can read and write every host process's shared memory")
+                .with_hint("prefer shm_size = \"8g\" unless processes in several containers must share memory"),
         );
     }
     if profile.memory.is_none() {
@@ -254,9 +261,10 @@ mod tests {
             ),
             None,
         );
-        assert!(
-            host_ipc.is_empty(),
-            "ipc = host shares the host's /dev/shm: {host_ipc:?}"
+        assert_eq!(
+            ids(&host_ipc),
+            [("profile.ipc-host", Status::Info)],
+            "ipc = host needs no shm_size, and is named as the host namespace it is"
         );
     }
 }

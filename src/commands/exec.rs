@@ -60,7 +60,12 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
             tty: arguments.tty,
             attach_stdin: arguments.tty || !terminal::stdin_is_terminal(),
         };
-        let code = run_exec(&engine, &container.id, &request, context).await?;
+        // Like `docker exec`: a signal ends envctl (130/143); the command in the container
+        // is not envctl's to kill. With a TTY, Ctrl-C travels to the command as a key.
+        let code = tokio::select! {
+            code = run_exec(&engine, &container.id, &request, context) => code?,
+            signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
+        };
         Ok(ExitStatus::External(
             u8::try_from(code.clamp(0, 255)).unwrap_or(255),
         ))
@@ -89,7 +94,12 @@ pub fn shell(target: &str, user: Option<String>, context: &Context) -> Result<Ex
             attach_stdin: true,
             ..ExecRequest::default()
         };
-        let code = run_exec(&engine, &container.id, &request, context).await?;
+        // Like `docker exec`: a signal ends envctl (130/143); the command in the container
+        // is not envctl's to kill. With a TTY, Ctrl-C travels to the command as a key.
+        let code = tokio::select! {
+            code = run_exec(&engine, &container.id, &request, context) => code?,
+            signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
+        };
         Ok(ExitStatus::External(
             u8::try_from(code.clamp(0, 255)).unwrap_or(255),
         ))

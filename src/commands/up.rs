@@ -114,19 +114,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     let state = Rc::new(RefCell::new(RunState::default()));
     runtime.block_on(async {
         let engine = context.engine().await?;
-        let interrupted = async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut interrupt), Ok(mut terminate)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
-                return std::future::pending::<u8>().await;
-            };
-            tokio::select! {
-                _ = interrupt.recv() => 130,
-                _ = terminate.recv() => 143,
-            }
-        };
+        let interrupted = super::termination_signal();
         let result = tokio::select! {
             result = up(&engine, &resolved, &body, locked_digest, &name, &arguments, context, &state) => result,
             code = interrupted => {

@@ -114,6 +114,7 @@ impl EngineError {
                 super::pull::PullFailure::NotFound => format!("check the image name and tag; list the tags the registry has for `{image}`, or fix `image` in the profile"),
                 super::pull::PullFailure::Unauthorized => format!("log in first: `docker login {registry}`"),
                 super::pull::PullFailure::Unreachable => format!("{registry} cannot be reached: check the network, a proxy, or pull on a connected machine and `docker save`/`docker load` the image"),
+                super::pull::PullFailure::Stalled => format!("{registry} accepts connections but sends nothing: check the registry or a proxy in between, then retry (ENVCTL_PULL_STALL_SECONDS sets how long envctl waits)"),
                 super::pull::PullFailure::Other => return None,
             },
             EngineError::NameConflict { name, .. } => {

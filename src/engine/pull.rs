@@ -25,7 +25,23 @@ pub enum PullFailure {
     NotFound,
     Unauthorized,
     Unreachable,
+    /// The registry (or the daemon) stopped making progress: no event for a long while.
+    Stalled,
     Other,
+}
+
+/// A pull that sends no progress event for this long is given up: the registry accepts
+/// connections but does not answer. Layers report progress every second or so while they
+/// download and extract, so two minutes of silence is not a slow network.
+pub const PULL_STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// `ENVCTL_PULL_STALL_SECONDS` shortens [`PULL_STALL_TIMEOUT`] (tests, impatient users).
+pub fn stall_timeout() -> std::time::Duration {
+    std::env::var("ENVCTL_PULL_STALL_SECONDS")
+        .ok()
+        .and_then(|seconds| seconds.parse::<u64>().ok())
+        .filter(|seconds| *seconds > 0)
+        .map_or(PULL_STALL_TIMEOUT, std::time::Duration::from_secs)
 }
 
 /// Sorts a registry error message (the daemon passes the registry's words through).
@@ -68,7 +84,17 @@ impl Engine {
             .from_image(image)
             .build();
         let mut stream = self.docker.create_image(Some(options), None, None);
-        while let Some(event) = stream.next().await {
+        let stall = stall_timeout();
+        loop {
+            let Ok(next) = tokio::time::timeout(stall, stream.next()).await else {
+                return Err(EngineError::Pull {
+                    image: image.to_string(),
+                    registry: registry.to_string(),
+                    failure: PullFailure::Stalled,
+                    message: format!("no progress for {} s", stall.as_secs()),
+                });
+            };
+            let Some(event) = next else { break };
             match event {
                 Ok(info) => on_event(&PullEvent {
                     layer: info.id.filter(|_| {
