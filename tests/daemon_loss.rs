@@ -364,6 +364,11 @@ fn daemon_goes_and_returns(source: Option<&str>) {
         stderr.text()
     );
     assert!(!stderr.text().contains("panicked"), "{}", stderr.text());
+    assert_eq!(
+        status.and_then(|status| status.code()),
+        Some(130),
+        "the code a shell reports for SIGINT"
+    );
 }
 
 #[test]

@@ -1103,14 +1103,14 @@ fn serve_answers_prometheus_scrapes() {
         8,
         "eight GPUs in the fixture: {body}"
     );
-    // SIGTERM: a clean exit.
+    // SIGTERM: a clean exit with the code a shell reports for it.
     let killed = StdCommand::new("kill")
         .arg(child.id().to_string())
         .status()
         .unwrap();
     assert!(killed.success());
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert_eq!(status.code(), Some(143), "{status:?}");
     let mut stdout = String::new();
     child
         .stdout

@@ -964,8 +964,9 @@ async fn follow(
     let outcome = loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = wait(&mut interrupt) => break Ok(ExitStatus::Success),
-            _ = wait(&mut terminate) => break Ok(ExitStatus::Success),
+            // Like any command a signal ends: 130 and 143, as a shell reports them.
+            _ = wait(&mut interrupt) => break Ok(ExitStatus::External(130)),
+            _ = wait(&mut terminate) => break Ok(ExitStatus::External(143)),
             _ = wait_quit(&mut quit) => break Ok(ExitStatus::Success),
         }
         let mut failures = standing_failures.clone();
