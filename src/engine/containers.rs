@@ -110,21 +110,31 @@ impl Engine {
             .collect())
     }
 
+    /// The daemon's inspect answer; `Ok(None)` for a container that does not exist.
+    pub(crate) async fn inspect_response(
+        &self,
+        name_or_id: &str,
+    ) -> Result<Option<bollard::models::ContainerInspectResponse>, EngineError> {
+        match self
+            .docker
+            .inspect_container(name_or_id, None::<InspectContainerOptions>)
+            .await
+        {
+            Ok(inspect) => Ok(Some(inspect)),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(error) => Err(self.classify(error)),
+        }
+    }
+
     /// The container named or with this id; `Ok(None)` when there is none.
     pub async fn inspect_container(
         &self,
         name_or_id: &str,
     ) -> Result<Option<ContainerDetails>, EngineError> {
-        let inspect = match self
-            .docker
-            .inspect_container(name_or_id, None::<InspectContainerOptions>)
-            .await
-        {
-            Ok(inspect) => inspect,
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => return Ok(None),
-            Err(error) => return Err(self.classify(error)),
+        let Some(inspect) = self.inspect_response(name_or_id).await? else {
+            return Ok(None);
         };
         let state = inspect.state.unwrap_or_default();
         let volumes = inspect
@@ -137,26 +147,8 @@ impl Engine {
         let config = inspect.config.unwrap_or_default();
         let gpus = inspect
             .host_config
-            .and_then(|host| host.device_requests)
-            .and_then(|requests| {
-                requests.into_iter().find_map(|request| {
-                    let is_gpu = request
-                        .capabilities
-                        .iter()
-                        .flatten()
-                        .flatten()
-                        .any(|capability| capability == "gpu");
-                    if !is_gpu {
-                        return None;
-                    }
-                    Some(match (request.count, request.device_ids) {
-                        (Some(-1), _) => "all".to_string(),
-                        (_, Some(ids)) if !ids.is_empty() => ids.join(","),
-                        (Some(count), _) => count.to_string(),
-                        _ => "all".to_string(),
-                    })
-                })
-            });
+            .and_then(|host| super::stats::GpuAssignment::from_requests(host.device_requests))
+            .map(|assignment| assignment.to_string());
         Ok(Some(ContainerDetails {
             id: inspect.id.unwrap_or_default(),
             name: inspect
@@ -184,16 +176,8 @@ impl Engine {
         &self,
         name_or_id: &str,
     ) -> Result<Option<serde_json::Value>, EngineError> {
-        let inspect = match self
-            .docker
-            .inspect_container(name_or_id, None::<InspectContainerOptions>)
-            .await
-        {
-            Ok(inspect) => inspect,
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => return Ok(None),
-            Err(error) => return Err(self.classify(error)),
+        let Some(inspect) = self.inspect_response(name_or_id).await? else {
+            return Ok(None);
         };
         Ok(Some(serde_json::json!({
             "Config": serde_json::to_value(&inspect.config).map_err(|error| EngineError::InvalidBody { message: error.to_string() })?,

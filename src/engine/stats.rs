@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use bollard::models::{ContainerCpuStats, ContainerStatsResponse};
-use bollard::query_parameters::{InspectContainerOptions, StatsOptionsBuilder};
+use bollard::query_parameters::StatsOptionsBuilder;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -109,6 +109,42 @@ pub enum GpuAssignment {
     Count(i64),
     /// Indices or `GPU-…` UUIDs.
     Devices(Vec<String>),
+}
+
+impl GpuAssignment {
+    /// The GPU request among a container's device requests (capability `gpu`), as
+    /// `docker run --gpus` stores it: `Count: -1` is all, device ids win over a count.
+    pub fn from_requests(
+        requests: Option<Vec<bollard::models::DeviceRequest>>,
+    ) -> Option<GpuAssignment> {
+        requests?.into_iter().find_map(|request| {
+            let is_gpu = request
+                .capabilities
+                .iter()
+                .flatten()
+                .flatten()
+                .any(|capability| capability == "gpu");
+            if !is_gpu {
+                return None;
+            }
+            Some(match (request.count, request.device_ids) {
+                (_, Some(ids)) if !ids.is_empty() => GpuAssignment::Devices(ids),
+                (Some(count), _) if count >= 0 => GpuAssignment::Count(count),
+                _ => GpuAssignment::All,
+            })
+        })
+    }
+}
+
+impl std::fmt::Display for GpuAssignment {
+    /// `all`, `2`, `0,1`: as `ps` shows it.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuAssignment::All => formatter.write_str("all"),
+            GpuAssignment::Count(count) => write!(formatter, "{count}"),
+            GpuAssignment::Devices(devices) => formatter.write_str(&devices.join(",")),
+        }
+    }
 }
 
 impl ContainerSample {
@@ -245,36 +281,11 @@ impl Engine {
         &self,
         id: &str,
     ) -> Result<Option<ContainerResources>, EngineError> {
-        let inspect = match self
-            .docker
-            .inspect_container(id, None::<InspectContainerOptions>)
-            .await
-        {
-            Ok(inspect) => inspect,
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => return Ok(None),
-            Err(error) => return Err(self.classify(error)),
+        let Some(inspect) = self.inspect_response(id).await? else {
+            return Ok(None);
         };
         let host = inspect.host_config.unwrap_or_default();
-        let gpus = host.device_requests.and_then(|requests| {
-            requests.into_iter().find_map(|request| {
-                let is_gpu = request
-                    .capabilities
-                    .iter()
-                    .flatten()
-                    .flatten()
-                    .any(|capability| capability == "gpu");
-                if !is_gpu {
-                    return None;
-                }
-                Some(match (request.count, request.device_ids) {
-                    (_, Some(ids)) if !ids.is_empty() => GpuAssignment::Devices(ids),
-                    (Some(count), _) if count >= 0 => GpuAssignment::Count(count),
-                    _ => GpuAssignment::All,
-                })
-            })
-        });
+        let gpus = GpuAssignment::from_requests(host.device_requests);
         Ok(Some(ContainerResources {
             nano_cpus: host.nano_cpus.filter(|cpus| *cpus > 0),
             cpu_quota: host.cpu_quota.filter(|quota| *quota > 0),
