@@ -80,7 +80,8 @@ pub struct Facts {
     pub gpu: GpuFacts,
     pub host: HostFacts,
     /// Per profile, the image's facts when it is present locally.
-    pub images: Vec<Option<ImageFacts>>,
+    /// `Err` holds why the daemon could not be asked about it.
+    pub images: Vec<Result<Option<ImageFacts>, String>>,
     pub free_bytes: Option<Result<u64, String>>,
     pub library_from_environment: bool,
 }
@@ -149,7 +150,7 @@ async fn daemon_facts(
     engine: Result<Engine, crate::engine::EngineError>,
     endpoint: &str,
     profiles: &[ResolvedProfile],
-) -> (EngineFacts, Vec<Option<ImageFacts>>) {
+) -> (EngineFacts, Vec<Result<Option<ImageFacts>, String>>) {
     let engine = match engine {
         Ok(engine) => engine,
         Err(error) => {
@@ -161,17 +162,22 @@ async fn daemon_facts(
                     hint: error.hint(),
                 },
             };
-            return (facts, vec![None; profiles.len()]);
+            return (facts, vec![Ok(None); profiles.len()]);
         }
     };
     let facts = engine.facts().await;
     if matches!(facts.state, EngineState::Unreachable { .. }) {
-        return (facts, vec![None; profiles.len()]);
+        return (facts, vec![Ok(None); profiles.len()]);
     }
     let images = futures_util::future::join_all(profiles.iter().map(|resolved| {
         let reference = resolved.profile.image.to_string();
         let engine = &engine;
-        async move { engine.image_facts(&reference).await.ok().flatten() }
+        async move {
+            engine
+                .image_facts(&reference)
+                .await
+                .map_err(|error| crate::engine::facts::error_chain(&error))
+        }
     }))
     .await;
     (facts, images)
@@ -224,17 +230,33 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         .iter()
         .zip(&facts.images)
         .map(|(resolved, image)| {
+            let (image, inspect_failure) = match image {
+                Ok(image) => (image.as_ref(), None),
+                Err(message) => (None, Some(message)),
+            };
             let state = match image {
                 Some(image) => ImageState::Present(&image.env),
                 None => ImageState::Absent,
             };
             let mut report = evaluate(resolved, state, view, matrix, &candidates);
+            if let Some(message) = inspect_failure {
+                // The daemon answered but not about the image: say so rather than call it
+                // "not pulled"; the verdicts then rest on [stack].
+                report.findings.push(
+                    Finding::warn(
+                        "profile.image",
+                        format!("cannot inspect image `{}`: {message}", resolved.profile.image),
+                    )
+                    .with_hint("`docker image inspect` shows the daemon's answer; the checks use [stack] meanwhile"),
+                );
+                report.verdict = report.status().verdict();
+            }
             let lock_finding = match &lock {
                 Ok(Some(lock)) => {
                     let image_reference = resolved.profile.image.to_string();
                     let lock_state =
                         crate::lock::state(lock, &resolved.profile.name, &image_reference);
-                    checks::lock::drift(&lock_state, image.as_ref())
+                    checks::lock::drift(&lock_state, image)
                 }
                 Ok(None) => None,
                 Err(message) => Some(
