@@ -14,12 +14,13 @@
 
 mod support;
 
+use support::registry::Blackhole;
+
 use std::io::{BufRead, BufReader, Read};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -399,54 +400,6 @@ fn stats_once_without_the_daemon_fails_naming_the_socket() {
             path.display()
         );
         assert!(!stderr.contains("panicked"), "{stderr}");
-    }
-}
-
-/// A "registry" that accepts connections and never answers: a pull from it hangs.
-struct Blackhole {
-    address: SocketAddr,
-    accepted: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Blackhole {
-    fn start() -> Blackhole {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let address = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (accepted, stop) = (Arc::clone(&accepted), Arc::clone(&stop));
-            thread::spawn(move || {
-                let mut held: Vec<TcpStream> = Vec::new();
-                while !stop.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((stream, _)) => {
-                            held.push(stream);
-                            accepted.fetch_add(1, Ordering::SeqCst);
-                        }
-                        Err(_) => thread::sleep(Duration::from_millis(10)),
-                    }
-                }
-            })
-        };
-        Blackhole {
-            address,
-            accepted,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Blackhole {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

@@ -20,6 +20,8 @@
 
 mod support;
 
+use support::nvml::{compile_old_driver_library, fixture as nvml_fixture, stub_library};
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -160,33 +162,6 @@ impl Scenario {
     }
 }
 
-/// `target/debug/deps/libenvctl_nvml_stub.so`, next to this test binary.
-fn stub_library() -> PathBuf {
-    let executable = std::env::current_exe().unwrap();
-    let deps = executable.parent().unwrap();
-    [
-        deps.join("libenvctl_nvml_stub.so"),
-        deps.parent().unwrap().join("libenvctl_nvml_stub.so"),
-    ]
-    .into_iter()
-    .find(|candidate| candidate.exists())
-    .unwrap_or_else(|| {
-        panic!(
-            "libenvctl_nvml_stub.so not found near {}: `cargo test` builds it as a \
-             dev-dependency of envctl",
-            deps.display()
-        )
-    })
-}
-
-fn nvml_fixture(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/nvml")
-        .join(name);
-    assert!(path.exists(), "NVML fixture {} is missing", path.display());
-    path
-}
-
 /// A test profile from `tests/fixtures/profiles/`, as an absolute path argument.
 fn test_profile(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -194,33 +169,6 @@ fn test_profile(name: &str) -> String {
         .join(name);
     assert!(path.exists(), "test profile {} is missing", path.display());
     path.to_str().unwrap().to_string()
-}
-
-/// Builds `tests/fixtures/nvml/old-driver-nvml.c` (an R418-era NVML that truly lacks
-/// symbols) with these `-D` defines, under a name no other test file uses.
-fn compile_old_driver_library(name: &str, defines: &[&str]) -> PathBuf {
-    let source = nvml_fixture("old-driver-nvml.c");
-    let output = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{name}.so"));
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let result = std::process::Command::new(&compiler)
-        .args(["-shared", "-fPIC", "-O0", "-o"])
-        .arg(&output)
-        .args(defines)
-        .arg(&source)
-        .output()
-        .unwrap_or_else(|error| {
-            panic!(
-                "cannot run the C compiler `{compiler}` ({error}): this test builds a library \
-                 that truly lacks NVML symbols; install one (`apt-get install gcc`) or set CC"
-            )
-        });
-    assert!(
-        result.status.success(),
-        "`{compiler}` failed to build {}:\n{}",
-        output.display(),
-        String::from_utf8_lossy(&result.stderr)
-    );
-    output
 }
 
 /// A note on the real stderr (libtest captures `eprintln!` of passing tests).

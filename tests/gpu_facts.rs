@@ -11,6 +11,8 @@
 // Helpers outside #[test] functions may unwrap: a failure here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -20,6 +22,7 @@ use envctl::gpu::{
     CudaDriverVersion, FailureKind, GpuDevice, GpuFacts, GpuMemory, LoadOutcome, MigMode,
     MigSetting, NvmlFacts,
 };
+use support::nvml::{compile_old_driver_library, fixture, stub_library};
 
 /// Set in the child's environment; without it the child test does nothing.
 const CHILD_VARIABLE: &str = "ENVCTL_GPU_FACTS_CHILD";
@@ -51,35 +54,6 @@ fn child_gathers_facts_for_the_parent() {
 struct Gathered {
     facts: GpuFacts,
     elapsed: Duration,
-}
-
-/// `target/debug/deps/libenvctl_nvml_stub.so`, next to this test binary.
-fn stub_library() -> PathBuf {
-    let executable = std::env::current_exe().unwrap();
-    let deps = executable.parent().unwrap();
-    let candidates = [
-        deps.join("libenvctl_nvml_stub.so"),
-        deps.parent().unwrap().join("libenvctl_nvml_stub.so"),
-    ];
-    candidates
-        .iter()
-        .find(|candidate| candidate.exists())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "libenvctl_nvml_stub.so not found near {}: `cargo test` builds it as a \
-                 dev-dependency of envctl",
-                deps.display()
-            )
-        })
-}
-
-fn fixture(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/nvml")
-        .join(name);
-    assert!(path.exists(), "fixture {} is missing", path.display());
-    path
 }
 
 /// Runs `gather` in a fresh process with this library and (optionally) stub fixture.
@@ -427,32 +401,6 @@ fn a_lost_gpu_fails_every_fact_of_its_own_and_no_other() {
             Some("nvmlDeviceGetHandleByIndex_v2")
         );
     }
-}
-
-/// Builds `old-driver-nvml.c` into a shared library with these `-D` defines.
-fn compile_old_driver_library(name: &str, defines: &[&str]) -> PathBuf {
-    let source = fixture("old-driver-nvml.c");
-    let output = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{name}.so"));
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let result = Command::new(&compiler)
-        .args(["-shared", "-fPIC", "-O0", "-o"])
-        .arg(&output)
-        .args(defines)
-        .arg(&source)
-        .output()
-        .unwrap_or_else(|error| {
-            panic!(
-                "cannot run the C compiler `{compiler}` ({error}): these tests build a library \
-                 that truly lacks NVML symbols; install one (`apt-get install gcc`) or set CC"
-            )
-        });
-    assert!(
-        result.status.success(),
-        "`{compiler}` failed to build {}:\n{}",
-        output.display(),
-        String::from_utf8_lossy(&result.stderr)
-    );
-    output
 }
 
 #[test]

@@ -19,6 +19,8 @@
 
 mod support;
 
+use support::nvml::stub_library as nvml_stub;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,23 +40,6 @@ const HANG_GUARD: Duration = Duration::from_secs(120);
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvidia-check")
-}
-
-fn nvml_stub() -> PathBuf {
-    let executable = std::env::current_exe().unwrap();
-    let deps = executable.parent().unwrap();
-    [
-        deps.join("libenvctl_nvml_stub.so"),
-        deps.parent().unwrap().join("libenvctl_nvml_stub.so"),
-    ]
-    .into_iter()
-    .find(|candidate| candidate.exists())
-    .unwrap_or_else(|| {
-        panic!(
-            "libenvctl_nvml_stub.so not found near {}: `cargo test` builds it as a dev-dependency of envctl",
-            deps.display()
-        )
-    })
 }
 
 // ---------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@
 
 mod support;
 
+use support::nvml::stub_library;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
@@ -864,18 +866,6 @@ fn fifty_containers_once_and_streaming() {
 
 // ---------------------------------------------------------------------------------------
 // GPU memory per container through the stand-in NVML.
-
-fn stub_library() -> PathBuf {
-    let executable = std::env::current_exe().unwrap();
-    let deps = executable.parent().unwrap();
-    [
-        deps.join("libenvctl_nvml_stub.so"),
-        deps.parent().unwrap().join("libenvctl_nvml_stub.so"),
-    ]
-    .into_iter()
-    .find(|candidate| candidate.exists())
-    .unwrap_or_else(|| panic!("libenvctl_nvml_stub.so not found near {}", deps.display()))
-}
 
 #[test]
 fn gpu_memory_of_a_process_in_a_container_lands_on_its_row() {

@@ -15,13 +15,15 @@
 
 mod support;
 
+use support::registry::Blackhole;
+
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::{self, JoinHandle};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -868,54 +870,6 @@ fn a_foreign_container_with_the_default_name_is_left_alone() {
         .up(&["--recreate"])
         .expect_code(1, "--recreate on a foreign container");
     assert_eq!(scenario.container_id(), id);
-}
-
-/// A "registry" that accepts connections and never answers: a pull from it hangs.
-struct Blackhole {
-    address: SocketAddr,
-    accepted: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Blackhole {
-    fn start() -> Blackhole {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let address = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (accepted, stop) = (Arc::clone(&accepted), Arc::clone(&stop));
-            thread::spawn(move || {
-                let mut held: Vec<TcpStream> = Vec::new();
-                while !stop.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((stream, _)) => {
-                            held.push(stream);
-                            accepted.fetch_add(1, Ordering::SeqCst);
-                        }
-                        Err(_) => thread::sleep(Duration::from_millis(10)),
-                    }
-                }
-            })
-        };
-        Blackhole {
-            address,
-            accepted,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Blackhole {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 #[test]

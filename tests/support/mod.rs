@@ -11,6 +11,9 @@
 //!   with its storage in a temporary directory ([`registry::Registry::start`]), and
 //!   [`registry::push_test_image`] to put the test image into it.
 //!
+//! - [`nvml`]: the stand-in NVML library `cargo test` builds, its fixtures, and an
+//!   old-driver library compiled from C.
+//!
 //! Skip or fail: without a daemon (or without the registry binary) a test prints
 //! `SKIPPED (no Docker daemon): <test>` on stderr and returns early — unless
 //! `ENVCTL_REQUIRE_DOCKER=1` is set (as `.ci/run` does), in which case it panics with what
@@ -19,4 +22,5 @@
 #![allow(dead_code)]
 
 pub mod docker;
+pub mod nvml;
 pub mod registry;

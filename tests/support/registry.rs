@@ -23,7 +23,10 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::docker::{self, ImageGuard};
@@ -451,4 +454,57 @@ fn string_list(json: &serde_json::Value, key: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A "registry" that accepts connections and never answers: a pull from it hangs.
+pub struct Blackhole {
+    pub address: SocketAddr,
+    pub accepted: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Blackhole {
+    pub fn start() -> Blackhole {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"));
+        listener
+            .set_nonblocking(true)
+            .unwrap_or_else(|e| panic!("non-blocking listener: {e}"));
+        let address = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("listener address: {e}"));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (accepted, stop) = (Arc::clone(&accepted), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut held: Vec<TcpStream> = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            held.push(stream);
+                            accepted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(_) => thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+            })
+        };
+        Blackhole {
+            address,
+            accepted,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Blackhole {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
