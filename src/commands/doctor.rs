@@ -165,10 +165,7 @@ async fn daemon_facts(
             return (facts, vec![Ok(None); profiles.len()]);
         }
     };
-    let facts = engine.facts().await;
-    if matches!(facts.state, EngineState::Unreachable { .. }) {
-        return (facts, vec![Ok(None); profiles.len()]);
-    }
+    // The images are asked for alongside `/info` (the daemon's slowest answer), not after.
     let images = futures_util::future::join_all(profiles.iter().map(|resolved| {
         let reference = resolved.profile.image.to_string();
         let engine = &engine;
@@ -178,8 +175,11 @@ async fn daemon_facts(
                 .await
                 .map_err(|error| crate::engine::facts::error_chain(&error))
         }
-    }))
-    .await;
+    }));
+    let (facts, images) = tokio::join!(engine.facts(), images);
+    if matches!(facts.state, EngineState::Unreachable { .. }) {
+        return (facts, vec![Ok(None); profiles.len()]);
+    }
     (facts, images)
 }
 

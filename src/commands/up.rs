@@ -260,7 +260,20 @@ async fn up(
     context: &Context,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<UpReport, Error> {
-    preflight(engine, resolved, arguments.force, context).await?;
+    // The verdict and the work that does not depend on it run side by side: while the
+    // preflight waits for the daemon's `/info` and for NVML, envctl looks for a container
+    // of this name and, when there is none and the image is here, creates (never starts)
+    // this one. Only a passing verdict starts it; a failing one removes it. This keeps
+    // `up` close to the daemon's own create + start time (tests/bench/up.sh).
+    let (verdict, prepared) = tokio::join!(
+        preflight(engine, resolved, arguments.force, context),
+        prepare(engine, body, name, arguments.pull, state),
+    );
+    if let Err(error) = verdict {
+        discard_unstarted(engine, state, context).await;
+        return Err(error);
+    }
+    let prepared = prepared?;
     if let Some(digest) = &locked_digest {
         warn_if_tag_moved(engine, &resolved.profile.image.to_string(), digest, context).await?;
     }
@@ -278,8 +291,9 @@ async fn up(
         config_hash: hash.clone(),
     };
     let mut recreated = false;
-    if let Some(existing) = engine.inspect_container(name).await? {
-        match reuse(
+    let created = match prepared {
+        Prepared::Created(id) => Created::Ours(id),
+        Prepared::Existing(existing) => match reuse(
             engine,
             &existing,
             body,
@@ -295,36 +309,22 @@ async fn up(
                 engine.stop_container(&existing.id, 10).await?;
                 engine.remove_container(&existing.id, false, true).await?;
                 recreated = true;
+                create_with_image(engine, body, name, arguments.pull, context, state).await?
             }
+        },
+        Prepared::NeedsImage => {
+            create_with_image(engine, body, name, arguments.pull, context, state).await?
         }
-    }
-    let image: crate::profile::image::ImageReference =
-        body.image.parse().map_err(|message: String| Error::Usage {
-            message,
-            hint: None,
-        })?;
-    ensure_image(engine, &image, arguments.pull, context).await?;
-    let id = match engine.create_container(name, body).await {
-        Ok(id) => id,
-        // Another `up` of the same profile created it a moment ago: use theirs.
-        Err(EngineError::NameConflict { .. }) => {
-            let existing =
-                wait_for_container(engine, name)
-                    .await?
-                    .ok_or_else(|| Error::NameTaken {
-                        name: name.to_string(),
-                    })?;
-            return match reuse(engine, &existing, body, name, &resolved.profile.name, false).await?
-            {
-                Reuse::Done(status) => Ok(report(existing.id, status)),
-                Reuse::Replace => Err(Error::NameTaken {
-                    name: name.to_string(),
-                }),
-            };
-        }
-        Err(error) => return Err(error.into()),
+        Prepared::NameTaken => Created::Theirs,
     };
-    state.borrow_mut().created = Some(id.clone());
+    let id = match created {
+        Created::Ours(id) => id,
+        // Another `up` of the same profile created it a moment ago: use theirs.
+        Created::Theirs => {
+            let (id, status) = join_other_run(engine, body, name, &resolved.profile.name).await?;
+            return Ok(report(id, status));
+        }
+    };
     if let Err(error) = engine.start_container(&id).await {
         return Err(Error::StartFailed {
             name: name.to_string(),
@@ -340,6 +340,109 @@ async fn up(
             Outcome::Created
         },
     ))
+}
+
+/// What could be done before the preflight's verdict.
+enum Prepared {
+    /// This run created the container (not started).
+    Created(String),
+    /// A container of this name exists already.
+    Existing(crate::engine::containers::ContainerDetails),
+    /// Nothing of this name exists, and the image is missing or must be pulled first.
+    NeedsImage,
+    /// Another run took the name between this run's inspect and its create.
+    NameTaken,
+}
+
+/// Looks for a container of this name and, when there is none and the image is already
+/// here, creates this one. Nothing is pulled and nothing is started before the verdict.
+async fn prepare(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    pull: PullPolicy,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Prepared, Error> {
+    if let Some(existing) = engine.inspect_container(name).await? {
+        return Ok(Prepared::Existing(existing));
+    }
+    if pull == PullPolicy::Always {
+        return Ok(Prepared::NeedsImage);
+    }
+    match engine.create_container(name, body).await {
+        Ok(id) => {
+            state.borrow_mut().created = Some(id.clone());
+            Ok(Prepared::Created(id))
+        }
+        Err(EngineError::ImageMissing { .. }) => Ok(Prepared::NeedsImage),
+        Err(EngineError::NameConflict { .. }) => Ok(Prepared::NameTaken),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Who created the container that this run is to start.
+enum Created {
+    Ours(String),
+    Theirs,
+}
+
+/// Pulls per the policy, then creates.
+async fn create_with_image(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    pull: PullPolicy,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Created, Error> {
+    let image: crate::profile::image::ImageReference =
+        body.image.parse().map_err(|message: String| Error::Usage {
+            message,
+            hint: None,
+        })?;
+    ensure_image(engine, &image, pull, context).await?;
+    match engine.create_container(name, body).await {
+        Ok(id) => {
+            state.borrow_mut().created = Some(id.clone());
+            Ok(Created::Ours(id))
+        }
+        Err(EngineError::NameConflict { .. }) => Ok(Created::Theirs),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// A concurrent `up` of the same profile won the name: use its container when it is the
+/// same configuration.
+async fn join_other_run(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    profile: &str,
+) -> Result<(String, Outcome), Error> {
+    let existing = wait_for_container(engine, name)
+        .await?
+        .ok_or_else(|| Error::NameTaken {
+            name: name.to_string(),
+        })?;
+    match reuse(engine, &existing, body, name, profile, false).await? {
+        Reuse::Done(status) => Ok((existing.id, status)),
+        Reuse::Replace => Err(Error::NameTaken {
+            name: name.to_string(),
+        }),
+    }
+}
+
+/// The preflight refused: remove what `prepare` created, quietly (the user never asked
+/// for it to exist), and say so only when the daemon would not remove it.
+async fn discard_unstarted(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
+    let created = state.borrow_mut().created.take();
+    if let Some(id) = created
+        && let Err(error) = engine.remove_container(&id, true, true).await
+    {
+        context.printer.warn(&format!(
+            "could not remove the container {id} created before the preflight refused: {error} (`docker rm -f {id}`)"
+        ));
+    }
 }
 
 /// The daemon reserves a name (409) before the container it names can be inspected: a
@@ -419,9 +522,16 @@ async fn preflight(
     force: bool,
     context: &Context,
 ) -> Result<(), Error> {
-    let matrix = load_matrix(None)?;
     let profiles = [resolved.clone()];
+    // Parsing the bundled matrix takes a few milliseconds: on its own thread, so the
+    // requests of the gathering and of `prepare` go out meanwhile.
+    let matrix = tokio::task::spawn_blocking(|| load_matrix(None));
     let facts = gather_with(Ok(engine.clone()), &profiles, context).await;
+    let matrix = match matrix.await {
+        Ok(matrix) => matrix?,
+        // The parser panicked: a bug, surfaced as the panic it was.
+        Err(error) => std::panic::resume_unwind(error.into_panic()),
+    };
     let report = judge(&facts, &profiles, &matrix);
     let Some(profile) = report.profiles.first() else {
         return Ok(());

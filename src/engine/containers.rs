@@ -200,6 +200,7 @@ impl Engine {
                 message: error.to_string(),
             })?;
         let options = CreateContainerOptionsBuilder::default().name(name).build();
+        let image = body.image.clone().unwrap_or_default();
         match self.docker.create_container(Some(options), body).await {
             Ok(created) => Ok(created.id),
             Err(bollard::errors::Error::DockerResponseServerError {
@@ -209,6 +210,10 @@ impl Engine {
                 name: name.to_string(),
                 message,
             }),
+            // The API's only 404 on create: "No such image".
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Err(EngineError::ImageMissing { image }),
             Err(error) => Err(self.classify(error)),
         }
     }

@@ -41,6 +41,8 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the image `{image}` is not present locally")]
+    ImageMissing { image: String },
     #[error("the container name `{name}` is already in use")]
     NameConflict { name: String, message: String },
     #[error("envctl built an invalid request: {message}")]
@@ -117,6 +119,9 @@ impl EngineError {
                 super::pull::PullFailure::Stalled => format!("{registry} accepts connections but sends nothing: check the registry or a proxy in between, then retry (ENVCTL_PULL_STALL_SECONDS sets how long envctl waits)"),
                 super::pull::PullFailure::Other => return None,
             },
+            EngineError::ImageMissing { image } => {
+                format!("pull it first: `docker pull {image}` (or `envctl up --pull missing`)")
+            }
             EngineError::NameConflict { name, .. } => {
                 format!("remove it with `docker rm -f {name}`, or choose another name with `--name`")
             }
@@ -138,6 +143,7 @@ impl EngineError {
             EngineError::UnsupportedHost { .. } => "unsupported-host",
             EngineError::Daemon { .. } => "daemon-error",
             EngineError::Pull { .. } => "pull-failed",
+            EngineError::ImageMissing { .. } => "image-missing",
             EngineError::NameConflict { .. } => "name-conflict",
             EngineError::InvalidBody { .. } => "invalid-body",
             EngineError::Output { .. } => "output",

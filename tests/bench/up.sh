@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Benchmark: `envctl up PROFILE` against `docker run -d` with exactly the same settings.
 #
-# Usage: tests/bench/up.sh [--runs N] [--warmup N] [--check] [--keep-json FILE]
+# Usage: tests/bench/up.sh [--rounds N] [--runs N] [--warmup N] [--check] [--keep-json FILE]
 #
-#   --runs N       timed runs per command (default 20)
-#   --warmup N     untimed runs first (default 3)
+#   --rounds N     rounds of hyperfine, the two commands' order swapped each round (default 8)
+#   --runs N       timed runs per command and round (default 5)
+#   --warmup N     untimed runs per command and round (default 1)
 #   --check        exit 1 when envctl's mean is above the goal (0.90 × docker's)
-#   --keep-json F  keep hyperfine's JSON export in F
+#   --keep-json F  keep the pooled times (JSON) in F
 #
 # Environment:
 #   ENVCTL  the envctl binary (default: target/release/envctl, built when missing)
@@ -15,23 +16,27 @@
 #           removed again at the end)
 #
 # Both commands create and start a fresh container each run: hyperfine's --prepare
-# removes the previous one (untimed). The docker command is the very line that
+# removes the previous one (untimed). The daemon's create + start is most of both and
+# drifts with the machine's load, so short rounds alternate the two commands and the ratio
+# is taken over all runs pooled. The docker command is the very line that
 # `envctl up --dry-run` prints, so both make the same container (spec_equivalence.rs
 # proves that line and the create body agree field by field).
 set -euo pipefail
 
-RUNS=20
-WARMUP=3
+ROUNDS=8
+RUNS=5
+WARMUP=1
 CHECK=0
 KEEP_JSON=""
 GOAL=0.90
 while [ $# -gt 0 ]; do
     case "$1" in
+        --rounds) ROUNDS="$2"; shift 2 ;;
         --runs) RUNS="$2"; shift 2 ;;
         --warmup) WARMUP="$2"; shift 2 ;;
         --check) CHECK=1; shift ;;
         --keep-json) KEEP_JSON="$2"; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -128,24 +133,42 @@ echo "image:    $IMAGE"
 echo "docker:   $DOCKER_LINE"
 echo
 
-JSON="${KEEP_JSON:-$WORK/hyperfine.json}"
-hyperfine \
-    --runs "$RUNS" \
-    --warmup "$WARMUP" \
-    --prepare "docker rm -f $CONTAINER >/dev/null 2>&1 || true" \
-    --cleanup "docker rm -f $CONTAINER >/dev/null 2>&1 || true" \
-    --export-json "$JSON" \
-    --command-name "envctl up" "$ENVCTL -q up $PROFILE" \
-    --command-name "docker run -d" "$DOCKER_LINE"
+ENVCTL_COMMAND="$ENVCTL -q up $PROFILE"
+for round in $(seq 1 "$ROUNDS"); do
+    # Alternate which command goes first, so a slow stretch of the daemon hits both.
+    if [ $((round % 2)) = 1 ]; then
+        order=(--command-name "envctl up" "$ENVCTL_COMMAND" --command-name "docker run -d" "$DOCKER_LINE")
+    else
+        order=(--command-name "docker run -d" "$DOCKER_LINE" --command-name "envctl up" "$ENVCTL_COMMAND")
+    fi
+    hyperfine --style none \
+        --runs "$RUNS" \
+        --warmup "$WARMUP" \
+        --prepare "docker rm -f $CONTAINER >/dev/null 2>&1 || true" \
+        --cleanup "docker rm -f $CONTAINER >/dev/null 2>&1 || true" \
+        --export-json "$WORK/round-$round.json" \
+        "${order[@]}" >/dev/null
+    printf 'round %2d/%s: envctl %6.1f ms, docker %6.1f ms\n' "$round" "$ROUNDS" \
+        "$(jq '.results[] | select(.command == "envctl up") | .mean * 1000' "$WORK/round-$round.json")" \
+        "$(jq '.results[] | select(.command == "docker run -d") | .mean * 1000' "$WORK/round-$round.json")"
+done
 
-ENVCTL_MEAN="$(jq '.results[0].mean' "$JSON")"
-DOCKER_MEAN="$(jq '.results[1].mean' "$JSON")"
+JSON="${KEEP_JSON:-$WORK/pooled.json}"
+jq -s '{
+    envctl: [.[].results[] | select(.command == "envctl up") | .times[]],
+    docker: [.[].results[] | select(.command == "docker run -d") | .times[]]
+}' "$WORK"/round-*.json >"$JSON"
+mean() { jq --arg key "$1" '.[$key] | add / length' "$JSON"; }
+median() { jq --arg key "$1" '.[$key] | sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' "$JSON"; }
+ENVCTL_MEAN="$(mean envctl)"
+DOCKER_MEAN="$(mean docker)"
 RATIO="$(jq -n --argjson a "$ENVCTL_MEAN" --argjson b "$DOCKER_MEAN" '$a / $b')"
+MEDIAN_RATIO="$(jq -n --argjson a "$(median envctl)" --argjson b "$(median docker)" '$a / $b')"
 
 echo
-printf 'envctl up      mean %7.1f ms\n' "$(jq -n --argjson a "$ENVCTL_MEAN" '$a * 1000')"
-printf 'docker run -d  mean %7.1f ms\n' "$(jq -n --argjson a "$DOCKER_MEAN" '$a * 1000')"
-printf 'ratio          %.3f × the docker CLI (goal ≤ %s)\n' "$RATIO" "$GOAL"
+printf 'envctl up      mean %7.1f ms  median %7.1f ms  (%s runs)\n' "$(jq -n --argjson a "$ENVCTL_MEAN" '$a * 1000')" "$(jq -n --argjson a "$(median envctl)" '$a * 1000')" "$(jq '.envctl | length' "$JSON")"
+printf 'docker run -d  mean %7.1f ms  median %7.1f ms  (%s runs)\n' "$(jq -n --argjson a "$DOCKER_MEAN" '$a * 1000')" "$(jq -n --argjson a "$(median docker)" '$a * 1000')" "$(jq '.docker | length' "$JSON")"
+printf 'ratio          %.3f × the docker CLI by mean, %.3f by median (goal ≤ %s, by mean)\n' "$RATIO" "$MEDIAN_RATIO" "$GOAL"
 
 if jq -e -n --argjson r "$RATIO" --argjson g "$GOAL" '$r <= $g' >/dev/null; then
     echo "goal met"
