@@ -45,6 +45,24 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot write `{path}`")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` exists")]
+    Exists { path: String, hint: String },
+    #[error(transparent)]
+    Record(#[from] crate::monitor::record::RecordError),
+    #[error(transparent)]
+    Chart(#[from] crate::monitor::chart::ChartError),
+    #[error("cannot serve metrics on `{address}`")]
+    Serve {
+        address: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("no container or profile named `{target}`")]
     TargetNotFound { target: String, hint: String },
     #[error("`{target}` matches several containers: {}", containers.join(", "))]
@@ -74,7 +92,14 @@ impl Error {
             Error::Engine(_) | Error::TargetNotFound { .. } | Error::TargetAmbiguous { .. } => {
                 ExitStatus::Failure
             }
-            Error::Runtime(_) | Error::Matrix(_) | Error::Read { .. } => ExitStatus::Error,
+            Error::Runtime(_) | Error::Matrix(_) | Error::Read { .. } | Error::Chart(_) => {
+                ExitStatus::Error
+            }
+            // Writing what was asked for failed: the request cannot be met.
+            Error::Write { .. } | Error::Exists { .. } | Error::Serve { .. } => ExitStatus::Failure,
+            Error::Record(error) if error.is_write() => ExitStatus::Failure,
+            // A recording that is missing or not envctl's is invalid input.
+            Error::Record(_) => ExitStatus::Error,
             Error::Spec(crate::spec::SpecError::InvalidOverride { .. }) => ExitStatus::Error,
             Error::Spec(_)
             | Error::Lock { .. }
@@ -95,6 +120,18 @@ impl Error {
                 Some("fix the file, or leave it out to use the bundled matrix only".into())
             }
             Error::Read { .. } => Some("check the path and its permissions".into()),
+            Error::Write { .. } => Some(
+                "check that the folder exists and is writable and that the disk has room".into(),
+            ),
+            Error::Exists { hint, .. } => Some(hint.clone()),
+            Error::Record(error) => error.hint(),
+            Error::Chart(_) => {
+                Some("this is a bug in envctl; please report it with the recording".into())
+            }
+            Error::Serve { .. } => Some(
+                "choose a free address with `--serve HOST:PORT`, e.g. `--serve 127.0.0.1:9401`"
+                    .into(),
+            ),
             Error::Spec(error) => error.hint(),
             Error::Preflight { profile, .. } => Some(format!(
                 "fix the failures above (`envctl doctor {profile}` shows every check), or start anyway with `--force`"

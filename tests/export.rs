@@ -1069,7 +1069,8 @@ fn output_file_is_written_whole_and_kept_unless_forced() {
         "-o",
         "deploy/job.yaml",
     ]);
-    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    // Like `profiles new` onto an existing file: the request cannot be met (1), not misuse.
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
     assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
     assert_eq!(
         std::fs::read_to_string(project.path().join("deploy/job.yaml")).unwrap(),

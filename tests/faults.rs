@@ -259,10 +259,10 @@ fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines(
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_ne!(
+    assert_eq!(
         output.status.code(),
-        Some(0),
-        "a recording that cannot be written is an error: {stderr}"
+        Some(1),
+        "a recording that cannot be written is an error (the request cannot be met): {stderr}"
     );
     assert!(stderr.contains("samples.jsonl"), "names the file: {stderr}");
     let text = std::fs::read_to_string(&record).unwrap();
@@ -270,4 +270,29 @@ fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines(
         text.starts_with(&earlier),
         "earlier lines are intact: {text:?}"
     );
+}
+
+#[test]
+fn serving_metrics_on_a_taken_address_names_it_and_exits_1() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let started = Instant::now();
+    let output = Command::cargo_bin("envctl")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+        .args(["stats", "--serve", &address])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(started.elapsed() < LIMIT, "took {:?}", started.elapsed());
+    assert!(
+        stderr.contains(&format!("cannot serve metrics on `{address}`")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("caused by:"), "{stderr}");
+    assert!(stderr.contains("--serve HOST:PORT"), "{stderr}");
+    assert!(output.stdout.is_empty(), "no data on stdout");
 }

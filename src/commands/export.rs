@@ -321,13 +321,13 @@ fn read_lock(working_directory: &Path, target: Target, context: &Context) -> Opt
 /// taken).
 fn write_atomically(path: &Path, text: &str, force: bool) -> Result<(), Error> {
     let shown = path.display().to_string();
-    let refuse = || Error::Usage {
-        message: format!("`{shown}` exists"),
-        hint: Some("pass `--force` to replace it, or choose another `-o` path".into()),
+    let refuse = || Error::Exists {
+        path: shown.clone(),
+        hint: "pass `--force` to replace it, or choose another `-o` path".into(),
     };
-    let failed = |error: std::io::Error| Error::Usage {
-        message: format!("cannot write `{shown}`: {error}"),
-        hint: Some("check that the folder is writable".into()),
+    let failed = |source: std::io::Error| Error::Write {
+        path: shown.clone(),
+        source,
     };
     if !force && path.exists() {
         return Err(refuse());

@@ -34,7 +34,7 @@ use crate::exit::ExitStatus;
 use crate::gpu::LoadOutcome;
 use crate::gpu::sample::{GpuReadings, GpuSampler, GpuUnavailable};
 use crate::host::cgroup::{self, LocalContainer};
-use crate::monitor::record::{RecordError, Recorder};
+use crate::monitor::record::Recorder;
 use crate::monitor::snapshot::{ContainerInput, assemble};
 use crate::monitor::usage::{ContainerUsage, container_usage, cpu_limit_cores};
 use crate::monitor::{Failure, Snapshot, Window, chart, prometheus, record};
@@ -150,7 +150,7 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
         return report(file, output, context);
     }
     let mut recorder = match &arguments.record {
-        Some(path) => Some(Recorder::open(path).map_err(record_error)?),
+        Some(path) => Some(Recorder::open(path)?),
         None => None,
     };
     runtime()?.block_on(async {
@@ -183,7 +183,7 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
             window.push(&snapshot);
             snapshot.diagnoses = window.diagnose();
             if let Some(recorder) = &mut recorder {
-                recorder.append(&snapshot).map_err(record_error)?;
+                recorder.append(&snapshot)?;
             }
             if context.json {
                 context.printer.json(&snapshot)?;
@@ -1037,7 +1037,7 @@ async fn follow(
         if let Some(recorder) = &mut recorder
             && let Err(error) = recorder.append(&snapshot)
         {
-            break Err(record_error(error));
+            break Err(error.into());
         }
         if let Some(server) = &server {
             server.publish(prometheus::exposition(&snapshot, &hostname));
@@ -1152,12 +1152,9 @@ struct MetricsServer {
 
 impl MetricsServer {
     fn start(address: &str) -> Result<MetricsServer, Error> {
-        let server = tiny_http::Server::http(address).map_err(|error| Error::Usage {
-            message: format!("cannot serve metrics on `{address}`: {error}"),
-            hint: Some(
-                "choose a free address with `--serve HOST:PORT`, e.g. `--serve 127.0.0.1:9401`"
-                    .into(),
-            ),
+        let server = tiny_http::Server::http(address).map_err(|source| Error::Serve {
+            address: address.to_string(),
+            source,
         })?;
         let bound = server
             .server_addr()
@@ -1230,17 +1227,9 @@ fn serve(server: &tiny_http::Server, latest: &Mutex<String>) {
     }
 }
 
-fn record_error(error: RecordError) -> Error {
-    let hint = error.hint();
-    Error::Usage {
-        message: chain(&error),
-        hint,
-    }
-}
-
 /// `stats report FILE -o OUT`.
 fn report(file: &Path, output: &Path, context: &Context) -> Result<ExitStatus, Error> {
-    let recording = record::read_recording(file).map_err(record_error)?;
+    let recording = record::read_recording(file)?;
     for (line, why) in &recording.skipped {
         context
             .printer
@@ -1258,14 +1247,10 @@ fn report(file: &Path, output: &Path, context: &Context) -> Result<ExitStatus, E
                 hint: Some("name the output `….svg` or `….html`".into()),
             });
         }
-    }
-    .map_err(|error| Error::Usage {
-        message: chain(&error),
-        hint: None,
-    })?;
-    std::fs::write(output, drawn).map_err(|source| Error::Usage {
-        message: format!("cannot write `{}`: {source}", output.display()),
-        hint: Some("check the path, its folder and their permissions".into()),
+    }?;
+    std::fs::write(output, drawn).map_err(|source| Error::Write {
+        path: output.display().to_string(),
+        source,
     })?;
     context.printer.info(&format!(
         "wrote {} ({} samples from {})",
@@ -1302,7 +1287,7 @@ mod tests {
 
     #[test]
     fn errors_keep_their_causes_on_one_line() {
-        let error = RecordError::Open {
+        let error = crate::monitor::record::RecordError::Open {
             path: PathBuf::from("/x/run.csv"),
             source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied"),
         };

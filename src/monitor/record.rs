@@ -81,6 +81,11 @@ pub enum RecordError {
 }
 
 impl RecordError {
+    /// Opening or writing the recording failed (as opposed to reading one).
+    pub fn is_write(&self) -> bool {
+        matches!(self, RecordError::Open { .. } | RecordError::Write { .. })
+    }
+
     pub fn hint(&self) -> Option<String> {
         match self {
             RecordError::UnknownExtension { .. } => {
