@@ -824,6 +824,54 @@ fn a_gpu_profile_without_nvidia_runtime_is_refused_and_force_leaves_nothing() {
 }
 
 #[test]
+fn optional_gpus_start_without_them_when_the_daemon_cannot_hand_them_over() {
+    if !require_daemon() {
+        return;
+    }
+    if daemon_has_nvidia_runtime() {
+        // Not silent: this scenario is about a daemon without one, and this one has it.
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED (the daemon has an NVIDIA runtime): {}",
+            support::docker::current_test_name()
+        );
+        return;
+    }
+    let scenario = Scenario::new("up-optional");
+    scenario.write_profile(&test_image(), "gpus = \"optional\"\n");
+    let library = support::nvml::stub_library();
+    let machine = support::nvml::fixture("healthy-8x-h100.conf");
+    let init_log = scenario.path().join("nvml-inits.log");
+    let environment = [
+        ("ENVCTL_NVML_LIBRARY", library.to_str().unwrap()),
+        ("ENVCTL_NVML_STUB_FIXTURE", machine.to_str().unwrap()),
+        ("ENVCTL_NVML_STUB_INIT_LOG", init_log.to_str().unwrap()),
+    ];
+    let run = scenario.run_with(&["up", &scenario.profile], &environment);
+    run.expect_code(
+        0,
+        "up of a gpus = \"optional\" profile on a GPU host without runtime",
+    );
+    assert!(
+        run.stderr.contains("cannot hand them to containers")
+            && run.stderr.contains("starts without them"),
+        "{run}"
+    );
+    assert!(scenario.is_running(), "{run}");
+    let requests = &scenario.inspect()["HostConfig"]["DeviceRequests"];
+    assert!(
+        requests.is_null() || requests.as_array().is_some_and(Vec::is_empty),
+        "no GPU request when the daemon cannot serve it: {requests}"
+    );
+    let inits = std::fs::read_to_string(&init_log).unwrap();
+    assert_eq!(
+        inits.lines().count(),
+        1,
+        "NVML is initialised once per run (the body and the preflight share it): {inits:?}"
+    );
+}
+
+#[test]
 fn a_missing_bind_source_is_refused_before_anything_is_created() {
     if !require_daemon() {
         return;

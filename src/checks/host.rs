@@ -79,6 +79,20 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
     }
 }
 
+/// Whether a container started here can be given GPUs: the daemon has a way to hand them
+/// over and, when it is rootless, that way is CDI (the runtime and the hook need root).
+/// `gpus = "optional"` asks for GPUs only then, as `profile.gpu-runtime` promises.
+pub fn gpus_reachable(engine: &EngineFacts, host: &HostFacts) -> bool {
+    let EngineState::Reachable(daemon) = &engine.state else {
+        return false;
+    };
+    match gpu_support(daemon, host) {
+        GpuSupport::None => false,
+        GpuSupport::Cdi { .. } | GpuSupport::DiscoveredDevices { .. } => true,
+        GpuSupport::Runtime | GpuSupport::Hook { .. } => !daemon.rootless,
+    }
+}
+
 /// The daemon's findings.
 pub fn docker(
     engine: &EngineFacts,
@@ -280,6 +294,44 @@ mod tests {
 
     fn status_of<'a>(findings: &'a [Finding], id: &str) -> Option<&'a Finding> {
         findings.iter().find(|finding| finding.id == id)
+    }
+
+    #[test]
+    fn gpus_are_reachable_only_through_a_way_the_daemon_can_use() {
+        let reachable = |daemon: DaemonFacts, host: &HostFacts| {
+            gpus_reachable(
+                &EngineFacts {
+                    endpoint: "unix:///var/run/docker.sock".into(),
+                    state: EngineState::Reachable(Box::new(daemon)),
+                },
+                host,
+            )
+        };
+        let mut host = HostFacts::default();
+        assert!(!reachable(daemon(), &host), "no runtime, CDI or hook");
+        let mut with_runtime = daemon();
+        with_runtime.runtimes.push("nvidia".into());
+        assert!(reachable(with_runtime.clone(), &host));
+        with_runtime.rootless = true;
+        assert!(
+            !reachable(with_runtime.clone(), &host),
+            "rootless reaches GPUs only through CDI"
+        );
+        host.cdi_specs.push(CdiSpec {
+            path: "/etc/cdi/nvidia.yaml".into(),
+            nvidia_gpus: true,
+        });
+        with_runtime.cdi_spec_dirs = Some(vec!["/etc/cdi".into()]);
+        assert!(reachable(with_runtime, &host), "rootless with CDI");
+        let unreachable = EngineFacts {
+            endpoint: "unix:///var/run/docker.sock".into(),
+            state: EngineState::Unreachable {
+                kind: "socket-missing".into(),
+                message: "gone".into(),
+                hint: None,
+            },
+        };
+        assert!(!gpus_reachable(&unreachable, &host));
     }
 
     #[test]

@@ -88,14 +88,17 @@ pub struct Facts {
 
 fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Error> {
     let engine = Engine::connect(context.docker_host.as_deref(), PING_TIMEOUT);
-    Ok(runtime()?.block_on(gather_with(engine, profiles, context)))
+    Ok(runtime()?.block_on(gather_with(engine, profiles, None, context)))
 }
 
 /// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
-/// to use (or why there is none), so `up` can share its own.
+/// to use (or why there is none), so `up` can share its own; `known_gpu` is what NVML
+/// already said in this process (`up` asks it first for `gpus = "optional"`), so the
+/// driver is not initialised twice.
 pub async fn gather_with(
     engine: Result<Engine, crate::engine::EngineError>,
     profiles: &[ResolvedProfile],
+    known_gpu: Option<GpuFacts>,
     context: &Context,
 ) -> Facts {
     let library = std::env::var_os(gpu::LIBRARY_VARIABLE)
@@ -111,7 +114,9 @@ pub async fn gather_with(
         docker_endpoint: endpoint.clone(),
     };
     let library_for_nvml = library.clone();
-    let gpu_task = tokio::task::spawn_blocking(move || gpu::gather(library_for_nvml.as_deref()));
+    let gpu_task = tokio::task::spawn_blocking(move || {
+        known_gpu.unwrap_or_else(|| gpu::gather(library_for_nvml.as_deref()))
+    });
     let host_task = tokio::task::spawn_blocking(move || probe.gather());
     let (engine_facts, images) = daemon_facts(engine, &endpoint, profiles).await;
     // A panicking probe is a bug; its facts are then reported as missing, not invented.

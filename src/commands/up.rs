@@ -66,6 +66,20 @@ struct UpReport {
     config_hash: String,
 }
 
+/// What this run is to make, decided before the daemon is asked anything.
+struct Plan {
+    resolved: ResolvedProfile,
+    body: CreateBody,
+    /// For `gpus = "optional"` on a host whose NVML sees GPUs: the body to use when the
+    /// daemon cannot hand GPUs over.
+    body_without_gpus: Option<CreateBody>,
+    /// The digest `envctl.lock` pins the image to, when it does.
+    locked_digest: Option<String>,
+    name: String,
+    /// NVML's answer when the body depended on it (`gpus = "optional"`).
+    gpu_facts: Option<crate::gpu::GpuFacts>,
+}
+
 /// What this run created, so an interruption removes only its own half-made container.
 #[derive(Debug, Default)]
 struct RunState {
@@ -81,20 +95,24 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         &arguments.mounts,
         &|key| std::env::var(key).ok(),
     )?;
-    let host_has_gpus = resolved.profile.gpus == GpuRequest::Optional && {
+    // `gpus = "optional"` shapes the container by what this host has: ask NVML now, and
+    // hand the answer to the preflight.
+    let gpu_facts = (resolved.profile.gpus == GpuRequest::Optional).then(|| {
         let library = std::env::var_os(crate::gpu::LIBRARY_VARIABLE)
             .filter(|value| !value.is_empty())
             .map(PathBuf::from);
         crate::gpu::gather(library.as_deref())
-            .loaded()
-            .is_some_and(|facts| !facts.gpus.is_empty())
-    };
+    });
+    let host_has_gpus = gpu_facts
+        .as_ref()
+        .and_then(|facts| facts.loaded())
+        .is_some_and(|facts| !facts.gpus.is_empty());
     let working_directory = std::env::current_dir().map_err(|source| Error::Read {
         path: ".".into(),
         source,
     })?;
     let exists = |path: &std::path::Path| path.exists();
-    let spec_context = SpecContext {
+    let mut spec_context = SpecContext {
         working_directory,
         home: std::env::var_os("HOME").map(PathBuf::from),
         host_has_gpus,
@@ -103,6 +121,16 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     };
     let mut body = spec::create_body(&resolved, &spec_context)?;
     let locked_digest = apply_lock(&mut body, &resolved, arguments.locked)?;
+    // NVML sees GPUs, but whether the daemon can hand them over is known only once it
+    // answers: keep the GPU-less body ready for `gpus = "optional"`.
+    let body_without_gpus = if host_has_gpus {
+        spec_context.host_has_gpus = false;
+        let mut without = spec::create_body(&resolved, &spec_context)?;
+        apply_lock(&mut without, &resolved, arguments.locked)?;
+        Some(without)
+    } else {
+        None
+    };
     let name = arguments
         .name
         .clone()
@@ -110,13 +138,21 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     if arguments.dry_run {
         return dry_run(&body, &name, context);
     }
+    let plan = Plan {
+        resolved,
+        body,
+        body_without_gpus,
+        locked_digest,
+        name,
+        gpu_facts,
+    };
     let runtime = runtime()?;
     let state = Rc::new(RefCell::new(RunState::default()));
     runtime.block_on(async {
         let engine = context.engine().await?;
         let interrupted = super::termination_signal();
         let result = tokio::select! {
-            result = up(&engine, &resolved, &body, locked_digest, &name, &arguments, context, &state) => result,
+            result = up(&engine, &plan, &arguments, context, &state) => result,
             code = interrupted => {
                 clean_up(&engine, &state, context).await;
                 context.printer.warn("interrupted");
@@ -128,7 +164,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
                 // With `--check --json` the check's document is the one document: it names
                 // the container and profile too.
                 if !(arguments.check && context.json) {
-                    print_report(&report, &resolved.profile.name, context)?;
+                    print_report(&report, &plan.resolved.profile.name, context)?;
                 }
                 if !arguments.check {
                     return Ok(ExitStatus::Success);
@@ -246,34 +282,68 @@ async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Cont
     }
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; a struct would only rename the parameters"
-)]
 async fn up(
     engine: &Engine,
-    resolved: &ResolvedProfile,
-    body: &CreateBody,
-    locked_digest: Option<String>,
-    name: &str,
+    plan: &Plan,
     arguments: &UpArguments,
     context: &Context,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<UpReport, Error> {
-    // The verdict and the work that does not depend on it run side by side: while the
-    // preflight waits for the daemon's `/info` and for NVML, envctl looks for a container
-    // of this name and, when there is none and the image is here, creates (never starts)
-    // this one. Only a passing verdict starts it; a failing one removes it. This keeps
-    // `up` close to the daemon's own create + start time (tests/bench/up.sh).
-    let (verdict, prepared) = tokio::join!(
-        preflight(engine, resolved, arguments.force, context),
-        prepare(engine, body, name, arguments.pull, state),
-    );
-    if let Err(error) = verdict {
-        discard_unstarted(engine, state, context).await;
-        return Err(error);
-    }
-    let prepared = prepared?;
+    let Plan {
+        resolved,
+        locked_digest,
+        name,
+        gpu_facts,
+        ..
+    } = plan;
+    let (body, prepared) = match &plan.body_without_gpus {
+        // Which body depends on the daemon's answer: judge first, then prepare.
+        Some(without) => {
+            let facts = preflight(
+                engine,
+                resolved,
+                gpu_facts.clone(),
+                arguments.force,
+                context,
+            )
+            .await?;
+            let body = if crate::checks::host::gpus_reachable(&facts.engine, &facts.host) {
+                &plan.body
+            } else {
+                context.printer.warn(
+                    "this host has GPUs but the daemon cannot hand them to containers: `gpus = \"optional\"` starts without them (`envctl doctor` says why)",
+                );
+                without
+            };
+            (
+                body,
+                prepare(engine, body, name, arguments.pull, state).await?,
+            )
+        }
+        // The verdict and the work that does not depend on it run side by side: while
+        // the preflight waits for the daemon's `/info` and for NVML, envctl looks for a
+        // container of this name and, when there is none and the image is here, creates
+        // (never starts) this one. Only a passing verdict starts it; a failing one
+        // removes it. This keeps `up` close to the daemon's own create + start time
+        // (tests/bench/up.sh).
+        None => {
+            let (verdict, prepared) = tokio::join!(
+                preflight(
+                    engine,
+                    resolved,
+                    gpu_facts.clone(),
+                    arguments.force,
+                    context
+                ),
+                prepare(engine, &plan.body, name, arguments.pull, state),
+            );
+            if let Err(error) = verdict {
+                discard_unstarted(engine, state, context).await;
+                return Err(error);
+            }
+            (&plan.body, prepared?)
+        }
+    };
     if let Some(digest) = &locked_digest {
         warn_if_tag_moved(engine, &resolved.profile.image.to_string(), digest, context).await?;
     }
@@ -515,18 +585,20 @@ async fn reuse(
     })
 }
 
-/// Refuses a profile whose doctor verdict is a failure, unless `--force`.
+/// Refuses a profile whose doctor verdict is a failure, unless `--force`; gives back the
+/// facts it judged.
 async fn preflight(
     engine: &Engine,
     resolved: &ResolvedProfile,
+    known_gpu: Option<crate::gpu::GpuFacts>,
     force: bool,
     context: &Context,
-) -> Result<(), Error> {
+) -> Result<super::doctor::Facts, Error> {
     let profiles = [resolved.clone()];
     // Parsing the bundled matrix takes a few milliseconds: on its own thread, so the
     // requests of the gathering and of `prepare` go out meanwhile.
     let matrix = tokio::task::spawn_blocking(|| load_matrix(None));
-    let facts = gather_with(Ok(engine.clone()), &profiles, context).await;
+    let facts = gather_with(Ok(engine.clone()), &profiles, known_gpu, context).await;
     let matrix = match matrix.await {
         Ok(matrix) => matrix?,
         // The parser panicked: a bug, surfaced as the panic it was.
@@ -534,7 +606,7 @@ async fn preflight(
     };
     let report = judge(&facts, &profiles, &matrix);
     let Some(profile) = report.profiles.first() else {
-        return Ok(());
+        return Ok(facts);
     };
     let failures: Vec<_> = profile
         .findings
@@ -544,7 +616,7 @@ async fn preflight(
         .cloned()
         .collect();
     if failures.is_empty() {
-        return Ok(());
+        return Ok(facts);
     }
     if force {
         for failure in &failures {
@@ -552,7 +624,7 @@ async fn preflight(
                 .printer
                 .warn(&format!("{} (starting anyway: --force)", failure.message));
         }
-        return Ok(());
+        return Ok(facts);
     }
     Err(Error::Preflight {
         profile: resolved.profile.name.clone(),

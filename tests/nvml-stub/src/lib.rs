@@ -33,6 +33,10 @@ use fixture::Fixture;
 /// The environment variable naming the fixture file.
 pub const FIXTURE_VARIABLE: &str = "ENVCTL_NVML_STUB_FIXTURE";
 
+/// The environment variable naming a file the stub appends a line to at every `nvmlInit*`
+/// (`nvmlInit_v2` or `nvmlInitWithFlags`): tests count how often envctl initialises NVML.
+pub const INIT_LOG_VARIABLE: &str = "ENVCTL_NVML_STUB_INIT_LOG";
+
 /// Symbols a fixture may declare missing with `missing=`. `nvmlErrorString` is left out:
 /// it returns a string, so it has no way to say "function not found".
 pub const EXPORTED_SYMBOLS: &[&str] = &[
@@ -145,6 +149,17 @@ fn read_fixture() -> Result<Fixture, Return> {
 }
 
 fn initialise(symbol: &str) -> Return {
+    if let Some(path) = std::env::var_os(INIT_LOG_VARIABLE) {
+        use std::io::Write;
+        // Best effort: a log that cannot be written shows as a missing line in the test.
+        if let Ok(mut log) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(log, "{symbol}");
+        }
+    }
     let fixture = match read_fixture() {
         Ok(fixture) => fixture,
         Err(code) => return code,
