@@ -7,6 +7,10 @@
 //!
 //! - `stats` (JSON lines): warns on stderr naming the endpoint, keeps printing, and
 //!   follows the container again once the daemon answers; SIGINT still ends it at once.
+//! - `stats` on a terminal (the live view, in tmux: [`support::tmux`]), through the cgroup
+//!   files and through the API: a `daemon: …` line naming the socket while it is gone,
+//!   sampling on; the line goes and the container's row is measured again once it
+//!   returns; `q` then ends it within 3 s, exit 0, the terminal settings as before.
 //! - `stats --once` with no daemon: exit 1 within 3 s, naming the socket.
 //! - `up` pulling from a registry that never answers when the daemon goes: exit 1 within
 //!   a few seconds, naming the endpoint.
@@ -28,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::docker::{ContainerGuard, ImageGuard, docker_stdout, require_daemon, test_image};
+use support::tmux::{MAIN_SCREEN_MARKER, Recording, SCREEN_TIMEOUT, Tmux, shell_quote};
 
 /// The real daemon's socket: `DOCKER_HOST` when it is a unix socket, else the default.
 fn real_socket() -> PathBuf {
@@ -477,4 +482,155 @@ fn up_fails_naming_the_endpoint_when_the_daemon_goes_during_a_pull() {
         "names the endpoint\n{text}"
     );
     assert!(!text.contains("panicked"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The live view, in a real terminal (tmux).
+
+/// The number after `sample` in the live view's header (its first line).
+fn sample_number(screen: &str) -> Option<u64> {
+    let header = screen.lines().next()?;
+    if !header.starts_with("envctl stats ·") {
+        return None;
+    }
+    let (_, rest) = header.split_once("· sample ")?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// The screen's line for container `name` when it shows a reading: a memory usage and
+/// limit (`636KiB / 23.5GiB`) where an unknown reading shows `-`.
+fn measured_row<'a>(screen: &'a str, name: &str) -> Option<&'a str> {
+    let binary = |cell: &str| {
+        ["KiB", "MiB", "GiB", "TiB"].iter().any(|unit| {
+            cell.strip_suffix(unit)
+                .is_some_and(|number| number.parse::<f64>().is_ok())
+        })
+    };
+    screen.lines().find(|line| {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        cells.first() == Some(&name)
+            && cells
+                .windows(3)
+                .any(|pair| binary(pair[0]) && pair[1] == "/" && binary(pair[2]))
+    })
+}
+
+/// The live view's failure line about the daemon (`daemon: <message> (<kind>)`).
+fn daemon_line(screen: &str) -> Option<&str> {
+    screen.lines().find(|line| line.starts_with("daemon: "))
+}
+
+/// The live view's failure line about container `name` (its stats stream failed).
+fn container_line<'a>(screen: &'a str, name: &str) -> Option<&'a str> {
+    let subject = format!("container {name}: ");
+    screen.lines().find(|line| line.starts_with(&subject))
+}
+
+/// `envctl stats` on a terminal while the daemon goes away and comes back: the screen
+/// says the daemon is gone, naming its socket, and keeps sampling; once the daemon
+/// answers again the failure lines go and the container's row is measured again; `q`
+/// still quits at once, exit 0, the terminal as it was.
+#[test]
+fn the_live_view_shows_the_daemon_loss_and_recovers() {
+    if !require_daemon() {
+        return;
+    }
+    live_view_loses_and_recovers(None);
+}
+
+/// The same through the Engine API's stats streams, which end with the connection and
+/// must be started again.
+#[test]
+fn the_live_view_through_the_api_shows_the_daemon_loss_and_recovers() {
+    if !require_daemon() {
+        return;
+    }
+    live_view_loses_and_recovers(Some("api"));
+}
+
+fn live_view_loses_and_recovers(source: Option<&str>) {
+    let directory = tempfile::tempdir().unwrap();
+    let socket = socket_in(&directory);
+    let mut proxy = Proxy::start(&socket);
+    let container = ContainerGuard::unique("envctl-daemon-loss-live");
+    let name = container.name().to_string();
+    docker_stdout(["run", "-d", "--name", &name, &test_image(), "sleep", "600"]);
+
+    let source = match source {
+        Some(source) => format!("ENVCTL_STATS_SOURCE={source} "),
+        None => String::new(),
+    };
+    let recording = Recording::new(
+        directory.path(),
+        &format!(
+            "unset ENVCTL_STATS_SOURCE ENVCTL_NVML_STUB_FIXTURE CLICOLOR_FORCE; \
+             {source}DOCKER_HOST={host} NO_COLOR=1 ENVCTL_NVML_LIBRARY=/nonexistent \
+             {envctl} stats --interval 0.3 {name}",
+            host = shell_quote(&format!("unix://{}", socket.display())),
+            envctl = shell_quote(env!("CARGO_BIN_EXE_envctl")),
+        ),
+    );
+    let Some(tmux) = Tmux::start(&recording.command()) else {
+        return;
+    };
+
+    let screen = tmux.wait_until(
+        &format!("a measured row for {name}"),
+        SCREEN_TIMEOUT,
+        |screen| measured_row(screen, &name).is_some(),
+    );
+    assert!(
+        daemon_line(&screen).is_none() && !screen.contains(MAIN_SCREEN_MARKER),
+        "{screen}"
+    );
+
+    // The daemon goes: the view notices at its next listing of the containers (every 5 s).
+    proxy.stop();
+    let screen = tmux.wait_until(
+        "a line saying the daemon is lost",
+        SCREEN_TIMEOUT,
+        |screen| daemon_line(screen).is_some(),
+    );
+    let line = daemon_line(&screen).unwrap();
+    let path = socket.display().to_string();
+    assert!(line.contains(&path), "the line names {path}:\n{screen}");
+    // It goes on sampling without its daemon, and keeps saying so.
+    let lost_at = sample_number(&screen).unwrap_or_else(|| panic!("no header:\n{screen}"));
+    let screen = tmux.wait_until(
+        "two more samples with the daemon still lost",
+        SCREEN_TIMEOUT,
+        |screen| sample_number(screen).is_some_and(|sample| sample >= lost_at + 2),
+    );
+    assert!(daemon_line(&screen).is_some(), "{screen}");
+
+    // The daemon returns: the failure lines go and the row is measured again (through the
+    // API: a stream started again, whose first frame replaces the last one of the old).
+    let returned_at = sample_number(&screen).unwrap_or_else(|| panic!("no header:\n{screen}"));
+    let _proxy = Proxy::start(&socket);
+    let screen = tmux.wait_until(
+        &format!("{name} measured again, without the daemon's failure line"),
+        SCREEN_TIMEOUT,
+        |screen| {
+            sample_number(screen).is_some_and(|sample| sample > returned_at)
+                && daemon_line(screen).is_none()
+                && container_line(screen, &name).is_none()
+                && measured_row(screen, &name).is_some()
+        },
+    );
+    assert!(!screen.contains(MAIN_SCREEN_MARKER), "{screen}");
+
+    // `q` quits at once and gives the terminal back.
+    tmux.keys("q");
+    let screen = tmux.wait_until(
+        "the view ending after `q`",
+        Duration::from_secs(3),
+        |screen| screen.contains("exit="),
+    );
+    assert!(screen.contains("exit=0"), "{screen}");
+    assert!(
+        screen.contains(MAIN_SCREEN_MARKER),
+        "the main screen is back:\n{screen}"
+    );
+    let (before, after) = recording.settings();
+    assert_eq!(before, after, "terminal settings restored");
 }

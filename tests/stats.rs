@@ -8,7 +8,8 @@
 //!   sources (cgroup files and the Engine API), once and streaming; 50 containers; the
 //!   stand-in NVML reporting the PID of a process inside a test container puts that GPU
 //!   memory on the container's row; `--record` survives a kill; `--serve`; the live view
-//!   quits on `q` and gives the terminal back (under tmux, when installed).
+//!   quits on `q` and gives the terminal back (in tmux, [`support::tmux`]: skipped without
+//!   it, a failure when `ENVCTL_REQUIRE_DOCKER=1`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -27,6 +28,7 @@ use envctl::monitor::Snapshot;
 use envctl::monitor::usage::container_usage;
 use serde_json::Value;
 use support::docker::{docker_stdout, test_image, unique_name};
+use support::tmux::{MAIN_SCREEN_MARKER, Recording, Tmux, shell_quote};
 use tempfile::TempDir;
 
 const MIB: u64 = 1024 * 1024;
@@ -1117,97 +1119,22 @@ fn serve_answers_prometheus_scrapes() {
 // ---------------------------------------------------------------------------------------
 // The live view, in a real terminal (tmux).
 
-/// A detached tmux session, killed on drop.
-struct Tmux {
-    session: String,
-}
-
-impl Tmux {
-    fn start(command: &str) -> Option<Tmux> {
-        let session = unique_name("envctl-live");
-        let started = StdCommand::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                &session,
-                "-x",
-                "140",
-                "-y",
-                "30",
-                command,
-            ])
-            .status()
-            .ok()?;
-        started.success().then_some(Tmux { session })
-    }
-
-    fn screen(&self) -> String {
-        let output = StdCommand::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.session])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &str) {
-        StdCommand::new("tmux")
-            .args(["send-keys", "-t", &self.session, keys])
-            .status()
-            .unwrap();
-    }
-
-    fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let screen = self.screen();
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "`{text}` never appeared:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = StdCommand::new("tmux")
-            .args(["kill-session", "-t", &self.session])
-            .status();
-    }
-}
-
 #[test]
 fn the_live_view_quits_on_q_and_gives_the_terminal_back() {
     if !support::docker::require_daemon() {
         return;
     }
-    if StdCommand::new("tmux").arg("-V").output().is_err() {
-        let _ = writeln!(std::io::stderr(), "SKIPPED (no tmux): the live view test");
-        return;
-    }
     let mut fleet = Fleet::new("stats-live");
     let name = fleet.start(&[], &["sleep", "600"]);
     let folder = TempDir::new().unwrap();
-    let script = folder.path().join("live.sh");
-    let before = folder.path().join("before");
-    let after = folder.path().join("after");
-    std::fs::write(
-        &script,
-        format!(
-            "stty -g > {before}\necho main-screen-marker\nNO_COLOR=1 ENVCTL_NVML_LIBRARY=/nonexistent {envctl} stats --interval 0.3 {name}\necho \"exit=$?\"\nstty -g > {after}\nsleep 30\n",
-            before = before.display(),
-            after = after.display(),
-            envctl = env!("CARGO_BIN_EXE_envctl"),
+    let recording = Recording::new(
+        folder.path(),
+        &format!(
+            "NO_COLOR=1 ENVCTL_NVML_LIBRARY=/nonexistent {envctl} stats --interval 0.3 {name}",
+            envctl = shell_quote(env!("CARGO_BIN_EXE_envctl")),
         ),
-    )
-    .unwrap();
-    let Some(tmux) = Tmux::start(&format!("sh {}", script.display())) else {
-        let _ = writeln!(std::io::stderr(), "SKIPPED (tmux cannot start a session)");
+    );
+    let Some(tmux) = Tmux::start(&recording.command()) else {
         return;
     };
     let screen = tmux.wait_for("sample 2");
@@ -1220,33 +1147,24 @@ fn the_live_view_quits_on_q_and_gives_the_terminal_back() {
         "{screen}"
     );
     assert!(
-        !screen.contains("main-screen-marker"),
+        !screen.contains(MAIN_SCREEN_MARKER),
         "the alternate screen hides the shell:\n{screen}"
     );
     tmux.keys("q");
     let screen = tmux.wait_for("exit=0");
     assert!(
-        screen.contains("main-screen-marker"),
+        screen.contains(MAIN_SCREEN_MARKER),
         "the main screen is back:\n{screen}"
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    // The shell creates the file before `stty` writes into it.
-    while !std::fs::read_to_string(&after).is_ok_and(|text| text.ends_with('\n'))
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(
-        std::fs::read_to_string(&before).unwrap(),
-        std::fs::read_to_string(&after).unwrap(),
-        "terminal settings restored"
-    );
+    let (before, after) = recording.settings();
+    assert_eq!(before, after, "terminal settings restored");
     // Ctrl-C, which raw mode turns into a key, quits too.
-    let again = Tmux::start(&format!(
+    let Some(again) = Tmux::start(&format!(
         "sh -c 'NO_COLOR=1 ENVCTL_NVML_LIBRARY=/nonexistent {} stats --interval 0.3 {name}; echo exit=$?; sleep 30'",
         env!("CARGO_BIN_EXE_envctl")
-    ))
-    .unwrap();
+    )) else {
+        return;
+    };
     again.wait_for("sample 1");
     again.keys("C-c");
     again.wait_for("exit=0");

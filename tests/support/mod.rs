@@ -13,6 +13,11 @@
 //!
 //! - [`nvml`]: the stand-in NVML library `cargo test` builds, its fixtures, and an
 //!   old-driver library compiled from C.
+//! - [`tmux`]: a real terminal for the full-screen views ([`tmux::Tmux::start`]: a detached
+//!   session on a tmux server of the test's own, read with `capture-pane`, keys sent with
+//!   `send-keys`) and [`tmux::Recording`], a script that records the terminal settings
+//!   before and after a command and prints its exit code. Without tmux the test skips, or
+//!   fails when `ENVCTL_REQUIRE_DOCKER=1`.
 //!
 //! Skip or fail: without a daemon (or without the registry binary) a test prints
 //! `SKIPPED (no Docker daemon): <test>` on stderr and returns early — unless
@@ -24,3 +29,4 @@
 pub mod docker;
 pub mod nvml;
 pub mod registry;
+pub mod tmux;
