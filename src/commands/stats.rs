@@ -861,10 +861,25 @@ struct LostDaemon {
 impl LostDaemon {
     fn new(error: &EngineError) -> LostDaemon {
         LostDaemon {
-            failure: daemon_failure(error),
+            failure: LostDaemon::failure(error),
             delay: RECONNECT_FIRST,
             next_try: Instant::now() + RECONNECT_FIRST,
             probe: None,
+        }
+    }
+
+    /// The line the live view and each snapshot carry while the daemon is away: the cause
+    /// in envctl's words (the endpoint included, without the HTTP client's layers, which
+    /// would push it off a terminal line) and that envctl keeps trying.
+    fn failure(error: &EngineError) -> Failure {
+        Failure {
+            subject: "daemon".into(),
+            kind: error.kind().into(),
+            message: format!(
+                "lost: {error}; reconnecting every {} ms to {} s",
+                RECONNECT_FIRST.as_millis(),
+                RECONNECT_CAP.as_secs()
+            ),
         }
     }
 
@@ -879,7 +894,7 @@ impl LostDaemon {
         {
             match probe.await {
                 Ok(Ok(())) => return true,
-                Ok(Err(error)) => self.failure = daemon_failure(&error),
+                Ok(Err(error)) => self.failure = LostDaemon::failure(&error),
                 Err(_) => {}
             }
             self.delay = (self.delay * 2).min(RECONNECT_CAP);

@@ -80,6 +80,13 @@ impl EngineError {
                     endpoint,
                     source: other,
                 },
+                // The socket file went away after envctl connected once (the daemon
+                // stopped and removed it): the same cause as a socket missing at start.
+                Some(std::io::ErrorKind::NotFound) if endpoint.starts_with("unix://") => {
+                    EngineError::SocketMissing {
+                        path: endpoint.trim_start_matches("unix://").to_string(),
+                    }
+                }
                 Some(std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound) => {
                     EngineError::ConnectionRefused {
                         endpoint,
@@ -158,7 +165,57 @@ fn io_error_kind(error: &(dyn std::error::Error + 'static)) -> Option<std::io::E
         if let Some(io) = error.downcast_ref::<std::io::Error>() {
             return Some(io.kind());
         }
+        // bollard's `IOError` is transparent: its `source()` skips the I/O error itself.
+        if let Some(bollard::errors::Error::IOError { err }) =
+            error.downcast_ref::<bollard::errors::Error>()
+        {
+            return Some(err.kind());
+        }
         current = error.source();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(kind: std::io::ErrorKind) -> bollard::errors::Error {
+        bollard::errors::Error::IOError {
+            err: std::io::Error::new(kind, "os error"),
+        }
+    }
+
+    #[test]
+    fn a_unix_socket_that_vanished_is_named_missing() {
+        let error = EngineError::classify(
+            "unix:///run/docker.sock",
+            io(std::io::ErrorKind::NotFound),
+            3,
+        );
+        assert!(
+            matches!(&error, EngineError::SocketMissing { path } if path == "/run/docker.sock"),
+            "{error:?}"
+        );
+        assert_eq!(error.kind(), "socket-missing");
+    }
+
+    #[test]
+    fn refused_and_forbidden_keep_their_own_causes() {
+        let refused = EngineError::classify(
+            "unix:///run/docker.sock",
+            io(std::io::ErrorKind::ConnectionRefused),
+            3,
+        );
+        assert_eq!(refused.kind(), "connection-refused");
+        let forbidden = EngineError::classify(
+            "unix:///run/docker.sock",
+            io(std::io::ErrorKind::PermissionDenied),
+            3,
+        );
+        assert_eq!(forbidden.kind(), "permission-denied");
+        let tcp =
+            EngineError::classify("tcp://127.0.0.1:2375", io(std::io::ErrorKind::NotFound), 3);
+        assert_eq!(tcp.kind(), "connection-refused");
+    }
 }
