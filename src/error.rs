@@ -23,6 +23,8 @@ pub enum Error {
     },
     #[error("container `{name}` exists and was not created by envctl")]
     NameTaken { name: String },
+    #[error("container `{name}` was not created by envctl, so envctl will not stop or remove it")]
+    NotEnvctls { name: String },
     #[error("container `{name}` was created from an earlier version of profile `{profile}`")]
     ProfileChanged {
         name: String,
@@ -105,6 +107,7 @@ impl Error {
             | Error::Lock { .. }
             | Error::Preflight { .. }
             | Error::NameTaken { .. }
+            | Error::NotEnvctls { .. }
             | Error::ProfileChanged { .. }
             | Error::ImageMissing { .. }
             | Error::StartFailed { .. } => ExitStatus::Failure,
@@ -138,6 +141,9 @@ impl Error {
             )),
             Error::NameTaken { name } => Some(format!(
                 "envctl never touches containers it did not create: choose another name with `--name`, or remove it yourself (`docker rm -f {name}`)"
+            )),
+            Error::NotEnvctls { name } => Some(format!(
+                "stop or remove it yourself if you mean to (`docker stop {name}`, `docker rm {name}`); `envctl ps` lists envctl's containers"
             )),
             Error::ProfileChanged { profile, .. } => Some(format!(
                 "recreate it with `envctl up {profile} --recreate` (host data in mounts is kept)"

@@ -892,6 +892,62 @@ fn a_missing_bind_source_is_refused_before_anything_is_created() {
 }
 
 #[test]
+fn down_never_stops_or_removes_a_container_envctl_did_not_create() {
+    if !require_daemon() {
+        return;
+    }
+    let volume = VolumeGuard::unique("envctl-test-foreign-data");
+    let scenario = Scenario::new("down-foreign");
+    scenario.write_profile(&test_image(), "");
+    // A container of someone else's, named like the profile (not `envctl-<profile>`), with
+    // a named volume of its own.
+    let foreign = ContainerGuard::new(scenario.profile.clone());
+    docker_stdout([
+        "run",
+        "-d",
+        "--name",
+        scenario.profile.as_str(),
+        "--label",
+        "envctl.test=1",
+        "-v",
+        &format!("{}:/data", volume.name),
+        test_image().as_str(),
+        "sleep",
+        "300",
+    ]);
+    let running =
+        || docker_stdout(["inspect", "-f", "{{.State.Running}}", foreign.name()]).trim() == "true";
+
+    let refused = scenario.run(&["down", scenario.profile.as_str(), "--volumes"]);
+    refused.expect_code(1, "down of a foreign container");
+    assert!(
+        refused.stderr.contains(&format!(
+            "container `{}` was not created by envctl",
+            scenario.profile
+        )),
+        "{refused}"
+    );
+    assert!(refused.stderr.contains("docker stop"), "{refused}");
+    assert!(running(), "the foreign container still runs\n{refused}");
+    assert!(volume_exists(&volume.name), "and keeps its volume");
+
+    // Once the profile has its own container, the same TARGET means that one.
+    scenario
+        .up(&[])
+        .expect_code(0, "up beside the foreign container");
+    scenario
+        .run(&["down", scenario.profile.as_str(), "--rm"])
+        .expect_code(0, "down of the profile's container");
+    assert_eq!(
+        scenario.containers(),
+        0,
+        "the profile's container is removed"
+    );
+    assert!(running(), "the foreign container is untouched");
+    assert!(volume_exists(&volume.name));
+}
+
+#[test]
 fn a_foreign_container_with_the_default_name_is_left_alone() {
     if !require_daemon() {
         return;

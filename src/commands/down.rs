@@ -1,9 +1,10 @@
 //! `envctl down TARGET`: stop the container; `--rm` removes it, `--volumes` also its named
-//! volumes. Host folders mounted into it are never touched.
+//! volumes. Only containers envctl created; host folders mounted into them are never
+//! touched.
 
 use serde::Serialize;
 
-use super::target::find_container;
+use super::target::find_own_container;
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
@@ -17,7 +18,7 @@ pub fn run(
 ) -> Result<ExitStatus, Error> {
     let (name, removed_volumes) = runtime()?.block_on(async {
         let engine = context.engine().await?;
-        let container = find_container(&engine, context, target).await?;
+        let container = find_own_container(&engine, context, target).await?;
         if container.running {
             context
                 .printer
@@ -32,6 +33,9 @@ pub fn run(
             if volumes {
                 for volume in &container.volumes {
                     engine.remove_volume(volume).await?;
+                    // Said as it happens: when a later volume cannot be removed, the user
+                    // still knows which ones are gone.
+                    context.printer.info(&format!("removed volume {volume}"));
                     removed_volumes.push(volume.clone());
                 }
             }
@@ -60,9 +64,6 @@ pub fn run(
             "stopped"
         };
         context.printer.info(&format!("{action} {name}"));
-        for volume in removed_volumes {
-            context.printer.info(&format!("removed volume {volume}"));
-        }
     }
     Ok(ExitStatus::Success)
 }

@@ -16,6 +16,34 @@ pub async fn find_container(
     if let Some(details) = engine.inspect_container(target).await? {
         return Ok(details);
     }
+    find_by_profile(engine, context, target).await
+}
+
+/// Like [`find_container`], for commands that stop or remove: only a container envctl
+/// created (it carries `envctl.profile`). A foreign container that happens to have the
+/// TARGET's name gives way to the profile's container, and is never touched itself.
+pub async fn find_own_container(
+    engine: &Engine,
+    context: &Context,
+    target: &str,
+) -> Result<ContainerDetails, Error> {
+    let foreign = match engine.inspect_container(target).await? {
+        Some(details) if details.labels.contains_key(PROFILE_LABEL) => return Ok(details),
+        Some(details) => Some(details.name),
+        None => None,
+    };
+    match (find_by_profile(engine, context, target).await, foreign) {
+        (Err(Error::TargetNotFound { .. }), Some(name)) => Err(Error::NotEnvctls { name }),
+        (result, _) => result,
+    }
+}
+
+/// The container of the profile TARGET names, found by its `envctl.profile` label.
+async fn find_by_profile(
+    engine: &Engine,
+    context: &Context,
+    target: &str,
+) -> Result<ContainerDetails, Error> {
     // The profile's own name when it resolves (a path, or `name` set in the file); else the
     // target itself, so a container whose profile file is gone is still found by label.
     let resolved = match context.search_path.resolve(target) {
