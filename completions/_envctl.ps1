@@ -196,7 +196,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('--workdir', '--workdir', [CompletionResultType]::ParameterName, 'Run in this folder in the container')
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Set an environment variable')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set an environment variable')
-            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'nvidia-check: give up after this many seconds')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'nvidia-check: give up after this many seconds (default 120, at most a day)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Allocate a terminal (for interactive programs)')
             [CompletionResult]::new('--tty', '--tty', [CompletionResultType]::ParameterName, 'Allocate a terminal (for interactive programs)')

@@ -178,7 +178,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --workdir 'Run in this folder in the container'
             cand -e 'Set an environment variable'
             cand --env 'Set an environment variable'
-            cand --timeout 'nvidia-check: give up after this many seconds'
+            cand --timeout 'nvidia-check: give up after this many seconds (default 120, at most a day)'
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand -t 'Allocate a terminal (for interactive programs)'
             cand --tty 'Allocate a terminal (for interactive programs)'

@@ -141,7 +141,7 @@ complete -c envctl -n "__fish_envctl_using_subcommand up" -s h -l help -d 'Print
 complete -c envctl -n "__fish_envctl_using_subcommand exec" -s u -l user -d 'Run as this user (name, uid or uid:gid)' -r
 complete -c envctl -n "__fish_envctl_using_subcommand exec" -s w -l workdir -d 'Run in this folder in the container' -r
 complete -c envctl -n "__fish_envctl_using_subcommand exec" -s e -l env -d 'Set an environment variable' -r
-complete -c envctl -n "__fish_envctl_using_subcommand exec" -l timeout -d 'nvidia-check: give up after this many seconds' -r
+complete -c envctl -n "__fish_envctl_using_subcommand exec" -l timeout -d 'nvidia-check: give up after this many seconds (default 120, at most a day)' -r
 complete -c envctl -n "__fish_envctl_using_subcommand exec" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"

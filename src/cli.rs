@@ -152,9 +152,9 @@ pub enum Command {
         /// nvidia-check: skip the timed matmul and the copy bandwidth
         #[arg(long)]
         quick: bool,
-        /// nvidia-check: give up after this many seconds
-        #[arg(long, value_name = "SECONDS", default_value_t = 120)]
-        timeout: u64,
+        /// nvidia-check: give up after this many seconds (default 120, at most a day)
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        timeout: Option<u64>,
     },
     /// Open an interactive shell (bash when the image has it, else sh)
     Shell {

@@ -65,6 +65,12 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    #[error("container `{name}` is {status}, not running")]
+    NotRunning {
+        name: String,
+        status: String,
+        hint: String,
+    },
     #[error("no container or profile named `{target}`")]
     TargetNotFound { target: String, hint: String },
     #[error("`{target}` matches several containers: {}", containers.join(", "))]
@@ -91,9 +97,10 @@ impl Error {
             }
             Error::Profile(_) | Error::Usage { .. } => ExitStatus::Error,
             Error::Output(_) => ExitStatus::Failure,
-            Error::Engine(_) | Error::TargetNotFound { .. } | Error::TargetAmbiguous { .. } => {
-                ExitStatus::Failure
-            }
+            Error::Engine(_)
+            | Error::TargetNotFound { .. }
+            | Error::TargetAmbiguous { .. }
+            | Error::NotRunning { .. } => ExitStatus::Failure,
             Error::Runtime(_) | Error::Matrix(_) | Error::Read { .. } | Error::Chart(_) => {
                 ExitStatus::Error
             }
@@ -157,7 +164,9 @@ impl Error {
             Error::StartFailed { source, .. } => start_hint(source),
             Error::Usage { hint, .. } => hint.clone(),
             Error::Engine(error) => error.hint(),
-            Error::TargetNotFound { hint, .. } => Some(hint.clone()),
+            Error::TargetNotFound { hint, .. } | Error::NotRunning { hint, .. } => {
+                Some(hint.clone())
+            }
             Error::TargetAmbiguous { .. } => {
                 Some("name the container instead (`envctl ps` lists them)".into())
             }

@@ -82,6 +82,29 @@ fn usage_errors_exit_2() {
         &["--color", "sometimes", "profiles", "list"],
     );
     assert_eq!(bad_color.code, 2);
+    // Refused before any daemon is asked (DOCKER_HOST points nowhere), never a panic.
+    for arguments in [
+        &[
+            "exec",
+            "x",
+            "nvidia-check",
+            "--timeout",
+            "18446744073709551615",
+        ][..],
+        &["exec", "x", "nvidia-check", "--timeout", "0"],
+        &["exec", "x", "nvidia-check", "--", "ls"],
+        &["exec", "x", "--quick", "--", "ls"],
+    ] {
+        let output = envctl(directory.path())
+            .env("DOCKER_HOST", "unix:///nonexistent/envctl/docker.sock")
+            .args(arguments)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        assert!(stderr.contains("error:"), "{arguments:?}: {stderr}");
+        assert!(!stderr.contains("docker.sock"), "{arguments:?}: {stderr}");
+    }
 }
 
 #[test]

@@ -166,6 +166,13 @@ fn a_stopped_or_missing_target_is_named_with_the_fix() {
     let (code, _, stderr) = run(&target, &["--", "true"], None);
     assert_eq!(code, 1);
     assert!(
+        stderr.contains(&format!(
+            "container `envctl-{}` is exited, not running",
+            target.profile
+        )),
+        "{stderr}"
+    );
+    assert!(
         stderr.contains(&format!("envctl up {}", target.profile)),
         "{stderr}"
     );
@@ -174,6 +181,38 @@ fn a_stopped_or_missing_target_is_named_with_the_fix() {
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(1));
+    let missing_stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        missing_stderr.contains("no container or profile named `no-such-target`"),
+        "{missing_stderr}"
+    );
+
+    // A stopped container envctl did not make: `envctl up` cannot start it, docker can.
+    let foreign = ContainerGuard::unique("envctl-test-exec-foreign");
+    support::docker::docker_stdout([
+        "create",
+        "--name",
+        foreign.name(),
+        "--label",
+        "envctl.test=1",
+        test_image().as_str(),
+        "sleep",
+        "60",
+    ]);
+    let stopped = envctl(target.folder.path())
+        .args(["exec", foreign.name(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(stopped.status.code(), Some(1));
+    let stopped_stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(
+        stopped_stderr.contains(&format!(
+            "container `{}` is created, not running",
+            foreign.name()
+        )) && stopped_stderr.contains(&format!("docker start {}", foreign.name()))
+            && !stopped_stderr.contains("envctl up"),
+        "{stopped_stderr}"
+    );
 }
 
 #[test]

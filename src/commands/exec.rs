@@ -23,17 +23,88 @@ pub struct ExecArguments {
     pub user: Option<String>,
     pub workdir: Option<String>,
     pub env: Vec<String>,
-    pub nvidia_check: super::nvidia_check::NvidiaCheckOptions,
+    /// nvidia-check's `--quick`.
+    pub quick: bool,
+    /// nvidia-check's `--timeout`, when given.
+    pub timeout: Option<u64>,
+}
+
+/// nvidia-check's time limit when `--timeout` is not given.
+const NVIDIA_CHECK_TIMEOUT_SECONDS: u64 = 120;
+
+/// Refuses flags that would be silently ignored: nvidia-check runs its own script, so it
+/// takes no command and no `-t/-u/-w/-e`; `--quick` and `--timeout` mean nothing elsewhere.
+fn check_flags(arguments: &ExecArguments) -> Result<(), Error> {
+    let usage = |message: String, hint: String| Error::Usage {
+        message,
+        hint: Some(hint),
+    };
+    let target = &arguments.target;
+    if arguments.name.as_deref() == Some("nvidia-check") {
+        if !arguments.arguments.is_empty() {
+            return Err(usage(
+                "nvidia-check takes no command or arguments after `--`".into(),
+                format!("`envctl exec {target} nvidia-check [--quick] [--timeout SECONDS]`"),
+            ));
+        }
+        let ignored: Vec<&str> = [
+            (arguments.tty, "--tty"),
+            (arguments.user.is_some(), "--user"),
+            (arguments.workdir.is_some(), "--workdir"),
+            (!arguments.env.is_empty(), "--env"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !ignored.is_empty() {
+            return Err(usage(
+                format!("{} not apply to nvidia-check", list(&ignored, "does", "do")),
+                format!("`envctl exec {target} nvidia-check [--quick] [--timeout SECONDS]`"),
+            ));
+        }
+        return Ok(());
+    }
+    let only_for_check: Vec<&str> = [
+        (arguments.quick, "--quick"),
+        (arguments.timeout.is_some(), "--timeout"),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect();
+    if !only_for_check.is_empty() {
+        return Err(usage(
+            format!(
+                "{} only to nvidia-check",
+                list(&only_for_check, "belongs", "belong")
+            ),
+            format!("`envctl exec {target} nvidia-check --quick`, or drop the flag"),
+        ));
+    }
+    Ok(())
+}
+
+/// "`--a` does" or "`--a` and `--b` do".
+fn list(flags: &[&str], singular: &str, plural: &str) -> String {
+    let quoted: Vec<String> = flags.iter().map(|flag| format!("`{flag}`")).collect();
+    match quoted.as_slice() {
+        [one] => format!("{one} {singular}"),
+        [first @ .., last] => format!("{} and {last} {plural}", first.join(", ")),
+        [] => String::new(),
+    }
 }
 
 pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Error> {
+    check_flags(&arguments)?;
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         let engine = context.engine().await?;
         let container = running_container(&engine, context, &arguments.target).await?;
         if arguments.name.as_deref() == Some("nvidia-check") {
-            return super::nvidia_check::run(&engine, &container, &arguments.nvidia_check, context)
-                .await;
+            let options = super::nvidia_check::NvidiaCheckOptions {
+                quick: arguments.quick,
+                timeout_seconds: arguments.timeout.unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
+            };
+            return super::nvidia_check::run(&engine, &container, &options, context).await;
         }
         let command = match &arguments.name {
             None if arguments.arguments.is_empty() => {
@@ -118,17 +189,15 @@ pub async fn running_container(
 ) -> Result<ContainerDetails, Error> {
     let container = find_container(engine, context, target).await?;
     if !container.running {
-        let profile = container
-            .labels
-            .get(PROFILE_LABEL)
-            .cloned()
-            .unwrap_or_else(|| target.to_string());
-        return Err(Error::TargetNotFound {
-            target: target.to_string(),
-            hint: format!(
-                "container `{}` is {}: start it with `envctl up {profile}`",
-                container.name, container.status
-            ),
+        let hint = match container.labels.get(PROFILE_LABEL) {
+            Some(profile) => format!("start it with `envctl up {profile}`"),
+            // Not envctl's: `envctl up` cannot start it, docker can.
+            None => format!("start it with `docker start {}`", container.name),
+        };
+        return Err(Error::NotRunning {
+            name: container.name,
+            status: container.status,
+            hint,
         });
     }
     Ok(container)
@@ -225,4 +294,69 @@ async fn run_exec(
         task.abort();
     }
     Ok(result?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arguments(name: Option<&str>, after: &[&str]) -> ExecArguments {
+        ExecArguments {
+            target: "pytorch-2.8".into(),
+            name: name.map(str::to_string),
+            arguments: after.iter().map(|part| part.to_string()).collect(),
+            tty: false,
+            user: None,
+            workdir: None,
+            env: Vec::new(),
+            quick: false,
+            timeout: None,
+        }
+    }
+
+    fn refusal(arguments: &ExecArguments) -> String {
+        match check_flags(arguments) {
+            Err(Error::Usage { message, .. }) => message,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nvidia_check_refuses_what_it_would_ignore() {
+        assert_eq!(
+            refusal(&arguments(Some("nvidia-check"), &["ls"])),
+            "nvidia-check takes no command or arguments after `--`"
+        );
+        let mut with_flags = arguments(Some("nvidia-check"), &[]);
+        with_flags.tty = true;
+        assert_eq!(
+            refusal(&with_flags),
+            "`--tty` does not apply to nvidia-check"
+        );
+        with_flags.user = Some("root".into());
+        with_flags.env = vec!["A=1".into()];
+        assert_eq!(
+            refusal(&with_flags),
+            "`--tty`, `--user` and `--env` do not apply to nvidia-check"
+        );
+        let mut fine = arguments(Some("nvidia-check"), &[]);
+        fine.quick = true;
+        fine.timeout = Some(30);
+        assert!(check_flags(&fine).is_ok());
+    }
+
+    #[test]
+    fn check_flags_elsewhere_are_refused() {
+        let mut quick = arguments(None, &["ls"]);
+        quick.quick = true;
+        assert_eq!(refusal(&quick), "`--quick` belongs only to nvidia-check");
+        quick.timeout = Some(5);
+        assert_eq!(
+            refusal(&quick),
+            "`--quick` and `--timeout` belong only to nvidia-check"
+        );
+        let mut named = arguments(Some("train"), &["--epochs", "3"]);
+        named.tty = true;
+        assert!(check_flags(&named).is_ok(), "a named command takes -t");
+    }
 }

@@ -146,10 +146,8 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
                 user,
                 workdir,
                 env,
-                nvidia_check: nvidia_check::NvidiaCheckOptions {
-                    quick,
-                    timeout_seconds: timeout,
-                },
+                quick,
+                timeout,
             },
             context,
         ),
