@@ -32,7 +32,9 @@ pub enum Error {
         changes: Vec<String>,
     },
     #[error("{message}")]
-    Lock { message: String },
+    Lock { message: String, hint: String },
+    #[error(transparent)]
+    LockFile(#[from] crate::lock::file::LockReadError),
     #[error("image `{image}` is not present and `--pull never` forbids pulling it")]
     ImageMissing { image: String },
     #[error("container `{name}` was created but could not start")]
@@ -101,9 +103,11 @@ impl Error {
             | Error::TargetNotFound { .. }
             | Error::TargetAmbiguous { .. }
             | Error::NotRunning { .. } => ExitStatus::Failure,
-            Error::Runtime(_) | Error::Matrix(_) | Error::Read { .. } | Error::Chart(_) => {
-                ExitStatus::Error
-            }
+            Error::Runtime(_)
+            | Error::Matrix(_)
+            | Error::Read { .. }
+            | Error::Chart(_)
+            | Error::LockFile(_) => ExitStatus::Error,
             // Writing what was asked for failed: the request cannot be met.
             Error::Write { .. } | Error::Exists { .. } | Error::Serve { .. } => ExitStatus::Failure,
             Error::Record(error) if error.is_write() => ExitStatus::Failure,
@@ -158,9 +162,8 @@ impl Error {
             Error::ImageMissing { .. } => {
                 Some("pull it with `--pull missing` (the default)".into())
             }
-            Error::Lock { .. } => {
-                Some("run `envctl lock` to pin the profile's image, and commit envctl.lock".into())
-            }
+            Error::Lock { hint, .. } => Some(hint.clone()),
+            Error::LockFile(error) => Some(error.hint()),
             Error::StartFailed { source, .. } => start_hint(source),
             Error::Usage { hint, .. } => hint.clone(),
             Error::Engine(error) => error.hint(),

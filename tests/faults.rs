@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+use support::disk::FullDisk;
 use support::docker::{ContainerGuard, docker_stdout, require_daemon, test_image, unique_name};
 
 const LIMIT: Duration = Duration::from_secs(3);
@@ -158,50 +159,6 @@ fn containers_get_no_privilege_the_profile_did_not_ask_for() {
     );
 }
 
-/// A tiny tmpfs, filled up: a disk with no room left. Needs root (CI runs as root); when the
-/// mount is refused the test fails if CI asked for the daemon tests, and says so otherwise.
-struct FullDisk {
-    mount: tempfile::TempDir,
-}
-
-impl FullDisk {
-    fn new() -> Option<FullDisk> {
-        let mount = tempfile::tempdir().unwrap();
-        let mounted = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-            .arg(mount.path())
-            .status()
-            .is_ok_and(|status| status.success());
-        if !mounted {
-            let message = "cannot mount a tmpfs (needs root) to simulate a full disk";
-            if std::env::var_os("ENVCTL_REQUIRE_DOCKER").is_some() {
-                panic!("{message}");
-            }
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "*** SKIPPED: {message}");
-            return None;
-        }
-        Some(FullDisk { mount })
-    }
-
-    fn path(&self) -> &Path {
-        self.mount.path()
-    }
-
-    /// Takes every free byte.
-    fn fill(&self) {
-        let _ = std::fs::write(self.path().join("filler"), vec![0u8; 1 << 20]);
-    }
-}
-
-impl Drop for FullDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.mount.path())
-            .status();
-    }
-}
-
 #[test]
 fn a_full_disk_leaves_the_previous_lock_file_intact() {
     let Some(disk) = FullDisk::new() else { return };
@@ -232,12 +189,30 @@ fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines(
     }
     let Some(disk) = FullDisk::new() else { return };
     let record = disk.path().join("samples.jsonl");
-    // Exactly one page: the next line needs a new block, which a full disk does not have.
-    let padding = 4096 - "{\"schema_version\":1,\"earlier\":\"\"}\n".len();
-    let earlier = format!(
-        "{{\"schema_version\":1,\"earlier\":\"{}\"}}\n",
-        "x".repeat(padding)
+    // An earlier sample, as `--record` writes it (one compact JSON line), padded with
+    // blanks to exactly one page: the next line needs a new block, which a full disk does
+    // not have.
+    let once = Command::cargo_bin("envctl")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .args(["stats", "--all", "--once", "--json"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert!(once.status.success(), "{once:?}");
+    let mut sample: serde_json::Value = serde_json::from_slice(&once.stdout).unwrap();
+    // Other tests' containers come and go: keep the sample's shape, not their rows.
+    for list in ["containers", "gpus", "diagnoses", "failures"] {
+        sample[list] = serde_json::json!([]);
+    }
+    let compact = sample.to_string();
+    let body = compact.strip_suffix('}').unwrap();
+    assert!(
+        compact.len() < 4000,
+        "one sample fits a page: {}",
+        compact.len()
     );
+    let earlier = format!("{body}{}}}\n", " ".repeat(4096 - compact.len() - 1));
     assert_eq!(earlier.len(), 4096);
     std::fs::write(&record, &earlier).unwrap();
     disk.fill();

@@ -139,6 +139,36 @@ fn lock_pins_the_digest_and_up_locked_uses_it() {
 }
 
 #[test]
+fn lock_on_a_full_disk_says_so_and_keeps_the_previous_file() {
+    if !require_daemon() || !require_registry() {
+        return;
+    }
+    let Some(disk) = support::disk::FullDisk::new() else {
+        return;
+    };
+    let registry = Registry::start();
+    let repo = unique_name("lock-full");
+    let reference = push_test_image(&registry, &repo, "1.0");
+    let _pulled = ImageGuard::new(reference.as_str());
+    let profile = unique_name("full");
+    write_profile(disk.path(), &profile, &reference);
+    let previous = "version = 1\n";
+    std::fs::write(disk.path().join("envctl.lock"), previous).unwrap();
+    disk.fill();
+
+    let (code, _, stderr) = envctl(disk.path(), &["lock"]);
+    assert_eq!(code, 1, "the request cannot be met: {stderr}");
+    assert!(stderr.contains("cannot write `envctl.lock`"), "{stderr}");
+    assert!(stderr.contains("caused by:"), "{stderr}");
+    assert!(stderr.contains("disk has room"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(disk.path().join("envctl.lock")).unwrap(),
+        previous,
+        "the previous lock file is intact"
+    );
+}
+
+#[test]
 fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
     if !require_daemon() || !require_registry() {
         return;
@@ -196,10 +226,21 @@ fn outdated_names_an_unreachable_registry_and_keeps_going() {
         &format!("127.0.0.1:{port}/nothing/here:1.0"),
     );
     let (code, stdout, stderr) = envctl(directory.path(), &["outdated", "--json"]);
-    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        code, 1,
+        "a registry that cannot be asked is a failed check: {stderr}"
+    );
     let report: Value = serde_json::from_str(&stdout).unwrap();
     let error = report["profiles"][0]["error"].as_str().unwrap();
     assert!(error.contains("cannot be reached"), "{error}");
+    assert!(
+        stderr.contains("gone: cannot ask the registry") && stderr.contains("cannot be reached"),
+        "said on stderr too: {stderr}"
+    );
+    let (code, table, stderr) = envctl(directory.path(), &["outdated"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(table.contains("error"), "{table}");
+    assert!(stderr.contains("cannot be reached"), "{stderr}");
 }
 
 #[test]
@@ -211,7 +252,21 @@ fn a_corrupt_lock_file_is_an_error_not_a_guess() {
         "version = 1\n[[image]]\nprofile = 3\n",
     )
     .unwrap();
-    let (code, _, stderr) = envctl(directory.path(), &["up", "p", "--dry-run"]);
-    assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("envctl.lock"), "{stderr}");
+    // Invalid input (2), with a hint that does not send the user in a circle.
+    for arguments in [
+        &["up", "p", "--dry-run"][..],
+        &["lock", "p"],
+        &["outdated", "p"],
+    ] {
+        let (code, _, stderr) = envctl(directory.path(), arguments);
+        assert_eq!(code, 2, "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("`envctl.lock` is not a valid envctl lock file"),
+            "{arguments:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("delete it and run `envctl lock`"),
+            "{arguments:?}: {stderr}"
+        );
+    }
 }

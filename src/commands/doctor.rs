@@ -264,12 +264,12 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
                     checks::lock::drift(&lock_state, image)
                 }
                 Ok(None) => None,
-                Err(message) => Some(
+                Err(error) => Some(
                     Finding::warn(
                         "profile.lock",
-                        format!("envctl.lock cannot be read: {message}"),
+                        crate::engine::facts::error_chain(error),
                     )
-                    .with_hint("fix it, or delete it and run `envctl lock` again"),
+                    .with_hint(error.hint()),
                 ),
             };
             if let Some(finding) = lock_finding {

@@ -41,12 +41,10 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         });
     }
     let path = Path::new(LOCK_FILE);
-    let mut lock = file::read(path)
-        .map_err(|message| Error::Lock { message })?
-        .unwrap_or(LockFile {
-            version: LockFile::VERSION,
-            images: Vec::new(),
-        });
+    let mut lock = file::read(path)?.unwrap_or(LockFile {
+        version: LockFile::VERSION,
+        images: Vec::new(),
+    });
     let policy = if arguments.update {
         PullPolicy::Always
     } else {
@@ -68,7 +66,8 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
                 .find(|repo_digest| repo_digest_matches(repo_digest, &name))
                 .and_then(|repo_digest| repo_digest.split_once('@').map(|(_, digest)| digest.to_string()))
                 .ok_or_else(|| Error::Lock {
-                    message: format!("image `{reference}` has no registry digest (built or loaded locally?): push it to a registry first"),
+                    message: format!("image `{reference}` has no registry digest (built or loaded locally?)"),
+                    hint: format!("push it to a registry (`docker push {reference}`), then run `envctl lock` again"),
                 })?;
             let previous = lock.entry(&resolved.profile.name).map(|entry| entry.digest.clone());
             lock.upsert(LockedImage {
@@ -87,7 +86,7 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         }
         Ok::<_, Error>(changes)
     })?;
-    file::write_atomically(path, &lock.render()).map_err(|source| Error::Read {
+    file::write_atomically(path, &lock.render()).map_err(|source| Error::Write {
         path: LOCK_FILE.into(),
         source,
     })?;

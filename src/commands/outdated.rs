@@ -37,8 +37,7 @@ const REGISTRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20)
 
 pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Error> {
     let profiles = context.profiles_or_project(&arguments.profiles)?;
-    let lock =
-        file::read(std::path::Path::new(LOCK_FILE)).map_err(|message| Error::Lock { message })?;
+    let lock = file::read(std::path::Path::new(LOCK_FILE))?;
     let client = RegistryClient::new(REGISTRY_TIMEOUT);
     let mut reports = Vec::new();
     for resolved in &profiles {
@@ -81,13 +80,21 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
         }
         reports.push(report);
     }
+    // A registry that could not be asked is a failed check: said on stderr, exit 1, after
+    // every other profile's answer.
+    let status = if reports.iter().any(|report| report.error.is_some()) {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    };
     if context.json {
         #[derive(Serialize)]
         struct Outdated<'a> {
             profiles: &'a [Report],
         }
         context.printer.json(&Outdated { profiles: &reports })?;
-        return Ok(ExitStatus::Success);
+        warn_failures(&reports, context);
+        return Ok(status);
     }
     let rows: Vec<Vec<String>> = reports
         .iter()
@@ -104,7 +111,7 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
                     .join(", ")
             };
             let digest = match (&report.error, report.digest_moved, &report.locked_digest) {
-                (Some(error), _, _) => format!("error: {error}"),
+                (Some(_), _, _) => "error (below)".into(),
                 (None, true, _) => "moved: `envctl lock --update` pins the new one".into(),
                 (None, false, Some(_)) => "locked, current".into(),
                 (None, false, None) => "not locked".into(),
@@ -126,7 +133,19 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
             report.profile, report.newer_tags[0]
         ));
     }
-    Ok(ExitStatus::Success)
+    warn_failures(&reports, context);
+    Ok(status)
+}
+
+fn warn_failures(reports: &[Report], context: &Context) {
+    for report in reports {
+        if let Some(error) = &report.error {
+            context.printer.warn(&format!(
+                "{}: cannot ask the registry about `{}`: {error}",
+                report.profile, report.image
+            ));
+        }
+    }
 }
 
 fn with_hint(error: &crate::registry::RegistryError) -> String {

@@ -199,6 +199,9 @@ fn dry_run(body: &CreateBody, name: &str, context: &Context) -> Result<ExitStatu
     Ok(ExitStatus::Success)
 }
 
+/// What `--locked` refusals suggest.
+const PIN_HINT: &str = "run `envctl lock` to pin the profile's image, and commit envctl.lock";
+
 /// Pins the body's image to the digest in `envctl.lock` when the lock has the profile's
 /// current image; with `--locked`, a missing or stale entry is an error.
 fn apply_lock(
@@ -207,9 +210,7 @@ fn apply_lock(
     required: bool,
 ) -> Result<Option<String>, Error> {
     let path = std::path::Path::new(crate::lock::LOCK_FILE);
-    let lock = crate::lock::file::read(path).map_err(|message| Error::Lock {
-        message: format!("cannot read envctl.lock: {message}"),
-    })?;
+    let lock = crate::lock::file::read(path)?;
     let image = resolved.profile.image.to_string();
     let state = lock
         .as_ref()
@@ -222,18 +223,21 @@ fn apply_lock(
         _ if !required => Ok(None),
         None => Err(Error::Lock {
             message: "`--locked` but there is no envctl.lock here".into(),
+            hint: PIN_HINT.into(),
         }),
         Some(crate::lock::LockState::Missing) => Err(Error::Lock {
             message: format!(
                 "`--locked` but envctl.lock has no entry for profile `{}`",
                 resolved.profile.name
             ),
+            hint: PIN_HINT.into(),
         }),
         Some(crate::lock::LockState::Stale { locked_image }) => Err(Error::Lock {
             message: format!(
                 "`--locked` but envctl.lock pins `{locked_image}` while profile `{}` now uses `{image}`",
                 resolved.profile.name
             ),
+            hint: PIN_HINT.into(),
         }),
     }
 }

@@ -6,14 +6,46 @@ use std::path::Path;
 
 use super::LockFile;
 
+/// Why an existing lock file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LockReadError {
+    #[error("cannot read `{path}`")]
+    Unreadable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` is not a valid envctl lock file: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl LockReadError {
+    pub fn hint(&self) -> String {
+        match self {
+            LockReadError::Unreadable { .. } => "check the file's permissions".into(),
+            // Not "run `envctl lock`": it reads the same file and would fail the same way.
+            LockReadError::Invalid { .. } => {
+                "fix it (`git diff envctl.lock` shows what changed), or delete it and run `envctl lock` to write a new one".into()
+            }
+        }
+    }
+}
+
 /// The lock file at `path`; `Ok(None)` when there is none.
-pub fn read(path: &Path) -> Result<Option<LockFile>, String> {
+pub fn read(path: &Path) -> Result<Option<LockFile>, LockReadError> {
+    let shown = || path.display().to_string();
     match std::fs::read_to_string(path) {
         Ok(text) => LockFile::parse(&text)
             .map(Some)
-            .map_err(|message| format!("{}: {message}", path.display())),
+            .map_err(|message| LockReadError::Invalid {
+                path: shown(),
+                message,
+            }),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(format!("{}: {error}", path.display())),
+        Err(source) => Err(LockReadError::Unreadable {
+            path: shown(),
+            source,
+        }),
     }
 }
 
