@@ -166,14 +166,31 @@ fn the_shell_half_stops_a_python_that_never_answers() {
     }
 }
 
+/// Runs a python3 command: `None` (a loud skip) only when there is no python3 at all, or a
+/// panic under `ENVCTL_REQUIRE_DOCKER`. A script that hangs or cannot start otherwise is a
+/// failure: the watchdog is what these tests guard.
+fn run_python(command: &mut Command, limit: Duration) -> Option<std::process::Output> {
+    if let Err(error) = Command::new("python3").arg("--version").output() {
+        support::docker::skip_or_panic(
+            "no python3",
+            &support::docker::current_test_name(),
+            &format!("`python3 --version` failed: {error}\nFix: `sudo apt-get install python3`."),
+        );
+        return None;
+    }
+    Some(
+        run_with_timeout(command, limit)
+            .unwrap_or_else(|error| panic!("the Python half did not finish: {error}")),
+    )
+}
+
 #[test]
 fn the_python_half_runs_standalone_and_prints_one_document() {
     let mut command = Command::new("python3");
     command
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/nvcheck/nvidia_check.py"))
         .arg("--quick");
-    let Ok(output) = run_with_timeout(&mut command, Duration::from_secs(120)) else {
-        // No python3 on this machine: nothing to run the script with.
+    let Some(output) = run_python(&mut command, Duration::from_secs(120)) else {
         return;
     };
     assert!(output.status.success(), "{output:?}");
@@ -199,7 +216,7 @@ fn run_python_with_fake_torch(mode: &str) -> Option<String> {
         )
         .env("PYTHONPATH", fixtures().join("fake-torch"))
         .env("ENVCTL_FAKE_TORCH", mode);
-    let output = run_with_timeout(&mut command, Duration::from_secs(60)).ok()?;
+    let output = run_python(&mut command, Duration::from_secs(60))?;
     assert!(output.status.success(), "{output:?}");
     Some(String::from_utf8(output.stdout).unwrap())
 }
