@@ -1122,6 +1122,33 @@ fn ps_lists_the_container_with_its_profile_and_drift() {
 }
 
 #[test]
+fn ps_judges_drift_by_the_profile_when_up_had_overrides() {
+    if !require_daemon() {
+        return;
+    }
+    let scenario = Scenario::new("up-ps-override");
+    let image = test_image();
+    scenario.write_profile(&image, "memory = \"64m\"\n");
+    scenario
+        .up(&["-e", "EXTRA=1"])
+        .expect_code(0, "up with an override");
+    let labels = &scenario.inspect()["Config"]["Labels"];
+    assert_ne!(
+        labels["envctl.config-hash"], labels["envctl.profile-hash"],
+        "the overridden container is told apart from the plain profile's: {labels}"
+    );
+    let row = ps_row(&scenario);
+    assert_eq!(
+        row["drift"], "current",
+        "an override is not a changed profile: {row}"
+    );
+
+    scenario.write_profile(&image, "memory = \"128m\"\n");
+    let row = ps_row(&scenario);
+    assert_eq!(row["drift"], "changed", "{row}");
+}
+
+#[test]
 fn logs_keep_stdout_and_stderr_apart_and_tail() {
     if !require_daemon() {
         return;

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::spec::{CONFIG_HASH_LABEL, PROFILE_LABEL};
+use crate::spec::{CONFIG_HASH_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
 use crate::ui::table::print_table;
 
 #[derive(Debug, Serialize)]
@@ -43,10 +43,12 @@ pub fn run(all: bool, context: &Context) -> Result<ExitStatus, Error> {
                 .get(PROFILE_LABEL)
                 .cloned()
                 .unwrap_or_default();
-            let drift = match (
-                context.search_path.resolve(&profile),
-                container.labels.get(CONFIG_HASH_LABEL),
-            ) {
+            // Made with `up -e/-p/-v`: compare the profile's own hash, not the overridden one.
+            let hash = container
+                .labels
+                .get(PROFILE_HASH_LABEL)
+                .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
+            let drift = match (context.search_path.resolve(&profile), hash) {
                 (Ok(resolved), Some(hash)) if *hash == resolved.config_hash => "current",
                 (Ok(_), Some(_)) => "changed",
                 _ => "unknown",

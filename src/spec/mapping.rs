@@ -18,7 +18,8 @@ use super::error::{MissingSource, SpecError};
 use super::overrides::Overrides;
 use super::sources::resolve_bind_source;
 use super::{
-    CONFIG_HASH_LABEL, CUDA_DEVICE_ORDER, DEFAULT_SHM_SIZE, KEEP_ALIVE_COMMAND, PROFILE_LABEL,
+    CONFIG_HASH_LABEL, CUDA_DEVICE_ORDER, DEFAULT_SHM_SIZE, KEEP_ALIVE_COMMAND, PROFILE_HASH_LABEL,
+    PROFILE_LABEL,
 };
 
 /// What `create_body` needs to know about where it runs.
@@ -80,10 +81,13 @@ pub fn create_body(
             .or_insert_with(|| value.to_string());
     }
 
-    let labels = BTreeMap::from([
+    let mut labels = BTreeMap::from([
         (PROFILE_LABEL.to_string(), profile.name.clone()),
         (CONFIG_HASH_LABEL.to_string(), hash),
     ]);
+    if !context.overrides.is_empty() {
+        labels.insert(PROFILE_HASH_LABEL.to_string(), resolved.config_hash.clone());
+    }
 
     let (cmd, init) = match &profile.command {
         Some(command) => (command.clone(), None),

@@ -34,13 +34,15 @@
 //!   is created**, naming every missing path with a `mkdir -p` hint: `docker run -v` would
 //!   silently create an empty root-owned folder on the host (and the container would see
 //!   no data), and `--mount` fails only at create. Named volumes are Docker's to create.
-//! - **Labels**: [`PROFILE_LABEL`] and [`CONFIG_HASH_LABEL`] only; nothing that differs
-//!   between two runs of the same profile (no time, no user, no host).
+//! - **Labels**: [`PROFILE_LABEL`] and [`CONFIG_HASH_LABEL`] (and [`PROFILE_HASH_LABEL`]
+//!   with overrides); nothing that differs between two runs of the same profile (no time,
+//!   no user, no host).
 //! - **Restart policy** `no`, as `docker run` without `--restart`: envctl starts
 //!   environments on request; a reboot does not bring them back behind the user's back.
 //! - **Overrides** (`up -e/-p/-v`, [`Overrides`]) are applied on top of the profile; the
 //!   config-hash label then hashes the overridden profile, so `up` can tell the containers
-//!   apart.
+//!   apart, and the profile-hash label keeps the plain profile's hash, so `ps` can tell
+//!   whether the profile itself changed since.
 
 mod body;
 mod docker_run;
@@ -67,6 +69,8 @@ pub use sources::resolve_bind_source;
 pub const PROFILE_LABEL: &str = "envctl.profile";
 /// The label holding the hash of the resolved profile (with overrides) it was made from.
 pub const CONFIG_HASH_LABEL: &str = "envctl.config-hash";
+/// With overrides only: the hash of the profile without them, for `ps`'s drift column.
+pub const PROFILE_HASH_LABEL: &str = "envctl.profile-hash";
 /// `/dev/shm` for PyTorch and GPU containers whose profile sets no `shm_size`: 8 GiB.
 pub const DEFAULT_SHM_SIZE: u64 = 8 << 30;
 /// The command of a profile without one: keeps the container up for `exec` and `shell`.
