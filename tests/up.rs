@@ -1174,6 +1174,36 @@ fn logs_keep_stdout_and_stderr_apart_and_tail() {
     tail.expect_code(0, "logs --tail 1");
     assert_eq!(tail.stdout, "out-last\n", "{tail}");
     assert_eq!(tail.stderr, "", "{tail}");
+
+    let json = scenario.run(&["--json", "logs", scenario.profile.as_str()]);
+    json.expect_code(0, "--json logs");
+    let document = json.json();
+    assert_eq!(document["schema_version"], 1, "{json}");
+    assert_eq!(document["container"], scenario.container.as_str(), "{json}");
+    let lines: Vec<(String, String)> = document["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| {
+            (
+                line["stream"].as_str().unwrap().to_string(),
+                line["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for expected in [
+        ("stdout", "out-first"),
+        ("stderr", "err-first"),
+        ("stdout", "out-last"),
+    ] {
+        assert!(
+            lines.contains(&(expected.0.to_string(), expected.1.to_string())),
+            "{expected:?} in {lines:?}"
+        );
+    }
+    let follow = scenario.run(&["--json", "logs", scenario.profile.as_str(), "-f"]);
+    follow.expect_code(2, "--json logs -f");
+    assert!(follow.stdout.is_empty(), "{follow}");
 }
 
 /// A registry that answers every request with 401 and a Basic challenge, like a private

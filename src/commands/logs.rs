@@ -1,5 +1,7 @@
 //! `envctl logs TARGET [-f] [--tail N]`: the container's output, stdout to stdout and
-//! stderr to stderr.
+//! stderr to stderr; with `--json`, one document of lines tagged with their stream.
+
+use serde::Serialize;
 
 use super::target::find_container;
 use super::{Context, runtime};
@@ -7,16 +9,89 @@ use crate::engine::logs::OutputStream;
 use crate::error::Error;
 use crate::exit::ExitStatus;
 
+/// One line of the container's output, for `--json`.
+#[derive(Debug, Serialize, PartialEq)]
+struct Line {
+    stream: &'static str,
+    text: String,
+}
+
+/// Splits chunks into lines per stream: a chunk may end mid-line, and the other stream
+/// may come in between.
+#[derive(Default)]
+struct Lines {
+    lines: Vec<Line>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+impl Lines {
+    fn push(&mut self, stream: OutputStream, bytes: &[u8]) {
+        let (name, pending) = match stream {
+            OutputStream::Stdout => ("stdout", &mut self.stdout),
+            OutputStream::Stderr => ("stderr", &mut self.stderr),
+        };
+        pending.extend_from_slice(bytes);
+        while let Some(end) = pending.iter().position(|byte| *byte == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            self.lines.push(Line {
+                stream: name,
+                // Output is the program's; invalid UTF-8 is shown, not refused.
+                text: String::from_utf8_lossy(&line[..end]).into_owned(),
+            });
+        }
+    }
+
+    /// The lines, with what each stream left without a final newline.
+    fn finish(mut self) -> Vec<Line> {
+        for (name, pending) in [("stdout", self.stdout), ("stderr", self.stderr)] {
+            if !pending.is_empty() {
+                self.lines.push(Line {
+                    stream: name,
+                    text: String::from_utf8_lossy(&pending).into_owned(),
+                });
+            }
+        }
+        self.lines
+    }
+}
+
 pub fn run(
     target: &str,
     follow: bool,
     tail: Option<u64>,
     context: &Context,
 ) -> Result<ExitStatus, Error> {
+    if context.json && follow {
+        return Err(Error::Usage {
+            message: "`--json` prints one document, so it cannot follow the output".into(),
+            hint: Some(format!(
+                "`envctl --json logs {target}` without `-f`, or `envctl logs {target} -f` without `--json`"
+            )),
+        });
+    }
+    let tail = tail.map_or_else(|| "all".to_string(), |lines| lines.to_string());
     runtime()?.block_on(async {
         let engine = context.engine().await?;
         let container = find_container(&engine, context, target).await?;
-        let tail = tail.map_or_else(|| "all".to_string(), |lines| lines.to_string());
+        if context.json {
+            let mut lines = Lines::default();
+            engine
+                .logs(&container.id, false, &tail, |stream, bytes| {
+                    lines.push(stream, bytes);
+                    Ok(())
+                })
+                .await?;
+            #[derive(Serialize)]
+            struct Logs<'a> {
+                container: &'a str,
+                lines: Vec<Line>,
+            }
+            return context.printer.json(&Logs {
+                container: &container.name,
+                lines: lines.finish(),
+            });
+        }
         engine
             .logs(&container.id, follow, &tail, |stream, bytes| match stream {
                 OutputStream::Stdout => context.printer.stdout_bytes(bytes),
@@ -26,4 +101,30 @@ pub fn run(
         Ok::<_, Error>(())
     })?;
     Ok(ExitStatus::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_become_lines_per_stream() {
+        let mut lines = Lines::default();
+        lines.push(OutputStream::Stdout, b"out-fi");
+        lines.push(OutputStream::Stderr, b"err\n");
+        lines.push(OutputStream::Stdout, b"rst\nout-");
+        lines.push(OutputStream::Stdout, b"\xff last");
+        let text = |stream, text: &str| Line {
+            stream,
+            text: text.into(),
+        };
+        assert_eq!(
+            lines.finish(),
+            vec![
+                text("stderr", "err"),
+                text("stdout", "out-first"),
+                text("stdout", "out-\u{fffd} last"),
+            ]
+        );
+    }
 }
