@@ -15,29 +15,11 @@
 //! platform = "linux/amd64"
 //! ```
 //!
-//! Only `profile`, `image`, `digest` (and `platform`, for a message) are read and unknown
-//! keys are ignored, so the export keeps working while the lock format grows; this is the
-//! one place here that knows the format.
+//! The file is read by `crate::lock`, exactly as `envctl up` reads it, so the export and
+//! `up` never disagree about what a lock pins.
 
-use serde::Deserialize;
-
+use crate::lock::{LockFile, LockState};
 use crate::profile::image::ImageReference;
-
-#[derive(Debug, Deserialize)]
-struct LockFile {
-    #[serde(default)]
-    image: Vec<LockEntry>,
-}
-
-#[derive(Debug, Deserialize)]
-struct LockEntry {
-    profile: String,
-    #[serde(default)]
-    image: Option<String>,
-    digest: String,
-    #[serde(default)]
-    platform: Option<String>,
-}
 
 /// What the lock file says about a profile's image.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,61 +38,28 @@ pub fn locked_image(lock_text: &str, profile_name: &str, image: &ImageReference)
     if image.digest.is_some() {
         return LockLookup::NotLocked;
     }
-    let lock: LockFile = match toml::from_str(lock_text) {
+    let lock = match LockFile::parse(lock_text) {
         Ok(lock) => lock,
-        Err(error) => {
+        Err(message) => {
             return LockLookup::Unusable(format!(
-                "envctl.lock cannot be read ({}); the image keeps its tag",
-                error.message()
+                "envctl.lock is not a valid envctl lock file ({message}); the image keeps its tag"
             ));
         }
     };
     let written = image.to_string();
-    let entries: Vec<&LockEntry> = lock
-        .image
-        .iter()
-        .filter(|entry| entry.profile == profile_name)
-        .collect();
-    if entries.is_empty() {
-        return LockLookup::NotLocked;
-    }
-    let current: Vec<&&LockEntry> = entries
-        .iter()
-        .filter(|entry| {
-            entry
-                .image
-                .as_deref()
-                .is_none_or(|locked| locked == written)
-        })
-        .collect();
-    if current.is_empty() {
-        let locked = entries
-            .first()
-            .and_then(|entry| entry.image.clone())
-            .unwrap_or_default();
-        return LockLookup::Unusable(format!(
-            "envctl.lock pins `{locked}` for this profile, but the profile now names `{written}`; the image keeps its tag (run `envctl lock {profile_name}` to pin the new one)"
-        ));
-    }
-    let mut digests: Vec<&str> = current.iter().map(|entry| entry.digest.as_str()).collect();
-    digests.sort_unstable();
-    digests.dedup();
-    match digests.as_slice() {
-        // The tag stays for the reader; the digest decides what is pulled.
-        [digest] if is_digest(digest) => LockLookup::Pinned(format!("{written}@{digest}")),
-        [digest] => LockLookup::Unusable(format!(
-            "envctl.lock has `{digest}` for this profile, which is not a `sha256:` digest; the image keeps its tag"
+    match crate::lock::state(&lock, profile_name, &written) {
+        LockState::Missing => LockLookup::NotLocked,
+        LockState::Stale { locked_image } => LockLookup::Unusable(format!(
+            "envctl.lock pins `{locked_image}` for this profile, but the profile now names `{written}`; the image keeps its tag (run `envctl lock {profile_name}` to pin the new one)"
         )),
-        _ => {
-            let platforms: Vec<String> = current
-                .iter()
-                .map(|entry| entry.platform.clone().unwrap_or_else(|| "?".into()))
-                .collect();
-            LockLookup::Unusable(format!(
-                "envctl.lock has one digest per platform for this profile ({}); a manifest cannot name one for every node, so the image keeps its tag",
-                platforms.join(", ")
-            ))
+        // The tag stays for the reader; the digest decides what is pulled.
+        LockState::Current(entry) if is_digest(&entry.digest) => {
+            LockLookup::Pinned(crate::lock::pinned_reference(&written, &entry.digest))
         }
+        LockState::Current(entry) => LockLookup::Unusable(format!(
+            "envctl.lock has `{}` for this profile, which is not a `sha256:` digest; the image keeps its tag",
+            entry.digest
+        )),
     }
 }
 
@@ -134,10 +83,18 @@ mod tests {
             .unwrap_or_else(|error: String| panic!("{error}"))
     }
 
+    fn entry(profile: &str, image: &str, digest: &str) -> String {
+        format!(
+            "[[image]]\nprofile = \"{profile}\"\nimage = \"{image}\"\ndigest = \"{digest}\"\ndate = \"2026-11-29\"\nplatform = \"linux/amd64\"\n"
+        )
+    }
+
     #[test]
     fn pins_the_profile_image() {
         let lock = format!(
-            "[[image]]\nprofile = \"p\"\nimage = \"pytorch/pytorch:2.8\"\ndigest = \"{DIGEST}\"\ndate = \"2026-11-29\"\nplatform = \"linux/amd64\"\n\n[[image]]\nprofile = \"other\"\nimage = \"x\"\ndigest = \"{DIGEST}\"\n"
+            "version = 1\n{}{}",
+            entry("p", "pytorch/pytorch:2.8", DIGEST),
+            entry("other", "x", DIGEST)
         );
         assert_eq!(
             locked_image(&lock, "p", &image("pytorch/pytorch:2.8")),
@@ -159,13 +116,16 @@ mod tests {
             locked_image("not toml [", "p", &image("a:1")),
             LockLookup::Unusable(_)
         ));
-        let two = format!(
-            "[[image]]\nprofile = \"p\"\nimage = \"a:1\"\ndigest = \"{DIGEST}\"\nplatform = \"linux/amd64\"\n[[image]]\nprofile = \"p\"\nimage = \"a:1\"\ndigest = \"sha256:{}\"\nplatform = \"linux/arm64\"\n",
-            "f".repeat(64)
-        );
+        // What `envctl up` refuses, the export does not use either.
+        let without_version = entry("p", "a:1", DIGEST);
         assert!(matches!(
-            locked_image(&two, "p", &image("a:1")),
-            LockLookup::Unusable(reason) if reason.contains("linux/arm64")
+            locked_image(&without_version, "p", &image("a:1")),
+            LockLookup::Unusable(reason) if reason.contains("not a valid envctl lock file")
+        ));
+        let not_a_digest = format!("version = 1\n{}", entry("p", "a:1", "latest"));
+        assert!(matches!(
+            locked_image(&not_a_digest, "p", &image("a:1")),
+            LockLookup::Unusable(reason) if reason.contains("not a `sha256:` digest")
         ));
     }
 }
