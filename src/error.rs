@@ -139,9 +139,7 @@ impl Error {
             ),
             Error::Exists { hint, .. } => Some(hint.clone()),
             Error::Record(error) => error.hint(),
-            Error::Chart(_) => {
-                Some("this is a bug in envctl; please report it with the recording".into())
-            }
+            Error::Chart(error) => error.hint(),
             Error::Serve { .. } => Some(
                 "choose a free address with `--serve HOST:PORT`, e.g. `--serve 127.0.0.1:9401`"
                     .into(),

@@ -574,6 +574,139 @@ fn report_skips_a_cut_last_line_and_names_bad_inputs() {
     );
 }
 
+/// `stats report` under a 10 s limit: extreme numbers once sent the chart's axis into
+/// an endless loop. A run killed at the limit reads as code -1.
+fn report_within_ten_seconds(recording: &Path, output: &Path) -> Run {
+    let started = Instant::now();
+    let result = run(envctl()
+        .args(["stats", "report"])
+        .arg(recording)
+        .arg("-o")
+        .arg(output)
+        .timeout(Duration::from_secs(10)));
+    assert!(
+        started.elapsed() < Duration::from_secs(10) && result.code != -1,
+        "`stats report {}` did not end within 10 s:\n{}",
+        recording.display(),
+        result.stderr
+    );
+    result
+}
+
+#[test]
+fn report_on_infinite_or_extreme_numbers_ends_quickly() {
+    let folder = TempDir::new().unwrap();
+    let svg = folder.path().join("out.svg");
+
+    // CSV: `inf` and `NaN` parse as floats; their lines are skipped and named.
+    let csv = recording_from_fixture(folder.path(), "extreme.csv", 3);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let container = text.lines().nth(1).unwrap().to_string();
+    let gpu = text.lines().last().unwrap().to_string();
+    let with_cell = |line: &str, column: usize, value: &str| {
+        let mut cells: Vec<String> = line.split(',').map(String::from).collect();
+        cells[0] = "1715677999".into();
+        cells[column] = value.into();
+        cells.join(",")
+    };
+    let column = |name: &str| {
+        envctl::monitor::record::CSV_COLUMNS
+            .iter()
+            .position(|column| *column == name)
+            .unwrap()
+    };
+    let extra = [
+        with_cell(&container, column("cpu_percent"), "inf"),
+        with_cell(&gpu, column("temperature_c"), "NaN"),
+        with_cell(&gpu, column("time"), "-inf"),
+    ];
+    std::fs::write(&csv, format!("{text}{}\n", extra.join("\n"))).unwrap();
+    let lines = text.lines().count();
+    let result = report_within_ten_seconds(&csv, &svg);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    for (offset, why) in [
+        (1, "cpu_percent is inf, not a finite number"),
+        (2, "GPU 1: temperature_c is NaN"),
+        (3, "time is -inf"),
+    ] {
+        let warning = format!("extreme.csv:{}: skipped: ", lines + offset);
+        assert!(
+            result
+                .stderr
+                .lines()
+                .any(|line| line.contains(&warning) && line.contains(why)),
+            "{warning}{why} in\n{}",
+            result.stderr
+        );
+    }
+    assert!(result.stderr.contains("3 samples"), "{}", result.stderr);
+
+    // JSON lines: times or values whose span overflows a float are a clear error (2).
+    let snapshot: Snapshot = serde_json::from_str(&read_fixture("snapshot-two-gpus.json")).unwrap();
+    let far_apart = |name: &str, change: &dyn Fn(&mut Snapshot, f64)| {
+        let path = folder.path().join(name);
+        let mut text = String::new();
+        for value in [-1.7e308, 1.7e308] {
+            let mut moment = snapshot.clone();
+            change(&mut moment, value);
+            text.push_str(&envctl::monitor::record::json_line(&moment));
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let times = far_apart("times.jsonl", &|moment, value| moment.time = value);
+    let cpu = far_apart("cpu.jsonl", &|moment, value| {
+        moment.containers[0].cpu_percent = Some(value);
+    });
+    for (recording, message) in [
+        (
+            &times,
+            "times run from -1.7e308 to 1.7e308 s, too far apart to draw",
+        ),
+        (&cpu, "Container CPU runs from -1.7e308 to 1.7e308"),
+    ] {
+        for output in ["refused.svg", "refused.html"] {
+            let output = folder.path().join(output);
+            let result = report_within_ten_seconds(recording, &output);
+            assert_eq!(result.code, 2, "{}", result.stderr);
+            assert!(
+                result.stderr.contains("cannot draw the report") && result.stderr.contains(message),
+                "{message} in\n{}",
+                result.stderr
+            );
+            assert!(!output.exists(), "nothing written on an error");
+        }
+    }
+}
+
+#[test]
+fn record_refuses_a_json_file_it_did_not_write() {
+    let folder = TempDir::new().unwrap();
+    let package = folder.path().join("package.json");
+    let content = "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\"\n}\n";
+    std::fs::write(&package, content).unwrap();
+    // Refused before the daemon is asked anything: no daemon is needed here.
+    let result = run(envctl()
+        .args(["stats", "--once", "--record"])
+        .arg(&package)
+        .env("DOCKER_HOST", "unix:///nonexistent/envctl-test/docker.sock"));
+    assert_eq!(result.code, 2, "{}", result.stderr);
+    assert!(
+        result
+            .stderr
+            .contains("is not an envctl JSON-lines recording: its first line is `{`"),
+        "{}",
+        result.stderr
+    );
+    assert!(result.stderr.contains("caused by:"), "{}", result.stderr);
+    assert!(
+        result.stderr.contains("record to a new file"),
+        "{}",
+        result.stderr
+    );
+    assert_eq!(std::fs::read(&package).unwrap(), content.as_bytes());
+}
+
 #[test]
 fn help_shows_the_views_and_the_report() {
     let help = run(envctl().args(["stats", "--help"]));
@@ -942,6 +1075,66 @@ fn gpu_memory_of_a_process_in_a_container_lands_on_its_row() {
         "{}",
         table.stdout
     );
+}
+
+#[test]
+fn gpu_memory_that_cannot_be_read_is_unknown_not_zero() {
+    if !support::docker::require_daemon() {
+        return;
+    }
+    let mut fleet = Fleet::new("stats-gpu-unknown");
+    let trainer = fleet.start(&[], &["sleep", "600"]);
+    let bystander = fleet.start(&[], &["sleep", "600"]);
+    let pid = fleet.pid(&trainer);
+    let folder = TempDir::new().unwrap();
+    let machine = folder.path().join("machine.conf");
+    let base = "driver_version=570.124.06\ncuda_driver_version=12080\ndevice_count=2\n\
+                gpu.*.name=NVIDIA H100 80GB HBM3\ngpu.*.memory_total=85520809984\n\
+                gpu.*.memory_used=4294967296\ngpu.0.uuid=GPU-0\ngpu.1.uuid=GPU-1\n";
+    for (case, lines) in [
+        // GPU 1 does not list its processes (NVML_ERROR_NOT_SUPPORTED): the trainer, seen
+        // on GPU 0, may hold memory there too.
+        (
+            "process list not supported",
+            format!("gpu.0.processes={pid}:3221225472\ngpu.1.fail=processes:3\n"),
+        ),
+        (
+            "process list failed",
+            format!("gpu.0.processes={pid}:3221225472\ngpu.1.fail=processes:999\n"),
+        ),
+        // NVML_VALUE_NOT_AVAILABLE for one of the trainer's processes.
+        (
+            "memory unavailable",
+            format!("gpu.0.processes={pid}:3221225472\ngpu.1.processes={pid}:0xffffffffffffffff\n"),
+        ),
+    ] {
+        std::fs::write(&machine, format!("{base}{lines}")).unwrap();
+        let result = run(envctl()
+            .args(["stats", "--once", "--json", &trainer, &bystander])
+            .env("ENVCTL_NVML_LIBRARY", stub_library())
+            .env("ENVCTL_NVML_STUB_FIXTURE", &machine));
+        assert_eq!(result.code, 0, "{case}: {}", result.stderr);
+        let document = document(&result.stdout);
+        assert!(
+            row(&document, &trainer)["gpu_memory_bytes"].is_null(),
+            "{case}: {document:#}"
+        );
+        assert_eq!(
+            row(&document, &bystander)["gpu_memory_bytes"],
+            0,
+            "{case}: a container with no GPU holds none"
+        );
+        let table = run(envctl()
+            .args(["stats", "--once", &trainer])
+            .env("ENVCTL_NVML_LIBRARY", stub_library())
+            .env("ENVCTL_NVML_STUB_FIXTURE", &machine));
+        assert_eq!(table.code, 0, "{case}: {}", table.stderr);
+        assert!(
+            !table.stdout.contains("3.0GiB"),
+            "{case}: the part that was read is not shown as the whole:\n{}",
+            table.stdout
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------

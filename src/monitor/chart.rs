@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::ops::Range;
 
 use plotters::prelude::*;
 use thiserror::Error;
@@ -35,6 +36,30 @@ const COLOURS: [RGBColor; 8] = [
 #[error("cannot draw the report: {message}")]
 pub struct ChartError {
     message: String,
+    /// The samples hold numbers no axis can span, as opposed to plotters failing.
+    unplottable: bool,
+}
+
+impl ChartError {
+    fn unplottable(message: String) -> ChartError {
+        ChartError {
+            message,
+            unplottable: true,
+        }
+    }
+
+    /// Whether the recording, not envctl, is at fault: numbers no axis can span.
+    pub fn is_unplottable(&self) -> bool {
+        self.unplottable
+    }
+
+    pub fn hint(&self) -> Option<String> {
+        Some(if self.unplottable {
+            "the recording holds numbers too far apart to draw: remove the lines that hold them, or record again with `envctl stats --record`".into()
+        } else {
+            "this is a bug in envctl; please report it with the recording".into()
+        })
+    }
 }
 
 /// One panel: a title, a unit, and named lines of (seconds since start, value).
@@ -115,10 +140,7 @@ fn panels(snapshots: &[Snapshot]) -> Vec<Panel> {
 /// The time series as one SVG document.
 pub fn svg(snapshots: &[Snapshot]) -> Result<String, ChartError> {
     let panels = panels(snapshots);
-    let span = match (snapshots.first(), snapshots.last()) {
-        (Some(first), Some(last)) => (last.time - first.time).max(1.0),
-        _ => 1.0,
-    };
+    let x = time_axis(snapshots)?;
     let mut text = String::new();
     {
         let height = PANEL_HEIGHT * panels.len() as u32;
@@ -126,30 +148,96 @@ pub fn svg(snapshots: &[Snapshot]) -> Result<String, ChartError> {
         root.fill(&WHITE).map_err(drawing)?;
         let areas = root.split_evenly((panels.len(), 1));
         for (area, panel) in areas.iter().zip(&panels) {
-            draw_panel(area, panel, span)?;
+            draw_panel(area, panel, x.clone())?;
         }
         root.present().map_err(drawing)?;
     }
     Ok(text)
 }
 
-fn draw_panel<Backend: DrawingBackend>(
-    area: &DrawingArea<Backend, plotters::coord::Shift>,
-    panel: &Panel,
-    span: f64,
-) -> Result<(), ChartError> {
-    let highest = panel
-        .lines
-        .values()
-        .flatten()
-        .map(|point| point.1)
-        .fold(0.0_f64, f64::max);
+/// A range plotters can put ticks on: finite ends and a finite, non-zero length. Outside
+/// that its tick search never ends (an infinite end or length) or panics (a NaN end).
+fn axis(low: f64, high: f64) -> Option<Range<f64>> {
+    (low.is_finite() && high.is_finite() && low < high && (high - low).is_finite())
+        .then_some(low..high)
+}
+
+/// Seconds since the first sample, over every sample (a recording appended to by runs
+/// whose clocks disagree need not be in order); at least one second long.
+fn time_axis(snapshots: &[Snapshot]) -> Result<Range<f64>, ChartError> {
+    if let Some(odd) = snapshots.iter().find(|snapshot| !snapshot.time.is_finite()) {
+        return Err(ChartError::unplottable(format!(
+            "a sample's time is {}, not a finite number",
+            odd.time
+        )));
+    }
+    let start = snapshots.first().map_or(0.0, |first| first.time);
+    let earliest = snapshots
+        .iter()
+        .map(|snapshot| snapshot.time)
+        .fold(start, f64::min);
+    let latest = snapshots
+        .iter()
+        .map(|snapshot| snapshot.time)
+        .fold(start, f64::max);
+    let low = earliest - start;
+    let high = (latest - start).max(low + 1.0);
+    axis(low, high).ok_or_else(|| {
+        ChartError::unplottable(format!(
+            "the samples' times run from {} to {} s, too far apart to draw",
+            shown(earliest),
+            shown(latest)
+        ))
+    })
+}
+
+/// The values' axis: from 0 (or the lowest value, below it) to the highest with headroom.
+fn value_axis(panel: &Panel) -> Result<Range<f64>, ChartError> {
+    for (name, points) in &panel.lines {
+        if let Some((_, value)) = points.iter().find(|(_, value)| !value.is_finite()) {
+            return Err(ChartError::unplottable(format!(
+                "`{name}` reads {value} in {}, not a finite number",
+                panel.title
+            )));
+        }
+    }
+    let values = || panel.lines.values().flatten().map(|point| point.1);
+    let lowest = values().fold(0.0_f64, f64::min);
+    let highest = values().fold(0.0_f64, f64::max);
     // Percentages start at a full scale; anything else gets a tenth of headroom.
     let top = if panel.unit.starts_with('%') {
         highest.max(100.0) * 1.05
     } else {
         (highest * 1.1).max(1.0)
     };
+    // Headroom over a value near the largest float overflows: end at the largest instead.
+    let top = if top.is_finite() { top } else { f64::MAX };
+    axis(lowest, top).ok_or_else(|| {
+        ChartError::unplottable(format!(
+            "{} runs from {} to {}, too wide a range to draw",
+            panel.title,
+            shown(lowest),
+            shown(highest)
+        ))
+    })
+}
+
+/// A number for an error message: plain when it is of a usual size, else in exponent
+/// form (`1.7e308`, not 309 digits).
+fn shown(value: f64) -> String {
+    if value.abs() < 1e15 {
+        value.to_string()
+    } else {
+        format!("{value:e}")
+    }
+}
+
+fn draw_panel<Backend: DrawingBackend>(
+    area: &DrawingArea<Backend, plotters::coord::Shift>,
+    panel: &Panel,
+    x: Range<f64>,
+) -> Result<(), ChartError> {
+    let y = value_axis(panel)?;
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!("{} ({})", panel.title, panel.unit),
@@ -158,7 +246,7 @@ fn draw_panel<Backend: DrawingBackend>(
         .margin(12)
         .x_label_area_size(28)
         .y_label_area_size(56)
-        .build_cartesian_2d(0.0..span, 0.0..top)
+        .build_cartesian_2d(x, y)
         .map_err(drawing)?;
     chart
         .configure_mesh()
@@ -201,6 +289,7 @@ fn draw_panel<Backend: DrawingBackend>(
 fn drawing(error: impl std::fmt::Display) -> ChartError {
     ChartError {
         message: error.to_string(),
+        unplottable: false,
     }
 }
 
@@ -406,5 +495,120 @@ mod tests {
             "CPU mean and max"
         );
         assert!(page.contains("none recorded"));
+    }
+
+    /// Runs `draw` on its own thread and fails the test if it has not returned within
+    /// 20 s: extreme axis ranges once sent plotters' tick search into an endless loop.
+    fn within_bounded_time<T: Send + 'static>(
+        what: &str,
+        draw: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(draw());
+        });
+        receiver
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|error| panic!("{what}: no answer in 20 s ({error})"))
+    }
+
+    fn with_times(times: &[f64]) -> Vec<Snapshot> {
+        let mut snapshots = recording();
+        snapshots.truncate(times.len());
+        for (snapshot, time) in snapshots.iter_mut().zip(times) {
+            snapshot.time = *time;
+        }
+        snapshots
+    }
+
+    fn with_cpu(values: &[f64]) -> Vec<Snapshot> {
+        let mut snapshots = recording();
+        snapshots.truncate(values.len());
+        for (snapshot, value) in snapshots.iter_mut().zip(values) {
+            snapshot.containers[0].cpu_percent = Some(*value);
+        }
+        snapshots
+    }
+
+    #[test]
+    fn times_too_far_apart_are_an_error_not_a_hang() {
+        let cases: [(&str, &[f64]); 5] = [
+            ("±1.7e308", &[-1.7e308, 1.7e308]),
+            ("backwards", &[1.7e308, -1.7e308, 0.0]),
+            ("inf", &[0.0, f64::INFINITY]),
+            ("-inf first", &[f64::NEG_INFINITY, 1.0]),
+            ("NaN", &[0.0, f64::NAN, 2.0]),
+        ];
+        for (what, times) in cases {
+            let snapshots = with_times(times);
+            let drawn = within_bounded_time(what, move || svg(&snapshots).map(|text| text.len()));
+            let error = drawn.expect_err(what);
+            assert!(
+                error.to_string().starts_with("cannot draw the report: "),
+                "{what}: {error}"
+            );
+        }
+        let error = svg(&with_times(&[-1.7e308, 1.7e308])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cannot draw the report: the samples' times run from -1.7e308 to 1.7e308 s, too far apart to draw"
+        );
+        assert!(
+            error.is_unplottable(),
+            "the recording's fault, not envctl's"
+        );
+        assert!(error.hint().unwrap().contains("remove the lines"));
+        let error = html(&with_times(&[0.0, f64::NAN]), "x.jsonl").unwrap_err();
+        assert!(error.to_string().contains("time is NaN"), "{error}");
+    }
+
+    #[test]
+    fn extreme_finite_spans_and_values_are_drawn() {
+        let cases: [(&str, Vec<Snapshot>); 5] = [
+            ("times 1.7e308 apart", with_times(&[0.0, 1.7e308])),
+            (
+                "times from -8e307 to 8e307",
+                with_times(&[0.0, -8e307, 8e307]),
+            ),
+            ("CPU at the largest float", with_cpu(&[0.0, f64::MAX])),
+            ("CPU at 1.7e308", with_cpu(&[1.7e308, 1.0])),
+            ("CPU far below zero", with_cpu(&[-1.7e308, 50.0])),
+        ];
+        for (what, snapshots) in cases {
+            let drawn = within_bounded_time(what, move || {
+                svg(&snapshots).map(|text| text.starts_with("<svg"))
+            });
+            assert!(matches!(drawn, Ok(true)), "{what}: {drawn:?}");
+        }
+    }
+
+    #[test]
+    fn values_that_cannot_be_drawn_are_an_error_not_a_hang() {
+        let cases: [(&str, &[f64]); 4] = [
+            ("±1.7e308", &[-1.7e308, 1.7e308]),
+            ("inf", &[f64::INFINITY, 1.0]),
+            ("-inf", &[1.0, f64::NEG_INFINITY]),
+            ("NaN", &[f64::NAN, 1.0]),
+        ];
+        for (what, values) in cases {
+            let snapshots = with_cpu(values);
+            let drawn = within_bounded_time(what, move || svg(&snapshots).map(|text| text.len()));
+            let error = drawn.expect_err(what);
+            assert!(
+                error.to_string().contains("Container CPU"),
+                "{what}: {error}"
+            );
+        }
+        let error = svg(&with_cpu(&[-1.7e308, 1.7e308])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cannot draw the report: Container CPU runs from -1.7e308 to 1.7e308, too wide a range to draw"
+        );
+        assert!(error.is_unplottable());
+        let error = svg(&with_cpu(&[1.0, f64::NAN])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cannot draw the report: `train<1>` reads NaN in Container CPU, not a finite number"
+        );
     }
 }

@@ -4,13 +4,15 @@
 //! Each interval's lines go out in one `write` on a file opened for appending, so a
 //! killed recorder leaves every earlier line whole; at worst the last line is cut, and
 //! the reader skips it (and says so). Reopening a file whose last line was cut starts on
-//! a fresh line.
+//! a fresh line. An existing file is appended to only when an earlier `--record` wrote it
+//! (the CSV header, or a first JSON line with `schema_version` and a snapshot's fields);
+//! reading one back skips, and names, lines holding an infinite or NaN number.
 //!
 //! CSV is long-form: one row per container and per GPU per moment, `kind` telling which,
 //! the other kind's columns left empty, so spreadsheets and pandas read it as is.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
@@ -76,6 +78,13 @@ pub enum RecordError {
     },
     #[error("`{path}` is not an envctl CSV recording: its header is `{found}`")]
     Header { path: PathBuf, found: String },
+    #[error("`{path}` is not an envctl JSON-lines recording: its first line is `{found}`")]
+    NotJsonLines {
+        path: PathBuf,
+        found: String,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("`{path}` holds no samples")]
     Empty { path: PathBuf },
 }
@@ -91,7 +100,7 @@ impl RecordError {
             RecordError::UnknownExtension { .. } => {
                 Some("name the file `….csv` for CSV or `….jsonl` for JSON lines".into())
             }
-            RecordError::Header { .. } => {
+            RecordError::Header { .. } | RecordError::NotJsonLines { .. } => {
                 Some("record to a new file, or to the one an earlier `--record` wrote".into())
             }
             RecordError::Empty { .. } => Some(
@@ -154,17 +163,25 @@ impl Recorder {
             }
             return Ok(recorder);
         }
-        if format == RecordFormat::Csv {
-            let mut start = vec![0; 4096];
-            recorder.file.seek(SeekFrom::Start(0)).map_err(open_error)?;
-            let read = recorder.file.read(&mut start).map_err(open_error)?;
-            let text = String::from_utf8_lossy(&start[..read]);
-            let header = text.lines().next().unwrap_or_default();
-            if header != CSV_COLUMNS.join(",") {
-                return Err(RecordError::Header {
-                    path: path.to_path_buf(),
-                    found: header.chars().take(80).collect(),
-                });
+        // Append only to what an earlier `--record` wrote: never to someone else's file
+        // that happens to end in `.csv` or `.json`.
+        recorder.file.seek(SeekFrom::Start(0)).map_err(open_error)?;
+        match format {
+            RecordFormat::Csv => {
+                let mut start = vec![0; 4096];
+                let read = recorder.file.read(&mut start).map_err(open_error)?;
+                let text = String::from_utf8_lossy(&start[..read]);
+                let header = text.lines().next().unwrap_or_default();
+                if header != CSV_COLUMNS.join(",") {
+                    return Err(RecordError::Header {
+                        path: path.to_path_buf(),
+                        found: header.chars().take(80).collect(),
+                    });
+                }
+            }
+            RecordFormat::JsonLines => {
+                let (line, cut) = first_line(&recorder.file, length).map_err(open_error)?;
+                check_first_json_line(path, &line, cut)?;
             }
         }
         // A recorder killed mid-line left no newline: start a fresh line so the cut one
@@ -205,6 +222,60 @@ impl Recorder {
                 source,
             })
     }
+}
+
+/// How much of an existing JSON-lines file is read to find its first line: far more than
+/// a snapshot of hundreds of containers takes.
+const FIRST_LINE_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// A line as [`json_line`] writes it, read back strictly: `schema_version` and the
+/// snapshot's own fields must all be there.
+#[derive(serde::Deserialize)]
+struct RecordedLine {
+    #[serde(rename = "schema_version")]
+    _schema_version: u32,
+    #[serde(flatten)]
+    _snapshot: Snapshot,
+}
+
+/// The first line of `file` that is not blank (empty when there is none), read no further
+/// than [`FIRST_LINE_LIMIT`], and whether it is cut: the file ends inside it.
+fn first_line(file: &File, length: u64) -> std::io::Result<(String, bool)> {
+    let mut reader = std::io::BufReader::new(file.take(FIRST_LINE_LIMIT));
+    let mut consumed = 0_u64;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line)?;
+        consumed += read as u64;
+        let text = String::from_utf8_lossy(&line);
+        if read == 0 || !text.trim().is_empty() {
+            let cut = !line.ends_with(b"\n") && consumed == length;
+            return Ok((text.trim_end_matches(['\r', '\n']).to_string(), cut));
+        }
+    }
+}
+
+/// Whether `line`, the first line of an existing JSON-lines file, is one [`json_line`]
+/// wrote. A file of blank lines is accepted (there is nothing in it to spoil), and so is a
+/// `cut` line, where a recorder was killed in its first write, that begins the way
+/// [`json_line`] does.
+fn check_first_json_line(path: &Path, line: &str, cut: bool) -> Result<(), RecordError> {
+    if line.trim().is_empty() {
+        return Ok(());
+    }
+    let error = match serde_json::from_str::<RecordedLine>(line) {
+        Ok(_) => return Ok(()),
+        Err(error) => error,
+    };
+    if cut && error.is_eof() && line.starts_with("{\"schema_version\":") {
+        return Ok(());
+    }
+    Err(RecordError::NotJsonLines {
+        path: path.to_path_buf(),
+        found: line.chars().take(80).collect(),
+        source: error,
+    })
 }
 
 /// One JSON document on one line, with `schema_version` like every `--json` output.
@@ -345,11 +416,69 @@ pub fn parse_json_lines(text: &str) -> Recording {
             continue;
         }
         match serde_json::from_str::<Snapshot>(line) {
-            Ok(snapshot) => recording.snapshots.push(snapshot),
+            Ok(snapshot) => match snapshot_non_finite(&snapshot) {
+                None => recording.snapshots.push(snapshot),
+                Some(why) => recording.skipped.push((number + 1, why)),
+            },
             Err(error) => recording.skipped.push((number + 1, error.to_string())),
         }
     }
     recording
+}
+
+/// Why a value cannot be drawn or summed, naming the first number in `values` that is
+/// infinite or NaN: `cpu_percent is inf, not a finite number`.
+fn first_non_finite<const N: usize>(values: [(&str, Option<f64>); N]) -> Option<String> {
+    values.into_iter().find_map(|(name, value)| {
+        value
+            .filter(|value| !value.is_finite())
+            .map(|value| format!("{name} is {value}, not a finite number"))
+    })
+}
+
+fn container_non_finite(row: &ContainerRow) -> Option<String> {
+    first_non_finite([
+        ("cpu_percent", row.cpu_percent),
+        ("cpu_limit_cores", row.cpu_limit_cores),
+    ])
+    .map(|why| format!("container `{}`: {why}", row.name))
+}
+
+fn gpu_non_finite(row: &GpuRow) -> Option<String> {
+    first_non_finite([
+        ("utilization_percent", row.utilization_percent),
+        ("memory_utilization_percent", row.memory_utilization_percent),
+        ("temperature_c", row.temperature_c),
+        ("power_w", row.power_w),
+        ("power_limit_w", row.power_limit_w),
+    ])
+    .map(|why| format!("GPU {}: {why}", row.index))
+}
+
+/// The first number in `snapshot` that is not finite, named. JSON has no spelling for
+/// them, but a reader must not trust that: one infinite value would leave nothing to draw.
+fn snapshot_non_finite(snapshot: &Snapshot) -> Option<String> {
+    first_non_finite([("time", Some(snapshot.time))])
+        .or_else(|| snapshot.containers.iter().find_map(container_non_finite))
+        .or_else(|| snapshot.gpus.iter().find_map(gpu_non_finite))
+        .or_else(|| {
+            snapshot.diagnoses.iter().find_map(|diagnosis| {
+                diagnosis.evidence.iter().find_map(|(name, value)| {
+                    first_non_finite([(name.as_str(), Some(*value))]).map(|why| {
+                        format!(
+                            "diagnosis `{}` of {}: {why}",
+                            diagnosis.id, diagnosis.subject
+                        )
+                    })
+                })
+            })
+        })
+}
+
+/// One CSV row read back, before it joins the snapshot of its time.
+enum CsvRow {
+    Container(ContainerRow),
+    Gpu(GpuRow),
 }
 
 fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
@@ -384,21 +513,8 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
                 .push((number + 1, format!("`{}` is not a time", cells[0])));
             continue;
         };
-        if recording
-            .snapshots
-            .last()
-            .is_none_or(|last| last.time != time)
-        {
-            recording.snapshots.push(Snapshot {
-                time,
-                ..Snapshot::default()
-            });
-        }
-        let Some(snapshot) = recording.snapshots.last_mut() else {
-            continue;
-        };
-        match cells[1].as_str() {
-            "container" => snapshot.containers.push(ContainerRow {
+        let row = match cells[1].as_str() {
+            "container" => CsvRow::Container(ContainerRow {
                 id: cells[2].clone(),
                 name: cells[3].clone(),
                 profile: Some(cells[4].clone()).filter(|profile| !profile.is_empty()),
@@ -413,7 +529,7 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
                 gpu_memory_bytes: parse(&cells[14]),
                 ..ContainerRow::default()
             }),
-            "gpu" => snapshot.gpus.push(GpuRow {
+            "gpu" => CsvRow::Gpu(GpuRow {
                 index: parse(&cells[5]).unwrap_or_default(),
                 uuid: Some(cells[2].clone()).filter(|uuid| !uuid.is_empty()),
                 name: Some(cells[3].clone()).filter(|name| !name.is_empty()),
@@ -433,9 +549,38 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
                     .collect(),
                 ..GpuRow::default()
             }),
-            other => recording
-                .skipped
-                .push((number + 1, format!("unknown kind `{other}`"))),
+            other => {
+                recording
+                    .skipped
+                    .push((number + 1, format!("unknown kind `{other}`")));
+                continue;
+            }
+        };
+        // `inf` and `NaN` parse as floats, and one of them leaves no chart to draw.
+        let non_finite = first_non_finite([("time", Some(time))]).or_else(|| match &row {
+            CsvRow::Container(container) => container_non_finite(container),
+            CsvRow::Gpu(gpu) => gpu_non_finite(gpu),
+        });
+        if let Some(why) = non_finite {
+            recording.skipped.push((number + 1, why));
+            continue;
+        }
+        if recording
+            .snapshots
+            .last()
+            .is_none_or(|last| last.time != time)
+        {
+            recording.snapshots.push(Snapshot {
+                time,
+                ..Snapshot::default()
+            });
+        }
+        let Some(snapshot) = recording.snapshots.last_mut() else {
+            continue;
+        };
+        match row {
+            CsvRow::Container(container) => snapshot.containers.push(container),
+            CsvRow::Gpu(gpu) => snapshot.gpus.push(gpu),
         }
     }
     Ok(recording)
@@ -564,5 +709,147 @@ mod tests {
             Err(RecordError::Header { .. })
         ));
         std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn lines_with_a_non_finite_number_are_skipped_and_named() {
+        let good = csv_lines(&snapshot(1.0));
+        let mut text = format!("{}\n{good}", CSV_COLUMNS.join(","));
+        // Line 4: a container at CPU inf; 5: a GPU at NaN °C; 6 and 7: times out of range.
+        for (column, value) in [(6, "inf"), (19, "NaN")] {
+            let kind = if column == 6 { "container" } else { "gpu" };
+            let line = good
+                .lines()
+                .find(|line| line.split(',').nth(1) == Some(kind))
+                .unwrap();
+            let mut cells = split_csv(line);
+            cells[0] = "2".into();
+            cells[column] = value.into();
+            push_row(&mut text, &cells);
+        }
+        for time in ["-inf", "1e999"] {
+            let mut cells = split_csv(good.lines().last().unwrap());
+            cells[0] = time.into();
+            push_row(&mut text, &cells);
+        }
+        let recording = parse_csv(Path::new("x.csv"), &text).unwrap();
+        assert_eq!(recording.snapshots.len(), 1, "{:?}", recording.snapshots);
+        let skipped: Vec<usize> = recording.skipped.iter().map(|(line, _)| *line).collect();
+        assert_eq!(skipped, vec![4, 5, 6, 7], "{:?}", recording.skipped);
+        assert!(
+            recording.skipped[0].1.contains("cpu_percent is inf"),
+            "{:?}",
+            recording.skipped
+        );
+        assert!(
+            recording.skipped[1]
+                .1
+                .contains("GPU 1: temperature_c is NaN")
+        );
+        assert!(recording.skipped[2].1.contains("time is -inf"));
+        assert!(recording.skipped[3].1.contains("time is inf"));
+
+        // JSON cannot spell them, and a number too large for a float is not read either.
+        let line = json_line(&snapshot(1.0)).replacen("99.5", "1e999", 1);
+        let recording = parse_json_lines(&format!("{}{line}", json_line(&snapshot(0.0))));
+        assert_eq!(recording.snapshots.len(), 1);
+        assert_eq!(recording.skipped[0].0, 2, "{:?}", recording.skipped);
+        // Values read some other way are checked all the same.
+        let mut odd = snapshot(1.0);
+        odd.gpus[0].power_w = Some(f64::NAN);
+        assert_eq!(
+            snapshot_non_finite(&odd).as_deref(),
+            Some("GPU 1: power_w is NaN, not a finite number")
+        );
+        odd.time = f64::INFINITY;
+        assert_eq!(
+            snapshot_non_finite(&odd).as_deref(),
+            Some("time is inf, not a finite number")
+        );
+        assert_eq!(snapshot_non_finite(&snapshot(1.7e308)), None);
+    }
+
+    #[test]
+    fn only_an_envctl_json_lines_file_is_appended_to() {
+        let folder = tempfile::TempDir::new().unwrap();
+        let envctl_line = json_line(&snapshot(1.0));
+        let refused = [
+            (
+                "package.json",
+                "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\"\n}\n".to_string(),
+            ),
+            ("list.jsonl", "[1,2,3]\n".to_string()),
+            ("text.ndjson", "hello\n".to_string()),
+            // A snapshot, but not one `--record` wrote: no `schema_version`.
+            (
+                "bare.jsonl",
+                format!("{}\n", serde_json::to_string(&snapshot(1.0)).unwrap()),
+            ),
+            // `schema_version`, but not a snapshot.
+            (
+                "other.json",
+                "{\"schema_version\":1,\"name\":\"x\"}\n".to_string(),
+            ),
+            // Someone else's one-line file with no newline.
+            ("cut-foreign.json", "{\"name\":\"x\"".to_string()),
+        ];
+        for (name, content) in &refused {
+            let path = folder.path().join(name);
+            std::fs::write(&path, content).unwrap();
+            let error = Recorder::open(&path).unwrap_err();
+            assert!(
+                matches!(error, RecordError::NotJsonLines { .. }),
+                "{name}: {error:?}"
+            );
+            assert!(!error.is_write(), "invalid input, exit 2");
+            assert!(error.hint().unwrap().contains("new file"));
+            assert!(
+                std::error::Error::source(&error).is_some(),
+                "{name}: the parse error is kept as the cause"
+            );
+            assert_eq!(&std::fs::read_to_string(&path).unwrap(), content, "{name}");
+        }
+        let package = Recorder::open(&folder.path().join("package.json")).unwrap_err();
+        assert_eq!(
+            package.to_string(),
+            format!(
+                "`{}` is not an envctl JSON-lines recording: its first line is `{{`",
+                folder.path().join("package.json").display()
+            )
+        );
+
+        let accepted = [
+            ("ours.jsonl", envctl_line.clone()),
+            ("crlf.jsonl", envctl_line.replace('\n', "\r\n")),
+            ("blank-first.jsonl", format!("\n  \n{envctl_line}")),
+            ("blank.jsonl", "\n\n".to_string()),
+            // The recorder was killed in its very first write.
+            ("cut.jsonl", envctl_line[..40].to_string()),
+        ];
+        for (name, content) in &accepted {
+            let path = folder.path().join(name);
+            std::fs::write(&path, content).unwrap();
+            let mut recorder =
+                Recorder::open(&path).unwrap_or_else(|error| panic!("{name}: {error:?}"));
+            recorder.append(&snapshot(2.0)).unwrap();
+            drop(recorder);
+            let recording = read_recording(&path).unwrap();
+            assert_eq!(
+                recording.snapshots.last().map(|last| last.time),
+                Some(2.0),
+                "{name}"
+            );
+        }
+        // A first line longer than what is read is not taken for a snapshot.
+        let long = folder.path().join("long.jsonl");
+        let mut content =
+            "{\"schema_version\":1,\"time\":1,\"containers\":[],\"gpus\":[],\"x\":\"".to_string();
+        content.push_str(&"a".repeat(FIRST_LINE_LIMIT as usize));
+        content.push_str("\"}\n");
+        std::fs::write(&long, &content).unwrap();
+        assert!(matches!(
+            Recorder::open(&long),
+            Err(RecordError::NotJsonLines { .. })
+        ));
     }
 }

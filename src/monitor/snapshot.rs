@@ -11,7 +11,7 @@ use super::diagnosis::Diagnosis;
 use super::usage::ContainerUsage;
 use crate::engine::stats::GpuAssignment;
 use crate::gpu::NvmlFailure;
-use crate::gpu::sample::{GpuReadings, throttle_reason_names};
+use crate::gpu::sample::{GpuReadings, GpuSample, throttle_reason_names};
 
 /// Everything sampled at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -47,7 +47,8 @@ pub struct ContainerRow {
     pub block_write_bytes: Option<u64>,
     pub pids: Option<u64>,
     /// GPU memory held by the container's processes on all GPUs; none when NVML could not
-    /// be read, 0 when it was and the container holds none.
+    /// be read, nor the process list of a GPU it may use, nor the memory of one of its
+    /// processes; 0 when all were and the container holds none.
     pub gpu_memory_bytes: Option<u64>,
     /// The cores it may use (`--cpus`, quota, cpuset, else the host's).
     #[serde(default)]
@@ -182,16 +183,25 @@ pub fn assemble(
         })
         .unwrap_or_default();
     let nvml_answered = gpus.is_some_and(|readings| readings.failure.is_none());
+    let unlisted: Vec<&GpuSample> = gpus
+        .iter()
+        .flat_map(|readings| &readings.gpus)
+        .filter(|gpu| !processes_listed(gpu))
+        .collect();
     let container_rows = containers
         .into_iter()
         .map(|container| {
-            let mut gpu_memory = 0_u64;
+            // None as soon as one of its processes holds an amount NVML does not give.
+            let mut gpu_memory = Some(0_u64);
+            let mut runs_on_a_gpu = false;
             let mut indices = BTreeSet::new();
             for gpu in gpus.iter().flat_map(|readings| &readings.gpus) {
                 for process in &gpu.processes {
                     if process_containers.get(&process.pid) == Some(&container.id) {
-                        gpu_memory =
-                            gpu_memory.saturating_add(process.used_memory_bytes.unwrap_or(0));
+                        gpu_memory = gpu_memory
+                            .zip(process.used_memory_bytes)
+                            .map(|(sum, bytes)| sum.saturating_add(bytes));
+                        runs_on_a_gpu = true;
                         indices.insert(gpu.index);
                     }
                 }
@@ -203,6 +213,11 @@ pub fn assemble(
                     indices.insert(gpu.index);
                 }
             }
+            // A GPU whose processes could not be listed may hide some of this container's.
+            let hidden = unlisted
+                .iter()
+                .any(|gpu| may_use(container.gpu_request.as_ref(), gpu, runs_on_a_gpu));
+            let gpu_memory = gpu_memory.filter(|_| nvml_answered && !hidden);
             let usage = container.usage;
             ContainerRow {
                 id: container.id,
@@ -216,7 +231,7 @@ pub fn assemble(
                 block_read_bytes: usage.map(|usage| usage.block_read_bytes),
                 block_write_bytes: usage.map(|usage| usage.block_write_bytes),
                 pids: usage.and_then(|usage| usage.pids),
-                gpu_memory_bytes: nvml_answered.then_some(gpu_memory),
+                gpu_memory_bytes: gpu_memory,
                 cpu_limit_cores: container.cpu_limit_cores,
                 gpus: indices.into_iter().collect(),
             }
@@ -228,6 +243,37 @@ pub fn assemble(
         gpus: gpu_rows,
         diagnoses: Vec::new(),
         failures,
+    }
+}
+
+/// Whether NVML listed this GPU's compute processes. The list is unknown when the query
+/// failed or the GPU does not offer it (`gpu::sample` records either as a failure of its
+/// NVML function), or when the device itself could not be opened.
+fn processes_listed(gpu: &GpuSample) -> bool {
+    !gpu.failures.iter().any(|failure| {
+        failure.function.as_deref().is_some_and(|function| {
+            PROCESS_LIST_FUNCTIONS
+                .iter()
+                .any(|prefix| function.starts_with(prefix))
+        })
+    })
+}
+
+/// The NVML functions (any version) whose failure leaves a GPU's process list unknown.
+const PROCESS_LIST_FUNCTIONS: [&str; 2] = [
+    "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetHandleByIndex",
+];
+
+/// Whether a container may run processes on `gpu`: its request names it or all GPUs; a
+/// bare count leaves the runtime's pick unknown, so any GPU may be one of its; without a
+/// request, a container seen on some GPU reached it another way (the runtime's
+/// `NVIDIA_VISIBLE_DEVICES`), so it may be on any other too.
+fn may_use(request: Option<&GpuAssignment>, gpu: &GpuSample, runs_on_a_gpu: bool) -> bool {
+    match request {
+        Some(GpuAssignment::Count(count)) => *count > 0,
+        None => runs_on_a_gpu,
+        Some(_) => assigned(request, gpu.index, gpu.uuid.as_deref()),
     }
 }
 
@@ -334,5 +380,150 @@ mod tests {
         );
         assert_eq!(snapshot.containers[0].gpu_memory_bytes, None);
         assert!(snapshot.gpus.is_empty());
+    }
+
+    fn failing(mut sample: GpuSample, kind: crate::gpu::FailureKind, function: &str) -> GpuSample {
+        sample
+            .failures
+            .push(NvmlFailure::new(kind, "no answer").in_function(function));
+        sample
+    }
+
+    #[test]
+    fn an_unlisted_gpu_leaves_its_containers_gpu_memory_unknown() {
+        use crate::gpu::FailureKind;
+        // GPU 1's process list could not be read; GPU 0's was.
+        let readings = GpuReadings {
+            gpus: vec![
+                gpu(0, &[(10, 100), (11, 1000)]),
+                failing(
+                    gpu(1, &[]),
+                    FailureKind::Unknown,
+                    "nvmlDeviceGetComputeRunningProcesses_v3",
+                ),
+            ],
+            failure: None,
+        };
+        let owners: BTreeMap<u32, String> = [(10, "a".into()), (11, "e".into())].into();
+        let snapshot = assemble(
+            1.0,
+            vec![
+                container(
+                    "a",
+                    "on-0-given-1",
+                    Some(GpuAssignment::Devices(vec!["1".into()])),
+                ),
+                container(
+                    "b",
+                    "given-0",
+                    Some(GpuAssignment::Devices(vec!["GPU-0".into()])),
+                ),
+                container("c", "given-a-count", Some(GpuAssignment::Count(1))),
+                container("d", "no-gpus", None),
+                container("e", "on-0-unrequested", None),
+                container("f", "given-all", Some(GpuAssignment::All)),
+            ],
+            Some(&readings),
+            &owners,
+            Vec::new(),
+        );
+        let memory: Vec<Option<u64>> = snapshot
+            .containers
+            .iter()
+            .map(|row| row.gpu_memory_bytes)
+            .collect();
+        assert_eq!(
+            memory,
+            vec![None, Some(0), None, Some(0), None, None],
+            "{:#?}",
+            snapshot.containers
+        );
+        assert_eq!(snapshot.containers[0].gpus, vec![0, 1]);
+        assert_eq!(
+            snapshot.gpus[1].failures.len(),
+            1,
+            "the row names the cause"
+        );
+    }
+
+    #[test]
+    fn a_process_list_not_supported_or_a_lost_device_is_unknown_too() {
+        use crate::gpu::FailureKind;
+        for (kind, function) in [
+            (
+                FailureKind::NotSupported,
+                "nvmlDeviceGetComputeRunningProcesses_v3",
+            ),
+            (FailureKind::GpuLost, "nvmlDeviceGetHandleByIndex_v2"),
+        ] {
+            let readings = GpuReadings {
+                gpus: vec![failing(gpu(0, &[]), kind, function)],
+                failure: None,
+            };
+            let snapshot = assemble(
+                1.0,
+                vec![container("a", "alpha", Some(GpuAssignment::All))],
+                Some(&readings),
+                &BTreeMap::new(),
+                Vec::new(),
+            );
+            assert_eq!(snapshot.containers[0].gpu_memory_bytes, None, "{function}");
+        }
+        // Another query failing says nothing about the processes.
+        let readings = GpuReadings {
+            gpus: vec![failing(
+                gpu(0, &[]),
+                FailureKind::NotSupported,
+                "nvmlDeviceGetPowerUsage",
+            )],
+            failure: None,
+        };
+        let snapshot = assemble(
+            1.0,
+            vec![container("a", "alpha", Some(GpuAssignment::All))],
+            Some(&readings),
+            &BTreeMap::new(),
+            Vec::new(),
+        );
+        assert_eq!(snapshot.containers[0].gpu_memory_bytes, Some(0));
+    }
+
+    #[test]
+    fn a_process_with_unavailable_memory_makes_its_container_unknown() {
+        let mut first = gpu(0, &[(10, 100), (11, 1000)]);
+        first.processes.push(GpuProcess {
+            pid: 12,
+            used_memory_bytes: None,
+        });
+        let readings = GpuReadings {
+            gpus: vec![first, gpu(1, &[(13, 7)])],
+            failure: None,
+        };
+        let owners: BTreeMap<u32, String> = [
+            (10, "a".into()),
+            (12, "a".into()),
+            (13, "a".into()),
+            (11, "b".into()),
+        ]
+        .into();
+        let snapshot = assemble(
+            1.0,
+            vec![container("a", "alpha", None), container("b", "beta", None)],
+            Some(&readings),
+            &owners,
+            Vec::new(),
+        );
+        assert_eq!(snapshot.containers[0].gpu_memory_bytes, None);
+        assert_eq!(snapshot.containers[0].gpus, vec![0, 1]);
+        assert_eq!(snapshot.containers[1].gpu_memory_bytes, Some(1000));
+        assert_eq!(snapshot.gpus[0].processes[2].used_memory_bytes, None);
+        // Unknown is left out of the exposition, never exported as 0.
+        let text = crate::monitor::prometheus::exposition(&snapshot, "host");
+        let exported: Vec<&str> = text
+            .lines()
+            .filter(|line| line.starts_with("envctl_container_gpu_memory_bytes{"))
+            .collect();
+        assert_eq!(exported.len(), 1, "{exported:?}");
+        assert!(exported[0].contains("container=\"beta\""), "{exported:?}");
     }
 }
