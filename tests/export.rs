@@ -885,6 +885,183 @@ fn kubernetes_stale_lock_keeps_the_tag_and_says_so() {
     );
 }
 
+/// A 59-character profile name, so `envctl-NAME-data-train` and `envctl-NAME-data-valid`
+/// share their first 63 characters, and named volumes that read the same as Kubernetes
+/// names (`my_cache`, `my.cache`), one of them mounted twice.
+fn lookalike_mounts_profile() -> String {
+    format!(
+        "name = \"{}\"\nimage = \"busybox:1.37\"\nmounts = [\"/data/train:/data/train\", \"/data/valid:/data/valid:ro\", \"my_cache:/cache/a\", \"my.cache:/cache/b\", \"my_cache:/cache/c\"]\n",
+        LONG_PROFILE_NAME
+    )
+}
+
+const LONG_PROFILE_NAME: &str = "a-profile-name-of-fifty-nine-characters-for-long-pvc-names9";
+
+/// Whether `name` is a DNS-1123 label, as Kubernetes demands of object and volume names.
+fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+#[test]
+fn kubernetes_claims_are_one_per_mount_for_long_names_and_lookalike_volumes() {
+    assert_eq!(LONG_PROFILE_NAME.len(), 59);
+    let resolved = profile(&lookalike_mounts_profile());
+    let options = KubernetesOptions {
+        volumes: VolumeMode::Pvc,
+        ..KubernetesOptions::default()
+    };
+    let exported = with_input(&resolved, Path::new(PROJECT), None, None, |input| {
+        export::kubernetes(input, options).unwrap()
+    });
+    let documents = yaml_documents(&exported.text);
+    let kinds: Vec<&str> = documents
+        .iter()
+        .map(|document| document["kind"].as_str().unwrap())
+        .collect();
+    // One claim per bind mount and per named volume: `my_cache` is mounted twice.
+    assert_eq!(
+        kinds,
+        [
+            "PersistentVolumeClaim",
+            "PersistentVolumeClaim",
+            "PersistentVolumeClaim",
+            "PersistentVolumeClaim",
+            "Job"
+        ]
+    );
+    let claims: Vec<String> = documents[..4]
+        .iter()
+        .map(|document| {
+            round_trip::<PersistentVolumeClaim>(document)
+                .metadata
+                .name
+                .unwrap()
+        })
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = claims.iter().collect();
+    assert_eq!(distinct.len(), claims.len(), "duplicate claims: {claims:?}");
+    for claim in &claims {
+        assert!(is_dns_label(claim), "not a DNS-1123 label: {claim}");
+    }
+
+    let spec = pod_spec(&documents[4]);
+    let job = round_trip::<Job>(&documents[4]);
+    let job_name = job.metadata.name.unwrap();
+    assert!(is_dns_label(&job_name), "{job_name}");
+    let volumes = spec.volumes.as_ref().unwrap();
+    let volume_names: std::collections::BTreeSet<&str> =
+        volumes.iter().map(|volume| volume.name.as_str()).collect();
+    assert_eq!(volume_names.len(), volumes.len(), "{volume_names:?}");
+    // mount path → the claim its volume names.
+    let claim_of = |path: &str| -> String {
+        let mount = spec.containers[0]
+            .volume_mounts
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|mount| mount.mount_path == path)
+            .unwrap_or_else(|| panic!("no volumeMount at {path}"));
+        let volume = volumes
+            .iter()
+            .find(|volume| volume.name == mount.name)
+            .unwrap_or_else(|| panic!("no volume `{}`", mount.name));
+        let claim = volume
+            .persistent_volume_claim
+            .as_ref()
+            .unwrap()
+            .claim_name
+            .clone();
+        assert!(claims.contains(&claim), "{claim} is not among {claims:?}");
+        claim
+    };
+    let train = claim_of("/data/train");
+    let valid = claim_of("/data/valid");
+    let underscore = claim_of("/cache/a");
+    let dot = claim_of("/cache/b");
+    assert_ne!(train, valid, "two bind mounts share a claim");
+    assert_ne!(underscore, dot, "`my_cache` and `my.cache` share a claim");
+    assert_eq!(
+        claim_of("/cache/c"),
+        underscore,
+        "one named volume, one claim"
+    );
+    assert_eq!(underscore, "my-cache");
+
+    // Every renamed claim is reported, with the mount it belongs to.
+    let notice = |setting: &str| {
+        exported
+            .notices
+            .iter()
+            .find(|notice| notice.setting == setting)
+            .unwrap_or_else(|| panic!("no `{setting}` notice: {:#?}", exported.notices))
+            .message
+            .clone()
+    };
+    for (setting, claim) in [
+        ("mounts./data/train", &train),
+        ("mounts./data/valid", &valid),
+    ] {
+        let message = notice(setting);
+        assert!(message.contains(&format!("named `{claim}`")), "{message}");
+        assert!(
+            message.contains("longer than the 63 characters"),
+            "{message}"
+        );
+    }
+    let message = notice("mounts./cache/b");
+    assert!(
+        message.contains("`my-cache` is the name of the named volume `my_cache`"),
+        "{message}"
+    );
+    assert!(notice("name").contains(&format!("named `{job_name}`")));
+    assert!(
+        !exported.notices.iter().any(
+            |notice| notice.setting == "mounts./cache/a" || notice.setting == "mounts./cache/c"
+        ),
+        "{:#?}",
+        exported.notices
+    );
+    insta::assert_snapshot!("k8s_long_name_lookalike_volumes_pvc", shown(&exported));
+
+    // The binary reports the renames as warnings.
+    let project = Project::new();
+    project.write(
+        &format!("envctl/{LONG_PROFILE_NAME}.toml"),
+        &lookalike_mounts_profile(),
+    );
+    let run = project
+        .envctl(&[
+            "export",
+            LONG_PROFILE_NAME,
+            "--to",
+            "k8s",
+            "--volumes",
+            "pvc",
+        ])
+        .expect(0, "export with long and lookalike names");
+    assert!(
+        run.stdout.contains(&format!("claimName: {train}")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(&format!("claimName: {valid}")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("k8s: `mounts./cache/b`: the PersistentVolumeClaim for the named volume `my.cache` is named"),
+        "{}",
+        run.stderr
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // devcontainer
 // ---------------------------------------------------------------------------------------

@@ -28,6 +28,9 @@ struct Report {
     current_digest: Option<String>,
     /// The locked digest differs from the registry's: `envctl lock --update` would move it.
     digest_moved: bool,
+    /// Why `newer_tags` may miss some: the registry's tag list was not read to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    incomplete: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -55,15 +58,17 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
             locked_digest: locked_digest.clone(),
             current_digest: None,
             digest_moved: false,
+            incomplete: None,
             error: None,
         };
         // One profile's unreachable registry must not hide the others' answers.
-        match client.tags(image) {
-            Ok(tags) => {
-                report.newer_tags = family::newer_tags(&tag, &tags)
+        match client.tag_list(image) {
+            Ok(list) => {
+                report.newer_tags = family::newer_tags(&tag, &list.tags)
                     .into_iter()
                     .map(str::to_string)
-                    .collect()
+                    .collect();
+                report.incomplete = list.incomplete;
             }
             Err(error) => report.error = Some(with_hint(&error)),
         }
@@ -87,6 +92,13 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
     } else {
         ExitStatus::Success
     };
+    for report in &reports {
+        if let Some(incomplete) = &report.incomplete {
+            context
+                .printer
+                .warn(&format!("{}: {incomplete}", report.profile));
+        }
+    }
     if context.json {
         #[derive(Serialize)]
         struct Outdated<'a> {

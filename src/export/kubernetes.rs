@@ -18,6 +18,11 @@
 //!   Directory` or `File`, so a missing source fails the pod instead of being created
 //!   empty, as `up` refuses it) or, with `--volumes pvc`, as PersistentVolumeClaims; named
 //!   volumes always as claims.
+//! - **Names** — DNS-1123 labels of at most 63 characters. A longer one (a long profile
+//!   name) is cut and ends in `-` and 8 hex digits of the SHA-256 of the whole text, and a
+//!   mount whose claim or volume name would be another mount's (`my_cache` and `my.cache`
+//!   both read `my-cache`) gets the same kind of suffix: no two mounts ever share a claim,
+//!   and a notice names each claim that is not named as written.
 //! - **Labels** — `envctl.profile` on every object and as the selector; the config hash
 //!   is an annotation, since a 64-character hash does not fit a label value (63 at most).
 //! - **Restart** — `Never` for a Pod and a Job (with `backoffLimit: 0`), as `up`'s
@@ -41,8 +46,8 @@ use serde::Serialize;
 
 use super::lock::{LockLookup, locked_image};
 use super::{
-    BindSource, ExportError, ExportInput, Exported, Notice, Target, bind_source, dns_label,
-    path_text, yaml,
+    BindSource, DNS_LABEL_MAX, ExportError, ExportInput, Exported, Notice, Target, bind_source,
+    dns_label, dns_label_whole, hashed_label, path_text, yaml,
 };
 use crate::profile::model::{GpuRequest, Ipc, MountKind, PortBinding, Protocol};
 use crate::spec::{CONFIG_HASH_LABEL, KEEP_ALIVE_COMMAND, PROFILE_LABEL, container_name};
@@ -106,7 +111,16 @@ pub fn kubernetes(
         notices.push(Notice::new(TARGET, setting, message));
     };
 
-    let name = dns_label(&container_name(&profile.name));
+    let container = container_name(&profile.name);
+    let name = dns_label(&container);
+    if name != dns_label_whole(&container) {
+        notice(
+            "name",
+            format!(
+                "`{container}` is longer than the {DNS_LABEL_MAX} characters of a Kubernetes name: the objects are named `{name}`"
+            ),
+        );
+    }
     let label = label_value(&profile.name);
     if label != profile.name {
         notice(
@@ -171,7 +185,10 @@ pub fn kubernetes(
     let mut volumes = Vec::new();
     let mut volume_mounts = Vec::new();
     let mut claims = Vec::new();
-    let mut used_names = BTreeSet::from([SHM_VOLUME.to_string()]);
+    // Volume names within the pod, and claim names within the namespace: one per text.
+    let mut volume_names = Names::default();
+    volume_names.reserve(SHM_VOLUME);
+    let mut claim_names = Names::default();
     let host_ipc = profile.ipc == Some(Ipc::Host);
     if let Some(shm) = host.shm_size.and_then(|bytes| u64::try_from(bytes).ok())
         && !host_ipc
@@ -194,12 +211,30 @@ pub fn kubernetes(
     let mut claimed_binds = Vec::new();
     let mut claimed_volumes = Vec::new();
     for mount in &profile.mounts {
-        let volume_name = unique_name(&mut used_names, &mount.target);
+        let setting = format!("mounts.{}", mount.target);
+        let what = match mount.kind {
+            MountKind::Volume => format!("the named volume `{}`", mount.source),
+            MountKind::Bind => format!("the bind mount `{}:{}`", mount.source, mount.target),
+        };
+        let volume_name = volume_names.unique(volume_text(&mount.target), &what).0;
+        let claim_notice = |claim: &str, renamed: Option<Renamed>| {
+            renamed.map(|renamed| {
+                renamed.message(&format!("the PersistentVolumeClaim for {what}"), claim)
+            })
+        };
         let source = match mount.kind {
             MountKind::Volume => {
-                claimed_volumes.push(mount.source.clone());
-                let claim = dns_label(&mount.source);
-                claims.push(claim_object(&claim, &labels));
+                // The same named volume mounted twice is one volume, so one claim.
+                let (claim, renamed) = claim_names.shared(&mount.source, &what);
+                if let Some(message) = claim_notice(&claim, renamed) {
+                    notice(&setting, message);
+                }
+                if !claims.iter().any(|object: &PersistentVolumeClaim| {
+                    object.metadata.name.as_ref() == Some(&claim)
+                }) {
+                    claimed_volumes.push(mount.source.clone());
+                    claims.push(claim_object(&claim, &labels));
+                }
                 claim_source(&claim, &volume_name)
             }
             MountKind::Bind => {
@@ -230,7 +265,13 @@ pub fn kubernetes(
                             }
                             BindSource::Absolute(_) => path_text(&path)?,
                         });
-                        let claim = dns_label(&format!("{name}-{volume_name}"));
+                        // `envctl-PROFILE-VOLUME`, from the whole container name: the
+                        // hash of a long one differs per mount.
+                        let (claim, renamed) =
+                            claim_names.unique(&format!("{container}-{volume_name}"), &what);
+                        if let Some(message) = claim_notice(&claim, renamed) {
+                            notice(&setting, message);
+                        }
                         claims.push(claim_object(&claim, &labels));
                         claim_source(&claim, &volume_name)
                     }
@@ -609,24 +650,135 @@ fn document<T: Serialize>(object: &T) -> Result<String, ExportError> {
     Ok(yaml::to_yaml(&value))
 }
 
-/// A volume name from a mount target (`/data/sets` → `data-sets`), unique in the pod.
-fn unique_name(used: &mut BTreeSet<String>, target: &str) -> String {
-    let base = dns_label(target.trim_start_matches('/'));
-    let base = if base == "envctl" && target.trim_matches('/').is_empty() {
-        "root".to_string()
+/// The text a mount target's volume name is made from: `/data/sets` → `data/sets`
+/// (named `data-sets`).
+fn volume_text(target: &str) -> &str {
+    let text = target.trim_start_matches('/');
+    if text.trim_matches('/').is_empty() {
+        "root"
     } else {
-        base
-    };
-    let mut candidate = base.clone();
-    let mut number = 2;
-    while used.contains(&candidate) {
-        let suffix = format!("-{number}");
-        let room = 63 - suffix.len();
-        candidate = format!("{}{suffix}", &base[..base.len().min(room)]);
-        number += 1;
+        text
     }
-    used.insert(candidate.clone());
-    candidate
+}
+
+/// Names made from the profile's text (mount targets, named volumes, the claim of a bind
+/// mount), each held by one mount within one export: two mounts share a name only when
+/// [`Names::shared`] is asked for the same text (a named volume mounted twice is one
+/// volume). A text whose label ([`dns_label_whole`]) is longer than 63 characters, or is
+/// another mount's name already (`my_cache` and `my.cache` both read `my-cache`), is named
+/// with [`hashed_label`] instead: cut, then `-` and a short hash of the text.
+#[derive(Debug, Default)]
+struct Names {
+    given: BTreeMap<String, Holder>,
+}
+
+/// Who holds a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Holder {
+    /// envctl itself (the `shm` volume).
+    Envctl,
+    /// A mount, described for notices (`the named volume \`cache\``); `shared` is the
+    /// text when other mounts of the same text share the name.
+    Mount {
+        what: String,
+        shared: Option<String>,
+    },
+}
+
+/// Why a mount is not named by its text's plain label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Renamed {
+    /// The label is longer than a Kubernetes name.
+    TooLong { label: String },
+    /// The label is held by another mount (described) or, with `None`, by envctl.
+    Taken { label: String, by: Option<String> },
+}
+
+impl Renamed {
+    /// The notice for `object` (`the PersistentVolumeClaim for …`) named `name`.
+    fn message(&self, object: &str, name: &str) -> String {
+        match self {
+            Renamed::TooLong { label } => format!(
+                "{object} is named `{name}`: `{label}` is longer than the {DNS_LABEL_MAX} characters of a Kubernetes name"
+            ),
+            Renamed::Taken {
+                label,
+                by: Some(by),
+            } => format!(
+                "{object} is named `{name}`: `{label}` is the name of {by} already, and the two must not share data"
+            ),
+            Renamed::Taken { label, by: None } => {
+                format!("{object} is named `{name}`: envctl uses `{label}` itself")
+            }
+        }
+    }
+}
+
+impl Names {
+    /// Keeps `name` for envctl's own use.
+    fn reserve(&mut self, name: &str) {
+        self.given.insert(name.to_string(), Holder::Envctl);
+    }
+
+    /// The name of `text` for the mount `what`, the same for every mount of the same
+    /// `text`, and why it is not `text`'s plain label, if it is not.
+    fn shared(&mut self, text: &str, what: &str) -> (String, Option<Renamed>) {
+        let held = self.given.iter().find(|(_, holder)| {
+            matches!(holder, Holder::Mount { shared: Some(shared), .. } if shared == text)
+        });
+        if let Some((name, _)) = held {
+            return (name.clone(), None);
+        }
+        self.give(text, what, Some(text.to_string()))
+    }
+
+    /// A name of `text` for the mount `what` alone, and why it is not `text`'s plain
+    /// label, if it is not.
+    fn unique(&mut self, text: &str, what: &str) -> (String, Option<Renamed>) {
+        self.give(text, what, None)
+    }
+
+    fn give(
+        &mut self,
+        text: &str,
+        what: &str,
+        shared: Option<String>,
+    ) -> (String, Option<Renamed>) {
+        let label = dns_label_whole(text);
+        let (mut name, mut renamed) = if label.len() > DNS_LABEL_MAX {
+            let renamed = Renamed::TooLong {
+                label: label.clone(),
+            };
+            (hashed_label(&label, text), Some(renamed))
+        } else {
+            (label.clone(), None)
+        };
+        if let Some(holder) = self.given.get(&name) {
+            renamed = Some(Renamed::Taken {
+                label: name.clone(),
+                by: match holder {
+                    Holder::Envctl => None,
+                    Holder::Mount { what, .. } => Some(what.clone()),
+                },
+            });
+            name = hashed_label(&label, text);
+        }
+        // A hash that is held too (a text that reads as `name` literally, or the same text
+        // for another mount): hash again, with a round number.
+        let mut round = 1u32;
+        while self.given.contains_key(&name) {
+            name = hashed_label(&label, &format!("{text}\n{round}"));
+            round += 1;
+        }
+        self.given.insert(
+            name.clone(),
+            Holder::Mount {
+                what: what.to_string(),
+                shared,
+            },
+        );
+        (name, renamed)
+    }
 }
 
 /// `(container port, fixed host port)` for every port of a binding's range.
@@ -704,7 +856,8 @@ fn escape_references(text: &str) -> String {
 }
 
 /// A profile name as a label value: `[A-Za-z0-9._-]`, at most 63 characters, starting
-/// and ending with a letter or digit.
+/// and ending with a letter or digit. A longer one is cut and ends in `-` and a short hash
+/// of the name, so that two long names do not select each other's pods.
 fn label_value(name: &str) -> String {
     let mapped: String = name
         .chars()
@@ -716,14 +869,19 @@ fn label_value(name: &str) -> String {
             }
         })
         .collect();
-    let trimmed: String = mapped
-        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+    let trimmed = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if trimmed.len() <= DNS_LABEL_MAX {
+        return trimmed.to_string();
+    }
+    let suffix = super::short_hash(name);
+    let cut: String = trimmed
         .chars()
-        .take(63)
+        .take(DNS_LABEL_MAX - suffix.len() - 1)
         .collect();
-    trimmed
-        .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-        .to_string()
+    format!(
+        "{}-{suffix}",
+        cut.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+    )
 }
 
 #[cfg(test)]
@@ -748,10 +906,106 @@ mod tests {
         assert_eq!(numeric_user("1000:staff"), None);
         assert_eq!(label_value("pytorch-2.8"), "pytorch-2.8");
         assert_eq!(label_value("-a b_"), "a-b");
-        let mut used = BTreeSet::from([SHM_VOLUME.to_string()]);
-        assert_eq!(unique_name(&mut used, "/data/sets"), "data-sets");
-        assert_eq!(unique_name(&mut used, "/data.sets"), "data-sets-2");
-        assert_eq!(unique_name(&mut used, "/shm"), "shm-2");
+        let long = format!("{}.x", "p".repeat(62));
+        assert_eq!(
+            label_value(&long),
+            format!("{}-{}", "p".repeat(54), super::super::short_hash(&long))
+        );
+        assert_ne!(
+            label_value(&long),
+            label_value(&format!("{}.y", "p".repeat(62)))
+        );
+        assert_eq!(label_value(&"p".repeat(63)), "p".repeat(63));
+        let mut volumes = Names::default();
+        volumes.reserve(SHM_VOLUME);
+        let mut volume = |target: &str| volumes.unique(volume_text(target), target).0;
+        assert_eq!(volume("/data/sets"), "data-sets");
+        assert_eq!(
+            volume("/data.sets"),
+            format!("data-sets-{}", super::super::short_hash("data.sets"))
+        );
+        assert_eq!(
+            volume("/shm"),
+            format!("shm-{}", super::super::short_hash("shm"))
+        );
+        assert_eq!(volume("//"), "root");
         assert_eq!(escape_references("$(HOME) $HOME"), "$$(HOME) $HOME");
+    }
+
+    #[test]
+    fn claim_names_are_one_per_mount() {
+        use super::super::short_hash;
+        let mut claims = Names::default();
+        // Named volumes that read the same as a label.
+        let underscore = "the named volume `my_cache`";
+        let dot = "the named volume `my.cache`";
+        assert_eq!(
+            claims.shared("my_cache", underscore),
+            ("my-cache".to_string(), None)
+        );
+        let (dotted, renamed) = claims.shared("my.cache", dot);
+        assert_eq!(dotted, format!("my-cache-{}", short_hash("my.cache")));
+        let renamed = renamed.unwrap();
+        assert_eq!(
+            renamed,
+            Renamed::Taken {
+                label: "my-cache".into(),
+                by: Some(underscore.into())
+            }
+        );
+        assert_eq!(
+            renamed.message(&format!("the PersistentVolumeClaim for {dot}"), &dotted),
+            format!(
+                "the PersistentVolumeClaim for the named volume `my.cache` is named `{dotted}`: `my-cache` is the name of the named volume `my_cache` already, and the two must not share data"
+            )
+        );
+        // A named volume mounted again: the same claim, nothing renamed.
+        assert_eq!(claims.shared("my.cache", dot), (dotted.clone(), None));
+        assert_eq!(
+            claims.shared("my_cache", underscore),
+            ("my-cache".to_string(), None)
+        );
+        // A bind mount whose text reads as a named volume's: a claim of its own.
+        let (bind, renamed) = claims.unique("my_cache", "the bind mount `./c:/c`");
+        assert_ne!(bind, "my-cache");
+        assert!(matches!(renamed, Some(Renamed::Taken { .. })));
+        // ... and a named volume after it does not join it either.
+        let (later, _) = claims.shared("my-cache", "the named volume `my-cache`");
+        assert!(![dotted.as_str(), bind.as_str(), "my-cache"].contains(&later.as_str()));
+        // Bind claims of a 59-character profile: cut, with different hashes.
+        let profile = format!("envctl-{}", "p".repeat(59));
+        let train_text = format!("{profile}-data-train");
+        let valid_text = format!("{profile}-data-valid");
+        let (train, renamed) = claims.unique(&train_text, "/data/train");
+        assert_eq!(
+            renamed,
+            Some(Renamed::TooLong {
+                label: train_text.clone()
+            })
+        );
+        let (valid, _) = claims.unique(&valid_text, "/data/valid");
+        assert_ne!(train, valid);
+        assert_eq!(train.len(), 63);
+        assert!(train.ends_with(&short_hash(&train_text)), "{train}");
+        assert!(valid.ends_with(&short_hash(&valid_text)), "{valid}");
+        // The same text for two mounts, and a text that reads as a hashed name literally.
+        let (again, _) = claims.unique(&train_text, "/other");
+        assert_ne!(again, train);
+        let (literal, renamed) = claims.shared(&dotted, "the named volume `literal`");
+        assert_ne!(literal, dotted);
+        assert!(matches!(renamed, Some(Renamed::Taken { .. })));
+        for name in claims.given.keys() {
+            assert!(name.len() <= DNS_LABEL_MAX, "{name}");
+        }
+        assert_eq!(claims.given.len(), 8);
+        // Reserved names are never given.
+        let mut volumes = Names::default();
+        volumes.reserve(SHM_VOLUME);
+        let (shm, renamed) = volumes.shared("shm", "the named volume `shm`");
+        assert_ne!(shm, SHM_VOLUME);
+        assert_eq!(
+            renamed.unwrap().message("the volume", &shm),
+            format!("the volume is named `{shm}`: envctl uses `shm` itself")
+        );
     }
 }

@@ -27,6 +27,7 @@
 //! | ipc | kept | `host` → `hostIPC`; `shareable` → pod-wide only | `runArgs --ipc` |
 //! | user | kept | numeric `uid[:gid]` → `securityContext`; names dropped | `containerUser` |
 //! | bind mounts | relative to the file's folder | hostPath (this machine's path) or PVC | `${localWorkspaceFolder}/…` |
+//! | long or lookalike names | — | 63-character DNS labels: a longer name, or a mount's that reads as another's (`my_cache`, `my.cache`), ends in a hash of the original | — |
 //!
 //! Relative bind sources are written relative to the folder of the output file — compose
 //! reads them relative to the compose file's folder — or, on stdout, relative to the
@@ -279,9 +280,25 @@ fn relative_path(from: &Path, to: &Path) -> PathBuf {
     relative
 }
 
+/// The longest DNS-1123 label (Kubernetes object, volume and container names).
+const DNS_LABEL_MAX: usize = 63;
+
 /// `text` as a DNS-1123 label (Kubernetes object and container names): lower case,
-/// `[a-z0-9-]`, at most 63 characters, starting and ending with a letter or digit.
+/// `[a-z0-9-]`, at most 63 characters, starting and ending with a letter or digit. A text
+/// whose label would be longer is cut and ends in `-` and a short hash of the whole text
+/// ([`hashed_label`]), so two long texts that share their first 63 characters still get
+/// two labels.
 fn dns_label(text: &str) -> String {
+    let label = dns_label_whole(text);
+    if label.len() > DNS_LABEL_MAX {
+        hashed_label(&label, text)
+    } else {
+        label
+    }
+}
+
+/// [`dns_label`] without the length limit: what the label says of `text` before any cut.
+fn dns_label_whole(text: &str) -> String {
     let mut label = String::new();
     for c in text.chars() {
         let c = c.to_ascii_lowercase();
@@ -291,15 +308,39 @@ fn dns_label(text: &str) -> String {
             label.push('-');
         }
     }
-    let mut label: String = label.trim_matches('-').chars().take(63).collect();
-    while label.ends_with('-') {
-        label.pop();
-    }
+    let label = label.trim_matches('-');
     if label.is_empty() {
         "envctl".into()
     } else {
-        label
+        label.to_string()
     }
+}
+
+/// `label` (from [`dns_label_whole`]) cut so that `-` and the first 8 hex digits of the
+/// SHA-256 of `original` fit after it in 63 characters: the same original always gives the
+/// same label, two originals differ in the suffix.
+fn hashed_label(label: &str, original: &str) -> String {
+    let suffix = short_hash(original);
+    let room = DNS_LABEL_MAX - suffix.len() - 1;
+    let mut base: String = label.chars().take(room).collect();
+    while base.ends_with('-') {
+        base.pop();
+    }
+    if base.is_empty() {
+        suffix
+    } else {
+        format!("{base}-{suffix}")
+    }
+}
+
+/// The first 8 hex digits of the SHA-256 of `text`.
+fn short_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(4)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// NanoCpus as the decimal docker and compose read back exactly: 1500000000 → `1.5`.
@@ -352,8 +393,43 @@ mod tests {
         assert_eq!(dns_label("envctl-pytorch-2.8"), "envctl-pytorch-2-8");
         assert_eq!(dns_label("My_Profile!!"), "my-profile");
         assert_eq!(dns_label("---"), "envctl");
-        assert_eq!(dns_label(&"a".repeat(80)).len(), 63);
-        assert_eq!(dns_label(&format!("{}-b", "a".repeat(62))), "a".repeat(62));
+        assert_eq!(dns_label(&"a".repeat(63)), "a".repeat(63));
+    }
+
+    #[test]
+    fn long_dns_labels_end_in_a_hash_of_the_whole_text() {
+        let long = "a".repeat(80);
+        let label = dns_label(&long);
+        assert_eq!(label.len(), 63);
+        assert_eq!(label, format!("{}-{}", "a".repeat(54), short_hash(&long)));
+        // Texts that differ after the 63rd character: two labels, each the same every time.
+        let train = format!("envctl-{}-data-train", "p".repeat(59));
+        let valid = format!("envctl-{}-data-valid", "p".repeat(59));
+        assert_ne!(dns_label(&train), dns_label(&valid));
+        assert_eq!(dns_label(&train), dns_label(&train));
+        for text in [&train, &valid] {
+            let label = dns_label(text);
+            assert!(label.len() <= 63, "{label}");
+            assert!(label.starts_with("envctl-ppp"), "{label}");
+            assert!(
+                label
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{label}"
+            );
+        }
+        // A cut that lands on `-` drops it: no `--` before the hash.
+        let dashed = format!("{}-{}", "b".repeat(53), "c".repeat(20));
+        assert_eq!(
+            dns_label(&dashed),
+            format!("{}-{}", "b".repeat(53), short_hash(&dashed))
+        );
+        assert_eq!(short_hash("my_cache").len(), 8);
+        assert_ne!(short_hash("my_cache"), short_hash("my.cache"));
+        assert_eq!(
+            hashed_label("my-cache", "my.cache"),
+            format!("my-cache-{}", short_hash("my.cache"))
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! bearer-token flow Docker Hub, GHCR and NGC use. The only module that speaks HTTP to
 //! registries (ureq); the daemon does the pulling.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -58,8 +59,25 @@ pub struct RegistryClient {
     agent: ureq::Agent,
 }
 
+/// The most pages of a tag list envctl reads: Docker Hub, GHCR, NGC and Harbor page their
+/// lists (`Link: <…>; rel="next"`), and a registry whose links never end must not keep
+/// `outdated` waiting.
+pub const MAX_TAG_PAGES: usize = 50;
+
+/// A repository's tags, in the registry's order without repeats, and why the list may be
+/// short of the registry's last page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tags {
+    pub tags: Vec<String>,
+    /// Set when envctl stopped before the registry's last page (the page limit, a next-page
+    /// link that repeats a page, leads to another host or cannot be read): newer tags may
+    /// be missing. Meant to be shown to the user as a warning.
+    pub incomplete: Option<String>,
+}
+
+/// One page of `GET /v2/<name>/tags/list`.
 #[derive(Deserialize)]
-struct TagList {
+struct TagPage {
     #[serde(default)]
     tags: Option<Vec<String>>,
 }
@@ -70,6 +88,15 @@ struct Token {
     token: Option<String>,
     #[serde(default)]
     access_token: Option<String>,
+}
+
+/// A 200 answer: its body and the headers envctl reads.
+struct Answer {
+    body: String,
+    /// `Docker-Content-Digest`.
+    digest: Option<String>,
+    /// Every `Link` header, in order.
+    links: Vec<String>,
 }
 
 impl RegistryClient {
@@ -83,46 +110,90 @@ impl RegistryClient {
         }
     }
 
-    /// Every tag of the image's repository.
-    pub fn tags(&self, image: &ImageReference) -> Result<Vec<String>, RegistryError> {
+    /// The image repository's tags, following the registry's `Link: <…>; rel="next"`
+    /// pages (Registry API v2 / OCI distribution `tags/list?n=…&last=…`) on the same host
+    /// only — the bearer token goes nowhere else — for at most [`MAX_TAG_PAGES`] pages.
+    pub fn tag_list(&self, image: &ImageReference) -> Result<Tags, RegistryError> {
         let (base, repository, registry) = endpoint(image);
-        let url = format!("{base}/v2/{repository}/tags/list?n=10000");
-        let text = self.get(&url, &registry, &repository, None)?.0;
-        let list: TagList =
-            serde_json::from_str(&text).map_err(|error| RegistryError::Invalid {
-                registry,
-                message: error.to_string(),
-            })?;
-        Ok(list.tags.unwrap_or_default())
+        let mut url = format!("{base}/v2/{repository}/tags/list?n=10000");
+        let mut token = None;
+        let mut visited = HashSet::from([url.clone()]);
+        let mut known = HashSet::new();
+        let mut list = Tags::default();
+        for page in 1..=MAX_TAG_PAGES {
+            let answer = self.get(&url, &registry, &repository, None, &mut token)?;
+            let tags: TagPage =
+                serde_json::from_str(&answer.body).map_err(|error| RegistryError::Invalid {
+                    registry: registry.clone(),
+                    message: format!("the tag list {url}: {error}"),
+                })?;
+            for tag in tags.tags.unwrap_or_default() {
+                if known.insert(tag.clone()) {
+                    list.tags.push(tag);
+                }
+            }
+            let next = match next_link(&answer.links) {
+                Ok(Some(reference)) => match next_page_url(&url, &reference) {
+                    Ok(next) => next,
+                    Err(reason) => {
+                        list.incomplete = Some(incomplete(&registry, page, &reason));
+                        return Ok(list);
+                    }
+                },
+                Ok(None) => return Ok(list),
+                Err(reason) => {
+                    list.incomplete = Some(incomplete(&registry, page, &reason));
+                    return Ok(list);
+                }
+            };
+            if !visited.insert(next.clone()) {
+                let reason =
+                    format!("its next-page link leads back to a page already read ({next})");
+                list.incomplete = Some(incomplete(&registry, page, &reason));
+                return Ok(list);
+            }
+            url = next;
+        }
+        let reason =
+            format!("envctl reads at most {MAX_TAG_PAGES} pages and the registry has more");
+        list.incomplete = Some(incomplete(&registry, MAX_TAG_PAGES, &reason));
+        Ok(list)
     }
 
     /// The digest the registry serves for `tag` now (`Docker-Content-Digest`).
     pub fn digest(&self, image: &ImageReference, tag: &str) -> Result<String, RegistryError> {
         let (base, repository, registry) = endpoint(image);
         let url = format!("{base}/v2/{repository}/manifests/{tag}");
-        let (_, digest) = self.get(&url, &registry, &repository, Some(MANIFEST_TYPES))?;
-        digest.ok_or_else(|| RegistryError::Invalid {
+        let answer = self.get(
+            &url,
+            &registry,
+            &repository,
+            Some(MANIFEST_TYPES),
+            &mut None,
+        )?;
+        answer.digest.ok_or_else(|| RegistryError::Invalid {
             registry,
             message: format!("no Docker-Content-Digest for {url}"),
         })
     }
 
-    /// GET with one retry through the bearer-token challenge. Returns the body and the
-    /// `Docker-Content-Digest` header.
+    /// GET with `token` (the bearer token of an earlier request to the same registry, if
+    /// any), fetching a new one once through the challenge of a 401.
     fn get(
         &self,
         url: &str,
         registry: &str,
         repository: &str,
         accept: Option<&str>,
-    ) -> Result<(String, Option<String>), RegistryError> {
-        let mut token: Option<String> = None;
-        for _ in 0..2 {
+        token: &mut Option<String>,
+    ) -> Result<Answer, RegistryError> {
+        let mut fetched_token = false;
+        loop {
             let mut request = self.agent.get(url);
             if let Some(accept) = accept {
                 request = request.header("Accept", accept);
             }
-            if let Some(token) = &token {
+            if let Some(token) = token.as_deref() {
                 request = request.header("Authorization", &format!("Bearer {token}"));
             }
             let mut response = request.call().map_err(|error| RegistryError::Unreachable {
@@ -140,17 +211,30 @@ impl RegistryClient {
             match status {
                 200 => {
                     let digest = header("Docker-Content-Digest");
+                    // A header that is not text is kept as lossy text, so that it reads as
+                    // a malformed link rather than as no link.
+                    let links = response
+                        .headers()
+                        .get_all("Link")
+                        .iter()
+                        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+                        .collect();
                     let body = response.body_mut().read_to_string().map_err(|error| {
                         RegistryError::Invalid {
                             registry: registry.into(),
                             message: error.to_string(),
                         }
                     })?;
-                    return Ok((body, digest));
+                    return Ok(Answer {
+                        body,
+                        digest,
+                        links,
+                    });
                 }
-                401 if token.is_none() => {
+                401 if !fetched_token => {
                     let challenge = header("WWW-Authenticate").unwrap_or_default();
-                    token = Some(self.token(&challenge, registry, repository)?);
+                    *token = Some(self.token(&challenge, registry, repository)?);
+                    fetched_token = true;
                 }
                 401 | 403 => {
                     return Err(RegistryError::Unauthorized {
@@ -174,11 +258,6 @@ impl RegistryClient {
                 }
             }
         }
-        Err(RegistryError::Unauthorized {
-            registry: registry.into(),
-            repository: repository.into(),
-            status: 401,
-        })
     }
 
     /// Anonymous token from the realm the challenge names (`Bearer realm="…",service="…",scope="…"`).
@@ -298,6 +377,173 @@ fn parse_challenge(challenge: &str) -> Vec<(String, String)> {
     pairs
 }
 
+/// The note of a tag list that stopped before the registry's last page.
+fn incomplete(registry: &str, pages: usize, reason: &str) -> String {
+    let pages = if pages == 1 {
+        "1 page".to_string()
+    } else {
+        format!("{pages} pages")
+    };
+    format!(
+        "{registry}: read the tag list's first {pages} only: {reason}; newer tags on later pages are not seen"
+    )
+}
+
+/// The target of the `rel="next"` link among a response's `Link` headers (RFC 8288:
+/// `<uri-reference>; param=value; rel="next", <…>; rel="prev"`), or `Ok(None)` when none
+/// is next. `Err` says why a header cannot be read.
+fn next_link(headers: &[String]) -> Result<Option<String>, String> {
+    for header in headers {
+        let mut rest = header.as_str();
+        loop {
+            rest = rest.trim_start_matches(|c: char| c == ',' || c.is_ascii_whitespace());
+            if rest.is_empty() {
+                break;
+            }
+            let malformed =
+                || format!("its Link header `{}` cannot be read", header.escape_debug());
+            let (target, after) = rest
+                .strip_prefix('<')
+                .and_then(|inside| inside.split_once('>'))
+                .ok_or_else(malformed)?;
+            let (parameters, remainder) = split_unquoted(after, ',');
+            let parameters = parameters.trim();
+            if !(parameters.is_empty() || parameters.starts_with(';')) {
+                return Err(malformed());
+            }
+            let next = split_all_unquoted(parameters, ';')
+                .into_iter()
+                .any(|parameter| {
+                    parameter.split_once('=').is_some_and(|(key, value)| {
+                        key.trim().eq_ignore_ascii_case("rel")
+                            && unquote(value.trim())
+                                .split_ascii_whitespace()
+                                .any(|relation| relation.eq_ignore_ascii_case("next"))
+                    })
+                });
+            if next {
+                return Ok(Some(target.trim().to_string()));
+            }
+            rest = remainder;
+        }
+    }
+    Ok(None)
+}
+
+/// `text` up to the first `separator` outside double quotes, and what follows it.
+fn split_unquoted(text: &str, separator: char) -> (&str, &str) {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (index, c) in text.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if quoted && c == '\\' {
+            escaped = true;
+        } else if c == '"' {
+            quoted = !quoted;
+        } else if c == separator && !quoted {
+            return (&text[..index], &text[index + c.len_utf8()..]);
+        }
+    }
+    (text, "")
+}
+
+fn split_all_unquoted(mut text: &str, separator: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    loop {
+        let (part, rest) = split_unquoted(text, separator);
+        parts.push(part);
+        if rest.is_empty() {
+            return parts;
+        }
+        text = rest;
+    }
+}
+
+fn unquote(value: &str) -> &str {
+    value
+        .strip_prefix('"')
+        .and_then(|inner| inner.strip_suffix('"'))
+        .unwrap_or(value)
+}
+
+/// The absolute URL of a next-page link, resolved against the page that sent it: an
+/// absolute URL, `//host/…`, `/path?…`, `?query` or a path relative to the page's folder.
+/// `Err` when it leads to another scheme, host or port (the bearer token is the
+/// registry's alone) or is no URL.
+fn next_page_url(current: &str, reference: &str) -> Result<String, String> {
+    let shown = reference.escape_debug();
+    // `<>` names the page itself (RFC 3986 §5.2): a repeat, which the caller notices.
+    if reference.is_empty() {
+        return Ok(current.to_string());
+    }
+    // A URI is printable ASCII (RFC 3986); anything else is no link to follow.
+    if !reference.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(format!("its next-page link `{shown}` is no URL"));
+    }
+    let reference = reference
+        .split_once('#')
+        .map_or(reference, |(before, _)| before);
+    let (scheme, after_scheme) = current
+        .split_once("://")
+        .ok_or_else(|| format!("the page {current} has no absolute URL"))?;
+    let path_start = after_scheme
+        .find(['/', '?'])
+        .map_or(current.len(), |index| scheme.len() + 3 + index);
+    let origin = &current[..path_start];
+    let path_and_query = &current[path_start..];
+    let path = path_and_query
+        .split_once('?')
+        .map_or(path_and_query, |(path, _)| path);
+    let has_scheme = reference.split_once(':').is_some_and(|(head, _)| {
+        head.starts_with(|c: char| c.is_ascii_alphabetic())
+            && head
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    let next = if has_scheme {
+        reference.to_string()
+    } else if reference.starts_with("//") {
+        format!("{scheme}:{reference}")
+    } else if reference.starts_with('/') {
+        format!("{origin}{reference}")
+    } else if reference.starts_with('?') {
+        format!("{origin}{path}{reference}")
+    } else {
+        let folder = path.rsplit_once('/').map_or("", |(folder, _)| folder);
+        format!("{origin}{folder}/{reference}")
+    };
+    match (url_origin(current), url_origin(&next)) {
+        (Some(here), Some(there)) if here == there => Ok(next),
+        (Some(_), Some(_)) => Err(format!(
+            "its next-page link leads to another host ({next}), and envctl sends the registry's token to the registry only"
+        )),
+        _ => Err(format!(
+            "its next-page link `{shown}` is no URL envctl can follow"
+        )),
+    }
+}
+
+/// (scheme, host, port) of an `http` or `https` URL, with the scheme's default port.
+fn url_origin(url: &str) -> Option<(String, String, u16)> {
+    let uri = url.parse::<ureq::http::Uri>().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let authority = uri.authority()?;
+    if authority.as_str().contains('@') {
+        return None;
+    }
+    Some((
+        scheme,
+        authority.host().to_ascii_lowercase(),
+        authority.port_u16().unwrap_or(default_port),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,5 +591,111 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn finds_the_next_link() {
+        let next = |headers: &[&str]| {
+            let headers: Vec<String> = headers.iter().map(|header| header.to_string()).collect();
+            next_link(&headers)
+        };
+        // Docker's distribution registry, Harbor, GHCR.
+        assert_eq!(
+            next(&["</v2/team/app/tags/list?last=1.1.0&n=2>; rel=\"next\""]),
+            Ok(Some("/v2/team/app/tags/list?last=1.1.0&n=2".into()))
+        );
+        assert_eq!(
+            next(&["<https://ghcr.io/v2/a/b/tags/list?n=2&last=x>;rel=next"]),
+            Ok(Some("https://ghcr.io/v2/a/b/tags/list?n=2&last=x".into()))
+        );
+        // Several links, several relations, quoted commas and semicolons, several headers.
+        assert_eq!(
+            next(&["</first>; rel=\"first\"; title=\"a, b; c\", </page/3> ; REL=\"prev next\""]),
+            Ok(Some("/page/3".into()))
+        );
+        assert_eq!(
+            next(&["</prev>; rel=prev", " </next>; rel=\"next\""]),
+            Ok(Some("/next".into()))
+        );
+        assert_eq!(next(&[]), Ok(None));
+        assert_eq!(next(&["</prev>; rel=\"prev\""]), Ok(None));
+        assert_eq!(next(&["  ,  "]), Ok(None));
+        // Broken headers are errors, never a panic.
+        for broken in [
+            "/v2/x/tags/list?last=a; rel=\"next\"",
+            "</v2/x/tags/list?last=a; rel=\"next\"",
+            "</v2/x> rel=next",
+            "<",
+            ">",
+        ] {
+            assert!(next(&[broken]).is_err(), "{broken}");
+        }
+        // An unterminated quote ends the link, not the loop.
+        assert_eq!(next(&["</a>; title=\"x, <b>; rel=next"]), Ok(None));
+    }
+
+    #[test]
+    fn next_pages_stay_on_the_registry() {
+        let page = "http://127.0.0.1:5000/v2/team/app/tags/list?n=10000";
+        let resolved = |reference: &str| next_page_url(page, reference);
+        assert_eq!(
+            resolved("/v2/team/app/tags/list?n=2&last=1.1.0"),
+            Ok("http://127.0.0.1:5000/v2/team/app/tags/list?n=2&last=1.1.0".into())
+        );
+        assert_eq!(
+            resolved("?n=2&last=b"),
+            Ok("http://127.0.0.1:5000/v2/team/app/tags/list?n=2&last=b".into())
+        );
+        assert_eq!(
+            resolved("list?last=b#top"),
+            Ok("http://127.0.0.1:5000/v2/team/app/tags/list?last=b".into())
+        );
+        assert_eq!(
+            resolved("HTTP://127.0.0.1:5000/v2/team/app/tags/list?last=b"),
+            Ok("HTTP://127.0.0.1:5000/v2/team/app/tags/list?last=b".into())
+        );
+        assert_eq!(resolved(""), Ok(page.to_string()));
+        assert_eq!(
+            next_page_url(
+                "https://ghcr.io/v2/a/tags/list",
+                "https://ghcr.io:443/v2/a/tags/list?last=x"
+            ),
+            Ok("https://ghcr.io:443/v2/a/tags/list?last=x".into())
+        );
+        // Another host, port or scheme, or credentials in the URL: never followed.
+        for elsewhere in [
+            "http://127.0.0.2:5000/v2/team/app/tags/list?last=b",
+            "http://127.0.0.1:5001/v2/team/app/tags/list?last=b",
+            "https://127.0.0.1:5000/v2/team/app/tags/list?last=b",
+            "//evil.example/v2/team/app/tags/list",
+            "http://user@127.0.0.1:5000/v2/team/app/tags/list",
+            "http://127.0.0.1:5000@evil.example/v2/",
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "/v2/team app/tags/list",
+            "/v2/\nx",
+            "/v2/caf\u{e9}",
+        ] {
+            let error = resolved(elsewhere).unwrap_err();
+            assert!(!error.is_empty(), "{elsewhere}");
+        }
+        assert!(
+            resolved("http://evil.example/v2/x")
+                .unwrap_err()
+                .contains("another host (http://evil.example/v2/x)")
+        );
+    }
+
+    #[test]
+    fn incomplete_lists_say_where_they_stopped() {
+        assert_eq!(
+            incomplete(
+                "ghcr.io",
+                50,
+                "envctl reads at most 50 pages and the registry has more"
+            ),
+            "ghcr.io: read the tag list's first 50 pages only: envctl reads at most 50 pages and the registry has more; newer tags on later pages are not seen"
+        );
+        assert!(incomplete("nvcr.io", 1, "x").contains("first 1 page only"));
     }
 }
