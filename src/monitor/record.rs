@@ -530,7 +530,16 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
                 ..ContainerRow::default()
             }),
             "gpu" => CsvRow::Gpu(GpuRow {
-                index: parse(&cells[5]).unwrap_or_default(),
+                // A GPU row without its index cannot be told from GPU 0: skip it.
+                index: match cells[5].parse() {
+                    Ok(index) => index,
+                    Err(_) => {
+                        recording
+                            .skipped
+                            .push((number + 1, format!("`{}` is not a GPU index", cells[5])));
+                        continue;
+                    }
+                },
                 uuid: Some(cells[2].clone()).filter(|uuid| !uuid.is_empty()),
                 name: Some(cells[3].clone()).filter(|name| !name.is_empty()),
                 utilization_percent: parse(&cells[15]),
@@ -767,6 +776,35 @@ mod tests {
             Some("time is inf, not a finite number")
         );
         assert_eq!(snapshot_non_finite(&snapshot(1.7e308)), None);
+    }
+
+    #[test]
+    fn a_gpu_row_without_an_index_is_skipped_not_taken_for_gpu_0() {
+        let good = csv_lines(&snapshot(1.0));
+        let gpu_line = good
+            .lines()
+            .find(|line| line.split(',').nth(1) == Some("gpu"))
+            .unwrap();
+        let mut cells = split_csv(gpu_line);
+        cells[0] = "2".into();
+        cells[5] = "one".into();
+        let mut text = format!("{}\n{good}", CSV_COLUMNS.join(","));
+        push_row(&mut text, &cells);
+        let recording = parse_csv(Path::new("x.csv"), &text).unwrap();
+        assert_eq!(recording.skipped.len(), 1, "{:?}", recording.skipped);
+        assert!(
+            recording.skipped[0].1.contains("`one` is not a GPU index"),
+            "{:?}",
+            recording.skipped
+        );
+        assert!(
+            recording
+                .snapshots
+                .iter()
+                .all(|snapshot| snapshot.gpus.iter().all(|gpu| gpu.index != 0)),
+            "no GPU 0 made up: {:?}",
+            recording.snapshots
+        );
     }
 
     #[test]
