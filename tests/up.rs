@@ -1201,9 +1201,25 @@ fn logs_keep_stdout_and_stderr_apart_and_tail() {
             "{expected:?} in {lines:?}"
         );
     }
+    // Following is a stream: JSON lines (the container has exited, so it ends at once).
     let follow = scenario.run(&["--json", "logs", scenario.profile.as_str(), "-f"]);
-    follow.expect_code(2, "--json logs -f");
-    assert!(follow.stdout.is_empty(), "{follow}");
+    follow.expect_code(0, "--json logs -f");
+    let streamed: Vec<Value> = follow
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(streamed.len(), 3, "{follow}");
+    for line in &streamed {
+        assert_eq!(line["schema_version"], 1, "{line}");
+        assert_eq!(line["container"], scenario.container.as_str(), "{line}");
+    }
+    assert!(
+        streamed
+            .iter()
+            .any(|line| line["stream"] == "stderr" && line["text"] == "err-first"),
+        "{follow}"
+    );
 }
 
 /// A registry that answers every request with 401 and a Basic challenge, like a private

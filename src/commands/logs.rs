@@ -1,5 +1,6 @@
 //! `envctl logs TARGET [-f] [--tail N]`: the container's output, stdout to stdout and
-//! stderr to stderr; with `--json`, one document of lines tagged with their stream.
+//! stderr to stderr; with `--json`, one document of lines tagged with their stream, or
+//! with `-f` one JSON line per output line.
 
 use serde::Serialize;
 
@@ -42,6 +43,11 @@ impl Lines {
         }
     }
 
+    /// The complete lines so far, taken out.
+    fn take(&mut self) -> Vec<Line> {
+        std::mem::take(&mut self.lines)
+    }
+
     /// The lines, with what each stream left without a final newline.
     fn finish(mut self) -> Vec<Line> {
         for (name, pending) in [("stdout", self.stdout), ("stderr", self.stderr)] {
@@ -62,18 +68,40 @@ pub fn run(
     tail: Option<u64>,
     context: &Context,
 ) -> Result<ExitStatus, Error> {
-    if context.json && follow {
-        return Err(Error::Usage {
-            message: "`--json` prints one document, so it cannot follow the output".into(),
-            hint: Some(format!(
-                "`envctl --json logs {target}` without `-f`, or `envctl logs {target} -f` without `--json`"
-            )),
-        });
-    }
     let tail = tail.map_or_else(|| "all".to_string(), |lines| lines.to_string());
     runtime()?.block_on(async {
         let engine = context.engine().await?;
         let container = find_container(&engine, context, target).await?;
+        if context.json && follow {
+            // A stream: one JSON line per output line, as it comes.
+            #[derive(Serialize)]
+            struct StreamedLine<'a> {
+                container: &'a str,
+                #[serde(flatten)]
+                line: Line,
+            }
+            let mut lines = Lines::default();
+            let emit = |lines: Vec<Line>| -> std::io::Result<()> {
+                for line in lines {
+                    context
+                        .printer
+                        .json_line(&StreamedLine {
+                            container: &container.name,
+                            line,
+                        })
+                        .map_err(|error| std::io::Error::other(error.to_string()))?;
+                }
+                Ok(())
+            };
+            engine
+                .logs(&container.id, true, &tail, |stream, bytes| {
+                    lines.push(stream, bytes);
+                    emit(lines.take())
+                })
+                .await?;
+            emit(lines.finish())?;
+            return Ok(());
+        }
         if context.json {
             let mut lines = Lines::default();
             engine

@@ -94,6 +94,18 @@ impl Printer {
         self.data(&text)
     }
 
+    /// One JSON document on one line, for streams (`logs -f --json`): JSON lines, each with
+    /// `schema_version`.
+    pub fn json_line<T: Serialize>(&self, body: &T) -> Result<(), Error> {
+        let document = Document {
+            schema_version: SCHEMA_VERSION,
+            body,
+        };
+        let text = serde_json::to_string(&document)
+            .map_err(|error| Error::Output(io::Error::other(error)))?;
+        self.data(&text)
+    }
+
     /// Talk on stderr (progress, confirmations); silent with `-q`.
     pub fn info(&self, text: &str) {
         if self.verbosity > Verbosity::Quiet {
