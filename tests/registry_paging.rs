@@ -272,7 +272,7 @@ fn outdated_reports_newer_tags_from_later_pages() {
     assert_eq!(
         pages,
         [
-            "/v2/team/app/tags/list?n=10000",
+            "/v2/team/app/tags/list?n=1000",
             "/v2/team/app/tags/list?n=2&last=1.1.0"
         ]
     );
@@ -349,7 +349,7 @@ fn a_link_back_to_a_page_already_read_ends_the_list() {
             // Back to the first page, as a malformed or buggy registry might.
             Response::tags(
                 &["2.0.0", "1.0.0"],
-                Some("</v2/team/app/tags/list?n=10000>; rel=\"next\""),
+                Some("</v2/team/app/tags/list?n=1000>; rel=\"next\""),
             )
         } else {
             Response::tags(

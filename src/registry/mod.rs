@@ -64,6 +64,9 @@ pub struct RegistryClient {
 /// `outdated` waiting.
 pub const MAX_TAG_PAGES: usize = 50;
 
+/// Tags asked for per page (`n`).
+pub const TAGS_PER_PAGE: usize = 1000;
+
 /// A repository's tags, in the registry's order without repeats, and why the list may be
 /// short of the registry's last page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -115,7 +118,9 @@ impl RegistryClient {
     /// only — the bearer token goes nowhere else — for at most [`MAX_TAG_PAGES`] pages.
     pub fn tag_list(&self, image: &ImageReference) -> Result<Tags, RegistryError> {
         let (base, repository, registry) = endpoint(image);
-        let mut url = format!("{base}/v2/{repository}/tags/list?n=10000");
+        // 1000 a page: what Amazon ECR accepts at most (it refuses larger `n`); the pages
+        // that follow come through `Link`.
+        let mut url = format!("{base}/v2/{repository}/tags/list?n={TAGS_PER_PAGE}");
         let mut token = None;
         let mut visited = HashSet::from([url.clone()]);
         let mut known = HashSet::new();
@@ -636,7 +641,7 @@ mod tests {
 
     #[test]
     fn next_pages_stay_on_the_registry() {
-        let page = "http://127.0.0.1:5000/v2/team/app/tags/list?n=10000";
+        let page = "http://127.0.0.1:5000/v2/team/app/tags/list?n=1000";
         let resolved = |reference: &str| next_page_url(page, reference);
         assert_eq!(
             resolved("/v2/team/app/tags/list?n=2&last=1.1.0"),
