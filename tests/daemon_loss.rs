@@ -325,6 +325,30 @@ fn daemon_goes_and_returns(source: Option<&str>) {
         "no line naming the lost daemon\n{}",
         stderr.text()
     );
+    if source == Some("api") {
+        // The numbers came from the daemon's stream: without it they are unknown, never
+        // the last frame shown as if it were current.
+        assert!(
+            next_line(&lines, Duration::from_secs(5), |snapshot| {
+                daemon_failure(snapshot)
+                    && has_container(snapshot, &name)
+                    && !has_measured_row(snapshot, &name)
+            })
+            .is_some(),
+            "the row kept the stream's last numbers without the daemon\n{}",
+            stderr.text()
+        );
+    } else {
+        // The cgroup files are still there and current: the row stays measured.
+        assert!(
+            next_line(&lines, Duration::from_secs(5), |snapshot| {
+                daemon_failure(snapshot) && has_measured_row(snapshot, &name)
+            })
+            .is_some(),
+            "the row lost its cgroup readings with the daemon\n{}",
+            stderr.text()
+        );
+    }
     thread::sleep(Duration::from_secs(1));
     assert!(
         child.0.try_wait().unwrap().is_none(),

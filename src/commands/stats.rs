@@ -801,10 +801,17 @@ impl Following<'_> {
                     if latest.sample.is_none() && latest.ended {
                         continue;
                     }
-                    latest
-                        .sample
-                        .as_ref()
-                        .map(|sample| container_usage(sample, None))
+                    // A stream that failed or ended (the daemon went away) has no current
+                    // numbers: unknown, not its last frame shown as if it were now. The
+                    // next listing starts a new stream.
+                    if latest.failure.is_some() || latest.ended {
+                        None
+                    } else {
+                        latest
+                            .sample
+                            .as_ref()
+                            .map(|sample| container_usage(sample, None))
+                    }
                 }
             };
             inputs.push(input(&entry.target, usage, entry.resources.as_ref()));
