@@ -767,8 +767,18 @@ fn an_unreachable_registry_is_named_as_the_cause() {
 }
 
 /// Whether the daemon has an NVIDIA runtime (then the GPU scenarios below do not apply).
-fn daemon_has_nvidia_runtime() -> bool {
-    docker_stdout(["info", "--format", "{{json .Runtimes}}"]).contains("nvidia")
+/// Whether the daemon lacks an NVIDIA runtime, which the GPU-refusal scenarios need; says
+/// so loudly when it has one (the scenario then cannot happen here).
+fn daemon_without_nvidia_runtime() -> bool {
+    if !docker_stdout(["info", "--format", "{{json .Runtimes}}"]).contains("nvidia") {
+        return true;
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED (the daemon has an NVIDIA runtime): {}",
+        support::docker::current_test_name()
+    );
+    false
 }
 
 #[test]
@@ -776,13 +786,7 @@ fn a_gpu_profile_without_nvidia_runtime_is_refused_and_force_leaves_nothing() {
     if !require_daemon() {
         return;
     }
-    if daemon_has_nvidia_runtime() {
-        // Not silent: this scenario is about a daemon without one, and this one has it.
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** SKIPPED (the daemon has an NVIDIA runtime): {}",
-            support::docker::current_test_name()
-        );
+    if !daemon_without_nvidia_runtime() {
         return;
     }
     let scenario = Scenario::new("up-gpu");
@@ -828,13 +832,7 @@ fn optional_gpus_start_without_them_when_the_daemon_cannot_hand_them_over() {
     if !require_daemon() {
         return;
     }
-    if daemon_has_nvidia_runtime() {
-        // Not silent: this scenario is about a daemon without one, and this one has it.
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** SKIPPED (the daemon has an NVIDIA runtime): {}",
-            support::docker::current_test_name()
-        );
+    if !daemon_without_nvidia_runtime() {
         return;
     }
     let scenario = Scenario::new("up-optional");
