@@ -566,7 +566,7 @@ fn process_owners(
     let pids: BTreeSet<u32> = readings
         .iter()
         .flat_map(|readings| &readings.gpus)
-        .flat_map(|gpu| &gpu.processes)
+        .flat_map(|gpu| gpu.processes.iter().flatten())
         .map(|process| process.pid)
         .collect();
     for pid in pids {

@@ -37,8 +37,10 @@ pub struct GpuSample {
     pub memory_clock_mhz: Option<u32>,
     /// `nvmlClocksThrottleReasons` bits; [`throttle_reason_names`] reads them.
     pub throttle_reasons_mask: Option<u64>,
-    /// Compute processes and the GPU memory each holds, by host PID.
-    pub processes: Vec<GpuProcess>,
+    /// Compute processes and the GPU memory each holds, by host PID; `None` when NVML
+    /// could not list them (the query failed or is not offered, or the device could not
+    /// be opened).
+    pub processes: Option<Vec<GpuProcess>>,
     /// Every query that gave no answer, named with its NVML function.
     pub failures: Vec<NvmlFailure>,
 }
@@ -209,16 +211,18 @@ fn sample_device(nvml: &Nvml, index: u32) -> GpuSample {
         device.running_compute_processes(),
         "nvmlDeviceGetComputeRunningProcesses_v3",
     )
-    .unwrap_or_default()
-    .into_iter()
-    .map(|process| GpuProcess {
-        pid: process.pid,
-        used_memory_bytes: match process.used_gpu_memory {
-            UsedGpuMemory::Used(bytes) => Some(bytes),
-            UsedGpuMemory::Unavailable => None,
-        },
-    })
-    .collect();
+    .map(|processes| {
+        processes
+            .into_iter()
+            .map(|process| GpuProcess {
+                pid: process.pid,
+                used_memory_bytes: match process.used_gpu_memory {
+                    UsedGpuMemory::Used(bytes) => Some(bytes),
+                    UsedGpuMemory::Unavailable => None,
+                },
+            })
+            .collect()
+    });
     sample
 }
 

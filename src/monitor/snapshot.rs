@@ -163,6 +163,7 @@ pub fn assemble(
                     processes: sample
                         .processes
                         .iter()
+                        .flatten()
                         .map(|process| ProcessRow {
                             pid: process.pid,
                             used_memory_bytes: process.used_memory_bytes,
@@ -186,7 +187,7 @@ pub fn assemble(
     let unlisted: Vec<&GpuSample> = gpus
         .iter()
         .flat_map(|readings| &readings.gpus)
-        .filter(|gpu| !processes_listed(gpu))
+        .filter(|gpu| gpu.processes.is_none())
         .collect();
     let container_rows = containers
         .into_iter()
@@ -196,7 +197,7 @@ pub fn assemble(
             let mut runs_on_a_gpu = false;
             let mut indices = BTreeSet::new();
             for gpu in gpus.iter().flat_map(|readings| &readings.gpus) {
-                for process in &gpu.processes {
+                for process in gpu.processes.iter().flatten() {
                     if process_containers.get(&process.pid) == Some(&container.id) {
                         gpu_memory = gpu_memory
                             .zip(process.used_memory_bytes)
@@ -245,25 +246,6 @@ pub fn assemble(
         failures,
     }
 }
-
-/// Whether NVML listed this GPU's compute processes. The list is unknown when the query
-/// failed or the GPU does not offer it (`gpu::sample` records either as a failure of its
-/// NVML function), or when the device itself could not be opened.
-fn processes_listed(gpu: &GpuSample) -> bool {
-    !gpu.failures.iter().any(|failure| {
-        failure.function.as_deref().is_some_and(|function| {
-            PROCESS_LIST_FUNCTIONS
-                .iter()
-                .any(|prefix| function.starts_with(prefix))
-        })
-    })
-}
-
-/// The NVML functions (any version) whose failure leaves a GPU's process list unknown.
-const PROCESS_LIST_FUNCTIONS: [&str; 2] = [
-    "nvmlDeviceGetComputeRunningProcesses",
-    "nvmlDeviceGetHandleByIndex",
-];
 
 /// Whether a container may run processes on `gpu`: its request names it or all GPUs; a
 /// bare count leaves the runtime's pick unknown, so any GPU may be one of its; without a
@@ -315,13 +297,15 @@ mod tests {
             uuid: Some(format!("GPU-{index}")),
             utilization_percent: Some(40),
             throttle_reasons_mask: Some(0x4),
-            processes: processes
-                .iter()
-                .map(|(pid, bytes)| GpuProcess {
-                    pid: *pid,
-                    used_memory_bytes: Some(*bytes),
-                })
-                .collect(),
+            processes: Some(
+                processes
+                    .iter()
+                    .map(|(pid, bytes)| GpuProcess {
+                        pid: *pid,
+                        used_memory_bytes: Some(*bytes),
+                    })
+                    .collect(),
+            ),
             ..GpuSample::default()
         }
     }
@@ -389,6 +373,14 @@ mod tests {
         sample
     }
 
+    /// A GPU whose process list NVML could not give, as `gpu::sample` records it.
+    fn unlisted(sample: GpuSample, kind: crate::gpu::FailureKind, function: &str) -> GpuSample {
+        GpuSample {
+            processes: None,
+            ..failing(sample, kind, function)
+        }
+    }
+
     #[test]
     fn an_unlisted_gpu_leaves_its_containers_gpu_memory_unknown() {
         use crate::gpu::FailureKind;
@@ -396,7 +388,7 @@ mod tests {
         let readings = GpuReadings {
             gpus: vec![
                 gpu(0, &[(10, 100), (11, 1000)]),
-                failing(
+                unlisted(
                     gpu(1, &[]),
                     FailureKind::Unknown,
                     "nvmlDeviceGetComputeRunningProcesses_v3",
@@ -457,7 +449,7 @@ mod tests {
             (FailureKind::GpuLost, "nvmlDeviceGetHandleByIndex_v2"),
         ] {
             let readings = GpuReadings {
-                gpus: vec![failing(gpu(0, &[]), kind, function)],
+                gpus: vec![unlisted(gpu(0, &[]), kind, function)],
                 failure: None,
             };
             let snapshot = assemble(
@@ -491,10 +483,13 @@ mod tests {
     #[test]
     fn a_process_with_unavailable_memory_makes_its_container_unknown() {
         let mut first = gpu(0, &[(10, 100), (11, 1000)]);
-        first.processes.push(GpuProcess {
-            pid: 12,
-            used_memory_bytes: None,
-        });
+        first
+            .processes
+            .get_or_insert_with(Vec::new)
+            .push(GpuProcess {
+                pid: 12,
+                used_memory_bytes: None,
+            });
         let readings = GpuReadings {
             gpus: vec![first, gpu(1, &[(13, 7)])],
             failure: None,
