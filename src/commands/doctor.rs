@@ -163,7 +163,7 @@ async fn daemon_facts(
                 endpoint: endpoint.to_string(),
                 state: EngineState::Unreachable {
                     kind: error.kind().into(),
-                    message: crate::engine::facts::error_chain(&error),
+                    message: crate::error::error_chain(&error),
                     hint: error.hint(),
                 },
             };
@@ -178,7 +178,7 @@ async fn daemon_facts(
             engine
                 .image_facts(&reference)
                 .await
-                .map_err(|error| crate::engine::facts::error_chain(&error))
+                .map_err(|error| crate::error::error_chain(&error))
         }
     }));
     let (facts, images) = tokio::join!(engine.facts(), images);
@@ -267,7 +267,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
                 Err(error) => Some(
                     Finding::warn(
                         "profile.lock",
-                        crate::engine::facts::error_chain(error),
+                        crate::error::error_chain(error),
                     )
                     .with_hint(error.hint()),
                 ),

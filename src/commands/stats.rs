@@ -30,6 +30,7 @@ use super::{Context, runtime};
 use crate::engine::stats::{ContainerResources, ContainerSample};
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
+use crate::error::error_chain;
 use crate::exit::ExitStatus;
 use crate::gpu::LoadOutcome;
 use crate::gpu::sample::{GpuReadings, GpuSampler, GpuUnavailable};
@@ -535,23 +536,8 @@ fn container_failure(target: &Target, error: &EngineError) -> Failure {
     Failure {
         subject: format!("container {}", target.name),
         kind: error.kind().into(),
-        message: chain(error),
+        message: error_chain(error),
     }
-}
-
-/// An error and its causes on one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// GPU process PIDs → the full id of the container (among `known`) each belongs to.
@@ -851,7 +837,7 @@ fn daemon_failure(error: &EngineError) -> Failure {
     Failure {
         subject: "daemon".into(),
         kind: error.kind().into(),
-        message: chain(error),
+        message: error_chain(error),
     }
 }
 
@@ -1033,7 +1019,7 @@ async fn follow(
                         context.printer.warn(&format!(
                         "lost the Docker daemon at `{}`: {}; GPU readings go on, reconnecting every {} ms to {} s",
                         engine.endpoint(),
-                        chain(&error),
+                        error_chain(&error),
                         RECONNECT_FIRST.as_millis(),
                         RECONNECT_CAP.as_secs()
                     ));
@@ -1314,7 +1300,7 @@ mod tests {
             source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied"),
         };
         assert_eq!(
-            chain(&error),
+            error_chain(&error),
             "cannot open the recording `/x/run.csv`: permission denied"
         );
     }

@@ -80,7 +80,7 @@ impl Engine {
             Ok(facts) => EngineState::Reachable(Box::new(facts)),
             Err(error) => EngineState::Unreachable {
                 kind: error.kind().into(),
-                message: error_chain(&error),
+                message: crate::error::error_chain(&error),
                 hint: error.hint(),
             },
         };
@@ -169,19 +169,4 @@ impl Engine {
             Err(error) => Err(self.classify(error)),
         }
     }
-}
-
-/// `message: cause: cause`, for facts that must carry the whole story as text.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
