@@ -300,17 +300,17 @@ async fn up(
         gpu_facts,
         ..
     } = plan;
+    let verdict = preflight(
+        engine,
+        resolved,
+        gpu_facts.clone(),
+        arguments.force,
+        context,
+    );
     let (body, prepared) = match &plan.body_without_gpus {
         // Which body depends on the daemon's answer: judge first, then prepare.
         Some(without) => {
-            let facts = preflight(
-                engine,
-                resolved,
-                gpu_facts.clone(),
-                arguments.force,
-                context,
-            )
-            .await?;
+            let facts = verdict.await?;
             let body = if crate::checks::host::gpus_reachable(&facts.engine, &facts.host) {
                 &plan.body
             } else {
@@ -332,14 +332,8 @@ async fn up(
         // (tests/bench/up.sh).
         None => {
             let (verdict, prepared) = tokio::join!(
-                preflight(
-                    engine,
-                    resolved,
-                    gpu_facts.clone(),
-                    arguments.force,
-                    context
-                ),
-                prepare(engine, &plan.body, name, arguments.pull, state),
+                verdict,
+                prepare(engine, &plan.body, name, arguments.pull, state)
             );
             if let Err(error) = verdict {
                 discard_unstarted(engine, state, context).await;
@@ -366,7 +360,7 @@ async fn up(
     };
     let mut recreated = false;
     let created = match prepared {
-        Prepared::Created(id) => Created::Ours(id),
+        Prepared::Created(created) => created,
         Prepared::Existing(existing) => match reuse(
             engine,
             &existing,
@@ -389,7 +383,6 @@ async fn up(
         Prepared::NeedsImage => {
             create_with_image(engine, body, name, arguments.pull, context, state).await?
         }
-        Prepared::NameTaken => Created::Theirs,
     };
     let id = match created {
         Created::Ours(id) => id,
@@ -418,14 +411,12 @@ async fn up(
 
 /// What could be done before the preflight's verdict.
 enum Prepared {
-    /// This run created the container (not started).
-    Created(String),
+    /// The create was sent: by this run (not started), or a concurrent one won the name.
+    Created(Created),
     /// A container of this name exists already.
     Existing(crate::engine::containers::ContainerDetails),
     /// Nothing of this name exists, and the image is missing or must be pulled first.
     NeedsImage,
-    /// Another run took the name between this run's inspect and its create.
-    NameTaken,
 }
 
 /// Looks for a container of this name and, when there is none and the image is already
@@ -443,13 +434,9 @@ async fn prepare(
     if pull == PullPolicy::Always {
         return Ok(Prepared::NeedsImage);
     }
-    match engine.create_container(name, body).await {
-        Ok(id) => {
-            state.borrow_mut().created = Some(id.clone());
-            Ok(Prepared::Created(id))
-        }
+    match create(engine, body, name, state).await {
+        Ok(created) => Ok(Prepared::Created(created)),
         Err(EngineError::ImageMissing { .. }) => Ok(Prepared::NeedsImage),
-        Err(EngineError::NameConflict { .. }) => Ok(Prepared::NameTaken),
         Err(error) => Err(error.into()),
     }
 }
@@ -475,13 +462,24 @@ async fn create_with_image(
             hint: None,
         })?;
     ensure_image(engine, &image, pull, context).await?;
+    Ok(create(engine, body, name, state).await?)
+}
+
+/// Creates (never starts), recording the id at once so that every way out of this run
+/// removes what it made; a name a concurrent `up` took first is theirs.
+async fn create(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Created, EngineError> {
     match engine.create_container(name, body).await {
         Ok(id) => {
             state.borrow_mut().created = Some(id.clone());
             Ok(Created::Ours(id))
         }
         Err(EngineError::NameConflict { .. }) => Ok(Created::Theirs),
-        Err(error) => Err(error.into()),
+        Err(error) => Err(error),
     }
 }
 
