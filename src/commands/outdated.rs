@@ -92,20 +92,13 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
     } else {
         ExitStatus::Success
     };
-    for report in &reports {
-        if let Some(incomplete) = &report.incomplete {
-            context
-                .printer
-                .warn(&format!("{}: {incomplete}", report.profile));
-        }
-    }
     if context.json {
         #[derive(Serialize)]
         struct Outdated<'a> {
             profiles: &'a [Report],
         }
         context.printer.json(&Outdated { profiles: &reports })?;
-        warn_failures(&reports, context);
+        warn_about(&reports, context);
         return Ok(status);
     }
     let rows: Vec<Vec<String>> = reports
@@ -145,12 +138,18 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
             report.profile, report.newer_tags[0]
         ));
     }
-    warn_failures(&reports, context);
+    warn_about(&reports, context);
     Ok(status)
 }
 
-fn warn_failures(reports: &[Report], context: &Context) {
+/// On stderr: tag lists that stopped early, and registries that could not be asked.
+fn warn_about(reports: &[Report], context: &Context) {
     for report in reports {
+        if let Some(incomplete) = &report.incomplete {
+            context
+                .printer
+                .warn(&format!("{}: {incomplete}", report.profile));
+        }
         if let Some(error) = &report.error {
             context.printer.warn(&format!(
                 "{}: cannot ask the registry about `{}`: {error}",

@@ -85,24 +85,26 @@ impl Printer {
 
     /// One JSON document on stdout, with `schema_version`.
     pub fn json<T: Serialize>(&self, body: &T) -> Result<(), Error> {
-        let document = Document {
-            schema_version: SCHEMA_VERSION,
-            body,
-        };
-        let text = serde_json::to_string_pretty(&document)
-            .map_err(|error| Error::Output(io::Error::other(error)))?;
-        self.data(&text)
+        self.document(body, true)
     }
 
     /// One JSON document on one line, for streams (`logs -f --json`): JSON lines, each with
     /// `schema_version`.
     pub fn json_line<T: Serialize>(&self, body: &T) -> Result<(), Error> {
+        self.document(body, false)
+    }
+
+    fn document<T: Serialize>(&self, body: &T, pretty: bool) -> Result<(), Error> {
         let document = Document {
             schema_version: SCHEMA_VERSION,
             body,
         };
-        let text = serde_json::to_string(&document)
-            .map_err(|error| Error::Output(io::Error::other(error)))?;
+        let text = if pretty {
+            serde_json::to_string_pretty(&document)
+        } else {
+            serde_json::to_string(&document)
+        }
+        .map_err(|error| Error::Output(io::Error::other(error)))?;
         self.data(&text)
     }
 
