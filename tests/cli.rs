@@ -3,25 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// envctl run in an empty working directory with no user or extra profile folders, so
-/// only what a test puts there (and the bundled profiles) is found.
-fn envctl(directory: &Path) -> Command {
-    let mut command = Command::cargo_bin("envctl").unwrap();
-    command
-        .current_dir(directory)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.join("xdg"))
-        .env("HOME", directory.join("home"))
-        .env_remove("ENVCTL_PROFILE_PATH")
-        .env_remove("CLICOLOR_FORCE");
-    command
-}
+use support::cli::envctl_in as envctl;
 
 struct Output {
     code: i32,

@@ -115,6 +115,14 @@ fn shown(exported: &Exported) -> String {
 }
 
 /// Every YAML document of a multi-document file.
+/// The `kind` of each document, in order.
+fn kinds_of(documents: &[serde_norway::Value]) -> Vec<&str> {
+    documents
+        .iter()
+        .map(|document| document["kind"].as_str().unwrap())
+        .collect()
+}
+
 fn yaml_documents(text: &str) -> Vec<serde_norway::Value> {
     serde_norway::Deserializer::from_str(text)
         .map(|document| serde_norway::Value::deserialize(document).unwrap())
@@ -777,10 +785,7 @@ fn kubernetes_resources_ids_service_claims_and_lock() {
         export::kubernetes(input, options).unwrap()
     });
     let documents = yaml_documents(&exported.text);
-    let kinds: Vec<&str> = documents
-        .iter()
-        .map(|document| document["kind"].as_str().unwrap())
-        .collect();
+    let kinds = kinds_of(&documents);
     assert_eq!(
         kinds,
         [
@@ -920,10 +925,7 @@ fn kubernetes_claims_are_one_per_mount_for_long_names_and_lookalike_volumes() {
         export::kubernetes(input, options).unwrap()
     });
     let documents = yaml_documents(&exported.text);
-    let kinds: Vec<&str> = documents
-        .iter()
-        .map(|document| document["kind"].as_str().unwrap())
-        .collect();
+    let kinds = kinds_of(&documents);
     // One claim per bind mount and per named volume: `my_cache` is mounted twice.
     assert_eq!(
         kinds,

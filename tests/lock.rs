@@ -7,7 +7,6 @@ mod support;
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
 use support::docker::{
     ContainerGuard, ImageGuard, docker_output, docker_stdout, require_daemon, test_image,
@@ -16,13 +15,7 @@ use support::docker::{
 use support::registry::{Registry, push_test_image, require_registry};
 
 fn envctl(directory: &Path, arguments: &[&str]) -> (i32, String, String) {
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
-        .current_dir(directory)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.join("xdg"))
-        .env("HOME", directory.join("home"))
-        .env_remove("ENVCTL_PROFILE_PATH")
+    let output = support::cli::envctl_in(directory)
         .args(arguments)
         .timeout(std::time::Duration::from_secs(120))
         .output()

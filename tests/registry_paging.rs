@@ -9,6 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
@@ -17,7 +19,6 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
 
 use envctl::profile::image::ImageReference;
@@ -199,13 +200,7 @@ fn outdated(directory: &Path, image: &str) -> (i32, String, String) {
         format!("image = \"{image}\"\n"),
     )
     .unwrap();
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
-        .current_dir(directory)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.join("xdg"))
-        .env("HOME", directory.join("home"))
-        .env_remove("ENVCTL_PROFILE_PATH")
+    let output = support::cli::envctl_in(directory)
         .args(["outdated", "--json"])
         .timeout(Duration::from_secs(120))
         .output()

@@ -11,6 +11,7 @@
 //!   with its storage in a temporary directory ([`registry::Registry::start`]), and
 //!   [`registry::push_test_image`] to put the test image into it.
 //!
+//! - [`cli`]: envctl run in a test's own folder ([`cli::envctl_in`]).
 //! - [`disk`]: a full disk ([`disk::FullDisk`]: a 64 KiB tmpfs, filled; needs root).
 //! - [`nvml`]: the stand-in NVML library `cargo test` builds, its fixtures, and an
 //!   old-driver library compiled from C.
@@ -27,6 +28,7 @@
 //! (inherited from the test image), so `.ci/run` can sweep leftovers.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod disk;
 pub mod docker;
 pub mod nvml;
