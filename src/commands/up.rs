@@ -126,7 +126,8 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     let body_without_gpus = if host_has_gpus {
         spec_context.host_has_gpus = false;
         let mut without = spec::create_body(&resolved, &spec_context)?;
-        apply_lock(&mut without, &resolved, arguments.locked)?;
+        // The same pin: the lock file was read and judged once, above.
+        without.image.clone_from(&body.image);
         Some(without)
     } else {
         None
