@@ -79,17 +79,37 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
     }
 }
 
-/// Whether a container started here can be given GPUs: the daemon has a way to hand them
-/// over and, when it is rootless, that way is CDI (the runtime and the hook need root).
-/// `gpus = "optional"` asks for GPUs only then, as `profile.gpu-runtime` promises.
-pub fn gpus_reachable(engine: &EngineFacts, host: &HostFacts) -> bool {
-    let EngineState::Reachable(daemon) = &engine.state else {
-        return false;
-    };
+/// Whether a container started by this daemon can be given GPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuPath {
+    /// Yes, this way.
+    Open(GpuSupport),
+    /// The daemon is rootless, and rootless Docker reaches GPUs only through CDI, which is
+    /// not set up (the runtime and the hook need root).
+    RootlessWithoutCdi,
+    /// No runtime, CDI spec or hook.
+    Missing,
+}
+
+/// How GPUs reach containers of this daemon, if they do: the one decision behind
+/// `profile.gpu-runtime` and behind `gpus = "optional"` asking for GPUs.
+pub fn gpu_path(daemon: &DaemonFacts, host: &HostFacts) -> GpuPath {
     match gpu_support(daemon, host) {
-        GpuSupport::None => false,
-        GpuSupport::Cdi { .. } | GpuSupport::DiscoveredDevices { .. } => true,
-        GpuSupport::Runtime | GpuSupport::Hook { .. } => !daemon.rootless,
+        support @ (GpuSupport::Cdi { .. } | GpuSupport::DiscoveredDevices { .. }) => {
+            GpuPath::Open(support)
+        }
+        _ if daemon.rootless => GpuPath::RootlessWithoutCdi,
+        GpuSupport::None => GpuPath::Missing,
+        support => GpuPath::Open(support),
+    }
+}
+
+/// Whether a container started here can be given GPUs: `gpus = "optional"` asks for them
+/// only then, as `profile.gpu-runtime` promises.
+pub fn gpus_reachable(engine: &EngineFacts, host: &HostFacts) -> bool {
+    match &engine.state {
+        EngineState::Reachable(daemon) => matches!(gpu_path(daemon, host), GpuPath::Open(_)),
+        EngineState::Unreachable { .. } => false,
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::host::{GpuSupport, gpu_support};
+use super::host::{GpuPath, gpu_path};
 use super::stack::{EffectiveStack, effective};
 use super::{Finding, Status, safety, worst};
 use crate::compat::{self, ComputeCapability, DriverVersion, Matrix, TorchCandidate};
@@ -148,44 +148,35 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
         return Vec::new();
     }
     let optional = request == GpuRequest::Optional;
-    let support = gpu_support(daemon, host.host);
-    let mut findings = Vec::new();
-    if daemon.rootless
-        && !matches!(
-            support,
-            GpuSupport::Cdi { .. } | GpuSupport::DiscoveredDevices { .. }
-        )
-    {
-        let finding = if optional {
-            Finding::warn
-        } else {
-            Finding::fail
-        };
-        findings.push(
+    let finding = match gpu_path(daemon, host.host) {
+        GpuPath::RootlessWithoutCdi => {
+            let finding = if optional {
+                Finding::warn
+            } else {
+                Finding::fail
+            };
             finding("profile.gpu-runtime", "the daemon is rootless, and rootless Docker reaches GPUs only through CDI, which is not set up")
-                .with_hint("`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, enable CDI in daemon.json, restart Docker (NVIDIA/nvidia-container-toolkit#434)"),
-        );
-    } else if support == GpuSupport::None {
-        let message = "the profile asks for GPUs, but the daemon has no NVIDIA runtime, CDI spec or hook: start would fail with `could not select device driver \"\" with capabilities: [[gpu]]`";
-        let finding = if optional {
-            Finding::warn(
-                "profile.gpu-runtime",
-                format!("{message}; with `gpus = \"optional\"` it runs without GPUs"),
-            )
-        } else {
-            Finding::fail("profile.gpu-runtime", message)
-        };
-        findings.push(finding.with_hint("install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"));
-    } else {
-        findings.push(
-            Finding::pass(
-                "profile.gpu-runtime",
-                "the daemon can hand GPUs to containers",
-            )
-            .with_fact("gpu_support", &support),
-        );
-    }
-    findings
+                .with_hint("`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, enable CDI in daemon.json, restart Docker (NVIDIA/nvidia-container-toolkit#434)")
+        }
+        GpuPath::Missing => {
+            let message = "the profile asks for GPUs, but the daemon has no NVIDIA runtime, CDI spec or hook: start would fail with `could not select device driver \"\" with capabilities: [[gpu]]`";
+            let finding = if optional {
+                Finding::warn(
+                    "profile.gpu-runtime",
+                    format!("{message}; with `gpus = \"optional\"` it runs without GPUs"),
+                )
+            } else {
+                Finding::fail("profile.gpu-runtime", message)
+            };
+            finding.with_hint("install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`")
+        }
+        GpuPath::Open(support) => Finding::pass(
+            "profile.gpu-runtime",
+            "the daemon can hand GPUs to containers",
+        )
+        .with_fact("gpu_support", &support),
+    };
+    vec![finding]
 }
 
 /// The GPUs the profile will get, and findings when it asks for more than there is.
