@@ -456,9 +456,10 @@ fn symlink_loops_and_unreadable_files_in_profile_folders() {
         .map(|output| output.stdout == b"0\n")
         .unwrap_or(false);
     if is_root {
+        let (_copy_folder, binary) = support::cli::envctl_for_other_users();
         let output = std::process::Command::new("runuser")
             .args(["-u", "nobody", "--"])
-            .arg(assert_cmd::cargo::cargo_bin("envctl"))
+            .arg(&binary)
             .args(["profiles", "check", "envctl/secret.toml"])
             .current_dir(root)
             .env("NO_COLOR", "1")

@@ -96,7 +96,7 @@ fn socket_without_permission() {
         panic!("this test needs the system socket {socket} (owned by root, mode 660)");
     }
     // `nobody` is in no `docker` group: exactly the user who forgot `usermod -aG docker`.
-    let binary = assert_cmd::cargo::cargo_bin("envctl");
+    let (_copy_folder, binary) = support::cli::envctl_for_other_users();
     let output = std::process::Command::new("runuser")
         .args(["-u", "nobody", "--"])
         .arg(&binary)

@@ -20,3 +20,21 @@ pub fn envctl_in(directory: &Path) -> assert_cmd::Command {
         .env_remove("CLICOLOR_FORCE");
     command
 }
+
+/// A copy of the envctl binary that another user (`runuser -u nobody`) can run, in a new
+/// world-readable folder: the build folder may sit under a private (0700) directory, as a
+/// clone under `mktemp -d` does. Dropping the folder removes the copy.
+pub fn envctl_for_other_users() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let folder = tempfile::TempDir::new()
+        .unwrap_or_else(|error| panic!("cannot make a temporary folder: {error}"));
+    let copy = folder.path().join("envctl");
+    let built = assert_cmd::cargo::cargo_bin("envctl");
+    std::fs::copy(&built, &copy)
+        .unwrap_or_else(|error| panic!("cannot copy {}: {error}", built.display()));
+    for (path, mode) in [(folder.path(), 0o755), (copy.as_path(), 0o755)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|error| panic!("cannot chmod {}: {error}", path.display()));
+    }
+    (folder, copy)
+}
