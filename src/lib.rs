@@ -1,12 +1,15 @@
 //! envctl: GPU deep-learning environments that are identical on every machine of a team.
 //!
-//! Gather, then judge: adapters fill plain structs, the pure core (`profile`) decides,
-//! `ui` alone writes to the terminal, `commands` wires them per subcommand.
+//! Gather, then judge: adapters (`engine`, `gpu`, `host`) fill plain structs, the pure
+//! core (`profile`, `compat`, `checks`, `spec`, `monitor`) decides, `ops` composes them for
+//! the commands, `ui` alone writes to the terminal, `commands` parse, call and render.
+//! `context` alone reads the process environment. ARCHITECTURE.md has the whole picture.
 
 pub mod checks;
 pub mod cli;
 pub mod commands;
 pub mod compat;
+pub mod context;
 pub mod engine;
 pub mod error;
 pub mod exit;
@@ -16,6 +19,7 @@ pub mod host;
 pub mod lock;
 pub mod monitor;
 pub mod nvcheck;
+pub mod ops;
 pub mod profile;
 pub mod registry;
 pub mod spec;

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use envctl::cli::Cli;
-use envctl::commands::{self, Context};
+use envctl::commands;
+use envctl::context::{Context, Environment};
 use envctl::exit::ExitStatus;
 use envctl::ui::{Printer, Verbosity};
 
@@ -19,13 +20,12 @@ fn main() -> ExitCode {
     } else {
         Verbosity::Normal
     };
+    let environment = Environment::from_process();
     let context = Context {
         printer: Printer::new(cli.global.color, verbosity),
         json: cli.global.json,
-        search_path: Context::search_path_from_environment(),
-        docker_host: std::env::var("DOCKER_HOST")
-            .ok()
-            .filter(|host| !host.is_empty()),
+        search_path: environment.search_path(),
+        environment,
     };
     let status = match commands::run(cli, &context) {
         Ok(status) => status,

@@ -25,9 +25,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use envctl::export::{self, ExportInput, Exported, KubernetesOptions, VolumeMode, WorkloadKind};
+use envctl::lock::LockFile;
+use envctl::ops::environment::{
+    EnvironmentRequest, LockPolicy, Placement, ResolvedEnvironment, resolve,
+};
 use envctl::profile::resolve::{ResolvedProfile, resolve_text};
 use envctl::profile::{SearchPath, bundled};
-use envctl::spec::{CreateBody, Overrides, SpecContext, create_body};
+use envctl::spec::Overrides;
 use support::docker::{
     ContainerGuard, docker_output, docker_stdout, require_daemon, run_with_timeout, skip_or_panic,
     test_image, unique_name,
@@ -69,20 +73,31 @@ fn nothing_is_a_file(_: &Path) -> bool {
     false
 }
 
-/// `up`'s body as the export builds it: on a host with GPUs, every bind source present.
-fn body(resolved: &ResolvedProfile, working_directory: &Path) -> CreateBody {
-    let context = SpecContext {
-        working_directory: working_directory.to_path_buf(),
-        home: Some(PathBuf::from(HOME)),
-        host_has_gpus: true,
-        overrides: Overrides::default(),
-        path_exists: &everything_exists,
-    };
-    create_body(resolved, &context).unwrap()
+/// The environment `envctl export` resolves for a file target: as on another machine with
+/// GPUs, the lock (given as text) applied, and why it was not reported.
+fn environment(
+    resolved: &ResolvedProfile,
+    working_directory: &Path,
+    lock: Option<&str>,
+) -> ResolvedEnvironment {
+    let lock = Ok(lock.map(|text| LockFile::parse(text).unwrap()));
+    resolve(
+        resolved.clone(),
+        EnvironmentRequest {
+            overrides: Overrides::default(),
+            placement: Placement::Elsewhere,
+            lock_policy: LockPolicy::Report,
+            lock: &lock,
+            working_directory: working_directory.to_path_buf(),
+            home: Some(PathBuf::from(HOME)),
+            path_exists: &everything_exists,
+        },
+    )
+    .unwrap()
 }
 
 /// Exports through the library: `run` gets the input for `resolved` with its output file
-/// (relative to `working_directory`) and the lock text.
+/// (relative to `working_directory`), its body pinned by the lock text as the command pins it.
 fn with_input<T>(
     resolved: &ResolvedProfile,
     working_directory: &Path,
@@ -90,7 +105,7 @@ fn with_input<T>(
     lock: Option<&str>,
     run: impl FnOnce(&ExportInput<'_>) -> T,
 ) -> T {
-    let body = body(resolved, working_directory);
+    let body = environment(resolved, working_directory, lock).body;
     let input = ExportInput {
         resolved,
         body: &body,
@@ -98,7 +113,6 @@ fn with_input<T>(
         home: Some(PathBuf::from(HOME)),
         output_file: output_file.map(|file| working_directory.join(file)),
         path_is_file: &nothing_is_a_file,
-        lock,
     };
     run(&input)
 }
@@ -882,12 +896,11 @@ fn kubernetes_stale_lock_keeps_the_tag_and_says_so() {
     });
     let spec = pod_spec(&yaml_documents(&exported.text)[0]);
     assert_eq!(spec.containers[0].image.as_deref(), Some("busybox:1.37"));
-    assert!(
-        exported
-            .notices
-            .iter()
-            .any(|notice| notice.setting == "image" && notice.message.contains("busybox:1.36"))
-    );
+    // The command adds this reason to the export's notices (`setting` "image").
+    let notice = environment(&resolved, Path::new(PROJECT), Some(&lock))
+        .lock_notice
+        .unwrap();
+    assert!(notice.contains("busybox:1.36"), "{notice}");
 }
 
 /// A 59-character profile name, so `envctl-NAME-data-train` and `envctl-NAME-data-valid`

@@ -230,7 +230,7 @@ fn judge_python(stdout: &str) -> Vec<envctl::checks::Finding> {
         python: Some(python),
         ..nvcheck::RawReport::default()
     };
-    let bundled = envctl::commands::doctor::bundled_candidates();
+    let bundled = envctl::ops::doctor::bundled_candidates();
     let candidates: Vec<envctl::compat::TorchCandidate<'_>> = bundled
         .iter()
         .map(|(name, torch, cuda)| envctl::compat::TorchCandidate::new(name, torch, *cuda))

@@ -4,12 +4,12 @@
 use serde::Serialize;
 
 use super::Context;
-use super::doctor::bundled_candidates;
-use super::matrix::load_matrix;
 use crate::checks::{Finding, Status, worst};
 use crate::compat::{self, ComputeCapability, DriverVersion, TorchCandidate};
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::ops::doctor::bundled_candidates;
+use crate::ops::matrix::load_matrix;
 use crate::profile::model::{CudaVersion, TorchVersion};
 use crate::ui::findings::{Section, print_sections};
 
@@ -50,7 +50,10 @@ fn usage(message: String, hint: &str) -> Error {
 }
 
 pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, Error> {
-    let matrix = load_matrix(arguments.matrix.as_deref())?;
+    let matrix = load_matrix(
+        arguments.matrix.as_deref(),
+        context.environment.config_home().as_deref(),
+    )?;
     let driver: DriverVersion = arguments.driver.parse().map_err(|message: String| {
         usage(
             message,

@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
-use super::target::find_own_container;
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::ops::target::find_own_container;
 
 pub fn run(
     target: &str,

@@ -2,7 +2,6 @@
 //! profile's `[commands]`) and `envctl shell TARGET`: the command runs in the running
 //! container and its exit code becomes envctl's.
 
-use super::target::find_container;
 use super::{Context, runtime};
 use crate::engine::Engine;
 use crate::engine::containers::ContainerDetails;
@@ -10,6 +9,7 @@ use crate::engine::exec::ExecRequest;
 use crate::engine::logs::OutputStream;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::ops::target::find_container;
 use crate::spec::PROFILE_LABEL;
 use crate::ui::terminal;
 

@@ -21,12 +21,10 @@ use crate::export::{
     self, ExportError, ExportInput, Exported, KubernetesOptions, Notice, Target, VolumeMode,
     WorkloadKind,
 };
+use crate::ops::environment::{self, EnvironmentRequest, LockPolicy, Placement};
 use crate::profile::ResolvedProfile;
 use crate::profile::model::GpuRequest;
-use crate::spec::{self, CreateBody, Overrides, SpecContext, SpecError};
-
-/// The lock file `envctl lock` writes, read from the working directory.
-const LOCK_FILE: &str = "envctl.lock";
+use crate::spec::{self, Overrides};
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
@@ -104,33 +102,59 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
     };
     check_flags(&arguments, target)?;
     let resolved = context.search_path.resolve(&arguments.profile)?;
-    let working_directory = std::env::current_dir().map_err(|source| Error::Read {
-        path: ".".into(),
-        source,
-    })?;
-    let home = std::env::var_os("HOME")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from);
+    let working_directory = context.working_directory()?;
+    let home = context.environment.home();
     let output_file = arguments
         .output
         .as_ref()
         .map(|path| working_directory.join(path));
-
-    let exported = if target == Target::DockerRun {
-        let body = up_body(&resolved, &working_directory, home.clone())?;
-        export::docker_run(&body, &spec::container_name(&resolved.profile.name))
+    let lock = environment::read_lock();
+    let exists = |path: &Path| path.exists();
+    // `--to docker-run` is `up --dry-run`: this host's GPUs, its bind sources, and a lock
+    // that cannot be read is an error. The files are for other machines.
+    let (placement, lock_policy) = if target == Target::DockerRun {
+        let host_has_gpus = resolved.profile.gpus == GpuRequest::Optional
+            && crate::gpu::gather(context.environment.nvml_library().as_deref())
+                .loaded()
+                .is_some_and(|facts| !facts.gpus.is_empty());
+        (Placement::ThisHost { host_has_gpus }, LockPolicy::Use)
     } else {
-        let body = portable_body(&resolved, &working_directory, home.clone(), context)?;
-        let lock = read_lock(&working_directory, target, context);
+        (Placement::Elsewhere, LockPolicy::Report)
+    };
+    let environment = environment::resolve(
+        resolved,
+        EnvironmentRequest {
+            overrides: Overrides::default(),
+            placement,
+            lock_policy,
+            lock: &lock,
+            working_directory: working_directory.clone(),
+            home: home.clone(),
+            path_exists: &exists,
+        },
+    )?;
+    for source in &environment.missing_sources {
+        context.printer.warn(&format!(
+            "bind mount source `{}` (written `{}`, mounted at `{}`) does not exist here; create it wherever the export runs (`mkdir -p`), or the container will not start",
+            source.path.display(),
+            source.written,
+            source.target
+        ));
+    }
+    let resolved = &environment.resolved;
+    let body = &environment.body;
+
+    let mut exported = if target == Target::DockerRun {
+        export::docker_run(body, &spec::container_name(&resolved.profile.name))
+    } else {
         let is_file = |path: &Path| path.is_file();
         let input = ExportInput {
-            resolved: &resolved,
-            body: &body,
+            resolved,
+            body,
             working_directory: working_directory.clone(),
             home,
             output_file: output_file.clone(),
             path_is_file: &is_file,
-            lock: lock.as_deref(),
         };
         let result = match target {
             Target::Compose => export::compose(&input),
@@ -159,6 +183,11 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
             },
         })?
     };
+    if let Some(reason) = &environment.lock_notice {
+        exported
+            .notices
+            .insert(0, Notice::new(target, "image", reason.clone()));
+    }
 
     for notice in &exported.notices {
         context.printer.warn(&notice.to_string());
@@ -174,13 +203,13 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
         if context.json {
             context
                 .printer
-                .json(&report(&resolved, target, Some(shown), None, &exported))?;
+                .json(&report(resolved, target, Some(shown), None, &exported))?;
         } else {
             context.printer.info(&format!("wrote {shown}"));
         }
     } else if context.json {
         context.printer.json(&report(
-            &resolved,
+            resolved,
             target,
             None,
             Some(&exported.text),
@@ -234,85 +263,6 @@ fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
             given.join(", ")
         )),
     })
-}
-
-/// The body `up` (and `up --dry-run`) would send on this host.
-fn up_body(
-    resolved: &ResolvedProfile,
-    working_directory: &Path,
-    home: Option<PathBuf>,
-) -> Result<CreateBody, Error> {
-    let host_has_gpus = resolved.profile.gpus == GpuRequest::Optional && {
-        let library = std::env::var_os(crate::gpu::LIBRARY_VARIABLE)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from);
-        crate::gpu::gather(library.as_deref())
-            .loaded()
-            .is_some_and(|facts| !facts.gpus.is_empty())
-    };
-    let exists = |path: &Path| path.exists();
-    let context = SpecContext {
-        working_directory: working_directory.to_path_buf(),
-        home,
-        host_has_gpus,
-        overrides: Overrides::default(),
-        path_exists: &exists,
-    };
-    Ok(spec::create_body(resolved, &context)?)
-}
-
-/// `up`'s body as on a host with GPUs. A bind source missing here is a warning: the file
-/// may well be for another machine.
-fn portable_body(
-    resolved: &ResolvedProfile,
-    working_directory: &Path,
-    home: Option<PathBuf>,
-    context: &Context,
-) -> Result<CreateBody, Error> {
-    let exists = |path: &Path| path.exists();
-    let mut spec_context = SpecContext {
-        working_directory: working_directory.to_path_buf(),
-        home,
-        host_has_gpus: true,
-        overrides: Overrides::default(),
-        path_exists: &exists,
-    };
-    match spec::create_body(resolved, &spec_context) {
-        Err(SpecError::MissingBindSources { missing }) => {
-            for source in &missing {
-                context.printer.warn(&format!(
-                    "bind mount source `{}` (written `{}`, mounted at `{}`) does not exist here; create it wherever the export runs (`mkdir -p`), or the container will not start",
-                    source.path.display(),
-                    source.written,
-                    source.target
-                ));
-            }
-            let everything_exists = |_: &Path| true;
-            spec_context.path_exists = &everything_exists;
-            Ok(spec::create_body(resolved, &spec_context)?)
-        }
-        other => Ok(other?),
-    }
-}
-
-/// The text of `./envctl.lock` for the Kubernetes export (the only target that pins by
-/// digest); `None` when there is none or it cannot be read (with a warning).
-fn read_lock(working_directory: &Path, target: Target, context: &Context) -> Option<String> {
-    if target != Target::Kubernetes {
-        return None;
-    }
-    let path = working_directory.join(LOCK_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(error) => {
-            context.printer.warn(&format!(
-                "cannot read {}: {error}; the image keeps its tag",
-                path.display()
-            ));
-            None
-        }
-    }
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder and a rename, so a

@@ -50,7 +50,7 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
     } else {
         PullPolicy::Missing
     };
-    let today = super::doctor::today();
+    let today = crate::ops::doctor::today(context.environment.now());
     let changes = runtime()?.block_on(async {
         let engine = context.engine().await?;
         let mut changes = Vec::new();

@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 
-use super::target::find_container;
 use super::{Context, runtime};
 use crate::engine::logs::OutputStream;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::ops::target::find_container;
 
 /// One line of the container's output, for `--json`.
 #[derive(Debug, Serialize, PartialEq)]

@@ -1,5 +1,6 @@
 //! One module per subcommand: each gathers what it needs, judges, and hands the result to
-//! `ui`. The context every command gets lives here.
+//! `ui`. The [`Context`] every command gets is `crate::context`'s; what several commands
+//! share lives in `crate::ops`.
 
 pub mod compat;
 pub mod completions;
@@ -9,31 +10,18 @@ pub mod exec;
 pub mod export;
 pub mod lock;
 pub mod logs;
-pub mod matrix;
 pub mod nvidia_check;
 pub mod outdated;
 pub mod profiles;
 pub mod ps;
 pub mod stats;
-pub mod target;
 pub mod up;
-
-use std::path::PathBuf;
 
 use crate::cli::{Cli, Command};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::profile::SearchPath;
-use crate::ui::Printer;
 
-/// What every command may use: the printer, output mode and the profile search path.
-pub struct Context {
-    pub printer: Printer,
-    pub json: bool,
-    pub search_path: SearchPath,
-    /// `DOCKER_HOST`, when set.
-    pub docker_host: Option<String>,
-}
+pub use crate::context::Context;
 
 /// How long one Engine API request may wait for its answer's headers. Long enough for
 /// `docker stop`'s grace period; streams (pull, logs) are not cut by it.
@@ -66,34 +54,10 @@ impl Context {
     /// A connection to the daemon, checked with a ping so an unreachable daemon is named
     /// at once (within `engine::PING_TIMEOUT`).
     pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
-        let engine = crate::engine::Engine::connect(self.docker_host.as_deref(), REQUEST_TIMEOUT)?;
+        let engine = crate::engine::Engine::connect(self.docker_host(), REQUEST_TIMEOUT)?;
         engine.ping().await?;
         Ok(engine)
     }
-
-    /// The search path from the environment: `./envctl/`, `ENVCTL_PROFILE_PATH`
-    /// (`:`-separated), then `$XDG_CONFIG_HOME/envctl/profiles/`.
-    pub fn search_path_from_environment() -> SearchPath {
-        let extra = std::env::var_os("ENVCTL_PROFILE_PATH")
-            .map(|value| {
-                std::env::split_paths(&value)
-                    .filter(|path| !path.as_os_str().is_empty())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let user =
-            user_config_directory().map(|directory| directory.join("envctl").join("profiles"));
-        SearchPath::new(PathBuf::from("envctl"), extra, user)
-    }
-}
-
-/// `$XDG_CONFIG_HOME`, or `~/.config`, on every platform (envctl's users are on Linux; a
-/// macOS laptop should find the same folder).
-pub fn user_config_directory() -> Option<PathBuf> {
-    use etcetera::BaseStrategy;
-    etcetera::choose_base_strategy()
-        .map(|strategy| strategy.config_dir())
-        .ok()
 }
 
 /// A single-threaded runtime for the commands that talk to the daemon; the pure commands

@@ -8,14 +8,11 @@
 //! whole exec is bounded by `--timeout`: on timeout the findings say so, with what was
 //! gathered before it. Exit 0 when nothing fails, 1 otherwise.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::Context;
-use super::doctor::bundled_candidates;
-use super::matrix::load_matrix;
 use crate::checks::{Finding, Status, worst};
 use crate::compat::TorchCandidate;
 use crate::engine::Engine;
@@ -28,6 +25,8 @@ use crate::gpu;
 use crate::nvcheck::{
     self, Area, Expectations, ExpectedGpus, GpuSource, HostDriver, PythonRun, RawReport, RunFacts,
 };
+use crate::ops::doctor::bundled_candidates;
+use crate::ops::matrix::load_matrix;
 use crate::profile::ResolvedProfile;
 use crate::profile::model::GpuRequest;
 use crate::spec::PROFILE_LABEL;
@@ -73,7 +72,7 @@ pub async fn run(
     options: &NvidiaCheckOptions,
     context: &Context,
 ) -> Result<ExitStatus, Error> {
-    let matrix = load_matrix(None)?;
+    let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
     let bundled = bundled_candidates();
     let candidates: Vec<TorchCandidate<'_>> = bundled
         .iter()
@@ -84,9 +83,7 @@ pub async fn run(
     // NVML on this machine only speaks for the daemon's machine when the daemon is local.
     let local = engine.endpoint().starts_with("unix://");
     let host_task = local.then(|| {
-        let library = std::env::var_os(gpu::LIBRARY_VARIABLE)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from);
+        let library = context.environment.nvml_library();
         tokio::task::spawn_blocking(move || gpu::gather(library.as_deref()))
     });
 

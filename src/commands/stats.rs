@@ -297,7 +297,7 @@ async fn select_containers(
         arguments
             .targets
             .iter()
-            .map(|target| super::target::find_container(engine, context, target)),
+            .map(|target| crate::ops::target::find_container(engine, context, target)),
     )
     .await;
     let mut targets = Vec::new();

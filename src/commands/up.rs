@@ -3,21 +3,23 @@
 //! removes a container it created but could not start (also on Ctrl-C or SIGTERM).
 
 use std::cell::RefCell;
-use std::path::PathBuf;
 use std::rc::Rc;
 
 use serde::Serialize;
 
-use super::doctor::{gather_with, judge};
-use super::matrix::load_matrix;
 use super::{Context, runtime};
 use crate::checks::Status;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::ops::doctor::{gather_with, judge};
+use crate::ops::environment::{
+    self, EnvironmentRequest, LockPolicy, Placement, ResolvedEnvironment,
+};
+use crate::ops::matrix::load_matrix;
 use crate::profile::ResolvedProfile;
 use crate::profile::model::GpuRequest;
-use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody, Overrides, PROFILE_LABEL, SpecContext};
+use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody, Overrides, PROFILE_LABEL};
 use crate::ui::progress::PullProgress;
 
 /// When to pull the image.
@@ -93,45 +95,41 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         &arguments.env,
         &arguments.ports,
         &arguments.mounts,
-        &|key| std::env::var(key).ok(),
+        &|key| context.environment.variable(key),
     )?;
     // `gpus = "optional"` shapes the container by what this host has: ask NVML now, and
     // hand the answer to the preflight.
-    let gpu_facts = (resolved.profile.gpus == GpuRequest::Optional).then(|| {
-        let library = std::env::var_os(crate::gpu::LIBRARY_VARIABLE)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from);
-        crate::gpu::gather(library.as_deref())
-    });
+    let gpu_facts = (resolved.profile.gpus == GpuRequest::Optional)
+        .then(|| crate::gpu::gather(context.environment.nvml_library().as_deref()));
     let host_has_gpus = gpu_facts
         .as_ref()
         .and_then(|facts| facts.loaded())
         .is_some_and(|facts| !facts.gpus.is_empty());
-    let working_directory = std::env::current_dir().map_err(|source| Error::Read {
-        path: ".".into(),
-        source,
-    })?;
+    let working_directory = context.working_directory()?;
+    let lock = environment::read_lock();
     let exists = |path: &std::path::Path| path.exists();
-    let mut spec_context = SpecContext {
-        working_directory,
-        home: std::env::var_os("HOME").map(PathBuf::from),
-        host_has_gpus,
-        overrides,
-        path_exists: &exists,
-    };
-    let mut body = spec::create_body(&resolved, &spec_context)?;
-    let locked_digest = apply_lock(&mut body, &resolved, arguments.locked)?;
-    // NVML sees GPUs, but whether the daemon can hand them over is known only once it
-    // answers: keep the GPU-less body ready for `gpus = "optional"`.
-    let body_without_gpus = if host_has_gpus {
-        spec_context.host_has_gpus = false;
-        let mut without = spec::create_body(&resolved, &spec_context)?;
-        // The same pin: the lock file was read and judged once, above.
-        without.image.clone_from(&body.image);
-        Some(without)
-    } else {
-        None
-    };
+    let ResolvedEnvironment {
+        resolved,
+        body,
+        body_without_gpus,
+        locked_digest,
+        ..
+    } = environment::resolve(
+        resolved,
+        EnvironmentRequest {
+            overrides,
+            placement: Placement::ThisHost { host_has_gpus },
+            lock_policy: if arguments.locked {
+                LockPolicy::Require
+            } else {
+                LockPolicy::Use
+            },
+            lock: &lock,
+            working_directory,
+            home: context.environment.home(),
+            path_exists: &exists,
+        },
+    )?;
     let name = arguments
         .name
         .clone()
@@ -198,49 +196,6 @@ fn dry_run(body: &CreateBody, name: &str, context: &Context) -> Result<ExitStatu
         context.printer.data(&spec::docker_run_line(body, name))?;
     }
     Ok(ExitStatus::Success)
-}
-
-/// What `--locked` refusals suggest.
-const PIN_HINT: &str = "run `envctl lock` to pin the profile's image, and commit envctl.lock";
-
-/// Pins the body's image to the digest in `envctl.lock` when the lock has the profile's
-/// current image; with `--locked`, a missing or stale entry is an error.
-fn apply_lock(
-    body: &mut CreateBody,
-    resolved: &ResolvedProfile,
-    required: bool,
-) -> Result<Option<String>, Error> {
-    let path = std::path::Path::new(crate::lock::LOCK_FILE);
-    let lock = crate::lock::file::read(path)?;
-    let image = resolved.profile.image.to_string();
-    let state = lock
-        .as_ref()
-        .map(|lock| crate::lock::state(lock, &resolved.profile.name, &image));
-    match state {
-        Some(crate::lock::LockState::Current(entry)) => {
-            body.image = crate::lock::pinned_reference(&image, &entry.digest);
-            Ok(Some(entry.digest.clone()))
-        }
-        _ if !required => Ok(None),
-        None => Err(Error::Lock {
-            message: "`--locked` but there is no envctl.lock here".into(),
-            hint: PIN_HINT.into(),
-        }),
-        Some(crate::lock::LockState::Missing) => Err(Error::Lock {
-            message: format!(
-                "`--locked` but envctl.lock has no entry for profile `{}`",
-                resolved.profile.name
-            ),
-            hint: PIN_HINT.into(),
-        }),
-        Some(crate::lock::LockState::Stale { locked_image }) => Err(Error::Lock {
-            message: format!(
-                "`--locked` but envctl.lock pins `{locked_image}` while profile `{}` now uses `{image}`",
-                resolved.profile.name
-            ),
-            hint: PIN_HINT.into(),
-        }),
-    }
 }
 
 /// The local tag still pointing where the lock says? If not, say so: the lock wins.
@@ -596,11 +551,12 @@ async fn preflight(
     known_gpu: Option<crate::gpu::GpuFacts>,
     force: bool,
     context: &Context,
-) -> Result<super::doctor::Facts, Error> {
+) -> Result<crate::ops::doctor::Facts, Error> {
     let profiles = [resolved.clone()];
     // Parsing the bundled matrix takes a few milliseconds: on its own thread, so the
     // requests of the gathering and of `prepare` go out meanwhile.
-    let matrix = tokio::task::spawn_blocking(|| load_matrix(None));
+    let config_home = context.environment.config_home();
+    let matrix = tokio::task::spawn_blocking(move || load_matrix(None, config_home.as_deref()));
     let facts = gather_with(Ok(engine.clone()), &profiles, known_gpu, context).await;
     let matrix = match matrix.await {
         Ok(matrix) => matrix?,
@@ -663,7 +619,15 @@ pub async fn ensure_image(
     let mut progress =
         PullProgress::new(&context.printer, context.json || context.printer.is_quiet());
     let result = engine
-        .pull_image(&pull_reference, &registry, |event| progress.event(event))
+        .pull_image(
+            &pull_reference,
+            &registry,
+            context
+                .environment
+                .pull_stall()
+                .unwrap_or(crate::engine::pull::PULL_STALL_TIMEOUT),
+            |event| progress.event(event),
+        )
         .await;
     progress.finish();
     result.map_err(Error::from)

@@ -35,15 +35,6 @@ pub enum PullFailure {
 /// download and extract, so two minutes of silence is not a slow network.
 pub const PULL_STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// `ENVCTL_PULL_STALL_SECONDS` shortens [`PULL_STALL_TIMEOUT`] (tests, impatient users).
-pub fn stall_timeout() -> std::time::Duration {
-    std::env::var("ENVCTL_PULL_STALL_SECONDS")
-        .ok()
-        .and_then(|seconds| seconds.parse::<u64>().ok())
-        .filter(|seconds| *seconds > 0)
-        .map_or(PULL_STALL_TIMEOUT, std::time::Duration::from_secs)
-}
-
 /// Sorts a registry error message (the daemon passes the registry's words through).
 pub fn classify_pull_message(message: &str) -> PullFailure {
     let lower = message.to_ascii_lowercase();
@@ -74,17 +65,19 @@ pub fn classify_pull_message(message: &str) -> PullFailure {
 impl Engine {
     /// Pulls `image` (`name:tag`, `name@digest`; a caller adds `:latest` when the reference
     /// has neither, since a bare name would pull every tag). Each event goes to `on_event`.
+    /// A pull silent for `stall` is given up ([`PULL_STALL_TIMEOUT`] unless the user's
+    /// `ENVCTL_PULL_STALL_SECONDS` says otherwise).
     pub async fn pull_image(
         &self,
         image: &str,
         registry: &str,
+        stall: std::time::Duration,
         mut on_event: impl FnMut(&PullEvent),
     ) -> Result<(), EngineError> {
         let options = CreateImageOptionsBuilder::default()
             .from_image(image)
             .build();
         let mut stream = self.docker.create_image(Some(options), None, None);
-        let stall = stall_timeout();
         loop {
             let Ok(next) = tokio::time::timeout(stall, stream.next()).await else {
                 return Err(EngineError::Pull {

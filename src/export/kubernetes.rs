@@ -44,7 +44,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
-use super::lock::{LockLookup, locked_image};
 use super::{
     BindSource, DNS_LABEL_MAX, ExportError, ExportInput, Exported, Notice, Target, bind_source,
     dns_label, dns_label_whole, hashed_label, path_text, yaml,
@@ -137,17 +136,8 @@ pub fn kubernetes(
         annotations.insert(CONFIG_HASH_LABEL.to_string(), hash.clone());
     }
 
-    let image = match input
-        .lock
-        .map(|text| locked_image(text, &profile.name, &profile.image))
-    {
-        Some(LockLookup::Pinned(pinned)) => pinned,
-        Some(LockLookup::Unusable(reason)) => {
-            notice("image", reason);
-            body.image.clone()
-        }
-        Some(LockLookup::NotLocked) | None => body.image.clone(),
-    };
+    // Pinned by `envctl.lock` already when the lock pins it (`ops::environment`).
+    let image = body.image.clone();
 
     // Resources.
     let mut requests = BTreeMap::new();

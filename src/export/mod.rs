@@ -1,9 +1,10 @@
 //! Profile → files for other engines: a compose file, Kubernetes manifests, a
-//! devcontainer.json, and the `docker run` line. Pure: the command reads `envctl.lock`,
-//! finds the working directory and writes the result; everything here only maps.
+//! devcontainer.json, and the `docker run` line. Pure: the command resolves the environment
+//! (`ops::environment`: profile, lock, host), finds the working directory and writes the
+//! result; everything here only maps.
 //!
 //! Every target starts from the same [`CreateBody`] `up` sends (built by
-//! [`crate::spec::create_body`]), so what envctl decides for the user — the 8 GiB `/dev/shm`
+//! [`crate::spec::create_body`] and pinned by `envctl.lock` in `ops::environment`), so what envctl decides for the user — the 8 GiB `/dev/shm`
 //! for PyTorch and GPU containers, `CUDA_DEVICE_ORDER=PCI_BUS_ID` with GPUs, the
 //! keep-alive `sleep infinity` with an init process, the labels — is the same in every
 //! export as in `up`. The exports build that body as for a host with GPUs (so
@@ -36,7 +37,6 @@
 mod compose;
 mod devcontainer;
 mod kubernetes;
-mod lock;
 mod yaml;
 
 use std::fmt;
@@ -52,7 +52,6 @@ use crate::spec::{CreateBody, SpecError, docker_run_line, resolve_bind_source};
 pub use compose::compose;
 pub use devcontainer::devcontainer;
 pub use kubernetes::{KubernetesOptions, VolumeMode, WorkloadKind, kubernetes};
-pub use lock::{LockLookup, locked_image};
 pub use yaml::to_yaml;
 
 /// The engine an export is for.
@@ -97,7 +96,7 @@ pub struct Notice {
 }
 
 impl Notice {
-    fn new(target: Target, setting: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(target: Target, setting: impl Into<String>, message: impl Into<String>) -> Self {
         Notice {
             target,
             setting: setting.into(),
@@ -137,8 +136,6 @@ pub struct ExportInput<'a> {
     /// Whether a host path is a regular file (Kubernetes `hostPath.type`); the command
     /// asks the file system, tests a closure.
     pub path_is_file: &'a dyn Fn(&Path) -> bool,
-    /// The text of `envctl.lock` in the working directory, when there is one.
-    pub lock: Option<&'a str>,
 }
 
 impl fmt::Debug for ExportInput<'_> {

@@ -70,6 +70,8 @@ pub struct Probe {
     pub root: PathBuf,
     /// `PATH` to search for tools.
     pub path: Option<std::ffi::OsString>,
+    /// Where a relative `PATH` entry is relative to: envctl's working directory.
+    pub working_directory: PathBuf,
     /// The daemon endpoint (`DOCKER_HOST` or the default socket).
     pub docker_endpoint: String,
 }
@@ -95,7 +97,7 @@ impl Probe {
             device_nodes: self.device_nodes(),
             wsl: self.at("/dev/dxg").exists(),
             cgroup_version: self.cgroup_version(),
-            tools: tools::gather(self.path.as_deref()),
+            tools: tools::gather(self.path.as_deref(), &self.working_directory),
             cdi_specs: self.cdi_specs(),
             docker_socket: socket_access(&self.docker_endpoint),
         }
@@ -305,6 +307,7 @@ mod tests {
         let probe = Probe {
             root: root.path().to_path_buf(),
             path: Some(std::ffi::OsString::new()),
+            working_directory: root.path().to_path_buf(),
             docker_endpoint: format!("unix://{}/missing.sock", root.path().display()),
         };
         let facts = probe.gather();
@@ -348,6 +351,7 @@ mod tests {
         let probe = Probe {
             root: root.path().to_path_buf(),
             path: Some(std::ffi::OsString::new()),
+            working_directory: root.path().to_path_buf(),
             docker_endpoint: "tcp://127.0.0.1:1".into(),
         };
         let facts = probe.gather();

@@ -2,7 +2,7 @@
 //! with semver from each tool's own `--version` output.
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,12 +31,11 @@ pub struct ToolFacts {
     pub version_error: Option<String>,
 }
 
-pub fn gather(path: Option<&OsStr>) -> Vec<ToolFacts> {
-    let current = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+pub fn gather(path: Option<&OsStr>, working_directory: &Path) -> Vec<ToolFacts> {
     TOOLS
         .iter()
         .map(|(name, version_flag)| {
-            let found = which::which_in(name, path, &current).ok();
+            let found = which::which_in(name, path, working_directory).ok();
             let (version, version_error) = match (&found, version_flag) {
                 (Some(binary), Some(flag)) => match run_version(binary, flag) {
                     Ok(output) => match parse_version(&output) {
@@ -143,7 +142,7 @@ mod tests {
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let tools = gather(Some(folder.path().as_os_str()));
+        let tools = gather(Some(folder.path().as_os_str()), folder.path());
         let ctk = tools.iter().find(|tool| tool.name == "nvidia-ctk").unwrap();
         assert_eq!(ctk.version, Some(semver::Version::new(1, 16, 1)));
         assert!(

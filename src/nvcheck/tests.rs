@@ -20,7 +20,7 @@ const QUERY: &str = "index,name,driver_version,uuid,pci.bus_id,memory.total,comp
 
 fn candidates() -> &'static [TorchCandidate<'static>] {
     let bundled: &'static Vec<(String, TorchVersion, CudaVersion)> =
-        Box::leak(Box::new(crate::commands::doctor::bundled_candidates()));
+        Box::leak(Box::new(crate::ops::doctor::bundled_candidates()));
     let candidates: Vec<TorchCandidate<'static>> = bundled
         .iter()
         .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))

@@ -3,6 +3,7 @@
 
 pub mod findings;
 pub mod live;
+pub mod matrix_info;
 pub mod printer;
 pub mod progress;
 pub mod report;

@@ -1,7 +1,7 @@
 //! TARGET arguments: a container name or id, or a profile (name or path) whose container
 //! is found by its `envctl.profile` label.
 
-use super::Context;
+use crate::context::Context;
 use crate::engine::Engine;
 use crate::engine::containers::ContainerDetails;
 use crate::error::Error;

@@ -1,0 +1,281 @@
+//! The one place that reads the process environment.
+//!
+//! `main` takes a snapshot of the environment once ([`Environment::from_process`]): the
+//! working directory, `HOME`, `XDG_CONFIG_HOME`, `DOCKER_HOST`, `PATH`, every `ENVCTL_*`
+//! variable, and the variables a user names with `up -e KEY`. Everything else asks the
+//! snapshot, so a rule such as "an empty `HOME` is no home" is written once, and tests and
+//! pure code can hand in any environment they like. clippy's `disallowed-methods`
+//! (`clippy.toml`) keeps `std::env::var`, `var_os` and `current_dir` out of the rest of
+//! the crate.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::profile::SearchPath;
+use crate::ui::Printer;
+
+/// `ENVCTL_NVML_LIBRARY`: the NVML library to load instead of `libnvidia-ml.so.1` (the
+/// tests' stand-in NVML, or a driver installed outside the loader's path).
+pub const NVML_LIBRARY_VARIABLE: &str = "ENVCTL_NVML_LIBRARY";
+/// `ENVCTL_PROFILE_PATH`: extra profile folders, `:`-separated, searched after `./envctl/`.
+pub const PROFILE_PATH_VARIABLE: &str = "ENVCTL_PROFILE_PATH";
+/// `ENVCTL_PULL_STALL_SECONDS`: shortens the pull stall timeout (tests, impatient users).
+pub const PULL_STALL_VARIABLE: &str = "ENVCTL_PULL_STALL_SECONDS";
+/// `ENVCTL_STATS_SOURCE=api`: `stats` reads the Engine API's stats instead of cgroups.
+pub const STATS_SOURCE_VARIABLE: &str = "ENVCTL_STATS_SOURCE";
+
+/// What every command may use: the printer, the output mode, the profile search path and
+/// the environment snapshot.
+pub struct Context {
+    pub printer: Printer,
+    pub json: bool,
+    pub search_path: SearchPath,
+    pub environment: Environment,
+}
+
+impl Context {
+    /// `DOCKER_HOST`, when set to something.
+    pub fn docker_host(&self) -> Option<&str> {
+        self.environment.docker_host()
+    }
+
+    /// The working directory, or the error reading it as a command reports it.
+    pub fn working_directory(&self) -> Result<PathBuf, crate::error::Error> {
+        self.environment
+            .working_directory()
+            .map(Path::to_path_buf)
+            .map_err(|error| crate::error::Error::Read {
+                path: ".".into(),
+                source: error.to_io_error(),
+            })
+    }
+}
+
+/// Why the working directory could not be read (kept as kind and text: `io::Error` is not
+/// `Clone`, and the snapshot is read by several commands).
+#[derive(Debug, Clone)]
+pub struct WorkingDirectoryError {
+    pub kind: std::io::ErrorKind,
+    pub message: String,
+}
+
+impl WorkingDirectoryError {
+    /// The error as an `io::Error` again, for the `Error::Read` it becomes.
+    pub fn to_io_error(&self) -> std::io::Error {
+        std::io::Error::new(self.kind, self.message.clone())
+    }
+}
+
+/// A snapshot of the process environment, taken once.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    variables: BTreeMap<OsString, OsString>,
+    working_directory: Result<PathBuf, WorkingDirectoryError>,
+    clock: Clock,
+}
+
+/// Where "now" comes from: the system clock, or a fixed instant in unit tests.
+#[derive(Debug, Clone, Copy)]
+pub enum Clock {
+    System,
+    Fixed(SystemTime),
+}
+
+impl Clock {
+    pub fn now(self) -> SystemTime {
+        match self {
+            #[allow(clippy::disallowed_methods)] // the clock's one reading
+            Clock::System => SystemTime::now(),
+            Clock::Fixed(instant) => instant,
+        }
+    }
+}
+
+impl Environment {
+    /// Reads the process environment. Called once, by `main`.
+    #[allow(clippy::disallowed_methods)] // the one reading of the process environment
+    pub fn from_process() -> Environment {
+        Environment {
+            variables: std::env::vars_os().collect(),
+            working_directory: std::env::current_dir().map_err(|error| WorkingDirectoryError {
+                kind: error.kind(),
+                message: error.to_string(),
+            }),
+            clock: Clock::System,
+        }
+    }
+
+    /// An environment made of the given variables, for tests and for callers that build
+    /// one on purpose.
+    pub fn from_variables<K, V>(
+        variables: impl IntoIterator<Item = (K, V)>,
+        working_directory: PathBuf,
+        clock: Clock,
+    ) -> Environment
+    where
+        K: Into<OsString>,
+        V: Into<OsString>,
+    {
+        Environment {
+            variables: variables
+                .into_iter()
+                .map(|(key, value)| (key.into(), value.into()))
+                .collect(),
+            working_directory: Ok(working_directory),
+            clock,
+        }
+    }
+
+    /// A variable, as the OS gave it. An empty value counts as unset everywhere envctl
+    /// reads a path or a switch from the environment (as `HOME=` means no home to shells).
+    pub fn variable_os(&self, key: &str) -> Option<&OsStr> {
+        self.variables
+            .get(OsStr::new(key))
+            .map(OsString::as_os_str)
+            .filter(|value| !value.is_empty())
+    }
+
+    /// A variable as UTF-8 text, for `up -e KEY` (the value the shell would pass). A value
+    /// that is not UTF-8 is absent, as `std::env::var` treats it.
+    pub fn variable(&self, key: &str) -> Option<String> {
+        self.variables
+            .get(OsStr::new(key))
+            .and_then(|value| value.to_str())
+            .map(str::to_string)
+    }
+
+    /// The working directory when envctl started.
+    pub fn working_directory(&self) -> Result<&Path, &WorkingDirectoryError> {
+        self.working_directory.as_deref()
+    }
+
+    /// `HOME`, unless unset or empty.
+    pub fn home(&self) -> Option<PathBuf> {
+        self.variable_os("HOME").map(PathBuf::from)
+    }
+
+    /// `$XDG_CONFIG_HOME` when it is an absolute path (the XDG rule: a relative one is
+    /// ignored), else `~/.config`; `None` with neither.
+    pub fn config_home(&self) -> Option<PathBuf> {
+        self.variable_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+            .or_else(|| self.home().map(|home| home.join(".config")))
+    }
+
+    /// `DOCKER_HOST`, unless unset or empty.
+    pub fn docker_host(&self) -> Option<&str> {
+        self.variable_os("DOCKER_HOST").and_then(OsStr::to_str)
+    }
+
+    /// `PATH`, for finding the host's tools.
+    pub fn path(&self) -> Option<&OsStr> {
+        self.variable_os("PATH")
+    }
+
+    /// `ENVCTL_NVML_LIBRARY`, unless unset or empty.
+    pub fn nvml_library(&self) -> Option<PathBuf> {
+        self.variable_os(NVML_LIBRARY_VARIABLE).map(PathBuf::from)
+    }
+
+    /// The folders of `ENVCTL_PROFILE_PATH`, empty entries left out.
+    pub fn profile_path(&self) -> Vec<PathBuf> {
+        self.variable_os(PROFILE_PATH_VARIABLE)
+            .map(|value| {
+                std::env::split_paths(value)
+                    .filter(|path| !path.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// `ENVCTL_PULL_STALL_SECONDS` as a duration, when it is a whole number above 0.
+    pub fn pull_stall(&self) -> Option<Duration> {
+        self.variable(PULL_STALL_VARIABLE)
+            .and_then(|seconds| seconds.parse::<u64>().ok())
+            .filter(|seconds| *seconds > 0)
+            .map(Duration::from_secs)
+    }
+
+    /// `ENVCTL_STATS_SOURCE=api`: read stats from the Engine API only.
+    pub fn stats_from_api_only(&self) -> bool {
+        self.variable(STATS_SOURCE_VARIABLE)
+            .is_some_and(|source| source == "api")
+    }
+
+    /// The clock commands read "now" from.
+    pub fn now(&self) -> SystemTime {
+        self.clock.now()
+    }
+
+    /// The profile search path: `./envctl/`, `ENVCTL_PROFILE_PATH`, then
+    /// `$XDG_CONFIG_HOME/envctl/profiles/`.
+    pub fn search_path(&self) -> SearchPath {
+        let user = self
+            .config_home()
+            .map(|directory| directory.join("envctl").join("profiles"));
+        SearchPath::new(PathBuf::from("envctl"), self.profile_path(), user)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn environment(pairs: &[(&str, &str)]) -> Environment {
+        Environment::from_variables(
+            pairs.iter().map(|(key, value)| (*key, *value)),
+            PathBuf::from("/work"),
+            Clock::Fixed(SystemTime::UNIX_EPOCH),
+        )
+    }
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let environment = environment(&[("HOME", ""), ("DOCKER_HOST", ""), ("PATH", "/bin")]);
+        assert_eq!(environment.home(), None);
+        assert_eq!(environment.docker_host(), None);
+        assert_eq!(environment.path(), Some(OsStr::new("/bin")));
+    }
+
+    #[test]
+    fn config_home_follows_the_xdg_rule() {
+        let absolute = environment(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")]);
+        assert_eq!(absolute.config_home(), Some(PathBuf::from("/x")));
+        let relative = environment(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "x")]);
+        assert_eq!(relative.config_home(), Some(PathBuf::from("/h/.config")));
+        assert_eq!(environment(&[]).config_home(), None);
+    }
+
+    #[test]
+    fn profile_path_leaves_out_empty_entries() {
+        let environment = environment(&[(PROFILE_PATH_VARIABLE, "/a::/b:")]);
+        assert_eq!(
+            environment.profile_path(),
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+    }
+
+    #[test]
+    fn pull_stall_takes_only_positive_whole_seconds() {
+        assert_eq!(
+            environment(&[(PULL_STALL_VARIABLE, "3")]).pull_stall(),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            environment(&[(PULL_STALL_VARIABLE, "0")]).pull_stall(),
+            None
+        );
+        assert_eq!(
+            environment(&[(PULL_STALL_VARIABLE, "x")]).pull_stall(),
+            None
+        );
+    }
+
+    #[test]
+    fn the_fixed_clock_is_read() {
+        assert_eq!(environment(&[]).now(), SystemTime::UNIX_EPOCH);
+    }
+}

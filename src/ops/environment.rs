@@ -1,0 +1,341 @@
+//! The resolved environment: a profile, the user's overrides (`up -e/-p/-v`), `envctl.lock`
+//! and what this host decides (`gpus = "optional"`) turned into the one container create
+//! body. `up`, `up --dry-run` and every export read it, so they describe the same
+//! container: the image `up` would run pinned by the lock is the image every export names.
+//!
+//! The lock rule lives here once ([`lock_decision`]): a lock entry for the profile's
+//! current image pins it by digest; an entry for another image (the profile moved on), a
+//! digest that is not `sha256:`, or a lock file that cannot be read leaves the tag, and
+//! the caller decides how loudly ([`LockPolicy`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::lock::file::LockReadError;
+use crate::lock::{LockFile, LockState};
+use crate::profile::ResolvedProfile;
+use crate::profile::image::ImageReference;
+use crate::spec::{self, CreateBody, MissingSource, Overrides, SpecContext, SpecError};
+
+/// Where the container will run, which decides two things: whether `gpus = "optional"`
+/// asks for GPUs, and whether a missing bind source is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// On this host (`up`, `--dry-run`, `export --to docker-run`): GPUs as NVML found
+    /// them; a missing bind source is refused.
+    ThisHost { host_has_gpus: bool },
+    /// On another machine (compose, Kubernetes, devcontainer files): as on a host with
+    /// GPUs; a bind source missing here is reported, not refused.
+    Elsewhere,
+}
+
+/// How a lock that cannot pin the image is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockPolicy {
+    /// `up` and its dry run: a lock file that cannot be read is an error (the user must
+    /// know the pin is not applied); a missing or stale entry keeps the tag quietly.
+    Use,
+    /// `up --locked`: anything but a current pin is an error.
+    Require,
+    /// Exports: every reason the tag is kept becomes a notice.
+    Report,
+}
+
+/// What the lock says for one profile's image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockDecision {
+    /// Run `reference` (`name:tag@sha256:…`): the digest the lock pins.
+    Pinned { reference: String, digest: String },
+    /// No lock file, no entry for the profile, or the profile already names a digest.
+    NotLocked,
+    /// The lock's entry is for another image: the profile changed since `envctl lock`.
+    Stale { locked_image: String },
+    /// The entry's digest is not a `sha256:` digest.
+    NotADigest { digest: String },
+}
+
+/// A profile resolved for one run: the create body and how it came about.
+#[derive(Debug, Clone)]
+pub struct ResolvedEnvironment {
+    pub resolved: ResolvedProfile,
+    /// The create body, its image pinned when the lock pins it.
+    pub body: CreateBody,
+    /// For `gpus = "optional"` on a host whose NVML sees GPUs: the same container without
+    /// them (same pin), for a daemon that turns out unable to hand GPUs over.
+    pub body_without_gpus: Option<CreateBody>,
+    /// The digest pinned, when one is.
+    pub locked_digest: Option<String>,
+    /// Why the lock did not pin the image, for [`LockPolicy::Report`].
+    pub lock_notice: Option<String>,
+    /// Bind sources missing on this machine, for [`Placement::Elsewhere`].
+    pub missing_sources: Vec<MissingSource>,
+}
+
+/// What the resolution reads besides the profile.
+pub struct EnvironmentRequest<'a> {
+    pub overrides: Overrides,
+    pub placement: Placement,
+    pub lock_policy: LockPolicy,
+    /// `envctl.lock` as read from the working directory.
+    pub lock: &'a Result<Option<LockFile>, LockReadError>,
+    /// Absolute: relative bind sources resolve against it.
+    pub working_directory: PathBuf,
+    /// `~` bind sources resolve against it.
+    pub home: Option<PathBuf>,
+    /// Whether a host path exists (the command asks the file system, tests a closure).
+    pub path_exists: &'a dyn Fn(&Path) -> bool,
+}
+
+/// `envctl.lock` in the working directory, read once per command. Named relatively (the
+/// working directory is the process's), so messages say `envctl.lock` as the user knows it.
+pub fn read_lock() -> Result<Option<LockFile>, LockReadError> {
+    crate::lock::file::read(Path::new(crate::lock::LOCK_FILE))
+}
+
+/// Builds the environment `request` asks for from `resolved`.
+pub fn resolve(
+    resolved: ResolvedProfile,
+    request: EnvironmentRequest<'_>,
+) -> Result<ResolvedEnvironment, Error> {
+    let EnvironmentRequest {
+        overrides,
+        placement,
+        lock_policy,
+        lock,
+        working_directory,
+        home,
+        path_exists,
+    } = request;
+    let host_has_gpus = match placement {
+        Placement::ThisHost { host_has_gpus } => host_has_gpus,
+        Placement::Elsewhere => true,
+    };
+    let mut spec_context = SpecContext {
+        working_directory,
+        home,
+        host_has_gpus,
+        overrides,
+        path_exists,
+    };
+    let mut missing_sources = Vec::new();
+    let mut body = match spec::create_body(&resolved, &spec_context) {
+        Err(SpecError::MissingBindSources { missing }) if placement == Placement::Elsewhere => {
+            missing_sources = missing;
+            spec_context.path_exists = &everything_exists;
+            spec::create_body(&resolved, &spec_context)?
+        }
+        other => other?,
+    };
+    let (locked_digest, lock_notice) = apply_lock(&mut body, &resolved, lock, lock_policy)?;
+    // NVML sees GPUs, but whether the daemon can hand them over is known only once it
+    // answers: keep the GPU-less body ready for `gpus = "optional"`.
+    let body_without_gpus = match placement {
+        Placement::ThisHost {
+            host_has_gpus: true,
+        } if resolved.profile.gpus == crate::profile::model::GpuRequest::Optional => {
+            spec_context.host_has_gpus = false;
+            let mut without = spec::create_body(&resolved, &spec_context)?;
+            // The same pin: the lock was read and judged once, above.
+            without.image.clone_from(&body.image);
+            Some(without)
+        }
+        _ => None,
+    };
+    Ok(ResolvedEnvironment {
+        resolved,
+        body,
+        body_without_gpus,
+        locked_digest,
+        lock_notice,
+        missing_sources,
+    })
+}
+
+/// For an environment that runs elsewhere: its bind sources are that machine's business.
+fn everything_exists(_: &Path) -> bool {
+    true
+}
+
+/// What `--locked` refusals suggest.
+const PIN_HINT: &str = "run `envctl lock` to pin the profile's image, and commit envctl.lock";
+
+/// Pins `body.image` as the lock says, under the request's policy: the digest pinned, and
+/// for [`LockPolicy::Report`] why none was.
+fn apply_lock(
+    body: &mut CreateBody,
+    resolved: &ResolvedProfile,
+    lock: &Result<Option<LockFile>, LockReadError>,
+    policy: LockPolicy,
+) -> Result<(Option<String>, Option<String>), Error> {
+    let profile = &resolved.profile.name;
+    let image = &resolved.profile.image;
+    let lock = match (lock, policy) {
+        (Ok(lock), _) => lock.as_ref(),
+        (Err(error), LockPolicy::Report) => {
+            return Ok((
+                None,
+                Some(format!(
+                    "{}; the image keeps its tag",
+                    crate::error::error_chain(error)
+                )),
+            ));
+        }
+        (Err(error), LockPolicy::Use | LockPolicy::Require) => {
+            return Err(Error::LockFile(clone_read_error(error)));
+        }
+    };
+    let decision = lock.map_or(LockDecision::NotLocked, |lock| {
+        lock_decision(lock, profile, image)
+    });
+    let written = image.to_string();
+    match (decision, policy) {
+        (LockDecision::Pinned { reference, digest }, _) => {
+            body.image = reference;
+            Ok((Some(digest), None))
+        }
+        (LockDecision::NotLocked, LockPolicy::Require) if lock.is_none() => Err(Error::Lock {
+            message: "`--locked` but there is no envctl.lock here".into(),
+            hint: PIN_HINT.into(),
+        }),
+        (LockDecision::NotLocked, LockPolicy::Require) => Err(Error::Lock {
+            message: format!("`--locked` but envctl.lock has no entry for profile `{profile}`"),
+            hint: PIN_HINT.into(),
+        }),
+        (LockDecision::Stale { locked_image }, LockPolicy::Require) => Err(Error::Lock {
+            message: format!(
+                "`--locked` but envctl.lock pins `{locked_image}` while profile `{profile}` now uses `{written}`"
+            ),
+            hint: PIN_HINT.into(),
+        }),
+        (LockDecision::NotADigest { digest }, LockPolicy::Use | LockPolicy::Require) => {
+            Err(Error::Lock {
+                message: format!(
+                    "envctl.lock has `{digest}` for profile `{profile}`, which is not a `sha256:` digest"
+                ),
+                hint: "fix the entry, or run `envctl lock --update` to write it anew".into(),
+            })
+        }
+        (LockDecision::NotLocked, _) => Ok((None, None)),
+        (LockDecision::Stale { .. }, LockPolicy::Use) => Ok((None, None)),
+        (LockDecision::Stale { locked_image }, LockPolicy::Report) => Ok((
+            None,
+            Some(format!(
+                "envctl.lock pins `{locked_image}` for this profile, but the profile now names `{written}`; the image keeps its tag (run `envctl lock {profile}` to pin the new one)"
+            )),
+        )),
+        (LockDecision::NotADigest { digest }, LockPolicy::Report) => Ok((
+            None,
+            Some(format!(
+                "envctl.lock has `{digest}` for this profile, which is not a `sha256:` digest; the image keeps its tag"
+            )),
+        )),
+    }
+}
+
+/// `LockReadError` holds an `io::Error`, which is not `Clone`; the lock is read once and
+/// judged for several profiles, so an error is rebuilt for each report.
+fn clone_read_error(error: &LockReadError) -> LockReadError {
+    match error {
+        LockReadError::Unreadable { path, source } => LockReadError::Unreadable {
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        LockReadError::Invalid { path, message } => LockReadError::Invalid {
+            path: path.clone(),
+            message: message.clone(),
+        },
+    }
+}
+
+/// The lock rule: what `lock` says for profile `profile` whose profile names `image`.
+pub fn lock_decision(lock: &LockFile, profile: &str, image: &ImageReference) -> LockDecision {
+    if image.digest.is_some() {
+        return LockDecision::NotLocked;
+    }
+    let written = image.to_string();
+    match crate::lock::state(lock, profile, &written) {
+        LockState::Missing => LockDecision::NotLocked,
+        LockState::Stale { locked_image } => LockDecision::Stale {
+            locked_image: locked_image.to_string(),
+        },
+        // The tag stays for the reader; the digest decides what is pulled.
+        LockState::Current(entry) if is_sha256_digest(&entry.digest) => LockDecision::Pinned {
+            reference: crate::lock::pinned_reference(&written, &entry.digest),
+            digest: entry.digest.clone(),
+        },
+        LockState::Current(entry) => LockDecision::NotADigest {
+            digest: entry.digest.clone(),
+        },
+    }
+}
+
+fn is_sha256_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn image(text: &str) -> ImageReference {
+        text.parse()
+            .unwrap_or_else(|error: String| panic!("{error}"))
+    }
+
+    fn lock(entries: &[(&str, &str, &str)]) -> LockFile {
+        let mut text = String::from("version = 1\n");
+        for (profile, image, digest) in entries {
+            text.push_str(&format!(
+                "[[image]]\nprofile = \"{profile}\"\nimage = \"{image}\"\ndigest = \"{digest}\"\ndate = \"2026-11-29\"\nplatform = \"linux/amd64\"\n"
+            ));
+        }
+        LockFile::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn pins_the_profile_image() {
+        let lock = lock(&[("p", "pytorch/pytorch:2.8", DIGEST), ("other", "x", DIGEST)]);
+        assert_eq!(
+            lock_decision(&lock, "p", &image("pytorch/pytorch:2.8")),
+            LockDecision::Pinned {
+                reference: format!("pytorch/pytorch:2.8@{DIGEST}"),
+                digest: DIGEST.into()
+            }
+        );
+        assert_eq!(
+            lock_decision(&lock, "q", &image("pytorch/pytorch:2.8")),
+            LockDecision::NotLocked
+        );
+        assert_eq!(
+            lock_decision(&lock, "p", &image("pytorch/pytorch:2.9")),
+            LockDecision::Stale {
+                locked_image: "pytorch/pytorch:2.8".into()
+            }
+        );
+        // A profile that names a digest is pinned already.
+        assert_eq!(
+            lock_decision(&lock, "p", &image(&format!("pytorch/pytorch@{DIGEST}"))),
+            LockDecision::NotLocked
+        );
+    }
+
+    #[test]
+    fn a_digest_must_be_sha256() {
+        let lock = lock(&[("p", "a:1", "latest")]);
+        assert_eq!(
+            lock_decision(&lock, "p", &image("a:1")),
+            LockDecision::NotADigest {
+                digest: "latest".into()
+            }
+        );
+        assert!(!is_sha256_digest("sha256:ABC"));
+        assert!(is_sha256_digest(DIGEST));
+    }
+}
