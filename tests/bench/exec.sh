@@ -8,7 +8,7 @@ command -v hyperfine >/dev/null || apt-get install -y -q hyperfine >/dev/null
 cargo build --release -q
 ENVCTL=${ENVCTL:-$(realpath "${CARGO_TARGET_DIR:-target}")/release/envctl}
 IMAGE=${IMAGE:-$(docker images --format '{{.Repository}}:{{.Tag}}' | grep '^envctl-test/busybox:' | head -1)}
-[ -n "$IMAGE" ] || { echo "no test image: run \`cargo test --test docker_support\` once" >&2; exit 2; }
+[ -n "$IMAGE" ] || { echo "no test image: run \`cargo test --test it docker_support::\` once" >&2; exit 2; }
 work=$(mktemp -d)
 profile=bench-exec-$$
 cleanup() { docker rm -f "envctl-$profile" >/dev/null 2>&1 || true; rm -rf "$work"; }

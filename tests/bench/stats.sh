@@ -56,7 +56,7 @@ if [ ! -x "$ENVCTL" ]; then
 fi
 IMAGE="${IMAGE:-$(docker images --format '{{.Repository}}:{{.Tag}}' envctl-test/busybox | head -n 1)}"
 if [ -z "$IMAGE" ]; then
-    echo "error: no test image: run \`cargo test --test stats\` once, or set IMAGE" >&2
+    echo "error: no test image: run \`cargo test --test it stats::\` once, or set IMAGE" >&2
     exit 1
 fi
 

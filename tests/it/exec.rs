@@ -1,0 +1,300 @@
+//! `envctl exec` and `envctl shell` against the real daemon: exit codes pass through,
+//! stdout and stderr stay apart, stdin is forwarded, named commands take arguments, and a
+//! TTY works.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::docker::{ContainerGuard, require_daemon, test_image, unique_name};
+use assert_cmd::Command;
+
+struct Running {
+    folder: tempfile::TempDir,
+    profile: String,
+    _container: ContainerGuard,
+}
+
+/// A busybox container started by `envctl up`, with a `[commands]` table.
+fn running() -> Running {
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("exec");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join(format!("envctl/{profile}.toml")),
+        format!("image = \"{}\"\nmemory = \"64m\"\n\n[commands]\ngreet = [\"echo\", \"hello\"]\nfail = [\"sh\", \"-c\", \"exit 7\"]\n", test_image()),
+    )
+    .unwrap();
+    let container = ContainerGuard::new(format!("envctl-{profile}"));
+    let up = envctl(folder.path())
+        .args(["up", &profile])
+        .output()
+        .unwrap();
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    Running {
+        folder,
+        profile,
+        _container: container,
+    }
+}
+
+fn envctl(folder: &Path) -> Command {
+    let mut command = Command::cargo_bin("envctl").unwrap();
+    command
+        .current_dir(folder)
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", folder.join("xdg"))
+        .env_remove("ENVCTL_PROFILE_PATH")
+        .timeout(Duration::from_secs(60));
+    command
+}
+
+fn run(target: &Running, arguments: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    let mut command = envctl(target.folder.path());
+    command.arg("exec").arg(&target.profile).args(arguments);
+    if let Some(stdin) = stdin {
+        command.write_stdin(stdin);
+    }
+    let output = command.output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn exit_codes_pass_through() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    assert_eq!(run(&target, &["--", "true"], None).0, 0);
+    assert_eq!(run(&target, &["--", "false"], None).0, 1);
+    assert_eq!(run(&target, &["--", "sh", "-c", "exit 7"], None).0, 7);
+    let (code, stdout, stderr) = run(&target, &["--", "no-such-command"], None);
+    assert_eq!(code, 127, "like a shell");
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("executable file not found"), "{stderr}");
+}
+
+#[test]
+fn stdout_and_stderr_stay_apart_and_stdin_is_forwarded() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    let (code, stdout, stderr) = run(
+        &target,
+        &[
+            "--",
+            "sh",
+            "-c",
+            "echo to-out; echo to-err >&2; echo again-out",
+        ],
+        None,
+    );
+    assert_eq!(code, 0);
+    assert_eq!(stdout, "to-out\nagain-out\n");
+    assert_eq!(stderr, "to-err\n");
+    let (code, stdout, _) = run(
+        &target,
+        &["--", "sh", "-c", "tr a-z A-Z; echo done"],
+        Some("piped input\n"),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout, "PIPED INPUT\ndone\n",
+        "stdin reaches the command and ends"
+    );
+}
+
+#[test]
+fn named_commands_take_arguments_and_flags_apply() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    assert_eq!(
+        run(&target, &["greet", "--", "world"], None).1,
+        "hello world\n"
+    );
+    assert_eq!(run(&target, &["fail"], None).0, 7);
+    let (code, _, stderr) = run(&target, &["nope"], None);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("greet"),
+        "the profile's commands are listed: {stderr}"
+    );
+    let (_, stdout, _) = run(
+        &target,
+        &[
+            "-e",
+            "ANSWER=42",
+            "-w",
+            "/tmp",
+            "--user",
+            "65534",
+            "--",
+            "sh",
+            "-c",
+            "echo $ANSWER $(pwd) $(id -u)",
+        ],
+        None,
+    );
+    assert_eq!(stdout, "42 /tmp 65534\n");
+}
+
+#[test]
+fn a_stopped_or_missing_target_is_named_with_the_fix() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    let stop = envctl(target.folder.path())
+        .args(["down", &target.profile])
+        .output()
+        .unwrap();
+    assert!(stop.status.success());
+    let (code, _, stderr) = run(&target, &["--", "true"], None);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(&format!(
+            "container `envctl-{}` is exited, not running",
+            target.profile
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("envctl up {}", target.profile)),
+        "{stderr}"
+    );
+    let missing = envctl(target.folder.path())
+        .args(["exec", "no-such-target", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let missing_stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        missing_stderr.contains("no container or profile named `no-such-target`"),
+        "{missing_stderr}"
+    );
+
+    // A stopped container envctl did not make: `envctl up` cannot start it, docker can.
+    let foreign = ContainerGuard::unique("envctl-test-exec-foreign");
+    crate::support::docker::docker_stdout([
+        "create",
+        "--name",
+        foreign.name(),
+        "--label",
+        "envctl.test=1",
+        test_image().as_str(),
+        "sleep",
+        "60",
+    ]);
+    let stopped = envctl(target.folder.path())
+        .args(["exec", foreign.name(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(stopped.status.code(), Some(1));
+    let stopped_stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(
+        stopped_stderr.contains(&format!(
+            "container `{}` is created, not running",
+            foreign.name()
+        )) && stopped_stderr.contains(&format!("docker start {}", foreign.name()))
+            && !stopped_stderr.contains("envctl up"),
+        "{stopped_stderr}"
+    );
+}
+
+#[test]
+fn a_tty_session_works_end_to_end() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    let binary = assert_cmd::cargo::cargo_bin("envctl");
+    // `script` gives envctl a real terminal; `-e` returns the child's exit code.
+    let command = format!(
+        "{} exec -t {} -- sh -c 'tty; exit 3'",
+        binary.display(),
+        target.profile
+    );
+    let output = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(target.folder.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("/dev/pts/"),
+        "the command ran on a terminal: {stdout:?}"
+    );
+    assert_eq!(output.status.code(), Some(3), "{stdout:?}");
+    let shell = format!("{} shell {}", binary.display(), target.profile);
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "printf 'echo inside-shell; exit 4\\n' | script -qec \"{shell}\" /dev/null"
+        ))
+        .current_dir(target.folder.path())
+        .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("inside-shell"), "{stdout:?}");
+    assert_eq!(
+        output.status.code(),
+        Some(4),
+        "the shell's exit code: {stdout:?}"
+    );
+}
+
+#[test]
+fn a_signal_ends_exec_with_the_shells_code() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    for (signal, expected) in [("INT", 130), ("TERM", 143)] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+            .args(["exec", &target.profile, "--", "sleep", "30"])
+            .current_dir(target.folder.path())
+            .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "still running the command"
+        );
+        let sent = std::time::Instant::now();
+        assert!(
+            std::process::Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if sent.elapsed() > Duration::from_secs(2) {
+                let _ = child.kill();
+                panic!("exec did not end within 2 s of SIG{signal}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(expected), "SIG{signal}");
+    }
+}

@@ -1,0 +1,263 @@
+//! `envctl lock`, `up --locked` and `envctl outdated` against a real registry on loopback:
+//! pins, a tag moved to new bytes, newer tags of the same family.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use crate::support::docker::{
+    ContainerGuard, ImageGuard, docker_output, docker_stdout, require_daemon, test_image,
+    unique_name,
+};
+use crate::support::registry::{Registry, push_test_image, require_registry};
+use serde_json::Value;
+
+fn envctl(directory: &Path, arguments: &[&str]) -> (i32, String, String) {
+    let output = crate::support::cli::envctl_in(directory)
+        .args(arguments)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+fn write_profile(directory: &Path, name: &str, image: &str) {
+    std::fs::create_dir_all(directory.join("envctl")).unwrap();
+    std::fs::write(
+        directory.join("envctl").join(format!("{name}.toml")),
+        format!("image = \"{image}\"\nmemory = \"64m\"\n"),
+    )
+    .unwrap();
+}
+
+/// Pushes an image that differs from the test image (one extra file) under `repo:tag`.
+fn push_variant(registry: &Registry, repo: &str, tag: &str, content: &str) -> String {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(folder.path().join("variant.txt"), content).unwrap();
+    std::fs::write(
+        folder.path().join("Dockerfile"),
+        format!("FROM {}\nCOPY variant.txt /variant.txt\n", test_image()),
+    )
+    .unwrap();
+    let reference = registry.reference(repo, tag);
+    let built = docker_output([
+        "build",
+        "-q",
+        "-t",
+        reference.as_str(),
+        folder.path().to_str().unwrap(),
+    ]);
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let _local = ImageGuard::new(reference.as_str());
+    let pushed = docker_output(["push", reference.as_str()]);
+    assert!(
+        pushed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+    reference
+}
+
+fn lock_json(directory: &Path) -> Value {
+    let text = std::fs::read_to_string(directory.join("envctl.lock")).unwrap();
+    serde_json::to_value(toml::from_str::<toml::Value>(&text).unwrap()).unwrap()
+}
+
+#[test]
+fn lock_pins_the_digest_and_up_locked_uses_it() {
+    if !require_daemon() || !require_registry() {
+        return;
+    }
+    let registry = Registry::start();
+    let repo = unique_name("lock");
+    let reference = push_test_image(&registry, &repo, "1.0");
+    let _pulled = ImageGuard::new(reference.as_str());
+    let directory = tempfile::tempdir().unwrap();
+    let profile = unique_name("locked");
+    write_profile(directory.path(), &profile, &reference);
+    let _container = ContainerGuard::new(format!("envctl-{profile}"));
+
+    let (code, _, stderr) = envctl(directory.path(), &["up", &profile, "--locked"]);
+    assert_eq!(code, 1, "no lock yet: {stderr}");
+    assert!(stderr.contains("no envctl.lock"), "{stderr}");
+
+    let (code, stdout, stderr) = envctl(directory.path(), &["lock", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let digest = report["locked"][0]["digest"].as_str().unwrap().to_string();
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{digest}"
+    );
+    let lock = lock_json(directory.path());
+    assert_eq!(lock["version"], 1);
+    assert_eq!(lock["image"][0]["profile"], profile.as_str());
+    assert_eq!(lock["image"][0]["image"], reference.as_str());
+    assert_eq!(lock["image"][0]["digest"], digest.as_str());
+    assert_eq!(lock["image"][0]["platform"], "linux/amd64");
+
+    let (code, _, stderr) = envctl(directory.path(), &["up", &profile, "--locked"]);
+    assert_eq!(code, 0, "{stderr}");
+    let image = docker_stdout([
+        "inspect",
+        "--format",
+        "{{.Config.Image}}",
+        &format!("envctl-{profile}"),
+    ]);
+    assert_eq!(
+        image.trim(),
+        format!("{reference}@{digest}"),
+        "the container runs the locked digest"
+    );
+
+    // The profile moves on: the lock is stale and --locked refuses.
+    write_profile(
+        directory.path(),
+        &profile,
+        &registry.reference(&repo, "2.0"),
+    );
+    let (code, _, stderr) = envctl(directory.path(), &["up", &profile, "--locked"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("now uses"), "{stderr}");
+}
+
+#[test]
+fn lock_on_a_full_disk_says_so_and_keeps_the_previous_file() {
+    if !require_daemon() || !require_registry() {
+        return;
+    }
+    let Some(disk) = crate::support::disk::FullDisk::new() else {
+        return;
+    };
+    let registry = Registry::start();
+    let repo = unique_name("lock-full");
+    let reference = push_test_image(&registry, &repo, "1.0");
+    let _pulled = ImageGuard::new(reference.as_str());
+    let profile = unique_name("full");
+    write_profile(disk.path(), &profile, &reference);
+    let previous = "version = 1\n";
+    std::fs::write(disk.path().join("envctl.lock"), previous).unwrap();
+    disk.fill();
+
+    let (code, _, stderr) = envctl(disk.path(), &["lock"]);
+    assert_eq!(code, 1, "the request cannot be met: {stderr}");
+    assert!(stderr.contains("cannot write `envctl.lock`"), "{stderr}");
+    assert!(stderr.contains("caused by:"), "{stderr}");
+    assert!(stderr.contains("disk has room"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(disk.path().join("envctl.lock")).unwrap(),
+        previous,
+        "the previous lock file is intact"
+    );
+}
+
+#[test]
+fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
+    if !require_daemon() || !require_registry() {
+        return;
+    }
+    let registry = Registry::start();
+    let repo = unique_name("outdated");
+    let first = push_variant(&registry, &repo, "1.0.0-cuda12.8-runtime", "first");
+    push_variant(&registry, &repo, "1.1.0-cuda12.8-runtime", "newer");
+    push_variant(&registry, &repo, "2.0.0-cuda13.0-runtime", "other family");
+    let directory = tempfile::tempdir().unwrap();
+    let profile = unique_name("outdated");
+    write_profile(directory.path(), &profile, &first);
+    let _pulled = ImageGuard::new(first.as_str());
+
+    let (code, _, stderr) = envctl(directory.path(), &["lock"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = envctl(directory.path(), &["outdated", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let entry = &report["profiles"][0];
+    assert_eq!(
+        entry["newer_tags"],
+        serde_json::json!(["1.1.0-cuda12.8-runtime"])
+    );
+    assert_eq!(entry["digest_moved"], false);
+    assert_eq!(entry["current_digest"], entry["locked_digest"]);
+
+    // New bytes behind the same tag.
+    push_variant(&registry, &repo, "1.0.0-cuda12.8-runtime", "rebuilt");
+    let (_, stdout, _) = envctl(directory.path(), &["outdated", "--json"]);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["profiles"][0]["digest_moved"], true, "{report}");
+    let (_, human, _) = envctl(directory.path(), &["outdated"]);
+    assert!(human.contains("envctl lock --update"), "{human}");
+
+    // `lock --update` pulls again and moves the pin.
+    let old_digest = report["profiles"][0]["locked_digest"].clone();
+    let (code, _, stderr) = envctl(directory.path(), &["lock", "--update"]);
+    assert_eq!(code, 0, "{stderr}");
+    let lock = lock_json(directory.path());
+    assert_ne!(lock["image"][0]["digest"], old_digest);
+    assert_eq!(
+        lock["image"][0]["digest"],
+        report["profiles"][0]["current_digest"]
+    );
+}
+
+#[test]
+fn outdated_names_an_unreachable_registry_and_keeps_going() {
+    let directory = tempfile::tempdir().unwrap();
+    let port = crate::support::registry::free_loopback_port();
+    write_profile(
+        directory.path(),
+        "gone",
+        &format!("127.0.0.1:{port}/nothing/here:1.0"),
+    );
+    let (code, stdout, stderr) = envctl(directory.path(), &["outdated", "--json"]);
+    assert_eq!(
+        code, 1,
+        "a registry that cannot be asked is a failed check: {stderr}"
+    );
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let error = report["profiles"][0]["error"].as_str().unwrap();
+    assert!(error.contains("cannot be reached"), "{error}");
+    assert!(
+        stderr.contains("gone: cannot ask the registry") && stderr.contains("cannot be reached"),
+        "said on stderr too: {stderr}"
+    );
+    let (code, table, stderr) = envctl(directory.path(), &["outdated"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(table.contains("error"), "{table}");
+    assert!(stderr.contains("cannot be reached"), "{stderr}");
+}
+
+#[test]
+fn a_corrupt_lock_file_is_an_error_not_a_guess() {
+    let directory = tempfile::tempdir().unwrap();
+    write_profile(directory.path(), "p", "busybox:1.36");
+    std::fs::write(
+        directory.path().join("envctl.lock"),
+        "version = 1\n[[image]]\nprofile = 3\n",
+    )
+    .unwrap();
+    // Invalid input (2), with a hint that does not send the user in a circle.
+    for arguments in [
+        &["up", "p", "--dry-run"][..],
+        &["lock", "p"],
+        &["outdated", "p"],
+    ] {
+        let (code, _, stderr) = envctl(directory.path(), arguments);
+        assert_eq!(code, 2, "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("`envctl.lock` is not a valid envctl lock file"),
+            "{arguments:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("delete it and run `envctl lock`"),
+            "{arguments:?}: {stderr}"
+        );
+    }
+}

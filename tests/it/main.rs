@@ -1,0 +1,35 @@
+//! envctl's integration tests, all in one test binary (`cargo test --test it`).
+//!
+//! Each module was once a file of its own in `tests/`, and so a binary of its own that
+//! linked the whole crate and its own copy of [`support`]; one binary links once. Most
+//! tests run the built `envctl` as a subprocess (assert_cmd), so sharing a process costs
+//! them nothing. What is process-global stays out of this process: NVML is only loaded in
+//! a child that [`gpu_facts`] starts from this same binary, and no test changes the
+//! environment, the current directory or signal dispositions of the test process.
+//!
+//! Run one module with a filter: `cargo test --test it doctor::`. Insta snapshots live in
+//! `tests/it/snapshots/`, named `it__<module>__<name>.snap`.
+//!
+//! Data the tests read stays beside this folder: `tests/fixtures/`, `tests/corpus/`,
+//! `tests/fuzz-corpus/`, and the stand-in NVML library `tests/nvml-stub/`.
+
+mod support;
+
+mod cli;
+mod compat_cli;
+mod completions;
+mod daemon_loss;
+mod docker_support;
+mod doctor;
+mod engine_facts;
+mod exec;
+mod export;
+mod faults;
+mod gpu_facts;
+mod lock;
+mod nvidia_check;
+mod profile_corpus;
+mod registry_paging;
+mod spec_equivalence;
+mod stats;
+mod up;

@@ -1,0 +1,37 @@
+//! Shared helpers for envctl's integration tests.
+//!
+//! Declared once, by the one integration binary (`tests/it/main.rs`); its test modules
+//! use what they need as `crate::support::…`. Unused helpers do not warn (`dead_code` is
+//! allowed here).
+//!
+//! - [`docker`]: is the daemon there ([`docker::require_daemon`]), a tiny local test image
+//!   built from Debian's static busybox ([`docker::test_image`]), collision-free names
+//!   ([`docker::unique_name`]) and guards that remove containers and image tags on drop,
+//!   even when the test panics.
+//! - [`registry`]: a real registry (Debian's `docker-registry`) on a free loopback port
+//!   with its storage in a temporary directory ([`registry::Registry::start`]), and
+//!   [`registry::push_test_image`] to put the test image into it.
+//!
+//! - [`cli`]: envctl run in a test's own folder ([`cli::envctl_in`]).
+//! - [`disk`]: a full disk ([`disk::FullDisk`]: a 64 KiB tmpfs, filled; needs root).
+//! - [`nvml`]: the stand-in NVML library `cargo test` builds, its fixtures, and an
+//!   old-driver library compiled from C.
+//! - [`tmux`]: a real terminal for the full-screen views ([`tmux::Tmux::start`]: a detached
+//!   session on a tmux server of the test's own, read with `capture-pane`, keys sent with
+//!   `send-keys`) and [`tmux::Recording`], a script that records the terminal settings
+//!   before and after a command and prints its exit code. Without tmux the test skips, or
+//!   fails when `ENVCTL_REQUIRE_DOCKER=1`.
+//!
+//! Skip or fail: without a daemon (or without the registry binary) a test prints
+//! `SKIPPED (no Docker daemon): <test>` on stderr and returns early — unless
+//! `ENVCTL_REQUIRE_DOCKER=1` is set (as `.ci/run` does), in which case it panics with what
+//! failed and how to fix it. Anything a test creates carries the label `envctl.test=1`
+//! (inherited from the test image), so `.ci/run` can sweep leftovers.
+#![allow(dead_code)]
+
+pub mod cli;
+pub mod disk;
+pub mod docker;
+pub mod nvml;
+pub mod registry;
+pub mod tmux;
