@@ -326,33 +326,21 @@ impl RegistryClient {
     }
 }
 
-/// (base URL, repository path, registry name) for an image. Docker Hub's short names live
-/// under `library/`; loopback registries speak plain HTTP, as the daemon allows.
+/// (base URL, repository path, registry name) for an image, from its canonical form
+/// (Docker Hub's short names live under `library/`). Docker Hub's API is at
+/// `registry-1.docker.io`; loopback registries speak plain HTTP, as the daemon allows.
 pub fn endpoint(image: &ImageReference) -> (String, String, String) {
-    match image.registry.as_deref() {
-        None | Some("docker.io" | "index.docker.io" | "registry-1.docker.io") => {
-            let repository = if image.repository.contains('/') {
-                image.repository.clone()
-            } else {
-                format!("library/{}", image.repository)
-            };
-            (
-                "https://registry-1.docker.io".into(),
-                repository,
-                "docker.io".into(),
-            )
-        }
-        Some(registry) => {
-            let host = registry.rsplit_once(':').map_or(registry, |(host, _)| host);
-            let local = matches!(host, "localhost" | "[::1]") || host.starts_with("127.");
-            let scheme = if local { "http" } else { "https" };
-            (
-                format!("{scheme}://{registry}"),
-                image.repository.clone(),
-                registry.to_string(),
-            )
-        }
-    }
+    let canonical = image.canonical();
+    let base = if canonical.is_docker_hub() {
+        "https://registry-1.docker.io".to_string()
+    } else {
+        let registry = canonical.registry.as_str();
+        let host = registry.rsplit_once(':').map_or(registry, |(host, _)| host);
+        let local = matches!(host, "localhost" | "[::1]") || host.starts_with("127.");
+        let scheme = if local { "http" } else { "https" };
+        format!("{scheme}://{registry}")
+    };
+    (base, canonical.repository, canonical.registry)
 }
 
 /// `Bearer realm="https://auth.docker.io/token",service="registry.docker.io"` → pairs.
