@@ -19,4 +19,5 @@ pub mod nvcheck;
 pub mod profile;
 pub mod registry;
 pub mod spec;
+pub mod time;
 pub mod ui;
