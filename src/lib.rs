@@ -23,4 +23,5 @@ pub mod ops;
 pub mod profile;
 pub mod registry;
 pub mod spec;
+pub mod time;
 pub mod ui;

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::{Context, runtime};
 use crate::engine::stats::{ContainerResources, ContainerSample};
@@ -575,9 +575,7 @@ fn process_owners(
 }
 
 fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |elapsed| elapsed.as_secs_f64())
+    crate::time::unix_seconds_now()
 }
 
 /// The latest a container's stream said.
@@ -1096,14 +1094,11 @@ async fn follow(
 }
 
 fn live_header(taken: u64, containers: usize, interval: Duration) -> String {
-    let time = now() as u64 % 86_400;
     format!(
-        "envctl stats · {containers} container{} · every {} · {:02}:{:02}:{:02} UTC · sample {taken} · q quits",
+        "envctl stats · {containers} container{} · every {} · {} UTC · sample {taken} · q quits",
         if containers == 1 { "" } else { "s" },
         humanize(interval),
-        time / 3600,
-        time / 60 % 60,
-        time % 60
+        crate::time::time_of_day_utc_now()
     )
 }
 

@@ -614,7 +614,7 @@ pub async fn ensure_image(
     } else {
         reference.clone()
     };
-    let registry = image.registry.clone().unwrap_or_else(|| "docker.io".into());
+    let registry = image.canonical().registry;
     context.printer.info(&format!("pulling {pull_reference} …"));
     let mut progress =
         PullProgress::new(&context.printer, context.json || context.printer.is_quiet());

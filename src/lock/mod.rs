@@ -6,6 +6,8 @@ pub mod file;
 
 use serde::{Deserialize, Serialize};
 
+use crate::profile::image::ImageReference;
+
 /// The lock file's name, in the project folder (next to `./envctl/`).
 pub const LOCK_FILE: &str = "envctl.lock";
 
@@ -98,15 +100,20 @@ pub fn pinned_reference(image: &str, digest: &str) -> String {
     format!("{without_digest}@{digest}")
 }
 
-/// Whether a `RepoDigests` entry (`name@sha256:…`) belongs to `image`'s repository.
+/// Whether a `RepoDigests` entry (`name@sha256:…`) belongs to `image`'s repository,
+/// compared in their canonical forms (`busybox` is `docker.io/library/busybox`). A name
+/// that is no image reference belongs to no repository.
 pub fn repo_digest_matches(repo_digest: &str, image_name: &str) -> bool {
-    let normalize = |name: &str| {
-        let name = name.strip_prefix("docker.io/").unwrap_or(name);
-        name.strip_prefix("library/").unwrap_or(name).to_string()
+    let canonical_name = |name: &str| {
+        name.parse::<ImageReference>()
+            .map(|reference| reference.canonical().name())
     };
-    repo_digest
-        .split_once('@')
-        .is_some_and(|(name, _)| normalize(name) == normalize(image_name))
+    repo_digest.split_once('@').is_some_and(|(name, _)| {
+        match (canonical_name(name), canonical_name(image_name)) {
+            (Ok(found), Ok(wanted)) => found == wanted,
+            _ => false,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -172,5 +179,13 @@ mod tests {
             "127.0.0.1:5000/team/x"
         ));
         assert!(!repo_digest_matches("other@sha256:y", "busybox"));
+        // Docker Hub's aliases, and Podman's `localhost/` for images built locally.
+        assert!(repo_digest_matches(
+            "index.docker.io/library/busybox@sha256:x",
+            "busybox"
+        ));
+        assert!(repo_digest_matches("localhost/x@sha256:y", "localhost/x"));
+        assert!(!repo_digest_matches("localhost/x@sha256:y", "x"));
+        assert!(!repo_digest_matches("not a name@sha256:y", "busybox"));
     }
 }

@@ -9,12 +9,14 @@
 //! reading one back skips, and names, lines holding an infinite or NaN number.
 //!
 //! CSV is long-form: one row per container and per GPU per moment, `kind` telling which,
-//! the other kind's columns left empty, so spreadsheets and pandas read it as is.
+//! the other kind's columns left empty, so spreadsheets and pandas read it as is. Rows are
+//! written and read by the `csv` crate through one row struct whose fields are the columns.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::snapshot::{ContainerRow, GpuRow, Snapshot};
@@ -297,88 +299,167 @@ pub fn json_line(snapshot: &Snapshot) -> String {
     }
 }
 
+/// One CSV row, its fields named and ordered as [`CSV_COLUMNS`]; a container's row leaves
+/// the GPU columns empty and a GPU's row the container columns.
+///
+/// `time` and `gpu_index` stay text so that a reader can name an unreadable one (the row
+/// is skipped); every other number reads as unknown when its cell is empty or unreadable.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct CsvRecord {
+    time: String,
+    kind: String,
+    id: String,
+    name: String,
+    profile: String,
+    gpu_index: String,
+    #[serde(with = "cell")]
+    cpu_percent: Option<f64>,
+    #[serde(with = "cell")]
+    memory_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    memory_limit_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    net_rx_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    net_tx_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    block_read_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    block_write_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    pids: Option<u64>,
+    #[serde(with = "cell")]
+    gpu_memory_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    utilization_percent: Option<f64>,
+    #[serde(with = "cell")]
+    memory_utilization_percent: Option<f64>,
+    #[serde(with = "cell")]
+    memory_used_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    memory_total_bytes: Option<u64>,
+    #[serde(with = "cell")]
+    temperature_c: Option<f64>,
+    #[serde(with = "cell")]
+    power_w: Option<f64>,
+    #[serde(with = "cell")]
+    power_limit_w: Option<f64>,
+    #[serde(with = "cell")]
+    sm_clock_mhz: Option<u32>,
+    #[serde(with = "cell")]
+    memory_clock_mhz: Option<u32>,
+    /// `gpu_idle|sw_power_cap`.
+    throttle_reasons: String,
+}
+
+/// A number's cell: written as Rust prints it (`2`, not the `2.0` csv's own float writer
+/// would give), empty for unknown; read back as unknown when empty or unreadable, as a
+/// spreadsheet's stray text in one cell must not cost the whole row.
+mod cell {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<T: Display, S: Serializer>(
+        value: &Option<T>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => serializer.collect_str(value),
+            None => serializer.serialize_str(""),
+        }
+    }
+
+    pub fn deserialize<'de, T: FromStr, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<T>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        // Unreadable is unknown: the reader's rule for every number but time and index.
+        Ok(text.parse().ok())
+    }
+}
+
+/// A cell's text with line breaks made spaces: a recording keeps one row per line, so
+/// a killed recorder's cut line stays alone and the reader skips just that one.
+fn one_line(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+}
+
+impl CsvRecord {
+    fn container(time: &str, row: &ContainerRow) -> CsvRecord {
+        CsvRecord {
+            time: time.to_string(),
+            kind: "container".into(),
+            id: one_line(&row.id),
+            name: one_line(&row.name),
+            profile: one_line(row.profile.as_deref().unwrap_or_default()),
+            cpu_percent: row.cpu_percent,
+            memory_bytes: row.memory_bytes,
+            memory_limit_bytes: row.memory_limit_bytes,
+            net_rx_bytes: row.net_rx_bytes,
+            net_tx_bytes: row.net_tx_bytes,
+            block_read_bytes: row.block_read_bytes,
+            block_write_bytes: row.block_write_bytes,
+            pids: row.pids,
+            gpu_memory_bytes: row.gpu_memory_bytes,
+            ..CsvRecord::default()
+        }
+    }
+
+    fn gpu(time: &str, row: &GpuRow) -> CsvRecord {
+        CsvRecord {
+            time: time.to_string(),
+            kind: "gpu".into(),
+            id: one_line(row.uuid.as_deref().unwrap_or_default()),
+            name: one_line(row.name.as_deref().unwrap_or_default()),
+            gpu_index: row.index.to_string(),
+            utilization_percent: row.utilization_percent,
+            memory_utilization_percent: row.memory_utilization_percent,
+            memory_used_bytes: row.memory_used_bytes,
+            memory_total_bytes: row.memory_total_bytes,
+            temperature_c: row.temperature_c,
+            power_w: row.power_w,
+            power_limit_w: row.power_limit_w,
+            sm_clock_mhz: row.sm_clock_mhz,
+            memory_clock_mhz: row.memory_clock_mhz,
+            throttle_reasons: one_line(&row.throttle_reasons.join("|")),
+            ..CsvRecord::default()
+        }
+    }
+}
+
+/// One row as CSV text ended by `\n`, without a header (the recorder writes
+/// [`CSV_COLUMNS`] once, to a new file), quoting (RFC 4180) only cells holding a comma or
+/// a quote. Rows of strings and numbers into memory cannot fail; were one to, its error
+/// is written instead, as a line the reader skips and names.
+fn csv_row(row: &impl Serialize) -> String {
+    let mut writer = csv::WriterBuilder::new()
+        .has_headers(false)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .quote_style(csv::QuoteStyle::Necessary)
+        .from_writer(Vec::new());
+    let written = writer
+        .serialize(row)
+        .map_err(|error| error.to_string())
+        .and_then(|()| writer.into_inner().map_err(|error| error.to_string()));
+    match written {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(error) => format!("{}\n", one_line(&error)),
+    }
+}
+
 fn csv_lines(snapshot: &Snapshot) -> String {
-    let mut text = String::new();
     let time = snapshot.time.to_string();
-    for container in &snapshot.containers {
-        push_row(&mut text, &container_cells(&time, container));
-    }
-    for gpu in &snapshot.gpus {
-        push_row(&mut text, &gpu_cells(&time, gpu));
-    }
-    text
-}
-
-fn number<T: ToString>(value: Option<T>) -> String {
-    value.map(|value| value.to_string()).unwrap_or_default()
-}
-
-fn container_cells(time: &str, row: &ContainerRow) -> Vec<String> {
-    let mut cells = vec![String::new(); CSV_COLUMNS.len()];
-    let values = [
-        time.to_string(),
-        "container".into(),
-        row.id.clone(),
-        row.name.clone(),
-        row.profile.clone().unwrap_or_default(),
-        String::new(),
-        number(row.cpu_percent),
-        number(row.memory_bytes),
-        number(row.memory_limit_bytes),
-        number(row.net_rx_bytes),
-        number(row.net_tx_bytes),
-        number(row.block_read_bytes),
-        number(row.block_write_bytes),
-        number(row.pids),
-        number(row.gpu_memory_bytes),
-    ];
-    for (cell, value) in cells.iter_mut().zip(values) {
-        *cell = value;
-    }
-    cells
-}
-
-fn gpu_cells(time: &str, row: &GpuRow) -> Vec<String> {
-    let mut cells = vec![String::new(); CSV_COLUMNS.len()];
-    cells[0] = time.to_string();
-    cells[1] = "gpu".into();
-    cells[2] = row.uuid.clone().unwrap_or_default();
-    cells[3] = row.name.clone().unwrap_or_default();
-    cells[5] = row.index.to_string();
-    let gpu_values = [
-        number(row.utilization_percent),
-        number(row.memory_utilization_percent),
-        number(row.memory_used_bytes),
-        number(row.memory_total_bytes),
-        number(row.temperature_c),
-        number(row.power_w),
-        number(row.power_limit_w),
-        number(row.sm_clock_mhz),
-        number(row.memory_clock_mhz),
-        row.throttle_reasons.join("|"),
-    ];
-    for (cell, value) in cells[15..].iter_mut().zip(gpu_values) {
-        *cell = value;
-    }
-    cells
-}
-
-fn push_row(text: &mut String, cells: &[String]) {
-    let quoted: Vec<String> = cells.iter().map(|cell| quote(cell)).collect();
-    text.push_str(&quoted.join(","));
-    text.push('\n');
-}
-
-/// RFC 4180: quote cells holding a comma, a quote or a line break.
-fn quote(cell: &str) -> String {
-    if cell.contains([',', '"', '\n', '\r']) {
-        format!(
-            "\"{}\"",
-            cell.replace('"', "\"\"").replace(['\n', '\r'], " ")
-        )
-    } else {
-        cell.to_string()
-    }
+    let containers = snapshot
+        .containers
+        .iter()
+        .map(|container| csv_row(&CsvRecord::container(&time, container)));
+    let gpus = snapshot
+        .gpus
+        .iter()
+        .map(|gpu| csv_row(&CsvRecord::gpu(&time, gpu)));
+    containers.chain(gpus).collect()
 }
 
 /// A recording read back, and the lines that could not be read.
@@ -481,6 +562,22 @@ enum CsvRow {
     Gpu(GpuRow),
 }
 
+/// The cells of one line of a recording. Lines are read one at a time, not the file as
+/// one CSV stream: a killed recorder's cut line may end inside a quoted cell, and must not
+/// swallow the rows appended after it.
+fn line_record(line: &str) -> Result<csv::StringRecord, csv::Error> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        // `\n` only: `lines()` took it (and a `\r` before it) away, and a lone `\r` is
+        // text in a cell, as in the line-based format.
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_reader(line.as_bytes());
+    let mut record = csv::StringRecord::new();
+    reader.read_record(&mut record)?;
+    Ok(record)
+}
+
 fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
     let mut lines = text.lines().enumerate();
     let header = lines.next().map(|(_, line)| line).unwrap_or_default();
@@ -490,68 +587,84 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
             found: header.chars().take(80).collect(),
         });
     }
+    let columns = csv::StringRecord::from(CSV_COLUMNS);
     let mut recording = Recording::default();
     for (number, line) in lines {
         if line.trim().is_empty() {
             continue;
         }
-        let cells = split_csv(line);
-        if cells.len() != CSV_COLUMNS.len() {
+        let record = match line_record(line) {
+            Ok(record) => record,
+            Err(error) => {
+                recording.skipped.push((number + 1, error.to_string()));
+                continue;
+            }
+        };
+        if record.len() != CSV_COLUMNS.len() {
             recording.skipped.push((
                 number + 1,
                 format!(
                     "{} cells where the header has {}",
-                    cells.len(),
+                    record.len(),
                     CSV_COLUMNS.len()
                 ),
             ));
             continue;
         }
-        let Ok(time) = cells[0].parse::<f64>() else {
+        let cells: CsvRecord = match record.deserialize(Some(&columns)) {
+            Ok(cells) => cells,
+            Err(error) => {
+                recording.skipped.push((number + 1, error.to_string()));
+                continue;
+            }
+        };
+        let Ok(time) = cells.time.parse::<f64>() else {
             recording
                 .skipped
-                .push((number + 1, format!("`{}` is not a time", cells[0])));
+                .push((number + 1, format!("`{}` is not a time", cells.time)));
             continue;
         };
-        let row = match cells[1].as_str() {
+        let row = match cells.kind.as_str() {
             "container" => CsvRow::Container(ContainerRow {
-                id: cells[2].clone(),
-                name: cells[3].clone(),
-                profile: Some(cells[4].clone()).filter(|profile| !profile.is_empty()),
-                cpu_percent: parse(&cells[6]),
-                memory_bytes: parse(&cells[7]),
-                memory_limit_bytes: parse(&cells[8]),
-                net_rx_bytes: parse(&cells[9]),
-                net_tx_bytes: parse(&cells[10]),
-                block_read_bytes: parse(&cells[11]),
-                block_write_bytes: parse(&cells[12]),
-                pids: parse(&cells[13]),
-                gpu_memory_bytes: parse(&cells[14]),
+                id: cells.id,
+                name: cells.name,
+                profile: Some(cells.profile).filter(|profile| !profile.is_empty()),
+                cpu_percent: cells.cpu_percent,
+                memory_bytes: cells.memory_bytes,
+                memory_limit_bytes: cells.memory_limit_bytes,
+                net_rx_bytes: cells.net_rx_bytes,
+                net_tx_bytes: cells.net_tx_bytes,
+                block_read_bytes: cells.block_read_bytes,
+                block_write_bytes: cells.block_write_bytes,
+                pids: cells.pids,
+                gpu_memory_bytes: cells.gpu_memory_bytes,
                 ..ContainerRow::default()
             }),
             "gpu" => CsvRow::Gpu(GpuRow {
                 // A GPU row without its index cannot be told from GPU 0: skip it.
-                index: match cells[5].parse() {
+                index: match cells.gpu_index.parse() {
                     Ok(index) => index,
                     Err(_) => {
-                        recording
-                            .skipped
-                            .push((number + 1, format!("`{}` is not a GPU index", cells[5])));
+                        recording.skipped.push((
+                            number + 1,
+                            format!("`{}` is not a GPU index", cells.gpu_index),
+                        ));
                         continue;
                     }
                 },
-                uuid: Some(cells[2].clone()).filter(|uuid| !uuid.is_empty()),
-                name: Some(cells[3].clone()).filter(|name| !name.is_empty()),
-                utilization_percent: parse(&cells[15]),
-                memory_utilization_percent: parse(&cells[16]),
-                memory_used_bytes: parse(&cells[17]),
-                memory_total_bytes: parse(&cells[18]),
-                temperature_c: parse(&cells[19]),
-                power_w: parse(&cells[20]),
-                power_limit_w: parse(&cells[21]),
-                sm_clock_mhz: parse(&cells[22]),
-                memory_clock_mhz: parse(&cells[23]),
-                throttle_reasons: cells[24]
+                uuid: Some(cells.id).filter(|uuid| !uuid.is_empty()),
+                name: Some(cells.name).filter(|name| !name.is_empty()),
+                utilization_percent: cells.utilization_percent,
+                memory_utilization_percent: cells.memory_utilization_percent,
+                memory_used_bytes: cells.memory_used_bytes,
+                memory_total_bytes: cells.memory_total_bytes,
+                temperature_c: cells.temperature_c,
+                power_w: cells.power_w,
+                power_limit_w: cells.power_limit_w,
+                sm_clock_mhz: cells.sm_clock_mhz,
+                memory_clock_mhz: cells.memory_clock_mhz,
+                throttle_reasons: cells
+                    .throttle_reasons
                     .split('|')
                     .filter(|reason| !reason.is_empty())
                     .map(String::from)
@@ -595,29 +708,21 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
     Ok(recording)
 }
 
-fn parse<T: std::str::FromStr>(cell: &str) -> Option<T> {
-    cell.parse().ok()
+/// One line's cells, for tests that edit a written row.
+#[cfg(test)]
+fn split_csv(line: &str) -> Vec<String> {
+    line_record(line)
+        .unwrap()
+        .iter()
+        .map(String::from)
+        .collect()
 }
 
-/// Splits one CSV line, honouring quotes.
-fn split_csv(line: &str) -> Vec<String> {
-    let mut cells = Vec::new();
-    let mut cell = String::new();
-    let mut quoted = false;
-    let mut characters = line.chars().peekable();
-    while let Some(character) = characters.next() {
-        match (character, quoted) {
-            ('"', true) if characters.peek() == Some(&'"') => {
-                cell.push('"');
-                characters.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => cells.push(std::mem::take(&mut cell)),
-            _ => cell.push(character),
-        }
-    }
-    cells.push(cell);
-    cells
+/// Appends one row of cells as the recorder writes them, for tests that edit a row.
+#[cfg(test)]
+fn push_row(text: &mut String, cells: &[String]) {
+    let cells: Vec<String> = cells.iter().map(|cell| one_line(cell)).collect();
+    text.push_str(&csv_row(&cells));
 }
 
 #[cfg(test)]
@@ -647,6 +752,49 @@ mod tests {
             }],
             ..Snapshot::default()
         }
+    }
+
+    #[test]
+    fn the_row_names_the_header_columns_in_order() {
+        let mut writer = csv::WriterBuilder::new().from_writer(Vec::new());
+        writer.serialize(CsvRecord::default()).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().next(), Some(CSV_COLUMNS.join(",").as_str()));
+        // Numbers as Rust writes them, quotes only where a cell needs them, line breaks
+        // made spaces.
+        let mut odd = snapshot(2.0);
+        odd.containers[0].name = "a\nb\"c".into();
+        odd.containers[0].cpu_percent = Some(1.0);
+        let line = csv_lines(&odd);
+        assert!(
+            line.starts_with("2,container,abc,\"a b\"\"c\",pytorch,,1,1073741824,,"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(
+                ",GPU-1,NVIDIA H100 80GB HBM3,,1,,,,,,,,,,37,,,,41,,,,,gpu_idle|sw_power_cap\n"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_line_cut_inside_quotes_keeps_the_rows_after_it() {
+        let whole = csv_lines(&snapshot(1.0));
+        let cut = &whole[..whole.find("\"quoted").unwrap()];
+        let text = format!(
+            "{}\n{whole}{cut}\n{}",
+            CSV_COLUMNS.join(","),
+            csv_lines(&snapshot(2.0))
+        );
+        let recording = parse_csv(Path::new("x.csv"), &text).unwrap();
+        assert_eq!(recording.snapshots.len(), 2, "{:?}", recording.skipped);
+        assert_eq!(
+            recording.snapshots[1].containers[0].name,
+            "train, \"quoted\""
+        );
+        let skipped: Vec<usize> = recording.skipped.iter().map(|(line, _)| *line).collect();
+        assert_eq!(skipped, vec![4], "{:?}", recording.skipped);
     }
 
     #[test]

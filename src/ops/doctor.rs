@@ -302,26 +302,7 @@ pub fn bundled_candidates() -> Vec<(
 
 /// The day `now` falls on as `YYYY-MM-DD` (UTC), for lifecycle dates.
 pub fn today(now: std::time::SystemTime) -> String {
-    let seconds = now
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
-    let days = (seconds / 86_400) as i64;
-    // Howard Hinnant's civil_from_days.
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    crate::time::date_utc(crate::time::timestamp(now))
 }
 
 #[cfg(test)]

@@ -37,6 +37,109 @@ impl ImageReference {
     }
 }
 
+/// Docker Hub's registry, by the name the daemon gives it in `RepoDigests` and
+/// `docker login`.
+pub const DOCKER_HUB: &str = "docker.io";
+
+/// Other names of Docker Hub's registry: an image written with one of them is the same
+/// image as one written with none.
+const DOCKER_HUB_ALIASES: &[&str] = &["index.docker.io", "registry-1.docker.io"];
+
+/// Docker Hub's namespace of official images: `busybox` is `library/busybox`.
+const DOCKER_HUB_OFFICIAL: &str = "library/";
+
+/// An image reference in the one form that names an image whichever way it was written:
+/// `busybox`, `docker.io/busybox`, `index.docker.io/library/busybox` are all
+/// `docker.io/library/busybox`. What lock, registry and pull compare and send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanonicalImage {
+    /// [`DOCKER_HUB`] for none or one of its aliases; any other as written
+    /// (`localhost:5000`, `localhost` as Podman writes local images, `[::1]:5000`).
+    pub registry: String,
+    /// On Docker Hub, a single-component name under `library/`.
+    pub repository: String,
+    pub tag: Option<String>,
+    pub digest: Option<String>,
+}
+
+impl CanonicalImage {
+    pub fn is_docker_hub(&self) -> bool {
+        self.registry == DOCKER_HUB
+    }
+
+    /// `docker.io/library/busybox`: registry and repository, without tag or digest.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.registry, self.repository)
+    }
+
+    /// The name as Docker shows it (`busybox`, `pytorch/pytorch`, `nvcr.io/nvidia/pytorch`):
+    /// Docker Hub and `library/` left out.
+    pub fn short_name(&self) -> String {
+        if !self.is_docker_hub() {
+            return self.name();
+        }
+        self.repository
+            .strip_prefix(DOCKER_HUB_OFFICIAL)
+            .filter(|rest| !rest.contains('/'))
+            .unwrap_or(&self.repository)
+            .to_string()
+    }
+
+    /// [`Self::short_name`] with the tag and digest: `busybox:1.36`.
+    pub fn short(&self) -> String {
+        with_tag_and_digest(self.short_name(), &self.tag, &self.digest)
+    }
+}
+
+/// `docker.io/library/busybox:1.36@sha256:…`.
+impl fmt::Display for CanonicalImage {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&with_tag_and_digest(self.name(), &self.tag, &self.digest))
+    }
+}
+
+fn with_tag_and_digest(name: String, tag: &Option<String>, digest: &Option<String>) -> String {
+    let mut text = name;
+    if let Some(tag) = tag {
+        text.push(':');
+        text.push_str(tag);
+    }
+    if let Some(digest) = digest {
+        text.push('@');
+        text.push_str(digest);
+    }
+    text
+}
+
+impl ImageReference {
+    /// The reference in its canonical form (see [`CanonicalImage`]).
+    pub fn canonical(&self) -> CanonicalImage {
+        let docker_hub = match self.registry.as_deref() {
+            None => true,
+            Some(registry) => registry == DOCKER_HUB || DOCKER_HUB_ALIASES.contains(&registry),
+        };
+        let (registry, repository) = if docker_hub {
+            let repository = if self.repository.contains('/') {
+                self.repository.clone()
+            } else {
+                format!("{DOCKER_HUB_OFFICIAL}{}", self.repository)
+            };
+            (DOCKER_HUB.to_string(), repository)
+        } else {
+            (
+                self.registry.clone().unwrap_or_default(),
+                self.repository.clone(),
+            )
+        };
+        CanonicalImage {
+            registry,
+            repository,
+            tag: self.tag.clone(),
+            digest: self.digest.clone(),
+        }
+    }
+}
+
 impl fmt::Display for ImageReference {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(formatter, "{}", self.name())?;
@@ -272,6 +375,65 @@ mod tests {
         assert_eq!(
             parse("x/a__b.c-d---e/f_g:T.1-x").to_string(),
             "x/a__b.c-d---e/f_g:T.1-x"
+        );
+    }
+
+    #[test]
+    fn canonical_forms() {
+        let canonical = |text: &str| parse(text).canonical();
+        // Docker Hub, however it is written.
+        for text in [
+            "busybox:1.36",
+            "library/busybox:1.36",
+            "docker.io/busybox:1.36",
+            "docker.io/library/busybox:1.36",
+            "index.docker.io/busybox:1.36",
+            "registry-1.docker.io/library/busybox:1.36",
+        ] {
+            let image = canonical(text);
+            assert_eq!(
+                image.to_string(),
+                "docker.io/library/busybox:1.36",
+                "{text}"
+            );
+            assert_eq!(image.short(), "busybox:1.36", "{text}");
+            assert!(image.is_docker_hub(), "{text}");
+        }
+        let image = canonical("pytorch/pytorch:2.8.0");
+        assert_eq!(image.name(), "docker.io/pytorch/pytorch");
+        assert_eq!(image.short_name(), "pytorch/pytorch");
+        // `library/` is added to single-component names only, and left out of the short
+        // form only where it was added.
+        assert_eq!(canonical("library/a/b").short_name(), "library/a/b");
+        // Other registries stay as written, ports included.
+        let image = canonical("localhost:5000/x");
+        assert_eq!(
+            (image.registry.as_str(), image.repository.as_str()),
+            ("localhost:5000", "x")
+        );
+        assert_eq!(image.short(), "localhost:5000/x");
+        assert!(!image.is_docker_hub());
+        // Podman names local images `localhost/x`: a registry, not Docker Hub's `localhost`.
+        let image = canonical("localhost/x:1");
+        assert_eq!(image.name(), "localhost/x");
+        assert_eq!(image.short(), "localhost/x:1");
+        assert_eq!(canonical("[::1]:5000/team/x").name(), "[::1]:5000/team/x");
+        assert_eq!(
+            canonical("nvcr.io/nvidia/pytorch:25.01-py3").short(),
+            "nvcr.io/nvidia/pytorch:25.01-py3"
+        );
+        // Digests, with or without a tag.
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let image = canonical(&format!("busybox@{digest}"));
+        assert_eq!(image.tag, None);
+        assert_eq!(image.digest.as_deref(), Some(digest.as_str()));
+        assert_eq!(
+            image.to_string(),
+            format!("docker.io/library/busybox@{digest}")
+        );
+        assert_eq!(
+            canonical(&format!("127.0.0.1:5000/team/x:1@{digest}")).short(),
+            format!("127.0.0.1:5000/team/x:1@{digest}")
         );
     }
 

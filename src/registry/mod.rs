@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use thiserror::Error;
+use url::Url;
 
 use crate::profile::image::ImageReference;
 
@@ -282,16 +283,14 @@ impl RegistryClient {
                 repository: repository.into(),
                 status: 401,
             })?;
-        let mut url = format!("{realm}?");
-        for (key, value) in parameters.iter().filter(|(key, _)| key != "realm") {
-            url.push_str(&format!("{key}={}&", value.replace(' ', "%20")));
-        }
-        if !parameters.iter().any(|(key, _)| key == "scope") {
-            url.push_str(&format!("scope=repository:{repository}:pull"));
-        }
+        let url =
+            token_url(&realm, &parameters, repository).map_err(|error| RegistryError::Invalid {
+                registry: registry.into(),
+                message: format!("its token realm `{realm}` is no URL: {error}"),
+            })?;
         let mut response =
             self.agent
-                .get(&url)
+                .get(url.as_str())
                 .call()
                 .map_err(|error| RegistryError::Unreachable {
                     registry: registry.into(),
@@ -326,33 +325,42 @@ impl RegistryClient {
     }
 }
 
-/// (base URL, repository path, registry name) for an image. Docker Hub's short names live
-/// under `library/`; loopback registries speak plain HTTP, as the daemon allows.
+/// (base URL, repository path, registry name) for an image, from its canonical form
+/// (Docker Hub's short names live under `library/`). Docker Hub's API is at
+/// `registry-1.docker.io`; loopback registries speak plain HTTP, as the daemon allows.
 pub fn endpoint(image: &ImageReference) -> (String, String, String) {
-    match image.registry.as_deref() {
-        None | Some("docker.io" | "index.docker.io" | "registry-1.docker.io") => {
-            let repository = if image.repository.contains('/') {
-                image.repository.clone()
-            } else {
-                format!("library/{}", image.repository)
-            };
-            (
-                "https://registry-1.docker.io".into(),
-                repository,
-                "docker.io".into(),
-            )
+    let canonical = image.canonical();
+    let base = if canonical.is_docker_hub() {
+        "https://registry-1.docker.io".to_string()
+    } else {
+        let registry = canonical.registry.as_str();
+        let host = registry.rsplit_once(':').map_or(registry, |(host, _)| host);
+        let local = matches!(host, "localhost" | "[::1]") || host.starts_with("127.");
+        let scheme = if local { "http" } else { "https" };
+        format!("{scheme}://{registry}")
+    };
+    (base, canonical.repository, canonical.registry)
+}
+
+/// The token request: the challenge's realm with its other parameters (`service`,
+/// `scope`) as a query, percent-encoded the way Docker's own client sends them, and a
+/// pull scope for `repository` when the challenge names none.
+fn token_url(
+    realm: &str,
+    parameters: &[(String, String)],
+    repository: &str,
+) -> Result<Url, url::ParseError> {
+    let mut url = Url::parse(realm)?;
+    {
+        let mut query = url.query_pairs_mut();
+        for (key, value) in parameters.iter().filter(|(key, _)| key != "realm") {
+            query.append_pair(key, value);
         }
-        Some(registry) => {
-            let host = registry.rsplit_once(':').map_or(registry, |(host, _)| host);
-            let local = matches!(host, "localhost" | "[::1]") || host.starts_with("127.");
-            let scheme = if local { "http" } else { "https" };
-            (
-                format!("{scheme}://{registry}"),
-                image.repository.clone(),
-                registry.to_string(),
-            )
+        if !parameters.iter().any(|(key, _)| key == "scope") {
+            query.append_pair("scope", &format!("repository:{repository}:pull"));
         }
     }
+    Ok(url)
 }
 
 /// `Bearer realm="https://auth.docker.io/token",service="registry.docker.io"` → pairs.
@@ -472,80 +480,49 @@ fn unquote(value: &str) -> &str {
         .unwrap_or(value)
 }
 
-/// The absolute URL of a next-page link, resolved against the page that sent it: an
-/// absolute URL, `//host/…`, `/path?…`, `?query` or a path relative to the page's folder.
-/// `Err` when it leads to another scheme, host or port (the bearer token is the
-/// registry's alone) or is no URL.
+/// The absolute URL of a next-page link, resolved against the page that sent it (RFC 3986
+/// §5, by the `url` crate: an absolute URL, `//host/…`, `/path?…`, `?query` or a path
+/// relative to the page's folder), without its fragment. `Err` when it leads to another
+/// scheme, host or port (the bearer token is the registry's alone), carries credentials
+/// or is no `http`/`https` URL.
 fn next_page_url(current: &str, reference: &str) -> Result<String, String> {
     let shown = reference.escape_debug();
     // `<>` names the page itself (RFC 3986 §5.2): a repeat, which the caller notices.
     if reference.is_empty() {
         return Ok(current.to_string());
     }
-    // A URI is printable ASCII (RFC 3986); anything else is no link to follow.
+    // A URI is printable ASCII (RFC 3986); anything else is no link to follow (the `url`
+    // crate would percent-encode it into one).
     if !reference.chars().all(|c| c.is_ascii_graphic()) {
         return Err(format!("its next-page link `{shown}` is no URL"));
     }
-    let reference = reference
-        .split_once('#')
-        .map_or(reference, |(before, _)| before);
-    let (scheme, after_scheme) = current
-        .split_once("://")
-        .ok_or_else(|| format!("the page {current} has no absolute URL"))?;
-    let path_start = after_scheme
-        .find(['/', '?'])
-        .map_or(current.len(), |index| scheme.len() + 3 + index);
-    let origin = &current[..path_start];
-    let path_and_query = &current[path_start..];
-    let path = path_and_query
-        .split_once('?')
-        .map_or(path_and_query, |(path, _)| path);
-    let has_scheme = reference.split_once(':').is_some_and(|(head, _)| {
-        head.starts_with(|c: char| c.is_ascii_alphabetic())
-            && head
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-    });
-    let next = if has_scheme {
-        reference.to_string()
-    } else if reference.starts_with("//") {
-        format!("{scheme}:{reference}")
-    } else if reference.starts_with('/') {
-        format!("{origin}{reference}")
-    } else if reference.starts_with('?') {
-        format!("{origin}{path}{reference}")
-    } else {
-        let folder = path.rsplit_once('/').map_or("", |(folder, _)| folder);
-        format!("{origin}{folder}/{reference}")
-    };
-    match (url_origin(current), url_origin(&next)) {
-        (Some(here), Some(there)) if here == there => Ok(next),
+    let page =
+        Url::parse(current).map_err(|_| format!("the page {current} has no absolute URL"))?;
+    let cannot_follow = || format!("its next-page link `{shown}` is no URL envctl can follow");
+    let mut next = page.join(reference).map_err(|_| cannot_follow())?;
+    next.set_fragment(None);
+    match (url_origin(&page), url_origin(&next)) {
+        (Some(here), Some(there)) if here == there => Ok(next.into()),
         (Some(_), Some(_)) => Err(format!(
             "its next-page link leads to another host ({next}), and envctl sends the registry's token to the registry only"
         )),
-        _ => Err(format!(
-            "its next-page link `{shown}` is no URL envctl can follow"
-        )),
+        _ => Err(cannot_follow()),
     }
 }
 
-/// (scheme, host, port) of an `http` or `https` URL, with the scheme's default port.
-fn url_origin(url: &str) -> Option<(String, String, u16)> {
-    let uri = url.parse::<ureq::http::Uri>().ok()?;
-    let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    let default_port = match scheme.as_str() {
-        "http" => 80,
-        "https" => 443,
-        _ => return None,
-    };
-    let authority = uri.authority()?;
-    if authority.as_str().contains('@') {
+/// (scheme, host, port) of an `http` or `https` URL without credentials, with the
+/// scheme's default port.
+fn url_origin(url: &Url) -> Option<(String, String, u16)> {
+    if !matches!(url.scheme(), "http" | "https")
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
         return None;
     }
     Some((
-        scheme,
-        authority.host().to_ascii_lowercase(),
-        authority.port_u16().unwrap_or(default_port),
+        url.scheme().to_string(),
+        url.host_str()?.to_string(),
+        url.port_or_known_default()?,
     ))
 }
 
@@ -655,9 +632,10 @@ mod tests {
             resolved("list?last=b#top"),
             Ok("http://127.0.0.1:5000/v2/team/app/tags/list?last=b".into())
         );
+        // The `url` crate writes the scheme in lower case: the same request.
         assert_eq!(
             resolved("HTTP://127.0.0.1:5000/v2/team/app/tags/list?last=b"),
-            Ok("HTTP://127.0.0.1:5000/v2/team/app/tags/list?last=b".into())
+            Ok("http://127.0.0.1:5000/v2/team/app/tags/list?last=b".into())
         );
         assert_eq!(resolved(""), Ok(page.to_string()));
         assert_eq!(
@@ -665,7 +643,8 @@ mod tests {
                 "https://ghcr.io/v2/a/tags/list",
                 "https://ghcr.io:443/v2/a/tags/list?last=x"
             ),
-            Ok("https://ghcr.io:443/v2/a/tags/list?last=x".into())
+            // The `url` crate leaves out the scheme's default port: the same request.
+            Ok("https://ghcr.io/v2/a/tags/list?last=x".into())
         );
         // Another host, port or scheme, or credentials in the URL: never followed.
         for elsewhere in [
@@ -689,6 +668,36 @@ mod tests {
                 .unwrap_err()
                 .contains("another host (http://evil.example/v2/x)")
         );
+    }
+
+    #[test]
+    fn token_requests_encode_their_query() {
+        let parameters = parse_challenge(
+            "Bearer realm=\"https://auth.docker.io/token\",service=\"registry.docker.io\",scope=\"repository:library/busybox:pull push\"",
+        );
+        assert_eq!(
+            token_url(
+                "https://auth.docker.io/token",
+                &parameters,
+                "library/busybox"
+            )
+            .unwrap()
+            .as_str(),
+            "https://auth.docker.io/token?service=registry.docker.io&scope=repository%3Alibrary%2Fbusybox%3Apull+push"
+        );
+        // No scope in the challenge: a pull scope for the repository; a realm with a
+        // query of its own keeps it.
+        assert_eq!(
+            token_url(
+                "https://ghcr.io/token?client=envctl",
+                &[("service".into(), "ghcr.io".into())],
+                "team/app"
+            )
+            .unwrap()
+            .as_str(),
+            "https://ghcr.io/token?client=envctl&service=ghcr.io&scope=repository%3Ateam%2Fapp%3Apull"
+        );
+        assert!(token_url("/token", &[], "x").is_err());
     }
 
     #[test]
