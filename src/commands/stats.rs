@@ -21,10 +21,9 @@ use crate::monitor::follow::{self, Ended, FollowOptions, FollowView, Outputs};
 use crate::monitor::reconnect::{RECONNECT_CAP, RECONNECT_FIRST};
 use crate::monitor::record::{self, Recorder};
 use crate::monitor::report::{self, ReportFormat};
-use crate::monitor::sampler::{self, CounterSource, Gpus, Selection, Target};
+use crate::monitor::sampler::{self, CounterSource, Gpus, Selection};
 use crate::monitor::serve::{self, MetricsServer};
-use crate::monitor::{Failure, FailureKind, FailureSubject, Snapshot, duration};
-use crate::spec::PROFILE_LABEL;
+use crate::monitor::{Snapshot, duration};
 use crate::ui::live::{self, LiveScreen};
 
 pub use crate::monitor::follow::RELIST_EVERY;
@@ -140,36 +139,11 @@ async fn select_containers(
             .map(|target| super::target::find_container(engine, context, target)),
     )
     .await;
-    let mut targets = Vec::new();
-    let mut failures = Vec::new();
-    for (name, details) in arguments.targets.iter().zip(found) {
-        // A name that matches nothing is a usage mistake: stop, as `docker stats` does.
-        let details = details?;
-        if !details.running {
-            failures.push(Failure {
-                subject: FailureSubject::Container(details.name),
-                kind: FailureKind::NotRunning,
-                message: format!("`{name}` is {}", details.status),
-            });
-            continue;
-        }
-        if targets
-            .iter()
-            .any(|target: &Target| target.id == details.id)
-        {
-            continue;
-        }
-        targets.push(Target {
-            profile: details.labels.get(PROFILE_LABEL).cloned(),
-            id: details.id,
-            name: details.name,
-        });
-    }
-    Ok(Selection {
-        fixed: Some(targets.iter().map(|target| target.id.clone()).collect()),
-        targets,
-        failures,
-    })
+    // A name that matches nothing is a usage mistake: stop, as `docker stats` does.
+    let found = found.into_iter().collect::<Result<Vec<_>, Error>>()?;
+    Ok(Selection::named(
+        arguments.targets.iter().map(String::as_str).zip(found),
+    ))
 }
 
 /// What each interval's snapshot goes to.

@@ -19,6 +19,7 @@ use super::Window;
 use super::failure::{Failure, FailureKind, FailureSubject};
 use super::snapshot::{ContainerInput, Snapshot, assemble};
 use super::usage::{ContainerUsage, container_usage, cpu_limit_cores};
+use crate::engine::containers::ContainerDetails;
 use crate::engine::stats::{ContainerResources, ContainerSample};
 use crate::engine::{Engine, EngineError};
 use crate::error::error_chain;
@@ -140,6 +141,38 @@ pub struct Selection {
     /// the live view lists again as containers come and go.
     pub fixed: Option<BTreeSet<String>>,
     pub failures: Vec<Failure>,
+}
+
+impl Selection {
+    /// The containers named on the command line, as the daemon described them (`name`
+    /// as typed, each found): the running ones once each, a failure for each other one.
+    pub fn named<'a>(found: impl IntoIterator<Item = (&'a str, ContainerDetails)>) -> Selection {
+        let mut targets: Vec<Target> = Vec::new();
+        let mut failures = Vec::new();
+        for (name, details) in found {
+            if !details.running {
+                failures.push(Failure {
+                    subject: FailureSubject::Container(details.name),
+                    kind: FailureKind::NotRunning,
+                    message: format!("`{name}` is {}", details.status),
+                });
+                continue;
+            }
+            if targets.iter().any(|target| target.id == details.id) {
+                continue;
+            }
+            targets.push(Target {
+                profile: details.labels.get(PROFILE_LABEL).cloned(),
+                id: details.id,
+                name: details.name,
+            });
+        }
+        Selection {
+            fixed: Some(targets.iter().map(|target| target.id.clone()).collect()),
+            targets,
+            failures,
+        }
+    }
 }
 
 /// Running containers: envctl's (`only_envctl`) or all, or of `among` only.
@@ -444,5 +477,37 @@ mod tests {
         let built = input(&target, Some(usage), Some(&resources));
         assert_eq!(built.gpu_request, Some(GpuAssignment::All));
         assert_eq!(built.cpu_limit_cores, Some(2.0));
+    }
+
+    #[test]
+    fn named_targets_run_once_each_and_the_stopped_ones_are_failures() {
+        let details = |id: &str, name: &str, running: bool| ContainerDetails {
+            id: id.into(),
+            name: name.into(),
+            image: "busybox".into(),
+            running,
+            status: if running { "running" } else { "exited" }.into(),
+            exit_code: None,
+            started_at: None,
+            labels: [(PROFILE_LABEL.to_string(), "train".to_string())].into(),
+            gpus: None,
+            volumes: Vec::new(),
+        };
+        let selection = Selection::named([
+            ("train", details("a1", "train", true)),
+            ("a1", details("a1", "train", true)),
+            ("old", details("b2", "old", false)),
+        ]);
+        assert_eq!(selection.targets.len(), 1);
+        assert_eq!(selection.targets[0].profile.as_deref(), Some("train"));
+        assert_eq!(selection.fixed, Some(["a1".to_string()].into()));
+        assert_eq!(
+            selection.failures,
+            vec![Failure {
+                subject: FailureSubject::Container("old".into()),
+                kind: FailureKind::NotRunning,
+                message: "`old` is exited".into(),
+            }]
+        );
     }
 }
