@@ -210,6 +210,11 @@ impl Environment {
         self.clock.now()
     }
 
+    /// The clock itself, for loops that read it once per sample.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
     /// The profile search path: `./envctl/`, `ENVCTL_PROFILE_PATH`, then
     /// `$XDG_CONFIG_HOME/envctl/profiles/`.
     pub fn search_path(&self) -> SearchPath {

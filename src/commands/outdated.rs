@@ -1,6 +1,7 @@
 //! `envctl outdated [PROFILE…]`: asks each image's registry for newer tags of the same
 //! family (same CUDA/cuDNN/runtime suffix, higher version) and for a new digest behind the
-//! locked tag, and prints what `lock` would change. Exit 0 either way: it informs.
+//! locked tag, and prints what `lock` would change. Exit 0 whether or not something is newer
+//! (it informs); 1 when a registry could not be asked (the answer is then incomplete).
 
 use serde::Serialize;
 

@@ -1,5 +1,5 @@
 //! GPU facts through NVML: the only module that touches the NVIDIA driver, and the only
-//! one that imports nvml-wrapper (in `nvml.rs`). It gathers and never judges: every
+//! one that imports nvml-wrapper (in `nvml.rs` and `sample.rs`). It gathers and never judges: every
 //! answer, and every way NVML fails, ends up as plain data in [`GpuFacts`], which the
 //! checks read and a report can replay from JSON.
 
@@ -15,8 +15,9 @@ pub use facts::{
     MigSetting, NvmlFacts, NvmlFailure,
 };
 
-/// The environment variable naming an NVML library to load instead of the driver's.
-pub const LIBRARY_VARIABLE: &str = "ENVCTL_NVML_LIBRARY";
+/// The environment variable naming an NVML library to load instead of the driver's
+/// (read by `crate::context`, like every variable).
+pub use crate::context::NVML_LIBRARY_VARIABLE as LIBRARY_VARIABLE;
 
 /// The name the NVIDIA driver installs NVML under, found through the loader's search path.
 ///
@@ -25,7 +26,7 @@ pub const LIBRARY_VARIABLE: &str = "ENVCTL_NVML_LIBRARY";
 /// envctl still passes it explicitly so that the facts name the library that was tried.
 pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
 
-/// Loads NVML — from `library` when given (the caller reads [`LIBRARY_VARIABLE`]),
+/// Loads NVML — from `library` when given (the caller takes it from the context's [`LIBRARY_VARIABLE`]),
 /// else [`DEFAULT_LIBRARY`] — and reads the driver and every GPU it counts.
 ///
 /// Never fails: a library that is absent or broken is itself a fact. An empty path counts

@@ -1,14 +1,27 @@
-//! `envctl stats`' pure core: usage formulas over a container's counters, snapshots that
-//! put containers and GPUs side by side, diagnosis rules over a window of snapshots, and
-//! the formats snapshots leave in (recordings, Prometheus text, charts).
+//! `envctl stats`' application layer and its pure core.
 //!
-//! Nothing here talks to the daemon, NVML or the terminal: `engine::stats`,
-//! `gpu::sample` and `host::cgroup` gather, `commands::stats` wires, `ui::live` shows.
+//! The pure core: usage formulas over a container's counters (`usage`), snapshots that
+//! put containers and GPUs side by side (`snapshot`, with its typed `failure`s),
+//! diagnosis rules over a window of snapshots (`diagnosis`), and the formats snapshots
+//! leave in (`record`, `prometheus`, `chart`, `report`).
+//!
+//! The application layer drives the adapters (`engine`, `gpu::sample`, `host::cgroup`)
+//! through plain structs: `sampler` takes one snapshot, `follow` runs the interval loop,
+//! `reconnect` keeps trying a lost daemon, `serve` answers Prometheus scrapes. Nothing
+//! here reads the process environment or writes to the terminal: `commands::stats`
+//! passes the settings in, `ui::live` shows.
 
 pub mod chart;
 pub mod diagnosis;
+pub mod duration;
+pub mod failure;
+pub mod follow;
 pub mod prometheus;
+pub mod reconnect;
 pub mod record;
+pub mod report;
+pub mod sampler;
+pub mod serve;
 pub mod snapshot;
 pub mod usage;
 
@@ -16,7 +29,8 @@ pub mod usage;
 mod diagnosis_tests;
 
 pub use diagnosis::{Diagnosis, Severity, Window};
-pub use snapshot::{ContainerInput, ContainerRow, Failure, GpuRow, ProcessRow, Snapshot};
+pub use failure::{Failure, FailureKind, FailureSubject};
+pub use snapshot::{ContainerInput, ContainerRow, GpuRow, ProcessRow, Snapshot};
 
 /// The `schema_version` of every JSON document and JSON line `envctl stats` writes; the
 /// same number as `ui::printer::SCHEMA_VERSION` (a test in `commands::stats` holds them

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::diagnosis::Diagnosis;
+pub use super::failure::Failure;
 use super::usage::ContainerUsage;
 use crate::engine::stats::GpuAssignment;
 use crate::gpu::NvmlFailure;
@@ -99,17 +100,6 @@ pub struct ProcessRow {
     pub used_memory_bytes: Option<u64>,
     /// The container's name.
     pub container: Option<String>,
-}
-
-/// A sample that could not be taken, with its cause.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
-    /// What failed: `container NAME`, `nvml`, `gpu 1`, `pid 1234`.
-    pub subject: String,
-    /// A short stable name for the cause (`daemon-error`, `library_not_found`, …).
-    pub kind: String,
-    /// The cause in words, with its own causes.
-    pub message: String,
 }
 
 /// One container as the sampler saw it.

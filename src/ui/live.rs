@@ -351,10 +351,27 @@ pub fn snapshot_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'
     lines
 }
 
+/// The live screen's first line: how many containers, how often, the time (UTC) and
+/// the sample number.
+pub fn header(
+    taken: u64,
+    containers: usize,
+    interval: std::time::Duration,
+    now: std::time::SystemTime,
+) -> String {
+    format!(
+        "envctl stats · {containers} container{} · every {} · {} UTC · sample {taken} · q quits",
+        if containers == 1 { "" } else { "s" },
+        crate::monitor::duration::humanize(interval),
+        crate::time::time_of_day_utc(crate::time::timestamp(now))
+    )
+}
+
 /// A machine without an NVIDIA driver has no NVML: normal for a CPU-only host, so it is
 /// said only with `-v` (and is always in the JSON).
 fn is_expected(failure: &crate::monitor::Failure) -> bool {
-    failure.subject == "nvml" && failure.kind == "library_not_found"
+    failure.subject == crate::monitor::FailureSubject::Nvml
+        && failure.kind == crate::monitor::FailureKind::LibraryNotFound
 }
 
 /// Failures as short lines (for the live view's foot; printed runs put them on stderr).

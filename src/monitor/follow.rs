@@ -1,0 +1,423 @@
+//! The live loop behind `envctl stats` without `--once`: a snapshot every interval until
+//! the caller's stop (a key, a signal) or `--count`, each recorded, published to the
+//! metrics server and handed to the caller's view.
+//!
+//! Containers this host can read directly are read from their cgroup files every
+//! interval, keeping the previous reading for CPU %; the others are followed with one
+//! stats stream each, in parallel, whose frames carry the daemon's previous reading. The
+//! container list is refreshed every [`RELIST_EVERY`]; when the daemon goes away the GPUs
+//! and the cgroup files go on being read while `reconnect` tries to reach it again.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::failure::{Failure, FailureKind, FailureSubject};
+use super::reconnect::{self, LostDaemon};
+use super::record::Recorder;
+use super::sampler::{
+    self, CounterSource, Gpus, PROC_ROOT, Selection, Target, container_failure, input,
+    list_targets, process_owners,
+};
+use super::serve::MetricsServer;
+use super::snapshot::{ContainerInput, Snapshot, assemble};
+use super::usage::container_usage;
+use super::{Window, prometheus};
+use crate::engine::stats::{ContainerResources, ContainerSample};
+use crate::engine::{Engine, EngineError};
+use crate::error::Error;
+use crate::host::cgroup::{self, LocalContainer};
+
+/// How often the live view lists containers again, to pick up new ones.
+pub const RELIST_EVERY: Duration = Duration::from_secs(5);
+
+/// How long the live view waits for the container list before counting the daemon lost:
+/// a hung daemon must not stop the GPU readings.
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the loop runs.
+pub struct FollowOptions {
+    /// Time between samples.
+    pub interval: Duration,
+    /// Stop after this many samples.
+    pub count: Option<u64>,
+    /// Every running container, not only envctl's (when no targets are named).
+    pub all: bool,
+    pub source: CounterSource,
+    /// The host's name, for the Prometheus labels.
+    pub hostname: String,
+    /// Where each snapshot's time comes from (the context's clock).
+    pub clock: crate::context::Clock,
+}
+
+/// Where every snapshot is kept or published besides the view.
+#[derive(Default)]
+pub struct Outputs<'a> {
+    /// `--record`: each snapshot appended; a failed append ends the loop with its error.
+    pub recorder: Option<&'a mut Recorder>,
+    /// `--serve`: each snapshot's exposition is what the next scrapes get.
+    pub server: Option<&'a MetricsServer>,
+}
+
+/// Where the loop's results go: what the daemon's state changes say, and each snapshot.
+pub trait FollowView {
+    /// The daemon stopped answering the container list; the loop keeps sampling and
+    /// tries again on the `reconnect` schedule.
+    fn daemon_lost(&mut self, endpoint: &str, error: &EngineError);
+    /// The lost daemon answers again; its containers are listed at once.
+    fn daemon_back(&mut self, endpoint: &str);
+    /// Sample number `taken` (from 1); an error ends the loop with it.
+    fn show(&mut self, snapshot: &Snapshot, taken: u64) -> Result<(), Error>;
+}
+
+/// Why the loop ended, when it was not an error.
+pub enum Ended<S> {
+    /// The caller's stop future finished with this.
+    Stopped(S),
+    /// `--count` samples were taken.
+    Counted,
+}
+
+/// Follows `selection` until `stop` finishes or `options.count` samples are taken.
+/// `stop` is polled only between intervals' work, as a signal or key read waits for it.
+pub async fn follow<S>(
+    engine: &Engine,
+    gpus: &Gpus,
+    selection: Selection,
+    options: &FollowOptions,
+    mut outputs: Outputs<'_>,
+    view: &mut dyn FollowView,
+    stop: impl Future<Output = S>,
+) -> Result<Ended<S>, Error> {
+    let mut following = Following {
+        engine,
+        source: options.source,
+        shared: Arc::new(Mutex::new(HashMap::new())),
+        followed: BTreeMap::new(),
+        host_memory: cgroup::read_host_memory(Path::new(PROC_ROOT)).ok(),
+    };
+    let mut standing_failures = selection.failures;
+    standing_failures.extend(following.refresh(selection.targets).await);
+    let fixed = selection.fixed;
+    let mut window = Window::for_interval(options.interval.as_secs_f64());
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::now() + options.interval,
+        options.interval,
+    );
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_listing = Instant::now();
+    let mut lost: Option<LostDaemon> = None;
+    let mut taken = 0_u64;
+    let mut stop = std::pin::pin!(stop);
+    let outcome = loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            stopped = &mut stop => break Ok(Ended::Stopped(stopped)),
+        }
+        let mut failures = standing_failures.clone();
+        let mut relist = last_listing.elapsed() >= RELIST_EVERY;
+        if let Some(daemon) = &mut lost {
+            if daemon.answered(engine).await {
+                lost = None;
+                view.daemon_back(engine.endpoint());
+                relist = true;
+            } else {
+                failures.push(daemon.failure().clone());
+                relist = false;
+            }
+        }
+        if relist {
+            last_listing = Instant::now();
+            let listed = tokio::time::timeout(
+                LIST_TIMEOUT,
+                // Named targets are kept whoever made them; only the default selection
+                // is limited to envctl's containers.
+                list_targets(engine, !options.all && fixed.is_none(), fixed.as_ref()),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                Err(EngineError::Timeout {
+                    endpoint: engine.endpoint().to_string(),
+                    seconds: LIST_TIMEOUT.as_secs(),
+                })
+            });
+            match listed {
+                Ok(current) => failures.extend(following.refresh(current).await),
+                Err(error) if reconnect::daemon_is_lost(&error) => {
+                    view.daemon_lost(engine.endpoint(), &error);
+                    let daemon = LostDaemon::new(&error);
+                    failures.push(daemon.failure().clone());
+                    lost = Some(daemon);
+                }
+                Err(error) => failures.push(reconnect::daemon_failure(&error)),
+            }
+        }
+        let ((inputs, read_failures), (readings, gpu_failure)) =
+            (following.read(), gpus.read().await);
+        failures.extend(read_failures);
+        failures.extend(gpu_failure);
+        let known: BTreeSet<String> = following.followed.keys().cloned().collect();
+        let (owners, owner_failures) = process_owners(readings.as_ref(), &known);
+        failures.extend(owner_failures);
+        let mut snapshot = assemble(sampler::now(options.clock), inputs, readings.as_ref(), &owners, failures);
+        window.push(&snapshot);
+        snapshot.diagnoses = window.diagnose();
+        taken += 1;
+        if let Some(recorder) = &mut outputs.recorder
+            && let Err(error) = recorder.append(&snapshot)
+        {
+            break Err(error.into());
+        }
+        if let Some(server) = outputs.server {
+            server.publish(prometheus::exposition(&snapshot, &options.hostname));
+        }
+        if let Err(error) = view.show(&snapshot, taken) {
+            break Err(error);
+        }
+        if options.count.is_some_and(|count| taken >= count) {
+            break Ok(Ended::Counted);
+        }
+    };
+    following.stop();
+    drop(lost);
+    outcome
+}
+
+/// The latest a container's stream said.
+#[derive(Default)]
+struct Latest {
+    sample: Option<ContainerSample>,
+    failure: Option<Failure>,
+    /// The stream ended: the container stopped, or the connection failed.
+    ended: bool,
+}
+
+type Shared = Arc<Mutex<HashMap<String, Latest>>>;
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, HashMap<String, Latest>> {
+    // A panicking stream task cannot leave the map half-written (every write is one
+    // assignment), so a poisoned lock is still good.
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where a followed container's numbers come from.
+enum Source {
+    /// Its cgroup files, read every interval; the previous reading gives CPU %.
+    Local {
+        container: LocalContainer,
+        previous: Option<Box<ContainerSample>>,
+    },
+    /// The daemon's stats stream (a remote daemon, another PID namespace).
+    Stream(tokio::task::JoinHandle<()>),
+}
+
+/// A followed container.
+struct Followed {
+    target: Target,
+    resources: Option<ContainerResources>,
+    source: Source,
+}
+
+impl Followed {
+    fn stop(&self) {
+        if let Source::Stream(task) = &self.source {
+            task.abort();
+        }
+    }
+}
+
+fn start_stream(engine: &Engine, target: &Target, shared: &Shared) -> tokio::task::JoinHandle<()> {
+    lock(shared).insert(target.id.clone(), Latest::default());
+    let engine = engine.clone();
+    let shared = Arc::clone(shared);
+    let target = target.clone();
+    tokio::spawn(async move {
+        engine
+            .follow_container_stats(&target.id, |frame| {
+                let mut map = lock(&shared);
+                let Some(latest) = map.get_mut(&target.id) else {
+                    return false;
+                };
+                match frame {
+                    Ok(sample) => {
+                        latest.sample = Some(sample);
+                        latest.failure = None;
+                    }
+                    Err(error) => latest.failure = Some(container_failure(&target, &error)),
+                }
+                true
+            })
+            .await;
+        if let Some(latest) = lock(&shared).get_mut(&target.id) {
+            latest.ended = true;
+        }
+    })
+}
+
+/// What the live loop keeps between intervals.
+struct Following<'a> {
+    engine: &'a Engine,
+    source: CounterSource,
+    shared: Shared,
+    followed: BTreeMap<String, Followed>,
+    /// The host's memory: the limit the daemon reports for unlimited containers.
+    host_memory: Option<u64>,
+}
+
+impl Following<'_> {
+    /// Follows the containers in `current` that are not followed yet (or whose stream
+    /// ended), and stops following the others. New ones are inspected in parallel; those
+    /// this host can read directly are read from their cgroup, the rest streamed.
+    async fn refresh(&mut self, current: Vec<Target>) -> Vec<Failure> {
+        let wanted: BTreeSet<String> = current.iter().map(|target| target.id.clone()).collect();
+        let gone: Vec<String> = self
+            .followed
+            .keys()
+            .filter(|id| !wanted.contains(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            if let Some(entry) = self.followed.remove(&id) {
+                entry.stop();
+            }
+            lock(&self.shared).remove(&id);
+        }
+        let fresh: Vec<Target> = current
+            .into_iter()
+            .filter(|target| {
+                let ended = lock(&self.shared)
+                    .get(&target.id)
+                    .is_some_and(|latest| latest.ended);
+                ended || !self.followed.contains_key(&target.id)
+            })
+            .collect();
+        let resources = futures_util::future::join_all(
+            fresh
+                .iter()
+                .map(|target| self.engine.container_resources(&target.id)),
+        )
+        .await;
+        let located = sampler::locate_local(&fresh, &resources, self.source);
+        let proc_root = Path::new(PROC_ROOT);
+        let system = cgroup::read_system_cpu(proc_root);
+        let mut failures = Vec::new();
+        for ((target, resources), local) in fresh.into_iter().zip(resources).zip(located) {
+            if let Some(entry) = self.followed.remove(&target.id) {
+                entry.stop();
+            }
+            let resources = match resources {
+                Ok(resources) => resources,
+                Err(error) => {
+                    failures.push(container_failure(&target, &error));
+                    None
+                }
+            };
+            let source = match (local, &system) {
+                (Some(container), Ok(system)) => {
+                    // A first reading now, so the first interval already shows CPU %.
+                    let previous = container
+                        .read(proc_root, self.host_memory, *system)
+                        .ok()
+                        .map(Box::new);
+                    Source::Local {
+                        container,
+                        previous,
+                    }
+                }
+                _ => Source::Stream(start_stream(self.engine, &target, &self.shared)),
+            };
+            self.followed.insert(
+                target.id.clone(),
+                Followed {
+                    target,
+                    resources,
+                    source,
+                },
+            );
+        }
+        failures
+    }
+
+    /// Every followed container's usage now, and the failures to show.
+    fn read(&mut self) -> (Vec<ContainerInput>, Vec<Failure>) {
+        let proc_root = Path::new(PROC_ROOT);
+        let system = cgroup::read_system_cpu(proc_root);
+        let mut inputs = Vec::new();
+        let mut failures = Vec::new();
+        let mut stopped = Vec::new();
+        let map = lock(&self.shared);
+        for (id, entry) in &mut self.followed {
+            let usage = match &mut entry.source {
+                Source::Local {
+                    container,
+                    previous,
+                } => {
+                    let sample = system.as_ref().map_err(|error| {
+                        std::io::Error::new(
+                            error.kind(),
+                            format!("cannot read /proc/stat: {error}"),
+                        )
+                    });
+                    match sample
+                        .and_then(|system| container.read(proc_root, self.host_memory, *system))
+                    {
+                        Ok(sample) => {
+                            let usage = container_usage(
+                                &sample,
+                                previous.as_ref().map(|previous| &previous.cpu),
+                            );
+                            *previous = Some(Box::new(sample));
+                            Some(usage)
+                        }
+                        // The container stopped: its cgroup is gone. The next listing
+                        // drops it; until then it is left out.
+                        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                            stopped.push(id.clone());
+                            continue;
+                        }
+                        Err(error) => {
+                            failures.push(Failure {
+                                subject: FailureSubject::Container(entry.target.name.clone()),
+                                kind: FailureKind::CgroupUnreadable,
+                                message: error.to_string(),
+                            });
+                            None
+                        }
+                    }
+                }
+                Source::Stream(_) => {
+                    let Some(latest) = map.get(id) else { continue };
+                    failures.extend(latest.failure.clone());
+                    if latest.sample.is_none() && latest.ended {
+                        continue;
+                    }
+                    // A stream that failed or ended (the daemon went away) has no current
+                    // numbers: unknown, not its last frame shown as if it were now. The
+                    // next listing starts a new stream.
+                    if latest.failure.is_some() || latest.ended {
+                        None
+                    } else {
+                        latest
+                            .sample
+                            .as_ref()
+                            .map(|sample| container_usage(sample, None))
+                    }
+                }
+            };
+            inputs.push(input(&entry.target, usage, entry.resources.as_ref()));
+        }
+        drop(map);
+        for id in stopped {
+            self.followed.remove(&id);
+        }
+        inputs.sort_by(|first, second| first.name.cmp(&second.name));
+        (inputs, failures)
+    }
+
+    fn stop(&self) {
+        for entry in self.followed.values() {
+            entry.stop();
+        }
+    }
+}
