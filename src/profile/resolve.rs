@@ -13,7 +13,7 @@ use super::diagnostic::{Diagnostic, file_diagnostic};
 use super::error::ProfileError;
 use super::file::read_profile_text;
 use super::layer::{Layer, MergedLayer};
-use super::model::{GpuRequest, Ipc, Profile, Stack, Ulimit};
+use super::model::{GpuRequest, Ipc, Profile, Ulimit};
 use super::validate::{did_you_mean, validate};
 
 /// How long an `extends` chain may be before envctl calls it a mistake.
@@ -503,28 +503,46 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         });
     };
     origins.insert("name".into(), leaf.shown());
+    // Destructured without `..`: a new field does not compile until it reaches the profile.
+    let Layer {
+        name,
+        description,
+        // Consumed while the chain was read; a resolved profile has no parent.
+        extends: _,
+        image: _,
+        command,
+        workdir,
+        user,
+        gpus,
+        memory,
+        cpus,
+        shm_size,
+        ipc,
+        ports,
+        mounts,
+        env,
+        ulimits,
+        stack,
+        commands,
+    } = layer;
     let profile = Profile {
-        name: layer.name.unwrap_or_else(|| leaf.stem()),
-        description: layer.description,
+        name: name.unwrap_or_else(|| leaf.stem()),
+        description,
         image,
-        command: layer.command,
-        workdir: layer.workdir,
-        user: layer.user,
-        gpus: layer.gpus.unwrap_or_default(),
-        memory: layer.memory,
-        cpus: layer.cpus,
-        shm_size: layer.shm_size,
-        ipc: layer.ipc,
-        ports: layer.ports.unwrap_or_default(),
-        mounts: layer.mounts.unwrap_or_default(),
-        env: layer.env,
-        ulimits: layer.ulimits,
-        stack: Stack {
-            cuda: layer.cuda,
-            torch: layer.torch,
-            cudnn: layer.cudnn,
-        },
-        commands: layer.commands,
+        command,
+        workdir,
+        user,
+        gpus: gpus.unwrap_or_default(),
+        memory,
+        cpus,
+        shm_size,
+        ipc,
+        ports: ports.unwrap_or_default(),
+        mounts: mounts.unwrap_or_default(),
+        env,
+        ulimits,
+        stack,
+        commands,
     };
     Ok(ResolvedProfile {
         config_hash: config_hash(&profile),
