@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::Finding;
+use super::{Area, Finding};
 use crate::engine::facts::{DaemonFacts, EngineFacts, EngineState};
 use crate::host::HostFacts;
 
@@ -113,8 +113,16 @@ pub fn gpus_reachable(engine: &EngineFacts, host: &HostFacts) -> bool {
     }
 }
 
-/// The daemon's findings.
+/// The daemon's findings, all in doctor's Docker section.
 pub fn docker(
+    engine: &EngineFacts,
+    host: &HostFacts,
+    free_bytes: Option<&Result<u64, String>>,
+) -> Vec<Finding> {
+    in_area(Area::Docker, docker_findings(engine, host, free_bytes))
+}
+
+fn docker_findings(
     engine: &EngineFacts,
     host: &HostFacts,
     free_bytes: Option<&Result<u64, String>>,
@@ -214,6 +222,10 @@ pub fn docker(
 
 /// The machine's findings outside Docker. `cgroup_driver` comes from the daemon when known.
 pub fn host(host: &HostFacts, cgroup_driver: Option<&str>) -> Vec<Finding> {
+    in_area(Area::Nvidia, host_findings(host, cgroup_driver))
+}
+
+fn host_findings(host: &HostFacts, cgroup_driver: Option<&str>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for tool in &host.tools {
         let Some(version) = &tool.version else {
@@ -272,6 +284,13 @@ pub fn host(host: &HostFacts, cgroup_driver: Option<&str>) -> Vec<Finding> {
         findings.push(Finding::info("host.wsl", "WSL 2 (/dev/dxg): GPUs come through the Windows driver; NVML and nvidia-smi live in /usr/lib/wsl/lib"));
     }
     findings
+}
+
+fn in_area(area: Area, findings: Vec<Finding>) -> Vec<Finding> {
+    findings
+        .into_iter()
+        .map(|finding| finding.in_area(area))
+        .collect()
 }
 
 fn gigabytes(bytes: u64) -> String {

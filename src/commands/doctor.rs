@@ -216,7 +216,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
             .and_then(|text| text.parse().ok())
         && let Some(finding) = crate::compat::driver_branch_lifecycle(matrix, &driver, &today())
     {
-        findings.push(finding);
+        findings.push(finding.in_area(checks::Area::Nvidia));
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let bundled = bundled_candidates();
@@ -360,7 +360,7 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
         .findings
         .iter()
         .cloned()
-        .partition(|finding| finding.id.starts_with("docker."));
+        .partition(|finding| finding.area == Some(checks::Area::Docker));
     let mut sections = vec![
         Section {
             title: "Docker".into(),
