@@ -21,7 +21,7 @@ pub const MINIMUM_FREE_BYTES: u64 = 20 * 1024 * 1024 * 1024;
 
 /// How containers on this daemon can get GPUs, strongest evidence first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "via", rename_all = "kebab-case")]
+#[serde(tag = "via", rename_all = "snake_case")]
 pub enum GpuSupport {
     /// The daemon discovered CDI GPU devices (Docker 28.3+).
     DiscoveredDevices { devices: Vec<String> },
