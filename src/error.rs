@@ -231,3 +231,42 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused_start(refusal: StartRefusal) -> Error {
+        Error::StartFailed {
+            name: "box".into(),
+            source: EngineError::StartRefused {
+                endpoint: "unix:///run/docker.sock".into(),
+                status: 500,
+                message: "the daemon's words".into(),
+                refusal,
+            },
+        }
+    }
+
+    #[test]
+    fn a_refused_start_gets_the_hint_of_its_cause() {
+        let hint = |refusal| refused_start(refusal).hint().unwrap_or_default();
+        assert!(hint(StartRefusal::NoGpuDriver).contains("NVIDIA Container Toolkit"));
+        assert!(hint(StartRefusal::PortInUse).contains("`ss -ltnp`"));
+        assert!(
+            hint(StartRefusal::LimitRefused {
+                resource: Some("memlock".into())
+            })
+            .contains("lower it in [ulimits]")
+        );
+        let unrecognised = Error::StartFailed {
+            name: "box".into(),
+            source: EngineError::Daemon {
+                endpoint: "unix:///run/docker.sock".into(),
+                status: 500,
+                message: "something else".into(),
+            },
+        };
+        assert_eq!(unrecognised.hint(), None);
+    }
+}
