@@ -3,6 +3,7 @@
 use thiserror::Error;
 
 use crate::engine::EngineError;
+use crate::engine::error::StartRefusal;
 use crate::exit::ExitStatus;
 use crate::profile::{Diagnostic, ProfileError};
 
@@ -189,20 +190,19 @@ impl Error {
     }
 }
 
-/// The fix for a container that would not start, from the daemon's words.
+/// The fix for a container that would not start, from the cause `engine` read in the
+/// daemon's answer.
 fn start_hint(error: &EngineError) -> Option<String> {
-    let text = error.to_string();
-    if text.contains("could not select device driver") {
-        Some("the daemon has no NVIDIA runtime: install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`".into())
-    } else if text.contains("address already in use") {
-        Some("a published host port is taken: change it in the profile or with `-p`, or stop what uses it (`ss -ltnp`)".into())
-    } else if text.contains("rlimit") || text.contains("operation not permitted") {
-        Some(
-            "the daemon may not raise a ulimit (memlock, stack) this far: lower it in [ulimits]"
-                .into(),
-        )
-    } else {
-        error.hint()
+    match error {
+        EngineError::StartRefused { refusal, .. } => Some(match refusal {
+            StartRefusal::NoGpuDriver => "the daemon has no NVIDIA runtime: install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`".into(),
+            StartRefusal::PortInUse => "a published host port is taken: change it in the profile or with `-p`, or stop what uses it (`ss -ltnp`)".into(),
+            StartRefusal::LimitRefused { .. } => {
+                "the daemon may not raise a ulimit (memlock, stack) this far: lower it in [ulimits]"
+                    .into()
+            }
+        }),
+        _ => error.hint(),
     }
 }
 
@@ -230,4 +230,43 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused_start(refusal: StartRefusal) -> Error {
+        Error::StartFailed {
+            name: "box".into(),
+            source: EngineError::StartRefused {
+                endpoint: "unix:///run/docker.sock".into(),
+                status: 500,
+                message: "the daemon's words".into(),
+                refusal,
+            },
+        }
+    }
+
+    #[test]
+    fn a_refused_start_gets_the_hint_of_its_cause() {
+        let hint = |refusal| refused_start(refusal).hint().unwrap_or_default();
+        assert!(hint(StartRefusal::NoGpuDriver).contains("NVIDIA Container Toolkit"));
+        assert!(hint(StartRefusal::PortInUse).contains("`ss -ltnp`"));
+        assert!(
+            hint(StartRefusal::LimitRefused {
+                resource: Some("memlock".into())
+            })
+            .contains("lower it in [ulimits]")
+        );
+        let unrecognised = Error::StartFailed {
+            name: "box".into(),
+            source: EngineError::Daemon {
+                endpoint: "unix:///run/docker.sock".into(),
+                status: 500,
+                message: "something else".into(),
+            },
+        };
+        assert_eq!(unrecognised.hint(), None);
+    }
 }

@@ -4,11 +4,19 @@
 //!
 //! Finding ids: `gpu.nvml`, `gpu.driver-module`, `gpu.device`.
 
-use super::Finding;
+use super::{Area, Finding};
 use crate::gpu::{GpuDevice, GpuFacts, LoadOutcome};
 use crate::host::HostFacts;
 
+/// NVML's findings, all in doctor's NVIDIA section.
 pub fn nvml(gpu: &GpuFacts, host: &HostFacts, library_from_environment: bool) -> Vec<Finding> {
+    nvml_findings(gpu, host, library_from_environment)
+        .into_iter()
+        .map(|finding| finding.in_area(Area::Nvidia))
+        .collect()
+}
+
+fn nvml_findings(gpu: &GpuFacts, host: &HostFacts, library_from_environment: bool) -> Vec<Finding> {
     let module = host
         .kernel_module
         .as_ref()

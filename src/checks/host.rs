@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::Finding;
+use super::{Area, Finding};
 use crate::engine::facts::{DaemonFacts, EngineFacts, EngineState};
 use crate::host::HostFacts;
 
@@ -21,7 +21,7 @@ pub const MINIMUM_FREE_BYTES: u64 = 20 * 1024 * 1024 * 1024;
 
 /// How containers on this daemon can get GPUs, strongest evidence first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "via", rename_all = "kebab-case")]
+#[serde(tag = "via", rename_all = "snake_case")]
 pub enum GpuSupport {
     /// The daemon discovered CDI GPU devices (Docker 28.3+).
     DiscoveredDevices { devices: Vec<String> },
@@ -113,15 +113,23 @@ pub fn gpus_reachable(engine: &EngineFacts, host: &HostFacts) -> bool {
     }
 }
 
-/// The daemon's findings.
+/// The daemon's findings, all in doctor's Docker section.
 pub fn docker(
+    engine: &EngineFacts,
+    host: &HostFacts,
+    free_bytes: Option<&Result<u64, String>>,
+) -> Vec<Finding> {
+    in_area(Area::Docker, docker_findings(engine, host, free_bytes))
+}
+
+fn docker_findings(
     engine: &EngineFacts,
     host: &HostFacts,
     free_bytes: Option<&Result<u64, String>>,
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
     if let Some(socket) = &host.docker_socket
-        && socket.access == "permission-denied"
+        && socket.access == "permission_denied"
     {
         findings.push(
             Finding::fail("docker.socket", format!("permission denied on the Docker socket {}", socket.path))
@@ -214,6 +222,10 @@ pub fn docker(
 
 /// The machine's findings outside Docker. `cgroup_driver` comes from the daemon when known.
 pub fn host(host: &HostFacts, cgroup_driver: Option<&str>) -> Vec<Finding> {
+    in_area(Area::Nvidia, host_findings(host, cgroup_driver))
+}
+
+fn host_findings(host: &HostFacts, cgroup_driver: Option<&str>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for tool in &host.tools {
         let Some(version) = &tool.version else {
@@ -272,6 +284,13 @@ pub fn host(host: &HostFacts, cgroup_driver: Option<&str>) -> Vec<Finding> {
         findings.push(Finding::info("host.wsl", "WSL 2 (/dev/dxg): GPUs come through the Windows driver; NVML and nvidia-smi live in /usr/lib/wsl/lib"));
     }
     findings
+}
+
+fn in_area(area: Area, findings: Vec<Finding>) -> Vec<Finding> {
+    findings
+        .into_iter()
+        .map(|finding| finding.in_area(area))
+        .collect()
 }
 
 fn gigabytes(bytes: u64) -> String {
@@ -346,7 +365,7 @@ mod tests {
         let unreachable = EngineFacts {
             endpoint: "unix:///var/run/docker.sock".into(),
             state: EngineState::Unreachable {
-                kind: "socket-missing".into(),
+                kind: "socket_missing".into(),
                 message: "gone".into(),
                 hint: None,
             },
@@ -393,7 +412,7 @@ mod tests {
         let engine = EngineFacts {
             endpoint: "unix:///var/run/docker.sock".into(),
             state: EngineState::Unreachable {
-                kind: "socket-missing".into(),
+                kind: "socket_missing".into(),
                 message: "the Docker socket `/var/run/docker.sock` does not exist".into(),
                 hint: Some("start Docker".into()),
             },
@@ -413,7 +432,7 @@ mod tests {
             docker_socket: Some(SocketAccess {
                 path: "/var/run/docker.sock".into(),
                 exists: true,
-                access: "permission-denied".into(),
+                access: "permission_denied".into(),
             }),
             ..HostFacts::default()
         };

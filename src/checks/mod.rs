@@ -45,6 +45,16 @@ impl fmt::Display for Status {
     }
 }
 
+/// The section of doctor's host report a finding belongs to, chosen by the check that makes
+/// it rather than read back from its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Area {
+    /// The daemon: socket, reachability, storage, how GPUs reach containers.
+    Docker,
+    /// The NVIDIA side of the host: driver, NVML, GPUs, device nodes, kernel.
+    Nvidia,
+}
+
 /// One check's outcome: a stable id, a status, a sentence, a fix, and the facts it used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
@@ -58,6 +68,10 @@ pub struct Finding {
     /// The facts the verdict rests on (versions, capabilities, matrix rows with sources).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub facts: serde_json::Map<String, serde_json::Value>,
+    /// Where doctor's host report shows it. `None` for findings that a report sections
+    /// otherwise (per profile, or nvidia-check's own areas); never part of the JSON.
+    #[serde(skip)]
+    pub area: Option<Area>,
 }
 
 impl Finding {
@@ -68,6 +82,7 @@ impl Finding {
             message: message.into(),
             hint: None,
             facts: serde_json::Map::new(),
+            area: None,
         }
     }
 
@@ -89,6 +104,12 @@ impl Finding {
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
+        self
+    }
+
+    /// Places the finding in a section of doctor's host report.
+    pub fn in_area(mut self, area: Area) -> Self {
+        self.area = Some(area);
         self
     }
 

@@ -540,7 +540,7 @@ mod tests {
         let unreachable = EngineFacts {
             endpoint: "unix:///x.sock".into(),
             state: EngineState::Unreachable {
-                kind: "socket-missing".into(),
+                kind: "socket_missing".into(),
                 message: "no socket".into(),
                 hint: Some("start Docker".into()),
             },

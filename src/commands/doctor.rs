@@ -62,7 +62,7 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
         .findings
         .iter()
         .cloned()
-        .partition(|finding| finding.id.starts_with("docker."));
+        .partition(|finding| finding.area == Some(crate::checks::Area::Docker));
     let mut sections = vec![
         Section {
             title: "Docker".into(),

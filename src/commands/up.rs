@@ -50,7 +50,7 @@ pub struct UpArguments {
 
 /// What `up` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Created,
     Recreated,

@@ -237,7 +237,9 @@ impl Engine {
         self.docker
             .start_container(name_or_id, None)
             .await
-            .map_err(|error| self.classify(error))
+            .map_err(|error| {
+                EngineError::classify_start(&self.endpoint, error, self.timeout.as_secs())
+            })
     }
 
     /// Stops within `timeout_seconds`, then kills. Stopping a stopped container is fine.

@@ -29,6 +29,15 @@ pub enum EngineError {
         status: u16,
         message: String,
     },
+    /// The daemon would not start a container, for a cause its message names. Worded as
+    /// [`EngineError::Daemon`]: only the cause is typed.
+    #[error("the Docker daemon at `{endpoint}` answered {status}: {message}")]
+    StartRefused {
+        endpoint: String,
+        status: u16,
+        message: String,
+        refusal: StartRefusal,
+    },
     #[error("cannot pull `{image}` from {registry}: {message}")]
     Pull {
         image: String,
@@ -55,7 +64,95 @@ pub enum EngineError {
     },
 }
 
+/// Why the daemon would not start a container, as far as only its message can tell: the
+/// Engine API answers all of these with status 500.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartRefusal {
+    /// No runtime, CDI spec or hook can give the container GPUs
+    /// (`could not select device driver "" with capabilities: [[gpu]]`).
+    NoGpuDriver,
+    /// A published host port is taken (`address already in use`).
+    PortInUse,
+    /// runc could not set a resource limit (`error setting rlimit type 8`), or was refused
+    /// an operation (`operation not permitted`), which at start is a ulimit raised past
+    /// what the daemon may set. `resource` is the limit's name when the message says which.
+    LimitRefused { resource: Option<String> },
+}
+
+/// Linux's resource-limit numbers (`RLIMIT_*` in `<sys/resource.h>`), as Docker names them.
+const RLIMIT_NAMES: [&str; 16] = [
+    "cpu",
+    "fsize",
+    "data",
+    "stack",
+    "core",
+    "rss",
+    "nproc",
+    "nofile",
+    "memlock",
+    "as",
+    "locks",
+    "sigpending",
+    "msgqueue",
+    "nice",
+    "rtprio",
+    "rttime",
+];
+
+impl StartRefusal {
+    /// The cause a start failure's message names, if it is one envctl knows.
+    pub fn recognise(message: &str) -> Option<Self> {
+        if message.contains("could not select device driver") {
+            Some(StartRefusal::NoGpuDriver)
+        } else if message.contains("address already in use") {
+            Some(StartRefusal::PortInUse)
+        } else if message.contains("rlimit") || message.contains("operation not permitted") {
+            Some(StartRefusal::LimitRefused {
+                resource: rlimit_resource(message),
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// The limit runc names in `error setting rlimit type 8`, by its Linux name.
+fn rlimit_resource(message: &str) -> Option<String> {
+    let (_, after) = message.split_once("rlimit type ")?;
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    let number: usize = digits.parse().ok()?;
+    RLIMIT_NAMES.get(number).map(|name| name.to_string())
+}
+
 impl EngineError {
+    /// Sorts a failed start: the daemon's answer, with the cause its message names typed.
+    pub fn classify_start(
+        endpoint: &str,
+        error: bollard::errors::Error,
+        timeout_seconds: u64,
+    ) -> Self {
+        match EngineError::classify(endpoint, error, timeout_seconds) {
+            EngineError::Daemon {
+                endpoint,
+                status,
+                message,
+            } => match StartRefusal::recognise(&message) {
+                Some(refusal) => EngineError::StartRefused {
+                    endpoint,
+                    status,
+                    message,
+                    refusal,
+                },
+                None => EngineError::Daemon {
+                    endpoint,
+                    status,
+                    message,
+                },
+            },
+            other => other,
+        }
+    }
+
     /// Sorts a bollard error into a named cause, walking its sources for the I/O error.
     pub fn classify(endpoint: &str, error: bollard::errors::Error, timeout_seconds: u64) -> Self {
         use bollard::errors::Error as Bollard;
@@ -136,23 +233,27 @@ impl EngineError {
             EngineError::InvalidBody { .. } => {
                 "this is a bug in envctl: please report it with `envctl up --dry-run --json` output".into()
             }
-            EngineError::Daemon { .. } | EngineError::Other { .. } => return None,
+            // A refused start's fix depends on the request: `up` words it.
+            EngineError::Daemon { .. }
+            | EngineError::StartRefused { .. }
+            | EngineError::Other { .. } => return None,
         })
     }
 
-    /// A short stable name for the cause, for JSON.
+    /// A short stable name for the cause, for JSON: snake_case, like every kind envctl
+    /// writes (the same words as `stats`' failure kinds).
     pub fn kind(&self) -> &'static str {
         match self {
-            EngineError::SocketMissing { .. } => "socket-missing",
-            EngineError::PermissionDenied { .. } => "permission-denied",
-            EngineError::ConnectionRefused { .. } => "connection-refused",
+            EngineError::SocketMissing { .. } => "socket_missing",
+            EngineError::PermissionDenied { .. } => "permission_denied",
+            EngineError::ConnectionRefused { .. } => "connection_refused",
             EngineError::Timeout { .. } => "timeout",
-            EngineError::UnsupportedHost { .. } => "unsupported-host",
-            EngineError::Daemon { .. } => "daemon-error",
-            EngineError::Pull { .. } => "pull-failed",
-            EngineError::ImageMissing { .. } => "image-missing",
-            EngineError::NameConflict { .. } => "name-conflict",
-            EngineError::InvalidBody { .. } => "invalid-body",
+            EngineError::UnsupportedHost { .. } => "unsupported_host",
+            EngineError::Daemon { .. } | EngineError::StartRefused { .. } => "daemon_error",
+            EngineError::Pull { .. } => "pull_failed",
+            EngineError::ImageMissing { .. } => "image_missing",
+            EngineError::NameConflict { .. } => "name_conflict",
+            EngineError::InvalidBody { .. } => "invalid_body",
             EngineError::Output { .. } => "output",
             EngineError::Other { .. } => "other",
         }
@@ -197,7 +298,72 @@ mod tests {
             matches!(&error, EngineError::SocketMissing { path } if path == "/run/docker.sock"),
             "{error:?}"
         );
-        assert_eq!(error.kind(), "socket-missing");
+        assert_eq!(error.kind(), "socket_missing");
+    }
+
+    fn start_failure(message: &str) -> EngineError {
+        EngineError::classify_start(
+            "unix:///run/docker.sock",
+            bollard::errors::Error::DockerResponseServerError {
+                status_code: 500,
+                message: message.into(),
+            },
+            3,
+        )
+    }
+
+    #[test]
+    fn a_refused_start_names_its_cause_and_keeps_the_daemons_words() {
+        let gpu = start_failure("could not select device driver \"\" with capabilities: [[gpu]]");
+        assert!(
+            matches!(
+                &gpu,
+                EngineError::StartRefused {
+                    refusal: StartRefusal::NoGpuDriver,
+                    status: 500,
+                    ..
+                }
+            ),
+            "{gpu:?}"
+        );
+        assert_eq!(
+            gpu.to_string(),
+            "the Docker daemon at `unix:///run/docker.sock` answered 500: could not select device driver \"\" with capabilities: [[gpu]]"
+        );
+        assert_eq!(gpu.kind(), "daemon_error");
+        let port = start_failure(
+            "driver failed programming external connectivity: listen tcp4 0.0.0.0:8888: bind: address already in use",
+        );
+        assert!(
+            matches!(
+                &port,
+                EngineError::StartRefused {
+                    refusal: StartRefusal::PortInUse,
+                    ..
+                }
+            ),
+            "{port:?}"
+        );
+        let limit = start_failure(
+            "OCI runtime create failed: runc create failed: unable to start container process: error during container init: error setting rlimit type 8: operation not permitted: unknown",
+        );
+        assert!(
+            matches!(&limit, EngineError::StartRefused { refusal: StartRefusal::LimitRefused { resource: Some(resource) }, .. } if resource == "memlock"),
+            "{limit:?}"
+        );
+        let eperm = start_failure("operation not permitted");
+        assert!(
+            matches!(
+                &eperm,
+                EngineError::StartRefused {
+                    refusal: StartRefusal::LimitRefused { resource: None },
+                    ..
+                }
+            ),
+            "{eperm:?}"
+        );
+        let other = start_failure("something else");
+        assert!(matches!(&other, EngineError::Daemon { .. }), "{other:?}");
     }
 
     #[test]
@@ -207,15 +373,15 @@ mod tests {
             io(std::io::ErrorKind::ConnectionRefused),
             3,
         );
-        assert_eq!(refused.kind(), "connection-refused");
+        assert_eq!(refused.kind(), "connection_refused");
         let forbidden = EngineError::classify(
             "unix:///run/docker.sock",
             io(std::io::ErrorKind::PermissionDenied),
             3,
         );
-        assert_eq!(forbidden.kind(), "permission-denied");
+        assert_eq!(forbidden.kind(), "permission_denied");
         let tcp =
             EngineError::classify("tcp://127.0.0.1:2375", io(std::io::ErrorKind::NotFound), 3);
-        assert_eq!(tcp.kind(), "connection-refused");
+        assert_eq!(tcp.kind(), "connection_refused");
     }
 }

@@ -15,7 +15,7 @@ pub struct EngineFacts {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
+#[serde(tag = "status", rename_all = "snake_case")]
 pub enum EngineState {
     Reachable(Box<DaemonFacts>),
     Unreachable {

@@ -20,7 +20,7 @@ pub struct PullEvent {
 
 /// Why a pull failed, named so the user knows whether to fix the name, log in or wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum PullFailure {
     NotFound,
     Unauthorized,

@@ -236,7 +236,7 @@ fn socket_access(endpoint: &str) -> Option<SocketAccess> {
         match std::os::unix::net::UnixStream::connect(path) {
             Ok(_) => "ok".into(),
             Err(error) => match error.kind() {
-                std::io::ErrorKind::PermissionDenied => "permission-denied".into(),
+                std::io::ErrorKind::PermissionDenied => "permission_denied".into(),
                 std::io::ErrorKind::ConnectionRefused => "refused".into(),
                 _ => format!("error: {error}"),
             },

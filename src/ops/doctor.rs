@@ -186,7 +186,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
             .and_then(|text| text.parse().ok())
         && let Some(finding) = crate::compat::driver_branch_lifecycle(matrix, &driver, &facts.today)
     {
-        findings.push(finding);
+        findings.push(finding.in_area(checks::Area::Nvidia));
     }
     let bundled = bundled_candidates();
     let candidates: Vec<TorchCandidate<'_>> = bundled

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::diagnostic::Diagnostic;
 use super::image::ImageReference;
-use super::model::{CudaVersion, GpuRequest, Ipc, Mount, PortBinding, TorchVersion, Ulimit};
+use super::model::{GpuRequest, Ipc, Mount, PortBinding, Stack, Ulimit};
 use super::size::ByteSize;
 
 /// The `extends` value of a file and where it was written (for errors about it).
@@ -15,29 +15,59 @@ pub struct ExtendsReference {
     pub place: Diagnostic,
 }
 
-/// What one file sets. Every field is optional: a file may set only what it overrides.
-#[derive(Debug, Clone, Default)]
-pub struct Layer {
-    pub name: Option<String>,
-    pub description: Option<String>,
-    pub extends: Option<ExtendsReference>,
-    pub image: Option<ImageReference>,
-    pub command: Option<Vec<String>>,
-    pub workdir: Option<String>,
-    pub user: Option<String>,
-    pub gpus: Option<GpuRequest>,
-    pub memory: Option<ByteSize>,
-    pub cpus: Option<f64>,
-    pub shm_size: Option<ByteSize>,
-    pub ipc: Option<Ipc>,
-    pub ports: Option<Vec<PortBinding>>,
-    pub mounts: Option<Vec<Mount>>,
-    pub env: BTreeMap<String, String>,
-    pub ulimits: BTreeMap<String, Ulimit>,
-    pub cuda: Option<CudaVersion>,
-    pub torch: Option<TorchVersion>,
-    pub cudnn: Option<u32>,
-    pub commands: BTreeMap<String, Vec<String>>,
+/// Declares the top-level keys of a profile file once: each line is a [`Layer`] field, the
+/// TOML key of the same spelling (in [`LayerKey::NAMES`], the order diagnostics list them
+/// in) and its [`LayerKey`] variant, which the validator matches on exhaustively.
+macro_rules! layer_schema {
+    ($($(#[$attribute:meta])* $field:ident: $type:ty => $variant:ident,)*) => {
+        /// What one file sets. Every field is optional: a file may set only what it overrides.
+        #[derive(Debug, Clone, Default)]
+        pub struct Layer {
+            $($(#[$attribute])* pub $field: $type,)*
+        }
+
+        /// A top-level key of a profile file.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum LayerKey {
+            $($variant,)*
+        }
+
+        impl LayerKey {
+            /// Every top-level key, as written in TOML.
+            pub const NAMES: [&'static str; [$(stringify!($field),)*].len()] =
+                [$(stringify!($field),)*];
+
+            /// The key a TOML name spells, if it is one.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $(stringify!($field) => Some(LayerKey::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+layer_schema! {
+    name: Option<String> => Name,
+    description: Option<String> => Description,
+    extends: Option<ExtendsReference> => Extends,
+    image: Option<ImageReference> => Image,
+    command: Option<Vec<String>> => Command,
+    workdir: Option<String> => Workdir,
+    user: Option<String> => User,
+    gpus: Option<GpuRequest> => Gpus,
+    memory: Option<ByteSize> => Memory,
+    cpus: Option<f64> => Cpus,
+    shm_size: Option<ByteSize> => ShmSize,
+    ipc: Option<Ipc> => Ipc,
+    ports: Option<Vec<PortBinding>> => Ports,
+    mounts: Option<Vec<Mount>> => Mounts,
+    env: BTreeMap<String, String> => Env,
+    ulimits: BTreeMap<String, Ulimit> => Ulimits,
+    /// The `[stack]` table; each of its keys is merged on its own.
+    stack: Stack => Stack,
+    commands: BTreeMap<String, Vec<String>> => Commands,
 }
 
 /// A merged chain: the settings and, per key (`memory`, `env.PATH`), the file that set it.
@@ -51,21 +81,11 @@ impl MergedLayer {
     /// Lays `child` (from `path`) over what is merged so far. `name` and `extends` are
     /// never inherited: they belong to the file that writes them.
     pub fn overlay(&mut self, child: Layer, path: &str) {
-        let base = &mut self.layer;
-        let origins = &mut self.origins;
-        let mut record = |key: &str| {
-            origins.insert(key.to_string(), path.to_string());
-        };
-        macro_rules! replace {
-            ($($field:ident),*) => {$(
-                if child.$field.is_some() {
-                    base.$field = child.$field;
-                    record(stringify!($field));
-                }
-            )*};
-        }
-        replace!(
+        // Destructured without `..`: a new field does not compile until it is merged here.
+        let Layer {
+            name,
             description,
+            extends,
             image,
             command,
             workdir,
@@ -76,28 +96,59 @@ impl MergedLayer {
             shm_size,
             ipc,
             ports,
-            mounts
+            mounts,
+            env,
+            ulimits,
+            stack: Stack { cuda, torch, cudnn },
+            commands,
+        } = child;
+        let base = &mut self.layer;
+        let origins = &mut self.origins;
+        let mut record = |key: &str| {
+            origins.insert(key.to_string(), path.to_string());
+        };
+        macro_rules! replace {
+            ($($place:expr => $field:ident),*) => {$(
+                if $field.is_some() {
+                    $place = $field;
+                    record(stringify!($field));
+                }
+            )*};
+        }
+        replace!(
+            base.description => description,
+            base.image => image,
+            base.command => command,
+            base.workdir => workdir,
+            base.user => user,
+            base.gpus => gpus,
+            base.memory => memory,
+            base.cpus => cpus,
+            base.shm_size => shm_size,
+            base.ipc => ipc,
+            base.ports => ports,
+            base.mounts => mounts
         );
-        base.name = child.name;
-        base.extends = child.extends;
+        base.name = name;
+        base.extends = extends;
         macro_rules! stack {
             ($($field:ident),*) => {$(
-                if child.$field.is_some() {
-                    base.$field = child.$field;
+                if $field.is_some() {
+                    base.stack.$field = $field;
                     record(concat!("stack.", stringify!($field)));
                 }
             )*};
         }
         stack!(cuda, torch, cudnn);
-        for (key, value) in child.env {
+        for (key, value) in env {
             record(&format!("env.{key}"));
             base.env.insert(key, value);
         }
-        for (key, value) in child.ulimits {
+        for (key, value) in ulimits {
             record(&format!("ulimits.{key}"));
             base.ulimits.insert(key, value);
         }
-        for (key, value) in child.commands {
+        for (key, value) in commands {
             record(&format!("commands.{key}"));
             base.commands.insert(key, value);
         }

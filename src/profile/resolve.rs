@@ -13,7 +13,7 @@ use super::diagnostic::{Diagnostic, file_diagnostic};
 use super::error::ProfileError;
 use super::file::read_profile_text;
 use super::layer::{Layer, MergedLayer};
-use super::model::{Profile, Stack};
+use super::model::{GpuRequest, Ipc, Profile, Ulimit};
 use super::validate::{did_you_mean, validate};
 
 /// How long an `extends` chain may be before envctl calls it a mistake.
@@ -503,28 +503,46 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         });
     };
     origins.insert("name".into(), leaf.shown());
+    // Destructured without `..`: a new field does not compile until it reaches the profile.
+    let Layer {
+        name,
+        description,
+        // Consumed while the chain was read; a resolved profile has no parent.
+        extends: _,
+        image: _,
+        command,
+        workdir,
+        user,
+        gpus,
+        memory,
+        cpus,
+        shm_size,
+        ipc,
+        ports,
+        mounts,
+        env,
+        ulimits,
+        stack,
+        commands,
+    } = layer;
     let profile = Profile {
-        name: layer.name.unwrap_or_else(|| leaf.stem()),
-        description: layer.description,
+        name: name.unwrap_or_else(|| leaf.stem()),
+        description,
         image,
-        command: layer.command,
-        workdir: layer.workdir,
-        user: layer.user,
-        gpus: layer.gpus.unwrap_or_default(),
-        memory: layer.memory,
-        cpus: layer.cpus,
-        shm_size: layer.shm_size,
-        ipc: layer.ipc,
-        ports: layer.ports.unwrap_or_default(),
-        mounts: layer.mounts.unwrap_or_default(),
-        env: layer.env,
-        ulimits: layer.ulimits,
-        stack: Stack {
-            cuda: layer.cuda,
-            torch: layer.torch,
-            cudnn: layer.cudnn,
-        },
-        commands: layer.commands,
+        command,
+        workdir,
+        user,
+        gpus: gpus.unwrap_or_default(),
+        memory,
+        cpus,
+        shm_size,
+        ipc,
+        ports: ports.unwrap_or_default(),
+        mounts: mounts.unwrap_or_default(),
+        env,
+        ulimits,
+        stack,
+        commands,
     };
     Ok(ResolvedProfile {
         config_hash: config_hash(&profile),
@@ -536,25 +554,80 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
     })
 }
 
-/// The settings that shape the container, as canonical JSON. `description`, `[stack]` and
-/// `[commands]` are left out: changing them must not make `up` recreate a container.
+/// The settings that shape the container: what the `envctl.config-hash` label hashes.
+///
+/// Built by destructuring [`Profile`] without `..`, so a new profile field does not compile
+/// until someone decides here whether it shapes the container. Field names are the JSON
+/// keys; the JSON object sorts them, so their order here does not move the hash.
+#[derive(Debug, Serialize)]
+pub struct ContainerShape<'a> {
+    name: &'a str,
+    image: String,
+    command: &'a Option<Vec<String>>,
+    workdir: &'a Option<String>,
+    user: &'a Option<String>,
+    gpus: &'a GpuRequest,
+    /// In bytes, so `"8g"` and `"8192m"` hash alike.
+    memory: Option<u64>,
+    cpus: Option<f64>,
+    shm_size: Option<u64>,
+    ipc: Option<Ipc>,
+    /// Docker's short syntax, one string per binding.
+    ports: Vec<String>,
+    /// `SOURCE:TARGET[:ro]`, one string per mount.
+    mounts: Vec<String>,
+    env: &'a BTreeMap<String, String>,
+    ulimits: &'a BTreeMap<String, Ulimit>,
+}
+
+impl<'a> ContainerShape<'a> {
+    pub fn of(profile: &'a Profile) -> Self {
+        let Profile {
+            name,
+            // Text for people; changing it must not recreate a container.
+            description: _,
+            image,
+            command,
+            workdir,
+            user,
+            gpus,
+            memory,
+            cpus,
+            shm_size,
+            ipc,
+            ports,
+            mounts,
+            env,
+            ulimits,
+            // What the image is said to hold, for doctor; the container is the same.
+            stack: _,
+            // Run by `envctl exec` in a running container; they do not shape it.
+            commands: _,
+        } = profile;
+        ContainerShape {
+            name,
+            image: image.to_string(),
+            command,
+            workdir,
+            user,
+            gpus,
+            memory: memory.map(|size| size.bytes()),
+            cpus: *cpus,
+            shm_size: shm_size.map(|size| size.bytes()),
+            ipc: *ipc,
+            ports: ports.iter().map(ToString::to_string).collect(),
+            mounts: mounts.iter().map(ToString::to_string).collect(),
+            env,
+            ulimits,
+        }
+    }
+}
+
+/// The settings that shape the container, as canonical JSON (keys sorted).
 pub fn container_shape(profile: &Profile) -> serde_json::Value {
-    serde_json::json!({
-        "name": profile.name,
-        "image": profile.image.to_string(),
-        "command": profile.command,
-        "workdir": profile.workdir,
-        "user": profile.user,
-        "gpus": profile.gpus,
-        "memory": profile.memory.map(|size| size.bytes()),
-        "cpus": profile.cpus,
-        "shm_size": profile.shm_size.map(|size| size.bytes()),
-        "ipc": profile.ipc,
-        "ports": profile.ports.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "mounts": profile.mounts.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "env": profile.env,
-        "ulimits": profile.ulimits,
-    })
+    // `json!` of a value serializes it as `serde_json::to_value` does; it fails only when a
+    // `Serialize` impl reports an error, and none of the shape's fields has one that can.
+    serde_json::json!(ContainerShape::of(profile))
 }
 
 /// SHA-256 of [`container_shape`]: the `envctl.config-hash` label.
@@ -587,4 +660,68 @@ fn list_directory(directory: &Path) -> Result<Vec<PathBuf>, Option<String>> {
         .collect();
     paths.sort();
     Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bundled profiles, resolved without any folder on disk.
+    fn bundled_only() -> SearchPath {
+        SearchPath {
+            locations: vec![Location {
+                kind: SourceKind::Bundled,
+                directory: None,
+            }],
+        }
+    }
+
+    /// Running containers carry this hash as a label: if it moves, `up` recreates every
+    /// container of the profile. The values were computed before the shape became a struct.
+    #[test]
+    fn config_hash_of_a_bundled_profile_is_pinned() {
+        let resolved = bundled_only()
+            .resolve("pytorch-2.8")
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(
+            resolved.config_hash,
+            "d8bd510d8bf8d4574b213c84f528f199d5299d7980b81e205353d25d6dc805f0"
+        );
+    }
+
+    #[test]
+    fn config_hash_of_every_shaping_field_is_pinned() {
+        let text = r#"
+name = "every-field"
+description = "left out of the hash"
+image = "registry.example:5000/team/train:1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+command = ["python", "train.py"]
+workdir = "/workspace"
+user = "1000:1000"
+gpus = ["0", "1"]
+memory = "32g"
+cpus = 7.5
+shm_size = "8g"
+ipc = "host"
+ports = ["127.0.0.1:8888:8888", "0.0.0.0:6000-6001:7000-7001/udp"]
+mounts = ["./data:/data:ro", "cache:/cache"]
+env = { B = "2", A = "1" }
+
+[ulimits]
+memlock = -1
+nofile = { soft = 1024, hard = 4096 }
+
+[stack]
+cuda = "12.8"
+
+[commands]
+train = ["python", "train.py"]
+"#;
+        let resolved =
+            resolve_text("every-field.toml", text).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(
+            resolved.config_hash,
+            "1036fe0a8a1cf6991ce8c173535309b18472fdf1c6f406396669a858e4f55764"
+        );
+    }
 }

@@ -8,8 +8,8 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::diagnostic::{Diagnostic, SourceText};
-use super::layer::{ExtendsReference, Layer};
-use super::model::{GpuRequest, Ipc, Mount, PortBinding, ULIMIT_NAMES, Ulimit};
+use super::layer::{ExtendsReference, Layer, LayerKey};
+use super::model::{GpuRequest, Ipc, Mount, PortBinding, Stack, ULIMIT_NAMES, Ulimit};
 use super::size::ByteSize;
 use super::{mounts, ports};
 
@@ -22,26 +22,8 @@ const MAXIMUM_CPUS: f64 = 4096.0;
 /// Command names envctl itself handles in `envctl exec`.
 pub const RESERVED_COMMANDS: [&str; 1] = ["nvidia-check"];
 
-const TOP_LEVEL_KEYS: [&str; 18] = [
-    "name",
-    "description",
-    "extends",
-    "image",
-    "command",
-    "workdir",
-    "user",
-    "gpus",
-    "memory",
-    "cpus",
-    "shm_size",
-    "ipc",
-    "ports",
-    "mounts",
-    "env",
-    "ulimits",
-    "stack",
-    "commands",
-];
+/// The top-level keys, declared with the [`Layer`] fields in `layer.rs`.
+const TOP_LEVEL_KEYS: &[&str] = &LayerKey::NAMES;
 const STACK_KEYS: [&str; 3] = ["cuda", "torch", "cudnn"];
 const PORT_KEYS: [&str; 4] = ["host_ip", "host", "container", "protocol"];
 const MOUNT_KEYS: [&str; 3] = ["source", "target", "read_only"];
@@ -128,10 +110,14 @@ impl Checker<'_> {
         let mut layer = Layer::default();
         for (key, value) in table {
             let name = key.get_ref().as_ref();
-            match name {
-                "name" => layer.name = self.profile_name(value),
-                "description" => layer.description = self.string(name, value),
-                "extends" => {
+            let Some(known) = LayerKey::from_name(name) else {
+                self.unknown_key(key, TOP_LEVEL_KEYS, None);
+                continue;
+            };
+            match known {
+                LayerKey::Name => layer.name = self.profile_name(value),
+                LayerKey::Description => layer.description = self.string(name, value),
+                LayerKey::Extends => {
                     layer.extends =
                         self.non_empty_string(name, value)
                             .map(|target| ExtendsReference {
@@ -139,12 +125,12 @@ impl Checker<'_> {
                                 place: self.source.diagnostic(value.span(), String::new(), None),
                             });
                 }
-                "image" => layer.image = self.image(value),
-                "command" => layer.command = self.command(name, value),
-                "workdir" => layer.workdir = self.workdir(value),
-                "user" => layer.user = self.user(value),
-                "gpus" => layer.gpus = self.gpus(value),
-                "memory" => {
+                LayerKey::Image => layer.image = self.image(value),
+                LayerKey::Command => layer.command = self.command(name, value),
+                LayerKey::Workdir => layer.workdir = self.workdir(value),
+                LayerKey::User => layer.user = self.user(value),
+                LayerKey::Gpus => layer.gpus = self.gpus(value),
+                LayerKey::Memory => {
                     layer.memory = self.size(name, value).filter(|size| {
                         if size.bytes() < MINIMUM_MEMORY {
                             self.error(
@@ -158,16 +144,15 @@ impl Checker<'_> {
                         }
                     });
                 }
-                "shm_size" => layer.shm_size = self.size(name, value),
-                "cpus" => layer.cpus = self.cpus(value),
-                "ipc" => layer.ipc = self.ipc(value),
-                "ports" => layer.ports = self.ports(value),
-                "mounts" => layer.mounts = self.mounts(value),
-                "env" => layer.env = self.env(value),
-                "ulimits" => layer.ulimits = self.ulimits(value),
-                "stack" => self.stack(value, &mut layer),
-                "commands" => layer.commands = self.commands(value),
-                _ => self.unknown_key(key, &TOP_LEVEL_KEYS, None),
+                LayerKey::ShmSize => layer.shm_size = self.size(name, value),
+                LayerKey::Cpus => layer.cpus = self.cpus(value),
+                LayerKey::Ipc => layer.ipc = self.ipc(value),
+                LayerKey::Ports => layer.ports = self.ports(value),
+                LayerKey::Mounts => layer.mounts = self.mounts(value),
+                LayerKey::Env => layer.env = self.env(value),
+                LayerKey::Ulimits => layer.ulimits = self.ulimits(value),
+                LayerKey::Stack => self.stack(value, &mut layer.stack),
+                LayerKey::Commands => layer.commands = self.commands(value),
             }
         }
         layer
@@ -1021,7 +1006,7 @@ impl Checker<'_> {
         }
     }
 
-    fn stack(&mut self, value: &Value<'_>, layer: &mut Layer) {
+    fn stack(&mut self, value: &Value<'_>, stack: &mut Stack) {
         let Some(table) = value.get_ref().as_table() else {
             self.type_error("stack", value, "a table", "[stack] cuda = \"12.8\"");
             return;
@@ -1031,7 +1016,7 @@ impl Checker<'_> {
                 "cuda" => {
                     if let Some(text) = self.string("stack.cuda", item) {
                         match text.parse() {
-                            Ok(version) => layer.cuda = Some(version),
+                            Ok(version) => stack.cuda = Some(version),
                             Err(message) => {
                                 self.error(item.span(), format!("`stack.cuda`: {message}"), None)
                             }
@@ -1041,7 +1026,7 @@ impl Checker<'_> {
                 "torch" => {
                     if let Some(text) = self.string("stack.torch", item) {
                         match text.parse() {
-                            Ok(version) => layer.torch = Some(version),
+                            Ok(version) => stack.torch = Some(version),
                             Err(message) => {
                                 self.error(item.span(), format!("`stack.torch`: {message}"), None)
                             }
@@ -1057,7 +1042,7 @@ impl Checker<'_> {
                         _ => None,
                     };
                     match major {
-                        Some(major) if (1..=99).contains(&major) => layer.cudnn = Some(major),
+                        Some(major) if (1..=99).contains(&major) => stack.cudnn = Some(major),
                         _ => self.error(
                             item.span(),
                             "`stack.cudnn` must be the cuDNN major version, like \"9\"".into(),
@@ -1238,11 +1223,11 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(did_you_mean("memroy", &TOP_LEVEL_KEYS), Some("memory"));
+        assert_eq!(did_you_mean("memroy", TOP_LEVEL_KEYS), Some("memory"));
         assert_eq!(did_you_mean("pytorch", &STACK_KEYS), Some("torch"));
-        assert_eq!(did_you_mean("volumes", &TOP_LEVEL_KEYS), Some("mounts"));
-        assert_eq!(did_you_mean("shm-size", &TOP_LEVEL_KEYS), Some("shm_size"));
-        assert_eq!(did_you_mean("zzzzzz", &TOP_LEVEL_KEYS), None);
+        assert_eq!(did_you_mean("volumes", TOP_LEVEL_KEYS), Some("mounts"));
+        assert_eq!(did_you_mean("shm-size", TOP_LEVEL_KEYS), Some("shm_size"));
+        assert_eq!(did_you_mean("zzzzzz", TOP_LEVEL_KEYS), None);
     }
 
     #[test]

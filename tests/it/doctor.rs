@@ -1116,7 +1116,7 @@ fn missing_docker_socket_fails_fast() {
         "the message names the socket: {}",
         message(reachable)
     );
-    assert_eq!(reachable["facts"]["cause"], "socket-missing");
+    assert_eq!(reachable["facts"]["cause"], "socket_missing");
     assert!(
         hint(reachable).contains("DOCKER_HOST"),
         "{}",

@@ -128,7 +128,7 @@ fn closed_tcp_port_is_refused_quickly() {
             message,
             hint,
         } => {
-            assert_eq!(kind, "connection-refused");
+            assert_eq!(kind, "connection_refused");
             assert!(message.contains(&endpoint), "{message}");
             assert!(hint.is_some());
         }

@@ -278,7 +278,7 @@ fn up_is_idempotent_and_starts_a_stopped_container_again() {
     assert_eq!(scenario.containers(), 1);
 
     let third = scenario.up_json(&[]);
-    assert_eq!(third["status"], "already-running", "{third}");
+    assert_eq!(third["status"], "already_running", "{third}");
     assert_eq!(third["id"], id.as_str(), "{third}");
     assert_eq!(scenario.containers(), 1);
 
@@ -364,7 +364,7 @@ fn eight_concurrent_ups_of_one_profile_make_one_container() {
         assert!(
             statuses
                 .iter()
-                .all(|status| ["created", "already-running", "started"].contains(&status.as_str())),
+                .all(|status| ["created", "already_running", "started"].contains(&status.as_str())),
             "round {round}: {statuses:?}"
         );
         let id = scenario.container_id();
