@@ -12,8 +12,8 @@ use super::values::{
 };
 use crate::checks::{Finding, Status};
 use crate::compat::{
-    ComputeCapability, DriverVersion, GPU_TORCH_ARCH, Matrix, Target, TargetKind, TargetSuffix,
-    TorchCandidate, gpu_vs_torch,
+    ComputeCapability, DriverVersion, GPU_TORCH_ARCH, Matrix, Reach, Target, TorchCandidate,
+    gpu_label, gpu_vs_torch, reach,
 };
 use crate::profile::model::{CudaVersion, GpuRequest, TorchVersion};
 
@@ -1219,52 +1219,6 @@ fn inside_or_host_driver(
         })
 }
 
-/// How a build's real arch list reaches a GPU (compat-facts §2c).
-enum Reach {
-    /// Machine code for it, or for a lower minor of its major.
-    Machine(Target),
-    /// Only PTX, JIT-compiled by the driver.
-    Ptx(Target),
-    /// Nothing: "no kernel image is available for execution on the device".
-    Missing,
-}
-
-fn reach(targets: &[Target], capability: ComputeCapability) -> Reach {
-    if let Some(machine) = targets
-        .iter()
-        .filter(|target| target.machine_code_runs_on(capability))
-        .max_by_key(|target| target.capability)
-    {
-        return Reach::Machine(*machine);
-    }
-    let ptx = targets
-        .iter()
-        .filter(|target| target.kind == TargetKind::Virtual)
-        .filter(|target| match target.suffix {
-            TargetSuffix::ArchitectureSpecific => target.capability == capability,
-            TargetSuffix::Family => {
-                target.capability.major == capability.major && target.capability <= capability
-            }
-            TargetSuffix::Portable => target.capability <= capability,
-        })
-        .max_by_key(|target| target.capability);
-    match ptx {
-        Some(ptx) => Reach::Ptx(*ptx),
-        None => Reach::Missing,
-    }
-}
-
-fn gpu_label(matrix: &Matrix, capability: ComputeCapability) -> String {
-    match matrix.architecture_of(capability) {
-        Some(architecture) => format!(
-            "{} ({}, compute capability {capability})",
-            capability.sm(),
-            architecture.name
-        ),
-        None => format!("{} (compute capability {capability})", capability.sm()),
-    }
-}
-
 /// The first candidate profile whose torch build the matrix finds runnable on every GPU.
 fn working_candidate(
     expectations: &Expectations<'_>,
@@ -1371,12 +1325,12 @@ fn architectures(view: &View<'_>, expectations: &Expectations<'_>, findings: &mu
         let sm = capability.sm();
         let gpu = gpu_label(matrix, *capability);
         let list: Vec<String> = targets.iter().map(ToString::to_string).collect();
-        let real = match reach(targets, *capability) {
-            Reach::Machine(target) if target.capability == *capability => Finding::pass(
+        let real = match reach(*capability, targets) {
+            Reach::Cubin(target) if target.capability == *capability => Finding::pass(
                 GPU_TORCH_ARCH,
                 format!("torch {version_text} has {target} kernels for {gpu}"),
             ),
-            Reach::Machine(target) => Finding::pass(
+            Reach::Cubin(target) => Finding::pass(
                 GPU_TORCH_ARCH,
                 format!(
                     "torch {version_text} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
@@ -1401,7 +1355,7 @@ fn architectures(view: &View<'_>, expectations: &Expectations<'_>, findings: &mu
                     .with_hint("check that the compute checks below ran; a build with machine code for this GPU starts faster")
                 }
             }
-            Reach::Missing => {
+            Reach::Missing(_) => {
                 let alternative = matrix_verdict
                     .as_ref()
                     .filter(|verdict| verdict.status == Status::Fail)
