@@ -20,3 +20,4 @@ pub mod profile;
 pub mod registry;
 pub mod spec;
 pub mod ui;
+pub mod units;

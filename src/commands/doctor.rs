@@ -19,6 +19,7 @@ use crate::gpu::{self, GpuFacts};
 use crate::host::{HostFacts, Probe};
 use crate::profile::ResolvedProfile;
 use crate::ui::findings::{Section, print_sections};
+use crate::units::index_ranges;
 
 /// Everything doctor found, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -408,25 +409,6 @@ fn gpu_lines(gpus: &[GpuVerdict]) -> Vec<Finding> {
             })
         })
         .collect()
-}
-
-/// `0-7`, `0, 2-3`.
-fn index_ranges(indices: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut start = 0;
-    while start < indices.len() {
-        let mut end = start;
-        while end + 1 < indices.len() && indices[end + 1] == indices[end] + 1 {
-            end += 1;
-        }
-        parts.push(if end == start {
-            indices[start].to_string()
-        } else {
-            format!("{}-{}", indices[start], indices[end])
-        });
-        start = end + 1;
-    }
-    parts.join(", ")
 }
 
 #[cfg(test)]

@@ -7,8 +7,7 @@ use serde::Serialize;
 
 use super::report::{DeviceFacts, MatmulCheck, PythonFacts, RawReport, ShellFacts, TorchFacts};
 use super::values::{
-    Limit, SmiGpu, bytes_text, cudnn_version, df_size, first_line, index_ranges, last_line,
-    smi_gpus, ulimit_value,
+    Limit, SmiGpu, cudnn_version, df_size, first_line, last_line, smi_gpus, ulimit_value,
 };
 use crate::checks::{Finding, Status};
 use crate::compat::{
@@ -16,6 +15,7 @@ use crate::compat::{
     gpu_label, gpu_vs_torch, reach,
 };
 use crate::profile::model::{CudaVersion, GpuRequest, TorchVersion};
+use crate::units::{binary_limit, index_ranges};
 
 /// The script's report could not be read (no shell, garbled output).
 pub const REPORT: &str = "nvidia-check.report";
@@ -1189,7 +1189,7 @@ fn torch_devices(view: &View<'_>, torch: &TorchFacts, findings: &mut Vec<Finding
         };
         let memory = device
             .total_memory_bytes
-            .map_or_else(String::new, |bytes| format!(", {}", bytes_text(bytes)));
+            .map_or_else(String::new, |bytes| format!(", {}", binary_limit(bytes)));
         let description = format!("{name}{capability}{memory}");
         match groups.iter_mut().find(|(_, text)| *text == description) {
             Some((indices, _)) => indices.push(device.index),
@@ -1798,7 +1798,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                     SHM,
                     format!(
                         "/dev/shm is {}: DataLoader workers (num_workers > 0) pass batches through it and die with `Bus error` when it fills",
-                        bytes_text(size.total_bytes)
+                        binary_limit(size.total_bytes)
                     ),
                 )
                 .with_hint(profile_fix("`shm_size = \"8g\"` (or `ipc = \"host\"`)"))
@@ -1809,8 +1809,8 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                     SHM,
                     format!(
                         "/dev/shm is {} ({} free)",
-                        bytes_text(size.total_bytes),
-                        bytes_text(size.available_bytes)
+                        binary_limit(size.total_bytes),
+                        binary_limit(size.available_bytes)
                     ),
                 )
                 .with_fact("shm", size),
@@ -1837,7 +1837,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                 MEMLOCK,
                 format!(
                     "locked memory (ulimit -l) is limited to {}: NCCL over InfiniBand/RoCE and large pinned buffers need it unlimited",
-                    bytes_text(bytes)
+                    binary_limit(bytes)
                 ),
             )
             .with_hint(profile_fix("`memlock = -1` under [ulimits] (NVIDIA's recommendation)"))
@@ -1854,7 +1854,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
             findings.push(Finding::pass(STACK, "stack size (ulimit -s) is unlimited"));
         }
         Some((_, Some(Limit::Bytes(bytes)))) if bytes >= STACK_RECOMMENDED_BYTES => findings.push(
-            Finding::pass(STACK, format!("stack size (ulimit -s) is {}", bytes_text(bytes)))
+            Finding::pass(STACK, format!("stack size (ulimit -s) is {}", binary_limit(bytes)))
                 .with_fact("bytes", bytes),
         ),
         Some((_, Some(Limit::Bytes(bytes)))) if bytes >= STACK_MINIMUM_BYTES => findings.push(
@@ -1862,7 +1862,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                 STACK,
                 format!(
                     "stack size (ulimit -s) is {}; NVIDIA recommends 64 MiB for its PyTorch containers (`stack = 67108864` under [ulimits])",
-                    bytes_text(bytes)
+                    binary_limit(bytes)
                 ),
             )
             .with_fact("bytes", bytes),
@@ -1872,7 +1872,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                 STACK,
                 format!(
                     "stack size (ulimit -s) is only {}: deep recursion and some CUDA libraries overflow it",
-                    bytes_text(bytes)
+                    binary_limit(bytes)
                 ),
             )
             .with_hint(profile_fix("`stack = 67108864` under [ulimits]"))
