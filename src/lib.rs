@@ -19,5 +19,6 @@ pub mod nvcheck;
 pub mod profile;
 pub mod registry;
 pub mod spec;
+pub mod suggest;
 pub mod ui;
 pub mod units;
