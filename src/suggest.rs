@@ -73,7 +73,10 @@ mod tests {
 
     #[test]
     fn the_closest_wins_and_the_first_on_a_tie() {
-        assert_eq!(did_you_mean("mount", &["amounts", "mounts"]), Some("mounts"));
+        assert_eq!(
+            did_you_mean("mount", &["amounts", "mounts"]),
+            Some("mounts")
+        );
         assert_eq!(did_you_mean("ab", &["ac", "ad"]), Some("ac"));
     }
 
