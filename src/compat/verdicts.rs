@@ -1383,6 +1383,65 @@ source = "guess"
         assert_eq!(none.status, Status::Fail);
     }
 
+    /// The matrix verdict follows the one reach rule: `a` and `f` PTX JIT-compile only on
+    /// their capability or family (the copy this replaced let them reach any later GPU).
+    #[test]
+    fn suffixed_ptx_reaches_only_its_capability_or_family() {
+        let with_ptx = |ptx: &str| {
+            let user = Matrix::parse(
+                &format!(
+                    "[[torch_build]]\ntorch = \"2.8\"\nvariant = \"cu129\"\ntargets = [\"sm_80\"]\nptx = \"{ptx}\"\nstatus = \"derived\"\nsource = \"test\"\n"
+                ),
+                "user.toml",
+            )
+            .unwrap();
+            matrix().overlay(user)
+        };
+        let check = |matrix: &Matrix, gpu: &str| {
+            gpu_vs_torch(
+                matrix,
+                capability(gpu),
+                &torch("2.8.0+cu129"),
+                None,
+                None,
+                &[],
+            )
+        };
+        let specific = with_ptx("compute_90a");
+        let on_hopper = check(&specific, "9.0");
+        assert_eq!(on_hopper.status, Status::Warn, "{}", on_hopper.message);
+        assert!(
+            on_hopper.message.contains("compute_90a PTX"),
+            "{}",
+            on_hopper.message
+        );
+        let on_blackwell = check(&specific, "10.0");
+        assert_eq!(
+            on_blackwell.status,
+            Status::Fail,
+            "{}",
+            on_blackwell.message
+        );
+        let family = with_ptx("compute_100f");
+        let on_b300 = check(&family, "10.3");
+        assert_eq!(on_b300.status, Status::Warn, "{}", on_b300.message);
+        assert!(
+            on_b300.message.contains("compute_100f PTX"),
+            "{}",
+            on_b300.message
+        );
+        let on_rtx_5090 = check(&family, "12.0");
+        assert_eq!(on_rtx_5090.status, Status::Fail, "{}", on_rtx_5090.message);
+        let portable = with_ptx("compute_80");
+        let on_h100 = check(&portable, "9.0");
+        assert_eq!(on_h100.status, Status::Warn, "{}", on_h100.message);
+        assert!(
+            on_h100.message.contains("compute_80 PTX"),
+            "{}",
+            on_h100.message
+        );
+    }
+
     #[test]
     fn mixed_hosts_get_one_finding_per_capability() {
         let profiles = bundled_profiles();
