@@ -71,22 +71,29 @@ pub fn binary_limit(bytes: u64) -> String {
     }
 }
 
-/// `0-7`, `0, 2-3`: GPU indices folded into ranges, in ascending order, each index once.
+/// `0-7`, `0, 2-3`: GPU indices folded into ranges, in ascending order, each index once
+/// (nvidia-check's sections).
 pub fn index_ranges(indices: &[u32]) -> String {
     let mut sorted = indices.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
+    index_ranges_in_order(&sorted)
+}
+
+/// `0-7`, `1, 0`: runs of consecutive GPU indices folded into ranges, in the order given
+/// (doctor's GPU lines, which follow the order a profile lists its devices in).
+pub fn index_ranges_in_order(indices: &[u32]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut start = 0;
-    while start < sorted.len() {
+    while start < indices.len() {
         let mut end = start;
-        while end + 1 < sorted.len() && sorted[end + 1] == sorted[end] + 1 {
+        while end + 1 < indices.len() && indices[end + 1] == indices[end] + 1 {
             end += 1;
         }
         parts.push(if end == start {
-            sorted[start].to_string()
+            indices[start].to_string()
         } else {
-            format!("{}-{}", sorted[start], sorted[end])
+            format!("{}-{}", indices[start], indices[end])
         });
         start = end + 1;
     }
@@ -136,5 +143,9 @@ mod tests {
         assert_eq!(index_ranges(&[3, 0, 1, 2, 5]), "0-3, 5");
         assert_eq!(index_ranges(&[1, 1]), "1");
         assert_eq!(index_ranges(&[]), "");
+        assert_eq!(index_ranges_in_order(&[0, 1, 2, 3, 4, 5, 6, 7]), "0-7");
+        assert_eq!(index_ranges_in_order(&[0, 2, 3]), "0, 2-3");
+        assert_eq!(index_ranges_in_order(&[1, 0]), "1, 0");
+        assert_eq!(index_ranges_in_order(&[0, 0]), "0, 0");
     }
 }

@@ -19,7 +19,7 @@ use crate::gpu::{self, GpuFacts};
 use crate::host::{HostFacts, Probe};
 use crate::profile::ResolvedProfile;
 use crate::ui::findings::{Section, print_sections};
-use crate::units::index_ranges;
+use crate::units::index_ranges_in_order as index_ranges;
 
 /// Everything doctor found, as `--json` prints it.
 #[derive(Debug, Serialize)]
