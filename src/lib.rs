@@ -23,5 +23,7 @@ pub mod ops;
 pub mod profile;
 pub mod registry;
 pub mod spec;
+pub mod suggest;
 pub mod time;
 pub mod ui;
+pub mod units;

@@ -14,6 +14,7 @@ use crate::ops::doctor::{DoctorReport, Facts, gather_with, judge};
 use crate::ops::matrix::load_matrix;
 use crate::profile::ResolvedProfile;
 use crate::ui::findings::{Section, print_sections};
+use crate::units::index_ranges_in_order as index_ranges;
 
 pub struct DoctorArguments {
     pub profiles: Vec<String>,
@@ -112,24 +113,6 @@ fn gpu_lines(gpus: &[GpuVerdict]) -> Vec<Finding> {
         .collect()
 }
 
-/// `0-7`, `0, 2-3`.
-fn index_ranges(indices: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut start = 0;
-    while start < indices.len() {
-        let mut end = start;
-        while end + 1 < indices.len() && indices[end + 1] == indices[end] + 1 {
-            end += 1;
-        }
-        parts.push(if end == start {
-            indices[start].to_string()
-        } else {
-            format!("{}-{}", indices[start], indices[end])
-        });
-        start = end + 1;
-    }
-    parts.join(", ")
-}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,9 @@
 //! - `parse` — [`Matrix::parse`] for the bundled file and user files
 //!   (`$XDG_CONFIG_HOME/envctl/matrix.toml`, `--matrix FILE`), with every problem at its
 //!   file:line:column in a [`MatrixError`].
+//! - `reach` — the architecture-reach rule (compat-facts §2c): how a GPU runs a build's
+//!   `sm_`/`compute_` targets (cubin, PTX JIT, or not at all and why); doctor's verdicts and
+//!   nvidia-check both use it.
 //! - `models` — GPU model names (NVML's and typed ones) → compute capability.
 //! - `verdicts` — the findings below.
 //! - `values` — targets (`sm_90a`), torch releases, CUDA wheel variants, row status.
@@ -42,6 +45,7 @@
 mod matrix;
 mod models;
 mod parse;
+mod reach;
 mod values;
 mod verdicts;
 pub mod version;
@@ -56,10 +60,11 @@ pub use matrix::{
 };
 pub use models::{model_capability, normalise_name};
 pub use parse::{MatrixError, TABLE_NAMES};
+pub use reach::{Mismatch, Reach, Refusal, Via, reach, target_reach};
 pub use values::{CudaVariant, RowStatus, Target, TargetKind, TargetSuffix, TorchRelease};
 pub use verdicts::{
     DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate,
-    cuda_vs_gpu, driver_branch_lifecycle, driver_vs_cuda, gpu_vs_torch, gpus_vs_torch,
+    cuda_vs_gpu, driver_branch_lifecycle, driver_vs_cuda, gpu_label, gpu_vs_torch, gpus_vs_torch,
     native_cuda_for_driver,
 };
 pub use version::{ComputeCapability, DriverVersion};

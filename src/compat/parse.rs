@@ -17,6 +17,7 @@ use super::matrix::{
 use super::models::normalise_name;
 use super::values::{TargetKind, is_date, is_year_month};
 use crate::profile::diagnostic::{Diagnostic, SourceText};
+use crate::suggest::did_you_mean;
 
 /// The tables a matrix file may hold.
 pub const TABLE_NAMES: [&str; 12] = [
@@ -444,17 +445,6 @@ fn field_span(table: &DeTable<'_>, field: &str) -> Option<Range<usize>> {
         .iter()
         .find(|(key, _)| key.get_ref().as_ref() == field)
         .map(|(_, value)| value.span())
-}
-
-/// The known word closest to `unknown`, when it is close enough to be a typo.
-pub fn did_you_mean<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
-    let lower = unknown.to_ascii_lowercase();
-    known
-        .iter()
-        .map(|candidate| (strsim::damerau_levenshtein(&lower, candidate), *candidate))
-        .filter(|(distance, candidate)| *distance <= (candidate.len() / 3).max(1) + 1)
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate)
 }
 
 impl Matrix {

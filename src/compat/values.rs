@@ -87,20 +87,11 @@ impl Target {
         }
     }
 
-    /// Whether machine code for this target runs on a GPU of `capability` (compat-facts
-    /// §2c): same major and a minor at least the target's; `a` targets only on exactly
-    /// their capability. PTX (`compute_XY`) is not machine code and never counts here.
+    /// Whether machine code for this target runs on a GPU of `capability`: the cubin case
+    /// of the one architecture-reach rule, [`super::reach::target_reach`]. PTX
+    /// (`compute_XY`) is not machine code and never counts here.
     pub fn machine_code_runs_on(self, capability: ComputeCapability) -> bool {
-        if self.kind != TargetKind::Real {
-            return false;
-        }
-        match self.suffix {
-            TargetSuffix::ArchitectureSpecific => self.capability == capability,
-            TargetSuffix::Portable | TargetSuffix::Family => {
-                self.capability.major == capability.major
-                    && self.capability.minor <= capability.minor
-            }
-        }
+        super::reach::target_reach(self, capability) == Ok(super::reach::Via::Cubin)
     }
 }
 

@@ -5,6 +5,7 @@
 use std::cmp::Reverse;
 
 use super::matrix::{CudaDriverRow, CudaTargetsRow, Matrix, TorchBuildRow};
+use super::reach::{Reach, reach};
 use super::values::{CudaVariant, Target, TorchRelease, is_year_month};
 use super::version::{ComputeCapability, DriverVersion};
 use crate::checks::{Finding, Status};
@@ -187,8 +188,9 @@ pub fn native_cuda_for_driver(matrix: &Matrix, driver: &DriverVersion) -> Option
         .max()
 }
 
-/// How a CUDA toolkit's targets reach a GPU.
-enum Reach {
+/// How a CUDA toolkit's compile targets reach a GPU (what it can compile for, not what a
+/// build runs: that is [`super::reach`]).
+enum ToolkitReach {
     /// A target for exactly this capability.
     Exact(Target),
     /// Machine code of the same major and a lower minor (sm_86 on 8.9).
@@ -201,16 +203,20 @@ enum Reach {
     Older,
 }
 
-impl Reach {
+impl ToolkitReach {
     fn compiles(&self) -> bool {
         matches!(
             self,
-            Reach::Exact(_) | Reach::SameMajor(_) | Reach::WithinBounds
+            ToolkitReach::Exact(_) | ToolkitReach::SameMajor(_) | ToolkitReach::WithinBounds
         )
     }
 }
 
-fn reach(matrix: &Matrix, row: &CudaTargetsRow, capability: ComputeCapability) -> Reach {
+fn toolkit_reach(
+    matrix: &Matrix,
+    row: &CudaTargetsRow,
+    capability: ComputeCapability,
+) -> ToolkitReach {
     let lowest = matrix.renamed(row.lowest);
     let highest = matrix.renamed(row.highest);
     match &row.targets {
@@ -223,37 +229,39 @@ fn reach(matrix: &Matrix, row: &CudaTargetsRow, capability: ComputeCapability) -
                 .iter()
                 .find(|target| target.capability == capability)
             {
-                return Reach::Exact(*exact);
+                return ToolkitReach::Exact(*exact);
             }
             if let Some(lower) = targets
                 .iter()
                 .filter(|target| target.machine_code_runs_on(capability))
                 .max_by_key(|target| target.capability)
             {
-                return Reach::SameMajor(*lower);
+                return ToolkitReach::SameMajor(*lower);
             }
             let newest = targets.iter().map(|target| target.capability).max();
             if newest.is_some_and(|newest| capability > newest) {
-                Reach::Newer
+                ToolkitReach::Newer
             } else {
-                Reach::Older
+                ToolkitReach::Older
             }
         }
         None => {
             if capability < lowest.capability {
-                Reach::Older
+                ToolkitReach::Older
             } else if capability <= highest.capability {
-                Reach::WithinBounds
+                ToolkitReach::WithinBounds
             } else if highest.machine_code_runs_on(capability) {
-                Reach::SameMajor(highest)
+                ToolkitReach::SameMajor(highest)
             } else {
-                Reach::Newer
+                ToolkitReach::Newer
             }
         }
     }
 }
 
-fn gpu_label(matrix: &Matrix, capability: ComputeCapability) -> String {
+/// A GPU for messages: `sm_89 (Ada Lovelace, compute capability 8.9)`, without the
+/// architecture when the matrix does not know it.
+pub fn gpu_label(matrix: &Matrix, capability: ComputeCapability) -> String {
     match matrix.architecture_of(capability) {
         Some(architecture) => format!(
             "{} ({}, compute capability {capability})",
@@ -291,25 +299,25 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
             .with_fact("targets_row", row)
     };
     let sm = capability.sm();
-    match reach(matrix, row, capability) {
-        Reach::Exact(target) => facts(Finding::pass(
+    match toolkit_reach(matrix, row, capability) {
+        ToolkitReach::Exact(target) => facts(Finding::pass(
             GPU_CUDA_ARCH,
             format!("CUDA {cuda} has a {target} target for {gpu}"),
         )),
-        Reach::SameMajor(target) => facts(Finding::pass(
+        ToolkitReach::SameMajor(target) => facts(Finding::pass(
             GPU_CUDA_ARCH,
             format!(
                 "CUDA {cuda} has no {sm} target, but its {target} machine code runs on {gpu}: same major, lower minor"
             ),
         )),
-        Reach::WithinBounds => facts(Finding::pass(
+        ToolkitReach::WithinBounds => facts(Finding::pass(
             GPU_CUDA_ARCH,
             format!(
                 "CUDA {cuda} targets {} to {}, which spans {gpu}",
                 row.lowest, row.highest
             ),
         )),
-        Reach::Newer => {
+        ToolkitReach::Newer => {
             let message = format!(
                 "CUDA {cuda} cannot compile for {gpu}: its newest target is {}; code reaches this GPU only as PTX that the driver JIT-compiles, where the application ships PTX",
                 row.highest
@@ -317,7 +325,7 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
             let first = matrix
                 .all_cuda_targets()
                 .into_iter()
-                .find(|other| reach(matrix, other, capability).compiles());
+                .find(|other| toolkit_reach(matrix, other, capability).compiles());
             let hint = match first {
                 Some(first) => format!(
                     "use an image with CUDA {} or newer, the first release in the matrix that targets {sm}",
@@ -327,7 +335,7 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
             };
             facts(Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint))
         }
-        Reach::Older => {
+        ToolkitReach::Older => {
             let mut message = format!(
                 "CUDA {cuda} cannot target {gpu}: its lowest target is {}",
                 row.lowest
@@ -343,7 +351,7 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
             let newest = matrix
                 .all_cuda_targets()
                 .into_iter()
-                .rfind(|other| reach(matrix, other, capability).compiles());
+                .rfind(|other| toolkit_reach(matrix, other, capability).compiles());
             let hint = match newest {
                 Some(newest) => format!(
                     "use an image with CUDA {} or older, the newest release in the matrix that targets {sm}; see \"Deprecated Architectures\" in {RELEASE_NOTES}",
@@ -374,30 +382,16 @@ impl<'a> TorchCandidate<'a> {
     }
 }
 
-/// How a torch build's code reaches a GPU.
-enum Kernels {
-    /// Machine code for this GPU (or for a lower minor of its major).
-    Machine(Target),
-    /// Only the embedded PTX, JIT-compiled by the driver.
-    Ptx(Target),
-    /// Nothing: "no kernel image is available for execution on the device".
-    Missing,
-}
-
-fn kernels(matrix: &Matrix, build: &TorchBuildRow, capability: ComputeCapability) -> Kernels {
-    let machine = build
+/// How a torch build's code reaches a GPU: its machine code and PTX, renamed as the matrix
+/// says, through the one architecture-reach rule.
+fn kernels(matrix: &Matrix, build: &TorchBuildRow, capability: ComputeCapability) -> Reach {
+    let targets: Vec<Target> = build
         .targets
         .iter()
+        .chain(build.ptx.iter())
         .map(|target| matrix.renamed(*target))
-        .filter(|target| target.machine_code_runs_on(capability))
-        .max_by_key(|target| target.capability);
-    if let Some(target) = machine {
-        return Kernels::Machine(target);
-    }
-    match build.ptx.map(|ptx| matrix.renamed(ptx)) {
-        Some(ptx) if ptx.capability <= capability => Kernels::Ptx(ptx),
-        _ => Kernels::Missing,
-    }
+        .collect();
+    reach(capability, &targets)
 }
 
 /// The status of one build on one GPU: machine code passes; PTX passes only with a driver
@@ -409,9 +403,9 @@ fn build_status(
     driver: Option<&DriverVersion>,
 ) -> Status {
     match kernels(matrix, build, capability) {
-        Kernels::Machine(_) => Status::Pass,
-        Kernels::Missing => Status::Fail,
-        Kernels::Ptx(_) => {
+        Reach::Cubin(_) => Status::Pass,
+        Reach::Missing(_) => Status::Fail,
+        Reach::Ptx(_) => {
             let minimum = matrix
                 .cuda_release(build.variant.cuda())
                 .and_then(CudaDriverRow::minimum);
@@ -736,17 +730,17 @@ fn torch_verdict(
     let base = |finding: Finding| base(finding).with_fact("build_row", build);
 
     match kernels(matrix, build, capability) {
-        Kernels::Machine(target) if target.capability == capability => base(Finding::pass(
+        Reach::Cubin(target) if target.capability == capability => base(Finding::pass(
             GPU_TORCH_ARCH,
             format!("{label} has {target} kernels for {gpu}"),
         )),
-        Kernels::Machine(target) => base(Finding::pass(
+        Reach::Cubin(target) => base(Finding::pass(
             GPU_TORCH_ARCH,
             format!(
                 "{label} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
             ),
         )),
-        Kernels::Ptx(ptx) => {
+        Reach::Ptx(ptx) => {
             let built_with = build.variant.cuda();
             let release_row = matrix.cuda_release(built_with);
             let minimum = release_row.and_then(CudaDriverRow::minimum);
@@ -789,7 +783,7 @@ fn torch_verdict(
                 }
             }
         }
-        Kernels::Missing => {
+        Reach::Missing(_) => {
             let message = format!(
                 "{sm} is not compatible with the current PyTorch installation: {label} has kernels only for {}, none of which runs on {gpu}",
                 targets_text(build)
@@ -1387,6 +1381,65 @@ source = "guess"
         // cu128 of 2.8 has no PTX: nothing reaches 13.0.
         let none = gpu_vs_torch(matrix(), future, &torch("2.8.0+cu128"), None, None, &[]);
         assert_eq!(none.status, Status::Fail);
+    }
+
+    /// The matrix verdict follows the one reach rule: `a` and `f` PTX JIT-compile only on
+    /// their capability or family (the copy this replaced let them reach any later GPU).
+    #[test]
+    fn suffixed_ptx_reaches_only_its_capability_or_family() {
+        let with_ptx = |ptx: &str| {
+            let user = Matrix::parse(
+                &format!(
+                    "[[torch_build]]\ntorch = \"2.8\"\nvariant = \"cu129\"\ntargets = [\"sm_80\"]\nptx = \"{ptx}\"\nstatus = \"derived\"\nsource = \"test\"\n"
+                ),
+                "user.toml",
+            )
+            .unwrap();
+            matrix().overlay(user)
+        };
+        let check = |matrix: &Matrix, gpu: &str| {
+            gpu_vs_torch(
+                matrix,
+                capability(gpu),
+                &torch("2.8.0+cu129"),
+                None,
+                None,
+                &[],
+            )
+        };
+        let specific = with_ptx("compute_90a");
+        let on_hopper = check(&specific, "9.0");
+        assert_eq!(on_hopper.status, Status::Warn, "{}", on_hopper.message);
+        assert!(
+            on_hopper.message.contains("compute_90a PTX"),
+            "{}",
+            on_hopper.message
+        );
+        let on_blackwell = check(&specific, "10.0");
+        assert_eq!(
+            on_blackwell.status,
+            Status::Fail,
+            "{}",
+            on_blackwell.message
+        );
+        let family = with_ptx("compute_100f");
+        let on_b300 = check(&family, "10.3");
+        assert_eq!(on_b300.status, Status::Warn, "{}", on_b300.message);
+        assert!(
+            on_b300.message.contains("compute_100f PTX"),
+            "{}",
+            on_b300.message
+        );
+        let on_rtx_5090 = check(&family, "12.0");
+        assert_eq!(on_rtx_5090.status, Status::Fail, "{}", on_rtx_5090.message);
+        let portable = with_ptx("compute_80");
+        let on_h100 = check(&portable, "9.0");
+        assert_eq!(on_h100.status, Status::Warn, "{}", on_h100.message);
+        assert!(
+            on_h100.message.contains("compute_80 PTX"),
+            "{}",
+            on_h100.message
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ use super::{
 };
 use crate::profile::model::{GpuRequest, MountKind, Protocol};
 use crate::profile::size::ByteSize;
-use crate::spec::DeviceRequest;
+use crate::spec::{gpus_flag, mount_value};
 
 const TARGET: Target = Target::Devcontainer;
 const WORKSPACE_VARIABLE: &str = "${localWorkspaceFolder}";
@@ -145,7 +145,7 @@ pub fn devcontainer(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
                 BindSource::Home { rest } => format!("{HOME_VARIABLE}/{rest}"),
                 BindSource::Absolute(path) => path_text(&path)?,
                 BindSource::Relative(path) if path == workspace && workspace_mount.is_none() => {
-                    workspace_mount = Some(mount_text(
+                    workspace_mount = Some(mount_value(
                         "bind",
                         WORKSPACE_VARIABLE,
                         &mount.target,
@@ -176,7 +176,7 @@ pub fn devcontainer(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
             MountKind::Volume => "volume",
             MountKind::Bind => "bind",
         };
-        mounts.push(mount_text(kind, &source, &mount.target, mount.read_only));
+        mounts.push(mount_value(kind, &source, &mount.target, mount.read_only));
     }
     if workspace_mount.is_none() {
         notice(
@@ -248,46 +248,10 @@ fn workspace_folder(input: &ExportInput<'_>) -> PathBuf {
     parent
 }
 
-/// A `--mount` value; docker reads it as one CSV record, so fields holding `,` or `"`
-/// are quoted.
-fn mount_text(kind: &str, source: &str, target: &str, read_only: bool) -> String {
-    let mut fields = vec![
-        format!("type={kind}"),
-        format!("source={source}"),
-        format!("target={target}"),
-    ];
-    if read_only {
-        fields.push("readonly".into());
-    }
-    fields
-        .iter()
-        .map(|field| csv_field(field))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn csv_field(field: &str) -> String {
-    if field.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
-    }
-}
-
-/// `--gpus` as the docker CLI reads it: `all`, `2`, or `"device=0,1"` with the quotes
-/// inside the argument (the tools run docker without a shell, and docker splits the value
-/// as CSV).
-fn gpus_flag(request: &DeviceRequest) -> String {
-    match &request.device_ids {
-        Some(devices) if !devices.is_empty() => csv_field(&format!("device={}", devices.join(","))),
-        _ if request.count < 0 => "all".into(),
-        _ => request.count.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::DeviceRequest;
 
     #[test]
     fn gpu_and_mount_arguments() {
@@ -297,7 +261,7 @@ mod tests {
         );
         assert_eq!(gpus_flag(&DeviceRequest::gpu_count(2)), "2");
         assert_eq!(
-            mount_text("bind", "${localWorkspaceFolder}/a,b", "/data", true),
+            mount_value("bind", "${localWorkspaceFolder}/a,b", "/data", true),
             "type=bind,\"source=${localWorkspaceFolder}/a,b\",target=/data,readonly"
         );
     }

@@ -47,7 +47,7 @@ use thiserror::Error;
 
 use crate::profile::ResolvedProfile;
 use crate::profile::model::Mount as ProfileMount;
-use crate::spec::{CreateBody, SpecError, docker_run_line, resolve_bind_source};
+use crate::spec::{CreateBody, SpecError, clean, docker_run_line, resolve_bind_source};
 
 pub use compose::compose;
 pub use devcontainer::devcontainer;
@@ -235,23 +235,6 @@ fn path_text(path: &Path) -> Result<String, SpecError> {
         .ok_or_else(|| SpecError::NotUnicode {
             path: path.to_path_buf(),
         })
-}
-
-/// Drops `.` components and folds `..` into its parent, without touching the disk.
-fn clean(path: &Path) -> PathBuf {
-    let mut cleaned = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !cleaned.pop() && !cleaned.has_root() {
-                    cleaned.push("..");
-                }
-            }
-            other => cleaned.push(other),
-        }
-    }
-    cleaned
 }
 
 /// `to` relative to the folder `from` (both absolute and clean), spelled so that compose

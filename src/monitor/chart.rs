@@ -11,8 +11,8 @@ use std::ops::Range;
 use plotters::prelude::*;
 use thiserror::Error;
 
-use super::diagnosis::bytes;
 use super::snapshot::Snapshot;
+use crate::units::binary_spaced as bytes;
 
 /// The drawing's size in pixels.
 const WIDTH: u32 = 1100;

@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::snapshot::{ContainerRow, GpuRow, Snapshot};
+use crate::units::binary_spaced;
 
 /// The fewest samples a sustained rule looks at.
 pub const SUSTAINED_MIN_SAMPLES: usize = 5;
@@ -352,9 +353,9 @@ fn memory_growing(container: &ContainerRow, series: &[Moment<'_>]) -> Option<Dia
     let per_minute = slope * 60.0;
     let mut message = format!(
         "memory grew steadily from {} to {} in {seconds:.0} s (+{}/min, r² {fit:.2}) without levelling off",
-        bytes(first.1),
-        bytes(last.1),
-        bytes(per_minute)
+        binary_spaced(first.1),
+        binary_spaced(last.1),
+        binary_spaced(per_minute)
     );
     let mut evidence = BTreeMap::from([
         ("start_bytes".into(), first.1.round()),
@@ -370,7 +371,7 @@ fn memory_growing(container: &ContainerRow, series: &[Moment<'_>]) -> Option<Dia
             let _ = write!(
                 message,
                 "; at this rate it reaches its {} limit in {minutes:.0} min",
-                bytes(limit as f64)
+                binary_spaced(limit as f64)
             );
             evidence.insert("minutes_to_limit".into(), minutes.round());
         }
@@ -469,7 +470,7 @@ fn gpu_idle(container: &ContainerRow, series: &[Moment<'_>]) -> Option<Diagnosis
             format!(
                 "{gpus} at most {:.0}% busy for {seconds:.0} s while the container holds {} of GPU memory",
                 busiest.iter().copied().fold(0.0, f64::max),
-                bytes(held as f64)
+                binary_spaced(held as f64)
             ),
             "a process holds GPU memory but computes nothing: a stalled job (a collective waiting for a lost rank, a blocked data pipeline), a finished notebook kernel, or a debugger stop; look at its stack (`py-spy dump --pid PID`) or free the memory".to_string(),
         ),
@@ -525,15 +526,15 @@ fn memory_near_full(gpu: &GpuRow) -> Option<Diagnosis> {
     let mut message = format!(
         "GPU {} memory {} of {} used ({:.0}%)",
         gpu.index,
-        bytes(used as f64),
-        bytes(total as f64),
+        binary_spaced(used as f64),
+        binary_spaced(total as f64),
         fraction * 100.0
     );
     if !holders.is_empty() {
         let named: Vec<String> = holders
             .iter()
             .take(3)
-            .map(|(owner, held)| format!("{owner} {}", bytes(*held as f64)))
+            .map(|(owner, held)| format!("{owner} {}", binary_spaced(*held as f64)))
             .collect();
         let _ = write!(message, ", held by {}", named.join(", "));
     }
@@ -664,22 +665,4 @@ fn how_often(hits: usize, samples: usize) -> String {
 
 fn round(value: f64) -> f64 {
     (value * 10.0).round() / 10.0
-}
-
-/// `1.5 GiB`, `512 MiB`, `730 KiB`: binary units, as `docker stats` prints memory.
-pub fn bytes(value: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = value;
-    let mut unit = 0;
-    while value.abs() >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{value:.0} B")
-    } else if value.abs() >= 100.0 {
-        format!("{value:.0} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }

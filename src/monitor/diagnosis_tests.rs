@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::diagnosis::*;
 use super::snapshot::{ContainerRow, GpuRow, ProcessRow, Snapshot};
+use crate::units::binary_spaced as bytes;
 
 const GIB: u64 = 1024 * 1024 * 1024;
 

@@ -7,15 +7,15 @@ use serde::Serialize;
 
 use super::report::{DeviceFacts, MatmulCheck, PythonFacts, RawReport, ShellFacts, TorchFacts};
 use super::values::{
-    Limit, SmiGpu, bytes_text, cudnn_version, df_size, first_line, index_ranges, last_line,
-    smi_gpus, ulimit_value,
+    Limit, SmiGpu, cudnn_version, df_size, first_line, last_line, smi_gpus, ulimit_value,
 };
 use crate::checks::{Finding, Status};
 use crate::compat::{
-    ComputeCapability, DriverVersion, GPU_TORCH_ARCH, Matrix, Target, TargetKind, TargetSuffix,
-    TorchCandidate, gpu_vs_torch,
+    ComputeCapability, DriverVersion, GPU_TORCH_ARCH, Matrix, Reach, Target, TorchCandidate,
+    gpu_label, gpu_vs_torch, reach,
 };
 use crate::profile::model::{CudaVersion, GpuRequest, TorchVersion};
+use crate::units::{binary_limit, index_ranges};
 
 /// The script's report could not be read (no shell, garbled output).
 pub const REPORT: &str = "nvidia-check.report";
@@ -1189,7 +1189,7 @@ fn torch_devices(view: &View<'_>, torch: &TorchFacts, findings: &mut Vec<Finding
         };
         let memory = device
             .total_memory_bytes
-            .map_or_else(String::new, |bytes| format!(", {}", bytes_text(bytes)));
+            .map_or_else(String::new, |bytes| format!(", {}", binary_limit(bytes)));
         let description = format!("{name}{capability}{memory}");
         match groups.iter_mut().find(|(_, text)| *text == description) {
             Some((indices, _)) => indices.push(device.index),
@@ -1217,52 +1217,6 @@ fn inside_or_host_driver(
             HostDriver::Known { version, .. } => version.parse().ok(),
             _ => None,
         })
-}
-
-/// How a build's real arch list reaches a GPU (compat-facts §2c).
-enum Reach {
-    /// Machine code for it, or for a lower minor of its major.
-    Machine(Target),
-    /// Only PTX, JIT-compiled by the driver.
-    Ptx(Target),
-    /// Nothing: "no kernel image is available for execution on the device".
-    Missing,
-}
-
-fn reach(targets: &[Target], capability: ComputeCapability) -> Reach {
-    if let Some(machine) = targets
-        .iter()
-        .filter(|target| target.machine_code_runs_on(capability))
-        .max_by_key(|target| target.capability)
-    {
-        return Reach::Machine(*machine);
-    }
-    let ptx = targets
-        .iter()
-        .filter(|target| target.kind == TargetKind::Virtual)
-        .filter(|target| match target.suffix {
-            TargetSuffix::ArchitectureSpecific => target.capability == capability,
-            TargetSuffix::Family => {
-                target.capability.major == capability.major && target.capability <= capability
-            }
-            TargetSuffix::Portable => target.capability <= capability,
-        })
-        .max_by_key(|target| target.capability);
-    match ptx {
-        Some(ptx) => Reach::Ptx(*ptx),
-        None => Reach::Missing,
-    }
-}
-
-fn gpu_label(matrix: &Matrix, capability: ComputeCapability) -> String {
-    match matrix.architecture_of(capability) {
-        Some(architecture) => format!(
-            "{} ({}, compute capability {capability})",
-            capability.sm(),
-            architecture.name
-        ),
-        None => format!("{} (compute capability {capability})", capability.sm()),
-    }
 }
 
 /// The first candidate profile whose torch build the matrix finds runnable on every GPU.
@@ -1371,12 +1325,12 @@ fn architectures(view: &View<'_>, expectations: &Expectations<'_>, findings: &mu
         let sm = capability.sm();
         let gpu = gpu_label(matrix, *capability);
         let list: Vec<String> = targets.iter().map(ToString::to_string).collect();
-        let real = match reach(targets, *capability) {
-            Reach::Machine(target) if target.capability == *capability => Finding::pass(
+        let real = match reach(*capability, targets) {
+            Reach::Cubin(target) if target.capability == *capability => Finding::pass(
                 GPU_TORCH_ARCH,
                 format!("torch {version_text} has {target} kernels for {gpu}"),
             ),
-            Reach::Machine(target) => Finding::pass(
+            Reach::Cubin(target) => Finding::pass(
                 GPU_TORCH_ARCH,
                 format!(
                     "torch {version_text} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
@@ -1401,7 +1355,7 @@ fn architectures(view: &View<'_>, expectations: &Expectations<'_>, findings: &mu
                     .with_hint("check that the compute checks below ran; a build with machine code for this GPU starts faster")
                 }
             }
-            Reach::Missing => {
+            Reach::Missing(_) => {
                 let alternative = matrix_verdict
                     .as_ref()
                     .filter(|verdict| verdict.status == Status::Fail)
@@ -1844,7 +1798,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                     SHM,
                     format!(
                         "/dev/shm is {}: DataLoader workers (num_workers > 0) pass batches through it and die with `Bus error` when it fills",
-                        bytes_text(size.total_bytes)
+                        binary_limit(size.total_bytes)
                     ),
                 )
                 .with_hint(profile_fix("`shm_size = \"8g\"` (or `ipc = \"host\"`)"))
@@ -1855,8 +1809,8 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                     SHM,
                     format!(
                         "/dev/shm is {} ({} free)",
-                        bytes_text(size.total_bytes),
-                        bytes_text(size.available_bytes)
+                        binary_limit(size.total_bytes),
+                        binary_limit(size.available_bytes)
                     ),
                 )
                 .with_fact("shm", size),
@@ -1883,7 +1837,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                 MEMLOCK,
                 format!(
                     "locked memory (ulimit -l) is limited to {}: NCCL over InfiniBand/RoCE and large pinned buffers need it unlimited",
-                    bytes_text(bytes)
+                    binary_limit(bytes)
                 ),
             )
             .with_hint(profile_fix("`memlock = -1` under [ulimits] (NVIDIA's recommendation)"))
@@ -1900,7 +1854,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
             findings.push(Finding::pass(STACK, "stack size (ulimit -s) is unlimited"));
         }
         Some((_, Some(Limit::Bytes(bytes)))) if bytes >= STACK_RECOMMENDED_BYTES => findings.push(
-            Finding::pass(STACK, format!("stack size (ulimit -s) is {}", bytes_text(bytes)))
+            Finding::pass(STACK, format!("stack size (ulimit -s) is {}", binary_limit(bytes)))
                 .with_fact("bytes", bytes),
         ),
         Some((_, Some(Limit::Bytes(bytes)))) if bytes >= STACK_MINIMUM_BYTES => findings.push(
@@ -1908,7 +1862,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                 STACK,
                 format!(
                     "stack size (ulimit -s) is {}; NVIDIA recommends 64 MiB for its PyTorch containers (`stack = 67108864` under [ulimits])",
-                    bytes_text(bytes)
+                    binary_limit(bytes)
                 ),
             )
             .with_fact("bytes", bytes),
@@ -1918,7 +1872,7 @@ fn environment(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut 
                 STACK,
                 format!(
                     "stack size (ulimit -s) is only {}: deep recursion and some CUDA libraries overflow it",
-                    bytes_text(bytes)
+                    binary_limit(bytes)
                 ),
             )
             .with_hint(profile_fix("`stack = 67108864` under [ulimits]"))

@@ -58,6 +58,4 @@ mod tests;
 pub use judge::*;
 pub use report::*;
 pub use script::{PYTHON_NAMES, PYTHON_SCRIPT, SHELL_SCRIPT, python_command, shell_command};
-pub use values::{
-    FileSystemSize, Limit, SmiGpu, bytes_text, cudnn_version, df_size, smi_gpus, ulimit_value,
-};
+pub use values::{FileSystemSize, Limit, SmiGpu, cudnn_version, df_size, smi_gpus, ulimit_value};

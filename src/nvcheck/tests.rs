@@ -1129,9 +1129,9 @@ fn text_readings() {
     assert_eq!(ulimit_value("unlimited"), Some(Limit::Unlimited));
     assert_eq!(ulimit_value("8192\n"), Some(Limit::Bytes(8 << 20)));
     assert_eq!(ulimit_value("sh: ulimit: bad"), None);
-    assert_eq!(bytes_text(64 << 20), "64 MiB");
-    assert_eq!(bytes_text(8 << 30), "8.0 GiB");
-    assert_eq!(super::values::index_ranges(&[3, 0, 1, 2, 5]), "0-3, 5");
+    assert_eq!(crate::units::binary_limit(64 << 20), "64 MiB");
+    assert_eq!(crate::units::binary_limit(8 << 30), "8.0 GiB");
+    assert_eq!(crate::units::index_ranges(&[3, 0, 1, 2, 5]), "0-3, 5");
     let gpus = smi_gpus(QUERY, "No devices were found\n");
     assert!(gpus.is_empty());
 }

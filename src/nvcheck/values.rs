@@ -112,47 +112,6 @@ pub fn cudnn_version(number: i64) -> String {
     }
 }
 
-/// `64 MiB`, `8.0 GiB`: binary units, as `df -h` and Docker's `--shm-size` speak.
-pub fn bytes_text(bytes: u64) -> String {
-    const KIB: u64 = 1024;
-    const MIB: u64 = KIB * 1024;
-    const GIB: u64 = MIB * 1024;
-    // Precision is irrelevant in a message; the exact count is in the facts.
-    #[allow(clippy::cast_precision_loss)]
-    let scaled = |unit: u64| bytes as f64 / unit as f64;
-    if bytes >= GIB {
-        format!("{:.1} GiB", scaled(GIB))
-    } else if bytes >= MIB {
-        format!("{:.0} MiB", scaled(MIB))
-    } else if bytes >= KIB {
-        format!("{:.0} KiB", scaled(KIB))
-    } else {
-        format!("{bytes} B")
-    }
-}
-
-/// `0-7`, `0, 2-3`: GPU indices as ranges.
-pub fn index_ranges(indices: &[u32]) -> String {
-    let mut sorted = indices.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut start = 0;
-    while start < sorted.len() {
-        let mut end = start;
-        while end + 1 < sorted.len() && sorted[end + 1] == sorted[end] + 1 {
-            end += 1;
-        }
-        parts.push(if end == start {
-            sorted[start].to_string()
-        } else {
-            format!("{}-{}", sorted[start], sorted[end])
-        });
-        start = end + 1;
-    }
-    parts.join(", ")
-}
-
 /// The first line of an error text (CUDA errors carry several lines of advice).
 pub fn first_line(text: &str) -> &str {
     text.lines()

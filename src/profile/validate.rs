@@ -1201,20 +1201,10 @@ fn check_gpu_device(device: &str) -> Result<(), String> {
     ))
 }
 
-/// The known key closest to `unknown`, by known aliases first and then edit distance.
+/// The known key closest to `unknown`: the profile's key aliases first ([`KEY_ALIASES`]),
+/// then the shared nearest-name rule ([`crate::suggest`]).
 pub fn did_you_mean<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
-    let lower = unknown.to_ascii_lowercase();
-    if let Some((_, key)) = KEY_ALIASES.iter().find(|(alias, _)| *alias == lower)
-        && let Some(found) = known.iter().find(|candidate| *candidate == key)
-    {
-        return Some(found);
-    }
-    known
-        .iter()
-        .map(|candidate| (strsim::damerau_levenshtein(&lower, candidate), *candidate))
-        .filter(|(distance, candidate)| *distance <= (candidate.len() / 3).max(1) + 1)
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate)
+    crate::suggest::did_you_mean_with_aliases(unknown, known, &KEY_ALIASES)
 }
 
 #[cfg(test)]

@@ -214,25 +214,32 @@ fn bracketed(host_ip: &str) -> String {
     }
 }
 
-/// `type=bind,source=/x,target=/y,readonly`; docker reads `--mount` as one CSV record, so
-/// a field holding `,` or `"` is CSV-quoted.
 fn mount_flag(mount: &Mount) -> String {
     let kind = match mount.kind {
         MountType::Bind => "bind",
         MountType::Volume => "volume",
     };
+    mount_value(kind, &mount.source, &mount.target, mount.read_only)
+}
+
+/// A `--mount` value, `type=bind,source=/x,target=/y,readonly`; docker reads it as one CSV
+/// record, so a field holding `,` or `"` is CSV-quoted. The devcontainer export writes its
+/// `mounts` and `runArgs` with it too.
+pub fn mount_value(kind: &str, source: &str, target: &str, read_only: bool) -> String {
     let mut fields = vec![
         format!("type={kind}"),
-        format!("source={}", mount.source),
-        format!("target={}", mount.target),
+        format!("source={source}"),
+        format!("target={target}"),
     ];
-    if mount.read_only {
+    if read_only {
         fields.push("readonly".into());
     }
     let fields: Vec<String> = fields.iter().map(|field| csv_field(field)).collect();
     fields.join(",")
 }
 
+/// One field of a CSV record as docker's flag parser reads it (`--mount`, `--gpus`):
+/// quoted, with `"` doubled, when it holds `,`, `"` or a line break.
 fn csv_field(field: &str) -> String {
     if field.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", field.replace('"', "\"\""))
@@ -241,9 +248,11 @@ fn csv_field(field: &str) -> String {
     }
 }
 
-/// `all`, `2` or `"device=0,1"` (quoted, so docker's CSV parse keeps the IDs together).
+/// `--gpus` as the docker CLI reads it: `all`, `2`, or `"device=0,1"` with the quotes
+/// inside the argument (docker splits the value as CSV, so the quotes keep the IDs
+/// together; the devcontainer export runs docker without a shell and passes it as is).
 /// Only plain GPU requests, the kind `create_body` makes, have a `--gpus` spelling.
-fn gpus_flag(request: &DeviceRequest) -> String {
+pub fn gpus_flag(request: &DeviceRequest) -> String {
     match &request.device_ids {
         Some(devices) if !devices.is_empty() => csv_field(&format!("device={}", devices.join(","))),
         _ if request.count < 0 => "all".into(),

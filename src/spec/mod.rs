@@ -59,11 +59,11 @@ pub use body::{
     CreateBody, DeviceRequest, EmptyObject, HostConfig, Mount, MountType, PortBinding,
     RestartPolicy, Ulimit,
 };
-pub use docker_run::{docker_run_arguments, docker_run_line, shell_quote};
+pub use docker_run::{docker_run_arguments, docker_run_line, gpus_flag, mount_value, shell_quote};
 pub use error::{MissingSource, SpecError};
 pub use mapping::{SpecContext, create_body, device_requests, shm_size};
 pub use overrides::Overrides;
-pub use sources::resolve_bind_source;
+pub use sources::{clean, resolve_bind_source};
 
 /// The label naming the profile a container was made from.
 pub const PROFILE_LABEL: &str = "envctl.profile";

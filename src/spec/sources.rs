@@ -36,8 +36,9 @@ pub fn resolve_bind_source(
 }
 
 /// Drops `.` and empty components and folds `..` into its parent, like Go's
-/// `filepath.Clean`, so the daemon and `docker inspect` show one spelling per folder.
-fn clean(path: &Path) -> PathBuf {
+/// `filepath.Clean`, without touching the disk, so the daemon and `docker inspect` show one
+/// spelling per folder. The exports (`export`) clean the paths they write with it too.
+pub fn clean(path: &Path) -> PathBuf {
     let mut cleaned = PathBuf::new();
     for component in path.components() {
         match component {

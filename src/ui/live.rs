@@ -19,6 +19,7 @@ use super::printer::Printer;
 use crate::error::Error;
 use crate::monitor::diagnosis::Severity;
 use crate::monitor::{ContainerRow, GpuRow, Snapshot};
+use crate::units::{binary_compact, decimal_compact};
 
 /// Styles text, or leaves it plain (the printer decides from `--color` and the stream).
 pub type Styler<'a> = &'a dyn Fn(Style, &str) -> String;
@@ -112,38 +113,6 @@ fn layout(mut columns: Vec<Column>, width: Option<usize>, style: Styler<'_>) -> 
     lines
 }
 
-/// `1.5GiB`: binary units without a space, as `docker stats` prints memory.
-pub fn binary_bytes(value: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut scaled = value as f64;
-    let mut unit = 0;
-    while scaled >= 1024.0 && unit + 1 < UNITS.len() {
-        scaled /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{value}B"),
-        _ if scaled >= 100.0 => format!("{scaled:.0}{}", UNITS[unit]),
-        _ => format!("{scaled:.1}{}", UNITS[unit]),
-    }
-}
-
-/// `12.3kB`: decimal units, as `docker stats` prints network and block I/O.
-pub fn decimal_bytes(value: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
-    let mut scaled = value as f64;
-    let mut unit = 0;
-    while scaled >= 1000.0 && unit + 1 < UNITS.len() {
-        scaled /= 1000.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{value}B"),
-        _ if scaled >= 100.0 => format!("{scaled:.0}{}", UNITS[unit]),
-        _ => format!("{scaled:.1}{}", UNITS[unit]),
-    }
-}
-
 const UNKNOWN: &str = "-";
 
 fn or_unknown<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
@@ -180,7 +149,7 @@ fn container_columns(containers: &[ContainerRow]) -> Vec<Column> {
         },
         Column {
             header: "MEM USAGE / LIMIT",
-            cells: cells(&|row| pair(row.memory_bytes, row.memory_limit_bytes, binary_bytes)),
+            cells: cells(&|row| pair(row.memory_bytes, row.memory_limit_bytes, binary_compact)),
             right: true,
             drop_order: 0,
         },
@@ -197,19 +166,19 @@ fn container_columns(containers: &[ContainerRow]) -> Vec<Column> {
         },
         Column {
             header: "GPU MEM",
-            cells: cells(&|row| or_unknown(row.gpu_memory_bytes, binary_bytes)),
+            cells: cells(&|row| or_unknown(row.gpu_memory_bytes, binary_compact)),
             right: true,
             drop_order: 1,
         },
         Column {
             header: "NET I/O",
-            cells: cells(&|row| pair(row.net_rx_bytes, row.net_tx_bytes, decimal_bytes)),
+            cells: cells(&|row| pair(row.net_rx_bytes, row.net_tx_bytes, decimal_compact)),
             right: true,
             drop_order: 6,
         },
         Column {
             header: "BLOCK I/O",
-            cells: cells(&|row| pair(row.block_read_bytes, row.block_write_bytes, decimal_bytes)),
+            cells: cells(&|row| pair(row.block_read_bytes, row.block_write_bytes, decimal_compact)),
             right: true,
             drop_order: 7,
         },
@@ -257,7 +226,13 @@ fn gpu_columns(gpus: &[GpuRow]) -> Vec<Column> {
         },
         Column {
             header: "MEMORY",
-            cells: cells(&|row| pair(row.memory_used_bytes, row.memory_total_bytes, binary_bytes)),
+            cells: cells(&|row| {
+                pair(
+                    row.memory_used_bytes,
+                    row.memory_total_bytes,
+                    binary_compact,
+                )
+            }),
             right: true,
             drop_order: 0,
         },
@@ -598,10 +573,10 @@ mod tests {
 
     #[test]
     fn units_match_docker_stats() {
-        assert_eq!(binary_bytes(0), "0B");
-        assert_eq!(binary_bytes(1536), "1.5KiB");
-        assert_eq!(binary_bytes(512 * 1024 * 1024), "512MiB");
-        assert_eq!(decimal_bytes(999), "999B");
-        assert_eq!(decimal_bytes(1_234_567), "1.2MB");
+        assert_eq!(binary_compact(0), "0B");
+        assert_eq!(binary_compact(1536), "1.5KiB");
+        assert_eq!(binary_compact(512 * 1024 * 1024), "512MiB");
+        assert_eq!(decimal_compact(999), "999B");
+        assert_eq!(decimal_compact(1_234_567), "1.2MB");
     }
 }
