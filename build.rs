@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::{env, fs};
 
+// A build script is its own program: cargo hands it OUT_DIR through the environment.
+#[allow(clippy::disallowed_methods)]
 fn main() {
     let directory = Path::new("profiles");
     println!("cargo::rerun-if-changed=profiles");

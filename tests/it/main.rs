@@ -13,6 +13,10 @@
 //! Data the tests read stays beside this folder: `tests/fixtures/`, `tests/corpus/`,
 //! `tests/fuzz-corpus/`, and the stand-in NVML library `tests/nvml-stub/`.
 
+// The tests are the process environment's other reader: they read ENVCTL_REQUIRE_DOCKER,
+// CI and the like to decide how to run, and hand variables to the envctl they start.
+#![allow(clippy::disallowed_methods)]
+
 mod support;
 
 mod cli;
