@@ -59,7 +59,7 @@ pub struct SearchPath {
 }
 
 impl SearchPath {
-    /// The discovery order of DESIGN.md: `./envctl/`, then each `ENVCTL_PROFILE_PATH`
+    /// The discovery order (ARCHITECTURE.md, "Resolution orders"): `./envctl/`, then each `ENVCTL_PROFILE_PATH`
     /// folder, then the user folder, then the bundled profiles.
     pub fn new(project: PathBuf, extra: Vec<PathBuf>, user: Option<PathBuf>) -> Self {
         let mut locations = vec![Location {

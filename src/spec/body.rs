@@ -5,7 +5,7 @@
 //! Field names follow the Engine API (PascalCase, with `DeviceIDs` spelled out), which are
 //! also the serde names of bollard's `ContainerCreateBody`, so the engine adapter converts
 //! with `serde_json::from_value::<bollard::models::ContainerCreateBody>(to_value(&body))`
-//! and loses nothing (`tests/spec_equivalence.rs` checks that round trip). Two places where
+//! and loses nothing (`tests/it/spec_equivalence.rs` checks that round trip). Two places where
 //! bollard 0.21's Rust types differ from the API and why the JSON still round-trips:
 //!
 //! - `ExposedPorts` is an object (`{"8888/tcp": {}}`) in the API and here, but

@@ -1,5 +1,5 @@
 //! The `docker run` command line that creates the same container as a [`CreateBody`]: what
-//! `up --dry-run` and `export --to docker-run` print, and what `tests/spec_equivalence.rs`
+//! `up --dry-run` and `export --to docker-run` print, and what `tests/it/spec_equivalence.rs`
 //! runs to prove the two give identical `docker inspect` output.
 //!
 //! Built from the body, not from the profile, so the line cannot drift from what envctl

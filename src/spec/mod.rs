@@ -4,7 +4,7 @@
 //!
 //! `engine/` serialises a [`CreateBody`] with serde and sends it as `POST /containers/create`;
 //! `up --dry-run` and `export --to docker-run` print [`docker_run_line`]. Both describe one
-//! container: `tests/spec_equivalence.rs` creates it both ways on a real daemon and compares
+//! container: `tests/it/spec_equivalence.rs` creates it both ways on a real daemon and compares
 //! `docker inspect` field by field.
 //!
 //! # What envctl decides for the user

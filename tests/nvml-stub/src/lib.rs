@@ -618,7 +618,7 @@ mod tests {
 
     // The one test that touches the process-wide state, so parallel tests cannot race on it.
     // nvml-wrapper is not a dependency here; the layouts are pinned by the size assertions
-    // above, and envctl's tests/gpu_facts.rs drives the stub through nvml-wrapper.
+    // above, and envctl's tests/it/gpu_facts.rs drives the stub through nvml-wrapper.
     #[test]
     fn stats_queries_answer_from_the_fixture() {
         let fixture = Fixture::parse(
