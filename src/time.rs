@@ -21,12 +21,10 @@ pub fn date_utc(timestamp: Timestamp) -> String {
     timestamp.strftime("%Y-%m-%d").to_string()
 }
 
-
 /// `HH:MM:SS` of `timestamp`, in UTC.
 pub fn time_of_day_utc(timestamp: Timestamp) -> String {
     timestamp.strftime("%H:%M:%S").to_string()
 }
-
 
 /// Seconds since the Unix epoch at `now`, with their fraction. A clock set before 1970
 /// reads as negative seconds, not as the epoch.
@@ -54,7 +52,13 @@ mod tests {
         assert_eq!(time_of_day_utc(at(1_795_996_799)), "23:59:59");
         assert_eq!(time_of_day_utc(at(3_600 + 2 * 60 + 3)), "01:02:03");
         let epoch = SystemTime::UNIX_EPOCH;
-        assert_eq!(unix_seconds(epoch + std::time::Duration::from_millis(1_500)), 1.5);
-        assert_eq!(unix_seconds(epoch - std::time::Duration::from_secs(2)), -2.0);
+        assert_eq!(
+            unix_seconds(epoch + std::time::Duration::from_millis(1_500)),
+            1.5
+        );
+        assert_eq!(
+            unix_seconds(epoch - std::time::Duration::from_secs(2)),
+            -2.0
+        );
     }
 }

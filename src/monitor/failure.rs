@@ -184,7 +184,9 @@ impl FailureKind {
             EngineError::ConnectionRefused { .. } => FailureKind::ConnectionRefused,
             EngineError::Timeout { .. } => FailureKind::Timeout,
             EngineError::UnsupportedHost { .. } => FailureKind::UnsupportedHost,
-            EngineError::Daemon { .. } | EngineError::StartRefused { .. } => FailureKind::DaemonError,
+            EngineError::Daemon { .. } | EngineError::StartRefused { .. } => {
+                FailureKind::DaemonError
+            }
             EngineError::Pull { .. } => FailureKind::PullFailed,
             EngineError::ImageMissing { .. } => FailureKind::ImageMissing,
             EngineError::NameConflict { .. } => FailureKind::NameConflict,

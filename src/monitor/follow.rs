@@ -160,7 +160,13 @@ pub async fn follow<S>(
         let known: BTreeSet<String> = following.followed.keys().cloned().collect();
         let (owners, owner_failures) = process_owners(readings.as_ref(), &known);
         failures.extend(owner_failures);
-        let mut snapshot = assemble(sampler::now(options.clock), inputs, readings.as_ref(), &owners, failures);
+        let mut snapshot = assemble(
+            sampler::now(options.clock),
+            inputs,
+            readings.as_ref(),
+            &owners,
+            failures,
+        );
         window.push(&snapshot);
         snapshot.diagnoses = window.diagnose();
         taken += 1;
