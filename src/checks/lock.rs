@@ -19,6 +19,16 @@ pub fn drift(state: &LockState<'_>, image: Option<&ImageFacts>) -> Option<Findin
             )
             .with_hint("run `envctl lock` and commit envctl.lock"),
         ),
+        LockState::Current(entry) if !crate::lock::is_sha256_digest(&entry.digest) => Some(
+            Finding::fail(
+                "profile.lock",
+                format!(
+                    "envctl.lock has `{}` for this profile, which is not a `sha256:` digest: `up` refuses it",
+                    entry.digest
+                ),
+            )
+            .with_hint("fix the entry, or run `envctl lock --update` to write it anew"),
+        ),
         LockState::Current(entry) => {
             let digests = &image?.repo_digests;
             if digests.is_empty() || digests.iter().any(|digest| digest.ends_with(&entry.digest)) {
@@ -56,7 +66,7 @@ mod tests {
         LockedImage {
             profile: "p".into(),
             image: "x:1".into(),
-            digest: "sha256:aaa".into(),
+            digest: format!("sha256:{}", "a".repeat(64)),
             date: String::new(),
             platform: String::new(),
         }
@@ -92,7 +102,7 @@ mod tests {
         assert_eq!(
             drift(
                 &LockState::Current(&locked),
-                Some(&image(&["x@sha256:aaa"]))
+                Some(&image(&[&format!("x@sha256:{}", "a".repeat(64))]))
             )
             .unwrap()
             .status,
@@ -101,11 +111,22 @@ mod tests {
         assert_eq!(
             drift(
                 &LockState::Current(&locked),
-                Some(&image(&["x@sha256:bbb"]))
+                Some(&image(&[&format!("x@sha256:{}", "b".repeat(64))]))
             )
             .unwrap()
             .status,
             Status::Warn
+        );
+        let not_a_digest = LockedImage {
+            digest: "latest".into(),
+            ..entry()
+        };
+        let finding = drift(&LockState::Current(&not_a_digest), None).unwrap();
+        assert_eq!(finding.status, Status::Fail);
+        assert!(
+            finding.message.contains("not a `sha256:` digest"),
+            "{}",
+            finding.message
         );
     }
 }

@@ -94,6 +94,17 @@ pub fn state<'a>(lock: &'a LockFile, profile: &str, image: &str) -> LockState<'a
     }
 }
 
+/// Whether `text` is a `sha256:` digest as registries write it (64 lower-case hex digits):
+/// the only kind of pin `up`, the exports and doctor accept.
+pub fn is_sha256_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    })
+}
+
 /// `repo:tag@sha256:…`: the reference that pulls exactly the locked bytes.
 pub fn pinned_reference(image: &str, digest: &str) -> String {
     let without_digest = image.split('@').next().unwrap_or(image);

@@ -207,13 +207,14 @@ fn apply_lock(
             ),
             hint: PIN_HINT.into(),
         }),
+        // A hand-edited entry is invalid input, like a lock file that does not parse.
         (LockDecision::NotADigest { digest }, LockPolicy::Use | LockPolicy::Require) => {
-            Err(Error::Lock {
+            Err(Error::LockFile(LockReadError::Invalid {
+                path: crate::lock::LOCK_FILE.into(),
                 message: format!(
-                    "envctl.lock has `{digest}` for profile `{profile}`, which is not a `sha256:` digest"
+                    "profile `{profile}` is pinned to `{digest}`, which is not a `sha256:` digest"
                 ),
-                hint: "fix the entry, or run `envctl lock --update` to write it anew".into(),
-            })
+            }))
         }
         (LockDecision::NotLocked, _) => Ok((None, None)),
         (LockDecision::Stale { .. }, LockPolicy::Use) => Ok((None, None)),
@@ -259,23 +260,16 @@ pub fn lock_decision(lock: &LockFile, profile: &str, image: &ImageReference) -> 
             locked_image: locked_image.to_string(),
         },
         // The tag stays for the reader; the digest decides what is pulled.
-        LockState::Current(entry) if is_sha256_digest(&entry.digest) => LockDecision::Pinned {
-            reference: crate::lock::pinned_reference(&written, &entry.digest),
-            digest: entry.digest.clone(),
-        },
+        LockState::Current(entry) if crate::lock::is_sha256_digest(&entry.digest) => {
+            LockDecision::Pinned {
+                reference: crate::lock::pinned_reference(&written, &entry.digest),
+                digest: entry.digest.clone(),
+            }
+        }
         LockState::Current(entry) => LockDecision::NotADigest {
             digest: entry.digest.clone(),
         },
     }
-}
-
-fn is_sha256_digest(text: &str) -> bool {
-    text.strip_prefix("sha256:").is_some_and(|hex| {
-        hex.len() == 64
-            && hex
-                .chars()
-                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-    })
 }
 
 #[cfg(test)]
@@ -335,7 +329,7 @@ mod tests {
                 digest: "latest".into()
             }
         );
-        assert!(!is_sha256_digest("sha256:ABC"));
-        assert!(is_sha256_digest(DIGEST));
+        assert!(!crate::lock::is_sha256_digest("sha256:ABC"));
+        assert!(crate::lock::is_sha256_digest(DIGEST));
     }
 }

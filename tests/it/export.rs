@@ -1346,6 +1346,60 @@ fn stdout_json_and_flags() {
         "{}",
         pinned.stdout
     );
+    // Every target runs what `up` runs: the same pin, and `up --dry-run` names it too.
+    let reference = format!("{image}@{DIGEST}");
+    for target in ["compose", "devcontainer", "docker-run"] {
+        let run = project
+            .envctl(&["export", "pytorch-2.8", "--to", target])
+            .expect(0, "export with a lock");
+        assert!(run.stdout.contains(&reference), "{target}: {}", run.stdout);
+    }
+    let dry_run = project
+        .envctl(&["up", "pytorch-2.8", "--dry-run"])
+        .expect(0, "dry run with a lock");
+    assert!(dry_run.stdout.contains(&reference), "{}", dry_run.stdout);
+
+    // A lock that pins another image keeps the tag and says so, for every file target.
+    project.write(
+        "envctl.lock",
+        &format!(
+            "version = 1\n\n[[image]]\nprofile = \"pytorch-2.8\"\nimage = \"busybox:1.0\"\ndigest = \"{DIGEST}\"\ndate = \"2026-11-29\"\nplatform = \"linux/amd64\"\n"
+        ),
+    );
+    for target in ["compose", "devcontainer", "k8s"] {
+        let run = project
+            .envctl(&["export", "pytorch-2.8", "--to", target])
+            .expect(0, "export with a stale lock");
+        assert!(!run.stdout.contains(DIGEST), "{target}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("envctl.lock pins `busybox:1.0`"),
+            "{target}: {}",
+            run.stderr
+        );
+    }
+    // A digest `up` would refuse is refused by doctor too, not reported as "locked".
+    project.write(
+        "envctl.lock",
+        &format!(
+            "version = 1\n\n[[image]]\nprofile = \"pytorch-2.8\"\nimage = \"{image}\"\ndigest = \"latest\"\ndate = \"2026-11-29\"\nplatform = \"linux/amd64\"\n"
+        ),
+    );
+    let refused = project.envctl(&["up", "pytorch-2.8", "--dry-run"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("not a `sha256:` digest"),
+        "{}",
+        refused.stderr
+    );
+    let doctor = project.envctl(&["--json", "doctor", "pytorch-2.8"]);
+    let report: Value = serde_json::from_str(&doctor.stdout).unwrap();
+    let findings = report["profiles"][0]["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|finding| finding["id"] == "profile.lock" && finding["status"] == "fail"),
+        "{findings:?}"
+    );
 }
 
 #[test]
