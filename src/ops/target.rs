@@ -65,11 +65,18 @@ async fn find_by_profile(
     let default_name = container_name(&profile);
     containers.sort_by_key(|container| container.name != default_name);
     match containers.as_slice() {
-        [] => Err(Error::TargetNotFound {
+        // A profile that exists has no container yet: `up` makes one.
+        [] if resolved.is_some() => Err(Error::TargetNotFound {
             target: target.to_string(),
             hint: format!(
                 "profile `{profile}` has no container yet: start one with `envctl up {target}`"
             ),
+        }),
+        // Neither a profile nor a container: `up` would fail the same way, so suggest the
+        // nearest name envctl knows instead.
+        [] => Err(Error::TargetNotFound {
+            target: target.to_string(),
+            hint: not_found_hint(engine, context, target).await?,
         }),
         [only] => single(engine, &only.id).await,
         [first, ..] if first.name == default_name => single(engine, &first.id).await,
@@ -81,6 +88,27 @@ async fn find_by_profile(
                 .collect(),
         }),
     }
+}
+
+/// For a TARGET that names nothing: the nearest profile or envctl container name, or
+/// where to look.
+async fn not_found_hint(engine: &Engine, context: &Context, target: &str) -> Result<String, Error> {
+    let mut known = context.search_path.names();
+    known.extend(
+        engine
+            .list_containers(true, true)
+            .await?
+            .into_iter()
+            .filter(|container| container.labels.contains_key(PROFILE_LABEL))
+            .map(|container| container.name),
+    );
+    let candidates: Vec<&str> = known.iter().map(String::as_str).collect();
+    Ok(match crate::suggest::did_you_mean(target, &candidates) {
+        Some(near) => format!("did you mean `{near}`?"),
+        None => {
+            "`envctl ps -a` lists envctl's containers, `envctl profiles list` the profiles".into()
+        }
+    })
 }
 
 async fn single(engine: &Engine, id: &str) -> Result<ContainerDetails, Error> {

@@ -184,6 +184,20 @@ fn a_stopped_or_missing_target_is_named_with_the_fix() {
         missing_stderr.contains("no container or profile named `no-such-target`"),
         "{missing_stderr}"
     );
+    // A name that is neither gets no `envctl up` hint (it would fail the same way), but
+    // the nearest name envctl knows.
+    assert!(!missing_stderr.contains("envctl up"), "{missing_stderr}");
+    let misspelled: String = format!("{}x", target.profile);
+    let near = envctl(target.folder.path())
+        .args(["exec", misspelled.as_str(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(near.status.code(), Some(1));
+    let near_stderr = String::from_utf8_lossy(&near.stderr);
+    assert!(
+        near_stderr.contains(&format!("did you mean `{}`?", target.profile)),
+        "{near_stderr}"
+    );
 
     // A stopped container envctl did not make: `envctl up` cannot start it, docker can.
     let foreign = ContainerGuard::unique("envctl-test-exec-foreign");
