@@ -180,8 +180,9 @@ pub enum Command {
         /// Also remove the named volumes it uses (implies --rm)
         #[arg(long)]
         volumes: bool,
-        /// Seconds to wait for a clean stop before killing
-        #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+        /// Seconds to wait for a clean stop before killing (at most 86400)
+        #[arg(long, default_value_t = 10, value_name = "SECONDS",
+              value_parser = clap::value_parser!(u32).range(0..=86_400))]
         timeout: u32,
     },
     /// Print a container's logs

@@ -17,13 +17,17 @@ pub fn run(
     context: &Context,
 ) -> Result<ExitStatus, Error> {
     let (name, removed_volumes) = runtime()?.block_on(async {
-        let engine = context.engine().await?;
+        // The client waits as long as the daemon may rightly take: the grace period first.
+        let engine = context
+            .engine_with_deadline(super::stop_deadline(timeout_seconds))
+            .await?;
         let container = find_own_container(&engine, context, target).await?;
         if container.running {
             context
                 .printer
                 .info(&format!("stopping {} …", container.name));
         }
+        // `--timeout` is at most 86400 (clap), so it fits the API's i32.
         let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
         engine.stop_container(&container.id, timeout).await?;
         let mut removed_volumes = Vec::new();

@@ -54,9 +54,38 @@ impl Context {
     /// A connection to the daemon, checked with a ping so an unreachable daemon is named
     /// at once (within `engine::PING_TIMEOUT`).
     pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
-        let engine = crate::engine::Engine::connect(self.docker_host(), REQUEST_TIMEOUT)?;
+        self.engine_with_deadline(REQUEST_TIMEOUT).await
+    }
+
+    /// Like [`Context::engine`], for a request the daemon may rightly take `deadline` to
+    /// answer (`docker stop` with a long grace period).
+    pub async fn engine_with_deadline(
+        &self,
+        deadline: std::time::Duration,
+    ) -> Result<crate::engine::Engine, Error> {
+        let engine = crate::engine::Engine::connect(self.docker_host(), deadline)?;
         engine.ping().await?;
         Ok(engine)
+    }
+}
+
+/// How long the stop request of `down --timeout SECONDS` may take: the grace period, the
+/// kill after it, and the daemon's own bookkeeping; never less than [`REQUEST_TIMEOUT`].
+pub fn stop_deadline(grace_seconds: u32) -> std::time::Duration {
+    REQUEST_TIMEOUT.max(std::time::Duration::from_secs(
+        u64::from(grace_seconds) + 30,
+    ))
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use super::*;
+
+    #[test]
+    fn the_stop_deadline_follows_the_grace_period() {
+        assert_eq!(stop_deadline(10), REQUEST_TIMEOUT);
+        assert_eq!(stop_deadline(200), std::time::Duration::from_secs(230));
+        assert!(stop_deadline(86_400) > std::time::Duration::from_secs(86_400));
     }
 }
 

@@ -8,8 +8,12 @@ use std::time::Duration;
 /// NVML's utilisation counters cover about 1/6 s to 1 s.
 pub const MINIMUM_INTERVAL: Duration = Duration::from_millis(100);
 
-/// `1`, `0.5`, `500ms`, `2s`, `1m`; at least [`MINIMUM_INTERVAL`]. The error is the
-/// sentence clap shows after the argument's name.
+/// The longest interval accepted: an hour between samples is already no live view, and a
+/// bound keeps every deadline computed from it (`Instant + interval`) far from overflow.
+pub const MAXIMUM_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// `1`, `0.5`, `500ms`, `2s`, `1m`; from [`MINIMUM_INTERVAL`] to [`MAXIMUM_INTERVAL`]. The
+/// error is the sentence clap shows after the argument's name.
 pub fn parse_interval(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, scale) = if let Some(number) = text.strip_suffix("ms") {
@@ -34,6 +38,12 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
             MINIMUM_INTERVAL.as_millis()
         ));
     }
+    if duration > MAXIMUM_INTERVAL {
+        return Err(format!(
+            "`{text}` is longer than {} s between samples; take a recording (`--record`) at a shorter interval instead",
+            MAXIMUM_INTERVAL.as_secs()
+        ));
+    }
     Ok(duration)
 }
 
@@ -50,6 +60,27 @@ pub fn humanize(interval: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Whatever number is typed, the parser answers in bounds or says no; it never
+        /// panics, and a duration it accepts can be added to a deadline.
+        #[test]
+        fn any_number_is_bounded_or_refused(number in proptest::num::f64::ANY, unit in 0..4usize) {
+            let text = format!("{number}{}", ["", "ms", "s", "m"][unit]);
+            if let Ok(duration) = parse_interval(&text) {
+                proptest::prop_assert!(duration >= MINIMUM_INTERVAL && duration <= MAXIMUM_INTERVAL);
+                proptest::prop_assert!(std::time::Instant::now().checked_add(duration).is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn huge_intervals_are_refused() {
+        for text in ["1e19", "1e9", "3601", "61m"] {
+            assert!(parse_interval(text).is_err(), "{text}");
+        }
+        assert_eq!(parse_interval("60m").unwrap(), MAXIMUM_INTERVAL);
+    }
 
     #[test]
     fn intervals_take_seconds_or_units() {

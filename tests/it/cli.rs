@@ -79,6 +79,11 @@ fn usage_errors_exit_2() {
             "18446744073709551615",
         ][..],
         &["exec", "x", "nvidia-check", "--timeout", "0"],
+        // Duration flags are bounded: no panic on an instant overflow, no 30-year wait.
+        &["stats", "--interval", "1e19"],
+        &["stats", "--interval", "1e9"],
+        &["stats", "--interval", "NaN"],
+        &["down", "x", "--timeout", "86401"],
         &["exec", "x", "nvidia-check", "--", "ls"],
         &["exec", "x", "--quick", "--", "ls"],
     ] {
