@@ -19,7 +19,7 @@ pub fn run(
     let (name, removed_volumes) = runtime()?.block_on(async {
         // The client waits as long as the daemon may rightly take: the grace period first.
         let engine = context
-            .engine_with_deadline(super::stop_deadline(timeout_seconds))
+            .engine_with_deadline(stop_deadline(timeout_seconds))
             .await?;
         let container = find_own_container(&engine, context, target).await?;
         if container.running {
@@ -70,4 +70,24 @@ pub fn run(
         context.printer.info(&format!("{action} {name}"));
     }
     Ok(ExitStatus::Success)
+}
+
+/// How long the stop request of `down --timeout SECONDS` may take: the grace period, the
+/// kill after it, and the daemon's own bookkeeping; never less than [`super::REQUEST_TIMEOUT`].
+pub fn stop_deadline(grace_seconds: u32) -> std::time::Duration {
+    super::REQUEST_TIMEOUT.max(std::time::Duration::from_secs(
+        u64::from(grace_seconds) + 30,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stop_deadline_follows_the_grace_period() {
+        assert_eq!(stop_deadline(10), super::super::REQUEST_TIMEOUT);
+        assert_eq!(stop_deadline(200), std::time::Duration::from_secs(230));
+        assert!(stop_deadline(86_400) > std::time::Duration::from_secs(86_400));
+    }
 }

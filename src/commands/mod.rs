@@ -25,7 +25,7 @@ pub use crate::context::Context;
 
 /// How long one Engine API request may wait for its answer's headers. Long enough for
 /// `docker stop`'s grace period; streams (pull, logs) are not cut by it.
-const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+pub(crate) const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl Context {
     /// The named profiles (names or paths), or with none named the project's own
@@ -66,26 +66,6 @@ impl Context {
         let engine = crate::engine::Engine::connect(self.docker_host(), deadline)?;
         engine.ping().await?;
         Ok(engine)
-    }
-}
-
-/// How long the stop request of `down --timeout SECONDS` may take: the grace period, the
-/// kill after it, and the daemon's own bookkeeping; never less than [`REQUEST_TIMEOUT`].
-pub fn stop_deadline(grace_seconds: u32) -> std::time::Duration {
-    REQUEST_TIMEOUT.max(std::time::Duration::from_secs(
-        u64::from(grace_seconds) + 30,
-    ))
-}
-
-#[cfg(test)]
-mod deadline_tests {
-    use super::*;
-
-    #[test]
-    fn the_stop_deadline_follows_the_grace_period() {
-        assert_eq!(stop_deadline(10), REQUEST_TIMEOUT);
-        assert_eq!(stop_deadline(200), std::time::Duration::from_secs(230));
-        assert!(stop_deadline(86_400) > std::time::Duration::from_secs(86_400));
     }
 }
 
