@@ -58,6 +58,8 @@ pub enum Error {
     },
     #[error("`{path}` exists")]
     Exists { path: String, hint: String },
+    #[error("`{path}` is {kind}, not a regular file: envctl writes only regular files")]
+    NotRegularFile { path: String, kind: &'static str },
     #[error(transparent)]
     Record(#[from] crate::monitor::record::RecordError),
     #[error(transparent)]
@@ -110,7 +112,10 @@ impl Error {
             | Error::Chart(_)
             | Error::LockFile(_) => ExitStatus::Error,
             // Writing what was asked for failed: the request cannot be met.
-            Error::Write { .. } | Error::Exists { .. } | Error::Serve { .. } => ExitStatus::Failure,
+            Error::Write { .. }
+            | Error::Exists { .. }
+            | Error::NotRegularFile { .. }
+            | Error::Serve { .. } => ExitStatus::Failure,
             Error::Record(error) if error.is_write() => ExitStatus::Failure,
             // A recording that is missing or not envctl's is invalid input.
             Error::Record(_) => ExitStatus::Error,
@@ -139,6 +144,10 @@ impl Error {
                 "check that the folder exists and is writable and that the disk has room".into(),
             ),
             Error::Exists { hint, .. } => Some(hint.clone()),
+            Error::NotRegularFile { .. } => Some(
+                "choose another path, or `-o -` to write to stdout (then redirect it where you like)"
+                    .into(),
+            ),
             Error::Record(error) => error.hint(),
             Error::Chart(error) => error.hint(),
             Error::Serve { .. } => Some(
@@ -230,6 +239,26 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+impl Error {
+    /// A [`crate::files::WriteError`] for the file at `path`, in the command's words;
+    /// `hint` says how to replace an existing file.
+    pub fn from_write(
+        path: &std::path::Path,
+        error: crate::files::WriteError,
+        hint: &str,
+    ) -> Error {
+        let path = path.display().to_string();
+        match error {
+            crate::files::WriteError::Exists => Error::Exists {
+                path,
+                hint: hint.into(),
+            },
+            crate::files::WriteError::NotRegular { kind } => Error::NotRegularFile { path, kind },
+            crate::files::WriteError::Io(source) => Error::Write { path, source },
+        }
+    }
 }
 
 #[cfg(test)]

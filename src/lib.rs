@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod exit;
 pub mod export;
+pub mod files;
 pub mod gpu;
 pub mod host;
 pub mod lock;

@@ -9,7 +9,6 @@
 //! targets are files for other machines: they are built as for a host with GPUs, and a
 //! bind source missing here is a warning, not an error.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -104,9 +103,11 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
     let resolved = context.search_path.resolve(&arguments.profile)?;
     let working_directory = context.working_directory()?;
     let home = context.environment.home();
+    // `-o -` is stdout, as for most tools that take an output path.
     let output_file = arguments
         .output
         .as_ref()
+        .filter(|path| path.as_os_str() != "-")
         .map(|path| working_directory.join(path));
     let lock = environment::read_lock();
     let exists = |path: &Path| path.exists();
@@ -265,55 +266,19 @@ fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
     })
 }
 
-/// Writes `text` to `path` through a temporary file in the same folder and a rename, so a
-/// reader never sees half a file. Without `force` an existing file is refused, also when
-/// it appears while writing (the final step is a hard link, which fails when the name is
-/// taken).
+/// Writes `text` to `path` whole (`crate::files`): an existing file only with `--force`,
+/// and never anything but a regular file.
 fn write_atomically(path: &Path, text: &str, force: bool) -> Result<(), Error> {
-    let shown = path.display().to_string();
-    let refuse = || Error::Exists {
-        path: shown.clone(),
-        hint: "pass `--force` to replace it, or choose another `-o` path".into(),
-    };
-    let failed = |source: std::io::Error| Error::Write {
-        path: shown.clone(),
-        source,
-    };
-    if !force && path.exists() {
-        return Err(refuse());
-    }
-    let folder = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder).map_err(failed)?;
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "export".into());
-    let temporary = folder.join(format!(".{file_name}.envctl-{}.tmp", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        Ok(())
-    })();
-    if let Err(error) = result {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(failed(error));
-    }
-    let placed = if force {
-        std::fs::rename(&temporary, path)
+    let existing = if force {
+        crate::files::Existing::Replace
     } else {
-        match std::fs::hard_link(&temporary, path) {
-            Ok(()) => std::fs::remove_file(&temporary),
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                let _ = std::fs::remove_file(&temporary);
-                return Err(refuse());
-            }
-            // A file system without hard links: the existence check above has to do.
-            Err(_) => std::fs::rename(&temporary, path),
-        }
+        crate::files::Existing::Refuse
     };
-    placed.map_err(|error| {
-        let _ = std::fs::remove_file(&temporary);
-        failed(error)
+    crate::files::write_atomically(path, text.as_bytes(), existing).map_err(|error| {
+        Error::from_write(
+            path,
+            error,
+            "pass `--force` to replace it, or choose another `-o` path",
+        )
     })
 }

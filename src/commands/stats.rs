@@ -72,15 +72,24 @@ pub enum StatsCommand {
     Report {
         /// A file written by `envctl stats --record` (.csv or .jsonl)
         file: PathBuf,
-        /// Where to write the drawing: .svg, or .html with a summary and the diagnoses
+        /// Where to write the drawing: .svg, or .html with a summary and the diagnoses;
+        /// `-` writes the SVG to stdout
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
+        /// Replace OUT when it exists
+        #[arg(long)]
+        force: bool,
     },
 }
 
 pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error> {
-    if let Some(StatsCommand::Report { file, output }) = &arguments.command {
-        return report(file, output, context);
+    if let Some(StatsCommand::Report {
+        file,
+        output,
+        force,
+    }) = &arguments.command
+    {
+        return report(file, output, *force, context);
     }
     let mut recorder = match &arguments.record {
         Some(path) => Some(Recorder::open(path)?),
@@ -354,21 +363,31 @@ fn hostname() -> String {
 }
 
 /// `stats report FILE -o OUT`.
-fn report(file: &Path, output: &Path, context: &Context) -> Result<ExitStatus, Error> {
+fn report(file: &Path, output: &Path, force: bool, context: &Context) -> Result<ExitStatus, Error> {
     let recording = report::read(file)?;
     for (line, why) in &recording.skipped {
         context
             .printer
             .warn(&format!("{}:{line}: skipped: {why}", file.display()));
     }
-    let Some(format) = ReportFormat::from_path(output) else {
+    let to_stdout = output.as_os_str() == "-";
+    let format = if to_stdout {
+        Some(ReportFormat::Svg)
+    } else {
+        ReportFormat::from_path(output)
+    };
+    let Some(format) = format else {
         return Err(Error::Usage {
             message: format!("`{}` is neither .svg nor .html", output.display()),
             hint: Some("name the output `….svg` or `….html`".into()),
         });
     };
     let drawn = report::draw(&recording, file, format)?;
-    report::write(output, &drawn)?;
+    if to_stdout {
+        context.printer.data(drawn.trim_end_matches('\n'))?;
+        return Ok(ExitStatus::Success);
+    }
+    report::write(output, &drawn, force)?;
     context.printer.info(&format!(
         "wrote {} ({} samples from {})",
         output.display(),

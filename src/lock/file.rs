@@ -1,7 +1,6 @@
 //! Reading and writing `envctl.lock`. Writes go to a temporary file in the same folder and
 //! are renamed over the old one, so a full disk or a kill never leaves half a lock file.
 
-use std::io::Write;
 use std::path::Path;
 
 use super::LockFile;
@@ -51,25 +50,12 @@ pub fn read(path: &Path) -> Result<Option<LockFile>, LockReadError> {
 
 /// Writes `text` to `path` atomically: the old file stays intact if anything fails.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let folder = path
-        .parent()
-        .filter(|folder| !folder.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
+    crate::files::write_atomically(path, text.as_bytes(), crate::files::Existing::Replace).map_err(
+        |error| match error {
+            crate::files::WriteError::Io(error) => error,
+            other => std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string()),
+        },
+    )
 }
 
 #[cfg(test)]

@@ -49,11 +49,20 @@ pub fn draw(
     }
 }
 
-/// Writes the drawing to `output`.
-pub fn write(output: &Path, drawn: &str) -> Result<(), Error> {
-    std::fs::write(output, drawn).map_err(|source| Error::Write {
-        path: output.display().to_string(),
-        source,
+/// Writes the drawing to `output` whole (`crate::files`): an existing file only with
+/// `force`, and never anything but a regular file.
+pub fn write(output: &Path, drawn: &str, force: bool) -> Result<(), Error> {
+    let existing = if force {
+        crate::files::Existing::Replace
+    } else {
+        crate::files::Existing::Refuse
+    };
+    crate::files::write_atomically(output, drawn.as_bytes(), existing).map_err(|error| {
+        Error::from_write(
+            output,
+            error,
+            "pass `--force` to replace it, or choose another `-o` path",
+        )
     })
 }
 

@@ -1403,6 +1403,57 @@ fn stdout_json_and_flags() {
 }
 
 #[test]
+fn export_output_is_a_regular_file_or_stdout() {
+    let project = Project::new();
+    // As root this once replaced /dev/null (and /dev/stdout's target) with a regular file.
+    for device in ["/dev/null", "/dev/stdout"] {
+        let run = project.envctl(&[
+            "export",
+            "cuda-12.8-base",
+            "--to",
+            "compose",
+            "-o",
+            device,
+            "--force",
+        ]);
+        assert_eq!(run.code, 1, "{device}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("not a regular file"),
+            "{device}: {}",
+            run.stderr
+        );
+    }
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+        &std::fs::metadata("/dev/null").unwrap().file_type()
+    ));
+    let stdout = project
+        .envctl(&["export", "cuda-12.8-base", "--to", "compose", "-o", "-"])
+        .expect(0, "export to stdout");
+    assert!(stdout.stdout.contains("services:"), "{}", stdout.stdout);
+    // A symlink planted where the file goes is not followed or replaced either.
+    project.write("elsewhere.yaml", "keep\n");
+    std::os::unix::fs::symlink(
+        project.path().join("elsewhere.yaml"),
+        project.path().join("compose.yaml"),
+    )
+    .unwrap();
+    let linked = project.envctl(&[
+        "export",
+        "cuda-12.8-base",
+        "--to",
+        "compose",
+        "-o",
+        "compose.yaml",
+        "--force",
+    ]);
+    assert_eq!(linked.code, 1, "{}", linked.stderr);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("elsewhere.yaml")).unwrap(),
+        "keep\n"
+    );
+}
+
+#[test]
 fn a_missing_bind_source_is_a_warning_for_file_exports() {
     let project = Project::new();
     project.write(

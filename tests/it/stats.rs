@@ -480,7 +480,12 @@ fn report_draws_csv_and_json_lines_recordings() {
         recording_from_fixture(folder.path(), "run.csv", 6),
         recording_from_fixture(folder.path(), "run.jsonl", 6),
     ] {
-        let svg = folder.path().join("out.svg");
+        let extension = recording
+            .extension()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let svg = folder.path().join(format!("out-{extension}.svg"));
         let result = run(envctl()
             .args(["stats", "report"])
             .arg(&recording)
@@ -499,7 +504,7 @@ fn report_draws_csv_and_json_lines_recordings() {
         ] {
             assert!(drawing.contains(title), "{title}");
         }
-        let html = folder.path().join("out.html");
+        let html = folder.path().join(format!("out-{extension}.html"));
         let result = run(envctl()
             .args(["stats", "report"])
             .arg(&recording)
@@ -516,6 +521,57 @@ fn report_draws_csv_and_json_lines_recordings() {
             "CPU mean and max:\n{page}"
         );
     }
+}
+
+#[test]
+fn report_output_is_never_replaced_unasked_and_never_a_device() {
+    let folder = TempDir::new().unwrap();
+    let recording = recording_from_fixture(folder.path(), "run.csv", 3);
+    let svg = folder.path().join("out.svg");
+    std::fs::write(&svg, "mine").unwrap();
+    let report = |output: &Path, force: bool| {
+        let mut command = envctl();
+        command
+            .args(["stats", "report"])
+            .arg(&recording)
+            .arg("-o")
+            .arg(output);
+        if force {
+            command.arg("--force");
+        }
+        run(&mut command)
+    };
+    let refused = report(&svg, false);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), "mine");
+    let replaced = report(&svg, true);
+    assert_eq!(replaced.code, 0, "{}", replaced.stderr);
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    // What is not a regular file is never replaced, --force or not: a symlink (to a file
+    // that must survive) named like a drawing.
+    let kept = folder.path().join("kept.txt");
+    std::fs::write(&kept, "keep").unwrap();
+    let link = folder.path().join("link.svg");
+    std::os::unix::fs::symlink(&kept, &link).unwrap();
+    let linked = report(&link, true);
+    assert_eq!(linked.code, 1, "{}", linked.stderr);
+    assert!(
+        linked.stderr.contains("not a regular file"),
+        "{}",
+        linked.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "keep");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // `-o -` is stdout.
+    let stdout = report(Path::new("-"), false);
+    assert_eq!(stdout.code, 0, "{}", stdout.stderr);
+    assert!(stdout.stdout.starts_with("<svg"), "{}", stdout.stdout);
 }
 
 #[test]
