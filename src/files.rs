@@ -59,6 +59,8 @@ pub fn write_atomically(path: &Path, bytes: &[u8], existing: Existing) -> Result
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // `-o deploy/job.yaml` in a fresh checkout: the folder is made, as `mkdir -p` would.
+    std::fs::create_dir_all(folder)?;
     let mut temporary = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".envctl.tmp")
