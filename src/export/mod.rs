@@ -37,6 +37,7 @@
 mod compose;
 mod devcontainer;
 mod kubernetes;
+mod view;
 mod yaml;
 
 use std::fmt;
@@ -333,17 +334,6 @@ fn decimal_cpus(nanos: i64) -> String {
         let digits = format!("{fraction:09}");
         format!("{whole}.{}", digits.trim_end_matches('0'))
     }
-}
-
-/// `KEY=value` pairs of the body's `Env`, split at the first `=`.
-fn environment(body: &CreateBody) -> Vec<(String, String)> {
-    body.env
-        .iter()
-        .map(|variable| match variable.split_once('=') {
-            Some((key, value)) => (key.to_string(), value.to_string()),
-            None => (variable.clone(), String::new()),
-        })
-        .collect()
 }
 
 #[cfg(test)]
