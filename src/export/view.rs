@@ -250,3 +250,68 @@ fn environment(env: &[String]) -> Vec<(String, String)> {
 fn ulimit_text(limit: &Ulimit) -> String {
     format!("{}={}:{}", limit.name, limit.soft, limit.hard)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::model::PortRange;
+
+    #[test]
+    fn a_range_publishes_each_port_with_its_host_port() {
+        let binding = PortBinding {
+            host_ip: IpAddr::from([127, 0, 0, 1]),
+            host: Some(PortRange {
+                start: 9000,
+                end: 9001,
+            }),
+            container: PortRange {
+                start: 8000,
+                end: 8001,
+            },
+            protocol: Protocol::Udp,
+        };
+        let published: Vec<(Option<u16>, u16)> = expand(&binding)
+            .iter()
+            .map(|port| (port.host_port, port.container_port))
+            .collect();
+        assert_eq!(published, [(Some(9000), 8000), (Some(9001), 8001)]);
+        let any_host = PortBinding {
+            host: None,
+            ..binding
+        };
+        assert!(
+            expand(&any_host)
+                .iter()
+                .all(|port| port.host_port.is_none())
+        );
+    }
+
+    #[test]
+    fn no_gpu_is_said_one_way() {
+        assert_eq!(Gpus::of(&GpuRequest::Count(0)), Gpus::None);
+        assert_eq!(Gpus::of(&GpuRequest::Devices(Vec::new())), Gpus::None);
+        assert_eq!(Gpus::of(&GpuRequest::Count(2)), Gpus::Count(2));
+        let ids = vec!["0".to_string()];
+        assert_eq!(
+            Gpus::of(&GpuRequest::Devices(ids.clone())),
+            Gpus::Devices(&ids)
+        );
+    }
+
+    #[test]
+    fn environment_splits_at_the_first_equals_sign() {
+        let env = [
+            "A=b=c".to_string(),
+            "EMPTY=".to_string(),
+            "BARE".to_string(),
+        ];
+        assert_eq!(
+            environment(&env),
+            [
+                ("A".to_string(), "b=c".to_string()),
+                ("EMPTY".to_string(), String::new()),
+                ("BARE".to_string(), String::new()),
+            ]
+        );
+    }
+}
