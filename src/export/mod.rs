@@ -9,7 +9,9 @@
 //! keep-alive `sleep infinity` with an init process, the labels — is the same in every
 //! export as in `up`. The exports build that body as for a host with GPUs (so
 //! `gpus = "optional"` reads as `all`, except in devcontainer.json, which has its own
-//! "optional"), since the file is meant for other machines.
+//! "optional"), since the file is meant for other machines. Every exporter reads that
+//! body through one interpreted view (`view::BodyView`), so what they share — binds and
+//! named volumes, the published ports, the command, the GPU request — is derived once.
 //!
 //! # What a target cannot express
 //!
