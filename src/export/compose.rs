@@ -26,11 +26,11 @@
 
 use serde_json::{Map, Value, json};
 
+use super::view::{BodyView, Gpus, MountSource, MountView};
 use super::{
-    BindSource, ExportError, ExportInput, Exported, Notice, Target, bind_source, decimal_cpus,
-    path_text, relative_path, yaml,
+    BindSource, ExportError, ExportInput, Exported, Notice, Target, decimal_cpus, path_text,
+    relative_path, yaml,
 };
-use crate::profile::model::{GpuRequest, MountKind};
 use crate::profile::size::ByteSize;
 use crate::spec::DeviceRequest;
 
@@ -38,105 +38,156 @@ const TARGET: Target = Target::Compose;
 
 /// The compose file for `input`'s profile.
 pub fn compose(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
-    let profile = &input.resolved.profile;
-    let body = input.body;
-    let host = &body.host_config;
+    let view = BodyView::new(input);
     let mut notices = Vec::new();
     let mut service = Map::new();
+    insert_process(&mut service, &view);
+    insert_environment(&mut service, &view);
+    insert_labels(&mut service, &view);
+    insert_ports(&mut service, &view);
+    let named_volumes = insert_volumes(&mut service, &view, input)?;
+    insert_resources(&mut service, &view);
+    insert_gpus(&mut service, &view, &mut notices);
 
-    service.insert("image".into(), literal(&body.image));
+    let mut services = Map::new();
+    services.insert(service_name(view.profile_name), Value::Object(service));
+    let mut document = Map::new();
+    document.insert("services".into(), Value::Object(services));
+    if !named_volumes.is_empty() {
+        document.insert("volumes".into(), Value::Object(named_volumes));
+    }
+    Ok(Exported {
+        text: format!(
+            "{}{}",
+            header(view.profile_name, input),
+            yaml::to_yaml(&Value::Object(document))
+        ),
+        notices,
+    })
+}
+
+/// Image, command, init, working directory and user.
+fn insert_process(service: &mut Map<String, Value>, view: &BodyView<'_>) {
+    service.insert("image".into(), literal(view.image));
     service.insert(
         "command".into(),
-        Value::Array(body.cmd.iter().map(|word| literal(word)).collect()),
+        Value::Array(view.command.iter().map(|word| literal(word)).collect()),
     );
-    if let Some(init) = host.init {
+    if let Some(init) = view.init {
         service.insert("init".into(), Value::Bool(init));
     }
-    if let Some(workdir) = &body.working_dir {
+    if let Some(workdir) = view.working_dir {
         service.insert("working_dir".into(), literal(workdir));
     }
-    if let Some(user) = &body.user {
+    if let Some(user) = view.user {
         service.insert("user".into(), literal(user));
     }
-    let environment: Map<String, Value> = super::environment(body)
-        .into_iter()
-        .map(|(key, value)| (key, literal(&value)))
+}
+
+fn insert_environment(service: &mut Map<String, Value>, view: &BodyView<'_>) {
+    let environment: Map<String, Value> = view
+        .environment
+        .iter()
+        .map(|(key, value)| (key.clone(), literal(value)))
         .collect();
     if !environment.is_empty() {
         service.insert("environment".into(), Value::Object(environment));
     }
+}
+
+/// Every label of the body, so `envctl ps` lists the compose container as the profile's.
+fn insert_labels(service: &mut Map<String, Value>, view: &BodyView<'_>) {
     service.insert(
         "labels".into(),
         Value::Object(
-            body.labels
+            view.labels
                 .iter()
                 .map(|(key, value)| (key.clone(), literal(value)))
                 .collect(),
         ),
     );
-    if !profile.ports.is_empty() {
+}
+
+/// Ports in the short syntax with the host IP, so loopback stays loopback.
+fn insert_ports(service: &mut Map<String, Value>, view: &BodyView<'_>) {
+    if !view.ports.is_empty() {
         service.insert(
             "ports".into(),
             Value::Array(
-                profile
-                    .ports
-                    .iter()
-                    .map(|port| Value::String(port.to_string()))
+                view.written_ports()
+                    .into_iter()
+                    .map(Value::String)
                     .collect(),
             ),
         );
     }
+}
 
+/// The service's `volumes` (long syntax); returns the top-level named volumes.
+fn insert_volumes(
+    service: &mut Map<String, Value>,
+    view: &BodyView<'_>,
+    input: &ExportInput<'_>,
+) -> Result<Map<String, Value>, ExportError> {
     let mut named_volumes = Map::new();
     let mut volumes = Vec::new();
-    for mount in &profile.mounts {
-        let mut entry = Map::new();
-        match mount.kind {
-            MountKind::Volume => {
-                entry.insert("type".into(), json!("volume"));
-                entry.insert("source".into(), literal(&mount.source));
+    for mount in &view.mounts {
+        let source = match &mount.source {
+            MountSource::Volume => {
                 named_volumes.insert(
-                    mount.source.clone(),
-                    json!({ "name": literal(&mount.source) }),
+                    mount.written.to_string(),
+                    json!({ "name": literal(mount.written) }),
                 );
+                mount.written.to_string()
             }
-            MountKind::Bind => {
-                let source = match bind_source(mount, input)? {
-                    BindSource::Home { rest } if rest.is_empty() => "~".to_string(),
-                    BindSource::Home { rest } => format!("~/{rest}"),
-                    BindSource::Absolute(path) => path_text(&path)?,
-                    BindSource::Relative(path) => {
-                        path_text(&relative_path(&input.output_directory(), &path))?
-                    }
-                };
-                entry.insert("type".into(), json!("bind"));
-                entry.insert("source".into(), literal(&source));
-            }
-        }
-        entry.insert("target".into(), literal(&mount.target));
-        if mount.read_only {
-            entry.insert("read_only".into(), Value::Bool(true));
-        }
-        volumes.push(Value::Object(entry));
+            MountSource::Bind(source) => bind_text(source.clone()?, input)?,
+        };
+        volumes.push(volume_entry(mount, &source));
     }
     if !volumes.is_empty() {
         service.insert("volumes".into(), Value::Array(volumes));
     }
+    Ok(named_volumes)
+}
 
-    if let Some(memory) = host.memory.and_then(|bytes| u64::try_from(bytes).ok()) {
+/// A bind source as compose reads it: `~` kept, relative paths from the file's folder.
+fn bind_text(source: BindSource, input: &ExportInput<'_>) -> Result<String, ExportError> {
+    Ok(match source {
+        BindSource::Home { rest } if rest.is_empty() => "~".to_string(),
+        BindSource::Home { rest } => format!("~/{rest}"),
+        BindSource::Absolute(path) => path_text(&path)?,
+        BindSource::Relative(path) => path_text(&relative_path(&input.output_directory(), &path))?,
+    })
+}
+
+fn volume_entry(mount: &MountView<'_>, source: &str) -> Value {
+    let mut entry = Map::new();
+    entry.insert("type".into(), json!(mount.kind_name()));
+    entry.insert("source".into(), literal(source));
+    entry.insert("target".into(), literal(mount.target));
+    if mount.read_only {
+        entry.insert("read_only".into(), Value::Bool(true));
+    }
+    Value::Object(entry)
+}
+
+/// Service-level limits (not `deploy.resources.limits`, which compose v1 applies only
+/// with `--compatibility`).
+fn insert_resources(service: &mut Map<String, Value>, view: &BodyView<'_>) {
+    if let Some(memory) = view.memory {
         service.insert("mem_limit".into(), json!(ByteSize(memory).to_string()));
     }
-    if let Some(nanos) = host.nano_cpus {
+    if let Some(nanos) = view.nano_cpus {
         service.insert("cpus".into(), cpus_value(nanos));
     }
-    if let Some(shm) = host.shm_size.and_then(|bytes| u64::try_from(bytes).ok()) {
+    if let Some(shm) = view.shm_size {
         service.insert("shm_size".into(), json!(ByteSize(shm).to_string()));
     }
-    if let Some(ipc) = &host.ipc_mode {
+    if let Some(ipc) = view.ipc_mode {
         service.insert("ipc".into(), literal(ipc));
     }
-    if !host.ulimits.is_empty() {
-        let ulimits: Map<String, Value> = host
+    if !view.ulimits.is_empty() {
+        let ulimits: Map<String, Value> = view
             .ulimits
             .iter()
             .map(|limit| {
@@ -150,44 +201,39 @@ pub fn compose(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
             .collect();
         service.insert("ulimits".into(), Value::Object(ulimits));
     }
-    if !host.device_requests.is_empty() {
-        let devices: Vec<Value> = host.device_requests.iter().map(device).collect();
-        service.insert(
-            "deploy".into(),
-            json!({ "resources": { "reservations": { "devices": devices } } }),
-        );
-        if profile.gpus == GpuRequest::Optional {
-            notices.push(Notice::new(
-                TARGET,
-                "gpus",
-                "compose has no \"GPU if available\" (docker/compose#12514): the file reserves every GPU, so it starts only where the NVIDIA runtime is installed; delete the `deploy` block for hosts without GPUs",
-            ));
-        }
-    }
+}
 
-    let mut services = Map::new();
-    services.insert(service_name(&profile.name), Value::Object(service));
-    let mut document = Map::new();
-    document.insert("services".into(), Value::Object(services));
-    if !named_volumes.is_empty() {
-        document.insert("volumes".into(), Value::Object(named_volumes));
+/// GPUs as `deploy.resources.reservations.devices`.
+fn insert_gpus(service: &mut Map<String, Value>, view: &BodyView<'_>, notices: &mut Vec<Notice>) {
+    if view.device_requests.is_empty() {
+        return;
     }
+    let devices: Vec<Value> = view.device_requests.iter().map(device).collect();
+    service.insert(
+        "deploy".into(),
+        json!({ "resources": { "reservations": { "devices": devices } } }),
+    );
+    if view.gpus == Gpus::Optional {
+        notices.push(Notice::new(
+            TARGET,
+            "gpus",
+            "compose has no \"GPU if available\" (docker/compose#12514): the file reserves every GPU, so it starts only where the NVIDIA runtime is installed; delete the `deploy` block for hosts without GPUs",
+        ));
+    }
+}
 
-    let name = &profile.name;
+/// The comment lines above the document.
+fn header(name: &str, input: &ExportInput<'_>) -> String {
     let relative_note = if input.output_file.is_some() {
         "# Relative bind sources are relative to this file's folder, as compose reads them."
     } else {
         "# Relative bind sources are relative to the folder envctl ran in: keep this file there."
     };
-    let header = format!(
+    format!(
         "# Compose file for envctl profile `{name}` (`envctl export {name} --to compose`).\n\
          # Start: `docker compose up -d` (or `docker-compose up -d`); stop: `docker compose down`.\n\
          {relative_note}\n"
-    );
-    Ok(Exported {
-        text: format!("{header}{}", yaml::to_yaml(&Value::Object(document))),
-        notices,
-    })
+    )
 }
 
 /// A string value with compose's interpolation escaped (`$` → `$$`).

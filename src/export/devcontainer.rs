@@ -25,11 +25,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::view::{BodyView, Gpus, MountSource};
 use super::{
-    BindSource, ExportError, ExportInput, Exported, Notice, Target, bind_source, clean,
-    decimal_cpus, path_text, relative_path,
+    BindSource, ExportError, ExportInput, Exported, Notice, Target, clean, decimal_cpus, path_text,
+    relative_path,
 };
-use crate::profile::model::{GpuRequest, MountKind, Protocol};
+use crate::profile::model::Protocol;
 use crate::profile::size::ByteSize;
 use crate::spec::{gpus_flag, mount_value};
 
@@ -66,158 +67,30 @@ struct DevContainer {
 
 /// The devcontainer.json for `input`'s profile.
 pub fn devcontainer(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
-    let profile = &input.resolved.profile;
-    let body = input.body;
-    let host = &body.host_config;
+    let view = BodyView::new(input);
     let mut notices = Vec::new();
     let mut notice = |setting: &str, message: String| {
         notices.push(Notice::new(TARGET, setting, message));
     };
-
-    let mut run_args = Vec::new();
-    let mut flag = |name: &str, value: String| {
-        run_args.push(name.to_string());
-        run_args.push(value);
-    };
-    for (key, value) in &body.labels {
-        flag("--label", format!("{key}={value}"));
-    }
-    if let Some(workdir) = &body.working_dir {
-        flag("--workdir", workdir.clone());
-    }
-    if let Some(memory) = host.memory.and_then(|bytes| u64::try_from(bytes).ok()) {
-        flag("--memory", ByteSize(memory).to_string());
-    }
-    if let Some(nanos) = host.nano_cpus {
-        flag("--cpus", decimal_cpus(nanos));
-    }
-    if let Some(shm) = host.shm_size.and_then(|bytes| u64::try_from(bytes).ok()) {
-        flag("--shm-size", ByteSize(shm).to_string());
-    }
-    if let Some(ipc) = &host.ipc_mode {
-        flag("--ipc", ipc.clone());
-    }
-    for limit in &host.ulimits {
-        flag(
-            "--ulimit",
-            format!("{}={}:{}", limit.name, limit.soft, limit.hard),
-        );
-    }
-    if !host.ulimits.is_empty() {
-        notice(
-            "ulimits",
-            "devcontainer.json has no ulimits property: they are `--ulimit` runArgs, which only Docker-based tools apply".into(),
-        );
-    }
-
-    let gpu_requirement = match &profile.gpus {
-        GpuRequest::All => Some(json!(true)),
-        GpuRequest::Optional => Some(json!("optional")),
-        GpuRequest::None => None,
-        GpuRequest::Count(_) | GpuRequest::Devices(_) => {
-            for request in &host.device_requests {
-                flag("--gpus", gpus_flag(request));
-            }
-            if !host.device_requests.is_empty() {
-                notice(
-                    "gpus",
-                    format!(
-                        "`gpus = {}` is a `--gpus` runArg; `hostRequirements.gpu` is left out, since the tools would add `--gpus all` next to it",
-                        profile.gpus
-                    ),
-                );
-            }
-            None
-        }
-    };
-    let host_requirements = gpu_requirement.map(|gpu| json!({ "gpu": gpu }));
-
-    // Mounts.
-    let workspace = workspace_folder(input);
-    let mut workspace_mount = None;
-    let mut workspace_folder_inside = None;
-    let mut mounts = Vec::new();
-    for mount in &profile.mounts {
-        let source = match mount.kind {
-            MountKind::Volume => mount.source.clone(),
-            MountKind::Bind => match bind_source(mount, input)? {
-                BindSource::Home { rest } if rest.is_empty() => HOME_VARIABLE.to_string(),
-                BindSource::Home { rest } => format!("{HOME_VARIABLE}/{rest}"),
-                BindSource::Absolute(path) => path_text(&path)?,
-                BindSource::Relative(path) if path == workspace && workspace_mount.is_none() => {
-                    workspace_mount = Some(mount_value(
-                        "bind",
-                        WORKSPACE_VARIABLE,
-                        &mount.target,
-                        mount.read_only,
-                    ));
-                    let folder = match &body.working_dir {
-                        Some(workdir) if Path::new(workdir).starts_with(&mount.target) => {
-                            workdir.clone()
-                        }
-                        _ => mount.target.clone(),
-                    };
-                    workspace_folder_inside = Some(folder);
-                    continue;
-                }
-                BindSource::Relative(path) => {
-                    let relative = relative_path(&workspace, &path);
-                    let relative = path_text(&relative)?;
-                    let relative = relative.trim_start_matches("./");
-                    if relative == "." {
-                        WORKSPACE_VARIABLE.to_string()
-                    } else {
-                        format!("{WORKSPACE_VARIABLE}/{relative}")
-                    }
-                }
-            },
-        };
-        let kind = match mount.kind {
-            MountKind::Volume => "volume",
-            MountKind::Bind => "bind",
-        };
-        mounts.push(mount_value(kind, &source, &mount.target, mount.read_only));
-    }
-    if workspace_mount.is_none() {
-        notice(
-            "mounts",
-            "no mount of the profile is the workspace folder, so the tools add their own at /workspaces/<folder>, which `up` does not".into(),
-        );
-    }
-
-    // Ports.
-    let app_port: Vec<String> = profile.ports.iter().map(ToString::to_string).collect();
-    let mut forward_ports: Vec<u16> = profile
-        .ports
-        .iter()
-        .filter(|port| port.protocol == Protocol::Tcp)
-        .flat_map(|port| port.container.start..=port.container.end)
-        .collect();
-    forward_ports.sort_unstable();
-    forward_ports.dedup();
-
-    if let Some(command) = &profile.command {
-        notice(
-            "command",
-            format!(
-                "devcontainer.json cannot set the container's command (the tools run their own keep-alive): start `{}` from `postStartCommand` or a terminal",
-                command.join(" ")
-            ),
-        );
-    }
+    let mut run_args = RunArguments::default();
+    limit_arguments(&mut run_args, &view, &mut notice);
+    let host_requirements =
+        gpu_requirement(&mut run_args, &view, &mut notice).map(|gpu| json!({ "gpu": gpu }));
+    let mounts = mounts(&view, input, &mut notice)?;
+    command_notice(&view, &mut notice);
 
     let document = DevContainer {
-        name: profile.name.clone(),
-        image: body.image.clone(),
-        workspace_mount,
-        workspace_folder: workspace_folder_inside,
-        container_env: super::environment(body).into_iter().collect(),
-        container_user: body.user.clone(),
-        init: host.init,
-        run_args,
-        mounts,
-        forward_ports,
-        app_port,
+        name: view.profile_name.to_string(),
+        image: view.image.to_string(),
+        workspace_mount: mounts.workspace_mount,
+        workspace_folder: mounts.workspace_folder,
+        container_env: view.environment.iter().cloned().collect(),
+        container_user: view.user.map(str::to_string),
+        init: view.init,
+        run_args: run_args.0,
+        mounts: mounts.others,
+        forward_ports: forward_ports(&view),
+        app_port: view.written_ports(),
         host_requirements,
     };
     let text = serde_json::to_string_pretty(&document)
@@ -226,6 +99,186 @@ pub fn devcontainer(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
         text: format!("{text}\n"),
         notices,
     })
+}
+
+/// `runArgs`, which the tools pass to `docker run`.
+#[derive(Debug, Default)]
+struct RunArguments(Vec<String>);
+
+impl RunArguments {
+    fn flag(&mut self, name: &str, value: String) {
+        self.0.push(name.to_string());
+        self.0.push(value);
+    }
+}
+
+/// The labels, working directory, memory, CPUs, `/dev/shm`, IPC and ulimits as `runArgs`.
+fn limit_arguments(
+    run_args: &mut RunArguments,
+    view: &BodyView<'_>,
+    notice: &mut impl FnMut(&str, String),
+) {
+    for (key, value) in view.labels {
+        run_args.flag("--label", format!("{key}={value}"));
+    }
+    if let Some(workdir) = view.working_dir {
+        run_args.flag("--workdir", workdir.to_string());
+    }
+    if let Some(memory) = view.memory {
+        run_args.flag("--memory", ByteSize(memory).to_string());
+    }
+    if let Some(nanos) = view.nano_cpus {
+        run_args.flag("--cpus", decimal_cpus(nanos));
+    }
+    if let Some(shm) = view.shm_size {
+        run_args.flag("--shm-size", ByteSize(shm).to_string());
+    }
+    if let Some(ipc) = view.ipc_mode {
+        run_args.flag("--ipc", ipc.to_string());
+    }
+    for limit in view.written_ulimits() {
+        run_args.flag("--ulimit", limit);
+    }
+    if !view.ulimits.is_empty() {
+        notice(
+            "ulimits",
+            "devcontainer.json has no ulimits property: they are `--ulimit` runArgs, which only Docker-based tools apply".into(),
+        );
+    }
+}
+
+/// `hostRequirements.gpu` for "all" and "optional"; a count or ids as `--gpus` runArgs
+/// instead, since the tools would add `--gpus all` next to `hostRequirements.gpu`.
+fn gpu_requirement(
+    run_args: &mut RunArguments,
+    view: &BodyView<'_>,
+    notice: &mut impl FnMut(&str, String),
+) -> Option<Value> {
+    match view.gpus {
+        Gpus::All => Some(json!(true)),
+        Gpus::Optional => Some(json!("optional")),
+        Gpus::None => None,
+        Gpus::Count(_) | Gpus::Devices(_) => {
+            for request in view.device_requests {
+                run_args.flag("--gpus", gpus_flag(request));
+            }
+            if !view.device_requests.is_empty() {
+                notice(
+                    "gpus",
+                    format!(
+                        "`gpus = {}` is a `--gpus` runArg; `hostRequirements.gpu` is left out, since the tools would add `--gpus all` next to it",
+                        view.written_gpus
+                    ),
+                );
+            }
+            None
+        }
+    }
+}
+
+/// The mounts: the workspace folder's bind as `workspaceMount`, the others as `mounts`.
+#[derive(Debug, Default)]
+struct Mounts {
+    workspace_mount: Option<String>,
+    /// Where the workspace is inside the container (`workspaceFolder`).
+    workspace_folder: Option<String>,
+    others: Vec<String>,
+}
+
+fn mounts(
+    view: &BodyView<'_>,
+    input: &ExportInput<'_>,
+    notice: &mut impl FnMut(&str, String),
+) -> Result<Mounts, ExportError> {
+    let workspace = workspace_folder(input);
+    let mut mounts = Mounts::default();
+    for mount in &view.mounts {
+        let source = match &mount.source {
+            MountSource::Volume => mount.written.to_string(),
+            MountSource::Bind(source) => match source.clone()? {
+                BindSource::Relative(path)
+                    if path == workspace && mounts.workspace_mount.is_none() =>
+                {
+                    mounts.workspace_mount = Some(mount_value(
+                        "bind",
+                        WORKSPACE_VARIABLE,
+                        mount.target,
+                        mount.read_only,
+                    ));
+                    mounts.workspace_folder = Some(folder_inside(view, mount.target));
+                    continue;
+                }
+                source => bind_text(source, &workspace)?,
+            },
+        };
+        mounts.others.push(mount_value(
+            mount.kind_name(),
+            &source,
+            mount.target,
+            mount.read_only,
+        ));
+    }
+    if mounts.workspace_mount.is_none() {
+        notice(
+            "mounts",
+            "no mount of the profile is the workspace folder, so the tools add their own at /workspaces/<folder>, which `up` does not".into(),
+        );
+    }
+    Ok(mounts)
+}
+
+/// `workspaceFolder`: the working directory when it is inside the workspace mount, else
+/// the mount's target.
+fn folder_inside(view: &BodyView<'_>, target: &str) -> String {
+    match view.working_dir {
+        Some(workdir) if Path::new(workdir).starts_with(target) => workdir.to_string(),
+        _ => target.to_string(),
+    }
+}
+
+/// A bind source other than the workspace: `~` as `${localEnv:HOME}`, relative paths
+/// from `${localWorkspaceFolder}`.
+fn bind_text(source: BindSource, workspace: &Path) -> Result<String, ExportError> {
+    Ok(match source {
+        BindSource::Home { rest } if rest.is_empty() => HOME_VARIABLE.to_string(),
+        BindSource::Home { rest } => format!("{HOME_VARIABLE}/{rest}"),
+        BindSource::Absolute(path) => path_text(&path)?,
+        BindSource::Relative(path) => {
+            let relative = relative_path(workspace, &path);
+            let relative = path_text(&relative)?;
+            let relative = relative.trim_start_matches("./");
+            if relative == "." {
+                WORKSPACE_VARIABLE.to_string()
+            } else {
+                format!("{WORKSPACE_VARIABLE}/{relative}")
+            }
+        }
+    })
+}
+
+/// The TCP container ports, sorted, once each, for the tools' own forwarding.
+fn forward_ports(view: &BodyView<'_>) -> Vec<u16> {
+    let mut ports: Vec<u16> = view
+        .published_ports()
+        .filter(|port| port.protocol == Protocol::Tcp)
+        .map(|port| port.container_port)
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// The tools replace the command with their own keep-alive: say so for a profile's own.
+fn command_notice(view: &BodyView<'_>, notice: &mut impl FnMut(&str, String)) {
+    if let Some(command) = view.profile_command {
+        notice(
+            "command",
+            format!(
+                "devcontainer.json cannot set the container's command (the tools run their own keep-alive): start `{}` from `postStartCommand` or a terminal",
+                command.join(" ")
+            ),
+        );
+    }
 }
 
 /// The folder the tools call `${localWorkspaceFolder}`: the parent of `.devcontainer/`

@@ -9,7 +9,9 @@
 //! keep-alive `sleep infinity` with an init process, the labels — is the same in every
 //! export as in `up`. The exports build that body as for a host with GPUs (so
 //! `gpus = "optional"` reads as `all`, except in devcontainer.json, which has its own
-//! "optional"), since the file is meant for other machines.
+//! "optional"), since the file is meant for other machines. Every exporter reads that
+//! body through one interpreted view (`view::BodyView`), so what they share — binds and
+//! named volumes, the published ports, the command, the GPU request — is derived once.
 //!
 //! # What a target cannot express
 //!
@@ -37,6 +39,7 @@
 mod compose;
 mod devcontainer;
 mod kubernetes;
+mod view;
 mod yaml;
 
 use std::fmt;
@@ -333,17 +336,6 @@ fn decimal_cpus(nanos: i64) -> String {
         let digits = format!("{fraction:09}");
         format!("{whole}.{}", digits.trim_end_matches('0'))
     }
-}
-
-/// `KEY=value` pairs of the body's `Env`, split at the first `=`.
-fn environment(body: &CreateBody) -> Vec<(String, String)> {
-    body.env
-        .iter()
-        .map(|variable| match variable.split_once('=') {
-            Some((key, value)) => (key.to_string(), value.to_string()),
-            None => (variable.clone(), String::new()),
-        })
-        .collect()
 }
 
 #[cfg(test)]

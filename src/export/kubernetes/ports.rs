@@ -1,0 +1,134 @@
+//! The published ports as containerPorts and, with `--service`, a ClusterIP Service: a
+//! pod publishes nothing on its node's addresses, so the notice says how to reach them.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{ContainerPort, Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::labels::Identity;
+use super::{KubernetesOptions, Notices};
+use crate::export::view::BodyView;
+use crate::profile::model::Protocol;
+
+/// The container's ports and the Service for them.
+#[derive(Debug)]
+pub(super) struct Ports {
+    pub(super) container_ports: Vec<ContainerPort>,
+    pub(super) service: Option<Service>,
+}
+
+pub(super) fn ports(
+    view: &BodyView<'_>,
+    options: KubernetesOptions,
+    identity: &Identity,
+    notices: &mut Notices,
+) -> Ports {
+    let (container_ports, service_ports) = port_lists(view);
+    if !view.ports.is_empty() {
+        notices.add("ports", publishing_message(view, options, &identity.name));
+    }
+    let service = if options.service {
+        service(identity, service_ports, notices)
+    } else {
+        None
+    };
+    Ports {
+        container_ports,
+        service,
+    }
+}
+
+/// One containerPort per container port and protocol, and one Service port per port the
+/// host would publish (the host port where the profile fixes one).
+fn port_lists(view: &BodyView<'_>) -> (Vec<ContainerPort>, Vec<ServicePort>) {
+    let mut container_ports = Vec::new();
+    let mut service_ports = Vec::new();
+    let mut seen_container = BTreeSet::new();
+    let mut seen_service = BTreeSet::new();
+    for published in view.published_ports() {
+        let container = published.container_port;
+        let protocol = protocol_name(published.protocol);
+        if seen_container.insert((container, protocol)) {
+            container_ports.push(ContainerPort {
+                container_port: i32::from(container),
+                protocol: Some(protocol.into()),
+                ..ContainerPort::default()
+            });
+        }
+        let service_port = published.host_port.unwrap_or(container);
+        if seen_service.insert((service_port, protocol)) {
+            service_ports.push(ServicePort {
+                name: Some(format!("{}-{service_port}", protocol.to_ascii_lowercase())),
+                port: i32::from(service_port),
+                target_port: Some(IntOrString::Int(i32::from(container))),
+                protocol: Some(protocol.into()),
+                ..ServicePort::default()
+            });
+        }
+    }
+    (container_ports, service_ports)
+}
+
+/// The notice for publishing: what the ports became and how to reach them.
+fn publishing_message(view: &BodyView<'_>, options: KubernetesOptions, name: &str) -> String {
+    let exposed = view
+        .ports
+        .iter()
+        .any(|port| !port.binding.host_ip.is_loopback());
+    let mut message = format!(
+        "a pod publishes no ports on its node's addresses ({}): they are containerPorts",
+        view.written_ports().join(", ")
+    );
+    if options.service {
+        message.push_str(
+            ", reached in the cluster through the ClusterIP Service, and from here with `kubectl port-forward svc/",
+        );
+        message.push_str(name);
+        message.push('`');
+    } else {
+        message.push_str(&format!(
+            "; reach them with `kubectl port-forward {}/{name} PORT`, or export with `--service`",
+            options.kind.resource()
+        ));
+    }
+    if exposed {
+        message.push_str(
+            "; for ports published beyond loopback, expose them with a NodePort or LoadBalancer Service",
+        );
+    }
+    message
+}
+
+/// The ClusterIP Service, unless there is no port for it.
+fn service(
+    identity: &Identity,
+    service_ports: Vec<ServicePort>,
+    notices: &mut Notices,
+) -> Option<Service> {
+    if service_ports.is_empty() {
+        notices.add(
+            "ports",
+            "the profile publishes no ports: no Service is written",
+        );
+        return None;
+    }
+    Some(Service {
+        metadata: identity.object_metadata(&identity.name),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            selector: Some(identity.labels.clone()),
+            ports: Some(service_ports),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    })
+}
+
+fn protocol_name(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+        Protocol::Sctp => "SCTP",
+    }
+}
