@@ -97,16 +97,15 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
         let selection = select_containers(&engine, context, &arguments).await?;
         let gpus = opening.await;
         if arguments.once {
-            let snapshot =
-                sampler::snapshot_once(
-                    &engine,
-                    &selection,
-                    &gpus,
-                    source,
-                    arguments.interval,
-                    context.environment.clock(),
-                )
-                    .await?;
+            let snapshot = sampler::snapshot_once(
+                &engine,
+                &selection,
+                &gpus,
+                source,
+                arguments.interval,
+                context.environment.clock(),
+            )
+            .await?;
             if let Some(recorder) = &mut recorder {
                 recorder.append(&snapshot)?;
             }

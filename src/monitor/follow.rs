@@ -24,9 +24,9 @@ use super::serve::MetricsServer;
 use super::snapshot::{ContainerInput, Snapshot, assemble};
 use super::usage::container_usage;
 use super::{Window, prometheus};
-use crate::engine::stats::{ContainerResources, ContainerSample};
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
+use crate::facts::container::{ContainerResources, ContainerSample};
 use crate::host::cgroup::{self, LocalContainer};
 
 /// How often the live view lists containers again, to pick up new ones.
@@ -160,7 +160,13 @@ pub async fn follow<S>(
         let known: BTreeSet<String> = following.followed.keys().cloned().collect();
         let (owners, owner_failures) = process_owners(readings.as_ref(), &known);
         failures.extend(owner_failures);
-        let mut snapshot = assemble(sampler::now(options.clock), inputs, readings.as_ref(), &owners, failures);
+        let mut snapshot = assemble(
+            sampler::now(options.clock),
+            inputs,
+            readings.as_ref(),
+            &owners,
+            failures,
+        );
         window.push(&snapshot);
         snapshot.diagnoses = window.diagnose();
         taken += 1;
