@@ -9,9 +9,11 @@
 //! - streaming (`stream=true`): one frame a second for as long as the connection lives,
 //!   each carrying the previous frame's CPU counters (the first frame's are empty).
 //!
-//! The counters are copied into `ContainerSample` (`crate::facts::container`) with no arithmetic: the formulas (CPU %,
-//! memory without page cache, I/O sums) live in the pure `monitor::usage`. The same plain
-//! struct is filled from the cgroup files by `host::cgroup` for local containers.
+//! The counters are copied into `ContainerSample` (`crate::facts::container`) with no
+//! arithmetic: the formulas (CPU %, memory without page cache, I/O sums) live in the pure
+//! `monitor::usage`. The same plain struct is filled from the cgroup files by
+//! `host::cgroup` for local containers. Its constructors from bollard's types are `impl`
+//! blocks here rather than beside the type, so `crate::facts` never imports bollard.
 
 use bollard::models::{ContainerCpuStats, ContainerStatsResponse};
 use bollard::query_parameters::StatsOptionsBuilder;
