@@ -19,8 +19,7 @@ use crate::engine::Engine;
 use crate::engine::exec::{COMMAND_NOT_FOUND, ExecRequest};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::facts::container::ContainerDetails;
-use crate::facts::container::OutputStream;
+use crate::facts::container::{ContainerDetails, OutputStream};
 use crate::facts::gpu::GpuFacts;
 use crate::gpu;
 use crate::nvcheck::{
