@@ -1,7 +1,7 @@
 //! envctl: GPU deep-learning environments that are identical on every machine of a team.
 //!
-//! Gather, then judge: adapters (`engine`, `gpu`, `host`) fill plain structs, the pure
-//! core (`profile`, `compat`, `checks`, `spec`, `monitor`) decides, `ops` composes them for
+//! Gather, then judge: adapters (`engine`, `gpu`, `host`) fill the plain structs of
+//! `facts`, the pure core (`profile`, `compat`, `checks`, `spec`, `monitor`) decides, `ops` composes them for
 //! the commands, `ui` alone writes to the terminal, `commands` parse, call and render.
 //! `context` alone reads the process environment. ARCHITECTURE.md has the whole picture.
 
@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod exit;
 pub mod export;
+pub mod facts;
 pub mod files;
 pub mod gpu;
 pub mod host;

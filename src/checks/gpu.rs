@@ -5,8 +5,8 @@
 //! Finding ids: `gpu.nvml`, `gpu.driver-module`, `gpu.device`.
 
 use super::{Area, Finding};
-use crate::gpu::{GpuDevice, GpuFacts, LoadOutcome};
-use crate::host::HostFacts;
+use crate::facts::gpu::{GpuDevice, GpuFacts, LoadOutcome};
+use crate::facts::host::HostFacts;
 
 /// NVML's findings, all in doctor's NVIDIA section.
 pub fn nvml(gpu: &GpuFacts, host: &HostFacts, library_from_environment: bool) -> Vec<Finding> {
@@ -60,7 +60,7 @@ fn nvml_findings(gpu: &GpuFacts, host: &HostFacts, library_from_environment: boo
     vec![finding.with_fact("library", &gpu.library)]
 }
 
-fn loaded(facts: &crate::gpu::NvmlFacts, module: Option<&str>) -> Vec<Finding> {
+fn loaded(facts: &crate::facts::gpu::NvmlFacts, module: Option<&str>) -> Vec<Finding> {
     let mut findings = Vec::new();
     let driver = facts
         .driver_version
@@ -118,7 +118,7 @@ fn device_finding(device: &GpuDevice) -> Finding {
         ));
     }
     if let Some(mig) = device.mig_mode.value()
-        && mig.current == crate::gpu::MigSetting::Enabled
+        && mig.current == crate::facts::gpu::MigSetting::Enabled
     {
         parts.push("MIG enabled".into());
     }
@@ -149,8 +149,8 @@ fn device_finding(device: &GpuDevice) -> Finding {
 mod tests {
     use super::*;
     use crate::checks::Status;
-    use crate::gpu::{Fact, FailureKind, GpuMemory, NvmlFacts, NvmlFailure};
-    use crate::host::KernelModule;
+    use crate::facts::gpu::{Fact, FailureKind, GpuMemory, NvmlFacts, NvmlFailure};
+    use crate::facts::host::KernelModule;
 
     fn facts(outcome: LoadOutcome) -> GpuFacts {
         GpuFacts {
@@ -261,7 +261,7 @@ mod tests {
         ));
         let nvml_facts = NvmlFacts {
             driver_version: Fact::Value("570.124.06".into()),
-            cuda_driver_version: Fact::Value(crate::gpu::CudaDriverVersion {
+            cuda_driver_version: Fact::Value(crate::facts::gpu::CudaDriverVersion {
                 major: 12,
                 minor: 8,
             }),

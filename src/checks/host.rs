@@ -9,8 +9,8 @@
 use serde::Serialize;
 
 use super::{Area, Finding};
-use crate::engine::facts::{DaemonFacts, EngineFacts, EngineState};
-use crate::host::HostFacts;
+use crate::facts::engine::{DaemonFacts, EngineFacts, EngineState};
+use crate::facts::host::HostFacts;
 
 /// NVIDIA Container Toolkit releases below this have published container-escape CVEs
 /// (CVE-2025-23266, fixed in 1.17.8; earlier CVE-2024-0132/0133 in 1.16.2).
@@ -301,7 +301,7 @@ fn gigabytes(bytes: u64) -> String {
 mod tests {
     use super::*;
     use crate::checks::Status;
-    use crate::host::{CdiSpec, DeviceNode, SocketAccess, ToolFacts};
+    use crate::facts::host::{CdiSpec, DeviceNode, SocketAccess, ToolFacts};
 
     fn daemon() -> DaemonFacts {
         DaemonFacts {

@@ -3,7 +3,7 @@
 //! Finding id: `profile.lock`.
 
 use super::Finding;
-use crate::engine::facts::ImageFacts;
+use crate::facts::engine::ImageFacts;
 use crate::lock::LockState;
 
 /// A finding when the lock and the image disagree; none when there is nothing to say.

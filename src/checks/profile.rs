@@ -14,9 +14,9 @@ use super::host::{GpuPath, gpu_path};
 use super::stack::{EffectiveStack, effective};
 use super::{Finding, Status, safety, worst};
 use crate::compat::{self, ComputeCapability, DriverVersion, Matrix, TorchCandidate};
-use crate::engine::facts::{EngineFacts, EngineState};
-use crate::gpu::{GpuDevice, GpuFacts};
-use crate::host::HostFacts;
+use crate::facts::engine::{EngineFacts, EngineState};
+use crate::facts::gpu::{GpuDevice, GpuFacts};
+use crate::facts::host::HostFacts;
 use crate::profile::ResolvedProfile;
 use crate::profile::model::GpuRequest;
 
@@ -345,8 +345,8 @@ fn gpu_verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::facts::DaemonFacts;
-    use crate::gpu::{Fact, FailureKind, GpuMemory, LoadOutcome, NvmlFacts, NvmlFailure};
+    use crate::facts::engine::DaemonFacts;
+    use crate::facts::gpu::{Fact, FailureKind, GpuMemory, LoadOutcome, NvmlFacts, NvmlFailure};
 
     fn device(index: u32, name: &str, capability: &str) -> GpuDevice {
         GpuDevice {
@@ -371,7 +371,7 @@ mod tests {
             library: "stub".into(),
             nvml: LoadOutcome::Loaded(Box::new(NvmlFacts {
                 driver_version: Fact::Value(driver.into()),
-                cuda_driver_version: Fact::Value(crate::gpu::CudaDriverVersion {
+                cuda_driver_version: Fact::Value(crate::facts::gpu::CudaDriverVersion {
                     major: 12,
                     minor: 8,
                 }),

@@ -4,11 +4,10 @@
 
 use super::{Context, runtime};
 use crate::engine::Engine;
-use crate::engine::containers::ContainerDetails;
 use crate::engine::exec::ExecRequest;
-use crate::engine::logs::OutputStream;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::facts::container::{ContainerDetails, OutputStream};
 use crate::ops::target::find_container;
 use crate::spec::PROFILE_LABEL;
 use crate::ui::terminal;

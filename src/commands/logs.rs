@@ -5,9 +5,9 @@
 use serde::Serialize;
 
 use super::{Context, runtime};
-use crate::engine::logs::OutputStream;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::facts::container::OutputStream;
 use crate::ops::target::find_container;
 
 /// One line of the container's output, for `--json`.

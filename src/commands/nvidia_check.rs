@@ -16,11 +16,11 @@ use super::Context;
 use crate::checks::{Finding, Status, worst};
 use crate::compat::TorchCandidate;
 use crate::engine::Engine;
-use crate::engine::containers::ContainerDetails;
 use crate::engine::exec::{COMMAND_NOT_FOUND, ExecRequest};
-use crate::engine::logs::OutputStream;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::facts::container::{ContainerDetails, OutputStream};
+use crate::facts::gpu::GpuFacts;
 use crate::gpu;
 use crate::nvcheck::{
     self, Area, Expectations, ExpectedGpus, GpuSource, HostDriver, PythonRun, RawReport, RunFacts,
@@ -234,7 +234,7 @@ fn expected_gpus(
     })
 }
 
-fn host_driver(facts: &gpu::GpuFacts) -> HostDriver {
+fn host_driver(facts: &GpuFacts) -> HostDriver {
     match facts.loaded() {
         Some(nvml) => match nvml.driver_version.value() {
             Some(version) => HostDriver::Known {

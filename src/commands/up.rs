@@ -79,7 +79,7 @@ struct Plan {
     locked_digest: Option<String>,
     name: String,
     /// NVML's answer when the body depended on it (`gpus = "optional"`).
-    gpu_facts: Option<crate::gpu::GpuFacts>,
+    gpu_facts: Option<crate::facts::gpu::GpuFacts>,
 }
 
 /// What this run created, so an interruption removes only its own half-made container.
@@ -370,7 +370,7 @@ enum Prepared {
     /// The create was sent: by this run (not started), or a concurrent one won the name.
     Created(Created),
     /// A container of this name exists already.
-    Existing(crate::engine::containers::ContainerDetails),
+    Existing(crate::facts::container::ContainerDetails),
     /// Nothing of this name exists, and the image is missing or must be pulled first.
     NeedsImage,
 }
@@ -478,7 +478,7 @@ async fn discard_unstarted(engine: &Engine, state: &Rc<RefCell<RunState>>, conte
 async fn wait_for_container(
     engine: &Engine,
     name: &str,
-) -> Result<Option<crate::engine::containers::ContainerDetails>, Error> {
+) -> Result<Option<crate::facts::container::ContainerDetails>, Error> {
     for _ in 0..100 {
         if let Some(container) = engine.inspect_container(name).await? {
             return Ok(Some(container));
@@ -498,7 +498,7 @@ enum Reuse {
 /// envctl's → never touch it.
 async fn reuse(
     engine: &Engine,
-    existing: &crate::engine::containers::ContainerDetails,
+    existing: &crate::facts::container::ContainerDetails,
     body: &CreateBody,
     name: &str,
     profile: &str,
@@ -548,7 +548,7 @@ async fn reuse(
 async fn preflight(
     engine: &Engine,
     resolved: &ResolvedProfile,
-    known_gpu: Option<crate::gpu::GpuFacts>,
+    known_gpu: Option<crate::facts::gpu::GpuFacts>,
     force: bool,
     context: &Context,
 ) -> Result<crate::ops::doctor::Facts, Error> {

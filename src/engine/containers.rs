@@ -1,51 +1,19 @@
 //! Containers through the Engine API: list envctl's, inspect, create from a body, start,
-//! stop, remove. Results are plain structs; errors are `EngineError`s.
+//! stop, remove. Results are the plain structs of `crate::facts::container`; errors are
+//! `EngineError`s.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
     RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::{Engine, EngineError};
+use crate::facts::container::{ContainerDetails, ContainerSummary, GpuAssignment};
 
 pub use crate::spec::PROFILE_LABEL;
-
-/// One container as listed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ContainerSummary {
-    pub id: String,
-    pub name: String,
-    pub image: String,
-    pub image_id: String,
-    /// `running`, `exited`, `created`, …
-    pub state: String,
-    /// Docker's words: `Up 3 minutes`, `Exited (0) 2 hours ago`.
-    pub status: String,
-    pub created: i64,
-    pub labels: BTreeMap<String, String>,
-    /// `127.0.0.1:8888->8888/tcp`.
-    pub ports: Vec<String>,
-}
-
-/// One container as inspected: what `up`, `exec` and `down` decide on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ContainerDetails {
-    pub id: String,
-    pub name: String,
-    pub image: String,
-    pub running: bool,
-    pub status: String,
-    pub exit_code: Option<i64>,
-    pub started_at: Option<String>,
-    pub labels: BTreeMap<String, String>,
-    /// GPUs the container asked for, as `all`, a count or device ids.
-    pub gpus: Option<String>,
-    /// Named volumes mounted into it (never host folders).
-    pub volumes: Vec<String>,
-}
 
 impl Engine {
     /// envctl's containers (label `envctl.profile`), or every container with `all_containers`.
@@ -147,7 +115,7 @@ impl Engine {
         let config = inspect.config.unwrap_or_default();
         let gpus = inspect
             .host_config
-            .and_then(|host| super::stats::GpuAssignment::from_requests(host.device_requests))
+            .and_then(|host| GpuAssignment::from_requests(host.device_requests))
             .map(|assignment| assignment.to_string());
         Ok(Some(ContainerDetails {
             id: inspect.id.unwrap_or_default(),

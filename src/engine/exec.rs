@@ -6,8 +6,8 @@ use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, Star
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWriteExt};
 
-use super::logs::OutputStream;
 use super::{Engine, EngineError};
+use crate::facts::container::OutputStream;
 
 /// What to run, and how.
 #[derive(Debug, Clone, Default)]

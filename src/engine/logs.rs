@@ -5,13 +5,7 @@ use bollard::query_parameters::LogsOptionsBuilder;
 use futures_util::StreamExt;
 
 use super::{Engine, EngineError};
-
-/// Which stream a chunk of output came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputStream {
-    Stdout,
-    Stderr,
-}
+use crate::facts::container::OutputStream;
 
 impl Engine {
     /// Streams the logs of `name_or_id`; with `follow`, until the container stops.

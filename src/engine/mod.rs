@@ -1,5 +1,6 @@
 //! The Docker daemon through bollard: the only module that imports bollard. It connects,
-//! and gathers plain facts (`EngineFacts`, `ImageFacts`) for the pure checks.
+//! and gathers the plain facts of `crate::facts` (`EngineFacts`, `ImageFacts`,
+//! `ContainerSample`, …) for the pure checks.
 
 pub mod containers;
 pub mod error;
@@ -14,7 +15,6 @@ use std::time::Duration;
 use bollard::Docker;
 
 pub use error::EngineError;
-pub use facts::{DaemonFacts, EngineFacts, ImageFacts};
 
 /// How long `ping` waits: a daemon that does not answer this fast is named as the
 /// problem (the fault tests ask for an answer within 3 s).

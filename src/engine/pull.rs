@@ -1,22 +1,13 @@
 //! Pulling an image with per-layer progress. The daemon's events become plain
-//! [`PullEvent`]s handed to a callback, so `ui/` draws them and tests read them.
+//! `PullEvent`s (`crate::facts::engine`) handed to a callback, so `ui/` draws them and tests
+//! read them.
 
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::{Engine, EngineError};
-
-/// One progress event of a pull.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullEvent {
-    /// The layer id (`3dc16ba81c45`), or `None` for whole-image lines (`Digest: …`).
-    pub layer: Option<String>,
-    /// `Pulling fs layer`, `Downloading`, `Extracting`, `Pull complete`, `Already exists`, …
-    pub status: String,
-    pub current: Option<u64>,
-    pub total: Option<u64>,
-}
+use crate::facts::engine::PullEvent;
 
 /// Why a pull failed, named so the user knows whether to fix the name, log in or wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,107 +9,21 @@
 //! - streaming (`stream=true`): one frame a second for as long as the connection lives,
 //!   each carrying the previous frame's CPU counters (the first frame's are empty).
 //!
-//! The counters are copied into [`ContainerSample`] with no arithmetic: the formulas (CPU %,
-//! memory without page cache, I/O sums) live in the pure `monitor::usage`. The same plain
-//! struct is filled from the cgroup files by `host::cgroup` for local containers.
-
-use std::collections::BTreeMap;
+//! The counters are copied into `ContainerSample` (`crate::facts::container`) with no
+//! arithmetic: the formulas (CPU %, memory without page cache, I/O sums) live in the pure
+//! `monitor::usage`. The same plain struct is filled from the cgroup files by
+//! `host::cgroup` for local containers. Its constructors from bollard's types are `impl`
+//! blocks here rather than beside the type, so `crate::facts` never imports bollard.
 
 use bollard::models::{ContainerCpuStats, ContainerStatsResponse};
 use bollard::query_parameters::StatsOptionsBuilder;
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
 
 use super::{Engine, EngineError};
-
-/// One container's counters at one moment, as the daemon read them from its cgroup.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ContainerSample {
-    /// The full container id.
-    pub id: String,
-    /// The name without Docker's leading `/`.
-    pub name: String,
-    /// When the daemon read the counters (RFC 3339, the daemon's clock).
-    pub read: Option<String>,
-    pub cpu: CpuCounters,
-    /// The daemon's own previous reading (`precpu_stats`); none in a one-shot sample and
-    /// in a stream's first frame, where the daemon sends it empty.
-    pub previous_cpu: Option<CpuCounters>,
-    pub memory: MemoryCounters,
-    /// Per interface, e.g. `eth0`.
-    pub networks: BTreeMap<String, NetworkCounters>,
-    /// `blkio_stats.io_service_bytes_recursive`: bytes per device and operation.
-    pub block_io: Vec<BlockIoEntry>,
-    /// Processes and threads in the container's cgroup.
-    pub pids: Option<u64>,
-}
-
-/// Cumulative CPU time, in nanoseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuCounters {
-    /// CPU time the container used since it started.
-    pub total_usage: Option<u64>,
-    /// CPU time the whole host used since boot (all CPUs together).
-    pub system_usage: Option<u64>,
-    /// CPUs online on the host; the docker CLI's scale has 100 % per CPU.
-    pub online_cpus: Option<u32>,
-    /// Entries in `percpu_usage` (cgroup v1 only): the fallback for `online_cpus`.
-    pub percpu_count: Option<u32>,
-    /// CFS periods with a quota (`--cpus`), and how many of them ran out of it.
-    pub periods: Option<u64>,
-    pub throttled_periods: Option<u64>,
-}
-
-/// Memory in bytes, with the cgroup's own breakdown (keys differ between v1 and v2).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MemoryCounters {
-    /// Everything charged to the cgroup, page cache included.
-    pub usage: Option<u64>,
-    /// The limit; the host's RAM when the container has none.
-    pub limit: Option<u64>,
-    /// `memory.stat`: `total_inactive_file` (v1), `inactive_file` (v1 and v2), …
-    pub stats: BTreeMap<String, u64>,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetworkCounters {
-    pub rx_bytes: u64,
-    pub tx_bytes: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BlockIoEntry {
-    /// `Read`, `Write`, `Sync`, `Total` … (v1) or `read`, `write` (v2).
-    pub operation: String,
-    pub bytes: u64,
-}
-
-/// What the container may use, from its `HostConfig`, and its GPU request.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ContainerResources {
-    /// `--cpus` (`NanoCpus`).
-    pub nano_cpus: Option<i64>,
-    /// `--cpu-quota` / `--cpu-period`, in microseconds.
-    pub cpu_quota: Option<i64>,
-    pub cpu_period: Option<i64>,
-    /// `--cpuset-cpus`, e.g. `0-3,8`.
-    pub cpuset_cpus: Option<String>,
-    /// The GPUs asked for through a `gpu` device request.
-    pub gpus: Option<GpuAssignment>,
-    /// The host PID of the container's first process.
-    pub pid: Option<i64>,
-}
-
-/// A container's GPU request as the daemon stored it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GpuAssignment {
-    All,
-    /// `--gpus N`: the NVIDIA hook picks which.
-    Count(i64),
-    /// Indices or `GPU-…` UUIDs.
-    Devices(Vec<String>),
-}
+use crate::facts::container::{
+    BlockIoEntry, ContainerResources, ContainerSample, CpuCounters, GpuAssignment, MemoryCounters,
+    NetworkCounters,
+};
 
 impl GpuAssignment {
     /// The GPU request among a container's device requests (capability `gpu`), as
@@ -133,17 +47,6 @@ impl GpuAssignment {
                 _ => GpuAssignment::All,
             })
         })
-    }
-}
-
-impl std::fmt::Display for GpuAssignment {
-    /// `all`, `2`, `0,1`: as `ps` shows it.
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GpuAssignment::All => formatter.write_str("all"),
-            GpuAssignment::Count(count) => write!(formatter, "{count}"),
-            GpuAssignment::Devices(devices) => formatter.write_str(&devices.join(",")),
-        }
     }
 }
 

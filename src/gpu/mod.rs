@@ -1,19 +1,15 @@
 //! GPU facts through NVML: the only module that touches the NVIDIA driver, and the only
 //! one that imports nvml-wrapper (in `nvml.rs` and `sample.rs`). It gathers and never judges: every
-//! answer, and every way NVML fails, ends up as plain data in [`GpuFacts`], which the
-//! checks read and a report can replay from JSON.
+//! answer, and every way NVML fails, ends up as plain data in `crate::facts::gpu` ([`GpuFacts`]),
+//! which the checks read and a report can replay from JSON.
 
-mod facts;
 mod nvml;
 pub mod sample;
 
 use std::ffi::OsStr;
 use std::path::Path;
 
-pub use facts::{
-    CudaDriverVersion, Fact, FailureKind, GpuDevice, GpuFacts, GpuMemory, LoadOutcome, MigMode,
-    MigSetting, NvmlFacts, NvmlFailure,
-};
+use crate::facts::gpu::GpuFacts;
 
 /// The environment variable naming an NVML library to load instead of the driver's
 /// (read by `crate::context`, like every variable).
@@ -45,6 +41,7 @@ pub fn gather(library: Option<&Path>) -> GpuFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::gpu::LoadOutcome;
 
     #[test]
     fn an_absent_library_is_a_named_fact() {

@@ -1,16 +1,16 @@
 //! The only file that calls nvml-wrapper: open the library, ask each question once, close
-//! it again, and turn every answer and every error into the plain facts of `facts.rs`.
+//! it again, and turn every answer and every error into the plain facts of `crate::facts::gpu`.
 
 use std::ffi::OsStr;
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::error::NvmlError;
 
-use super::facts::{
+use crate::compat::ComputeCapability;
+use crate::facts::gpu::{
     CudaDriverVersion, Fact, FailureKind, GpuDevice, GpuMemory, LoadOutcome, MigMode, MigSetting,
     NvmlFacts, NvmlFailure,
 };
-use crate::compat::ComputeCapability;
 
 /// Loads NVML from `library` and reads the driver and every GPU.
 pub(super) fn load_and_query(library: &OsStr) -> LoadOutcome {

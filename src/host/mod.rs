@@ -1,7 +1,8 @@
 //! Facts about this machine outside NVML and Docker: the NVIDIA kernel module, device
 //! nodes and their `/dev/char` links, WSL, the NVIDIA container tools and their versions,
 //! CDI specs, the Docker socket's permissions, kernel, distribution and cgroups.
-//! Everything is read under a root folder so tests can lay out a fake machine.
+//! Everything is read under a root folder so tests can lay out a fake machine, into the
+//! plain structs of `crate::facts::host`.
 
 pub mod cgroup;
 pub mod tools;
@@ -9,60 +10,7 @@ pub mod tools;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-pub use tools::ToolFacts;
-
-/// Everything `host/` gathers.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct HostFacts {
-    pub kernel: Option<String>,
-    pub distribution: Option<String>,
-    /// `/proc/driver/nvidia/version`: the loaded kernel module, when there is one.
-    pub kernel_module: Option<KernelModule>,
-    /// `/dev/nvidia*` nodes.
-    pub device_nodes: Vec<DeviceNode>,
-    /// `/dev/dxg` exists: this is WSL 2, where GPUs come through the Windows driver.
-    pub wsl: bool,
-    /// `v1` or `v2`, from `/sys/fs/cgroup`.
-    pub cgroup_version: Option<String>,
-    pub tools: Vec<ToolFacts>,
-    pub cdi_specs: Vec<CdiSpec>,
-    /// Only for a local unix socket; `None` for tcp/ssh endpoints.
-    pub docker_socket: Option<SocketAccess>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KernelModule {
-    pub version: Option<String>,
-    /// The first line as the driver writes it.
-    pub text: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceNode {
-    pub path: String,
-    /// `major:minor` for character devices.
-    pub device_number: Option<String>,
-    /// Whether `/dev/char/MAJOR:MINOR` exists. systemd's cgroup driver needs these links or
-    /// containers lose the GPU after `systemctl daemon-reload` (NVIDIA/nvidia-docker#1730).
-    pub char_link: Option<bool>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CdiSpec {
-    pub path: String,
-    /// The spec names `nvidia.com/gpu` devices.
-    pub nvidia_gpus: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SocketAccess {
-    pub path: String,
-    pub exists: bool,
-    /// `ok`, `permission-denied`, `refused` (stale socket), `missing`, or another error.
-    pub access: String,
-}
+use crate::facts::host::{CdiSpec, DeviceNode, HostFacts, KernelModule, SocketAccess};
 
 /// Where to look: `/` on a real machine, a folder in tests.
 #[derive(Debug, Clone)]

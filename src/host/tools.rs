@@ -1,12 +1,12 @@
 //! The NVIDIA container tools on `PATH` (found with `which`) and their versions, parsed
-//! with semver from each tool's own `--version` output.
+//! with semver from each tool's own `--version` output, into `crate::facts::host::ToolFacts`.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use crate::facts::host::ToolFacts;
 
 /// The tools doctor looks for, and the flag that prints each one's version (`None`: the
 /// tool has no version flag worth running).
@@ -21,15 +21,6 @@ pub const TOOLS: [(&str, Option<&str>); 6] = [
 
 /// A tool that hangs must not hang doctor.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(2);
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolFacts {
-    pub name: String,
-    pub path: Option<String>,
-    pub version: Option<semver::Version>,
-    /// Why the version could not be read, when it was asked for.
-    pub version_error: Option<String>,
-}
 
 pub fn gather(path: Option<&OsStr>, working_directory: &Path) -> Vec<ToolFacts> {
     TOOLS

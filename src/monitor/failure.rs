@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::engine::EngineError;
-use crate::gpu::LoadOutcome;
+use crate::facts::gpu::LoadOutcome;
 
 /// A sample that could not be taken, with its cause.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,8 +197,8 @@ impl FailureKind {
     }
 
     /// The kind of a failed NVML query.
-    pub fn of_nvml(kind: crate::gpu::FailureKind) -> FailureKind {
-        use crate::gpu::FailureKind as Nvml;
+    pub fn of_nvml(kind: crate::facts::gpu::FailureKind) -> FailureKind {
+        use crate::facts::gpu::FailureKind as Nvml;
         match kind {
             Nvml::LibraryNotFound => FailureKind::LibraryNotFound,
             Nvml::DriverNotLoaded => FailureKind::DriverNotLoaded,
@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn nvml_kinds_keep_the_spelling_of_the_gpu_module() {
-        use crate::gpu::FailureKind as Nvml;
+        use crate::facts::gpu::FailureKind as Nvml;
         for kind in [
             Nvml::LibraryNotFound,
             Nvml::DriverNotLoaded,

@@ -24,9 +24,9 @@ use super::serve::MetricsServer;
 use super::snapshot::{ContainerInput, Snapshot, assemble};
 use super::usage::container_usage;
 use super::{Window, prometheus};
-use crate::engine::stats::{ContainerResources, ContainerSample};
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
+use crate::facts::container::{ContainerResources, ContainerSample};
 use crate::host::cgroup::{self, LocalContainer};
 
 /// How often the live view lists containers again, to pick up new ones.

@@ -21,12 +21,12 @@ use super::Window;
 use super::failure::{Failure, FailureKind, FailureSubject};
 use super::snapshot::{ContainerInput, Snapshot, assemble};
 use super::usage::{ContainerUsage, container_usage, cpu_limit_cores};
-use crate::engine::containers::ContainerDetails;
-use crate::engine::stats::{ContainerResources, ContainerSample};
 use crate::engine::{Engine, EngineError};
 use crate::error::error_chain;
-use crate::gpu::LoadOutcome;
-use crate::gpu::sample::{GpuReadings, GpuSampler, GpuUnavailable};
+use crate::facts::container::{ContainerDetails, ContainerResources, ContainerSample};
+use crate::facts::gpu::LoadOutcome;
+use crate::facts::gpu_sample::{GpuReadings, GpuUnavailable};
+use crate::gpu::sample::GpuSampler;
 use crate::host::cgroup::{self, LocalContainer};
 use crate::spec::PROFILE_LABEL;
 
@@ -462,7 +462,7 @@ mod tests {
 
     #[test]
     fn gpu_requests_are_kept_for_the_rules() {
-        use crate::engine::stats::GpuAssignment;
+        use crate::facts::container::GpuAssignment;
         let target = Target {
             id: "a".into(),
             name: "b".into(),

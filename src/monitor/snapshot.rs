@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use super::diagnosis::Diagnosis;
 pub use super::failure::Failure;
 use super::usage::ContainerUsage;
-use crate::engine::stats::GpuAssignment;
-use crate::gpu::NvmlFailure;
-use crate::gpu::sample::{GpuReadings, GpuSample, throttle_reason_names};
+use crate::facts::container::GpuAssignment;
+use crate::facts::gpu::NvmlFailure;
+use crate::facts::gpu_sample::{GpuReadings, GpuSample, throttle_reason_names};
 
 /// Everything sampled at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -166,7 +166,7 @@ pub fn assemble(
                     failures: sample
                         .failures
                         .iter()
-                        .filter(|failure| !crate::gpu::sample::is_not_supported(failure))
+                        .filter(|failure| !crate::facts::gpu_sample::is_not_supported(failure))
                         .cloned()
                         .collect(),
                 })
@@ -264,7 +264,7 @@ fn assigned(request: Option<&GpuAssignment>, index: u32, uuid: Option<&str>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::sample::{GpuProcess, GpuSample};
+    use crate::facts::gpu_sample::{GpuProcess, GpuSample};
 
     fn container(id: &str, name: &str, request: Option<GpuAssignment>) -> ContainerInput {
         ContainerInput {
@@ -356,7 +356,11 @@ mod tests {
         assert!(snapshot.gpus.is_empty());
     }
 
-    fn failing(mut sample: GpuSample, kind: crate::gpu::FailureKind, function: &str) -> GpuSample {
+    fn failing(
+        mut sample: GpuSample,
+        kind: crate::facts::gpu::FailureKind,
+        function: &str,
+    ) -> GpuSample {
         sample
             .failures
             .push(NvmlFailure::new(kind, "no answer").in_function(function));
@@ -364,7 +368,11 @@ mod tests {
     }
 
     /// A GPU whose process list NVML could not give, as `gpu::sample` records it.
-    fn unlisted(sample: GpuSample, kind: crate::gpu::FailureKind, function: &str) -> GpuSample {
+    fn unlisted(
+        sample: GpuSample,
+        kind: crate::facts::gpu::FailureKind,
+        function: &str,
+    ) -> GpuSample {
         GpuSample {
             processes: None,
             ..failing(sample, kind, function)
@@ -373,7 +381,7 @@ mod tests {
 
     #[test]
     fn an_unlisted_gpu_leaves_its_containers_gpu_memory_unknown() {
-        use crate::gpu::FailureKind;
+        use crate::facts::gpu::FailureKind;
         // GPU 1's process list could not be read; GPU 0's was.
         let readings = GpuReadings {
             gpus: vec![
@@ -430,7 +438,7 @@ mod tests {
 
     #[test]
     fn a_process_list_not_supported_or_a_lost_device_is_unknown_too() {
-        use crate::gpu::FailureKind;
+        use crate::facts::gpu::FailureKind;
         for (kind, function) in [
             (
                 FailureKind::NotSupported,

@@ -9,7 +9,7 @@
 //!   footprint, and counting it makes every container that reads files look like a leak.
 //! - Network and block I/O are sums over interfaces and devices.
 
-use crate::engine::stats::{BlockIoEntry, ContainerResources, ContainerSample, CpuCounters};
+use crate::facts::container::{BlockIoEntry, ContainerResources, ContainerSample, CpuCounters};
 
 /// One container's usage, computed from its counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -55,7 +55,7 @@ fn online_cpus(counters: &CpuCounters) -> Option<u32> {
 }
 
 /// Memory without the page cache the kernel may reclaim (`calculateMemUsageUnixNoCache`).
-pub fn memory_without_cache(memory: &crate::engine::stats::MemoryCounters) -> Option<u64> {
+pub fn memory_without_cache(memory: &crate::facts::container::MemoryCounters) -> Option<u64> {
     let usage = memory.usage?;
     // cgroup v1 has both keys; its hierarchical `total_` one wins, as in the docker CLI.
     if let Some(&inactive) = memory.stats.get("total_inactive_file")
@@ -171,7 +171,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::engine::stats::MemoryCounters;
+    use crate::facts::container::MemoryCounters;
 
     fn counters(total: u64, system: u64, online: Option<u32>, percpu: Option<u32>) -> CpuCounters {
         CpuCounters {

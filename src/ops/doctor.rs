@@ -11,9 +11,11 @@ use crate::checks::{self, Finding, Status, worst};
 use crate::compat::{Matrix, TorchCandidate};
 use crate::context::Context;
 use crate::engine::Engine;
-use crate::engine::facts::{EngineFacts, EngineState, ImageFacts};
-use crate::gpu::{self, GpuFacts};
-use crate::host::{HostFacts, Probe};
+use crate::facts::engine::{EngineFacts, EngineState, ImageFacts};
+use crate::facts::gpu::{GpuFacts, LoadOutcome};
+use crate::facts::host::HostFacts;
+use crate::gpu;
+use crate::host::Probe;
 use crate::lock::LockFile;
 use crate::lock::file::LockReadError;
 use crate::profile::ResolvedProfile;
@@ -91,7 +93,7 @@ pub async fn gather_with(
             || gpu::DEFAULT_LIBRARY.to_string(),
             |path| path.display().to_string(),
         ),
-        nvml: gpu::LoadOutcome::Unknown {
+        nvml: LoadOutcome::Unknown {
             message: "the NVML probe crashed".into(),
         },
     });

@@ -3,8 +3,8 @@
 
 use crate::context::Context;
 use crate::engine::Engine;
-use crate::engine::containers::ContainerDetails;
 use crate::error::Error;
+use crate::facts::container::ContainerDetails;
 use crate::spec::{PROFILE_LABEL, container_name};
 
 /// Finds the container a TARGET names. A container name or id wins over a profile name.

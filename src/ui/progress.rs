@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::printer::Printer;
-use crate::engine::pull::PullEvent;
+use crate::facts::engine::PullEvent;
 
 /// Draws the events of one pull.
 pub enum PullProgress<'a> {

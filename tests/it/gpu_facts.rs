@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::support::nvml::{compile_old_driver_library, fixture, stub_library};
 use envctl::compat::ComputeCapability;
-use envctl::gpu::{
+use envctl::facts::gpu::{
     CudaDriverVersion, FailureKind, GpuDevice, GpuFacts, GpuMemory, LoadOutcome, MigMode,
     MigSetting, NvmlFacts,
 };

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::support::docker::{docker_stdout, test_image, unique_name};
 use crate::support::tmux::{MAIN_SCREEN_MARKER, Recording, Tmux, shell_quote};
 use assert_cmd::Command;
-use envctl::engine::stats::ContainerSample;
+use envctl::facts::container::ContainerSample;
 use envctl::monitor::Snapshot;
 use envctl::monitor::usage::container_usage;
 use serde_json::Value;

@@ -1,5 +1,6 @@
-//! The GPU facts NVML gave (or failed to give): plain serde data with no nvml-wrapper type
-//! in it, so a doctor report can be written as JSON and replayed into the checks later.
+//! The GPU facts NVML gave (or failed to give), filled by `gpu::gather`: plain serde data
+//! with no nvml-wrapper type in it, so a doctor report can be written as JSON and replayed
+//! into the checks later.
 //!
 //! Every query answers on its own: a [`Fact`] holds either the value or the named
 //! [`NvmlFailure`], so one GPU failing one query leaves every other fact intact.

@@ -1,0 +1,66 @@
+//! What `host/` read about this machine outside NVML and Docker — kernel, distribution,
+//! the NVIDIA kernel module, device nodes, WSL, cgroups, the NVIDIA container tools, CDI
+//! specs and the Docker socket's permissions — as plain serde data for `checks/`.
+
+use serde::{Deserialize, Serialize};
+
+/// Everything `host/` gathers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub kernel: Option<String>,
+    pub distribution: Option<String>,
+    /// `/proc/driver/nvidia/version`: the loaded kernel module, when there is one.
+    pub kernel_module: Option<KernelModule>,
+    /// `/dev/nvidia*` nodes.
+    pub device_nodes: Vec<DeviceNode>,
+    /// `/dev/dxg` exists: this is WSL 2, where GPUs come through the Windows driver.
+    pub wsl: bool,
+    /// `v1` or `v2`, from `/sys/fs/cgroup`.
+    pub cgroup_version: Option<String>,
+    pub tools: Vec<ToolFacts>,
+    pub cdi_specs: Vec<CdiSpec>,
+    /// Only for a local unix socket; `None` for tcp/ssh endpoints.
+    pub docker_socket: Option<SocketAccess>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelModule {
+    pub version: Option<String>,
+    /// The first line as the driver writes it.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceNode {
+    pub path: String,
+    /// `major:minor` for character devices.
+    pub device_number: Option<String>,
+    /// Whether `/dev/char/MAJOR:MINOR` exists. systemd's cgroup driver needs these links or
+    /// containers lose the GPU after `systemctl daemon-reload` (NVIDIA/nvidia-docker#1730).
+    pub char_link: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CdiSpec {
+    pub path: String,
+    /// The spec names `nvidia.com/gpu` devices.
+    pub nvidia_gpus: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketAccess {
+    pub path: String,
+    pub exists: bool,
+    /// `ok`, `permission-denied`, `refused` (stale socket), `missing`, or another error.
+    pub access: String,
+}
+
+/// One NVIDIA container tool on `PATH`, and its version when it prints one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFacts {
+    pub name: String,
+    pub path: Option<String>,
+    pub version: Option<semver::Version>,
+    /// Why the version could not be read, when it was asked for.
+    pub version_error: Option<String>,
+}
