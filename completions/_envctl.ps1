@@ -237,7 +237,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;down' {
-            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for a clean stop before killing')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for a clean stop before killing (at most 86400)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
             [CompletionResult]::new('--rm', '--rm', [CompletionResultType]::ParameterName, 'Also remove the container')
             [CompletionResult]::new('--volumes', '--volumes', [CompletionResultType]::ParameterName, 'Also remove the named volumes it uses (implies --rm)')
@@ -303,9 +303,10 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             break
         }
         'envctl;stats;report' {
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Where to write the drawing: .svg, or .html with a summary and the diagnoses')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Where to write the drawing: .svg, or .html with a summary and the diagnoses')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Where to write the drawing: .svg, or .html with a summary and the diagnoses; `-` writes the SVG to stdout')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Where to write the drawing: .svg, or .html with a summary and the diagnoses; `-` writes the SVG to stdout')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace OUT when it exists')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')

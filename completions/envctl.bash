@@ -1034,7 +1034,7 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__stats__subcmd__report)
-            opts="-o -q -v -h --output --json --quiet --verbose --color --help"
+            opts="-o -q -v -h --output --force --json --quiet --verbose --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -216,7 +216,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --help 'Print help'
         }
         &'envctl;down'= {
-            cand --timeout 'Seconds to wait for a clean stop before killing'
+            cand --timeout 'Seconds to wait for a clean stop before killing (at most 86400)'
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand --rm 'Also remove the container'
             cand --volumes 'Also remove the named volumes it uses (implies --rm)'
@@ -278,9 +278,10 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'envctl;stats;report'= {
-            cand -o 'Where to write the drawing: .svg, or .html with a summary and the diagnoses'
-            cand --output 'Where to write the drawing: .svg, or .html with a summary and the diagnoses'
+            cand -o 'Where to write the drawing: .svg, or .html with a summary and the diagnoses; `-` writes the SVG to stdout'
+            cand --output 'Where to write the drawing: .svg, or .html with a summary and the diagnoses; `-` writes the SVG to stdout'
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
+            cand --force 'Replace OUT when it exists'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'

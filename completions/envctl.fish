@@ -167,7 +167,7 @@ complete -c envctl -n "__fish_envctl_using_subcommand ps" -l json -d 'Print one 
 complete -c envctl -n "__fish_envctl_using_subcommand ps" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand ps" -s v -l verbose -d 'Print more detail on stderr'
 complete -c envctl -n "__fish_envctl_using_subcommand ps" -s h -l help -d 'Print help'
-complete -c envctl -n "__fish_envctl_using_subcommand down" -l timeout -d 'Seconds to wait for a clean stop before killing' -r
+complete -c envctl -n "__fish_envctl_using_subcommand down" -l timeout -d 'Seconds to wait for a clean stop before killing (at most 86400)' -r
 complete -c envctl -n "__fish_envctl_using_subcommand down" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -220,10 +220,11 @@ complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen
 complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -s h -l help -d 'Print help'
 complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -a "report" -d 'Draw a recording\'s time series: CPU, memory, GPU utilisation, GPU memory, temperature'
 complete -c envctl -n "__fish_envctl_using_subcommand stats; and not __fish_seen_subcommand_from report help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -s o -l output -d 'Where to write the drawing: .svg, or .html with a summary and the diagnoses' -r -F
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -s o -l output -d 'Where to write the drawing: .svg, or .html with a summary and the diagnoses; `-` writes the SVG to stdout' -r -F
 complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -l force -d 'Replace OUT when it exists'
 complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
 complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand stats; and __fish_seen_subcommand_from report" -s v -l verbose -d 'Print more detail on stderr'
