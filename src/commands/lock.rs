@@ -10,7 +10,7 @@ use super::up::{PullPolicy, ensure_image};
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::lock::{LOCK_FILE, LockFile, LockedImage, file, repo_digest_matches};
+use crate::lock::{LOCK_FILE, LockedImage, file, repo_digest_matches};
 use crate::ui::table::print_table;
 
 #[derive(Debug, clap::Args)]
@@ -41,19 +41,17 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         });
     }
     let path = Path::new(LOCK_FILE);
-    let mut lock = file::read(path)?.unwrap_or(LockFile {
-        version: LockFile::VERSION,
-        images: Vec::new(),
-    });
+    // A lock file that cannot be used is said before anything is pulled.
+    file::read(path)?;
     let policy = if arguments.update {
         PullPolicy::Always
     } else {
         PullPolicy::Missing
     };
     let today = crate::ops::doctor::today(context.environment.now());
-    let changes = runtime()?.block_on(async {
+    let entries = runtime()?.block_on(async {
         let engine = context.engine().await?;
-        let mut changes = Vec::new();
+        let mut entries = Vec::new();
         for resolved in &profiles {
             let image = &resolved.profile.image;
             ensure_image(&engine, image, policy, context).await?;
@@ -69,26 +67,44 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
                     message: format!("image `{reference}` has no registry digest (built or loaded locally?)"),
                     hint: format!("push it to a registry (`docker push {reference}`), then run `envctl lock` again"),
                 })?;
-            let previous = lock.entry(&resolved.profile.name).map(|entry| entry.digest.clone());
-            lock.upsert(LockedImage {
-                profile: resolved.profile.name.clone(),
-                image: reference.clone(),
-                digest: digest.clone(),
-                date: today.clone(),
-                platform: facts.platform.clone().unwrap_or_else(|| "unknown".into()),
-            });
-            changes.push(Change {
+            entries.push(LockedImage {
                 profile: resolved.profile.name.clone(),
                 image: reference,
                 digest,
-                previous,
+                date: today.clone(),
+                platform: facts.platform.clone().unwrap_or_else(|| "unknown".into()),
             });
         }
-        Ok::<_, Error>(changes)
+        Ok::<_, Error>(entries)
     })?;
-    file::write_atomically(path, &lock.render()).map_err(|source| Error::Write {
-        path: LOCK_FILE.into(),
-        source,
+    // Read, change and write under the folder's lock: a parallel `envctl lock` of other
+    // profiles keeps its entries, and ours are judged against the file as it is now.
+    let changes = file::update(path, |lock| {
+        entries
+            .into_iter()
+            .map(|entry| {
+                let previous = lock.entry(&entry.profile).map(|old| old.digest.clone());
+                let change = Change {
+                    profile: entry.profile.clone(),
+                    image: entry.image.clone(),
+                    digest: entry.digest.clone(),
+                    previous,
+                };
+                lock.upsert(entry);
+                change
+            })
+            .collect::<Vec<_>>()
+    })
+    .map_err(|error| match error {
+        file::LockUpdateError::Read(error) => Error::LockFile(error),
+        file::LockUpdateError::Write { source, .. } => Error::Write {
+            path: LOCK_FILE.into(),
+            source,
+        },
+        file::LockUpdateError::Guard { source, .. } => Error::Write {
+            path: LOCK_FILE.into(),
+            source,
+        },
     })?;
     if context.json {
         #[derive(Serialize)]

@@ -58,6 +58,59 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     )
 }
 
+/// Why [`update`] did not write the lock file.
+#[derive(Debug, thiserror::Error)]
+pub enum LockUpdateError {
+    #[error(transparent)]
+    Read(#[from] LockReadError),
+    #[error("cannot take the lock on `{folder}` for envctl.lock")]
+    Guard {
+        folder: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write `{path}`")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Reads the lock file at `path` (a new one when there is none), lets `change` edit it and
+/// writes it back, holding an advisory lock (`flock`) on its folder meanwhile: two
+/// `envctl lock` runs at once each keep the other's entries. The folder, not the file, is
+/// locked because the write renames a new file over the old one, and a lock on the old
+/// inode would not stop the next reader.
+pub fn update<T>(
+    path: &Path,
+    change: impl FnOnce(&mut LockFile) -> T,
+) -> Result<T, LockUpdateError> {
+    let folder = path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let guard_failed = |source| LockUpdateError::Guard {
+        folder: folder.display().to_string(),
+        source,
+    };
+    let guard = std::fs::File::open(folder).map_err(guard_failed)?;
+    rustix::fs::flock(&guard, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|errno| guard_failed(errno.into()))?;
+    let mut lock = read(path)?.unwrap_or(LockFile {
+        version: LockFile::VERSION,
+        images: Vec::new(),
+    });
+    let result = change(&mut lock);
+    write_atomically(path, &lock.render()).map_err(|source| LockUpdateError::Write {
+        path: path.display().to_string(),
+        source,
+    })?;
+    // The guard is released when `guard` closes, after the rename.
+    drop(guard);
+    Ok(result)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -261,3 +261,56 @@ fn a_corrupt_lock_file_is_an_error_not_a_guess() {
         );
     }
 }
+
+#[test]
+fn parallel_locks_keep_every_entry() {
+    if !require_daemon() || !require_registry() {
+        return;
+    }
+    let registry = Registry::start();
+    let repo = unique_name("parallel");
+    let reference = push_test_image(&registry, &repo, "1.0");
+    let _pulled = ImageGuard::new(reference.as_str());
+    let directory = tempfile::tempdir().unwrap();
+    let profiles: Vec<String> = (1..=6).map(|n| format!("p{n}")).collect();
+    for profile in &profiles {
+        write_profile(directory.path(), profile, &reference);
+    }
+    // Six `envctl lock P` at once: each reads, changes and writes envctl.lock. Without a
+    // lock around that, runs overwrote each other's entries (1–3 of 6 kept, all exit 0).
+    let children: Vec<_> = profiles
+        .iter()
+        .map(|profile| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+                .current_dir(directory.path())
+                .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
+                .env("HOME", directory.path().join("home"))
+                .env_remove("ENVCTL_PROFILE_PATH")
+                .args(["lock", profile])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let lock = lock_json(directory.path());
+    let mut locked: Vec<&str> = lock["image"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["profile"].as_str().unwrap())
+        .collect();
+    locked.sort_unstable();
+    assert_eq!(
+        locked,
+        profiles.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+}
