@@ -262,8 +262,15 @@ fn new(
         })?;
     } else {
         context.printer.info(&format!("created {}", path.display()));
+        // `show NAME` only finds it where profiles are searched; else name the file.
+        let shown = match context.search_path.find(name) {
+            Ok(crate::profile::ProfileFile::Disk { path: found, .. }) if found == path => {
+                name.to_string()
+            }
+            _ => path.display().to_string(),
+        };
         context.printer.info(&format!(
-            "next: edit it, then `envctl profiles check {}` and `envctl profiles show {name}`",
+            "next: edit it, then `envctl profiles check {}` and `envctl profiles show {shown}`",
             path.display()
         ));
     }

@@ -66,6 +66,9 @@ struct UpReport {
     image: String,
     status: Outcome,
     config_hash: String,
+    /// Whether the container was given GPUs: only then is nvidia-check the next step.
+    #[serde(skip)]
+    gpus: bool,
 }
 
 /// What this run is to make, decided before the daemon is asked anything.
@@ -313,6 +316,7 @@ async fn up(
         image: body.image.clone(),
         status,
         config_hash: hash.clone(),
+        gpus: !body.host_config.device_requests.is_empty(),
     };
     let mut recreated = false;
     let created = match prepared {
@@ -650,8 +654,10 @@ fn print_report(report: &UpReport, profile: &str, context: &Context) -> Result<(
     context
         .printer
         .info(&format!("  enter it:   envctl shell {profile}"));
-    context
-        .printer
-        .info(&format!("  check CUDA: envctl exec {profile} nvidia-check"));
+    if report.gpus {
+        context
+            .printer
+            .info(&format!("  check CUDA: envctl exec {profile} nvidia-check"));
+    }
     context.printer.data(&report.container)
 }

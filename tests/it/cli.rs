@@ -342,6 +342,23 @@ fn new_writes_a_valid_profile_and_never_overwrites() {
     );
     let checked = run(root, &["profiles", "check", "envctl/team.toml"]);
     assert_eq!(checked.code, 0, "{}", checked.stderr);
+    // The suggested next commands work as written: by name in ./envctl/, by path elsewhere.
+    assert!(
+        created.stderr.contains("`envctl profiles show team`"),
+        "{}",
+        created.stderr
+    );
+    let elsewhere = run(root, &["profiles", "new", "solo", "--directory", "dd"]);
+    assert_eq!(elsewhere.code, 0, "{}", elsewhere.stderr);
+    assert!(
+        elsewhere
+            .stderr
+            .contains("`envctl profiles show dd/solo.toml`"),
+        "{}",
+        elsewhere.stderr
+    );
+    let shown = run(root, &["profiles", "show", "dd/solo.toml"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
 
     std::fs::write(root.join("envctl/team.toml"), "# mine\nimage = \"x\"\n").unwrap();
     let again = run(root, &["profiles", "new", "team"]);

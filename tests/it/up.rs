@@ -275,6 +275,9 @@ fn up_is_idempotent_and_starts_a_stopped_container_again() {
         second.stderr.contains("already running"),
         "the second up should say the container is already running\n{second}"
     );
+    // No GPUs were asked for: the CUDA check is not suggested, the shell is.
+    assert!(second.stderr.contains("enter it:"), "{second}");
+    assert!(!second.stderr.contains("nvidia-check"), "{second}");
     assert_eq!(scenario.containers(), 1);
 
     let third = scenario.up_json(&[]);
