@@ -98,8 +98,8 @@ pub enum Command {
         #[arg(long)]
         name: Option<String>,
         /// When to pull the image
-        #[arg(long, value_enum, default_value_t = crate::commands::up::PullPolicy::Missing)]
-        pull: crate::commands::up::PullPolicy,
+        #[arg(long, value_enum, default_value_t = crate::ops::up::PullPolicy::Missing)]
+        pull: crate::ops::up::PullPolicy,
         /// Print the equivalent `docker run` (with --json: the exact create body) and do nothing
         #[arg(long)]
         dry_run: bool,

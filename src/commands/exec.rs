@@ -7,9 +7,8 @@ use crate::engine::Engine;
 use crate::engine::exec::ExecRequest;
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::facts::container::{ContainerDetails, OutputStream};
-use crate::ops::target::find_container;
-use crate::spec::PROFILE_LABEL;
+use crate::facts::container::OutputStream;
+use crate::ops::target::{named_command, running_container};
 use crate::ui::terminal;
 
 pub struct ExecArguments {
@@ -178,71 +177,6 @@ pub fn shell(target: &str, user: Option<String>, context: &Context) -> Result<Ex
     // it (it would hold envctl open until the next key press).
     runtime.shutdown_background();
     result
-}
-
-/// Finds the target's container and insists it runs.
-pub async fn running_container(
-    engine: &Engine,
-    context: &Context,
-    target: &str,
-) -> Result<ContainerDetails, Error> {
-    let container = find_container(engine, context, target).await?;
-    if !container.running {
-        let hint = match container.labels.get(PROFILE_LABEL) {
-            Some(profile) => format!("start it with `envctl up {profile}`"),
-            // Not envctl's: `envctl up` cannot start it, docker can.
-            None => format!("start it with `docker start {}`", container.name),
-        };
-        return Err(Error::NotRunning {
-            name: container.name,
-            status: container.status,
-            hint,
-        });
-    }
-    Ok(container)
-}
-
-fn named_command(
-    context: &Context,
-    container: &ContainerDetails,
-    name: &str,
-) -> Result<Vec<String>, Error> {
-    let profile = container
-        .labels
-        .get(PROFILE_LABEL)
-        .ok_or_else(|| Error::Usage {
-            message: format!(
-                "container `{}` has no envctl profile, so it has no named commands",
-                container.name
-            ),
-            hint: Some(format!(
-                "run a command with `envctl exec {} -- {name} …`",
-                container.name
-            )),
-        })?;
-    let resolved = context.search_path.resolve(profile)?;
-    resolved.profile.commands.get(name).cloned().ok_or_else(|| {
-        let known: Vec<&str> = resolved
-            .profile
-            .commands
-            .keys()
-            .map(String::as_str)
-            .collect();
-        Error::Usage {
-            message: format!("profile `{profile}` has no command `{name}`"),
-            hint: Some(if known.is_empty() {
-                format!(
-                    "add it under [commands] in {}, or run `envctl exec {} -- {name} …`",
-                    resolved.file, container.name
-                )
-            } else {
-                format!(
-                    "its commands: {} (or run any command after `--`)",
-                    known.join(", ")
-                )
-            }),
-        }
-    })
 }
 
 /// Runs the exec with stdin, TTY raw mode and resizes wired to this terminal.

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::up::{PullPolicy, ensure_image};
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::lock::{LOCK_FILE, LockedImage, file, repo_digest_matches};
+use crate::ops::up::{PullPolicy, ensure_image};
 use crate::ui::table::print_table;
 
 #[derive(Debug, clap::Args)]

@@ -1,51 +1,26 @@
 //! `envctl exec TARGET nvidia-check [--json] [--quick] [--timeout S]`: the CUDA health check
 //! inside a running container.
 //!
-//! The embedded scripts (`nvcheck::SHELL_SCRIPT`, which runs `nvcheck::PYTHON_SCRIPT`) go
-//! in as exec arguments, nothing mounted; their output is parsed into a `RawReport` and
+//! `ops::nvidia_check` runs and judges it; this file renders. The embedded scripts
+//! (`nvcheck::SHELL_SCRIPT`, which runs `nvcheck::PYTHON_SCRIPT`) go in as exec arguments, nothing mounted; their output is parsed into a `RawReport` and
 //! judged by `nvcheck::judge` against the host's NVML driver (when the daemon is on this
 //! machine), the GPUs the container's profile asks for, and the compatibility matrix. The
 //! whole exec is bounded by `--timeout`: on timeout the findings say so, with what was
 //! gathered before it. Exit 0 when nothing fails, 1 otherwise.
 
-use std::time::Duration;
-
 use serde::Serialize;
 
 use super::Context;
-use crate::checks::{Finding, Status, worst};
-use crate::compat::TorchCandidate;
+use crate::checks::{Finding, Status};
 use crate::engine::Engine;
-use crate::engine::exec::{COMMAND_NOT_FOUND, ExecRequest};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::facts::container::{ContainerDetails, OutputStream};
-use crate::facts::gpu::GpuFacts;
-use crate::gpu;
-use crate::nvcheck::{
-    self, Area, Expectations, ExpectedGpus, GpuSource, HostDriver, PythonRun, RawReport, RunFacts,
-};
-use crate::ops::doctor::bundled_candidates;
-use crate::ops::matrix::load_matrix;
-use crate::profile::ResolvedProfile;
-use crate::profile::model::GpuRequest;
-use crate::spec::PROFILE_LABEL;
+use crate::facts::container::ContainerDetails;
+use crate::nvcheck::{Area, Expectations, RawReport};
+use crate::ops::nvidia_check::{self, Checked};
 use crate::ui::findings::{Section, print_sections};
 
-/// `--quick` and `--timeout` of `envctl exec TARGET nvidia-check`.
-#[derive(Debug, Clone)]
-pub struct NvidiaCheckOptions {
-    pub quick: bool,
-    pub timeout_seconds: u64,
-}
-
-/// The most of the script's output kept: its report is a few KiB; an image that floods
-/// stdout must not exhaust memory.
-const OUTPUT_LIMIT: usize = 16 << 20;
-/// How much of the exec's stderr is kept for the report.
-const STDERR_TAIL: usize = 4096;
-/// The profile's variables compared with the container's.
-const COMPARED_VARIABLES: [&str; 2] = ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"];
+pub use crate::ops::nvidia_check::NvidiaCheckOptions;
 
 /// What `--json` prints (with `schema_version` added by the printer).
 #[derive(Serialize)]
@@ -72,76 +47,22 @@ pub async fn run(
     options: &NvidiaCheckOptions,
     context: &Context,
 ) -> Result<ExitStatus, Error> {
-    let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
-    let bundled = bundled_candidates();
-    let candidates: Vec<TorchCandidate<'_>> = bundled
-        .iter()
-        .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
-        .collect();
-    let (profile, profile_note) = container_profile(container, context);
+    nvidia_check::check(engine, container, options, context, |checked| {
+        render(&checked, context)
+    })
+    .await
+}
 
-    // NVML on this machine only speaks for the daemon's machine when the daemon is local.
-    let local = engine.endpoint().starts_with("unix://");
-    let host_task = local.then(|| {
-        let library = context.environment.nvml_library();
-        tokio::task::spawn_blocking(move || gpu::gather(library.as_deref()))
-    });
-
-    context.printer.info(&format!(
-        "running nvidia-check in `{}` (at most {} s{})…",
-        container.name,
-        options.timeout_seconds,
-        if options.quick { ", --quick" } else { "" }
-    ));
-    let raw = gather(engine, &container.id, options).await?;
-    if !raw.run.stderr_tail.trim().is_empty() {
-        context.printer.detail(&format!(
-            "the check's stderr:\n{}",
-            raw.run.stderr_tail.trim_end()
-        ));
-    }
-
-    let host = match host_task {
-        None => HostDriver::Remote {
-            endpoint: engine.endpoint().to_string(),
-        },
-        Some(task) => match task.await {
-            Ok(facts) => host_driver(&facts),
-            Err(_) => HostDriver::Unknown {
-                reason: "the NVML probe crashed".into(),
-            },
-        },
-    };
-    let expectations = Expectations {
-        target: container.name.clone(),
-        profile: profile
-            .as_ref()
-            .map(|resolved| resolved.profile.name.clone()),
-        host,
-        gpus: expected_gpus(profile.as_ref(), container),
-        stack_torch: profile
-            .as_ref()
-            .and_then(|resolved| resolved.profile.stack.torch.clone()),
-        environment: profile
-            .as_ref()
-            .map(|resolved| {
-                resolved
-                    .profile
-                    .env
-                    .iter()
-                    .filter(|(name, _)| COMPARED_VARIABLES.contains(&name.as_str()))
-                    .map(|(name, value)| (name.clone(), value.clone()))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        matrix: &matrix,
-        candidates: &candidates,
-    };
-    let mut findings = nvcheck::judge(&raw, &expectations);
-    if let Some(note) = profile_note {
-        findings.insert(0, note);
-    }
-    let status = worst(&findings);
+fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error> {
+    let Checked {
+        container,
+        matrix,
+        expectations,
+        facts: raw,
+        findings,
+        status,
+    } = checked;
+    let status = *status;
 
     if context.json {
         let report = Report {
@@ -156,8 +77,8 @@ pub async fn run(
                     finding,
                 })
                 .collect(),
-            expectations: &expectations,
-            facts: &raw,
+            expectations,
+            facts: raw,
         };
         context.printer.json(&report)?;
     } else {
@@ -180,225 +101,4 @@ pub async fn run(
     } else {
         ExitStatus::Success
     })
-}
-
-/// The container's profile, resolved from its `envctl.profile` label; a note when the
-/// label names a profile that does not resolve here.
-fn container_profile(
-    container: &ContainerDetails,
-    context: &Context,
-) -> (Option<ResolvedProfile>, Option<Finding>) {
-    let Some(name) = container.labels.get(PROFILE_LABEL) else {
-        return (None, None);
-    };
-    match context.search_path.resolve(name) {
-        Ok(resolved) => (Some(resolved), None),
-        Err(error) => (
-            None,
-            Some(Finding::info(
-                "nvidia-check.profile",
-                format!(
-                    "the container's profile `{name}` does not resolve here ({error}): the GPU count is checked against the container's own request"
-                ),
-            )),
-        ),
-    }
-}
-
-/// The GPUs to expect: the profile's request, else the container's device request.
-fn expected_gpus(
-    profile: Option<&ResolvedProfile>,
-    container: &ContainerDetails,
-) -> Option<ExpectedGpus> {
-    if let Some(resolved) = profile {
-        return Some(ExpectedGpus {
-            request: resolved.profile.gpus.clone(),
-            source: GpuSource::Profile {
-                name: resolved.profile.name.clone(),
-            },
-        });
-    }
-    // Without a profile, the device request the container was created with says what it
-    // asked for; a container without one asked for no GPU.
-    let request = match container.gpus.as_deref() {
-        None => GpuRequest::None,
-        Some("all") => GpuRequest::All,
-        Some(text) => match text.parse::<u32>() {
-            Ok(count) => GpuRequest::Count(count),
-            Err(_) => GpuRequest::Devices(text.split(',').map(str::to_string).collect()),
-        },
-    };
-    Some(ExpectedGpus {
-        request,
-        source: GpuSource::Container,
-    })
-}
-
-fn host_driver(facts: &GpuFacts) -> HostDriver {
-    match facts.loaded() {
-        Some(nvml) => match nvml.driver_version.value() {
-            Some(version) => HostDriver::Known {
-                version: version.clone(),
-                gpu_count: nvml
-                    .device_count
-                    .value()
-                    .copied()
-                    .or_else(|| u32::try_from(nvml.gpus.len()).ok()),
-            },
-            None => HostDriver::Unknown {
-                reason: "NVML did not give the driver version".into(),
-            },
-        },
-        None => HostDriver::Unknown {
-            reason: format!(
-                "NVML from {}: {}",
-                facts.library,
-                facts.nvml.failure_message().unwrap_or("not loaded")
-            ),
-        },
-    }
-}
-
-/// What one bounded exec gave back.
-struct ExecOutcome {
-    code: Option<i64>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    timed_out: bool,
-}
-
-/// Runs `command` in the container until it ends or `deadline` passes. On timeout the
-/// output so far is kept; the scripts' own watchdog stops what they started.
-async fn run_bounded(
-    engine: &Engine,
-    container: &str,
-    command: Vec<String>,
-    deadline: tokio::time::Instant,
-) -> Result<ExecOutcome, Error> {
-    let request = ExecRequest {
-        command,
-        ..ExecRequest::default()
-    };
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
-    let result = tokio::time::timeout_at(
-        deadline,
-        engine.exec(container, &request, None, None, |stream, bytes| {
-            let buffer = match stream {
-                OutputStream::Stdout => &mut stdout,
-                OutputStream::Stderr => &mut stderr,
-            };
-            let room = OUTPUT_LIMIT.saturating_sub(buffer.len());
-            buffer.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            Ok(())
-        }),
-    )
-    .await;
-    let (code, timed_out) = match result {
-        Ok(Ok(code)) => (Some(code), false),
-        Ok(Err(error)) => return Err(error.into()),
-        Err(_) => (None, true),
-    };
-    Ok(ExecOutcome {
-        code,
-        stdout,
-        stderr,
-        timed_out,
-    })
-}
-
-fn tail(bytes: &[u8], limit: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let start = text.len().saturating_sub(limit);
-    // Cut at a character boundary.
-    let start = (start..=text.len())
-        .find(|index| text.is_char_boundary(*index))
-        .unwrap_or(text.len());
-    text[start..].to_string()
-}
-
-/// Runs the check (the shell script; the Python half alone when the image has no `sh`)
-/// and gathers its report.
-async fn gather(
-    engine: &Engine,
-    container: &str,
-    options: &NvidiaCheckOptions,
-) -> Result<RawReport, Error> {
-    let seconds = options.timeout_seconds.max(1);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
-    let mut raw = RawReport {
-        schema_version: nvcheck::SCHEMA_VERSION,
-        run: RunFacts {
-            timeout_seconds: seconds,
-            quick: options.quick,
-            runner: Some("sh".into()),
-            ..RunFacts::default()
-        },
-        ..RawReport::default()
-    };
-    let outcome = run_bounded(
-        engine,
-        container,
-        nvcheck::shell_command(seconds, options.quick),
-        deadline,
-    )
-    .await?;
-    let stdout = String::from_utf8_lossy(&outcome.stdout).into_owned();
-    let shell_missing = outcome.code == Some(COMMAND_NOT_FOUND)
-        && !stdout.contains(nvcheck::SHELL_MARKER)
-        && String::from_utf8_lossy(&outcome.stderr).contains("not found");
-    if !shell_missing {
-        record(&mut raw, &outcome);
-        let parsed = nvcheck::parse_output(&stdout);
-        raw.shell = parsed.shell;
-        raw.python_run = parsed.python_run;
-        raw.python = parsed.python;
-        raw.run.problems = parsed.problems;
-        return Ok(raw);
-    }
-    raw.run.shell_missing = true;
-    raw.run.runner = None;
-    record(&mut raw, &outcome);
-    for interpreter in nvcheck::PYTHON_NAMES {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            raw.run.timed_out = true;
-            break;
-        }
-        let budget = left.as_secs().saturating_sub(1).max(1);
-        let outcome = run_bounded(
-            engine,
-            container,
-            nvcheck::python_command(interpreter, budget, options.quick),
-            deadline,
-        )
-        .await?;
-        if outcome.code == Some(COMMAND_NOT_FOUND) && outcome.stdout.is_empty() {
-            continue;
-        }
-        raw.run.runner = Some(interpreter.to_string());
-        record(&mut raw, &outcome);
-        raw.python_run = Some(PythonRun {
-            path: Some(interpreter.to_string()),
-            budget_seconds: Some(budget),
-            exit_status: outcome.code,
-            // The exec as a whole ran out of time: that is the run's timeout, not Python's.
-            timed_out: false,
-            stderr: Some(tail(&outcome.stderr, STDERR_TAIL)),
-        });
-        match nvcheck::python_document(&String::from_utf8_lossy(&outcome.stdout)) {
-            Ok(python) => raw.python = python,
-            Err(problem) => raw.run.problems.push(problem),
-        }
-        break;
-    }
-    Ok(raw)
-}
-
-/// Notes how an exec went in the run's facts.
-fn record(raw: &mut RawReport, outcome: &ExecOutcome) {
-    raw.run.exit_code = outcome.code;
-    raw.run.timed_out |= outcome.timed_out;
-    raw.run.stdout_bytes = outcome.stdout.len();
-    raw.run.stderr_tail = tail(&outcome.stderr, STDERR_TAIL);
 }

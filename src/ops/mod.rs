@@ -1,14 +1,20 @@
 //! The application layer: what the commands share. Each function here gathers through the
-//! adapters (`engine/`, `gpu/`, `host/`), judges with the pure core, and returns values;
-//! it never writes to the terminal (that is `ui/`, called by `commands/`).
+//! adapters (`engine/`, `gpu/`, `host/`), judges with the pure core, and returns values.
+//! It writes no data: a long operation (`up`) says what it is doing on stderr through the
+//! context's printer, as cargo's `ops` talk through its `Shell`; results are rendered by
+//! `commands/` through `ui/`.
 //!
 //! - [`doctor`]: gather host, NVML and daemon facts, and judge them (doctor, `up`'s preflight).
+//! - [`up`]: preflight, pull, create and start (idempotent, race-safe, cleaned up on signals).
 //! - [`target`]: which container a TARGET argument names.
 //! - [`environment`]: profile + overrides + lock + host decisions → the one create body
 //!   that `up`, `--dry-run` and every export read.
+//! - [`nvidia_check`]: the in-container CUDA check, run and judged.
 //! - [`matrix`]: the compatibility matrix in force (bundled, user file, `--matrix`).
 
 pub mod doctor;
 pub mod environment;
 pub mod matrix;
+pub mod nvidia_check;
 pub mod target;
+pub mod up;

@@ -1,5 +1,6 @@
 //! TARGET arguments: a container name or id, or a profile (name or path) whose container
-//! is found by its `envctl.profile` label.
+//! is found by its `envctl.profile` label; the running container `exec` needs, and the
+//! named commands of the profile it was made from.
 
 use crate::context::Context;
 use crate::engine::Engine;
@@ -119,4 +120,70 @@ async fn single(engine: &Engine, id: &str) -> Result<ContainerDetails, Error> {
             target: id.to_string(),
             hint: "the container was removed meanwhile".into(),
         })
+}
+
+/// Finds the target's container and insists it runs.
+pub async fn running_container(
+    engine: &Engine,
+    context: &Context,
+    target: &str,
+) -> Result<ContainerDetails, Error> {
+    let container = find_container(engine, context, target).await?;
+    if !container.running {
+        let hint = match container.labels.get(PROFILE_LABEL) {
+            Some(profile) => format!("start it with `envctl up {profile}`"),
+            // Not envctl's: `envctl up` cannot start it, docker can.
+            None => format!("start it with `docker start {}`", container.name),
+        };
+        return Err(Error::NotRunning {
+            name: container.name,
+            status: container.status,
+            hint,
+        });
+    }
+    Ok(container)
+}
+
+/// The command a profile names `name`, from the profile the container was made from.
+pub fn named_command(
+    context: &Context,
+    container: &ContainerDetails,
+    name: &str,
+) -> Result<Vec<String>, Error> {
+    let profile = container
+        .labels
+        .get(PROFILE_LABEL)
+        .ok_or_else(|| Error::Usage {
+            message: format!(
+                "container `{}` has no envctl profile, so it has no named commands",
+                container.name
+            ),
+            hint: Some(format!(
+                "run a command with `envctl exec {} -- {name} …`",
+                container.name
+            )),
+        })?;
+    let resolved = context.search_path.resolve(profile)?;
+    resolved.profile.commands.get(name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = resolved
+            .profile
+            .commands
+            .keys()
+            .map(String::as_str)
+            .collect();
+        Error::Usage {
+            message: format!("profile `{profile}` has no command `{name}`"),
+            hint: Some(if known.is_empty() {
+                format!(
+                    "add it under [commands] in {}, or run `envctl exec {} -- {name} …`",
+                    resolved.file, container.name
+                )
+            } else {
+                format!(
+                    "its commands: {} (or run any command after `--`)",
+                    known.join(", ")
+                )
+            }),
+        }
+    })
 }

@@ -1,0 +1,523 @@
+//! `envctl up`'s application layer: preflight with doctor's verdicts, pull when needed,
+//! create and start, detached. Idempotent, safe under concurrent runs, and it removes a
+//! container it created but could not start (also on Ctrl-C or SIGTERM, through
+//! [`clean_up`]). Like cargo's `ops`, it says what it does on stderr through the context's
+//! printer; the command renders the result.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use serde::Serialize;
+
+use crate::checks::Status;
+use crate::context::Context;
+use crate::engine::{Engine, EngineError};
+use crate::error::Error;
+use crate::ops::doctor::{gather_with, judge};
+use crate::ops::matrix::load_matrix;
+use crate::profile::ResolvedProfile;
+use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody, PROFILE_LABEL};
+use crate::ui::progress::PullProgress;
+
+/// When to pull the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PullPolicy {
+    /// Only when it is not present locally.
+    Missing,
+    /// Every time, to pick up a moved tag.
+    Always,
+    /// Never; fail when it is missing.
+    Never,
+}
+
+/// What `up` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Created,
+    Recreated,
+    Started,
+    AlreadyRunning,
+}
+
+#[derive(Debug, Serialize)]
+pub struct UpReport {
+    pub container: String,
+    pub id: String,
+    pub profile: String,
+    pub image: String,
+    pub status: Outcome,
+    pub config_hash: String,
+    /// Whether the container was given GPUs: only then is nvidia-check the next step.
+    #[serde(skip)]
+    pub gpus: bool,
+}
+
+/// What this run is to make, decided before the daemon is asked anything.
+pub struct Plan {
+    pub resolved: ResolvedProfile,
+    pub body: CreateBody,
+    /// For `gpus = "optional"` on a host whose NVML sees GPUs: the body to use when the
+    /// daemon cannot hand GPUs over.
+    pub body_without_gpus: Option<CreateBody>,
+    /// The digest `envctl.lock` pins the image to, when it does.
+    pub locked_digest: Option<String>,
+    pub name: String,
+    /// NVML's answer when the body depended on it (`gpus = "optional"`).
+    pub gpu_facts: Option<crate::facts::gpu::GpuFacts>,
+}
+
+/// What this run created, so an interruption removes only its own half-made container.
+#[derive(Debug, Default)]
+pub struct RunState {
+    created: Option<String>,
+    started: bool,
+}
+
+/// The flags of `up` that decide how it meets an existing container and the image.
+#[derive(Debug, Clone, Copy)]
+pub struct UpOptions {
+    pub pull: PullPolicy,
+    /// Start despite a failing preflight.
+    pub force: bool,
+    /// Replace an existing container even when it matches the profile.
+    pub recreate: bool,
+}
+
+/// The local tag still pointing where the lock says? If not, say so: the lock wins.
+async fn warn_if_tag_moved(
+    engine: &Engine,
+    image: &str,
+    digest: &str,
+    context: &Context,
+) -> Result<(), Error> {
+    if let Some(facts) = engine.image_facts(image).await?
+        && !facts.repo_digests.is_empty()
+        && !facts
+            .repo_digests
+            .iter()
+            .any(|repo_digest| repo_digest.ends_with(digest))
+    {
+        context.printer.warn(&format!(
+            "`{image}` now points to {} but envctl.lock pins {digest}: using the locked digest (`envctl lock` moves the pin)",
+            facts.repo_digests.first().and_then(|repo_digest| repo_digest.split('@').nth(1)).unwrap_or("another digest")
+        ));
+    }
+    Ok(())
+}
+
+/// Removes the container this run created when it did not get to start it.
+pub async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
+    let created = {
+        let state = state.borrow();
+        if state.started {
+            None
+        } else {
+            state.created.clone()
+        }
+    };
+    if let Some(id) = created {
+        match engine.remove_container(&id, true, true).await {
+            Ok(()) => context
+                .printer
+                .info("removed the container this run created but did not start"),
+            Err(error) => context.printer.warn(&format!(
+                "could not remove the half-made container {id}: {error}"
+            )),
+        }
+    }
+}
+
+/// Preflight, pull when needed, create and start `plan`'s container (or meet the one
+/// that exists): the whole of `envctl up` after the environment is resolved.
+pub async fn up(
+    engine: &Engine,
+    plan: &Plan,
+    arguments: &UpOptions,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<UpReport, Error> {
+    let Plan {
+        resolved,
+        locked_digest,
+        name,
+        gpu_facts,
+        ..
+    } = plan;
+    let verdict = preflight(
+        engine,
+        resolved,
+        gpu_facts.clone(),
+        arguments.force,
+        context,
+    );
+    let (body, prepared) = match &plan.body_without_gpus {
+        // Which body depends on the daemon's answer: judge first, then prepare.
+        Some(without) => {
+            let facts = verdict.await?;
+            let body = if crate::checks::host::gpus_reachable(&facts.engine, &facts.host) {
+                &plan.body
+            } else {
+                context.printer.warn(
+                    "this host has GPUs but the daemon cannot hand them to containers: `gpus = \"optional\"` starts without them (`envctl doctor` says why)",
+                );
+                without
+            };
+            (
+                body,
+                prepare(engine, body, name, arguments.pull, state).await?,
+            )
+        }
+        // The verdict and the work that does not depend on it run side by side: while
+        // the preflight waits for the daemon's `/info` and for NVML, envctl looks for a
+        // container of this name and, when there is none and the image is here, creates
+        // (never starts) this one. Only a passing verdict starts it; a failing one
+        // removes it. This keeps `up` close to the daemon's own create + start time
+        // (tests/bench/up.sh).
+        None => {
+            let (verdict, prepared) = tokio::join!(
+                verdict,
+                prepare(engine, &plan.body, name, arguments.pull, state)
+            );
+            if let Err(error) = verdict {
+                discard_unstarted(engine, state, context).await;
+                return Err(error);
+            }
+            (&plan.body, prepared?)
+        }
+    };
+    if let Some(digest) = &locked_digest {
+        warn_if_tag_moved(engine, &resolved.profile.image.to_string(), digest, context).await?;
+    }
+    let hash = body
+        .labels
+        .get(CONFIG_HASH_LABEL)
+        .cloned()
+        .unwrap_or_default();
+    let report = |id: String, status: Outcome| UpReport {
+        container: name.to_string(),
+        id,
+        profile: resolved.profile.name.clone(),
+        image: body.image.clone(),
+        status,
+        config_hash: hash.clone(),
+        gpus: !body.host_config.device_requests.is_empty(),
+    };
+    let mut recreated = false;
+    let created = match prepared {
+        Prepared::Created(created) => created,
+        Prepared::Existing(existing) => match reuse(
+            engine,
+            &existing,
+            body,
+            name,
+            &resolved.profile.name,
+            arguments.recreate,
+        )
+        .await?
+        {
+            Reuse::Done(status) => return Ok(report(existing.id, status)),
+            Reuse::Replace => {
+                context.printer.info(&format!("recreating {name} …"));
+                engine.stop_container(&existing.id, 10).await?;
+                engine.remove_container(&existing.id, false, true).await?;
+                recreated = true;
+                create_with_image(engine, body, name, arguments.pull, context, state).await?
+            }
+        },
+        Prepared::NeedsImage => {
+            create_with_image(engine, body, name, arguments.pull, context, state).await?
+        }
+    };
+    let id = match created {
+        Created::Ours(id) => id,
+        // Another `up` of the same profile created it a moment ago: use theirs.
+        Created::Theirs => {
+            let (id, status) = join_other_run(engine, body, name, &resolved.profile.name).await?;
+            return Ok(report(id, status));
+        }
+    };
+    if let Err(error) = engine.start_container(&id).await {
+        return Err(Error::StartFailed {
+            name: name.to_string(),
+            source: error,
+        });
+    }
+    state.borrow_mut().started = true;
+    Ok(report(
+        id,
+        if recreated {
+            Outcome::Recreated
+        } else {
+            Outcome::Created
+        },
+    ))
+}
+
+/// What could be done before the preflight's verdict.
+enum Prepared {
+    /// The create was sent: by this run (not started), or a concurrent one won the name.
+    Created(Created),
+    /// A container of this name exists already.
+    Existing(crate::facts::container::ContainerDetails),
+    /// Nothing of this name exists, and the image is missing or must be pulled first.
+    NeedsImage,
+}
+
+/// Looks for a container of this name and, when there is none and the image is already
+/// here, creates this one. Nothing is pulled and nothing is started before the verdict.
+async fn prepare(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    pull: PullPolicy,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Prepared, Error> {
+    if let Some(existing) = engine.inspect_container(name).await? {
+        return Ok(Prepared::Existing(existing));
+    }
+    if pull == PullPolicy::Always {
+        return Ok(Prepared::NeedsImage);
+    }
+    match create(engine, body, name, state).await {
+        Ok(created) => Ok(Prepared::Created(created)),
+        Err(EngineError::ImageMissing { .. }) => Ok(Prepared::NeedsImage),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Who created the container that this run is to start.
+enum Created {
+    Ours(String),
+    Theirs,
+}
+
+/// Pulls per the policy, then creates.
+async fn create_with_image(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    pull: PullPolicy,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Created, Error> {
+    let image: crate::profile::image::ImageReference =
+        body.image.parse().map_err(|message: String| Error::Usage {
+            message,
+            hint: None,
+        })?;
+    ensure_image(engine, &image, pull, context).await?;
+    Ok(create(engine, body, name, state).await?)
+}
+
+/// Creates (never starts), recording the id at once so that every way out of this run
+/// removes what it made; a name a concurrent `up` took first is theirs.
+async fn create(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Created, EngineError> {
+    match engine.create_container(name, body).await {
+        Ok(id) => {
+            state.borrow_mut().created = Some(id.clone());
+            Ok(Created::Ours(id))
+        }
+        Err(EngineError::NameConflict { .. }) => Ok(Created::Theirs),
+        Err(error) => Err(error),
+    }
+}
+
+/// A concurrent `up` of the same profile won the name: use its container when it is the
+/// same configuration.
+async fn join_other_run(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    profile: &str,
+) -> Result<(String, Outcome), Error> {
+    let existing = wait_for_container(engine, name)
+        .await?
+        .ok_or_else(|| Error::NameTaken {
+            name: name.to_string(),
+        })?;
+    match reuse(engine, &existing, body, name, profile, false).await? {
+        Reuse::Done(status) => Ok((existing.id, status)),
+        Reuse::Replace => Err(Error::NameTaken {
+            name: name.to_string(),
+        }),
+    }
+}
+
+/// The preflight refused: remove what `prepare` created, quietly (the user never asked
+/// for it to exist), and say so only when the daemon would not remove it.
+async fn discard_unstarted(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
+    let created = state.borrow_mut().created.take();
+    if let Some(id) = created
+        && let Err(error) = engine.remove_container(&id, true, true).await
+    {
+        context.printer.warn(&format!(
+            "could not remove the container {id} created before the preflight refused: {error} (`docker rm -f {id}`)"
+        ));
+    }
+}
+
+/// The daemon reserves a name (409) before the container it names can be inspected: a
+/// concurrent `up` may be mid-create. Give it a moment to appear.
+async fn wait_for_container(
+    engine: &Engine,
+    name: &str,
+) -> Result<Option<crate::facts::container::ContainerDetails>, Error> {
+    for _ in 0..100 {
+        if let Some(container) = engine.inspect_container(name).await? {
+            return Ok(Some(container));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(None)
+}
+
+enum Reuse {
+    Done(Outcome),
+    Replace,
+}
+
+/// An existing container of this name: envctl's and current → use it (starting it when
+/// stopped); envctl's but from another profile version → recreate only when asked; not
+/// envctl's → never touch it.
+async fn reuse(
+    engine: &Engine,
+    existing: &crate::facts::container::ContainerDetails,
+    body: &CreateBody,
+    name: &str,
+    profile: &str,
+    recreate: bool,
+) -> Result<Reuse, Error> {
+    if !existing.labels.contains_key(PROFILE_LABEL) {
+        return Err(Error::NameTaken {
+            name: name.to_string(),
+        });
+    }
+    if existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL) {
+        if existing.running {
+            return Ok(Reuse::Done(Outcome::AlreadyRunning));
+        }
+        return match engine.start_container(&existing.id).await {
+            Ok(()) => Ok(Reuse::Done(Outcome::Started)),
+            // Started by a concurrent `up` between our inspect and our start.
+            Err(error) => match engine.inspect_container(&existing.id).await? {
+                Some(now) if now.running => Ok(Reuse::Done(Outcome::AlreadyRunning)),
+                _ => Err(Error::StartFailed {
+                    name: name.to_string(),
+                    source: error,
+                }),
+            },
+        };
+    }
+    if recreate {
+        return Ok(Reuse::Replace);
+    }
+    let inspected = engine
+        .inspect_container_json(&existing.id)
+        .await?
+        .unwrap_or_default();
+    let mut changes = spec::drift::changes(body, &inspected);
+    if changes.is_empty() {
+        changes.push("the profile's settings changed (config hash differs)".into());
+    }
+    Err(Error::ProfileChanged {
+        name: name.to_string(),
+        profile: profile.to_string(),
+        changes,
+    })
+}
+
+/// Refuses a profile whose doctor verdict is a failure, unless `--force`; gives back the
+/// facts it judged.
+async fn preflight(
+    engine: &Engine,
+    resolved: &ResolvedProfile,
+    known_gpu: Option<crate::facts::gpu::GpuFacts>,
+    force: bool,
+    context: &Context,
+) -> Result<crate::ops::doctor::Facts, Error> {
+    let profiles = [resolved.clone()];
+    // Parsing the bundled matrix takes a few milliseconds: on its own thread, so the
+    // requests of the gathering and of `prepare` go out meanwhile.
+    let config_home = context.environment.config_home();
+    let matrix = tokio::task::spawn_blocking(move || load_matrix(None, config_home.as_deref()));
+    let facts = gather_with(Ok(engine.clone()), &profiles, known_gpu, context).await;
+    let matrix = match matrix.await {
+        Ok(matrix) => matrix?,
+        // The parser panicked: a bug, surfaced as the panic it was.
+        Err(error) => std::panic::resume_unwind(error.into_panic()),
+    };
+    let report = judge(&facts, &profiles, &matrix);
+    let Some(profile) = report.profiles.first() else {
+        return Ok(facts);
+    };
+    let failures: Vec<_> = profile
+        .findings
+        .iter()
+        .chain(profile.gpus.iter().flat_map(|gpu| gpu.findings.iter()))
+        .filter(|finding| finding.status == Status::Fail)
+        .cloned()
+        .collect();
+    if failures.is_empty() {
+        return Ok(facts);
+    }
+    if force {
+        for failure in &failures {
+            context
+                .printer
+                .warn(&format!("{} (starting anyway: --force)", failure.message));
+        }
+        return Ok(facts);
+    }
+    Err(Error::Preflight {
+        profile: resolved.profile.name.clone(),
+        findings: failures,
+    })
+}
+
+/// Pulls per the policy. A reference without tag or digest pulls `latest`, never every tag.
+pub async fn ensure_image(
+    engine: &Engine,
+    image: &crate::profile::image::ImageReference,
+    policy: PullPolicy,
+    context: &Context,
+) -> Result<(), Error> {
+    let reference = image.to_string();
+    let present = match policy {
+        PullPolicy::Always => false,
+        PullPolicy::Missing | PullPolicy::Never => engine.image_facts(&reference).await?.is_some(),
+    };
+    if present {
+        return Ok(());
+    }
+    if policy == PullPolicy::Never {
+        return Err(Error::ImageMissing { image: reference });
+    }
+    let pull_reference = if image.tag.is_none() && image.digest.is_none() {
+        format!("{reference}:latest")
+    } else {
+        reference.clone()
+    };
+    let registry = image.canonical().registry;
+    context.printer.info(&format!("pulling {pull_reference} …"));
+    let mut progress =
+        PullProgress::new(&context.printer, context.json || context.printer.is_quiet());
+    let result = engine
+        .pull_image(
+            &pull_reference,
+            &registry,
+            context
+                .environment
+                .pull_stall()
+                .unwrap_or(crate::engine::pull::PULL_STALL_TIMEOUT),
+            |event| progress.event(event),
+        )
+        .await;
+    progress.finish();
+    result.map_err(Error::from)
+}
