@@ -4,10 +4,10 @@
 //!
 //! This file reads the arguments (and the two environment variables that steer the
 //! sampling), resolves named targets, and shows what `monitor` gives back through
-//! `ui::live`. How it samples without costing the daemon is `monitor::sampler`'s (one
-//! snapshot, `--once`'s two readings [`ONCE_GAP`] apart) and `monitor::follow`'s (the live
-//! loop, the container list refreshed every [`RELIST_EVERY`]); `monitor::reconnect`
-//! keeps trying a lost daemon, `monitor::serve` answers Prometheus, `monitor::report`
+//! `ui::live`. How it samples without costing the daemon is `ops::stats::sampler`'s (one
+//! snapshot, `--once`'s two readings [`ONCE_GAP`] apart) and `ops::stats::follow`'s (the live
+//! loop, the container list refreshed every [`RELIST_EVERY`]); `ops::stats::reconnect`
+//! keeps trying a lost daemon, `ops::stats::serve` answers Prometheus, `monitor::report`
 //! draws a recording. `ENVCTL_STATS_SOURCE=api` forces the Engine API path.
 
 use std::path::{Path, PathBuf};
@@ -17,17 +17,17 @@ use super::{Context, runtime};
 use crate::engine::{Engine, EngineError};
 use crate::error::{Error, error_chain};
 use crate::exit::ExitStatus;
-use crate::monitor::follow::{self, Ended, FollowOptions, FollowView, Outputs};
-use crate::monitor::reconnect::{RECONNECT_CAP, RECONNECT_FIRST};
 use crate::monitor::record::{self, Recorder};
 use crate::monitor::report::{self, ReportFormat};
-use crate::monitor::sampler::{self, CounterSource, Gpus, Selection};
-use crate::monitor::serve::{self, MetricsServer};
 use crate::monitor::{Snapshot, duration};
+use crate::ops::stats::follow::{self, Ended, FollowOptions, FollowView, Outputs};
+use crate::ops::stats::reconnect::{RECONNECT_CAP, RECONNECT_FIRST};
+use crate::ops::stats::sampler::{self, CounterSource, Gpus, Selection};
+use crate::ops::stats::serve::{self, MetricsServer};
 use crate::ui::live::{self, LiveScreen};
 
-pub use crate::monitor::follow::RELIST_EVERY;
-pub use crate::monitor::sampler::ONCE_GAP;
+pub use crate::ops::stats::follow::RELIST_EVERY;
+pub use crate::ops::stats::sampler::ONCE_GAP;
 
 /// `ENVCTL_STATS_SOURCE=api` reads every container through the Engine API, as for a
 /// remote daemon, even when its cgroup is readable here (to compare, and to test that path).

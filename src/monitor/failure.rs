@@ -7,7 +7,6 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::engine::EngineError;
 use crate::facts::gpu::LoadOutcome;
 
 /// A sample that could not be taken, with its cause.
@@ -87,7 +86,7 @@ impl<'de> Deserialize<'de> for FailureSubject {
 /// here, and NVML's failure kinds, in one snake_case vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FailureKind {
-    // The Engine API's errors (`EngineError`).
+    // The Engine API's errors (`EngineError`; `ops::stats::failure_kind` maps them).
     SocketMissing,
     PermissionDenied,
     ConnectionRefused,
@@ -173,26 +172,6 @@ impl FailureKind {
             FailureKind::GpuLost => "gpu_lost",
             FailureKind::InvalidValue => "invalid_value",
             FailureKind::Unknown => "unknown",
-        }
-    }
-
-    /// The kind of an Engine API error.
-    pub fn of_engine(error: &EngineError) -> FailureKind {
-        match error {
-            EngineError::SocketMissing { .. } => FailureKind::SocketMissing,
-            EngineError::PermissionDenied { .. } => FailureKind::PermissionDenied,
-            EngineError::ConnectionRefused { .. } => FailureKind::ConnectionRefused,
-            EngineError::Timeout { .. } => FailureKind::Timeout,
-            EngineError::UnsupportedHost { .. } => FailureKind::UnsupportedHost,
-            EngineError::Daemon { .. } | EngineError::StartRefused { .. } => {
-                FailureKind::DaemonError
-            }
-            EngineError::Pull { .. } => FailureKind::PullFailed,
-            EngineError::ImageMissing { .. } => FailureKind::ImageMissing,
-            EngineError::NameConflict { .. } => FailureKind::NameConflict,
-            EngineError::InvalidBody { .. } => FailureKind::InvalidBody,
-            EngineError::Output { .. } => FailureKind::Output,
-            EngineError::Other { .. } => FailureKind::Other,
         }
     }
 

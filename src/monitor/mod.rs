@@ -1,27 +1,19 @@
-//! `envctl stats`' application layer and its pure core.
-//!
-//! The pure core: usage formulas over a container's counters (`usage`), snapshots that
+//! `envctl stats`' pure core (its application layer is `ops::stats`): usage formulas over a container's counters (`usage`), snapshots that
 //! put containers and GPUs side by side (`snapshot`, with its typed `failure`s),
 //! diagnosis rules over a window of snapshots (`diagnosis`), and the formats snapshots
 //! leave in (`record`, `prometheus`, `chart`, `report`).
 //!
-//! The application layer drives the adapters (`engine`, `gpu::sample`, `host::cgroup`)
-//! through plain structs: `sampler` takes one snapshot, `follow` runs the interval loop,
-//! `reconnect` keeps trying a lost daemon, `serve` answers Prometheus scrapes. Nothing
-//! here reads the process environment or writes to the terminal: `commands::stats`
-//! passes the settings in, `ui::live` shows.
+//! Nothing here reads the process environment, talks to an adapter or writes to the
+//! terminal: `ops::stats` gathers, `commands::stats` passes the settings in, `ui::live`
+//! shows.
 
 pub mod chart;
 pub mod diagnosis;
 pub mod duration;
 pub mod failure;
-pub mod follow;
 pub mod prometheus;
-pub mod reconnect;
 pub mod record;
 pub mod report;
-pub mod sampler;
-pub mod serve;
 pub mod snapshot;
 pub mod usage;
 

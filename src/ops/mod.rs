@@ -10,11 +10,13 @@
 //! - [`environment`]: profile + overrides + lock + host decisions → the one create body
 //!   that `up`, `--dry-run` and every export read.
 //! - [`nvidia_check`]: the in-container CUDA check, run and judged.
+//! - [`stats`]: sample, follow, reconnect, serve (the pure rules are `monitor/`).
 //! - [`matrix`]: the compatibility matrix in force (bundled, user file, `--matrix`).
 
 pub mod doctor;
 pub mod environment;
 pub mod matrix;
 pub mod nvidia_check;
+pub mod stats;
 pub mod target;
 pub mod up;

@@ -6,9 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::failure::{Failure, FailureKind, FailureSubject};
 use crate::engine::{Engine, EngineError};
 use crate::error::error_chain;
+use crate::monitor::failure::{Failure, FailureSubject};
 
 /// The first wait before asking a lost daemon again; each failed try doubles it up to
 /// [`RECONNECT_CAP`].
@@ -19,14 +19,14 @@ pub const RECONNECT_CAP: Duration = Duration::from_secs(5);
 
 /// Whether `error` says the daemon cannot be reached, rather than that it answered.
 pub fn daemon_is_lost(error: &EngineError) -> bool {
-    FailureKind::of_engine(error).means_daemon_lost()
+    super::failure_kind(error).means_daemon_lost()
 }
 
 /// The daemon's answer to a question about all containers, as a failure of the daemon.
 pub fn daemon_failure(error: &EngineError) -> Failure {
     Failure {
         subject: FailureSubject::Daemon,
-        kind: FailureKind::of_engine(error),
+        kind: super::failure_kind(error),
         message: error_chain(error),
     }
 }
@@ -60,7 +60,7 @@ impl LostDaemon {
     fn failure_of(error: &EngineError) -> Failure {
         Failure {
             subject: FailureSubject::Daemon,
-            kind: FailureKind::of_engine(error),
+            kind: super::failure_kind(error),
             message: format!(
                 "lost: {error}; reconnecting every {} ms to {} s",
                 RECONNECT_FIRST.as_millis(),
@@ -126,7 +126,7 @@ mod tests {
         };
         let daemon = LostDaemon::new(&error);
         assert_eq!(daemon.failure().subject, FailureSubject::Daemon);
-        assert_eq!(daemon.failure().kind, FailureKind::Timeout);
+        assert_eq!(daemon.failure().kind, crate::monitor::FailureKind::Timeout);
         assert!(
             daemon
                 .failure()

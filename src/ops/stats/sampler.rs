@@ -17,10 +17,6 @@ use std::time::Duration;
 
 use crate::context::Clock;
 
-use super::Window;
-use super::failure::{Failure, FailureKind, FailureSubject};
-use super::snapshot::{ContainerInput, Snapshot, assemble};
-use super::usage::{ContainerUsage, container_usage, cpu_limit_cores};
 use crate::engine::{Engine, EngineError};
 use crate::error::error_chain;
 use crate::facts::container::{ContainerDetails, ContainerResources, ContainerSample};
@@ -28,6 +24,10 @@ use crate::facts::gpu::LoadOutcome;
 use crate::facts::gpu_sample::{GpuReadings, GpuUnavailable};
 use crate::gpu::sample::GpuSampler;
 use crate::host::cgroup::{self, LocalContainer};
+use crate::monitor::Window;
+use crate::monitor::failure::{Failure, FailureKind, FailureSubject};
+use crate::monitor::snapshot::{ContainerInput, Snapshot, assemble};
+use crate::monitor::usage::{ContainerUsage, container_usage, cpu_limit_cores};
 use crate::spec::PROFILE_LABEL;
 
 /// The gap between `--once`'s two CPU readings. The host's CPU time advances in 10 ms
@@ -411,7 +411,7 @@ pub(super) fn input(
 pub(super) fn container_failure(target: &Target, error: &EngineError) -> Failure {
     Failure {
         subject: FailureSubject::Container(target.name.clone()),
-        kind: FailureKind::of_engine(error),
+        kind: super::failure_kind(error),
         message: error_chain(error),
     }
 }

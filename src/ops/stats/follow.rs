@@ -13,21 +13,21 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::failure::{Failure, FailureKind, FailureSubject};
 use super::reconnect::{self, LostDaemon};
-use super::record::Recorder;
 use super::sampler::{
     self, CounterSource, Gpus, PROC_ROOT, Selection, Target, container_failure, input,
     list_targets, process_owners,
 };
 use super::serve::MetricsServer;
-use super::snapshot::{ContainerInput, Snapshot, assemble};
-use super::usage::container_usage;
-use super::{Window, prometheus};
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
 use crate::facts::container::{ContainerResources, ContainerSample};
 use crate::host::cgroup::{self, LocalContainer};
+use crate::monitor::failure::{Failure, FailureKind, FailureSubject};
+use crate::monitor::record::Recorder;
+use crate::monitor::snapshot::{ContainerInput, Snapshot, assemble};
+use crate::monitor::usage::container_usage;
+use crate::monitor::{Window, prometheus};
 
 /// How often the live view lists containers again, to pick up new ones.
 pub const RELIST_EVERY: Duration = Duration::from_secs(5);
