@@ -45,14 +45,47 @@ impl fmt::Display for Status {
     }
 }
 
-/// The section of doctor's host report a finding belongs to, chosen by the check that makes
-/// it rather than read back from its id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The section of a report a finding belongs to (doctor's host report, nvidia-check's
+/// sections), chosen by the check that makes it rather than read back from its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Area {
-    /// The daemon: socket, reachability, storage, how GPUs reach containers.
+    /// doctor: the daemon: socket, reachability, storage, how GPUs reach containers.
     Docker,
-    /// The NVIDIA side of the host: driver, NVML, GPUs, device nodes, kernel.
+    /// doctor: the NVIDIA side of the host: driver, NVML, GPUs, device nodes, kernel.
     Nvidia,
+    /// nvidia-check: the run itself, device nodes, NVML in the container.
+    Passthrough,
+    /// nvidia-check: Python and torch.
+    PyTorch,
+    /// nvidia-check: the GPUs against torch's architecture list.
+    Architectures,
+    /// nvidia-check: the matmul.
+    Compute,
+    /// nvidia-check: the container's variables against the profile's.
+    Environment,
+}
+
+impl Area {
+    /// nvidia-check's sections, in the order it prints them.
+    pub const NVIDIA_CHECK: [Area; 5] = [
+        Area::Passthrough,
+        Area::PyTorch,
+        Area::Architectures,
+        Area::Compute,
+        Area::Environment,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Area::Docker => "Docker",
+            Area::Nvidia => "NVIDIA",
+            Area::Passthrough => "GPU passthrough",
+            Area::PyTorch => "PyTorch",
+            Area::Architectures => "Architectures",
+            Area::Compute => "Compute",
+            Area::Environment => "Environment",
+        }
+    }
 }
 
 /// One check's outcome: a stable id, a status, a sentence, a fix, and the facts it used.

@@ -73,7 +73,7 @@ fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error>
             findings: findings
                 .iter()
                 .map(|finding| SectionedFinding {
-                    section: Area::of(&finding.id).title(),
+                    section: finding.area.map_or("", Area::title),
                     finding,
                 })
                 .collect(),
@@ -82,13 +82,13 @@ fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error>
         };
         context.printer.json(&report)?;
     } else {
-        let sections: Vec<Section> = Area::ALL
+        let sections: Vec<Section> = Area::NVIDIA_CHECK
             .iter()
             .map(|area| Section {
                 title: area.title().to_string(),
                 findings: findings
                     .iter()
-                    .filter(|finding| Area::of(&finding.id) == *area)
+                    .filter(|finding| finding.area == Some(*area))
                     .cloned()
                     .collect(),
             })

@@ -137,49 +137,24 @@ pub struct Expectations<'a> {
     pub candidates: &'a [TorchCandidate<'a>],
 }
 
-/// The sections nvidia-check prints, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Area {
-    Passthrough,
-    PyTorch,
-    Architectures,
-    Compute,
-    Environment,
-}
+/// The sections nvidia-check prints: [`crate::checks::Area`]'s nvidia-check variants,
+/// set on each finding by the section function that makes it (see [`judge`]).
+pub use crate::checks::Area;
 
-impl Area {
-    pub const ALL: [Area; 5] = [
-        Area::Passthrough,
-        Area::PyTorch,
-        Area::Architectures,
-        Area::Compute,
-        Area::Environment,
-    ];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Area::Passthrough => "GPU passthrough",
-            Area::PyTorch => "PyTorch",
-            Area::Architectures => "Architectures",
-            Area::Compute => "Compute",
-            Area::Environment => "Environment",
-        }
-    }
-
-    /// The section a finding belongs to, from its id.
-    pub fn of(id: &str) -> Area {
-        if id.starts_with(GPU_TORCH_ARCH) {
-            Area::Architectures
-        } else if id.starts_with("python.") || id.starts_with("torch.") {
-            Area::PyTorch
-        } else if id.starts_with("compute.") {
-            Area::Compute
-        } else if id.starts_with("environment.") {
-            Area::Environment
-        } else {
-            Area::Passthrough
-        }
+/// The id convention each section's findings follow (`torch.`/`python.` → PyTorch, …);
+/// a test holds every finding's section to it, so ids stay readable by section.
+#[cfg(test)]
+pub(crate) fn section_by_id(id: &str) -> Area {
+    if id.starts_with(GPU_TORCH_ARCH) {
+        Area::Architectures
+    } else if id.starts_with("python.") || id.starts_with("torch.") {
+        Area::PyTorch
+    } else if id.starts_with("compute.") {
+        Area::Compute
+    } else if id.starts_with("environment.") {
+        Area::Environment
+    } else {
+        Area::Passthrough
     }
 }
 
@@ -317,13 +292,32 @@ fn is_gpu_device_file(name: &str) -> bool {
 pub fn judge(raw: &RawReport, expectations: &Expectations<'_>) -> Vec<Finding> {
     let view = View::new(raw);
     let mut findings = Vec::new();
-    run(&view, expectations, &mut findings);
-    passthrough(&view, expectations, &mut findings);
-    pytorch(&view, expectations, &mut findings);
-    architectures(&view, expectations, &mut findings);
-    compute(&view, expectations, &mut findings);
-    environment(&view, expectations, &mut findings);
-    findings.sort_by_key(|finding| Area::of(&finding.id));
+    type Section = fn(&View<'_>, &Expectations<'_>, &mut Vec<Finding>);
+    let sections: [(Area, Section); 6] = [
+        (Area::Passthrough, run),
+        (Area::Passthrough, passthrough),
+        (Area::PyTorch, pytorch),
+        (Area::Architectures, architectures),
+        (Area::Compute, compute),
+        (Area::Environment, environment),
+    ];
+    for (area, section) in sections {
+        let before = findings.len();
+        section(&view, expectations, &mut findings);
+        for finding in &mut findings[before..] {
+            // Every unit test that judges a run holds the ids to their section's convention.
+            #[cfg(test)]
+            assert_eq!(
+                section_by_id(&finding.id),
+                area,
+                "finding `{}` is made in the {area:?} section but its id reads as another",
+                finding.id
+            );
+            finding.area = Some(area);
+        }
+    }
+    // Stable: within a section, the order the checks ran in.
+    findings.sort_by_key(|finding| finding.area);
     findings
 }
 

@@ -236,7 +236,7 @@ fn healthy_h100_passes_everything() {
     // Sections come in order.
     let areas: Vec<Area> = findings
         .iter()
-        .map(|finding| Area::of(&finding.id))
+        .map(|finding| finding.area.unwrap())
         .collect();
     let mut sorted = areas.clone();
     sorted.sort();
@@ -318,7 +318,7 @@ fn torch_without_cuda_fails_and_skips_the_gpu_checks() {
     assert!(
         findings
             .iter()
-            .all(|finding| Area::of(&finding.id) != Area::Compute)
+            .all(|finding| finding.area != Some(Area::Compute))
     );
     // Passthrough itself is fine.
     assert_eq!(status_of(&findings, DEVICES), Status::Pass);
@@ -679,7 +679,7 @@ fn cuda_unavailable_says_why() {
     assert!(
         findings
             .iter()
-            .all(|finding| Area::of(&finding.id) != Area::Compute)
+            .all(|finding| finding.area != Some(Area::Compute))
     );
 
     let mut hidden = h100_without_devices();

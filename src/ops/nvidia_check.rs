@@ -154,7 +154,8 @@ fn container_profile(
                 format!(
                     "the container's profile `{name}` does not resolve here ({error}): the GPU count is checked against the container's own request"
                 ),
-            )),
+            )
+            .in_area(crate::checks::Area::Passthrough)),
         ),
     }
 }
