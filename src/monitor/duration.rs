@@ -1,6 +1,6 @@
-//! Durations as people type them on the command line (`1`, `0.5`, `500ms`, `2s`, `1m`):
-//! the parser `envctl stats --interval` uses, with the shortest interval that can be
-//! sampled at all.
+//! Durations as people type them on the command line (`1`, `0.5`, `500ms`, `2s`, `1m`),
+//! read by jiff where they carry a unit: the parser `envctl stats --interval` uses, with
+//! the shortest and longest intervals that make sense to sample at.
 
 use std::time::Duration;
 
@@ -16,22 +16,17 @@ pub const MAXIMUM_INTERVAL: Duration = Duration::from_secs(3600);
 /// error is the sentence clap shows after the argument's name.
 pub fn parse_interval(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let (number, scale) = if let Some(number) = text.strip_suffix("ms") {
-        (number, 0.001)
-    } else if let Some(number) = text.strip_suffix('s') {
-        (number, 1.0)
-    } else if let Some(number) = text.strip_suffix('m') {
-        (number, 60.0)
-    } else {
-        (text, 1.0)
+    let not_a_duration = || format!("`{text}` is not a duration like 1, 0.5, 500ms or 2s");
+    // A bare number is seconds (`1`, `0.5`); anything with a unit is jiff's to read
+    // (`500ms`, `2s`, `1m`, `1m30s`, ISO 8601 `PT2S`). A negative one is no interval.
+    let duration = match text.parse::<f64>() {
+        Ok(seconds) => Duration::try_from_secs_f64(seconds).map_err(|_| not_a_duration())?,
+        Err(_) => text
+            .parse::<jiff::SignedDuration>()
+            .ok()
+            .and_then(|signed| Duration::try_from(signed).ok())
+            .ok_or_else(not_a_duration)?,
     };
-    let seconds = number
-        .trim()
-        .parse::<f64>()
-        .map_err(|_| format!("`{text}` is not a duration like 1, 0.5, 500ms or 2s"))?
-        * scale;
-    let duration = Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("`{text}` is not a duration like 1, 0.5, 500ms or 2s"))?;
     if duration < MINIMUM_INTERVAL {
         return Err(format!(
             "`{text}` is shorter than {} ms, faster than anything can be sampled",
@@ -71,6 +66,20 @@ mod tests {
                 proptest::prop_assert!(duration >= MINIMUM_INTERVAL && duration <= MAXIMUM_INTERVAL);
                 proptest::prop_assert!(std::time::Instant::now().checked_add(duration).is_some());
             }
+        }
+    }
+
+    #[test]
+    fn units_are_read_by_jiff_and_bad_text_is_refused() {
+        assert_eq!(parse_interval("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_interval("1.5s").unwrap(), Duration::from_millis(1500));
+        for text in ["-2s", "2x", "", "s", "ms"] {
+            assert!(
+                parse_interval(text)
+                    .unwrap_err()
+                    .contains("is not a duration like"),
+                "{text}"
+            );
         }
     }
 
