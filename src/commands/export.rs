@@ -22,7 +22,6 @@ use crate::export::{
 };
 use crate::ops::environment::{self, EnvironmentRequest, LockPolicy, Placement};
 use crate::profile::ResolvedProfile;
-use crate::profile::model::GpuRequest;
 use crate::spec::{self, Overrides};
 
 #[derive(Debug, clap::Args)]
@@ -114,11 +113,9 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
     // `--to docker-run` is `up --dry-run`: this host's GPUs, its bind sources, and a lock
     // that cannot be read is an error. The files are for other machines.
     let (placement, lock_policy) = if target == Target::DockerRun {
-        let host_has_gpus = resolved.profile.gpus == GpuRequest::Optional
-            && crate::gpu::gather(context.environment.nvml_library().as_deref())
-                .loaded()
-                .is_some_and(|facts| !facts.gpus.is_empty());
-        (Placement::ThisHost { host_has_gpus }, LockPolicy::Use)
+        let gpu_facts =
+            environment::host_gpus(&resolved, context.environment.nvml_library().as_deref());
+        (Placement::this_host(gpu_facts.as_ref()), LockPolicy::Use)
     } else {
         (Placement::Elsewhere, LockPolicy::Report)
     };
@@ -128,7 +125,7 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
             overrides: Overrides::default(),
             placement,
             lock_policy,
-            lock: &lock,
+            lock,
             working_directory: working_directory.clone(),
             home: home.clone(),
             path_exists: &exists,

@@ -29,10 +29,6 @@ use crate::ui::live::{self, LiveScreen};
 pub use crate::ops::stats::follow::RELIST_EVERY;
 pub use crate::ops::stats::sampler::ONCE_GAP;
 
-/// `ENVCTL_STATS_SOURCE=api` reads every container through the Engine API, as for a
-/// remote daemon, even when its cgroup is readable here (to compare, and to test that path).
-pub const SOURCE_VARIABLE: &str = crate::context::STATS_SOURCE_VARIABLE;
-
 /// Where `--serve` listens when given no address (dcgm-exporter's port).
 pub const DEFAULT_SERVE_ADDRESS: &str = serve::DEFAULT_ADDRESS;
 

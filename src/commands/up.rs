@@ -13,7 +13,6 @@ use crate::exit::ExitStatus;
 use crate::ops::environment::{
     self, EnvironmentRequest, LockPolicy, Placement, ResolvedEnvironment,
 };
-use crate::profile::model::GpuRequest;
 use crate::spec::{self, CreateBody, Overrides};
 
 use crate::ops::up::{Outcome, Plan, PullPolicy, RunState, UpOptions, UpReport, clean_up, up};
@@ -43,12 +42,8 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     )?;
     // `gpus = "optional"` shapes the container by what this host has: ask NVML now, and
     // hand the answer to the preflight.
-    let gpu_facts = (resolved.profile.gpus == GpuRequest::Optional)
-        .then(|| crate::gpu::gather(context.environment.nvml_library().as_deref()));
-    let host_has_gpus = gpu_facts
-        .as_ref()
-        .and_then(|facts| facts.loaded())
-        .is_some_and(|facts| !facts.gpus.is_empty());
+    let gpu_facts =
+        environment::host_gpus(&resolved, context.environment.nvml_library().as_deref());
     let working_directory = context.working_directory()?;
     let lock = environment::read_lock();
     let exists = |path: &std::path::Path| path.exists();
@@ -62,13 +57,13 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         resolved,
         EnvironmentRequest {
             overrides,
-            placement: Placement::ThisHost { host_has_gpus },
+            placement: Placement::this_host(gpu_facts.as_ref()),
             lock_policy: if arguments.locked {
                 LockPolicy::Require
             } else {
                 LockPolicy::Use
             },
-            lock: &lock,
+            lock,
             working_directory,
             home: context.environment.home(),
             path_exists: &exists,

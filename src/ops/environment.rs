@@ -11,10 +11,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::facts::gpu::GpuFacts;
 use crate::lock::file::LockReadError;
 use crate::lock::{LockFile, LockState};
 use crate::profile::ResolvedProfile;
 use crate::profile::image::ImageReference;
+use crate::profile::model::GpuRequest;
 use crate::spec::{self, CreateBody, MissingSource, Overrides, SpecContext, SpecError};
 
 /// Where the container will run, which decides two things: whether `gpus = "optional"`
@@ -76,14 +78,31 @@ pub struct EnvironmentRequest<'a> {
     pub overrides: Overrides,
     pub placement: Placement,
     pub lock_policy: LockPolicy,
-    /// `envctl.lock` as read from the working directory.
-    pub lock: &'a Result<Option<LockFile>, LockReadError>,
+    /// `envctl.lock` as read from the working directory ([`read_lock`]).
+    pub lock: Result<Option<LockFile>, LockReadError>,
     /// Absolute: relative bind sources resolve against it.
     pub working_directory: PathBuf,
     /// `~` bind sources resolve against it.
     pub home: Option<PathBuf>,
     /// Whether a host path exists (the command asks the file system, tests a closure).
     pub path_exists: &'a dyn Fn(&Path) -> bool,
+}
+
+/// What NVML says on this host, asked only when the profile's container depends on it
+/// (`gpus = "optional"`); `up` hands the same answer to its preflight.
+pub fn host_gpus(resolved: &ResolvedProfile, nvml_library: Option<&Path>) -> Option<GpuFacts> {
+    (resolved.profile.gpus == GpuRequest::Optional).then(|| crate::gpu::gather(nvml_library))
+}
+
+impl Placement {
+    /// This host, with GPUs when NVML found some ([`host_gpus`]).
+    pub fn this_host(gpu_facts: Option<&GpuFacts>) -> Placement {
+        Placement::ThisHost {
+            host_has_gpus: gpu_facts
+                .and_then(GpuFacts::loaded)
+                .is_some_and(|facts| !facts.gpus.is_empty()),
+        }
+    }
 }
 
 /// `envctl.lock` in the working directory, read once per command. Named relatively (the
@@ -132,7 +151,7 @@ pub fn resolve(
     let body_without_gpus = match placement {
         Placement::ThisHost {
             host_has_gpus: true,
-        } if resolved.profile.gpus == crate::profile::model::GpuRequest::Optional => {
+        } if resolved.profile.gpus == GpuRequest::Optional => {
             spec_context.host_has_gpus = false;
             let mut without = spec::create_body(&resolved, &spec_context)?;
             // The same pin: the lock was read and judged once, above.
@@ -164,26 +183,27 @@ const PIN_HINT: &str = "run `envctl lock` to pin the profile's image, and commit
 fn apply_lock(
     body: &mut CreateBody,
     resolved: &ResolvedProfile,
-    lock: &Result<Option<LockFile>, LockReadError>,
+    lock: Result<Option<LockFile>, LockReadError>,
     policy: LockPolicy,
 ) -> Result<(Option<String>, Option<String>), Error> {
     let profile = &resolved.profile.name;
     let image = &resolved.profile.image;
     let lock = match (lock, policy) {
-        (Ok(lock), _) => lock.as_ref(),
+        (Ok(lock), _) => lock,
         (Err(error), LockPolicy::Report) => {
             return Ok((
                 None,
                 Some(format!(
                     "{}; the image keeps its tag",
-                    crate::error::error_chain(error)
+                    crate::error::error_chain(&error)
                 )),
             ));
         }
         (Err(error), LockPolicy::Use | LockPolicy::Require) => {
-            return Err(Error::LockFile(clone_read_error(error)));
+            return Err(Error::LockFile(error));
         }
     };
+    let lock = lock.as_ref();
     let decision = lock.map_or(LockDecision::NotLocked, |lock| {
         lock_decision(lock, profile, image)
     });
@@ -230,21 +250,6 @@ fn apply_lock(
                 "envctl.lock has `{digest}` for this profile, which is not a `sha256:` digest; the image keeps its tag"
             )),
         )),
-    }
-}
-
-/// `LockReadError` holds an `io::Error`, which is not `Clone`; the lock is read once and
-/// judged for several profiles, so an error is rebuilt for each report.
-fn clone_read_error(error: &LockReadError) -> LockReadError {
-    match error {
-        LockReadError::Unreadable { path, source } => LockReadError::Unreadable {
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        LockReadError::Invalid { path, message } => LockReadError::Invalid {
-            path: path.clone(),
-            message: message.clone(),
-        },
     }
 }
 

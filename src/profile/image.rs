@@ -114,22 +114,19 @@ fn with_tag_and_digest(name: String, tag: &Option<String>, digest: &Option<Strin
 impl ImageReference {
     /// The reference in its canonical form (see [`CanonicalImage`]).
     pub fn canonical(&self) -> CanonicalImage {
-        let docker_hub = match self.registry.as_deref() {
-            None => true,
-            Some(registry) => registry == DOCKER_HUB || DOCKER_HUB_ALIASES.contains(&registry),
-        };
-        let (registry, repository) = if docker_hub {
-            let repository = if self.repository.contains('/') {
-                self.repository.clone()
-            } else {
-                format!("{DOCKER_HUB_OFFICIAL}{}", self.repository)
-            };
-            (DOCKER_HUB.to_string(), repository)
-        } else {
-            (
-                self.registry.clone().unwrap_or_default(),
-                self.repository.clone(),
-            )
+        let (registry, repository) = match self.registry.as_deref() {
+            Some(registry) if registry != DOCKER_HUB && !DOCKER_HUB_ALIASES.contains(&registry) => {
+                (registry.to_string(), self.repository.clone())
+            }
+            // No registry, or Docker Hub by any of its names.
+            _ => {
+                let repository = if self.repository.contains('/') {
+                    self.repository.clone()
+                } else {
+                    format!("{DOCKER_HUB_OFFICIAL}{}", self.repository)
+                };
+                (DOCKER_HUB.to_string(), repository)
+            }
         };
         CanonicalImage {
             registry,

@@ -85,7 +85,7 @@ fn environment(
             overrides: Overrides::default(),
             placement: Placement::Elsewhere,
             lock_policy: LockPolicy::Report,
-            lock: &lock,
+            lock,
             working_directory: working_directory.to_path_buf(),
             home: Some(PathBuf::from(HOME)),
             path_exists: &everything_exists,
