@@ -4,6 +4,7 @@
 use console::Style;
 
 use super::printer::Printer;
+use super::text::shown;
 use crate::checks::{Finding, Status, worst};
 use crate::error::Error;
 
@@ -42,12 +43,12 @@ pub fn print_sections(printer: &Printer, sections: &[Section]) -> Result<(), Err
         ))?;
         for finding in &section.findings {
             let mark = printer.style_stdout(style(finding.status), symbol(finding.status));
-            printer.data(&format!("  {mark} {}", finding.message))?;
+            printer.data(&format!("  {mark} {}", shown(&finding.message)))?;
             if let Some(hint) = &finding.hint
                 && matches!(finding.status, Status::Warn | Status::Fail)
             {
                 let label = printer.style_stdout(Style::new().cyan(), "hint:");
-                printer.data(&format!("      {label} {hint}"))?;
+                printer.data(&format!("      {label} {}", shown(hint)))?;
             }
         }
     }

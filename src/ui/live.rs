@@ -38,6 +38,14 @@ struct Column {
 fn layout(mut columns: Vec<Column>, width: Option<usize>, style: Styler<'_>) -> Vec<String> {
     const GAP: usize = 2;
     const NAME_MINIMUM: usize = 12;
+    // Cells quote outside text (container names, GPU names from NVML): escaped, capped.
+    for column in &mut columns {
+        for cell in &mut column.cells {
+            if let std::borrow::Cow::Owned(safe) = super::text::shown(cell) {
+                *cell = safe;
+            }
+        }
+    }
     let column_width = |column: &Column| {
         column
             .cells
@@ -318,7 +326,7 @@ pub fn snapshot_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'
             "{} {} {}: {}",
             style(colour, mark),
             style(Style::new().bold(), &diagnosis.id),
-            diagnosis.subject,
+            super::text::shown(&diagnosis.subject),
             diagnosis.message
         )));
         lines.push(fit(format!("    hint: {}", diagnosis.hint)));
@@ -358,7 +366,9 @@ pub fn failure_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'_
         .map(|failure| {
             let text = format!(
                 "{}: {} ({})",
-                failure.subject, failure.message, failure.kind
+                failure.subject,
+                super::text::shown(&failure.message),
+                failure.kind
             );
             let text = match width {
                 Some(width) => console::truncate_str(&text, width, "…").into_owned(),

@@ -1,5 +1,6 @@
 //! Everything that reaches the terminal: the [`Printer`] (stdout is data, stderr is talk),
-//! styling, error and diagnostic rendering, tables.
+//! styling, error and diagnostic rendering, tables, and outside text made safe to show
+//! ([`text::shown`]).
 
 pub mod findings;
 pub mod live;
@@ -9,5 +10,6 @@ pub mod progress;
 pub mod report;
 pub mod table;
 pub mod terminal;
+pub mod text;
 
 pub use printer::{ColorChoice, Printer, Verbosity};

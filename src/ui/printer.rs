@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use console::Style;
 use serde::Serialize;
 
+use super::text::shown;
 use crate::error::Error;
 
 /// The JSON schema version every `--json` document carries.
@@ -108,17 +109,18 @@ impl Printer {
         self.data(&text)
     }
 
-    /// Talk on stderr (progress, confirmations); silent with `-q`.
+    /// Talk on stderr (progress, confirmations); silent with `-q`. Talk often quotes
+    /// outside text (names, daemon answers): it is shown escaped and capped.
     pub fn info(&self, text: &str) {
         if self.verbosity > Verbosity::Quiet {
-            self.stderr_line(text);
+            self.stderr_line(&shown(text));
         }
     }
 
     /// Detail on stderr, only with `-v`.
     pub fn detail(&self, text: &str) {
         if self.verbosity >= Verbosity::Verbose {
-            self.stderr_line(&self.style_stderr(Style::new().dim(), text));
+            self.stderr_line(&self.style_stderr(Style::new().dim(), &shown(text)));
         }
     }
 
@@ -126,7 +128,7 @@ impl Printer {
     pub fn warn(&self, text: &str) {
         if self.verbosity > Verbosity::Quiet {
             let label = self.style_stderr(Style::new().yellow().bold(), "warning");
-            self.stderr_line(&format!("{label}: {text}"));
+            self.stderr_line(&format!("{label}: {}", shown(text)));
         }
     }
 

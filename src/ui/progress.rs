@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::printer::Printer;
+use super::text::shown;
 use crate::facts::engine::PullEvent;
 
 /// Draws the events of one pull.
@@ -59,20 +60,20 @@ impl<'a> PullProgress<'a> {
                     let bar = layers.entry(layer.clone()).or_insert_with(|| {
                         let bar = bars.add(ProgressBar::new(0));
                         bar.set_style(style.clone());
-                        bar.set_prefix(layer.clone());
+                        bar.set_prefix(shown(layer).into_owned());
                         bar
                     });
                     if let (Some(current), Some(total)) = (event.current, event.total) {
                         bar.set_length(total);
                         bar.set_position(current);
                     }
-                    bar.set_message(event.status.clone());
+                    bar.set_message(shown(&event.status).into_owned());
                     if matches!(event.status.as_str(), "Pull complete" | "Already exists") {
                         bar.finish();
                     }
                 }
                 None => {
-                    let _ = bars.println(&event.status);
+                    let _ = bars.println(shown(&event.status));
                 }
             },
             PullProgress::Lines {

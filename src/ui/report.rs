@@ -4,6 +4,7 @@
 use console::Style;
 
 use super::printer::Printer;
+use super::text::{SHOWN_LIMIT, is_terminal_control, shown};
 use crate::error::Error;
 use crate::profile::Diagnostic;
 
@@ -12,23 +13,23 @@ pub fn write_error(printer: &Printer, error: &Error) {
         write_diagnostic(printer, diagnostic);
     }
     let label = printer.style_stderr(Style::new().red().bold(), "error");
-    printer.stderr_line(&format!("{label}: {error}"));
+    printer.stderr_line(&format!("{label}: {}", shown(&error.to_string())));
     match error {
         Error::Preflight { findings, .. } => {
             for finding in findings {
                 printer.stderr_line(&format!(
                     "  {} {}",
                     printer.style_stderr(Style::new().red().bold(), "✗"),
-                    finding.message
+                    shown(&finding.message)
                 ));
                 if let Some(hint) = &finding.hint {
-                    printer.stderr_line(&format!("      hint: {hint}"));
+                    printer.stderr_line(&format!("      hint: {}", shown(hint)));
                 }
             }
         }
         Error::ProfileChanged { changes, .. } => {
             for change in changes {
-                printer.stderr_line(&format!("  changed: {change}"));
+                printer.stderr_line(&format!("  changed: {}", shown(&change.to_string())));
             }
         }
         _ => {}
@@ -39,15 +40,33 @@ pub fn write_error(printer: &Printer, error: &Error) {
         // Some causes repeat their own source in their message (hyper does): say it once.
         let text = cause.to_string();
         if !previous.contains(&text) {
-            printer.stderr_line(&format!("  caused by: {text}"));
+            printer.stderr_line(&format!("  caused by: {}", shown(&text)));
         }
         previous = text;
         source = cause.source();
     }
     if let Some(hint) = error.hint() {
         let label = printer.style_stderr(Style::new().cyan().bold(), "hint");
-        printer.stderr_line(&format!("  {label}: {hint}"));
+        printer.stderr_line(&format!("  {label}: {}", shown(&hint.to_string())));
     }
+}
+
+/// A profile's line as the diagnostic quotes it: tabs as spaces, anything a terminal would
+/// act on as `�` (one column each, unlike an escape), cut after [`SHOWN_LIMIT`] bytes.
+fn source_line_shown(line: &str) -> String {
+    let mut shown = String::with_capacity(line.len().min(SHOWN_LIMIT) + 3);
+    for character in line.chars() {
+        if shown.len() + character.len_utf8() > SHOWN_LIMIT {
+            shown.push('…');
+            break;
+        }
+        shown.push(match character {
+            '\t' => ' ',
+            character if is_terminal_control(character) => '\u{fffd}',
+            character => character,
+        });
+    }
+    shown
 }
 
 /// ```text
@@ -60,7 +79,7 @@ pub fn write_error(printer: &Printer, error: &Error) {
 /// ```
 pub fn write_diagnostic(printer: &Printer, diagnostic: &Diagnostic) {
     let label = printer.style_stderr(Style::new().red().bold(), "error");
-    let message = printer.style_stderr(Style::new().bold(), &diagnostic.message);
+    let message = printer.style_stderr(Style::new().bold(), &shown(&diagnostic.message));
     printer.stderr_line(&format!("{label}: {message}"));
     let gutter = diagnostic.line.to_string().len();
     let blue = |text: &str| printer.style_stderr(Style::new().blue().bold(), text);
@@ -68,18 +87,16 @@ pub fn write_diagnostic(printer: &Printer, diagnostic: &Diagnostic) {
         "{}{} {}:{}:{}",
         " ".repeat(gutter),
         blue("-->"),
-        diagnostic.path,
+        shown(&diagnostic.path.to_string()),
         diagnostic.line,
         diagnostic.column
     ));
     if let Some(source_line) = &diagnostic.source_line {
-        let shown: String = source_line
-            .chars()
-            .map(|c| if c == '\t' { ' ' } else { c })
-            .collect();
+        // One column per character, so the carets below stay under the place they mark.
+        let line = source_line_shown(source_line);
         printer.stderr_line(&format!("{} {}", " ".repeat(gutter), blue("|")));
         printer.stderr_line(&format!(
-            "{} {} {shown}",
+            "{} {} {line}",
             blue(&diagnostic.line.to_string()),
             blue("|")
         ));
@@ -93,9 +110,10 @@ pub fn write_diagnostic(printer: &Printer, diagnostic: &Diagnostic) {
     }
     if let Some(hint) = &diagnostic.hint {
         printer.stderr_line(&format!(
-            "{} {} hint: {hint}",
+            "{} {} hint: {}",
             " ".repeat(gutter),
-            blue("=")
+            blue("="),
+            shown(&hint.to_string())
         ));
     }
     printer.stderr_line("");
