@@ -132,7 +132,8 @@ fn dry_run(body: &CreateBody, name: &str, context: &Context) -> Result<ExitStatu
         #[derive(Serialize)]
         struct DryRun<'a> {
             name: &'a str,
-            /// Exactly what `POST /containers/create?name=NAME` would receive.
+            /// What `POST /containers/create?name=NAME` would receive; the real request adds
+            /// only this run's `envctl.run` label (`ops::up::RUN_LABEL`).
             body: &'a CreateBody,
         }
         context.printer.json(&DryRun { name, body })?;

@@ -16,6 +16,24 @@ use crate::facts::container::{ContainerDetails, ContainerSummary, GpuAssignment}
 pub use crate::spec::PROFILE_LABEL;
 
 impl Engine {
+    /// The ids of every container, running or not, carrying `label` (`KEY=VALUE`).
+    pub async fn containers_labelled(&self, label: &str) -> Result<Vec<String>, EngineError> {
+        let filters: HashMap<&str, Vec<&str>> = HashMap::from([("label", vec![label])]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let containers = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|error| self.classify(error))?;
+        Ok(containers
+            .into_iter()
+            .filter_map(|container| container.id)
+            .collect())
+    }
+
     /// envctl's containers (label `envctl.profile`), or every container with `all_containers`.
     pub async fn list_containers(
         &self,

@@ -6,6 +6,8 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
@@ -67,11 +69,40 @@ pub struct Plan {
     pub gpu_facts: Option<crate::facts::gpu::GpuFacts>,
 }
 
+/// The label that marks a container with the run that created it: an interrupted run
+/// finds what it made by it even when the create's answer never arrived.
+pub const RUN_LABEL: &str = "envctl.run";
+
+/// How long an interrupted run waits for a create already sent, so that it can remove
+/// what the daemon made (a create takes ~20 ms; the 2 s exit promise leaves room).
+const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+
 /// What this run created, so an interruption removes only its own half-made container.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RunState {
     created: Option<String>,
     started: bool,
+    /// This run's value of [`RUN_LABEL`]: the process id and 64 random bits.
+    run_id: String,
+    /// Creates sent and not yet answered. They run as tasks of their own, so an
+    /// interruption that drops `up` cannot drop a create the daemon is carrying out.
+    creates_in_flight: Arc<AtomicUsize>,
+}
+
+impl Default for RunState {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        // RandomState is seeded from the operating system's randomness once per process.
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        RunState {
+            created: None,
+            started: false,
+            run_id: format!("{}-{random:016x}", std::process::id()),
+            creates_in_flight: Arc::new(AtomicUsize::new(0)),
+        }
+    }
 }
 
 /// The flags of `up` that decide how it meets an existing container and the image.
@@ -106,23 +137,49 @@ async fn warn_if_tag_moved(
     Ok(())
 }
 
-/// Removes the container this run created when it did not get to start it.
+/// Removes the container this run created when it did not get to start it: the one whose
+/// id came back, and any carrying this run's [`RUN_LABEL`] (a create whose answer was
+/// lost to the interruption), after waiting briefly for creates still in flight.
 pub async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
-    let created = {
+    let (started, created, run_id, in_flight) = {
         let state = state.borrow();
-        if state.started {
-            None
-        } else {
-            state.created.clone()
-        }
+        (
+            state.started,
+            state.created.clone(),
+            state.run_id.clone(),
+            state.creates_in_flight.clone(),
+        )
     };
-    if let Some(id) = created {
+    if started {
+        return;
+    }
+    let waited_from = tokio::time::Instant::now();
+    while in_flight.load(Ordering::SeqCst) > 0 && waited_from.elapsed() < IN_FLIGHT_WAIT {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let mut ours: Vec<String> = created.into_iter().collect();
+    match engine
+        .containers_labelled(&format!("{RUN_LABEL}={run_id}"))
+        .await
+    {
+        Ok(labelled) => {
+            for id in labelled {
+                if !ours.iter().any(|known| known == &id) {
+                    ours.push(id);
+                }
+            }
+        }
+        Err(error) => context.printer.warn(&format!(
+            "could not look for containers this run created (label {RUN_LABEL}={run_id}): {error}"
+        )),
+    }
+    for id in ours {
         match engine.remove_container(&id, true, true).await {
             Ok(()) => context
                 .printer
                 .info("removed the container this run created but did not start"),
             Err(error) => context.printer.warn(&format!(
-                "could not remove the half-made container {id}: {error}"
+                "could not remove the half-made container {id}: {error} (`docker rm -f {id}`)"
             )),
         }
     }
@@ -311,14 +368,39 @@ async fn create_with_image(
 }
 
 /// Creates (never starts), recording the id at once so that every way out of this run
-/// removes what it made; a name a concurrent `up` took first is theirs.
+/// removes what it made; a name a concurrent `up` took first is theirs. The request
+/// carries this run's [`RUN_LABEL`] and runs as a task of its own: an interruption drops
+/// `up`, not the request, and `clean_up` waits for its answer.
 async fn create(
     engine: &Engine,
     body: &CreateBody,
     name: &str,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<Created, EngineError> {
-    match engine.create_container(name, body).await {
+    let mut body = body.clone();
+    let in_flight = {
+        let state = state.borrow();
+        body.labels
+            .insert(RUN_LABEL.to_string(), state.run_id.clone());
+        state.creates_in_flight.clone()
+    };
+    in_flight.fetch_add(1, Ordering::SeqCst);
+    let request = {
+        let engine = engine.clone();
+        let name = name.to_string();
+        tokio::spawn(async move {
+            let answer = engine.create_container(&name, &body).await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            answer
+        })
+    };
+    // The task is never aborted, so it can only end early by panicking: that is a bug,
+    // and it stays a panic.
+    let answer = match request.await {
+        Ok(answer) => answer,
+        Err(error) => std::panic::resume_unwind(error.into_panic()),
+    };
+    match answer {
         Ok(id) => {
             state.borrow_mut().created = Some(id.clone());
             Ok(Created::Ours(id))

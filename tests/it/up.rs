@@ -1301,3 +1301,83 @@ fn a_registry_that_never_answers_is_named_after_the_stall_timeout() {
     );
     assert_eq!(scenario.containers(), 0);
 }
+
+/// Issue 12, class 15: SIGTERM at any instant of `up` — before the create, while the
+/// create is in flight, between create and start — leaves nothing this run created. The
+/// delays sweep the whole run (~270 ms here); a round that ends before the signal
+/// started its container, which is then removed for the next round.
+#[test]
+fn sigterm_at_any_instant_of_up_leaves_no_container() {
+    if !require_daemon() {
+        return;
+    }
+    let scenario = Scenario::new("up-sigterm-sweep");
+    scenario.write_profile(&test_image(), "");
+    let _guard = ContainerGuard::new(scenario.container.clone());
+    let mut interrupted = 0;
+    let mut report = Vec::new();
+    for round in 0..24u64 {
+        let delay = Duration::from_millis(round * 15);
+        let mut child = scenario
+            .std_command()
+            .args(["up", scenario.profile.as_str()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        thread::sleep(delay);
+        let signalled = Instant::now();
+        // The process may already have ended (a late round): kill then fails harmlessly.
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if signalled.elapsed() > Duration::from_secs(3) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("round {round}: up did not end within 3 s of SIGTERM");
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let left = scenario.containers();
+        report.push(format!("{delay:?}: {status} left {left}"));
+        match status.code() {
+            Some(0) => {
+                // It finished first: its container is started, and stays (not half-made).
+                assert!(
+                    scenario.is_running(),
+                    "round {round}: exit 0 without a running container\n{stderr}"
+                );
+                docker_stdout(["rm", "-f", "-v", scenario.container.as_str()]);
+            }
+            // 143: envctl's handler ran; None: the signal came before it was installed
+            // (then nothing had been sent to the daemon yet).
+            Some(143) | None => {
+                interrupted += 1;
+                assert_eq!(
+                    left,
+                    0,
+                    "round {round} (SIGTERM after {delay:?}) left a container:\n{stderr}\n{}",
+                    report.join("\n")
+                );
+            }
+            Some(other) => panic!("round {round}: exit {other}\n{stderr}"),
+        }
+    }
+    // The sweep must have hit the run, not only its end.
+    assert!(
+        interrupted >= 6,
+        "too few rounds interrupted:\n{}",
+        report.join("\n")
+    );
+}
