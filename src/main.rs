@@ -11,6 +11,8 @@ use envctl::context::{Context, Environment};
 use envctl::exit::ExitStatus;
 use envctl::ui::{Printer, Verbosity};
 
+mod standard_streams;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbosity = if cli.global.quiet {
@@ -27,6 +29,15 @@ fn main() -> ExitCode {
         search_path: environment.search_path(),
         environment,
     };
+    if standard_streams::stdout_was_closed() {
+        // Whatever the command printed would be lost, and the exit code would claim it
+        // was shown: refuse before doing anything.
+        let error = envctl::error::Error::Output(std::io::Error::other(
+            "standard output is closed (`>&-`): nothing envctl prints could be read",
+        ));
+        context.printer.error(&error);
+        return error.exit_status().into();
+    }
     let status = match commands::run(cli, &context) {
         Ok(status) => status,
         Err(error) if error.is_broken_pipe() => ExitStatus::Success,

@@ -503,3 +503,32 @@ fn symlink_loops_and_unreadable_files_in_profile_folders() {
         );
     }
 }
+
+/// Issue 12, class 16: `envctl … >&-` has nowhere to put its data; it says so and exits 1
+/// instead of exiting 0 having shown nothing. A `/dev/null` the caller chose is not closed.
+#[test]
+fn a_closed_stdout_is_an_error_and_dev_null_is_not() {
+    let folder = tempfile::tempdir().unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("envctl");
+    let run = |redirect: &str| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec \"$0\" profiles list {redirect}"))
+            .arg(&binary)
+            .current_dir(folder.path())
+            .env("XDG_CONFIG_HOME", folder.path().join("xdg"))
+            .env_remove("ENVCTL_PROFILE_PATH")
+            .output()
+            .unwrap()
+    };
+    let closed = run(">&-");
+    assert_eq!(closed.status.code(), Some(1), "{closed:?}");
+    let stderr = String::from_utf8_lossy(&closed.stderr);
+    assert!(stderr.contains("standard output is closed"), "{stderr}");
+
+    for redirect in [">/dev/null", "1<>/dev/null"] {
+        let null = run(redirect);
+        assert_eq!(null.status.code(), Some(0), "{redirect}: {null:?}");
+        assert!(null.stderr.is_empty(), "{redirect}: {null:?}");
+    }
+}
