@@ -55,9 +55,14 @@ impl Overrides {
                 }
             };
             if key.is_empty() || key.contains(char::is_whitespace) || spec.contains('\0') {
+                // The value may be a secret: the error names the key only.
+                let shown = match spec.split_once('=') {
+                    Some((key, _)) => format!("{key}=…"),
+                    None => spec.clone(),
+                };
                 return Err(invalid(
                     "-e",
-                    spec,
+                    &shown,
                     "the variable name must be non-empty, without spaces".into(),
                 ));
             }
@@ -175,6 +180,12 @@ mounts = ["./data:/data", "cache:/cache"]
             "`-e UNSET`: `UNSET` is not set in your environment"
         );
         assert!(error.hint().unwrap().contains("-e KEY=value"));
+        let error = Overrides::parse(&strings(&["MY TOKEN=hunter2"]), &[], &[], &no_environment)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "`-e MY TOKEN=…`: the variable name must be non-empty, without spaces"
+        );
         for (env, ports, mounts, flag) in [
             (vec!["=x"], vec![], vec![], "-e"),
             (vec![], vec!["99999"], vec![], "-p"),
