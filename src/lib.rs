@@ -24,6 +24,7 @@ pub mod nvcheck;
 pub mod ops;
 pub mod profile;
 pub mod registry;
+pub mod secret;
 pub mod spec;
 pub mod suggest;
 pub mod time;

@@ -3,11 +3,13 @@
 //!
 //! Finding ids: `profile.port-exposed`, `profile.service-exposed`,
 //! `profile.docker-socket-mount`, `profile.sensitive-mount`, `profile.shm-size`,
-//! `profile.memory-limit`, `profile.no-mount`, `profile.user`, `profile.ipc-host`.
+//! `profile.memory-limit`, `profile.no-mount`, `profile.user`, `profile.ipc-host`,
+//! `profile.literal-secret`.
 
 use std::path::Path;
 
 use super::Finding;
+use crate::profile::ResolvedProfile;
 use crate::profile::model::{Ipc, MountKind, Profile};
 
 /// Ports whose services run code for whoever reaches them, with their usual names.
@@ -156,6 +158,34 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
     findings
 }
 
+/// One `profile.literal-secret` warning per secret-looking env key (`crate::secret`) that
+/// the profile gives a value: whoever reads the file (or its repository) reads the secret.
+/// Names the key and the file that sets it, never the value.
+pub fn literal_secrets(resolved: &ResolvedProfile) -> Vec<Finding> {
+    let profile = &resolved.profile;
+    profile
+        .env
+        .iter()
+        .filter(|(key, value)| !value.is_empty() && crate::secret::is_secret_key(key))
+        .map(|(key, _)| {
+            let file = resolved
+                .origins
+                .get(&format!("env.{key}"))
+                .unwrap_or(&resolved.file);
+            Finding::warn(
+                "profile.literal-secret",
+                format!("`env.{key}` in {file} is a literal secret: whoever can read the file can read it"),
+            )
+            .with_hint(format!(
+                "remove it from the profile and pass it from your shell: `export {key}=…`, then `envctl up {} -e {key}`",
+                profile.name
+            ))
+            .with_fact("key", key)
+            .with_fact("file", file)
+        })
+        .collect()
+}
+
 fn expand_home(source: &str, home: Option<&Path>) -> String {
     match (source.strip_prefix('~'), home) {
         (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
@@ -216,6 +246,40 @@ mod tests {
         assert_eq!(
             findings[2].hint.as_deref(),
             Some("bind it to loopback: \"127.0.0.1:9000:9000\"")
+        );
+    }
+
+    #[test]
+    fn literal_secrets_are_named_by_key_and_file_without_their_value() {
+        let resolved = crate::profile::resolve::resolve_text(
+            "team/p.toml",
+            "image = \"x\"\nenv = { API_TOKEN = \"supersecret\", DB_PASSWORD = \"hunter2\", EMPTY_TOKEN = \"\", TOKENIZERS_PARALLELISM = \"false\", KEYBOARD = \"us\" }\n",
+        )
+        .unwrap();
+        let findings = literal_secrets(&resolved);
+        assert_eq!(
+            ids(&findings),
+            [
+                ("profile.literal-secret", Status::Warn),
+                ("profile.literal-secret", Status::Warn)
+            ]
+        );
+        assert_eq!(
+            findings[0].message,
+            "`env.API_TOKEN` in team/p.toml is a literal secret: whoever can read the file can read it"
+        );
+        assert!(
+            findings[0]
+                .hint
+                .as_deref()
+                .is_some_and(|hint| hint.contains("-e API_TOKEN")),
+            "{findings:?}"
+        );
+        assert!(findings[1].message.contains("`env.DB_PASSWORD`"));
+        let text = serde_json::to_string(&findings).unwrap();
+        assert!(
+            !text.contains("supersecret") && !text.contains("hunter2"),
+            "{text}"
         );
     }
 

@@ -75,7 +75,7 @@ fn list(context: &Context) -> Result<ExitStatus, Error> {
 }
 
 fn show(argument: &str, context: &Context) -> Result<ExitStatus, Error> {
-    let resolved = context.search_path.resolve(argument)?;
+    let resolved = masked(context.search_path.resolve(argument)?);
     if context.json {
         #[derive(Serialize)]
         struct Shown<'a> {
@@ -123,6 +123,17 @@ fn show(argument: &str, context: &Context) -> Result<ExitStatus, Error> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// The profile with every secret-looking env value (`crate::secret`) read as `<masked>`:
+/// `show` prints it, in text and JSON, and never the value (`doctor` warns about it).
+fn masked(mut resolved: ResolvedProfile) -> ResolvedProfile {
+    for (key, value) in &mut resolved.profile.env {
+        if crate::secret::is_secret_key(key) {
+            *value = crate::secret::MASK.to_string();
+        }
+    }
+    resolved
 }
 
 /// One file's verdict in `profiles check --json`.

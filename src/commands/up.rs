@@ -128,17 +128,30 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
 }
 
 fn dry_run(body: &CreateBody, name: &str, context: &Context) -> Result<ExitStatus, Error> {
+    // Secret values (by name, or taken from the shell by `-e KEY`) are never shown.
+    let secrets = body.secret_env_keys();
     if context.json {
         #[derive(Serialize)]
         struct DryRun<'a> {
             name: &'a str,
-            /// What `POST /containers/create?name=NAME` would receive; the real request adds
-            /// only this run's `envctl.run` label (`ops::up::RUN_LABEL`).
+            /// What `POST /containers/create?name=NAME` would receive, except that each
+            /// value of `masked_env` reads `<masked>`; the real request also carries this
+            /// run's `envctl.run` label (`ops::up::RUN_LABEL`).
             body: &'a CreateBody,
+            masked_env: &'a [String],
         }
-        context.printer.json(&DryRun { name, body })?;
+        context.printer.json(&DryRun {
+            name,
+            body: &body.masked(),
+            masked_env: &secrets,
+        })?;
     } else {
         context.printer.data(&spec::docker_run_line(body, name))?;
+        if !secrets.is_empty() {
+            context
+                .printer
+                .warn(&crate::secret::docker_run_notice(&secrets));
+        }
     }
     Ok(ExitStatus::Success)
 }

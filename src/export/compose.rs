@@ -18,6 +18,9 @@
 //!   of a project-prefixed one. `docker compose down -v` deletes them, as `envctl down
 //!   --volumes` would.
 //! - Every `$` in a value is written `$$`: compose interpolates `${VAR}` in the whole file.
+//! - A secret variable (`crate::secret`) is written `${KEY}`, never its value: compose
+//!   takes it from the shell that runs it (or its `.env` file); the header and a notice
+//!   say which to export.
 //! - The `envctl.profile` and `envctl.config-hash` labels are kept, so `envctl ps` lists
 //!   the compose container as the profile's.
 //!
@@ -42,7 +45,7 @@ pub fn compose(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
     let mut notices = Vec::new();
     let mut service = Map::new();
     insert_process(&mut service, &view);
-    insert_environment(&mut service, &view);
+    insert_environment(&mut service, &view, &mut notices);
     insert_labels(&mut service, &view);
     insert_ports(&mut service, &view);
     let named_volumes = insert_volumes(&mut service, &view, input)?;
@@ -59,7 +62,7 @@ pub fn compose(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
     Ok(Exported {
         text: format!(
             "{}{}",
-            header(view.profile_name, input),
+            header(view.profile_name, &view.secrets, input),
             yaml::to_yaml(&Value::Object(document))
         ),
         notices,
@@ -84,15 +87,64 @@ fn insert_process(service: &mut Map<String, Value>, view: &BodyView<'_>) {
     }
 }
 
-fn insert_environment(service: &mut Map<String, Value>, view: &BodyView<'_>) {
+/// The environment; a secret as `${KEY}`, which compose reads from its own environment.
+fn insert_environment(
+    service: &mut Map<String, Value>,
+    view: &BodyView<'_>,
+    notices: &mut Vec<Notice>,
+) {
     let environment: Map<String, Value> = view
         .environment
         .iter()
-        .map(|(key, value)| (key.clone(), literal(value)))
+        .map(|(key, value)| {
+            if view.is_secret(key) {
+                (key.clone(), secret_reference(key))
+            } else {
+                (key.clone(), literal(value))
+            }
+        })
         .collect();
     if !environment.is_empty() {
         service.insert("environment".into(), Value::Object(environment));
     }
+    if !view.secrets.is_empty() {
+        notices.push(Notice::new(
+            TARGET,
+            "env",
+            format!(
+                "secret values are not written: {} {}",
+                crate::secret::list(&view.secrets),
+                secrets_sentence(&view.secrets)
+            ),
+        ));
+    }
+}
+
+/// `${KEY}`; a name compose cannot interpolate (`db.password`) is written without a value,
+/// which compose also fills from its environment.
+fn secret_reference(key: &str) -> Value {
+    let mut characters = key.chars();
+    let interpolates = characters
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && characters.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if interpolates {
+        Value::String(format!("${{{key}}}"))
+    } else {
+        Value::Null
+    }
+}
+
+/// How the compose file gets its secrets, for the notice and the header.
+fn secrets_sentence(secrets: &[String]) -> String {
+    let (are, them) = if secrets.len() == 1 {
+        ("is", "it")
+    } else {
+        ("are", "them")
+    };
+    format!(
+        "{are} read from the environment of `docker compose` (`${{KEY}}`): export {them} in that shell (or set {them} in a `.env` file kept out of version control) before `docker compose up`"
+    )
 }
 
 /// Every label of the body, so `envctl ps` lists the compose container as the profile's.
@@ -223,17 +275,25 @@ fn insert_gpus(service: &mut Map<String, Value>, view: &BodyView<'_>, notices: &
 }
 
 /// The comment lines above the document.
-fn header(name: &str, input: &ExportInput<'_>) -> String {
+fn header(name: &str, secrets: &[String], input: &ExportInput<'_>) -> String {
     let relative_note = if input.output_file.is_some() {
         "# Relative bind sources are relative to this file's folder, as compose reads them."
     } else {
         "# Relative bind sources are relative to the folder envctl ran in: keep this file there."
     };
-    format!(
+    let mut header = format!(
         "# Compose file for envctl profile `{name}` (`envctl export {name} --to compose`).\n\
          # Start: `docker compose up -d` (or `docker-compose up -d`); stop: `docker compose down`.\n\
          {relative_note}\n"
-    )
+    );
+    if !secrets.is_empty() {
+        header.push_str(&format!(
+            "# Secrets: {} {}.\n",
+            secrets.join(", "),
+            secrets_sentence(secrets)
+        ));
+    }
+    header
 }
 
 /// A string value with compose's interpolation escaped (`$` → `$$`).

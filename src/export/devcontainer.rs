@@ -18,6 +18,8 @@
 //!   lists the TCP container ports for the tools' own forwarding.
 //! - **Command** — not expressible: the tools replace the command with their own
 //!   keep-alive (`overrideCommand`). `init: true` is kept.
+//! - **Secrets** — a secret variable (`crate::secret`) is `${localEnv:KEY}` in
+//!   `containerEnv`, never its value: the tools read it from the environment they run in.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -84,7 +86,7 @@ pub fn devcontainer(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
         image: view.image.to_string(),
         workspace_mount: mounts.workspace_mount,
         workspace_folder: mounts.workspace_folder,
-        container_env: view.environment.iter().cloned().collect(),
+        container_env: container_env(&view, &mut notice),
         container_user: view.user.map(str::to_string),
         init: view.init,
         run_args: run_args.0,
@@ -99,6 +101,38 @@ pub fn devcontainer(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
         text: format!("{text}\n"),
         notices,
     })
+}
+
+/// `containerEnv`: a secret as `${localEnv:KEY}`, read where the tools run.
+fn container_env(
+    view: &BodyView<'_>,
+    notice: &mut impl FnMut(&str, String),
+) -> BTreeMap<String, String> {
+    if !view.secrets.is_empty() {
+        let them = if view.secrets.len() == 1 {
+            "it"
+        } else {
+            "them"
+        };
+        notice(
+            "env",
+            format!(
+                "secret values are not written: {} {} `${{localEnv:KEY}}`, read from the environment VS Code or the devcontainer CLI runs in: export {them} there first",
+                crate::secret::list(&view.secrets),
+                if view.secrets.len() == 1 { "is" } else { "are" },
+            ),
+        );
+    }
+    view.environment
+        .iter()
+        .map(|(key, value)| {
+            if view.is_secret(key) {
+                (key.clone(), format!("${{localEnv:{key}}}"))
+            } else {
+                (key.clone(), value.clone())
+            }
+        })
+        .collect()
 }
 
 /// `runArgs`, which the tools pass to `docker run`.

@@ -23,6 +23,9 @@
 //!   mount whose claim or volume name would be another mount's (`my_cache` and `my.cache`
 //!   both read `my-cache`) gets the same kind of suffix: no two mounts ever share a claim,
 //!   and a notice names each claim that is not named as written.
+//! - **Secrets** — a secret variable (`crate::secret`) is a `secretKeyRef` to the Secret
+//!   `<container>-env`, never its value; the header holds the `kubectl create secret`
+//!   command that makes it from the user's shell.
 //! - **Labels** — `envctl.profile` on every object and as the selector; the config hash
 //!   is an annotation, since a 64-character hash does not fit a label value (63 at most).
 //! - **Restart** — `Never` for a Pod and a Job (with `backoffLimit: 0`), as `up`'s
@@ -104,6 +107,7 @@ pub fn kubernetes(
     let claims = std::mem::take(&mut storage.claims);
     let ports = ports::ports(&view, options, &identity, &mut notices);
     let process = security::process(&view, &mut notices);
+    environment::secrets_notice(&view, &identity, &mut notices);
     let parts = workload::ContainerParts {
         ports: ports.container_ports,
         resources: resources.requirements,
@@ -124,12 +128,7 @@ pub fn kubernetes(
     if let Some(service) = &ports.service {
         documents.push(document(service)?);
     }
-    let header = workload::header(
-        &view,
-        options.kind,
-        &identity.name,
-        resources.gpus.is_some(),
-    );
+    let header = workload::header(&view, options.kind, &identity, resources.gpus.is_some());
     Ok(Exported {
         text: format!("{header}{}", documents.join("---\n")),
         notices: notices.0,

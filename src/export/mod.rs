@@ -183,11 +183,23 @@ impl ExportError {
     }
 }
 
-/// `export --to docker-run`: exactly `up --dry-run`'s line for the same body and name.
+/// `export --to docker-run`: exactly `up --dry-run`'s line for the same body and name,
+/// secret variables written `-e KEY` (docker takes them from the shell), with a notice
+/// saying which to export.
 pub fn docker_run(body: &CreateBody, name: &str) -> Exported {
+    let secrets = body.secret_env_keys();
+    let notices = if secrets.is_empty() {
+        Vec::new()
+    } else {
+        vec![Notice::new(
+            Target::DockerRun,
+            "env",
+            crate::secret::docker_run_notice(&secrets),
+        )]
+    };
     Exported {
         text: format!("{}\n", docker_run_line(body, name)),
-        notices: Vec::new(),
+        notices,
     }
 }
 

@@ -28,6 +28,9 @@ pub(super) struct BodyView<'a> {
     pub(super) profile_command: Option<&'a [String]>,
     /// `KEY=value` pairs of the body's `Env`, split at the first `=`, in the body's order.
     pub(super) environment: Vec<(String, String)>,
+    /// The keys of `environment` whose values are secret (`crate::secret`): exports
+    /// reference them (`${KEY}`, a Kubernetes Secret) and never write the value.
+    pub(super) secrets: Vec<String>,
     pub(super) working_dir: Option<&'a str>,
     pub(super) user: Option<&'a str>,
     pub(super) labels: &'a BTreeMap<String, String>,
@@ -118,6 +121,7 @@ impl<'a> BodyView<'a> {
             command: &body.cmd,
             profile_command: profile.command.as_deref(),
             environment: environment(&body.env),
+            secrets: body.secret_env_keys(),
             working_dir: body.working_dir.as_deref(),
             user: body.user.as_deref(),
             labels: &body.labels,
@@ -152,6 +156,11 @@ impl<'a> BodyView<'a> {
     /// The `envctl.config-hash` label's value.
     pub(super) fn config_hash(&self) -> Option<&'a str> {
         self.labels.get(CONFIG_HASH_LABEL).map(String::as_str)
+    }
+
+    /// Whether the value of the variable `key` is secret: written as a reference only.
+    pub(super) fn is_secret(&self, key: &str) -> bool {
+        self.secrets.iter().any(|secret| secret == key)
     }
 
     /// Whether the container shares the host's IPC namespace (and so its `/dev/shm`).

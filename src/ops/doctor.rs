@@ -215,6 +215,11 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
                 None => ImageState::Absent,
             };
             let mut report = evaluate(resolved, state, view, matrix, &candidates);
+            let secrets = checks::safety::literal_secrets(resolved);
+            if !secrets.is_empty() {
+                report.findings.extend(secrets);
+                report.verdict = report.status().verdict();
+            }
             if let Some(message) = inspect_failure {
                 // The daemon answered but not about the image: say so rather than call it
                 // "not pulled"; the verdicts then rest on [stack].

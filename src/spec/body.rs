@@ -17,8 +17,13 @@
 //!
 //! Maps are `BTreeMap`s so the JSON, and the `docker run` line built from it, are the same
 //! on every run.
+//!
+//! Which `Env` values are secret ([`CreateBody::is_secret_env`]) travels with the body but
+//! is never sent: the rule of [`crate::secret`] plus the keys `up -e KEY` took from the
+//! shell, so everything that shows the body (the `docker run` line, `--dry-run --json`, the
+//! drift list) masks the same values.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +48,37 @@ pub struct CreateBody {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub exposed_ports: BTreeMap<String, EmptyObject>,
     pub host_config: HostConfig,
+    /// The `Env` keys whose value `up -e KEY` took from the shell: secret whatever their
+    /// name. Not part of the request.
+    #[serde(skip)]
+    pub env_from_shell: BTreeSet<String>,
+}
+
+impl CreateBody {
+    /// Whether the value of the variable `key` must not be shown: its name looks secret
+    /// ([`crate::secret::is_secret_key`]) or it came from the shell.
+    pub fn is_secret_env(&self, key: &str) -> bool {
+        crate::secret::is_secret_key(key) || self.env_from_shell.contains(key)
+    }
+
+    /// The secret keys of `Env`, in its order.
+    pub fn secret_env_keys(&self) -> Vec<String> {
+        crate::secret::secret_keys(self.env.iter().map(String::as_str), |key| {
+            self.is_secret_env(key)
+        })
+    }
+
+    /// The body with every secret value replaced by [`crate::secret::MASK`]: what
+    /// `up --dry-run --json` shows. Never send it.
+    pub fn masked(&self) -> CreateBody {
+        let mut masked = self.clone();
+        masked.env = self
+            .env
+            .iter()
+            .map(|entry| crate::secret::mask_entry(entry, |key| self.is_secret_env(key)))
+            .collect();
+        masked
+    }
 }
 
 /// The `{}` values of `ExposedPorts`.

@@ -4,6 +4,12 @@
 //!
 //! Built from the body, not from the profile, so the line cannot drift from what envctl
 //! sends. Every word is shell-quoted only when it needs it.
+//!
+//! A secret variable ([`CreateBody::is_secret_env`]) is written `-e KEY`, without its
+//! value: docker then takes it from the environment of the shell that runs the line, so
+//! the line still makes the same container where the variable is exported, and the
+//! value never reaches a terminal, a log or a file. [`CreateBody::secret_env_keys`] says
+//! which, for the caller's notice.
 
 use std::collections::BTreeMap;
 
@@ -34,7 +40,10 @@ pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
         flag("--label", format!("{key}={value}"));
     }
     for variable in &body.env {
-        flag("-e", variable.clone());
+        match variable.split_once('=') {
+            Some((key, _)) if body.is_secret_env(key) => flag("-e", key.to_string()),
+            _ => flag("-e", variable.clone()),
+        }
     }
     if let Some(workdir) = &body.working_dir {
         flag("-w", workdir.clone());
@@ -315,6 +324,67 @@ mod tests {
                 "0.0.0.0::53-54/udp",
                 "127.0.0.1:18888:8888/tcp",
             ]
+        );
+    }
+
+    fn body_with(text: &str, env_specs: &[&str]) -> CreateBody {
+        use crate::spec::{Overrides, SpecContext, create_body};
+        let resolved = crate::profile::resolve::resolve_text("p.toml", text).unwrap();
+        let specs: Vec<String> = env_specs.iter().map(|spec| spec.to_string()).collect();
+        let shell = |key: &str| (key == "FROM_SHELL").then(|| "shell-value".to_string());
+        let exists = |_: &std::path::Path| true;
+        let context = SpecContext {
+            working_directory: std::path::PathBuf::from("/work"),
+            home: None,
+            host_has_gpus: false,
+            overrides: Overrides::parse(&specs, &[], &[], &shell).unwrap(),
+            path_exists: &exists,
+        };
+        create_body(&resolved, &context).unwrap()
+    }
+
+    #[test]
+    fn secret_values_are_left_to_the_shell() {
+        let body = body_with(
+            "image = \"busybox\"\nenv = { API_TOKEN = \"supersecret\", DB_PASSWORD = \"hunter2\", FLAG = \"on\" }\n",
+            &["FROM_SHELL", "GIVEN=visible"],
+        );
+        let line = docker_run_line(&body, "c");
+        for secret in ["supersecret", "hunter2", "shell-value"] {
+            assert!(!line.contains(secret), "{line}");
+        }
+        for flag in [
+            "-e API_TOKEN ",
+            "-e DB_PASSWORD ",
+            "-e FROM_SHELL ",
+            "-e FLAG=on ",
+            "-e GIVEN=visible ",
+        ] {
+            assert!(line.contains(flag), "{flag} in {line}");
+        }
+        assert_eq!(
+            body.secret_env_keys(),
+            ["API_TOKEN", "DB_PASSWORD", "FROM_SHELL"]
+        );
+        // The body sent keeps the values; the masked one, for showing, does not.
+        assert!(body.env.contains(&"API_TOKEN=supersecret".to_string()));
+        assert!(body.env.contains(&"FROM_SHELL=shell-value".to_string()));
+        let masked = body.masked();
+        assert_eq!(
+            masked.env,
+            [
+                "API_TOKEN=<masked>",
+                "DB_PASSWORD=<masked>",
+                "FLAG=on",
+                "FROM_SHELL=<masked>",
+                "GIVEN=visible"
+            ]
+        );
+        assert!(
+            !serde_json::to_string(&body)
+                .unwrap()
+                .contains("env_from_shell"),
+            "the shell keys are not part of the request"
         );
     }
 

@@ -58,8 +58,14 @@ pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
             let key = entry.split('=').next().unwrap_or(entry);
             let before = container_env
                 .iter()
-                .find(|existing| existing.split('=').next() == Some(key))
-                .map_or("(unset)".to_string(), |existing| existing.to_string());
+                .find(|existing| existing.split('=').next() == Some(key));
+            // A secret's values are not shown, either of them: only that it changed.
+            if body.is_secret_env(key) {
+                let what = if before.is_some() { "changed" } else { "set" };
+                changes.push(format!("env: {key} {what} (a secret: values not shown)"));
+                continue;
+            }
+            let before = before.map_or("(unset)".to_string(), |existing| existing.to_string());
             changes.push(format!("env: {before} → {entry}"));
         }
     }
@@ -225,6 +231,21 @@ mod tests {
         assert_eq!(
             changes(&created, &inspected(&created)),
             Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn changed_secrets_are_named_without_their_values() {
+        let created = body("image = \"busybox\"\nenv = { API_TOKEN = \"old-secret\" }\n");
+        let wanted = body(
+            "image = \"busybox\"\nenv = { API_TOKEN = \"new-secret\", DB_PASSWORD = \"pw\" }\n",
+        );
+        assert_eq!(
+            changes(&wanted, &inspected(&created)),
+            [
+                "env: API_TOKEN changed (a secret: values not shown)",
+                "env: DB_PASSWORD set (a secret: values not shown)",
+            ]
         );
     }
 

@@ -115,6 +115,7 @@ pub fn create_body(
         user: profile.user.clone(),
         labels,
         exposed_ports,
+        env_from_shell: context.overrides.from_shell.clone(),
         host_config: HostConfig {
             memory: profile
                 .memory

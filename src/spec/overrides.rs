@@ -4,6 +4,8 @@
 //! Environment variables replace by key; ports are appended; a mount replaces the
 //! profile's mount with the same target, or is appended.
 
+use std::collections::BTreeSet;
+
 use crate::profile::model::{Mount, PortBinding, Profile};
 use crate::profile::mounts::parse_mount_spec;
 use crate::profile::ports::parse_port_spec;
@@ -16,6 +18,9 @@ pub struct Overrides {
     pub env: Vec<(String, String)>,
     pub ports: Vec<PortBinding>,
     pub mounts: Vec<Mount>,
+    /// The keys of `-e KEY` (no `=`), whose value came from the shell: secret whatever
+    /// their name, so no output shows them.
+    pub from_shell: BTreeSet<String>,
 }
 
 impl Overrides {
@@ -36,8 +41,8 @@ impl Overrides {
             };
         let mut overrides = Overrides::default();
         for spec in env_specs {
-            let (key, value) = match spec.split_once('=') {
-                Some((key, value)) => (key, value.to_string()),
+            let (key, value, from_shell) = match spec.split_once('=') {
+                Some((key, value)) => (key, value.to_string(), false),
                 None => {
                     let value = host_environment(spec).ok_or_else(|| {
                         invalid(
@@ -46,15 +51,26 @@ impl Overrides {
                             format!("`{spec}` is not set in your environment"),
                         )
                     })?;
-                    (spec.as_str(), value)
+                    (spec.as_str(), value, true)
                 }
             };
             if key.is_empty() || key.contains(char::is_whitespace) || spec.contains('\0') {
+                // The value may be a secret: the error names the key only.
+                let shown = match spec.split_once('=') {
+                    Some((key, _)) => format!("{key}=…"),
+                    None => spec.clone(),
+                };
                 return Err(invalid(
                     "-e",
-                    spec,
+                    &shown,
                     "the variable name must be non-empty, without spaces".into(),
                 ));
+            }
+            // The last `-e` of a key wins, and with it where its value came from.
+            if from_shell {
+                overrides.from_shell.insert(key.to_string());
+            } else {
+                overrides.from_shell.remove(key);
             }
             overrides.env.push((key.to_string(), value));
         }
@@ -136,6 +152,7 @@ mounts = ["./data:/data", "cache:/cache"]
             .map(|(key, value)| format!("{key}={value}"))
             .collect();
         assert_eq!(env, ["A=1", "B=3", "C=", "TOKEN=secret"]);
+        assert_eq!(overrides.from_shell, BTreeSet::from(["TOKEN".to_string()]));
         let ports: Vec<String> = profile.ports.iter().map(ToString::to_string).collect();
         assert_eq!(
             ports,
@@ -149,6 +166,13 @@ mounts = ["./data:/data", "cache:/cache"]
     }
 
     #[test]
+    fn the_last_flag_of_a_key_says_whether_its_value_came_from_the_shell() {
+        let host = |key: &str| Some(format!("{key} from the shell"));
+        let given = Overrides::parse(&strings(&["A", "A=1", "B=2", "B"]), &[], &[], &host).unwrap();
+        assert_eq!(given.from_shell, BTreeSet::from(["B".to_string()]));
+    }
+
+    #[test]
     fn bad_flags_name_the_flag() {
         let error = Overrides::parse(&strings(&["UNSET"]), &[], &[], &no_environment).unwrap_err();
         assert_eq!(
@@ -156,6 +180,12 @@ mounts = ["./data:/data", "cache:/cache"]
             "`-e UNSET`: `UNSET` is not set in your environment"
         );
         assert!(error.hint().unwrap().contains("-e KEY=value"));
+        let error = Overrides::parse(&strings(&["MY TOKEN=hunter2"]), &[], &[], &no_environment)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "`-e MY TOKEN=…`: the variable name must be non-empty, without spaces"
+        );
         for (env, ports, mounts, flag) in [
             (vec!["=x"], vec![], vec![], "-e"),
             (vec![], vec!["99999"], vec![], "-p"),

@@ -43,7 +43,7 @@ pub(super) fn pod_spec(
         name: identity.name.clone(),
         image: Some(view.image.to_string()),
         args: Some(environment::arguments(view)),
-        env: environment::variables(view),
+        env: environment::variables(view, identity),
         working_dir: view.working_dir.map(str::to_string),
         ports: (!ports.is_empty()).then_some(ports),
         resources,
@@ -127,9 +127,10 @@ pub(super) fn workload_document(
 pub(super) fn header(
     view: &BodyView<'_>,
     kind: WorkloadKind,
-    name: &str,
+    identity: &Identity,
     has_gpus: bool,
 ) -> String {
+    let name = &identity.name;
     let profile_name = view.profile_name;
     let resource = kind.resource();
     let mut header = format!(
@@ -141,6 +142,12 @@ pub(super) fn header(
             "# GPUs: the nodes need the NVIDIA device plugin (or GPU Operator), and the NVIDIA runtime as their\n\
              # default runtime or as a RuntimeClass (then add `runtimeClassName` to the pod).\n",
         );
+    }
+    if let Some(command) = environment::create_secret_command(view, identity) {
+        header.push_str(&format!(
+            "# Secrets ({}) are read from a Secret this file does not hold; create it first, from your shell:\n#   {command}\n",
+            view.secrets.join(", ")
+        ));
     }
     if view.keeps_alive() && kind == WorkloadKind::Job {
         header.push_str(&format!(

@@ -1,0 +1,231 @@
+//! Which environment variables hold secrets: the one rule every place that shows or writes
+//! an environment reads (`up --dry-run`, `profiles show`, `up`'s drift list, the exports,
+//! `doctor`'s `profile.literal-secret`). Pure.
+//!
+//! A variable is secret when its name looks like one ([`is_secret_key`]) or when `up -e KEY`
+//! took its value from the shell: a value the user kept out of every file stays out of
+//! everything envctl prints. Shown values read [`MASK`]; files reference the value instead
+//! of copying it (`${KEY}`, `${localEnv:KEY}`, a Kubernetes `secretKeyRef`, `-e KEY`).
+
+/// What a masked value reads in human output and JSON.
+pub const MASK: &str = "<masked>";
+
+/// Words that make a name secret on their own: `GH_TOKEN`, `DB_PASS`, `AWS_SECRET_ACCESS_KEY`,
+/// `BASIC_AUTH`, `HF_CREDENTIALS`.
+const SECRET_WORDS: [&str; 17] = [
+    "TOKEN",
+    "TOKENS",
+    "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWORDS",
+    "PASSWD",
+    "PASS",
+    "PASSPHRASE",
+    "KEY",
+    "KEYS",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "CREDS",
+    "AUTH",
+    "PRIVATE",
+    "APIKEY",
+];
+
+/// Endings that make a run-together word secret: `HFTOKEN`, `CLIENTSECRET`, `DBPASSWORD`
+/// (and `apiToken`, which reads `APITOKEN`). Not a beginning: `TOKENIZERS_PARALLELISM` is
+/// Hugging Face's switch, not a token.
+const SECRET_ENDINGS: [&str; 4] = ["TOKEN", "SECRET", "PASSWORD", "PASSWD"];
+
+/// Run-together words ending in `KEY` that are keys; any other (`MONKEY`, `TURNKEY`,
+/// `HOCKEY`) is not, and neither is a word that only begins with it (`KEYBOARD`).
+const KEY_COMPOUNDS: [&str; 6] = [
+    "ACCESSKEY",
+    "SECRETKEY",
+    "PRIVATEKEY",
+    "AUTHKEY",
+    "SIGNINGKEY",
+    "ENCRYPTIONKEY",
+];
+
+/// A last word saying the value is where the secret is, not the secret: the
+/// `POSTGRES_PASSWORD_FILE=/run/secrets/db` convention, `SSH_AUTH_SOCK`, `SSL_KEY_PATH`.
+const LOCATION_ENDINGS: [&str; 5] = ["FILE", "PATH", "DIR", "SOCK", "SOCKET"];
+
+/// Whether the variable `key` looks like it holds a secret. Case does not matter; the name
+/// is read as words split at anything but a letter or digit (`API_KEY`, `api-key`,
+/// `db.password`), and a run-together word counts when it ends in a secret word (`HFTOKEN`).
+///
+/// Not secret: a name with the word `PUBLIC` (`SSH_PUBLIC_KEY`), a name whose last word
+/// says where the secret is (`…_FILE`, `…_PATH`, `…_DIR`, `…_SOCK`, `…_SOCKET`), and words
+/// that merely contain a secret word (`KEYBOARD`, `MONKEY`, `TOKENIZERS_PARALLELISM`,
+/// `PASSTHROUGH`, `AUTHOR`). `PWD` is the shell's working folder, not a password.
+pub fn is_secret_key(key: &str) -> bool {
+    let upper = key.to_ascii_uppercase();
+    let words: Vec<&str> = upper
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    let Some(last) = words.last() else {
+        return false;
+    };
+    if words.contains(&"PUBLIC") || LOCATION_ENDINGS.contains(last) {
+        return false;
+    }
+    words.iter().any(|word| is_secret_word(word))
+}
+
+fn is_secret_word(word: &str) -> bool {
+    SECRET_WORDS.contains(&word)
+        || KEY_COMPOUNDS.contains(&word)
+        || SECRET_ENDINGS.iter().any(|ending| word.ends_with(ending))
+}
+
+/// The keys of `env` entries (`KEY=value`) for which `is_secret` holds, in order, each once.
+pub fn secret_keys<'a>(
+    env: impl IntoIterator<Item = &'a str>,
+    is_secret: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for entry in env {
+        let key = entry.split_once('=').map_or(entry, |(key, _)| key);
+        if is_secret(key) && !keys.iter().any(|known| known == key) {
+            keys.push(key.to_string());
+        }
+    }
+    keys
+}
+
+/// `KEY=value` with the value replaced by [`MASK`] when `is_secret(KEY)`.
+pub fn mask_entry(entry: &str, is_secret: impl Fn(&str) -> bool) -> String {
+    match entry.split_once('=') {
+        Some((key, _)) if is_secret(key) => format!("{key}={MASK}"),
+        _ => entry.to_string(),
+    }
+}
+
+/// `keys` as prose: `` `A` ``, `` `A` and `B` ``, `` `A`, `B` and `C` ``.
+pub fn list(keys: &[String]) -> String {
+    let quoted: Vec<String> = keys.iter().map(|key| format!("`{key}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// What `up --dry-run` and `export --to docker-run` say about the secret `keys` their line
+/// writes `-e KEY`.
+pub fn docker_run_notice(keys: &[String]) -> String {
+    let them = if keys.len() == 1 { "it" } else { "them" };
+    format!(
+        "secret values are not shown: {} {} written `-e KEY`, so docker takes {them} from the shell that runs the line; export {them} there first",
+        list(keys),
+        if keys.len() == 1 { "is" } else { "are" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_looking_names() {
+        for key in [
+            "GH_TOKEN",
+            "HF_TOKEN",
+            "HUGGING_FACE_HUB_TOKEN",
+            "API_TOKEN",
+            "WANDB_API_KEY",
+            "API_KEY",
+            "OPENAI_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_ACCESS_KEY_ID",
+            "DB_PASSWORD",
+            "DB_PASS",
+            "MYSQL_ROOT_PASSWD",
+            "SSH_PASSPHRASE",
+            "CLIENT_SECRET",
+            "SECRETS",
+            "HF_CREDENTIALS",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "REGISTRY_CREDS",
+            "BASIC_AUTH",
+            "PRIVATE_KEY",
+            "SIGNING_KEY",
+            "KEY",
+            "hf_token",
+            "apiKey",
+            "hfToken",
+            "db.password",
+            "api-key",
+            "GITHUBTOKEN",
+            "NPM_AUTHTOKEN",
+            "STRIPE_SECRETKEY",
+            "MY_ACCESSKEY",
+        ] {
+            assert!(is_secret_key(key), "{key} should be secret");
+        }
+    }
+
+    #[test]
+    fn names_that_only_contain_a_secret_word_are_not_secret() {
+        for key in [
+            "KEYBOARD",
+            "KEYBOARD_LAYOUT",
+            "MONKEY",
+            "TURNKEY_MODE",
+            "HOCKEY",
+            "TOKENIZERS_PARALLELISM",
+            "PASSTHROUGH",
+            "AUTHOR",
+            "PWD",
+            "OLDPWD",
+            "PYTHONUNBUFFERED",
+            "CUDA_DEVICE_ORDER",
+            "CUDA_VISIBLE_DEVICES",
+            "NCCL_DEBUG",
+            "PATH",
+            "HOME",
+            "SSH_PUBLIC_KEY",
+            "PUBLIC_KEY",
+            "POSTGRES_PASSWORD_FILE",
+            "SSL_KEY_PATH",
+            "SECRETS_DIR",
+            "SSH_AUTH_SOCK",
+            "",
+            "_",
+        ] {
+            assert!(!is_secret_key(key), "{key} should not be secret");
+        }
+    }
+
+    #[test]
+    fn masks_and_lists_secret_entries() {
+        let from_shell = |key: &str| is_secret_key(key) || key == "FROM_SHELL";
+        assert_eq!(
+            mask_entry("API_TOKEN=xyz", from_shell),
+            "API_TOKEN=<masked>"
+        );
+        assert_eq!(
+            mask_entry("FROM_SHELL=a=b", from_shell),
+            "FROM_SHELL=<masked>"
+        );
+        assert_eq!(mask_entry("FLAG=on", from_shell), "FLAG=on");
+        assert_eq!(mask_entry("BARE", from_shell), "BARE");
+        assert_eq!(
+            secret_keys(
+                ["A=1", "API_TOKEN=x", "FROM_SHELL=y", "API_TOKEN=z"],
+                from_shell
+            ),
+            ["API_TOKEN", "FROM_SHELL"]
+        );
+        assert_eq!(list(&[]), "");
+        assert_eq!(list(&["A".into()]), "`A`");
+        assert_eq!(list(&["A".into(), "B".into()]), "`A` and `B`");
+        assert_eq!(
+            list(&["A".into(), "B".into(), "C".into()]),
+            "`A`, `B` and `C`"
+        );
+    }
+}

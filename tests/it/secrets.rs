@@ -1,0 +1,469 @@
+//! Secrets (issue 12, class 5): the value of a secret-looking variable (`API_TOKEN`,
+//! `DB_PASSWORD`, …) and of every `up -e KEY` taken from the shell never appears in what
+//! envctl prints or writes — `up --dry-run` (line and JSON), `profiles show`, `up`'s drift
+//! refusal, every export — while the container itself gets the real values. Exports
+//! reference the values instead (`${KEY}`, `${localEnv:KEY}`, a Kubernetes `secretKeyRef`,
+//! `-e KEY`) and stay valid for their tools; `doctor` warns about a literal secret.
+//!
+//! The daemon tests skip without Docker (`SKIPPED …`), and the compose check without
+//! `docker-compose`, unless `ENVCTL_REQUIRE_DOCKER=1` makes either a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::support::cli::envctl_in;
+use crate::support::docker::{
+    ContainerGuard, docker_stdout, require_daemon, run_with_timeout, skip_or_panic, test_image,
+    unique_name,
+};
+
+/// The values no output may contain.
+const VALUES: [&str; 4] = [
+    "supersecret",
+    "hunter2",
+    "xyz-from-shell",
+    "plain-from-shell",
+];
+
+/// A profile with two literal secrets, two look-alikes that are not secret, and a plain value.
+fn profile_text(image: &str) -> String {
+    format!(
+        "image = \"{image}\"\nenv = {{ API_TOKEN = \"supersecret\", DB_PASSWORD = \"hunter2\", FLAG = \"on\", TOKENIZERS_PARALLELISM = \"false\", KEYBOARD = \"us\" }}\n"
+    )
+}
+
+/// A working directory with `./envctl/NAME.toml` and empty config and home folders.
+fn project(name: &str, text: &str) -> tempfile::TempDir {
+    let directory = tempfile::Builder::new()
+        .prefix("envctl-secrets-test-")
+        .tempdir()
+        .unwrap();
+    for folder in ["envctl", "xdg", "home"] {
+        std::fs::create_dir_all(directory.path().join(folder)).unwrap();
+    }
+    std::fs::write(
+        directory.path().join("envctl").join(format!("{name}.toml")),
+        text,
+    )
+    .unwrap();
+    directory
+}
+
+/// What one envctl run did.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn expect(self, code: i32, what: &str) -> Run {
+        assert_eq!(
+            self.code, code,
+            "{what}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Panics when stdout or stderr holds one of [`VALUES`].
+    fn shows_no_value(self, what: &str) -> Run {
+        for value in VALUES {
+            for (stream, text) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+                assert!(
+                    !text.contains(value),
+                    "{what}: {stream} shows `{value}`:\n{text}"
+                );
+            }
+        }
+        self
+    }
+}
+
+fn envctl(directory: &Path, arguments: &[&str], environment: &[(&str, &str)]) -> Run {
+    let mut command = envctl_in(directory);
+    command
+        .args(arguments)
+        .timeout(Duration::from_secs(120))
+        .env_remove("GH_TOKEN")
+        .env_remove("PLAIN");
+    for (key, value) in environment {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// The shell's variables of the `-e KEY` flags below.
+const SHELL: [(&str, &str); 2] = [
+    ("GH_TOKEN", "xyz-from-shell"),
+    ("PLAIN", "plain-from-shell"),
+];
+
+#[test]
+fn dry_run_writes_secrets_without_their_values() {
+    let directory = project("p", &profile_text("busybox:1.36"));
+    let flags = ["-e", "GH_TOKEN", "-e", "PLAIN", "-e", "GIVEN=visible"];
+    let mut arguments = vec!["up", "p", "--dry-run"];
+    arguments.extend_from_slice(&flags);
+    let run = envctl(directory.path(), &arguments, &SHELL)
+        .expect(0, "up --dry-run")
+        .shows_no_value("up --dry-run");
+    for flag in [
+        "-e API_TOKEN ",
+        "-e DB_PASSWORD ",
+        "-e GH_TOKEN ",
+        "-e PLAIN ",
+        "-e FLAG=on ",
+        "-e GIVEN=visible ",
+        "-e KEYBOARD=us ",
+        "-e TOKENIZERS_PARALLELISM=false ",
+    ] {
+        assert!(run.stdout.contains(flag), "{flag} in {}", run.stdout);
+    }
+    assert!(
+        run.stderr
+            .contains("`API_TOKEN`, `DB_PASSWORD`, `GH_TOKEN` and `PLAIN` are written `-e KEY`"),
+        "{}",
+        run.stderr
+    );
+
+    let mut arguments = vec!["--json", "up", "p", "--dry-run"];
+    arguments.extend_from_slice(&flags);
+    let run = envctl(directory.path(), &arguments, &SHELL)
+        .expect(0, "up --dry-run --json")
+        .shows_no_value("up --dry-run --json");
+    let document: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        document["body"]["Env"],
+        serde_json::json!([
+            "API_TOKEN=<masked>",
+            "DB_PASSWORD=<masked>",
+            "FLAG=on",
+            "GH_TOKEN=<masked>",
+            "GIVEN=visible",
+            "KEYBOARD=us",
+            "PLAIN=<masked>",
+            "TOKENIZERS_PARALLELISM=false",
+        ])
+    );
+    assert_eq!(
+        document["masked_env"],
+        serde_json::json!(["API_TOKEN", "DB_PASSWORD", "GH_TOKEN", "PLAIN"])
+    );
+}
+
+#[test]
+fn profiles_show_masks_secret_values() {
+    let directory = project("p", &profile_text("busybox:1.36"));
+    let shown = envctl(directory.path(), &["profiles", "show", "p"], &[])
+        .expect(0, "profiles show")
+        .shows_no_value("profiles show");
+    for line in [
+        "API_TOKEN = \"<masked>\"",
+        "DB_PASSWORD = \"<masked>\"",
+        "FLAG = \"on\"",
+        "KEYBOARD = \"us\"",
+    ] {
+        assert!(shown.stdout.contains(line), "{line} in {}", shown.stdout);
+    }
+    let json = envctl(directory.path(), &["--json", "profiles", "show", "p"], &[])
+        .expect(0, "profiles show --json")
+        .shows_no_value("profiles show --json");
+    let document: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        document["profile"]["profile"]["env"]["API_TOKEN"],
+        "<masked>"
+    );
+    assert_eq!(document["profile"]["profile"]["env"]["FLAG"], "on");
+}
+
+#[test]
+fn doctor_warns_about_a_literal_secret_by_key_and_file() {
+    let directory = project("p", &profile_text("busybox:1.36"));
+    let run =
+        envctl(directory.path(), &["--json", "doctor", "p"], &[]).shows_no_value("doctor --json");
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let findings: Vec<&Value> = report["profiles"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["id"] == "profile.literal-secret")
+        .collect();
+    let keys: Vec<&str> = findings
+        .iter()
+        .map(|finding| finding["facts"]["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["API_TOKEN", "DB_PASSWORD"]);
+    for finding in &findings {
+        assert_eq!(finding["status"], "warn");
+        assert!(
+            finding["facts"]["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("p.toml"),
+            "{finding}"
+        );
+        assert!(
+            finding["hint"]
+                .as_str()
+                .unwrap()
+                .contains("envctl up p -e "),
+            "{finding}"
+        );
+    }
+    let human = envctl(directory.path(), &["doctor", "p"], &[]).shows_no_value("doctor");
+    assert!(
+        human.stdout.contains("`env.API_TOKEN` in ") && human.stdout.contains("p.toml"),
+        "{}",
+        human.stdout
+    );
+}
+
+/// Every YAML document of a multi-document file.
+fn yaml_documents(text: &str) -> Vec<serde_norway::Value> {
+    serde_norway::Deserializer::from_str(text)
+        .map(|document| serde_norway::Value::deserialize(document).unwrap())
+        .collect()
+}
+
+#[test]
+fn exports_reference_secrets_instead_of_copying_them() {
+    let directory = project("p", &profile_text("busybox:1.36"));
+    let export = |target: &str, file: &str| -> (String, String) {
+        let run = envctl(
+            directory.path(),
+            &["export", "p", "--to", target, "-o", file],
+            &[],
+        )
+        .expect(0, target)
+        .shows_no_value(target);
+        let text = std::fs::read_to_string(directory.path().join(file)).unwrap();
+        for value in VALUES {
+            assert!(!text.contains(value), "{target} writes `{value}`:\n{text}");
+        }
+        (text, run.stderr)
+    };
+
+    let (compose, notices) = export("compose", "compose.yml");
+    let document = serde_json::to_value(&yaml_documents(&compose)[0]).unwrap();
+    let environment = &document["services"]["p"]["environment"];
+    assert_eq!(environment["API_TOKEN"], "${API_TOKEN}");
+    assert_eq!(environment["DB_PASSWORD"], "${DB_PASSWORD}");
+    assert_eq!(environment["FLAG"], "on");
+    assert!(
+        compose.contains("# Secrets: API_TOKEN, DB_PASSWORD "),
+        "{compose}"
+    );
+    assert!(
+        notices.contains("compose: `env`: secret values are not written"),
+        "{notices}"
+    );
+
+    let (kubernetes, notices) = export("k8s", "k8s.yml");
+    let documents = yaml_documents(&kubernetes);
+    let job: Job = serde_norway::from_value(documents[0].clone()).unwrap();
+    let container = &job.spec.unwrap().template.spec.unwrap().containers[0];
+    let env = container.env.as_ref().unwrap();
+    let token = env
+        .iter()
+        .find(|variable| variable.name == "API_TOKEN")
+        .unwrap();
+    assert_eq!(token.value, None);
+    let reference = token
+        .value_from
+        .as_ref()
+        .and_then(|source| source.secret_key_ref.as_ref())
+        .unwrap();
+    assert_eq!(
+        (reference.name.as_str(), reference.key.as_str()),
+        ("envctl-p-env", "API_TOKEN")
+    );
+    let flag = env.iter().find(|variable| variable.name == "FLAG").unwrap();
+    assert_eq!(flag.value.as_deref(), Some("on"));
+    let command = "kubectl create secret generic envctl-p-env --from-literal=API_TOKEN=\"$API_TOKEN\" --from-literal=DB_PASSWORD=\"$DB_PASSWORD\"";
+    assert!(
+        kubernetes.contains(&format!("#   {command}\n")),
+        "{kubernetes}"
+    );
+    assert!(notices.contains(command), "{notices}");
+    assert!(
+        !kubernetes.contains("kind: Secret"),
+        "no Secret object: applying a placeholder would overwrite the real one"
+    );
+
+    let (devcontainer, notices) = export("devcontainer", "devcontainer.json");
+    let document: Value = serde_json::from_str(&devcontainer).unwrap();
+    assert_eq!(
+        document["containerEnv"]["API_TOKEN"],
+        "${localEnv:API_TOKEN}"
+    );
+    assert_eq!(document["containerEnv"]["FLAG"], "on");
+    assert!(notices.contains("devcontainer: `env`:"), "{notices}");
+
+    let (line, notices) = export("docker-run", "run.sh");
+    assert!(
+        line.contains(" -e API_TOKEN -e DB_PASSWORD -e FLAG=on "),
+        "{line}"
+    );
+    assert!(notices.contains("docker-run: `env`:"), "{notices}");
+}
+
+/// `docker-compose config` accepts the file and fills the secrets from its environment.
+#[test]
+fn compose_reads_the_secrets_from_its_environment() {
+    let program = ["docker-compose", "version"];
+    let mut probe = Command::new(program[0]);
+    probe.arg(program[1]);
+    if !run_with_timeout(&mut probe, Duration::from_secs(30))
+        .is_ok_and(|output| output.status.success())
+    {
+        skip_or_panic(
+            "no docker-compose",
+            &crate::support::docker::current_test_name(),
+            "`docker-compose` does not run: `sudo apt-get install docker-compose`",
+        );
+        return;
+    }
+    let directory = project("p", &profile_text("busybox:1.36"));
+    envctl(
+        directory.path(),
+        &["export", "p", "--to", "compose", "-o", "compose.yml"],
+        &[],
+    )
+    .expect(0, "export --to compose");
+    let compose = |arguments: &[&str]| {
+        let mut command = Command::new("docker-compose");
+        command
+            .args(["-f", "compose.yml"])
+            .args(arguments)
+            .current_dir(directory.path())
+            .env_remove("COMPOSE_PROJECT_NAME")
+            .env_remove("COMPOSE_FILE")
+            .env("API_TOKEN", "from-the-environment")
+            .env("DB_PASSWORD", "also-from-it");
+        let output = run_with_timeout(&mut command, Duration::from_secs(60)).unwrap();
+        assert!(
+            output.status.success(),
+            "docker-compose {arguments:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    compose(&["config", "-q"]);
+    let config = compose(&["config"]);
+    let document = serde_json::to_value(&yaml_documents(&config)[0]).unwrap();
+    let environment = &document["services"]["p"]["environment"];
+    assert_eq!(environment["API_TOKEN"], "from-the-environment", "{config}");
+    assert_eq!(environment["DB_PASSWORD"], "also-from-it", "{config}");
+}
+
+fn container_env(container: &str) -> Vec<String> {
+    let text = docker_stdout([
+        "container",
+        "inspect",
+        "-f",
+        "{{json .Config.Env}}",
+        container,
+    ]);
+    let mut env: Vec<String> = serde_json::from_str(&text).unwrap();
+    env.retain(|entry| !entry.starts_with("PATH="));
+    env.sort();
+    env
+}
+
+/// The container gets the real values, the output none; the dry-run line, run where the
+/// secrets are exported, makes the same environment; a changed secret is named, not shown.
+#[test]
+fn the_container_gets_the_values_the_output_never_shows() {
+    if !require_daemon() {
+        return;
+    }
+    let name = unique_name("secrets");
+    let container = format!("envctl-{name}");
+    let _guard = ContainerGuard::new(container.as_str());
+    let from_line = unique_name("secrets-line");
+    let _line_guard = ContainerGuard::new(from_line.as_str());
+    let directory = project(&name, &profile_text(&test_image()));
+    let flags = ["-e", "GH_TOKEN", "-e", "PLAIN"];
+
+    let mut arguments = vec!["up", name.as_str()];
+    arguments.extend_from_slice(&flags);
+    envctl(directory.path(), &arguments, &SHELL)
+        .expect(0, "up")
+        .shows_no_value("up");
+    let env = container_env(&container);
+    for entry in [
+        "API_TOKEN=supersecret",
+        "DB_PASSWORD=hunter2",
+        "GH_TOKEN=xyz-from-shell",
+        "PLAIN=plain-from-shell",
+        "FLAG=on",
+    ] {
+        assert!(env.contains(&entry.to_string()), "{entry} in {env:?}");
+    }
+
+    // The printed line, run by a shell that has the secrets, gives the same environment.
+    let mut arguments = vec!["up", name.as_str(), "--dry-run"];
+    arguments.extend_from_slice(&flags);
+    let line = envctl(directory.path(), &arguments, &SHELL)
+        .expect(0, "up --dry-run")
+        .stdout;
+    let create = line
+        .trim_end()
+        .replacen("docker run -d --name ", "docker create --name ", 1)
+        .replacen(
+            &format!("--name {container} "),
+            &format!("--name {from_line} "),
+            1,
+        );
+    let mut shell = Command::new("sh");
+    shell
+        .args(["-c", create.as_str()])
+        .env("API_TOKEN", "supersecret")
+        .env("DB_PASSWORD", "hunter2");
+    for (key, value) in SHELL {
+        shell.env(key, value);
+    }
+    let output = run_with_timeout(&mut shell, Duration::from_secs(120)).unwrap();
+    assert!(
+        output.status.success(),
+        "{create}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(container_env(&from_line), env);
+
+    // A rotated secret: `up` refuses the changed profile and names the key only.
+    std::fs::write(
+        directory.path().join("envctl").join(format!("{name}.toml")),
+        profile_text(&test_image()).replace("supersecret", "rotated-secret"),
+    )
+    .unwrap();
+    let mut arguments = vec!["up", name.as_str()];
+    arguments.extend_from_slice(&flags);
+    let refused = envctl(directory.path(), &arguments, &SHELL).shows_no_value("up (changed)");
+    assert_ne!(refused.code, 0, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("env: API_TOKEN changed (a secret: values not shown)"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.contains("rotated-secret"),
+        "{}",
+        refused.stderr
+    );
+}
