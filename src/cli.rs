@@ -251,4 +251,58 @@ mod tests {
     fn command_line_is_consistent() {
         super::Cli::command().debug_assert();
     }
+
+    /// Numbers as people and fuzzers write them: huge, negative, fractional, with
+    /// exponents, units, signs and spaces.
+    fn numeric_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<u64>().prop_map(|number| number.to_string()),
+            any::<i64>().prop_map(|number| number.to_string()),
+            any::<f64>().prop_map(|number| number.to_string()),
+            any::<u128>().prop_map(|number| number.to_string()),
+            "[-+ ]?[0-9]{1,25}(\\.[0-9]{0,5})?(e[-+]?[0-9]{1,3})?(ns|us|ms|s|m|h|d)? ?",
+            Just("1e19".to_string()),
+            Just("NaN".to_string()),
+            Just("inf".to_string()),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Issue 12, class 12: every numeric flag takes any text without panicking; what it
+        /// accepts lies in its documented bounds, and the durations made from it can be
+        /// added to "now" (the `stats --interval 1e19` panic was an Instant overflow).
+        #[test]
+        fn numeric_flags_are_bounded_or_refused(text in numeric_text()) {
+            use clap::Parser;
+            use super::{Cli, Command};
+            let parse = |arguments: &[&str]| Cli::try_parse_from(arguments);
+            if let Ok(cli) = parse(&["envctl", "down", "x", "--timeout", &text])
+                && let Command::Down { timeout, .. } = cli.command
+            {
+                proptest::prop_assert!(timeout <= 86_400);
+                let deadline = crate::commands::down::stop_deadline(timeout);
+                proptest::prop_assert!(std::time::Instant::now().checked_add(deadline).is_some());
+            }
+            if let Ok(cli) = parse(&["envctl", "exec", "x", "nvidia-check", "--timeout", &text])
+                && let Command::Exec { timeout, .. } = cli.command
+            {
+                proptest::prop_assert!(timeout.is_some_and(|seconds| (1..=86_400).contains(&seconds)));
+            }
+            if let Ok(cli) = parse(&["envctl", "stats", "--interval", &text])
+                && let Command::Stats(arguments) = cli.command
+            {
+                proptest::prop_assert!(arguments.interval >= std::time::Duration::from_millis(100));
+                proptest::prop_assert!(arguments.interval <= std::time::Duration::from_secs(3600));
+                proptest::prop_assert!(std::time::Instant::now().checked_add(arguments.interval).is_some());
+            }
+            if let Ok(cli) = parse(&["envctl", "stats", "--count", &text])
+                && let Command::Stats(arguments) = cli.command
+            {
+                proptest::prop_assert!(arguments.count.is_some_and(|count| count >= 1));
+            }
+            // `--tail` goes to the daemon as text; any u64 is a line count it takes.
+            let _ = parse(&["envctl", "logs", "x", "--tail", &text]);
+        }
+    }
 }

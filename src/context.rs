@@ -23,6 +23,8 @@ pub const NVML_LIBRARY_VARIABLE: &str = "ENVCTL_NVML_LIBRARY";
 pub const PROFILE_PATH_VARIABLE: &str = "ENVCTL_PROFILE_PATH";
 /// `ENVCTL_PULL_STALL_SECONDS`: shortens the pull stall timeout (tests, impatient users).
 pub const PULL_STALL_VARIABLE: &str = "ENVCTL_PULL_STALL_SECONDS";
+/// The longest pull stall that may be asked for: a day, like every other duration.
+pub const MAXIMUM_PULL_STALL_SECONDS: u64 = 86_400;
 /// `ENVCTL_STATS_SOURCE=api`: `stats` reads the Engine API's stats instead of cgroups.
 pub const STATS_SOURCE_VARIABLE: &str = "ENVCTL_STATS_SOURCE";
 
@@ -192,11 +194,17 @@ impl Environment {
     }
 
     /// `ENVCTL_PULL_STALL_SECONDS` as a duration, when it is a whole number above 0.
-    pub fn pull_stall(&self) -> Option<Duration> {
-        self.variable(PULL_STALL_VARIABLE)
-            .and_then(|seconds| seconds.parse::<u64>().ok())
-            .filter(|seconds| *seconds > 0)
-            .map(Duration::from_secs)
+    pub fn pull_stall(&self) -> Result<Option<Duration>, String> {
+        let Some(text) = self.variable(PULL_STALL_VARIABLE) else {
+            return Ok(None);
+        };
+        match text.trim().parse::<u64>() {
+            Ok(seconds @ 1..=MAXIMUM_PULL_STALL_SECONDS) => Ok(Some(Duration::from_secs(seconds))),
+            _ => Err(format!(
+                "{PULL_STALL_VARIABLE}=`{}` is not a whole number of seconds from 1 to {MAXIMUM_PULL_STALL_SECONDS}",
+                text.escape_debug()
+            )),
+        }
     }
 
     /// `ENVCTL_STATS_SOURCE=api`: read stats from the Engine API only.
@@ -264,19 +272,30 @@ mod tests {
     }
 
     #[test]
-    fn pull_stall_takes_only_positive_whole_seconds() {
+    fn pull_stall_takes_only_whole_seconds_within_a_day() {
         assert_eq!(
             environment(&[(PULL_STALL_VARIABLE, "3")]).pull_stall(),
-            Some(Duration::from_secs(3))
+            Ok(Some(Duration::from_secs(3)))
         );
-        assert_eq!(
-            environment(&[(PULL_STALL_VARIABLE, "0")]).pull_stall(),
-            None
-        );
-        assert_eq!(
-            environment(&[(PULL_STALL_VARIABLE, "x")]).pull_stall(),
-            None
-        );
+        assert_eq!(environment(&[]).pull_stall(), Ok(None));
+        // An unreadable value is refused, never replaced by the default.
+        for bad in [
+            "0",
+            "x",
+            "-1",
+            "1.5",
+            "86401",
+            "18446744073709551616",
+            "1e19",
+        ] {
+            let refused = environment(&[(PULL_STALL_VARIABLE, bad)]).pull_stall();
+            assert!(
+                refused
+                    .as_ref()
+                    .is_err_and(|message| message.contains(PULL_STALL_VARIABLE)),
+                "{bad}: {refused:?}"
+            );
+        }
     }
 
     #[test]

@@ -586,19 +586,21 @@ pub async fn ensure_image(
         reference.clone()
     };
     let registry = image.canonical().registry;
+    let stall = context
+        .environment
+        .pull_stall()
+        .map_err(|message| Error::Usage {
+            message,
+            hint: Some("unset it for the default of 120 s".into()),
+        })?
+        .unwrap_or(crate::engine::pull::PULL_STALL_TIMEOUT);
     context.printer.info(&format!("pulling {pull_reference} …"));
     let mut progress =
         PullProgress::new(&context.printer, context.json || context.printer.is_quiet());
     let result = engine
-        .pull_image(
-            &pull_reference,
-            &registry,
-            context
-                .environment
-                .pull_stall()
-                .unwrap_or(crate::engine::pull::PULL_STALL_TIMEOUT),
-            |event| progress.event(event),
-        )
+        .pull_image(&pull_reference, &registry, stall, |event| {
+            progress.event(event)
+        })
         .await;
     progress.finish();
     result.map_err(Error::from)
