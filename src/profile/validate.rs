@@ -117,14 +117,7 @@ impl Checker<'_> {
             match known {
                 LayerKey::Name => layer.name = self.profile_name(value),
                 LayerKey::Description => layer.description = self.string(name, value),
-                LayerKey::Extends => {
-                    layer.extends =
-                        self.non_empty_string(name, value)
-                            .map(|target| ExtendsReference {
-                                target,
-                                place: self.source.diagnostic(value.span(), String::new(), None),
-                            });
-                }
+                LayerKey::Extends => layer.extends = self.extends(value),
                 LayerKey::Image => layer.image = self.image(value),
                 LayerKey::Command => layer.command = self.command(name, value),
                 LayerKey::Workdir => layer.workdir = self.workdir(value),
@@ -204,6 +197,27 @@ impl Checker<'_> {
             return None;
         }
         Some(text)
+    }
+
+    /// A profile extends profiles only: a name, or a path to a `.toml` file. Anything else
+    /// (`/etc/shadow`) is refused here, before any lookup, so it is never opened.
+    fn extends(&mut self, value: &Value<'_>) -> Option<ExtendsReference> {
+        let target = self.non_empty_string("extends", value)?;
+        if super::resolve::is_path_argument(&target) && !target.ends_with(".toml") {
+            self.error(
+                value.span(),
+                format!(
+                    "`extends` = \"{}\" is neither a profile name nor a `.toml` file; a profile extends profiles only",
+                    target.escape_debug()
+                ),
+                Some("write a profile name (extends = \"pytorch-2.8\") or the path of a profile file (extends = \"base.toml\")".into()),
+            );
+            return None;
+        }
+        Some(ExtendsReference {
+            target,
+            place: self.source.diagnostic(value.span(), String::new(), None),
+        })
     }
 
     fn profile_name(&mut self, value: &Value<'_>) -> Option<String> {
