@@ -137,11 +137,22 @@ mod tests {
             );
         }
         for (outside, real) in [
-            (profiles.join("../../elsewhere/x.toml"), root.join("elsewhere/x.toml")),
+            (
+                profiles.join("../../elsewhere/x.toml"),
+                root.join("elsewhere/x.toml"),
+            ),
             (profiles.join("link.toml"), root.join("elsewhere/x.toml")),
-            (profiles.join("../../repo-other.toml"), root.join("repo-other.toml")),
+            (
+                profiles.join("../../repo-other.toml"),
+                root.join("repo-other.toml"),
+            ),
         ] {
-            assert_eq!(confinement.admit(&outside), Err(real), "{}", outside.display());
+            assert_eq!(
+                confinement.admit(&outside),
+                Err(real),
+                "{}",
+                outside.display()
+            );
         }
         assert_eq!(confinement.admit(&profiles.join("missing.toml")), Ok(None));
     }

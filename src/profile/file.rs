@@ -160,8 +160,12 @@ mod tests {
         let directory = folder.path().join("folder.toml");
         std::fs::create_dir(&directory).unwrap_or_else(|error| panic!("{error}"));
         let fifo = folder.path().join("fifo.toml");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR)
-            .unwrap_or_else(|error| panic!("{error}"));
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
         for (path, kind) in [
             (directory.as_path(), "a directory"),
             (fifo.as_path(), "a FIFO (named pipe)"),
@@ -173,7 +177,9 @@ mod tests {
                 .unwrap_or_else(|| panic!("{shown} was read"));
             assert_eq!(
                 diagnostic.message,
-                format!("`{shown}` is {kind}, not a regular file; a profile must be a regular file")
+                format!(
+                    "`{shown}` is {kind}, not a regular file; a profile must be a regular file"
+                )
             );
         }
     }

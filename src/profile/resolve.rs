@@ -578,7 +578,10 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
             diagnostics: vec![file_diagnostic(
                 &leaf.shown(),
                 format!("the profile is named after its file, and {message}"),
-                Some("rename the file (for example `my-profile.toml`), or set `name = \"…\"` in it".into()),
+                Some(
+                    "rename the file (for example `my-profile.toml`), or set `name = \"…\"` in it"
+                        .into(),
+                ),
             )],
         });
     }

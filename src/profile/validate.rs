@@ -817,9 +817,9 @@ impl Checker<'_> {
                 Ok(mount) => {
                     if let Some(&index) = targets.get(&mount.target) {
                         valid = false;
-                        let first = self
-                            .source
-                            .diagnostic(mounts[index].1.clone(), String::new(), None);
+                        let first =
+                            self.source
+                                .diagnostic(mounts[index].1.clone(), String::new(), None);
                         self.error(
                             item.span(),
                             format!(
