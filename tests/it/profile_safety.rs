@@ -356,7 +356,9 @@ fn a_profile_swapped_for_a_fifo_never_blocks_the_reader() {
     let reader_path = path.clone();
     std::thread::spawn(move || {
         let (mut texts, mut refusals) = (0, 0);
-        for _ in 0..3000 {
+        // The window between a look and an open is a few microseconds: try for a while.
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
             match read_profile_text(&reader_path, "p.toml") {
                 Ok(_) => texts += 1,
                 Err(diagnostic) => {
@@ -371,14 +373,13 @@ fn a_profile_swapped_for_a_fifo_never_blocks_the_reader() {
         }
         let _ = done.send((texts, refusals));
     });
-    let outcome = finished.recv_timeout(Duration::from_secs(60));
+    let outcome = finished.recv_timeout(Duration::from_secs(30));
     stop.store(true, Ordering::Relaxed);
     let (texts, refusals) = outcome.expect("the reader blocked on a FIFO");
     swapper.join().unwrap();
-    assert_eq!(texts + refusals, 3000);
     assert!(
-        refusals > 0,
-        "the FIFO was never seen: the test proves nothing"
+        texts > 0 && refusals > 0,
+        "the reader saw {texts} profiles and {refusals} FIFOs: the test proves nothing"
     );
 }
 
