@@ -1,9 +1,17 @@
 //! Reading a profile file without trusting it: size limit, no FIFOs or devices, binary
 //! data and invalid UTF-8 reported with their place instead of a crash or a hang.
+//!
+//! The file type is judged on the opened descriptor (`fstat`), not on the path before the
+//! open: a profile swapped for a FIFO between a check and the open is still refused. The
+//! open itself never blocks (`O_NONBLOCK`: opening a FIFO without a writer returns at once)
+//! and never makes a terminal ours (`O_NOCTTY`).
 
-use std::fs::File;
+use std::fs::{File, FileType, OpenOptions};
 use std::io::Read;
-use std::path::Path;
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::OFlags;
 
 use super::diagnostic::{Diagnostic, SourceText, file_diagnostic};
 
@@ -12,6 +20,18 @@ pub const MAXIMUM_PROFILE_BYTES: u64 = 1024 * 1024;
 
 /// Reads `path` as profile text, or explains why it cannot be one.
 pub fn read_profile_text(path: &Path, shown: &str) -> Result<String, Diagnostic> {
+    read_profile_text_verified(path, shown, |_| Ok(()))
+}
+
+/// Reads `path` as profile text; `verify` judges the opened regular file (for example
+/// where it really lies) before a byte of it is read.
+pub fn read_profile_text_verified(
+    path: &Path,
+    shown: &str,
+    verify: impl FnOnce(&File) -> Result<(), Diagnostic>,
+) -> Result<String, Diagnostic> {
+    // A first look at the path spares opening a device at all (opening some has effects);
+    // the descriptor's own type below is what decides.
     let metadata = std::fs::metadata(path).map_err(|error| {
         file_diagnostic(
             shown,
@@ -20,24 +40,31 @@ pub fn read_profile_text(path: &Path, shown: &str) -> Result<String, Diagnostic>
         )
     })?;
     if !metadata.is_file() {
-        return Err(file_diagnostic(
-            shown,
-            "not a regular file (a directory, device or pipe cannot be a profile)".into(),
-            None,
-        ));
+        return Err(not_regular(shown, metadata.file_type()));
     }
-    if metadata.len() > MAXIMUM_PROFILE_BYTES {
-        return Err(too_large(shown, metadata.len()));
-    }
-    let file = File::open(path).map_err(|error| {
-        file_diagnostic(
-            shown,
-            format!("cannot open the profile: {error}"),
-            read_hint(&error),
-        )
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .open(path)
+        .map_err(|error| {
+            file_diagnostic(
+                shown,
+                format!("cannot open the profile: {error}"),
+                read_hint(&error),
+            )
+        })?;
+    let opened = file.metadata().map_err(|error| {
+        file_diagnostic(shown, format!("cannot read the profile: {error}"), None)
     })?;
+    if !opened.is_file() {
+        return Err(not_regular(shown, opened.file_type()));
+    }
+    if opened.len() > MAXIMUM_PROFILE_BYTES {
+        return Err(too_large(shown, opened.len()));
+    }
+    verify(&file)?;
     let mut bytes = Vec::new();
-    // Read one byte past the limit, in case the file grew since `metadata`.
+    // Read one byte past the limit, in case the file grows while it is read.
     file.take(MAXIMUM_PROFILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|error| {
@@ -47,6 +74,43 @@ pub fn read_profile_text(path: &Path, shown: &str) -> Result<String, Diagnostic>
         return Err(too_large(shown, bytes.len() as u64));
     }
     decode_profile_bytes(bytes, shown)
+}
+
+/// Where an opened file really lies, as the kernel knows it (Linux `/proc/self/fd`);
+/// `None` where that is not available.
+pub fn opened_path(file: &File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd as _;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+}
+
+/// What a file that is not a regular file is, in words: "a FIFO", "a character device".
+pub fn kind_of(file_type: FileType) -> &'static str {
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a special file"
+    }
+}
+
+fn not_regular(shown: &str, file_type: FileType) -> Diagnostic {
+    file_diagnostic(
+        shown,
+        format!(
+            "`{shown}` is {}, not a regular file; a profile must be a regular file",
+            kind_of(file_type)
+        ),
+        Some("name a profile's `.toml` file, or a profile by its name".into()),
+    )
 }
 
 /// Turns bytes into text, naming the line and column of the first invalid byte.
@@ -83,5 +147,40 @@ fn read_hint(error: &std::io::Error) -> Option<String> {
             Some("check the path; `envctl profiles list` shows the profiles envctl finds".into())
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_regular_files_are_named_by_what_they_are() {
+        let folder = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+        let directory = folder.path().join("folder.toml");
+        std::fs::create_dir(&directory).unwrap_or_else(|error| panic!("{error}"));
+        let fifo = folder.path().join("fifo.toml");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
+        for (path, kind) in [
+            (directory.as_path(), "a directory"),
+            (fifo.as_path(), "a FIFO (named pipe)"),
+            (Path::new("/dev/null"), "a character device"),
+        ] {
+            let shown = path.display().to_string();
+            let diagnostic = read_profile_text(path, &shown)
+                .err()
+                .unwrap_or_else(|| panic!("{shown} was read"));
+            assert_eq!(
+                diagnostic.message,
+                format!(
+                    "`{shown}` is {kind}, not a regular file; a profile must be a regular file"
+                )
+            );
+        }
     }
 }

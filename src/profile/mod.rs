@@ -2,6 +2,7 @@
 //! discovery, `extends` resolution and the content hash.
 
 pub mod bundled;
+pub mod confine;
 pub mod diagnostic;
 pub mod error;
 pub mod file;

@@ -9,12 +9,13 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::bundled;
+use super::confine::Confinement;
 use super::diagnostic::{Diagnostic, file_diagnostic};
 use super::error::ProfileError;
-use super::file::read_profile_text;
+use super::file::{read_profile_text, read_profile_text_verified};
 use super::layer::{Layer, MergedLayer};
 use super::model::{GpuRequest, Ipc, Profile, Ulimit};
-use super::validate::{did_you_mean, validate};
+use super::validate::{check_profile_name, did_you_mean, validate};
 
 /// How long an `extends` chain may be before envctl calls it a mistake.
 const MAXIMUM_EXTENDS_DEPTH: usize = 32;
@@ -127,9 +128,33 @@ impl ProfileFile {
         }
     }
 
-    fn read(&self) -> Result<String, Diagnostic> {
+    /// The file's text; with a confinement, only when the file (its real path, and the one
+    /// of the descriptor opened) lies inside it.
+    fn read(&self, confinement: Option<&Confinement>) -> Result<String, Diagnostic> {
         match self {
-            ProfileFile::Disk { path, .. } => read_profile_text(path, &self.shown()),
+            ProfileFile::Disk { path, .. } => {
+                let shown = self.shown();
+                let Some(confinement) = confinement else {
+                    return read_profile_text(path, &shown);
+                };
+                let escape = |real: PathBuf| {
+                    file_diagnostic(
+                        &shown,
+                        format!(
+                            "`{shown}` leads to `{}`, outside the profile folders and the project; envctl does not read it",
+                            real.display()
+                        ),
+                        Some(confinement_hint(confinement)),
+                    )
+                };
+                let checked = confinement
+                    .admit(path)
+                    .map_err(escape)?
+                    .unwrap_or_else(|| path.clone());
+                read_profile_text_verified(path, &shown, |file| {
+                    confinement.admit_opened(file, &checked).map_err(escape)
+                })
+            }
             ProfileFile::Bundled { name } => {
                 bundled::find(name).map(str::to_string).ok_or_else(|| {
                     file_diagnostic(&self.shown(), "no such bundled profile".into(), None)
@@ -196,7 +221,9 @@ impl SearchPath {
         Err(ProfileError::NotFound {
             name: argument.to_string(),
             looked,
-            suggestion: did_you_mean(argument, &known).map(str::to_string),
+            suggestion: did_you_mean(argument, &known)
+                .filter(|suggestion| *suggestion != argument)
+                .map(str::to_string),
         })
     }
 
@@ -210,7 +237,9 @@ impl SearchPath {
             Some(directory) => {
                 let path = directory.join(format!("{name}.toml"));
                 looked.push(path.display().to_string());
-                path.is_file().then_some(ProfileFile::Disk {
+                // Whatever is there is the profile of that name: a FIFO or a folder is
+                // then refused as what it is, not passed over as "not found".
+                is_present(&path).then_some(ProfileFile::Disk {
                     path,
                     kind: location.kind,
                 })
@@ -300,12 +329,25 @@ impl SearchPath {
 
     /// Reads, validates and merges a profile file with its `extends` chain. Every problem
     /// in every file of the chain is reported together.
+    ///
+    /// Every file is read only when it really lies (links resolved) inside the search
+    /// folders or the project of the file named ([`Confinement`]): a profile of a cloned
+    /// repository, or a link in `./envctl/`, cannot bring in a file of the host.
     pub fn resolve_file(&self, file: ProfileFile) -> Result<ResolvedProfile, ProfileError> {
+        let confinement = match &file {
+            ProfileFile::Disk { path, .. } => Some(Confinement::new(
+                self.locations
+                    .iter()
+                    .filter_map(|location| location.directory.as_deref()),
+                Some(path),
+            )),
+            ProfileFile::Bundled { .. } => None,
+        };
         let mut chain: Vec<(ProfileFile, Layer)> = Vec::new();
         let mut diagnostics = Vec::new();
         let mut current = Some(file);
         while let Some(file) = current.take() {
-            let text = match file.read() {
+            let text = match file.read(confinement.as_ref()) {
                 Ok(text) => text,
                 Err(diagnostic) => {
                     diagnostics.push(diagnostic);
@@ -340,6 +382,20 @@ impl SearchPath {
                         diagnostics.push(extends.place.with_message(
                             format!("`extends` forms a cycle: {}", cycle.join(" → ")),
                             Some("remove `extends` from one of these profiles".into()),
+                        ));
+                        break;
+                    }
+                    if let (ProfileFile::Disk { path, .. }, Some(confinement)) =
+                        (&parent, &confinement)
+                        && let Err(real) = confinement.admit(path)
+                    {
+                        diagnostics.push(extends.place.with_message(
+                            format!(
+                                "`extends` = \"{}\" leads to `{}`, outside the profile folders and the project; envctl does not read it",
+                                extends.target,
+                                real.display()
+                            ),
+                            Some(confinement_hint(confinement)),
                         ));
                         break;
                     }
@@ -416,7 +472,7 @@ impl SearchPath {
                 if is_path_argument(target) {
                     let path = directory.join(target);
                     looked.push(path.display().to_string());
-                    if path.is_file()
+                    if is_present(&path)
                         && let Some(found) = accept(ProfileFile::Disk { path, kind: *kind })
                     {
                         return Ok(found);
@@ -443,6 +499,18 @@ impl SearchPath {
             only_itself,
         })
     }
+}
+
+/// Whether anything is at `path` (a dangling link counts: the reader says what it is).
+fn is_present(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+fn confinement_hint(confinement: &Confinement) -> String {
+    format!(
+        "envctl reads profiles only inside {}; to use one elsewhere, add its folder to ENVCTL_PROFILE_PATH",
+        confinement.describe()
+    )
 }
 
 /// Why `extends` found nothing: where envctl looked, and whether the only match was the
@@ -502,6 +570,21 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
             )],
         });
     };
+    if layer.name.is_none()
+        && let Err(message) = check_profile_name(&leaf.stem())
+    {
+        // The name `up` and the daemon would get; refused here rather than by the daemon.
+        return Err(ProfileError::Invalid {
+            diagnostics: vec![file_diagnostic(
+                &leaf.shown(),
+                format!("the profile is named after its file, and {message}"),
+                Some(
+                    "rename the file (for example `my-profile.toml`), or set `name = \"…\"` in it"
+                        .into(),
+                ),
+            )],
+        });
+    }
     origins.insert("name".into(), leaf.shown());
     // Destructured without `..`: a new field does not compile until it reaches the profile.
     let Layer {

@@ -1,7 +1,7 @@
 //! Checks one profile file's TOML and turns it into a [`Layer`], collecting every problem
 //! (not only the first) with its line, column and a hint.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
 
 use toml::Spanned;
@@ -61,6 +61,7 @@ pub fn validate(path: &str, text: &str) -> (Layer, Vec<Diagnostic>) {
     let mut checker = Checker {
         source: &source,
         diagnostics: Vec::new(),
+        nul_spans: Vec::new(),
     };
     if let Some(index) = text.find('\0') {
         checker.error(
@@ -87,6 +88,7 @@ pub fn validate(path: &str, text: &str) -> (Layer, Vec<Diagnostic>) {
         diagnostics.dedup();
         return (Layer::default(), diagnostics);
     }
+    checker.refuse_nul_strings(table.get_ref());
     let layer = checker.profile(table.get_ref());
     let mut diagnostics = checker.diagnostics;
     diagnostics.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
@@ -98,12 +100,62 @@ type Value<'i> = Spanned<DeValue<'i>>;
 struct Checker<'a> {
     source: &'a SourceText<'a>,
     diagnostics: Vec<Diagnostic>,
+    /// Strings already refused for a NUL character: no second problem is reported there.
+    nul_spans: Vec<Range<usize>>,
 }
 
 impl Checker<'_> {
     fn error(&mut self, span: Range<usize>, message: String, hint: Option<String>) {
+        if self.nul_spans.contains(&span) {
+            return;
+        }
         self.diagnostics
             .push(self.source.diagnostic(span, message, hint));
+    }
+
+    /// NUL ends a C string: Docker and the kernel would cut the value there, or refuse it.
+    /// One check over every string of the file, whatever its key, names each such string
+    /// by its place (`command[1]`, `env.PATH`, `ports[0].host_ip`).
+    fn refuse_nul_strings(&mut self, table: &DeTable<'_>) {
+        let mut place = String::new();
+        for (key, value) in table {
+            place.clear();
+            place.push_str(key.get_ref());
+            self.refuse_nul_in(value, &mut place);
+        }
+    }
+
+    fn refuse_nul_in(&mut self, value: &Value<'_>, place: &mut String) {
+        let length = place.len();
+        match value.get_ref() {
+            DeValue::String(text) if text.contains('\0') => {
+                self.diagnostics.push(self.source.diagnostic(
+                    value.span(),
+                    format!(
+                        "`{}` contains a NUL character (U+0000); no profile string may",
+                        place.escape_debug()
+                    ),
+                    Some("remove the `\\u0000` escape".into()),
+                ));
+                self.nul_spans.push(value.span());
+            }
+            DeValue::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    place.push_str(&format!("[{index}]"));
+                    self.refuse_nul_in(item, place);
+                    place.truncate(length);
+                }
+            }
+            DeValue::Table(table) => {
+                for (key, item) in table {
+                    place.push('.');
+                    place.push_str(key.get_ref());
+                    self.refuse_nul_in(item, place);
+                    place.truncate(length);
+                }
+            }
+            _ => {}
+        }
     }
 
     fn profile(&mut self, table: &DeTable<'_>) -> Layer {
@@ -117,14 +169,7 @@ impl Checker<'_> {
             match known {
                 LayerKey::Name => layer.name = self.profile_name(value),
                 LayerKey::Description => layer.description = self.string(name, value),
-                LayerKey::Extends => {
-                    layer.extends =
-                        self.non_empty_string(name, value)
-                            .map(|target| ExtendsReference {
-                                target,
-                                place: self.source.diagnostic(value.span(), String::new(), None),
-                            });
-                }
+                LayerKey::Extends => layer.extends = self.extends(value),
                 LayerKey::Image => layer.image = self.image(value),
                 LayerKey::Command => layer.command = self.command(name, value),
                 LayerKey::Workdir => layer.workdir = self.workdir(value),
@@ -204,6 +249,27 @@ impl Checker<'_> {
             return None;
         }
         Some(text)
+    }
+
+    /// A profile extends profiles only: a name, or a path to a `.toml` file. Anything else
+    /// (`/etc/shadow`) is refused here, before any lookup, so it is never opened.
+    fn extends(&mut self, value: &Value<'_>) -> Option<ExtendsReference> {
+        let target = self.non_empty_string("extends", value)?;
+        if super::resolve::is_path_argument(&target) && !target.ends_with(".toml") {
+            self.error(
+                value.span(),
+                format!(
+                    "`extends` = \"{}\" is neither a profile name nor a `.toml` file; a profile extends profiles only",
+                    target.escape_debug()
+                ),
+                Some("write a profile name (extends = \"pytorch-2.8\") or the path of a profile file (extends = \"base.toml\")".into()),
+            );
+            return None;
+        }
+        Some(ExtendsReference {
+            target,
+            place: self.source.diagnostic(value.span(), String::new(), None),
+        })
     }
 
     fn profile_name(&mut self, value: &Value<'_>) -> Option<String> {
@@ -591,6 +657,8 @@ impl Checker<'_> {
             return None;
         };
         let mut bindings: Vec<(PortBinding, Range<usize>)> = Vec::new();
+        let mut claims = ports::HostPortClaims::default();
+        let mut expanded: u32 = 0;
         let mut valid = true;
         for item in array.iter() {
             let binding = match item.get_ref() {
@@ -613,9 +681,22 @@ impl Checker<'_> {
             };
             match binding {
                 Ok(binding) => {
-                    if let Some((_, first_span)) = bindings
-                        .iter()
-                        .find(|(other, _)| ports::conflicts(other, &binding))
+                    expanded = expanded.saturating_add(binding.container.len());
+                    if expanded > ports::MAXIMUM_PORT_BINDINGS {
+                        self.error(
+                            item.span(),
+                            format!(
+                                "`ports` expands to more than {} port bindings: with `{binding}` it makes {expanded}",
+                                ports::MAXIMUM_PORT_BINDINGS
+                            ),
+                            Some("Docker publishes each port of a range as a binding of its own; publish fewer or shorter ranges".into()),
+                        );
+                        // What follows is not expanded: the cost stays bounded.
+                        return None;
+                    }
+                    if let Some(first_span) = claims
+                        .conflict(&binding)
+                        .map(|index: usize| bindings[index].1.clone())
                     {
                         valid = false;
                         let first = self
@@ -627,6 +708,7 @@ impl Checker<'_> {
                             Some("give each binding its own host port, or drop one".into()),
                         );
                     } else {
+                        claims.claim(&binding, bindings.len());
                         bindings.push((binding, item.span()));
                     }
                 }
@@ -714,6 +796,8 @@ impl Checker<'_> {
             return None;
         };
         let mut mounts: Vec<(Mount, Range<usize>)> = Vec::new();
+        // Each target's first mount, so that a duplicate is found in one look-up.
+        let mut targets: HashMap<String, usize> = HashMap::new();
         let mut valid = true;
         for item in array.iter() {
             let mount = match item.get_ref() {
@@ -731,14 +815,11 @@ impl Checker<'_> {
             };
             match mount {
                 Ok(mount) => {
-                    if let Some((_, first_span)) = mounts
-                        .iter()
-                        .find(|(other, _)| other.target == mount.target)
-                    {
+                    if let Some(&index) = targets.get(&mount.target) {
                         valid = false;
-                        let first = self
-                            .source
-                            .diagnostic(first_span.clone(), String::new(), None);
+                        let first =
+                            self.source
+                                .diagnostic(mounts[index].1.clone(), String::new(), None);
                         self.error(
                             item.span(),
                             format!(
@@ -748,6 +829,7 @@ impl Checker<'_> {
                             Some("each container path can be mounted once".into()),
                         );
                     } else {
+                        targets.insert(mount.target.clone(), mounts.len());
                         mounts.push((mount, item.span()));
                     }
                 }
@@ -829,14 +911,9 @@ impl Checker<'_> {
                         continue;
                     }
                     match item.get_ref().as_str() {
-                        Some(text) if !text.contains('\0') => {
+                        Some(text) => {
                             env.insert(name, text.to_string());
                         }
-                        Some(_) => self.error(
-                            item.span(),
-                            format!("`env.{name}` contains a NUL character"),
-                            None,
-                        ),
                         None => {
                             let shown = match item.get_ref() {
                                 DeValue::Integer(integer) => Some(integer.as_str().to_string()),
@@ -881,16 +958,10 @@ impl Checker<'_> {
                         );
                         continue;
                     };
-                    if self.env_name(name, item.span()) {
-                        if variable.contains('\0') {
-                            self.error(
-                                item.span(),
-                                format!("`env.{name}` contains a NUL character"),
-                                None,
-                            );
-                        } else if env.insert(name.to_string(), variable.to_string()).is_some() {
-                            self.error(item.span(), format!("`env` sets `{name}` twice"), None);
-                        }
+                    if self.env_name(name, item.span())
+                        && env.insert(name.to_string(), variable.to_string()).is_some()
+                    {
+                        self.error(item.span(), format!("`env` sets `{name}` twice"), None);
                     }
                 }
             }

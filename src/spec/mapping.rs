@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::checks::safety::is_pytorch;
 use crate::profile::model::{GpuRequest, Ipc, MountKind, Profile};
-use crate::profile::ports::conflicts;
+use crate::profile::ports::HostPortClaims;
 use crate::profile::resolve::{ResolvedProfile, config_hash};
 
 use super::body::{
@@ -247,17 +247,18 @@ fn mounts(profile: &Profile, context: &SpecContext<'_>) -> Result<Vec<Mount>, Sp
     }
 }
 
+/// In time linear in the ports claimed (comparing every pair was quadratic).
 fn check_port_conflicts(profile: &Profile) -> Result<(), SpecError> {
-    for (index, first) in profile.ports.iter().enumerate() {
-        if let Some(second) = profile.ports[index + 1..]
-            .iter()
-            .find(|second| conflicts(first, second))
-        {
+    let mut claims: HostPortClaims<usize> = HostPortClaims::default();
+    for (index, second) in profile.ports.iter().enumerate() {
+        if let Some(first) = claims.conflict(second) {
+            let first = &profile.ports[first];
             return Err(SpecError::PortConflict {
                 first: first.to_string(),
                 second: second.to_string(),
             });
         }
+        claims.claim(second, index);
     }
     Ok(())
 }

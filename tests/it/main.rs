@@ -33,6 +33,7 @@ mod gpu_facts;
 mod lock;
 mod nvidia_check;
 mod profile_corpus;
+mod profile_safety;
 mod registry_paging;
 mod secrets;
 mod spec_equivalence;
