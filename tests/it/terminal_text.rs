@@ -23,7 +23,8 @@ fn assert_no_terminal_controls(stream: &str, text: &[u8]) {
     }
 }
 
-const HOSTILE: &str = r#"hi \u001b]0;owned\u0007 \u001b[2J \u202e txt \u0000 over\rwrite"#;
+// NUL is refused in every profile string (class 7), so it is not among these.
+const HOSTILE: &str = r#"hi \u001b]0;owned\u0007 \u001b[2J \u202e txt \u0008 over\rwrite"#;
 
 #[test]
 fn a_description_with_terminal_controls_is_listed_escaped() {
@@ -42,7 +43,7 @@ fn a_description_with_terminal_controls_is_listed_escaped() {
     assert_no_terminal_controls("stdout", &output.stdout);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains(r"hi \x1b]0;owned\x07 \x1b[2J \u{202e} txt \0 over\rwrite"),
+        stdout.contains(r"hi \x1b]0;owned\x07 \x1b[2J \u{202e} txt \x08 over\rwrite"),
         "{stdout}"
     );
 }
