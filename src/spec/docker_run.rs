@@ -104,9 +104,36 @@ pub fn shell_quote(word: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c);
     if !word.is_empty() && word.chars().all(safe) {
         word.to_string()
+    } else if word.chars().any(crate::ui::text::is_terminal_control) {
+        ansi_c_quote(word)
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
+}
+
+/// `$'…'` quoting (bash, zsh, ksh, busybox sh; not Debian 12's dash) for a word with a control
+/// or bidirectional character: the line shows `\x1b`, not a raw ESC the terminal would
+/// act on, and the shell still passes the exact bytes. Each such character is written as
+/// the `\xHH` escapes of its UTF-8 bytes.
+fn ansi_c_quote(word: &str) -> String {
+    let mut quoted = String::from("$'");
+    for character in word.chars() {
+        match character {
+            '\\' => quoted.push_str("\\\\"),
+            '\'' => quoted.push_str("\\'"),
+            '\n' => quoted.push_str("\\n"),
+            '\t' => quoted.push_str("\\t"),
+            character if crate::ui::text::is_terminal_control(character) => {
+                let mut bytes = [0; 4];
+                for byte in character.encode_utf8(&mut bytes).bytes() {
+                    quoted.push_str(&format!("\\x{byte:02x}"));
+                }
+            }
+            character => quoted.push(character),
+        }
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// Bytes in docker's shortest exact unit (`8g`, `1536m`).
@@ -286,6 +313,14 @@ mod tests {
         assert_eq!(shell_quote(""), "''");
         assert_eq!(shell_quote("\"device=0,1\""), "'\"device=0,1\"'");
         assert_eq!(shell_quote("$HOME"), "'$HOME'");
+    }
+
+    #[test]
+    fn control_characters_are_quoted_as_escapes() {
+        assert_eq!(
+            shell_quote("a\u{1b}]0;x\u{7}b c'd\\e\nf\r\u{202e}"),
+            r"$'a\x1b]0;x\x07b c\'d\\e\nf\x0d\xe2\x80\xae'"
+        );
     }
 
     #[test]

@@ -125,3 +125,34 @@ fn container_labels_with_terminal_controls_are_escaped_in_ps() {
         "{stdout}"
     );
 }
+
+#[test]
+fn the_dry_run_line_escapes_controls_and_bash_still_passes_the_exact_bytes() {
+    let folder = tempfile::tempdir().unwrap();
+    fs::create_dir(folder.path().join("envctl")).unwrap();
+    fs::write(
+        folder.path().join("envctl/ctl.toml"),
+        "image = \"busybox:1\"\ncommand = [\"echo\", \"a\\u001b]0;x\\u0007b'c\\u202e\"]\n",
+    )
+    .unwrap();
+    let output = envctl_in(folder.path())
+        .args(["up", "ctl", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_no_terminal_controls("stdout", &output.stdout);
+    let line = String::from_utf8(output.stdout).unwrap();
+    // bash runs the line with `docker` printing its arguments, NUL-separated.
+    let script = format!("docker() {{ printf '%s\\0' \"$@\"; }}; {}", line.trim_end());
+    let run = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let arguments: Vec<&[u8]> = run.stdout.split(|byte| *byte == 0).collect();
+    assert!(
+        arguments.contains(&"a\u{1b}]0;x\u{7}b'c\u{202e}".as_bytes()),
+        "{:?}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+}
