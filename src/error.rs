@@ -119,7 +119,11 @@ impl Error {
             Error::Record(error) if error.is_write() => ExitStatus::Failure,
             // A recording that is missing or not envctl's is invalid input.
             Error::Record(_) => ExitStatus::Error,
-            Error::Spec(crate::spec::SpecError::InvalidOverride { .. }) => ExitStatus::Error,
+            // What the profile and flags ask for cannot be: invalid input, like a profile error.
+            Error::Spec(
+                crate::spec::SpecError::InvalidOverride { .. }
+                | crate::spec::SpecError::TooManyPortBindings { .. },
+            ) => ExitStatus::Error,
             Error::Spec(_)
             | Error::Lock { .. }
             | Error::Preflight { .. }

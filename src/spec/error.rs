@@ -44,6 +44,14 @@ pub enum SpecError {
     },
     #[error("ports `{first}` and `{second}` publish the same host port")]
     PortConflict { first: String, second: String },
+    #[error(
+        "the ports (the profile's and `-p`) expand to more than {limit} port bindings: with `{binding}` they make {expanded}"
+    )]
+    TooManyPortBindings {
+        binding: String,
+        expanded: u32,
+        limit: u32,
+    },
 }
 
 impl SpecError {
@@ -87,6 +95,9 @@ impl SpecError {
             SpecError::PortConflict { .. } => {
                 Some("pick another host port for one of them (`-p HOST:CONTAINER`)".into())
             }
+            SpecError::TooManyPortBindings { .. } => Some(
+                "Docker publishes each port of a range as a binding of its own; publish fewer or shorter ranges".into(),
+            ),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::checks::safety::is_pytorch;
 use crate::profile::model::{GpuRequest, Ipc, MountKind, Profile};
-use crate::profile::ports::HostPortClaims;
+use crate::profile::ports::{HostPortClaims, MAXIMUM_PORT_BINDINGS};
 use crate::profile::resolve::{ResolvedProfile, config_hash};
 
 use super::body::{
@@ -247,10 +247,21 @@ fn mounts(profile: &Profile, context: &SpecContext<'_>) -> Result<Vec<Mount>, Sp
     }
 }
 
-/// In time linear in the ports claimed (comparing every pair was quadratic).
+/// In time linear in the ports claimed (comparing every pair was quadratic). The limit on
+/// expanded bindings that validation puts on a profile holds here again for the profile
+/// with its `-p` ports, before anything is expanded.
 fn check_port_conflicts(profile: &Profile) -> Result<(), SpecError> {
     let mut claims: HostPortClaims<usize> = HostPortClaims::default();
+    let mut expanded: u32 = 0;
     for (index, second) in profile.ports.iter().enumerate() {
+        expanded = expanded.saturating_add(second.container.len());
+        if expanded > MAXIMUM_PORT_BINDINGS {
+            return Err(SpecError::TooManyPortBindings {
+                binding: second.to_string(),
+                expanded,
+                limit: MAXIMUM_PORT_BINDINGS,
+            });
+        }
         if let Some(first) = claims.conflict(second) {
             let first = &profile.ports[first];
             return Err(SpecError::PortConflict {

@@ -532,3 +532,35 @@ fn a_closed_stdout_is_an_error_and_dev_null_is_not() {
         assert!(null.stderr.is_empty(), "{redirect}: {null:?}");
     }
 }
+
+/// Issue 12, class 11: the limit on expanded port bindings holds for the profile with its
+/// `-p` ports too, refused with the binding that crosses it before anything is expanded.
+#[test]
+fn ports_from_flags_count_against_the_binding_limit() {
+    let folder = TempDir::new().unwrap();
+    std::fs::create_dir(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/wide.toml"),
+        "image = \"busybox:1\"\nports = [\"1-65535:1-65535\"]\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let output = envctl(folder.path())
+        .args(["up", "wide", "--dry-run", "--json", "-p", "9:9/udp"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(output.stdout.is_empty(), "nothing may be printed");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("more than 65535 port bindings") && stderr.contains("9:9/udp"),
+        "{stderr}"
+    );
+    // The whole port space alone is allowed (the limit is one full space).
+    let output = envctl(folder.path())
+        .args(["up", "wide", "--dry-run", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
