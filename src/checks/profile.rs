@@ -14,7 +14,7 @@ use super::host::{GpuPath, gpu_path};
 use super::stack::{EffectiveStack, effective};
 use super::{Finding, Status, safety, worst};
 use crate::compat::{self, ComputeCapability, DriverVersion, Matrix, TorchCandidate};
-use crate::facts::engine::{EngineFacts, EngineState};
+use crate::facts::engine::{DaemonFacts, EngineFacts, EngineState};
 use crate::facts::gpu::{GpuDevice, GpuFacts};
 use crate::facts::host::HostFacts;
 use crate::profile::ResolvedProfile;
@@ -103,6 +103,9 @@ pub fn evaluate(
     let (stack, stack_findings) = effective(&profile.stack, image_env);
     findings.extend(stack_findings);
     findings.extend(daemon_findings(profile.gpus.clone(), host));
+    if let EngineState::Reachable(daemon) = &host.engine.state {
+        findings.extend(resource_findings(profile, daemon));
+    }
     let (selected, selection_findings) = select_gpus(&profile.gpus, host.gpu);
     findings.extend(selection_findings);
     let driver = host
@@ -126,6 +129,42 @@ pub fn evaluate(
     };
     report.verdict = report.status().verdict();
     report
+}
+
+/// CPU and memory limits the daemon's host can give: Docker refuses `--cpus` above its CPU
+/// count with a bare 400 ("Range of CPUs is from 0.01 to 2.00"), and a memory limit above
+/// the host's memory limits nothing. Judged from `/info`'s `NCPU` and `MemTotal`, the
+/// daemon's own figures (the daemon may run on another machine).
+fn resource_findings(profile: &crate::profile::Profile, daemon: &DaemonFacts) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if let (Some(cpus), Some(host_cpus)) = (profile.cpus, daemon.cpus)
+        && cpus > f64::from(host_cpus)
+    {
+        findings.push(
+            Finding::fail(
+                "profile.cpus",
+                format!("the profile asks for cpus = {cpus}, but the daemon's host has {host_cpus} CPU{}: the create would be refused", if host_cpus == 1 { "" } else { "s" }),
+            )
+            .with_hint(format!("set cpus = {host_cpus} or less, or run it on a bigger host"))
+            .with_fact("host_cpus", &host_cpus),
+        );
+    }
+    if let (Some(memory), Some(host_memory)) = (profile.memory, daemon.memory_bytes)
+        && memory.0 > host_memory
+    {
+        findings.push(
+            Finding::fail(
+                "profile.memory",
+                format!(
+                    "the profile asks for memory = \"{memory}\", but the daemon's host has {}: the limit would limit nothing",
+                    crate::units::binary_limit(host_memory)
+                ),
+            )
+            .with_hint(format!("set memory below {}, or run it on a bigger host", crate::units::binary_limit(host_memory)))
+            .with_fact("host_memory_bytes", &host_memory),
+        );
+    }
+    findings
 }
 
 /// Can a container of this profile start here at all: daemon reachable, and a GPU path

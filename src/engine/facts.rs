@@ -73,6 +73,15 @@ impl Engine {
             }),
             docker_root_dir: info.docker_root_dir,
             warnings: info.warnings.unwrap_or_default(),
+            // A daemon that reports no positive figure leaves the limit unjudged.
+            cpus: info
+                .ncpu
+                .and_then(|count| u32::try_from(count).ok())
+                .filter(|count| *count > 0),
+            memory_bytes: info
+                .mem_total
+                .and_then(|bytes| u64::try_from(bytes).ok())
+                .filter(|bytes| *bytes > 0),
         })
     }
 

@@ -48,6 +48,12 @@ pub struct DaemonFacts {
     pub discovered_devices: Option<Vec<String>>,
     pub docker_root_dir: Option<String>,
     pub warnings: Vec<String>,
+    /// `NCPU`: the CPUs the daemon's host has, the most `--cpus` it accepts.
+    #[serde(default)]
+    pub cpus: Option<u32>,
+    /// `MemTotal`: the daemon's host memory in bytes.
+    #[serde(default)]
+    pub memory_bytes: Option<u64>,
 }
 
 /// The parts of an image's config that say which CUDA and PyTorch it holds.

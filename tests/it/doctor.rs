@@ -1538,3 +1538,41 @@ fn invalid_profile_argument_is_exit_2_with_diagnostics() {
         unknown.stderr
     );
 }
+
+/// Issue 15, item 5: more CPUs or memory than the daemon's host has is a doctor failure with
+/// the host's figure and a fix (before, doctor passed and `up` met the daemon's bare 400).
+#[test]
+fn cpus_and_memory_beyond_the_daemons_host_fail_with_its_figures() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let host_cpus = crate::support::docker::docker_stdout(["info", "--format", "{{.NCPU}}"]);
+    let scenario = Scenario::new(Nvml::System);
+    scenario.write(
+        "envctl/huge.toml",
+        "image = \"busybox:1\"\ncpus = 4096\nmemory = \"64t\"\n",
+    );
+    scenario.write(
+        "envctl/fits.toml",
+        "image = \"busybox:1\"\ncpus = 1\nmemory = \"64m\"\n",
+    );
+    let (report, code) = scenario.doctor_json(&["huge", "fits"]);
+    assert_eq!(code, 1);
+    let huge = profile(&report, "huge");
+    let cpus = finding(&huge["findings"], "profile.cpus");
+    assert_eq!(cpus["status"], "fail");
+    assert!(
+        message(cpus).contains(&format!("has {host_cpus} CPU")),
+        "{cpus}"
+    );
+    assert!(
+        hint(cpus).contains(&format!("cpus = {host_cpus} or less")),
+        "{cpus}"
+    );
+    let memory = finding(&huge["findings"], "profile.memory");
+    assert_eq!(memory["status"], "fail");
+    assert!(message(memory).contains("GiB"), "{memory}");
+    let fits = profile(&report, "fits");
+    assert!(all_with_id(&fits["findings"], "profile.cpus").is_empty());
+    assert!(all_with_id(&fits["findings"], "profile.memory").is_empty());
+}
