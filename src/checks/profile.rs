@@ -146,7 +146,7 @@ fn resource_findings(profile: &crate::profile::Profile, daemon: &DaemonFacts) ->
                 format!("the profile asks for cpus = {cpus}, but the daemon's host has {host_cpus} CPU{}: the create would be refused", if host_cpus == 1 { "" } else { "s" }),
             )
             .with_hint(format!("set cpus = {host_cpus} or less, or run it on a bigger host"))
-            .with_fact("host_cpus", &host_cpus),
+            .with_fact("host_cpus", host_cpus),
         );
     }
     if let (Some(memory), Some(host_memory)) = (profile.memory, daemon.memory_bytes)
@@ -161,7 +161,7 @@ fn resource_findings(profile: &crate::profile::Profile, daemon: &DaemonFacts) ->
                 ),
             )
             .with_hint(format!("set memory below {}, or run it on a bigger host", crate::units::binary_limit(host_memory)))
-            .with_fact("host_memory_bytes", &host_memory),
+            .with_fact("host_memory_bytes", host_memory),
         );
     }
     findings
