@@ -10,7 +10,7 @@ use crate::checks::{Finding, Status, worst};
 use crate::engine::{Engine, PING_TIMEOUT};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::ops::doctor::{DoctorReport, Facts, gather_with, judge};
+use crate::ops::doctor::{DoctorReport, Facts, InvalidProfile, gather_with, judge};
 use crate::ops::matrix::load_matrix;
 use crate::profile::ResolvedProfile;
 use crate::ui::findings::{Section, print_sections};
@@ -31,9 +31,26 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
     if arguments.matrix_info {
         return crate::ui::matrix_info::print_info(&matrix, &context.printer, context.json);
     }
-    let profiles = context.profiles_or_project(&arguments.profiles)?;
+    // Each profile on its own: one that cannot be read is reported, and the host and the
+    // other profiles are still judged.
+    let mut profiles = Vec::new();
+    let mut invalid = Vec::new();
+    for (label, resolved) in context.each_profile_or_project(&arguments.profiles) {
+        match resolved {
+            Ok(resolved) => profiles.push(resolved),
+            Err(error) => {
+                context.printer.error(&error);
+                invalid.push(InvalidProfile {
+                    profile: label,
+                    error: error.to_string(),
+                    hint: error.hint(),
+                    diagnostics: error.diagnostics().to_vec(),
+                });
+            }
+        }
+    }
     let facts = gather(&profiles, context)?;
-    let report = judge(&facts, &profiles, &matrix);
+    let report = judge(&facts, &profiles, &matrix).with_invalid(invalid);
     let status = worst(report.findings.iter()).max(
         report
             .profiles
@@ -48,6 +65,8 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
         render(&report, context)?;
     }
     Ok(match status {
+        // An unreadable profile is invalid input, whatever the rest says.
+        _ if !report.invalid_profiles.is_empty() => ExitStatus::Error,
         Status::Fail => ExitStatus::Failure,
         Status::Warn if arguments.strict => ExitStatus::Failure,
         _ => ExitStatus::Success,
@@ -74,6 +93,23 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
             findings: rest,
         },
     ];
+    for invalid in &report.invalid_profiles {
+        let listed =
+            (!invalid.diagnostics.is_empty()).then_some("the problems are listed on stderr");
+        let hint = match (&invalid.hint, listed) {
+            (Some(hint), Some(listed)) => Some(format!("{hint} ({listed})")),
+            (Some(hint), None) => Some(hint.clone()),
+            (None, listed) => listed.map(str::to_string),
+        };
+        let mut finding = Finding::fail("profile.invalid", invalid.error.clone());
+        if let Some(hint) = hint {
+            finding = finding.with_hint(hint);
+        }
+        sections.push(Section {
+            title: format!("Profile {} (not judged)", invalid.profile),
+            findings: vec![finding],
+        });
+    }
     for profile in &report.profiles {
         let mut findings = profile.findings.clone();
         findings.extend(gpu_lines(&profile.gpus));

@@ -31,8 +31,8 @@ struct Change {
 }
 
 pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> {
-    let profiles = context.profiles_or_project(&arguments.profiles)?;
-    if profiles.is_empty() {
+    let each = context.each_profile_or_project(&arguments.profiles);
+    if each.is_empty() {
         return Err(Error::Usage {
             message: "no profile to lock".into(),
             hint: Some(
@@ -49,34 +49,51 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         PullPolicy::Missing
     };
     let today = crate::ops::doctor::today(context.environment.now());
+    // Each profile on its own: one that fails is said at once and the others are still
+    // locked; the run then exits 1.
+    let mut failed = 0usize;
+    let mut profiles = Vec::new();
+    for (_, resolved) in each {
+        match resolved {
+            Ok(resolved) => profiles.push(resolved),
+            Err(error) => {
+                context.printer.error(&error);
+                failed += 1;
+            }
+        }
+    }
     let entries = runtime()?.block_on(async {
         let engine = context.engine().await?;
         let mut entries = Vec::new();
         for resolved in &profiles {
-            let image = &resolved.profile.image;
-            ensure_image(&engine, image, policy, context).await?;
-            let reference = image.to_string();
-            let facts = engine.image_facts(&reference).await?.ok_or_else(|| Error::ImageMissing { image: reference.clone() })?;
-            let name = image.name();
-            let digest = facts
-                .repo_digests
-                .iter()
-                .find(|repo_digest| repo_digest_matches(repo_digest, &name))
-                .and_then(|repo_digest| repo_digest.split_once('@').map(|(_, digest)| digest.to_string()))
-                .ok_or_else(|| Error::Lock {
-                    message: format!("image `{reference}` has no registry digest (built or loaded locally?)"),
-                    hint: format!("push it to a registry (`docker push {reference}`), then run `envctl lock` again"),
-                })?;
-            entries.push(LockedImage {
-                profile: resolved.profile.name.clone(),
-                image: reference,
-                digest,
-                date: today.clone(),
-                platform: facts.platform.clone().unwrap_or_else(|| "unknown".into()),
-            });
+            match locked_image(&engine, resolved, policy, &today, context).await {
+                Ok(entry) => entries.push(entry),
+                // What belongs to this profile's image (a pull the registry refused, an
+                // image without a registry digest) leaves the others to lock; anything
+                // else (the daemon gone) would fail them all and is the one error.
+                Err(
+                    error @ (Error::Lock { .. }
+                    | Error::ImageMissing { .. }
+                    | Error::Engine(
+                        crate::engine::EngineError::Pull { .. }
+                        | crate::engine::EngineError::ImageMissing { .. },
+                    )),
+                ) => {
+                    context.printer.error(&error);
+                    failed += 1;
+                }
+                Err(error) => return Err(error),
+            }
         }
         Ok::<_, Error>(entries)
     })?;
+    if entries.is_empty() {
+        // Nothing to write: the lock file stays as it was.
+        context
+            .printer
+            .warn(&format!("no profile locked; {LOCK_FILE} is unchanged"));
+        return Ok(ExitStatus::Failure);
+    }
     // Read, change and write under the folder's lock: a parallel `envctl lock` of other
     // profiles keeps its entries, and ours are judged against the file as it is now.
     let changes = file::update(path, |lock| {
@@ -142,5 +159,57 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
             "wrote {LOCK_FILE}; commit it so the team runs the same images"
         ));
     }
+    if failed > 0 {
+        context.printer.warn(&format!(
+            "{failed} profile{} not locked (said above); the others are in {LOCK_FILE}",
+            if failed == 1 { "" } else { "s" }
+        ));
+        return Ok(ExitStatus::Failure);
+    }
     Ok(ExitStatus::Success)
+}
+
+/// The lock entry of one profile: its image pulled per `policy`, then the registry digest
+/// the daemon recorded for it.
+async fn locked_image(
+    engine: &crate::engine::Engine,
+    resolved: &crate::profile::ResolvedProfile,
+    policy: PullPolicy,
+    today: &str,
+    context: &Context,
+) -> Result<LockedImage, Error> {
+    let image = &resolved.profile.image;
+    ensure_image(engine, image, policy, context).await?;
+    let reference = image.to_string();
+    let facts = engine
+        .image_facts(&reference)
+        .await?
+        .ok_or_else(|| Error::ImageMissing {
+            image: reference.clone(),
+        })?;
+    let name = image.name();
+    let digest = facts
+        .repo_digests
+        .iter()
+        .find(|repo_digest| repo_digest_matches(repo_digest, &name))
+        .and_then(|repo_digest| {
+            repo_digest
+                .split_once('@')
+                .map(|(_, digest)| digest.to_string())
+        })
+        .ok_or_else(|| Error::Lock {
+            message: format!(
+                "image `{reference}` has no registry digest (built or loaded locally?)"
+            ),
+            hint: format!(
+                "push it to a registry (`docker push {reference}`), then run `envctl lock` again"
+            ),
+        })?;
+    Ok(LockedImage {
+        profile: resolved.profile.name.clone(),
+        image: reference,
+        digest,
+        date: today.to_string(),
+        platform: facts.platform.clone().unwrap_or_else(|| "unknown".into()),
+    })
 }

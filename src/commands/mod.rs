@@ -34,10 +34,28 @@ impl Context {
         &self,
         names: &[String],
     ) -> Result<Vec<crate::profile::ResolvedProfile>, Error> {
+        self.each_profile_or_project(names)
+            .into_iter()
+            .map(|(_, resolved)| resolved)
+            .collect()
+    }
+
+    /// Like [`Context::profiles_or_project`], each profile on its own: one that cannot be
+    /// resolved is its own error (labelled with the name or file it came from) and the
+    /// others still resolve, so `doctor` and `lock` can report every one.
+    pub fn each_profile_or_project(
+        &self,
+        names: &[String],
+    ) -> Vec<(String, Result<crate::profile::ResolvedProfile, Error>)> {
         if !names.is_empty() {
             return names
                 .iter()
-                .map(|name| self.search_path.resolve(name).map_err(Error::from))
+                .map(|name| {
+                    (
+                        name.clone(),
+                        self.search_path.resolve(name).map_err(Error::from),
+                    )
+                })
                 .collect();
         }
         let (files, unreadable) = self.search_path.files();
@@ -47,7 +65,13 @@ impl Context {
         files
             .into_iter()
             .filter(|file| file.kind() == crate::profile::SourceKind::Project)
-            .map(|file| self.search_path.resolve_file(file).map_err(Error::from))
+            .map(|file| {
+                let label = file.shown();
+                (
+                    label,
+                    self.search_path.resolve_file(file).map_err(Error::from),
+                )
+            })
             .collect()
     }
 

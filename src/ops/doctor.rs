@@ -28,6 +28,30 @@ pub struct DoctorReport {
     pub host: HostReport,
     pub findings: Vec<Finding>,
     pub profiles: Vec<ProfileReport>,
+    /// Profiles that could not be read or resolved; each is reported on its own and the
+    /// others are still judged. Any of them makes the verdict `fail`.
+    pub invalid_profiles: Vec<InvalidProfile>,
+}
+
+/// A profile doctor could not judge: the name or file it was asked for, and why.
+#[derive(Debug, Serialize)]
+pub struct InvalidProfile {
+    pub profile: String,
+    pub error: String,
+    pub hint: Option<String>,
+    /// Each problem with its file, line and column (what `profiles check --json` gives).
+    pub diagnostics: Vec<crate::profile::Diagnostic>,
+}
+
+impl DoctorReport {
+    /// Adds profiles that could not be resolved; the verdict becomes `fail`.
+    pub fn with_invalid(mut self, invalid: Vec<InvalidProfile>) -> DoctorReport {
+        if !invalid.is_empty() {
+            self.verdict = Status::Fail.verdict();
+        }
+        self.invalid_profiles = invalid;
+        self
+    }
 }
 
 /// The gathered facts, so a report can be replayed and a failure explained.
@@ -272,6 +296,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         },
         findings,
         profiles: reports,
+        invalid_profiles: Vec::new(),
     }
 }
 

@@ -1497,7 +1497,12 @@ fn invalid_profile_argument_is_exit_2_with_diagnostics() {
     ] {
         let output = scenario.run(arguments);
         assert_eq!(output.code, 2, "{arguments:?}");
-        assert_eq!(output.stdout, "", "no report for an invalid profile");
+        // The host and the valid profiles are still reported (issue 15, item 6); the
+        // invalid one is named in the report, its problems on stderr.
+        assert!(output.stdout.contains("team.toml"), "{}", output.stdout);
+        if arguments.contains(&"pytorch-2.8") {
+            assert!(output.stdout.contains("pytorch-2.8"), "{}", output.stdout);
+        }
         assert!(
             output.stderr.contains(" --> team.toml:3:1"),
             "{}",
@@ -1524,7 +1529,13 @@ fn invalid_profile_argument_is_exit_2_with_diagnostics() {
 
     let unknown = scenario.run(&["doctor", "no-such-profile"]);
     assert_eq!(unknown.code, 2);
-    assert_eq!(unknown.stdout, "");
+    assert!(
+        unknown
+            .stdout
+            .contains("Profile no-such-profile (not judged)"),
+        "{}",
+        unknown.stdout
+    );
     assert!(
         unknown
             .stderr
@@ -1575,4 +1586,54 @@ fn cpus_and_memory_beyond_the_daemons_host_fail_with_its_figures() {
     let fits = profile(&report, "fits");
     assert!(all_with_id(&fits["findings"], "profile.cpus").is_empty());
     assert!(all_with_id(&fits["findings"], "profile.memory").is_empty());
+}
+
+/// Issue 15, item 6: one invalid profile in ./envctl/ is reported on its own (exit 2, its
+/// problems on stderr) and the host and the other profiles are still judged.
+#[test]
+fn an_invalid_profile_is_reported_beside_the_host_and_the_others() {
+    let scenario = Scenario::new(Nvml::System);
+    scenario.write(
+        "envctl/broken.toml",
+        "image = \"busybox:1\"\nmemroy = \"1g\"\n",
+    );
+    scenario.write(
+        "envctl/fine.toml",
+        "image = \"busybox:1\"\nmemory = \"64m\"\n",
+    );
+    let human = scenario.run(&["doctor"]);
+    assert_eq!(human.code, 2, "{}", human.stderr);
+    assert!(
+        human.stderr.contains("unknown key `memroy`"),
+        "{}",
+        human.stderr
+    );
+    assert!(human.stdout.contains("Docker"), "{}", human.stdout);
+    assert!(
+        human.stdout.contains("Profile fine (busybox:1)"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human
+            .stdout
+            .contains("Profile envctl/broken.toml (not judged)"),
+        "{}",
+        human.stdout
+    );
+
+    let json = scenario.run(&["doctor", "--json"]);
+    assert_eq!(json.code, 2, "{}", json.stderr);
+    let report = json.json();
+    assert_eq!(report["verdict"], "fail");
+    assert_eq!(report["profiles"][0]["name"], "fine");
+    let invalid = &report["invalid_profiles"][0];
+    assert_eq!(invalid["profile"], "envctl/broken.toml");
+    assert_eq!(invalid["diagnostics"][0]["line"], 2);
+    assert!(
+        invalid["diagnostics"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("memroy")
+    );
 }

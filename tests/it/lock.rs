@@ -314,3 +314,38 @@ fn parallel_locks_keep_every_entry() {
         profiles.iter().map(String::as_str).collect::<Vec<_>>()
     );
 }
+
+/// Issue 15, item 6: `lock A B C` where A cannot be read and B has no registry digest says
+/// both, still locks C, and exits 1 (before: it stopped at A and never reported the rest).
+#[test]
+fn lock_goes_on_past_a_failing_profile_and_exits_1() {
+    if !require_daemon() || !require_registry() {
+        return;
+    }
+    let registry = Registry::start();
+    let repo = unique_name("lock-goes-on");
+    let reference = push_test_image(&registry, &repo, "1.0");
+    let _pulled = ImageGuard::new(reference.as_str());
+    let directory = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(directory.path().join("envctl")).unwrap();
+    std::fs::write(
+        directory.path().join("envctl/broken.toml"),
+        "image = \"busybox:1\"\nmemroy = \"1g\"\n",
+    )
+    .unwrap();
+    write_profile(directory.path(), "local-only", &test_image());
+    write_profile(directory.path(), "pushed", &reference);
+
+    let (code, _, stderr) = envctl(
+        directory.path(),
+        &["lock", "broken", "local-only", "pushed"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("unknown key `memroy`"), "{stderr}");
+    assert!(stderr.contains("has no registry digest"), "{stderr}");
+    assert!(stderr.contains("2 profiles not locked"), "{stderr}");
+    let lock = lock_json(directory.path());
+    let entries = lock["image"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{lock}");
+    assert_eq!(entries[0]["profile"], "pushed");
+}
