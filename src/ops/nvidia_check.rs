@@ -238,7 +238,7 @@ async fn run_bounded(
     let mut stderr = Vec::new();
     let result = tokio::time::timeout_at(
         deadline,
-        engine.exec(container, &request, None, None, |stream, bytes| {
+        engine.exec(container, &request, None, None, async |stream, bytes: Vec<u8>| {
             let buffer = match stream {
                 OutputStream::Stdout => &mut stdout,
                 OutputStream::Stderr => &mut stderr,
