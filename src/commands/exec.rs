@@ -181,11 +181,7 @@ pub fn shell(target: &str, user: Option<String>, context: &Context) -> Result<Ex
 }
 
 /// Runs the exec with stdin, TTY raw mode and resizes wired to this terminal.
-async fn run_exec(
-    engine: &Engine,
-    container: &str,
-    request: &ExecRequest,
-) -> Result<i64, Error> {
+async fn run_exec(engine: &Engine, container: &str, request: &ExecRequest) -> Result<i64, Error> {
     let stdin: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = request
         .attach_stdin
         .then(|| Box::new(tokio::io::stdin()) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);

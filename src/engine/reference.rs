@@ -103,7 +103,13 @@ mod tests {
             assert!(exec(bad).is_err(), "{bad:?}");
             assert!(volume(bad).is_err(), "{bad:?}");
         }
-        for good in ["envctl-pytorch", "/envctl-pytorch", "a", "a.b_c-d", "0123abcdef"] {
+        for good in [
+            "envctl-pytorch",
+            "/envctl-pytorch",
+            "a",
+            "a.b_c-d",
+            "0123abcdef",
+        ] {
             assert_eq!(container(good).ok(), Some(good));
         }
         let error = container("x/../y").unwrap_err();
