@@ -130,7 +130,7 @@ pub enum Command {
         after_help = "Examples:\n  envctl exec pytorch-2.8 -- python train.py --epochs 3\n  envctl exec pytorch-2.8 versions          (a command of the profile's [commands])\n  envctl exec pytorch-2.8 train -- --epochs 3"
     )]
     Exec {
-        /// A profile name or path, or a container name or id
+        /// A container name or id (12+ hex digits), else a profile name or path
         target: String,
         /// A command named in the profile's [commands]
         name: Option<String>,
@@ -158,7 +158,7 @@ pub enum Command {
     },
     /// Open an interactive shell (bash when the image has it, else sh)
     Shell {
-        /// A profile name or path, or a container name or id
+        /// A container name or id (12+ hex digits), else a profile name or path
         target: String,
         /// Run as this user
         #[arg(short, long)]
@@ -172,7 +172,7 @@ pub enum Command {
     },
     /// Stop a container (host data is never touched)
     Down {
-        /// A profile name or path, or a container name or id
+        /// A container name or id (12+ hex digits), else a profile name or path
         target: String,
         /// Also remove the container
         #[arg(long)]
@@ -187,7 +187,7 @@ pub enum Command {
     },
     /// Print a container's logs
     Logs {
-        /// A profile name or path, or a container name or id
+        /// A container name or id (12+ hex digits), else a profile name or path
         target: String,
         /// Keep printing new output until the container stops
         #[arg(short, long)]

@@ -145,7 +145,11 @@ fn docker_findings(
         } => {
             let mut finding = Finding::fail(
                 "docker.reachable",
-                format!("Docker daemon not reachable: {message}"),
+                if crate::facts::engine::daemon_answered(kind) {
+                    format!("Docker daemon answered with an error: {message}")
+                } else {
+                    format!("Docker daemon not reachable: {message}")
+                },
             )
             .with_fact("endpoint", &engine.endpoint)
             .with_fact("cause", kind);

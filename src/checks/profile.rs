@@ -172,10 +172,20 @@ fn resource_findings(profile: &crate::profile::Profile, daemon: &DaemonFacts) ->
 fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
     let daemon = match &host.engine.state {
         EngineState::Reachable(daemon) => daemon,
-        EngineState::Unreachable { message, hint, .. } => {
+        EngineState::Unreachable {
+            message,
+            hint,
+            kind,
+        } => {
             let mut finding = Finding::fail(
                 "profile.daemon",
-                format!("the Docker daemon is not reachable, so nothing can start: {message}"),
+                if crate::facts::engine::daemon_answered(kind) {
+                    format!(
+                        "the Docker daemon answered with an error, so nothing can start: {message}"
+                    )
+                } else {
+                    format!("the Docker daemon is not reachable, so nothing can start: {message}")
+                },
             );
             if let Some(hint) = hint {
                 finding = finding.with_hint(hint.clone());

@@ -29,7 +29,17 @@ pub fn run(
         }
         // `--timeout` is at most 86400 (clap), so it fits the API's i32.
         let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
-        engine.stop_container(&container.id, timeout).await?;
+        let container = match engine.stop_container(&container.id, timeout).await {
+            Ok(()) => container,
+            // Removed between the look and the stop (an `up --recreate` replaced it): look
+            // again rather than claim anything about a container envctl did not see go.
+            Err(crate::engine::EngineError::Daemon { status: 404, .. }) => {
+                let again = find_own_container(&engine, context, target).await?;
+                engine.stop_container(&again.id, timeout).await?;
+                again
+            }
+            Err(error) => return Err(error.into()),
+        };
         let mut removed_volumes = Vec::new();
         if remove || volumes {
             // Anonymous volumes go with the container; named ones only when asked.

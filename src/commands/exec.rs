@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::facts::container::OutputStream;
 use crate::ops::target::{named_command, running_container};
+use crate::ui::printer::{ColorChoice, Printer, Verbosity};
 use crate::ui::terminal;
 
 pub struct ExecArguments {
@@ -132,7 +133,7 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
         // Like `docker exec`: a signal ends envctl (130/143); the command in the container
         // is not envctl's to kill. With a TTY, Ctrl-C travels to the command as a key.
         let code = tokio::select! {
-            code = run_exec(&engine, &container.id, &request, context) => code?,
+            code = run_exec(&engine, &container.id, &request) => code?,
             signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
         };
         Ok(ExitStatus::External(
@@ -166,7 +167,7 @@ pub fn shell(target: &str, user: Option<String>, context: &Context) -> Result<Ex
         // Like `docker exec`: a signal ends envctl (130/143); the command in the container
         // is not envctl's to kill. With a TTY, Ctrl-C travels to the command as a key.
         let code = tokio::select! {
-            code = run_exec(&engine, &container.id, &request, context) => code?,
+            code = run_exec(&engine, &container.id, &request) => code?,
             signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
         };
         Ok(ExitStatus::External(
@@ -180,12 +181,7 @@ pub fn shell(target: &str, user: Option<String>, context: &Context) -> Result<Ex
 }
 
 /// Runs the exec with stdin, TTY raw mode and resizes wired to this terminal.
-async fn run_exec(
-    engine: &Engine,
-    container: &str,
-    request: &ExecRequest,
-    context: &Context,
-) -> Result<i64, Error> {
+async fn run_exec(engine: &Engine, container: &str, request: &ExecRequest) -> Result<i64, Error> {
     let stdin: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = request
         .attach_stdin
         .then(|| Box::new(tokio::io::stdin()) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);
@@ -211,22 +207,88 @@ async fn run_exec(
     } else {
         (None, None, None)
     };
+    let mut writer = OutputWriter::spawn()?;
+    let sender = writer.sender.clone();
     let result = engine
         .exec(
             container,
             request,
             stdin,
             sizes,
-            |stream, bytes| match stream {
-                OutputStream::Stdout => context.printer.stdout_bytes(bytes),
-                OutputStream::Stderr => context.printer.stderr_bytes(bytes),
+            async |stream, bytes: Vec<u8>| {
+                // The writer stopped (its error is read below): stop reading.
+                sender
+                    .send((stream, bytes))
+                    .await
+                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
             },
         )
         .await;
     if let Some(task) = resize_task {
         task.abort();
     }
-    Ok(result?)
+    drop(sender);
+    // Everything the command wrote is on envctl's stdout/stderr before its code is.
+    let written = writer.finish().await;
+    let code = result?;
+    match written {
+        Ok(()) => Ok(code),
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(crate::engine::exec::OUTPUT_CLOSED)
+        }
+        Err(error) => Err(Error::Output(error)),
+    }
+}
+
+/// The container's output, written by a thread of its own. A write blocked on a full
+/// pipe (a reader that never reads) then holds only that thread: the runtime still sees
+/// SIGINT/SIGTERM and envctl ends at once, abandoning the thread with the process.
+struct OutputWriter {
+    sender: tokio::sync::mpsc::Sender<(OutputStream, Vec<u8>)>,
+    done: tokio::sync::oneshot::Receiver<std::io::Result<()>>,
+}
+
+/// How many chunks may wait for the writer: enough to smooth bursts, few enough that a
+/// blocked reader stops envctl from reading the daemon (and so holds the command back, as
+/// a pipe does).
+const WAITING_CHUNKS: usize = 16;
+
+impl OutputWriter {
+    fn spawn() -> Result<OutputWriter, Error> {
+        let (sender, mut receiver) =
+            tokio::sync::mpsc::channel::<(OutputStream, Vec<u8>)>(WAITING_CHUNKS);
+        let (report, done) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("exec-output".into())
+            .spawn(move || {
+                // Raw bytes take no colour and no verbosity: a printer of the thread's own.
+                let printer = Printer::new(ColorChoice::Never, Verbosity::Normal);
+                let mut result = Ok(());
+                while let Some((stream, bytes)) = receiver.blocking_recv() {
+                    let written = match stream {
+                        OutputStream::Stdout => printer.stdout_bytes(&bytes),
+                        OutputStream::Stderr => printer.stderr_bytes(&bytes),
+                    };
+                    if let Err(error) = written {
+                        result = Err(error);
+                        break;
+                    }
+                }
+                let _ = report.send(result);
+            })
+            .map_err(Error::Output)?;
+        Ok(OutputWriter { sender, done })
+    }
+
+    /// Waits until everything sent is written (or writing failed).
+    async fn finish(&mut self) -> std::io::Result<()> {
+        let (closed, _) = tokio::sync::mpsc::channel(1);
+        drop(std::mem::replace(&mut self.sender, closed));
+        match (&mut self.done).await {
+            Ok(result) => result,
+            Err(_) => Err(std::io::Error::other("the output writer ended early")),
+        }
+    }
 }
 
 #[cfg(test)]

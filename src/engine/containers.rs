@@ -49,10 +49,11 @@ impl Engine {
             .filters(&filters)
             .build();
         let containers = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|error| self.classify(error))?;
+            .short_answer(
+                "listing containers",
+                self.docker.list_containers(Some(options)),
+            )
+            .await?;
         Ok(containers
             .into_iter()
             .map(|container| ContainerSummary {
@@ -101,11 +102,14 @@ impl Engine {
         &self,
         name_or_id: &str,
     ) -> Result<Option<bollard::models::ContainerInspectResponse>, EngineError> {
-        match self
-            .docker
-            .inspect_container(name_or_id, None::<InspectContainerOptions>)
-            .await
-        {
+        let name_or_id = super::reference::container(name_or_id)?;
+        let inspect = self.with_deadline(
+            "inspecting a container",
+            self.answer_deadline(),
+            self.docker
+                .inspect_container(name_or_id, None::<InspectContainerOptions>),
+        );
+        match inspect.await? {
             Ok(inspect) => Ok(Some(inspect)),
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
@@ -187,7 +191,12 @@ impl Engine {
             })?;
         let options = CreateContainerOptionsBuilder::default().name(name).build();
         let image = body.image.clone().unwrap_or_default();
-        match self.docker.create_container(Some(options), body).await {
+        let create = self.with_deadline(
+            "creating a container",
+            self.timeout,
+            self.docker.create_container(Some(options), body),
+        );
+        match create.await? {
             Ok(created) => Ok(created.id),
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 409,
@@ -206,11 +215,14 @@ impl Engine {
 
     /// Removes a named volume; one still in use or already gone is reported, not forced.
     pub async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
-        match self
-            .docker
-            .remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>)
-            .await
-        {
+        let name = super::reference::volume(name)?;
+        let remove = self.with_deadline(
+            "removing a volume",
+            self.timeout,
+            self.docker
+                .remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>),
+        );
+        match remove.await? {
             Ok(())
             | Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
@@ -220,12 +232,14 @@ impl Engine {
     }
 
     pub async fn start_container(&self, name_or_id: &str) -> Result<(), EngineError> {
-        self.docker
-            .start_container(name_or_id, None)
-            .await
-            .map_err(|error| {
-                EngineError::classify_start(&self.endpoint, error, self.timeout.as_secs())
-            })
+        let name_or_id = super::reference::container(name_or_id)?;
+        self.with_deadline(
+            "starting a container",
+            self.timeout,
+            self.docker.start_container(name_or_id, None),
+        )
+        .await?
+        .map_err(|error| EngineError::classify_start(&self.endpoint, error, self.timeout.as_secs()))
     }
 
     /// Stops within `timeout_seconds`, then kills. Stopping a stopped container is fine.
@@ -237,10 +251,12 @@ impl Engine {
         let options = StopContainerOptionsBuilder::default()
             .t(timeout_seconds)
             .build();
-        self.docker
-            .stop_container(name_or_id, Some(options))
-            .await
-            .map_err(|error| self.classify(error))
+        let name_or_id = super::reference::container(name_or_id)?;
+        self.work_answer(
+            "stopping a container",
+            self.docker.stop_container(name_or_id, Some(options)),
+        )
+        .await
     }
 
     /// Removes the container; anonymous volumes too with `volumes`. Host bind mounts are
@@ -255,11 +271,13 @@ impl Engine {
             .force(force)
             .v(volumes)
             .build();
-        match self
-            .docker
-            .remove_container(name_or_id, Some(options))
-            .await
-        {
+        let name_or_id = super::reference::container(name_or_id)?;
+        let remove = self.with_deadline(
+            "removing a container",
+            self.timeout,
+            self.docker.remove_container(name_or_id, Some(options)),
+        );
+        match remove.await? {
             Ok(())
             | Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..

@@ -21,6 +21,44 @@ pub enum EngineError {
     },
     #[error("the Docker daemon at `{endpoint}` did not answer within {seconds} s")]
     Timeout { endpoint: String, seconds: u64 },
+    /// The daemon took a request and then stopped answering: no complete answer (headers
+    /// and body) within the request's deadline, or no answer to a liveness ping while a
+    /// long stream was open.
+    #[error(
+        "the Docker daemon at `{endpoint}` stopped answering: {request} got no complete answer within {seconds} s"
+    )]
+    Stalled {
+        endpoint: String,
+        request: &'static str,
+        seconds: u64,
+    },
+    /// The daemon (or whatever listens there) answered with a body that is not the Engine
+    /// API's JSON. `answer` is the start of what it sent, capped.
+    #[error(
+        "the Docker daemon at `{endpoint}` answered, but not with the Engine API's JSON ({problem}): {answer}"
+    )]
+    BadAnswer {
+        endpoint: String,
+        problem: String,
+        answer: String,
+    },
+    /// An exec's output ended but the daemon gives no exit code for it: envctl never
+    /// guesses one.
+    #[error(
+        "the Docker daemon at `{endpoint}` gave no exit code for the command{}",
+        if *still_running { " (its output ended while it still runs)" } else { "" }
+    )]
+    ExitCodeUnknown {
+        endpoint: String,
+        still_running: bool,
+    },
+    /// `DOCKER_HOST=unix://PATH` names something that is not a socket.
+    #[error("`{path}` is not a socket (it is {what}), so no Docker daemon can answer there")]
+    NotASocket { path: String, what: &'static str },
+    /// A name or id that would change the request's path (`""`, `.`, `x/../..`, `?`):
+    /// refused before anything is sent.
+    #[error("`{value}` is not a valid {what} for the Docker Engine API")]
+    InvalidReference { what: &'static str, value: String },
     #[error("`DOCKER_HOST={endpoint}` uses a scheme envctl does not support")]
     UnsupportedHost { endpoint: String },
     #[error("the Docker daemon at `{endpoint}` answered {status}: {message}")]
@@ -170,7 +208,14 @@ impl EngineError {
             } => EngineError::Daemon {
                 endpoint,
                 status: status_code,
-                message,
+                message: capped(message),
+            },
+            Bollard::JsonDataError {
+                message, contents, ..
+            } => EngineError::BadAnswer {
+                endpoint,
+                problem: message,
+                answer: capped(contents),
             },
             other => match io_error_kind(&other) {
                 Some(std::io::ErrorKind::PermissionDenied) => EngineError::PermissionDenied {
@@ -210,8 +255,17 @@ impl EngineError {
             EngineError::ConnectionRefused { .. } => {
                 "the socket or port exists but no daemon listens: restart Docker (`sudo systemctl restart docker`) or check DOCKER_HOST".into()
             }
-            EngineError::Timeout { .. } => {
+            EngineError::Timeout { .. } | EngineError::Stalled { .. } => {
                 "the daemon is overloaded or hung: check `systemctl status docker` and `journalctl -u docker`".into()
+            }
+            EngineError::BadAnswer { endpoint, .. } => format!(
+                "something other than a Docker daemon may listen at `{endpoint}`: check DOCKER_HOST, then `journalctl -u docker`"
+            ),
+            EngineError::NotASocket { .. } => {
+                "point DOCKER_HOST at the daemon's socket: unix:///var/run/docker.sock (rootless: unix://$XDG_RUNTIME_DIR/docker.sock)".into()
+            }
+            EngineError::InvalidReference { .. } => {
+                "names and ids are letters, digits, `_`, `.` and `-`, starting with a letter or digit; `envctl ps -a` lists the containers".into()
             }
             EngineError::UnsupportedHost { .. } => {
                 "use unix:///path/to/docker.sock or tcp://HOST:PORT".into()
@@ -229,7 +283,7 @@ impl EngineError {
             EngineError::NameConflict { name, .. } => {
                 format!("remove it with `docker rm -f {name}`, or choose another name with `--name`")
             }
-            EngineError::Output { .. } => return None,
+            EngineError::Output { .. } | EngineError::ExitCodeUnknown { .. } => return None,
             EngineError::InvalidBody { .. } => {
                 "this is a bug in envctl: please report it with `envctl up --dry-run --json` output".into()
             }
@@ -247,7 +301,11 @@ impl EngineError {
             EngineError::SocketMissing { .. } => "socket_missing",
             EngineError::PermissionDenied { .. } => "permission_denied",
             EngineError::ConnectionRefused { .. } => "connection_refused",
-            EngineError::Timeout { .. } => "timeout",
+            EngineError::Timeout { .. } | EngineError::Stalled { .. } => "timeout",
+            EngineError::BadAnswer { .. } => "bad_answer",
+            EngineError::NotASocket { .. } => "not_a_socket",
+            EngineError::InvalidReference { .. } => "invalid_reference",
+            EngineError::ExitCodeUnknown { .. } => "exit_code_unknown",
             EngineError::UnsupportedHost { .. } => "unsupported_host",
             EngineError::Daemon { .. } | EngineError::StartRefused { .. } => "daemon_error",
             EngineError::Pull { .. } => "pull_failed",
@@ -258,6 +316,22 @@ impl EngineError {
             EngineError::Other { .. } => "other",
         }
     }
+}
+
+/// How much of a daemon's own text (an error message, a body that is not JSON) an error
+/// keeps: a 50 MB answer is not worth 50 MB of terminal.
+pub const MESSAGE_CAP: usize = 4096;
+
+/// `text` cut to [`MESSAGE_CAP`] bytes (at a character boundary), saying how much was cut.
+pub fn capped(text: String) -> String {
+    if text.len() <= MESSAGE_CAP {
+        return text;
+    }
+    let mut end = MESSAGE_CAP;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… {} bytes more", &text[..end], text.len() - end)
 }
 
 fn io_error_kind(error: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {

@@ -24,17 +24,37 @@ pub struct ExecRequest {
 /// The exit code a shell gives a command it cannot find.
 pub const COMMAND_NOT_FOUND: i64 = 127;
 
+/// The exit code when envctl's own output was closed by its reader (`… | head -1`): what
+/// a shell reports for a program that SIGPIPE ended, as the `docker` CLI would be.
+pub const OUTPUT_CLOSED: i64 = 141;
+
+/// How long the daemon may take to report the exit code once the output has ended (the
+/// exit event and the end of the stream race by a few milliseconds).
+const EXIT_CODE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What the daemon says of an exec instance, as far as envctl needs it.
+struct ExecState {
+    running: bool,
+    /// Whether the command's process ever started: a failed start leaves no pid.
+    started: bool,
+    exit_code: Option<i64>,
+}
+
 impl Engine {
     /// Runs `request` in `container` and returns its exit code. `stdin` is copied to the
-    /// command until it ends; `sizes` carries the terminal's (rows, columns) for a TTY.
+    /// command (and closed at its end, except on a TTY, where the end of input would end
+    /// the session); `sizes` carries the terminal's (rows, columns) for a TTY. Every chunk
+    /// goes to `on_output` unchanged, on the stream the daemon sent it on: nothing is
+    /// judged by what the output says.
     pub async fn exec(
         &self,
         container: &str,
         request: &ExecRequest,
         stdin: Option<Box<dyn AsyncRead + Unpin + Send>>,
         mut sizes: Option<tokio::sync::watch::Receiver<(u16, u16)>>,
-        mut on_output: impl FnMut(OutputStream, &[u8]) -> std::io::Result<()>,
+        mut on_output: impl AsyncFnMut(OutputStream, Vec<u8>) -> std::io::Result<()>,
     ) -> Result<i64, EngineError> {
+        let container = super::reference::container(container)?;
         let options = CreateExecOptions {
             cmd: Some(request.command.clone()),
             env: (!request.env.is_empty()).then(|| request.env.clone()),
@@ -47,22 +67,25 @@ impl Engine {
             ..Default::default()
         };
         let created = self
-            .docker
-            .create_exec(container, options)
-            .await
-            .map_err(|error| self.classify(error))?;
-        let started = self
-            .docker
-            .start_exec(
-                &created.id,
-                Some(StartExecOptions {
-                    detach: false,
-                    tty: request.tty,
-                    output_capacity: None,
-                }),
+            .short_answer(
+                "creating an exec",
+                self.docker.create_exec(container, options),
             )
-            .await
-            .map_err(|error| self.classify(error))?;
+            .await?;
+        let exec_id = super::reference::exec(&created.id)?.to_string();
+        let started = self
+            .short_answer(
+                "starting an exec",
+                self.docker.start_exec(
+                    &exec_id,
+                    Some(StartExecOptions {
+                        detach: false,
+                        tty: request.tty,
+                        output_capacity: None,
+                    }),
+                ),
+            )
+            .await?;
         let StartExecResults::Attached {
             mut output,
             mut input,
@@ -72,11 +95,15 @@ impl Engine {
                 message: "the daemon detached an attached exec".into(),
             });
         };
+        let tty = request.tty;
         let copy_stdin = async {
             if let Some(mut stdin) = stdin {
-                // The command sees end of input when envctl's stdin ends.
                 let _ = tokio::io::copy(&mut stdin, &mut input).await;
-                let _ = input.shutdown().await;
+                // The command sees end of input when envctl's stdin ends; a TTY has no end
+                // of input (closing it would end the session while the command runs).
+                if !tty {
+                    let _ = input.shutdown().await;
+                }
             }
             std::future::pending::<()>().await
         };
@@ -87,7 +114,7 @@ impl Engine {
                     let _ = self
                         .docker
                         .resize_exec(
-                            &created.id,
+                            &exec_id,
                             ResizeExecOptions {
                                 height: rows,
                                 width: columns,
@@ -101,7 +128,11 @@ impl Engine {
             }
             std::future::pending::<()>().await
         };
-        let mut not_found = false;
+        // When the command could not start, the daemon writes its error onto the output
+        // stream: known by the exec having no process when the first chunk comes, not by
+        // what the chunk says.
+        let mut start_error: Option<Vec<u8>> = None;
+        let mut first = true;
         let read_output = async {
             while let Some(chunk) = output.next().await {
                 let (stream, bytes) = match chunk.map_err(|error| self.classify(error))? {
@@ -114,43 +145,103 @@ impl Engine {
                     }
                     bollard::container::LogOutput::StdIn { .. } => continue,
                 };
-                // runc reports a missing executable on the output stream, then exits 126/127.
-                const NOT_FOUND: &[u8] = b"executable file not found";
-                let stream = if bytes
-                    .windows(NOT_FOUND.len())
-                    .any(|window| window == NOT_FOUND)
-                {
-                    not_found = true;
-                    // The runtime's complaint is an error, whatever stream carried it.
-                    OutputStream::Stderr
-                } else {
-                    stream
+                if std::mem::take(&mut first) && !self.exec_state(&exec_id).await?.started {
+                    start_error = Some(Vec::new());
+                }
+                let stream = match start_error.as_mut() {
+                    Some(words) => {
+                        let room = super::error::MESSAGE_CAP.saturating_sub(words.len());
+                        words.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                        // The daemon's words, not the command's output.
+                        OutputStream::Stderr
+                    }
+                    None => stream,
                 };
-                match on_output(stream, &bytes) {
+                match on_output(stream, Vec::from(bytes)).await {
                     Ok(()) => {}
-                    Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => break,
+                    Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                        return Ok(false);
+                    }
                     Err(error) => return Err(EngineError::Output { source: error }),
                 }
             }
-            Ok::<(), EngineError>(())
+            Ok::<bool, EngineError>(true)
         };
-        tokio::select! {
+        let output_ended = tokio::select! {
             result = read_output => result?,
-            () = copy_stdin => {}
-            () = resize => {}
+            () = copy_stdin => true,
+            () = resize => true,
+            error = self.stopped_answering("running the command") => return Err(error),
+        };
+        if !output_ended {
+            return Ok(OUTPUT_CLOSED);
         }
-        let inspect = self
-            .docker
-            .inspect_exec(&created.id)
-            .await
-            .map_err(|error| self.classify(error))?;
-        let code = inspect
-            .exit_code
-            .unwrap_or(if not_found { COMMAND_NOT_FOUND } else { 0 });
-        Ok(if not_found && (code == 126 || code == 127) {
-            COMMAND_NOT_FOUND
-        } else {
-            code
+        let code = self.exit_code(&exec_id).await?;
+        Ok(match start_error {
+            Some(words) => start_failure_code(code, &String::from_utf8_lossy(&words)),
+            None => code,
         })
+    }
+
+    async fn exec_state(&self, exec_id: &str) -> Result<ExecState, EngineError> {
+        let inspect = self
+            .short_answer("inspecting an exec", self.docker.inspect_exec(exec_id))
+            .await?;
+        let running = inspect.running.unwrap_or(false);
+        Ok(ExecState {
+            running,
+            started: running || inspect.pid.is_some_and(|pid| pid > 0),
+            exit_code: inspect.exit_code,
+        })
+    }
+
+    /// The command's exit code once the daemon knows it; never a guess: an exec that
+    /// still runs after its output ended, or one the daemon gives no code for, is
+    /// [`EngineError::ExitCodeUnknown`].
+    async fn exit_code(&self, exec_id: &str) -> Result<i64, EngineError> {
+        let deadline = tokio::time::Instant::now() + EXIT_CODE_WAIT;
+        loop {
+            let state = self.exec_state(exec_id).await?;
+            if let (false, Some(code)) = (state.running, state.exit_code) {
+                return Ok(code);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(EngineError::ExitCodeUnknown {
+                    endpoint: self.endpoint.clone(),
+                    still_running: state.running,
+                });
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The exit code of a command that never started. The daemon reports 126 for every
+/// failed start; its error (not the command's output: there was none) says when the
+/// executable does not exist, which a shell reports as 127.
+fn start_failure_code(code: i64, daemon_words: &str) -> i64 {
+    let missing = daemon_words.contains("executable file not found")
+        || daemon_words.contains("no such file or directory");
+    if code == 126 && missing {
+        COMMAND_NOT_FOUND
+    } else {
+        code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_failed_start_that_names_a_missing_file_becomes_127() {
+        let words = "OCI runtime exec failed: exec failed: container_linux.go:380: starting container process caused: exec: \"nope\": executable file not found in $PATH: unknown";
+        assert_eq!(start_failure_code(126, words), 127);
+        assert_eq!(
+            start_failure_code(126, "permission denied: unknown"),
+            126,
+            "not executable stays 126"
+        );
+        assert_eq!(start_failure_code(1, words), 1);
     }
 }

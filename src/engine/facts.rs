@@ -33,10 +33,12 @@ impl Engine {
 
     async fn daemon_facts(&self) -> Result<DaemonFacts, EngineError> {
         // No separate ping: `/version` answers the same question, and its failure is
-        // classified the same way (the connection's request timeout bounds it).
-        let (version, info) = tokio::join!(self.docker.version(), self.docker.info());
-        let version = version.map_err(|error| self.classify(error))?;
-        let info = info.map_err(|error| self.classify(error))?;
+        // classified the same way (the short-answer deadline bounds it).
+        let (version, info) = tokio::join!(
+            self.short_answer("GET /version", self.docker.version()),
+            self.short_answer("GET /info", self.docker.info())
+        );
+        let (version, info) = (version?, info?);
         let security_options = info.security_options.unwrap_or_default();
         let mut runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
         runtimes.sort();
@@ -87,7 +89,13 @@ impl Engine {
 
     /// The image's config when it is present locally; `Ok(None)` when it is not.
     pub async fn image_facts(&self, reference: &str) -> Result<Option<ImageFacts>, EngineError> {
-        match self.docker.inspect_image(reference).await {
+        let reference = super::reference::image(reference)?;
+        let inspect = self.with_deadline(
+            "inspecting an image",
+            self.answer_deadline(),
+            self.docker.inspect_image(reference),
+        );
+        match inspect.await? {
             Ok(inspect) => {
                 let env = inspect
                     .config

@@ -1,6 +1,17 @@
 //! The Docker daemon through bollard: the only module that imports bollard. It connects,
 //! and gathers the plain facts of `crate::facts` (`EngineFacts`, `ImageFacts`,
 //! `ContainerSample`, …) for the pure checks.
+//!
+//! # Deadlines
+//!
+//! bollard's own timeout bounds only the wait for an answer's headers; a daemon that sends
+//! headers and then one byte a second would hold a request for ever. So every request is
+//! bounded here, headers and body together: short answers (list, inspect, version, exec
+//! set-up) by [`ANSWER_DEADLINE`], requests that do work (create, start, stop, remove) by
+//! the connection's timeout (which `down --timeout` raises). Streams meant to be long (exec
+//! output, logs `-f`, stats) get no total deadline but a liveness rule instead:
+//! [`Engine::stopped_answering`] pings the daemon while they are open and ends when it
+//! stops answering. Every such failure is [`EngineError::Stalled`], naming the socket.
 
 pub mod containers;
 pub mod error;
@@ -8,8 +19,10 @@ pub mod exec;
 pub mod facts;
 pub mod logs;
 pub mod pull;
+pub mod reference;
 pub mod stats;
 
+use std::future::Future;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -19,6 +32,15 @@ pub use error::EngineError;
 /// How long `ping` waits: a daemon that does not answer this fast is named as the
 /// problem (the fault tests ask for an answer within 3 s).
 pub const PING_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long a short answer may take, headers and body together: a list, an inspect,
+/// `/version`, `/info`, setting up or inspecting an exec. The daemon builds these in memory
+/// and writes them at once; one that has not finished in this time has stopped answering.
+pub const ANSWER_DEADLINE: Duration = Duration::from_secs(15);
+
+/// How often a long stream checks that the daemon still answers (a ping, bounded by
+/// [`PING_TIMEOUT`]).
+pub const LIVENESS_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The default socket when `DOCKER_HOST` is not set.
 pub const DEFAULT_ENDPOINT: &str = "unix:///var/run/docker.sock";
@@ -39,6 +61,9 @@ impl Engine {
             .filter(|host| !host.is_empty())
             .unwrap_or(DEFAULT_ENDPOINT)
             .to_string();
+        if let Some(path) = endpoint.strip_prefix("unix://") {
+            refuse_what_is_not_a_socket(path)?;
+        }
         let docker = Docker::connect_with_host(&endpoint)
             .map_err(|error| EngineError::classify(&endpoint, error, timeout.as_secs()))?
             .with_timeout(timeout);
@@ -58,6 +83,81 @@ impl Engine {
         EngineError::classify(&self.endpoint, error, self.timeout.as_secs())
     }
 
+    /// `request` (a bollard call) bounded by `limit`, headers and body together; `what`
+    /// names it in the error (`listing containers`).
+    pub(crate) async fn answer<T>(
+        &self,
+        what: &'static str,
+        limit: Duration,
+        request: impl Future<Output = Result<T, bollard::errors::Error>>,
+    ) -> Result<T, EngineError> {
+        self.with_deadline(what, limit, request)
+            .await?
+            .map_err(|error| self.classify(error))
+    }
+
+    /// A short answer: [`Engine::answer`] with [`ANSWER_DEADLINE`] (or the connection's
+    /// timeout when shorter).
+    pub(crate) async fn short_answer<T>(
+        &self,
+        what: &'static str,
+        request: impl Future<Output = Result<T, bollard::errors::Error>>,
+    ) -> Result<T, EngineError> {
+        self.answer(what, self.answer_deadline(), request).await
+    }
+
+    /// An answer that may take as long as the work it asks for: bounded by the
+    /// connection's timeout (two minutes, or what `down --timeout` needs).
+    pub(crate) async fn work_answer<T>(
+        &self,
+        what: &'static str,
+        request: impl Future<Output = Result<T, bollard::errors::Error>>,
+    ) -> Result<T, EngineError> {
+        self.answer(what, self.timeout, request).await
+    }
+
+    /// The deadline of a short answer on this connection.
+    pub fn answer_deadline(&self) -> Duration {
+        ANSWER_DEADLINE.min(self.timeout)
+    }
+
+    /// Any future bounded by `limit`: past it, [`EngineError::Stalled`] naming the socket
+    /// and `what`. For reads that are not one bollard call: the next item of a stream that
+    /// should come soon (`stream.next()`), a body read in parts.
+    pub async fn with_deadline<F: Future>(
+        &self,
+        what: &'static str,
+        limit: Duration,
+        future: F,
+    ) -> Result<F::Output, EngineError> {
+        tokio::time::timeout(limit, future)
+            .await
+            .map_err(|_| self.stalled(what, limit))
+    }
+
+    /// The liveness rule of a long stream: resolves, with [`EngineError::Stalled`], only
+    /// when the daemon stops answering pings (checked every [`LIVENESS_INTERVAL`]). Select
+    /// it against the stream: a stream that is merely quiet (`sleep 3600`) goes on.
+    pub async fn stopped_answering(&self, what: &'static str) -> EngineError {
+        loop {
+            tokio::time::sleep(LIVENESS_INTERVAL).await;
+            let limit = PING_TIMEOUT.min(self.timeout);
+            match tokio::time::timeout(limit, self.docker.ping()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => return self.classify(error),
+                Err(_) => return self.stalled(what, limit),
+            }
+        }
+    }
+
+    fn stalled(&self, request: &'static str, limit: Duration) -> EngineError {
+        EngineError::Stalled {
+            endpoint: self.endpoint.clone(),
+            request,
+            seconds: limit.as_secs(),
+        }
+    }
+
     /// `GET /_ping`, bounded by [`PING_TIMEOUT`] (or the request timeout when shorter) even
     /// when the daemon accepts the connection and never answers.
     pub async fn ping(&self) -> Result<(), EngineError> {
@@ -71,4 +171,32 @@ impl Engine {
             }),
         }
     }
+}
+
+/// A `unix://` path that exists but is not a socket (`/etc/passwd`, a folder) cannot be a
+/// daemon's: say so, rather than let `connect` report "connection refused". A path that
+/// does not exist is bollard's to report (`EngineError::SocketMissing`).
+fn refuse_what_is_not_a_socket(path: &str) -> Result<(), EngineError> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let kind = metadata.file_type();
+    let what = if kind.is_socket() {
+        return Ok(());
+    } else if kind.is_file() {
+        "a regular file"
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "another kind of file"
+    };
+    Err(EngineError::NotASocket {
+        path: path.to_string(),
+        what,
+    })
 }

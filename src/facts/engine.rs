@@ -25,6 +25,13 @@ pub enum EngineState {
     },
 }
 
+/// Whether a daemon that could not be used did answer, from its failure's `kind`
+/// (`EngineError::kind`): one that answered with an error (500) or with something that is
+/// not the API's JSON was reached, and must not be called "not reachable".
+pub fn daemon_answered(kind: &str) -> bool {
+    matches!(kind, "daemon_error" | "bad_answer")
+}
+
 /// `GET /version` and `GET /info`, the parts doctor judges.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DaemonFacts {

@@ -238,15 +238,21 @@ async fn run_bounded(
     let mut stderr = Vec::new();
     let result = tokio::time::timeout_at(
         deadline,
-        engine.exec(container, &request, None, None, |stream, bytes| {
-            let buffer = match stream {
-                OutputStream::Stdout => &mut stdout,
-                OutputStream::Stderr => &mut stderr,
-            };
-            let room = OUTPUT_LIMIT.saturating_sub(buffer.len());
-            buffer.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            Ok(())
-        }),
+        engine.exec(
+            container,
+            &request,
+            None,
+            None,
+            async |stream, bytes: Vec<u8>| {
+                let buffer = match stream {
+                    OutputStream::Stdout => &mut stdout,
+                    OutputStream::Stderr => &mut stderr,
+                };
+                let room = OUTPUT_LIMIT.saturating_sub(buffer.len());
+                buffer.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                Ok(())
+            },
+        ),
     )
     .await;
     let (code, timed_out) = match result {

@@ -1,12 +1,57 @@
 //! TARGET arguments: a container name or id, or a profile (name or path) whose container
 //! is found by its `envctl.profile` label; the running container `exec` needs, and the
 //! named commands of the profile it was made from.
+//!
+//! The order (ARCHITECTURE.md, "TARGET"): a container whose name is exactly TARGET, or
+//! whose id TARGET is or begins with when TARGET has at least 12 hex digits; then the
+//! profile TARGET names. The daemon itself would take any id prefix (`1548e`), which could
+//! as well be a profile's name: envctl never lets a short prefix decide.
 
 use crate::context::Context;
 use crate::engine::Engine;
+use crate::engine::reference;
 use crate::error::Error;
 use crate::facts::container::ContainerDetails;
 use crate::spec::{PROFILE_LABEL, container_name};
+
+/// What the daemon has under TARGET's name or id.
+enum ByName {
+    /// A container named exactly TARGET, or whose id TARGET is (12 hex digits or more).
+    Found(ContainerDetails),
+    /// TARGET is a shorter prefix of this container's id: not taken, but worth a hint.
+    ShortPrefixOf(String),
+    Nothing,
+}
+
+/// Refuses a TARGET that can name nothing: empty, or holding a NUL.
+fn check_target(target: &str) -> Result<(), Error> {
+    if target.is_empty() || target.contains('\0') {
+        return Err(Error::Usage {
+            message: format!("TARGET {target:?} names no container or profile"),
+            hint: Some(
+                "give a profile name or path, or a container name or id (`envctl ps -a`)".into(),
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The container TARGET names by name or id. A TARGET that cannot be a container name
+/// (a path, `.`, `x/../y`) is never sent to the daemon: it can only name a profile.
+async fn by_name(engine: &Engine, target: &str) -> Result<ByName, Error> {
+    if !reference::is_plain_name(target) {
+        return Ok(ByName::Nothing);
+    }
+    let Some(details) = engine.inspect_container(target).await? else {
+        return Ok(ByName::Nothing);
+    };
+    let name = target.strip_prefix('/').unwrap_or(target);
+    if details.name == name || (reference::is_id_prefix(target) && details.id.starts_with(target)) {
+        Ok(ByName::Found(details))
+    } else {
+        Ok(ByName::ShortPrefixOf(details.name))
+    }
+}
 
 /// Finds the container a TARGET names. A container name or id wins over a profile name.
 pub async fn find_container(
@@ -14,10 +59,13 @@ pub async fn find_container(
     context: &Context,
     target: &str,
 ) -> Result<ContainerDetails, Error> {
-    if let Some(details) = engine.inspect_container(target).await? {
-        return Ok(details);
-    }
-    find_by_profile(engine, context, target).await
+    check_target(target)?;
+    let prefix_of = match by_name(engine, target).await? {
+        ByName::Found(details) => return Ok(details),
+        ByName::ShortPrefixOf(name) => Some(name),
+        ByName::Nothing => None,
+    };
+    find_by_profile(engine, context, target, prefix_of.as_deref()).await
 }
 
 /// Like [`find_container`], for commands that stop or remove: only a container envctl
@@ -28,22 +76,32 @@ pub async fn find_own_container(
     context: &Context,
     target: &str,
 ) -> Result<ContainerDetails, Error> {
-    let foreign = match engine.inspect_container(target).await? {
-        Some(details) if details.labels.contains_key(PROFILE_LABEL) => return Ok(details),
-        Some(details) => Some(details.name),
-        None => None,
+    check_target(target)?;
+    let (foreign, prefix_of) = match by_name(engine, target).await? {
+        ByName::Found(details) if details.labels.contains_key(PROFILE_LABEL) => {
+            return Ok(details);
+        }
+        ByName::Found(details) => (Some(details.name), None),
+        ByName::ShortPrefixOf(name) => (None, Some(name)),
+        ByName::Nothing => (None, None),
     };
-    match (find_by_profile(engine, context, target).await, foreign) {
+    match (
+        find_by_profile(engine, context, target, prefix_of.as_deref()).await,
+        foreign,
+    ) {
         (Err(Error::TargetNotFound { .. }), Some(name)) => Err(Error::NotEnvctls { name }),
         (result, _) => result,
     }
 }
 
 /// The container of the profile TARGET names, found by its `envctl.profile` label.
+/// `prefix_of`: the container whose id TARGET only begins with, for the hint when there is
+/// no such profile either.
 async fn find_by_profile(
     engine: &Engine,
     context: &Context,
     target: &str,
+    prefix_of: Option<&str>,
 ) -> Result<ContainerDetails, Error> {
     // The profile's own name when it resolves (a path, or `name` set in the file); else the
     // target itself, so a container whose profile file is gone is still found by label.
@@ -56,18 +114,56 @@ async fn find_by_profile(
         Err(error) => return Err(error.into()),
     };
     let profile = resolved.clone().unwrap_or_else(|| target.to_string());
+    // A container listed and gone by the time it is inspected was replaced or removed by
+    // another run (`up` racing `down`): look again before saying so.
+    for _ in 0..RELIST_ATTEMPTS {
+        if let Some(details) = by_profile_label(
+            engine,
+            context,
+            target,
+            &profile,
+            resolved.is_some(),
+            prefix_of,
+        )
+        .await?
+        {
+            return Ok(details);
+        }
+    }
+    Err(Error::TargetNotFound {
+        target: target.to_string(),
+        hint: format!(
+            "the containers of profile `{profile}` were removed as envctl looked (another envctl or docker at work?): run it again"
+        ),
+    })
+}
+
+/// How often [`find_by_profile`] lists again when the container it chose vanished.
+const RELIST_ATTEMPTS: usize = 3;
+
+/// One look by label: `Ok(None)` when the container chosen was gone when inspected.
+async fn by_profile_label(
+    engine: &Engine,
+    context: &Context,
+    target: &str,
+    profile: &str,
+    profile_exists: bool,
+    prefix_of: Option<&str>,
+) -> Result<Option<ContainerDetails>, Error> {
     let mut containers: Vec<_> = engine
         .list_containers(true, true)
         .await?
         .into_iter()
-        .filter(|container| container.labels.get(PROFILE_LABEL) == Some(&profile))
+        .filter(|container| {
+            container.labels.get(PROFILE_LABEL).map(String::as_str) == Some(profile)
+        })
         .collect();
     // The default name first: `envctl-<profile>`.
-    let default_name = container_name(&profile);
+    let default_name = container_name(profile);
     containers.sort_by_key(|container| container.name != default_name);
     match containers.as_slice() {
         // A profile that exists has no container yet: `up` makes one.
-        [] if resolved.is_some() => Err(Error::TargetNotFound {
+        [] if profile_exists => Err(Error::TargetNotFound {
             target: target.to_string(),
             hint: format!(
                 "profile `{profile}` has no container yet: start one with `envctl up {target}`"
@@ -77,10 +173,17 @@ async fn find_by_profile(
         // nearest name envctl knows instead.
         [] => Err(Error::TargetNotFound {
             target: target.to_string(),
-            hint: not_found_hint(engine, context, target).await?,
+            hint: match prefix_of {
+                Some(name) => format!(
+                    "`{target}` is only the start of the id of container `{name}`: give its name, or at least 12 hex digits of its id"
+                ),
+                None => not_found_hint(engine, context, target).await?,
+            },
         }),
-        [only] => single(engine, &only.id).await,
-        [first, ..] if first.name == default_name => single(engine, &first.id).await,
+        [only] => Ok(engine.inspect_container(&only.id).await?),
+        [first, ..] if first.name == default_name => {
+            Ok(engine.inspect_container(&first.id).await?)
+        }
         several => Err(Error::TargetAmbiguous {
             target: target.to_string(),
             containers: several
@@ -110,16 +213,6 @@ async fn not_found_hint(engine: &Engine, context: &Context, target: &str) -> Res
             "`envctl ps -a` lists envctl's containers, `envctl profiles list` the profiles".into()
         }
     })
-}
-
-async fn single(engine: &Engine, id: &str) -> Result<ContainerDetails, Error> {
-    engine
-        .inspect_container(id)
-        .await?
-        .ok_or_else(|| Error::TargetNotFound {
-            target: id.to_string(),
-            hint: "the container was removed meanwhile".into(),
-        })
 }
 
 /// Finds the target's container and insists it runs.

@@ -312,3 +312,116 @@ fn a_signal_ends_exec_with_the_shells_code() {
         assert_eq!(status.code(), Some(expected), "SIG{signal}");
     }
 }
+
+/// The running container's name, for `docker exec` beside envctl's.
+fn container_of(target: &Running) -> String {
+    format!("envctl-{}", target.profile)
+}
+
+#[test]
+fn output_is_the_containers_byte_for_byte_whatever_it_says() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    let text = "exec: \"x\": executable file not found in $PATH\nsecond line\n";
+    let (code, _, stderr) = run(
+        &target,
+        &[
+            "--",
+            "sh",
+            "-c",
+            &format!("printf '%s' '{text}' > /tmp/words"),
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let docker = std::process::Command::new("docker")
+        .args(["exec", &container_of(&target), "cat", "/tmp/words"])
+        .output()
+        .unwrap();
+    let (code, stdout, stderr) = run(&target, &["--", "cat", "/tmp/words"], None);
+    assert_eq!(code, 0);
+    assert_eq!(stdout.as_bytes(), docker.stdout, "stdout as docker exec's");
+    assert_eq!(stdout, text);
+    assert_eq!(stderr, "", "nothing moved to stderr");
+    // An exit code of 126 is the command's, whatever its output says.
+    let (code, stdout, _) = run(
+        &target,
+        &["--", "sh", "-c", "cat /tmp/words; exit 126"],
+        None,
+    );
+    assert_eq!(code, 126);
+    assert_eq!(stdout, text);
+}
+
+#[test]
+fn a_tty_with_piped_stdin_and_stdout_passes_output_and_the_exit_code() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    let started = std::time::Instant::now();
+    // `envctl exec -t C -- … </dev/null | cat`: stdin /dev/null, stdout a pipe.
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+        .args(["exec", "-t", &target.profile, "--"])
+        .args(["sh", "-c", "sleep 1; echo hi; exit 9"])
+        .current_dir(target.folder.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(9),
+        "the command's exit code after {took:?}: {output:?}"
+    );
+    assert!(stdout.contains("hi"), "output passes: {stdout:?}");
+    assert!(took >= Duration::from_secs(1), "waited for the command");
+}
+
+#[test]
+fn a_signal_ends_exec_even_when_its_output_is_blocked() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    for (signal, expected) in [("INT", 130), ("TERM", 143)] {
+        // stdout is a pipe nobody reads: `yes` fills it at once and every write blocks.
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+            .args(["exec", &target.profile, "--", "yes"])
+            .current_dir(target.folder.path())
+            .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2000));
+        assert!(child.try_wait().unwrap().is_none(), "still running");
+        let sent = std::time::Instant::now();
+        assert!(
+            std::process::Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if sent.elapsed() > Duration::from_secs(2) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("exec into a full pipe did not end within 2 s of SIG{signal}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(expected), "SIG{signal}");
+    }
+    // The `yes` processes envctl left are the container's, as with `docker exec`; the
+    // container guard removes them with it.
+}

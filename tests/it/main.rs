@@ -22,6 +22,7 @@ mod support;
 mod cli;
 mod compat_cli;
 mod completions;
+mod daemon_answers;
 mod daemon_loss;
 mod docker_support;
 mod doctor;

@@ -19,14 +19,19 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         EngineError::SocketMissing { .. } => FailureKind::SocketMissing,
         EngineError::PermissionDenied { .. } => FailureKind::PermissionDenied,
         EngineError::ConnectionRefused { .. } => FailureKind::ConnectionRefused,
-        EngineError::Timeout { .. } => FailureKind::Timeout,
+        EngineError::Timeout { .. } | EngineError::Stalled { .. } => FailureKind::Timeout,
         EngineError::UnsupportedHost { .. } => FailureKind::UnsupportedHost,
-        EngineError::Daemon { .. } | EngineError::StartRefused { .. } => FailureKind::DaemonError,
+        EngineError::Daemon { .. }
+        | EngineError::StartRefused { .. }
+        | EngineError::BadAnswer { .. } => FailureKind::DaemonError,
         EngineError::Pull { .. } => FailureKind::PullFailed,
         EngineError::ImageMissing { .. } => FailureKind::ImageMissing,
         EngineError::NameConflict { .. } => FailureKind::NameConflict,
         EngineError::InvalidBody { .. } => FailureKind::InvalidBody,
         EngineError::Output { .. } => FailureKind::Output,
-        EngineError::Other { .. } => FailureKind::Other,
+        EngineError::Other { .. }
+        | EngineError::NotASocket { .. }
+        | EngineError::InvalidReference { .. }
+        | EngineError::ExitCodeUnknown { .. } => FailureKind::Other,
     }
 }

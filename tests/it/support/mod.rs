@@ -12,6 +12,9 @@
 //!   with its storage in a temporary directory ([`registry::Registry::start`]), and
 //!   [`registry::push_test_image`] to put the test image into it.
 //!
+//! - [`fake_daemon`]: a fake Docker daemon on a unix socket with canned answers (slow
+//!   headers, a body one byte a second, 500, bad JSON, a 50 MB error) and a record of the
+//!   requests it got ([`fake_daemon::FakeDaemon::start`]); point `DOCKER_HOST` at it.
 //! - [`cli`]: envctl run in a test's own folder ([`cli::envctl_in`]).
 //! - [`disk`]: a full disk ([`disk::FullDisk`]: a 64 KiB tmpfs, filled; needs root).
 //! - [`nvml`]: the stand-in NVML library `cargo test` builds, its fixtures, and an
@@ -32,6 +35,7 @@
 pub mod cli;
 pub mod disk;
 pub mod docker;
+pub mod fake_daemon;
 pub mod nvml;
 pub mod registry;
 pub mod tmux;

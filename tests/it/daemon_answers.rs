@@ -1,0 +1,364 @@
+//! envctl against a fake daemon (`support::fake_daemon`) that answers badly: headers and
+//! then one byte a second, no headers at all, 500, bad JSON, a 50 MB error; and TARGETs
+//! that must never reach another endpoint or another container.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::fake_daemon::{FakeDaemon, Reply, inspected_container, listed_container};
+use assert_cmd::Command;
+
+/// envctl's deadline for a short answer (`engine::ANSWER_DEADLINE`), and the slack a test
+/// allows on top of it (start-up, a loaded machine).
+const ANSWER_DEADLINE: Duration = Duration::from_secs(15);
+const SLACK: Duration = Duration::from_secs(5);
+
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+fn envctl(daemon: &FakeDaemon, folder: &Path, arguments: &[&str]) -> Outcome {
+    let started = Instant::now();
+    let output = Command::cargo_bin("envctl")
+        .unwrap()
+        .current_dir(folder)
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", folder.join("xdg"))
+        .env("HOME", folder.join("home"))
+        .env_remove("ENVCTL_PROFILE_PATH")
+        .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+        .env("DOCKER_HOST", daemon.host())
+        .args(arguments)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    Outcome {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        took: started.elapsed(),
+    }
+}
+
+/// A body of `length` bytes of valid JSON (an array of spaces), so only its pace is wrong.
+fn slow_json(length: usize) -> String {
+    format!("[{}]", " ".repeat(length))
+}
+
+#[test]
+fn a_daemon_that_sends_one_byte_a_second_stops_ps_doctor_exec_and_logs_within_the_deadline() {
+    let daemon = FakeDaemon::start(|request| {
+        let trickle = Reply::trickle(200, slow_json(300), Duration::from_secs(1));
+        match request.route() {
+            "/containers/json" | "/info" => Some(trickle),
+            route if route.starts_with("/containers/") => Some(trickle),
+            _ => None,
+        }
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let commands = [
+        &["ps"][..],
+        &["doctor"],
+        &["exec", "some-container", "--", "true"],
+        &["logs", "some-container"],
+    ];
+    // At once: each waits out the deadline.
+    let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
+        let running: Vec<_> = commands
+            .iter()
+            .map(|arguments| scope.spawn(|| envctl(&daemon, folder.path(), arguments)))
+            .collect();
+        running
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    for (arguments, outcome) in commands.iter().zip(outcomes) {
+        let text = format!("{}{}", outcome.stdout, outcome.stderr);
+        assert!(
+            outcome.took < ANSWER_DEADLINE + SLACK,
+            "{arguments:?} took {:?}: {text}",
+            outcome.took
+        );
+        assert_eq!(outcome.code, 1, "{arguments:?}: {text}");
+        assert!(text.contains("stopped answering"), "{arguments:?}: {text}");
+        assert!(
+            text.contains(&daemon.host()),
+            "names the socket: {arguments:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_daemon_that_never_sends_headers_stops_ps_within_the_deadline() {
+    let daemon = FakeDaemon::start(|request| {
+        (request.route() == "/containers/json").then_some(Reply::Silent {
+            r#for: Duration::from_secs(200),
+        })
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let outcome = envctl(&daemon, folder.path(), &["ps"]);
+    assert!(outcome.took < ANSWER_DEADLINE + SLACK, "{:?}", outcome.took);
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("stopped answering") && outcome.stderr.contains(&daemon.host()),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn an_error_answer_is_said_as_such_not_as_unreachable() {
+    let daemon = FakeDaemon::start(|request| {
+        (request.route() == "/info")
+            .then(|| Reply::json(500, r#"{"message":"info is broken today"}"#))
+    });
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/plain.toml"),
+        "image = \"busybox:1\"\n",
+    )
+    .unwrap();
+    for arguments in [&["up", "plain"][..], &["doctor"]] {
+        let outcome = envctl(&daemon, folder.path(), arguments);
+        let text = format!("{}{}", outcome.stdout, outcome.stderr);
+        assert_ne!(outcome.code, 0, "{arguments:?}: {text}");
+        assert!(!text.contains("not reachable"), "{arguments:?}: {text}");
+        assert!(
+            text.contains("answered 500: info is broken today"),
+            "{arguments:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn bad_json_is_quoted_not_called_unreachable() {
+    let daemon = FakeDaemon::start(|request| {
+        (request.route() == "/containers/json")
+            .then(|| Reply::json(200, "<html>a proxy says hello</html>"))
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let outcome = envctl(&daemon, folder.path(), &["ps"]);
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("not with the Engine API's JSON")
+            && outcome.stderr.contains("<html>a proxy says hello</html>"),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        !outcome.stderr.contains("not reachable"),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn a_50_mb_error_is_capped() {
+    let huge = format!(r#"{{"message":"{}"}}"#, "x".repeat(50 * 1024 * 1024));
+    let daemon = FakeDaemon::start(move |request| {
+        (request.route() == "/containers/json").then(|| Reply::json(500, huge.clone()))
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let outcome = envctl(&daemon, folder.path(), &["ps"]);
+    assert_eq!(outcome.code, 1);
+    assert!(
+        outcome.stderr.len() < 16 * 1024,
+        "stderr is {} bytes",
+        outcome.stderr.len()
+    );
+    assert!(
+        outcome.stderr.contains("bytes more"),
+        "{}",
+        &outcome.stderr[..200]
+    );
+    assert!(outcome.took < Duration::from_secs(10), "{:?}", outcome.took);
+}
+
+#[test]
+fn a_path_that_is_not_a_socket_is_named_so() {
+    let folder = tempfile::tempdir().unwrap();
+    for (path, what) in [("/etc/passwd", "a regular file"), ("/etc", "a folder")] {
+        let output = Command::cargo_bin("envctl")
+            .unwrap()
+            .current_dir(folder.path())
+            .env("NO_COLOR", "1")
+            .env("DOCKER_HOST", format!("unix://{path}"))
+            .arg("ps")
+            .timeout(Duration::from_secs(20))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("`{path}` is not a socket (it is {what})")),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("connection refused"), "{stderr}");
+        assert!(!stderr.contains("restart Docker"), "{stderr}");
+    }
+}
+
+/// Whether a request went anywhere but the container endpoints envctl means.
+fn strays(daemon: &FakeDaemon) -> Vec<String> {
+    daemon
+        .requests()
+        .into_iter()
+        .filter(|request| {
+            let path = request.split_whitespace().nth(1).unwrap_or_default();
+            let path = path.split('?').next().unwrap_or_default();
+            let route = path
+                .strip_prefix("/v1.41")
+                .or_else(|| path.strip_prefix("/v1.44"))
+                .unwrap_or(path);
+            !(route == "/_ping"
+                || route == "/version"
+                || route == "/containers/json"
+                || (route.starts_with("/containers/")
+                    && route.split('/').nth(2).is_some_and(|name| {
+                        name.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+                            && !name.starts_with('.')
+                    })))
+                || request.contains("..")
+                || request.contains("/images/")
+        })
+        .collect()
+}
+
+#[test]
+fn targets_never_reach_another_endpoint() {
+    let daemon = FakeDaemon::start(|request| match request.route() {
+        "/containers/json" => Some(Reply::json(200, "[]")),
+        _ => None,
+    });
+    let folder = tempfile::tempdir().unwrap();
+    for target in [
+        "",
+        ".",
+        "..",
+        "x/../../v1.41/images/busybox/json",
+        "x?all=1",
+        "x#y",
+        "%2e%2e",
+    ] {
+        for command in [
+            &["down", target][..],
+            &["exec", target, "--", "true"],
+            &["logs", target],
+        ] {
+            let outcome = envctl(&daemon, folder.path(), command);
+            assert_ne!(outcome.code, 0, "{command:?}: {}", outcome.stderr);
+            assert!(
+                !outcome.stderr.contains("panicked"),
+                "{command:?}: {}",
+                outcome.stderr
+            );
+        }
+    }
+    let strays = strays(&daemon);
+    assert!(
+        strays.is_empty(),
+        "requests outside the container endpoints: {strays:?}"
+    );
+}
+
+#[test]
+fn a_short_id_prefix_never_names_another_container() {
+    // The daemon resolves any id prefix: `1548e` is the start of another container's id.
+    let other_id = format!("1548e{}", "0".repeat(59));
+    let answer = inspected_container(&other_id, "someone-elses", Some("theirs"), true);
+    let daemon = FakeDaemon::start(move |request| match request.route() {
+        "/containers/json" => Some(Reply::json(200, "[]")),
+        "/containers/1548e/json" => Some(Reply::json(200, answer.clone())),
+        _ => None,
+    });
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/1548e.toml"),
+        "image = \"busybox:1\"\n",
+    )
+    .unwrap();
+    let outcome = envctl(&daemon, folder.path(), &["down", "1548e"]);
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stderr
+            .contains("profile `1548e` has no container yet"),
+        "{}",
+        outcome.stderr
+    );
+    let requests = daemon.requests();
+    assert!(
+        !requests.iter().any(|request| request.contains("/stop")),
+        "nothing is stopped: {requests:?}"
+    );
+    // Without a profile of that name, the hint says why the prefix was not taken.
+    std::fs::remove_file(folder.path().join("envctl/1548e.toml")).unwrap();
+    let outcome = envctl(&daemon, folder.path(), &["exec", "1548e", "--", "true"]);
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("at least 12 hex digits"),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn a_container_replaced_while_down_looks_is_found_again_not_called_removed() {
+    // `up --recreate` at work: the first list shows the old container, which is gone when
+    // inspected; the new one runs under the same name.
+    let old = format!("a{}", "1".repeat(63));
+    let new = format!("b{}", "2".repeat(63));
+    let lists = std::sync::atomic::AtomicUsize::new(0);
+    let (old_listed, new_listed) = (
+        listed_container(&old, "envctl-racing", "racing"),
+        listed_container(&new, "envctl-racing", "racing"),
+    );
+    let new_inspected = inspected_container(&new, "envctl-racing", Some("racing"), true);
+    let (old_route, new_route) = (
+        format!("/containers/{old}/json"),
+        format!("/containers/{new}/json"),
+    );
+    let new_stop = format!("/containers/{new}/stop");
+    let daemon = FakeDaemon::start(move |request| {
+        let route = request.route();
+        if route == "/containers/json" {
+            let seen = lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let listed = if seen == 0 { &old_listed } else { &new_listed };
+            Some(Reply::json(200, format!("[{listed}]")))
+        } else if route == old_route {
+            Some(Reply::not_found())
+        } else if route == new_route {
+            Some(Reply::json(200, new_inspected.clone()))
+        } else if route == new_stop {
+            Some(Reply::no_content())
+        } else {
+            None
+        }
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let outcome = envctl(&daemon, folder.path(), &["down", "racing"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(!outcome.stderr.contains("meanwhile"), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("stopped envctl-racing"),
+        "{}",
+        outcome.stderr
+    );
+    let requests = daemon.requests();
+    assert!(
+        requests.iter().any(
+            |request| request.starts_with(&format!("POST /containers/{new}/stop"))
+                || request.contains(&format!("/containers/{new}/stop"))
+        ),
+        "{requests:?}"
+    );
+}
