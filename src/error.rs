@@ -38,6 +38,15 @@ pub enum Error {
     LockFile(#[from] crate::lock::file::LockReadError),
     #[error("image `{image}` is not present and `--pull never` forbids pulling it")]
     ImageMissing { image: String },
+    /// The daemon refused the create request's settings (a 400): its words are the cause,
+    /// and the hint says where the profile can be checked before the daemon sees it.
+    #[error("the daemon refused to create `{name}` with the profile `{profile}`'s settings")]
+    CreateRefused {
+        name: String,
+        profile: String,
+        #[source]
+        source: EngineError,
+    },
     #[error("container `{name}` was created but could not start")]
     StartFailed {
         name: String,
@@ -131,7 +140,8 @@ impl Error {
             | Error::NotEnvctls { .. }
             | Error::ProfileChanged { .. }
             | Error::ImageMissing { .. }
-            | Error::StartFailed { .. } => ExitStatus::Failure,
+            | Error::StartFailed { .. }
+            | Error::CreateRefused { .. } => ExitStatus::Failure,
         }
     }
 
@@ -177,6 +187,9 @@ impl Error {
             Error::Lock { hint, .. } => Some(hint.clone()),
             Error::LockFile(error) => Some(error.hint()),
             Error::StartFailed { source, .. } => start_hint(source),
+            Error::CreateRefused { profile, .. } => Some(format!(
+                "`envctl doctor {profile}` checks the profile against this host; `envctl up {profile} --dry-run --json` shows the request the daemon refused"
+            )),
             Error::Usage { hint, .. } => hint.clone(),
             Error::Engine(error) => error.hint(),
             Error::TargetNotFound { hint, .. } | Error::NotRunning { hint, .. } => {

@@ -339,7 +339,7 @@ async fn prepare(
     match create(engine, body, name, state).await {
         Ok(created) => Ok(Prepared::Created(created)),
         Err(EngineError::ImageMissing { .. }) => Ok(Prepared::NeedsImage),
-        Err(error) => Err(error.into()),
+        Err(error) => Err(create_error(error, name, body)),
     }
 }
 
@@ -364,7 +364,9 @@ async fn create_with_image(
             hint: None,
         })?;
     ensure_image(engine, &image, pull, context).await?;
-    Ok(create(engine, body, name, state).await?)
+    create(engine, body, name, state)
+        .await
+        .map_err(|error| create_error(error, name, body))
 }
 
 /// Creates (never starts), recording the id at once so that every way out of this run
@@ -407,6 +409,23 @@ async fn create(
         }
         Err(EngineError::NameConflict { .. }) => Ok(Created::Theirs),
         Err(error) => Err(error),
+    }
+}
+
+/// A 400 to the create is the daemon refusing the settings (`--cpus` above its CPUs, a
+/// device it cannot give): never shown bare, but with where to check the profile.
+fn create_error(error: EngineError, name: &str, body: &CreateBody) -> Error {
+    match error {
+        EngineError::Daemon { status: 400, .. } => Error::CreateRefused {
+            name: name.to_string(),
+            profile: body
+                .labels
+                .get(PROFILE_LABEL)
+                .cloned()
+                .unwrap_or_else(|| name.to_string()),
+            source: error,
+        },
+        error => error.into(),
     }
 }
 

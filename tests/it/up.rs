@@ -1381,3 +1381,34 @@ fn sigterm_at_any_instant_of_up_leaves_no_container() {
         report.join("\n")
     );
 }
+
+/// Issue 15, item 5: a create the daemon refuses with a 400 is never shown bare: the
+/// daemon's words are the cause, and the hint says where the profile is checked.
+#[test]
+fn a_create_refused_with_400_gets_a_cause_and_a_hint_and_leaves_nothing() {
+    if !require_daemon() {
+        return;
+    }
+    let scenario = Scenario::new("up-400");
+    scenario.write_profile(&test_image(), "cpus = 4096\n");
+    let _guard = ContainerGuard::new(scenario.container.clone());
+    let run = scenario.up(&["--force"]);
+    run.expect_code(1, "a create the daemon refuses");
+    assert!(
+        run.stderr.contains("the daemon refused to create"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("caused by:") && run.stderr.contains("400"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("hint: `envctl doctor {}`", scenario.profile)),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(scenario.containers(), 0);
+}
