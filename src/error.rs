@@ -44,8 +44,9 @@ pub enum Error {
     CreateRefused {
         name: String,
         profile: String,
+        // Boxed: the daemon's answer is large, and every `Result<_, Error>` pays for it.
         #[source]
-        source: EngineError,
+        source: Box<EngineError>,
     },
     #[error("container `{name}` was created but could not start")]
     StartFailed {

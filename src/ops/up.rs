@@ -423,7 +423,7 @@ fn create_error(error: EngineError, name: &str, body: &CreateBody) -> Error {
                 .get(PROFILE_LABEL)
                 .cloned()
                 .unwrap_or_else(|| name.to_string()),
-            source: error,
+            source: Box::new(error),
         },
         error => error.into(),
     }
