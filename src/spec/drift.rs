@@ -19,7 +19,11 @@ const FIELD_NAMES: [(&str, &str); 14] = [
     ("Mounts", "mounts"),
     ("Ulimits", "ulimits"),
     ("DeviceRequests", "gpus"),
-    ("Init", "command"),
+    // `--init` follows from the profile having no `command`, but the field is init.
+    (
+        "Init",
+        "init (envctl runs `--init` when the profile has no `command`)",
+    ),
     ("RestartPolicy", "restart policy"),
 ];
 
@@ -217,7 +221,11 @@ mod tests {
             }
         }
         let config = value.as_object_mut().unwrap();
-        let mut env = config["Env"].as_array().cloned().unwrap_or_default();
+        let mut env = config
+            .get("Env")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         env.push(Value::from("PATH=/usr/bin"));
         config.insert("Env".into(), Value::Array(env));
         serde_json::json!({ "Config": value, "HostConfig": value["HostConfig"].clone() })
@@ -261,6 +269,20 @@ mod tests {
                 "env: A=1 → A=2",
                 "memory: 1073741824 → 2147483648",
                 "cpus: 1000000000 → (unset)",
+            ]
+        );
+    }
+
+    #[test]
+    fn adding_a_command_names_the_command_and_init_not_command_twice() {
+        let created = body("image = \"busybox\"\n");
+        let wanted = body("image = \"busybox\"\ncommand = [\"python\", \"train.py\"]\n");
+        let found = changes(&wanted, &inspected(&created));
+        assert_eq!(
+            found,
+            [
+                "command: [\"sleep\",\"infinity\"] → [\"python\",\"train.py\"]",
+                "init (envctl runs `--init` when the profile has no `command`): true → (unset)",
             ]
         );
     }
