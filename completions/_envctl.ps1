@@ -227,6 +227,7 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
             [CompletionResult]::new('-a', '-a', [CompletionResultType]::ParameterName, 'Include stopped containers')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Include stopped containers')
+            [CompletionResult]::new('--no-trunc', '--no-trunc', [CompletionResultType]::ParameterName, 'Show image references and ids whole (pinned digests are cut to 12 hex digits)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')

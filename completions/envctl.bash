@@ -914,7 +914,7 @@ _envctl() {
             return 0
             ;;
         envctl__subcmd__ps)
-            opts="-a -q -v -h --all --json --quiet --verbose --color --help"
+            opts="-a -q -v -h --all --no-trunc --json --quiet --verbose --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -207,6 +207,7 @@ set edit:completion:arg-completer[envctl] = {|@words|
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
             cand -a 'Include stopped containers'
             cand --all 'Include stopped containers'
+            cand --no-trunc 'Show image references and ids whole (pinned digests are cut to 12 hex digits)'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'

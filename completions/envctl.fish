@@ -163,6 +163,7 @@ complete -c envctl -n "__fish_envctl_using_subcommand ps" -l color -d 'When to c
 always\t''
 never\t''"
 complete -c envctl -n "__fish_envctl_using_subcommand ps" -s a -l all -d 'Include stopped containers'
+complete -c envctl -n "__fish_envctl_using_subcommand ps" -l no-trunc -d 'Show image references and ids whole (pinned digests are cut to 12 hex digits)'
 complete -c envctl -n "__fish_envctl_using_subcommand ps" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
 complete -c envctl -n "__fish_envctl_using_subcommand ps" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand ps" -s v -l verbose -d 'Print more detail on stderr'

@@ -169,6 +169,9 @@ pub enum Command {
         /// Include stopped containers
         #[arg(short, long)]
         all: bool,
+        /// Show image references and ids whole (pinned digests are cut to 12 hex digits)
+        #[arg(long)]
+        no_trunc: bool,
     },
     /// Stop a container (host data is never touched)
     Down {

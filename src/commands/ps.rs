@@ -9,13 +9,38 @@ use crate::exit::ExitStatus;
 use crate::spec::{CONFIG_HASH_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
 use crate::ui::table::print_table;
 
+/// The image as the table shows it: a pinned reference keeps 12 hex digits of its digest
+/// (the id would only repeat it), a tag gets the image id's first 12; `--no-trunc` shows
+/// both whole. A locked image was ~200 columns wide.
+fn shown_image(image: &str, image_id: &str, no_trunc: bool) -> String {
+    if no_trunc {
+        return format!("{image} (sha256:{image_id})");
+    }
+    match image.split_once("@sha256:") {
+        Some((name, digest)) => {
+            format!(
+                "{name}@sha256:{}",
+                digest.chars().take(12).collect::<String>()
+            )
+        }
+        None => format!(
+            "{image} ({})",
+            image_id.chars().take(12).collect::<String>()
+        ),
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct Row {
     pub name: String,
     pub id: String,
     pub profile: String,
     pub image: String,
+    /// The first 12 hex digits, as `docker ps` shows ids.
     pub image_id: String,
+    /// For `--no-trunc`; the JSON keeps its short `image_id`.
+    #[serde(skip)]
+    pub full_image_id: String,
     pub state: String,
     pub status: String,
     pub ports: Vec<String>,
@@ -25,7 +50,7 @@ pub struct Row {
     pub drift: &'static str,
 }
 
-pub fn run(all: bool, context: &Context) -> Result<ExitStatus, Error> {
+pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, Error> {
     let rows = runtime()?.block_on(async {
         let engine = context.engine().await?;
         let containers = engine.list_containers(all, true).await?;
@@ -64,6 +89,7 @@ pub fn run(all: bool, context: &Context) -> Result<ExitStatus, Error> {
                     .chars()
                     .take(12)
                     .collect(),
+                full_image_id: container.image_id.trim_start_matches("sha256:").to_string(),
                 state: container.state,
                 status: container.status,
                 ports: container.ports,
@@ -87,7 +113,7 @@ pub fn run(all: bool, context: &Context) -> Result<ExitStatus, Error> {
             vec![
                 row.name.clone(),
                 row.profile.clone(),
-                format!("{} ({})", row.image, row.image_id),
+                shown_image(&row.image, &row.full_image_id, no_trunc),
                 row.status.clone(),
                 row.ports.join(", "),
                 row.gpus.clone().unwrap_or_else(|| "-".into()),
@@ -106,4 +132,28 @@ pub fn run(all: bool, context: &Context) -> Result<ExitStatus, Error> {
         context.printer.warn("a profile changed since its container was created; `envctl up PROFILE --recreate` applies it");
     }
     Ok(ExitStatus::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_image;
+
+    #[test]
+    fn a_pinned_image_is_cut_to_a_short_digest_unless_whole_is_asked() {
+        let digest = "0123456789abcdef".repeat(4);
+        let id = "fedcba9876543210".repeat(4);
+        let pinned = format!("pytorch/pytorch:2.8.0@sha256:{digest}");
+        assert_eq!(
+            shown_image(&pinned, &id, false),
+            "pytorch/pytorch:2.8.0@sha256:0123456789ab"
+        );
+        assert_eq!(
+            shown_image("busybox:1", &id, false),
+            "busybox:1 (fedcba987654)"
+        );
+        assert_eq!(
+            shown_image(&pinned, &id, true),
+            format!("{pinned} (sha256:{id})")
+        );
+    }
 }
