@@ -83,8 +83,8 @@ pub enum Command {
         /// A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)
         #[arg(long, value_name = "X.Y")]
         cc: Vec<String>,
-        /// Treat --cc GPUs as data-center parts: below a CUDA major's driver floor, the
-        /// verdict names the cuda-compat forward-compatibility package
+        /// The GPUs are data-center parts (H100, A100, … are known by name): below a CUDA
+        /// major's driver floor, the verdict says what cuda-compat forward compatibility offers
         #[arg(long)]
         datacenter: bool,
         /// A compatibility matrix file whose rows add to or replace the bundled ones
