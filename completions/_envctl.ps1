@@ -64,14 +64,14 @@ Register-ArgumentCompleter -Native -CommandName 'envctl' -ScriptBlock {
         }
         'envctl;compat' {
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Take CUDA and torch from this profile''s [stack]')
-            [CompletionResult]::new('--image-cuda', '--image-cuda', [CompletionResultType]::ParameterName, 'The image''s CUDA release, e.g. 12.8')
-            [CompletionResult]::new('--torch', '--torch', [CompletionResultType]::ParameterName, 'The image''s torch build, e.g. 2.8.0+cu128')
+            [CompletionResult]::new('--image-cuda', '--image-cuda', [CompletionResultType]::ParameterName, 'The image''s CUDA release, e.g. 12.8 (default: the CUDA of --torch''s +cuXYZ)')
+            [CompletionResult]::new('--torch', '--torch', [CompletionResultType]::ParameterName, 'The image''s torch build, e.g. 2.8.0+cu128 (+cu128 names CUDA 12.8)')
             [CompletionResult]::new('--driver', '--driver', [CompletionResultType]::ParameterName, 'The host''s NVIDIA driver, e.g. 550.54.15')
             [CompletionResult]::new('--gpu', '--gpu', [CompletionResultType]::ParameterName, 'A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)')
             [CompletionResult]::new('--cc', '--cc', [CompletionResultType]::ParameterName, 'A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)')
             [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'A compatibility matrix file whose rows add to or replace the bundled ones')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the output (NO_COLOR is honoured with `auto`)')
-            [CompletionResult]::new('--datacenter', '--datacenter', [CompletionResultType]::ParameterName, 'Treat the GPUs as data-center parts (forward compatibility packages apply)')
+            [CompletionResult]::new('--datacenter', '--datacenter', [CompletionResultType]::ParameterName, 'The GPUs are data-center parts (H100, A100, … are known by name): below a CUDA major''s driver floor, the verdict says what cuda-compat forward compatibility offers')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (with `schema_version`) on stdout instead of text')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')

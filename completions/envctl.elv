@@ -59,14 +59,14 @@ set edit:completion:arg-completer[envctl] = {|@words|
         }
         &'envctl;compat'= {
             cand --profile 'Take CUDA and torch from this profile''s [stack]'
-            cand --image-cuda 'The image''s CUDA release, e.g. 12.8'
-            cand --torch 'The image''s torch build, e.g. 2.8.0+cu128'
+            cand --image-cuda 'The image''s CUDA release, e.g. 12.8 (default: the CUDA of --torch''s +cuXYZ)'
+            cand --torch 'The image''s torch build, e.g. 2.8.0+cu128 (+cu128 names CUDA 12.8)'
             cand --driver 'The host''s NVIDIA driver, e.g. 550.54.15'
             cand --gpu 'A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)'
             cand --cc 'A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)'
             cand --matrix 'A compatibility matrix file whose rows add to or replace the bundled ones'
             cand --color 'When to colour the output (NO_COLOR is honoured with `auto`)'
-            cand --datacenter 'Treat the GPUs as data-center parts (forward compatibility packages apply)'
+            cand --datacenter 'The GPUs are data-center parts (H100, A100, … are known by name): below a CUDA major''s driver floor, the verdict says what cuda-compat forward compatibility offers'
             cand --json 'Print one JSON document (with `schema_version`) on stdout instead of text'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'

@@ -58,8 +58,8 @@ complete -c envctl -n "__fish_envctl_using_subcommand doctor" -s q -l quiet -d '
 complete -c envctl -n "__fish_envctl_using_subcommand doctor" -s v -l verbose -d 'Print more detail on stderr'
 complete -c envctl -n "__fish_envctl_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c envctl -n "__fish_envctl_using_subcommand compat" -l profile -d 'Take CUDA and torch from this profile\'s [stack]' -r
-complete -c envctl -n "__fish_envctl_using_subcommand compat" -l image-cuda -d 'The image\'s CUDA release, e.g. 12.8' -r
-complete -c envctl -n "__fish_envctl_using_subcommand compat" -l torch -d 'The image\'s torch build, e.g. 2.8.0+cu128' -r
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l image-cuda -d 'The image\'s CUDA release, e.g. 12.8 (default: the CUDA of --torch\'s +cuXYZ)' -r
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l torch -d 'The image\'s torch build, e.g. 2.8.0+cu128 (+cu128 names CUDA 12.8)' -r
 complete -c envctl -n "__fish_envctl_using_subcommand compat" -l driver -d 'The host\'s NVIDIA driver, e.g. 550.54.15' -r
 complete -c envctl -n "__fish_envctl_using_subcommand compat" -l gpu -d 'A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)' -r
 complete -c envctl -n "__fish_envctl_using_subcommand compat" -l cc -d 'A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)' -r
@@ -67,7 +67,7 @@ complete -c envctl -n "__fish_envctl_using_subcommand compat" -l matrix -d 'A co
 complete -c envctl -n "__fish_envctl_using_subcommand compat" -l color -d 'When to colour the output (NO_COLOR is honoured with `auto`)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c envctl -n "__fish_envctl_using_subcommand compat" -l datacenter -d 'Treat the GPUs as data-center parts (forward compatibility packages apply)'
+complete -c envctl -n "__fish_envctl_using_subcommand compat" -l datacenter -d 'The GPUs are data-center parts (H100, A100, … are known by name): below a CUDA major\'s driver floor, the verdict says what cuda-compat forward compatibility offers'
 complete -c envctl -n "__fish_envctl_using_subcommand compat" -l json -d 'Print one JSON document (with `schema_version`) on stdout instead of text'
 complete -c envctl -n "__fish_envctl_using_subcommand compat" -s q -l quiet -d 'Print only data and errors'
 complete -c envctl -n "__fish_envctl_using_subcommand compat" -s v -l verbose -d 'Print more detail on stderr'

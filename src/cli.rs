@@ -54,33 +54,37 @@ pub enum Command {
     },
     /// The doctor's verdicts for a host you describe: driver, GPUs, image CUDA and torch
     #[command(
-        after_help = "Examples:\n  envctl compat --profile pytorch-2.8 --driver 550.54.15 --gpu \"RTX 4090\"\n  envctl compat --image-cuda 12.8 --torch 2.8.0+cu128 --driver 570.124.06 --cc 9.0 --cc 7.0"
+        after_help = "Examples:\n  envctl compat --profile pytorch-2.8 --driver 550.54.15 --gpu \"RTX 4090\"\n  envctl compat --torch 2.8.0+cu128 --driver 570.124.06 --cc 9.0 --cc 7.0\n  envctl compat --image-cuda 13.0 --driver 570.124.06 --gpu H100",
+        group = clap::ArgGroup::new("stack")
+            .args(["profile", "image_cuda", "torch"])
+            .required(true)
+            .multiple(true),
+        group = clap::ArgGroup::new("gpus")
+            .args(["gpu", "cc"])
+            .required(true)
+            .multiple(true)
     )]
     Compat {
         /// Take CUDA and torch from this profile's [stack]
-        #[arg(
-            long,
-            value_name = "PROFILE",
-            conflicts_with = "image_cuda",
-            required_unless_present = "image_cuda"
-        )]
+        #[arg(long, value_name = "PROFILE", conflicts_with_all = ["image_cuda", "torch"])]
         profile: Option<String>,
-        /// The image's CUDA release, e.g. 12.8
+        /// The image's CUDA release, e.g. 12.8 (default: the CUDA of --torch's +cuXYZ)
         #[arg(long, value_name = "X.Y")]
         image_cuda: Option<String>,
-        /// The image's torch build, e.g. 2.8.0+cu128
-        #[arg(long, value_name = "VERSION", requires = "image_cuda")]
+        /// The image's torch build, e.g. 2.8.0+cu128 (+cu128 names CUDA 12.8)
+        #[arg(long, value_name = "VERSION")]
         torch: Option<String>,
         /// The host's NVIDIA driver, e.g. 550.54.15
         #[arg(long, value_name = "VERSION")]
         driver: String,
         /// A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)
-        #[arg(long, value_name = "NAME", required_unless_present = "cc")]
+        #[arg(long, value_name = "NAME")]
         gpu: Vec<String>,
         /// A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)
         #[arg(long, value_name = "X.Y")]
         cc: Vec<String>,
-        /// Treat the GPUs as data-center parts (forward compatibility packages apply)
+        /// The GPUs are data-center parts (H100, A100, … are known by name): below a CUDA
+        /// major's driver floor, the verdict says what cuda-compat forward compatibility offers
         #[arg(long)]
         datacenter: bool,
         /// A compatibility matrix file whose rows add to or replace the bundled ones

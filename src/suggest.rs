@@ -37,6 +37,31 @@ pub fn did_you_mean_with_aliases<'a>(
     did_you_mean(unknown, known)
 }
 
+/// Every known name close enough to `unknown` to be a typo (the threshold in the module
+/// doc), closest first (the first listed on a tie), at most `limit` of them: for "nearest
+/// known models" lists, where one best guess would hide the others.
+pub fn nearest<'a>(unknown: &str, known: &[&'a str], limit: usize) -> Vec<&'a str> {
+    let lower = unknown.to_ascii_lowercase();
+    let mut close: Vec<(usize, usize, &'a str)> = known
+        .iter()
+        .enumerate()
+        .map(|(index, candidate)| {
+            let distance = strsim::damerau_levenshtein(&lower, candidate);
+            (distance, index, *candidate)
+        })
+        .filter(|(distance, _, candidate)| *distance <= close_enough(candidate))
+        .collect();
+    close.sort();
+    let mut names: Vec<&'a str> = Vec::new();
+    for (_, _, candidate) in close {
+        if !names.contains(&candidate) {
+            names.push(candidate);
+        }
+    }
+    names.truncate(limit);
+    names
+}
+
 /// The largest edit distance at which `candidate` is still suggested.
 fn close_enough(candidate: &str) -> usize {
     (candidate.len() / 3).max(1) + 1
@@ -101,5 +126,14 @@ mod tests {
             did_you_mean_with_aliases("memroy", &KEYS, &aliases),
             Some("memory")
         );
+    }
+
+    #[test]
+    fn nearest_lists_every_close_name_closest_first() {
+        let models = ["p100", "a100", "v100", "p40", "h100", "p100"];
+        assert_eq!(nearest("P1000", &models, 3), ["p100", "a100", "v100"]);
+        assert_eq!(nearest("P1000", &models, 1), ["p100"]);
+        assert!(nearest("voodoo", &models, 3).is_empty());
+        assert!(nearest("p100", &[], 3).is_empty());
     }
 }

@@ -28,6 +28,9 @@ pub struct CompatArguments {
 struct GpuReport {
     name: String,
     compute_capability: ComputeCapability,
+    /// Data-center part (by model name, or `--datacenter`): true; a GeForce or TITAN card:
+    /// false; unknown (a bare `--cc` without `--datacenter`, another model): null.
+    datacenter: Option<bool>,
     verdict: &'static str,
     findings: Vec<Finding>,
 }
@@ -37,9 +40,28 @@ struct CompatReport {
     verdict: &'static str,
     driver: String,
     cuda: Option<CudaVersion>,
+    /// Where `cuda` came from: `--image-cuda`, `torch` (its `+cuXYZ`), `profile`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cuda_from: Option<&'static str>,
     torch: Option<TorchVersion>,
     gpus: Vec<GpuReport>,
     findings: Vec<Finding>,
+}
+
+/// The CUDA release and torch build being checked, and how the report titles them.
+struct DescribedStack {
+    cuda: Option<CudaVersion>,
+    cuda_from: Option<&'static str>,
+    torch: Option<TorchVersion>,
+    label: String,
+}
+
+/// A GPU of the described host.
+struct DescribedGpu {
+    name: String,
+    capability: ComputeCapability,
+    /// As in [`GpuReport`].
+    datacenter: Option<bool>,
 }
 
 fn usage(message: String, hint: &str) -> Error {
@@ -60,7 +82,7 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
             "write the driver as `nvidia-smi` prints it, e.g. --driver 550.54.15",
         )
     })?;
-    let (cuda, torch, label) = match &arguments.profile {
+    let stack = match &arguments.profile {
         Some(profile) => {
             let resolved = context.search_path.resolve(profile)?;
             let stack = resolved.profile.stack;
@@ -70,67 +92,26 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
                         "profile `{}` has no [stack], so there is nothing to check",
                         resolved.profile.name
                     ),
-                    "add [stack] cuda = \"X.Y\" and torch = \"…\" to it, or pass --image-cuda",
+                    "add [stack] cuda = \"X.Y\" and torch = \"…\" to it, or pass --image-cuda or --torch",
                 ));
             }
-            (
-                stack.cuda,
-                stack.torch,
-                format!("profile {}", resolved.profile.name),
-            )
+            let (cuda, cuda_from) = match stack.cuda {
+                Some(cuda) => (Some(cuda), Some("profile")),
+                None => match stack.torch.as_ref().map(compat::torch_cuda).transpose() {
+                    Ok(Some(Some(cuda))) => (Some(cuda), Some("torch")),
+                    _ => (None, None),
+                },
+            };
+            DescribedStack {
+                cuda,
+                cuda_from,
+                torch: stack.torch,
+                label: format!("profile {}", resolved.profile.name),
+            }
         }
-        None => {
-            let cuda: CudaVersion = arguments
-                .image_cuda
-                .as_deref()
-                .ok_or_else(|| usage("give --profile or --image-cuda".into(), "e.g. envctl compat --image-cuda 12.8 --torch 2.8.0+cu128 --driver 550.54.15 --gpu \"RTX 4090\""))?
-                .parse()
-                .map_err(|message: String| usage(message, "e.g. --image-cuda 12.8"))?;
-            let torch: Option<TorchVersion> = arguments
-                .torch
-                .as_deref()
-                .map(|text| {
-                    text.parse()
-                        .map_err(|message: String| usage(message, "e.g. --torch 2.8.0+cu128"))
-                })
-                .transpose()?;
-            (Some(cuda), torch, format!("CUDA {cuda}"))
-        }
+        None => stack_from_arguments(arguments.image_cuda.as_deref(), arguments.torch.as_deref())?,
     };
-    let mut gpus: Vec<(String, ComputeCapability)> = Vec::new();
-    for name in &arguments.gpus {
-        match compat::model_capability(&matrix, name).as_slice() {
-            [] => {
-                return Err(usage(
-                    format!("GPU model `{name}` is not in {}", matrix.describe()),
-                    "give its compute capability instead: --cc 8.9",
-                ));
-            }
-            [(model, capability)] => gpus.push((model.clone(), *capability)),
-            several => {
-                let names: Vec<String> = several
-                    .iter()
-                    .map(|(model, capability)| format!("{model} ({capability})"))
-                    .collect();
-                return Err(usage(
-                    format!("GPU model `{name}` is ambiguous: {}", names.join(", ")),
-                    "name it fully, or give --cc",
-                ));
-            }
-        }
-    }
-    for text in &arguments.capabilities {
-        let capability: ComputeCapability = text
-            .parse()
-            .map_err(|message: String| usage(message, "e.g. --cc 8.9"))?;
-        gpus.push((format!("compute capability {capability}"), capability));
-    }
-    if gpus.is_empty() {
-        return Err(usage(
-            "name at least one GPU".into(),
-            "--gpu \"RTX 4090\" or --cc 8.9 (repeat for mixed hosts)",
-        ));
-    }
+    let gpus = described_gpus(&matrix, &arguments)?;
     let bundled = bundled_candidates();
     let candidates: Vec<TorchCandidate<'_>> = bundled
         .iter()
@@ -138,30 +119,44 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
         .collect();
     let reports: Vec<GpuReport> = gpus
         .into_iter()
-        .map(|(name, capability)| {
-            let mut findings = Vec::new();
-            let datacenter = arguments.datacenter || crate::checks::profile::is_datacenter(&name);
-            if let Some(cuda) = cuda {
-                findings.push(compat::driver_vs_cuda(&matrix, &driver, cuda, datacenter));
-                findings.push(compat::cuda_vs_gpu(&matrix, cuda, capability));
-            }
-            if let Some(torch) = &torch {
-                findings.push(compat::gpu_vs_torch(
-                    &matrix,
-                    capability,
-                    torch,
-                    cuda,
-                    Some(&driver),
-                    &candidates,
-                ));
-            }
-            GpuReport {
-                verdict: worst(&findings).verdict(),
-                name,
-                compute_capability: capability,
-                findings,
-            }
-        })
+        .map(
+            |DescribedGpu {
+                 name,
+                 capability,
+                 datacenter,
+             }| {
+                let mut findings = Vec::new();
+                if let Some(cuda) = stack.cuda {
+                    findings.push(compat::driver_vs_cuda(
+                        &matrix,
+                        &driver,
+                        cuda,
+                        datacenter == Some(true),
+                    ));
+                    findings.extend(compat::forward_compatibility(
+                        &matrix, &driver, cuda, datacenter,
+                    ));
+                    findings.push(compat::cuda_vs_gpu(&matrix, cuda, capability));
+                }
+                if let Some(torch) = &stack.torch {
+                    findings.push(compat::gpu_vs_torch(
+                        &matrix,
+                        capability,
+                        torch,
+                        stack.cuda,
+                        Some(&driver),
+                        &candidates,
+                    ));
+                }
+                GpuReport {
+                    verdict: worst(&findings).verdict(),
+                    name,
+                    compute_capability: capability,
+                    datacenter,
+                    findings,
+                }
+            },
+        )
         .collect();
     let status = reports
         .iter()
@@ -171,8 +166,9 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
     let report = CompatReport {
         verdict: status.verdict(),
         driver: driver.to_string(),
-        cuda,
-        torch,
+        cuda: stack.cuda,
+        cuda_from: stack.cuda_from,
+        torch: stack.torch,
         gpus: reports,
         findings: Vec::new(),
     };
@@ -184,9 +180,15 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
             .iter()
             .map(|gpu| Section {
                 title: format!(
-                    "{} ({}) with {label} on driver {}",
+                    "{} ({}{}) with {} on driver {}",
                     gpu.name,
                     gpu.compute_capability.sm(),
+                    if gpu.datacenter == Some(true) {
+                        ", data-center"
+                    } else {
+                        ""
+                    },
+                    stack.label,
                     report.driver
                 ),
                 findings: gpu.findings.clone(),
@@ -199,4 +201,196 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
     } else {
         ExitStatus::Success
     })
+}
+
+/// `--image-cuda` and `--torch`: the image's CUDA is `--image-cuda`, else the CUDA the torch
+/// build names (`2.8.0+cu128` → 12.8); both given and disagreeing is a usage error, since
+/// one of them is wrong and envctl cannot tell which.
+fn stack_from_arguments(
+    image_cuda: Option<&str>,
+    torch: Option<&str>,
+) -> Result<DescribedStack, Error> {
+    let image_cuda: Option<CudaVersion> = image_cuda
+        .map(|text| {
+            text.parse()
+                .map_err(|message: String| usage(message, "e.g. --image-cuda 12.8"))
+        })
+        .transpose()?;
+    let torch: Option<TorchVersion> = torch
+        .map(|text| {
+            text.parse()
+                .map_err(|message: String| usage(message, "e.g. --torch 2.8.0+cu128"))
+        })
+        .transpose()?;
+    let torch_cuda = torch
+        .as_ref()
+        .map(compat::torch_cuda)
+        .transpose()
+        .map_err(|message| usage(message, "e.g. --torch 2.8.0+cu128 (CUDA 12.8)"))?
+        .flatten();
+    match (image_cuda, torch_cuda, &torch) {
+        (Some(image), Some(named), Some(torch)) if image != named => Err(usage(
+            format!(
+                "--image-cuda {image} disagrees with --torch {torch}, whose +{} names CUDA {named}",
+                torch.variant.as_deref().unwrap_or_default()
+            ),
+            "give the one you are sure of, or make them agree (--torch alone takes CUDA from its +cuXYZ)",
+        )),
+        (Some(image), _, _) => Ok(DescribedStack {
+            cuda: Some(image),
+            cuda_from: Some("--image-cuda"),
+            torch,
+            label: format!("CUDA {image}"),
+        }),
+        (None, Some(named), Some(build)) => Ok(DescribedStack {
+            cuda: Some(named),
+            cuda_from: Some("torch"),
+            label: format!("torch {build} (CUDA {named})"),
+            torch,
+        }),
+        (None, _, Some(build)) => Ok(DescribedStack {
+            cuda: None,
+            cuda_from: None,
+            label: format!("torch {build}"),
+            torch,
+        }),
+        (None, _, None) => Err(usage(
+            "give --profile, --image-cuda or --torch".into(),
+            "e.g. envctl compat --torch 2.8.0+cu128 --driver 570.124.06 --gpu \"RTX 4090\"",
+        )),
+    }
+}
+
+/// `--gpu` names (resolved through the matrix) and `--cc` capabilities (only those that
+/// exist), each marked data-center or not.
+fn described_gpus(
+    matrix: &compat::Matrix,
+    arguments: &CompatArguments,
+) -> Result<Vec<DescribedGpu>, Error> {
+    let mut gpus = Vec::new();
+    for name in &arguments.gpus {
+        let (model, capability) = gpu_model(matrix, name)?;
+        let consumer = model.contains("GeForce") || model.contains("TITAN");
+        if arguments.datacenter && consumer {
+            return Err(usage(
+                format!(
+                    "--datacenter does not fit {model}: NVIDIA's forward compatibility is not supported on GeForce or TITAN cards"
+                ),
+                "drop --datacenter, or name the data-center GPU",
+            ));
+        }
+        let datacenter = if consumer {
+            Some(false)
+        } else if arguments.datacenter || crate::checks::profile::is_datacenter(&model) {
+            Some(true)
+        } else {
+            None
+        };
+        gpus.push(DescribedGpu {
+            name: model,
+            capability,
+            datacenter,
+        });
+    }
+    for text in &arguments.capabilities {
+        let capability = known_capability(matrix, text)?;
+        gpus.push(DescribedGpu {
+            name: format!("compute capability {capability}"),
+            capability,
+            datacenter: arguments.datacenter.then_some(true),
+        });
+    }
+    if gpus.is_empty() {
+        return Err(usage(
+            "name at least one GPU".into(),
+            "--gpu \"RTX 4090\" or --cc 8.9 (repeat for mixed hosts)",
+        ));
+    }
+    Ok(gpus)
+}
+
+/// NVIDIA's list of compute capabilities by GPU, the source of the matrix's model rows.
+const CUDA_GPUS_PAGE: &str = "https://developer.nvidia.com/cuda-gpus";
+
+/// One model for a `--gpu` name, or a usage error that says why not: another vendor's
+/// part, a name the matrix lacks (with the nearest known names), or an ambiguous one.
+fn gpu_model(matrix: &compat::Matrix, name: &str) -> Result<(String, ComputeCapability), Error> {
+    match compat::model_capability(matrix, name).as_slice() {
+        [(model, capability)] => Ok((model.clone(), *capability)),
+        [] => {
+            if let Some(vendor) = compat::other_vendor(name) {
+                return Err(usage(
+                    format!(
+                        "`{name}` is not an NVIDIA GPU (it is {vendor}'s); envctl's matrix covers NVIDIA GPUs only"
+                    ),
+                    "envctl checks NVIDIA drivers, CUDA and GPUs; name an NVIDIA GPU with --gpu, or its compute capability with --cc",
+                ));
+            }
+            let nearest: Vec<String> = compat::nearest_models(matrix, name, 3)
+                .into_iter()
+                .map(|(model, capability)| format!("{model} ({capability})"))
+                .collect();
+            let look_up = format!(
+                "look up its compute capability on {CUDA_GPUS_PAGE} and give it with --cc X.Y instead of --gpu"
+            );
+            let hint = if nearest.is_empty() {
+                look_up
+            } else {
+                format!(
+                    "nearest known models: {}; if it is none of these, {look_up}",
+                    nearest.join(", ")
+                )
+            };
+            Err(usage(
+                format!("GPU model `{name}` is not in {}", matrix.describe()),
+                &hint,
+            ))
+        }
+        several => {
+            let names: Vec<String> = several
+                .iter()
+                .map(|(model, capability)| format!("{model} ({capability})"))
+                .collect();
+            Err(usage(
+                format!("GPU model `{name}` is ambiguous: {}", names.join(", ")),
+                "name it fully, or give --cc",
+            ))
+        }
+    }
+}
+
+/// A `--cc` value that names a compute capability NVIDIA documents (the matrix's GPU and
+/// architecture rows); `9.9` and the like are refused with the valid ones listed.
+fn known_capability(matrix: &compat::Matrix, text: &str) -> Result<ComputeCapability, Error> {
+    let capability: ComputeCapability = text
+        .parse()
+        .map_err(|message: String| usage(message, "e.g. --cc 8.9"))?;
+    let known = matrix.known_capabilities();
+    if known.contains(&capability) {
+        return Ok(capability);
+    }
+    let listed: Vec<String> = known.iter().map(ToString::to_string).collect();
+    let renamed = matrix
+        .target_rename
+        .iter()
+        .filter(|rename| rename.status.usable())
+        .find(|rename| rename.old.capability == capability)
+        .map(|rename| {
+            format!(
+                "{} was renamed {} in CUDA {}: give --cc {}; ",
+                rename.old, rename.new, rename.from_cuda, rename.new.capability
+            )
+        })
+        .unwrap_or_default();
+    Err(usage(
+        format!(
+            "compute capability {capability} ({}) does not exist: no GPU or architecture in {} has it",
+            capability.sm(),
+            matrix.describe()
+        ),
+        &format!(
+            "{renamed}the compute capabilities that exist are {}; a GPU's is on {CUDA_GPUS_PAGE}",
+            listed.join(", ")
+        ),
+    ))
 }

@@ -699,6 +699,20 @@ impl Matrix {
         usable(&self.gpu)
     }
 
+    /// The compute capabilities that exist: every one a usable GPU or architecture row
+    /// lists (NVIDIA's GPU and architecture tables, compat-facts §2b and §5), ascending.
+    /// A capability outside this set (`9.9`) names no GPU.
+    pub fn known_capabilities(&self) -> Vec<ComputeCapability> {
+        let mut known: Vec<ComputeCapability> = self
+            .gpus()
+            .map(|row| row.capability)
+            .chain(usable(&self.architecture).flat_map(|row| row.capabilities.iter().copied()))
+            .collect();
+        known.sort();
+        known.dedup();
+        known
+    }
+
     /// The architecture of a compute capability: the row listing it, else the row of the same
     /// major with the highest listed minor below it (8.7 → Ampere, 10.3 → Blackwell).
     pub fn architecture_of(&self, capability: ComputeCapability) -> Option<&ArchitectureRow> {
@@ -997,5 +1011,23 @@ source = "our notes"
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted, info.sources);
+    }
+
+    /// The capabilities NVIDIA documents, from Fermi 2.0 to GB10's 12.1; none invented.
+    #[test]
+    fn known_capabilities_are_the_documented_ones() {
+        let known: Vec<String> = Matrix::bundled()
+            .known_capabilities()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            known,
+            [
+                "2.0", "3.0", "3.2", "3.5", "3.7", "5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0",
+                "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0",
+                "12.1"
+            ]
+        );
     }
 }

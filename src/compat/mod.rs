@@ -41,6 +41,10 @@
 //!   naming the first candidate profile that works and the torch build to install.
 //! - `driver.branch-lifecycle` ([`driver_branch_lifecycle`]) — a data-center driver branch
 //!   vs its end of life. Pass: supported; warn: ended.
+//! - `driver.forward-compatibility` ([`forward_compatibility`]) — only where `driver.cuda`
+//!   fails below the family floor: info naming the `cuda-compat-X-Y` package on a
+//!   data-center GPU, or saying it does not apply on others. Never a pass: whether the
+//!   image carries the package, and which branches each package supports, are unknown.
 
 mod matrix;
 mod models;
@@ -58,13 +62,15 @@ pub use matrix::{
     CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuRow, Matrix, MatrixInfo, MatrixMeta,
     Row, TableRows, TargetRenameRow, TorchBuildRow, TorchReleaseRow,
 };
-pub use models::{model_capability, normalise_name};
+pub use models::{model_capability, nearest_models, normalise_name, other_vendor};
 pub use parse::{MatrixError, TABLE_NAMES};
 pub use reach::{Mismatch, Reach, Refusal, Via, reach, target_reach};
-pub use values::{CudaVariant, RowStatus, Target, TargetKind, TargetSuffix, TorchRelease};
+pub use values::{
+    CudaVariant, RowStatus, Target, TargetKind, TargetSuffix, TorchRelease, torch_cuda,
+};
 pub use verdicts::{
-    DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate,
-    cuda_vs_gpu, driver_branch_lifecycle, driver_vs_cuda, gpu_label, gpu_vs_torch, gpus_vs_torch,
-    native_cuda_for_driver,
+    DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, DRIVER_FORWARD_COMPATIBILITY, GPU_CUDA_ARCH,
+    GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu, driver_branch_lifecycle, driver_vs_cuda,
+    forward_compatibility, gpu_label, gpu_vs_torch, gpus_vs_torch, native_cuda_for_driver,
 };
 pub use version::{ComputeCapability, DriverVersion};

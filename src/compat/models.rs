@@ -96,6 +96,78 @@ pub fn model_capability(matrix: &Matrix, name: &str) -> Vec<(String, ComputeCapa
     found
 }
 
+/// Words that name another vendor's accelerator, with the vendor; a word also matches
+/// with a generation number after it (`GAUDI3`, `TRAINIUM2`).
+const OTHER_VENDOR_WORDS: [(&str, &str); 12] = [
+    ("AMD", "AMD"),
+    ("RADEON", "AMD"),
+    ("INSTINCT", "AMD"),
+    ("FIREPRO", "AMD"),
+    ("INTEL", "Intel"),
+    ("ARC", "Intel"),
+    ("IRIS", "Intel"),
+    ("GAUDI", "Intel"),
+    ("HABANA", "Intel"),
+    ("TPU", "Google"),
+    ("TRAINIUM", "AWS"),
+    ("INFERENTIA", "AWS"),
+];
+
+/// The vendor of a name that is not an NVIDIA GPU (`MI300X`, `Radeon RX 7900`, `Arc A770`,
+/// `Gaudi 3`, `TPU v5e`), so an unknown name can be told apart from a missing NVIDIA model.
+/// AMD's Instinct models are also recognised by their `MI` + digits names.
+pub fn other_vendor(name: &str) -> Option<&'static str> {
+    words(name).iter().find_map(|word| {
+        let instinct = word
+            .strip_prefix("MI")
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+        if instinct {
+            return Some("AMD");
+        }
+        OTHER_VENDOR_WORDS
+            .iter()
+            .find(|(vendor_word, _)| {
+                word.strip_prefix(vendor_word)
+                    .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()))
+            })
+            .map(|(_, vendor)| *vendor)
+    })
+}
+
+/// The bundled models whose name is closest to `name` (a typo, or a neighbour of a model
+/// the matrix lacks: `Quadro P1000` → Tesla P100), at most `limit`, closest first, with their
+/// compute capabilities. Compared in the normal form, against each row's `match` keys.
+pub fn nearest_models(
+    matrix: &Matrix,
+    name: &str,
+    limit: usize,
+) -> Vec<(String, ComputeCapability)> {
+    let typed = normalise_name(name).to_ascii_lowercase();
+    let keyed: Vec<(String, &super::matrix::GpuRow)> = matrix
+        .gpus()
+        .flat_map(|row| {
+            row.match_keys
+                .iter()
+                .map(move |key| (normalise_name(key).to_ascii_lowercase(), row))
+        })
+        .collect();
+    let keys: Vec<&str> = keyed.iter().map(|(key, _)| key.as_str()).collect();
+    let mut found: Vec<(String, ComputeCapability)> = Vec::new();
+    for key in crate::suggest::nearest(&typed, &keys, usize::MAX) {
+        let row = keyed
+            .iter()
+            .find(|(candidate, _)| candidate == key)
+            .map(|(_, row)| *row);
+        if let Some(row) = row
+            && !found.iter().any(|(known, _)| *known == row.name)
+        {
+            found.push((row.name.clone(), row.capability));
+        }
+    }
+    found.truncate(limit);
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +309,46 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn other_vendors_are_named() {
+        for (name, vendor) in [
+            ("MI300X", "AMD"),
+            ("AMD Instinct MI250X", "AMD"),
+            ("Radeon RX 7900 XTX", "AMD"),
+            ("Arc A770", "Intel"),
+            ("Intel Data Center GPU Max 1550", "Intel"),
+            ("Gaudi 3", "Intel"),
+            ("gaudi2", "Intel"),
+            ("TPU v5e", "Google"),
+            ("Trainium2", "AWS"),
+        ] {
+            assert_eq!(other_vendor(name), Some(vendor), "{name}");
+        }
+        for name in [
+            "Quadro P1000",
+            "H100",
+            "RTX 4090",
+            "Jetson AGX Orin",
+            "MIG 1g.10gb",
+        ] {
+            assert_eq!(other_vendor(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn nearest_models_carry_their_own_capability() {
+        let nearest = nearest_models(Matrix::bundled(), "Quadro P1000", 3);
+        assert!(!nearest.is_empty());
+        assert_eq!(nearest[0].0, "Tesla P100");
+        for (model, capability) in &nearest {
+            let row = Matrix::bundled()
+                .gpus()
+                .find(|row| row.name == *model)
+                .unwrap();
+            assert_eq!(row.capability, *capability, "{model}");
+        }
+        assert!(nearest_models(Matrix::bundled(), "Voodoo 5", 3).is_empty());
     }
 }

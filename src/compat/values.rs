@@ -282,6 +282,19 @@ impl<'de> Deserialize<'de> for CudaVariant {
     }
 }
 
+/// The CUDA release a torch build names in its local version: `2.8.0+cu128` → 12.8,
+/// `2.9.1+cu130` → 13.0 (`cuXYZ` is CUDA XY.Z). `None` for a build that names none
+/// (`2.8.0`, `2.8.0+cpu`, `2.8.0+rocm6.3`); an error for a `cu…` part that is not a CUDA
+/// variant (`+cu12`), rather than a guess.
+pub fn torch_cuda(torch: &TorchVersion) -> Result<Option<CudaVersion>, String> {
+    match torch.variant.as_deref() {
+        Some(variant) if variant.starts_with("cu") => variant
+            .parse::<CudaVariant>()
+            .map(|variant| Some(variant.cuda())),
+        _ => Ok(None),
+    }
+}
+
 /// serde forms for [`CudaVersion`], which the profile model only serialises.
 pub mod cuda_form {
     use serde::{Deserialize, Deserializer};
@@ -382,6 +395,20 @@ mod tests {
         for bad in ["cpu", "cu12", "cu12345", "cuda128", "cu012"] {
             assert!(bad.parse::<CudaVariant>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn torch_builds_name_their_cuda() {
+        let cuda_of = |text: &str| torch_cuda(&text.parse::<TorchVersion>().unwrap());
+        assert_eq!(cuda_of("2.8.0+cu128"), Ok(Some("12.8".parse().unwrap())));
+        assert_eq!(cuda_of("2.7.1+cu118"), Ok(Some("11.8".parse().unwrap())));
+        assert_eq!(cuda_of("2.7.1+cu126"), Ok(Some("12.6".parse().unwrap())));
+        assert_eq!(cuda_of("2.9.1+cu130"), Ok(Some("13.0".parse().unwrap())));
+        assert_eq!(cuda_of("2.8.0"), Ok(None));
+        assert_eq!(cuda_of("2.8.0+cpu"), Ok(None));
+        assert_eq!(cuda_of("2.10.0a0+b4e4ee81d3"), Ok(None));
+        // A `cu` part that names no CUDA release is an error, not a guess.
+        assert!(cuda_of("2.8.0+cu012").is_err());
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub const GPU_CUDA_ARCH: &str = "gpu.cuda-arch";
 pub const GPU_TORCH_ARCH: &str = "gpu.torch-arch";
 /// A data-center driver branch vs its end of life.
 pub const DRIVER_BRANCH_LIFECYCLE: &str = "driver.branch-lifecycle";
+/// Whether NVIDIA's forward compatibility offers a way past a driver below a CUDA major's floor.
+pub const DRIVER_FORWARD_COMPATIBILITY: &str = "driver.forward-compatibility";
 
 const MINOR_VERSION_DOCUMENTATION: &str =
     "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html";
@@ -857,6 +859,54 @@ fn every_build(
     }
 }
 
+/// What NVIDIA's forward compatibility (compat-facts §6c) offers when `driver` is below the
+/// CUDA major family's floor, so `driver.cuda` fails. `datacenter`: `Some(true)` for a
+/// data-center GPU, where the `cuda-compat-X-Y` package in the image is the documented way
+/// to run CUDA `cuda` on an older branch; `Some(false)` for a GeForce or TITAN card, where
+/// it does not apply; `None` when the kind of GPU is unknown (a bare compute capability).
+/// Always [`Status::Info`], with everything in the message (info findings show no hint):
+/// the image may or may not carry the package, and which older
+/// branches each package supports is not in the matrix (compat-facts marks it UNVERIFIED),
+/// so it never turns the failure into a pass. `None` when the driver meets the floor, the
+/// family is unknown, or the matrix has no forward-compatibility table.
+pub fn forward_compatibility(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    cuda: CudaVersion,
+    datacenter: Option<bool>,
+) -> Option<Finding> {
+    let family = matrix.cuda_family(cuda.major)?;
+    let forward = matrix.forward_compatibility()?;
+    if *driver >= family.linux_minimum_driver {
+        return None;
+    }
+    let package = forward.package_for(cuda);
+    let info = |message: String| Finding::new(DRIVER_FORWARD_COMPATIBILITY, Status::Info, message);
+    let finding = match datacenter {
+        Some(true) => info(format!(
+            "forward compatibility applies on this data-center GPU: NVIDIA's {package}, installed in the image, lets CUDA {cuda} run on an older driver of a different major family; the failure above is for an image without it, and whether {package} supports branch R{} is not in the matrix ({})",
+            driver.branch(),
+            forward.documentation
+        )),
+        Some(false) => info(format!(
+            "forward compatibility ({package}) does not apply: NVIDIA supports it only on {}",
+            forward.supported_gpus
+        )),
+        None => info(format!(
+            "forward compatibility ({package}) applies only on some GPUs ({}); if this GPU is one of them, pass --datacenter",
+            forward.supported_gpus
+        )),
+    };
+    Some(
+        with_matrix(finding, matrix)
+            .with_fact("driver", driver.to_string())
+            .with_fact("cuda", cuda)
+            .with_fact("datacenter_gpu", datacenter)
+            .with_fact("package", package)
+            .with_fact("forward_compatibility_row", forward),
+    )
+}
+
 /// Checks a data-center driver branch against its end of life (compat-facts §6b) as of
 /// `as_of` (`YYYY-MM-DD` or `YYYY-MM`, today's date from the caller). `None` when the
 /// branch is not in the lifecycle table.
@@ -978,6 +1028,57 @@ mod tests {
             .iter()
             .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
             .collect()
+    }
+
+    /// Forward compatibility shows only below the family floor, says which package on a
+    /// data-center GPU, that it does not apply elsewhere, and never passes the driver.
+    #[test]
+    fn forward_compatibility_below_the_family_floor() {
+        let host = driver("570.124.06");
+        let check = |datacenter| {
+            let finding = forward_compatibility(matrix(), &host, cuda("13.0"), datacenter).unwrap();
+            assert_eq!(finding.status, Status::Info);
+            assert!(
+                finding.message.contains("cuda-compat-13-0"),
+                "{}",
+                finding.message
+            );
+            finding
+        };
+        let datacenter = check(Some(true));
+        assert!(
+            datacenter.message.contains("R570"),
+            "{}",
+            datacenter.message
+        );
+        assert!(datacenter.message.contains("forward-compatibility.html"));
+        let consumer = check(Some(false));
+        assert!(
+            consumer.message.contains("does not apply"),
+            "{}",
+            consumer.message
+        );
+        assert!(
+            consumer.message.contains("not GeForce"),
+            "{}",
+            consumer.message
+        );
+        let unknown = check(None);
+        assert!(
+            unknown.message.contains("--datacenter"),
+            "{}",
+            unknown.message
+        );
+        assert!(unknown.hint.is_none() && consumer.hint.is_none() && datacenter.hint.is_none());
+        // At or above the floor (minor-version compatibility) it is beside the point.
+        let dc = Some(true);
+        assert!(forward_compatibility(matrix(), &driver("580"), cuda("13.2"), dc).is_none());
+        assert!(forward_compatibility(matrix(), &host, cuda("12.8"), dc).is_none());
+        // Before CUDA 11 there is no family row.
+        assert!(forward_compatibility(matrix(), &driver("400"), cuda("10.2"), dc).is_none());
+        // The driver verdict itself still fails.
+        let verdict = driver_vs_cuda(matrix(), &host, cuda("13.0"), true);
+        assert_eq!(verdict.status, Status::Fail);
     }
 
     #[test]

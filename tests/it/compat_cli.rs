@@ -158,3 +158,283 @@ fn bad_input_is_a_usage_error() {
     let (code, _, _) = compat(&["--driver", "550.54.15", "--cc", "9.0"]);
     assert_eq!(code, 2, "neither --profile nor --image-cuda");
 }
+
+/// The command's text output: exit code, stdout, stderr (no `--json`).
+fn compat_text(arguments: &[&str]) -> (i32, String, String) {
+    let directory = tempfile::tempdir().unwrap();
+    let output = Command::cargo_bin("envctl")
+        .unwrap()
+        .current_dir(directory.path())
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .env("XDG_CONFIG_HOME", directory.path())
+        .env_remove("ENVCTL_PROFILE_PATH")
+        .arg("compat")
+        .args(arguments)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// `+cu128` names CUDA 12.8: `--torch` alone is enough, and the report says where the
+/// CUDA came from.
+#[test]
+fn torch_alone_takes_the_image_cuda_from_its_local_version() {
+    let (code, report, stderr) = compat(&[
+        "--torch",
+        "2.8.0+cu128",
+        "--driver",
+        "570.124.06",
+        "--gpu",
+        "RTX 4090",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["cuda"], "12.8");
+    assert_eq!(report["cuda_from"], "torch");
+    let gpu = &report["gpus"][0];
+    assert_eq!(finding(gpu, "driver.cuda")["status"], "pass");
+    assert_eq!(finding(gpu, "gpu.cuda-arch")["status"], "pass");
+    assert_eq!(finding(gpu, "gpu.torch-arch")["status"], "pass");
+    for (torch, cuda) in [
+        ("2.7.1+cu118", "11.8"),
+        ("2.7.1+cu126", "12.6"),
+        ("2.9.1+cu130", "13.0"),
+    ] {
+        let (_, report, stderr) =
+            compat(&["--torch", torch, "--driver", "580.65.06", "--cc", "9.0"]);
+        assert_eq!(report["cuda"], cuda, "{torch}: {stderr}");
+    }
+    // A build without a CUDA variant checks the torch kernels only.
+    let (code, report, stderr) =
+        compat(&["--torch", "2.8.0", "--driver", "570.124.06", "--cc", "9.0"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["cuda"], Value::Null);
+    assert!(report["gpus"][0]["findings"].as_array().unwrap().len() == 1);
+}
+
+#[test]
+fn image_cuda_and_torch_that_disagree_are_refused() {
+    let (code, _, stderr) = compat(&[
+        "--image-cuda",
+        "12.6",
+        "--torch",
+        "2.8.0+cu128",
+        "--driver",
+        "570.124.06",
+        "--cc",
+        "9.0",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains(
+            "--image-cuda 12.6 disagrees with --torch 2.8.0+cu128, whose +cu128 names CUDA 12.8"
+        ),
+        "{stderr}"
+    );
+    let (code, report, _) = compat(&[
+        "--image-cuda",
+        "12.8",
+        "--torch",
+        "2.8.0+cu128",
+        "--driver",
+        "570.124.06",
+        "--cc",
+        "9.0",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(report["cuda_from"], "--image-cuda");
+}
+
+/// The usage line says what is required: one of --profile / --image-cuda / --torch, and
+/// one of --gpu / --cc; --profile excludes the other two.
+#[test]
+fn the_usage_line_is_true() {
+    let (code, _, stderr) = compat_text(&["--driver", "550.54.15"]);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("compat_missing_arguments", stderr);
+    let (code, help, _) = compat_text(&["--help"]);
+    assert_eq!(code, 0);
+    let usage = help
+        .lines()
+        .find(|line| line.starts_with("Usage:"))
+        .unwrap();
+    insta::assert_snapshot!("compat_usage", usage);
+    let (code, _, stderr) = compat_text(&[
+        "--profile",
+        "pytorch-2.8",
+        "--image-cuda",
+        "12.8",
+        "--driver",
+        "550.54.15",
+        "--cc",
+        "9.0",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
+}
+
+/// An unknown NVIDIA name gets the nearest known models with their own capabilities, never
+/// an invented `--cc`; another vendor's part is said to be one.
+#[test]
+fn unknown_gpus_get_true_hints() {
+    let (code, _, stderr) = compat_text(&[
+        "--image-cuda",
+        "12.8",
+        "--driver",
+        "570.124.06",
+        "--gpu",
+        "Quadro P1000",
+    ]);
+    assert_eq!(code, 2);
+    assert!(!stderr.contains("--cc 8.9"), "{stderr}");
+    insta::assert_snapshot!("compat_unknown_gpu", stderr);
+    for name in [
+        "MI300X",
+        "AMD Instinct MI250X",
+        "Radeon RX 7900 XTX",
+        "Arc A770",
+        "Gaudi 3",
+        "TPU v5e",
+    ] {
+        let (code, _, stderr) = compat_text(&[
+            "--image-cuda",
+            "12.8",
+            "--driver",
+            "570.124.06",
+            "--gpu",
+            name,
+        ]);
+        assert_eq!(code, 2, "{name}");
+        assert!(
+            stderr.contains(&format!("`{name}` is not an NVIDIA GPU"))
+                && stderr.contains("envctl's matrix covers NVIDIA GPUs only"),
+            "{stderr}"
+        );
+    }
+}
+
+/// Only compute capabilities that exist are accepted; the refusal lists them.
+#[test]
+fn capabilities_that_do_not_exist_are_refused() {
+    let (code, _, stderr) = compat_text(&[
+        "--image-cuda",
+        "12.8",
+        "--driver",
+        "570.124.06",
+        "--cc",
+        "9.9",
+    ]);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("compat_capability_does_not_exist", stderr);
+    let (code, _, stderr) = compat_text(&[
+        "--image-cuda",
+        "13.0",
+        "--driver",
+        "580.65.06",
+        "--cc",
+        "10.1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("sm_101 was renamed sm_110 in CUDA 13.0: give --cc 11.0"),
+        "{stderr}"
+    );
+    for valid in ["3.0", "6.1", "10.3", "12.1"] {
+        let (code, _, stderr) = compat(&[
+            "--image-cuda",
+            "12.8",
+            "--driver",
+            "570.124.06",
+            "--cc",
+            valid,
+        ]);
+        assert_ne!(code, 2, "{valid}: {stderr}");
+    }
+}
+
+/// Forward compatibility shows in the verdict below a CUDA major's driver floor: what the
+/// cuda-compat package offers on a data-center GPU (by name or --datacenter), that it does
+/// not apply on GeForce, and that a bare --cc needs --datacenter to say which.
+#[test]
+fn forward_compatibility_shows_in_the_verdict() {
+    let arguments = ["--image-cuda", "13.0", "--driver", "570.124.06"];
+    let forward =
+        |report: &Value| finding(&report["gpus"][0], "driver.forward-compatibility").clone();
+    let run = |extra: &[&str]| {
+        let all: Vec<&str> = arguments.iter().chain(extra).copied().collect();
+        compat(&all)
+    };
+    let (code, datacenter, _) = run(&["--cc", "9.0", "--datacenter"]);
+    assert_eq!(
+        code, 1,
+        "the driver still fails: the image may lack the package"
+    );
+    assert_eq!(datacenter["gpus"][0]["datacenter"], true);
+    assert_eq!(forward(&datacenter)["status"], "info");
+    assert_eq!(forward(&datacenter)["facts"]["package"], "cuda-compat-13-0");
+    let (_, by_name, _) = run(&["--gpu", "H100"]);
+    assert_eq!(by_name["gpus"][0]["datacenter"], true);
+    assert_eq!(
+        forward(&by_name)["message"],
+        forward(&datacenter)["message"]
+    );
+    let (_, bare, _) = run(&["--cc", "9.0"]);
+    assert_eq!(bare["gpus"][0]["datacenter"], Value::Null);
+    assert!(
+        forward(&bare)["message"]
+            .as_str()
+            .unwrap()
+            .contains("pass --datacenter")
+    );
+    let (_, geforce, _) = run(&["--gpu", "RTX 4090"]);
+    assert_eq!(geforce["gpus"][0]["datacenter"], false);
+    assert!(
+        forward(&geforce)["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not apply")
+    );
+    // Not below the floor: nothing to say.
+    let (_, recent, _) = compat(&[
+        "--image-cuda",
+        "13.0",
+        "--driver",
+        "580.65.06",
+        "--cc",
+        "9.0",
+        "--datacenter",
+    ]);
+    assert!(
+        recent["gpus"][0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|finding| finding["id"] != "driver.forward-compatibility")
+    );
+    // --datacenter does not make a GeForce card a data-center one.
+    let (code, _, stderr) = compat_text(&[
+        "--image-cuda",
+        "13.0",
+        "--driver",
+        "570.124.06",
+        "--gpu",
+        "RTX 4090",
+        "--datacenter",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("not supported on GeForce"), "{stderr}");
+    let (_, text, _) = compat_text(&[
+        "--image-cuda",
+        "13.0",
+        "--driver",
+        "570.124.06",
+        "--cc",
+        "9.0",
+        "--datacenter",
+    ]);
+    insta::assert_snapshot!("compat_datacenter_forward_compatibility", text);
+}
