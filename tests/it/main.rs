@@ -36,4 +36,5 @@ mod profile_corpus;
 mod registry_paging;
 mod spec_equivalence;
 mod stats;
+mod stats_files;
 mod up;
