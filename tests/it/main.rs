@@ -34,6 +34,7 @@ mod lock;
 mod nvidia_check;
 mod profile_corpus;
 mod registry_paging;
+mod serve;
 mod spec_equivalence;
 mod stats;
 mod stats_files;
