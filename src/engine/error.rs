@@ -62,6 +62,14 @@ pub enum EngineError {
         #[source]
         source: bollard::errors::Error,
     },
+    /// The daemon took the request and then stopped answering: a body that never came,
+    /// or a stream that broke its liveness rule.
+    #[error("the Docker daemon at `{endpoint}` stopped answering `{request}`: {detail}")]
+    StoppedAnswering {
+        endpoint: String,
+        request: String,
+        detail: String,
+    },
 }
 
 /// Why the daemon would not start a container, as far as only its message can tell: the
@@ -210,7 +218,7 @@ impl EngineError {
             EngineError::ConnectionRefused { .. } => {
                 "the socket or port exists but no daemon listens: restart Docker (`sudo systemctl restart docker`) or check DOCKER_HOST".into()
             }
-            EngineError::Timeout { .. } => {
+            EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. } => {
                 "the daemon is overloaded or hung: check `systemctl status docker` and `journalctl -u docker`".into()
             }
             EngineError::UnsupportedHost { .. } => {
@@ -256,6 +264,7 @@ impl EngineError {
             EngineError::InvalidBody { .. } => "invalid_body",
             EngineError::Output { .. } => "output",
             EngineError::Other { .. } => "other",
+            EngineError::StoppedAnswering { .. } => "stopped_answering",
         }
     }
 }
