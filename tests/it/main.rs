@@ -23,6 +23,7 @@ mod cli;
 mod compat_cli;
 mod completions;
 mod daemon_loss;
+mod daemon_streams;
 mod docker_support;
 mod doctor;
 mod engine_facts;
