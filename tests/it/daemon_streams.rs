@@ -153,7 +153,6 @@ fn envctl(daemon: &FakeDaemon, arguments: &[&str]) -> Run {
 }
 
 fn assert_stopped_answering(run: &Run, daemon: &FakeDaemon, within: Duration) {
-    eprintln!("ended in {:?} with {}", run.took, run.code);
     assert_ne!(run.code, -1, "still running after 60 s: {}", run.stderr);
     assert!(run.took < within, "took {:?}: {}", run.took, run.stderr);
     assert!(run.stderr.contains("stopped answering"), "{}", run.stderr);

@@ -131,6 +131,5 @@ fn a_pipelining_client_that_never_reads_blocks_no_scrape_and_no_exit() {
         took < Duration::from_secs(2),
         "exit took {took:?} after SIGTERM"
     );
-    eprintln!("slowest scrape {slowest:?}, exit {took:?} after SIGTERM");
     let _ = flooding.join();
 }
