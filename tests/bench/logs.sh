@@ -28,5 +28,6 @@ for tty in -t ""; do
     until [ "$(docker logs "$name" 2>/dev/null | wc -c)" -ge 20971520 ]; do sleep 0.5; done
     envctl=$(best "$ENVCTL" logs "$name")
     docker=$(best docker logs "$name")
-    echo "${tty:+TTY}${tty:-no TTY}: envctl logs ${envctl} s, docker logs ${docker} s"
+    label=$([ -n "$tty" ] && echo TTY || echo "no TTY")
+    echo "$label: envctl logs ${envctl} s, docker logs ${docker} s"
 done
