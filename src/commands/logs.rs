@@ -32,15 +32,22 @@ impl Lines {
             OutputStream::Stdout => ("stdout", &mut self.stdout),
             OutputStream::Stderr => ("stderr", &mut self.stderr),
         };
+        // Only the new bytes are searched: what was pending holds no newline, so a long
+        // line costs time linear in its length.
+        let mut search = pending.len();
         pending.extend_from_slice(bytes);
-        while let Some(end) = pending.iter().position(|byte| *byte == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
+        let mut start = 0;
+        while let Some(offset) = pending[search..].iter().position(|byte| *byte == b'\n') {
+            let end = search + offset;
             self.lines.push(Line {
                 stream: name,
                 // Output is the program's; invalid UTF-8 is shown, not refused.
-                text: String::from_utf8_lossy(&line[..end]).into_owned(),
+                text: String::from_utf8_lossy(&pending[start..end]).into_owned(),
             });
+            start = end + 1;
+            search = start;
         }
+        pending.drain(..start);
     }
 
     /// The complete lines so far, taken out.
@@ -134,6 +141,25 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_line_in_many_chunks_takes_linear_time() {
+        let mut lines = Lines::default();
+        let chunk = vec![b'x'; 16 * 1024];
+        let started = std::time::Instant::now();
+        for _ in 0..1280 {
+            lines.push(OutputStream::Stdout, &chunk);
+        }
+        lines.push(OutputStream::Stdout, b"\n");
+        let lines = lines.finish();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].text.len(), 1280 * 16 * 1024);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 
     #[test]
     fn chunks_become_lines_per_stream() {

@@ -24,14 +24,6 @@ pub enum EngineError {
     /// The daemon took a request and then stopped answering: no complete answer (headers
     /// and body) within the request's deadline, or no answer to a liveness ping while a
     /// long stream was open.
-    #[error(
-        "the Docker daemon at `{endpoint}` stopped answering: {request} got no complete answer within {seconds} s"
-    )]
-    Stalled {
-        endpoint: String,
-        request: &'static str,
-        seconds: u64,
-    },
     /// The daemon (or whatever listens there) answered with a body that is not the Engine
     /// API's JSON. `answer` is the start of what it sent, capped.
     #[error(
@@ -99,6 +91,15 @@ pub enum EngineError {
         endpoint: String,
         #[source]
         source: bollard::errors::Error,
+    },
+    /// The daemon took the request and then stopped answering: headers or a body that
+    /// never came within the request's deadline, or a stream that broke its liveness rule.
+    /// The one variant for both, so every command words it the same way.
+    #[error("the Docker daemon at `{endpoint}` stopped answering `{request}`: {detail}")]
+    StoppedAnswering {
+        endpoint: String,
+        request: String,
+        detail: String,
     },
 }
 
@@ -255,7 +256,7 @@ impl EngineError {
             EngineError::ConnectionRefused { .. } => {
                 "the socket or port exists but no daemon listens: restart Docker (`sudo systemctl restart docker`) or check DOCKER_HOST".into()
             }
-            EngineError::Timeout { .. } | EngineError::Stalled { .. } => {
+            EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. } => {
                 "the daemon is overloaded or hung: check `systemctl status docker` and `journalctl -u docker`".into()
             }
             EngineError::BadAnswer { endpoint, .. } => format!(
@@ -301,7 +302,7 @@ impl EngineError {
             EngineError::SocketMissing { .. } => "socket_missing",
             EngineError::PermissionDenied { .. } => "permission_denied",
             EngineError::ConnectionRefused { .. } => "connection_refused",
-            EngineError::Timeout { .. } | EngineError::Stalled { .. } => "timeout",
+            EngineError::Timeout { .. } => "timeout",
             EngineError::BadAnswer { .. } => "bad_answer",
             EngineError::NotASocket { .. } => "not_a_socket",
             EngineError::InvalidReference { .. } => "invalid_reference",
@@ -314,6 +315,7 @@ impl EngineError {
             EngineError::InvalidBody { .. } => "invalid_body",
             EngineError::Output { .. } => "output",
             EngineError::Other { .. } => "other",
+            EngineError::StoppedAnswering { .. } => "stopped_answering",
         }
     }
 }

@@ -11,12 +11,13 @@
 //! the connection's timeout (which `down --timeout` raises). Streams meant to be long (exec
 //! output, logs `-f`, stats) get no total deadline but a liveness rule instead:
 //! [`Engine::stopped_answering`] pings the daemon while they are open and ends when it
-//! stops answering. Every such failure is [`EngineError::Stalled`], naming the socket.
+//! stops answering. Every such failure is [`EngineError::StoppedAnswering`], naming the socket.
 
 pub mod containers;
 pub mod error;
 pub mod exec;
 pub mod facts;
+pub(crate) mod http;
 pub mod logs;
 pub mod pull;
 pub mod reference;
@@ -121,7 +122,7 @@ impl Engine {
         ANSWER_DEADLINE.min(self.timeout)
     }
 
-    /// Any future bounded by `limit`: past it, [`EngineError::Stalled`] naming the socket
+    /// Any future bounded by `limit`: past it, [`EngineError::StoppedAnswering`] naming the socket
     /// and `what`. For reads that are not one bollard call: the next item of a stream that
     /// should come soon (`stream.next()`), a body read in parts.
     pub async fn with_deadline<F: Future>(
@@ -135,7 +136,7 @@ impl Engine {
             .map_err(|_| self.stalled(what, limit))
     }
 
-    /// The liveness rule of a long stream: resolves, with [`EngineError::Stalled`], only
+    /// The liveness rule of a long stream: resolves, with [`EngineError::StoppedAnswering`], only
     /// when the daemon stops answering pings (checked every [`LIVENESS_INTERVAL`]). Select
     /// it against the stream: a stream that is merely quiet (`sleep 3600`) goes on.
     pub async fn stopped_answering(&self, what: &'static str) -> EngineError {
@@ -151,10 +152,10 @@ impl Engine {
     }
 
     fn stalled(&self, request: &'static str, limit: Duration) -> EngineError {
-        EngineError::Stalled {
+        EngineError::StoppedAnswering {
             endpoint: self.endpoint.clone(),
-            request,
-            seconds: limit.as_secs(),
+            request: request.to_string(),
+            detail: format!("no complete answer within {} s", limit.as_secs()),
         }
     }
 

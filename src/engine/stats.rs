@@ -16,8 +16,7 @@
 //! blocks here rather than beside the type, so `crate::facts` never imports bollard.
 
 use bollard::models::{ContainerCpuStats, ContainerStatsResponse};
-use bollard::query_parameters::StatsOptionsBuilder;
-use futures_util::StreamExt;
+use std::time::Duration;
 
 use super::{Engine, EngineError};
 use crate::facts::container::{
@@ -135,47 +134,146 @@ fn cpu_counters(stats: ContainerCpuStats) -> CpuCounters {
     }
 }
 
+/// How long a one-shot reading may take, headers and body: the daemon answers on its
+/// one-second collector tick, so this is a daemon that stopped answering.
+pub const ONE_SHOT_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How long a stats stream may go without a whole frame: the daemon sends one a second.
+pub const FRAME_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The largest stats frame envctl reads (a frame of a container with a hundred networks
+/// and CPUs takes some tens of kilobytes).
+pub const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+
 impl Engine {
     /// One reading of the container's counters, without the daemon's one-second wait for a
-    /// previous sample (`previous_cpu` is none). Takes milliseconds.
+    /// previous sample (`previous_cpu` is none). Takes milliseconds; a daemon that sends
+    /// no whole answer within [`ONE_SHOT_DEADLINE`] has stopped answering.
     pub async fn container_stats_once(&self, id: &str) -> Result<ContainerSample, EngineError> {
-        let options = StatsOptionsBuilder::default()
-            .stream(false)
-            .one_shot(true)
-            .build();
-        let mut frames = std::pin::pin!(self.docker.stats(id, Some(options)));
-        match frames.next().await {
-            Some(Ok(frame)) => Ok(ContainerSample::from_response(frame, id)),
-            Some(Err(error)) => Err(self.classify(error)),
-            None => Err(self.empty_stats(id)),
+        let path = stats_path(id, false);
+        let stopped = |detail: String| EngineError::StoppedAnswering {
+            endpoint: self.endpoint.clone(),
+            request: format!("GET {path}"),
+            detail,
+        };
+        let read = async {
+            let mut body = self.get_body(&path, ONE_SHOT_DEADLINE).await?;
+            let mut text = Vec::new();
+            while body
+                .next(&mut text)
+                .await
+                .map_err(|error| self.io_error(error))?
+                > 0
+            {
+                if text.len() > MAX_FRAME_BYTES {
+                    return Err(self.frame_too_large(id));
+                }
+            }
+            Ok(text)
+        };
+        let text = tokio::time::timeout(ONE_SHOT_DEADLINE, read)
+            .await
+            .map_err(|_| {
+                stopped(format!(
+                    "no whole stats answer within {} s",
+                    ONE_SHOT_DEADLINE.as_secs()
+                ))
+            })??;
+        if text.trim_ascii().is_empty() {
+            return Err(self.empty_stats(id));
         }
+        self.frame(&text, id)
     }
 
     /// Follows the container's stats stream (a frame a second) and hands each frame or
     /// error to `on_frame` until it returns `false`, the stream ends (the container
-    /// stopped) or the connection fails. An error is handed over and ends the stream.
+    /// stopped) or the connection fails. An error is handed over and ends the stream; so
+    /// is a stream with no whole frame for [`FRAME_DEADLINE`] (its liveness rule).
     pub async fn follow_container_stats(
         &self,
         id: &str,
         mut on_frame: impl FnMut(Result<ContainerSample, EngineError>) -> bool,
     ) {
-        let options = StatsOptionsBuilder::default()
-            .stream(true)
-            .one_shot(false)
-            .build();
-        let mut frames = std::pin::pin!(self.docker.stats(id, Some(options)));
-        while let Some(frame) = frames.next().await {
-            match frame {
-                Ok(frame) => {
-                    if !on_frame(Ok(ContainerSample::from_response(frame, id))) {
-                        return;
-                    }
+        let path = stats_path(id, true);
+        let mut body = match self.get_body(&path, FRAME_DEADLINE).await {
+            Ok(body) => body,
+            Err(error) => {
+                on_frame(Err(error));
+                return;
+            }
+        };
+        let mut pending = Vec::new();
+        // Where the search for the next newline goes on: bytes before it hold none.
+        let mut searched = 0;
+        let mut last_frame = tokio::time::Instant::now();
+        loop {
+            let deadline = last_frame + FRAME_DEADLINE;
+            let read = match tokio::time::timeout_at(deadline, body.next(&mut pending)).await {
+                Ok(Ok(read)) => read,
+                Ok(Err(error)) => {
+                    on_frame(Err(self.io_error(error)));
+                    return;
                 }
-                Err(error) => {
-                    on_frame(Err(self.classify(error)));
+                Err(_) => {
+                    on_frame(Err(EngineError::StoppedAnswering {
+                        endpoint: self.endpoint.clone(),
+                        request: format!("GET {path}"),
+                        detail: format!("no whole stats frame for {} s", FRAME_DEADLINE.as_secs()),
+                    }));
+                    return;
+                }
+            };
+            let mut start = 0;
+            while let Some(offset) = pending[searched..].iter().position(|byte| *byte == b'\n') {
+                let end = searched + offset;
+                let line = &pending[start..end];
+                searched = end + 1;
+                start = searched;
+                if line.trim_ascii().is_empty() {
+                    continue;
+                }
+                last_frame = tokio::time::Instant::now();
+                let frame = self.frame(line, id);
+                let failed = frame.is_err();
+                if !on_frame(frame) || failed {
                     return;
                 }
             }
+            // No newline is left after `searched`: the next search starts at the end.
+            searched = pending.len() - start;
+            pending.drain(..start);
+            if pending.len() > MAX_FRAME_BYTES {
+                on_frame(Err(self.frame_too_large(id)));
+                return;
+            }
+            if read == 0 {
+                // The end: a last frame without its newline still counts.
+                if !pending.trim_ascii().is_empty() {
+                    on_frame(self.frame(&pending, id));
+                }
+                return;
+            }
+        }
+    }
+
+    /// A stats frame's JSON as the daemon sent it.
+    fn frame(&self, text: &[u8], id: &str) -> Result<ContainerSample, EngineError> {
+        let response: ContainerStatsResponse =
+            serde_json::from_slice(text).map_err(|error| EngineError::Daemon {
+                endpoint: self.endpoint.clone(),
+                status: 200,
+                message: format!("the stats of container `{id}` are not a stats frame: {error}"),
+            })?;
+        Ok(ContainerSample::from_response(response, id))
+    }
+
+    fn frame_too_large(&self, id: &str) -> EngineError {
+        EngineError::Daemon {
+            endpoint: self.endpoint.clone(),
+            status: 200,
+            message: format!(
+                "the stats of container `{id}` hold a frame larger than {MAX_FRAME_BYTES} bytes"
+            ),
         }
     }
 
@@ -208,6 +306,16 @@ impl Engine {
             status: 200,
             message: format!("the stats of container `{id}` ended before their first frame"),
         }
+    }
+}
+
+/// `GET /containers/{id}/stats`, streaming or one-shot.
+fn stats_path(id: &str, stream: bool) -> String {
+    let id: String = url::form_urlencoded::byte_serialize(id.as_bytes()).collect();
+    if stream {
+        format!("/containers/{id}/stats?stream=1")
+    } else {
+        format!("/containers/{id}/stats?stream=0&one-shot=1")
     }
 }
 

@@ -89,6 +89,10 @@ pub enum RecordError {
     },
     #[error("`{path}` holds no samples")]
     Empty { path: PathBuf },
+    #[error("`{path}` is {kind}, not a regular file")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("the recording `{path}` is larger than {limit} bytes")]
+    TooLarge { path: PathBuf, limit: u64 },
 }
 
 impl RecordError {
@@ -111,6 +115,13 @@ impl RecordError {
             RecordError::Open { .. } | RecordError::Write { .. } | RecordError::Read { .. } => {
                 Some("check the path, its folder and their permissions".into())
             }
+            RecordError::NotRegular { .. } => Some(
+                "record to a regular file; to pipe the samples elsewhere, use `envctl stats --json` (one JSON line per interval on stdout)".into(),
+            ),
+            RecordError::TooLarge { .. } => Some(format!(
+                "draw a part of it: keep the header and the last lines (`(head -n 1 FILE; tail -n 100000 FILE) > part.csv`); envctl reads at most {} MiB",
+                MAX_RECORDING_BYTES / (1024 * 1024)
+            )),
         }
     }
 }
@@ -147,12 +158,10 @@ impl Recorder {
             path: path.to_path_buf(),
             source,
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(open_error)?;
+        let file = open_regular(
+            OpenOptions::new().read(true).append(true).create(true),
+            path,
+        )?;
         let length = file.metadata().map_err(open_error)?.len();
         let mut recorder = Recorder {
             file,
@@ -470,13 +479,93 @@ pub struct Recording {
     pub skipped: Vec<(usize, String)>,
 }
 
-/// Reads a recording written by [`Recorder`], in the format its extension names.
-pub fn read_recording(path: &Path) -> Result<Recording, RecordError> {
-    let format = RecordFormat::from_path(path)?;
-    let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read {
+/// The largest recording `stats report` reads: about two days of 10 containers and a GPU
+/// each second in CSV. Past it the reading would only grow, so it is an error.
+pub const MAX_RECORDING_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Opens `path` with `options` without blocking in `open(2)` (`O_NONBLOCK`: a FIFO with
+/// no writer, or no reader, would wait there forever) and checks the opened descriptor,
+/// not the name, so a file swapped after a check is caught: anything but a regular file
+/// (a FIFO, a device such as `/dev/zero`, a socket, a folder) is refused.
+pub fn open_regular(options: &mut OpenOptions, path: &Path) -> Result<File, RecordError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let open_error = |source| RecordError::Open {
         path: path.to_path_buf(),
         source,
+    };
+    let file = options
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(|source| match source.raw_os_error() {
+            // `open(2)` refuses a folder for writing before any check of ours can.
+            Some(code) if code == rustix::io::Errno::ISDIR.raw_os_error() => {
+                RecordError::NotRegular {
+                    path: path.to_path_buf(),
+                    kind: "a folder",
+                }
+            }
+            _ => open_error(source),
+        })?;
+    let file_type = file.metadata().map_err(open_error)?.file_type();
+    if !file_type.is_file() {
+        return Err(RecordError::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_of(&file_type),
+        });
+    }
+    // A regular file never blocks; the flag is cleared so that nothing later reads it.
+    let flags = rustix::fs::fcntl_getfl(&file).map_err(|error| open_error(error.into()))?;
+    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)
+        .map_err(|error| open_error(error.into()))?;
+    Ok(file)
+}
+
+/// What a file that is not a regular one is, in words.
+fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if file_type.is_dir() {
+        "a folder"
+    } else if file_type.is_char_device() || file_type.is_block_device() {
+        "a device"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Reads a recording written by [`Recorder`], in the format its extension names: a
+/// regular file of at most [`MAX_RECORDING_BYTES`].
+pub fn read_recording(path: &Path) -> Result<Recording, RecordError> {
+    let format = RecordFormat::from_path(path)?;
+    // A recording that cannot be opened is bad input (exit 2), not a failed write.
+    let file = open_regular(OpenOptions::new().read(true), path).map_err(|error| match error {
+        RecordError::Open { path, source } => RecordError::Read { path, source },
+        other => other,
     })?;
+    let read_error = |source| RecordError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let too_large = || RecordError::TooLarge {
+        path: path.to_path_buf(),
+        limit: MAX_RECORDING_BYTES,
+    };
+    if file.metadata().map_err(read_error)?.len() > MAX_RECORDING_BYTES {
+        return Err(too_large());
+    }
+    // Bounded again while reading: a file still growing stops at the limit.
+    let mut bytes = Vec::new();
+    file.take(MAX_RECORDING_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_RECORDING_BYTES {
+        return Err(too_large());
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|error| read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, error)))?;
     let recording = match format {
         RecordFormat::JsonLines => parse_json_lines(&text),
         RecordFormat::Csv => parse_csv(path, &text)?,

@@ -35,6 +35,34 @@ pub enum RegistryError {
     },
     #[error("{registry} sent an answer envctl cannot read: {message}")]
     Invalid { registry: String, message: String },
+    /// A redirect led off the registry's host, where its bearer token is not sent, and the
+    /// host it led to refused the request without one.
+    #[error(
+        "{registry} redirected to {location}, which refused the request without the registry's token (HTTP {status})"
+    )]
+    RedirectRefused {
+        registry: String,
+        location: String,
+        status: u16,
+    },
+    #[error("{registry} sent more than {limit} redirects for {url}")]
+    TooManyRedirects {
+        registry: String,
+        url: String,
+        limit: usize,
+    },
+    #[error("{registry} sent an answer larger than {limit} bytes for {url}")]
+    TooLarge {
+        registry: String,
+        url: String,
+        limit: u64,
+    },
+    #[error("{registry} lists more than {limit} tags for `{repository}`")]
+    TooManyTags {
+        registry: String,
+        repository: String,
+        limit: usize,
+    },
 }
 
 impl RegistryError {
@@ -45,6 +73,12 @@ impl RegistryError {
                     .into(),
             ),
             RegistryError::NotFound { .. } => Some("check the image name in the profile".into()),
+            RegistryError::RedirectRefused { registry, .. } => Some(format!(
+                "envctl sends {registry}'s token only to {registry} itself; ask the registry's operator to redirect within its own host, or pin the image by digest"
+            )),
+            RegistryError::TooLarge { .. } | RegistryError::TooManyTags { .. } => Some(
+                "the registry ignores the page size envctl asks for (`n`) or holds far more tags than any image family needs; pin the image by digest, or ask the registry's operator".into(),
+            ),
             RegistryError::Unauthorized { registry, .. } => Some(format!(
                 "private repositories need credentials: `docker login {registry}` (envctl reads no credentials yet)"
             )),
@@ -67,6 +101,21 @@ pub const MAX_TAG_PAGES: usize = 50;
 
 /// Tags asked for per page (`n`).
 pub const TAGS_PER_PAGE: usize = 1000;
+
+/// The largest tag-list page envctl reads: 1000 tags of the longest name the OCI
+/// distribution spec allows (128 characters) take about 130 KB, so a page past this is a
+/// registry that ignores `n`, and reading it whole would grow without bound.
+pub const MAX_PAGE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The most tags envctl keeps for one repository, over all pages: far more than any
+/// image family has, and a bound on memory whatever the registry sends.
+pub const MAX_TAGS: usize = 100_000;
+
+/// The most redirects envctl follows for one request.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// The largest body envctl reads for anything but a tag list (a token, a manifest).
+const MAX_BODY_BYTES: u64 = 1024 * 1024;
 
 /// A repository's tags, in the registry's order without repeats, and why the list may be
 /// short of the registry's last page.
@@ -96,7 +145,7 @@ struct Token {
 
 /// A 200 answer: its body and the headers envctl reads.
 struct Answer {
-    body: String,
+    body: Vec<u8>,
     /// `Docker-Content-Digest`.
     digest: Option<String>,
     /// Every `Link` header, in order.
@@ -108,6 +157,10 @@ impl RegistryClient {
         let config = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
+            // Redirects are followed here (`get`), so that a redirect within the
+            // registry's host keeps the bearer token and one off it is named as such
+            // (ureq drops the token on every redirect over plain HTTP).
+            .max_redirects(0)
             .build();
         RegistryClient {
             agent: config.into(),
@@ -127,14 +180,29 @@ impl RegistryClient {
         let mut known = HashSet::new();
         let mut list = Tags::default();
         for page in 1..=MAX_TAG_PAGES {
-            let answer = self.get(&url, &registry, &repository, None, &mut token)?;
+            let answer = self.get(
+                &url,
+                &registry,
+                &repository,
+                None,
+                &mut token,
+                MAX_PAGE_BYTES,
+            )?;
             let tags: TagPage =
-                serde_json::from_str(&answer.body).map_err(|error| RegistryError::Invalid {
+                serde_json::from_slice(&answer.body).map_err(|error| RegistryError::Invalid {
                     registry: registry.clone(),
                     message: format!("the tag list {url}: {error}"),
                 })?;
+            drop(answer.body);
             for tag in tags.tags.unwrap_or_default() {
                 if known.insert(tag.clone()) {
+                    if list.tags.len() == MAX_TAGS {
+                        return Err(RegistryError::TooManyTags {
+                            registry,
+                            repository,
+                            limit: MAX_TAGS,
+                        });
+                    }
                     list.tags.push(tag);
                 }
             }
@@ -176,6 +244,7 @@ impl RegistryClient {
             &repository,
             Some(MANIFEST_TYPES),
             &mut None,
+            MAX_BODY_BYTES,
         )?;
         answer.digest.ok_or_else(|| RegistryError::Invalid {
             registry,
@@ -184,7 +253,9 @@ impl RegistryClient {
     }
 
     /// GET with `token` (the bearer token of an earlier request to the same registry, if
-    /// any), fetching a new one once through the challenge of a 401.
+    /// any), fetching a new one once through the challenge of a 401, following at most
+    /// [`MAX_REDIRECTS`] redirects (the token only within the registry's own origin), and
+    /// reading at most `limit` bytes of the body.
     fn get(
         &self,
         url: &str,
@@ -192,14 +263,19 @@ impl RegistryClient {
         repository: &str,
         accept: Option<&str>,
         token: &mut Option<String>,
+        limit: u64,
     ) -> Result<Answer, RegistryError> {
         let mut fetched_token = false;
+        let mut current = url.to_string();
+        let mut redirects = 0;
+        // Where a redirect led off the registry's origin: the token stays behind.
+        let mut off_origin: Option<String> = None;
         loop {
-            let mut request = self.agent.get(url);
+            let mut request = self.agent.get(&current);
             if let Some(accept) = accept {
                 request = request.header("Accept", accept);
             }
-            if let Some(token) = token.as_deref() {
+            if let Some(token) = token.as_deref().filter(|_| off_origin.is_none()) {
                 request = request.header("Authorization", &format!("Bearer {token}"));
             }
             let mut response = request.call().map_err(|error| RegistryError::Unreachable {
@@ -225,16 +301,45 @@ impl RegistryClient {
                         .iter()
                         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
                         .collect();
-                    let body = response.body_mut().read_to_string().map_err(|error| {
-                        RegistryError::Invalid {
-                            registry: registry.into(),
-                            message: error.to_string(),
-                        }
-                    })?;
+                    let body = read_body(&mut response, limit, registry, &current)?;
                     return Ok(Answer {
                         body,
                         digest,
                         links,
+                    });
+                }
+                301 | 302 | 303 | 307 | 308 => {
+                    redirects += 1;
+                    if redirects > MAX_REDIRECTS {
+                        return Err(RegistryError::TooManyRedirects {
+                            registry: registry.into(),
+                            url: url.into(),
+                            limit: MAX_REDIRECTS,
+                        });
+                    }
+                    let location = header("Location").ok_or_else(|| RegistryError::Invalid {
+                        registry: registry.into(),
+                        message: format!("a redirect ({status}) without a Location for {current}"),
+                    })?;
+                    let next = Url::parse(&current)
+                        .and_then(|base| base.join(&location))
+                        .map_err(|error| RegistryError::Invalid {
+                            registry: registry.into(),
+                            message: format!(
+                                "its redirect to `{}` is no URL: {error}",
+                                location.escape_debug()
+                            ),
+                        })?;
+                    if off_origin.is_none() && !same_origin(url, &next) {
+                        off_origin = Some(next.to_string());
+                    }
+                    current = next.into();
+                }
+                401 | 403 if off_origin.is_some() => {
+                    return Err(RegistryError::RedirectRefused {
+                        registry: registry.into(),
+                        location: off_origin.unwrap_or_default(),
+                        status,
                     });
                 }
                 401 if !fetched_token => {
@@ -258,7 +363,7 @@ impl RegistryClient {
                 _ => {
                     return Err(RegistryError::Http {
                         registry: registry.into(),
-                        url: url.into(),
+                        url: current,
                         status,
                     });
                 }
@@ -303,18 +408,12 @@ impl RegistryClient {
                 status: response.status().as_u16(),
             });
         }
-        let text =
-            response
-                .body_mut()
-                .read_to_string()
-                .map_err(|error| RegistryError::Invalid {
-                    registry: registry.into(),
-                    message: error.to_string(),
-                })?;
-        let token: Token = serde_json::from_str(&text).map_err(|error| RegistryError::Invalid {
-            registry: registry.into(),
-            message: error.to_string(),
-        })?;
+        let text = read_body(&mut response, MAX_BODY_BYTES, registry, url.as_str())?;
+        let token: Token =
+            serde_json::from_slice(&text).map_err(|error| RegistryError::Invalid {
+                registry: registry.into(),
+                message: error.to_string(),
+            })?;
         token
             .token
             .or(token.access_token)
@@ -323,6 +422,37 @@ impl RegistryClient {
                 message: "the token answer holds no token".into(),
             })
     }
+}
+
+/// At most `limit` bytes of a body; a longer one is an error naming the limit, read no
+/// further.
+fn read_body(
+    response: &mut ureq::http::Response<ureq::Body>,
+    limit: u64,
+    registry: &str,
+    url: &str,
+) -> Result<Vec<u8>, RegistryError> {
+    response
+        .body_mut()
+        .with_config()
+        .limit(limit)
+        .read_to_vec()
+        .map_err(|error| match error {
+            ureq::Error::BodyExceedsLimit(_) => RegistryError::TooLarge {
+                registry: registry.into(),
+                url: url.into(),
+                limit,
+            },
+            other => RegistryError::Invalid {
+                registry: registry.into(),
+                message: other.to_string(),
+            },
+        })
+}
+
+/// Whether `next` has the scheme, host and port of `url`: where the bearer token may go.
+fn same_origin(url: &str, next: &Url) -> bool {
+    Url::parse(url).is_ok_and(|url| url.origin() == next.origin())
 }
 
 /// (base URL, repository path, registry name) for an image, from its canonical form

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use envctl::profile::image::ImageReference;
-use envctl::registry::{MAX_TAG_PAGES, RegistryClient, Tags};
+use envctl::registry::{MAX_PAGE_BYTES, MAX_TAG_PAGES, RegistryClient, Tags};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -213,6 +213,11 @@ fn outdated(directory: &Path, image: &str) -> (i32, String, String) {
 /// The client's tag list for `image`, or a panic when it takes longer than a minute (a
 /// loop would otherwise hang the test run).
 fn tag_list(image: &str) -> Tags {
+    tag_list_result(image).unwrap()
+}
+
+/// The client's tag list for `image`, or its error as text.
+fn tag_list_result(image: &str) -> Result<Tags, String> {
     let image: ImageReference = image.parse().unwrap();
     let (sender, receiver) = mpsc::channel();
     thread::spawn(move || {
@@ -222,7 +227,6 @@ fn tag_list(image: &str) -> Tags {
     receiver
         .recv_timeout(Duration::from_secs(60))
         .expect("the tag list did not finish within a minute")
-        .unwrap()
 }
 
 /// The reviewer's registry: page 1 holds 1.0.0 and 1.1.0 and links to page 2, which
@@ -425,4 +429,88 @@ fn outdated_says_when_the_tag_list_stopped_early() {
         "said on stderr: {stderr}"
     );
     assert_eq!(report["profiles"][0]["newer_tags"][0], "1.1.0", "{stdout}");
+}
+
+/// A registry that wants `Bearer TOKEN` on every tag-list request and answers the first
+/// with `redirect` (a path on its own host, or a URL elsewhere).
+fn redirecting(redirect: String) -> impl Fn(&Request, SocketAddr) -> Response + Send + Sync {
+    const TOKEN: &str = "redirect-token";
+    move |request, addr| {
+        let target = request.target.as_str();
+        if target.starts_with("/token") {
+            return Response::json(json!({ "token": TOKEN }), &[]);
+        }
+        if request.authorization.as_deref() != Some(&format!("Bearer {TOKEN}")) {
+            let challenge = format!("Bearer realm=\"http://{addr}/token\",service=\"fake\"");
+            return Response::status(401, &[("WWW-Authenticate", challenge.as_str())]);
+        }
+        if target.starts_with("/v2/team/app/tags/list") {
+            Response::status(307, &[("Location", redirect.as_str())])
+        } else if target.starts_with("/moved/tags") {
+            Response::tags(&["1.0.0", "1.2.0"], None)
+        } else {
+            Response::status(404, &[])
+        }
+    }
+}
+
+#[test]
+fn a_redirect_within_the_registrys_host_keeps_the_token() {
+    let registry = FakeRegistry::start(redirecting("/moved/tags?n=1000".into()));
+    let list = tag_list(&format!("{}/team/app:1.0.0", registry.host_port()));
+    assert_eq!(list.tags, ["1.0.0", "1.2.0"]);
+    let moved = registry
+        .requests()
+        .into_iter()
+        .find(|request| request.target.starts_with("/moved/"))
+        .expect("the redirect was followed");
+    assert_eq!(
+        moved.authorization.as_deref(),
+        Some("Bearer redirect-token")
+    );
+}
+
+#[test]
+fn a_redirect_off_the_host_that_needs_the_token_names_the_redirect() {
+    // The other host wants a token too, and never gets the first registry's.
+    let elsewhere = FakeRegistry::start(redirecting(String::new()));
+    let registry = FakeRegistry::start(redirecting(format!(
+        "http://{}/moved/tags?n=1000",
+        elsewhere.host_port()
+    )));
+    let error = tag_list_result(&format!("{}/team/app:1.0.0", registry.host_port())).unwrap_err();
+    assert!(
+        error.contains("redirected to") && error.contains(&elsewhere.host_port()),
+        "{error}"
+    );
+    assert!(!error.contains("refused access"), "{error}");
+    assert!(
+        elsewhere
+            .requests()
+            .iter()
+            .all(|request| request.authorization.is_none()),
+        "the token left the registry's host: {:?}",
+        elsewhere.requests()
+    );
+    let directory = tempfile::tempdir().unwrap();
+    let image = format!("{}/team/app:1.0.0", registry.host_port());
+    let (code, stdout, _) = outdated(directory.path(), &image);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(!stdout.contains("private repositories"), "{stdout}");
+    assert!(stdout.contains("redirected to"), "{stdout}");
+}
+
+#[test]
+fn a_page_past_the_size_limit_is_an_error_read_no_further() {
+    let registry = FakeRegistry::start(|_, _| {
+        let tag = "t".repeat(100);
+        let count = usize::try_from(MAX_PAGE_BYTES).unwrap() / 100 + 10;
+        let tags: Vec<&str> = std::iter::repeat_n(tag.as_str(), count).collect();
+        Response::tags(&tags, None)
+    });
+    let error = tag_list_result(&format!("{}/team/app:1.0.0", registry.host_port())).unwrap_err();
+    assert!(
+        error.contains(&format!("larger than {MAX_PAGE_BYTES} bytes")),
+        "{error}"
+    );
 }

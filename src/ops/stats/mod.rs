@@ -19,7 +19,7 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         EngineError::SocketMissing { .. } => FailureKind::SocketMissing,
         EngineError::PermissionDenied { .. } => FailureKind::PermissionDenied,
         EngineError::ConnectionRefused { .. } => FailureKind::ConnectionRefused,
-        EngineError::Timeout { .. } | EngineError::Stalled { .. } => FailureKind::Timeout,
+        EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. } => FailureKind::Timeout,
         EngineError::UnsupportedHost { .. } => FailureKind::UnsupportedHost,
         EngineError::Daemon { .. }
         | EngineError::StartRefused { .. }
