@@ -48,6 +48,16 @@ pub enum Error {
         #[source]
         source: Box<EngineError>,
     },
+    /// A host port the profile publishes is published already by a running container.
+    #[error("host port {wanted} is already published by container `{container}` ({published})")]
+    PortTaken {
+        wanted: String,
+        container: String,
+        published: String,
+        container_port: String,
+        host_port: u16,
+        profile: String,
+    },
     #[error("container `{name}` was created but could not start")]
     StartFailed {
         name: String,
@@ -142,7 +152,8 @@ impl Error {
             | Error::ProfileChanged { .. }
             | Error::ImageMissing { .. }
             | Error::StartFailed { .. }
-            | Error::CreateRefused { .. } => ExitStatus::Failure,
+            | Error::CreateRefused { .. }
+            | Error::PortTaken { .. } => ExitStatus::Failure,
         }
     }
 
@@ -188,6 +199,19 @@ impl Error {
             Error::Lock { hint, .. } => Some(hint.clone()),
             Error::LockFile(error) => Some(error.hint()),
             Error::StartFailed { source, .. } => start_hint(source),
+            Error::PortTaken {
+                container,
+                container_port,
+                host_port,
+                profile,
+                ..
+            } => {
+                let port = container_port.split('/').next().unwrap_or(container_port);
+                let other = host_port.checked_add(1).unwrap_or(host_port - 1);
+                Some(format!(
+                    "publish it on another host port: `envctl up {profile} -p {other}:{port}` (or change `ports`), or stop `{container}` first"
+                ))
+            }
             Error::CreateRefused { profile, .. } => Some(format!(
                 "`envctl doctor {profile}` checks the profile against this host; `envctl up {profile} --dry-run --json` shows the request the daemon refused"
             )),

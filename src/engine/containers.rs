@@ -11,7 +11,7 @@ use bollard::query_parameters::{
 use serde::Serialize;
 
 use super::{Engine, EngineError};
-use crate::facts::container::{ContainerDetails, ContainerSummary, GpuAssignment};
+use crate::facts::container::{ContainerDetails, ContainerSummary, GpuAssignment, PublishedPort};
 
 pub use crate::spec::PROFILE_LABEL;
 
@@ -72,6 +72,21 @@ impl Engine {
                 status: container.status.unwrap_or_default(),
                 created: container.created.unwrap_or_default(),
                 labels: container.labels.unwrap_or_default().into_iter().collect(),
+                published: container
+                    .ports
+                    .iter()
+                    .flatten()
+                    .filter_map(|port| {
+                        Some(PublishedPort {
+                            host_ip: port.ip.clone().unwrap_or_default(),
+                            host_port: port.public_port?,
+                            protocol: port
+                                .typ
+                                .map(|protocol| protocol.to_string())
+                                .unwrap_or_else(|| "tcp".into()),
+                        })
+                    })
+                    .collect(),
                 ports: container
                     .ports
                     .unwrap_or_default()

@@ -27,6 +27,18 @@ pub struct ContainerSummary {
     pub labels: BTreeMap<String, String>,
     /// `127.0.0.1:8888->8888/tcp`.
     pub ports: Vec<String>,
+    /// The host ports it publishes, for the free-port check before `up` creates.
+    pub published: Vec<PublishedPort>,
+}
+
+/// One host port a container publishes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublishedPort {
+    /// `0.0.0.0`, `::`, `127.0.0.1`…; empty when the daemon names none.
+    pub host_ip: String,
+    pub host_port: u16,
+    /// `tcp`, `udp`, `sctp`.
+    pub protocol: String,
 }
 
 /// One container as inspected: what `up`, `exec` and `down` decide on.

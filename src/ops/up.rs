@@ -336,6 +336,7 @@ async fn prepare(
     if pull == PullPolicy::Always {
         return Ok(Prepared::NeedsImage);
     }
+    ensure_ports_free(engine, body).await?;
     match create(engine, body, name, state).await {
         Ok(created) => Ok(Prepared::Created(created)),
         Err(EngineError::ImageMissing { .. }) => Ok(Prepared::NeedsImage),
@@ -364,6 +365,7 @@ async fn create_with_image(
             hint: None,
         })?;
     ensure_image(engine, &image, pull, context).await?;
+    ensure_ports_free(engine, body).await?;
     create(engine, body, name, state)
         .await
         .map_err(|error| create_error(error, name, body))
@@ -409,6 +411,26 @@ async fn create(
         }
         Err(EngineError::NameConflict { .. }) => Ok(Created::Theirs),
         Err(error) => Err(error),
+    }
+}
+
+/// Before a create: no running container (envctl's or not) may publish a host port the
+/// body wants. The daemon would find out only at start, with a 500 naming neither.
+async fn ensure_ports_free(engine: &Engine, body: &CreateBody) -> Result<(), Error> {
+    if body.host_config.port_bindings.is_empty() {
+        return Ok(());
+    }
+    let running = engine.list_containers(false, false).await?;
+    match spec::free_ports::taken_port(body, &running) {
+        None => Ok(()),
+        Some(taken) => Err(Error::PortTaken {
+            wanted: taken.wanted,
+            container: taken.container,
+            published: taken.published,
+            container_port: taken.container_port,
+            host_port: taken.host_port,
+            profile: body.labels.get(PROFILE_LABEL).cloned().unwrap_or_default(),
+        }),
     }
 }
 

@@ -48,6 +48,7 @@ mod body;
 mod docker_run;
 pub mod drift;
 mod error;
+pub mod free_ports;
 mod mapping;
 mod overrides;
 mod sources;

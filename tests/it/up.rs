@@ -1412,3 +1412,42 @@ fn a_create_refused_with_400_gets_a_cause_and_a_hint_and_leaves_nothing() {
     );
     assert_eq!(scenario.containers(), 0);
 }
+
+/// Issue 15, item 7: a host port another running container publishes (one envctl did not
+/// make) is found before anything is created: the container holding it is named, with a
+/// `-p` fix; before, the daemon's 500 at start said neither.
+#[test]
+fn a_port_published_by_another_container_is_named_before_create() {
+    if !require_daemon() {
+        return;
+    }
+    let port = free_loopback_port();
+    let holder = ContainerGuard::unique("envctl-test-port-holder");
+    let started = docker_output([
+        "run",
+        "-d",
+        "--name",
+        holder.name(),
+        "-p",
+        &format!("0.0.0.0:{port}:80"),
+        &test_image(),
+        "sleep",
+        "600",
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let scenario = Scenario::new("up-port-taken");
+    scenario.write_profile(&test_image(), &format!("ports = [\"{port}:{port}\"]\n"));
+    let _guard = ContainerGuard::new(scenario.container.clone());
+    let run = scenario.up(&[]);
+    run.expect_code(1, "a port another container publishes");
+    assert!(
+        run.stderr.contains(&format!(
+            "host port 127.0.0.1:{port}/tcp is already published by container `{}`",
+            holder.name()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(" -p "), "{}", run.stderr);
+    assert_eq!(scenario.containers(), 0, "nothing may be created");
+}
