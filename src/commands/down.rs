@@ -29,6 +29,8 @@ pub fn run(
         }
         // `--timeout` is at most 86400 (clap), so it fits the API's i32.
         let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
+        let was_running = container.running;
+        let stopping = std::time::Instant::now();
         let container = match engine.stop_container(&container.id, timeout).await {
             Ok(()) => container,
             // Removed between the look and the stop (an `up --recreate` replaced it): look
@@ -40,6 +42,16 @@ pub fn run(
             }
             Err(error) => return Err(error.into()),
         };
+        if was_running && stopping.elapsed().as_secs() >= u64::from(timeout_seconds) {
+            warn_if_killed(
+                &engine,
+                &container.id,
+                &container.name,
+                timeout_seconds,
+                context,
+            )
+            .await?;
+        }
         let mut removed_volumes = Vec::new();
         if remove || volumes {
             // Anonymous volumes go with the container; named ones only when asked.
@@ -80,6 +92,26 @@ pub fn run(
         context.printer.info(&format!("{action} {name}"));
     }
     Ok(ExitStatus::Success)
+}
+
+/// The daemon sends SIGTERM, waits the grace period, then SIGKILLs: a container that
+/// spent the whole grace period and exited 137 was killed, and its processes got no
+/// chance to save anything. Said, with the fix, rather than a plain "stopped".
+async fn warn_if_killed(
+    engine: &crate::engine::Engine,
+    id: &str,
+    name: &str,
+    timeout_seconds: u32,
+    context: &Context,
+) -> Result<(), Error> {
+    if let Some(details) = engine.inspect_container(id).await?
+        && details.exit_code == Some(137)
+    {
+        context.printer.warn(&format!(
+            "`{name}` did not stop within {timeout_seconds} s of SIGTERM and was killed (SIGKILL): its main process ignores SIGTERM (a shell as PID 1 does unless it `exec`s the command) or needs longer (`--timeout SECONDS`)"
+        ));
+    }
+    Ok(())
 }
 
 /// How long the stop request of `down --timeout SECONDS` may take: the grace period, the

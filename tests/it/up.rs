@@ -1451,3 +1451,37 @@ fn a_port_published_by_another_container_is_named_before_create() {
     assert!(run.stderr.contains(" -p "), "{}", run.stderr);
     assert_eq!(scenario.containers(), 0, "nothing may be created");
 }
+
+/// Issue 15, item 10: a container that ignores SIGTERM is killed after the grace period,
+/// and `down` says so with the fix instead of a plain "stopped"; one that stops at once
+/// gets no such warning.
+#[test]
+fn down_says_when_the_container_had_to_be_killed() {
+    if !require_daemon() {
+        return;
+    }
+    let scenario = Scenario::new("down-killed");
+    // A shell as PID 1 without a trap: SIGTERM does nothing to it.
+    scenario.write_profile(
+        &test_image(),
+        "command = [\"sh\", \"-c\", \"while true; do sleep 1; done\"]\n",
+    );
+    let _guard = ContainerGuard::new(scenario.container.clone());
+    scenario.up(&[]).expect_code(0, "up");
+    let run = scenario.run(&["down", scenario.profile.as_str(), "--timeout", "1"]);
+    run.expect_code(0, "down");
+    assert!(
+        run.stderr
+            .contains("did not stop within 1 s of SIGTERM and was killed"),
+        "{}",
+        run.stderr
+    );
+
+    let quick = Scenario::new("down-quick");
+    quick.write_profile(&test_image(), "");
+    let _quick_guard = ContainerGuard::new(quick.container.clone());
+    quick.up(&[]).expect_code(0, "up");
+    let run = quick.run(&["down", quick.profile.as_str(), "--timeout", "5"]);
+    run.expect_code(0, "down");
+    assert!(!run.stderr.contains("killed"), "{}", run.stderr);
+}
