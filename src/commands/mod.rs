@@ -118,8 +118,26 @@ pub async fn termination_signal() -> u8 {
     }
 }
 
+/// Commands whose output is not data a JSON document could hold: `--json` is refused
+/// (exit 2) rather than ignored. Every other command prints one document.
+fn refuses_json(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Completions(_) => Some("`completions` prints a shell script"),
+        Command::Shell { .. } => Some("`shell` is an interactive terminal session"),
+        _ => None,
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
+    if context.json
+        && let Some(why) = refuses_json(&cli.command)
+    {
+        return Err(Error::Usage {
+            message: format!("--json is not available here: {why}"),
+            hint: Some("leave out --json".into()),
+        });
+    }
     match cli.command {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),

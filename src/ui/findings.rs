@@ -32,16 +32,29 @@ fn style(status: Status) -> Style {
     }
 }
 
-/// Prints each section on stdout, then the summary line.
+/// Prints each section on stdout, then the summary line. With `-q` only what needs
+/// attention is printed — warnings and failures under their sections' headers — and the
+/// summary still counts everything.
 pub fn print_sections(printer: &Printer, sections: &[Section]) -> Result<(), Error> {
+    let quiet = printer.is_quiet();
     for section in sections {
         let status = worst(&section.findings);
+        let needs_attention =
+            |finding: &&Finding| !quiet || matches!(finding.status, Status::Warn | Status::Fail);
+        if quiet
+            && !section
+                .findings
+                .iter()
+                .any(|finding| needs_attention(&finding))
+        {
+            continue;
+        }
         let header = printer.style_stdout(Style::new().bold(), &section.title);
         printer.data(&format!(
             "{} {header}",
             printer.style_stdout(style(status), symbol(status))
         ))?;
-        for finding in &section.findings {
+        for finding in section.findings.iter().filter(needs_attention) {
             let mark = printer.style_stdout(style(finding.status), symbol(finding.status));
             printer.data(&format!("  {mark} {}", shown(&finding.message)))?;
             if let Some(hint) = &finding.hint

@@ -564,3 +564,53 @@ fn ports_from_flags_count_against_the_binding_limit() {
     assert!(output.status.success(), "{output:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }
+
+/// Issue 15, item 11: `-q` and `--json` are honoured or refused, never ignored. `doctor -q`
+/// prints only what needs attention (and the count); `completions` and `shell` refuse
+/// `--json` with exit 2.
+#[test]
+fn quiet_doctor_prints_only_warnings_and_failures_and_json_is_refused_where_it_cannot_be() {
+    let folder = TempDir::new().unwrap();
+    std::fs::create_dir(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/plain.toml"),
+        "image = \"busybox:1\"\nmemory = \"64m\"\n",
+    )
+    .unwrap();
+    let loud = envctl(folder.path())
+        .args(["doctor", "plain"])
+        .output()
+        .unwrap();
+    let quiet = envctl(folder.path())
+        .args(["-q", "doctor", "plain"])
+        .output()
+        .unwrap();
+    assert_eq!(loud.status.code(), quiet.status.code());
+    let loud = String::from_utf8_lossy(&loud.stdout).to_string();
+    let quiet = String::from_utf8_lossy(&quiet.stdout).to_string();
+    assert!(quiet.lines().count() < loud.lines().count(), "{quiet}");
+    for line in quiet.lines().filter(|line| line.starts_with("  ")) {
+        assert!(
+            line.starts_with("  !") || line.starts_with("  ✗") || line.starts_with("      hint:"),
+            "-q printed a line that needs no attention: {line}\n{quiet}"
+        );
+    }
+    assert_eq!(
+        quiet.lines().last(),
+        loud.lines().last(),
+        "the summary still counts everything"
+    );
+
+    for arguments in [
+        &["--json", "completions", "bash"][..],
+        &["--json", "shell", "x"][..],
+    ] {
+        let output = envctl(folder.path()).args(arguments).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {output:?}");
+        assert!(output.stdout.is_empty(), "{arguments:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("--json is not available here"),
+            "{arguments:?}: {output:?}"
+        );
+    }
+}
