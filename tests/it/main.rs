@@ -36,6 +36,7 @@ mod lock;
 mod nvidia_check;
 mod profile_corpus;
 mod profile_safety;
+mod readme;
 mod registry_paging;
 mod secrets;
 mod serve;

@@ -1,0 +1,181 @@
+//! The README's console examples, run (issue 15, item 15): every ```` ```console ```` block
+//! is `$ envctl ARGUMENTS` and what envctl prints, stdout then stderr. `…` alone on a line
+//! stands for any number of lines, and inside a line for any text — what differs between
+//! hosts (the Docker version, free space). A block this file does not know how to set up
+//! still runs, with no set-up; the count of blocks is checked, so a new one is never
+//! silently left out.
+
+use std::path::Path;
+
+use crate::support::cli::envctl_in;
+use crate::support::nvml::{fixture, stub_library};
+
+/// One console example of the README.
+struct Example {
+    line: usize,
+    arguments: Vec<String>,
+    expected: Vec<String>,
+}
+
+fn examples() -> Vec<Example> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let mut examples = Vec::new();
+    let mut lines = readme.lines().enumerate();
+    while let Some((number, line)) = lines.next() {
+        if line.trim() != "```console" {
+            continue;
+        }
+        let (_, command) = lines.next().unwrap();
+        let command = command.strip_prefix("$ envctl ").unwrap_or_else(|| {
+            panic!(
+                "README.md:{}: a console example starts with `$ envctl `",
+                number + 2
+            )
+        });
+        let expected = lines
+            .by_ref()
+            .map(|(_, line)| line)
+            .take_while(|line| line.trim() != "```")
+            .map(str::to_string)
+            .collect();
+        examples.push(Example {
+            line: number + 1,
+            arguments: split_words(command),
+            expected,
+        });
+    }
+    examples
+}
+
+/// Words as a shell splits them, with double quotes (all the README uses).
+fn split_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    let mut in_word = false;
+    for character in command.chars() {
+        match character {
+            '"' => {
+                quoted = !quoted;
+                in_word = true;
+            }
+            ' ' if !quoted => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                }
+                in_word = false;
+            }
+            character => {
+                word.push(character);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// Whether `actual` is `expected` with each `…` standing for any text.
+fn line_matches(expected: &str, actual: &str) -> bool {
+    let parts: Vec<&str> = expected.split('…').collect();
+    if parts.len() == 1 {
+        return expected == actual;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !actual.starts_with(first) || !actual[first.len()..].ends_with(last) {
+        return false;
+    }
+    let mut rest = &actual[first.len()..actual.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Whether the lines match, a line `…` standing for any number of lines.
+fn lines_match(expected: &[String], actual: &[&str]) -> bool {
+    match expected.split_first() {
+        None => actual.is_empty(),
+        Some((first, rest)) if first == "…" => {
+            (0..=actual.len()).any(|skipped| lines_match(rest, &actual[skipped..]))
+        }
+        Some((first, rest)) => actual
+            .split_first()
+            .is_some_and(|(line, others)| line_matches(first, line) && lines_match(rest, others)),
+    }
+}
+
+#[test]
+fn the_matcher_reads_ellipses_as_the_readme_means_them() {
+    assert!(line_matches(
+        "Docker … at x (API …)",
+        "Docker 20.10.24+dfsg1 at x (API 1.41)"
+    ));
+    assert!(!line_matches("Docker … at x", "Docker 20 at y"));
+    assert!(line_matches("a", "a") && !line_matches("a", "ab"));
+    let expected: Vec<String> = ["h", "…", "x", "…"].map(String::from).to_vec();
+    assert!(lines_match(&expected, &["h", "1", "2", "x", "3"]));
+    assert!(lines_match(&expected, &["h", "x"]));
+    assert!(!lines_match(&expected, &["h", "1"]));
+    assert_eq!(
+        split_words(r#"compat --gpu "GTX 1080 Ti" --cc 6.1"#),
+        ["compat", "--gpu", "GTX 1080 Ti", "--cc", "6.1"]
+    );
+}
+
+#[test]
+fn every_console_example_prints_what_the_readme_shows() {
+    let examples = examples();
+    // The README's console examples today; a new one is run too, and counted here.
+    assert_eq!(
+        examples.len(),
+        5,
+        "README console examples: update this count"
+    );
+    for example in examples {
+        let folder = tempfile::tempdir().unwrap();
+        let mut command = envctl_in(folder.path());
+        match example
+            .arguments
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()[..]
+        {
+            ["doctor", ..] => {
+                if !crate::support::docker::require_daemon() {
+                    continue;
+                }
+                command
+                    .env("ENVCTL_NVML_LIBRARY", stub_library())
+                    .env("ENVCTL_NVML_STUB_FIXTURE", fixture("healthy-8x-h100.conf"));
+            }
+            ["profiles", "check", file] => std::fs::write(
+                folder.path().join(file),
+                "image = \"pytorch/pytorch:2.8.0\"\nmemroy = \"16g\"\n",
+            )
+            .unwrap(),
+            _ => {}
+        }
+        let output = command.args(&example.arguments).output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let actual: Vec<&str> = text.trim_end().lines().collect();
+        assert!(
+            lines_match(&example.expected, &actual),
+            "README.md:{}: `envctl {}` printed\n{}\n--- the README shows ---\n{}",
+            example.line,
+            example.arguments.join(" "),
+            text,
+            example.expected.join("\n")
+        );
+    }
+}
