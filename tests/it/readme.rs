@@ -5,6 +5,8 @@
 //! still runs, with no set-up; the count of blocks is checked, so a new one is never
 //! silently left out.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 
 use crate::support::cli::envctl_in;
