@@ -8,9 +8,11 @@
 //! - GPUs as `deploy.resources.reservations.devices` with an explicit `count` (`all` or N)
 //!   or `device_ids`, and `capabilities: [gpu]`: without `count` or `device_ids` some
 //!   compose releases reserve no GPU at all (docker/docs#20588), and `capabilities` is
-//!   required. With `device_ids`, `count: 0` is written too: compose v1 defaults a missing
-//!   `count` to `all`, and the daemon refuses a request with both ("cannot set both Count
-//!   and DeviceIDs"); compose v2 reads `0` as "not set".
+//!   required. With `device_ids` only `device_ids` is written: Compose v2 refuses it next
+//!   to `count` ("`count` and `device_ids` attributes are exclusive", printed even by a
+//!   `config -q` that exits 0). Compose v1 cannot express a device list at all — it turns
+//!   a missing `count` into `all`, and the daemon refuses a request with both ("cannot set
+//!   both Count and DeviceIDs") — so a notice says to use Compose v2 for such a file.
 //! - Ports in Docker's short syntax with the host IP always written, so loopback stays
 //!   loopback; mounts in the long syntax, so a missing bind source is an error (as in `up`)
 //!   instead of a root-owned folder compose would create.
@@ -265,6 +267,18 @@ fn insert_gpus(service: &mut Map<String, Value>, view: &BodyView<'_>, notices: &
         "deploy".into(),
         json!({ "resources": { "reservations": { "devices": devices } } }),
     );
+    if view.device_requests.iter().any(|request| {
+        request
+            .device_ids
+            .as_ref()
+            .is_some_and(|ids| !ids.is_empty())
+    }) {
+        notices.push(Notice::new(
+            TARGET,
+            "gpus",
+            "a GPU list is written as `device_ids` alone, which Compose v2 (`docker compose`) reads; Compose v1 (`docker-compose` 1.x) turns it into a request for all GPUs plus the list, which the daemon refuses: start this file with Compose v2",
+        ));
+    }
     if view.gpus == Gpus::Optional {
         notices.push(Notice::new(
             TARGET,
@@ -319,7 +333,6 @@ fn device(request: &DeviceRequest) -> Value {
     let mut entry = Map::new();
     match &request.device_ids {
         Some(ids) if !ids.is_empty() => {
-            entry.insert("count".into(), json!(0));
             entry.insert("device_ids".into(), json!(ids));
         }
         _ if request.count < 0 => {
