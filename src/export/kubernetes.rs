@@ -7,8 +7,9 @@
 //! - **Image** — the digest `envctl.lock` pins for the profile (`name:tag@sha256:…`), so
 //!   every node runs the same bytes; else the profile's reference.
 //! - **Command** — the body's `Cmd` as `args`, not `command`: Docker's `Cmd` replaces the
-//!   image's `CMD` and keeps its `ENTRYPOINT`, which is what `args` does. `$(` is written
-//!   `$$(` in args and env values: the kubelet expands `$(VAR)` there.
+//!   image's `CMD` and keeps its `ENTRYPOINT`, which is what `args` does. A `$` before `$`
+//!   or `(` is doubled in command, args and env values: the kubelet expands `$(VAR)` and
+//!   reduces `$$` to `$` there.
 //! - **Resources** — memory and CPU as equal requests and limits (Docker's are limits;
 //!   equal requests make the pod Guaranteed, so it is not the first evicted); GPUs as the
 //!   `nvidia.com/gpu` limit (the device plugin's extended resource, limits only).
