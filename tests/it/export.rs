@@ -1477,3 +1477,38 @@ fn a_missing_bind_source_is_a_warning_for_file_exports() {
         run.stdout
     );
 }
+
+/// Issue 14, item 4: a memory `emptyDir` counts against the container's memory limit, so
+/// `/dev/shm` is never sized above it (48 exports had `sizeLimit: 8Gi` over 4Gi or 1Gi),
+/// and a notice says so; under the limit it is kept as the profile asks.
+#[test]
+fn kubernetes_shm_stays_within_the_memory_limit() {
+    for (memory, shm, expected, notice) in [
+        ("4g", "8g", "4Gi", true),
+        ("1g", "8g", "1Gi", true),
+        ("16g", "8g", "8Gi", false),
+    ] {
+        let resolved = profile(&format!(
+            "image = \"busybox:1.37\"\nmemory = \"{memory}\"\nshm_size = \"{shm}\"\n"
+        ));
+        let exported = with_input(&resolved, Path::new(PROJECT), None, None, |input| {
+            export::kubernetes(input, KubernetesOptions::default()).unwrap()
+        });
+        let spec = pod_spec(&yaml_documents(&exported.text)[0]);
+        let volumes = spec.volumes.unwrap();
+        let shm_volume = volumes.iter().find(|volume| volume.name == "shm").unwrap();
+        let size = shm_volume
+            .empty_dir
+            .as_ref()
+            .unwrap()
+            .size_limit
+            .as_ref()
+            .unwrap();
+        assert_eq!(size.0, expected, "memory {memory}, shm {shm}");
+        let said = exported
+            .notices
+            .iter()
+            .any(|each| each.setting == "shm_size" && each.message.contains("counts against"));
+        assert_eq!(said, notice, "memory {memory}: {:?}", exported.notices);
+    }
+}

@@ -34,7 +34,7 @@ pub(super) fn storage(
     notices: &mut Notices,
 ) -> Result<Storage, ExportError> {
     let mut builder = Builder::new(identity);
-    builder.shared_memory(view);
+    builder.shared_memory(view, notices);
     for mount in &view.mounts {
         builder.mount(mount, input, mode, notices)?;
     }
@@ -74,13 +74,29 @@ impl<'a> Builder<'a> {
     }
 
     /// The body's `ShmSize` as a memory `emptyDir`; with the host's IPC the pod uses the
-    /// node's `/dev/shm`.
-    fn shared_memory(&mut self, view: &BodyView<'_>) {
-        let Some(shm) = view.shm_size else {
+    /// node's `/dev/shm`. A memory-backed `emptyDir` counts against the container's memory
+    /// limit, so a size above the limit could never be used: it is cut to the limit, and
+    /// said.
+    fn shared_memory(&mut self, view: &BodyView<'_>, notices: &mut Notices) {
+        let Some(mut shm) = view.shm_size else {
             return;
         };
         if view.host_ipc() {
             return;
+        }
+        if let Some(memory) = view.memory
+            && shm > memory
+        {
+            notices.add(
+                "shm_size",
+                format!(
+                    "/dev/shm is a memory emptyDir, which counts against the container's {} memory limit: its sizeLimit is {} instead of {}",
+                    binary_quantity(memory),
+                    binary_quantity(memory),
+                    binary_quantity(shm)
+                ),
+            );
+            shm = memory;
         }
         self.storage.volumes.push(Volume {
             name: SHM_VOLUME.into(),
