@@ -14,8 +14,9 @@
 //!   written `${localWorkspaceFolder}/…`, `~` as `${localEnv:HOME}`. The workspace folder
 //!   is the folder holding `.devcontainer/` (or `.devcontainer.json`) when the file is
 //!   written there, else the output file's folder, or the working directory on stdout.
-//! - **Ports** — `appPort` publishes them as `up` does, host IP included; `forwardPorts`
-//!   lists the TCP container ports for the tools' own forwarding.
+//! - **Ports** — `appPort` publishes them as `up` does, host IP included. No
+//!   `forwardPorts`: the tools would forward the same ports again onto the host ports
+//!   `appPort` already holds, and collide with them.
 //! - **Command** — not expressible: the tools replace the command with their own
 //!   keep-alive (`overrideCommand`). `init: true` is kept.
 //! - **Secrets** — a secret variable (`crate::secret`) is `${localEnv:KEY}` in
@@ -32,7 +33,6 @@ use super::{
     BindSource, ExportError, ExportInput, Exported, Notice, Target, clean, decimal_cpus, path_text,
     relative_path,
 };
-use crate::profile::model::Protocol;
 use crate::profile::size::ByteSize;
 use crate::spec::{gpus_flag, mount_value};
 
@@ -59,8 +59,6 @@ struct DevContainer {
     run_args: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     mounts: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    forward_ports: Vec<u16>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     app_port: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -91,7 +89,6 @@ pub fn devcontainer(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
         init: view.init,
         run_args: run_args.0,
         mounts: mounts.others,
-        forward_ports: forward_ports(&view),
         app_port: view.written_ports(),
         host_requirements,
     };
@@ -288,18 +285,6 @@ fn bind_text(source: BindSource, workspace: &Path) -> Result<String, ExportError
             }
         }
     })
-}
-
-/// The TCP container ports, sorted, once each, for the tools' own forwarding.
-fn forward_ports(view: &BodyView<'_>) -> Vec<u16> {
-    let mut ports: Vec<u16> = view
-        .published_ports()
-        .filter(|port| port.protocol == Protocol::Tcp)
-        .map(|port| port.container_port)
-        .collect();
-    ports.sort_unstable();
-    ports.dedup();
-    ports
 }
 
 /// The tools replace the command with their own keep-alive: say so for a profile's own.

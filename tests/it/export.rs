@@ -1149,10 +1149,9 @@ fn devcontainer_ports_mounts_gpu_ids_and_command() {
             "127.0.0.1::6006/tcp"
         ])
     );
-    assert_eq!(
-        document["forwardPorts"],
-        serde_json::json!([22, 6006, 8888])
-    );
+    // Issue 14, item 5: `forwardPorts` would forward the same ports again and collide
+    // with the host ports `appPort` holds.
+    assert!(document.get("forwardPorts").is_none(), "{document}");
     assert_eq!(
         document["mounts"],
         serde_json::json!([
@@ -1511,4 +1510,33 @@ fn kubernetes_shm_stays_within_the_memory_limit() {
             .any(|each| each.setting == "shm_size" && each.message.contains("counts against"));
         assert_eq!(said, notice, "memory {memory}: {:?}", exported.notices);
     }
+}
+
+/// Issue 14, item 5: `kubectl port-forward` carries TCP only: the notice never offers it
+/// for UDP or SCTP ports, and says how those are reached.
+#[test]
+fn kubernetes_port_forward_is_offered_for_tcp_only() {
+    let notice_for = |ports: &str| {
+        let resolved = profile(&format!("image = \"busybox:1.37\"\nports = [{ports}]\n"));
+        let exported = with_input(&resolved, Path::new(PROJECT), None, None, |input| {
+            export::kubernetes(input, KubernetesOptions::default()).unwrap()
+        });
+        exported
+            .notices
+            .iter()
+            .find(|notice| notice.setting == "ports")
+            .map(|notice| notice.message.clone())
+            .unwrap_or_else(|| panic!("no ports notice: {:?}", exported.notices))
+    };
+    let udp = notice_for("\"9000:9000/udp\"");
+    assert!(
+        !udp.contains("reach them with `kubectl port-forward"),
+        "{udp}"
+    );
+    assert!(udp.contains("carries TCP only, so 9000/udp"), "{udp}");
+    let mixed = notice_for("\"8888:8888\", \"9000:9000/udp\"");
+    assert!(mixed.contains("kubectl port-forward"), "{mixed}");
+    assert!(mixed.contains("9000/udp"), "{mixed}");
+    let tcp = notice_for("\"8888:8888\"");
+    assert!(!tcp.contains("TCP only"), "{tcp}");
 }

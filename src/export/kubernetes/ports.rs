@@ -80,16 +80,41 @@ fn publishing_message(view: &BodyView<'_>, options: KubernetesOptions, name: &st
         "a pod publishes no ports on its node's addresses ({}): they are containerPorts",
         view.written_ports().join(", ")
     );
+    // `kubectl port-forward` carries TCP only: UDP and SCTP ports are reached in the cluster.
+    let mut others: Vec<String> = view
+        .published_ports()
+        .filter(|port| port.protocol != Protocol::Tcp)
+        .map(|port| {
+            format!(
+                "{}/{}",
+                port.container_port,
+                protocol_name(port.protocol).to_ascii_lowercase()
+            )
+        })
+        .collect();
+    others.dedup();
+    let any_tcp = view
+        .published_ports()
+        .any(|port| port.protocol == Protocol::Tcp);
     if options.service {
-        message.push_str(
-            ", reached in the cluster through the ClusterIP Service, and from here with `kubectl port-forward svc/",
-        );
-        message.push_str(name);
-        message.push('`');
-    } else {
+        message.push_str(", reached in the cluster through the ClusterIP Service");
+        if any_tcp {
+            message.push_str(", and from here with `kubectl port-forward svc/");
+            message.push_str(name);
+            message.push('`');
+        }
+    } else if any_tcp {
         message.push_str(&format!(
             "; reach them with `kubectl port-forward {}/{name} PORT`, or export with `--service`",
             options.kind.resource()
+        ));
+    } else {
+        message.push_str("; export with `--service` to reach them in the cluster");
+    }
+    if !others.is_empty() {
+        message.push_str(&format!(
+            "; `kubectl port-forward` carries TCP only, so {} can be reached only from inside the cluster",
+            others.join(", ")
         ));
     }
     if exposed {
