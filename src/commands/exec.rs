@@ -172,11 +172,18 @@ async fn resolve(
 }
 
 pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Error> {
-    // What the command line says plainly is refused before the daemon is asked.
-    if let Some(name) = &arguments.name {
+    // What the command line says plainly is refused before the daemon is asked: the NAME
+    // is nvidia-check only when written so, or when a lone `nvidia-check` turns out not to
+    // be a container or profile (known only after the lookup).
+    let plain_name = match (&arguments.name, arguments.target.as_deref()) {
+        (Some(name), _) => Some(Some(name.as_str())),
+        (None, Some(NVIDIA_CHECK)) => None,
+        (None, _) => Some(None),
+    };
+    if let Some(name) = plain_name {
         check_flags(
             &arguments,
-            Some(name),
+            name,
             arguments.target.as_deref().unwrap_or("TARGET"),
         )?;
     }

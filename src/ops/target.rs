@@ -112,14 +112,18 @@ pub async fn find_own_container(
         ByName::Nothing => (None, None),
     };
     match (
-        find_by_profile(engine, context, target, prefix_of).await?,
+        find_by_profile(engine, context, target, prefix_of).await,
         foreign,
     ) {
-        (Lookup::Container(details), _) => Ok(*details),
-        (Lookup::Nothing { .. }, Some(name)) => Err(Error::NotEnvctls { name }),
-        (Lookup::Nothing { prefix_of }, None) => {
+        (Ok(Lookup::Container(details)), _) => Ok(*details),
+        // The foreign container is what TARGET names; the profile has none of its own.
+        (Ok(Lookup::Nothing { .. }) | Err(Error::TargetNotFound { .. }), Some(name)) => {
+            Err(Error::NotEnvctls { name })
+        }
+        (Ok(Lookup::Nothing { prefix_of }), None) => {
             Err(nothing_error(engine, context, target, prefix_of.as_deref(), &[]).await)
         }
+        (Err(error), _) => Err(error),
     }
 }
 
