@@ -131,12 +131,17 @@ pub enum Command {
     },
     /// Run a command in a running container; its exit code is envctl's
     #[command(
-        after_help = "Examples:\n  envctl exec pytorch-2.8 -- python train.py --epochs 3\n  envctl exec pytorch-2.8 versions          (a command of the profile's [commands])\n  envctl exec pytorch-2.8 train -- --epochs 3"
+        after_help = "TARGET may be left out when it is obvious: the only running container of a \
+profile in ./envctl/, else the only running envctl container; otherwise envctl lists them \
+(exit 2). A first word that names no container or profile is a command NAME \
+(nvidia-check, or the profile's [commands]) of that obvious container.\n\n\
+Examples:\n  envctl exec -- python train.py            (the obvious container)\n  envctl exec nvidia-check                  (the CUDA check, in the obvious container)\n  envctl exec pytorch-2.8 -- python train.py --epochs 3\n  envctl exec pytorch-2.8 versions          (a command of the profile's [commands])\n  envctl exec pytorch-2.8 train -- --epochs 3"
     )]
     Exec {
-        /// A container name or id (12+ hex digits), else a profile name or path
-        target: String,
-        /// A command named in the profile's [commands]
+        /// A container name or id (12+ hex digits), else a profile name or path; left out:
+        /// the obvious container
+        target: Option<String>,
+        /// A command named in the profile's [commands], or nvidia-check
         name: Option<String>,
         /// The command to run (after `--`), or arguments for the named command
         #[arg(last = true, value_name = "COMMAND")]
@@ -162,8 +167,9 @@ pub enum Command {
     },
     /// Open an interactive shell (bash when the image has it, else sh)
     Shell {
-        /// A container name or id (12+ hex digits), else a profile name or path
-        target: String,
+        /// A container name or id (12+ hex digits), else a profile name or path; left out:
+        /// the obvious container (see `envctl exec --help`)
+        target: Option<String>,
         /// Run as this user
         #[arg(short, long)]
         user: Option<String>,
@@ -179,8 +185,9 @@ pub enum Command {
     },
     /// Stop a container (host data is never touched)
     Down {
-        /// A container name or id (12+ hex digits), else a profile name or path
-        target: String,
+        /// A container name or id (12+ hex digits), else a profile name or path; left out:
+        /// the obvious container (see `envctl exec --help`)
+        target: Option<String>,
         /// Also remove the container
         #[arg(long)]
         rm: bool,
@@ -194,8 +201,9 @@ pub enum Command {
     },
     /// Print a container's logs
     Logs {
-        /// A container name or id (12+ hex digits), else a profile name or path
-        target: String,
+        /// A container name or id (12+ hex digits), else a profile name or path; left out:
+        /// the obvious container (see `envctl exec --help`)
+        target: Option<String>,
         /// Keep printing new output until the container stops
         #[arg(short, long)]
         follow: bool,

@@ -1,4 +1,4 @@
-//! `envctl down TARGET`: stop the container; `--rm` removes it, `--volumes` also its named
+//! `envctl down [TARGET]` (no TARGET: `ops::target::obvious_container`): stop the container; `--rm` removes it, `--volumes` also its named
 //! volumes. Only containers envctl created; host folders mounted into them are never
 //! touched.
 
@@ -7,10 +7,10 @@ use serde::Serialize;
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::ops::target::find_own_container;
+use crate::ops::target::{Purpose, find_own_container, obvious_container};
 
 pub fn run(
-    target: &str,
+    target: Option<&str>,
     remove: bool,
     volumes: bool,
     timeout_seconds: u32,
@@ -21,7 +21,21 @@ pub fn run(
         let engine = context
             .engine_with_deadline(stop_deadline(timeout_seconds))
             .await?;
-        let container = find_own_container(&engine, context, target).await?;
+        // No TARGET: the obvious container, which is envctl's (it carries `envctl.profile`).
+        let container = match target {
+            Some(target) => find_own_container(&engine, context, target).await?,
+            None => {
+                let purpose = Purpose {
+                    command: "down",
+                    rest: "",
+                    word: None,
+                };
+                obvious_container(&engine, context, purpose).await?
+            }
+        };
+        // A look again after a race: by the TARGET given, else by the container's name.
+        let target = target.map_or_else(|| container.name.clone(), str::to_string);
+        let target = target.as_str();
         if container.running {
             context
                 .printer

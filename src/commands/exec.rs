@@ -1,19 +1,29 @@
-//! `envctl exec TARGET -- CMD…`, `envctl exec TARGET NAME [-- ARGS…]` (a command of the
-//! profile's `[commands]`) and `envctl shell TARGET`: the command runs in the running
-//! container and its exit code becomes envctl's.
+//! `envctl exec [TARGET] -- CMD…`, `envctl exec [TARGET] NAME [-- ARGS…]` (a command of the
+//! profile's `[commands]`, or nvidia-check) and `envctl shell [TARGET]`: the command runs
+//! in the running container and its exit code becomes envctl's.
+//!
+//! Which words are which ([`resolve`]): with two words before `--`, TARGET and NAME. With
+//! one, it is TARGET when it names a container or a profile (`ops::target::look_up`), else
+//! a NAME of the obvious container (`ops::target::obvious_container`). With none, the
+//! obvious container runs the command after `--`.
 
 use super::{Context, runtime};
 use crate::engine::Engine;
 use crate::engine::exec::ExecRequest;
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::facts::container::ContainerDetails;
 use crate::facts::container::OutputStream;
-use crate::ops::target::{named_command, running_container};
+use crate::ops::target::{
+    Lookup, NVIDIA_CHECK, Purpose, command_names, ensure_running, look_up, named_command,
+    nearest_name, nothing_error, obvious_container, running_container,
+};
 use crate::ui::printer::{ColorChoice, Printer, Verbosity};
 use crate::ui::terminal;
 
 pub struct ExecArguments {
-    pub target: String,
+    /// Left out: the obvious container; a lone word may also be a command NAME.
+    pub target: Option<String>,
     /// A `[commands]` name, or `nvidia-check`.
     pub name: Option<String>,
     /// After `--`: the command itself, or arguments appended to a named command.
@@ -33,13 +43,13 @@ const NVIDIA_CHECK_TIMEOUT_SECONDS: u64 = 120;
 
 /// Refuses flags that would be silently ignored: nvidia-check runs its own script, so it
 /// takes no command and no `-t/-u/-w/-e`; `--quick` and `--timeout` mean nothing elsewhere.
-fn check_flags(arguments: &ExecArguments) -> Result<(), Error> {
+/// `name`: the command NAME as resolved; `target`: the TARGET as the hints show it.
+fn check_flags(arguments: &ExecArguments, name: Option<&str>, target: &str) -> Result<(), Error> {
     let usage = |message: String, hint: String| Error::Usage {
         message,
         hint: Some(hint),
     };
-    let target = &arguments.target;
-    if arguments.name.as_deref() == Some("nvidia-check") {
+    if name == Some(NVIDIA_CHECK) {
         if !arguments.arguments.is_empty() {
             return Err(usage(
                 "nvidia-check takes no command or arguments after `--`".into(),
@@ -92,26 +102,110 @@ fn list(flags: &[&str], singular: &str, plural: &str) -> String {
     }
 }
 
+/// The container and the command NAME (if any) an `exec` command line means: the rule of
+/// the module doc, documented in README ("exec") and ARCHITECTURE.md ("TARGET").
+async fn resolve(
+    engine: &Engine,
+    context: &Context,
+    arguments: &ExecArguments,
+) -> Result<(ContainerDetails, Option<String>), Error> {
+    let word = match (&arguments.target, &arguments.name) {
+        (Some(target), Some(name)) => {
+            let container = running_container(engine, context, target).await?;
+            return Ok((container, Some(name.clone())));
+        }
+        (None, _) => {
+            let purpose = Purpose {
+                command: "exec",
+                rest: "-- CMD",
+                word: None,
+            };
+            let container = obvious_container(engine, context, purpose).await?;
+            return Ok((ensure_running(container)?, None));
+        }
+        (Some(word), None) => word,
+    };
+    match look_up(engine, context, word).await? {
+        Lookup::Container(container) => return Ok((ensure_running(*container)?, None)),
+        // The start of an id is meant as a container, never as a command.
+        Lookup::Nothing {
+            prefix_of: Some(name),
+        } => return Err(nothing_error(engine, context, word, Some(&name), &[]).await),
+        Lookup::Nothing { prefix_of: None } => {}
+    }
+    let purpose = Purpose {
+        command: "exec",
+        rest: word,
+        // nvidia-check is plainly a command: say only that no TARGET was given.
+        word: (word != NVIDIA_CHECK).then_some(word.as_str()),
+    };
+    match obvious_container(engine, context, purpose).await {
+        Ok(container) => {
+            let names = command_names(context, &container);
+            if names.iter().any(|name| name == word) {
+                return Ok((ensure_running(container)?, Some(word.clone())));
+            }
+            let hint = match nearest_name(engine, context, word, &names).await? {
+                Some(near) => format!("did you mean `{near}`?"),
+                None => format!(
+                    "nor is it a command of container `{}` (its commands: {}); `envctl ps -a` lists envctl's containers, `envctl profiles list` the profiles",
+                    container.name,
+                    names.join(", ")
+                ),
+            };
+            Err(Error::TargetNotFound {
+                target: word.clone(),
+                hint,
+            })
+        }
+        Err(error) if word == NVIDIA_CHECK => Err(error),
+        // No obvious container to hold the command: a typo of a TARGET is the likelier
+        // mistake when one is near.
+        Err(error) => match nearest_name(engine, context, word, &[]).await? {
+            Some(near) => Err(Error::TargetNotFound {
+                target: word.clone(),
+                hint: format!("did you mean `{near}`?"),
+            }),
+            None => Err(error),
+        },
+    }
+}
+
 pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Error> {
-    check_flags(&arguments)?;
+    // What the command line says plainly is refused before the daemon is asked: the NAME
+    // is nvidia-check only when written so, or when a lone `nvidia-check` turns out not to
+    // be a container or profile (known only after the lookup).
+    let plain_name = match (&arguments.name, arguments.target.as_deref()) {
+        (Some(name), _) => Some(Some(name.as_str())),
+        (None, Some(NVIDIA_CHECK)) => None,
+        (None, _) => Some(None),
+    };
+    if let Some(name) = plain_name {
+        check_flags(
+            &arguments,
+            name,
+            arguments.target.as_deref().unwrap_or("TARGET"),
+        )?;
+    }
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         let engine = context.engine().await?;
-        let container = running_container(&engine, context, &arguments.target).await?;
-        if arguments.name.as_deref() == Some("nvidia-check") {
+        let (container, name) = resolve(&engine, context, &arguments).await?;
+        check_flags(&arguments, name.as_deref(), &container.name)?;
+        if name.as_deref() == Some(NVIDIA_CHECK) {
             let options = super::nvidia_check::NvidiaCheckOptions {
                 quick: arguments.quick,
                 timeout_seconds: arguments.timeout.unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
             };
             return super::nvidia_check::run(&engine, &container, &options, context).await;
         }
-        let command = match &arguments.name {
+        let command = match &name {
             None if arguments.arguments.is_empty() => {
                 return Err(Error::Usage {
                     message: "no command to run".into(),
                     hint: Some(format!(
                         "`envctl exec {} -- CMD ARGS…`, or a name from the profile's [commands]",
-                        arguments.target
+                        container.name
                     )),
                 });
             }
@@ -146,12 +240,26 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
     result
 }
 
-/// `envctl shell TARGET`: bash when the image has it, else sh, on a TTY.
-pub fn shell(target: &str, user: Option<String>, context: &Context) -> Result<ExitStatus, Error> {
+/// `envctl shell [TARGET]`: bash when the image has it, else sh, on a TTY.
+pub fn shell(
+    target: Option<&str>,
+    user: Option<String>,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         let engine = context.engine().await?;
-        let container = running_container(&engine, context, target).await?;
+        let container = match target {
+            Some(target) => running_container(&engine, context, target).await?,
+            None => {
+                let purpose = Purpose {
+                    command: "shell",
+                    rest: "",
+                    word: None,
+                };
+                ensure_running(obvious_container(&engine, context, purpose).await?)?
+            }
+        };
         let request = ExecRequest {
             // `exec` replaces sh with bash when there is one, so the exit code is bash's.
             command: vec![
@@ -297,7 +405,7 @@ mod tests {
 
     fn arguments(name: Option<&str>, after: &[&str]) -> ExecArguments {
         ExecArguments {
-            target: "pytorch-2.8".into(),
+            target: Some("pytorch-2.8".into()),
             name: name.map(str::to_string),
             arguments: after.iter().map(|part| part.to_string()).collect(),
             tty: false,
@@ -310,7 +418,7 @@ mod tests {
     }
 
     fn refusal(arguments: &ExecArguments) -> String {
-        match check_flags(arguments) {
+        match check_flags(arguments, arguments.name.as_deref(), "pytorch-2.8") {
             Err(Error::Usage { message, .. }) => message,
             other => panic!("expected a usage error, got {other:?}"),
         }
@@ -337,7 +445,7 @@ mod tests {
         let mut fine = arguments(Some("nvidia-check"), &[]);
         fine.quick = true;
         fine.timeout = Some(30);
-        assert!(check_flags(&fine).is_ok());
+        assert!(check_flags(&fine, Some("nvidia-check"), "pytorch-2.8").is_ok());
     }
 
     #[test]
@@ -352,6 +460,9 @@ mod tests {
         );
         let mut named = arguments(Some("train"), &["--epochs", "3"]);
         named.tty = true;
-        assert!(check_flags(&named).is_ok(), "a named command takes -t");
+        assert!(
+            check_flags(&named, Some("train"), "pytorch-2.8").is_ok(),
+            "a named command takes -t"
+        );
     }
 }

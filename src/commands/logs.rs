@@ -1,4 +1,4 @@
-//! `envctl logs TARGET [-f] [--tail N]`: the container's output, stdout to stdout and
+//! `envctl logs [TARGET] [-f] [--tail N]` (no TARGET: `ops::target::obvious_container`): the container's output, stdout to stdout and
 //! stderr to stderr; with `--json`, one document of lines tagged with their stream, or
 //! with `-f` one JSON line per output line.
 
@@ -8,7 +8,7 @@ use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::facts::container::OutputStream;
-use crate::ops::target::find_container;
+use crate::ops::target::{Purpose, find_container, obvious_container};
 
 /// One line of the container's output, for `--json`.
 #[derive(Debug, Serialize, PartialEq)]
@@ -70,7 +70,7 @@ impl Lines {
 }
 
 pub fn run(
-    target: &str,
+    target: Option<&str>,
     follow: bool,
     tail: Option<u64>,
     context: &Context,
@@ -78,7 +78,17 @@ pub fn run(
     let tail = tail.map_or_else(|| "all".to_string(), |lines| lines.to_string());
     runtime()?.block_on(async {
         let engine = context.engine().await?;
-        let container = find_container(&engine, context, target).await?;
+        let container = match target {
+            Some(target) => find_container(&engine, context, target).await?,
+            None => {
+                let purpose = Purpose {
+                    command: "logs",
+                    rest: "",
+                    word: None,
+                };
+                obvious_container(&engine, context, purpose).await?
+            }
+        };
         if context.json && follow {
             // A stream: one JSON line per output line, as it comes.
             #[derive(Serialize)]

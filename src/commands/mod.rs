@@ -166,7 +166,7 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             },
             context,
         ),
-        Command::Shell { target, user } => exec::shell(&target, user, context),
+        Command::Shell { target, user } => exec::shell(target.as_deref(), user, context),
         Command::Export(arguments) => export::run(arguments, context),
         Command::Stats(arguments) => stats::run(arguments, context),
         Command::Lock(arguments) => lock::run(arguments, context),
@@ -240,11 +240,11 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             rm,
             volumes,
             timeout,
-        } => down::run(&target, rm, volumes, timeout, context),
+        } => down::run(target.as_deref(), rm, volumes, timeout, context),
         Command::Logs {
             target,
             follow,
             tail,
-        } => logs::run(&target, follow, tail, context),
+        } => logs::run(target.as_deref(), follow, tail, context),
     }
 }

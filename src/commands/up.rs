@@ -45,6 +45,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     let gpu_facts =
         environment::host_gpus(&resolved, context.environment.nvml_library().as_deref());
     let working_directory = context.working_directory()?;
+    let profile_file = spec::profile_file_label(&resolved, &working_directory);
     let lock = environment::read_lock();
     let exists = |path: &std::path::Path| path.exists();
     let ResolvedEnvironment {
@@ -75,6 +76,15 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         .unwrap_or_else(|| spec::container_name(&resolved.profile.name));
     if arguments.dry_run {
         return dry_run(&body, &name, context);
+    }
+    // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL): on the container
+    // only, not in the dry run's body.
+    let (mut body, mut body_without_gpus) = (body, body_without_gpus);
+    if let Some(file) = profile_file {
+        for body in std::iter::once(&mut body).chain(body_without_gpus.as_mut()) {
+            body.labels
+                .insert(spec::PROFILE_FILE_LABEL.to_string(), file.clone());
+        }
     }
     let plan = Plan {
         resolved,

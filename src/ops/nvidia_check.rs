@@ -136,8 +136,8 @@ pub async fn check<T>(
     })
 }
 
-/// The container's profile, resolved from its `envctl.profile` label; a note when the
-/// label names a profile that does not resolve here.
+/// The container's profile, resolved from its `envctl.profile-file` or `envctl.profile`
+/// label (`ops::target::container_profile`); a note when it does not resolve here.
 fn container_profile(
     container: &ContainerDetails,
     context: &Context,
@@ -145,7 +145,10 @@ fn container_profile(
     let Some(name) = container.labels.get(PROFILE_LABEL) else {
         return (None, None);
     };
-    match context.search_path.resolve(name) {
+    // The file it was made from first (`envctl.profile-file`), as named commands do.
+    match crate::ops::target::container_profile(context, container)
+        .unwrap_or_else(|| context.search_path.resolve(name).map_err(Error::from))
+    {
         Ok(resolved) => (Some(resolved), None),
         Err(error) => (
             None,

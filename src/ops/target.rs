@@ -12,7 +12,12 @@ use crate::engine::Engine;
 use crate::engine::reference;
 use crate::error::Error;
 use crate::facts::container::ContainerDetails;
-use crate::spec::{PROFILE_LABEL, container_name};
+use crate::profile::ResolvedProfile;
+use crate::spec::{PROFILE_FILE_LABEL, PROFILE_LABEL, container_name};
+
+mod obvious;
+
+pub use obvious::{Purpose, obvious_container};
 
 /// What the daemon has under TARGET's name or id.
 enum ByName {
@@ -53,19 +58,40 @@ async fn by_name(engine: &Engine, target: &str) -> Result<ByName, Error> {
     }
 }
 
+/// What a TARGET word names.
+pub enum Lookup {
+    /// A container: by name or id, or the container of the profile it names.
+    Container(Box<ContainerDetails>),
+    /// Neither a container nor a profile nor an envctl container's `envctl.profile`.
+    /// `prefix_of`: a container whose id the word only begins with.
+    Nothing { prefix_of: Option<String> },
+}
+
 /// Finds the container a TARGET names. A container name or id wins over a profile name.
 pub async fn find_container(
     engine: &Engine,
     context: &Context,
     target: &str,
 ) -> Result<ContainerDetails, Error> {
+    match look_up(engine, context, target).await? {
+        Lookup::Container(details) => Ok(*details),
+        Lookup::Nothing { prefix_of } => {
+            Err(nothing_error(engine, context, target, prefix_of.as_deref(), &[]).await)
+        }
+    }
+}
+
+/// What TARGET names, with "nothing" as an answer rather than an error: `exec WORD` takes
+/// a word that names nothing as a command of the obvious container. A profile that exists
+/// but has no container is an error here, as it is a TARGET.
+pub async fn look_up(engine: &Engine, context: &Context, target: &str) -> Result<Lookup, Error> {
     check_target(target)?;
     let prefix_of = match by_name(engine, target).await? {
-        ByName::Found(details) => return Ok(details),
+        ByName::Found(details) => return Ok(Lookup::Container(Box::new(details))),
         ByName::ShortPrefixOf(name) => Some(name),
         ByName::Nothing => None,
     };
-    find_by_profile(engine, context, target, prefix_of.as_deref()).await
+    find_by_profile(engine, context, target, prefix_of).await
 }
 
 /// Like [`find_container`], for commands that stop or remove: only a container envctl
@@ -86,11 +112,18 @@ pub async fn find_own_container(
         ByName::Nothing => (None, None),
     };
     match (
-        find_by_profile(engine, context, target, prefix_of.as_deref()).await,
+        find_by_profile(engine, context, target, prefix_of).await,
         foreign,
     ) {
-        (Err(Error::TargetNotFound { .. }), Some(name)) => Err(Error::NotEnvctls { name }),
-        (result, _) => result,
+        (Ok(Lookup::Container(details)), _) => Ok(*details),
+        // The foreign container is what TARGET names; the profile has none of its own.
+        (Ok(Lookup::Nothing { .. }) | Err(Error::TargetNotFound { .. }), Some(name)) => {
+            Err(Error::NotEnvctls { name })
+        }
+        (Ok(Lookup::Nothing { prefix_of }), None) => {
+            Err(nothing_error(engine, context, target, prefix_of.as_deref(), &[]).await)
+        }
+        (Err(error), _) => Err(error),
     }
 }
 
@@ -101,8 +134,8 @@ async fn find_by_profile(
     engine: &Engine,
     context: &Context,
     target: &str,
-    prefix_of: Option<&str>,
-) -> Result<ContainerDetails, Error> {
+    prefix_of: Option<String>,
+) -> Result<Lookup, Error> {
     // The profile's own name when it resolves (a path, or `name` set in the file); else the
     // target itself, so a container whose profile file is gone is still found by label.
     let resolved = match context.search_path.resolve(target) {
@@ -117,17 +150,10 @@ async fn find_by_profile(
     // A container listed and gone by the time it is inspected was replaced or removed by
     // another run (`up` racing `down`): look again before saying so.
     for _ in 0..RELIST_ATTEMPTS {
-        if let Some(details) = by_profile_label(
-            engine,
-            context,
-            target,
-            &profile,
-            resolved.is_some(),
-            prefix_of,
-        )
-        .await?
-        {
-            return Ok(details);
+        match by_profile_label(engine, target, &profile, resolved.is_some()).await? {
+            Some(Some(details)) => return Ok(Lookup::Container(Box::new(details))),
+            Some(None) => return Ok(Lookup::Nothing { prefix_of }),
+            None => {}
         }
     }
     Err(Error::TargetNotFound {
@@ -141,15 +167,14 @@ async fn find_by_profile(
 /// How often [`find_by_profile`] lists again when the container it chose vanished.
 const RELIST_ATTEMPTS: usize = 3;
 
-/// One look by label: `Ok(None)` when the container chosen was gone when inspected.
+/// One look by label: `Ok(None)` when the container chosen was gone when inspected,
+/// `Ok(Some(None))` when TARGET is neither a profile nor any container's profile label.
 async fn by_profile_label(
     engine: &Engine,
-    context: &Context,
     target: &str,
     profile: &str,
     profile_exists: bool,
-    prefix_of: Option<&str>,
-) -> Result<Option<ContainerDetails>, Error> {
+) -> Result<Option<Option<ContainerDetails>>, Error> {
     let mut containers: Vec<_> = engine
         .list_containers(true, true)
         .await?
@@ -169,20 +194,10 @@ async fn by_profile_label(
                 "profile `{profile}` has no container yet: start one with `envctl up {target}`"
             ),
         }),
-        // Neither a profile nor a container: `up` would fail the same way, so suggest the
-        // nearest name envctl knows instead.
-        [] => Err(Error::TargetNotFound {
-            target: target.to_string(),
-            hint: match prefix_of {
-                Some(name) => format!(
-                    "`{target}` is only the start of the id of container `{name}`: give its name, or at least 12 hex digits of its id"
-                ),
-                None => not_found_hint(engine, context, target).await?,
-            },
-        }),
-        [only] => Ok(engine.inspect_container(&only.id).await?),
+        [] => Ok(Some(None)),
+        [only] => Ok(engine.inspect_container(&only.id).await?.map(Some)),
         [first, ..] if first.name == default_name => {
-            Ok(engine.inspect_container(&first.id).await?)
+            Ok(engine.inspect_container(&first.id).await?.map(Some))
         }
         several => Err(Error::TargetAmbiguous {
             target: target.to_string(),
@@ -194,10 +209,59 @@ async fn by_profile_label(
     }
 }
 
-/// For a TARGET that names nothing: the nearest profile or envctl container name, or
-/// where to look.
-async fn not_found_hint(engine: &Engine, context: &Context, target: &str) -> Result<String, Error> {
+/// The error for a TARGET that names nothing. Neither a profile nor a container: `up`
+/// would fail the same way, so the hint is the nearest name envctl knows (profiles,
+/// envctl's containers, and `also_known`: the commands `exec` could have meant), or where
+/// to look. A listing that fails only costs the suggestion.
+pub async fn nothing_error(
+    engine: &Engine,
+    context: &Context,
+    target: &str,
+    prefix_of: Option<&str>,
+    also_known: &[String],
+) -> Error {
+    let hint = match prefix_of {
+        Some(name) => format!(
+            "`{target}` is only the start of the id of container `{name}`: give its name, or at least 12 hex digits of its id"
+        ),
+        None => match not_found_hint(engine, context, target, also_known).await {
+            Ok(hint) => hint,
+            Err(error) => return error,
+        },
+    };
+    Error::TargetNotFound {
+        target: target.to_string(),
+        hint,
+    }
+}
+
+/// For a TARGET that names nothing: the nearest profile or envctl container name (or one
+/// of `also_known`), or where to look.
+async fn not_found_hint(
+    engine: &Engine,
+    context: &Context,
+    target: &str,
+    also_known: &[String],
+) -> Result<String, Error> {
+    Ok(
+        match nearest_name(engine, context, target, also_known).await? {
+            Some(near) => format!("did you mean `{near}`?"),
+            None => "`envctl ps -a` lists envctl's containers, `envctl profiles list` the profiles"
+                .into(),
+        },
+    )
+}
+
+/// The profile, envctl container or `also_known` name nearest to `word`, when it is close
+/// enough to be a typo of it (`crate::suggest`).
+pub async fn nearest_name(
+    engine: &Engine,
+    context: &Context,
+    word: &str,
+    also_known: &[String],
+) -> Result<Option<String>, Error> {
     let mut known = context.search_path.names();
+    known.extend(also_known.iter().cloned());
     known.extend(
         engine
             .list_containers(true, true)
@@ -207,12 +271,7 @@ async fn not_found_hint(engine: &Engine, context: &Context, target: &str) -> Res
             .map(|container| container.name),
     );
     let candidates: Vec<&str> = known.iter().map(String::as_str).collect();
-    Ok(match crate::suggest::did_you_mean(target, &candidates) {
-        Some(near) => format!("did you mean `{near}`?"),
-        None => {
-            "`envctl ps -a` lists envctl's containers, `envctl profiles list` the profiles".into()
-        }
-    })
+    Ok(crate::suggest::did_you_mean(word, &candidates).map(str::to_string))
 }
 
 /// Finds the target's container and insists it runs.
@@ -221,7 +280,11 @@ pub async fn running_container(
     context: &Context,
     target: &str,
 ) -> Result<ContainerDetails, Error> {
-    let container = find_container(engine, context, target).await?;
+    ensure_running(find_container(engine, context, target).await?)
+}
+
+/// The container, when it runs; else how to start it.
+pub fn ensure_running(container: ContainerDetails) -> Result<ContainerDetails, Error> {
     if !container.running {
         let hint = match container.labels.get(PROFILE_LABEL) {
             Some(profile) => format!("start it with `envctl up {profile}`"),
@@ -237,26 +300,53 @@ pub async fn running_container(
     Ok(container)
 }
 
+/// The profile a container was made from: the file its `envctl.profile-file` label names
+/// while that file exists (so `up ./x.toml` keeps its commands wherever `exec` runs), else
+/// its `envctl.profile` name through the search path. `None` for a container envctl did
+/// not make.
+pub fn container_profile(
+    context: &Context,
+    container: &ContainerDetails,
+) -> Option<Result<ResolvedProfile, Error>> {
+    let name = container.labels.get(PROFILE_LABEL)?;
+    if let Some(file) = container.labels.get(PROFILE_FILE_LABEL)
+        && std::path::Path::new(file).is_file()
+    {
+        return Some(context.search_path.resolve(file).map_err(Error::from));
+    }
+    Some(context.search_path.resolve(name).map_err(Error::from))
+}
+
+/// The names `exec WORD` can run in the container: `nvidia-check`, and the profile's
+/// `[commands]` when the profile resolves (one that does not only has fewer names).
+pub fn command_names(context: &Context, container: &ContainerDetails) -> Vec<String> {
+    let mut names = vec![NVIDIA_CHECK.to_string()];
+    if let Some(Ok(resolved)) = container_profile(context, container) {
+        names.extend(resolved.profile.commands.keys().cloned());
+    }
+    names
+}
+
+/// The built-in named command of `exec`.
+pub const NVIDIA_CHECK: &str = "nvidia-check";
+
 /// The command a profile names `name`, from the profile the container was made from.
 pub fn named_command(
     context: &Context,
     container: &ContainerDetails,
     name: &str,
 ) -> Result<Vec<String>, Error> {
-    let profile = container
-        .labels
-        .get(PROFILE_LABEL)
-        .ok_or_else(|| Error::Usage {
-            message: format!(
-                "container `{}` has no envctl profile, so it has no named commands",
-                container.name
-            ),
-            hint: Some(format!(
-                "run a command with `envctl exec {} -- {name} …`",
-                container.name
-            )),
-        })?;
-    let resolved = context.search_path.resolve(profile)?;
+    let resolved = container_profile(context, container).ok_or_else(|| Error::Usage {
+        message: format!(
+            "container `{}` has no envctl profile, so it has no named commands",
+            container.name
+        ),
+        hint: Some(format!(
+            "run a command with `envctl exec {} -- {name} …`",
+            container.name
+        )),
+    })??;
+    let profile = &resolved.profile.name;
     resolved.profile.commands.get(name).cloned().ok_or_else(|| {
         let known: Vec<&str> = resolved
             .profile
@@ -272,10 +362,16 @@ pub fn named_command(
                     resolved.file, container.name
                 )
             } else {
-                format!(
-                    "its commands: {} (or run any command after `--`)",
-                    known.join(", ")
-                )
+                match crate::suggest::did_you_mean(name, &known) {
+                    Some(near) => format!(
+                        "did you mean `{near}`? its commands: {} (or run any command after `--`)",
+                        known.join(", ")
+                    ),
+                    None => format!(
+                        "its commands: {} (or run any command after `--`)",
+                        known.join(", ")
+                    ),
+                }
             }),
         }
     })

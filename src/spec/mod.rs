@@ -36,7 +36,8 @@
 //!   no data), and `--mount` fails only at create. Named volumes are Docker's to create.
 //! - **Labels**: [`PROFILE_LABEL`] and [`CONFIG_HASH_LABEL`] (and [`PROFILE_HASH_LABEL`]
 //!   with overrides); nothing that differs between two runs of the same profile (no time,
-//!   no user, no host).
+//!   no user, no host). `up` adds [`PROFILE_FILE_LABEL`] (where the profile file lies) to
+//!   the container it creates, outside the body.
 //! - **Restart policy** `no`, as `docker run` without `--restart`: envctl starts
 //!   environments on request; a reboot does not bring them back behind the user's back.
 //! - **Overrides** (`up -e/-p/-v`, [`Overrides`]) are applied on top of the profile; the
@@ -72,12 +73,33 @@ pub const PROFILE_LABEL: &str = "envctl.profile";
 pub const CONFIG_HASH_LABEL: &str = "envctl.config-hash";
 /// With overrides only: the hash of the profile without them, for `ps`'s drift column.
 pub const PROFILE_HASH_LABEL: &str = "envctl.profile-hash";
+/// The absolute path of the profile file a container was made from (none for a bundled
+/// profile): `exec NAME` reads the named commands from there, so a profile given as a path
+/// (`up ./x.toml`) keeps its `[commands]`. Added by `up` at create only, never part of the
+/// create body: a host path has no place in `--dry-run`, an export or the config hash.
+pub const PROFILE_FILE_LABEL: &str = "envctl.profile-file";
 /// `/dev/shm` for PyTorch and GPU containers whose profile sets no `shm_size`: 8 GiB.
 pub const DEFAULT_SHM_SIZE: u64 = 8 << 30;
 /// The command of a profile without one: keeps the container up for `exec` and `shell`.
 pub const KEEP_ALIVE_COMMAND: [&str; 2] = ["sleep", "infinity"];
 /// Added to the environment whenever GPUs are requested, unless the profile sets it.
 pub const CUDA_DEVICE_ORDER: (&str, &str) = ("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+
+/// The value of [`PROFILE_FILE_LABEL`] for a profile: its file made absolute against the
+/// working directory and cleaned lexically; `None` for a bundled profile (no file).
+pub fn profile_file_label(
+    resolved: &crate::profile::ResolvedProfile,
+    working_directory: &std::path::Path,
+) -> Option<String> {
+    if resolved.source == crate::profile::SourceKind::Bundled {
+        return None;
+    }
+    Some(
+        clean(&working_directory.join(&resolved.file))
+            .display()
+            .to_string(),
+    )
+}
 
 /// The default container name of a profile: `envctl-<profile>`.
 pub fn container_name(profile_name: &str) -> String {

@@ -475,3 +475,25 @@ fn values_beyond_the_engine_api_integers_are_refused() {
         "{error:?}"
     );
 }
+
+#[test]
+fn the_profile_file_label_is_absolute_and_clean_and_none_for_bundled() {
+    let search = crate::profile::SearchPath::new("/nowhere/envctl".into(), Vec::new(), None);
+    let bundled = search.resolve("pytorch-2.8").unwrap();
+    assert_eq!(
+        super::profile_file_label(&bundled, std::path::Path::new("/work")),
+        None
+    );
+    let mut on_disk = bundled;
+    on_disk.source = crate::profile::SourceKind::Path;
+    on_disk.file = "./team/../envctl/x.toml".into();
+    assert_eq!(
+        super::profile_file_label(&on_disk, std::path::Path::new("/work/project")).as_deref(),
+        Some("/work/project/envctl/x.toml")
+    );
+    on_disk.file = "/abs/x.toml".into();
+    assert_eq!(
+        super::profile_file_label(&on_disk, std::path::Path::new("/work")).as_deref(),
+        Some("/abs/x.toml")
+    );
+}

@@ -43,5 +43,6 @@ mod serve;
 mod spec_equivalence;
 mod stats;
 mod stats_files;
+mod targets;
 mod terminal_text;
 mod up;
