@@ -44,7 +44,12 @@ const NVIDIA_CHECK_TIMEOUT_SECONDS: u64 = 120;
 /// Refuses flags that would be silently ignored: nvidia-check runs its own script, so it
 /// takes no command and no `-t/-u/-w/-e`; `--quick` and `--timeout` mean nothing elsewhere.
 /// `name`: the command NAME as resolved; `target`: the TARGET as the hints show it.
-fn check_flags(arguments: &ExecArguments, name: Option<&str>, target: &str) -> Result<(), Error> {
+fn check_flags(
+    arguments: &ExecArguments,
+    name: Option<&str>,
+    target: &str,
+    json: bool,
+) -> Result<(), Error> {
     let usage = |message: String, hint: String| Error::Usage {
         message,
         hint: Some(hint),
@@ -72,6 +77,16 @@ fn check_flags(arguments: &ExecArguments, name: Option<&str>, target: &str) -> R
             ));
         }
         return Ok(());
+    }
+    // A command's output is the container's bytes, passed as they are: no document.
+    if json {
+        return Err(usage(
+            "--json is not available for a command: exec passes the container's output as it is"
+                .into(),
+            format!(
+                "leave out --json; `envctl --json exec {target} nvidia-check` prints a document"
+            ),
+        ));
     }
     let only_for_check: Vec<&str> = [
         (arguments.quick, "--quick"),
@@ -185,13 +200,14 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
             &arguments,
             name,
             arguments.target.as_deref().unwrap_or("TARGET"),
+            context.json,
         )?;
     }
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         let engine = context.engine().await?;
         let (container, name) = resolve(&engine, context, &arguments).await?;
-        check_flags(&arguments, name.as_deref(), &container.name)?;
+        check_flags(&arguments, name.as_deref(), &container.name, context.json)?;
         if name.as_deref() == Some(NVIDIA_CHECK) {
             let options = super::nvidia_check::NvidiaCheckOptions {
                 quick: arguments.quick,
@@ -418,7 +434,7 @@ mod tests {
     }
 
     fn refusal(arguments: &ExecArguments) -> String {
-        match check_flags(arguments, arguments.name.as_deref(), "pytorch-2.8") {
+        match check_flags(arguments, arguments.name.as_deref(), "pytorch-2.8", false) {
             Err(Error::Usage { message, .. }) => message,
             other => panic!("expected a usage error, got {other:?}"),
         }
@@ -445,7 +461,7 @@ mod tests {
         let mut fine = arguments(Some("nvidia-check"), &[]);
         fine.quick = true;
         fine.timeout = Some(30);
-        assert!(check_flags(&fine, Some("nvidia-check"), "pytorch-2.8").is_ok());
+        assert!(check_flags(&fine, Some("nvidia-check"), "pytorch-2.8", false).is_ok());
     }
 
     #[test]
@@ -461,8 +477,22 @@ mod tests {
         let mut named = arguments(Some("train"), &["--epochs", "3"]);
         named.tty = true;
         assert!(
-            check_flags(&named, Some("train"), "pytorch-2.8").is_ok(),
+            check_flags(&named, Some("train"), "pytorch-2.8", false).is_ok(),
             "a named command takes -t"
+        );
+        // Issue 15, item 11: --json is refused for a command, taken by nvidia-check.
+        assert!(
+            check_flags(&named, Some("train"), "pytorch-2.8", true)
+                .is_err_and(|error| error.to_string().contains("--json is not available"))
+        );
+        assert!(
+            check_flags(
+                &arguments(None, &[]),
+                Some("nvidia-check"),
+                "pytorch-2.8",
+                true
+            )
+            .is_ok()
         );
     }
 }

@@ -215,6 +215,7 @@ mod tests {
             created: 0,
             labels,
             ports: Vec::new(),
+            published: Vec::new(),
         }
     }
 
