@@ -41,6 +41,7 @@ pub enum Command {
     /// Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it
     Doctor {
         /// Profiles to check (names or paths); by default the project's ./envctl/ profiles
+        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
         profiles: Vec<String>,
         /// Treat warnings as failures (exit 1)
         #[arg(long)]
@@ -97,6 +98,7 @@ pub enum Command {
     /// Check, pull, create and start a profile's container (detached)
     Up {
         /// A profile name or path
+        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
         profile: String,
         /// Container name (default: envctl-PROFILE)
         #[arg(long)]
@@ -140,6 +142,7 @@ Examples:\n  envctl exec -- python train.py            (the obvious container)\n
     Exec {
         /// A container name or id (12+ hex digits), else a profile name or path; left out:
         /// the obvious container
+        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
         target: Option<String>,
         /// A command named in the profile's [commands], or nvidia-check
         name: Option<String>,
@@ -169,6 +172,7 @@ Examples:\n  envctl exec -- python train.py            (the obvious container)\n
     Shell {
         /// A container name or id (12+ hex digits), else a profile name or path; left out:
         /// the obvious container (see `envctl exec --help`)
+        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
         target: Option<String>,
         /// Run as this user
         #[arg(short, long)]
@@ -187,6 +191,7 @@ Examples:\n  envctl exec -- python train.py            (the obvious container)\n
     Down {
         /// A container name or id (12+ hex digits), else a profile name or path; left out:
         /// the obvious container (see `envctl exec --help`)
+        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
         target: Option<String>,
         /// Also remove the container
         #[arg(long)]
@@ -203,6 +208,7 @@ Examples:\n  envctl exec -- python train.py            (the obvious container)\n
     Logs {
         /// A container name or id (12+ hex digits), else a profile name or path; left out:
         /// the obvious container (see `envctl exec --help`)
+        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
         target: Option<String>,
         /// Keep printing new output until the container stops
         #[arg(short, long)]
@@ -230,6 +236,7 @@ pub enum ProfilesCommand {
     /// Print a profile with `extends` applied, and which file set each key
     Show {
         /// A profile name, or a path to a .toml file
+        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
         profile: String,
     },
     /// Validate profile files; every problem is reported with file:line:column

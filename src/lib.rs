@@ -9,6 +9,7 @@ pub mod checks;
 pub mod cli;
 pub mod commands;
 pub mod compat;
+pub mod complete;
 pub mod context;
 pub mod engine;
 pub mod error;

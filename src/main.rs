@@ -14,6 +14,11 @@ use envctl::ui::{Printer, Verbosity};
 mod standard_streams;
 
 fn main() -> ExitCode {
+    // `COMPLETE=SHELL envctl -- WORDS…`: a shell asking for completions (the scripts of
+    // `envctl completions SHELL`). Answers and exits; otherwise does nothing.
+    clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command)
+        .var(commands::completions::COMPLETE_VARIABLE)
+        .complete();
     let cli = Cli::parse();
     let verbosity = if cli.global.quiet {
         Verbosity::Quiet

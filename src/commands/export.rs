@@ -27,6 +27,7 @@ use crate::spec::{self, Overrides};
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     /// A profile name or path
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
     pub profile: String,
     /// What to write
     #[arg(long, value_enum, value_name = "TARGET")]

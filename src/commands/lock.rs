@@ -16,6 +16,7 @@ use crate::ui::table::print_table;
 #[derive(Debug, clap::Args)]
 pub struct LockArgs {
     /// Profiles to lock (default: the project's ./envctl/ profiles)
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
     pub profiles: Vec<String>,
     /// Pull again to pick up where each tag points now
     #[arg(long)]

@@ -15,6 +15,7 @@ use crate::ui::table::print_table;
 #[derive(Debug, clap::Args)]
 pub struct OutdatedArgs {
     /// Profiles to check (default: the project's ./envctl/ profiles)
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
     pub profiles: Vec<String>,
 }
 

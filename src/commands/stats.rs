@@ -41,6 +41,7 @@ pub struct StatsArgs {
     #[command(subcommand)]
     pub command: Option<StatsCommand>,
     /// Profiles or containers (default: envctl's running containers)
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
     pub targets: Vec<String>,
     /// Every running container, not only envctl's
     #[arg(short, long, conflicts_with = "targets")]

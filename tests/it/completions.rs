@@ -40,3 +40,53 @@ fn committed_completions_are_current() {
         "stale completion scripts: {stale:?}\nregenerate with: ENVCTL_UPDATE_COMPLETIONS=1 cargo test --test it completions::"
     );
 }
+
+/// Issue 15, item 14: bash, with the committed script sourced, completes `envctl up <TAB>`
+/// with the profiles envctl finds in that folder (a project profile as well as the
+/// bundled ones) and `envctl doctor --st<TAB>` with the flag, by asking envctl itself.
+#[test]
+fn bash_completes_the_profiles_envctl_finds_here() {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/team-train.toml"),
+        "image = \"busybox:1\"\n",
+    )
+    .unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("envctl");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/envctl.bash");
+    let complete = |words: &str| {
+        let program = format!(
+            "source '{}'; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); COMP_TYPE=9; \
+             _clap_complete_envctl envctl \"${{COMP_WORDS[COMP_CWORD]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let output = std::process::Command::new("bash")
+            .args(["-c", &program])
+            .current_dir(folder.path())
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    binary.parent().unwrap().display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("XDG_CONFIG_HOME", folder.path().join("xdg"))
+            .env("DOCKER_HOST", "unix:///nonexistent/envctl-completion.sock")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let profiles = complete("envctl up team");
+    assert_eq!(profiles.trim(), "team-train", "{profiles}");
+    let all = complete("envctl up ''");
+    assert!(all.lines().any(|line| line == "pytorch-2.8"), "{all}");
+    assert!(all.lines().any(|line| line == "team-train"), "{all}");
+    // A TARGET offers profiles too, and with no daemon nothing else (and no error).
+    let targets = complete("envctl exec team");
+    assert_eq!(targets.trim(), "team-train", "{targets}");
+    let flags = complete("envctl doctor --st");
+    assert_eq!(flags.trim(), "--strict", "{flags}");
+}

@@ -1,0 +1,59 @@
+//! What the shells complete (`envctl up <TAB>`): the profiles envctl finds here, and for a
+//! TARGET also the names of envctl's running containers. clap_complete calls these while
+//! completing (the `COMPLETE=SHELL envctl` protocol that `envctl completions SHELL`
+//! registers), so they read this process's environment through the `Context`'s one
+//! reader, and fail quietly: a completion has nowhere to report an error, and an empty
+//! list is the honest answer when nothing can be found.
+
+use std::time::Duration;
+
+use clap_complete::CompletionCandidate;
+
+use crate::context::Environment;
+
+/// How long a completion may wait for the daemon before offering profiles alone.
+const DAEMON_WAIT: Duration = Duration::from_millis(500);
+
+/// Every profile name envctl finds from here (project, `ENVCTL_PROFILE_PATH`, the user's,
+/// bundled).
+pub fn profiles() -> Vec<CompletionCandidate> {
+    Environment::from_process()
+        .search_path()
+        .names()
+        .into_iter()
+        .map(CompletionCandidate::new)
+        .collect()
+}
+
+/// The profiles, then the names of envctl's running containers.
+pub fn targets() -> Vec<CompletionCandidate> {
+    let mut candidates = profiles();
+    let environment = Environment::from_process();
+    candidates.extend(
+        running_containers(environment.docker_host())
+            .into_iter()
+            .map(|name| CompletionCandidate::new(name).help(Some("running container".into()))),
+    );
+    candidates
+}
+
+fn running_containers(docker_host: Option<&str>) -> Vec<String> {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return Vec::new();
+    };
+    runtime.block_on(async {
+        let Ok(engine) = crate::engine::Engine::connect(docker_host, DAEMON_WAIT) else {
+            return Vec::new();
+        };
+        match tokio::time::timeout(DAEMON_WAIT, engine.list_containers(false, true)).await {
+            Ok(Ok(containers)) => containers
+                .into_iter()
+                .map(|container| container.name)
+                .collect(),
+            _ => Vec::new(),
+        }
+    })
+}
