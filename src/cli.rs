@@ -137,6 +137,10 @@ pub enum Command {
 profile in ./envctl/, else the only running envctl container; otherwise envctl lists them \
 (exit 2). A first word that names no container or profile is a command NAME \
 (nvidia-check, or the profile's [commands]) of that obvious container.\n\n\
+Ctrl-C (SIGINT) and SIGTERM are passed on to the command (without -t; with -t Ctrl-C is a \
+key the command reads), and envctl then ends with the command's exit code; a second signal \
+ends envctl at once and leaves the command running. Passing on needs a daemon on this host \
+and `kill` in the image.\n\n\
 Examples:\n  envctl exec -- python train.py            (the obvious container)\n  envctl exec nvidia-check                  (the CUDA check, in the obvious container)\n  envctl exec pytorch-2.8 -- python train.py --epochs 3\n  envctl exec pytorch-2.8 versions          (a command of the profile's [commands])\n  envctl exec pytorch-2.8 train -- --epochs 3"
     )]
     Exec {

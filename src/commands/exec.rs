@@ -239,12 +239,45 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
             working_directory: arguments.workdir.clone(),
             tty: arguments.tty,
             attach_stdin: arguments.tty || !terminal::stdin_is_terminal(),
+            ..ExecRequest::default()
         };
-        // Like `docker exec`: a signal ends envctl (130/143); the command in the container
-        // is not envctl's to kill. With a TTY, Ctrl-C travels to the command as a key.
-        let code = tokio::select! {
-            code = run_exec(&engine, &container.id, &request) => code?,
-            signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
+        // With a TTY, Ctrl-C travels to the command as a key. Without one, SIGINT/SIGTERM
+        // is passed on to the command, whose exit then ends envctl with its code; a second
+        // signal ends envctl at once (130/143), as `docker exec` does on the first.
+        let exec = run_exec(&engine, &container.id, &request);
+        tokio::pin!(exec);
+        let code = if request.tty {
+            tokio::select! {
+                code = &mut exec => code?,
+                signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
+            }
+        } else {
+            let signal = tokio::select! {
+                code = &mut exec => return Ok(exit_status(code?)),
+                signal = super::termination_signal() => signal,
+            };
+            if !forward_signal(&engine, &container.id, &request, signal, context).await {
+                return Ok(ExitStatus::External(signal));
+            }
+            tokio::select! {
+                code = &mut exec => code?,
+                // The command ended, but its last output may be stuck behind a reader that
+                // does not read: a moment to pass it on, then its code.
+                ended = command_ended(&engine, &request) => {
+                    let code = ended?;
+                    match tokio::time::timeout(OUTPUT_DRAIN, &mut exec).await {
+                        Ok(result) => result?,
+                        Err(_) => code,
+                    }
+                }
+                signal = super::termination_signal() => {
+                    context.printer.warn(&format!(
+                        "the command goes on in {} (a second signal ends only envctl)",
+                        container.name
+                    ));
+                    return Ok(ExitStatus::External(signal));
+                }
+            }
         };
         Ok(ExitStatus::External(
             u8::try_from(code.clamp(0, 255)).unwrap_or(255),
@@ -302,6 +335,75 @@ pub fn shell(
     // it (it would hold envctl open until the next key press).
     runtime.shutdown_background();
     result
+}
+
+/// How long envctl still passes on output after a signalled command ended.
+const OUTPUT_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The exit code of the exec once its process has ended, asked every 100 ms.
+async fn command_ended(engine: &Engine, request: &ExecRequest) -> Result<i64, Error> {
+    let Some(exec_id) = request.exec_id.get() else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if let Some(code) = engine.exec_ended(exec_id).await? {
+            return Ok(code);
+        }
+    }
+}
+
+/// The exit status envctl passes on for the command's `code`.
+fn exit_status(code: i64) -> ExitStatus {
+    ExitStatus::External(u8::try_from(code.clamp(0, 255)).unwrap_or(255))
+}
+
+/// Passes SIGINT (130) or SIGTERM (143) on to the exec's process, the way a terminal
+/// passes Ctrl-C to the program in front. The daemon reports the process's PID on its
+/// host; `/proc/PID/status` gives its PID in the container (so only with a local daemon),
+/// and the container's `kill` delivers the signal. Whether it was passed on.
+async fn forward_signal(
+    engine: &Engine,
+    container: &str,
+    request: &ExecRequest,
+    signal: u8,
+    context: &Context,
+) -> bool {
+    let name = if signal == 130 { "INT" } else { "TERM" };
+    let cannot = |why: String| {
+        context.printer.warn(&format!(
+            "SIG{name} not passed on to the command ({why}): it goes on in the container"
+        ));
+        false
+    };
+    if !engine.endpoint().starts_with("unix://") {
+        return cannot(format!(
+            "the daemon at `{}` is not on this host",
+            engine.endpoint()
+        ));
+    }
+    let Some(exec_id) = request.exec_id.get() else {
+        return cannot("it had not started".into());
+    };
+    let host_pid = match engine.exec_host_pid(exec_id).await {
+        Ok(Some(pid)) => pid,
+        Ok(None) => return cannot("it is no longer running".into()),
+        Err(error) => return cannot(error.to_string()),
+    };
+    let Some(pid) = crate::host::process::namespace_pid(std::path::Path::new("/"), host_pid) else {
+        return cannot(format!(
+            "/proc/{host_pid}/status does not say its PID in the container"
+        ));
+    };
+    match engine.signal_in_container(container, pid, name).await {
+        Ok(()) => {
+            context.printer.info(&format!(
+                "passed SIG{name} on to the command; waiting for it to end"
+            ));
+            true
+        }
+        Err(error) => cannot(error.to_string()),
+    }
 }
 
 /// Runs the exec with stdin, TTY raw mode and resizes wired to this terminal.

@@ -19,6 +19,9 @@ pub struct ExecRequest {
     pub working_directory: Option<String>,
     pub tty: bool,
     pub attach_stdin: bool,
+    /// Set to the exec's id once the daemon made it, so that the caller can signal the
+    /// process while the output streams (`exec` forwards Ctrl-C this way).
+    pub exec_id: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 
 /// The exit code a shell gives a command it cannot find.
@@ -73,6 +76,7 @@ impl Engine {
             )
             .await?;
         let exec_id = super::reference::exec(&created.id)?.to_string();
+        let _ = request.exec_id.set(exec_id.clone());
         let started = self
             .short_answer(
                 "starting an exec",
@@ -181,6 +185,77 @@ impl Engine {
             Some(words) => start_failure_code(code, &String::from_utf8_lossy(&words)),
             None => code,
         })
+    }
+
+    /// The exec's process as the daemon's host numbers it, while it runs.
+    pub async fn exec_host_pid(&self, exec_id: &str) -> Result<Option<u32>, EngineError> {
+        let exec_id = super::reference::exec(exec_id)?;
+        let inspect = self
+            .short_answer("inspecting an exec", self.docker.inspect_exec(exec_id))
+            .await?;
+        Ok(if inspect.running.unwrap_or(false) {
+            inspect
+                .pid
+                .and_then(|pid| u32::try_from(pid).ok())
+                .filter(|pid| *pid > 0)
+        } else {
+            None
+        })
+    }
+
+    /// The exec's exit code once its process has ended; `None` while it runs. An ended
+    /// exec without a code is [`EngineError::ExitCodeUnknown`], never a guess.
+    pub async fn exec_ended(&self, exec_id: &str) -> Result<Option<i64>, EngineError> {
+        let exec_id = super::reference::exec(exec_id)?;
+        let state = self.exec_state(exec_id).await?;
+        if state.running {
+            return Ok(None);
+        }
+        self.exit_code(exec_id).await.map(Some)
+    }
+
+    /// Sends `signal` (`INT`, `TERM`) to the process `pid` — as the container numbers it —
+    /// with the container's own `kill`, run as root and detached. Through the daemon, so
+    /// it works for users who may not signal the daemon's processes themselves.
+    pub async fn signal_in_container(
+        &self,
+        container: &str,
+        pid: u32,
+        signal: &str,
+    ) -> Result<(), EngineError> {
+        let container = super::reference::container(container)?;
+        let options = CreateExecOptions {
+            cmd: Some(vec![
+                "kill".to_string(),
+                "-s".to_string(),
+                signal.to_string(),
+                pid.to_string(),
+            ]),
+            user: Some("0".to_string()),
+            attach_stdout: Some(false),
+            attach_stderr: Some(false),
+            ..Default::default()
+        };
+        let created = self
+            .short_answer(
+                "creating an exec",
+                self.docker.create_exec(container, options),
+            )
+            .await?;
+        let exec_id = super::reference::exec(&created.id)?.to_string();
+        self.short_answer(
+            "starting an exec",
+            self.docker.start_exec(
+                &exec_id,
+                Some(StartExecOptions {
+                    detach: true,
+                    tty: false,
+                    output_capacity: None,
+                }),
+            ),
+        )
+        .await?;
+        Ok(())
     }
 
     async fn exec_state(&self, exec_id: &str) -> Result<ExecState, EngineError> {

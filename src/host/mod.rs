@@ -5,6 +5,7 @@
 //! plain structs of `crate::facts::host`.
 
 pub mod cgroup;
+pub mod process;
 pub mod tools;
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
