@@ -8,6 +8,7 @@
 //! shows.
 
 pub mod chart;
+pub mod chart_model;
 pub mod diagnosis;
 pub mod duration;
 pub mod failure;

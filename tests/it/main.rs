@@ -37,6 +37,7 @@ mod nvidia_check;
 mod profile_corpus;
 mod profile_safety;
 mod registry_paging;
+mod report;
 mod secrets;
 mod serve;
 mod spec_equivalence;
