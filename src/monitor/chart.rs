@@ -438,6 +438,20 @@ mod tests {
     }
 
     #[test]
+    fn a_recording_without_readings_says_so_instead_of_drawing_empty_panels() {
+        let mut snapshots = recording();
+        for snapshot in &mut snapshots {
+            snapshot.gpus.clear();
+            snapshot.containers[0].cpu_percent = None;
+            snapshot.containers[0].memory_bytes = None;
+        }
+        let text = svg(&snapshots).unwrap();
+        assert!(text.contains("no readings to draw"), "{text}");
+        assert!(!text.contains("Container CPU"), "no empty panel");
+        assert!(text.contains(r#"height="300""#), "{}", &text[..120]);
+    }
+
+    #[test]
     fn the_html_page_escapes_and_summarises() {
         let page = html(&recording(), "run <1>.csv").unwrap();
         assert!(
