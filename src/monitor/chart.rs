@@ -2,23 +2,29 @@
 //! utilisation, memory and temperature — as one SVG, or an HTML page holding that SVG, a
 //! summary table and the diagnoses the recording carried.
 //!
-//! Pure: snapshots in, text out. plotters draws through its SVG backend into a string.
+//! Pure: snapshots in, text out. `chart_model` decides what is drawn (panels with data,
+//! axes scaled to it, limits, lines broken at gaps); plotters draws it through its SVG
+//! backend into a string.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
 
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use thiserror::Error;
 
+use super::chart_model::{self, PanelModel};
 use super::snapshot::Snapshot;
 use crate::units::binary_spaced as bytes;
 
 /// The drawing's size in pixels.
 const WIDTH: u32 = 1100;
 const PANEL_HEIGHT: u32 = 300;
-
-const GIBIBYTE: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Room right of each plot for its legend.
+const LEGEND_WIDTH: u32 = 300;
+/// Legend entries longer than this many characters are cut (with `…`) to fit its room.
+const LEGEND_CHARACTERS: usize = 44;
 
 /// Line colours, cycled (Okabe–Ito, readable by colour-blind readers, then greys).
 const COLOURS: [RGBColor; 8] = [
@@ -41,7 +47,7 @@ pub struct ChartError {
 }
 
 impl ChartError {
-    fn unplottable(message: String) -> ChartError {
+    pub(super) fn unplottable(message: String) -> ChartError {
         ChartError {
             message,
             unplottable: true,
@@ -62,228 +68,177 @@ impl ChartError {
     }
 }
 
-/// One panel: a title, a unit, and named lines of (seconds since start, value).
-struct Panel {
-    title: &'static str,
-    unit: &'static str,
-    lines: BTreeMap<String, Vec<(f64, f64)>>,
-}
-
-fn panels(snapshots: &[Snapshot]) -> Vec<Panel> {
-    let start = snapshots.first().map_or(0.0, |first| first.time);
-    let mut cpu = Panel {
-        title: "Container CPU",
-        unit: "% (100 = one core)",
-        lines: BTreeMap::new(),
-    };
-    let mut memory = Panel {
-        title: "Container memory",
-        unit: "GiB",
-        lines: BTreeMap::new(),
-    };
-    let mut utilization = Panel {
-        title: "GPU utilisation",
-        unit: "%",
-        lines: BTreeMap::new(),
-    };
-    let mut gpu_memory = Panel {
-        title: "GPU memory used",
-        unit: "GiB",
-        lines: BTreeMap::new(),
-    };
-    let mut temperature = Panel {
-        title: "GPU temperature",
-        unit: "°C",
-        lines: BTreeMap::new(),
-    };
-    for snapshot in snapshots {
-        let at = snapshot.time - start;
-        for container in &snapshot.containers {
-            if let Some(value) = container.cpu_percent {
-                cpu.lines
-                    .entry(container.name.clone())
-                    .or_default()
-                    .push((at, value));
-            }
-            if let Some(value) = container.memory_bytes {
-                memory
-                    .lines
-                    .entry(container.name.clone())
-                    .or_default()
-                    .push((at, value as f64 / GIBIBYTE));
-            }
-        }
-        for gpu in &snapshot.gpus {
-            let name = format!("GPU {}", gpu.index);
-            if let Some(value) = gpu.utilization_percent {
-                utilization
-                    .lines
-                    .entry(name.clone())
-                    .or_default()
-                    .push((at, value));
-            }
-            if let Some(value) = gpu.memory_used_bytes {
-                gpu_memory
-                    .lines
-                    .entry(name.clone())
-                    .or_default()
-                    .push((at, value as f64 / GIBIBYTE));
-            }
-            if let Some(value) = gpu.temperature_c {
-                temperature.lines.entry(name).or_default().push((at, value));
-            }
-        }
-    }
-    vec![cpu, memory, utilization, gpu_memory, temperature]
-}
-
-/// The time series as one SVG document.
+/// The time series as one SVG document: a panel per kind of reading the recording holds
+/// (`chart_model` decides what each panel shows).
 pub fn svg(snapshots: &[Snapshot]) -> Result<String, ChartError> {
-    let panels = panels(snapshots);
-    let x = time_axis(snapshots)?;
+    let model = chart_model::model(snapshots)?;
     let mut text = String::new();
     {
-        let height = PANEL_HEIGHT * panels.len() as u32;
+        let height = PANEL_HEIGHT * model.panels.len().max(1) as u32;
         let root = SVGBackend::with_string(&mut text, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(drawing)?;
-        let areas = root.split_evenly((panels.len(), 1));
-        for (area, panel) in areas.iter().zip(&panels) {
-            draw_panel(area, panel, x.clone())?;
+        if model.panels.is_empty() {
+            root.draw(&Text::new(
+                "no readings to draw: every value in the recording is missing",
+                (WIDTH as i32 / 2 - 220, PANEL_HEIGHT as i32 / 2),
+                ("sans-serif", 16).into_font().color(&BLACK.mix(0.6)),
+            ))
+            .map_err(drawing)?;
+        }
+        let areas = root.split_evenly((model.panels.len().max(1), 1));
+        for (area, panel) in areas.iter().zip(&model.panels) {
+            draw_panel(area, panel, model.x.clone(), &model.gaps)?;
         }
         root.present().map_err(drawing)?;
     }
     Ok(text)
 }
 
-/// A range plotters can put ticks on: finite ends and a finite, non-zero length. Outside
-/// that its tick search never ends (an infinite end or length) or panics (a NaN end).
-fn axis(low: f64, high: f64) -> Option<Range<f64>> {
-    (low.is_finite() && high.is_finite() && low < high && (high - low).is_finite())
-        .then_some(low..high)
-}
-
-/// Seconds since the first sample, over every sample (a recording appended to by runs
-/// whose clocks disagree need not be in order); at least one second long.
-fn time_axis(snapshots: &[Snapshot]) -> Result<Range<f64>, ChartError> {
-    if let Some(odd) = snapshots.iter().find(|snapshot| !snapshot.time.is_finite()) {
-        return Err(ChartError::unplottable(format!(
-            "a sample's time is {}, not a finite number",
-            odd.time
-        )));
-    }
-    let start = snapshots.first().map_or(0.0, |first| first.time);
-    let earliest = snapshots
-        .iter()
-        .map(|snapshot| snapshot.time)
-        .fold(start, f64::min);
-    let latest = snapshots
-        .iter()
-        .map(|snapshot| snapshot.time)
-        .fold(start, f64::max);
-    let low = earliest - start;
-    let high = (latest - start).max(low + 1.0);
-    axis(low, high).ok_or_else(|| {
-        ChartError::unplottable(format!(
-            "the samples' times run from {} to {} s, too far apart to draw",
-            shown(earliest),
-            shown(latest)
-        ))
-    })
-}
-
-/// The values' axis: from 0 (or the lowest value, below it) to the highest with headroom.
-fn value_axis(panel: &Panel) -> Result<Range<f64>, ChartError> {
-    for (name, points) in &panel.lines {
-        if let Some((_, value)) = points.iter().find(|(_, value)| !value.is_finite()) {
-            return Err(ChartError::unplottable(format!(
-                "`{name}` reads {value} in {}, not a finite number",
-                panel.title
-            )));
-        }
-    }
-    let values = || panel.lines.values().flatten().map(|point| point.1);
-    let lowest = values().fold(0.0_f64, f64::min);
-    let highest = values().fold(0.0_f64, f64::max);
-    // Percentages start at a full scale; anything else gets a tenth of headroom.
-    let top = if panel.unit.starts_with('%') {
-        highest.max(100.0) * 1.05
-    } else {
-        (highest * 1.1).max(1.0)
-    };
-    // Headroom over a value near the largest float overflows: end at the largest instead.
-    let top = if top.is_finite() { top } else { f64::MAX };
-    axis(lowest, top).ok_or_else(|| {
-        ChartError::unplottable(format!(
-            "{} runs from {} to {}, too wide a range to draw",
-            panel.title,
-            shown(lowest),
-            shown(highest)
-        ))
-    })
-}
-
-/// A number for an error message: plain when it is of a usual size, else in exponent
-/// form (`1.7e308`, not 309 digits).
-fn shown(value: f64) -> String {
-    if value.abs() < 1e15 {
-        value.to_string()
-    } else {
-        format!("{value:e}")
-    }
+/// How a legend entry marks its line.
+enum Swatch {
+    Line(RGBColor),
+    Dashed(RGBColor),
+    /// A ceiling above the axis: no line to show.
+    Above,
 }
 
 fn draw_panel<Backend: DrawingBackend>(
     area: &DrawingArea<Backend, plotters::coord::Shift>,
-    panel: &Panel,
+    panel: &PanelModel,
     x: Range<f64>,
+    gaps: &[Range<f64>],
 ) -> Result<(), ChartError> {
-    let y = value_axis(panel)?;
     let mut chart = ChartBuilder::on(area)
-        .caption(
-            format!("{} ({})", panel.title, panel.unit),
-            ("sans-serif", 18),
-        )
+        .caption(panel.caption(), ("sans-serif", 18))
         .margin(12)
+        .margin_right(LEGEND_WIDTH)
         .x_label_area_size(28)
         .y_label_area_size(56)
-        .build_cartesian_2d(x, y)
+        .build_cartesian_2d(x, panel.y.clone())
         .map_err(drawing)?;
     chart
         .configure_mesh()
         .x_desc("seconds since the first sample")
+        .x_label_formatter(&|value| tick(*value))
+        .y_label_formatter(&|value| tick(*value))
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(drawing)?;
-    if panel.lines.is_empty() {
-        area.draw(&Text::new(
-            "no samples",
-            (WIDTH as i32 / 2 - 40, PANEL_HEIGHT as i32 / 2),
-            ("sans-serif", 16).into_font().color(&BLACK.mix(0.5)),
-        ))
-        .map_err(drawing)?;
-        return Ok(());
-    }
-    for (position, (name, points)) in panel.lines.iter().enumerate() {
-        let colour = COLOURS[position % COLOURS.len()];
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().copied(),
-                colour.stroke_width(2),
-            ))
-            .map_err(drawing)?
-            .label(name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-            });
-    }
+    // Where nothing was sampled, say so rather than draw a line across it.
     chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()
+        .draw_series(gaps.iter().map(|gap| {
+            Rectangle::new(
+                [(gap.start, panel.y.start), (gap.end, panel.y.end)],
+                BLACK.mix(0.06).filled(),
+            )
+        }))
         .map_err(drawing)?;
+    for gap in gaps {
+        let from = chart.backend_coord(&(gap.start, panel.y.end));
+        let to = chart.backend_coord(&(gap.end, panel.y.end));
+        // Named only where the band is wide enough to hold the words.
+        if to.0 - from.0 > 130 {
+            let words = format!("no samples for {:.0} s", gap.end - gap.start);
+            chart
+                .plotting_area()
+                .draw(
+                    &(EmptyElement::at((gap.start, panel.y.end))
+                        + Text::new(
+                            words,
+                            (8, 6),
+                            ("sans-serif", 12).into_font().color(&BLACK.mix(0.55)),
+                        )),
+                )
+                .map_err(drawing)?;
+        }
+    }
+    let mut legend: Vec<(String, Swatch)> = Vec::new();
+    for (position, line) in panel.lines.iter().enumerate() {
+        let colour = COLOURS[position % COLOURS.len()];
+        legend.push((line.name.clone(), Swatch::Line(colour)));
+        for segment in &line.segments {
+            // One sample between two gaps is a dot: a line of one point draws nothing.
+            if let [point] = segment.as_slice() {
+                chart
+                    .draw_series(std::iter::once(Circle::new(*point, 3, colour.filled())))
+                    .map_err(drawing)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(
+                        segment.iter().copied(),
+                        colour.stroke_width(2),
+                    ))
+                    .map_err(drawing)?;
+            }
+        }
+        let Some(ceiling) = &line.ceiling else {
+            continue;
+        };
+        let label = format!("{} {}", line.name, ceiling.label());
+        legend.push((
+            label,
+            if ceiling.segments.is_empty() {
+                Swatch::Above
+            } else {
+                Swatch::Dashed(colour)
+            },
+        ));
+        for segment in &ceiling.segments {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    segment.iter().copied(),
+                    6,
+                    4,
+                    colour.stroke_width(1),
+                ))
+                .map_err(drawing)?;
+        }
+    }
+    // The legend sits right of the plot, in the margin kept for it, never over a line;
+    // drawn on the panel's area, since the plot clips what lies outside it.
+    let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
+    let (base_x, base_y) = area.get_base_pixel();
+    let left = plot_x.end - base_x + 14;
+    let font = ("sans-serif", 13).into_font();
+    for (row, (label, swatch)) in legend.iter().enumerate() {
+        let y = plot_y.start - base_y + 8 + 20 * row as i32;
+        let ends = vec![(left, y), (left + 22, y)];
+        match swatch {
+            Swatch::Line(colour) => area.draw(&PathElement::new(ends, colour.stroke_width(2))),
+            Swatch::Dashed(colour) => {
+                area.draw(&DashedPathElement::new(ends, 5, 3, colour.stroke_width(1)))
+            }
+            Swatch::Above => area.draw(&Text::new("↑", (left + 6, y - 8), font.clone())),
+        }
+        .map_err(drawing)?;
+        area.draw(&Text::new(fitted(label), (left + 28, y - 7), font.clone()))
+            .map_err(drawing)?;
+    }
     Ok(())
+}
+
+/// A tick's number without needless decimals: `900`, `2.5`, `0.25`.
+fn tick(value: f64) -> String {
+    // Extreme numbers in exponent form: `1.7e308`, not 309 digits.
+    if value != 0.0 && !(0.01..1e15).contains(&value.abs()) {
+        return format!("{value:.2e}");
+    }
+    let text = format!("{value:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".into()
+    } else {
+        text.into()
+    }
+}
+
+/// `label`, cut to [`LEGEND_CHARACTERS`] with `…`.
+fn fitted(label: &str) -> String {
+    if label.chars().count() <= LEGEND_CHARACTERS {
+        return label.to_string();
+    }
+    let kept: String = label.chars().take(LEGEND_CHARACTERS - 1).collect();
+    format!("{kept}…")
 }
 
 fn drawing(error: impl std::fmt::Display) -> ChartError {
@@ -480,6 +435,20 @@ mod tests {
             text.matches("<polyline").count() >= 5,
             "one line per series"
         );
+    }
+
+    #[test]
+    fn a_recording_without_readings_says_so_instead_of_drawing_empty_panels() {
+        let mut snapshots = recording();
+        for snapshot in &mut snapshots {
+            snapshot.gpus.clear();
+            snapshot.containers[0].cpu_percent = None;
+            snapshot.containers[0].memory_bytes = None;
+        }
+        let text = svg(&snapshots).unwrap();
+        assert!(text.contains("no readings to draw"), "{text}");
+        assert!(!text.contains("Container CPU"), "no empty panel");
+        assert!(text.contains(r#"height="300""#), "{}", &text[..120]);
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! `envctl stats`' pure core (its application layer is `ops::stats`): usage formulas over a container's counters (`usage`), snapshots that
 //! put containers and GPUs side by side (`snapshot`, with its typed `failure`s),
 //! diagnosis rules over a window of snapshots (`diagnosis`), and the formats snapshots
-//! leave in (`record`, `prometheus`, `chart`, `report`).
+//! leave in (`record`, `prometheus`, `chart_model` and `chart`, `report`).
 //!
 //! Nothing here reads the process environment, talks to an adapter or writes to the
 //! terminal: `ops::stats` gathers, `commands::stats` passes the settings in, `ui::live`
 //! shows.
 
 pub mod chart;
+pub mod chart_model;
 pub mod diagnosis;
 pub mod duration;
 pub mod failure;

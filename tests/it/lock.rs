@@ -172,10 +172,13 @@ fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
     let directory = tempfile::tempdir().unwrap();
     let profile = unique_name("outdated");
     write_profile(directory.path(), &profile, &first);
-    let _pulled = ImageGuard::new(first.as_str());
+    let pulled = ImageGuard::new(first.as_str());
 
     let (code, _, stderr) = envctl(directory.path(), &["lock"]);
     assert_eq!(code, 0, "{stderr}");
+    // The tag moves below (a rebuild, then `lock --update`): the bytes `lock` pulled
+    // are then nameless, removed by id.
+    let first_bytes = ImageGuard::by_id_of(&first);
     let (code, stdout, stderr) = envctl(directory.path(), &["outdated", "--json"]);
     assert_eq!(code, 0, "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
@@ -205,6 +208,13 @@ fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
         lock["image"][0]["digest"],
         report["profiles"][0]["current_digest"]
     );
+
+    // Nothing of the repository stays behind, not even the untagged first pull.
+    drop(pulled);
+    drop(first_bytes);
+    let repository = format!("{}/{repo}", registry.host_port());
+    let left = docker_stdout(["images", "-a", "-q", repository.as_str()]);
+    assert!(left.is_empty(), "images of {repository} left: {left}");
 }
 
 #[test]

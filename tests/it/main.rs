@@ -38,6 +38,7 @@ mod profile_corpus;
 mod profile_safety;
 mod readme;
 mod registry_paging;
+mod report;
 mod secrets;
 mod serve;
 mod spec_equivalence;

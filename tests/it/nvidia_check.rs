@@ -57,6 +57,13 @@ fn shells() -> Vec<Vec<String>> {
                 shell.push("sh".to_string());
             }
             shells.push(shell);
+        } else if candidate == "busybox" {
+            // busybox's sh is the strictest shell the script meets in images; CI has it.
+            crate::support::docker::skip_or_panic(
+                "no busybox: the shell half is not run under busybox sh",
+                &crate::support::docker::current_test_name(),
+                "`busybox` is not on PATH.\nFix: `sudo apt-get install busybox-static`.",
+            );
         }
     }
     shells

@@ -18,12 +18,13 @@ impl FullDisk {
             .status()
             .is_ok_and(|status| status.success());
         if !mounted {
-            let message = "cannot mount a tmpfs (needs root) to simulate a full disk";
-            if std::env::var_os("ENVCTL_REQUIRE_DOCKER").is_some() {
-                panic!("{message}");
-            }
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "*** SKIPPED: {message}");
+            // Fails under ENVCTL_REQUIRE_DOCKER=1 (as every other missing prerequisite).
+            super::docker::skip_or_panic(
+                "cannot mount a tmpfs",
+                &super::docker::current_test_name(),
+                "`mount -t tmpfs` was refused: a full disk is simulated with a tiny tmpfs, \
+                 which needs root.\nFix: run the tests as root, as CI does.",
+            );
             return None;
         }
         Some(FullDisk { mount })

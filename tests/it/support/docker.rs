@@ -347,6 +347,14 @@ impl ImageGuard {
         }
     }
 
+    /// Guards the image `reference` names now, by its id: when a later build, pull or
+    /// `lock --update` moves the tag to other bytes, the image it named keeps only a
+    /// digest (`repo <none>`) and a guard by name would leave it behind. None when no
+    /// local image has that name.
+    pub fn by_id_of(reference: &str) -> Option<Self> {
+        image_id(reference).map(Self::new)
+    }
+
     pub fn reference(&self) -> &str {
         &self.reference
     }
@@ -354,7 +362,9 @@ impl ImageGuard {
 
 impl Drop for ImageGuard {
     fn drop(&mut self) {
-        if TEST_IMAGE.get().is_some_and(|img| *img == self.reference) {
+        if TEST_IMAGE.get().is_some_and(|img| {
+            *img == self.reference || image_id(img).is_some_and(|id| id == self.reference)
+        }) {
             return;
         }
         let mut cmd = docker_command(["rmi", "-f", self.reference.as_str()]);
