@@ -98,6 +98,9 @@ pub enum Error {
     },
     #[error("no container or profile named `{target}`")]
     TargetNotFound { target: String, hint: String },
+    /// TARGET is a profile that exists, without a container.
+    #[error("profile `{profile}` has no container")]
+    NoContainer { target: String, profile: String },
     #[error("`{target}` matches several containers: {}", containers.join(", "))]
     TargetAmbiguous {
         target: String,
@@ -124,6 +127,7 @@ impl Error {
             Error::Output(_) => ExitStatus::Failure,
             Error::Engine(_)
             | Error::TargetNotFound { .. }
+            | Error::NoContainer { .. }
             | Error::TargetAmbiguous { .. }
             | Error::NotRunning { .. } => ExitStatus::Failure,
             Error::Runtime(_)
@@ -217,6 +221,9 @@ impl Error {
             )),
             Error::Usage { hint, .. } => hint.clone(),
             Error::Engine(error) => error.hint(),
+            Error::NoContainer { target, .. } => {
+                Some(format!("start one with `envctl up {target}`"))
+            }
             Error::TargetNotFound { hint, .. } | Error::NotRunning { hint, .. } => {
                 Some(hint.clone())
             }

@@ -16,14 +16,25 @@ pub fn run(
     timeout_seconds: u32,
     context: &Context,
 ) -> Result<ExitStatus, Error> {
-    let (name, removed_volumes) = runtime()?.block_on(async {
+    let outcome = runtime()?.block_on(async {
         // The client waits as long as the daemon may rightly take: the grace period first.
         let engine = context
             .engine_with_deadline(stop_deadline(timeout_seconds))
             .await?;
         // No TARGET: the obvious container, which is envctl's (it carries `envctl.profile`).
         let container = match target {
-            Some(target) => find_own_container(&engine, context, target).await?,
+            Some(target) => match find_own_container(&engine, context, target).await {
+                Ok(container) => container,
+                // What `down` is asked for is already so: said, not an error, and no
+                // hint to `up` what is being taken down.
+                Err(Error::NoContainer { profile, .. }) => {
+                    context.printer.info(&format!(
+                        "nothing to stop: profile `{profile}` has no container"
+                    ));
+                    return Ok(None);
+                }
+                Err(error) => return Err(error),
+            },
             None => {
                 let purpose = Purpose {
                     command: "down",
@@ -80,8 +91,26 @@ pub fn run(
                 }
             }
         }
-        Ok::<_, Error>((container.name, removed_volumes))
+        Ok::<_, Error>(Some((container.name, removed_volumes)))
     })?;
+    let Some((name, removed_volumes)) = outcome else {
+        if context.json {
+            #[derive(Serialize)]
+            struct Nothing {
+                container: Option<String>,
+                stopped: bool,
+                removed: bool,
+                volumes_removed: [String; 0],
+            }
+            context.printer.json(&Nothing {
+                container: None,
+                stopped: false,
+                removed: false,
+                volumes_removed: [],
+            })?;
+        }
+        return Ok(ExitStatus::Success);
+    };
     let removed = remove || volumes;
     if context.json {
         #[derive(Serialize)]

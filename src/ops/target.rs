@@ -117,9 +117,11 @@ pub async fn find_own_container(
     ) {
         (Ok(Lookup::Container(details)), _) => Ok(*details),
         // The foreign container is what TARGET names; the profile has none of its own.
-        (Ok(Lookup::Nothing { .. }) | Err(Error::TargetNotFound { .. }), Some(name)) => {
-            Err(Error::NotEnvctls { name })
-        }
+        (
+            Ok(Lookup::Nothing { .. })
+            | Err(Error::TargetNotFound { .. } | Error::NoContainer { .. }),
+            Some(name),
+        ) => Err(Error::NotEnvctls { name }),
         (Ok(Lookup::Nothing { prefix_of }), None) => {
             Err(nothing_error(engine, context, target, prefix_of.as_deref(), &[]).await)
         }
@@ -188,11 +190,9 @@ async fn by_profile_label(
     containers.sort_by_key(|container| container.name != default_name);
     match containers.as_slice() {
         // A profile that exists has no container yet: `up` makes one.
-        [] if profile_exists => Err(Error::TargetNotFound {
+        [] if profile_exists => Err(Error::NoContainer {
             target: target.to_string(),
-            hint: format!(
-                "profile `{profile}` has no container yet: start one with `envctl up {target}`"
-            ),
+            profile: profile.to_string(),
         }),
         [] => Ok(Some(None)),
         [only] => Ok(engine.inspect_container(&only.id).await?.map(Some)),

@@ -287,11 +287,12 @@ fn a_short_id_prefix_never_names_another_container() {
     )
     .unwrap();
     let outcome = envctl(&daemon, folder.path(), &["down", "1548e"]);
-    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    // Nothing of the profile's to stop: said, exit 0 (issue 15, item 10).
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     assert!(
         outcome
             .stderr
-            .contains("profile `1548e` has no container yet"),
+            .contains("nothing to stop: profile `1548e` has no container"),
         "{}",
         outcome.stderr
     );

@@ -1485,3 +1485,35 @@ fn down_says_when_the_container_had_to_be_killed() {
     run.expect_code(0, "down");
     assert!(!run.stderr.contains("killed"), "{}", run.stderr);
 }
+
+/// Issue 15, item 10: `down P --rm` of a container already removed says there is nothing
+/// to stop (exit 0) instead of "no container or profile named P — start one with up".
+#[test]
+fn down_of_a_profile_without_a_container_has_nothing_to_stop() {
+    if !require_daemon() {
+        return;
+    }
+    let scenario = Scenario::new("down-twice");
+    scenario.write_profile(&test_image(), "");
+    let _guard = ContainerGuard::new(scenario.container.clone());
+    scenario.up(&[]).expect_code(0, "up");
+    scenario
+        .run(&["down", scenario.profile.as_str(), "--rm"])
+        .expect_code(0, "down --rm");
+    let again = scenario.run(&["down", scenario.profile.as_str(), "--rm"]);
+    again.expect_code(0, "down --rm again");
+    assert!(
+        again.stderr.contains(&format!(
+            "nothing to stop: profile `{}` has no container",
+            scenario.profile
+        )),
+        "{}",
+        again.stderr
+    );
+    assert!(!again.stderr.contains("envctl up"), "{}", again.stderr);
+    // Commands that need the container still say how to make one.
+    let logs = scenario.run(&["logs", scenario.profile.as_str()]);
+    logs.expect_code(1, "logs");
+    assert!(logs.stderr.contains("has no container"), "{}", logs.stderr);
+    assert!(logs.stderr.contains("envctl up"), "{}", logs.stderr);
+}
