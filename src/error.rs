@@ -255,8 +255,16 @@ fn start_hint(error: &EngineError) -> Option<String> {
         EngineError::StartRefused { refusal, .. } => Some(match refusal {
             StartRefusal::NoGpuDriver => "the daemon has no NVIDIA runtime: install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`".into(),
             StartRefusal::PortInUse => "a published host port is taken: change it in the profile or with `-p`, or stop what uses it (`ss -ltnp`)".into(),
-            StartRefusal::LimitRefused { .. } => {
-                "the daemon may not raise a ulimit (memlock, stack) this far: lower it in [ulimits]"
+            // The limit runc named, in the profile's words: `nofile`, `nproc`, `memlock`…
+            // (Podman raises nofile and nproc by default; a sandbox without
+            // CAP_SYS_RESOURCE refuses any raise).
+            StartRefusal::LimitRefused {
+                resource: Some(resource),
+            } => format!(
+                "the daemon may not raise the `{resource}` ulimit this far: set `{resource}` lower under [ulimits] (or run where the daemon has CAP_SYS_RESOURCE)"
+            ),
+            StartRefusal::LimitRefused { resource: None } => {
+                "the daemon may not raise a ulimit this far: lower the [ulimits] entries (or run where the daemon has CAP_SYS_RESOURCE)"
                     .into()
             }
         }),
@@ -331,12 +339,19 @@ mod tests {
         let hint = |refusal| refused_start(refusal).hint().unwrap_or_default();
         assert!(hint(StartRefusal::NoGpuDriver).contains("NVIDIA Container Toolkit"));
         assert!(hint(StartRefusal::PortInUse).contains("`ss -ltnp`"));
-        assert!(
-            hint(StartRefusal::LimitRefused {
-                resource: Some("memlock".into())
-            })
-            .contains("lower it in [ulimits]")
-        );
+        // The limit that failed is named (Podman's nofile/nproc, issue 13), never a
+        // fixed "memlock, stack".
+        for resource in ["nofile", "nproc", "memlock"] {
+            let said = hint(StartRefusal::LimitRefused {
+                resource: Some(resource.into()),
+            });
+            assert!(
+                said.contains(&format!("set `{resource}` lower under [ulimits]")),
+                "{said}"
+            );
+            assert!(!said.contains("memlock, stack"), "{said}");
+        }
+        assert!(hint(StartRefusal::LimitRefused { resource: None }).contains("[ulimits]"));
         let unrecognised = Error::StartFailed {
             name: "box".into(),
             source: EngineError::Daemon {

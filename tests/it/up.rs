@@ -1517,3 +1517,26 @@ fn down_of_a_profile_without_a_container_has_nothing_to_stop() {
     assert!(logs.stderr.contains("has no container"), "{}", logs.stderr);
     assert!(logs.stderr.contains("envctl up"), "{}", logs.stderr);
 }
+
+/// Issue 13 (hint part): a ulimit runc may not set is named in the hint — here `nofile`
+/// above any kernel's `nr_open`, refused with or without CAP_SYS_RESOURCE — where the hint
+/// always said "memlock, stack"; the half-made container is removed.
+#[test]
+fn a_ulimit_runc_refuses_is_named_in_the_hint() {
+    if !require_daemon() {
+        return;
+    }
+    let scenario = Scenario::new("up-rlimit");
+    scenario.write_profile(&test_image(), "[ulimits]\nnofile = 2147483647\n");
+    let _guard = ContainerGuard::new(scenario.container.clone());
+    let run = scenario.up(&[]);
+    run.expect_code(1, "a ulimit runc refuses");
+    assert!(run.stderr.contains("rlimit type 7"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("may not raise the `nofile` ulimit this far"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(scenario.containers(), 0);
+}
