@@ -232,6 +232,15 @@ pub async fn up(
         // removes it. This keeps `up` close to the daemon's own create + start time
         // (tests/bench/up.sh).
         None => {
+            // `gpus = "optional"` on a host where NVML sees no GPU: the README promises a
+            // warning whenever it starts without them.
+            if resolved.profile.gpus == crate::profile::model::GpuRequest::Optional
+                && plan.body.host_config.device_requests.is_empty()
+            {
+                context.printer.warn(
+                    "`gpus = \"optional\"`: NVML sees no GPU on this host, so the container runs without GPUs",
+                );
+            }
             let (verdict, prepared) = tokio::join!(
                 verdict,
                 prepare(engine, &plan.body, name, arguments.pull, state)

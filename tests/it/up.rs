@@ -1540,3 +1540,32 @@ fn a_ulimit_runc_refuses_is_named_in_the_hint() {
     );
     assert_eq!(scenario.containers(), 0);
 }
+
+/// Issue 13, item 3: `gpus = "optional"` says so whenever the container runs without GPUs
+/// (here: no NVML, so no GPU); before, nothing was printed.
+#[test]
+fn optional_gpus_warn_when_the_container_runs_without_them() {
+    if !require_daemon() {
+        return;
+    }
+    let scenario = Scenario::new("up-optional");
+    scenario.write_profile(&test_image(), "gpus = \"optional\"\n");
+    let _guard = ContainerGuard::new(scenario.container.clone());
+    let run = scenario.run_with(
+        &["up", scenario.profile.as_str()],
+        &[("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")],
+    );
+    run.expect_code(0, "up");
+    assert!(
+        run.stderr.contains("`gpus = \"optional\"`: NVML sees no GPU on this host, so the container runs without GPUs"),
+        "{}",
+        run.stderr
+    );
+    let requests = docker_stdout([
+        "inspect",
+        "--format",
+        "{{json .HostConfig.DeviceRequests}}",
+        scenario.container.as_str(),
+    ]);
+    assert_eq!(requests.trim(), "null", "no GPU request was sent");
+}
