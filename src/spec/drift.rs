@@ -38,12 +38,14 @@ pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
     let host_config = container.get("HostConfig").unwrap_or(&empty);
     let mut changes = Vec::new();
     for key in ["Image", "Cmd", "WorkingDir", "User"] {
-        compare(
-            key,
-            wanted.get(key).unwrap_or(&Value::Null),
-            config.get(key).unwrap_or(&Value::Null),
-            &mut changes,
-        );
+        let actual = config.get(key).unwrap_or(&Value::Null);
+        let wanted_value = wanted.get(key).unwrap_or(&Value::Null);
+        // One image, however the engine writes its name (Podman: `localhost/x:1` for a
+        // local `x:1`; `docker.io/library/busybox` for `busybox`).
+        if key == "Image" && same_image(wanted_value, actual) {
+            continue;
+        }
+        compare(key, wanted_value, actual, &mut changes);
     }
     // The container's env also holds the image's variables: only what the profile sets counts.
     let container_env: Vec<&str> = config
@@ -76,10 +78,10 @@ pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
     if let Some(Value::Object(wanted_host)) = wanted.get("HostConfig") {
         for (key, value) in wanted_host {
             let actual = host_config.get(key).unwrap_or(&Value::Null);
-            let actual = if key == "Mounts" {
-                project_items(actual, value)
-            } else {
-                actual.clone()
+            let actual = match key.as_str() {
+                "Mounts" => project_items(actual, value),
+                "Ulimits" => ulimit_names(actual),
+                _ => actual.clone(),
             };
             compare(key, value, &actual, &mut changes);
         }
@@ -106,6 +108,48 @@ fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<String>)
             .find(|(field, _)| *field == key)
             .map_or(key, |(_, name)| name);
         changes.push(format!("{name}: {} → {}", short(&actual), short(&wanted)));
+    }
+}
+
+/// Whether two image references name one image: equal in canonical form, or the
+/// container's is Podman's `localhost/NAME` for a wanted `NAME` written without registry.
+fn same_image(wanted: &Value, actual: &Value) -> bool {
+    let (Some(wanted), Some(actual)) = (wanted.as_str(), actual.as_str()) else {
+        return false;
+    };
+    let parse = |text: &str| text.parse::<crate::profile::image::ImageReference>().ok();
+    let (Some(wanted_reference), Some(actual_reference)) = (parse(wanted), parse(actual)) else {
+        return wanted == actual;
+    };
+    let (wanted_canonical, actual_canonical) =
+        (wanted_reference.canonical(), actual_reference.canonical());
+    if wanted_canonical == actual_canonical {
+        return true;
+    }
+    actual_canonical.registry == "localhost"
+        && wanted_reference.registry.is_none()
+        && actual_canonical.tag == wanted_canonical.tag
+        && actual_canonical.digest == wanted_canonical.digest
+        && actual_canonical.repository == wanted_reference.repository
+}
+
+/// Ulimit names as Docker writes them: Podman reports `RLIMIT_NOFILE` for `nofile`.
+fn ulimit_names(actual: &Value) -> Value {
+    match actual {
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| {
+                    let mut item = item.clone();
+                    if let Some(Value::String(name)) = item.get_mut("Name") {
+                        let lower = name.to_ascii_lowercase();
+                        *name = lower.strip_prefix("rlimit_").unwrap_or(&lower).to_string();
+                    }
+                    item
+                })
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -285,5 +329,32 @@ mod tests {
                 "init (envctl runs `--init` when the profile has no `command`): true → (unset)",
             ]
         );
+    }
+
+    #[test]
+    fn podman_spellings_are_no_changes() {
+        // Issue 13, item 5: after changing only `memory`, only memory is named.
+        let created = body("image = \"x:1\"\nmemory = \"1g\"\n[ulimits]\nnofile = 1024\n");
+        let wanted = body("image = \"x:1\"\nmemory = \"2g\"\n[ulimits]\nnofile = 1024\n");
+        let mut podman = inspected(&created);
+        podman["Config"]["Image"] = Value::from("localhost/x:1");
+        podman["HostConfig"]["Ulimits"][0]["Name"] = Value::from("RLIMIT_NOFILE");
+        podman["HostConfig"]["Mounts"] = Value::Array(Vec::new());
+        assert_eq!(
+            changes(&wanted, &podman),
+            ["memory: 1073741824 → 2147483648"]
+        );
+        assert!(same_image(
+            &Value::from("busybox"),
+            &Value::from("docker.io/library/busybox")
+        ));
+        assert!(!same_image(
+            &Value::from("x:1"),
+            &Value::from("localhost/x:2")
+        ));
+        assert!(!same_image(
+            &Value::from("quay.io/x:1"),
+            &Value::from("localhost/x:1")
+        ));
     }
 }
