@@ -165,13 +165,15 @@ fn docker_findings(
         Finding::pass(
             "docker.reachable",
             format!(
-                "Docker {} at {} (API {})",
+                "{} {} at {} (API {})",
+                daemon.kind.name(),
                 daemon.server_version.as_deref().unwrap_or("?"),
                 engine.endpoint,
                 daemon.api_version.as_deref().unwrap_or("?")
             ),
         )
-        .with_fact("endpoint", &engine.endpoint),
+        .with_fact("endpoint", &engine.endpoint)
+        .with_fact("engine", daemon.kind),
     );
     if daemon.docker_desktop {
         findings.push(
@@ -218,7 +220,7 @@ fn docker_findings(
         GpuSupport::Runtime => Finding::pass("docker.gpu-support", "the `nvidia` runtime is registered with the daemon"),
         GpuSupport::Hook { path } => Finding::pass("docker.gpu-support", format!("{path} is installed: `--gpus` works if dockerd was restarted after installing it")),
         GpuSupport::None => Finding::info("docker.gpu-support", "no NVIDIA container runtime, CDI spec or hook: containers cannot get GPUs on this daemon")
-            .with_hint("install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker` (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)"),
+            .with_hint(format!("{} (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)", daemon.kind.gpu_fix())),
     };
     findings.push(finding.with_fact("gpu_support", &support));
     findings

@@ -217,7 +217,7 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
             } else {
                 Finding::fail("profile.gpu-runtime", message)
             };
-            finding.with_hint("install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`")
+            finding.with_hint(daemon.kind.gpu_fix())
         }
         GpuPath::Open(support) => Finding::pass(
             "profile.gpu-runtime",

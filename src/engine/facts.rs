@@ -2,7 +2,7 @@
 //! structs of `crate::facts::engine`.
 
 use super::{Engine, EngineError};
-use crate::facts::engine::{DaemonFacts, EngineFacts, EngineState, ImageFacts};
+use crate::facts::engine::{DaemonFacts, EngineFacts, EngineKind, EngineState, ImageFacts};
 
 /// The env variables of an image that matter to compatibility.
 const IMAGE_ENV_KEYS: [&str; 6] = [
@@ -43,20 +43,35 @@ impl Engine {
         let mut runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
         runtimes.sort();
         let operating_system = info.operating_system;
+        let docker_desktop = operating_system
+            .as_deref()
+            .is_some_and(|system| system.contains("Docker Desktop"));
+        let kind = EngineKind::from_components(
+            version
+                .components
+                .iter()
+                .flatten()
+                .map(|component| component.name.as_str()),
+            docker_desktop,
+        );
+        let mut rootless = security_options
+            .iter()
+            .any(|option| option.contains("name=rootless"));
+        // Podman says so in a `Rootless` field of its own, which bollard does not read.
+        if kind == EngineKind::Podman && !rootless {
+            rootless = self.podman_rootless().await?;
+        }
         Ok(DaemonFacts {
+            kind,
             server_version: version.version,
             api_version: version.api_version,
-            docker_desktop: operating_system
-                .as_deref()
-                .is_some_and(|system| system.contains("Docker Desktop")),
+            docker_desktop,
             operating_system,
             os_type: info.os_type,
             kernel_version: info.kernel_version,
             cgroup_driver: info.cgroup_driver.map(|driver| driver.to_string()),
             cgroup_version: info.cgroup_version.map(|version| version.to_string()),
-            rootless: security_options
-                .iter()
-                .any(|option| option.contains("name=rootless")),
+            rootless,
             security_options,
             runtimes,
             default_runtime: info.default_runtime,
@@ -85,6 +100,31 @@ impl Engine {
                 .and_then(|bytes| u64::try_from(bytes).ok())
                 .filter(|bytes| *bytes > 0),
         })
+    }
+
+    /// Podman's `/info` field `Rootless`, read from the raw answer (at most 1 MiB).
+    async fn podman_rootless(&self) -> Result<bool, EngineError> {
+        const LIMIT: usize = 1 << 20;
+        let mut body = self.get_body("/info", self.answer_deadline()).await?;
+        let mut bytes = Vec::new();
+        let read = async {
+            while bytes.len() <= LIMIT {
+                if body.next(&mut bytes).await? == 0 {
+                    break;
+                }
+            }
+            Ok::<(), std::io::Error>(())
+        };
+        self.with_deadline("GET /info", self.answer_deadline(), read)
+            .await?
+            .map_err(|error| self.io_error(error))?;
+        let answer: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|error| EngineError::BadAnswer {
+                endpoint: self.endpoint.clone(),
+                problem: error.to_string(),
+                answer: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
+            })?;
+        Ok(answer.get("Rootless").and_then(serde_json::Value::as_bool) == Some(true))
     }
 
     /// The image's config when it is present locally; `Ok(None)` when it is not.

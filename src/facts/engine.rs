@@ -32,9 +32,66 @@ pub fn daemon_answered(kind: &str) -> bool {
     matches!(kind, "daemon_error" | "bad_answer")
 }
 
+/// Which engine answers the Docker API: each has its own fixes (Podman reaches GPUs
+/// through CDI, Docker Desktop runs containers in a VM).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    DockerEngine,
+    DockerDesktop,
+    Podman,
+    /// `/version` named no component envctl knows.
+    #[default]
+    Unknown,
+}
+
+impl EngineKind {
+    /// From `/version`'s component names and whether `/info` says Docker Desktop.
+    pub fn from_components<'a>(
+        components: impl IntoIterator<Item = &'a str>,
+        docker_desktop: bool,
+    ) -> EngineKind {
+        let names: Vec<&str> = components.into_iter().collect();
+        if names.iter().any(|name| name.contains("Podman")) {
+            EngineKind::Podman
+        } else if docker_desktop {
+            EngineKind::DockerDesktop
+        } else if names.contains(&"Engine") {
+            EngineKind::DockerEngine
+        } else {
+            EngineKind::Unknown
+        }
+    }
+
+    /// How messages name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::DockerEngine => "Docker",
+            EngineKind::DockerDesktop => "Docker Desktop",
+            EngineKind::Podman => "Podman",
+            EngineKind::Unknown => "the engine",
+        }
+    }
+
+    /// How GPUs are given to containers on this engine, as a fix to install.
+    pub fn gpu_fix(self) -> &'static str {
+        match self {
+            EngineKind::Podman => {
+                "Podman reaches NVIDIA GPUs through CDI: install the NVIDIA Container Toolkit, then `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`"
+            }
+            _ => {
+                "install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"
+            }
+        }
+    }
+}
+
 /// `GET /version` and `GET /info`, the parts doctor judges.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DaemonFacts {
+    /// Docker Engine, Docker Desktop or Podman (from `/version`'s components).
+    #[serde(default)]
+    pub kind: EngineKind,
     pub server_version: Option<String>,
     pub api_version: Option<String>,
     pub operating_system: Option<String>,
@@ -84,4 +141,34 @@ pub struct PullEvent {
     pub status: String,
     pub current: Option<u64>,
     pub total: Option<u64>,
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::EngineKind;
+
+    #[test]
+    fn the_engine_is_known_by_its_components() {
+        // Docker 20.10 names "Engine", "containerd", "runc", "docker-init".
+        assert_eq!(
+            EngineKind::from_components(["Engine", "containerd", "runc"], false),
+            EngineKind::DockerEngine
+        );
+        assert_eq!(
+            EngineKind::from_components(["Engine"], true),
+            EngineKind::DockerDesktop
+        );
+        assert_eq!(
+            EngineKind::from_components(["Podman Engine"], false),
+            EngineKind::Podman
+        );
+        assert_eq!(EngineKind::from_components([], false), EngineKind::Unknown);
+        assert_eq!(EngineKind::Podman.name(), "Podman");
+        assert!(EngineKind::Podman.gpu_fix().contains("cdi generate"));
+        assert!(
+            EngineKind::DockerEngine
+                .gpu_fix()
+                .contains("--runtime=docker")
+        );
+    }
 }

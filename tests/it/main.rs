@@ -28,6 +28,7 @@ mod daemon_streams;
 mod docker_support;
 mod doctor;
 mod engine_facts;
+mod engine_kind;
 mod exec;
 mod export;
 mod faults;
