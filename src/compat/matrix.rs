@@ -13,8 +13,9 @@ use crate::profile::model::CudaVersion;
 
 /// The text of the bundled matrix.
 pub const BUNDLED_TEXT: &str = include_str!("matrix.toml");
-/// How the bundled matrix names itself in errors and `origins`.
-pub const BUNDLED_PATH: &str = "src/compat/matrix.toml";
+/// How the bundled matrix is named in messages: it is in the binary, not a file on disk
+/// (`src/compat/matrix.toml` in envctl's source), like `<bundled>/NAME.toml` profiles.
+pub const BUNDLED_PATH: &str = "<bundled>/matrix.toml";
 
 /// What every row of every table carries: its key for overlays and where it comes from.
 pub trait Row {

@@ -317,7 +317,7 @@ impl Parser<'_> {
                 let message = error.message().trim_end().to_string();
                 let hint = if message.starts_with("missing field") {
                     Some(format!(
-                        "see the bundled src/compat/matrix.toml for a complete `{name}` row"
+                        "see the bundled matrix (src/compat/matrix.toml in envctl's source) for a complete `{name}` row"
                     ))
                 } else {
                     None

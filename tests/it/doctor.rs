@@ -1339,7 +1339,7 @@ fn matrix_info_lists_date_and_sources() {
     );
     assert_eq!(
         matrix["origins"],
-        serde_json::json!(["src/compat/matrix.toml"])
+        serde_json::json!(["<bundled>/matrix.toml"])
     );
     let sources: Vec<&str> = matrix["sources"]
         .as_array()
@@ -1383,7 +1383,9 @@ fn matrix_info_lists_date_and_sources() {
         "{}",
         human.stdout
     );
-    assert!(human.stdout.contains("files: src/compat/matrix.toml\n"));
+    // An installed binary has no source tree: the bundled matrix is named as such
+    // (issue 17).
+    assert!(human.stdout.contains("files: <bundled>/matrix.toml\n"));
     let (_, listed) = human.stdout.split_once("\nsources:\n").unwrap();
     let listed: Vec<&str> = listed.lines().collect();
     assert_eq!(listed.len(), sources.len());
@@ -1405,7 +1407,7 @@ fn matrix_info_lists_date_and_sources() {
         .json();
     assert_eq!(
         with_lab["matrix"]["origins"],
-        serde_json::json!(["src/compat/matrix.toml", "lab.toml"])
+        serde_json::json!(["<bundled>/matrix.toml", "lab.toml"])
     );
     assert!(
         with_lab["matrix"]["sources"]
