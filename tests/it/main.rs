@@ -47,3 +47,4 @@ mod stats_files;
 mod targets;
 mod terminal_text;
 mod up;
+mod validators;
