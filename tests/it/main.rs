@@ -48,3 +48,4 @@ mod stats_files;
 mod targets;
 mod terminal_text;
 mod up;
+mod validators;
