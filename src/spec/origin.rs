@@ -12,6 +12,10 @@ use super::ORIGIN_LABEL;
 pub const COMPOSE_PROJECT_LABEL: &str = "com.docker.compose.project";
 /// The label Compose puts on every container it creates: the service name.
 pub const COMPOSE_SERVICE_LABEL: &str = "com.docker.compose.service";
+/// The Compose version that made it: `1.29.2` (v1, `docker-compose`) or `2.x`.
+pub const COMPOSE_VERSION_LABEL: &str = "com.docker.compose.version";
+/// The folder Compose ran in: v1 finds the project's file only from there.
+pub const COMPOSE_FOLDER_LABEL: &str = "com.docker.compose.project.working_dir";
 /// The label the dev container tools (VS Code, the `devcontainer` CLI) put on theirs.
 pub const DEVCONTAINER_FOLDER_LABEL: &str = "devcontainer.local_folder";
 
@@ -24,6 +28,10 @@ pub enum Origin {
     Compose {
         project: Option<String>,
         service: Option<String>,
+        /// From [`COMPOSE_VERSION_LABEL`]: which command to name in the hint.
+        version: Option<String>,
+        /// From [`COMPOSE_FOLDER_LABEL`].
+        folder: Option<String>,
     },
     /// Made by the dev container tools from `export --to devcontainer`.
     Devcontainer,
@@ -42,6 +50,8 @@ impl Origin {
         let compose = || Origin::Compose {
             project: labels.get(COMPOSE_PROJECT_LABEL).cloned(),
             service: labels.get(COMPOSE_SERVICE_LABEL).cloned(),
+            version: labels.get(COMPOSE_VERSION_LABEL).cloned(),
+            folder: labels.get(COMPOSE_FOLDER_LABEL).cloned(),
         };
         match labels.get(ORIGIN_LABEL).map(String::as_str) {
             Some(Self::COMPOSE) => compose(),
@@ -84,10 +94,18 @@ impl Origin {
         match self {
             Origin::Compose {
                 project: Some(project),
+                version,
+                folder,
                 ..
-            } => format!(
-                "started by docker compose (project {project}); stop it with `docker compose -p {project} down`"
-            ),
+            } => match (version.as_deref(), folder) {
+                // Compose v1 reads the project's file again to take it down.
+                (Some(version), Some(folder)) if version.starts_with("1.") => format!(
+                    "started by docker-compose {version} (project {project}); stop it with `docker-compose -p {project} down` in {folder}"
+                ),
+                _ => format!(
+                    "started by docker compose (project {project}); stop it with `docker compose -p {project} down`"
+                ),
+            },
             Origin::Compose { project: None, .. } => format!(
                 "started by docker compose; stop it with `docker compose down` in its folder, or `docker stop {container}`"
             ),

@@ -30,6 +30,7 @@ mod doctor;
 mod engine_facts;
 mod exec;
 mod export;
+mod export_origin;
 mod faults;
 mod gpu_facts;
 mod lock;
