@@ -6,6 +6,8 @@
 //! Needs the daemon and Compose (`docker-compose` v1, else `docker compose` v2); skips
 //! without them, fails under `ENVCTL_REQUIRE_DOCKER=1`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
