@@ -58,6 +58,14 @@ pub enum Error {
         host_port: u16,
         profile: String,
     },
+    /// A container of the profile runs already, made from an export by another tool.
+    #[error("profile `{profile}` already runs as `{container}`, {started_by}")]
+    RunsElsewhere {
+        profile: String,
+        container: String,
+        /// Who started it and how to stop it.
+        started_by: String,
+    },
     #[error("container `{name}` was created but could not start")]
     StartFailed {
         name: String,
@@ -157,7 +165,8 @@ impl Error {
             | Error::ImageMissing { .. }
             | Error::StartFailed { .. }
             | Error::CreateRefused { .. }
-            | Error::PortTaken { .. } => ExitStatus::Failure,
+            | Error::PortTaken { .. }
+            | Error::RunsElsewhere { .. } => ExitStatus::Failure,
         }
     }
 
@@ -216,6 +225,9 @@ impl Error {
                     "publish it on another host port: `envctl up {profile} -p {other}:{port}` (or change `ports`), or stop `{container}` first"
                 ))
             }
+            Error::RunsElsewhere { profile, .. } => Some(format!(
+                "work in it with `envctl exec {profile} -- COMMAND` or `envctl shell {profile}`; `envctl up` makes its own only once that one is gone"
+            )),
             Error::CreateRefused { profile, .. } => Some(format!(
                 "`envctl doctor {profile}` checks the profile against this host; `envctl up {profile} --dry-run --json` shows the request the daemon refused"
             )),

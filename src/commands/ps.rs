@@ -1,11 +1,13 @@
 //! `envctl ps`: envctl's containers with profile, image, status, ports, GPUs and drift
-//! (the profile on disk no longer matches the container's config hash).
+//! (the profile on disk no longer matches the container's config hash), and where each
+//! came from: `up`, or another tool that ran an export (`compose (PROJECT)`).
 
 use serde::Serialize;
 
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
+use crate::spec::origin::Origin;
 use crate::spec::{CONFIG_HASH_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
 use crate::ui::table::print_table;
 
@@ -48,6 +50,13 @@ pub struct Row {
     /// `current`, `changed` (the profile differs from the container), or `unknown` (the
     /// profile cannot be found or read here).
     pub drift: &'static str,
+    /// Who made it: `up`, `compose` (`docker compose up` of an export), `devcontainer`.
+    pub origin: String,
+    /// The Compose project, when compose made it.
+    pub compose_project: Option<String>,
+    /// For the table: `up`, `compose (PROJECT)`.
+    #[serde(skip)]
+    pub shown_origin: String,
 }
 
 pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, Error> {
@@ -78,7 +87,11 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
                 (Ok(_), Some(_)) => "changed",
                 _ => "unknown",
             };
+            let origin = Origin::of(&container.labels);
             rows.push(Row {
+                origin: origin.word().to_string(),
+                compose_project: origin.compose_project().map(str::to_string),
+                shown_origin: origin.shown(),
                 name: container.name,
                 id: container.id.chars().take(12).collect(),
                 profile,
@@ -118,13 +131,14 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
                 row.ports.join(", "),
                 row.gpus.clone().unwrap_or_else(|| "-".into()),
                 row.drift.to_string(),
+                row.shown_origin.clone(),
             ]
         })
         .collect();
     print_table(
         &context.printer,
         &[
-            "NAME", "PROFILE", "IMAGE", "STATUS", "PORTS", "GPUS", "DRIFT",
+            "NAME", "PROFILE", "IMAGE", "STATUS", "PORTS", "GPUS", "DRIFT", "ORIGIN",
         ],
         &table,
     )?;

@@ -37,7 +37,8 @@ use super::{
     relative_path, yaml,
 };
 use crate::profile::size::ByteSize;
-use crate::spec::DeviceRequest;
+use crate::spec::origin::Origin;
+use crate::spec::{DeviceRequest, ORIGIN_LABEL};
 
 const TARGET: Target = Target::Compose;
 
@@ -149,17 +150,16 @@ fn secrets_sentence(secrets: &[String]) -> String {
     )
 }
 
-/// Every label of the body, so `envctl ps` lists the compose container as the profile's.
+/// Every label of the body, so `envctl ps` lists the compose container as the profile's,
+/// and [`ORIGIN_LABEL`] `compose`, so `ps` and `up` know compose made it.
 fn insert_labels(service: &mut Map<String, Value>, view: &BodyView<'_>) {
-    service.insert(
-        "labels".into(),
-        Value::Object(
-            view.labels
-                .iter()
-                .map(|(key, value)| (key.clone(), literal(value)))
-                .collect(),
-        ),
-    );
+    let mut labels: Map<String, Value> = view
+        .labels
+        .iter()
+        .map(|(key, value)| (key.clone(), literal(value)))
+        .collect();
+    labels.insert(ORIGIN_LABEL.into(), literal(Origin::COMPOSE));
+    service.insert("labels".into(), Value::Object(labels));
 }
 
 /// Ports in the short syntax with the host IP, so loopback stays loopback.

@@ -34,7 +34,8 @@ use super::{
     relative_path,
 };
 use crate::profile::size::ByteSize;
-use crate::spec::{gpus_flag, mount_value};
+use crate::spec::origin::Origin;
+use crate::spec::{ORIGIN_LABEL, gpus_flag, mount_value};
 
 const TARGET: Target = Target::Devcontainer;
 const WORKSPACE_VARIABLE: &str = "${localWorkspaceFolder}";
@@ -152,6 +153,11 @@ fn limit_arguments(
     for (key, value) in view.labels {
         run_args.flag("--label", format!("{key}={value}"));
     }
+    // So `ps` and `up` know the dev container tools made it, not `up`.
+    run_args.flag(
+        "--label",
+        format!("{ORIGIN_LABEL}={}", Origin::DEVCONTAINER),
+    );
     if let Some(workdir) = view.working_dir {
         run_args.flag("--workdir", workdir.to_string());
     }

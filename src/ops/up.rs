@@ -15,9 +15,11 @@ use crate::checks::Status;
 use crate::context::Context;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
+use crate::facts::container::ContainerSummary;
 use crate::ops::doctor::{gather_with, judge};
 use crate::ops::matrix::load_matrix;
 use crate::profile::ResolvedProfile;
+use crate::spec::origin::Origin;
 use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody, PROFILE_LABEL};
 use crate::ui::progress::PullProgress;
 
@@ -342,10 +344,15 @@ async fn prepare(
     if let Some(existing) = engine.inspect_container(name).await? {
         return Ok(Prepared::Existing(existing));
     }
+    // One list serves both checks: envctl's running containers, or every running one
+    // when the body publishes ports (any of them may hold one).
+    let publishes = !body.host_config.port_bindings.is_empty();
+    let running = engine.list_containers(false, !publishes).await?;
+    refuse_if_made_elsewhere(body, &running)?;
     if pull == PullPolicy::Always {
         return Ok(Prepared::NeedsImage);
     }
-    ensure_ports_free(engine, body).await?;
+    ports_free(body, &running)?;
     match create(engine, body, name, state).await {
         Ok(created) => Ok(Prepared::Created(created)),
         Err(EngineError::ImageMissing { .. }) => Ok(Prepared::NeedsImage),
@@ -429,8 +436,39 @@ async fn ensure_ports_free(engine: &Engine, body: &CreateBody) -> Result<(), Err
     if body.host_config.port_bindings.is_empty() {
         return Ok(());
     }
-    let running = engine.list_containers(false, false).await?;
-    match spec::free_ports::taken_port(body, &running) {
+    ports_free(body, &engine.list_containers(false, false).await?)
+}
+
+/// A running container of this profile that another tool started from one of envctl's
+/// exports (`docker compose up`) is the environment already: `up` names it instead of
+/// making a second one beside it, which would fail on its ports or split the work.
+fn refuse_if_made_elsewhere(body: &CreateBody, running: &[ContainerSummary]) -> Result<(), Error> {
+    let Some(profile) = body.labels.get(PROFILE_LABEL) else {
+        return Ok(());
+    };
+    let elsewhere = running.iter().find_map(|container| {
+        if container.labels.get(PROFILE_LABEL) != Some(profile) {
+            return None;
+        }
+        let origin = Origin::of(&container.labels);
+        (origin != Origin::Up).then_some((container, origin))
+    });
+    match elsewhere {
+        None => Ok(()),
+        Some((container, origin)) => Err(Error::RunsElsewhere {
+            profile: profile.clone(),
+            container: container.name.clone(),
+            started_by: origin.stop_hint(&container.name),
+        }),
+    }
+}
+
+/// [`ensure_ports_free`] against a list of the running containers already made.
+fn ports_free(body: &CreateBody, running: &[ContainerSummary]) -> Result<(), Error> {
+    if body.host_config.port_bindings.is_empty() {
+        return Ok(());
+    }
+    match spec::free_ports::taken_port(body, running) {
         None => Ok(()),
         Some(taken) => Err(Error::PortTaken {
             wanted: taken.wanted,

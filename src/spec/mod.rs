@@ -51,6 +51,7 @@ pub mod drift;
 mod error;
 pub mod free_ports;
 mod mapping;
+pub mod origin;
 mod overrides;
 mod sources;
 
@@ -78,6 +79,10 @@ pub const PROFILE_HASH_LABEL: &str = "envctl.profile-hash";
 /// (`up ./x.toml`) keeps its `[commands]`. Added by `up` at create only, never part of the
 /// create body: a host path has no place in `--dry-run`, an export or the config hash.
 pub const PROFILE_FILE_LABEL: &str = "envctl.profile-file";
+/// Written by the compose and devcontainer exports (`compose`, `devcontainer`), never by
+/// `up`: a container started by another tool from an export is told apart from `up`'s own,
+/// so `ps` shows where it came from and `up` does not make a second one beside it.
+pub const ORIGIN_LABEL: &str = "envctl.origin";
 /// `/dev/shm` for PyTorch and GPU containers whose profile sets no `shm_size`: 8 GiB.
 pub const DEFAULT_SHM_SIZE: u64 = 8 << 30;
 /// The command of a profile without one: keeps the container up for `exec` and `shell`.

@@ -31,6 +31,7 @@ mod engine_facts;
 mod engine_kind;
 mod exec;
 mod export;
+mod export_origin;
 mod faults;
 mod gpu_facts;
 mod lock;
