@@ -346,6 +346,11 @@ fn gpu_model(matrix: &compat::Matrix, name: &str) -> Result<(String, ComputeCapa
                 &hint,
             ))
         }
+        // Every model the name fits has one capability (`Orin (nvgpu)`, as nvidia-smi
+        // prints a Jetson Orin; `RTX PRO 6000`): that capability is the answer.
+        [(_, capability), rest @ ..] if rest.iter().all(|(_, other)| other == capability) => {
+            Ok((name.to_string(), *capability))
+        }
         several => {
             let names: Vec<String> = several
                 .iter()

@@ -438,3 +438,40 @@ fn forward_compatibility_shows_in_the_verdict() {
     ]);
     insta::assert_snapshot!("compat_datacenter_forward_compatibility", text);
 }
+
+/// Issue 17: a name that fits several models of one compute capability is that
+/// capability — `Orin (nvgpu)` is what nvidia-smi prints on a Jetson Orin, and every
+/// RTX PRO 6000 is sm_120 — while models of different capabilities stay ambiguous.
+#[test]
+fn names_that_fit_models_of_one_capability_are_that_capability() {
+    for (name, expected) in [("Orin (nvgpu)", "8.7"), ("RTX PRO 6000", "12.0")] {
+        let (code, report, stderr) = compat(&[
+            "--image-cuda",
+            "12.8",
+            "--driver",
+            "580.65.06",
+            "--gpu",
+            name,
+        ]);
+        assert!(code == 0 || code == 1, "{name}: {stderr}");
+        let gpu = &report["gpus"][0];
+        assert_eq!(
+            gpu["compute_capability"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| gpu["compute_capability"].to_string()),
+            expected,
+            "{name}: {report}"
+        );
+    }
+    let (code, _, stderr) = compat(&[
+        "--image-cuda",
+        "12.8",
+        "--driver",
+        "580.65.06",
+        "--gpu",
+        "RTX 6000",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("is ambiguous"), "{stderr}");
+}
