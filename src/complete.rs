@@ -17,24 +17,28 @@ const DAEMON_WAIT: Duration = Duration::from_millis(500);
 /// Every profile name envctl finds from here (project, `ENVCTL_PROFILE_PATH`, the user's,
 /// bundled).
 pub fn profiles() -> Vec<CompletionCandidate> {
-    Environment::from_process()
-        .search_path()
-        .names()
-        .into_iter()
-        .map(CompletionCandidate::new)
-        .collect()
+    profile_candidates(&Environment::from_process())
 }
 
 /// The profiles, then the names of envctl's running containers.
 pub fn targets() -> Vec<CompletionCandidate> {
-    let mut candidates = profiles();
     let environment = Environment::from_process();
+    let mut candidates = profile_candidates(&environment);
     candidates.extend(
         running_containers(environment.docker_host())
             .into_iter()
             .map(|name| CompletionCandidate::new(name).help(Some("running container".into()))),
     );
     candidates
+}
+
+fn profile_candidates(environment: &Environment) -> Vec<CompletionCandidate> {
+    environment
+        .search_path()
+        .names()
+        .into_iter()
+        .map(CompletionCandidate::new)
+        .collect()
 }
 
 fn running_containers(docker_host: Option<&str>) -> Vec<String> {
