@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::docker::{ContainerGuard, require_daemon, test_image, unique_name};
+use crate::support::signal;
 use assert_cmd::Command;
 
 struct Running {
@@ -303,24 +304,9 @@ fn a_signal_ends_exec_with_the_shells_code() {
             child.try_wait().unwrap().is_none(),
             "still running the command"
         );
-        let sent = std::time::Instant::now();
-        assert!(
-            std::process::Command::new("kill")
-                .args([&format!("-{signal}"), &child.id().to_string()])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if sent.elapsed() > Duration::from_secs(2) {
-                let _ = child.kill();
-                panic!("exec did not end within 2 s of SIG{signal}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        assert!(signal::send(&child, signal));
+        let status = signal::wait_within(&mut child, Duration::from_secs(2))
+            .unwrap_or_else(|| panic!("exec did not end within 2 s of SIG{signal}"));
         assert_eq!(status.code(), Some(expected), "SIG{signal}");
     }
 }
@@ -413,25 +399,10 @@ fn a_signal_ends_exec_even_when_its_output_is_blocked() {
             .unwrap();
         std::thread::sleep(Duration::from_millis(2000));
         assert!(child.try_wait().unwrap().is_none(), "still running");
-        let sent = std::time::Instant::now();
-        assert!(
-            std::process::Command::new("kill")
-                .args([&format!("-{signal}"), &child.id().to_string()])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if sent.elapsed() > Duration::from_secs(2) {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("exec into a full pipe did not end within 2 s of SIG{signal}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        assert!(signal::send(&child, signal));
+        let status = signal::wait_within(&mut child, Duration::from_secs(2)).unwrap_or_else(|| {
+            panic!("exec into a full pipe did not end within 2 s of SIG{signal}")
+        });
         assert_eq!(status.code(), Some(expected), "SIG{signal}");
     }
     // The `yes` processes envctl left are the container's, as with `docker exec`; the
@@ -465,24 +436,9 @@ fn a_signal_is_passed_on_to_the_command_and_its_code_is_envctls() {
     let signal_and_wait = |child: &mut std::process::Child, signal: &str| {
         std::thread::sleep(Duration::from_millis(1500));
         assert!(child.try_wait().unwrap().is_none(), "still running");
-        assert!(
-            std::process::Command::new("kill")
-                .args([&format!("-{signal}"), &child.id().to_string()])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let sent = std::time::Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status;
-            }
-            if sent.elapsed() > Duration::from_secs(5) {
-                let _ = child.kill();
-                panic!("exec did not end within 5 s of SIG{signal}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        assert!(signal::send(child, signal));
+        signal::wait_within(child, Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("exec did not end within 5 s of SIG{signal}"))
     };
 
     let mut child = spawn(&["sleep", "300"]);

@@ -1036,25 +1036,13 @@ fn signal_during_a_slow_pull(signal: &str, expected_code: i32) {
         "the pull should still hang"
     );
 
-    let signalled = Instant::now();
-    let kill = std::process::Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if signalled.elapsed() > Duration::from_secs(2) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "up did not exit within 2 s of SIG{signal}:\n{}",
-                stderr.join().unwrap()
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
+    assert!(crate::support::signal::send(&child, signal));
+    let Some(status) = crate::support::signal::wait_within(&mut child, Duration::from_secs(2))
+    else {
+        panic!(
+            "up did not exit within 2 s of SIG{signal}:\n{}",
+            stderr.join().unwrap()
+        );
     };
     let stderr = stderr.join().unwrap();
     assert_eq!(status.code(), Some(expected_code), "{status:?}\n{stderr}");
@@ -1326,22 +1314,10 @@ fn sigterm_at_any_instant_of_up_leaves_no_container() {
             .spawn()
             .unwrap();
         thread::sleep(delay);
-        let signalled = Instant::now();
         // The process may already have ended (a late round): kill then fails harmlessly.
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if signalled.elapsed() > Duration::from_secs(3) {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("round {round}: up did not end within 3 s of SIGTERM");
-            }
-            thread::sleep(Duration::from_millis(5));
-        };
+        let _ = crate::support::signal::send(&child, "TERM");
+        let status = crate::support::signal::wait_within(&mut child, Duration::from_secs(3))
+            .unwrap_or_else(|| panic!("round {round}: up did not end within 3 s of SIGTERM"));
         let mut stderr = String::new();
         child
             .stderr

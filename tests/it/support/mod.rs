@@ -16,6 +16,7 @@
 //!   headers, a body one byte a second, 500, bad JSON, a 50 MB error) and a record of the
 //!   requests it got ([`fake_daemon::FakeDaemon::start`]); point `DOCKER_HOST` at it.
 //! - [`cli`]: envctl run in a test's own folder ([`cli::envctl_in`]).
+//! - [`signal`]: a signal sent to a child envctl, and its end awaited with a limit.
 //! - [`disk`]: a full disk ([`disk::FullDisk`]: a 64 KiB tmpfs, filled; needs root).
 //! - [`nvml`]: the stand-in NVML library `cargo test` builds, its fixtures, and an
 //!   old-driver library compiled from C.
@@ -38,4 +39,5 @@ pub mod docker;
 pub mod fake_daemon;
 pub mod nvml;
 pub mod registry;
+pub mod signal;
 pub mod tmux;
