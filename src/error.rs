@@ -32,6 +32,25 @@ pub enum Error {
         profile: String,
         changes: Vec<String>,
     },
+    /// The engine cannot be asked for the GPUs the profile wants (Podman before 5.4).
+    #[error("profile `{profile}` asks for GPUs, but {reason}")]
+    GpusUnavailable {
+        profile: String,
+        reason: String,
+        fix: String,
+    },
+    /// The engine created the container without settings the profile asked for: envctl
+    /// removed it instead of starting it.
+    #[error(
+        "{engine} created `{name}` without what profile `{profile}` asked for, so envctl removed it"
+    )]
+    NotGiven {
+        name: String,
+        profile: String,
+        engine: String,
+        missing: Vec<String>,
+        fix: String,
+    },
     #[error("{message}")]
     Lock { message: String, hint: String },
     #[error(transparent)]
@@ -162,6 +181,8 @@ impl Error {
             | Error::NameTaken { .. }
             | Error::NotEnvctls { .. }
             | Error::ProfileChanged { .. }
+            | Error::GpusUnavailable { .. }
+            | Error::NotGiven { .. }
             | Error::ImageMissing { .. }
             | Error::StartFailed { .. }
             | Error::CreateRefused { .. }
@@ -209,6 +230,7 @@ impl Error {
             Error::ImageMissing { .. } => {
                 Some("pull it with `--pull missing` (the default)".into())
             }
+            Error::GpusUnavailable { fix, .. } | Error::NotGiven { fix, .. } => Some(fix.clone()),
             Error::Lock { hint, .. } => Some(hint.clone()),
             Error::LockFile(error) => Some(error.hint()),
             Error::StartFailed { source, .. } => start_hint(source),

@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use super::{Area, Finding};
-use crate::facts::engine::{DaemonFacts, EngineFacts, EngineState};
+use crate::facts::engine::{DaemonFacts, EngineFacts, EngineKind, EngineState, GpuRequestForm};
 use crate::facts::host::HostFacts;
 
 /// NVIDIA Container Toolkit releases below this have published container-escape CVEs
@@ -50,10 +50,13 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
             devices: discovered,
         };
     }
-    let cdi_enabled = daemon
-        .cdi_spec_dirs
-        .as_ref()
-        .is_some_and(|dirs| !dirs.is_empty());
+    // Podman reads CDI specs natively; Docker only with CDI enabled (25+), which it shows
+    // by reporting its spec folders.
+    let cdi_enabled = daemon.kind == EngineKind::Podman
+        || daemon
+            .cdi_spec_dirs
+            .as_ref()
+            .is_some_and(|dirs| !dirs.is_empty());
     let specs: Vec<String> = host
         .cdi_specs
         .iter()
@@ -84,6 +87,9 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
 pub enum GpuPath {
     /// Yes, this way.
     Open(GpuSupport),
+    /// The engine drops GPU requests sent through its Docker API (Podman before 5.4),
+    /// whatever is set up on the host.
+    EngineDrops { reason: String },
     /// The daemon is rootless, and rootless Docker reaches GPUs only through CDI, which is
     /// not set up (the runtime and the hook need root).
     RootlessWithoutCdi,
@@ -94,6 +100,9 @@ pub enum GpuPath {
 /// How GPUs reach containers of this daemon, if they do: the one decision behind
 /// `profile.gpu-runtime` and behind `gpus = "optional"` asking for GPUs.
 pub fn gpu_path(daemon: &DaemonFacts, host: &HostFacts) -> GpuPath {
+    if let Some(reason) = daemon.drops_gpu_requests() {
+        return GpuPath::EngineDrops { reason };
+    }
     match gpu_support(daemon, host) {
         support @ (GpuSupport::Cdi { .. } | GpuSupport::DiscoveredDevices { .. }) => {
             GpuPath::Open(support)
@@ -101,6 +110,26 @@ pub fn gpu_path(daemon: &DaemonFacts, host: &HostFacts) -> GpuPath {
         _ if daemon.rootless => GpuPath::RootlessWithoutCdi,
         GpuSupport::None => GpuPath::Missing,
         support => GpuPath::Open(support),
+    }
+}
+
+/// How the GPU request is written for this engine, from the same facts as [`gpu_path`]:
+/// CDI names where the GPUs come through CDI (devices the daemon discovered, or a CDI
+/// spec the engine reads: Docker 25+ with CDI enabled, Podman 5.4+), `--gpus`'s request
+/// where the NVIDIA runtime or hook takes it (and where nothing is set up: Docker then
+/// refuses loudly, naming the missing driver), and none where the engine would drop it.
+/// On Podman, CDI is the only way, spec found or not: the create then fails naming the
+/// device it cannot resolve.
+pub fn gpu_request_form(daemon: &DaemonFacts, host: &HostFacts) -> GpuRequestForm {
+    if daemon.kind == EngineKind::Podman {
+        return match daemon.drops_gpu_requests() {
+            Some(reason) => GpuRequestForm::Unavailable { reason },
+            None => GpuRequestForm::Cdi,
+        };
+    }
+    match gpu_support(daemon, host) {
+        GpuSupport::DiscoveredDevices { .. } | GpuSupport::Cdi { .. } => GpuRequestForm::Cdi,
+        GpuSupport::Runtime | GpuSupport::Hook { .. } | GpuSupport::None => GpuRequestForm::Gpus,
     }
 }
 

@@ -207,6 +207,18 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
             finding("profile.gpu-runtime", "the daemon is rootless, and rootless Docker reaches GPUs only through CDI, which is not set up")
                 .with_hint("`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, enable CDI in daemon.json, restart Docker (NVIDIA/nvidia-container-toolkit#434)")
         }
+        GpuPath::EngineDrops { reason } => {
+            let finding = if optional {
+                Finding::warn
+            } else {
+                Finding::fail
+            };
+            finding(
+                "profile.gpu-runtime",
+                format!("the profile asks for GPUs, but {reason}: the container would start without them"),
+            )
+            .with_hint(daemon.kind.gpu_fix())
+        }
         GpuPath::Missing => {
             let message = "the profile asks for GPUs, but the daemon has no NVIDIA runtime, CDI spec or hook: start would fail with `could not select device driver \"\" with capabilities: [[gpu]]`";
             let finding = if optional {

@@ -170,8 +170,12 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
     Ok(ExitStatus::Success)
 }
 
-/// The lock entry of one profile: its image pulled per `policy`, then the registry digest
-/// the daemon recorded for it.
+/// How long the registry may take to say which digest a tag points at.
+const REGISTRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The lock entry of one profile: its image pulled per `policy`, then the digest the
+/// registry serves for its tag, checked against what the engine recorded
+/// ([`crate::lock::choose_pin`]): the same pin through Docker and Podman.
 async fn locked_image(
     engine: &crate::engine::Engine,
     resolved: &crate::profile::ResolvedProfile,
@@ -189,23 +193,44 @@ async fn locked_image(
             image: reference.clone(),
         })?;
     let name = image.name();
-    let digest = facts
+    let local: Vec<String> = facts
         .repo_digests
         .iter()
-        .find(|repo_digest| repo_digest_matches(repo_digest, &name))
-        .and_then(|repo_digest| {
-            repo_digest
-                .split_once('@')
-                .map(|(_, digest)| digest.to_string())
-        })
-        .ok_or_else(|| Error::Lock {
-            message: format!(
-                "image `{reference}` has no registry digest (built or loaded locally?)"
-            ),
-            hint: format!(
-                "push it to a registry (`docker push {reference}`), then run `envctl lock` again"
-            ),
-        })?;
+        .filter(|repo_digest| repo_digest_matches(repo_digest, &name))
+        .filter_map(|repo_digest| repo_digest.split_once('@'))
+        .map(|(_, digest)| digest.to_string())
+        .collect();
+    let registry_digest = match &image.digest {
+        // The profile names a digest already: that is the pin.
+        Some(digest) => Ok(digest.clone()),
+        None => {
+            let tag = image.tag.clone().unwrap_or_else(|| "latest".into());
+            let asked = image.clone();
+            let answer = tokio::task::spawn_blocking(move || {
+                crate::registry::RegistryClient::new(REGISTRY_TIMEOUT).digest(&asked, &tag)
+            })
+            .await;
+            match answer {
+                Ok(answer) => answer.map_err(|error| crate::error::error_chain(&error)),
+                // The request panicked: a bug, surfaced as the panic it was.
+                Err(error) => std::panic::resume_unwind(error.into_panic()),
+            }
+        }
+    };
+    let fresh_pull = policy == PullPolicy::Always;
+    let digest = match crate::lock::choose_pin(&local, registry_digest, fresh_pull) {
+        Ok(crate::lock::Pin::Registry(digest)) => digest,
+        Ok(crate::lock::Pin::Recorded {
+            digest,
+            registry_error,
+        }) => {
+            context.printer.warn(&format!(
+                "could not ask the registry where `{reference}` points ({registry_error}): pinned the digest recorded at pull, {digest}"
+            ));
+            digest
+        }
+        Err(refusal) => return Err(pin_refused(&reference, refusal)),
+    };
     Ok(LockedImage {
         profile: resolved.profile.name.clone(),
         image: reference,
@@ -213,4 +238,36 @@ async fn locked_image(
         date: today.to_string(),
         platform: facts.platform.clone().unwrap_or_else(|| "unknown".into()),
     })
+}
+
+/// Why `reference` cannot be pinned, and what to do.
+fn pin_refused(reference: &str, refusal: crate::lock::PinRefusal) -> Error {
+    use crate::lock::PinRefusal;
+    match refusal {
+        PinRefusal::NoRegistryDigest => Error::Lock {
+            message: format!(
+                "image `{reference}` has no registry digest (built or loaded locally?)"
+            ),
+            hint: format!(
+                "push it to a registry (`docker push {reference}`), then run `envctl lock` again"
+            ),
+        },
+        PinRefusal::Moved { registry, local } => Error::Lock {
+            message: format!(
+                "the registry serves {registry} for `{reference}`, but the local image is {} (pulled before the tag moved?)",
+                local.join(", ")
+            ),
+            hint: "`envctl lock --update` pulls where the tag points now and pins that".into(),
+        },
+        PinRefusal::Ambiguous {
+            local,
+            registry_error,
+        } => Error::Lock {
+            message: format!(
+                "could not ask the registry where `{reference}` points ({registry_error}), and the engine recorded several digests: {}",
+                local.join(", ")
+            ),
+            hint: "run `envctl lock` again once the registry answers".into(),
+        },
+    }
 }

@@ -75,7 +75,23 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         .clone()
         .unwrap_or_else(|| spec::container_name(&resolved.profile.name));
     if arguments.dry_run {
-        return dry_run(&body, &name, context);
+        let form = dry_run_gpu_form(&resolved, &body, gpu_facts, context)?;
+        let body = match &form {
+            None => body,
+            Some(form) => match spec::gpu_request::for_engine(&body, &form.form) {
+                Ok(body) => body,
+                // `optional`: what `up` would run here.
+                Err(_) if body_without_gpus.is_some() => body_without_gpus.clone().unwrap_or(body),
+                Err(unavailable) => {
+                    return Err(Error::GpusUnavailable {
+                        profile: resolved.profile.name.clone(),
+                        reason: unavailable.reason,
+                        fix: form.fix.to_string(),
+                    });
+                }
+            },
+        };
+        return dry_run(&body, &name, form.as_ref(), context);
     }
     // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL): on the container
     // only, not in the dry run's body.
@@ -137,10 +153,69 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     })
 }
 
-fn dry_run(body: &CreateBody, name: &str, context: &Context) -> Result<ExitStatus, Error> {
+/// The engine's GPU request form, for a dry run that asks for GPUs.
+struct DryRunGpus {
+    form: crate::facts::engine::GpuRequestForm,
+    /// Which engine decided it: `Podman 5.4.2`, or why none could be asked.
+    engine: String,
+    fix: &'static str,
+}
+
+/// A dry run of a profile with GPUs shows the request in the form this engine takes
+/// (`--gpus` or CDI names), so it asks the engine the preflight would ask. Without GPUs
+/// the dry run needs no daemon.
+fn dry_run_gpu_form(
+    resolved: &crate::profile::ResolvedProfile,
+    body: &CreateBody,
+    gpu_facts: Option<crate::facts::gpu::GpuFacts>,
+    context: &Context,
+) -> Result<Option<DryRunGpus>, Error> {
+    if body.host_config.device_requests.is_empty() {
+        return Ok(None);
+    }
+    // Connected as doctor connects: a daemon that does not answer is a fact here.
+    let engine = crate::engine::Engine::connect(context.docker_host(), crate::engine::PING_TIMEOUT);
+    let facts = runtime()?.block_on(crate::ops::doctor::gather_with(
+        engine,
+        std::slice::from_ref(resolved),
+        gpu_facts,
+        context,
+    ));
+    let (form, fix) = crate::ops::up::request_form(&facts);
+    let engine = match &facts.engine.state {
+        crate::facts::engine::EngineState::Reachable(daemon) => format!(
+            "{} {}",
+            daemon.kind.name(),
+            daemon
+                .server_version
+                .as_deref()
+                .unwrap_or("of unknown version")
+        ),
+        crate::facts::engine::EngineState::Unreachable { message, .. } => {
+            context.printer.warn(&format!(
+                "the engine could not be asked how it takes GPUs ({message}): showing `--gpus`'s request, which Docker with the NVIDIA runtime takes"
+            ));
+            format!("not reached at {}", facts.engine.endpoint)
+        }
+    };
+    Ok(Some(DryRunGpus { form, engine, fix }))
+}
+
+fn dry_run(
+    body: &CreateBody,
+    name: &str,
+    gpus: Option<&DryRunGpus>,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
     // Secret values (by name, or taken from the shell by `-e KEY`) are never shown.
     let secrets = body.secret_env_keys();
     if context.json {
+        #[derive(Serialize)]
+        struct GpuRequest<'a> {
+            #[serde(flatten)]
+            form: &'a crate::facts::engine::GpuRequestForm,
+            engine: &'a str,
+        }
         #[derive(Serialize)]
         struct DryRun<'a> {
             name: &'a str,
@@ -149,11 +224,18 @@ fn dry_run(body: &CreateBody, name: &str, context: &Context) -> Result<ExitStatu
             /// run's `envctl.run` label (`ops::up::RUN_LABEL`).
             body: &'a CreateBody,
             masked_env: &'a [String],
+            /// With GPUs: the form of the request for this engine, and the engine.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            gpu_request: Option<GpuRequest<'a>>,
         }
         context.printer.json(&DryRun {
             name,
             body: &body.masked(),
             masked_env: &secrets,
+            gpu_request: gpus.map(|gpus| GpuRequest {
+                form: &gpus.form,
+                engine: &gpus.engine,
+            }),
         })?;
     } else {
         context.printer.data(&spec::docker_run_line(body, name))?;

@@ -77,7 +77,7 @@ impl EngineKind {
     pub fn gpu_fix(self) -> &'static str {
         match self {
             EngineKind::Podman => {
-                "Podman reaches NVIDIA GPUs through CDI: install the NVIDIA Container Toolkit, then `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`"
+                "Podman reaches NVIDIA GPUs through CDI: use Podman 5.4 or newer (older ones drop GPU requests sent through the Docker API), install the NVIDIA Container Toolkit, then `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`"
             }
             _ => {
                 "install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"
@@ -85,6 +85,28 @@ impl EngineKind {
         }
     }
 }
+
+/// How the GPU request is written for this engine: one rule
+/// (`checks::host::gpu_request_form`) that `up`, its dry run and doctor read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "form", rename_all = "snake_case")]
+pub enum GpuRequestForm {
+    /// `DeviceRequests` as `docker run --gpus` sends them (`Driver: ""`, capability
+    /// `gpu`): the NVIDIA runtime or its hook picks the GPUs.
+    Gpus,
+    /// One `DeviceRequests` entry with `Driver: "cdi"` and `DeviceIDs` such as
+    /// `nvidia.com/gpu=0`, as `docker run --device nvidia.com/gpu=0` sends it: Docker 25+
+    /// with CDI, Podman 5.4+.
+    Cdi,
+    /// The engine's Docker API cannot be asked for GPUs: it would drop the request.
+    Unavailable { reason: String },
+}
+
+/// The first Podman whose Docker-compatible API passes `DeviceRequests` with
+/// `Driver: "cdi"` on (podman `pkg/api/handlers/compat/containers_create.go`, v5.4.0).
+/// Older ones drop every `DeviceRequests` entry and write `HostConfig.Devices` as
+/// `host:container:permissions`, which no CDI name survives.
+pub const PODMAN_CDI_SINCE: (u64, u64) = (5, 4);
 
 /// `GET /version` and `GET /info`, the parts doctor judges.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -118,6 +140,39 @@ pub struct DaemonFacts {
     /// `MemTotal`: the daemon's host memory in bytes.
     #[serde(default)]
     pub memory_bytes: Option<u64>,
+}
+
+impl DaemonFacts {
+    /// Why this engine cannot be asked for GPUs through its Docker API at all, if so:
+    /// Podman before [`PODMAN_CDI_SINCE`] drops the request and starts the container
+    /// without GPUs.
+    pub fn drops_gpu_requests(&self) -> Option<String> {
+        if self.kind != EngineKind::Podman {
+            return None;
+        }
+        let version = self.server_version.as_deref().unwrap_or("");
+        match major_minor(version) {
+            Some(found) if found >= PODMAN_CDI_SINCE => None,
+            _ => Some(format!(
+                "Podman {} drops GPU requests sent through its Docker API (CDI devices pass from Podman {}.{} on)",
+                if version.is_empty() {
+                    "of unknown version"
+                } else {
+                    version
+                },
+                PODMAN_CDI_SINCE.0,
+                PODMAN_CDI_SINCE.1
+            )),
+        }
+    }
+}
+
+/// `5.4` of `5.4.2`, `5.4.0-rc1` or `5.4`; `None` when it does not start with two numbers.
+fn major_minor(version: &str) -> Option<(u64, u64)> {
+    let mut parts = version.split(['.', '-', '+']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 /// The parts of an image's config that say which CUDA and PyTorch it holds.
@@ -169,6 +224,40 @@ mod kind_tests {
             EngineKind::DockerEngine
                 .gpu_fix()
                 .contains("--runtime=docker")
+        );
+    }
+
+    #[test]
+    fn podman_before_5_4_drops_gpu_requests() {
+        use super::DaemonFacts;
+        let engine = |kind: EngineKind, version: &str| DaemonFacts {
+            kind,
+            server_version: Some(version.into()),
+            ..DaemonFacts::default()
+        };
+        assert_eq!(
+            engine(EngineKind::Podman, "5.4.2").drops_gpu_requests(),
+            None
+        );
+        assert_eq!(
+            engine(EngineKind::Podman, "6.0.0-rc1").drops_gpu_requests(),
+            None
+        );
+        let reason = engine(EngineKind::Podman, "4.3.1")
+            .drops_gpu_requests()
+            .unwrap();
+        assert!(
+            reason.contains("Podman 4.3.1") && reason.contains("5.4"),
+            "{reason}"
+        );
+        assert!(
+            engine(EngineKind::Podman, "garbage")
+                .drops_gpu_requests()
+                .is_some()
+        );
+        assert_eq!(
+            engine(EngineKind::DockerEngine, "20.10.24").drops_gpu_requests(),
+            None
         );
     }
 }

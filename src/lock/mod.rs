@@ -127,6 +127,70 @@ pub fn repo_digest_matches(repo_digest: &str, image_name: &str) -> bool {
     })
 }
 
+/// The pin `lock` writes for an image, from the digests the engine recorded for its
+/// repository at pull (`RepoDigests`) and what the registry serves for the tag now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pin {
+    /// The registry's digest for the tag, which the local image carries: the same pin
+    /// whichever engine pulled it.
+    Registry(String),
+    /// The registry could not be asked; the one digest the engine recorded at pull.
+    Recorded {
+        digest: String,
+        registry_error: String,
+    },
+}
+
+/// Why no digest can be pinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinRefusal {
+    /// The local image has no digest of its repository: built, imported or loaded here.
+    NoRegistryDigest,
+    /// The registry serves another digest for the tag than the local image carries: the
+    /// tag moved since the pull (or the engine recorded a digest of its own).
+    Moved {
+        registry: String,
+        local: Vec<String>,
+    },
+    /// The registry could not be asked and the engine recorded several digests.
+    Ambiguous {
+        local: Vec<String>,
+        registry_error: String,
+    },
+}
+
+/// The one rule of `lock`: a pin is a digest the registry answers for the tag. Right
+/// after a pull (`fresh_pull`) the registry's digest is the image just pulled, whatever
+/// the engine recorded (Podman may record a digest of its own, which the registry does
+/// not know); otherwise the local image must carry it. Only when the registry cannot be
+/// asked does the engine's record stand in, if it is one digest.
+pub fn choose_pin(
+    local: &[String],
+    registry: Result<String, String>,
+    fresh_pull: bool,
+) -> Result<Pin, PinRefusal> {
+    match registry {
+        Ok(digest) if local.contains(&digest) => Ok(Pin::Registry(digest)),
+        Ok(_) if local.is_empty() => Err(PinRefusal::NoRegistryDigest),
+        Ok(digest) if fresh_pull => Ok(Pin::Registry(digest)),
+        Ok(digest) => Err(PinRefusal::Moved {
+            registry: digest,
+            local: local.to_vec(),
+        }),
+        Err(registry_error) => match local {
+            [] => Err(PinRefusal::NoRegistryDigest),
+            [digest] => Ok(Pin::Recorded {
+                digest: digest.clone(),
+                registry_error,
+            }),
+            several => Err(PinRefusal::Ambiguous {
+                local: several.to_vec(),
+                registry_error,
+            }),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +262,45 @@ mod tests {
         assert!(repo_digest_matches("localhost/x@sha256:y", "localhost/x"));
         assert!(!repo_digest_matches("localhost/x@sha256:y", "x"));
         assert!(!repo_digest_matches("not a name@sha256:y", "busybox"));
+    }
+
+    #[test]
+    fn a_pin_is_what_the_registry_serves() {
+        let (a, b) = ("sha256:a".to_string(), "sha256:b".to_string());
+        assert_eq!(
+            choose_pin(&[b.clone(), a.clone()], Ok(a.clone()), false),
+            Ok(Pin::Registry(a.clone()))
+        );
+        // Podman's own digest beside none of the registry's, right after a pull.
+        assert_eq!(
+            choose_pin(std::slice::from_ref(&b), Ok(a.clone()), true),
+            Ok(Pin::Registry(a.clone()))
+        );
+        assert_eq!(
+            choose_pin(std::slice::from_ref(&b), Ok(a.clone()), false),
+            Err(PinRefusal::Moved {
+                registry: a.clone(),
+                local: vec![b.clone()]
+            })
+        );
+        assert_eq!(
+            choose_pin(&[], Ok(a.clone()), true),
+            Err(PinRefusal::NoRegistryDigest)
+        );
+        assert_eq!(
+            choose_pin(std::slice::from_ref(&a), Err("offline".into()), false),
+            Ok(Pin::Recorded {
+                digest: a.clone(),
+                registry_error: "offline".into()
+            })
+        );
+        assert!(matches!(
+            choose_pin(&[a, b], Err("offline".into()), false),
+            Err(PinRefusal::Ambiguous { .. })
+        ));
+        assert_eq!(
+            choose_pin(&[], Err("offline".into()), false),
+            Err(PinRefusal::NoRegistryDigest)
+        );
     }
 }

@@ -210,50 +210,44 @@ pub async fn up(
         arguments.force,
         context,
     );
-    let (body, prepared) = match &plan.body_without_gpus {
-        // Which body depends on the daemon's answer: judge first, then prepare.
-        Some(without) => {
-            let facts = verdict.await?;
-            let body = if crate::checks::host::gpus_reachable(&facts.engine, &facts.host) {
-                &plan.body
-            } else {
-                context.printer.warn(
-                    "this host has GPUs but the daemon cannot hand them to containers: `gpus = \"optional\"` starts without them (`envctl doctor` says why)",
-                );
-                without
-            };
-            (
-                body,
-                prepare(engine, body, name, arguments.pull, state).await?,
-            )
-        }
+    let asks_for_gpus = !plan.body.host_config.device_requests.is_empty();
+    let (facts, body, prepared) = if asks_for_gpus || plan.body_without_gpus.is_some() {
+        // How GPUs are asked for depends on the engine's answer (CDI names on Podman and
+        // on Docker with CDI, `--gpus`'s request for the NVIDIA runtime): judge first,
+        // then prepare the body for this engine.
+        let facts = verdict.await?;
+        let body = gpu_body(plan, &facts, context)?;
+        let prepared = prepare(engine, &body, name, arguments.pull, state).await?;
+        (facts, body, prepared)
+    } else {
         // The verdict and the work that does not depend on it run side by side: while
         // the preflight waits for the daemon's `/info` and for NVML, envctl looks for a
         // container of this name and, when there is none and the image is here, creates
         // (never starts) this one. Only a passing verdict starts it; a failing one
         // removes it. This keeps `up` close to the daemon's own create + start time
         // (tests/bench/up.sh).
-        None => {
-            // `gpus = "optional"` on a host where NVML sees no GPU: the README promises a
-            // warning whenever it starts without them.
-            if resolved.profile.gpus == crate::profile::model::GpuRequest::Optional
-                && plan.body.host_config.device_requests.is_empty()
-            {
-                context.printer.warn(
-                    "`gpus = \"optional\"`: NVML sees no GPU on this host, so the container runs without GPUs",
-                );
-            }
-            let (verdict, prepared) = tokio::join!(
-                verdict,
-                prepare(engine, &plan.body, name, arguments.pull, state)
+        //
+        // `gpus = "optional"` on a host where NVML sees no GPU: the README promises a
+        // warning whenever it starts without them.
+        if resolved.profile.gpus == crate::profile::model::GpuRequest::Optional {
+            context.printer.warn(
+                "`gpus = \"optional\"`: NVML sees no GPU on this host, so the container runs without GPUs",
             );
-            if let Err(error) = verdict {
+        }
+        let (verdict, prepared) = tokio::join!(
+            verdict,
+            prepare(engine, &plan.body, name, arguments.pull, state)
+        );
+        let facts = match verdict {
+            Ok(facts) => facts,
+            Err(error) => {
                 discard_unstarted(engine, state, context).await;
                 return Err(error);
             }
-            (&plan.body, prepared?)
-        }
+        };
+        (facts, plan.body.clone(), prepared?)
     };
+    let body = &body;
     if let Some(digest) = &locked_digest {
         warn_if_tag_moved(engine, &resolved.profile.image.to_string(), digest, context).await?;
     }
@@ -305,11 +299,39 @@ pub async fn up(
             return Ok(report(id, status));
         }
     };
+    // Never "started" without what the profile asked for: an engine may drop a setting
+    // silently (Podman before 5.4 drops GPU requests). The error leaves the container
+    // unstarted, and `clean_up` removes it.
+    let check = Check {
+        engine,
+        id: &id,
+        body,
+        name,
+        profile: &resolved.profile.name,
+        facts: &facts,
+    };
+    check.given(spec::drift::Stage::Created).await?;
     if let Err(error) = engine.start_container(&id).await {
         return Err(Error::StartFailed {
             name: name.to_string(),
             source: error,
         });
+    }
+    // CDI devices exist only once the engine has started the container (Podman resolves
+    // them at start): look again, and take the container back when they are missing.
+    if body
+        .host_config
+        .device_requests
+        .iter()
+        .any(spec::gpu_request::is_cdi)
+        && let Err(error) = check.given(spec::drift::Stage::Started).await
+    {
+        if let Err(removal) = engine.remove_container(&id, true, true).await {
+            context.printer.warn(&format!(
+                "could not remove {name}, started without its GPUs: {removal} (`docker rm -f {name}`)"
+            ));
+        }
+        return Err(error);
     }
     state.borrow_mut().started = true;
     Ok(report(
@@ -320,6 +342,126 @@ pub async fn up(
             Outcome::Created
         },
     ))
+}
+
+/// The body to create for a profile that asks for GPUs (or may: `gpus = "optional"`), in
+/// the form this engine takes them (`checks::host::gpu_request_form`). `optional` runs
+/// without GPUs, with a warning, where the daemon cannot hand them over; a profile that
+/// needs them fails where the engine would drop the request.
+fn gpu_body(
+    plan: &Plan,
+    facts: &crate::ops::doctor::Facts,
+    context: &Context,
+) -> Result<CreateBody, Error> {
+    let without_gpus = |message: &str| -> Option<CreateBody> {
+        let without = plan.body_without_gpus.clone()?;
+        context.printer.warn(&format!(
+            "{message}: `gpus = \"optional\"` starts without them (`envctl doctor` says why)"
+        ));
+        Some(without)
+    };
+    if plan.body_without_gpus.is_some()
+        && !crate::checks::host::gpus_reachable(&facts.engine, &facts.host)
+        && let Some(without) =
+            without_gpus("this host has GPUs but the daemon cannot hand them to containers")
+    {
+        return Ok(without);
+    }
+    let (form, fix) = request_form(facts);
+    match spec::gpu_request::for_engine(&plan.body, &form) {
+        Ok(body) => Ok(body),
+        Err(unavailable) => match without_gpus(&unavailable.reason) {
+            Some(without) => Ok(without),
+            None => Err(Error::GpusUnavailable {
+                profile: plan.resolved.profile.name.clone(),
+                reason: unavailable.reason,
+                fix: fix.to_string(),
+            }),
+        },
+    }
+}
+
+/// How this engine takes GPU requests, and its fix for GPUs, from the facts the preflight
+/// gathered: what `up` sends and what `up --dry-run` shows. An engine that cannot be
+/// reached gets `--gpus`'s request; its create then says why it cannot be used.
+pub fn request_form(
+    facts: &crate::ops::doctor::Facts,
+) -> (crate::facts::engine::GpuRequestForm, &'static str) {
+    use crate::facts::engine::{EngineKind, EngineState, GpuRequestForm};
+    match &facts.engine.state {
+        EngineState::Reachable(daemon) => (
+            crate::checks::host::gpu_request_form(daemon, &facts.host),
+            daemon.kind.gpu_fix(),
+        ),
+        EngineState::Unreachable { .. } => (GpuRequestForm::Gpus, EngineKind::Unknown.gpu_fix()),
+    }
+}
+
+/// The container this run created, to be compared with the body it was made from.
+struct Check<'a> {
+    engine: &'a Engine,
+    id: &'a str,
+    body: &'a CreateBody,
+    name: &'a str,
+    profile: &'a str,
+    facts: &'a crate::ops::doctor::Facts,
+}
+
+impl Check<'_> {
+    /// Inspects the container and compares it with the body: anything the body sets that
+    /// the container lacks is an error naming the engine and the settings.
+    async fn given(&self, stage: spec::drift::Stage) -> Result<(), Error> {
+        let Check {
+            engine,
+            id,
+            body,
+            name,
+            profile,
+            facts,
+        } = *self;
+        let inspected = engine
+            .inspect_container_json(id)
+            .await?
+            .ok_or_else(|| Error::TargetNotFound {
+                target: name.to_string(),
+                hint: "the container disappeared right after it was created; another tool may have removed it".into(),
+            })?;
+        let missing = spec::drift::not_given(body, &inspected, stage);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let (engine_name, fix) = match &facts.engine.state {
+            crate::facts::engine::EngineState::Reachable(daemon) => {
+                let version = daemon
+                    .server_version
+                    .as_deref()
+                    .unwrap_or("of unknown version");
+                let gpus_missing = missing.iter().any(|line| line.starts_with("gpus:"));
+                (
+                    format!("{} {version}", daemon.kind.name()),
+                    if gpus_missing {
+                        daemon.kind.gpu_fix().to_string()
+                    } else {
+                        format!(
+                            "the engine ignores these settings: `envctl up {profile} --dry-run --json` shows what was sent; run the profile on an engine that honours them (Docker, or a newer {})",
+                            daemon.kind.name()
+                        )
+                    },
+                )
+            }
+            crate::facts::engine::EngineState::Unreachable { .. } => (
+                "the engine".to_string(),
+                format!("`envctl up {profile} --dry-run --json` shows what was sent"),
+            ),
+        };
+        Err(Error::NotGiven {
+            name: name.to_string(),
+            profile: profile.to_string(),
+            engine: engine_name,
+            missing,
+            fix,
+        })
+    }
 }
 
 /// What could be done before the preflight's verdict.

@@ -76,7 +76,14 @@ pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
         );
     }
     for request in &host.device_requests {
-        flag("--gpus", gpus_flag(request));
+        // A CDI request is what `docker run --device NAME` (Docker 25+, Podman) sends.
+        if super::gpu_request::is_cdi(request) {
+            for name in request.device_ids.iter().flatten() {
+                flag("--device", name.clone());
+            }
+        } else {
+            flag("--gpus", gpus_flag(request));
+        }
     }
     match host.init {
         Some(true) => arguments.push("--init".into()),

@@ -30,6 +30,38 @@ const FIELD_NAMES: [(&str, &str); 14] = [
 /// One line per setting that differs: `memory: 8589934592 → 17179869184`. `container` is
 /// the container's inspect JSON (`{"Config": …, "HostConfig": …}`).
 pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
+    differences(body, container, Scope::Everything)
+}
+
+/// The settings `body` asks for that the container created from it does not have: what
+/// an engine dropped or changed (Podman before 5.4 drops GPU requests). Settings the
+/// body leaves to the engine are not judged. `up` checks every container it creates with
+/// this before starting it, and one with CDI devices again once started; empty means
+/// the engine gave all.
+pub fn not_given(body: &CreateBody, container: &Value, stage: Stage) -> Vec<String> {
+    differences(body, container, Scope::WhatTheBodySets(stage))
+}
+
+/// When [`not_given`] looks at the container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Created, not started: Podman resolves CDI names into devices only at start, so a
+    /// CDI request without devices yet is not judged.
+    Created,
+    /// Started: the CDI devices must be there.
+    Started,
+}
+
+/// Which settings [`differences`] compares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Also those the profile dropped that the container still has (drift).
+    Everything,
+    /// Only those the body sets (a fresh container).
+    WhatTheBodySets(Stage),
+}
+
+fn differences(body: &CreateBody, container: &Value, scope: Scope) -> Vec<String> {
     let Ok(Value::Object(wanted)) = serde_json::to_value(body) else {
         return Vec::new();
     };
@@ -40,6 +72,11 @@ pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
     for key in ["Image", "Cmd", "WorkingDir", "User"] {
         let actual = config.get(key).unwrap_or(&Value::Null);
         let wanted_value = wanted.get(key).unwrap_or(&Value::Null);
+        // Unset is the image's (or the engine's) default, whatever it is: Podman writes
+        // `/` for an image without WORKDIR, Docker "".
+        if wanted_value.is_null() {
+            continue;
+        }
         // One image, however the engine writes its name (Podman: `localhost/x:1` for a
         // local `x:1`; `docker.io/library/busybox` for `busybox`).
         if key == "Image" && same_image(wanted_value, actual) {
@@ -81,13 +118,19 @@ pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
             let actual = match key.as_str() {
                 "Mounts" => project_items(actual, value),
                 "Ulimits" => ulimit_names(actual),
+                "DeviceRequests" => cdi_devices_given(
+                    actual,
+                    value,
+                    host_config,
+                    scope == Scope::WhatTheBodySets(Stage::Created),
+                ),
                 _ => actual.clone(),
             };
             compare(key, value, &actual, &mut changes);
         }
         // Settings the profile dropped that the container still has.
         for key in ["Memory", "NanoCpus", "DeviceRequests", "Init"] {
-            if !wanted_host.contains_key(key) {
+            if scope == Scope::Everything && !wanted_host.contains_key(key) {
                 compare(
                     key,
                     &Value::Null,
@@ -131,6 +174,34 @@ fn same_image(wanted: &Value, actual: &Value) -> bool {
         && actual_canonical.tag == wanted_canonical.tag
         && actual_canonical.digest == wanted_canonical.digest
         && actual_canonical.repository == wanted_reference.repository
+}
+
+/// The container's GPU requests as the body wrote them, where the engine resolved a CDI
+/// request into devices and kept no request: Podman shows the device nodes of
+/// `nvidia.com/gpu=0` in `HostConfig.Devices` and `DeviceRequests: null`. Which CDI names
+/// the nodes came from is not recorded, so nodes count as the request given; none means
+/// dropped, once the container has started.
+fn cdi_devices_given(
+    actual: &Value,
+    wanted: &Value,
+    host_config: &Value,
+    before_start: bool,
+) -> Value {
+    let kept = actual
+        .as_array()
+        .is_some_and(|requests| !requests.is_empty());
+    let wants_cdi = wanted.as_array().into_iter().flatten().any(|request| {
+        request.get("Driver").and_then(Value::as_str) == Some(super::gpu_request::CDI_DRIVER)
+    });
+    let devices = host_config
+        .get("Devices")
+        .and_then(Value::as_array)
+        .is_some_and(|devices| !devices.is_empty());
+    if !kept && wants_cdi && (devices || before_start) {
+        wanted.clone()
+    } else {
+        actual.clone()
+    }
 }
 
 /// Ulimit names as Docker writes them: Podman reports `RLIMIT_NOFILE` for `nofile`.
@@ -356,5 +427,65 @@ mod tests {
             &Value::from("quay.io/x:1"),
             &Value::from("localhost/x:1")
         ));
+    }
+
+    #[test]
+    fn an_unset_workdir_or_user_is_the_engines_default() {
+        let created = body("image = \"x:1\"\nmemory = \"1g\"\n");
+        let mut podman = inspected(&created);
+        podman["Config"]["WorkingDir"] = Value::from("/");
+        podman["Config"]["User"] = Value::from("0:0");
+        assert_eq!(
+            not_given(&created, &podman, Stage::Created),
+            Vec::<String>::new()
+        );
+        let wanted = body("image = \"x:1\"\nmemory = \"2g\"\n");
+        assert_eq!(
+            changes(&wanted, &podman),
+            ["memory: 1073741824 → 2147483648"]
+        );
+    }
+
+    #[test]
+    fn a_dropped_gpu_request_or_limit_is_not_given() {
+        let wanted = body("image = \"x:1\"\ngpus = 2\nmemory = \"1g\"\nshm_size = \"1g\"\n");
+        let mut dropped = inspected(&wanted);
+        // Podman 4.3: no request, no devices; a memory limit it did not set.
+        dropped["HostConfig"]["DeviceRequests"] = Value::Null;
+        dropped["HostConfig"]["Memory"] = Value::from(0);
+        let missing = not_given(&wanted, &dropped, Stage::Created);
+        assert_eq!(missing.len(), 2, "{missing:?}");
+        assert!(missing[0].starts_with("gpus: (unset)"), "{missing:?}");
+        assert!(missing[1].starts_with("memory: (unset)"), "{missing:?}");
+        assert_eq!(
+            not_given(&wanted, &inspected(&wanted), Stage::Created),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn cdi_devices_in_the_container_are_the_cdi_request_given() {
+        let plain = body("image = \"x:1\"\ngpus = [\"0\"]\n");
+        let wanted = crate::spec::gpu_request::for_engine(
+            &plain,
+            &crate::facts::engine::GpuRequestForm::Cdi,
+        )
+        .unwrap();
+        let mut podman = inspected(&wanted);
+        podman["HostConfig"]["DeviceRequests"] = Value::Null;
+        podman["HostConfig"]["Devices"] = serde_json::json!([{
+            "PathOnHost": "/dev/nvidia0", "PathInContainer": "/dev/nvidia0", "CgroupPermissions": ""
+        }]);
+        assert_eq!(
+            not_given(&wanted, &podman, Stage::Started),
+            Vec::<String>::new()
+        );
+        // No devices: pending before start (Podman resolves CDI names at start), dropped after.
+        podman["HostConfig"]["Devices"] = Value::Array(Vec::new());
+        assert_eq!(
+            not_given(&wanted, &podman, Stage::Created),
+            Vec::<String>::new()
+        );
+        assert_eq!(not_given(&wanted, &podman, Stage::Started).len(), 1);
     }
 }

@@ -50,6 +50,7 @@ mod docker_run;
 pub mod drift;
 mod error;
 pub mod free_ports;
+pub mod gpu_request;
 mod mapping;
 pub mod origin;
 mod overrides;

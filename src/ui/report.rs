@@ -32,6 +32,11 @@ pub fn write_error(printer: &Printer, error: &Error) {
                 printer.stderr_line(&format!("  changed: {}", shown(&change.to_string())));
             }
         }
+        Error::NotGiven { missing, .. } => {
+            for setting in missing {
+                printer.stderr_line(&format!("  not given: {}", shown(setting)));
+            }
+        }
         _ => {}
     }
     let mut source = std::error::Error::source(error);
