@@ -13,6 +13,10 @@
 //! A missing bind source fails on both versions, as in `up`, without a folder made
 //! ([`a_missing_bind_source_fails_on_both_compose_versions_without_a_folder`]).
 //!
+//! `export --to devcontainer` too: its devcontainer.json started with the `docker`
+//! arguments the dev container tools build from it ([`devcontainer_create_arguments`])
+//! is compared the same way; only the tools' own command and labels differ.
+//!
 //! Needs the daemon and both Compose versions (found as tests/it/validators.rs finds
 //! them); skips loudly without them, fails under `ENVCTL_REQUIRE_DOCKER=1`. Every compose
 //! project has a unique name and is taken down (`down -v`) by a guard; its containers
@@ -39,6 +43,8 @@ use crate::support::registry::{Registry, push_test_image, require_registry};
 use crate::validators::require_composes;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
+/// The tool name of [`compare`] for the dev container tools.
+const DEVCONTAINER: &str = "devcontainer";
 
 /// A Compose version: its name in messages, its program, and how it creates without
 /// starting.
@@ -321,10 +327,12 @@ async fn create_like_up(project: &Project, name: &str) {
 /// the container (`ops::up::RUN_LABEL`). `envctl.profile-file`: the host path of the
 /// profile file, added by `up` at create and never part of a body or an export
 /// (`spec::PROFILE_FILE_LABEL`). `envctl.origin`: the export's mark that compose made it
-/// (tests/it/export_origin.rs). `com.docker.compose.*`: compose's own bookkeeping.
+/// (tests/it/export_origin.rs). `com.docker.compose.*`, `devcontainer.*`: the tools' own
+/// bookkeeping.
 fn label_differs_by_design(key: &str) -> bool {
     matches!(key, "envctl.run" | "envctl.profile-file" | "envctl.origin")
         || key.starts_with("com.docker.compose.")
+        || key.starts_with("devcontainer.")
 }
 
 /// Go's nil and an empty list or map, read the same by the daemon (`"Binds": []` from
@@ -413,6 +421,14 @@ fn made_mounts(inspected: &Value) -> Vec<Value> {
     mounts
 }
 
+/// `HostConfig.NetworkMode`, with the daemon's `default` read as what it is on Linux.
+fn default_is_bridge(value: &Value) -> Value {
+    match value.as_str() {
+        Some("default") => Value::from("bridge"),
+        _ => value.clone(),
+    }
+}
+
 /// `HostConfig.Ulimits` by name: compose v2 sends them in Go map order, and the order
 /// means nothing to the daemon.
 fn sorted_by_name(value: &Value) -> Value {
@@ -434,17 +450,17 @@ fn sorted_strings(value: &Value) -> Value {
     Value::from(items)
 }
 
-/// Compares `up`'s container with compose's, field by field; panics listing every
-/// difference outside the allow-list. Returns the number of fields compared.
-fn compare(up: &Value, compose: &Value, version: &str) -> usize {
+/// Compares `up`'s container with the one `tool` (`v1`, `v2`: Compose; `devcontainer`)
+/// made from the export, field by field; panics listing every difference outside the
+/// allow-list. Returns the number of fields compared.
+fn compare(up: &Value, compose: &Value, tool: &str) -> usize {
+    let devcontainer = tool == DEVCONTAINER;
     let mut differences = Vec::new();
     let mut compared = 0;
     let mut check = |field: String, ours: Value, theirs: Value| {
         compared += 1;
         if ours != theirs {
-            differences.push(format!(
-                "{field}:\n    up      {ours}\n    compose {theirs}"
-            ));
+            differences.push(format!("{field}:\n    up     {ours}\n    export {theirs}"));
         }
     };
 
@@ -467,16 +483,11 @@ fn compare(up: &Value, compose: &Value, version: &str) -> usize {
         let (ours, theirs) = match key.as_str() {
             // Compared together, as the mounts asked for (below).
             "Binds" | "Mounts" => continue,
-            // `up` leaves the network to the daemon, which records `default`; the export
-            // names it, `network_mode: bridge`. On Linux `default` is `bridge`: the
-            // networks the containers joined are compared below.
-            "NetworkMode" => (
-                Value::from(match ours.as_str() {
-                    Some("default") => "bridge",
-                    other => other.unwrap_or_default(),
-                }),
-                theirs.clone(),
-            ),
+            // `up` (and `docker run`) leave the network to the daemon, which records
+            // `default`; the compose export names it, `network_mode: bridge`. On Linux
+            // `default` is `bridge`: the networks the containers joined are compared
+            // below.
+            "NetworkMode" => (default_is_bridge(ours), default_is_bridge(theirs)),
             "Ulimits" => (sorted_by_name(ours), sorted_by_name(theirs)),
             _ => (empty_is_null(ours), empty_is_null(theirs)),
         };
@@ -493,9 +504,14 @@ fn compare(up: &Value, compose: &Value, version: &str) -> usize {
         let (ours, theirs) = match key.as_str() {
             // The container's id, made by the daemon.
             "Hostname" => continue,
-            // Compose v2 asks to attach stdout and stderr at create, to stream the logs
-            // of `up`: a setting of the API client's attach, not of the container.
-            "AttachStdout" | "AttachStderr" if version == "v2" => continue,
+            // Compose v2 and the dev container tools (`-a STDOUT -a STDERR`) ask to attach
+            // stdout and stderr at create, to stream the logs: a setting of the API
+            // client's attach, not of the container.
+            "AttachStdout" | "AttachStderr" if tool == "v2" || devcontainer => continue,
+            // The dev container tools always run their own keep-alive (`overrideCommand`,
+            // `/bin/sh -c '… while sleep 1 …'`): devcontainer.json cannot set the command,
+            // and the export says so in a notice when the profile has one.
+            "Entrypoint" | "Cmd" if devcontainer => continue,
             "Env" => (sorted_strings(ours), sorted_strings(theirs)),
             "Labels" => {
                 let kept = |labels: &Value| -> BTreeMap<String, Value> {
@@ -517,7 +533,12 @@ fn compare(up: &Value, compose: &Value, version: &str) -> usize {
         check(format!("Config.{key}"), ours, theirs);
     }
     assert_eq!(
-        compose["Config"]["Labels"]["envctl.origin"], "compose",
+        compose["Config"]["Labels"]["envctl.origin"],
+        if devcontainer {
+            DEVCONTAINER
+        } else {
+            "compose"
+        },
         "the export's origin label"
     );
 
@@ -547,12 +568,16 @@ fn compare(up: &Value, compose: &Value, version: &str) -> usize {
         "Platform",
         "AppArmorProfile",
     ] {
+        // The process the command makes (see `Cmd` above).
+        if devcontainer && matches!(key, "Path" | "Args") {
+            continue;
+        }
         check(key.into(), up[key].clone(), compose[key].clone());
     }
 
     assert!(
         differences.is_empty(),
-        "compose {version} made a different container than `envctl up` ({} of {compared} fields):\n{}",
+        "{tool} made a different container than `envctl up` ({} of {compared} fields):\n{}",
         differences.len(),
         differences.join("\n")
     );
@@ -769,4 +794,178 @@ fn a_missing_bind_source_fails_on_both_compose_versions_without_a_folder() {
     let up = ran(&mut project.envctl(&["up", &project.profile]), "envctl up");
     assert!(!up.ok, "envctl up started with a missing bind source");
     assert!(!absent.exists());
+}
+
+/// The `docker` arguments the dev container tools (VS Code Dev Containers, the
+/// `devcontainer` CLI) build from an image-based devcontainer.json: devcontainers/cli's
+/// `spawnDevContainer` (src/spec-node/singleContainer.ts), with `create --name NAME` for
+/// `run`. Variables are substituted as the tools do for the two forms the export writes
+/// (`${localWorkspaceFolder}`, `${localEnv:HOME}`); the tools leave other `${…}` alone.
+/// A key this does not know fails the test, so it never compares less than the file says.
+fn devcontainer_create_arguments(
+    config: &Value,
+    folder: &Path,
+    home: &Path,
+    name: &str,
+) -> Vec<String> {
+    const KNOWN: [&str; 10] = [
+        "name",
+        "image",
+        "workspaceMount",
+        "workspaceFolder",
+        "containerEnv",
+        "containerUser",
+        "init",
+        "runArgs",
+        "mounts",
+        "appPort",
+    ];
+    for key in config.as_object().unwrap().keys() {
+        assert!(
+            KNOWN.contains(&key.as_str()),
+            "devcontainer.json key `{key}` is not emulated here"
+        );
+    }
+    let (folder_text, home_text) = (folder.display().to_string(), home.display().to_string());
+    let substitute = |text: &str| {
+        text.replace("${localWorkspaceFolder}", &folder_text)
+            .replace("${localEnv:HOME}", &home_text)
+    };
+    let strings = |key: &str| -> Vec<String> {
+        config[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|item| substitute(item.as_str().unwrap()))
+            .collect()
+    };
+    let mut arguments: Vec<String> = ["create", "-a", "STDOUT", "-a", "STDERR"]
+        .map(String::from)
+        .to_vec();
+    for port in strings("appPort") {
+        arguments.extend(["-p".into(), port]);
+    }
+    let workspace_mount = config["workspaceMount"]
+        .as_str()
+        .map(substitute)
+        .unwrap_or_else(|| {
+            let base = folder.file_name().unwrap().to_string_lossy();
+            format!("type=bind,source={folder_text},target=/workspaces/{base}")
+        });
+    arguments.extend(["--mount".into(), workspace_mount]);
+    for mount in strings("mounts") {
+        arguments.extend(["--mount".into(), mount]);
+    }
+    arguments.extend([
+        "-l".into(),
+        format!("devcontainer.local_folder={folder_text}"),
+        "-l".into(),
+        format!("devcontainer.config_file={folder_text}/.devcontainer/devcontainer.json"),
+    ]);
+    for (key, value) in config["containerEnv"].as_object().into_iter().flatten() {
+        arguments.extend([
+            "-e".into(),
+            format!("{key}={}", substitute(value.as_str().unwrap())),
+        ]);
+    }
+    if let Some(user) = config["containerUser"].as_str() {
+        arguments.extend(["-u".into(), user.into()]);
+    }
+    arguments.extend(strings("runArgs"));
+    if config["init"] == Value::Bool(true) {
+        arguments.push("--init".into());
+    }
+    arguments.extend([
+        "--entrypoint".into(),
+        "/bin/sh".into(),
+        "--name".into(),
+        name.into(),
+        config["image"].as_str().unwrap().into(),
+        "-c".into(),
+        "echo Container started\ntrap \"exit 0\" 15\n\nexec \"$@\"\nwhile sleep 1 & wait $!; do :; done"
+            .into(),
+        "-".into(),
+    ]);
+    arguments
+}
+
+/// `export --to devcontainer` started the way the dev container tools start it (see
+/// [`devcontainer_create_arguments`]; their CLI is an npm package, which this CI cannot
+/// install) makes `up`'s container, but for what the allow-list of [`compare`] names:
+/// the tools' own command and labels.
+#[test]
+fn devcontainer_run_args_make_the_container_up_makes() {
+    if !require_daemon() {
+        return;
+    }
+    let port = free_ports_in_a_row(5);
+    let volume = VolumeGuard(unique_name("runs-devcontainer-volume"));
+    let body = format!(
+        "workdir = \"/workspace\"\nuser = \"65534:65534\"\nmemory = \"64m\"\ncpus = 0.5\n\
+         shm_size = \"32m\"\nipc = \"shareable\"\n\
+         ports = [\"127.0.0.1:{a}:8080\", \"127.0.0.1:{b}-{c}:9000-9002/udp\", \
+         \"[::1]:{d}:8081\", \"127.0.0.1::7000\"]\n\
+         mounts = [\"./:/workspace\", \"./data:/data:ro\", \"{volume}:/cache\", \
+         \"~/datasets:/datasets\"]\n\
+         env = {{ PRICE = \"$5 $$d $(X) ${{Y}}\", FLAG = \"on\", EMPTY = \"\" }}\n\
+         [ulimits]\nnofile = {{ soft = 1024, hard = 2048 }}\nstack = 8388608\n",
+        a = port,
+        b = port + 1,
+        c = port + 3,
+        d = port + 4,
+        volume = volume.0,
+    );
+    let project = Project::new(
+        &body,
+        &test_image(),
+        &["data", "home/datasets", ".devcontainer"],
+    );
+    succeeded(
+        &mut project.envctl(&[
+            "export",
+            &project.profile,
+            "--to",
+            "devcontainer",
+            "-o",
+            ".devcontainer/devcontainer.json",
+            "--force",
+        ]),
+        "envctl export --to devcontainer",
+    );
+    let text =
+        std::fs::read_to_string(project.path().join(".devcontainer/devcontainer.json")).unwrap();
+    let config: Value = serde_json::from_str(&text).unwrap();
+
+    let up_guard = ContainerGuard::new(project.container_name());
+    succeeded(&mut project.envctl(&["up", &project.profile]), "envctl up");
+    let from_up = inspect(up_guard.name());
+    drop(up_guard);
+
+    let guard = ContainerGuard::unique("envctl-runs-devcontainer");
+    let arguments = devcontainer_create_arguments(
+        &config,
+        project.path(),
+        &project.path().join("home"),
+        guard.name(),
+    );
+    succeeded(
+        Command::new("docker").args(&arguments),
+        &format!("docker {arguments:?}"),
+    );
+    succeeded(
+        Command::new("docker").args(["start", guard.name()]),
+        "docker start",
+    );
+    let from_devcontainer = inspect(guard.name());
+    assert_eq!(
+        from_devcontainer["State"]["Running"], true,
+        "{}",
+        from_devcontainer["State"]
+    );
+    let fields = compare(&from_up, &from_devcontainer, DEVCONTAINER);
+    let _ = writeln!(
+        std::io::stderr(),
+        "devcontainer run: profile `{}`: {fields} fields compared, all equal",
+        project.profile
+    );
 }
