@@ -592,6 +592,25 @@ fn report(profile: &str, versions: usize, fields: usize) {
     );
 }
 
+/// Whether this host has IPv6 loopback (`::1`), which Docker can publish on.
+fn ipv6_loopback() -> bool {
+    std::net::TcpListener::bind(("::1", 0)).is_ok()
+}
+
+/// A TOML port entry (and its `, `) publishing `host` on `::1`, where the host has IPv6
+/// loopback; said loudly where it has not.
+fn ipv6_port(host: u16, container: u16) -> String {
+    if ipv6_loopback() {
+        format!("\"[::1]:{host}:{container}\", ")
+    } else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "NOTE: no IPv6 loopback on this host: the profile publishes on 127.0.0.1 only"
+        );
+        String::new()
+    }
+}
+
 /// `count` host ports in a row that nothing listens on now (TCP, UDP, IPv6 loopback).
 fn free_ports_in_a_row(count: u16) -> u16 {
     'search: for _ in 0..200 {
@@ -606,8 +625,8 @@ fn free_ports_in_a_row(count: u16) -> u16 {
         for port in first..first + count {
             let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
             let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
-            let tcp6 = std::net::TcpListener::bind(("::1", port));
-            if tcp.is_err() || udp.is_err() || tcp6.is_err() {
+            let tcp6_taken = ipv6_loopback() && std::net::TcpListener::bind(("::1", port)).is_err();
+            if tcp.is_err() || udp.is_err() || tcp6_taken {
                 continue 'search;
             }
         }
@@ -629,9 +648,10 @@ async fn run_case(body: &str, folders: &[&str], start: Start) {
 #[tokio::test]
 async fn ports_tcp_udp_ranges_ipv6_and_ephemeral() {
     let port = free_ports_in_a_row(5);
+    let ipv6 = ipv6_port(port + 4, 8081);
     let body = format!(
-        "ports = [\"127.0.0.1:{a}:8080\", \"127.0.0.1:{b}-{c}:9000-9002/udp\", \
-         \"[::1]:{d}:8081\", \"127.0.0.1:{d}:8081\", \"127.0.0.1::7000\", \"127.0.0.1::5353/udp\"]\n\
+        "ports = [\"127.0.0.1:{a}:8080\", \"127.0.0.1:{b}-{c}:9000-9002/udp\", {ipv6}\
+         \"127.0.0.1:{d}:8081\", \"127.0.0.1::7000\", \"127.0.0.1::5353/udp\"]\n\
          memory = \"64m\"\n",
         a = port,
         b = port + 1,
@@ -904,7 +924,7 @@ fn devcontainer_run_args_make_the_container_up_makes() {
         "workdir = \"/workspace\"\nuser = \"65534:65534\"\nmemory = \"64m\"\ncpus = 0.5\n\
          shm_size = \"32m\"\nipc = \"shareable\"\n\
          ports = [\"127.0.0.1:{a}:8080\", \"127.0.0.1:{b}-{c}:9000-9002/udp\", \
-         \"[::1]:{d}:8081\", \"127.0.0.1::7000\"]\n\
+         {ipv6}\"127.0.0.1::7000\"]\n\
          mounts = [\"./:/workspace\", \"./data:/data:ro\", \"{volume}:/cache\", \
          \"~/datasets:/datasets\"]\n\
          env = {{ PRICE = \"$5 $$d $(X) ${{Y}}\", FLAG = \"on\", EMPTY = \"\" }}\n\
@@ -912,7 +932,7 @@ fn devcontainer_run_args_make_the_container_up_makes() {
         a = port,
         b = port + 1,
         c = port + 3,
-        d = port + 4,
+        ipv6 = ipv6_port(port + 4, 8081),
         volume = volume.0,
     );
     let project = Project::new(
