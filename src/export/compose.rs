@@ -10,12 +10,20 @@
 //!   compose releases reserve no GPU at all (docker/docs#20588), and `capabilities` is
 //!   required. With `device_ids` only `device_ids` is written: Compose v2 refuses it next
 //!   to `count` ("`count` and `device_ids` attributes are exclusive", printed even by a
-//!   `config -q` that exits 0). Compose v1 cannot express a device list at all — it turns
-//!   a missing `count` into `all`, and the daemon refuses a request with both ("cannot set
-//!   both Count and DeviceIDs") — so a notice says to use Compose v2 for such a file.
+//!   `config -q` that exits 0). Both versions send `device_ids` alone as `Count: 0` with
+//!   the list, the request `up` sends (VERIFIED with Compose 1.29.2 and 2.40.3 on Docker
+//!   20.10, tests/it/compose_runs.rs).
 //! - Ports in Docker's short syntax with the host IP always written, so loopback stays
-//!   loopback; mounts in the long syntax, so a missing bind source is an error (as in `up`)
-//!   instead of a root-owned folder compose would create.
+//!   loopback.
+//! - Mounts in the long syntax, binds with `bind.propagation: rprivate`, so that a missing
+//!   bind source is an error (as in `up`) instead of a root-owned folder Docker creates.
+//!   Compose v2 sends a bind as `HostConfig.Binds` (which creates the folder) unless it
+//!   needs the Mount API, and a propagation forces the Mount API; Compose v1 (1.29) sends
+//!   the long syntax as `HostConfig.Mounts` anyway. The Mount API refuses a missing source
+//!   ("bind source path does not exist"). `rprivate` is Docker's default propagation, so
+//!   the mount is the one `up` makes. `bind.create_host_path: false` would say the same to
+//!   v2, but v1's schema refuses that key. VERIFIED on Docker 20.10 with Compose 1.29.2
+//!   and 2.40.3 (tests/it/compose_runs.rs).
 //! - Named volumes are declared with `name:` so compose uses the volume `up` uses instead
 //!   of a project-prefixed one. `docker compose down -v` deletes them, as `envctl down
 //!   --volumes` would.
@@ -26,8 +34,19 @@
 //! - The `envctl.profile` and `envctl.config-hash` labels are kept, so `envctl ps` lists
 //!   the compose container as the profile's.
 //!
-//! Compose adds its own `com.docker.compose.*` labels and puts the container on the
-//! project's network; both are compose's design, not differences in the environment.
+//! - `network_mode: bridge`: the container joins Docker's default network, as `up`'s does,
+//!   instead of a `PROJECT_default` network compose would make. A project network is not
+//!   the same environment: its containers resolve names through Docker's embedded DNS
+//!   (`nameserver 127.0.0.11` in `/etc/resolv.conf`, where `up`'s has the host's
+//!   resolvers), it takes a subnet of its own (which can shadow a route of the host's
+//!   network), and it is cut off from the containers on the default network. A one-service
+//!   file gains nothing from it (no other service to find by name).
+//! - `restart: "no"`, as `up` sends it: Compose v1 would otherwise send an empty policy
+//!   name (which Docker also reads as "never"), so both containers read the same.
+//!
+//! Compose adds its own `com.docker.compose.*` labels; that is compose's design, not a
+//! difference in the environment. tests/it/compose_runs.rs starts the export on both
+//! Compose versions and compares every field of `docker inspect` with `up`'s container.
 
 use serde_json::{Map, Value, json};
 
@@ -41,6 +60,11 @@ use crate::spec::origin::Origin;
 use crate::spec::{DeviceRequest, ORIGIN_LABEL};
 
 const TARGET: Target = Target::Compose;
+/// Docker's default bind propagation, written so that both Compose versions use the Mount
+/// API, which refuses a missing bind source (see the module doc).
+const BIND_PROPAGATION: &str = "rprivate";
+/// Docker's default network, the one `up`'s container joins.
+const NETWORK_MODE: &str = "bridge";
 
 /// The compose file for `input`'s profile.
 pub fn compose(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
@@ -72,9 +96,12 @@ pub fn compose(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
     })
 }
 
-/// Image, command, init, working directory and user.
+/// Image, command, init, working directory and user; the network and restart policy `up`
+/// uses (see the module doc).
 fn insert_process(service: &mut Map<String, Value>, view: &BodyView<'_>) {
     service.insert("image".into(), literal(view.image));
+    service.insert("network_mode".into(), json!(NETWORK_MODE));
+    service.insert("restart".into(), literal(view.restart_policy));
     service.insert(
         "command".into(),
         Value::Array(view.command.iter().map(|word| literal(word)).collect()),
@@ -214,6 +241,7 @@ fn bind_text(source: BindSource, input: &ExportInput<'_>) -> Result<String, Expo
     })
 }
 
+/// One long-syntax mount; a bind carries [`BIND_PROPAGATION`] (see the module doc).
 fn volume_entry(mount: &MountView<'_>, source: &str) -> Value {
     let mut entry = Map::new();
     entry.insert("type".into(), json!(mount.kind_name()));
@@ -221,6 +249,9 @@ fn volume_entry(mount: &MountView<'_>, source: &str) -> Value {
     entry.insert("target".into(), literal(mount.target));
     if mount.read_only {
         entry.insert("read_only".into(), Value::Bool(true));
+    }
+    if matches!(mount.source, MountSource::Bind(_)) {
+        entry.insert("bind".into(), json!({ "propagation": BIND_PROPAGATION }));
     }
     Value::Object(entry)
 }
@@ -267,18 +298,6 @@ fn insert_gpus(service: &mut Map<String, Value>, view: &BodyView<'_>, notices: &
         "deploy".into(),
         json!({ "resources": { "reservations": { "devices": devices } } }),
     );
-    if view.device_requests.iter().any(|request| {
-        request
-            .device_ids
-            .as_ref()
-            .is_some_and(|ids| !ids.is_empty())
-    }) {
-        notices.push(Notice::new(
-            TARGET,
-            "gpus",
-            "a GPU list is written as `device_ids` alone, which Compose v2 (`docker compose`) reads; Compose v1 (`docker-compose` 1.x) turns it into a request for all GPUs plus the list, which the daemon refuses: start this file with Compose v2",
-        ));
-    }
     if view.gpus == Gpus::Optional {
         notices.push(Notice::new(
             TARGET,

@@ -47,6 +47,8 @@ pub(super) struct BodyView<'a> {
     /// The body's `IpcMode`, as Docker reads it.
     pub(super) ipc_mode: Option<&'a str>,
     pub(super) init: Option<bool>,
+    /// The body's `RestartPolicy.Name` (`no`).
+    pub(super) restart_policy: &'a str,
     pub(super) ulimits: &'a [Ulimit],
     pub(super) gpus: Gpus<'a>,
     /// The GPU request as the profile writes it (`2`, `[0, 1]`), for notices.
@@ -132,6 +134,7 @@ impl<'a> BodyView<'a> {
             ipc: profile.ipc,
             ipc_mode: host.ipc_mode.as_deref(),
             init: host.init,
+            restart_policy: &host.restart_policy.name,
             ulimits: &host.ulimits,
             gpus: Gpus::of(&profile.gpus),
             written_gpus: profile.gpus.to_string(),

