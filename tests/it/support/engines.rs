@@ -375,11 +375,7 @@ pub fn collect_failures(engines: &[TestEngine], mut body: impl FnMut(&TestEngine
     let mut failures = Vec::new();
     for engine in engines {
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| body(engine))) {
-            let message = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "<panic without a message>".into());
+            let message = panic_message(payload.as_ref());
             failures.push(format!(
                 "---- {} {} ----\n{message}",
                 engine.name, engine.version
@@ -387,6 +383,51 @@ pub fn collect_failures(engines: &[TestEngine], mut body: impl FnMut(&TestEngine
         }
     }
     failures
+}
+
+/// The steps of one engine's scenario, each run even when one before it failed: a run
+/// then names every step that fails on that engine, not just the first.
+pub struct Steps {
+    engine: String,
+    failed: Vec<String>,
+}
+
+impl Steps {
+    pub fn new(engine: &TestEngine) -> Self {
+        Self {
+            engine: engine.name.clone(),
+            failed: Vec::new(),
+        }
+    }
+
+    /// Runs `body`, keeping its panic message as this step's failure.
+    pub fn run(&mut self, what: &str, body: impl FnOnce()) {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
+            self.failed.push(format!(
+                "step `{what}`: {}",
+                panic_message(payload.as_ref())
+            ));
+        }
+    }
+
+    /// Panics with every failed step, if any.
+    pub fn finish(self) {
+        assert!(
+            self.failed.is_empty(),
+            "[{}] {} step(s) failed:\n{}",
+            self.engine,
+            self.failed.len(),
+            self.failed.join("\n")
+        );
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "<panic without a message>".into())
 }
 
 /// Panics with every failure of [`collect_failures`], if any.
