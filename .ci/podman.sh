@@ -12,7 +12,7 @@
 # - Podman 5.4.2 (the first whose compat API honours `DeviceRequests` with `Driver: "cdi"`),
 #   from Debian trixie's package with trixie's libc beside it in /opt/envctl-ci/podman5,
 #   never installed system-wide: the binaries are patched (patchelf) to load their own
-#   interpreter and libraries. Its CDI spec folder is CI-owned, so the tests write the specs.
+#   interpreter and libraries. The tests write their CDI spec into /var/run/cdi (below).
 # - Each service has its own storage, run folder, network (own bridge and subnet, so the two
 #   never hand out the same address on one `podman0`), and a registries.conf marking the
 #   loopback test registry (tests/it/support/registry.rs) insecure.
@@ -108,8 +108,8 @@ podman_ci_install5() {
 }
 
 # containers.conf, registries.conf and the network of one service.
-podman_ci_configure() { # NAME HELPERS CDI_DIR (empty: the engine's default folders)
-    local name=$1 helpers=$2 cdi=$3 etc="$PODMAN_CI_DIR/etc/$1" octet
+podman_ci_configure() { # NAME HELPERS
+    local name=$1 helpers=$2 etc="$PODMAN_CI_DIR/etc/$1" octet
     case "$name" in podman4) octet=4 ;; podman5) octet=5 ;; esac
     mkdir -p "$etc/networks"
     {
@@ -117,7 +117,6 @@ podman_ci_configure() { # NAME HELPERS CDI_DIR (empty: the engine's default fold
         echo "[engine]"
         echo "helper_binaries_dir = [$helpers]"
         echo 'runtime = "runc"'
-        [ -n "$cdi" ] && echo "cdi_spec_dirs = [\"$cdi\"]"
         echo "[network]"
         echo 'network_backend = "netavark"'
         echo "network_config_dir = \"$etc/networks\""
@@ -144,13 +143,15 @@ podman_ci_configure() { # NAME HELPERS CDI_DIR (empty: the engine's default fold
         '[[registry]]' 'location = "localhost"' 'insecure = true' >"$etc/registries.conf"
 }
 
-podman_ci_start_one() { # NAME BINARY
+podman_ci_start_one() { # NAME BINARY HELPERS
     local name=$1 binary=$2 socket="$PODMAN_CI_RUN/$1.sock" etc="$PODMAN_CI_DIR/etc/$1"
     local version="" log pid
     if version=$(podman_ci_answers "$socket"); then
+        # Its configuration is the one it started with: not rewritten under it.
         echo "$name: reusing the service that answers on $socket (Podman $version)"
         return 0
     fi
+    podman_ci_configure "$name" "$3"
     rm -f "$socket"
     log=$(mktemp "/tmp/envctl-ci-$name.XXXXXX.log")
     echo "$name: starting $binary system service on $socket (log: $log)"
@@ -175,13 +176,15 @@ podman_ci_start_one() { # NAME BINARY
 
 podman_ci_start() {
     mkdir -p "$PODMAN_CI_RUN" "$PODMAN_CI_STATE"
-    export ENVCTL_TEST_CDI_DIR="$PODMAN_CI_RUN/cdi"
+    # CDI's own folder for specs made at run time, which Podman reads: 5.4.2 ignores
+    # containers.conf's `cdi_spec_dirs` (VERIFIED: a spec in a folder listed there is
+    # "unresolvable CDI devices"; the same file in /etc/cdi or /var/run/cdi resolves).
+    # A spec there takes precedence over /etc/cdi's for the same device name.
+    export ENVCTL_TEST_CDI_DIR=/var/run/cdi
     mkdir -p "$ENVCTL_TEST_CDI_DIR"
-    podman_ci_configure podman4 '"/usr/libexec/podman", "/usr/lib/podman"' ""
-    podman_ci_configure podman5 "\"$PODMAN5_DIR/bin\", \"/usr/libexec/podman\", \"/usr/lib/podman\"" \
-        "$ENVCTL_TEST_CDI_DIR"
-    podman_ci_start_one podman4 /usr/bin/podman
-    podman_ci_start_one podman5 "$PODMAN5_DIR/bin/podman"
+    podman_ci_start_one podman4 /usr/bin/podman '"/usr/libexec/podman", "/usr/lib/podman"'
+    podman_ci_start_one podman5 "$PODMAN5_DIR/bin/podman" \
+        "\"$PODMAN5_DIR/bin\", \"/usr/libexec/podman\", \"/usr/lib/podman\""
     export ENVCTL_TEST_PODMAN="podman-4.3=unix://$PODMAN_CI_RUN/podman4.sock podman-5.4=unix://$PODMAN_CI_RUN/podman5.sock"
     echo "ENVCTL_TEST_PODMAN=$ENVCTL_TEST_PODMAN"
     echo "ENVCTL_TEST_CDI_DIR=$ENVCTL_TEST_CDI_DIR"

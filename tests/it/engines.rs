@@ -828,37 +828,46 @@ fn a_gpu_request_is_honoured_or_refused_on_every_engine() {
              (.ci/podman.sh exports it)",
             engine.name
         );
-        up.expect(0, engine);
-        let inspected = engine.inspect("container", &scenario.container);
-        let env = inspected["Config"]["Env"].to_string();
-        assert!(
-            env.contains("ENVCTL_TEST_CDI=0"),
-            "[{}] the CDI env edit is not in Config.Env: {env}\n{up}",
-            engine.name
-        );
-        let inside = scenario.envctl(&[
-            "exec",
-            &scenario.profile,
-            "--",
-            "sh",
-            "-c",
-            "test -c /dev/envctl-test-gpu0 && echo node; echo \"cdi=$ENVCTL_TEST_CDI\"",
-        ]);
-        inside.expect(0, engine);
-        assert_eq!(inside.stdout, "node\ncdi=0\n", "[{}] {inside}", engine.name);
+        let mut steps = Steps::new(engine);
+        steps.run("gpus = [\"0\"] from the CDI spec", || {
+            up.expect(0, engine);
+            let inspected = engine.inspect("container", &scenario.container);
+            let env = inspected["Config"]["Env"].to_string();
+            assert!(
+                env.contains("ENVCTL_TEST_CDI=0"),
+                "[{}] the CDI env edit is not in Config.Env: {env}\n{up}",
+                engine.name
+            );
+            // Through the docker CLI: this checks the container, not envctl's exec.
+            let inside = engine.docker_stdout([
+                "exec",
+                scenario.container.as_str(),
+                "sh",
+                "-c",
+                "test -c /dev/envctl-test-gpu0 && echo node; echo \"cdi=$ENVCTL_TEST_CDI\"",
+            ]);
+            assert_eq!(
+                inside, "node\ncdi=0",
+                "[{}] inside the container",
+                engine.name
+            );
+        });
         drop(_container);
 
         // A device the spec does not have fails and leaves nothing.
-        let missing = Scenario::new(engine, "engines-gpu-missing");
-        let _container = missing.guard();
-        missing.write_profile(&image, &format!("gpus = [\"7\"]\n{ULIMITS}"));
-        let up = missing.envctl(&["up", &missing.profile, "--force"]);
-        assert_ne!(
-            up.code, 0,
-            "[{}] gpus = [\"7\"] is not in the CDI spec, yet:\n{up}",
-            engine.name
-        );
-        missing.assert_no_container(&up);
+        steps.run("gpus = [\"7\"], not in the spec", || {
+            let missing = Scenario::new(engine, "engines-gpu-missing");
+            let _container = missing.guard();
+            missing.write_profile(&image, &format!("gpus = [\"7\"]\n{ULIMITS}"));
+            let up = missing.envctl(&["up", &missing.profile, "--force"]);
+            assert_ne!(
+                up.code, 0,
+                "[{}] gpus = [\"7\"] is not in the CDI spec, yet:\n{up}",
+                engine.name
+            );
+            missing.assert_no_container(&up);
+        });
+        steps.finish();
     });
 }
 

@@ -26,7 +26,8 @@ use super::docker::{self, COMMAND_TIMEOUT, DAEMON_TIMEOUT, TEST_LABEL};
 
 /// `name=unix:///socket` pairs, space-separated: the Podman services to test.
 pub const PODMAN_ENV: &str = "ENVCTL_TEST_PODMAN";
-/// A folder Podman 5.4 reads CDI specs from (`cdi_spec_dirs`), writable by the tests.
+/// A folder Podman reads CDI specs from, where the GPU test writes its own spec
+/// (`.ci/podman.sh`: `/var/run/cdi`; Podman 5.4.2 ignores containers.conf's `cdi_spec_dirs`).
 pub const CDI_DIR_ENV: &str = "ENVCTL_TEST_CDI_DIR";
 
 /// Which engine answers on a socket; the tests expect some behaviour per family.
