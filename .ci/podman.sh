@@ -212,6 +212,8 @@ podman_ci_stop() {
         [ -z "$images" ] || docker -H "unix://$socket" rmi -f $images >/dev/null
         echo "$name: removed $(echo "$containers" | grep -c .) container(s), $(echo "$images" | grep -c .) image(s), $(echo "$volumes" | grep -c .) volume(s)"
     done
+    # The GPU test's CDI spec, if a killed run left it (its device node is gone with it).
+    rm -f "${ENVCTL_TEST_CDI_DIR:-/var/run/cdi}/envctl-test-gpu.json"
     for pid in "${PODMAN_CI_STARTED_PIDS[@]}"; do
         echo "stopping the podman service this script started (pid $pid)"
         kill "$pid" 2>/dev/null
