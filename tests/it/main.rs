@@ -30,6 +30,7 @@ mod docker_support;
 mod doctor;
 mod engine_facts;
 mod engine_kind;
+mod engines;
 mod exec;
 mod export;
 mod export_origin;

@@ -433,16 +433,20 @@ fn ensure_test_image() -> String {
 /// (util-linux, always present on Debian) for as long as this value lives. Closing its
 /// stdin — on drop, or when this process dies — releases the lock. Without `flock`, or
 /// after waiting [`COMMAND_TIMEOUT`], the build goes ahead unlocked: a concurrent build is
-/// tolerated anyway, it only costs an extra import.
-struct BuildLock {
+/// tolerated anyway, it only costs an extra import. [`BuildLock::acquire_at`] takes another
+/// lock file (`support::engines` copies the image to each engine under one of its own).
+pub struct BuildLock {
     child: Option<std::process::Child>,
 }
 
 impl BuildLock {
     fn acquire() -> Self {
-        let path = std::env::temp_dir().join("envctl-test-image.lock");
+        Self::acquire_at(&std::env::temp_dir().join("envctl-test-image.lock"))
+    }
+
+    pub fn acquire_at(path: &Path) -> Self {
         let mut cmd = Command::new("flock");
-        cmd.arg(&path)
+        cmd.arg(path)
             .args(["-c", "echo locked && exec cat >/dev/null"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

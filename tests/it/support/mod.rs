@@ -12,6 +12,9 @@
 //!   with its storage in a temporary directory ([`registry::Registry::start`]), and
 //!   [`registry::push_test_image`] to put the test image into it.
 //!
+//! - [`engines`]: Docker and the Podman services of `ENVCTL_TEST_PODMAN`, each driven by
+//!   `docker -H` and envctl with `DOCKER_HOST`; [`engines::for_each_engine`] collects
+//!   every engine's failures of one test.
 //! - [`fake_daemon`]: a fake Docker daemon on a unix socket with canned answers (slow
 //!   headers, a body one byte a second, 500, bad JSON, a 50 MB error) and a record of the
 //!   requests it got ([`fake_daemon::FakeDaemon::start`]); point `DOCKER_HOST` at it.
@@ -36,6 +39,7 @@
 pub mod cli;
 pub mod disk;
 pub mod docker;
+pub mod engines;
 pub mod fake_daemon;
 pub mod nvml;
 pub mod registry;
