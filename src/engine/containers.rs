@@ -54,7 +54,7 @@ impl Engine {
                 self.docker.list_containers(Some(options)),
             )
             .await?;
-        Ok(containers
+        let mut containers = containers
             .into_iter()
             .map(|container| ContainerSummary {
                 id: container.id.unwrap_or_default(),
@@ -109,7 +109,27 @@ impl Engine {
                     })
                     .collect(),
             })
-            .collect())
+            .collect::<Vec<_>>();
+        // Podman lists only the first port of a published range; its inspect has them all.
+        if containers
+            .iter()
+            .any(|container| !container.published.is_empty())
+            && self.kind().await? == crate::facts::engine::EngineKind::Podman
+        {
+            for container in containers
+                .iter_mut()
+                .filter(|container| !container.published.is_empty())
+            {
+                if let Some(inspect) = self.inspect_response(&container.id).await? {
+                    let bindings = inspect
+                        .network_settings
+                        .and_then(|settings| settings.ports)
+                        .unwrap_or_default();
+                    (container.published, container.ports) = published_ports(bindings);
+                }
+            }
+        }
+        Ok(containers)
     }
 
     /// The daemon's inspect answer; `Ok(None)` for a container that does not exist.
@@ -300,4 +320,40 @@ impl Engine {
             Err(error) => Err(self.classify(error)),
         }
     }
+}
+
+/// `NetworkSettings.Ports` (`"80/tcp": [{"HostIp": "127.0.0.1", "HostPort": "8080"}]`) as
+/// the list's published ports and `ps`'s column, sorted by container port.
+fn published_ports(
+    bindings: std::collections::HashMap<String, Option<Vec<bollard::models::PortBinding>>>,
+) -> (Vec<PublishedPort>, Vec<String>) {
+    let mut entries: Vec<(u16, String, Option<Vec<bollard::models::PortBinding>>)> = bindings
+        .into_iter()
+        // A key that is not `PORT/PROTOCOL` names no port envctl could show.
+        .filter_map(|(key, bound)| {
+            let (port, protocol) = key.split_once('/')?;
+            Some((port.parse().ok()?, protocol.to_string(), bound))
+        })
+        .collect();
+    entries.sort_by(|left, right| (left.0, &left.1).cmp(&(right.0, &right.1)));
+    let (mut published, mut shown) = (Vec::new(), Vec::new());
+    for (port, protocol, bound) in entries {
+        let bound = bound.unwrap_or_default();
+        if bound.is_empty() {
+            shown.push(format!("{port}/{protocol}"));
+        }
+        for binding in bound {
+            let host_ip = binding.host_ip.unwrap_or_default();
+            let Some(host_port) = binding.host_port.and_then(|text| text.parse().ok()) else {
+                continue;
+            };
+            shown.push(format!("{host_ip}:{host_port}->{port}/{protocol}"));
+            published.push(PublishedPort {
+                host_ip,
+                host_port,
+                protocol: protocol.clone(),
+            });
+        }
+    }
+    (published, shown)
 }

@@ -263,9 +263,16 @@ impl Engine {
             .short_answer("inspecting an exec", self.docker.inspect_exec(exec_id))
             .await?;
         let running = inspect.running.unwrap_or(false);
+        // Docker keeps an ended exec's pid; Podman reports `Pid: 0` once it has ended, so
+        // there an exit code other than the two of a failed start (126, 127) says the
+        // command ran. A command that itself exits 126 or 127 before its first output is
+        // read is then taken as not started on Podman: its output goes to stderr.
+        let ended_as_a_command = inspect
+            .exit_code
+            .is_some_and(|code| code != 126 && code != COMMAND_NOT_FOUND);
         Ok(ExecState {
             running,
-            started: running || inspect.pid.is_some_and(|pid| pid > 0),
+            started: running || inspect.pid.is_some_and(|pid| pid > 0) || ended_as_a_command,
             exit_code: inspect.exit_code,
         })
     }

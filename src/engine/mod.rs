@@ -52,6 +52,27 @@ pub struct Engine {
     docker: Docker,
     endpoint: String,
     timeout: Duration,
+    /// Which engine answers, asked once (`/version`) by what must work around an
+    /// engine's own answers (Podman lists only the first port of a published range).
+    identity: std::sync::Arc<tokio::sync::OnceCell<Identity>>,
+}
+
+/// Which engine answers and its version, from `/version`.
+#[derive(Debug, Clone)]
+pub(crate) struct Identity {
+    pub kind: crate::facts::engine::EngineKind,
+    pub version: Option<String>,
+}
+
+impl Identity {
+    /// Podman before 4.4 reports a container's network counters from the host's side of
+    /// its interface: received as sent (podman 75f6a1d "Fix swapped NetInput/-Output
+    /// stats", first in v4.4.0). Its cgroup-side counters are right.
+    pub fn swaps_network_directions(&self) -> bool {
+        self.kind == crate::facts::engine::EngineKind::Podman
+            && crate::facts::engine::major_minor(self.version.as_deref().unwrap_or(""))
+                .is_some_and(|version| version < (4, 4))
+    }
 }
 
 impl Engine {
@@ -72,7 +93,36 @@ impl Engine {
             docker,
             endpoint,
             timeout,
+            identity: Default::default(),
         })
+    }
+
+    /// Which engine answers, from `/version`'s components, asked once per connection.
+    pub async fn kind(&self) -> Result<crate::facts::engine::EngineKind, EngineError> {
+        Ok(self.identity().await?.kind)
+    }
+
+    pub(crate) async fn identity(&self) -> Result<Identity, EngineError> {
+        self.identity
+            .get_or_try_init(|| async {
+                let version = self
+                    .short_answer("GET /version", self.docker.version())
+                    .await?;
+                Ok(Identity {
+                    kind: crate::facts::engine::EngineKind::from_components(
+                        version
+                            .components
+                            .iter()
+                            .flatten()
+                            .map(|component| component.name.as_str()),
+                        // Docker Desktop and Docker Engine answer alike here.
+                        false,
+                    ),
+                    version: version.version,
+                })
+            })
+            .await
+            .cloned()
     }
 
     /// The socket or host this engine talks to.

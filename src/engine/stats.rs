@@ -150,6 +150,7 @@ impl Engine {
     /// previous sample (`previous_cpu` is none). Takes milliseconds; a daemon that sends
     /// no whole answer within [`ONE_SHOT_DEADLINE`] has stopped answering.
     pub async fn container_stats_once(&self, id: &str) -> Result<ContainerSample, EngineError> {
+        let swapped = self.identity().await?.swaps_network_directions();
         let path = stats_path(id, false);
         let stopped = |detail: String| EngineError::StoppedAnswering {
             endpoint: self.endpoint.clone(),
@@ -182,7 +183,7 @@ impl Engine {
         if text.trim_ascii().is_empty() {
             return Err(self.empty_stats(id));
         }
-        self.frame(&text, id)
+        self.frame(&text, id, swapped)
     }
 
     /// Follows the container's stats stream (a frame a second) and hands each frame or
@@ -194,6 +195,13 @@ impl Engine {
         id: &str,
         mut on_frame: impl FnMut(Result<ContainerSample, EngineError>) -> bool,
     ) {
+        let swapped = match self.identity().await {
+            Ok(identity) => identity.swaps_network_directions(),
+            Err(error) => {
+                on_frame(Err(error));
+                return;
+            }
+        };
         let path = stats_path(id, true);
         let mut body = match self.get_body(&path, FRAME_DEADLINE).await {
             Ok(body) => body,
@@ -233,7 +241,7 @@ impl Engine {
                     continue;
                 }
                 last_frame = tokio::time::Instant::now();
-                let frame = self.frame(line, id);
+                let frame = self.frame(line, id, swapped);
                 let failed = frame.is_err();
                 if !on_frame(frame) || failed {
                     return;
@@ -249,22 +257,29 @@ impl Engine {
             if read == 0 {
                 // The end: a last frame without its newline still counts.
                 if !pending.trim_ascii().is_empty() {
-                    on_frame(self.frame(&pending, id));
+                    on_frame(self.frame(&pending, id, swapped));
                 }
                 return;
             }
         }
     }
 
-    /// A stats frame's JSON as the daemon sent it.
-    fn frame(&self, text: &[u8], id: &str) -> Result<ContainerSample, EngineError> {
+    /// A stats frame's JSON as the daemon sent it; `swapped` for an engine that reports
+    /// received bytes as sent ([`super::Identity::swaps_network_directions`]).
+    fn frame(&self, text: &[u8], id: &str, swapped: bool) -> Result<ContainerSample, EngineError> {
         let response: ContainerStatsResponse =
             serde_json::from_slice(text).map_err(|error| EngineError::Daemon {
                 endpoint: self.endpoint.clone(),
                 status: 200,
                 message: format!("the stats of container `{id}` are not a stats frame: {error}"),
             })?;
-        Ok(ContainerSample::from_response(response, id))
+        let mut sample = ContainerSample::from_response(response, id);
+        if swapped {
+            for counters in sample.networks.values_mut() {
+                std::mem::swap(&mut counters.rx_bytes, &mut counters.tx_bytes);
+            }
+        }
+        Ok(sample)
     }
 
     fn frame_too_large(&self, id: &str) -> EngineError {
