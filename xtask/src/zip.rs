@@ -447,6 +447,31 @@ mod tests {
     }
 
     #[test]
+    fn zip64_extra_fields_replace_the_saturated_sizes() {
+        let mut member = Member {
+            name: "torch/lib/libtorch_cuda.so".into(),
+            method: METHOD_DEFLATE,
+            crc: 0,
+            compressed_size: 0xFFFF_FFFF,
+            size: 0xFFFF_FFFF,
+            local_header_offset: 12,
+            date: String::new(),
+        };
+        let mut extra = Vec::new();
+        extra.extend_from_slice(&0x5455u16.to_le_bytes());
+        extra.extend_from_slice(&1u16.to_le_bytes());
+        extra.push(0);
+        extra.extend_from_slice(&1u16.to_le_bytes());
+        extra.extend_from_slice(&16u16.to_le_bytes());
+        extra.extend_from_slice(&5_000_000_000u64.to_le_bytes());
+        extra.extend_from_slice(&4_500_000_000u64.to_le_bytes());
+        apply_zip64_extra(&mut member, &extra);
+        assert_eq!(member.size, 5_000_000_000);
+        assert_eq!(member.compressed_size, 4_500_000_000);
+        assert_eq!(member.local_header_offset, 12);
+    }
+
+    #[test]
     fn dos_dates() {
         assert_eq!(dos_date(((2025 - 1980) << 9) | (6 << 5) | 4), "2025-06-04");
     }
