@@ -204,6 +204,17 @@ fn jetson_thor() {
     assert_eq!(status("12.8"), Status::Pass);
     assert_eq!(status("13.0"), Status::Pass);
     assert_eq!(status("12.6"), Status::Warn);
+    // Each toolkit's message uses its own name for the target.
+    let message = |toolkit: &str| cuda_vs_gpu(matrix(), cuda(toolkit), capability("11.0")).message;
+    for toolkit in ["12.8", "12.9"] {
+        let message = message(toolkit);
+        assert!(message.contains("has a sm_101 target"), "{message}");
+    }
+    assert!(
+        message("13.0").contains("has a sm_110 target"),
+        "{}",
+        message("13.0")
+    );
 }
 
 /// Any GPU, driver < 580 (R535/R550/R570/R575): every cu130/cu132 wheel fails unless a

@@ -607,7 +607,7 @@ impl Matrix {
             .map_or("undated", |meta| meta.date.as_str())
     }
 
-    /// How verdicts name this matrix: `the bundled matrix (dated 2026-11-29)`.
+    /// How verdicts name this matrix: `the bundled matrix (dated 2026-12-01)`.
     pub fn describe(&self) -> String {
         let overlays = self.origins.iter().filter(|origin| *origin != BUNDLED_PATH);
         let overlays: Vec<&String> = overlays.collect();
@@ -789,14 +789,14 @@ mod tests {
             parsed.err().map(|e| e.to_string()).unwrap_or_default()
         );
         let matrix = Matrix::bundled();
-        assert_eq!(matrix.date(), "2026-11-29");
+        assert_eq!(matrix.date(), "2026-12-01");
         assert_eq!(matrix.origins, vec![BUNDLED_PATH.to_string()]);
         assert!(!matrix.cuda_driver.is_empty());
         assert!(!matrix.gpu.is_empty());
     }
 
     /// Every bundled row is usable (no UNVERIFIED row ships), names a source, and carries the
-    /// date it was read, which is the matrix's date.
+    /// date it was read, never after the matrix's date.
     #[test]
     fn every_bundled_row_is_well_formed() {
         let matrix = Matrix::bundled();
@@ -816,7 +816,14 @@ mod tests {
                     R::TABLE,
                     row.key()
                 );
-                assert_eq!(row.read(), Some(date), "{} {}", R::TABLE, row.key());
+                // The matrix's date is the day of its newest reading: no row is read after it
+                // (dates `YYYY-MM-DD` compare as text).
+                assert!(
+                    row.read().is_some_and(|read| read <= date),
+                    "{} {} read after the matrix date {date}",
+                    R::TABLE,
+                    row.key()
+                );
                 assert!(row.read().is_some_and(is_date));
             }
             let keys: BTreeSet<String> = rows.iter().map(Row::key).collect();
@@ -984,19 +991,19 @@ source = "our notes"
             merged.cuda_release(cuda("13.5")).unwrap().minimum_text(),
             "620.10"
         );
-        assert_eq!(merged.date(), "2026-11-29");
+        assert_eq!(merged.date(), "2026-12-01");
         assert_eq!(
             merged.origins,
             vec![BUNDLED_PATH.to_string(), "team.toml".to_string()]
         );
         assert!(merged.describe().contains("team.toml"));
-        assert_eq!(bundled.describe(), "the bundled matrix (dated 2026-11-29)");
+        assert_eq!(bundled.describe(), "the bundled matrix (dated 2026-12-01)");
     }
 
     #[test]
     fn info_counts_rows_and_sources() {
         let info = Matrix::bundled().info();
-        assert_eq!(info.date.as_deref(), Some("2026-11-29"));
+        assert_eq!(info.date.as_deref(), Some("2026-12-01"));
         let rows = |table: &str| {
             info.tables
                 .iter()

@@ -339,9 +339,10 @@ mod tests {
 
     #[test]
     fn nearest_models_carry_their_own_capability() {
-        let nearest = nearest_models(Matrix::bundled(), "Quadro P1000", 3);
+        // Quadro P3000 (a mobile Pascal part) is not in the matrix; its neighbours are.
+        let nearest = nearest_models(Matrix::bundled(), "Quadro P3000", 3);
         assert!(!nearest.is_empty());
-        assert_eq!(nearest[0].0, "Tesla P100");
+        assert!(nearest[0].0.starts_with("Quadro P"), "{nearest:?}");
         for (model, capability) in &nearest {
             let row = Matrix::bundled()
                 .gpus()

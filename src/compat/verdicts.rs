@@ -214,6 +214,8 @@ impl ToolkitReach {
     }
 }
 
+/// The targets it returns carry the toolkit's own names (CUDA 12.8's `sm_101`, which CUDA
+/// 13.0 renamed `sm_110`), while the comparison uses the capability after renames.
 fn toolkit_reach(
     matrix: &Matrix,
     row: &CudaTargetsRow,
@@ -223,24 +225,24 @@ fn toolkit_reach(
     let highest = matrix.renamed(row.highest);
     match &row.targets {
         Some(targets) => {
-            let targets: Vec<Target> = targets
+            let targets: Vec<(Target, Target)> = targets
                 .iter()
-                .map(|target| matrix.renamed(*target))
+                .map(|target| (*target, matrix.renamed(*target)))
                 .collect();
-            if let Some(exact) = targets
+            if let Some((own, _)) = targets
                 .iter()
-                .find(|target| target.capability == capability)
+                .find(|(_, renamed)| renamed.capability == capability)
             {
-                return ToolkitReach::Exact(*exact);
+                return ToolkitReach::Exact(*own);
             }
-            if let Some(lower) = targets
+            if let Some((own, _)) = targets
                 .iter()
-                .filter(|target| target.machine_code_runs_on(capability))
-                .max_by_key(|target| target.capability)
+                .filter(|(_, renamed)| renamed.machine_code_runs_on(capability))
+                .max_by_key(|(_, renamed)| renamed.capability)
             {
-                return ToolkitReach::SameMajor(*lower);
+                return ToolkitReach::SameMajor(*own);
             }
-            let newest = targets.iter().map(|target| target.capability).max();
+            let newest = targets.iter().map(|(_, renamed)| renamed.capability).max();
             if newest.is_some_and(|newest| capability > newest) {
                 ToolkitReach::Newer
             } else {
@@ -253,7 +255,7 @@ fn toolkit_reach(
             } else if capability <= highest.capability {
                 ToolkitReach::WithinBounds
             } else if highest.machine_code_runs_on(capability) {
-                ToolkitReach::SameMajor(highest)
+                ToolkitReach::SameMajor(row.highest)
             } else {
                 ToolkitReach::Newer
             }
@@ -721,12 +723,24 @@ fn torch_verdict(
         }
     };
     let Some(build) = matrix.torch_build(release, &variant) else {
+        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
+        // A build the release lists (cu129 of 2.11–2.13, published on download.pytorch.org)
+        // exists: only its arch list is unknown. Saying it has no such build would be false.
+        if matrix
+            .torch_release(release)
+            .is_some_and(|row| row.variants.contains(&variant))
+        {
+            let message = format!(
+                "{label}: torch {release} has a {variant} build, but its arch list is not in {}",
+                matrix.describe()
+            );
+            return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+        }
         let message = format!(
             "{label}: torch {release} has no {variant} build in {} (known: {})",
             matrix.describe(),
             known_variants()
         );
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
         return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
     };
     let base = |finding: Finding| base(finding).with_fact("build_row", build);
@@ -1157,7 +1171,7 @@ mod tests {
         assert!(
             finding
                 .message
-                .contains("not in the bundled matrix (dated 2026-11-29)"),
+                .contains("not in the bundled matrix (dated 2026-12-01)"),
             "{}",
             finding.message
         );

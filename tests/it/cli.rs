@@ -121,6 +121,10 @@ fn list_shows_bundled_profiles() {
         "pytorch-2.9",
         "pytorch-2.10",
         "pytorch-2.11",
+        "pytorch-2.12",
+        "pytorch-2.13",
+        "pytorch-2.14",
+        "pytorch-2.15",
         "cuda-12.8-base",
         "cuda-13.0-base",
     ] {

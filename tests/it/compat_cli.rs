@@ -287,7 +287,7 @@ fn unknown_gpus_get_true_hints() {
         "--driver",
         "570.124.06",
         "--gpu",
-        "Quadro P1000",
+        "Quadro P3000",
     ]);
     assert_eq!(code, 2);
     assert!(!stderr.contains("--cc 8.9"), "{stderr}");
@@ -474,4 +474,99 @@ fn names_that_fit_models_of_one_capability_are_that_capability() {
     ]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("is ambiguous"), "{stderr}");
+}
+
+/// Names from NVIDIA's current and legacy lists that the matrix once lacked (issue 17), and
+/// names that fit several models of one capability, resolve to that capability.
+#[test]
+fn gpu_names_from_nvidias_lists_resolve() {
+    for (gpu, capability) in [
+        ("Jetson AGX Thor", "11.0"),
+        ("NVIDIA Thor", "11.0"),
+        ("Quadro P2000", "6.1"),
+        ("Quadro P4000", "6.1"),
+        ("NVIDIA GeForce GTX 1650", "7.5"),
+        ("NVIDIA GeForce GTX 1650 Ti", "7.5"),
+        ("Tegra X1", "5.3"),
+        ("Xavier", "7.2"),
+        ("Orin (nvgpu)", "8.7"),
+        ("RTX PRO 6000", "12.0"),
+        ("Tesla P4", "6.1"),
+    ] {
+        let (code, report, stderr) = compat(&[
+            "--image-cuda",
+            "12.8",
+            "--driver",
+            "580.65.06",
+            "--gpu",
+            gpu,
+        ]);
+        assert_ne!(code, 2, "{gpu}: {stderr}");
+        assert_eq!(
+            report["gpus"][0]["compute_capability"], capability,
+            "{gpu}: {report}"
+        );
+    }
+}
+
+/// CUDA 12.8/12.9 call compute capability 11.0 `sm_101`; CUDA 13.0 renamed it `sm_110`.
+#[test]
+fn each_toolkit_names_the_thor_target_its_own_way() {
+    for (cuda, target) in [("12.8", "sm_101"), ("12.9", "sm_101"), ("13.0", "sm_110")] {
+        let (_, report, _) = compat(&[
+            "--image-cuda",
+            cuda,
+            "--driver",
+            "580.65.06",
+            "--cc",
+            "11.0",
+        ]);
+        let message = finding(&report["gpus"][0], "gpu.cuda-arch")["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            message.contains(&format!("CUDA {cuda} has a {target} target")),
+            "{message}"
+        );
+    }
+}
+
+/// torch 2.11–2.13 have cu129 builds (download.pytorch.org): envctl says so, and that only
+/// their arch list is unknown, instead of denying that they exist.
+#[test]
+fn cu129_builds_of_2_11_to_2_13_exist() {
+    for torch in ["2.11.0+cu129", "2.12.1+cu129", "2.13.0+cu129"] {
+        let (_, report, _) = compat(&["--torch", torch, "--driver", "580.65.06", "--gpu", "H100"]);
+        let message = finding(&report["gpus"][0], "gpu.torch-arch")["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            message.contains("has a cu129 build, but its arch list is not in"),
+            "{message}"
+        );
+        assert!(!message.contains("has no cu129 build"), "{message}");
+    }
+}
+
+/// The default PyPI builds through 2.15 are in the matrix, measured from the wheels.
+#[test]
+fn torch_2_15_is_in_the_matrix() {
+    let (code, report, _) = compat(&[
+        "--torch",
+        "2.15.0+cu132",
+        "--driver",
+        "595.45.04",
+        "--gpu",
+        "RTX 5090",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    let torch = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(torch["status"], "pass");
+    let source = torch["facts"]["build_row"]["source"].as_str().unwrap();
+    assert!(
+        source.contains("torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl, sha256 "),
+        "{source}"
+    );
 }

@@ -1,0 +1,487 @@
+//! `cargo xtask`: maintainer tasks for envctl, not part of the shipped CLI.
+//!
+//! `cargo xtask matrix torch VERSION` downloads that torch wheel with `pip download
+//! --no-deps` (or reads `--wheel FILE`), measures it and prints its `[[torch_build]]` row;
+//! `cargo xtask matrix nvcc VERSION` does the same for NVIDIA's `nvidia-cuda-nvcc` package
+//! and prints a `[[cuda_targets]]` row. `--compare MATRIX` checks the row against a matrix
+//! file and reports every disagreement. Rows go to stdout, progress to stderr.
+
+mod compare;
+mod elf;
+mod fatbin;
+mod ptxas;
+mod rows;
+mod torch;
+mod zip;
+
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use thiserror::Error;
+
+const USAGE: &str = "\
+usage:
+  cargo xtask matrix torch VERSION [--wheel FILE | --index-url URL] [--python X.Y] [--compare MATRIX]
+  cargo xtask matrix nvcc VERSION [--package NAME] [--compare MATRIX]
+
+  torch: downloads torch==VERSION for Linux x86_64 (CPython 3.11 unless --python) with
+         `pip download --no-deps`, reads torch/version.py and the .nv_fatbin section of
+         torch/lib/libtorch_cuda.so, prints the build's [[torch_build]] row, deletes the wheel.
+  nvcc:  downloads nvidia-cuda-nvcc-cu11/-cu12 (CUDA 11/12) or nvidia-cuda-nvcc (13+),
+         runs its ptxas --help, prints the release's [[cuda_targets]] row.
+  --compare MATRIX: also compare the row with MATRIX (src/compat/matrix.toml) and report
+         every disagreement on stderr; the exit status is 1 when they disagree.";
+
+#[derive(Debug, Error)]
+enum XtaskError {
+    #[error("{0}\n\n{USAGE}")]
+    Usage(String),
+    #[error(transparent)]
+    Torch(#[from] torch::TorchError),
+    #[error(transparent)]
+    Zip(#[from] zip::ZipError),
+    #[error(transparent)]
+    Ptxas(#[from] ptxas::PtxasError),
+    #[error("`{command}` failed ({status})")]
+    Tool { command: String, status: String },
+    #[error("`{command}` could not be started")]
+    Start {
+        command: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("pip left {found} wheels in {folder}, expected one")]
+    WheelCount { found: usize, folder: String },
+    #[error("the wheel has no */bin/ptxas")]
+    NoPtxas,
+    #[error("reading the matrix {path}")]
+    MatrixRead {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("parsing the matrix {path}")]
+    MatrixParse {
+        path: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match run(&arguments) {
+        Ok(agrees) => {
+            if agrees {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                eprintln!("caused by: {cause}");
+                source = cause.source();
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The options after `matrix torch|nvcc VERSION`.
+#[derive(Debug, Default)]
+struct Options {
+    wheel: Option<PathBuf>,
+    index_url: Option<String>,
+    python: Option<String>,
+    package: Option<String>,
+    compare: Option<PathBuf>,
+}
+
+fn parse_options(words: &[String]) -> Result<Options, XtaskError> {
+    let mut options = Options::default();
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let mut value = || {
+            words
+                .next()
+                .cloned()
+                .ok_or_else(|| XtaskError::Usage(format!("{word} needs a value")))
+        };
+        match word.as_str() {
+            "--wheel" => options.wheel = Some(PathBuf::from(value()?)),
+            "--index-url" => options.index_url = Some(value()?),
+            "--python" => options.python = Some(value()?),
+            "--package" => options.package = Some(value()?),
+            "--compare" => options.compare = Some(PathBuf::from(value()?)),
+            other => return Err(XtaskError::Usage(format!("unknown argument `{other}`"))),
+        }
+    }
+    if options.wheel.is_some() && options.index_url.is_some() {
+        return Err(XtaskError::Usage(
+            "--wheel and --index-url exclude each other".into(),
+        ));
+    }
+    Ok(options)
+}
+
+/// Runs the command; `Ok(false)` when a comparison found a disagreement.
+fn run(arguments: &[String]) -> Result<bool, XtaskError> {
+    let words: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["matrix", "torch", version, ..] if !version.starts_with('-') => {
+            measure_torch(version, &parse_options(&arguments[3..])?)
+        }
+        ["matrix", "nvcc", version, ..] if !version.starts_with('-') => {
+            measure_nvcc(version, &parse_options(&arguments[3..])?)
+        }
+        [] | ["help" | "--help" | "-h", ..] => Err(XtaskError::Usage("no task given".into())),
+        _ => Err(XtaskError::Usage(format!(
+            "unknown task `{}`",
+            arguments.join(" ")
+        ))),
+    }
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
+    let folder = tempfile::tempdir()?;
+    let started = Instant::now();
+    let (wheel, origin) = match &options.wheel {
+        Some(wheel) => (wheel.clone(), rows::Origin::LocalFile),
+        None => {
+            let python = options.python.as_deref().unwrap_or("3.11");
+            let wheel = pip_download(
+                &format!("torch=={version}"),
+                python,
+                &[
+                    "manylinux_2_28_x86_64",
+                    "manylinux_2_17_x86_64",
+                    "manylinux2014_x86_64",
+                    "manylinux1_x86_64",
+                ],
+                options.index_url.as_deref(),
+                folder.path(),
+            )?;
+            let origin = match &options.index_url {
+                Some(url) => rows::Origin::Index(url.clone()),
+                None => rows::Origin::PyPi,
+            };
+            (wheel, origin)
+        }
+    };
+    let downloaded = started.elapsed();
+    let measuring = Instant::now();
+    let measurement = torch::measure_wheel(&wheel)?;
+    eprintln!(
+        "measured {} ({}): fetched in {:.0} s, measured in {:.0} s",
+        measurement.wheel,
+        megabytes(measurement.bytes),
+        downloaded.as_secs_f64(),
+        measuring.elapsed().as_secs_f64()
+    );
+    let row = rows::torch_build_row(&measurement, &origin, &today())?;
+    println!("{row}");
+    // The temporary folder (and the downloaded wheel in it) is removed here.
+    drop(folder);
+    match &options.compare {
+        None => Ok(true),
+        Some(matrix) => {
+            let build = rows::classify(&measurement.census, measurement.fatbins);
+            let text = read_matrix(matrix)?;
+            let release = measurement.release();
+            let variant = measurement.variant()?;
+            let verdict = compare::torch_build(
+                &text,
+                &release,
+                &variant,
+                &build.targets,
+                build.ptx.last().copied(),
+            )
+            .map_err(|source| XtaskError::MatrixParse {
+                path: matrix.display().to_string(),
+                source,
+            })?;
+            Ok(report(&format!("{release}+{variant}"), matrix, &verdict))
+        }
+    }
+}
+
+fn measure_nvcc(version: &str, options: &Options) -> Result<bool, XtaskError> {
+    let cuda = {
+        let mut parts = version.split('.');
+        match (parts.next(), parts.next()) {
+            (Some(major), Some(minor)) => format!("{major}.{minor}"),
+            _ => {
+                return Err(XtaskError::Usage(format!(
+                    "`{version}` is not a version like 13.0.88"
+                )));
+            }
+        }
+    };
+    let package = match &options.package {
+        Some(package) => package.clone(),
+        None => match cuda.split('.').next() {
+            Some("11") => "nvidia-cuda-nvcc-cu11".into(),
+            Some("12") => "nvidia-cuda-nvcc-cu12".into(),
+            _ => "nvidia-cuda-nvcc".into(),
+        },
+    };
+    let folder = tempfile::tempdir()?;
+    let wheel = pip_download(
+        &format!("{package}=={version}"),
+        options.python.as_deref().unwrap_or("3.11"),
+        &[
+            "manylinux_2_27_x86_64",
+            "manylinux_2_17_x86_64",
+            "manylinux2014_x86_64",
+            "manylinux1_x86_64",
+        ],
+        options.index_url.as_deref(),
+        folder.path(),
+    )?;
+    let sha256 = torch::sha256_file(&wheel)?;
+    let mut file = BufReader::new(File::open(&wheel)?);
+    let members = zip::members(&mut file)?;
+    let member = members
+        .iter()
+        .find(|member| member.name.ends_with("/bin/ptxas"))
+        .ok_or(XtaskError::NoPtxas)?;
+    let ptxas = folder.path().join("ptxas");
+    {
+        let mut out = File::create(&ptxas)?;
+        zip::extract(&mut file, member, &mut out)?;
+    }
+    make_executable(&ptxas)?;
+    let output = Command::new(&ptxas)
+        .arg("--help")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| XtaskError::Start {
+            command: "ptxas --help".into(),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(XtaskError::Tool {
+            command: "ptxas --help".into(),
+            status: output.status.to_string(),
+        });
+    }
+    let (real, virtual_targets) = ptxas::gpu_names(&String::from_utf8_lossy(&output.stdout))?;
+    let targets = rows::CompilerTargets {
+        cuda: cuda.clone(),
+        package,
+        version: version.to_string(),
+        wheel: wheel.file_name().map_or_else(
+            || wheel.display().to_string(),
+            |name| name.to_string_lossy().into_owned(),
+        ),
+        sha256,
+        real: real.clone(),
+        virtual_targets: rows::portable(&virtual_targets),
+    };
+    println!("{}", rows::cuda_targets_row(&targets, &today()));
+    drop(folder);
+    match &options.compare {
+        None => Ok(true),
+        Some(matrix) => {
+            let text = read_matrix(matrix)?;
+            let verdict = compare::cuda_targets(&text, &cuda, &real).map_err(|source| {
+                XtaskError::MatrixParse {
+                    path: matrix.display().to_string(),
+                    source,
+                }
+            })?;
+            Ok(report(&format!("CUDA {cuda}"), matrix, &verdict))
+        }
+    }
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+fn read_matrix(path: &Path) -> Result<String, XtaskError> {
+    std::fs::read_to_string(path).map_err(|source| XtaskError::MatrixRead {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Says what the comparison found; true when the matrix agrees.
+fn report(what: &str, matrix: &Path, verdict: &compare::Verdict) -> bool {
+    let matrix = matrix.display();
+    match verdict {
+        compare::Verdict::Agrees => {
+            eprintln!("{what}: {matrix} agrees with the binaries");
+            true
+        }
+        compare::Verdict::Missing => {
+            eprintln!("{what}: {matrix} has no row for it");
+            true
+        }
+        compare::Verdict::Differs(lines) => {
+            for line in lines {
+                eprintln!("{what}: disagreement: {line}");
+            }
+            false
+        }
+    }
+}
+
+/// `pip download --no-deps` of one requirement for Linux x86_64 into `folder`; the wheel.
+fn pip_download(
+    requirement: &str,
+    python: &str,
+    platforms: &[&str],
+    index_url: Option<&str>,
+    folder: &Path,
+) -> Result<PathBuf, XtaskError> {
+    let mut command = Command::new("pip");
+    command
+        .args([
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            python,
+        ])
+        .arg("--dest")
+        .arg(folder);
+    for platform in platforms {
+        command.args(["--platform", platform]);
+    }
+    if let Some(url) = index_url {
+        command.args(["--index-url", url]);
+    }
+    command.arg(requirement);
+    // pip's progress is talk: it goes to stderr, stdout stays for the rows.
+    command.stdin(Stdio::null()).stdout(io::stderr());
+    let shown = format!("pip download --no-deps {requirement}");
+    eprintln!("running {shown}");
+    let status = command.status().map_err(|source| XtaskError::Start {
+        command: shown.clone(),
+        source,
+    })?;
+    if !status.success() {
+        return Err(XtaskError::Tool {
+            command: shown,
+            status: status.to_string(),
+        });
+    }
+    let wheels: Vec<PathBuf> = std::fs::read_dir(folder)?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "whl"))
+        .collect();
+    match wheels.as_slice() {
+        [wheel] => Ok(wheel.clone()),
+        _ => Err(XtaskError::WheelCount {
+            found: wheels.len(),
+            folder: folder.display().to_string(),
+        }),
+    }
+}
+
+/// Today (UTC) as `YYYY-MM-DD`, for the rows' `read` field.
+#[allow(clippy::disallowed_methods)]
+fn today() -> String {
+    // A maintainer tool run by hand: envctl's rule (only `context` reads the clock) is about
+    // the shipped CLI, whose verdicts must be replayable; a measurement's date is a fact of
+    // the moment it runs.
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    civil_date(seconds / 86_400)
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Hinnant's algorithm).
+fn civil_date(days: u64) -> String {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(20_423), "2025-12-01");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+    }
+
+    #[test]
+    fn options_and_usage_errors() {
+        let words = |text: &str| text.split(' ').map(str::to_string).collect::<Vec<_>>();
+        let options = parse_options(&words("--wheel w.whl --compare m.toml")).unwrap();
+        assert_eq!(options.wheel, Some(PathBuf::from("w.whl")));
+        assert_eq!(options.compare, Some(PathBuf::from("m.toml")));
+        assert!(matches!(
+            parse_options(&words("--wheel w.whl --index-url https://x")),
+            Err(XtaskError::Usage(_))
+        ));
+        assert!(matches!(
+            parse_options(&words("--python")),
+            Err(XtaskError::Usage(_))
+        ));
+        assert!(matches!(
+            run(&words("matrix torch")),
+            Err(XtaskError::Usage(_))
+        ));
+        assert!(matches!(run(&[]), Err(XtaskError::Usage(_))));
+    }
+
+    #[test]
+    fn a_local_wheel_is_measured_without_pip() {
+        let folder = tempfile::tempdir().unwrap();
+        let wheel = folder
+            .path()
+            .join("torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+        std::fs::write(&wheel, torch::tests_support::wheel()).unwrap();
+        let measurement = torch::measure_wheel(&wheel).unwrap();
+        assert_eq!(
+            measurement.wheel,
+            "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+        );
+        assert_eq!(measurement.sha256.len(), 64);
+        let row =
+            rows::torch_build_row(&measurement, &rows::Origin::LocalFile, "2026-12-01").unwrap();
+        assert!(
+            row.contains("targets = [\"sm_75\", \"sm_80\", \"sm_120\"]"),
+            "{row}"
+        );
+        assert!(row.contains("ptx = \"compute_120\""), "{row}");
+    }
+}

@@ -1,0 +1,301 @@
+//! From a measurement to matrix rows: which targets are the build's own (carried by most of
+//! its fat binaries) and which are a few specialised kernels, and the `[[torch_build]]` /
+//! `[[cuda_targets]]` text in the form of `src/compat/matrix.toml`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::fatbin::{Kind, Target, Variant};
+use crate::torch::{Measurement, TorchError};
+
+/// A build's targets, split by how widely its fat binaries carry them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildTargets {
+    /// Cubins in at least half of the fat binaries: the arch list the build was made with.
+    pub targets: Vec<Target>,
+    /// PTX in at least half of the fat binaries.
+    pub ptx: Vec<Target>,
+    /// Everything else, with the number of fat binaries carrying it.
+    pub specialised: Vec<(Target, usize)>,
+}
+
+/// A target belongs to the build's arch list when at least half of the fat binaries carry
+/// it: TORCH_CUDA_ARCH_LIST compiles every kernel file for each of its targets, while the
+/// hand-tuned kernels (FlashAttention, CUTLASS) add a few fat binaries for `a`/`f` targets.
+pub fn classify(census: &BTreeMap<Target, usize>, fatbins: usize) -> BuildTargets {
+    let mut targets = Vec::new();
+    let mut ptx = Vec::new();
+    let mut specialised = Vec::new();
+    for (target, count) in census {
+        let widespread = count * 2 >= fatbins;
+        match (widespread, target.kind) {
+            (true, Kind::Cubin) => targets.push(*target),
+            (true, Kind::Ptx) => ptx.push(*target),
+            (false, _) => specialised.push((*target, *count)),
+        }
+    }
+    BuildTargets {
+        targets,
+        ptx,
+        specialised,
+    }
+}
+
+/// A TOML basic string.
+pub fn quoted(text: &str) -> String {
+    let mut out = String::from("\"");
+    for character in text.chars() {
+        match character {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            character if character.is_control() => {
+                let _ = write!(out, "\\u{:04X}", character as u32);
+            }
+            character => out.push(character),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn list<T: ToString>(items: &[T]) -> String {
+    let items: Vec<String> = items.iter().map(|item| quoted(&item.to_string())).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// Where the wheel came from, for the source: `PyPI`, an index URL, or a local file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    PyPi,
+    Index(String),
+    LocalFile,
+}
+
+impl Origin {
+    fn describe(&self) -> String {
+        match self {
+            Origin::PyPi => "PyPI wheel".into(),
+            Origin::Index(url) => format!("wheel from {url}"),
+            Origin::LocalFile => "wheel".into(),
+        }
+    }
+}
+
+/// The `[[torch_build]]` row of a measured wheel. `read` is the day of the measurement.
+pub fn torch_build_row(
+    measurement: &Measurement,
+    origin: &Origin,
+    read: &str,
+) -> Result<String, TorchError> {
+    let variant = measurement.variant()?;
+    let build = classify(&measurement.census, measurement.fatbins);
+    let mut row = String::new();
+    let _ = writeln!(row, "[[torch_build]]");
+    let _ = writeln!(row, "torch = {}", quoted(&measurement.release()));
+    let _ = writeln!(row, "variant = {}", quoted(&variant));
+    let _ = writeln!(row, "targets = {}", list(&build.targets));
+    // The matrix records one PTX target: the newest, the one a newer GPU would JIT.
+    if let Some(newest) = build.ptx.last() {
+        let _ = writeln!(row, "ptx = {}", quoted(&newest.to_string()));
+    }
+    let _ = writeln!(row, "status = \"verified\"");
+    let source = format!(
+        "measured (cargo xtask matrix torch): {} {}, sha256 {}, built {}; {} {} (CUDA {}); {} of torch/lib/libtorch_cuda.so, {} fat binaries",
+        origin.describe(),
+        measurement.wheel,
+        measurement.sha256,
+        measurement.built,
+        crate::torch::VERSION_MEMBER,
+        measurement.version.version,
+        measurement.version.cuda.as_deref().unwrap_or("none"),
+        crate::torch::SECTION,
+        measurement.fatbins,
+    );
+    let _ = writeln!(row, "source = {}", quoted(&source));
+    let _ = writeln!(row, "read = {}", quoted(read));
+    let mut notes = Vec::new();
+    if build.ptx.is_empty() {
+        notes.push("no PTX".to_string());
+    } else if build.ptx.len() > 1 {
+        notes.push(format!("PTX for {}", names(&build.ptx)));
+    }
+    if !build.specialised.is_empty() {
+        let kernels: Vec<String> = build
+            .specialised
+            .iter()
+            .map(|(target, count)| format!("{target} ({count})"))
+            .collect();
+        notes.push(format!(
+            "also specialised kernels in a few of the {} fat binaries: {}",
+            measurement.fatbins,
+            kernels.join(", ")
+        ));
+    }
+    let _ = writeln!(row, "note = {}", quoted(&notes.join("; ")));
+    Ok(row)
+}
+
+fn names(targets: &[Target]) -> String {
+    targets
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The targets `ptxas --help` accepts, for a `[[cuda_targets]]` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompilerTargets {
+    /// `13.0` of `13.0.88`.
+    pub cuda: String,
+    pub package: String,
+    pub version: String,
+    pub wheel: String,
+    pub sha256: String,
+    /// Real targets (sm_XY, sm_XYa, sm_XYf), sorted.
+    pub real: Vec<Target>,
+    /// Virtual targets without a suffix (compute_XY), sorted: the list
+    /// `nvcc --list-gpu-arch` prints.
+    pub virtual_targets: Vec<Target>,
+}
+
+pub fn cuda_targets_row(targets: &CompilerTargets, read: &str) -> String {
+    let mut row = String::new();
+    let _ = writeln!(row, "[[cuda_targets]]");
+    let _ = writeln!(row, "cuda = {}", quoted(&targets.cuda));
+    let _ = writeln!(row, "targets = {}", list(&targets.real));
+    if !targets.virtual_targets.is_empty() {
+        let _ = writeln!(row, "virtual_targets = {}", list(&targets.virtual_targets));
+    }
+    if let (Some(lowest), Some(highest)) = (targets.real.first(), targets.real.last()) {
+        let _ = writeln!(row, "lowest = {}", quoted(&lowest.to_string()));
+        let _ = writeln!(row, "highest = {}", quoted(&highest.to_string()));
+    }
+    let _ = writeln!(row, "status = \"verified\"");
+    let source = format!(
+        "measured (cargo xtask matrix nvcc): NVIDIA ptxas --help (--gpu-name allowed values) from PyPI package {}=={} ({}, sha256 {})",
+        targets.package, targets.version, targets.wheel, targets.sha256
+    );
+    let _ = writeln!(row, "source = {}", quoted(&source));
+    let _ = writeln!(row, "read = {}", quoted(read));
+    row
+}
+
+/// Portable targets only (no `a`/`f`): what `nvcc --list-gpu-arch` lists.
+pub fn portable(targets: &[Target]) -> Vec<Target> {
+    targets
+        .iter()
+        .copied()
+        .filter(|target| target.variant == Variant::Portable)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::torch::VersionFile;
+
+    fn target(kind: Kind, arch: u32, variant: Variant) -> Target {
+        Target {
+            kind,
+            arch,
+            variant,
+        }
+    }
+
+    fn measurement(with_ptx: bool) -> Measurement {
+        let mut census = BTreeMap::new();
+        for arch in [75, 80, 86, 90, 100, 120] {
+            census.insert(target(Kind::Cubin, arch, Variant::Portable), 476);
+        }
+        census.insert(target(Kind::Cubin, 90, Variant::ArchitectureSpecific), 4);
+        census.insert(target(Kind::Cubin, 103, Variant::Family), 59);
+        if with_ptx {
+            census.insert(target(Kind::Ptx, 120, Variant::Portable), 470);
+        }
+        Measurement {
+            wheel: "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl".into(),
+            sha256: "ab".repeat(32),
+            bytes: 539_136_850,
+            built: "2026-11-02".into(),
+            version: VersionFile {
+                version: "2.15.0+cu132".into(),
+                cuda: Some("13.2".into()),
+            },
+            fatbins: 476,
+            census,
+        }
+    }
+
+    #[test]
+    fn the_arch_list_is_what_most_fat_binaries_carry() {
+        let build = classify(&measurement(true).census, 476);
+        assert_eq!(
+            names(&build.targets),
+            "sm_75, sm_80, sm_86, sm_90, sm_100, sm_120"
+        );
+        assert_eq!(names(&build.ptx), "compute_120");
+        assert_eq!(build.specialised.len(), 2);
+    }
+
+    #[test]
+    fn writes_a_row_the_matrix_can_read() {
+        let row = torch_build_row(&measurement(false), &Origin::PyPi, "2026-12-01").unwrap();
+        let parsed: toml::Table = toml::from_str(&row).unwrap();
+        let build = &parsed["torch_build"].as_array().unwrap()[0];
+        assert_eq!(build["torch"].as_str(), Some("2.15"));
+        assert_eq!(build["variant"].as_str(), Some("cu132"));
+        assert_eq!(build["targets"].as_array().unwrap().len(), 6);
+        assert!(build.get("ptx").is_none());
+        let source = build["source"].as_str().unwrap();
+        assert!(source.contains("torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"));
+        assert!(source.contains(&"ab".repeat(32)));
+        assert!(source.contains("built 2026-11-02"));
+        let note = build["note"].as_str().unwrap();
+        assert!(note.starts_with("no PTX"), "{note}");
+        assert!(
+            note.contains("sm_90a (4)") && note.contains("sm_103f (59)"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn a_row_records_the_newest_ptx() {
+        let row = torch_build_row(&measurement(true), &Origin::LocalFile, "2026-12-01").unwrap();
+        assert!(row.contains("ptx = \"compute_120\"\n"), "{row}");
+    }
+
+    #[test]
+    fn compiler_rows_list_lowest_and_highest() {
+        let real = vec![
+            target(Kind::Cubin, 75, Variant::Portable),
+            target(Kind::Cubin, 121, Variant::Portable),
+            target(Kind::Cubin, 121, Variant::Family),
+        ];
+        let row = cuda_targets_row(
+            &CompilerTargets {
+                cuda: "13.0".into(),
+                package: "nvidia-cuda-nvcc".into(),
+                version: "13.0.88".into(),
+                wheel: "w.whl".into(),
+                sha256: "00".into(),
+                real: real.clone(),
+                virtual_targets: vec![target(Kind::Ptx, 75, Variant::Portable)],
+            },
+            "2026-12-01",
+        );
+        let parsed: toml::Table = toml::from_str(&row).unwrap();
+        let targets = &parsed["cuda_targets"].as_array().unwrap()[0];
+        assert_eq!(targets["lowest"].as_str(), Some("sm_75"));
+        assert_eq!(targets["highest"].as_str(), Some("sm_121f"));
+        assert_eq!(targets["virtual_targets"].as_array().unwrap().len(), 1);
+        assert_eq!(portable(&real).len(), 2);
+    }
+
+    #[test]
+    fn quoting_escapes_what_toml_needs() {
+        assert_eq!(quoted("a \"b\" \\ c\n"), "\"a \\\"b\\\" \\\\ c\\n\"");
+    }
+}
