@@ -288,6 +288,9 @@ fn start_hint(error: &EngineError) -> Option<String> {
     match error {
         EngineError::StartRefused { refusal, .. } => Some(match refusal {
             StartRefusal::NoGpuDriver => "the daemon has no NVIDIA runtime: install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`".into(),
+            StartRefusal::UnresolvableCdiDevice { devices } => format!(
+                "no CDI spec on the engine's host has `{devices}`: list the names it has with `nvidia-ctk cdi list`, then name one of them in `gpus` (GPU UUIDs need `nvidia-ctk cdi generate --device-name-strategy=uuid`)"
+            ),
             StartRefusal::PortInUse => "a published host port is taken: change it in the profile or with `-p`, or stop what uses it (`ss -ltnp`)".into(),
             // The limit runc named, in the profile's words: `nofile`, `nproc`, `memlock`…
             // (Podman raises nofile and nproc by default; a sandbox without

@@ -112,6 +112,9 @@ pub enum StartRefusal {
     NoGpuDriver,
     /// A published host port is taken (`address already in use`).
     PortInUse,
+    /// The engine's CDI specs have no device of a name the request gives
+    /// (`unresolvable CDI devices nvidia.com/gpu=7`): the name it could not resolve.
+    UnresolvableCdiDevice { devices: String },
     /// runc could not set a resource limit (`error setting rlimit type 8`), or was refused
     /// an operation (`operation not permitted`), which at start is a ulimit raised past
     /// what the daemon may set. `resource` is the limit's name when the message says which.
@@ -145,6 +148,10 @@ impl StartRefusal {
             Some(StartRefusal::NoGpuDriver)
         } else if message.contains("address already in use") {
             Some(StartRefusal::PortInUse)
+        } else if let Some((_, devices)) = message.split_once("unresolvable CDI devices ") {
+            Some(StartRefusal::UnresolvableCdiDevice {
+                devices: devices.trim().to_string(),
+            })
         } else if message.contains("rlimit") || message.contains("operation not permitted") {
             Some(StartRefusal::LimitRefused {
                 resource: rlimit_resource(message),
@@ -426,6 +433,13 @@ mod tests {
         assert!(
             matches!(&limit, EngineError::StartRefused { refusal: StartRefusal::LimitRefused { resource: Some(resource) }, .. } if resource == "memlock"),
             "{limit:?}"
+        );
+        // Podman 5.4, a `gpus` name its CDI specs do not have.
+        let cdi =
+            start_failure("setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=7");
+        assert!(
+            matches!(&cdi, EngineError::StartRefused { refusal: StartRefusal::UnresolvableCdiDevice { devices }, .. } if devices == "nvidia.com/gpu=7"),
+            "{cdi:?}"
         );
         let eperm = start_failure("operation not permitted");
         assert!(

@@ -116,7 +116,7 @@ fn differences(body: &CreateBody, container: &Value, scope: Scope) -> Vec<String
         for (key, value) in wanted_host {
             let actual = host_config.get(key).unwrap_or(&Value::Null);
             let actual = match key.as_str() {
-                "Mounts" => project_items(actual, value),
+                "Mounts" => project_items(&mounts_of(actual, container, value), value),
                 "Ulimits" => ulimit_names(actual),
                 "DeviceRequests" => cdi_devices_given(
                     actual,
@@ -202,6 +202,48 @@ fn cdi_devices_given(
     } else {
         actual.clone()
     }
+}
+
+/// The container's mounts as `HostConfig.Mounts` writes them. Podman leaves that empty
+/// and reports its mounts in the top-level `Mounts` (`Destination`, `RW`, a volume's
+/// `Name`): read from there, in the order the body lists its targets.
+fn mounts_of(actual: &Value, container: &Value, wanted: &Value) -> Value {
+    if actual.as_array().is_some_and(|mounts| !mounts.is_empty()) {
+        return actual.clone();
+    }
+    let Some(reported) = container.get("Mounts").and_then(Value::as_array) else {
+        return actual.clone();
+    };
+    let mut mounts: Vec<Value> = reported
+        .iter()
+        .map(|mount| {
+            let kind = mount.get("Type").cloned().unwrap_or(Value::Null);
+            let source = if kind.as_str() == Some("volume") {
+                mount.get("Name")
+            } else {
+                mount.get("Source")
+            };
+            serde_json::json!({
+                "Type": kind,
+                "Source": source.cloned().unwrap_or(Value::Null),
+                "Target": mount.get("Destination").cloned().unwrap_or(Value::Null),
+                "ReadOnly": mount.get("RW").and_then(Value::as_bool).map(|writable| !writable),
+            })
+        })
+        .collect();
+    let targets: Vec<&Value> = wanted
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|mount| mount.get("Target"))
+        .collect();
+    mounts.sort_by_key(|mount| {
+        mount
+            .get("Target")
+            .and_then(|target| targets.iter().position(|wanted| *wanted == target))
+            .unwrap_or(usize::MAX)
+    });
+    Value::Array(mounts)
 }
 
 /// Ulimit names as Docker writes them: Podman reports `RLIMIT_NOFILE` for `nofile`.
@@ -487,5 +529,23 @@ mod tests {
             Vec::<String>::new()
         );
         assert_eq!(not_given(&wanted, &podman, Stage::Started).len(), 1);
+    }
+
+    #[test]
+    fn podman_mounts_are_read_from_the_top_level_list() {
+        let wanted = body("image = \"x:1\"\nmounts = [\"/data:/data:ro\", \"cache:/cache\"]\n");
+        let mut podman = inspected(&wanted);
+        podman["HostConfig"]["Mounts"] = Value::Null;
+        podman["Mounts"] = serde_json::json!([
+            {"Type": "volume", "Name": "cache", "Source": "/var/lib/containers/storage/volumes/cache/_data",
+             "Destination": "/cache", "RW": true},
+            {"Type": "bind", "Source": "/data", "Destination": "/data", "RW": false},
+        ]);
+        assert_eq!(
+            not_given(&wanted, &podman, Stage::Created),
+            Vec::<String>::new()
+        );
+        podman["Mounts"] = Value::Array(Vec::new());
+        assert_eq!(not_given(&wanted, &podman, Stage::Created).len(), 1);
     }
 }
