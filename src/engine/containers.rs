@@ -195,8 +195,9 @@ impl Engine {
         }))
     }
 
-    /// The container's `Config` and `HostConfig` as the Engine API's JSON, for comparing
-    /// with a create body; `Ok(None)` when there is no such container.
+    /// The container's `Config`, `HostConfig` and `Mounts` (where Podman reports its
+    /// mounts) as the Engine API's JSON, for comparing with a create body; `Ok(None)` when
+    /// there is no such container.
     pub async fn inspect_container_json(
         &self,
         name_or_id: &str,
@@ -207,6 +208,7 @@ impl Engine {
         Ok(Some(serde_json::json!({
             "Config": serde_json::to_value(&inspect.config).map_err(|error| EngineError::InvalidBody { message: error.to_string() })?,
             "HostConfig": serde_json::to_value(&inspect.host_config).map_err(|error| EngineError::InvalidBody { message: error.to_string() })?,
+            "Mounts": serde_json::to_value(&inspect.mounts).map_err(|error| EngineError::InvalidBody { message: error.to_string() })?,
         })))
     }
 
