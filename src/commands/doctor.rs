@@ -85,7 +85,16 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
         .partition(|finding| finding.area == Some(crate::checks::Area::Docker));
     let mut sections = vec![
         Section {
-            title: "Docker".into(),
+            // The engine as it is (Podman answers the same API); "Docker" when it could
+            // not be asked, as the socket is Docker's by default.
+            title: match &report.host.engine.state {
+                crate::facts::engine::EngineState::Reachable(daemon)
+                    if daemon.kind != crate::facts::engine::EngineKind::Unknown =>
+                {
+                    daemon.kind.name().into()
+                }
+                _ => "Docker".into(),
+            },
             findings: docker,
         },
         Section {
