@@ -243,6 +243,18 @@ fn docker_findings(
         None => {}
     }
     let support = gpu_support(daemon, host);
+    // Podman before 5.4: whatever is set up, its Docker API drops GPU requests.
+    if let Some(reason) = daemon.drops_gpu_requests() {
+        findings.push(
+            Finding::info(
+                "docker.gpu-support",
+                format!("{reason}: containers cannot get GPUs through envctl"),
+            )
+            .with_hint(daemon.kind.gpu_fix())
+            .with_fact("gpu_support", &support),
+        );
+        return findings;
+    }
     let finding = match &support {
         GpuSupport::DiscoveredDevices { devices } => Finding::pass("docker.gpu-support", format!("the daemon discovered GPUs through CDI: {}", devices.join(", "))),
         GpuSupport::Cdi { specs } => Finding::pass("docker.gpu-support", format!("CDI is enabled and {} names NVIDIA GPUs", specs.join(", "))),

@@ -83,6 +83,12 @@ fn answer(stream: UnixStream, pings: &AtomicUsize, hang_later_pings: bool) {
                 std::thread::sleep(Duration::from_secs(600));
             }
             reply(&mut writer, "OK");
+        } else if path.contains("/version") {
+            // As Docker 20.10 answers: envctl asks which engine it is talking to.
+            reply(
+                &mut writer,
+                r#"{"Version":"20.10.24","ApiVersion":"1.41","Components":[{"Name":"Engine","Version":"20.10.24"}]}"#,
+            );
         } else if path.contains("/logs") {
             let _ = write!(
                 writer,
