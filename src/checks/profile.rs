@@ -103,6 +103,7 @@ pub fn evaluate(
     let (stack, stack_findings) = effective(&profile.stack, image_env);
     findings.extend(stack_findings);
     findings.extend(daemon_findings(profile.gpus.clone(), host));
+    findings.extend(init_findings(profile.command.is_none(), host));
     if let EngineState::Reachable(daemon) = &host.engine.state {
         findings.extend(resource_findings(profile, daemon));
     }
@@ -165,6 +166,30 @@ fn resource_findings(profile: &crate::profile::Profile, daemon: &DaemonFacts) ->
         );
     }
     findings
+}
+
+/// A profile without `command` runs with `--init`; Podman then needs its `catatonit`, and
+/// without it refuses the create with a 500 (`container-init binary not found on the
+/// host`). Judged where the engine is Podman on this machine (a unix socket).
+fn init_findings(runs_init: bool, host: HostView<'_>) -> Vec<Finding> {
+    let EngineState::Reachable(daemon) = &host.engine.state else {
+        return Vec::new();
+    };
+    let local = host.host.docker_socket.is_some();
+    if !runs_init || daemon.kind != crate::facts::engine::EngineKind::Podman || !local {
+        return Vec::new();
+    }
+    vec![match &host.host.container_init {
+        Some(path) => Finding::pass(
+            "profile.init",
+            format!("Podman's container init is installed ({path}): the keep-alive `--init` works"),
+        ),
+        None => Finding::fail(
+            "profile.init",
+            "the profile has no `command`, so envctl runs it with `--init`, but Podman's container init (catatonit) is not installed: the create would fail",
+        )
+        .with_hint("install it (`sudo apt-get install catatonit`), or give the profile a `command`"),
+    }]
 }
 
 /// Can a container of this profile start here at all: daemon reachable, and a GPU path
@@ -623,5 +648,47 @@ mod tests {
         assert!(is_datacenter("NVIDIA A100-SXM4-80GB"));
         assert!(!is_datacenter("NVIDIA GeForce RTX 4090"));
         assert!(!is_datacenter("NVIDIA RTX A1000"));
+    }
+
+    #[test]
+    fn podman_needs_its_init_for_a_profile_without_command() {
+        let podman = EngineFacts {
+            endpoint: "unix:///run/podman/podman.sock".into(),
+            state: EngineState::Reachable(Box::new(DaemonFacts {
+                kind: crate::facts::engine::EngineKind::Podman,
+                server_version: Some("4.3.1".into()),
+                ..DaemonFacts::default()
+            })),
+        };
+        let gpu = gpus("570.124.06", Vec::new());
+        let local = |init: Option<&str>| HostFacts {
+            docker_socket: Some(crate::facts::host::SocketAccess {
+                path: "/run/podman/podman.sock".into(),
+                exists: true,
+                access: "ok".into(),
+            }),
+            container_init: init.map(str::to_string),
+            ..HostFacts::default()
+        };
+        let judged = |engine: &EngineFacts, host: &HostFacts, runs_init: bool| {
+            init_findings(
+                runs_init,
+                HostView {
+                    gpu: &gpu,
+                    engine,
+                    host,
+                    home: None,
+                },
+            )
+        };
+        let missing = judged(&podman, &local(None), true);
+        assert_eq!(missing.len(), 1);
+        assert_eq!(missing[0].status, Status::Fail);
+        assert!(missing[0].hint.as_deref().unwrap().contains("catatonit"));
+        let found = judged(&podman, &local(Some("/usr/bin/catatonit")), true);
+        assert_eq!(found[0].status, Status::Pass);
+        // A profile with a command, and Docker (its own docker-init), are not judged.
+        assert!(judged(&podman, &local(None), false).is_empty());
+        assert!(judged(&engine(&[]), &local(None), true).is_empty());
     }
 }

@@ -21,6 +21,10 @@ pub struct HostFacts {
     pub cdi_specs: Vec<CdiSpec>,
     /// Only for a local unix socket; `None` for tcp/ssh endpoints.
     pub docker_socket: Option<SocketAccess>,
+    /// Podman's container init (`catatonit`) where Podman looks for it, when found: a
+    /// container with `--init` cannot be created without it.
+    #[serde(default)]
+    pub container_init: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,6 +13,15 @@ use std::path::{Path, PathBuf};
 
 use crate::facts::host::{CdiSpec, DeviceNode, HostFacts, KernelModule, SocketAccess};
 
+/// Where Podman finds its container init: containers.conf's default `init_path` and its
+/// helper folders (Debian's `catatonit` package links the first to `/usr/bin/catatonit`).
+const PODMAN_INIT_PATHS: [&str; 4] = [
+    "/usr/libexec/podman/catatonit",
+    "/usr/lib/podman/catatonit",
+    "/usr/local/libexec/podman/catatonit",
+    "/usr/bin/catatonit",
+];
+
 /// Where to look: `/` on a real machine, a folder in tests.
 #[derive(Debug, Clone)]
 pub struct Probe {
@@ -49,6 +58,10 @@ impl Probe {
             tools: tools::gather(self.path.as_deref(), &self.working_directory),
             cdi_specs: self.cdi_specs(),
             docker_socket: socket_access(&self.docker_endpoint),
+            container_init: PODMAN_INIT_PATHS
+                .iter()
+                .find(|path| self.at(path).is_file())
+                .map(|path| path.to_string()),
         }
     }
 

@@ -632,16 +632,29 @@ fn ports_free(body: &CreateBody, running: &[ContainerSummary]) -> Result<(), Err
 /// device it cannot give): never shown bare, but with where to check the profile.
 fn create_error(error: EngineError, name: &str, body: &CreateBody) -> Error {
     match error {
-        EngineError::Daemon { status: 400, .. } => Error::CreateRefused {
-            name: name.to_string(),
-            profile: body
-                .labels
-                .get(PROFILE_LABEL)
-                .cloned()
-                .unwrap_or_else(|| name.to_string()),
-            source: Box::new(error),
-        },
+        // Podman refuses `--init` without its catatonit with a 500; doctor's `profile.init`
+        // names the fix.
+        EngineError::Daemon { status: 400, .. } => create_refused(error, name, body),
+        EngineError::Daemon {
+            status: 500,
+            ref message,
+            ..
+        } if message.contains("container-init binary not found") => {
+            create_refused(error, name, body)
+        }
         error => error.into(),
+    }
+}
+
+fn create_refused(error: EngineError, name: &str, body: &CreateBody) -> Error {
+    Error::CreateRefused {
+        name: name.to_string(),
+        profile: body
+            .labels
+            .get(PROFILE_LABEL)
+            .cloned()
+            .unwrap_or_else(|| name.to_string()),
+        source: Box::new(error),
     }
 }
 
