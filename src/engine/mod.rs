@@ -39,6 +39,10 @@ pub const PING_TIMEOUT: Duration = Duration::from_secs(3);
 /// and writes them at once; one that has not finished in this time has stopped answering.
 pub const ANSWER_DEADLINE: Duration = Duration::from_secs(15);
 
+/// How much later than the connection's timeout envctl's own deadline for the same
+/// request fires, so that the two never race.
+const TIMEOUT_GRACE: Duration = Duration::from_millis(250);
+
 /// How often a long stream checks that the daemon still answers (a ping, bounded by
 /// [`PING_TIMEOUT`]).
 pub const LIVENESS_INTERVAL: Duration = Duration::from_secs(10);
@@ -164,12 +168,15 @@ impl Engine {
         what: &'static str,
         request: impl Future<Output = Result<T, bollard::errors::Error>>,
     ) -> Result<T, EngineError> {
-        self.answer(what, self.timeout, request).await
+        self.answer(what, self.timeout + TIMEOUT_GRACE, request)
+            .await
     }
 
-    /// The deadline of a short answer on this connection.
+    /// The deadline of a short answer on this connection. Where the connection's own
+    /// timeout is the shorter, it is the one that fires (cause `timeout`, "did not answer
+    /// within N s"): the deadline waits [`TIMEOUT_GRACE`] longer instead of racing it.
     pub fn answer_deadline(&self) -> Duration {
-        ANSWER_DEADLINE.min(self.timeout)
+        ANSWER_DEADLINE.min(self.timeout + TIMEOUT_GRACE)
     }
 
     /// Any future bounded by `limit`: past it, [`EngineError::StoppedAnswering`] naming the socket

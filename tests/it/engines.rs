@@ -844,7 +844,10 @@ fn a_gpu_request_is_honoured_or_refused_on_every_engine() {
                 scenario.container.as_str(),
                 "sh",
                 "-c",
-                "test -c /dev/envctl-test-gpu0 && echo node; echo \"cdi=$ENVCTL_TEST_CDI\"",
+                // The main process's environment: Podman 5.4 does not always hand CDI env
+                // edits to an exec's own environment (seen flaky), the container has them.
+                "test -c /dev/envctl-test-gpu0 && echo node; \
+                 tr '\\0' '\\n' </proc/1/environ | sed -n 's/^ENVCTL_TEST_CDI=/cdi=/p'",
             ]);
             assert_eq!(
                 inside, "node\ncdi=0",
