@@ -23,7 +23,7 @@ use crate::monitor::{Snapshot, duration};
 use crate::ops::stats::follow::{self, Ended, FollowOptions, FollowView, Outputs};
 use crate::ops::stats::reconnect::{RECONNECT_CAP, RECONNECT_FIRST};
 use crate::ops::stats::sampler::{self, CounterSource, Gpus, Selection};
-use crate::ops::stats::serve::{self, MetricsServer};
+use crate::ops::stats::serve::{self, StatsServer};
 use crate::ui::live::{self, LiveScreen};
 
 pub use crate::ops::stats::follow::RELIST_EVERY;
@@ -35,7 +35,7 @@ pub const DEFAULT_SERVE_ADDRESS: &str = serve::DEFAULT_ADDRESS;
 #[derive(Debug, clap::Args)]
 #[command(
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  envctl stats                      live table of envctl's containers and the GPUs (q quits)\n  envctl stats --all --once --json  one snapshot of every container, as JSON\n  envctl stats train --record run.csv\n  envctl stats report run.csv -o run.html\n  envctl stats --serve              Prometheus metrics at http://127.0.0.1:9400/metrics"
+    after_help = "Examples:\n  envctl stats                      live table of envctl's containers and the GPUs (q quits)\n  envctl stats --all --once --json  one snapshot of every container, as JSON\n  envctl stats train --record run.csv\n  envctl stats report run.csv -o run.html\n  envctl stats --serve              dashboard at http://127.0.0.1:9400/, metrics at /metrics"
 )]
 pub struct StatsArgs {
     #[command(subcommand)]
@@ -58,9 +58,12 @@ pub struct StatsArgs {
     /// Append every sample to FILE: CSV (.csv) or JSON lines (.jsonl)
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// Serve Prometheus metrics at ADDR [default: 127.0.0.1:9400]
+    /// Serve the live dashboard and Prometheus metrics at ADDR [default: 127.0.0.1:9400]
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_SERVE_ADDRESS)]
     pub serve: Option<String>,
+    /// The span of history the dashboard of `--serve` shows: 10m, 1h, 90s
+    #[arg(long, value_name = "DURATION", default_value = "10m", requires = "serve", value_parser = duration::parse_window)]
+    pub window: Duration,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -242,13 +245,22 @@ async fn run_live(
     let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());
     let mut terminate = listen(tokio::signal::unix::SignalKind::terminate());
     let server = match &arguments.serve {
-        Some(address) => Some(MetricsServer::start(address)?),
+        Some(address) => Some(StatsServer::start(
+            address,
+            arguments.window,
+            arguments.interval,
+        )?),
         None => None,
     };
     if let Some(server) = &server {
         context.printer.info(&format!(
             "serving Prometheus metrics at http://{}/metrics",
             server.address()
+        ));
+        context.printer.info(&format!(
+            "dashboard at http://{}/ (the last {})",
+            server.address(),
+            duration::humanize_span(arguments.window)
         ));
     }
     let mut view = if context.json {

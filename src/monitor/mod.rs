@@ -1,6 +1,7 @@
 //! `envctl stats`' pure core (its application layer is `ops::stats`): usage formulas over a container's counters (`usage`), snapshots that
 //! put containers and GPUs side by side (`snapshot`, with its typed `failure`s),
-//! diagnosis rules over a window of snapshots (`diagnosis`), and the formats snapshots
+//! diagnosis rules over a window of snapshots (`diagnosis`), the recent past the dashboard
+//! and the sparklines draw (`history`), and the formats snapshots
 //! leave in (`record`, `prometheus`, `chart_model` and `chart`, `report`).
 //!
 //! Nothing here reads the process environment, talks to an adapter or writes to the
@@ -12,6 +13,7 @@ pub mod chart_model;
 pub mod diagnosis;
 pub mod duration;
 pub mod failure;
+pub mod history;
 pub mod prometheus;
 pub mod record;
 pub mod report;

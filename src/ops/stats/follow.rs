@@ -18,7 +18,7 @@ use super::sampler::{
     self, CounterSource, Gpus, PROC_ROOT, Selection, Target, container_failure, input,
     list_targets, process_owners,
 };
-use super::serve::MetricsServer;
+use super::serve::StatsServer;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
 use crate::facts::container::{ContainerResources, ContainerSample};
@@ -27,7 +27,7 @@ use crate::monitor::failure::{Failure, FailureKind, FailureSubject};
 use crate::monitor::record::Recorder;
 use crate::monitor::snapshot::{ContainerInput, Snapshot, assemble};
 use crate::monitor::usage::container_usage;
-use crate::monitor::{Window, prometheus};
+use crate::monitor::Window;
 
 /// How often the live view lists containers again, to pick up new ones.
 pub const RELIST_EVERY: Duration = Duration::from_secs(5);
@@ -56,8 +56,8 @@ pub struct FollowOptions {
 pub struct Outputs<'a> {
     /// `--record`: each snapshot appended; a failed append ends the loop with its error.
     pub recorder: Option<&'a mut Recorder>,
-    /// `--serve`: each snapshot's exposition is what the next scrapes get.
-    pub server: Option<&'a MetricsServer>,
+    /// `--serve`: each snapshot is what the next requests get, and joins the history.
+    pub server: Option<&'a StatsServer>,
 }
 
 /// Where the loop's results go: what the daemon's state changes say, and each snapshot.
@@ -176,7 +176,7 @@ pub async fn follow<S>(
             break Err(error.into());
         }
         if let Some(server) = outputs.server {
-            server.publish(prometheus::exposition(&snapshot, &options.hostname));
+            server.publish(&snapshot, &options.hostname);
         }
         if let Err(error) = view.show(&snapshot, taken) {
             break Err(error);
