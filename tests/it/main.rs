@@ -22,6 +22,7 @@ mod support;
 mod cli;
 mod compat_cli;
 mod completions;
+mod dashboard;
 mod daemon_answers;
 mod daemon_loss;
 mod daemon_streams;
