@@ -25,7 +25,7 @@ mod diagnosis_tests;
 
 pub use diagnosis::{Diagnosis, Severity, Window};
 pub use failure::{Failure, FailureKind, FailureSubject};
-pub use snapshot::{ContainerInput, ContainerRow, GpuRow, ProcessRow, Snapshot};
+pub use snapshot::{ContainerInput, ContainerRow, EndedContainer, GpuRow, ProcessRow, Snapshot};
 
 /// The `schema_version` of every JSON document and JSON line `envctl stats` writes; the
 /// same number as `ui::printer::SCHEMA_VERSION` (a test in `commands::stats` holds them

@@ -314,6 +314,22 @@ pub fn snapshot_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'
         Some(width) => console::truncate_str(&text, width, "…").into_owned(),
         None => text,
     };
+    if !snapshot.ended.is_empty() {
+        lines.push(String::new());
+    }
+    for ended in &snapshot.ended {
+        let (mark, colour) = if ended.out_of_memory() {
+            ("✗", Style::new().red().bold())
+        } else {
+            ("-", Style::new().dim())
+        };
+        lines.push(fit(format!(
+            "{} {} stopped: {}",
+            style(colour, mark),
+            super::text::shown(&ended.name),
+            ended.sentence()
+        )));
+    }
     if !snapshot.diagnoses.is_empty() {
         lines.push(String::new());
     }
@@ -534,6 +550,7 @@ mod tests {
                 hint: "look at it".into(),
             }],
             failures: Vec::new(),
+            ended: Vec::new(),
         }
     }
 
