@@ -17,6 +17,7 @@ use super::{Context, runtime};
 use crate::engine::{Engine, EngineError};
 use crate::error::{Error, error_chain};
 use crate::exit::ExitStatus;
+use crate::monitor::history::History;
 use crate::monitor::record::{self, Recorder};
 use crate::monitor::report::{self, ReportFormat};
 use crate::monitor::{Snapshot, duration};
@@ -162,7 +163,8 @@ async fn select_containers(
 
 /// What each interval's snapshot goes to.
 enum View<'a> {
-    Live(LiveScreen, &'a Context, Duration),
+    /// The screen, the context, the interval, and the last minute for the sparklines.
+    Live(LiveScreen, &'a Context, Duration, Box<History>),
     Lines(&'a Context),
     JsonLines(&'a Context),
     Quiet(&'a Context),
@@ -171,7 +173,7 @@ enum View<'a> {
 impl View<'_> {
     fn context(&self) -> &Context {
         match self {
-            View::Live(_, context, _)
+            View::Live(_, context, _, _)
             | View::Lines(context)
             | View::JsonLines(context)
             | View::Quiet(context) => context,
@@ -203,11 +205,13 @@ impl FollowView for View<'_> {
 
     fn show(&mut self, snapshot: &Snapshot, taken: u64) -> Result<(), Error> {
         match self {
-            View::Live(screen, context, interval) => {
+            View::Live(screen, context, interval, history) => {
                 let style =
                     |style: console::Style, text: &str| context.printer.style_stdout(style, text);
                 let columns = live::screen_width();
-                let mut lines = live::snapshot_lines(snapshot, Some(columns), &style);
+                history.push(snapshot);
+                let mut lines =
+                    live::snapshot_lines_with(snapshot, Some(history), Some(columns), &style);
                 let failures = live::failure_lines(snapshot, Some(columns), &style);
                 if !failures.is_empty() {
                     lines.push(String::new());
@@ -270,6 +274,10 @@ async fn run_live(
             LiveScreen::enter().map_err(Error::Output)?,
             context,
             arguments.interval,
+            Box::new(History::new(
+                Duration::from_secs_f64(crate::ui::sparkline::SPAN_SECONDS),
+                arguments.interval,
+            )),
         )
     } else if server.is_some() {
         View::Quiet(context)

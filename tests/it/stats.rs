@@ -1555,3 +1555,51 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         "{once}"
     );
 }
+
+#[test]
+fn the_live_view_draws_a_minute_of_sparklines_within_the_terminal() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let mut fleet = Fleet::new("stats-spark");
+    let name = fleet.start(&["--cpus", "1"], &["sh", "-c", "while :; do :; done"]);
+    let folder = TempDir::new().unwrap();
+    let recording = Recording::new(
+        folder.path(),
+        &format!(
+            "NO_COLOR=1 ENVCTL_NVML_LIBRARY={stub} ENVCTL_NVML_STUB_FIXTURE={fixture} {envctl} stats --interval 0.3 {name}",
+            stub = shell_quote(&stub_library().to_string_lossy()),
+            fixture = shell_quote(&crate::support::nvml::fixture("healthy-8x-h100.conf").to_string_lossy()),
+            envctl = shell_quote(env!("CARGO_BIN_EXE_envctl")),
+        ),
+    );
+    let Some(tmux) = Tmux::start(&recording.command()) else {
+        return;
+    };
+    let screen = tmux.wait_for("sample 8");
+    let lines: Vec<&str> = screen.lines().collect();
+    let header = lines
+        .iter()
+        .find(|line| line.starts_with("CONTAINER"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(header.contains("CPU 1m") && header.contains("MEM 1m"), "{screen}");
+    assert!(
+        lines.iter().any(|line| line.starts_with("GPU") && line.contains("UTIL 1m")),
+        "{screen}"
+    );
+    // The busy container's CPU curve: several samples of block characters.
+    let row = lines
+        .iter()
+        .find(|line| line.starts_with(name.as_str()))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let blocks = row.chars().filter(|c| ('▁'..='█').contains(c)).count();
+    assert!(blocks >= 5, "{row}");
+    for line in &lines {
+        assert!(
+            console::measure_text_width(line) <= usize::from(crate::support::tmux::COLUMNS),
+            "wider than the terminal: `{line}`"
+        );
+    }
+    tmux.keys("q");
+    tmux.wait_for("exit=0");
+}
