@@ -211,7 +211,10 @@ fn a_container_the_oom_killer_ended_is_named_with_its_curve_up_to_it() {
     assert_eq!(found.evidence["exit_code"], 137.0);
     assert_eq!(found.evidence["memory_limit_bytes"], (16 * GIB) as f64);
     assert_eq!(found.evidence["end_bytes"], (GIB + 9 * (64 << 20)) as f64);
-    assert_eq!(found.evidence["growth_bytes_per_minute"], (60 * (64_u64 << 20)) as f64);
+    assert_eq!(
+        found.evidence["growth_bytes_per_minute"],
+        (60 * (64_u64 << 20)) as f64
+    );
     assert!(
         found
             .message

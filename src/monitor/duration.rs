@@ -52,9 +52,9 @@ pub fn parse_window(text: &str) -> Result<Duration, String> {
 /// A window as people say it: `10 min`, `1 h`, `90 s`.
 pub fn humanize_span(span: Duration) -> String {
     let seconds = span.as_secs();
-    if seconds >= 3600 && seconds % 3600 == 0 {
+    if seconds >= 3600 && seconds.is_multiple_of(3600) {
         format!("{} h", seconds / 3600)
-    } else if seconds >= 60 && seconds % 60 == 0 {
+    } else if seconds >= 60 && seconds.is_multiple_of(60) {
         format!("{} min", seconds / 60)
     } else {
         format!("{} s", span.as_secs_f64())

@@ -231,7 +231,8 @@ impl History {
             }
         }
         let mut containers: Vec<ContainerSeries> = containers.into_values().collect();
-        containers.sort_by(|first, second| (&first.name, &first.id).cmp(&(&second.name, &second.id)));
+        containers
+            .sort_by(|first, second| (&first.name, &first.id).cmp(&(&second.name, &second.id)));
         HistoryDocument {
             schema_version: super::SCHEMA_VERSION,
             interval_seconds: self.interval_seconds,
@@ -473,7 +474,10 @@ mod tests {
             document.gpus[0].utilization_percent,
             vec![Some(50.0), Some(60.0), Some(70.0)]
         );
-        assert_eq!(document.gpus[1].utilization_percent, vec![None, None, Some(5.0)]);
+        assert_eq!(
+            document.gpus[1].utilization_percent,
+            vec![None, None, Some(5.0)]
+        );
         assert_eq!(document.gpus[1].name.as_deref(), Some("NVIDIA H100"));
         // Only what came after `since`.
         let later = history.document(2, DEFAULT_WINDOW);

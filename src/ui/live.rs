@@ -16,8 +16,8 @@ use console::Style;
 use crossterm::{cursor, queue, terminal};
 
 use super::printer::Printer;
-use crate::error::Error;
 use super::sparkline;
+use crate::error::Error;
 use crate::monitor::diagnosis::Severity;
 use crate::monitor::history::{ContainerValues, GpuValues, History};
 use crate::monitor::{ContainerRow, GpuRow, Snapshot};
@@ -222,7 +222,12 @@ fn container_columns(containers: &[ContainerRow], history: Option<&History>) -> 
             Column {
                 header: "CPU 1m",
                 cells: cells(&|row| {
-                    container_spark(history, row, |values| values.cpu_percent, |values| peak(values, 100.0))
+                    container_spark(
+                        history,
+                        row,
+                        |values| values.cpu_percent,
+                        |values| peak(values, 100.0),
+                    )
                 }),
                 right: false,
                 drop_order: 2,
@@ -361,7 +366,11 @@ fn gpu_columns(gpus: &[GpuRow], history: Option<&History>) -> Vec<Column> {
                 header: "MEM 1m",
                 cells: cells(&|row| {
                     let total = row.memory_total_bytes.map_or(0.0, |total| total as f64);
-                    spark(row, |values| values.memory_used_bytes.map(|bytes| bytes as f64), total)
+                    spark(
+                        row,
+                        |values| values.memory_used_bytes.map(|bytes| bytes as f64),
+                        total,
+                    )
                 }),
                 right: false,
                 drop_order: 2,
@@ -700,13 +709,20 @@ mod tests {
             history.push(&moment);
         }
         let lines = snapshot_lines_with(&moment, Some(&history), Some(250), &plain);
-        assert!(lines[0].contains("CPU 1m") && lines[0].contains("MEM 1m"), "{}", lines[0]);
+        assert!(
+            lines[0].contains("CPU 1m") && lines[0].contains("MEM 1m"),
+            "{}",
+            lines[0]
+        );
         assert!(lines[3].contains("UTIL 1m"), "{lines:#?}");
         // GPU 0 idle, then busy: low blocks, then full ones, on its row.
         assert!(lines[4].contains("▁▁▁▁▁█████"), "{}", lines[4]);
         for width in [40, 60, 80, 100, 120, 160] {
             for line in snapshot_lines_with(&moment, Some(&history), Some(width), &plain) {
-                assert!(console::measure_text_width(&line) <= width, "{width}: `{line}`");
+                assert!(
+                    console::measure_text_width(&line) <= width,
+                    "{width}: `{line}`"
+                );
             }
         }
         // Without history, no sparkline columns.

@@ -67,6 +67,10 @@ mod tests {
         assert!(line.ends_with('█'), "{line}");
         assert!(line.starts_with(' ') || line.starts_with('▁'), "{line}");
         let line: Vec<char> = sparkline(&values, WIDTH, 60.0).chars().collect();
-        assert!(line.windows(2).all(|pair| pair[0] == ' ' || pair[0] <= pair[1]), "rising");
+        assert!(
+            line.windows(2)
+                .all(|pair| pair[0] == ' ' || pair[0] <= pair[1]),
+            "rising"
+        );
     }
 }

@@ -131,13 +131,36 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
     let busy = ContainerGuard::unique("envctl-dash-cpu");
     let growing = ContainerGuard::unique("envctl-dash-mem");
     docker_stdout([
-        "run", "-d", "--name", busy.name(), "--label", "envctl.test=1", "--label",
-        "envctl.profile=dash-train", "--cpus", "2", &image, "sh", "-c", "while :; do :; done",
+        "run",
+        "-d",
+        "--name",
+        busy.name(),
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "envctl.profile=dash-train",
+        "--cpus",
+        "2",
+        &image,
+        "sh",
+        "-c",
+        "while :; do :; done",
     ]);
     // Doubles a string every two seconds: some megabytes in the test's time, under its limit.
     docker_stdout([
-        "run", "-d", "--name", growing.name(), "--label", "envctl.test=1", "--label",
-        "envctl.profile=dash-leak", "--memory", "512m", &image, "sh", "-c",
+        "run",
+        "-d",
+        "--name",
+        growing.name(),
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "envctl.profile=dash-leak",
+        "--memory",
+        "512m",
+        &image,
+        "sh",
+        "-c",
         "x=aaaaaaaa; while :; do x=\"$x$x\"; sleep 2; done",
     ]);
     let busy_pid = docker_stdout(["inspect", "-f", "{{.State.Pid}}", busy.name()]);
@@ -206,7 +229,10 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         if points >= 4 && containers == 2 {
             break;
         }
-        assert!(Instant::now() < deadline, "no history within 20 s: {history}");
+        assert!(
+            Instant::now() < deadline,
+            "no history within 20 s: {history}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 
@@ -258,7 +284,10 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
 
     // The page shows the history up to this sequence number.
     let body = tags(&dom, "body")[0];
-    let shown: u64 = attribute(body, "data-last-sequence").unwrap().parse().unwrap();
+    let shown: u64 = attribute(body, "data-last-sequence")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(shown >= 4, "the page saw no history: {body}");
     let history: Value = serde_json::from_str(&get(&address, "/api/v1/history")).unwrap();
     let at = history["sequences"]
@@ -332,7 +361,12 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
             })
             .unwrap_or_else(|| panic!("no chart for GPU {index}"));
         let values = shown_values(chart);
-        for metric in ["utilization_percent", "memory_used_bytes", "temperature_c", "power_w"] {
+        for metric in [
+            "utilization_percent",
+            "memory_used_bytes",
+            "temperature_c",
+            "power_w",
+        ] {
             let (_, text) = values.iter().find(|(name, _)| name == metric).unwrap();
             assert_eq!(
                 text.parse::<f64>().unwrap(),
@@ -385,7 +419,9 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         }
     }
     assert!(
-        asked.iter().any(|url| url.contains("/api/v1/history?since="))
+        asked
+            .iter()
+            .any(|url| url.contains("/api/v1/history?since="))
             && asked.iter().any(|url| url.ends_with("/api/v1/snapshot")),
         "{asked:#?}"
     );
@@ -401,5 +437,9 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         "profile-screenshot",
     );
     let png = std::fs::read(&screenshot).unwrap();
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{}", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "{}",
+        png.len()
+    );
 }

@@ -1501,7 +1501,9 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|diagnosis| diagnosis["id"] == "host-memory-growing" && diagnosis["subject"] == name.as_str())
+        .find(|diagnosis| {
+            diagnosis["id"] == "host-memory-growing" && diagnosis["subject"] == name.as_str()
+        })
         .unwrap_or_else(|| panic!("no memory diagnosis: {named}"));
     let message = diagnosis["message"].as_str().unwrap();
     assert!(
@@ -1509,7 +1511,10 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         "{message}"
     );
     assert_eq!(diagnosis["evidence"]["oom_killed"], 1.0);
-    assert_eq!(diagnosis["evidence"]["memory_limit_bytes"], (32_u64 << 20) as f64);
+    assert_eq!(
+        diagnosis["evidence"]["memory_limit_bytes"],
+        (32_u64 << 20) as f64
+    );
     assert!(
         grew.iter().flatten().count() >= 2,
         "the curve up to it has samples: {grew:?}"
@@ -1517,8 +1522,10 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
     // The recording keeps it, the same line as stdout's.
     let recorded = std::fs::read_to_string(&recording).unwrap();
     assert!(
-        recorded.lines().any(|line| line.contains("\"oom_killed\":true")
-            && line.contains("killed by the OOM killer (exit 137)")),
+        recorded
+            .lines()
+            .any(|line| line.contains("\"oom_killed\":true")
+                && line.contains("killed by the OOM killer (exit 137)")),
         "{recorded}"
     );
     // `ps` says so, in its JSON and its table.
@@ -1535,9 +1542,9 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
     let table = envctl().args(["ps", "--all"]).output().unwrap();
     let table = String::from_utf8(table.stdout).unwrap();
     assert!(
-        table
-            .lines()
-            .any(|line| line.contains(&name) && line.contains("Exited (137)") && line.contains("(OOM killed)")),
+        table.lines().any(|line| line.contains(&name)
+            && line.contains("Exited (137)")
+            && line.contains("(OOM killed)")),
         "{table}"
     );
     // A named target found stopped says why.
@@ -1548,10 +1555,14 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .unwrap();
     let once: Value = serde_json::from_slice(&once.stdout).unwrap();
     assert!(
-        once["failures"].as_array().unwrap().iter().any(|failure| failure["message"]
-            .as_str()
+        once["failures"]
+            .as_array()
             .unwrap()
-            .ends_with("is exited: killed by the OOM killer (exit 137)")),
+            .iter()
+            .any(|failure| failure["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("is exited: killed by the OOM killer (exit 137)")),
         "{once}"
     );
 }
@@ -1569,7 +1580,9 @@ fn the_live_view_draws_a_minute_of_sparklines_within_the_terminal() {
         &format!(
             "NO_COLOR=1 ENVCTL_NVML_LIBRARY={stub} ENVCTL_NVML_STUB_FIXTURE={fixture} {envctl} stats --interval 0.3 {name}",
             stub = shell_quote(&stub_library().to_string_lossy()),
-            fixture = shell_quote(&crate::support::nvml::fixture("healthy-8x-h100.conf").to_string_lossy()),
+            fixture = shell_quote(
+                &crate::support::nvml::fixture("healthy-8x-h100.conf").to_string_lossy()
+            ),
             envctl = shell_quote(env!("CARGO_BIN_EXE_envctl")),
         ),
     );
@@ -1582,9 +1595,14 @@ fn the_live_view_draws_a_minute_of_sparklines_within_the_terminal() {
         .iter()
         .find(|line| line.starts_with("CONTAINER"))
         .unwrap_or_else(|| panic!("{screen}"));
-    assert!(header.contains("CPU 1m") && header.contains("MEM 1m"), "{screen}");
     assert!(
-        lines.iter().any(|line| line.starts_with("GPU") && line.contains("UTIL 1m")),
+        header.contains("CPU 1m") && header.contains("MEM 1m"),
+        "{screen}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("GPU") && line.contains("UTIL 1m")),
         "{screen}"
     );
     // The busy container's CPU curve: several samples of block characters.

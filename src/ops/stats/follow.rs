@@ -23,11 +23,11 @@ use crate::engine::{Engine, EngineError};
 use crate::error::Error;
 use crate::facts::container::{ContainerResources, ContainerSample};
 use crate::host::cgroup::{self, LocalContainer};
+use crate::monitor::Window;
 use crate::monitor::failure::{Failure, FailureKind, FailureSubject};
 use crate::monitor::record::Recorder;
 use crate::monitor::snapshot::{ContainerInput, EndedContainer, Snapshot, assemble};
 use crate::monitor::usage::container_usage;
-use crate::monitor::Window;
 
 /// How often the live view lists containers again, to pick up new ones.
 pub const RELIST_EVERY: Duration = Duration::from_secs(5);
@@ -220,12 +220,11 @@ async fn inspect_stopped(
     engine: &Engine,
     stopped: Vec<Target>,
 ) -> (Vec<EndedContainer>, Vec<Failure>) {
-    let answers = futures_util::future::join_all(
-        stopped
-            .iter()
-            .map(|target| tokio::time::timeout(ENDED_TIMEOUT, engine.inspect_container(&target.id))),
-    )
-    .await;
+    let answers =
+        futures_util::future::join_all(stopped.iter().map(|target| {
+            tokio::time::timeout(ENDED_TIMEOUT, engine.inspect_container(&target.id))
+        }))
+        .await;
     let mut found = Vec::new();
     let mut failures = Vec::new();
     for (target, answer) in stopped.into_iter().zip(answers) {

@@ -183,14 +183,17 @@ impl Selection {
 
 /// Why a stopped container ended, when the OOM killer did it.
 fn ended_by(details: &ContainerDetails) -> Option<String> {
-    (details.oom_killed == Some(true)).then(|| {
-        crate::monitor::snapshot::EndedContainer::oom_sentence(details.exit_code)
-    })
+    (details.oom_killed == Some(true))
+        .then(|| crate::monitor::snapshot::EndedContainer::oom_sentence(details.exit_code))
 }
 
 /// What became of a followed container that stopped, as its inspect says; none while it
 /// runs or when it is gone (removed with `--rm`, say).
-pub fn ended(details: &ContainerDetails, profile: Option<String>, time: f64) -> Option<crate::monitor::snapshot::EndedContainer> {
+pub fn ended(
+    details: &ContainerDetails,
+    profile: Option<String>,
+    time: f64,
+) -> Option<crate::monitor::snapshot::EndedContainer> {
     (!details.running).then(|| crate::monitor::snapshot::EndedContainer {
         id: details.id.clone(),
         name: details.name.clone(),

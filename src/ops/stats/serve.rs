@@ -262,7 +262,10 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
         "/api/v1/snapshot" => json(published().snapshot.clone()),
         "/api/v1/history" => {
             let Some(since) = since(request.query.as_deref()) else {
-                return plain(400, b"`since` is a sequence number: /api/v1/history?since=N\n");
+                return plain(
+                    400,
+                    b"`since` is a sequence number: /api/v1/history?since=N\n",
+                );
             };
             let document = {
                 let published = published();
@@ -439,7 +442,10 @@ mod tests {
         let later = get("/api/v1/history?since=2");
         assert_eq!(later.content_type, JSON);
         let later: serde_json::Value = serde_json::from_slice(&later.body).unwrap();
-        assert_eq!(later["containers"][0]["cpu_percent"], serde_json::json!([3.0]));
+        assert_eq!(
+            later["containers"][0]["cpu_percent"],
+            serde_json::json!([3.0])
+        );
         assert_eq!(get("/api/v1/history?since=x").status, 400);
         assert_eq!(get("/api/v1/history?since=-1").status, 400);
     }
@@ -454,7 +460,8 @@ mod tests {
         assert!(
             page.headers
                 .iter()
-                .any(|(name, value)| *name == "Content-Security-Policy" && value.contains("connect-src 'self'"))
+                .any(|(name, value)| *name == "Content-Security-Policy"
+                    && value.contains("connect-src 'self'"))
         );
         assert_eq!(get("/nothing").status, 404);
     }
@@ -463,7 +470,9 @@ mod tests {
     fn the_page_loads_nothing_from_elsewhere() {
         // The one `http` in it is SVG's namespace, a name and never fetched.
         let outside = DASHBOARD.replace("http://www.w3.org/2000/svg", "");
-        for fetched in ["http:", "https:", "//", "src=", "href=", "@import", "url(", "<link"] {
+        for fetched in [
+            "http:", "https:", "//", "src=", "href=", "@import", "url(", "<link",
+        ] {
             let found = outside
                 .lines()
                 .filter(|line| line.contains(fetched))
