@@ -121,6 +121,193 @@ fn same(shown: f64, expected: f64) -> bool {
     (shown - expected).abs() <= expected.abs() * 1e-12
 }
 
+/// Headless Chromium on `url` with its own profile folder, for `budget` ms of the page's
+/// virtual time, and `extra` arguments (`--dump-dom`, `--screenshot=…`); its stdout.
+fn browse(chromium: &Path, profile: &Path, url: &str, budget: u64, extra: &[String]) -> String {
+    let mut command = Command::new(chromium);
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            // Names resolve to nothing but loopback: a page reaching out would fail,
+            // and its attempt would still be in the log.
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            "--window-size=1400,1150",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--virtual-time-budget={budget}"))
+        .args(extra)
+        .arg(url);
+    let output = run_with_timeout(&mut command, Duration::from_secs(90))
+        .unwrap_or_else(|error| panic!("chromium: {error}"));
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// `envctl stats --serve 127.0.0.1:0 …` with `environment`, and the address it serves.
+fn serve(arguments: &[&str], environment: &[(&str, &std::ffi::OsStr)]) -> (Serving, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_envctl"));
+    command
+        .args(["stats", "--serve", "127.0.0.1:0"])
+        .args(arguments)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, value) in environment {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("serving Prometheus metrics at http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("first line: {line}"))
+        .to_string();
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (Serving(child), address)
+}
+
+/// Waits up to `limit` for the history to satisfy `accept`; the history.
+fn wait_history(
+    address: &str,
+    limit: Duration,
+    what: &str,
+    accept: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let history: Value = serde_json::from_str(&get(address, "/api/v1/history")).unwrap();
+        if accept(&history) {
+            return history;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} within {limit:?}: {history}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn newest_lost(history: &Value) -> Option<bool> {
+    history["daemon_lost"].as_array()?.last()?.as_bool()
+}
+
+#[test]
+fn the_dashboard_marks_a_lost_daemon_as_a_gap_and_resumes_when_it_returns() {
+    if !require_daemon() {
+        return;
+    }
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let image = test_image();
+    let busy = ContainerGuard::unique("envctl-dash-lost");
+    docker_stdout([
+        "run",
+        "-d",
+        "--name",
+        busy.name(),
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "envctl.profile=dash-lost",
+        &image,
+        "sh",
+        "-c",
+        "while :; do :; done",
+    ]);
+    let folder = tempfile::TempDir::new().unwrap();
+    let socket = folder.path().join("docker.sock");
+    let mut proxy = crate::daemon_loss::Proxy::start(&socket);
+    let host = std::ffi::OsString::from(format!("unix://{}", socket.display()));
+    let (_serving, address) = serve(
+        &["--interval", "0.3", "--window", "30s", busy.name()],
+        &[
+            ("DOCKER_HOST", host.as_os_str()),
+            ("ENVCTL_NVML_LIBRARY", std::ffi::OsStr::new("/nonexistent")),
+        ],
+    );
+    let url = format!("http://{address}/");
+    let page = |profile: &str| {
+        browse(
+            &chromium,
+            &folder.path().join(profile),
+            &url,
+            1000,
+            &["--dump-dom".to_string()],
+        )
+    };
+    wait_history(
+        &address,
+        Duration::from_secs(20),
+        "five points",
+        |history| {
+            history["times"]
+                .as_array()
+                .is_some_and(|times| times.len() >= 5)
+        },
+    );
+    proxy.stop();
+    wait_history(
+        &address,
+        Duration::from_secs(30),
+        "the daemon seen lost",
+        |history| newest_lost(history) == Some(true),
+    );
+    let lost = page("profile-lost");
+    let status = tags(&lost, "span")
+        .into_iter()
+        .find(|tag| attribute(tag, "id") == Some("status"))
+        .unwrap();
+    assert_eq!(attribute(status, "class"), Some("lost"), "{lost}");
+    assert!(lost.contains("Docker daemon lost since"), "{lost}");
+    assert!(
+        lost.contains("<rect class=\"lost\""),
+        "the stretch is shaded: {lost}"
+    );
+    let _back = crate::daemon_loss::Proxy::start(&socket);
+    wait_history(
+        &address,
+        Duration::from_secs(30),
+        "the daemon back",
+        |history| newest_lost(history) == Some(false),
+    );
+    let resumed = page("profile-back");
+    let status = tags(&resumed, "span")
+        .into_iter()
+        .find(|tag| attribute(tag, "id") == Some("status"))
+        .unwrap();
+    assert_ne!(attribute(status, "class"), Some("lost"), "{resumed}");
+    assert!(resumed.contains("live, every 0.3 s"), "{resumed}");
+    // The gap stays marked in the window, and the container's chart goes on.
+    assert!(resumed.contains("<rect class=\"lost\""), "{resumed}");
+    let (_, chart) = sections(&resumed)
+        .into_iter()
+        .find(|(head, _)| attribute(head, "data-name") == Some(busy.name()))
+        .unwrap_or_else(|| panic!("no chart for {} in\n{resumed}", busy.name()));
+    let cpu = shown_values(chart)
+        .into_iter()
+        .find(|(metric, _)| metric == "cpu_percent")
+        .unwrap();
+    assert!(
+        !cpu.1.is_empty(),
+        "CPU read again after the daemon came back"
+    );
+}
+
 fn number(value: &Value) -> Option<f64> {
     value.as_f64()
 }
@@ -249,37 +436,7 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
     // and waits for each request to be answered).
     let budget = ((2.0 * INTERVAL_SECONDS + 0.5) * 1000.0) as u64;
     let browse = |extra: &[String], profile: &str| {
-        let mut command = Command::new(&chromium);
-        command
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--hide-scrollbars",
-                // Names resolve to nothing but loopback: a page reaching out would fail,
-                // and its attempt would still be in the log.
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-                "--window-size=1400,1150",
-            ])
-            .arg(format!(
-                "--user-data-dir={}",
-                folder.path().join(profile).display()
-            ))
-            .arg(format!("--virtual-time-budget={budget}"))
-            .args(extra)
-            .arg(&url);
-        let output = run_with_timeout(&mut command, Duration::from_secs(90))
-            .unwrap_or_else(|error| panic!("chromium: {error}"));
-        assert!(
-            output.status.success(),
-            "chromium failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
+        browse(&chromium, &folder.path().join(profile), &url, budget, extra)
     };
     let dom = browse(
         &[
