@@ -1,13 +1,14 @@
 //! `envctl stats`: container CPU, memory, I/O and GPU memory next to GPU utilisation,
 //! memory, temperature, power and throttling — live, once, as JSON, recorded, or served
-//! to Prometheus — with the diagnoses the window of samples supports.
+//! to Prometheus and a browser — with the diagnoses the window of samples supports.
 //!
 //! This file reads the arguments (and the two environment variables that steer the
 //! sampling), resolves named targets, and shows what `monitor` gives back through
 //! `ui::live`. How it samples without costing the daemon is `ops::stats::sampler`'s (one
 //! snapshot, `--once`'s two readings [`ONCE_GAP`] apart) and `ops::stats::follow`'s (the live
 //! loop, the container list refreshed every [`RELIST_EVERY`]); `ops::stats::reconnect`
-//! keeps trying a lost daemon, `ops::stats::serve` answers Prometheus, `monitor::report`
+//! keeps trying a lost daemon, `ops::stats::serve` answers Prometheus and the dashboard
+//! (`--window` of history), `monitor::report`
 //! draws a recording. `ENVCTL_STATS_SOURCE=api` forces the Engine API path.
 
 use std::path::{Path, PathBuf};
