@@ -49,12 +49,13 @@ pub const MAX_HEAD_BYTES: usize = 8 * 1024;
 /// How often the accepting thread looks whether it should stop.
 const ACCEPT_POLL: Duration = Duration::from_millis(10);
 
-/// What the next requests get, replaced at each interval.
+/// What the next requests get, replaced at each interval. The exposition and the JSON
+/// are rendered when asked for, outside the lock: an interval nobody asks about costs a
+/// clone of the snapshot and a point of history.
 struct Published {
-    /// The Prometheus exposition of the latest snapshot.
-    metrics: String,
-    /// The latest snapshot as one JSON document (a `stats --json` line).
-    snapshot: String,
+    latest: Option<Arc<Snapshot>>,
+    /// DCGM's `Hostname` label.
+    hostname: String,
     history: History,
     window: Duration,
 }
@@ -90,8 +91,8 @@ impl StatsServer {
             .local_addr()
             .map_or_else(|_| address.to_string(), |socket| socket.to_string());
         let latest = Arc::new(Mutex::new(Published {
-            metrics: String::new(),
-            snapshot: "{}".into(),
+            latest: None,
+            hostname: String::new(),
             history: History::new(window, interval),
             window,
         }));
@@ -117,15 +118,15 @@ impl StatsServer {
         &self.address
     }
 
-    /// What the next requests get: `snapshot`'s exposition (labelled with `hostname`),
-    /// its JSON, and its moment added to the history.
+    /// What the next requests get: `snapshot` (its exposition labelled with `hostname`,
+    /// its JSON), and its moment added to the history.
     pub fn publish(&self, snapshot: &Snapshot, hostname: &str) {
-        // Rendered before the lock is taken, so requests wait only for the swap.
-        let metrics = prometheus::exposition(snapshot, hostname);
-        let json = record::json_line(snapshot);
+        let shared = Arc::new(snapshot.clone());
         let mut published = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
-        published.metrics = metrics;
-        published.snapshot = json;
+        published.latest = Some(shared);
+        if published.hostname != hostname {
+            published.hostname = hostname.to_string();
+        }
         published.history.push(snapshot);
     }
 
@@ -242,11 +243,20 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
         headers: &[("Cache-Control", "no-store")],
     };
     let published = || latest.lock().unwrap_or_else(PoisonError::into_inner);
+    // The latest snapshot, taken out of the lock to be rendered.
+    let newest = || {
+        let published = published();
+        (published.latest.clone(), published.hostname.clone())
+    };
     match request.path.as_str() {
         "/metrics" => Answer {
             status: 200,
             content_type: "text/plain; version=0.0.4; charset=utf-8",
-            body: published().metrics.clone().into_bytes(),
+            body: match newest() {
+                (Some(snapshot), hostname) => prometheus::exposition(&snapshot, &hostname),
+                (None, _) => String::new(),
+            }
+            .into_bytes(),
             headers: &[],
         },
         "/" | "/index.html" => Answer {
@@ -259,7 +269,10 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
                 ("Cache-Control", "no-store"),
             ],
         },
-        "/api/v1/snapshot" => json(published().snapshot.clone()),
+        "/api/v1/snapshot" => json(match newest() {
+            (Some(snapshot), _) => record::json_line(&snapshot),
+            (None, _) => "{}\n".into(),
+        }),
         "/api/v1/history" => {
             let Some(since) = since(request.query.as_deref()) else {
                 return plain(
@@ -413,8 +426,11 @@ mod tests {
             });
         }
         Mutex::new(Published {
-            metrics: "envctl_up 1\n".into(),
-            snapshot: "{\"schema_version\":1}\n".into(),
+            latest: Some(Arc::new(Snapshot {
+                time: 3.0,
+                ..Snapshot::default()
+            })),
+            hostname: "node-1".into(),
             history,
             window: Duration::from_secs(60),
         })
@@ -452,8 +468,12 @@ mod tests {
 
     #[test]
     fn each_path_gets_its_answer() {
-        assert_eq!(get("/metrics").body, b"envctl_up 1\n");
-        assert_eq!(get("/api/v1/snapshot").body, b"{\"schema_version\":1}\n");
+        let metrics = String::from_utf8(get("/metrics").body).unwrap();
+        assert!(metrics.contains("envctl_sample_timestamp_seconds 3\n"), "{metrics}");
+        let snapshot: serde_json::Value =
+            serde_json::from_slice(&get("/api/v1/snapshot").body).unwrap();
+        assert_eq!(snapshot["schema_version"], 1);
+        assert_eq!(snapshot["time"], 3.0);
         let page = get("/");
         assert_eq!(page.status, 200);
         assert!(page.content_type.starts_with("text/html"));
