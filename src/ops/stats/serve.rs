@@ -469,7 +469,10 @@ mod tests {
     #[test]
     fn each_path_gets_its_answer() {
         let metrics = String::from_utf8(get("/metrics").body).unwrap();
-        assert!(metrics.contains("envctl_sample_timestamp_seconds 3\n"), "{metrics}");
+        assert!(
+            metrics.contains("envctl_sample_timestamp_seconds 3\n"),
+            "{metrics}"
+        );
         let snapshot: serde_json::Value =
             serde_json::from_slice(&get("/api/v1/snapshot").body).unwrap();
         assert_eq!(snapshot["schema_version"], 1);
