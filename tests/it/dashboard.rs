@@ -154,8 +154,12 @@ fn browse(chromium: &Path, profile: &Path, url: &str, budget: u64, extra: &[Stri
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// `envctl stats --serve 127.0.0.1:0 …` with `environment`, and the address it serves.
-fn serve(arguments: &[&str], environment: &[(&str, &std::ffi::OsStr)]) -> (Serving, String) {
+/// `envctl stats --serve 127.0.0.1:0 …` with `environment`: the address it serves, and
+/// its second line (where the dashboard is).
+fn serve(
+    arguments: &[&str],
+    environment: &[(&str, &std::ffi::OsStr)],
+) -> (Serving, String, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_envctl"));
     command
         .args(["stats", "--serve", "127.0.0.1:0"])
@@ -176,8 +180,11 @@ fn serve(arguments: &[&str], environment: &[(&str, &std::ffi::OsStr)]) -> (Servi
         .and_then(|rest| rest.strip_suffix("/metrics"))
         .unwrap_or_else(|| panic!("first line: {line}"))
         .to_string();
+    line.clear();
+    stderr.read_line(&mut line).unwrap();
+    // The rest of stderr is drained, so that envctl never blocks on it.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (Serving(child), address)
+    (Serving(child), address, line.trim().to_string())
 }
 
 /// Waits up to `limit` for the history to satisfy `accept`; the history.
@@ -233,7 +240,7 @@ fn the_dashboard_marks_a_lost_daemon_as_a_gap_and_resumes_when_it_returns() {
     let socket = folder.path().join("docker.sock");
     let mut proxy = crate::daemon_loss::Proxy::start(&socket);
     let host = std::ffi::OsString::from(format!("unix://{}", socket.display()));
-    let (_serving, address) = serve(
+    let (_serving, address, _) = serve(
         &["--interval", "0.3", "--window", "30s", busy.name()],
         &[
             ("DOCKER_HOST", host.as_os_str()),
@@ -377,42 +384,26 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_envctl"))
-        .args([
-            "stats",
+    let interval = INTERVAL_SECONDS.to_string();
+    let stub = crate::support::nvml::stub_library();
+    let (_serving, address, said) = serve(
+        &[
             "--interval",
-            &INTERVAL_SECONDS.to_string(),
-            "--serve",
-            "127.0.0.1:0",
+            &interval,
             "--window",
             "15s",
             busy.name(),
             growing.name(),
-        ])
-        .env("NO_COLOR", "1")
-        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
-        .env("ENVCTL_NVML_STUB_FIXTURE", &fixture)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("serving Prometheus metrics at http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("first line: {line}"))
-        .to_string();
-    line.clear();
-    stderr.read_line(&mut line).unwrap();
+        ],
+        &[
+            ("ENVCTL_NVML_LIBRARY", stub.as_os_str()),
+            ("ENVCTL_NVML_STUB_FIXTURE", fixture.as_os_str()),
+        ],
+    );
     assert_eq!(
-        line.trim(),
+        said,
         format!("dashboard at http://{address}/ (the last 15 s)")
     );
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    let _serving = Serving(child);
 
     // Some seconds of both containers before the browser comes, for curves to see.
     let deadline = Instant::now() + Duration::from_secs(20);
