@@ -45,6 +45,8 @@ pub struct Row {
     pub full_image_id: String,
     pub state: String,
     pub status: String,
+    /// The kernel's OOM killer ended it; none when the daemon did not say.
+    pub oom_killed: Option<bool>,
     pub ports: Vec<String>,
     pub gpus: Option<String>,
     /// `current`, `changed` (the profile differs from the container), or `unknown` (the
@@ -71,7 +73,9 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
         .await;
         let mut rows = Vec::new();
         for (container, details) in containers.into_iter().zip(details) {
-            let gpus = details?.and_then(|details| details.gpus);
+            let details = details?;
+            let oom_killed = details.as_ref().and_then(|details| details.oom_killed);
+            let gpus = details.and_then(|details| details.gpus);
             let profile = container
                 .labels
                 .get(PROFILE_LABEL)
@@ -105,6 +109,7 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
                 full_image_id: container.image_id.trim_start_matches("sha256:").to_string(),
                 state: container.state,
                 status: container.status,
+                oom_killed,
                 ports: container.ports,
                 gpus,
                 drift,
@@ -127,7 +132,7 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
                 row.name.clone(),
                 row.profile.clone(),
                 shown_image(&row.image, &row.full_image_id, no_trunc),
-                row.status.clone(),
+                shown_status(row),
                 row.ports.join(", "),
                 row.gpus.clone().unwrap_or_else(|| "-".into()),
                 row.drift.to_string(),
@@ -146,6 +151,16 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
         context.printer.warn("a profile changed since its container was created; `envctl up PROFILE --recreate` applies it");
     }
     Ok(ExitStatus::Success)
+}
+
+/// The daemon's status, and for a stopped container the kernel killed, that it did: an
+/// `Exited (137)` alone could be a `kill -9`.
+fn shown_status(row: &Row) -> String {
+    if row.oom_killed == Some(true) && row.state != "running" {
+        format!("{} (OOM killed)", row.status)
+    } else {
+        row.status.clone()
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
 //! `envctl stats`: container CPU, memory, I/O and GPU memory next to GPU utilisation,
 //! memory, temperature, power and throttling — live, once, as JSON, recorded, or served
-//! to Prometheus — with the diagnoses the window of samples supports.
+//! to Prometheus and a browser — with the diagnoses the window of samples supports.
 //!
 //! This file reads the arguments (and the two environment variables that steer the
 //! sampling), resolves named targets, and shows what `monitor` gives back through
 //! `ui::live`. How it samples without costing the daemon is `ops::stats::sampler`'s (one
 //! snapshot, `--once`'s two readings [`ONCE_GAP`] apart) and `ops::stats::follow`'s (the live
 //! loop, the container list refreshed every [`RELIST_EVERY`]); `ops::stats::reconnect`
-//! keeps trying a lost daemon, `ops::stats::serve` answers Prometheus, `monitor::report`
+//! keeps trying a lost daemon, `ops::stats::serve` answers Prometheus and the dashboard
+//! (`--window` of history), `monitor::report`
 //! draws a recording. `ENVCTL_STATS_SOURCE=api` forces the Engine API path.
 
 use std::path::{Path, PathBuf};
@@ -17,13 +18,14 @@ use super::{Context, runtime};
 use crate::engine::{Engine, EngineError};
 use crate::error::{Error, error_chain};
 use crate::exit::ExitStatus;
+use crate::monitor::history::History;
 use crate::monitor::record::{self, Recorder};
 use crate::monitor::report::{self, ReportFormat};
 use crate::monitor::{Snapshot, duration};
 use crate::ops::stats::follow::{self, Ended, FollowOptions, FollowView, Outputs};
 use crate::ops::stats::reconnect::{RECONNECT_CAP, RECONNECT_FIRST};
 use crate::ops::stats::sampler::{self, CounterSource, Gpus, Selection};
-use crate::ops::stats::serve::{self, MetricsServer};
+use crate::ops::stats::serve::{self, StatsServer};
 use crate::ui::live::{self, LiveScreen};
 
 pub use crate::ops::stats::follow::RELIST_EVERY;
@@ -35,7 +37,7 @@ pub const DEFAULT_SERVE_ADDRESS: &str = serve::DEFAULT_ADDRESS;
 #[derive(Debug, clap::Args)]
 #[command(
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  envctl stats                      live table of envctl's containers and the GPUs (q quits)\n  envctl stats --all --once --json  one snapshot of every container, as JSON\n  envctl stats train --record run.csv\n  envctl stats report run.csv -o run.html\n  envctl stats --serve              Prometheus metrics at http://127.0.0.1:9400/metrics"
+    after_help = "Examples:\n  envctl stats                      live table of envctl's containers and the GPUs (q quits)\n  envctl stats --all --once --json  one snapshot of every container, as JSON\n  envctl stats train --record run.csv\n  envctl stats report run.csv -o run.html\n  envctl stats --serve              dashboard at http://127.0.0.1:9400/, metrics at /metrics"
 )]
 pub struct StatsArgs {
     #[command(subcommand)]
@@ -58,9 +60,12 @@ pub struct StatsArgs {
     /// Append every sample to FILE: CSV (.csv) or JSON lines (.jsonl)
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// Serve Prometheus metrics at ADDR [default: 127.0.0.1:9400]
+    /// Serve the live dashboard and Prometheus metrics at ADDR [default: 127.0.0.1:9400]
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_SERVE_ADDRESS)]
     pub serve: Option<String>,
+    /// The span of history the dashboard of `--serve` shows: 10m, 1h, 90s
+    #[arg(long, value_name = "DURATION", default_value = "10m", requires = "serve", value_parser = duration::parse_window)]
+    pub window: Duration,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -159,7 +164,8 @@ async fn select_containers(
 
 /// What each interval's snapshot goes to.
 enum View<'a> {
-    Live(LiveScreen, &'a Context, Duration),
+    /// The screen, the context, the interval, and the last minute for the sparklines.
+    Live(LiveScreen, &'a Context, Duration, Box<History>),
     Lines(&'a Context),
     JsonLines(&'a Context),
     Quiet(&'a Context),
@@ -168,7 +174,7 @@ enum View<'a> {
 impl View<'_> {
     fn context(&self) -> &Context {
         match self {
-            View::Live(_, context, _)
+            View::Live(_, context, _, _)
             | View::Lines(context)
             | View::JsonLines(context)
             | View::Quiet(context) => context,
@@ -200,11 +206,13 @@ impl FollowView for View<'_> {
 
     fn show(&mut self, snapshot: &Snapshot, taken: u64) -> Result<(), Error> {
         match self {
-            View::Live(screen, context, interval) => {
+            View::Live(screen, context, interval, history) => {
                 let style =
                     |style: console::Style, text: &str| context.printer.style_stdout(style, text);
                 let columns = live::screen_width();
-                let mut lines = live::snapshot_lines(snapshot, Some(columns), &style);
+                history.push(snapshot);
+                let mut lines =
+                    live::snapshot_lines_with(snapshot, Some(history), Some(columns), &style);
                 let failures = live::failure_lines(snapshot, Some(columns), &style);
                 if !failures.is_empty() {
                     lines.push(String::new());
@@ -242,13 +250,22 @@ async fn run_live(
     let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());
     let mut terminate = listen(tokio::signal::unix::SignalKind::terminate());
     let server = match &arguments.serve {
-        Some(address) => Some(MetricsServer::start(address)?),
+        Some(address) => Some(StatsServer::start(
+            address,
+            arguments.window,
+            arguments.interval,
+        )?),
         None => None,
     };
     if let Some(server) = &server {
         context.printer.info(&format!(
             "serving Prometheus metrics at http://{}/metrics",
             server.address()
+        ));
+        context.printer.info(&format!(
+            "dashboard at http://{}/ (the last {})",
+            server.address(),
+            duration::humanize_span(arguments.window)
         ));
     }
     let mut view = if context.json {
@@ -258,6 +275,10 @@ async fn run_live(
             LiveScreen::enter().map_err(Error::Output)?,
             context,
             arguments.interval,
+            Box::new(History::new(
+                Duration::from_secs_f64(crate::ui::sparkline::SPAN_SECONDS),
+                arguments.interval,
+            )),
         )
     } else if server.is_some() {
         View::Quiet(context)

@@ -188,6 +188,7 @@ impl Engine {
                 .map(|status| status.to_string())
                 .unwrap_or_default(),
             exit_code: state.exit_code,
+            oom_killed: state.oom_killed,
             started_at: state.started_at,
             labels: config.labels.unwrap_or_default().into_iter().collect(),
             gpus,

@@ -50,6 +50,9 @@ pub struct ContainerDetails {
     pub running: bool,
     pub status: String,
     pub exit_code: Option<i64>,
+    /// The kernel's OOM killer ended it (`State.OOMKilled`); none when the daemon did not say.
+    #[serde(default)]
+    pub oom_killed: Option<bool>,
     pub started_at: Option<String>,
     pub labels: BTreeMap<String, String>,
     /// GPUs the container asked for, as `all`, a count or device ids.

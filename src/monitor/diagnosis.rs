@@ -4,7 +4,7 @@
 //! | id | fires when | window |
 //! |---|---|---|
 //! | `input-bound` | a container's CPU is near its limit (or one core is saturated) while its GPUs stay below [`INPUT_BOUND_GPU_BELOW_PERCENT`] | sustained |
-//! | `host-memory-growing` | a container's memory grows steadily, fits a line, and has not levelled off | [`LEAK_MIN_SECONDS`] |
+//! | `host-memory-growing` | a container's memory grows steadily, fits a line, and has not levelled off; or the OOM killer ended it (then with the curve up to it, however short) | [`LEAK_MIN_SECONDS`]; any for the OOM killer |
 //! | `gpu-memory-near-full` | a GPU's memory is at least [`GPU_MEMORY_FULL_FRACTION`] used | latest sample |
 //! | `gpu-uneven-load` | one container's GPUs differ by [`UNEVEN_SPREAD_POINTS`] or more in mean utilisation | sustained |
 //! | `gpu-thermal-throttle` | thermal or hardware slowdown in at least [`THROTTLE_MIN_FRACTION`] of the samples | any |
@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::snapshot::{ContainerRow, GpuRow, Snapshot};
+use super::snapshot::{ContainerRow, EndedContainer, GpuRow, Snapshot};
 use crate::units::binary_spaced;
 
 /// The fewest samples a sustained rule looks at.
@@ -147,6 +147,13 @@ pub fn diagnose(window: &[Snapshot]) -> Vec<Diagnosis> {
         diagnoses.extend(uneven_load(container, &series));
         if !bound {
             diagnoses.extend(gpu_idle(container, &series));
+        }
+    }
+    for ended in latest.ended.iter().filter(|ended| ended.out_of_memory()) {
+        let series = container_series(window, &ended.id);
+        // Once its last sample has left the window, so has the diagnosis.
+        if !series.is_empty() {
+            diagnoses.push(out_of_memory(ended, &series));
         }
     }
     for gpu in &latest.gpus {
@@ -384,6 +391,56 @@ fn memory_growing(container: &ContainerRow, series: &[Moment<'_>]) -> Option<Dia
         evidence,
         hint: "a likely leak: a tensor kept with its autograd graph (`total_loss += loss`) keeps every step alive; accumulate `loss.item()` or `loss.detach()`, and do not keep outputs in lists across steps".into(),
     })
+}
+
+/// The OOM killer ended a container: the memory it reached, against its limit, and how
+/// fast it grew up to it.
+fn out_of_memory(ended: &EndedContainer, series: &[Moment<'_>]) -> Diagnosis {
+    let points: Vec<(f64, f64)> = series
+        .iter()
+        .filter_map(|moment| Some((moment.time, moment.row.memory_bytes? as f64)))
+        .collect();
+    let limit = series
+        .iter()
+        .rev()
+        .find_map(|moment| moment.row.memory_limit_bytes);
+    let mut message = ended.sentence();
+    let mut evidence = BTreeMap::from([("oom_killed".into(), 1.0)]);
+    if let Some(code) = ended.exit_code {
+        evidence.insert("exit_code".into(), code as f64);
+    }
+    if let Some(limit) = limit {
+        let _ = write!(message, " at its {} limit", binary_spaced(limit as f64));
+        evidence.insert("memory_limit_bytes".into(), limit as f64);
+    }
+    if let (Some(first), Some(last)) = (points.first(), points.last()) {
+        let seconds = last.0 - first.0;
+        let _ = write!(
+            message,
+            "; its memory was {} at the last sample",
+            binary_spaced(last.1)
+        );
+        evidence.insert("end_bytes".into(), last.1.round());
+        evidence.insert("start_bytes".into(), first.1.round());
+        evidence.insert("seconds".into(), seconds.round());
+        if let Some((slope, _)) = linear_fit(&points).filter(|(slope, _)| *slope > 0.0) {
+            let _ = write!(
+                message,
+                ", grown from {} in {seconds:.0} s (+{}/min)",
+                binary_spaced(first.1),
+                binary_spaced(slope * 60.0)
+            );
+            evidence.insert("growth_bytes_per_minute".into(), (slope * 60.0).round());
+        }
+    }
+    Diagnosis {
+        id: "host-memory-growing".into(),
+        severity: Severity::Warning,
+        subject: ended.name.clone(),
+        message,
+        evidence,
+        hint: "it needed more memory than its limit allows: raise `memory` in the profile if the job needs it, or find what grows (a tensor kept with its autograd graph, outputs kept in a list, a DataLoader with too many workers each holding a copy of the data set)".into(),
+    }
 }
 
 fn uneven_load(container: &ContainerRow, series: &[Moment<'_>]) -> Option<Diagnosis> {

@@ -186,6 +186,49 @@ fn steady_memory_growth_is_a_likely_leak() {
 }
 
 #[test]
+fn a_container_the_oom_killer_ended_is_named_with_its_curve_up_to_it() {
+    // Ten seconds of +64 MiB a second, then gone: too short for the leak rule, but the
+    // kernel said why it ended.
+    let mut snapshots = growing(10, 64 << 20, None);
+    let mut last = Snapshot {
+        time: 1010.0,
+        ..Snapshot::default()
+    };
+    last.ended.push(crate::monitor::EndedContainer {
+        id: "c0ffee".into(),
+        name: "train".into(),
+        profile: Some("pytorch".into()),
+        time: 1010.0,
+        status: "exited".into(),
+        exit_code: Some(137),
+        oom_killed: Some(true),
+    });
+    snapshots.push(last.clone());
+    let diagnoses = diagnose(&snapshots);
+    let found = find(&diagnoses, "host-memory-growing");
+    assert_eq!(found.subject, "train");
+    assert_eq!(found.evidence["oom_killed"], 1.0);
+    assert_eq!(found.evidence["exit_code"], 137.0);
+    assert_eq!(found.evidence["memory_limit_bytes"], (16 * GIB) as f64);
+    assert_eq!(found.evidence["end_bytes"], (GIB + 9 * (64 << 20)) as f64);
+    assert_eq!(
+        found.evidence["growth_bytes_per_minute"],
+        (60 * (64_u64 << 20)) as f64
+    );
+    assert!(
+        found
+            .message
+            .starts_with("killed by the OOM killer (exit 137) at its 16.0 GiB limit"),
+        "{}",
+        found.message
+    );
+    // An exit of its own is no diagnosis; nor an OOM whose samples left the window.
+    snapshots.last_mut().unwrap().ended[0].oom_killed = Some(false);
+    assert!(!ids(&diagnose(&snapshots)).contains(&"host-memory-growing"));
+    assert!(!ids(&diagnose(&[last])).contains(&"host-memory-growing"));
+}
+
+#[test]
 fn memory_that_levels_off_or_grows_little_is_not_a_leak() {
     // Grows for 40 s, then flat for 50 s: a warm-up, not a leak.
     assert!(diagnose(&growing(91, 8 << 20, Some(40))).is_empty());

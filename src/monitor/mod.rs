@@ -1,6 +1,7 @@
 //! `envctl stats`' pure core (its application layer is `ops::stats`): usage formulas over a container's counters (`usage`), snapshots that
 //! put containers and GPUs side by side (`snapshot`, with its typed `failure`s),
-//! diagnosis rules over a window of snapshots (`diagnosis`), and the formats snapshots
+//! diagnosis rules over a window of snapshots (`diagnosis`), the recent past the dashboard
+//! and the sparklines draw (`history`), and the formats snapshots
 //! leave in (`record`, `prometheus`, `chart_model` and `chart`, `report`).
 //!
 //! Nothing here reads the process environment, talks to an adapter or writes to the
@@ -12,6 +13,7 @@ pub mod chart_model;
 pub mod diagnosis;
 pub mod duration;
 pub mod failure;
+pub mod history;
 pub mod prometheus;
 pub mod record;
 pub mod report;
@@ -23,7 +25,7 @@ mod diagnosis_tests;
 
 pub use diagnosis::{Diagnosis, Severity, Window};
 pub use failure::{Failure, FailureKind, FailureSubject};
-pub use snapshot::{ContainerInput, ContainerRow, GpuRow, ProcessRow, Snapshot};
+pub use snapshot::{ContainerInput, ContainerRow, EndedContainer, GpuRow, ProcessRow, Snapshot};
 
 /// The `schema_version` of every JSON document and JSON line `envctl stats` writes; the
 /// same number as `ui::printer::SCHEMA_VERSION` (a test in `commands::stats` holds them

@@ -27,6 +27,53 @@ pub struct Snapshot {
     /// not load, a process whose cgroup could not be read.
     #[serde(default)]
     pub failures: Vec<Failure>,
+    /// Followed containers that stopped during the run, with how they ended (the OOM
+    /// killer, an exit code), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ended: Vec<EndedContainer>,
+}
+
+/// A container that stopped while it was followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndedContainer {
+    pub id: String,
+    pub name: String,
+    pub profile: Option<String>,
+    /// When it was seen stopped (seconds since the Unix epoch).
+    pub time: f64,
+    /// The daemon's state word: `exited`, `dead`.
+    pub status: String,
+    pub exit_code: Option<i64>,
+    /// The kernel's OOM killer ended it (`State.OOMKilled`); none when the daemon did not say.
+    pub oom_killed: Option<bool>,
+}
+
+impl EndedContainer {
+    /// The most followed containers' ends a snapshot carries: the newest are kept.
+    pub const KEPT: usize = 20;
+
+    /// How it ended, in words: `killed by the OOM killer (exit 137)`, `exited with code 1`.
+    pub fn sentence(&self) -> String {
+        if self.oom_killed == Some(true) {
+            return Self::oom_sentence(self.exit_code);
+        }
+        match self.exit_code {
+            Some(code) => format!("{} with code {code}", self.status),
+            None => self.status.clone(),
+        }
+    }
+
+    /// `killed by the OOM killer (exit 137)`.
+    pub fn oom_sentence(exit_code: Option<i64>) -> String {
+        match exit_code {
+            Some(code) => format!("killed by the OOM killer (exit {code})"),
+            None => "killed by the OOM killer".into(),
+        }
+    }
+
+    pub fn out_of_memory(&self) -> bool {
+        self.oom_killed == Some(true)
+    }
 }
 
 /// One container. `None` is "could not be read", never zero.
@@ -234,6 +281,7 @@ pub fn assemble(
         gpus: gpu_rows,
         diagnoses: Vec::new(),
         failures,
+        ended: Vec::new(),
     }
 }
 

@@ -16,8 +16,10 @@ use console::Style;
 use crossterm::{cursor, queue, terminal};
 
 use super::printer::Printer;
+use super::sparkline;
 use crate::error::Error;
 use crate::monitor::diagnosis::Severity;
+use crate::monitor::history::{ContainerValues, GpuValues, History};
 use crate::monitor::{ContainerRow, GpuRow, Snapshot};
 use crate::units::{binary_compact, decimal_compact};
 
@@ -134,9 +136,25 @@ fn pair(first: Option<u64>, second: Option<u64>, show: fn(u64) -> String) -> Str
     }
 }
 
-fn container_columns(containers: &[ContainerRow]) -> Vec<Column> {
+/// The last minute of a container's value as a sparkline cell.
+fn container_spark(
+    history: &History,
+    row: &ContainerRow,
+    value: fn(&ContainerValues) -> Option<f64>,
+    top: impl Fn(&[Option<f64>]) -> f64,
+) -> String {
+    let values = history.container_recent(&row.id, sparkline::SPAN_SECONDS, value);
+    sparkline::sparkline(&values, sparkline::WIDTH, top(&values))
+}
+
+/// The largest known value, or `floor` when none is larger.
+fn peak(values: &[Option<f64>], floor: f64) -> f64 {
+    values.iter().flatten().copied().fold(floor, f64::max)
+}
+
+fn container_columns(containers: &[ContainerRow], history: Option<&History>) -> Vec<Column> {
     let cells = |show: &dyn Fn(&ContainerRow) -> String| containers.iter().map(show).collect();
-    vec![
+    let mut columns = vec![
         Column {
             header: "CONTAINER",
             cells: cells(&|row| row.name.clone()),
@@ -196,12 +214,49 @@ fn container_columns(containers: &[ContainerRow]) -> Vec<Column> {
             right: true,
             drop_order: 4,
         },
-    ]
+    ];
+    if let Some(history) = history {
+        // CPU against 100 % (one core) or its peak; memory against its limit.
+        columns.insert(
+            3,
+            Column {
+                header: "CPU 1m",
+                cells: cells(&|row| {
+                    container_spark(
+                        history,
+                        row,
+                        |values| values.cpu_percent,
+                        |values| peak(values, 100.0),
+                    )
+                }),
+                right: false,
+                drop_order: 2,
+            },
+        );
+        columns.insert(
+            6,
+            Column {
+                header: "MEM 1m",
+                cells: cells(&|row| {
+                    let limit = row.memory_limit_bytes.map(|limit| limit as f64);
+                    container_spark(
+                        history,
+                        row,
+                        |values| values.memory_bytes.map(|bytes| bytes as f64),
+                        |values| limit.unwrap_or_else(|| peak(values, 1.0)),
+                    )
+                }),
+                right: false,
+                drop_order: 2,
+            },
+        );
+    }
+    columns
 }
 
-fn gpu_columns(gpus: &[GpuRow]) -> Vec<Column> {
+fn gpu_columns(gpus: &[GpuRow], history: Option<&History>) -> Vec<Column> {
     let cells = |show: &dyn Fn(&GpuRow) -> String| gpus.iter().map(show).collect();
-    vec![
+    let mut columns = vec![
         Column {
             header: "GPU",
             cells: cells(&|row| row.index.to_string()),
@@ -290,30 +345,89 @@ fn gpu_columns(gpus: &[GpuRow]) -> Vec<Column> {
             right: false,
             drop_order: 3,
         },
-    ]
+    ];
+    if let Some(history) = history {
+        let spark = |row: &GpuRow, value: fn(&GpuValues) -> Option<f64>, top: f64| {
+            let values = history.gpu_recent(row.index, sparkline::SPAN_SECONDS, value);
+            sparkline::sparkline(&values, sparkline::WIDTH, top)
+        };
+        columns.insert(
+            3,
+            Column {
+                header: "UTIL 1m",
+                cells: cells(&|row| spark(row, |values| values.utilization_percent, 100.0)),
+                right: false,
+                drop_order: 2,
+            },
+        );
+        columns.insert(
+            6,
+            Column {
+                header: "MEM 1m",
+                cells: cells(&|row| {
+                    let total = row.memory_total_bytes.map_or(0.0, |total| total as f64);
+                    spark(
+                        row,
+                        |values| values.memory_used_bytes.map(|bytes| bytes as f64),
+                        total,
+                    )
+                }),
+                right: false,
+                drop_order: 2,
+            },
+        );
+    }
+    columns
 }
 
 /// The snapshot as lines: containers, a blank line, GPUs, then diagnoses and failures.
 /// Every line fits `width` when one is given.
 pub fn snapshot_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'_>) -> Vec<String> {
+    snapshot_lines_with(snapshot, None, width, style)
+}
+
+/// [`snapshot_lines`] with sparklines of the last minute of `history` (the live view's),
+/// columns that go before the essentials when the terminal is narrow.
+pub fn snapshot_lines_with(
+    snapshot: &Snapshot,
+    history: Option<&History>,
+    width: Option<usize>,
+    style: Styler<'_>,
+) -> Vec<String> {
     let mut lines = Vec::new();
     if snapshot.containers.is_empty() {
         lines.push(style(Style::new().dim(), "no running containers to show"));
     } else {
         lines.extend(layout(
-            container_columns(&snapshot.containers),
+            container_columns(&snapshot.containers, history),
             width,
             style,
         ));
     }
     if !snapshot.gpus.is_empty() {
         lines.push(String::new());
-        lines.extend(layout(gpu_columns(&snapshot.gpus), width, style));
+        lines.extend(layout(gpu_columns(&snapshot.gpus, history), width, style));
     }
     let fit = |text: String| match width {
         Some(width) => console::truncate_str(&text, width, "…").into_owned(),
         None => text,
     };
+    if !snapshot.ended.is_empty() {
+        lines.push(String::new());
+    }
+    for ended in &snapshot.ended {
+        let (mark, colour) = if ended.out_of_memory() {
+            ("✗", Style::new().red().bold())
+        } else {
+            ("-", Style::new().dim())
+        };
+        lines.push(fit(format!(
+            "{} {} stopped: {}",
+            style(colour, mark),
+            super::text::shown(&ended.name),
+            ended.sentence()
+        )));
+    }
     if !snapshot.diagnoses.is_empty() {
         lines.push(String::new());
     }
@@ -486,6 +600,8 @@ pub fn spawn_quit_reader() -> tokio::sync::mpsc::UnboundedReceiver<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::monitor::diagnosis::Diagnosis;
 
@@ -534,6 +650,7 @@ mod tests {
                 hint: "look at it".into(),
             }],
             failures: Vec::new(),
+            ended: Vec::new(),
         }
     }
 
@@ -579,6 +696,37 @@ mod tests {
         let lines = snapshot_lines(&snapshot(), Some(80), &plain);
         assert!(!lines[0].contains("BLOCK I/O"), "{}", lines[0]);
         assert!(lines[0].contains("GPU MEM"), "{}", lines[0]);
+    }
+
+    #[test]
+    fn sparklines_show_the_last_minute_and_fit_any_width() {
+        let mut history = History::new(Duration::from_secs(60), Duration::from_secs(1));
+        let mut moment = snapshot();
+        for second in 0..30 {
+            moment.time = f64::from(second);
+            moment.containers[0].cpu_percent = Some(f64::from(second) * 3.0);
+            moment.gpus[0].utilization_percent = Some(if second < 15 { 0.0 } else { 100.0 });
+            history.push(&moment);
+        }
+        let lines = snapshot_lines_with(&moment, Some(&history), Some(250), &plain);
+        assert!(
+            lines[0].contains("CPU 1m") && lines[0].contains("MEM 1m"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[3].contains("UTIL 1m"), "{lines:#?}");
+        // GPU 0 idle, then busy: low blocks, then full ones, on its row.
+        assert!(lines[4].contains("▁▁▁▁▁█████"), "{}", lines[4]);
+        for width in [40, 60, 80, 100, 120, 160] {
+            for line in snapshot_lines_with(&moment, Some(&history), Some(width), &plain) {
+                assert!(
+                    console::measure_text_width(&line) <= width,
+                    "{width}: `{line}`"
+                );
+            }
+        }
+        // Without history, no sparkline columns.
+        assert!(!snapshot_lines(&moment, Some(250), &plain)[0].contains("1m"));
     }
 
     #[test]

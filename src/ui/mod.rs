@@ -8,6 +8,7 @@ pub mod matrix_info;
 pub mod printer;
 pub mod progress;
 pub mod report;
+pub mod sparkline;
 pub mod table;
 pub mod terminal;
 pub mod text;

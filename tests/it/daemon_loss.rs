@@ -43,8 +43,9 @@ fn real_socket() -> PathBuf {
 }
 
 /// A unix-socket proxy to the real daemon. Dropping it (or [`Proxy::stop`]) closes every
-/// connection and removes the socket: to envctl, the daemon is gone.
-struct Proxy {
+/// connection and removes the socket: to envctl, the daemon is gone. (The dashboard's test
+/// uses it too.)
+pub(crate) struct Proxy {
     path: PathBuf,
     stop: Arc<AtomicBool>,
     /// Both ends of every connection, to shut them down on stop.
@@ -53,7 +54,7 @@ struct Proxy {
 }
 
 impl Proxy {
-    fn start(path: &Path) -> Proxy {
+    pub(crate) fn start(path: &Path) -> Proxy {
         let _ = std::fs::remove_file(path);
         let listener = UnixListener::bind(path).unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -94,7 +95,7 @@ impl Proxy {
         }
     }
 
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

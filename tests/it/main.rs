@@ -26,6 +26,7 @@ mod compose_runs;
 mod daemon_answers;
 mod daemon_loss;
 mod daemon_streams;
+mod dashboard;
 mod docker_support;
 mod doctor;
 mod engine_facts;

@@ -1,6 +1,7 @@
 //! `stats --serve` under a hostile client: one connection pipelining 20,000 requests and
 //! never reading its answers must not slow anyone else's scrape, and SIGTERM still ends
-//! envctl within 2 s.
+//! envctl within 2 s; and the Grafana board shipped in `grafana/envctl.json` answers every
+//! query from a real Prometheus server that scraped envctl.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -132,4 +133,215 @@ fn a_pipelining_client_that_never_reads_blocks_no_scrape_and_no_exit() {
         "exit took {took:?} after SIGTERM"
     );
     let _ = flooding.join();
+}
+
+/// `GET path` on a server on loopback; the body, whatever the status.
+fn get(address: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
+}
+
+/// Prometheus's answer to an instant query.
+fn query(prometheus: &str, expression: &str) -> serde_json::Value {
+    let encoded: String = url::form_urlencoded::byte_serialize(expression.as_bytes()).collect();
+    let body = get(prometheus, &format!("/api/v1/query?query={encoded}"));
+    serde_json::from_str(&body).unwrap_or_else(|error| panic!("{expression}: {error}: {body}"))
+}
+
+/// A board's query as Prometheus reads it: every variable at "All" (`.*`).
+fn with_all(expression: &str) -> String {
+    ["$container", "$profile", "$hostname"]
+        .iter()
+        .fold(expression.to_string(), |text, variable| {
+            text.replace(variable, ".*")
+        })
+}
+
+#[test]
+fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let Some(prometheus) = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .find(|path| path.is_file())
+    else {
+        crate::support::docker::skip_or_panic(
+            "no prometheus",
+            &crate::support::docker::current_test_name(),
+            "the Prometheus server is not installed: `sudo apt-get install prometheus` (.ci/run installs it)",
+        );
+        return;
+    };
+    let board: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("grafana/envctl.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let image = crate::support::docker::test_image();
+    let container = crate::support::docker::ContainerGuard::unique("envctl-grafana");
+    let profile = crate::support::docker::unique_name("grafana");
+    crate::support::docker::docker_stdout([
+        "run",
+        "-d",
+        "--name",
+        container.name(),
+        "--label",
+        "envctl.test=1",
+        "--label",
+        &format!("envctl.profile={profile}"),
+        "--memory",
+        "256m",
+        &image,
+        "sh",
+        "-c",
+        "while :; do :; done",
+    ]);
+    let pid = crate::support::docker::docker_stdout([
+        "inspect",
+        "-f",
+        "{{.State.Pid}}",
+        container.name(),
+    ]);
+    // One stand-in GPU, nearly full of the container's process: every panel has series,
+    // the diagnoses table too (`gpu-memory-near-full`).
+    let folder = tempfile::TempDir::new().unwrap();
+    let fixture = folder.path().join("gpu.conf");
+    std::fs::write(
+        &fixture,
+        format!(
+            "driver_version=570.124.06\nnvml_version=12.570.124.06\ncuda_driver_version=12080\ndevice_count=1\n\
+             gpu.0.name=NVIDIA H100 80GB HBM3\ngpu.0.uuid=GPU-00000000-0000-0000-0000-0000000000b0\n\
+             gpu.0.pci_bus_id=00000000:18:00.0\ngpu.0.compute_capability=9.0\ngpu.0.memory_total=85520809984\n\
+             gpu.0.memory_used=83751862272\ngpu.0.power_limit_milliwatts=700000\ngpu.0.utilization_gpu=64\n\
+             gpu.0.utilization_memory=20\ngpu.0.temperature=66\ngpu.0.power_usage_milliwatts=455000\n\
+             gpu.0.throttle_reasons=0x4\ngpu.0.clock_sm_mhz=1755\ngpu.0.clock_memory_mhz=2619\n\
+             gpu.0.processes={pid}:83751862272\n"
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_envctl"))
+        .args(["stats", "--interval", "0.5", "--serve", "127.0.0.1:0"])
+        .arg(container.name())
+        .env("NO_COLOR", "1")
+        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
+        .env("ENVCTL_NVML_STUB_FIXTURE", &fixture)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let envctl = line
+        .trim()
+        .strip_prefix("serving Prometheus metrics at http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("first line: {line}"))
+        .to_string();
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let _serving = Serving(child);
+    // Prometheus on loopback only, scraping envctl every second.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let config = folder.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: envctl\n    static_configs:\n      - targets: ['{envctl}']\n"
+        ),
+    )
+    .unwrap();
+    let server = Command::new(&prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            folder.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={address}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _prometheus = Serving(server);
+    // Scrapes for some seconds: `rate(…[1m])` needs two samples of a counter.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answered = TcpStream::connect(&address).is_ok()
+            && query(
+                &address,
+                "count_over_time(envctl_container_cpu_percent[1m])",
+            )["data"]["result"][0]["value"][1]
+                .as_str()
+                .and_then(|count| count.parse::<u32>().ok())
+                .is_some_and(|count| count >= 5);
+        if answered {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus has no samples of envctl within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let mut checked = 0;
+    for panel in board["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expression = with_all(target["expr"].as_str().unwrap());
+            let answer = query(&address, &expression);
+            assert_eq!(answer["status"], "success", "{expression}: {answer}");
+            let result = answer["data"]["result"].as_array().unwrap();
+            assert!(
+                !result.is_empty(),
+                "panel `{}`: `{expression}` returns no series",
+                panel["title"]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "{checked} queries");
+    // The variables: `label_values(METRIC, LABEL)` finds this run's profile and container.
+    for variable in board["templating"]["list"].as_array().unwrap() {
+        let Some(definition) = variable["definition"].as_str() else {
+            continue;
+        };
+        let inner = definition
+            .strip_prefix("label_values(")
+            .and_then(|rest| rest.strip_suffix(')'))
+            .unwrap();
+        let (metric, label) = inner.rsplit_once(", ").unwrap();
+        let answer = query(&address, &with_all(metric));
+        let values: Vec<&str> = answer["data"]["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|series| series["metric"][label].as_str())
+            .collect();
+        assert!(
+            !values.is_empty(),
+            "variable {}: {answer}",
+            variable["name"]
+        );
+        match label {
+            "profile" => assert!(values.contains(&profile.as_str()), "{values:?}"),
+            "container" => assert!(values.contains(&container.name()), "{values:?}"),
+            _ => {}
+        }
+    }
 }

@@ -1424,3 +1424,200 @@ fn the_live_view_quits_on_q_and_gives_the_terminal_back() {
     again.keys("C-c");
     again.wait_for("exit=0");
 }
+
+// ---------------------------------------------------------------------------------------
+// Out of memory, named.
+
+#[test]
+fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let mut fleet = Fleet::new("stats-oom");
+    // 32 MiB and no swap beyond it; a string doubled every 0.3 s passes that in seconds,
+    // after some samples of its memory growing.
+    let name = fleet.start(
+        &["--memory", "32m", "--memory-swap", "32m"],
+        &[
+            "sh",
+            "-c",
+            "x=aaaaaaaaaaaaaaaa; while :; do x=\"$x$x\"; sleep 0.3; done",
+        ],
+    );
+    let folder = TempDir::new().unwrap();
+    let recording = folder.path().join("run.jsonl");
+    let mut child = std_envctl()
+        .args(["stats", "--interval", "0.3", "--json", "--record"])
+        .arg(&recording)
+        .arg(&name)
+        .env("ENVCTL_NVML_LIBRARY", "/nonexistent")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { return };
+            if sender.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut grew = Vec::new();
+    let named = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = receiver
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no OOM named within 60 s; memory seen: {grew:?}"));
+        let snapshot: Value = serde_json::from_str(&line).unwrap();
+        if let Some(row) = snapshot["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == name.as_str())
+        {
+            grew.push(row["memory_bytes"].as_u64());
+        }
+        let ended = snapshot["ended"].as_array().cloned().unwrap_or_default();
+        if ended.iter().any(|end| end["name"] == name.as_str()) {
+            break snapshot;
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let end = named["ended"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|end| end["name"] == name.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(end["oom_killed"], true, "{end}");
+    assert_eq!(end["exit_code"], 137, "{end}");
+    let diagnosis = named["diagnoses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|diagnosis| {
+            diagnosis["id"] == "host-memory-growing" && diagnosis["subject"] == name.as_str()
+        })
+        .unwrap_or_else(|| panic!("no memory diagnosis: {named}"));
+    let message = diagnosis["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("killed by the OOM killer (exit 137) at its 32.0 MiB limit"),
+        "{message}"
+    );
+    assert_eq!(diagnosis["evidence"]["oom_killed"], 1.0);
+    assert_eq!(
+        diagnosis["evidence"]["memory_limit_bytes"],
+        (32_u64 << 20) as f64
+    );
+    assert!(
+        grew.iter().flatten().count() >= 2,
+        "the curve up to it has samples: {grew:?}"
+    );
+    // The recording keeps it, the same line as stdout's.
+    let recorded = std::fs::read_to_string(&recording).unwrap();
+    assert!(
+        recorded
+            .lines()
+            .any(|line| line.contains("\"oom_killed\":true")
+                && line.contains("killed by the OOM killer (exit 137)")),
+        "{recorded}"
+    );
+    // `ps` says so, in its JSON and its table.
+    let output = envctl().args(["ps", "--all", "--json"]).output().unwrap();
+    let listing: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let row = listing["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("{listing}"))
+        .clone();
+    assert_eq!(row["oom_killed"], true, "{row}");
+    let table = envctl().args(["ps", "--all"]).output().unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.lines().any(|line| line.contains(&name)
+            && line.contains("Exited (137)")
+            && line.contains("(OOM killed)")),
+        "{table}"
+    );
+    // A named target found stopped says why.
+    let once = envctl()
+        .args(["stats", "--once", "--json", &name])
+        .env("ENVCTL_NVML_LIBRARY", "/nonexistent")
+        .output()
+        .unwrap();
+    let once: Value = serde_json::from_slice(&once.stdout).unwrap();
+    assert!(
+        once["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|failure| failure["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("is exited: killed by the OOM killer (exit 137)")),
+        "{once}"
+    );
+}
+
+#[test]
+fn the_live_view_draws_a_minute_of_sparklines_within_the_terminal() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let mut fleet = Fleet::new("stats-spark");
+    let name = fleet.start(&["--cpus", "1"], &["sh", "-c", "while :; do :; done"]);
+    let folder = TempDir::new().unwrap();
+    let recording = Recording::new(
+        folder.path(),
+        &format!(
+            "NO_COLOR=1 ENVCTL_NVML_LIBRARY={stub} ENVCTL_NVML_STUB_FIXTURE={fixture} {envctl} stats --interval 0.3 {name}",
+            stub = shell_quote(&stub_library().to_string_lossy()),
+            fixture = shell_quote(
+                &crate::support::nvml::fixture("healthy-8x-h100.conf").to_string_lossy()
+            ),
+            envctl = shell_quote(env!("CARGO_BIN_EXE_envctl")),
+        ),
+    );
+    let Some(tmux) = Tmux::start(&recording.command()) else {
+        return;
+    };
+    let screen = tmux.wait_for("sample 8");
+    let lines: Vec<&str> = screen.lines().collect();
+    let header = lines
+        .iter()
+        .find(|line| line.starts_with("CONTAINER"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(
+        header.contains("CPU 1m") && header.contains("MEM 1m"),
+        "{screen}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("GPU") && line.contains("UTIL 1m")),
+        "{screen}"
+    );
+    // The busy container's CPU curve: several samples of block characters.
+    let row = lines
+        .iter()
+        .find(|line| line.starts_with(name.as_str()))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let blocks = row.chars().filter(|c| ('▁'..='█').contains(c)).count();
+    assert!(blocks >= 5, "{row}");
+    for line in &lines {
+        assert!(
+            console::measure_text_width(line) <= usize::from(crate::support::tmux::COLUMNS),
+            "wider than the terminal: `{line}`"
+        );
+    }
+    tmux.keys("q");
+    tmux.wait_for("exit=0");
+}

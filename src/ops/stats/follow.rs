@@ -18,16 +18,16 @@ use super::sampler::{
     self, CounterSource, Gpus, PROC_ROOT, Selection, Target, container_failure, input,
     list_targets, process_owners,
 };
-use super::serve::MetricsServer;
+use super::serve::StatsServer;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
 use crate::facts::container::{ContainerResources, ContainerSample};
 use crate::host::cgroup::{self, LocalContainer};
+use crate::monitor::Window;
 use crate::monitor::failure::{Failure, FailureKind, FailureSubject};
 use crate::monitor::record::Recorder;
-use crate::monitor::snapshot::{ContainerInput, Snapshot, assemble};
+use crate::monitor::snapshot::{ContainerInput, EndedContainer, Snapshot, assemble};
 use crate::monitor::usage::container_usage;
-use crate::monitor::{Window, prometheus};
 
 /// How often the live view lists containers again, to pick up new ones.
 pub const RELIST_EVERY: Duration = Duration::from_secs(5);
@@ -35,6 +35,9 @@ pub const RELIST_EVERY: Duration = Duration::from_secs(5);
 /// How long the live view waits for the container list before counting the daemon lost:
 /// a hung daemon must not stop the GPU readings.
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the loop waits for the inspect of a container that stopped.
+const ENDED_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How the loop runs.
 pub struct FollowOptions {
@@ -56,8 +59,8 @@ pub struct FollowOptions {
 pub struct Outputs<'a> {
     /// `--record`: each snapshot appended; a failed append ends the loop with its error.
     pub recorder: Option<&'a mut Recorder>,
-    /// `--serve`: each snapshot's exposition is what the next scrapes get.
-    pub server: Option<&'a MetricsServer>,
+    /// `--serve`: each snapshot is what the next requests get, and joins the history.
+    pub server: Option<&'a StatsServer>,
 }
 
 /// Where the loop's results go: what the daemon's state changes say, and each snapshot.
@@ -95,6 +98,7 @@ pub async fn follow<S>(
         source: options.source,
         shared: Arc::new(Mutex::new(HashMap::new())),
         followed: BTreeMap::new(),
+        stopped: Vec::new(),
         host_memory: cgroup::read_host_memory(Path::new(PROC_ROOT)).ok(),
     };
     let mut standing_failures = selection.failures;
@@ -109,6 +113,7 @@ pub async fn follow<S>(
     let mut last_listing = Instant::now();
     let mut lost: Option<LostDaemon> = None;
     let mut taken = 0_u64;
+    let mut ended: Vec<EndedContainer> = Vec::new();
     let mut stop = std::pin::pin!(stop);
     let outcome = loop {
         tokio::select! {
@@ -157,6 +162,14 @@ pub async fn follow<S>(
             (following.read(), gpus.read().await);
         failures.extend(read_failures);
         failures.extend(gpu_failure);
+        // While the daemon is away, the stopped wait: their inspect would only time out.
+        if lost.is_none() {
+            let (found, inspect_failures) = inspect_stopped(engine, following.take_stopped()).await;
+            ended.extend(found);
+            failures.extend(inspect_failures);
+            let excess = ended.len().saturating_sub(EndedContainer::KEPT);
+            ended.drain(..excess);
+        }
         let known: BTreeSet<String> = following.followed.keys().cloned().collect();
         let (owners, owner_failures) = process_owners(readings.as_ref(), &known);
         failures.extend(owner_failures);
@@ -167,6 +180,17 @@ pub async fn follow<S>(
             &owners,
             failures,
         );
+        let time = snapshot.time;
+        snapshot.ended = ended
+            .iter_mut()
+            .map(|end| {
+                // Seen stopped at this sample: its time is the sample's.
+                if end.time.is_nan() {
+                    end.time = time;
+                }
+                end.clone()
+            })
+            .collect();
         window.push(&snapshot);
         snapshot.diagnoses = window.diagnose();
         taken += 1;
@@ -176,7 +200,7 @@ pub async fn follow<S>(
             break Err(error.into());
         }
         if let Some(server) = outputs.server {
-            server.publish(prometheus::exposition(&snapshot, &options.hostname));
+            server.publish(&snapshot, &options.hostname);
         }
         if let Err(error) = view.show(&snapshot, taken) {
             break Err(error);
@@ -188,6 +212,38 @@ pub async fn follow<S>(
     following.stop();
     drop(lost);
     outcome
+}
+
+/// How each of `stopped` ended, as its inspect says (a container removed meanwhile has
+/// nothing to say); the time is left NaN for the sample to fill in.
+async fn inspect_stopped(
+    engine: &Engine,
+    stopped: Vec<Target>,
+) -> (Vec<EndedContainer>, Vec<Failure>) {
+    let answers =
+        futures_util::future::join_all(stopped.iter().map(|target| {
+            tokio::time::timeout(ENDED_TIMEOUT, engine.inspect_container(&target.id))
+        }))
+        .await;
+    let mut found = Vec::new();
+    let mut failures = Vec::new();
+    for (target, answer) in stopped.into_iter().zip(answers) {
+        match answer {
+            Ok(Ok(Some(details))) => {
+                found.extend(sampler::ended(&details, target.profile.clone(), f64::NAN));
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(error)) => failures.push(container_failure(&target, &error)),
+            Err(_) => failures.push(container_failure(
+                &target,
+                &EngineError::Timeout {
+                    endpoint: engine.endpoint().to_string(),
+                    seconds: ENDED_TIMEOUT.as_secs(),
+                },
+            )),
+        }
+    }
+    (found, failures)
 }
 
 /// The latest a container's stream said.
@@ -267,6 +323,8 @@ struct Following<'a> {
     source: CounterSource,
     shared: Shared,
     followed: BTreeMap<String, Followed>,
+    /// Followed containers seen stopped since the last [`Following::take_stopped`].
+    stopped: Vec<Target>,
     /// The host's memory: the limit the daemon reports for unlimited containers.
     host_memory: Option<u64>,
 }
@@ -286,6 +344,7 @@ impl Following<'_> {
         for id in gone {
             if let Some(entry) = self.followed.remove(&id) {
                 entry.stop();
+                self.stopped.push(entry.target);
             }
             lock(&self.shared).remove(&id);
         }
@@ -415,10 +474,17 @@ impl Following<'_> {
         }
         drop(map);
         for id in stopped {
-            self.followed.remove(&id);
+            if let Some(entry) = self.followed.remove(&id) {
+                self.stopped.push(entry.target);
+            }
         }
         inputs.sort_by(|first, second| first.name.cmp(&second.name));
         (inputs, failures)
+    }
+
+    /// The containers seen stopped since the last call.
+    fn take_stopped(&mut self) -> Vec<Target> {
+        std::mem::take(&mut self.stopped)
     }
 
     fn stop(&self) {

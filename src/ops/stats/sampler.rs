@@ -153,10 +153,14 @@ impl Selection {
         let mut failures = Vec::new();
         for (name, details) in found {
             if !details.running {
+                let message = match ended_by(&details) {
+                    Some(why) => format!("`{name}` is {}: {why}", details.status),
+                    None => format!("`{name}` is {}", details.status),
+                };
                 failures.push(Failure {
                     subject: FailureSubject::Container(details.name),
                     kind: FailureKind::NotRunning,
-                    message: format!("`{name}` is {}", details.status),
+                    message,
                 });
                 continue;
             }
@@ -175,6 +179,30 @@ impl Selection {
             failures,
         }
     }
+}
+
+/// Why a stopped container ended, when the OOM killer did it.
+fn ended_by(details: &ContainerDetails) -> Option<String> {
+    (details.oom_killed == Some(true))
+        .then(|| crate::monitor::snapshot::EndedContainer::oom_sentence(details.exit_code))
+}
+
+/// What became of a followed container that stopped, as its inspect says; none while it
+/// runs or when it is gone (removed with `--rm`, say).
+pub fn ended(
+    details: &ContainerDetails,
+    profile: Option<String>,
+    time: f64,
+) -> Option<crate::monitor::snapshot::EndedContainer> {
+    (!details.running).then(|| crate::monitor::snapshot::EndedContainer {
+        id: details.id.clone(),
+        name: details.name.clone(),
+        profile,
+        time,
+        status: details.status.clone(),
+        exit_code: details.exit_code,
+        oom_killed: details.oom_killed,
+    })
 }
 
 /// Running containers: envctl's (`only_envctl`) or all, or of `among` only.
@@ -491,6 +519,7 @@ mod tests {
             running,
             status: if running { "running" } else { "exited" }.into(),
             exit_code: None,
+            oom_killed: None,
             started_at: None,
             labels: [(PROFILE_LABEL.to_string(), "train".to_string())].into(),
             gpus: None,

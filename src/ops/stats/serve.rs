@@ -1,6 +1,8 @@
 //! `envctl stats --serve`: a small HTTP/1.1 server that answers Prometheus scrapes with
-//! the latest exposition (`/metrics`), a one-line index (`/`) and 404 for anything else,
-//! and shuts down when the live loop ends.
+//! the latest exposition (`/metrics`), the live dashboard (`/`, one page embedded in the
+//! binary), the latest snapshot (`/api/v1/snapshot`) and the recent history
+//! (`/api/v1/history?since=N`) as JSON, 404 for anything else, and shuts down when the
+//! live loop ends.
 //!
 //! Each connection is served on a thread of its own, so a client that sends and never
 //! reads blocks nobody but itself, and its work and time are bounded: at most
@@ -17,6 +19,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::monitor::history::History;
+use crate::monitor::{Snapshot, prometheus, record};
+
+/// The dashboard: one page, its styles and script inline, nothing fetched but this
+/// server's `/api/v1/…`.
+const DASHBOARD: &str = include_str!("../../monitor/dashboard/index.html");
+
+/// What the browser may load for the dashboard: nothing from elsewhere, so a page
+/// changed by mistake cannot reach outside either.
+const DASHBOARD_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// Where `--serve` listens when given no address (dcgm-exporter's port).
 pub const DEFAULT_ADDRESS: &str = "127.0.0.1:9400";
@@ -37,18 +49,36 @@ pub const MAX_HEAD_BYTES: usize = 8 * 1024;
 /// How often the accepting thread looks whether it should stop.
 const ACCEPT_POLL: Duration = Duration::from_millis(10);
 
-/// The latest exposition on `/metrics`, answered from threads of their own.
-pub struct MetricsServer {
-    latest: Arc<Mutex<String>>,
+/// What the next requests get, replaced at each interval. The exposition and the JSON
+/// are rendered when asked for, outside the lock: an interval nobody asks about costs a
+/// clone of the snapshot and a point of history.
+struct Published {
+    latest: Option<Arc<Snapshot>>,
+    /// DCGM's `Hostname` label.
+    hostname: String,
+    history: History,
+    window: Duration,
+}
+
+type Latest = Arc<Mutex<Published>>;
+
+/// The latest snapshot and its history, answered from threads of their own.
+pub struct StatsServer {
+    latest: Latest,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     address: String,
 }
 
-impl MetricsServer {
-    /// Listens on `address` (port 0 picks a free one) and starts answering; until the
-    /// first [`publish`](MetricsServer::publish), `/metrics` is empty.
-    pub fn start(address: &str) -> Result<MetricsServer, Error> {
+impl StatsServer {
+    /// Listens on `address` (port 0 picks a free one) and starts answering, keeping
+    /// `window` of history at one point every `interval`; until the first
+    /// [`publish`](StatsServer::publish), `/metrics` is empty and the snapshot `{}`.
+    pub fn start(
+        address: &str,
+        window: Duration,
+        interval: Duration,
+    ) -> Result<StatsServer, Error> {
         let serve_error = |source: std::io::Error| Error::Serve {
             address: address.to_string(),
             source: Box::new(source),
@@ -60,7 +90,12 @@ impl MetricsServer {
         let bound = listener
             .local_addr()
             .map_or_else(|_| address.to_string(), |socket| socket.to_string());
-        let latest = Arc::new(Mutex::new(String::new()));
+        let latest = Arc::new(Mutex::new(Published {
+            latest: None,
+            hostname: String::new(),
+            history: History::new(window, interval),
+            window,
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let latest = Arc::clone(&latest);
@@ -70,7 +105,7 @@ impl MetricsServer {
                 .spawn(move || accept(&listener, &latest, &stop))
                 .map_err(Error::Output)?
         };
-        Ok(MetricsServer {
+        Ok(StatsServer {
             latest,
             stop,
             thread: Some(thread),
@@ -83,9 +118,16 @@ impl MetricsServer {
         &self.address
     }
 
-    /// The exposition the next scrapes get.
-    pub fn publish(&self, text: String) {
-        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = text;
+    /// What the next requests get: `snapshot` (its exposition labelled with `hostname`,
+    /// its JSON), and its moment added to the history.
+    pub fn publish(&self, snapshot: &Snapshot, hostname: &str) {
+        let shared = Arc::new(snapshot.clone());
+        let mut published = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        published.latest = Some(shared);
+        if published.hostname != hostname {
+            published.hostname = hostname.to_string();
+        }
+        published.history.push(snapshot);
     }
 
     /// Stops listening and waits for the accepting thread (at most [`ACCEPT_POLL`]).
@@ -98,7 +140,7 @@ impl MetricsServer {
 }
 
 /// Accepts connections until `stop`, each served on a thread of its own.
-fn accept(listener: &TcpListener, latest: &Arc<Mutex<String>>, stop: &AtomicBool) {
+fn accept(listener: &TcpListener, latest: &Latest, stop: &AtomicBool) {
     let open = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::SeqCst) {
         let stream = match listener.accept() {
@@ -125,6 +167,7 @@ fn accept(listener: &TcpListener, latest: &Arc<Mutex<String>>, stop: &AtomicBool
                 "text/plain; charset=utf-8",
                 b"too many connections\n",
                 false,
+                &[],
             ));
             continue;
         }
@@ -145,7 +188,7 @@ fn accept(listener: &TcpListener, latest: &Arc<Mutex<String>>, stop: &AtomicBool
 /// Answers the requests of one connection, in order, up to the per-connection bounds. A
 /// client that hung up, stalled past [`IO_TIMEOUT`] or sent something that is not HTTP
 /// is closed: it is its own problem, and the next scrape gets an answer.
-fn serve_connection(stream: TcpStream, latest: &Mutex<String>) {
+fn serve_connection(stream: TcpStream, latest: &Mutex<Published>) {
     let Ok(reading) = stream.try_clone() else {
         return;
     };
@@ -156,37 +199,121 @@ fn serve_connection(stream: TcpStream, latest: &Mutex<String>) {
             return;
         };
         let keep_alive = request.keep_alive && answered < MAX_REQUESTS_PER_CONNECTION;
-        let (status, content_type, body) = match request.path.as_str() {
-            "/metrics" => (
-                200,
-                "text/plain; version=0.0.4; charset=utf-8",
-                latest
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone()
-                    .into_bytes(),
-            ),
-            "/" => (
-                200,
-                "text/plain; charset=utf-8",
-                b"envctl stats: Prometheus metrics at /metrics\n".to_vec(),
-            ),
-            _ => (404, "text/plain; charset=utf-8", b"not found\n".to_vec()),
-        };
-        let mut answer = response(status, content_type, &body, keep_alive);
+        let answer = answer(&request, latest);
+        let mut bytes = response(
+            answer.status,
+            answer.content_type,
+            &answer.body,
+            keep_alive,
+            answer.headers,
+        );
         if request.head_only {
-            answer.truncate(answer.len() - body.len());
+            bytes.truncate(bytes.len() - answer.body.len());
         }
-        if writer.write_all(&answer).is_err() || !keep_alive {
+        if writer.write_all(&bytes).is_err() || !keep_alive {
             return;
         }
     }
+}
+
+/// One answer, before it is framed.
+struct Answer {
+    status: u16,
+    content_type: &'static str,
+    body: Vec<u8>,
+    headers: &'static [(&'static str, &'static str)],
+}
+
+const JSON: &str = "application/json";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// What `request` gets. The JSON is made under the lock (a copy or one pass over the
+/// history), so a slow client holds nobody up while its answer is written.
+fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
+    let plain = |status, body: &[u8]| Answer {
+        status,
+        content_type: TEXT,
+        body: body.to_vec(),
+        headers: &[],
+    };
+    let json = |body: String| Answer {
+        status: 200,
+        content_type: JSON,
+        body: body.into_bytes(),
+        headers: &[("Cache-Control", "no-store")],
+    };
+    let published = || latest.lock().unwrap_or_else(PoisonError::into_inner);
+    // The latest snapshot, taken out of the lock to be rendered.
+    let newest = || {
+        let published = published();
+        (published.latest.clone(), published.hostname.clone())
+    };
+    match request.path.as_str() {
+        "/metrics" => Answer {
+            status: 200,
+            content_type: "text/plain; version=0.0.4; charset=utf-8",
+            body: match newest() {
+                (Some(snapshot), hostname) => prometheus::exposition(&snapshot, &hostname),
+                (None, _) => String::new(),
+            }
+            .into_bytes(),
+            headers: &[],
+        },
+        "/" | "/index.html" => Answer {
+            status: 200,
+            content_type: "text/html; charset=utf-8",
+            body: DASHBOARD.as_bytes().to_vec(),
+            headers: &[
+                ("Content-Security-Policy", DASHBOARD_POLICY),
+                ("X-Content-Type-Options", "nosniff"),
+                ("Cache-Control", "no-store"),
+            ],
+        },
+        "/api/v1/snapshot" => json(match newest() {
+            (Some(snapshot), _) => record::json_line(&snapshot),
+            (None, _) => "{}\n".into(),
+        }),
+        "/api/v1/history" => {
+            let Some(since) = since(request.query.as_deref()) else {
+                return plain(
+                    400,
+                    b"`since` is a sequence number: /api/v1/history?since=N\n",
+                );
+            };
+            let document = {
+                let published = published();
+                published.history.document(since, published.window)
+            };
+            // Serialising plain data with string keys cannot fail.
+            match serde_json::to_string(&document) {
+                Ok(text) => json(text),
+                Err(error) => plain(500, error.to_string().as_bytes()),
+            }
+        }
+        _ => plain(404, b"not found\n"),
+    }
+}
+
+/// The `since` of a history request: 0 without one; none when it is not a number.
+fn since(query: Option<&str>) -> Option<u64> {
+    let Some(query) = query else {
+        return Some(0);
+    };
+    let mut since = 0;
+    for pair in query.split('&') {
+        if let Some(value) = pair.strip_prefix("since=") {
+            since = value.parse().ok()?;
+        }
+    }
+    Some(since)
 }
 
 /// What envctl reads of a request.
 struct RequestHead {
     /// The target's path, without the query.
     path: String,
+    /// What follows the `?`, if anything.
+    query: Option<String>,
     /// `HEAD`: the answer has no body.
     head_only: bool,
     /// The client may send another request on this connection.
@@ -238,26 +365,154 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Option<RequestHead> {
             return None;
         }
     }
+    let (path, query) = match target.split_once('?') {
+        Some((path, query)) => (path, Some(query.to_string())),
+        None => (target, None),
+    };
     Some(RequestHead {
-        path: target.split('?').next().unwrap_or_default().to_string(),
+        path: path.to_string(),
+        query,
         head_only: method == "HEAD",
         keep_alive,
     })
 }
 
 /// An HTTP/1.1 response, whole.
-fn response(status: u16, content_type: &str, body: &[u8], keep_alive: bool) -> Vec<u8> {
+fn response(
+    status: u16,
+    content_type: &str,
+    body: &[u8],
+    keep_alive: bool,
+    headers: &[(&str, &str)],
+) -> Vec<u8> {
     let reason = match status {
         200 => "OK",
+        400 => "Bad Request",
         404 => "Not Found",
+        500 => "Internal Server Error",
         _ => "Service Unavailable",
     };
     let connection = if keep_alive { "keep-alive" } else { "close" };
-    let mut bytes = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n",
+    let mut head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: {connection}\r\n",
         body.len()
-    )
-    .into_bytes();
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
     bytes.extend_from_slice(body);
     bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::ContainerRow;
+
+    fn published() -> Mutex<Published> {
+        let mut history = History::new(Duration::from_secs(60), Duration::from_secs(1));
+        for time in 1..=3 {
+            history.push(&Snapshot {
+                time: f64::from(time),
+                containers: vec![ContainerRow {
+                    id: "abc".into(),
+                    name: "train".into(),
+                    cpu_percent: Some(f64::from(time)),
+                    ..ContainerRow::default()
+                }],
+                ..Snapshot::default()
+            });
+        }
+        Mutex::new(Published {
+            latest: Some(Arc::new(Snapshot {
+                time: 3.0,
+                ..Snapshot::default()
+            })),
+            hostname: "node-1".into(),
+            history,
+            window: Duration::from_secs(60),
+        })
+    }
+
+    fn get(target: &str) -> Answer {
+        let (path, query) = match target.split_once('?') {
+            Some((path, query)) => (path, Some(query.to_string())),
+            None => (target, None),
+        };
+        let request = RequestHead {
+            path: path.into(),
+            query,
+            head_only: false,
+            keep_alive: false,
+        };
+        answer(&request, &published())
+    }
+
+    #[test]
+    fn the_history_answers_after_its_cursor() {
+        let all: serde_json::Value = serde_json::from_slice(&get("/api/v1/history").body).unwrap();
+        assert_eq!(all["times"], serde_json::json!([1.0, 2.0, 3.0]));
+        assert_eq!(all["last_sequence"], 3);
+        let later = get("/api/v1/history?since=2");
+        assert_eq!(later.content_type, JSON);
+        let later: serde_json::Value = serde_json::from_slice(&later.body).unwrap();
+        assert_eq!(
+            later["containers"][0]["cpu_percent"],
+            serde_json::json!([3.0])
+        );
+        assert_eq!(get("/api/v1/history?since=x").status, 400);
+        assert_eq!(get("/api/v1/history?since=-1").status, 400);
+    }
+
+    #[test]
+    fn each_path_gets_its_answer() {
+        let metrics = String::from_utf8(get("/metrics").body).unwrap();
+        assert!(
+            metrics.contains("envctl_sample_timestamp_seconds 3\n"),
+            "{metrics}"
+        );
+        let snapshot: serde_json::Value =
+            serde_json::from_slice(&get("/api/v1/snapshot").body).unwrap();
+        assert_eq!(snapshot["schema_version"], 1);
+        assert_eq!(snapshot["time"], 3.0);
+        let page = get("/");
+        assert_eq!(page.status, 200);
+        assert!(page.content_type.starts_with("text/html"));
+        assert!(
+            page.headers
+                .iter()
+                .any(|(name, value)| *name == "Content-Security-Policy"
+                    && value.contains("connect-src 'self'"))
+        );
+        assert_eq!(get("/nothing").status, 404);
+    }
+
+    #[test]
+    fn the_page_loads_nothing_from_elsewhere() {
+        // The one `http` in it is SVG's namespace, a name and never fetched.
+        let outside = DASHBOARD.replace("http://www.w3.org/2000/svg", "");
+        for fetched in [
+            "http:", "https:", "//", "src=", "href=", "@import", "url(", "<link",
+        ] {
+            let found = outside
+                .lines()
+                .filter(|line| line.contains(fetched))
+                .filter(|line| fetched != "//" || !line.trim_start().starts_with("//"))
+                .collect::<Vec<_>>();
+            assert!(found.is_empty(), "`{fetched}` in the dashboard: {found:?}");
+        }
+        for endpoint in ["/api/v1/history?since=", "/api/v1/snapshot"] {
+            assert!(DASHBOARD.contains(endpoint), "{endpoint}");
+        }
+    }
+
+    #[test]
+    fn a_response_carries_its_headers() {
+        let bytes = response(200, TEXT, b"x", true, &[("X-One", "1")]);
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.contains("\r\nX-One: 1\r\n\r\nx"), "{text}");
+        assert!(text.contains("Connection: keep-alive"));
+    }
 }

@@ -1,0 +1,607 @@
+//! The dashboard of `stats --serve` in a real browser: headless Chromium (Debian's
+//! `chromium`) loads `/` while two containers run (one CPU-bound and holding GPU memory on
+//! a stand-in GPU, one whose memory grows), lets the page poll for two intervals, and the
+//! test reads the DOM it built: a chart per container and per GPU, values equal to the
+//! history's at the sequence the page shows, the diagnosis that fires. Chromium's network
+//! log shows that the page asked nothing of anyone but envctl; a screenshot is kept in
+//! `$CARGO_TARGET_TMPDIR/dashboard.png`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::docker::{
+    ContainerGuard, docker_stdout, require_daemon, run_with_timeout, skip_or_panic, test_image,
+};
+
+/// The interval envctl samples at here: the page polls at the same pace.
+const INTERVAL_SECONDS: f64 = 0.5;
+
+/// The envctl under test, killed when the test ends.
+struct Serving(Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Chromium's binary, or none (a skip, or a failure under `ENVCTL_REQUIRE_DOCKER=1`).
+fn chromium() -> Option<PathBuf> {
+    let found = ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|name| which(name));
+    if found.is_none() {
+        skip_or_panic(
+            "no chromium",
+            &crate::support::docker::current_test_name(),
+            "headless Chromium is not on PATH: `sudo apt-get install chromium` (Debian's package; .ci/run installs it)",
+        );
+    }
+    found
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|folder| folder.join(name))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// `GET path` on a connection of its own; the body of a 200.
+fn get(address: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.contains(" 200 "), "{path}: {head}");
+    body.to_string()
+}
+
+/// The value of `name="…"` in an element's opening tag.
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    let end = tag[start..].find('"')? + start;
+    Some(&tag[start..end])
+}
+
+/// Every opening tag `<tag …>` in `html`, as text.
+fn tags<'a>(html: &'a str, tag: &str) -> Vec<&'a str> {
+    let open = format!("<{tag} ");
+    html.match_indices(&open)
+        .filter_map(|(start, _)| {
+            let end = html[start..].find('>')? + start;
+            Some(&html[start..=end])
+        })
+        .collect()
+}
+
+/// The DOM's sections (charts), each with its HTML up to the next one.
+fn sections(dom: &str) -> Vec<(&str, &str)> {
+    let starts: Vec<usize> = dom.match_indices("<section ").map(|(at, _)| at).collect();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(position, start)| {
+            let end = starts.get(position + 1).copied().unwrap_or(dom.len());
+            let head_end = dom[*start..].find('>').unwrap() + start;
+            (&dom[*start..=head_end], &dom[*start..end])
+        })
+        .collect()
+}
+
+/// The `data-value` of each `<dd data-metric=…>` in a section.
+fn shown_values(section: &str) -> Vec<(String, String)> {
+    tags(section, "dd")
+        .into_iter()
+        .filter_map(|tag| {
+            Some((
+                attribute(tag, "data-metric")?.to_string(),
+                attribute(tag, "data-value")?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The same number, as the browser and the API print it: serde_json's reader (without
+/// `float_roundtrip`) may land one unit in the last place away from the shortest digits.
+fn same(shown: f64, expected: f64) -> bool {
+    (shown - expected).abs() <= expected.abs() * 1e-12
+}
+
+/// Headless Chromium on `url` with its own profile folder, for `budget` ms of the page's
+/// virtual time, and `extra` arguments (`--dump-dom`, `--screenshot=…`); its stdout.
+fn browse(chromium: &Path, profile: &Path, url: &str, budget: u64, extra: &[String]) -> String {
+    let mut command = Command::new(chromium);
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            // Names resolve to nothing but loopback: a page reaching out would fail,
+            // and its attempt would still be in the log.
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            "--window-size=1400,1150",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--virtual-time-budget={budget}"))
+        .args(extra)
+        .arg(url);
+    let output = run_with_timeout(&mut command, Duration::from_secs(90))
+        .unwrap_or_else(|error| panic!("chromium: {error}"));
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// `envctl stats --serve 127.0.0.1:0 …` with `environment`: the address it serves, and
+/// its second line (where the dashboard is).
+fn serve(
+    arguments: &[&str],
+    environment: &[(&str, &std::ffi::OsStr)],
+) -> (Serving, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_envctl"));
+    command
+        .args(["stats", "--serve", "127.0.0.1:0"])
+        .args(arguments)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, value) in environment {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("serving Prometheus metrics at http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("first line: {line}"))
+        .to_string();
+    line.clear();
+    stderr.read_line(&mut line).unwrap();
+    // The rest of stderr is drained, so that envctl never blocks on it.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (Serving(child), address, line.trim().to_string())
+}
+
+/// Waits up to `limit` for the history to satisfy `accept`; the history.
+fn wait_history(
+    address: &str,
+    limit: Duration,
+    what: &str,
+    accept: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let history: Value = serde_json::from_str(&get(address, "/api/v1/history")).unwrap();
+        if accept(&history) {
+            return history;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} within {limit:?}: {history}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn newest_lost(history: &Value) -> Option<bool> {
+    history["daemon_lost"].as_array()?.last()?.as_bool()
+}
+
+#[test]
+fn the_dashboard_marks_a_lost_daemon_as_a_gap_and_resumes_when_it_returns() {
+    if !require_daemon() {
+        return;
+    }
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let image = test_image();
+    let busy = ContainerGuard::unique("envctl-dash-lost");
+    docker_stdout([
+        "run",
+        "-d",
+        "--name",
+        busy.name(),
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "envctl.profile=dash-lost",
+        &image,
+        "sh",
+        "-c",
+        "while :; do :; done",
+    ]);
+    let folder = tempfile::TempDir::new().unwrap();
+    let socket = folder.path().join("docker.sock");
+    let mut proxy = crate::daemon_loss::Proxy::start(&socket);
+    let host = std::ffi::OsString::from(format!("unix://{}", socket.display()));
+    let (_serving, address, _) = serve(
+        &["--interval", "0.3", "--window", "30s", busy.name()],
+        &[
+            ("DOCKER_HOST", host.as_os_str()),
+            ("ENVCTL_NVML_LIBRARY", std::ffi::OsStr::new("/nonexistent")),
+        ],
+    );
+    let url = format!("http://{address}/");
+    let page = |profile: &str| {
+        browse(
+            &chromium,
+            &folder.path().join(profile),
+            &url,
+            1000,
+            &["--dump-dom".to_string()],
+        )
+    };
+    wait_history(
+        &address,
+        Duration::from_secs(20),
+        "five points",
+        |history| {
+            history["times"]
+                .as_array()
+                .is_some_and(|times| times.len() >= 5)
+        },
+    );
+    proxy.stop();
+    wait_history(
+        &address,
+        Duration::from_secs(30),
+        "the daemon seen lost",
+        |history| newest_lost(history) == Some(true),
+    );
+    let lost = page("profile-lost");
+    let status = tags(&lost, "span")
+        .into_iter()
+        .find(|tag| attribute(tag, "id") == Some("status"))
+        .unwrap();
+    assert_eq!(attribute(status, "class"), Some("lost"), "{lost}");
+    assert!(lost.contains("Docker daemon lost since"), "{lost}");
+    assert!(
+        lost.contains("<rect class=\"lost\""),
+        "the stretch is shaded: {lost}"
+    );
+    let _back = crate::daemon_loss::Proxy::start(&socket);
+    wait_history(
+        &address,
+        Duration::from_secs(30),
+        "the daemon back",
+        |history| newest_lost(history) == Some(false),
+    );
+    let resumed = page("profile-back");
+    let status = tags(&resumed, "span")
+        .into_iter()
+        .find(|tag| attribute(tag, "id") == Some("status"))
+        .unwrap();
+    assert_ne!(attribute(status, "class"), Some("lost"), "{resumed}");
+    assert!(resumed.contains("live, every 0.3 s"), "{resumed}");
+    // The gap stays marked in the window, and the container's chart goes on.
+    assert!(resumed.contains("<rect class=\"lost\""), "{resumed}");
+    let (_, chart) = sections(&resumed)
+        .into_iter()
+        .find(|(head, _)| attribute(head, "data-name") == Some(busy.name()))
+        .unwrap_or_else(|| panic!("no chart for {} in\n{resumed}", busy.name()));
+    let cpu = shown_values(chart)
+        .into_iter()
+        .find(|(metric, _)| metric == "cpu_percent")
+        .unwrap();
+    assert!(
+        !cpu.1.is_empty(),
+        "CPU read again after the daemon came back"
+    );
+}
+
+fn number(value: &Value) -> Option<f64> {
+    value.as_f64()
+}
+
+#[test]
+fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
+    if !require_daemon() {
+        return;
+    }
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let image = test_image();
+    let busy = ContainerGuard::unique("envctl-dash-cpu");
+    let growing = ContainerGuard::unique("envctl-dash-mem");
+    docker_stdout([
+        "run",
+        "-d",
+        "--name",
+        busy.name(),
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "envctl.profile=dash-train",
+        "--cpus",
+        "2",
+        &image,
+        "sh",
+        "-c",
+        "while :; do :; done",
+    ]);
+    // A 64 KiB string doubled every three seconds: some megabytes in the test's time, far
+    // under its limit.
+    docker_stdout([
+        "run",
+        "-d",
+        "--name",
+        growing.name(),
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "envctl.profile=dash-leak",
+        "--memory",
+        "512m",
+        &image,
+        "sh",
+        "-c",
+        "x=a; i=0; while [ $i -lt 16 ]; do x=$x$x; i=$((i+1)); done; while :; do x=\"$x$x\"; sleep 3; done",
+    ]);
+    let busy_pid = docker_stdout(["inspect", "-f", "{{.State.Pid}}", busy.name()]);
+    // Two stand-in GPUs: GPU 0 holds the busy container's process (8 GiB), GPU 1 is
+    // nearly full of a host process, which `gpu-memory-near-full` names at once.
+    let folder = tempfile::TempDir::new().unwrap();
+    let fixture = folder.path().join("gpus.conf");
+    std::fs::write(
+        &fixture,
+        format!(
+            "driver_version=570.124.06\nnvml_version=12.570.124.06\ncuda_driver_version=12080\ndevice_count=2\n\
+             gpu.*.name=NVIDIA H100 80GB HBM3\ngpu.*.compute_capability=9.0\ngpu.*.memory_total=85520809984\n\
+             gpu.*.power_limit_milliwatts=700000\ngpu.*.utilization_memory=5\n\
+             gpu.0.uuid=GPU-00000000-0000-0000-0000-0000000000a0\ngpu.0.pci_bus_id=00000000:18:00.0\n\
+             gpu.0.memory_used=8589934592\ngpu.0.utilization_gpu=18\ngpu.0.temperature=51\n\
+             gpu.0.power_usage_milliwatts=183000\ngpu.0.processes={busy_pid}:8589934592\n\
+             gpu.1.uuid=GPU-00000000-0000-0000-0000-0000000000a1\ngpu.1.pci_bus_id=00000000:2A:00.0\n\
+             gpu.1.memory_used=83751862272\ngpu.1.utilization_gpu=97\ngpu.1.temperature=78\n\
+             gpu.1.power_usage_milliwatts=655000\ngpu.1.processes=1:83751862272\n"
+        ),
+    )
+    .unwrap();
+    let interval = INTERVAL_SECONDS.to_string();
+    let stub = crate::support::nvml::stub_library();
+    let (_serving, address, said) = serve(
+        &[
+            "--interval",
+            &interval,
+            "--window",
+            "15s",
+            busy.name(),
+            growing.name(),
+        ],
+        &[
+            ("ENVCTL_NVML_LIBRARY", stub.as_os_str()),
+            ("ENVCTL_NVML_STUB_FIXTURE", fixture.as_os_str()),
+        ],
+    );
+    assert_eq!(
+        said,
+        format!("dashboard at http://{address}/ (the last 15 s)")
+    );
+
+    // Some seconds of both containers before the browser comes, for curves to see.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let history: Value = serde_json::from_str(&get(&address, "/api/v1/history")).unwrap();
+        let points = history["times"].as_array().unwrap().len();
+        let containers = history["containers"].as_array().unwrap().len();
+        if points >= 12 && containers == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no history within 20 s: {history}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let url = format!("http://{address}/");
+    let net_log = folder.path().join("net-log.json");
+    // Two intervals of the page's own polling (Chromium's virtual time runs its timers,
+    // and waits for each request to be answered).
+    let budget = ((2.0 * INTERVAL_SECONDS + 0.5) * 1000.0) as u64;
+    let browse = |extra: &[String], profile: &str| {
+        browse(&chromium, &folder.path().join(profile), &url, budget, extra)
+    };
+    let dom = browse(
+        &[
+            "--dump-dom".to_string(),
+            format!("--log-net-log={}", net_log.display()),
+        ],
+        "profile-dom",
+    );
+
+    // The page shows the history up to this sequence number.
+    let body = tags(&dom, "body")[0];
+    let shown: u64 = attribute(body, "data-last-sequence")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(shown >= 4, "the page saw no history: {body}");
+    let history: Value = serde_json::from_str(&get(&address, "/api/v1/history")).unwrap();
+    let at = history["sequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|sequence| sequence.as_u64() == Some(shown))
+        .unwrap_or_else(|| panic!("sequence {shown} not in the history"));
+
+    let charts = sections(&dom);
+    for (guard, profile) in [(&busy, "dash-train"), (&growing, "dash-leak")] {
+        let series = history["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|series| series["name"] == guard.name())
+            .unwrap_or_else(|| panic!("{} not in the history", guard.name()));
+        assert_eq!(series["profile"], profile);
+        let (_, chart) = charts
+            .iter()
+            .find(|(head, _)| {
+                attribute(head, "data-kind") == Some("container")
+                    && attribute(head, "data-name") == Some(guard.name())
+            })
+            .unwrap_or_else(|| panic!("no chart for {} in\n{dom}", guard.name()));
+        let values = shown_values(chart);
+        for metric in ["cpu_percent", "memory_bytes", "memory_limit_bytes"] {
+            let (_, text) = values
+                .iter()
+                .find(|(name, _)| name == metric)
+                .unwrap_or_else(|| panic!("{metric} not shown for {}", guard.name()));
+            let expected = number(&series[metric][at]).unwrap();
+            let shown: f64 = text.parse().unwrap();
+            assert!(
+                same(shown, expected),
+                "{} {metric}: {shown} shown, {expected} in the API",
+                guard.name()
+            );
+        }
+        // A curve is drawn for CPU and memory.
+        for metric in ["cpu_percent", "memory_bytes"] {
+            let svg = tags(chart, "svg")
+                .into_iter()
+                .find(|tag| attribute(tag, "data-metric") == Some(metric))
+                .unwrap_or_else(|| panic!("no {metric} plot"));
+            assert!(!svg.is_empty());
+            let drawn = tags(chart, "path")
+                .into_iter()
+                .any(|path| attribute(path, "d").is_some_and(|d| d.matches('L').count() >= 2));
+            assert!(drawn, "no curve in the {metric} plot of {}", guard.name());
+        }
+    }
+    let (_, busy_chart) = charts
+        .iter()
+        .find(|(head, _)| attribute(head, "data-name") == Some(busy.name()))
+        .unwrap();
+    assert!(
+        shown_values(busy_chart).contains(&("gpu_memory_bytes".into(), "8589934592".into())),
+        "the busy container's GPU memory, mapped from NVML's processes"
+    );
+    let memory = &history["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|series| series["name"] == growing.name())
+        .unwrap()["memory_bytes"];
+    assert!(number(memory.as_array().unwrap().last().unwrap()).unwrap() > 0.0);
+    for gpu in history["gpus"].as_array().unwrap() {
+        let index = gpu["index"].as_u64().unwrap().to_string();
+        let (_, chart) = charts
+            .iter()
+            .find(|(head, _)| {
+                attribute(head, "data-kind") == Some("gpu")
+                    && attribute(head, "data-key") == Some(&index)
+            })
+            .unwrap_or_else(|| panic!("no chart for GPU {index}"));
+        let values = shown_values(chart);
+        for metric in [
+            "utilization_percent",
+            "memory_used_bytes",
+            "temperature_c",
+            "power_w",
+        ] {
+            let (_, text) = values.iter().find(|(name, _)| name == metric).unwrap();
+            let (shown, expected) = (
+                text.parse::<f64>().unwrap(),
+                number(&gpu[metric][at]).unwrap(),
+            );
+            assert!(
+                same(shown, expected),
+                "GPU {index} {metric}: {shown} shown, {expected} in the API"
+            );
+        }
+        assert_eq!(tags(chart, "svg").len(), 4, "four plots for GPU {index}");
+    }
+    assert_eq!(
+        charts.len(),
+        2 + history["gpus"].as_array().unwrap().len(),
+        "a chart per container and per GPU"
+    );
+    // The diagnosis, with its evidence, as the snapshot has it.
+    let snapshot: Value = serde_json::from_str(&get(&address, "/api/v1/snapshot")).unwrap();
+    let near_full = snapshot["diagnoses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|diagnosis| diagnosis["id"] == "gpu-memory-near-full")
+        .unwrap_or_else(|| panic!("{snapshot}"));
+    let item = tags(&dom, "li")
+        .into_iter()
+        .find(|tag| {
+            attribute(tag, "data-id") == Some("gpu-memory-near-full")
+                && attribute(tag, "data-subject") == Some("gpu 1")
+        })
+        .unwrap_or_else(|| panic!("the diagnosis is not on the page:\n{dom}"));
+    assert!(item.contains("diagnosis"));
+    let fraction = near_full["evidence"]["used_fraction"].as_f64().unwrap();
+    assert!(
+        dom.contains(&format!("data-evidence=\"used_fraction\">{fraction}<")),
+        "evidence used_fraction={fraction} not shown"
+    );
+
+    // Every request made for the page (its network isolation key is the page's site)
+    // went to envctl; Chromium's own (updates, sign-in) are keyed otherwise.
+    let log: Value = serde_json::from_str(&std::fs::read_to_string(&net_log).unwrap()).unwrap();
+    let start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"].clone();
+    let mut asked = Vec::new();
+    for event in log["events"].as_array().unwrap() {
+        if event["type"] != start_job {
+            continue;
+        }
+        let params = &event["params"];
+        let key = params["network_isolation_key"].as_str().unwrap_or_default();
+        if key.contains("127.0.0.1") {
+            asked.push(params["url"].as_str().unwrap().to_string());
+        }
+    }
+    assert!(
+        asked
+            .iter()
+            .any(|url| url.contains("/api/v1/history?since="))
+            && asked.iter().any(|url| url.ends_with("/api/v1/snapshot")),
+        "{asked:#?}"
+    );
+    for request in &asked {
+        assert!(request.starts_with(&url), "the page asked {request}");
+    }
+
+    // The screenshot, kept for people (and the README).
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
+    let _ = std::fs::remove_file(&screenshot);
+    browse(
+        &[format!("--screenshot={}", screenshot.display())],
+        "profile-screenshot",
+    );
+    let png = std::fs::read(&screenshot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "{}",
+        png.len()
+    );
+}
