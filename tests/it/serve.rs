@@ -60,13 +60,44 @@ fn scrape(address: &str) -> (String, Duration) {
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut answer = String::new();
     stream
         .read_to_string(&mut answer)
         .unwrap_or_else(|error| panic!("no answer within 5 s: {error}"));
     (answer, started.elapsed())
+}
+
+/// DNS rebinding: a page served under a name that resolves to 127.0.0.1 makes the
+/// browser send `Host: that-name`; envctl on loopback refuses it, and answers the same
+/// request addressed to loopback.
+#[test]
+fn a_request_addressed_to_another_name_is_refused() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let (_serving, address) = serving();
+    let ask = |host: &str| {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /api/v1/snapshot HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let rebound = ask("rebound.example:9400");
+    assert!(rebound.starts_with("HTTP/1.1 421 "), "{rebound}");
+    let local = ask(&address);
+    assert!(local.starts_with("HTTP/1.1 200 "), "{local}");
+    let named = ask("localhost");
+    assert!(named.starts_with("HTTP/1.1 200 "), "{named}");
 }
 
 #[test]
@@ -90,7 +121,7 @@ fn a_pipelining_client_that_never_reads_blocks_no_scrape_and_no_exit() {
         .set_write_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     let flooding = std::thread::spawn(move || {
-        let requests = b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n".repeat(20_000);
+        let requests = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(20_000);
         let _ = flood.write_all(&requests);
         // Held open, never read, until the test is done with it.
         std::thread::sleep(Duration::from_secs(8));

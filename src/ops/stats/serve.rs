@@ -58,6 +58,8 @@ struct Published {
     hostname: String,
     history: History,
     window: Duration,
+    /// Listening on a loopback address only: requests must be addressed to it too.
+    loopback_only: bool,
 }
 
 type Latest = Arc<Mutex<Published>>;
@@ -90,11 +92,15 @@ impl StatsServer {
         let bound = listener
             .local_addr()
             .map_or_else(|_| address.to_string(), |socket| socket.to_string());
+        let loopback_only = listener
+            .local_addr()
+            .is_ok_and(|socket| socket.ip().is_loopback());
         let latest = Arc::new(Mutex::new(Published {
             latest: None,
             hostname: String::new(),
             history: History::new(window, interval),
             window,
+            loopback_only,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -243,6 +249,15 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
         headers: &[("Cache-Control", "no-store")],
     };
     let published = || latest.lock().unwrap_or_else(PoisonError::into_inner);
+    // DNS rebinding: a web page whose name is made to resolve to 127.0.0.1 could read the
+    // dashboard's data from the user's browser. Its requests carry that name as `Host`;
+    // a server on loopback answers only requests addressed to loopback.
+    if published().loopback_only && !addressed_to_loopback(request.host.as_deref()) {
+        return plain(
+            421,
+            b"this server answers only requests addressed to its loopback address (Host: localhost or an IP address)\n",
+        );
+    }
     // The latest snapshot, taken out of the lock to be rendered.
     let newest = || {
         let published = published();
@@ -318,6 +333,33 @@ struct RequestHead {
     head_only: bool,
     /// The client may send another request on this connection.
     keep_alive: bool,
+    /// The `Host` header, when the request has one.
+    host: Option<String>,
+}
+
+/// Whether a `Host` header names this machine's loopback: `localhost` (RFC 6761) or an
+/// IP address, with or without a port. No header (HTTP/1.0) is allowed: a browser always
+/// sends one.
+fn addressed_to_loopback(host: Option<&str>) -> bool {
+    let Some(host) = host else {
+        return true;
+    };
+    let name = match host.strip_prefix('[') {
+        // `[::1]:9400`
+        Some(rest) => {
+            return rest
+                .split_once(']')
+                .is_some_and(|(ip, _)| ip.parse::<std::net::Ipv6Addr>().is_ok());
+        }
+        None => host.rsplit_once(':').map_or(host, |(name, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                name
+            } else {
+                host
+            }
+        }),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
 }
 
 /// The next request's line and headers, or none when the client closed, stalled, sent
@@ -348,12 +390,15 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Option<RequestHead> {
     let target = request_line.next()?;
     let version = request_line.next()?;
     let mut keep_alive = version == "HTTP/1.1";
+    let mut host = None;
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
             continue;
         };
         let (name, value) = (name.trim(), value.trim());
-        if name.eq_ignore_ascii_case("connection") {
+        if name.eq_ignore_ascii_case("host") {
+            host = Some(value.to_string());
+        } else if name.eq_ignore_ascii_case("connection") {
             if value.eq_ignore_ascii_case("close") {
                 keep_alive = false;
             } else if value.eq_ignore_ascii_case("keep-alive") {
@@ -374,6 +419,7 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Option<RequestHead> {
         query,
         head_only: method == "HEAD",
         keep_alive,
+        host,
     })
 }
 
@@ -389,6 +435,7 @@ fn response(
         200 => "OK",
         400 => "Bad Request",
         404 => "Not Found",
+        421 => "Misdirected Request",
         500 => "Internal Server Error",
         _ => "Service Unavailable",
     };
@@ -433,6 +480,7 @@ mod tests {
             hostname: "node-1".into(),
             history,
             window: Duration::from_secs(60),
+            loopback_only: true,
         })
     }
 
@@ -446,8 +494,39 @@ mod tests {
             query,
             head_only: false,
             keep_alive: false,
+            host: Some("127.0.0.1:9400".into()),
         };
         answer(&request, &published())
+    }
+
+    #[test]
+    fn a_loopback_server_answers_only_requests_addressed_to_loopback() {
+        for allowed in [
+            None,
+            Some("127.0.0.1:9400"),
+            Some("localhost:9400"),
+            Some("LOCALHOST"),
+            Some("[::1]:9400"),
+            Some("10.0.0.5"),
+        ] {
+            assert!(addressed_to_loopback(allowed), "{allowed:?}");
+        }
+        for refused in [
+            Some("evil.example:9400"),
+            Some("evil.example"),
+            Some("[evil]:1"),
+            Some("localhost.evil.example"),
+        ] {
+            assert!(!addressed_to_loopback(refused), "{refused:?}");
+        }
+        let request = RequestHead {
+            path: "/api/v1/snapshot".into(),
+            query: None,
+            head_only: false,
+            keep_alive: false,
+            host: Some("rebound.example:9400".into()),
+        };
+        assert_eq!(answer(&request, &published()).status, 421);
     }
 
     #[test]
