@@ -183,14 +183,7 @@ fn dry_run_gpu_form(
     ));
     let (form, fix) = crate::ops::up::request_form(&facts);
     let engine = match &facts.engine.state {
-        crate::facts::engine::EngineState::Reachable(daemon) => format!(
-            "{} {}",
-            daemon.kind.name(),
-            daemon
-                .server_version
-                .as_deref()
-                .unwrap_or("of unknown version")
-        ),
+        crate::facts::engine::EngineState::Reachable(daemon) => daemon.described(),
         crate::facts::engine::EngineState::Unreachable { message, .. } => {
             context.printer.warn(&format!(
                 "the engine could not be asked how it takes GPUs ({message}): showing `--gpus`'s request, which Docker with the NVIDIA runtime takes"

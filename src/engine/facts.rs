@@ -61,6 +61,8 @@ impl Engine {
         if kind == EngineKind::Podman && !rootless {
             rootless = self.podman_rootless().await?;
         }
+        // The one `/version` of this connection: what `Engine::identity` would ask again.
+        self.remember_identity(kind, version.version.clone());
         Ok(DaemonFacts {
             kind,
             server_version: version.version,

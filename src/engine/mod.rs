@@ -106,6 +106,16 @@ impl Engine {
         Ok(self.identity().await?.kind)
     }
 
+    /// Records what `/version` said, when the facts asked it first.
+    pub(crate) fn remember_identity(
+        &self,
+        kind: crate::facts::engine::EngineKind,
+        version: Option<String>,
+    ) {
+        // Already known: the same daemon answered the same.
+        let _ = self.identity.set(Identity { kind, version });
+    }
+
     pub(crate) async fn identity(&self) -> Result<Identity, EngineError> {
         self.identity
             .get_or_try_init(|| async {

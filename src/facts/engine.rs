@@ -143,6 +143,17 @@ pub struct DaemonFacts {
 }
 
 impl DaemonFacts {
+    /// `Podman 5.4.2`, as messages name the engine.
+    pub fn described(&self) -> String {
+        format!(
+            "{} {}",
+            self.kind.name(),
+            self.server_version
+                .as_deref()
+                .unwrap_or("of unknown version")
+        )
+    }
+
     /// Why this engine cannot be asked for GPUs through its Docker API at all, if so:
     /// Podman before [`PODMAN_CDI_SINCE`] drops the request and starts the container
     /// without GPUs.

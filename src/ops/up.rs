@@ -432,13 +432,9 @@ impl Check<'_> {
         }
         let (engine_name, fix) = match &facts.engine.state {
             crate::facts::engine::EngineState::Reachable(daemon) => {
-                let version = daemon
-                    .server_version
-                    .as_deref()
-                    .unwrap_or("of unknown version");
                 let gpus_missing = missing.iter().any(|line| line.starts_with("gpus:"));
                 (
-                    format!("{} {version}", daemon.kind.name()),
+                    daemon.described(),
                     if gpus_missing {
                         daemon.kind.gpu_fix().to_string()
                     } else {
