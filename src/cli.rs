@@ -130,6 +130,9 @@ pub enum Command {
         /// Mount SOURCE:TARGET[:ro] (no `-v`: that is --verbose)
         #[arg(long, value_name = "SPEC")]
         volume: Vec<String>,
+        /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
+        #[arg(long, value_name = "SPEC")]
+        gpus: Option<String>,
     },
     /// Run a command in a running container; its exit code is envctl's
     #[command(

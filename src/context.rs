@@ -178,6 +178,17 @@ impl Environment {
     }
 
     /// `ENVCTL_NVML_LIBRARY`, unless unset or empty.
+    /// The host-wide GPU placement lock (`host::gpu_lock`): `ENVCTL_GPU_LOCK`, else
+    /// `/run/lock/envctl-gpus.lock`. An empty value counts as not given.
+    pub fn gpu_lock_path(&self) -> PathBuf {
+        self.variable_os("ENVCTL_GPU_LOCK")
+            .filter(|path| !path.is_empty())
+            .map_or_else(
+                || PathBuf::from(crate::host::gpu_lock::DEFAULT_PATH),
+                PathBuf::from,
+            )
+    }
+
     pub fn nvml_library(&self) -> Option<PathBuf> {
         self.variable_os(NVML_LIBRARY_VARIABLE).map(PathBuf::from)
     }

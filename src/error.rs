@@ -51,6 +51,30 @@ pub enum Error {
         missing: Vec<String>,
         fix: String,
     },
+    /// GPU placement found fewer free GPUs than the profile's count.
+    #[error("no room on this host's GPUs: {summary}")]
+    NoFreeGpus {
+        summary: String,
+        /// `GPU 0: alice-pytorch (running)`, one per held GPU.
+        held: Vec<String>,
+        /// GPUs NVML could not read, which placement never picks.
+        skipped: Vec<String>,
+    },
+    /// Another tool created a container on the GPUs placement had just chosen.
+    #[error(
+        "the GPUs envctl chose were taken by another container while it created its own, so envctl removed it"
+    )]
+    GpusTakenMeanwhile { shared: Vec<String> },
+    /// The host-wide placement lock could not be taken.
+    #[error("{source}")]
+    GpuLock {
+        #[source]
+        source: crate::host::gpu_lock::GpuLockError,
+        hint: String,
+    },
+    /// A fault of envctl itself (a task that panicked, facts that contradict each other).
+    #[error("internal error: {0}")]
+    Internal(String),
     #[error("{message}")]
     Lock { message: String, hint: String },
     #[error(transparent)]
@@ -182,6 +206,10 @@ impl Error {
             | Error::NotEnvctls { .. }
             | Error::ProfileChanged { .. }
             | Error::GpusUnavailable { .. }
+            | Error::NoFreeGpus { .. }
+            | Error::GpusTakenMeanwhile { .. }
+            | Error::GpuLock { .. }
+            | Error::Internal(_)
             | Error::NotGiven { .. }
             | Error::ImageMissing { .. }
             | Error::StartFailed { .. }
@@ -231,7 +259,17 @@ impl Error {
                 Some("pull it with `--pull missing` (the default)".into())
             }
             Error::GpusUnavailable { fix, .. } | Error::NotGiven { fix, .. } => Some(fix.clone()),
-            Error::Lock { hint, .. } => Some(hint.clone()),
+            Error::Lock { hint, .. } | Error::GpuLock { hint, .. } => Some(hint.clone()),
+            Error::NoFreeGpus { .. } => Some(
+                "`envctl doctor` shows who holds each GPU; stop one (`envctl down`), ask for fewer, or share on purpose with `--gpus device=0,1` or `placement = \"first\"`"
+                    .into(),
+            ),
+            Error::GpusTakenMeanwhile { .. } => Some(
+                "run `envctl up` again: it places on the GPUs free now".into(),
+            ),
+            Error::Internal(_) => Some(
+                "this is a bug in envctl; please report it with the command that caused it".into(),
+            ),
             Error::LockFile(error) => Some(error.hint()),
             Error::StartFailed { source, .. } => start_hint(source),
             Error::PortTaken {

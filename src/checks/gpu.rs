@@ -174,6 +174,7 @@ mod tests {
             }),
             mig_mode: Fact::Error(NvmlFailure::new(FailureKind::NotSupported, "not supported")),
             power_limit_watts: Fact::Value(700.0),
+            processes: Fact::Value(Vec::new()),
         }
     }
 

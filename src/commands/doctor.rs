@@ -73,8 +73,94 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
     })
 }
 fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Error> {
-    let engine = Engine::connect(context.docker_host(), PING_TIMEOUT);
-    Ok(runtime()?.block_on(gather_with(engine, profiles, None, context)))
+    let connect = || Engine::connect(context.docker_host(), PING_TIMEOUT);
+    runtime()?.block_on(async {
+        let mut facts = gather_with(connect(), profiles, None, context).await;
+        // Occupancy needs GPUs to show and an engine to ask who holds them.
+        if facts.gpu.loaded().is_some()
+            && matches!(
+                facts.engine.state,
+                crate::facts::engine::EngineState::Reachable(_)
+            )
+        {
+            facts.holders = Some(match connect() {
+                Ok(engine) => engine
+                    .gpu_holders()
+                    .await
+                    .map_err(|error| crate::error::error_chain(&error)),
+                Err(error) => Err(crate::error::error_chain(&error)),
+            });
+        }
+        Ok(facts)
+    })
+}
+
+/// One line per GPU: free or who holds it, with its memory and processes.
+fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
+    let mut lines: Vec<Finding> = occupancy
+        .gpus
+        .iter()
+        .map(|gpu| {
+            let memory = match (gpu.memory_used_bytes, gpu.memory_total_bytes) {
+                (Some(used), Some(total)) => {
+                    format!("{} of {} MiB used", used >> 20, total >> 20)
+                }
+                _ => "memory unknown".into(),
+            };
+            let processes = match &gpu.processes {
+                Some(processes) => format!(
+                    "{} process{}",
+                    processes.len(),
+                    if processes.len() == 1 { "" } else { "es" }
+                ),
+                None => "processes unknown".into(),
+            };
+            let holders: Vec<String> = gpu
+                .holders
+                .iter()
+                .map(|holder| {
+                    let mut said = format!("{} ({}", holder.name, holder.state);
+                    if let Some(user) = &holder.user {
+                        said.push_str(&format!(", {user}"));
+                    }
+                    said + ")"
+                })
+                .collect();
+            let who = if gpu.free {
+                "free".to_string()
+            } else {
+                format!("held by {}", holders.join(", "))
+            };
+            let message = format!("GPU {}: {who}; {memory}, {processes}", gpu.index);
+            if gpu.unreadable.is_empty() {
+                Finding::info("gpu.occupancy", message)
+            } else {
+                Finding::warn("gpu.occupancy", message).with_hint(format!(
+                    "placement never picks it: NVML could not read its {}",
+                    gpu.unreadable.join("; ")
+                ))
+            }
+        })
+        .collect();
+    if !occupancy.unmapped.is_empty() {
+        lines.push(Finding::info(
+            "gpu.occupancy",
+            format!(
+                "asked for by containers, no GPU here: {}",
+                occupancy.unmapped.join(", ")
+            ),
+        ));
+    }
+    if let Some(error) = &occupancy.error {
+        lines.push(
+            Finding::warn(
+                "gpu.occupancy",
+                format!("cannot list the containers that hold GPUs: {error}"),
+            )
+            .with_hint("`docker ps -a` shows the containers the engine has"),
+        );
+    }
+    lines
 }
 
 fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
@@ -102,6 +188,12 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
             findings: rest,
         },
     ];
+    if let Some(occupancy) = &report.occupancy {
+        sections.push(Section {
+            title: "GPU occupancy".into(),
+            findings: occupancy_lines(occupancy),
+        });
+    }
     for invalid in &report.invalid_profiles {
         let listed =
             (!invalid.diagnostics.is_empty()).then_some("the problems are listed on stderr");

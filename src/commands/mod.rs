@@ -183,6 +183,7 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             env,
             publish,
             volume,
+            gpus,
         } => up::run(
             up::UpArguments {
                 profile,
@@ -196,6 +197,7 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
                 env,
                 ports: publish,
                 mounts: volume,
+                gpus,
             },
             context,
         ),

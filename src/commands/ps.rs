@@ -48,7 +48,11 @@ pub struct Row {
     /// The kernel's OOM killer ended it; none when the daemon did not say.
     pub oom_killed: Option<bool>,
     pub ports: Vec<String>,
+    /// By index where NVML names the container's GPUs here (`1,4`), else as stored.
     pub gpus: Option<String>,
+    /// The GPUs as the container stores them (UUIDs), when `gpus` shows them by index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_ids: Option<String>,
     /// `current`, `changed` (the profile differs from the container), or `unknown` (the
     /// profile cannot be found or read here).
     pub drift: &'static str,
@@ -112,11 +116,32 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
                 oom_killed,
                 ports: container.ports,
                 gpus,
+                gpu_ids: None,
                 drift,
             });
         }
         Ok::<_, Error>(rows)
     })?;
+    // Placed containers name their GPUs by UUID: show the indexes NVML gives them here.
+    let mut rows = rows;
+    if rows.iter().any(|row| {
+        row.gpus
+            .as_deref()
+            .is_some_and(|gpus| gpus.contains("GPU-"))
+    }) && let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
+        .loaded()
+        .cloned()
+    {
+        for row in &mut rows {
+            if let Some(gpus) = &row.gpus {
+                let shown = crate::spec::placement::by_index(gpus, &nvml.gpus);
+                if shown != *gpus {
+                    row.gpu_ids = Some(gpus.clone());
+                    row.gpus = Some(shown);
+                }
+            }
+        }
+    }
     if context.json {
         #[derive(Serialize)]
         struct Listing<'a> {

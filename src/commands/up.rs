@@ -30,16 +30,21 @@ pub struct UpArguments {
     pub env: Vec<String>,
     pub ports: Vec<String>,
     pub mounts: Vec<String>,
+    /// `--gpus SPEC`: replaces the profile's `gpus`.
+    pub gpus: Option<String>,
 }
 
 pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Error> {
     let resolved = context.search_path.resolve(&arguments.profile)?;
-    let overrides = Overrides::parse(
+    let mut overrides = Overrides::parse(
         &arguments.env,
         &arguments.ports,
         &arguments.mounts,
         &|key| context.environment.variable(key),
     )?;
+    if let Some(spec) = &arguments.gpus {
+        overrides.gpus = Some(Overrides::parse_gpus(spec)?);
+    }
     // `gpus = "optional"` shapes the container by what this host has: ask NVML now, and
     // hand the answer to the preflight.
     let gpu_facts =
@@ -76,9 +81,16 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         .unwrap_or_else(|| spec::container_name(&resolved.profile.name));
     if arguments.dry_run {
         let form = dry_run_gpu_form(&resolved, &body, gpu_facts, context)?;
+        let placed_body = form
+            .as_ref()
+            .and_then(|form| form.placed.as_ref())
+            .map(|(placed, _)| placed.clone());
         let body = match &form {
             None => body,
-            Some(form) => match spec::gpu_request::for_engine(&body, &form.form) {
+            Some(form) => match spec::gpu_request::for_engine(
+                placed_body.as_ref().unwrap_or(&body),
+                &form.form,
+            ) {
                 Ok(body) => body,
                 // `optional`: what `up` would run here.
                 Err(_) if body_without_gpus.is_some() => body_without_gpus.clone().unwrap_or(body),
@@ -159,6 +171,9 @@ struct DryRunGpus {
     /// Which engine decided it: `Podman 5.4.2`, or why none could be asked.
     engine: String,
     fix: &'static str,
+    /// The body with the GPUs placement would pick now, and why; `None` when the engine
+    /// could not be asked which GPUs are held.
+    placed: Option<(CreateBody, Option<crate::ops::placement::PlacementReport>)>,
 }
 
 /// A dry run of a profile with GPUs shows the request in the form this engine takes
@@ -174,13 +189,33 @@ fn dry_run_gpu_form(
         return Ok(None);
     }
     // Connected as doctor connects: a daemon that does not answer is a fact here.
-    let engine = crate::engine::Engine::connect(context.docker_host(), crate::engine::PING_TIMEOUT);
-    let facts = runtime()?.block_on(crate::ops::doctor::gather_with(
-        engine,
-        std::slice::from_ref(resolved),
-        gpu_facts,
-        context,
-    ));
+    let connect =
+        || crate::engine::Engine::connect(context.docker_host(), crate::engine::PING_TIMEOUT);
+    let (facts, placed) = runtime()?.block_on(async {
+        let facts = crate::ops::doctor::gather_with(
+            connect(),
+            std::slice::from_ref(resolved),
+            gpu_facts,
+            context,
+        )
+        .await;
+        // Which GPUs `up` would pick now; nothing is locked or created.
+        let placed = match (&facts.engine.state, connect()) {
+            (crate::facts::engine::EngineState::Reachable(_), Ok(engine)) => Some(
+                crate::ops::placement::place(
+                    &engine,
+                    body,
+                    resolved.profile.placement,
+                    &facts.gpu,
+                    None,
+                )
+                .await,
+            ),
+            _ => None,
+        };
+        (facts, placed)
+    });
+    let placed = placed.transpose()?;
     let (form, fix) = crate::ops::up::request_form(&facts);
     let engine = match &facts.engine.state {
         crate::facts::engine::EngineState::Reachable(daemon) => daemon.described(),
@@ -191,7 +226,12 @@ fn dry_run_gpu_form(
             format!("not reached at {}", facts.engine.endpoint)
         }
     };
-    Ok(Some(DryRunGpus { form, engine, fix }))
+    Ok(Some(DryRunGpus {
+        form,
+        engine,
+        fix,
+        placed: placed.map(|placed| (placed.body, placed.report)),
+    }))
 }
 
 fn dry_run(
@@ -202,6 +242,9 @@ fn dry_run(
 ) -> Result<ExitStatus, Error> {
     // Secret values (by name, or taken from the shell by `-e KEY`) are never shown.
     let secrets = body.secret_env_keys();
+    let report = gpus
+        .and_then(|gpus| gpus.placed.as_ref())
+        .and_then(|(_, report)| report.as_ref());
     if context.json {
         #[derive(Serialize)]
         struct GpuRequest<'a> {
@@ -220,6 +263,9 @@ fn dry_run(
             /// With GPUs: the form of the request for this engine, and the engine.
             #[serde(skip_serializing_if = "Option::is_none")]
             gpu_request: Option<GpuRequest<'a>>,
+            /// With GPUs: which ones `up` would take now, and why.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            placement: Option<&'a crate::ops::placement::PlacementReport>,
         }
         context.printer.json(&DryRun {
             name,
@@ -229,8 +275,15 @@ fn dry_run(
                 form: &gpus.form,
                 engine: &gpus.engine,
             }),
+            placement: report,
         })?;
     } else {
+        if let Some(report) = report {
+            context.printer.info(&format!("GPUs: {}", report.reason));
+            for skipped in &report.skipped {
+                context.printer.warn(&format!("placement: {skipped}"));
+            }
+        }
         context.printer.data(&spec::docker_run_line(body, name))?;
         if !secrets.is_empty() {
             context

@@ -19,6 +19,7 @@ pub mod exec;
 pub mod facts;
 pub(crate) mod http;
 pub mod logs;
+pub mod occupancy;
 pub mod pull;
 pub mod reference;
 pub mod stats;

@@ -133,6 +133,17 @@ pub struct GpuDevice {
     pub mig_mode: Fact<MigMode>,
     /// The power limit the driver enforces now.
     pub power_limit_watts: Fact<f64>,
+    /// Compute processes on it now and the memory each holds: what GPU placement weighs
+    /// and doctor's occupancy shows. Records written before envctl read it have none.
+    #[serde(default = "processes_not_recorded")]
+    pub processes: Fact<Vec<crate::facts::gpu_sample::GpuProcess>>,
+}
+
+fn processes_not_recorded() -> Fact<Vec<crate::facts::gpu_sample::GpuProcess>> {
+    Fact::Error(NvmlFailure::new(
+        FailureKind::Other,
+        "this record predates envctl reading GPU processes",
+    ))
 }
 
 impl GpuDevice {
@@ -146,7 +157,8 @@ impl GpuDevice {
             compute_capability: Fact::Error(failure.clone()),
             memory: Fact::Error(failure.clone()),
             mig_mode: Fact::Error(failure.clone()),
-            power_limit_watts: Fact::Error(failure),
+            power_limit_watts: Fact::Error(failure.clone()),
+            processes: Fact::Error(failure),
         }
     }
 }

@@ -17,3 +17,4 @@ pub mod engine;
 pub mod gpu;
 pub mod gpu_sample;
 pub mod host;
+pub mod occupancy;

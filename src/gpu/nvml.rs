@@ -82,6 +82,11 @@ fn query_device(nvml: &Nvml, index: u32) -> GpuDevice {
             "nvmlDeviceGetEnforcedPowerLimit",
         )
         .map(watts_from_milliwatts),
+        processes: fact(
+            device.running_compute_processes(),
+            "nvmlDeviceGetComputeRunningProcesses_v3",
+        )
+        .map(|processes| processes.into_iter().map(super::sample::process).collect()),
     }
 }
 

@@ -133,19 +133,20 @@ fn sample_device(nvml: &Nvml, index: u32) -> GpuSample {
         device.running_compute_processes(),
         "nvmlDeviceGetComputeRunningProcesses_v3",
     )
-    .map(|processes| {
-        processes
-            .into_iter()
-            .map(|process| GpuProcess {
-                pid: process.pid,
-                used_memory_bytes: match process.used_gpu_memory {
-                    UsedGpuMemory::Used(bytes) => Some(bytes),
-                    UsedGpuMemory::Unavailable => None,
-                },
-            })
-            .collect()
-    });
+    .map(|processes| processes.into_iter().map(process).collect());
     sample
+}
+
+/// One compute process as NVML lists it; its memory is `None` where NVML cannot say (a
+/// process of another container namespace on some drivers).
+pub(super) fn process(process: nvml_wrapper::struct_wrappers::device::ProcessInfo) -> GpuProcess {
+    GpuProcess {
+        pid: process.pid,
+        used_memory_bytes: match process.used_gpu_memory {
+            UsedGpuMemory::Used(bytes) => Some(bytes),
+            UsedGpuMemory::Unavailable => None,
+        },
+    }
 }
 
 /// The value, or `None` with the failure named after `function`.

@@ -31,6 +31,21 @@ pub struct DoctorReport {
     /// Profiles that could not be read or resolved; each is reported on its own and the
     /// others are still judged. Any of them makes the verdict `fail`.
     pub invalid_profiles: Vec<InvalidProfile>,
+    /// Per GPU, which containers hold it, its processes and memory, and whether it is
+    /// free; `null` where doctor could not ask both NVML and the engine.
+    pub occupancy: Option<Occupancy>,
+}
+
+/// Who holds each GPU of this host (`spec::placement::occupancy`).
+#[derive(Debug, Serialize)]
+pub struct Occupancy {
+    pub gpus: Vec<crate::spec::placement::GpuOccupancy>,
+    /// Device names holders ask for that match no GPU here (`MIG-…`, another host's UUID).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmapped: Vec<String>,
+    /// Why the holders could not be listed; then `gpus` shows NVML's view alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A profile doctor could not judge: the name or file it was asked for, and why.
@@ -79,6 +94,9 @@ pub struct Facts {
     pub lock: Result<Option<LockFile>, LockReadError>,
     /// Today (UTC), for driver branch lifecycles.
     pub today: String,
+    /// The containers holding GPUs (`Engine::gpu_holders`), for doctor's occupancy; `None`
+    /// where nobody asked (`up`'s preflight places under its own lock instead).
+    pub holders: Option<Result<Vec<crate::facts::occupancy::GpuHolder>, String>>,
 }
 
 /// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
@@ -143,7 +161,23 @@ pub async fn gather_with(
         home: context.environment.home(),
         lock: crate::lock::file::read(Path::new(crate::lock::LOCK_FILE)),
         today: today(context.environment.now()),
+        holders: None,
     }
+}
+
+/// The occupancy doctor shows: NVML's GPUs with the holders the engine listed.
+fn occupancy(facts: &Facts) -> Option<Occupancy> {
+    let nvml = facts.gpu.loaded()?;
+    let (holders, error) = match facts.holders.as_ref()? {
+        Ok(holders) => (holders.as_slice(), None),
+        Err(message) => (&[][..], Some(message.clone())),
+    };
+    let (gpus, unmapped) = crate::spec::placement::occupancy(&nvml.gpus, holders);
+    Some(Occupancy {
+        gpus,
+        unmapped,
+        error,
+    })
 }
 
 async fn daemon_facts(
@@ -297,6 +331,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         findings,
         profiles: reports,
         invalid_profiles: Vec::new(),
+        occupancy: occupancy(facts),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod doctor;
 pub mod environment;
 pub mod matrix;
 pub mod nvidia_check;
+pub mod placement;
 pub mod stats;
 pub mod target;
 pub mod up;

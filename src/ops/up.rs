@@ -18,6 +18,7 @@ use crate::error::Error;
 use crate::facts::container::ContainerSummary;
 use crate::ops::doctor::{gather_with, judge};
 use crate::ops::matrix::load_matrix;
+use crate::ops::placement;
 use crate::profile::ResolvedProfile;
 use crate::spec::origin::Origin;
 use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody, PROFILE_LABEL};
@@ -55,6 +56,9 @@ pub struct UpReport {
     /// Whether the container was given GPUs: only then is nvidia-check the next step.
     #[serde(skip)]
     pub gpus: bool,
+    /// How its GPUs were chosen, when this run created it with GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::ops::placement::PlacementReport>,
 }
 
 /// What this run is to make, decided before the daemon is asked anything.
@@ -211,14 +215,44 @@ pub async fn up(
         context,
     );
     let asks_for_gpus = !plan.body.host_config.device_requests.is_empty();
-    let (facts, body, prepared) = if asks_for_gpus || plan.body_without_gpus.is_some() {
+    let mut pull = arguments.pull;
+    let (facts, body, prepared, placed) = if asks_for_gpus || plan.body_without_gpus.is_some() {
         // How GPUs are asked for depends on the engine's answer (CDI names on Podman and
         // on Docker with CDI, `--gpus`'s request for the NVIDIA runtime): judge first,
         // then prepare the body for this engine.
         let facts = verdict.await?;
-        let body = gpu_body(plan, &facts, context)?;
-        let prepared = prepare(engine, &body, name, arguments.pull, state).await?;
-        (facts, body, prepared)
+        if placement::locks(&plan.body, resolved.profile.placement, &facts.gpu) {
+            // Placement holds the host-wide lock from choosing to creating: pull first,
+            // so no one waits on another user's download.
+            let image: crate::profile::image::ImageReference =
+                plan.body
+                    .image
+                    .parse()
+                    .map_err(|message: String| Error::Usage {
+                        message,
+                        hint: None,
+                    })?;
+            ensure_image(engine, &image, pull, context).await?;
+            if pull == PullPolicy::Always {
+                pull = PullPolicy::Missing;
+            }
+        }
+        let placed = placement::place(
+            engine,
+            &plan.body,
+            resolved.profile.placement,
+            &facts.gpu,
+            Some(&context.environment.gpu_lock_path()),
+        )
+        .await?;
+        let body = gpu_body(plan, &placed.body, &facts, context)?;
+        if let Some(report) = &placed.report {
+            for skipped in &report.skipped {
+                context.printer.warn(&format!("placement: {skipped}"));
+            }
+        }
+        let prepared = prepare(engine, &body, name, pull, state).await?;
+        (facts, body, prepared, Some(placed))
     } else {
         // The verdict and the work that does not depend on it run side by side: while
         // the preflight waits for the daemon's `/info` and for NVML, envctl looks for a
@@ -245,7 +279,7 @@ pub async fn up(
                 return Err(error);
             }
         };
-        (facts, plan.body.clone(), prepared?)
+        (facts, plan.body.clone(), prepared?, None)
     };
     let body = &body;
     if let Some(digest) = &locked_digest {
@@ -264,6 +298,7 @@ pub async fn up(
         status,
         config_hash: hash.clone(),
         gpus: !body.host_config.device_requests.is_empty(),
+        placement: None,
     };
     let mut recreated = false;
     let created = match prepared {
@@ -284,12 +319,10 @@ pub async fn up(
                 engine.stop_container(&existing.id, 10).await?;
                 engine.remove_container(&existing.id, false, true).await?;
                 recreated = true;
-                create_with_image(engine, body, name, arguments.pull, context, state).await?
+                create_with_image(engine, body, name, pull, context, state).await?
             }
         },
-        Prepared::NeedsImage => {
-            create_with_image(engine, body, name, arguments.pull, context, state).await?
-        }
+        Prepared::NeedsImage => create_with_image(engine, body, name, pull, context, state).await?,
     };
     let id = match created {
         Created::Ours(id) => id,
@@ -298,6 +331,19 @@ pub async fn up(
             let (id, status) = join_other_run(engine, body, name, &resolved.profile.name).await?;
             return Ok(report(id, status));
         }
+    };
+    // The container exists and names its GPUs: other `up`s see them from now on. A
+    // container made meanwhile by another tool, outside the lock, is caught here.
+    let placement_report = match placed {
+        Some(placed) => {
+            if let Some(report) = &placed.report {
+                placement::recheck(engine, &id, report, &facts.gpu).await?;
+                context.printer.info(&format!("GPUs: {}", report.reason));
+            }
+            drop(placed.lock);
+            placed.report
+        }
+        None => None,
     };
     // Never "started" without what the profile asked for: an engine may drop a setting
     // silently (Podman before 5.4 drops GPU requests). The error leaves the container
@@ -334,14 +380,17 @@ pub async fn up(
         return Err(error);
     }
     state.borrow_mut().started = true;
-    Ok(report(
-        id,
-        if recreated {
-            Outcome::Recreated
-        } else {
-            Outcome::Created
-        },
-    ))
+    Ok(UpReport {
+        placement: placement_report,
+        ..report(
+            id,
+            if recreated {
+                Outcome::Recreated
+            } else {
+                Outcome::Created
+            },
+        )
+    })
 }
 
 /// The body to create for a profile that asks for GPUs (or may: `gpus = "optional"`), in
@@ -350,6 +399,7 @@ pub async fn up(
 /// needs them fails where the engine would drop the request.
 fn gpu_body(
     plan: &Plan,
+    placed: &CreateBody,
     facts: &crate::ops::doctor::Facts,
     context: &Context,
 ) -> Result<CreateBody, Error> {
@@ -368,7 +418,7 @@ fn gpu_body(
         return Ok(without);
     }
     let (form, fix) = request_form(facts);
-    match spec::gpu_request::for_engine(&plan.body, &form) {
+    match spec::gpu_request::for_engine(placed, &form) {
         Ok(body) => Ok(body),
         Err(unavailable) => match without_gpus(&unavailable.reason) {
             Some(without) => Ok(without),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::diagnostic::Diagnostic;
 use super::image::ImageReference;
-use super::model::{GpuRequest, Ipc, Mount, PortBinding, Stack, Ulimit};
+use super::model::{GpuPlacement, GpuRequest, Ipc, Mount, PortBinding, Stack, Ulimit};
 use super::size::ByteSize;
 
 /// The `extends` value of a file and where it was written (for errors about it).
@@ -57,6 +57,7 @@ layer_schema! {
     workdir: Option<String> => Workdir,
     user: Option<String> => User,
     gpus: Option<GpuRequest> => Gpus,
+    placement: Option<GpuPlacement> => Placement,
     memory: Option<ByteSize> => Memory,
     cpus: Option<f64> => Cpus,
     shm_size: Option<ByteSize> => ShmSize,
@@ -91,6 +92,7 @@ impl MergedLayer {
             workdir,
             user,
             gpus,
+            placement,
             memory,
             cpus,
             shm_size,
@@ -122,6 +124,7 @@ impl MergedLayer {
             base.workdir => workdir,
             base.user => user,
             base.gpus => gpus,
+            base.placement => placement,
             base.memory => memory,
             base.cpus => cpus,
             base.shm_size => shm_size,

@@ -24,6 +24,9 @@ pub struct Profile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     pub gpus: GpuRequest,
+    /// How `up` picks the GPUs of `gpus = N`; shown only when it is not the default.
+    #[serde(skip_serializing_if = "GpuPlacement::is_default")]
+    pub placement: GpuPlacement,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<ByteSize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,6 +57,42 @@ pub enum GpuRequest {
     Count(u32),
     /// Specific GPUs by index, GPU UUID or MIG UUID (`--gpus '"device=0,1"'`).
     Devices(Vec<String>),
+}
+
+/// How `up` picks which GPUs a count (`gpus = 2`) gets. Docker alone gives `--gpus 2` the
+/// first two GPUs every time, so on a shared host every such container lands on GPUs 0 and
+/// 1; `free` picks GPUs no other container holds and pins them by UUID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuPlacement {
+    /// The least used GPUs that no container holds (the default).
+    #[default]
+    Free,
+    /// Docker's own choice: the first N GPUs.
+    First,
+}
+
+impl GpuPlacement {
+    pub const NAMES: [&'static str; 2] = ["free", "first"];
+
+    pub fn is_default(&self) -> bool {
+        *self == GpuPlacement::Free
+    }
+
+    pub fn from_name(name: &str) -> Option<GpuPlacement> {
+        match name {
+            "free" => Some(GpuPlacement::Free),
+            "first" => Some(GpuPlacement::First),
+            _ => None,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            GpuPlacement::Free => "free",
+            GpuPlacement::First => "first",
+        }
+    }
 }
 
 impl GpuRequest {

@@ -597,6 +597,7 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         workdir,
         user,
         gpus,
+        placement,
         memory,
         cpus,
         shm_size,
@@ -616,6 +617,7 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         workdir,
         user,
         gpus: gpus.unwrap_or_default(),
+        placement: placement.unwrap_or_default(),
         memory,
         cpus,
         shm_size,
@@ -674,6 +676,9 @@ impl<'a> ContainerShape<'a> {
             workdir,
             user,
             gpus,
+            // Which GPUs a count lands on is chosen at every `up` from what is free then;
+            // the profile's request (`gpus`) is what shapes the container.
+            placement: _,
             memory,
             cpus,
             shm_size,

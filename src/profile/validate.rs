@@ -9,7 +9,9 @@ use toml::de::{DeTable, DeValue};
 
 use super::diagnostic::{Diagnostic, SourceText};
 use super::layer::{ExtendsReference, Layer, LayerKey};
-use super::model::{GpuRequest, Ipc, Mount, PortBinding, Stack, ULIMIT_NAMES, Ulimit};
+use super::model::{
+    GpuPlacement, GpuRequest, Ipc, Mount, PortBinding, Stack, ULIMIT_NAMES, Ulimit,
+};
 use super::size::ByteSize;
 use super::{mounts, ports};
 
@@ -175,6 +177,7 @@ impl Checker<'_> {
                 LayerKey::Workdir => layer.workdir = self.workdir(value),
                 LayerKey::User => layer.user = self.user(value),
                 LayerKey::Gpus => layer.gpus = self.gpus(value),
+                LayerKey::Placement => layer.placement = self.placement(value),
                 LayerKey::Memory => {
                     layer.memory = self.size(name, value).filter(|size| {
                         if size.bytes() < MINIMUM_MEMORY {
@@ -371,6 +374,25 @@ impl Checker<'_> {
             return None;
         }
         Some(user)
+    }
+
+    /// `placement = "free" | "first"`: how `up` picks the GPUs of a count.
+    fn placement(&mut self, value: &Value<'_>) -> Option<GpuPlacement> {
+        let example =
+            "placement = \"free\" (GPUs no container holds) or \"first\" (Docker's first N)";
+        let Some(text) = value.get_ref().as_str() else {
+            self.type_error("placement", value, "a string", example);
+            return None;
+        };
+        let placement = GpuPlacement::from_name(text);
+        if placement.is_none() {
+            self.error(
+                value.span(),
+                format!("`placement` = \"{text}\" is not a placement"),
+                Some(example.into()),
+            );
+        }
+        placement
     }
 
     fn gpus(&mut self, value: &Value<'_>) -> Option<GpuRequest> {

@@ -54,6 +54,7 @@ pub mod gpu_request;
 mod mapping;
 pub mod origin;
 mod overrides;
+pub mod placement;
 mod sources;
 
 #[cfg(test)]
@@ -68,6 +69,15 @@ pub use error::{MissingSource, SpecError};
 pub use mapping::{SpecContext, create_body, device_requests, shm_size};
 pub use overrides::Overrides;
 pub use sources::{clean, resolve_bind_source};
+
+/// The GPUs `up` gave the container (`all`, `count=N`, `devices=GPU-…,…`), beside its
+/// `DeviceRequests` in the same create: GPU placement reads holders from the container
+/// list instead of inspecting each of envctl's containers.
+pub const GPUS_LABEL: &str = "envctl.gpus";
+
+/// The login name of the user whose `envctl up` created the container: the host policy's
+/// per-user GPU limit counts by it.
+pub const USER_LABEL: &str = "envctl.user";
 
 /// The label naming the profile a container was made from.
 pub const PROFILE_LABEL: &str = "envctl.profile";

@@ -2,11 +2,11 @@
 //! profile's own port and mount grammar so a flag means what the same key would in TOML.
 //!
 //! Environment variables replace by key; ports are appended; a mount replaces the
-//! profile's mount with the same target, or is appended.
+//! profile's mount with the same target, or is appended; `--gpus` replaces `gpus`.
 
 use std::collections::BTreeSet;
 
-use crate::profile::model::{Mount, PortBinding, Profile};
+use crate::profile::model::{GpuRequest, Mount, PortBinding, Profile};
 use crate::profile::mounts::parse_mount_spec;
 use crate::profile::ports::parse_port_spec;
 
@@ -18,6 +18,8 @@ pub struct Overrides {
     pub env: Vec<(String, String)>,
     pub ports: Vec<PortBinding>,
     pub mounts: Vec<Mount>,
+    /// `--gpus`: replaces the profile's `gpus`.
+    pub gpus: Option<GpuRequest>,
     /// The keys of `-e KEY` (no `=`), whose value came from the shell: secret whatever
     /// their name, so no output shows them.
     pub from_shell: BTreeSet<String>,
@@ -88,7 +90,49 @@ impl Overrides {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.env.is_empty() && self.ports.is_empty() && self.mounts.is_empty()
+        self.env.is_empty()
+            && self.ports.is_empty()
+            && self.mounts.is_empty()
+            && self.gpus.is_none()
+    }
+
+    /// `--gpus SPEC`, in `docker run --gpus`'s words: `all`, `none`, a count, or devices
+    /// (`device=0,1`, `"device=0,1"`, `0,1`, `GPU-…`).
+    pub fn parse_gpus(spec: &str) -> Result<GpuRequest, SpecError> {
+        let invalid = |message: String| SpecError::InvalidOverride {
+            flag: "--gpus",
+            spec: spec.to_string(),
+            message,
+        };
+        let trimmed = spec.trim().trim_matches('"').trim_matches('\'');
+        match trimmed {
+            "all" => return Ok(GpuRequest::All),
+            "none" => return Ok(GpuRequest::None),
+            "" => return Err(invalid("write all, none, a count, or device=0,1".into())),
+            _ => {}
+        }
+        if let Ok(count) = trimmed.parse::<u32>() {
+            return match count {
+                0 => Err(invalid("a count of 0 GPUs: write `--gpus none`".into())),
+                count => Ok(GpuRequest::Count(count)),
+            };
+        }
+        let devices = trimmed.strip_prefix("device=").unwrap_or(trimmed);
+        let devices: Vec<String> = devices
+            .split(',')
+            .map(|device| device.trim().to_string())
+            .collect();
+        if let Some(bad) = devices.iter().find(|device| {
+            device.is_empty()
+                || !device.chars().all(|character| {
+                    character.is_ascii_alphanumeric() || "-_/:".contains(character)
+                })
+        }) {
+            return Err(invalid(format!(
+                "`{bad}` is not a GPU index or UUID; write all, none, a count, or device=0,1"
+            )));
+        }
+        Ok(GpuRequest::Devices(devices))
     }
 
     /// The profile with these overrides on top.
@@ -96,6 +140,9 @@ impl Overrides {
         let mut result = profile.clone();
         for (key, value) in &self.env {
             result.env.insert(key.clone(), value.clone());
+        }
+        if let Some(gpus) = &self.gpus {
+            result.gpus = gpus.clone();
         }
         result.ports.extend(self.ports.iter().cloned());
         for mount in &self.mounts {
@@ -123,6 +170,28 @@ mod tests {
 
     fn no_environment(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn gpus_read_as_docker_run_gpus_reads_them() {
+        assert_eq!(Overrides::parse_gpus("all").unwrap(), GpuRequest::All);
+        assert_eq!(Overrides::parse_gpus("none").unwrap(), GpuRequest::None);
+        assert_eq!(Overrides::parse_gpus("2").unwrap(), GpuRequest::Count(2));
+        for spec in ["device=0,3", "\"device=0,3\"", "0,3"] {
+            assert_eq!(
+                Overrides::parse_gpus(spec).unwrap(),
+                GpuRequest::Devices(strings(&["0", "3"])),
+                "{spec}"
+            );
+        }
+        assert_eq!(
+            Overrides::parse_gpus("GPU-5d5b4f7a-0000").unwrap(),
+            GpuRequest::Devices(strings(&["GPU-5d5b4f7a-0000"]))
+        );
+        for bad in ["0", "", "device=", "0,,1", "two gpus"] {
+            let error = Overrides::parse_gpus(bad).unwrap_err().to_string();
+            assert!(error.contains("--gpus"), "{bad}: {error}");
+        }
     }
 
     #[test]

@@ -32,6 +32,19 @@ pub fn write_error(printer: &Printer, error: &Error) {
                 printer.stderr_line(&format!("  changed: {}", shown(&change.to_string())));
             }
         }
+        Error::NoFreeGpus { held, skipped, .. } => {
+            for line in held {
+                printer.stderr_line(&format!("  held: {}", shown(line)));
+            }
+            for line in skipped {
+                printer.stderr_line(&format!("  skipped: {}", shown(line)));
+            }
+        }
+        Error::GpusTakenMeanwhile { shared } => {
+            for line in shared {
+                printer.stderr_line(&format!("  also on: {}", shown(line)));
+            }
+        }
         Error::NotGiven { missing, .. } => {
             for setting in missing {
                 printer.stderr_line(&format!("  not given: {}", shown(setting)));

@@ -1,0 +1,189 @@
+//! Which containers hold GPUs: every container that was given GPUs and has not exited,
+//! with its request as the engine stored it. envctl's own containers say it in a label
+//! ([`GPUS_LABEL`], written in the same create as the request, so the list answers for
+//! them); any other container is inspected, several at a time.
+
+use std::collections::HashMap;
+
+use bollard::query_parameters::ListContainersOptionsBuilder;
+use futures_util::StreamExt;
+
+use super::{Engine, EngineError};
+use crate::facts::container::GpuAssignment;
+use crate::facts::occupancy::GpuHolder;
+use crate::spec::{GPUS_LABEL, PROFILE_LABEL, USER_LABEL};
+
+/// States in which a container holds nothing: it gets its GPUs again only when started.
+const HOLDS_NOTHING: [&str; 3] = ["exited", "dead", "removing"];
+
+/// How many inspects are in flight at once: the daemon answers them in parallel, and a
+/// host with hundreds of containers must not open hundreds of connections.
+const INSPECTS_AT_ONCE: usize = 8;
+
+impl Engine {
+    /// Every container that holds GPUs now (created, running, paused or restarting).
+    pub async fn gpu_holders(&self) -> Result<Vec<GpuHolder>, EngineError> {
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&HashMap::<&str, Vec<&str>>::new())
+            .build();
+        let listed = self
+            .short_answer(
+                "listing containers",
+                self.docker.list_containers(Some(options)),
+            )
+            .await?;
+        let mut holders = Vec::new();
+        let mut to_inspect = Vec::new();
+        for container in listed {
+            let state = container
+                .state
+                .map(|state| state.to_string())
+                .unwrap_or_default();
+            if HOLDS_NOTHING.contains(&state.as_str()) {
+                continue;
+            }
+            let Some(id) = container.id else { continue };
+            let labels = container.labels.unwrap_or_default();
+            let name = container
+                .names
+                .and_then(|names| names.into_iter().next())
+                .map(|name| name.trim_start_matches('/').to_string())
+                .unwrap_or_else(|| id.chars().take(12).collect());
+            let holder = |gpus| GpuHolder {
+                id: id.clone(),
+                name: name.clone(),
+                state: state.clone(),
+                profile: labels.get(PROFILE_LABEL).cloned(),
+                user: labels.get(USER_LABEL).cloned(),
+                gpus,
+            };
+            match labels.get(GPUS_LABEL).map(|label| parse_label(label)) {
+                Some(Some(gpus)) => holders.push(holder(gpus)),
+                // No label (not envctl's, or an older envctl's), or one this envctl cannot
+                // read: the container's own request decides.
+                _ => to_inspect.push(holder(GpuAssignment::All)),
+            }
+        }
+        let inspected: Vec<Result<Option<GpuHolder>, EngineError>> =
+            futures_util::stream::iter(to_inspect.into_iter().map(|holder| async move {
+                let Some(inspect) = self.inspect_response(&holder.id).await? else {
+                    // Removed between the list and the inspect: it holds nothing now.
+                    return Ok(None);
+                };
+                Ok(inspect
+                    .host_config
+                    .and_then(gpus_of)
+                    .map(|gpus| GpuHolder { gpus, ..holder }))
+            }))
+            .buffer_unordered(INSPECTS_AT_ONCE)
+            .collect()
+            .await;
+        for holder in inspected {
+            holders.extend(holder?);
+        }
+        holders.sort_by(|left, right| left.name.cmp(&right.name));
+        Ok(holders)
+    }
+}
+
+/// The GPUs a `HostConfig` asks for: its `gpu` device request, else the CDI names of
+/// NVIDIA GPUs (`nvidia.com/gpu=…`) in a `cdi` request or, as Podman stores them, in
+/// `Devices`.
+fn gpus_of(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
+    let cdi_names: Vec<String> = host
+        .device_requests
+        .iter()
+        .flatten()
+        .filter(|request| request.driver.as_deref() == Some(crate::spec::gpu_request::CDI_DRIVER))
+        .flat_map(|request| request.device_ids.iter().flatten().cloned())
+        .chain(
+            host.devices
+                .iter()
+                .flatten()
+                .filter_map(|device| device.path_on_host.clone()),
+        )
+        .filter_map(|name| {
+            name.strip_prefix(crate::spec::gpu_request::NVIDIA_CDI_KIND)
+                .and_then(|rest| rest.strip_prefix('='))
+                .map(str::to_string)
+        })
+        .collect();
+    GpuAssignment::from_requests(host.device_requests)
+        .or_else(|| (!cdi_names.is_empty()).then(|| GpuAssignment::Devices(cdi_names)))
+}
+
+/// The value of [`GPUS_LABEL`] for a request: `all`, `count=N` or `devices=A,B`.
+pub fn label_value(gpus: &GpuAssignment) -> String {
+    match gpus {
+        GpuAssignment::All => "all".into(),
+        GpuAssignment::Count(count) => format!("count={count}"),
+        GpuAssignment::Devices(devices) => format!("devices={}", devices.join(",")),
+    }
+}
+
+/// Reads [`label_value`] back; `None` for anything else.
+fn parse_label(label: &str) -> Option<GpuAssignment> {
+    if label == "all" {
+        return Some(GpuAssignment::All);
+    }
+    if let Some(count) = label.strip_prefix("count=") {
+        return count.parse().ok().map(GpuAssignment::Count);
+    }
+    let devices = label.strip_prefix("devices=")?;
+    let devices: Vec<String> = devices
+        .split(',')
+        .filter(|device| !device.is_empty())
+        .map(str::to_string)
+        .collect();
+    (!devices.is_empty()).then_some(GpuAssignment::Devices(devices))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_read_back_what_they_wrote() {
+        for gpus in [
+            GpuAssignment::All,
+            GpuAssignment::Count(3),
+            GpuAssignment::Devices(vec!["3".into()]),
+            GpuAssignment::Devices(vec!["GPU-a".into(), "GPU-b".into()]),
+        ] {
+            assert_eq!(parse_label(&label_value(&gpus)), Some(gpus));
+        }
+        for unreadable in ["", "2", "count=two", "devices=", "some"] {
+            assert_eq!(parse_label(unreadable), None, "{unreadable}");
+        }
+    }
+
+    #[test]
+    fn cdi_names_count_as_gpus_wherever_the_engine_keeps_them() {
+        let podman = bollard::models::HostConfig {
+            devices: Some(vec![bollard::models::DeviceMapping {
+                path_on_host: Some("nvidia.com/gpu=1".into()),
+                path_in_container: Some("nvidia.com/gpu=1".into()),
+                cgroup_permissions: None,
+            }]),
+            ..Default::default()
+        };
+        assert_eq!(
+            gpus_of(podman),
+            Some(GpuAssignment::Devices(vec!["1".into()]))
+        );
+        let docker = bollard::models::HostConfig {
+            device_requests: Some(vec![bollard::models::DeviceRequest {
+                driver: Some("cdi".into()),
+                device_ids: Some(vec!["nvidia.com/gpu=all".into(), "vendor.com/x=0".into()]),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        assert_eq!(
+            gpus_of(docker),
+            Some(GpuAssignment::Devices(vec!["all".into()]))
+        );
+        assert_eq!(gpus_of(bollard::models::HostConfig::default()), None);
+    }
+}

@@ -1,0 +1,220 @@
+//! GPU placement for `up`: a body that asks the daemon for a count of GPUs
+//! (`Count: N`) gets N free GPUs pinned by UUID instead, chosen under the host-wide lock
+//! (`host::gpu_lock`) from the engine's holders (`Engine::gpu_holders`) and NVML's facts,
+//! by the pure `spec::placement::choose`. `placement = "first"` keeps Docker's choice.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::facts::container::GpuAssignment;
+use crate::facts::gpu::GpuFacts;
+use crate::host::gpu_lock::{self, GpuLock};
+use crate::profile::model::GpuPlacement;
+use crate::spec::placement::{self, ChosenGpu, GpuOccupancy};
+use crate::spec::{CreateBody, GPUS_LABEL};
+
+/// What placement decided, for `up`'s messages and the dry run's JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlacementReport {
+    /// `free` (envctl chose), `first` (the daemon takes the first N), `given` (the
+    /// profile or `--gpus` named the GPUs, or asked for all).
+    pub placement: &'static str,
+    /// The GPUs pinned, when envctl chose them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<ChosenGpu>,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+}
+
+/// A body ready to create, and the lock that must be held until the container exists.
+pub struct Placed {
+    pub body: CreateBody,
+    pub report: Option<PlacementReport>,
+    pub lock: Option<GpuLock>,
+}
+
+/// The count a body leaves to the daemon (`Count: N`, no `DeviceIDs`), if it does.
+pub fn count_asked(body: &CreateBody) -> Option<u32> {
+    body.host_config.device_requests.iter().find_map(|request| {
+        let names_none = request.device_ids.as_ref().is_none_or(Vec::is_empty);
+        (names_none && request.count > 0 && !crate::spec::gpu_request::is_cdi(request))
+            .then(|| u32::try_from(request.count).ok())
+            .flatten()
+    })
+}
+
+/// Whether [`place`] will take the host-wide lock for this body: a count, `free`
+/// placement, and NVML facts to choose from.
+pub fn locks(body: &CreateBody, policy: GpuPlacement, gpu: &GpuFacts) -> bool {
+    count_asked(body).is_some() && policy == GpuPlacement::Free && gpu.loaded().is_some()
+}
+
+/// What the body's GPU request holds, as a holder's label says it.
+fn held_by(body: &CreateBody) -> Option<GpuAssignment> {
+    let request = body.host_config.device_requests.first()?;
+    Some(match &request.device_ids {
+        Some(ids) if !ids.is_empty() => GpuAssignment::Devices(ids.clone()),
+        _ if request.count < 0 => GpuAssignment::All,
+        _ => GpuAssignment::Count(request.count),
+    })
+}
+
+/// `body` with its GPUs named in [`GPUS_LABEL`], so other `up`s see them in the list.
+pub fn labelled(mut body: CreateBody) -> CreateBody {
+    if let Some(gpus) = held_by(&body) {
+        body.labels.insert(
+            GPUS_LABEL.to_string(),
+            crate::engine::occupancy::label_value(&gpus),
+        );
+    }
+    body
+}
+
+/// `body` with its count request replaced by the chosen GPUs' UUIDs.
+fn pinned(body: &CreateBody, gpus: &[ChosenGpu]) -> CreateBody {
+    let mut body = body.clone();
+    for request in &mut body.host_config.device_requests {
+        if request.count > 0 && request.device_ids.as_ref().is_none_or(Vec::is_empty) {
+            request.count = 0;
+            request.device_ids = Some(gpus.iter().map(|gpu| gpu.uuid.clone()).collect());
+        }
+    }
+    labelled(body)
+}
+
+/// The GPUs of this host per NVML with their holders; `Err` says why NVML had none.
+fn rows(
+    gpu: &GpuFacts,
+    holders: &[crate::facts::occupancy::GpuHolder],
+) -> Result<Vec<GpuOccupancy>, String> {
+    let Some(nvml) = gpu.loaded() else {
+        return Err(gpu
+            .nvml
+            .failure_message()
+            .unwrap_or("NVML was not loaded")
+            .to_string());
+    };
+    Ok(placement::occupancy(&nvml.gpus, holders).0)
+}
+
+/// Places `body`'s GPUs. With a count and `free` placement it takes the host-wide lock
+/// (held in [`Placed::lock`] until the caller has created the container), reads the
+/// holders and pins the least used free GPUs; without NVML it leaves the choice to the
+/// daemon and says so. `lock_path` is `None` for a dry run, which changes nothing.
+pub async fn place(
+    engine: &Engine,
+    body: &CreateBody,
+    policy: GpuPlacement,
+    gpu: &GpuFacts,
+    lock_path: Option<&Path>,
+) -> Result<Placed, Error> {
+    let Some(count) = count_asked(body) else {
+        let report = (!body.host_config.device_requests.is_empty()).then(|| PlacementReport {
+            placement: "given",
+            gpus: Vec::new(),
+            reason: "the profile names its GPUs (or asks for all of them)".into(),
+            skipped: Vec::new(),
+        });
+        return Ok(Placed {
+            body: labelled(body.clone()),
+            report,
+            lock: None,
+        });
+    };
+    if policy == GpuPlacement::First {
+        return Ok(Placed {
+            body: labelled(body.clone()),
+            report: Some(PlacementReport {
+                placement: "first",
+                gpus: Vec::new(),
+                reason: format!(
+                    "`placement = \"first\"`: the daemon gives the first {count} GPU{}",
+                    if count == 1 { "" } else { "s" }
+                ),
+                skipped: Vec::new(),
+            }),
+            lock: None,
+        });
+    }
+    if let Err(why) = rows(gpu, &[]) {
+        return Ok(Placed {
+            body: labelled(body.clone()),
+            report: Some(PlacementReport {
+                placement: "first",
+                gpus: Vec::new(),
+                reason: format!(
+                    "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count}"
+                ),
+                skipped: Vec::new(),
+            }),
+            lock: None,
+        });
+    }
+    let lock = match lock_path {
+        Some(path) => {
+            let path = path.to_path_buf();
+            let taken = tokio::task::spawn_blocking(move || gpu_lock::acquire(&path))
+                .await
+                .map_err(|error| Error::Internal(format!("the GPU lock task failed: {error}")))?;
+            Some(taken.map_err(|error| Error::GpuLock {
+                hint: error.hint(),
+                source: error,
+            })?)
+        }
+        None => None,
+    };
+    let holders = engine.gpu_holders().await?;
+    let rows = rows(gpu, &holders).map_err(Error::Internal)?;
+    match placement::choose(count, &rows) {
+        Ok(choice) => Ok(Placed {
+            body: pinned(body, &choice.gpus),
+            report: Some(PlacementReport {
+                placement: "free",
+                gpus: choice.gpus,
+                reason: choice.reason,
+                skipped: choice.skipped,
+            }),
+            lock,
+        }),
+        Err(no_room) => Err(Error::NoFreeGpus {
+            summary: no_room.to_string(),
+            held: no_room.held,
+            skipped: no_room.skipped,
+        }),
+    }
+}
+
+/// After the create: the chosen GPUs must be held by this container alone. Another tool
+/// that created a container on them meanwhile (outside envctl's lock) is named.
+pub async fn recheck(
+    engine: &Engine,
+    id: &str,
+    report: &PlacementReport,
+    gpu: &GpuFacts,
+) -> Result<(), Error> {
+    if report.gpus.is_empty() {
+        return Ok(());
+    }
+    let holders = engine.gpu_holders().await?;
+    let rows = rows(gpu, &holders).map_err(Error::Internal)?;
+    let shared: Vec<String> = rows
+        .iter()
+        .filter(|row| report.gpus.iter().any(|gpu| gpu.index == row.index))
+        .flat_map(|row| {
+            holders
+                .iter()
+                .filter(|holder| holder.id != id)
+                .filter(|holder| row.holders.iter().any(|named| named.name == holder.name))
+                .map(move |holder| format!("GPU {}: {} ({})", row.index, holder.name, holder.state))
+        })
+        .collect();
+    if shared.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::GpusTakenMeanwhile { shared })
+    }
+}

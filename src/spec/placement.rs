@@ -1,0 +1,468 @@
+//! GPU placement on a shared host: which GPUs each container holds (occupancy), and which
+//! N GPUs a `gpus = N` profile gets. Pure: the GPUs come from NVML's facts and the holders
+//! from the engine (`facts::occupancy`).
+//!
+//! Docker alone turns `--gpus 2` into "the first two GPUs" every time (moby: `Count > 0`
+//! takes the first N indexes, and the NVIDIA runtime does the same), so every container
+//! of a team lands on GPUs 0 and 1. Placement picks GPUs that no container holds, the
+//! least used first, and pins them by UUID (`DeviceIDs`), which stays true when GPUs are
+//! renumbered.
+//!
+//! A holder's request is resolved the way the daemon resolves it: `all` is every GPU, a
+//! count N the first N indexes, an index or a `GPU-…` UUID that GPU. A `MIG-…` instance
+//! belongs to a GPU that this view cannot name, so it is reported as unmapped rather
+//! than guessed.
+
+use serde::Serialize;
+
+use crate::facts::container::GpuAssignment;
+use crate::facts::gpu::GpuDevice;
+use crate::facts::gpu_sample::GpuProcess;
+use crate::facts::occupancy::GpuHolder;
+
+/// One GPU and who holds it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuOccupancy {
+    pub index: u32,
+    /// `None` when NVML could not read it (then the GPU cannot be pinned).
+    pub uuid: Option<String>,
+    /// Containers whose request resolves to this GPU, by name.
+    pub holders: Vec<HolderName>,
+    /// Compute processes NVML sees on it; `None` when NVML could not list them.
+    pub processes: Option<Vec<GpuProcess>>,
+    pub memory_used_bytes: Option<u64>,
+    pub memory_total_bytes: Option<u64>,
+    /// No container holds it.
+    pub free: bool,
+    /// What NVML could not read about it, which keeps it out of placement.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
+}
+
+/// A holder as occupancy names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HolderName {
+    pub name: String,
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+/// Every GPU of `gpus` with its holders, in index order, and the device names of
+/// holders that match no GPU here (a `MIG-…` instance, a UUID of another host).
+pub fn occupancy(gpus: &[GpuDevice], holders: &[GpuHolder]) -> (Vec<GpuOccupancy>, Vec<String>) {
+    let mut indexes: Vec<u32> = gpus.iter().map(|gpu| gpu.index).collect();
+    indexes.sort_unstable();
+    let mut unmapped = Vec::new();
+    let mut held: Vec<(u32, &GpuHolder)> = Vec::new();
+    for holder in holders {
+        let (on, missing) = resolve(&holder.gpus, gpus, &indexes);
+        held.extend(on.into_iter().map(|index| (index, holder)));
+        unmapped.extend(
+            missing
+                .into_iter()
+                .map(|name| format!("{name} ({})", holder.name)),
+        );
+    }
+    let mut rows: Vec<GpuOccupancy> = gpus
+        .iter()
+        .map(|gpu| {
+            let holders: Vec<HolderName> = held
+                .iter()
+                .filter(|(index, _)| *index == gpu.index)
+                .map(|(_, holder)| HolderName {
+                    name: holder.name.clone(),
+                    state: holder.state.clone(),
+                    profile: holder.profile.clone(),
+                    user: holder.user.clone(),
+                })
+                .collect();
+            let mut unreadable = Vec::new();
+            let mut note = |what: &str, failure: Option<&crate::facts::gpu::NvmlFailure>| {
+                if let Some(failure) = failure {
+                    unreadable.push(format!("{what}: {}", failure.message));
+                }
+            };
+            note("uuid", gpu.uuid.failure());
+            note("memory", gpu.memory.failure());
+            note("processes", gpu.processes.failure());
+            GpuOccupancy {
+                index: gpu.index,
+                uuid: gpu.uuid.value().cloned(),
+                free: holders.is_empty(),
+                holders,
+                processes: gpu.processes.value().cloned(),
+                memory_used_bytes: gpu.memory.value().map(|memory| memory.used_bytes),
+                memory_total_bytes: gpu.memory.value().map(|memory| memory.total_bytes),
+                unreadable,
+            }
+        })
+        .collect();
+    rows.sort_by_key(|row| row.index);
+    (rows, unmapped)
+}
+
+/// The indexes a request takes on a host whose GPUs are `gpus` (sorted `indexes`), and
+/// the names in it that match none of them.
+fn resolve(
+    request: &GpuAssignment,
+    gpus: &[GpuDevice],
+    indexes: &[u32],
+) -> (Vec<u32>, Vec<String>) {
+    match request {
+        GpuAssignment::All => (indexes.to_vec(), Vec::new()),
+        GpuAssignment::Count(count) if *count < 0 => (indexes.to_vec(), Vec::new()),
+        GpuAssignment::Count(count) => (
+            indexes
+                .iter()
+                .take(usize::try_from(*count).unwrap_or(usize::MAX))
+                .copied()
+                .collect(),
+            Vec::new(),
+        ),
+        GpuAssignment::Devices(names) => {
+            let mut on = Vec::new();
+            let mut missing = Vec::new();
+            for name in names {
+                if name == "all" {
+                    on.extend_from_slice(indexes);
+                    continue;
+                }
+                let found = match name.parse::<u32>() {
+                    Ok(index) => indexes.contains(&index).then_some(index),
+                    Err(_) => gpus
+                        .iter()
+                        .find(|gpu| {
+                            gpu.uuid
+                                .value()
+                                .is_some_and(|uuid| uuid.eq_ignore_ascii_case(name))
+                        })
+                        .map(|gpu| gpu.index),
+                };
+                match found {
+                    Some(index) => on.push(index),
+                    None => missing.push(name.clone()),
+                }
+            }
+            on.sort_unstable();
+            on.dedup();
+            (on, missing)
+        }
+    }
+}
+
+/// The GPUs placement picked for a count, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Choice {
+    /// `(index, uuid)`, in index order.
+    pub gpus: Vec<ChosenGpu>,
+    /// For people: `GPUs 2 and 5: no container holds them, least used of 6 free`.
+    pub reason: String,
+    /// GPUs left out because NVML could not read them, with what failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChosenGpu {
+    pub index: u32,
+    pub uuid: String,
+}
+
+/// Why no placement was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoRoom {
+    pub wanted: u32,
+    /// Free GPUs that could be pinned.
+    pub free: Vec<u32>,
+    /// `GPU 0: alice-pytorch (running)` for each held GPU.
+    pub held: Vec<String>,
+    pub skipped: Vec<String>,
+}
+
+impl std::fmt::Display for NoRoom {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "{} GPU{} asked for, {} free",
+            self.wanted,
+            if self.wanted == 1 { "" } else { "s" },
+            self.free.len()
+        )
+    }
+}
+
+/// Picks `count` GPUs no container holds: the least used first (GPU memory in use, then
+/// compute processes), ties broken by index. A GPU whose UUID, memory or processes NVML
+/// could not read is never picked, and [`Choice::skipped`] says so.
+pub fn choose(count: u32, rows: &[GpuOccupancy]) -> Result<Choice, NoRoom> {
+    let skipped: Vec<String> = rows
+        .iter()
+        .filter(|row| row.free && !row.unreadable.is_empty())
+        .map(|row| {
+            format!(
+                "GPU {}: NVML could not read its {}",
+                row.index,
+                row.unreadable.join("; ")
+            )
+        })
+        .collect();
+    let mut free: Vec<&GpuOccupancy> = rows
+        .iter()
+        .filter(|row| row.free && row.unreadable.is_empty() && row.uuid.is_some())
+        .collect();
+    free.sort_by_key(|row| {
+        (
+            row.memory_used_bytes.unwrap_or(u64::MAX),
+            row.processes.as_ref().map_or(usize::MAX, Vec::len),
+            row.index,
+        )
+    });
+    let wanted = usize::try_from(count).unwrap_or(usize::MAX);
+    if free.len() < wanted {
+        return Err(NoRoom {
+            wanted: count,
+            free: free.iter().map(|row| row.index).collect(),
+            held: rows
+                .iter()
+                .filter(|row| !row.free)
+                .map(|row| {
+                    let names: Vec<String> = row
+                        .holders
+                        .iter()
+                        .map(|holder| format!("{} ({})", holder.name, holder.state))
+                        .collect();
+                    format!("GPU {}: {}", row.index, names.join(", "))
+                })
+                .collect(),
+            skipped,
+        });
+    }
+    let free_count = free.len();
+    let mut gpus: Vec<ChosenGpu> = free
+        .into_iter()
+        .take(wanted)
+        .map(|row| ChosenGpu {
+            index: row.index,
+            uuid: row.uuid.clone().unwrap_or_default(),
+        })
+        .collect();
+    gpus.sort_by_key(|gpu| gpu.index);
+    let reason = format!(
+        "{} {}: no container holds {}; the least used of {free_count} free (GPU memory in use, then processes, then index)",
+        if gpus.len() == 1 { "GPU" } else { "GPUs" },
+        list(
+            &gpus
+                .iter()
+                .map(|gpu| gpu.index.to_string())
+                .collect::<Vec<_>>()
+        ),
+        if gpus.len() == 1 { "it" } else { "them" },
+    );
+    Ok(Choice {
+        gpus,
+        reason,
+        skipped,
+    })
+}
+
+/// A stored GPU request as `ps` shows it (`all`, `2`, `0,1`, `GPU-…`), with each UUID
+/// of a GPU here replaced by its index: a placed container names its GPUs by UUID.
+pub fn by_index(shown: &str, gpus: &[GpuDevice]) -> String {
+    shown
+        .split(',')
+        .map(|name| {
+            gpus.iter()
+                .find(|gpu| {
+                    gpu.uuid
+                        .value()
+                        .is_some_and(|uuid| uuid.eq_ignore_ascii_case(name))
+                })
+                .map_or_else(|| name.to_string(), |gpu| gpu.index.to_string())
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `0`, `0 and 1`, `0, 1 and 5`.
+pub fn list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::gpu::{Fact, FailureKind, GpuMemory, NvmlFailure};
+
+    fn gpu(index: u32, used_mib: u64, processes: usize) -> GpuDevice {
+        GpuDevice {
+            index,
+            name: Fact::Value("NVIDIA H100 80GB HBM3".into()),
+            uuid: Fact::Value(format!("GPU-{index}0000000-0000-0000-0000-000000000000")),
+            pci_bus_id: Fact::Value(String::new()),
+            compute_capability: Fact::Value("9.0".parse().unwrap()),
+            memory: Fact::Value(GpuMemory {
+                total_bytes: 80 << 30,
+                used_bytes: used_mib << 20,
+                reserved_bytes: 0,
+                free_bytes: (80 << 30) - (used_mib << 20),
+            }),
+            mig_mode: Fact::Error(NvmlFailure::new(FailureKind::NotSupported, "no")),
+            power_limit_watts: Fact::Value(700.0),
+            processes: Fact::Value(
+                (0..processes)
+                    .map(|pid| GpuProcess {
+                        pid: 100 + u32::try_from(pid).unwrap(),
+                        used_memory_bytes: Some(1 << 20),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn eight() -> Vec<GpuDevice> {
+        (0..8).map(|index| gpu(index, 0, 0)).collect()
+    }
+
+    fn holder(name: &str, gpus: GpuAssignment) -> GpuHolder {
+        GpuHolder {
+            id: format!("{name}-id"),
+            name: name.into(),
+            state: "running".into(),
+            profile: None,
+            user: None,
+            gpus,
+        }
+    }
+
+    fn chosen(count: u32, gpus: &[GpuDevice], holders: &[GpuHolder]) -> Vec<u32> {
+        let (rows, _) = occupancy(gpus, holders);
+        choose(count, &rows)
+            .unwrap()
+            .gpus
+            .iter()
+            .map(|gpu| gpu.index)
+            .collect()
+    }
+
+    #[test]
+    fn an_idle_host_gives_the_first_gpus() {
+        assert_eq!(chosen(2, &eight(), &[]), [0, 1]);
+    }
+
+    #[test]
+    fn counts_resolve_as_the_daemon_resolves_them() {
+        // `--gpus 2` holds GPUs 0 and 1; `device=3` and a UUID hold those GPUs.
+        let holders = [
+            holder("count", GpuAssignment::Count(2)),
+            holder("index", GpuAssignment::Devices(vec!["3".into()])),
+            holder(
+                "uuid",
+                GpuAssignment::Devices(vec!["gpu-50000000-0000-0000-0000-000000000000".into()]),
+            ),
+        ];
+        assert_eq!(chosen(3, &eight(), &holders), [2, 4, 6]);
+        let (rows, unmapped) = occupancy(&eight(), &holders);
+        assert!(unmapped.is_empty());
+        assert_eq!(rows[5].holders[0].name, "uuid");
+        assert!(!rows[0].free && !rows[1].free && rows[2].free);
+    }
+
+    #[test]
+    fn all_holds_every_gpu_and_there_is_no_room() {
+        let holders = [holder("everything", GpuAssignment::All)];
+        let (rows, _) = occupancy(&eight(), &holders);
+        let refused = choose(1, &rows).unwrap_err();
+        assert_eq!(refused.free, Vec::<u32>::new());
+        assert_eq!(refused.held.len(), 8);
+        assert_eq!(refused.held[0], "GPU 0: everything (running)");
+        assert_eq!(refused.to_string(), "1 GPU asked for, 0 free");
+        // A CDI `all` holds every GPU too.
+        let cdi = [holder("cdi", GpuAssignment::Devices(vec!["all".into()]))];
+        let (rows, _) = occupancy(&eight(), &cdi);
+        assert!(rows.iter().all(|row| !row.free));
+    }
+
+    #[test]
+    fn the_least_used_free_gpus_win_and_ties_go_by_index() {
+        let mut gpus = eight();
+        gpus[0] = gpu(0, 40_000, 1); // a process outside any container
+        gpus[1] = gpu(1, 0, 2);
+        gpus[2] = gpu(2, 10, 0);
+        assert_eq!(chosen(2, &gpus, &[]), [3, 4]);
+        assert_eq!(chosen(6, &gpus, &[]), [1, 3, 4, 5, 6, 7]);
+        assert_eq!(chosen(7, &gpus, &[]), [1, 2, 3, 4, 5, 6, 7]);
+        let (rows, _) = occupancy(&gpus, &[]);
+        let choice = choose(2, &rows).unwrap();
+        assert_eq!(
+            choice.reason,
+            "GPUs 3 and 4: no container holds them; the least used of 8 free (GPU memory in use, then processes, then index)"
+        );
+        assert_eq!(
+            choice.gpus[0].uuid,
+            "GPU-30000000-0000-0000-0000-000000000000"
+        );
+    }
+
+    #[test]
+    fn a_gpu_nvml_cannot_read_is_never_picked_and_is_named() {
+        let mut gpus = eight();
+        gpus[0].memory = Fact::Error(NvmlFailure::new(FailureKind::Unknown, "Unknown Error"));
+        gpus[1].uuid = Fact::Error(NvmlFailure::new(FailureKind::GpuLost, "GPU is lost"));
+        let (rows, _) = occupancy(&gpus, &[]);
+        let choice = choose(2, &rows).unwrap();
+        assert_eq!(
+            choice.gpus.iter().map(|gpu| gpu.index).collect::<Vec<_>>(),
+            [2, 3]
+        );
+        assert_eq!(
+            choice.skipped,
+            [
+                "GPU 0: NVML could not read its memory: Unknown Error",
+                "GPU 1: NVML could not read its uuid: GPU is lost"
+            ]
+        );
+        let refused = choose(7, &rows).unwrap_err();
+        assert_eq!(refused.free.len(), 6);
+        assert_eq!(refused.skipped.len(), 2);
+    }
+
+    #[test]
+    fn names_of_no_gpu_here_are_unmapped_not_guessed() {
+        let holders = [holder(
+            "mig",
+            GpuAssignment::Devices(vec!["MIG-1111".into(), "9".into(), "2".into()]),
+        )];
+        let (rows, unmapped) = occupancy(&eight(), &holders);
+        assert_eq!(unmapped, ["MIG-1111 (mig)", "9 (mig)"]);
+        assert!(!rows[2].free);
+        assert_eq!(rows.iter().filter(|row| !row.free).count(), 1);
+    }
+
+    #[test]
+    fn ps_shows_uuids_of_gpus_here_by_index() {
+        let gpus = eight();
+        assert_eq!(
+            by_index(
+                "GPU-20000000-0000-0000-0000-000000000000,GPU-50000000-0000-0000-0000-000000000000",
+                &gpus
+            ),
+            "2,5"
+        );
+        assert_eq!(by_index("all", &gpus), "all");
+        assert_eq!(by_index("GPU-elsewhere,3", &gpus), "GPU-elsewhere,3");
+    }
+
+    #[test]
+    fn lists_read_as_english() {
+        assert_eq!(list(&["0".into()]), "0");
+        assert_eq!(list(&["0".into(), "1".into()]), "0 and 1");
+        assert_eq!(list(&["0".into(), "1".into(), "5".into()]), "0, 1 and 5");
+    }
+}
