@@ -218,7 +218,7 @@ fn describe(cmd: &Command) -> String {
     s
 }
 
-fn docker_command<I, S>(args: I) -> Command
+pub fn docker_command<I, S>(args: I) -> Command
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,

@@ -1,0 +1,555 @@
+//! GPU placement on a shared host, against the real daemons with eight stand-in GPUs:
+//! other containers are created (not started: Docker without an NVIDIA runtime creates
+//! them, it cannot start them) holding GPUs through real `DeviceRequests`, and envctl's
+//! `up --dry-run --json`, `doctor --json` and `ps` are read. On Podman 5.4, whose CDI path
+//! starts GPU containers from a CDI spec the test writes, four `up`s run at once and the
+//! containers they made are inspected.
+//!
+//! Placement sees every container on the daemon, and other test modules create GPU
+//! containers too. So each Docker scenario runs when no other container holds a GPU, and
+//! again if one appeared while it ran ([`quietly`]); the tests of this file take turns.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::docker::{self, TEST_LABEL, unique_name};
+use crate::support::engines::{CDI_DIR_ENV, Family, engines};
+use crate::support::nvml;
+
+/// The tests of this file take turns: each counts the others' containers as holders.
+static TURN: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Eight H100s with UUIDs no other test uses (`GPU-<prefix>-…-00N`), `extra` appended.
+struct Machine {
+    _folder: tempfile::TempDir,
+    fixture: PathBuf,
+    uuids: Vec<String>,
+}
+
+impl Machine {
+    fn new(extra: &str) -> Machine {
+        let folder = tempfile::tempdir().unwrap();
+        let prefix = format!(
+            "{:08x}",
+            std::process::id() ^ unique_name("m").len() as u32 ^ nanos()
+        );
+        let uuids: Vec<String> = (0..8)
+            .map(|index| format!("GPU-{prefix}-2c1e-4b8e-9a57-0c3f1e2d4a0{index}"))
+            .collect();
+        let base = std::fs::read_to_string(nvml::fixture("healthy-8x-h100.conf")).unwrap();
+        let mut text: String = base
+            .lines()
+            .filter(|line| !line.contains(".uuid="))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        for (index, uuid) in uuids.iter().enumerate() {
+            text.push_str(&format!("gpu.{index}.uuid={uuid}\n"));
+        }
+        text.push_str(extra);
+        let fixture = folder.path().join("machine.conf");
+        std::fs::write(&fixture, text).unwrap();
+        Machine {
+            _folder: folder,
+            fixture,
+            uuids,
+        }
+    }
+}
+
+fn nanos() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+}
+
+/// One envctl run.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|error| panic!("stdout is not JSON ({error}):\n{self}"))
+    }
+}
+
+fn envctl(folder: &Path, machine: &Machine, host: &str, arguments: &[&str]) -> Run {
+    let mut command = crate::support::cli::envctl_in(folder);
+    command
+        .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
+        .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
+        .env("ENVCTL_GPU_LOCK", folder.join("gpus.lock"))
+        .env_remove("DOCKER_CONTEXT")
+        .timeout(Duration::from_secs(120))
+        .args(arguments);
+    if !host.is_empty() {
+        command.env("DOCKER_HOST", host);
+    }
+    let output = command.output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A folder with `./envctl/NAME.toml` for each `(name, rest)`.
+fn project(image: &str, profiles: &[(&str, &str)]) -> tempfile::TempDir {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    for (name, rest) in profiles {
+        std::fs::write(
+            folder.path().join("envctl").join(format!("{name}.toml")),
+            format!("image = \"{image}\"\n{rest}"),
+        )
+        .unwrap();
+    }
+    folder
+}
+
+/// Containers created on Docker with `--gpus SPEC`, labelled as this test's, removed on drop.
+struct Holders {
+    names: Vec<String>,
+}
+
+impl Holders {
+    fn create(specs: &[&str]) -> Holders {
+        let image = docker::test_image();
+        let names = specs
+            .iter()
+            .map(|spec| {
+                let name = unique_name("holder");
+                docker::docker_stdout([
+                    "create", "--label", TEST_LABEL, "--name", &name, "--gpus", spec, &image,
+                ]);
+                name
+            })
+            .collect();
+        Holders { names }
+    }
+}
+
+impl Drop for Holders {
+    fn drop(&mut self) {
+        for name in &self.names {
+            let _ = docker::run_with_timeout(
+                &mut docker::docker_command(["rm", "-f", name.as_str()]),
+                Duration::from_secs(60),
+            );
+        }
+    }
+}
+
+/// The containers on the engine at `host` (empty: Docker's own) that hold GPUs (not
+/// exited, with a GPU request or CDI GPU devices) and that `mine` does not claim by name.
+fn others_holding_gpus(host: &str, mine: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let command = |arguments: &[&str]| {
+        let mut command = std::process::Command::new("docker");
+        if !host.is_empty() {
+            command.args(["-H", host]);
+        }
+        command.args(arguments);
+        command
+    };
+    let listed = command(&[
+        "ps",
+        "-a",
+        "-q",
+        "--filter",
+        "status=created",
+        "--filter",
+        "status=running",
+        "--filter",
+        "status=paused",
+        "--filter",
+        "status=restarting",
+    ])
+    .output()
+    .unwrap_or_else(|error| panic!("docker ps: {error}"));
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|id| {
+            // One removed since the list holds nothing.
+            let output = command(&[
+                "inspect",
+                "--format",
+                "{{.Name}} {{json .HostConfig.DeviceRequests}} {{json .HostConfig.Devices}}",
+                id,
+            ])
+            .output()
+            .ok()?;
+            let line = String::from_utf8_lossy(&output.stdout).trim().to_string();
+            let (name, rest) = line.split_once(' ')?;
+            let name = name.trim_start_matches('/');
+            let holds = rest.contains("\"gpu\"") || rest.contains("nvidia.com/gpu");
+            (holds && !mine(name)).then(|| line.clone())
+        })
+        .collect()
+}
+
+/// Runs `scenario` while no other container holds a GPU on the engine at `host`: waits
+/// for quiet, runs, and runs again when another module's GPU container appeared meanwhile.
+fn quietly<T>(host: &str, mine: &dyn Fn(&str) -> bool, mut scenario: impl FnMut() -> T) -> T {
+    let started = Instant::now();
+    loop {
+        while !others_holding_gpus(host, mine).is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(240),
+                "other containers have held GPUs for 4 minutes: {:?}",
+                others_holding_gpus(host, mine)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let outcome = scenario();
+        if others_holding_gpus(host, mine).is_empty() {
+            return outcome;
+        }
+    }
+}
+
+fn chosen(dry_run: &Value) -> Vec<u64> {
+    dry_run["placement"]["gpus"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no placement.gpus in {dry_run}"))
+        .iter()
+        .map(|gpu| gpu["index"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_count_lands_on_the_least_used_free_gpus_pinned_by_uuid() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let _turn = turn();
+    // GPU 0: free but busy (a process outside any container, 40 GiB); 1 held by UUID;
+    // 2 and 3 by index.
+    let machine = Machine::new("gpu.0.memory_used=42949672960\ngpu.0.processes=4242:42949672960\n");
+    let image = docker::test_image();
+    let folder = project(
+        &image,
+        &[
+            ("two", "gpus = 2\n"),
+            ("first", "gpus = { count = 2 }\nplacement = \"first\"\n"),
+        ],
+    );
+    let holders = Holders::create(&[&format!("device={}", machine.uuids[1]), "\"device=2,3\""]);
+    let (two, first, three, given, doctor) = quietly(
+        "",
+        &|name| holders.names.iter().any(|own| own == name),
+        || {
+            let run = |arguments: &[&str]| envctl(folder.path(), &machine, "", arguments);
+            (
+                run(&["up", "two", "--dry-run", "--json"]),
+                run(&["up", "first", "--dry-run", "--json"]),
+                run(&["up", "two", "--dry-run", "--json", "--gpus", "3"]),
+                run(&["up", "two", "--dry-run", "--json", "--gpus", "device=0"]),
+                run(&["doctor", "--json"]),
+            )
+        },
+    );
+    assert_eq!(two.code, 0, "{two}");
+    let placed = two.json();
+    assert_eq!(chosen(&placed), [4, 5], "{placed:#}");
+    assert_eq!(placed["placement"]["placement"], "free");
+    let request = &placed["body"]["HostConfig"]["DeviceRequests"][0];
+    assert_eq!(
+        request["DeviceIDs"],
+        serde_json::json!([machine.uuids[4], machine.uuids[5]]),
+        "{placed:#}"
+    );
+    assert_eq!(request["Count"], 0);
+    assert_eq!(
+        placed["body"]["Labels"]["envctl.gpus"],
+        format!("devices={},{}", machine.uuids[4], machine.uuids[5])
+    );
+    // The human dry run says the same, on stderr.
+    let said = envctl(folder.path(), &machine, "", &["up", "two", "--dry-run"]);
+    assert!(
+        said.stderr
+            .contains("placement: GPUs 4 and 5: no container holds them"),
+        "{said}"
+    );
+    assert!(said.stdout.contains(&machine.uuids[4]), "{said}");
+
+    // `placement = "first"`: Docker's own choice, a bare count.
+    assert_eq!(first.code, 0, "{first}");
+    let first = first.json();
+    assert_eq!(first["placement"]["placement"], "first");
+    let request = &first["body"]["HostConfig"]["DeviceRequests"][0];
+    assert_eq!(request["Count"], 2, "{first:#}");
+    assert!(request["DeviceIDs"].is_null(), "{first:#}");
+
+    // `--gpus 3` is placed too; `--gpus device=0` names its GPU, shared or not.
+    assert_eq!(three.code, 0, "{three}");
+    assert_eq!(chosen(&three.json()), [4, 5, 6]);
+    assert_eq!(given.code, 0, "{given}");
+    let given = given.json();
+    assert_eq!(given["placement"]["placement"], "given");
+    assert_eq!(
+        given["body"]["HostConfig"]["DeviceRequests"][0]["DeviceIDs"],
+        serde_json::json!(["0"])
+    );
+
+    // doctor's occupancy: holders by name, GPU 0's process, free flags.
+    let doctor = doctor.json();
+    let gpus = doctor["occupancy"]["gpus"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doctor:#}"));
+    assert_eq!(gpus.len(), 8);
+    let free: Vec<bool> = gpus
+        .iter()
+        .map(|gpu| gpu["free"].as_bool().unwrap())
+        .collect();
+    assert_eq!(free, [true, false, false, false, true, true, true, true]);
+    assert_eq!(gpus[1]["holders"][0]["name"], holders.names[0].as_str());
+    assert_eq!(gpus[2]["holders"][0]["name"], holders.names[1].as_str());
+    assert_eq!(gpus[3]["holders"][0]["state"], "created");
+    assert_eq!(gpus[0]["processes"][0]["pid"], 4242);
+    assert_eq!(gpus[0]["memory_used_bytes"], 42_949_672_960_u64);
+}
+
+#[test]
+fn no_room_is_refused_naming_the_holders_and_unreadable_gpus_are_skipped() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let _turn = turn();
+    // GPU 7's memory cannot be read: never picked, and said.
+    let machine = Machine::new("gpu.7.fail=memory_info:999\n");
+    let image = docker::test_image();
+    let folder = project(&image, &[("two", "gpus = 2\n"), ("one", "gpus = 1\n")]);
+    let holders = Holders::create(&["\"device=0,1,2,3,4,5\""]);
+    let (two, one) = quietly(
+        "",
+        &|name| holders.names.iter().any(|own| own == name),
+        || {
+            (
+                envctl(folder.path(), &machine, "", &["up", "two", "--dry-run"]),
+                envctl(
+                    folder.path(),
+                    &machine,
+                    "",
+                    &["up", "one", "--dry-run", "--json"],
+                ),
+            )
+        },
+    );
+    assert_eq!(two.code, 1, "{two}");
+    assert!(
+        two.stderr
+            .contains("error: no room on this host's GPUs: 2 GPUs asked for, 1 free"),
+        "{two}"
+    );
+    assert!(
+        two.stderr
+            .contains(&format!("held: GPU 0: {} (created)", holders.names[0])),
+        "{two}"
+    );
+    assert!(
+        two.stderr
+            .contains("skipped: GPU 7: NVML could not read its memory"),
+        "{two}"
+    );
+    assert!(
+        two.stderr
+            .contains("hint: `envctl doctor` shows who holds each GPU"),
+        "{two}"
+    );
+    assert!(two.stdout.is_empty(), "{two}");
+    assert_eq!(one.code, 0, "{one}");
+    let one = one.json();
+    assert_eq!(chosen(&one), [6]);
+    assert_eq!(
+        one["placement"]["skipped"][0]
+            .as_str()
+            .is_some_and(|line| line.starts_with("GPU 7: NVML could not read its memory")),
+        true,
+        "{one:#}"
+    );
+}
+
+/// A CDI spec naming each GPU of `machine` by UUID (each adds `ENVCTL_TEST_GPU=<uuid>`), so
+/// Podman 5.4 starts containers placed on them. Removed on drop.
+struct CdiSpec(PathBuf);
+
+impl CdiSpec {
+    fn write(machine: &Machine) -> Option<CdiSpec> {
+        let folder = std::env::var_os(CDI_DIR_ENV)?;
+        let devices: Vec<Value> = machine
+            .uuids
+            .iter()
+            .map(|uuid| {
+                serde_json::json!({
+                    "name": uuid,
+                    "containerEdits": {"env": [format!("ENVCTL_TEST_GPU={uuid}")]}
+                })
+            })
+            .collect();
+        let spec = serde_json::json!({
+            "cdiVersion": "0.6.0",
+            "kind": "nvidia.com/gpu",
+            "devices": devices
+        });
+        std::fs::create_dir_all(&folder).unwrap();
+        let path =
+            Path::new(&folder).join(format!("envctl-test-placement-{}.json", std::process::id()));
+        std::fs::write(&path, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+        Some(CdiSpec(path))
+    }
+}
+
+impl Drop for CdiSpec {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn four_concurrent_ups_never_share_a_gpu() {
+    let Some(engines) = engines() else { return };
+    let Some(podman) = engines
+        .into_iter()
+        .find(|engine| engine.family == Family::Podman && engine.version_pair() >= (5, 4))
+    else {
+        assert!(
+            std::env::var_os(docker::REQUIRE_DOCKER_ENV).is_none(),
+            "no Podman 5.4 service in ENVCTL_TEST_PODMAN: the concurrent placement test needs one"
+        );
+        eprintln!("SKIPPED four_concurrent_ups_never_share_a_gpu: no Podman 5.4 service");
+        return;
+    };
+    let _turn = turn();
+    let machine = Machine::new("");
+    let Some(_spec) = CdiSpec::write(&machine) else {
+        panic!(
+            "{CDI_DIR_ENV} is not set: Podman 5.4's CDI spec folder is needed (.ci/podman.sh exports it)"
+        );
+    };
+    let image = podman.test_image();
+    let names: Vec<String> = (0..4).map(|_| unique_name("place")).collect();
+    let profiles: Vec<(&str, &str)> = names
+        .iter()
+        .map(|name| (name.as_str(), "gpus = 2\n"))
+        .collect();
+    let folder = project(&image, &profiles);
+    let _guards: Vec<_> = names
+        .iter()
+        .map(|name| podman.container_guard(format!("envctl-{name}")))
+        .collect();
+    let containers: Vec<String> = names.iter().map(|name| format!("envctl-{name}")).collect();
+    let mine = |name: &str| containers.iter().any(|own| own == name);
+    // --force: doctor's checks (no NVIDIA driver here) would refuse before placement.
+    let runs: Vec<Run> = quietly(&podman.host, &mine, || {
+        for container in &containers {
+            podman.docker(["rm", "-f", container.as_str()]);
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = names
+                .iter()
+                .map(|name| {
+                    let folder = folder.path();
+                    let machine = &machine;
+                    let host = podman.host.as_str();
+                    scope.spawn(move || {
+                        envctl(folder, machine, host, &["up", name, "--force", "--json"])
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap())
+                .collect()
+        })
+    });
+    let mut taken: Vec<String> = Vec::new();
+    for (name, run) in names.iter().zip(&runs) {
+        assert_eq!(run.code, 0, "[{}] up {name}:\n{run}", podman.name);
+        let report = run.json();
+        assert_eq!(report["placement"]["placement"], "free", "{report:#}");
+        let inspected = podman.inspect("container", &format!("envctl-{name}"));
+        let label = inspected["Config"]["Labels"]["envctl.gpus"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no envctl.gpus label: {inspected:#}"))
+            .to_string();
+        let uuids: Vec<String> = label
+            .trim_start_matches("devices=")
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        assert_eq!(uuids.len(), 2, "{label}");
+        // The engine really gave them: the CDI edits of exactly those GPUs.
+        let env = inspected["Config"]["Env"].to_string();
+        for uuid in &uuids {
+            assert!(env.contains(&format!("ENVCTL_TEST_GPU={uuid}")), "{env}");
+        }
+        taken.extend(uuids);
+    }
+    let mut distinct = taken.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 8, "GPUs shared between the four: {taken:?}");
+
+    // `ps` shows each container's GPUs by index.
+    let ps = envctl(folder.path(), &machine, &podman.host, &["ps", "--json"]);
+    assert_eq!(ps.code, 0, "{ps}");
+    let ps = ps.json();
+    for row in ps["containers"].as_array().unwrap() {
+        if names
+            .iter()
+            .any(|name| row["name"] == format!("envctl-{name}").as_str())
+        {
+            let shown = row["gpus"].as_str().unwrap();
+            assert!(
+                shown
+                    .split(',')
+                    .all(|index| index.parse::<u32>().is_ok_and(|index| index < 8)),
+                "{row:#}"
+            );
+            assert!(row["gpu_ids"].as_str().unwrap().contains("GPU-"), "{row:#}");
+        }
+    }
+
+    // A fifth finds no room, and makes nothing.
+    let fifth = unique_name("place");
+    let fifth_folder = project(&image, &[(&fifth, "gpus = 1\n")]);
+    let _fifth_guard = podman.container_guard(format!("envctl-{fifth}"));
+    let refused = envctl(
+        fifth_folder.path(),
+        &machine,
+        &podman.host,
+        &["up", &fifth, "--force"],
+    );
+    assert_eq!(refused.code, 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("no room on this host's GPUs: 1 GPU asked for, 0 free"),
+        "{refused}"
+    );
+    assert!(
+        !podman.container_exists(&format!("envctl-{fifth}")),
+        "{refused}"
+    );
+}
