@@ -229,8 +229,9 @@ fn draw_panel<Backend: DrawingBackend>(
                     )),
             )
             .map_err(drawing)?;
+        // The words first: a long name is cut at the legend's width, they are not.
         legend.push((
-            format!("{} {} at {:.0} s", mark.line, mark.label, mark.at),
+            format!("{} at {:.0} s: {}", mark.label, mark.at, mark.line),
             Swatch::Cross,
         ));
     }
@@ -249,11 +250,7 @@ fn draw_panel<Backend: DrawingBackend>(
                 area.draw(&DashedPathElement::new(ends, 5, 3, colour.stroke_width(1)))
             }
             Swatch::Above => area.draw(&Text::new("↑", (left + 6, y - 8), font.clone())),
-            Swatch::Cross => area.draw(&Cross::new(
-                (left + 11, y),
-                5,
-                MARK_COLOUR.stroke_width(2),
-            )),
+            Swatch::Cross => area.draw(&Cross::new((left + 11, y), 5, MARK_COLOUR.stroke_width(2))),
         }
         .map_err(drawing)?;
         area.draw(&Text::new(fitted(label), (left + 28, y - 7), font.clone()))
@@ -356,8 +353,7 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
             .iter()
             .flat_map(|snapshot| &snapshot.diagnoses)
             .any(|diagnosis| {
-                diagnosis.subject == end.name
-                    && diagnosis.evidence.get("oom_killed") == Some(&1.0)
+                diagnosis.subject == end.name && diagnosis.evidence.get("oom_killed") == Some(&1.0)
             });
         if recorded {
             continue;
@@ -581,12 +577,13 @@ mod tests {
     fn an_oom_kill_is_marked_on_the_chart_in_the_summary_and_the_diagnoses() {
         let text = svg(&killed()).unwrap();
         assert_eq!(
-            text.matches("fill=\"#B22222\">\nOOM killed\n</text>").count(),
+            text.matches("fill=\"#B22222\">\nOOM killed\n</text>")
+                .count(),
             1,
             "the words beside the mark, in its colour: {text}"
         );
         assert!(
-            text.contains("train&lt;1&gt; OOM killed at 5 s"),
+            text.contains("OOM killed at 5 s: train&lt;1&gt;"),
             "the legend names it: {text}"
         );
         assert!(
@@ -610,7 +607,10 @@ mod tests {
         exited[5].ended[0].exit_code = Some(0);
         assert!(!svg(&exited).unwrap().contains("OOM killed"));
         let page = html(&exited, "run.csv").unwrap();
-        assert!(page.contains("<td>exited with code 0 at 5 s</td></tr>"), "{page}");
+        assert!(
+            page.contains("<td>exited with code 0 at 5 s</td></tr>"),
+            "{page}"
+        );
         assert!(page.contains("none recorded"), "{page}");
     }
 
