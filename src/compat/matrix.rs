@@ -868,6 +868,28 @@ mod tests {
         }
     }
 
+    /// Every release with a build row has its release row (variants, PyPI default), and
+    /// the release row lists each of its builds: 2.15 once had only its build.
+    #[test]
+    fn every_torch_release_with_builds_has_a_release_row() {
+        let matrix = Matrix::bundled();
+        for release in matrix.torch_releases_with_builds() {
+            assert!(
+                matrix.torch_release(release).is_some(),
+                "torch {release} has builds but no [[torch_release]] row"
+            );
+        }
+        let latest = matrix.torch_release("2.15".parse().unwrap()).unwrap();
+        assert_eq!(
+            latest
+                .pypi_default_variant
+                .as_ref()
+                .map(|variant| variant.as_str()),
+            Some("cu132"),
+            "the measured PyPI wheel is 2.15.0+cu132"
+        );
+    }
+
     /// The GA floors of compat-facts §1a the verdicts rest on.
     #[test]
     fn release_floors_are_the_ga_rows() {

@@ -15,7 +15,8 @@ use plotters::prelude::*;
 use thiserror::Error;
 
 use super::chart_model::{self, PanelModel};
-use super::snapshot::Snapshot;
+use super::diagnosis::{self, Diagnosis};
+use super::snapshot::{EndedContainer, Snapshot};
 use crate::units::binary_spaced as bytes;
 
 /// The drawing's size in pixels.
@@ -37,6 +38,8 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(240, 228, 66),
     RGBColor(90, 90, 90),
 ];
+/// The colour of a mark (the OOM killer's): none of the lines' colours.
+const MARK_COLOUR: RGBColor = RGBColor(178, 34, 34);
 
 #[derive(Debug, Error)]
 #[error("cannot draw the report: {message}")]
@@ -100,6 +103,8 @@ enum Swatch {
     Dashed(RGBColor),
     /// A ceiling above the axis: no line to show.
     Above,
+    /// A mark on a line (the OOM killer's cross).
+    Cross,
 }
 
 fn draw_panel<Backend: DrawingBackend>(
@@ -194,6 +199,42 @@ fn draw_panel<Backend: DrawingBackend>(
                 .map_err(drawing)?;
         }
     }
+    for mark in &panel.marks {
+        // A dashed rule across the panel at the moment, a cross where the line ended,
+        // and the words beside it, on the side with room for them.
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(mark.at, panel.y.start), (mark.at, panel.y.end)],
+                4,
+                4,
+                MARK_COLOUR.stroke_width(1),
+            ))
+            .map_err(drawing)?;
+        let (plot_x, _) = chart.plotting_area().get_pixel_range();
+        let (mark_x, _) = chart.backend_coord(&(mark.at, mark.value));
+        let words_x = if mark_x > (plot_x.start + plot_x.end) / 2 {
+            -86
+        } else {
+            10
+        };
+        chart
+            .plotting_area()
+            .draw(
+                &(EmptyElement::at((mark.at, mark.value))
+                    + Cross::new((0, 0), 6, MARK_COLOUR.stroke_width(2))
+                    + Text::new(
+                        mark.label,
+                        (words_x, -20),
+                        ("sans-serif", 13).into_font().color(&MARK_COLOUR),
+                    )),
+            )
+            .map_err(drawing)?;
+        // The words first: a long name is cut at the legend's width, they are not.
+        legend.push((
+            format!("{} at {:.0} s: {}", mark.label, mark.at, mark.line),
+            Swatch::Cross,
+        ));
+    }
     // The legend sits right of the plot, in the margin kept for it, never over a line;
     // drawn on the panel's area, since the plot clips what lies outside it.
     let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
@@ -209,6 +250,7 @@ fn draw_panel<Backend: DrawingBackend>(
                 area.draw(&DashedPathElement::new(ends, 5, 3, colour.stroke_width(1)))
             }
             Swatch::Above => area.draw(&Text::new("↑", (left + 6, y - 8), font.clone())),
+            Swatch::Cross => area.draw(&Cross::new((left + 11, y), 5, MARK_COLOUR.stroke_width(2))),
         }
         .map_err(drawing)?;
         area.draw(&Text::new(fitted(label), (left + 28, y - 7), font.clone()))
@@ -266,11 +308,13 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
         count = snapshots.len(),
     );
     page.push_str(&drawing);
-    page.push_str("\n<h2>Summary</h2>\n<table>\n<tr><th>subject</th><th>CPU % mean</th><th>CPU % max</th><th>memory max</th><th>GPU memory max</th><th>GPU util % mean</th><th>GPU util % max</th><th>temperature max</th></tr>\n");
-    for row in summary(snapshots) {
+    page.push_str("\n<h2>Summary</h2>\n<table>\n<tr><th>subject</th><th>CPU % mean</th><th>CPU % max</th><th>memory max</th><th>GPU memory max</th><th>GPU util % mean</th><th>GPU util % max</th><th>temperature max</th><th>ended</th></tr>\n");
+    let ends = EndedContainer::all_in(snapshots);
+    let start = snapshots.first().map_or(0.0, |first| first.time);
+    for row in summary(snapshots, &ends, start) {
         let _ = writeln!(
             page,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&row.subject),
             row.cpu_mean
                 .map_or("-".into(), |value| format!("{value:.1}")),
@@ -284,15 +328,40 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
                 .map_or("-".into(), |value| format!("{value:.1}")),
             row.temperature_max
                 .map_or("-".into(), |value| format!("{value:.0} °C")),
+            if row.ended.is_empty() {
+                "-".into()
+            } else {
+                escape(&row.ended.join("; "))
+            },
         );
     }
     page.push_str("</table>\n<h2>Diagnoses</h2>\n");
     let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
+    let shown = |diagnosis: &Diagnosis| format!("{} — hint: {}", diagnosis.message, diagnosis.hint);
     for snapshot in snapshots {
         for diagnosis in &snapshot.diagnoses {
             seen.insert(
                 (diagnosis.id.clone(), diagnosis.subject.clone()),
-                format!("{} — hint: {}", diagnosis.message, diagnosis.hint),
+                shown(diagnosis),
+            );
+        }
+    }
+    // A CSV recording keeps no diagnoses, and a JSON-lines one may have been cut before
+    // the sample that named the OOM killer: the rule is applied to the recording then.
+    for end in &ends {
+        let recorded = snapshots
+            .iter()
+            .flat_map(|snapshot| &snapshot.diagnoses)
+            .any(|diagnosis| {
+                diagnosis.subject == end.name && diagnosis.evidence.get("oom_killed") == Some(&1.0)
+            });
+        if recorded {
+            continue;
+        }
+        if let Some(diagnosis) = diagnosis::out_of_memory_in(snapshots, end) {
+            seen.insert(
+                (diagnosis.id.clone(), diagnosis.subject.clone()),
+                shown(&diagnosis),
             );
         }
     }
@@ -325,13 +394,15 @@ struct SummaryRow {
     utilization_mean: Option<f64>,
     utilization_max: Option<f64>,
     temperature_max: Option<f64>,
+    /// How the container ended, and when: `killed by the OOM killer (exit 137) at 12 s`.
+    ended: Vec<String>,
 }
 
 /// Three columns of values collected for one subject (CPU, memory, GPU memory for a
 /// container; utilisation, memory, temperature for a GPU).
 type Columns = (Vec<f64>, Vec<f64>, Vec<f64>);
 
-fn summary(snapshots: &[Snapshot]) -> Vec<SummaryRow> {
+fn summary(snapshots: &[Snapshot], ends: &[EndedContainer], start: f64) -> Vec<SummaryRow> {
     let mut containers: BTreeMap<String, Columns> = BTreeMap::new();
     let mut gpus: BTreeMap<u32, Columns> = BTreeMap::new();
     for snapshot in snapshots {
@@ -369,6 +440,18 @@ fn summary(snapshots: &[Snapshot]) -> Vec<SummaryRow> {
             ..SummaryRow::default()
         })
         .collect();
+    for end in ends {
+        let words = format!("{} at {:.0} s", end.sentence(), end.time - start);
+        match rows.iter_mut().find(|row| row.subject == end.name) {
+            Some(row) => row.ended.push(words),
+            // A container that ended before any reading of it is still named.
+            None => rows.push(SummaryRow {
+                subject: end.name.clone(),
+                ended: vec![words],
+                ..SummaryRow::default()
+            }),
+        }
+    }
     rows.extend(
         gpus.into_iter()
             .map(|(index, (utilization, memory, temperature))| SummaryRow {
@@ -464,6 +547,71 @@ mod tests {
             "CPU mean and max"
         );
         assert!(page.contains("none recorded"));
+    }
+
+    /// `recording()` whose container grows and is ended by the OOM killer, seen at 5 s.
+    fn killed() -> Vec<Snapshot> {
+        let mut snapshots = recording();
+        for (step, snapshot) in snapshots.iter_mut().enumerate() {
+            snapshot.containers[0].id = "abc".into();
+            snapshot.containers[0].memory_bytes = Some((step as u64 + 1) << 30);
+            snapshot.containers[0].memory_limit_bytes = Some(6 << 30);
+        }
+        snapshots.push(Snapshot {
+            time: 105.0,
+            ended: vec![EndedContainer {
+                id: "abc".into(),
+                name: "train<1>".into(),
+                profile: None,
+                time: 105.0,
+                status: "exited".into(),
+                exit_code: Some(137),
+                oom_killed: Some(true),
+            }],
+            ..Snapshot::default()
+        });
+        snapshots
+    }
+
+    #[test]
+    fn an_oom_kill_is_marked_on_the_chart_in_the_summary_and_the_diagnoses() {
+        let text = svg(&killed()).unwrap();
+        assert_eq!(
+            text.matches("fill=\"#B22222\">\nOOM killed\n</text>")
+                .count(),
+            1,
+            "the words beside the mark, in its colour: {text}"
+        );
+        assert!(
+            text.contains("OOM killed at 5 s: train&lt;1&gt;"),
+            "the legend names it: {text}"
+        );
+        assert!(
+            text.contains(r##"<line opacity="1" stroke="#B22222" stroke-width="2""##),
+            "its cross"
+        );
+        let page = html(&killed(), "run.csv").unwrap();
+        assert!(
+            page.contains("<td>killed by the OOM killer (exit 137) at 5 s</td></tr>"),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "<li><b>host-memory-growing</b> train&lt;1&gt;: killed by the OOM killer (exit 137) at its 6.0 GiB limit; its memory was 5.0 GiB at the last sample"
+            ),
+            "the rule applied to a recording without diagnoses: {page}"
+        );
+        // Without the OOM killer: the end is named, no mark, no diagnosis.
+        let mut exited = killed();
+        exited[5].ended[0].oom_killed = Some(false);
+        exited[5].ended[0].exit_code = Some(0);
+        assert!(!svg(&exited).unwrap().contains("OOM killed"));
+        let page = html(&exited, "run.csv").unwrap();
+        assert!(
+            page.contains("<td>exited with code 0 at 5 s</td></tr>"),
+            "{page}"
+        );
+        assert!(page.contains("none recorded"), "{page}");
     }
 
     /// Runs `draw` on its own thread and fails the test if it has not returned within

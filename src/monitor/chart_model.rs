@@ -13,18 +13,23 @@
 //! - bytes are shown in the largest binary unit the axis reaches (B, KiB, MiB, GiB, …);
 //! - a gap is a step between two samples of a line longer than [`GAP_FACTOR`] times the
 //!   recording's median sample interval: the line breaks there (two recordings appended
-//!   to one file 200 s apart are not joined by a straight line).
+//!   to one file 200 s apart are not joined by a straight line);
+//! - a container the OOM killer ended is marked on its memory line, [`OOM_LABEL`], at the
+//!   sample it was seen stopped and at the memory of its last reading: its curve runs up
+//!   to the mark.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::chart::ChartError;
-use super::snapshot::Snapshot;
+use super::snapshot::{EndedContainer, Snapshot};
 
 /// A step longer than this many median intervals breaks a line.
 pub const GAP_FACTOR: f64 = 3.0;
 /// A ceiling at most this many times the highest value is drawn inside the axis.
 pub const CEILING_IN_VIEW_FACTOR: f64 = 4.0;
+/// The words beside the mark of a container the OOM killer ended.
+pub const OOM_LABEL: &str = "OOM killed";
 
 /// Points of one unbroken stretch of a line: (seconds since the first sample, value).
 pub type Segment = Vec<(f64, f64)>;
@@ -52,6 +57,21 @@ pub struct PanelModel {
     pub unit: String,
     pub y: Range<f64>,
     pub lines: Vec<LineModel>,
+    /// Moments marked on a line: the OOM killer's, on the memory panel.
+    pub marks: Vec<Mark>,
+}
+
+/// A moment marked on one line: where it ended, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// The line's name (the container's).
+    pub line: String,
+    /// Seconds since the first sample.
+    pub at: f64,
+    /// Where on the value axis, in the panel's unit: the line's last reading before it.
+    pub value: f64,
+    /// [`OOM_LABEL`].
+    pub label: &'static str,
 }
 
 impl PanelModel {
@@ -110,6 +130,8 @@ struct Raw {
     /// A ceiling's highest value (base units) as the legend names it.
     ceiling_shown: fn(f64) -> String,
     lines: BTreeMap<String, (Segment, Segment)>,
+    /// Marks in base units (`value` not yet divided by the panel's unit).
+    marks: Vec<Mark>,
 }
 
 impl Raw {
@@ -123,6 +145,33 @@ impl Raw {
                 crate::units::binary_limit(value as u64)
             },
             lines: BTreeMap::new(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// Marks each end of `ends` the OOM killer made on its line, at the line's last
+    /// reading up to it; an end before the line's first reading, or of a line this panel
+    /// lacks, is not marked here (the report's summary still names it).
+    fn mark_oom_kills(&mut self, ends: &[EndedContainer], start: f64) {
+        for end in ends.iter().filter(|end| end.out_of_memory()) {
+            let at = end.time - start;
+            let Some((points, _)) = self.lines.get(&end.name) else {
+                continue;
+            };
+            let last = points
+                .iter()
+                .filter(|(time, _)| *time <= at)
+                .max_by(|left, right| left.0.total_cmp(&right.0));
+            if let Some((_, value)) = last
+                && at.is_finite()
+            {
+                self.marks.push(Mark {
+                    line: end.name.clone(),
+                    at,
+                    value: *value,
+                    label: OOM_LABEL,
+                });
+            }
         }
     }
 
@@ -172,6 +221,7 @@ pub fn model(snapshots: &[Snapshot]) -> Result<ChartModel, ChartError> {
         }
     }
     let mut panels = Vec::new();
+    memory.mark_oom_kills(&EndedContainer::all_in(snapshots), start);
     for raw in [cpu, memory, utilization, gpu_memory, temperature] {
         // A ceiling alone (a limit, but no reading) is no data.
         if raw.lines.values().all(|(points, _)| points.is_empty()) {
@@ -273,11 +323,20 @@ fn panel(raw: Raw, gap_seconds: Option<f64>) -> Result<PanelModel, ChartError> {
             }
         })
         .collect();
+    let marks = raw
+        .marks
+        .iter()
+        .map(|mark| Mark {
+            value: mark.value / divisor,
+            ..mark.clone()
+        })
+        .collect();
     Ok(PanelModel {
         title: raw.title,
         unit,
         y,
         lines,
+        marks,
     })
 }
 
@@ -555,5 +614,66 @@ mod tests {
             binary_unit(3.0 * 1024.0 * MIB as f64),
             (1024.0 * MIB as f64, "GiB".into())
         );
+    }
+
+    fn end(time: f64, oom_killed: Option<bool>) -> EndedContainer {
+        EndedContainer {
+            id: "abc".into(),
+            name: "train".into(),
+            profile: None,
+            time,
+            status: "exited".into(),
+            exit_code: Some(137),
+            oom_killed,
+        }
+    }
+
+    #[test]
+    fn an_oom_kill_is_marked_once_on_the_memory_line_at_its_last_reading() {
+        // Memory grows 8 MiB a second to 56 MiB; seen stopped at 8 s, where the
+        // container has no row; the later samples (a JSON-lines run) repeat the end.
+        let mut snapshots: Vec<Snapshot> = (0..8)
+            .map(|step| container_at(f64::from(step), (8 * step) as u64 * MIB, 64 * MIB))
+            .collect();
+        for time in [8.0, 9.0, 10.0] {
+            snapshots.push(Snapshot {
+                time,
+                ended: vec![end(8.0, Some(true))],
+                ..Snapshot::default()
+            });
+        }
+        let model = model(&snapshots).unwrap();
+        let memory = &model.panels[1];
+        assert_eq!(
+            memory.marks,
+            vec![Mark {
+                line: "train".into(),
+                at: 8.0,
+                value: 56.0,
+                label: OOM_LABEL,
+            }]
+        );
+        assert_eq!(OOM_LABEL, "OOM killed");
+        assert_eq!(
+            memory.lines[0].segments[0].last(),
+            Some(&(7.0, 56.0)),
+            "the curve runs up to it"
+        );
+        assert!(model.panels[0].marks.is_empty(), "memory only, not CPU");
+
+        // Another end, or one the daemon said nothing about, is no OOM mark.
+        for oom_killed in [Some(false), None] {
+            for snapshot in &mut snapshots {
+                for ended in &mut snapshot.ended {
+                    ended.oom_killed = oom_killed;
+                }
+            }
+            assert!(super::model(&snapshots).unwrap().panels[1].marks.is_empty());
+        }
+        // An end before the line's first reading has no curve to mark.
+        for snapshot in &mut snapshots {
+            snapshot.ended = vec![end(-5.0, Some(true))];
+        }
+        assert!(super::model(&snapshots).unwrap().panels[1].marks.is_empty());
     }
 }

@@ -172,6 +172,20 @@ pub fn diagnose(window: &[Snapshot]) -> Vec<Diagnosis> {
     diagnoses
 }
 
+/// The OOM killer's diagnosis of `ended` over a whole recording (`stats report`): the
+/// rule the live view applies, over its container's samples in the [`WINDOW_SECONDS`] up
+/// to the end; none when the OOM killer did not end it or no sample of it falls there.
+pub fn out_of_memory_in(snapshots: &[Snapshot], ended: &EndedContainer) -> Option<Diagnosis> {
+    if !ended.out_of_memory() {
+        return None;
+    }
+    let series: Vec<Moment<'_>> = container_series(snapshots, &ended.id)
+        .into_iter()
+        .filter(|moment| moment.time <= ended.time && moment.time >= ended.time - WINDOW_SECONDS)
+        .collect();
+    (!series.is_empty()).then(|| out_of_memory(ended, &series))
+}
+
 /// One container's rows with the GPU rows of the same moments.
 struct Moment<'a> {
     time: f64,

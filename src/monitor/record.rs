@@ -9,8 +9,15 @@
 //! reading one back skips, and names, lines holding an infinite or NaN number.
 //!
 //! CSV is long-form: one row per container and per GPU per moment, `kind` telling which,
-//! the other kind's columns left empty, so spreadsheets and pandas read it as is. Rows are
-//! written and read by the `csv` crate through one row struct whose fields are the columns.
+//! the other kind's columns left empty, so spreadsheets and pandas read it as is. A
+//! followed container that stopped gets one `ended` row, at the sample it was first seen
+//! stopped, with `status`, `exit_code` and `oom_killed` (the OOM killer's mark); JSON
+//! lines carry the same as each snapshot's `ended`. Rows are written and read by the `csv`
+//! crate through one row struct whose fields are the columns.
+//!
+//! A file begun before the `ended` columns existed ([`CSV_COLUMNS_BEFORE_ENDED`]) is read
+//! as before and appended to in its own layout, without `ended` rows, so it stays one
+//! table.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
@@ -19,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::snapshot::{ContainerRow, GpuRow, Snapshot};
+use super::snapshot::{ContainerRow, EndedContainer, GpuRow, Snapshot};
 
 /// The CSV header, in column order.
 pub const CSV_COLUMNS: &[&str] = &[
@@ -48,7 +55,39 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sm_clock_mhz",
     "memory_clock_mhz",
     "throttle_reasons",
+    "status",
+    "exit_code",
+    "oom_killed",
 ];
+
+/// How many of [`CSV_COLUMNS`] a recording had before the `ended` rows: the header of a
+/// file an earlier envctl began.
+pub const CSV_COLUMNS_BEFORE_ENDED: usize = 25;
+
+/// The columns of a CSV recording, as its header names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CsvLayout {
+    /// [`CSV_COLUMNS`].
+    Current,
+    /// The first [`CSV_COLUMNS_BEFORE_ENDED`] of them: no `ended` rows.
+    BeforeEnded,
+}
+
+impl CsvLayout {
+    fn columns(self) -> &'static [&'static str] {
+        match self {
+            CsvLayout::Current => CSV_COLUMNS,
+            CsvLayout::BeforeEnded => &CSV_COLUMNS[..CSV_COLUMNS_BEFORE_ENDED],
+        }
+    }
+
+    /// The layout a header line names; none for any other line.
+    fn of_header(header: &str) -> Option<CsvLayout> {
+        [CsvLayout::Current, CsvLayout::BeforeEnded]
+            .into_iter()
+            .find(|layout| header == layout.columns().join(","))
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordFormat {
@@ -148,6 +187,8 @@ pub struct Recorder {
     file: File,
     path: PathBuf,
     format: RecordFormat,
+    /// The columns of the file's header (CSV only).
+    layout: CsvLayout,
 }
 
 impl Recorder {
@@ -167,6 +208,7 @@ impl Recorder {
             file,
             path: path.to_path_buf(),
             format,
+            layout: CsvLayout::Current,
         };
         if length == 0 {
             if format == RecordFormat::Csv {
@@ -183,12 +225,12 @@ impl Recorder {
                 let read = recorder.file.read(&mut start).map_err(open_error)?;
                 let text = String::from_utf8_lossy(&start[..read]);
                 let header = text.lines().next().unwrap_or_default();
-                if header != CSV_COLUMNS.join(",") {
-                    return Err(RecordError::Header {
+                // An earlier envctl's file keeps its columns: one table, not two.
+                recorder.layout =
+                    CsvLayout::of_header(header).ok_or_else(|| RecordError::Header {
                         path: path.to_path_buf(),
                         found: header.chars().take(80).collect(),
-                    });
-                }
+                    })?;
             }
             RecordFormat::JsonLines => {
                 let (line, cut) = first_line(&recorder.file, length).map_err(open_error)?;
@@ -216,7 +258,7 @@ impl Recorder {
     /// Appends one snapshot and hands it to the kernel at once.
     pub fn append(&mut self, snapshot: &Snapshot) -> Result<(), RecordError> {
         let text = match self.format {
-            RecordFormat::Csv => csv_lines(snapshot),
+            RecordFormat::Csv => csv_lines(snapshot, self.layout),
             RecordFormat::JsonLines => json_line(snapshot),
         };
         self.write(&text)
@@ -359,6 +401,16 @@ struct CsvRecord {
     memory_clock_mhz: Option<u32>,
     /// `gpu_idle|sw_power_cap`.
     throttle_reasons: String,
+    /// An `ended` row's state word (`exited`, `dead`); absent from a file an earlier
+    /// envctl began, as are the two after it.
+    #[serde(default)]
+    status: String,
+    #[serde(default, with = "cell")]
+    exit_code: Option<i64>,
+    /// `true` when the kernel's OOM killer ended the container, `false` when it did not,
+    /// empty when the daemon did not say.
+    #[serde(default, with = "cell")]
+    oom_killed: Option<bool>,
 }
 
 /// A number's cell: written as Rust prints it (`2`, not the `2.0` csv's own float writer
@@ -436,6 +488,20 @@ impl CsvRecord {
             ..CsvRecord::default()
         }
     }
+
+    fn ended(time: &str, end: &EndedContainer) -> CsvRecord {
+        CsvRecord {
+            time: time.to_string(),
+            kind: "ended".into(),
+            id: one_line(&end.id),
+            name: one_line(&end.name),
+            profile: one_line(end.profile.as_deref().unwrap_or_default()),
+            status: one_line(&end.status),
+            exit_code: end.exit_code,
+            oom_killed: end.oom_killed,
+            ..CsvRecord::default()
+        }
+    }
 }
 
 /// One row as CSV text ended by `\n`, without a header (the recorder writes
@@ -458,17 +524,41 @@ fn csv_row(row: &impl Serialize) -> String {
     }
 }
 
-fn csv_lines(snapshot: &Snapshot) -> String {
+/// The rows of one snapshot: its containers, its GPUs, and an `ended` row for each end
+/// first seen at this sample (a snapshot carries every end of the run so far; the CSV
+/// names each once, at the sample where the container was found stopped).
+fn csv_lines(snapshot: &Snapshot, layout: CsvLayout) -> String {
     let time = snapshot.time.to_string();
     let containers = snapshot
         .containers
         .iter()
-        .map(|container| csv_row(&CsvRecord::container(&time, container)));
-    let gpus = snapshot
-        .gpus
-        .iter()
-        .map(|gpu| csv_row(&CsvRecord::gpu(&time, gpu)));
-    containers.chain(gpus).collect()
+        .map(|container| CsvRecord::container(&time, container));
+    let gpus = snapshot.gpus.iter().map(|gpu| CsvRecord::gpu(&time, gpu));
+    let rows = containers.chain(gpus).map(|row| csv_row(&row));
+    match layout {
+        CsvLayout::Current => {
+            let ended = snapshot
+                .ended
+                .iter()
+                .filter(|end| end.time == snapshot.time)
+                .map(|end| csv_row(&CsvRecord::ended(&time, end)));
+            rows.chain(ended).collect()
+        }
+        // The older file has no room for an end; its container and GPU rows are the same
+        // cells less the three empty ones that end them.
+        CsvLayout::BeforeEnded => rows.map(|row| before_ended(&row)).collect(),
+    }
+}
+
+/// A container's or GPU's row (`…,,,\n`: no `status`, `exit_code`, `oom_killed`) in the
+/// layout of [`CSV_COLUMNS_BEFORE_ENDED`] columns.
+fn before_ended(row: &str) -> String {
+    let empty_tail = ",".repeat(CSV_COLUMNS.len() - CSV_COLUMNS_BEFORE_ENDED) + "\n";
+    match row.strip_suffix(&empty_tail) {
+        Some(kept) => format!("{kept}\n"),
+        // Only an error's line, which the reader skips anyway, ends otherwise.
+        None => row.to_string(),
+    }
 }
 
 /// A recording read back, and the lines that could not be read.
@@ -649,6 +739,7 @@ fn snapshot_non_finite(snapshot: &Snapshot) -> Option<String> {
 enum CsvRow {
     Container(ContainerRow),
     Gpu(GpuRow),
+    Ended(EndedContainer),
 }
 
 /// The cells of one line of a recording. Lines are read one at a time, not the file as
@@ -670,13 +761,12 @@ fn line_record(line: &str) -> Result<csv::StringRecord, csv::Error> {
 fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
     let mut lines = text.lines().enumerate();
     let header = lines.next().map(|(_, line)| line).unwrap_or_default();
-    if header != CSV_COLUMNS.join(",") {
-        return Err(RecordError::Header {
-            path: path.to_path_buf(),
-            found: header.chars().take(80).collect(),
-        });
-    }
-    let columns = csv::StringRecord::from(CSV_COLUMNS);
+    let layout = CsvLayout::of_header(header).ok_or_else(|| RecordError::Header {
+        path: path.to_path_buf(),
+        found: header.chars().take(80).collect(),
+    })?;
+    let names = layout.columns();
+    let columns = csv::StringRecord::from(names);
     let mut recording = Recording::default();
     for (number, line) in lines {
         if line.trim().is_empty() {
@@ -689,13 +779,13 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
                 continue;
             }
         };
-        if record.len() != CSV_COLUMNS.len() {
+        if record.len() != names.len() {
             recording.skipped.push((
                 number + 1,
                 format!(
                     "{} cells where the header has {}",
                     record.len(),
-                    CSV_COLUMNS.len()
+                    names.len()
                 ),
             ));
             continue;
@@ -760,6 +850,15 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
                     .collect(),
                 ..GpuRow::default()
             }),
+            "ended" => CsvRow::Ended(EndedContainer {
+                id: cells.id,
+                name: cells.name,
+                profile: Some(cells.profile).filter(|profile| !profile.is_empty()),
+                time,
+                status: cells.status,
+                exit_code: cells.exit_code,
+                oom_killed: cells.oom_killed,
+            }),
             other => {
                 recording
                     .skipped
@@ -771,6 +870,7 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
         let non_finite = first_non_finite([("time", Some(time))]).or_else(|| match &row {
             CsvRow::Container(container) => container_non_finite(container),
             CsvRow::Gpu(gpu) => gpu_non_finite(gpu),
+            CsvRow::Ended(_) => None,
         });
         if let Some(why) = non_finite {
             recording.skipped.push((number + 1, why));
@@ -792,6 +892,7 @@ fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
         match row {
             CsvRow::Container(container) => snapshot.containers.push(container),
             CsvRow::Gpu(gpu) => snapshot.gpus.push(gpu),
+            CsvRow::Ended(end) => snapshot.ended.push(end),
         }
     }
     Ok(recording)
@@ -854,14 +955,14 @@ mod tests {
         let mut odd = snapshot(2.0);
         odd.containers[0].name = "a\nb\"c".into();
         odd.containers[0].cpu_percent = Some(1.0);
-        let line = csv_lines(&odd);
+        let line = csv_lines(&odd, CsvLayout::Current);
         assert!(
             line.starts_with("2,container,abc,\"a b\"\"c\",pytorch,,1,1073741824,,"),
             "{line}"
         );
         assert!(
             line.ends_with(
-                ",GPU-1,NVIDIA H100 80GB HBM3,,1,,,,,,,,,,37,,,,41,,,,,gpu_idle|sw_power_cap\n"
+                ",GPU-1,NVIDIA H100 80GB HBM3,,1,,,,,,,,,,37,,,,41,,,,,gpu_idle|sw_power_cap,,,\n"
             ),
             "{line}"
         );
@@ -869,12 +970,12 @@ mod tests {
 
     #[test]
     fn a_line_cut_inside_quotes_keeps_the_rows_after_it() {
-        let whole = csv_lines(&snapshot(1.0));
+        let whole = csv_lines(&snapshot(1.0), CsvLayout::Current);
         let cut = &whole[..whole.find("\"quoted").unwrap()];
         let text = format!(
             "{}\n{whole}{cut}\n{}",
             CSV_COLUMNS.join(","),
-            csv_lines(&snapshot(2.0))
+            csv_lines(&snapshot(2.0), CsvLayout::Current)
         );
         let recording = parse_csv(Path::new("x.csv"), &text).unwrap();
         assert_eq!(recording.snapshots.len(), 2, "{:?}", recording.skipped);
@@ -905,8 +1006,8 @@ mod tests {
         let text = format!(
             "{}\n{}{}",
             CSV_COLUMNS.join(","),
-            csv_lines(&snapshot(1.5)),
-            csv_lines(&snapshot(2.5))
+            csv_lines(&snapshot(1.5), CsvLayout::Current),
+            csv_lines(&snapshot(2.5), CsvLayout::Current)
         );
         let recording = parse_csv(Path::new("x.csv"), &text).unwrap();
         assert!(recording.skipped.is_empty(), "{:?}", recording.skipped);
@@ -959,7 +1060,7 @@ mod tests {
 
     #[test]
     fn lines_with_a_non_finite_number_are_skipped_and_named() {
-        let good = csv_lines(&snapshot(1.0));
+        let good = csv_lines(&snapshot(1.0), CsvLayout::Current);
         let mut text = format!("{}\n{good}", CSV_COLUMNS.join(","));
         // Line 4: a container at CPU inf; 5: a GPU at NaN °C; 6 and 7: times out of range.
         for (column, value) in [(6, "inf"), (19, "NaN")] {
@@ -1017,7 +1118,7 @@ mod tests {
 
     #[test]
     fn a_gpu_row_without_an_index_is_skipped_not_taken_for_gpu_0() {
-        let good = csv_lines(&snapshot(1.0));
+        let good = csv_lines(&snapshot(1.0), CsvLayout::Current);
         let gpu_line = good
             .lines()
             .find(|line| line.split(',').nth(1) == Some("gpu"))
@@ -1126,5 +1227,117 @@ mod tests {
             Recorder::open(&long),
             Err(RecordError::NotJsonLines { .. })
         ));
+    }
+
+    fn oom_end(time: f64) -> EndedContainer {
+        EndedContainer {
+            id: "abc".into(),
+            name: "train, \"quoted\"".into(),
+            profile: Some("pytorch".into()),
+            time,
+            status: "exited".into(),
+            exit_code: Some(137),
+            oom_killed: Some(true),
+        }
+    }
+
+    #[test]
+    fn an_end_is_one_ended_row_at_the_sample_it_was_seen_and_reads_back() {
+        let mut first = snapshot(1.0);
+        first.ended = vec![oom_end(1.0)];
+        // The next sample still carries the end (JSON lines keep the run's ends); the CSV
+        // names it once.
+        let mut second = snapshot(2.0);
+        second.containers.clear();
+        second.ended = vec![oom_end(1.0)];
+        let rows = format!(
+            "{}{}",
+            csv_lines(&first, CsvLayout::Current),
+            csv_lines(&second, CsvLayout::Current)
+        );
+        let ended: Vec<&str> = rows
+            .lines()
+            .filter(|line| line.split(',').nth(1) == Some("ended"))
+            .collect();
+        assert_eq!(
+            ended,
+            vec![
+                "1,ended,abc,\"train, \"\"quoted\"\"\",pytorch,,,,,,,,,,,,,,,,,,,,,exited,137,true"
+            ],
+            "{rows}"
+        );
+        let recording = parse_csv(
+            Path::new("x.csv"),
+            &format!("{}\n{rows}", CSV_COLUMNS.join(",")),
+        )
+        .unwrap();
+        assert!(recording.skipped.is_empty(), "{:?}", recording.skipped);
+        assert_eq!(recording.snapshots.len(), 2);
+        assert_eq!(recording.snapshots[0].ended, vec![oom_end(1.0)]);
+        assert!(recording.snapshots[1].ended.is_empty());
+        // An end the daemon said nothing about stays unknown, not "not OOM".
+        let mut unknown = oom_end(3.0);
+        unknown.oom_killed = None;
+        unknown.exit_code = None;
+        let mut third = snapshot(3.0);
+        third.ended = vec![unknown.clone()];
+        let text = format!(
+            "{}\n{}",
+            CSV_COLUMNS.join(","),
+            csv_lines(&third, CsvLayout::Current)
+        );
+        let recording = parse_csv(Path::new("x.csv"), &text).unwrap();
+        assert_eq!(recording.snapshots[0].ended, vec![unknown]);
+    }
+
+    #[test]
+    fn a_file_begun_before_the_ended_columns_is_read_and_appended_to_in_its_layout() {
+        let folder = tempfile::TempDir::new().unwrap();
+        let path = folder.path().join("old.csv");
+        let old_header = CSV_COLUMNS[..CSV_COLUMNS_BEFORE_ENDED].join(",");
+        // A row as the earlier envctl wrote it: 25 cells.
+        let old_row = "1,container,abc,train,pytorch,,99.5,1073741824,,,,,,,0,,,,,,,,,,";
+        assert_eq!(old_row.split(',').count(), CSV_COLUMNS_BEFORE_ENDED);
+        std::fs::write(&path, format!("{old_header}\n{old_row}\n")).unwrap();
+        let mut later = snapshot(2.0);
+        later.ended = vec![oom_end(2.0)];
+        let mut recorder = Recorder::open(&path).unwrap();
+        recorder.append(&later).unwrap();
+        drop(recorder);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().next(), Some(old_header.as_str()), "{text}");
+        for line in text.lines().skip(1) {
+            assert_eq!(
+                split_csv(line).len(),
+                CSV_COLUMNS_BEFORE_ENDED,
+                "one table: {line}"
+            );
+        }
+        assert!(!text.contains(",ended,"), "no room for an end: {text}");
+        let recording = read_recording(&path).unwrap();
+        assert!(recording.skipped.is_empty(), "{:?}", recording.skipped);
+        assert_eq!(recording.snapshots.len(), 2);
+        assert_eq!(
+            recording.snapshots[0].containers[0].memory_bytes,
+            Some(1 << 30)
+        );
+        assert_eq!(recording.snapshots[1].gpus[0].temperature_c, Some(41.0));
+        assert!(
+            recording
+                .snapshots
+                .iter()
+                .all(|snapshot| snapshot.ended.is_empty())
+        );
+        // A row of the current width in the older file is named, not misread.
+        let mut text = text;
+        text.push_str(&csv_lines(&later, CsvLayout::Current));
+        let recording = parse_csv(&path, &text).unwrap();
+        assert!(
+            recording.skipped[0]
+                .1
+                .contains("28 cells where the header has 25"),
+            "{:?}",
+            recording.skipped
+        );
     }
 }

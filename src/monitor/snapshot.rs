@@ -74,6 +74,22 @@ impl EndedContainer {
     pub fn out_of_memory(&self) -> bool {
         self.oom_killed == Some(true)
     }
+
+    /// Every end in `snapshots`, once each, oldest first: a JSON-lines recording repeats
+    /// the run's ends in every later snapshot, a CSV one names each at the sample it was
+    /// seen. An end is its container and its time (a container restarted and stopped
+    /// again ends twice).
+    pub fn all_in(snapshots: &[Snapshot]) -> Vec<EndedContainer> {
+        let mut seen = BTreeSet::new();
+        let mut ends: Vec<EndedContainer> = snapshots
+            .iter()
+            .flat_map(|snapshot| &snapshot.ended)
+            .filter(|end| seen.insert((end.id.clone(), end.time.to_bits())))
+            .cloned()
+            .collect();
+        ends.sort_by(|left, right| left.time.total_cmp(&right.time));
+        ends
+    }
 }
 
 /// One container. `None` is "could not be read", never zero.

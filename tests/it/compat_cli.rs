@@ -570,3 +570,35 @@ fn torch_2_15_is_in_the_matrix() {
         "{source}"
     );
 }
+
+/// The China-market parts as nvidia-smi names them (`NVIDIA H800`, `NVIDIA H800 PCIe`,
+/// `NVIDIA H20`, `NVIDIA L20`), from NVIDIA's GPU Operator platform list, MIG user guide
+/// and TensorRT-LLM hardware list (sources in `src/compat/matrix.toml`). The A800 is left
+/// out: the NVIDIA page found names its architecture (Ampere: 8.0, 8.6 or 8.7), not its
+/// capability.
+#[test]
+fn china_market_gpus_resolve_by_their_nvml_names() {
+    for (name, capability) in [
+        ("NVIDIA H800", "9.0"),
+        ("NVIDIA H800 PCIe", "9.0"),
+        ("NVIDIA H20", "9.0"),
+        ("NVIDIA L20", "8.9"),
+    ] {
+        let (code, report, stderr) =
+            compat(&["--torch", "2.15.0", "--driver", "595.71.05", "--gpu", name]);
+        assert_eq!(code, 0, "{name}: {stderr} {report}");
+        let gpu = &report["gpus"][0];
+        assert_eq!(gpu["compute_capability"], capability, "{name}: {gpu}");
+        assert_eq!(finding(gpu, "gpu.torch-arch")["status"], "pass", "{name}");
+    }
+    let (code, _, stderr) = compat(&[
+        "--torch",
+        "2.15.0",
+        "--driver",
+        "595.71.05",
+        "--gpu",
+        "NVIDIA A800 80GB PCIe",
+    ]);
+    assert_eq!(code, 2, "not in the matrix: {stderr}");
+    assert!(stderr.contains("is not in the bundled matrix"), "{stderr}");
+}

@@ -1446,6 +1446,16 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
     );
     let folder = TempDir::new().unwrap();
     let recording = folder.path().join("run.jsonl");
+    // A second recorder writes CSV alongside; its file is read once the end is in it.
+    let csv = folder.path().join("run.csv");
+    let mut csv_child = std_envctl()
+        .args(["stats", "--interval", "0.3", "--record"])
+        .arg(&csv)
+        .arg(&name)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let mut child = std_envctl()
         .args(["stats", "--interval", "0.3", "--json", "--record"])
         .arg(&recording)
@@ -1527,6 +1537,87 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
             .any(|line| line.contains("\"oom_killed\":true")
                 && line.contains("killed by the OOM killer (exit 137)")),
         "{recorded}"
+    );
+    // The CSV recording marks it: an `ended` row at the sample it was seen stopped,
+    // after the rows of its memory growing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let csv_text = loop {
+        let text = match std::fs::read_to_string(&csv) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(error) => panic!("{}: {error}", csv.display()),
+        };
+        let marked = text
+            .lines()
+            .any(|line| line.contains(",ended,") && line.contains(&name));
+        if marked || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let _ = csv_child.kill();
+    let _ = csv_child.wait();
+    assert_eq!(
+        csv_text.lines().next(),
+        Some(envctl::monitor::record::CSV_COLUMNS.join(",").as_str())
+    );
+    let ended_rows: Vec<&str> = csv_text
+        .lines()
+        .filter(|line| line.contains(",ended,") && line.contains(&name))
+        .collect();
+    assert_eq!(ended_rows.len(), 1, "one end, named once:\n{csv_text}");
+    assert!(
+        ended_rows[0].ends_with(",exited,137,true"),
+        "status, exit code, the OOM killer: {}",
+        ended_rows[0]
+    );
+    let curve = csv_text
+        .lines()
+        .take_while(|line| !line.contains(",ended,"))
+        .filter(|line| line.contains(",container,") && line.contains(&name))
+        .count();
+    assert!(curve >= 2, "the curve up to it:\n{csv_text}");
+    // `stats report` of either recording marks it on the memory curve; the page names it
+    // in the summary and (made from the CSV, which keeps no diagnoses) the diagnoses.
+    for (source, output) in [(&csv, "csv.svg"), (&recording, "jsonl.svg")] {
+        let svg = folder.path().join(output);
+        let drawn = envctl()
+            .args(["stats", "report"])
+            .arg(source)
+            .arg("-o")
+            .arg(&svg)
+            .output()
+            .unwrap();
+        assert_eq!(drawn.status.code(), Some(0), "{drawn:?}");
+        let svg = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            svg.contains("fill=\"#B22222\">\nOOM killed\n</text>"),
+            "{output}: the mark's words:\n{svg}"
+        );
+        assert!(
+            svg.contains("\nOOM killed at ") && svg.contains(&format!("s: {}", &name[..10])),
+            "{output}: the legend names it:\n{svg}"
+        );
+    }
+    let page = folder.path().join("csv.html");
+    let drawn = envctl()
+        .args(["stats", "report"])
+        .arg(&csv)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(drawn.status.code(), Some(0), "{drawn:?}");
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        page.contains("<td>killed by the OOM killer (exit 137) at "),
+        "the summary's ended column:\n{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "<li><b>host-memory-growing</b> {name}: killed by the OOM killer (exit 137) at its 32.0 MiB limit"
+        )),
+        "{page}"
     );
     // `ps` says so, in its JSON and its table.
     let output = envctl().args(["ps", "--all", "--json"]).output().unwrap();
