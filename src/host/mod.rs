@@ -7,6 +7,7 @@
 pub mod cgroup;
 pub mod process;
 pub mod tools;
+pub mod user;
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
