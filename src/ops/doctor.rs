@@ -31,6 +31,10 @@ pub struct DoctorReport {
     /// Profiles that could not be read or resolved; each is reported on its own and the
     /// others are still judged. Any of them makes the verdict `fail`.
     pub invalid_profiles: Vec<InvalidProfile>,
+    /// The host policy in force: its file and each rule with its value and line; `null`
+    /// where there is none, or where it cannot be read (then a `policy.invalid` finding
+    /// says why, with the file:line of each problem).
+    pub policy: Option<crate::policy::PolicyReport>,
 }
 
 /// A profile doctor could not judge: the name or file it was asked for, and why.
@@ -52,7 +56,32 @@ impl DoctorReport {
         self.invalid_profiles = invalid;
         self
     }
+
+    /// Adds the host policy as it was read: the rules in force, or a failed
+    /// `policy.invalid` finding (verdict `fail`) when the file cannot be used.
+    pub fn with_policy(
+        mut self,
+        policy: Result<Option<crate::policy::Policy>, crate::policy::PolicyError>,
+    ) -> DoctorReport {
+        match policy {
+            Ok(policy) => self.policy = policy.as_ref().map(crate::policy::PolicyReport::from),
+            Err(error) => {
+                let mut message = error.to_string();
+                let places = error.places();
+                if !places.is_empty() {
+                    message = format!("{message}: {}", places.join("; "));
+                }
+                self.findings
+                    .push(Finding::fail(POLICY_INVALID, message).with_hint(error.hint()));
+                self.verdict = Status::Fail.verdict();
+            }
+        }
+        self
+    }
 }
+
+/// The finding of a host policy that cannot be used.
+pub const POLICY_INVALID: &str = "policy.invalid";
 
 /// The gathered facts, so a report can be replayed and a failure explained.
 #[derive(Debug, Serialize)]
@@ -297,6 +326,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         findings,
         profiles: reports,
         invalid_profiles: Vec::new(),
+        policy: None,
     }
 }
 

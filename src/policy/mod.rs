@@ -79,7 +79,7 @@ impl RuleInForce {
 }
 
 impl Policy {
-    /// Every rule the file sets, in the order of the format's documentation.
+    /// Every rule the file sets, in the order of their lines.
     pub fn rules(&self) -> Vec<RuleInForce> {
         let mut rules = Vec::new();
         let mut add = |rule: &'static str, value: serde_json::Value, line: usize| {
@@ -106,6 +106,7 @@ impl Policy {
         if let Some(rule) = &self.loopback_only {
             add(LOOPBACK_ONLY, rule.value.into(), rule.line);
         }
+        rules.sort_by_key(|rule| rule.line);
         rules
     }
 

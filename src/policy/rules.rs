@@ -117,8 +117,8 @@ fn gpu_count(body: &CreateBody, host_gpu_count: Option<u32>) -> Option<u32> {
     Some(total)
 }
 
-/// Every rule of `policy` that `request` breaks, in the order of the format's
-/// documentation; empty when the container may be made.
+/// Every rule of `policy` that `request` breaks, in the order of their lines (one
+/// violation per offending port); empty when the container may be made.
 pub fn check(policy: &Policy, request: &PolicyRequest) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut refuse = |rule: &'static str, line: usize, limit: String, message: String| {
@@ -275,6 +275,7 @@ pub fn check(policy: &Policy, request: &PolicyRequest) -> Vec<Violation> {
             }
         }
     }
+    violations.sort_by_key(|violation| violation.line);
     violations
 }
 

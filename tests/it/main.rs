@@ -39,6 +39,7 @@ mod faults;
 mod gpu_facts;
 mod lock;
 mod nvidia_check;
+mod policy;
 mod profile_corpus;
 mod profile_safety;
 mod readme;
