@@ -25,6 +25,8 @@ pub const PROFILE_PATH_VARIABLE: &str = "ENVCTL_PROFILE_PATH";
 pub const PULL_STALL_VARIABLE: &str = "ENVCTL_PULL_STALL_SECONDS";
 /// The longest pull stall that may be asked for: a day, like every other duration.
 pub const MAXIMUM_PULL_STALL_SECONDS: u64 = 86_400;
+/// `ENVCTL_POLICY`: the host policy file to read instead of `/etc/envctl/policy.toml`.
+pub const POLICY_VARIABLE: &str = "ENVCTL_POLICY";
 /// `ENVCTL_STATS_SOURCE=api`: `stats` reads the Engine API's stats instead of cgroups.
 pub const STATS_SOURCE_VARIABLE: &str = "ENVCTL_STATS_SOURCE";
 
@@ -193,6 +195,21 @@ impl Environment {
         self.variable_os(NVML_LIBRARY_VARIABLE).map(PathBuf::from)
     }
 
+    /// The host policy file: `ENVCTL_POLICY`, unless unset or empty, else
+    /// [`crate::policy::DEFAULT_POLICY_PATH`].
+    pub fn policy_path(&self) -> PathBuf {
+        self.variable_os(POLICY_VARIABLE).map_or_else(
+            || PathBuf::from(crate::policy::DEFAULT_POLICY_PATH),
+            PathBuf::from,
+        )
+    }
+
+    /// `USER`, unless unset or empty: who runs envctl, when the password database does not
+    /// say (a uid without an entry, in a container).
+    pub fn user_variable(&self) -> Option<String> {
+        self.variable("USER").filter(|name| !name.is_empty())
+    }
+
     /// The folders of `ENVCTL_PROFILE_PATH`, empty entries left out.
     pub fn profile_path(&self) -> Vec<PathBuf> {
         self.variable_os(PROFILE_PATH_VARIABLE)
@@ -307,6 +324,22 @@ mod tests {
                 "{bad}: {refused:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_policy_path_defaults_when_unset_or_empty() {
+        assert_eq!(
+            environment(&[]).policy_path(),
+            PathBuf::from("/etc/envctl/policy.toml")
+        );
+        assert_eq!(
+            environment(&[(POLICY_VARIABLE, "")]).policy_path(),
+            PathBuf::from("/etc/envctl/policy.toml")
+        );
+        assert_eq!(
+            environment(&[(POLICY_VARIABLE, "team.toml")]).policy_path(),
+            PathBuf::from("team.toml")
+        );
     }
 
     #[test]

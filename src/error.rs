@@ -17,6 +17,16 @@ pub enum Error {
     Matrix(#[from] crate::compat::MatrixError),
     #[error(transparent)]
     Spec(#[from] crate::spec::SpecError),
+    /// The host policy cannot be read or is not valid.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
+    /// The host policy forbids the container `up` would make: nothing was created.
+    #[error("the host policy refuses this container")]
+    PolicyRefused {
+        /// The policy file, as the user knows it.
+        path: String,
+        violations: Vec<crate::policy::Violation>,
+    },
     #[error("profile `{profile}` would not work on this host ({} failed)", plural(findings.len(), "check"))]
     Preflight {
         profile: String,
@@ -185,7 +195,8 @@ impl Error {
             | Error::Matrix(_)
             | Error::Read { .. }
             | Error::Chart(_)
-            | Error::LockFile(_) => ExitStatus::Error,
+            | Error::LockFile(_)
+            | Error::Policy(_) => ExitStatus::Error,
             // Writing what was asked for failed: the request cannot be met.
             Error::Write { .. }
             | Error::Exists { .. }
@@ -215,7 +226,8 @@ impl Error {
             | Error::StartFailed { .. }
             | Error::CreateRefused { .. }
             | Error::PortTaken { .. }
-            | Error::RunsElsewhere { .. } => ExitStatus::Failure,
+            | Error::RunsElsewhere { .. }
+            | Error::PolicyRefused { .. } => ExitStatus::Failure,
         }
     }
 
@@ -243,6 +255,10 @@ impl Error {
                     .into(),
             ),
             Error::Spec(error) => error.hint(),
+            Error::Policy(error) => Some(error.hint()),
+            Error::PolicyRefused { path, .. } => Some(format!(
+                "the host's admin sets these limits in `{path}`: ask them, or change the profile to stay within them (`--force` does not pass a policy)"
+            )),
             Error::Preflight { profile, .. } => Some(format!(
                 "fix the failures above (`envctl doctor {profile}` shows every check), or start anyway with `--force`"
             )),
@@ -310,6 +326,7 @@ impl Error {
         match self {
             Error::Profile(error) => error.diagnostics(),
             Error::Matrix(error) => &error.problems,
+            Error::Policy(error) => error.diagnostics(),
             _ => &[],
         }
     }

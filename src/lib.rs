@@ -23,6 +23,7 @@ pub mod lock;
 pub mod monitor;
 pub mod nvcheck;
 pub mod ops;
+pub mod policy;
 pub mod profile;
 pub mod registry;
 pub mod secret;

@@ -50,7 +50,18 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
         }
     }
     let facts = gather(&profiles, context)?;
-    let report = judge(&facts, &profiles, &matrix).with_invalid(invalid);
+    // The host policy `up` applies here; one that cannot be used is a failed check.
+    let policy = crate::ops::policy::in_force(context);
+    if let Err(error) = &policy
+        && !error.diagnostics().is_empty()
+    {
+        for diagnostic in error.diagnostics() {
+            crate::ui::report::write_diagnostic(&context.printer, diagnostic);
+        }
+    }
+    let report = judge(&facts, &profiles, &matrix)
+        .with_invalid(invalid)
+        .with_policy(policy);
     let status = worst(report.findings.iter()).max(
         report
             .profiles
@@ -164,10 +175,13 @@ fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
 }
 
 fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
-    let (docker, rest): (Vec<Finding>, Vec<Finding>) = report
+    let (policy, host): (Vec<Finding>, Vec<Finding>) = report
         .findings
         .iter()
         .cloned()
+        .partition(|finding| finding.id == crate::ops::doctor::POLICY_INVALID);
+    let (docker, rest): (Vec<Finding>, Vec<Finding>) = host
+        .into_iter()
         .partition(|finding| finding.area == Some(crate::checks::Area::Docker));
     let mut sections = vec![
         Section {
@@ -193,6 +207,33 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
             title: "GPU occupancy".into(),
             findings: occupancy_lines(occupancy),
         });
+    }
+    match &report.policy {
+        Some(in_force) => sections.push(Section {
+            title: format!("Host policy ({})", in_force.path),
+            findings: if in_force.rules.is_empty() {
+                vec![Finding::info(
+                    "policy.rule",
+                    "no rules: every container is allowed",
+                )]
+            } else {
+                in_force
+                    .rules
+                    .iter()
+                    .map(|rule| {
+                        Finding::info(
+                            "policy.rule",
+                            format!("{} = {} (line {})", rule.rule, rule.value_text(), rule.line),
+                        )
+                    })
+                    .collect()
+            },
+        }),
+        None if !policy.is_empty() => sections.push(Section {
+            title: "Host policy".into(),
+            findings: policy,
+        }),
+        None => {}
     }
     for invalid in &report.invalid_profiles {
         let listed =

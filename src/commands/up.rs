@@ -79,6 +79,13 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         .name
         .clone()
         .unwrap_or_else(|| spec::container_name(&resolved.profile.name));
+    // policy: the host policy judges the resolved body before anything is made, for the
+    // dry run as for the real run; `--force` does not pass it.
+    let user = crate::ops::policy::user(context);
+    if let Some(policy) = crate::ops::policy::in_force(context)? {
+        crate::ops::policy::enforce(&policy, &body, gpu_facts.as_ref(), &user, &name, context)?;
+    }
+    // policy: end
     if arguments.dry_run {
         let form = dry_run_gpu_form(&resolved, &body, gpu_facts, context)?;
         let placed_body = form
@@ -108,11 +115,14 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL): on the container
     // only, not in the dry run's body.
     let (mut body, mut body_without_gpus) = (body, body_without_gpus);
-    if let Some(file) = profile_file {
-        for body in std::iter::once(&mut body).chain(body_without_gpus.as_mut()) {
+    for body in std::iter::once(&mut body).chain(body_without_gpus.as_mut()) {
+        if let Some(file) = &profile_file {
             body.labels
                 .insert(spec::PROFILE_FILE_LABEL.to_string(), file.clone());
         }
+        // policy: who made it, for the per-user limits.
+        body.labels
+            .insert(spec::USER_LABEL.to_string(), user.clone());
     }
     let plan = Plan {
         resolved,

@@ -110,7 +110,7 @@ fn gpus_of(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
         })
         .collect();
     GpuAssignment::from_requests(host.device_requests)
-        .or_else(|| (!cdi_names.is_empty()).then(|| GpuAssignment::Devices(cdi_names)))
+        .or_else(|| (!cdi_names.is_empty()).then_some(GpuAssignment::Devices(cdi_names)))
 }
 
 /// The value of [`GPUS_LABEL`] for a request: `all`, `count=N` or `devices=A,B`.

@@ -8,6 +8,7 @@ pub mod cgroup;
 pub mod gpu_lock;
 pub mod process;
 pub mod tools;
+pub mod user;
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};

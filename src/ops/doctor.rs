@@ -34,6 +34,10 @@ pub struct DoctorReport {
     /// Per GPU, which containers hold it, its processes and memory, and whether it is
     /// free; `null` where doctor could not ask both NVML and the engine.
     pub occupancy: Option<Occupancy>,
+    /// The host policy in force: its file and each rule with its value and line; `null`
+    /// where there is none, or where it cannot be read (then a `policy.invalid` finding
+    /// says why, with the file:line of each problem).
+    pub policy: Option<crate::policy::PolicyReport>,
 }
 
 /// Who holds each GPU of this host (`spec::placement::occupancy`).
@@ -67,7 +71,32 @@ impl DoctorReport {
         self.invalid_profiles = invalid;
         self
     }
+
+    /// Adds the host policy as it was read: the rules in force, or a failed
+    /// `policy.invalid` finding (verdict `fail`) when the file cannot be used.
+    pub fn with_policy(
+        mut self,
+        policy: Result<Option<crate::policy::Policy>, crate::policy::PolicyError>,
+    ) -> DoctorReport {
+        match policy {
+            Ok(policy) => self.policy = policy.as_ref().map(crate::policy::PolicyReport::from),
+            Err(error) => {
+                let mut message = error.to_string();
+                let places = error.places();
+                if !places.is_empty() {
+                    message = format!("{message}: {}", places.join("; "));
+                }
+                self.findings
+                    .push(Finding::fail(POLICY_INVALID, message).with_hint(error.hint()));
+                self.verdict = Status::Fail.verdict();
+            }
+        }
+        self
+    }
 }
+
+/// The finding of a host policy that cannot be used.
+pub const POLICY_INVALID: &str = "policy.invalid";
 
 /// The gathered facts, so a report can be replayed and a failure explained.
 #[derive(Debug, Serialize)]
@@ -332,6 +361,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         profiles: reports,
         invalid_profiles: Vec::new(),
         occupancy: occupancy(facts),
+        policy: None,
     }
 }
 

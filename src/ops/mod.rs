@@ -12,12 +12,14 @@
 //! - [`nvidia_check`]: the in-container CUDA check, run and judged.
 //! - [`stats`]: sample, follow, reconnect, serve (the pure rules are `monitor/`).
 //! - [`matrix`]: the compatibility matrix in force (bundled, user file, `--matrix`).
+//! - [`policy`]: the host policy in force and its verdict on the container `up` makes.
 
 pub mod doctor;
 pub mod environment;
 pub mod matrix;
 pub mod nvidia_check;
 pub mod placement;
+pub mod policy;
 pub mod stats;
 pub mod target;
 pub mod up;

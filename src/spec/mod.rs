@@ -75,10 +75,6 @@ pub use sources::{clean, resolve_bind_source};
 /// list instead of inspecting each of envctl's containers.
 pub const GPUS_LABEL: &str = "envctl.gpus";
 
-/// The login name of the user whose `envctl up` created the container: the host policy's
-/// per-user GPU limit counts by it.
-pub const USER_LABEL: &str = "envctl.user";
-
 /// The label naming the profile a container was made from.
 pub const PROFILE_LABEL: &str = "envctl.profile";
 /// The label holding the hash of the resolved profile (with overrides) it was made from.
@@ -90,6 +86,8 @@ pub const PROFILE_HASH_LABEL: &str = "envctl.profile-hash";
 /// (`up ./x.toml`) keeps its `[commands]`. Added by `up` at create only, never part of the
 /// create body: a host path has no place in `--dry-run`, an export or the config hash.
 pub const PROFILE_FILE_LABEL: &str = "envctl.profile-file";
+/// The login name of who ran `up` (the host policy's per-user limits); on the container only.
+pub const USER_LABEL: &str = "envctl.user";
 /// Written by the compose and devcontainer exports (`compose`, `devcontainer`), never by
 /// `up`: a container started by another tool from an export is told apart from `up`'s own,
 /// so `ps` shows where it came from and `up` does not make a second one beside it.

@@ -45,6 +45,18 @@ pub fn write_error(printer: &Printer, error: &Error) {
                 printer.stderr_line(&format!("  also on: {}", shown(line)));
             }
         }
+        // `policy.toml:3: limits.max_gpus_per_container = 2: the container asks for 4 GPUs`
+        Error::PolicyRefused { path, violations } => {
+            for violation in violations {
+                printer.stderr_line(&format!(
+                    "  caused by: {}",
+                    shown(&format!(
+                        "{path}:{}: {} = {}: {}",
+                        violation.line, violation.rule, violation.limit, violation.message
+                    ))
+                ));
+            }
+        }
         Error::NotGiven { missing, .. } => {
             for setting in missing {
                 printer.stderr_line(&format!("  not given: {}", shown(setting)));

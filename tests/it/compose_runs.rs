@@ -326,12 +326,17 @@ async fn create_like_up(project: &Project, name: &str) {
 /// Labels only one side has by design. `envctl.run`: the id of the `up` run that created
 /// the container (`ops::up::RUN_LABEL`). `envctl.profile-file`: the host path of the
 /// profile file, added by `up` at create and never part of a body or an export
-/// (`spec::PROFILE_FILE_LABEL`). `envctl.origin`: the export's mark that compose made it
+/// (`spec::PROFILE_FILE_LABEL`). `envctl.user`: who ran `up` (`spec::USER_LABEL`, for
+/// the host policy), likewise outside the body. `envctl.gpus`: the GPUs `up` gave the
+/// container (`spec::GPUS_LABEL`), for GPU placement to read from the list; an export's
+/// container is inspected instead. `envctl.origin`: the export's mark that compose made it
 /// (tests/it/export_origin.rs). `com.docker.compose.*`, `devcontainer.*`: the tools' own
 /// bookkeeping.
 fn label_differs_by_design(key: &str) -> bool {
-    matches!(key, "envctl.run" | "envctl.profile-file" | "envctl.origin")
-        || key.starts_with("com.docker.compose.")
+    matches!(
+        key,
+        "envctl.run" | "envctl.profile-file" | "envctl.user" | "envctl.gpus" | "envctl.origin"
+    ) || key.starts_with("com.docker.compose.")
         || key.starts_with("devcontainer.")
 }
 

@@ -398,7 +398,12 @@ fn hinted_profile(hint: &str) -> &str {
 // ---------------------------------------------------------------------------------------
 
 /// What differs from one machine (or one day) to the next in the human report.
-const HUMAN_FILTERS: [(&str, &str); 7] = [
+const HUMAN_FILTERS: [(&str, &str); 8] = [
+    // Who holds each GPU depends on the containers other tests have on the daemon now.
+    (
+        r"(?m)^  · GPU ([0-9]+): (?:free|held by .*?); ",
+        "  · GPU $1: [FREE OR HELD]; ",
+    ),
     (
         r"Docker \S+ at \S+ \(API [0-9.]+\)",
         "Docker [VERSION] at [ENDPOINT] (API [API])",

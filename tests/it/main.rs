@@ -40,6 +40,7 @@ mod gpu_facts;
 mod lock;
 mod nvidia_check;
 mod placement;
+mod policy;
 mod profile_corpus;
 mod profile_safety;
 mod readme;

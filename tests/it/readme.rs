@@ -131,13 +131,27 @@ fn the_matcher_reads_ellipses_as_the_readme_means_them() {
     );
 }
 
+/// The README's example policy, as its ```` ```toml ```` block under "Shared hosts:
+/// policy" writes it (checked below, so the two cannot drift apart).
+const README_POLICY: &str = "# /etc/envctl/policy.toml\n[limits]\nmax_gpus_per_container = 2\nmax_gpus_per_user = 4\nmax_memory = \"64g\"\nmax_cpus = 16\nrequire_memory_limit = true\n\n[images]\nregistries = [\"registry.example.com\", \"docker.io\"]\n\n[ports]\nloopback_only = true\n";
+
+#[test]
+fn the_readme_shows_the_policy_its_example_runs_with() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("```toml\n{README_POLICY}```\n")),
+        "README.md's policy block differs from README_POLICY"
+    );
+}
+
 #[test]
 fn every_console_example_prints_what_the_readme_shows() {
     let examples = examples();
     // The README's console examples today; a new one is run too, and counted here.
     assert_eq!(
         examples.len(),
-        5,
+        6,
         "README console examples: update this count"
     );
     for example in examples {
@@ -156,6 +170,16 @@ fn every_console_example_prints_what_the_readme_shows() {
                 command
                     .env("ENVCTL_NVML_LIBRARY", stub_library())
                     .env("ENVCTL_NVML_STUB_FIXTURE", fixture("healthy-8x-h100.conf"));
+            }
+            // The policy of "Shared hosts: policy", and a profile breaking two rules.
+            ["up", "./train.toml", "--dry-run"] => {
+                std::fs::write(folder.path().join("policy.toml"), README_POLICY).unwrap();
+                std::fs::write(
+                    folder.path().join("train.toml"),
+                    "image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"\ngpus = 4\nmemory = \"32g\"\ncpus = 8\nports = [\"0.0.0.0:8888:8888\"]\n",
+                )
+                .unwrap();
+                command.env("ENVCTL_POLICY", "policy.toml");
             }
             ["profiles", "check", file] => std::fs::write(
                 folder.path().join(file),

@@ -1,5 +1,6 @@
 //! envctl as a test runs it: in a folder of the test's own, with no user configuration,
-//! no extra profile folders, no colour and no NVML library chosen by the environment.
+//! no extra profile folders, no colour, no NVML library chosen by the environment and no
+//! host policy.
 
 use std::path::Path;
 
@@ -14,6 +15,9 @@ pub fn envctl_in(directory: &Path) -> assert_cmd::Command {
         .env("NO_COLOR", "1")
         .env("XDG_CONFIG_HOME", directory.join("xdg"))
         .env("HOME", directory.join("home"))
+        // The host's own policy (`/etc/envctl/policy.toml`) must not judge the tests: a
+        // path that is never there, unless a test names its own.
+        .env("ENVCTL_POLICY", directory.join("no-host-policy.toml"))
         .env_remove("ENVCTL_PROFILE_PATH")
         .env_remove("ENVCTL_NVML_LIBRARY")
         .env_remove("ENVCTL_NVML_STUB_FIXTURE")

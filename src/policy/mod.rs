@@ -1,0 +1,295 @@
+//! The host policy: limits the admins of a shared GPU server set for every container
+//! `envctl up` makes there (`/etc/envctl/policy.toml`, or `ENVCTL_POLICY`), each rule kept
+//! with the line it was written on so a refusal can point at it.
+//!
+//! A guard-rail for a team, not a security boundary: whoever may use the Docker socket may
+//! run `docker run` without envctl, and the socket is root-equivalent. The policy keeps
+//! honest mistakes (a profile asking for every GPU of a shared box) from happening.
+//!
+//! [`load`] reads the file (a missing file is no policy), `parse` turns its text into a
+//! [`Policy`] with file:line:column diagnostics like a profile's, and `rules::check` is
+//! the pure verdict over a [`PolicyRequest`] built from the create body.
+
+mod parse;
+mod rules;
+
+use std::io::Read as _;
+use std::path::Path;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::profile::Diagnostic;
+use crate::profile::size::ByteSize;
+
+pub use parse::parse;
+pub use rules::{PolicyRequest, PublishedPort, Violation, asks_for_all_gpus, check};
+
+/// Where the policy lies when `ENVCTL_POLICY` does not say.
+pub const DEFAULT_POLICY_PATH: &str = "/etc/envctl/policy.toml";
+
+/// A policy larger than this is refused: no real one comes near it.
+const MAXIMUM_POLICY_BYTES: u64 = 1024 * 1024;
+
+/// A rule's value and the 1-based line of its key in the policy file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule<T> {
+    pub value: T,
+    pub line: usize,
+}
+
+/// The rules of one policy file; a rule left out does not apply.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Policy {
+    /// The file as the user named it, for messages.
+    pub path: String,
+    pub max_gpus_per_container: Option<Rule<u32>>,
+    pub max_gpus_per_user: Option<Rule<u32>>,
+    pub max_memory: Option<Rule<ByteSize>>,
+    pub max_cpus: Option<Rule<f64>>,
+    pub require_memory_limit: Option<Rule<bool>>,
+    /// Registries in their canonical names (`docker.io` for Docker Hub by any name).
+    pub registries: Option<Rule<Vec<String>>>,
+    pub loopback_only: Option<Rule<bool>>,
+}
+
+/// Rule names, as the TOML keys are written (`table.key`).
+pub const MAX_GPUS_PER_CONTAINER: &str = "limits.max_gpus_per_container";
+pub const MAX_GPUS_PER_USER: &str = "limits.max_gpus_per_user";
+pub const MAX_MEMORY: &str = "limits.max_memory";
+pub const MAX_CPUS: &str = "limits.max_cpus";
+pub const REQUIRE_MEMORY_LIMIT: &str = "limits.require_memory_limit";
+pub const REGISTRIES: &str = "images.registries";
+pub const LOOPBACK_ONLY: &str = "ports.loopback_only";
+
+/// One rule in force, as doctor shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleInForce {
+    pub rule: &'static str,
+    /// The value as JSON (a number, a boolean, a size string, a list of registries).
+    pub value: serde_json::Value,
+    pub line: usize,
+}
+
+impl RuleInForce {
+    /// The value as the policy file would write it: `2`, `true`, `"64g"`, `["docker.io"]`.
+    pub fn value_text(&self) -> String {
+        self.value.to_string()
+    }
+}
+
+impl Policy {
+    /// Every rule the file sets, in the order of their lines.
+    pub fn rules(&self) -> Vec<RuleInForce> {
+        let mut rules = Vec::new();
+        let mut add = |rule: &'static str, value: serde_json::Value, line: usize| {
+            rules.push(RuleInForce { rule, value, line });
+        };
+        if let Some(rule) = &self.max_gpus_per_container {
+            add(MAX_GPUS_PER_CONTAINER, rule.value.into(), rule.line);
+        }
+        if let Some(rule) = &self.max_gpus_per_user {
+            add(MAX_GPUS_PER_USER, rule.value.into(), rule.line);
+        }
+        if let Some(rule) = &self.max_memory {
+            add(MAX_MEMORY, rule.value.to_string().into(), rule.line);
+        }
+        if let Some(rule) = &self.max_cpus {
+            add(MAX_CPUS, rule.value.into(), rule.line);
+        }
+        if let Some(rule) = &self.require_memory_limit {
+            add(REQUIRE_MEMORY_LIMIT, rule.value.into(), rule.line);
+        }
+        if let Some(rule) = &self.registries {
+            add(REGISTRIES, rule.value.clone().into(), rule.line);
+        }
+        if let Some(rule) = &self.loopback_only {
+            add(LOOPBACK_ONLY, rule.value.into(), rule.line);
+        }
+        rules.sort_by_key(|rule| rule.line);
+        rules
+    }
+
+    /// Whether a rule needs to know how many GPUs the container gets.
+    pub fn has_gpu_rule(&self) -> bool {
+        self.max_gpus_per_container.is_some() || self.max_gpus_per_user.is_some()
+    }
+}
+
+/// The policy as doctor's `--json` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyReport {
+    pub path: String,
+    pub rules: Vec<RuleInForce>,
+}
+
+impl From<&Policy> for PolicyReport {
+    fn from(policy: &Policy) -> Self {
+        PolicyReport {
+            path: policy.path.clone(),
+            rules: policy.rules(),
+        }
+    }
+}
+
+/// Why there is no policy to apply although a file is there.
+#[derive(Debug, Error)]
+pub enum PolicyError {
+    #[error("cannot read the host policy `{path}`")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the host policy `{path}` is {kind}, not a regular file")]
+    NotRegular { path: String, kind: &'static str },
+    #[error("the host policy `{path}` is {bytes} bytes; a policy is limited to 1 MiB")]
+    TooLarge { path: String, bytes: u64 },
+    #[error("invalid host policy: {} in `{path}`", crate::profile::error::plural(diagnostics.len(), "problem"))]
+    Invalid {
+        path: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+impl PolicyError {
+    /// The per-line problems of a malformed policy.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            PolicyError::Invalid { diagnostics, .. } => diagnostics,
+            _ => &[],
+        }
+    }
+
+    pub fn hint(&self) -> String {
+        match self {
+            PolicyError::Invalid { .. } => {
+                "the host's admin keeps this file; the README's \"Shared hosts: policy\" describes its format".into()
+            }
+            PolicyError::Read { .. } | PolicyError::NotRegular { .. } | PolicyError::TooLarge { .. } => {
+                format!(
+                    "the policy must be a readable regular file (ask the host's admin); `{}` names another one",
+                    crate::context::POLICY_VARIABLE
+                )
+            }
+        }
+    }
+
+    /// `path:line:column: message` of each problem, for a one-line finding.
+    pub fn places(&self) -> Vec<String> {
+        self.diagnostics()
+            .iter()
+            .map(|diagnostic| {
+                format!(
+                    "{}:{}:{}: {}",
+                    diagnostic.path, diagnostic.line, diagnostic.column, diagnostic.message
+                )
+            })
+            .collect()
+    }
+}
+
+/// Reads the policy at `path` (shown as `shown`): `None` when there is no such file,
+/// an error when a file is there and cannot be read or is not a valid policy.
+pub fn load(path: &Path, shown: &str) -> Result<Option<Policy>, PolicyError> {
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        // No file, no policy: most hosts have none.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(PolicyError::Read {
+                path: shown.into(),
+                source,
+            });
+        }
+    };
+    if !metadata.is_file() {
+        return Err(PolicyError::NotRegular {
+            path: shown.into(),
+            kind: crate::profile::file::kind_of(metadata.file_type()),
+        });
+    }
+    let read_error = |source| PolicyError::Read {
+        path: shown.into(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    // One byte past the limit, in case the file grows while it is read.
+    file.take(MAXIMUM_POLICY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAXIMUM_POLICY_BYTES {
+        return Err(PolicyError::TooLarge {
+            path: shown.into(),
+            bytes: bytes.len() as u64,
+        });
+    }
+    let text = crate::profile::file::decode_profile_bytes(bytes, shown).map_err(|diagnostic| {
+        PolicyError::Invalid {
+            path: shown.into(),
+            diagnostics: vec![diagnostic.with_message(
+                "the policy is not valid UTF-8 (binary data or another encoding)".into(),
+                Some("save the policy as UTF-8 text".into()),
+            )],
+        }
+    })?;
+    parse(shown, &text).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_file_is_no_policy_and_a_folder_is_an_error() {
+        let folder = tempfile::tempdir().unwrap();
+        let missing = folder.path().join("policy.toml");
+        assert_eq!(load(&missing, "policy.toml").unwrap(), None);
+        let error = load(folder.path(), "the-folder").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the host policy `the-folder` is a directory, not a regular file"
+        );
+    }
+
+    #[test]
+    fn a_file_is_read_and_its_rules_listed_with_their_lines() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("policy.toml");
+        std::fs::write(
+            &path,
+            "# team box\n[limits]\nmax_gpus_per_container = 2\nmax_memory = \"64g\"\n[images]\nregistries = [\"index.docker.io\"]\n",
+        )
+        .unwrap();
+        let policy = load(&path, "policy.toml").unwrap().unwrap();
+        let rules: Vec<(&str, String, usize)> = policy
+            .rules()
+            .iter()
+            .map(|rule| (rule.rule, rule.value_text(), rule.line))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                (MAX_GPUS_PER_CONTAINER, "2".to_string(), 3),
+                (MAX_MEMORY, "\"64g\"".to_string(), 4),
+                (REGISTRIES, "[\"docker.io\"]".to_string(), 6),
+            ]
+        );
+        assert!(policy.has_gpu_rule());
+    }
+
+    #[test]
+    fn binary_data_is_invalid_with_its_place() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("policy.toml");
+        std::fs::write(&path, b"[limits]\nmax_cpus = \xff\n").unwrap();
+        let error = load(&path, "policy.toml").unwrap_err();
+        assert_eq!(error.diagnostics()[0].line, 2);
+        assert!(
+            error.places()[0].starts_with("policy.toml:2:12: "),
+            "{:?}",
+            error.places()
+        );
+    }
+}

@@ -1,0 +1,692 @@
+//! The policy's verdict on one container: pure, over a [`PolicyRequest`] that says what the
+//! create body asks for.
+
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use super::{
+    LOOPBACK_ONLY, MAX_CPUS, MAX_GPUS_PER_CONTAINER, MAX_GPUS_PER_USER, MAX_MEMORY, Policy,
+    REGISTRIES, REQUIRE_MEMORY_LIMIT,
+};
+use crate::profile::image::ImageReference;
+use crate::profile::size::ByteSize;
+use crate::spec::CreateBody;
+use crate::spec::gpu_request::{CDI_DRIVER, NVIDIA_CDI_KIND};
+
+/// What the container about to be created asks for, as far as a rule looks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyRequest {
+    /// The image reference as the body names it.
+    pub image: String,
+    /// How many GPUs it gets; `None` when it asks for all of them and how many the host
+    /// has is unknown.
+    pub gpus: Option<u32>,
+    /// `HostConfig.Memory` in bytes; `None` without a limit.
+    pub memory: Option<u64>,
+    /// CPUs (`HostConfig.NanoCpus` / 10⁹); `None` without a limit.
+    pub cpus: Option<f64>,
+    /// Every published port, with the host address it binds.
+    pub ports: Vec<PublishedPort>,
+    /// The login name of the user running envctl.
+    pub user: String,
+    /// GPUs this user's other containers hold already; `None` when nobody counted them.
+    pub user_gpus_held: Option<u32>,
+}
+
+/// One published port: `8888/tcp` on host address `127.0.0.1` (empty: every address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedPort {
+    pub container_port: String,
+    pub host_ip: String,
+}
+
+/// One rule the container breaks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    /// The rule's key, `limits.max_gpus_per_container`.
+    pub rule: &'static str,
+    /// The rule's line in the policy file.
+    pub line: usize,
+    /// The rule's value as the file writes it: `2`, `"64g"`, `true`.
+    pub limit: String,
+    /// What the container asks for, in words.
+    pub message: String,
+}
+
+impl PolicyRequest {
+    /// What `body` asks for. `host_gpu_count` is how many GPUs a request for all of them
+    /// gets on this host (`None`: unknown); `user` is who asks.
+    pub fn from_body(body: &CreateBody, host_gpu_count: Option<u32>, user: &str) -> PolicyRequest {
+        let host = &body.host_config;
+        let mut ports = Vec::new();
+        for (container_port, bindings) in &host.port_bindings {
+            for binding in bindings {
+                ports.push(PublishedPort {
+                    container_port: container_port.clone(),
+                    host_ip: binding.host_ip.clone(),
+                });
+            }
+        }
+        PolicyRequest {
+            image: body.image.clone(),
+            gpus: gpu_count(body, host_gpu_count),
+            // Docker reads 0 as "no limit".
+            memory: host
+                .memory
+                .and_then(|bytes| u64::try_from(bytes).ok())
+                .filter(|bytes| *bytes > 0),
+            cpus: host
+                .nano_cpus
+                .filter(|nanos| *nanos > 0)
+                .map(|nanos| nanos as f64 / 1e9),
+            ports,
+            user: user.to_string(),
+            // `ops::policy::enforce` fills it from the engine's GPU holders when the policy
+            // has a per-user limit.
+            user_gpus_held: None,
+        }
+    }
+}
+
+/// Whether `body` asks for every GPU of the host (`--gpus all`, or CDI's `nvidia.com/gpu=all`).
+pub fn asks_for_all_gpus(body: &CreateBody) -> bool {
+    let all = format!("{NVIDIA_CDI_KIND}=all");
+    body.host_config
+        .device_requests
+        .iter()
+        .any(|request| match &request.device_ids {
+            Some(ids) if !ids.is_empty() => ids.contains(&all),
+            _ => request.driver != CDI_DRIVER && request.count < 0,
+        })
+}
+
+/// The GPUs the body's device requests add up to: each named device once, a count as it
+/// is, "all" as many as the host has (`None` when that is unknown).
+fn gpu_count(body: &CreateBody, host_gpu_count: Option<u32>) -> Option<u32> {
+    if asks_for_all_gpus(body) {
+        return host_gpu_count;
+    }
+    let mut total: u32 = 0;
+    for request in &body.host_config.device_requests {
+        let count = match &request.device_ids {
+            Some(ids) if !ids.is_empty() => u32::try_from(ids.len()).unwrap_or(u32::MAX),
+            _ => u32::try_from(request.count).unwrap_or(0),
+        };
+        total = total.saturating_add(count);
+    }
+    Some(total)
+}
+
+/// Every rule of `policy` that `request` breaks, in the order of their lines (one
+/// violation per offending port); empty when the container may be made.
+pub fn check(policy: &Policy, request: &PolicyRequest) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut refuse = |rule: &'static str, line: usize, limit: String, message: String| {
+        violations.push(Violation {
+            rule,
+            line,
+            limit,
+            message,
+        });
+    };
+    if let Some(rule) = &policy.max_gpus_per_container {
+        match request.gpus {
+            None => refuse(
+                MAX_GPUS_PER_CONTAINER,
+                rule.line,
+                rule.value.to_string(),
+                "the container asks for all GPUs, and how many this host has is unknown (NVML did not say)".into(),
+            ),
+            Some(gpus) if gpus > rule.value => refuse(
+                MAX_GPUS_PER_CONTAINER,
+                rule.line,
+                rule.value.to_string(),
+                format!("the container asks for {}", gpus_in_words(gpus)),
+            ),
+            Some(_) => {}
+        }
+    }
+    if let Some(rule) = &policy.max_gpus_per_user {
+        // `None`: nobody asked the engine (pure callers); `up` always asks when this rule
+        // is set, so only this container is counted then.
+        let held = request.user_gpus_held.unwrap_or(0);
+        match request.gpus {
+            None => refuse(
+                MAX_GPUS_PER_USER,
+                rule.line,
+                rule.value.to_string(),
+                format!(
+                    "the container asks for all GPUs, and how many this host has is unknown (NVML did not say), so what `{}` would hold cannot be counted",
+                    request.user
+                ),
+            ),
+            Some(gpus) if gpus > 0 && held.saturating_add(gpus) > rule.value => refuse(
+                MAX_GPUS_PER_USER,
+                rule.line,
+                rule.value.to_string(),
+                if held == 0 {
+                    format!(
+                        "user `{}` would hold {} with this container",
+                        request.user,
+                        gpus_in_words(gpus)
+                    )
+                } else {
+                    format!(
+                        "user `{}` holds {} already and the container asks for {} more",
+                        request.user,
+                        gpus_in_words(held),
+                        gpus
+                    )
+                },
+            ),
+            Some(_) => {}
+        }
+    }
+    if let Some(rule) = &policy.max_memory {
+        let limit = format!("\"{}\"", rule.value);
+        match request.memory {
+            None => refuse(
+                MAX_MEMORY,
+                rule.line,
+                limit,
+                "the container sets no memory limit (`memory` in the profile), so it may use all of the host's".into(),
+            ),
+            Some(bytes) if bytes > rule.value.bytes() => refuse(
+                MAX_MEMORY,
+                rule.line,
+                limit,
+                format!("the container asks for memory = \"{}\"", ByteSize(bytes)),
+            ),
+            Some(_) => {}
+        }
+    }
+    if let Some(rule) = &policy.max_cpus {
+        match request.cpus {
+            None => refuse(
+                MAX_CPUS,
+                rule.line,
+                rule.value.to_string(),
+                "the container sets no CPU limit (`cpus` in the profile), so it may use all of the host's".into(),
+            ),
+            // Compared as Docker stores them, in billionths, so 0.1 + 0.2 is 0.3.
+            Some(cpus) if nanos(cpus) > nanos(rule.value) => refuse(
+                MAX_CPUS,
+                rule.line,
+                rule.value.to_string(),
+                format!("the container asks for cpus = {cpus}"),
+            ),
+            Some(_) => {}
+        }
+    }
+    if let Some(rule) = &policy.require_memory_limit
+        && rule.value
+        && request.memory.is_none()
+    {
+        refuse(
+            REQUIRE_MEMORY_LIMIT,
+            rule.line,
+            "true".into(),
+            "the container sets no memory limit: set `memory` in the profile".into(),
+        );
+    }
+    if let Some(rule) = &policy.registries {
+        let limit = serde_json::Value::from(rule.value.clone()).to_string();
+        match request.image.parse::<ImageReference>() {
+            Err(message) => refuse(
+                REGISTRIES,
+                rule.line,
+                limit,
+                format!(
+                    "image `{}` is not a valid reference: {message}",
+                    request.image
+                ),
+            ),
+            Ok(reference) => {
+                let registry = reference.canonical().registry.to_ascii_lowercase();
+                if !rule.value.contains(&registry) {
+                    refuse(
+                        REGISTRIES,
+                        rule.line,
+                        limit,
+                        format!("image `{}` comes from registry `{registry}`", request.image),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(rule) = &policy.loopback_only
+        && rule.value
+    {
+        for port in &request.ports {
+            if !is_loopback(&port.host_ip) {
+                let address = if port.host_ip.is_empty() {
+                    "every address of the host".to_string()
+                } else {
+                    format!("`{}`", port.host_ip)
+                };
+                refuse(
+                    LOOPBACK_ONLY,
+                    rule.line,
+                    "true".into(),
+                    format!(
+                        "the container publishes port {} on {address}",
+                        port.container_port
+                    ),
+                );
+            }
+        }
+    }
+    violations.sort_by_key(|violation| violation.line);
+    violations
+}
+
+/// Whether a published port's host address is this host's loopback only: `127.0.0.0/8`,
+/// `::1` or `localhost`. Empty means every address, which is not.
+fn is_loopback(host_ip: &str) -> bool {
+    if host_ip.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let bare = host_ip
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .unwrap_or(host_ip);
+    bare.parse::<IpAddr>()
+        .is_ok_and(|address| address.is_loopback())
+}
+
+fn nanos(cpus: f64) -> i64 {
+    (cpus * 1e9).round() as i64
+}
+
+fn gpus_in_words(count: u32) -> String {
+    if count == 1 {
+        "1 GPU".into()
+    } else {
+        format!("{count} GPUs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Rule, parse};
+    use super::*;
+
+    fn request() -> PolicyRequest {
+        PolicyRequest {
+            image: "pytorch/pytorch:2.8.0".into(),
+            gpus: Some(1),
+            memory: Some(16 << 30),
+            cpus: Some(8.0),
+            ports: vec![PublishedPort {
+                container_port: "8888/tcp".into(),
+                host_ip: "127.0.0.1".into(),
+            }],
+            user: "ada".into(),
+            user_gpus_held: None,
+        }
+    }
+
+    fn policy(text: &str) -> Policy {
+        parse("policy.toml", text).unwrap()
+    }
+
+    fn refused(policy: &Policy, request: &PolicyRequest) -> Vec<(&'static str, usize, String)> {
+        check(policy, request)
+            .into_iter()
+            .map(|violation| (violation.rule, violation.line, violation.message))
+            .collect()
+    }
+
+    #[test]
+    fn no_rule_refuses_nothing() {
+        let empty = policy("");
+        let request = PolicyRequest {
+            gpus: None,
+            memory: None,
+            cpus: None,
+            ..request()
+        };
+        assert!(check(&empty, &request).is_empty());
+    }
+
+    #[test]
+    fn gpus_per_container() {
+        let policy = policy("[limits]\nmax_gpus_per_container = 2\n");
+        assert!(
+            check(
+                &policy,
+                &PolicyRequest {
+                    gpus: Some(2),
+                    ..request()
+                }
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            refused(
+                &policy,
+                &PolicyRequest {
+                    gpus: Some(3),
+                    ..request()
+                }
+            ),
+            [(
+                MAX_GPUS_PER_CONTAINER,
+                2,
+                "the container asks for 3 GPUs".into()
+            )]
+        );
+        // "all" on a host whose GPUs nobody counted is refused, never waved through.
+        let unknown = refused(
+            &policy,
+            &PolicyRequest {
+                gpus: None,
+                ..request()
+            },
+        );
+        assert!(unknown[0].2.contains("unknown"), "{unknown:?}");
+        let none = super::super::parse("p", "[limits]\nmax_gpus_per_container = 0\n").unwrap();
+        assert!(
+            check(
+                &none,
+                &PolicyRequest {
+                    gpus: Some(0),
+                    ..request()
+                }
+            )
+            .is_empty()
+        );
+        assert_eq!(check(&none, &request()).len(), 1);
+    }
+
+    #[test]
+    fn gpus_per_user_count_what_the_user_holds() {
+        let policy = policy("[limits]\nmax_gpus_per_user = 4\n");
+        assert!(
+            check(
+                &policy,
+                &PolicyRequest {
+                    gpus: Some(4),
+                    ..request()
+                }
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            refused(
+                &policy,
+                &PolicyRequest {
+                    gpus: Some(5),
+                    ..request()
+                }
+            ),
+            [(
+                MAX_GPUS_PER_USER,
+                2,
+                "user `ada` would hold 5 GPUs with this container".into()
+            )]
+        );
+        let holding = PolicyRequest {
+            gpus: Some(2),
+            user_gpus_held: Some(3),
+            ..request()
+        };
+        assert_eq!(
+            refused(&policy, &holding),
+            [(
+                MAX_GPUS_PER_USER,
+                2,
+                "user `ada` holds 3 GPUs already and the container asks for 2 more".into()
+            )]
+        );
+        // A container without GPUs is never refused by a GPU rule.
+        let over = PolicyRequest {
+            gpus: Some(0),
+            user_gpus_held: Some(9),
+            ..request()
+        };
+        assert!(check(&policy, &over).is_empty());
+        assert_eq!(
+            check(
+                &policy,
+                &PolicyRequest {
+                    gpus: None,
+                    ..request()
+                }
+            )
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn memory_ceiling_and_requirement() {
+        let policy = policy("[limits]\nmax_memory = \"64g\"\nrequire_memory_limit = true\n");
+        assert!(
+            check(
+                &policy,
+                &PolicyRequest {
+                    memory: Some(64 << 30),
+                    ..request()
+                }
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            refused(
+                &policy,
+                &PolicyRequest {
+                    memory: Some(65 << 30),
+                    ..request()
+                }
+            ),
+            [(
+                MAX_MEMORY,
+                2,
+                "the container asks for memory = \"65g\"".into()
+            )]
+        );
+        let unlimited = refused(
+            &policy,
+            &PolicyRequest {
+                memory: None,
+                ..request()
+            },
+        );
+        assert_eq!(
+            unlimited
+                .iter()
+                .map(|found| (found.0, found.1))
+                .collect::<Vec<_>>(),
+            [(MAX_MEMORY, 2), (REQUIRE_MEMORY_LIMIT, 3)]
+        );
+        let not_required =
+            super::super::parse("p", "[limits]\nrequire_memory_limit = false\n").unwrap();
+        assert!(
+            check(
+                &not_required,
+                &PolicyRequest {
+                    memory: None,
+                    ..request()
+                }
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn cpu_ceiling() {
+        let policy = policy("[limits]\nmax_cpus = 0.3\n");
+        // 0.1 + 0.2 is not above 0.3, as Docker counts.
+        assert!(
+            check(
+                &policy,
+                &PolicyRequest {
+                    cpus: Some(0.1 + 0.2),
+                    ..request()
+                }
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            refused(
+                &policy,
+                &PolicyRequest {
+                    cpus: Some(0.5),
+                    ..request()
+                }
+            ),
+            [(MAX_CPUS, 2, "the container asks for cpus = 0.5".into())]
+        );
+        assert_eq!(
+            check(
+                &policy,
+                &PolicyRequest {
+                    cpus: None,
+                    ..request()
+                }
+            )
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn registries_compare_canonical_names() {
+        let policy =
+            policy("[images]\nregistries = [\"registry.example.com\", \"index.docker.io\"]\n");
+        for allowed in [
+            "busybox",
+            "docker.io/library/busybox:1.36",
+            "registry-1.docker.io/pytorch/pytorch",
+            "REGISTRY.example.com/team/torch:1@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        ] {
+            let request = PolicyRequest {
+                image: allowed.to_lowercase(),
+                ..request()
+            };
+            assert!(check(&policy, &request).is_empty(), "{allowed}");
+        }
+        assert_eq!(
+            refused(
+                &policy,
+                &PolicyRequest {
+                    image: "nvcr.io/nvidia/pytorch:25.01-py3".into(),
+                    ..request()
+                }
+            ),
+            [(
+                REGISTRIES,
+                2,
+                "image `nvcr.io/nvidia/pytorch:25.01-py3` comes from registry `nvcr.io`".into()
+            )]
+        );
+        let only_private =
+            super::super::parse("p", "[images]\nregistries = [\"localhost:5000\"]\n").unwrap();
+        assert_eq!(check(&only_private, &request()).len(), 1);
+        let mut text_rule = only_private.clone();
+        text_rule.registries = Some(Rule {
+            value: vec!["docker.io".into()],
+            line: 7,
+        });
+        assert!(check(&text_rule, &request()).is_empty());
+    }
+
+    #[test]
+    fn ports_on_loopback_only() {
+        let policy = policy("[ports]\nloopback_only = true\n");
+        let published = |host_ip: &str| PolicyRequest {
+            ports: vec![PublishedPort {
+                container_port: "8888/tcp".into(),
+                host_ip: host_ip.into(),
+            }],
+            ..request()
+        };
+        for loopback in ["127.0.0.1", "127.0.1.1", "::1", "[::1]", "localhost"] {
+            assert!(
+                check(&policy, &published(loopback)).is_empty(),
+                "{loopback}"
+            );
+        }
+        assert_eq!(
+            refused(&policy, &published("")),
+            [(
+                LOOPBACK_ONLY,
+                2,
+                "the container publishes port 8888/tcp on every address of the host".into()
+            )]
+        );
+        assert_eq!(
+            refused(&policy, &published("0.0.0.0"))[0].2,
+            "the container publishes port 8888/tcp on `0.0.0.0`"
+        );
+        assert_eq!(check(&policy, &published("10.1.2.3")).len(), 1);
+        let off = super::super::parse("p", "[ports]\nloopback_only = false\n").unwrap();
+        assert!(check(&off, &published("0.0.0.0")).is_empty());
+    }
+
+    #[test]
+    fn the_request_is_read_from_the_create_body() {
+        let mut body: CreateBody = serde_json::from_value(serde_json::json!({
+            "Image": "busybox:1.36",
+            "Cmd": ["sleep", "infinity"],
+            "Env": [],
+            "Labels": {},
+            "ExposedPorts": {},
+            "HostConfig": {
+                "Memory": 17179869184_i64,
+                "NanoCpus": 1500000000_i64,
+                "PortBindings": {"8888/tcp": [{"HostIp": "", "HostPort": "8888"}]},
+                "Mounts": [],
+                "Ulimits": [],
+                "RestartPolicy": {"Name": "no", "MaximumRetryCount": 0},
+                "DeviceRequests": [{"Driver": "", "Count": 2, "DeviceIDs": null, "Capabilities": [["gpu"]], "Options": {}}]
+            }
+        }))
+        .unwrap();
+        let request = PolicyRequest::from_body(&body, Some(8), "ada");
+        assert_eq!(request.image, "busybox:1.36");
+        assert_eq!(request.gpus, Some(2));
+        assert_eq!(request.memory, Some(16 << 30));
+        assert_eq!(request.cpus, Some(1.5));
+        assert_eq!(
+            request.ports,
+            [PublishedPort {
+                container_port: "8888/tcp".into(),
+                host_ip: String::new()
+            }]
+        );
+        body.host_config.device_requests[0].count = -1;
+        assert!(asks_for_all_gpus(&body));
+        assert_eq!(
+            PolicyRequest::from_body(&body, Some(8), "ada").gpus,
+            Some(8)
+        );
+        assert_eq!(PolicyRequest::from_body(&body, None, "ada").gpus, None);
+        body.host_config.device_requests[0].device_ids = Some(vec!["0".into(), "3".into()]);
+        body.host_config.device_requests[0].count = 0;
+        assert_eq!(PolicyRequest::from_body(&body, None, "ada").gpus, Some(2));
+        // The CDI form of the same requests.
+        body.host_config.device_requests = vec![crate::spec::gpu_request::cdi_request(vec![
+            "nvidia.com/gpu=all".into(),
+        ])];
+        assert_eq!(
+            PolicyRequest::from_body(&body, Some(4), "ada").gpus,
+            Some(4)
+        );
+        body.host_config.device_requests = vec![crate::spec::gpu_request::cdi_request(vec![
+            "nvidia.com/gpu=0".into(),
+            "nvidia.com/gpu=1".into(),
+        ])];
+        assert_eq!(PolicyRequest::from_body(&body, None, "ada").gpus, Some(2));
+        body.host_config.device_requests.clear();
+        body.host_config.memory = None;
+        body.host_config.nano_cpus = None;
+        let plain = PolicyRequest::from_body(&body, None, "ada");
+        assert_eq!(
+            (plain.gpus, plain.memory, plain.cpus),
+            (Some(0), None, None)
+        );
+    }
+}

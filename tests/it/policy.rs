@@ -1,0 +1,413 @@
+//! The host policy (`ENVCTL_POLICY`, issue 18) through the built binary: `up --dry-run`
+//! refused by each rule with the rule and the policy's line, a profile within the limits
+//! passing, a malformed policy as invalid input with file:line, doctor showing the policy
+//! in force, and on the real daemon: a refused `up` creates nothing, an allowed one labels
+//! its container with the user.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::cli::envctl_in;
+use crate::support::docker::{
+    ContainerGuard, container_exists, docker_stdout, require_daemon, test_image, unique_name,
+};
+use crate::support::nvml::{fixture, stub_library};
+
+/// What one run printed and how it ended.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A folder with `./policy.toml` and the profile `./envctl/<name>.toml`.
+struct World {
+    folder: tempfile::TempDir,
+    profile: String,
+}
+
+impl World {
+    fn new(policy: &str, profile: &str) -> World {
+        World::named("box", policy, profile)
+    }
+
+    fn named(name: &str, policy: &str, profile: &str) -> World {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+        std::fs::write(folder.path().join("policy.toml"), policy).unwrap();
+        std::fs::write(
+            folder.path().join("envctl").join(format!("{name}.toml")),
+            profile,
+        )
+        .unwrap();
+        World {
+            folder,
+            profile: name.to_string(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.folder.path()
+    }
+
+    /// `envctl ARGUMENTS…` with `ENVCTL_POLICY=policy.toml` and `environment`.
+    fn run(&self, arguments: &[&str], environment: &[(&str, &Path)]) -> Run {
+        let mut command = envctl_in(self.path());
+        command.env("ENVCTL_POLICY", "policy.toml");
+        for (key, value) in environment {
+            command.env(key, value);
+        }
+        let output = command.args(arguments).output().unwrap();
+        Run {
+            code: output.status.code().unwrap(),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+
+    fn dry_run(&self) -> Run {
+        self.run(&["up", &self.profile, "--dry-run"], &[])
+    }
+}
+
+/// Asserts that `run` is the policy's refusal naming `rule` on `line`, and returns the
+/// refusal's `caused by:` line for that rule.
+fn refused<'a>(run: &'a Run, rule: &str, line: usize) -> &'a str {
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stdout.is_empty(),
+        "a refused dry run shows no body\n{run}"
+    );
+    assert!(
+        run.stderr
+            .starts_with("error: the host policy refuses this container\n"),
+        "{run}"
+    );
+    assert!(
+        run.stderr
+            .contains("hint: the host's admin sets these limits in `policy.toml`"),
+        "{run}"
+    );
+    let prefix = format!("  caused by: policy.toml:{line}: {rule} = ");
+    run.stderr
+        .lines()
+        .find(|text| text.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}…` line\n{run}"))
+}
+
+#[test]
+fn each_rule_refuses_a_dry_run_with_its_line() {
+    let cases = [
+        (
+            "[limits]\nmax_gpus_per_container = 2\n",
+            "image = \"busybox:1.36\"\ngpus = 3\n",
+            "limits.max_gpus_per_container",
+            2,
+            "= 2: the container asks for 3 GPUs",
+        ),
+        (
+            "[limits]\nmax_memory = \"1g\"\n",
+            "image = \"busybox:1.36\"\nmemory = \"2g\"\n",
+            "limits.max_memory",
+            2,
+            "= \"1g\": the container asks for memory = \"2g\"",
+        ),
+        (
+            "[limits]\nmax_cpus = 2\n",
+            "image = \"busybox:1.36\"\ncpus = 4\n",
+            "limits.max_cpus",
+            2,
+            "= 2: the container asks for cpus = 4",
+        ),
+        (
+            "[limits]\n\nrequire_memory_limit = true\n",
+            "image = \"busybox:1.36\"\n",
+            "limits.require_memory_limit",
+            3,
+            "= true: the container sets no memory limit",
+        ),
+        (
+            "[images]\nregistries = [\"registry.example.com\"]\n",
+            "image = \"busybox:1.36\"\n",
+            "images.registries",
+            2,
+            "= [\"registry.example.com\"]: image `busybox:1.36` comes from registry `docker.io`",
+        ),
+        (
+            "[ports]\nloopback_only = true\n",
+            "image = \"busybox:1.36\"\nports = [\"0.0.0.0:8888:8888\"]\n",
+            "ports.loopback_only",
+            2,
+            "= true: the container publishes port 8888/tcp on `0.0.0.0`",
+        ),
+    ];
+    for (policy, profile, rule, line, said) in cases {
+        let world = World::new(policy, profile);
+        let run = world.dry_run();
+        let cause = refused(&run, rule, line);
+        assert!(cause.contains(said), "{rule}: {cause}\n{run}");
+        // The same profile with no policy file is a dry run like any other.
+        std::fs::remove_file(world.path().join("policy.toml")).unwrap();
+        let allowed = world.dry_run();
+        assert_eq!(allowed.code, 0, "{rule} without a policy\n{allowed}");
+        assert!(allowed.stdout.starts_with("docker run "), "{allowed}");
+    }
+}
+
+#[test]
+fn all_gpus_count_as_many_as_nvml_sees_and_unknown_is_refused() {
+    let world = World::new(
+        "[limits]\nmax_gpus_per_container = 4\n",
+        "image = \"busybox:1.36\"\ngpus = \"all\"\n",
+    );
+    let library = stub_library();
+    let machine = fixture("healthy-8x-h100.conf");
+    let eight = world.run(
+        &["up", "box", "--dry-run"],
+        &[
+            ("ENVCTL_NVML_LIBRARY", library.as_path()),
+            ("ENVCTL_NVML_STUB_FIXTURE", machine.as_path()),
+        ],
+    );
+    let cause = refused(&eight, "limits.max_gpus_per_container", 2);
+    assert!(cause.ends_with("the container asks for 8 GPUs"), "{eight}");
+    let unknown = world.run(
+        &["up", "box", "--dry-run"],
+        &[(
+            "ENVCTL_NVML_LIBRARY",
+            Path::new("/nonexistent/libnvidia-ml.so.1"),
+        )],
+    );
+    let cause = refused(&unknown, "limits.max_gpus_per_container", 2);
+    assert!(
+        cause.contains("how many this host has is unknown"),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn a_profile_within_every_limit_passes() {
+    let world = World::new(
+        "[limits]\nmax_gpus_per_container = 0\nmax_gpus_per_user = 0\nmax_memory = \"8g\"\nmax_cpus = 4\nrequire_memory_limit = true\n[images]\nregistries = [\"docker.io\"]\n[ports]\nloopback_only = true\n",
+        "image = \"busybox:1.36\"\nmemory = \"8g\"\ncpus = 4\nports = [\"8888:8888\", \"[::1]:9000:9000\"]\n",
+    );
+    let run = world.dry_run();
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("--memory 8g"), "{run}");
+    assert!(run.stderr.is_empty(), "{run}");
+}
+
+#[test]
+fn a_malformed_policy_is_invalid_input_with_its_place() {
+    let world = World::new(
+        "[limits]\nmax_memory = \"64g\"\nmax_gpus_per_containr = 2\nmax_cpus = -1\n",
+        "image = \"busybox:1.36\"\n",
+    );
+    let run = world.dry_run();
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stdout.is_empty(), "{run}");
+    for expected in [
+        "error: unknown key `max_gpus_per_containr` in `[limits]`\n --> policy.toml:3:1\n",
+        "= hint: did you mean `max_gpus_per_container`?",
+        "error: `limits.max_cpus` must be greater than 0 and at most 4096\n --> policy.toml:4:12\n",
+        "error: invalid host policy: 2 problems in `policy.toml`",
+    ] {
+        assert!(run.stderr.contains(expected), "{expected}\n{run}");
+    }
+    let broken = World::new("[limits\n", "image = \"busybox:1.36\"\n").dry_run();
+    assert_eq!(broken.code, 2, "{broken}");
+    assert!(broken.stderr.contains("invalid TOML"), "{broken}");
+    assert!(broken.stderr.contains("--> policy.toml:1:"), "{broken}");
+    // A folder where the file should be is named, not taken for "no policy".
+    let folder = World::new("", "image = \"busybox:1.36\"\n");
+    std::fs::remove_file(folder.path().join("policy.toml")).unwrap();
+    std::fs::create_dir(folder.path().join("policy.toml")).unwrap();
+    let run = folder.dry_run();
+    assert_eq!(run.code, 2, "{run}");
+    assert!(
+        run.stderr
+            .contains("error: the host policy `policy.toml` is a directory, not a regular file"),
+        "{run}"
+    );
+}
+
+#[test]
+fn doctor_shows_the_policy_in_force() {
+    let world = World::new(
+        "# the team's box\n[limits]\nmax_gpus_per_container = 2\nmax_memory = \"64g\"\n[ports]\nloopback_only = true\n",
+        "image = \"busybox:1.36\"\n",
+    );
+    let human = world.run(&["doctor"], &[]);
+    for line in [
+        "Host policy (policy.toml)",
+        "  · limits.max_gpus_per_container = 2 (line 3)",
+        "  · limits.max_memory = \"64g\" (line 4)",
+        "  · ports.loopback_only = true (line 6)",
+    ] {
+        assert!(
+            human.stdout.lines().any(|text| text.ends_with(line)),
+            "{line}\n{human}"
+        );
+    }
+    let json = world.run(&["--json", "doctor"], &[]);
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(
+        report["policy"],
+        serde_json::json!({
+            "path": "policy.toml",
+            "rules": [
+                {"rule": "limits.max_gpus_per_container", "value": 2, "line": 3},
+                {"rule": "limits.max_memory", "value": "64g", "line": 4},
+                {"rule": "ports.loopback_only", "value": true, "line": 6},
+            ]
+        })
+    );
+    std::fs::remove_file(world.path().join("policy.toml")).unwrap();
+    let none = world.run(&["--json", "doctor"], &[]);
+    let report: Value = serde_json::from_str(&none.stdout).unwrap();
+    assert_eq!(report["policy"], Value::Null, "{none}");
+    assert!(!none.stdout.contains("policy.invalid"), "{none}");
+}
+
+#[test]
+fn doctor_fails_on_a_malformed_policy_without_crashing() {
+    let world = World::new("[limits]\nmax_gpus = 2\n", "image = \"busybox:1.36\"\n");
+    std::fs::remove_file(world.path().join("policy.toml")).unwrap();
+    // Without a policy this host's doctor passes or fails on its own; with the bad policy
+    // it must fail, and say where.
+    let baseline = world.run(&["--json", "doctor"], &[]);
+    std::fs::write(world.path().join("policy.toml"), "[limits]\nmax_gpus = 2\n").unwrap();
+    let run = world.run(&["--json", "doctor"], &[]);
+    assert_eq!(run.code, 1, "{run}");
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["verdict"], "fail", "{run}");
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|finding| finding["id"] == "policy.invalid")
+        .unwrap_or_else(|| panic!("no policy.invalid finding\n{run}"));
+    assert_eq!(finding["status"], "fail");
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("policy.toml:2:1: unknown key `max_gpus` in `[limits]`"),
+        "{finding:#}"
+    );
+    assert!(run.stderr.contains("--> policy.toml:2:1"), "{run}");
+    assert!(
+        !baseline.stdout.contains("policy.invalid"),
+        "{}",
+        baseline.stdout
+    );
+    let human = world.run(&["doctor"], &[]);
+    assert_eq!(human.code, 1, "{}", human.stdout);
+    assert!(human.stdout.contains("✗ Host policy\n"), "{}", human.stdout);
+}
+
+/// The login name of this process's user, as `id -un` says it.
+fn login_name() -> String {
+    let output = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_refused_up_creates_nothing_and_an_allowed_one_names_its_user() {
+    if !require_daemon() {
+        return;
+    }
+    let name = unique_name("policy");
+    let container = format!("envctl-{name}");
+    let _guard = ContainerGuard::new(container.as_str());
+    let world = World::named(
+        &name,
+        "[limits]\nmax_memory = \"64m\"\n",
+        &format!("image = \"{}\"\nmemory = \"128m\"\n", test_image()),
+    );
+    let run = world.run(&["up", &name, "--pull", "never", "--force"], &[]);
+    refused(&run, "limits.max_memory", 2);
+    assert!(
+        !container_exists(&container),
+        "a refused up made {container}\n{run}"
+    );
+    std::fs::write(
+        world.path().join("policy.toml"),
+        "[limits]\nmax_memory = \"128m\"\n",
+    )
+    .unwrap();
+    let run = world.run(&["up", &name, "--pull", "never"], &[]);
+    assert_eq!(run.code, 0, "{run}");
+    let label = docker_stdout([
+        "container",
+        "inspect",
+        "-f",
+        "{{index .Config.Labels \"envctl.user\"}}",
+        container.as_str(),
+    ]);
+    assert_eq!(label, login_name());
+}
+
+#[test]
+fn the_per_user_limit_counts_the_gpus_the_users_other_containers_hold() {
+    if !require_daemon() {
+        return;
+    }
+    let user = login_name();
+    // Another container of this user holds 2 GPUs (made as `up` makes them: labelled with
+    // the user and its GPUs; created, not started).
+    let holder = unique_name("policy-holder");
+    let _guard = ContainerGuard::new(holder.clone());
+    docker_stdout([
+        "create",
+        "--label",
+        "envctl.test=1",
+        "--label",
+        &format!("envctl.user={user}"),
+        "--label",
+        "envctl.gpus=count=2",
+        "--gpus",
+        "2",
+        "--name",
+        &holder,
+        &test_image(),
+    ]);
+    let world = World::new(
+        "# shared box\n[limits]\nmax_gpus_per_user = 3\n",
+        "image = \"busybox:1.36\"\ngpus = [\"0\", \"1\"]\n",
+    );
+    let run = world.dry_run();
+    let cause = refused(&run, "limits.max_gpus_per_user", 3);
+    assert!(
+        cause.contains(&format!("= 3: user `{user}`")),
+        "{cause}\n{run}"
+    );
+    assert!(
+        cause.contains("holds 2 GPUs already and the container asks for 2 more"),
+        "{cause}\n{run}"
+    );
+    // One GPU fits beside the two held.
+    let one = World::new(
+        "# shared box\n[limits]\nmax_gpus_per_user = 3\n",
+        "image = \"busybox:1.36\"\ngpus = [\"0\"]\n",
+    );
+    let allowed = one.dry_run();
+    assert_eq!(allowed.code, 0, "{allowed}");
+}
