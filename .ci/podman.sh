@@ -41,7 +41,9 @@ podman_ci_answers() { # SOCKET
 
 podman_ci_install() {
     local missing=() pkg
-    for pkg in podman catatonit uidmap patchelf; do
+    # netavark: podman4 is configured for it (below); Debian only recommends it, and
+    # --no-install-recommends leaves a fresh machine without it.
+    for pkg in podman catatonit uidmap patchelf netavark; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
             missing+=("$pkg")
     done
