@@ -169,6 +169,15 @@ impl Environment {
             .or_else(|| self.home().map(|home| home.join(".config")))
     }
 
+    /// `$XDG_CACHE_HOME` when absolute, else `~/.cache`: what envctl may forget and find
+    /// again (the GPU requests of other tools' containers).
+    pub fn cache_home(&self) -> Option<PathBuf> {
+        self.variable_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+            .or_else(|| self.home().map(|home| home.join(".cache")))
+    }
+
     /// `DOCKER_HOST`, unless unset or empty.
     pub fn docker_host(&self) -> Option<&str> {
         self.variable_os("DOCKER_HOST").and_then(OsStr::to_str)

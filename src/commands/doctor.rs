@@ -95,8 +95,7 @@ fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Erro
             )
         {
             facts.holders = Some(match connect() {
-                Ok(engine) => engine
-                    .gpu_holders()
+                Ok(engine) => crate::ops::placement::holders(&engine, context)
                     .await
                     .map_err(|error| crate::error::error_chain(&error)),
                 Err(error) => Err(crate::error::error_chain(&error)),

@@ -218,6 +218,7 @@ fn dry_run_gpu_form(
                     resolved.profile.placement,
                     &facts.gpu,
                     None,
+                    context,
                 )
                 .await,
             ),
@@ -289,7 +290,9 @@ fn dry_run(
         })?;
     } else {
         if let Some(report) = report {
-            context.printer.info(&format!("GPUs: {}", report.reason));
+            context
+                .printer
+                .info(&format!("placement: {}", report.reason));
             for skipped in &report.skipped {
                 context.printer.warn(&format!("placement: {skipped}"));
             }

@@ -11,7 +11,7 @@ use bollard::query_parameters::{
 use serde::Serialize;
 
 use super::{Engine, EngineError};
-use crate::facts::container::{ContainerDetails, ContainerSummary, GpuAssignment, PublishedPort};
+use crate::facts::container::{ContainerDetails, ContainerSummary, PublishedPort};
 
 pub use crate::spec::PROFILE_LABEL;
 
@@ -170,9 +170,7 @@ impl Engine {
             .filter_map(|mount| mount.name)
             .collect();
         let config = inspect.config.unwrap_or_default();
-        let gpus = inspect
-            .host_config
-            .and_then(|host| GpuAssignment::from_requests(host.device_requests))
+        let gpus = super::occupancy::gpus_of_container(inspect.host_config, config.labels.as_ref())
             .map(|assignment| assignment.to_string());
         Ok(Some(ContainerDetails {
             id: inspect.id.unwrap_or_default(),

@@ -1,9 +1,11 @@
 //! Which containers hold GPUs: every container that was given GPUs and has not exited,
 //! with its request as the engine stored it. envctl's own containers say it in a label
 //! ([`GPUS_LABEL`], written in the same create as the request, so the list answers for
-//! them); any other container is inspected, several at a time.
+//! them); any other container is inspected, several at a time, once: a container's
+//! `DeviceRequests` never change after its create, so what a caller read before (by id,
+//! [`HoldersRead::requests`]) is taken as known.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use futures_util::StreamExt;
@@ -20,9 +22,28 @@ const HOLDS_NOTHING: [&str; 3] = ["exited", "dead", "removing"];
 /// host with hundreds of containers must not open hundreds of connections.
 const INSPECTS_AT_ONCE: usize = 8;
 
+/// What one reading of the holders found.
+#[derive(Debug, Default)]
+pub struct HoldersRead {
+    pub holders: Vec<GpuHolder>,
+    /// The GPU request of every container that has not exited and carries no
+    /// [`GPUS_LABEL`], by id (`None`: no GPUs): what a later reading may take as known, since
+    /// a container's `DeviceRequests` never change after its create.
+    pub requests: BTreeMap<String, Option<GpuAssignment>>,
+}
+
 impl Engine {
     /// Every container that holds GPUs now (created, running, paused or restarting).
     pub async fn gpu_holders(&self) -> Result<Vec<GpuHolder>, EngineError> {
+        Ok(self.gpu_holders_known(&BTreeMap::new()).await?.holders)
+    }
+
+    /// [`Engine::gpu_holders`], taking the requests of the containers in `known` (by id)
+    /// from there instead of inspecting them again.
+    pub async fn gpu_holders_known(
+        &self,
+        known: &BTreeMap<String, Option<GpuAssignment>>,
+    ) -> Result<HoldersRead, EngineError> {
         let options = ListContainersOptionsBuilder::default()
             .all(true)
             .filters(&HashMap::<&str, Vec<&str>>::new())
@@ -34,6 +55,7 @@ impl Engine {
             )
             .await?;
         let mut holders = Vec::new();
+        let mut requests = BTreeMap::new();
         let mut to_inspect = Vec::new();
         for container in listed {
             let state = container
@@ -62,29 +84,49 @@ impl Engine {
                 Some(Some(gpus)) => holders.push(holder(gpus)),
                 // No label (not envctl's, or an older envctl's), or one this envctl cannot
                 // read: the container's own request decides.
-                _ => to_inspect.push(holder(GpuAssignment::All)),
+                _ => match known.get(&id) {
+                    Some(request) => {
+                        requests.insert(id.clone(), request.clone());
+                        holders.extend(request.clone().map(holder));
+                    }
+                    None => to_inspect.push(holder(GpuAssignment::All)),
+                },
             }
         }
-        let inspected: Vec<Result<Option<GpuHolder>, EngineError>> =
+        let inspected: Vec<Result<Option<(GpuHolder, Option<GpuAssignment>)>, EngineError>> =
             futures_util::stream::iter(to_inspect.into_iter().map(|holder| async move {
                 let Some(inspect) = self.inspect_response(&holder.id).await? else {
                     // Removed between the list and the inspect: it holds nothing now.
                     return Ok(None);
                 };
-                Ok(inspect
-                    .host_config
-                    .and_then(gpus_of)
-                    .map(|gpus| GpuHolder { gpus, ..holder }))
+                Ok(Some((holder, inspect.host_config.and_then(gpus_of))))
             }))
             .buffer_unordered(INSPECTS_AT_ONCE)
             .collect()
             .await;
-        for holder in inspected {
-            holders.extend(holder?);
+        for answer in inspected {
+            if let Some((holder, request)) = answer? {
+                requests.insert(holder.id.clone(), request.clone());
+                holders.extend(request.map(|gpus| GpuHolder { gpus, ..holder }));
+            }
         }
         holders.sort_by(|left, right| left.name.cmp(&right.name));
-        Ok(holders)
+        Ok(HoldersRead { holders, requests })
     }
+}
+
+/// The GPUs an inspected container was given, wherever the engine keeps them: its
+/// requests ([`gpus_of`]), else envctl's [`GPUS_LABEL`] (Podman resolves a CDI request
+/// into device nodes and keeps neither the request nor the names).
+pub(crate) fn gpus_of_container(
+    host: Option<bollard::models::HostConfig>,
+    labels: Option<&HashMap<String, String>>,
+) -> Option<GpuAssignment> {
+    host.and_then(gpus_of).or_else(|| {
+        labels
+            .and_then(|labels| labels.get(GPUS_LABEL))
+            .and_then(|label| parse_label(label))
+    })
 }
 
 /// The GPUs a `HostConfig` asks for: its `gpu` device request, else the CDI names of

@@ -300,8 +300,12 @@ impl Engine {
         let Some(inspect) = self.inspect_response(id).await? else {
             return Ok(None);
         };
+        let labels = inspect
+            .config
+            .as_ref()
+            .and_then(|config| config.labels.as_ref());
+        let gpus = super::occupancy::gpus_of_container(inspect.host_config.clone(), labels);
         let host = inspect.host_config.unwrap_or_default();
-        let gpus = GpuAssignment::from_requests(host.device_requests);
         Ok(Some(ContainerResources {
             nano_cpus: host.nano_cpus.filter(|cpus| *cpus > 0),
             cpu_quota: host.cpu_quota.filter(|quota| *quota > 0),

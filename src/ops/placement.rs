@@ -7,6 +7,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+
+use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::facts::container::GpuAssignment;
@@ -111,6 +114,7 @@ pub async fn place(
     policy: GpuPlacement,
     gpu: &GpuFacts,
     lock_path: Option<&Path>,
+    context: &Context,
 ) -> Result<Placed, Error> {
     let Some(count) = count_asked(body) else {
         let report = (!body.host_config.device_requests.is_empty()).then(|| PlacementReport {
@@ -167,7 +171,7 @@ pub async fn place(
         }
         None => None,
     };
-    let holders = engine.gpu_holders().await?;
+    let holders = holders(engine, context).await?;
     let rows = rows(gpu, &holders).map_err(Error::Internal)?;
     match placement::choose(count, &rows) {
         Ok(choice) => Ok(Placed {
@@ -195,11 +199,12 @@ pub async fn recheck(
     id: &str,
     report: &PlacementReport,
     gpu: &GpuFacts,
+    context: &Context,
 ) -> Result<(), Error> {
     if report.gpus.is_empty() {
         return Ok(());
     }
-    let holders = engine.gpu_holders().await?;
+    let holders = holders(engine, context).await?;
     let rows = rows(gpu, &holders).map_err(Error::Internal)?;
     let shared: Vec<String> = rows
         .iter()
@@ -217,4 +222,68 @@ pub async fn recheck(
     } else {
         Err(Error::GpusTakenMeanwhile { shared })
     }
+}
+
+/// The requests of other tools' containers, kept between runs in
+/// `$XDG_CACHE_HOME/envctl/gpu-requests.json` (per engine endpoint, by container id): a
+/// container's `DeviceRequests` never change after its create, so each is inspected once,
+/// not at every `up`. Ids no longer listed are dropped at each write.
+#[derive(Debug, Default, serde::Deserialize, Serialize)]
+struct RequestCache {
+    engines: BTreeMap<String, BTreeMap<String, Option<GpuAssignment>>>,
+}
+
+/// The containers holding GPUs on `engine`, reading and updating the [`RequestCache`]. A
+/// cache that cannot be read is read as empty, and one that cannot be written is said
+/// once: either way the holders are the engine's, only found more slowly.
+pub async fn holders(
+    engine: &Engine,
+    context: &Context,
+) -> Result<Vec<crate::facts::occupancy::GpuHolder>, Error> {
+    let path = context
+        .environment
+        .cache_home()
+        .map(|folder| folder.join("envctl").join("gpu-requests.json"));
+    let mut cache = match path.as_deref().map(std::fs::read) {
+        None => RequestCache::default(),
+        Some(Err(error)) if error.kind() == std::io::ErrorKind::NotFound => RequestCache::default(),
+        Some(read) => match read.map_err(|error| error.to_string()).and_then(|bytes| {
+            serde_json::from_slice::<RequestCache>(&bytes).map_err(|error| error.to_string())
+        }) {
+            Ok(cache) => cache,
+            Err(error) => {
+                // Only envctl writes it: the next write replaces what cannot be read.
+                context.printer.warn(&format!(
+                    "ignoring the GPU request cache {}: {error}",
+                    path.as_deref()
+                        .map_or_else(String::new, |path| path.display().to_string())
+                ));
+                RequestCache::default()
+            }
+        },
+    };
+    let endpoint = engine.endpoint().to_string();
+    let known = cache.engines.remove(&endpoint).unwrap_or_default();
+    let read = engine.gpu_holders_known(&known).await?;
+    if let Some(path) = path
+        && read.requests != known
+    {
+        cache.engines.insert(endpoint, read.requests);
+        let written = serde_json::to_vec(&cache)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| {
+                if let Some(folder) = path.parent() {
+                    std::fs::create_dir_all(folder)?;
+                }
+                crate::files::write_atomically(&path, &bytes, crate::files::Existing::Replace)
+                    .map_err(std::io::Error::other)
+            });
+        if let Err(error) = written {
+            context.printer.warn(&format!(
+                "could not keep the GPU requests of other containers in {}: {error} (placement inspects them again next time)",
+                path.display()
+            ));
+        }
+    }
+    Ok(read.holders)
 }

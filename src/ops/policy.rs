@@ -72,7 +72,7 @@ fn user_gpus_held(
     use crate::facts::container::GpuAssignment;
     let holders = crate::commands::runtime()?.block_on(async {
         let engine = context.engine().await?;
-        engine.gpu_holders().await.map_err(Error::from)
+        crate::ops::placement::holders(&engine, context).await
     })?;
     let mut host_count = None;
     let mut held = 0_u32;

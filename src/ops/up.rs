@@ -243,6 +243,7 @@ pub async fn up(
             resolved.profile.placement,
             &facts.gpu,
             Some(&context.environment.gpu_lock_path()),
+            context,
         )
         .await?;
         let body = gpu_body(plan, &placed.body, &facts, context)?;
@@ -337,8 +338,10 @@ pub async fn up(
     let placement_report = match placed {
         Some(placed) => {
             if let Some(report) = &placed.report {
-                placement::recheck(engine, &id, report, &facts.gpu).await?;
-                context.printer.info(&format!("GPUs: {}", report.reason));
+                placement::recheck(engine, &id, report, &facts.gpu, context).await?;
+                context
+                    .printer
+                    .info(&format!("placement: {}", report.reason));
             }
             drop(placed.lock);
             placed.report

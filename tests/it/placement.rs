@@ -391,20 +391,41 @@ fn no_room_is_refused_naming_the_holders_and_unreadable_gpus_are_skipped() {
     );
 }
 
-/// A CDI spec naming each GPU of `machine` by UUID (each adds `ENVCTL_TEST_GPU=<uuid>`), so
-/// Podman 5.4 starts containers placed on them. Removed on drop.
+/// A CDI spec naming each GPU of `machine` by UUID, so Podman 5.4 starts containers placed
+/// on them: each adds `ENVCTL_TEST_GPU_<index>=<uuid>` and a device node of its own
+/// (`/dev/envctl-place-N`, made with `mknod` as /dev/null's 1:3 in `nodes`), as NVIDIA's
+/// specs add `/dev/nvidiaN`. Removed on drop.
 struct CdiSpec(PathBuf);
 
 impl CdiSpec {
-    fn write(machine: &Machine) -> Option<CdiSpec> {
+    fn write(machine: &Machine, nodes: &Path) -> Option<CdiSpec> {
         let folder = std::env::var_os(CDI_DIR_ENV)?;
         let devices: Vec<Value> = machine
             .uuids
             .iter()
-            .map(|uuid| {
+            .enumerate()
+            .map(|(index, uuid)| {
+                let node = nodes.join(format!("gpu{index}"));
+                let made = std::process::Command::new("mknod")
+                    .arg(&node)
+                    .args(["c", "1", "3"])
+                    .output()
+                    .unwrap();
+                assert!(
+                    made.status.success(),
+                    "mknod (needs root): {}",
+                    String::from_utf8_lossy(&made.stderr)
+                );
                 serde_json::json!({
                     "name": uuid,
-                    "containerEdits": {"env": [format!("ENVCTL_TEST_GPU={uuid}")]}
+                    "containerEdits": {
+                        "env": [format!("ENVCTL_TEST_GPU_{index}={uuid}")],
+                        "deviceNodes": [{
+                            "path": format!("/dev/envctl-place-{index}"),
+                            "hostPath": node,
+                            "permissions": "rw"
+                        }]
+                    }
                 })
             })
             .collect();
@@ -443,7 +464,8 @@ fn four_concurrent_ups_never_share_a_gpu() {
     };
     let _turn = turn();
     let machine = Machine::new("");
-    let Some(_spec) = CdiSpec::write(&machine) else {
+    let nodes = tempfile::tempdir().unwrap();
+    let Some(_spec) = CdiSpec::write(&machine, nodes.path()) else {
         panic!(
             "{CDI_DIR_ENV} is not set: Podman 5.4's CDI spec folder is needed (.ci/podman.sh exports it)"
         );
@@ -503,7 +525,15 @@ fn four_concurrent_ups_never_share_a_gpu() {
         // The engine really gave them: the CDI edits of exactly those GPUs.
         let env = inspected["Config"]["Env"].to_string();
         for uuid in &uuids {
-            assert!(env.contains(&format!("ENVCTL_TEST_GPU={uuid}")), "{env}");
+            let index = machine
+                .uuids
+                .iter()
+                .position(|known| known == uuid)
+                .unwrap();
+            assert!(
+                env.contains(&format!("ENVCTL_TEST_GPU_{index}={uuid}")),
+                "{env}"
+            );
         }
         taken.extend(uuids);
     }
