@@ -22,6 +22,9 @@ const HOLDS_NOTHING: [&str; 3] = ["exited", "dead", "removing"];
 /// host with hundreds of containers must not open hundreds of connections.
 const INSPECTS_AT_ONCE: usize = 8;
 
+/// A container without [`GPUS_LABEL`] and the GPU request its inspect shows.
+type Inspected = (GpuHolder, Option<GpuAssignment>);
+
 /// What one reading of the holders found.
 #[derive(Debug, Default)]
 pub struct HoldersRead {
@@ -93,7 +96,7 @@ impl Engine {
                 },
             }
         }
-        let inspected: Vec<Result<Option<(GpuHolder, Option<GpuAssignment>)>, EngineError>> =
+        let inspected: Vec<Result<Option<Inspected>, EngineError>> =
             futures_util::stream::iter(to_inspect.into_iter().map(|holder| async move {
                 let Some(inspect) = self.inspect_response(&holder.id).await? else {
                     // Removed between the list and the inspect: it holds nothing now.
