@@ -75,6 +75,15 @@ pub enum Error {
         "the GPUs envctl chose were taken by another container while it created its own, so envctl removed it"
     )]
     GpusTakenMeanwhile { shared: Vec<String> },
+    /// A stopped container's pinned GPUs are held by another container now.
+    #[error(
+        "`{name}` is pinned to GPUs that another container holds now, so envctl did not start it"
+    )]
+    PinnedGpusTaken {
+        name: String,
+        profile: String,
+        shared: Vec<String>,
+    },
     /// The host-wide placement lock could not be taken.
     #[error("{source}")]
     GpuLock {
@@ -219,6 +228,7 @@ impl Error {
             | Error::GpusUnavailable { .. }
             | Error::NoFreeGpus { .. }
             | Error::GpusTakenMeanwhile { .. }
+            | Error::PinnedGpusTaken { .. }
             | Error::GpuLock { .. }
             | Error::Internal(_)
             | Error::NotGiven { .. }
@@ -280,6 +290,9 @@ impl Error {
                 "`envctl doctor` shows who holds each GPU; stop one (`envctl down`), ask for fewer, or share on purpose with `--gpus device=0,1` or `placement = \"first\"`"
                     .into(),
             ),
+            Error::PinnedGpusTaken { name, profile, .. } => Some(format!(
+                "remove it with `envctl down {name} --rm` (its named volumes stay) and run `envctl up {profile}` again: it places on the GPUs free now"
+            )),
             Error::GpusTakenMeanwhile { .. } => Some(
                 "run `envctl up` again: it places on the GPUs free now".into(),
             ),

@@ -168,7 +168,7 @@ pub fn label_value(gpus: &GpuAssignment) -> String {
 }
 
 /// Reads [`label_value`] back; `None` for anything else.
-fn parse_label(label: &str) -> Option<GpuAssignment> {
+pub fn parse_label(label: &str) -> Option<GpuAssignment> {
     if label == "all" {
         return Some(GpuAssignment::All);
     }

@@ -40,6 +40,17 @@ pub struct Placed {
     pub lock: Option<GpuLock>,
 }
 
+impl Placed {
+    /// `body` as it is (labelled), for a container that exists already.
+    pub fn unplaced(body: &CreateBody) -> Placed {
+        Placed {
+            body: labelled(body.clone()),
+            report: None,
+            lock: None,
+        }
+    }
+}
+
 /// The count a body leaves to the daemon (`Count: N`, no `DeviceIDs`), if it does.
 pub fn count_asked(body: &CreateBody) -> Option<u32> {
     body.host_config.device_requests.iter().find_map(|request| {
@@ -286,4 +297,63 @@ pub async fn holders(
         }
     }
     Ok(read.holders)
+}
+
+/// Before a stopped container is started again: the GPUs its label pins must not be held
+/// by another container now. A container without pinned GPUs (a count, `all`) passes.
+pub async fn still_free(
+    engine: &Engine,
+    existing: &crate::facts::container::ContainerDetails,
+    gpu: &GpuFacts,
+    profile: &str,
+    context: &Context,
+) -> Result<(), Error> {
+    let Some(GpuAssignment::Devices(pinned)) = existing
+        .labels
+        .get(GPUS_LABEL)
+        .and_then(|label| crate::engine::occupancy::parse_label(label))
+    else {
+        return Ok(());
+    };
+    let Some(nvml) = gpu.loaded() else {
+        return Ok(());
+    };
+    let holders: Vec<_> = holders(engine, context)
+        .await?
+        .into_iter()
+        .filter(|holder| holder.id != existing.id)
+        .collect();
+    let (rows, _) = placement::occupancy(&nvml.gpus, &holders);
+    let (own, _) = placement::occupancy(
+        &nvml.gpus,
+        &[crate::facts::occupancy::GpuHolder {
+            id: existing.id.clone(),
+            name: existing.name.clone(),
+            state: existing.status.clone(),
+            profile: None,
+            user: None,
+            gpus: GpuAssignment::Devices(pinned),
+        }],
+    );
+    let shared: Vec<String> = rows
+        .iter()
+        .zip(&own)
+        .filter(|(row, mine)| !mine.free && !row.free)
+        .map(|(row, _)| {
+            let names: Vec<String> = row
+                .holders
+                .iter()
+                .map(|holder| format!("{} ({})", holder.name, holder.state))
+                .collect();
+            format!("GPU {}: {}", row.index, names.join(", "))
+        })
+        .collect();
+    if shared.is_empty() {
+        return Ok(());
+    }
+    Err(Error::PinnedGpusTaken {
+        name: existing.name.clone(),
+        profile: profile.to_string(),
+        shared,
+    })
 }

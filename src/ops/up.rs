@@ -221,7 +221,10 @@ pub async fn up(
         // on Docker with CDI, `--gpus`'s request for the NVIDIA runtime): judge first,
         // then prepare the body for this engine.
         let facts = verdict.await?;
-        if placement::locks(&plan.body, resolved.profile.placement, &facts.gpu) {
+        // A container of this name is met, not placed again: `reuse` starts it (after
+        // `still_free` checks its pinned GPUs) or names what changed.
+        let exists = engine.inspect_container(name).await?.is_some();
+        if !exists && placement::locks(&plan.body, resolved.profile.placement, &facts.gpu) {
             // Placement holds the host-wide lock from choosing to creating: pull first,
             // so no one waits on another user's download.
             let image: crate::profile::image::ImageReference =
@@ -237,15 +240,19 @@ pub async fn up(
                 pull = PullPolicy::Missing;
             }
         }
-        let placed = placement::place(
-            engine,
-            &plan.body,
-            resolved.profile.placement,
-            &facts.gpu,
-            Some(&context.environment.gpu_lock_path()),
-            context,
-        )
-        .await?;
+        let placed = if exists {
+            placement::Placed::unplaced(&plan.body)
+        } else {
+            placement::place(
+                engine,
+                &plan.body,
+                resolved.profile.placement,
+                &facts.gpu,
+                Some(&context.environment.gpu_lock_path()),
+                context,
+            )
+            .await?
+        };
         let body = gpu_body(plan, &placed.body, &facts, context)?;
         if let Some(report) = &placed.report {
             for skipped in &report.skipped {
@@ -304,16 +311,29 @@ pub async fn up(
     let mut recreated = false;
     let created = match prepared {
         Prepared::Created(created) => created,
-        Prepared::Existing(existing) => match reuse(
-            engine,
-            &existing,
-            body,
-            name,
-            &resolved.profile.name,
-            arguments.recreate,
-        )
-        .await?
-        {
+        Prepared::Existing(existing) => match {
+            // A stopped container keeps the GPUs it was pinned to: starting it where
+            // another container holds them now would share them behind the user's back.
+            if !existing.running {
+                placement::still_free(
+                    engine,
+                    &existing,
+                    &facts.gpu,
+                    &resolved.profile.name,
+                    context,
+                )
+                .await?;
+            }
+            reuse(
+                engine,
+                &existing,
+                body,
+                name,
+                &resolved.profile.name,
+                arguments.recreate,
+            )
+            .await?
+        } {
             Reuse::Done(status) => return Ok(report(existing.id, status)),
             Reuse::Replace => {
                 context.printer.info(&format!("recreating {name} …"));

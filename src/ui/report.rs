@@ -40,7 +40,7 @@ pub fn write_error(printer: &Printer, error: &Error) {
                 printer.stderr_line(&format!("  skipped: {}", shown(line)));
             }
         }
-        Error::GpusTakenMeanwhile { shared } => {
+        Error::GpusTakenMeanwhile { shared } | Error::PinnedGpusTaken { shared, .. } => {
             for line in shared {
                 printer.stderr_line(&format!("  also on: {}", shown(line)));
             }

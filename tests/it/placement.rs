@@ -562,6 +562,70 @@ fn four_concurrent_ups_never_share_a_gpu() {
         }
     }
 
+    // What Podman records of a CDI device: its nodes, not its name (so other tools'
+    // containers on Podman are seen only through requests they keep, and envctl's by label).
+    let first = format!("envctl-{}", names[0]);
+    let inspected = podman.inspect("container", &first);
+    eprintln!(
+        "Podman HostConfig.Devices: {}, DeviceRequests: {}",
+        inspected["HostConfig"]["Devices"], inspected["HostConfig"]["DeviceRequests"]
+    );
+
+    // A stopped container keeps its pinned GPUs: while another holds one of them, `up`
+    // does not start it again; once that one is gone, it does.
+    let first_gpus = inspected["Config"]["Labels"]["envctl.gpus"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("devices=")
+        .to_string();
+    let first_uuid = first_gpus.split(',').next().unwrap().to_string();
+    podman.docker_stdout(["stop", "-t", "1", first.as_str()]);
+    let squatter = unique_name("squatter");
+    let _squatter_guard = podman.container_guard(squatter.clone());
+    podman.docker_stdout([
+        "create",
+        "--label",
+        TEST_LABEL,
+        "--label",
+        &format!("envctl.gpus=devices={first_uuid}"),
+        "--name",
+        &squatter,
+        &image,
+    ]);
+    let blocked = envctl(
+        folder.path(),
+        &machine,
+        &podman.host,
+        &["up", &names[0], "--force"],
+    );
+    assert_eq!(blocked.code, 1, "{blocked}");
+    assert!(
+        blocked.stderr.contains(&format!(
+            "`{first}` is pinned to GPUs that another container holds now"
+        )),
+        "{blocked}"
+    );
+    assert!(
+        blocked.stderr.contains(&format!("also on: GPU ")) && blocked.stderr.contains(&squatter),
+        "{blocked}"
+    );
+    let stopped = podman.inspect("container", &first);
+    assert_eq!(stopped["State"]["Running"], false, "{blocked}");
+    podman.docker_stdout(["rm", "-f", squatter.as_str()]);
+    let again = envctl(
+        folder.path(),
+        &machine,
+        &podman.host,
+        &["up", &names[0], "--force"],
+    );
+    assert_eq!(again.code, 0, "{again}");
+    assert!(again.stderr.contains("started the existing"), "{again}");
+
+    // On a full host, `up` of a running one meets it rather than placing it again.
+    let met = envctl(folder.path(), &machine, &podman.host, &["up", &names[1], "--force"]);
+    assert_eq!(met.code, 0, "{met}");
+    assert!(met.stderr.contains("already running"), "{met}");
+
     // A fifth finds no room, and makes nothing.
     let fifth = unique_name("place");
     let fifth_folder = project(&image, &[(&fifth, "gpus = 1\n")]);
