@@ -311,10 +311,13 @@ pub async fn up(
     let mut recreated = false;
     let created = match prepared {
         Prepared::Created(created) => created,
-        Prepared::Existing(existing) => match {
-            // A stopped container keeps the GPUs it was pinned to: starting it where
-            // another container holds them now would share them behind the user's back.
-            if !existing.running {
+        Prepared::Existing(existing) => {
+            // A stopped container that `reuse` starts as it is keeps the GPUs it was
+            // pinned to: starting it where another container holds them now would share
+            // them behind the user's back.
+            let restarts = !existing.running
+                && existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL);
+            if restarts {
                 placement::still_free(
                     engine,
                     &existing,
@@ -324,7 +327,7 @@ pub async fn up(
                 )
                 .await?;
             }
-            reuse(
+            match reuse(
                 engine,
                 &existing,
                 body,
@@ -333,16 +336,17 @@ pub async fn up(
                 arguments.recreate,
             )
             .await?
-        } {
-            Reuse::Done(status) => return Ok(report(existing.id, status)),
-            Reuse::Replace => {
-                context.printer.info(&format!("recreating {name} …"));
-                engine.stop_container(&existing.id, 10).await?;
-                engine.remove_container(&existing.id, false, true).await?;
-                recreated = true;
-                create_with_image(engine, body, name, pull, context, state).await?
+            {
+                Reuse::Done(status) => return Ok(report(existing.id, status)),
+                Reuse::Replace => {
+                    context.printer.info(&format!("recreating {name} …"));
+                    engine.stop_container(&existing.id, 10).await?;
+                    engine.remove_container(&existing.id, false, true).await?;
+                    recreated = true;
+                    create_with_image(engine, body, name, pull, context, state).await?
+                }
             }
-        },
+        }
         Prepared::NeedsImage => create_with_image(engine, body, name, pull, context, state).await?,
     };
     let id = match created {

@@ -622,7 +622,12 @@ fn four_concurrent_ups_never_share_a_gpu() {
     assert!(again.stderr.contains("started the existing"), "{again}");
 
     // On a full host, `up` of a running one meets it rather than placing it again.
-    let met = envctl(folder.path(), &machine, &podman.host, &["up", &names[1], "--force"]);
+    let met = envctl(
+        folder.path(),
+        &machine,
+        &podman.host,
+        &["up", &names[1], "--force"],
+    );
     assert_eq!(met.code, 0, "{met}");
     assert!(met.stderr.contains("already running"), "{met}");
 
