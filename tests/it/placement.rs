@@ -606,7 +606,7 @@ fn four_concurrent_ups_never_share_a_gpu() {
         "{blocked}"
     );
     assert!(
-        blocked.stderr.contains(&format!("also on: GPU ")) && blocked.stderr.contains(&squatter),
+        blocked.stderr.contains("also on: GPU ") && blocked.stderr.contains(&squatter),
         "{blocked}"
     );
     let stopped = podman.inspect("container", &first);
