@@ -18,7 +18,9 @@
 # two is what placement costs; the create and start themselves are the daemon's and are the
 # same either way. It is measured for two kinds of holders:
 #   envctl  containers made as `up` makes them (label `envctl.gpus`: read from the list)
-#   other   containers made by `docker create --gpus` (no label: each one is inspected)
+#   other   containers made by `docker create --gpus` (no label: each one is inspected
+#           once, then its request is read from envctl's cache; "cold" empties the cache
+#           before every run, so every holder is inspected)
 # The holders are created, not started (no NVIDIA runtime here), and removed at the end.
 set -euo pipefail
 
@@ -66,7 +68,8 @@ for index in 0 1 2 3 4 5 6 7; do
     echo "gpu.$index.uuid=GPU-00000000-0000-0000-0000-00000000000$index" >>"$WORK/machine.conf"
 done
 export ENVCTL_NVML_LIBRARY="$STUB" ENVCTL_NVML_STUB_FIXTURE="$WORK/machine.conf"
-export ENVCTL_GPU_LOCK="$WORK/gpus.lock" NO_COLOR=1
+export ENVCTL_GPU_LOCK="$WORK/gpus.lock" NO_COLOR=1 XDG_CACHE_HOME="$WORK/cache"
+CACHE="$WORK/cache/envctl/gpu-requests.json"
 cd "$WORK"
 
 holders() { # KIND
@@ -93,6 +96,13 @@ for kind in envctl other; do
     hyperfine --style basic --warmup 3 --runs "$RUNS" --export-json "$WORK/$kind.json" \
         -n first "$ENVCTL up first --dry-run" \
         -n free "$ENVCTL up free --dry-run" >/dev/null
+    if [ "$kind" = other ]; then
+        hyperfine --style basic --warmup 3 --runs "$RUNS" --export-json "$WORK/cold.json" \
+            --prepare "rm -f $CACHE" -n cold "$ENVCTL up free --dry-run" >/dev/null
+        jq -r --slurpfile first "$WORK/$kind.json" '
+            "\(.results[0].median*1000 | floor) ms with the cache emptied before each run: an uncached reading adds \(((.results[0].median - ($first[0].results | map(select(.command == "first"))[0].median))*10000 | floor) / 10) ms"
+        ' "$WORK/cold.json"
+    fi
     jq -r --arg kind "$kind" --arg holders "$HOLDERS" '
         (.results | map({(.command): .}) | add) as $r
         | "\($holders) \($kind) holders: first \($r.first.median*1000 | floor) ms, free \($r.free.median*1000 | floor) ms (medians); placement adds \((($r.free.median - $r.first.median)*10000 | floor) / 10) ms"
