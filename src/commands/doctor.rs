@@ -94,12 +94,32 @@ fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Erro
                 crate::facts::engine::EngineState::Reachable(_)
             )
         {
-            facts.holders = Some(match connect() {
-                Ok(engine) => crate::ops::placement::holders(&engine, context)
-                    .await
-                    .map_err(|error| crate::error::error_chain(&error)),
+            let holders = match connect() {
+                Ok(engine) => {
+                    let holders = crate::ops::placement::holders(&engine, context)
+                        .await
+                        .map_err(|error| crate::error::error_chain(&error));
+                    // Which container each GPU process runs in: any running one may have
+                    // reached a GPU (a runtime's `NVIDIA_VISIBLE_DEVICES`), not only holders.
+                    if let Some(nvml) = facts.gpu.loaded() {
+                        facts.process_owners = match engine.list_containers(false, false).await {
+                            Ok(running) => {
+                                crate::ops::placement::process_owners(&nvml.gpus, &running)
+                            }
+                            Err(error) => (
+                                Default::default(),
+                                vec![format!(
+                                    "cannot tell which containers the GPU processes run in: {}",
+                                    crate::error::error_chain(&error)
+                                )],
+                            ),
+                        };
+                    }
+                    holders
+                }
                 Err(error) => Err(crate::error::error_chain(&error)),
-            });
+            };
+            facts.holders = Some(holders);
         }
         Ok(facts)
     })
@@ -118,11 +138,24 @@ fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
                 _ => "memory unknown".into(),
             };
             let processes = match &gpu.processes {
-                Some(processes) => format!(
-                    "{} process{}",
-                    processes.len(),
-                    if processes.len() == 1 { "" } else { "es" }
-                ),
+                Some(processes) => {
+                    let mut said = format!(
+                        "{} process{}",
+                        processes.len(),
+                        if processes.len() == 1 { "" } else { "es" }
+                    );
+                    let named: Vec<String> = processes
+                        .iter()
+                        .map(|process| match &process.container {
+                            Some(container) => format!("{} in {container}", process.pid),
+                            None => format!("{} in no running container", process.pid),
+                        })
+                        .collect();
+                    if !named.is_empty() {
+                        said.push_str(&format!(" ({})", named.join(", ")));
+                    }
+                    said
+                }
                 None => "processes unknown".into(),
             };
             let holders: Vec<String> = gpu
@@ -160,6 +193,9 @@ fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
                 occupancy.unmapped.join(", ")
             ),
         ));
+    }
+    for unread in &occupancy.unattributed {
+        lines.push(Finding::warn("gpu.occupancy", unread.clone()));
     }
     if let Some(error) = &occupancy.error {
         lines.push(

@@ -50,6 +50,9 @@ pub struct Occupancy {
     /// Why the holders could not be listed; then `gpus` shows NVML's view alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// GPU processes whose container could not be read (`/proc/PID/cgroup`), and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unattributed: Vec<String>,
 }
 
 /// A profile doctor could not judge: the name or file it was asked for, and why.
@@ -126,6 +129,9 @@ pub struct Facts {
     /// The containers holding GPUs (`Engine::gpu_holders`), for doctor's occupancy; `None`
     /// where nobody asked (`up`'s preflight places under its own lock instead).
     pub holders: Option<Result<Vec<crate::facts::occupancy::GpuHolder>, String>>,
+    /// GPU process PIDs → the name of the container each runs in, with what could not be
+    /// read; gathered with `holders`.
+    pub process_owners: (std::collections::BTreeMap<u32, String>, Vec<String>),
 }
 
 /// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
@@ -191,6 +197,7 @@ pub async fn gather_with(
         lock: crate::lock::file::read(Path::new(crate::lock::LOCK_FILE)),
         today: today(context.environment.now()),
         holders: None,
+        process_owners: Default::default(),
     }
 }
 
@@ -201,11 +208,14 @@ fn occupancy(facts: &Facts) -> Option<Occupancy> {
         Ok(holders) => (holders.as_slice(), None),
         Err(message) => (&[][..], Some(message.clone())),
     };
-    let (gpus, unmapped) = crate::spec::placement::occupancy(&nvml.gpus, holders);
+    let (owners, unreadable) = &facts.process_owners;
+    let (gpus, unmapped) =
+        crate::spec::placement::occupancy_with_owners(&nvml.gpus, holders, owners);
     Some(Occupancy {
         gpus,
         unmapped,
         error,
+        unattributed: unreadable.clone(),
     })
 }
 

@@ -357,3 +357,40 @@ pub async fn still_free(
         shared,
     })
 }
+
+/// GPU process PIDs → the name of the running container each is in (by its cgroup, as
+/// `stats` attributes them), with what could not be read. A process that ended between
+/// NVML's answer and the read is simply gone.
+pub fn process_owners(
+    gpus: &[crate::facts::gpu::GpuDevice],
+    running: &[crate::facts::container::ContainerSummary],
+) -> (BTreeMap<u32, String>, Vec<String>) {
+    let mut owners = BTreeMap::new();
+    let mut unreadable = Vec::new();
+    let pids: std::collections::BTreeSet<u32> = gpus
+        .iter()
+        .filter_map(|gpu| gpu.processes.value())
+        .flatten()
+        .map(|process| process.pid)
+        .collect();
+    for pid in pids {
+        match crate::host::cgroup::read_process_cgroup(Path::new("/proc"), pid) {
+            Ok(text) => {
+                let candidates = crate::host::cgroup::container_id_candidates(&text);
+                let found = crate::host::cgroup::pick_container(&candidates, |id| {
+                    running.iter().any(|container| container.id == id)
+                });
+                if let Some(container) =
+                    found.and_then(|id| running.iter().find(|container| container.id == id))
+                {
+                    owners.insert(pid, container.name.clone());
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => unreadable.push(format!(
+                "cannot tell the container of GPU process {pid}: /proc/{pid}/cgroup: {error}"
+            )),
+        }
+    }
+    (owners, unreadable)
+}

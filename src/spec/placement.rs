@@ -13,11 +13,12 @@
 //! belongs to a GPU that this view cannot name, so it is reported as unmapped rather
 //! than guessed.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::facts::container::GpuAssignment;
 use crate::facts::gpu::GpuDevice;
-use crate::facts::gpu_sample::GpuProcess;
 use crate::facts::occupancy::GpuHolder;
 
 /// One GPU and who holds it.
@@ -28,8 +29,9 @@ pub struct GpuOccupancy {
     pub uuid: Option<String>,
     /// Containers whose request resolves to this GPU, by name.
     pub holders: Vec<HolderName>,
-    /// Compute processes NVML sees on it; `None` when NVML could not list them.
-    pub processes: Option<Vec<GpuProcess>>,
+    /// Compute processes NVML sees on it, each with the container it runs in where that
+    /// is known; `None` when NVML could not list them.
+    pub processes: Option<Vec<OccupyingProcess>>,
     pub memory_used_bytes: Option<u64>,
     pub memory_total_bytes: Option<u64>,
     /// No container holds it.
@@ -37,6 +39,16 @@ pub struct GpuOccupancy {
     /// What NVML could not read about it, which keeps it out of placement.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<String>,
+}
+
+/// A compute process on a GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OccupyingProcess {
+    pub pid: u32,
+    pub used_memory_bytes: Option<u64>,
+    /// The running container whose cgroup the process is in; `None` when it is in none
+    /// the engine lists as running (the host's own, another engine's, or one that ended).
+    pub container: Option<String>,
 }
 
 /// A holder as occupancy names it.
@@ -53,6 +65,15 @@ pub struct HolderName {
 /// Every GPU of `gpus` with its holders, in index order, and the device names of
 /// holders that match no GPU here (a `MIG-…` instance, a UUID of another host).
 pub fn occupancy(gpus: &[GpuDevice], holders: &[GpuHolder]) -> (Vec<GpuOccupancy>, Vec<String>) {
+    occupancy_with_owners(gpus, holders, &BTreeMap::new())
+}
+
+/// [`occupancy`], naming the container of each process found in `owners` (PID → name).
+pub fn occupancy_with_owners(
+    gpus: &[GpuDevice],
+    holders: &[GpuHolder],
+    owners: &BTreeMap<u32, String>,
+) -> (Vec<GpuOccupancy>, Vec<String>) {
     let mut indexes: Vec<u32> = gpus.iter().map(|gpu| gpu.index).collect();
     indexes.sort_unstable();
     let mut unmapped = Vec::new();
@@ -93,7 +114,16 @@ pub fn occupancy(gpus: &[GpuDevice], holders: &[GpuHolder]) -> (Vec<GpuOccupancy
                 uuid: gpu.uuid.value().cloned(),
                 free: holders.is_empty(),
                 holders,
-                processes: gpu.processes.value().cloned(),
+                processes: gpu.processes.value().map(|processes| {
+                    processes
+                        .iter()
+                        .map(|process| OccupyingProcess {
+                            pid: process.pid,
+                            used_memory_bytes: process.used_memory_bytes,
+                            container: owners.get(&process.pid).cloned(),
+                        })
+                        .collect()
+                }),
                 memory_used_bytes: gpu.memory.value().map(|memory| memory.used_bytes),
                 memory_total_bytes: gpu.memory.value().map(|memory| memory.total_bytes),
                 unreadable,
@@ -299,6 +329,7 @@ pub fn list(items: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::facts::gpu::{Fact, FailureKind, GpuMemory, NvmlFailure};
+    use crate::facts::gpu_sample::GpuProcess;
 
     fn gpu(index: u32, used_mib: u64, processes: usize) -> GpuDevice {
         GpuDevice {
@@ -431,6 +462,19 @@ mod tests {
         let refused = choose(7, &rows).unwrap_err();
         assert_eq!(refused.free.len(), 6);
         assert_eq!(refused.skipped.len(), 2);
+    }
+
+    #[test]
+    fn processes_name_their_container_where_it_is_known() {
+        let mut gpus = eight();
+        gpus[3] = gpu(3, 2048, 2);
+        let owners = BTreeMap::from([(100, "alice-train".to_string())]);
+        let (rows, _) = occupancy_with_owners(&gpus, &[], &owners);
+        let processes = rows[3].processes.as_ref().unwrap();
+        assert_eq!(processes[0].container.as_deref(), Some("alice-train"));
+        assert_eq!(processes[1].container, None);
+        // A process is busy-ness, not a hold: the GPU stays free of containers.
+        assert!(rows[3].free);
     }
 
     #[test]

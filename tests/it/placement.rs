@@ -653,3 +653,51 @@ fn four_concurrent_ups_never_share_a_gpu() {
         "{refused}"
     );
 }
+
+#[test]
+fn doctor_names_the_container_each_gpu_process_runs_in() {
+    if !docker::require_daemon() {
+        return;
+    }
+    // A real running container's main process stands in for a training process on GPU 3
+    // (NVML's answer is the stand-in's; the PID and its cgroup are the kernel's).
+    let name = unique_name("gpu-process");
+    let _guard = docker::ContainerGuard::new(name.clone());
+    docker::docker_stdout([
+        "run",
+        "-d",
+        "--label",
+        TEST_LABEL,
+        "--name",
+        &name,
+        &docker::test_image(),
+        "sleep",
+        "600",
+    ]);
+    let pid = docker::docker_stdout(["inspect", "--format", "{{.State.Pid}}", &name]);
+    let machine = Machine::new(&format!(
+        "gpu.3.processes={}:1073741824,999999:1024\n",
+        pid.trim()
+    ));
+    let folder = tempfile::tempdir().unwrap();
+    let doctor = envctl(folder.path(), &machine, "", &["doctor", "--json"]);
+    let report = doctor.json();
+    let processes = &report["occupancy"]["gpus"][3]["processes"];
+    assert_eq!(
+        processes[0]["pid"].as_u64(),
+        pid.trim().parse::<u64>().ok(),
+        "{report:#}"
+    );
+    assert_eq!(processes[0]["container"], name.as_str(), "{report:#}");
+    assert_eq!(processes[0]["used_memory_bytes"], 1_073_741_824_u64);
+    // A PID that is no process now belongs to no container, and says so.
+    assert!(processes[1]["container"].is_null(), "{report:#}");
+    let human = envctl(folder.path(), &machine, "", &["doctor"]);
+    assert!(
+        human.stdout.contains(&format!(
+            "2 processes ({} in {name}, 999999 in no running container)",
+            pid.trim()
+        )),
+        "{human}"
+    );
+}
