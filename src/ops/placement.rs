@@ -140,34 +140,27 @@ pub async fn place(
             lock: None,
         });
     };
+    // Docker's own choice, and why it is left to the daemon.
+    let first = |reason: String| Placed {
+        body: labelled(body.clone()),
+        report: Some(PlacementReport {
+            placement: "first",
+            gpus: Vec::new(),
+            reason,
+            skipped: Vec::new(),
+        }),
+        lock: None,
+    };
+    let gpus_word = if count == 1 { "GPU" } else { "GPUs" };
     if policy == GpuPlacement::First {
-        return Ok(Placed {
-            body: labelled(body.clone()),
-            report: Some(PlacementReport {
-                placement: "first",
-                gpus: Vec::new(),
-                reason: format!(
-                    "`placement = \"first\"`: the daemon gives the first {count} GPU{}",
-                    if count == 1 { "" } else { "s" }
-                ),
-                skipped: Vec::new(),
-            }),
-            lock: None,
-        });
+        return Ok(first(format!(
+            "`placement = \"first\"`: the daemon gives the first {count} {gpus_word}"
+        )));
     }
     if let Err(why) = rows(gpu, &[]) {
-        return Ok(Placed {
-            body: labelled(body.clone()),
-            report: Some(PlacementReport {
-                placement: "first",
-                gpus: Vec::new(),
-                reason: format!(
-                    "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count}"
-                ),
-                skipped: Vec::new(),
-            }),
-            lock: None,
-        });
+        return Ok(first(format!(
+            "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
+        )));
     }
     let lock = match lock_path {
         Some(path) => {
@@ -339,14 +332,7 @@ pub async fn still_free(
         .iter()
         .zip(&own)
         .filter(|(row, mine)| !mine.free && !row.free)
-        .map(|(row, _)| {
-            let names: Vec<String> = row
-                .holders
-                .iter()
-                .map(|holder| format!("{} ({})", holder.name, holder.state))
-                .collect();
-            format!("GPU {}: {}", row.index, names.join(", "))
-        })
+        .map(|(row, _)| row.held_by())
         .collect();
     if shared.is_empty() {
         return Ok(());

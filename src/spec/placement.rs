@@ -41,6 +41,18 @@ pub struct GpuOccupancy {
     pub unreadable: Vec<String>,
 }
 
+impl GpuOccupancy {
+    /// `GPU 0: alice-train (running), bob-eval (created)`: who holds it, for messages.
+    pub fn held_by(&self) -> String {
+        let names: Vec<String> = self
+            .holders
+            .iter()
+            .map(|holder| format!("{} ({})", holder.name, holder.state))
+            .collect();
+        format!("GPU {}: {}", self.index, names.join(", "))
+    }
+}
+
 /// A compute process on a GPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OccupyingProcess {
@@ -258,26 +270,22 @@ pub fn choose(count: u32, rows: &[GpuOccupancy]) -> Result<Choice, NoRoom> {
             held: rows
                 .iter()
                 .filter(|row| !row.free)
-                .map(|row| {
-                    let names: Vec<String> = row
-                        .holders
-                        .iter()
-                        .map(|holder| format!("{} ({})", holder.name, holder.state))
-                        .collect();
-                    format!("GPU {}: {}", row.index, names.join(", "))
-                })
+                .map(GpuOccupancy::held_by)
                 .collect(),
             skipped,
         });
     }
     let free_count = free.len();
+    // Every free row has a UUID (rows without one were left out above).
     let mut gpus: Vec<ChosenGpu> = free
         .into_iter()
-        .take(wanted)
-        .map(|row| ChosenGpu {
-            index: row.index,
-            uuid: row.uuid.clone().unwrap_or_default(),
+        .filter_map(|row| {
+            Some(ChosenGpu {
+                index: row.index,
+                uuid: row.uuid.clone()?,
+            })
         })
+        .take(wanted)
         .collect();
     gpus.sort_by_key(|gpu| gpu.index);
     let reason = format!(
