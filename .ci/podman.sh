@@ -215,7 +215,8 @@ podman_ci_stop() {
         echo "$name: removed $(echo "$containers" | grep -c .) container(s), $(echo "$images" | grep -c .) image(s), $(echo "$volumes" | grep -c .) volume(s)"
     done
     # The GPU test's CDI spec, if a killed run left it (its device node is gone with it).
-    rm -f "${ENVCTL_TEST_CDI_DIR:-/var/run/cdi}/envctl-test-gpu.json"
+    rm -f "${ENVCTL_TEST_CDI_DIR:-/var/run/cdi}/envctl-test-gpu.json" \
+        "${ENVCTL_TEST_CDI_DIR:-/var/run/cdi}"/envctl-test-placement-*.json
     for pid in "${PODMAN_CI_STARTED_PIDS[@]}"; do
         echo "stopping the podman service this script started (pid $pid)"
         kill "$pid" 2>/dev/null
