@@ -83,7 +83,23 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     // dry run as for the real run; `--force` does not pass it.
     let user = crate::ops::policy::user(context);
     if let Some(policy) = crate::ops::policy::in_force(context)? {
-        crate::ops::policy::enforce(&policy, &body, gpu_facts.as_ref(), &user, &name, context)?;
+        let holders = if crate::ops::policy::counts_holders(&policy, &body) {
+            Some(runtime()?.block_on(async {
+                let engine = context.engine().await?;
+                crate::ops::placement::holders(&engine, context).await
+            })?)
+        } else {
+            None
+        };
+        crate::ops::policy::enforce(
+            &policy,
+            &body,
+            gpu_facts.as_ref(),
+            &user,
+            &name,
+            holders.as_deref(),
+            context,
+        )?;
     }
     // policy: end
     if arguments.dry_run {

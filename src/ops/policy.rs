@@ -23,12 +23,15 @@ pub fn user(context: &Context) -> String {
 
 /// Refuses `body` when `policy` forbids it. `gpu_facts` is what NVML already said in this
 /// process; NVML is asked only when a GPU rule must know how many GPUs "all" is.
+/// `holders` are the engine's GPU holders (`ops::placement::holders`), which the command
+/// reads only when [`counts_holders`] says the per-user rule needs them.
 pub fn enforce(
     policy: &Policy,
     body: &CreateBody,
     gpu_facts: Option<&GpuFacts>,
     user: &str,
     container: &str,
+    holders: Option<&[crate::facts::occupancy::GpuHolder]>,
     context: &Context,
 ) -> Result<(), Error> {
     let host_gpu_count = if policy.has_gpu_rule() && policy::asks_for_all_gpus(body) {
@@ -47,8 +50,8 @@ pub fn enforce(
         None
     };
     let mut request = PolicyRequest::from_body(body, host_gpu_count, user);
-    if policy.max_gpus_per_user.is_some() && request.gpus != Some(0) {
-        request.user_gpus_held = Some(user_gpus_held(user, container, gpu_facts, context)?);
+    if let Some(holders) = holders {
+        request.user_gpus_held = Some(user_gpus_held(holders, user, container, gpu_facts, context));
     }
     let violations = policy::check(policy, &request);
     if violations.is_empty() {
@@ -64,16 +67,13 @@ pub fn enforce(
 /// holders: a count or a list by its length, `all` by the host's GPU count. The container
 /// `up` is about to make or meet (`container`) is not counted twice.
 fn user_gpus_held(
+    holders: &[crate::facts::occupancy::GpuHolder],
     user: &str,
     container: &str,
     gpu_facts: Option<&GpuFacts>,
     context: &Context,
-) -> Result<u32, Error> {
+) -> u32 {
     use crate::facts::container::GpuAssignment;
-    let holders = crate::commands::runtime()?.block_on(async {
-        let engine = context.engine().await?;
-        crate::ops::placement::holders(&engine, context).await
-    })?;
     let mut host_count = None;
     let mut held = 0_u32;
     for holder in holders
@@ -99,5 +99,11 @@ fn user_gpus_held(
             }
         };
     }
-    Ok(held)
+    held
+}
+
+/// Whether the per-user GPU rule applies to `body`: then the command asks the engine for
+/// the GPU holders before [`enforce`].
+pub fn counts_holders(policy: &Policy, body: &CreateBody) -> bool {
+    policy.max_gpus_per_user.is_some() && !body.host_config.device_requests.is_empty()
 }
