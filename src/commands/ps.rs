@@ -77,7 +77,9 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
         .await;
         let mut rows = Vec::new();
         for (container, details) in containers.into_iter().zip(details) {
-            let details = details?;
+            // Removed between the list and its inspect: gone, as a later `docker ps` says.
+            let Some(details) = details? else { continue };
+            let details = Some(details);
             let oom_killed = details.as_ref().and_then(|details| details.oom_killed);
             let gpus = details.and_then(|details| details.gpus);
             let profile = container

@@ -149,6 +149,10 @@ impl Engine {
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(None),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 500,
+                message,
+            }) if removed_meanwhile(&message) => Ok(None),
             Err(error) => Err(self.classify(error)),
         }
     }
@@ -357,4 +361,25 @@ fn published_ports(
         }
     }
     (published, shown)
+}
+
+/// Podman 4.3 answers an inspect of a container it is removing right then with a 500,
+/// not a 404 (seen in CI: `container ID does not exist in database: no such container`):
+/// the container is gone either way. Podman gives no code, so its words are matched.
+fn removed_meanwhile(message: &str) -> bool {
+    message.contains("does not exist in database") && message.contains("no such container")
+}
+
+#[cfg(test)]
+mod removal_tests {
+    use super::removed_meanwhile;
+
+    #[test]
+    fn podmans_500_for_a_container_being_removed_reads_as_gone() {
+        assert!(removed_meanwhile(
+            "container 96fc8c33c641 does not exist in database: no such container"
+        ));
+        assert!(!removed_meanwhile("no such container"));
+        assert!(!removed_meanwhile("database is locked"));
+    }
 }
