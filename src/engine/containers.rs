@@ -2,11 +2,9 @@
 //! stop, remove. Results are the plain structs of `crate::facts::container`; errors are
 //! `EngineError`s.
 
-use std::collections::HashMap;
-
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
-    RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, InspectContainerOptions, RemoveContainerOptionsBuilder,
+    StopContainerOptionsBuilder,
 };
 use serde::Serialize;
 
@@ -18,19 +16,11 @@ pub use crate::spec::PROFILE_LABEL;
 impl Engine {
     /// The ids of every container, running or not, carrying `label` (`KEY=VALUE`).
     pub async fn containers_labelled(&self, label: &str) -> Result<Vec<String>, EngineError> {
-        let filters: HashMap<&str, Vec<&str>> = HashMap::from([("label", vec![label])]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let containers = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|error| self.classify(error))?;
-        Ok(containers
+        Ok(self
+            .list_raw(true, Some(label))
+            .await?
             .into_iter()
-            .filter_map(|container| container.id)
+            .map(|container| container.id)
             .collect())
     }
 
@@ -40,74 +30,46 @@ impl Engine {
         include_stopped: bool,
         only_envctl: bool,
     ) -> Result<Vec<ContainerSummary>, EngineError> {
-        let mut filters: HashMap<&str, Vec<&str>> = HashMap::new();
-        if only_envctl {
-            filters.insert("label", vec![PROFILE_LABEL]);
-        }
-        let options = ListContainersOptionsBuilder::default()
-            .all(include_stopped)
-            .filters(&filters)
-            .build();
-        let containers = self
-            .short_answer(
-                "listing containers",
-                self.docker.list_containers(Some(options)),
-            )
+        let listed = self
+            .list_raw(include_stopped, only_envctl.then_some(PROFILE_LABEL))
             .await?;
-        let mut containers = containers
+        let mut containers = listed
             .into_iter()
-            .map(|container| ContainerSummary {
-                id: container.id.unwrap_or_default(),
-                name: container
-                    .names
-                    .and_then(|names| names.into_iter().next())
-                    .map(|name| name.trim_start_matches('/').to_string())
-                    .unwrap_or_default(),
-                image: container.image.unwrap_or_default(),
-                image_id: container.image_id.unwrap_or_default(),
-                state: container
-                    .state
-                    .map(|state| state.to_string())
-                    .unwrap_or_default(),
-                status: container.status.unwrap_or_default(),
-                created: container.created.unwrap_or_default(),
-                labels: container.labels.unwrap_or_default().into_iter().collect(),
-                published: container
-                    .ports
-                    .iter()
-                    .flatten()
-                    .filter_map(|port| {
-                        Some(PublishedPort {
-                            host_ip: port.ip.clone().unwrap_or_default(),
-                            host_port: port.public_port?,
-                            protocol: port
-                                .typ
-                                .map(|protocol| protocol.to_string())
-                                .unwrap_or_else(|| "tcp".into()),
+            .map(|container| {
+                let protocol = |port: &super::list::ListedPort| {
+                    port.protocol.clone().unwrap_or_else(|| "tcp".into())
+                };
+                ContainerSummary {
+                    name: container.name(),
+                    published: container
+                        .ports
+                        .iter()
+                        .filter_map(|port| {
+                            Some(PublishedPort {
+                                host_ip: port.ip.clone().unwrap_or_default(),
+                                host_port: port.public_port?,
+                                protocol: protocol(port),
+                            })
                         })
-                    })
-                    .collect(),
-                ports: container
-                    .ports
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|port| match (port.ip, port.public_port) {
-                        (Some(ip), Some(public)) => format!(
-                            "{ip}:{public}->{}/{}",
-                            port.private_port,
-                            port.typ
-                                .map(|protocol| protocol.to_string())
-                                .unwrap_or_else(|| "tcp".into())
-                        ),
-                        _ => format!(
-                            "{}/{}",
-                            port.private_port,
-                            port.typ
-                                .map(|protocol| protocol.to_string())
-                                .unwrap_or_else(|| "tcp".into())
-                        ),
-                    })
-                    .collect(),
+                        .collect(),
+                    ports: container
+                        .ports
+                        .iter()
+                        .map(|port| match (&port.ip, port.public_port) {
+                            (Some(ip), Some(public)) => {
+                                format!("{ip}:{public}->{}/{}", port.private_port, protocol(port))
+                            }
+                            _ => format!("{}/{}", port.private_port, protocol(port)),
+                        })
+                        .collect(),
+                    id: container.id,
+                    image: container.image,
+                    image_id: container.image_id,
+                    state: container.state,
+                    status: container.status,
+                    created: container.created,
+                    labels: container.labels.into_iter().collect(),
+                }
             })
             .collect::<Vec<_>>();
         // Podman lists only the first port of a published range; its inspect has them all.

@@ -18,6 +18,7 @@ pub mod error;
 pub mod exec;
 pub mod facts;
 pub(crate) mod http;
+pub(crate) mod list;
 pub mod logs;
 pub mod occupancy;
 pub mod pull;

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use bollard::query_parameters::ListContainersOptionsBuilder;
 use futures_util::StreamExt;
 
 use super::{Engine, EngineError};
@@ -47,34 +46,19 @@ impl Engine {
         &self,
         known: &BTreeMap<String, Option<GpuAssignment>>,
     ) -> Result<HoldersRead, EngineError> {
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&HashMap::<&str, Vec<&str>>::new())
-            .build();
-        let listed = self
-            .short_answer(
-                "listing containers",
-                self.docker.list_containers(Some(options)),
-            )
-            .await?;
+        let listed = self.list_raw(true, None).await?;
         let mut holders = Vec::new();
         let mut requests = BTreeMap::new();
         let mut to_inspect = Vec::new();
         for container in listed {
-            let state = container
-                .state
-                .map(|state| state.to_string())
-                .unwrap_or_default();
-            if HOLDS_NOTHING.contains(&state.as_str()) {
+            // Podman says `stopped` for a container it is stopping: it holds nothing then.
+            if HOLDS_NOTHING.contains(&container.state.as_str()) || container.state == "stopped" {
                 continue;
             }
-            let Some(id) = container.id else { continue };
-            let labels = container.labels.unwrap_or_default();
-            let name = container
-                .names
-                .and_then(|names| names.into_iter().next())
-                .map(|name| name.trim_start_matches('/').to_string())
-                .unwrap_or_else(|| id.chars().take(12).collect());
+            let name = container.name();
+            let super::list::Listed {
+                id, state, labels, ..
+            } = container;
             let holder = |gpus| GpuHolder {
                 id: id.clone(),
                 name: name.clone(),
