@@ -89,10 +89,23 @@ holders() { # KIND
     done
 }
 
+# The floor: what one container list costs at this daemon in this run (curl, against a
+# ping from the same curl), since placement cannot answer before the daemon lists.
+SOCKET="/var/run/docker.sock"
+case "${DOCKER_HOST:-}" in unix://*) SOCKET="${DOCKER_HOST#unix://}" ;; esac
+floor() {
+    hyperfine --style basic -N --warmup 5 --runs "$RUNS" --export-json "$WORK/floor.json" \
+        -n ping "curl -s --unix-socket $SOCKET http://docker/_ping" \
+        -n list "curl -s --unix-socket $SOCKET http://docker/containers/json?all=1" >/dev/null
+    jq -r '(.results | map({(.command): .}) | add) as $r
+        | "the daemon lists \($r.list.median*1000 - $r.ping.median*1000 | . * 10 | floor / 10) ms slower than it answers a ping (curl, medians)"' "$WORK/floor.json"
+}
+
 for kind in envctl other; do
     holders "$kind"
     chosen="$("$ENVCTL" --json up free --dry-run | jq -c '[.placement.gpus[].index]')"
     [ "$chosen" = "[6,7]" ] || { echo "error: placement chose $chosen, not [6,7]" >&2; exit 1; }
+    floor
     hyperfine --style basic --warmup 3 --runs "$RUNS" --export-json "$WORK/$kind.json" \
         -n first "$ENVCTL up first --dry-run" \
         -n free "$ENVCTL up free --dry-run" >/dev/null
