@@ -701,3 +701,23 @@ fn doctor_names_the_container_each_gpu_process_runs_in() {
         "{human}"
     );
 }
+
+#[test]
+fn a_placed_up_that_docker_cannot_start_leaves_nothing() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let _turn = turn();
+    // Docker without an NVIDIA runtime creates the placed container and refuses to start
+    // it: `up` says where it placed it, then why it failed, and removes what it made.
+    let machine = Machine::new("");
+    let name = unique_name("placed");
+    let folder = project(&docker::test_image(), &[(&name, "gpus = 2\n")]);
+    let container = format!("envctl-{name}");
+    let _guard = docker::ContainerGuard::new(container.clone());
+    let up = envctl(folder.path(), &machine, "", &["up", &name, "--force"]);
+    assert_eq!(up.code, 1, "{up}");
+    assert!(up.stderr.contains("placement: GPUs "), "{up}");
+    assert!(up.stderr.contains("could not select device driver"), "{up}");
+    assert!(!docker::container_exists(&container), "{up}");
+}
