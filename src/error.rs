@@ -200,7 +200,9 @@ impl Error {
             | Error::NoContainer { .. }
             | Error::TargetAmbiguous { .. }
             | Error::NotRunning { .. } => ExitStatus::Failure,
+            // README: exit 2 is also an internal error.
             Error::Runtime(_)
+            | Error::Internal(_)
             | Error::Matrix(_)
             | Error::Read { .. }
             | Error::Chart(_)
@@ -230,7 +232,6 @@ impl Error {
             | Error::GpusTakenMeanwhile { .. }
             | Error::PinnedGpusTaken { .. }
             | Error::GpuLock { .. }
-            | Error::Internal(_)
             | Error::NotGiven { .. }
             | Error::ImageMissing { .. }
             | Error::StartFailed { .. }
