@@ -721,3 +721,61 @@ fn a_placed_up_that_docker_cannot_start_leaves_nothing() {
     assert!(up.stderr.contains("could not select device driver"), "{up}");
     assert!(!docker::container_exists(&container), "{up}");
 }
+
+#[test]
+fn a_bad_cache_a_bad_flag_and_a_planted_link_hurt_nothing() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let _turn = turn();
+    let machine = Machine::new("");
+    let folder = project(&docker::test_image(), &[("two", "gpus = 2\n")]);
+    // `--gpus` is read as `docker run --gpus` reads it; anything else is invalid input.
+    let bad_flag = envctl(
+        folder.path(),
+        &machine,
+        "",
+        &["up", "two", "--dry-run", "--gpus", "two gpus"],
+    );
+    assert_eq!(bad_flag.code, 2, "{bad_flag}");
+    assert!(bad_flag.stderr.contains("--gpus"), "{bad_flag}");
+    // A cache that is not JSON is said and ignored: the holders are the engine's.
+    let cache = folder.path().join("home/.cache/envctl");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(cache.join("gpu-requests.json"), "not json {").unwrap();
+    let holders = Holders::create(&["device=0"]);
+    let run = quietly(
+        "",
+        &|name| holders.names.iter().any(|own| own == name),
+        || {
+            envctl(
+                folder.path(),
+                &machine,
+                "",
+                &["up", "two", "--dry-run", "--json"],
+            )
+        },
+    );
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        run.stderr.contains("ignoring the GPU request cache"),
+        "{run}"
+    );
+    assert_eq!(chosen(&run.json()), [1, 2], "{run}");
+    // Rewritten by envctl, now JSON with the holder's request.
+    let written = std::fs::read_to_string(cache.join("gpu-requests.json")).unwrap();
+    assert!(written.contains("\"devices\":[\"0\"]"), "{written}");
+    // A link planted in its place is never written through.
+    let victim = folder.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::fs::remove_file(cache.join("gpu-requests.json")).unwrap();
+    std::os::unix::fs::symlink(&victim, cache.join("gpu-requests.json")).unwrap();
+    let _more = Holders::create(&["device=3"]);
+    let linked = envctl(folder.path(), &machine, "", &["up", "two", "--dry-run"]);
+    assert_eq!(linked.code, 0, "{linked}");
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "keep",
+        "{linked}"
+    );
+}
