@@ -224,21 +224,8 @@ pub async fn up(
         // A container of this name is met, not placed again: `reuse` starts it (after
         // `still_free` checks its pinned GPUs) or names what changed.
         let exists = engine.inspect_container(name).await?.is_some();
-        if !exists && placement::locks(&plan.body, resolved.profile.placement, &facts.gpu) {
-            // Placement holds the host-wide lock from choosing to creating: pull first,
-            // so no one waits on another user's download.
-            let image: crate::profile::image::ImageReference =
-                plan.body
-                    .image
-                    .parse()
-                    .map_err(|message: String| Error::Usage {
-                        message,
-                        hint: None,
-                    })?;
-            ensure_image(engine, &image, pull, context).await?;
-            if pull == PullPolicy::Always {
-                pull = PullPolicy::Missing;
-            }
+        if !exists {
+            pull = pull_before_placing(engine, plan, &facts, pull, context).await?;
         }
         let placed = if exists {
             placement::Placed::unplaced(&plan.body)
@@ -289,7 +276,7 @@ pub async fn up(
         };
         (facts, plan.body.clone(), prepared?, None)
     };
-    let body = &body;
+    let (mut body, mut placed) = (body, placed);
     if let Some(digest) = &locked_digest {
         warn_if_tag_moved(engine, &resolved.profile.image.to_string(), digest, context).await?;
     }
@@ -298,14 +285,19 @@ pub async fn up(
         .get(CONFIG_HASH_LABEL)
         .cloned()
         .unwrap_or_default();
+    // What the report says of the body is the same for a body placed again on recreate.
+    let (image, gives_gpus) = (
+        body.image.clone(),
+        !body.host_config.device_requests.is_empty(),
+    );
     let report = |id: String, status: Outcome| UpReport {
         container: name.to_string(),
         id,
         profile: resolved.profile.name.clone(),
-        image: body.image.clone(),
+        image: image.clone(),
         status,
         config_hash: hash.clone(),
-        gpus: !body.host_config.device_requests.is_empty(),
+        gpus: gives_gpus,
         placement: None,
     };
     let mut recreated = false;
@@ -330,7 +322,7 @@ pub async fn up(
             match reuse(
                 engine,
                 &existing,
-                body,
+                &body,
                 name,
                 &resolved.profile.name,
                 arguments.recreate,
@@ -343,12 +335,32 @@ pub async fn up(
                     engine.stop_container(&existing.id, 10).await?;
                     engine.remove_container(&existing.id, false, true).await?;
                     recreated = true;
-                    create_with_image(engine, body, name, pull, context, state).await?
+                    // The old container's GPUs are free now: the new one is placed
+                    // afresh, under the lock, like any other.
+                    if placed.is_some() {
+                        // The image first, outside the lock (the profile may name a new one).
+                        pull = pull_before_placing(engine, plan, &facts, pull, context).await?;
+                        let replaced = placement::place(
+                            engine,
+                            &plan.body,
+                            resolved.profile.placement,
+                            &facts.gpu,
+                            Some(&context.environment.gpu_lock_path()),
+                            context,
+                        )
+                        .await?;
+                        body = gpu_body(plan, &replaced.body, &facts, context)?;
+                        placed = Some(replaced);
+                    }
+                    create_with_image(engine, &body, name, pull, context, state).await?
                 }
             }
         }
-        Prepared::NeedsImage => create_with_image(engine, body, name, pull, context, state).await?,
+        Prepared::NeedsImage => {
+            create_with_image(engine, &body, name, pull, context, state).await?
+        }
     };
+    let body = &body;
     let id = match created {
         Created::Ours(id) => id,
         // Another `up` of the same profile created it a moment ago: use theirs.
@@ -417,6 +429,34 @@ pub async fn up(
                 Outcome::Created
             },
         )
+    })
+}
+
+/// Placement holds the host-wide lock from choosing to creating: when it will, the image
+/// is pulled first (per `pull`), so no one waits on another user's download. Gives the
+/// policy for the create that follows (`always` has just pulled).
+async fn pull_before_placing(
+    engine: &Engine,
+    plan: &Plan,
+    facts: &crate::ops::doctor::Facts,
+    pull: PullPolicy,
+    context: &Context,
+) -> Result<PullPolicy, Error> {
+    if !placement::locks(&plan.body, plan.resolved.profile.placement, &facts.gpu) {
+        return Ok(pull);
+    }
+    let image: crate::profile::image::ImageReference =
+        plan.body
+            .image
+            .parse()
+            .map_err(|message: String| Error::Usage {
+                message,
+                hint: None,
+            })?;
+    ensure_image(engine, &image, pull, context).await?;
+    Ok(match pull {
+        PullPolicy::Always => PullPolicy::Missing,
+        other => other,
     })
 }
 

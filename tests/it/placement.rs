@@ -652,6 +652,55 @@ fn four_concurrent_ups_never_share_a_gpu() {
         !podman.container_exists(&format!("envctl-{fifth}")),
         "{refused}"
     );
+
+    // `up --recreate` of a changed profile places the new container afresh: with one of
+    // the old one's GPUs held by another container now, the new one avoids it.
+    podman.docker_stdout(["rm", "-f", containers[3].as_str()]);
+    let squatter = unique_name("squatter");
+    let _squatter_guard = podman.container_guard(squatter.clone());
+    podman.docker_stdout([
+        "create",
+        "--label",
+        TEST_LABEL,
+        "--label",
+        &format!("envctl.gpus=devices={first_uuid}"),
+        "--name",
+        &squatter,
+        &image,
+    ]);
+    std::fs::write(
+        folder
+            .path()
+            .join("envctl")
+            .join(format!("{}.toml", names[0])),
+        format!("image = \"{image}\"\ngpus = 2\nenv = {{ CHANGED = \"1\" }}\n"),
+    )
+    .unwrap();
+    let recreated = envctl(
+        folder.path(),
+        &machine,
+        &podman.host,
+        &["up", &names[0], "--force", "--recreate"],
+    );
+    assert_eq!(recreated.code, 0, "{recreated}");
+    assert!(
+        recreated.stderr.contains("recreated and started"),
+        "{recreated}"
+    );
+    let now = podman.inspect("container", &first);
+    let label = now["Config"]["Labels"]["envctl.gpus"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !label.contains(&first_uuid),
+        "placed on the held GPU again: {label}\n{recreated}"
+    );
+    assert_eq!(
+        label.trim_start_matches("devices=").split(',').count(),
+        2,
+        "{label}"
+    );
 }
 
 #[test]
