@@ -10,9 +10,10 @@
 //!   write (mode 1777 on Debian and Ubuntu), cleared at boot, so a lock never outlives
 //!   the processes that could hold it; the sticky bit keeps one user from deleting
 //!   another's file.
-//! - **Mode 0666**, set explicitly (the creator's umask would otherwise lock the others
-//!   out): any user may take it. The file holds nothing, only `flock(2)` is used, and the
-//!   kernel releases it when its holder exits, even on a crash or `kill -9`.
+//! - **Any user may take it**: it is opened read-only when it exists (`flock(2)` needs no
+//!   write access), and made mode 0666 when created. The file holds nothing, only `flock`
+//!   is used, and the kernel releases it when its holder exits, even on a crash or
+//!   `kill -9`.
 //! - **Opened without following links** and only when it is a regular file: in a folder
 //!   every user can write, another user's symlink must not make envctl open something else.
 //!
@@ -77,14 +78,16 @@ pub fn acquire(path: &Path) -> Result<GpuLock, GpuLockError> {
     let open = |flags: OFlags| {
         rustix::fs::open(
             path,
-            flags | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
             Mode::from_raw_mode(0o666),
         )
     };
-    let (file, created) = match open(OFlags::CREATE | OFlags::EXCL) {
+    // `flock` needs only an open descriptor, not write access: another user's lock file
+    // is opened read-only, so a mode the umask narrowed never locks anyone out.
+    let (file, created) = match open(OFlags::CREATE | OFlags::EXCL | OFlags::RDWR) {
         Ok(file) => (file, true),
         Err(rustix::io::Errno::EXIST) => (
-            open(OFlags::empty()).map_err(|error| GpuLockError::Open {
+            open(OFlags::RDONLY).map_err(|error| GpuLockError::Open {
                 path: path.to_path_buf(),
                 source: error.into(),
             })?,
@@ -107,8 +110,8 @@ pub fn acquire(path: &Path) -> Result<GpuLock, GpuLockError> {
         });
     }
     if created {
-        // The umask took bits off 0666; give them back so other users can lock too.
-        // Failing here leaves a lock only this user can take: the others' open then says so.
+        // The umask took bits off 0666; give them back, so the file reads as what it is,
+        // a lock for everyone. Nothing depends on it: the others open it read-only.
         let _ = rustix::fs::fchmod(&file, Mode::from_raw_mode(0o666));
     }
     let started = Instant::now();
@@ -161,6 +164,23 @@ mod tests {
         );
         drop(held);
         rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive).unwrap();
+    }
+
+    #[test]
+    fn an_existing_lock_file_is_opened_read_only_and_still_locks() {
+        // The existing-file path opens read-only (whoever runs the test): that descriptor
+        // takes the exclusive lock and keeps others out, whatever the file's mode.
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("gpus.lock");
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let held = acquire(&path).unwrap();
+        let other = rustix::fs::open(&path, OFlags::RDONLY, Mode::empty()).unwrap();
+        assert_eq!(
+            rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive),
+            Err(rustix::io::Errno::WOULDBLOCK)
+        );
+        drop(held);
     }
 
     #[test]
