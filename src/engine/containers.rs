@@ -111,10 +111,20 @@ impl Engine {
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(None),
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 500,
-                message,
-            }) if removed_meanwhile(&message) => Ok(None),
+            // Podman 4.3 answers an inspect of a container it is removing right then with
+            // a 500, not a 404 (seen in CI). Whether it is gone is asked of the list, not
+            // read from the message: a container the list no longer has is gone.
+            Err(
+                error @ bollard::errors::Error::DockerResponseServerError {
+                    status_code: 500, ..
+                },
+            ) => {
+                if listed(&self.list_raw(true, None).await?, name_or_id) {
+                    Err(self.classify(error))
+                } else {
+                    Ok(None)
+                }
+            }
             Err(error) => Err(self.classify(error)),
         }
     }
@@ -325,23 +335,29 @@ fn published_ports(
     (published, shown)
 }
 
-/// Podman 4.3 answers an inspect of a container it is removing right then with a 500,
-/// not a 404 (seen in CI: `container ID does not exist in database: no such container`):
-/// the container is gone either way. Podman gives no code, so its words are matched.
-fn removed_meanwhile(message: &str) -> bool {
-    message.contains("does not exist in database") && message.contains("no such container")
+/// Whether `name_or_id` (a name, a full id or its prefix, as inspect takes them) is among
+/// the listed containers.
+fn listed(containers: &[super::list::Listed], name_or_id: &str) -> bool {
+    containers
+        .iter()
+        .any(|container| container.id.starts_with(name_or_id) || container.name() == name_or_id)
 }
 
 #[cfg(test)]
 mod removal_tests {
-    use super::removed_meanwhile;
+    use super::listed;
+    use crate::engine::list::Listed;
 
     #[test]
-    fn podmans_500_for_a_container_being_removed_reads_as_gone() {
-        assert!(removed_meanwhile(
-            "container 96fc8c33c641 does not exist in database: no such container"
-        ));
-        assert!(!removed_meanwhile("no such container"));
-        assert!(!removed_meanwhile("database is locked"));
+    fn a_container_the_list_no_longer_has_is_gone() {
+        let containers = [Listed {
+            id: "96fc8c33c641493563cf".into(),
+            names: vec!["/envctl-train".into()],
+            ..Listed::default()
+        }];
+        assert!(listed(&containers, "96fc8c33c641"));
+        assert!(listed(&containers, "envctl-train"));
+        assert!(!listed(&containers, "envctl-other"));
+        assert!(!listed(&[], "96fc8c33c641"));
     }
 }
