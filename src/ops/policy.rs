@@ -34,24 +34,36 @@ pub fn enforce(
     holders: Option<&[crate::facts::occupancy::GpuHolder]>,
     context: &Context,
 ) -> Result<(), Error> {
+    // NVML is read at most once, and only where a rule needs what it counts.
+    let needs_nvml =
+        (policy.has_gpu_rule() && policy::asks_for_all_gpus(body)) || holders.is_some();
+    let gathered;
+    let nvml = match gpu_facts {
+        _ if !needs_nvml => None,
+        Some(facts) => facts.loaded(),
+        None => {
+            gathered = crate::gpu::gather(context.environment.nvml_library().as_deref());
+            gathered.loaded()
+        }
+    };
     let host_gpu_count = if policy.has_gpu_rule() && policy::asks_for_all_gpus(body) {
-        let gathered;
-        let facts = match gpu_facts {
-            Some(facts) => facts,
-            None => {
-                gathered = crate::gpu::gather(context.environment.nvml_library().as_deref());
-                &gathered
-            }
-        };
-        facts
-            .loaded()
-            .and_then(|nvml| nvml.device_count.value().copied())
+        nvml.and_then(|nvml| nvml.device_count.value().copied())
     } else {
         None
     };
     let mut request = PolicyRequest::from_body(body, host_gpu_count, user);
     if let Some(holders) = holders {
-        request.user_gpus_held = Some(user_gpus_held(holders, user, container, gpu_facts, context));
+        // The user's other containers; the one `up` is about to make or meet is not
+        // counted twice.
+        let theirs: Vec<_> = holders
+            .iter()
+            .filter(|holder| holder.user.as_deref() == Some(user) && holder.name != container)
+            .cloned()
+            .collect();
+        request.user_gpus_held = Some(crate::spec::placement::gpus_held(
+            nvml.map(|nvml| nvml.gpus.as_slice()),
+            &theirs,
+        ));
     }
     let violations = policy::check(policy, &request);
     if violations.is_empty() {
@@ -61,45 +73,6 @@ pub fn enforce(
         path: policy.path.clone(),
         violations,
     })
-}
-
-/// GPUs that `user`'s other containers hold now (label `envctl.user`), by the engine's
-/// holders: a count or a list by its length, `all` by the host's GPU count. The container
-/// `up` is about to make or meet (`container`) is not counted twice.
-fn user_gpus_held(
-    holders: &[crate::facts::occupancy::GpuHolder],
-    user: &str,
-    container: &str,
-    gpu_facts: Option<&GpuFacts>,
-    context: &Context,
-) -> u32 {
-    use crate::facts::container::GpuAssignment;
-    let mut host_count = None;
-    let mut held = 0_u32;
-    for holder in holders
-        .iter()
-        .filter(|holder| holder.user.as_deref() == Some(user) && holder.name != container)
-    {
-        held += match &holder.gpus {
-            GpuAssignment::Count(count) => u32::try_from(*count).unwrap_or(0),
-            GpuAssignment::Devices(devices) => u32::try_from(devices.len()).unwrap_or(u32::MAX),
-            GpuAssignment::All => {
-                if host_count.is_none() {
-                    let gathered = match gpu_facts {
-                        Some(facts) => facts.clone(),
-                        None => crate::gpu::gather(context.environment.nvml_library().as_deref()),
-                    };
-                    host_count = gathered
-                        .loaded()
-                        .and_then(|nvml| nvml.device_count.value().copied());
-                }
-                // Every GPU, however many NVML counts; one when it cannot say, since the
-                // container holds at least one.
-                host_count.unwrap_or(1)
-            }
-        };
-    }
-    held
 }
 
 /// Whether the per-user GPU rule applies to `body`: then the command asks the engine for

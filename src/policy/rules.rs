@@ -30,8 +30,9 @@ pub struct PolicyRequest {
     pub ports: Vec<PublishedPort>,
     /// The login name of the user running envctl.
     pub user: String,
-    /// GPUs this user's other containers hold already; `None` when nobody counted them.
-    pub user_gpus_held: Option<u32>,
+    /// GPUs this user's other containers hold already; `None` when nobody counted them,
+    /// `Err` with why when they could not be counted.
+    pub user_gpus_held: Option<Result<u32, String>>,
 }
 
 /// One published port: `8888/tcp` on host address `127.0.0.1` (empty: every address).
@@ -150,9 +151,25 @@ pub fn check(policy: &Policy, request: &PolicyRequest) -> Vec<Violation> {
     if let Some(rule) = &policy.max_gpus_per_user {
         // `None`: nobody asked the engine (pure callers); `up` always asks when this rule
         // is set, so only this container is counted then.
-        let held = request.user_gpus_held.unwrap_or(0);
-        match request.gpus {
-            None => refuse(
+        let held = match &request.user_gpus_held {
+            None => Some(0),
+            Some(Ok(held)) => Some(*held),
+            Some(Err(why)) => {
+                refuse(
+                    MAX_GPUS_PER_USER,
+                    rule.line,
+                    rule.value.to_string(),
+                    format!(
+                        "what user `{}` holds already cannot be counted: {why}",
+                        request.user
+                    ),
+                );
+                None
+            }
+        };
+        match (held, request.gpus) {
+            (None, _) => {}
+            (Some(_), None) => refuse(
                 MAX_GPUS_PER_USER,
                 rule.line,
                 rule.value.to_string(),
@@ -161,26 +178,28 @@ pub fn check(policy: &Policy, request: &PolicyRequest) -> Vec<Violation> {
                     request.user
                 ),
             ),
-            Some(gpus) if gpus > 0 && held.saturating_add(gpus) > rule.value => refuse(
-                MAX_GPUS_PER_USER,
-                rule.line,
-                rule.value.to_string(),
-                if held == 0 {
-                    format!(
-                        "user `{}` would hold {} with this container",
-                        request.user,
-                        gpus_in_words(gpus)
-                    )
-                } else {
-                    format!(
-                        "user `{}` holds {} already and the container asks for {} more",
-                        request.user,
-                        gpus_in_words(held),
-                        gpus
-                    )
-                },
-            ),
-            Some(_) => {}
+            (Some(held), Some(gpus)) if gpus > 0 && held.saturating_add(gpus) > rule.value => {
+                refuse(
+                    MAX_GPUS_PER_USER,
+                    rule.line,
+                    rule.value.to_string(),
+                    if held == 0 {
+                        format!(
+                            "user `{}` would hold {} with this container",
+                            request.user,
+                            gpus_in_words(gpus)
+                        )
+                    } else {
+                        format!(
+                            "user `{}` holds {} already and the container asks for {} more",
+                            request.user,
+                            gpus_in_words(held),
+                            gpus
+                        )
+                    },
+                )
+            }
+            (Some(_), Some(_)) => {}
         }
     }
     if let Some(rule) = &policy.max_memory {
@@ -429,7 +448,7 @@ mod tests {
         );
         let holding = PolicyRequest {
             gpus: Some(2),
-            user_gpus_held: Some(3),
+            user_gpus_held: Some(Ok(3)),
             ..request()
         };
         assert_eq!(
@@ -443,7 +462,7 @@ mod tests {
         // A container without GPUs is never refused by a GPU rule.
         let over = PolicyRequest {
             gpus: Some(0),
-            user_gpus_held: Some(9),
+            user_gpus_held: Some(Ok(9)),
             ..request()
         };
         assert!(check(&policy, &over).is_empty());

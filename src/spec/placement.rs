@@ -195,6 +195,33 @@ fn resolve(
     }
 }
 
+/// How many GPUs `holders` hold between them: on this host's `gpus` (NVML's), the GPUs
+/// their requests resolve to, each counted once; without them, a count or a list by its
+/// length. `Err` says why it cannot be told (`all` where NVML cannot say how many).
+pub fn gpus_held(gpus: Option<&[GpuDevice]>, holders: &[GpuHolder]) -> Result<u32, String> {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    if let Some(gpus) = gpus {
+        let (rows, _) = occupancy(gpus, holders);
+        return Ok(count(rows.iter().filter(|row| !row.free).count()));
+    }
+    let mut held = 0_u32;
+    for holder in holders {
+        held = held.saturating_add(match &holder.gpus {
+            GpuAssignment::Count(n) if *n >= 0 => u32::try_from(*n).unwrap_or(u32::MAX),
+            GpuAssignment::Devices(devices) if !devices.iter().any(|name| name == "all") => {
+                count(devices.len())
+            }
+            _ => {
+                return Err(format!(
+                    "`{}` holds all GPUs, and NVML cannot say how many this host has",
+                    holder.name
+                ));
+            }
+        });
+    }
+    Ok(held)
+}
+
 /// The GPUs placement picked for a count, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Choice {
@@ -509,6 +536,27 @@ mod tests {
         );
         assert_eq!(by_index("all", &gpus), "all");
         assert_eq!(by_index("GPU-elsewhere,3", &gpus), "GPU-elsewhere,3");
+    }
+
+    #[test]
+    fn gpus_held_are_counted_once_or_said_unknown() {
+        let holders = [
+            holder("two", GpuAssignment::Count(2)),
+            holder(
+                "overlap",
+                GpuAssignment::Devices(vec!["1".into(), "5".into()]),
+            ),
+        ];
+        assert_eq!(gpus_held(Some(&eight()), &holders), Ok(3));
+        assert_eq!(gpus_held(None, &holders), Ok(4));
+        let everything = [holder("all", GpuAssignment::All)];
+        assert_eq!(gpus_held(Some(&eight()), &everything), Ok(8));
+        assert!(
+            gpus_held(None, &everything)
+                .unwrap_err()
+                .contains("`all` holds all GPUs")
+        );
+        assert!(gpus_held(None, &[holder("minus", GpuAssignment::Count(-1))]).is_err());
     }
 
     #[test]
