@@ -84,42 +84,13 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
     })
 }
 fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Error> {
-    let connect = || Engine::connect(context.docker_host(), PING_TIMEOUT);
+    let engine = Engine::connect(context.docker_host(), PING_TIMEOUT);
+    // The same connection again for the occupancy (a clone shares bollard's client).
+    let again = engine.as_ref().ok().cloned();
     runtime()?.block_on(async {
-        let mut facts = gather_with(connect(), profiles, None, context).await;
-        // Occupancy needs GPUs to show and an engine to ask who holds them.
-        if facts.gpu.loaded().is_some()
-            && matches!(
-                facts.engine.state,
-                crate::facts::engine::EngineState::Reachable(_)
-            )
-        {
-            let holders = match connect() {
-                Ok(engine) => {
-                    let holders = crate::ops::placement::holders(&engine, context)
-                        .await
-                        .map_err(|error| crate::error::error_chain(&error));
-                    // Which container each GPU process runs in: any running one may have
-                    // reached a GPU (a runtime's `NVIDIA_VISIBLE_DEVICES`), not only holders.
-                    if let Some(nvml) = facts.gpu.loaded() {
-                        facts.process_owners = match engine.list_containers(false, false).await {
-                            Ok(running) => {
-                                crate::ops::placement::process_owners(&nvml.gpus, &running)
-                            }
-                            Err(error) => (
-                                Default::default(),
-                                vec![format!(
-                                    "cannot tell which containers the GPU processes run in: {}",
-                                    crate::error::error_chain(&error)
-                                )],
-                            ),
-                        };
-                    }
-                    holders
-                }
-                Err(error) => Err(crate::error::error_chain(&error)),
-            };
-            facts.holders = Some(holders);
+        let mut facts = gather_with(engine, profiles, None, context).await;
+        if let Some(engine) = again {
+            crate::ops::doctor::gather_occupancy(&engine, &mut facts, context).await;
         }
         Ok(facts)
     })

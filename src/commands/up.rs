@@ -215,19 +215,20 @@ fn dry_run_gpu_form(
         return Ok(None);
     }
     // Connected as doctor connects: a daemon that does not answer is a fact here.
-    let connect =
-        || crate::engine::Engine::connect(context.docker_host(), crate::engine::PING_TIMEOUT);
+    let engine = crate::engine::Engine::connect(context.docker_host(), crate::engine::PING_TIMEOUT);
+    // The same connection for placement (a clone shares bollard's client).
+    let again = engine.as_ref().ok().cloned();
     let (facts, placed) = runtime()?.block_on(async {
         let facts = crate::ops::doctor::gather_with(
-            connect(),
+            engine,
             std::slice::from_ref(resolved),
             gpu_facts,
             context,
         )
         .await;
         // Which GPUs `up` would pick now; nothing is locked or created.
-        let placed = match (&facts.engine.state, connect()) {
-            (crate::facts::engine::EngineState::Reachable(_), Ok(engine)) => Some(
+        let placed = match (&facts.engine.state, again) {
+            (crate::facts::engine::EngineState::Reachable(_), Some(engine)) => Some(
                 crate::ops::placement::place(
                     &engine,
                     body,

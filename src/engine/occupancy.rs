@@ -32,6 +32,9 @@ pub struct HoldersRead {
     /// [`GPUS_LABEL`], by id (`None`: no GPUs): what a later reading may take as known, since
     /// a container's `DeviceRequests` never change after its create.
     pub requests: BTreeMap<String, Option<GpuAssignment>>,
+    /// Every running container, `(id, name)`, from the same list: whose cgroup a GPU
+    /// process may be in.
+    pub running: Vec<(String, String)>,
 }
 
 impl Engine {
@@ -50,7 +53,11 @@ impl Engine {
         let mut holders = Vec::new();
         let mut requests = BTreeMap::new();
         let mut to_inspect = Vec::new();
+        let mut running = Vec::new();
         for container in listed {
+            if container.state == "running" {
+                running.push((container.id.clone(), container.name()));
+            }
             // Podman says `stopped` for a container it is stopping: it holds nothing then.
             if HOLDS_NOTHING.contains(&container.state.as_str()) || container.state == "stopped" {
                 continue;
@@ -98,7 +105,11 @@ impl Engine {
             }
         }
         holders.sort_by(|left, right| left.name.cmp(&right.name));
-        Ok(HoldersRead { holders, requests })
+        Ok(HoldersRead {
+            holders,
+            requests,
+            running,
+        })
     }
 }
 

@@ -93,6 +93,30 @@ pub fn read_process_cgroup(proc_root: &Path, pid: u32) -> Result<String, std::io
     std::fs::read_to_string(proc_root.join(pid.to_string()).join("cgroup"))
 }
 
+/// The container (the full id of one `is_known` accepts) each of `pids` runs in, by its
+/// cgroup. A process that ended before its cgroup was read is left out; any other failure
+/// to read it comes back with its PID.
+pub fn process_containers(
+    proc_root: &Path,
+    pids: impl IntoIterator<Item = u32>,
+    is_known: impl Fn(&str) -> bool,
+) -> (BTreeMap<u32, String>, Vec<(u32, std::io::Error)>) {
+    let mut owners = BTreeMap::new();
+    let mut failures = Vec::new();
+    for pid in pids {
+        match read_process_cgroup(proc_root, pid) {
+            Ok(text) => {
+                if let Some(id) = pick_container(&container_id_candidates(&text), &is_known) {
+                    owners.insert(pid, id);
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => failures.push((pid, error)),
+        }
+    }
+    (owners, failures)
+}
+
 /// The kernel's `USER_HZ`: `/proc/stat` counts in hundredths of a second on every Linux
 /// ABI, and dockerd converts with the same constant.
 const CLOCK_TICKS_PER_SECOND: u64 = 100;

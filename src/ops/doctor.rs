@@ -201,6 +201,27 @@ pub async fn gather_with(
     }
 }
 
+/// Adds to `facts` what doctor's occupancy needs beyond [`gather_with`]: the containers
+/// that hold GPUs and the container of each GPU process, from one list of `engine`'s.
+/// Only where there are GPUs to show and an engine that answered.
+pub async fn gather_occupancy(engine: &Engine, facts: &mut Facts, context: &Context) {
+    let Some(nvml) = facts.gpu.loaded() else {
+        return;
+    };
+    if !matches!(facts.engine.state, EngineState::Reachable(_)) {
+        return;
+    }
+    match crate::ops::placement::holders_read(engine, context).await {
+        Ok(read) => {
+            // Any running container may have reached a GPU (a runtime's
+            // `NVIDIA_VISIBLE_DEVICES`), not only the holders.
+            facts.process_owners = crate::ops::placement::process_owners(&nvml.gpus, &read.running);
+            facts.holders = Some(Ok(read.holders));
+        }
+        Err(error) => facts.holders = Some(Err(crate::error::error_chain(&error))),
+    }
+}
+
 /// The occupancy doctor shows: NVML's GPUs with the holders the engine listed.
 fn occupancy(facts: &Facts) -> Option<Occupancy> {
     let nvml = facts.gpu.loaded()?;

@@ -244,6 +244,14 @@ pub async fn holders(
     engine: &Engine,
     context: &Context,
 ) -> Result<Vec<crate::facts::occupancy::GpuHolder>, Error> {
+    Ok(holders_read(engine, context).await?.holders)
+}
+
+/// [`holders`], with the rest of what the same list said (`HoldersRead`).
+pub async fn holders_read(
+    engine: &Engine,
+    context: &Context,
+) -> Result<crate::engine::occupancy::HoldersRead, Error> {
     let path = context
         .environment
         .cache_home()
@@ -272,7 +280,7 @@ pub async fn holders(
     if let Some(path) = path
         && read.requests != known
     {
-        cache.engines.insert(endpoint, read.requests);
+        cache.engines.insert(endpoint, read.requests.clone());
         let written = serde_json::to_vec(&cache)
             .map_err(std::io::Error::other)
             .and_then(|bytes| {
@@ -289,7 +297,7 @@ pub async fn holders(
             ));
         }
     }
-    Ok(read.holders)
+    Ok(read)
 }
 
 /// Before a stopped container is started again: the GPUs its label pins must not be held
@@ -349,34 +357,29 @@ pub async fn still_free(
 /// NVML's answer and the read is simply gone.
 pub fn process_owners(
     gpus: &[crate::facts::gpu::GpuDevice],
-    running: &[crate::facts::container::ContainerSummary],
+    running: &[(String, String)],
 ) -> (BTreeMap<u32, String>, Vec<String>) {
-    let mut owners = BTreeMap::new();
-    let mut unreadable = Vec::new();
     let pids: std::collections::BTreeSet<u32> = gpus
         .iter()
         .filter_map(|gpu| gpu.processes.value())
         .flatten()
         .map(|process| process.pid)
         .collect();
-    for pid in pids {
-        match crate::host::cgroup::read_process_cgroup(Path::new("/proc"), pid) {
-            Ok(text) => {
-                let candidates = crate::host::cgroup::container_id_candidates(&text);
-                let found = crate::host::cgroup::pick_container(&candidates, |id| {
-                    running.iter().any(|container| container.id == id)
-                });
-                if let Some(container) =
-                    found.and_then(|id| running.iter().find(|container| container.id == id))
-                {
-                    owners.insert(pid, container.name.clone());
-                }
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => unreadable.push(format!(
-                "cannot tell the container of GPU process {pid}: /proc/{pid}/cgroup: {error}"
-            )),
-        }
-    }
+    let (by_id, unread) = crate::host::cgroup::process_containers(Path::new("/proc"), pids, |id| {
+        running.iter().any(|(running, _)| running == id)
+    });
+    let owners = by_id
+        .into_iter()
+        .filter_map(|(pid, id)| {
+            let (_, name) = running.iter().find(|(running, _)| *running == id)?;
+            Some((pid, name.clone()))
+        })
+        .collect();
+    let unreadable = unread
+        .into_iter()
+        .map(|(pid, error)| {
+            format!("cannot tell the container of GPU process {pid}: /proc/{pid}/cgroup: {error}")
+        })
+        .collect();
     (owners, unreadable)
 }

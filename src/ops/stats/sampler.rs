@@ -451,30 +451,22 @@ pub(super) fn process_owners(
     readings: Option<&GpuReadings>,
     known: &BTreeSet<String>,
 ) -> (BTreeMap<u32, String>, Vec<Failure>) {
-    let mut owners = BTreeMap::new();
-    let mut failures = Vec::new();
     let pids: BTreeSet<u32> = readings
         .iter()
         .flat_map(|readings| &readings.gpus)
         .flat_map(|gpu| gpu.processes.iter().flatten())
         .map(|process| process.pid)
         .collect();
-    for pid in pids {
-        match cgroup::read_process_cgroup(Path::new(PROC_ROOT), pid) {
-            Ok(text) => {
-                let candidates = cgroup::container_id_candidates(&text);
-                if let Some(id) = cgroup::pick_container(&candidates, |id| known.contains(id)) {
-                    owners.insert(pid, id);
-                }
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => failures.push(Failure {
-                subject: FailureSubject::Process(pid),
-                kind: FailureKind::CgroupUnreadable,
-                message: format!("cannot read /proc/{pid}/cgroup: {error}"),
-            }),
-        }
-    }
+    let (owners, unread) =
+        cgroup::process_containers(Path::new(PROC_ROOT), pids, |id| known.contains(id));
+    let failures = unread
+        .into_iter()
+        .map(|(pid, error)| Failure {
+            subject: FailureSubject::Process(pid),
+            kind: FailureKind::CgroupUnreadable,
+            message: format!("cannot read /proc/{pid}/cgroup: {error}"),
+        })
+        .collect();
     (owners, failures)
 }
 
