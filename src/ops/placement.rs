@@ -208,24 +208,28 @@ pub async fn recheck(
     if report.gpus.is_empty() {
         return Ok(());
     }
-    let holders = holders(engine, context).await?;
-    let rows = rows(gpu, &holders).map_err(Error::Internal)?;
-    let shared: Vec<String> = rows
-        .iter()
-        .filter(|row| report.gpus.iter().any(|gpu| gpu.index == row.index))
-        .flat_map(|row| {
-            holders
-                .iter()
-                .filter(|holder| holder.id != id)
-                .filter(|holder| row.holders.iter().any(|named| named.name == holder.name))
-                .map(move |holder| format!("GPU {}: {} ({})", row.index, holder.name, holder.state))
-        })
-        .collect();
+    let Some(nvml) = gpu.loaded() else {
+        return Ok(());
+    };
+    let others = others_than(engine, id, context).await?;
+    let chosen: Vec<u32> = report.gpus.iter().map(|gpu| gpu.index).collect();
+    let shared = placement::shared_with(&nvml.gpus, &others, &chosen);
     if shared.is_empty() {
         Ok(())
     } else {
         Err(Error::GpusTakenMeanwhile { shared })
     }
+}
+
+/// The GPU holders on `engine` but the container `id`.
+async fn others_than(
+    engine: &Engine,
+    id: &str,
+    context: &Context,
+) -> Result<Vec<crate::facts::occupancy::GpuHolder>, Error> {
+    let mut holders = holders(engine, context).await?;
+    holders.retain(|holder| holder.id != id);
+    Ok(holders)
 }
 
 /// The requests of other tools' containers, kept between runs in
@@ -319,29 +323,9 @@ pub async fn still_free(
     let Some(nvml) = gpu.loaded() else {
         return Ok(());
     };
-    let holders: Vec<_> = holders(engine, context)
-        .await?
-        .into_iter()
-        .filter(|holder| holder.id != existing.id)
-        .collect();
-    let (rows, _) = placement::occupancy(&nvml.gpus, &holders);
-    let (own, _) = placement::occupancy(
-        &nvml.gpus,
-        &[crate::facts::occupancy::GpuHolder {
-            id: existing.id.clone(),
-            name: existing.name.clone(),
-            state: existing.status.clone(),
-            profile: None,
-            user: None,
-            gpus: GpuAssignment::Devices(pinned),
-        }],
-    );
-    let shared: Vec<String> = rows
-        .iter()
-        .zip(&own)
-        .filter(|(row, mine)| !mine.free && !row.free)
-        .map(|(row, _)| row.held_by())
-        .collect();
+    let others = others_than(engine, &existing.id, context).await?;
+    let pinned = placement::indexes_of(&GpuAssignment::Devices(pinned), &nvml.gpus);
+    let shared = placement::shared_with(&nvml.gpus, &others, &pinned);
     if shared.is_empty() {
         return Ok(());
     }

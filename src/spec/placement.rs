@@ -195,6 +195,24 @@ fn resolve(
     }
 }
 
+/// The GPUs of `gpus` that `request` takes, by index.
+pub fn indexes_of(request: &GpuAssignment, gpus: &[GpuDevice]) -> Vec<u32> {
+    let mut indexes: Vec<u32> = gpus.iter().map(|gpu| gpu.index).collect();
+    indexes.sort_unstable();
+    resolve(request, gpus, &indexes).0
+}
+
+/// Which of the GPUs `wanted` (indexes) `holders` hold, one `GPU 3: NAME (state)` line
+/// each: the GPUs a container would share with them.
+pub fn shared_with(gpus: &[GpuDevice], holders: &[GpuHolder], wanted: &[u32]) -> Vec<String> {
+    occupancy(gpus, holders)
+        .0
+        .iter()
+        .filter(|row| wanted.contains(&row.index) && !row.free)
+        .map(GpuOccupancy::held_by)
+        .collect()
+}
+
 /// How many GPUs `holders` hold between them: on this host's `gpus` (NVML's), the GPUs
 /// their requests resolve to, each counted once; without them, a count or a list by its
 /// length. `Err` says why it cannot be told (`all` where NVML cannot say how many).
@@ -536,6 +554,27 @@ mod tests {
         );
         assert_eq!(by_index("all", &gpus), "all");
         assert_eq!(by_index("GPU-elsewhere,3", &gpus), "GPU-elsewhere,3");
+    }
+
+    #[test]
+    fn a_pinned_container_shares_only_the_gpus_others_hold() {
+        let pinned = indexes_of(
+            &GpuAssignment::Devices(vec![
+                "GPU-30000000-0000-0000-0000-000000000000".into(),
+                "5".into(),
+            ]),
+            &eight(),
+        );
+        assert_eq!(pinned, [3, 5]);
+        let others = [holder(
+            "squatter",
+            GpuAssignment::Devices(vec!["5".into(), "6".into()]),
+        )];
+        assert_eq!(
+            shared_with(&eight(), &others, &pinned),
+            ["GPU 5: squatter (running)"]
+        );
+        assert!(shared_with(&eight(), &[], &pinned).is_empty());
     }
 
     #[test]
