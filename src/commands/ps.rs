@@ -79,9 +79,8 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
         for (container, details) in containers.into_iter().zip(details) {
             // Removed between the list and its inspect: gone, as a later `docker ps` says.
             let Some(details) = details? else { continue };
-            let details = Some(details);
-            let oom_killed = details.as_ref().and_then(|details| details.oom_killed);
-            let gpus = details.and_then(|details| details.gpus);
+            let oom_killed = details.oom_killed;
+            let gpus = details.gpus;
             let profile = container
                 .labels
                 .get(PROFILE_LABEL)

@@ -223,7 +223,8 @@ pub async fn up(
         let facts = verdict.await?;
         // A container of this name is met, not placed again: `reuse` starts it (after
         // `still_free` checks its pinned GPUs) or names what changed.
-        let exists = engine.inspect_container(name).await?.is_some();
+        let existing = engine.inspect_container(name).await?;
+        let exists = existing.is_some();
         if !exists {
             pull = pull_before_placing(engine, plan, &facts, pull, context).await?;
         }
@@ -246,7 +247,7 @@ pub async fn up(
                 context.printer.warn(&format!("placement: {skipped}"));
             }
         }
-        let prepared = prepare(engine, &body, name, pull, state).await?;
+        let prepared = prepare_known(engine, &body, name, pull, state, existing).await?;
         (facts, body, prepared, Some(placed))
     } else {
         // The verdict and the work that does not depend on it run side by side: while
@@ -596,7 +597,20 @@ async fn prepare(
     pull: PullPolicy,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<Prepared, Error> {
-    if let Some(existing) = engine.inspect_container(name).await? {
+    let existing = engine.inspect_container(name).await?;
+    prepare_known(engine, body, name, pull, state, existing).await
+}
+
+/// [`prepare`] with the container of this name already looked up (`existing`).
+async fn prepare_known(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    pull: PullPolicy,
+    state: &Rc<RefCell<RunState>>,
+    existing: Option<crate::facts::container::ContainerDetails>,
+) -> Result<Prepared, Error> {
+    if let Some(existing) = existing {
         // A stopped one of envctl's beside the profile running elsewhere: name that one
         // instead of starting this (which would fail on its ports or split the work).
         if !existing.running {
