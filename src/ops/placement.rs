@@ -22,15 +22,25 @@ use crate::spec::{CreateBody, GPUS_LABEL};
 /// What placement decided, for `up`'s messages and the dry run's JSON.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlacementReport {
-    /// `free` (envctl chose), `first` (the daemon takes the first N), `given` (the
-    /// profile or `--gpus` named the GPUs, or asked for all).
-    pub placement: &'static str,
+    pub placement: Chooser,
     /// The GPUs pinned, when envctl chose them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<ChosenGpu>,
     pub reason: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+}
+
+/// Who chose the GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Chooser {
+    /// envctl: the least used free GPUs.
+    Free,
+    /// The daemon: the first N (`placement = "first"`, or no NVML to choose with).
+    First,
+    /// The profile or `--gpus`, which named the GPUs or asked for all.
+    Given,
 }
 
 /// A body ready to create, and the lock that must be held until the container exists.
@@ -129,7 +139,7 @@ pub async fn place(
 ) -> Result<Placed, Error> {
     let Some(count) = count_asked(body) else {
         let report = (!body.host_config.device_requests.is_empty()).then(|| PlacementReport {
-            placement: "given",
+            placement: Chooser::Given,
             gpus: Vec::new(),
             reason: "the profile names its GPUs (or asks for all of them)".into(),
             skipped: Vec::new(),
@@ -144,7 +154,7 @@ pub async fn place(
     let first = |reason: String| Placed {
         body: labelled(body.clone()),
         report: Some(PlacementReport {
-            placement: "first",
+            placement: Chooser::First,
             gpus: Vec::new(),
             reason,
             skipped: Vec::new(),
@@ -181,7 +191,7 @@ pub async fn place(
         Ok(choice) => Ok(Placed {
             body: pinned(body, &choice.gpus),
             report: Some(PlacementReport {
-                placement: "free",
+                placement: Chooser::Free,
                 gpus: choice.gpus,
                 reason: choice.reason,
                 skipped: choice.skipped,
