@@ -88,10 +88,10 @@ impl Parser<'_> {
             Some(table) => format!("unknown key `{name}` in `[{table}]`"),
             None => format!("unknown table `{name}`"),
         };
-        let hint = match crate::suggest::did_you_mean(name, known) {
-            Some(suggestion) => format!("did you mean `{suggestion}`?"),
-            None => format!("known keys: {}", known.join(", ")),
-        };
+        let hint = crate::profile::diagnostic::unknown_key_hint(
+            crate::suggest::did_you_mean(name, known),
+            known,
+        );
         self.error(key.span(), message, Some(hint));
     }
 
@@ -157,14 +157,13 @@ impl Parser<'_> {
     }
 
     fn type_error(&mut self, key: &str, value: &Value<'_>, expected: &str, example: &str) {
-        self.error(
-            value.span(),
-            format!(
-                "`{key}` must be {expected}, found {}",
-                value.get_ref().type_str()
-            ),
-            Some(format!("for example: {example}")),
+        let (message, hint) = crate::profile::diagnostic::type_problem(
+            key,
+            value.get_ref().type_str(),
+            expected,
+            example,
         );
+        self.error(value.span(), message, Some(hint));
     }
 
     fn gpus(&mut self, key: &str, value: &Value<'_>) -> Option<u32> {

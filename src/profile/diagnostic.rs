@@ -94,6 +94,24 @@ impl<'a> SourceText<'a> {
 const MAXIMUM_SNIPPET_CHARACTERS: usize = 200;
 
 /// A diagnostic about a whole file (too large, unreadable) rather than a place in it.
+/// The hint for an unknown key, worded alike in profiles and the host policy: the
+/// suggestion (each file's own rule finds it), else the list of known keys.
+pub fn unknown_key_hint(suggestion: Option<&str>, known: &[&str]) -> String {
+    match suggestion {
+        Some(suggestion) => format!("did you mean `{suggestion}`?"),
+        None => format!("known keys: {}", known.join(", ")),
+    }
+}
+
+/// A value of the wrong TOML type, worded alike in profiles and the host policy: the
+/// message and its `for example` hint.
+pub fn type_problem(key: &str, found: &str, expected: &str, example: &str) -> (String, String) {
+    (
+        format!("`{key}` must be {expected}, found {found}"),
+        format!("for example: {example}"),
+    )
+}
+
 pub fn file_diagnostic(path: &str, message: String, hint: Option<String>) -> Diagnostic {
     Diagnostic {
         path: path.to_string(),

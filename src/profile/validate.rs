@@ -217,22 +217,18 @@ impl Checker<'_> {
             Some(table) => format!("unknown key `{name}` in `{table}`"),
             None => format!("unknown key `{name}`"),
         };
-        let hint = match did_you_mean(name, known) {
-            Some(suggestion) => format!("did you mean `{suggestion}`?"),
-            None => format!("known keys: {}", known.join(", ")),
-        };
+        let hint = crate::profile::diagnostic::unknown_key_hint(did_you_mean(name, known), known);
         self.error(key.span(), place, Some(hint));
     }
 
     fn type_error(&mut self, key: &str, value: &Value<'_>, expected: &str, example: &str) {
-        self.error(
-            value.span(),
-            format!(
-                "`{key}` must be {expected}, found {}",
-                value.get_ref().type_str()
-            ),
-            Some(format!("for example: {example}")),
+        let (message, hint) = crate::profile::diagnostic::type_problem(
+            key,
+            value.get_ref().type_str(),
+            expected,
+            example,
         );
+        self.error(value.span(), message, Some(hint));
     }
 
     fn string(&mut self, key: &str, value: &Value<'_>) -> Option<String> {
