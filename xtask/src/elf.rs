@@ -2,6 +2,8 @@
 //! read its bytes: the header, the section header table, the section-name string table.
 //! Reads through `Read + Seek`, so a 1 GB `libtorch_cuda.so` is never held whole.
 
+use crate::bytes::{u16_at, u32_at, u64_at};
+
 use std::io::{self, Read, Seek, SeekFrom};
 
 use thiserror::Error;
@@ -36,22 +38,6 @@ pub struct Section {
     pub kind: u32,
     pub offset: u64,
     pub size: u64,
-}
-
-fn u16_at(bytes: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([bytes[at], bytes[at + 1]])
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(word)
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(word)
 }
 
 fn read_exactly<R: Read + Seek>(file: &mut R, offset: u64, size: u64) -> Result<Vec<u8>, ElfError> {

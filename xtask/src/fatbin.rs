@@ -11,6 +11,8 @@
 //! `cuobjdump` 13.4.92 names the `a` entries `sm_100a` and `sm_90a` (it prints `f` entries
 //! without their suffix, so it cannot tell `sm_100f` from `sm_100`).
 
+use crate::bytes::{u16_at, u32_at, u64_at};
+
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -112,22 +114,6 @@ pub struct Entry {
 pub struct Fatbin {
     pub offset: usize,
     pub entries: Vec<Entry>,
-}
-
-fn u16_at(bytes: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([bytes[at], bytes[at + 1]])
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(word)
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(word)
 }
 
 /// Every fat binary of a `.nv_fatbin` section. Zero bytes between fat binaries are

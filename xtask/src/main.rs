@@ -6,6 +6,7 @@
 //! and prints a `[[cuda_targets]]` row. `--compare MATRIX` checks the row against a matrix
 //! file and reports every disagreement. Rows go to stdout, progress to stderr.
 
+mod bytes;
 mod compare;
 mod elf;
 mod fatbin;

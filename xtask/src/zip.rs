@@ -2,6 +2,8 @@
 //! past 4 GiB), and one member streamed out, stored or DEFLATE, its CRC-32 checked. Only
 //! what wheels use; a method or layout outside that is a clear error, never a guess.
 
+use crate::bytes::{u16_at, u32_at, u64_at};
+
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use miniz_oxide::inflate::stream::{InflateState, inflate};
@@ -56,22 +58,6 @@ pub struct Member {
     pub local_header_offset: u64,
     /// The member's modification date, `YYYY-MM-DD` (MS-DOS date field).
     pub date: String,
-}
-
-fn u16_at(bytes: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([bytes[at], bytes[at + 1]])
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(word)
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(word)
 }
 
 fn read_at<R: Read + Seek>(file: &mut R, offset: u64, length: usize) -> io::Result<Vec<u8>> {
