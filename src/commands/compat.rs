@@ -31,8 +31,20 @@ struct GpuReport {
     /// Data-center part (by model name, or `--datacenter`): true; a GeForce or TITAN card:
     /// false; unknown (a bare `--cc` without `--datacenter`, another model): null.
     datacenter: Option<bool>,
+    /// The matrix's model rows the capability was read from (for `--gpu NAME`; several when
+    /// the name fits several models of one capability), each with its status and source, so
+    /// a derived capability is told as derived. Empty for `--cc`.
+    capability_rows: Vec<CapabilityRow>,
     verdict: &'static str,
     findings: Vec<Finding>,
+}
+
+/// One `[[gpu]]` row as `compat` reports it.
+#[derive(Debug, Clone, Serialize)]
+struct CapabilityRow {
+    name: String,
+    status: compat::RowStatus,
+    source: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -62,6 +74,8 @@ struct DescribedGpu {
     capability: ComputeCapability,
     /// As in [`GpuReport`].
     datacenter: Option<bool>,
+    /// As in [`GpuReport`].
+    capability_rows: Vec<CapabilityRow>,
 }
 
 fn usage(message: String, hint: &str) -> Error {
@@ -124,6 +138,7 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
                  name,
                  capability,
                  datacenter,
+                 capability_rows,
              }| {
                 let mut findings = Vec::new();
                 if let Some(cuda) = stack.cuda {
@@ -153,6 +168,7 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
                     name,
                     compute_capability: capability,
                     datacenter,
+                    capability_rows,
                     findings,
                 }
             },
@@ -180,11 +196,20 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
             .iter()
             .map(|gpu| Section {
                 title: format!(
-                    "{} ({}{}) with {} on driver {}",
+                    "{} ({}{}{}) with {} on driver {}",
                     gpu.name,
                     gpu.compute_capability.sm(),
                     if gpu.datacenter == Some(true) {
                         ", data-center"
+                    } else {
+                        ""
+                    },
+                    if gpu
+                        .capability_rows
+                        .iter()
+                        .any(|row| row.status == compat::RowStatus::Derived)
+                    {
+                        "; capability derived from NVIDIA's documents, see --json"
                     } else {
                         ""
                     },
@@ -269,7 +294,7 @@ fn described_gpus(
 ) -> Result<Vec<DescribedGpu>, Error> {
     let mut gpus = Vec::new();
     for name in &arguments.gpus {
-        let (model, capability) = gpu_model(matrix, name)?;
+        let (model, capability, capability_rows) = gpu_model(matrix, name)?;
         let consumer = model.contains("GeForce") || model.contains("TITAN");
         if arguments.datacenter && consumer {
             return Err(usage(
@@ -290,6 +315,7 @@ fn described_gpus(
             name: model,
             capability,
             datacenter,
+            capability_rows,
         });
     }
     for text in &arguments.capabilities {
@@ -298,6 +324,7 @@ fn described_gpus(
             name: format!("compute capability {capability}"),
             capability,
             datacenter: arguments.datacenter.then_some(true),
+            capability_rows: Vec::new(),
         });
     }
     if gpus.is_empty() {
@@ -312,11 +339,32 @@ fn described_gpus(
 /// NVIDIA's list of compute capabilities by GPU, the source of the matrix's model rows.
 const CUDA_GPUS_PAGE: &str = "https://developer.nvidia.com/cuda-gpus";
 
-/// One model for a `--gpu` name, or a usage error that says why not: another vendor's
-/// part, a name the matrix lacks (with the nearest known names), or an ambiguous one.
-fn gpu_model(matrix: &compat::Matrix, name: &str) -> Result<(String, ComputeCapability), Error> {
-    match compat::model_capability(matrix, name).as_slice() {
-        [(model, capability)] => Ok((model.clone(), *capability)),
+/// The matrix's rows of these models, as `compat` reports them.
+fn capability_rows(
+    matrix: &compat::Matrix,
+    models: &[(String, ComputeCapability)],
+) -> Vec<CapabilityRow> {
+    matrix
+        .gpus()
+        .filter(|row| models.iter().any(|(model, _)| *model == row.name))
+        .map(|row| CapabilityRow {
+            name: row.name.clone(),
+            status: row.status,
+            source: row.source.clone(),
+        })
+        .collect()
+}
+
+/// One model for a `--gpu` name with the rows its capability comes from, or a usage error
+/// that says why not: another vendor's part, a name the matrix lacks (with the nearest
+/// known names), or an ambiguous one.
+fn gpu_model(
+    matrix: &compat::Matrix,
+    name: &str,
+) -> Result<(String, ComputeCapability, Vec<CapabilityRow>), Error> {
+    let models = compat::model_capability(matrix, name);
+    match models.as_slice() {
+        [(model, capability)] => Ok((model.clone(), *capability, capability_rows(matrix, &models))),
         [] => {
             if let Some(vendor) = compat::other_vendor(name) {
                 return Err(usage(
@@ -348,9 +396,11 @@ fn gpu_model(matrix: &compat::Matrix, name: &str) -> Result<(String, ComputeCapa
         }
         // Every model the name fits has one capability (`Orin (nvgpu)`, as nvidia-smi
         // prints a Jetson Orin; `RTX PRO 6000`): that capability is the answer.
-        [(_, capability), rest @ ..] if rest.iter().all(|(_, other)| other == capability) => {
-            Ok((name.to_string(), *capability))
-        }
+        [(_, capability), rest @ ..] if rest.iter().all(|(_, other)| other == capability) => Ok((
+            name.to_string(),
+            *capability,
+            capability_rows(matrix, &models),
+        )),
         several => {
             let names: Vec<String> = several
                 .iter()

@@ -463,6 +463,8 @@ fn names_that_fit_models_of_one_capability_are_that_capability() {
             expected,
             "{name}: {report}"
         );
+        let rows = gpu["capability_rows"].as_array().unwrap();
+        assert!(rows.len() > 1, "every model the name fits is named: {gpu}");
     }
     let (code, _, stderr) = compat(&[
         "--image-cuda",
@@ -572,17 +574,20 @@ fn torch_2_15_is_in_the_matrix() {
 }
 
 /// The China-market parts as nvidia-smi names them (`NVIDIA H800`, `NVIDIA H800 PCIe`,
-/// `NVIDIA H20`, `NVIDIA L20`), from NVIDIA's GPU Operator platform list, MIG user guide
-/// and TensorRT-LLM hardware list (sources in `src/compat/matrix.toml`). The A800 is left
-/// out: the NVIDIA page found names its architecture (Ampere: 8.0, 8.6 or 8.7), not its
-/// capability.
+/// `NVIDIA H20`, `NVIDIA L20`, the A800 in its SXM, PCIe and workstation forms), from
+/// NVIDIA's GPU Operator platform list, MIG user guide, mig-parted's default MIG
+/// configuration and TensorRT-LLM hardware list (sources in `src/compat/matrix.toml`).
+/// The A800's row is derived, and `compat` says so in the finding's facts.
 #[test]
 fn china_market_gpus_resolve_by_their_nvml_names() {
-    for (name, capability) in [
-        ("NVIDIA H800", "9.0"),
-        ("NVIDIA H800 PCIe", "9.0"),
-        ("NVIDIA H20", "9.0"),
-        ("NVIDIA L20", "8.9"),
+    for (name, capability, status) in [
+        ("NVIDIA H800", "9.0", "derived"),
+        ("NVIDIA H800 PCIe", "9.0", "derived"),
+        ("NVIDIA H20", "9.0", "verified"),
+        ("NVIDIA L20", "8.9", "derived"),
+        ("NVIDIA A800-SXM4-80GB", "8.0", "derived"),
+        ("NVIDIA A800 80GB PCIe", "8.0", "derived"),
+        ("NVIDIA A800 40GB Active", "8.0", "derived"),
     ] {
         let (code, report, stderr) =
             compat(&["--torch", "2.15.0", "--driver", "595.71.05", "--gpu", name]);
@@ -590,15 +595,25 @@ fn china_market_gpus_resolve_by_their_nvml_names() {
         let gpu = &report["gpus"][0];
         assert_eq!(gpu["compute_capability"], capability, "{name}: {gpu}");
         assert_eq!(finding(gpu, "gpu.torch-arch")["status"], "pass", "{name}");
+        let rows = gpu["capability_rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{name}: {gpu}");
+        assert_eq!(rows[0]["status"], status, "{name}: {gpu}");
+        assert!(
+            rows[0]["source"].as_str().unwrap().contains("NVIDIA"),
+            "{name}"
+        );
     }
-    let (code, _, stderr) = compat(&[
+    let (code, stdout, stderr) = compat_text(&[
         "--torch",
         "2.15.0",
         "--driver",
         "595.71.05",
         "--gpu",
-        "NVIDIA A800 80GB PCIe",
+        "NVIDIA A800-SXM4-80GB",
     ]);
-    assert_eq!(code, 2, "not in the matrix: {stderr}");
-    assert!(stderr.contains("is not in the bundled matrix"), "{stderr}");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("NVIDIA A800 (sm_80, data-center; capability derived from NVIDIA's documents, see --json)"),
+        "{stdout}"
+    );
 }
