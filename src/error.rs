@@ -33,9 +33,17 @@ pub enum Error {
         findings: Vec<crate::checks::Finding>,
     },
     #[error("container `{name}` exists and was not created by envctl")]
-    NameTaken { name: String },
+    NameTaken {
+        name: String,
+        /// The engine's command-line tool (`docker`, `podman`), for the hint.
+        cli: &'static str,
+    },
     #[error("container `{name}` was not created by envctl, so envctl will not stop or remove it")]
-    NotEnvctls { name: String },
+    NotEnvctls {
+        name: String,
+        /// As in [`Error::NameTaken`].
+        cli: &'static str,
+    },
     #[error("container `{name}` was created from an earlier version of profile `{profile}`")]
     ProfileChanged {
         name: String,
@@ -131,8 +139,9 @@ pub enum Error {
     #[error("container `{name}` was created but could not start")]
     StartFailed {
         name: String,
+        /// Boxed: a refused start carries the daemon's whole answer.
         #[source]
-        source: EngineError,
+        source: Box<EngineError>,
     },
     #[error("cannot read `{path}`")]
     Read {
@@ -273,11 +282,11 @@ impl Error {
             Error::Preflight { profile, .. } => Some(format!(
                 "fix the failures above (`envctl doctor {profile}` shows every check), or start anyway with `--force`"
             )),
-            Error::NameTaken { name } => Some(format!(
-                "envctl never touches containers it did not create: choose another name with `--name`, or remove it yourself (`docker rm -f {name}`)"
+            Error::NameTaken { name, cli } => Some(format!(
+                "envctl never touches containers it did not create: choose another name with `--name`, or remove it yourself (`{cli} rm -f {name}`)"
             )),
-            Error::NotEnvctls { name } => Some(format!(
-                "stop or remove it yourself if you mean to (`docker stop {name}`, `docker rm {name}`); `envctl ps` lists envctl's containers"
+            Error::NotEnvctls { name, cli } => Some(format!(
+                "stop or remove it yourself if you mean to (`{cli} stop {name}`, `{cli} rm {name}`); `envctl ps` lists envctl's containers"
             )),
             Error::ProfileChanged { profile, .. } => Some(format!(
                 "recreate it with `envctl up {profile} --recreate` (host data in mounts is kept)"
@@ -355,8 +364,14 @@ impl Error {
 /// daemon's answer.
 fn start_hint(error: &EngineError) -> Option<String> {
     match error {
-        EngineError::StartRefused { refusal, .. } => Some(match refusal {
-            StartRefusal::NoGpuDriver => "the daemon has no NVIDIA runtime: install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`".into(),
+        EngineError::StartRefused {
+            refusal, endpoint, ..
+        } => Some(match refusal {
+            StartRefusal::NoGpuDriver => format!(
+                "the {} has no NVIDIA runtime: {}",
+                endpoint.daemon(),
+                endpoint.kind.gpu_fix()
+            ),
             StartRefusal::UnresolvableCdiDevice { devices } => format!(
                 "no CDI spec on the engine's host has `{devices}`: list the names it has with `nvidia-ctk cdi list`, then name one of them in `gpus` (GPU UUIDs need `nvidia-ctk cdi generate --device-name-strategy=uuid`)"
             ),
@@ -431,12 +446,15 @@ mod tests {
     fn refused_start(refusal: StartRefusal) -> Error {
         Error::StartFailed {
             name: "box".into(),
-            source: EngineError::StartRefused {
-                endpoint: "unix:///run/docker.sock".into(),
+            source: Box::new(EngineError::StartRefused {
+                endpoint: crate::engine::Endpoint {
+                    address: "unix:///run/docker.sock".into(),
+                    kind: crate::facts::engine::EngineKind::DockerEngine,
+                },
                 status: 500,
                 message: "the daemon's words".into(),
                 refusal,
-            },
+            }),
         }
     }
 
@@ -444,6 +462,9 @@ mod tests {
     fn a_refused_start_gets_the_hint_of_its_cause() {
         let hint = |refusal| refused_start(refusal).hint().unwrap_or_default();
         assert!(hint(StartRefusal::NoGpuDriver).contains("NVIDIA Container Toolkit"));
+        assert!(
+            hint(StartRefusal::NoGpuDriver).starts_with("the Docker daemon has no NVIDIA runtime")
+        );
         assert!(hint(StartRefusal::PortInUse).contains("`ss -ltnp`"));
         // The limit that failed is named (Podman's nofile/nproc, issue 13), never a
         // fixed "memlock, stack".
@@ -460,11 +481,11 @@ mod tests {
         assert!(hint(StartRefusal::LimitRefused { resource: None }).contains("[ulimits]"));
         let unrecognised = Error::StartFailed {
             name: "box".into(),
-            source: EngineError::Daemon {
-                endpoint: "unix:///run/docker.sock".into(),
+            source: Box::new(EngineError::Daemon {
+                endpoint: crate::engine::Endpoint::unidentified("unix:///run/docker.sock"),
                 status: 500,
                 message: "something else".into(),
-            },
+            }),
         };
         assert_eq!(unrecognised.hint(), None);
     }

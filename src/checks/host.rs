@@ -161,9 +161,12 @@ fn docker_findings(
         && socket.access == "permission_denied"
     {
         findings.push(
-            Finding::fail("docker.socket", format!("permission denied on the Docker socket {}", socket.path))
-                .with_hint("add yourself to the `docker` group (`sudo usermod -aG docker $USER`, then log in again)")
-                .with_fact("socket", &socket.path),
+            Finding::fail(
+                "docker.socket",
+                format!("permission denied on the engine's socket {}", socket.path),
+            )
+            .with_hint(crate::facts::engine::EngineKind::Unknown.permission_fix())
+            .with_fact("socket", &socket.path),
         );
     }
     let daemon = match &engine.state {
@@ -175,9 +178,9 @@ fn docker_findings(
             let mut finding = Finding::fail(
                 "docker.reachable",
                 if crate::facts::engine::daemon_answered(kind) {
-                    format!("Docker daemon answered with an error: {message}")
+                    format!("the engine answered with an error: {message}")
                 } else {
-                    format!("Docker daemon not reachable: {message}")
+                    format!("the engine is not reachable: {message}")
                 },
             )
             .with_fact("endpoint", &engine.endpoint)

@@ -205,11 +205,9 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
             let mut finding = Finding::fail(
                 "profile.daemon",
                 if crate::facts::engine::daemon_answered(kind) {
-                    format!(
-                        "the Docker daemon answered with an error, so nothing can start: {message}"
-                    )
+                    format!("the engine answered with an error, so nothing can start: {message}")
                 } else {
-                    format!("the Docker daemon is not reachable, so nothing can start: {message}")
+                    format!("the engine is not reachable, so nothing can start: {message}")
                 },
             );
             if let Some(hint) = hint {

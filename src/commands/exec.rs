@@ -136,12 +136,12 @@ async fn resolve(
                 word: None,
             };
             let container = obvious_container(engine, context, purpose).await?;
-            return Ok((ensure_running(container)?, None));
+            return Ok((ensure_running(engine, container)?, None));
         }
         (Some(word), None) => word,
     };
     match look_up(engine, context, word).await? {
-        Lookup::Container(container) => return Ok((ensure_running(*container)?, None)),
+        Lookup::Container(container) => return Ok((ensure_running(engine, *container)?, None)),
         // The start of an id is meant as a container, never as a command.
         Lookup::Nothing {
             prefix_of: Some(name),
@@ -158,7 +158,7 @@ async fn resolve(
         Ok(container) => {
             let names = command_names(context, &container);
             if names.iter().any(|name| name == word) {
-                return Ok((ensure_running(container)?, Some(word.clone())));
+                return Ok((ensure_running(engine, container)?, Some(word.clone())));
             }
             let hint = match nearest_name(engine, context, word, &names).await? {
                 Some(near) => format!("did you mean `{near}`?"),
@@ -306,7 +306,7 @@ pub fn shell(
                     rest: "",
                     word: None,
                 };
-                ensure_running(obvious_container(&engine, context, purpose).await?)?
+                ensure_running(&engine, obvious_container(&engine, context, purpose).await?)?
             }
         };
         let request = ExecRequest {

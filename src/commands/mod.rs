@@ -76,7 +76,7 @@ impl Context {
     }
 
     /// A connection to the daemon, checked with a ping so an unreachable daemon is named
-    /// at once (within `engine::PING_TIMEOUT`).
+    /// at once (within `engine::PING_TIMEOUT`), and identified (`/version`).
     pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
         self.engine_with_deadline(REQUEST_TIMEOUT).await
     }
@@ -89,6 +89,8 @@ impl Context {
     ) -> Result<crate::engine::Engine, Error> {
         let engine = crate::engine::Engine::connect(self.docker_host(), deadline)?;
         engine.ping().await?;
+        // Which engine answers, so every later message and hint names it (`podman rm -f`).
+        engine.kind().await?;
         Ok(engine)
     }
 }

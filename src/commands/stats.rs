@@ -183,12 +183,13 @@ impl View<'_> {
 }
 
 impl FollowView for View<'_> {
-    fn daemon_lost(&mut self, endpoint: &str, error: &EngineError) {
+    fn daemon_lost(&mut self, endpoint: &crate::engine::Endpoint, error: &EngineError) {
         // The live screen shows the daemon's state in its failure lines; stderr would
         // tear it.
         if !matches!(self, View::Live(..)) {
             self.context().printer.warn(&format!(
-                "lost the Docker daemon at `{endpoint}`: {}; GPU readings go on, reconnecting every {} ms to {} s",
+                "lost the {} at `{endpoint}`: {}; GPU readings go on, reconnecting every {} ms to {} s",
+                endpoint.daemon(),
                 error_chain(error),
                 RECONNECT_FIRST.as_millis(),
                 RECONNECT_CAP.as_secs()
@@ -196,10 +197,11 @@ impl FollowView for View<'_> {
         }
     }
 
-    fn daemon_back(&mut self, endpoint: &str) {
+    fn daemon_back(&mut self, endpoint: &crate::engine::Endpoint) {
         if !matches!(self, View::Live(..)) {
             self.context().printer.info(&format!(
-                "the Docker daemon at `{endpoint}` answers again; following its containers"
+                "the {} at `{endpoint}` answers again; following its containers",
+                endpoint.daemon()
             ));
         }
     }

@@ -216,11 +216,15 @@ impl Engine {
             }) => Err(EngineError::NameConflict {
                 name: name.to_string(),
                 message,
+                engine: self.known_kind(),
             }),
             // The API's only 404 on create: "No such image".
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
-            }) => Err(EngineError::ImageMissing { image }),
+            }) => Err(EngineError::ImageMissing {
+                image,
+                engine: self.known_kind(),
+            }),
             Err(error) => Err(self.classify(error)),
         }
     }
@@ -251,7 +255,7 @@ impl Engine {
             self.docker.start_container(name_or_id, None),
         )
         .await?
-        .map_err(|error| EngineError::classify_start(&self.endpoint, error, self.timeout.as_secs()))
+        .map_err(|error| EngineError::classify_start(&self.at(), error, self.timeout.as_secs()))
     }
 
     /// Stops within `timeout_seconds`, then kills. Stopping a stopped container is fine.

@@ -1,75 +1,112 @@
-//! What can go wrong talking to the Docker daemon, each cause named with its fix.
+//! What can go wrong talking to the engine (the Docker daemon or Podman's service), each
+//! cause named with its fix. Every error that reached an engine carries which one it was,
+//! so a message on Podman says "the Podman service" and its hint says `podman`.
 
 use thiserror::Error;
+
+use crate::facts::engine::EngineKind;
+
+/// Where envctl talked to an engine, and which engine answered there: `Unknown` until
+/// `/version` named it (a socket that never answered).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The socket or host: `unix:///run/podman/podman.sock`, `tcp://host:2376`.
+    pub address: String,
+    pub kind: EngineKind,
+}
+
+impl Endpoint {
+    /// An endpoint whose engine is not known yet.
+    pub fn unidentified(address: impl Into<String>) -> Endpoint {
+        Endpoint {
+            address: address.into(),
+            kind: EngineKind::Unknown,
+        }
+    }
+
+    /// How a message names what answers there: `Podman service`, `Docker daemon`, `daemon`.
+    pub fn daemon(&self) -> &'static str {
+        self.kind.daemon()
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.address)
+    }
+}
 
 /// A failure reaching or using the daemon. `endpoint` is the socket or host envctl tried.
 #[derive(Debug, Error)]
 pub enum EngineError {
-    #[error("the Docker socket `{path}` does not exist")]
-    SocketMissing { path: String },
-    #[error("permission denied on the Docker socket `{endpoint}`")]
+    #[error("the socket `{path}` does not exist")]
+    SocketMissing { path: String, engine: EngineKind },
+    #[error("permission denied on the socket `{endpoint}`")]
     PermissionDenied {
-        endpoint: String,
+        endpoint: Endpoint,
         #[source]
         source: bollard::errors::Error,
     },
     #[error("nothing answers at `{endpoint}` (connection refused)")]
     ConnectionRefused {
-        endpoint: String,
+        endpoint: Endpoint,
         #[source]
         source: bollard::errors::Error,
     },
-    #[error("the Docker daemon at `{endpoint}` did not answer within {seconds} s")]
-    Timeout { endpoint: String, seconds: u64 },
+    #[error("the {} at `{endpoint}` did not answer within {seconds} s", .endpoint.daemon())]
+    Timeout { endpoint: Endpoint, seconds: u64 },
     /// The daemon took a request and then stopped answering: no complete answer (headers
     /// and body) within the request's deadline, or no answer to a liveness ping while a
     /// long stream was open.
     /// The daemon (or whatever listens there) answered with a body that is not the Engine
     /// API's JSON. `answer` is the start of what it sent, capped.
     #[error(
-        "the Docker daemon at `{endpoint}` answered, but not with the Engine API's JSON ({problem}): {answer}"
+        "the {} at `{endpoint}` answered, but not with the Engine API's JSON ({problem}): {answer}",
+        .endpoint.daemon()
     )]
     BadAnswer {
-        endpoint: String,
+        endpoint: Endpoint,
         problem: String,
         answer: String,
     },
     /// An exec's output ended but the daemon gives no exit code for it: envctl never
     /// guesses one.
     #[error(
-        "the Docker daemon at `{endpoint}` gave no exit code for the command{}",
+        "the {} at `{endpoint}` gave no exit code for the command{}",
+        .endpoint.daemon(),
         if *still_running { " (its output ended while it still runs)" } else { "" }
     )]
     ExitCodeUnknown {
-        endpoint: String,
+        endpoint: Endpoint,
         still_running: bool,
     },
     /// `DOCKER_HOST=unix://PATH` names something that is not a socket.
-    #[error("`{path}` is not a socket (it is {what}), so no Docker daemon can answer there")]
+    #[error("`{path}` is not a socket (it is {what}), so no daemon can answer there")]
     NotASocket { path: String, what: &'static str },
     /// A name or id that would change the request's path (`""`, `.`, `x/../..`, `?`):
     /// refused before anything is sent.
     #[error("`{value}` is not a valid {what} for the Docker Engine API")]
     InvalidReference { what: &'static str, value: String },
     #[error("`DOCKER_HOST={endpoint}` uses a scheme envctl does not support")]
-    UnsupportedHost { endpoint: String },
-    #[error("the Docker daemon at `{endpoint}` answered {status}: {message}")]
+    UnsupportedHost { endpoint: Endpoint },
+    #[error("the {} at `{endpoint}` answered {status}: {message}", .endpoint.daemon())]
     Daemon {
-        endpoint: String,
+        endpoint: Endpoint,
         status: u16,
         message: String,
     },
     /// The daemon would not start a container, for a cause its message names. Worded as
     /// [`EngineError::Daemon`]: only the cause is typed.
-    #[error("the Docker daemon at `{endpoint}` answered {status}: {message}")]
+    #[error("the {} at `{endpoint}` answered {status}: {message}", .endpoint.daemon())]
     StartRefused {
-        endpoint: String,
+        endpoint: Endpoint,
         status: u16,
         message: String,
         refusal: StartRefusal,
     },
     #[error("cannot pull `{image}` from {registry}: {message}")]
     Pull {
+        engine: EngineKind,
         image: String,
         registry: String,
         failure: super::pull::PullFailure,
@@ -81,23 +118,27 @@ pub enum EngineError {
         source: std::io::Error,
     },
     #[error("the image `{image}` is not present locally")]
-    ImageMissing { image: String },
+    ImageMissing { image: String, engine: EngineKind },
     #[error("the container name `{name}` is already in use")]
-    NameConflict { name: String, message: String },
+    NameConflict {
+        name: String,
+        message: String,
+        engine: EngineKind,
+    },
     #[error("envctl built an invalid request: {message}")]
     InvalidBody { message: String },
-    #[error("cannot talk to the Docker daemon at `{endpoint}`")]
+    #[error("cannot talk to the {} at `{endpoint}`", .endpoint.daemon())]
     Other {
-        endpoint: String,
+        endpoint: Endpoint,
         #[source]
         source: bollard::errors::Error,
     },
     /// The daemon took the request and then stopped answering: headers or a body that
     /// never came within the request's deadline, or a stream that broke its liveness rule.
     /// The one variant for both, so every command words it the same way.
-    #[error("the Docker daemon at `{endpoint}` stopped answering `{request}`: {detail}")]
+    #[error("the {} at `{endpoint}` stopped answering `{request}`: {detail}", .endpoint.daemon())]
     StoppedAnswering {
-        endpoint: String,
+        endpoint: Endpoint,
         request: String,
         detail: String,
     },
@@ -173,7 +214,7 @@ fn rlimit_resource(message: &str) -> Option<String> {
 impl EngineError {
     /// Sorts a failed start: the daemon's answer, with the cause its message names typed.
     pub fn classify_start(
-        endpoint: &str,
+        endpoint: &Endpoint,
         error: bollard::errors::Error,
         timeout_seconds: u64,
     ) -> Self {
@@ -200,11 +241,18 @@ impl EngineError {
     }
 
     /// Sorts a bollard error into a named cause, walking its sources for the I/O error.
-    pub fn classify(endpoint: &str, error: bollard::errors::Error, timeout_seconds: u64) -> Self {
+    pub fn classify(
+        endpoint: &Endpoint,
+        error: bollard::errors::Error,
+        timeout_seconds: u64,
+    ) -> Self {
         use bollard::errors::Error as Bollard;
-        let endpoint = endpoint.to_string();
+        let endpoint = endpoint.clone();
         match error {
-            Bollard::SocketNotFoundError(path) => EngineError::SocketMissing { path },
+            Bollard::SocketNotFoundError(path) => EngineError::SocketMissing {
+                path,
+                engine: endpoint.kind,
+            },
             Bollard::RequestTimeoutError => EngineError::Timeout {
                 endpoint,
                 seconds: timeout_seconds,
@@ -232,9 +280,10 @@ impl EngineError {
                 },
                 // The socket file went away after envctl connected once (the daemon
                 // stopped and removed it): the same cause as a socket missing at start.
-                Some(std::io::ErrorKind::NotFound) if endpoint.starts_with("unix://") => {
+                Some(std::io::ErrorKind::NotFound) if endpoint.address.starts_with("unix://") => {
                     EngineError::SocketMissing {
-                        path: endpoint.trim_start_matches("unix://").to_string(),
+                        path: endpoint.address.trim_start_matches("unix://").to_string(),
+                        engine: endpoint.kind,
                     }
                 }
                 Some(std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound) => {
@@ -251,26 +300,29 @@ impl EngineError {
         }
     }
 
-    /// The fix: a command to run or a variable to set.
+    /// The fix: a command to run or a variable to set, for the engine that answered (both
+    /// Docker's and Podman's before one did).
     pub fn hint(&self) -> Option<String> {
         Some(match self {
-            EngineError::SocketMissing { .. } => {
-                "start Docker (`sudo systemctl start docker`), or point DOCKER_HOST at your daemon (rootless: unix://$XDG_RUNTIME_DIR/docker.sock)".into()
-            }
-            EngineError::PermissionDenied { .. } => {
-                "add yourself to the `docker` group (`sudo usermod -aG docker $USER`, then log in again), or use rootless Docker".into()
-            }
-            EngineError::ConnectionRefused { .. } => {
-                "the socket or port exists but no daemon listens: restart Docker (`sudo systemctl restart docker`) or check DOCKER_HOST".into()
-            }
-            EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. } => {
-                "the daemon is overloaded or hung: check `systemctl status docker` and `journalctl -u docker`".into()
+            EngineError::SocketMissing { engine, .. } => format!(
+                "start {}, or point DOCKER_HOST at your engine's socket ({})",
+                engine.start_command("start"),
+                engine.rootless_sockets()
+            ),
+            EngineError::PermissionDenied { endpoint, .. } => endpoint.kind.permission_fix().into(),
+            EngineError::ConnectionRefused { endpoint, .. } => format!(
+                "the socket or port exists but nothing listens: restart {} or check DOCKER_HOST",
+                endpoint.kind.start_command("restart")
+            ),
+            EngineError::Timeout { endpoint, .. } | EngineError::StoppedAnswering { endpoint, .. } => {
+                format!("the {} is overloaded or hung: check {}", endpoint.daemon(), endpoint.kind.service_logs())
             }
             EngineError::BadAnswer { endpoint, .. } => format!(
-                "something other than a Docker daemon may listen at `{endpoint}`: check DOCKER_HOST, then `journalctl -u docker`"
+                "something other than a Docker daemon or Podman service may listen at `{endpoint}`: check DOCKER_HOST, then {}",
+                endpoint.kind.service_logs()
             ),
             EngineError::NotASocket { .. } => {
-                "point DOCKER_HOST at the daemon's socket: unix:///var/run/docker.sock (rootless: unix://$XDG_RUNTIME_DIR/docker.sock)".into()
+                "point DOCKER_HOST at the engine's socket: unix:///var/run/docker.sock or unix:///run/podman/podman.sock (rootless: unix://$XDG_RUNTIME_DIR/docker.sock or unix://$XDG_RUNTIME_DIR/podman/podman.sock)".into()
             }
             EngineError::InvalidReference { .. } => {
                 "names and ids are letters, digits, `_`, `.` and `-`, starting with a letter or digit; `envctl ps -a` lists the containers".into()
@@ -278,19 +330,24 @@ impl EngineError {
             EngineError::UnsupportedHost { .. } => {
                 "use unix:///path/to/docker.sock or tcp://HOST:PORT".into()
             }
-            EngineError::Pull { failure, image, registry, .. } => match failure {
-                super::pull::PullFailure::NotFound => format!("check the image name and tag; list the tags the registry has for `{image}`, or fix `image` in the profile"),
-                super::pull::PullFailure::Unauthorized => format!("log in first: `docker login {registry}`"),
-                super::pull::PullFailure::Unreachable => format!("{registry} cannot be reached: check the network, a proxy, or pull on a connected machine and `docker save`/`docker load` the image"),
-                super::pull::PullFailure::Stalled => format!("{registry} accepts connections but sends nothing: check the registry or a proxy in between, then retry (ENVCTL_PULL_STALL_SECONDS sets how long envctl waits)"),
-                super::pull::PullFailure::Other => return None,
-            },
-            EngineError::ImageMissing { image } => {
-                format!("pull it first: `docker pull {image}` (or `envctl up --pull missing`)")
+            EngineError::Pull { failure, image, registry, engine, .. } => {
+                let cli = engine.cli();
+                match failure {
+                    super::pull::PullFailure::NotFound => format!("check the image name and tag; list the tags the registry has for `{image}`, or fix `image` in the profile"),
+                    super::pull::PullFailure::Unauthorized => format!("log in first: `{cli} login {registry}`"),
+                    super::pull::PullFailure::Unreachable => format!("{registry} cannot be reached: check the network, a proxy, or pull on a connected machine and `{cli} save`/`{cli} load` the image"),
+                    super::pull::PullFailure::Stalled => format!("{registry} accepts connections but sends nothing: check the registry or a proxy in between, then retry (ENVCTL_PULL_STALL_SECONDS sets how long envctl waits)"),
+                    super::pull::PullFailure::Other => return None,
+                }
             }
-            EngineError::NameConflict { name, .. } => {
-                format!("remove it with `docker rm -f {name}`, or choose another name with `--name`")
-            }
+            EngineError::ImageMissing { image, engine } => format!(
+                "pull it first: `{} pull {image}` (or `envctl up --pull missing`)",
+                engine.cli()
+            ),
+            EngineError::NameConflict { name, engine, .. } => format!(
+                "remove it with `{} rm -f {name}`, or choose another name with `--name`",
+                engine.cli()
+            ),
             EngineError::Output { .. } | EngineError::ExitCodeUnknown { .. } => return None,
             EngineError::InvalidBody { .. } => {
                 "this is a bug in envctl: please report it with `envctl up --dry-run --json` output".into()
@@ -373,12 +430,12 @@ mod tests {
     #[test]
     fn a_unix_socket_that_vanished_is_named_missing() {
         let error = EngineError::classify(
-            "unix:///run/docker.sock",
+            &Endpoint::unidentified("unix:///run/docker.sock"),
             io(std::io::ErrorKind::NotFound),
             3,
         );
         assert!(
-            matches!(&error, EngineError::SocketMissing { path } if path == "/run/docker.sock"),
+            matches!(&error, EngineError::SocketMissing { path, .. } if path == "/run/docker.sock"),
             "{error:?}"
         );
         assert_eq!(error.kind(), "socket_missing");
@@ -386,7 +443,10 @@ mod tests {
 
     fn start_failure(message: &str) -> EngineError {
         EngineError::classify_start(
-            "unix:///run/docker.sock",
+            &Endpoint {
+                address: "unix:///run/docker.sock".into(),
+                kind: EngineKind::DockerEngine,
+            },
             bollard::errors::Error::DockerResponseServerError {
                 status_code: 500,
                 message: message.into(),
@@ -459,19 +519,76 @@ mod tests {
     #[test]
     fn refused_and_forbidden_keep_their_own_causes() {
         let refused = EngineError::classify(
-            "unix:///run/docker.sock",
+            &Endpoint::unidentified("unix:///run/docker.sock"),
             io(std::io::ErrorKind::ConnectionRefused),
             3,
         );
         assert_eq!(refused.kind(), "connection_refused");
         let forbidden = EngineError::classify(
-            "unix:///run/docker.sock",
+            &Endpoint::unidentified("unix:///run/docker.sock"),
             io(std::io::ErrorKind::PermissionDenied),
             3,
         );
         assert_eq!(forbidden.kind(), "permission_denied");
-        let tcp =
-            EngineError::classify("tcp://127.0.0.1:2375", io(std::io::ErrorKind::NotFound), 3);
+        let tcp = EngineError::classify(
+            &Endpoint::unidentified("tcp://127.0.0.1:2375"),
+            io(std::io::ErrorKind::NotFound),
+            3,
+        );
         assert_eq!(tcp.kind(), "connection_refused");
+    }
+
+    /// Each error names the engine that answered, and its hint that engine's commands;
+    /// before one answered, the daemon is named as such and both engines' fixes are given.
+    #[test]
+    fn messages_and_hints_name_the_engine_that_answered() {
+        let at = |kind| Endpoint {
+            address: "unix:///run/podman/podman.sock".into(),
+            kind,
+        };
+        let answered = |kind| EngineError::Daemon {
+            endpoint: at(kind),
+            status: 500,
+            message: "boom".into(),
+        };
+        assert_eq!(
+            answered(EngineKind::Podman).to_string(),
+            "the Podman service at `unix:///run/podman/podman.sock` answered 500: boom"
+        );
+        assert_eq!(
+            answered(EngineKind::DockerEngine).to_string(),
+            "the Docker daemon at `unix:///run/podman/podman.sock` answered 500: boom"
+        );
+        assert_eq!(
+            answered(EngineKind::Unknown).to_string(),
+            "the daemon at `unix:///run/podman/podman.sock` answered 500: boom"
+        );
+        let hung = EngineError::Timeout {
+            endpoint: at(EngineKind::Podman),
+            seconds: 3,
+        };
+        let hint = hung.hint().unwrap();
+        assert!(hint.contains("journalctl -u podman.service"), "{hint}");
+        assert!(!hint.contains("docker"), "{hint}");
+        let conflict = EngineError::NameConflict {
+            name: "x".into(),
+            message: String::new(),
+            engine: EngineKind::Podman,
+        };
+        assert!(conflict.hint().unwrap().contains("`podman rm -f x`"));
+        let missing = EngineError::ImageMissing {
+            image: "a:1".into(),
+            engine: EngineKind::DockerEngine,
+        };
+        assert!(missing.hint().unwrap().contains("`docker pull a:1`"));
+        let unreachable = EngineError::SocketMissing {
+            path: "/run/docker.sock".into(),
+            engine: EngineKind::Unknown,
+        };
+        let hint = unreachable.hint().unwrap();
+        assert!(
+            hint.contains("systemctl start docker") && hint.contains("podman.socket"),
+            "{hint}"
+        );
     }
 }

@@ -289,7 +289,7 @@ impl Engine {
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(EngineError::ExitCodeUnknown {
-                    endpoint: self.endpoint.clone(),
+                    endpoint: self.at(),
                     still_running: state.running,
                 });
             }

@@ -122,7 +122,7 @@ impl Engine {
             .map_err(|error| self.io_error(error))?;
         let answer: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|error| EngineError::BadAnswer {
-                endpoint: self.endpoint.clone(),
+                endpoint: self.at(),
                 problem: error.to_string(),
                 answer: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
             })?;

@@ -52,7 +52,7 @@ impl Engine {
         deadline: Duration,
     ) -> Result<Body, EngineError> {
         let stopped = || EngineError::StoppedAnswering {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.at(),
             request: format!("GET {path_and_query}"),
             detail: format!("no answer within {} s", deadline.as_secs()),
         };
@@ -101,7 +101,7 @@ impl Engine {
             .map(|message| message.message)
             .unwrap_or_else(|_| String::from_utf8_lossy(&text).trim().to_string());
         Err(EngineError::Daemon {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.at(),
             status,
             message,
         })
@@ -125,7 +125,7 @@ impl Engine {
             return Ok(Box::new(stream));
         }
         Err(EngineError::UnsupportedHost {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.at(),
         })
     }
 

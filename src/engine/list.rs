@@ -96,7 +96,7 @@ impl Engine {
             .await?
             .map_err(|error| self.io_error(error))?;
         let bad_answer = |problem: String| EngineError::BadAnswer {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.at(),
             problem,
             answer: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
         };

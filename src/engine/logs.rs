@@ -144,7 +144,7 @@ impl Engine {
             }
             if window_bytes < LIVENESS_BYTES {
                 let stopped = |detail: String| EngineError::StoppedAnswering {
-                    endpoint: self.endpoint.clone(),
+                    endpoint: self.at(),
                     request: request.clone(),
                     detail,
                 };

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use bollard::Docker;
 
-pub use error::EngineError;
+pub use error::{Endpoint, EngineError};
 
 /// How long `ping` waits: a daemon that does not answer this fast is named as the
 /// problem (the fault tests ask for an answer within 3 s).
@@ -93,7 +93,13 @@ impl Engine {
             refuse_what_is_not_a_socket(path)?;
         }
         let docker = Docker::connect_with_host(&endpoint)
-            .map_err(|error| EngineError::classify(&endpoint, error, timeout.as_secs()))?
+            .map_err(|error| {
+                EngineError::classify(
+                    &Endpoint::unidentified(endpoint.as_str()),
+                    error,
+                    timeout.as_secs(),
+                )
+            })?
             .with_timeout(timeout);
         Ok(Engine {
             docker,
@@ -146,8 +152,26 @@ impl Engine {
         &self.endpoint
     }
 
+    /// The engine that answers here as far as this connection knows: `Unknown` until
+    /// `/version` was asked (`Context::engine` asks it when it connects).
+    pub fn known_kind(&self) -> crate::facts::engine::EngineKind {
+        self.identity
+            .get()
+            .map_or(crate::facts::engine::EngineKind::Unknown, |identity| {
+                identity.kind
+            })
+    }
+
+    /// The endpoint as errors name it: its address and the engine known to answer there.
+    pub fn at(&self) -> Endpoint {
+        Endpoint {
+            address: self.endpoint.clone(),
+            kind: self.known_kind(),
+        }
+    }
+
     pub(crate) fn classify(&self, error: bollard::errors::Error) -> EngineError {
-        EngineError::classify(&self.endpoint, error, self.timeout.as_secs())
+        EngineError::classify(&self.at(), error, self.timeout.as_secs())
     }
 
     /// `request` (a bollard call) bounded by `limit`, headers and body together; `what`
@@ -222,7 +246,7 @@ impl Engine {
 
     fn stalled(&self, request: &'static str, limit: Duration) -> EngineError {
         EngineError::StoppedAnswering {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.at(),
             request: request.to_string(),
             detail: format!("no complete answer within {} s", limit.as_secs()),
         }
@@ -236,7 +260,7 @@ impl Engine {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(error)) => Err(self.classify(error)),
             Err(_) => Err(EngineError::Timeout {
-                endpoint: self.endpoint.clone(),
+                endpoint: self.at(),
                 seconds: limit.as_secs(),
             }),
         }

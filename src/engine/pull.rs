@@ -72,6 +72,7 @@ impl Engine {
         loop {
             let Ok(next) = tokio::time::timeout(stall, stream.next()).await else {
                 return Err(EngineError::Pull {
+                    engine: self.known_kind(),
                     image: image.to_string(),
                     registry: registry.to_string(),
                     failure: PullFailure::Stalled,
@@ -102,6 +103,7 @@ impl Engine {
                 }),
                 Err(bollard::errors::Error::DockerStreamError { error }) => {
                     return Err(EngineError::Pull {
+                        engine: self.known_kind(),
                         image: image.to_string(),
                         registry: registry.to_string(),
                         failure: classify_pull_message(&error),
@@ -113,6 +115,7 @@ impl Engine {
                     message,
                 }) if status_code != 409 => {
                     return Err(EngineError::Pull {
+                        engine: self.known_kind(),
                         image: image.to_string(),
                         registry: registry.to_string(),
                         failure: classify_pull_message(&message),

@@ -153,7 +153,7 @@ impl Engine {
         let swapped = self.identity().await?.swaps_network_directions();
         let path = stats_path(id, false);
         let stopped = |detail: String| EngineError::StoppedAnswering {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.at(),
             request: format!("GET {path}"),
             detail,
         };
@@ -224,7 +224,7 @@ impl Engine {
                 }
                 Err(_) => {
                     on_frame(Err(EngineError::StoppedAnswering {
-                        endpoint: self.endpoint.clone(),
+                        endpoint: self.at(),
                         request: format!("GET {path}"),
                         detail: format!("no whole stats frame for {} s", FRAME_DEADLINE.as_secs()),
                     }));
@@ -269,7 +269,7 @@ impl Engine {
     fn frame(&self, text: &[u8], id: &str, swapped: bool) -> Result<ContainerSample, EngineError> {
         let response: ContainerStatsResponse =
             serde_json::from_slice(text).map_err(|error| EngineError::Daemon {
-                endpoint: self.endpoint.clone(),
+                endpoint: self.at(),
                 status: 200,
                 message: format!("the stats of container `{id}` are not a stats frame: {error}"),
             })?;
@@ -284,7 +284,7 @@ impl Engine {
 
     fn frame_too_large(&self, id: &str) -> EngineError {
         EngineError::Daemon {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.at(),
             status: 200,
             message: format!(
                 "the stats of container `{id}` hold a frame larger than {MAX_FRAME_BYTES} bytes"
@@ -321,7 +321,7 @@ impl Engine {
 
     fn empty_stats(&self, id: &str) -> EngineError {
         EngineError::Daemon {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.at(),
             status: 200,
             message: format!("the stats of container `{id}` ended before their first frame"),
         }

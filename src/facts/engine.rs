@@ -73,6 +73,83 @@ impl EngineKind {
         }
     }
 
+    /// How a message names what answers at the endpoint (`the Podman service at …`);
+    /// before the engine is known, only "the daemon".
+    pub fn daemon(self) -> &'static str {
+        match self {
+            EngineKind::DockerEngine => "Docker daemon",
+            EngineKind::DockerDesktop => "Docker Desktop daemon",
+            EngineKind::Podman => "Podman service",
+            EngineKind::Unknown => "daemon",
+        }
+    }
+
+    /// The command-line tool a hint's commands are written for: `podman` on Podman, the
+    /// Docker CLI otherwise (the reference envctl follows).
+    pub fn cli(self) -> &'static str {
+        match self {
+            EngineKind::Podman => "podman",
+            _ => "docker",
+        }
+    }
+
+    /// How to start (or restart) the engine's service: `verb` is `start` or `restart`.
+    /// Before the engine is known, both Docker's and Podman's.
+    pub fn start_command(self, verb: &str) -> String {
+        let docker = format!("Docker (`sudo systemctl {verb} docker`)");
+        let podman = format!(
+            "Podman's API service (`sudo systemctl {verb} podman.socket`; rootless: `systemctl --user {verb} podman.socket`)"
+        );
+        match self {
+            EngineKind::Podman => podman,
+            EngineKind::DockerEngine => docker,
+            EngineKind::DockerDesktop => "Docker Desktop".into(),
+            EngineKind::Unknown => format!("{docker} or {podman}"),
+        }
+    }
+
+    /// Where the rootless engines put their sockets.
+    pub fn rootless_sockets(self) -> &'static str {
+        match self {
+            EngineKind::Podman => "rootless: unix://$XDG_RUNTIME_DIR/podman/podman.sock",
+            EngineKind::DockerEngine | EngineKind::DockerDesktop => {
+                "rootless: unix://$XDG_RUNTIME_DIR/docker.sock"
+            }
+            EngineKind::Unknown => {
+                "rootless: unix://$XDG_RUNTIME_DIR/docker.sock or unix://$XDG_RUNTIME_DIR/podman/podman.sock"
+            }
+        }
+    }
+
+    /// Where to look when the engine hangs: its service's status and log.
+    pub fn service_logs(self) -> &'static str {
+        match self {
+            EngineKind::Podman => {
+                "`systemctl status podman.socket podman.service` and `journalctl -u podman.service`"
+            }
+            EngineKind::DockerEngine => "`systemctl status docker` and `journalctl -u docker`",
+            EngineKind::DockerDesktop => "Docker Desktop's troubleshooting page and its logs",
+            EngineKind::Unknown => {
+                "`systemctl status docker` and `journalctl -u docker` (Podman: `journalctl -u podman.service`)"
+            }
+        }
+    }
+
+    /// The fix for a socket this user may not open.
+    pub fn permission_fix(self) -> &'static str {
+        match self {
+            EngineKind::Podman => {
+                "the rootful Podman socket is root's: use the rootless one (`systemctl --user start podman.socket`, DOCKER_HOST=unix://$XDG_RUNTIME_DIR/podman/podman.sock)"
+            }
+            EngineKind::Unknown => {
+                "add yourself to the `docker` group (`sudo usermod -aG docker $USER`, then log in again) or use rootless Docker; for Podman, use its rootless socket (DOCKER_HOST=unix://$XDG_RUNTIME_DIR/podman/podman.sock)"
+            }
+            EngineKind::DockerEngine | EngineKind::DockerDesktop => {
+                "add yourself to the `docker` group (`sudo usermod -aG docker $USER`, then log in again), or use rootless Docker"
+            }
+        }
+    }
+
     /// How GPUs are given to containers on this engine, as a fix to install.
     pub fn gpu_fix(self) -> &'static str {
         match self {

@@ -11,7 +11,7 @@ use crate::checks::{self, Finding, Status, worst};
 use crate::compat::{Matrix, TorchCandidate};
 use crate::context::Context;
 use crate::engine::Engine;
-use crate::facts::engine::{EngineFacts, EngineState, ImageFacts};
+use crate::facts::engine::{EngineFacts, EngineKind, EngineState, ImageFacts};
 use crate::facts::gpu::{GpuFacts, LoadOutcome};
 use crate::facts::host::HostFacts;
 use crate::gpu;
@@ -346,7 +346,14 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
                         "profile.image",
                         format!("cannot inspect image `{}`: {message}", resolved.profile.image),
                     )
-                    .with_hint("`docker image inspect` shows the daemon's answer; the checks use [stack] meanwhile"),
+                    .with_hint(format!(
+                        "`{} image inspect {}` shows the daemon's answer; the checks use [stack] meanwhile",
+                        match &facts.engine.state {
+                            EngineState::Reachable(daemon) => daemon.kind.cli(),
+                            EngineState::Unreachable { .. } => EngineKind::Unknown.cli(),
+                        },
+                        resolved.profile.image
+                    )),
                 );
                 report.verdict = report.status().verdict();
             }

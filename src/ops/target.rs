@@ -121,7 +121,10 @@ pub async fn find_own_container(
             Ok(Lookup::Nothing { .. })
             | Err(Error::TargetNotFound { .. } | Error::NoContainer { .. }),
             Some(name),
-        ) => Err(Error::NotEnvctls { name }),
+        ) => Err(Error::NotEnvctls {
+            name,
+            cli: engine.known_kind().cli(),
+        }),
         (Ok(Lookup::Nothing { prefix_of }), None) => {
             Err(nothing_error(engine, context, target, prefix_of.as_deref(), &[]).await)
         }
@@ -280,16 +283,23 @@ pub async fn running_container(
     context: &Context,
     target: &str,
 ) -> Result<ContainerDetails, Error> {
-    ensure_running(find_container(engine, context, target).await?)
+    ensure_running(engine, find_container(engine, context, target).await?)
 }
 
 /// The container, when it runs; else how to start it.
-pub fn ensure_running(container: ContainerDetails) -> Result<ContainerDetails, Error> {
+pub fn ensure_running(
+    engine: &Engine,
+    container: ContainerDetails,
+) -> Result<ContainerDetails, Error> {
     if !container.running {
         let hint = match container.labels.get(PROFILE_LABEL) {
             Some(profile) => format!("start it with `envctl up {profile}`"),
-            // Not envctl's: `envctl up` cannot start it, docker can.
-            None => format!("start it with `docker start {}`", container.name),
+            // Not envctl's: `envctl up` cannot start it, the engine's own tool can.
+            None => format!(
+                "start it with `{} start {}`",
+                engine.known_kind().cli(),
+                container.name
+            ),
         };
         return Err(Error::NotRunning {
             name: container.name,

@@ -185,7 +185,8 @@ pub async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &
                 .printer
                 .info("removed the container this run created but did not start"),
             Err(error) => context.printer.warn(&format!(
-                "could not remove the half-made container {id}: {error} (`docker rm -f {id}`)"
+                "could not remove the half-made container {id}: {error} (`{} rm -f {id}`)",
+                engine.known_kind().cli()
             )),
         }
     }
@@ -400,7 +401,7 @@ pub async fn up(
     if let Err(error) = engine.start_container(&id).await {
         return Err(Error::StartFailed {
             name: name.to_string(),
-            source: error,
+            source: Box::new(error),
         });
     }
     // CDI devices exist only once the engine has started the container (Podman resolves
@@ -414,7 +415,8 @@ pub async fn up(
     {
         if let Err(removal) = engine.remove_container(&id, true, true).await {
             context.printer.warn(&format!(
-                "could not remove {name}, started without its GPUs: {removal} (`docker rm -f {name}`)"
+                "could not remove {name}, started without its GPUs: {removal} (`{} rm -f {name}`)",
+                engine.known_kind().cli()
             ));
         }
         return Err(error);
@@ -797,11 +799,13 @@ async fn join_other_run(
         .await?
         .ok_or_else(|| Error::NameTaken {
             name: name.to_string(),
+            cli: engine.known_kind().cli(),
         })?;
     match reuse(engine, &existing, body, name, profile, false).await? {
         Reuse::Done(status) => Ok((existing.id, status)),
         Reuse::Replace => Err(Error::NameTaken {
             name: name.to_string(),
+            cli: engine.known_kind().cli(),
         }),
     }
 }
@@ -814,7 +818,8 @@ async fn discard_unstarted(engine: &Engine, state: &Rc<RefCell<RunState>>, conte
         && let Err(error) = engine.remove_container(&id, true, true).await
     {
         context.printer.warn(&format!(
-            "could not remove the container {id} created before the preflight refused: {error} (`docker rm -f {id}`)"
+            "could not remove the container {id} created before the preflight refused: {error} (`{} rm -f {id}`)",
+            engine.known_kind().cli()
         ));
     }
 }
@@ -853,6 +858,7 @@ async fn reuse(
     if !existing.labels.contains_key(PROFILE_LABEL) {
         return Err(Error::NameTaken {
             name: name.to_string(),
+            cli: engine.known_kind().cli(),
         });
     }
     if existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL) {
@@ -866,7 +872,7 @@ async fn reuse(
                 Some(now) if now.running => Ok(Reuse::Done(Outcome::AlreadyRunning)),
                 _ => Err(Error::StartFailed {
                     name: name.to_string(),
-                    source: error,
+                    source: Box::new(error),
                 }),
             },
         };

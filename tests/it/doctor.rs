@@ -1148,7 +1148,7 @@ fn missing_docker_socket_fails_fast() {
     assert!(
         human
             .stdout
-            .contains("✗ Docker\n  ✗ Docker daemon not reachable"),
+            .contains("✗ Docker\n  ✗ the engine is not reachable"),
         "{}",
         human.stdout
     );

@@ -82,7 +82,7 @@ fn missing_socket_is_named_at_connect() {
     let error =
         Engine::connect(Some("unix:///nonexistent/envctl-test/docker.sock"), TIMEOUT).unwrap_err();
     assert!(
-        matches!(&error, EngineError::SocketMissing { path } if path.contains("/nonexistent/envctl-test/docker.sock")),
+        matches!(&error, EngineError::SocketMissing { path, .. } if path.contains("/nonexistent/envctl-test/docker.sock")),
         "{error:?}"
     );
     assert!(

@@ -923,6 +923,78 @@ fn podman_without_ulimits_names_the_limit_runc_could_not_raise() {
             "[{}] the hint names memlock, stack, which the profile does not raise:\n{up}",
             engine.name
         );
+        // The refusal is the Podman service's answer, and said to be.
+        assert!(
+            up.stderr.contains("the Podman service at `") && !up.stderr.contains("Docker daemon"),
+            "[{}] the refusal does not name the Podman service:\n{up}",
+            engine.name
+        );
         scenario.assert_no_container(&up);
+    });
+}
+
+/// Every message and hint names the engine that answered: "the Podman service" and
+/// `podman rm -f` on Podman, `docker rm -f` on Docker. Shown with a profile whose
+/// container name another tool took and a stopped container envctl did not make; a
+/// refused start on Podman 4.3 is named as the Podman service's answer in
+/// `podman_without_ulimits_names_the_limit_runc_could_not_raise`.
+#[test]
+fn messages_and_hints_name_the_engine_that_answered() {
+    let Some(engines) = engines() else { return };
+    for_each_engine(&engines, |engine| {
+        let cli = if engine.is_podman() {
+            "podman"
+        } else {
+            "docker"
+        };
+        let other = if engine.is_podman() {
+            "docker"
+        } else {
+            "podman"
+        };
+        let image = engine.test_image();
+        let scenario = Scenario::new(engine, "engines-words");
+        scenario.write_profile(&image, &format!("command = [\"sleep\", \"60\"]\n{ULIMITS}"));
+        let _container = scenario.guard();
+        engine.docker_stdout([
+            "create",
+            "--name",
+            scenario.container.as_str(),
+            "--label",
+            "envctl.test=1",
+            image.as_str(),
+            "sleep",
+            "60",
+        ]);
+
+        let mut steps = Steps::new(engine);
+        steps.run("a name another tool took", || {
+            let taken = scenario.envctl(&["up", &scenario.profile]);
+            taken.expect(1, engine);
+            assert!(
+                taken
+                    .stderr
+                    .contains(&format!("`{cli} rm -f {}`", scenario.container)),
+                "[{}] {taken}",
+                engine.name
+            );
+            assert!(
+                !taken.stderr.contains(&format!("`{other} ")),
+                "[{}] {taken}",
+                engine.name
+            );
+        });
+        steps.run("a stopped container envctl did not make", || {
+            let stopped = scenario.envctl(&["exec", &scenario.container, "--", "true"]);
+            stopped.expect(1, engine);
+            assert!(
+                stopped
+                    .stderr
+                    .contains(&format!("`{cli} start {}`", scenario.container)),
+                "[{}] {stopped}",
+                engine.name
+            );
+        });
+        steps.finish();
     });
 }

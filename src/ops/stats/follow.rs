@@ -67,9 +67,9 @@ pub struct Outputs<'a> {
 pub trait FollowView {
     /// The daemon stopped answering the container list; the loop keeps sampling and
     /// tries again on the `reconnect` schedule.
-    fn daemon_lost(&mut self, endpoint: &str, error: &EngineError);
+    fn daemon_lost(&mut self, endpoint: &crate::engine::Endpoint, error: &EngineError);
     /// The lost daemon answers again; its containers are listed at once.
-    fn daemon_back(&mut self, endpoint: &str);
+    fn daemon_back(&mut self, endpoint: &crate::engine::Endpoint);
     /// Sample number `taken` (from 1); an error ends the loop with it.
     fn show(&mut self, snapshot: &Snapshot, taken: u64) -> Result<(), Error>;
 }
@@ -125,7 +125,7 @@ pub async fn follow<S>(
         if let Some(daemon) = &mut lost {
             if daemon.answered(engine).await {
                 lost = None;
-                view.daemon_back(engine.endpoint());
+                view.daemon_back(&engine.at());
                 relist = true;
             } else {
                 failures.push(daemon.failure().clone());
@@ -143,14 +143,14 @@ pub async fn follow<S>(
             .await
             .unwrap_or_else(|_| {
                 Err(EngineError::Timeout {
-                    endpoint: engine.endpoint().to_string(),
+                    endpoint: engine.at(),
                     seconds: LIST_TIMEOUT.as_secs(),
                 })
             });
             match listed {
                 Ok(current) => failures.extend(following.refresh(current).await),
                 Err(error) if reconnect::daemon_is_lost(&error) => {
-                    view.daemon_lost(engine.endpoint(), &error);
+                    view.daemon_lost(&engine.at(), &error);
                     let daemon = LostDaemon::new(&error);
                     failures.push(daemon.failure().clone());
                     lost = Some(daemon);
@@ -237,7 +237,7 @@ async fn inspect_stopped(
             Err(_) => failures.push(container_failure(
                 &target,
                 &EngineError::Timeout {
-                    endpoint: engine.endpoint().to_string(),
+                    endpoint: engine.at(),
                     seconds: ENDED_TIMEOUT.as_secs(),
                 },
             )),

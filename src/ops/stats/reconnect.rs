@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn only_a_daemon_out_of_reach_counts_as_lost() {
-        let endpoint = || "unix:///run/docker.sock".to_string();
+        let endpoint = || crate::engine::Endpoint::unidentified("unix:///run/docker.sock");
         assert!(daemon_is_lost(&EngineError::Timeout {
             endpoint: endpoint(),
             seconds: 10
@@ -121,7 +121,7 @@ mod tests {
     #[test]
     fn the_lost_line_names_the_schedule() {
         let error = EngineError::Timeout {
-            endpoint: "unix:///run/docker.sock".into(),
+            endpoint: crate::engine::Endpoint::unidentified("unix:///run/docker.sock"),
             seconds: 10,
         };
         let daemon = LostDaemon::new(&error);
