@@ -175,6 +175,7 @@ mod tests {
             mig_mode: Fact::Error(NvmlFailure::new(FailureKind::NotSupported, "not supported")),
             power_limit_watts: Fact::Value(700.0),
             processes: Fact::Value(Vec::new()),
+            minor_number: Fact::Value(index),
         }
     }
 

@@ -448,6 +448,7 @@ mod tests {
             mig_mode: Fact::Error(NvmlFailure::new(FailureKind::NotSupported, "no")),
             power_limit_watts: Fact::Value(300.0),
             processes: Fact::Value(Vec::new()),
+            minor_number: Fact::Value(index),
         }
     }
 

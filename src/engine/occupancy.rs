@@ -2,8 +2,11 @@
 //! with its request as the engine stored it. envctl's own containers say it in a label
 //! ([`GPUS_LABEL`], written in the same create as the request, so the list answers for
 //! them); any other container is inspected, several at a time, once: a container's
-//! `DeviceRequests` never change after its create, so what a caller read before (by id,
-//! [`HoldersRead::requests`]) is taken as known.
+//! `DeviceRequests` and `Devices` never change after its create, so what a caller read
+//! before (by id, [`HoldersRead::requests`]) is taken as known. The one exception is
+//! Podman's CDI devices, which appear in `Devices` at start: a created container with no
+//! GPUs is not taken as known. GPUs given as device nodes (`--device /dev/nvidia3`) count
+//! by the node's minor number.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -100,7 +103,11 @@ impl Engine {
             .await;
         for answer in inspected {
             if let Some((holder, request)) = answer? {
-                requests.insert(holder.id.clone(), request.clone());
+                // Podman adds a CDI request's nodes only when it starts the container: a
+                // created one that shows no GPUs yet is asked again next time, not known.
+                if request.is_some() || holder.state != "created" {
+                    requests.insert(holder.id.clone(), request.clone());
+                }
                 holders.extend(request.map(|gpus| GpuHolder { gpus, ..holder }));
             }
         }
@@ -114,23 +121,34 @@ impl Engine {
 }
 
 /// The GPUs an inspected container was given, wherever the engine keeps them: its
-/// requests ([`gpus_of`]), else envctl's [`GPUS_LABEL`] (Podman resolves a CDI request
-/// into device nodes and keeps neither the request nor the names).
+/// requests ([`requested`]), else envctl's [`GPUS_LABEL`] (Podman resolves a CDI request
+/// into device nodes and keeps neither the request nor the names), else the GPU device
+/// nodes it was given ([`gpu_nodes`]).
 pub(crate) fn gpus_of_container(
     host: Option<bollard::models::HostConfig>,
     labels: Option<&HashMap<String, String>>,
 ) -> Option<GpuAssignment> {
-    host.and_then(gpus_of).or_else(|| {
-        labels
-            .and_then(|labels| labels.get(GPUS_LABEL))
-            .and_then(|label| parse_label(label))
-    })
+    let nodes = host.as_ref().and_then(gpu_nodes);
+    host.and_then(requested)
+        .or_else(|| {
+            labels
+                .and_then(|labels| labels.get(GPUS_LABEL))
+                .and_then(|label| parse_label(label))
+        })
+        .or(nodes)
+}
+
+/// The GPUs a container without envctl's label holds: what it asked for, else the GPU
+/// nodes it was given.
+fn gpus_of(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
+    let nodes = gpu_nodes(&host);
+    requested(host).or(nodes)
 }
 
 /// The GPUs a `HostConfig` asks for: its `gpu` device request, else the CDI names of
-/// NVIDIA GPUs (`nvidia.com/gpu=…`) in a `cdi` request or, as Podman stores them, in
-/// `Devices`.
-fn gpus_of(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
+/// NVIDIA GPUs (`nvidia.com/gpu=…`) in a `cdi` request or in `Devices` (as the docker CLI
+/// sends `--device nvidia.com/gpu=0`).
+fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
     let cdi_names: Vec<String> = host
         .device_requests
         .iter()
@@ -153,12 +171,34 @@ fn gpus_of(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
         .or_else(|| (!cdi_names.is_empty()).then_some(GpuAssignment::Devices(cdi_names)))
 }
 
-/// The value of [`GPUS_LABEL`] for a request: `all`, `count=N` or `devices=A,B`.
+/// The GPU device nodes in `Devices`, by the path the container sees (`/dev/nvidia3`):
+/// `docker run --device /dev/nvidia3`, or a CDI device once Podman started the container
+/// (it records the spec's container path, and `/dev/null` or the like as the host's when
+/// the node is a copy).
+fn gpu_nodes(host: &bollard::models::HostConfig) -> Option<GpuAssignment> {
+    let mut minors: Vec<u32> = host
+        .devices
+        .iter()
+        .flatten()
+        .filter_map(|device| device.path_in_container.as_deref())
+        .filter_map(crate::facts::container::gpu_node_minor)
+        .collect();
+    minors.sort_unstable();
+    minors.dedup();
+    (!minors.is_empty()).then_some(GpuAssignment::Nodes(minors))
+}
+
+/// The value of [`GPUS_LABEL`] for a request: `all`, `count=N`, `devices=A,B` (or
+/// `nodes=3,5`, which envctl never asks for but reads back alike).
 pub fn label_value(gpus: &GpuAssignment) -> String {
     match gpus {
         GpuAssignment::All => "all".into(),
         GpuAssignment::Count(count) => format!("count={count}"),
         GpuAssignment::Devices(devices) => format!("devices={}", devices.join(",")),
+        GpuAssignment::Nodes(minors) => {
+            let minors: Vec<String> = minors.iter().map(u32::to_string).collect();
+            format!("nodes={}", minors.join(","))
+        }
     }
 }
 
@@ -169,6 +209,12 @@ pub fn parse_label(label: &str) -> Option<GpuAssignment> {
     }
     if let Some(count) = label.strip_prefix("count=") {
         return count.parse().ok().map(GpuAssignment::Count);
+    }
+    if let Some(minors) = label.strip_prefix("nodes=") {
+        let minors: Option<Vec<u32>> = minors.split(',').map(|minor| minor.parse().ok()).collect();
+        return minors
+            .filter(|minors| !minors.is_empty())
+            .map(GpuAssignment::Nodes);
     }
     let devices = label.strip_prefix("devices=")?;
     let devices: Vec<String> = devices
@@ -190,10 +236,19 @@ mod tests {
             GpuAssignment::Count(3),
             GpuAssignment::Devices(vec!["3".into()]),
             GpuAssignment::Devices(vec!["GPU-a".into(), "GPU-b".into()]),
+            GpuAssignment::Nodes(vec![0, 7]),
         ] {
             assert_eq!(parse_label(&label_value(&gpus)), Some(gpus));
         }
-        for unreadable in ["", "2", "count=two", "devices=", "some"] {
+        for unreadable in [
+            "",
+            "2",
+            "count=two",
+            "devices=",
+            "some",
+            "nodes=",
+            "nodes=a",
+        ] {
             assert_eq!(parse_label(unreadable), None, "{unreadable}");
         }
     }
@@ -225,5 +280,53 @@ mod tests {
             Some(GpuAssignment::Devices(vec!["all".into()]))
         );
         assert_eq!(gpus_of(bollard::models::HostConfig::default()), None);
+    }
+
+    /// GPU nodes given directly (`--device /dev/nvidia3`, or what Podman records of a
+    /// started CDI device) hold those GPUs by minor number; the driver's own nodes and
+    /// look-alikes do not.
+    #[test]
+    fn gpu_device_nodes_hold_their_gpus() {
+        let node = |host: &str, container: &str| bollard::models::DeviceMapping {
+            path_on_host: Some(host.into()),
+            path_in_container: Some(container.into()),
+            cgroup_permissions: Some("rwm".into()),
+        };
+        let given = bollard::models::HostConfig {
+            devices: Some(vec![
+                node("/dev/null", "/dev/nvidia7"),
+                node("/dev/nvidia3", "/dev/nvidia3"),
+                node("/dev/nvidiactl", "/dev/nvidiactl"),
+                node("/dev/nvidia-uvm", "/dev/nvidia-uvm"),
+                node(
+                    "/dev/nvidia-caps/nvidia-cap1",
+                    "/dev/nvidia-caps/nvidia-cap1",
+                ),
+                node("/dev/nvidia3", "/dev/nvidia3"),
+                node("/dev/sda", "/dev/nvidia"),
+                node("/dev/x", "/dev/nvidia1x"),
+            ]),
+            ..Default::default()
+        };
+        assert_eq!(
+            gpus_of(given.clone()),
+            Some(GpuAssignment::Nodes(vec![3, 7]))
+        );
+        // envctl's label says what it asked for, before the nodes Podman resolved it to.
+        let labels: HashMap<String, String> =
+            [(GPUS_LABEL.to_string(), "devices=GPU-a".to_string())].into();
+        assert_eq!(
+            gpus_of_container(Some(given.clone()), Some(&labels)),
+            Some(GpuAssignment::Devices(vec!["GPU-a".into()]))
+        );
+        assert_eq!(
+            gpus_of_container(Some(given), None),
+            Some(GpuAssignment::Nodes(vec![3, 7]))
+        );
+        let driver_only = bollard::models::HostConfig {
+            devices: Some(vec![node("/dev/nvidiactl", "/dev/nvidiactl")]),
+            ..Default::default()
+        };
+        assert_eq!(gpus_of(driver_only), None);
     }
 }

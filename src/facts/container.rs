@@ -148,6 +148,25 @@ pub enum GpuAssignment {
     Count(i64),
     /// Indices or `GPU-…` UUIDs.
     Devices(Vec<String>),
+    /// GPU device nodes given to the container itself, by minor number: `/dev/nvidia3` is
+    /// 3. Another tool's `--device /dev/nvidia3`, or a CDI device once Podman resolved it
+    /// (its inspect keeps the nodes, not the name).
+    Nodes(Vec<u32>),
+}
+
+/// What NVIDIA's driver names a GPU's device node: `/dev/nvidia` and the GPU's minor number
+/// (NVML, `nvmlDeviceGetMinorNumber`). `/dev/nvidiactl`, `/dev/nvidia-uvm` and the like are
+/// the driver's own nodes, not a GPU.
+pub const NVIDIA_NODE_PREFIX: &str = "/dev/nvidia";
+
+/// The minor number of a GPU's device node path (`/dev/nvidia3` → 3); `None` for any
+/// other path.
+pub fn gpu_node_minor(path: &str) -> Option<u32> {
+    let digits = path.strip_prefix(NVIDIA_NODE_PREFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 impl std::fmt::Display for GpuAssignment {
@@ -157,6 +176,13 @@ impl std::fmt::Display for GpuAssignment {
             GpuAssignment::All => formatter.write_str("all"),
             GpuAssignment::Count(count) => write!(formatter, "{count}"),
             GpuAssignment::Devices(devices) => formatter.write_str(&devices.join(",")),
+            GpuAssignment::Nodes(minors) => {
+                let nodes: Vec<String> = minors
+                    .iter()
+                    .map(|minor| format!("{NVIDIA_NODE_PREFIX}{minor}"))
+                    .collect();
+                formatter.write_str(&nodes.join(","))
+            }
         }
     }
 }

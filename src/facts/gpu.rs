@@ -137,6 +137,18 @@ pub struct GpuDevice {
     /// and doctor's occupancy shows. Records written before envctl read it have none.
     #[serde(default = "processes_not_recorded")]
     pub processes: Fact<Vec<crate::facts::gpu_sample::GpuProcess>>,
+    /// The device minor number: the GPU's node is `/dev/nvidia<minor>` (NVML's
+    /// `nvmlDeviceGetMinorNumber`), which is how a container given the node itself
+    /// (`--device /dev/nvidia3`, or a CDI device as Podman records it) is told to hold it.
+    #[serde(default = "minor_not_recorded")]
+    pub minor_number: Fact<u32>,
+}
+
+fn minor_not_recorded() -> Fact<u32> {
+    Fact::Error(NvmlFailure::new(
+        FailureKind::Other,
+        "this record predates envctl reading GPU minor numbers",
+    ))
 }
 
 fn processes_not_recorded() -> Fact<Vec<crate::facts::gpu_sample::GpuProcess>> {
@@ -158,7 +170,8 @@ impl GpuDevice {
             memory: Fact::Error(failure.clone()),
             mig_mode: Fact::Error(failure.clone()),
             power_limit_watts: Fact::Error(failure.clone()),
-            processes: Fact::Error(failure),
+            processes: Fact::Error(failure.clone()),
+            minor_number: Fact::Error(failure),
         }
     }
 }

@@ -87,6 +87,7 @@ fn query_device(nvml: &Nvml, index: u32) -> GpuDevice {
             "nvmlDeviceGetComputeRunningProcesses_v3",
         )
         .map(|processes| processes.into_iter().map(super::sample::process).collect()),
+        minor_number: fact(device.minor_number(), "nvmlDeviceGetMinorNumber"),
     }
 }
 

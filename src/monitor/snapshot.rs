@@ -308,6 +308,8 @@ pub fn assemble(
 fn may_use(request: Option<&GpuAssignment>, gpu: &GpuSample, runs_on_a_gpu: bool) -> bool {
     match request {
         Some(GpuAssignment::Count(count)) => *count > 0,
+        // A sample carries no minor numbers: like a count, any GPU may be the node's.
+        Some(GpuAssignment::Nodes(minors)) => !minors.is_empty(),
         None => runs_on_a_gpu,
         Some(_) => assigned(request, gpu.index, gpu.uuid.as_deref()),
     }
@@ -321,7 +323,7 @@ fn assigned(request: Option<&GpuAssignment>, index: u32, uuid: Option<&str>) -> 
         Some(GpuAssignment::Devices(devices)) => devices
             .iter()
             .any(|device| device.parse::<u32>() == Ok(index) || Some(device.as_str()) == uuid),
-        Some(GpuAssignment::Count(_)) | None => false,
+        Some(GpuAssignment::Count(_) | GpuAssignment::Nodes(_)) | None => false,
     }
 }
 

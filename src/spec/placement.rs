@@ -192,6 +192,28 @@ fn resolve(
             on.dedup();
             (on, missing)
         }
+        // A node names its GPU by minor number; one NVML cannot match (or whose minor
+        // it could not read) is listed as unmapped, never guessed.
+        GpuAssignment::Nodes(minors) => {
+            let mut on = Vec::new();
+            let mut missing = Vec::new();
+            for minor in minors {
+                let found = gpus
+                    .iter()
+                    .find(|gpu| gpu.minor_number.value() == Some(minor))
+                    .map(|gpu| gpu.index);
+                match found {
+                    Some(index) => on.push(index),
+                    None => missing.push(format!(
+                        "{}{minor}",
+                        crate::facts::container::NVIDIA_NODE_PREFIX
+                    )),
+                }
+            }
+            on.sort_unstable();
+            on.dedup();
+            (on, missing)
+        }
     }
 }
 
@@ -229,6 +251,7 @@ pub fn gpus_held(gpus: Option<&[GpuDevice]>, holders: &[GpuHolder]) -> Result<u3
             GpuAssignment::Devices(devices) if !devices.iter().any(|name| name == "all") => {
                 count(devices.len())
             }
+            GpuAssignment::Nodes(minors) => count(minors.len()),
             _ => {
                 return Err(format!(
                     "`{}` holds all GPUs, and NVML cannot say how many this host has",
@@ -407,6 +430,8 @@ mod tests {
                     })
                     .collect(),
             ),
+            // Not the index: a node names the GPU by its minor number.
+            minor_number: Fact::Value(index + 10),
         }
     }
 
@@ -540,6 +565,24 @@ mod tests {
         assert_eq!(unmapped, ["MIG-1111 (mig)", "9 (mig)"]);
         assert!(!rows[2].free);
         assert_eq!(rows.iter().filter(|row| !row.free).count(), 1);
+    }
+
+    /// A device node names its GPU by minor number (here index + 10), never by index; a
+    /// minor no GPU has, or one NVML could not read, is unmapped.
+    #[test]
+    fn device_nodes_hold_the_gpu_of_their_minor_number() {
+        let mut gpus = eight();
+        gpus[5].minor_number = Fact::Error(NvmlFailure::new(FailureKind::Other, "no"));
+        let holders = [holder("nodes", GpuAssignment::Nodes(vec![3, 12, 15]))];
+        let (rows, unmapped) = occupancy(&gpus, &holders);
+        assert_eq!(unmapped, ["/dev/nvidia3 (nodes)", "/dev/nvidia15 (nodes)"]);
+        let held: Vec<u32> = rows
+            .iter()
+            .filter(|row| !row.free)
+            .map(|row| row.index)
+            .collect();
+        assert_eq!(held, [2]);
+        assert_eq!(gpus_held(None, &holders), Ok(3));
     }
 
     #[test]

@@ -24,6 +24,17 @@ use crate::support::nvml;
 /// The tests of this file take turns: each counts the others' containers as holders.
 static TURN: Mutex<()> = Mutex::new(());
 
+/// The first GPU's device minor number in the fixtures that give them: not its index, so
+/// a node is never matched to a GPU by index by mistake.
+const MINOR_BASE: usize = 20;
+
+/// `gpu.N.minor_number=MINOR_BASE + N` for eight GPUs.
+fn minor_numbers() -> String {
+    (0..8)
+        .map(|index| format!("gpu.{index}.minor_number={}\n", MINOR_BASE + index))
+        .collect()
+}
+
 fn turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -137,14 +148,21 @@ struct Holders {
 
 impl Holders {
     fn create(specs: &[&str]) -> Holders {
+        let given: Vec<Vec<&str>> = specs.iter().map(|spec| vec!["--gpus", *spec]).collect();
+        Holders::given(&given)
+    }
+
+    /// One container per entry, created with those `docker create` options.
+    fn given(options: &[Vec<&str>]) -> Holders {
         let image = docker::test_image();
-        let names = specs
+        let names = options
             .iter()
-            .map(|spec| {
+            .map(|options| {
                 let name = unique_name("holder");
-                docker::docker_stdout([
-                    "create", "--label", TEST_LABEL, "--name", &name, "--gpus", spec, &image,
-                ]);
+                let mut arguments = vec!["create", "--label", TEST_LABEL, "--name", &name];
+                arguments.extend(options.iter().copied());
+                arguments.push(&image);
+                docker::docker_stdout(arguments);
                 name
             })
             .collect();
@@ -204,7 +222,9 @@ fn others_holding_gpus(host: &str, mine: &dyn Fn(&str) -> bool) -> Vec<String> {
             let line = String::from_utf8_lossy(&output.stdout).trim().to_string();
             let (name, rest) = line.split_once(' ')?;
             let name = name.trim_start_matches('/');
-            let holds = rest.contains("\"gpu\"") || rest.contains("nvidia.com/gpu");
+            let holds = rest.contains("\"gpu\"")
+                || rest.contains("nvidia.com/gpu")
+                || rest.contains("\"PathInContainer\":\"/dev/nvidia");
             (holds && !mine(name)).then(|| line.clone())
         })
         .collect()
@@ -332,6 +352,70 @@ fn a_count_lands_on_the_least_used_free_gpus_pinned_by_uuid() {
     assert_eq!(gpus[0]["memory_used_bytes"], 42_949_672_960_u64);
 }
 
+/// Another tool's container given GPU device nodes (`docker create --device
+/// HOST:/dev/nvidiaM`, as scripts did before the NVIDIA runtime, and what Podman records
+/// of a CDI device) holds the GPUs whose minor number is M: NVML's minor number, which
+/// here is not the index. A node no GPU has is said as unmapped; the driver's own nodes
+/// hold nothing.
+#[test]
+fn device_nodes_hold_the_gpus_of_their_minor_numbers() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let _turn = turn();
+    let machine = Machine::new(&minor_numbers());
+    let image = docker::test_image();
+    let folder = project(&image, &[("two", "gpus = 2\n")]);
+    let holders = Holders::given(&[
+        vec![
+            "--device",
+            "/dev/null:/dev/nvidia20",
+            "--device",
+            "/dev/null:/dev/nvidiactl",
+        ],
+        vec![
+            "--device",
+            "/dev/null:/dev/nvidia21",
+            "--device",
+            "/dev/zero:/dev/nvidia99",
+        ],
+        vec!["--device", "/dev/null:/dev/nvidia-uvm"],
+    ]);
+    let (two, doctor) = quietly(
+        "",
+        &|name| holders.names.iter().any(|own| own == name),
+        || {
+            let run = |arguments: &[&str]| envctl(folder.path(), &machine, "", arguments);
+            (
+                run(&["up", "two", "--dry-run", "--json"]),
+                run(&["doctor", "--json"]),
+            )
+        },
+    );
+    assert_eq!(two.code, 0, "{two}");
+    assert_eq!(chosen(&two.json()), [2, 3], "{two}");
+    let doctor = doctor.json();
+    let gpus = doctor["occupancy"]["gpus"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doctor:#}"));
+    let free: Vec<bool> = gpus
+        .iter()
+        .map(|gpu| gpu["free"].as_bool().unwrap())
+        .collect();
+    assert_eq!(
+        free,
+        [false, false, true, true, true, true, true, true],
+        "{doctor:#}"
+    );
+    assert_eq!(gpus[0]["holders"][0]["name"], holders.names[0].as_str());
+    assert_eq!(gpus[1]["holders"][0]["name"], holders.names[1].as_str());
+    assert_eq!(
+        doctor["occupancy"]["unmapped"],
+        serde_json::json!([format!("/dev/nvidia99 ({})", holders.names[1])]),
+        "{doctor:#}"
+    );
+}
+
 #[test]
 fn no_room_is_refused_naming_the_holders_and_unreadable_gpus_are_skipped() {
     if !docker::require_daemon() {
@@ -392,9 +476,10 @@ fn no_room_is_refused_naming_the_holders_and_unreadable_gpus_are_skipped() {
 }
 
 /// A CDI spec naming each GPU of `machine` by UUID, so Podman 5.4 starts containers placed
-/// on them: each adds `ENVCTL_TEST_GPU_<index>=<uuid>` and a device node of its own
-/// (`/dev/envctl-place-N`, made with `mknod` as /dev/null's 1:3 in `nodes`), as NVIDIA's
-/// specs add `/dev/nvidiaN`. Removed on drop.
+/// on them: each adds `ENVCTL_TEST_GPU_<index>=<uuid>` and, as NVIDIA's specs do, the
+/// GPU's node `/dev/nvidia<minor>` in the container (minor [`MINOR_BASE`] + index, as the
+/// machine's `minor_number`s say when it has them), made with `mknod` as /dev/null's 1:3
+/// in `nodes`. Removed on drop.
 struct CdiSpec(PathBuf);
 
 impl CdiSpec {
@@ -421,7 +506,7 @@ impl CdiSpec {
                     "containerEdits": {
                         "env": [format!("ENVCTL_TEST_GPU_{index}={uuid}")],
                         "deviceNodes": [{
-                            "path": format!("/dev/envctl-place-{index}"),
+                            "path": format!("/dev/nvidia{}", MINOR_BASE + index),
                             "hostPath": node,
                             "permissions": "rw"
                         }]
@@ -701,6 +786,101 @@ fn four_concurrent_ups_never_share_a_gpu() {
         2,
         "{label}"
     );
+}
+
+/// `POST path` with a JSON body to the engine's unix socket; the status and the body.
+fn post_json(socket: &str, path: &str, body: &Value) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(socket)
+        .unwrap_or_else(|error| panic!("{socket}: {error}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let body = body.to_string();
+    write!(
+        stream,
+        "POST {path} HTTP/1.0\r\nHost: engine\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer}"));
+    (status, answer)
+}
+
+/// On Podman a CDI device shows in inspect only once the container started, and then as
+/// its node (`/dev/nvidia<minor>`), not its name. Another tool's started CDI container
+/// (created through the API with a `cdi` request, as `docker run --device
+/// nvidia.com/gpu=…` sends it) holds its GPU all the same, and `up` places around it.
+#[test]
+fn another_tools_cdi_container_on_podman_holds_its_gpu() {
+    let Some(engines) = engines() else { return };
+    let Some(podman) = engines
+        .into_iter()
+        .find(|engine| engine.family == Family::Podman && engine.version_pair() >= (5, 4))
+    else {
+        assert!(
+            std::env::var_os(docker::REQUIRE_DOCKER_ENV).is_none(),
+            "no Podman 5.4 service in ENVCTL_TEST_PODMAN: the CDI holder test needs one"
+        );
+        eprintln!("SKIPPED another_tools_cdi_container_on_podman_holds_its_gpu: no Podman 5.4");
+        return;
+    };
+    let _turn = turn();
+    let machine = Machine::new(&minor_numbers());
+    let nodes = tempfile::tempdir().unwrap();
+    let Some(_spec) = CdiSpec::write(&machine, nodes.path()) else {
+        panic!("{CDI_DIR_ENV} is not set: Podman 5.4's CDI spec folder is needed");
+    };
+    let image = podman.test_image();
+    let holder = unique_name("cdi-holder");
+    let _holder_guard = podman.container_guard(holder.clone());
+    let socket = podman
+        .host
+        .strip_prefix("unix://")
+        .unwrap_or_else(|| panic!("not a unix socket: {}", podman.host));
+    let (status, answer) = post_json(
+        socket,
+        &format!("/v1.41/containers/create?name={holder}"),
+        &serde_json::json!({
+            "Image": image,
+            "Cmd": ["sleep", "300"],
+            "Labels": {"envctl.test": "1"},
+            "HostConfig": {
+                "DeviceRequests": [{
+                    "Driver": "cdi",
+                    "DeviceIDs": [format!("nvidia.com/gpu={}", machine.uuids[2])]
+                }],
+                "Ulimits": [
+                    {"Name": "nofile", "Soft": 1024, "Hard": 1024},
+                    {"Name": "nproc", "Soft": 1024, "Hard": 1024}
+                ]
+            }
+        }),
+    );
+    assert_eq!(status, 201, "{answer}");
+    podman.docker_stdout(["start", holder.as_str()]);
+    let devices = podman.inspect("container", &holder)["HostConfig"]["Devices"].to_string();
+    assert!(
+        devices.contains(&format!("/dev/nvidia{}", MINOR_BASE + 2)),
+        "Podman no longer records a started CDI device as its node: {devices}"
+    );
+    let folder = project(&image, &[("three", "gpus = 3\n")]);
+    let placed = quietly(&podman.host, &|name| name == holder, || {
+        envctl(
+            folder.path(),
+            &machine,
+            &podman.host,
+            &["up", "three", "--dry-run", "--json", "--force"],
+        )
+    });
+    assert_eq!(placed.code, 0, "{placed}");
+    assert_eq!(chosen(&placed.json()), [0, 1, 3], "{placed}");
 }
 
 #[test]

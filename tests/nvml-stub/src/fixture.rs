@@ -30,6 +30,7 @@ const DEVICE_KEYS: &[&str] = &[
     "utilization_gpu",
     "utilization_memory",
     "temperature",
+    "minor_number",
     "power_usage_milliwatts",
     "power_limit_milliwatts",
     "throttle_reasons",
@@ -63,6 +64,7 @@ const DEVICE_QUERIES: &[&str] = &[
     "power_limit",
     "utilization",
     "temperature",
+    "minor_number",
     "power_usage",
     "throttle_reasons",
     "clocks",
@@ -310,6 +312,7 @@ fn check_value(key: &str, value: &str, exported_symbols: &[&str]) -> Result<(), 
         | "utilization_gpu"
         | "utilization_memory"
         | "temperature"
+        | "minor_number"
         | "power_usage_milliwatts"
         | "power_limit_milliwatts"
         | "mig_current"

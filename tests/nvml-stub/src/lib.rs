@@ -62,6 +62,7 @@ pub const EXPORTED_SYMBOLS: &[&str] = &[
     "nvmlDeviceGetEnforcedPowerLimit",
     "nvmlDeviceGetUtilizationRates",
     "nvmlDeviceGetTemperature",
+    "nvmlDeviceGetMinorNumber",
     "nvmlDeviceGetPowerUsage",
     "nvmlDeviceGetCurrentClocksThrottleReasons",
     "nvmlDeviceGetClockInfo",
@@ -523,6 +524,17 @@ pub unsafe extern "C" fn nvmlDeviceGetTemperature(
         let value = fixture.device_number(index, "temperature")?;
         // SAFETY: out-parameter (crate contract).
         unsafe { put(temperature, value) }
+    })
+}
+
+/// The GPU's device minor number: its node is `/dev/nvidia<minor>`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(device: Device, minor: *mut c_uint) -> Return {
+    answer("nvmlDeviceGetMinorNumber", |fixture| {
+        let index = device_index(fixture, device, "minor_number")?;
+        let value = fixture.device_number(index, "minor_number")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(minor, value) }
     })
 }
 
