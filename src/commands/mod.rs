@@ -90,7 +90,9 @@ impl Context {
         let engine = crate::engine::Engine::connect(self.docker_host(), deadline)?;
         engine.ping().await?;
         // Which engine answers, so every later message and hint names it (`podman rm -f`).
-        engine.kind().await?;
+        engine
+            .identify_by_ping(crate::engine::PING_TIMEOUT.min(deadline))
+            .await?;
         Ok(engine)
     }
 }

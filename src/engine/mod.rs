@@ -61,6 +61,9 @@ pub struct Engine {
     /// Which engine answers, asked once (`/version`) by what must work around an
     /// engine's own answers (Podman lists only the first port of a published range).
     identity: std::sync::Arc<tokio::sync::OnceCell<Identity>>,
+    /// Which engine a `_ping`'s headers named ([`Engine::identify_by_ping`]): what messages
+    /// go by until `/version` was asked.
+    pinged: std::sync::Arc<std::sync::OnceLock<crate::facts::engine::EngineKind>>,
 }
 
 /// Which engine answers and its version, from `/version`.
@@ -106,6 +109,7 @@ impl Engine {
             endpoint,
             timeout,
             identity: Default::default(),
+            pinged: Default::default(),
         })
     }
 
@@ -152,14 +156,24 @@ impl Engine {
         &self.endpoint
     }
 
-    /// The engine that answers here as far as this connection knows: `Unknown` until
-    /// `/version` was asked (`Context::engine` asks it when it connects).
+    /// The engine that answers here as far as this connection knows: `/version`'s word,
+    /// else a `_ping`'s headers' (`Context::engine` reads them when it connects), else
+    /// `Unknown`.
     pub fn known_kind(&self) -> crate::facts::engine::EngineKind {
-        self.identity
-            .get()
-            .map_or(crate::facts::engine::EngineKind::Unknown, |identity| {
+        match (self.identity.get(), self.pinged.get()) {
+            (Some(identity), _) if identity.kind != crate::facts::engine::EngineKind::Unknown => {
                 identity.kind
-            })
+            }
+            (_, Some(pinged)) => *pinged,
+            (Some(identity), None) => identity.kind,
+            (None, None) => crate::facts::engine::EngineKind::Unknown,
+        }
+    }
+
+    /// Records the engine a `_ping`'s headers named.
+    pub(crate) fn remember_ping(&self, kind: crate::facts::engine::EngineKind) {
+        // Already known: the same daemon answered the same.
+        let _ = self.pinged.set(kind);
     }
 
     /// The endpoint as errors name it: its address and the engine known to answer there.
