@@ -71,17 +71,29 @@ fn loaded(facts: &crate::facts::gpu::NvmlFacts, module: Option<&str>) -> Vec<Fin
         .cuda_driver_version
         .value()
         .map_or_else(|| "?".to_string(), ToString::to_string);
-    let count = facts.gpus.len();
-    findings.push(
-        Finding::pass(
+    // The count is NVML's answer; when NVML could not count, no GPU was asked about, and
+    // "0 GPUs" would be a guess.
+    let finding = match facts.device_count.as_result() {
+        Ok(&count) => Finding::pass(
             "gpu.nvml",
             format!(
                 "NVIDIA driver {driver} (CUDA {cuda}), {count} GPU{}",
                 if count == 1 { "" } else { "s" }
             ),
+        ),
+        Err(failure) => Finding::fail(
+            "gpu.nvml",
+            format!(
+                "NVIDIA driver {driver} (CUDA {cuda}), but NVML could not count the GPUs: {}",
+                failure.message
+            ),
         )
-        .with_fact("driver_version", &driver)
-        .with_fact("cuda_driver_version", &cuda),
+        .with_hint("run `nvidia-smi`; a GPU that fell off the bus (Xid 79) or a driver mismatch needs a reboot"),
+    };
+    findings.push(
+        finding
+            .with_fact("driver_version", &driver)
+            .with_fact("cuda_driver_version", &cuda),
     );
     if let Some(module) = module
         && driver != "?"

@@ -109,11 +109,28 @@ pub fn evaluate(
     }
     let (selected, selection_findings) = select_gpus(&profile.gpus, host.gpu);
     findings.extend(selection_findings);
-    let driver = host
-        .gpu
-        .loaded()
-        .and_then(|facts| facts.driver_version.value())
+    let nvml_driver = host.gpu.loaded().map(|facts| &facts.driver_version);
+    let driver = nvml_driver
+        .and_then(|version| version.value())
         .and_then(|text| text.parse::<DriverVersion>().ok());
+    // A GPU host whose driver version NVML would not give (or gave in a form envctl does
+    // not read) cannot be checked against the profile's CUDA: say so, rather than leave
+    // the check out of a passing report.
+    if let (Some(cuda), Some(version), None, false) =
+        (stack.cuda, nvml_driver, &driver, selected.is_empty())
+    {
+        let why = match version.as_result() {
+            Ok(text) => format!("NVML gave `{text}`, which is not a driver version"),
+            Err(failure) => format!("NVML could not give it: {}", failure.message),
+        };
+        findings.push(
+            Finding::warn(
+                compat::DRIVER_CUDA,
+                format!("the driver version is unknown ({why}), so whether it runs CUDA {cuda} was not checked"),
+            )
+            .with_hint(format!("run `nvidia-smi` to see the driver version, then check it with `envctl compat --driver VERSION --image-cuda {cuda} --gpu NAME`")),
+        );
+    }
     let gpus = selected
         .iter()
         .map(|device| gpu_verdict(device, &stack, driver.as_ref(), matrix, candidates))
@@ -265,23 +282,47 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
 
 /// The GPUs the profile will get, and findings when it asks for more than there is.
 fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevice>, Vec<Finding>) {
-    let available: Vec<&GpuDevice> = gpu
-        .loaded()
-        .map(|facts| facts.gpus.iter().collect())
-        .unwrap_or_default();
+    // No list is not an empty list: NVML that loaded but could not count the GPUs says
+    // nothing about how many there are.
+    let listed = gpu.listed_gpus();
+    let count_unknown = gpu.loaded().is_some() && listed.is_err();
+    let available: Vec<&GpuDevice> = listed
+        .as_ref()
+        .map_or_else(|_| Vec::new(), |gpus| gpus.iter().collect());
     let none_here = |what: &str| {
-        let reason = gpu.nvml.failure_message().map_or_else(
-            || "NVML reports no GPU".to_string(),
-            |message| format!("NVML: {message}"),
-        );
-        Finding::fail(
+        let reason = match &listed {
+            Err(why) if count_unknown => why.clone(),
+            Err(why) => format!("NVML: {why}"),
+            Ok(_) => "NVML reports no GPU".to_string(),
+        };
+        let finding = Finding::fail(
             "profile.gpus",
-            format!("the profile asks for {what}, but this host has no usable GPU ({reason})"),
-        )
-        .with_hint("run it on a GPU host, or set gpus = \"optional\" to run without one")
+            if count_unknown {
+                format!(
+                    "the profile asks for {what}, but whether this host has them is unknown ({reason})"
+                )
+            } else {
+                format!("the profile asks for {what}, but this host has no usable GPU ({reason})")
+            },
+        );
+        if count_unknown {
+            finding.with_hint("run `nvidia-smi`; a GPU that fell off the bus (Xid 79) or a driver mismatch needs a reboot")
+        } else {
+            finding.with_hint("run it on a GPU host, or set gpus = \"optional\" to run without one")
+        }
     };
     match request {
         GpuRequest::None => (Vec::new(), Vec::new()),
+        GpuRequest::Optional if count_unknown => (
+            Vec::new(),
+            vec![Finding::warn(
+                "profile.gpus",
+                format!(
+                    "whether this host has GPUs is unknown ({}): `gpus = \"optional\"` may run without one",
+                    listed.as_ref().err().map_or("", String::as_str)
+                ),
+            )],
+        ),
         GpuRequest::Optional if available.is_empty() => (
             Vec::new(),
             vec![Finding::info(

@@ -279,9 +279,7 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
                 }
             }
         };
-        Ok(ExitStatus::External(
-            u8::try_from(code.clamp(0, 255)).unwrap_or(255),
-        ))
+        Ok(exit_status(code))
     });
     // A read of the terminal may still be blocked in tokio's stdin thread: do not wait for
     // it (it would hold envctl open until the next key press).
@@ -327,9 +325,7 @@ pub fn shell(
             code = run_exec(&engine, &container.id, &request) => code?,
             signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
         };
-        Ok(ExitStatus::External(
-            u8::try_from(code.clamp(0, 255)).unwrap_or(255),
-        ))
+        Ok(exit_status(code))
     });
     // A read of the terminal may still be blocked in tokio's stdin thread: do not wait for
     // it (it would hold envctl open until the next key press).
@@ -353,9 +349,11 @@ async fn command_ended(engine: &Engine, request: &ExecRequest) -> Result<i64, Er
     }
 }
 
-/// The exit status envctl passes on for the command's `code`.
+/// The exit status envctl passes on for the command's `code`: 0 … 255 as it is; any other
+/// (an engine's -1 for a process it lost track of) is 255, as `docker exec` exits with
+/// (Go's `os.Exit(-1)`), never 0.
 fn exit_status(code: i64) -> ExitStatus {
-    ExitStatus::External(u8::try_from(code.clamp(0, 255)).unwrap_or(255))
+    ExitStatus::External(u8::try_from(code).unwrap_or(255))
 }
 
 /// Passes SIGINT (130) or SIGTERM (143) on to the exec's process, the way a terminal
@@ -520,6 +518,22 @@ impl OutputWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The command's code passes through; one no process can exit with (the engine's -1)
+    /// is 255, never a success.
+    #[test]
+    fn exit_codes_pass_through_and_impossible_ones_are_255() {
+        for (code, passed) in [
+            (0, 0),
+            (7, 7),
+            (255, 255),
+            (-1, 255),
+            (-255, 255),
+            (256, 255),
+        ] {
+            assert_eq!(exit_status(code), ExitStatus::External(passed), "{code}");
+        }
+    }
 
     fn arguments(name: Option<&str>, after: &[&str]) -> ExecArguments {
         ExecArguments {

@@ -31,6 +31,24 @@ impl GpuFacts {
             _ => None,
         }
     }
+
+    /// The GPUs NVML listed, or why there is no list: NVML did not load, or it loaded but
+    /// could not count the GPUs (then "no GPU" would be a guess: none was asked about).
+    pub fn listed_gpus(&self) -> Result<&[GpuDevice], String> {
+        match &self.nvml {
+            LoadOutcome::Loaded(facts) => match facts.device_count.as_result() {
+                Ok(_) => Ok(&facts.gpus),
+                Err(failure) => Err(format!(
+                    "NVML could not count the GPUs: {}",
+                    failure.message
+                )),
+            },
+            other => Err(other
+                .failure_message()
+                .unwrap_or("NVML was not loaded")
+                .to_string()),
+        }
+    }
 }
 
 /// How loading NVML went. Each way it fails is its own variant, because each has its own

@@ -205,7 +205,7 @@ pub async fn gather_with(
 /// that hold GPUs and the container of each GPU process, from one list of `engine`'s.
 /// Only where there are GPUs to show and an engine that answered.
 pub async fn gather_occupancy(engine: &Engine, facts: &mut Facts, context: &Context) {
-    let Some(nvml) = facts.gpu.loaded() else {
+    let Ok(gpus) = facts.gpu.listed_gpus() else {
         return;
     };
     if !matches!(facts.engine.state, EngineState::Reachable(_)) {
@@ -215,7 +215,7 @@ pub async fn gather_occupancy(engine: &Engine, facts: &mut Facts, context: &Cont
         Ok(read) => {
             // Any running container may have reached a GPU (a runtime's
             // `NVIDIA_VISIBLE_DEVICES`), not only the holders.
-            facts.process_owners = crate::ops::placement::process_owners(&nvml.gpus, &read.running);
+            facts.process_owners = crate::ops::placement::process_owners(gpus, &read.running);
             facts.holders = Some(Ok(read.holders));
         }
         Err(error) => facts.holders = Some(Err(crate::error::error_chain(&error))),
@@ -224,14 +224,14 @@ pub async fn gather_occupancy(engine: &Engine, facts: &mut Facts, context: &Cont
 
 /// The occupancy doctor shows: NVML's GPUs with the holders the engine listed.
 fn occupancy(facts: &Facts) -> Option<Occupancy> {
-    let nvml = facts.gpu.loaded()?;
+    // Without NVML's list of GPUs there is no table to show (`gpu.nvml` says why).
+    let gpus = facts.gpu.listed_gpus().ok()?;
     let (holders, error) = match facts.holders.as_ref()? {
         Ok(holders) => (holders.as_slice(), None),
         Err(message) => (&[][..], Some(message.clone())),
     };
     let (owners, unreadable) = &facts.process_owners;
-    let (gpus, unmapped) =
-        crate::spec::placement::occupancy_with_owners(&nvml.gpus, holders, owners);
+    let (gpus, unmapped) = crate::spec::placement::occupancy_with_owners(gpus, holders, owners);
     Some(Occupancy {
         gpus,
         unmapped,

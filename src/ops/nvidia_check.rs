@@ -197,11 +197,8 @@ fn host_driver(facts: &GpuFacts) -> HostDriver {
         Some(nvml) => match nvml.driver_version.value() {
             Some(version) => HostDriver::Known {
                 version: version.clone(),
-                gpu_count: nvml
-                    .device_count
-                    .value()
-                    .copied()
-                    .or_else(|| u32::try_from(nvml.gpus.len()).ok()),
+                // Unknown when NVML could not count: never the length of an empty list.
+                gpu_count: nvml.device_count.value().copied(),
             },
             None => HostDriver::Unknown {
                 reason: "NVML did not give the driver version".into(),

@@ -115,14 +115,7 @@ fn rows(
     gpu: &GpuFacts,
     holders: &[crate::facts::occupancy::GpuHolder],
 ) -> Result<Vec<GpuOccupancy>, String> {
-    let Some(nvml) = gpu.loaded() else {
-        return Err(gpu
-            .nvml
-            .failure_message()
-            .unwrap_or("NVML was not loaded")
-            .to_string());
-    };
-    Ok(placement::occupancy(&nvml.gpus, holders).0)
+    Ok(placement::occupancy(gpu.listed_gpus()?, holders).0)
 }
 
 /// Places `body`'s GPUs. With a count and `free` placement it takes the host-wide lock

@@ -60,10 +60,13 @@ pub fn enforce(
             .filter(|holder| holder.user.as_deref() == Some(user) && holder.name != container)
             .cloned()
             .collect();
-        request.user_gpus_held = Some(crate::spec::placement::gpus_held(
-            nvml.map(|nvml| nvml.gpus.as_slice()),
-            &theirs,
-        ));
+        // NVML's list when it could count the GPUs; else none, and the count rests on
+        // the requests alone (an `all` then makes it unknown).
+        let listed = nvml.and_then(|nvml| match nvml.device_count {
+            crate::facts::gpu::Fact::Value(_) => Some(nvml.gpus.as_slice()),
+            crate::facts::gpu::Fact::Error(_) => None,
+        });
+        request.user_gpus_held = Some(crate::spec::placement::gpus_held(listed, &theirs));
     }
     let violations = policy::check(policy, &request);
     if violations.is_empty() {

@@ -1644,3 +1644,53 @@ fn an_invalid_profile_is_reported_beside_the_host_and_the_others() {
             .contains("memroy")
     );
 }
+
+/// NVML that loaded but could not count the GPUs is not "0 GPUs": doctor fails its
+/// `gpu.nvml` line in NVML's words, a profile asking for GPUs is told that whether the
+/// host has them is unknown, and `gpus = "optional"` is warned that it may run without.
+#[test]
+fn gpus_nvml_could_not_count_are_unknown_not_zero() {
+    let scenario = Scenario::new(Nvml::Stub("count-fails.conf"));
+    scenario.write(
+        "envctl/two.toml",
+        "image = \"busybox:1.36\"\ngpus = 2\n[stack]\ncuda = \"12.8\"\n",
+    );
+    scenario.write(
+        "envctl/maybe.toml",
+        "image = \"busybox:1.36\"\ngpus = \"optional\"\n",
+    );
+    let (report, code) = scenario.doctor_json(&["two", "maybe", "pytorch-2.8"]);
+    assert_eq!(code, 1, "{report:#}");
+    let nvml = finding(&report["findings"], "gpu.nvml");
+    assert_eq!(nvml["status"], "fail", "{nvml:#}");
+    assert!(
+        message(nvml).contains("NVML could not count the GPUs")
+            && !message(nvml).contains("0 GPUs"),
+        "{nvml:#}"
+    );
+    for name in ["two", "pytorch-2.8"] {
+        let gpus = finding(&profile(&report, name)["findings"], "profile.gpus");
+        assert_eq!(gpus["status"], "fail", "{name}: {gpus:#}");
+        assert!(message(gpus).contains("is unknown"), "{name}: {gpus:#}");
+    }
+    let optional = finding(&profile(&report, "maybe")["findings"], "profile.gpus");
+    assert_eq!(optional["status"], "warn", "{optional:#}");
+    assert!(message(optional).contains("unknown"), "{optional:#}");
+}
+
+/// A driver version NVML would not give leaves the driver-vs-CUDA check undone, and doctor
+/// says so (`driver.cuda` warns) rather than pass a profile whose check never ran.
+#[test]
+fn a_driver_version_nvml_would_not_give_is_said_not_skipped() {
+    let scenario = Scenario::new(Nvml::Stub("driver-version-fails.conf"));
+    let (report, _) = scenario.doctor_json(&["pytorch-2.8"]);
+    let profile = profile(&report, "pytorch-2.8");
+    let unchecked = finding(&profile["findings"], "driver.cuda");
+    assert_eq!(unchecked["status"], "warn", "{unchecked:#}");
+    assert!(
+        message(unchecked).contains("the driver version is unknown")
+            && message(unchecked).contains("CUDA 12.8 was not checked"),
+        "{unchecked:#}"
+    );
+    assert_ne!(profile["verdict"], "ok", "{profile:#}");
+}
