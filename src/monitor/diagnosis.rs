@@ -583,17 +583,24 @@ fn memory_near_full(gpu: &GpuRow) -> Option<Diagnosis> {
     if fraction < GPU_MEMORY_FULL_FRACTION {
         return None;
     }
-    // Who holds it: per container, then host processes.
-    let mut holders: BTreeMap<String, u64> = BTreeMap::new();
+    // Who holds it: per container, then host processes. A holder's amount is unknown
+    // (None) as soon as NVML gives no memory for one of its processes: a partial sum would
+    // understate it, and a 0 would say it holds nothing.
+    let mut holders: BTreeMap<String, Option<u64>> = BTreeMap::new();
     for process in &gpu.processes {
         let owner = process
             .container
             .clone()
             .unwrap_or_else(|| format!("pid {}", process.pid));
-        *holders.entry(owner).or_default() += process.used_memory_bytes.unwrap_or(0);
+        let held = holders.entry(owner).or_insert(Some(0));
+        *held = held
+            .zip(process.used_memory_bytes)
+            .map(|(sum, bytes)| sum.saturating_add(bytes));
     }
-    let mut holders: Vec<(String, u64)> = holders.into_iter().collect();
-    holders.sort_by_key(|holder| std::cmp::Reverse(holder.1));
+    let mut holders: Vec<(String, Option<u64>)> = holders.into_iter().collect();
+    // Largest known amounts first; holders of an unknown amount come after them (in name
+    // order), since nothing says how they rank, and ranking them as 0 would be a guess.
+    holders.sort_by_key(|(_, held)| (held.is_none(), std::cmp::Reverse(*held)));
     let mut message = format!(
         "GPU {} memory {} of {} used ({:.0}%)",
         gpu.index,
@@ -605,7 +612,10 @@ fn memory_near_full(gpu: &GpuRow) -> Option<Diagnosis> {
         let named: Vec<String> = holders
             .iter()
             .take(3)
-            .map(|(owner, held)| format!("{owner} {}", binary_spaced(*held as f64)))
+            .map(|(owner, held)| match held {
+                Some(held) => format!("{owner} {}", binary_spaced(*held as f64)),
+                None => format!("{owner} an unknown amount"),
+            })
             .collect();
         let _ = write!(message, ", held by {}", named.join(", "));
     }

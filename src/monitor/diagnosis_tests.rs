@@ -286,6 +286,39 @@ fn gpu_memory_near_full_names_who_holds_it() {
 }
 
 #[test]
+fn gpu_memory_near_full_words_an_unknown_holding_as_unknown() {
+    let process = |pid, used_memory_bytes, container: Option<&str>| ProcessRow {
+        pid,
+        used_memory_bytes,
+        container: container.map(String::from),
+    };
+    let full = window(1, |_| {
+        let mut row = gpu(0, 90.0);
+        row.memory_used_bytes = Some(79 * GIB);
+        row.processes = vec![
+            // NVML gave no memory for this host process.
+            process(1234, None, None),
+            // One of the container's processes unknown makes its whole amount unknown.
+            process(10, Some(70 * GIB), Some("train")),
+            process(12, None, Some("train")),
+            process(11, Some(GIB), None),
+        ];
+        (Vec::new(), vec![row])
+    });
+    let diagnoses = diagnose(&full);
+    let found = find(&diagnoses, "gpu-memory-near-full");
+    // Known amounts first, then the unknown ones in name order; none reads as 0 B.
+    assert!(
+        found.message.ends_with(
+            "held by pid 11 1.0 GiB, pid 1234 an unknown amount, train an unknown amount"
+        ),
+        "{}",
+        found.message
+    );
+    assert!(!found.message.contains("0 B"), "{}", found.message);
+}
+
+#[test]
 fn uneven_load_across_one_containers_gpus() {
     let uneven = window(10, |_| {
         (

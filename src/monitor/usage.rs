@@ -14,7 +14,7 @@ use crate::facts::container::{BlockIoEntry, ContainerResources, ContainerSample,
 /// One container's usage, computed from its counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ContainerUsage {
-    /// None without a previous sample to compare with.
+    /// None without a previous sample to compare with, or when a reading lacks a counter.
     pub cpu_percent: Option<f64>,
     pub memory_bytes: Option<u64>,
     pub memory_limit_bytes: Option<u64>,
@@ -30,13 +30,16 @@ pub struct ContainerUsage {
 /// CPU % between two readings, on the docker CLI's scale (100 % = one core).
 ///
 /// None when the earlier reading has no host CPU time (a one-shot answer's empty
-/// `precpu_stats`, or a stream's first frame). 0 unless both deltas are positive, which
-/// also covers a restarted container whose counter went back to zero.
+/// `precpu_stats`, or a stream's first frame), or no container CPU time: counting from 0
+/// would make the container's whole lifetime of CPU time one interval's, and the
+/// percentage jump. 0 unless both deltas are positive, which also covers a restarted
+/// container whose counter went back to zero.
 pub fn cpu_percent(current: &CpuCounters, previous: &CpuCounters) -> Option<f64> {
     let previous_system = previous.system_usage.filter(|system| *system > 0)?;
+    let previous_total = previous.total_usage?;
     let current_total = current.total_usage?;
     let current_system = current.system_usage?;
-    let cpu_delta = current_total.saturating_sub(previous.total_usage.unwrap_or(0));
+    let cpu_delta = current_total.saturating_sub(previous_total);
     let system_delta = current_system.saturating_sub(previous_system);
     let online_cpus = online_cpus(current)?;
     if cpu_delta == 0 || system_delta == 0 {
@@ -229,6 +232,18 @@ mod tests {
         assert_eq!(cpu_percent(&current, &empty), None);
         let zero_system = counters(0, 0, Some(2), None);
         assert_eq!(cpu_percent(&current, &zero_system), None);
+    }
+
+    #[test]
+    fn a_previous_reading_without_container_time_gives_no_percentage() {
+        // Host time but no container time earlier: the delta is unknown, not the whole
+        // lifetime's 50 s of CPU (which would read as 5000 % of a 1 s interval).
+        let previous = CpuCounters {
+            total_usage: None,
+            ..counters(0, 100_000_000_000, Some(4), None)
+        };
+        let current = counters(50_000_000_000, 104_000_000_000, Some(4), None);
+        assert_eq!(cpu_percent(&current, &previous), None);
     }
 
     fn memory(usage: u64, stats: &[(&str, u64)]) -> MemoryCounters {

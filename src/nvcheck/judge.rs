@@ -977,7 +977,7 @@ fn pytorch(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut Vec<
     if !cuda_available(view, torch, &cuda, expectations, findings) {
         return;
     }
-    torch_devices(view, torch, findings);
+    torch_devices(view, torch, expectations, findings);
 }
 
 fn stack_match(torch: &TorchFacts, expectations: &Expectations<'_>, findings: &mut Vec<Finding>) {
@@ -1141,11 +1141,55 @@ fn cuda_available(
     false
 }
 
-fn torch_devices(view: &View<'_>, torch: &TorchFacts, findings: &mut Vec<Finding>) {
-    let count = torch.device_count.unwrap_or(view.devices.len() as u32) as usize;
+/// torch's GPU count against nvidia-smi's, then one line per kind of GPU torch found.
+///
+/// An unknown count (`torch.cuda.device_count()` raised) is a finding of its own, not the
+/// length of the device list: that list is empty then, and "torch sees 0 GPUs" would pass
+/// a container whose torch cannot count its GPUs.
+fn torch_devices(
+    view: &View<'_>,
+    torch: &TorchFacts,
+    expectations: &Expectations<'_>,
+    findings: &mut Vec<Finding>,
+) {
     let smi = view.smi_gpus.as_ref().map(Vec::len);
-    match smi {
-        Some(smi) if smi != count => {
+    match (torch.device_count.map(|count| count as usize), smi) {
+        (None, _) => {
+            let said = torch
+                .device_count_error
+                .as_deref()
+                .map(first_line)
+                .filter(|line| !line.is_empty())
+                .map_or_else(
+                    || " gave no count".to_string(),
+                    |line| format!(" failed: {line}"),
+                );
+            let message =
+                format!("torch.cuda.device_count(){said}, so torch's GPU count is unknown");
+            // Asked for GPUs, torch that cannot count them is broken; otherwise it only
+            // leaves the count unchecked.
+            let asked = expectations
+                .gpus
+                .as_ref()
+                .is_some_and(|expected| expected.request.wants_gpus());
+            let finding = if asked {
+                Finding::fail(TORCH_DEVICES, message)
+            } else {
+                Finding::warn(TORCH_DEVICES, message)
+            };
+            findings.push(
+                finding
+                    .with_hint(format!(
+                        "see CUDA's own error: `{}`",
+                        exec_hint(
+                            expectations,
+                            "python3 -c 'import torch; print(torch.cuda.device_count())'"
+                        )
+                    ))
+                    .with_fact("device_count_error", torch.device_count_error.as_deref()),
+            );
+        }
+        (Some(count), Some(smi)) if smi != count => {
             let selected = view.variable("CUDA_VISIBLE_DEVICES");
             let message = format!("torch sees {}, nvidia-smi {smi}", plural(count, "GPU"));
             findings.push(match selected {
@@ -1158,7 +1202,7 @@ fn torch_devices(view: &View<'_>, torch: &TorchFacts, findings: &mut Vec<Finding
                 ),
             });
         }
-        _ => findings.push(Finding::pass(
+        (Some(count), _) => findings.push(Finding::pass(
             TORCH_DEVICES,
             format!("torch sees {}", plural(count, "GPU")),
         )),

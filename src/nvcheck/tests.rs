@@ -714,6 +714,51 @@ fn torch_and_nvidia_smi_counts() {
     );
 }
 
+#[test]
+fn a_torch_that_cannot_count_its_gpus_is_not_zero_gpus() {
+    // torch.cuda.device_count() raised: no count and no device list.
+    let mut report = h100();
+    let torch = torch_mut(&mut report);
+    torch.device_count = None;
+    torch.device_count_error = Some("RuntimeError: CUDA error: unspecified launch failure\nCUDA kernel errors might be asynchronously reported".into());
+    report.python.as_mut().unwrap().devices.clear();
+    let findings = judge(&report, &expectations());
+    let finding = one(&findings, TORCH_DEVICES);
+    assert_eq!(finding.status, Status::Fail);
+    assert_eq!(
+        finding.message,
+        "torch.cuda.device_count() failed: RuntimeError: CUDA error: unspecified launch failure, so torch's GPU count is unknown"
+    );
+    assert!(!finding.message.contains("0 GPUs"));
+    assert!(finding.hint.as_deref().unwrap().contains(
+        "envctl exec envctl-team -- python3 -c 'import torch; print(torch.cuda.device_count())'"
+    ));
+    assert!(
+        finding.facts["device_count_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("RuntimeError: CUDA error")
+    );
+    // Without a GPU request it only warns, and without an error it still says unknown.
+    let mut unasked = expectations();
+    unasked.gpus = None;
+    torch_mut(&mut report).device_count_error = None;
+    let finding = one(&judge(&report, &unasked), TORCH_DEVICES).clone();
+    assert_eq!(finding.status, Status::Warn);
+    assert_eq!(
+        finding.message,
+        "torch.cuda.device_count() gave no count, so torch's GPU count is unknown"
+    );
+    unasked.gpus = Some(ExpectedGpus {
+        request: GpuRequest::None,
+        source: GpuSource::Container,
+    });
+    assert_eq!(
+        status_of(&judge(&report, &unasked), TORCH_DEVICES),
+        Status::Warn
+    );
+}
+
 /// The H100 recording with another GPU capability and arch list.
 fn arch_case(capability: [u32; 2], arch_list: &[&str], torch: &str, cuda: &str) -> Vec<Finding> {
     let mut report = h100();
