@@ -3,7 +3,7 @@
 //! and their `/dev/char` links in place. Pure over `EngineFacts` and `HostFacts`.
 //!
 //! Finding ids: `docker.reachable`, `docker.socket`, `docker.desktop`, `docker.rootless`,
-//! `docker.cgroup`, `docker.disk`, `docker.gpu-support`, `toolkit.version`,
+//! `docker.cgroup`, `docker.disk`, `docker.gpu-support`, `docker.cdi-spec`, `toolkit.version`,
 //! `host.device-nodes`, `host.dev-char-links`, `host.wsl`.
 
 use serde::Serialize;
@@ -50,20 +50,14 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
             devices: discovered,
         };
     }
-    // Podman reads CDI specs natively; Docker only with CDI enabled (25+), which it shows
-    // by reporting its spec folders.
-    let cdi_enabled = daemon.kind == EngineKind::Podman
-        || daemon
-            .cdi_spec_dirs
-            .as_ref()
-            .is_some_and(|dirs| !dirs.is_empty());
+    // A spec that could not be read is not counted: whether it names GPUs is unknown.
     let specs: Vec<String> = host
         .cdi_specs
         .iter()
-        .filter(|spec| spec.nvidia_gpus)
+        .filter(|spec| spec.nvidia_gpus && spec.unreadable.is_none())
         .map(|spec| spec.path.clone())
         .collect();
-    if cdi_enabled && !specs.is_empty() {
+    if cdi_enabled(daemon) && !specs.is_empty() {
         return GpuSupport::Cdi { specs };
     }
     if daemon.runtimes.iter().any(|runtime| runtime == "nvidia") {
@@ -80,6 +74,37 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
         Some(path) => GpuSupport::Hook { path },
         None => GpuSupport::None,
     }
+}
+
+/// Whether the daemon reads CDI specs: Podman natively, Docker only with CDI enabled
+/// (25+), which it shows by reporting its spec folders.
+fn cdi_enabled(daemon: &DaemonFacts) -> bool {
+    daemon.kind == EngineKind::Podman
+        || daemon
+            .cdi_spec_dirs
+            .as_ref()
+            .is_some_and(|dirs| !dirs.is_empty())
+}
+
+/// The specs that could not be read, each with why.
+fn unreadable_specs(host: &HostFacts) -> Vec<(&str, &str)> {
+    host.cdi_specs
+        .iter()
+        .filter_map(|spec| {
+            spec.unreadable
+                .as_deref()
+                .map(|error| (spec.path.as_str(), error))
+        })
+        .collect()
+}
+
+fn cdi_spec_hint(paths: &[&str]) -> String {
+    format!(
+        "check that {} {} a readable file (its permissions, and where a link points: `ls -lL {}`), or, for NVIDIA's spec, generate it again: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
+        paths.join(" and "),
+        if paths.len() == 1 { "is" } else { "are" },
+        paths.join(" ")
+    )
 }
 
 /// Whether a container started by this daemon can be given GPUs.
@@ -258,7 +283,27 @@ fn docker_findings(
         );
         return findings;
     }
+    let unreadable = unreadable_specs(host);
+    // Nothing else gives GPUs, and the daemon would read a spec that could not be read
+    // here: whether containers get GPUs is unknown, not no.
+    let unknown = support == GpuSupport::None && cdi_enabled(daemon) && !unreadable.is_empty();
     let finding = match &support {
+        GpuSupport::None if unknown => {
+            let paths: Vec<&str> = unreadable.iter().map(|(path, _)| *path).collect();
+            let causes: Vec<String> = unreadable
+                .iter()
+                .map(|(path, error)| format!("CDI spec {path} cannot be read: {error}"))
+                .collect();
+            Finding::warn(
+                "docker.gpu-support",
+                format!(
+                    "{}; with no NVIDIA container runtime or hook either, whether containers can get GPUs on this daemon is unknown",
+                    causes.join("; ")
+                ),
+            )
+            .with_hint(cdi_spec_hint(&paths))
+            .with_fact("unreadable_cdi_specs", &paths)
+        }
         GpuSupport::DiscoveredDevices { devices } => Finding::pass("docker.gpu-support", format!("the daemon discovered GPUs through CDI: {}", devices.join(", "))),
         GpuSupport::Cdi { specs } => Finding::pass("docker.gpu-support", format!("CDI is enabled and {} names NVIDIA GPUs", specs.join(", "))),
         GpuSupport::Runtime => Finding::pass("docker.gpu-support", "the `nvidia` runtime is registered with the daemon"),
@@ -267,6 +312,18 @@ fn docker_findings(
             .with_hint(format!("{} (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)", daemon.kind.gpu_fix())),
     };
     findings.push(finding.with_fact("gpu_support", &support));
+    if !unknown {
+        for (path, error) in unreadable {
+            findings.push(
+                Finding::warn(
+                    "docker.cdi-spec",
+                    format!("CDI spec {path} cannot be read: {error}; whether it names NVIDIA GPUs is unknown"),
+                )
+                .with_hint(cdi_spec_hint(&[path]))
+                .with_fact("spec", path),
+            );
+        }
+    }
     findings
 }
 
@@ -279,6 +336,14 @@ fn host_findings(host: &HostFacts, cgroup_driver: Option<&str>) -> Vec<Finding> 
     let mut findings = Vec::new();
     for tool in &host.tools {
         let Some(version) = &tool.version else {
+            // Asked for and not read: whether it has the fixes cannot be told.
+            if let Some(error) = &tool.version_error {
+                findings.push(
+                    Finding::warn("toolkit.version", format!("the version of {} could not be read ({error}), so whether it has the fixes for container-escape vulnerabilities (CVE-2025-23266 and earlier, fixed in {TOOLKIT_FIXED_RELEASE}) cannot be told", tool.path.as_deref().unwrap_or(&tool.name)))
+                        .with_hint(format!("run `{} --version`; if it is older than {TOOLKIT_FIXED_RELEASE}, upgrade the NVIDIA Container Toolkit: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html", tool.name))
+                        .with_fact("version_error", error),
+                );
+            }
             continue;
         };
         if *version < TOOLKIT_FIXED_RELEASE {
@@ -409,6 +474,7 @@ mod tests {
         host.cdi_specs.push(CdiSpec {
             path: "/etc/cdi/nvidia.yaml".into(),
             nvidia_gpus: true,
+            unreadable: None,
         });
         with_runtime.cdi_spec_dirs = Some(vec!["/etc/cdi".into()]);
         assert!(reachable(with_runtime, &host), "rootless with CDI");
@@ -442,6 +508,7 @@ mod tests {
         host.cdi_specs.push(CdiSpec {
             path: "/etc/cdi/nvidia.yaml".into(),
             nvidia_gpus: true,
+            unreadable: None,
         });
         assert_eq!(
             gpu_support(&facts, &host),
@@ -544,6 +611,101 @@ mod tests {
                 .map(|finding| finding.status)
                 .collect::<Vec<_>>(),
             [Status::Warn, Status::Pass]
+        );
+    }
+
+    #[test]
+    fn a_cdi_spec_that_cannot_be_read_is_unknown_not_absent() {
+        let denied = "Permission denied (os error 13)";
+        let host_facts = HostFacts {
+            cdi_specs: vec![CdiSpec {
+                path: "/etc/cdi/nvidia.yaml".into(),
+                // Even a record claiming GPUs is not counted when it was not read.
+                nvidia_gpus: true,
+                unreadable: Some(denied.into()),
+            }],
+            ..HostFacts::default()
+        };
+        let mut facts = daemon();
+        facts.cdi_spec_dirs = Some(vec!["/etc/cdi".into()]);
+        assert_eq!(gpu_support(&facts, &host_facts), GpuSupport::None);
+        let findings = docker(&reachable(facts.clone()), &host_facts, None);
+        let gpu = status_of(&findings, "docker.gpu-support").unwrap();
+        assert_eq!(gpu.status, Status::Warn);
+        assert!(
+            gpu.message.contains(&format!(
+                "CDI spec /etc/cdi/nvidia.yaml cannot be read: {denied}"
+            )),
+            "{}",
+            gpu.message
+        );
+        assert!(gpu.message.contains("unknown"), "{}", gpu.message);
+        assert!(!gpu.message.starts_with("no NVIDIA"), "{}", gpu.message);
+        assert!(
+            gpu.hint.as_deref().unwrap().contains("permissions"),
+            "{:?}",
+            gpu.hint
+        );
+        assert!(
+            status_of(&findings, "docker.cdi-spec").is_none(),
+            "said once"
+        );
+
+        // With the runtime, GPUs reach containers anyway; the spec is still named.
+        facts.runtimes.push("nvidia".into());
+        let findings = docker(&reachable(facts), &host_facts, None);
+        assert_eq!(
+            status_of(&findings, "docker.gpu-support").unwrap().status,
+            Status::Pass
+        );
+        let spec = status_of(&findings, "docker.cdi-spec").unwrap();
+        assert_eq!(spec.status, Status::Warn);
+        assert!(
+            spec.message.starts_with(&format!(
+                "CDI spec /etc/cdi/nvidia.yaml cannot be read: {denied}"
+            )),
+            "{}",
+            spec.message
+        );
+    }
+
+    #[test]
+    fn a_toolkit_version_that_cannot_be_read_is_a_warning() {
+        let mut ctk = tool("nvidia-ctk", Some("/usr/bin/nvidia-ctk"), None);
+        ctk.version_error = Some("no version in `nvidia-ctk --version` output".into());
+        let host_facts = HostFacts {
+            tools: vec![
+                ctk,
+                // No version is asked of nvidia-smi: nothing to say.
+                tool("nvidia-smi", Some("/usr/bin/nvidia-smi"), None),
+            ],
+            ..HostFacts::default()
+        };
+        let findings = host(&host_facts, None);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        let finding = &findings[0];
+        assert_eq!(
+            (finding.id.as_str(), finding.status),
+            ("toolkit.version", Status::Warn)
+        );
+        assert!(
+            finding.message.contains("/usr/bin/nvidia-ctk")
+                && finding
+                    .message
+                    .contains("no version in `nvidia-ctk --version` output")
+                && finding.message.contains("CVE-2025-23266")
+                && finding.message.contains("cannot be told"),
+            "{}",
+            finding.message
+        );
+        assert!(
+            finding
+                .hint
+                .as_deref()
+                .unwrap()
+                .contains("`nvidia-ctk --version`"),
+            "{:?}",
+            finding.hint
         );
     }
 

@@ -47,8 +47,13 @@ pub struct DeviceNode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CdiSpec {
     pub path: String,
-    /// The spec names `nvidia.com/gpu` devices.
+    /// The spec names `nvidia.com/gpu` devices. `false` also when the spec could not be
+    /// read: then `unreadable` says why, and whether it names them is unknown.
     pub nvidia_gpus: bool,
+    /// Why the spec could not be read (permission denied, a dangling link, an I/O error);
+    /// `None` when it was read.
+    #[serde(default)]
+    pub unreadable: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

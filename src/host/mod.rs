@@ -126,8 +126,15 @@ impl Probe {
                 .collect();
             paths.sort();
             for path in paths {
-                let nvidia_gpus = read_limited(&path, 4 * 1024 * 1024)
-                    .is_some_and(|text| text.contains("nvidia.com/gpu"));
+                // CDI skips folders in its spec folders, whatever their name.
+                if std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_dir()) {
+                    continue;
+                }
+                let (nvidia_gpus, unreadable) = match read_text(&path, 4 * 1024 * 1024) {
+                    Ok(text) => (text.contains("nvidia.com/gpu"), None),
+                    // Unknown whether it names GPUs: not counted, and the cause kept.
+                    Err(error) => (false, Some(error)),
+                };
                 let name = path
                     .file_name()
                     .map(|name| name.to_string_lossy().into_owned())
@@ -135,6 +142,7 @@ impl Probe {
                 specs.push(CdiSpec {
                     path: format!("{folder}/{name}"),
                     nvidia_gpus,
+                    unreadable,
                 });
             }
         }
@@ -169,18 +177,22 @@ fn read_trimmed(path: &Path) -> Option<String> {
 }
 
 fn read_limited(path: &Path, limit: u64) -> Option<String> {
+    read_text(path, limit).ok()
+}
+
+/// At most `limit` bytes of a regular file as text, or why they could not be read. Only
+/// regular files are opened: reading a FIFO would block.
+fn read_text(path: &Path, limit: u64) -> Result<String, String> {
     use std::io::Read;
-    let metadata = std::fs::metadata(path).ok()?;
+    let metadata = std::fs::metadata(path).map_err(|error| error.to_string())?;
     if !metadata.is_file() {
-        return None;
+        return Err("it is not a regular file".into());
     }
     let mut text = String::new();
     std::fs::File::open(path)
-        .ok()?
-        .take(limit)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
+        .and_then(|file| file.take(limit).read_to_string(&mut text))
+        .map_err(|error| error.to_string())?;
+    Ok(text)
 }
 
 fn read_os_release(path: &Path) -> Option<String> {
@@ -297,16 +309,74 @@ mod tests {
             [
                 CdiSpec {
                     path: "/etc/cdi/nvidia.yaml".into(),
-                    nvidia_gpus: true
+                    nvidia_gpus: true,
+                    unreadable: None,
                 },
                 CdiSpec {
                     path: "/var/run/cdi/other.json".into(),
-                    nvidia_gpus: false
+                    nvidia_gpus: false,
+                    unreadable: None,
                 },
             ]
         );
         assert_eq!(facts.docker_socket.unwrap().access, "missing");
         assert!(facts.tools.iter().all(|tool| tool.path.is_none()));
+    }
+
+    #[test]
+    fn a_cdi_spec_that_cannot_be_read_is_recorded_as_unreadable() {
+        // Failures that stop root too: a dangling link, a link to a folder, bytes that
+        // are not text. A folder itself is no spec (CDI skips folders).
+        let root = tempfile::tempdir().unwrap();
+        let cdi = root.path().join("etc/cdi");
+        std::fs::create_dir_all(cdi.join("folder.json")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/nvidia.yaml", cdi.join("dangling.yaml")).unwrap();
+        std::os::unix::fs::symlink(cdi.join("folder.json"), cdi.join("linked.json")).unwrap();
+        std::fs::write(cdi.join("nvidia.yaml"), b"kind: nvidia.com/gpu\n\xff\xfe").unwrap();
+        std::fs::write(cdi.join("readable.yaml"), "kind: nvidia.com/gpu\n").unwrap();
+        let probe = Probe {
+            root: root.path().to_path_buf(),
+            path: Some(std::ffi::OsString::new()),
+            working_directory: root.path().to_path_buf(),
+            docker_endpoint: "tcp://127.0.0.1:1".into(),
+        };
+        let specs = probe.gather().cdi_specs;
+        let paths: Vec<&str> = specs.iter().map(|spec| spec.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/etc/cdi/dangling.yaml",
+                "/etc/cdi/linked.json",
+                "/etc/cdi/nvidia.yaml",
+                "/etc/cdi/readable.yaml"
+            ]
+        );
+        for spec in &specs[..3] {
+            assert!(!spec.nvidia_gpus, "{spec:?}");
+            assert!(
+                spec.unreadable
+                    .as_ref()
+                    .is_some_and(|error| !error.is_empty()),
+                "{spec:?}"
+            );
+        }
+        assert_eq!(
+            specs[3],
+            CdiSpec {
+                path: "/etc/cdi/readable.yaml".into(),
+                nvidia_gpus: true,
+                unreadable: None,
+            }
+        );
+    }
+
+    #[test]
+    fn cdi_specs_recorded_before_unreadable_existed_still_load() {
+        let spec: CdiSpec =
+            serde_json::from_str(r#"{"path": "/etc/cdi/nvidia.yaml", "nvidia_gpus": true}"#)
+                .unwrap();
+        assert_eq!(spec.unreadable, None);
+        assert!(spec.nvidia_gpus);
     }
 
     #[test]
