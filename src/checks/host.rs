@@ -78,7 +78,7 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
 
 /// Whether the daemon reads CDI specs: Podman natively, Docker only with CDI enabled
 /// (25+), which it shows by reporting its spec folders.
-fn cdi_enabled(daemon: &DaemonFacts) -> bool {
+pub(crate) fn cdi_enabled(daemon: &DaemonFacts) -> bool {
     daemon.kind == EngineKind::Podman
         || daemon
             .cdi_spec_dirs
@@ -87,7 +87,7 @@ fn cdi_enabled(daemon: &DaemonFacts) -> bool {
 }
 
 /// The specs that could not be read, each with why.
-fn unreadable_specs(host: &HostFacts) -> Vec<(&str, &str)> {
+pub(crate) fn unreadable_specs(host: &HostFacts) -> Vec<(&str, &str)> {
     host.cdi_specs
         .iter()
         .filter_map(|spec| {

@@ -259,6 +259,26 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
             )
             .with_hint(daemon.kind.gpu_fix())
         }
+        // No runtime or hook, and CDI specs that could not be read: one of them may be
+        // NVIDIA's, so whether the start works is unknown, not a certain failure.
+        GpuPath::Missing
+            if super::host::cdi_enabled(daemon)
+                && !super::host::unreadable_specs(host.host).is_empty() =>
+        {
+            let paths: Vec<&str> = super::host::unreadable_specs(host.host)
+                .into_iter()
+                .map(|(path, _)| path)
+                .collect();
+            Finding::warn(
+                "profile.gpu-runtime",
+                format!(
+                    "the profile asks for GPUs; the daemon has no NVIDIA runtime or hook, and its CDI spec{} {} could not be read, so whether the container gets GPUs is unknown",
+                    if paths.len() == 1 { "" } else { "s" },
+                    paths.join(", ")
+                ),
+            )
+            .with_hint("check the spec's permissions and where a link points (`docker.gpu-support` gives the error), or regenerate it: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`")
+        }
         GpuPath::Missing => {
             let message = "the profile asks for GPUs, but the daemon has no NVIDIA runtime, CDI spec or hook: start would fail with `could not select device driver \"\" with capabilities: [[gpu]]`";
             let finding = if optional {
@@ -591,6 +611,54 @@ mod tests {
             &engine(&["runc"]),
         );
         assert_eq!(find(&optional, "profile.gpu-runtime").status, Status::Warn);
+    }
+
+    /// A CDI spec the daemon would read but envctl could not: whether the container gets
+    /// GPUs is unknown, a warning that names the spec, not the certain start failure.
+    #[test]
+    fn an_unreadable_cdi_spec_makes_the_gpu_path_unknown_not_missing() {
+        let gpu = gpus(
+            "570.124.06",
+            vec![device(0, "NVIDIA H100 80GB HBM3", "9.0")],
+        );
+        let podman = EngineFacts {
+            endpoint: "unix:///run/podman/podman.sock".into(),
+            state: EngineState::Reachable(Box::new(DaemonFacts {
+                kind: crate::facts::engine::EngineKind::Podman,
+                server_version: Some("5.4.2".into()),
+                runtimes: vec!["crun".into()],
+                ..DaemonFacts::default()
+            })),
+        };
+        let host = HostFacts {
+            cdi_specs: vec![crate::facts::host::CdiSpec {
+                path: "/etc/cdi/nvidia.yaml".into(),
+                nvidia_gpus: false,
+                unreadable: Some("Permission denied (os error 13)".into()),
+            }],
+            ..HostFacts::default()
+        };
+        let view = HostView {
+            gpu: &gpu,
+            engine: &podman,
+            host: &host,
+            home: None,
+        };
+        let report = evaluate(
+            &profile(&format!("{CAREFUL}image = \"x\"\ngpus = \"all\"\n")),
+            ImageState::Absent,
+            view,
+            Matrix::bundled(),
+            &[],
+        );
+        let path = find(&report, "profile.gpu-runtime");
+        assert_eq!(path.status, Status::Warn, "{path:#?}");
+        assert!(
+            path.message
+                .contains("/etc/cdi/nvidia.yaml could not be read")
+                && path.message.contains("unknown"),
+            "{path:#?}"
+        );
     }
 
     #[test]
