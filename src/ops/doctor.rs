@@ -132,6 +132,9 @@ pub struct Facts {
     /// GPU process PIDs → the name of the container each runs in, with what could not be
     /// read; gathered with `holders`.
     pub process_owners: (std::collections::BTreeMap<u32, String>, Vec<String>),
+    /// Why the host probe gave no facts (it panicked: a bug): `host` is then empty, not
+    /// measured, and doctor says so before judging it.
+    pub host_crashed: Option<String>,
 }
 
 /// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
@@ -174,7 +177,10 @@ pub async fn gather_with(
             message: "the NVML probe crashed".into(),
         },
     });
-    let host = host_task.await.unwrap_or_default();
+    let (host, host_crashed) = match host_task.await {
+        Ok(host) => (host, None),
+        Err(error) => (HostFacts::default(), Some(error.to_string())),
+    };
     // Free space is only meaningful where the daemon's files are this machine's.
     let free_bytes = match &engine_facts.state {
         EngineState::Reachable(daemon)
@@ -198,6 +204,7 @@ pub async fn gather_with(
         today: today(context.environment.now()),
         holders: None,
         process_owners: Default::default(),
+        host_crashed,
     }
 }
 
@@ -283,7 +290,22 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         EngineState::Reachable(daemon) => daemon.cgroup_driver.clone(),
         EngineState::Unreachable { .. } => None,
     };
-    let mut findings = checks::host::docker(&facts.engine, &facts.host, facts.free_bytes.as_ref());
+    let mut findings = Vec::new();
+    if let Some(why) = &facts.host_crashed {
+        findings.push(
+            Finding::fail(
+                "host.probe",
+                format!("the host probe crashed ({why}): the kernel module, device nodes, CDI specs and tools below are missing facts, not measured ones"),
+            )
+            .with_hint("this is a bug in envctl: please report it with the output of `envctl doctor --json`")
+            .in_area(checks::Area::Nvidia),
+        );
+    }
+    findings.extend(checks::host::docker(
+        &facts.engine,
+        &facts.host,
+        facts.free_bytes.as_ref(),
+    ));
     findings.extend(checks::gpu::nvml(
         &facts.gpu,
         &facts.host,

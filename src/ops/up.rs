@@ -880,11 +880,12 @@ async fn reuse(
     if recreate {
         return Ok(Reuse::Replace);
     }
-    let inspected = engine
-        .inspect_container_json(&existing.id)
-        .await?
-        .unwrap_or_default();
-    let mut changes = spec::drift::changes(body, &inspected);
+    // Removed since it was met (another `down`): no inspect to compare, so no list of
+    // changes is made up; the config hash it had is the change.
+    let mut changes = match engine.inspect_container_json(&existing.id).await? {
+        Some(inspected) => spec::drift::changes(body, &inspected),
+        None => Vec::new(),
+    };
     if changes.is_empty() {
         changes.push("the profile's settings changed (config hash differs)".into());
     }

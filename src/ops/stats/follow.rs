@@ -21,7 +21,7 @@ use super::sampler::{
 use super::serve::StatsServer;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
-use crate::facts::container::{ContainerResources, ContainerSample};
+use crate::facts::container::{ContainerDetails, ContainerResources, ContainerSample};
 use crate::host::cgroup::{self, LocalContainer};
 use crate::monitor::Window;
 use crate::monitor::failure::{Failure, FailureKind, FailureSubject};
@@ -164,8 +164,10 @@ pub async fn follow<S>(
         failures.extend(gpu_failure);
         // While the daemon is away, the stopped wait: their inspect would only time out.
         if lost.is_none() {
-            let (found, inspect_failures) = inspect_stopped(engine, following.take_stopped()).await;
+            let (found, inspect_failures, still_running) =
+                inspect_stopped(engine, following.take_stopped()).await;
             ended.extend(found);
+            following.ask_again(still_running);
             failures.extend(inspect_failures);
             let excess = ended.len().saturating_sub(EndedContainer::KEPT);
             ended.drain(..excess);
@@ -215,35 +217,56 @@ pub async fn follow<S>(
 }
 
 /// How each of `stopped` ended, as its inspect says (a container removed meanwhile has
-/// nothing to say); the time is left NaN for the sample to fill in.
+/// nothing to say); the time is left NaN for the sample to fill in. Those the inspect
+/// still calls running come back third: the engine writes a container's end a moment
+/// after its cgroup is gone (seen under load), and one asked too early must be asked
+/// again, or its end (an OOM kill) is never said.
 async fn inspect_stopped(
     engine: &Engine,
     stopped: Vec<Target>,
-) -> (Vec<EndedContainer>, Vec<Failure>) {
+) -> (Vec<EndedContainer>, Vec<Failure>, Vec<Target>) {
     let answers =
         futures_util::future::join_all(stopped.iter().map(|target| {
             tokio::time::timeout(ENDED_TIMEOUT, engine.inspect_container(&target.id))
         }))
-        .await;
+        .await
+        .into_iter()
+        .map(Result::ok)
+        .collect();
+    sort_inspected(&engine.at(), stopped, answers)
+}
+
+/// The inspect answers of [`inspect_stopped`] sorted out; `None` is an inspect that took
+/// longer than [`ENDED_TIMEOUT`].
+fn sort_inspected(
+    endpoint: &crate::engine::Endpoint,
+    stopped: Vec<Target>,
+    answers: Vec<Option<Result<Option<ContainerDetails>, EngineError>>>,
+) -> (Vec<EndedContainer>, Vec<Failure>, Vec<Target>) {
     let mut found = Vec::new();
     let mut failures = Vec::new();
+    let mut still_running = Vec::new();
     for (target, answer) in stopped.into_iter().zip(answers) {
         match answer {
-            Ok(Ok(Some(details))) => {
-                found.extend(sampler::ended(&details, target.profile.clone(), f64::NAN));
+            Some(Ok(Some(details))) => {
+                match sampler::ended(&details, target.profile.clone(), f64::NAN) {
+                    Some(end) => found.push(end),
+                    None => still_running.push(target),
+                }
             }
-            Ok(Ok(None)) => {}
-            Ok(Err(error)) => failures.push(container_failure(&target, &error)),
-            Err(_) => failures.push(container_failure(
+            // Removed meanwhile (`--rm`): it has nothing to say.
+            Some(Ok(None)) => {}
+            Some(Err(error)) => failures.push(container_failure(&target, &error)),
+            None => failures.push(container_failure(
                 &target,
                 &EngineError::Timeout {
-                    endpoint: engine.at(),
+                    endpoint: endpoint.clone(),
                     seconds: ENDED_TIMEOUT.as_secs(),
                 },
             )),
         }
     }
-    (found, failures)
+    (found, failures, still_running)
 }
 
 /// The latest a container's stream said.
@@ -487,9 +510,78 @@ impl Following<'_> {
         std::mem::take(&mut self.stopped)
     }
 
+    /// Asks about `targets` again at the next sample, unless one is followed again (the
+    /// listing found it running: then it did not end).
+    fn ask_again(&mut self, targets: Vec<Target>) {
+        self.stopped.extend(
+            targets
+                .into_iter()
+                .filter(|target| !self.followed.contains_key(&target.id)),
+        );
+    }
+
     fn stop(&self) {
         for entry in self.followed.values() {
             entry.stop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(id: &str) -> Target {
+        Target {
+            id: id.into(),
+            name: format!("box-{id}"),
+            profile: Some("p".into()),
+        }
+    }
+
+    fn details(id: &str, running: bool) -> ContainerDetails {
+        ContainerDetails {
+            id: id.into(),
+            name: format!("box-{id}"),
+            image: "busybox".into(),
+            running,
+            status: if running { "running" } else { "exited" }.into(),
+            exit_code: (!running).then_some(137),
+            oom_killed: Some(!running),
+            started_at: None,
+            labels: BTreeMap::new(),
+            gpus: None,
+            volumes: Vec::new(),
+        }
+    }
+
+    /// A container whose cgroup is gone but whose inspect still says running (the engine
+    /// writes the end a moment later) is asked again, not forgotten; an ended one is said,
+    /// a removed one says nothing, and an inspect that timed out is a failure.
+    #[test]
+    fn an_inspect_that_still_says_running_is_asked_again() {
+        let endpoint = crate::engine::Endpoint::unidentified("unix:///run/docker.sock");
+        let (found, failures, again) = sort_inspected(
+            &endpoint,
+            vec![target("a"), target("b"), target("c"), target("d")],
+            vec![
+                Some(Ok(Some(details("a", true)))),
+                Some(Ok(Some(details("b", false)))),
+                Some(Ok(None)),
+                None,
+            ],
+        );
+        assert_eq!(
+            again
+                .iter()
+                .map(|target| target.id.as_str())
+                .collect::<Vec<_>>(),
+            ["a"]
+        );
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].id, "b");
+        assert_eq!(found[0].oom_killed, Some(true));
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].kind, FailureKind::Timeout);
     }
 }
