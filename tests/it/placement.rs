@@ -533,18 +533,25 @@ impl Drop for CdiSpec {
     }
 }
 
-#[test]
-fn four_concurrent_ups_never_share_a_gpu() {
-    let Some(engines) = engines() else { return };
-    let Some(podman) = engines
+/// The Podman 5.4 service these tests need: `None` (said as a skip) only where no engine
+/// is required; with `ENVCTL_REQUIRE_DOCKER=1` its absence fails `test`.
+fn podman_5_4(test: &str) -> Option<crate::support::engines::TestEngine> {
+    let podman = engines()?
         .into_iter()
-        .find(|engine| engine.family == Family::Podman && engine.version_pair() >= (5, 4))
-    else {
+        .find(|engine| engine.family == Family::Podman && engine.version_pair() >= (5, 4));
+    if podman.is_none() {
         assert!(
             std::env::var_os(docker::REQUIRE_DOCKER_ENV).is_none(),
-            "no Podman 5.4 service in ENVCTL_TEST_PODMAN: the concurrent placement test needs one"
+            "no Podman 5.4 service in ENVCTL_TEST_PODMAN: {test} needs one"
         );
-        eprintln!("SKIPPED four_concurrent_ups_never_share_a_gpu: no Podman 5.4 service");
+        eprintln!("SKIPPED {test}: no Podman 5.4 service");
+    }
+    podman
+}
+
+#[test]
+fn four_concurrent_ups_never_share_a_gpu() {
+    let Some(podman) = podman_5_4("four_concurrent_ups_never_share_a_gpu") else {
         return;
     };
     let _turn = turn();
@@ -819,16 +826,7 @@ fn post_json(socket: &str, path: &str, body: &Value) -> (u16, String) {
 /// nvidia.com/gpu=…` sends it) holds its GPU all the same, and `up` places around it.
 #[test]
 fn another_tools_cdi_container_on_podman_holds_its_gpu() {
-    let Some(engines) = engines() else { return };
-    let Some(podman) = engines
-        .into_iter()
-        .find(|engine| engine.family == Family::Podman && engine.version_pair() >= (5, 4))
-    else {
-        assert!(
-            std::env::var_os(docker::REQUIRE_DOCKER_ENV).is_none(),
-            "no Podman 5.4 service in ENVCTL_TEST_PODMAN: the CDI holder test needs one"
-        );
-        eprintln!("SKIPPED another_tools_cdi_container_on_podman_holds_its_gpu: no Podman 5.4");
+    let Some(podman) = podman_5_4("another_tools_cdi_container_on_podman_holds_its_gpu") else {
         return;
     };
     let _turn = turn();
