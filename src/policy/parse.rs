@@ -7,7 +7,9 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::{Policy, PolicyError, Rule};
-use crate::profile::diagnostic::{Diagnostic, SourceText};
+use crate::profile::diagnostic::{
+    CpuCount, Diagnostic, MAXIMUM_GPU_COUNT, SourceText, cpu_count, cpus_range_problem,
+};
 use crate::profile::image::ImageReference;
 use crate::profile::size::ByteSize;
 
@@ -21,11 +23,6 @@ const LIMIT_KEYS: [&str; 5] = [
 ];
 const IMAGE_KEYS: [&str; 1] = ["registries"];
 const PORT_KEYS: [&str; 1] = ["loopback_only"];
-
-/// More GPUs than this is a typo (the profile's own limit).
-const MAXIMUM_GPUS: i64 = 1024;
-/// More CPUs than this is a typo (the profile's own limit).
-const MAXIMUM_CPUS: f64 = 4096.0;
 
 type Value<'i> = Spanned<DeValue<'i>>;
 type Key<'i> = Spanned<std::borrow::Cow<'i, str>>;
@@ -173,11 +170,11 @@ impl Parser<'_> {
             return None;
         };
         match i64::from_str_radix(integer.as_str(), integer.radix()) {
-            Ok(count @ 0..=MAXIMUM_GPUS) => u32::try_from(count).ok(),
+            Ok(count @ 0..=MAXIMUM_GPU_COUNT) => u32::try_from(count).ok(),
             _ => {
                 self.error(
                     value.span(),
-                    format!("`limits.{key}` must be a whole number from 0 to {MAXIMUM_GPUS}"),
+                    format!("`limits.{key}` must be a whole number from 0 to {MAXIMUM_GPU_COUNT}"),
                     Some(format!("for example: {example} (0 allows no GPU at all)")),
                 );
                 None
@@ -218,24 +215,15 @@ impl Parser<'_> {
     }
 
     fn cpus(&mut self, value: &Value<'_>) -> Option<f64> {
-        let number = match value.get_ref() {
-            DeValue::Integer(integer) => i64::from_str_radix(integer.as_str(), integer.radix())
-                .ok()
-                .map(|count| count as f64),
-            DeValue::Float(float) => float.as_str().parse::<f64>().ok(),
-            _ => {
+        match cpu_count(value.get_ref()) {
+            CpuCount::Cpus(cpus) => Some(cpus),
+            CpuCount::NotANumber => {
                 self.type_error("limits.max_cpus", value, "a number", "max_cpus = 16");
-                return None;
+                None
             }
-        };
-        match number {
-            Some(cpus) if cpus.is_finite() && cpus > 0.0 && cpus <= MAXIMUM_CPUS => Some(cpus),
-            _ => {
-                self.error(
-                    value.span(),
-                    format!("`limits.max_cpus` must be greater than 0 and at most {MAXIMUM_CPUS}"),
-                    Some("fractions are fine: max_cpus = 0.5".into()),
-                );
+            CpuCount::OutOfRange => {
+                let (message, hint) = cpus_range_problem("limits.max_cpus");
+                self.error(value.span(), message, Some(hint));
                 None
             }
         }

@@ -93,6 +93,51 @@ impl<'a> SourceText<'a> {
 /// Lines longer than this are not quoted under a diagnostic.
 const MAXIMUM_SNIPPET_CHARACTERS: usize = 200;
 
+/// More GPUs than this in one container is a typo: the limit of a profile's `gpus` and of
+/// the host policy's GPU counts alike.
+pub const MAXIMUM_GPU_COUNT: i64 = 1024;
+/// More CPUs than this is a typo, and would overflow Docker's NanoCpus: the limit of a
+/// profile's `cpus` and of the policy's `max_cpus` alike.
+pub const MAXIMUM_CPUS: f64 = 4096.0;
+
+/// A TOML value read as a CPU count, by one rule for the profile's `cpus` and the host
+/// policy's `limits.max_cpus`.
+pub enum CpuCount {
+    Cpus(f64),
+    /// Not a TOML number: each file words its own type error.
+    NotANumber,
+    /// A number, but not above 0 and at most [`MAXIMUM_CPUS`] (or not finite).
+    OutOfRange,
+}
+
+pub fn cpu_count(value: &toml::de::DeValue<'_>) -> CpuCount {
+    use toml::de::DeValue;
+    let number = match value {
+        DeValue::Integer(integer) => i64::from_str_radix(integer.as_str(), integer.radix())
+            .ok()
+            .map(|count| count as f64),
+        DeValue::Float(float) => float.as_str().parse::<f64>().ok(),
+        _ => return CpuCount::NotANumber,
+    };
+    match number {
+        Some(cpus) if cpus.is_finite() && cpus > 0.0 && cpus <= MAXIMUM_CPUS => {
+            CpuCount::Cpus(cpus)
+        }
+        _ => CpuCount::OutOfRange,
+    }
+}
+
+/// The message and hint for a CPU count out of range, for `key`.
+pub fn cpus_range_problem(key: &str) -> (String, String) {
+    (
+        format!("`{key}` must be greater than 0 and at most {MAXIMUM_CPUS}"),
+        format!(
+            "fractions are fine: {} = 0.5",
+            key.rsplit('.').next().unwrap_or(key)
+        ),
+    )
+}
+
 /// A diagnostic about a whole file (too large, unreadable) rather than a place in it.
 /// The hint for an unknown key, worded alike in profiles and the host policy: the
 /// suggestion (each file's own rule finds it), else the list of known keys.

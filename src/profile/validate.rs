@@ -7,7 +7,9 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use super::diagnostic::{Diagnostic, SourceText};
+use super::diagnostic::{
+    CpuCount, Diagnostic, MAXIMUM_GPU_COUNT, SourceText, cpu_count, cpus_range_problem,
+};
 use super::layer::{ExtendsReference, Layer, LayerKey};
 use super::model::{
     GpuPlacement, GpuRequest, Ipc, Mount, PortBinding, Stack, ULIMIT_NAMES, Ulimit,
@@ -17,10 +19,6 @@ use super::{mounts, ports};
 
 /// Docker refuses a memory limit below 6 MiB.
 pub const MINIMUM_MEMORY: u64 = 6 * 1024 * 1024;
-/// More GPUs than this in one container is a typo.
-const MAXIMUM_GPU_COUNT: i64 = 1024;
-/// More CPUs than this is a typo, and would overflow Docker's NanoCpus.
-const MAXIMUM_CPUS: f64 = 4096.0;
 /// Command names envctl itself handles in `envctl exec`.
 pub const RESERVED_COMMANDS: [&str; 1] = ["nvidia-check"];
 
@@ -617,32 +615,23 @@ impl Checker<'_> {
     }
 
     fn cpus(&mut self, value: &Value<'_>) -> Option<f64> {
-        let number = match value.get_ref() {
-            DeValue::Integer(integer) => i64::from_str_radix(integer.as_str(), integer.radix())
-                .ok()
-                .map(|n| n as f64),
-            DeValue::Float(float) => float.as_str().parse::<f64>().ok(),
-            DeValue::String(text) => {
+        match (value.get_ref(), cpu_count(value.get_ref())) {
+            (_, CpuCount::Cpus(cpus)) => Some(cpus),
+            (DeValue::String(text), _) => {
                 self.error(
                     value.span(),
                     format!("`cpus` must be a number, found the string \"{text}\""),
                     Some(format!("write it without quotes: cpus = {text}")),
                 );
-                return None;
+                None
             }
-            _ => {
+            (_, CpuCount::NotANumber) => {
                 self.type_error("cpus", value, "a number", "cpus = 8 or cpus = 0.5");
-                return None;
+                None
             }
-        };
-        match number {
-            Some(cpus) if cpus.is_finite() && cpus > 0.0 && cpus <= MAXIMUM_CPUS => Some(cpus),
-            _ => {
-                self.error(
-                    value.span(),
-                    format!("`cpus` must be greater than 0 and at most {MAXIMUM_CPUS}"),
-                    Some("fractions are fine: cpus = 0.5".into()),
-                );
+            (_, CpuCount::OutOfRange) => {
+                let (message, hint) = cpus_range_problem("cpus");
+                self.error(value.span(), message, Some(hint));
                 None
             }
         }
