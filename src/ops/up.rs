@@ -226,21 +226,12 @@ pub async fn up(
         // `still_free` checks its pinned GPUs) or names what changed.
         let existing = engine.inspect_container(name).await?;
         let exists = existing.is_some();
-        if !exists {
-            pull = pull_before_placing(engine, plan, &facts, pull, context).await?;
-        }
         let placed = if exists {
             placement::Placed::unplaced(&plan.body)
         } else {
-            placement::place(
-                engine,
-                &plan.body,
-                resolved.profile.placement,
-                &facts.gpu,
-                Some(&context.environment.gpu_lock_path()),
-                context,
-            )
-            .await?
+            let (pulled, placed) = pull_and_place(engine, plan, &facts, pull, context).await?;
+            pull = pulled;
+            placed
         };
         let body = gpu_body(plan, &placed.body, &facts, context)?;
         if let Some(report) = &placed.report {
@@ -340,17 +331,10 @@ pub async fn up(
                     // The old container's GPUs are free now: the new one is placed
                     // afresh, under the lock, like any other.
                     if placed.is_some() {
-                        // The image first, outside the lock (the profile may name a new one).
-                        pull = pull_before_placing(engine, plan, &facts, pull, context).await?;
-                        let replaced = placement::place(
-                            engine,
-                            &plan.body,
-                            resolved.profile.placement,
-                            &facts.gpu,
-                            Some(&context.environment.gpu_lock_path()),
-                            context,
-                        )
-                        .await?;
+                        // The profile may name a new image: pulled first, outside the lock.
+                        let (pulled, replaced) =
+                            pull_and_place(engine, plan, &facts, pull, context).await?;
+                        pull = pulled;
                         body = gpu_body(plan, &replaced.body, &facts, context)?;
                         placed = Some(replaced);
                     }
@@ -438,6 +422,29 @@ pub async fn up(
 /// Placement holds the host-wide lock from choosing to creating: when it will, the image
 /// is pulled first (per `pull`), so no one waits on another user's download. Gives the
 /// policy for the create that follows (`always` has just pulled).
+/// The image made present (never under the lock), then the GPUs placed under the host's
+/// lock: for a new container and for one `--recreate` replaces alike. The pull policy
+/// that is left for the create comes back with the placement.
+async fn pull_and_place(
+    engine: &Engine,
+    plan: &Plan,
+    facts: &crate::ops::doctor::Facts,
+    pull: PullPolicy,
+    context: &Context,
+) -> Result<(PullPolicy, placement::Placed), Error> {
+    let pull = pull_before_placing(engine, plan, facts, pull, context).await?;
+    let placed = placement::place(
+        engine,
+        &plan.body,
+        plan.resolved.profile.placement,
+        &facts.gpu,
+        Some(&context.environment.gpu_lock_path()),
+        context,
+    )
+    .await?;
+    Ok((pull, placed))
+}
+
 async fn pull_before_placing(
     engine: &Engine,
     plan: &Plan,
