@@ -106,26 +106,7 @@ impl Engine {
 
     /// Podman's `/info` field `Rootless`, read from the raw answer (at most 1 MiB).
     async fn podman_rootless(&self) -> Result<bool, EngineError> {
-        const LIMIT: usize = 1 << 20;
-        let mut body = self.get_body("/info", self.answer_deadline()).await?;
-        let mut bytes = Vec::new();
-        let read = async {
-            while bytes.len() <= LIMIT {
-                if body.next(&mut bytes).await? == 0 {
-                    break;
-                }
-            }
-            Ok::<(), std::io::Error>(())
-        };
-        self.with_deadline("GET /info", self.answer_deadline(), read)
-            .await?
-            .map_err(|error| self.io_error(error))?;
-        let answer: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|error| EngineError::BadAnswer {
-                endpoint: self.at(),
-                problem: error.to_string(),
-                answer: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
-            })?;
+        let answer: serde_json::Value = self.get_json("/info", "GET /info", 1 << 20).await?;
         Ok(answer.get("Rootless").and_then(serde_json::Value::as_bool) == Some(true))
     }
 

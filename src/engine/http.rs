@@ -110,6 +110,41 @@ impl Engine {
         })
     }
 
+    /// `GET path_and_query`'s JSON answer, read as it comes within the answer deadline
+    /// (`what` names the request in a stalled-answer error) and at most `limit` bytes: a
+    /// longer answer, or one that is not this JSON, is a bad answer quoting its start.
+    pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path_and_query: &str,
+        what: &'static str,
+        limit: usize,
+    ) -> Result<T, EngineError> {
+        let mut body = self
+            .get_body(path_and_query, self.answer_deadline())
+            .await?;
+        let mut bytes = Vec::new();
+        let read = async {
+            while bytes.len() <= limit {
+                if body.next(&mut bytes).await? == 0 {
+                    break;
+                }
+            }
+            Ok::<(), std::io::Error>(())
+        };
+        self.with_deadline(what, self.answer_deadline(), read)
+            .await?
+            .map_err(|error| self.io_error(error))?;
+        let bad_answer = |problem: String| EngineError::BadAnswer {
+            endpoint: self.at(),
+            problem,
+            answer: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
+        };
+        if bytes.len() > limit {
+            return Err(bad_answer(format!("an answer over {} MiB", limit >> 20)));
+        }
+        serde_json::from_slice(&bytes).map_err(|error| bad_answer(error.to_string()))
+    }
+
     /// Which engine answers, from the headers of a `GET /_ping`: as cheap as the ping,
     /// where `/version` costs Docker 20.10 some 8 ms (it asks containerd and runc). Only
     /// for how messages and hints name the engine ([`Engine::known_kind`]); what must

@@ -82,31 +82,8 @@ impl Engine {
             path.push_str("&filters=");
             path.extend(url::form_urlencoded::byte_serialize(filters.as_bytes()));
         }
-        let mut body = self.get_body(&path, self.answer_deadline()).await?;
-        let mut bytes = Vec::new();
-        let read = async {
-            while bytes.len() <= MAX_LIST_BYTES {
-                if body.next(&mut bytes).await? == 0 {
-                    break;
-                }
-            }
-            Ok::<(), std::io::Error>(())
-        };
-        self.with_deadline("listing containers", self.answer_deadline(), read)
-            .await?
-            .map_err(|error| self.io_error(error))?;
-        let bad_answer = |problem: String| EngineError::BadAnswer {
-            endpoint: self.at(),
-            problem,
-            answer: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
-        };
-        if bytes.len() > MAX_LIST_BYTES {
-            return Err(bad_answer(format!(
-                "a container list over {} MiB",
-                MAX_LIST_BYTES >> 20
-            )));
-        }
-        serde_json::from_slice(&bytes).map_err(|error| bad_answer(error.to_string()))
+        self.get_json(&path, "listing containers", MAX_LIST_BYTES)
+            .await
     }
 }
 
