@@ -112,7 +112,8 @@ fn gpu_count(body: &CreateBody, host_gpu_count: Option<u32>) -> Option<u32> {
     for request in &body.host_config.device_requests {
         let count = match &request.device_ids {
             Some(ids) if !ids.is_empty() => u32::try_from(ids.len()).unwrap_or(u32::MAX),
-            _ => u32::try_from(request.count).unwrap_or(0),
+            // A count no u32 holds is never "none": it saturates, as a list does.
+            _ => u32::try_from(request.count).unwrap_or(u32::MAX),
         };
         total = total.saturating_add(count);
     }
