@@ -759,16 +759,7 @@ struct CdiSpec {
 impl CdiSpec {
     fn write(spec_dir: &Path, folder: &Path) -> CdiSpec {
         let node = folder.join("gpu0");
-        let made = std::process::Command::new("mknod")
-            .arg(&node)
-            .args(["c", "1", "3"])
-            .output()
-            .unwrap();
-        assert!(
-            made.status.success(),
-            "mknod (needs root): {}",
-            String::from_utf8_lossy(&made.stderr)
-        );
+        crate::support::engines::null_device_node(&node);
         let edits = |device: &str| {
             json!({
                 "env": [format!("ENVCTL_TEST_CDI={device}")],

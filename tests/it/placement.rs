@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::cli::Run;
 use crate::support::docker::{self, TEST_LABEL, unique_name};
 use crate::support::engines::{CDI_DIR_ENV, Family, engines};
 use crate::support::nvml;
@@ -83,30 +84,6 @@ fn nanos() -> u32 {
         .subsec_nanos()
 }
 
-/// One envctl run.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            formatter,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|error| panic!("stdout is not JSON ({error}):\n{self}"))
-    }
-}
-
 fn envctl(folder: &Path, machine: &Machine, host: &str, arguments: &[&str]) -> Run {
     let mut command = crate::support::cli::envctl_in(folder);
     command
@@ -119,12 +96,7 @@ fn envctl(folder: &Path, machine: &Machine, host: &str, arguments: &[&str]) -> R
     if !host.is_empty() {
         command.env("DOCKER_HOST", host);
     }
-    let output = command.output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(command.output().unwrap())
 }
 
 /// A folder with `./envctl/NAME.toml` for each `(name, rest)`.
@@ -491,16 +463,7 @@ impl CdiSpec {
             .enumerate()
             .map(|(index, uuid)| {
                 let node = nodes.join(format!("gpu{index}"));
-                let made = std::process::Command::new("mknod")
-                    .arg(&node)
-                    .args(["c", "1", "3"])
-                    .output()
-                    .unwrap();
-                assert!(
-                    made.status.success(),
-                    "mknod (needs root): {}",
-                    String::from_utf8_lossy(&made.stderr)
-                );
+                crate::support::engines::null_device_node(&node);
                 serde_json::json!({
                     "name": uuid,
                     "containerEdits": {

@@ -10,28 +10,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::cli::envctl_in;
+use crate::support::cli::{Run, envctl_in};
 use crate::support::docker::{
     ContainerGuard, container_exists, docker_stdout, require_daemon, test_image, unique_name,
 };
 use crate::support::nvml::{fixture, stub_library};
-
-/// What one run printed and how it ended.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            formatter,
-            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
 
 /// A folder with `./policy.toml` and the profile `./envctl/<name>.toml`.
 struct World {
@@ -70,12 +53,7 @@ impl World {
         for (key, value) in environment {
             command.env(key, value);
         }
-        let output = command.args(arguments).output().unwrap();
-        Run {
-            code: output.status.code().unwrap(),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
+        Run::of(command.args(arguments).output().unwrap())
     }
 
     fn dry_run(&self) -> Run {

@@ -42,3 +42,38 @@ pub fn envctl_for_other_users() -> (tempfile::TempDir, std::path::PathBuf) {
     }
     (folder, copy)
 }
+
+/// One finished run of envctl: its exit code and both streams, all shown when an
+/// assertion about it fails.
+pub struct Run {
+    /// The exit code; -1 for a run a signal ended (which no test expects).
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn of(output: std::process::Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// stdout as one JSON document.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|error| panic!("stdout is not JSON ({error}):\n{self}"))
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}

@@ -482,3 +482,19 @@ pub fn registry_manifest_digest(addr: SocketAddr, repo: &str, tag: &str) -> Stri
         .map(|(_, value)| value.trim().to_owned())
         .unwrap_or_else(|| panic!("no Docker-Content-Digest in: {answer}"))
 }
+
+/// A character device at `path` with /dev/null's numbers (1:3), for a test CDI spec's
+/// device node (NVIDIA's specs name `/dev/nvidiaN`). Needs root, as CI runs.
+pub fn null_device_node(path: &Path) {
+    let made = std::process::Command::new("mknod")
+        .arg(path)
+        .args(["c", "1", "3"])
+        .output()
+        .unwrap_or_else(|error| panic!("mknod: {error}"));
+    assert!(
+        made.status.success(),
+        "mknod {} (needs root): {}",
+        path.display(),
+        String::from_utf8_lossy(&made.stderr)
+    );
+}
