@@ -78,7 +78,7 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
 
 /// Whether the daemon reads CDI specs: Podman natively, Docker only with CDI enabled
 /// (25+), which it shows by reporting its spec folders.
-pub(crate) fn cdi_enabled(daemon: &DaemonFacts) -> bool {
+fn cdi_enabled(daemon: &DaemonFacts) -> bool {
     daemon.kind == EngineKind::Podman
         || daemon
             .cdi_spec_dirs
@@ -86,8 +86,25 @@ pub(crate) fn cdi_enabled(daemon: &DaemonFacts) -> bool {
             .is_some_and(|dirs| !dirs.is_empty())
 }
 
+/// The CDI specs that make GPU access unknown: nothing else gives GPUs (`support`), and
+/// the daemon would read a spec that could not be read here, which may be NVIDIA's.
+/// Empty where access is known either way.
+fn specs_making_gpus_unknown<'a>(
+    daemon: &DaemonFacts,
+    host: &'a HostFacts,
+    support: &GpuSupport,
+) -> Vec<&'a str> {
+    if *support != GpuSupport::None || !cdi_enabled(daemon) {
+        return Vec::new();
+    }
+    unreadable_specs(host)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
+}
+
 /// The specs that could not be read, each with why.
-pub(crate) fn unreadable_specs(host: &HostFacts) -> Vec<(&str, &str)> {
+fn unreadable_specs(host: &HostFacts) -> Vec<(&str, &str)> {
     host.cdi_specs
         .iter()
         .filter_map(|spec| {
@@ -98,7 +115,7 @@ pub(crate) fn unreadable_specs(host: &HostFacts) -> Vec<(&str, &str)> {
         .collect()
 }
 
-fn cdi_spec_hint(paths: &[&str]) -> String {
+pub(crate) fn cdi_spec_hint(paths: &[&str]) -> String {
     format!(
         "check that {} {} a readable file (its permissions, and where a link points: `ls -lL {}`), or, for NVIDIA's spec, generate it again: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
         paths.join(" and "),
@@ -118,6 +135,9 @@ pub enum GpuPath {
     /// The daemon is rootless, and rootless Docker reaches GPUs only through CDI, which is
     /// not set up (the runtime and the hook need root).
     RootlessWithoutCdi,
+    /// No runtime or hook, and CDI specs the daemon reads that could not be read here:
+    /// one of them may be NVIDIA's, so whether containers get GPUs is unknown.
+    Unknown { unreadable_specs: Vec<String> },
     /// No runtime, CDI spec or hook.
     Missing,
 }
@@ -133,7 +153,12 @@ pub fn gpu_path(daemon: &DaemonFacts, host: &HostFacts) -> GpuPath {
             GpuPath::Open(support)
         }
         _ if daemon.rootless => GpuPath::RootlessWithoutCdi,
-        GpuSupport::None => GpuPath::Missing,
+        GpuSupport::None => match specs_making_gpus_unknown(daemon, host, &GpuSupport::None) {
+            specs if specs.is_empty() => GpuPath::Missing,
+            specs => GpuPath::Unknown {
+                unreadable_specs: specs.into_iter().map(str::to_string).collect(),
+            },
+        },
         support => GpuPath::Open(support),
     }
 }
@@ -284,9 +309,7 @@ fn docker_findings(
         return findings;
     }
     let unreadable = unreadable_specs(host);
-    // Nothing else gives GPUs, and the daemon would read a spec that could not be read
-    // here: whether containers get GPUs is unknown, not no.
-    let unknown = support == GpuSupport::None && cdi_enabled(daemon) && !unreadable.is_empty();
+    let unknown = !specs_making_gpus_unknown(daemon, host, &support).is_empty();
     let finding = match &support {
         GpuSupport::None if unknown => {
             let paths: Vec<&str> = unreadable.iter().map(|(path, _)| *path).collect();

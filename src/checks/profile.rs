@@ -259,26 +259,17 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
             )
             .with_hint(daemon.kind.gpu_fix())
         }
-        // No runtime or hook, and CDI specs that could not be read: one of them may be
-        // NVIDIA's, so whether the start works is unknown, not a certain failure.
-        GpuPath::Missing
-            if super::host::cdi_enabled(daemon)
-                && !super::host::unreadable_specs(host.host).is_empty() =>
-        {
-            let paths: Vec<&str> = super::host::unreadable_specs(host.host)
-                .into_iter()
-                .map(|(path, _)| path)
-                .collect();
-            Finding::warn(
-                "profile.gpu-runtime",
-                format!(
-                    "the profile asks for GPUs; the daemon has no NVIDIA runtime or hook, and its CDI spec{} {} could not be read, so whether the container gets GPUs is unknown",
-                    if paths.len() == 1 { "" } else { "s" },
-                    paths.join(", ")
-                ),
-            )
-            .with_hint("check the spec's permissions and where a link points (`docker.gpu-support` gives the error), or regenerate it: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`")
-        }
+        GpuPath::Unknown { unreadable_specs } => Finding::warn(
+            "profile.gpu-runtime",
+            format!(
+                "the profile asks for GPUs; the daemon has no NVIDIA runtime or hook, and its CDI spec{} {} could not be read, so whether the container gets GPUs is unknown",
+                if unreadable_specs.len() == 1 { "" } else { "s" },
+                unreadable_specs.join(", ")
+            ),
+        )
+        .with_hint(super::host::cdi_spec_hint(
+            &unreadable_specs.iter().map(String::as_str).collect::<Vec<_>>(),
+        )),
         GpuPath::Missing => {
             let message = "the profile asks for GPUs, but the daemon has no NVIDIA runtime, CDI spec or hook: start would fail with `could not select device driver \"\" with capabilities: [[gpu]]`";
             let finding = if optional {
