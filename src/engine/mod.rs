@@ -160,14 +160,13 @@ impl Engine {
     /// else a `_ping`'s headers' (`Context::engine` reads them when it connects), else
     /// `Unknown`.
     pub fn known_kind(&self) -> crate::facts::engine::EngineKind {
-        match (self.identity.get(), self.pinged.get()) {
-            (Some(identity), _) if identity.kind != crate::facts::engine::EngineKind::Unknown => {
-                identity.kind
-            }
-            (_, Some(pinged)) => *pinged,
-            (Some(identity), None) => identity.kind,
-            (None, None) => crate::facts::engine::EngineKind::Unknown,
-        }
+        use crate::facts::engine::EngineKind;
+        self.identity
+            .get()
+            .map(|identity| identity.kind)
+            .filter(|kind| *kind != EngineKind::Unknown)
+            .or_else(|| self.pinged.get().copied())
+            .unwrap_or(EngineKind::Unknown)
     }
 
     /// Records the engine a `_ping`'s headers named.

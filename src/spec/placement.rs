@@ -165,56 +165,63 @@ fn resolve(
             Vec::new(),
         ),
         GpuAssignment::Devices(names) => {
-            let mut on = Vec::new();
-            let mut missing = Vec::new();
-            for name in names {
-                if name == "all" {
-                    on.extend_from_slice(indexes);
-                    continue;
-                }
-                let found = match name.parse::<u32>() {
-                    Ok(index) => indexes.contains(&index).then_some(index),
-                    Err(_) => gpus
-                        .iter()
-                        .find(|gpu| {
-                            gpu.uuid
-                                .value()
-                                .is_some_and(|uuid| uuid.eq_ignore_ascii_case(name))
-                        })
-                        .map(|gpu| gpu.index),
-                };
-                match found {
-                    Some(index) => on.push(index),
-                    None => missing.push(name.clone()),
-                }
+            let (on, missing) = matched(
+                names
+                    .iter()
+                    .filter(|name| *name != "all")
+                    .map(|name| (name.clone(), device(name, gpus, indexes))),
+            );
+            // `all` among the names takes every GPU; the others are still checked.
+            if names.iter().any(|name| name == "all") {
+                (indexes.to_vec(), missing)
+            } else {
+                (on, missing)
             }
-            on.sort_unstable();
-            on.dedup();
-            (on, missing)
         }
         // A node names its GPU by minor number; one NVML cannot match (or whose minor
         // it could not read) is listed as unmapped, never guessed.
-        GpuAssignment::Nodes(minors) => {
-            let mut on = Vec::new();
-            let mut missing = Vec::new();
-            for minor in minors {
-                let found = gpus
-                    .iter()
-                    .find(|gpu| gpu.minor_number.value() == Some(minor))
-                    .map(|gpu| gpu.index);
-                match found {
-                    Some(index) => on.push(index),
-                    None => missing.push(format!(
-                        "{}{minor}",
-                        crate::facts::container::NVIDIA_NODE_PREFIX
-                    )),
-                }
-            }
-            on.sort_unstable();
-            on.dedup();
-            (on, missing)
+        GpuAssignment::Nodes(minors) => matched(minors.iter().map(|minor| {
+            let index = gpus
+                .iter()
+                .find(|gpu| gpu.minor_number.value() == Some(minor))
+                .map(|gpu| gpu.index);
+            (
+                format!("{}{minor}", crate::facts::container::NVIDIA_NODE_PREFIX),
+                index,
+            )
+        })),
+    }
+}
+
+/// The GPU an index or a `GPU-…` UUID names, by index; `None` when none here has it.
+fn device(name: &str, gpus: &[GpuDevice], indexes: &[u32]) -> Option<u32> {
+    match name.parse::<u32>() {
+        Ok(index) => indexes.contains(&index).then_some(index),
+        Err(_) => gpus
+            .iter()
+            .find(|gpu| {
+                gpu.uuid
+                    .value()
+                    .is_some_and(|uuid| uuid.eq_ignore_ascii_case(name))
+            })
+            .map(|gpu| gpu.index),
+    }
+}
+
+/// Names paired with the GPU each names: the indexes found (sorted, each once) and the
+/// names that found none.
+fn matched(names: impl Iterator<Item = (String, Option<u32>)>) -> (Vec<u32>, Vec<String>) {
+    let mut on = Vec::new();
+    let mut missing = Vec::new();
+    for (name, index) in names {
+        match index {
+            Some(index) => on.push(index),
+            None => missing.push(name),
         }
     }
+    on.sort_unstable();
+    on.dedup();
+    (on, missing)
 }
 
 /// The GPUs of `gpus` that `request` takes, by index.
