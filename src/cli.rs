@@ -34,6 +34,10 @@ pub struct GlobalArgs {
     /// When to colour the output (NO_COLOR is honoured with `auto`)
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    /// Act on a container another user made, when named by TARGET (exec, shell, logs,
+    /// down, stats); `up --recreate` never replaces another user's container
+    #[arg(long, global = true)]
+    pub other_user: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -193,6 +197,9 @@ Examples:\n  envctl exec -- python train.py            (the obvious container)\n
         /// Show image references and ids whole (pinned digests are cut to 12 hex digits)
         #[arg(long)]
         no_trunc: bool,
+        /// List every user's envctl containers, with their owner (default: your own)
+        #[arg(long)]
+        all_users: bool,
     },
     /// Stop a container (host data is never touched)
     Down {

@@ -37,6 +37,10 @@ pub struct Context {
     pub json: bool,
     pub search_path: SearchPath,
     pub environment: Environment,
+    /// Who runs envctl (`host::user`): whose containers are this user's own.
+    pub user: crate::facts::user::User,
+    /// `--other-user`: a container another user made may be acted on when named.
+    pub other_user: bool,
 }
 
 impl Context {
@@ -211,12 +215,6 @@ impl Environment {
             || PathBuf::from(crate::policy::DEFAULT_POLICY_PATH),
             PathBuf::from,
         )
-    }
-
-    /// `USER`, unless unset or empty: who runs envctl, when the password database does not
-    /// say (a uid without an entry, in a container).
-    pub fn user_variable(&self) -> Option<String> {
-        self.variable("USER").filter(|name| !name.is_empty())
     }
 
     /// The folders of `ENVCTL_PROFILE_PATH`, empty entries left out.

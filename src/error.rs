@@ -38,6 +38,14 @@ pub enum Error {
         /// The engine's command-line tool (`docker`, `podman`), for the hint.
         cli: &'static str,
     },
+    #[error("container `{name}` belongs to {owner}")]
+    BelongsTo {
+        name: String,
+        owner: String,
+        /// What the user asked to do to it: `up` (never done to another's), or an action
+        /// `--other-user` allows.
+        action: OtherUsersAction,
+    },
     #[error("container `{name}` was not created by envctl, so envctl will not stop or remove it")]
     NotEnvctls {
         name: String,
@@ -235,6 +243,7 @@ impl Error {
             | Error::Preflight { .. }
             | Error::NameTaken { .. }
             | Error::NotEnvctls { .. }
+            | Error::BelongsTo { .. }
             | Error::ProfileChanged { .. }
             | Error::GpusUnavailable { .. }
             | Error::NoFreeGpus { .. }
@@ -285,6 +294,12 @@ impl Error {
             Error::NameTaken { name, cli } => Some(format!(
                 "envctl never touches containers it did not create: choose another name with `--name`, or remove it yourself (`{cli} rm -f {name}`)"
             )),
+            Error::BelongsTo { action, .. } => Some(match action {
+                OtherUsersAction::Up { profile } => format!(
+                    "envctl never changes another user's container; make your own with another name: `envctl up {profile} --name NAME`"
+                ),
+                OtherUsersAction::Named => "envctl acts on your own containers (`envctl ps`); to act on theirs anyway, name it and add `--other-user`".into(),
+            }),
             Error::NotEnvctls { name, cli } => Some(format!(
                 "stop or remove it yourself if you mean to (`{cli} stop {name}`, `{cli} rm {name}`); `envctl ps` lists envctl's containers"
             )),
@@ -489,4 +504,13 @@ mod tests {
         };
         assert_eq!(unrecognised.hint(), None);
     }
+}
+
+/// What was asked of another user's container ([`Error::BelongsTo`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OtherUsersAction {
+    /// `up` met it under the name it would use: never changed, even with `--recreate`.
+    Up { profile: String },
+    /// A command named it (exec, shell, logs, down, stats): allowed with `--other-user`.
+    Named,
 }

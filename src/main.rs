@@ -33,6 +33,8 @@ fn main() -> ExitCode {
         json: cli.global.json,
         search_path: environment.search_path(),
         environment,
+        user: envctl::host::user::current(std::path::Path::new("/")),
+        other_user: cli.global.other_user,
     };
     if standard_streams::stdout_was_closed() {
         // Whatever the command printed would be lost, and the exit code would claim it

@@ -145,7 +145,11 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
     match cli.command {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),
-        Command::Ps { all, no_trunc } => ps::run(all, no_trunc, context),
+        Command::Ps {
+            all,
+            no_trunc,
+            all_users,
+        } => ps::run(all, no_trunc, all_users, context),
         Command::Exec {
             target,
             name,

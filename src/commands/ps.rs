@@ -1,6 +1,7 @@
 //! `envctl ps`: envctl's containers with profile, image, status, ports, GPUs and drift
 //! (the profile on disk no longer matches the container's config hash), and where each
-//! came from: `up`, or another tool that ran an export (`compose (PROJECT)`).
+//! came from: `up`, or another tool that ran an export (`compose (PROJECT)`). The user's
+//! own by default; `--all-users` lists everyone's with an OWNER column.
 
 use serde::Serialize;
 
@@ -63,12 +64,23 @@ pub struct Row {
     /// For the table: `up`, `compose (PROJECT)`.
     #[serde(skip)]
     pub shown_origin: String,
+    /// The login name (or `uid N`) of whoever made it with `up`; none for a container
+    /// made before owners were recorded, or by another tool from an export.
+    pub owner: Option<String>,
 }
 
-pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, Error> {
+pub fn run(
+    all: bool,
+    no_trunc: bool,
+    all_users: bool,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
     let rows = runtime()?.block_on(async {
         let engine = context.engine().await?;
-        let containers = engine.list_containers(all, true).await?;
+        let mut containers = engine.list_containers(all, true).await?;
+        if !all_users {
+            containers.retain(|container| crate::ops::target::is_mine(&container.labels, context));
+        }
         let details = futures_util::future::join_all(
             containers
                 .iter()
@@ -98,6 +110,7 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
             };
             let origin = Origin::of(&container.labels);
             rows.push(Row {
+                owner: crate::spec::ownership::owner_label(&container.labels),
                 origin: origin.word().to_string(),
                 compose_project: origin.compose_project().map(str::to_string),
                 shown_origin: origin.shown(),
@@ -154,25 +167,31 @@ pub fn run(all: bool, no_trunc: bool, context: &Context) -> Result<ExitStatus, E
     let table: Vec<Vec<String>> = rows
         .iter()
         .map(|row| {
-            vec![
-                row.name.clone(),
-                row.profile.clone(),
-                shown_image(&row.image, &row.full_image_id, no_trunc),
-                shown_status(row),
-                row.ports.join(", "),
-                row.gpus.clone().unwrap_or_else(|| "-".into()),
-                row.drift.to_string(),
-                row.shown_origin.clone(),
-            ]
+            let owner = all_users.then(|| row.owner.clone().unwrap_or_else(|| "-".into()));
+            owner
+                .into_iter()
+                .chain([
+                    row.name.clone(),
+                    row.profile.clone(),
+                    shown_image(&row.image, &row.full_image_id, no_trunc),
+                    shown_status(row),
+                    row.ports.join(", "),
+                    row.gpus.clone().unwrap_or_else(|| "-".into()),
+                    row.drift.to_string(),
+                    row.shown_origin.clone(),
+                ])
+                .collect()
         })
         .collect();
-    print_table(
-        &context.printer,
-        &[
-            "NAME", "PROFILE", "IMAGE", "STATUS", "PORTS", "GPUS", "DRIFT", "ORIGIN",
-        ],
-        &table,
-    )?;
+    let headers = [
+        "NAME", "PROFILE", "IMAGE", "STATUS", "PORTS", "GPUS", "DRIFT", "ORIGIN",
+    ];
+    let headers: Vec<&str> = all_users
+        .then_some("OWNER")
+        .into_iter()
+        .chain(headers)
+        .collect();
+    print_table(&context.printer, &headers, &table)?;
     if rows.iter().any(|row| row.drift == "changed") {
         context.printer.warn("a profile changed since its container was created; `envctl up PROFILE --recreate` applies it");
     }

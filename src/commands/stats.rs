@@ -48,6 +48,9 @@ pub struct StatsArgs {
     /// Every running container, not only envctl's
     #[arg(short, long, conflicts_with = "targets")]
     pub all: bool,
+    /// envctl's containers of every user (default: your own)
+    #[arg(long, conflicts_with = "targets")]
+    pub all_users: bool,
     /// One snapshot, then exit
     #[arg(long, conflicts_with = "serve")]
     pub once: bool,
@@ -143,7 +146,13 @@ async fn select_containers(
 ) -> Result<Selection, Error> {
     if arguments.targets.is_empty() {
         return Ok(Selection {
-            targets: sampler::list_targets(engine, !arguments.all, None).await?,
+            targets: sampler::list_targets(
+                engine,
+                !arguments.all,
+                None,
+                own_only(arguments, context).as_ref(),
+            )
+            .await?,
             fixed: None,
             failures: Vec::new(),
         });
@@ -160,6 +169,12 @@ async fn select_containers(
     Ok(Selection::named(
         arguments.targets.iter().map(String::as_str).zip(found),
     ))
+}
+
+/// Whose containers `stats` shows without targets: the user's own, unless `--all-users`
+/// or `--all` (every running container) asks for more.
+fn own_only(arguments: &StatsArgs, context: &Context) -> Option<crate::facts::user::User> {
+    (!arguments.all && !arguments.all_users).then(|| context.user.clone())
 }
 
 /// What each interval's snapshot goes to.
@@ -306,6 +321,7 @@ async fn run_live(
         interval: arguments.interval,
         count: arguments.count,
         all: arguments.all,
+        owner: own_only(arguments, context),
         source,
         hostname: hostname(),
         clock: context.environment.clock(),

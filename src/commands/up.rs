@@ -75,59 +75,95 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             path_exists: &exists,
         },
     )?;
-    let name = arguments
-        .name
-        .clone()
-        .unwrap_or_else(|| spec::container_name(&resolved.profile.name));
     // policy: the host policy judges the resolved body before anything is made, for the
-    // dry run as for the real run; `--force` does not pass it.
+    // dry run as for the real run; `--force` does not pass it. What the user holds is
+    // counted later, under the placement lock (`ops::placement::place`).
     let user = crate::ops::policy::user(context);
-    if let Some(policy) = crate::ops::policy::in_force(context)? {
-        let holders = if crate::ops::policy::counts_holders(&policy, &body) {
-            Some(runtime()?.block_on(async {
-                let engine = context.engine().await?;
-                crate::ops::placement::holders(&engine, context).await
-            })?)
-        } else {
-            None
-        };
-        crate::ops::policy::enforce(
-            &policy,
-            &body,
-            gpu_facts.as_ref(),
-            &user,
-            &name,
-            holders.as_deref(),
-            context,
-        )?;
-    }
+    let policy = crate::ops::policy::in_force(context)?;
+    let early = match &policy {
+        Some(policy) => crate::ops::policy::PolicyGate {
+            policy,
+            user: &user,
+            container: arguments.name.as_deref().unwrap_or_default(),
+        }
+        .enforce(&body, gpu_facts.as_ref(), None, context),
+        None => Ok(()),
+    };
     // policy: end
+    let runtime = runtime()?;
     if arguments.dry_run {
-        let form = dry_run_gpu_form(&resolved, &body, gpu_facts, context)?;
+        // Connected as doctor connects: without a daemon the plan is still shown, and what
+        // only the daemon can tell is said to be unjudged.
+        let engine =
+            crate::engine::Engine::connect(context.docker_host(), crate::engine::PING_TIMEOUT);
+        let reachable = match &engine {
+            Ok(engine) => runtime.block_on(engine.ping()).is_ok(),
+            Err(_) => false,
+        };
+        let engine = engine.ok().filter(|_| reachable);
+        let name = match (&arguments.name, &engine) {
+            (Some(name), _) => name.clone(),
+            (None, Some(engine)) => runtime.block_on(crate::ops::up::default_name(
+                engine,
+                &resolved.profile.name,
+                context,
+            ))?,
+            (None, None) => spec::container_name(&resolved.profile.name),
+        };
+        let plan = Plan {
+            resolved,
+            body,
+            body_without_gpus,
+            locked_digest,
+            name,
+            gpu_facts,
+            user,
+            policy,
+        };
+        let form = dry_run_gpu_form(&plan.resolved, &plan.body, plan.gpu_facts.clone(), context)?;
         let placed_body = form
             .as_ref()
             .and_then(|form| form.placed.as_ref())
             .map(|(placed, _)| placed.clone());
         let body = match &form {
-            None => body,
+            None => plan.body.clone(),
             Some(form) => match spec::gpu_request::for_engine(
-                placed_body.as_ref().unwrap_or(&body),
+                placed_body.as_ref().unwrap_or(&plan.body),
                 &form.form,
             ) {
                 Ok(body) => body,
                 // `optional`: what `up` would run here.
-                Err(_) if body_without_gpus.is_some() => body_without_gpus.clone().unwrap_or(body),
+                Err(_) if plan.body_without_gpus.is_some() => plan
+                    .body_without_gpus
+                    .clone()
+                    .unwrap_or_else(|| plan.body.clone()),
                 Err(unavailable) => {
                     return Err(Error::GpusUnavailable {
-                        profile: resolved.profile.name.clone(),
+                        profile: plan.resolved.profile.name.clone(),
                         reason: unavailable.reason,
                         fix: form.fix.to_string(),
                     });
                 }
             },
         };
-        return dry_run(&body, &name, form.as_ref(), context);
+        dry_run(&body, &plan.name, form.as_ref(), context)?;
+        // The plan is shown either way; the dry run then exits as `up` would.
+        early?;
+        match &engine {
+            Some(engine) => runtime.block_on(crate::ops::up::judge_dry_run(
+                engine,
+                &plan,
+                &body,
+                arguments.force,
+                context,
+            ))?,
+            None => context.printer.warn(
+                "the engine could not be reached: ports in use, GPUs held and the doctor verdict were not judged",
+            ),
+        }
+        return Ok(ExitStatus::Success);
     }
+    early?;
     // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL): on the container
     // only, not in the dry run's body.
     let (mut body, mut body_without_gpus) = (body, body_without_gpus);
@@ -136,10 +172,24 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             body.labels
                 .insert(spec::PROFILE_FILE_LABEL.to_string(), file.clone());
         }
-        // policy: who made it, for the per-user limits.
+        // Whose it is (`spec::ownership`): the uid decides, the name is for messages and
+        // the policy's per-user limits.
         body.labels
-            .insert(spec::USER_LABEL.to_string(), user.clone());
+            .insert(spec::USER_LABEL.to_string(), user.name.clone());
+        if let Some(uid) = user.uid {
+            body.labels
+                .insert(spec::UID_LABEL.to_string(), uid.to_string());
+        }
     }
+    let engine = runtime.block_on(context.engine())?;
+    let name = match &arguments.name {
+        Some(name) => name.clone(),
+        None => runtime.block_on(crate::ops::up::default_name(
+            &engine,
+            &resolved.profile.name,
+            context,
+        ))?,
+    };
     let plan = Plan {
         resolved,
         body,
@@ -147,16 +197,16 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         locked_digest,
         name,
         gpu_facts,
+        user,
+        policy,
     };
     let options = UpOptions {
         pull: arguments.pull,
         force: arguments.force,
         recreate: arguments.recreate,
     };
-    let runtime = runtime()?;
     let state = Rc::new(RefCell::new(RunState::default()));
     runtime.block_on(async {
-        let engine = context.engine().await?;
         let interrupted = super::termination_signal();
         let result = tokio::select! {
             result = up(&engine, &plan, &options, context, &state) => result,
@@ -234,6 +284,7 @@ fn dry_run_gpu_form(
                     body,
                     resolved.profile.placement,
                     &facts.gpu,
+                    None,
                     None,
                     context,
                 )
@@ -338,13 +389,23 @@ fn print_report(report: &UpReport, profile: &str, context: &Context) -> Result<(
     context
         .printer
         .info(&format!("{said} {} ({short_id})", report.container));
+    // The profile finds the user's container by its default names; a container made with
+    // `--name` is named, so the hint reaches it and not another of the same profile.
+    let target = if report.container == spec::container_name(profile)
+        || report.container
+            == crate::ops::target::personal_container_name(profile, &context.user.name)
+    {
+        profile
+    } else {
+        report.container.as_str()
+    };
     context
         .printer
-        .info(&format!("  enter it:   envctl shell {profile}"));
+        .info(&format!("  enter it:   envctl shell {target}"));
     if report.gpus {
         context
             .printer
-            .info(&format!("  check CUDA: envctl exec {profile} nvidia-check"));
+            .info(&format!("  check CUDA: envctl exec {target} nvidia-check"));
     }
     context.printer.data(&report.container)
 }

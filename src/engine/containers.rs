@@ -146,7 +146,16 @@ impl Engine {
             .filter_map(|mount| mount.name)
             .collect();
         let config = inspect.config.unwrap_or_default();
-        let gpus = super::occupancy::gpus_of_container(inspect.host_config, config.labels.as_ref())
+        // The labels a create set, not those inherited from the image (`spec::ownership`).
+        let labels = self
+            .proven(
+                inspect.image.as_deref().unwrap_or_default(),
+                config.labels.unwrap_or_default().into_iter().collect(),
+            )
+            .await?;
+        let label_map: std::collections::HashMap<String, String> =
+            labels.clone().into_iter().collect();
+        let gpus = super::occupancy::gpus_of_container(inspect.host_config, Some(&label_map))
             .map(|assignment| assignment.to_string());
         Ok(Some(ContainerDetails {
             id: inspect.id.unwrap_or_default(),
@@ -164,7 +173,7 @@ impl Engine {
             exit_code: state.exit_code,
             oom_killed: state.oom_killed,
             started_at: state.started_at,
-            labels: config.labels.unwrap_or_default().into_iter().collect(),
+            labels,
             gpus,
             volumes,
         }))

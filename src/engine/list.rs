@@ -70,7 +70,9 @@ where
 
 impl Engine {
     /// The containers, with stopped ones when `all`, and only those with `label` (`KEY`
-    /// or `KEY=VALUE`) when given.
+    /// or `KEY=VALUE`) when given. Labels are the proven ones
+    /// (`spec::ownership::proven_labels`): `envctl.*` labels inherited from the image are
+    /// gone, and a container whose `label` was only inherited is not listed.
     pub(crate) async fn list_raw(
         &self,
         all: bool,
@@ -82,8 +84,98 @@ impl Engine {
             path.push_str("&filters=");
             path.extend(url::form_urlencoded::byte_serialize(filters.as_bytes()));
         }
-        self.get_json(&path, "listing containers", MAX_LIST_BYTES)
-            .await
+        let listed: Vec<Listed> = self
+            .get_json(&path, "listing containers", MAX_LIST_BYTES)
+            .await?;
+        let mut proven = Vec::with_capacity(listed.len());
+        for mut container in listed {
+            let labels = std::mem::take(&mut container.labels).into_iter().collect();
+            let labels = self.proven(&container.image_id, labels).await?;
+            container.labels = labels.into_iter().collect();
+            if label.is_none_or(|label| has_label(&container.labels, label)) {
+                proven.push(container);
+            }
+        }
+        Ok(proven)
+    }
+}
+
+/// Whether `labels` has `filter` (`KEY` or `KEY=VALUE`), as the daemon's label filter.
+fn has_label(labels: &HashMap<String, String>, filter: &str) -> bool {
+    match filter.split_once('=') {
+        Some((key, value)) => labels.get(key).is_some_and(|have| have == value),
+        None => labels.contains_key(filter),
+    }
+}
+
+/// Image labels by image id, read once per connection ([`Engine::proven`]).
+#[derive(Debug, Default)]
+pub(crate) struct ImageLabels {
+    read: HashMap<String, Option<std::collections::BTreeMap<String, String>>>,
+}
+
+impl Engine {
+    /// `labels` without the `envctl.*` ones the image `image_id` gave them
+    /// (`spec::ownership::proven_labels`). Only a container with `envctl.*` labels costs an
+    /// image inspect, once per image. An image the engine no longer has cannot be
+    /// compared: the labels stay as the create left them.
+    pub(crate) async fn proven(
+        &self,
+        image_id: &str,
+        labels: std::collections::BTreeMap<String, String>,
+    ) -> Result<std::collections::BTreeMap<String, String>, EngineError> {
+        if image_id.is_empty() || !labels.keys().any(|key| key.starts_with("envctl.")) {
+            return Ok(labels);
+        }
+        let known = self
+            .image_labels
+            .lock()
+            .ok()
+            .and_then(|cache| cache.read.get(image_id).cloned());
+        let image = match known {
+            Some(image) => image,
+            None => {
+                let read = self.image_labels(image_id).await?;
+                if let Ok(mut cache) = self.image_labels.lock() {
+                    cache.read.insert(image_id.to_string(), read.clone());
+                }
+                read
+            }
+        };
+        Ok(match image {
+            Some(image) => crate::spec::ownership::proven_labels(labels, &image).0,
+            None => labels,
+        })
+    }
+}
+
+impl Engine {
+    /// The labels of an image (by id or reference); `Ok(None)` when the engine has no such
+    /// image.
+    pub(crate) async fn image_labels(
+        &self,
+        image: &str,
+    ) -> Result<Option<std::collections::BTreeMap<String, String>>, EngineError> {
+        let image = super::reference::image(image)?;
+        let inspect = self.with_deadline(
+            "inspecting an image",
+            self.answer_deadline(),
+            self.docker.inspect_image(image),
+        );
+        match inspect.await? {
+            Ok(inspect) => Ok(Some(
+                inspect
+                    .config
+                    .and_then(|config| config.labels)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect(),
+            )),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(error) => Err(self.classify(error)),
+        }
     }
 }
 

@@ -64,6 +64,9 @@ pub struct Engine {
     /// Which engine a `_ping`'s headers named ([`Engine::identify_by_ping`]): what messages
     /// go by until `/version` was asked.
     pinged: std::sync::Arc<std::sync::OnceLock<crate::facts::engine::EngineKind>>,
+    /// Image labels by image id, for proving container labels (`list::ImageLabels`): an
+    /// image's labels never change, so each image is inspected once per connection.
+    image_labels: std::sync::Arc<std::sync::Mutex<list::ImageLabels>>,
 }
 
 /// Which engine answers and its version, from `/version`.
@@ -110,6 +113,7 @@ impl Engine {
             timeout,
             identity: Default::default(),
             pinged: Default::default(),
+            image_labels: Default::default(),
         })
     }
 

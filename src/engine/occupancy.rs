@@ -75,6 +75,9 @@ impl Engine {
                 state: state.clone(),
                 profile: labels.get(PROFILE_LABEL).cloned(),
                 user: labels.get(USER_LABEL).cloned(),
+                uid: labels
+                    .get(crate::spec::UID_LABEL)
+                    .and_then(|uid| uid.parse().ok()),
                 gpus,
             };
             match labels.get(GPUS_LABEL).map(|label| parse_label(label)) {

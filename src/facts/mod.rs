@@ -18,3 +18,4 @@ pub mod gpu;
 pub mod gpu_sample;
 pub mod host;
 pub mod occupancy;
+pub mod user;

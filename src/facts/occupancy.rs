@@ -18,6 +18,9 @@ pub struct GpuHolder {
     pub profile: Option<String>,
     /// The user whose `envctl up` made it (label `envctl.user`), when envctl made it.
     pub user: Option<String>,
+    /// The real uid of whoever made it (label `envctl.uid`), when envctl made it; the uid
+    /// decides whose it is, the name is for messages.
+    pub uid: Option<u32>,
     /// What it asked for: `all`, a count, or device names (indexes, `GPU-…` UUIDs, or
     /// `MIG-…` instances), from `DeviceRequests` and CDI names (`nvidia.com/gpu=…`).
     pub gpus: GpuAssignment,

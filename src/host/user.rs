@@ -1,37 +1,47 @@
-//! Who runs envctl: the login name of the process's real uid, for the host policy's
-//! per-user limits and the `envctl.user` label.
+//! Who runs envctl: the real uid, and its login name, for the ownership of containers
+//! (`envctl.uid`, `envctl.user`) and the host policy's per-user limits.
 //!
 //! The uid is the real one of `/proc/self/status` (`Uid:` lists real, effective, saved and
 //! filesystem uids), so a set-uid wrapper does not change who asks. Its name comes from
-//! `/etc/passwd`, then from `getent passwd UID` (users of LDAP or other NSS sources are in
-//! no file), then from `USER`; envctl has no `unsafe` to call `getpwuid_r` with.
+//! `/etc/passwd`, then from the absolute `/usr/bin/getent passwd UID` (users of LDAP or
+//! SSSD are in no file). Never from `PATH` (a script in `~/.local/bin` could answer any
+//! name) and never from `USER` (whoever runs envctl sets it): a uid that no database names
+//! is its number. envctl has no `unsafe` to call `getpwuid_r` with.
 
 use std::path::Path;
 
-/// The login name of the real uid, or `fallback` (`USER`) when no database names it, or
-/// `uid N` when nothing does.
-pub fn login_name(root: &Path, fallback: Option<String>) -> String {
-    login_name_with(root, fallback, getent)
+/// The system's own `getent`, by its absolute path.
+const GETENT: &str = "/usr/bin/getent";
+
+pub use crate::facts::user::User;
+
+/// The real uid and its login name, read under `root` (`/` on a real host).
+pub fn current(root: &Path) -> User {
+    current_with(root, |uid| {
+        getent(&root.join(GETENT.trim_start_matches('/')), uid)
+    })
 }
 
-/// [`login_name`] with `lookup` in place of `getent`.
-fn login_name_with(
-    root: &Path,
-    fallback: Option<String>,
-    lookup: impl FnOnce(u32) -> Option<String>,
-) -> String {
+/// [`current`] with `lookup` in place of `getent`.
+fn current_with(root: &Path, lookup: impl FnOnce(u32) -> Option<String>) -> User {
     let uid = std::fs::read_to_string(root.join("proc/self/status"))
         .ok()
         .and_then(|status| real_uid(&status));
     let Some(uid) = uid else {
-        return fallback.unwrap_or_else(|| "unknown user".into());
+        return User {
+            uid: None,
+            name: "unknown user".into(),
+        };
     };
-    std::fs::read_to_string(root.join("etc/passwd"))
+    let name = std::fs::read_to_string(root.join("etc/passwd"))
         .ok()
         .and_then(|passwd| name_of(&passwd, uid))
         .or_else(|| lookup(uid))
-        .or(fallback)
-        .unwrap_or_else(|| format!("uid {uid}"))
+        .unwrap_or_else(|| uid.to_string());
+    User {
+        uid: Some(uid),
+        name,
+    }
 }
 
 /// The real uid: the first number of the `Uid:` line.
@@ -56,9 +66,12 @@ fn name_of(passwd: &str, uid: u32) -> Option<String> {
     })
 }
 
-/// `getent passwd UID`, when the tool is there and knows the uid.
-fn getent(uid: u32) -> Option<String> {
-    let output = std::process::Command::new("getent")
+/// `getent passwd UID` by its absolute path, when the tool is there and knows the uid.
+fn getent(program: &Path, uid: u32) -> Option<String> {
+    if !program.is_file() {
+        return None;
+    }
+    let output = std::process::Command::new(program)
         .args(["passwd", &uid.to_string()])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -107,23 +120,30 @@ mod tests {
         )
         .unwrap();
         let nobody = |_| None;
-        assert_eq!(
-            login_name_with(root.path(), Some("mallory".into()), nobody),
-            "grace"
-        );
+        let user = current_with(root.path(), nobody);
+        assert_eq!((user.uid, user.name.as_str()), (Some(4242), "grace"));
         std::fs::write(root.path().join("etc/passwd"), "").unwrap();
-        // Not in the file: the directory service, then `USER`, then the number.
+        // Not in the file: the directory service, then the number (never `USER`).
         let directory = |uid| (uid == 4242).then(|| "ldap-grace".to_string());
-        assert_eq!(
-            login_name_with(root.path(), Some("mallory".into()), directory),
-            "ldap-grace"
-        );
-        assert_eq!(
-            login_name_with(root.path(), Some("mallory".into()), nobody),
-            "mallory"
-        );
-        assert_eq!(login_name_with(root.path(), None, nobody), "uid 4242");
+        assert_eq!(current_with(root.path(), directory).name, "ldap-grace");
+        assert_eq!(current_with(root.path(), nobody).name, "4242");
         let empty = tempfile::tempdir().unwrap();
-        assert_eq!(login_name_with(empty.path(), None, nobody), "unknown user");
+        assert_eq!(
+            current_with(empty.path(), nobody),
+            User {
+                uid: None,
+                name: "unknown user".into()
+            }
+        );
+    }
+
+    #[test]
+    fn getent_is_asked_only_by_its_absolute_path() {
+        // A `getent` on PATH is never run: the lookup goes to the file under the root
+        // only, and a root without one gives the number.
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("proc/self")).unwrap();
+        std::fs::write(root.path().join("proc/self/status"), "Uid:\t777\t0\t0\t0\n").unwrap();
+        assert_eq!(current(root.path()).name, "777");
     }
 }

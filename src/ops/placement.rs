@@ -122,15 +122,35 @@ fn rows(
 /// (held in [`Placed::lock`] until the caller has created the container), reads the
 /// holders and pins the least used free GPUs; without NVML it leaves the choice to the
 /// daemon and says so. `lock_path` is `None` for a dry run, which changes nothing.
+///
+/// `gate`: the host policy, when its per-user GPU rule applies. Its count of what the
+/// user holds is taken from the same holders, under the same lock, whatever the form of
+/// the request: N concurrent `up`s can never together pass the limit.
 pub async fn place(
     engine: &Engine,
     body: &CreateBody,
     policy: GpuPlacement,
     gpu: &GpuFacts,
     lock_path: Option<&Path>,
+    gate: Option<&crate::ops::policy::PolicyGate<'_>>,
     context: &Context,
 ) -> Result<Placed, Error> {
-    let Some(count) = count_asked(body) else {
+    let count = count_asked(body);
+    let chooses = count.is_some() && policy == GpuPlacement::Free && rows(gpu, &[]).is_ok();
+    let counts = chooses || gate.is_some();
+    let lock = match lock_path {
+        Some(path) if counts => Some(take_lock(path).await?),
+        _ => None,
+    };
+    let holders = if counts {
+        holders(engine, context).await?
+    } else {
+        Vec::new()
+    };
+    if let Some(gate) = gate {
+        gate.enforce(body, Some(gpu), Some(&holders), context)?;
+    }
+    let Some(count) = count else {
         let report = (!body.host_config.device_requests.is_empty()).then(|| PlacementReport {
             placement: Chooser::Given,
             gpus: Vec::new(),
@@ -140,11 +160,11 @@ pub async fn place(
         return Ok(Placed {
             body: labelled(body.clone()),
             report,
-            lock: None,
+            lock,
         });
     };
     // Docker's own choice, and why it is left to the daemon.
-    let first = |reason: String| Placed {
+    let first = |reason: String, lock: Option<GpuLock>| Placed {
         body: labelled(body.clone()),
         report: Some(PlacementReport {
             placement: Chooser::First,
@@ -152,33 +172,23 @@ pub async fn place(
             reason,
             skipped: Vec::new(),
         }),
-        lock: None,
+        lock,
     };
     let gpus_word = if count == 1 { "GPU" } else { "GPUs" };
     if policy == GpuPlacement::First {
-        return Ok(first(format!(
-            "`placement = \"first\"`: the daemon gives the first {count} {gpus_word}"
-        )));
+        return Ok(first(
+            format!("`placement = \"first\"`: the daemon gives the first {count} {gpus_word}"),
+            lock,
+        ));
     }
     if let Err(why) = rows(gpu, &[]) {
-        return Ok(first(format!(
-            "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
-        )));
+        return Ok(first(
+            format!(
+                "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
+            ),
+            lock,
+        ));
     }
-    let lock = match lock_path {
-        Some(path) => {
-            let path = path.to_path_buf();
-            let taken = tokio::task::spawn_blocking(move || gpu_lock::acquire(&path))
-                .await
-                .map_err(|error| Error::Internal(format!("the GPU lock task failed: {error}")))?;
-            Some(taken.map_err(|error| Error::GpuLock {
-                hint: error.hint(),
-                source: error,
-            })?)
-        }
-        None => None,
-    };
-    let holders = holders(engine, context).await?;
     let rows = rows(gpu, &holders).map_err(Error::Internal)?;
     match placement::choose(count, &rows) {
         Ok(choice) => Ok(Placed {
@@ -197,6 +207,18 @@ pub async fn place(
             skipped: no_room.skipped,
         }),
     }
+}
+
+/// Takes the host-wide placement lock at `path` (waiting on a thread of its own).
+async fn take_lock(path: &Path) -> Result<GpuLock, Error> {
+    let path = path.to_path_buf();
+    let taken = tokio::task::spawn_blocking(move || gpu_lock::acquire(&path))
+        .await
+        .map_err(|error| Error::Internal(format!("the GPU lock task failed: {error}")))?;
+    taken.map_err(|error| Error::GpuLock {
+        hint: error.hint(),
+        source: error,
+    })
 }
 
 /// After the create: the chosen GPUs must be held by this container alone. Another tool

@@ -11,8 +11,10 @@ use crate::context::Context;
 use crate::engine::Engine;
 use crate::engine::reference;
 use crate::error::Error;
+use crate::error::OtherUsersAction;
 use crate::facts::container::ContainerDetails;
 use crate::profile::ResolvedProfile;
+use crate::spec::ownership::{self, Belonging};
 use crate::spec::{PROFILE_FILE_LABEL, PROFILE_LABEL, container_name};
 
 mod obvious;
@@ -74,7 +76,7 @@ pub async fn find_container(
     target: &str,
 ) -> Result<ContainerDetails, Error> {
     match look_up(engine, context, target).await? {
-        Lookup::Container(details) => Ok(*details),
+        Lookup::Container(details) => may_act(*details, context),
         Lookup::Nothing { prefix_of } => {
             Err(nothing_error(engine, context, target, prefix_of.as_deref(), &[]).await)
         }
@@ -105,7 +107,7 @@ pub async fn find_own_container(
     check_target(target)?;
     let (foreign, prefix_of) = match by_name(engine, target).await? {
         ByName::Found(details) if details.labels.contains_key(PROFILE_LABEL) => {
-            return Ok(details);
+            return may_act(details, context);
         }
         ByName::Found(details) => (Some(details.name), None),
         ByName::ShortPrefixOf(name) => (None, Some(name)),
@@ -132,6 +134,24 @@ pub async fn find_own_container(
     }
 }
 
+/// Whether a container with these (proven) labels is envctl's and this user's own.
+pub fn is_mine(labels: &std::collections::BTreeMap<String, String>, context: &Context) -> bool {
+    ownership::belonging(labels, &context.user) == Belonging::Mine
+}
+
+/// `container`, unless it is another user's and `--other-user` was not given. A container
+/// envctl did not make passes: what may be done to it is each command's rule.
+pub fn may_act(container: ContainerDetails, context: &Context) -> Result<ContainerDetails, Error> {
+    match ownership::belonging(&container.labels, &context.user) {
+        Belonging::Theirs { owner } if !context.other_user => Err(Error::BelongsTo {
+            name: container.name,
+            owner,
+            action: OtherUsersAction::Named,
+        }),
+        _ => Ok(container),
+    }
+}
+
 /// The container of the profile TARGET names, found by its `envctl.profile` label.
 /// `prefix_of`: the container whose id TARGET only begins with, for the hint when there is
 /// no such profile either.
@@ -155,7 +175,7 @@ async fn find_by_profile(
     // A container listed and gone by the time it is inspected was replaced or removed by
     // another run (`up` racing `down`): look again before saying so.
     for _ in 0..RELIST_ATTEMPTS {
-        match by_profile_label(engine, target, &profile, resolved.is_some()).await? {
+        match by_profile_label(engine, context, target, &profile, resolved.is_some()).await? {
             Some(Some(details)) => return Ok(Lookup::Container(Box::new(details))),
             Some(None) => return Ok(Lookup::Nothing { prefix_of }),
             None => {}
@@ -176,21 +196,35 @@ const RELIST_ATTEMPTS: usize = 3;
 /// `Ok(Some(None))` when TARGET is neither a profile nor any container's profile label.
 async fn by_profile_label(
     engine: &Engine,
+    context: &Context,
     target: &str,
     profile: &str,
     profile_exists: bool,
 ) -> Result<Option<Option<ContainerDetails>>, Error> {
+    // A profile names the user's own container only: two users run the same profile.
     let mut containers: Vec<_> = engine
         .list_containers(true, true)
         .await?
         .into_iter()
         .filter(|container| {
             container.labels.get(PROFILE_LABEL).map(String::as_str) == Some(profile)
+                && is_mine(&container.labels, context)
         })
         .collect();
-    // The default name first: `envctl-<profile>`.
+    // The default names first: `envctl-<profile>`, then `envctl-<profile>-<user>`.
     let default_name = container_name(profile);
-    containers.sort_by_key(|container| container.name != default_name);
+    let personal_name = personal_container_name(profile, &context.user.name);
+    containers.sort_by_key(|container| {
+        (
+            container.name != default_name,
+            container.name != personal_name,
+        )
+    });
+    let default_name = containers
+        .iter()
+        .map(|container| container.name.clone())
+        .find(|name| *name == default_name || *name == personal_name)
+        .unwrap_or(default_name);
     match containers.as_slice() {
         // A profile that exists has no container yet: `up` makes one.
         [] if profile_exists => Err(Error::NoContainer {
@@ -210,6 +244,23 @@ async fn by_profile_label(
                 .collect(),
         }),
     }
+}
+
+/// The name `up` gives a user's container of `profile` when `envctl-<profile>` is another
+/// user's: `envctl-<profile>-<user>`, the login name kept to the characters a container
+/// name may hold.
+pub fn personal_container_name(profile: &str, user: &str) -> String {
+    let user: String = user
+        .chars()
+        .map(|character| {
+            if character.is_ascii_alphanumeric() || "_.-".contains(character) {
+                character
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{}-{user}", container_name(profile))
 }
 
 /// The error for a TARGET that names nothing. Neither a profile nor a container: `up`
@@ -270,7 +321,7 @@ pub async fn nearest_name(
             .list_containers(true, true)
             .await?
             .into_iter()
-            .filter(|container| container.labels.contains_key(PROFILE_LABEL))
+            .filter(|container| is_mine(&container.labels, context))
             .map(|container| container.name),
     );
     let candidates: Vec<&str> = known.iter().map(String::as_str).collect();
@@ -314,17 +365,40 @@ pub fn ensure_running(
 /// while that file exists (so `up ./x.toml` keeps its commands wherever `exec` runs), else
 /// its `envctl.profile` name through the search path. `None` for a container envctl did
 /// not make.
+///
+/// A label is a claim, not the user's word: the file it names is read only for the user's
+/// own container, only when the path is absolute and is itself a regular file (no link),
+/// and with a profile's confinement (size cap, no blocking open). Its contents never reach
+/// a message: a file that is no valid profile is named, with the command that shows why.
 pub fn container_profile(
     context: &Context,
     container: &ContainerDetails,
 ) -> Option<Result<ResolvedProfile, Error>> {
     let name = container.labels.get(PROFILE_LABEL)?;
     if let Some(file) = container.labels.get(PROFILE_FILE_LABEL)
-        && std::path::Path::new(file).is_file()
+        && is_mine(&container.labels, context)
+        && labelled_file_may_be_read(file)
     {
-        return Some(context.search_path.resolve(file).map_err(Error::from));
+        return Some(context.search_path.resolve(file).map_err(|_| Error::Usage {
+            message: format!(
+                "the profile file {file} that container `{}` was made from (its `{PROFILE_FILE_LABEL}` label) is not a valid profile now",
+                container.name
+            ),
+            hint: Some(format!(
+                "`envctl profiles show {}` says why",
+                crate::spec::shell_quote(file)
+            )),
+        }));
     }
     Some(context.search_path.resolve(name).map_err(Error::from))
+}
+
+/// Whether a file a container label names may be read: an absolute path to a regular
+/// file, not a link (a link could lead anywhere the label's writer chose).
+fn labelled_file_may_be_read(file: &str) -> bool {
+    let path = std::path::Path::new(file);
+    path.is_absolute()
+        && std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_file())
 }
 
 /// The names `exec WORD` can run in the container: `nvidia-check`, and the profile's

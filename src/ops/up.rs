@@ -73,11 +73,71 @@ pub struct Plan {
     pub name: String,
     /// NVML's answer when the body depended on it (`gpus = "optional"`).
     pub gpu_facts: Option<crate::facts::gpu::GpuFacts>,
+    /// Who runs `up`: the container is theirs (`spec::ownership`).
+    pub user: crate::facts::user::User,
+    /// The host policy in force, judged again under the placement lock when its per-user
+    /// GPU rule applies.
+    pub policy: Option<crate::policy::Policy>,
+}
+
+impl Plan {
+    /// The policy's gate for this plan's container.
+    pub fn gate(&self) -> Option<crate::ops::policy::PolicyGate<'_>> {
+        self.policy
+            .as_ref()
+            .map(|policy| crate::ops::policy::PolicyGate {
+                policy,
+                user: &self.user,
+                container: &self.name,
+            })
+    }
+
+    /// [`Plan::gate`], only when it must count the GPUs the user holds.
+    fn counting_gate(&self) -> Option<crate::ops::policy::PolicyGate<'_>> {
+        self.gate().filter(|gate| gate.counts_holders(&self.body))
+    }
+}
+
+/// The name `up` gives a new container of `profile` for `user`: their own container of
+/// that profile's name when they have one (`envctl-<profile>`, else
+/// `envctl-<profile>-<user>`); else `envctl-<profile>`, unless another user's container
+/// has it, then `envctl-<profile>-<user>`. Two users of one host can so run the same
+/// bundled profile side by side, and a single user's names stay as they were.
+pub async fn default_name(
+    engine: &Engine,
+    profile: &str,
+    context: &Context,
+) -> Result<String, Error> {
+    let plain = spec::container_name(profile);
+    let personal = crate::ops::target::personal_container_name(profile, &context.user.name);
+    let mine: Vec<String> = engine
+        .list_containers(true, true)
+        .await?
+        .into_iter()
+        .filter(|container| crate::ops::target::is_mine(&container.labels, context))
+        .map(|container| container.name)
+        .collect();
+    for name in [&plain, &personal] {
+        if mine.contains(name) {
+            return Ok(name.clone());
+        }
+    }
+    Ok(match engine.inspect_container(&plain).await? {
+        Some(existing)
+            if matches!(
+                crate::spec::ownership::belonging(&existing.labels, &context.user),
+                crate::spec::ownership::Belonging::Theirs { .. }
+            ) =>
+        {
+            personal
+        }
+        _ => plain,
+    })
 }
 
 /// The label that marks a container with the run that created it: an interrupted run
 /// finds what it made by it even when the create's answer never arrived.
-pub const RUN_LABEL: &str = "envctl.run";
+pub use crate::spec::RUN_LABEL;
 
 /// How long an interrupted run waits for a create already sent, so that it can remove
 /// what the daemon made (a create takes ~20 ms; the 2 s exit promise leaves room).
@@ -227,6 +287,12 @@ pub async fn up(
         let existing = engine.inspect_container(name).await?;
         let exists = existing.is_some();
         let placed = if exists {
+            // Met, not made: the policy counts what the user holds besides it (a stopped
+            // container of theirs may start again).
+            if let Some(gate) = plan.counting_gate() {
+                let holders = placement::holders(engine, context).await?;
+                gate.enforce(&plan.body, Some(&facts.gpu), Some(&holders), context)?;
+            }
             placement::Placed::unplaced(&plan.body)
         } else {
             let (pulled, placed) = pull_and_place(engine, plan, &facts, pull, context).await?;
@@ -319,6 +385,7 @@ pub async fn up(
                 name,
                 &resolved.profile.name,
                 arguments.recreate,
+                &plan.user,
             )
             .await?
             {
@@ -351,7 +418,8 @@ pub async fn up(
         Created::Ours(id) => id,
         // Another `up` of the same profile created it a moment ago: use theirs.
         Created::Theirs => {
-            let (id, status) = join_other_run(engine, body, name, &resolved.profile.name).await?;
+            let (id, status) =
+                join_other_run(engine, body, name, &resolved.profile.name, &plan.user).await?;
             return Ok(report(id, status));
         }
     };
@@ -439,6 +507,7 @@ async fn pull_and_place(
         plan.resolved.profile.placement,
         &facts.gpu,
         Some(&context.environment.gpu_lock_path()),
+        plan.counting_gate().as_ref(),
         context,
     )
     .await?;
@@ -452,7 +521,9 @@ async fn pull_before_placing(
     pull: PullPolicy,
     context: &Context,
 ) -> Result<PullPolicy, Error> {
-    if !placement::locks(&plan.body, plan.resolved.profile.placement, &facts.gpu) {
+    if !placement::locks(&plan.body, plan.resolved.profile.placement, &facts.gpu)
+        && plan.counting_gate().is_none()
+    {
         return Ok(pull);
     }
     let image: crate::profile::image::ImageReference =
@@ -801,6 +872,7 @@ async fn join_other_run(
     body: &CreateBody,
     name: &str,
     profile: &str,
+    user: &crate::facts::user::User,
 ) -> Result<(String, Outcome), Error> {
     let existing = wait_for_container(engine, name)
         .await?
@@ -808,7 +880,7 @@ async fn join_other_run(
             name: name.to_string(),
             cli: engine.known_kind().cli(),
         })?;
-    match reuse(engine, &existing, body, name, profile, false).await? {
+    match reuse(engine, &existing, body, name, profile, false, user).await? {
         Reuse::Done(status) => Ok((existing.id, status)),
         Reuse::Replace => Err(Error::NameTaken {
             name: name.to_string(),
@@ -853,7 +925,7 @@ enum Reuse {
 
 /// An existing container of this name: envctl's and current → use it (starting it when
 /// stopped); envctl's but from another profile version → recreate only when asked; not
-/// envctl's → never touch it.
+/// envctl's, or another user's → never touch it (not even with `--recreate`).
 async fn reuse(
     engine: &Engine,
     existing: &crate::facts::container::ContainerDetails,
@@ -861,12 +933,25 @@ async fn reuse(
     name: &str,
     profile: &str,
     recreate: bool,
+    user: &crate::facts::user::User,
 ) -> Result<Reuse, Error> {
-    if !existing.labels.contains_key(PROFILE_LABEL) {
-        return Err(Error::NameTaken {
-            name: name.to_string(),
-            cli: engine.known_kind().cli(),
-        });
+    match crate::spec::ownership::belonging(&existing.labels, user) {
+        crate::spec::ownership::Belonging::NotEnvctls => {
+            return Err(Error::NameTaken {
+                name: name.to_string(),
+                cli: engine.known_kind().cli(),
+            });
+        }
+        crate::spec::ownership::Belonging::Theirs { owner } => {
+            return Err(Error::BelongsTo {
+                name: name.to_string(),
+                owner,
+                action: crate::error::OtherUsersAction::Up {
+                    profile: profile.to_string(),
+                },
+            });
+        }
+        crate::spec::ownership::Belonging::Mine => {}
     }
     if existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL) {
         if existing.running {
@@ -993,4 +1078,44 @@ pub async fn ensure_image(
         .await;
     progress.finish();
     result.map_err(Error::from)
+}
+
+/// What `up` would refuse that a dry run can know without making anything: another user's
+/// container under the name, the policy (with what the user holds), a host port in use,
+/// and the doctor verdict. The first refusal, as `up` would give it.
+pub async fn judge_dry_run(
+    engine: &Engine,
+    plan: &Plan,
+    body: &CreateBody,
+    force: bool,
+    context: &Context,
+) -> Result<(), Error> {
+    if let Some(existing) = engine.inspect_container(&plan.name).await?
+        && let crate::spec::ownership::Belonging::Theirs { owner } =
+            crate::spec::ownership::belonging(&existing.labels, &plan.user)
+    {
+        return Err(Error::BelongsTo {
+            name: plan.name.clone(),
+            owner,
+            action: crate::error::OtherUsersAction::Up {
+                profile: plan.resolved.profile.name.clone(),
+            },
+        });
+    }
+    if let Some(gate) = plan.counting_gate() {
+        let holders = placement::holders(engine, context).await?;
+        gate.enforce(body, plan.gpu_facts.as_ref(), Some(&holders), context)?;
+    }
+    if engine.inspect_container(&plan.name).await?.is_none() {
+        ensure_ports_free(engine, body).await?;
+    }
+    preflight(
+        engine,
+        &plan.resolved,
+        plan.gpu_facts.clone(),
+        force,
+        context,
+    )
+    .await?;
+    Ok(())
 }

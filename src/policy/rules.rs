@@ -33,6 +33,43 @@ pub struct PolicyRequest {
     /// GPUs this user's other containers hold already; `None` when nobody counted them,
     /// `Err` with why when they could not be counted.
     pub user_gpus_held: Option<Result<u32, String>>,
+    /// GPUs asked for through the environment (`NVIDIA_VISIBLE_DEVICES=all`), as
+    /// `KEY=VALUE`: counted in [`PolicyRequest::gpus`], and refused by the per-user rule,
+    /// which counts what users hold by their containers' GPU requests.
+    pub environment_gpus: Vec<String>,
+}
+
+/// The variables through which a container can be given GPUs without a GPU request: the
+/// NVIDIA runtime (where it is the daemon's default) gives the GPUs that
+/// `NVIDIA_VISIBLE_DEVICES` names, and CUDA programs use those `CUDA_VISIBLE_DEVICES` names.
+pub const GPU_VARIABLES: [&str; 2] = ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"];
+
+/// The GPUs the body's environment names through [`GPU_VARIABLES`], as `KEY=VALUE`
+/// entries: empty when it names none (unset, empty, `none`, `void`).
+pub fn environment_gpus(body: &CreateBody) -> Vec<String> {
+    body.env
+        .iter()
+        .filter(|pair| {
+            let Some((key, value)) = pair.split_once('=') else {
+                return false;
+            };
+            GPU_VARIABLES.contains(&key)
+                && !matches!(value.trim(), "" | "none" | "void" | "NoDevFiles")
+        })
+        .cloned()
+        .collect()
+}
+
+/// How many GPUs one variable's value names: `all` is `None` (as many as the host has).
+fn named_in_value(value: &str) -> Option<u32> {
+    if value.trim() == "all" {
+        return None;
+    }
+    let named = value
+        .split(',')
+        .filter(|entry| !entry.trim().is_empty())
+        .count();
+    Some(u32::try_from(named).unwrap_or(u32::MAX))
 }
 
 /// One published port: `8888/tcp` on host address `127.0.0.1` (empty: every address).
@@ -86,20 +123,28 @@ impl PolicyRequest {
             // `ops::policy::enforce` fills it from the engine's GPU holders when the policy
             // has a per-user limit.
             user_gpus_held: None,
+            environment_gpus: environment_gpus(body),
         }
     }
 }
 
-/// Whether `body` asks for every GPU of the host (`--gpus all`, or CDI's `nvidia.com/gpu=all`).
+/// Whether `body` asks for every GPU of the host (`--gpus all`, CDI's
+/// `nvidia.com/gpu=all`, or `NVIDIA_VISIBLE_DEVICES=all` in its environment).
 pub fn asks_for_all_gpus(body: &CreateBody) -> bool {
     let all = format!("{NVIDIA_CDI_KIND}=all");
-    body.host_config
-        .device_requests
-        .iter()
-        .any(|request| match &request.device_ids {
-            Some(ids) if !ids.is_empty() => ids.contains(&all),
-            _ => request.driver != CDI_DRIVER && request.count < 0,
-        })
+    let environment_all = environment_gpus(body).iter().any(|pair| {
+        pair.split_once('=')
+            .is_some_and(|(_, value)| named_in_value(value).is_none())
+    });
+    environment_all
+        || body
+            .host_config
+            .device_requests
+            .iter()
+            .any(|request| match &request.device_ids {
+                Some(ids) if !ids.is_empty() => ids.contains(&all),
+                _ => request.driver != CDI_DRIVER && request.count < 0,
+            })
 }
 
 /// The GPUs the body's device requests add up to: each named device once, a count as it
@@ -116,6 +161,13 @@ fn gpu_count(body: &CreateBody, host_gpu_count: Option<u32>) -> Option<u32> {
             _ => u32::try_from(request.count).unwrap_or(u32::MAX),
         };
         total = total.saturating_add(count);
+    }
+    // GPUs named in the environment reach the container beside (or without) a request:
+    // the larger of the two is what it can use.
+    for pair in environment_gpus(body) {
+        if let Some((_, value)) = pair.split_once('=') {
+            total = total.max(named_in_value(value)?);
+        }
     }
     Some(total)
 }
@@ -149,7 +201,19 @@ pub fn check(policy: &Policy, request: &PolicyRequest) -> Vec<Violation> {
             Some(_) => {}
         }
     }
-    if let Some(rule) = &policy.max_gpus_per_user {
+    if let Some(rule) = &policy.max_gpus_per_user
+        && !request.environment_gpus.is_empty()
+    {
+        refuse(
+            MAX_GPUS_PER_USER,
+            rule.line,
+            rule.value.to_string(),
+            format!(
+                "the container's environment asks for GPUs ({}), which the per-user count cannot follow; ask for them with `gpus` in the profile (or `--gpus`) instead",
+                request.environment_gpus.join(", ")
+            ),
+        );
+    } else if let Some(rule) = &policy.max_gpus_per_user {
         // `None`: nobody asked the engine (pure callers); `up` always asks when this rule
         // is set, so only this container is counted then.
         let held = match &request.user_gpus_held {
@@ -344,6 +408,7 @@ mod tests {
             }],
             user: "ada".into(),
             user_gpus_held: None,
+            environment_gpus: Vec::new(),
         }
     }
 
@@ -708,5 +773,43 @@ mod tests {
             (plain.gpus, plain.memory, plain.cpus),
             (Some(0), None, None)
         );
+        // GPUs hidden in the environment count as the GPUs they name.
+        for (pair, host, gpus) in [
+            ("NVIDIA_VISIBLE_DEVICES=all", Some(8), Some(8)),
+            ("NVIDIA_VISIBLE_DEVICES=all", None, None),
+            ("NVIDIA_VISIBLE_DEVICES=0,1,2", None, Some(3)),
+            ("CUDA_VISIBLE_DEVICES=GPU-a,GPU-b", None, Some(2)),
+            ("NVIDIA_VISIBLE_DEVICES=none", None, Some(0)),
+            ("NVIDIA_VISIBLE_DEVICES=", None, Some(0)),
+        ] {
+            body.env = vec![pair.into()];
+            let request = PolicyRequest::from_body(&body, host, "ada");
+            assert_eq!(request.gpus, gpus, "{pair}");
+            assert_eq!(
+                request.environment_gpus.is_empty(),
+                gpus == Some(0),
+                "{pair}"
+            );
+        }
+    }
+
+    #[test]
+    fn gpus_in_the_environment_are_refused_by_the_per_user_rule() {
+        let policy = policy("[limits]\nmax_gpus_per_user = 2\nmax_gpus_per_container = 4\n");
+        let hidden = PolicyRequest {
+            gpus: Some(8),
+            environment_gpus: vec!["NVIDIA_VISIBLE_DEVICES=all".into()],
+            user_gpus_held: Some(Ok(0)),
+            ..request()
+        };
+        let refusals = refused(&policy, &hidden);
+        // In the order of the policy's lines: the per-user rule (line 2), then the
+        // per-container one (line 3).
+        assert_eq!(refusals.len(), 2, "{refusals:?}");
+        assert!(
+            refusals[0].2.contains("NVIDIA_VISIBLE_DEVICES=all"),
+            "{refusals:?}"
+        );
+        assert!(refusals[1].2.contains("asks for 8 GPUs"), "{refusals:?}");
     }
 }

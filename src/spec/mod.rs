@@ -54,6 +54,7 @@ pub mod gpu_request;
 mod mapping;
 pub mod origin;
 mod overrides;
+pub mod ownership;
 pub mod placement;
 mod sources;
 
@@ -68,6 +69,7 @@ pub use docker_run::{docker_run_arguments, docker_run_line, gpus_flag, mount_val
 pub use error::{MissingSource, SpecError};
 pub use mapping::{SpecContext, create_body, device_requests, shm_size};
 pub use overrides::Overrides;
+pub use ownership::{RUN_LABEL, UID_LABEL};
 pub use sources::{clean, resolve_bind_source};
 
 /// The GPUs `up` gave the container (`all`, `count=N`, `devices=GPU-…,…`), beside its

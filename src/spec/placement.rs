@@ -453,6 +453,7 @@ mod tests {
             state: "running".into(),
             profile: None,
             user: None,
+            uid: None,
             gpus,
         }
     }

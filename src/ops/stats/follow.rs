@@ -47,6 +47,9 @@ pub struct FollowOptions {
     pub count: Option<u64>,
     /// Every running container, not only envctl's (when no targets are named).
     pub all: bool,
+    /// envctl's containers of this user only (the default of `stats`); none with
+    /// `--all-users` or `--all`.
+    pub owner: Option<crate::facts::user::User>,
     pub source: CounterSource,
     /// The host's name, for the Prometheus labels.
     pub hostname: String,
@@ -138,7 +141,12 @@ pub async fn follow<S>(
                 LIST_TIMEOUT,
                 // Named targets are kept whoever made them; only the default selection
                 // is limited to envctl's containers.
-                list_targets(engine, !options.all && fixed.is_none(), fixed.as_ref()),
+                list_targets(
+                    engine,
+                    !options.all && fixed.is_none(),
+                    fixed.as_ref(),
+                    options.owner.as_ref().filter(|_| fixed.is_none()),
+                ),
             )
             .await
             .unwrap_or_else(|_| {

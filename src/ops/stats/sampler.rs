@@ -205,17 +205,25 @@ pub fn ended(
     })
 }
 
-/// Running containers: envctl's (`only_envctl`) or all, or of `among` only.
+/// Running containers: envctl's (`only_envctl`) or all, or of `among` only; with `owner`,
+/// envctl's of that user only (`spec::ownership`).
 pub async fn list_targets(
     engine: &Engine,
     only_envctl: bool,
     among: Option<&BTreeSet<String>>,
+    owner: Option<&crate::facts::user::User>,
 ) -> Result<Vec<Target>, EngineError> {
     Ok(engine
         .list_containers(false, only_envctl)
         .await?
         .into_iter()
         .filter(|container| among.is_none_or(|ids| ids.contains(&container.id)))
+        .filter(|container| {
+            owner.is_none_or(|owner| {
+                crate::spec::ownership::belonging(&container.labels, owner)
+                    == crate::spec::ownership::Belonging::Mine
+            })
+        })
         .map(|container| Target {
             profile: container.labels.get(PROFILE_LABEL).cloned(),
             id: container.id,

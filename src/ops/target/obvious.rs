@@ -7,7 +7,8 @@
 //! a container without that label, its `envctl.profile` is one of their names; exactly one
 //! is the target, several are listed and refused. (2) Only when the project has none
 //! running: every running envctl container, the same way. (3) None at all: refused, with
-//! `envctl up`. The project comes first so that a folder's own environment is found
+//! `envctl up`. Only the user's own containers count (`spec::ownership`): another user's
+//! is never the obvious one. The project comes first so that a folder's own environment is found
 //! however many other envctl containers the host runs. A refusal is a usage error (exit 2).
 
 use crate::context::Context;
@@ -129,7 +130,9 @@ pub async fn obvious_container(
 ) -> Result<ContainerDetails, Error> {
     let project = project_profiles(context);
     for _ in 0..RELIST_ATTEMPTS {
-        let running = engine.list_containers(false, true).await?;
+        // The user's own only: another user's running container is never the obvious one.
+        let mut running = engine.list_containers(false, true).await?;
+        running.retain(|container| super::is_mine(&container.labels, context));
         match candidates(&running, &project) {
             (_, found) if found.is_empty() => return Err(none_running(&project, purpose)),
             (_, found) if found.len() == 1 => {

@@ -1,0 +1,218 @@
+//! Whose a container is. envctl acts on a container (`up` meets it, `--recreate`, `down`,
+//! `exec`, `shell`, `logs`, the no-TARGET rule) only when it is envctl's and the user's
+//! own; another user's is named as theirs and touched only when named with
+//! `--other-user`, never by `--recreate`.
+//!
+//! # Labels are claims, not proof
+//!
+//! An image's `LABEL`s end up on every container made from it, so an image can carry
+//! `envctl.profile=X` and make a plain `docker run` container look like envctl's. envctl
+//! therefore reads a container's `envctl.*` labels against its image's
+//! ([`proven_labels`]): a label whose value is the image's own was inherited, not set at
+//! create, and is dropped; and when the container's [`RUN_LABEL`] (a random value each
+//! `up` sets at create) is inherited or absent while the image carries `envctl.*` labels,
+//! every `envctl.*` label is dropped. What is left is what a create set. The engine adapter
+//! applies this to every container it reads, so each rule that asks "is it envctl's"
+//! (a [`PROFILE_LABEL`]) asks the proven labels.
+//!
+//! # The owner
+//!
+//! `up` records the real uid in [`UID_LABEL`] and its login name in [`USER_LABEL`]. The
+//! uid decides; the name is for messages. A container made by an envctl older than the uid
+//! label is its named user's, and one older than both labels is anyone's (a single-user
+//! host made it).
+
+use std::collections::BTreeMap;
+
+use super::{CONFIG_HASH_LABEL, PROFILE_LABEL, USER_LABEL};
+
+/// The real uid of whoever ran `up`, recorded at create.
+pub const UID_LABEL: &str = "envctl.uid";
+
+/// The label each `up` sets at create to a value of its own (process id and 64 random
+/// bits): its containers are found after an interruption, and an image cannot forge it.
+pub const RUN_LABEL: &str = "envctl.run";
+
+/// The prefix of every label envctl sets.
+const PREFIX: &str = "envctl.";
+
+/// The labels of a container that a create set: `labels` without the `envctl.*` ones
+/// inherited from the image (`image_labels`). Returns the labels kept and the keys dropped.
+pub fn proven_labels(
+    labels: BTreeMap<String, String>,
+    image_labels: &BTreeMap<String, String>,
+) -> (BTreeMap<String, String>, Vec<String>) {
+    let image_claims = image_labels.keys().any(|key| key.starts_with(PREFIX));
+    if !image_claims {
+        return (labels, Vec::new());
+    }
+    let run_proven = match (labels.get(RUN_LABEL), image_labels.get(RUN_LABEL)) {
+        (Some(own), Some(inherited)) => own != inherited,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    let mut dropped = Vec::new();
+    let kept = labels
+        .into_iter()
+        .filter(|(key, value)| {
+            let inherited =
+                key.starts_with(PREFIX) && (!run_proven || image_labels.get(key) == Some(value));
+            // envctl's own create sets this run's label even where the image repeats one
+            // of the other values (an image built with `LABEL envctl.profile=X`).
+            let keep = !inherited || (run_proven && key != RUN_LABEL && is_envctl_set(key));
+            if !keep {
+                dropped.push(key.clone());
+            }
+            keep
+        })
+        .collect();
+    (kept, dropped)
+}
+
+/// Labels every `up` sets in each create: with a proven run label they are the create's
+/// even when the image repeats their value (others, such as `envctl.gpus`, a create sets
+/// only sometimes, so a value equal to the image's may be the image's).
+fn is_envctl_set(key: &str) -> bool {
+    [PROFILE_LABEL, CONFIG_HASH_LABEL, UID_LABEL, USER_LABEL].contains(&key)
+}
+
+/// Who runs envctl, as ownership compares it.
+pub use crate::facts::user::User as Me;
+
+/// Whose a container is, by its proven labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Belonging {
+    /// envctl made it for this user (or before owners were recorded).
+    Mine,
+    /// envctl made it for another user: their name (or uid) for messages.
+    Theirs { owner: String },
+    /// envctl did not make it (no proven `envctl.profile`).
+    NotEnvctls,
+}
+
+/// Whose the container with these (proven) labels is.
+pub fn belonging(labels: &BTreeMap<String, String>, me: &Me) -> Belonging {
+    if !labels.contains_key(PROFILE_LABEL) {
+        return Belonging::NotEnvctls;
+    }
+    let name = labels.get(USER_LABEL);
+    let theirs = |fallback: String| Belonging::Theirs {
+        owner: name.cloned().unwrap_or(fallback),
+    };
+    match labels.get(UID_LABEL) {
+        Some(uid) => match (uid.parse::<u32>(), me.uid) {
+            (Ok(uid), Some(mine)) if uid == mine => Belonging::Mine,
+            // A uid label that is no number is not envctl's writing: nobody's to act on.
+            (Err(_), _) => theirs(format!("uid {uid}")),
+            (Ok(uid), _) => theirs(format!("uid {uid}")),
+        },
+        None => match name {
+            Some(name) if *name != me.name => theirs(name.clone()),
+            _ => Belonging::Mine,
+        },
+    }
+}
+
+/// The owner to show (`ps`'s OWNER column): the login name, else `uid N`, else `-` for a
+/// container made before owners were recorded.
+pub fn owner_label(labels: &BTreeMap<String, String>) -> Option<String> {
+    labels
+        .get(USER_LABEL)
+        .cloned()
+        .or_else(|| labels.get(UID_LABEL).map(|uid| format!("uid {uid}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn labels_inherited_from_the_image_are_not_envctls() {
+        let image = labels(&[("envctl.profile", "x"), ("maintainer", "m")]);
+        // `docker run` of the image: every envctl label is the image's.
+        let container = labels(&[("envctl.profile", "x"), ("maintainer", "m")]);
+        let (kept, dropped) = proven_labels(container, &image);
+        assert_eq!(kept, labels(&[("maintainer", "m")]));
+        assert_eq!(dropped, ["envctl.profile"]);
+        // A run label copied from the image proves nothing either.
+        let image = labels(&[("envctl.profile", "x"), ("envctl.run", "1-2")]);
+        let container = labels(&[
+            ("envctl.profile", "y"),
+            ("envctl.run", "1-2"),
+            ("envctl.uid", "0"),
+        ]);
+        let (kept, _) = proven_labels(container, &image);
+        assert!(kept.is_empty(), "{kept:?}");
+    }
+
+    #[test]
+    fn envctls_own_create_keeps_its_labels_over_an_image_that_repeats_them() {
+        let image = labels(&[("envctl.profile", "x"), ("envctl.gpus", "all")]);
+        let container = labels(&[
+            ("envctl.profile", "x"),
+            ("envctl.run", "42-abc"),
+            ("envctl.uid", "1000"),
+            ("envctl.gpus", "all"),
+        ]);
+        let (kept, dropped) = proven_labels(container, &image);
+        assert_eq!(kept.get("envctl.profile").map(String::as_str), Some("x"));
+        assert_eq!(kept.get("envctl.uid").map(String::as_str), Some("1000"));
+        // A GPU claim equal to the image's is the image's.
+        assert_eq!(dropped, ["envctl.gpus"]);
+        // An image without envctl labels changes nothing.
+        let plain = labels(&[("envctl.profile", "x")]);
+        assert_eq!(proven_labels(plain.clone(), &BTreeMap::new()).0, plain);
+    }
+
+    #[test]
+    fn the_uid_decides_whose_a_container_is() {
+        let me = Me {
+            uid: Some(1000),
+            name: "ada".into(),
+        };
+        let mine = labels(&[("envctl.profile", "p"), ("envctl.uid", "1000")]);
+        assert_eq!(belonging(&mine, &me), Belonging::Mine);
+        let theirs = labels(&[
+            ("envctl.profile", "p"),
+            ("envctl.uid", "1001"),
+            ("envctl.user", "ada"),
+        ]);
+        // Same name, other uid: the uid decides, the name is shown.
+        assert_eq!(
+            belonging(&theirs, &me),
+            Belonging::Theirs {
+                owner: "ada".into()
+            }
+        );
+        let legacy = labels(&[("envctl.profile", "p"), ("envctl.user", "bob")]);
+        assert_eq!(
+            belonging(&legacy, &me),
+            Belonging::Theirs {
+                owner: "bob".into()
+            }
+        );
+        let oldest = labels(&[("envctl.profile", "p")]);
+        assert_eq!(belonging(&oldest, &me), Belonging::Mine);
+        let forged = labels(&[("envctl.profile", "p"), ("envctl.uid", "me")]);
+        assert!(matches!(belonging(&forged, &me), Belonging::Theirs { .. }));
+        assert_eq!(
+            belonging(&labels(&[("a", "b")]), &me),
+            Belonging::NotEnvctls
+        );
+        let unknown = Me {
+            uid: None,
+            name: "unknown user".into(),
+        };
+        assert!(matches!(
+            belonging(&mine, &unknown),
+            Belonging::Theirs { .. }
+        ));
+    }
+}
