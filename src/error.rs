@@ -312,7 +312,7 @@ impl Error {
             Error::GpusUnavailable { fix, .. } | Error::NotGiven { fix, .. } => Some(fix.clone()),
             Error::Lock { hint, .. } | Error::GpuLock { hint, .. } => Some(hint.clone()),
             Error::NoFreeGpus { .. } => Some(
-                "`envctl doctor` shows who holds each GPU; stop one (`envctl down`), ask for fewer, or share on purpose with `--gpus device=0,1` or `placement = \"first\"`"
+                "`envctl doctor` shows who holds each GPU (`envctl ps --all-users`, with their owners: ask them); stop one of your own (`envctl ps`, then `envctl down NAME`), ask for fewer, or share on purpose with `--gpus device=0,1` or `placement = \"first\"`"
                     .into(),
             ),
             Error::PinnedGpusTaken { name, profile, .. } => Some(format!(

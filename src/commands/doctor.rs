@@ -140,13 +140,17 @@ fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
                     said + ")"
                 })
                 .collect();
-            let who = if gpu.free {
-                "free".to_string()
-            } else {
-                format!("held by {}", holders.join(", "))
+            let who = match (&gpu.busy, gpu.free) {
+                (Some(_), _) => "busy (no container holds it)".to_string(),
+                (None, true) => "free".to_string(),
+                (None, false) => format!("held by {}", holders.join(", ")),
             };
             let message = format!("GPU {}: {who}; {memory}, {processes}", gpu.index);
-            if gpu.unreadable.is_empty() {
+            if let Some(busy) = &gpu.busy {
+                Finding::warn("gpu.occupancy", message).with_hint(format!(
+                    "busy: {busy}; placement takes a busy GPU only when no idle one is left, and says so (`placement = \"idle\"` never does)"
+                ))
+            } else if gpu.unreadable.is_empty() {
                 Finding::info("gpu.occupancy", message)
             } else {
                 Finding::warn("gpu.occupancy", message).with_hint(format!(

@@ -146,8 +146,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
                 }
             },
         };
-        dry_run(&body, &plan.name, form.as_ref(), context)?;
-        // The plan is shown either way; the dry run then exits as `up` would.
+        // The dry run refuses what `up` would, before showing what it would make.
         early?;
         match &engine {
             Some(engine) => runtime.block_on(crate::ops::up::judge_dry_run(
@@ -161,7 +160,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
                 "the engine could not be reached: ports in use, GPUs held and the doctor verdict were not judged",
             ),
         }
-        return Ok(ExitStatus::Success);
+        return dry_run(&body, &plan.name, form.as_ref(), context);
     }
     early?;
     // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL): on the container

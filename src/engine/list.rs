@@ -124,7 +124,11 @@ impl Engine {
         image_id: &str,
         labels: std::collections::BTreeMap<String, String>,
     ) -> Result<std::collections::BTreeMap<String, String>, EngineError> {
-        if image_id.is_empty() || !labels.keys().any(|key| key.starts_with("envctl.")) {
+        if image_id.is_empty()
+            || !labels
+                .keys()
+                .any(|key| crate::spec::ownership::is_claim(key))
+        {
             return Ok(labels);
         }
         let known = self

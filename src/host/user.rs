@@ -44,6 +44,21 @@ fn current_with(root: &Path, lookup: impl FnOnce(u32) -> Option<String>) -> User
     }
 }
 
+/// Who runs process `pid`: the login name of its real uid from `etc/passwd` under `root`,
+/// else the uid's number; `None` when `/proc` does not say (the process ended, or it is
+/// not this host's). No directory service is asked per process.
+pub fn process_user(root: &Path, pid: u32) -> Option<String> {
+    let status =
+        std::fs::read_to_string(root.join("proc").join(pid.to_string()).join("status")).ok()?;
+    let uid = real_uid(&status)?;
+    Some(
+        std::fs::read_to_string(root.join("etc/passwd"))
+            .ok()
+            .and_then(|passwd| name_of(&passwd, uid))
+            .unwrap_or_else(|| uid.to_string()),
+    )
+}
+
 /// The real uid: the first number of the `Uid:` line.
 fn real_uid(status: &str) -> Option<u32> {
     status

@@ -132,6 +132,9 @@ pub struct Facts {
     /// GPU process PIDs → the name of the container each runs in, with what could not be
     /// read; gathered with `holders`.
     pub process_owners: (std::collections::BTreeMap<u32, String>, Vec<String>),
+    /// GPU process PIDs → who runs each (`host::user::process_user`); gathered with
+    /// `holders`, for the busy GPUs' messages.
+    pub process_users: std::collections::BTreeMap<u32, String>,
     /// Why the host probe gave no facts (it panicked: a bug): `host` is then empty, not
     /// measured, and doctor says so before judging it.
     pub host_crashed: Option<String>,
@@ -204,6 +207,7 @@ pub async fn gather_with(
         today: today(context.environment.now()),
         holders: None,
         process_owners: Default::default(),
+        process_users: Default::default(),
         host_crashed,
     }
 }
@@ -223,6 +227,16 @@ pub async fn gather_occupancy(engine: &Engine, facts: &mut Facts, context: &Cont
             // Any running container may have reached a GPU (a runtime's
             // `NVIDIA_VISIBLE_DEVICES`), not only the holders.
             facts.process_owners = crate::ops::placement::process_owners(gpus, &read.running);
+            facts.process_users = gpus
+                .iter()
+                .filter_map(|gpu| gpu.processes.value())
+                .flatten()
+                .filter_map(|process| {
+                    let user =
+                        crate::host::user::process_user(std::path::Path::new("/"), process.pid)?;
+                    Some((process.pid, user))
+                })
+                .collect();
             facts.holders = Some(Ok(read.holders));
         }
         Err(error) => facts.holders = Some(Err(crate::error::error_chain(&error))),
@@ -238,7 +252,12 @@ fn occupancy(facts: &Facts) -> Option<Occupancy> {
         Err(message) => (&[][..], Some(message.clone())),
     };
     let (owners, unreadable) = &facts.process_owners;
-    let (gpus, unmapped) = crate::spec::placement::occupancy_with_owners(gpus, holders, owners);
+    let (gpus, unmapped) = crate::spec::placement::occupancy_with_processes(
+        gpus,
+        holders,
+        owners,
+        &facts.process_users,
+    );
     Some(Occupancy {
         gpus,
         unmapped,

@@ -74,7 +74,7 @@ pub fn count_asked(body: &CreateBody) -> Option<u32> {
 /// Whether [`place`] will take the host-wide lock for this body: a count, `free`
 /// placement, and NVML facts to choose from.
 pub fn locks(body: &CreateBody, policy: GpuPlacement, gpu: &GpuFacts) -> bool {
-    count_asked(body).is_some() && policy == GpuPlacement::Free && gpu.loaded().is_some()
+    count_asked(body).is_some() && policy != GpuPlacement::First && gpu.loaded().is_some()
 }
 
 /// What the body's GPU request holds, as a holder's label says it.
@@ -136,7 +136,7 @@ pub async fn place(
     context: &Context,
 ) -> Result<Placed, Error> {
     let count = count_asked(body);
-    let chooses = count.is_some() && policy == GpuPlacement::Free && rows(gpu, &[]).is_ok();
+    let chooses = count.is_some() && policy != GpuPlacement::First && rows(gpu, &[]).is_ok();
     let counts = chooses || gate.is_some();
     let lock = match lock_path {
         Some(path) if counts => Some(take_lock(path).await?),
@@ -190,7 +190,7 @@ pub async fn place(
         ));
     }
     let rows = rows(gpu, &holders).map_err(Error::Internal)?;
-    match placement::choose(count, &rows) {
+    match placement::choose(count, &rows, policy == GpuPlacement::Idle) {
         Ok(choice) => Ok(Placed {
             body: pinned(body, &choice.gpus),
             report: Some(PlacementReport {

@@ -76,7 +76,7 @@ pub async fn find_container(
     target: &str,
 ) -> Result<ContainerDetails, Error> {
     match look_up(engine, context, target).await? {
-        Lookup::Container(details) => may_act(*details, context),
+        Lookup::Container(details) => Ok(*details),
         Lookup::Nothing { prefix_of } => {
             Err(nothing_error(engine, context, target, prefix_of.as_deref(), &[]).await)
         }
@@ -89,7 +89,10 @@ pub async fn find_container(
 pub async fn look_up(engine: &Engine, context: &Context, target: &str) -> Result<Lookup, Error> {
     check_target(target)?;
     let prefix_of = match by_name(engine, target).await? {
-        ByName::Found(details) => return Ok(Lookup::Container(Box::new(details))),
+        // Named: another user's only with `--other-user`.
+        ByName::Found(details) => {
+            return Ok(Lookup::Container(Box::new(may_act(details, context)?)));
+        }
         ByName::ShortPrefixOf(name) => Some(name),
         ByName::Nothing => None,
     };

@@ -108,31 +108,28 @@ pub async fn default_name(
     profile: &str,
     context: &Context,
 ) -> Result<String, Error> {
+    use crate::spec::ownership::{Belonging, belonging};
     let plain = spec::container_name(profile);
-    let personal = crate::ops::target::personal_container_name(profile, &context.user.name);
-    let mine: Vec<String> = engine
-        .list_containers(true, true)
-        .await?
-        .into_iter()
-        .filter(|container| crate::ops::target::is_mine(&container.labels, context))
-        .map(|container| container.name)
-        .collect();
-    for name in [&plain, &personal] {
-        if mine.contains(name) {
-            return Ok(name.clone());
+    let whose = |container: Option<crate::facts::container::ContainerDetails>| {
+        container.map(|container| belonging(&container.labels, &context.user))
+    };
+    match whose(engine.inspect_container(&plain).await?) {
+        // The user's own, or not envctl's (then `up` names the clash).
+        Some(Belonging::Mine | Belonging::NotEnvctls) => Ok(plain),
+        Some(Belonging::Theirs { .. }) => Ok(crate::ops::target::personal_container_name(
+            profile,
+            &context.user.name,
+        )),
+        // Free: unless the user's own runs under the personal name (made while another
+        // user had the plain one), which `up` meets instead of making a second.
+        None => {
+            let personal = crate::ops::target::personal_container_name(profile, &context.user.name);
+            Ok(match whose(engine.inspect_container(&personal).await?) {
+                Some(Belonging::Mine) => personal,
+                _ => plain,
+            })
         }
     }
-    Ok(match engine.inspect_container(&plain).await? {
-        Some(existing)
-            if matches!(
-                crate::spec::ownership::belonging(&existing.labels, &context.user),
-                crate::spec::ownership::Belonging::Theirs { .. }
-            ) =>
-        {
-            personal
-        }
-        _ => plain,
-    })
 }
 
 /// The label that marks a container with the run that created it: an interrupted run

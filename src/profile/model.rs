@@ -70,10 +70,13 @@ pub enum GpuPlacement {
     Free,
     /// Docker's own choice: the first N GPUs.
     First,
+    /// Like `free`, but never a busy GPU (compute processes or memory in use by no
+    /// container that holds it): no room rather than sharing.
+    Idle,
 }
 
 impl GpuPlacement {
-    pub const NAMES: [&'static str; 2] = ["free", "first"];
+    pub const NAMES: [&'static str; 3] = ["free", "first", "idle"];
 
     pub fn is_default(&self) -> bool {
         *self == GpuPlacement::Free
@@ -83,6 +86,7 @@ impl GpuPlacement {
         match name {
             "free" => Some(GpuPlacement::Free),
             "first" => Some(GpuPlacement::First),
+            "idle" => Some(GpuPlacement::Idle),
             _ => None,
         }
     }
@@ -91,6 +95,7 @@ impl GpuPlacement {
         match self {
             GpuPlacement::Free => "free",
             GpuPlacement::First => "first",
+            GpuPlacement::Idle => "idle",
         }
     }
 }

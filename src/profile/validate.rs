@@ -370,10 +370,9 @@ impl Checker<'_> {
         Some(user)
     }
 
-    /// `placement = "free" | "first"`: how `up` picks the GPUs of a count.
+    /// `placement = "free" | "idle" | "first"`: how `up` picks the GPUs of a count.
     fn placement(&mut self, value: &Value<'_>) -> Option<GpuPlacement> {
-        let example =
-            "placement = \"free\" (GPUs no container holds) or \"first\" (Docker's first N)";
+        let example = "placement = \"free\" (GPUs no container holds), \"idle\" (and no other process uses) or \"first\" (Docker's first N)";
         let Some(text) = value.get_ref().as_str() else {
             self.type_error("placement", value, "a string", example);
             return None;

@@ -33,8 +33,25 @@ pub const UID_LABEL: &str = "envctl.uid";
 /// bits): its containers are found after an interruption, and an image cannot forge it.
 pub const RUN_LABEL: &str = "envctl.run";
 
-/// The prefix of every label envctl sets.
-const PREFIX: &str = "envctl.";
+/// The labels envctl writes on the containers it makes (and the exports write on
+/// theirs): the claims an image could forge. Other `envctl.*` labels (a test suite's
+/// `envctl.test`) claim nothing.
+pub const CLAIMS: [&str; 9] = [
+    PROFILE_LABEL,
+    CONFIG_HASH_LABEL,
+    super::PROFILE_HASH_LABEL,
+    super::PROFILE_FILE_LABEL,
+    super::GPUS_LABEL,
+    super::ORIGIN_LABEL,
+    UID_LABEL,
+    USER_LABEL,
+    RUN_LABEL,
+];
+
+/// Whether `key` is one of envctl's [`CLAIMS`].
+pub fn is_claim(key: &str) -> bool {
+    CLAIMS.contains(&key)
+}
 
 /// The labels of a container that a create set: `labels` without the `envctl.*` ones
 /// inherited from the image (`image_labels`). Returns the labels kept and the keys dropped.
@@ -42,7 +59,7 @@ pub fn proven_labels(
     labels: BTreeMap<String, String>,
     image_labels: &BTreeMap<String, String>,
 ) -> (BTreeMap<String, String>, Vec<String>) {
-    let image_claims = image_labels.keys().any(|key| key.starts_with(PREFIX));
+    let image_claims = image_labels.keys().any(|key| is_claim(key));
     if !image_claims {
         return (labels, Vec::new());
     }
@@ -55,8 +72,7 @@ pub fn proven_labels(
     let kept = labels
         .into_iter()
         .filter(|(key, value)| {
-            let inherited =
-                key.starts_with(PREFIX) && (!run_proven || image_labels.get(key) == Some(value));
+            let inherited = is_claim(key) && (!run_proven || image_labels.get(key) == Some(value));
             // envctl's own create sets this run's label even where the image repeats one
             // of the other values (an image built with `LABEL envctl.profile=X`).
             let keep = !inherited || (run_proven && key != RUN_LABEL && is_envctl_set(key));

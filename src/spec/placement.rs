@@ -36,20 +36,73 @@ pub struct GpuOccupancy {
     pub memory_total_bytes: Option<u64>,
     /// No container holds it.
     pub free: bool,
+    /// Free, yet in use: compute processes of no container that holds it (another user's
+    /// script on the host), or more than [`BUSY_MEMORY_BYTES`] of its memory. Placement
+    /// takes such a GPU only when no idle one is left, and says so; `placement = "idle"`
+    /// never does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy: Option<String>,
     /// What NVML could not read about it, which keeps it out of placement.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<String>,
 }
 
 impl GpuOccupancy {
-    /// `GPU 0: alice-train (running), bob-eval (created)`: who holds it, for messages.
+    /// `GPU 0: train (running, alice), bob-eval (created)`: who holds it and, for envctl's
+    /// containers, whose they are (the owner to ask), for messages.
     pub fn held_by(&self) -> String {
         let names: Vec<String> = self
             .holders
             .iter()
-            .map(|holder| format!("{} ({})", holder.name, holder.state))
+            .map(|holder| match &holder.user {
+                Some(user) => format!("{} ({}, {user})", holder.name, holder.state),
+                None => format!("{} ({})", holder.name, holder.state),
+            })
             .collect();
         format!("GPU {}: {}", self.index, names.join(", "))
+    }
+}
+
+/// GPU memory in use above which a GPU no container holds is busy: the driver's own use
+/// of an idle GPU stays well under it, a framework's context (~300–500 MiB) too.
+pub const BUSY_MEMORY_BYTES: u64 = 1 << 30;
+
+/// Why a GPU that no container holds is in use anyway: its processes (PID, container,
+/// memory) or its memory; `None` when it is idle, or what NVML could not read says
+/// nothing (unread facts keep it out of placement on their own).
+fn busy_reason(processes: Option<&[OccupyingProcess]>, memory_used: Option<u64>) -> Option<String> {
+    let gib = |bytes: u64| format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30));
+    if let Some(processes) = processes.filter(|processes| !processes.is_empty()) {
+        let named: Vec<String> = processes
+            .iter()
+            .map(|process| {
+                let mut said = format!("PID {}", process.pid);
+                if let Some(user) = &process.user {
+                    said.push_str(&format!(" of {user}"));
+                }
+                match &process.container {
+                    Some(container) => said.push_str(&format!(" in {container}")),
+                    None => said.push_str(" in no container"),
+                }
+                if let Some(bytes) = process.used_memory_bytes {
+                    said.push_str(&format!(", {}", gib(bytes)));
+                }
+                said
+            })
+            .collect();
+        return Some(format!(
+            "{} compute process{} that no container holding it runs: {}",
+            processes.len(),
+            if processes.len() == 1 { "" } else { "es" },
+            named.join("; ")
+        ));
+    }
+    match memory_used {
+        Some(used) if used > BUSY_MEMORY_BYTES => Some(format!(
+            "{} of its memory is in use by no container holding it",
+            gib(used)
+        )),
+        _ => None,
     }
 }
 
@@ -61,6 +114,9 @@ pub struct OccupyingProcess {
     /// The running container whose cgroup the process is in; `None` when it is in none
     /// the engine lists as running (the host's own, another engine's, or one that ended).
     pub container: Option<String>,
+    /// Who runs it (the login name of its real uid, or the number), where `/proc` says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 /// A holder as occupancy names it.
@@ -85,6 +141,17 @@ pub fn occupancy_with_owners(
     gpus: &[GpuDevice],
     holders: &[GpuHolder],
     owners: &BTreeMap<u32, String>,
+) -> (Vec<GpuOccupancy>, Vec<String>) {
+    occupancy_with_processes(gpus, holders, owners, &BTreeMap::new())
+}
+
+/// [`occupancy_with_owners`], naming the user of each process found in `users` (PID →
+/// name).
+pub fn occupancy_with_processes(
+    gpus: &[GpuDevice],
+    holders: &[GpuHolder],
+    owners: &BTreeMap<u32, String>,
+    users: &BTreeMap<u32, String>,
 ) -> (Vec<GpuOccupancy>, Vec<String>) {
     let mut indexes: Vec<u32> = gpus.iter().map(|gpu| gpu.index).collect();
     indexes.sort_unstable();
@@ -121,22 +188,31 @@ pub fn occupancy_with_owners(
             note("uuid", gpu.uuid.failure());
             note("memory", gpu.memory.failure());
             note("processes", gpu.processes.failure());
+            let processes: Option<Vec<OccupyingProcess>> = gpu.processes.value().map(|processes| {
+                processes
+                    .iter()
+                    .map(|process| OccupyingProcess {
+                        pid: process.pid,
+                        used_memory_bytes: process.used_memory_bytes,
+                        container: owners.get(&process.pid).cloned(),
+                        user: users.get(&process.pid).cloned(),
+                    })
+                    .collect()
+            });
+            let memory_used_bytes = gpu.memory.value().map(|memory| memory.used_bytes);
+            let free = holders.is_empty();
             GpuOccupancy {
                 index: gpu.index,
                 uuid: gpu.uuid.value().cloned(),
-                free: holders.is_empty(),
+                free,
+                busy: if free {
+                    busy_reason(processes.as_deref(), memory_used_bytes)
+                } else {
+                    None
+                },
                 holders,
-                processes: gpu.processes.value().map(|processes| {
-                    processes
-                        .iter()
-                        .map(|process| OccupyingProcess {
-                            pid: process.pid,
-                            used_memory_bytes: process.used_memory_bytes,
-                            container: owners.get(&process.pid).cloned(),
-                        })
-                        .collect()
-                }),
-                memory_used_bytes: gpu.memory.value().map(|memory| memory.used_bytes),
+                processes,
+                memory_used_bytes,
                 memory_total_bytes: gpu.memory.value().map(|memory| memory.total_bytes),
                 unreadable,
             }
@@ -311,10 +387,12 @@ impl std::fmt::Display for NoRoom {
     }
 }
 
-/// Picks `count` GPUs no container holds: the least used first (GPU memory in use, then
-/// compute processes), ties broken by index. A GPU whose UUID, memory or processes NVML
-/// could not read is never picked, and [`Choice::skipped`] says so.
-pub fn choose(count: u32, rows: &[GpuOccupancy]) -> Result<Choice, NoRoom> {
+/// Picks `count` GPUs no container holds: idle ones before busy ones, then the least used
+/// (GPU memory in use, then compute processes), ties broken by index. A GPU whose UUID,
+/// memory or processes NVML could not read is never picked, and [`Choice::skipped`] says
+/// so; a busy one is picked only when no idle one is left (and then said in `skipped`),
+/// never with `idle_only`.
+pub fn choose(count: u32, rows: &[GpuOccupancy], idle_only: bool) -> Result<Choice, NoRoom> {
     let skipped: Vec<String> = rows
         .iter()
         .filter(|row| row.free && !row.unreadable.is_empty())
@@ -326,12 +404,24 @@ pub fn choose(count: u32, rows: &[GpuOccupancy]) -> Result<Choice, NoRoom> {
             )
         })
         .collect();
+    let mut skipped = skipped;
     let mut free: Vec<&GpuOccupancy> = rows
         .iter()
         .filter(|row| row.free && row.unreadable.is_empty() && row.uuid.is_some())
+        .filter(|row| !idle_only || row.busy.is_none())
         .collect();
+    if idle_only {
+        skipped.extend(rows.iter().filter_map(|row| {
+            let busy = row.busy.as_ref()?;
+            Some(format!(
+                "GPU {} is busy (`placement = \"idle\"`): {busy}",
+                row.index
+            ))
+        }));
+    }
     free.sort_by_key(|row| {
         (
+            row.busy.is_some(),
             row.memory_used_bytes.unwrap_or(u64::MAX),
             row.processes.as_ref().map_or(usize::MAX, Vec::len),
             row.index,
@@ -351,6 +441,14 @@ pub fn choose(count: u32, rows: &[GpuOccupancy]) -> Result<Choice, NoRoom> {
         });
     }
     let free_count = free.len();
+    // A busy GPU that had to be taken is said: it is shared with whatever runs there.
+    skipped.extend(free.iter().take(wanted).filter_map(|row| {
+        let busy = row.busy.as_ref()?;
+        Some(format!(
+            "GPU {} is busy but no idle GPU is left, so it is shared: {busy}",
+            row.index
+        ))
+    }));
     // Every free row has a UUID (rows without one were left out above).
     let mut gpus: Vec<ChosenGpu> = free
         .into_iter()
@@ -460,7 +558,7 @@ mod tests {
 
     fn chosen(count: u32, gpus: &[GpuDevice], holders: &[GpuHolder]) -> Vec<u32> {
         let (rows, _) = occupancy(gpus, holders);
-        choose(count, &rows)
+        choose(count, &rows, false)
             .unwrap()
             .gpus
             .iter()
@@ -495,7 +593,7 @@ mod tests {
     fn all_holds_every_gpu_and_there_is_no_room() {
         let holders = [holder("everything", GpuAssignment::All)];
         let (rows, _) = occupancy(&eight(), &holders);
-        let refused = choose(1, &rows).unwrap_err();
+        let refused = choose(1, &rows, false).unwrap_err();
         assert_eq!(refused.free, Vec::<u32>::new());
         assert_eq!(refused.held.len(), 8);
         assert_eq!(refused.held[0], "GPU 0: everything (running)");
@@ -516,7 +614,7 @@ mod tests {
         assert_eq!(chosen(6, &gpus, &[]), [1, 3, 4, 5, 6, 7]);
         assert_eq!(chosen(7, &gpus, &[]), [1, 2, 3, 4, 5, 6, 7]);
         let (rows, _) = occupancy(&gpus, &[]);
-        let choice = choose(2, &rows).unwrap();
+        let choice = choose(2, &rows, false).unwrap();
         assert_eq!(
             choice.reason,
             "GPUs 3 and 4: no container holds them; the least used of 8 free (GPU memory in use, then processes, then index)"
@@ -533,7 +631,7 @@ mod tests {
         gpus[0].memory = Fact::Error(NvmlFailure::new(FailureKind::Unknown, "Unknown Error"));
         gpus[1].uuid = Fact::Error(NvmlFailure::new(FailureKind::GpuLost, "GPU is lost"));
         let (rows, _) = occupancy(&gpus, &[]);
-        let choice = choose(2, &rows).unwrap();
+        let choice = choose(2, &rows, false).unwrap();
         assert_eq!(
             choice.gpus.iter().map(|gpu| gpu.index).collect::<Vec<_>>(),
             [2, 3]
@@ -545,7 +643,7 @@ mod tests {
                 "GPU 1: NVML could not read its uuid: GPU is lost"
             ]
         );
-        let refused = choose(7, &rows).unwrap_err();
+        let refused = choose(7, &rows, false).unwrap_err();
         assert_eq!(refused.free.len(), 6);
         assert_eq!(refused.skipped.len(), 2);
     }

@@ -335,7 +335,12 @@ async fn create_like_up(project: &Project, name: &str) {
 fn label_differs_by_design(key: &str) -> bool {
     matches!(
         key,
-        "envctl.run" | "envctl.profile-file" | "envctl.user" | "envctl.gpus" | "envctl.origin"
+        "envctl.run"
+            | "envctl.profile-file"
+            | "envctl.user"
+            | "envctl.uid"
+            | "envctl.gpus"
+            | "envctl.origin"
     ) || key.starts_with("com.docker.compose.")
         || key.starts_with("devcontainer.")
 }

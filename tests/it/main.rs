@@ -48,6 +48,7 @@ mod registry_paging;
 mod report;
 mod secrets;
 mod serve;
+mod shared_server;
 mod spec_equivalence;
 mod stats;
 mod stats_files;

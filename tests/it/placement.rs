@@ -255,10 +255,18 @@ fn a_count_lands_on_the_least_used_free_gpus_pinned_by_uuid() {
         || {
             let run = |arguments: &[&str]| envctl(folder.path(), &machine, "", arguments);
             (
-                run(&["up", "two", "--dry-run", "--json"]),
-                run(&["up", "first", "--dry-run", "--json"]),
-                run(&["up", "two", "--dry-run", "--json", "--gpus", "3"]),
-                run(&["up", "two", "--dry-run", "--json", "--gpus", "device=0"]),
+                run(&["up", "two", "--dry-run", "--force", "--json"]),
+                run(&["up", "first", "--dry-run", "--force", "--json"]),
+                run(&["up", "two", "--dry-run", "--force", "--json", "--gpus", "3"]),
+                run(&[
+                    "up",
+                    "two",
+                    "--dry-run",
+                    "--force",
+                    "--json",
+                    "--gpus",
+                    "device=0",
+                ]),
                 run(&["doctor", "--json"]),
             )
         },
@@ -279,7 +287,12 @@ fn a_count_lands_on_the_least_used_free_gpus_pinned_by_uuid() {
         format!("devices={},{}", machine.uuids[4], machine.uuids[5])
     );
     // The human dry run says the same, on stderr.
-    let said = envctl(folder.path(), &machine, "", &["up", "two", "--dry-run"]);
+    let said = envctl(
+        folder.path(),
+        &machine,
+        "",
+        &["up", "two", "--dry-run", "--force"],
+    );
     assert!(
         said.stderr
             .contains("placement: GPUs 4 and 5: no container holds them"),
@@ -359,7 +372,7 @@ fn device_nodes_hold_the_gpus_of_their_minor_numbers() {
         || {
             let run = |arguments: &[&str]| envctl(folder.path(), &machine, "", arguments);
             (
-                run(&["up", "two", "--dry-run", "--json"]),
+                run(&["up", "two", "--dry-run", "--force", "--json"]),
                 run(&["doctor", "--json"]),
             )
         },
@@ -404,12 +417,17 @@ fn no_room_is_refused_naming_the_holders_and_unreadable_gpus_are_skipped() {
         &|name| holders.names.iter().any(|own| own == name),
         || {
             (
-                envctl(folder.path(), &machine, "", &["up", "two", "--dry-run"]),
                 envctl(
                     folder.path(),
                     &machine,
                     "",
-                    &["up", "one", "--dry-run", "--json"],
+                    &["up", "two", "--dry-run", "--force"],
+                ),
+                envctl(
+                    folder.path(),
+                    &machine,
+                    "",
+                    &["up", "one", "--dry-run", "--force", "--json"],
                 ),
             )
         },
@@ -837,7 +855,7 @@ fn another_tools_cdi_container_on_podman_holds_its_gpu() {
             folder.path(),
             &machine,
             &podman.host,
-            &["up", "three", "--dry-run", "--json", "--force"],
+            &["up", "three", "--dry-run", "--force", "--json"],
         )
     });
     assert_eq!(placed.code, 0, "{placed}");
@@ -925,7 +943,7 @@ fn a_bad_cache_a_bad_flag_and_a_planted_link_hurt_nothing() {
         folder.path(),
         &machine,
         "",
-        &["up", "two", "--dry-run", "--gpus", "two gpus"],
+        &["up", "two", "--dry-run", "--force", "--gpus", "two gpus"],
     );
     assert_eq!(bad_flag.code, 2, "{bad_flag}");
     assert!(bad_flag.stderr.contains("--gpus"), "{bad_flag}");
@@ -942,7 +960,7 @@ fn a_bad_cache_a_bad_flag_and_a_planted_link_hurt_nothing() {
                 folder.path(),
                 &machine,
                 "",
-                &["up", "two", "--dry-run", "--json"],
+                &["up", "two", "--dry-run", "--force", "--json"],
             )
         },
     );
@@ -961,7 +979,12 @@ fn a_bad_cache_a_bad_flag_and_a_planted_link_hurt_nothing() {
     std::fs::remove_file(cache.join("gpu-requests.json")).unwrap();
     std::os::unix::fs::symlink(&victim, cache.join("gpu-requests.json")).unwrap();
     let _more = Holders::create(&["device=3"]);
-    let linked = envctl(folder.path(), &machine, "", &["up", "two", "--dry-run"]);
+    let linked = envctl(
+        folder.path(),
+        &machine,
+        "",
+        &["up", "two", "--dry-run", "--force"],
+    );
     assert_eq!(linked.code, 0, "{linked}");
     assert_eq!(
         std::fs::read_to_string(&victim).unwrap(),
