@@ -59,9 +59,11 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
             crate::ui::report::write_diagnostic(&context.printer, diagnostic);
         }
     }
+    let in_force = policy.as_ref().ok().and_then(Option::as_ref).cloned();
     let report = judge(&facts, &profiles, &matrix)
         .with_invalid(invalid)
-        .with_policy(policy);
+        .with_policy(policy)
+        .with_policy_verdicts(in_force.as_ref(), &profiles, &facts, context);
     let status = worst(report.findings.iter()).max(
         report
             .profiles

@@ -98,6 +98,83 @@ impl DoctorReport {
     }
 }
 
+impl DoctorReport {
+    /// Judges each profile by the host policy as `up` would (the same rule, value and
+    /// file:line as `up`'s refusal, a `profile.policy` failure each), counting what the
+    /// user holds already where the engine's GPU holders were read.
+    pub fn with_policy_verdicts(
+        mut self,
+        policy: Option<&crate::policy::Policy>,
+        profiles: &[ResolvedProfile],
+        facts: &Facts,
+        context: &Context,
+    ) -> DoctorReport {
+        let Some(policy) = policy else {
+            return self;
+        };
+        let holders = match &facts.holders {
+            Some(Ok(holders)) => Some(holders.as_slice()),
+            _ => None,
+        };
+        let working_directory = context
+            .working_directory()
+            .unwrap_or_else(|_| std::path::PathBuf::from("/"));
+        for resolved in profiles {
+            let spec_context = crate::spec::SpecContext {
+                working_directory: working_directory.clone(),
+                home: context.environment.home(),
+                host_has_gpus: facts.gpu.listed_gpus().is_ok_and(|gpus| !gpus.is_empty()),
+                overrides: crate::spec::Overrides::default(),
+                // Missing mount sources are the profile checks' to report: the policy
+                // judges the rest of the body.
+                path_exists: &|_| true,
+            };
+            let Ok(body) = crate::spec::create_body(resolved, &spec_context) else {
+                continue;
+            };
+            let name = crate::spec::container_name(&resolved.profile.name);
+            let gate = crate::ops::policy::PolicyGate {
+                policy,
+                user: &context.user,
+                container: &name,
+            };
+            let counted = holders.filter(|_| gate.counts_holders(&body));
+            let Err(crate::error::Error::PolicyRefused { path, violations }) =
+                gate.enforce(&body, Some(&facts.gpu), counted, context)
+            else {
+                continue;
+            };
+            let Some(report) = self
+                .profiles
+                .iter_mut()
+                .find(|report| report.name == resolved.profile.name)
+            else {
+                continue;
+            };
+            for violation in violations {
+                report.findings.push(
+                    Finding::fail(
+                        POLICY_PROFILE,
+                        format!(
+                            "{path}:{}: {} = {}: {}",
+                            violation.line, violation.rule, violation.limit, violation.message
+                        ),
+                    )
+                    .with_hint(format!(
+                        "`envctl up` refuses it: the host's admin sets these limits in `{path}`; ask them, or change the profile to stay within them"
+                    )),
+                );
+            }
+            report.verdict = report.status().verdict();
+            self.verdict = Status::Fail.verdict();
+        }
+        self
+    }
+}
+
+/// The finding of a profile the host policy refuses.
+pub const POLICY_PROFILE: &str = "profile.policy";
+
 /// The finding of a host policy that cannot be used.
 pub const POLICY_INVALID: &str = "policy.invalid";
 

@@ -567,6 +567,45 @@ mod tests {
     }
 
     #[test]
+    fn busy_gpus_come_last_are_said_and_idle_placement_refuses_them() {
+        // GPUs 0–5 run a process no container holds; 6 has 20 GiB in use; 7 is idle.
+        let mut gpus: Vec<GpuDevice> = (0..6).map(|index| gpu(index, 10, 1)).collect();
+        gpus.push(gpu(6, 20 << 10, 0));
+        gpus.push(gpu(7, 10, 0));
+        let (rows, _) = occupancy(&gpus, &[]);
+        assert!(
+            rows[0]
+                .busy
+                .as_deref()
+                .unwrap()
+                .contains("PID 100 in no container")
+        );
+        assert!(
+            rows[6]
+                .busy
+                .as_deref()
+                .unwrap()
+                .contains("20.0 GiB of its memory")
+        );
+        assert!(rows[7].busy.is_none() && rows.iter().all(|row| row.free));
+        let one = choose(1, &rows, false).unwrap();
+        assert_eq!(one.gpus[0].index, 7);
+        assert!(one.skipped.is_empty(), "{:?}", one.skipped);
+        let two = choose(2, &rows, false).unwrap();
+        let picked: Vec<u32> = two.gpus.iter().map(|gpu| gpu.index).collect();
+        assert_eq!(picked, [0, 7]);
+        assert_eq!(two.skipped.len(), 1, "{:?}", two.skipped);
+        assert!(two.skipped[0].starts_with("GPU 0 is busy but no idle GPU is left"));
+        let refused = choose(2, &rows, true).unwrap_err();
+        assert_eq!(refused.free, [7]);
+        assert_eq!(refused.skipped.len(), 7);
+        // A GPU a container holds is never "busy": its processes are the holder's.
+        let holders = [holder("train", GpuAssignment::Devices(vec!["0".into()]))];
+        let (rows, _) = occupancy(&gpus, &holders);
+        assert!(!rows[0].free && rows[0].busy.is_none());
+    }
+
+    #[test]
     fn an_idle_host_gives_the_first_gpus() {
         assert_eq!(chosen(2, &eight(), &[]), [0, 1]);
     }
@@ -611,7 +650,9 @@ mod tests {
         gpus[1] = gpu(1, 0, 2);
         gpus[2] = gpu(2, 10, 0);
         assert_eq!(chosen(2, &gpus, &[]), [3, 4]);
-        assert_eq!(chosen(6, &gpus, &[]), [1, 3, 4, 5, 6, 7]);
+        // GPUs 0 and 1 run processes no container holds: busy, so after every idle one
+        // (issue 28), however little memory they use.
+        assert_eq!(chosen(6, &gpus, &[]), [2, 3, 4, 5, 6, 7]);
         assert_eq!(chosen(7, &gpus, &[]), [1, 2, 3, 4, 5, 6, 7]);
         let (rows, _) = occupancy(&gpus, &[]);
         let choice = choose(2, &rows, false).unwrap();

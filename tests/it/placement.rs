@@ -992,3 +992,199 @@ fn a_bad_cache_a_bad_flag_and_a_planted_link_hurt_nothing() {
         "{linked}"
     );
 }
+
+/// Issue 28: a GPU no container holds but a process uses (another user's script) or
+/// whose memory is in use is busy, not free: doctor says whose and how much, placement
+/// takes an idle GPU first and says so when it must share a busy one, and
+/// `placement = "idle"` refuses instead.
+#[test]
+fn busy_gpus_are_said_placed_last_and_refused_by_idle_placement() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let _turn = turn();
+    // GPUs 0–5 run another user's process (57 GiB each), GPU 6 has 60 GB in use by no
+    // process NVML lists, GPU 7 is idle.
+    let mut extra: String = (0..6)
+        .map(|index| format!("gpu.{index}.processes={}:61203283968\n", 4_000_000 + index))
+        .collect();
+    extra.push_str("gpu.6.memory_used=60000000000\n");
+    let machine = Machine::new(&extra);
+    let image = docker::test_image();
+    let folder = project(
+        &image,
+        &[
+            ("two", "gpus = 2\n"),
+            ("one", "gpus = 1\n"),
+            ("strict", "gpus = 2\nplacement = \"idle\"\n"),
+        ],
+    );
+    let (doctor, two, one, strict) = quietly("", &|_| false, || {
+        let run = |arguments: &[&str]| envctl(folder.path(), &machine, "", arguments);
+        (
+            run(&["doctor", "--json"]),
+            run(&["up", "two", "--dry-run", "--force", "--json"]),
+            run(&["up", "one", "--dry-run", "--force", "--json"]),
+            run(&["up", "strict", "--dry-run", "--force"]),
+        )
+    });
+    let report = doctor.json();
+    let gpus = report["occupancy"]["gpus"].as_array().unwrap();
+    let busy = gpus[0]["busy"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert!(
+        busy.contains("1 compute process")
+            && busy.contains("PID 4000000")
+            && busy.contains("57.0 GiB"),
+        "{busy}"
+    );
+    assert!(
+        gpus[6]["busy"]
+            .as_str()
+            .unwrap()
+            .contains("55.9 GiB of its memory"),
+        "{report:#}"
+    );
+    assert!(gpus[7]["busy"].is_null(), "{report:#}");
+    let human = envctl(folder.path(), &machine, "", &["doctor"]);
+    assert!(
+        human
+            .stdout
+            .contains("! GPU 0: busy (no container holds it)"),
+        "{human}"
+    );
+
+    // One GPU: the idle one, without a word of sharing.
+    assert_eq!(one.code, 0, "{one}");
+    assert_eq!(chosen(&one.json()), [7], "{one}");
+    assert!(!one.stderr.contains("busy"), "{one}");
+    // Two: the idle one and the least used busy one, said.
+    assert_eq!(two.code, 0, "{two}");
+    assert_eq!(chosen(&two.json()), [0, 7], "{two}");
+    let said = two.json()["placement"]["skipped"].to_string();
+    assert!(
+        said.contains("GPU 0 is busy but no idle GPU is left, so it is shared"),
+        "{two}"
+    );
+    // `placement = "idle"`: no room rather than sharing.
+    assert_eq!(strict.code, 1, "{strict}");
+    assert!(
+        strict.stderr.contains("2 GPUs asked for, 1 free"),
+        "{strict}"
+    );
+    assert!(
+        strict
+            .stderr
+            .contains("GPU 6 is busy (`placement = \"idle\"`)"),
+        "{strict}"
+    );
+}
+
+/// Issue 28: the per-user GPU limit holds under a race. Eight `up`s of one user start
+/// together under `max_gpus_per_user = 4`, each asking for one GPU of a host with eight
+/// free: exactly four start, each on a GPU of its own, and the other four are refused by
+/// the policy (its rule and line), with nothing made. Podman 5.4 starts the containers
+/// through a CDI spec, so they really hold their GPUs.
+#[test]
+fn eight_concurrent_ups_never_pass_the_per_user_limit() {
+    let Some(podman) = podman_5_4("eight_concurrent_ups_never_pass_the_per_user_limit") else {
+        return;
+    };
+    let _turn = turn();
+    let machine = Machine::new("");
+    let nodes = tempfile::tempdir().unwrap();
+    let Some(_spec) = CdiSpec::write(&machine, nodes.path()) else {
+        panic!(
+            "{CDI_DIR_ENV} is not set: Podman 5.4's CDI spec folder is needed (.ci/podman.sh exports it)"
+        );
+    };
+    let image = podman.test_image();
+    let names: Vec<String> = (0..8).map(|_| unique_name("limit")).collect();
+    let profiles: Vec<(&str, &str)> = names
+        .iter()
+        .map(|name| (name.as_str(), "gpus = 1\n"))
+        .collect();
+    let folder = project(&image, &profiles);
+    std::fs::write(
+        folder.path().join("policy.toml"),
+        "# the team's box\n[limits]\nmax_gpus_per_user = 4\n",
+    )
+    .unwrap();
+    let containers: Vec<String> = names.iter().map(|name| format!("envctl-{name}")).collect();
+    let _guards: Vec<_> = containers
+        .iter()
+        .map(|name| podman.container_guard(name.clone()))
+        .collect();
+    let mine = |name: &str| containers.iter().any(|own| own == name);
+    let runs: Vec<Run> = quietly(&podman.host, &mine, || {
+        for container in &containers {
+            podman.docker(["rm", "-f", container.as_str()]);
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = names
+                .iter()
+                .map(|name| {
+                    let folder = folder.path();
+                    let machine = &machine;
+                    let host = podman.host.as_str();
+                    scope.spawn(move || {
+                        let mut command = crate::support::cli::envctl_in(folder);
+                        command
+                            .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
+                            .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
+                            .env("ENVCTL_GPU_LOCK", folder.join("gpus.lock"))
+                            .env("ENVCTL_POLICY", folder.join("policy.toml"))
+                            .env("DOCKER_HOST", host)
+                            .env_remove("DOCKER_CONTEXT")
+                            .timeout(Duration::from_secs(120))
+                            .args(["up", name, "--force", "--json"]);
+                        Run::of(command.output().unwrap())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap())
+                .collect()
+        })
+    });
+    let started: Vec<&Run> = runs.iter().filter(|run| run.code == 0).collect();
+    let refused: Vec<&Run> = runs.iter().filter(|run| run.code != 0).collect();
+    let all: Vec<String> = runs.iter().map(ToString::to_string).collect();
+    assert_eq!(started.len(), 4, "{}", all.join("\n"));
+    for run in &refused {
+        assert_eq!(run.code, 1, "{run}");
+        assert!(
+            run.stderr
+                .contains("error: the host policy refuses this container")
+                && run
+                    .stderr
+                    .contains("policy.toml:3: limits.max_gpus_per_user = 4: user `")
+                && run.stderr.contains("holds 4 GPUs already"),
+            "{run}"
+        );
+    }
+    let mut taken: Vec<String> = started
+        .iter()
+        .map(|run| {
+            run.json()["placement"]["gpus"][0]["uuid"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    taken.sort();
+    taken.dedup();
+    assert_eq!(taken.len(), 4, "GPUs shared: {taken:?}");
+    let existing = containers
+        .iter()
+        .filter(|name| {
+            podman
+                .docker(["container", "inspect", name.as_str()])
+                .status
+                .success()
+        })
+        .count();
+    assert_eq!(existing, 4, "a refused up left a container");
+}

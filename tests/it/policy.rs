@@ -406,3 +406,94 @@ fn the_per_user_limit_counts_the_gpus_the_users_other_containers_hold() {
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
 }
+
+/// Issue 28: doctor judges each profile by the policy, with the same rule, value and
+/// file:line as `up`'s refusal, and fails where `up` would refuse.
+#[test]
+fn doctor_judges_each_profile_by_the_policy_as_up_does() {
+    let world = World::new(
+        "[limits]\nmax_gpus_per_container = 2\n[ports]\nloopback_only = true\n",
+        "image = \"busybox:1.36\"\ngpus = 4\nports = [\"0.0.0.0:8888:8888\"]\n",
+    );
+    let refused_up = world.dry_run();
+    let causes: Vec<&str> = refused_up
+        .stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("  caused by: "))
+        .collect();
+    assert_eq!(causes.len(), 2, "{refused_up}");
+    let json = world.run(&["--json", "doctor", "box"], &[]);
+    assert_eq!(json.code, 1, "{json}");
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    let said: Vec<&str> = report["profiles"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["id"] == "profile.policy")
+        .map(|finding| {
+            assert_eq!(finding["status"], "fail", "{finding}");
+            finding["message"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(said, causes, "doctor and up word the refusal alike\n{json}");
+    assert_eq!(report["profiles"][0]["verdict"], "fail", "{json}");
+    // Within the limits: no policy finding.
+    std::fs::write(
+        world.path().join("envctl/box.toml"),
+        "image = \"busybox:1.36\"\ngpus = 2\nports = [\"8888:8888\"]\n",
+    )
+    .unwrap();
+    let json = world.run(&["--json", "doctor", "box"], &[]);
+    assert!(!json.stdout.contains("profile.policy"), "{json}");
+}
+
+/// Issue 28: GPUs asked for through the environment count as the GPUs they name, and a
+/// per-user limit refuses them (it counts users' GPUs by their requests).
+#[test]
+fn gpus_hidden_in_the_environment_count_and_a_per_user_limit_refuses_them() {
+    let world = World::new(
+        "[limits]\nmax_gpus_per_container = 2\n",
+        "image = \"busybox:1.36\"\nenv = { NVIDIA_VISIBLE_DEVICES = \"0,1,2\" }\n",
+    );
+    let run = world.dry_run();
+    let cause = refused(&run, "limits.max_gpus_per_container", 2);
+    assert!(cause.ends_with("the container asks for 3 GPUs"), "{run}");
+    let library = stub_library();
+    let machine = fixture("healthy-8x-h100.conf");
+    let per_user = World::new(
+        "[limits]\nmax_gpus_per_user = 4\n",
+        "image = \"busybox:1.36\"\n",
+    );
+    let run = per_user.run(
+        &[
+            "up",
+            "box",
+            "--dry-run",
+            "--force",
+            "-e",
+            "NVIDIA_VISIBLE_DEVICES=all",
+        ],
+        &[
+            ("ENVCTL_NVML_LIBRARY", library.as_path()),
+            ("ENVCTL_NVML_STUB_FIXTURE", machine.as_path()),
+        ],
+    );
+    let cause = refused(&run, "limits.max_gpus_per_user", 2);
+    assert!(
+        cause.contains("environment asks for GPUs (NVIDIA_VISIBLE_DEVICES=all)"),
+        "{run}"
+    );
+    // `none` names no GPU.
+    let run = per_user.run(
+        &[
+            "up",
+            "box",
+            "--dry-run",
+            "--force",
+            "-e",
+            "NVIDIA_VISIBLE_DEVICES=none",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{run}");
+}
