@@ -189,7 +189,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             context,
         ))?,
     };
-    let plan = Plan {
+    let mut plan = Plan {
         resolved,
         body,
         body_without_gpus,
@@ -207,8 +207,27 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     let state = Rc::new(RefCell::new(RunState::default()));
     runtime.block_on(async {
         let interrupted = super::termination_signal();
+        let run = async {
+            let first = up(&engine, &plan, &options, context, &state).await;
+            // Another user's `up` of the same profile took `envctl-<profile>` between the
+            // look for a free name and the create: this user's is `envctl-<profile>-<user>`.
+            let personal = crate::ops::target::personal_container_name(
+                &plan.resolved.profile.name,
+                &context.user.name,
+            );
+            match first {
+                Err(Error::BelongsTo {
+                    action: crate::error::OtherUsersAction::Up { .. },
+                    ..
+                }) if arguments.name.is_none() && plan.name != personal => {
+                    plan.name = personal;
+                    up(&engine, &plan, &options, context, &state).await
+                }
+                other => other,
+            }
+        };
         let result = tokio::select! {
-            result = up(&engine, &plan, &options, context, &state) => result,
+            result = run => result,
             code = interrupted => {
                 clean_up(&engine, &state, context).await;
                 context.printer.warn("interrupted");

@@ -14,7 +14,8 @@
 #
 # Two profiles differ only in `placement`: `free` (envctl picks free GPUs: it lists the
 # containers and reads each holder's request) and `first` (Docker's first N: no listing).
-# `up --dry-run` runs everything `up` decides before the create, so the difference of the
+# `up --dry-run --force` runs everything `up` decides before the create (--force: no NVIDIA
+# runtime here, and a dry run judges the doctor verdict as `up` does), so the difference of the
 # two is what placement costs; the create and start themselves are the daemon's and are the
 # same either way. It is measured for two kinds of holders:
 #   envctl  containers made as `up` makes them (label `envctl.gpus`: read from the list)
@@ -103,15 +104,15 @@ floor() {
 
 for kind in envctl other; do
     holders "$kind"
-    chosen="$("$ENVCTL" --json up free --dry-run | jq -c '[.placement.gpus[].index]')"
+    chosen="$("$ENVCTL" --json up free --dry-run --force | jq -c '[.placement.gpus[].index]')"
     [ "$chosen" = "[6,7]" ] || { echo "error: placement chose $chosen, not [6,7]" >&2; exit 1; }
     floor
     hyperfine --style basic --warmup 3 --runs "$RUNS" --export-json "$WORK/$kind.json" \
-        -n first "$ENVCTL up first --dry-run" \
-        -n free "$ENVCTL up free --dry-run" >/dev/null
+        -n first "$ENVCTL up first --dry-run --force" \
+        -n free "$ENVCTL up free --dry-run --force" >/dev/null
     if [ "$kind" = other ]; then
         hyperfine --style basic --warmup 3 --runs "$RUNS" --export-json "$WORK/cold.json" \
-            --prepare "rm -f $CACHE" -n cold "$ENVCTL up free --dry-run" >/dev/null
+            --prepare "rm -f $CACHE" -n cold "$ENVCTL up free --dry-run --force" >/dev/null
         jq -r --slurpfile first "$WORK/$kind.json" '
             "\(.results[0].median*1000 | floor) ms with the cache emptied before each run: an uncached reading adds \(((.results[0].median - ($first[0].results | map(select(.command == "first"))[0].median))*10000 | floor) / 10) ms"
         ' "$WORK/cold.json"

@@ -163,11 +163,18 @@ fn two_users_run_one_profile_side_by_side_and_never_touch_each_other() {
     }
     let profile = unique_name("shared");
     let text = format!("image = \"{}\"\n", test_image());
-    let mine = format!("envctl-{profile}");
-    let theirs = format!("envctl-{profile}-{OTHER_UID}");
+    let plain = format!("envctl-{profile}");
+    let root_name = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let root_name = String::from_utf8_lossy(&root_name.stdout)
+        .trim()
+        .to_string();
     let _guards = [
-        ContainerGuard::new(mine.clone()),
-        ContainerGuard::new(theirs.clone()),
+        ContainerGuard::new(plain.clone()),
+        ContainerGuard::new(format!("{plain}-{OTHER_UID}")),
+        ContainerGuard::new(format!("{plain}-{root_name}")),
     ];
     let me = Desk::new(None, &[(&profile, &text)]);
     let other = Desk::new(Some(OTHER_UID), &[(&profile, &text)]);
@@ -185,15 +192,25 @@ fn two_users_run_one_profile_side_by_side_and_never_touch_each_other() {
     let planted_path = format!("{}:/usr/local/bin:/usr/bin:/bin", planted.path().display());
     let hostile = [("PATH", planted_path.as_str()), ("USER", "alice")];
 
-    let run = me.run(&["up", &profile, "--pull", "never"], &[]);
-    assert_eq!(run.code, 0, "{run}");
-    assert_eq!(run.stdout.trim(), mine, "{run}");
-    let run = other.run(&["up", &profile, "--pull", "never"], &hostile);
+    // Both users start the same profile at the same moment: both get a container, one
+    // `envctl-PROFILE`, the other `envctl-PROFILE-USER`.
+    let (mine_run, their_run) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| me.run(&["up", &profile, "--pull", "never"], &[]));
+        let second = scope.spawn(|| other.run(&["up", &profile, "--pull", "never"], &hostile));
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    assert_eq!(mine_run.code, 0, "{mine_run}");
     assert_eq!(
-        run.code, 0,
-        "the second user's up of the same profile:\n{run}"
+        their_run.code, 0,
+        "the second user's up of the same profile:\n{their_run}"
     );
-    assert_eq!(run.stdout.trim(), theirs, "{run}");
+    let mine = mine_run.stdout.trim().to_string();
+    let theirs = their_run.stdout.trim().to_string();
+    assert!(
+        (mine == plain && theirs == format!("{plain}-{OTHER_UID}"))
+            || (theirs == plain && mine == format!("{plain}-{root_name}")),
+        "{mine_run}\n{their_run}"
+    );
     assert_eq!(label(&theirs, "envctl.uid"), OTHER_UID.to_string());
     assert_eq!(label(&theirs, "envctl.user"), OTHER_UID.to_string());
     let my_id = container_id(&mine);
@@ -230,6 +247,22 @@ fn two_users_run_one_profile_side_by_side_and_never_touch_each_other() {
     assert!(owner_of(&mine).is_some(), "{everyone:#}");
     let table = other.run(&["ps", "--all-users"], &[]);
     assert!(table.stdout.starts_with("OWNER"), "{table}");
+    // `stats` likewise: the user's own, or with `--all-users` everyone's.
+    let sampled = |arguments: &[&str]| {
+        let run = other.run(arguments, &[]);
+        assert_eq!(run.code, 0, "{run}");
+        let snapshot = run.json();
+        snapshot["containers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{run}"))
+            .iter()
+            .map(|row| row["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let own = sampled(&["stats", "--once", "--json"]);
+    assert!(own.contains(&theirs) && !own.contains(&mine), "{own:?}");
+    let all = sampled(&["stats", "--once", "--json", "--all-users"]);
+    assert!(all.contains(&theirs) && all.contains(&mine), "{all:?}");
 
     // The other user names the first user's container: refused, whatever the command.
     let owner = label(&mine, "envctl.user");
@@ -275,6 +308,7 @@ fn two_users_run_one_profile_side_by_side_and_never_touch_each_other() {
     // The first user's `down --rm` of the profile is theirs to do.
     let run = other.run(&["up", &profile, "--pull", "never"], &[]);
     assert_eq!(run.code, 0, "{run}");
+    let theirs = run.stdout.trim().to_string();
     let run = me.run(&["down", &theirs, "--rm"], &[]);
     assert_eq!(run.code, 1, "{run}");
     assert!(
@@ -364,7 +398,18 @@ fn an_images_envctl_labels_make_nothing_envctls_and_name_no_file_to_read() {
         listed.contains(&own) && !listed.contains(&plain),
         "{listed:?}"
     );
-    let run = me.run(&["down", &profile, "--rm"], &[]);
+    // The profile file its label names turned into something else (a token): the user's
+    // own container still reads it, but never prints it.
+    std::fs::write(
+        me.path().join("envctl").join(format!("{profile}.toml")),
+        "hf_SECRETVALUE1234567890\n",
+    )
+    .unwrap();
+    let run = me.run(&["exec", &own, "hello"], &[]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("is not a valid profile now"), "{run}");
+    assert!(!run.stderr.contains("SECRETVALUE"), "{run}");
+    let run = me.run(&["down", &own, "--rm"], &[]);
     assert_eq!(run.code, 0, "{run}");
     assert!(!container_exists(&own) && container_exists(&plain), "{run}");
 }
