@@ -34,6 +34,12 @@ pub struct GlobalArgs {
     /// When to colour the output (NO_COLOR is honoured with `auto`)
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    /// The daemon to talk to (`unix:///…`, `tcp://…`), as `docker -H`
+    #[arg(short = 'H', long, global = true, value_name = "URL")]
+    pub host: Option<String>,
+    /// The docker CLI context to use (`docker context ls`), as `docker --context`
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
     /// Act on a container another user made, when named by TARGET (exec, shell, logs,
     /// down, stats); `up --recreate` never replaces another user's container
     #[arg(long, global = true)]

@@ -25,7 +25,11 @@ pub fn targets() -> Vec<CompletionCandidate> {
     let environment = Environment::from_process();
     let mut candidates = profile_candidates(&environment);
     candidates.extend(
-        running_containers(environment.docker_host())
+        // The daemon the user chose; none that can be followed offers no containers (never
+        // the default socket's in its place).
+        crate::host::docker_config::choose(&environment.daemon_inputs(None, None))
+            .map(|choice| running_containers(Some(&choice.endpoint)))
+            .unwrap_or_default()
             .into_iter()
             .map(|name| CompletionCandidate::new(name).help(Some("running container".into()))),
     );

@@ -37,6 +37,9 @@ pub struct Context {
     pub json: bool,
     pub search_path: SearchPath,
     pub environment: Environment,
+    /// `-H/--host` and `--context`: with the variables, which daemon (`Context::daemon`).
+    pub host_flag: Option<String>,
+    pub context_flag: Option<String>,
     /// Who runs envctl (`host::user`): whose containers are this user's own.
     pub user: crate::facts::user::User,
     /// `--other-user`: a container another user made may be acted on when named.
@@ -44,9 +47,27 @@ pub struct Context {
 }
 
 impl Context {
-    /// `DOCKER_HOST`, when set to something.
-    pub fn docker_host(&self) -> Option<&str> {
-        self.environment.docker_host()
+    /// The daemon the user chose, as the docker CLI chooses it (`host::docker_config`).
+    pub fn daemon(
+        &self,
+    ) -> Result<
+        crate::host::docker_config::DaemonChoice,
+        crate::host::docker_config::DaemonChoiceError,
+    > {
+        crate::host::docker_config::choose(
+            &self
+                .environment
+                .daemon_inputs(self.host_flag.clone(), self.context_flag.clone()),
+        )
+    }
+
+    /// A connection (not yet asked anything) to the daemon the user chose.
+    pub fn connect(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<crate::engine::Engine, crate::engine::EngineError> {
+        let choice = self.daemon()?;
+        crate::engine::Engine::connect(Some(&choice.endpoint), timeout)
     }
 
     /// The working directory, or the error reading it as a command reports it.
@@ -185,6 +206,34 @@ impl Environment {
     /// `DOCKER_HOST`, unless unset or empty.
     pub fn docker_host(&self) -> Option<&str> {
         self.variable_os("DOCKER_HOST").and_then(OsStr::to_str)
+    }
+
+    /// What chooses the daemon besides the flags: `DOCKER_HOST`, `DOCKER_CONTEXT`,
+    /// `DOCKER_TLS_VERIFY`/`DOCKER_TLS`, and `$DOCKER_CONFIG` (else `~/.docker`).
+    pub fn daemon_inputs(
+        &self,
+        host_flag: Option<String>,
+        context_flag: Option<String>,
+    ) -> crate::host::docker_config::ChoiceInputs {
+        let set = |name: &str| self.variable(name).filter(|value| !value.is_empty());
+        crate::host::docker_config::ChoiceInputs {
+            host_flag,
+            context_flag,
+            docker_host: self.docker_host().map(str::to_string),
+            docker_context: set("DOCKER_CONTEXT"),
+            config_dir: self
+                .variable_os("DOCKER_CONFIG")
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| self.home().map(|home| home.join(".docker"))),
+            tls_variable: if set("DOCKER_TLS_VERIFY").is_some() {
+                Some("DOCKER_TLS_VERIFY")
+            } else if set("DOCKER_TLS").is_some() {
+                Some("DOCKER_TLS")
+            } else {
+                None
+            },
+        }
     }
 
     /// `PATH`, for finding the host's tools.

@@ -33,6 +33,8 @@ fn main() -> ExitCode {
         json: cli.global.json,
         search_path: environment.search_path(),
         environment,
+        host_flag: cli.global.host.clone(),
+        context_flag: cli.global.context.clone(),
         user: envctl::host::user::current(std::path::Path::new("/")),
         other_user: cli.global.other_user,
     };

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::{Context, runtime};
 use crate::checks::profile::{GpuVerdict, ProfileReport};
 use crate::checks::{Finding, Status, worst};
-use crate::engine::{Engine, PING_TIMEOUT};
+use crate::engine::PING_TIMEOUT;
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::ops::doctor::{DoctorReport, Facts, InvalidProfile, gather_with, judge};
@@ -60,7 +60,27 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
         }
     }
     let in_force = policy.as_ref().ok().and_then(Option::as_ref).cloned();
-    let report = judge(&facts, &profiles, &matrix)
+    let mut report = judge(&facts, &profiles, &matrix);
+    // First: which daemon, and what chose it, when the user chose one (a context,
+    // `DOCKER_HOST`, `-H`).
+    if let Ok(choice) = context.daemon()
+        && choice.chosen_by != crate::host::docker_config::ChosenBy::Default
+    {
+        report.findings.insert(
+            0,
+            Finding::info(
+                "docker.endpoint",
+                format!(
+                    "daemon {} chosen by {}",
+                    choice.endpoint,
+                    choice.described()
+                ),
+            )
+            .with_fact("endpoint", &choice.endpoint)
+            .in_area(crate::checks::Area::Docker),
+        );
+    }
+    let report = report
         .with_invalid(invalid)
         .with_policy(policy)
         .with_policy_verdicts(in_force.as_ref(), &profiles, &facts, context);
@@ -86,7 +106,7 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
     })
 }
 fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Error> {
-    let engine = Engine::connect(context.docker_host(), PING_TIMEOUT);
+    let engine = context.connect(PING_TIMEOUT);
     // The same connection again for the occupancy (a clone shares bollard's client).
     let again = engine.as_ref().ok().cloned();
     runtime()?.block_on(async {

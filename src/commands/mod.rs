@@ -87,7 +87,7 @@ impl Context {
         &self,
         deadline: std::time::Duration,
     ) -> Result<crate::engine::Engine, Error> {
-        let engine = crate::engine::Engine::connect(self.docker_host(), deadline)?;
+        let engine = self.connect(deadline)?;
         engine.ping().await?;
         // Which engine answers, so every later message and hint names it (`podman rm -f`).
         engine

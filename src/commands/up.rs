@@ -94,8 +94,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     if arguments.dry_run {
         // Connected as doctor connects: without a daemon the plan is still shown, and what
         // only the daemon can tell is said to be unjudged.
-        let engine =
-            crate::engine::Engine::connect(context.docker_host(), crate::engine::PING_TIMEOUT);
+        let engine = context.connect(crate::engine::PING_TIMEOUT);
         let reachable = match &engine {
             Ok(engine) => runtime.block_on(engine.ping()).is_ok(),
             Err(_) => false,
@@ -283,7 +282,7 @@ fn dry_run_gpu_form(
         return Ok(None);
     }
     // Connected as doctor connects: a daemon that does not answer is a fact here.
-    let engine = crate::engine::Engine::connect(context.docker_host(), crate::engine::PING_TIMEOUT);
+    let engine = context.connect(crate::engine::PING_TIMEOUT);
     // The same connection for placement (a clone shares bollard's client).
     let again = engine.as_ref().ok().cloned();
     let (facts, placed) = runtime()?.block_on(async {

@@ -39,6 +39,10 @@ impl std::fmt::Display for Endpoint {
 /// A failure reaching or using the daemon. `endpoint` is the socket or host envctl tried.
 #[derive(Debug, Error)]
 pub enum EngineError {
+    /// `-H`, `--context`, `DOCKER_HOST`, `DOCKER_CONTEXT` or the current context could not
+    /// be followed (`host::docker_config`).
+    #[error(transparent)]
+    Choice(#[from] crate::host::docker_config::DaemonChoiceError),
     #[error("the socket `{path}` does not exist")]
     SocketMissing { path: String, engine: EngineKind },
     #[error("permission denied on the socket `{endpoint}`")]
@@ -304,6 +308,7 @@ impl EngineError {
     /// Docker's and Podman's before one did).
     pub fn hint(&self) -> Option<String> {
         Some(match self {
+            EngineError::Choice(choice) => choice.hint(),
             EngineError::SocketMissing { engine, .. } => format!(
                 "start {}, or point DOCKER_HOST at your engine's socket ({})",
                 engine.start_command("start"),
@@ -372,6 +377,7 @@ impl EngineError {
             EngineError::InvalidReference { .. } => "invalid_reference",
             EngineError::ExitCodeUnknown { .. } => "exit_code_unknown",
             EngineError::UnsupportedHost { .. } => "unsupported_host",
+            EngineError::Choice(_) => "daemon_choice",
             EngineError::Daemon { .. } | EngineError::StartRefused { .. } => "daemon_error",
             EngineError::Pull { .. } => "pull_failed",
             EngineError::ImageMissing { .. } => "image_missing",

@@ -50,7 +50,7 @@ const TIMEOUT_GRACE: Duration = Duration::from_millis(250);
 pub const LIVENESS_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The default socket when `DOCKER_HOST` is not set.
-pub const DEFAULT_ENDPOINT: &str = "unix:///var/run/docker.sock";
+pub const DEFAULT_ENDPOINT: &str = crate::host::docker_config::DEFAULT_ENDPOINT;
 
 /// A connection to one daemon, and how to name it in messages.
 #[derive(Debug, Clone)]

@@ -5,6 +5,7 @@
 //! plain structs of `crate::facts::host`.
 
 pub mod cgroup;
+pub mod docker_config;
 pub mod gpu_lock;
 pub mod process;
 pub mod tools;

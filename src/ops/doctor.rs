@@ -228,10 +228,16 @@ pub async fn gather_with(
     context: &Context,
 ) -> Facts {
     let library = context.environment.nvml_library();
-    let endpoint = context
-        .docker_host()
-        .unwrap_or(crate::engine::DEFAULT_ENDPOINT)
-        .to_string();
+    // The endpoint the user chose (`-H`, a context, `DOCKER_HOST`), or, where the choice
+    // failed (the engine's error says why), the variable as it is.
+    let endpoint = match context.daemon() {
+        Ok(choice) => choice.endpoint,
+        Err(_) => context
+            .environment
+            .docker_host()
+            .unwrap_or(crate::engine::DEFAULT_ENDPOINT)
+            .to_string(),
+    };
     let probe = Probe {
         root: PathBuf::from("/"),
         path: context.environment.path().map(ToOwned::to_owned),

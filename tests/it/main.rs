@@ -24,6 +24,7 @@ mod compat_cli;
 mod completions;
 mod compose_runs;
 mod daemon_answers;
+mod daemon_choice;
 mod daemon_loss;
 mod daemon_streams;
 mod dashboard;

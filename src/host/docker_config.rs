@@ -1,0 +1,360 @@
+//! Which daemon the user chose, read as the docker CLI reads it: `-H/--host`, then
+//! `--context`, then `DOCKER_HOST`, then `DOCKER_CONTEXT`, then `currentContext` in
+//! `$DOCKER_CONFIG/config.json` (default `~/.docker`), else the default socket. A context
+//! is read from the CLI's context store: `contexts/meta/<sha256 of the name>/meta.json`
+//! names its Docker endpoint, and `contexts/tls/<sha256>/docker/` holds its TLS material.
+//!
+//! envctl does not speak TLS to a daemon yet, so a choice that asks for TLS (the
+//! `DOCKER_TLS_VERIFY`/`DOCKER_TLS` variables, or a context with TLS material or
+//! `SkipTLSVerify`) is refused with a way that works, never answered in cleartext: the
+//! docker CLI refuses cleartext where TLS was asked for, and so does envctl.
+
+use std::path::{Path, PathBuf};
+
+use sha2::Digest;
+
+/// The socket of a daemon when nothing else is chosen.
+pub const DEFAULT_ENDPOINT: &str = "unix:///var/run/docker.sock";
+
+/// The largest `config.json` or `meta.json` envctl reads (the CLI's own are a few KiB).
+const MAXIMUM_BYTES: u64 = 1 << 20;
+
+/// What chose the daemon, for messages (`doctor`'s first line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChosenBy {
+    HostFlag,
+    /// `--context NAME`, `DOCKER_CONTEXT=NAME` or `currentContext`: the context's name and
+    /// which of the three named it.
+    Context {
+        name: String,
+        by: &'static str,
+    },
+    DockerHost,
+    Default,
+}
+
+/// The daemon to talk to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonChoice {
+    pub endpoint: String,
+    pub chosen_by: ChosenBy,
+}
+
+impl DaemonChoice {
+    /// `context gpu2 (DOCKER_CONTEXT)`, `DOCKER_HOST`, `-H`, or `the default socket`.
+    pub fn described(&self) -> String {
+        match &self.chosen_by {
+            ChosenBy::HostFlag => "-H".into(),
+            ChosenBy::Context { name, by } => format!("context {name} ({by})"),
+            ChosenBy::DockerHost => "DOCKER_HOST".into(),
+            ChosenBy::Default => "the default socket".into(),
+        }
+    }
+}
+
+/// Why no daemon could be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DaemonChoiceError {
+    #[error("conflicting options: either give --host or --context, not both")]
+    Conflict,
+    #[error("context `{name}` ({by}) does not exist in {store}")]
+    UnknownContext {
+        name: String,
+        by: &'static str,
+        store: String,
+    },
+    #[error("cannot read {path}: {message}")]
+    Unreadable { path: String, message: String },
+    #[error("context `{name}` has no Docker endpoint")]
+    NoEndpoint { name: String },
+    #[error(
+        "the daemon at `{endpoint}` is to be reached over TLS ({why}), which envctl does not speak yet; it never falls back to cleartext"
+    )]
+    TlsAsked { endpoint: String, why: String },
+}
+
+impl DaemonChoiceError {
+    /// A command that works.
+    pub fn hint(&self) -> String {
+        match self {
+            DaemonChoiceError::Conflict => "give one of them".into(),
+            DaemonChoiceError::UnknownContext { .. } => {
+                "`docker context ls` lists the contexts; `docker context use default` goes back to the local daemon".into()
+            }
+            DaemonChoiceError::Unreadable { .. } | DaemonChoiceError::NoEndpoint { .. } => {
+                "`docker context inspect` shows what the docker CLI reads there".into()
+            }
+            DaemonChoiceError::TlsAsked { .. } => "reach the daemon's socket through ssh instead: `ssh -NL /tmp/daemon.sock:/var/run/docker.sock USER@HOST`, then `DOCKER_HOST=unix:///tmp/daemon.sock envctl …`".into(),
+        }
+    }
+}
+
+/// What the choice is made from: the flags and the process environment's variables
+/// (`Context` reads them), and the CLI's configuration folder.
+#[derive(Debug, Clone, Default)]
+pub struct ChoiceInputs {
+    pub host_flag: Option<String>,
+    pub context_flag: Option<String>,
+    pub docker_host: Option<String>,
+    pub docker_context: Option<String>,
+    /// `$DOCKER_CONFIG`, else `~/.docker`; `None` without either (no context can be read).
+    pub config_dir: Option<PathBuf>,
+    /// `DOCKER_TLS_VERIFY` or `DOCKER_TLS`, when set to something: which one.
+    pub tls_variable: Option<&'static str>,
+}
+
+/// The daemon the docker CLI would talk to with these inputs.
+pub fn choose(inputs: &ChoiceInputs) -> Result<DaemonChoice, DaemonChoiceError> {
+    let nonempty = |value: &Option<String>| value.clone().filter(|text| !text.is_empty());
+    let (host_flag, context_flag) = (nonempty(&inputs.host_flag), nonempty(&inputs.context_flag));
+    if host_flag.is_some() && context_flag.is_some() {
+        return Err(DaemonChoiceError::Conflict);
+    }
+    let plain =
+        |endpoint: String, chosen_by: ChosenBy| -> Result<DaemonChoice, DaemonChoiceError> {
+            // The default context: TLS from the variables.
+            if let Some(variable) = inputs.tls_variable {
+                return Err(DaemonChoiceError::TlsAsked {
+                    why: format!("{variable} is set"),
+                    endpoint,
+                });
+            }
+            Ok(DaemonChoice {
+                endpoint,
+                chosen_by,
+            })
+        };
+    if let Some(host) = host_flag {
+        return plain(host, ChosenBy::HostFlag);
+    }
+    let named = match context_flag {
+        Some(name) => Some((name, "--context")),
+        None => match nonempty(&inputs.docker_host) {
+            Some(host) => return plain(host, ChosenBy::DockerHost),
+            None => match nonempty(&inputs.docker_context) {
+                Some(name) => Some((name, "DOCKER_CONTEXT")),
+                None => current_context(inputs.config_dir.as_deref())?
+                    .map(|name| (name, "currentContext")),
+            },
+        },
+    };
+    match named {
+        Some((name, _)) if name == "default" => {
+            plain(DEFAULT_ENDPOINT.to_string(), ChosenBy::Default)
+        }
+        Some((name, by)) => context(inputs.config_dir.as_deref(), &name, by),
+        None => plain(DEFAULT_ENDPOINT.to_string(), ChosenBy::Default),
+    }
+}
+
+/// `currentContext` of `config.json`; `None` without the file or the key.
+fn current_context(config_dir: Option<&Path>) -> Result<Option<String>, DaemonChoiceError> {
+    let Some(folder) = config_dir else {
+        return Ok(None);
+    };
+    let Some(config) = read_json(&folder.join("config.json"))? else {
+        return Ok(None);
+    };
+    Ok(config
+        .get("currentContext")
+        .and_then(serde_json::Value::as_str)
+        .filter(|name| !name.is_empty())
+        .map(str::to_string))
+}
+
+/// The Docker endpoint of context `name` in the store under `config_dir`.
+fn context(
+    config_dir: Option<&Path>,
+    name: &str,
+    by: &'static str,
+) -> Result<DaemonChoice, DaemonChoiceError> {
+    let store = config_dir.map(|folder| folder.join("contexts"));
+    let unknown = || DaemonChoiceError::UnknownContext {
+        name: name.to_string(),
+        by,
+        store: store.as_ref().map_or_else(
+            || "(no DOCKER_CONFIG or HOME)".into(),
+            |path| path.display().to_string(),
+        ),
+    };
+    let Some(store) = &store else {
+        return Err(unknown());
+    };
+    let hash = hex(&sha2::Sha256::digest(name.as_bytes()));
+    let Some(meta) = read_json(&store.join("meta").join(&hash).join("meta.json"))? else {
+        return Err(unknown());
+    };
+    let docker = meta
+        .get("Endpoints")
+        .and_then(|endpoints| endpoints.get("docker"));
+    let Some(endpoint) = docker
+        .and_then(|docker| docker.get("Host"))
+        .and_then(serde_json::Value::as_str)
+        .filter(|host| !host.is_empty())
+    else {
+        return Err(DaemonChoiceError::NoEndpoint {
+            name: name.to_string(),
+        });
+    };
+    let skips_verify = docker
+        .and_then(|docker| docker.get("SkipTLSVerify"))
+        .and_then(serde_json::Value::as_bool)
+        == Some(true);
+    let tls_folder = store.join("tls").join(&hash).join("docker");
+    if tls_folder.is_dir() || skips_verify {
+        return Err(DaemonChoiceError::TlsAsked {
+            endpoint: endpoint.to_string(),
+            why: format!("context `{name}` has TLS settings"),
+        });
+    }
+    Ok(DaemonChoice {
+        endpoint: endpoint.to_string(),
+        chosen_by: ChosenBy::Context {
+            name: name.to_string(),
+            by,
+        },
+    })
+}
+
+/// A JSON file of the CLI's, at most [`MAXIMUM_BYTES`]; `None` when it does not exist.
+fn read_json(path: &Path) -> Result<Option<serde_json::Value>, DaemonChoiceError> {
+    use std::io::Read;
+    let unreadable = |message: String| DaemonChoiceError::Unreadable {
+        path: path.display().to_string(),
+        message,
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(unreadable(error.to_string())),
+    };
+    let metadata = file
+        .metadata()
+        .map_err(|error| unreadable(error.to_string()))?;
+    if !metadata.is_file() {
+        return Err(unreadable("not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAXIMUM_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| unreadable(error.to_string()))?;
+    if bytes.len() as u64 > MAXIMUM_BYTES {
+        return Err(unreadable(format!("larger than {MAXIMUM_BYTES} bytes")));
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|error| unreadable(format!("not JSON: {error}")))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_with(context: &str, meta: &str) -> tempfile::TempDir {
+        let folder = tempfile::tempdir().unwrap();
+        let hash = hex(&sha2::Sha256::digest(context.as_bytes()));
+        let meta_folder = folder.path().join("contexts/meta").join(hash);
+        std::fs::create_dir_all(&meta_folder).unwrap();
+        std::fs::write(meta_folder.join("meta.json"), meta).unwrap();
+        folder
+    }
+
+    #[test]
+    fn the_order_is_the_docker_clis() {
+        let store = store_with(
+            "gpu2",
+            r#"{"Name":"gpu2","Metadata":{},"Endpoints":{"docker":{"Host":"unix:///run/gpu2.sock","SkipTLSVerify":false}}}"#,
+        );
+        std::fs::write(
+            store.path().join("config.json"),
+            r#"{"currentContext":"gpu2"}"#,
+        )
+        .unwrap();
+        let inputs = ChoiceInputs {
+            config_dir: Some(store.path().to_path_buf()),
+            ..ChoiceInputs::default()
+        };
+        let chosen = choose(&inputs).unwrap();
+        assert_eq!(chosen.endpoint, "unix:///run/gpu2.sock");
+        assert_eq!(chosen.described(), "context gpu2 (currentContext)");
+        // DOCKER_HOST wins over every context but --context.
+        let host = ChoiceInputs {
+            docker_host: Some("unix:///run/other.sock".into()),
+            docker_context: Some("gpu2".into()),
+            ..inputs.clone()
+        };
+        assert_eq!(choose(&host).unwrap().chosen_by, ChosenBy::DockerHost);
+        let flag = ChoiceInputs {
+            context_flag: Some("gpu2".into()),
+            ..host.clone()
+        };
+        assert_eq!(choose(&flag).unwrap().endpoint, "unix:///run/gpu2.sock");
+        let both = ChoiceInputs {
+            host_flag: Some("unix:///x".into()),
+            ..flag
+        };
+        assert_eq!(choose(&both), Err(DaemonChoiceError::Conflict));
+        // `default` is the local daemon; an unknown name is an error naming it.
+        let default = ChoiceInputs {
+            docker_context: Some("default".into()),
+            ..inputs.clone()
+        };
+        assert_eq!(choose(&default).unwrap().endpoint, DEFAULT_ENDPOINT);
+        let unknown = ChoiceInputs {
+            docker_context: Some("gpu9".into()),
+            ..inputs.clone()
+        };
+        assert!(matches!(
+            choose(&unknown),
+            Err(DaemonChoiceError::UnknownContext { name, by: "DOCKER_CONTEXT", .. }) if name == "gpu9"
+        ));
+        // Nothing chosen anywhere: the default socket.
+        assert_eq!(
+            choose(&ChoiceInputs::default()).unwrap().chosen_by,
+            ChosenBy::Default
+        );
+    }
+
+    #[test]
+    fn tls_asked_for_is_refused_never_cleartext() {
+        let variables = ChoiceInputs {
+            docker_host: Some("tcp://127.0.0.1:2376".into()),
+            tls_variable: Some("DOCKER_TLS_VERIFY"),
+            ..ChoiceInputs::default()
+        };
+        assert!(matches!(
+            choose(&variables),
+            Err(DaemonChoiceError::TlsAsked { endpoint, .. }) if endpoint == "tcp://127.0.0.1:2376"
+        ));
+        let store = store_with(
+            "secure",
+            r#"{"Name":"secure","Endpoints":{"docker":{"Host":"tcp://127.0.0.1:2376"}}}"#,
+        );
+        let hash = hex(&sha2::Sha256::digest(b"secure"));
+        std::fs::create_dir_all(store.path().join("contexts/tls").join(hash).join("docker"))
+            .unwrap();
+        let context = ChoiceInputs {
+            context_flag: Some("secure".into()),
+            config_dir: Some(store.path().to_path_buf()),
+            ..ChoiceInputs::default()
+        };
+        assert!(matches!(
+            choose(&context),
+            Err(DaemonChoiceError::TlsAsked { .. })
+        ));
+        let broken = store_with("broken", "{not json");
+        let context = ChoiceInputs {
+            context_flag: Some("broken".into()),
+            config_dir: Some(broken.path().to_path_buf()),
+            ..ChoiceInputs::default()
+        };
+        assert!(matches!(
+            choose(&context),
+            Err(DaemonChoiceError::Unreadable { .. })
+        ));
+    }
+}

@@ -1,0 +1,233 @@
+//! The daemon the user chose (issue 27, item 1), with the docker CLI as the reference: a
+//! context in a private `DOCKER_CONFIG` that points at the Podman 5.4 service, made with
+//! `docker context create`, is followed by `--context`, `DOCKER_CONTEXT` and
+//! `docker context use` (`currentContext`) alike, so `envctl up` makes its container where
+//! `docker ps` then shows it; `DOCKER_HOST` and `-H` win as they do for the CLI; an unknown
+//! context is an error naming it, as the CLI's is; and TLS asked for is refused, never
+//! answered in cleartext.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::cli::{Run, envctl_in};
+use crate::support::docker::unique_name;
+use crate::support::engines::{Family, TestEngine, engines};
+
+/// The Podman 5.4 service, or `None` when this run has none (reported, or a failure under
+/// `ENVCTL_REQUIRE_DOCKER=1`).
+fn podman(test: &str) -> Option<TestEngine> {
+    let found = engines()?
+        .into_iter()
+        .find(|engine| engine.family == Family::Podman && engine.version_pair() >= (5, 4));
+    if found.is_none()
+        && crate::support::docker::skip_or_panic(
+            "no Podman 5.4 service to stand for a second server",
+            test,
+            "run .ci/podman.sh (it exports ENVCTL_TEST_PODMAN)",
+        )
+    {
+        panic!("unreachable: skip_or_panic returned true without an engine");
+    }
+    found
+}
+
+/// The docker CLI with `DOCKER_CONFIG=config` and no `DOCKER_HOST`/`DOCKER_CONTEXT`.
+fn docker_cli(config: &Path, arguments: &[&str]) -> std::process::Output {
+    Command::new("docker")
+        .env("DOCKER_CONFIG", config)
+        .env_remove("DOCKER_HOST")
+        .env_remove("DOCKER_CONTEXT")
+        .args(arguments)
+        .output()
+        .unwrap()
+}
+
+fn envctl(folder: &Path, config: &Path, environment: &[(&str, &str)], arguments: &[&str]) -> Run {
+    let mut command = envctl_in(folder);
+    command
+        .env("DOCKER_CONFIG", config)
+        .env_remove("DOCKER_HOST")
+        .env_remove("DOCKER_CONTEXT")
+        .env_remove("DOCKER_TLS_VERIFY")
+        .env_remove("DOCKER_TLS");
+    for (key, value) in environment {
+        command.env(key, value);
+    }
+    Run::of(command.args(arguments).output().unwrap())
+}
+
+/// What `envctl doctor --json` says of the engine it reached.
+fn engine_reached(run: &Run) -> String {
+    run.json()["host"]["engine"].to_string()
+}
+
+#[test]
+fn a_context_is_followed_as_the_docker_cli_follows_it() {
+    let Some(podman) = podman("a_context_is_followed_as_the_docker_cli_follows_it") else {
+        return;
+    };
+    let config = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let name = unique_name("context");
+    let created = docker_cli(
+        config.path(),
+        &[
+            "context",
+            "create",
+            &name,
+            "--docker",
+            &format!("host={}", podman.host),
+        ],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let image = podman.test_image();
+    let profile = unique_name("remote");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl").join(format!("{profile}.toml")),
+        format!("image = \"{image}\"\n"),
+    )
+    .unwrap();
+    let container = format!("envctl-{profile}");
+    let _guard = podman.container_guard(container.clone());
+
+    // --context, DOCKER_CONTEXT and `docker context use` reach Podman; without them,
+    // Docker's own daemon answers.
+    let local = envctl(folder.path(), config.path(), &[], &["--json", "doctor"]);
+    assert!(!engine_reached(&local).contains("Podman"), "{local}");
+    let flagged = envctl(
+        folder.path(),
+        config.path(),
+        &[],
+        &["--json", "--context", &name, "doctor"],
+    );
+    let by_variable = envctl(
+        folder.path(),
+        config.path(),
+        &[("DOCKER_CONTEXT", &name)],
+        &["--json", "doctor"],
+    );
+    for (run, by) in [(&flagged, "--context"), (&by_variable, "DOCKER_CONTEXT")] {
+        assert!(
+            run.stdout.contains(&format!(
+                "daemon {} chosen by context {name} ({by})",
+                podman.host
+            )),
+            "doctor names the context and its endpoint\n{run}"
+        );
+        let reached = engine_reached(run);
+        assert!(
+            reached.to_lowercase().contains("podman"),
+            "{reached}\n{run}"
+        );
+    }
+    let used = docker_cli(config.path(), &["context", "use", &name]);
+    assert!(used.status.success(), "{used:?}");
+    let up = envctl(
+        folder.path(),
+        config.path(),
+        &[],
+        &["up", &profile, "--pull", "never"],
+    );
+    assert_eq!(up.code, 0, "{up}");
+    // The reference: the docker CLI with the same configuration sees the container there.
+    let listed = docker_cli(config.path(), &["ps", "--format", "{{.Names}}"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .any(|line| line == container),
+        "{listed:?}"
+    );
+    let ps = envctl(folder.path(), config.path(), &[], &["ps", "--json"]);
+    assert!(ps.stdout.contains(&container), "{ps}");
+    // DOCKER_HOST and -H win over the current context, for the CLI as for envctl.
+    let host = envctl(
+        folder.path(),
+        config.path(),
+        &[("DOCKER_HOST", "unix:///var/run/docker.sock")],
+        &["ps", "--json"],
+    );
+    assert!(!host.stdout.contains(&container), "{host}");
+    let flag = envctl(
+        folder.path(),
+        config.path(),
+        &[],
+        &["-H", "unix:///var/run/docker.sock", "ps", "--json"],
+    );
+    assert!(!flag.stdout.contains(&container), "{flag}");
+    let down = envctl(
+        folder.path(),
+        config.path(),
+        &[],
+        &["down", &profile, "--rm"],
+    );
+    assert_eq!(down.code, 0, "{down}");
+
+    // An unknown context is an error naming it, for the CLI and for envctl.
+    let cli = docker_cli(config.path(), &["--context", "nosuch", "ps"]);
+    assert!(!cli.status.success(), "{cli:?}");
+    let run = envctl(
+        folder.path(),
+        config.path(),
+        &[],
+        &["--context", "nosuch", "ps"],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr
+            .starts_with("error: context `nosuch` (--context) does not exist"),
+        "{run}"
+    );
+    // --host and --context together: refused, as the CLI refuses them.
+    let run = envctl(
+        folder.path(),
+        config.path(),
+        &[],
+        &[
+            "-H",
+            "unix:///var/run/docker.sock",
+            "--context",
+            &name,
+            "ps",
+        ],
+    );
+    assert_ne!(run.code, 0, "{run}");
+    assert!(
+        run.stderr.contains("either give --host or --context"),
+        "{run}"
+    );
+}
+
+#[test]
+fn tls_asked_for_is_refused_and_nothing_is_sent_in_cleartext() {
+    // A listener that records whether anything arrived: envctl must not send a byte.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    for arguments in [&["ps"][..], &["--json", "doctor"]] {
+        let run = envctl(
+            folder.path(),
+            config.path(),
+            &[
+                ("DOCKER_HOST", &format!("tcp://127.0.0.1:{port}")),
+                ("DOCKER_TLS_VERIFY", "1"),
+            ],
+            arguments,
+        );
+        let text = format!("{}{}", run.stdout, run.stderr);
+        assert_ne!(run.code, 0, "{run}");
+        assert!(
+            text.contains("is to be reached over TLS (DOCKER_TLS_VERIFY is set)")
+                && text.contains("never falls back to cleartext"),
+            "{arguments:?}: {run}"
+        );
+    }
+    assert!(
+        listener.accept().is_err(),
+        "envctl connected to the TLS endpoint in cleartext"
+    );
+}
