@@ -61,10 +61,14 @@ pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, 
     }
     let in_force = policy.as_ref().ok().and_then(Option::as_ref).cloned();
     let mut report = judge(&facts, &profiles, &matrix);
-    // First: which daemon, and what chose it, when the user chose one (a context,
-    // `DOCKER_HOST`, `-H`).
+    // First: which daemon, and what chose it, when a context or `-H` did (`DOCKER_HOST`'s
+    // endpoint is named by the engine's own line).
     if let Ok(choice) = context.daemon()
-        && choice.chosen_by != crate::host::docker_config::ChosenBy::Default
+        && matches!(
+            choice.chosen_by,
+            crate::host::docker_config::ChosenBy::Context { .. }
+                | crate::host::docker_config::ChosenBy::HostFlag
+        )
     {
         report.findings.insert(
             0,
