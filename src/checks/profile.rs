@@ -133,7 +133,21 @@ pub fn evaluate(
     }
     let gpus = selected
         .iter()
-        .map(|device| gpu_verdict(device, &stack, driver.as_ref(), matrix, candidates))
+        .map(|device| {
+            let platform = host
+                .host
+                .machine
+                .as_deref()
+                .and_then(compat::Platform::of_machine);
+            gpu_verdict(
+                device,
+                &stack,
+                platform,
+                driver.as_ref(),
+                matrix,
+                candidates,
+            )
+        })
         .collect();
     findings.extend(safety::check(profile, host.home));
     let mut report = ProfileReport {
@@ -435,6 +449,7 @@ fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevic
 fn gpu_verdict(
     device: &GpuDevice,
     stack: &EffectiveStack,
+    platform: Option<compat::Platform>,
     driver: Option<&DriverVersion>,
     matrix: &Matrix,
     candidates: &[TorchCandidate<'_>],
@@ -453,7 +468,7 @@ fn gpu_verdict(
             }
             if let Some(torch) = &stack.torch {
                 findings.push(compat::gpu_vs_torch(
-                    matrix, capability, torch, stack.cuda, driver, candidates,
+                    matrix, platform, capability, torch, stack.cuda, driver, candidates,
                 ));
             }
         }
@@ -540,7 +555,10 @@ mod tests {
         "user = \"1\"\nmemory = \"8g\"\nshm_size = \"8g\"\nmounts = [\"./:/w\"]\n";
 
     fn run(text: &str, gpu: &GpuFacts, engine: &EngineFacts) -> ProfileReport {
-        let host = HostFacts::default();
+        let host = HostFacts {
+            machine: Some("x86_64".into()),
+            ..HostFacts::default()
+        };
         let view = HostView {
             gpu,
             engine,

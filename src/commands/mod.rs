@@ -213,6 +213,7 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             gpu,
             cc,
             datacenter,
+            platform,
             matrix,
         } => compat::run(
             compat::CompatArguments {
@@ -223,6 +224,7 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
                 gpus: gpu,
                 capabilities: cc,
                 datacenter,
+                platform,
                 matrix,
             },
             context,

@@ -59,18 +59,19 @@ mod failure_table_tests;
 
 pub use matrix::{
     ArchitectureRow, BUNDLED_PATH, BUNDLED_TEXT, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow,
-    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuRow, Matrix, MatrixInfo, MatrixMeta,
-    Row, TableRows, TargetRenameRow, TorchBuildRow, TorchReleaseRow,
+    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuHost, GpuRow, Matrix, MatrixInfo,
+    MatrixMeta, Row, TableRows, TargetRenameRow, TorchBuildRow, TorchReleaseRow,
 };
 pub use models::{model_capability, nearest_models, normalise_name, other_vendor};
 pub use parse::{MatrixError, TABLE_NAMES};
 pub use reach::{Mismatch, Reach, Refusal, Via, reach, target_reach};
 pub use values::{
-    CudaVariant, RowStatus, Target, TargetKind, TargetSuffix, TorchRelease, torch_cuda,
+    CudaVariant, Platform, RowStatus, Target, TargetKind, TargetSuffix, TorchRelease, torch_cuda,
 };
 pub use verdicts::{
-    DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, DRIVER_FORWARD_COMPATIBILITY, GPU_CUDA_ARCH,
-    GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu, driver_branch_lifecycle, driver_vs_cuda,
-    forward_compatibility, gpu_label, gpu_vs_torch, gpus_vs_torch, native_cuda_for_driver,
+    DRIVER_ARCHITECTURE, DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, DRIVER_FORWARD_COMPATIBILITY,
+    GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu, driver_branch_lifecycle,
+    driver_vs_architecture, driver_vs_cuda, forward_compatibility, gpu_label, gpu_vs_torch,
+    gpus_vs_torch, native_cuda_for_driver,
 };
 pub use version::{ComputeCapability, DriverVersion};

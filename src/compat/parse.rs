@@ -168,6 +168,16 @@ impl CheckRow for TorchReleaseRow {
                 None,
             ));
         }
+        if let Some(aarch64) = &self.pypi_aarch64_variant
+            && aarch64 != "cpu"
+            && aarch64.parse::<super::values::CudaVariant>().is_err()
+        {
+            problems.push(problem(
+                "pypi_aarch64_variant",
+                format!("`{aarch64}` is neither `cpu` nor a CUDA variant like cu130"),
+                None,
+            ));
+        }
         problems
     }
 }
