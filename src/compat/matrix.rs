@@ -245,6 +245,10 @@ pub struct TorchReleaseRow {
     /// Absent where not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pypi_aarch64_variant: Option<String>,
+    /// Variants published after the release's first version, from a later patch release
+    /// (cu129 from 2.12.1): not in `variants`, which every version of the release has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late_variants: Vec<LateVariant>,
     pub status: RowStatus,
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,12 +264,29 @@ row!(
         "torch",
         "variants",
         "pypi_default_variant",
-        "pypi_aarch64_variant"
+        "pypi_aarch64_variant",
+        "late_variants"
     ],
     |row| row.torch.to_string()
 );
 
+/// One of `late_variants`: a variant and the first version that has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LateVariant {
+    pub variant: CudaVariant,
+    /// The first version with the variant, `2.12.1`.
+    pub from: String,
+}
+
 impl TorchReleaseRow {
+    /// The first version of this release with `variant`, when it came with a later patch.
+    pub fn late_variant(&self, variant: &CudaVariant) -> Option<&LateVariant> {
+        self.late_variants
+            .iter()
+            .find(|late| &late.variant == variant)
+    }
+
     /// PyPI's aarch64 wheel of this release is a CPU build (measured).
     pub fn pypi_aarch64_is_cpu(&self) -> bool {
         self.pypi_aarch64_variant.as_deref() == Some("cpu")

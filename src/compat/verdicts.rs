@@ -902,14 +902,22 @@ fn torch_verdict(
         }
         let x86_only = platform != Platform::X86_64
             && !matrix.torch_builds(release, Platform::X86_64).is_empty();
+        // A user's UNVERIFIED rows for this release and platform, which no verdict uses.
+        let dropped: Vec<String> = matrix
+            .torch_build
+            .iter()
+            .filter(|row| !row.status.usable() && row.torch == release && row.platform == platform)
+            .map(|row| dropped_rows(std::slice::from_ref(row), &row.key()))
+            .collect();
+        let dropped = dropped.concat();
         let message = if x86_only {
             format!(
-                "torch {release} has no {platform} build in {}: its {platform} arch list is unknown (the x86_64 wheel's list does not apply: the {platform} wheels are built for other GPUs)",
+                "torch {release} has no {platform} build in {}{dropped}: its {platform} arch list is unknown (the x86_64 wheel's list does not apply: the {platform} wheels are built for other GPUs)",
                 matrix.describe()
             )
         } else {
             format!(
-                "torch {release} is not in {}: its arch list is unknown",
+                "torch {release} is not in {}{dropped}: its arch list is unknown",
                 matrix.describe()
             )
         };
@@ -967,6 +975,29 @@ fn torch_verdict(
             Platform::X86_64 => format!("{release}+{variant}"),
             platform => format!("{release}+{variant} {platform}"),
         };
+        // A variant that came with a later patch (cu129 from 2.12.1): this version either
+        // has it (only its arch list is unknown) or predates it.
+        if let Some(late) = matrix
+            .torch_release(release)
+            .and_then(|row| row.late_variant(&variant))
+        {
+            let from: Option<TorchVersion> = late.from.parse().ok();
+            let has_it = from.is_some_and(|from| torch.version >= from.version);
+            let message = if has_it {
+                format!(
+                    "{label}: torch {release} has {variant} builds from {}, but their arch list is not in {}",
+                    late.from,
+                    matrix.describe()
+                )
+            } else {
+                format!(
+                    "{label}: torch {torch} has no {variant} build: {variant} wheels of torch {release} exist only from {}, and their arch list is not in {}",
+                    late.from,
+                    matrix.describe()
+                )
+            };
+            return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+        }
         // A build the release lists (cu129 of 2.11, published on download.pytorch.org)
         // exists: only its arch list is unknown. Saying it has no such build would be false.
         if matrix
