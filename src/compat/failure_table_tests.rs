@@ -203,10 +203,45 @@ fn kepler() {
     );
 }
 
-/// T4 / RTX 20xx (7.5): no arch failure in any build; only the driver axis.
+/// T4 / RTX 20xx (7.5): no arch failure in any build; only the driver axis. The measured
+/// 2.14 and 2.15 PyPI wheels warn: their linalg library (MAGMA) has no sm_75 kernels.
 #[test]
 fn turing() {
-    check_every_build("7.5", |_, _| false);
+    for (build, release, _) in all_builds() {
+        let linalg_gap = matrix()
+            .torch_build(
+                release,
+                &build.variant.as_deref().unwrap().parse().unwrap(),
+                crate::compat::Platform::X86_64,
+            )
+            .is_some_and(|row| !row.library_gaps.is_empty());
+        let expected = if linalg_gap {
+            Status::Warn
+        } else {
+            Status::Pass
+        };
+        assert_eq!(arch_status("7.5", &build), expected, "7.5 with {build}");
+    }
+    let finding = gpu_vs_torch(
+        matrix(),
+        Some(crate::compat::Platform::X86_64),
+        capability("7.5"),
+        &torch("2.14.1+cu130"),
+        None,
+        None,
+        &[],
+    );
+    assert_eq!(finding.status, Status::Warn);
+    assert!(
+        finding.message.contains(
+            "libtorch_cuda_linalg.so (linalg operations run with MAGMA) has sm_75 in only 0 of its 65 fat binaries"
+        ),
+        "{}",
+        finding.message
+    );
+    assert!(finding.hint.unwrap().contains("preferred_linalg_library"));
+    // Other GPUs of the same build are not concerned.
+    assert_eq!(arch_status("8.0", &torch("2.14.1+cu130")), Status::Pass);
 }
 
 /// RTX 4090 / L4 / L40S (8.9): nothing fails (sm_86 machine code runs on 8.9).

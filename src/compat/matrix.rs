@@ -309,6 +309,9 @@ pub struct TorchBuildRow {
     /// The PTX the wheel embeds, where verified (`compute_120`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ptx: Option<Target>,
+    /// Another CUDA library of the wheel that mostly lacks targets of `targets`, measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub library_gaps: Vec<LibraryGap>,
     pub status: RowStatus,
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -320,7 +323,14 @@ pub struct TorchBuildRow {
 row!(
     TorchBuildRow,
     "torch_build",
-    ["torch", "variant", "platform", "targets", "ptx"],
+    [
+        "torch",
+        "variant",
+        "platform",
+        "targets",
+        "ptx",
+        "library_gaps"
+    ],
     |row| match row.platform {
         // The x86_64 key is the one rows had before platforms, so a team file's row
         // still replaces the bundled x86_64 row it was written to replace.
@@ -331,6 +341,22 @@ row!(
 
 fn x86_64() -> Platform {
     Platform::X86_64
+}
+
+/// One of `library_gaps`: a CUDA library of the wheel (`libtorch_cuda_linalg.so`) whose fat
+/// binaries mostly lack some of the build's targets (`cargo xtask matrix torch` measures
+/// every `libtorch_cuda*.so`), so the operations it holds have no kernels for those GPUs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryGap {
+    pub library: String,
+    /// What the library holds, for messages: `linalg operations run with MAGMA`.
+    pub holds: String,
+    /// The targets of the build it lacks.
+    pub missing: Vec<Target>,
+    /// How many of its fat binaries carry them, of `fatbins`.
+    pub carried: u32,
+    pub fatbins: u32,
 }
 
 /// `runs_on` of a `[[gpu]]` row: a GPU that exists only on one kind of host, which decides

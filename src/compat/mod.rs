@@ -59,8 +59,9 @@ mod failure_table_tests;
 
 pub use matrix::{
     ArchitectureRow, BUNDLED_PATH, BUNDLED_TEXT, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow,
-    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuHost, GpuRow, LateVariant, Matrix,
-    MatrixInfo, MatrixMeta, Row, TableRows, TargetRenameRow, TorchBuildRow, TorchReleaseRow,
+    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuHost, GpuRow, LateVariant,
+    LibraryGap, Matrix, MatrixInfo, MatrixMeta, Row, TableRows, TargetRenameRow, TorchBuildRow,
+    TorchReleaseRow,
 };
 pub use models::{model_capability, nearest_models, normalise_name, other_vendor};
 pub use parse::{MatrixError, TABLE_NAMES};

@@ -1026,17 +1026,41 @@ fn torch_verdict(
         finding
     };
 
+    // A library of the wheel that lacks the target this GPU runs: its operations have no
+    // kernels here although torch's own do, so the pass becomes a warning that says which.
+    let runs = |target: Target, message: String| {
+        let said: Vec<String> = build
+            .library_gaps
+            .iter()
+            .filter(|gap| gap.missing.contains(&target))
+            .map(|gap| {
+                format!(
+                    "{} ({}) has {target} in only {} of its {} fat binaries",
+                    gap.library, gap.holds, gap.carried, gap.fatbins
+                )
+            })
+            .collect();
+        if said.is_empty() {
+            return base(Finding::pass(GPU_TORCH_ARCH, message));
+        }
+        let message = format!(
+            "{message}, but {}: those operations have no kernels for {gpu} and fail with `no kernel image is available for execution on the device`",
+            said.join("; ")
+        );
+        base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(
+            "torch.backends.cuda.preferred_linalg_library('cusolver') keeps linalg on cuSOLVER, which ships its own kernels; or use a build whose libraries carry this target",
+        ))
+    };
     match kernels(matrix, build, capability) {
-        Reach::Cubin(target) if target.capability == capability => base(Finding::pass(
-            GPU_TORCH_ARCH,
-            format!("{label} has {target} kernels for {gpu}"),
-        )),
-        Reach::Cubin(target) => base(Finding::pass(
-            GPU_TORCH_ARCH,
+        Reach::Cubin(target) if target.capability == capability => {
+            runs(target, format!("{label} has {target} kernels for {gpu}"))
+        }
+        Reach::Cubin(target) => runs(
+            target,
             format!(
                 "{label} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
             ),
-        )),
+        ),
         Reach::Ptx(ptx) => {
             let built_with = build.variant.cuda();
             let release_row = matrix.cuda_release(built_with);
@@ -2199,8 +2223,14 @@ source = "guess"
             "{}",
             t4.message
         );
+        // On x86_64 the T4 has torch's sm_75 kernels (its linalg library is what lacks them).
         assert_eq!(
             check(Some(Platform::X86_64), "7.5", "2.15.0+cu132").status,
+            Status::Warn
+        );
+        // 2.7.1's PyPI wheel (cu126) has no measured library gap.
+        assert_eq!(
+            check(Some(Platform::X86_64), "7.5", "2.7.1+cu126").status,
             Status::Pass
         );
         // An A10G's 8.6 runs the aarch64 wheel's sm_80 code; an H100 its sm_90.

@@ -114,6 +114,14 @@ impl std::fmt::Display for LibraryGap {
     }
 }
 
+/// What a CUDA library of torch holds, for the matrix's messages.
+fn holds(library: &str) -> &'static str {
+    match library {
+        "libtorch_cuda_linalg.so" => "linalg operations run with MAGMA",
+        _ => "its operations",
+    }
+}
+
 /// Every target of the main arch list that another CUDA library of the wheel mostly lacks.
 pub fn library_gaps(measurement: &Measurement) -> Vec<LibraryGap> {
     let build = classify(&measurement.census, measurement.fatbins);
@@ -171,6 +179,30 @@ pub fn torch_build_row(
     // The matrix records one PTX target: the newest, the one a newer GPU would JIT.
     if let Some(newest) = build.ptx.last() {
         let _ = writeln!(row, "ptx = {}", quoted(&newest.to_string()));
+    }
+    // Libraries with device code that lack targets of the arch list, one entry each; a
+    // library without any device code is only noted (no kernels of its own may be by design).
+    let mut entries = Vec::new();
+    for library in &measurement.libraries {
+        let gaps: Vec<LibraryGap> = library_gaps(measurement)
+            .into_iter()
+            .filter(|gap| gap.fatbins > 0 && library.name.ends_with(&format!("/{}", gap.library)))
+            .collect();
+        let (Some(first), false) = (gaps.first(), gaps.is_empty()) else {
+            continue;
+        };
+        let missing: Vec<Target> = gaps.iter().map(|gap| gap.target).collect();
+        let carried = gaps.iter().map(|gap| gap.carried).max().unwrap_or(0);
+        entries.push(format!(
+            "{{ library = {}, holds = {}, missing = {}, carried = {carried}, fatbins = {} }}",
+            quoted(&first.library),
+            quoted(holds(&first.library)),
+            list(&missing),
+            first.fatbins
+        ));
+    }
+    if !entries.is_empty() {
+        let _ = writeln!(row, "library_gaps = [{}]", entries.join(", "));
     }
     let _ = writeln!(row, "status = \"verified\"");
     let source = format!(
@@ -377,6 +409,16 @@ mod tests {
             row.contains("libtorch_cuda_linalg.so has sm_75 in 0 of its 65 fat binaries"),
             "{row}"
         );
+        // The row carries the gap as the matrix reads it.
+        let parsed: toml::Table = toml::from_str(&row).unwrap();
+        let gap = &parsed["torch_build"].as_array().unwrap()[0]["library_gaps"][0];
+        assert_eq!(gap["library"].as_str(), Some("libtorch_cuda_linalg.so"));
+        assert_eq!(
+            gap["holds"].as_str(),
+            Some("linalg operations run with MAGMA")
+        );
+        assert_eq!(gap["missing"][0].as_str(), Some("sm_75"));
+        assert_eq!(gap["fatbins"].as_integer(), Some(65));
         // A library that carries every target is not named.
         measured.libraries[0]
             .census
