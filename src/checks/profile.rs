@@ -555,8 +555,13 @@ mod tests {
         "user = \"1\"\nmemory = \"8g\"\nshm_size = \"8g\"\nmounts = [\"./:/w\"]\n";
 
     fn run(text: &str, gpu: &GpuFacts, engine: &EngineFacts) -> ProfileReport {
+        run_on("x86_64", text, gpu, engine)
+    }
+
+    /// `run` on a host of the given machine architecture (`uname -m`).
+    fn run_on(machine: &str, text: &str, gpu: &GpuFacts, engine: &EngineFacts) -> ProfileReport {
         let host = HostFacts {
-            machine: Some("x86_64".into()),
+            machine: Some(machine.into()),
             ..HostFacts::default()
         };
         let view = HostView {
@@ -598,6 +603,61 @@ mod tests {
         assert_eq!(report.gpus.len(), 8);
         assert_eq!(report.verdict, "ok", "{report:#?}");
         assert!(report.gpus.iter().all(|gpu| gpu.verdict == "ok"));
+    }
+
+    /// Doctor judges the wheel of the host's platform: on an Arm host (a GH200 here) the
+    /// aarch64 wheel of 2.15 has Hopper kernels, a T4 gets none, and 2.8's aarch64 build
+    /// is not in the matrix.
+    #[test]
+    fn an_arm_host_is_judged_by_the_aarch64_wheels() {
+        let torch_arch = |machine: &str, gpu: &str, capability: &str, torch: &str| {
+            let host = gpus("595.71.05", vec![device(0, gpu, capability)]);
+            let report = run_on(
+                machine,
+                &format!(
+                    "image = \"pytorch/pytorch\"\ngpus = \"all\"\n[stack]\ntorch = \"{torch}\"\n"
+                ),
+                &host,
+                &engine(&["nvidia", "runc"]),
+            );
+            let finding = report.gpus[0]
+                .findings
+                .iter()
+                .find(|finding| finding.id == compat::GPU_TORCH_ARCH)
+                .cloned()
+                .unwrap_or_else(|| panic!("{report:#?}"));
+            finding
+        };
+        let gh200 = torch_arch("aarch64", "NVIDIA GH200 480GB", "9.0", "2.15.0+cu132");
+        assert_eq!(gh200.status, Status::Pass, "{}", gh200.message);
+        assert!(
+            gh200.message.contains("(aarch64 wheel)"),
+            "{}",
+            gh200.message
+        );
+        let t4 = torch_arch("aarch64", "Tesla T4", "7.5", "2.15.0+cu132");
+        assert_eq!(t4.status, Status::Fail, "{}", t4.message);
+        let x86_t4 = torch_arch("x86_64", "Tesla T4", "7.5", "2.13.0+cu130");
+        assert!(
+            x86_t4.message.contains("(x86_64 wheel)"),
+            "{}",
+            x86_t4.message
+        );
+        let old = torch_arch("aarch64", "NVIDIA GH200 480GB", "9.0", "2.8.0+cu128");
+        assert_eq!(old.status, Status::Warn, "{}", old.message);
+        assert!(
+            old.message.contains("has no aarch64 build"),
+            "{}",
+            old.message
+        );
+        // A machine envctl has no wheels for is an unknown platform, said as such.
+        let unknown = torch_arch("riscv64", "NVIDIA GH200 480GB", "9.0", "2.15.0+cu132");
+        assert_eq!(unknown.status, Status::Warn);
+        assert!(
+            unknown.message.contains("platform is unknown"),
+            "{}",
+            unknown.message
+        );
     }
 
     #[test]
