@@ -122,7 +122,20 @@ fn holds(library: &str) -> &'static str {
     }
 }
 
-/// Every target of the main arch list that another CUDA library of the wheel mostly lacks.
+/// Whether `code` in a fat binary runs on a GPU of the portable target `gpu`.
+fn reaches(code: &Target, gpu: &Target) -> bool {
+    match code.kind {
+        Kind::Cubin => {
+            code.variant == Variant::Portable
+                && code.arch / 10 == gpu.arch / 10
+                && code.arch <= gpu.arch
+        }
+        Kind::Ptx => code.arch <= gpu.arch,
+    }
+}
+
+/// Every target of the main arch list that another CUDA library of the wheel mostly lacks:
+/// nothing in most of its fat binaries runs on a GPU of that target.
 pub fn library_gaps(measurement: &Measurement) -> Vec<LibraryGap> {
     let build = classify(&measurement.census, measurement.fatbins);
     let mut gaps = Vec::new();
@@ -146,7 +159,17 @@ pub fn library_gaps(measurement: &Measurement) -> Vec<LibraryGap> {
             continue;
         }
         for target in &build.targets {
-            let carried = library.census.get(target).copied().unwrap_or(0);
+            // What runs on a GPU of this target: machine code of the same major and an equal
+            // or lower minor (sm_70 code runs on 7.5), or PTX of an equal or lower target.
+            // The census counts per target, so the most any one of them is carried stands
+            // for the library's reach.
+            let carried = library
+                .census
+                .iter()
+                .filter(|(other, _)| reaches(other, target))
+                .map(|(_, count)| *count)
+                .max()
+                .unwrap_or(0);
             if carried * 2 < library.fatbins {
                 gaps.push(LibraryGap {
                     library: name.clone(),
@@ -423,6 +446,16 @@ mod tests {
         measured.libraries[0]
             .census
             .insert(target(Kind::Cubin, 75, Variant::Portable), 64);
+        assert!(library_gaps(&measured).is_empty());
+        // Nor one whose sm_70 machine code runs on 7.5 (the cu12x wheels' linalg), or whose
+        // PTX does; an sm_80 cubin does not.
+        let census = &mut measured.libraries[0].census;
+        census.remove(&target(Kind::Cubin, 75, Variant::Portable));
+        census.insert(target(Kind::Cubin, 70, Variant::Portable), 107);
+        assert!(library_gaps(&measured).is_empty());
+        let census = &mut measured.libraries[0].census;
+        census.remove(&target(Kind::Cubin, 70, Variant::Portable));
+        census.insert(target(Kind::Ptx, 75, Variant::Portable), 65);
         assert!(library_gaps(&measured).is_empty());
     }
 
