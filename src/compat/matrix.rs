@@ -583,6 +583,10 @@ pub struct MatrixInfo {
     pub tables: Vec<TableRows>,
     /// Rows marked `UNVERIFIED` (parsed, never used by a verdict).
     pub unverified_rows: usize,
+    /// Rows per status (`verified`, `secondary`, `derived`, `UNVERIFIED`), every table.
+    pub rows_by_status: std::collections::BTreeMap<RowStatus, usize>,
+    /// `[[torch_build]]` rows per platform.
+    pub torch_builds_by_platform: std::collections::BTreeMap<Platform, usize>,
     /// Every distinct `source`, sorted.
     pub sources: Vec<String>,
     /// The files the matrix was built from, bundled first.
@@ -647,12 +651,14 @@ impl Matrix {
     pub fn info(&self) -> MatrixInfo {
         let mut sources = BTreeSet::new();
         let mut unverified_rows = 0;
+        let mut rows_by_status = std::collections::BTreeMap::new();
         let mut tables = Vec::new();
         let mut count = |table: &'static str, rows: Vec<(RowStatus, &str)>| {
             for (status, source) in &rows {
                 if !status.usable() {
                     unverified_rows += 1;
                 }
+                *rows_by_status.entry(*status).or_insert(0) += 1;
                 sources.insert(source.to_string());
             }
             tables.push(TableRows {
@@ -686,11 +692,17 @@ impl Matrix {
                 .into_iter()
                 .collect(),
         );
+        let mut torch_builds_by_platform = std::collections::BTreeMap::new();
+        for row in &self.torch_build {
+            *torch_builds_by_platform.entry(row.platform).or_insert(0) += 1;
+        }
         MatrixInfo {
             date: self.meta.as_ref().map(|meta| meta.date.clone()),
             description: self.meta.as_ref().and_then(|meta| meta.description.clone()),
             tables,
             unverified_rows,
+            rows_by_status,
+            torch_builds_by_platform,
             sources: sources.into_iter().collect(),
             origins: self.origins.clone(),
         }
@@ -1160,6 +1172,10 @@ source = "our notes"
         assert!(rows("gpu").unwrap() > 100);
         assert_eq!(info.unverified_rows, 0);
         assert!(info.sources.len() > 10);
+        let total: usize = info.tables.iter().map(|table| table.rows).sum();
+        assert_eq!(info.rows_by_status.values().sum::<usize>(), total);
+        assert!(info.rows_by_status[&RowStatus::Derived] > 0);
+        assert_eq!(info.torch_builds_by_platform[&Platform::Aarch64], 5);
         let mut sorted = info.sources.clone();
         sorted.sort();
         sorted.dedup();
