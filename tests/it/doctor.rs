@@ -595,7 +595,7 @@ fn healthy_8x_h100_human_report() {
     assert!(
         output
             .stdout
-            .contains("✓ GPU 0-7 (NVIDIA H100 80GB HBM3): torch 2.8.0+cu128 has sm_90 kernels"),
+            .contains("✓ GPU 0-7 (NVIDIA H100 80GB HBM3): torch 2.8.0+cu128 (x86_64 wheel) has sm_90 kernels"),
         "{}",
         output.stdout
     );
