@@ -620,13 +620,12 @@ mod tests {
                 &host,
                 &engine(&["nvidia", "runc"]),
             );
-            let finding = report.gpus[0]
+            report.gpus[0]
                 .findings
                 .iter()
                 .find(|finding| finding.id == compat::GPU_TORCH_ARCH)
                 .cloned()
-                .unwrap_or_else(|| panic!("{report:#?}"));
-            finding
+                .unwrap_or_else(|| panic!("{report:#?}"))
         };
         let gh200 = torch_arch("aarch64", "NVIDIA GH200 480GB", "9.0", "2.15.0+cu132");
         assert_eq!(gh200.status, Status::Pass, "{}", gh200.message);
