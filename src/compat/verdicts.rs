@@ -1109,10 +1109,15 @@ fn torch_verdict(
                 "{sm} is not compatible with the current PyTorch installation: {label} has kernels only for {}, none of which runs on {gpu}",
                 targets_text(build)
             );
-            base(with_optional_hint(
-                Finding::fail(GPU_TORCH_ARCH, message),
-                hint(),
-            ))
+            // Where nothing in the matrix runs here (a T4 on an Arm host), say so rather than
+            // leave the failure without a way forward.
+            let hint = hint().unwrap_or_else(|| {
+                format!(
+                    "no {platform} torch build in {} has code for {sm}: a build made with {sm} in TORCH_CUDA_ARCH_LIST, or a host whose wheels carry it, is needed",
+                    matrix.describe()
+                )
+            });
+            base(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
         }
     }
 }
@@ -2218,6 +2223,14 @@ source = "guess"
         }
         let t4 = check(arm, "7.5", "2.15.0+cu132");
         assert_eq!(t4.status, Status::Fail, "{}", t4.message);
+        // No aarch64 build runs on 7.5: the hint says so instead of naming none.
+        assert!(
+            t4.hint.as_deref().is_some_and(
+                |hint| hint.starts_with("no aarch64 torch build in the bundled matrix")
+            ),
+            "{:?}",
+            t4.hint
+        );
         assert!(
             t4.message.contains("sm_80 sm_90 sm_100 sm_110 sm_120"),
             "{}",
