@@ -98,6 +98,10 @@ pub enum Command {
         /// major's driver floor, the verdict says what cuda-compat forward compatibility offers
         #[arg(long)]
         datacenter: bool,
+        /// The host's platform, whose torch wheel is judged: x86_64 or aarch64 (Grace
+        /// Hopper, Grace Blackwell, DGX Spark); Thor and GB10 are always aarch64
+        #[arg(long, value_name = "ARCH", default_value = "x86_64")]
+        platform: String,
         /// A compatibility matrix file whose rows add to or replace the bundled ones
         #[arg(long, value_name = "FILE")]
         matrix: Option<PathBuf>,

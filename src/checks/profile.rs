@@ -133,7 +133,21 @@ pub fn evaluate(
     }
     let gpus = selected
         .iter()
-        .map(|device| gpu_verdict(device, &stack, driver.as_ref(), matrix, candidates))
+        .map(|device| {
+            let platform = host
+                .host
+                .machine
+                .as_deref()
+                .and_then(compat::Platform::of_machine);
+            gpu_verdict(
+                device,
+                &stack,
+                platform,
+                driver.as_ref(),
+                matrix,
+                candidates,
+            )
+        })
         .collect();
     findings.extend(safety::check(profile, host.home));
     let mut report = ProfileReport {
@@ -435,6 +449,7 @@ fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevic
 fn gpu_verdict(
     device: &GpuDevice,
     stack: &EffectiveStack,
+    platform: Option<compat::Platform>,
     driver: Option<&DriverVersion>,
     matrix: &Matrix,
     candidates: &[TorchCandidate<'_>],
@@ -453,7 +468,7 @@ fn gpu_verdict(
             }
             if let Some(torch) = &stack.torch {
                 findings.push(compat::gpu_vs_torch(
-                    matrix, capability, torch, stack.cuda, driver, candidates,
+                    matrix, platform, capability, torch, stack.cuda, driver, candidates,
                 ));
             }
         }
@@ -540,7 +555,15 @@ mod tests {
         "user = \"1\"\nmemory = \"8g\"\nshm_size = \"8g\"\nmounts = [\"./:/w\"]\n";
 
     fn run(text: &str, gpu: &GpuFacts, engine: &EngineFacts) -> ProfileReport {
-        let host = HostFacts::default();
+        run_on("x86_64", text, gpu, engine)
+    }
+
+    /// `run` on a host of the given machine architecture (`uname -m`).
+    fn run_on(machine: &str, text: &str, gpu: &GpuFacts, engine: &EngineFacts) -> ProfileReport {
+        let host = HostFacts {
+            machine: Some(machine.into()),
+            ..HostFacts::default()
+        };
         let view = HostView {
             gpu,
             engine,
@@ -580,6 +603,60 @@ mod tests {
         assert_eq!(report.gpus.len(), 8);
         assert_eq!(report.verdict, "ok", "{report:#?}");
         assert!(report.gpus.iter().all(|gpu| gpu.verdict == "ok"));
+    }
+
+    /// Doctor judges the wheel of the host's platform: on an Arm host (a GH200 here) the
+    /// aarch64 wheel of 2.15 has Hopper kernels, a T4 gets none, and 2.8's aarch64 build
+    /// is not in the matrix.
+    #[test]
+    fn an_arm_host_is_judged_by_the_aarch64_wheels() {
+        let torch_arch = |machine: &str, gpu: &str, capability: &str, torch: &str| {
+            let host = gpus("595.71.05", vec![device(0, gpu, capability)]);
+            let report = run_on(
+                machine,
+                &format!(
+                    "image = \"pytorch/pytorch\"\ngpus = \"all\"\n[stack]\ntorch = \"{torch}\"\n"
+                ),
+                &host,
+                &engine(&["nvidia", "runc"]),
+            );
+            report.gpus[0]
+                .findings
+                .iter()
+                .find(|finding| finding.id == compat::GPU_TORCH_ARCH)
+                .cloned()
+                .unwrap_or_else(|| panic!("{report:#?}"))
+        };
+        let gh200 = torch_arch("aarch64", "NVIDIA GH200 480GB", "9.0", "2.15.0+cu132");
+        assert_eq!(gh200.status, Status::Pass, "{}", gh200.message);
+        assert!(
+            gh200.message.contains("(aarch64 wheel)"),
+            "{}",
+            gh200.message
+        );
+        let t4 = torch_arch("aarch64", "Tesla T4", "7.5", "2.15.0+cu132");
+        assert_eq!(t4.status, Status::Fail, "{}", t4.message);
+        let x86_t4 = torch_arch("x86_64", "Tesla T4", "7.5", "2.13.0+cu130");
+        assert!(
+            x86_t4.message.contains("(x86_64 wheel)"),
+            "{}",
+            x86_t4.message
+        );
+        let old = torch_arch("aarch64", "NVIDIA GH200 480GB", "9.0", "2.8.0+cu128");
+        assert_eq!(old.status, Status::Warn, "{}", old.message);
+        assert!(
+            old.message.contains("has no aarch64 build"),
+            "{}",
+            old.message
+        );
+        // A machine envctl has no wheels for is an unknown platform, said as such.
+        let unknown = torch_arch("riscv64", "NVIDIA GH200 480GB", "9.0", "2.15.0+cu132");
+        assert_eq!(unknown.status, Status::Warn);
+        assert!(
+            unknown.message.contains("platform is unknown"),
+            "{}",
+            unknown.message
+        );
     }
 
     #[test]

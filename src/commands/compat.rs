@@ -21,6 +21,8 @@ pub struct CompatArguments {
     pub gpus: Vec<String>,
     pub capabilities: Vec<String>,
     pub datacenter: bool,
+    /// `--platform`, as typed.
+    pub platform: String,
     pub matrix: Option<std::path::PathBuf>,
 }
 
@@ -51,6 +53,9 @@ struct CapabilityRow {
 struct CompatReport {
     verdict: &'static str,
     driver: String,
+    /// The platform whose torch wheels are judged (`--platform`; a GPU found only on
+    /// aarch64 hosts is judged by the aarch64 wheel whatever it says).
+    platform: compat::Platform,
     cuda: Option<CudaVersion>,
     /// Where `cuda` came from: `--image-cuda`, `torch` (its `+cuXYZ`), `profile`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,6 +130,12 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
         }
         None => stack_from_arguments(arguments.image_cuda.as_deref(), arguments.torch.as_deref())?,
     };
+    let platform: compat::Platform = arguments.platform.parse().map_err(|message: String| {
+        usage(
+            message,
+            "--platform x86_64, or --platform aarch64 for Arm hosts (`uname -m` names it)",
+        )
+    })?;
     let gpus = described_gpus(&matrix, &arguments)?;
     let bundled = bundled_candidates();
     let candidates: Vec<TorchCandidate<'_>> = bundled
@@ -141,6 +152,7 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
                  capability_rows,
              }| {
                 let mut findings = Vec::new();
+                findings.extend(compat::driver_vs_architecture(&matrix, &driver, capability));
                 if let Some(cuda) = stack.cuda {
                     findings.push(compat::driver_vs_cuda(
                         &matrix,
@@ -156,6 +168,7 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
                 if let Some(torch) = &stack.torch {
                     findings.push(compat::gpu_vs_torch(
                         &matrix,
+                        Some(platform),
                         capability,
                         torch,
                         stack.cuda,
@@ -182,6 +195,7 @@ pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, 
     let report = CompatReport {
         verdict: status.verdict(),
         driver: driver.to_string(),
+        platform,
         cuda: stack.cuda,
         cuda_from: stack.cuda_from,
         torch: stack.torch,

@@ -217,6 +217,7 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             gpu,
             cc,
             datacenter,
+            platform,
             matrix,
         } => compat::run(
             compat::CompatArguments {
@@ -227,6 +228,7 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
                 gpus: gpu,
                 capabilities: cc,
                 datacenter,
+                platform,
                 matrix,
             },
             context,

@@ -30,6 +30,7 @@ fn all_builds() -> Vec<(TorchVersion, TorchRelease, CudaVersion)> {
     matrix()
         .torch_build
         .iter()
+        .filter(|build| build.platform == crate::compat::Platform::X86_64)
         .map(|build| {
             let text = format!("{}.0+{}", build.torch, build.variant);
             (torch(&text), build.torch, build.variant.cuda())
@@ -38,7 +39,16 @@ fn all_builds() -> Vec<(TorchVersion, TorchRelease, CudaVersion)> {
 }
 
 fn arch_status(gpu: &str, build: &TorchVersion) -> Status {
-    gpu_vs_torch(matrix(), capability(gpu), build, None, None, &[]).status
+    gpu_vs_torch(
+        matrix(),
+        Some(crate::compat::Platform::X86_64),
+        capability(gpu),
+        build,
+        None,
+        None,
+        &[],
+    )
+    .status
 }
 
 fn release(text: &str) -> TorchRelease {
@@ -57,15 +67,29 @@ fn check_every_build(gpu: &str, fails: impl Fn(TorchRelease, CudaVersion) -> boo
     }
 }
 
-/// RTX 5090 / RTX PRO 6000 Blackwell / 50-series (12.0), GB10 (12.1): every torch ≤ 2.6 and
-/// every cu118/cu121/cu124/cu126 wheel fails; cu128, cu129, cu130, cu132 work, with the
-/// driver floor of their family.
+/// RTX 5090 / RTX PRO 6000 Blackwell / 50-series (12.0): every torch ≤ 2.6 and every
+/// cu118/cu121/cu124/cu126 wheel fails; cu128, cu129, cu130, cu132 work, with the driver
+/// floor of their family. GB10 (12.1) is only in DGX Spark, an aarch64 host: it is judged
+/// by the aarch64 wheels (sm_120 from 2.11), and releases without a measured aarch64 CUDA
+/// wheel are unknown, not failures.
 #[test]
 fn blackwell_consumer_and_gb10() {
-    for gpu in ["12.0", "12.1"] {
-        check_every_build(gpu, |release, cuda| {
-            release <= self::release("2.6") || cuda < self::cuda("12.8")
-        });
+    check_every_build("12.0", |release, cuda| {
+        release <= self::release("2.6") || cuda < self::cuda("12.8")
+    });
+    for build in ["2.11.0+cu130", "2.14.1+cu130", "2.15.0+cu132"] {
+        assert_eq!(
+            arch_status("12.1", &torch(build)),
+            Status::Pass,
+            "GB10 {build}"
+        );
+    }
+    for build in ["2.8.0+cu128", "2.10.0+cu128", "2.6.0+cu124"] {
+        assert_eq!(
+            arch_status("12.1", &torch(build)),
+            Status::Warn,
+            "GB10 {build}"
+        );
     }
     for name in [
         "NVIDIA GeForce RTX 5090",
@@ -97,6 +121,7 @@ fn blackwell_datacenter() {
     }
     let finding = gpu_vs_torch(
         matrix(),
+        Some(crate::compat::Platform::X86_64),
         capability("10.3"),
         &torch("2.8.0+cu128"),
         None,
@@ -143,8 +168,12 @@ fn volta() {
 /// cu130, cu132 wheel fails; cu126, cu124, cu121, cu118 work.
 #[test]
 fn pascal_and_maxwell() {
-    for gpu in ["6.0", "6.1", "5.0", "5.2", "5.3"] {
+    for gpu in ["6.0", "6.1", "5.0", "5.2"] {
         check_every_build(gpu, |_, cuda| cuda >= self::cuda("12.8"));
+    }
+    // 5.3 is Jetson Nano / TX1 only: no PyPI wheel runs there, so no verdict but unknown.
+    for (build, _, _) in all_builds() {
+        assert_eq!(arch_status("5.3", &build), Status::Warn, "5.3 with {build}");
     }
 }
 
@@ -174,10 +203,45 @@ fn kepler() {
     );
 }
 
-/// T4 / RTX 20xx (7.5): no arch failure in any build; only the driver axis.
+/// T4 / RTX 20xx (7.5): no arch failure in any build; only the driver axis. The measured
+/// 2.14 and 2.15 PyPI wheels warn: their linalg library (MAGMA) has no sm_75 kernels.
 #[test]
 fn turing() {
-    check_every_build("7.5", |_, _| false);
+    for (build, release, _) in all_builds() {
+        let linalg_gap = matrix()
+            .torch_build(
+                release,
+                &build.variant.as_deref().unwrap().parse().unwrap(),
+                crate::compat::Platform::X86_64,
+            )
+            .is_some_and(|row| !row.library_gaps.is_empty());
+        let expected = if linalg_gap {
+            Status::Warn
+        } else {
+            Status::Pass
+        };
+        assert_eq!(arch_status("7.5", &build), expected, "7.5 with {build}");
+    }
+    let finding = gpu_vs_torch(
+        matrix(),
+        Some(crate::compat::Platform::X86_64),
+        capability("7.5"),
+        &torch("2.14.1+cu130"),
+        None,
+        None,
+        &[],
+    );
+    assert_eq!(finding.status, Status::Warn);
+    assert!(
+        finding.message.contains(
+            "libtorch_cuda_linalg.so (linalg operations run with MAGMA) has sm_75 in only 0 of its 65 fat binaries"
+        ),
+        "{}",
+        finding.message
+    );
+    assert!(finding.hint.unwrap().contains("preferred_linalg_library"));
+    // Other GPUs of the same build are not concerned.
+    assert_eq!(arch_status("8.0", &torch("2.14.1+cu130")), Status::Pass);
 }
 
 /// RTX 4090 / L4 / L40S (8.9): nothing fails (sm_86 machine code runs on 8.9).
@@ -186,6 +250,7 @@ fn ada() {
     check_every_build("8.9", |_, _| false);
     let finding = gpu_vs_torch(
         matrix(),
+        Some(crate::compat::Platform::X86_64),
         capability("8.9"),
         &torch("2.6.0+cu124"),
         None,
@@ -195,11 +260,27 @@ fn ada() {
     assert!(finding.message.contains("sm_86"), "{}", finding.message);
 }
 
-/// Jetson Thor (11.0): the x86 wheels have no 11.0 kernels (only the aarch64 cu13x wheels
-/// do, and those are not in the matrix); CUDA 12.8 targets it as sm_101, 13.0 as sm_110.
+/// Jetson Thor (11.0): an aarch64 host, judged by the aarch64 wheels, which carry sm_110
+/// from 2.11; releases without a measured aarch64 CUDA wheel are unknown. CUDA 12.8 targets
+/// it as sm_101, 13.0 as sm_110.
 #[test]
 fn jetson_thor() {
-    check_every_build("11.0", |_, _| true);
+    for (build, release, _) in all_builds() {
+        let expected = if release >= self::release("2.11")
+            && matrix()
+                .torch_build(
+                    release,
+                    &build.variant.as_deref().unwrap().parse().unwrap(),
+                    crate::compat::Platform::Aarch64,
+                )
+                .is_some()
+        {
+            Status::Pass
+        } else {
+            Status::Warn
+        };
+        assert_eq!(arch_status("11.0", &build), expected, "Thor with {build}");
+    }
     let status = |toolkit: &str| cuda_vs_gpu(matrix(), cuda(toolkit), capability("11.0")).status;
     assert_eq!(status("12.8"), Status::Pass);
     assert_eq!(status("13.0"), Status::Pass);

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::values::{CudaVariant, RowStatus, Target, TorchRelease, cuda_form};
+use super::values::{CudaVariant, Platform, RowStatus, Target, TorchRelease, cuda_form};
 use super::version::{ComputeCapability, DriverVersion};
 use crate::profile::model::CudaVersion;
 
@@ -240,6 +240,15 @@ pub struct TorchReleaseRow {
     pub variants: Vec<CudaVariant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pypi_default_variant: Option<CudaVariant>,
+    /// What plain `pip install torch` gets on Linux aarch64, where measured: `cpu` (a CPU
+    /// build: PyPI's aarch64 wheels up to 2.10) or a CUDA variant (`cu130` from 2.11).
+    /// Absent where not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pypi_aarch64_variant: Option<String>,
+    /// Variants published after the release's first version, from a later patch release
+    /// (cu129 from 2.12.1): not in `variants`, which every version of the release has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late_variants: Vec<LateVariant>,
     pub status: RowStatus,
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -251,20 +260,58 @@ pub struct TorchReleaseRow {
 row!(
     TorchReleaseRow,
     "torch_release",
-    ["torch", "variants", "pypi_default_variant"],
+    [
+        "torch",
+        "variants",
+        "pypi_default_variant",
+        "pypi_aarch64_variant",
+        "late_variants"
+    ],
     |row| row.torch.to_string()
 );
 
-/// `[[torch_build]]`: a torch release + CUDA variant → the SASS targets of the official
-/// Linux x86_64 wheel and its PTX (compat-facts §3b). Key: `torch` + `variant`.
+/// One of `late_variants`: a variant and the first version that has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LateVariant {
+    pub variant: CudaVariant,
+    /// The first version with the variant, `2.12.1`.
+    pub from: String,
+}
+
+impl TorchReleaseRow {
+    /// The first version of this release with `variant`, when it came with a later patch.
+    pub fn late_variant(&self, variant: &CudaVariant) -> Option<&LateVariant> {
+        self.late_variants
+            .iter()
+            .find(|late| &late.variant == variant)
+    }
+
+    /// PyPI's aarch64 wheel of this release is a CPU build (measured).
+    pub fn pypi_aarch64_is_cpu(&self) -> bool {
+        self.pypi_aarch64_variant.as_deref() == Some("cpu")
+    }
+}
+
+/// `[[torch_build]]`: a torch release + CUDA variant + platform → the SASS targets of the
+/// official Linux wheel for that platform and its PTX (compat-facts §3b). Key: `torch` +
+/// `variant` + `platform`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TorchBuildRow {
     pub torch: TorchRelease,
     pub variant: CudaVariant,
+    /// The wheel's platform. Written on every bundled row; a user row without it describes
+    /// the x86_64 wheel, because every row had that meaning before platforms were keyed, so
+    /// an older team file keeps the meaning it was written with.
+    #[serde(default = "x86_64")]
+    pub platform: Platform,
     pub targets: Vec<Target>,
     /// The PTX the wheel embeds, where verified (`compute_120`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ptx: Option<Target>,
+    /// Another CUDA library of the wheel that mostly lacks targets of `targets`, measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub library_gaps: Vec<LibraryGap>,
     pub status: RowStatus,
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -276,9 +323,55 @@ pub struct TorchBuildRow {
 row!(
     TorchBuildRow,
     "torch_build",
-    ["torch", "variant", "targets", "ptx"],
-    |row| format!("{}+{}", row.torch, row.variant)
+    [
+        "torch",
+        "variant",
+        "platform",
+        "targets",
+        "ptx",
+        "library_gaps"
+    ],
+    |row| match row.platform {
+        // The x86_64 key is the one rows had before platforms, so a team file's row
+        // still replaces the bundled x86_64 row it was written to replace.
+        Platform::X86_64 => format!("{}+{}", row.torch, row.variant),
+        platform => format!("{}+{} {platform}", row.torch, row.variant),
+    }
 );
+
+fn x86_64() -> Platform {
+    Platform::X86_64
+}
+
+/// One of `library_gaps`: a CUDA library of the wheel (`libtorch_cuda_linalg.so`) whose fat
+/// binaries mostly lack some of the build's targets (`cargo xtask matrix torch` measures
+/// every `libtorch_cuda*.so`), so the operations it holds have no kernels for those GPUs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryGap {
+    pub library: String,
+    /// What the library holds, for messages: `linalg operations run with MAGMA`.
+    pub holds: String,
+    /// The targets of the build it lacks.
+    pub missing: Vec<Target>,
+    /// How many of its fat binaries carry them, of `fatbins`.
+    pub carried: u32,
+    pub fatbins: u32,
+}
+
+/// `runs_on` of a `[[gpu]]` row: a GPU that exists only on one kind of host, which decides
+/// which torch wheels apply to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GpuHost {
+    /// The integrated GPU of a Jetson module under L4T (JetPack 6 and older: Nano, TX1,
+    /// TX2, Xavier, Orin): neither PyPI wheel runs there; NVIDIA publishes Jetson builds.
+    #[serde(rename = "jetson")]
+    Jetson,
+    /// A GPU only found in aarch64 hosts that take the aarch64 (SBSA) wheels: Jetson Thor
+    /// (JetPack 7), GB10.
+    #[serde(rename = "aarch64")]
+    Aarch64,
+}
 
 /// `[[gpu]]`: a GPU model → its compute capability (compat-facts §5). Key: `name`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,6 +384,9 @@ pub struct GpuRow {
     pub capability: ComputeCapability,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub architecture: Option<String>,
+    /// The only kind of host the GPU is found in, where that matters for the wheels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_on: Option<GpuHost>,
     pub status: RowStatus,
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -302,7 +398,7 @@ pub struct GpuRow {
 row!(
     GpuRow,
     "gpu",
-    ["name", "match", "capability", "architecture"],
+    ["name", "match", "capability", "architecture", "runs_on"],
     |row| row.name.to_ascii_lowercase()
 );
 
@@ -487,6 +583,10 @@ pub struct MatrixInfo {
     pub tables: Vec<TableRows>,
     /// Rows marked `UNVERIFIED` (parsed, never used by a verdict).
     pub unverified_rows: usize,
+    /// Rows per status (`verified`, `secondary`, `derived`, `UNVERIFIED`), every table.
+    pub rows_by_status: std::collections::BTreeMap<RowStatus, usize>,
+    /// `[[torch_build]]` rows per platform.
+    pub torch_builds_by_platform: std::collections::BTreeMap<Platform, usize>,
     /// Every distinct `source`, sorted.
     pub sources: Vec<String>,
     /// The files the matrix was built from, bundled first.
@@ -551,12 +651,14 @@ impl Matrix {
     pub fn info(&self) -> MatrixInfo {
         let mut sources = BTreeSet::new();
         let mut unverified_rows = 0;
+        let mut rows_by_status = std::collections::BTreeMap::new();
         let mut tables = Vec::new();
         let mut count = |table: &'static str, rows: Vec<(RowStatus, &str)>| {
             for (status, source) in &rows {
                 if !status.usable() {
                     unverified_rows += 1;
                 }
+                *rows_by_status.entry(*status).or_insert(0) += 1;
                 sources.insert(source.to_string());
             }
             tables.push(TableRows {
@@ -590,11 +692,17 @@ impl Matrix {
                 .into_iter()
                 .collect(),
         );
+        let mut torch_builds_by_platform = std::collections::BTreeMap::new();
+        for row in &self.torch_build {
+            *torch_builds_by_platform.entry(row.platform).or_insert(0) += 1;
+        }
         MatrixInfo {
             date: self.meta.as_ref().map(|meta| meta.date.clone()),
             description: self.meta.as_ref().and_then(|meta| meta.description.clone()),
             tables,
             unverified_rows,
+            rows_by_status,
+            torch_builds_by_platform,
             sources: sources.into_iter().collect(),
             origins: self.origins.clone(),
         }
@@ -607,7 +715,7 @@ impl Matrix {
             .map_or("undated", |meta| meta.date.as_str())
     }
 
-    /// How verdicts name this matrix: `the bundled matrix (dated 2026-12-01)`.
+    /// How verdicts name this matrix: `the bundled matrix (dated 2026-12-02)`.
     pub fn describe(&self) -> String {
         let overlays = self.origins.iter().filter(|origin| *origin != BUNDLED_PATH);
         let overlays: Vec<&String> = overlays.collect();
@@ -670,29 +778,53 @@ impl Matrix {
         usable(&self.torch_release).find(|row| row.torch == release)
     }
 
-    /// The build of a torch release for one CUDA variant.
+    /// The build of a torch release for one CUDA variant on one platform.
     pub fn torch_build(
         &self,
         release: TorchRelease,
         variant: &CudaVariant,
+        platform: Platform,
     ) -> Option<&TorchBuildRow> {
-        usable(&self.torch_build).find(|row| row.torch == release && &row.variant == variant)
+        usable(&self.torch_build)
+            .find(|row| row.torch == release && &row.variant == variant && row.platform == platform)
     }
 
-    /// Every build of a torch release, oldest CUDA first.
-    pub fn torch_builds(&self, release: TorchRelease) -> Vec<&TorchBuildRow> {
+    /// Every build of a torch release on one platform, oldest CUDA first.
+    pub fn torch_builds(&self, release: TorchRelease, platform: Platform) -> Vec<&TorchBuildRow> {
         let mut rows: Vec<&TorchBuildRow> = usable(&self.torch_build)
-            .filter(|row| row.torch == release)
+            .filter(|row| row.torch == release && row.platform == platform)
             .collect();
         rows.sort_by_key(|row| row.variant.cuda());
         rows
     }
 
-    /// Every torch release that has builds, oldest first.
-    pub fn torch_releases_with_builds(&self) -> Vec<TorchRelease> {
-        let releases: BTreeSet<TorchRelease> =
-            usable(&self.torch_build).map(|row| row.torch).collect();
+    /// Every torch release that has builds on one platform, oldest first.
+    pub fn torch_releases_with_builds(&self, platform: Platform) -> Vec<TorchRelease> {
+        let releases: BTreeSet<TorchRelease> = usable(&self.torch_build)
+            .filter(|row| row.platform == platform)
+            .map(|row| row.torch)
+            .collect();
         releases.into_iter().collect()
+    }
+
+    /// The `UNVERIFIED` rows of a table whose key is `key`: a row a user file carries that
+    /// no verdict uses, which the verdict that would have used it names.
+    pub fn unverified_rows<'m, R: Row>(rows: &'m [R], key: &str) -> Vec<&'m R> {
+        rows.iter()
+            .filter(|row| !row.status().usable() && row.key() == key)
+            .collect()
+    }
+
+    /// The only kind of host a GPU of this capability is found in: the `runs_on` every usable
+    /// row of that capability agrees on (Orin's 8.7: Jetson; Thor's 11.0: aarch64). `None`
+    /// when a row has none (a discrete GPU) or the rows disagree.
+    pub fn gpu_host(&self, capability: ComputeCapability) -> Option<GpuHost> {
+        let mut hosts = self
+            .gpus()
+            .filter(|row| row.capability == capability)
+            .map(|row| row.runs_on);
+        let first = hosts.next()??;
+        hosts.all(|host| host == Some(first)).then_some(first)
     }
 
     /// Usable GPU rows.
@@ -789,7 +921,7 @@ mod tests {
             parsed.err().map(|e| e.to_string()).unwrap_or_default()
         );
         let matrix = Matrix::bundled();
-        assert_eq!(matrix.date(), "2026-12-01");
+        assert_eq!(matrix.date(), "2026-12-02");
         assert_eq!(matrix.origins, vec![BUNDLED_PATH.to_string()]);
         assert!(!matrix.cuda_driver.is_empty());
         assert!(!matrix.gpu.is_empty());
@@ -873,7 +1005,10 @@ mod tests {
     #[test]
     fn every_torch_release_with_builds_has_a_release_row() {
         let matrix = Matrix::bundled();
-        for release in matrix.torch_releases_with_builds() {
+        for release in Platform::ALL
+            .into_iter()
+            .flat_map(|platform| matrix.torch_releases_with_builds(platform))
+        {
             assert!(
                 matrix.torch_release(release).is_some(),
                 "torch {release} has builds but no [[torch_release]] row"
@@ -1013,19 +1148,19 @@ source = "our notes"
             merged.cuda_release(cuda("13.5")).unwrap().minimum_text(),
             "620.10"
         );
-        assert_eq!(merged.date(), "2026-12-01");
+        assert_eq!(merged.date(), "2026-12-02");
         assert_eq!(
             merged.origins,
             vec![BUNDLED_PATH.to_string(), "team.toml".to_string()]
         );
         assert!(merged.describe().contains("team.toml"));
-        assert_eq!(bundled.describe(), "the bundled matrix (dated 2026-12-01)");
+        assert_eq!(bundled.describe(), "the bundled matrix (dated 2026-12-02)");
     }
 
     #[test]
     fn info_counts_rows_and_sources() {
         let info = Matrix::bundled().info();
-        assert_eq!(info.date.as_deref(), Some("2026-12-01"));
+        assert_eq!(info.date.as_deref(), Some("2026-12-02"));
         let rows = |table: &str| {
             info.tables
                 .iter()
@@ -1037,6 +1172,10 @@ source = "our notes"
         assert!(rows("gpu").unwrap() > 100);
         assert_eq!(info.unverified_rows, 0);
         assert!(info.sources.len() > 10);
+        let total: usize = info.tables.iter().map(|table| table.rows).sum();
+        assert_eq!(info.rows_by_status.values().sum::<usize>(), total);
+        assert!(info.rows_by_status[&RowStatus::Derived] > 0);
+        assert_eq!(info.torch_builds_by_platform[&Platform::Aarch64], 5);
         let mut sorted = info.sources.clone();
         sorted.sort();
         sorted.dedup();

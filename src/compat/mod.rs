@@ -20,7 +20,14 @@
 //!
 //! Verdicts are per GPU: on a mixed host the caller asks once per GPU (or uses
 //! [`gpus_vs_torch`]). Every finding carries the facts it compared — the versions, the
-//! matrix rows with their `source`, `status` and `read` date, and the matrix's date.
+//! matrix rows with their `source`, `status` and `read` date, and the matrix's date — and a
+//! verdict resting on a `secondary` or `derived` row says so at the end of its message
+//! ([`RowStatus::caveat`]); one whose row a user file marks `UNVERIFIED` names that row.
+//!
+//! Torch builds are keyed by platform ([`Platform`]: the x86_64 and aarch64 wheels of a
+//! release are different builds); the torch verdicts take the host's platform and say which
+//! wheel they judged. `[[gpu]] runs_on` marks GPUs found only in aarch64 hosts (judged by the
+//! aarch64 wheel) and Jetson GPUs under L4T (no PyPI wheel applies: said, not judged).
 //!
 //! Finding ids:
 //! - `driver.cuda` ([`driver_vs_cuda`]) — the host driver vs the CUDA release of an image or
@@ -36,11 +43,19 @@
 //! - `gpu.torch-arch` ([`gpu_vs_torch`], [`gpus_vs_torch`]) — a GPU vs the kernels of a torch
 //!   build. Pass: machine code for it (or a lower minor of its major), or PTX with a driver
 //!   new enough to JIT it. Warn: unknown release or variant, CPU-only or pre-release build,
-//!   PTX with an unknown driver, or a release without a variant whose builds disagree.
+//!   PTX with an unknown driver, or a release without a variant whose builds disagree; a
+//!   library of the wheel (`library_gaps`: linalg's MAGMA kernels from sm_80 up in the cu13x
+//!   wheels) without code for the GPU; a Jetson GPU; an unknown platform; PyPI's aarch64
+//!   CPU wheel (up to 2.10).
 //!   Fail: `sm_XY is not compatible with the current PyTorch installation`, with a hint
 //!   naming the first candidate profile that works and the torch build to install.
 //! - `driver.branch-lifecycle` ([`driver_branch_lifecycle`]) — a data-center driver branch
 //!   vs its end of life. Pass: supported; warn: ended.
+//! - `driver.architecture` ([`driver_vs_architecture`]) — a driver branch vs the GPU's
+//!   architecture. Fail: the branch is older than the minimum driver of the first CUDA
+//!   release for the GPU (R550 and Blackwell, whose 12.8 needs R570), or newer than the
+//!   architecture's last branch (R590 and Volta); pass otherwise; none when the matrix knows
+//!   neither.
 //! - `driver.forward-compatibility` ([`forward_compatibility`]) — only where `driver.cuda`
 //!   fails below the family floor: info naming the `cuda-compat-X-Y` package on a
 //!   data-center GPU, or saying it does not apply on others. Never a pass: whether the
@@ -59,18 +74,20 @@ mod failure_table_tests;
 
 pub use matrix::{
     ArchitectureRow, BUNDLED_PATH, BUNDLED_TEXT, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow,
-    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuRow, Matrix, MatrixInfo, MatrixMeta,
-    Row, TableRows, TargetRenameRow, TorchBuildRow, TorchReleaseRow,
+    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuHost, GpuRow, LateVariant,
+    LibraryGap, Matrix, MatrixInfo, MatrixMeta, Row, TableRows, TargetRenameRow, TorchBuildRow,
+    TorchReleaseRow,
 };
 pub use models::{model_capability, nearest_models, normalise_name, other_vendor};
 pub use parse::{MatrixError, TABLE_NAMES};
 pub use reach::{Mismatch, Reach, Refusal, Via, reach, target_reach};
 pub use values::{
-    CudaVariant, RowStatus, Target, TargetKind, TargetSuffix, TorchRelease, torch_cuda,
+    CudaVariant, Platform, RowStatus, Target, TargetKind, TargetSuffix, TorchRelease, torch_cuda,
 };
 pub use verdicts::{
-    DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, DRIVER_FORWARD_COMPATIBILITY, GPU_CUDA_ARCH,
-    GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu, driver_branch_lifecycle, driver_vs_cuda,
-    forward_compatibility, gpu_label, gpu_vs_torch, gpus_vs_torch, native_cuda_for_driver,
+    DRIVER_ARCHITECTURE, DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, DRIVER_FORWARD_COMPATIBILITY,
+    GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu, driver_branch_lifecycle,
+    driver_vs_architecture, driver_vs_cuda, forward_compatibility, gpu_label, gpu_vs_torch,
+    gpus_vs_torch, native_cuda_for_driver,
 };
 pub use version::{ComputeCapability, DriverVersion};

@@ -168,6 +168,33 @@ impl CheckRow for TorchReleaseRow {
                 None,
             ));
         }
+        for late in &self.late_variants {
+            let release_of = late
+                .from
+                .parse::<crate::profile::model::TorchVersion>()
+                .ok()
+                .map(|version| super::values::TorchRelease::of(&version));
+            if release_of != Some(self.torch) {
+                problems.push(problem(
+                    "late_variants",
+                    format!(
+                        "`from = \"{}\"` is not a version of torch {}",
+                        late.from, self.torch
+                    ),
+                    Some("write the first version with the variant, e.g. from = \"2.12.1\""),
+                ));
+            }
+        }
+        if let Some(aarch64) = &self.pypi_aarch64_variant
+            && aarch64 != "cpu"
+            && aarch64.parse::<super::values::CudaVariant>().is_err()
+        {
+            problems.push(problem(
+                "pypi_aarch64_variant",
+                format!("`{aarch64}` is neither `cpu` nor a CUDA variant like cu130"),
+                None,
+            ));
+        }
         problems
     }
 }

@@ -52,6 +52,79 @@ impl fmt::Display for RowStatus {
     }
 }
 
+impl RowStatus {
+    /// What a verdict resting on a row of this status says in its text line, so the
+    /// evidence shows without `--json`: ` (derived: not measured)` for a derived row,
+    /// ` (secondary: from a copy or a maintainer's statement, not measured)` for a secondary
+    /// one, nothing for a verified row (read in a primary source or measured).
+    pub fn caveat(self) -> &'static str {
+        match self {
+            RowStatus::Verified => "",
+            RowStatus::Secondary => {
+                " (secondary: from a copy of the source or a maintainer's statement, not measured)"
+            }
+            RowStatus::Derived => " (derived: not measured)",
+            // No verdict rests on one; named for completeness.
+            RowStatus::Unverified => " (UNVERIFIED)",
+        }
+    }
+}
+
+/// The platform a torch wheel is built for: PyPI publishes a `manylinux_*_x86_64` and a
+/// `manylinux_*_aarch64` wheel of each release, with different contents (up to 2.10 the
+/// aarch64 one is a CPU build; from 2.11 a CUDA build with its own arch list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Platform {
+    #[serde(rename = "x86_64")]
+    X86_64,
+    /// Arm64 servers (SBSA: Grace Hopper, Grace Blackwell, DGX Spark) and Jetson Thor.
+    #[serde(rename = "aarch64")]
+    Aarch64,
+}
+
+impl Platform {
+    pub const ALL: [Platform; 2] = [Platform::X86_64, Platform::Aarch64];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::X86_64 => "x86_64",
+            Platform::Aarch64 => "aarch64",
+        }
+    }
+
+    /// The platform this envctl binary was built for, which is the host's: the kernel runs
+    /// it natively (an emulated binary, qemu-user, is the exception envctl cannot see).
+    pub fn this_binary() -> Option<Platform> {
+        Platform::of_machine(std::env::consts::ARCH)
+    }
+
+    /// The platform of a machine as the kernel names it (`uname -m`): `x86_64`, and
+    /// `aarch64` (Docker's and Debian's `arm64` too). `None` for any other.
+    pub fn of_machine(machine: &str) -> Option<Platform> {
+        match machine.trim() {
+            "x86_64" | "amd64" => Some(Platform::X86_64),
+            "aarch64" | "arm64" => Some(Platform::Aarch64),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Platform {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Platform::of_machine(text).ok_or_else(|| {
+            format!("`{text}` is not a platform envctl knows: x86_64 or aarch64 (arm64)")
+        })
+    }
+}
+
 /// Whether a target is machine code (SASS, `sm_XY`) or PTX (`compute_XY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TargetKind {

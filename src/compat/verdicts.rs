@@ -4,9 +4,9 @@
 
 use std::cmp::Reverse;
 
-use super::matrix::{CudaDriverRow, CudaTargetsRow, Matrix, TorchBuildRow};
+use super::matrix::{CudaDriverRow, CudaTargetsRow, GpuHost, Matrix, Row, TorchBuildRow};
 use super::reach::{Reach, reach};
-use super::values::{CudaVariant, Target, TorchRelease, is_year_month};
+use super::values::{CudaVariant, Platform, RowStatus, Target, TorchRelease, is_year_month};
 use super::version::{ComputeCapability, DriverVersion};
 use crate::checks::{Finding, Status};
 use crate::profile::model::{CudaVersion, TorchVersion};
@@ -21,6 +21,9 @@ pub const GPU_TORCH_ARCH: &str = "gpu.torch-arch";
 pub const DRIVER_BRANCH_LIFECYCLE: &str = "driver.branch-lifecycle";
 /// Whether NVIDIA's forward compatibility offers a way past a driver below a CUDA major's floor.
 pub const DRIVER_FORWARD_COMPATIBILITY: &str = "driver.forward-compatibility";
+/// A driver branch vs the GPU's architecture: a branch older than the GPU, or one that
+/// dropped it.
+pub const DRIVER_ARCHITECTURE: &str = "driver.architecture";
 
 const MINOR_VERSION_DOCUMENTATION: &str =
     "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html";
@@ -28,6 +31,22 @@ const RELEASE_NOTES: &str = "https://docs.nvidia.com/cuda/cuda-toolkit-release-n
 const DATACENTER_DRIVERS: &str = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html";
 const USER_MATRIX: &str = "$XDG_CONFIG_HOME/envctl/matrix.toml";
 const ARCH_LIST_COMMAND: &str = "python -c 'import torch; print(torch.cuda.get_arch_list())'";
+/// NVIDIA's own PyTorch builds for Jetson (L4T), the only CUDA torch a Jetson before Thor runs.
+const JETSON_TORCH: &str = "NVIDIA's PyTorch for Jetson (https://docs.nvidia.com/deeplearning/frameworks/install-pytorch-jetson-platform/index.html; wheels per JetPack: https://forums.developer.nvidia.com/t/pytorch-for-jetson/72048)";
+
+/// ` (this matrix's UNVERIFIED row KEY was not used)`: a user file's row a verdict would
+/// have rested on, named where the verdict says the matrix lacks it.
+fn dropped_rows<R: Row>(rows: &[R], key: &str) -> String {
+    let dropped = Matrix::unverified_rows(rows, key);
+    if dropped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (its [[{}]] row {key} is marked UNVERIFIED, so no verdict uses it)",
+            R::TABLE
+        )
+    }
+}
 
 fn with_matrix(finding: Finding, matrix: &Matrix) -> Finding {
     finding.with_fact("matrix", matrix.describe())
@@ -65,6 +84,12 @@ pub fn driver_vs_cuda(
     let below_family = family.is_some_and(|family| *driver < family.linux_minimum_driver);
 
     if let (Some(release), Some(minimum)) = (release, &minimum) {
+        let caveat = release.status.caveat();
+        let facts = |finding: Finding| {
+            let mut finding = facts(finding);
+            finding.message.push_str(caveat);
+            finding
+        };
         if driver >= minimum {
             let message = match &release.linux_minimum_driver {
                 Some(stated) => {
@@ -102,11 +127,12 @@ pub fn driver_vs_cuda(
         return facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint));
     }
 
+    let dropped = dropped_rows(&matrix.cuda_driver, &format!("{cuda} update 0"));
     match family {
         Some(family) if below_family => {
             let floor = family.linux_minimum_driver.to_string();
             let message = format!(
-                "driver {driver} is too old for CUDA {cuda}: CUDA {cuda} is not in {}, but every CUDA {}.x release needs driver {floor} or newer (minor-version compatibility)",
+                "driver {driver} is too old for CUDA {cuda}: CUDA {cuda} is not in {}{dropped}, but every CUDA {}.x release needs driver {floor} or newer (minor-version compatibility)",
                 matrix.describe(),
                 cuda.major
             );
@@ -115,7 +141,7 @@ pub fn driver_vs_cuda(
         }
         Some(family) => {
             let message = format!(
-                "CUDA {cuda} is not in {}, so its minimum driver is unknown; driver {driver} meets the CUDA {}.x minor-version floor {}, so CUDA {cuda} code runs, at worst without PTX JIT of newer PTX and newer features",
+                "CUDA {cuda} is not in {}{dropped}, so its minimum driver is unknown; driver {driver} meets the CUDA {}.x minor-version floor {}, so CUDA {cuda} code runs, at worst without PTX JIT of newer PTX and newer features",
                 matrix.describe(),
                 cuda.major,
                 family.linux_minimum_driver
@@ -124,7 +150,7 @@ pub fn driver_vs_cuda(
         }
         None => {
             let message = format!(
-                "CUDA {cuda} is not in {}: its minimum driver is unknown",
+                "CUDA {cuda} is not in {}{dropped}: its minimum driver is unknown",
                 matrix.describe()
             );
             facts(Finding::warn(DRIVER_CUDA, message).with_hint(unknown_release_hint(cuda)))
@@ -283,8 +309,9 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
     let gpu = gpu_label(matrix, capability);
     let Some(row) = matrix.cuda_targets(cuda) else {
         let message = format!(
-            "CUDA {cuda} is not in {}'s compile-target table, so whether it can target {gpu} is unknown",
-            matrix.describe()
+            "CUDA {cuda} is not in {}'s compile-target table{}, so whether it can target {gpu} is unknown",
+            matrix.describe(),
+            dropped_rows(&matrix.cuda_targets, &cuda.to_string())
         );
         let hint = format!(
             "`nvcc --list-gpu-arch` in a CUDA {cuda} -devel image lists its targets; add a `[[cuda_targets]]` row to {USER_MATRIX}"
@@ -297,10 +324,12 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
         .with_fact("capability", capability);
     };
     let facts = |finding: Finding| {
-        with_matrix(finding, matrix)
+        let mut finding = with_matrix(finding, matrix)
             .with_fact("cuda", cuda)
             .with_fact("capability", capability)
-            .with_fact("targets_row", row)
+            .with_fact("targets_row", row);
+        finding.message.push_str(row.status.caveat());
+        finding
     };
     let sm = capability.sm();
     match toolkit_reach(matrix, row, capability) {
@@ -366,6 +395,134 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
             facts(Finding::fail(GPU_CUDA_ARCH, message).with_hint(hint))
         }
     }
+}
+
+/// The first CUDA release that knows a GPU, with the row that says so: the architecture
+/// row's `first_cuda` where that row lists the capability itself (NVIDIA's architecture
+/// matrix), else the oldest compile-target row that targets it (10.3 and 12.1 first in CUDA
+/// 12.9, 8.7 in 11.4).
+fn first_cuda_for(
+    matrix: &Matrix,
+    capability: ComputeCapability,
+) -> Option<(CudaVersion, RowStatus, &'static str)> {
+    if let Some(architecture) = matrix.architecture_of(capability)
+        && architecture.capabilities.contains(&capability)
+    {
+        return Some((
+            architecture.first_cuda,
+            architecture.status,
+            "architecture_row",
+        ));
+    }
+    matrix
+        .all_cuda_targets()
+        .into_iter()
+        .find(|row| {
+            matches!(
+                toolkit_reach(matrix, row, capability),
+                ToolkitReach::Exact(_) | ToolkitReach::WithinBounds
+            )
+        })
+        .map(|row| (row.cuda, row.status, "targets_row"))
+}
+
+/// Checks that the driver's branch knows the GPU's architecture (compat-facts §1a, §2a, §2b):
+/// a branch older than the minimum driver of the first CUDA release for the GPU (R550 for a
+/// Blackwell RTX 5090, whose first release 12.8 needs 570.26) predates it, and a branch newer
+/// than the architecture's last (R590 for Volta, whose last is R580) dropped it. Both fail:
+/// the driver does not bring the GPU up. `None` when the matrix knows neither (no
+/// architecture or first release for the capability).
+pub fn driver_vs_architecture(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    capability: ComputeCapability,
+) -> Option<Finding> {
+    let gpu = gpu_label(matrix, capability);
+    let architecture = matrix.architecture_of(capability);
+    let branch = driver.branch();
+    let facts = |finding: Finding| {
+        let mut finding = with_matrix(finding, matrix)
+            .with_fact("driver", driver.to_string())
+            .with_fact("capability", capability);
+        if let Some(architecture) = architecture {
+            finding = finding.with_fact("architecture_row", architecture);
+        }
+        finding
+    };
+    if let Some(architecture) = architecture
+        && let Some(last) = architecture.last_driver_branch
+        && branch > last
+    {
+        let message = format!(
+            "driver {driver} (R{branch}) does not support {gpu}: NVIDIA's last driver branch for {} is R{last}{}",
+            architecture.name,
+            architecture.status.caveat()
+        );
+        let hint = format!(
+            "use an R{last} driver, the last branch that supports {}; see {DATACENTER_DRIVERS}",
+            architecture.name
+        );
+        return Some(facts(
+            Finding::fail(DRIVER_ARCHITECTURE, message).with_hint(hint),
+        ));
+    }
+    let (first, status, evidence) = first_cuda_for(matrix, capability)?;
+    let Some((release, minimum)) = matrix
+        .cuda_release(first)
+        .and_then(|release| Some((release, release.minimum()?)))
+    else {
+        // The first release is older than every driver row (Volta's 9.0, Kepler's 6.0): a
+        // driver at least the oldest row's minimum came after it, so it knows the GPU.
+        let oldest = matrix
+            .cuda_releases()
+            .into_iter()
+            .find(|row| row.cuda > first)?;
+        let oldest_minimum = oldest.minimum()?;
+        if *driver < oldest_minimum {
+            return None;
+        }
+        return Some(facts(Finding::pass(
+            DRIVER_ARCHITECTURE,
+            format!(
+                "driver {driver} (R{branch}) knows {gpu}: it is newer than CUDA {}'s minimum {oldest_minimum}, itself after CUDA {first}, the first release for it{}",
+                oldest.cuda,
+                status.caveat()
+            ),
+        )));
+    };
+    let caveat = if status > release.status {
+        status.caveat()
+    } else {
+        release.status.caveat()
+    };
+    let facts = |finding: Finding| {
+        facts(finding)
+            .with_fact("first_cuda", first)
+            .with_fact("first_cuda_from", evidence)
+            .with_fact("release_row", release)
+    };
+    if branch < minimum.branch() {
+        let message = format!(
+            "driver {driver} (R{branch}) predates {gpu}: the first CUDA release for it, {first}, needs driver {} or newer (branch R{}), so this driver does not bring the GPU up{caveat}",
+            release.minimum_text(),
+            minimum.branch()
+        );
+        let hint = format!(
+            "upgrade the driver to branch R{} or newer ({} or newer); see {RELEASE_NOTES}",
+            minimum.branch(),
+            release.minimum_text()
+        );
+        return Some(facts(
+            Finding::fail(DRIVER_ARCHITECTURE, message).with_hint(hint),
+        ));
+    }
+    Some(facts(Finding::pass(
+        DRIVER_ARCHITECTURE,
+        format!(
+            "driver {driver} (R{branch}) knows {gpu}: it is not older than branch R{} of CUDA {first}, the first release for it{caveat}",
+            minimum.branch()
+        ),
+    )))
 }
 
 /// A bundled or team profile that could run instead, for hints: its name, torch and CUDA.
@@ -442,11 +599,12 @@ fn build_works(
 fn best_build<'m>(
     matrix: &'m Matrix,
     release: TorchRelease,
+    platform: Platform,
     capabilities: &[ComputeCapability],
     driver: Option<&DriverVersion>,
 ) -> Option<&'m TorchBuildRow> {
     matrix
-        .torch_builds(release)
+        .torch_builds(release, platform)
         .into_iter()
         .filter(|build| build_works(matrix, build, capabilities, driver))
         .max_by_key(|build| {
@@ -460,6 +618,7 @@ fn best_build<'m>(
 fn candidate_build<'m>(
     matrix: &'m Matrix,
     candidate: &TorchCandidate<'_>,
+    platform: Platform,
 ) -> Option<&'m TorchBuildRow> {
     if !candidate.torch.version.pre.is_empty() {
         return None;
@@ -468,7 +627,7 @@ fn candidate_build<'m>(
         Some(variant) => variant.parse::<CudaVariant>().ok()?,
         None => CudaVariant::for_cuda(candidate.cuda),
     };
-    matrix.torch_build(TorchRelease::of(candidate.torch), &variant)
+    matrix.torch_build(TorchRelease::of(candidate.torch), &variant, platform)
 }
 
 fn release_text(torch: &TorchVersion) -> String {
@@ -481,13 +640,14 @@ fn release_text(torch: &TorchVersion) -> String {
 fn alternatives(
     matrix: &Matrix,
     torch: &TorchVersion,
+    platform: Platform,
     capabilities: &[ComputeCapability],
     driver: Option<&DriverVersion>,
     candidates: &[TorchCandidate<'_>],
 ) -> Option<String> {
     let mut options = Vec::new();
     if let Some(candidate) = candidates.iter().find(|candidate| {
-        candidate_build(matrix, candidate)
+        candidate_build(matrix, candidate, platform)
             .is_some_and(|build| build_works(matrix, build, capabilities, driver))
     }) {
         options.push(format!(
@@ -496,19 +656,19 @@ fn alternatives(
         ));
     }
     let release = TorchRelease::of(torch);
-    if let Some(build) = best_build(matrix, release, capabilities, driver) {
+    if let Some(build) = best_build(matrix, release, platform, capabilities, driver) {
         let version = release_text(torch);
         options.push(format!(
             "install torch {version}+{variant}: pip install torch=={version} --index-url https://download.pytorch.org/whl/{variant}",
             variant = build.variant
         ));
     } else {
-        let releases = matrix.torch_releases_with_builds();
+        let releases = matrix.torch_releases_with_builds(platform);
         let newer = releases.iter().filter(|other| **other > release);
         let older = releases.iter().filter(|other| **other < release).rev();
         let other = newer
             .chain(older)
-            .find_map(|other| best_build(matrix, *other, capabilities, driver));
+            .find_map(|other| best_build(matrix, *other, platform, capabilities, driver));
         if let Some(build) = other {
             options.push(format!(
                 "install a torch {release} build for {variant}: pip install 'torch=={release}.*' --index-url https://download.pytorch.org/whl/{variant}",
@@ -527,14 +687,23 @@ fn alternatives(
 fn alternatives_hint(
     matrix: &Matrix,
     torch: &TorchVersion,
+    platform: Platform,
     capability: ComputeCapability,
     all_capabilities: &[ComputeCapability],
     driver: Option<&DriverVersion>,
     candidates: &[TorchCandidate<'_>],
 ) -> Option<String> {
-    alternatives(matrix, torch, all_capabilities, driver, candidates).or_else(|| {
+    alternatives(
+        matrix,
+        torch,
+        platform,
+        all_capabilities,
+        driver,
+        candidates,
+    )
+    .or_else(|| {
         if all_capabilities.len() > 1 {
-            alternatives(matrix, torch, &[capability], driver, candidates).map(|hint| {
+            alternatives(matrix, torch, platform, &[capability], driver, candidates).map(|hint| {
                 format!("{hint} (no build in the matrix runs on every GPU of this host)")
             })
         } else {
@@ -559,8 +728,14 @@ fn targets_text(build: &TorchBuildRow) -> String {
 /// `cuda` (`12.8` → `cu128`, recorded in the facts); without either, every build of the
 /// release is checked. An unknown release or variant warns; nothing is guessed.
 /// `candidates` are profiles to suggest, in order; the hint names the first that works.
+///
+/// `platform` is the host's (`None`: unknown): the x86_64 and aarch64 wheels of a release
+/// differ, and the message names the one it judged. A GPU found only on aarch64 hosts (Thor,
+/// GB10) is judged by the aarch64 wheel whatever the platform says; a Jetson GPU under L4T
+/// (Orin, Xavier) by neither: the verdict says no bundled row covers it.
 pub fn gpu_vs_torch(
     matrix: &Matrix,
+    platform: Option<Platform>,
     capability: ComputeCapability,
     torch: &TorchVersion,
     cuda: Option<CudaVersion>,
@@ -569,6 +744,7 @@ pub fn gpu_vs_torch(
 ) -> Finding {
     torch_verdict(
         matrix,
+        platform,
         capability,
         &[capability],
         torch,
@@ -583,6 +759,7 @@ pub fn gpu_vs_torch(
 /// name what runs on every GPU where something does.
 pub fn gpus_vs_torch(
     matrix: &Matrix,
+    platform: Option<Platform>,
     capabilities: &[ComputeCapability],
     torch: &TorchVersion,
     cuda: Option<CudaVersion>,
@@ -606,6 +783,7 @@ pub fn gpus_vs_torch(
                 .collect();
             torch_verdict(
                 matrix,
+                platform,
                 *capability,
                 &distinct,
                 torch,
@@ -618,8 +796,10 @@ pub fn gpus_vs_torch(
         .collect()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn torch_verdict(
     matrix: &Matrix,
+    platform: Option<Platform>,
     capability: ComputeCapability,
     all_capabilities: &[ComputeCapability],
     torch: &TorchVersion,
@@ -630,10 +810,43 @@ fn torch_verdict(
     let release = TorchRelease::of(torch);
     let sm = capability.sm();
     let gpu = gpu_label(matrix, capability);
+    let gpu_host = matrix.gpu_host(capability);
+    // A GPU found only in aarch64 hosts runs the aarch64 wheel, whatever was said.
+    let platform = match gpu_host {
+        Some(GpuHost::Aarch64) => Some(Platform::Aarch64),
+        _ => platform,
+    };
+    let plain = |finding: Finding| {
+        let mut finding = with_matrix(finding, matrix)
+            .with_fact("capability", capability)
+            .with_fact("torch", torch.to_string())
+            .with_fact("platform", platform);
+        if let Some(driver) = driver {
+            finding = finding.with_fact("driver", driver.to_string());
+        }
+        finding
+    };
+    if gpu_host == Some(GpuHost::Jetson) && torch.variant.as_deref() != Some("cpu") {
+        let message = format!(
+            "{gpu} is a Jetson GPU: neither PyPI wheel of torch {release} (x86_64, aarch64 SBSA) runs on Jetson under L4T, and no bundled row covers NVIDIA's Jetson builds of torch, so whether torch {torch} has kernels for it is unknown"
+        );
+        let hint = format!(
+            "install {JETSON_TORCH}, then check its arch list inside the container: {ARCH_LIST_COMMAND}"
+        );
+        return plain(Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint));
+    }
+    let Some(platform) = platform else {
+        let message = format!(
+            "the host's platform is unknown, so which torch {release} wheel applies (x86_64 or aarch64, which differ) is unknown"
+        );
+        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
+        return plain(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+    };
     let hint = || {
         alternatives_hint(
             matrix,
             torch,
+            platform,
             capability,
             all_capabilities,
             driver,
@@ -643,7 +856,8 @@ fn torch_verdict(
     let base = |finding: Finding| {
         let mut finding = with_matrix(finding, matrix)
             .with_fact("capability", capability)
-            .with_fact("torch", torch.to_string());
+            .with_fact("torch", torch.to_string())
+            .with_fact("platform", platform);
         if let Some(driver) = driver {
             finding = finding.with_fact("driver", driver.to_string());
         }
@@ -672,12 +886,41 @@ fn torch_verdict(
         let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
         return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
     }
-    let builds = matrix.torch_builds(release);
+    let builds = matrix.torch_builds(release, platform);
     if builds.is_empty() {
-        let message = format!(
-            "torch {release} is not in {}: its arch list is unknown",
-            matrix.describe()
-        );
+        let release_row = matrix.torch_release(release);
+        if platform == Platform::Aarch64
+            && torch.variant.is_none()
+            && release_row.is_some_and(|row| row.pypi_aarch64_is_cpu())
+        {
+            let message = format!(
+                "torch {torch} from PyPI on aarch64 is a CPU-only build (PyPI's aarch64 wheels are CUDA builds only from 2.11): `pip install torch=={}` on this Arm host cannot use {gpu}",
+                release_text(torch)
+            );
+            let finding = Finding::warn(GPU_TORCH_ARCH, message);
+            return base(with_optional_hint(finding, hint()));
+        }
+        let x86_only = platform != Platform::X86_64
+            && !matrix.torch_builds(release, Platform::X86_64).is_empty();
+        // A user's UNVERIFIED rows for this release and platform, which no verdict uses.
+        let dropped: Vec<String> = matrix
+            .torch_build
+            .iter()
+            .filter(|row| !row.status.usable() && row.torch == release && row.platform == platform)
+            .map(|row| dropped_rows(std::slice::from_ref(row), &row.key()))
+            .collect();
+        let dropped = dropped.concat();
+        let message = if x86_only {
+            format!(
+                "torch {release} has no {platform} build in {}{dropped}: its {platform} arch list is unknown (the x86_64 wheel's list does not apply: the {platform} wheels are built for other GPUs)",
+                matrix.describe()
+            )
+        } else {
+            format!(
+                "torch {release} is not in {}{dropped}: its arch list is unknown",
+                matrix.describe()
+            )
+        };
         let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
         let hint = match hint() {
             Some(alternative) => format!("{check}; or {alternative}"),
@@ -709,11 +952,15 @@ fn torch_verdict(
     };
 
     let Some((variant, inferred_from)) = variant else {
-        return every_build(matrix, capability, torch, &builds, driver, hint, base);
+        return every_build(
+            matrix, platform, capability, torch, &builds, driver, hint, base,
+        );
     };
     let label = match inferred_from {
-        Some(cuda) => format!("torch {torch} ({variant}, inferred from CUDA {cuda})"),
-        None => format!("torch {torch}"),
+        Some(cuda) => {
+            format!("torch {torch} ({variant}, inferred from CUDA {cuda}; {platform} wheel)")
+        }
+        None => format!("torch {torch} ({platform} wheel)"),
     };
     let base = |finding: Finding| {
         let finding = base(finding).with_fact("variant", variant.as_str());
@@ -722,40 +969,98 @@ fn torch_verdict(
             None => finding,
         }
     };
-    let Some(build) = matrix.torch_build(release, &variant) else {
+    let Some(build) = matrix.torch_build(release, &variant, platform) else {
         let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
-        // A build the release lists (cu129 of 2.11–2.13, published on download.pytorch.org)
+        let key = match platform {
+            Platform::X86_64 => format!("{release}+{variant}"),
+            platform => format!("{release}+{variant} {platform}"),
+        };
+        // A variant that came with a later patch (cu129 from 2.12.1): this version either
+        // has it (only its arch list is unknown) or predates it.
+        if let Some(late) = matrix
+            .torch_release(release)
+            .and_then(|row| row.late_variant(&variant))
+        {
+            let from: Option<TorchVersion> = late.from.parse().ok();
+            let has_it = from.is_some_and(|from| torch.version >= from.version);
+            let message = if has_it {
+                format!(
+                    "{label}: torch {release} has {variant} builds from {}, but their arch list is not in {}",
+                    late.from,
+                    matrix.describe()
+                )
+            } else {
+                format!(
+                    "{label}: torch {torch} has no {variant} build: {variant} wheels of torch {release} exist only from {}, and their arch list is not in {}",
+                    late.from,
+                    matrix.describe()
+                )
+            };
+            return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+        }
+        // A build the release lists (cu129 of 2.11, published on download.pytorch.org)
         // exists: only its arch list is unknown. Saying it has no such build would be false.
         if matrix
             .torch_release(release)
             .is_some_and(|row| row.variants.contains(&variant))
         {
             let message = format!(
-                "{label}: torch {release} has a {variant} build, but its arch list is not in {}",
-                matrix.describe()
+                "{label}: torch {release} has a {variant} build, but its arch list is not in {}{}",
+                matrix.describe(),
+                dropped_rows(&matrix.torch_build, &key)
             );
             return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
         }
         let message = format!(
-            "{label}: torch {release} has no {variant} build in {} (known: {})",
+            "{label}: torch {release} has no {platform} {variant} build in {}{} (known: {})",
             matrix.describe(),
+            dropped_rows(&matrix.torch_build, &key),
             known_variants()
         );
         return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
     };
-    let base = |finding: Finding| base(finding).with_fact("build_row", build);
+    // Every message resting on the build row says how well the row is supported.
+    let base = |finding: Finding| {
+        let mut finding = base(finding).with_fact("build_row", build);
+        finding.message.push_str(build.status.caveat());
+        finding
+    };
 
+    // A library of the wheel that lacks the target this GPU runs: its operations have no
+    // kernels here although torch's own do, so the pass becomes a warning that says which.
+    let runs = |target: Target, message: String| {
+        let said: Vec<String> = build
+            .library_gaps
+            .iter()
+            .filter(|gap| gap.missing.contains(&target))
+            .map(|gap| {
+                format!(
+                    "{} ({}) has {target} in only {} of its {} fat binaries",
+                    gap.library, gap.holds, gap.carried, gap.fatbins
+                )
+            })
+            .collect();
+        if said.is_empty() {
+            return base(Finding::pass(GPU_TORCH_ARCH, message));
+        }
+        let message = format!(
+            "{message}, but {}: those operations have no kernels for {gpu} and fail with `no kernel image is available for execution on the device`",
+            said.join("; ")
+        );
+        base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(
+            "torch.backends.cuda.preferred_linalg_library('cusolver') keeps linalg on cuSOLVER, which ships its own kernels; or use a build whose libraries carry this target",
+        ))
+    };
     match kernels(matrix, build, capability) {
-        Reach::Cubin(target) if target.capability == capability => base(Finding::pass(
-            GPU_TORCH_ARCH,
-            format!("{label} has {target} kernels for {gpu}"),
-        )),
-        Reach::Cubin(target) => base(Finding::pass(
-            GPU_TORCH_ARCH,
+        Reach::Cubin(target) if target.capability == capability => {
+            runs(target, format!("{label} has {target} kernels for {gpu}"))
+        }
+        Reach::Cubin(target) => runs(
+            target,
             format!(
                 "{label} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
             ),
-        )),
+        ),
         Reach::Ptx(ptx) => {
             let built_with = build.variant.cuda();
             let release_row = matrix.cuda_release(built_with);
@@ -804,17 +1109,24 @@ fn torch_verdict(
                 "{sm} is not compatible with the current PyTorch installation: {label} has kernels only for {}, none of which runs on {gpu}",
                 targets_text(build)
             );
-            base(with_optional_hint(
-                Finding::fail(GPU_TORCH_ARCH, message),
-                hint(),
-            ))
+            // Where nothing in the matrix runs here (a T4 on an Arm host), say so rather than
+            // leave the failure without a way forward.
+            let hint = hint().unwrap_or_else(|| {
+                format!(
+                    "no {platform} torch build in {} has code for {sm}: a build made with {sm} in TORCH_CUDA_ARCH_LIST, or a host whose wheels carry it, is needed",
+                    matrix.describe()
+                )
+            });
+            base(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
         }
     }
 }
 
 /// The verdict for a torch release without a variant: every build of it, on one GPU.
+#[allow(clippy::too_many_arguments)]
 fn every_build(
     matrix: &Matrix,
+    platform: Platform,
     capability: ComputeCapability,
     torch: &TorchVersion,
     builds: &[&TorchBuildRow],
@@ -836,12 +1148,32 @@ fn every_build(
             .join(", ")
     };
     let rows: Vec<&TorchBuildRow> = builds.to_vec();
-    let base = |finding: Finding| base(finding).with_fact("build_rows", &rows);
+    // The builds whose rows are not verified, by status: ` (cu118, cu126: derived: not measured)`.
+    let mut caveats = String::new();
+    for status in [RowStatus::Secondary, RowStatus::Derived] {
+        let resting: Vec<&TorchBuildRow> = builds
+            .iter()
+            .copied()
+            .filter(|build| build.status == status)
+            .collect();
+        if !resting.is_empty() {
+            caveats.push_str(&format!(
+                " ({}: {}",
+                names(&resting),
+                status.caveat().trim_start_matches(" (")
+            ));
+        }
+    }
+    let base = |finding: Finding| {
+        let mut finding = base(finding).with_fact("build_rows", &rows);
+        finding.message.push_str(&caveats);
+        finding
+    };
     if failing.is_empty() {
         base(Finding::pass(
             GPU_TORCH_ARCH,
             format!(
-                "every CUDA build of torch {release} in {} ({}) runs on {gpu}",
+                "every CUDA build of torch {release} for {platform} in {} ({}) runs on {gpu}",
                 matrix.describe(),
                 names(&working)
             ),
@@ -1171,7 +1503,7 @@ mod tests {
         assert!(
             finding
                 .message
-                .contains("not in the bundled matrix (dated 2026-12-01)"),
+                .contains("not in the bundled matrix (dated 2026-12-02)"),
             "{}",
             finding.message
         );
@@ -1235,9 +1567,18 @@ source = "guess"
         let release = driver_vs_cuda(&merged, &driver("620.10"), cuda("13.5"), false);
         assert_eq!(release.status, Status::Warn);
         assert!(release.message.contains("not in the compatibility matrix"));
+        // The row the verdict would have rested on is named, not silently dropped.
+        assert!(
+            release
+                .message
+                .contains("its [[cuda_driver]] row 13.5 update 0 is marked UNVERIFIED"),
+            "{}",
+            release.message
+        );
         // The replaced bundled rows are gone too: nothing usable is left for them.
         let build = gpu_vs_torch(
             &merged,
+            Some(Platform::X86_64),
             capability("12.0"),
             &torch("2.6.0+cu124"),
             None,
@@ -1245,8 +1586,22 @@ source = "guess"
             &[],
         );
         assert_eq!(build.status, Status::Warn, "{}", build.message);
+        assert!(
+            build
+                .message
+                .contains("its [[torch_build]] row 2.6+cu124 is marked UNVERIFIED"),
+            "{}",
+            build.message
+        );
         let targets = cuda_vs_gpu(&merged, cuda("13.0"), capability("7.0"));
         assert_eq!(targets.status, Status::Warn);
+        assert!(
+            targets
+                .message
+                .contains("its [[cuda_targets]] row 13.0 is marked UNVERIFIED"),
+            "{}",
+            targets.message
+        );
         assert!(model_capability_of(&merged, "RTX 4090").is_empty());
         assert_eq!(
             native_cuda_for_driver(&merged, &driver("620.10")),
@@ -1320,6 +1675,7 @@ source = "guess"
         let profiles = bundled_profiles();
         let finding = gpu_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             capability("12.0"),
             &torch("2.6.0+cu124"),
             Some(cuda("12.4")),
@@ -1352,6 +1708,7 @@ source = "guess"
         let profiles = bundled_profiles();
         let finding = gpu_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             capability("6.1"),
             &torch("2.8.0+cu128"),
             Some(cuda("12.8")),
@@ -1376,6 +1733,7 @@ source = "guess"
     fn h100_with_torch_2_8_cu128_passes() {
         let finding = gpu_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             capability("9.0"),
             &torch("2.8.0+cu128"),
             Some(cuda("12.8")),
@@ -1391,6 +1749,7 @@ source = "guess"
     fn v100_with_cuda_13_fails() {
         let finding = gpu_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             capability("7.0"),
             &torch("2.11.0+cu130"),
             None,
@@ -1408,6 +1767,7 @@ source = "guess"
     fn missing_variants_are_inferred_from_cuda_and_said_so() {
         let finding = gpu_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             capability("6.1"),
             &torch("2.8.0"),
             Some(cuda("12.8")),
@@ -1425,7 +1785,15 @@ source = "guess"
 
         // No variant and no CUDA: every build of the release is checked.
         let all = |gpu: &str, text: &str| {
-            gpu_vs_torch(matrix(), capability(gpu), &torch(text), None, None, &[])
+            gpu_vs_torch(
+                matrix(),
+                Some(Platform::X86_64),
+                capability(gpu),
+                &torch(text),
+                None,
+                None,
+                &[],
+            )
         };
         assert_eq!(all("8.9", "2.8.0").status, Status::Pass);
         assert_eq!(all("12.0", "2.6.0").status, Status::Fail);
@@ -1440,6 +1808,7 @@ source = "guess"
         let check = |text: &str, toolkit: Option<&str>| {
             gpu_vs_torch(
                 matrix(),
+                Some(Platform::X86_64),
                 capability("8.9"),
                 &torch(text),
                 toolkit.map(cuda),
@@ -1481,7 +1850,15 @@ source = "guess"
         let build = torch("2.8.0+cu129");
         let check = |host: Option<&str>| {
             let host = host.map(driver);
-            gpu_vs_torch(matrix(), future, &build, None, host.as_ref(), &[])
+            gpu_vs_torch(
+                matrix(),
+                Some(Platform::X86_64),
+                future,
+                &build,
+                None,
+                host.as_ref(),
+                &[],
+            )
         };
         assert_eq!(check(None).status, Status::Warn);
         assert_eq!(check(Some("575.51.03")).status, Status::Pass);
@@ -1494,7 +1871,15 @@ source = "guess"
         );
         assert!(old.facts.contains_key("release_row"));
         // cu128 of 2.8 has no PTX: nothing reaches 13.0.
-        let none = gpu_vs_torch(matrix(), future, &torch("2.8.0+cu128"), None, None, &[]);
+        let none = gpu_vs_torch(
+            matrix(),
+            Some(Platform::X86_64),
+            future,
+            &torch("2.8.0+cu128"),
+            None,
+            None,
+            &[],
+        );
         assert_eq!(none.status, Status::Fail);
     }
 
@@ -1515,6 +1900,7 @@ source = "guess"
         let check = |matrix: &Matrix, gpu: &str| {
             gpu_vs_torch(
                 matrix,
+                Some(Platform::X86_64),
                 capability(gpu),
                 &torch("2.8.0+cu129"),
                 None,
@@ -1563,6 +1949,7 @@ source = "guess"
         let gpus = [capability("8.9"), capability("6.1"), capability("8.9")];
         let findings = gpus_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             &gpus,
             &torch("2.8.0+cu128"),
             Some(cuda("12.8")),
@@ -1585,6 +1972,7 @@ source = "guess"
         let gpus = [capability("12.0"), capability("6.1")];
         let findings = gpus_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             &gpus,
             &torch("2.8.0+cu126"),
             None,
@@ -1610,6 +1998,7 @@ source = "guess"
         ];
         let finding = gpu_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             capability("12.0"),
             &torch("2.6.0+cu126"),
             None,
@@ -1620,6 +2009,7 @@ source = "guess"
         assert!(hint.starts_with("use profile `pytorch-2.10`"), "{hint}");
         let anything = gpu_vs_torch(
             matrix(),
+            Some(Platform::X86_64),
             capability("12.0"),
             &torch("2.6.0+cu126"),
             None,
@@ -1660,5 +2050,276 @@ source = "guess"
         assert!(check("590.44.01", "2026-11-29").is_none());
         // An unreadable date only lets the dateless `ended` rows count.
         assert_eq!(check("570.124.06", "today").unwrap().status, Status::Pass);
+    }
+
+    fn architecture(driver_text: &str, gpu: &str) -> Finding {
+        driver_vs_architecture(matrix(), &driver(driver_text), capability(gpu)).unwrap()
+    }
+
+    /// A driver branch older than the GPU's first CUDA release's minimum predates the GPU:
+    /// a failure naming that branch (issue 32: R550 and an RTX 5090, R470 and an H100).
+    #[test]
+    fn a_driver_that_predates_the_gpu_fails_naming_the_first_branch() {
+        let blackwell = architecture("550.54.15", "12.0");
+        assert_eq!(blackwell.status, Status::Fail, "{}", blackwell.message);
+        assert_eq!(blackwell.id, DRIVER_ARCHITECTURE);
+        assert!(
+            blackwell.message.contains("R550")
+                && blackwell.message.contains("predates sm_120 (Blackwell")
+                && blackwell.message.contains("12.8")
+                && blackwell.message.contains("570.26")
+                && blackwell.message.contains("branch R570"),
+            "{}",
+            blackwell.message
+        );
+        assert!(blackwell.hint.as_deref().unwrap().contains("R570"));
+        let hopper = architecture("470.82.01", "9.0");
+        assert_eq!(hopper.status, Status::Fail);
+        assert!(
+            hopper.message.contains("11.8") && hopper.message.contains("branch R520"),
+            "{}",
+            hopper.message
+        );
+        // Ada, also first in 11.8.
+        assert_eq!(architecture("515.105.01", "8.9").status, Status::Fail);
+        // At or above the first branch: the driver knows the GPU.
+        let known = architecture("570.124.06", "12.0");
+        assert_eq!(known.status, Status::Pass, "{}", known.message);
+        assert_eq!(architecture("520.61.05", "9.0").status, Status::Pass);
+        assert_eq!(architecture("535.104.05", "8.0").status, Status::Pass);
+    }
+
+    /// A capability NVIDIA's architecture matrix does not list is dated by the first toolkit
+    /// that targets it: GB10's 12.1 and B300's 10.3 first appear in CUDA 12.9 (R575).
+    #[test]
+    fn capabilities_outside_the_architecture_matrix_use_the_first_targeting_toolkit() {
+        let gb10 = architecture("570.124.06", "12.1");
+        assert_eq!(gb10.status, Status::Fail, "{}", gb10.message);
+        assert!(
+            gb10.message.contains("12.9") && gb10.message.contains("R575"),
+            "{}",
+            gb10.message
+        );
+        assert_eq!(architecture("575.57.08", "10.3").status, Status::Pass);
+        // Thor's 11.0 is CUDA 12.8's sm_101, renamed sm_110 in 13.0.
+        assert_eq!(architecture("560.35.03", "11.0").status, Status::Fail);
+        assert_eq!(architecture("570.26", "11.0").status, Status::Pass);
+    }
+
+    /// A branch newer than an architecture's last one dropped it: Volta, Pascal and Maxwell
+    /// end with R580, Kepler with R470.
+    #[test]
+    fn a_driver_past_the_architectures_last_branch_fails() {
+        let volta = architecture("590.44.01", "7.0");
+        assert_eq!(volta.status, Status::Fail, "{}", volta.message);
+        assert!(
+            volta
+                .message
+                .contains("last driver branch for Volta is R580"),
+            "{}",
+            volta.message
+        );
+        assert_eq!(architecture("580.95.05", "7.0").status, Status::Pass);
+        assert_eq!(architecture("535.104.05", "3.7").status, Status::Fail);
+        // Kepler's first toolkit (6.0) predates every driver row: R470 came after it.
+        assert_eq!(architecture("470.82.01", "3.7").status, Status::Pass);
+        assert!(driver_vs_architecture(matrix(), &driver("390.10"), capability("3.7")).is_none());
+        assert_eq!(architecture("590.44.01", "6.1").status, Status::Fail);
+    }
+
+    /// Verdicts resting on derived or secondary rows say so in the text line.
+    #[test]
+    fn verdicts_say_what_their_rows_rest_on() {
+        let x86 = Some(Platform::X86_64);
+        let check = |text: &str| {
+            gpu_vs_torch(
+                matrix(),
+                x86,
+                capability("9.0"),
+                &torch(text),
+                None,
+                None,
+                &[],
+            )
+        };
+        let derived = check("2.6.0+cu118");
+        assert_eq!(derived.status, Status::Pass);
+        assert!(
+            derived.message.ends_with(" (derived: not measured)"),
+            "{}",
+            derived.message
+        );
+        let secondary = check("2.7.1+cu128");
+        assert!(
+            secondary.message.contains("(secondary: "),
+            "{}",
+            secondary.message
+        );
+        let measured = check("2.8.0+cu128");
+        assert!(
+            !measured.message.contains("derived") && !measured.message.contains("secondary"),
+            "{}",
+            measured.message
+        );
+        assert!(
+            measured.message.contains("(x86_64 wheel)"),
+            "{}",
+            measured.message
+        );
+        // A release without a variant names the builds whose rows are not measured.
+        let every = check("2.6.0");
+        assert!(
+            every
+                .message
+                .contains("cu118, cu126: derived: not measured"),
+            "{}",
+            every.message
+        );
+        // The driver's release row (13.3 is read through quotations) and a compile-target row.
+        let quoted = driver_vs_cuda(matrix(), &driver("610.43.02"), cuda("13.3"), false);
+        assert!(
+            quoted.message.contains("(secondary: "),
+            "{}",
+            quoted.message
+        );
+        let targets = cuda_vs_gpu(matrix(), cuda("11.2"), capability("8.6"));
+        assert!(
+            targets.message.contains("(secondary: "),
+            "{}",
+            targets.message
+        );
+        assert!(
+            !cuda_vs_gpu(matrix(), cuda("12.8"), capability("8.6"))
+                .message
+                .contains("secondary")
+        );
+    }
+
+    /// The aarch64 wheels are judged by their own rows (issue 32): 2.15's has sm_110 for
+    /// Thor and nothing for a T4's 7.5; up to 2.10 PyPI's aarch64 wheel is a CPU build.
+    #[test]
+    fn aarch64_hosts_are_judged_by_the_aarch64_wheels() {
+        let arm = Some(Platform::Aarch64);
+        let check = |platform, gpu: &str, text: &str| {
+            gpu_vs_torch(
+                matrix(),
+                platform,
+                capability(gpu),
+                &torch(text),
+                None,
+                None,
+                &[],
+            )
+        };
+        // Thor exists only on aarch64 hosts: its wheel is the aarch64 one, whatever was said.
+        for platform in [arm, Some(Platform::X86_64), None] {
+            let thor = check(platform, "11.0", "2.15.0+cu132");
+            assert_eq!(thor.status, Status::Pass, "{}", thor.message);
+            assert!(
+                thor.message.contains("sm_110 kernels") && thor.message.contains("(aarch64 wheel)"),
+                "{}",
+                thor.message
+            );
+        }
+        let t4 = check(arm, "7.5", "2.15.0+cu132");
+        assert_eq!(t4.status, Status::Fail, "{}", t4.message);
+        // No aarch64 build runs on 7.5: the hint says so instead of naming none.
+        assert!(
+            t4.hint.as_deref().is_some_and(
+                |hint| hint.starts_with("no aarch64 torch build in the bundled matrix")
+            ),
+            "{:?}",
+            t4.hint
+        );
+        assert!(
+            t4.message.contains("sm_80 sm_90 sm_100 sm_110 sm_120"),
+            "{}",
+            t4.message
+        );
+        // On x86_64 the T4 has torch's sm_75 kernels (its linalg library is what lacks them).
+        assert_eq!(
+            check(Some(Platform::X86_64), "7.5", "2.15.0+cu132").status,
+            Status::Warn
+        );
+        // A build whose libraries were not measured (2.6's PyPI cu124) has no gap to say.
+        assert_eq!(
+            check(Some(Platform::X86_64), "7.5", "2.6.0+cu124").status,
+            Status::Pass
+        );
+        // An A10G's 8.6 runs the aarch64 wheel's sm_80 code; an H100 its sm_90.
+        assert_eq!(check(arm, "8.6", "2.11.0+cu130").status, Status::Pass);
+        assert_eq!(check(arm, "9.0", "2.11.0").status, Status::Pass);
+        // Up to 2.10, `pip install torch` on aarch64 gets a CPU build.
+        let cpu = check(arm, "9.0", "2.10.0");
+        assert_eq!(cpu.status, Status::Warn, "{}", cpu.message);
+        assert!(cpu.message.contains("CPU-only build"), "{}", cpu.message);
+        // A CUDA variant there has no aarch64 row: its list is unknown, not the x86 one.
+        let unknown = check(arm, "9.0", "2.9.1+cu128");
+        assert_eq!(unknown.status, Status::Warn, "{}", unknown.message);
+        assert!(
+            unknown.message.contains("torch 2.9 has no aarch64 build"),
+            "{}",
+            unknown.message
+        );
+        let unmeasured = check(arm, "9.0", "2.9.1");
+        assert_eq!(unmeasured.status, Status::Warn);
+        assert!(
+            unmeasured.message.contains("has no aarch64 build"),
+            "{}",
+            unmeasured.message
+        );
+        // An unknown platform is said, not taken for x86_64.
+        let blind = check(None, "9.0", "2.8.0+cu128");
+        assert_eq!(blind.status, Status::Warn);
+        assert!(
+            blind.message.contains("platform is unknown"),
+            "{}",
+            blind.message
+        );
+    }
+
+    /// Jetson GPUs under L4T run neither PyPI wheel: no bundled row covers them, and the
+    /// hint names NVIDIA's Jetson builds.
+    #[test]
+    fn jetson_gpus_say_no_bundled_row_covers_them() {
+        for gpu in ["8.7", "7.2", "6.2", "5.3"] {
+            for platform in [Some(Platform::Aarch64), Some(Platform::X86_64)] {
+                let finding = gpu_vs_torch(
+                    matrix(),
+                    platform,
+                    capability(gpu),
+                    &torch("2.8.0+cu128"),
+                    None,
+                    None,
+                    &[],
+                );
+                assert_eq!(finding.status, Status::Warn, "{gpu}: {}", finding.message);
+                assert!(
+                    finding.message.contains("is a Jetson GPU")
+                        && finding.message.contains("no bundled row covers"),
+                    "{}",
+                    finding.message
+                );
+                assert!(finding.hint.unwrap().contains("PyTorch for Jetson"));
+            }
+        }
+        assert_eq!(matrix().gpu_host(capability("8.7")), Some(GpuHost::Jetson));
+        assert_eq!(
+            matrix().gpu_host(capability("12.1")),
+            Some(GpuHost::Aarch64)
+        );
+        assert_eq!(matrix().gpu_host(capability("9.0")), None);
+    }
+
+    #[test]
+    fn titan_x_pascal_is_6_1() {
+        assert_eq!(
+            model_capability_of(matrix(), "NVIDIA TITAN X (Pascal)"),
+            vec![("NVIDIA TITAN X (Pascal)".to_string(), capability("6.1"))]
+        );
+        assert_eq!(
+            model_capability_of(matrix(), "NVIDIA GeForce GTX TITAN X"),
+            vec![("GeForce GTX TITAN X".to_string(), capability("5.2"))]
+        );
     }
 }

@@ -8,6 +8,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct HostFacts {
     pub kernel: Option<String>,
+    /// The machine architecture (`x86_64`, `aarch64`): which platform's torch wheels apply.
+    #[serde(default)]
+    pub machine: Option<String>,
+    /// `/etc/nv_tegra_release`'s first line: this is a Jetson (L4T) host.
+    #[serde(default)]
+    pub l4t_release: Option<String>,
     pub distribution: Option<String>,
     /// `/proc/driver/nvidia/version`: the loaded kernel module, when there is one.
     pub kernel_module: Option<KernelModule>,

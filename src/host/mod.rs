@@ -47,6 +47,10 @@ impl Probe {
     pub fn gather(&self) -> HostFacts {
         HostFacts {
             kernel: read_trimmed(&self.at("/proc/sys/kernel/osrelease")),
+            // The architecture envctl was built for is the host's: the kernel runs it.
+            machine: Some(std::env::consts::ARCH.to_string()),
+            l4t_release: read_trimmed(&self.at("/etc/nv_tegra_release"))
+                .and_then(|text| text.lines().next().map(str::to_string)),
             distribution: read_os_release(&self.at("/etc/os-release")),
             kernel_module: read_trimmed(&self.at("/proc/driver/nvidia/version")).map(|text| {
                 let first_line = text.lines().next().unwrap_or_default().to_string();

@@ -1045,6 +1045,7 @@ fn cuda_build(
             let driver = inside_or_host_driver(view, expectations);
             gpu_vs_torch(
                 expectations.matrix,
+                crate::compat::Platform::this_binary(),
                 capability,
                 &cpu_build,
                 None,
@@ -1270,6 +1271,7 @@ fn working_candidate(
             capabilities.iter().all(|capability| {
                 gpu_vs_torch(
                     expectations.matrix,
+                    crate::compat::Platform::this_binary(),
                     *capability,
                     candidate.torch,
                     Some(candidate.cuda),
@@ -1337,6 +1339,7 @@ fn architectures(view: &View<'_>, expectations: &Expectations<'_>, findings: &mu
         let matrix_verdict = version.as_ref().map(|version| {
             gpu_vs_torch(
                 matrix,
+                crate::compat::Platform::this_binary(),
                 *capability,
                 version,
                 cuda,

@@ -34,6 +34,25 @@ pub fn print_info(matrix: &Matrix, printer: &Printer, json: bool) -> Result<Exit
         .map(|table| vec![table.table.to_string(), table.rows.to_string()])
         .collect();
     print_table(printer, &["TABLE", "ROWS"], &rows)?;
+    let said = |counts: Vec<String>| counts.join(", ");
+    printer.data(&format!(
+        "rows by status: {} (verdicts on secondary and derived rows say so)",
+        said(
+            info.rows_by_status
+                .iter()
+                .map(|(status, rows)| format!("{rows} {status}"))
+                .collect()
+        )
+    ))?;
+    printer.data(&format!(
+        "torch builds by platform: {}",
+        said(
+            info.torch_builds_by_platform
+                .iter()
+                .map(|(platform, rows)| format!("{rows} {platform}"))
+                .collect()
+        )
+    ))?;
     if info.unverified_rows > 0 {
         printer.data(&format!(
             "{} UNVERIFIED rows are kept but never used by a verdict",

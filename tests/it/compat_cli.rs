@@ -213,7 +213,13 @@ fn torch_alone_takes_the_image_cuda_from_its_local_version() {
         compat(&["--torch", "2.8.0", "--driver", "570.124.06", "--cc", "9.0"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["cuda"], Value::Null);
-    assert!(report["gpus"][0]["findings"].as_array().unwrap().len() == 1);
+    let ids: Vec<&str> = report["gpus"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|finding| finding["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["driver.architecture", "gpu.torch-arch"]);
 }
 
 #[test]
@@ -494,6 +500,8 @@ fn gpu_names_from_nvidias_lists_resolve() {
         ("Orin (nvgpu)", "8.7"),
         ("RTX PRO 6000", "12.0"),
         ("Tesla P4", "6.1"),
+        ("NVIDIA TITAN X (Pascal)", "6.1"),
+        ("NVIDIA GeForce GTX TITAN X", "5.2"),
     ] {
         let (code, report, stderr) = compat(&[
             "--image-cuda",
@@ -534,22 +542,305 @@ fn each_toolkit_names_the_thor_target_its_own_way() {
     }
 }
 
-/// torch 2.11–2.13 have cu129 builds (download.pytorch.org): envctl says so, and that only
-/// their arch list is unknown, instead of denying that they exist.
+/// cu129 builds (download.pytorch.org) are said as the sources state them: 2.11 has one;
+/// 2.12 from 2.12.1 only (the maintainer's statement is of 2.12.1), so 2.12.0 has none; 2.13's
+/// rests on a statement of intent and is not claimed.
 #[test]
-fn cu129_builds_of_2_11_to_2_13_exist() {
-    for torch in ["2.11.0+cu129", "2.12.1+cu129", "2.13.0+cu129"] {
+fn cu129_builds_are_what_the_sources_state() {
+    let message = |torch: &str| {
         let (_, report, _) = compat(&["--torch", torch, "--driver", "580.65.06", "--gpu", "H100"]);
-        let message = finding(&report["gpus"][0], "gpu.torch-arch")["message"]
+        let torch_arch = finding(&report["gpus"][0], "gpu.torch-arch");
+        assert_eq!(torch_arch["status"], "warn", "{torch}: {torch_arch}");
+        torch_arch["message"].as_str().unwrap().to_string()
+    };
+    let eleven = message("2.11.0+cu129");
+    assert!(
+        eleven.contains("has a cu129 build, but its arch list is not in"),
+        "{eleven}"
+    );
+    let patched = message("2.12.1+cu129");
+    assert!(
+        patched.contains("torch 2.12 has cu129 builds from 2.12.1, but their arch list is not in"),
+        "{patched}"
+    );
+    let first = message("2.12.0+cu129");
+    assert!(
+        first.contains("torch 2.12.0+cu129 has no cu129 build: cu129 wheels of torch 2.12 exist only from 2.12.1"),
+        "{first}"
+    );
+    let intent = message("2.13.0+cu129");
+    assert!(
+        intent.contains("torch 2.13 has no x86_64 cu129 build"),
+        "{intent}"
+    );
+}
+
+/// A driver branch older than the GPU's architecture fails, naming the first branch that
+/// supports it (issue 32's two cases), where it only warned before.
+#[test]
+fn a_driver_that_predates_the_gpu_fails() {
+    let (code, report, stderr) = compat(&[
+        "--torch",
+        "2.7.1+cu128",
+        "--driver",
+        "550.54.15",
+        "--gpu",
+        "RTX 5090",
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(report["verdict"], "fail");
+    let floor = finding(&report["gpus"][0], "driver.architecture");
+    assert_eq!(floor["status"], "fail", "{floor}");
+    let message = floor["message"].as_str().unwrap();
+    assert!(
+        message.contains("R550") && message.contains("12.8") && message.contains("branch R570"),
+        "{message}"
+    );
+    assert_eq!(
+        floor["facts"]["release_row"]["linux_minimum_driver"],
+        "570.26"
+    );
+    assert!(floor["hint"].as_str().unwrap().contains("R570"));
+
+    let (code, report, _) = compat(&[
+        "--image-cuda",
+        "11.8",
+        "--driver",
+        "470.82.01",
+        "--gpu",
+        "H100",
+    ]);
+    assert_eq!(code, 1);
+    let floor = finding(&report["gpus"][0], "driver.architecture");
+    assert_eq!(floor["status"], "fail");
+    let message = floor["message"].as_str().unwrap();
+    assert!(
+        message.contains("predates sm_90 (Hopper") && message.contains("branch R520"),
+        "{message}"
+    );
+    // A branch past the architecture's last one fails too: R590 dropped Volta.
+    let (code, report, _) = compat(&[
+        "--image-cuda",
+        "12.8",
+        "--driver",
+        "590.44.01",
+        "--gpu",
+        "V100",
+    ]);
+    assert_eq!(code, 1);
+    let dropped = finding(&report["gpus"][0], "driver.architecture");
+    assert!(
+        dropped["message"].as_str().unwrap().contains("R580"),
+        "{dropped}"
+    );
+    // A driver of the GPU's time passes.
+    let (code, report, stderr) = compat(&[
+        "--torch",
+        "2.7.1+cu128",
+        "--driver",
+        "570.124.06",
+        "--gpu",
+        "RTX 5090",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        finding(&report["gpus"][0], "driver.architecture")["status"],
+        "pass"
+    );
+}
+
+/// `--platform aarch64` judges PyPI's aarch64 wheel: 2.15's has no sm_75 (a T4 on an Arm
+/// host fails, on x86_64 it passes); Thor is judged by it whatever the flag says; 2.10's
+/// aarch64 wheel is a CPU build.
+#[test]
+fn aarch64_hosts_are_judged_by_their_own_wheels() {
+    let t4 = |platform: &[&str]| {
+        let mut arguments = vec![
+            "--torch",
+            "2.15.0+cu132",
+            "--driver",
+            "595.71.05",
+            "--gpu",
+            "T4",
+        ];
+        arguments.extend_from_slice(platform);
+        compat(&arguments)
+    };
+    let (code, report, stderr) = t4(&["--platform", "aarch64"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(report["platform"], "aarch64");
+    let torch = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(torch["status"], "fail");
+    assert_eq!(torch["facts"]["build_row"]["platform"], "aarch64");
+    assert!(
+        torch["message"]
             .as_str()
             .unwrap()
-            .to_string();
-        assert!(
-            message.contains("has a cu129 build, but its arch list is not in"),
-            "{message}"
-        );
-        assert!(!message.contains("has no cu129 build"), "{message}");
-    }
+            .contains("(aarch64 wheel)"),
+        "{torch}"
+    );
+    let (code, report, _) = t4(&[]);
+    assert_eq!(code, 0);
+    assert_eq!(report["platform"], "x86_64");
+    assert!(
+        finding(&report["gpus"][0], "gpu.torch-arch")["message"]
+            .as_str()
+            .unwrap()
+            .contains("(x86_64 wheel)")
+    );
+
+    let (code, report, stderr) = compat(&[
+        "--torch",
+        "2.15.0+cu132",
+        "--driver",
+        "580.65.06",
+        "--gpu",
+        "Jetson AGX Thor",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let thor = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(thor["status"], "pass", "{thor}");
+    assert!(
+        thor["message"].as_str().unwrap().contains("sm_110 kernels"),
+        "{thor}"
+    );
+
+    let (code, report, _) = compat(&[
+        "--torch",
+        "2.10.0",
+        "--driver",
+        "580.65.06",
+        "--gpu",
+        "GH200",
+        "--platform",
+        "aarch64",
+    ]);
+    assert_eq!(code, 0);
+    let cpu = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(cpu["status"], "warn");
+    assert!(
+        cpu["message"].as_str().unwrap().contains("CPU-only build"),
+        "{cpu}"
+    );
+
+    let (code, _, stderr) = compat(&[
+        "--torch",
+        "2.15.0",
+        "--driver",
+        "580.65.06",
+        "--cc",
+        "9.0",
+        "--platform",
+        "riscv64",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("x86_64 or aarch64"), "{stderr}");
+}
+
+/// Jetson GPUs under L4T run neither PyPI wheel: the verdict says no bundled row covers
+/// them and names NVIDIA's Jetson builds, instead of judging an x86 list.
+#[test]
+fn jetson_gpus_are_not_judged_by_pypi_wheels() {
+    let (code, report, stderr) = compat(&[
+        "--torch",
+        "2.8.0+cu128",
+        "--driver",
+        "540.4.0",
+        "--gpu",
+        "Orin (nvgpu)",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let orin = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(orin["status"], "warn");
+    assert!(
+        orin["message"]
+            .as_str()
+            .unwrap()
+            .contains("no bundled row covers NVIDIA's Jetson builds"),
+        "{orin}"
+    );
+    assert!(
+        orin["hint"]
+            .as_str()
+            .unwrap()
+            .contains("install-pytorch-jetson-platform"),
+        "{orin}"
+    );
+}
+
+/// The text line says what a verdict rests on: a derived row is `(derived: not measured)`,
+/// a secondary one says so; a measured row says nothing more.
+#[test]
+fn derived_and_secondary_rows_say_so_in_the_text() {
+    let (code, stdout, stderr) = compat_text(&[
+        "--torch",
+        "2.6.0+cu118",
+        "--driver",
+        "580.65.06",
+        "--gpu",
+        "H100",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // Lines wrap at the terminal's width: compare the words.
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains(
+            "has sm_90 kernels for sm_90 (Hopper, compute capability 9.0) (derived: not measured)"
+        ),
+        "{stdout}"
+    );
+    let (_, stdout, _) = compat_text(&[
+        "--torch",
+        "2.7.1+cu128",
+        "--driver",
+        "580.65.06",
+        "--gpu",
+        "H100",
+    ]);
+    assert!(stdout.contains("(secondary: "), "{stdout}");
+    let (_, stdout, _) = compat_text(&[
+        "--torch",
+        "2.8.0+cu128",
+        "--driver",
+        "580.65.06",
+        "--gpu",
+        "H100",
+    ]);
+    assert!(
+        !stdout.contains("derived") && !stdout.contains("secondary"),
+        "{stdout}"
+    );
+}
+
+/// A user matrix's UNVERIFIED row is not used, and the verdict that would have rested on it
+/// names it instead of dropping it without a word.
+#[test]
+fn a_dropped_unverified_row_is_named() {
+    let directory = tempfile::tempdir().unwrap();
+    let file = directory.path().join("team.toml");
+    std::fs::write(
+        &file,
+        "[[torch_build]]\ntorch = \"2.16\"\nvariant = \"cu132\"\nplatform = \"x86_64\"\ntargets = [\"sm_90\"]\nstatus = \"UNVERIFIED\"\nsource = \"a guess\"\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = compat_text(&[
+        "--torch",
+        "2.16.0+cu132",
+        "--driver",
+        "595.71.05",
+        "--gpu",
+        "H100",
+        "--matrix",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains(
+            "its [[torch_build]] row 2.16+cu132 is marked UNVERIFIED, so no verdict uses it"
+        ),
+        "{stdout}"
+    );
 }
 
 /// The default PyPI builds through 2.15 are in the matrix, measured from the wheels.

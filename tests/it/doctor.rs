@@ -593,9 +593,9 @@ fn healthy_8x_h100_human_report() {
     let output = scenario.run(&["doctor", "pytorch-2.8"]);
     // GPUs of one model and one outcome fold into one line per finding.
     assert!(
-        output
-            .stdout
-            .contains("✓ GPU 0-7 (NVIDIA H100 80GB HBM3): torch 2.8.0+cu128 has sm_90 kernels"),
+        output.stdout.contains(
+            "✓ GPU 0-7 (NVIDIA H100 80GB HBM3): torch 2.8.0+cu128 (x86_64 wheel) has sm_90 kernels"
+        ),
         "{}",
         output.stdout
     );

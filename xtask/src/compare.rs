@@ -20,6 +20,9 @@ struct MatrixFile {
 struct TorchBuild {
     torch: String,
     variant: String,
+    /// Absent on rows written before platforms were keyed: those are x86_64 rows.
+    #[serde(default)]
+    platform: Option<String>,
     targets: Vec<String>,
     ptx: Option<String>,
 }
@@ -69,20 +72,22 @@ fn difference(
     ))
 }
 
-/// Compares a torch build's measured targets and newest PTX with the matrix's row.
+/// Compares a torch build's measured targets and newest PTX with the matrix's row for
+/// `platform`.
 pub fn torch_build(
     matrix_text: &str,
     torch: &str,
     variant: &str,
+    platform: &str,
     targets: &[Target],
     ptx: Option<Target>,
 ) -> Result<Verdict, toml::de::Error> {
     let matrix: MatrixFile = toml::from_str(matrix_text)?;
-    let Some(row) = matrix
-        .torch_build
-        .iter()
-        .find(|row| row.torch == torch && row.variant == variant)
-    else {
+    let Some(row) = matrix.torch_build.iter().find(|row| {
+        row.torch == torch
+            && row.variant == variant
+            && row.platform.as_deref().unwrap_or("x86_64") == platform
+    }) else {
         return Ok(Verdict::Missing);
     };
     let mut lines = Vec::new();
@@ -170,7 +175,7 @@ source = "somewhere"
     fn a_matching_build_agrees() {
         let measured = targets(&["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]);
         assert_eq!(
-            torch_build(MATRIX, "2.7", "cu128", &measured, None).unwrap(),
+            torch_build(MATRIX, "2.7", "cu128", "x86_64", &measured, None).unwrap(),
             Verdict::Agrees
         );
     }
@@ -181,7 +186,8 @@ source = "somewhere"
             "sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120",
         ]);
         let ptx = parse_target("compute_120").unwrap();
-        let Verdict::Differs(lines) = torch_build(MATRIX, "2.7", "cu128", &measured, ptx).unwrap()
+        let Verdict::Differs(lines) =
+            torch_build(MATRIX, "2.7", "cu128", "x86_64", &measured, ptx).unwrap()
         else {
             panic!("expected a difference");
         };
@@ -200,10 +206,16 @@ source = "somewhere"
     #[test]
     fn an_absent_row_is_missing() {
         assert_eq!(
-            torch_build(MATRIX, "2.15", "cu132", &[], None).unwrap(),
+            torch_build(MATRIX, "2.15", "cu132", "x86_64", &[], None).unwrap(),
             Verdict::Missing
         );
         assert_eq!(cuda_targets(MATRIX, "12.9", &[]).unwrap(), Verdict::Missing);
+        // A row without `platform` is the x86_64 wheel's: it says nothing of aarch64.
+        let measured = targets(&["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]);
+        assert_eq!(
+            torch_build(MATRIX, "2.7", "cu128", "aarch64", &measured, None).unwrap(),
+            Verdict::Missing
+        );
     }
 
     #[test]

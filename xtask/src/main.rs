@@ -1,7 +1,9 @@
 //! `cargo xtask`: maintainer tasks for envctl, not part of the shipped CLI.
 //!
 //! `cargo xtask matrix torch VERSION` downloads that torch wheel with `pip download
-//! --no-deps` (or reads `--wheel FILE`), measures it and prints its `[[torch_build]]` row;
+//! --no-deps` for Linux x86_64 or `--platform aarch64` (or reads `--wheel FILE`, whose
+//! version.py must name VERSION), measures it and prints its `[[torch_build]]` row, or says
+//! it is a CPU build; it warns for each other CUDA library of the wheel that lacks a target;
 //! `cargo xtask matrix nvcc VERSION` does the same for NVIDIA's `nvidia-cuda-nvcc` package
 //! and prints a `[[cuda_targets]]` row. `--compare MATRIX` checks the row against a matrix
 //! file and reports every disagreement. Rows go to stdout, progress to stderr.
@@ -25,12 +27,16 @@ use thiserror::Error;
 
 const USAGE: &str = "\
 usage:
-  cargo xtask matrix torch VERSION [--wheel FILE | --index-url URL] [--python X.Y] [--compare MATRIX]
+  cargo xtask matrix torch VERSION [--wheel FILE | --index-url URL] [--platform x86_64|aarch64]
+                                   [--python X.Y] [--compare MATRIX]
   cargo xtask matrix nvcc VERSION [--package NAME] [--compare MATRIX]
 
-  torch: downloads torch==VERSION for Linux x86_64 (CPython 3.11 unless --python) with
-         `pip download --no-deps`, reads torch/version.py and the .nv_fatbin section of
-         torch/lib/libtorch_cuda.so, prints the build's [[torch_build]] row, deletes the wheel.
+  torch: downloads torch==VERSION for Linux x86_64 or aarch64 (default x86_64; CPython 3.11
+         unless --python) with `pip download --no-deps`, or reads --wheel FILE; checks that
+         torch/version.py names VERSION; reads the .nv_fatbin section of every
+         torch/lib/libtorch_cuda*.so, prints the build's [[torch_build]] row (a CPU wheel is
+         said to be one: it has no row), warns for each library lacking a target of the
+         arch list, deletes the wheel.
   nvcc:  downloads nvidia-cuda-nvcc-cu11/-cu12 (CUDA 11/12) or nvidia-cuda-nvcc (13+),
          runs its ptxas --help, prints the release's [[cuda_targets]] row.
   --compare MATRIX: also compare the row with MATRIX (src/compat/matrix.toml) and report
@@ -54,6 +60,8 @@ enum XtaskError {
         #[source]
         source: io::Error,
     },
+    #[error("`{0}` is not a platform: x86_64 or aarch64")]
+    Platform(String),
     #[error("pip left {found} wheels in {folder}, expected one")]
     WheelCount { found: usize, folder: String },
     #[error("the wheel has no */bin/ptxas")]
@@ -104,6 +112,7 @@ struct Options {
     python: Option<String>,
     package: Option<String>,
     compare: Option<PathBuf>,
+    platform: Option<String>,
 }
 
 fn parse_options(words: &[String]) -> Result<Options, XtaskError> {
@@ -122,6 +131,13 @@ fn parse_options(words: &[String]) -> Result<Options, XtaskError> {
             "--python" => options.python = Some(value()?),
             "--package" => options.package = Some(value()?),
             "--compare" => options.compare = Some(PathBuf::from(value()?)),
+            "--platform" => {
+                let platform = value()?;
+                if platform != "x86_64" && platform != "aarch64" {
+                    return Err(XtaskError::Platform(platform));
+                }
+                options.platform = Some(platform);
+            }
             other => return Err(XtaskError::Usage(format!("unknown argument `{other}`"))),
         }
     }
@@ -155,22 +171,30 @@ fn megabytes(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
+/// pip's platform tags for a platform, newest first.
+fn platform_tags(platform: &str) -> [String; 4] {
+    [
+        format!("manylinux_2_28_{platform}"),
+        format!("manylinux_2_17_{platform}"),
+        format!("manylinux2014_{platform}"),
+        format!("manylinux1_{platform}"),
+    ]
+}
+
 fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
     let folder = tempfile::tempdir()?;
     let started = Instant::now();
+    let platform = options.platform.as_deref().unwrap_or("x86_64");
     let (wheel, origin) = match &options.wheel {
         Some(wheel) => (wheel.clone(), rows::Origin::LocalFile),
         None => {
             let python = options.python.as_deref().unwrap_or("3.11");
+            let tags = platform_tags(platform);
+            let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
             let wheel = pip_download(
                 &format!("torch=={version}"),
                 python,
-                &[
-                    "manylinux_2_28_x86_64",
-                    "manylinux_2_17_x86_64",
-                    "manylinux2014_x86_64",
-                    "manylinux1_x86_64",
-                ],
+                &tags,
                 options.index_url.as_deref(),
                 folder.path(),
             )?;
@@ -183,7 +207,27 @@ fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
     };
     let downloaded = started.elapsed();
     let measuring = Instant::now();
-    let measurement = torch::measure_wheel(&wheel)?;
+    let measurement = match torch::measure_wheel(&wheel, version)? {
+        torch::Wheel::Cuda(measurement) => measurement,
+        torch::Wheel::Cpu {
+            version: found,
+            built,
+        } => {
+            // A fact worth recording (PyPI's aarch64 wheels up to 2.10), not an error: said
+            // on stdout as a comment, where the row would have been.
+            println!(
+                "# {}: torch {found} ({platform}, built {built}) is a CPU build: torch/version.py says cuda = None; no [[torch_build]] row",
+                wheel.file_name().map_or_else(
+                    || wheel.display().to_string(),
+                    |name| name.to_string_lossy().into_owned()
+                )
+            );
+            return Ok(true);
+        }
+    };
+    for gap in rows::library_gaps(&measurement) {
+        eprintln!("warning: {gap}: its kernels are missing for those GPUs");
+    }
     eprintln!(
         "measured {} ({}): fetched in {:.0} s, measured in {:.0} s",
         measurement.wheel,
@@ -191,7 +235,7 @@ fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
         downloaded.as_secs_f64(),
         measuring.elapsed().as_secs_f64()
     );
-    let row = rows::torch_build_row(&measurement, &origin, &today())?;
+    let row = rows::torch_build_row(&measurement, &origin, platform, &today())?;
     println!("{row}");
     // The temporary folder (and the downloaded wheel in it) is removed here.
     drop(folder);
@@ -206,6 +250,7 @@ fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
                 &text,
                 &release,
                 &variant,
+                platform,
                 &build.targets,
                 build.ptx.last().copied(),
             )
@@ -213,7 +258,11 @@ fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
                 path: matrix.display().to_string(),
                 source,
             })?;
-            Ok(report(&format!("{release}+{variant}"), matrix, &verdict))
+            Ok(report(
+                &format!("{release}+{variant} ({platform})"),
+                matrix,
+                &verdict,
+            ))
         }
     }
 }
@@ -347,7 +396,8 @@ fn report(what: &str, matrix: &Path, verdict: &compare::Verdict) -> bool {
     }
 }
 
-/// `pip download --no-deps` of one requirement for Linux x86_64 into `folder`; the wheel.
+/// `pip download --no-deps` of one requirement for the given platform tags into `folder`;
+/// the wheel.
 fn pip_download(
     requirement: &str,
     python: &str,
@@ -462,6 +512,13 @@ mod tests {
             Err(XtaskError::Usage(_))
         ));
         assert!(matches!(run(&[]), Err(XtaskError::Usage(_))));
+        let options = parse_options(&words("--platform aarch64")).unwrap();
+        assert_eq!(options.platform.as_deref(), Some("aarch64"));
+        assert!(matches!(
+            parse_options(&words("--platform arm64")),
+            Err(XtaskError::Platform(_))
+        ));
+        assert_eq!(platform_tags("aarch64")[0], "manylinux_2_28_aarch64");
     }
 
     #[test]
@@ -471,14 +528,22 @@ mod tests {
             .path()
             .join("torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl");
         std::fs::write(&wheel, torch::tests_support::wheel()).unwrap();
-        let measurement = torch::measure_wheel(&wheel).unwrap();
+        let torch::Wheel::Cuda(measurement) = torch::measure_wheel(&wheel, "2.15.0").unwrap()
+        else {
+            panic!("a CUDA wheel");
+        };
         assert_eq!(
             measurement.wheel,
             "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"
         );
         assert_eq!(measurement.sha256.len(), 64);
-        let row =
-            rows::torch_build_row(&measurement, &rows::Origin::LocalFile, "2026-12-01").unwrap();
+        let row = rows::torch_build_row(
+            &measurement,
+            &rows::Origin::LocalFile,
+            "x86_64",
+            "2026-12-01",
+        )
+        .unwrap();
         assert!(
             row.contains("targets = [\"sm_75\", \"sm_80\", \"sm_120\"]"),
             "{row}"

@@ -83,10 +83,112 @@ impl Origin {
     }
 }
 
-/// The `[[torch_build]]` row of a measured wheel. `read` is the day of the measurement.
+/// A target of the build's arch list that one of the wheel's other CUDA libraries carries
+/// in fewer than half of its fat binaries: kernels of that library (linalg's MAGMA) are
+/// missing for GPUs of that target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryGap {
+    /// `libtorch_cuda_linalg.so`.
+    pub library: String,
+    pub target: Target,
+    /// How many of the library's fat binaries carry it, of `fatbins`.
+    pub carried: usize,
+    pub fatbins: usize,
+}
+
+impl std::fmt::Display for LibraryGap {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.fatbins == 0 {
+            write!(
+                formatter,
+                "{} carries no device code at all (no .nv_fatbin section)",
+                self.library
+            )
+        } else {
+            write!(
+                formatter,
+                "{} has {} in {} of its {} fat binaries",
+                self.library, self.target, self.carried, self.fatbins
+            )
+        }
+    }
+}
+
+/// What a CUDA library of torch holds, for the matrix's messages.
+fn holds(library: &str) -> &'static str {
+    match library {
+        "libtorch_cuda_linalg.so" => "linalg operations run with MAGMA",
+        _ => "its operations",
+    }
+}
+
+/// Whether `code` in a fat binary runs on a GPU of the portable target `gpu`.
+fn reaches(code: &Target, gpu: &Target) -> bool {
+    match code.kind {
+        Kind::Cubin => {
+            code.variant == Variant::Portable
+                && code.arch / 10 == gpu.arch / 10
+                && code.arch <= gpu.arch
+        }
+        Kind::Ptx => code.arch <= gpu.arch,
+    }
+}
+
+/// Every target of the main arch list that another CUDA library of the wheel mostly lacks:
+/// nothing in most of its fat binaries runs on a GPU of that target.
+pub fn library_gaps(measurement: &Measurement) -> Vec<LibraryGap> {
+    let build = classify(&measurement.census, measurement.fatbins);
+    let mut gaps = Vec::new();
+    for library in &measurement.libraries {
+        let name = library
+            .name
+            .rsplit('/')
+            .next()
+            .unwrap_or(&library.name)
+            .to_string();
+        if library.fatbins == 0 {
+            // One line for the whole library, named by the first target it lacks.
+            if let Some(first) = build.targets.first() {
+                gaps.push(LibraryGap {
+                    library: name.clone(),
+                    target: *first,
+                    carried: 0,
+                    fatbins: 0,
+                });
+            }
+            continue;
+        }
+        for target in &build.targets {
+            // What runs on a GPU of this target: machine code of the same major and an equal
+            // or lower minor (sm_70 code runs on 7.5), or PTX of an equal or lower target.
+            // The census counts per target, so the most any one of them is carried stands
+            // for the library's reach.
+            let carried = library
+                .census
+                .iter()
+                .filter(|(other, _)| reaches(other, target))
+                .map(|(_, count)| *count)
+                .max()
+                .unwrap_or(0);
+            if carried * 2 < library.fatbins {
+                gaps.push(LibraryGap {
+                    library: name.clone(),
+                    target: *target,
+                    carried,
+                    fatbins: library.fatbins,
+                });
+            }
+        }
+    }
+    gaps
+}
+
+/// The `[[torch_build]]` row of a measured wheel for `platform` (`x86_64`, `aarch64`).
+/// `read` is the day of the measurement.
 pub fn torch_build_row(
     measurement: &Measurement,
     origin: &Origin,
+    platform: &str,
     read: &str,
 ) -> Result<String, TorchError> {
     let variant = measurement.variant()?;
@@ -95,10 +197,35 @@ pub fn torch_build_row(
     let _ = writeln!(row, "[[torch_build]]");
     let _ = writeln!(row, "torch = {}", quoted(&measurement.release()));
     let _ = writeln!(row, "variant = {}", quoted(&variant));
+    let _ = writeln!(row, "platform = {}", quoted(platform));
     let _ = writeln!(row, "targets = {}", list(&build.targets));
     // The matrix records one PTX target: the newest, the one a newer GPU would JIT.
     if let Some(newest) = build.ptx.last() {
         let _ = writeln!(row, "ptx = {}", quoted(&newest.to_string()));
+    }
+    // Libraries with device code that lack targets of the arch list, one entry each; a
+    // library without any device code is only noted (no kernels of its own may be by design).
+    let mut entries = Vec::new();
+    for library in &measurement.libraries {
+        let gaps: Vec<LibraryGap> = library_gaps(measurement)
+            .into_iter()
+            .filter(|gap| gap.fatbins > 0 && library.name.ends_with(&format!("/{}", gap.library)))
+            .collect();
+        let (Some(first), false) = (gaps.first(), gaps.is_empty()) else {
+            continue;
+        };
+        let missing: Vec<Target> = gaps.iter().map(|gap| gap.target).collect();
+        let carried = gaps.iter().map(|gap| gap.carried).max().unwrap_or(0);
+        entries.push(format!(
+            "{{ library = {}, holds = {}, missing = {}, carried = {carried}, fatbins = {} }}",
+            quoted(&first.library),
+            quoted(holds(&first.library)),
+            list(&missing),
+            first.fatbins
+        ));
+    }
+    if !entries.is_empty() {
+        let _ = writeln!(row, "library_gaps = [{}]", entries.join(", "));
     }
     let _ = writeln!(row, "status = \"verified\"");
     let source = format!(
@@ -132,6 +259,9 @@ pub fn torch_build_row(
             measurement.fatbins,
             kernels.join(", ")
         ));
+    }
+    for gap in library_gaps(measurement) {
+        notes.push(gap.to_string());
     }
     let _ = writeln!(row, "note = {}", quoted(&notes.join("; ")));
     Ok(row)
@@ -226,6 +356,7 @@ mod tests {
             },
             fatbins: 476,
             census,
+            libraries: Vec::new(),
         }
     }
 
@@ -242,11 +373,13 @@ mod tests {
 
     #[test]
     fn writes_a_row_the_matrix_can_read() {
-        let row = torch_build_row(&measurement(false), &Origin::PyPi, "2026-12-01").unwrap();
+        let row =
+            torch_build_row(&measurement(false), &Origin::PyPi, "x86_64", "2026-12-01").unwrap();
         let parsed: toml::Table = toml::from_str(&row).unwrap();
         let build = &parsed["torch_build"].as_array().unwrap()[0];
         assert_eq!(build["torch"].as_str(), Some("2.15"));
         assert_eq!(build["variant"].as_str(), Some("cu132"));
+        assert_eq!(build["platform"].as_str(), Some("x86_64"));
         assert_eq!(build["targets"].as_array().unwrap().len(), 6);
         assert!(build.get("ptx").is_none());
         let source = build["source"].as_str().unwrap();
@@ -263,8 +396,67 @@ mod tests {
 
     #[test]
     fn a_row_records_the_newest_ptx() {
-        let row = torch_build_row(&measurement(true), &Origin::LocalFile, "2026-12-01").unwrap();
+        let row = torch_build_row(
+            &measurement(true),
+            &Origin::LocalFile,
+            "aarch64",
+            "2026-12-01",
+        )
+        .unwrap();
         assert!(row.contains("ptx = \"compute_120\"\n"), "{row}");
+        assert!(row.contains("platform = \"aarch64\"\n"), "{row}");
+    }
+
+    /// linalg's MAGMA kernels of the PyPI 2.14.1 wheel start at sm_80: a library that mostly
+    /// lacks a target of the arch list is named, per target, in the note.
+    #[test]
+    fn a_library_lacking_a_target_is_named() {
+        let mut measured = measurement(false);
+        let mut census = BTreeMap::new();
+        for arch in [80, 86, 90, 100, 120] {
+            census.insert(target(Kind::Cubin, arch, Variant::Portable), 65);
+        }
+        measured.libraries.push(crate::torch::Library {
+            name: "torch/lib/libtorch_cuda_linalg.so".into(),
+            fatbins: 65,
+            census,
+        });
+        let gaps = library_gaps(&measured);
+        assert_eq!(gaps.len(), 1, "{gaps:?}");
+        assert_eq!(
+            gaps[0].to_string(),
+            "libtorch_cuda_linalg.so has sm_75 in 0 of its 65 fat binaries"
+        );
+        let row = torch_build_row(&measured, &Origin::PyPi, "x86_64", "2026-12-01").unwrap();
+        assert!(
+            row.contains("libtorch_cuda_linalg.so has sm_75 in 0 of its 65 fat binaries"),
+            "{row}"
+        );
+        // The row carries the gap as the matrix reads it.
+        let parsed: toml::Table = toml::from_str(&row).unwrap();
+        let gap = &parsed["torch_build"].as_array().unwrap()[0]["library_gaps"][0];
+        assert_eq!(gap["library"].as_str(), Some("libtorch_cuda_linalg.so"));
+        assert_eq!(
+            gap["holds"].as_str(),
+            Some("linalg operations run with MAGMA")
+        );
+        assert_eq!(gap["missing"][0].as_str(), Some("sm_75"));
+        assert_eq!(gap["fatbins"].as_integer(), Some(65));
+        // A library that carries every target is not named.
+        measured.libraries[0]
+            .census
+            .insert(target(Kind::Cubin, 75, Variant::Portable), 64);
+        assert!(library_gaps(&measured).is_empty());
+        // Nor one whose sm_70 machine code runs on 7.5 (the cu12x wheels' linalg), or whose
+        // PTX does; an sm_80 cubin does not.
+        let census = &mut measured.libraries[0].census;
+        census.remove(&target(Kind::Cubin, 75, Variant::Portable));
+        census.insert(target(Kind::Cubin, 70, Variant::Portable), 107);
+        assert!(library_gaps(&measured).is_empty());
+        let census = &mut measured.libraries[0].census;
+        census.remove(&target(Kind::Cubin, 70, Variant::Portable));
+        census.insert(target(Kind::Ptx, 75, Variant::Portable), 65);
+        assert!(library_gaps(&measured).is_empty());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Measuring a torch wheel: its `torch/version.py` (version, CUDA) and the census of the
 //! `.nv_fatbin` section of `torch/lib/libtorch_cuda.so` (which fat binaries carry which
-//! cubin and PTX targets). The wheel's own bytes are the source: its file name, sha256 and
-//! the date in its zip directory go into the row.
+//! cubin and PTX targets), and of every other `torch/lib/libtorch_cuda*.so` the wheel
+//! ships (`libtorch_cuda_linalg.so`: the MAGMA kernels, built for fewer targets). The
+//! wheel's own bytes are the source: its file name, sha256 and the date in its zip
+//! directory go into the row. A CPU wheel (`cuda = None`) is said to be one.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -17,6 +19,8 @@ use crate::zip::{self, ZipError};
 
 pub const VERSION_MEMBER: &str = "torch/version.py";
 pub const LIBRARY_MEMBER: &str = "torch/lib/libtorch_cuda.so";
+/// Every CUDA library of torch is `torch/lib/libtorch_cuda*.so`.
+const LIBRARY_PREFIX: &str = "torch/lib/libtorch_cuda";
 pub const SECTION: &str = ".nv_fatbin";
 
 #[derive(Debug, Error)]
@@ -25,12 +29,22 @@ pub enum TorchError {
     Zip(#[from] ZipError),
     #[error("reading {LIBRARY_MEMBER}")]
     Elf(#[from] ElfError),
+    #[error("reading {library}")]
+    LibraryElf {
+        library: String,
+        #[source]
+        source: ElfError,
+    },
     #[error("reading the {SECTION} section of {LIBRARY_MEMBER}")]
     Fatbin(#[from] FatbinError),
     #[error("{VERSION_MEMBER} has no `__version__ = '...'` line")]
     NoVersion,
     #[error("{VERSION_MEMBER} says `cuda = None`: a CPU build has no CUDA rows")]
     NotCuda,
+    #[error(
+        "the wheel is torch {found} (its {VERSION_MEMBER}), not the torch {asked} that was asked for"
+    )]
+    WrongVersion { asked: String, found: String },
     #[error(
         "{VERSION_MEMBER}: version {version} names {from_version}, but cuda = '{cuda}' is {from_cuda}"
     )]
@@ -85,6 +99,49 @@ pub fn parse_version_file(text: &str) -> Result<VersionFile, TorchError> {
     })
 }
 
+/// Whether `asked` (`2.11.0`, or `2.11.0+cu130` with its local part) names the version
+/// `version.py` gives (`2.11.0+cu130`): a wheel measured as another release would put its
+/// arch list in the wrong row.
+pub fn check_version(asked: &str, version: &VersionFile) -> Result<(), TorchError> {
+    let found = version.version.as_str();
+    let public = found.split_once('+').map_or(found, |(public, _)| public);
+    let matches = if asked.contains('+') {
+        asked == found
+    } else {
+        asked == public
+    };
+    if matches {
+        Ok(())
+    } else {
+        Err(TorchError::WrongVersion {
+            asked: asked.to_string(),
+            found: found.to_string(),
+        })
+    }
+}
+
+/// The census of one CUDA library of the wheel other than `libtorch_cuda.so`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Library {
+    /// The member's name: `torch/lib/libtorch_cuda_linalg.so`.
+    pub name: String,
+    /// 0 when the library has no `.nv_fatbin` section at all: no device code (the aarch64
+    /// 2.11.0 wheel's linalg, built without MAGMA's kernels).
+    pub fatbins: usize,
+    pub census: BTreeMap<Target, usize>,
+}
+
+/// What a wheel's version.py says, when it is a CPU build: nothing to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wheel {
+    Cuda(Box<Measurement>),
+    /// `cuda = None`: the version it gives (`2.10.0`, `2.10.0+cpu`) and the build date.
+    Cpu {
+        version: String,
+        built: String,
+    },
+}
+
 /// What one wheel holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Measurement {
@@ -98,6 +155,8 @@ pub struct Measurement {
     pub fatbins: usize,
     /// How many fat binaries carry each target.
     pub census: BTreeMap<Target, usize>,
+    /// The wheel's other CUDA libraries (`libtorch_cuda_linalg.so`), by name.
+    pub libraries: Vec<Library>,
 }
 
 impl Measurement {
@@ -152,9 +211,10 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
         .collect())
 }
 
-/// Measures the wheel at `path`. The library is inflated into an unnamed temporary file
-/// (it is 0.5–1.5 GB), then only its section headers and `.nv_fatbin` are read.
-pub fn measure_wheel(path: &Path) -> Result<Measurement, TorchError> {
+/// Measures the wheel at `path`; `asked` is the version it must be (see
+/// [`check_version`]). Each library is inflated into an unnamed temporary file (they are
+/// 0.5–1.5 GB), then only its section headers and `.nv_fatbin` are read.
+pub fn measure_wheel(path: &Path, asked: &str) -> Result<Wheel, TorchError> {
     let wheel = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -162,41 +222,100 @@ pub fn measure_wheel(path: &Path) -> Result<Measurement, TorchError> {
     let sha256 = sha256_file(path)?;
     let bytes = std::fs::metadata(path)?.len();
     let mut file = BufReader::new(File::open(path)?);
-    let (version, built, census, fatbins) = measure_archive(&mut file)?;
-    Ok(Measurement {
+    let archive = measure_archive(&mut file)?;
+    check_version(asked, &archive.version)?;
+    if archive.version.cuda.is_none() {
+        return Ok(Wheel::Cpu {
+            version: archive.version.version,
+            built: archive.built,
+        });
+    }
+    let (census, fatbins) = archive.main.ok_or(TorchError::NotCuda)?;
+    Ok(Wheel::Cuda(Box::new(Measurement {
         wheel,
         sha256,
         bytes,
-        built,
-        version,
+        built: archive.built,
+        version: archive.version,
         fatbins,
         census,
-    })
+        libraries: archive.libraries,
+    })))
 }
 
-type ArchiveFacts = (VersionFile, String, BTreeMap<Target, usize>, usize);
+/// What the archive holds, apart from the file's identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveFacts {
+    pub version: VersionFile,
+    /// The date of `torch/version.py` in the zip directory.
+    pub built: String,
+    /// `libtorch_cuda.so`'s census and fat-binary count; `None` for a CPU build.
+    pub main: Option<(BTreeMap<Target, usize>, usize)>,
+    pub libraries: Vec<Library>,
+}
 
-/// The part of the measurement that reads the archive, apart from the file's identity.
+fn library_census<R: Read + Seek>(
+    file: &mut R,
+    member: &zip::Member,
+) -> Result<(BTreeMap<Target, usize>, usize), TorchError> {
+    let mut inflated = tempfile::tempfile()?;
+    {
+        let mut writer = io::BufWriter::new(&mut inflated);
+        zip::extract(file, member, &mut writer)?;
+        io::Write::flush(&mut writer)?;
+    }
+    let section = elf::section_bytes(&mut inflated, SECTION)?;
+    let fatbins = fatbin::parse_section(&section)?;
+    Ok((fatbin::census(&fatbins), fatbins.len()))
+}
+
+/// The part of the measurement that reads the archive. A CPU build (version.py's `cuda =
+/// None`) is read no further: it has no CUDA library to measure.
 pub fn measure_archive<R: Read + Seek>(file: &mut R) -> Result<ArchiveFacts, TorchError> {
     let members = zip::members(file)?;
     let version_member = zip::find(&members, VERSION_MEMBER)?;
     let text = zip::read_member(file, version_member)?;
     let version = parse_version_file(&String::from_utf8_lossy(&text))?;
-    let library = zip::find(&members, LIBRARY_MEMBER)?;
-    let mut inflated = tempfile::tempfile()?;
-    {
-        let mut writer = io::BufWriter::new(&mut inflated);
-        zip::extract(file, library, &mut writer)?;
-        io::Write::flush(&mut writer)?;
+    let built = version_member.date.clone();
+    if version.cuda.is_none() {
+        return Ok(ArchiveFacts {
+            version,
+            built,
+            main: None,
+            libraries: Vec::new(),
+        });
     }
-    let section = elf::section_bytes(&mut inflated, SECTION)?;
-    let fatbins = fatbin::parse_section(&section)?;
-    Ok((
+    let library = zip::find(&members, LIBRARY_MEMBER)?;
+    let main = library_census(file, library)?;
+    let mut libraries = Vec::new();
+    for member in members.iter().filter(|member| {
+        member.name.starts_with(LIBRARY_PREFIX)
+            && member.name.ends_with(".so")
+            && member.name != LIBRARY_MEMBER
+    }) {
+        let (census, fatbins) = match library_census(file, member) {
+            Ok(found) => found,
+            Err(TorchError::Elf(ElfError::NoSection(_))) => (BTreeMap::new(), 0),
+            Err(TorchError::Elf(source)) => {
+                return Err(TorchError::LibraryElf {
+                    library: member.name.clone(),
+                    source,
+                });
+            }
+            Err(other) => return Err(other),
+        };
+        libraries.push(Library {
+            name: member.name.clone(),
+            fatbins,
+            census,
+        });
+    }
+    Ok(ArchiveFacts {
         version,
-        version_member.date.clone(),
-        fatbin::census(&fatbins),
-        fatbins.len(),
-    ))
+        built,
+        main: Some(main),
+        libraries,
+    })
 }
 
 /// A synthetic wheel for tests, here and in `main`.
@@ -275,9 +394,11 @@ mod tests {
     #[test]
     fn measures_a_synthetic_wheel() {
         let mut file = Cursor::new(wheel_fixture(VERSION_PY, true));
-        let (version, built, census, fatbins) = measure_archive(&mut file).unwrap();
-        assert_eq!(version.version, "2.15.0+cu132");
-        assert_eq!(built, "2026-11-30");
+        let archive = measure_archive(&mut file).unwrap();
+        let (census, fatbins) = archive.main.unwrap();
+        assert_eq!(archive.version.version, "2.15.0+cu132");
+        assert_eq!(archive.built, "2026-11-30");
+        assert!(archive.libraries.is_empty());
         assert_eq!(fatbins, 4);
         let named: Vec<(String, usize)> = census
             .iter()
@@ -309,6 +430,89 @@ mod tests {
         ));
     }
 
+    /// PyPI's aarch64 wheels up to 2.10 are CPU builds: version.py says `cuda = None` and no
+    /// libtorch_cuda.so exists. That is said, not reported as a missing member.
+    #[test]
+    fn a_cpu_wheel_is_named_as_such() {
+        let version_py = "__version__ = '2.10.0'\ndebug = False\ncuda: Optional[str] = None\n";
+        let mut file = Cursor::new(zip::fixture(&[
+            ("torch/__init__.py", b"", true),
+            (VERSION_MEMBER, version_py.as_bytes(), true),
+        ]));
+        let archive = measure_archive(&mut file).unwrap();
+        assert_eq!(archive.main, None);
+        assert_eq!(archive.version.version, "2.10.0");
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder
+            .path()
+            .join("torch-2.10.0-cp311-cp311-manylinux_2_28_aarch64.whl");
+        std::fs::write(&path, file.into_inner()).unwrap();
+        assert!(matches!(
+            measure_wheel(&path, "2.10.0").unwrap(),
+            Wheel::Cpu { version, .. } if version == "2.10.0"
+        ));
+    }
+
+    /// `--wheel FILE` is checked against the VERSION asked for.
+    #[test]
+    fn the_wheel_must_be_the_version_asked_for() {
+        let version = parse_version_file(VERSION_PY).unwrap();
+        assert!(check_version("2.15.0", &version).is_ok());
+        assert!(check_version("2.15.0+cu132", &version).is_ok());
+        assert!(matches!(
+            check_version("2.14.1", &version),
+            Err(TorchError::WrongVersion { asked, found }) if asked == "2.14.1" && found == "2.15.0+cu132"
+        ));
+        assert!(check_version("2.15.0+cu130", &version).is_err());
+        assert!(check_version("2.15", &version).is_err());
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("w.whl");
+        std::fs::write(&path, wheel_fixture(VERSION_PY, false)).unwrap();
+        assert!(matches!(
+            measure_wheel(&path, "2.11.0"),
+            Err(TorchError::WrongVersion { .. })
+        ));
+    }
+
+    /// Every `libtorch_cuda*.so` is measured, each on its own.
+    #[test]
+    fn every_cuda_library_is_measured() {
+        use crate::fatbin::fixture::{FixtureEntry, fatbin};
+        let section = fatbin(&[FixtureEntry::cubin(80, 0), FixtureEntry::cubin(120, 0)]);
+        let linalg = elf::fixture(&[(SECTION, &section)]);
+        let main = wheel_fixture(VERSION_PY, false);
+        let library = {
+            let mut file = Cursor::new(&main);
+            let all = zip::members(&mut file).unwrap();
+            let member = zip::find(&all, LIBRARY_MEMBER).unwrap().clone();
+            zip::read_member(&mut file, &member).unwrap()
+        };
+        let mut file = Cursor::new(zip::fixture(&[
+            (VERSION_MEMBER, VERSION_PY.as_bytes(), true),
+            (LIBRARY_MEMBER, &library, true),
+            ("torch/lib/libtorch_cuda_linalg.so", &linalg, true),
+            ("torch/lib/libtorch_cpu.so", b"not measured", true),
+            (
+                "torch/lib/libtorch_cuda_extra.so",
+                &elf::fixture(&[(".text", b"host code only")]),
+                true,
+            ),
+        ]));
+        let archive = measure_archive(&mut file).unwrap();
+        assert_eq!(archive.libraries.len(), 2);
+        // A library without a .nv_fatbin section has no device code: 0 fat binaries.
+        let extra = &archive.libraries[1];
+        assert_eq!(
+            (extra.name.as_str(), extra.fatbins),
+            ("torch/lib/libtorch_cuda_extra.so", 0)
+        );
+        let linalg = &archive.libraries[0];
+        assert_eq!(linalg.name, "torch/lib/libtorch_cuda_linalg.so");
+        assert_eq!(linalg.fatbins, 1);
+        let targets: Vec<String> = linalg.census.keys().map(ToString::to_string).collect();
+        assert_eq!(targets, ["sm_80", "sm_120"]);
+    }
+
     #[test]
     fn release_and_variant_come_from_version_py() {
         let measurement = |version: &str, cuda: Option<&str>| Measurement {
@@ -322,6 +526,7 @@ mod tests {
             },
             fatbins: 0,
             census: BTreeMap::new(),
+            libraries: Vec::new(),
         };
         let good = measurement("2.15.0+cu132", Some("13.2"));
         assert_eq!(good.release(), "2.15");
