@@ -147,10 +147,10 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Completions(arguments) => completions::run(&arguments, context),
         Command::Ps { all, no_trunc } => ps::run(all, no_trunc, context),
         Command::Exec {
-            target,
-            name,
-            arguments,
+            words,
+            interactive,
             tty,
+            detach,
             user,
             workdir,
             env,
@@ -158,10 +158,10 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             timeout,
         } => exec::run(
             exec::ExecArguments {
-                target,
-                name,
-                arguments,
+                words,
+                interactive,
                 tty,
+                detach,
                 user,
                 workdir,
                 env,

@@ -27,6 +27,7 @@ mod daemon_answers;
 mod daemon_loss;
 mod daemon_streams;
 mod dashboard;
+mod docker_habits;
 mod docker_support;
 mod doctor;
 mod engine_facts;
