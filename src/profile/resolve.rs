@@ -256,7 +256,7 @@ impl SearchPath {
     /// Every profile name envctl can find, without duplicates.
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.files().0.iter().map(ProfileFile::stem).collect();
-        names.sort();
+        names.sort_by(|a, b| natural_order(a, b));
         names.dedup();
         names
     }
@@ -289,6 +289,7 @@ impl SearchPath {
                     .collect(),
             };
             found.retain(|file| !files.iter().any(|seen| seen.stem() == file.stem()));
+            found.sort_by(|a, b| natural_order(&a.stem(), &b.stem()));
             files.extend(found);
         }
         (files, warnings)
@@ -726,6 +727,43 @@ pub fn config_hash(profile: &Profile) -> String {
         .collect()
 }
 
+/// Names in the order people read versions: runs of digits by their value, so
+/// `pytorch-2.7` comes before `pytorch-2.10`; the rest as text.
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn runs(text: &str) -> Vec<(bool, &str)> {
+        let mut runs = Vec::new();
+        let mut start = 0;
+        let bytes = text.as_bytes();
+        for index in 1..=bytes.len() {
+            if index == bytes.len()
+                || bytes[index].is_ascii_digit() != bytes[start].is_ascii_digit()
+            {
+                runs.push((bytes[start].is_ascii_digit(), &text[start..index]));
+                start = index;
+            }
+        }
+        runs
+    }
+    let (left, right) = (runs(a), runs(b));
+    for ((left_digits, left), (right_digits, right)) in left.iter().zip(&right) {
+        let order = if *left_digits && *right_digits {
+            let (left_value, right_value) =
+                (left.trim_start_matches('0'), right.trim_start_matches('0'));
+            left_value
+                .len()
+                .cmp(&right_value.len())
+                .then_with(|| left_value.cmp(right_value))
+                .then_with(|| left.len().cmp(&right.len()))
+        } else {
+            left.cmp(right)
+        };
+        if order.is_ne() {
+            return order;
+        }
+    }
+    left.len().cmp(&right.len()).then_with(|| a.cmp(b))
+}
+
 /// The `*.toml` files of a folder, sorted. A missing folder is no profiles, not an error.
 fn list_directory(directory: &Path) -> Result<Vec<PathBuf>, Option<String>> {
     let entries = match std::fs::read_dir(directory) {
@@ -753,6 +791,42 @@ fn list_directory(directory: &Path) -> Result<Vec<PathBuf>, Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 31: `profiles list` sorts versions as numbers.
+    #[test]
+    fn versions_sort_as_numbers() {
+        let mut names = vec![
+            "pytorch-2.10",
+            "pytorch-2.8-devel",
+            "pytorch-2.7",
+            "cuda-12.8-base",
+            "pytorch-2.8",
+            "pytorch-2.9",
+            "pytorch-2.8-cu126",
+            "a",
+            "",
+        ];
+        names.sort_by(|a, b| natural_order(a, b));
+        assert_eq!(
+            names,
+            [
+                "",
+                "a",
+                "cuda-12.8-base",
+                "pytorch-2.7",
+                "pytorch-2.8",
+                "pytorch-2.8-cu126",
+                "pytorch-2.8-devel",
+                "pytorch-2.9",
+                "pytorch-2.10",
+            ]
+        );
+        let listed: Vec<String> = bundled_only()
+            .list().0.into_iter().map(|profile| profile.name).collect();
+        let seven = listed.iter().position(|name| name == "pytorch-2.7");
+        let ten = listed.iter().position(|name| name == "pytorch-2.10");
+        assert!(seven < ten, "{listed:?}");
+    }
 
     /// The bundled profiles, resolved without any folder on disk.
     fn bundled_only() -> SearchPath {
