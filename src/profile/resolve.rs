@@ -822,7 +822,11 @@ mod tests {
             ]
         );
         let listed: Vec<String> = bundled_only()
-            .list().0.into_iter().map(|profile| profile.name).collect();
+            .list()
+            .0
+            .into_iter()
+            .map(|profile| profile.name)
+            .collect();
         let seven = listed.iter().position(|name| name == "pytorch-2.7");
         let ten = listed.iter().position(|name| name == "pytorch-2.10");
         assert!(seven < ten, "{listed:?}");

@@ -381,10 +381,25 @@ mod tests {
             &Value::from(134_217_728_u64),
             &mut changes,
         );
-        compare("NanoCpus", &Value::from(1_500_000_000_u64), &Value::from(2_000_000_000_u64), &mut changes);
-        compare("ShmSize", &Value::from(1_073_741_824_u64), &Value::Null, &mut changes);
+        compare(
+            "NanoCpus",
+            &Value::from(1_500_000_000_u64),
+            &Value::from(2_000_000_000_u64),
+            &mut changes,
+        );
+        compare(
+            "ShmSize",
+            &Value::from(1_073_741_824_u64),
+            &Value::Null,
+            &mut changes,
+        );
         // Within the rounding: the bytes.
-        compare("Memory", &Value::from(1_073_741_825_u64), &Value::from(1_073_741_824_u64), &mut changes);
+        compare(
+            "Memory",
+            &Value::from(1_073_741_825_u64),
+            &Value::from(1_073_741_824_u64),
+            &mut changes,
+        );
         assert_eq!(
             changes,
             [
@@ -503,10 +518,7 @@ mod tests {
         podman["Config"]["Image"] = Value::from("localhost/x:1");
         podman["HostConfig"]["Ulimits"][0]["Name"] = Value::from("RLIMIT_NOFILE");
         podman["HostConfig"]["Mounts"] = Value::Array(Vec::new());
-        assert_eq!(
-            changes(&wanted, &podman),
-            ["memory: 1.0 GiB → 2.0 GiB"]
-        );
+        assert_eq!(changes(&wanted, &podman), ["memory: 1.0 GiB → 2.0 GiB"]);
         assert!(same_image(
             &Value::from("busybox"),
             &Value::from("docker.io/library/busybox")
@@ -532,10 +544,7 @@ mod tests {
             Vec::<String>::new()
         );
         let wanted = body("image = \"x:1\"\nmemory = \"2g\"\n");
-        assert_eq!(
-            changes(&wanted, &podman),
-            ["memory: 1.0 GiB → 2.0 GiB"]
-        );
+        assert_eq!(changes(&wanted, &podman), ["memory: 1.0 GiB → 2.0 GiB"]);
     }
 
     #[test]
