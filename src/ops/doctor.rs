@@ -166,7 +166,8 @@ pub async fn gather_with(
         known_gpu.unwrap_or_else(|| gpu::gather(library_for_nvml.as_deref()))
     });
     let host_task = tokio::task::spawn_blocking(move || probe.gather());
-    let (engine_facts, images) = daemon_facts(engine, &endpoint, profiles).await;
+    let (mut engine_facts, images) = daemon_facts(engine, &endpoint, profiles).await;
+    name_the_address(&mut engine_facts, context.docker_host());
     // A panicking probe is a bug; its facts are then reported as missing, not invented.
     let gpu = gpu_task.await.unwrap_or_else(|_| GpuFacts {
         library: library.as_deref().map_or_else(
@@ -245,6 +246,20 @@ fn occupancy(facts: &Facts) -> Option<Occupancy> {
         error,
         unattributed: unreadable.clone(),
     })
+}
+
+/// An engine that cannot be used is said with where its address came from: `DOCKER_HOST`,
+/// or the default because `DOCKER_HOST` is unset (issue 31: the fix depends on which).
+fn name_the_address(facts: &mut EngineFacts, docker_host: Option<&str>) {
+    if let EngineState::Unreachable { message, .. } = &mut facts.state {
+        match docker_host {
+            Some(address) => message.push_str(&format!(" (DOCKER_HOST={address})")),
+            None => message.push_str(&format!(
+                " (the default address {}: DOCKER_HOST is unset)",
+                crate::engine::DEFAULT_ENDPOINT
+            )),
+        }
+    }
 }
 
 async fn daemon_facts(
