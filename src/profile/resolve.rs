@@ -606,6 +606,7 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         ports,
         mounts,
         env,
+        labels,
         ulimits,
         stack,
         commands,
@@ -626,6 +627,7 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         ports: ports.unwrap_or_default(),
         mounts: mounts.unwrap_or_default(),
         env,
+        labels,
         ulimits,
         stack,
         commands,
@@ -663,6 +665,9 @@ pub struct ContainerShape<'a> {
     /// `SOURCE:TARGET[:ro]`, one string per mount.
     mounts: Vec<String>,
     env: &'a BTreeMap<String, String>,
+    /// Left out when empty, so the profiles written before `labels` existed keep their hash.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    labels: &'a BTreeMap<String, String>,
     ulimits: &'a BTreeMap<String, Ulimit>,
 }
 
@@ -687,6 +692,8 @@ impl<'a> ContainerShape<'a> {
             ports,
             mounts,
             env,
+            // A container's labels are fixed at create: a change recreates it.
+            labels,
             ulimits,
             // What the image is said to hold, for doctor; the container is the same.
             stack: _,
@@ -707,6 +714,7 @@ impl<'a> ContainerShape<'a> {
             ports: ports.iter().map(ToString::to_string).collect(),
             mounts: mounts.iter().map(ToString::to_string).collect(),
             env,
+            labels,
             ulimits,
         }
     }

@@ -38,6 +38,7 @@ mod export;
 mod export_origin;
 mod faults;
 mod gpu_facts;
+mod labels;
 mod lock;
 mod nvidia_check;
 mod placement;
