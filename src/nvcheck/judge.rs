@@ -794,49 +794,47 @@ pub fn no_gpu_explained(expectations: &Expectations<'_>) -> String {
         // Not read: a container asked for no GPU was given none (`up` gives what is asked).
         GivenGpus::Unknown => !request.is_some_and(GpuRequest::wants_gpus),
     };
-    match given_nothing {
-        true => {
-            let created =
-                "the container was created without GPUs (no device request, no CDI device)";
-            match (request, &no_gpu_here) {
-                (Some(GpuRequest::None) | None, Some(reason)) => format!(
-                    "{created}, as {} asks, and {reason}: there is no GPU to give it here; nvidia-check means something on a GPU host (`envctl doctor` there)",
-                    profile.map_or("it".to_string(), |name| format!("profile `{name}`"))
+    if given_nothing {
+        let created = "the container was created without GPUs (no device request, no CDI device)";
+        match (request, &no_gpu_here) {
+            (Some(GpuRequest::None) | None, Some(reason)) => format!(
+                "{created}, as {} asks, and {reason}: there is no GPU to give it here; nvidia-check means something on a GPU host (`envctl doctor` there)",
+                profile.map_or("it".to_string(), |name| format!("profile `{name}`"))
+            ),
+            (Some(GpuRequest::None), None) => match profile {
+                Some(name) => format!(
+                    "{created}: profile `{name}` asks for no GPU; set `gpus = \"all\"` in it and run `envctl up {name} --recreate`"
                 ),
-                (Some(GpuRequest::None), None) => match profile {
-                    Some(name) => format!(
-                        "{created}: profile `{name}` asks for no GPU; set `gpus = \"all\"` in it and run `envctl up {name} --recreate`"
-                    ),
-                    None => {
-                        format!("{created}: create it again with GPUs (`docker run --gpus all`)")
-                    }
-                },
-                (None, None) => format!(
-                    "{created}: create it from a profile with `gpus = \"all\"` (`envctl up PROFILE`), and see `envctl doctor` for the host's NVIDIA runtime"
-                ),
-                (Some(GpuRequest::Optional), Some(reason)) => format!(
-                    "{created}: `gpus = \"optional\"` met no GPU, because {reason}; on a host with GPUs, {} gives it them",
-                    up(" --recreate")
-                ),
-                (Some(GpuRequest::Optional), None) => format!(
-                    "{created}: `gpus = \"optional\"` met no GPU when it was made (the driver or GPUs were missing then); {} gives it the GPUs this host has now",
-                    up(" --recreate")
-                ),
-                (Some(_), Some(reason)) => format!(
-                    "{created}, though its profile asks for GPUs, and {reason}: `envctl doctor` says what the host lacks"
-                ),
-                (Some(request), None) => format!(
-                    "{created}, though its profile asks for gpus = {request} (the profile changed since, or another tool made it): {} creates it with them",
-                    up(" --recreate")
-                ),
-            }
+                None => {
+                    format!("{created}: create it again with GPUs (`docker run --gpus all`)")
+                }
+            },
+            (None, None) => format!(
+                "{created}: create it from a profile with `gpus = \"all\"` (`envctl up PROFILE`), and see `envctl doctor` for the host's NVIDIA runtime"
+            ),
+            (Some(GpuRequest::Optional), Some(reason)) => format!(
+                "{created}: `gpus = \"optional\"` met no GPU, because {reason}; on a host with GPUs, {} gives it them",
+                up(" --recreate")
+            ),
+            (Some(GpuRequest::Optional), None) => format!(
+                "{created}: `gpus = \"optional\"` met no GPU when it was made (the driver or GPUs were missing then); {} gives it the GPUs this host has now",
+                up(" --recreate")
+            ),
+            (Some(_), Some(reason)) => format!(
+                "{created}, though its profile asks for GPUs, and {reason}: `envctl doctor` says what the host lacks"
+            ),
+            (Some(request), None) => format!(
+                "{created}, though its profile asks for gpus = {request} (the profile changed since, or another tool made it): {} creates it with them",
+                up(" --recreate")
+            ),
         }
+    } else {
         // What it was given is unknown, and its profile asks for GPUs.
-        false => format!(
+        format!(
             "the container has no GPU though gpus = {} is asked: `envctl doctor` checks the host's driver and runtime, then {}",
             request.map_or("?".to_string(), ToString::to_string),
             recreate_hint(expectations)
-        ),
+        )
     }
 }
 
@@ -852,27 +850,25 @@ fn given_but_missing(
             "the container was given GPUs ({given}) but {reason}: `envctl doctor` says what the host lacks"
         );
     }
-    {
-        match expectations.daemon.cgroup_driver.as_deref() {
-            Some("systemd") => format!(
-                "the container was given GPUs ({given}) but has no device files: GPU access is lost after `systemctl daemon-reload` with the daemon's systemd cgroup driver; restart the container ({}), and to stop it happening run `sudo nvidia-ctk system create-dev-char-symlinks --create-all` or switch to CDI",
+    match expectations.daemon.cgroup_driver.as_deref() {
+        Some("systemd") => format!(
+            "the container was given GPUs ({given}) but has no device files: GPU access is lost after `systemctl daemon-reload` with the daemon's systemd cgroup driver; restart the container ({}), and to stop it happening run `sudo nvidia-ctk system create-dev-char-symlinks --create-all` or switch to CDI",
+            recreate_hint(expectations)
+        ),
+        driver => {
+            let runtime = match &expectations.daemon.runtimes {
+                Some(runtimes) if !runtimes.iter().any(|runtime| runtime == "nvidia") => {
+                    " and the daemon has no `nvidia` runtime registered".to_string()
+                }
+                _ => String::new(),
+            };
+            let driver = driver.map_or_else(String::new, |driver| {
+                format!(" (cgroup driver {driver}, so not a `systemctl daemon-reload`)")
+            });
+            format!(
+                "the container was given GPUs ({given}) but the runtime passed no device file{runtime}{driver}: `envctl doctor` checks the NVIDIA runtime, then {}",
                 recreate_hint(expectations)
-            ),
-            driver => {
-                let runtime = match &expectations.daemon.runtimes {
-                    Some(runtimes) if !runtimes.iter().any(|runtime| runtime == "nvidia") => {
-                        " and the daemon has no `nvidia` runtime registered".to_string()
-                    }
-                    _ => String::new(),
-                };
-                let driver = driver.map_or_else(String::new, |driver| {
-                    format!(" (cgroup driver {driver}, so not a `systemctl daemon-reload`)")
-                });
-                format!(
-                    "the container was given GPUs ({given}) but the runtime passed no device file{runtime}{driver}: `envctl doctor` checks the NVIDIA runtime, then {}",
-                    recreate_hint(expectations)
-                )
-            }
+            )
         }
     }
 }

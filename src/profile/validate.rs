@@ -619,10 +619,19 @@ impl Checker<'_> {
         match (value.get_ref(), cpu_count(value.get_ref())) {
             (_, CpuCount::Cpus(cpus)) => Some(cpus),
             (DeValue::String(text), _) => {
+                // `cpus = "8"` is a number without its quotes; `cpus = "eight"` is not one
+                // at all, and `cpus = eight` would not even be TOML.
+                let trimmed = text.trim();
+                let hint = match trimmed.parse::<f64>() {
+                    Ok(number) if number.is_finite() => {
+                        format!("write it without quotes: cpus = {trimmed}")
+                    }
+                    _ => "write the number of CPUs as a number: cpus = 8 or cpus = 0.5".into(),
+                };
                 self.error(
                     value.span(),
                     format!("`cpus` must be a number, found the string \"{text}\""),
-                    Some(format!("write it without quotes: cpus = {text}")),
+                    Some(hint),
                 );
                 None
             }
