@@ -9,9 +9,9 @@
 //! container or a profile (`ops::target::look_up`), else the words are for the obvious
 //! container (`ops::target::obvious_container`) — except before `--`, the place of a
 //! TARGET or NAME, where a word that names neither is a TARGET not found. The word after
-//! TARGET is a NAME when the
-//! container's profile names it (or it is nvidia-check), else the command itself; `--`
-//! before it makes it the command whatever the profile names ([`interpret`]).
+//! TARGET is a NAME when the container's profile names it (or it is nvidia-check), else the
+//! command itself; `--` before it makes it the command whatever the profile names
+//! ([`interpret`]).
 
 use super::{Context, runtime};
 use crate::engine::Engine;
@@ -74,42 +74,35 @@ enum Request {
     Literal { command: Vec<String>, plainly: bool },
 }
 
-/// exec's own flags, as people write them after TARGET by mistake (`exec C -t sh`), and
-/// whether each takes a value.
-const EXEC_FLAGS: [(&str, bool); 20] = [
-    ("-i", false),
-    ("--interactive", false),
-    ("-t", false),
-    ("--tty", false),
-    ("-it", false),
-    ("-ti", false),
-    ("-d", false),
-    ("--detach", false),
-    ("-u", true),
-    ("--user", true),
-    ("-w", true),
-    ("--workdir", true),
-    ("-e", true),
-    ("--env", true),
-    ("--quick", false),
-    ("--timeout", true),
-    ("--json", false),
-    ("-v", false),
-    ("--verbose", false),
-    ("-q", false),
-];
-
-/// Whether `word` is one of exec's or envctl's flags (`--user=x` included), and whether it
-/// takes the next word as its value.
+/// Whether `word` is one of exec's flags or envctl's global ones (`-u`, `--user=x`, `-it`),
+/// as people write them after TARGET by mistake (`exec C -t sh`), and whether it takes the
+/// next word as its value. Read from the command line's own definition (`crate::cli`).
 fn exec_flag(word: &str) -> Option<bool> {
-    let (name, attached) = match word.split_once('=') {
-        Some((name, _)) if name.starts_with("--") => (name, true),
-        _ => (word, false),
-    };
-    EXEC_FLAGS
-        .iter()
-        .find(|(flag, _)| *flag == name)
-        .map(|(_, takes_value)| *takes_value && !attached)
+    let root = <crate::cli::Cli as clap::CommandFactory>::command();
+    let exec = root.find_subcommand("exec")?;
+    let arguments: Vec<&clap::Arg> = exec.get_arguments().chain(root.get_arguments()).collect();
+    let takes_value = |argument: &clap::Arg| argument.get_action().takes_values();
+    if let Some(long) = word.strip_prefix("--") {
+        let (name, attached) = match long.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (long, false),
+        };
+        return arguments
+            .iter()
+            .find(|argument| argument.get_long() == Some(name))
+            .map(|argument| takes_value(argument) && !attached);
+    }
+    // `-it`: every letter a short flag; the last one may take the next word.
+    let shorts = word.strip_prefix('-').filter(|shorts| !shorts.is_empty())?;
+    let mut last = None;
+    for letter in shorts.chars() {
+        last = Some(
+            arguments
+                .iter()
+                .find(|argument| argument.get_short() == Some(letter))?,
+        );
+    }
+    last.map(|argument| takes_value(argument))
 }
 
 /// Reads nvidia-check's options written after its name: `--quick`, `--timeout SECONDS`
@@ -1051,6 +1044,22 @@ mod tests {
                 .1
                 .contains("envctl exec --help")
         );
+    }
+
+    #[test]
+    fn exec_flags_are_read_from_the_command_line_definition() {
+        assert_eq!(exec_flag("-t"), Some(false));
+        assert_eq!(exec_flag("-it"), Some(false));
+        assert_eq!(exec_flag("-u"), Some(true));
+        assert_eq!(exec_flag("-tu"), Some(true));
+        assert_eq!(exec_flag("--user"), Some(true));
+        assert_eq!(exec_flag("--user=root"), Some(false));
+        assert_eq!(exec_flag("--json"), Some(false));
+        assert_eq!(exec_flag("-v"), Some(false));
+        assert_eq!(exec_flag("--color"), Some(true));
+        assert_eq!(exec_flag("-la"), None);
+        assert_eq!(exec_flag("--frobnicate"), None);
+        assert_eq!(exec_flag("-"), None);
     }
 
     #[test]
