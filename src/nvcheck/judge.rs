@@ -838,6 +838,15 @@ pub fn no_gpu_explained(expectations: &Expectations<'_>) -> String {
     }
 }
 
+/// Whether the daemon is known to have no `nvidia` runtime registered.
+fn no_runtime(expectations: &Expectations<'_>) -> bool {
+    expectations
+        .daemon
+        .runtimes
+        .as_ref()
+        .is_some_and(|runtimes| !runtimes.iter().any(|runtime| runtime == "nvidia"))
+}
+
 /// A container given GPUs (`given`) that has no device file: the host's driver, then the
 /// daemon's cgroup driver and runtimes say why.
 fn given_but_missing(
@@ -856,17 +865,18 @@ fn given_but_missing(
             recreate_hint(expectations)
         ),
         driver => {
-            let runtime = match &expectations.daemon.runtimes {
-                Some(runtimes) if !runtimes.iter().any(|runtime| runtime == "nvidia") => {
-                    " and the daemon has no `nvidia` runtime registered".to_string()
-                }
-                _ => String::new(),
+            // Only a fact to look at: Docker's `--gpus` also works through the NVIDIA hook,
+            // and CDI needs no runtime, so no runtime alone is not the reason.
+            let runtime = if no_runtime(expectations) {
+                " (the daemon lists no `nvidia` runtime)".to_string()
+            } else {
+                String::new()
             };
             let driver = driver.map_or_else(String::new, |driver| {
                 format!(" (cgroup driver {driver}, so not a `systemctl daemon-reload`)")
             });
             format!(
-                "the container was given GPUs ({given}) but the runtime passed no device file{runtime}{driver}: `envctl doctor` checks the NVIDIA runtime, then {}",
+                "the container was given GPUs ({given}) but the runtime passed no device file{runtime}{driver}: `envctl doctor` checks the NVIDIA runtime, CDI specs and hook, then {}",
                 recreate_hint(expectations)
             )
         }

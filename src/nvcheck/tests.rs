@@ -491,7 +491,10 @@ fn a_container_without_gpus_is_told_the_real_reason() {
         hint.contains("cgroup driver cgroupfs, so not a `systemctl daemon-reload`"),
         "{hint}"
     );
-    assert!(hint.contains("no `nvidia` runtime registered"), "{hint}");
+    assert!(
+        hint.contains("the daemon lists no `nvidia` runtime"),
+        "{hint}"
+    );
     expectations.daemon.cgroup_driver = Some("systemd".into());
     let hint = one(&judge(&h100_without_devices(), &expectations), DEVICES)
         .hint
