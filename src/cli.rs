@@ -150,29 +150,45 @@ pub enum Command {
     },
     /// Run a command in a running container; its exit code is envctl's
     #[command(
-        after_help = "TARGET may be left out when it is obvious: the only running container of a \
-profile in ./envctl/, else the only running envctl container; otherwise envctl lists them \
-(exit 2). A first word that names no container or profile is a command NAME \
-(nvidia-check, or the profile's [commands]) of that obvious container.\n\n\
+        override_usage = "envctl exec [OPTIONS] [TARGET] CMD [ARGS]...\n       envctl exec [OPTIONS] [TARGET] NAME [ARGS]...\n       envctl exec [OPTIONS] [TARGET] -- CMD [ARGS]...",
+        after_help = "The grammar is docker exec's: envctl's flags come before TARGET, and every word \
+after the command is the command's (`envctl exec -it C ls -la`, `envctl exec C sh -c 'echo hi'`).\n\n\
+TARGET is a container name or id (12+ hex digits), else a profile name or path. It may be \
+left out when it is obvious: the only running container of a profile in ./envctl/, else the \
+only running envctl container; otherwise envctl lists them (exit 2). A first word that names \
+no container or profile is the command, run in that obvious container; followed by `--` it must be a \
+TARGET or a NAME.\n\n\
+The word after TARGET is a NAME when the container's profile names it in [commands] (or is \
+nvidia-check): the profile's command runs, with the words after it (and after an optional \
+`--`) appended. Any other word is the command itself, as with docker exec; `--` before it \
+says so plainly (`envctl exec C -- train` runs `train`, not the profile's command). With -v \
+envctl says which it ran.\n\n\
+nvidia-check takes --quick and --timeout SECONDS, before TARGET or after the name.\n\n\
 Ctrl-C (SIGINT) and SIGTERM are passed on to the command (without -t; with -t Ctrl-C is a \
 key the command reads), and envctl then ends with the command's exit code; a second signal \
 ends envctl at once and leaves the command running. Passing on needs a daemon on this host \
-and `kill` in the image.\n\n\
-Examples:\n  envctl exec -- python train.py            (the obvious container)\n  envctl exec nvidia-check                  (the CUDA check, in the obvious container)\n  envctl exec pytorch-2.8 -- python train.py --epochs 3\n  envctl exec pytorch-2.8 versions          (a command of the profile's [commands])\n  envctl exec pytorch-2.8 train -- --epochs 3"
+and `kill` in the image. -d starts the command through the image's `sh` and returns at once \
+(exit 0), its output discarded.\n\n\
+Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -it pytorch-2.8 bash\n  envctl exec -e CUDA_VISIBLE_DEVICES=0 -w /work pytorch-2.8 python train.py\n  envctl exec -d pytorch-2.8 python serve.py   (in the background)\n  envctl exec python train.py                  (the obvious container)\n  envctl exec nvidia-check --quick             (the CUDA check, in the obvious container)\n  envctl exec pytorch-2.8 versions             (a command of the profile's [commands])\n  envctl exec pytorch-2.8 train --epochs 3     (the profile's `train`, with two more words)\n  envctl exec pytorch-2.8 -- train             (the image's own `train`)"
     )]
     Exec {
-        /// A container name or id (12+ hex digits), else a profile name or path; left out:
-        /// the obvious container
-        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
-        target: Option<String>,
-        /// A command named in the profile's [commands], or nvidia-check
-        name: Option<String>,
-        /// The command to run (after `--`), or arguments for the named command
-        #[arg(last = true, value_name = "COMMAND")]
-        arguments: Vec<String>,
+        /// TARGET (optional), then the command or a NAME and its arguments, as in the usage
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "WORDS",
+            add = clap_complete::ArgValueCandidates::new(crate::complete::targets)
+        )]
+        words: Vec<String>,
+        /// Keep stdin attached (a pipe or file always is; with -i a terminal is too)
+        #[arg(short, long)]
+        interactive: bool,
         /// Allocate a terminal (for interactive programs)
         #[arg(short, long)]
         tty: bool,
+        /// Start the command in the background and return (through the image's sh)
+        #[arg(short, long, conflicts_with_all = ["interactive", "tty"])]
+        detach: bool,
         /// Run as this user (name, uid or uid:gid)
         #[arg(short, long)]
         user: Option<String>,
@@ -330,10 +346,15 @@ mod tests {
                 let deadline = crate::commands::down::stop_deadline(timeout);
                 proptest::prop_assert!(std::time::Instant::now().checked_add(deadline).is_some());
             }
-            if let Ok(cli) = parse(&["envctl", "exec", "x", "nvidia-check", "--timeout", &text])
+            if let Ok(cli) = parse(&["envctl", "exec", "--timeout", &text, "x", "nvidia-check"])
                 && let Command::Exec { timeout, .. } = cli.command
             {
                 proptest::prop_assert!(timeout.is_some_and(|seconds| (1..=86_400).contains(&seconds)));
+            }
+            // After the name, exec reads nvidia-check's options itself, to the same bounds.
+            let after = ["--timeout".to_string(), text.clone()];
+            if let Ok(options) = crate::commands::exec::nvidia_check_options(&after, "x") {
+                proptest::prop_assert!(options.timeout.is_some_and(|seconds| (1..=86_400).contains(&seconds)));
             }
             if let Ok(cli) = parse(&["envctl", "stats", "--interval", &text])
                 && let Command::Stats(arguments) = cli.command

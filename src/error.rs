@@ -202,6 +202,14 @@ pub enum Error {
         message: String,
         hint: Option<String>,
     },
+    /// `outdated`: the registry of a profile's image could not be asked.
+    #[error("{profile}: cannot ask the registry about `{image}`")]
+    Registry {
+        profile: String,
+        image: String,
+        #[source]
+        source: crate::registry::RegistryError,
+    },
 }
 
 impl Error {
@@ -227,6 +235,7 @@ impl Error {
             | Error::Policy(_) => ExitStatus::Error,
             // Writing what was asked for failed: the request cannot be met.
             Error::Write { .. }
+            | Error::Registry { .. }
             | Error::Exists { .. }
             | Error::NotRegularFile { .. }
             | Error::Serve { .. } => ExitStatus::Failure,
@@ -346,6 +355,7 @@ impl Error {
                 "`envctl doctor {profile}` checks the profile against this host; `envctl up {profile} --dry-run --json` shows the request the daemon refused"
             )),
             Error::Usage { hint, .. } => hint.clone(),
+            Error::Registry { source, .. } => source.hint(),
             Error::Engine(error) => error.hint(),
             Error::NoContainer { target, .. } => {
                 Some(format!("start one with `envctl up {target}`"))

@@ -19,7 +19,13 @@ fn main() -> ExitCode {
     clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command)
         .var(commands::completions::COMPLETE_VARIABLE)
         .complete();
-    let cli = Cli::parse();
+    let arguments: Vec<String> = std::env::args_os()
+        .map(|word| word.to_string_lossy().into_owned())
+        .collect();
+    let cli = match parse(&arguments) {
+        Ok(cli) => cli,
+        Err(status) => return status.into(),
+    };
     let verbosity = if cli.global.quiet {
         Verbosity::Quiet
     } else if cli.global.verbose {
@@ -56,4 +62,51 @@ fn main() -> ExitCode {
         }
     };
     status.into()
+}
+
+/// The command line, or the exit status after saying why it is refused. What clap would
+/// answer with a tip that leads nowhere ("use '-- -x'", no suggestion for `run`) is said
+/// with a command that works (`envctl::suggest`); help, version and clap's other errors
+/// are clap's own.
+fn parse(arguments: &[String]) -> Result<Cli, ExitStatus> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let refuse = |meant: envctl::suggest::Meant| {
+        let error = envctl::error::Error::Usage {
+            message: meant.message,
+            hint: Some(meant.hint),
+        };
+        Printer::new(envctl::ui::ColorChoice::Auto, Verbosity::Normal).error(&error);
+        error.exit_status()
+    };
+    if let Some(meant) = envctl::suggest::misread_command_line(arguments) {
+        return Err(refuse(meant));
+    }
+    let error = match Cli::try_parse_from(arguments) {
+        Ok(cli) => return Ok(cli),
+        Err(error) => error,
+    };
+    let value = |kind: ContextKind| match error.get(kind) {
+        Some(ContextValue::String(text)) => Some(text.clone()),
+        Some(ContextValue::Strings(texts)) => texts.first().cloned(),
+        _ => None,
+    };
+    let meant = match error.kind() {
+        ErrorKind::InvalidSubcommand => {
+            let command = <Cli as clap::CommandFactory>::command();
+            let known: Vec<&str> = command
+                .get_subcommands()
+                .map(clap::Command::get_name)
+                .collect();
+            envctl::suggest::unknown_subcommand(arguments, &known)
+        }
+        ErrorKind::UnknownArgument => value(ContextKind::InvalidArg).map(|flag| {
+            let suggested = value(ContextKind::SuggestedArg);
+            envctl::suggest::unknown_flag(arguments, &flag, suggested.as_deref())
+        }),
+        _ => None,
+    };
+    match meant {
+        Some(meant) => Err(refuse(meant)),
+        None => error.exit(),
+    }
 }

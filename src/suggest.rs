@@ -67,6 +67,164 @@ fn close_enough(candidate: &str) -> usize {
     (candidate.len() / 3).max(1) + 1
 }
 
+/// What a command line most likely meant, when it says something else or nothing envctl
+/// knows (`envctl run`, `up -v ./data:/x`): the message and a hint that is a whole command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meant {
+    pub message: String,
+    pub hint: String,
+}
+
+/// envctl's global flags that take a value: skipped with it when looking for the subcommand.
+const GLOBAL_WITH_VALUE: [&str; 1] = ["--color"];
+
+/// Where the subcommand stands in `arguments` (the program name first): the first word
+/// after the global flags.
+fn subcommand_index(arguments: &[String]) -> Option<usize> {
+    let mut index = 1;
+    while let Some(word) = arguments.get(index) {
+        if GLOBAL_WITH_VALUE.contains(&word.as_str()) {
+            index += 2;
+        } else if word.starts_with('-') {
+            index += 1;
+        } else {
+            return Some(index);
+        }
+    }
+    None
+}
+
+/// `arguments` as one shell line, `envctl` first.
+fn line(arguments: &[String]) -> String {
+    let mut words = vec!["envctl".to_string()];
+    words.extend(
+        arguments
+            .iter()
+            .skip(1)
+            .map(|word| crate::spec::shell_quote(word)),
+    );
+    words.join(" ")
+}
+
+/// A command line that parses but means what the user did not: `envctl up -v SRC:DST P`
+/// (in envctl `-v` is `--verbose`; docker's `-v` mount is `--volume`). Checked before the
+/// command line is parsed, since `up -v ./data:/x` alone would parse with the mount as the
+/// profile.
+pub fn misread_command_line(arguments: &[String]) -> Option<Meant> {
+    let index = subcommand_index(arguments)?;
+    if arguments[index] != "up" {
+        return None;
+    }
+    let at = arguments
+        .iter()
+        .enumerate()
+        .skip(index + 1)
+        .position(|(at, word)| {
+            (word == "-v" || word == "--verbose")
+                && arguments
+                    .get(at + 1)
+                    .is_some_and(|next| next.contains(':') && !next.starts_with('-'))
+        })?
+        + index
+        + 1;
+    let mount = &arguments[at + 1];
+    let mut fixed = arguments.to_vec();
+    fixed[at] = "--volume".into();
+    Some(Meant {
+        message: format!(
+            "`-v {mount}`: in envctl `-v` is --verbose; a mount is `--volume SRC:DST`"
+        ),
+        hint: format!("did you mean `--volume {mount}`? `{}`", line(&fixed)),
+    })
+}
+
+/// The commands people bring from docker, and what envctl does instead.
+const DOCKER_WORDS: [(&str, &str); 4] = [
+    ("start", "up"),
+    ("stop", "down"),
+    ("rm", "down"),
+    ("stat", "stats"),
+];
+
+/// An unknown subcommand `word` (at `arguments[index]`): docker's `run` is `up` then
+/// `exec`; `stop` is `down`; a typo gets the nearest of `known` (the subcommands).
+pub fn unknown_subcommand(arguments: &[String], known: &[&str]) -> Option<Meant> {
+    let index = subcommand_index(arguments)?;
+    let word = arguments[index].as_str();
+    let rest = &arguments[index + 1..];
+    let message = format!("envctl has no command `{word}`");
+    if word == "run" {
+        // `envctl run PROFILE CMD…`: the first word is the profile, the rest the command.
+        let (profile, command) = match rest.split_first() {
+            Some((profile, command)) if !profile.starts_with('-') => {
+                (crate::spec::shell_quote(profile), command)
+            }
+            _ => ("PROFILE".to_string(), &[][..]),
+        };
+        let command = if command.is_empty() {
+            "CMD".to_string()
+        } else {
+            command
+                .iter()
+                .map(|word| crate::spec::shell_quote(word))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        return Some(Meant {
+            message,
+            hint: format!(
+                "`envctl up {profile}` starts the profile's container (as `docker run -d`), then `envctl exec {profile} {command}` runs a command in it; `envctl profiles list` lists the profiles"
+            ),
+        });
+    }
+    let meant = DOCKER_WORDS
+        .iter()
+        .find(|(docker, _)| *docker == word)
+        .map(|(_, envctl)| *envctl)
+        .filter(|envctl| known.contains(envctl))
+        .or_else(|| did_you_mean(word, known))?;
+    let mut fixed = arguments.to_vec();
+    fixed[index] = meant.to_string();
+    if word == "rm" && !rest.iter().any(|flag| flag == "--rm") {
+        fixed.push("--rm".into());
+    }
+    Some(Meant {
+        message,
+        hint: format!("did you mean `{meant}`? `{}`", line(&fixed)),
+    })
+}
+
+/// clap's tip for an unknown flag ("to pass '-x' as a value, use '-- -x'") leads nowhere
+/// in envctl: the hint is the command with clap's suggested flag, else where the flags are
+/// listed. `flag`: the word clap refused; `suggested`: the flag clap found near it.
+pub fn unknown_flag(arguments: &[String], flag: &str, suggested: Option<&str>) -> Meant {
+    let subcommand = subcommand_index(arguments).map(|index| arguments[index].as_str());
+    let help = match subcommand {
+        Some(subcommand) => format!("`envctl {subcommand} --help` lists its flags"),
+        None => "`envctl --help` lists the commands and flags".to_string(),
+    };
+    let message = format!("unexpected argument `{flag}`");
+    let position = arguments.iter().skip(1).position(|word| word == flag);
+    match (suggested, position) {
+        (Some(suggested), Some(position)) => {
+            let mut fixed = arguments.to_vec();
+            fixed[position + 1] = suggested.to_string();
+            Meant {
+                message,
+                hint: format!("did you mean `{suggested}`? `{}`", line(&fixed)),
+            }
+        }
+        _ => Meant {
+            message,
+            hint: if flag.starts_with('-') {
+                help
+            } else {
+                format!("{help} and what it takes")
+            },
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +284,60 @@ mod tests {
             did_you_mean_with_aliases("memroy", &KEYS, &aliases),
             Some("memory")
         );
+    }
+
+    fn words(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_string).collect()
+    }
+
+    const COMMANDS: [&str; 6] = ["doctor", "up", "exec", "down", "stats", "outdated"];
+
+    /// Issue 31: docker's habits get the envctl command that does it.
+    #[test]
+    fn docker_words_get_envctls_command() {
+        let meant = |line: &str| unknown_subcommand(&words(line), &COMMANDS).unwrap().hint;
+        assert_eq!(meant("envctl stat"), "did you mean `stats`? `envctl stats`");
+        assert_eq!(
+            meant("envctl -q stop pytorch-2.8"),
+            "did you mean `down`? `envctl -q down pytorch-2.8`"
+        );
+        assert_eq!(
+            meant("envctl rm x"),
+            "did you mean `down`? `envctl down x --rm`"
+        );
+        assert!(
+            meant("envctl run pytorch-2.8 python train.py").starts_with(
+                "`envctl up pytorch-2.8` starts the profile's container (as `docker run -d`), then `envctl exec pytorch-2.8 python train.py` runs"
+            )
+        );
+        assert!(meant("envctl run").starts_with("`envctl up PROFILE`"));
+        assert_eq!(unknown_subcommand(&words("envctl zzzzzz"), &COMMANDS), None);
+    }
+
+    #[test]
+    fn a_docker_mount_after_v_is_a_volume() {
+        let meant = misread_command_line(&words("envctl up -v ./data:/x pytorch-2.8")).unwrap();
+        assert_eq!(
+            meant.hint,
+            "did you mean `--volume ./data:/x`? `envctl up --volume ./data:/x pytorch-2.8`"
+        );
+        assert!(misread_command_line(&words("envctl --color never up p -v /a:/b")).is_some());
+        assert_eq!(
+            misread_command_line(&words("envctl up -v pytorch-2.8")),
+            None
+        );
+        assert_eq!(
+            misread_command_line(&words("envctl exec -v c ls a:b")),
+            None
+        );
+    }
+
+    #[test]
+    fn an_unknown_flag_gets_a_command_not_a_separator() {
+        let meant = unknown_flag(&words("envctl ps --al"), "--al", Some("--all"));
+        assert_eq!(meant.hint, "did you mean `--all`? `envctl ps --all`");
+        let meant = unknown_flag(&words("envctl up p --frob"), "--frob", None);
+        assert_eq!(meant.hint, "`envctl up --help` lists its flags");
     }
 
     #[test]

@@ -228,22 +228,17 @@ fn init_findings(runs_init: bool, host: HostView<'_>) -> Vec<Finding> {
 fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
     let daemon = match &host.engine.state {
         EngineState::Reachable(daemon) => daemon,
-        EngineState::Unreachable {
-            message,
-            hint,
-            kind,
-        } => {
-            let mut finding = Finding::fail(
+        // The cause and its fix are said once, under Docker: each profile only says what
+        // it means for it.
+        EngineState::Unreachable { kind, .. } => {
+            let finding = Finding::fail(
                 "profile.daemon",
                 if crate::facts::engine::daemon_answered(kind) {
-                    format!("the engine answered with an error, so nothing can start: {message}")
+                    "the engine answered with an error (see Docker above), so nothing can start"
                 } else {
-                    format!("the engine is not reachable, so nothing can start: {message}")
+                    "the engine is not reachable (see Docker above), so nothing can start"
                 },
             );
-            if let Some(hint) = hint {
-                finding = finding.with_hint(hint.clone());
-            }
             return vec![finding];
         }
     };

@@ -1,11 +1,17 @@
-//! `envctl exec [TARGET] -- CMD…`, `envctl exec [TARGET] NAME [-- ARGS…]` (a command of the
-//! profile's `[commands]`, or nvidia-check) and `envctl shell [TARGET]`: the command runs
-//! in the running container and its exit code becomes envctl's.
+//! `envctl exec [TARGET] CMD ARGS…` (docker exec's grammar), `envctl exec [TARGET] NAME
+//! [ARGS…]` (a command of the profile's `[commands]`, or nvidia-check), `envctl exec
+//! [TARGET] -- CMD…` and `envctl shell [TARGET]`: the command runs in the running container
+//! and its exit code becomes envctl's.
 //!
-//! Which words are which ([`resolve`]): with two words before `--`, TARGET and NAME. With
-//! one, it is TARGET when it names a container or a profile (`ops::target::look_up`), else
-//! a NAME of the obvious container (`ops::target::obvious_container`). With none, the
-//! obvious container runs the command after `--`.
+//! Which words are which ([`resolve`], documented once in `envctl exec --help`): envctl's
+//! flags come before the words, and clap hands every word from the first on as it is
+//! (`exec C ls -la` gives `ls` its `-la`). The first word is TARGET when it names a
+//! container or a profile (`ops::target::look_up`), else the words are for the obvious
+//! container (`ops::target::obvious_container`) — except before `--`, the place of a
+//! TARGET or NAME, where a word that names neither is a TARGET not found. The word after
+//! TARGET is a NAME when the container's profile names it (or it is nvidia-check), else the
+//! command itself; `--` before it makes it the command whatever the profile names
+//! ([`interpret`]).
 
 use super::{Context, runtime};
 use crate::engine::Engine;
@@ -18,35 +24,219 @@ use crate::ops::target::{
     Lookup, NVIDIA_CHECK, Purpose, command_names, ensure_running, look_up, named_command,
     nearest_name, nothing_error, obvious_container, running_container,
 };
+use crate::spec::shell_quote;
 use crate::ui::printer::{ColorChoice, Printer, Verbosity};
 use crate::ui::terminal;
 
 pub struct ExecArguments {
-    /// Left out: the obvious container; a lone word may also be a command NAME.
-    pub target: Option<String>,
-    /// A `[commands]` name, or `nvidia-check`.
-    pub name: Option<String>,
-    /// After `--`: the command itself, or arguments appended to a named command.
-    pub arguments: Vec<String>,
+    /// Every word after envctl's flags: `[TARGET] [--] CMD ARGS…` or `[TARGET] NAME ARGS…`.
+    pub words: Vec<String>,
+    /// `-i`: attach stdin even when it is a terminal.
+    pub interactive: bool,
     pub tty: bool,
+    /// `-d`: start the command and return.
+    pub detach: bool,
     pub user: Option<String>,
     pub workdir: Option<String>,
     pub env: Vec<String>,
-    /// nvidia-check's `--quick`.
+    /// nvidia-check's `--quick`, when given before the words.
     pub quick: bool,
-    /// nvidia-check's `--timeout`, when given.
+    /// nvidia-check's `--timeout`, when given before the words.
     pub timeout: Option<u64>,
 }
 
 /// nvidia-check's time limit when `--timeout` is not given.
 const NVIDIA_CHECK_TIMEOUT_SECONDS: u64 = 120;
 
+/// nvidia-check's longest `--timeout`: a day.
+const NVIDIA_CHECK_TIMEOUT_LIMIT: u64 = 86_400;
+
+/// nvidia-check's options, from before TARGET or after its name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    pub quick: bool,
+    pub timeout: Option<u64>,
+}
+
+/// What the words after TARGET ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Request {
+    /// No word at all.
+    Nothing,
+    /// nvidia-check, with the options written after its name.
+    NvidiaCheck(CheckOptions),
+    /// A name of the profile's `[commands]`, and the words appended to it.
+    Named {
+        name: String,
+        arguments: Vec<String>,
+    },
+    /// The command itself. `plainly`: written after `--`, so never a named command.
+    Literal { command: Vec<String>, plainly: bool },
+}
+
+/// Whether `word` is one of exec's flags or envctl's global ones (`-u`, `--user=x`, `-it`),
+/// as people write them after TARGET by mistake (`exec C -t sh`), and whether it takes the
+/// next word as its value. Read from the command line's own definition (`crate::cli`).
+fn exec_flag(word: &str) -> Option<bool> {
+    let root = <crate::cli::Cli as clap::CommandFactory>::command();
+    let exec = root.find_subcommand("exec")?;
+    let arguments: Vec<&clap::Arg> = exec.get_arguments().chain(root.get_arguments()).collect();
+    let takes_value = |argument: &clap::Arg| argument.get_action().takes_values();
+    if let Some(long) = word.strip_prefix("--") {
+        let (name, attached) = match long.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (long, false),
+        };
+        return arguments
+            .iter()
+            .find(|argument| argument.get_long() == Some(name))
+            .map(|argument| takes_value(argument) && !attached);
+    }
+    // `-it`: every letter a short flag; the last one may take the next word.
+    let shorts = word.strip_prefix('-').filter(|shorts| !shorts.is_empty())?;
+    let mut last = None;
+    for letter in shorts.chars() {
+        last = Some(
+            arguments
+                .iter()
+                .find(|argument| argument.get_short() == Some(letter))?,
+        );
+    }
+    last.map(|argument| takes_value(argument))
+}
+
+/// Reads nvidia-check's options written after its name: `--quick`, `--timeout SECONDS`
+/// (or `--timeout=SECONDS`), 1 … 86400 as before TARGET. Anything else is refused, with
+/// the command that works. `target`: the TARGET as the hints show it.
+pub fn nvidia_check_options(words: &[String], target: &str) -> Result<CheckOptions, Error> {
+    let usage = |message: String| Error::Usage {
+        message,
+        hint: Some(format!(
+            "`envctl exec {target} nvidia-check [--quick] [--timeout SECONDS]`"
+        )),
+    };
+    let mut options = CheckOptions::default();
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let value = match word.as_str() {
+            "--quick" => {
+                options.quick = true;
+                continue;
+            }
+            "--" => {
+                return Err(usage(
+                    "nvidia-check takes no command or arguments after `--`".into(),
+                ));
+            }
+            "--timeout" => words.next().map(String::as_str),
+            other => match other.strip_prefix("--timeout=") {
+                Some(value) => Some(value),
+                None if exec_flag(other).is_some() => {
+                    let moved = format!("envctl exec {} {target} nvidia-check", shell_quote(other));
+                    return Err(Error::Usage {
+                        message: format!(
+                            "`{other}` after nvidia-check is not one of its options (--quick, --timeout)"
+                        ),
+                        hint: Some(format!("envctl's flags go before TARGET: `{moved}`")),
+                    });
+                }
+                None => {
+                    return Err(usage(format!(
+                        "nvidia-check takes no command or arguments (`{other}`)"
+                    )));
+                }
+            },
+        };
+        let Some(value) = value else {
+            return Err(usage("`--timeout` needs a number of seconds".into()));
+        };
+        match value.parse::<u64>() {
+            Ok(seconds) if (1..=NVIDIA_CHECK_TIMEOUT_LIMIT).contains(&seconds) => {
+                options.timeout = Some(seconds);
+            }
+            _ => {
+                return Err(usage(format!(
+                    "`--timeout {value}`: give whole seconds from 1 to {NVIDIA_CHECK_TIMEOUT_LIMIT}"
+                )));
+            }
+        }
+    }
+    Ok(options)
+}
+
+/// What `rest` (the words after TARGET) asks for, given the names of the container
+/// profile's `[commands]`. `target`: as the hints show it.
+fn interpret(rest: &[String], names: &[String], target: &str) -> Result<Request, Error> {
+    let Some((first, after)) = rest.split_first() else {
+        return Ok(Request::Nothing);
+    };
+    if first == "--" {
+        return Ok(if after.is_empty() {
+            Request::Nothing
+        } else {
+            Request::Literal {
+                command: after.to_vec(),
+                plainly: true,
+            }
+        });
+    }
+    if first == NVIDIA_CHECK {
+        return Ok(Request::NvidiaCheck(nvidia_check_options(after, target)?));
+    }
+    if names.iter().any(|name| name == first) {
+        // `train -- --epochs 3` and `train --epochs 3` say the same.
+        let arguments = match after.split_first() {
+            Some((separator, words)) if separator == "--" => words.to_vec(),
+            _ => after.to_vec(),
+        };
+        return Ok(Request::Named {
+            name: first.clone(),
+            arguments,
+        });
+    }
+    if first.starts_with('-') {
+        return Err(flag_after_target(rest, target));
+    }
+    Ok(Request::Literal {
+        command: rest.to_vec(),
+        plainly: false,
+    })
+}
+
+/// `exec C -t sh`: a flag where the command should be. envctl's flags go before TARGET,
+/// as docker's do; the hint is the command with the flag (and its value) moved there.
+fn flag_after_target(rest: &[String], target: &str) -> Error {
+    let flag = rest.first().map(String::as_str).unwrap_or_default();
+    let Some(takes_value) = exec_flag(flag) else {
+        return Error::Usage {
+            message: format!("`{flag}` is not a command to run, nor one of exec's flags"),
+            hint: Some("`envctl exec --help` lists exec's flags; they go before TARGET".into()),
+        };
+    };
+    let moved = if takes_value { 2 } else { 1 }.min(rest.len());
+    let mut line = vec!["envctl".to_string(), "exec".to_string()];
+    line.extend(rest[..moved].iter().map(|word| shell_quote(word)));
+    line.push(shell_quote(target));
+    let command = &rest[moved..];
+    if command.is_empty() {
+        line.push("CMD".into());
+    } else {
+        line.extend(command.iter().map(|word| shell_quote(word)));
+    }
+    Error::Usage {
+        message: format!(
+            "`{flag}` comes after TARGET, where the command goes: exec's flags go before TARGET"
+        ),
+        hint: Some(format!("`{}`", line.join(" "))),
+    }
+}
+
 /// Refuses flags that would be silently ignored: nvidia-check runs its own script, so it
-/// takes no command and no `-t/-u/-w/-e`; `--quick` and `--timeout` mean nothing elsewhere.
-/// `name`: the command NAME as resolved; `target`: the TARGET as the hints show it.
+/// takes no `-i/-t/-d/-u/-w/-e`; `--quick` and `--timeout` mean nothing elsewhere.
+/// `target`: the TARGET as the hints show it.
 fn check_flags(
     arguments: &ExecArguments,
-    name: Option<&str>,
+    request: &Request,
     target: &str,
     json: bool,
 ) -> Result<(), Error> {
@@ -54,15 +244,11 @@ fn check_flags(
         message,
         hint: Some(hint),
     };
-    if name == Some(NVIDIA_CHECK) {
-        if !arguments.arguments.is_empty() {
-            return Err(usage(
-                "nvidia-check takes no command or arguments after `--`".into(),
-                format!("`envctl exec {target} nvidia-check [--quick] [--timeout SECONDS]`"),
-            ));
-        }
+    if let Request::NvidiaCheck(_) = request {
         let ignored: Vec<&str> = [
+            (arguments.interactive, "--interactive"),
             (arguments.tty, "--tty"),
+            (arguments.detach, "--detach"),
             (arguments.user.is_some(), "--user"),
             (arguments.workdir.is_some(), "--workdir"),
             (!arguments.env.is_empty(), "--env"),
@@ -101,7 +287,7 @@ fn check_flags(
                 "{} only to nvidia-check",
                 list(&only_for_check, "belongs", "belong")
             ),
-            format!("`envctl exec {target} nvidia-check --quick`, or drop the flag"),
+            format!("`envctl exec --quick {target} nvidia-check`, or drop the flag"),
         ));
     }
     Ok(())
@@ -117,68 +303,105 @@ fn list(flags: &[&str], singular: &str, plural: &str) -> String {
     }
 }
 
-/// The container and the command NAME (if any) an `exec` command line means: the rule of
-/// the module doc, documented in README ("exec") and ARCHITECTURE.md ("TARGET").
+/// What the command line says plainly, refused before the daemon is asked: nvidia-check's
+/// options after `TARGET nvidia-check`, flags that do not apply to it, and a flag of
+/// exec's written after TARGET in the old `TARGET --flag -- CMD` form.
+fn check_plainly(arguments: &ExecArguments, json: bool) -> Result<(), Error> {
+    let words = &arguments.words;
+    let target = words.first().map(String::as_str).unwrap_or("TARGET");
+    match words.get(1).map(String::as_str) {
+        Some(NVIDIA_CHECK) => {
+            let request = Request::NvidiaCheck(nvidia_check_options(&words[2..], target)?);
+            check_flags(arguments, &request, target, json)
+        }
+        Some(flag) if exec_flag(flag).is_some() && words[2..].iter().any(|word| word == "--") => {
+            Err(flag_after_target(&words[1..], target))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The container and the request an `exec` command line means, and where the request's
+/// words begin in `words` (1 after a TARGET, else 0): the rule of the module doc,
+/// documented in `envctl exec --help` and ARCHITECTURE.md ("TARGET").
 async fn resolve(
     engine: &Engine,
     context: &Context,
-    arguments: &ExecArguments,
-) -> Result<(ContainerDetails, Option<String>), Error> {
-    let word = match (&arguments.target, &arguments.name) {
-        (Some(target), Some(name)) => {
-            let container = running_container(engine, context, target).await?;
-            return Ok((container, Some(name.clone())));
-        }
-        (None, _) => {
-            let purpose = Purpose {
-                command: "exec",
-                rest: "-- CMD",
-                word: None,
-            };
-            let container = obvious_container(engine, context, purpose).await?;
-            return Ok((ensure_running(engine, container)?, None));
-        }
-        (Some(word), None) => word,
+    words: &[String],
+) -> Result<(ContainerDetails, Request, usize), Error> {
+    let Some(first) = words.first() else {
+        let purpose = Purpose {
+            command: "exec",
+            rest: "CMD",
+            word: None,
+        };
+        let container = obvious_container(engine, context, purpose).await?;
+        return Ok((ensure_running(engine, container)?, Request::Nothing, 0));
     };
-    match look_up(engine, context, word).await? {
-        Lookup::Container(container) => return Ok((ensure_running(engine, *container)?, None)),
+    let lookup = match look_up(engine, context, first).await {
+        // `./run.sh` or `/bin/ls` is read as a profile path first; a file that is not a
+        // profile is the command.
+        Err(Error::Profile(_)) if first.contains('/') && !first.ends_with(".toml") => {
+            Lookup::Nothing { prefix_of: None }
+        }
+        other => other?,
+    };
+    match lookup {
+        Lookup::Container(container) => {
+            let container = ensure_running(engine, *container)?;
+            let names = command_names(context, &container);
+            let request = interpret(&words[1..], &names, &container.name)?;
+            return Ok((container, request, 1));
+        }
         // The start of an id is meant as a container, never as a command.
         Lookup::Nothing {
             prefix_of: Some(name),
-        } => return Err(nothing_error(engine, context, word, Some(&name), &[]).await),
+        } => return Err(nothing_error(engine, context, first, Some(&name), &[]).await),
         Lookup::Nothing { prefix_of: None } => {}
     }
+    let shown: Vec<String> = words.iter().map(|word| shell_quote(word)).collect();
+    let rest = shown.join(" ");
     let purpose = Purpose {
         command: "exec",
-        rest: word,
+        rest: &rest,
         // nvidia-check is plainly a command: say only that no TARGET was given.
-        word: (word != NVIDIA_CHECK).then_some(word.as_str()),
+        word: (first != NVIDIA_CHECK).then_some(first.as_str()),
     };
     match obvious_container(engine, context, purpose).await {
         Ok(container) => {
+            let container = ensure_running(engine, container)?;
             let names = command_names(context, &container);
-            if names.iter().any(|name| name == word) {
-                return Ok((ensure_running(engine, container)?, Some(word.clone())));
+            let request = interpret(words, &names, &container.name)?;
+            // `WORD -- CMD` is the form of a TARGET (or of a NAME): a word that names
+            // neither is a TARGET not found, never a command for whichever container is
+            // the obvious one.
+            if let Request::Literal { plainly: false, .. } = request
+                && words.get(1).is_some_and(|word| word == "--")
+            {
+                return Err(nothing_error(engine, context, first, None, &[]).await);
             }
-            let hint = match nearest_name(engine, context, word, &names).await? {
-                Some(near) => format!("did you mean `{near}`?"),
-                None => format!(
-                    "nor is it a command of container `{}` (its commands: {}); `envctl ps -a` lists envctl's containers, `envctl profiles list` the profiles",
-                    container.name,
-                    names.join(", ")
-                ),
-            };
-            Err(Error::TargetNotFound {
-                target: word.clone(),
-                hint,
-            })
+            // A word near a profile, a container or a command is a typo, never a command
+            // to run in whatever container happens to be the obvious one.
+            if let Request::Literal { plainly: false, .. } = request
+                && let Some(near) = nearest_name(engine, context, first, &names).await?
+            {
+                return Err(Error::TargetNotFound {
+                    target: first.clone(),
+                    hint: format!(
+                        "did you mean `{near}`? (to run `{first}` itself in {}: `{}`)",
+                        container.name,
+                        replaced_with_target(words, &container.name)
+                    ),
+                });
+            }
+            Ok((container, request, 0))
         }
-        Err(error) if word == NVIDIA_CHECK => Err(error),
+        Err(error) if first == NVIDIA_CHECK => Err(error),
         // No obvious container to hold the command: a typo of a TARGET is the likelier
         // mistake when one is near.
-        Err(error) => match nearest_name(engine, context, word, &[]).await? {
+        Err(error) => match nearest_name(engine, context, first, &[]).await? {
             Some(near) => Err(Error::TargetNotFound {
-                target: word.clone(),
+                target: first.clone(),
                 hint: format!("did you mean `{near}`?"),
             }),
             None => Err(error),
@@ -186,51 +409,81 @@ async fn resolve(
     }
 }
 
+/// `-d`: the command, started in the background by the image's `sh`, which then exits: the
+/// exec ends at once and the command goes on, its output discarded (`docker exec -d`).
+fn detached(command: Vec<String>) -> Vec<String> {
+    let mut line = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        r#""$@" </dev/null >/dev/null 2>&1 &"#.to_string(),
+        "sh".to_string(),
+    ];
+    line.extend(command);
+    line
+}
+
 pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Error> {
-    // What the command line says plainly is refused before the daemon is asked: the NAME
-    // is nvidia-check only when written so, or when a lone `nvidia-check` turns out not to
-    // be a container or profile (known only after the lookup).
-    let plain_name = match (&arguments.name, arguments.target.as_deref()) {
-        (Some(name), _) => Some(Some(name.as_str())),
-        (None, Some(NVIDIA_CHECK)) => None,
-        (None, _) => Some(None),
-    };
-    if let Some(name) = plain_name {
-        check_flags(
-            &arguments,
-            name,
-            arguments.target.as_deref().unwrap_or("TARGET"),
-            context.json,
-        )?;
-    }
+    check_plainly(&arguments, context.json)?;
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         let engine = context.engine().await?;
-        let (container, name) = resolve(&engine, context, &arguments).await?;
-        check_flags(&arguments, name.as_deref(), &container.name, context.json)?;
-        if name.as_deref() == Some(NVIDIA_CHECK) {
-            let options = super::nvidia_check::NvidiaCheckOptions {
-                quick: arguments.quick,
-                timeout_seconds: arguments.timeout.unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
-            };
-            return super::nvidia_check::run(&engine, &container, &options, context).await;
-        }
-        let command = match &name {
-            None if arguments.arguments.is_empty() => {
+        let (container, request, start) = resolve(&engine, context, &arguments.words).await?;
+        check_flags(&arguments, &request, &container.name, context.json)?;
+        let mut near_name = None;
+        let command = match request {
+            Request::NvidiaCheck(after) => {
+                let options = super::nvidia_check::NvidiaCheckOptions {
+                    quick: arguments.quick || after.quick,
+                    timeout_seconds: after
+                        .timeout
+                        .or(arguments.timeout)
+                        .unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
+                };
+                return super::nvidia_check::run(&engine, &container, &options, context).await;
+            }
+            Request::Nothing => {
                 return Err(Error::Usage {
                     message: "no command to run".into(),
                     hint: Some(format!(
-                        "`envctl exec {} -- CMD ARGS…`, or a name from the profile's [commands]",
-                        container.name
+                        "`envctl exec {} CMD ARGS…`, or a name from the profile's [commands] ({})",
+                        shell_quote(&container.name),
+                        command_names(context, &container).join(", ")
                     )),
                 });
             }
-            None => arguments.arguments.clone(),
-            Some(name) => {
-                let mut command = named_command(context, &container, name)?;
-                command.extend(arguments.arguments.iter().cloned());
+            Request::Named { name, arguments } => {
+                let mut command = named_command(context, &container, &name)?;
+                context.printer.detail(&format!(
+                    "`{name}` is a command of the profile's [commands]: running `{}`",
+                    shown_line(&command)
+                ));
+                command.extend(arguments);
                 command
             }
+            Request::Literal { command, plainly } => {
+                let names = command_names(context, &container);
+                if plainly {
+                    context
+                        .printer
+                        .detail(&format!("running `{}` (after `--`)", shown_line(&command)));
+                } else {
+                    context.printer.detail(&format!(
+                        "`{}` is not a command of the profile's [commands] ({}): running it as the command",
+                        command[0],
+                        names.join(", ")
+                    ));
+                    let known: Vec<&str> = names.iter().map(String::as_str).collect();
+                    near_name = crate::suggest::did_you_mean(&command[0], &known)
+                        .filter(|near| *near != command[0])
+                        .map(str::to_string);
+                }
+                command
+            }
+        };
+        let command = if arguments.detach {
+            detached(command)
+        } else {
+            command
         };
         let request = ExecRequest {
             command,
@@ -238,7 +491,8 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
             user: arguments.user.clone(),
             working_directory: arguments.workdir.clone(),
             tty: arguments.tty,
-            attach_stdin: arguments.tty || !terminal::stdin_is_terminal(),
+            attach_stdin: !arguments.detach
+                && (arguments.interactive || arguments.tty || !terminal::stdin_is_terminal()),
             ..ExecRequest::default()
         };
         // With a TTY, Ctrl-C travels to the command as a key. Without one, SIGINT/SIGTERM
@@ -253,7 +507,18 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
             }
         } else {
             let signal = tokio::select! {
-                code = &mut exec => return Ok(exit_status(code?)),
+                code = &mut exec => {
+                    let code = code?;
+                    if let Some(near) = near_name.as_deref()
+                        && code == crate::engine::exec::COMMAND_NOT_FOUND
+                    {
+                        context.printer.info(&format!(
+                            "hint: did you mean `{near}`, a command of the profile? `{}`",
+                            replaced(&arguments.words, start, near)
+                        ));
+                    }
+                    return Ok(exit_status(code));
+                }
                 signal = super::termination_signal() => signal,
             };
             if !forward_signal(&engine, &container.id, &request, signal, context).await {
@@ -287,6 +552,39 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
     result
 }
 
+/// The exec command line with the word at `index` replaced by `word`: `exec C helo`
+/// becomes `envctl exec C hello`.
+fn replaced(words: &[String], index: usize, word: &str) -> String {
+    let mut line = vec!["envctl".to_string(), "exec".to_string()];
+    line.extend(
+        words
+            .iter()
+            .enumerate()
+            .map(|(at, original)| shell_quote(if at == index { word } else { original })),
+    );
+    line.join(" ")
+}
+
+/// The exec command line with TARGET put in front of `words`.
+fn replaced_with_target(words: &[String], target: &str) -> String {
+    let mut line = vec![
+        "envctl".to_string(),
+        "exec".to_string(),
+        shell_quote(target),
+    ];
+    line.extend(words.iter().map(|word| shell_quote(word)));
+    line.join(" ")
+}
+
+/// A command as one shell line, for what envctl says it runs.
+fn shown_line(command: &[String]) -> String {
+    command
+        .iter()
+        .map(|word| shell_quote(word))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `envctl shell [TARGET]`: bash when the image has it, else sh, on a TTY.
 pub fn shell(
     target: Option<&str>,
@@ -307,6 +605,17 @@ pub fn shell(
                 ensure_running(&engine, obvious_container(&engine, context, purpose).await?)?
             }
         };
+        // As `docker exec -it`: a shell needs a terminal to talk to. Said once the
+        // container is known, so the hint names it.
+        if !terminal::stdin_is_terminal() {
+            return Err(Error::Usage {
+                message: "the input device is not a TTY: `shell` is an interactive session".into(),
+                hint: Some(format!(
+                    "to run commands from a pipe or file: `envctl exec {} sh`",
+                    shell_quote(&container.name)
+                )),
+            });
+        }
         let request = ExecRequest {
             // `exec` replaces sh with bash when there is one, so the exit code is bash's.
             command: vec![
@@ -315,7 +624,7 @@ pub fn shell(
                 "if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi".into(),
             ],
             user,
-            tty: terminal::stdin_is_terminal(),
+            tty: true,
             attach_stdin: true,
             ..ExecRequest::default()
         };
@@ -535,12 +844,16 @@ mod tests {
         }
     }
 
-    fn arguments(name: Option<&str>, after: &[&str]) -> ExecArguments {
+    fn words(words: &[&str]) -> Vec<String> {
+        words.iter().map(|word| word.to_string()).collect()
+    }
+
+    fn arguments(words_given: &[&str]) -> ExecArguments {
         ExecArguments {
-            target: Some("pytorch-2.8".into()),
-            name: name.map(str::to_string),
-            arguments: after.iter().map(|part| part.to_string()).collect(),
+            words: words(words_given),
+            interactive: false,
             tty: false,
+            detach: false,
             user: None,
             workdir: None,
             env: Vec::new(),
@@ -549,66 +862,278 @@ mod tests {
         }
     }
 
-    fn refusal(arguments: &ExecArguments) -> String {
-        match check_flags(arguments, arguments.name.as_deref(), "pytorch-2.8", false) {
+    fn refusal(arguments: &ExecArguments, request: &Request) -> String {
+        match check_flags(arguments, request, "pytorch-2.8", false) {
             Err(Error::Usage { message, .. }) => message,
             other => panic!("expected a usage error, got {other:?}"),
         }
     }
 
+    fn usage(result: Result<impl std::fmt::Debug, Error>) -> (String, String) {
+        match result {
+            Err(Error::Usage { message, hint }) => (message, hint.unwrap_or_default()),
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    const CHECK: Request = Request::NvidiaCheck(CheckOptions {
+        quick: false,
+        timeout: None,
+    });
+
     #[test]
     fn nvidia_check_refuses_what_it_would_ignore() {
-        assert_eq!(
-            refusal(&arguments(Some("nvidia-check"), &["ls"])),
-            "nvidia-check takes no command or arguments after `--`"
-        );
-        let mut with_flags = arguments(Some("nvidia-check"), &[]);
+        let mut with_flags = arguments(&[]);
         with_flags.tty = true;
         assert_eq!(
-            refusal(&with_flags),
+            refusal(&with_flags, &CHECK),
             "`--tty` does not apply to nvidia-check"
         );
         with_flags.user = Some("root".into());
         with_flags.env = vec!["A=1".into()];
         assert_eq!(
-            refusal(&with_flags),
+            refusal(&with_flags, &CHECK),
             "`--tty`, `--user` and `--env` do not apply to nvidia-check"
         );
-        let mut fine = arguments(Some("nvidia-check"), &[]);
+        let mut fine = arguments(&[]);
         fine.quick = true;
         fine.timeout = Some(30);
-        assert!(check_flags(&fine, Some("nvidia-check"), "pytorch-2.8", false).is_ok());
+        assert!(check_flags(&fine, &CHECK, "pytorch-2.8", false).is_ok());
+        // Before the daemon is asked: `TARGET nvidia-check -- ls` and its options.
+        assert_eq!(
+            usage(check_plainly(
+                &arguments(&["x", "nvidia-check", "--", "ls"]),
+                false
+            ))
+            .0,
+            "nvidia-check takes no command or arguments after `--`"
+        );
+        let mut tty = arguments(&["x", "nvidia-check"]);
+        tty.tty = true;
+        assert!(check_plainly(&tty, false).is_err());
+    }
+
+    #[test]
+    fn nvidia_check_options_after_its_name() {
+        let read = |after: &[&str]| nvidia_check_options(&words(after), "c");
+        assert_eq!(read(&[]).unwrap(), CheckOptions::default());
+        assert_eq!(
+            read(&["--quick", "--timeout", "30"]).unwrap(),
+            CheckOptions {
+                quick: true,
+                timeout: Some(30)
+            }
+        );
+        assert_eq!(read(&["--timeout=5"]).unwrap().timeout, Some(5));
+        for refused in [
+            &["--timeout", "0"][..],
+            &["--timeout", "86401"],
+            &["--timeout", "18446744073709551616"],
+            &["--timeout"],
+            &["ls"],
+        ] {
+            assert!(read(refused).is_err(), "{refused:?}");
+        }
+        // envctl's own flag after the name: the hint moves it before TARGET.
+        let (message, hint) = usage(read(&["--json"]));
+        assert!(message.contains("`--json` after nvidia-check"), "{message}");
+        assert_eq!(
+            hint,
+            "envctl's flags go before TARGET: `envctl exec --json c nvidia-check`"
+        );
     }
 
     #[test]
     fn check_flags_elsewhere_are_refused() {
-        let mut quick = arguments(None, &["ls"]);
+        let literal = Request::Literal {
+            command: words(&["ls"]),
+            plainly: false,
+        };
+        let mut quick = arguments(&[]);
         quick.quick = true;
-        assert_eq!(refusal(&quick), "`--quick` belongs only to nvidia-check");
+        assert_eq!(
+            refusal(&quick, &literal),
+            "`--quick` belongs only to nvidia-check"
+        );
         quick.timeout = Some(5);
         assert_eq!(
-            refusal(&quick),
+            refusal(&quick, &literal),
             "`--quick` and `--timeout` belong only to nvidia-check"
         );
-        let mut named = arguments(Some("train"), &["--epochs", "3"]);
-        named.tty = true;
+        let named = Request::Named {
+            name: "train".into(),
+            arguments: words(&["--epochs", "3"]),
+        };
+        let mut tty = arguments(&[]);
+        tty.tty = true;
         assert!(
-            check_flags(&named, Some("train"), "pytorch-2.8", false).is_ok(),
+            check_flags(&tty, &named, "pytorch-2.8", false).is_ok(),
             "a named command takes -t"
         );
         // Issue 15, item 11: --json is refused for a command, taken by nvidia-check.
         assert!(
-            check_flags(&named, Some("train"), "pytorch-2.8", true)
+            check_flags(&tty, &named, "pytorch-2.8", true)
                 .is_err_and(|error| error.to_string().contains("--json is not available"))
         );
+        assert!(check_flags(&arguments(&[]), &CHECK, "pytorch-2.8", true).is_ok());
+        // The old `TARGET --quick -- CMD`: refused before the daemon, the flag moved.
+        let (_, hint) = usage(check_plainly(
+            &arguments(&["x", "--quick", "--", "ls"]),
+            false,
+        ));
+        assert_eq!(hint, "`envctl exec --quick x -- ls`");
+    }
+
+    /// Issue 31: docker's grammar. The word after TARGET is a NAME only when the profile
+    /// names it; any other word is the command, its flags its own.
+    #[test]
+    fn words_after_target_are_a_name_or_the_command() {
+        let names = words(&["nvidia-check", "train", "versions"]);
+        let read = |rest: &[&str]| interpret(&words(rest), &names, "c");
+        assert_eq!(read(&[]).unwrap(), Request::Nothing);
+        assert_eq!(read(&["--"]).unwrap(), Request::Nothing);
+        assert_eq!(
+            read(&["ls", "-la"]).unwrap(),
+            Request::Literal {
+                command: words(&["ls", "-la"]),
+                plainly: false
+            }
+        );
+        assert_eq!(
+            read(&["sh", "-c", "echo hi"]).unwrap(),
+            Request::Literal {
+                command: words(&["sh", "-c", "echo hi"]),
+                plainly: false
+            }
+        );
+        for rest in [
+            &["train", "--epochs", "3"][..],
+            &["train", "--", "--epochs", "3"],
+        ] {
+            assert_eq!(
+                read(rest).unwrap(),
+                Request::Named {
+                    name: "train".into(),
+                    arguments: words(&["--epochs", "3"])
+                },
+                "{rest:?}"
+            );
+        }
+        // `--` makes it the command, whatever the profile names.
+        assert_eq!(
+            read(&["--", "train", "-x"]).unwrap(),
+            Request::Literal {
+                command: words(&["train", "-x"]),
+                plainly: true
+            }
+        );
+        assert_eq!(
+            read(&["nvidia-check", "--quick"]).unwrap(),
+            Request::NvidiaCheck(CheckOptions {
+                quick: true,
+                timeout: None
+            })
+        );
+        // A flag of exec's where the command goes: moved before TARGET, with its value.
+        let (message, hint) = usage(read(&["-u", "root", "id", "-u"]));
+        assert!(message.contains("`-u` comes after TARGET"), "{message}");
+        assert_eq!(hint, "`envctl exec -u root c id -u`");
+        assert_eq!(usage(read(&["-t"])).1, "`envctl exec -t c CMD`");
         assert!(
-            check_flags(
-                &arguments(None, &[]),
-                Some("nvidia-check"),
-                "pytorch-2.8",
-                true
-            )
-            .is_ok()
+            usage(read(&["--frobnicate"]))
+                .1
+                .contains("envctl exec --help")
+        );
+    }
+
+    #[test]
+    fn exec_flags_are_read_from_the_command_line_definition() {
+        assert_eq!(exec_flag("-t"), Some(false));
+        assert_eq!(exec_flag("-it"), Some(false));
+        assert_eq!(exec_flag("-u"), Some(true));
+        assert_eq!(exec_flag("-tu"), Some(true));
+        assert_eq!(exec_flag("--user"), Some(true));
+        assert_eq!(exec_flag("--user=root"), Some(false));
+        assert_eq!(exec_flag("--json"), Some(false));
+        assert_eq!(exec_flag("-v"), Some(false));
+        assert_eq!(exec_flag("--color"), Some(true));
+        assert_eq!(exec_flag("-la"), None);
+        assert_eq!(exec_flag("--frobnicate"), None);
+        assert_eq!(exec_flag("-"), None);
+    }
+
+    #[test]
+    fn detached_commands_start_in_the_background() {
+        assert_eq!(
+            detached(words(&["python", "serve.py"])),
+            words(&[
+                "sh",
+                "-c",
+                r#""$@" </dev/null >/dev/null 2>&1 &"#,
+                "sh",
+                "python",
+                "serve.py"
+            ])
+        );
+        assert_eq!(
+            replaced(&words(&["c", "helo", "x y"]), 1, "hello"),
+            "envctl exec c hello 'x y'"
+        );
+    }
+
+    /// Issue 31: docker's habits parse, and every word after the first is the command's.
+    #[test]
+    fn docker_habits_parse() {
+        use crate::cli::{Cli, Command};
+        use clap::Parser;
+        let parse = |line: &[&str]| match Cli::try_parse_from(line) {
+            Ok(Cli {
+                command:
+                    Command::Exec {
+                        words,
+                        interactive,
+                        tty,
+                        detach,
+                        ..
+                    },
+                ..
+            }) => (words, interactive, tty, detach),
+            other => panic!("{line:?}: {other:?}"),
+        };
+        assert_eq!(
+            parse(&["envctl", "exec", "-it", "c", "--", "sh"]),
+            (words(&["c", "--", "sh"]), true, true, false)
+        );
+        assert_eq!(
+            parse(&["envctl", "exec", "c", "ls", "-la", "-t", "--json"]).0,
+            words(&["c", "ls", "-la", "-t", "--json"])
+        );
+        assert_eq!(
+            parse(&["envctl", "exec", "-d", "c", "sleep", "9"]),
+            (words(&["c", "sleep", "9"]), false, false, true)
+        );
+        assert_eq!(
+            parse(&["envctl", "exec", "--", "python", "-u", "x.py"]).0,
+            words(&["python", "-u", "x.py"])
+        );
+        assert_eq!(
+            parse(&["envctl", "exec", "c", "train", "--", "--epochs", "3"]).0,
+            words(&["c", "train", "--", "--epochs", "3"])
+        );
+        let Ok(Cli {
+            command: Command::Exec {
+                user, workdir, env, ..
+            },
+            ..
+        }) = Cli::try_parse_from([
+            "envctl", "exec", "-u", "1000", "-w", "/w", "-e", "A=1", "c", "id",
+        ])
+        else {
+            panic!("-u -w -e");
+        };
+        assert_eq!(
+            (user.as_deref(), workdir.as_deref(), env),
+            (Some("1000"), Some("/w"), words(&["A=1"]))
         );
     }
 }

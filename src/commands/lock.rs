@@ -101,14 +101,23 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         entries
             .into_iter()
             .map(|entry| {
-                let previous = lock.entry(&entry.profile).map(|old| old.digest.clone());
+                let old = lock.entry(&entry.profile);
+                let previous = old.map(|old| old.digest.clone());
+                // The same pin keeps its entry, date included: the file does not change.
+                let same = old.is_some_and(|old| {
+                    old.image == entry.image
+                        && old.digest == entry.digest
+                        && old.platform == entry.platform
+                });
                 let change = Change {
                     profile: entry.profile.clone(),
                     image: entry.image.clone(),
                     digest: entry.digest.clone(),
                     previous,
                 };
-                lock.upsert(entry);
+                if !same {
+                    lock.upsert(entry);
+                }
                 change
             })
             .collect::<Vec<_>>()
@@ -156,9 +165,14 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
             &["PROFILE", "IMAGE", "DIGEST", "CHANGE"],
             &rows,
         )?;
-        context.printer.info(&format!(
-            "wrote {LOCK_FILE}; commit it so the team runs the same images"
-        ));
+        let unchanged = changes
+            .iter()
+            .all(|change| change.previous.as_deref() == Some(change.digest.as_str()));
+        context.printer.info(&if unchanged {
+            format!("{LOCK_FILE} is unchanged: every pin is still the registry's digest")
+        } else {
+            format!("wrote {LOCK_FILE}; commit it so the team runs the same images")
+        });
     }
     if failed > 0 {
         context.printer.warn(&format!(

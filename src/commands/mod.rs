@@ -151,10 +151,10 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             all_users,
         } => ps::run(all, no_trunc, all_users, context),
         Command::Exec {
-            target,
-            name,
-            arguments,
+            words,
+            interactive,
             tty,
+            detach,
             user,
             workdir,
             env,
@@ -162,10 +162,10 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             timeout,
         } => exec::run(
             exec::ExecArguments {
-                target,
-                name,
-                arguments,
+                words,
+                interactive,
                 tty,
+                detach,
                 user,
                 workdir,
                 env,

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::Context;
+use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::lock::{LOCK_FILE, family, file};
@@ -35,6 +35,12 @@ struct Report {
     incomplete: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// The image is only on this machine (built here, never pulled or pushed: the engine
+    /// knows no registry digest of it), so there is no registry to compare with.
+    local_only: bool,
+    /// Why the registry could not be asked, with its cause, for stderr.
+    #[serde(skip)]
+    failure: Option<crate::registry::RegistryError>,
 }
 
 /// A registry answer should take seconds, not minutes.
@@ -62,6 +68,8 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
             digest_moved: false,
             incomplete: None,
             error: None,
+            local_only: false,
+            failure: None,
         };
         // One profile's unreachable registry must not hide the others' answers.
         match client.tag_list(image) {
@@ -72,7 +80,10 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
                     .collect();
                 report.incomplete = list.incomplete;
             }
-            Err(error) => report.error = Some(with_hint(&error)),
+            Err(error) => {
+                report.error = Some(with_hint(&error));
+                report.failure = Some(error);
+            }
         }
         if report.error.is_none() {
             match client.digest(image, &tag) {
@@ -82,11 +93,15 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
                         .is_some_and(|locked| *locked != digest);
                     report.current_digest = Some(digest);
                 }
-                Err(error) => report.error = Some(with_hint(&error)),
+                Err(error) => {
+                    report.error = Some(with_hint(&error));
+                    report.failure = Some(error);
+                }
             }
         }
         reports.push(report);
     }
+    local_only(&mut reports, context);
     // A registry that could not be asked is a failed check: said on stderr, exit 1, after
     // every other profile's answer.
     let status = if reports.iter().any(|report| report.error.is_some()) {
@@ -100,7 +115,7 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
             profiles: &'a [Report],
         }
         context.printer.json(&Outdated { profiles: &reports })?;
-        warn_about(&reports, context);
+        warn_about(&mut reports, context);
         return Ok(status);
     }
     let rows: Vec<Vec<String>> = reports
@@ -118,6 +133,7 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
                     .join(", ")
             };
             let digest = match (&report.error, report.digest_moved, &report.locked_digest) {
+                _ if report.local_only => "local image, no registry".into(),
                 (Some(_), _, _) => "error (below)".into(),
                 (None, true, _) => "moved: `envctl lock --update` pins the new one".into(),
                 (None, false, Some(_)) => "locked, current".into(),
@@ -140,23 +156,58 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
             report.profile, report.newer_tags[0]
         ));
     }
-    warn_about(&reports, context);
+    warn_about(&mut reports, context);
     Ok(status)
 }
 
-/// On stderr: tag lists that stopped early, and registries that could not be asked.
-fn warn_about(reports: &[Report], context: &Context) {
+/// The images whose registry could not be asked that are only on this machine: the
+/// engine has the image and knows no registry digest of it (built here, never pulled or
+/// pushed). Those are no failure: there is no registry to compare with. Without an engine
+/// to ask, the registry's failure stands.
+fn local_only(reports: &mut [Report], context: &Context) {
+    if reports.iter().all(|report| report.failure.is_none()) {
+        return;
+    }
+    let Ok(runtime) = runtime() else {
+        return;
+    };
+    runtime.block_on(async {
+        let Ok(engine) = context.engine().await else {
+            return;
+        };
+        for report in reports.iter_mut().filter(|report| report.failure.is_some()) {
+            if let Ok(Some(facts)) = engine.image_facts(&report.image).await
+                && facts.repo_digests.is_empty()
+            {
+                report.local_only = true;
+                report.error = None;
+                report.failure = None;
+            }
+        }
+    });
+}
+
+/// On stderr: tag lists that stopped early, images only on this machine, and registries
+/// that could not be asked (errors: they make the exit code 1).
+fn warn_about(reports: &mut [Report], context: &Context) {
     for report in reports {
         if let Some(incomplete) = &report.incomplete {
             context
                 .printer
                 .warn(&format!("{}: {incomplete}", report.profile));
         }
-        if let Some(error) = &report.error {
-            context.printer.warn(&format!(
-                "{}: cannot ask the registry about `{}`: {error}",
+        if report.local_only {
+            context.printer.info(&format!(
+                "{}: `{}` is only on this machine (the engine knows no registry digest of it): no registry to compare with",
                 report.profile, report.image
             ));
+        }
+        if let Some(failure) = report.failure.take() {
+            context.printer.error(&Error::Registry {
+                profile: report.profile.clone(),
+                image: report.image.clone(),
+                source: failure,
+            });
         }
     }
 }

@@ -97,15 +97,19 @@ pub fn update<T>(
     let guard = std::fs::File::open(folder).map_err(guard_failed)?;
     rustix::fs::flock(&guard, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|errno| guard_failed(errno.into()))?;
-    let mut lock = read(path)?.unwrap_or(LockFile {
+    let before = read(path)?;
+    let mut lock = before.clone().unwrap_or(LockFile {
         version: LockFile::VERSION,
         images: Vec::new(),
     });
     let result = change(&mut lock);
-    write_atomically(path, &lock.render()).map_err(|source| LockUpdateError::Write {
-        path: path.display().to_string(),
-        source,
-    })?;
+    // Nothing changed: the file is left as it is (not even rewritten).
+    if before.as_ref() != Some(&lock) {
+        write_atomically(path, &lock.render()).map_err(|source| LockUpdateError::Write {
+            path: path.display().to_string(),
+            source,
+        })?;
+    }
     // The guard is released when `guard` closes, after the rename.
     drop(guard);
     Ok(result)

@@ -118,6 +118,34 @@ pub struct ExpectedGpus {
     pub source: GpuSource,
 }
 
+/// The GPUs a container was really given, as the engine reports them (its `gpu` device
+/// request, CDI devices, or GPU device nodes): what a missing GPU is explained from, rather
+/// than from what the profile asks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(tag = "state", content = "gpus", rename_all = "snake_case")]
+pub enum GivenGpus {
+    /// Not read (no container facts at hand).
+    #[default]
+    Unknown,
+    /// The container was created with no GPU at all (`DeviceRequests: null`, no CDI device,
+    /// no GPU node).
+    Nothing,
+    /// What it was given: `all`, `count=2`, `devices=0,1`, `nodes=3`.
+    Gpus(String),
+}
+
+/// The daemon's facts that decide how GPUs reach a container, each unknown when the
+/// daemon's `/info` could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DaemonGpuFacts {
+    /// `systemd` or `cgroupfs`.
+    pub cgroup_driver: Option<String>,
+    /// The registered runtimes (`runc`, `nvidia`, …).
+    pub runtimes: Option<Vec<String>>,
+    /// Why these are unknown, when they are.
+    pub unknown_because: Option<String>,
+}
+
 /// What the host and the profile lead to expect inside the container.
 #[derive(Debug, Clone, Serialize)]
 pub struct Expectations<'a> {
@@ -131,6 +159,12 @@ pub struct Expectations<'a> {
     pub stack_torch: Option<TorchVersion>,
     /// The profile's own values of the GPU variables it sets (`NVIDIA_VISIBLE_DEVICES`…).
     pub environment: BTreeMap<String, String>,
+    /// The GPUs the container was really given.
+    #[serde(default)]
+    pub given: GivenGpus,
+    /// The daemon's cgroup driver and runtimes.
+    #[serde(default)]
+    pub daemon: DaemonGpuFacts,
     #[serde(skip)]
     pub matrix: &'a Matrix,
     #[serde(skip)]
@@ -462,25 +496,12 @@ fn devices(
         let hidden = view
             .variable("NVIDIA_VISIBLE_DEVICES")
             .filter(|value| matches!(value.trim(), "void" | "none" | ""));
-        let hint = match (&expectations.gpus, hidden) {
-            (_, Some(value)) => format!(
+        let hint = match hidden {
+            Some(value) => format!(
                 "NVIDIA_VISIBLE_DEVICES={value:?} tells the NVIDIA runtime to pass no GPU: remove it from the image or profile and {}",
                 recreate_hint(expectations)
             ),
-            (Some(expected), None) if !expected.request.wants_gpus() => match &expected.source {
-                GpuSource::Profile { name } => format!(
-                    "profile `{name}` asks for no GPU: set `gpus = \"all\"` in it and `envctl up {name} --recreate`"
-                ),
-                GpuSource::Container => {
-                    "the container was created without GPUs: create it again with GPUs (a profile with `gpus = \"all\"`, or `docker run --gpus all`)".to_string()
-                }
-            },
-            (Some(expected), None) => format!(
-                "the container asked for GPUs ({}) but has no device files: GPU access is lost after `systemctl daemon-reload` on hosts with the systemd cgroup driver; restart the container ({}) and see `envctl doctor`",
-                expected.request,
-                recreate_hint(expectations)
-            ),
-            (None, None) => "the container was created without GPUs: create it from a profile with `gpus = \"all\"` (`envctl up PROFILE`), and see `envctl doctor` for the host's NVIDIA runtime".to_string(),
+            None => no_gpu_explained(expectations),
         };
         findings.push(
             Finding::fail(DEVICES, message)
@@ -741,6 +762,146 @@ fn visible_devices(view: &View<'_>, expectations: &Expectations<'_>, findings: &
     }
 }
 
+/// Why a container has no GPU, from the facts: what it was really given (its device
+/// requests and CDI devices), what its profile asks, the host's NVML and the daemon's
+/// cgroup driver and runtimes. Never the profile's request alone: a profile without GPUs
+/// on a host without a driver is not told to ask for `gpus = "all"`, which `up` refuses
+/// there, and a container started without GPUs is not told it lost them.
+pub fn no_gpu_explained(expectations: &Expectations<'_>) -> String {
+    let request = expectations.gpus.as_ref().map(|expected| &expected.request);
+    let profile = expectations.profile.as_deref();
+    let up = |flag: &str| match profile {
+        Some(name) => format!("`envctl up {name}{flag}`"),
+        None => "create it again with GPUs (`docker run --gpus all`)".to_string(),
+    };
+    // What this host's NVML says: the reason there can be no GPU, or how many there are.
+    let host_gpus: Result<Option<u32>, String> = match &expectations.host {
+        HostDriver::Known { gpu_count, .. } => Ok(*gpu_count),
+        HostDriver::Unknown { reason } => {
+            Err(format!("this host has no usable NVIDIA driver ({reason})"))
+        }
+        // The daemon's host is another machine: its GPUs are not known from here.
+        HostDriver::Remote { .. } => Ok(None),
+    };
+    let no_gpu_here = match &host_gpus {
+        Err(reason) => Some(reason.clone()),
+        Ok(Some(0)) => Some("NVML on this host lists no GPU".to_string()),
+        Ok(_) => None,
+    };
+    let given_nothing = match &expectations.given {
+        GivenGpus::Nothing => true,
+        GivenGpus::Gpus(given) => return given_but_missing(given, no_gpu_here, expectations),
+        // Not read: a container asked for no GPU was given none (`up` gives what is asked).
+        GivenGpus::Unknown => !request.is_some_and(GpuRequest::wants_gpus),
+    };
+    if given_nothing {
+        let created = "the container was created without GPUs (no device request, no CDI device)";
+        match (request, &no_gpu_here) {
+            (Some(GpuRequest::None) | None, Some(reason)) => format!(
+                "{created}, as {} asks, and {reason}: there is no GPU to give it here; nvidia-check means something on a GPU host (`envctl doctor` there)",
+                profile.map_or("it".to_string(), |name| format!("profile `{name}`"))
+            ),
+            (Some(GpuRequest::None), None) => match profile {
+                Some(name) => format!(
+                    "{created}: profile `{name}` asks for no GPU; set `gpus = \"all\"` in it and run `envctl up {name} --recreate`"
+                ),
+                None => {
+                    format!("{created}: create it again with GPUs (`docker run --gpus all`)")
+                }
+            },
+            (None, None) => format!(
+                "{created}: create it from a profile with `gpus = \"all\"` (`envctl up PROFILE`), and see `envctl doctor` for the host's NVIDIA runtime"
+            ),
+            (Some(GpuRequest::Optional), Some(reason)) => format!(
+                "{created}: `gpus = \"optional\"` met no GPU, because {reason}; on a host with GPUs, {} gives it them",
+                up(" --recreate")
+            ),
+            (Some(GpuRequest::Optional), None) => format!(
+                "{created}: `gpus = \"optional\"` met no GPU when it was made (the driver or GPUs were missing then); {} gives it the GPUs this host has now",
+                up(" --recreate")
+            ),
+            (Some(_), Some(reason)) => format!(
+                "{created}, though its profile asks for GPUs, and {reason}: `envctl doctor` says what the host lacks"
+            ),
+            (Some(request), None) => format!(
+                "{created}, though its profile asks for gpus = {request} (the profile changed since, or another tool made it): {} creates it with them",
+                up(" --recreate")
+            ),
+        }
+    } else {
+        // What it was given is unknown, and its profile asks for GPUs.
+        format!(
+            "the container has no GPU though gpus = {} is asked: `envctl doctor` checks the host's driver and runtime, then {}",
+            request.map_or("?".to_string(), ToString::to_string),
+            recreate_hint(expectations)
+        )
+    }
+}
+
+/// Whether the daemon is known to have no `nvidia` runtime registered.
+fn no_runtime(expectations: &Expectations<'_>) -> bool {
+    expectations
+        .daemon
+        .runtimes
+        .as_ref()
+        .is_some_and(|runtimes| !runtimes.iter().any(|runtime| runtime == "nvidia"))
+}
+
+/// A container given GPUs (`given`) that has no device file: the host's driver, then the
+/// daemon's cgroup driver and runtimes say why.
+fn given_but_missing(
+    given: &str,
+    no_gpu_here: Option<String>,
+    expectations: &Expectations<'_>,
+) -> String {
+    if let Some(reason) = no_gpu_here {
+        return format!(
+            "the container was given GPUs ({given}) but {reason}: `envctl doctor` says what the host lacks"
+        );
+    }
+    match expectations.daemon.cgroup_driver.as_deref() {
+        Some("systemd") => format!(
+            "the container was given GPUs ({given}) but has no device files: GPU access is lost after `systemctl daemon-reload` with the daemon's systemd cgroup driver; restart the container ({}), and to stop it happening run `sudo nvidia-ctk system create-dev-char-symlinks --create-all` or switch to CDI",
+            recreate_hint(expectations)
+        ),
+        driver => {
+            // Only a fact to look at: Docker's `--gpus` also works through the NVIDIA hook,
+            // and CDI needs no runtime, so no runtime alone is not the reason.
+            let runtime = if no_runtime(expectations) {
+                " (the daemon lists no `nvidia` runtime)".to_string()
+            } else {
+                String::new()
+            };
+            let driver = driver.map_or_else(String::new, |driver| {
+                format!(" (cgroup driver {driver}, so not a `systemctl daemon-reload`)")
+            });
+            format!(
+                "the container was given GPUs ({given}) but the runtime passed no device file{runtime}{driver}: `envctl doctor` checks the NVIDIA runtime, CDI specs and hook, then {}",
+                recreate_hint(expectations)
+            )
+        }
+    }
+}
+
+/// Why the container sees fewer GPUs than asked: what it was given says whether it ever
+/// had them; only a container given them can have lost them.
+fn fewer_gpus_explained(visible: usize, expectations: &Expectations<'_>) -> String {
+    match &expectations.given {
+        GivenGpus::Nothing => no_gpu_explained(expectations),
+        GivenGpus::Gpus(given) => {
+            let lost = match expectations.daemon.cgroup_driver.as_deref() {
+                Some("systemd") => "lost (after `systemctl daemon-reload` with the systemd cgroup driver)",
+                _ => "lost",
+            };
+            format!(
+                "the container was given {given} and sees {visible}: a GPU may be {lost} or taken by MIG (`nvidia-smi` on the host, `envctl doctor`), or CUDA_VISIBLE_DEVICES hides some; if the profile asks for more than it was given, {}",
+                recreate_hint(expectations)
+            )
+        }
+        GivenGpus::Unknown => "a GPU of the host may be lost or taken by MIG: check `nvidia-smi` on the host and `envctl doctor`; CUDA_VISIBLE_DEVICES can hide GPUs too".to_string(),
+    }
+}
+
 /// The number of GPUs a request means on this host; None when it cannot be known.
 fn expected_count(request: &GpuRequest, host: &HostDriver) -> Option<usize> {
     let host_count = match host {
@@ -799,9 +960,7 @@ fn gpu_count(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut Ve
                 ),
             )
             .with_fact("expected", wanted)
-            .with_hint(
-                "a GPU of the host may be lost or taken by MIG: check `nvidia-smi` on the host and `envctl doctor`; CUDA_VISIBLE_DEVICES can hide GPUs too",
-            ),
+            .with_hint(fewer_gpus_explained(visible, expectations)),
         )),
         Some(wanted) if visible > wanted => findings.push(facts(
             Finding::warn(
@@ -837,7 +996,7 @@ fn gpu_count(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut Ve
                     expected.request
                 ),
             )
-            .with_hint("see the device files and nvidia-smi above, and `envctl doctor`"),
+            .with_hint(no_gpu_explained(expectations)),
         )),
         None => findings.push(facts(Finding::pass(
             GPU_COUNT,

@@ -20,7 +20,9 @@
 //! Finding ids, by section:
 //! - GPU passthrough: `nvidia-check.timeout` (fail: the check or its Python part ran out of
 //!   time), `nvidia-check.report` (fail: no report; warn: part unreadable),
-//!   `gpu.devices` (fail: no /dev/nvidiaN; warn: no /dev/nvidia-uvm), `gpu.nvidia-smi`
+//!   `gpu.devices` (fail: no /dev/nvidiaN, explained by [`no_gpu_explained`] from what the
+//!   container was really given ([`GivenGpus`]), the host's NVML and the daemon's cgroup
+//!   driver and runtimes ([`DaemonGpuFacts`]); warn: no /dev/nvidia-uvm), `gpu.nvidia-smi`
 //!   (warn: absent; fail: fails or hangs), `gpu.driver-match` (fail: the driver inside is not
 //!   the host's NVML driver; info: the host's is unknown or the daemon remote),
 //!   `gpu.visible-devices` (warn: CUDA_VISIBLE_DEVICES hides every GPU, or a value differs

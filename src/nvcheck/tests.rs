@@ -136,6 +136,12 @@ fn expectations() -> Expectations<'static> {
         }),
         stack_torch: None,
         environment: BTreeMap::new(),
+        given: GivenGpus::Gpus("all".into()),
+        daemon: DaemonGpuFacts {
+            cgroup_driver: Some("systemd".into()),
+            runtimes: Some(vec!["nvidia".into(), "runc".into()]),
+            unknown_because: None,
+        },
         matrix: Matrix::bundled(),
         candidates: candidates(),
     }
@@ -375,6 +381,7 @@ fn missing_device_files_fail_with_a_hint_for_the_cause() {
             name: "team".into(),
         },
     });
+    expectations.given = GivenGpus::Nothing;
     let none = one(&judge(&report, &expectations), DEVICES).clone();
     assert!(
         none.hint
@@ -395,6 +402,105 @@ fn missing_device_files_fail_with_a_hint_for_the_cause() {
     expectations.gpus = None;
     let unknown = one(&judge(&h100_without_devices(), &expectations), DEVICES).clone();
     assert!(unknown.hint.unwrap().contains("created without GPUs"));
+}
+
+fn profile_asks(request: GpuRequest) -> Option<ExpectedGpus> {
+    Some(ExpectedGpus {
+        request,
+        source: GpuSource::Profile {
+            name: "team".into(),
+        },
+    })
+}
+
+fn no_driver() -> HostDriver {
+    HostDriver::Unknown {
+        reason: "NVML from libnvidia-ml.so.1: not found".into(),
+    }
+}
+
+fn cgroupfs() -> DaemonGpuFacts {
+    DaemonGpuFacts {
+        cgroup_driver: Some("cgroupfs".into()),
+        runtimes: Some(vec!["runc".into()]),
+        unknown_because: None,
+    }
+}
+
+/// Issue 31: the hint for a container without GPUs comes from what it was given and what
+/// the host has, never from the profile's request alone.
+#[test]
+fn a_container_without_gpus_is_told_the_real_reason() {
+    // A profile without GPUs on a host without a driver: not told to ask for `all`.
+    let mut expectations = expectations();
+    expectations.gpus = profile_asks(GpuRequest::None);
+    expectations.given = GivenGpus::Nothing;
+    expectations.host = no_driver();
+    expectations.daemon = cgroupfs();
+    let hint = one(&judge(&h100_without_devices(), &expectations), DEVICES)
+        .hint
+        .clone()
+        .unwrap();
+    assert!(!hint.contains("gpus = \"all\""), "{hint}");
+    assert!(
+        hint.contains(
+            "this host has no usable NVIDIA driver (NVML from libnvidia-ml.so.1: not found)"
+        ),
+        "{hint}"
+    );
+
+    // `optional` that met no GPU on that host: the reason is the missing driver, not a
+    // daemon-reload (the daemon uses cgroupfs).
+    expectations.gpus = profile_asks(GpuRequest::Optional);
+    let hint = one(&judge(&h100_without_devices(), &expectations), DEVICES)
+        .hint
+        .clone()
+        .unwrap();
+    assert!(
+        hint.contains(
+            "`gpus = \"optional\"` met no GPU, because this host has no usable NVIDIA driver"
+        ),
+        "{hint}"
+    );
+    assert!(!hint.contains("daemon-reload"), "{hint}");
+
+    // The same container on an 8-GPU host: it was created without GPUs, not robbed of them.
+    expectations.host = HostDriver::Known {
+        version: "570.124.06".into(),
+        gpu_count: Some(8),
+    };
+    let findings = judge(&h100_without_devices(), &expectations);
+    for id in [DEVICES, GPU_COUNT] {
+        let hint = one(&findings, id).hint.clone().unwrap();
+        assert!(hint.contains("created without GPUs"), "{id}: {hint}");
+        assert!(hint.contains("`envctl up team --recreate`"), "{id}: {hint}");
+        assert!(
+            !hint.contains("MIG") && !hint.contains("daemon-reload"),
+            "{id}: {hint}"
+        );
+    }
+
+    // Given GPUs that did not arrive: daemon-reload only with the systemd cgroup driver.
+    expectations.gpus = profile_asks(GpuRequest::All);
+    expectations.given = GivenGpus::Gpus("all".into());
+    let hint = one(&judge(&h100_without_devices(), &expectations), DEVICES)
+        .hint
+        .clone()
+        .unwrap();
+    assert!(
+        hint.contains("cgroup driver cgroupfs, so not a `systemctl daemon-reload`"),
+        "{hint}"
+    );
+    assert!(
+        hint.contains("the daemon lists no `nvidia` runtime"),
+        "{hint}"
+    );
+    expectations.daemon.cgroup_driver = Some("systemd".into());
+    let hint = one(&judge(&h100_without_devices(), &expectations), DEVICES)
+        .hint
+        .clone()
+        .unwrap();
+    assert!(hint.contains("after `systemctl daemon-reload`"), "{hint}");
 }
 
 fn h100_without_devices() -> RawReport {

@@ -252,7 +252,8 @@ pub async fn gather_with(
         known_gpu.unwrap_or_else(|| gpu::gather(library_for_nvml.as_deref()))
     });
     let host_task = tokio::task::spawn_blocking(move || probe.gather());
-    let (engine_facts, images) = daemon_facts(engine, &endpoint, profiles).await;
+    let (mut engine_facts, images) = daemon_facts(engine, &endpoint, profiles).await;
+    name_the_address(&mut engine_facts, context.daemon());
     // A panicking probe is a bug; its facts are then reported as missing, not invented.
     let gpu = gpu_task.await.unwrap_or_else(|_| GpuFacts {
         library: library.as_deref().map_or_else(
@@ -347,6 +348,36 @@ fn occupancy(facts: &Facts) -> Option<Occupancy> {
         error,
         unattributed: unreadable.clone(),
     })
+}
+
+/// An engine that cannot be used is said with where its address came from: `DOCKER_HOST`,
+/// or the default because `DOCKER_HOST` is unset (issue 31: the fix depends on which).
+fn name_the_address(
+    facts: &mut EngineFacts,
+    choice: Result<
+        crate::host::docker_config::DaemonChoice,
+        crate::host::docker_config::DaemonChoiceError,
+    >,
+) {
+    use crate::host::docker_config::ChosenBy;
+    // A failed choice is the message already: nothing to add.
+    if let EngineState::Unreachable { message, .. } = &mut facts.state
+        && let Ok(choice) = choice
+    {
+        match &choice.chosen_by {
+            ChosenBy::DockerHost => {
+                message.push_str(&format!(" (DOCKER_HOST={})", choice.endpoint));
+            }
+            ChosenBy::HostFlag => message.push_str(&format!(" (-H {})", choice.endpoint)),
+            ChosenBy::Context { .. } => {
+                message.push_str(&format!(" ({}: {})", choice.described(), choice.endpoint))
+            }
+            ChosenBy::Default => message.push_str(&format!(
+                " (the default address {}: DOCKER_HOST is unset)",
+                choice.endpoint
+            )),
+        }
+    }
 }
 
 async fn daemon_facts(

@@ -14,7 +14,8 @@ use crate::facts::container::{ContainerDetails, OutputStream};
 use crate::facts::gpu::GpuFacts;
 use crate::gpu;
 use crate::nvcheck::{
-    self, Expectations, ExpectedGpus, GpuSource, HostDriver, PythonRun, RawReport, RunFacts,
+    self, DaemonGpuFacts, Expectations, ExpectedGpus, GivenGpus, GpuSource, HostDriver, PythonRun,
+    RawReport, RunFacts,
 };
 use crate::ops::doctor::bundled_candidates;
 use crate::ops::matrix::load_matrix;
@@ -85,6 +86,7 @@ pub async fn check<T>(
         ));
     }
 
+    let daemon = daemon_gpu_facts(engine).await;
     let host = match host_task {
         None => HostDriver::Remote {
             endpoint: engine.endpoint().to_string(),
@@ -118,6 +120,13 @@ pub async fn check<T>(
                     .collect()
             })
             .unwrap_or_default(),
+        // The container's own device requests and CDI devices, as inspected: `ContainerDetails::gpus` is
+        // none when it was given no GPU at all.
+        given: match &container.gpus {
+            Some(gpus) => GivenGpus::Gpus(gpus.clone()),
+            None => GivenGpus::Nothing,
+        },
+        daemon,
         matrix: &matrix,
         candidates: &candidates,
     };
@@ -134,6 +143,22 @@ pub async fn check<T>(
         findings,
         status,
     })
+}
+
+/// The daemon's cgroup driver and runtimes (`/info`), or why they are unknown.
+async fn daemon_gpu_facts(engine: &Engine) -> DaemonGpuFacts {
+    match engine.facts().await.state {
+        crate::facts::engine::EngineState::Reachable(facts) => DaemonGpuFacts {
+            cgroup_driver: facts.cgroup_driver.clone(),
+            runtimes: Some(facts.runtimes.clone()),
+            unknown_because: None,
+        },
+        crate::facts::engine::EngineState::Unreachable { message, .. } => DaemonGpuFacts {
+            cgroup_driver: None,
+            runtimes: None,
+            unknown_because: Some(message),
+        },
+    }
 }
 
 /// The container's profile, resolved from its `envctl.profile-file` or `envctl.profile`

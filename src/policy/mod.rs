@@ -164,7 +164,7 @@ impl PolicyError {
     pub fn hint(&self) -> String {
         match self {
             PolicyError::Invalid { .. } => {
-                "the host's admin keeps this file; the README's \"Shared hosts: policy\" describes its format".into()
+                "the host's admin keeps this file; docs/shared-servers.md (\"Policy\") describes its format".into()
             }
             PolicyError::Read { .. } | PolicyError::NotRegular { .. } | PolicyError::TooLarge { .. } => {
                 format!(

@@ -65,6 +65,8 @@ layer_schema! {
     ports: Option<Vec<PortBinding>> => Ports,
     mounts: Option<Vec<Mount>> => Mounts,
     env: BTreeMap<String, String> => Env,
+    /// Labels for the container (and every export), as compose's `labels`.
+    labels: BTreeMap<String, String> => Labels,
     ulimits: BTreeMap<String, Ulimit> => Ulimits,
     /// The `[stack]` table; each of its keys is merged on its own.
     stack: Stack => Stack,
@@ -100,6 +102,7 @@ impl MergedLayer {
             ports,
             mounts,
             env,
+            labels,
             ulimits,
             stack: Stack { cuda, torch, cudnn },
             commands,
@@ -146,6 +149,10 @@ impl MergedLayer {
         for (key, value) in env {
             record(&format!("env.{key}"));
             base.env.insert(key, value);
+        }
+        for (key, value) in labels {
+            record(&format!("labels.{key}"));
+            base.labels.insert(key, value);
         }
         for (key, value) in ulimits {
             record(&format!("ulimits.{key}"));

@@ -38,6 +38,9 @@ pub struct Profile {
     pub ports: Vec<PortBinding>,
     pub mounts: Vec<Mount>,
     pub env: BTreeMap<String, String>,
+    /// The profile's own labels, on the container and in every export.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub labels: BTreeMap<String, String>,
     pub ulimits: BTreeMap<String, Ulimit>,
     pub stack: Stack,
     pub commands: BTreeMap<String, Vec<String>>,

@@ -256,7 +256,7 @@ impl SearchPath {
     /// Every profile name envctl can find, without duplicates.
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.files().0.iter().map(ProfileFile::stem).collect();
-        names.sort();
+        names.sort_by(|a, b| natural_order(a, b));
         names.dedup();
         names
     }
@@ -289,6 +289,7 @@ impl SearchPath {
                     .collect(),
             };
             found.retain(|file| !files.iter().any(|seen| seen.stem() == file.stem()));
+            found.sort_by(|a, b| natural_order(&a.stem(), &b.stem()));
             files.extend(found);
         }
         (files, warnings)
@@ -605,6 +606,7 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         ports,
         mounts,
         env,
+        labels,
         ulimits,
         stack,
         commands,
@@ -625,6 +627,7 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         ports: ports.unwrap_or_default(),
         mounts: mounts.unwrap_or_default(),
         env,
+        labels,
         ulimits,
         stack,
         commands,
@@ -662,6 +665,9 @@ pub struct ContainerShape<'a> {
     /// `SOURCE:TARGET[:ro]`, one string per mount.
     mounts: Vec<String>,
     env: &'a BTreeMap<String, String>,
+    /// Left out when empty, so the profiles written before `labels` existed keep their hash.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    labels: &'a BTreeMap<String, String>,
     ulimits: &'a BTreeMap<String, Ulimit>,
 }
 
@@ -686,6 +692,8 @@ impl<'a> ContainerShape<'a> {
             ports,
             mounts,
             env,
+            // A container's labels are fixed at create: a change recreates it.
+            labels,
             ulimits,
             // What the image is said to hold, for doctor; the container is the same.
             stack: _,
@@ -706,6 +714,7 @@ impl<'a> ContainerShape<'a> {
             ports: ports.iter().map(ToString::to_string).collect(),
             mounts: mounts.iter().map(ToString::to_string).collect(),
             env,
+            labels,
             ulimits,
         }
     }
@@ -724,6 +733,43 @@ pub fn config_hash(profile: &Profile) -> String {
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+/// Names in the order people read versions: runs of digits by their value, so
+/// `pytorch-2.7` comes before `pytorch-2.10`; the rest as text.
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn runs(text: &str) -> Vec<(bool, &str)> {
+        let mut runs = Vec::new();
+        let mut start = 0;
+        let bytes = text.as_bytes();
+        for index in 1..=bytes.len() {
+            if index == bytes.len()
+                || bytes[index].is_ascii_digit() != bytes[start].is_ascii_digit()
+            {
+                runs.push((bytes[start].is_ascii_digit(), &text[start..index]));
+                start = index;
+            }
+        }
+        runs
+    }
+    let (left, right) = (runs(a), runs(b));
+    for ((left_digits, left), (right_digits, right)) in left.iter().zip(&right) {
+        let order = if *left_digits && *right_digits {
+            let (left_value, right_value) =
+                (left.trim_start_matches('0'), right.trim_start_matches('0'));
+            left_value
+                .len()
+                .cmp(&right_value.len())
+                .then_with(|| left_value.cmp(right_value))
+                .then_with(|| left.len().cmp(&right.len()))
+        } else {
+            left.cmp(right)
+        };
+        if order.is_ne() {
+            return order;
+        }
+    }
+    left.len().cmp(&right.len()).then_with(|| a.cmp(b))
 }
 
 /// The `*.toml` files of a folder, sorted. A missing folder is no profiles, not an error.
@@ -753,6 +799,46 @@ fn list_directory(directory: &Path) -> Result<Vec<PathBuf>, Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 31: `profiles list` sorts versions as numbers.
+    #[test]
+    fn versions_sort_as_numbers() {
+        let mut names = vec![
+            "pytorch-2.10",
+            "pytorch-2.8-devel",
+            "pytorch-2.7",
+            "cuda-12.8-base",
+            "pytorch-2.8",
+            "pytorch-2.9",
+            "pytorch-2.8-cu126",
+            "a",
+            "",
+        ];
+        names.sort_by(|a, b| natural_order(a, b));
+        assert_eq!(
+            names,
+            [
+                "",
+                "a",
+                "cuda-12.8-base",
+                "pytorch-2.7",
+                "pytorch-2.8",
+                "pytorch-2.8-cu126",
+                "pytorch-2.8-devel",
+                "pytorch-2.9",
+                "pytorch-2.10",
+            ]
+        );
+        let listed: Vec<String> = bundled_only()
+            .list()
+            .0
+            .into_iter()
+            .map(|profile| profile.name)
+            .collect();
+        let seven = listed.iter().position(|name| name == "pytorch-2.7");
+        let ten = listed.iter().position(|name| name == "pytorch-2.10");
+        assert!(seven < ten, "{listed:?}");
+    }
 
     /// The bundled profiles, resolved without any folder on disk.
     fn bundled_only() -> SearchPath {

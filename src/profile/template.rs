@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::model::{GpuRequest, Profile};
 
 /// The starter profile for `envctl profiles new NAME` without `--from`.
-pub const STARTER: &str = r#"# An envctl profile. Reference: `envctl profiles show pytorch-2.8` and README.md.
+pub const STARTER: &str = r#"# An envctl profile. Reference: `envctl profiles show pytorch-2.8` and docs/profiles.md.
 description = "PyTorch 2.8 for our team"
 image = "pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime"
 workdir = "/workspace"

@@ -196,6 +196,7 @@ impl Checker<'_> {
                 LayerKey::Ports => layer.ports = self.ports(value),
                 LayerKey::Mounts => layer.mounts = self.mounts(value),
                 LayerKey::Env => layer.env = self.env(value),
+                LayerKey::Labels => layer.labels = self.labels(value),
                 LayerKey::Ulimits => layer.ulimits = self.ulimits(value),
                 LayerKey::Stack => self.stack(value, &mut layer.stack),
                 LayerKey::Commands => layer.commands = self.commands(value),
@@ -617,10 +618,19 @@ impl Checker<'_> {
         match (value.get_ref(), cpu_count(value.get_ref())) {
             (_, CpuCount::Cpus(cpus)) => Some(cpus),
             (DeValue::String(text), _) => {
+                // `cpus = "8"` is a number without its quotes; `cpus = "eight"` is not one
+                // at all, and `cpus = eight` would not even be TOML.
+                let trimmed = text.trim();
+                let hint = match trimmed.parse::<f64>() {
+                    Ok(number) if number.is_finite() => {
+                        format!("write it without quotes: cpus = {trimmed}")
+                    }
+                    _ => "write the number of CPUs as a number: cpus = 8 or cpus = 0.5".into(),
+                };
                 self.error(
                     value.span(),
                     format!("`cpus` must be a number, found the string \"{text}\""),
-                    Some(format!("write it without quotes: cpus = {text}")),
+                    Some(hint),
                 );
                 None
             }
@@ -979,6 +989,60 @@ impl Checker<'_> {
             ),
         }
         env
+    }
+
+    /// `labels = { "com.example.team" = "vision" }`: a table of strings, as compose's
+    /// `labels`. envctl's own `envctl.*` labels are envctl's to write.
+    fn labels(&mut self, value: &Value<'_>) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::new();
+        let Some(table) = value.get_ref().as_table() else {
+            self.type_error(
+                "labels",
+                value,
+                "a table of strings",
+                "labels = { \"com.example.team\" = \"vision\" }",
+            );
+            return labels;
+        };
+        for (key, item) in table {
+            let name = key.get_ref().to_string();
+            let problem = if name.trim().is_empty() {
+                Some(("a label name is empty".to_string(), None))
+            } else if name.contains('\0') || name.chars().any(char::is_control) {
+                Some((
+                    format!(
+                        "a label name cannot hold control characters: `{}`",
+                        name.escape_debug()
+                    ),
+                    None,
+                ))
+            } else if name.starts_with("envctl.") {
+                Some((
+                    format!("`{name}`: labels under `envctl.` are envctl's own"),
+                    Some("name it under your own prefix, e.g. `com.example.team`".to_string()),
+                ))
+            } else {
+                None
+            };
+            if let Some((message, hint)) = problem {
+                self.error(key.span(), message, hint);
+                continue;
+            }
+            match item.get_ref().as_str() {
+                Some(text) => {
+                    labels.insert(name, text.to_string());
+                }
+                None => self.error(
+                    item.span(),
+                    format!(
+                        "`labels.{name}` must be a string, found {}",
+                        item.get_ref().type_str()
+                    ),
+                    Some("label values are strings: quote it".into()),
+                ),
+            }
+        }
+        labels
     }
 
     fn env_name(&mut self, name: &str, span: Range<usize>) -> bool {

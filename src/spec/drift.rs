@@ -27,7 +27,7 @@ const FIELD_NAMES: [(&str, &str); 14] = [
     ("RestartPolicy", "restart policy"),
 ];
 
-/// One line per setting that differs: `memory: 8589934592 → 17179869184`. `container` is
+/// One line per setting that differs: `memory: 8.0 GiB → 16.0 GiB`. `container` is
 /// the container's inspect JSON (`{"Config": …, "HostConfig": …}`).
 pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
     differences(body, container, Scope::Everything)
@@ -150,7 +150,32 @@ fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<String>)
             .iter()
             .find(|(field, _)| *field == key)
             .map_or(key, |(_, name)| name);
-        changes.push(format!("{name}: {} → {}", short(&actual), short(&wanted)));
+        let (before, after) = match (shown(key, &actual), shown(key, &wanted)) {
+            // Sizes that differ by less than the rounding: their bytes.
+            (before, after) if before == after => (short(&actual), short(&wanted)),
+            pair => pair,
+        };
+        changes.push(format!("{name}: {before} → {after}"));
+    }
+}
+
+/// A value as people wrote it in the profile: sizes in binary units (`memory: 128 MiB →
+/// 192 MiB`, not `134217728 → 201326592`), CPUs as a count; anything else as the engine's
+/// JSON.
+fn shown(key: &str, value: &Value) -> String {
+    const NANOS: u64 = 1_000_000_000;
+    match (key, value.as_u64()) {
+        ("Memory" | "ShmSize", Some(bytes)) if bytes > 0 => crate::units::binary_limit(bytes),
+        ("NanoCpus", Some(nanos)) if nanos > 0 => {
+            let fraction = format!("{:09}", nanos % NANOS);
+            let fraction = fraction.trim_end_matches('0');
+            match fraction {
+                "" if nanos == NANOS => "1 CPU".to_string(),
+                "" => format!("{} CPUs", nanos / NANOS),
+                fraction => format!("{}.{fraction} CPUs", nanos / NANOS),
+            }
+        }
+        _ => short(value),
     }
 }
 
@@ -345,6 +370,46 @@ fn short(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 31: drift in the units the profile is written in.
+    #[test]
+    fn sizes_and_cpus_are_shown_as_people_write_them() {
+        let mut changes = Vec::new();
+        compare(
+            "Memory",
+            &Value::from(201_326_592_u64),
+            &Value::from(134_217_728_u64),
+            &mut changes,
+        );
+        compare(
+            "NanoCpus",
+            &Value::from(1_500_000_000_u64),
+            &Value::from(2_000_000_000_u64),
+            &mut changes,
+        );
+        compare(
+            "ShmSize",
+            &Value::from(1_073_741_824_u64),
+            &Value::Null,
+            &mut changes,
+        );
+        // Within the rounding: the bytes.
+        compare(
+            "Memory",
+            &Value::from(1_073_741_825_u64),
+            &Value::from(1_073_741_824_u64),
+            &mut changes,
+        );
+        assert_eq!(
+            changes,
+            [
+                "memory: 128 MiB → 192 MiB",
+                "cpus: 2 CPUs → 1.5 CPUs",
+                "shm_size: (unset) → 1.0 GiB",
+                "memory: 1073741824 → 1073741825",
+            ]
+        );
+    }
     use crate::spec::{Overrides, SpecContext, create_body};
     use std::path::{Path, PathBuf};
 
@@ -424,8 +489,8 @@ mod tests {
             [
                 "image: \"busybox\" → \"busybox:1.36\"",
                 "env: A=1 → A=2",
-                "memory: 1073741824 → 2147483648",
-                "cpus: 1000000000 → (unset)",
+                "memory: 1.0 GiB → 2.0 GiB",
+                "cpus: 1 CPU → (unset)",
             ]
         );
     }
@@ -453,10 +518,7 @@ mod tests {
         podman["Config"]["Image"] = Value::from("localhost/x:1");
         podman["HostConfig"]["Ulimits"][0]["Name"] = Value::from("RLIMIT_NOFILE");
         podman["HostConfig"]["Mounts"] = Value::Array(Vec::new());
-        assert_eq!(
-            changes(&wanted, &podman),
-            ["memory: 1073741824 → 2147483648"]
-        );
+        assert_eq!(changes(&wanted, &podman), ["memory: 1.0 GiB → 2.0 GiB"]);
         assert!(same_image(
             &Value::from("busybox"),
             &Value::from("docker.io/library/busybox")
@@ -482,10 +544,7 @@ mod tests {
             Vec::<String>::new()
         );
         let wanted = body("image = \"x:1\"\nmemory = \"2g\"\n");
-        assert_eq!(
-            changes(&wanted, &podman),
-            ["memory: 1073741824 → 2147483648"]
-        );
+        assert_eq!(changes(&wanted, &podman), ["memory: 1.0 GiB → 2.0 GiB"]);
     }
 
     #[test]

@@ -81,7 +81,9 @@ pub fn create_body(
             .or_insert_with(|| value.to_string());
     }
 
-    let mut labels = BTreeMap::from([
+    // The profile's own labels first; envctl's (never `envctl.*` in a profile) after.
+    let mut labels = profile.labels.clone();
+    labels.extend([
         (PROFILE_LABEL.to_string(), profile.name.clone()),
         (CONFIG_HASH_LABEL.to_string(), hash),
     ]);

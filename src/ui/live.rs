@@ -465,25 +465,32 @@ pub fn header(
 }
 
 /// A machine without an NVIDIA driver has no NVML: normal for a CPU-only host, so it is
-/// said only with `-v` (and is always in the JSON).
+/// said in one quiet line ([`NO_NVML`]), with NVML's own words only with `-v` (and always
+/// in the JSON).
 fn is_expected(failure: &crate::monitor::Failure) -> bool {
     failure.subject == crate::monitor::FailureSubject::Nvml
         && failure.kind == crate::monitor::FailureKind::LibraryNotFound
 }
+
+/// What `stats` says when there are no GPU readings because NVML is not there.
+pub const NO_NVML: &str = "no GPU readings: NVML (the NVIDIA driver's library) is not on this host; `-v` says where it was looked for";
 
 /// Failures as short lines (for the live view's foot; printed runs put them on stderr).
 pub fn failure_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'_>) -> Vec<String> {
     snapshot
         .failures
         .iter()
-        .filter(|failure| !is_expected(failure))
         .map(|failure| {
-            let text = format!(
-                "{}: {} ({})",
-                failure.subject,
-                super::text::shown(&failure.message),
-                failure.kind
-            );
+            let text = if is_expected(failure) {
+                NO_NVML.to_string()
+            } else {
+                format!(
+                    "{}: {} ({})",
+                    failure.subject,
+                    super::text::shown(&failure.message),
+                    failure.kind
+                )
+            };
             let text = match width {
                 Some(width) => console::truncate_str(&text, width, "…").into_owned(),
                 None => text,
@@ -503,6 +510,7 @@ pub fn print_snapshot(printer: &Printer, snapshot: &Snapshot) -> Result<(), Erro
     for failure in &snapshot.failures {
         let text = format!("{}: {}", failure.subject, failure.message);
         if is_expected(failure) {
+            printer.info(NO_NVML);
             printer.detail(&text);
         } else {
             printer.warn(&text);
@@ -652,6 +660,18 @@ mod tests {
             failures: Vec::new(),
             ended: Vec::new(),
         }
+    }
+
+    /// Issue 31: no NVML is said in one quiet line, not only with `-v`.
+    #[test]
+    fn a_host_without_nvml_is_said_plainly() {
+        let mut snapshot = snapshot();
+        snapshot.failures.push(crate::monitor::Failure {
+            subject: crate::monitor::FailureSubject::Nvml,
+            kind: crate::monitor::FailureKind::LibraryNotFound,
+            message: "libnvidia-ml.so.1: cannot open shared object file".into(),
+        });
+        assert_eq!(failure_lines(&snapshot, None, &plain), [NO_NVML]);
     }
 
     #[test]

@@ -1135,6 +1135,13 @@ fn missing_docker_socket_fails_fast() {
         "{}",
         message(daemon)
     );
+    // Issue 31: the fix is said once (under Docker), and names DOCKER_HOST as set.
+    assert!(daemon["hint"].is_null(), "{daemon:#}");
+    assert!(
+        message(reachable).contains(&format!("(DOCKER_HOST=unix://{})", socket.display())),
+        "{}",
+        message(reachable)
+    );
     assert_eq!(pytorch["verdict"], "fail");
     // The GPUs are still judged: the daemon being away changes nothing about them.
     assert!(

@@ -708,7 +708,7 @@ fn a_memory_change_is_the_one_change_up_names_on_every_engine() {
             .collect();
         assert_eq!(
             changes,
-            ["memory: 67108864 → 100663296"],
+            ["memory: 64 MiB → 96 MiB"],
             "[{}] only memory changed:\n{refused}",
             engine.name
         );

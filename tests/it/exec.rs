@@ -126,29 +126,18 @@ fn named_commands_take_arguments_and_flags_apply() {
         "hello world\n"
     );
     assert_eq!(run(&target, &["fail"], None).0, 7);
+    // Issue 31: a word the profile does not name is the command, as with docker exec.
     let (code, _, stderr) = run(&target, &["nope"], None);
-    assert_eq!(code, 2);
-    assert!(
-        stderr.contains("greet"),
-        "the profile's commands are listed: {stderr}"
-    );
-    let (_, stdout, _) = run(
-        &target,
-        &[
-            "-e",
-            "ANSWER=42",
-            "-w",
-            "/tmp",
-            "--user",
-            "65534",
-            "--",
-            "sh",
-            "-c",
-            "echo $ANSWER $(pwd) $(id -u)",
-        ],
-        None,
-    );
-    assert_eq!(stdout, "42 /tmp 65534\n");
+    assert_eq!(code, 127, "{stderr}");
+    assert!(stderr.contains("executable file not found"), "{stderr}");
+    // exec's flags go before TARGET, as docker's do.
+    let output = envctl(target.folder.path())
+        .args(["exec", "-e", "ANSWER=42", "-w", "/tmp", "--user", "65534"])
+        .args([target.profile.as_str(), "--", "sh", "-c"])
+        .arg("echo $ANSWER $(pwd) $(id -u)")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "42 /tmp 65534\n");
 }
 
 #[test]

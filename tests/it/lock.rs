@@ -104,6 +104,31 @@ fn lock_pins_the_digest_and_up_locked_uses_it() {
     assert_eq!(lock["image"][0]["digest"], digest.as_str());
     assert_eq!(lock["image"][0]["platform"], "linux/amd64");
 
+    // Issue 31: locked again with nothing changed, it says so and leaves the file alone.
+    let written = std::fs::read(directory.path().join("envctl.lock")).unwrap();
+    let modified = std::fs::metadata(directory.path().join("envctl.lock"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let (code, _, stderr) = envctl(directory.path(), &["lock"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("envctl.lock is unchanged") && !stderr.contains("wrote"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(directory.path().join("envctl.lock")).unwrap(),
+        written
+    );
+    assert_eq!(
+        std::fs::metadata(directory.path().join("envctl.lock"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        modified,
+        "not even rewritten"
+    );
+
     let (code, _, stderr) = envctl(directory.path(), &["up", &profile, "--locked"]);
     assert_eq!(code, 0, "{stderr}");
     let image = docker_stdout([
@@ -242,6 +267,33 @@ fn outdated_names_an_unreachable_registry_and_keeps_going() {
     assert_eq!(code, 1, "{stderr}");
     assert!(table.contains("error"), "{table}");
     assert!(stderr.contains("cannot be reached"), "{stderr}");
+    // Issue 31: what makes the exit code 1 is an error, not a warning.
+    assert!(
+        stderr.contains("error: gone: cannot ask the registry") && !stderr.contains("warning:"),
+        "{stderr}"
+    );
+}
+
+/// Issue 31: an image built on this machine (no registry digest) has no registry to ask:
+/// `outdated` says so and does not fail for it.
+#[test]
+fn outdated_of_a_local_only_image_says_so_and_passes() {
+    if !require_daemon() {
+        return;
+    }
+    let directory = tempfile::tempdir().unwrap();
+    write_profile(directory.path(), "local", &test_image());
+    let (code, table, stderr) = envctl(directory.path(), &["outdated"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(table.contains("local image, no registry"), "{table}");
+    assert!(
+        stderr.contains("is only on this machine") && !stderr.contains("cannot be reached"),
+        "{stderr}"
+    );
+    let (code, stdout, _) = envctl(directory.path(), &["outdated", "--json"]);
+    assert_eq!(code, 0);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["profiles"][0]["local_only"], true);
 }
 
 #[test]

@@ -250,6 +250,8 @@ fn judge_python(stdout: &str) -> Vec<envctl::checks::Finding> {
         gpus: None,
         stack_torch: None,
         environment: Default::default(),
+        given: Default::default(),
+        daemon: Default::default(),
         matrix: envctl::compat::Matrix::bundled(),
         candidates: &candidates,
     };
@@ -834,4 +836,76 @@ fn up_check_runs_the_check_once_the_container_started() {
         "true",
         "the container stays up for the user to look at"
     );
+}
+
+/// Issue 31: a `gpus = "optional"` container started on a host without a driver (its
+/// `DeviceRequests` null) is told so, with the real reason, whichever host judges it: no
+/// driver → the driver; a stand-in 8-GPU host → created without GPUs, recreate it. Never
+/// a daemon-reload on a cgroupfs daemon, never lost GPUs or MIG. The hint's command runs.
+#[test]
+fn an_optional_container_started_without_gpus_is_told_why() {
+    if !require_daemon() {
+        return;
+    }
+    let workspace = Workspace::new("nvcheck-optional", &test_image(), "gpus = \"optional\"\n");
+    let container = ContainerGuard::new(format!("envctl-{}", workspace.profile));
+    let no_driver = crate::support::nvml::fixture("driver-not-loaded.conf");
+    let up = workspace.envctl(&["up", &workspace.profile], Some(&no_driver));
+    assert_eq!(up.code, 0, "envctl up: {up}");
+    assert_eq!(
+        docker_stdout([
+            "inspect",
+            "--format",
+            "{{json .HostConfig.DeviceRequests}}",
+            container.name()
+        ]),
+        "null",
+        "optional met no GPU"
+    );
+    let cgroup_driver = docker_stdout(["info", "--format", "{{.CgroupDriver}}"]);
+
+    let run = workspace.envctl(
+        &["--json", "exec", &workspace.profile, "nvidia-check"],
+        Some(&no_driver),
+    );
+    let report = run.json();
+    let hint = findings(&report, "gpu.devices")[0]["hint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        hint.contains(
+            "`gpus = \"optional\"` met no GPU, because this host has no usable NVIDIA driver"
+        ),
+        "{hint}"
+    );
+    assert!(
+        !hint.contains("daemon-reload") && !hint.contains("gpus = \"all\""),
+        "{hint}"
+    );
+
+    let eight = crate::support::nvml::fixture("healthy-8x-h100.conf");
+    let run = workspace.envctl(
+        &["--json", "exec", &workspace.profile, "nvidia-check"],
+        Some(&eight),
+    );
+    let report = run.json();
+    for id in ["gpu.devices", "gpu.count"] {
+        let hint = findings(&report, id)[0]["hint"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(hint.contains("created without GPUs"), "{id}: {hint}");
+        assert!(!hint.contains("MIG"), "{id}: {hint}");
+        if cgroup_driver != "systemd" {
+            assert!(!hint.contains("daemon-reload"), "{id}: {hint}");
+        }
+        assert!(
+            hint.contains(&format!("`envctl up {} --recreate`", workspace.profile)),
+            "{id}: {hint}"
+        );
+    }
+    // The hint's command runs (here, without GPUs to give, it keeps the container as is).
+    let recreate = workspace.envctl(&["up", &workspace.profile, "--recreate"], Some(&no_driver));
+    assert_eq!(recreate.code, 0, "{recreate}");
 }

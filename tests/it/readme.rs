@@ -1,9 +1,9 @@
-//! The README's console examples, run (issue 15, item 15): every ```` ```console ```` block
-//! is `$ envctl ARGUMENTS` and what envctl prints, stdout then stderr. `…` alone on a line
-//! stands for any number of lines, and inside a line for any text — what differs between
-//! hosts (the Docker version, free space). A block this file does not know how to set up
-//! still runs, with no set-up; the count of blocks is checked, so a new one is never
-//! silently left out.
+//! The console examples of README.md and of every page of docs/, run (issue 15, item 15;
+//! issue 31): every ```` ```console ```` block is `$ envctl ARGUMENTS` and what envctl
+//! prints, stdout then stderr. `…` alone on a line stands for any number of lines, and
+//! inside a line for any text — what differs between hosts (the Docker version, free
+//! space). A block this file does not know how to set up still runs, with no set-up; the
+//! count of blocks is checked, so a new one is never silently left out.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,16 +12,38 @@ use std::path::Path;
 use crate::support::cli::envctl_in;
 use crate::support::nvml::{fixture, stub_library};
 
-/// One console example of the README.
+/// One console example of the README or a page of docs/.
 struct Example {
+    /// `README.md` or `docs/NAME.md`.
+    file: String,
     line: usize,
     arguments: Vec<String>,
     expected: Vec<String>,
 }
 
+/// README.md, then the pages of docs/ by name.
+fn documents() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    pages.sort();
+    pages.insert(0, "README.md".into());
+    pages
+}
+
 fn examples() -> Vec<Example> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    documents()
+        .iter()
+        .flat_map(|file| examples_of(file))
+        .collect()
+}
+
+fn examples_of(file: &str) -> Vec<Example> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
     let mut examples = Vec::new();
     let mut lines = readme.lines().enumerate();
     while let Some((number, line)) = lines.next() {
@@ -31,7 +53,7 @@ fn examples() -> Vec<Example> {
         let (_, command) = lines.next().unwrap();
         let command = command.strip_prefix("$ envctl ").unwrap_or_else(|| {
             panic!(
-                "README.md:{}: a console example starts with `$ envctl `",
+                "{file}:{}: a console example starts with `$ envctl `",
                 number + 2
             )
         });
@@ -42,6 +64,7 @@ fn examples() -> Vec<Example> {
             .map(str::to_string)
             .collect();
         examples.push(Example {
+            file: file.to_string(),
             line: number + 1,
             arguments: split_words(command),
             expected,
@@ -131,32 +154,57 @@ fn the_matcher_reads_ellipses_as_the_readme_means_them() {
     );
 }
 
-/// The README's example policy, as its ```` ```toml ```` block under "Shared hosts:
-/// policy" writes it (checked below, so the two cannot drift apart).
+/// The example policy, as the ```` ```toml ```` block under "Policy" in
+/// docs/shared-servers.md writes it (checked below, so the two cannot drift apart).
 const README_POLICY: &str = "# /etc/envctl/policy.toml\n[limits]\nmax_gpus_per_container = 2\nmax_gpus_per_user = 4\nmax_memory = \"64g\"\nmax_cpus = 16\nrequire_memory_limit = true\n\n[images]\nregistries = [\"registry.example.com\", \"docker.io\"]\n\n[ports]\nloopback_only = true\n";
 
 #[test]
-fn the_readme_shows_the_policy_its_example_runs_with() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+fn the_docs_show_the_policy_their_example_runs_with() {
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/shared-servers.md"),
+    )
+    .unwrap();
     assert!(
-        readme.contains(&format!("```toml\n{README_POLICY}```\n")),
-        "README.md's policy block differs from README_POLICY"
+        page.contains(&format!("```toml\n{README_POLICY}```\n")),
+        "docs/shared-servers.md's policy block differs from README_POLICY"
     );
 }
 
 #[test]
 fn every_console_example_prints_what_the_readme_shows() {
     let examples = examples();
-    // The README's console examples today; a new one is run too, and counted here.
+    // The console examples today; a new one is run too, and counted here.
     assert_eq!(
         examples.len(),
-        6,
-        "README console examples: update this count"
+        11,
+        "console examples of README.md and docs/: update this count"
     );
+    // The quick start's `up`, `exec`, `stats` and `down` share one folder, whose
+    // `train` profile runs the small test image (the README's is PyTorch's).
+    let quick_start = tempfile::tempdir().unwrap();
+    let mut _train = None;
     for example in examples {
         let folder = tempfile::tempdir().unwrap();
         let mut command = envctl_in(folder.path());
+        let words: Vec<&str> = example.arguments.iter().map(String::as_str).collect();
+        if example.file == "README.md" && words.contains(&"train") && words[0] != "profiles" {
+            if !crate::support::docker::require_daemon() {
+                continue;
+            }
+            if _train.is_none() {
+                std::fs::create_dir_all(quick_start.path().join("envctl")).unwrap();
+                std::fs::write(
+                    quick_start.path().join("envctl/train.toml"),
+                    format!(
+                        "image = \"{}\"\nmemory = \"64m\"\n",
+                        crate::support::docker::test_image()
+                    ),
+                )
+                .unwrap();
+                _train = Some(crate::support::docker::ContainerGuard::new("envctl-train"));
+            }
+            command = envctl_in(quick_start.path());
+        }
         match example
             .arguments
             .iter()
@@ -197,7 +245,8 @@ fn every_console_example_prints_what_the_readme_shows() {
         let actual: Vec<&str> = text.trim_end().lines().collect();
         assert!(
             lines_match(&example.expected, &actual),
-            "README.md:{}: `envctl {}` printed\n{}\n--- the README shows ---\n{}",
+            "{}:{}: `envctl {}` printed\n{}\n--- the page shows ---\n{}",
+            example.file,
             example.line,
             example.arguments.join(" "),
             text,

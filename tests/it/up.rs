@@ -398,7 +398,7 @@ fn a_changed_profile_is_refused_and_applied_by_recreate() {
     let refused = scenario.up(&[]);
     refused.expect_code(1, "up after the profile changed");
     assert!(
-        refused.stderr.contains("memory: 67108864 → 100663296"),
+        refused.stderr.contains("memory: 64 MiB → 96 MiB"),
         "the refusal names what changed\n{refused}"
     );
     assert!(refused.stderr.contains("--recreate"), "{refused}");

@@ -44,9 +44,28 @@ impl Identity {
                 ),
             );
         }
-        let labels = BTreeMap::from([(PROFILE_LABEL.to_string(), label)]);
+        let mut labels = BTreeMap::from([(PROFILE_LABEL.to_string(), label)]);
         // A 64-character hash does not fit a label value (63 at most).
         let mut annotations = BTreeMap::new();
+        // The profile's own labels: Kubernetes labels where its rules allow, else
+        // annotations (which take any key and value), said in a notice.
+        for (key, value) in view
+            .labels
+            .iter()
+            .filter(|(key, _)| !key.starts_with("envctl."))
+        {
+            if is_label_key(key) && is_label_value(value) {
+                labels.insert(key.clone(), value.clone());
+            } else {
+                notices.add(
+                    "labels",
+                    format!(
+                        "label `{key}` is not a valid Kubernetes label (name and value: at most 63 of A-Z a-z 0-9 - _ .): it is an annotation"
+                    ),
+                );
+                annotations.insert(key.clone(), value.clone());
+            }
+        }
         if let Some(hash) = view.config_hash() {
             annotations.insert(CONFIG_HASH_LABEL.to_string(), hash.to_string());
         }
@@ -122,4 +141,55 @@ pub(super) fn label_value(name: &str) -> String {
         "{}-{suffix}",
         cut.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
     )
+}
+
+/// A Kubernetes label name: an optional DNS-subdomain prefix and `/`, then at most 63
+/// alphanumerics, `-`, `_` or `.`, starting and ending with an alphanumeric.
+fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    let prefix_ok = prefix.is_none_or(|prefix| {
+        !prefix.is_empty()
+            && prefix.len() <= 253
+            && prefix.split('.').all(|part| {
+                !part.is_empty()
+                    && part.len() <= 63
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !part.starts_with('-')
+                    && !part.ends_with('-')
+            })
+    });
+    prefix_ok && !name.is_empty() && is_label_value(name)
+}
+
+/// A Kubernetes label value: empty, or at most 63 alphanumerics, `-`, `_` or `.`, starting
+/// and ending with an alphanumeric.
+fn is_label_value(value: &str) -> bool {
+    value.is_empty()
+        || (value.len() <= 63
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && value.ends_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    #[test]
+    fn kubernetes_label_rules() {
+        assert!(is_label_key("com.example.team"));
+        assert!(is_label_key("example.com/team"));
+        assert!(!is_label_key("Example.com/team"));
+        assert!(!is_label_key("team name"));
+        assert!(!is_label_key(&"x".repeat(64)));
+        assert!(is_label_value("vision") && is_label_value(""));
+        assert!(!is_label_value("two words") && !is_label_value("-x"));
+    }
 }

@@ -19,7 +19,10 @@
 //! - with `ENVCTL_REQUIRE_DOCKER=1` in the environment (CI sets it), the test **panics**
 //!   with what failed, the stderr of `docker`, and how to start a daemon;
 //! - otherwise it writes `SKIPPED (no Docker daemon): <test name>` to the real stderr (not
-//!   the captured one, so it shows even for passing tests) and returns `false`.
+//!   the captured one, so it shows even for passing tests), records it in the skip log
+//!   ([`skip_log`]: `bash .ci/skipped ARGS…` runs `cargo test ARGS…` and closes with
+//!   `N skipped: …`) and
+//!   returns `false`.
 //!
 //! `DOCKER_HOST` is honoured, as the `docker` CLI honours it. The registry helpers push to
 //! `127.0.0.1:<port>`, so the daemon must share the test's network namespace.
@@ -54,6 +57,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub const TEST_LABEL: &str = "envctl.test=1";
 /// Set to `1` to turn a missing daemon (or registry binary) into a test failure.
 pub const REQUIRE_DOCKER_ENV: &str = "ENVCTL_REQUIRE_DOCKER";
+/// Where each skip is recorded, one line each (`CARGO_PID<TAB>REASON<TAB>TEST`); default
+/// `target/tmp/skipped-tests.log`. `bash .ci/skipped ARGS…` empties it, runs `cargo test
+/// ARGS…` and closes with `N skipped: …`; under `ENVCTL_REQUIRE_DOCKER=1` (`.ci/run`) a
+/// skip fails the run.
+pub const SKIP_LOG_ENV: &str = "ENVCTL_SKIP_LOG";
 /// Overrides the busybox binary the test image is built from.
 pub const BUSYBOX_ENV: &str = "ENVCTL_TEST_BUSYBOX";
 /// Repository of the test image; the tag is a hash of its content.
@@ -97,12 +105,42 @@ pub fn skip_or_panic(reason: &str, test: &str, details: &str) -> bool {
         );
     }
     let first = details.lines().next().unwrap_or_default();
+    record_skip(reason, test);
     // Straight to the process's stderr: libtest captures `eprintln!` of passing tests.
     let _ = writeln!(
         std::io::stderr(),
         "\n*** SKIPPED ({reason}): {test}\n***   {first}\n***   (set {REQUIRE_DOCKER_ENV}=1 to make this a failure)"
     );
     false
+}
+
+/// The skip log: `$ENVCTL_SKIP_LOG`, else `skipped-tests.log` in cargo's folder for
+/// integration-test files.
+pub fn skip_log() -> PathBuf {
+    match std::env::var_os(SKIP_LOG_ENV) {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.log"),
+    }
+}
+
+/// Appends `test`'s skip to the skip log, with the id of the `cargo test` that ran it (this
+/// process's parent). A skip that cannot be recorded says so on stderr: it is still
+/// printed there.
+fn record_skip(reason: &str, test: &str) {
+    let run = std::os::unix::process::parent_id();
+    let line = format!("{run}\t{reason}\t{test}\n");
+    let written = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(skip_log())
+        .and_then(|mut file| file.write_all(line.as_bytes()));
+    if let Err(error) = written {
+        let _ = writeln!(
+            std::io::stderr(),
+            "*** the skip of {test} could not be recorded in {}: {error}",
+            skip_log().display()
+        );
+    }
 }
 
 static DAEMON: OnceLock<Result<String, String>> = OnceLock::new();

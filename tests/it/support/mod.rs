@@ -29,8 +29,10 @@
 //!   before and after a command and prints its exit code. Without tmux the test skips, or
 //!   fails when `ENVCTL_REQUIRE_DOCKER=1`.
 //!
-//! Skip or fail: without a daemon (or without the registry binary) a test prints
-//! `SKIPPED (no Docker daemon): <test>` on stderr and returns early — unless
+//! Skip or fail: without a daemon (or without the registry binary, Compose, Podman,
+//! promtool, tmux, chromium…) a test prints `SKIPPED (<reason>): <test>` on stderr, records
+//! it in the skip log (`docker::skip_log`; `bash .ci/skipped ARGS…` runs `cargo test ARGS…`
+//! and closes with one line, `N skipped: …`) and returns early — unless
 //! `ENVCTL_REQUIRE_DOCKER=1` is set (as `.ci/run` does), in which case it panics with what
 //! failed and how to fix it. Anything a test creates carries the label `envctl.test=1`
 //! (inherited from the test image), so `.ci/run` can sweep leftovers.

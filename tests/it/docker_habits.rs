@@ -1,0 +1,274 @@
+//! Issue 31: what a docker user types first works, or is answered with a command that
+//! does — and each such hint is run here to prove it works. `exec`'s docker grammar
+//! (`-i/-t/-d/-e/-w/-u`, `exec C CMD ARGS…`), `shell` without a terminal, `run`, `stat`,
+//! and `up -v SRC:DST`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::cli::{Run, envctl_in};
+use crate::support::docker::{
+    ContainerGuard, docker_stdout, require_daemon, test_image, unique_name,
+};
+
+/// envctl in `folder`, with `stdin` (a pipe, never a terminal).
+fn envctl(folder: &Path, arguments: &[&str], stdin: &str) -> Run {
+    let output = envctl_in(folder)
+        .args(arguments)
+        .write_stdin(stdin)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    Run::of(output)
+}
+
+/// The last `…` command a hint line gives, as its words (hints here quote nothing).
+fn hinted_command(stderr: &str) -> Vec<String> {
+    let hint = stderr
+        .lines()
+        .find(|line| line.contains("hint:"))
+        .unwrap_or_else(|| panic!("no hint in:\n{stderr}"));
+    let command = hint
+        .split('`')
+        .rfind(|part| part.starts_with("envctl "))
+        .unwrap_or_else(|| panic!("no command in the hint: {hint}"));
+    command
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs the command a hint gives, with `stdin`.
+fn run_hint(folder: &Path, stderr: &str, stdin: &str) -> Run {
+    let words = hinted_command(stderr);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    envctl(folder, &words, stdin)
+}
+
+struct Started {
+    folder: tempfile::TempDir,
+    profile: String,
+    container: ContainerGuard,
+}
+
+/// A busybox container started by `envctl up`, with a `hello` command.
+fn started() -> Started {
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("habits");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join(format!("envctl/{profile}.toml")),
+        format!(
+            "image = \"{}\"\nmemory = \"64m\"\n\n[commands]\nhello = [\"echo\", \"hello\"]\n",
+            test_image()
+        ),
+    )
+    .unwrap();
+    let container = ContainerGuard::new(format!("envctl-{profile}"));
+    let up = envctl(folder.path(), &["up", &profile], "");
+    assert_eq!(up.code, 0, "{up}");
+    Started {
+        folder,
+        profile,
+        container,
+    }
+}
+
+#[test]
+fn exec_takes_dockers_grammar() {
+    if !require_daemon() {
+        return;
+    }
+    let target = started();
+    let folder = target.folder.path();
+    let profile = target.profile.as_str();
+    // `exec C ls -la /`: the flags are the command's.
+    let listed = envctl(folder, &["exec", profile, "ls", "-la", "/"], "");
+    assert_eq!(listed.code, 0, "{listed}");
+    assert!(listed.stdout.contains("bin"), "{listed}");
+    // `exec C sh -c '…'`, and `-v` says it ran the command itself.
+    let shell = envctl(
+        folder,
+        &["-v", "exec", profile, "sh", "-c", "echo hi; exit 3"],
+        "",
+    );
+    assert_eq!((shell.code, shell.stdout.as_str()), (3, "hi\n"), "{shell}");
+    assert!(
+        shell
+            .stderr
+            .contains("`sh` is not a command of the profile's [commands]"),
+        "{shell}"
+    );
+    // `-e -w -u` before TARGET, as docker has them.
+    let flags = envctl(
+        folder,
+        &[
+            "exec",
+            "-e",
+            "A=1",
+            "-w",
+            "/tmp",
+            "-u",
+            "1000",
+            profile,
+            "sh",
+            "-c",
+            "echo $A $(pwd) $(id -u)",
+        ],
+        "",
+    );
+    assert_eq!(flags.stdout, "1 /tmp 1000\n", "{flags}");
+    // `-i` with a pipe: the input reaches the command.
+    let piped = envctl(folder, &["exec", "-i", profile, "cat"], "through\n");
+    assert_eq!(piped.stdout, "through\n", "{piped}");
+    // `-it` parses (a TTY without a terminal is allowed, as before).
+    let tty = envctl(
+        folder,
+        &["exec", "-it", profile, "--", "sh", "-c", "exit 4"],
+        "",
+    );
+    assert_eq!(tty.code, 4, "{tty}");
+    // A named command still wins, with its words; `--` makes the word the command.
+    let named = envctl(folder, &["-v", "exec", profile, "hello", "there"], "");
+    assert_eq!(named.stdout, "hello there\n", "{named}");
+    assert!(
+        named.stderr.contains("`hello` is a command of the profile"),
+        "{named}"
+    );
+    let plain = envctl(folder, &["exec", profile, "--", "hello"], "");
+    assert_eq!(plain.code, 127, "the image has no `hello`: {plain}");
+    // `-d`: returns at once, the command goes on.
+    let detached = envctl(
+        folder,
+        &[
+            "exec",
+            "-d",
+            profile,
+            "sh",
+            "-c",
+            "sleep 1; echo done > /tmp/detached",
+        ],
+        "",
+    );
+    assert_eq!(detached.code, 0, "{detached}");
+    let mut found = String::new();
+    for _ in 0..50 {
+        let output = crate::support::docker::docker_output([
+            "exec",
+            target.container.name(),
+            "cat",
+            "/tmp/detached",
+        ]);
+        found = String::from_utf8_lossy(&output.stdout).into_owned();
+        if found.contains("done") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(found.trim(), "done", "the detached command ran");
+    // A flag after TARGET: the hint moves it before TARGET, and that works.
+    let late = envctl(folder, &["exec", profile, "-u", "1000", "id", "-u"], "");
+    assert_eq!(late.code, 2, "{late}");
+    let moved = run_hint(folder, &late.stderr, "");
+    assert_eq!(
+        (moved.code, moved.stdout.as_str()),
+        (0, "1000\n"),
+        "{moved}"
+    );
+    // A typo of a named command after TARGET runs (127, as docker), then names the command.
+    let typo = envctl(folder, &["exec", profile, "helo"], "");
+    assert_eq!(typo.code, 127, "{typo}");
+    assert!(typo.stderr.contains("did you mean `hello`"), "{typo}");
+    let fixed = run_hint(folder, &typo.stderr, "");
+    assert_eq!(fixed.stdout, "hello\n", "{fixed}");
+}
+
+#[test]
+fn shell_without_a_terminal_says_so_and_its_hint_works() {
+    if !require_daemon() {
+        return;
+    }
+    let target = started();
+    let folder = target.folder.path();
+    let shell = envctl(folder, &["shell", &target.profile], "echo in-the-shell\n");
+    assert_eq!(shell.code, 2, "{shell}");
+    assert!(
+        shell.stderr.contains("the input device is not a TTY"),
+        "{shell}"
+    );
+    let hinted = run_hint(folder, &shell.stderr, "echo in-the-shell\n");
+    assert_eq!(
+        (hinted.code, hinted.stdout.as_str()),
+        (0, "in-the-shell\n"),
+        "{hinted}"
+    );
+}
+
+#[test]
+fn up_with_dockers_v_gets_volume_and_the_hint_mounts() {
+    if !require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("habits-v");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::create_dir_all(folder.path().join("data")).unwrap();
+    std::fs::write(folder.path().join("data/marker"), "mounted\n").unwrap();
+    std::fs::write(
+        folder.path().join(format!("envctl/{profile}.toml")),
+        format!("image = \"{}\"\nmemory = \"64m\"\n", test_image()),
+    )
+    .unwrap();
+    let container = ContainerGuard::new(format!("envctl-{profile}"));
+    let refused = envctl(folder.path(), &["up", "-v", "./data:/x", &profile], "");
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("did you mean `--volume ./data:/x`?"),
+        "{refused}"
+    );
+    let up = run_hint(folder.path(), &refused.stderr, "");
+    assert_eq!(up.code, 0, "{up}");
+    assert_eq!(
+        docker_stdout(["exec", container.name(), "cat", "/x/marker"]),
+        "mounted"
+    );
+}
+
+/// `run`, `stat` and an unknown flag: no daemon needed, and each hint runs.
+#[test]
+fn docker_words_and_unknown_flags_get_commands_that_work() {
+    let folder = tempfile::tempdir().unwrap();
+    let folder = folder.path();
+    let stat = envctl(folder, &["stat", "--help"], "");
+    assert_eq!(stat.code, 2, "{stat}");
+    assert!(stat.stderr.contains("did you mean `stats`?"), "{stat}");
+    let stats = run_hint(folder, &stat.stderr, "");
+    assert_eq!(stats.code, 0, "{stats}");
+    assert!(stats.stdout.contains("Usage: envctl stats"), "{stats}");
+
+    let run = envctl(folder, &["run", "pytorch-2.8", "python", "train.py"], "");
+    assert_eq!(run.code, 2, "{run}");
+    assert!(
+        run.stderr.contains("`envctl up pytorch-2.8`")
+            && run
+                .stderr
+                .contains("`envctl exec pytorch-2.8 python train.py`"),
+        "{run}"
+    );
+    let profiles = run_hint(folder, &run.stderr, "");
+    assert!(profiles.stdout.contains("pytorch-2.8"), "{profiles}");
+
+    let flag = envctl(folder, &["profiles", "list", "--al"], "");
+    assert_eq!(flag.code, 2, "{flag}");
+    assert!(!flag.stderr.contains("use '--"), "no separator tip: {flag}");
+    let unknown = envctl(folder, &["ps", "--al"], "");
+    assert!(
+        unknown.stderr.contains("did you mean `--all`?"),
+        "{unknown}"
+    );
+}
