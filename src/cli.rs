@@ -138,7 +138,8 @@ pub enum Command {
         /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
         #[arg(short, long, value_name = "KEY=VALUE")]
         env: Vec<String>,
-        /// Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default
+        /// Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default;
+        /// replaces the profile's mapping of the same container port
         #[arg(short, long, value_name = "SPEC")]
         publish: Vec<String>,
         /// Mount SOURCE:TARGET[:ro] (no `-v`: that is --verbose)

@@ -349,7 +349,7 @@ impl Error {
                 ))
             }
             Error::RunsElsewhere { profile, .. } => Some(format!(
-                "work in it with `envctl exec {profile} -- COMMAND` or `envctl shell {profile}`; `envctl up` makes its own only once that one is gone"
+                "work in it with `envctl shell {profile}` (or `envctl exec {profile} nvidia-check`); `envctl up` makes its own only once that one is gone"
             )),
             Error::CreateRefused { profile, .. } => Some(format!(
                 "`envctl doctor {profile}` checks the profile against this host; `envctl up {profile} --dry-run --json` shows the request the daemon refused"

@@ -192,8 +192,18 @@ pub fn run(
         .chain(headers)
         .collect();
     print_table(&context.printer, &headers, &table)?;
-    if rows.iter().any(|row| row.drift == "changed") {
-        context.printer.warn("a profile changed since its container was created; `envctl up PROFILE --recreate` applies it");
+    // Each changed container with the command that applies its profile (the name when it
+    // is not the profile's default, so the hint reaches that container).
+    for row in rows.iter().filter(|row| row.drift == "changed") {
+        let target = if row.name == crate::spec::container_name(&row.profile) {
+            String::new()
+        } else {
+            format!(" --name {}", row.name)
+        };
+        context.printer.warn(&format!(
+            "profile `{}` changed since `{}` was created; `envctl up {}{target} --recreate` applies it",
+            row.profile, row.name, row.profile
+        ));
     }
     Ok(ExitStatus::Success)
 }

@@ -94,9 +94,14 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     if arguments.dry_run {
         // Connected as doctor connects: without a daemon the plan is still shown, and what
         // only the daemon can tell is said to be unjudged.
-        let engine = context.connect(crate::engine::PING_TIMEOUT);
+        let engine = context.connect(super::REQUEST_TIMEOUT);
         let reachable = match &engine {
-            Ok(engine) => runtime.block_on(engine.ping()).is_ok(),
+            Ok(engine) => runtime.block_on(async {
+                matches!(
+                    tokio::time::timeout(crate::engine::PING_TIMEOUT, engine.ping()).await,
+                    Ok(Ok(_))
+                )
+            }),
             Err(_) => false,
         };
         let engine = engine.ok().filter(|_| reachable);
@@ -182,11 +187,28 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     let engine = runtime.block_on(context.engine())?;
     let name = match &arguments.name {
         Some(name) => name.clone(),
-        None => runtime.block_on(crate::ops::up::default_name(
-            &engine,
-            &resolved.profile.name,
-            context,
-        ))?,
+        None => {
+            let name = runtime.block_on(crate::ops::up::default_name(
+                &engine,
+                &resolved.profile.name,
+                context,
+            ))?;
+            // The profile's container under another name (`--name`) is not what this `up`
+            // meets: say so, and how to reach it, before making a second one.
+            let elsewhere = runtime.block_on(crate::ops::up::same_profile_elsewhere(
+                &engine,
+                &resolved.profile.name,
+                &name,
+                context,
+            ))?;
+            for other in elsewhere {
+                context.printer.warn(&format!(
+                    "profile `{}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{name}`: `envctl up {} --name {other}` meets that one",
+                    resolved.profile.name, resolved.profile.name
+                ));
+            }
+            name
+        }
     };
     let mut plan = Plan {
         resolved,
@@ -245,7 +267,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
                 }
                 let container = engine.inspect_container(&report.id).await?.ok_or_else(|| Error::TargetNotFound {
                     target: report.container.clone(),
-                    hint: "the container disappeared right after it started; `envctl logs` may say why".into(),
+                    hint: format!("the container disappeared right after it started; `envctl logs {}` may say why", report.container),
                 })?;
                 let options = super::nvidia_check::NvidiaCheckOptions { quick: false, timeout_seconds: 120 };
                 super::nvidia_check::run(&engine, &container, &options, context).await

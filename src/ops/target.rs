@@ -429,7 +429,7 @@ pub fn named_command(
             container.name
         ),
         hint: Some(format!(
-            "run a command with `envctl exec {} -- {name} …`",
+            "run it as a command: `envctl exec {} -- {name}`",
             container.name
         )),
     })??;
@@ -445,7 +445,7 @@ pub fn named_command(
             message: format!("profile `{profile}` has no command `{name}`"),
             hint: Some(if known.is_empty() {
                 format!(
-                    "add it under [commands] in {}, or run `envctl exec {} -- {name} …`",
+                    "add it under [commands] in {}, or run it as a command: `envctl exec {} -- {name}`",
                     resolved.file, container.name
                 )
             } else {

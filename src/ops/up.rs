@@ -98,6 +98,27 @@ impl Plan {
     }
 }
 
+/// The user's own containers of `profile` under names other than `name`: made with
+/// `--name`, they are not what a plain `up` meets, and `up` says so before making another.
+pub async fn same_profile_elsewhere(
+    engine: &Engine,
+    profile: &str,
+    name: &str,
+    context: &Context,
+) -> Result<Vec<String>, Error> {
+    Ok(engine
+        .list_containers(true, true)
+        .await?
+        .into_iter()
+        .filter(|container| {
+            container.name != name
+                && container.labels.get(PROFILE_LABEL).map(String::as_str) == Some(profile)
+                && crate::ops::target::is_mine(&container.labels, context)
+        })
+        .map(|container| container.name)
+        .collect())
+}
+
 /// The name `up` gives a new container of `profile` for `user`: their own container of
 /// that profile's name when they have one (`envctl-<profile>`, else
 /// `envctl-<profile>-<user>`); else `envctl-<profile>`, unless another user's container
@@ -1009,9 +1030,18 @@ async fn preflight(
     let Some(profile) = report.profiles.first() else {
         return Ok(facts);
     };
-    let failures: Vec<_> = profile
-        .findings
-        .iter()
+    // A daemon that cannot be used is said once, among the host's findings (doctor shows
+    // it under Docker): `up` shows no Docker section, so that finding comes first here.
+    let engine_failures = report.findings.iter().filter(|finding| {
+        finding.status == Status::Fail
+            && matches!(
+                facts.engine.state,
+                crate::facts::engine::EngineState::Unreachable { .. }
+            )
+            && finding.area == Some(crate::checks::Area::Docker)
+    });
+    let failures: Vec<_> = engine_failures
+        .chain(profile.findings.iter())
         .chain(profile.gpus.iter().flat_map(|gpu| gpu.findings.iter()))
         .filter(|finding| finding.status == Status::Fail)
         .cloned()

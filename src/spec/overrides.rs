@@ -1,8 +1,10 @@
 //! `envctl up -e K=V -p SPEC -v SPEC`: one-off changes on top of a profile, parsed with the
 //! profile's own port and mount grammar so a flag means what the same key would in TOML.
 //!
-//! Environment variables replace by key; ports are appended; a mount replaces the
-//! profile's mount with the same target, or is appended; `--gpus` replaces `gpus`.
+//! Environment variables replace by key; a port replaces the profile's mappings of the
+//! same container port and protocol (`-p 18932:80` moves port 80 to host port 18932), or is
+//! appended; a mount replaces the profile's mount with the same target, or is appended;
+//! `--gpus` replaces `gpus`.
 
 use std::collections::BTreeSet;
 
@@ -144,7 +146,21 @@ impl Overrides {
         if let Some(gpus) = &self.gpus {
             result.gpus = gpus.clone();
         }
-        result.ports.extend(self.ports.iter().cloned());
+        for port in &self.ports {
+            let same = |existing: &PortBinding| {
+                existing.container == port.container && existing.protocol == port.protocol
+            };
+            if result.ports.iter().any(same) {
+                // The first mapping of that port is replaced in place, the others dropped.
+                let at = result.ports.iter().position(same).unwrap_or(0);
+                result.ports.retain(|existing| !same(existing));
+                result
+                    .ports
+                    .insert(at.min(result.ports.len()), port.clone());
+            } else {
+                result.ports.push(port.clone());
+            }
+        }
         for mount in &self.mounts {
             match result
                 .mounts
@@ -227,6 +243,16 @@ mounts = ["./data:/data", "cache:/cache"]
             ports,
             ["127.0.0.1:8888:8888/tcp", "127.0.0.1:6006:6006/tcp"]
         );
+        // The same container port again: the profile's mapping is replaced, so a port
+        // conflict's `-p OTHER:PORT` hint really moves it.
+        let moved = Overrides::parse(&[], &strings(&["18932:8888"]), &[], &host).unwrap();
+        let ports: Vec<String> = moved
+            .apply(&resolved.profile)
+            .ports
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(ports, ["127.0.0.1:18932:8888/tcp"]);
         let mounts: Vec<String> = profile.mounts.iter().map(ToString::to_string).collect();
         assert_eq!(
             mounts,

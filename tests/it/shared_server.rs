@@ -405,10 +405,21 @@ fn an_images_envctl_labels_make_nothing_envctls_and_name_no_file_to_read() {
         "hf_SECRETVALUE1234567890\n",
     )
     .unwrap();
+    // `hello` is no named command it could find, so it runs as a command (127).
     let run = me.run(&["exec", &own, "hello"], &[]);
-    assert_eq!(run.code, 2, "{run}");
-    assert!(run.stderr.contains("is not a valid profile now"), "{run}");
-    assert!(!run.stderr.contains("SECRETVALUE"), "{run}");
+    assert_eq!(run.code, 127, "{run}");
+    assert!(
+        !run.stderr.contains("SECRETVALUE") && !run.stdout.contains("SECRETVALUE"),
+        "{run}"
+    );
+    // nvidia-check reads the profile for its expectations: the file is named, not quoted.
+    let run = me.run(
+        &["exec", &own, "nvidia-check", "--quick", "--timeout", "30"],
+        &[],
+    );
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(said.contains("is not a valid profile now"), "{run}");
+    assert!(!said.contains("SECRETVALUE"), "{run}");
     let run = me.run(&["down", &own, "--rm"], &[]);
     assert_eq!(run.code, 0, "{run}");
     assert!(!container_exists(&own) && container_exists(&plain), "{run}");
