@@ -166,7 +166,7 @@ pub fn literal_secrets(resolved: &ResolvedProfile) -> Vec<Finding> {
     profile
         .env
         .iter()
-        .filter(|(key, value)| !value.is_empty() && crate::secret::is_secret_key(key))
+        .filter(|(key, value)| !value.is_empty() && crate::secret::is_secret(key, value))
         .map(|(key, _)| {
             let file = resolved
                 .origins
