@@ -171,6 +171,107 @@ pub fn docker_run_notice(keys: &[String]) -> String {
     )
 }
 
+/// A line of a TOML file as a diagnostic may quote it, with the value of every secret in
+/// it ([`is_secret`]: by the key that holds it, by the value itself, or a `"KEY=value"`
+/// item of an `env` list) written as `*`s, one per character so that the carets under the
+/// line stay in place. A diagnostic quotes the line it points at whatever is wrong there
+/// (a typo'd table name, a duplicate key, a NUL), and the user's own profile holding a
+/// token is no reason to print the token.
+pub fn mask_toml_line(line: &str) -> String {
+    let characters: Vec<char> = line.chars().collect();
+    let mut shown = characters.clone();
+    // The key the next value belongs to: a bare or quoted key followed by `=`.
+    let mut key: Option<String> = None;
+    let mut index = 0;
+    while index < characters.len() {
+        let character = characters[index];
+        if character == '"' || character == '\'' {
+            let (end, content) = toml_string(&characters, index);
+            let after = characters
+                .get(end..)
+                .unwrap_or_default()
+                .iter()
+                .find(|c| !c.is_whitespace());
+            if after == Some(&'=') {
+                key = Some(content);
+            } else {
+                let keyed_secret = key.as_deref().is_some_and(|key| is_secret(key, &content));
+                // A `"KEY=value"` item keeps its name: only the value is hidden.
+                let pair_value_start = content
+                    .split_once('=')
+                    .filter(|(name, value)| is_secret(name, value))
+                    .map(|(name, _)| name.chars().count() + 1);
+                let first_masked = if keyed_secret || is_secret_value(&content) {
+                    Some(index + 1)
+                } else {
+                    pair_value_start.map(|offset| index + 1 + offset)
+                };
+                if let Some(first_masked) = first_masked {
+                    for masked in shown.iter_mut().take(end.saturating_sub(1)).skip(first_masked) {
+                        *masked = '*';
+                    }
+                }
+                key = None;
+            }
+            index = end;
+            continue;
+        }
+        if character.is_ascii_alphanumeric() || matches!(character, '_' | '-') {
+            let start = index;
+            while index < characters.len()
+                && (characters[index].is_ascii_alphanumeric()
+                    || matches!(characters[index], '_' | '-' | '.'))
+            {
+                index += 1;
+            }
+            let word: String = characters[start..index].iter().collect();
+            let after = characters[index..].iter().find(|c| !c.is_whitespace());
+            if after == Some(&'=') {
+                // A dotted key (`env.HF_TOKEN`) is judged by its last part.
+                key = Some(word.rsplit('.').next().unwrap_or(&word).to_string());
+            } else {
+                // A bare word where a value belongs (a missing quote): masked as a value.
+                if key.as_deref().is_some_and(|key| is_secret(key, &word)) {
+                    for masked in &mut shown[start..index] {
+                        *masked = '*';
+                    }
+                }
+                key = None;
+            }
+            continue;
+        }
+        if matches!(character, ',' | '{' | '[' | ']' | '}') {
+            key = None;
+        }
+        index += 1;
+    }
+    shown.into_iter().collect()
+}
+
+/// The end (one past the closing quote, or the line's end) and the raw content of the TOML
+/// string that opens at `start`.
+fn toml_string(characters: &[char], start: usize) -> (usize, String) {
+    let quote = characters[start];
+    let mut index = start + 1;
+    let mut content = String::new();
+    while index < characters.len() {
+        let character = characters[index];
+        if character == quote {
+            return (index + 1, content);
+        }
+        if quote == '"' && character == '\\' && index + 1 < characters.len() {
+            content.push(character);
+            content.push(characters[index + 1]);
+            index += 2;
+            continue;
+        }
+        content.push(character);
+        index += 1;
+    }
+    // Unterminated: the rest of the line is the value, masked to its end.
+    (characters.len() + 1, content)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +373,32 @@ mod tests {
         ("NOTE", "1://a:b@c", false),
         ("LABEL", "a:b@c", false),
     ];
+
+    #[test]
+    fn lines_quoted_by_diagnostics_hide_secret_values_and_keep_their_width() {
+        for (line, shown) in [
+            (
+                r#"envv = { HF_TOKEN = "hf_abc", FLAG = "on" }"#,
+                r#"envv = { HF_TOKEN = "******", FLAG = "on" }"#,
+            ),
+            (r#"HF_TOKEN = "a\u0000b""#, r#"HF_TOKEN = "********""#),
+            (r#"env.API_KEY = 'xyz'"#, r#"env.API_KEY = '***'"#),
+            (r#"env = ["GH_TOKEN=abc", "A=b"]"#, r#"env = ["GH_TOKEN=***", "A=b"]"#),
+            (
+                r#"DATABASE_URL = "postgres://u:p@h/d""#,
+                r#"DATABASE_URL = "******************""#,
+            ),
+            (r#"HF_TOKEN = hf_abc"#, r#"HF_TOKEN = ******"#),
+            (r#"HF_TOKEN = "unterminated"#, r#"HF_TOKEN = "************"#),
+            (r#"memroy = "16g""#, r#"memroy = "16g""#),
+            // A commented-out secret is still a secret.
+            (r#"image = "x" # HF_TOKEN = "y""#, r#"image = "x" # HF_TOKEN = "*""#),
+        ] {
+            let masked = mask_toml_line(line);
+            assert_eq!(masked, shown, "{line}");
+            assert_eq!(masked.chars().count(), line.chars().count());
+        }
+    }
 
     #[test]
     fn secret_names_and_values_follow_the_table() {

@@ -75,9 +75,10 @@ impl<'a> SourceText<'a> {
         let column = self.text[line_start..start].chars().count() + 1;
         let end = floor_char_boundary(self.text, span.end.clamp(start, line_end));
         let width = self.text[start..end].chars().count().max(1);
-        // A snippet of a huge line (minified or generated) would drown the message.
+        // A snippet of a huge line (minified or generated) would drown the message; a
+        // secret's value on the line is never quoted, whatever the problem there is.
         let source_line = (line_text.chars().count() <= MAXIMUM_SNIPPET_CHARACTERS)
-            .then(|| line_text.to_string());
+            .then(|| crate::secret::mask_toml_line(line_text));
         Diagnostic {
             path: self.path.clone(),
             line: line_index + 1,
