@@ -32,3 +32,4 @@ pub mod suggest;
 pub mod time;
 pub mod ui;
 pub mod units;
+pub mod untrusted;
