@@ -122,7 +122,9 @@ pub fn is_secret_key(key: &str) -> bool {
 
 fn is_secret_word(word: &str) -> bool {
     SECRET_WORDS.contains(&word)
-        || KEY_COMPOUNDS.iter().any(|compound| word.ends_with(compound))
+        || KEY_COMPOUNDS
+            .iter()
+            .any(|compound| word.ends_with(compound))
         || SECRET_ENDINGS.iter().any(|ending| word.ends_with(ending))
 }
 
@@ -207,7 +209,11 @@ pub fn mask_toml_line(line: &str) -> String {
                     pair_value_start.map(|offset| index + 1 + offset)
                 };
                 if let Some(first_masked) = first_masked {
-                    for masked in shown.iter_mut().take(end.saturating_sub(1)).skip(first_masked) {
+                    for masked in shown
+                        .iter_mut()
+                        .take(end.saturating_sub(1))
+                        .skip(first_masked)
+                    {
                         *masked = '*';
                     }
                 }
@@ -383,7 +389,10 @@ mod tests {
             ),
             (r#"HF_TOKEN = "a\u0000b""#, r#"HF_TOKEN = "********""#),
             (r#"env.API_KEY = 'xyz'"#, r#"env.API_KEY = '***'"#),
-            (r#"env = ["GH_TOKEN=abc", "A=b"]"#, r#"env = ["GH_TOKEN=***", "A=b"]"#),
+            (
+                r#"env = ["GH_TOKEN=abc", "A=b"]"#,
+                r#"env = ["GH_TOKEN=***", "A=b"]"#,
+            ),
             (
                 r#"DATABASE_URL = "postgres://u:p@h/d""#,
                 r#"DATABASE_URL = "******************""#,
@@ -392,7 +401,10 @@ mod tests {
             (r#"HF_TOKEN = "unterminated"#, r#"HF_TOKEN = "************"#),
             (r#"memroy = "16g""#, r#"memroy = "16g""#),
             // A commented-out secret is still a secret.
-            (r#"image = "x" # HF_TOKEN = "y""#, r#"image = "x" # HF_TOKEN = "*""#),
+            (
+                r#"image = "x" # HF_TOKEN = "y""#,
+                r#"image = "x" # HF_TOKEN = "*""#,
+            ),
         ] {
             let masked = mask_toml_line(line);
             assert_eq!(masked, shown, "{line}");

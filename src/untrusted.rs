@@ -40,8 +40,9 @@ pub enum ReadError {
         target.display()
     )]
     LinksOut { target: PathBuf },
-    #[error("it is larger than {limit} bytes")]
-    TooLarge { limit: u64 },
+    /// `seen`: its size when opened, or how much was read when it grew past the limit.
+    #[error("it is {seen} bytes, more than the {limit} allowed")]
+    TooLarge { limit: u64, seen: u64 },
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -104,13 +105,19 @@ pub fn read(path: &Path, limit: u64, named: Named) -> Result<Option<Vec<u8>>, Re
         return Err(ReadError::LinksOut { target });
     }
     if opened.len() > limit {
-        return Err(ReadError::TooLarge { limit });
+        return Err(ReadError::TooLarge {
+            limit,
+            seen: opened.len(),
+        });
     }
     let mut bytes = Vec::new();
     // One byte past the limit, in case the file grows while it is read.
     file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
-        return Err(ReadError::TooLarge { limit });
+        return Err(ReadError::TooLarge {
+            limit,
+            seen: bytes.len() as u64,
+        });
     }
     Ok(Some(bytes))
 }
@@ -202,8 +209,14 @@ mod tests {
         std::fs::write(path("large"), vec![b'#'; 2048]).unwrap();
 
         let read = |name: &str, named| read(&path(name), 1024, named);
-        assert_eq!(read("plain", Named::Found).unwrap().unwrap(), b"version = 1\n");
-        assert_eq!(read("inside-link", Named::Found).unwrap().unwrap(), b"version = 1\n");
+        assert_eq!(
+            read("plain", Named::Found).unwrap().unwrap(),
+            b"version = 1\n"
+        );
+        assert_eq!(
+            read("inside-link", Named::Found).unwrap().unwrap(),
+            b"version = 1\n"
+        );
         assert!(read("missing", Named::Found).unwrap().is_none());
         assert!(read("dangling", Named::Found).unwrap().is_none());
         for name in ["outside-link", "environ"] {
@@ -214,7 +227,10 @@ mod tests {
         }
         // A file the user typed is read where it leads.
         assert!(read("outside-link", Named::ByTheUser).unwrap().is_some());
-        for (name, kind) in [("fifo", "a FIFO (named pipe)"), ("zero", "a character device")] {
+        for (name, kind) in [
+            ("fifo", "a FIFO (named pipe)"),
+            ("zero", "a character device"),
+        ] {
             match read(name, Named::ByTheUser) {
                 Err(ReadError::NotRegular { kind: found }) => assert_eq!(found, kind),
                 other => panic!("{name}: {other:?}"),
@@ -222,7 +238,10 @@ mod tests {
         }
         assert!(matches!(
             read("large", Named::Found),
-            Err(ReadError::TooLarge { limit: 1024 })
+            Err(ReadError::TooLarge {
+                limit: 1024,
+                seen: 2048
+            })
         ));
     }
 

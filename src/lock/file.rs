@@ -53,23 +53,23 @@ impl LockReadError {
 /// The lock file at `path`; `Ok(None)` when there is none.
 pub fn read(path: &Path) -> Result<Option<LockFile>, LockReadError> {
     let shown = || path.display().to_string();
-    let bytes = match crate::untrusted::read(path, MAXIMUM_LOCK_BYTES, crate::untrusted::Named::Found)
-    {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => return Ok(None),
-        Err(crate::untrusted::ReadError::Io(source)) => {
-            return Err(LockReadError::Unreadable {
-                path: shown(),
-                source,
-            });
-        }
-        Err(source) => {
-            return Err(LockReadError::Refused {
-                path: shown(),
-                source,
-            });
-        }
-    };
+    let bytes =
+        match crate::untrusted::read(path, MAXIMUM_LOCK_BYTES, crate::untrusted::Named::Found) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
+            Err(crate::untrusted::ReadError::Io(source)) => {
+                return Err(LockReadError::Unreadable {
+                    path: shown(),
+                    source,
+                });
+            }
+            Err(source) => {
+                return Err(LockReadError::Refused {
+                    path: shown(),
+                    source,
+                });
+            }
+        };
     let text = String::from_utf8(bytes).map_err(|error| LockReadError::Invalid {
         path: shown(),
         message: format!(

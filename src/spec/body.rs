@@ -75,9 +75,9 @@ impl CreateBody {
         masked.env = self
             .env
             .iter()
-            .map(|entry| crate::secret::mask_entry(entry, |key, value| {
-                    self.is_secret_env(key, value)
-                }))
+            .map(|entry| {
+                crate::secret::mask_entry(entry, |key, value| self.is_secret_env(key, value))
+            })
             .collect();
         masked
     }
