@@ -19,6 +19,7 @@ pub mod facts;
 pub mod files;
 pub mod gpu;
 pub mod host;
+pub mod interrupt;
 pub mod lock;
 pub mod monitor;
 pub mod nvcheck;

@@ -116,10 +116,13 @@ pub async fn termination_signal() -> u8 {
     ) else {
         return std::future::pending::<u8>().await;
     };
-    tokio::select! {
+    let code = tokio::select! {
         _ = interrupt.recv() => 130,
         _ = terminate.recv() => 143,
-    }
+    };
+    // Waits on threads of their own (the GPU placement lock) see it and give up.
+    crate::interrupt::note(code);
+    code
 }
 
 /// Commands whose output is not data a JSON document could hold: `--json` is refused

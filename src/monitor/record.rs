@@ -199,9 +199,13 @@ impl Recorder {
             path: path.to_path_buf(),
             source,
         };
+        // Never through a link: in a shared folder (`team/rec.csv`) a link another user
+        // planted, even a dangling one, would have the recording create or append to the
+        // file it points at, with this user's rights.
         let file = open_regular(
             OpenOptions::new().read(true).append(true).create(true),
             path,
+            Links::Refuse,
         )?;
         let length = file.metadata().map_err(open_error)?.len();
         let mut recorder = Recorder {
@@ -577,16 +581,33 @@ pub const MAX_RECORDING_BYTES: u64 = 256 * 1024 * 1024;
 /// no writer, or no reader, would wait there forever) and checks the opened descriptor,
 /// not the name, so a file swapped after a check is caught: anything but a regular file
 /// (a FIFO, a device such as `/dev/zero`, a socket, a folder) is refused.
-pub fn open_regular(options: &mut OpenOptions, path: &Path) -> Result<File, RecordError> {
+pub fn open_regular(
+    options: &mut OpenOptions,
+    path: &Path,
+    links: Links,
+) -> Result<File, RecordError> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let open_error = |source| RecordError::Open {
         path: path.to_path_buf(),
         source,
     };
+    let flags = match links {
+        Links::Follow => rustix::fs::OFlags::NONBLOCK,
+        Links::Refuse => rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW,
+    };
     let file = options
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .custom_flags(flags.bits() as i32)
         .open(path)
         .map_err(|source| match source.raw_os_error() {
+            // `O_NOFOLLOW` on a link.
+            Some(code)
+                if code == rustix::io::Errno::LOOP.raw_os_error() && links == Links::Refuse =>
+            {
+                RecordError::NotRegular {
+                    path: path.to_path_buf(),
+                    kind: "a symbolic link",
+                }
+            }
             // `open(2)` refuses a folder for writing before any check of ours can.
             Some(code) if code == rustix::io::Errno::ISDIR.raw_os_error() => {
                 RecordError::NotRegular {
@@ -610,6 +631,15 @@ pub fn open_regular(options: &mut OpenOptions, path: &Path) -> Result<File, Reco
     Ok(file)
 }
 
+/// Whether [`open_regular`] follows a symbolic link at the path's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// A file the user named to read (`stats report FILE`): read where it leads.
+    Follow,
+    /// A file to create or append to: a link is refused, dangling or not.
+    Refuse,
+}
+
 /// What a file that is not a regular one is, in words.
 fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
@@ -631,10 +661,13 @@ fn kind_of(file_type: &std::fs::FileType) -> &'static str {
 pub fn read_recording(path: &Path) -> Result<Recording, RecordError> {
     let format = RecordFormat::from_path(path)?;
     // A recording that cannot be opened is bad input (exit 2), not a failed write.
-    let file = open_regular(OpenOptions::new().read(true), path).map_err(|error| match error {
-        RecordError::Open { path, source } => RecordError::Read { path, source },
-        other => other,
-    })?;
+    let file =
+        open_regular(OpenOptions::new().read(true), path, Links::Follow).map_err(|error| {
+            match error {
+                RecordError::Open { path, source } => RecordError::Read { path, source },
+                other => other,
+            }
+        })?;
     let read_error = |source| RecordError::Read {
         path: path.to_path_buf(),
         source,

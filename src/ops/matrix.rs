@@ -38,7 +38,9 @@ pub fn load_matrix(explicit: Option<&Path>, config_home: Option<&Path>) -> Resul
             Ok(Some(bytes)) => bytes,
             Ok(None) if named == Named::Found => continue,
             Ok(None) => {
-                return Err(refused("cannot read the matrix file: it does not exist".into()).into());
+                return Err(
+                    refused("cannot read the matrix file: it does not exist".into()).into(),
+                );
             }
             Err(error) => {
                 return Err(refused(format!(
