@@ -106,6 +106,8 @@ pub enum LockUpdateError {
         #[source]
         source: std::io::Error,
     },
+    #[error("another process has held the lock on {folder} for {seconds} s")]
+    Busy { folder: String, seconds: u64 },
     #[error("cannot write `{path}`")]
     Write {
         path: String,
@@ -114,26 +116,45 @@ pub enum LockUpdateError {
     },
 }
 
-/// Reads the lock file at `path` (a new one when there is none), lets `change` edit it and
-/// writes it back, holding an advisory lock (`flock`) on its folder meanwhile: two
+/// The advisory lock (`flock`) on the folder of `envctl.lock`, held until dropped: two
 /// `envctl lock` runs at once each keep the other's entries. The folder, not the file, is
 /// locked because the write renames a new file over the old one, and a lock on the old
 /// inode would not stop the next reader.
-pub fn update<T>(
-    path: &Path,
-    change: impl FnOnce(&mut LockFile) -> T,
-) -> Result<T, LockUpdateError> {
-    let folder = path
-        .parent()
-        .filter(|folder| !folder.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+#[derive(Debug)]
+pub struct FolderGuard {
+    _folder: std::fs::File,
+}
+
+/// One try at the folder's lock for `path`: `Ok(None)` while another process holds it.
+/// Never waits: whoever holds it may hold it forever (any process that can open the
+/// folder can), so the caller bounds the wait, says it is waiting, and stops at a signal.
+pub fn try_guard(path: &Path) -> Result<Option<FolderGuard>, LockUpdateError> {
+    let folder = folder_of(path);
     let guard_failed = |source| LockUpdateError::Guard {
         folder: folder.display().to_string(),
         source,
     };
     let guard = std::fs::File::open(folder).map_err(guard_failed)?;
-    rustix::fs::flock(&guard, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(|errno| guard_failed(errno.into()))?;
+    match rustix::fs::flock(&guard, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(FolderGuard { _folder: guard })),
+        Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR) => Ok(None),
+        Err(errno) => Err(guard_failed(errno.into())),
+    }
+}
+
+fn folder_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Reads the lock file at `path` (a new one when there is none), lets `change` edit it and
+/// writes it back, under `guard` (taken with [`try_guard`] for the same path).
+pub fn update<T>(
+    _guard: &FolderGuard,
+    path: &Path,
+    change: impl FnOnce(&mut LockFile) -> T,
+) -> Result<T, LockUpdateError> {
     let mut lock = read(path)?.unwrap_or(LockFile {
         version: LockFile::VERSION,
         images: Vec::new(),
@@ -143,8 +164,6 @@ pub fn update<T>(
         path: path.display().to_string(),
         source,
     })?;
-    // The guard is released when `guard` closes, after the rename.
-    drop(guard);
     Ok(result)
 }
 

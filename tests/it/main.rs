@@ -37,6 +37,7 @@ mod export;
 mod export_origin;
 mod faults;
 mod gpu_facts;
+mod hardening;
 mod lock;
 mod nvidia_check;
 mod placement;
