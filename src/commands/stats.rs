@@ -66,6 +66,10 @@ pub struct StatsArgs {
     /// The span of history the dashboard of `--serve` shows: 10m, 1h, 90s
     #[arg(long, value_name = "DURATION", default_value = "10m", requires = "serve", value_parser = duration::parse_window)]
     pub window: Duration,
+    /// A name `--serve` answers requests addressed to, besides IP addresses and localhost
+    /// (the `Host` a browser or Prometheus sends: `gpu-node-3.example`); repeatable
+    #[arg(long, value_name = "NAME", requires = "serve")]
+    pub serve_host: Vec<String>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -256,6 +260,7 @@ async fn run_live(
             address,
             arguments.window,
             arguments.interval,
+            &arguments.serve_host,
         )?),
         None => None,
     };

@@ -60,6 +60,9 @@ fn assert_shows_none(run: &Run, values: &[&str], what: &str) {
     }
 }
 
+/// What a test plants at a path, and how it is said.
+type Plant<'a> = (&'a str, &'a dyn Fn(&Path));
+
 fn fifo(path: &Path) {
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
@@ -83,7 +86,7 @@ fn a_planted_lock_file_is_never_read_through_echoed_or_waited_on() {
     .unwrap();
     let environment = [("HF_TOKEN", "hf_environsecret")];
     let secrets = ["ghp_plantedsecret", "hf_secondsecret", "hf_environsecret"];
-    let planted: [(&str, &dyn Fn(&Path)); 4] = [
+    let planted: [Plant; 4] = [
         ("a link to a credentials file", &|path: &Path| {
             std::os::unix::fs::symlink(&credentials, path).unwrap()
         }),
@@ -107,7 +110,10 @@ fn a_planted_lock_file_is_never_read_through_echoed_or_waited_on() {
             let run = envctl(directory.path(), arguments, &environment);
             let context = format!("{what}: envctl {arguments:?}");
             assert_shows_none(&run, &secrets, &context);
-            assert_eq!(run.code, 2, "{context}: a planted lock file is an error\n{run}");
+            assert_eq!(
+                run.code, 2,
+                "{context}: a planted lock file is an error\n{run}"
+            );
             assert!(run.stderr.contains("envctl.lock"), "{context}\n{run}");
         }
         // Nothing was written where the link leads.
@@ -158,11 +164,17 @@ fn profile_diagnostics_never_quote_a_secret_value() {
         ),
     ] {
         let directory = project(&[("p", text)]);
-        for arguments in [&["profiles", "check", "p"][..], &["up", "p", "--dry-run"][..]] {
+        for arguments in [
+            &["profiles", "check", "p"][..],
+            &["up", "p", "--dry-run"][..],
+        ] {
             let run = envctl(directory.path(), arguments, &[]);
             let context = format!("{problem}: envctl {arguments:?}");
             assert_eq!(run.code, 2, "{context}\n{run}");
-            assert!(run.stderr.contains("-->"), "{context}: the place is named\n{run}");
+            assert!(
+                run.stderr.contains("-->"),
+                "{context}: the place is named\n{run}"
+            );
             assert_shows_none(&run, &["hf_typosecret"], &context);
         }
     }
@@ -240,7 +252,11 @@ fn completion_offers_no_name_a_shell_would_act_on() {
             .unwrap();
         assert!(output.status.success(), "{output:?}");
         let offered = String::from_utf8(output.stdout).unwrap();
-        assert_eq!(offered.trim(), "team", "envctl {command} t<TAB>: {offered:?}");
+        assert_eq!(
+            offered.trim(),
+            "team",
+            "envctl {command} t<TAB>: {offered:?}"
+        );
     }
     assert!(!directory.path().join("PWNED").exists());
 }
@@ -268,7 +284,10 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
         .env("NO_COLOR", "1")
         .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
         .env("HOME", directory.path().join("home"))
-        .env("ENVCTL_POLICY", directory.path().join("no-host-policy.toml"))
+        .env(
+            "ENVCTL_POLICY",
+            directory.path().join("no-host-policy.toml"),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -277,7 +296,10 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
     let (lines, said) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead as _;
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = lines.send(line);
         }
     });
@@ -297,7 +319,9 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
         }
     }
     assert!(
-        heard.iter().any(|line| line.contains("waiting for the lock")),
+        heard
+            .iter()
+            .any(|line| line.contains("waiting for the lock")),
         "the wait is said on stderr: {heard:?}"
     );
     assert!(crate::support::signal::send(&child, "INT"));
@@ -398,27 +422,35 @@ fn a_planted_placement_lock_is_named_as_planted() {
     let (directory, name) = gpu_project();
     let _guard = crate::support::docker::ContainerGuard::new(format!("envctl-{name}"));
     let outside = tempfile::tempdir().unwrap();
-    let planted: [(&str, &dyn Fn(&Path)); 3] = [
+    let planted: [Plant; 3] = [
         ("a FIFO (named pipe)", &|path: &Path| fifo(path)),
-        ("a directory", &|path: &Path| std::fs::create_dir(path).unwrap()),
+        ("a directory", &|path: &Path| {
+            std::fs::create_dir(path).unwrap()
+        }),
         ("a symbolic link", &|path: &Path| {
             std::os::unix::fs::symlink(outside.path().join("made"), path).unwrap()
         }),
     ];
     for (what, plant) in planted {
-        let lock = directory.path().join(format!("planted-{}.lock", what.len()));
+        let lock = directory
+            .path()
+            .join(format!("planted-{}.lock", what.len()));
         plant(&lock);
         let child = gpu_up(directory.path(), &name, &lock, &["--force"]);
         let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
         assert!(
-            stderr.contains(&format!("is {what}, not the empty regular file envctl makes")),
+            stderr.contains(&format!(
+                "is {what}, not the empty regular file envctl makes"
+            )),
             "{what}: {stderr}"
         );
         assert!(stderr.contains("sudo rm -rf"), "{what}: {stderr}");
         assert!(!stderr.contains("ENVCTL_GPU_LOCK"), "{what}: {stderr}");
     }
     assert!(!outside.path().join("made").exists());
-    assert!(!crate::support::docker::container_exists(&format!("envctl-{name}")));
+    assert!(!crate::support::docker::container_exists(&format!(
+        "envctl-{name}"
+    )));
 }
