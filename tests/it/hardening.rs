@@ -454,3 +454,67 @@ fn a_planted_placement_lock_is_named_as_planted() {
         "envctl-{name}"
     )));
 }
+
+/// Class 6: the stats sampler keeps a small pool of requests to the daemon, so fifty
+/// running containers are sampled under `ulimit -n 40`, where one connection per
+/// container at once ran out of file descriptors (and blamed the daemon).
+#[test]
+fn many_containers_are_sampled_under_a_small_file_limit() {
+    use crate::support::docker::{ContainerGuard, TEST_LABEL, docker_output, test_image};
+    if !require_daemon() {
+        return;
+    }
+    let image = test_image();
+    let mut guards = Vec::new();
+    let names: Vec<String> = (0..50).map(|_| unique_name("fanout")).collect();
+    let started: Vec<std::thread::JoinHandle<bool>> = names
+        .iter()
+        .map(|name| {
+            let (name, image) = (name.clone(), image.clone());
+            std::thread::spawn(move || {
+                docker_output([
+                    "run", "-d", "--name", &name, "--label", TEST_LABEL, &image, "sleep", "600",
+                ])
+                .status
+                .success()
+            })
+        })
+        .collect();
+    for name in &names {
+        guards.push(ContainerGuard::new(name.clone()));
+    }
+    for handle in started {
+        assert!(handle.join().unwrap(), "a container did not start");
+    }
+    let directory = project(&[]);
+    let binary = assert_cmd::cargo::cargo_bin("envctl");
+    let output = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n 40 && exec '{}' stats --all --once --json",
+                binary.display()
+            ),
+        ])
+        .current_dir(directory.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
+        .env("HOME", directory.path().join("home"))
+        .env(
+            "ENVCTL_POLICY",
+            directory.path().join("no-host-policy.toml"),
+        )
+        .output()
+        .unwrap();
+    let run = Run::of(output);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        !run.stdout.contains("open files") && !run.stderr.contains("open files"),
+        "{run}"
+    );
+    let sampled = names
+        .iter()
+        .filter(|name| run.stdout.contains(&format!("\"{name}\"")))
+        .count();
+    assert_eq!(sampled, names.len(), "{run}");
+}

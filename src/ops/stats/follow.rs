@@ -226,7 +226,7 @@ async fn inspect_stopped(
     stopped: Vec<Target>,
 ) -> (Vec<EndedContainer>, Vec<Failure>, Vec<Target>) {
     let answers =
-        futures_util::future::join_all(stopped.iter().map(|target| {
+        crate::engine::each_bounded(stopped.iter().map(|target| {
             tokio::time::timeout(ENDED_TIMEOUT, engine.inspect_container(&target.id))
         }))
         .await
@@ -380,7 +380,7 @@ impl Following<'_> {
                 ended || !self.followed.contains_key(&target.id)
             })
             .collect();
-        let resources = futures_util::future::join_all(
+        let resources = crate::engine::each_bounded(
             fresh
                 .iter()
                 .map(|target| self.engine.container_resources(&target.id)),
