@@ -105,7 +105,12 @@ pub const TAGS_PER_PAGE: usize = 1000;
 /// The largest tag-list page envctl reads: 1000 tags of the longest name the OCI
 /// distribution spec allows (128 characters) take about 130 KB, so a page past this is a
 /// registry that ignores `n`, and reading it whole would grow without bound.
-pub const MAX_PAGE_BYTES: u64 = 4 * 1024 * 1024;
+pub const MAX_PAGE_BYTES: u64 = 1024 * 1024;
+
+/// The most bytes of tag-list pages envctl reads for one repository, over all pages: a
+/// registry sending [`MAX_TAG_PAGES`] pages of [`MAX_PAGE_BYTES`] is stopped well before
+/// that, and the list said to be incomplete.
+pub const MAX_TAG_LIST_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The most tags envctl keeps for one repository, over all pages: far more than any
 /// image family has, and a bound on memory whatever the registry sends.
@@ -179,7 +184,16 @@ impl RegistryClient {
         let mut visited = HashSet::from([url.clone()]);
         let mut known = HashSet::new();
         let mut list = Tags::default();
+        let mut read_bytes = 0u64;
         for page in 1..=MAX_TAG_PAGES {
+            if read_bytes >= MAX_TAG_LIST_BYTES {
+                let reason = format!(
+                    "envctl reads at most {} MiB of tag lists and the registry has more",
+                    MAX_TAG_LIST_BYTES >> 20
+                );
+                list.incomplete = Some(incomplete(&registry, page - 1, &reason));
+                return Ok(list);
+            }
             let answer = self.get(
                 &url,
                 &registry,
@@ -188,13 +202,21 @@ impl RegistryClient {
                 &mut token,
                 MAX_PAGE_BYTES,
             )?;
+            read_bytes += answer.body.len() as u64;
             let tags: TagPage =
                 serde_json::from_slice(&answer.body).map_err(|error| RegistryError::Invalid {
                     registry: registry.clone(),
                     message: format!("the tag list {url}: {error}"),
                 })?;
             drop(answer.body);
-            for tag in tags.tags.unwrap_or_default() {
+            // A name Docker would refuse as a tag (longer than 128 characters, or with
+            // other characters) is no tag anything could pull: not kept.
+            for tag in tags
+                .tags
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|tag| crate::profile::image::is_valid_tag(tag))
+            {
                 if known.insert(tag.clone()) {
                     if list.tags.len() == MAX_TAGS {
                         return Err(RegistryError::TooManyTags {

@@ -20,7 +20,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use envctl::profile::image::ImageReference;
-use envctl::registry::{MAX_PAGE_BYTES, MAX_TAG_PAGES, RegistryClient, Tags};
+use envctl::registry::{
+    MAX_PAGE_BYTES, MAX_TAG_LIST_BYTES, MAX_TAG_PAGES, RegistryClient, Tags,
+};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -512,5 +514,37 @@ fn a_page_past_the_size_limit_is_an_error_read_no_further() {
     assert!(
         error.contains(&format!("larger than {MAX_PAGE_BYTES} bytes")),
         "{error}"
+    );
+}
+
+/// Issue 30, class 6: pages each just under the page limit stop at the bound on the whole
+/// list (not after 50 of them), and names Docker would refuse as tags (longer than 128
+/// characters) are not kept.
+#[test]
+fn large_pages_stop_at_the_list_limit_and_overlong_tags_are_dropped() {
+    let registry = FakeRegistry::start(|request, _| {
+        let page: usize = request
+            .target
+            .split_once("page=")
+            .map_or(1, |(_, number)| number.parse().unwrap());
+        let tag = format!("1.{page}.0");
+        let overlong: Vec<String> = (0..6000).map(|index| format!("{index:0>140}")).collect();
+        let mut tags: Vec<&str> = overlong.iter().map(String::as_str).collect();
+        tags.push(tag.as_str());
+        let link = format!(
+            "</v2/team/app/tags/list?n=1&page={}>; rel=\"next\"",
+            page + 1
+        );
+        Response::tags(&tags, Some(&link))
+    });
+    let list = tag_list(&format!("{}/team/app:1.0.0", registry.host_port()));
+    assert!(list.tags.iter().all(|tag| tag.len() <= 128), "{:?}", list.tags.first());
+    let pages = registry.tag_list_requests().len();
+    assert!(pages < MAX_TAG_PAGES, "{pages} pages read");
+    assert_eq!(list.tags.len(), pages);
+    let note = list.incomplete.expect("the list limit is noted");
+    assert!(
+        note.contains(&format!("at most {} MiB", MAX_TAG_LIST_BYTES >> 20)),
+        "{note}"
     );
 }
