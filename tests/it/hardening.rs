@@ -518,3 +518,29 @@ fn many_containers_are_sampled_under_a_small_file_limit() {
         .count();
     assert_eq!(sampled, names.len(), "{run}");
 }
+
+/// Class 6: every answer read has a cap; `/info` had none (an 800 MB answer took 2 GB).
+/// An `/info` past its limit is a bad answer, said as such, not read whole.
+#[test]
+fn an_info_answer_past_its_limit_is_refused_not_read_whole() {
+    use crate::support::fake_daemon::{FakeDaemon, Reply};
+    let warning = "w".repeat(1024);
+    let body = format!(
+        "{{\"OSType\":\"linux\",\"Warnings\":[{}]}}",
+        vec![format!("\"{warning}\""); 6 * 1024].join(",")
+    );
+    let daemon = FakeDaemon::start(move |request| {
+        (request.route() == "/info").then(|| Reply::json(200, body.clone()))
+    });
+    let directory = project(&[]);
+    let run = envctl(
+        directory.path(),
+        &["doctor", "--json"],
+        &[
+            ("DOCKER_HOST", daemon.host().as_str()),
+            ("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"),
+        ],
+    );
+    assert_ne!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("an answer over 4 MiB"), "{run}");
+}
