@@ -488,7 +488,7 @@ mod tests {
     fn running_out_of_file_descriptors_is_envctls_own_limit() {
         let endpoint = Endpoint {
             address: "unix:///var/run/docker.sock".into(),
-            kind: EngineKind::Docker,
+            kind: EngineKind::DockerEngine,
         };
         let error = EngineError::classify(
             &endpoint,

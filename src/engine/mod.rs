@@ -32,9 +32,6 @@ use bollard::Docker;
 
 pub use error::{Endpoint, EngineError};
 
-/// How long `ping` waits: a daemon that does not answer this fast is named as the
-/// problem (the fault tests ask for an answer within 3 s).
-
 /// The most requests envctl keeps in flight to the daemon when it asks about many
 /// containers at once (the stats sampler's reads, doctor's image inspects): each is a
 /// connection and a file descriptor of its own, and one per container ran out of file
@@ -53,6 +50,8 @@ pub async fn each_bounded<F: std::future::Future>(
         .await
 }
 
+/// How long `ping` waits: a daemon that does not answer this fast is named as the
+/// problem (the fault tests ask for an answer within 3 s).
 pub const PING_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How long a short answer may take, headers and body together: a list, an inspect,

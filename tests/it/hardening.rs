@@ -544,3 +544,47 @@ fn an_info_answer_past_its_limit_is_refused_not_read_whole() {
     assert_ne!(run.code, 0, "{run}");
     assert!(run.stdout.contains("an answer over 4 MiB"), "{run}");
 }
+
+/// Class 2: `stats` writing into a pipe nobody reads any more still ends at the first
+/// signal, 130 or 143 within two seconds, for both its views.
+#[test]
+fn stats_into_a_full_pipe_ends_at_the_first_signal() {
+    if !require_daemon() {
+        return;
+    }
+    for (json, signal, code) in [(true, "TERM", 143), (false, "INT", 130)] {
+        let directory = project(&[]);
+        let binary = assert_cmd::cargo::cargo_bin("envctl");
+        let mut command = Command::new(binary);
+        if json {
+            command.arg("--json");
+        }
+        let mut child = command
+            .args(["stats", "--all", "--interval", "100ms"])
+            .current_dir(directory.path())
+            .env("NO_COLOR", "1")
+            .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
+            .env("HOME", directory.path().join("home"))
+            .env(
+                "ENVCTL_POLICY",
+                directory.path().join("no-host-policy.toml"),
+            )
+            .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
+            .env(
+                "ENVCTL_NVML_STUB_FIXTURE",
+                crate::support::nvml::fixture("healthy-8x-h100.conf"),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Nobody reads stdout: 64 KiB of snapshots fill the pipe within seconds.
+        std::thread::sleep(Duration::from_secs(8));
+        assert!(child.try_wait().unwrap().is_none(), "stats ended by itself");
+        assert!(crate::support::signal::send(&child, signal));
+        let status = crate::support::signal::wait_within(&mut child, Duration::from_secs(2))
+            .unwrap_or_else(|| panic!("stats (json: {json}) outlived SIG{signal} by 2 s"));
+        assert_eq!(status.code(), Some(code), "json: {json}");
+    }
+}

@@ -20,9 +20,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use envctl::profile::image::ImageReference;
-use envctl::registry::{
-    MAX_PAGE_BYTES, MAX_TAG_LIST_BYTES, MAX_TAG_PAGES, RegistryClient, Tags,
-};
+use envctl::registry::{MAX_PAGE_BYTES, MAX_TAG_LIST_BYTES, MAX_TAG_PAGES, RegistryClient, Tags};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -538,7 +536,11 @@ fn large_pages_stop_at_the_list_limit_and_overlong_tags_are_dropped() {
         Response::tags(&tags, Some(&link))
     });
     let list = tag_list(&format!("{}/team/app:1.0.0", registry.host_port()));
-    assert!(list.tags.iter().all(|tag| tag.len() <= 128), "{:?}", list.tags.first());
+    assert!(
+        list.tags.iter().all(|tag| tag.len() <= 128),
+        "{:?}",
+        list.tags.first()
+    );
     let pages = registry.tag_list_requests().len();
     assert!(pages < MAX_TAG_PAGES, "{pages} pages read");
     assert_eq!(list.tags.len(), pages);

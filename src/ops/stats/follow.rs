@@ -72,6 +72,12 @@ pub trait FollowView {
     fn daemon_back(&mut self, endpoint: &crate::engine::Endpoint);
     /// Sample number `taken` (from 1); an error ends the loop with it.
     fn show(&mut self, snapshot: &Snapshot, taken: u64) -> Result<(), Error>;
+    /// A write [`FollowView::show`] left to another thread (stdout into a pipe): the loop
+    /// waits for it together with its stop, so that a reader that stopped reading never
+    /// keeps a signal from ending the loop.
+    fn pending_write(&mut self) -> Option<tokio::sync::oneshot::Receiver<std::io::Result<()>>> {
+        None
+    }
 }
 
 /// Why the loop ended, when it was not an error.
@@ -206,6 +212,19 @@ pub async fn follow<S>(
         }
         if let Err(error) = view.show(&snapshot, taken) {
             break Err(error);
+        }
+        if let Some(pending) = view.pending_write() {
+            let written = tokio::select! {
+                written = pending => written,
+                stopped = &mut stop => break Ok(Ended::Stopped(stopped)),
+            };
+            match written {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => break Err(Error::Output(error)),
+                Err(_) => {
+                    break Err(Error::Internal("the stdout writer thread ended".into()));
+                }
+            }
         }
         if options.count.is_some_and(|count| taken >= count) {
             break Ok(Ended::Counted);
