@@ -128,6 +128,18 @@ pub enum RecordError {
     },
     #[error("`{path}` holds no samples")]
     Empty { path: PathBuf },
+    /// Every line was skipped: the reasons, not "record first".
+    #[error(
+        "`{path}` holds no sample envctl can read: {} line{} skipped, the first (line {}) because {}",
+        skipped.len(),
+        if skipped.len() == 1 { "" } else { "s" },
+        skipped.first().map_or(0, |(line, _)| *line),
+        skipped.first().map_or("", |(_, why)| why.as_str())
+    )]
+    Unreadable {
+        path: PathBuf,
+        skipped: Vec<(usize, String)>,
+    },
     #[error("`{path}` is {kind}, not a regular file")]
     NotRegular { path: PathBuf, kind: &'static str },
     #[error("the recording `{path}` is larger than {limit} bytes")]
@@ -150,6 +162,9 @@ impl RecordError {
             }
             RecordError::Empty { .. } => Some(
                 "record first: `envctl stats --record FILE`, and let it run a few intervals".into(),
+            ),
+            RecordError::Unreadable { .. } => Some(
+                "check that the file is a recording `envctl stats --record` wrote (.csv or .jsonl), and not another tool's".into(),
             ),
             RecordError::Open { .. } | RecordError::Write { .. } | RecordError::Read { .. } => {
                 Some("check the path, its folder and their permissions".into())
@@ -694,6 +709,12 @@ pub fn read_recording(path: &Path) -> Result<Recording, RecordError> {
         RecordFormat::Csv => parse_csv(path, &text)?,
     };
     if recording.snapshots.is_empty() {
+        if !recording.skipped.is_empty() {
+            return Err(RecordError::Unreadable {
+                path: path.to_path_buf(),
+                skipped: recording.skipped,
+            });
+        }
         return Err(RecordError::Empty {
             path: path.to_path_buf(),
         });
@@ -951,6 +972,38 @@ fn push_row(text: &mut String, cells: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recording_whose_every_line_fails_says_why() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("run.jsonl");
+        std::fs::write(&path, "not json\n{\"also\": \"not a snapshot\"}\n").unwrap();
+        let error = read_recording(&path).unwrap_err();
+        match &error {
+            RecordError::Unreadable { skipped, .. } => assert_eq!(skipped.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        let message = error.to_string();
+        assert!(message.contains("2 lines skipped, the first (line 1) because"), "{message}");
+        assert!(!error.hint().unwrap_or_default().contains("record first"));
+    }
+
+    #[test]
+    fn a_recording_is_never_created_or_appended_through_a_link() {
+        let folder = tempfile::tempdir().unwrap();
+        let elsewhere = folder.path().join("elsewhere.csv");
+        let dangling = folder.path().join("rec.csv");
+        std::os::unix::fs::symlink(&elsewhere, &dangling).unwrap();
+        let error = Recorder::open(&dangling).unwrap_err();
+        assert!(
+            matches!(error, RecordError::NotRegular { kind: "a symbolic link", .. }),
+            "{error:?}"
+        );
+        assert!(!elsewhere.exists(), "nothing is created where the link points");
+        std::fs::write(&elsewhere, "").unwrap();
+        assert!(Recorder::open(&dangling).is_err());
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+    }
 
     fn snapshot(time: f64) -> Snapshot {
         Snapshot {
