@@ -305,7 +305,10 @@ async fn run_live(
         context.printer.info(&format!(
             "dashboard at http://{}/ (the last {})",
             server.address(),
-            duration::humanize_span(arguments.window)
+            duration::humanize_span(crate::monitor::history::span_kept(
+                arguments.window,
+                arguments.interval
+            ))
         ));
     }
     let mut view = if context.json {

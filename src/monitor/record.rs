@@ -984,7 +984,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let message = error.to_string();
-        assert!(message.contains("2 lines skipped, the first (line 1) because"), "{message}");
+        assert!(
+            message.contains("2 lines skipped, the first (line 1) because"),
+            "{message}"
+        );
         assert!(!error.hint().unwrap_or_default().contains("record first"));
     }
 
@@ -996,10 +999,19 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &dangling).unwrap();
         let error = Recorder::open(&dangling).unwrap_err();
         assert!(
-            matches!(error, RecordError::NotRegular { kind: "a symbolic link", .. }),
+            matches!(
+                error,
+                RecordError::NotRegular {
+                    kind: "a symbolic link",
+                    ..
+                }
+            ),
             "{error:?}"
         );
-        assert!(!elsewhere.exists(), "nothing is created where the link points");
+        assert!(
+            !elsewhere.exists(),
+            "nothing is created where the link points"
+        );
         std::fs::write(&elsewhere, "").unwrap();
         assert!(Recorder::open(&dangling).is_err());
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");

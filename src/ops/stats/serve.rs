@@ -113,7 +113,8 @@ impl StatsServer {
             latest: None,
             hostname: String::new(),
             history: History::new(window, interval),
-            window,
+            // What the history really covers: the dashboard says this span.
+            window: crate::monitor::history::span_kept(window, interval),
             host_names: host_names
                 .iter()
                 .map(|name| name.to_ascii_lowercase())
