@@ -278,7 +278,7 @@ impl EngineError {
             } => EngineError::Daemon {
                 endpoint,
                 status: status_code,
-                message: capped(message),
+                message: capped(said(status_code, message)),
             },
             Bollard::JsonDataError {
                 message, contents, ..
@@ -409,6 +409,16 @@ impl EngineError {
     }
 }
 
+/// A daemon's message for an error status, or what its absence means: never "answered
+/// 302: " and nothing more.
+pub(crate) fn said(status: u16, message: String) -> String {
+    match (message.trim().is_empty(), status) {
+        (false, _) => message,
+        (true, 300..=399) => "a redirect with no message; the Engine API never redirects, so something else answers at this address".into(),
+        (true, _) => "no message".into(),
+    }
+}
+
 /// How much of a daemon's own text (an error message, a body that is not JSON) an error
 /// keeps: a 50 MB answer is not worth 50 MB of terminal.
 pub const MESSAGE_CAP: usize = 4096;
@@ -483,6 +493,13 @@ fn parse_open_files_limit(limits: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_error_answer_still_says_something() {
+        assert!(said(302, String::new()).contains("never redirects"));
+        assert_eq!(said(500, " ".into()), "no message");
+        assert_eq!(said(404, "no such container".into()), "no such container");
+    }
 
     #[test]
     fn running_out_of_file_descriptors_is_envctls_own_limit() {
