@@ -35,6 +35,20 @@ pub enum RegistryError {
     },
     #[error("{registry} sent an answer envctl cannot read: {message}")]
     Invalid { registry: String, message: String },
+    /// The registry answered; the token service its challenge names did not.
+    #[error("the token service of {registry} ({realm}) cannot be reached: {message}")]
+    TokenServiceUnreachable {
+        registry: String,
+        realm: String,
+        message: String,
+    },
+    /// The token service answered, but neither a token nor a refusal of access.
+    #[error("the token service of {registry} ({realm}) answered HTTP {status}")]
+    TokenServiceAnswered {
+        registry: String,
+        realm: String,
+        status: u16,
+    },
     /// A redirect led off the registry's host, where its bearer token is not sent, and the
     /// host it led to refused the request without one.
     #[error(
@@ -73,6 +87,15 @@ impl RegistryError {
                     .into(),
             ),
             RegistryError::NotFound { .. } => Some("check the image name in the profile".into()),
+            RegistryError::TokenServiceUnreachable { .. } => Some(
+                "the registry itself answers, the address its challenge sends envctl to for a token does not; ask the registry's operator, or pin the image by digest".into(),
+            ),
+            RegistryError::TokenServiceAnswered { status, .. } if (300..400).contains(status) => Some(
+                "envctl follows no redirect from a token service (it could lead anywhere, a cloud's metadata address included); ask the registry's operator".into(),
+            ),
+            RegistryError::TokenServiceAnswered { .. } => Some(
+                "the token service failed, not your access: try again later, or ask the registry's operator".into(),
+            ),
             RegistryError::RedirectRefused { registry, .. } => Some(format!(
                 "envctl sends {registry}'s token only to {registry} itself; ask the registry's operator to redirect within its own host, or pin the image by digest"
             )),
@@ -300,10 +323,9 @@ impl RegistryClient {
             if let Some(token) = token.as_deref().filter(|_| off_origin.is_none()) {
                 request = request.header("Authorization", &format!("Bearer {token}"));
             }
-            let mut response = request.call().map_err(|error| RegistryError::Unreachable {
-                registry: registry.into(),
-                message: error.to_string(),
-            })?;
+            let mut response = request
+                .call()
+                .map_err(|error| unreachable_or_invalid(error, registry))?;
             let status = response.status().as_u16();
             let header = |name: &str| {
                 response
@@ -400,6 +422,14 @@ impl RegistryClient {
         registry: &str,
         repository: &str,
     ) -> Result<String, RegistryError> {
+        // A challenge with control characters is no challenge a registry sends; its
+        // text reaches the terminal only through the escaping of error messages.
+        if challenge.chars().any(char::is_control) {
+            return Err(RegistryError::Invalid {
+                registry: registry.into(),
+                message: "its WWW-Authenticate challenge holds control characters".into(),
+            });
+        }
         let parameters = parse_challenge(challenge);
         let realm = parameters
             .iter()
@@ -415,20 +445,36 @@ impl RegistryClient {
                 registry: registry.into(),
                 message: format!("its token realm `{realm}` is no URL: {error}"),
             })?;
-        let mut response =
-            self.agent
-                .get(url.as_str())
-                .call()
-                .map_err(|error| RegistryError::Unreachable {
+        let mut response = self.agent.get(url.as_str()).call().map_err(|error| {
+            match unreachable_or_invalid(error, registry) {
+                RegistryError::Unreachable { message, .. } => {
+                    RegistryError::TokenServiceUnreachable {
+                        registry: registry.into(),
+                        realm: realm.clone(),
+                        message,
+                    }
+                }
+                other => other,
+            }
+        })?;
+        match response.status().as_u16() {
+            200 => {}
+            // A refusal of access is about credentials; anything else (a redirect, a
+            // server error) is the token service's own answer, said as such.
+            status @ (401 | 403) => {
+                return Err(RegistryError::Unauthorized {
                     registry: registry.into(),
-                    message: error.to_string(),
-                })?;
-        if response.status().as_u16() != 200 {
-            return Err(RegistryError::Unauthorized {
-                registry: registry.into(),
-                repository: repository.into(),
-                status: response.status().as_u16(),
-            });
+                    repository: repository.into(),
+                    status,
+                });
+            }
+            status => {
+                return Err(RegistryError::TokenServiceAnswered {
+                    registry: registry.into(),
+                    realm,
+                    status,
+                });
+            }
         }
         let text = read_body(&mut response, MAX_BODY_BYTES, registry, url.as_str())?;
         let token: Token =
@@ -436,13 +482,50 @@ impl RegistryClient {
                 registry: registry.into(),
                 message: error.to_string(),
             })?;
-        token
+        let token = token
             .token
             .or(token.access_token)
             .ok_or_else(|| RegistryError::Invalid {
                 registry: registry.into(),
                 message: "the token answer holds no token".into(),
-            })
+            })?;
+        // Sent back in a header: a token no header could carry fails the next request
+        // in ways that read like the network.
+        if token.len() > MAX_TOKEN_BYTES || token.chars().any(|c| c.is_control() || c == ' ') {
+            return Err(RegistryError::Invalid {
+                registry: registry.into(),
+                message: format!(
+                    "its token ({} bytes) is not one a header can carry (at most {MAX_TOKEN_BYTES} bytes of visible characters)",
+                    token.len()
+                ),
+            });
+        }
+        Ok(token)
+    }
+}
+
+/// The longest bearer token envctl sends back: real ones are JWTs of a few KiB.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// A failed request as unreachable (the network: no route, no name, no connection, a
+/// timeout, TLS) or as an answer envctl cannot use (anything else ureq refuses).
+fn unreachable_or_invalid(error: ureq::Error, registry: &str) -> RegistryError {
+    match error {
+        ureq::Error::Io(_)
+        | ureq::Error::Timeout(_)
+        | ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::ConnectProxyFailed(_)
+        | ureq::Error::Tls(_)
+        | ureq::Error::Rustls(_)
+        | ureq::Error::TlsRequired => RegistryError::Unreachable {
+            registry: registry.into(),
+            message: error.to_string(),
+        },
+        other => RegistryError::Invalid {
+            registry: registry.into(),
+            message: other.to_string(),
+        },
     }
 }
 

@@ -550,3 +550,60 @@ fn large_pages_stop_at_the_list_limit_and_overlong_tags_are_dropped() {
         "{note}"
     );
 }
+
+/// Issue 30, class 8: what went wrong with a registry's token service is said as that: a
+/// realm on a closed port is not "the registry cannot be reached", a realm redirecting
+/// (to a cloud's metadata address) is not "private repositories need credentials", and an
+/// oversized token or a challenge with control characters is an answer envctl cannot use.
+#[test]
+fn token_service_failures_name_the_token_service() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let registry = FakeRegistry::start(move |request, address| {
+        let challenge = |realm: String| {
+            Response::status(
+                401,
+                &[(
+                    "WWW-Authenticate",
+                    &format!("Bearer realm=\"{realm}\",service=\"fake\""),
+                )],
+            )
+        };
+        let target = request.target.as_str();
+        if target.starts_with("/token") {
+            return if target.contains("huge") {
+                Response::json(json!({ "token": "t".repeat(900 * 1024) }), &[])
+            } else {
+                Response::status(302, &[("Location", "http://169.254.169.254/latest/")])
+            };
+        }
+        if target.contains("/closed/") {
+            challenge(format!("http://127.0.0.1:{closed}/token"))
+        } else if target.contains("/huge/") {
+            challenge(format!("http://{address}/token?huge"))
+        } else if target.contains("/escape/") {
+            Response::status(
+                401,
+                &[("WWW-Authenticate", "Bearer realm=\"http://x/\u{1b}[31m\"")],
+            )
+        } else {
+            challenge(format!("http://{address}/token"))
+        }
+    });
+    let host = registry.host_port();
+    let error = tag_list_result(&format!("{host}/closed/app:1")).unwrap_err();
+    assert!(error.contains("the token service of"), "{error}");
+    let error = tag_list_result(&format!("{host}/redirect/app:1")).unwrap_err();
+    assert!(error.contains("answered HTTP 302"), "{error}");
+    assert!(!error.contains("refused access"), "{error}");
+    let error = tag_list_result(&format!("{host}/huge/app:1")).unwrap_err();
+    assert!(error.contains("cannot read"), "{error}");
+    assert!(!error.contains("cannot be reached"), "{error}");
+    // ureq refuses the header itself; either way an answer, not the network.
+    let error = tag_list_result(&format!("{host}/escape/app:1")).unwrap_err();
+    assert!(error.contains("cannot read"), "{error}");
+    assert!(!error.contains("cannot be reached"), "{error}");
+}
