@@ -134,7 +134,9 @@ pub fn cpu_count(value: &toml::de::DeValue<'_>) -> CpuCount {
 /// The message and hint for a CPU count out of range, for `key`.
 pub fn cpus_range_problem(key: &str) -> (String, String) {
     (
-        format!("`{key}` must be at least {MINIMUM_CPUS} and at most {MAXIMUM_CPUS}"),
+        format!(
+            "`{key}` must be greater than 0 and at most {MAXIMUM_CPUS}, and at least {MINIMUM_CPUS} (Docker's smallest share)"
+        ),
         format!(
             "fractions are fine: {} = 0.5",
             key.rsplit('.').next().unwrap_or(key)
