@@ -588,3 +588,63 @@ fn stats_into_a_full_pipe_ends_at_the_first_signal() {
         assert_eq!(status.code(), Some(code), "json: {json}");
     }
 }
+
+/// Every class at once: a cloned folder holding every planted file above (a lock file
+/// linked to credentials, a FIFO profile, a profile linked to `/proc/self/environ`, a
+/// profile named to run shell code, a secret beside a typo) and every command run in it:
+/// nothing secret printed, nothing hung, nothing written outside the folder.
+#[test]
+fn a_hostile_repository_makes_no_command_print_hang_or_write_outside() {
+    let outside = tempfile::tempdir().unwrap();
+    let credentials = outside.path().join("git-credentials");
+    let credentials_text = "https://user:ghp_hostilesecret@github.com\n";
+    std::fs::write(&credentials, credentials_text).unwrap();
+    let directory = project(&[
+        ("p", "image = \"busybox:1.36\"\n"),
+        (
+            "typo",
+            "image = \"busybox:1.36\"\nenvv = { HF_TOKEN = \"hf_hostiletypo\" }\n",
+        ),
+        ("t;touch PWNED;", "image = \"busybox:1.36\"\n"),
+    ]);
+    let folder = directory.path();
+    std::os::unix::fs::symlink(&credentials, folder.join("envctl.lock")).unwrap();
+    fifo(&folder.join("envctl/fifo.toml"));
+    std::os::unix::fs::symlink("/proc/self/environ", folder.join("envctl/environ.toml")).unwrap();
+    std::os::unix::fs::symlink(&credentials, folder.join("envctl/creds.toml")).unwrap();
+    let environment = [
+        ("HF_TOKEN", "hf_hostileenv"),
+        ("DOCKER_HOST", "unix:///nonexistent/envctl.sock"),
+    ];
+    let secrets = ["ghp_hostilesecret", "hf_hostiletypo", "hf_hostileenv"];
+    for arguments in [
+        &["profiles", "list"][..],
+        &["profiles", "check"][..],
+        &["profiles", "show", "creds"][..],
+        &["profiles", "show", "environ"][..],
+        &["profiles", "show", "fifo"][..],
+        &["doctor"][..],
+        &["up", "p", "--dry-run"][..],
+        &["up", "typo", "--dry-run"][..],
+        &["export", "p", "--to", "compose"][..],
+        &["export", "p", "--to", "k8s"][..],
+        &["outdated"][..],
+        &["lock"][..],
+        &["ps"][..],
+        &["stats", "--once"][..],
+    ] {
+        let run = envctl(folder, arguments, &environment);
+        assert_shows_none(&run, &secrets, &format!("envctl {arguments:?}"));
+    }
+    assert!(!folder.join("PWNED").exists());
+    assert_eq!(
+        std::fs::read_to_string(&credentials).unwrap(),
+        credentials_text
+    );
+    let mut left: Vec<String> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["git-credentials"], "nothing written outside");
+}
