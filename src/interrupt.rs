@@ -1,6 +1,6 @@
 //! The first SIGINT or SIGTERM, as waits that cannot select on a signal see it.
 //!
-//! `commands::termination_signal` notes the signal here when it receives it. A wait that
+//! `ops::wait::termination_signal` notes the signal here when it receives it. A wait that
 //! runs on a thread of its own (the GPU placement lock, taken in `spawn_blocking`) polls
 //! [`received`] between its tries and gives up at once: tokio's runtime waits for such
 //! threads when it is dropped, so a wait that did not look would keep the process alive
