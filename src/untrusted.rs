@@ -122,6 +122,28 @@ pub fn read(path: &Path, limit: u64, named: Named) -> Result<Option<Vec<u8>>, Re
     Ok(Some(bytes))
 }
 
+/// A JSON file envctl found (a cache of its own, which another user or tool may have
+/// replaced with a FIFO, a link or anything else): `Ok(None)` when there is none; why it
+/// cannot be used otherwise, in words that quote none of its text.
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    limit: u64,
+) -> Result<Option<T>, String> {
+    let Some(bytes) =
+        read(path, limit, Named::Found).map_err(|error| crate::error::error_chain(&error))?
+    else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|error| {
+        format!(
+            "line {}, column {}: {}",
+            error.line(),
+            error.column(),
+            redacted(&error.to_string(), &[])
+        )
+    })
+}
+
 /// The folder `path` is in (`.` for a bare name).
 fn folder_of(path: &Path) -> &Path {
     path.parent()
@@ -243,6 +265,28 @@ mod tests {
                 seen: 2048
             })
         ));
+    }
+
+    #[test]
+    fn a_found_json_cache_is_read_by_the_same_rules() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("cache.json");
+        assert_eq!(read_json::<serde_json::Value>(&path, 1024), Ok(None));
+        fifo(&path);
+        let started = std::time::Instant::now();
+        let error = read_json::<serde_json::Value>(&path, 1024).unwrap_err();
+        assert!(error.contains("FIFO"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "{\"a\": \"hf_cachesecret\" x}").unwrap();
+        let error = read_json::<serde_json::Value>(&path, 1024).unwrap_err();
+        assert!(!error.contains("hf_cachesecret"), "{error}");
+        assert!(error.starts_with("line 1, column"), "{error}");
+        std::fs::write(&path, "{\"a\": 1}").unwrap();
+        assert_eq!(
+            read_json::<serde_json::Value>(&path, 1024).unwrap(),
+            Some(serde_json::json!({"a": 1}))
+        );
     }
 
     #[test]
