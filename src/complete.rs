@@ -4,6 +4,13 @@
 //! registers), so they read this process's environment through the `Context`'s one
 //! reader, and fail quietly: a completion has nowhere to report an error, and an empty
 //! list is the honest answer when nothing can be found.
+//!
+//! A completion is typed into the user's shell and run on Enter, so only names envctl would
+//! accept are offered: profiles that pass the profile-name rule (a cloned repository's
+//! `envctl/t;touch PWNED;.toml` is never offered) and containers whose names pass
+//! Docker's (a hostile daemon's answer is not either). Names passing those rules need no
+//! shell quoting; any other word is left out rather than quoted, since a quoted name could
+//! not be used as a profile anyway.
 
 use std::time::Duration;
 
@@ -31,6 +38,7 @@ pub fn targets() -> Vec<CompletionCandidate> {
             .map(|choice| running_containers(Some(&choice.endpoint)))
             .unwrap_or_default()
             .into_iter()
+            .filter(|name| offered_container(name))
             .map(|name| CompletionCandidate::new(name).help(Some("running container".into()))),
     );
     candidates
@@ -41,8 +49,21 @@ fn profile_candidates(environment: &Environment) -> Vec<CompletionCandidate> {
         .search_path()
         .names()
         .into_iter()
+        .filter(|name| offered_profile(name))
         .map(CompletionCandidate::new)
         .collect()
+}
+
+/// Whether a profile's name may be typed into the shell: it passes the profile-name rule
+/// (lower-case letters, digits, `-`, `_`, `.`), which leaves nothing a shell acts on.
+fn offered_profile(name: &str) -> bool {
+    crate::profile::validate::check_profile_name(name).is_ok()
+}
+
+/// Whether a container's name may be typed into the shell: Docker's name rule, without
+/// the leading `/` the daemon's list may carry.
+fn offered_container(name: &str) -> bool {
+    !name.starts_with('/') && crate::engine::reference::is_plain_name(name)
 }
 
 fn running_containers(docker_host: Option<&str>) -> Vec<String> {
@@ -64,4 +85,32 @@ fn running_containers(docker_host: Option<&str>) -> Vec<String> {
             _ => Vec::new(),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_names_without_shell_meaning_are_offered() {
+        for name in ["pytorch", "team-a.v2", "cuda_12"] {
+            assert!(offered_profile(name), "{name}");
+            assert!(offered_container(name), "{name}");
+        }
+        for name in [
+            "t;touch PWNED;",
+            "a b",
+            "$(id)",
+            "`id`",
+            "x\u{1b}]0;title\u{7}",
+            "name'quote",
+            "-rf",
+            "",
+        ] {
+            assert!(!offered_profile(name), "{name:?}");
+            assert!(!offered_container(name), "{name:?}");
+        }
+        assert!(!offered_profile("Upper"), "the profile rule is lower case");
+        assert!(!offered_container("/slash"));
+    }
 }

@@ -40,6 +40,11 @@ const NEW_FILE_MODE: u32 = 0o644;
 
 /// Writes `bytes` to `path` as a whole, following [`Existing`].
 pub fn write_atomically(path: &Path, bytes: &[u8], existing: Existing) -> Result<(), WriteError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let owner = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|metadata| metadata.file_type().is_file())
+        .map(|metadata| (metadata.uid(), metadata.gid()));
     let mode = match std::fs::symlink_metadata(path) {
         Ok(metadata) if !metadata.file_type().is_file() => {
             return Err(WriteError::NotRegular {
@@ -47,7 +52,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8], existing: Existing) -> Result
             });
         }
         Ok(_) if existing == Existing::Refuse => return Err(WriteError::Exists),
-        Ok(metadata) => metadata.permissions().mode() & 0o7777,
+        // Set-uid, set-gid and sticky bits are not carried over, nor write access for
+        // everyone: as root, replacing another user's file must not make a set-uid root
+        // program or a root-owned file anyone can change.
+        Ok(metadata) => metadata.permissions().mode() & 0o777 & !0o002,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => NEW_FILE_MODE,
         Err(error) => return Err(error.into()),
     };
@@ -69,6 +77,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8], existing: Existing) -> Result
     temporary
         .as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    if let Some((uid, gid)) = owner {
+        keep_owner(temporary.as_file(), uid, gid)?;
+    }
     temporary.as_file().sync_all()?;
     // A failed persist hands the temporary back; dropping it removes it.
     match existing {
@@ -83,6 +94,21 @@ pub fn write_atomically(path: &Path, bytes: &[u8], existing: Existing) -> Result
             }
             Err(error) => Err(error.error.into()),
         },
+    }
+}
+
+/// Gives the new file the owner of the file it replaces, so that `--force` run as root
+/// over a user's file leaves it theirs. Only root may give a file away: for anyone else
+/// the kernel refuses (`EPERM`), and the file is theirs as any file they write.
+fn keep_owner(file: &std::fs::File, uid: u32, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let made = file.metadata()?;
+    if made.uid() == uid && made.gid() == gid {
+        return Ok(());
+    }
+    match std::os::unix::fs::fchown(file, Some(uid), Some(gid)) {
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
+        other => other,
     }
 }
 
@@ -133,6 +159,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "a replaced file keeps its permissions");
+        // …but not the special bits nor write access for everyone.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o6777)).unwrap();
+        write_atomically(&path, b"four", Existing::Replace).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o775, "set-uid, set-gid and o+w are dropped");
         assert!(leftovers(folder.path()).is_empty());
     }
 

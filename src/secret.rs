@@ -2,17 +2,19 @@
 //! an environment reads (`up --dry-run`, `profiles show`, `up`'s drift list, the exports,
 //! `doctor`'s `profile.literal-secret`). Pure.
 //!
-//! A variable is secret when its name looks like one ([`is_secret_key`]) or when `up -e KEY`
-//! took its value from the shell: a value the user kept out of every file stays out of
-//! everything envctl prints. Shown values read [`MASK`]; files reference the value instead
+//! A variable is secret when its name looks like one ([`is_secret_key`]), when its value
+//! does ([`is_secret_value`]: a URL carrying a password, as `DATABASE_URL` often does), or
+//! when `up -e KEY` took its value from the shell: a value the user kept out of every file
+//! stays out of everything envctl prints. [`is_secret`] is the name and value rule together. Shown values read [`MASK`]; files reference the value instead
 //! of copying it (`${KEY}`, `${localEnv:KEY}`, a Kubernetes `secretKeyRef`, `-e KEY`).
 
 /// What a masked value reads in human output and JSON.
 pub const MASK: &str = "<masked>";
 
 /// Words that make a name secret on their own: `GH_TOKEN`, `DB_PASS`, `AWS_SECRET_ACCESS_KEY`,
-/// `BASIC_AUTH`, `HF_CREDENTIALS`.
-const SECRET_WORDS: [&str; 17] = [
+/// `BASIC_AUTH`, `HF_CREDENTIALS`, `GITHUB_PAT` (a personal access token), `SENTRY_DSN`
+/// (a DSN carries the project's key), `SSH_PRIVKEY`.
+const SECRET_WORDS: [&str; 19] = [
     "TOKEN",
     "TOKENS",
     "SECRET",
@@ -30,6 +32,8 @@ const SECRET_WORDS: [&str; 17] = [
     "AUTH",
     "PRIVATE",
     "APIKEY",
+    "PAT",
+    "DSN",
 ];
 
 /// Endings that make a run-together word secret: `HFTOKEN`, `CLIENTSECRET`, `DBPASSWORD`
@@ -37,10 +41,12 @@ const SECRET_WORDS: [&str; 17] = [
 /// Hugging Face's switch, not a token.
 const SECRET_ENDINGS: [&str; 4] = ["TOKEN", "SECRET", "PASSWORD", "PASSWD"];
 
-/// Run-together words ending in `KEY` that are keys; any other (`MONKEY`, `TURNKEY`,
-/// `HOCKEY`) is not, and neither is a word that only begins with it (`KEYBOARD`).
-const KEY_COMPOUNDS: [&str; 6] = [
+/// Endings of run-together words ending in `KEY` that are keys (`ACCESSKEY`,
+/// `AWS_SECRETACCESSKEY`); any other (`MONKEY`, `TURNKEY`, `HOCKEY`) is not, and neither is
+/// a word that only begins with it (`KEYBOARD`).
+const KEY_COMPOUNDS: [&str; 7] = [
     "ACCESSKEY",
+    "PRIVKEY",
     "SECRETKEY",
     "PRIVATEKEY",
     "AUTHKEY",
@@ -51,6 +57,42 @@ const KEY_COMPOUNDS: [&str; 6] = [
 /// A last word saying the value is where the secret is, not the secret: the
 /// `POSTGRES_PASSWORD_FILE=/run/secrets/db` convention, `SSH_AUTH_SOCK`, `SSL_KEY_PATH`.
 const LOCATION_ENDINGS: [&str; 5] = ["FILE", "PATH", "DIR", "SOCK", "SOCKET"];
+
+/// `PWD` is the shell's working folder on its own (`PWD`, `OLDPWD`), and a password as the
+/// last word of a longer name (`MYSQL_PWD`, which MySQL's clients read as the password).
+const PASSWORD_ABBREVIATION: &str = "PWD";
+
+/// Whether the variable `key` holding `value` is secret: by its name ([`is_secret_key`])
+/// or by its value ([`is_secret_value`]).
+pub fn is_secret(key: &str, value: &str) -> bool {
+    is_secret_key(key) || is_secret_value(value)
+}
+
+/// Whether `value` carries a secret whatever its name: a URL whose user part has a password
+/// (`postgres://user:PASS@host/db`, `https://user:TOKEN@git.example/…`). A URL with a user
+/// and no password (`ssh://git@github.com/…`) is not secret by its value; a DSN's key is
+/// caught by the name (`SENTRY_DSN`).
+pub fn is_secret_value(value: &str) -> bool {
+    let Some((scheme, rest)) = value.split_once("://") else {
+        return false;
+    };
+    let is_scheme = scheme
+        .chars()
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !is_scheme {
+        return false;
+    }
+    // The authority ends at the first `/`, `?` or `#`; its user part at the last `@`.
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    authority
+        .rsplit_once('@')
+        .and_then(|(user_info, _)| user_info.split_once(':'))
+        .is_some_and(|(_, password)| !password.is_empty())
+}
 
 /// Whether the variable `key` looks like it holds a secret. Case does not matter; the name
 /// is read as words split at anything but a letter or digit (`API_KEY`, `api-key`,
@@ -72,34 +114,40 @@ pub fn is_secret_key(key: &str) -> bool {
     if words.contains(&"PUBLIC") || LOCATION_ENDINGS.contains(last) {
         return false;
     }
+    if words.len() > 1 && *last == PASSWORD_ABBREVIATION {
+        return true;
+    }
     words.iter().any(|word| is_secret_word(word))
 }
 
 fn is_secret_word(word: &str) -> bool {
     SECRET_WORDS.contains(&word)
-        || KEY_COMPOUNDS.contains(&word)
+        || KEY_COMPOUNDS
+            .iter()
+            .any(|compound| word.ends_with(compound))
         || SECRET_ENDINGS.iter().any(|ending| word.ends_with(ending))
 }
 
-/// The keys of `env` entries (`KEY=value`) for which `is_secret` holds, in order, each once.
+/// The keys of `env` entries (`KEY=value`) for which `is_secret(KEY, value)` holds, in
+/// order, each once.
 pub fn secret_keys<'a>(
     env: impl IntoIterator<Item = &'a str>,
-    is_secret: impl Fn(&str) -> bool,
+    is_secret: impl Fn(&str, &str) -> bool,
 ) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     for entry in env {
-        let key = entry.split_once('=').map_or(entry, |(key, _)| key);
-        if is_secret(key) && !keys.iter().any(|known| known == key) {
+        let (key, value) = entry.split_once('=').unwrap_or((entry, ""));
+        if is_secret(key, value) && !keys.iter().any(|known| known == key) {
             keys.push(key.to_string());
         }
     }
     keys
 }
 
-/// `KEY=value` with the value replaced by [`MASK`] when `is_secret(KEY)`.
-pub fn mask_entry(entry: &str, is_secret: impl Fn(&str) -> bool) -> String {
+/// `KEY=value` with the value replaced by [`MASK`] when `is_secret(KEY, value)`.
+pub fn mask_entry(entry: &str, is_secret: impl Fn(&str, &str) -> bool) -> String {
     match entry.split_once('=') {
-        Some((key, _)) if is_secret(key) => format!("{key}={MASK}"),
+        Some((key, value)) if is_secret(key, value) => format!("{key}={MASK}"),
         _ => entry.to_string(),
     }
 }
@@ -123,6 +171,111 @@ pub fn docker_run_notice(keys: &[String]) -> String {
         list(keys),
         if keys.len() == 1 { "is" } else { "are" },
     )
+}
+
+/// A line of a TOML file as a diagnostic may quote it, with the value of every secret in
+/// it ([`is_secret`]: by the key that holds it, by the value itself, or a `"KEY=value"`
+/// item of an `env` list) written as `*`s, one per character so that the carets under the
+/// line stay in place. A diagnostic quotes the line it points at whatever is wrong there
+/// (a typo'd table name, a duplicate key, a NUL), and the user's own profile holding a
+/// token is no reason to print the token.
+pub fn mask_toml_line(line: &str) -> String {
+    let characters: Vec<char> = line.chars().collect();
+    let mut shown = characters.clone();
+    // The key the next value belongs to: a bare or quoted key followed by `=`.
+    let mut key: Option<String> = None;
+    let mut index = 0;
+    while index < characters.len() {
+        let character = characters[index];
+        if character == '"' || character == '\'' {
+            let (end, content) = toml_string(&characters, index);
+            let after = characters
+                .get(end..)
+                .unwrap_or_default()
+                .iter()
+                .find(|c| !c.is_whitespace());
+            if after == Some(&'=') {
+                key = Some(content);
+            } else {
+                let keyed_secret = key.as_deref().is_some_and(|key| is_secret(key, &content));
+                // A `"KEY=value"` item keeps its name: only the value is hidden.
+                let pair_value_start = content
+                    .split_once('=')
+                    .filter(|(name, value)| is_secret(name, value))
+                    .map(|(name, _)| name.chars().count() + 1);
+                let first_masked = if keyed_secret || is_secret_value(&content) {
+                    Some(index + 1)
+                } else {
+                    pair_value_start.map(|offset| index + 1 + offset)
+                };
+                if let Some(first_masked) = first_masked {
+                    for masked in shown
+                        .iter_mut()
+                        .take(end.saturating_sub(1))
+                        .skip(first_masked)
+                    {
+                        *masked = '*';
+                    }
+                }
+                key = None;
+            }
+            index = end;
+            continue;
+        }
+        if character.is_ascii_alphanumeric() || matches!(character, '_' | '-') {
+            let start = index;
+            while index < characters.len()
+                && (characters[index].is_ascii_alphanumeric()
+                    || matches!(characters[index], '_' | '-' | '.'))
+            {
+                index += 1;
+            }
+            let word: String = characters[start..index].iter().collect();
+            let after = characters[index..].iter().find(|c| !c.is_whitespace());
+            if after == Some(&'=') {
+                // A dotted key (`env.HF_TOKEN`) is judged by its last part.
+                key = Some(word.rsplit('.').next().unwrap_or(&word).to_string());
+            } else {
+                // A bare word where a value belongs (a missing quote): masked as a value.
+                if key.as_deref().is_some_and(|key| is_secret(key, &word)) {
+                    for masked in &mut shown[start..index] {
+                        *masked = '*';
+                    }
+                }
+                key = None;
+            }
+            continue;
+        }
+        if matches!(character, ',' | '{' | '[' | ']' | '}') {
+            key = None;
+        }
+        index += 1;
+    }
+    shown.into_iter().collect()
+}
+
+/// The end (one past the closing quote, or the line's end) and the raw content of the TOML
+/// string that opens at `start`.
+fn toml_string(characters: &[char], start: usize) -> (usize, String) {
+    let quote = characters[start];
+    let mut index = start + 1;
+    let mut content = String::new();
+    while index < characters.len() {
+        let character = characters[index];
+        if character == quote {
+            return (index + 1, content);
+        }
+        if quote == '"' && character == '\\' && index + 1 < characters.len() {
+            content.push(character);
+            content.push(characters[index + 1]);
+            index += 2;
+            continue;
+        }
+        content.push(character);
+        index += 1;
+    }
+    // Unterminated: the rest of the line is the value, masked to its end.
+    (characters.len() + 1, content)
 }
 
 #[cfg(test)]
@@ -200,9 +353,75 @@ mod tests {
         }
     }
 
+    /// The credentials a hostile review found printed (issue 30, class 7), and their
+    /// neighbours that must stay visible: (name, value, secret).
+    const CASES: [(&str, &str, bool); 22] = [
+        ("MYSQL_PWD", "hunter2", true),
+        ("DATABASE_URL", "postgres://u:PASS@h/d", true),
+        ("DATABASE_URL", "postgres://u@h/d", false),
+        ("DATABASE_URL", "postgres://h/d", false),
+        ("REDIS_URL", "redis://:PASS@cache:6379/0", true),
+        ("GIT_REMOTE", "https://user:ghp_x@github.com/o/r.git", true),
+        ("GIT_REMOTE", "ssh://git@github.com/o/r.git", false),
+        ("HOMEPAGE", "https://example.com/a:b@c", false),
+        ("PROXY", "http://proxy:3128", false),
+        ("GITHUB_PAT", "ghp_x", true),
+        ("SENTRY_DSN", "https://KEY@o1.ingest.sentry.io/2", true),
+        ("SSH_PRIVKEY", "-----BEGIN", true),
+        ("AWS_SECRETACCESSKEY", "x", true),
+        ("PWD", "/work", false),
+        ("OLDPWD", "/work", false),
+        ("PATTERN", "*.py", false),
+        ("PATH", "/usr/bin", false),
+        ("DSN_FILE", "/run/secrets/dsn", false),
+        ("NOTE", "mailto:a@b", false),
+        ("NOTE", "x://a:b@c", true),
+        ("NOTE", "1://a:b@c", false),
+        ("LABEL", "a:b@c", false),
+    ];
+
+    #[test]
+    fn lines_quoted_by_diagnostics_hide_secret_values_and_keep_their_width() {
+        for (line, shown) in [
+            (
+                r#"envv = { HF_TOKEN = "hf_abc", FLAG = "on" }"#,
+                r#"envv = { HF_TOKEN = "******", FLAG = "on" }"#,
+            ),
+            (r#"HF_TOKEN = "a\u0000b""#, r#"HF_TOKEN = "********""#),
+            (r#"env.API_KEY = 'xyz'"#, r#"env.API_KEY = '***'"#),
+            (
+                r#"env = ["GH_TOKEN=abc", "A=b"]"#,
+                r#"env = ["GH_TOKEN=***", "A=b"]"#,
+            ),
+            (
+                r#"DATABASE_URL = "postgres://u:p@h/d""#,
+                r#"DATABASE_URL = "******************""#,
+            ),
+            (r#"HF_TOKEN = hf_abc"#, r#"HF_TOKEN = ******"#),
+            (r#"HF_TOKEN = "unterminated"#, r#"HF_TOKEN = "************"#),
+            (r#"memroy = "16g""#, r#"memroy = "16g""#),
+            // A commented-out secret is still a secret.
+            (
+                r#"image = "x" # HF_TOKEN = "y""#,
+                r#"image = "x" # HF_TOKEN = "*""#,
+            ),
+        ] {
+            let masked = mask_toml_line(line);
+            assert_eq!(masked, shown, "{line}");
+            assert_eq!(masked.chars().count(), line.chars().count());
+        }
+    }
+
+    #[test]
+    fn secret_names_and_values_follow_the_table() {
+        for (key, value, secret) in CASES {
+            assert_eq!(is_secret(key, value), secret, "{key}={value}");
+        }
+    }
+
     #[test]
     fn masks_and_lists_secret_entries() {
-        let from_shell = |key: &str| is_secret_key(key) || key == "FROM_SHELL";
+        let from_shell = |key: &str, value: &str| is_secret(key, value) || key == "FROM_SHELL";
         assert_eq!(
             mask_entry("API_TOKEN=xyz", from_shell),
             "API_TOKEN=<masked>"
@@ -212,6 +431,10 @@ mod tests {
             "FROM_SHELL=<masked>"
         );
         assert_eq!(mask_entry("FLAG=on", from_shell), "FLAG=on");
+        assert_eq!(
+            mask_entry("DATABASE_URL=postgres://u:p@h/d", from_shell),
+            "DATABASE_URL=<masked>"
+        );
         assert_eq!(mask_entry("BARE", from_shell), "BARE");
         assert_eq!(
             secret_keys(

@@ -36,13 +36,23 @@ pub enum GpuSupport {
     None,
 }
 
+/// Whether a device the daemon discovered (`SOURCE:ID`) is an NVIDIA GPU through CDI:
+/// source `cdi` and a CDI name of kind `nvidia.com/gpu` (`cdi:nvidia.com/gpu=0`). Not a
+/// substring: `cdi:example.com/x=nvidia.com/gpu` names no NVIDIA GPU.
+fn is_discovered_nvidia_gpu(device: &str) -> bool {
+    device
+        .strip_prefix("cdi:")
+        .and_then(|name| name.strip_prefix("nvidia.com/gpu="))
+        .is_some_and(|name| !name.is_empty())
+}
+
 /// Works out how containers get GPUs here (api-facts §4.3).
 pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
     let discovered: Vec<String> = daemon
         .discovered_devices
         .iter()
         .flatten()
-        .filter(|device| device.contains("nvidia.com/gpu"))
+        .filter(|device| is_discovered_nvidia_gpu(device))
         .cloned()
         .collect();
     if !discovered.is_empty() {
@@ -540,6 +550,13 @@ mod tests {
         );
         facts.cdi_spec_dirs = Some(vec!["/etc/cdi".into()]);
         assert!(matches!(gpu_support(&facts, &host), GpuSupport::Cdi { .. }));
+        for not_a_gpu in [
+            "cdi:example.com/x=nvidia.com/gpu",
+            "other:nvidia.com/gpu=0",
+            "cdi:nvidia.com/gpu=",
+        ] {
+            assert!(!is_discovered_nvidia_gpu(not_a_gpu), "{not_a_gpu}");
+        }
         facts.discovered_devices = Some(vec!["cdi:nvidia.com/gpu=0".into()]);
         assert!(matches!(
             gpu_support(&facts, &host),

@@ -75,9 +75,18 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
         }
         let source = expand_home(&mount.source, home);
         let normalized = source.trim_end_matches('/');
+        // The socket itself, or a folder it lies in (`/var/run`, `/run`, `/var`): the
+        // container reaches it either way.
+        let holds_socket = |socket: &str| {
+            !normalized.is_empty()
+                && socket
+                    .strip_prefix(normalized)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        };
         if DOCKER_SOCKETS.iter().any(|socket| {
             normalized == *socket
                 || (normalized.ends_with("docker.sock") && normalized.starts_with(socket))
+                || holds_socket(socket)
         }) {
             findings.push(
                 Finding::warn(
@@ -93,6 +102,13 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
         let sensitive = match normalized {
             "" => Some("the host's root filesystem"),
             "/etc" => Some("the host's configuration (/etc)"),
+            "/proc" => Some("every host process (/proc: their environments, memory and files)"),
+            "/sys" => Some("the kernel's settings (/sys)"),
+            "/dev" => Some("the host's devices (/dev)"),
+            "/boot" => Some("the host's kernel and boot files (/boot)"),
+            "/root" => Some("root's home folder"),
+            "/var/lib/docker" => Some("Docker's own data (/var/lib/docker)"),
+            _ if normalized.starts_with("/proc/") => Some("part of the host's /proc"),
             _ if normalized.starts_with("/etc/") => Some("part of the host's configuration (/etc)"),
             _ if normalized.ends_with("/.ssh") || normalized.contains("/.ssh/") => {
                 Some("SSH keys (~/.ssh)")
@@ -166,7 +182,7 @@ pub fn literal_secrets(resolved: &ResolvedProfile) -> Vec<Finding> {
     profile
         .env
         .iter()
-        .filter(|(key, value)| !value.is_empty() && crate::secret::is_secret_key(key))
+        .filter(|(key, value)| !value.is_empty() && crate::secret::is_secret(key, value))
         .map(|(key, _)| {
             let file = resolved
                 .origins
@@ -302,6 +318,35 @@ mod tests {
             ]
         );
         assert!(findings[1].message.contains("read-only"));
+    }
+
+    #[test]
+    fn folders_holding_the_socket_and_the_hosts_proc_are_dangerous_too() {
+        for (mount, id) in [
+            ("/var/run:/x", "profile.docker-socket-mount"),
+            ("/run:/x", "profile.docker-socket-mount"),
+            ("/run/:/x", "profile.docker-socket-mount"),
+            ("/var:/x", "profile.docker-socket-mount"),
+            ("/proc:/x", "profile.sensitive-mount"),
+            ("/proc/1:/x", "profile.sensitive-mount"),
+            ("/sys:/x", "profile.sensitive-mount"),
+            ("/dev:/x", "profile.sensitive-mount"),
+        ] {
+            let findings = check(
+                &profile(&format!(
+                    "image = \"x\"\nuser = \"1\"\nmemory = \"1g\"\nmounts = [\"{mount}\"]\n"
+                )),
+                None,
+            );
+            assert_eq!(ids(&findings), [(id, Status::Warn)], "{mount}");
+        }
+        let harmless = check(
+            &profile(
+                "image = \"x\"\nuser = \"1\"\nmemory = \"1g\"\nmounts = [\"/var/data:/x\", \"/running:/y\"]\n",
+            ),
+            None,
+        );
+        assert!(ids(&harmless).is_empty(), "{:?}", ids(&harmless));
     }
 
     #[test]

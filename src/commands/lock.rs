@@ -31,6 +31,25 @@ struct Change {
     previous: Option<String>,
 }
 
+/// How long `envctl lock` waits for another process's lock on the project folder.
+const PROJECT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn update_error(error: file::LockUpdateError) -> Error {
+    match error {
+        file::LockUpdateError::Read(error) => Error::LockFile(error),
+        file::LockUpdateError::Write { source, .. } | file::LockUpdateError::Guard { source, .. } => {
+            Error::Write {
+                path: LOCK_FILE.into(),
+                source,
+            }
+        }
+        busy @ file::LockUpdateError::Busy { .. } => Error::Lock {
+            message: busy.to_string(),
+            hint: "`fuser -v .` shows which process holds it; another `envctl lock` ends by itself, anything else is not envctl's".into(),
+        },
+    }
+}
+
 pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> {
     let each = context.each_profile_or_project(&arguments.profiles);
     if each.is_empty() {
@@ -96,8 +115,32 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         return Ok(ExitStatus::Failure);
     }
     // Read, change and write under the folder's lock: a parallel `envctl lock` of other
-    // profiles keeps its entries, and ours are judged against the file as it is now.
-    let changes = file::update(path, |lock| {
+    // profiles keeps its entries, and ours are judged against the file as it is now. The
+    // wait for it is bounded, said, and ends at a signal with nothing written.
+    let guard = runtime()?.block_on(super::wait_for(
+        &format!(
+            "waiting for the lock another process holds on this folder, to write {LOCK_FILE} (at most {} s; Ctrl-C stops with nothing written)",
+            PROJECT_LOCK_WAIT.as_secs()
+        ),
+        PROJECT_LOCK_WAIT,
+        context,
+        || file::try_guard(path),
+        || file::LockUpdateError::Busy {
+            folder: "this folder".into(),
+            seconds: PROJECT_LOCK_WAIT.as_secs(),
+        },
+    ));
+    let guard = match guard {
+        Ok(super::Waited::Got(guard)) => guard,
+        Ok(super::Waited::Signalled(code)) => {
+            context
+                .printer
+                .warn(&format!("interrupted: {LOCK_FILE} is unchanged"));
+            return Ok(ExitStatus::External(code));
+        }
+        Err(error) => return Err(update_error(error)),
+    };
+    let changes = file::update(&guard, path, |lock| {
         entries
             .into_iter()
             .map(|entry| {
@@ -122,17 +165,8 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
             })
             .collect::<Vec<_>>()
     })
-    .map_err(|error| match error {
-        file::LockUpdateError::Read(error) => Error::LockFile(error),
-        file::LockUpdateError::Write { source, .. } => Error::Write {
-            path: LOCK_FILE.into(),
-            source,
-        },
-        file::LockUpdateError::Guard { source, .. } => Error::Write {
-            path: LOCK_FILE.into(),
-            source,
-        },
-    })?;
+    .map_err(update_error)?;
+    drop(guard);
     if context.json {
         #[derive(Serialize)]
         struct Locked<'a> {

@@ -106,21 +106,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .map_err(Error::Runtime)
 }
 
-/// Waits for SIGINT or SIGTERM and gives the exit code a shell would report: 130 or 143.
-/// Never ends when the handlers cannot be installed.
-pub async fn termination_signal() -> u8 {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending::<u8>().await;
-    };
-    tokio::select! {
-        _ = interrupt.recv() => 130,
-        _ = terminate.recv() => 143,
-    }
-}
+pub use crate::ops::wait::{Waited, termination_signal, wait_for};
 
 /// Commands whose output is not data a JSON document could hold: `--json` is refused
 /// (exit 2) rather than ignored. Every other command prints one document.

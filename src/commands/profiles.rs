@@ -68,7 +68,8 @@ fn list(context: &Context) -> Result<ExitStatus, Error> {
     for invalid in profiles.iter().filter(|profile| profile.problems > 0) {
         context.printer.warn(&format!(
             "profile `{}` is invalid; run `envctl profiles check {}`",
-            invalid.name, invalid.file
+            invalid.name,
+            crate::spec::shell_quote(&invalid.file)
         ));
     }
     Ok(ExitStatus::Success)
@@ -129,7 +130,7 @@ fn show(argument: &str, context: &Context) -> Result<ExitStatus, Error> {
 /// `show` prints it, in text and JSON, and never the value (`doctor` warns about it).
 fn masked(mut resolved: ResolvedProfile) -> ResolvedProfile {
     for (key, value) in &mut resolved.profile.env {
-        if crate::secret::is_secret_key(key) {
+        if crate::secret::is_secret(key, value) {
             *value = crate::secret::MASK.to_string();
         }
     }
@@ -230,7 +231,9 @@ fn new(
                     env!("CARGO_PKG_VERSION"),
                     resolved.profile.name,
                     resolved.file,
-                    directory.join(format!("{name}.toml")).display(),
+                    crate::spec::shell_quote(
+                        &directory.join(format!("{name}.toml")).to_string_lossy()
+                    ),
                 ),
             )
         }
@@ -278,11 +281,11 @@ fn new(
             Ok(crate::profile::ProfileFile::Disk { path: found, .. }) if found == path => {
                 name.to_string()
             }
-            _ => path.display().to_string(),
+            _ => crate::spec::shell_quote(&path.to_string_lossy()),
         };
         context.printer.info(&format!(
             "next: edit it, then `envctl profiles check {}` and `envctl profiles show {shown}`",
-            path.display()
+            crate::spec::shell_quote(&path.to_string_lossy())
         ));
     }
     Ok(ExitStatus::Success)

@@ -69,6 +69,10 @@ pub struct StatsArgs {
     /// The span of history the dashboard of `--serve` shows: 10m, 1h, 90s
     #[arg(long, value_name = "DURATION", default_value = "10m", requires = "serve", value_parser = duration::parse_window)]
     pub window: Duration,
+    /// A name `--serve` answers requests addressed to, besides IP addresses and localhost
+    /// (the `Host` a browser or Prometheus sends: `gpu-node-3.example`); repeatable
+    #[arg(long, value_name = "NAME", requires = "serve")]
+    pub serve_host: Vec<String>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -181,17 +185,37 @@ fn own_only(arguments: &StatsArgs, context: &Context) -> Option<crate::facts::us
 enum View<'a> {
     /// The screen, the context, the interval, and the last minute for the sparklines.
     Live(LiveScreen, &'a Context, Duration, Box<History>),
-    Lines(&'a Context),
-    JsonLines(&'a Context),
+    Lines(&'a Context, Stream),
+    JsonLines(&'a Context, Stream),
     Quiet(&'a Context),
+}
+
+/// The lines of a [`View::Lines`] or [`View::JsonLines`] go through a writer thread, and
+/// the loop waits for the one in flight (`FollowView::pending_write`).
+struct Stream {
+    writer: crate::ui::printer::StreamWriter,
+    pending: Option<tokio::sync::oneshot::Receiver<std::io::Result<()>>>,
+}
+
+impl Stream {
+    fn new(context: &Context) -> Result<Stream, Error> {
+        Ok(Stream {
+            writer: context.printer.stream_writer().map_err(Error::Output)?,
+            pending: None,
+        })
+    }
+
+    fn write(&mut self, text: String) {
+        self.pending = Some(self.writer.write(text));
+    }
 }
 
 impl View<'_> {
     fn context(&self) -> &Context {
         match self {
             View::Live(_, context, _, _)
-            | View::Lines(context)
-            | View::JsonLines(context)
+            | View::Lines(context, _)
+            | View::JsonLines(context, _)
             | View::Quiet(context) => context,
         }
     }
@@ -243,12 +267,25 @@ impl FollowView for View<'_> {
                 );
                 screen.draw(&header, &lines).map_err(Error::Output)
             }
-            View::Lines(context) => live::print_snapshot(&context.printer, snapshot)
-                .and_then(|()| context.printer.data("")),
-            View::JsonLines(context) => {
-                context.printer.data(record::json_line(snapshot).trim_end())
+            View::Lines(context, stream) => {
+                let mut lines = live::snapshot_text(&context.printer, snapshot);
+                lines.push(String::new());
+                stream.write(lines.join("\n"));
+                live::say_failures(&context.printer, snapshot);
+                Ok(())
+            }
+            View::JsonLines(_, stream) => {
+                stream.write(record::json_line(snapshot).trim_end().to_string());
+                Ok(())
             }
             View::Quiet(_) => Ok(()),
+        }
+    }
+
+    fn pending_write(&mut self) -> Option<tokio::sync::oneshot::Receiver<std::io::Result<()>>> {
+        match self {
+            View::Lines(_, stream) | View::JsonLines(_, stream) => stream.pending.take(),
+            View::Live(..) | View::Quiet(_) => None,
         }
     }
 }
@@ -271,6 +308,7 @@ async fn run_live(
             address,
             arguments.window,
             arguments.interval,
+            &arguments.serve_host,
         )?),
         None => None,
     };
@@ -282,11 +320,14 @@ async fn run_live(
         context.printer.info(&format!(
             "dashboard at http://{}/ (the last {})",
             server.address(),
-            duration::humanize_span(arguments.window)
+            duration::humanize_span(crate::monitor::history::span_kept(
+                arguments.window,
+                arguments.interval
+            ))
         ));
     }
     let mut view = if context.json {
-        View::JsonLines(context)
+        View::JsonLines(context, Stream::new(context)?)
     } else if crate::ui::terminal::stdout_is_terminal() {
         View::Live(
             LiveScreen::enter().map_err(Error::Output)?,
@@ -300,7 +341,7 @@ async fn run_live(
     } else if server.is_some() {
         View::Quiet(context)
     } else {
-        View::Lines(context)
+        View::Lines(context, Stream::new(context)?)
     };
     let mut quit = match &view {
         View::Live(screen, ..) if screen.reads_keys() => Some(live::spawn_quit_reader()),

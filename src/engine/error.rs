@@ -131,6 +131,20 @@ pub enum EngineError {
     },
     #[error("envctl built an invalid request: {message}")]
     InvalidBody { message: String },
+    /// envctl itself has no file descriptor left for another connection (`EMFILE`): its
+    /// own limit, not anything the daemon did.
+    #[error(
+        "envctl has used up its own limit of open files{} and cannot open another connection to the {} at `{endpoint}`",
+        .limit.map_or_else(String::new, |limit| format!(" ({limit}, `ulimit -n`)")),
+        .endpoint.daemon()
+    )]
+    TooManyOpenFiles {
+        endpoint: Endpoint,
+        /// The soft limit on open files, when `/proc/self/limits` says.
+        limit: Option<u64>,
+        #[source]
+        source: bollard::errors::Error,
+    },
     #[error("cannot talk to the {} at `{endpoint}`", .endpoint.daemon())]
     Other {
         endpoint: Endpoint,
@@ -268,7 +282,7 @@ impl EngineError {
             } => EngineError::Daemon {
                 endpoint,
                 status: status_code,
-                message: capped(message),
+                message: capped(said(status_code, message)),
             },
             Bollard::JsonDataError {
                 message, contents, ..
@@ -277,6 +291,13 @@ impl EngineError {
                 problem: message,
                 answer: capped(contents),
             },
+            other if io_error(&other).and_then(std::io::Error::raw_os_error) == Some(EMFILE) => {
+                EngineError::TooManyOpenFiles {
+                    endpoint,
+                    limit: open_files_limit(),
+                    source: other,
+                }
+            }
             other => match io_error_kind(&other) {
                 Some(std::io::ErrorKind::PermissionDenied) => EngineError::PermissionDenied {
                     endpoint,
@@ -354,6 +375,9 @@ impl EngineError {
                 engine.cli()
             ),
             EngineError::Output { .. } | EngineError::ExitCodeUnknown { .. } => return None,
+            EngineError::TooManyOpenFiles { .. } => {
+                "raise the limit in this shell (`ulimit -n 65536`) or ask about fewer containers at once; the daemon is not at fault".into()
+            }
             EngineError::InvalidBody { .. } => {
                 "this is a bug in envctl: please report it with `envctl up --dry-run --json` output".into()
             }
@@ -385,8 +409,19 @@ impl EngineError {
             EngineError::InvalidBody { .. } => "invalid_body",
             EngineError::Output { .. } => "output",
             EngineError::Other { .. } => "other",
+            EngineError::TooManyOpenFiles { .. } => "too_many_open_files",
             EngineError::StoppedAnswering { .. } => "stopped_answering",
         }
+    }
+}
+
+/// A daemon's message for an error status, or what its absence means: never "answered
+/// 302: " and nothing more.
+pub(crate) fn said(status: u16, message: String) -> String {
+    match (message.trim().is_empty(), status) {
+        (false, _) => message,
+        (true, 300..=399) => "a redirect with no message; the Engine API never redirects, so something else answers at this address".into(),
+        (true, _) => "no message".into(),
     }
 }
 
@@ -407,25 +442,101 @@ pub fn capped(text: String) -> String {
 }
 
 fn io_error_kind(error: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    io_error(error).map(std::io::Error::kind)
+}
+
+/// The first I/O error in `error`'s chain.
+fn io_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = current {
         if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
+            return Some(io);
         }
         // bollard's `IOError` is transparent: its `source()` skips the I/O error itself.
         if let Some(bollard::errors::Error::IOError { err }) =
             error.downcast_ref::<bollard::errors::Error>()
         {
-            return Some(err.kind());
+            return Some(err);
         }
         current = error.source();
     }
     None
 }
 
+/// Linux's "too many open files" for this process (`EMFILE`).
+const EMFILE: i32 = 24;
+
+/// This process's soft limit on open files, read once when envctl connects (see
+/// [`note_open_files_limit`]): once the limit is used up, not even `/proc/self/limits`
+/// can be opened to say what it is.
+static OPEN_FILES_LIMIT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+
+/// Reads this process's soft limit on open files (`/proc/self/limits`: `Max open files
+/// 1024  1048576  files`) while a descriptor is still free to read it.
+pub fn note_open_files_limit() {
+    OPEN_FILES_LIMIT.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+        parse_open_files_limit(&text)
+    });
+}
+
+/// The limit [`note_open_files_limit`] read; `None` where it could not be.
+fn open_files_limit() -> Option<u64> {
+    note_open_files_limit();
+    OPEN_FILES_LIMIT.get().copied().flatten()
+}
+
+fn parse_open_files_limit(limits: &str) -> Option<u64> {
+    limits
+        .lines()
+        .find_map(|line| line.strip_prefix("Max open files"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_error_answer_still_says_something() {
+        assert!(said(302, String::new()).contains("never redirects"));
+        assert_eq!(said(500, " ".into()), "no message");
+        assert_eq!(said(404, "no such container".into()), "no such container");
+    }
+
+    #[test]
+    fn running_out_of_file_descriptors_is_envctls_own_limit() {
+        let endpoint = Endpoint {
+            address: "unix:///var/run/docker.sock".into(),
+            kind: EngineKind::DockerEngine,
+        };
+        let error = EngineError::classify(
+            &endpoint,
+            bollard::errors::Error::IOError {
+                err: std::io::Error::from_raw_os_error(EMFILE),
+            },
+            15,
+        );
+        assert!(
+            matches!(error, EngineError::TooManyOpenFiles { .. }),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("envctl has used up its own limit of open files")
+        );
+        assert!(error.hint().is_some_and(|hint| hint.contains("ulimit -n")));
+        assert_eq!(
+            parse_open_files_limit(
+                "Limit                     Soft Limit           Hard Limit           Units\nMax open files            64                   1048576              files\n"
+            ),
+            Some(64)
+        );
+    }
 
     fn io(kind: std::io::ErrorKind) -> bollard::errors::Error {
         bollard::errors::Error::IOError {

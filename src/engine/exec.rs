@@ -149,7 +149,16 @@ impl Engine {
                     }
                     bollard::container::LogOutput::StdIn { .. } => continue,
                 };
-                if std::mem::take(&mut first) && !self.exec_state(&exec_id).await?.started {
+                // Whether the first bytes are the daemon's words about a failed start. An
+                // inspect that cannot be read (an `ExitCode` that is no integer) leaves it
+                // unknown: the bytes go out as the command's output, never dropped, and the
+                // exit code read at the end says what was wrong with the answer.
+                if std::mem::take(&mut first)
+                    && self
+                        .exec_state(&exec_id)
+                        .await
+                        .is_ok_and(|state| !state.started)
+                {
                     start_error = Some(Vec::new());
                 }
                 let stream = match start_error.as_mut() {

@@ -14,6 +14,10 @@ const IMAGE_ENV_KEYS: [&str; 6] = [
     "NVIDIA_DRIVER_CAPABILITIES",
 ];
 
+/// The most of an `/info` answer envctl reads: Docker's is some 10 KiB, Podman's some
+/// 20 KiB.
+const MAX_FACTS_ANSWER_BYTES: usize = 4 << 20;
+
 impl Engine {
     /// Reads `/version` and `/info` at once. Unreachable is a fact, not an error.
     pub async fn facts(&self) -> EngineFacts {
@@ -34,9 +38,17 @@ impl Engine {
     async fn daemon_facts(&self) -> Result<DaemonFacts, EngineError> {
         // No separate ping: `/version` answers the same question, and its failure is
         // classified the same way (the short-answer deadline bounds it).
+        // `/info` is read within a size limit: a daemon (or whatever listens at
+        // DOCKER_HOST) answering hundreds of megabytes must not take that much memory
+        // here. `/version`, asked through bollard, is the one whose failure names the
+        // cause (a timeout, a refused connection).
         let (version, info) = tokio::join!(
             self.short_answer("GET /version", self.docker.version()),
-            self.short_answer("GET /info", self.docker.info())
+            self.get_json::<bollard::models::SystemInfo>(
+                "/info",
+                "GET /info",
+                MAX_FACTS_ANSWER_BYTES
+            )
         );
         let (version, info) = (version?, info?);
         let security_options = info.security_options.unwrap_or_default();

@@ -103,6 +103,7 @@ impl Engine {
         let message = serde_json::from_slice::<Message>(&text)
             .map(|message| message.message)
             .unwrap_or_else(|_| String::from_utf8_lossy(&text).trim().to_string());
+        let message = super::error::said(status, message);
         Err(EngineError::Daemon {
             endpoint: self.at(),
             status,
@@ -257,6 +258,15 @@ async fn read_head(reader: &mut BufReader<Box<dyn Connection>>) -> std::io::Resu
             let length = value
                 .parse()
                 .map_err(|_| invalid("the answer's Content-Length is no number"))?;
+            // Two lengths that differ leave the body's end unknown (RFC 9112 6.3): said
+            // as that, not as a connection closed early.
+            if let Framing::Length(earlier) = framing
+                && earlier != length
+            {
+                return Err(invalid(&format!(
+                    "the answer has two different Content-Length headers ({earlier} and {length})"
+                )));
+            }
             framing = Framing::Length(length);
         }
     }

@@ -32,6 +32,24 @@ use bollard::Docker;
 
 pub use error::{Endpoint, EngineError};
 
+/// The most requests envctl keeps in flight to the daemon when it asks about many
+/// containers at once (the stats sampler's reads, doctor's image inspects): each is a
+/// connection and a file descriptor of its own, and one per container ran out of file
+/// descriptors at 86 containers under `ulimit -n 64` (about 1,000 under the usual 1,024).
+pub const MAX_CONCURRENT_REQUESTS: usize = 24;
+
+/// The answers of `requests`, in their order, with at most [`MAX_CONCURRENT_REQUESTS`] of
+/// them in flight at a time.
+pub async fn each_bounded<F: std::future::Future>(
+    requests: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    use futures_util::StreamExt as _;
+    futures_util::stream::iter(requests)
+        .buffered(MAX_CONCURRENT_REQUESTS)
+        .collect()
+        .await
+}
+
 /// How long `ping` waits: a daemon that does not answer this fast is named as the
 /// problem (the fault tests ask for an answer within 3 s).
 pub const PING_TIMEOUT: Duration = Duration::from_secs(3);
@@ -91,6 +109,8 @@ impl Engine {
     /// Connects to `DOCKER_HOST` (any scheme bollard supports) or the default socket. A
     /// missing socket fails here; a dead one on the first request.
     pub fn connect(docker_host: Option<&str>, timeout: Duration) -> Result<Engine, EngineError> {
+        // While descriptors are free: an error about running out of them names the limit.
+        error::note_open_files_limit();
         let endpoint = docker_host
             .filter(|host| !host.is_empty())
             .unwrap_or(DEFAULT_ENDPOINT)

@@ -25,8 +25,12 @@ pub fn is_plain_name(value: &str) -> bool {
 }
 
 /// `value` when it can name a container (name or id) in a path.
+/// The daemon's own lists write names with a leading `/` (`/envctl-pytorch`), which is
+/// accepted and dropped: pasted as is it would make `/containers//envctl-pytorch/json`, a
+/// path the daemon does not route to the container (a TARGET typed `/name` did this).
 pub fn container(value: &str) -> Result<&str, EngineError> {
     checked(value, "container name or id", is_plain_name)
+        .map(|name| name.strip_prefix('/').unwrap_or(name))
 }
 
 /// `value` when it can name an exec instance (the daemon's id for it) in a path.
@@ -103,6 +107,7 @@ mod tests {
             assert!(exec(bad).is_err(), "{bad:?}");
             assert!(volume(bad).is_err(), "{bad:?}");
         }
+        assert_eq!(container("/envctl-pytorch").unwrap(), "envctl-pytorch");
         for good in [
             "envctl-pytorch",
             "/envctl-pytorch",
@@ -110,7 +115,7 @@ mod tests {
             "a.b_c-d",
             "0123abcdef",
         ] {
-            assert_eq!(container(good).ok(), Some(good));
+            assert_eq!(container(good).ok(), good.strip_prefix('/').or(Some(good)));
         }
         let error = container("x/../y").unwrap_err();
         assert_eq!(

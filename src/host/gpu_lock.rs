@@ -17,8 +17,10 @@
 //! - **Opened without following links** and only when it is a regular file: in a folder
 //!   every user can write, another user's symlink must not make envctl open something else.
 //!
-//! Anyone may hold it as long as they like, so the wait is bounded ([`WAIT`]) and the error
-//! names the file.
+//! Anyone may hold it as long as they like, so the wait is bounded ([`WAIT`]), ends at the
+//! first termination signal, and the error names the file. Anything else at the path (a
+//! link, a folder, a FIFO, a file nobody may read) was planted, and is named as such with
+//! the admin's fix: pointing `ENVCTL_GPU_LOCK` elsewhere would only drop the exclusion.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -51,62 +53,126 @@ pub enum GpuLockError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the GPU placement lock {path} is not a regular file")]
-    NotAFile { path: PathBuf },
+    /// Something envctl never makes sits where the lock belongs: in a folder every user
+    /// may write, someone planted it, and every GPU `up` on the host stops there.
+    #[error(
+        "the GPU placement lock {path} is {what}, not the empty regular file envctl makes: someone else put it there"
+    )]
+    Hostile { path: PathBuf, what: String },
     #[error("another envctl has held the GPU placement lock {path} for {seconds} s")]
     Busy { path: PathBuf, seconds: u64 },
+    #[error("interrupted while waiting for the GPU placement lock {path}")]
+    Interrupted { path: PathBuf, code: u8 },
 }
 
 impl GpuLockError {
     pub fn hint(&self) -> String {
         match self {
-            GpuLockError::Open { path, .. } | GpuLockError::NotAFile { path } => format!(
-                "the lock keeps two `up`s from taking the same GPU; `ENVCTL_GPU_LOCK` names another file (now {})",
+            GpuLockError::Open { path, .. } => format!(
+                "the lock keeps two `up`s from taking the same GPU; check that {} can be created and read by every user",
                 path.display()
+            ),
+            // Not "point ENVCTL_GPU_LOCK elsewhere": one user doing so silently drops the
+            // exclusion between that user's `up`s and everyone else's.
+            GpuLockError::Hostile { path, .. } => format!(
+                "ask the host's admin to remove it (`sudo rm -rf {}`; `ls -la {}` shows who made it); envctl makes a fresh one at the next `up`",
+                crate::spec::shell_quote(&path.to_string_lossy()),
+                crate::spec::shell_quote(&path.to_string_lossy()),
             ),
             GpuLockError::Busy { path, .. } => format!(
                 "`fuser -v {}` shows which process holds it; it is released when that process ends",
-                path.display()
+                crate::spec::shell_quote(&path.to_string_lossy())
             ),
+            GpuLockError::Interrupted { .. } => "nothing was placed or created".into(),
         }
     }
 }
 
-/// Takes the lock at `path`, waiting up to [`WAIT`]. Blocking: call it where a thread
-/// may sleep (it sleeps [`RETRY`] between tries).
+/// What stands at `path` when it is not a lock envctl could open, in words: `a symbolic
+/// link`, `a FIFO (named pipe)`, `a regular file this user cannot read (mode 000, owner
+/// uid 1001)`.
+fn described(path: &Path, fallback: &str) -> String {
+    use std::os::unix::fs::MetadataExt as _;
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_file() => format!(
+            "a regular file this user cannot open (mode {:03o}, owner uid {})",
+            metadata.mode() & 0o7777,
+            metadata.uid()
+        ),
+        Ok(metadata) => crate::profile::file::kind_of(metadata.file_type()).to_string(),
+        Err(_) => fallback.to_string(),
+    }
+}
+
+/// Takes the lock at `path`, waiting up to [`WAIT`]; gives up at once when a termination
+/// signal arrives ([`crate::interrupt`]). Blocking: call it where a thread may sleep (it
+/// sleeps [`RETRY`] between tries).
 pub fn acquire(path: &Path) -> Result<GpuLock, GpuLockError> {
+    acquire_until(path, crate::interrupt::received)
+}
+
+/// [`acquire`], giving up when `signalled` gives the exit code of a signal.
+fn acquire_until(path: &Path, signalled: impl Fn() -> Option<u8>) -> Result<GpuLock, GpuLockError> {
+    let started = Instant::now();
+    loop {
+        if let Some(code) = signalled() {
+            return Err(GpuLockError::Interrupted {
+                path: path.to_path_buf(),
+                code,
+            });
+        }
+        if let Some(lock) = try_acquire(path)? {
+            return Ok(lock);
+        }
+        if started.elapsed() >= WAIT {
+            return Err(GpuLockError::Busy {
+                path: path.to_path_buf(),
+                seconds: WAIT.as_secs(),
+            });
+        }
+        std::thread::sleep(RETRY);
+    }
+}
+
+/// One try at the lock: `Ok(None)` while another process holds it. For a caller that
+/// waits in its own way (saying so after a second, selecting on signals).
+pub fn try_acquire(path: &Path) -> Result<Option<GpuLock>, GpuLockError> {
     let open = |flags: OFlags| {
         rustix::fs::open(
             path,
-            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
             Mode::from_raw_mode(0o666),
         )
+    };
+    let opened = |error: rustix::io::Errno| match error {
+        // `O_NOFOLLOW` at a link, or a file this user may not even read: planted.
+        rustix::io::Errno::LOOP | rustix::io::Errno::ACCESS | rustix::io::Errno::PERM => {
+            GpuLockError::Hostile {
+                path: path.to_path_buf(),
+                what: described(path, "unreadable"),
+            }
+        }
+        error => GpuLockError::Open {
+            path: path.to_path_buf(),
+            source: error.into(),
+        },
     };
     // `flock` needs only an open descriptor, not write access: another user's lock file
     // is opened read-only, so a mode the umask narrowed never locks anyone out.
     let (file, created) = match open(OFlags::CREATE | OFlags::EXCL | OFlags::RDWR) {
         Ok(file) => (file, true),
-        Err(rustix::io::Errno::EXIST) => (
-            open(OFlags::RDONLY).map_err(|error| GpuLockError::Open {
-                path: path.to_path_buf(),
-                source: error.into(),
-            })?,
-            false,
-        ),
-        Err(error) => {
-            return Err(GpuLockError::Open {
-                path: path.to_path_buf(),
-                source: error.into(),
-            });
-        }
+        Err(rustix::io::Errno::EXIST) => (open(OFlags::RDONLY).map_err(opened)?, false),
+        Err(error) => return Err(opened(error)),
     };
     let stat = rustix::fs::fstat(&file).map_err(|error| GpuLockError::Open {
         path: path.to_path_buf(),
         source: error.into(),
     })?;
-    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-        return Err(GpuLockError::NotAFile {
+    let file_type = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+    if file_type != rustix::fs::FileType::RegularFile {
+        return Err(GpuLockError::Hostile {
             path: path.to_path_buf(),
+            what: described(path, "not a regular file"),
         });
     }
     if created {
@@ -114,33 +180,16 @@ pub fn acquire(path: &Path) -> Result<GpuLock, GpuLockError> {
         // a lock for everyone. Nothing depends on it: the others open it read-only.
         let _ = rustix::fs::fchmod(&file, Mode::from_raw_mode(0o666));
     }
-    let started = Instant::now();
-    loop {
-        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => {
-                return Ok(GpuLock {
-                    _file: file,
-                    path: path.to_path_buf(),
-                });
-            }
-            Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR)
-                if started.elapsed() < WAIT =>
-            {
-                std::thread::sleep(RETRY);
-            }
-            Err(rustix::io::Errno::WOULDBLOCK) => {
-                return Err(GpuLockError::Busy {
-                    path: path.to_path_buf(),
-                    seconds: WAIT.as_secs(),
-                });
-            }
-            Err(error) => {
-                return Err(GpuLockError::Open {
-                    path: path.to_path_buf(),
-                    source: error.into(),
-                });
-            }
-        }
+    match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(GpuLock {
+            _file: file,
+            path: path.to_path_buf(),
+        })),
+        Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR) => Ok(None),
+        Err(error) => Err(GpuLockError::Open {
+            path: path.to_path_buf(),
+            source: error.into(),
+        }),
     }
 }
 
@@ -184,21 +233,50 @@ mod tests {
     }
 
     #[test]
-    fn links_and_folders_are_refused() {
+    fn planted_files_are_named_as_planted_with_the_admins_fix() {
         let folder = tempfile::tempdir().unwrap();
         let target = folder.path().join("elsewhere");
         std::fs::write(&target, "keep me").unwrap();
-        let link = folder.path().join("gpus.lock");
+        let link = folder.path().join("link.lock");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(matches!(acquire(&link), Err(GpuLockError::Open { .. })));
+        let dangling = folder.path().join("dangling.lock");
+        std::os::unix::fs::symlink(folder.path().join("nothing"), &dangling).unwrap();
+        let fifo = folder.path().join("fifo.lock");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, Mode::RUSR | Mode::WUSR).unwrap();
+        for (path, what) in [
+            (link.as_path(), "a symbolic link"),
+            (dangling.as_path(), "a symbolic link"),
+            (fifo.as_path(), "a FIFO (named pipe)"),
+            (folder.path(), "a directory"),
+        ] {
+            let error = acquire(path).unwrap_err();
+            match &error {
+                GpuLockError::Hostile { what: found, .. } => assert_eq!(found, what),
+                other => panic!("{}: {other:?}", path.display()),
+            }
+            assert!(error.to_string().contains("someone else put it there"));
+            let hint = error.hint();
+            assert!(hint.contains("sudo rm -rf"), "{hint}");
+            assert!(!hint.contains("ENVCTL_GPU_LOCK"), "{hint}");
+        }
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
-        let error = acquire(folder.path()).unwrap_err();
         assert!(
-            matches!(
-                error,
-                GpuLockError::Open { .. } | GpuLockError::NotAFile { .. }
-            ),
+            !folder.path().join("nothing").exists(),
+            "no file made through a link"
+        );
+    }
+
+    #[test]
+    fn a_signal_ends_the_wait() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("gpus.lock");
+        let _held = acquire(&path).unwrap();
+        let started = Instant::now();
+        let error = acquire_until(&path, || Some(130)).unwrap_err();
+        assert!(
+            matches!(error, GpuLockError::Interrupted { code: 130, .. }),
             "{error:?}"
         );
+        assert!(started.elapsed() < Duration::from_secs(1));
     }
 }

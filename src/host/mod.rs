@@ -135,11 +135,19 @@ impl Probe {
                 if std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_dir()) {
                     continue;
                 }
-                let (nvidia_gpus, unreadable) = match read_text(&path, 4 * 1024 * 1024) {
-                    Ok(text) => (text.contains("nvidia.com/gpu"), None),
-                    // Unknown whether it names GPUs: not counted, and the cause kept.
-                    Err(error) => (false, Some(error)),
-                };
+                let read =
+                    crate::untrusted::read(&path, 4 * 1024 * 1024, crate::untrusted::Named::Found)
+                        .map_err(|error| crate::error::error_chain(&error))
+                        .and_then(|bytes| bytes.ok_or_else(|| "it is gone".to_string()))
+                        .and_then(|bytes| {
+                            String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
+                        });
+                let (nvidia_gpus, unreadable) =
+                    match read.and_then(|text| cdi_kind_is_nvidia_gpu(&path, &text)) {
+                        Ok(nvidia_gpus) => (nvidia_gpus, None),
+                        // Unknown whether it names GPUs: not counted, and the cause kept.
+                        Err(error) => (false, Some(error)),
+                    };
                 let name = path
                     .file_name()
                     .map(|name| name.to_string_lossy().into_owned())
@@ -153,6 +161,37 @@ impl Probe {
         }
         specs
     }
+}
+
+/// Whether a CDI spec's `kind` (its devices' vendor and class) is `nvidia.com/gpu`: the
+/// top-level `kind` key, read from JSON or from YAML's unindented `kind:` line, so that the
+/// words in a comment or in another field do not count.
+/// A JSON spec that does not parse is an error: whether it names GPUs is unknown.
+fn cdi_kind_is_nvidia_gpu(path: &Path, text: &str) -> Result<bool, String> {
+    const KIND: &str = "nvidia.com/gpu";
+    if path
+        .extension()
+        .is_some_and(|extension| extension == "json")
+    {
+        let spec: serde_json::Value =
+            serde_json::from_str(text).map_err(|error| format!("it is not valid JSON: {error}"))?;
+        return Ok(spec.get("kind").and_then(serde_json::Value::as_str) == Some(KIND));
+    }
+    Ok(text.lines().any(|line| {
+        line.strip_prefix("kind:").is_some_and(|value| {
+            let value = value.split(" #").next().unwrap_or(value).trim();
+            let unquoted = value
+                .strip_prefix('"')
+                .and_then(|value| value.strip_suffix('"'))
+                .or_else(|| {
+                    value
+                        .strip_prefix('\'')
+                        .and_then(|value| value.strip_suffix('\''))
+                })
+                .unwrap_or(value);
+            unquoted == KIND
+        })
+    }))
 }
 
 /// Linux's encoding of a device number (glibc `gnu_dev_major` / `gnu_dev_minor`).
@@ -326,6 +365,28 @@ mod tests {
         );
         assert_eq!(facts.docker_socket.unwrap().access, "missing");
         assert!(facts.tools.iter().all(|tool| tool.path.is_none()));
+    }
+
+    #[test]
+    fn a_cdi_spec_names_nvidia_gpus_by_its_kind_not_by_a_substring() {
+        let yaml = Path::new("/etc/cdi/x.yaml");
+        let json = Path::new("/etc/cdi/x.json");
+        for (path, text, names) in [
+            (yaml, "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n", true),
+            (yaml, "kind: \"nvidia.com/gpu\" # the GPUs\n", true),
+            (yaml, "# kind: nvidia.com/gpu\nkind: example.com/x\n", false),
+            (
+                yaml,
+                "kind: example.com/x\ndevices: [{name: nvidia.com/gpu}]\n",
+                false,
+            ),
+            (yaml, "  kind: nvidia.com/gpu\n", false),
+            (json, r#"{"kind": "nvidia.com/gpu"}"#, true),
+            (json, r#"{"kind": "x", "note": "nvidia.com/gpu"}"#, false),
+        ] {
+            assert_eq!(cdi_kind_is_nvidia_gpu(path, text), Ok(names), "{text}");
+        }
+        assert!(cdi_kind_is_nvidia_gpu(json, "{nvidia.com/gpu").is_err());
     }
 
     #[test]

@@ -50,8 +50,20 @@ impl LockFile {
             .sort_by(|first, second| first.profile.cmp(&second.profile));
     }
 
+    /// The lock in `text`, or what is wrong with it by place: the message never quotes the
+    /// file's own text (it may be anything a planted link reached), only its key names.
     pub fn parse(text: &str) -> Result<LockFile, String> {
-        let lock: LockFile = toml::from_str(text).map_err(|error| error.to_string())?;
+        const WORDS: [&str; 6] = ["version", "image", "profile", "digest", "date", "platform"];
+        let lock: LockFile = toml::from_str(text).map_err(|error| {
+            let message = crate::untrusted::redacted(error.message(), &WORDS);
+            match error.span() {
+                Some(span) => {
+                    let (line, column) = crate::untrusted::line_and_column(text, span.start);
+                    format!("line {line}, column {column}: {message}")
+                }
+                None => message,
+            }
+        })?;
         if lock.version != Self::VERSION {
             return Err(format!(
                 "lock file version {} is not {} (written by another envctl?)",

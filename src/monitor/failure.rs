@@ -100,6 +100,8 @@ pub enum FailureKind {
     Output,
     /// Any other failure, of the daemon's connection or of NVML; the message says which.
     Other,
+    /// envctl itself ran out of file descriptors (its own `ulimit -n`): not the daemon.
+    TooManyOpenFiles,
     // What envctl finds itself.
     /// A named target exists but does not run.
     NotRunning,
@@ -119,7 +121,7 @@ pub enum FailureKind {
 }
 
 /// Every kind, for reading them back.
-const ALL_KINDS: [FailureKind; 23] = [
+const ALL_KINDS: [FailureKind; 24] = [
     FailureKind::SocketMissing,
     FailureKind::PermissionDenied,
     FailureKind::ConnectionRefused,
@@ -132,6 +134,7 @@ const ALL_KINDS: [FailureKind; 23] = [
     FailureKind::InvalidBody,
     FailureKind::Output,
     FailureKind::Other,
+    FailureKind::TooManyOpenFiles,
     FailureKind::NotRunning,
     FailureKind::CgroupUnreadable,
     FailureKind::LibraryNotFound,
@@ -161,6 +164,7 @@ impl FailureKind {
             FailureKind::InvalidBody => "invalid_body",
             FailureKind::Output => "output",
             FailureKind::Other => "other",
+            FailureKind::TooManyOpenFiles => "too_many_open_files",
             FailureKind::NotRunning => "not_running",
             FailureKind::CgroupUnreadable => "cgroup_unreadable",
             FailureKind::LibraryNotFound => "library_not_found",

@@ -80,16 +80,29 @@ pub struct History {
     next_sequence: u64,
 }
 
+/// How many points a history of `window` at `interval` keeps: at most [`MAXIMUM_POINTS`].
+fn capacity(window: Duration, interval: Duration) -> usize {
+    let points = (window.as_secs_f64() / interval.as_secs_f64().max(0.001)).ceil();
+    if points.is_finite() {
+        (points as usize).clamp(2, MAXIMUM_POINTS)
+    } else {
+        MAXIMUM_POINTS
+    }
+}
+
+/// The span a history of `window` at `interval` really keeps: `window`, or less where
+/// [`MAXIMUM_POINTS`] points do not cover it (`--window 24h` at 1 s keeps 12 h), so that
+/// what is said about it is what is kept.
+pub fn span_kept(window: Duration, interval: Duration) -> Duration {
+    let points = u32::try_from(capacity(window, interval)).unwrap_or(u32::MAX);
+    window.min(interval.saturating_mul(points))
+}
+
 impl History {
     /// A history of `window` at one point every `interval`: `window / interval` points,
     /// rounded up, at least 2 and at most [`MAXIMUM_POINTS`].
     pub fn new(window: Duration, interval: Duration) -> History {
-        let points = (window.as_secs_f64() / interval.as_secs_f64().max(0.001)).ceil();
-        let capacity = if points.is_finite() {
-            (points as usize).clamp(2, MAXIMUM_POINTS)
-        } else {
-            MAXIMUM_POINTS
-        };
+        let capacity = capacity(window, interval);
         History {
             capacity,
             interval_seconds: interval.as_secs_f64(),
@@ -377,6 +390,23 @@ pub struct GpuSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_span_kept_is_what_the_points_cover() {
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            span_kept(Duration::from_secs(24 * 3600), second),
+            Duration::from_secs(12 * 3600)
+        );
+        assert_eq!(
+            span_kept(Duration::from_secs(600), second),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            span_kept(Duration::from_secs(24 * 3600), Duration::from_secs(2)),
+            Duration::from_secs(24 * 3600)
+        );
+    }
     use crate::monitor::failure::{Failure, FailureKind};
     use crate::monitor::snapshot::{ContainerRow, GpuRow};
 

@@ -128,6 +128,18 @@ pub enum RecordError {
     },
     #[error("`{path}` holds no samples")]
     Empty { path: PathBuf },
+    /// Every line was skipped: the reasons, not "record first".
+    #[error(
+        "`{path}` holds no sample envctl can read: {} line{} skipped, the first (line {}) because {}",
+        skipped.len(),
+        if skipped.len() == 1 { "" } else { "s" },
+        skipped.first().map_or(0, |(line, _)| *line),
+        skipped.first().map_or("", |(_, why)| why.as_str())
+    )]
+    Unreadable {
+        path: PathBuf,
+        skipped: Vec<(usize, String)>,
+    },
     #[error("`{path}` is {kind}, not a regular file")]
     NotRegular { path: PathBuf, kind: &'static str },
     #[error("the recording `{path}` is larger than {limit} bytes")]
@@ -150,6 +162,9 @@ impl RecordError {
             }
             RecordError::Empty { .. } => Some(
                 "record first: `envctl stats --record FILE`, and let it run a few intervals".into(),
+            ),
+            RecordError::Unreadable { .. } => Some(
+                "check that the file is a recording `envctl stats --record` wrote (.csv or .jsonl), and not another tool's".into(),
             ),
             RecordError::Open { .. } | RecordError::Write { .. } | RecordError::Read { .. } => {
                 Some("check the path, its folder and their permissions".into())
@@ -199,9 +214,13 @@ impl Recorder {
             path: path.to_path_buf(),
             source,
         };
+        // Never through a link: in a shared folder (`team/rec.csv`) a link another user
+        // planted, even a dangling one, would have the recording create or append to the
+        // file it points at, with this user's rights.
         let file = open_regular(
             OpenOptions::new().read(true).append(true).create(true),
             path,
+            Links::Refuse,
         )?;
         let length = file.metadata().map_err(open_error)?.len();
         let mut recorder = Recorder {
@@ -577,16 +596,33 @@ pub const MAX_RECORDING_BYTES: u64 = 256 * 1024 * 1024;
 /// no writer, or no reader, would wait there forever) and checks the opened descriptor,
 /// not the name, so a file swapped after a check is caught: anything but a regular file
 /// (a FIFO, a device such as `/dev/zero`, a socket, a folder) is refused.
-pub fn open_regular(options: &mut OpenOptions, path: &Path) -> Result<File, RecordError> {
+pub fn open_regular(
+    options: &mut OpenOptions,
+    path: &Path,
+    links: Links,
+) -> Result<File, RecordError> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let open_error = |source| RecordError::Open {
         path: path.to_path_buf(),
         source,
     };
+    let flags = match links {
+        Links::Follow => rustix::fs::OFlags::NONBLOCK,
+        Links::Refuse => rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW,
+    };
     let file = options
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .custom_flags(flags.bits() as i32)
         .open(path)
         .map_err(|source| match source.raw_os_error() {
+            // `O_NOFOLLOW` on a link.
+            Some(code)
+                if code == rustix::io::Errno::LOOP.raw_os_error() && links == Links::Refuse =>
+            {
+                RecordError::NotRegular {
+                    path: path.to_path_buf(),
+                    kind: "a symbolic link",
+                }
+            }
             // `open(2)` refuses a folder for writing before any check of ours can.
             Some(code) if code == rustix::io::Errno::ISDIR.raw_os_error() => {
                 RecordError::NotRegular {
@@ -610,6 +646,15 @@ pub fn open_regular(options: &mut OpenOptions, path: &Path) -> Result<File, Reco
     Ok(file)
 }
 
+/// Whether [`open_regular`] follows a symbolic link at the path's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// A file the user named to read (`stats report FILE`): read where it leads.
+    Follow,
+    /// A file to create or append to: a link is refused, dangling or not.
+    Refuse,
+}
+
 /// What a file that is not a regular one is, in words.
 fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
@@ -631,10 +676,13 @@ fn kind_of(file_type: &std::fs::FileType) -> &'static str {
 pub fn read_recording(path: &Path) -> Result<Recording, RecordError> {
     let format = RecordFormat::from_path(path)?;
     // A recording that cannot be opened is bad input (exit 2), not a failed write.
-    let file = open_regular(OpenOptions::new().read(true), path).map_err(|error| match error {
-        RecordError::Open { path, source } => RecordError::Read { path, source },
-        other => other,
-    })?;
+    let file =
+        open_regular(OpenOptions::new().read(true), path, Links::Follow).map_err(|error| {
+            match error {
+                RecordError::Open { path, source } => RecordError::Read { path, source },
+                other => other,
+            }
+        })?;
     let read_error = |source| RecordError::Read {
         path: path.to_path_buf(),
         source,
@@ -661,6 +709,12 @@ pub fn read_recording(path: &Path) -> Result<Recording, RecordError> {
         RecordFormat::Csv => parse_csv(path, &text)?,
     };
     if recording.snapshots.is_empty() {
+        if !recording.skipped.is_empty() {
+            return Err(RecordError::Unreadable {
+                path: path.to_path_buf(),
+                skipped: recording.skipped,
+            });
+        }
         return Err(RecordError::Empty {
             path: path.to_path_buf(),
         });
@@ -918,6 +972,50 @@ fn push_row(text: &mut String, cells: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recording_whose_every_line_fails_says_why() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("run.jsonl");
+        std::fs::write(&path, "not json\n{\"also\": \"not a snapshot\"}\n").unwrap();
+        let error = read_recording(&path).unwrap_err();
+        match &error {
+            RecordError::Unreadable { skipped, .. } => assert_eq!(skipped.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        let message = error.to_string();
+        assert!(
+            message.contains("2 lines skipped, the first (line 1) because"),
+            "{message}"
+        );
+        assert!(!error.hint().unwrap_or_default().contains("record first"));
+    }
+
+    #[test]
+    fn a_recording_is_never_created_or_appended_through_a_link() {
+        let folder = tempfile::tempdir().unwrap();
+        let elsewhere = folder.path().join("elsewhere.csv");
+        let dangling = folder.path().join("rec.csv");
+        std::os::unix::fs::symlink(&elsewhere, &dangling).unwrap();
+        let error = Recorder::open(&dangling).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                RecordError::NotRegular {
+                    kind: "a symbolic link",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(
+            !elsewhere.exists(),
+            "nothing is created where the link points"
+        );
+        std::fs::write(&elsewhere, "").unwrap();
+        assert!(Recorder::open(&dangling).is_err());
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+    }
 
     fn snapshot(time: f64) -> Snapshot {
         Snapshot {

@@ -400,7 +400,7 @@ async fn daemon_facts(
         }
     };
     // The images are asked for alongside `/info` (the daemon's slowest answer), not after.
-    let images = futures_util::future::join_all(profiles.iter().map(|resolved| {
+    let images = crate::engine::each_bounded(profiles.iter().map(|resolved| {
         let reference = resolved.profile.image.to_string();
         let engine = &engine;
         async move {

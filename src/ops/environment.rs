@@ -190,6 +190,9 @@ fn apply_lock(
     let image = &resolved.profile.image;
     let lock = match (lock, policy) {
         (Ok(lock), _) => lock,
+        // A lock file that is not read at all (a FIFO, a device, a link out of the
+        // project) is planted, not stale: no export goes on past it as if it were absent.
+        (Err(error @ LockReadError::Refused { .. }), _) => return Err(Error::LockFile(error)),
         (Err(error), LockPolicy::Report) => {
             return Ok((
                 None,

@@ -23,3 +23,4 @@ pub mod policy;
 pub mod stats;
 pub mod target;
 pub mod up;
+pub mod wait;

@@ -13,7 +13,6 @@
 mod parse;
 mod rules;
 
-use std::io::Read as _;
 use std::path::Path;
 
 use serde::Serialize;
@@ -192,39 +191,38 @@ impl PolicyError {
 /// Reads the policy at `path` (shown as `shown`): `None` when there is no such file,
 /// an error when a file is there and cannot be read or is not a valid policy.
 pub fn load(path: &Path, shown: &str) -> Result<Option<Policy>, PolicyError> {
-    let metadata = match std::fs::metadata(path) {
-        Ok(metadata) => metadata,
-        // No file, no policy: most hosts have none.
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(PolicyError::Read {
-                path: shown.into(),
-                source,
-            });
-        }
-    };
-    if !metadata.is_file() {
-        return Err(PolicyError::NotRegular {
-            path: shown.into(),
-            kind: crate::profile::file::kind_of(metadata.file_type()),
-        });
-    }
-    let read_error = |source| PolicyError::Read {
-        path: shown.into(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(read_error)?;
-    let mut bytes = Vec::new();
-    // One byte past the limit, in case the file grows while it is read.
-    file.take(MAXIMUM_POLICY_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAXIMUM_POLICY_BYTES {
-        return Err(PolicyError::TooLarge {
-            path: shown.into(),
-            bytes: bytes.len() as u64,
-        });
-    }
+    // One reader for files envctl did not write: a FIFO, a device or a link out of the
+    // policy's folder is never read, and no more than the limit.
+    let bytes =
+        match crate::untrusted::read(path, MAXIMUM_POLICY_BYTES, crate::untrusted::Named::Found) {
+            // No file, no policy: most hosts have none.
+            Ok(None) => return Ok(None),
+            Ok(Some(bytes)) => bytes,
+            Err(crate::untrusted::ReadError::NotRegular { kind }) => {
+                return Err(PolicyError::NotRegular {
+                    path: shown.into(),
+                    kind,
+                });
+            }
+            Err(crate::untrusted::ReadError::TooLarge { seen, .. }) => {
+                return Err(PolicyError::TooLarge {
+                    path: shown.into(),
+                    bytes: seen,
+                });
+            }
+            Err(crate::untrusted::ReadError::Io(source)) => {
+                return Err(PolicyError::Read {
+                    path: shown.into(),
+                    source,
+                });
+            }
+            Err(refused) => {
+                return Err(PolicyError::Read {
+                    path: shown.into(),
+                    source: std::io::Error::other(refused),
+                });
+            }
+        };
     let text = crate::profile::file::decode_profile_bytes(bytes, shown).map_err(|diagnostic| {
         PolicyError::Invalid {
             path: shown.into(),

@@ -75,9 +75,10 @@ impl<'a> SourceText<'a> {
         let column = self.text[line_start..start].chars().count() + 1;
         let end = floor_char_boundary(self.text, span.end.clamp(start, line_end));
         let width = self.text[start..end].chars().count().max(1);
-        // A snippet of a huge line (minified or generated) would drown the message.
+        // A snippet of a huge line (minified or generated) would drown the message; a
+        // secret's value on the line is never quoted, whatever the problem there is.
         let source_line = (line_text.chars().count() <= MAXIMUM_SNIPPET_CHARACTERS)
-            .then(|| line_text.to_string());
+            .then(|| crate::secret::mask_toml_line(line_text));
         Diagnostic {
             path: self.path.clone(),
             line: line_index + 1,
@@ -99,6 +100,9 @@ pub const MAXIMUM_GPU_COUNT: i64 = 1024;
 /// More CPUs than this is a typo, and would overflow Docker's NanoCpus: the limit of a
 /// profile's `cpus` and of the policy's `max_cpus` alike.
 pub const MAXIMUM_CPUS: f64 = 4096.0;
+/// Fewer CPUs than this Docker refuses when it creates the container ("Range of CPUs is
+/// from 0.01 to …"): a profile or policy below it is invalid input, found before then.
+pub const MINIMUM_CPUS: f64 = 0.01;
 
 /// A TOML value read as a CPU count, by one rule for the profile's `cpus` and the host
 /// policy's `limits.max_cpus`.
@@ -106,7 +110,7 @@ pub enum CpuCount {
     Cpus(f64),
     /// Not a TOML number: each file words its own type error.
     NotANumber,
-    /// A number, but not above 0 and at most [`MAXIMUM_CPUS`] (or not finite).
+    /// A number, but not from [`MINIMUM_CPUS`] to [`MAXIMUM_CPUS`] (or not finite).
     OutOfRange,
 }
 
@@ -120,7 +124,7 @@ pub fn cpu_count(value: &toml::de::DeValue<'_>) -> CpuCount {
         _ => return CpuCount::NotANumber,
     };
     match number {
-        Some(cpus) if cpus.is_finite() && cpus > 0.0 && cpus <= MAXIMUM_CPUS => {
+        Some(cpus) if cpus.is_finite() && (MINIMUM_CPUS..=MAXIMUM_CPUS).contains(&cpus) => {
             CpuCount::Cpus(cpus)
         }
         _ => CpuCount::OutOfRange,
@@ -130,7 +134,9 @@ pub fn cpu_count(value: &toml::de::DeValue<'_>) -> CpuCount {
 /// The message and hint for a CPU count out of range, for `key`.
 pub fn cpus_range_problem(key: &str) -> (String, String) {
     (
-        format!("`{key}` must be greater than 0 and at most {MAXIMUM_CPUS}"),
+        format!(
+            "`{key}` must be greater than 0 and at most {MAXIMUM_CPUS}, and at least {MINIMUM_CPUS} (Docker's smallest share)"
+        ),
         format!(
             "fractions are fine: {} = 0.5",
             key.rsplit('.').next().unwrap_or(key)

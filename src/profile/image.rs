@@ -294,14 +294,18 @@ fn parse_path_component(component: &str, name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_tag(tag: &str) -> Result<String, String> {
-    let valid = !tag.is_empty()
+/// Whether `tag` is a tag Docker accepts: `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`.
+pub fn is_valid_tag(tag: &str) -> bool {
+    !tag.is_empty()
         && tag.len() <= MAX_TAG_LENGTH
         && tag.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
         && tag
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if valid {
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+fn parse_tag(tag: &str) -> Result<String, String> {
+    if is_valid_tag(tag) {
         Ok(tag.to_string())
     } else {
         Err(format!(

@@ -611,6 +611,19 @@ impl Checker<'_> {
             );
             return None;
         }
+        // Docker keeps sizes in a signed 64-bit integer: a larger one is invalid input
+        // here, not a failure when the body is built.
+        if i64::try_from(size.bytes()).is_err() {
+            self.error(
+                value.span(),
+                format!(
+                    "`{key}` = {} bytes does not fit Docker's 64-bit signed size",
+                    size.bytes()
+                ),
+                Some(format!("for example: {example}")),
+            );
+            return None;
+        }
         Some(size)
     }
 

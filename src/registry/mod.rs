@@ -35,6 +35,20 @@ pub enum RegistryError {
     },
     #[error("{registry} sent an answer envctl cannot read: {message}")]
     Invalid { registry: String, message: String },
+    /// The registry answered; the token service its challenge names did not.
+    #[error("the token service of {registry} ({realm}) cannot be reached: {message}")]
+    TokenServiceUnreachable {
+        registry: String,
+        realm: String,
+        message: String,
+    },
+    /// The token service answered, but neither a token nor a refusal of access.
+    #[error("the token service of {registry} ({realm}) answered HTTP {status}")]
+    TokenServiceAnswered {
+        registry: String,
+        realm: String,
+        status: u16,
+    },
     /// A redirect led off the registry's host, where its bearer token is not sent, and the
     /// host it led to refused the request without one.
     #[error(
@@ -73,6 +87,15 @@ impl RegistryError {
                     .into(),
             ),
             RegistryError::NotFound { .. } => Some("check the image name in the profile".into()),
+            RegistryError::TokenServiceUnreachable { .. } => Some(
+                "the registry itself answers, the address its challenge sends envctl to for a token does not; ask the registry's operator, or pin the image by digest".into(),
+            ),
+            RegistryError::TokenServiceAnswered { status, .. } if (300..400).contains(status) => Some(
+                "envctl follows no redirect from a token service (it could lead anywhere, a cloud's metadata address included); ask the registry's operator".into(),
+            ),
+            RegistryError::TokenServiceAnswered { .. } => Some(
+                "the token service failed, not your access: try again later, or ask the registry's operator".into(),
+            ),
             RegistryError::RedirectRefused { registry, .. } => Some(format!(
                 "envctl sends {registry}'s token only to {registry} itself; ask the registry's operator to redirect within its own host, or pin the image by digest"
             )),
@@ -105,7 +128,12 @@ pub const TAGS_PER_PAGE: usize = 1000;
 /// The largest tag-list page envctl reads: 1000 tags of the longest name the OCI
 /// distribution spec allows (128 characters) take about 130 KB, so a page past this is a
 /// registry that ignores `n`, and reading it whole would grow without bound.
-pub const MAX_PAGE_BYTES: u64 = 4 * 1024 * 1024;
+pub const MAX_PAGE_BYTES: u64 = 1024 * 1024;
+
+/// The most bytes of tag-list pages envctl reads for one repository, over all pages: a
+/// registry sending [`MAX_TAG_PAGES`] pages of [`MAX_PAGE_BYTES`] is stopped well before
+/// that, and the list said to be incomplete.
+pub const MAX_TAG_LIST_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The most tags envctl keeps for one repository, over all pages: far more than any
 /// image family has, and a bound on memory whatever the registry sends.
@@ -179,7 +207,16 @@ impl RegistryClient {
         let mut visited = HashSet::from([url.clone()]);
         let mut known = HashSet::new();
         let mut list = Tags::default();
+        let mut read_bytes = 0u64;
         for page in 1..=MAX_TAG_PAGES {
+            if read_bytes >= MAX_TAG_LIST_BYTES {
+                let reason = format!(
+                    "envctl reads at most {} MiB of tag lists and the registry has more",
+                    MAX_TAG_LIST_BYTES >> 20
+                );
+                list.incomplete = Some(incomplete(&registry, page - 1, &reason));
+                return Ok(list);
+            }
             let answer = self.get(
                 &url,
                 &registry,
@@ -188,13 +225,21 @@ impl RegistryClient {
                 &mut token,
                 MAX_PAGE_BYTES,
             )?;
+            read_bytes += answer.body.len() as u64;
             let tags: TagPage =
                 serde_json::from_slice(&answer.body).map_err(|error| RegistryError::Invalid {
                     registry: registry.clone(),
                     message: format!("the tag list {url}: {error}"),
                 })?;
             drop(answer.body);
-            for tag in tags.tags.unwrap_or_default() {
+            // A name Docker would refuse as a tag (longer than 128 characters, or with
+            // other characters) is no tag anything could pull: not kept.
+            for tag in tags
+                .tags
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|tag| crate::profile::image::is_valid_tag(tag))
+            {
                 if known.insert(tag.clone()) {
                     if list.tags.len() == MAX_TAGS {
                         return Err(RegistryError::TooManyTags {
@@ -278,10 +323,9 @@ impl RegistryClient {
             if let Some(token) = token.as_deref().filter(|_| off_origin.is_none()) {
                 request = request.header("Authorization", &format!("Bearer {token}"));
             }
-            let mut response = request.call().map_err(|error| RegistryError::Unreachable {
-                registry: registry.into(),
-                message: error.to_string(),
-            })?;
+            let mut response = request
+                .call()
+                .map_err(|error| unreachable_or_invalid(error, registry))?;
             let status = response.status().as_u16();
             let header = |name: &str| {
                 response
@@ -378,6 +422,14 @@ impl RegistryClient {
         registry: &str,
         repository: &str,
     ) -> Result<String, RegistryError> {
+        // A challenge with control characters is no challenge a registry sends; its
+        // text reaches the terminal only through the escaping of error messages.
+        if challenge.chars().any(char::is_control) {
+            return Err(RegistryError::Invalid {
+                registry: registry.into(),
+                message: "its WWW-Authenticate challenge holds control characters".into(),
+            });
+        }
         let parameters = parse_challenge(challenge);
         let realm = parameters
             .iter()
@@ -393,20 +445,36 @@ impl RegistryClient {
                 registry: registry.into(),
                 message: format!("its token realm `{realm}` is no URL: {error}"),
             })?;
-        let mut response =
-            self.agent
-                .get(url.as_str())
-                .call()
-                .map_err(|error| RegistryError::Unreachable {
+        let mut response = self.agent.get(url.as_str()).call().map_err(|error| {
+            match unreachable_or_invalid(error, registry) {
+                RegistryError::Unreachable { message, .. } => {
+                    RegistryError::TokenServiceUnreachable {
+                        registry: registry.into(),
+                        realm: realm.clone(),
+                        message,
+                    }
+                }
+                other => other,
+            }
+        })?;
+        match response.status().as_u16() {
+            200 => {}
+            // A refusal of access is about credentials; anything else (a redirect, a
+            // server error) is the token service's own answer, said as such.
+            status @ (401 | 403) => {
+                return Err(RegistryError::Unauthorized {
                     registry: registry.into(),
-                    message: error.to_string(),
-                })?;
-        if response.status().as_u16() != 200 {
-            return Err(RegistryError::Unauthorized {
-                registry: registry.into(),
-                repository: repository.into(),
-                status: response.status().as_u16(),
-            });
+                    repository: repository.into(),
+                    status,
+                });
+            }
+            status => {
+                return Err(RegistryError::TokenServiceAnswered {
+                    registry: registry.into(),
+                    realm,
+                    status,
+                });
+            }
         }
         let text = read_body(&mut response, MAX_BODY_BYTES, registry, url.as_str())?;
         let token: Token =
@@ -414,13 +482,50 @@ impl RegistryClient {
                 registry: registry.into(),
                 message: error.to_string(),
             })?;
-        token
+        let token = token
             .token
             .or(token.access_token)
             .ok_or_else(|| RegistryError::Invalid {
                 registry: registry.into(),
                 message: "the token answer holds no token".into(),
-            })
+            })?;
+        // Sent back in a header: a token no header could carry fails the next request
+        // in ways that read like the network.
+        if token.len() > MAX_TOKEN_BYTES || token.chars().any(|c| c.is_control() || c == ' ') {
+            return Err(RegistryError::Invalid {
+                registry: registry.into(),
+                message: format!(
+                    "its token ({} bytes) is not one a header can carry (at most {MAX_TOKEN_BYTES} bytes of visible characters)",
+                    token.len()
+                ),
+            });
+        }
+        Ok(token)
+    }
+}
+
+/// The longest bearer token envctl sends back: real ones are JWTs of a few KiB.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// A failed request as unreachable (the network: no route, no name, no connection, a
+/// timeout, TLS) or as an answer envctl cannot use (anything else ureq refuses).
+fn unreachable_or_invalid(error: ureq::Error, registry: &str) -> RegistryError {
+    match error {
+        ureq::Error::Io(_)
+        | ureq::Error::Timeout(_)
+        | ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::ConnectProxyFailed(_)
+        | ureq::Error::Tls(_)
+        | ureq::Error::Rustls(_)
+        | ureq::Error::TlsRequired => RegistryError::Unreachable {
+            registry: registry.into(),
+            message: error.to_string(),
+        },
+        other => RegistryError::Invalid {
+            registry: registry.into(),
+            message: other.to_string(),
+        },
     }
 }
 

@@ -55,16 +55,16 @@ pub struct CreateBody {
 }
 
 impl CreateBody {
-    /// Whether the value of the variable `key` must not be shown: its name looks secret
-    /// ([`crate::secret::is_secret_key`]) or it came from the shell.
-    pub fn is_secret_env(&self, key: &str) -> bool {
-        crate::secret::is_secret_key(key) || self.env_from_shell.contains(key)
+    /// Whether the variable `key` holding `value` must not be shown: its name or value looks
+    /// secret ([`crate::secret::is_secret`]) or it came from the shell.
+    pub fn is_secret_env(&self, key: &str, value: &str) -> bool {
+        crate::secret::is_secret(key, value) || self.env_from_shell.contains(key)
     }
 
     /// The secret keys of `Env`, in its order.
     pub fn secret_env_keys(&self) -> Vec<String> {
-        crate::secret::secret_keys(self.env.iter().map(String::as_str), |key| {
-            self.is_secret_env(key)
+        crate::secret::secret_keys(self.env.iter().map(String::as_str), |key, value| {
+            self.is_secret_env(key, value)
         })
     }
 
@@ -75,7 +75,9 @@ impl CreateBody {
         masked.env = self
             .env
             .iter()
-            .map(|entry| crate::secret::mask_entry(entry, |key| self.is_secret_env(key)))
+            .map(|entry| {
+                crate::secret::mask_entry(entry, |key, value| self.is_secret_env(key, value))
+            })
             .collect();
         masked
     }

@@ -41,7 +41,7 @@ pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
     }
     for variable in &body.env {
         match variable.split_once('=') {
-            Some((key, _)) if body.is_secret_env(key) => flag("-e", key.to_string()),
+            Some((key, value)) if body.is_secret_env(key, value) => flag("-e", key.to_string()),
             _ => flag("-e", variable.clone()),
         }
     }

@@ -98,12 +98,17 @@ fn differences(body: &CreateBody, container: &Value, scope: Scope) -> Vec<String
         .filter_map(Value::as_str)
     {
         if !container_env.contains(&entry) {
+            fn value_of(entry: &str) -> &str {
+                entry.split_once('=').map_or("", |(_, value)| value)
+            }
             let key = entry.split('=').next().unwrap_or(entry);
             let before = container_env
                 .iter()
                 .find(|existing| existing.split('=').next() == Some(key));
             // A secret's values are not shown, either of them: only that it changed.
-            if body.is_secret_env(key) {
+            if body.is_secret_env(key, value_of(entry))
+                || before.is_some_and(|before| body.is_secret_env(key, value_of(before)))
+            {
                 let what = if before.is_some() { "changed" } else { "set" };
                 changes.push(format!("env: {key} {what} (a secret: values not shown)"));
                 continue;

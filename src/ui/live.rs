@@ -503,10 +503,21 @@ pub fn failure_lines(snapshot: &Snapshot, width: Option<usize>, style: Styler<'_
 /// Prints one snapshot as plain text on stdout (the `--once` view, and each interval's
 /// view when stdout is not a terminal); failures go to stderr as warnings.
 pub fn print_snapshot(printer: &Printer, snapshot: &Snapshot) -> Result<(), Error> {
-    let style = |style: Style, text: &str| printer.style_stdout(style, text);
-    for line in snapshot_lines(snapshot, printer.stdout_width(), &style) {
+    for line in snapshot_text(printer, snapshot) {
         printer.data(&line)?;
     }
+    say_failures(printer, snapshot);
+    Ok(())
+}
+
+/// The data lines [`print_snapshot`] prints, for a caller that writes them itself.
+pub fn snapshot_text(printer: &Printer, snapshot: &Snapshot) -> Vec<String> {
+    let style = |style: Style, text: &str| printer.style_stdout(style, text);
+    snapshot_lines(snapshot, printer.stdout_width(), &style)
+}
+
+/// The failures of [`print_snapshot`], on stderr.
+pub fn say_failures(printer: &Printer, snapshot: &Snapshot) {
     for failure in &snapshot.failures {
         let text = format!("{}: {}", failure.subject, failure.message);
         if is_expected(failure) {
@@ -516,7 +527,6 @@ pub fn print_snapshot(printer: &Printer, snapshot: &Snapshot) -> Result<(), Erro
             printer.warn(&text);
         }
     }
-    Ok(())
 }
 
 /// The terminal while the live view runs; restored when dropped.

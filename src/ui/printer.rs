@@ -34,6 +34,27 @@ pub struct Printer {
     verbosity: Verbosity,
 }
 
+/// Where [`StreamWriter`]'s thread says how a write went.
+type Written = tokio::sync::oneshot::Sender<io::Result<()>>;
+
+/// Hands data to [`Printer::stream_writer`]'s thread. When the process ends while the
+/// thread is blocked in a write, it ends with it: Rust's exit only tries stdout's lock.
+#[derive(Debug)]
+pub struct StreamWriter {
+    lines: std::sync::mpsc::Sender<(String, Written)>,
+}
+
+impl StreamWriter {
+    /// Queues `text` (one or more lines, a newline is added) for stdout; the receiver
+    /// answers once it is written, or with why it was not.
+    pub fn write(&self, text: String) -> tokio::sync::oneshot::Receiver<io::Result<()>> {
+        let (done, receiver) = tokio::sync::oneshot::channel();
+        // A writer thread that ended drops `done`: the receiver then says so.
+        let _queued = self.lines.send((text, done));
+        receiver
+    }
+}
+
 /// A `--json` document: `schema_version` first, then the command's own fields.
 #[derive(Serialize)]
 struct Document<'a, T: Serialize> {
@@ -68,6 +89,28 @@ impl Printer {
         writeln!(stdout, "{text}")?;
         stdout.flush()?;
         Ok(())
+    }
+
+    /// A writer of data lines on a thread of its own, for a stream (`stats` into a pipe)
+    /// whose reader may stop reading: the caller waits for each line with whatever else
+    /// it waits for (a signal), where a write on its own thread would block it, signals
+    /// and all, for as long as the pipe stays full.
+    pub fn stream_writer(&self) -> io::Result<StreamWriter> {
+        let (sender, receiver) = std::sync::mpsc::channel::<(String, Written)>();
+        std::thread::Builder::new()
+            .name("envctl-stdout".into())
+            .spawn(move || {
+                for (text, done) in receiver {
+                    let written = {
+                        let mut stdout = io::stdout().lock();
+                        writeln!(stdout, "{text}").and_then(|()| stdout.flush())
+                    };
+                    if done.send(written).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(StreamWriter { lines: sender })
     }
 
     /// Raw bytes for stdout (a container's output), flushed at once.

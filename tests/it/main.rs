@@ -39,6 +39,7 @@ mod export;
 mod export_origin;
 mod faults;
 mod gpu_facts;
+mod hardening;
 mod labels;
 mod lock;
 mod nvidia_check;

@@ -207,7 +207,7 @@ fn a_malformed_policy_is_invalid_input_with_its_place() {
     for expected in [
         "error: unknown key `max_gpus_per_containr` in `[limits]`\n --> policy.toml:3:1\n",
         "= hint: did you mean `max_gpus_per_container`?",
-        "error: `limits.max_cpus` must be greater than 0 and at most 4096\n --> policy.toml:4:12\n",
+        "error: `limits.max_cpus` must be greater than 0 and at most 4096, and at least 0.01 (Docker's smallest share)\n --> policy.toml:4:12\n",
         "error: invalid host policy: 2 problems in `policy.toml`",
     ] {
         assert!(run.stderr.contains(expected), "{expected}\n{run}");

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use envctl::profile::image::ImageReference;
-use envctl::registry::{MAX_PAGE_BYTES, MAX_TAG_PAGES, RegistryClient, Tags};
+use envctl::registry::{MAX_PAGE_BYTES, MAX_TAG_LIST_BYTES, MAX_TAG_PAGES, RegistryClient, Tags};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -513,4 +513,97 @@ fn a_page_past_the_size_limit_is_an_error_read_no_further() {
         error.contains(&format!("larger than {MAX_PAGE_BYTES} bytes")),
         "{error}"
     );
+}
+
+/// Issue 30, class 6: pages each just under the page limit stop at the bound on the whole
+/// list (not after 50 of them), and names Docker would refuse as tags (longer than 128
+/// characters) are not kept.
+#[test]
+fn large_pages_stop_at_the_list_limit_and_overlong_tags_are_dropped() {
+    let registry = FakeRegistry::start(|request, _| {
+        let page: usize = request
+            .target
+            .split_once("page=")
+            .map_or(1, |(_, number)| number.parse().unwrap());
+        let tag = format!("1.{page}.0");
+        let overlong: Vec<String> = (0..6000).map(|index| format!("{index:0>140}")).collect();
+        let mut tags: Vec<&str> = overlong.iter().map(String::as_str).collect();
+        tags.push(tag.as_str());
+        let link = format!(
+            "</v2/team/app/tags/list?n=1&page={}>; rel=\"next\"",
+            page + 1
+        );
+        Response::tags(&tags, Some(&link))
+    });
+    let list = tag_list(&format!("{}/team/app:1.0.0", registry.host_port()));
+    assert!(
+        list.tags.iter().all(|tag| tag.len() <= 128),
+        "{:?}",
+        list.tags.first()
+    );
+    let pages = registry.tag_list_requests().len();
+    assert!(pages < MAX_TAG_PAGES, "{pages} pages read");
+    assert_eq!(list.tags.len(), pages);
+    let note = list.incomplete.expect("the list limit is noted");
+    assert!(
+        note.contains(&format!("at most {} MiB", MAX_TAG_LIST_BYTES >> 20)),
+        "{note}"
+    );
+}
+
+/// Issue 30, class 8: what went wrong with a registry's token service is said as that: a
+/// realm on a closed port is not "the registry cannot be reached", a realm redirecting
+/// (to a cloud's metadata address) is not "private repositories need credentials", and an
+/// oversized token or a challenge with control characters is an answer envctl cannot use.
+#[test]
+fn token_service_failures_name_the_token_service() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let registry = FakeRegistry::start(move |request, address| {
+        let challenge = |realm: String| {
+            Response::status(
+                401,
+                &[(
+                    "WWW-Authenticate",
+                    &format!("Bearer realm=\"{realm}\",service=\"fake\""),
+                )],
+            )
+        };
+        let target = request.target.as_str();
+        if target.starts_with("/token") {
+            return if target.contains("huge") {
+                Response::json(json!({ "token": "t".repeat(900 * 1024) }), &[])
+            } else {
+                Response::status(302, &[("Location", "http://169.254.169.254/latest/")])
+            };
+        }
+        if target.contains("/closed/") {
+            challenge(format!("http://127.0.0.1:{closed}/token"))
+        } else if target.contains("/huge/") {
+            challenge(format!("http://{address}/token?huge"))
+        } else if target.contains("/escape/") {
+            Response::status(
+                401,
+                &[("WWW-Authenticate", "Bearer realm=\"http://x/\u{1b}[31m\"")],
+            )
+        } else {
+            challenge(format!("http://{address}/token"))
+        }
+    });
+    let host = registry.host_port();
+    let error = tag_list_result(&format!("{host}/closed/app:1")).unwrap_err();
+    assert!(error.contains("the token service of"), "{error}");
+    let error = tag_list_result(&format!("{host}/redirect/app:1")).unwrap_err();
+    assert!(error.contains("answered HTTP 302"), "{error}");
+    assert!(!error.contains("refused access"), "{error}");
+    let error = tag_list_result(&format!("{host}/huge/app:1")).unwrap_err();
+    assert!(error.contains("cannot read"), "{error}");
+    assert!(!error.contains("cannot be reached"), "{error}");
+    // ureq refuses the header itself; either way an answer, not the network.
+    let error = tag_list_result(&format!("{host}/escape/app:1")).unwrap_err();
+    assert!(error.contains("cannot read"), "{error}");
+    assert!(!error.contains("cannot be reached"), "{error}");
 }

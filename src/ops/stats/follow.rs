@@ -75,6 +75,12 @@ pub trait FollowView {
     fn daemon_back(&mut self, endpoint: &crate::engine::Endpoint);
     /// Sample number `taken` (from 1); an error ends the loop with it.
     fn show(&mut self, snapshot: &Snapshot, taken: u64) -> Result<(), Error>;
+    /// A write [`FollowView::show`] left to another thread (stdout into a pipe): the loop
+    /// waits for it together with its stop, so that a reader that stopped reading never
+    /// keeps a signal from ending the loop.
+    fn pending_write(&mut self) -> Option<tokio::sync::oneshot::Receiver<std::io::Result<()>>> {
+        None
+    }
 }
 
 /// Why the loop ended, when it was not an error.
@@ -215,6 +221,19 @@ pub async fn follow<S>(
         if let Err(error) = view.show(&snapshot, taken) {
             break Err(error);
         }
+        if let Some(pending) = view.pending_write() {
+            let written = tokio::select! {
+                written = pending => written,
+                stopped = &mut stop => break Ok(Ended::Stopped(stopped)),
+            };
+            match written {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => break Err(Error::Output(error)),
+                Err(_) => {
+                    break Err(Error::Internal("the stdout writer thread ended".into()));
+                }
+            }
+        }
         if options.count.is_some_and(|count| taken >= count) {
             break Ok(Ended::Counted);
         }
@@ -234,7 +253,7 @@ async fn inspect_stopped(
     stopped: Vec<Target>,
 ) -> (Vec<EndedContainer>, Vec<Failure>, Vec<Target>) {
     let answers =
-        futures_util::future::join_all(stopped.iter().map(|target| {
+        crate::engine::each_bounded(stopped.iter().map(|target| {
             tokio::time::timeout(ENDED_TIMEOUT, engine.inspect_container(&target.id))
         }))
         .await
@@ -388,7 +407,7 @@ impl Following<'_> {
                 ended || !self.followed.contains_key(&target.id)
             })
             .collect();
-        let resources = futures_util::future::join_all(
+        let resources = crate::engine::each_bounded(
             fresh
                 .iter()
                 .map(|target| self.engine.container_resources(&target.id)),

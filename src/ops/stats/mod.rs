@@ -31,6 +31,7 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         EngineError::NameConflict { .. } => FailureKind::NameConflict,
         EngineError::InvalidBody { .. } => FailureKind::InvalidBody,
         EngineError::Output { .. } => FailureKind::Output,
+        EngineError::TooManyOpenFiles { .. } => FailureKind::TooManyOpenFiles,
         EngineError::Other { .. }
         | EngineError::NotASocket { .. }
         | EngineError::InvalidReference { .. }

@@ -273,7 +273,7 @@ async fn once(
 ) -> Snapshot {
     let targets = &selection.targets;
     let gather = async {
-        let resources = futures_util::future::join_all(
+        let resources = crate::engine::each_bounded(
             targets
                 .iter()
                 .map(|target| engine.container_resources(&target.id)),
@@ -360,7 +360,7 @@ async fn daemon_usage(
         return Vec::new();
     }
     let round = || {
-        futures_util::future::join_all(
+        crate::engine::each_bounded(
             positions
                 .iter()
                 .map(|&position| engine.container_stats_once(&targets[position].id)),

@@ -6,13 +6,22 @@
 //!
 //! Each connection is served on a thread of its own, so a client that sends and never
 //! reads blocks nobody but itself, and its work and time are bounded: at most
-//! [`MAX_REQUESTS_PER_CONNECTION`] requests, [`IO_TIMEOUT`] for each read and write, a
-//! request head of at most [`MAX_HEAD_BYTES`], and at most [`MAX_CONNECTIONS`] at once
-//! (more are answered 503 and closed). Stopping waits only for the accepting thread, which
-//! looks at the stop flag every [`ACCEPT_POLL`]: a connection thread still blocked on its
-//! client ends at its own timeout, and never holds the process up.
+//! [`MAX_REQUESTS_PER_CONNECTION`] requests, [`REQUEST_DEADLINE`] for each request from its
+//! first byte to the last byte of its answer (a client trickling a byte every few seconds
+//! gets no more), a request head of at most [`MAX_HEAD_BYTES`], and at most
+//! [`MAX_CONNECTIONS`] at once. When all are taken, a new client closes the connection
+//! that has waited longest for a request head rather than being turned away: forty
+//! slow-header connections cannot keep a scrape out. Stopping waits only for the
+//! accepting thread, which looks at the stop flag every [`ACCEPT_POLL`]: a connection
+//! thread still blocked on its client ends at its own deadline, and never holds the
+//! process up.
+//!
+//! Every request must be addressed to this server by `Host`, whatever address it listens
+//! on: an IP address, `localhost`, or a name given with `--serve-host`. A web page whose
+//! name is made to resolve to this machine (DNS rebinding) sends its own name, and is
+//! answered 421; two `Host` headers are refused as a malformed request.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,6 +49,10 @@ pub const MAX_REQUESTS_PER_CONNECTION: usize = 100;
 /// How long one read or write on a connection may wait for the client.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long one request may take, from the first byte of its head to the last byte of its
+/// answer, however the client spaces its bytes.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+
 /// The most connections served at once.
 pub const MAX_CONNECTIONS: usize = 32;
 
@@ -58,8 +71,9 @@ struct Published {
     hostname: String,
     history: History,
     window: Duration,
-    /// Listening on a loopback address only: requests must be addressed to it too.
-    loopback_only: bool,
+    /// The names besides IP addresses and `localhost` that requests may be addressed to
+    /// (`--serve-host`), lower case.
+    host_names: Vec<String>,
 }
 
 type Latest = Arc<Mutex<Published>>;
@@ -76,10 +90,13 @@ impl StatsServer {
     /// Listens on `address` (port 0 picks a free one) and starts answering, keeping
     /// `window` of history at one point every `interval`; until the first
     /// [`publish`](StatsServer::publish), `/metrics` is empty and the snapshot `{}`.
+    /// `host_names`: the names besides IP addresses and `localhost` that requests may
+    /// address it by (`--serve-host`).
     pub fn start(
         address: &str,
         window: Duration,
         interval: Duration,
+        host_names: &[String],
     ) -> Result<StatsServer, Error> {
         let serve_error = |source: std::io::Error| Error::Serve {
             address: address.to_string(),
@@ -92,15 +109,16 @@ impl StatsServer {
         let bound = listener
             .local_addr()
             .map_or_else(|_| address.to_string(), |socket| socket.to_string());
-        let loopback_only = listener
-            .local_addr()
-            .is_ok_and(|socket| socket.ip().is_loopback());
         let latest = Arc::new(Mutex::new(Published {
             latest: None,
             hostname: String::new(),
             history: History::new(window, interval),
-            window,
-            loopback_only,
+            // What the history really covers: the dashboard says this span.
+            window: crate::monitor::history::span_kept(window, interval),
+            host_names: host_names
+                .iter()
+                .map(|name| name.to_ascii_lowercase())
+                .collect(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -145,9 +163,15 @@ impl StatsServer {
     }
 }
 
+/// The connections waiting for a request head, each with when it began waiting: the ones
+/// a new client may close when every slot is taken.
+type Waiting = Arc<Mutex<Vec<(u64, std::time::Instant, TcpStream)>>>;
+
 /// Accepts connections until `stop`, each served on a thread of its own.
 fn accept(listener: &TcpListener, latest: &Latest, stop: &AtomicBool) {
     let open = Arc::new(AtomicUsize::new(0));
+    let waiting: Waiting = Arc::new(Mutex::new(Vec::new()));
+    let mut next_id = 0u64;
     while !stop.load(Ordering::SeqCst) {
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
@@ -165,8 +189,8 @@ fn accept(listener: &TcpListener, latest: &Latest, stop: &AtomicBool) {
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
         let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            open.fetch_sub(1, Ordering::SeqCst);
+        if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS && !evict_longest_waiting(&waiting) {
+            // Every slot is answering a request: busy for a moment, not held.
             let mut stream = stream;
             let _ = stream.write_all(&response(
                 503,
@@ -177,12 +201,17 @@ fn accept(listener: &TcpListener, latest: &Latest, stop: &AtomicBool) {
             ));
             continue;
         }
+        open.fetch_add(1, Ordering::SeqCst);
+        next_id += 1;
+        let id = next_id;
         let latest = Arc::clone(latest);
         let connection_open = Arc::clone(&open);
+        let connection_waiting = Arc::clone(&waiting);
         let spawned = std::thread::Builder::new()
             .name("envctl-metrics-connection".into())
             .spawn(move || {
-                serve_connection(stream, &latest);
+                serve_connection(stream, &latest, id, &connection_waiting);
+                forget(&connection_waiting, id);
                 connection_open.fetch_sub(1, Ordering::SeqCst);
             });
         if spawned.is_err() {
@@ -191,18 +220,58 @@ fn accept(listener: &TcpListener, latest: &Latest, stop: &AtomicBool) {
     }
 }
 
+/// Closes the connection that has waited longest for a request head, so that a new client
+/// gets its slot; whether there was one. Its thread sees the closed socket and ends.
+fn evict_longest_waiting(waiting: &Waiting) -> bool {
+    let mut waiting = waiting.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(oldest) = waiting
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, (_, since, _))| *since)
+        .map(|(index, _)| index)
+    else {
+        return false;
+    };
+    let (_, _, stream) = waiting.swap_remove(oldest);
+    // Already closed by its client is as good.
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    true
+}
+
+fn forget(waiting: &Waiting, id: u64) {
+    waiting
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|(waiting_id, _, _)| *waiting_id != id);
+}
+
 /// Answers the requests of one connection, in order, up to the per-connection bounds. A
-/// client that hung up, stalled past [`IO_TIMEOUT`] or sent something that is not HTTP
-/// is closed: it is its own problem, and the next scrape gets an answer.
-fn serve_connection(stream: TcpStream, latest: &Mutex<Published>) {
+/// client that hung up, stalled past its deadline or sent something that is not HTTP is
+/// closed: it is its own problem, and the next scrape gets an answer.
+fn serve_connection(stream: TcpStream, latest: &Mutex<Published>, id: u64, waiting: &Waiting) {
     let Ok(reading) = stream.try_clone() else {
         return;
     };
     let mut reader = BufReader::new(reading);
     let mut writer = stream;
     for answered in 1..=MAX_REQUESTS_PER_CONNECTION {
-        let Some(request) = read_head(&mut reader) else {
-            return;
+        // Waiting for a head, this connection may be closed for a new client.
+        if let Ok(handle) = writer.try_clone() {
+            waiting
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((id, std::time::Instant::now(), handle));
+        }
+        let head = read_head(&mut reader);
+        forget(waiting, id);
+        let (request, deadline) = match head {
+            Head::Request(request, deadline) => (request, deadline),
+            Head::Malformed(deadline) => {
+                let bytes = response(400, TEXT, b"malformed request\n", false, &[]);
+                let _ = write_until(&mut writer, &bytes, deadline);
+                return;
+            }
+            Head::Closed => return,
         };
         let keep_alive = request.keep_alive && answered < MAX_REQUESTS_PER_CONNECTION;
         let answer = answer(&request, latest);
@@ -216,10 +285,37 @@ fn serve_connection(stream: TcpStream, latest: &Mutex<Published>) {
         if request.head_only {
             bytes.truncate(bytes.len() - answer.body.len());
         }
-        if writer.write_all(&bytes).is_err() || !keep_alive {
+        if write_until(&mut writer, &bytes, deadline).is_err() || !keep_alive {
             return;
         }
     }
+}
+
+/// Writes `bytes` whole before `deadline`, however slowly the client reads.
+fn write_until(
+    writer: &mut TcpStream,
+    mut bytes: &[u8],
+    deadline: std::time::Instant,
+) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        let left = remaining(deadline)?;
+        writer.set_write_timeout(Some(left.min(IO_TIMEOUT)))?;
+        match writer.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(written) => bytes = &bytes[written..],
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// The time left before `deadline`; an error once it has passed.
+fn remaining(deadline: std::time::Instant) -> std::io::Result<Duration> {
+    deadline
+        .checked_duration_since(std::time::Instant::now())
+        .filter(|left| !left.is_zero())
+        .ok_or_else(|| std::io::ErrorKind::TimedOut.into())
 }
 
 /// One answer, before it is framed.
@@ -249,13 +345,14 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
         headers: &[("Cache-Control", "no-store")],
     };
     let published = || latest.lock().unwrap_or_else(PoisonError::into_inner);
-    // DNS rebinding: a web page whose name is made to resolve to 127.0.0.1 could read the
-    // dashboard's data from the user's browser. Its requests carry that name as `Host`;
-    // a server on loopback answers only requests addressed to loopback.
-    if published().loopback_only && !addressed_to_loopback(request.host.as_deref()) {
+    // DNS rebinding: a web page whose name is made to resolve to this machine could read
+    // the dashboard's data from the user's browser. Its requests carry that name as
+    // `Host`; whatever the bind (loopback, `0.0.0.0`, `[::]`), only requests addressed by
+    // an IP address, `localhost` or a `--serve-host` name are answered.
+    if !addressed_here(request.host.as_deref(), &published().host_names) {
         return plain(
             421,
-            b"this server answers only requests addressed to its loopback address (Host: localhost or an IP address)\n",
+            b"this server answers only requests addressed to an IP address, localhost or a name given with --serve-host\n",
         );
     }
     // The latest snapshot, taken out of the lock to be rendered.
@@ -337,54 +434,104 @@ struct RequestHead {
     host: Option<String>,
 }
 
-/// Whether a `Host` header names this machine's loopback: `localhost` (RFC 6761) or an
-/// IP address, with or without a port. No header (HTTP/1.0) is allowed: a browser always
-/// sends one.
-fn addressed_to_loopback(host: Option<&str>) -> bool {
+/// Whether a `Host` header addresses this server: an IP address (`[::1]` for IPv6),
+/// `localhost` (RFC 6761) or one of `names`, each with or without a port and nothing else.
+/// No header (HTTP/1.0) is allowed: a browser always sends one.
+fn addressed_here(host: Option<&str>, names: &[String]) -> bool {
     let Some(host) = host else {
         return true;
     };
-    let name = match host.strip_prefix('[') {
-        // `[::1]:9400`
-        Some(rest) => {
-            return rest
-                .split_once(']')
-                .is_some_and(|(ip, _)| ip.parse::<std::net::Ipv6Addr>().is_ok());
-        }
-        None => host.rsplit_once(':').map_or(host, |(name, port)| {
-            if port.chars().all(|c| c.is_ascii_digit()) {
-                name
-            } else {
-                host
-            }
-        }),
+    let is_port = |port: &str| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit());
+    if let Some(rest) = host.strip_prefix('[') {
+        // `[::1]:9400`: after the bracket, a port or nothing (`[::1]evil.example` is not).
+        return rest.split_once(']').is_some_and(|(ip, after)| {
+            ip.parse::<std::net::Ipv6Addr>().is_ok()
+                && (after.is_empty() || after.strip_prefix(':').is_some_and(is_port))
+        });
+    }
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if is_port(port) => name,
+        Some(_) => return false,
+        None => host,
     };
-    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<std::net::Ipv4Addr>().is_ok()
+        || names
+            .iter()
+            .any(|allowed| name.eq_ignore_ascii_case(allowed))
 }
 
-/// The next request's line and headers, or none when the client closed, stalled, sent
-/// more than [`MAX_HEAD_BYTES`] or sent a body (scrapes have none).
-fn read_head(reader: &mut BufReader<TcpStream>) -> Option<RequestHead> {
-    let mut head = Vec::new();
-    let mut limited = reader.take(MAX_HEAD_BYTES as u64);
+/// How reading a request head ended.
+enum Head {
+    /// A request, and the deadline its answer must be written by.
+    Request(RequestHead, std::time::Instant),
+    /// Bytes that are not a request envctl answers (two `Host` headers): answered 400.
+    Malformed(std::time::Instant),
+    /// The client closed, stalled past the deadline, sent too much or sent a body.
+    Closed,
+}
+
+/// The next request's line and headers, read by [`REQUEST_DEADLINE`] from its first byte
+/// (the wait before it is bounded by [`IO_TIMEOUT`] alone, an idle keep-alive client's),
+/// at most [`MAX_HEAD_BYTES`] of them.
+fn read_head(reader: &mut BufReader<TcpStream>) -> Head {
+    let _ = reader.get_ref().set_read_timeout(Some(IO_TIMEOUT));
+    let mut deadline = None;
+    let mut head: Vec<u8> = Vec::new();
     loop {
-        let start = head.len();
-        let read = limited.read_until(b'\n', &mut head).ok()?;
-        if read == 0 || !head.ends_with(b"\n") {
-            return None;
-        }
-        let line = &head[start..];
-        if line == b"\r\n" || line == b"\n" {
-            // Blank lines before a request line are allowed (RFC 9112 2.2).
-            if start == 0 {
-                head.clear();
-                continue;
+        if let Some(deadline) = deadline {
+            let Ok(left) = remaining(deadline) else {
+                return Head::Closed;
+            };
+            if reader
+                .get_ref()
+                .set_read_timeout(Some(left.min(IO_TIMEOUT)))
+                .is_err()
+            {
+                return Head::Closed;
             }
+        }
+        let available = match reader.fill_buf() {
+            Ok([]) | Err(_) => return Head::Closed,
+            Ok(available) => available,
+        };
+        // The request's time starts with its first byte.
+        if deadline.is_none() {
+            deadline = Some(std::time::Instant::now() + REQUEST_DEADLINE);
+        }
+        let line_end = available.iter().position(|byte| *byte == b'\n');
+        let taken = line_end.map_or(available.len(), |index| index + 1);
+        head.extend_from_slice(&available[..taken]);
+        reader.consume(taken);
+        if head.len() > MAX_HEAD_BYTES {
+            return Head::Closed;
+        }
+        if line_end.is_none() {
+            continue;
+        }
+        // Blank lines before a request line are allowed (RFC 9112 2.2).
+        if head == b"\r\n" || head == b"\n" {
+            head.clear();
+            continue;
+        }
+        if head.ends_with(b"\n\r\n") || head.ends_with(b"\n\n") {
             break;
         }
     }
-    let text = String::from_utf8_lossy(&head);
-    let mut lines = text.lines();
+    let deadline = deadline.unwrap_or_else(|| std::time::Instant::now() + REQUEST_DEADLINE);
+    match parse_head(&head) {
+        Some(Ok(request)) => Head::Request(request, deadline),
+        Some(Err(())) => Head::Malformed(deadline),
+        None => Head::Closed,
+    }
+}
+
+/// A request head, parsed: none for what is no request envctl answers and closes on (a
+/// body), an error for one it answers 400 (two `Host` headers: which one the request
+/// meant cannot be told, and a proxy may have read the other).
+fn parse_head(head: &[u8]) -> Option<Result<RequestHead, ()>> {
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.lines().skip_while(|line| line.is_empty());
     let mut request_line = lines.next()?.split_ascii_whitespace();
     let method = request_line.next()?;
     let target = request_line.next()?;
@@ -397,6 +544,9 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Option<RequestHead> {
         };
         let (name, value) = (name.trim(), value.trim());
         if name.eq_ignore_ascii_case("host") {
+            if host.is_some() {
+                return Some(Err(()));
+            }
             host = Some(value.to_string());
         } else if name.eq_ignore_ascii_case("connection") {
             if value.eq_ignore_ascii_case("close") {
@@ -414,13 +564,13 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Option<RequestHead> {
         Some((path, query)) => (path, Some(query.to_string())),
         None => (target, None),
     };
-    Some(RequestHead {
+    Some(Ok(RequestHead {
         path: path.to_string(),
         query,
         head_only: method == "HEAD",
         keep_alive,
         host,
-    })
+    }))
 }
 
 /// An HTTP/1.1 response, whole.
@@ -457,6 +607,7 @@ fn response(
 mod tests {
     use super::*;
     use crate::monitor::ContainerRow;
+    use std::io::Read as _;
 
     fn published() -> Mutex<Published> {
         let mut history = History::new(Duration::from_secs(60), Duration::from_secs(1));
@@ -480,7 +631,7 @@ mod tests {
             hostname: "node-1".into(),
             history,
             window: Duration::from_secs(60),
-            loopback_only: true,
+            host_names: vec!["gpu-node.example".into()],
         })
     }
 
@@ -500,24 +651,33 @@ mod tests {
     }
 
     #[test]
-    fn a_loopback_server_answers_only_requests_addressed_to_loopback() {
+    fn every_server_answers_only_requests_addressed_to_it() {
+        let names = ["gpu-node.example".to_string()];
         for allowed in [
             None,
             Some("127.0.0.1:9400"),
             Some("localhost:9400"),
             Some("LOCALHOST"),
             Some("[::1]:9400"),
+            Some("[::1]"),
             Some("10.0.0.5"),
+            Some("GPU-node.example:9400"),
         ] {
-            assert!(addressed_to_loopback(allowed), "{allowed:?}");
+            assert!(addressed_here(allowed, &names), "{allowed:?}");
         }
         for refused in [
             Some("evil.example:9400"),
             Some("evil.example"),
             Some("[evil]:1"),
+            Some("[::1]evil.example"),
+            Some("[::1]:9400evil"),
             Some("localhost.evil.example"),
+            Some("127.0.0.1.evil.example"),
+            Some("localhost:"),
+            Some("localhost:x"),
+            Some(""),
         ] {
-            assert!(!addressed_to_loopback(refused), "{refused:?}");
+            assert!(!addressed_here(refused, &names), "{refused:?}");
         }
         let request = RequestHead {
             path: "/api/v1/snapshot".into(),
@@ -527,6 +687,67 @@ mod tests {
             host: Some("rebound.example:9400".into()),
         };
         assert_eq!(answer(&request, &published()).status, 421);
+    }
+
+    #[test]
+    fn two_host_headers_are_malformed() {
+        assert!(matches!(
+            parse_head(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n"),
+            Some(Err(()))
+        ));
+        assert!(matches!(
+            parse_head(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+            Some(Ok(_))
+        ));
+    }
+
+    /// Slow clients: a head trickled a byte at a time is cut at the request's deadline,
+    /// and forty of them leave room for a scrape.
+    #[test]
+    fn slow_headers_neither_last_nor_keep_a_scrape_out() {
+        let server = StatsServer::start(
+            "127.0.0.1:0",
+            Duration::from_secs(60),
+            Duration::from_secs(1),
+            &[],
+        )
+        .unwrap();
+        let address = server.address().to_string();
+        let mut slow = Vec::new();
+        for _ in 0..40 {
+            let mut stream = TcpStream::connect(&address).unwrap();
+            stream
+                .write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+                .unwrap();
+            slow.push(stream);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        for _ in 0..3 {
+            let mut scrape = TcpStream::connect(&address).unwrap();
+            scrape
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            scrape
+                .write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            let mut answer = String::new();
+            let _ = scrape.read_to_string(&mut answer);
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+        }
+        // A trickling client is cut at the deadline, not kept by each byte's arrival.
+        let mut trickle = TcpStream::connect(&address).unwrap();
+        let started = std::time::Instant::now();
+        let mut closed = false;
+        while started.elapsed() < REQUEST_DEADLINE + Duration::from_secs(5) {
+            if trickle.write_all(b"X").is_err() {
+                closed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        assert!(closed, "a trickled head outlived the request deadline");
+        drop(slow);
+        server.stop();
     }
 
     #[test]
