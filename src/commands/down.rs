@@ -16,7 +16,38 @@ pub fn run(
     timeout_seconds: u32,
     context: &Context,
 ) -> Result<ExitStatus, Error> {
-    let outcome = runtime()?.block_on(async {
+    let stopping = runtime()?.block_on(async {
+        // The first SIGINT or SIGTERM ends `down` at once (130/143), whatever `--timeout`:
+        // the daemon goes on with the stop it was asked for.
+        let work = down(target, remove, volumes, timeout_seconds, context);
+        tokio::select! {
+            outcome = work => outcome.map(Ok),
+            code = super::termination_signal() => Ok(Err(code)),
+        }
+    })?;
+    let outcome = match stopping {
+        Ok(outcome) => outcome,
+        Err(code) => {
+            context.printer.warn(
+                "interrupted: the daemon goes on with the stop it was asked for (`envctl ps -a` shows the container's state)",
+            );
+            return Ok(ExitStatus::External(code));
+        }
+    };
+    report(outcome, remove || volumes, context)
+}
+
+/// What `down` did: the container's name and the volumes removed, or nothing to stop.
+type Outcome = Option<(String, Vec<String>)>;
+
+async fn down(
+    target: Option<&str>,
+    remove: bool,
+    volumes: bool,
+    timeout_seconds: u32,
+    context: &Context,
+) -> Result<Outcome, Error> {
+    {
         // The client waits as long as the daemon may rightly take: the grace period first.
         let engine = context
             .engine_with_deadline(stop_deadline(timeout_seconds))
@@ -92,7 +123,11 @@ pub fn run(
             }
         }
         Ok::<_, Error>(Some((container.name, removed_volumes)))
-    })?;
+    }
+}
+
+/// Says what `down` did (or that there was nothing to stop).
+fn report(outcome: Outcome, removed: bool, context: &Context) -> Result<ExitStatus, Error> {
     let Some((name, removed_volumes)) = outcome else {
         if context.json {
             #[derive(Serialize)]
@@ -111,7 +146,6 @@ pub fn run(
         }
         return Ok(ExitStatus::Success);
     };
-    let removed = remove || volumes;
     if context.json {
         #[derive(Serialize)]
         struct Down<'a> {

@@ -81,7 +81,9 @@ pub fn run(
         if !all_users {
             containers.retain(|container| crate::ops::target::is_mine(&container.labels, context));
         }
-        let details = futures_util::future::join_all(
+        // A few at a time (`engine::each_bounded`): one connection per container at once
+        // runs out of descriptors on a busy host.
+        let details = crate::engine::each_bounded(
             containers
                 .iter()
                 .map(|container| engine.inspect_container(&container.id)),

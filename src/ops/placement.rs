@@ -139,7 +139,7 @@ pub async fn place(
     let chooses = count.is_some() && policy != GpuPlacement::First && rows(gpu, &[]).is_ok();
     let counts = chooses || gate.is_some();
     let lock = match lock_path {
-        Some(path) if counts => Some(take_lock(path).await?),
+        Some(path) if counts => Some(take_lock(path, context).await?),
         _ => None,
     };
     let holders = if counts {
@@ -209,12 +209,23 @@ pub async fn place(
     }
 }
 
-/// Takes the host-wide placement lock at `path` (waiting on a thread of its own).
-async fn take_lock(path: &Path) -> Result<GpuLock, Error> {
+/// Takes the host-wide placement lock at `path` (waiting on a thread of its own, which
+/// gives up at the first signal), and says so when the wait passes a second.
+async fn take_lock(path: &Path, context: &Context) -> Result<GpuLock, Error> {
+    let shown = path.display().to_string();
     let path = path.to_path_buf();
-    let taken = tokio::task::spawn_blocking(move || gpu_lock::acquire(&path))
-        .await
-        .map_err(|error| Error::Internal(format!("the GPU lock task failed: {error}")))?;
+    let mut task = tokio::task::spawn_blocking(move || gpu_lock::acquire(&path));
+    let taken = tokio::select! {
+        taken = &mut task => taken,
+        () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+            context.printer.info(&format!(
+                "waiting for the GPU placement lock {shown} (another `up` is placing; at most {} s)",
+                gpu_lock::WAIT.as_secs()
+            ));
+            task.await
+        }
+    }
+    .map_err(|error| Error::Internal(format!("the GPU lock task failed: {error}")))?;
     taken.map_err(|error| Error::GpuLock {
         hint: error.hint(),
         source: error,
@@ -285,23 +296,23 @@ pub async fn holders_read(
         .environment
         .cache_home()
         .map(|folder| folder.join("envctl").join("gpu-requests.json"));
-    let mut cache = match path.as_deref().map(std::fs::read) {
-        None => RequestCache::default(),
-        Some(Err(error)) if error.kind() == std::io::ErrorKind::NotFound => RequestCache::default(),
-        Some(read) => match read.map_err(|error| error.to_string()).and_then(|bytes| {
-            serde_json::from_slice::<RequestCache>(&bytes).map_err(|error| error.to_string())
-        }) {
-            Ok(cache) => cache,
-            Err(error) => {
-                // Only envctl writes it: the next write replaces what cannot be read.
-                context.printer.warn(&format!(
-                    "ignoring the GPU request cache {}: {error}",
-                    path.as_deref()
-                        .map_or_else(String::new, |path| path.display().to_string())
-                ));
-                RequestCache::default()
-            }
-        },
+    // Through the one reader for found files (`untrusted`): a FIFO, a link or a huge
+    // file planted there is refused at once, never waited on while the lock is held.
+    let mut cache = match path
+        .as_deref()
+        .map(|path| crate::untrusted::read_json::<RequestCache>(path, 16 << 20))
+    {
+        None | Some(Ok(None)) => RequestCache::default(),
+        Some(Ok(Some(cache))) => cache,
+        Some(Err(why)) => {
+            // Only envctl writes it: the next write replaces what cannot be read.
+            context.printer.warn(&format!(
+                "ignoring the GPU request cache {}: {why}",
+                path.as_deref()
+                    .map_or_else(String::new, |path| path.display().to_string())
+            ));
+            RequestCache::default()
+        }
     };
     let endpoint = engine.endpoint().to_string();
     let known = cache.engines.remove(&endpoint).unwrap_or_default();
