@@ -1545,3 +1545,53 @@ fn optional_gpus_warn_when_the_container_runs_without_them() {
     ]);
     assert_eq!(requests.trim(), "null", "no GPU request was sent");
 }
+
+/// Issue 31: the port-conflict hint is a command that works. `-p HOST:CONTAINER` replaces
+/// the profile's mapping of that container port (it used to be added beside it, so the
+/// same conflict came back); the hint is run as printed.
+#[test]
+fn the_port_conflict_hint_runs_and_moves_the_port() {
+    if !require_daemon() {
+        return;
+    }
+    let taken = free_loopback_port();
+    let squatter = ContainerGuard::unique("port-squatter");
+    docker_stdout([
+        "run",
+        "-d",
+        "--label",
+        "envctl.test=1",
+        "--name",
+        squatter.name(),
+        "-p",
+        &format!("127.0.0.1:{taken}:80"),
+        &test_image(),
+        "sleep",
+        "300",
+    ]);
+    let scenario = Scenario::new("port-hint");
+    scenario.write_profile(&test_image(), &format!("ports = [\"{taken}:8888\"]\n"));
+    let refused = scenario.up(&["--pull", "never"]);
+    refused.expect_code(1, "up onto a taken port");
+    let hint = refused
+        .stderr
+        .lines()
+        .find_map(|line| {
+            line.trim()
+                .strip_prefix("hint: publish it on another host port: `")
+        })
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no port hint\n{refused}"))
+        .to_string();
+    let words: Vec<&str> = hint.split_whitespace().collect();
+    assert_eq!(words[..2], ["envctl", "up"], "{hint}");
+    let mut arguments = words[1..].to_vec();
+    arguments.extend(["--pull", "never"]);
+    let moved = scenario.run(&arguments);
+    moved.expect_code(0, "the hint, run as printed");
+    let published = docker_stdout(["port", scenario.container.as_str()]);
+    assert!(
+        !published.contains(&format!(":{taken}")) && published.contains("8888/tcp"),
+        "{published}"
+    );
+}
