@@ -251,7 +251,8 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             result = run => result,
             code = interrupted => {
                 clean_up(&engine, &state, context).await;
-                context.printer.warn("interrupted");
+                let said = state.borrow().interrupted_summary();
+                context.printer.warn(said.as_deref().unwrap_or("interrupted"));
                 return Ok(ExitStatus::External(code));
             }
         };

@@ -45,7 +45,7 @@ fn check_target(target: &str) -> Result<(), Error> {
 
 /// The container TARGET names by name or id. A TARGET that cannot be a container name
 /// (a path, `.`, `x/../y`) is never sent to the daemon: it can only name a profile.
-async fn by_name(engine: &Engine, target: &str) -> Result<ByName, Error> {
+async fn by_name(engine: &Engine, context: &Context, target: &str) -> Result<ByName, Error> {
     if !reference::is_plain_name(target) {
         return Ok(ByName::Nothing);
     }
@@ -53,7 +53,23 @@ async fn by_name(engine: &Engine, target: &str) -> Result<ByName, Error> {
         return Ok(ByName::Nothing);
     };
     let name = target.strip_prefix('/').unwrap_or(target);
-    if details.name == name || (reference::is_id_prefix(target) && details.id.starts_with(target)) {
+    if details.name == name {
+        Ok(ByName::Found(details))
+    } else if reference::is_id_prefix(target) && details.id.starts_with(target) {
+        // Hex digits that begin a container's id may also be a profile's name: neither is
+        // guessed.
+        if context.search_path.resolve(target).is_ok() {
+            return Err(Error::Usage {
+                message: format!(
+                    "`{target}` is both the start of the id of container `{}` and a profile's name",
+                    details.name
+                ),
+                hint: Some(format!(
+                    "name the container (`{}`), or the profile by its file (`./envctl/{target}.toml`)",
+                    details.name
+                )),
+            });
+        }
         Ok(ByName::Found(details))
     } else {
         Ok(ByName::ShortPrefixOf(details.name))
@@ -88,7 +104,7 @@ pub async fn find_container(
 /// but has no container is an error here, as it is a TARGET.
 pub async fn look_up(engine: &Engine, context: &Context, target: &str) -> Result<Lookup, Error> {
     check_target(target)?;
-    let prefix_of = match by_name(engine, target).await? {
+    let prefix_of = match by_name(engine, context, target).await? {
         // Named: another user's only with `--other-user`.
         ByName::Found(details) => {
             return Ok(Lookup::Container(Box::new(may_act(details, context)?)));
@@ -108,7 +124,7 @@ pub async fn find_own_container(
     target: &str,
 ) -> Result<ContainerDetails, Error> {
     check_target(target)?;
-    let (foreign, prefix_of) = match by_name(engine, target).await? {
+    let (foreign, prefix_of) = match by_name(engine, context, target).await? {
         ByName::Found(details) if details.labels.contains_key(PROFILE_LABEL) => {
             return may_act(details, context);
         }

@@ -171,6 +171,21 @@ pub struct RunState {
     /// Creates sent and not yet answered. They run as tasks of their own, so an
     /// interruption that drops `up` cannot drop a create the daemon is carrying out.
     creates_in_flight: Arc<AtomicUsize>,
+    /// `--recreate` removed the old container of this name: an interruption before the new
+    /// one starts leaves neither, which is said.
+    replaced: Option<String>,
+}
+
+impl RunState {
+    /// What an interruption leaves behind, when it is more than "nothing was made".
+    pub fn interrupted_summary(&self) -> Option<String> {
+        let name = self.replaced.as_ref()?;
+        (!self.started).then(|| {
+            format!(
+                "interrupted: `--recreate` had removed the old `{name}`, and the new one was not started (nothing of that name is left); run the same `envctl up` again"
+            )
+        })
+    }
 }
 
 impl Default for RunState {
@@ -185,6 +200,7 @@ impl Default for RunState {
             started: false,
             run_id: format!("{}-{random:016x}", std::process::id()),
             creates_in_flight: Arc::new(AtomicUsize::new(0)),
+            replaced: None,
         }
     }
 }
@@ -412,6 +428,8 @@ pub async fn up(
                     context.printer.info(&format!("recreating {name} …"));
                     engine.stop_container(&existing.id, 10).await?;
                     engine.remove_container(&existing.id, false, true).await?;
+                    // From here an interruption leaves no container of this name: said.
+                    state.borrow_mut().replaced = Some(name.to_string());
                     recreated = true;
                     // The old container's GPUs are free now: the new one is placed
                     // afresh, under the lock, like any other.
@@ -469,10 +487,25 @@ pub async fn up(
     };
     check.given(spec::drift::Stage::Created).await?;
     if let Err(error) = engine.start_container(&id).await {
-        return Err(Error::StartFailed {
-            name: name.to_string(),
-            source: Box::new(error),
-        });
+        // A daemon that started it but never answered: what it did is asked, never
+        // guessed, so a running container is not called unstarted and removed.
+        let unanswered = matches!(
+            error,
+            EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. }
+        );
+        match engine.inspect_container(&id).await {
+            Ok(Some(details)) if unanswered && details.running => {
+                context.printer.warn(&format!(
+                    "the daemon did not answer the start of {name} ({error}), but the container runs"
+                ));
+            }
+            _ => {
+                return Err(Error::StartFailed {
+                    name: name.to_string(),
+                    source: Box::new(error),
+                });
+            }
+        }
     }
     // CDI devices exist only once the engine has started the container (Podman resolves
     // them at start): look again, and take the container back when they are missing.

@@ -362,3 +362,48 @@ fn a_misspelled_target_gets_the_nearest_name_in_every_command() {
         container.stderr
     );
 }
+
+/// Issue 30, class 9: twelve hex digits that begin a container's id and also name a
+/// project profile are neither guessed: `down`, `exec` and `logs` refuse (exit 2) and name
+/// both, and the container is not touched.
+#[test]
+fn an_id_prefix_that_is_also_a_profile_name_is_refused() {
+    if !require_daemon() {
+        return;
+    }
+    let guard = ContainerGuard::unique("id-prefix");
+    crate::support::docker::docker_stdout([
+        "run",
+        "-d",
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "envctl.profile=elsewhere",
+        "--name",
+        guard.name(),
+        &test_image(),
+        "sleep",
+        "300",
+    ]);
+    let id = crate::support::docker::docker_stdout(["inspect", "-f", "{{.Id}}", guard.name()]);
+    let prefix = &id[..12];
+    let folder = tempfile::tempdir().unwrap();
+    write_profile(folder.path(), "envctl", prefix, "hi");
+    for arguments in [
+        vec!["down", prefix, "--rm"],
+        vec!["exec", prefix, "--", "true"],
+        vec!["logs", prefix],
+    ] {
+        let outcome = envctl(folder.path(), &arguments, None, None);
+        assert_eq!(outcome.code, 2, "{arguments:?}: {}", outcome.stderr);
+        assert!(
+            outcome.stderr.contains(&format!(
+                "`{prefix}` is both the start of the id of container `{}` and a profile's name",
+                guard.name()
+            )),
+            "{}",
+            outcome.stderr
+        );
+    }
+    assert!(crate::support::docker::container_exists(guard.name()));
+}
