@@ -176,8 +176,18 @@ fn local_only(reports: &mut [Report], context: &Context) {
             return;
         };
         for report in reports.iter_mut().filter(|report| report.failure.is_some()) {
+            // Only a digest of this image's own repository says a registry has it: the
+            // same image pushed elsewhere (`127.0.0.1:5000/x@sha256:…`) does not.
+            let name = report
+                .image
+                .parse::<crate::profile::image::ImageReference>()
+                .map(|reference| reference.name());
             if let Ok(Some(facts)) = engine.image_facts(&report.image).await
-                && facts.repo_digests.is_empty()
+                && let Ok(name) = &name
+                && !facts
+                    .repo_digests
+                    .iter()
+                    .any(|digest| crate::lock::repo_digest_matches(digest, name))
             {
                 report.local_only = true;
                 report.error = None;

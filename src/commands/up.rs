@@ -195,12 +195,15 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             ))?;
             // The profile's container under another name (`--name`) is not what this `up`
             // meets: say so, and how to reach it, before making a second one.
-            let elsewhere = runtime.block_on(crate::ops::up::same_profile_elsewhere(
-                &engine,
-                &resolved.profile.name,
-                &name,
-                context,
-            ))?;
+            // Advisory only: a list the daemon refuses here is met, named, by `up` itself.
+            let elsewhere = runtime
+                .block_on(crate::ops::up::same_profile_elsewhere(
+                    &engine,
+                    &resolved.profile.name,
+                    &name,
+                    context,
+                ))
+                .unwrap_or_default();
             for other in elsewhere {
                 context.printer.warn(&format!(
                     "profile `{}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{name}`: `envctl up {} --name {other}` meets that one",
