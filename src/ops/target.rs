@@ -153,8 +153,20 @@ pub async fn find_own_container(
     }
 }
 
-/// Whether a container with these (proven) labels is envctl's and this user's own.
+/// Whether a container with these (proven) labels is envctl's and not another user's:
+/// this user's own, or one that names no owner (`Belonging::Unowned`).
 pub fn is_mine(labels: &std::collections::BTreeMap<String, String>, context: &Context) -> bool {
+    matches!(
+        ownership::belonging(labels, &context.user),
+        Belonging::Mine | Belonging::Unowned
+    )
+}
+
+/// Whether the labels name this user as the owner (not merely no owner).
+pub fn is_owned_by_me(
+    labels: &std::collections::BTreeMap<String, String>,
+    context: &Context,
+) -> bool {
     ownership::belonging(labels, &context.user) == Belonging::Mine
 }
 

@@ -136,7 +136,7 @@ pub async fn default_name(
     };
     match whose(engine.inspect_container(&plain).await?) {
         // The user's own, or not envctl's (then `up` names the clash).
-        Some(Belonging::Mine | Belonging::NotEnvctls) => Ok(plain),
+        Some(Belonging::Mine | Belonging::Unowned | Belonging::NotEnvctls) => Ok(plain),
         Some(Belonging::Theirs { .. }) => Ok(crate::ops::target::personal_container_name(
             profile,
             &context.user.name,
@@ -1002,7 +1002,7 @@ async fn reuse(
                 },
             });
         }
-        crate::spec::ownership::Belonging::Mine => {}
+        crate::spec::ownership::Belonging::Mine | crate::spec::ownership::Belonging::Unowned => {}
     }
     if existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL) {
         if existing.running {
@@ -1013,6 +1013,14 @@ async fn reuse(
             // Started by a concurrent `up` between our inspect and our start.
             Err(error) => match engine.inspect_container(&existing.id).await? {
                 Some(now) if now.running => Ok(Reuse::Done(Outcome::AlreadyRunning)),
+                // Removed as this run started it (a `down --rm` at work): this run made
+                // nothing, and says so rather than "created but could not start".
+                None => Err(Error::TargetNotFound {
+                    target: name.to_string(),
+                    hint: format!(
+                        "`{name}` was removed as envctl started it (another `envctl down --rm`?); this run made nothing: run `envctl up {profile}` again"
+                    ),
+                }),
                 _ => Err(Error::StartFailed {
                     name: name.to_string(),
                     source: Box::new(error),

@@ -98,8 +98,12 @@ pub use crate::facts::user::User as Me;
 /// Whose a container is, by its proven labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Belonging {
-    /// envctl made it for this user (or before owners were recorded).
+    /// envctl made it for this user.
     Mine,
+    /// It names no owner: made by an envctl older than the owner labels, or by another
+    /// tool from an export (`docker compose up`). Acted on when named, as before owners
+    /// were recorded, but never the obvious container of a folder it is not from.
+    Unowned,
     /// envctl made it for another user: their name (or uid) for messages.
     Theirs { owner: String },
     /// envctl did not make it (no proven `envctl.profile`).
@@ -124,7 +128,8 @@ pub fn belonging(labels: &BTreeMap<String, String>, me: &Me) -> Belonging {
         },
         None => match name {
             Some(name) if *name != me.name => theirs(name.clone()),
-            _ => Belonging::Mine,
+            Some(_) => Belonging::Mine,
+            None => Belonging::Unowned,
         },
     }
 }
@@ -215,7 +220,7 @@ mod tests {
             }
         );
         let oldest = labels(&[("envctl.profile", "p")]);
-        assert_eq!(belonging(&oldest, &me), Belonging::Mine);
+        assert_eq!(belonging(&oldest, &me), Belonging::Unowned);
         let forged = labels(&[("envctl.profile", "p"), ("envctl.uid", "me")]);
         assert!(matches!(belonging(&forged, &me), Belonging::Theirs { .. }));
         assert_eq!(

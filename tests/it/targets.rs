@@ -217,13 +217,28 @@ fn a_profile_given_by_path_keeps_its_named_commands() {
 
 /// A fake daemon that lists `containers` (id, name, profile) as running and answers their
 /// inspect and stop.
+/// The uid of this process, as `up` records it (`envctl.uid`).
+fn own_uid() -> String {
+    let output = std::process::Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// The labels of a container `up` made for this user: an obvious container outside its
+/// project must name its owner (`spec::ownership`).
+fn owned(answer: String) -> String {
+    answer.replace(
+        r#""envctl.profile":"#,
+        &format!(r#""envctl.uid":"{}","envctl.profile":"#, own_uid()),
+    )
+}
+
 fn daemon_with(containers: &'static [(&'static str, &'static str, &'static str)]) -> FakeDaemon {
     FakeDaemon::start(move |request| {
         let route = request.route();
         if route == "/containers/json" {
             let listed: Vec<String> = containers
                 .iter()
-                .map(|(id, name, profile)| listed_container(id, name, profile))
+                .map(|(id, name, profile)| owned(listed_container(id, name, profile)))
                 .collect();
             return Some(Reply::json(200, format!("[{}]", listed.join(","))));
         }
@@ -233,7 +248,7 @@ fn daemon_with(containers: &'static [(&'static str, &'static str, &'static str)]
             {
                 return Some(Reply::json(
                     200,
-                    inspected_container(id, name, Some(profile), true),
+                    owned(inspected_container(id, name, Some(profile), true)),
                 ));
             }
             if route == format!("/containers/{id}/stop") {

@@ -219,9 +219,13 @@ pub async fn list_targets(
         .into_iter()
         .filter(|container| among.is_none_or(|ids| ids.contains(&container.id)))
         .filter(|container| {
+            // Not another user's: the user's own, or one that names no owner.
             owner.is_none_or(|owner| {
-                crate::spec::ownership::belonging(&container.labels, owner)
-                    == crate::spec::ownership::Belonging::Mine
+                matches!(
+                    crate::spec::ownership::belonging(&container.labels, owner),
+                    crate::spec::ownership::Belonging::Mine
+                        | crate::spec::ownership::Belonging::Unowned
+                )
             })
         })
         .map(|container| Target {

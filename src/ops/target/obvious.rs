@@ -133,7 +133,17 @@ pub async fn obvious_container(
         // The user's own only: another user's running container is never the obvious one.
         let mut running = engine.list_containers(false, true).await?;
         running.retain(|container| super::is_mine(&container.labels, context));
-        match candidates(&running, &project) {
+        let (scope, found) = candidates(&running, &project);
+        // Outside its project, a container that names no owner (an older envctl's, an
+        // export's) is nobody's obvious container: it may be another user's.
+        let found: Vec<&ContainerSummary> = match scope {
+            Scope::Project => found,
+            Scope::Everywhere => found
+                .into_iter()
+                .filter(|container| super::is_owned_by_me(&container.labels, context))
+                .collect(),
+        };
+        match (scope, found) {
             (_, found) if found.is_empty() => return Err(none_running(&project, purpose)),
             (_, found) if found.len() == 1 => {
                 if let Some(details) = engine.inspect_container(&found[0].id).await? {
