@@ -648,3 +648,123 @@ fn a_hostile_repository_makes_no_command_print_hang_or_write_outside() {
     left.sort();
     assert_eq!(left, ["git-credentials"], "nothing written outside");
 }
+
+/// Issue 30, class 2: `down --timeout 30` of a container that ignores SIGTERM ends at the
+/// first SIGINT with 130 (it used to wait the whole 30 s and exit 0), and says the daemon
+/// goes on with the stop.
+#[test]
+fn down_with_a_long_timeout_ends_at_the_first_signal() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let guard = crate::support::docker::ContainerGuard::unique("down-signal");
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|uids| uids.split_whitespace().next().map(str::to_string))
+        })
+        .unwrap();
+    // PID 1 without a handler ignores SIGTERM: the stop waits its whole timeout.
+    crate::support::docker::docker_stdout([
+        "run",
+        "-d",
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "envctl.profile=down-signal",
+        "--label",
+        &format!("envctl.uid={uid}"),
+        "--name",
+        guard.name(),
+        &crate::support::docker::test_image(),
+        "sh",
+        "-c",
+        "while :; do sleep 1; done",
+    ]);
+    let folder = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"));
+    command
+        .args(["down", guard.name(), "--timeout", "30"])
+        .current_dir(folder.path())
+        .env("NO_COLOR", "1")
+        .env("HOME", folder.path())
+        .env("XDG_CONFIG_HOME", folder.path().join("xdg"))
+        .env("ENVCTL_POLICY", folder.path().join("no-policy.toml"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    // Once it says it is stopping, the stop request is with the daemon.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let signalled = std::time::Instant::now();
+    assert!(crate::support::signal::send(&child, "INT"));
+    let status = crate::support::signal::wait_within(&mut child, std::time::Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("down outlived SIGINT by 5 s"));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(3),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("interrupted: the daemon goes on with the stop"),
+        "{stderr}"
+    );
+}
+
+/// Issue 30, class 2: a FIFO planted where placement keeps the GPU requests of other
+/// containers is refused at once, never opened and waited on while the host-wide lock is
+/// held.
+#[test]
+fn a_fifo_planted_as_the_gpu_request_cache_is_refused_not_waited_on() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/two.toml"),
+        format!(
+            "image = \"{}\"\ngpus = 2\n",
+            crate::support::docker::test_image()
+        ),
+    )
+    .unwrap();
+    let cache = folder.path().join("cache/envctl");
+    std::fs::create_dir_all(&cache).unwrap();
+    let fifo = cache.join("gpu-requests.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let started = std::time::Instant::now();
+    let output = crate::support::cli::envctl_in(folder.path())
+        .env("XDG_CACHE_HOME", folder.path().join("cache"))
+        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
+        .env(
+            "ENVCTL_NVML_STUB_FIXTURE",
+            crate::support::nvml::fixture("healthy-8x-h100.conf"),
+        )
+        .env("ENVCTL_GPU_LOCK", folder.path().join("gpus.lock"))
+        .env_remove("DOCKER_CONTEXT")
+        .args(["up", "two", "--dry-run", "--force", "--json"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        stderr.contains("ignoring the GPU request cache"),
+        "{stderr}"
+    );
+}
