@@ -45,13 +45,9 @@ fn docker_cli(config: &Path, arguments: &[&str]) -> std::process::Output {
 }
 
 fn envctl(folder: &Path, config: &Path, environment: &[(&str, &str)], arguments: &[&str]) -> Run {
+    // The hermetic builder clears every DOCKER_* variable: only the test's config is read.
     let mut command = envctl_in(folder);
-    command
-        .env("DOCKER_CONFIG", config)
-        .env_remove("DOCKER_HOST")
-        .env_remove("DOCKER_CONTEXT")
-        .env_remove("DOCKER_TLS_VERIFY")
-        .env_remove("DOCKER_TLS");
+    command.env("DOCKER_CONFIG", config);
     for (key, value) in environment {
         command.env(key, value);
     }

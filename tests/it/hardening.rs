@@ -235,9 +235,10 @@ fn completion_offers_no_name_a_shell_would_act_on() {
              _clap_complete_envctl envctl t; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
             script.display()
         );
-        let output = Command::new("bash")
+        let mut bash = Command::new("bash");
+        crate::support::cli::hermetic(&mut bash, directory.path());
+        let output = bash
             .args(["-c", &program])
-            .current_dir(directory.path())
             .env(
                 "PATH",
                 format!(
@@ -246,7 +247,6 @@ fn completion_offers_no_name_a_shell_would_act_on() {
                     std::env::var("PATH").unwrap_or_default()
                 ),
             )
-            .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
             .env("DOCKER_HOST", "unix:///nonexistent/envctl-completion.sock")
             .output()
             .unwrap();
@@ -277,17 +277,8 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
     let folder = std::fs::File::open(directory.path()).unwrap();
     rustix::fs::flock(&folder, rustix::fs::FlockOperation::LockExclusive).unwrap();
 
-    let binary = assert_cmd::cargo::cargo_bin("envctl");
-    let mut child = Command::new(binary)
+    let mut child = crate::support::cli::envctl_command_in(directory.path())
         .arg("lock")
-        .current_dir(directory.path())
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
-        .env("HOME", directory.path().join("home"))
-        .env(
-            "ENVCTL_POLICY",
-            directory.path().join("no-host-policy.toml"),
-        )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -337,15 +328,9 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
 /// `up` of a two-GPU profile on eight stand-in GPUs, with `lock` as the placement lock,
 /// started in the background with stderr piped.
 fn gpu_up(directory: &Path, name: &str, lock: &Path, extra: &[&str]) -> std::process::Child {
-    let binary = assert_cmd::cargo::cargo_bin("envctl");
-    Command::new(binary)
+    crate::support::cli::envctl_command_in(directory)
         .args(["up", name])
         .args(extra)
-        .current_dir(directory)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.join("xdg"))
-        .env("HOME", directory.join("home"))
-        .env("ENVCTL_POLICY", directory.join("no-host-policy.toml"))
         .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
         .env(
             "ENVCTL_NVML_STUB_FIXTURE",
@@ -353,7 +338,6 @@ fn gpu_up(directory: &Path, name: &str, lock: &Path, extra: &[&str]) -> std::pro
         )
         .env("ENVCTL_GPU_LOCK", lock)
         .env_remove("ENVCTL_PROFILE_PATH")
-        .env_remove("DOCKER_CONTEXT")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -488,7 +472,9 @@ fn many_containers_are_sampled_under_a_small_file_limit() {
     }
     let directory = project(&[]);
     let binary = assert_cmd::cargo::cargo_bin("envctl");
-    let output = Command::new("sh")
+    let mut shell = Command::new("sh");
+    crate::support::cli::hermetic(&mut shell, directory.path());
+    let output = shell
         .args([
             "-c",
             &format!(
@@ -496,14 +482,6 @@ fn many_containers_are_sampled_under_a_small_file_limit() {
                 binary.display()
             ),
         ])
-        .current_dir(directory.path())
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
-        .env("HOME", directory.path().join("home"))
-        .env(
-            "ENVCTL_POLICY",
-            directory.path().join("no-host-policy.toml"),
-        )
         .output()
         .unwrap();
     let run = Run::of(output);
@@ -554,21 +532,12 @@ fn stats_into_a_full_pipe_ends_at_the_first_signal() {
     }
     for (json, signal, code) in [(true, "TERM", 143), (false, "INT", 130)] {
         let directory = project(&[]);
-        let binary = assert_cmd::cargo::cargo_bin("envctl");
-        let mut command = Command::new(binary);
+        let mut command = crate::support::cli::envctl_command_in(directory.path());
         if json {
             command.arg("--json");
         }
         let mut child = command
             .args(["stats", "--all", "--interval", "100ms"])
-            .current_dir(directory.path())
-            .env("NO_COLOR", "1")
-            .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
-            .env("HOME", directory.path().join("home"))
-            .env(
-                "ENVCTL_POLICY",
-                directory.path().join("no-host-policy.toml"),
-            )
             .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
             .env(
                 "ENVCTL_NVML_STUB_FIXTURE",
@@ -685,14 +654,9 @@ fn down_with_a_long_timeout_ends_at_the_first_signal() {
         "while :; do sleep 1; done",
     ]);
     let folder = tempfile::tempdir().unwrap();
-    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"));
+    let mut command = crate::support::cli::envctl_command_in(folder.path());
     command
         .args(["down", guard.name(), "--timeout", "30"])
-        .current_dir(folder.path())
-        .env("NO_COLOR", "1")
-        .env("HOME", folder.path())
-        .env("XDG_CONFIG_HOME", folder.path().join("xdg"))
-        .env("ENVCTL_POLICY", folder.path().join("no-policy.toml"))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -751,7 +715,6 @@ fn a_fifo_planted_as_the_gpu_request_cache_is_refused_not_waited_on() {
             crate::support::nvml::fixture("healthy-8x-h100.conf"),
         )
         .env("ENVCTL_GPU_LOCK", folder.path().join("gpus.lock"))
-        .env_remove("DOCKER_CONTEXT")
         .args(["up", "two", "--dry-run", "--force", "--json"])
         .timeout(std::time::Duration::from_secs(60))
         .output()

@@ -15,7 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::cli::{Run, envctl_for_other_users, envctl_in};
+use crate::support::cli::{Run, envctl_for_other_users, envctl_in, hermetic};
 use crate::support::docker::{
     ContainerGuard, ImageGuard, TEST_LABEL, container_exists, docker_stdout, require_daemon,
     skip_or_panic, test_image, unique_name,
@@ -77,7 +77,6 @@ impl Desk {
         match self.uid {
             None => {
                 let mut command = envctl_in(self.path());
-                command.env_remove("DOCKER_CONTEXT");
                 for (key, value) in environment {
                     command.env(key, value);
                 }
@@ -89,6 +88,7 @@ impl Desk {
                     .map(|metadata| metadata.gid())
                     .unwrap();
                 let mut command = Command::new("setpriv");
+                hermetic(&mut command, self.path());
                 command
                     .args([
                         &format!("--reuid={uid}"),
@@ -98,13 +98,7 @@ impl Desk {
                     ])
                     .arg(&binary)
                     .args(arguments)
-                    .current_dir(self.path())
-                    .env_clear()
-                    .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-                    .env("NO_COLOR", "1")
-                    .env("HOME", self.path().join("home"))
-                    .env("XDG_CONFIG_HOME", self.path().join("xdg"))
-                    .env("ENVCTL_POLICY", self.path().join("no-host-policy.toml"));
+                    .env("PATH", "/usr/local/bin:/usr/bin:/bin");
                 for (key, value) in environment {
                     command.env(key, value);
                 }

@@ -6,23 +6,41 @@ use std::path::Path;
 
 /// The built binary with `directory` as its working directory (`./envctl/` profiles are
 /// found there), `$XDG_CONFIG_HOME` and `$HOME` inside it, so only what the test puts
-/// there and the bundled profiles are found.
+/// there and the bundled profiles are found ([`hermetic`]).
 pub fn envctl_in(directory: &Path) -> assert_cmd::Command {
-    let mut command = assert_cmd::Command::cargo_bin("envctl")
-        .unwrap_or_else(|error| panic!("the envctl binary is not built: {error}"));
+    assert_cmd::Command::from_std(envctl_command_in(directory))
+}
+
+/// [`envctl_in`] as a `std::process::Command`, for a test that spawns envctl and signals
+/// or waits on it.
+pub fn envctl_command_in(directory: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"));
+    hermetic(&mut command, directory);
+    command
+}
+
+/// The one set of rules every test's envctl runs under, whatever program starts it (envctl
+/// itself, or `setpriv`/`sh` in front of it): every `ENVCTL_*`, `DOCKER_*` and `XDG_*`
+/// variable of the developer's shell is cleared by prefix (a test sets what it needs), the
+/// working directory, `$HOME` and `$XDG_CONFIG_HOME` are the test's folder, no colour, and
+/// a host policy path that is never there, so `/etc/envctl/policy.toml` never judges a test.
+pub fn hermetic(command: &mut std::process::Command, directory: &Path) {
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        if ["ENVCTL_", "DOCKER_", "XDG_"]
+            .iter()
+            .any(|prefix| key_text.starts_with(prefix))
+        {
+            command.env_remove(&key);
+        }
+    }
     command
         .current_dir(directory)
         .env("NO_COLOR", "1")
         .env("XDG_CONFIG_HOME", directory.join("xdg"))
         .env("HOME", directory.join("home"))
-        // The host's own policy (`/etc/envctl/policy.toml`) must not judge the tests: a
-        // path that is never there, unless a test names its own.
         .env("ENVCTL_POLICY", directory.join("no-host-policy.toml"))
-        .env_remove("ENVCTL_PROFILE_PATH")
-        .env_remove("ENVCTL_NVML_LIBRARY")
-        .env_remove("ENVCTL_NVML_STUB_FIXTURE")
         .env_remove("CLICOLOR_FORCE");
-    command
 }
 
 /// A copy of the envctl binary that another user (`runuser -u nobody`) can run, in a new
