@@ -85,12 +85,25 @@ fn nanos() -> u32 {
 }
 
 fn envctl(folder: &Path, machine: &Machine, host: &str, arguments: &[&str]) -> Run {
+    envctl_with(folder, machine, host, &[], arguments)
+}
+
+/// [`envctl`] with `environment` added (`ENVCTL_POLICY`, …).
+fn envctl_with(
+    folder: &Path,
+    machine: &Machine,
+    host: &str,
+    environment: &[(&str, &Path)],
+    arguments: &[&str],
+) -> Run {
     let mut command = crate::support::cli::envctl_in(folder);
+    for (key, value) in environment {
+        command.env(key, value);
+    }
     command
         .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
         .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
         .env("ENVCTL_GPU_LOCK", folder.join("gpus.lock"))
-        .env_remove("DOCKER_CONTEXT")
         .timeout(Duration::from_secs(120))
         .args(arguments);
     if !host.is_empty() {
@@ -530,6 +543,46 @@ fn podman_5_4(test: &str) -> Option<crate::support::engines::TestEngine> {
     podman
 }
 
+/// `envctl up NAME --force --json` for every name at the same moment on `podman` (its
+/// `envctl-NAME` containers removed first), when no other container holds a GPU
+/// ([`quietly`]); each run's outcome, in the order of `names`.
+fn ups_at_once(
+    podman: &crate::support::engines::TestEngine,
+    folder: &Path,
+    machine: &Machine,
+    names: &[String],
+    environment: &[(&str, &Path)],
+) -> Vec<Run> {
+    let containers: Vec<String> = names.iter().map(|name| format!("envctl-{name}")).collect();
+    let mine = |name: &str| containers.iter().any(|own| own == name);
+    quietly(&podman.host, &mine, || {
+        for container in &containers {
+            podman.docker(["rm", "-f", container.as_str()]);
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = names
+                .iter()
+                .map(|name| {
+                    let host = podman.host.as_str();
+                    scope.spawn(move || {
+                        envctl_with(
+                            folder,
+                            machine,
+                            host,
+                            environment,
+                            &["up", name, "--force", "--json"],
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap())
+                .collect()
+        })
+    })
+}
+
 #[test]
 fn four_concurrent_ups_never_share_a_gpu() {
     let Some(podman) = podman_5_4("four_concurrent_ups_never_share_a_gpu") else {
@@ -555,30 +608,8 @@ fn four_concurrent_ups_never_share_a_gpu() {
         .map(|name| podman.container_guard(format!("envctl-{name}")))
         .collect();
     let containers: Vec<String> = names.iter().map(|name| format!("envctl-{name}")).collect();
-    let mine = |name: &str| containers.iter().any(|own| own == name);
     // --force: doctor's checks (no NVIDIA driver here) would refuse before placement.
-    let runs: Vec<Run> = quietly(&podman.host, &mine, || {
-        for container in &containers {
-            podman.docker(["rm", "-f", container.as_str()]);
-        }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = names
-                .iter()
-                .map(|name| {
-                    let folder = folder.path();
-                    let machine = &machine;
-                    let host = podman.host.as_str();
-                    scope.spawn(move || {
-                        envctl(folder, machine, host, &["up", name, "--force", "--json"])
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| handle.join().unwrap())
-                .collect()
-        })
-    });
+    let runs = ups_at_once(&podman, folder.path(), &machine, &names, &[]);
     let mut taken: Vec<String> = Vec::new();
     for (name, run) in names.iter().zip(&runs) {
         assert_eq!(run.code, 0, "[{}] up {name}:\n{run}", podman.name);
@@ -1116,39 +1147,14 @@ fn eight_concurrent_ups_never_pass_the_per_user_limit() {
         .iter()
         .map(|name| podman.container_guard(name.clone()))
         .collect();
-    let mine = |name: &str| containers.iter().any(|own| own == name);
-    let runs: Vec<Run> = quietly(&podman.host, &mine, || {
-        for container in &containers {
-            podman.docker(["rm", "-f", container.as_str()]);
-        }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = names
-                .iter()
-                .map(|name| {
-                    let folder = folder.path();
-                    let machine = &machine;
-                    let host = podman.host.as_str();
-                    scope.spawn(move || {
-                        let mut command = crate::support::cli::envctl_in(folder);
-                        command
-                            .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
-                            .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
-                            .env("ENVCTL_GPU_LOCK", folder.join("gpus.lock"))
-                            .env("ENVCTL_POLICY", folder.join("policy.toml"))
-                            .env("DOCKER_HOST", host)
-                            .env_remove("DOCKER_CONTEXT")
-                            .timeout(Duration::from_secs(120))
-                            .args(["up", name, "--force", "--json"]);
-                        Run::of(command.output().unwrap())
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| handle.join().unwrap())
-                .collect()
-        })
-    });
+    let policy = folder.path().join("policy.toml");
+    let runs = ups_at_once(
+        &podman,
+        folder.path(),
+        &machine,
+        &names,
+        &[("ENVCTL_POLICY", policy.as_path())],
+    );
     let started: Vec<&Run> = runs.iter().filter(|run| run.code == 0).collect();
     let refused: Vec<&Run> = runs.iter().filter(|run| run.code != 0).collect();
     let all: Vec<String> = runs.iter().map(ToString::to_string).collect();
