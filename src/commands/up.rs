@@ -84,7 +84,8 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         Some(policy) => crate::ops::policy::PolicyGate {
             policy,
             user: &user,
-            container: arguments.name.as_deref().unwrap_or_default(),
+            // Not chosen yet without `--name`; this early check counts no holders anyway.
+            container: arguments.name.as_deref(),
         }
         .enforce(&body, gpu_facts.as_ref(), None, context),
         None => Ok(()),
@@ -94,8 +95,8 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     if arguments.dry_run {
         // Connected as doctor connects: without a daemon the plan is still shown, and what
         // only the daemon can tell is said to be unjudged.
-        let engine = context.connect(super::REQUEST_TIMEOUT);
-        let reachable = match &engine {
+        let connected = context.connect(super::REQUEST_TIMEOUT);
+        let reachable = match &connected {
             Ok(engine) => runtime.block_on(async {
                 matches!(
                     tokio::time::timeout(crate::engine::PING_TIMEOUT, engine.ping()).await,
@@ -104,7 +105,8 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             }),
             Err(_) => false,
         };
-        let engine = engine.ok().filter(|_| reachable);
+        // One connection for the whole dry run (a clone shares bollard's client).
+        let engine = connected.as_ref().ok().filter(|_| reachable).cloned();
         let name = match (&arguments.name, &engine) {
             (Some(name), _) => name.clone(),
             (None, Some(engine)) => runtime.block_on(crate::ops::up::default_name(
@@ -124,7 +126,13 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             user,
             policy,
         };
-        let form = dry_run_gpu_form(&plan.resolved, &plan.body, plan.gpu_facts.clone(), context)?;
+        let mut form = dry_run_gpu_form(
+            &plan.resolved,
+            &plan.body,
+            plan.gpu_facts.clone(),
+            connected,
+            context,
+        )?;
         let placed_body = form
             .as_ref()
             .and_then(|form| form.placed.as_ref())
@@ -157,6 +165,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
                 engine,
                 &plan,
                 &body,
+                form.as_mut().and_then(|form| form.facts.take()),
                 arguments.force,
                 context,
             ))?,
@@ -195,15 +204,24 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
             ))?;
             // The profile's container under another name (`--name`) is not what this `up`
             // meets: say so, and how to reach it, before making a second one.
-            // Advisory only: a list the daemon refuses here is met, named, by `up` itself.
-            let elsewhere = runtime
-                .block_on(crate::ops::up::same_profile_elsewhere(
-                    &engine,
-                    &resolved.profile.name,
-                    &name,
-                    context,
-                ))
-                .unwrap_or_default();
+            // Advisory: a list the daemon refuses here is said with its cause, and `up`
+            // goes on (its own requests name a failing daemon).
+            let elsewhere = match runtime.block_on(crate::ops::up::same_profile_elsewhere(
+                &engine,
+                &resolved.profile.name,
+                &name,
+                context,
+            )) {
+                Ok(elsewhere) => elsewhere,
+                Err(error) => {
+                    context.printer.warn(&format!(
+                        "could not look for other containers of profile `{}`: {}",
+                        resolved.profile.name,
+                        crate::error::error_chain(&error)
+                    ));
+                    Vec::new()
+                }
+            };
             for other in elsewhere {
                 context.printer.warn(&format!(
                     "profile `{}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{name}`: `envctl up {} --name {other}` meets that one",
@@ -293,6 +311,9 @@ struct DryRunGpus {
     /// The body with the GPUs placement would pick now, and why; `None` when the engine
     /// could not be asked which GPUs are held.
     placed: Option<(CreateBody, Option<crate::ops::placement::PlacementReport>)>,
+    /// What was gathered to decide it: the doctor verdict of the dry run judges these,
+    /// not a second gathering.
+    facts: Option<crate::ops::doctor::Facts>,
 }
 
 /// A dry run of a profile with GPUs shows the request in the form this engine takes
@@ -302,13 +323,14 @@ fn dry_run_gpu_form(
     resolved: &crate::profile::ResolvedProfile,
     body: &CreateBody,
     gpu_facts: Option<crate::facts::gpu::GpuFacts>,
+    engine: Result<crate::engine::Engine, crate::engine::EngineError>,
     context: &Context,
 ) -> Result<Option<DryRunGpus>, Error> {
     if body.host_config.device_requests.is_empty() {
         return Ok(None);
     }
-    // Connected as doctor connects: a daemon that does not answer is a fact here.
-    let engine = context.connect(crate::engine::PING_TIMEOUT);
+    // The dry run's connection, judged as doctor judges it: a daemon that does not answer
+    // is a fact here.
     // The same connection for placement (a clone shares bollard's client).
     let again = engine.as_ref().ok().cloned();
     let (facts, placed) = runtime()?.block_on(async {
@@ -353,6 +375,7 @@ fn dry_run_gpu_form(
         engine,
         fix,
         placed: placed.map(|placed| (placed.body, placed.report)),
+        facts: Some(facts),
     }))
 }
 

@@ -88,7 +88,7 @@ impl Plan {
             .map(|policy| crate::ops::policy::PolicyGate {
                 policy,
                 user: &self.user,
-                container: &self.name,
+                container: Some(&self.name),
             })
     }
 
@@ -1067,7 +1067,20 @@ async fn preflight(
         // The parser panicked: a bug, surfaced as the panic it was.
         Err(error) => std::panic::resume_unwind(error.into_panic()),
     };
-    let report = judge(&facts, &profiles, &matrix);
+    judge_verdict(facts, resolved, &matrix, force, context)
+}
+
+/// The doctor verdict on facts already gathered: a failure refuses, unless `force`;
+/// gives the facts back.
+fn judge_verdict(
+    facts: crate::ops::doctor::Facts,
+    resolved: &ResolvedProfile,
+    matrix: &crate::compat::Matrix,
+    force: bool,
+    context: &Context,
+) -> Result<crate::ops::doctor::Facts, Error> {
+    let profiles = [resolved.clone()];
+    let report = judge(&facts, &profiles, matrix);
     let Some(profile) = report.profiles.first() else {
         return Ok(facts);
     };
@@ -1150,11 +1163,13 @@ pub async fn ensure_image(
 
 /// What `up` would refuse that a dry run can know without making anything: another user's
 /// container under the name, the policy (with what the user holds), a host port in use,
-/// and the doctor verdict. The first refusal, as `up` would give it.
+/// and the doctor verdict. The first refusal, as `up` would give it. `facts`: what the dry
+/// run gathered already (for a GPU form), judged rather than gathered again.
 pub async fn judge_dry_run(
     engine: &Engine,
     plan: &Plan,
     body: &CreateBody,
+    facts: Option<crate::ops::doctor::Facts>,
     force: bool,
     context: &Context,
 ) -> Result<(), Error> {
@@ -1177,13 +1192,21 @@ pub async fn judge_dry_run(
     if engine.inspect_container(&plan.name).await?.is_none() {
         ensure_ports_free(engine, body).await?;
     }
-    preflight(
-        engine,
-        &plan.resolved,
-        plan.gpu_facts.clone(),
-        force,
-        context,
-    )
-    .await?;
+    match facts {
+        Some(facts) => {
+            let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
+            judge_verdict(facts, &plan.resolved, &matrix, force, context)?;
+        }
+        None => {
+            preflight(
+                engine,
+                &plan.resolved,
+                plan.gpu_facts.clone(),
+                force,
+                context,
+            )
+            .await?;
+        }
+    }
     Ok(())
 }
