@@ -24,23 +24,15 @@ pub fn current(root: &Path) -> User {
 
 /// [`current`] with `lookup` in place of `getent`.
 fn current_with(root: &Path, lookup: impl FnOnce(u32) -> Option<String>) -> User {
-    let uid = std::fs::read_to_string(root.join("proc/self/status"))
-        .ok()
-        .and_then(|status| real_uid(&status));
-    let Some(uid) = uid else {
-        return User {
+    match real_uid_of(root, "self") {
+        Some(uid) => User {
+            uid: Some(uid),
+            name: name_of_uid(root, uid, lookup),
+        },
+        None => User {
             uid: None,
             name: "unknown user".into(),
-        };
-    };
-    let name = std::fs::read_to_string(root.join("etc/passwd"))
-        .ok()
-        .and_then(|passwd| name_of(&passwd, uid))
-        .or_else(|| lookup(uid))
-        .unwrap_or_else(|| uid.to_string());
-    User {
-        uid: Some(uid),
-        name,
+        },
     }
 }
 
@@ -48,15 +40,25 @@ fn current_with(root: &Path, lookup: impl FnOnce(u32) -> Option<String>) -> User
 /// else the uid's number; `None` when `/proc` does not say (the process ended, or it is
 /// not this host's). No directory service is asked per process.
 pub fn process_user(root: &Path, pid: u32) -> Option<String> {
-    let status =
-        std::fs::read_to_string(root.join("proc").join(pid.to_string()).join("status")).ok()?;
-    let uid = real_uid(&status)?;
-    Some(
-        std::fs::read_to_string(root.join("etc/passwd"))
-            .ok()
-            .and_then(|passwd| name_of(&passwd, uid))
-            .unwrap_or_else(|| uid.to_string()),
-    )
+    let uid = real_uid_of(root, &pid.to_string())?;
+    Some(name_of_uid(root, uid, |_| None))
+}
+
+/// The real uid of `proc/PROCESS/status` under `root` (`self` or a PID).
+fn real_uid_of(root: &Path, process: &str) -> Option<u32> {
+    std::fs::read_to_string(root.join("proc").join(process).join("status"))
+        .ok()
+        .and_then(|status| real_uid(&status))
+}
+
+/// The login name of `uid`: `etc/passwd` under `root`, then `lookup` (a directory
+/// service), else the number.
+fn name_of_uid(root: &Path, uid: u32, lookup: impl FnOnce(u32) -> Option<String>) -> String {
+    std::fs::read_to_string(root.join("etc/passwd"))
+        .ok()
+        .and_then(|passwd| name_of(&passwd, uid))
+        .or_else(|| lookup(uid))
+        .unwrap_or_else(|| uid.to_string())
 }
 
 /// The real uid: the first number of the `Uid:` line.

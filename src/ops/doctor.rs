@@ -136,7 +136,7 @@ impl DoctorReport {
             let gate = crate::ops::policy::PolicyGate {
                 policy,
                 user: &context.user,
-                container: &name,
+                container: Some(&name),
             };
             let counted = holders.filter(|_| gate.counts_holders(&body));
             let Err(crate::error::Error::PolicyRefused { path, violations }) =

@@ -25,8 +25,9 @@ pub fn user(context: &Context) -> crate::facts::user::User {
 pub struct PolicyGate<'a> {
     pub policy: &'a Policy,
     pub user: &'a User,
-    /// The container `up` makes or meets: never counted twice among the user's holders.
-    pub container: &'a str,
+    /// The container `up` makes or meets, when its name is known yet: never counted twice
+    /// among the user's holders.
+    pub container: Option<&'a str>,
 }
 
 impl PolicyGate<'_> {
@@ -72,7 +73,9 @@ impl PolicyGate<'_> {
             // is not counted twice.
             let theirs: Vec<_> = holders
                 .iter()
-                .filter(|holder| is_users(holder, self.user) && holder.name != self.container)
+                .filter(|holder| {
+                    is_users(holder, self.user) && Some(holder.name.as_str()) != self.container
+                })
                 .cloned()
                 .collect();
             // NVML's list when it could count the GPUs; else none, and the count rests on

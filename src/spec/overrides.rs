@@ -150,15 +150,15 @@ impl Overrides {
             let same = |existing: &PortBinding| {
                 existing.container == port.container && existing.protocol == port.protocol
             };
-            if result.ports.iter().any(same) {
+            match result.ports.iter().position(same) {
                 // The first mapping of that port is replaced in place, the others dropped.
-                let at = result.ports.iter().position(same).unwrap_or(0);
-                result.ports.retain(|existing| !same(existing));
-                result
-                    .ports
-                    .insert(at.min(result.ports.len()), port.clone());
-            } else {
-                result.ports.push(port.clone());
+                Some(at) => {
+                    result.ports.retain(|existing| !same(existing));
+                    result
+                        .ports
+                        .insert(at.min(result.ports.len()), port.clone());
+                }
+                None => result.ports.push(port.clone()),
             }
         }
         for mount in &self.mounts {
