@@ -25,8 +25,8 @@ pub const PROFILE_PATH_VARIABLE: &str = "ENVCTL_PROFILE_PATH";
 pub const PULL_STALL_VARIABLE: &str = "ENVCTL_PULL_STALL_SECONDS";
 /// The longest pull stall that may be asked for: a day, like every other duration.
 pub const MAXIMUM_PULL_STALL_SECONDS: u64 = 86_400;
-/// `ENVCTL_POLICY`: the host policy file to read instead of `/etc/envctl/policy.toml`.
-pub const POLICY_VARIABLE: &str = "ENVCTL_POLICY";
+/// `ENVCTL_POLICY` (the policy names it in its messages).
+pub use crate::policy::POLICY_VARIABLE;
 /// `ENVCTL_STATS_SOURCE=api`: `stats` reads the Engine API's stats instead of cgroups.
 pub const STATS_SOURCE_VARIABLE: &str = "ENVCTL_STATS_SOURCE";
 

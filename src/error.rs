@@ -17,6 +17,9 @@ pub enum Error {
     Matrix(#[from] crate::compat::MatrixError),
     #[error(transparent)]
     Spec(#[from] crate::spec::SpecError),
+    /// A body that could not be compared with a container: a bug, with its cause.
+    #[error(transparent)]
+    Uncomparable(#[from] crate::spec::drift::Uncomparable),
     /// The host policy cannot be read or is not valid.
     #[error(transparent)]
     Policy(#[from] crate::policy::PolicyError),
@@ -228,6 +231,7 @@ impl Error {
             // README: exit 2 is also an internal error.
             Error::Runtime(_)
             | Error::Internal(_)
+            | Error::Uncomparable(_)
             | Error::Matrix(_)
             | Error::Read { .. }
             | Error::Chart(_)
@@ -330,7 +334,7 @@ impl Error {
             Error::GpusTakenMeanwhile { .. } => Some(
                 "run `envctl up` again: it places on the GPUs free now".into(),
             ),
-            Error::Internal(_) => Some(
+            Error::Internal(_) | Error::Uncomparable(_) => Some(
                 "this is a bug in envctl; please report it with the command that caused it".into(),
             ),
             Error::LockFile(error) => Some(error.hint()),

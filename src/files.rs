@@ -129,6 +129,90 @@ fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// Why [`open_regular`] did not open a file.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenRefused {
+    /// Something other than a regular file is there (a link with [`Links::Refuse`]).
+    #[error("it is {kind}, not a regular file")]
+    NotRegular { kind: &'static str },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Whether [`open_regular`] follows a symbolic link at the path's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// A file the user named to read (`stats report FILE`): read where it leads.
+    Follow,
+    /// A file to create or append to: a link is refused, dangling or not.
+    Refuse,
+}
+
+/// Opens `path` to append to it, creating it when missing, never through a link: a
+/// recording another run may have begun.
+pub fn open_for_appending(path: &Path) -> Result<std::fs::File, OpenRefused> {
+    open_regular(
+        std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true),
+        path,
+        Links::Refuse,
+    )
+}
+
+/// Opens `path` to read it, following a link the user's path names ([`open_regular`]).
+pub fn open_for_reading(path: &Path) -> Result<std::fs::File, OpenRefused> {
+    open_regular(std::fs::OpenOptions::new().read(true), path, Links::Follow)
+}
+
+/// Opens `path` with `options` without blocking in `open(2)` (`O_NONBLOCK`: a FIFO with
+/// no writer, or no reader, would wait there forever) and checks the opened descriptor,
+/// not the name, so a file swapped after a check is caught: anything but a regular file
+/// (a FIFO, a device such as `/dev/zero`, a socket, a folder) is refused. The one opener
+/// for a file envctl appends to (a `stats --record` recording), which [`write_atomically`]
+/// cannot write whole.
+fn open_regular(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+    links: Links,
+) -> Result<std::fs::File, OpenRefused> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let flags = match links {
+        Links::Follow => rustix::fs::OFlags::NONBLOCK,
+        Links::Refuse => rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW,
+    };
+    let file = options
+        .custom_flags(flags.bits() as i32)
+        .open(path)
+        .map_err(|source| match source.raw_os_error() {
+            // `O_NOFOLLOW` on a link.
+            Some(code)
+                if code == rustix::io::Errno::LOOP.raw_os_error() && links == Links::Refuse =>
+            {
+                OpenRefused::NotRegular {
+                    kind: "a symbolic link",
+                }
+            }
+            // `open(2)` refuses a folder for writing before any check of ours can.
+            Some(code) if code == rustix::io::Errno::ISDIR.raw_os_error() => {
+                OpenRefused::NotRegular { kind: "a folder" }
+            }
+            _ => OpenRefused::Io(source),
+        })?;
+    let file_type = file.metadata()?.file_type();
+    if !file_type.is_file() {
+        return Err(OpenRefused::NotRegular {
+            kind: kind_of(&file_type),
+        });
+    }
+    // A regular file never blocks; the flag is cleared so that nothing later reads it.
+    let flags = rustix::fs::fcntl_getfl(&file).map_err(std::io::Error::from)?;
+    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)
+        .map_err(std::io::Error::from)?;
+    Ok(file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,3 +34,6 @@ pub mod time;
 pub mod ui;
 pub mod units;
 pub mod untrusted;
+
+#[cfg(test)]
+mod architecture_tests;

@@ -1,6 +1,5 @@
 //! `envctl profiles list | show | check | new`.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use console::Style;
@@ -244,23 +243,18 @@ fn new(
         path: directory.to_path_buf(),
         source,
     })?;
-    // `create_new` refuses an existing file atomically: never overwrite a team's profile.
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|source| match source.kind() {
-            std::io::ErrorKind::AlreadyExists => ProfileError::AlreadyExists { path: path.clone() },
-            _ => ProfileError::Write {
+    // Written whole through `files` (never a half-written profile), refusing anything
+    // already there, atomically: never overwrite a team's profile.
+    crate::files::write_atomically(&path, text.as_bytes(), crate::files::Existing::Refuse)
+        .map_err(|error| match error {
+            // A file, or anything else of that name (a folder, a link): never replaced.
+            crate::files::WriteError::Exists | crate::files::WriteError::NotRegular { .. } => {
+                ProfileError::AlreadyExists { path: path.clone() }
+            }
+            crate::files::WriteError::Io(source) => ProfileError::Write {
                 path: path.clone(),
                 source,
             },
-        })?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|source| ProfileError::Write {
-            path: path.clone(),
-            source,
         })?;
     if context.json {
         #[derive(Serialize)]

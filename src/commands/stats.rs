@@ -19,11 +19,12 @@ use crate::engine::{Engine, EngineError};
 use crate::error::{Error, error_chain};
 use crate::exit::ExitStatus;
 use crate::monitor::history::History;
-use crate::monitor::record::{self, Recorder};
+use crate::monitor::record;
 use crate::monitor::report::{self, ReportFormat};
 use crate::monitor::{Snapshot, duration};
 use crate::ops::stats::follow::{self, Ended, FollowOptions, FollowView, Outputs};
 use crate::ops::stats::reconnect::{RECONNECT_CAP, RECONNECT_FIRST};
+use crate::ops::stats::recording::{self, Recorder};
 use crate::ops::stats::sampler::{self, CounterSource, Gpus, Selection};
 use crate::ops::stats::serve::{self, StatsServer};
 use crate::ui::live::{self, LiveScreen};
@@ -441,7 +442,7 @@ fn hostname() -> String {
 
 /// `stats report FILE -o OUT`.
 fn report(file: &Path, output: &Path, force: bool, context: &Context) -> Result<ExitStatus, Error> {
-    let recording = report::read(file)?;
+    let recording = recording::read_recording(file)?;
     for (line, why) in &recording.skipped {
         context
             .printer
@@ -464,7 +465,7 @@ fn report(file: &Path, output: &Path, force: bool, context: &Context) -> Result<
         context.printer.data(drawn.trim_end_matches('\n'))?;
         return Ok(ExitStatus::Success);
     }
-    report::write(output, &drawn, force)?;
+    recording::write_report(output, &drawn, force)?;
     context.printer.info(&format!(
         "wrote {} ({} samples from {})",
         output.display(),

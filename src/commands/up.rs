@@ -1,6 +1,7 @@
-//! `envctl up PROFILE`: resolves the environment (`ops::environment`), hands it to
-//! `ops::up` (preflight, pull, create, start; cleanup on Ctrl-C or SIGTERM), and renders
-//! what happened, or the create body with `--dry-run`.
+//! `envctl up PROFILE`: asks `ops::up` for the plan (`plan`: the profile resolved, the
+//! GPUs decided, the body built once), then applies it (`up`: preflight, pull, place,
+//! create, start; cleanup on Ctrl-C or SIGTERM) or, with `--dry-run`, renders what
+//! `ops::up::dry_run` says `up` would send, refused where `up` would refuse.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -10,12 +11,11 @@ use serde::Serialize;
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::ops::environment::{
-    self, EnvironmentRequest, LockPolicy, Placement, ResolvedEnvironment,
-};
 use crate::spec::{self, CreateBody, Overrides};
 
-use crate::ops::up::{Outcome, Plan, PullPolicy, RunState, UpOptions, UpReport, clean_up, up};
+use crate::ops::up::{
+    DryRun, Outcome, PullPolicy, RunState, UpOptions, UpReport, UpRequest, clean_up, plan, up,
+};
 
 pub struct UpArguments {
     pub profile: String,
@@ -35,7 +35,6 @@ pub struct UpArguments {
 }
 
 pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Error> {
-    let resolved = context.search_path.resolve(&arguments.profile)?;
     let mut overrides = Overrides::parse(
         &arguments.env,
         &arguments.ports,
@@ -45,52 +44,13 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     if let Some(spec) = &arguments.gpus {
         overrides.gpus = Some(Overrides::parse_gpus(spec)?);
     }
-    // `gpus = "optional"` shapes the container by what this host has: ask NVML now, and
-    // hand the answer to the preflight.
-    let gpu_facts =
-        environment::host_gpus(&resolved, context.environment.nvml_library().as_deref());
-    let working_directory = context.working_directory()?;
-    let profile_file = spec::profile_file_label(&resolved, &working_directory);
-    let lock = environment::read_lock();
-    let exists = |path: &std::path::Path| path.exists();
-    let ResolvedEnvironment {
-        resolved,
-        body,
-        body_without_gpus,
-        locked_digest,
-        ..
-    } = environment::resolve(
-        resolved,
-        EnvironmentRequest {
-            overrides,
-            placement: Placement::this_host(gpu_facts.as_ref()),
-            lock_policy: if arguments.locked {
-                LockPolicy::Require
-            } else {
-                LockPolicy::Use
-            },
-            lock,
-            working_directory,
-            home: context.environment.home(),
-            path_exists: &exists,
-        },
-    )?;
-    // policy: the host policy judges the resolved body before anything is made, for the
-    // dry run as for the real run; `--force` does not pass it. What the user holds is
-    // counted later, under the placement lock (`ops::placement::place`).
-    let user = crate::ops::policy::user(context);
-    let policy = crate::ops::policy::in_force(context)?;
-    let early = match &policy {
-        Some(policy) => crate::ops::policy::PolicyGate {
-            policy,
-            user: &user,
-            // Not chosen yet without `--name`; this early check counts no holders anyway.
-            container: arguments.name.as_deref(),
-        }
-        .enforce(&body, gpu_facts.as_ref(), None, context),
-        None => Ok(()),
+    let request = UpRequest {
+        profile: arguments.profile.clone(),
+        overrides,
+        locked: arguments.locked,
+        name: arguments.name.clone(),
+        dry_run: arguments.dry_run,
     };
-    // policy: end
     let runtime = runtime()?;
     if arguments.dry_run {
         // Connected as doctor connects: without a daemon the plan is still shown, and what
@@ -107,140 +67,45 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
         };
         // One connection for the whole dry run (a clone shares bollard's client).
         let engine = connected.as_ref().ok().filter(|_| reachable).cloned();
-        let name = match (&arguments.name, &engine) {
-            (Some(name), _) => name.clone(),
-            (None, Some(engine)) => runtime.block_on(crate::ops::up::default_name(
-                engine,
-                &resolved.profile.name,
-                context,
-            ))?,
-            (None, None) => spec::container_name(&resolved.profile.name),
-        };
-        let plan = Plan {
-            resolved,
-            body,
-            body_without_gpus,
-            locked_digest,
-            name,
-            gpu_facts,
-            user,
-            policy,
-        };
-        let mut form = dry_run_gpu_form(
-            &plan.resolved,
-            &plan.body,
-            plan.gpu_facts.clone(),
-            connected,
-            context,
-        )?;
-        let placed_body = form
-            .as_ref()
-            .and_then(|form| form.placed.as_ref())
-            .map(|(placed, _)| placed.clone());
-        let body = match &form {
-            None => plan.body.clone(),
-            Some(form) => match spec::gpu_request::for_engine(
-                placed_body.as_ref().unwrap_or(&plan.body),
-                &form.form,
-            ) {
-                Ok(body) => body,
-                // `optional`: what `up` would run here.
-                Err(_) if plan.body_without_gpus.is_some() => plan
-                    .body_without_gpus
-                    .clone()
-                    .unwrap_or_else(|| plan.body.clone()),
-                Err(unavailable) => {
-                    return Err(Error::GpusUnavailable {
-                        profile: plan.resolved.profile.name.clone(),
-                        reason: unavailable.reason,
-                        fix: form.fix.to_string(),
-                    });
-                }
-            },
-        };
-        // The dry run refuses what `up` would, before showing what it would make.
-        early?;
-        match &engine {
-            Some(engine) => runtime.block_on(crate::ops::up::judge_dry_run(
-                engine,
-                &plan,
-                &body,
-                form.as_mut().and_then(|form| form.facts.take()),
-                arguments.force,
-                context,
-            ))?,
-            None => context.printer.warn(
-                "the engine could not be reached: ports in use, GPUs held and the doctor verdict were not judged",
-            ),
-        }
-        return dry_run(&body, &plan.name, form.as_ref(), context);
-    }
-    early?;
-    // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL): on the container
-    // only, not in the dry run's body.
-    let (mut body, mut body_without_gpus) = (body, body_without_gpus);
-    for body in std::iter::once(&mut body).chain(body_without_gpus.as_mut()) {
-        if let Some(file) = &profile_file {
-            body.labels
-                .insert(spec::PROFILE_FILE_LABEL.to_string(), file.clone());
-        }
-        // Whose it is (`spec::ownership`): the uid decides, the name is for messages and
-        // the policy's per-user limits.
-        body.labels
-            .insert(spec::USER_LABEL.to_string(), user.name.clone());
-        if let Some(uid) = user.uid {
-            body.labels
-                .insert(spec::UID_LABEL.to_string(), uid.to_string());
-        }
+        // The plan's gathering judges the connection as doctor does (a daemon that does
+        // not answer is a fact there).
+        return runtime.block_on(async {
+            let plan = plan(connected, request, context).await?;
+            let shown =
+                crate::ops::up::dry_run(engine.as_ref(), &plan, arguments.force, context).await?;
+            dry_run(&shown, &plan.name, context)
+        });
     }
     let engine = runtime.block_on(context.engine())?;
-    let name = match &arguments.name {
-        Some(name) => name.clone(),
-        None => {
-            let name = runtime.block_on(crate::ops::up::default_name(
-                &engine,
-                &resolved.profile.name,
-                context,
-            ))?;
-            // The profile's container under another name (`--name`) is not what this `up`
-            // meets: say so, and how to reach it, before making a second one.
-            // Advisory: a list the daemon refuses here is said with its cause, and `up`
-            // goes on (its own requests name a failing daemon).
-            let elsewhere = match runtime.block_on(crate::ops::up::same_profile_elsewhere(
-                &engine,
-                &resolved.profile.name,
-                &name,
-                context,
-            )) {
-                Ok(elsewhere) => elsewhere,
-                Err(error) => {
-                    context.printer.warn(&format!(
-                        "could not look for other containers of profile `{}`: {}",
-                        resolved.profile.name,
-                        crate::error::error_chain(&error)
-                    ));
-                    Vec::new()
-                }
-            };
-            for other in elsewhere {
+    let mut plan = runtime.block_on(plan(Ok(engine.clone()), request, context))?;
+    if arguments.name.is_none() {
+        // The profile's container under another name (`--name`) is not what this `up`
+        // meets: say so, and how to reach it, before making a second one.
+        // Advisory: a list the daemon refuses here is said with its cause, and `up`
+        // goes on (its own requests name a failing daemon).
+        let elsewhere = match runtime.block_on(crate::ops::up::same_profile_elsewhere(
+            &engine,
+            &plan.resolved.profile.name,
+            &plan.name,
+            context,
+        )) {
+            Ok(elsewhere) => elsewhere,
+            Err(error) => {
                 context.printer.warn(&format!(
-                    "profile `{}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{name}`: `envctl up {} --name {other}` meets that one",
-                    resolved.profile.name, resolved.profile.name
+                    "could not look for other containers of profile `{}`: {}",
+                    plan.resolved.profile.name,
+                    crate::error::error_chain(&error)
                 ));
+                Vec::new()
             }
-            name
+        };
+        for other in elsewhere {
+            context.printer.warn(&format!(
+                "profile `{}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{}`: `envctl up {} --name {other}` meets that one",
+                plan.resolved.profile.name, plan.name, plan.resolved.profile.name
+            ));
         }
-    };
-    let mut plan = Plan {
-        resolved,
-        body,
-        body_without_gpus,
-        locked_digest,
-        name,
-        gpu_facts,
-        user,
-        policy,
-    };
+    }
     let options = UpOptions {
         pull: arguments.pull,
         force: arguments.force,
@@ -302,94 +167,11 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     })
 }
 
-/// The engine's GPU request form, for a dry run that asks for GPUs.
-struct DryRunGpus {
-    form: crate::facts::engine::GpuRequestForm,
-    /// Which engine decided it: `Podman 5.4.2`, or why none could be asked.
-    engine: String,
-    fix: &'static str,
-    /// The body with the GPUs placement would pick now, and why; `None` when the engine
-    /// could not be asked which GPUs are held.
-    placed: Option<(CreateBody, Option<crate::ops::placement::PlacementReport>)>,
-    /// What was gathered to decide it: the doctor verdict of the dry run judges these,
-    /// not a second gathering.
-    facts: Option<crate::ops::doctor::Facts>,
-}
-
-/// A dry run of a profile with GPUs shows the request in the form this engine takes
-/// (`--gpus` or CDI names), so it asks the engine the preflight would ask. Without GPUs
-/// the dry run needs no daemon.
-fn dry_run_gpu_form(
-    resolved: &crate::profile::ResolvedProfile,
-    body: &CreateBody,
-    gpu_facts: Option<crate::facts::gpu::GpuFacts>,
-    engine: Result<crate::engine::Engine, crate::engine::EngineError>,
-    context: &Context,
-) -> Result<Option<DryRunGpus>, Error> {
-    if body.host_config.device_requests.is_empty() {
-        return Ok(None);
-    }
-    // The dry run's connection, judged as doctor judges it: a daemon that does not answer
-    // is a fact here.
-    // The same connection for placement (a clone shares bollard's client).
-    let again = engine.as_ref().ok().cloned();
-    let (facts, placed) = runtime()?.block_on(async {
-        let facts = crate::ops::doctor::gather_with(
-            engine,
-            std::slice::from_ref(resolved),
-            gpu_facts,
-            context,
-        )
-        .await;
-        // Which GPUs `up` would pick now; nothing is locked or created.
-        let placed = match (&facts.engine.state, again) {
-            (crate::facts::engine::EngineState::Reachable(_), Some(engine)) => Some(
-                crate::ops::placement::place(
-                    &engine,
-                    body,
-                    resolved.profile.placement,
-                    &facts.gpu,
-                    None,
-                    None,
-                    context,
-                )
-                .await,
-            ),
-            _ => None,
-        };
-        (facts, placed)
-    });
-    let placed = placed.transpose()?;
-    let (form, fix) = crate::ops::up::request_form(&facts);
-    let engine = match &facts.engine.state {
-        crate::facts::engine::EngineState::Reachable(daemon) => daemon.described(),
-        crate::facts::engine::EngineState::Unreachable { message, .. } => {
-            context.printer.warn(&format!(
-                "the engine could not be asked how it takes GPUs ({message}): showing `--gpus`'s request, which Docker with the NVIDIA runtime takes"
-            ));
-            format!("not reached at {}", facts.engine.endpoint)
-        }
-    };
-    Ok(Some(DryRunGpus {
-        form,
-        engine,
-        fix,
-        placed: placed.map(|placed| (placed.body, placed.report)),
-        facts: Some(facts),
-    }))
-}
-
-fn dry_run(
-    body: &CreateBody,
-    name: &str,
-    gpus: Option<&DryRunGpus>,
-    context: &Context,
-) -> Result<ExitStatus, Error> {
+fn dry_run(shown: &DryRun, name: &str, context: &Context) -> Result<ExitStatus, Error> {
+    let body = &shown.body;
     // Secret values (by name, or taken from the shell by `-e KEY`) are never shown.
     let secrets = body.secret_env_keys();
-    let report = gpus
-        .and_then(|gpus| gpus.placed.as_ref())
-        .and_then(|(_, report)| report.as_ref());
+    let report = shown.placement.as_ref();
     if context.json {
         #[derive(Serialize)]
         struct GpuRequest<'a> {
@@ -416,10 +198,10 @@ fn dry_run(
             name,
             body: &body.masked(),
             masked_env: &secrets,
-            gpu_request: gpus.map(|gpus| GpuRequest {
-                form: &gpus.form,
-                engine: &gpus.engine,
-            }),
+            gpu_request: shown
+                .gpu_request
+                .as_ref()
+                .map(|(form, engine)| GpuRequest { form, engine }),
             placement: report,
         })?;
     } else {

@@ -84,70 +84,8 @@ impl<'de> Deserialize<'de> for DriverVersion {
     }
 }
 
-/// A GPU's compute capability, `8.9` → sm_89.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ComputeCapability {
-    pub major: u32,
-    pub minor: u32,
-}
-
-impl ComputeCapability {
-    pub fn new(major: u32, minor: u32) -> Self {
-        ComputeCapability { major, minor }
-    }
-
-    /// `sm_89`.
-    pub fn sm(self) -> String {
-        format!("sm_{}{}", self.major, self.minor)
-    }
-}
-
-impl FromStr for ComputeCapability {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let invalid = || format!("`{text}` is not a compute capability like 8.9 or sm_89");
-        let trimmed = text.trim();
-        if let Some(digits) = trimmed
-            .strip_prefix("sm_")
-            .or_else(|| trimmed.strip_prefix("compute_"))
-        {
-            let digits = digits.trim_end_matches(['a', 'f']);
-            if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
-                return Err(invalid());
-            }
-            let (major, minor) = digits.split_at(digits.len() - 1);
-            return Ok(ComputeCapability {
-                major: major.parse().map_err(|_| invalid())?,
-                minor: minor.parse().map_err(|_| invalid())?,
-            });
-        }
-        let (major, minor) = trimmed.split_once('.').ok_or_else(invalid)?;
-        Ok(ComputeCapability {
-            major: major.parse().map_err(|_| invalid())?,
-            minor: minor.parse().map_err(|_| invalid())?,
-        })
-    }
-}
-
-impl fmt::Display for ComputeCapability {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{}.{}", self.major, self.minor)
-    }
-}
-
-impl Serialize for ComputeCapability {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for ComputeCapability {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+/// A GPU's compute capability: a plain value of the facts NVML gives, judged here.
+pub use crate::facts::versions::ComputeCapability;
 
 #[cfg(test)]
 mod tests {

@@ -230,6 +230,17 @@ fn rlimit_resource(message: &str) -> Option<String> {
 }
 
 impl EngineError {
+    /// Whether the daemon refused a create for a missing `--init` binary (Podman answers
+    /// 500 "container-init binary not found" where its catatonit is not installed): the
+    /// profile's settings, not the daemon, are what to look at.
+    pub fn is_init_missing(&self) -> bool {
+        matches!(
+            self,
+            EngineError::Daemon { status: 500, message, .. }
+                if message.contains("container-init binary not found")
+        )
+    }
+
     /// Sorts a failed start: the daemon's answer, with the cause its message names typed.
     pub fn classify_start(
         endpoint: &Endpoint,

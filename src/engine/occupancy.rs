@@ -156,7 +156,7 @@ fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
         .device_requests
         .iter()
         .flatten()
-        .filter(|request| request.driver.as_deref() == Some(crate::spec::gpu_request::CDI_DRIVER))
+        .filter(|request| request.driver.as_deref() == Some(crate::spec::gpus::CDI_DRIVER))
         .flat_map(|request| request.device_ids.iter().flatten().cloned())
         .chain(
             host.devices
@@ -165,7 +165,7 @@ fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
                 .filter_map(|device| device.path_on_host.clone()),
         )
         .filter_map(|name| {
-            name.strip_prefix(crate::spec::gpu_request::NVIDIA_CDI_KIND)
+            name.strip_prefix(crate::spec::gpus::NVIDIA_CDI_KIND)
                 .and_then(|rest| rest.strip_prefix('='))
                 .map(str::to_string)
         })

@@ -164,7 +164,7 @@ impl EngineKind {
 }
 
 /// How the GPU request is written for this engine: one rule
-/// (`checks::host::gpu_request_form`) that `up`, its dry run and doctor read.
+/// (`spec::gpu_path::gpu_request_form`) that `up`, its dry run and doctor read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "form", rename_all = "snake_case")]
 pub enum GpuRequestForm {

@@ -10,8 +10,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::compat::ComputeCapability;
-use crate::profile::model::CudaVersion;
+use super::versions::{ComputeCapability, CudaVersion};
 
 /// What NVML said about this machine, and which library said it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

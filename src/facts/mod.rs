@@ -19,3 +19,4 @@ pub mod gpu_sample;
 pub mod host;
 pub mod occupancy;
 pub mod user;
+pub mod versions;

@@ -19,8 +19,6 @@
 //! as before and appended to in its own layout, without `ended` rows, so it stays one
 //! table.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -66,7 +64,7 @@ pub const CSV_COLUMNS_BEFORE_ENDED: usize = 25;
 
 /// The columns of a CSV recording, as its header names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CsvLayout {
+pub(crate) enum CsvLayout {
     /// [`CSV_COLUMNS`].
     Current,
     /// The first [`CSV_COLUMNS_BEFORE_ENDED`] of them: no `ended` rows.
@@ -82,7 +80,7 @@ impl CsvLayout {
     }
 
     /// The layout a header line names; none for any other line.
-    fn of_header(header: &str) -> Option<CsvLayout> {
+    pub(crate) fn of_header(header: &str) -> Option<CsvLayout> {
         [CsvLayout::Current, CsvLayout::BeforeEnded]
             .into_iter()
             .find(|layout| header == layout.columns().join(","))
@@ -196,110 +194,6 @@ impl RecordFormat {
     }
 }
 
-/// An open recording.
-#[derive(Debug)]
-pub struct Recorder {
-    file: File,
-    path: PathBuf,
-    format: RecordFormat,
-    /// The columns of the file's header (CSV only).
-    layout: CsvLayout,
-}
-
-impl Recorder {
-    /// Opens `path` for appending, creating it (with the CSV header) when new.
-    pub fn open(path: &Path) -> Result<Recorder, RecordError> {
-        let format = RecordFormat::from_path(path)?;
-        let open_error = |source| RecordError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        // Never through a link: in a shared folder (`team/rec.csv`) a link another user
-        // planted, even a dangling one, would have the recording create or append to the
-        // file it points at, with this user's rights.
-        let file = open_regular(
-            OpenOptions::new().read(true).append(true).create(true),
-            path,
-            Links::Refuse,
-        )?;
-        let length = file.metadata().map_err(open_error)?.len();
-        let mut recorder = Recorder {
-            file,
-            path: path.to_path_buf(),
-            format,
-            layout: CsvLayout::Current,
-        };
-        if length == 0 {
-            if format == RecordFormat::Csv {
-                recorder.write(&format!("{}\n", CSV_COLUMNS.join(",")))?;
-            }
-            return Ok(recorder);
-        }
-        // Append only to what an earlier `--record` wrote: never to someone else's file
-        // that happens to end in `.csv` or `.json`.
-        recorder.file.seek(SeekFrom::Start(0)).map_err(open_error)?;
-        match format {
-            RecordFormat::Csv => {
-                let mut start = vec![0; 4096];
-                let read = recorder.file.read(&mut start).map_err(open_error)?;
-                let text = String::from_utf8_lossy(&start[..read]);
-                let header = text.lines().next().unwrap_or_default();
-                // An earlier envctl's file keeps its columns: one table, not two.
-                recorder.layout =
-                    CsvLayout::of_header(header).ok_or_else(|| RecordError::Header {
-                        path: path.to_path_buf(),
-                        found: header.chars().take(80).collect(),
-                    })?;
-            }
-            RecordFormat::JsonLines => {
-                let (line, cut) = first_line(&recorder.file, length).map_err(open_error)?;
-                check_first_json_line(path, &line, cut)?;
-            }
-        }
-        // A recorder killed mid-line left no newline: start a fresh line so the cut one
-        // stays alone and the reader can skip it.
-        let mut last = [0_u8; 1];
-        recorder
-            .file
-            .seek(SeekFrom::Start(length - 1))
-            .map_err(open_error)?;
-        recorder.file.read_exact(&mut last).map_err(open_error)?;
-        if last[0] != b'\n' {
-            recorder.write("\n")?;
-        }
-        Ok(recorder)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Appends one snapshot and hands it to the kernel at once.
-    pub fn append(&mut self, snapshot: &Snapshot) -> Result<(), RecordError> {
-        let text = match self.format {
-            RecordFormat::Csv => csv_lines(snapshot, self.layout),
-            RecordFormat::JsonLines => json_line(snapshot),
-        };
-        self.write(&text)
-    }
-
-    fn write(&mut self, text: &str) -> Result<(), RecordError> {
-        // One `write_all` of the whole interval: whole lines or nothing on a kill, short
-        // of a full disk.
-        self.file
-            .write_all(text.as_bytes())
-            .and_then(|()| self.file.flush())
-            .map_err(|source| RecordError::Write {
-                path: self.path.clone(),
-                source,
-            })
-    }
-}
-
-/// How much of an existing JSON-lines file is read to find its first line: far more than
-/// a snapshot of hundreds of containers takes.
-const FIRST_LINE_LIMIT: u64 = 16 * 1024 * 1024;
-
 /// A line as [`json_line`] writes it, read back strictly: `schema_version` and the
 /// snapshot's own fields must all be there.
 #[derive(serde::Deserialize)]
@@ -310,29 +204,11 @@ struct RecordedLine {
     _snapshot: Snapshot,
 }
 
-/// The first line of `file` that is not blank (empty when there is none), read no further
-/// than [`FIRST_LINE_LIMIT`], and whether it is cut: the file ends inside it.
-fn first_line(file: &File, length: u64) -> std::io::Result<(String, bool)> {
-    let mut reader = std::io::BufReader::new(file.take(FIRST_LINE_LIMIT));
-    let mut consumed = 0_u64;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = reader.read_until(b'\n', &mut line)?;
-        consumed += read as u64;
-        let text = String::from_utf8_lossy(&line);
-        if read == 0 || !text.trim().is_empty() {
-            let cut = !line.ends_with(b"\n") && consumed == length;
-            return Ok((text.trim_end_matches(['\r', '\n']).to_string(), cut));
-        }
-    }
-}
-
 /// Whether `line`, the first line of an existing JSON-lines file, is one [`json_line`]
 /// wrote. A file of blank lines is accepted (there is nothing in it to spoil), and so is a
 /// `cut` line, where a recorder was killed in its first write, that begins the way
 /// [`json_line`] does.
-fn check_first_json_line(path: &Path, line: &str, cut: bool) -> Result<(), RecordError> {
+pub(crate) fn check_first_json_line(path: &Path, line: &str, cut: bool) -> Result<(), RecordError> {
     if line.trim().is_empty() {
         return Ok(());
     }
@@ -546,7 +422,7 @@ fn csv_row(row: &impl Serialize) -> String {
 /// The rows of one snapshot: its containers, its GPUs, and an `ended` row for each end
 /// first seen at this sample (a snapshot carries every end of the run so far; the CSV
 /// names each once, at the sample where the container was found stopped).
-fn csv_lines(snapshot: &Snapshot, layout: CsvLayout) -> String {
+pub(crate) fn csv_lines(snapshot: &Snapshot, layout: CsvLayout) -> String {
     let time = snapshot.time.to_string();
     let containers = snapshot
         .containers
@@ -591,136 +467,6 @@ pub struct Recording {
 /// The largest recording `stats report` reads: about two days of 10 containers and a GPU
 /// each second in CSV. Past it the reading would only grow, so it is an error.
 pub const MAX_RECORDING_BYTES: u64 = 256 * 1024 * 1024;
-
-/// Opens `path` with `options` without blocking in `open(2)` (`O_NONBLOCK`: a FIFO with
-/// no writer, or no reader, would wait there forever) and checks the opened descriptor,
-/// not the name, so a file swapped after a check is caught: anything but a regular file
-/// (a FIFO, a device such as `/dev/zero`, a socket, a folder) is refused.
-pub fn open_regular(
-    options: &mut OpenOptions,
-    path: &Path,
-    links: Links,
-) -> Result<File, RecordError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let open_error = |source| RecordError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
-    let flags = match links {
-        Links::Follow => rustix::fs::OFlags::NONBLOCK,
-        Links::Refuse => rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW,
-    };
-    let file = options
-        .custom_flags(flags.bits() as i32)
-        .open(path)
-        .map_err(|source| match source.raw_os_error() {
-            // `O_NOFOLLOW` on a link.
-            Some(code)
-                if code == rustix::io::Errno::LOOP.raw_os_error() && links == Links::Refuse =>
-            {
-                RecordError::NotRegular {
-                    path: path.to_path_buf(),
-                    kind: "a symbolic link",
-                }
-            }
-            // `open(2)` refuses a folder for writing before any check of ours can.
-            Some(code) if code == rustix::io::Errno::ISDIR.raw_os_error() => {
-                RecordError::NotRegular {
-                    path: path.to_path_buf(),
-                    kind: "a folder",
-                }
-            }
-            _ => open_error(source),
-        })?;
-    let file_type = file.metadata().map_err(open_error)?.file_type();
-    if !file_type.is_file() {
-        return Err(RecordError::NotRegular {
-            path: path.to_path_buf(),
-            kind: kind_of(&file_type),
-        });
-    }
-    // A regular file never blocks; the flag is cleared so that nothing later reads it.
-    let flags = rustix::fs::fcntl_getfl(&file).map_err(|error| open_error(error.into()))?;
-    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)
-        .map_err(|error| open_error(error.into()))?;
-    Ok(file)
-}
-
-/// Whether [`open_regular`] follows a symbolic link at the path's end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Links {
-    /// A file the user named to read (`stats report FILE`): read where it leads.
-    Follow,
-    /// A file to create or append to: a link is refused, dangling or not.
-    Refuse,
-}
-
-/// What a file that is not a regular one is, in words.
-fn kind_of(file_type: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    if file_type.is_dir() {
-        "a folder"
-    } else if file_type.is_char_device() || file_type.is_block_device() {
-        "a device"
-    } else if file_type.is_fifo() {
-        "a FIFO"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
-}
-
-/// Reads a recording written by [`Recorder`], in the format its extension names: a
-/// regular file of at most [`MAX_RECORDING_BYTES`].
-pub fn read_recording(path: &Path) -> Result<Recording, RecordError> {
-    let format = RecordFormat::from_path(path)?;
-    // A recording that cannot be opened is bad input (exit 2), not a failed write.
-    let file =
-        open_regular(OpenOptions::new().read(true), path, Links::Follow).map_err(|error| {
-            match error {
-                RecordError::Open { path, source } => RecordError::Read { path, source },
-                other => other,
-            }
-        })?;
-    let read_error = |source| RecordError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    let too_large = || RecordError::TooLarge {
-        path: path.to_path_buf(),
-        limit: MAX_RECORDING_BYTES,
-    };
-    if file.metadata().map_err(read_error)?.len() > MAX_RECORDING_BYTES {
-        return Err(too_large());
-    }
-    // Bounded again while reading: a file still growing stops at the limit.
-    let mut bytes = Vec::new();
-    file.take(MAX_RECORDING_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_RECORDING_BYTES {
-        return Err(too_large());
-    }
-    let text = String::from_utf8(bytes)
-        .map_err(|error| read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, error)))?;
-    let recording = match format {
-        RecordFormat::JsonLines => parse_json_lines(&text),
-        RecordFormat::Csv => parse_csv(path, &text)?,
-    };
-    if recording.snapshots.is_empty() {
-        if !recording.skipped.is_empty() {
-            return Err(RecordError::Unreadable {
-                path: path.to_path_buf(),
-                skipped: recording.skipped,
-            });
-        }
-        return Err(RecordError::Empty {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(recording)
-}
 
 /// JSON lines into snapshots; lines that are not one are skipped and named.
 pub fn parse_json_lines(text: &str) -> Recording {
@@ -812,7 +558,7 @@ fn line_record(line: &str) -> Result<csv::StringRecord, csv::Error> {
     Ok(record)
 }
 
-fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
+pub(crate) fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
     let mut lines = text.lines().enumerate();
     let header = lines.next().map(|(_, line)| line).unwrap_or_default();
     let layout = CsvLayout::of_header(header).ok_or_else(|| RecordError::Header {
@@ -972,6 +718,8 @@ fn push_row(text: &mut String, cells: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The file side of recordings (`ops::stats::recording`), tested with the formats.
+    use crate::ops::stats::recording::{FIRST_LINE_LIMIT, Recorder, read_recording};
 
     #[test]
     fn a_recording_whose_every_line_fails_says_why() {

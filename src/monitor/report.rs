@@ -1,12 +1,11 @@
-//! `envctl stats report FILE -o OUT`: a recording read back (`record`) and drawn
-//! (`chart`) as SVG or as an HTML page with a summary and the diagnoses, in the format
-//! the output's extension names.
+//! `envctl stats report FILE -o OUT`: a recording (read back by
+//! `ops::stats::recording`) drawn (`chart`) as SVG or as an HTML page with a summary and
+//! the diagnoses, in the format the output's extension names.
 
 use std::path::Path;
 
 use super::chart::{self, ChartError};
-use super::record::{self, RecordError, Recording};
-use crate::error::Error;
+use super::record::Recording;
 
 /// What the drawing is written as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,11 +31,6 @@ impl ReportFormat {
     }
 }
 
-/// The recording at `file`, with the lines that could not be read.
-pub fn read(file: &Path) -> Result<Recording, RecordError> {
-    record::read_recording(file)
-}
-
 /// The drawing of `recording` (read from `file`, which the page names as its source).
 pub fn draw(
     recording: &Recording,
@@ -47,23 +41,6 @@ pub fn draw(
         ReportFormat::Svg => chart::svg(&recording.snapshots),
         ReportFormat::Html => chart::html(&recording.snapshots, &file.display().to_string()),
     }
-}
-
-/// Writes the drawing to `output` whole (`crate::files`): an existing file only with
-/// `force`, and never anything but a regular file.
-pub fn write(output: &Path, drawn: &str, force: bool) -> Result<(), Error> {
-    let existing = if force {
-        crate::files::Existing::Replace
-    } else {
-        crate::files::Existing::Refuse
-    };
-    crate::files::write_atomically(output, drawn.as_bytes(), existing).map_err(|error| {
-        Error::from_write(
-            output,
-            error,
-            "pass `--force` to replace it, or choose another `-o` path",
-        )
-    })
 }
 
 #[cfg(test)]

@@ -23,9 +23,10 @@ use crate::spec::{self, CreateBody, MissingSource, Overrides, SpecContext, SpecE
 /// asks for GPUs, and whether a missing bind source is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
-    /// On this host (`up`, `--dry-run`, `export --to docker-run`): GPUs as NVML found
-    /// them; a missing bind source is refused.
-    ThisHost { host_has_gpus: bool },
+    /// On this host (`up`, `--dry-run`, `export --to docker-run`): `gpus_reachable` when
+    /// a container here can be given GPUs (for `up`: NVML sees GPUs and the daemon can
+    /// hand them over); a missing bind source is refused.
+    ThisHost { gpus_reachable: bool },
     /// On another machine (compose, Kubernetes, devcontainer files): as on a host with
     /// GPUs; a bind source missing here is reported, not refused.
     Elsewhere,
@@ -62,9 +63,9 @@ pub struct ResolvedEnvironment {
     pub resolved: ResolvedProfile,
     /// The create body, its image pinned when the lock pins it.
     pub body: CreateBody,
-    /// For `gpus = "optional"` on a host whose NVML sees GPUs: the same container without
-    /// them (same pin), for a daemon that turns out unable to hand GPUs over.
-    pub body_without_gpus: Option<CreateBody>,
+    /// The GPUs the body asks for (`optional` decided by the placement's host), from
+    /// which placement and the engine's form of the request start.
+    pub gpus: spec::gpus::Gpus,
     /// The digest pinned, when one is.
     pub locked_digest: Option<String>,
     /// Why the lock did not pin the image, for [`LockPolicy::Report`].
@@ -98,7 +99,7 @@ impl Placement {
     /// This host, with GPUs when NVML found some ([`host_gpus`]).
     pub fn this_host(gpu_facts: Option<&GpuFacts>) -> Placement {
         Placement::ThisHost {
-            host_has_gpus: gpu_facts
+            gpus_reachable: gpu_facts
                 .and_then(GpuFacts::loaded)
                 .is_some_and(|facts| !facts.gpus.is_empty()),
         }
@@ -126,7 +127,7 @@ pub fn resolve(
         path_exists,
     } = request;
     let host_has_gpus = match placement {
-        Placement::ThisHost { host_has_gpus } => host_has_gpus,
+        Placement::ThisHost { gpus_reachable } => gpus_reachable,
         Placement::Elsewhere => true,
     };
     let mut spec_context = SpecContext {
@@ -146,24 +147,20 @@ pub fn resolve(
         other => other?,
     };
     let (locked_digest, lock_notice) = apply_lock(&mut body, &resolved, lock, lock_policy)?;
-    // NVML sees GPUs, but whether the daemon can hand them over is known only once it
-    // answers: keep the GPU-less body ready for `gpus = "optional"`.
-    let body_without_gpus = match placement {
-        Placement::ThisHost {
-            host_has_gpus: true,
-        } if resolved.profile.gpus == GpuRequest::Optional => {
-            spec_context.host_has_gpus = false;
-            let mut without = spec::create_body(&resolved, &spec_context)?;
-            // The same pin: the lock was read and judged once, above.
-            without.image.clone_from(&body.image);
-            Some(without)
-        }
-        _ => None,
-    };
+    // The GPUs asked, decided once: the body's request is their `--gpus` form, and
+    // placement and the engine's form start from this value, never from the body.
+    let gpus = spec::gpus::Gpus::asked(
+        spec_context
+            .overrides
+            .gpus
+            .as_ref()
+            .unwrap_or(&resolved.profile.gpus),
+        host_has_gpus,
+    );
     Ok(ResolvedEnvironment {
         resolved,
         body,
-        body_without_gpus,
+        gpus,
         locked_digest,
         lock_notice,
         missing_sources,

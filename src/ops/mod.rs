@@ -18,6 +18,7 @@ pub mod doctor;
 pub mod environment;
 pub mod matrix;
 pub mod nvidia_check;
+pub mod outdated;
 pub mod placement;
 pub mod policy;
 pub mod stats;

@@ -1,7 +1,9 @@
-//! GPU placement for `up`: a body that asks the daemon for a count of GPUs
-//! (`Count: N`) gets N free GPUs pinned by UUID instead, chosen under the host-wide lock
-//! (`host::gpu_lock`) from the engine's holders (`Engine::gpu_holders`) and NVML's facts,
-//! by the pure `spec::placement::choose`. `placement = "first"` keeps Docker's choice.
+//! GPU placement for `up`: a count of GPUs ([`Gpus::Count`]) becomes N free GPUs pinned
+//! by UUID ([`Gpus::Devices`]), chosen under the host-wide lock (`host::gpu_lock`) from
+//! the engine's holders (`Engine::gpu_holders`) and NVML's facts, by the pure
+//! `spec::placement::choose`. `placement = "first"` keeps Docker's choice. Placement
+//! reads and gives the typed GPUs, never a request body; the engine's form of the request
+//! is written after it (`spec::gpus::render`).
 
 use std::path::Path;
 
@@ -16,6 +18,7 @@ use crate::facts::container::GpuAssignment;
 use crate::facts::gpu::GpuFacts;
 use crate::host::gpu_lock::{self, GpuLock};
 use crate::profile::model::GpuPlacement;
+use crate::spec::gpus::Gpus;
 use crate::spec::placement::{self, ChosenGpu, GpuOccupancy};
 use crate::spec::{CreateBody, GPUS_LABEL};
 
@@ -43,71 +46,39 @@ pub enum Chooser {
     Given,
 }
 
-/// A body ready to create, and the lock that must be held until the container exists.
+/// The GPUs decided for a container, and the lock that must be held until it exists.
 pub struct Placed {
-    pub body: CreateBody,
+    pub gpus: Gpus,
     pub report: Option<PlacementReport>,
     pub lock: Option<GpuLock>,
 }
 
 impl Placed {
-    /// `body` as it is (labelled), for a container that exists already.
-    pub fn unplaced(body: &CreateBody) -> Placed {
+    /// `gpus` as they are, for a container that exists already.
+    pub fn unplaced(gpus: &Gpus) -> Placed {
         Placed {
-            body: labelled(body.clone()),
+            gpus: gpus.clone(),
             report: None,
             lock: None,
         }
     }
 }
 
-/// The count a body leaves to the daemon (`Count: N`, no `DeviceIDs`), if it does.
-pub fn count_asked(body: &CreateBody) -> Option<u32> {
-    body.host_config.device_requests.iter().find_map(|request| {
-        let names_none = request.device_ids.as_ref().is_none_or(Vec::is_empty);
-        (names_none && request.count > 0 && !crate::spec::gpu_request::is_cdi(request))
-            .then(|| u32::try_from(request.count).ok())
-            .flatten()
-    })
-}
-
-/// Whether [`place`] will take the host-wide lock for this body: a count, `free`
+/// Whether [`place`] will take the host-wide lock for these GPUs: a count, `free`
 /// placement, and NVML facts to choose from.
-pub fn locks(body: &CreateBody, policy: GpuPlacement, gpu: &GpuFacts) -> bool {
-    count_asked(body).is_some() && policy != GpuPlacement::First && gpu.loaded().is_some()
-}
-
-/// What the body's GPU request holds, as a holder's label says it.
-fn held_by(body: &CreateBody) -> Option<GpuAssignment> {
-    let request = body.host_config.device_requests.first()?;
-    Some(match &request.device_ids {
-        Some(ids) if !ids.is_empty() => GpuAssignment::Devices(ids.clone()),
-        _ if request.count < 0 => GpuAssignment::All,
-        _ => GpuAssignment::Count(request.count),
-    })
+pub fn locks(gpus: &Gpus, policy: GpuPlacement, gpu: &GpuFacts) -> bool {
+    gpus.count().is_some() && policy != GpuPlacement::First && gpu.loaded().is_some()
 }
 
 /// `body` with its GPUs named in [`GPUS_LABEL`], so other `up`s see them in the list.
-pub fn labelled(mut body: CreateBody) -> CreateBody {
-    if let Some(gpus) = held_by(&body) {
+pub fn labelled(mut body: CreateBody, gpus: &Gpus) -> CreateBody {
+    if let Some(assignment) = gpus.assignment() {
         body.labels.insert(
             GPUS_LABEL.to_string(),
-            crate::engine::occupancy::label_value(&gpus),
+            crate::engine::occupancy::label_value(&assignment),
         );
     }
     body
-}
-
-/// `body` with its count request replaced by the chosen GPUs' UUIDs.
-fn pinned(body: &CreateBody, gpus: &[ChosenGpu]) -> CreateBody {
-    let mut body = body.clone();
-    for request in &mut body.host_config.device_requests {
-        if request.count > 0 && request.device_ids.as_ref().is_none_or(Vec::is_empty) {
-            request.count = 0;
-            request.device_ids = Some(gpus.iter().map(|gpu| gpu.uuid.clone()).collect());
-        }
-    }
-    labelled(body)
 }
 
 /// The GPUs of this host per NVML with their holders; `Err` says why NVML had none.
@@ -118,24 +89,25 @@ fn rows(
     Ok(placement::occupancy(gpu.listed_gpus()?, holders).0)
 }
 
-/// Places `body`'s GPUs. With a count and `free` placement it takes the host-wide lock
+/// Places `gpus`. With a count and `free` placement it takes the host-wide lock
 /// (held in [`Placed::lock`] until the caller has created the container), reads the
 /// holders and pins the least used free GPUs; without NVML it leaves the choice to the
 /// daemon and says so. `lock_path` is `None` for a dry run, which changes nothing.
 ///
 /// `gate`: the host policy, when its per-user GPU rule applies. Its count of what the
 /// user holds is taken from the same holders, under the same lock, whatever the form of
-/// the request: N concurrent `up`s can never together pass the limit.
+/// the request: N concurrent `up`s can never together pass the limit. With the gate comes
+/// the body it judges (the policy reads the whole request: memory, ports, environment).
 pub async fn place(
     engine: &Engine,
-    body: &CreateBody,
+    gpus: &Gpus,
     policy: GpuPlacement,
     gpu: &GpuFacts,
     lock_path: Option<&Path>,
-    gate: Option<&crate::ops::policy::PolicyGate<'_>>,
+    gate: Option<(&crate::ops::policy::PolicyGate<'_>, &CreateBody)>,
     context: &Context,
 ) -> Result<Placed, Error> {
-    let count = count_asked(body);
+    let count = gpus.count();
     let chooses = count.is_some() && policy != GpuPlacement::First && rows(gpu, &[]).is_ok();
     let counts = chooses || gate.is_some();
     let lock = match lock_path {
@@ -147,25 +119,25 @@ pub async fn place(
     } else {
         Vec::new()
     };
-    if let Some(gate) = gate {
+    if let Some((gate, body)) = gate {
         gate.enforce(body, Some(gpu), Some(&holders), context)?;
     }
     let Some(count) = count else {
-        let report = (!body.host_config.device_requests.is_empty()).then(|| PlacementReport {
+        let report = (!gpus.is_none()).then(|| PlacementReport {
             placement: Chooser::Given,
             gpus: Vec::new(),
             reason: "the profile names its GPUs (or asks for all of them)".into(),
             skipped: Vec::new(),
         });
         return Ok(Placed {
-            body: labelled(body.clone()),
+            gpus: gpus.clone(),
             report,
             lock,
         });
     };
     // Docker's own choice, and why it is left to the daemon.
     let first = |reason: String, lock: Option<GpuLock>| Placed {
-        body: labelled(body.clone()),
+        gpus: gpus.clone(),
         report: Some(PlacementReport {
             placement: Chooser::First,
             gpus: Vec::new(),
@@ -192,7 +164,7 @@ pub async fn place(
     let rows = rows(gpu, &holders).map_err(Error::Internal)?;
     match placement::choose(count, &rows, policy == GpuPlacement::Idle) {
         Ok(choice) => Ok(Placed {
-            body: pinned(body, &choice.gpus),
+            gpus: Gpus::Devices(choice.gpus.iter().map(|gpu| gpu.uuid.clone()).collect()),
             report: Some(PlacementReport {
                 placement: Chooser::Free,
                 gpus: choice.gpus,

@@ -20,8 +20,9 @@ use crate::ops::doctor::{gather_with, judge};
 use crate::ops::matrix::load_matrix;
 use crate::ops::placement;
 use crate::profile::ResolvedProfile;
+use crate::spec::gpus::Gpus;
 use crate::spec::origin::Origin;
-use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody, PROFILE_LABEL};
+use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody, Overrides, PROFILE_LABEL};
 use crate::ui::progress::PullProgress;
 
 /// When to pull the image.
@@ -61,18 +62,22 @@ pub struct UpReport {
     pub placement: Option<crate::ops::placement::PlacementReport>,
 }
 
-/// What this run is to make, decided before the daemon is asked anything.
+/// What this run is to make: the one value `up` applies and `up --dry-run` renders
+/// ([`plan`]). Decided before anything is made; placement and the engine's form of the
+/// GPU request are the only parts left, and both read [`Plan::gpus`].
 pub struct Plan {
     pub resolved: ResolvedProfile,
+    /// The create body, its GPU request in `--gpus`'s form for [`Plan::gpus`].
     pub body: CreateBody,
-    /// For `gpus = "optional"` on a host whose NVML sees GPUs: the body to use when the
-    /// daemon cannot hand GPUs over.
-    pub body_without_gpus: Option<CreateBody>,
+    /// The GPUs asked for, decided once (`gpus = "optional"` by this host and daemon).
+    pub gpus: Gpus,
     /// The digest `envctl.lock` pins the image to, when it does.
     pub locked_digest: Option<String>,
     pub name: String,
-    /// NVML's answer when the body depended on it (`gpus = "optional"`).
-    pub gpu_facts: Option<crate::facts::gpu::GpuFacts>,
+    /// Doctor's facts, gathered before the body when the profile asks for GPUs (they
+    /// decide `optional` and the request's form); the preflight judges these rather
+    /// than gathering again. `None`: gathered by the preflight, beside the create.
+    pub facts: Option<crate::ops::doctor::Facts>,
     /// Who runs `up`: the container is theirs (`spec::ownership`).
     pub user: crate::facts::user::User,
     /// The host policy in force, judged again under the placement lock when its per-user
@@ -96,6 +101,153 @@ impl Plan {
     fn counting_gate(&self) -> Option<crate::ops::policy::PolicyGate<'_>> {
         self.gate().filter(|gate| gate.counts_holders(&self.body))
     }
+
+    /// NVML's facts, when they were gathered for the plan.
+    fn gpu_facts(&self) -> Option<&crate::facts::gpu::GpuFacts> {
+        self.facts.as_ref().map(|facts| &facts.gpu)
+    }
+}
+
+/// What `envctl up` (and its dry run) is asked.
+pub struct UpRequest {
+    pub profile: String,
+    pub overrides: Overrides,
+    /// `--locked`: anything but a current pin is an error.
+    pub locked: bool,
+    /// `--name`.
+    pub name: Option<String>,
+    /// A dry run shows the body without the labels only a made container carries (where
+    /// its profile lies, whose it is).
+    pub dry_run: bool,
+}
+
+/// Plans `request`: the profile resolved, the GPUs decided with doctor's facts (only
+/// when it asks for GPUs), the body built once, the policy's early judgement and the
+/// container's name. `engine`: the connection, or why there is none (a dry run plans
+/// without a daemon and says what it could not judge).
+pub async fn plan(
+    engine: Result<Engine, EngineError>,
+    request: UpRequest,
+    context: &Context,
+) -> Result<Plan, Error> {
+    let UpRequest {
+        profile,
+        overrides,
+        locked,
+        name,
+        dry_run,
+    } = request;
+    let resolved = context.search_path.resolve(&profile)?;
+    // The gathering takes the connection (or why there is none); naming keeps a clone.
+    let (engine, connection) = match engine {
+        Ok(engine) => (Some(engine.clone()), Ok(engine)),
+        Err(error) => (None, Err(error)),
+    };
+    let asked = overrides
+        .gpus
+        .clone()
+        .unwrap_or_else(|| resolved.profile.gpus.clone());
+    // A profile that asks for GPUs (or may: `optional`) needs doctor's facts before its
+    // body: they say whether `optional` gets GPUs here and how this engine takes them.
+    let facts = if asked == crate::profile::model::GpuRequest::None {
+        None
+    } else {
+        Some(gather_with(connection, std::slice::from_ref(&resolved), None, context).await)
+    };
+    let gpus_reachable = match (&asked, &facts) {
+        (crate::profile::model::GpuRequest::Optional, Some(facts)) => {
+            optional_gets_gpus(facts, context)
+        }
+        _ => true,
+    };
+    let working_directory = context.working_directory()?;
+    let profile_file = spec::profile_file_label(&resolved, &working_directory);
+    let exists = |path: &std::path::Path| path.exists();
+    let crate::ops::environment::ResolvedEnvironment {
+        resolved,
+        mut body,
+        gpus,
+        locked_digest,
+        ..
+    } = crate::ops::environment::resolve(
+        resolved,
+        crate::ops::environment::EnvironmentRequest {
+            overrides,
+            placement: crate::ops::environment::Placement::ThisHost { gpus_reachable },
+            lock_policy: if locked {
+                crate::ops::environment::LockPolicy::Require
+            } else {
+                crate::ops::environment::LockPolicy::Use
+            },
+            lock: crate::ops::environment::read_lock(),
+            working_directory,
+            home: context.environment.home(),
+            path_exists: &exists,
+        },
+    )?;
+    // The host policy judges the body before anything is made, for the dry run as for
+    // the real run; `--force` does not pass it. What the user holds is counted later,
+    // under the placement lock (`ops::placement::place`).
+    let user = crate::ops::policy::user(context);
+    let policy = crate::ops::policy::in_force(context)?;
+    if let Some(policy) = &policy {
+        crate::ops::policy::PolicyGate {
+            policy,
+            user: &user,
+            // Not chosen yet without `--name`; this early check counts no holders.
+            container: name.as_deref(),
+        }
+        .enforce(&body, facts.as_ref().map(|facts| &facts.gpu), None, context)?;
+    }
+    if !dry_run {
+        // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL), and whose
+        // it is (`spec::ownership`: the uid decides, the name is for messages and the
+        // policy's per-user limits): on the container only, not in the dry run's body.
+        if let Some(file) = profile_file {
+            body.labels
+                .insert(spec::PROFILE_FILE_LABEL.to_string(), file);
+        }
+        body.labels
+            .insert(spec::USER_LABEL.to_string(), user.name.clone());
+        if let Some(uid) = user.uid {
+            body.labels
+                .insert(spec::UID_LABEL.to_string(), uid.to_string());
+        }
+    }
+    let name = match (name, &engine) {
+        (Some(name), _) => name,
+        (None, Some(engine)) => default_name(engine, &resolved.profile.name, context).await?,
+        (None, None) => spec::container_name(&resolved.profile.name),
+    };
+    Ok(Plan {
+        resolved,
+        body,
+        gpus,
+        locked_digest,
+        name,
+        facts,
+        user,
+        policy,
+    })
+}
+
+/// Whether `gpus = "optional"` gets GPUs here: NVML sees some and the daemon can hand
+/// them to containers. When not, the README promises a warning saying why.
+fn optional_gets_gpus(facts: &crate::ops::doctor::Facts, context: &Context) -> bool {
+    let nvml_sees_gpus = facts.gpu.listed_gpus().is_ok_and(|gpus| !gpus.is_empty());
+    if !nvml_sees_gpus {
+        context.printer.warn(
+            "`gpus = \"optional\"`: NVML sees no GPU on this host, so the container runs without GPUs",
+        );
+        return false;
+    }
+    if !crate::spec::gpu_path::gpus_reachable(&facts.engine, &facts.host) {
+        context.printer.warn(
+            "this host has GPUs but the daemon cannot hand them to containers: `gpus = \"optional\"` starts without them (`envctl doctor` says why)",
+        );
+        return false;
+    }
+    true
 }
 
 /// The user's own containers of `profile` under names other than `name`: made with
@@ -299,76 +451,67 @@ pub async fn up(
         resolved,
         locked_digest,
         name,
-        gpu_facts,
         ..
     } = plan;
-    let verdict = preflight(
-        engine,
-        resolved,
-        gpu_facts.clone(),
-        arguments.force,
-        context,
-    );
-    let asks_for_gpus = !plan.body.host_config.device_requests.is_empty();
+    let verdict = verdict(engine, plan, arguments.force, context);
     let mut pull = arguments.pull;
-    let (facts, body, prepared, placed) = if asks_for_gpus || plan.body_without_gpus.is_some() {
-        // How GPUs are asked for depends on the engine's answer (CDI names on Podman and
-        // on Docker with CDI, `--gpus`'s request for the NVIDIA runtime): judge first,
-        // then prepare the body for this engine.
-        let facts = verdict.await?;
-        // A container of this name is met, not placed again: `reuse` starts it (after
-        // `still_free` checks its pinned GPUs) or names what changed.
-        let existing = engine.inspect_container(name).await?;
-        let exists = existing.is_some();
-        let placed = if exists {
-            // Met, not made: the policy counts what the user holds besides it (a stopped
-            // container of theirs may start again).
-            if let Some(gate) = plan.counting_gate() {
-                let holders = placement::holders(engine, context).await?;
-                gate.enforce(&plan.body, Some(&facts.gpu), Some(&holders), context)?;
+    // Doctor's facts: the plan's when it gathered them, else the preflight's.
+    let gathered: Option<crate::ops::doctor::Facts>;
+    let (facts, body, prepared, placed) =
+        if let (false, Some(facts)) = (plan.gpus.is_none(), &plan.facts) {
+            // How GPUs are asked for depends on the engine's answer (CDI names on Podman and
+            // on Docker with CDI, `--gpus`'s request for the NVIDIA runtime): judge first,
+            // then prepare the body for this engine.
+            verdict.await?;
+            // A container of this name is met, not placed again: `reuse` starts it (after
+            // `still_free` checks its pinned GPUs) or names what changed.
+            let existing = engine.inspect_container(name).await?;
+            let exists = existing.is_some();
+            let placed = if exists {
+                // Met, not made: the policy counts what the user holds besides it (a stopped
+                // container of theirs may start again).
+                if let Some(gate) = plan.counting_gate() {
+                    let holders = placement::holders(engine, context).await?;
+                    gate.enforce(&plan.body, Some(&facts.gpu), Some(&holders), context)?;
+                }
+                placement::Placed::unplaced(&plan.gpus)
+            } else {
+                let (pulled, placed) = pull_and_place(engine, plan, facts, pull, context).await?;
+                pull = pulled;
+                placed
+            };
+            let body = gpu_body(plan, &placed, facts)?;
+            if let Some(report) = &placed.report {
+                for skipped in &report.skipped {
+                    context.printer.warn(&format!("placement: {skipped}"));
+                }
             }
-            placement::Placed::unplaced(&plan.body)
+            let prepared = prepare_known(engine, &body, name, pull, state, existing).await?;
+            (facts, body, prepared, Some(placed))
         } else {
-            let (pulled, placed) = pull_and_place(engine, plan, &facts, pull, context).await?;
-            pull = pulled;
-            placed
-        };
-        let body = gpu_body(plan, &placed.body, &facts, context)?;
-        if let Some(report) = &placed.report {
-            for skipped in &report.skipped {
-                context.printer.warn(&format!("placement: {skipped}"));
-            }
-        }
-        let prepared = prepare_known(engine, &body, name, pull, state, existing).await?;
-        (facts, body, prepared, Some(placed))
-    } else {
-        // The verdict and the work that does not depend on it run side by side: while
-        // the preflight waits for the daemon's `/info` and for NVML, envctl looks for a
-        // container of this name and, when there is none and the image is here, creates
-        // (never starts) this one. Only a passing verdict starts it; a failing one
-        // removes it. This keeps `up` close to the daemon's own create + start time
-        // (tests/bench/up.sh).
-        //
-        // `gpus = "optional"` on a host where NVML sees no GPU: the README promises a
-        // warning whenever it starts without them.
-        if resolved.profile.gpus == crate::profile::model::GpuRequest::Optional {
-            context.printer.warn(
-                "`gpus = \"optional\"`: NVML sees no GPU on this host, so the container runs without GPUs",
+            // The verdict and the work that does not depend on it run side by side: while
+            // the preflight waits for the daemon's `/info` and for NVML, envctl looks for a
+            // container of this name and, when there is none and the image is here, creates
+            // (never starts) this one. Only a passing verdict starts it; a failing one
+            // removes it. This keeps `up` close to the daemon's own create + start time
+            // (tests/bench/up.sh).
+            let (verdict, prepared) = tokio::join!(
+                verdict,
+                prepare(engine, &plan.body, name, arguments.pull, state)
             );
-        }
-        let (verdict, prepared) = tokio::join!(
-            verdict,
-            prepare(engine, &plan.body, name, arguments.pull, state)
-        );
-        let facts = match verdict {
-            Ok(facts) => facts,
-            Err(error) => {
-                discard_unstarted(engine, state, context).await;
-                return Err(error);
-            }
+            gathered = match verdict {
+                Ok(gathered) => gathered,
+                Err(error) => {
+                    discard_unstarted(engine, state, context).await;
+                    return Err(error);
+                }
+            };
+            let facts = gathered
+                .as_ref()
+                .or(plan.facts.as_ref())
+                .ok_or_else(|| Error::Internal("the preflight judged no facts".into()))?;
+            (facts, plan.body.clone(), prepared?, None)
         };
-        (facts, plan.body.clone(), prepared?, None)
-    };
     let (mut body, mut placed) = (body, placed);
     if let Some(digest) = &locked_digest {
         warn_if_tag_moved(engine, &resolved.profile.image.to_string(), digest, context).await?;
@@ -436,9 +579,9 @@ pub async fn up(
                     if placed.is_some() {
                         // The profile may name a new image: pulled first, outside the lock.
                         let (pulled, replaced) =
-                            pull_and_place(engine, plan, &facts, pull, context).await?;
+                            pull_and_place(engine, plan, facts, pull, context).await?;
                         pull = pulled;
-                        body = gpu_body(plan, &replaced.body, &facts, context)?;
+                        body = gpu_body(plan, &replaced, facts)?;
                         placed = Some(replaced);
                     }
                     create_with_image(engine, &body, name, pull, context, state).await?
@@ -483,7 +626,7 @@ pub async fn up(
         body,
         name,
         profile: &resolved.profile.name,
-        facts: &facts,
+        facts,
     };
     check.given(spec::drift::Stage::Created).await?;
     if let Err(error) = engine.start_container(&id).await {
@@ -513,7 +656,7 @@ pub async fn up(
         .host_config
         .device_requests
         .iter()
-        .any(spec::gpu_request::is_cdi)
+        .any(spec::gpus::is_cdi)
         && let Err(error) = check.given(spec::drift::Stage::Started).await
     {
         if let Err(removal) = engine.remove_container(&id, true, true).await {
@@ -554,11 +697,11 @@ async fn pull_and_place(
     let pull = pull_before_placing(engine, plan, facts, pull, context).await?;
     let placed = placement::place(
         engine,
-        &plan.body,
+        &plan.gpus,
         plan.resolved.profile.placement,
         &facts.gpu,
         Some(&context.environment.gpu_lock_path()),
-        plan.counting_gate().as_ref(),
+        plan.counting_gate().as_ref().map(|gate| (gate, &plan.body)),
         context,
     )
     .await?;
@@ -572,7 +715,7 @@ async fn pull_before_placing(
     pull: PullPolicy,
     context: &Context,
 ) -> Result<PullPolicy, Error> {
-    if !placement::locks(&plan.body, plan.resolved.profile.placement, &facts.gpu)
+    if !placement::locks(&plan.gpus, plan.resolved.profile.placement, &facts.gpu)
         && plan.counting_gate().is_none()
     {
         return Ok(pull);
@@ -592,42 +735,24 @@ async fn pull_before_placing(
     })
 }
 
-/// The body to create for a profile that asks for GPUs (or may: `gpus = "optional"`), in
-/// the form this engine takes them (`checks::host::gpu_request_form`). `optional` runs
-/// without GPUs, with a warning, where the daemon cannot hand them over; a profile that
-/// needs them fails where the engine would drop the request.
-fn gpu_body(
+/// The body to create for a profile that asks for GPUs: the GPUs placement decided,
+/// written once in the form this engine takes them (`spec::gpus::render`) and named in
+/// the holder's label. A profile that needs GPUs fails where the engine would drop the
+/// request (`optional` was decided with the same facts, in [`plan`]).
+pub fn gpu_body(
     plan: &Plan,
-    placed: &CreateBody,
+    placed: &placement::Placed,
     facts: &crate::ops::doctor::Facts,
-    context: &Context,
 ) -> Result<CreateBody, Error> {
-    let without_gpus = |message: &str| -> Option<CreateBody> {
-        let without = plan.body_without_gpus.clone()?;
-        context.printer.warn(&format!(
-            "{message}: `gpus = \"optional\"` starts without them (`envctl doctor` says why)"
-        ));
-        Some(without)
-    };
-    if plan.body_without_gpus.is_some()
-        && !crate::checks::host::gpus_reachable(&facts.engine, &facts.host)
-        && let Some(without) =
-            without_gpus("this host has GPUs but the daemon cannot hand them to containers")
-    {
-        return Ok(without);
-    }
     let (form, fix) = request_form(facts);
-    match spec::gpu_request::for_engine(placed, &form) {
-        Ok(body) => Ok(body),
-        Err(unavailable) => match without_gpus(&unavailable.reason) {
-            Some(without) => Ok(without),
-            None => Err(Error::GpusUnavailable {
-                profile: plan.resolved.profile.name.clone(),
-                reason: unavailable.reason,
-                fix: fix.to_string(),
-            }),
-        },
-    }
+    let mut body = placement::labelled(plan.body.clone(), &placed.gpus);
+    body.host_config.device_requests =
+        spec::gpus::render(&placed.gpus, &form).map_err(|unavailable| Error::GpusUnavailable {
+            profile: plan.resolved.profile.name.clone(),
+            reason: unavailable.reason,
+            fix: fix.to_string(),
+        })?;
+    Ok(body)
 }
 
 /// How this engine takes GPU requests, and its fix for GPUs, from the facts the preflight
@@ -639,7 +764,7 @@ pub fn request_form(
     use crate::facts::engine::{EngineKind, EngineState, GpuRequestForm};
     match &facts.engine.state {
         EngineState::Reachable(daemon) => (
-            crate::checks::host::gpu_request_form(daemon, &facts.host),
+            crate::spec::gpu_path::gpu_request_form(daemon, &facts.host),
             daemon.kind.gpu_fix(),
         ),
         EngineState::Unreachable { .. } => (GpuRequestForm::Gpus, EngineKind::Unknown.gpu_fix()),
@@ -675,13 +800,13 @@ impl Check<'_> {
                 target: name.to_string(),
                 hint: "the container disappeared right after it was created; another tool may have removed it".into(),
             })?;
-        let missing = spec::drift::not_given(body, &inspected, stage);
+        let missing = spec::drift::not_given(body, &inspected, stage)?;
         if missing.is_empty() {
             return Ok(());
         }
         let (engine_name, fix) = match &facts.engine.state {
             crate::facts::engine::EngineState::Reachable(daemon) => {
-                let gpus_missing = missing.iter().any(|line| line.starts_with("gpus:"));
+                let gpus_missing = missing.iter().any(spec::drift::Difference::is_gpus);
                 (
                     daemon.described(),
                     if gpus_missing {
@@ -703,7 +828,7 @@ impl Check<'_> {
             name: name.to_string(),
             profile: profile.to_string(),
             engine: engine_name,
-            missing,
+            missing: missing.iter().map(ToString::to_string).collect(),
             fix,
         })
     }
@@ -893,13 +1018,7 @@ fn create_error(error: EngineError, name: &str, body: &CreateBody) -> Error {
         // Podman refuses `--init` without its catatonit with a 500; doctor's `profile.init`
         // names the fix.
         EngineError::Daemon { status: 400, .. } => create_refused(error, name, body),
-        EngineError::Daemon {
-            status: 500,
-            ref message,
-            ..
-        } if message.contains("container-init binary not found") => {
-            create_refused(error, name, body)
-        }
+        error if error.is_init_missing() => create_refused(error, name, body),
         error => error.into(),
     }
 }
@@ -1034,7 +1153,10 @@ async fn reuse(
     // Removed since it was met (another `down`): no inspect to compare, so no list of
     // changes is made up; the config hash it had is the change.
     let mut changes = match engine.inspect_container_json(&existing.id).await? {
-        Some(inspected) => spec::drift::changes(body, &inspected),
+        Some(inspected) => spec::drift::changes(body, &inspected)?
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         None => Vec::new(),
     };
     if changes.is_empty() {
@@ -1047,12 +1169,32 @@ async fn reuse(
     })
 }
 
+/// The doctor verdict for `plan`: on the facts the plan gathered when it has them, else
+/// gathered now (beside the create, for a profile without GPUs).
+/// Gives the facts it gathered, `None` when it judged the plan's.
+async fn verdict(
+    engine: &Engine,
+    plan: &Plan,
+    force: bool,
+    context: &Context,
+) -> Result<Option<crate::ops::doctor::Facts>, Error> {
+    match &plan.facts {
+        Some(facts) => {
+            let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
+            judge_verdict(facts, &plan.resolved, &matrix, force, context)?;
+            Ok(None)
+        }
+        None => preflight(engine, &plan.resolved, force, context)
+            .await
+            .map(Some),
+    }
+}
+
 /// Refuses a profile whose doctor verdict is a failure, unless `--force`; gives back the
 /// facts it judged.
 async fn preflight(
     engine: &Engine,
     resolved: &ResolvedProfile,
-    known_gpu: Option<crate::facts::gpu::GpuFacts>,
     force: bool,
     context: &Context,
 ) -> Result<crate::ops::doctor::Facts, Error> {
@@ -1061,28 +1203,28 @@ async fn preflight(
     // requests of the gathering and of `prepare` go out meanwhile.
     let config_home = context.environment.config_home();
     let matrix = tokio::task::spawn_blocking(move || load_matrix(None, config_home.as_deref()));
-    let facts = gather_with(Ok(engine.clone()), &profiles, known_gpu, context).await;
+    let facts = gather_with(Ok(engine.clone()), &profiles, None, context).await;
     let matrix = match matrix.await {
         Ok(matrix) => matrix?,
         // The parser panicked: a bug, surfaced as the panic it was.
         Err(error) => std::panic::resume_unwind(error.into_panic()),
     };
-    judge_verdict(facts, resolved, &matrix, force, context)
+    judge_verdict(&facts, resolved, &matrix, force, context)?;
+    Ok(facts)
 }
 
-/// The doctor verdict on facts already gathered: a failure refuses, unless `force`;
-/// gives the facts back.
+/// The doctor verdict on facts already gathered: a failure refuses, unless `force`.
 fn judge_verdict(
-    facts: crate::ops::doctor::Facts,
+    facts: &crate::ops::doctor::Facts,
     resolved: &ResolvedProfile,
     matrix: &crate::compat::Matrix,
     force: bool,
     context: &Context,
-) -> Result<crate::ops::doctor::Facts, Error> {
+) -> Result<(), Error> {
     let profiles = [resolved.clone()];
-    let report = judge(&facts, &profiles, matrix);
+    let report = judge(facts, &profiles, matrix);
     let Some(profile) = report.profiles.first() else {
-        return Ok(facts);
+        return Ok(());
     };
     // A daemon that cannot be used is said once, among the host's findings (doctor shows
     // it under Docker): `up` shows no Docker section, so that finding comes first here.
@@ -1101,7 +1243,7 @@ fn judge_verdict(
         .cloned()
         .collect();
     if failures.is_empty() {
-        return Ok(facts);
+        return Ok(());
     }
     if force {
         for failure in &failures {
@@ -1109,7 +1251,7 @@ fn judge_verdict(
                 .printer
                 .warn(&format!("{} (starting anyway: --force)", failure.message));
         }
-        return Ok(facts);
+        return Ok(());
     }
     Err(Error::Preflight {
         profile: resolved.profile.name.clone(),
@@ -1161,19 +1303,54 @@ pub async fn ensure_image(
     result.map_err(Error::from)
 }
 
-/// What `up` would refuse that a dry run can know without making anything: another user's
-/// container under the name, the policy (with what the user holds), a host port in use,
-/// and the doctor verdict. The first refusal, as `up` would give it. `facts`: what the dry
-/// run gathered already (for a GPU form), judged rather than gathered again.
-pub async fn judge_dry_run(
-    engine: &Engine,
+/// What `up --dry-run` shows: the body `up` would send now, and how its GPUs were
+/// decided.
+pub struct DryRun {
+    pub body: CreateBody,
+    /// With GPUs: the form of the request for this engine, and the engine.
+    pub gpu_request: Option<(crate::facts::engine::GpuRequestForm, String)>,
+    /// With GPUs, when the engine could be asked who holds GPUs: which ones `up` would
+    /// take now, and why.
+    pub placement: Option<placement::PlacementReport>,
+}
+
+/// `up` without making anything: the same plan placed and written in this engine's form
+/// as `up` would (no lock taken), then judged as `up` judges it: another user's container
+/// under the name, the policy (with what the user holds), a host port in use, and the
+/// doctor verdict. The first refusal, as `up` would give it. `engine`: `None` when the
+/// daemon could not be reached, which is said; what only it can tell is not judged.
+pub async fn dry_run(
+    engine: Option<&Engine>,
     plan: &Plan,
-    body: &CreateBody,
-    facts: Option<crate::ops::doctor::Facts>,
     force: bool,
     context: &Context,
-) -> Result<(), Error> {
-    if let Some(existing) = engine.inspect_container(&plan.name).await?
+) -> Result<DryRun, Error> {
+    let Some(engine) = engine else {
+        context.printer.warn(
+            "the engine could not be reached: ports in use, GPUs held and the doctor verdict were not judged",
+        );
+        return Ok(match &plan.facts {
+            Some(facts) if !plan.gpus.is_none() => {
+                let (form, _) = request_form(facts);
+                context.printer.warn(&format!(
+                    "the engine could not be asked how it takes GPUs: showing `--gpus`'s request, which Docker with the NVIDIA runtime takes ({})",
+                    facts.engine.endpoint
+                ));
+                DryRun {
+                    body: gpu_body(plan, &placement::Placed::unplaced(&plan.gpus), facts)?,
+                    gpu_request: Some((form, format!("not reached at {}", facts.engine.endpoint))),
+                    placement: None,
+                }
+            }
+            _ => DryRun {
+                body: plan.body.clone(),
+                gpu_request: None,
+                placement: None,
+            },
+        });
+    };
+    let existing = engine.inspect_container(&plan.name).await?;
+    if let Some(existing) = &existing
         && let crate::spec::ownership::Belonging::Theirs { owner } =
             crate::spec::ownership::belonging(&existing.labels, &plan.user)
     {
@@ -1185,28 +1362,47 @@ pub async fn judge_dry_run(
             },
         });
     }
-    if let Some(gate) = plan.counting_gate() {
-        let holders = placement::holders(engine, context).await?;
-        gate.enforce(body, plan.gpu_facts.as_ref(), Some(&holders), context)?;
-    }
-    if engine.inspect_container(&plan.name).await?.is_none() {
-        ensure_ports_free(engine, body).await?;
-    }
-    match facts {
-        Some(facts) => {
-            let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
-            judge_verdict(facts, &plan.resolved, &matrix, force, context)?;
-        }
-        None => {
-            preflight(
+    let shown = match &plan.facts {
+        Some(facts) if !plan.gpus.is_none() => {
+            // Which GPUs `up` would pick now; nothing is locked or created.
+            let placed = placement::place(
                 engine,
-                &plan.resolved,
-                plan.gpu_facts.clone(),
-                force,
+                &plan.gpus,
+                plan.resolved.profile.placement,
+                &facts.gpu,
+                None,
+                plan.counting_gate().as_ref().map(|gate| (gate, &plan.body)),
                 context,
             )
             .await?;
+            let (form, _) = request_form(facts);
+            let described = match &facts.engine.state {
+                crate::facts::engine::EngineState::Reachable(daemon) => daemon.described(),
+                crate::facts::engine::EngineState::Unreachable { .. } => {
+                    format!("not reached at {}", facts.engine.endpoint)
+                }
+            };
+            DryRun {
+                body: gpu_body(plan, &placed, facts)?,
+                gpu_request: Some((form, described)),
+                placement: placed.report,
+            }
         }
+        _ => {
+            if let Some(gate) = plan.counting_gate() {
+                let holders = placement::holders(engine, context).await?;
+                gate.enforce(&plan.body, plan.gpu_facts(), Some(&holders), context)?;
+            }
+            DryRun {
+                body: plan.body.clone(),
+                gpu_request: None,
+                placement: None,
+            }
+        }
+    };
+    if existing.is_none() {
+        ensure_ports_free(engine, &shown.body).await?;
     }
-    Ok(())
+    verdict(engine, plan, force, context).await?;
+    Ok(shown)
 }

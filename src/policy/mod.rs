@@ -27,6 +27,10 @@ pub use rules::{PolicyRequest, PublishedPort, Violation, asks_for_all_gpus, chec
 /// Where the policy lies when `ENVCTL_POLICY` does not say.
 pub const DEFAULT_POLICY_PATH: &str = "/etc/envctl/policy.toml";
 
+/// `ENVCTL_POLICY`: the policy file instead of [`DEFAULT_POLICY_PATH`] (the context reads
+/// it; the policy's messages name it).
+pub const POLICY_VARIABLE: &str = "ENVCTL_POLICY";
+
 /// A policy larger than this is refused: no real one comes near it.
 const MAXIMUM_POLICY_BYTES: u64 = 1024 * 1024;
 
@@ -168,7 +172,7 @@ impl PolicyError {
             PolicyError::Read { .. } | PolicyError::NotRegular { .. } | PolicyError::TooLarge { .. } => {
                 format!(
                     "the policy must be a readable regular file (ask the host's admin); `{}` names another one",
-                    crate::context::POLICY_VARIABLE
+                    POLICY_VARIABLE
                 )
             }
         }

@@ -12,7 +12,7 @@ use super::{
 use crate::profile::image::ImageReference;
 use crate::profile::size::ByteSize;
 use crate::spec::CreateBody;
-use crate::spec::gpu_request::{CDI_DRIVER, NVIDIA_CDI_KIND};
+use crate::spec::gpus::{CDI_DRIVER, NVIDIA_CDI_KIND};
 
 /// What the container about to be created asks for, as far as a rule looks.
 #[derive(Debug, Clone, PartialEq)]
@@ -753,14 +753,14 @@ mod tests {
         body.host_config.device_requests[0].count = 0;
         assert_eq!(PolicyRequest::from_body(&body, None, "ada").gpus, Some(2));
         // The CDI form of the same requests.
-        body.host_config.device_requests = vec![crate::spec::gpu_request::cdi_request(vec![
+        body.host_config.device_requests = vec![crate::spec::gpus::cdi_request(vec![
             "nvidia.com/gpu=all".into(),
         ])];
         assert_eq!(
             PolicyRequest::from_body(&body, Some(4), "ada").gpus,
             Some(4)
         );
-        body.host_config.device_requests = vec![crate::spec::gpu_request::cdi_request(vec![
+        body.host_config.device_requests = vec![crate::spec::gpus::cdi_request(vec![
             "nvidia.com/gpu=0".into(),
             "nvidia.com/gpu=1".into(),
         ])];

@@ -316,45 +316,8 @@ impl Stack {
     }
 }
 
-/// A CUDA release, major.minor (`12.8`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CudaVersion {
-    pub major: u32,
-    pub minor: u32,
-}
-
-impl std::str::FromStr for CudaVersion {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let invalid =
-            || format!("`{text}` is not a CUDA version: write major.minor, like \"12.8\"");
-        let (major, minor) = text.split_once('.').ok_or_else(invalid)?;
-        let number = |part: &str| {
-            if part.is_empty() || part.len() > 3 || !part.chars().all(|c| c.is_ascii_digit()) {
-                Err(invalid())
-            } else {
-                part.parse::<u32>().map_err(|_| invalid())
-            }
-        };
-        Ok(CudaVersion {
-            major: number(major)?,
-            minor: number(minor)?,
-        })
-    }
-}
-
-impl fmt::Display for CudaVersion {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{}.{}", self.major, self.minor)
-    }
-}
-
-impl Serialize for CudaVersion {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
+/// A CUDA release, major.minor (`12.8`): a plain value the facts use too.
+pub use crate::facts::versions::CudaVersion;
 
 /// A PyTorch release as `torch.__version__` prints it: `2.8.0`, `2.8.0+cu128`, `2.8.0+cpu`,
 /// or a pre-release such as NGC's `2.10.0a0+b4e4ee81d3`.

@@ -77,7 +77,7 @@ pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
     }
     for request in &host.device_requests {
         // A CDI request is what `docker run --device NAME` (Docker 25+, Podman) sends.
-        if super::gpu_request::is_cdi(request) {
+        if super::gpus::is_cdi(request) {
             for name in request.device_ids.iter().flatten() {
                 flag("--device", name.clone());
             }

@@ -1,9 +1,61 @@
 //! What differs between an existing container (its `docker inspect` JSON) and the create
-//! body the profile asks for now: `up` names it before refusing or recreating.
+//! body the profile asks for now: `up` names it before refusing or recreating. Each
+//! difference is a typed [`Difference`] (the profile key, what the container has, what
+//! is wanted), shown as `memory: 8.0 GiB → 16.0 GiB`.
 
 use serde_json::{Map, Value};
 
 use super::CreateBody;
+
+/// One setting that differs between a container and the body wanted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The profile key it comes from (`memory`, `gpus`, `env`), or the Engine API field
+    /// where no key names it.
+    pub field: String,
+    pub change: Change,
+}
+
+/// How a [`Difference`]'s values differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The container's value, then the wanted one, as people write them.
+    Values { actual: String, wanted: String },
+    /// A secret variable set or changed: its values are never shown.
+    Secret { key: String, was_set: bool },
+}
+
+impl Difference {
+    /// Whether the GPU request differs (`gpus`): an engine that drops it needs the GPU fix.
+    pub fn is_gpus(&self) -> bool {
+        self.field == GPUS_FIELD
+    }
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.change {
+            Change::Values { actual, wanted } => {
+                write!(formatter, "{}: {actual} → {wanted}", self.field)
+            }
+            Change::Secret { key, was_set } => write!(
+                formatter,
+                "{}: {key} {} (a secret: values not shown)",
+                self.field,
+                if *was_set { "changed" } else { "set" }
+            ),
+        }
+    }
+}
+
+/// The profile key of `DeviceRequests`.
+const GPUS_FIELD: &str = "gpus";
+
+/// The body could not be written as the Engine API's JSON to compare it: a bug, said as
+/// one rather than read as "nothing differs".
+#[derive(Debug, thiserror::Error)]
+#[error("the create body could not be compared with the container: {0}")]
+pub struct Uncomparable(#[from] serde_json::Error);
 
 /// The profile key each Engine API field comes from, for messages people recognise.
 const FIELD_NAMES: [(&str, &str); 14] = [
@@ -18,7 +70,7 @@ const FIELD_NAMES: [(&str, &str); 14] = [
     ("PortBindings", "ports"),
     ("Mounts", "mounts"),
     ("Ulimits", "ulimits"),
-    ("DeviceRequests", "gpus"),
+    ("DeviceRequests", GPUS_FIELD),
     // `--init` follows from the profile having no `command`, but the field is init.
     (
         "Init",
@@ -29,7 +81,7 @@ const FIELD_NAMES: [(&str, &str); 14] = [
 
 /// One line per setting that differs: `memory: 8.0 GiB → 16.0 GiB`. `container` is
 /// the container's inspect JSON (`{"Config": …, "HostConfig": …}`).
-pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
+pub fn changes(body: &CreateBody, container: &Value) -> Result<Vec<Difference>, Uncomparable> {
     differences(body, container, Scope::Everything)
 }
 
@@ -38,7 +90,11 @@ pub fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
 /// body leaves to the engine are not judged. `up` checks every container it creates with
 /// this before starting it, and one with CDI devices again once started; empty means
 /// the engine gave all.
-pub fn not_given(body: &CreateBody, container: &Value, stage: Stage) -> Vec<String> {
+pub fn not_given(
+    body: &CreateBody,
+    container: &Value,
+    stage: Stage,
+) -> Result<Vec<Difference>, Uncomparable> {
     differences(body, container, Scope::WhatTheBodySets(stage))
 }
 
@@ -61,9 +117,18 @@ enum Scope {
     WhatTheBodySets(Stage),
 }
 
-fn differences(body: &CreateBody, container: &Value, scope: Scope) -> Vec<String> {
-    let Ok(Value::Object(wanted)) = serde_json::to_value(body) else {
-        return Vec::new();
+fn differences(
+    body: &CreateBody,
+    container: &Value,
+    scope: Scope,
+) -> Result<Vec<Difference>, Uncomparable> {
+    let wanted = match serde_json::to_value(body)? {
+        Value::Object(wanted) => wanted,
+        other => {
+            return Err(Uncomparable(serde::ser::Error::custom(format!(
+                "a body is written as a JSON object, not {other}"
+            ))));
+        }
     };
     let empty = Value::Object(Map::new());
     let config = container.get("Config").unwrap_or(&empty);
@@ -109,12 +174,23 @@ fn differences(body: &CreateBody, container: &Value, scope: Scope) -> Vec<String
             if body.is_secret_env(key, value_of(entry))
                 || before.is_some_and(|before| body.is_secret_env(key, value_of(before)))
             {
-                let what = if before.is_some() { "changed" } else { "set" };
-                changes.push(format!("env: {key} {what} (a secret: values not shown)"));
+                changes.push(Difference {
+                    field: "env".into(),
+                    change: Change::Secret {
+                        key: key.to_string(),
+                        was_set: before.is_some(),
+                    },
+                });
                 continue;
             }
             let before = before.map_or("(unset)".to_string(), |existing| existing.to_string());
-            changes.push(format!("env: {before} → {entry}"));
+            changes.push(Difference {
+                field: "env".into(),
+                change: Change::Values {
+                    actual: before,
+                    wanted: entry.to_string(),
+                },
+            });
         }
     }
     if let Some(Value::Object(wanted_host)) = wanted.get("HostConfig") {
@@ -145,10 +221,10 @@ fn differences(body: &CreateBody, container: &Value, scope: Scope) -> Vec<String
             }
         }
     }
-    changes
+    Ok(changes)
 }
 
-fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<String>) {
+fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<Difference>) {
     let (wanted, actual) = (normalize(wanted), normalize(actual));
     if wanted != actual {
         let name = FIELD_NAMES
@@ -160,7 +236,13 @@ fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<String>)
             (before, after) if before == after => (short(&actual), short(&wanted)),
             pair => pair,
         };
-        changes.push(format!("{name}: {before} → {after}"));
+        changes.push(Difference {
+            field: name.to_string(),
+            change: Change::Values {
+                actual: before,
+                wanted: after,
+            },
+        });
     }
 }
 
@@ -221,7 +303,7 @@ fn cdi_devices_given(
         .as_array()
         .is_some_and(|requests| !requests.is_empty());
     let wants_cdi = wanted.as_array().into_iter().flatten().any(|request| {
-        request.get("Driver").and_then(Value::as_str) == Some(super::gpu_request::CDI_DRIVER)
+        request.get("Driver").and_then(Value::as_str) == Some(super::gpus::CDI_DRIVER)
     });
     let devices = host_config
         .get("Devices")
@@ -376,6 +458,24 @@ fn short(value: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// [`super::changes`] as the lines `up` shows.
+    fn changes(body: &CreateBody, container: &Value) -> Vec<String> {
+        super::changes(body, container)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// [`super::not_given`] as the lines `up` shows.
+    fn not_given(body: &CreateBody, container: &Value, stage: Stage) -> Vec<String> {
+        super::not_given(body, container, stage)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
     /// Issue 31: drift in the units the profile is written in.
     #[test]
     fn sizes_and_cpus_are_shown_as_people_write_them() {
@@ -405,6 +505,7 @@ mod tests {
             &Value::from(1_073_741_824_u64),
             &mut changes,
         );
+        let changes: Vec<String> = changes.iter().map(ToString::to_string).collect();
         assert_eq!(
             changes,
             [
@@ -571,9 +672,9 @@ mod tests {
 
     #[test]
     fn cdi_devices_in_the_container_are_the_cdi_request_given() {
-        let plain = body("image = \"x:1\"\ngpus = [\"0\"]\n");
-        let wanted = crate::spec::gpu_request::for_engine(
-            &plain,
+        let mut wanted = body("image = \"x:1\"\ngpus = [\"0\"]\n");
+        wanted.host_config.device_requests = crate::spec::gpus::render(
+            &crate::spec::gpus::Gpus::Devices(vec!["0".into()]),
             &crate::facts::engine::GpuRequestForm::Cdi,
         )
         .unwrap();

@@ -147,19 +147,9 @@ pub fn create_body(
 }
 
 /// The `DeviceRequests` of `docker run --gpus`; `optional` is `all` on a host with GPUs
-/// and nothing elsewhere.
+/// and nothing elsewhere (`Gpus::asked`, the one reading of a profile's `gpus`).
 pub fn device_requests(gpus: &GpuRequest, host_has_gpus: bool) -> Vec<DeviceRequest> {
-    match gpus {
-        GpuRequest::All => vec![DeviceRequest::all_gpus()],
-        GpuRequest::Optional if host_has_gpus => vec![DeviceRequest::all_gpus()],
-        GpuRequest::Optional | GpuRequest::None => Vec::new(),
-        // Validation refuses these; map them to "no GPU" rather than to a request the
-        // daemon would read as something else.
-        GpuRequest::Count(0) => Vec::new(),
-        GpuRequest::Devices(devices) if devices.is_empty() => Vec::new(),
-        GpuRequest::Count(count) => vec![DeviceRequest::gpu_count(*count)],
-        GpuRequest::Devices(devices) => vec![DeviceRequest::gpu_devices(devices.clone())],
-    }
+    super::gpus::Gpus::asked(gpus, host_has_gpus).docker_requests()
 }
 
 /// The profile's `shm_size`; else [`DEFAULT_SHM_SIZE`] for PyTorch images and GPU

@@ -470,7 +470,7 @@ fn the_exposition_parses_and_uses_dcgm_names() {
 fn recording_from_fixture(folder: &Path, name: &str, samples: usize) -> PathBuf {
     let snapshot: Snapshot = serde_json::from_str(&read_fixture("snapshot-two-gpus.json")).unwrap();
     let path = folder.join(name);
-    let mut recorder = envctl::monitor::record::Recorder::open(&path).unwrap();
+    let mut recorder = envctl::ops::stats::recording::Recorder::open(&path).unwrap();
     for step in 0..samples {
         let mut moment = snapshot.clone();
         moment.time += step as f64;

@@ -25,9 +25,9 @@ use crate::facts::container::{ContainerDetails, ContainerResources, ContainerSam
 use crate::host::cgroup::{self, LocalContainer};
 use crate::monitor::Window;
 use crate::monitor::failure::{Failure, FailureKind, FailureSubject};
-use crate::monitor::record::Recorder;
 use crate::monitor::snapshot::{ContainerInput, EndedContainer, Snapshot, assemble};
 use crate::monitor::usage::container_usage;
+use crate::ops::stats::recording::Recorder;
 
 /// How often the live view lists containers again, to pick up new ones.
 pub const RELIST_EVERY: Duration = Duration::from_secs(5);

@@ -6,6 +6,7 @@
 
 pub mod follow;
 pub mod reconnect;
+pub mod recording;
 pub mod sampler;
 pub mod serve;
 
