@@ -1,7 +1,8 @@
 //! ARCHITECTURE.md's rules, checked over the source: the seams (bollard only in
 //! `engine/`, nvml-wrapper only in `gpu/`, the terminal only through `ui/`), the pure
-//! core that names no adapter and does no I/O, `facts/` on a floor of plain values, and
-//! the files written only through `files.rs`. A rule with a stated exception lists it
+//! core that names no adapter and does no I/O, `ops` that never calls back into
+//! `commands`, `facts/` on a floor of plain values, and the files written only through
+//! `files.rs`. A rule with a stated exception lists it
 //! here with its reason, as ARCHITECTURE.md does; a new exception is a change to both.
 //!
 //! Code under `#[cfg(test)]` (a module's tests, test-only files) is not judged: tests
@@ -159,6 +160,15 @@ fn the_core_names_no_adapter_no_application_layer_and_no_context() {
             &[],
             Some(&CORE),
         ),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn the_application_layer_never_calls_back_into_the_commands() {
+    // `commands/` parse, call `ops`, render; `ops` never reaches back up.
+    assert_eq!(
+        offenders(&["crate::commands", "crate::cli"], &[], &[], Some(&["ops"])),
         Vec::<String>::new()
     );
 }

@@ -23,9 +23,7 @@ use crate::exit::ExitStatus;
 
 pub use crate::context::Context;
 
-/// How long one Engine API request may wait for its answer's headers. Long enough for
-/// `docker stop`'s grace period; streams (pull, logs) are not cut by it.
-pub(crate) const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+pub(crate) use crate::ops::REQUEST_TIMEOUT;
 
 impl Context {
     /// The named profiles (names or paths), or with none named the project's own

@@ -53,20 +53,7 @@ pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Erro
     };
     let runtime = runtime()?;
     if arguments.dry_run {
-        // Connected as doctor connects: without a daemon the plan is still shown, and what
-        // only the daemon can tell is said to be unjudged.
-        let connected = context.connect(super::REQUEST_TIMEOUT);
-        let reachable = match &connected {
-            Ok(engine) => runtime.block_on(async {
-                matches!(
-                    tokio::time::timeout(crate::engine::PING_TIMEOUT, engine.ping()).await,
-                    Ok(Ok(_))
-                )
-            }),
-            Err(_) => false,
-        };
-        // One connection for the whole dry run (a clone shares bollard's client).
-        let engine = connected.as_ref().ok().filter(|_| reachable).cloned();
+        let (connected, engine) = runtime.block_on(crate::ops::up::dry_run_connection(context));
         // The plan's gathering judges the connection as doctor does (a daemon that does
         // not answer is a fact there).
         return runtime.block_on(async {

@@ -25,3 +25,7 @@ pub mod stats;
 pub mod target;
 pub mod up;
 pub mod wait;
+
+/// How long one Engine API request may wait for its answer's headers. Long enough for
+/// `docker stop`'s grace period; streams (pull, logs) are not cut by it.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);

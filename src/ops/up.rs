@@ -1303,6 +1303,25 @@ pub async fn ensure_image(
     result.map_err(Error::from)
 }
 
+/// The dry run's connection, made as doctor makes it: without a daemon the plan is still
+/// shown, and what only the daemon can tell is said to be unjudged. Gives the connection
+/// (or why there is none) for the plan's gathering, and the engine when it answered.
+pub async fn dry_run_connection(
+    context: &Context,
+) -> (Result<Engine, EngineError>, Option<Engine>) {
+    let connected = context.connect(crate::ops::REQUEST_TIMEOUT);
+    let reachable = match &connected {
+        Ok(engine) => matches!(
+            tokio::time::timeout(crate::engine::PING_TIMEOUT, engine.ping()).await,
+            Ok(Ok(_))
+        ),
+        Err(_) => false,
+    };
+    // One connection for the whole dry run (a clone shares bollard's client).
+    let engine = connected.as_ref().ok().filter(|_| reachable).cloned();
+    (connected, engine)
+}
+
 /// What `up --dry-run` shows: the body `up` would send now, and how its GPUs were
 /// decided.
 pub struct DryRun {
