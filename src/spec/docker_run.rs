@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::profile::size::ByteSize;
 
-use super::body::{CreateBody, DeviceRequest, Mount, MountType, PortBinding};
+use super::body::{CreateBody, DeviceMapping, DeviceRequest, Mount, MountType, PortBinding};
 
 /// `docker run -d --name NAME …` for `body`, one shell line (POSIX quoting).
 pub fn docker_run_line(body: &CreateBody, name: &str) -> String {
@@ -50,6 +50,18 @@ pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
     }
     if let Some(user) = &body.user {
         flag("--user", user.clone());
+    }
+    if let Some(hostname) = &body.hostname {
+        flag("--hostname", hostname.clone());
+    }
+    if let Some(network) = &host.network_mode {
+        flag("--network", network.clone());
+    }
+    for device in &host.devices {
+        flag("--device", device_flag(device));
+    }
+    for capability in &host.cap_add {
+        flag("--cap-add", capability.clone());
     }
     if let Some(memory) = host.memory {
         flag("--memory", docker_size(memory));
@@ -255,6 +267,20 @@ fn bracketed(host_ip: &str) -> String {
     } else {
         host_ip.to_string()
     }
+}
+
+/// `--device HOST[:CONTAINER][:PERMISSIONS]`, as short as reads back the same.
+pub fn device_flag(device: &DeviceMapping) -> String {
+    let mut flag = device.path_on_host.clone();
+    if device.path_in_container != device.path_on_host {
+        flag.push(':');
+        flag.push_str(&device.path_in_container);
+    }
+    if device.cgroup_permissions != crate::profile::host_access::DEFAULT_DEVICE_PERMISSIONS {
+        flag.push(':');
+        flag.push_str(&device.cgroup_permissions);
+    }
+    flag
 }
 
 fn mount_flag(mount: &Mount) -> String {

@@ -96,6 +96,7 @@ mod tests {
             env: Vec::new(),
             working_dir: None,
             user: None,
+            hostname: None,
             labels: Default::default(),
             exposed_ports: Default::default(),
             host_config: HostConfig {
