@@ -51,6 +51,14 @@ impl Network {
             }
             _ => {}
         }
+        if let Some(mode) = ["host", "none", "bridge"]
+            .iter()
+            .find(|mode| mode.eq_ignore_ascii_case(text))
+        {
+            return Err(format!(
+                "`network = \"{text}\"` is not `{mode}`: the network modes are written in lower case"
+            ));
+        }
         if text.starts_with("container:") {
             return Err(format!(
                 "`network = \"{}\"` joins another container's network; envctl cannot tell that container's life from this one's",

@@ -703,7 +703,14 @@ impl Checker<'_> {
         for item in array.iter() {
             let Some(spec) = item.get_ref().as_str() else {
                 valid = false;
-                self.type_error("devices", item, "a string", example);
+                self.error(
+                    item.span(),
+                    format!(
+                        "`devices` items must be strings, found {}",
+                        item.get_ref().type_str()
+                    ),
+                    Some(format!("for example: {example}")),
+                );
                 continue;
             };
             match Device::parse(spec) {
@@ -754,7 +761,14 @@ impl Checker<'_> {
         for item in array.iter() {
             let Some(text) = item.get_ref().as_str() else {
                 valid = false;
-                self.type_error("cap_add", item, "a string", example);
+                self.error(
+                    item.span(),
+                    format!(
+                        "`cap_add` items must be strings, found {}",
+                        item.get_ref().type_str()
+                    ),
+                    Some(format!("for example: {example}")),
+                );
                 continue;
             };
             match host_access::capability(text) {
