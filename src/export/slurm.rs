@@ -15,7 +15,9 @@
 //! container per node; torchrun starts a process per GPU inside it), `--gres=gpu:N`,
 //! `--cpus-per-task` (whole CPUs, rounded up) and `--mem` from the body. Then the
 //! rendezvous, computed once in the batch shell: `MASTER_ADDR` is the first host of
-//! `scontrol show hostnames "$SLURM_JOB_NODELIST"`, `MASTER_PORT` 29500 unless set,
+//! `scontrol show hostnames "$SLURM_JOB_NODELIST"` (read with `sed -n 1p`, which reads to
+//! the end: `head -n 1` would end the pipe early, and `scontrol`'s SIGPIPE would fail the
+//! script under `pipefail`), `MASTER_PORT` 29500 unless set,
 //! `NNODES` from `SLURM_JOB_NUM_NODES`, `NPROC_PER_NODE` from `SLURM_GPUS_ON_NODE` (the
 //! profile's count where Slurm says none) and `WORLD_SIZE` their product; each node's
 //! `NODE_RANK` is its `SLURM_NODEID`, set in the task. Each is also exported with
@@ -137,8 +139,9 @@ pub(super) fn script(
     let nodes = options.nodes();
     let name = view.profile_name;
     let target = frame.target;
-    // The single quotes are meant: profile values are passed as words, never expanded.
-    let mut text = String::from("#!/bin/bash\n# shellcheck disable=SC2016\n");
+    // The single quotes are meant: profile values are passed as words, never expanded
+    // (SC2016), and a quoted word may end in a backslash (SC1003).
+    let mut text = String::from("#!/bin/bash\n# shellcheck disable=SC1003,SC2016\n");
     let _ = writeln!(
         text,
         "# Slurm batch script for envctl profile `{name}` (`envctl export {name} --to {target}{}`).",
@@ -186,7 +189,7 @@ pub(super) fn script(
     text.push_str("set -euo pipefail\n\n");
     let _ = writeln!(
         text,
-        "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n\
+        "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)\n\
          export MASTER_ADDR\n\
          export MASTER_PORT=\"${{MASTER_PORT:-{DEFAULT_MASTER_PORT}}}\"\n\
          export NNODES=\"${{SLURM_JOB_NUM_NODES:-{nodes}}}\"\n\
