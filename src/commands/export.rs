@@ -169,9 +169,7 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
     let resolved = &environment.resolved;
     let body = &environment.body;
 
-    let mut exported = if target == Target::DockerRun {
-        export::docker_run(body, &spec::container_name(&resolved.profile.name))
-    } else {
+    let mut exported = {
         let is_file = |path: &Path| path.is_file();
         let input = ExportInput {
             resolved,
@@ -185,13 +183,17 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
             nodes: arguments.nodes,
         };
         let result = match target {
+            Target::DockerRun => Ok(export::docker_run(
+                body,
+                &spec::container_name(&resolved.profile.name),
+            )),
             Target::Compose => export::compose(&input),
             Target::Devcontainer => export::devcontainer(&input),
             Target::Slurm => Ok(export::slurm(&input, slurm)),
             Target::Pyxis => export::pyxis(&input, slurm),
             Target::Apptainer => export::apptainer(&input, slurm),
             Target::Edf => export::edf(&input),
-            Target::Kubernetes | Target::DockerRun => export::kubernetes(
+            Target::Kubernetes => export::kubernetes(
                 &input,
                 KubernetesOptions {
                     kind: match arguments.kind {
