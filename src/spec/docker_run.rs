@@ -457,6 +457,50 @@ mod tests {
     }
 
     #[test]
+    fn host_access_flags_read_back_as_docker_reads_them() {
+        let body = body_with(
+            "image = \"busybox\"\nnetwork = \"host\"\ndevices = [\"/dev/infiniband\", \"/dev/fuse:/dev/f:rw\"]\ncap_add = [\"ipc_lock\", \"ALL\"]\nhostname = \"node-0\"\n",
+            &[],
+        );
+        let line = docker_run_line(&body, "c");
+        for flag in [
+            " --hostname node-0 ",
+            " --network host ",
+            " --device /dev/infiniband ",
+            " --device /dev/fuse:/dev/f:rw ",
+            " --cap-add CAP_IPC_LOCK ",
+            " --cap-add ALL ",
+        ] {
+            assert!(line.contains(flag), "{flag} in {line}");
+        }
+    }
+
+    #[test]
+    fn ports_from_flags_on_a_host_network_are_refused() {
+        use crate::spec::{Overrides, SpecContext, SpecError, create_body};
+        let resolved = crate::profile::resolve::resolve_text(
+            "p.toml",
+            "image = \"busybox\"\nnetwork = \"host\"\n",
+        )
+        .unwrap();
+        let shell = |_: &str| None;
+        let exists = |_: &std::path::Path| true;
+        let context = SpecContext {
+            working_directory: std::path::PathBuf::from("/work"),
+            home: None,
+            host_has_gpus: false,
+            overrides: Overrides::parse(&[], &["8888:8888".to_string()], &[], &shell).unwrap(),
+            path_exists: &exists,
+        };
+        let error = create_body(&resolved, &context).unwrap_err();
+        assert!(
+            matches!(&error, SpecError::PortsWithoutNetwork { network, .. } if network == "host"),
+            "{error:?}"
+        );
+        assert!(error.hint().is_some_and(|hint| hint.contains("drop `-p`")));
+    }
+
+    #[test]
     fn mount_fields_with_commas_are_csv_quoted() {
         let mount = Mount {
             kind: MountType::Bind,

@@ -273,6 +273,18 @@ fn mounts(profile: &Profile, context: &SpecContext<'_>) -> Result<Vec<Mount>, Sp
 /// expanded bindings that validation puts on a profile holds here again for the profile
 /// with its `-p` ports, before anything is expanded.
 fn check_port_conflicts(profile: &Profile) -> Result<(), SpecError> {
+    // Validation refuses a profile that does this; `-p` reaches here unchecked.
+    if let Some(network) = profile
+        .network
+        .as_ref()
+        .filter(|network| network.publishes_nothing())
+        && let Some(binding) = profile.ports.first()
+    {
+        return Err(SpecError::PortsWithoutNetwork {
+            binding: binding.to_string(),
+            network: network.to_string(),
+        });
+    }
     let mut claims: HostPortClaims<usize> = HostPortClaims::default();
     let mut expanded: u32 = 0;
     for (index, second) in profile.ports.iter().enumerate() {
