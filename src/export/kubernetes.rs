@@ -148,6 +148,12 @@ pub fn kubernetes(
     for claim in &claims {
         documents.push(document(claim)?);
     }
+    if training.is_some() && !claims.is_empty() {
+        notices.add(
+            "mounts",
+            "the replicas run on different nodes, and a ReadWriteOnce claim attaches to one node at a time: give the claims a ReadWriteMany storage class (shared storage) before applying",
+        );
+    }
     match training {
         Some(nodes) => documents.push(pytorch_job::document(
             &view,

@@ -745,6 +745,8 @@ fn pytorch_job_passes_the_pinned_crd_and_its_templates_the_pod_schema() {
     std::fs::create_dir_all(&out).unwrap();
     let (text, stderr) = exported(root, &["train", "--to", "k8s", "--nodes", "3"]);
     assert!(stderr.contains("`hostname`: not set"), "{stderr}");
+    // The named volume's claim must be shared storage for replicas on several nodes.
+    assert!(stderr.contains("ReadWriteMany"), "{stderr}");
     let job_file = out.join("job.yaml");
     std::fs::write(&job_file, &text).unwrap();
     let (bare, _) = exported(
