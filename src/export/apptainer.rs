@@ -23,17 +23,15 @@ const TARGET: Target = Target::Apptainer;
 /// `docker://…` for Apptainer: a pinned reference by its digest alone.
 pub fn apptainer_image(image: &str) -> String {
     match image.parse::<ImageReference>() {
-        Ok(reference) if reference.digest.is_some() => {
-            let mut text = String::from("docker://");
-            if let Some(registry) = &reference.registry {
-                text.push_str(registry);
-                text.push('/');
-            }
-            text.push_str(&reference.repository);
-            text.push('@');
-            text.push_str(reference.digest.as_deref().unwrap_or_default());
-            text
-        }
+        Ok(ImageReference {
+            registry,
+            repository,
+            digest: Some(digest),
+            ..
+        }) => match registry {
+            Some(registry) => format!("docker://{registry}/{repository}@{digest}"),
+            None => format!("docker://{repository}@{digest}"),
+        },
         _ => format!("docker://{image}"),
     }
 }

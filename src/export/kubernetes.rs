@@ -32,6 +32,15 @@
 //! - **Restart** — `Never` for a Pod and a Job (with `backoffLimit: 0`), as `up`'s
 //!   restart policy `no`; a Deployment can only restart `Always`, and uses the `Recreate`
 //!   strategy so an update never needs two pods' GPUs at once.
+//! - **Scheduling** — a pod that asks for GPUs tolerates the `nvidia.com/gpu` NoSchedule
+//!   taint (`--no-gpu-toleration` leaves it out), `--runtime-class` sets
+//!   `runtimeClassName`, `--mig-profile` asks for the `mixed` strategy's
+//!   `nvidia.com/mig-<profile>` (`scheduling.rs`).
+//! - **Host access** — `network = "host"` as `hostNetwork` with `dnsPolicy:
+//!   ClusterFirstWithHostNet`, `cap_add` as `capabilities.add`, `hostname`; devices and
+//!   Docker networks as notices (`host_access.rs`).
+//! - **Nodes** — `--nodes N` (N > 1): a Kubeflow `PyTorchJob` of the same pod, one Master
+//!   and N − 1 Workers (`pytorch_job.rs`).
 
 mod environment;
 mod host_access;
