@@ -303,6 +303,25 @@ fn slurm_script_with_a_lock_says_the_digest_and_names_a_profile_file_by_its_path
     assert!(!stderr.contains("envctl lock"), "{stderr}");
     assert!(script.contains("#SBATCH --nodes=1\n"), "{script}");
     assert!(!script.contains("--gres"), "no GPU asked: {script}");
+    let (json, _) = exported(root, &["locked", "--to", "pyxis", "--json"]);
+    let document: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(document["schema_version"], 1, "{document}");
+    assert_eq!(document["target"], "pyxis");
+    assert!(
+        document["content"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("--container-image=busybox:1.36@{digest}")),
+        "{document}"
+    );
+    assert!(
+        document["notices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|notice| notice["setting"] == "image" && notice["target"] == "pyxis"),
+        "the enroot 4.0 notice: {document}"
+    );
     let (script, _) = exported(root, &["./envctl/locked.toml", "--to", "slurm"]);
     let path = root.join("envctl/locked.toml");
     assert!(
