@@ -7,8 +7,9 @@
 //! `--container-workdir=PATH`, `--container-env=NAME[,…]` (names whose values the job's
 //! environment gives and which override the image's). The profile's variables are
 //! exported by the script; a secret must be exported by whoever submits the job, and the
-//! script stops when it is not. What pyxis cannot carry is said as notices
-//! ([`super::hpc_runtime`]).
+//! script stops when it is not. pyxis runs the task's command inside the container, so
+//! each node's rank is set there, by the image's `sh` (`sh -c 'export NODE_RANK=…; exec
+//! "$@"'`). What pyxis cannot carry is said as notices ([`super::hpc_runtime`]).
 
 use std::fmt::Write as _;
 
