@@ -63,10 +63,12 @@ mod sources;
 mod tests;
 
 pub use body::{
-    CreateBody, DeviceRequest, EmptyObject, HostConfig, Mount, MountType, PortBinding,
-    RestartPolicy, Ulimit,
+    CreateBody, DeviceMapping, DeviceRequest, EmptyObject, HostConfig, Mount, MountType,
+    PortBinding, RestartPolicy, Ulimit,
 };
-pub use docker_run::{docker_run_arguments, docker_run_line, gpus_flag, mount_value, shell_quote};
+pub use docker_run::{
+    device_flag, docker_run_arguments, docker_run_line, gpus_flag, mount_value, shell_quote,
+};
 pub use error::{MissingSource, SpecError};
 pub use mapping::{SpecContext, create_body, device_requests, shm_size};
 pub use overrides::Overrides;
