@@ -33,7 +33,8 @@
 //!   folder, and are cleaned lexically. A **missing bind source is refused before anything
 //!   is created**, naming every missing path with a `mkdir -p` hint: `docker run -v` would
 //!   silently create an empty root-owned folder on the host (and the container would see
-//!   no data), and `--mount` fails only at create. Named volumes are Docker's to create.
+//!   no data), and `--mount` fails only at create. Named volumes are made by `up` before
+//!   the container, labelled ([`volumes::named_volumes`]); one that exists is left as it is.
 //! - **Labels**: [`PROFILE_LABEL`] and [`CONFIG_HASH_LABEL`] (and [`PROFILE_HASH_LABEL`]
 //!   with overrides); nothing that differs between two runs of the same profile (no time,
 //!   no user, no host). `up` adds [`PROFILE_FILE_LABEL`] (where the profile file lies) to
@@ -58,6 +59,7 @@ mod overrides;
 pub mod ownership;
 pub mod placement;
 mod sources;
+pub mod volumes;
 
 #[cfg(test)]
 mod tests;
