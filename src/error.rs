@@ -6,6 +6,7 @@ use crate::engine::EngineError;
 use crate::engine::error::StartRefusal;
 use crate::exit::ExitStatus;
 use crate::profile::{Diagnostic, ProfileError};
+use crate::units::plural;
 
 #[derive(Debug, Error)]
 pub enum Error {
@@ -420,10 +421,6 @@ fn start_hint(error: &EngineError) -> Option<String> {
         }),
         _ => error.hint(),
     }
-}
-
-fn plural(count: usize, noun: &str) -> String {
-    crate::profile::error::plural(count, noun)
 }
 
 impl From<std::io::Error> for Error {

@@ -48,7 +48,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8], existing: Existing) -> Result
     let mode = match std::fs::symlink_metadata(path) {
         Ok(metadata) if !metadata.file_type().is_file() => {
             return Err(WriteError::NotRegular {
-                kind: kind_of(&metadata.file_type()),
+                kind: kind_of(metadata.file_type()),
             });
         }
         Ok(_) if existing == Existing::Refuse => return Err(WriteError::Exists),
@@ -112,20 +112,22 @@ fn keep_owner(file: &std::fs::File, uid: u32, gid: u32) -> std::io::Result<()> {
     }
 }
 
-fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+pub fn kind_of(file_type: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
     if file_type.is_dir() {
         "a folder"
     } else if file_type.is_symlink() {
         "a symbolic link"
-    } else if file_type.is_char_device() || file_type.is_block_device() {
-        "a device"
     } else if file_type.is_fifo() {
-        "a FIFO"
+        "a FIFO (named pipe)"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
     } else if file_type.is_socket() {
         "a socket"
     } else {
-        "not a regular file"
+        "a special file"
     }
 }
 
@@ -203,7 +205,7 @@ fn open_regular(
     let file_type = file.metadata()?.file_type();
     if !file_type.is_file() {
         return Err(OpenRefused::NotRegular {
-            kind: kind_of(&file_type),
+            kind: kind_of(file_type),
         });
     }
     // A regular file never blocks; the flag is cleared so that nothing later reads it.
@@ -263,7 +265,7 @@ mod tests {
         for (path, kind) in [
             (link.as_path(), "a symbolic link"),
             (subfolder.as_path(), "a folder"),
-            (Path::new("/dev/null"), "a device"),
+            (Path::new("/dev/null"), "a character device"),
         ] {
             match write_atomically(path, b"x", Existing::Replace) {
                 Err(WriteError::NotRegular { kind: found }) => assert_eq!(found, kind),

@@ -100,6 +100,27 @@ pub fn index_ranges_in_order(indices: &[u32]) -> String {
     parts.join(", ")
 }
 
+/// `1 problem`, `2 problems`: a count with its noun, for messages.
+pub fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+/// NanoCpus as the decimal docker and compose read back exactly: 1500000000 → `1.5`.
+pub fn decimal_cpus(nanos: i64) -> String {
+    let whole = nanos / 1_000_000_000;
+    let fraction = (nanos % 1_000_000_000).abs();
+    if fraction == 0 {
+        whole.to_string()
+    } else {
+        let digits = format!("{fraction:09}");
+        format!("{whole}.{}", digits.trim_end_matches('0'))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,7 +79,7 @@ pub fn read(path: &Path, limit: u64, named: Named) -> Result<Option<Vec<u8>>, Re
     };
     if !metadata.is_file() {
         return Err(ReadError::NotRegular {
-            kind: kind_of(metadata.file_type()),
+            kind: crate::files::kind_of(metadata.file_type()),
         });
     }
     let file = match std::fs::OpenOptions::new()
@@ -94,7 +94,7 @@ pub fn read(path: &Path, limit: u64, named: Named) -> Result<Option<Vec<u8>>, Re
     let opened = file.metadata()?;
     if !opened.is_file() {
         return Err(ReadError::NotRegular {
-            kind: kind_of(opened.file_type()),
+            kind: crate::files::kind_of(opened.file_type()),
         });
     }
     // The name may have been swapped for a link between the look and the open.
@@ -149,10 +149,6 @@ fn folder_of(path: &Path) -> &Path {
     path.parent()
         .filter(|folder| !folder.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
-}
-
-fn kind_of(file_type: std::fs::FileType) -> &'static str {
-    crate::profile::file::kind_of(file_type)
 }
 
 /// A parser's message about a file envctl found, with every quoted part (`` `…` `` or

@@ -371,17 +371,7 @@ fn short_hash(text: &str) -> String {
         .collect()
 }
 
-/// NanoCpus as the decimal docker and compose read back exactly: 1500000000 → `1.5`.
-fn decimal_cpus(nanos: i64) -> String {
-    let whole = nanos / 1_000_000_000;
-    let fraction = (nanos % 1_000_000_000).abs();
-    if fraction == 0 {
-        whole.to_string()
-    } else {
-        let digits = format!("{fraction:09}");
-        format!("{whole}.{}", digits.trim_end_matches('0'))
-    }
-}
+pub(crate) use crate::units::decimal_cpus;
 
 #[cfg(test)]
 mod tests {

@@ -99,7 +99,7 @@ fn described(path: &Path, fallback: &str) -> String {
             metadata.mode() & 0o7777,
             metadata.uid()
         ),
-        Ok(metadata) => crate::profile::file::kind_of(metadata.file_type()).to_string(),
+        Ok(metadata) => crate::files::kind_of(metadata.file_type()).to_string(),
         Err(_) => fallback.to_string(),
     }
 }
@@ -247,7 +247,7 @@ mod tests {
             (link.as_path(), "a symbolic link"),
             (dangling.as_path(), "a symbolic link"),
             (fifo.as_path(), "a FIFO (named pipe)"),
-            (folder.path(), "a directory"),
+            (folder.path(), "a folder"),
         ] {
             let error = acquire(path).unwrap_err();
             match &error {

@@ -251,7 +251,7 @@ mod tests {
         let error = load(folder.path(), "the-folder").unwrap_err();
         assert_eq!(
             error.to_string(),
-            "the host policy `the-folder` is a directory, not a regular file"
+            "the host policy `the-folder` is a folder, not a regular file"
         );
     }
 

@@ -63,13 +63,8 @@ impl ProfileError {
     }
 }
 
-pub fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{count} {noun}s")
-    }
-}
+/// `1 problem`, `2 problems` (one formatter for every message: `units::plural`).
+pub use crate::units::plural;
 
 fn files(diagnostics: &[Diagnostic]) -> String {
     let mut paths: Vec<&str> = diagnostics

@@ -8,7 +8,7 @@
 
 use std::fs::{File, FileType, OpenOptions};
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::OFlags;
@@ -83,24 +83,8 @@ pub fn opened_path(file: &File) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
 }
 
-/// What a file that is not a regular file is, in words: "a FIFO", "a character device".
-pub fn kind_of(file_type: FileType) -> &'static str {
-    if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if file_type.is_char_device() {
-        "a character device"
-    } else if file_type.is_block_device() {
-        "a block device"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_symlink() {
-        "a symbolic link"
-    } else {
-        "a special file"
-    }
-}
+/// What a file that is not a regular file is, in words (one vocabulary: `files::kind_of`).
+pub use crate::files::kind_of;
 
 fn not_regular(shown: &str, file_type: FileType) -> Diagnostic {
     file_diagnostic(
@@ -167,7 +151,7 @@ mod tests {
         )
         .unwrap_or_else(|error| panic!("{error}"));
         for (path, kind) in [
-            (directory.as_path(), "a directory"),
+            (directory.as_path(), "a folder"),
             (fifo.as_path(), "a FIFO (named pipe)"),
             (Path::new("/dev/null"), "a character device"),
         ] {

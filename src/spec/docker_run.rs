@@ -160,18 +160,6 @@ fn docker_size(bytes: i64) -> String {
     u64::try_from(bytes).map_or_else(|_| bytes.to_string(), |bytes| ByteSize(bytes).to_string())
 }
 
-/// NanoCpus as the decimal `--cpus` reads back exactly: 1500000000 → `1.5`.
-fn decimal_cpus(nanos: i64) -> String {
-    let whole = nanos / 1_000_000_000;
-    let fraction = (nanos % 1_000_000_000).abs();
-    if fraction == 0 {
-        whole.to_string()
-    } else {
-        let digits = format!("{fraction:09}");
-        format!("{whole}.{}", digits.trim_end_matches('0'))
-    }
-}
-
 /// One binding of one container port, flattened for grouping.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct PortEntry {
@@ -328,6 +316,8 @@ pub fn gpus_flag(request: &DeviceRequest) -> String {
         _ => request.count.to_string(),
     }
 }
+
+use crate::units::decimal_cpus;
 
 #[cfg(test)]
 mod tests {

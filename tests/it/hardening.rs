@@ -408,7 +408,7 @@ fn a_planted_placement_lock_is_named_as_planted() {
     let outside = tempfile::tempdir().unwrap();
     let planted: [Plant; 3] = [
         ("a FIFO (named pipe)", &|path: &Path| fifo(path)),
-        ("a directory", &|path: &Path| {
+        ("a folder", &|path: &Path| {
             std::fs::create_dir(path).unwrap()
         }),
         ("a symbolic link", &|path: &Path| {

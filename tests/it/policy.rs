@@ -224,7 +224,7 @@ fn a_malformed_policy_is_invalid_input_with_its_place() {
     assert_eq!(run.code, 2, "{run}");
     assert!(
         run.stderr
-            .contains("error: the host policy `policy.toml` is a directory, not a regular file"),
+            .contains("error: the host policy `policy.toml` is a folder, not a regular file"),
         "{run}"
     );
 }

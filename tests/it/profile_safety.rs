@@ -307,7 +307,7 @@ fn fifos_devices_and_folders_are_named_for_what_they_are() {
         ),
         (
             &["profiles", "show", "folder"],
-            "`envctl/folder.toml` is a directory, not a regular file",
+            "`envctl/folder.toml` is a folder, not a regular file",
         ),
     ];
     for (arguments, expected) in cases {

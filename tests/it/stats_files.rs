@@ -79,7 +79,9 @@ fn report_refuses_a_fifo_and_a_device_at_once() {
     let refused = report(&pipe, &folder);
     assert_refused(&refused, "a FIFO");
     assert!(
-        refused.stderr.contains("is a FIFO, not a regular file"),
+        refused
+            .stderr
+            .contains("is a FIFO (named pipe), not a regular file"),
         "{}",
         refused.stderr
     );
@@ -88,7 +90,11 @@ fn report_refuses_a_fifo_and_a_device_at_once() {
     std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
     let refused = report(&zero, &folder);
     assert_refused(&refused, "/dev/zero");
-    assert!(refused.stderr.contains("is a device"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("is a character device"),
+        "{}",
+        refused.stderr
+    );
 }
 
 #[test]
@@ -126,7 +132,9 @@ fn record_refuses_a_fifo_with_no_reader_at_once() {
         ]);
         assert_refused(&refused, name);
         assert!(
-            refused.stderr.contains("is a FIFO, not a regular file"),
+            refused
+                .stderr
+                .contains("is a FIFO (named pipe), not a regular file"),
             "{}",
             refused.stderr
         );
