@@ -47,6 +47,11 @@ fn update_error(error: file::LockUpdateError) -> Error {
                 source,
             }
         }
+        // Kept whole as the write's cause: nothing was written.
+        file::LockUpdateError::Render { source, .. } => Error::Write {
+            path: LOCK_FILE.into(),
+            source: std::io::Error::other(source),
+        },
         busy @ file::LockUpdateError::Busy { .. } => Error::Lock {
             message: busy.to_string(),
             hint: "`fuser -v .` shows which process holds it; another `envctl lock` ends by itself, anything else is not envctl's".into(),

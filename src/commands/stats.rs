@@ -365,7 +365,19 @@ async fn run_live(
         all: arguments.all,
         owner: own_only(arguments, context),
         source,
-        hostname: hostname(),
+        // The host's name labels the GPU metrics; one that cannot be read is said and
+        // left out of them.
+        hostname: match crate::host::hostname() {
+            Ok(name) => Some(name),
+            Err(error) => {
+                if arguments.serve.is_some() {
+                    context.printer.warn(&format!(
+                        "the host's name could not be read ({error}): the GPU metrics carry no `Hostname` label"
+                    ));
+                }
+                None
+            }
+        },
         clock: context.environment.clock(),
     };
     let stop = async {
@@ -431,13 +443,6 @@ async fn wait(signal: &mut Option<tokio::signal::unix::Signal>) {
         }
         None => std::future::pending().await,
     }
-}
-
-/// The host's name for the Prometheus labels; empty when it cannot be read.
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
-        .unwrap_or_default()
 }
 
 /// `stats report FILE -o OUT`.

@@ -269,6 +269,20 @@ fn socket_access(endpoint: &str) -> Option<SocketAccess> {
     })
 }
 
+/// The host's name as the kernel has it (`/proc/sys/kernel/hostname`); an empty one is an
+/// error, never a name.
+pub fn hostname() -> Result<String, std::io::Error> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the kernel's hostname is empty",
+        ));
+    }
+    Ok(name.to_string())
+}
+
 /// Free bytes for unprivileged users on the filesystem holding `path` (the Docker root).
 pub fn free_space(path: &Path) -> Result<u64, std::io::Error> {
     let stat = rustix::fs::statvfs(path)?;

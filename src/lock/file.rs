@@ -114,6 +114,13 @@ pub enum LockUpdateError {
         #[source]
         source: std::io::Error,
     },
+    /// The lock could not be written as TOML: nothing is written.
+    #[error("cannot write `{path}`: the lock could not be rendered as TOML")]
+    Render {
+        path: String,
+        #[source]
+        source: toml::ser::Error,
+    },
 }
 
 /// The advisory lock (`flock`) on the folder of `envctl.lock`, held until dropped: two
@@ -163,7 +170,11 @@ pub fn update<T>(
     let result = change(&mut lock);
     // Nothing changed: the file is left as it is (not even rewritten).
     if before.as_ref() != Some(&lock) {
-        write_atomically(path, &lock.render()).map_err(|source| LockUpdateError::Write {
+        let text = lock.render().map_err(|source| LockUpdateError::Render {
+            path: path.display().to_string(),
+            source,
+        })?;
+        write_atomically(path, &text).map_err(|source| LockUpdateError::Write {
             path: path.display().to_string(),
             source,
         })?;

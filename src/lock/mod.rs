@@ -75,13 +75,14 @@ impl LockFile {
         Ok(lock)
     }
 
-    pub fn render(&self) -> String {
+    /// The file's text. A serialisation failure is its own error: never a lock file of
+    /// its header alone, which would read as "nothing pinned".
+    pub fn render(&self) -> Result<String, toml::ser::Error> {
         let mut text = String::from(
             "# envctl.lock: image tags pinned to digests by `envctl lock`. Commit it.\n",
         );
-        // Serialising plain strings and numbers cannot fail.
-        text.push_str(&toml::to_string(self).unwrap_or_default());
-        text
+        text.push_str(&toml::to_string(self)?);
+        Ok(text)
     }
 }
 
@@ -234,7 +235,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["a", "b"]
         );
-        assert_eq!(LockFile::parse(&lock.render()), Ok(lock));
+        assert_eq!(LockFile::parse(&lock.render().unwrap()), Ok(lock));
         assert!(LockFile::parse("version = 2\n").is_err());
         assert!(LockFile::parse("version = 1\nextra = 1\n").is_err());
     }

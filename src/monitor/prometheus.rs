@@ -39,8 +39,9 @@ impl Family {
     }
 }
 
-/// The exposition text for `snapshot`; `hostname` fills DCGM's `Hostname` label.
-pub fn exposition(snapshot: &Snapshot, hostname: &str) -> String {
+/// The exposition text for `snapshot`; `hostname` fills DCGM's `Hostname` label (left
+/// out, not empty, when the host's name could not be read).
+pub fn exposition(snapshot: &Snapshot, hostname: Option<&str>) -> String {
     let mut families = gpu_families(snapshot, hostname);
     families.extend(container_families(snapshot));
     let mut diagnoses = Family::new(
@@ -92,7 +93,7 @@ pub fn exposition(snapshot: &Snapshot, hostname: &str) -> String {
     text
 }
 
-fn gpu_families(snapshot: &Snapshot, hostname: &str) -> Vec<Family> {
+fn gpu_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
     let mut utilization = Family::new("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
     let mut copy = Family::new(
         "DCGM_FI_DEV_MEM_COPY_UTIL",
@@ -176,14 +177,22 @@ fn gpu_families(snapshot: &Snapshot, hostname: &str) -> Vec<Family> {
 
 /// dcgm-exporter's labels, plus `container` and `profile` when one container owns every
 /// process on the GPU.
-fn gpu_labels(gpu: &GpuRow, snapshot: &Snapshot, hostname: &str) -> Vec<(&'static str, String)> {
-    let mut labels = vec![
-        ("gpu", gpu.index.to_string()),
-        ("UUID", gpu.uuid.clone().unwrap_or_default()),
-        ("device", format!("nvidia{}", gpu.index)),
-        ("modelName", gpu.name.clone().unwrap_or_default()),
-        ("Hostname", hostname.to_string()),
-    ];
+fn gpu_labels(
+    gpu: &GpuRow,
+    snapshot: &Snapshot,
+    hostname: Option<&str>,
+) -> Vec<(&'static str, String)> {
+    // What NVML or the host would not say is left out, never written as an empty value.
+    let mut labels: Vec<(&'static str, String)> = [
+        ("gpu", Some(gpu.index.to_string())),
+        ("UUID", gpu.uuid.clone()),
+        ("device", Some(format!("nvidia{}", gpu.index))),
+        ("modelName", gpu.name.clone()),
+        ("Hostname", hostname.map(str::to_string)),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.map(|value| (name, value)))
+    .collect();
     let owners: BTreeMap<Option<&str>, ()> = gpu
         .processes
         .iter()
@@ -346,7 +355,7 @@ mod tests {
             }],
             ..Snapshot::default()
         };
-        let text = exposition(&snapshot, "node-1");
+        let text = exposition(&snapshot, Some("node-1"));
         assert!(
             text.contains("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"),
             "{text}"
@@ -361,6 +370,16 @@ mod tests {
             !text.contains("DCGM_FI_DEV_GPU_TEMP"),
             "unknown values are left out: {text}"
         );
+        // Labels NVML or the host would not give are left out, never empty.
+        let mut unnamed = snapshot.clone();
+        unnamed.gpus[0].uuid = None;
+        unnamed.gpus[0].name = None;
+        let text = exposition(&unnamed, None);
+        assert!(
+            text.contains("DCGM_FI_DEV_FB_USED{gpu=\"0\",device=\"nvidia0\",container=\"train\","),
+            "{text}"
+        );
+        assert!(!text.contains("=\"\""), "no empty label values: {text}");
         assert!(
             text.contains("envctl_sample_timestamp_seconds 1700000000.5\n"),
             "{text}"

@@ -413,7 +413,7 @@ fn check_with_promtool(text: &str) {
 #[test]
 fn the_exposition_parses_and_uses_dcgm_names() {
     let snapshot: Snapshot = serde_json::from_str(&read_fixture("snapshot-two-gpus.json")).unwrap();
-    let text = envctl::monitor::prometheus::exposition(&snapshot, "node-1");
+    let text = envctl::monitor::prometheus::exposition(&snapshot, Some("node-1"));
     let samples = check_exposition(&text);
     check_with_promtool(&text);
     let find = |name: &str, label: (&str, &str)| {

@@ -52,7 +52,7 @@ pub struct FollowOptions {
     pub owner: Option<crate::facts::user::User>,
     pub source: CounterSource,
     /// The host's name, for the Prometheus labels.
-    pub hostname: String,
+    pub hostname: Option<String>,
     /// Where each snapshot's time comes from (the context's clock).
     pub clock: crate::context::Clock,
 }
@@ -216,7 +216,7 @@ pub async fn follow<S>(
             break Err(error.into());
         }
         if let Some(server) = outputs.server {
-            server.publish(&snapshot, &options.hostname);
+            server.publish(&snapshot, options.hostname.as_deref());
         }
         if let Err(error) = view.show(&snapshot, taken) {
             break Err(error);

@@ -73,7 +73,7 @@ struct Published {
     since: Arc<Since>,
     first_seen: FirstSeen,
     /// DCGM's `Hostname` label.
-    hostname: String,
+    hostname: Option<String>,
     history: History,
     window: Duration,
     /// The names besides IP addresses and `localhost` that requests may be addressed to
@@ -118,7 +118,7 @@ impl StatsServer {
             latest: None,
             since: Arc::default(),
             first_seen: FirstSeen::default(),
-            hostname: String::new(),
+            hostname: None,
             history: History::new(window, interval),
             // What the history really covers: the dashboard says this span.
             window: crate::monitor::history::span_kept(window, interval),
@@ -151,13 +151,13 @@ impl StatsServer {
 
     /// What the next requests get: `snapshot` (its exposition labelled with `hostname`,
     /// its JSON), and its moment added to the history.
-    pub fn publish(&self, snapshot: &Snapshot, hostname: &str) {
+    pub fn publish(&self, snapshot: &Snapshot, hostname: Option<&str>) {
         let shared = Arc::new(snapshot.clone());
         let mut published = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         published.since = Arc::new(published.first_seen.observe(snapshot));
         published.latest = Some(shared);
-        if published.hostname != hostname {
-            published.hostname = hostname.to_string();
+        if published.hostname.as_deref() != hostname {
+            published.hostname = hostname.map(str::to_string);
         }
         published.history.push(snapshot);
     }
@@ -377,7 +377,9 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
             status: 200,
             content_type: "text/plain; version=0.0.4; charset=utf-8",
             body: match newest() {
-                (Some(snapshot), hostname) => prometheus::exposition(&snapshot, &hostname),
+                (Some(snapshot), hostname) => {
+                    prometheus::exposition(&snapshot, hostname.as_deref())
+                }
                 (None, _) => String::new(),
             }
             .into_bytes(),
@@ -715,7 +717,7 @@ mod tests {
             })),
             since: Arc::default(),
             first_seen: FirstSeen::default(),
-            hostname: "node-1".into(),
+            hostname: Some("node-1".into()),
             history,
             window: Duration::from_secs(60),
             host_names: vec!["gpu-node.example".into()],
