@@ -332,10 +332,7 @@ impl Parser<'_> {
             Some(table) => format!("unknown key `{name}` in `{table}`"),
             None => format!("unknown table `{name}`"),
         };
-        let hint = match did_you_mean(name, known) {
-            Some(suggestion) => format!("did you mean `{suggestion}`?"),
-            None => format!("known: {}", known.join(", ")),
-        };
+        let hint = crate::profile::diagnostic::unknown_key_hint(did_you_mean(name, known), known);
         self.error(key.span(), message, Some(hint));
     }
 

@@ -144,9 +144,8 @@ pub fn cpus_range_problem(key: &str) -> (String, String) {
     )
 }
 
-/// A diagnostic about a whole file (too large, unreadable) rather than a place in it.
-/// The hint for an unknown key, worded alike in profiles and the host policy: the
-/// suggestion (each file's own rule finds it), else the list of known keys.
+/// The hint for an unknown key, worded alike in profiles, the host policy and a matrix
+/// override: the suggestion (each file's own rule finds it), else the list of known keys.
 pub fn unknown_key_hint(suggestion: Option<&str>, known: &[&str]) -> String {
     match suggestion {
         Some(suggestion) => format!("did you mean `{suggestion}`?"),
@@ -154,7 +153,7 @@ pub fn unknown_key_hint(suggestion: Option<&str>, known: &[&str]) -> String {
     }
 }
 
-/// A value of the wrong TOML type, worded alike in profiles and the host policy: the
+/// A value of the wrong TOML type, worded alike in every TOML file envctl reads: the
 /// message and its `for example` hint.
 pub fn type_problem(key: &str, found: &str, expected: &str, example: &str) -> (String, String) {
     (
