@@ -176,7 +176,7 @@ fn every_console_example_prints_what_the_readme_shows() {
     // The console examples today; a new one is run too, and counted here.
     assert_eq!(
         examples.len(),
-        11,
+        13,
         "console examples of README.md and docs/: update this count"
     );
     // The quick start's `up`, `exec`, `stats` and `down` share one folder, whose
