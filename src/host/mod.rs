@@ -8,6 +8,7 @@ pub mod cgroup;
 pub mod docker_config;
 pub mod gpu_lock;
 pub mod process;
+pub mod slurm;
 pub mod tools;
 pub mod user;
 

@@ -57,6 +57,7 @@ pub mod origin;
 mod overrides;
 pub mod ownership;
 pub mod placement;
+pub mod slurm;
 mod sources;
 
 #[cfg(test)]

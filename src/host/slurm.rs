@@ -1,0 +1,184 @@
+//! The Slurm job this process runs in, from the variables Slurm sets (read once by
+//! `context::Environment::slurm`), into `facts::slurm::SlurmJob`.
+//!
+//! `SLURM_STEP_GPUS` (set under `srun`) wins over `SLURM_JOB_GPUS` (the batch script);
+//! `CUDA_VISIBLE_DEVICES` is never read. A value that cannot be read is kept as such,
+//! never replaced by a default.
+
+use crate::context::SlurmVariables;
+use crate::facts::slurm::{GpuAllocation, JobCpus, JobMemory, SlurmJob, UnreadableVariable};
+
+/// The job, when `SLURM_JOB_ID` is set.
+pub fn job(variables: &SlurmVariables) -> Option<SlurmJob> {
+    let job_id = variables.job_id.clone()?;
+    let mut unreadable = Vec::new();
+    let mut number = |variable: &str, value: &Option<String>| -> Option<u64> {
+        let text = value.as_deref()?;
+        match text.trim().parse::<u64>() {
+            Ok(number) => Some(number),
+            Err(_) => {
+                unreadable.push(UnreadableVariable {
+                    variable: variable.to_string(),
+                    value: text.to_string(),
+                });
+                None
+            }
+        }
+    };
+    let per_node = number("SLURM_MEM_PER_NODE", &variables.mem_per_node);
+    let per_cpu = number("SLURM_MEM_PER_CPU", &variables.mem_per_cpu);
+    let per_task = number("SLURM_CPUS_PER_TASK", &variables.cpus_per_task);
+    let on_node = number("SLURM_CPUS_ON_NODE", &variables.cpus_on_node);
+    let node_id = number("SLURM_NODEID", &variables.node_id);
+    let nodes = number("SLURM_NNODES", &variables.nodes);
+    let mebibytes = |value: u64| value.saturating_mul(1 << 20);
+    let memory = match (per_node, per_cpu, on_node) {
+        // Slurm's `--mem=0` means "all of the node's memory": no limit envctl can apply.
+        (Some(0), _, _) => None,
+        (Some(per_node), _, _) => Some(JobMemory {
+            bytes: mebibytes(per_node),
+            from: format!("SLURM_MEM_PER_NODE={per_node}"),
+        }),
+        (None, Some(per_cpu), Some(cpus)) if per_cpu > 0 => Some(JobMemory {
+            bytes: mebibytes(per_cpu.saturating_mul(cpus)),
+            from: format!("SLURM_MEM_PER_CPU={per_cpu} × SLURM_CPUS_ON_NODE={cpus}"),
+        }),
+        _ => None,
+    };
+    let cpus = match (per_task, on_node) {
+        (Some(count), _) => Some(("SLURM_CPUS_PER_TASK", count)),
+        (None, Some(count)) => Some(("SLURM_CPUS_ON_NODE", count)),
+        (None, None) => None,
+    }
+    .and_then(|(variable, count)| {
+        Some(JobCpus {
+            count: u32::try_from(count).ok()?,
+            from: format!("{variable}={count}"),
+        })
+    });
+    let gpus = match (&variables.step_gpus, &variables.job_gpus) {
+        (Some(step), _) => allocation("SLURM_STEP_GPUS", step, |ids| GpuAllocation::Step { ids }),
+        (None, Some(job)) => allocation("SLURM_JOB_GPUS", job, |ids| GpuAllocation::Job { ids }),
+        (None, None) => GpuAllocation::None,
+    };
+    Some(SlurmJob {
+        job_id,
+        step_id: variables.step_id.clone(),
+        gpus,
+        memory,
+        cpus,
+        node_list: variables.job_node_list.clone(),
+        node_id: node_id.and_then(|id| u32::try_from(id).ok()),
+        nodes: nodes.and_then(|count| u32::try_from(count).ok()),
+        unreadable,
+    })
+}
+
+/// `0,1` or `2-3,5` as indices, in Slurm's order without repeats.
+fn allocation(
+    variable: &str,
+    value: &str,
+    made: impl FnOnce(Vec<u32>) -> GpuAllocation,
+) -> GpuAllocation {
+    match indices(value) {
+        Some(ids) => made(ids),
+        None => GpuAllocation::Unreadable {
+            variable: variable.to_string(),
+            value: value.to_string(),
+        },
+    }
+}
+
+fn indices(value: &str) -> Option<Vec<u32>> {
+    let mut ids = Vec::new();
+    for part in value.trim().split(',') {
+        let (first, last) = match part.split_once('-') {
+            Some((first, last)) => (first.parse::<u32>().ok()?, last.parse::<u32>().ok()?),
+            None => {
+                let id = part.parse::<u32>().ok()?;
+                (id, id)
+            }
+        };
+        // A range wider than any node's GPUs is not an allocation.
+        if last < first || last - first > 1024 {
+            return None;
+        }
+        for id in first..=last {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    Some(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variables(pairs: &[(&str, &str)]) -> SlurmVariables {
+        let environment = crate::context::Environment::from_variables(
+            pairs.iter().map(|(key, value)| (*key, *value)),
+            "/".into(),
+            crate::context::Clock::Fixed(std::time::SystemTime::UNIX_EPOCH),
+        );
+        environment.slurm()
+    }
+
+    #[test]
+    fn outside_a_job_there_is_none() {
+        assert_eq!(job(&variables(&[("SLURM_JOB_GPUS", "0")])), None);
+    }
+
+    #[test]
+    fn the_step_gpus_win_and_cuda_visible_devices_is_never_read() {
+        let read = job(&variables(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_JOB_GPUS", "0,1,2,3"),
+            ("SLURM_STEP_GPUS", "2,3"),
+            ("CUDA_VISIBLE_DEVICES", "0,1"),
+        ]))
+        .unwrap();
+        assert_eq!(read.gpus, GpuAllocation::Step { ids: vec![2, 3] });
+        let batch = job(&variables(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_JOB_GPUS", "2-3,5"),
+            ("CUDA_VISIBLE_DEVICES", "0,1,2"),
+        ]))
+        .unwrap();
+        assert_eq!(batch.gpus, GpuAllocation::Job { ids: vec![2, 3, 5] });
+        let salloc = job(&variables(&[("SLURM_JOB_ID", "7")])).unwrap();
+        assert_eq!(salloc.gpus, GpuAllocation::None);
+    }
+
+    #[test]
+    fn memory_and_cpus_come_from_the_job_and_bad_values_are_named() {
+        let read = job(&variables(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_MEM_PER_CPU", "100"),
+            ("SLURM_CPUS_ON_NODE", "4"),
+        ]))
+        .unwrap();
+        assert_eq!(read.memory.unwrap().bytes, 400 << 20);
+        assert_eq!(read.cpus.unwrap().count, 4);
+        let per_node = job(&variables(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_MEM_PER_NODE", "2048"),
+            ("SLURM_CPUS_PER_TASK", "2"),
+            ("SLURM_CPUS_ON_NODE", "8"),
+        ]))
+        .unwrap();
+        assert_eq!(per_node.memory.unwrap().bytes, 2 << 30);
+        assert_eq!(per_node.cpus.unwrap().from, "SLURM_CPUS_PER_TASK=2");
+        let bad = job(&variables(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_MEM_PER_NODE", "lots"),
+            ("SLURM_JOB_GPUS", "gpu:2"),
+        ]))
+        .unwrap();
+        assert_eq!(bad.memory, None);
+        assert_eq!(bad.unreadable[0].variable, "SLURM_MEM_PER_NODE");
+        assert!(matches!(bad.gpus, GpuAllocation::Unreadable { .. }));
+    }
+}
