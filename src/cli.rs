@@ -254,9 +254,11 @@ Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -
     },
     /// Run a profile in the foreground: make its container, run the command in it, and stop
     /// and remove it when the command ends or at SIGTERM, SIGINT or SIGHUP
-    #[command(after_help = "The command's exit code is envctl's (129, 130, 143 after SIGHUP, SIGINT, SIGTERM).\n\
+    #[command(
+        after_help = "The command's exit code is envctl's (129, 130, 143 after SIGHUP, SIGINT, SIGTERM).\n\
 Inside a Slurm job the container gets the job's GPUs, memory and CPUs (docs/clusters.md).\n\n\
-Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres=gpu:2 envctl run pytorch-2.8 -- torchrun --nproc-per-node 2 train.py\n  envctl run pytorch-2.8            (the profile's `command`, else the image's)")]
+Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres=gpu:2 envctl run pytorch-2.8 -- torchrun --nproc-per-node 2 train.py\n  envctl run pytorch-2.8            (the profile's `command`, else the image's)"
+    )]
     Run {
         /// A profile name or path
         #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]

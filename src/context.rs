@@ -103,6 +103,8 @@ impl WorkingDirectoryError {
 pub struct SlurmVariables {
     pub job_id: Option<String>,
     pub step_id: Option<String>,
+    /// `ENVIRONMENT=BATCH`: Slurm's mark of a batch script, which has no `SLURM_STEP_ID`.
+    pub batch: bool,
     pub job_gpus: Option<String>,
     pub step_gpus: Option<String>,
     /// MiB.
@@ -324,6 +326,7 @@ impl Environment {
         SlurmVariables {
             job_id: text("SLURM_JOB_ID"),
             step_id: text("SLURM_STEP_ID"),
+            batch: self.variable("ENVIRONMENT").as_deref() == Some("BATCH"),
             job_gpus: text("SLURM_JOB_GPUS"),
             step_gpus: text("SLURM_STEP_GPUS"),
             mem_per_node: text("SLURM_MEM_PER_NODE"),

@@ -95,7 +95,11 @@ pub fn sweep(
             crate::ui::text::shown(label)
         ));
     } else {
-        let action = if remove { "stopped and removed" } else { "stopped" };
+        let action = if remove {
+            "stopped and removed"
+        } else {
+            "stopped"
+        };
         for name in &names {
             context.printer.info(&format!("{action} {name}"));
         }

@@ -67,11 +67,13 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
             report.container
         ));
         let printer = &context.printer;
+        let follow = run::follow(&engine, &report.id, |stream, bytes| match stream {
+            OutputStream::Stdout => printer.stdout_bytes(bytes),
+            OutputStream::Stderr => printer.stderr_bytes(bytes),
+        });
+        tokio::pin!(follow);
         let followed = tokio::select! {
-            code = run::follow(&engine, &report.id, |stream, bytes| match stream {
-                OutputStream::Stdout => printer.stdout_bytes(bytes),
-                OutputStream::Stderr => printer.stderr_bytes(bytes),
-            }) => Ok(code),
+            code = &mut follow => Ok(code),
             code = &mut signal => Err(code),
         };
         match followed {
@@ -89,8 +91,14 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
                     signal_name(signalled),
                     report.container
                 ));
-                run::tear_down(&engine, &report.id, &report.container, stop_timeout, context)
-                    .await?;
+                // The command's last words (a trap's message) still reach the terminal
+                // while it stops; what the follow says once it is removed is moot.
+                let last_words = std::time::Duration::from_secs(u64::from(stop_timeout) + 5);
+                let (_, removed) = tokio::join!(
+                    tokio::time::timeout(last_words, follow),
+                    run::tear_down(&engine, &report.id, &report.container, stop_timeout, context)
+                );
+                removed?;
                 Ok(ExitStatus::External(signalled))
             }
         }

@@ -14,7 +14,8 @@ use serde::Serialize;
 pub struct SlurmJob {
     /// `SLURM_JOB_ID`.
     pub job_id: String,
-    /// `SLURM_STEP_ID`: `batch` in a batch script, a number under `srun`.
+    /// `SLURM_STEP_ID` under `srun`; `batch` in a batch script (`ENVIRONMENT=BATCH`, no
+    /// step id); none in an `salloc` shell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step_id: Option<String>,
     /// The GPUs allocated to this step or job on this node.

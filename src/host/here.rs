@@ -20,7 +20,11 @@ pub struct Outcome {
 
 /// Runs `command` until it ends or `deadline` passes (then it is killed), keeping at most
 /// `limit` bytes of each stream. stdin is empty.
-pub fn run_bounded(command: &[String], deadline: Instant, limit: usize) -> std::io::Result<Outcome> {
+pub fn run_bounded(
+    command: &[String],
+    deadline: Instant,
+    limit: usize,
+) -> std::io::Result<Outcome> {
     let Some((program, arguments)) = command.split_first() else {
         return Ok(Outcome {
             code: Some(127),
@@ -59,8 +63,18 @@ pub fn run_bounded(command: &[String], deadline: Instant, limit: usize) -> std::
             kept
         })
     };
-    let stdout = reader(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
-    let stderr = reader(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let stdout = reader(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let stderr = reader(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
     let mut timed_out = false;
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -106,8 +120,12 @@ mod tests {
     #[test]
     fn codes_output_and_missing_programs() {
         let later = Instant::now() + Duration::from_secs(10);
-        let ran = run_bounded(&words(&["sh", "-c", "echo out; echo err >&2; exit 3"]), later, 1024)
-            .unwrap();
+        let ran = run_bounded(
+            &words(&["sh", "-c", "echo out; echo err >&2; exit 3"]),
+            later,
+            1024,
+        )
+        .unwrap();
         assert_eq!(ran.code, Some(3));
         assert_eq!(ran.stdout, b"out\n");
         assert_eq!(ran.stderr, b"err\n");
@@ -119,8 +137,12 @@ mod tests {
     fn the_deadline_kills_and_the_output_is_bounded() {
         let soon = Instant::now() + Duration::from_millis(300);
         let started = Instant::now();
-        let ran = run_bounded(&words(&["sh", "-c", "head -c 100000 /dev/zero; exec sleep 30"]), soon, 10)
-            .unwrap();
+        let ran = run_bounded(
+            &words(&["sh", "-c", "head -c 100000 /dev/zero; exec sleep 30"]),
+            soon,
+            10,
+        )
+        .unwrap();
         assert!(ran.timed_out);
         assert_eq!(ran.code, None);
         assert_eq!(ran.stdout.len(), 10);

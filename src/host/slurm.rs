@@ -63,7 +63,11 @@ pub fn job(variables: &SlurmVariables) -> Option<SlurmJob> {
     };
     Some(SlurmJob {
         job_id,
-        step_id: variables.step_id.clone(),
+        // A batch script has no SLURM_STEP_ID: its step is Slurm's `batch` step.
+        step_id: variables
+            .step_id
+            .clone()
+            .or_else(|| variables.batch.then(|| "batch".to_string())),
         gpus,
         memory,
         cpus,

@@ -33,10 +33,7 @@ pub fn judge_allocation(raw: &RawReport, job: &JobGpus) -> Vec<Finding> {
         ids.join(",")
     );
     let mut findings = Vec::new();
-    let torch = raw
-        .python
-        .as_ref()
-        .and_then(|python| python.torch.as_ref());
+    let torch = raw.python.as_ref().and_then(|python| python.torch.as_ref());
     match torch.map(|torch| torch.device_count) {
         Some(Some(count)) if count as usize == allocated => findings.push(Finding::pass(
             SLURM_GPUS,
@@ -134,7 +131,11 @@ mod tests {
         assert_eq!(exactly[0].status, crate::checks::Status::Pass);
         let more = judge_allocation(&raw(Some(4)), &job());
         assert_eq!(more[0].status, crate::checks::Status::Fail);
-        assert!(more[0].message.contains("SLURM_JOB_GPUS=2,3"), "{}", more[0].message);
+        assert!(
+            more[0].message.contains("SLURM_JOB_GPUS=2,3"),
+            "{}",
+            more[0].message
+        );
         let unknown = judge_allocation(&raw(None), &job());
         assert_eq!(unknown[0].status, crate::checks::Status::Fail);
         let no_torch = judge_allocation(&RawReport::default(), &job());

@@ -251,7 +251,10 @@ mod tests {
             words(&["python", "train.py"])
         );
         assert_eq!(main_command(&[], &words(&["jupyter"])), words(&["jupyter"]));
-        assert_eq!(main_command(&[], &words(&["sleep", "infinity"])), Vec::<String>::new());
+        assert_eq!(
+            main_command(&[], &words(&["sleep", "infinity"])),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

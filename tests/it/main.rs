@@ -53,6 +53,7 @@ mod report;
 mod secrets;
 mod serve;
 mod shared_server;
+mod slurm;
 mod spec_equivalence;
 mod stats;
 mod stats_files;
