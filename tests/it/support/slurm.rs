@@ -10,6 +10,9 @@
 //! Skip or fail: without `ENVCTL_TEST_SLURM_CONF` or an answering slurmctld, or without
 //! the second daemon, a test prints `SKIPPED` — or fails under `ENVCTL_REQUIRE_DOCKER=1`.
 
+// Test support: a failed step is the test's failure, with the step's own error.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
