@@ -19,6 +19,9 @@
 #   DefMemPerCPU the first job takes all of a node's memory and the next one stays pending.
 # - KillWait=10 (Slurm's default is 30): the tests wait at most that for a job's end.
 #
+# - Epilog=…/etc/epilog.sh runs every hook in …/epilog.d/ at each job's end: a test drops
+#   one there to sweep its own jobs' containers, as a site's Epilog would.
+#
 # Exports ENVCTL_TEST_SLURM_CONF (the cluster's slurm.conf: tests set SLURM_CONF to it).
 
 SLURM_CI_DIR=${SLURM_CI_DIR:-/run/envctl-ci/slurm}
@@ -43,7 +46,7 @@ slurm_ci_install() {
 slurm_ci_write_config() {
     local d=$SLURM_CI_DIR host
     host=$(hostname -s)
-    mkdir -p "$d/etc" "$d/state" "$d/log" "$d/spool/n1" "$d/spool/n2" "$d/dev" "$d/munge"
+    mkdir -p "$d/etc" "$d/state" "$d/log" "$d/spool/n1" "$d/spool/n2" "$d/dev" "$d/munge" "$d/epilog.d"
     # munged runs as the munge user: its folder and key are its own; o+x lets clients
     # (root, slurm) reach the socket inside.
     chown munge:munge "$d/munge"
@@ -83,6 +86,7 @@ SelectTypeParameters=CR_Core_Memory
 GresTypes=gpu
 DefMemPerCPU=100
 KillWait=10
+Epilog=$d/etc/epilog.sh
 InactiveLimit=0
 MinJobAge=30
 JobAcctGatherType=jobacct_gather/none
@@ -97,6 +101,14 @@ AutoDetect=off
 NodeName=n1 Name=gpu File=$d/dev/nvidia[0-3]
 NodeName=n2 Name=gpu File=$d/dev/nvidia[0-3]
 EOF
+    # The site's Epilog (docs/clusters.md): here it runs the hooks tests drop in epilog.d/
+    # (each sweeps its own jobs' containers with `envctl down --rm --slurm-job`). An Epilog
+    # that fails drains the node, so it always succeeds.
+    printf '%s\n' '#!/bin/sh' '# written by .ci/slurm.sh' \
+        "for hook in $d/epilog.d/*.sh; do" \
+        "    [ -f \"\$hook\" ] && sh \"\$hook\" >>$d/log/epilog.log 2>&1" \
+        'done' 'exit 0' >"$d/etc/epilog.sh"
+    chmod 0755 "$d/etc/epilog.sh"
     cat >"$d/etc/cgroup.conf" <<EOF
 # written by .ci/slurm.sh
 CgroupPlugin=cgroup/v1

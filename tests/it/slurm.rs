@@ -535,3 +535,92 @@ fn nvidia_check_here_in_a_job_wants_exactly_the_allocated_gpus() {
     );
     assert_eq!(run.code, 1, "{}", run.stderr);
 }
+
+/// A hook in the test cluster's Epilog (`.ci/slurm.sh`: `…/epilog.d/*.sh`) that sweeps the
+/// containers of the jobs listed in `jobs`, as a site's Epilog runs
+/// `envctl down --rm --slurm-job "$SLURM_JOB_ID"`. Removed on drop.
+struct EpilogHook {
+    path: PathBuf,
+}
+
+impl EpilogHook {
+    fn new(cluster: &Cluster, setup: &Setup, jobs: &Path) -> EpilogHook {
+        let folder = cluster
+            .conf
+            .parent()
+            .and_then(Path::parent)
+            .unwrap()
+            .join("epilog.d");
+        let path = folder.join(format!(
+            "envctl-test-{:08x}.sh",
+            std::process::id() ^ nanos()
+        ));
+        std::fs::write(
+            &path,
+            format!(
+                "grep -qx \"$SLURM_JOB_ID\" '{jobs}' || exit 0\n\
+                 HOME='{home}' XDG_CONFIG_HOME='{home}' ENVCTL_POLICY='{home}/no-policy.toml' DOCKER_HOST='{GPU_DAEMON}' \
+                 '{envctl}' down --rm --slurm-job \"$SLURM_JOB_ID\" --timeout 5\n",
+                jobs = jobs.display(),
+                home = setup.path().display(),
+                envctl = envctl().display(),
+            ),
+        )
+        .unwrap();
+        EpilogHook { path }
+    }
+}
+
+impl Drop for EpilogHook {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[test]
+fn an_sbatch_script_that_does_not_exec_run_leaves_nothing_with_the_epilog_sweep() {
+    let Some((cluster, image)) = ready() else {
+        return;
+    };
+    let setup = Setup::new(&image, &[("epilog", "gpus = 1\n")]);
+    let jobs = setup.path().join("jobs");
+    std::fs::write(&jobs, "").unwrap();
+    let _hook = EpilogHook::new(&cluster, &setup, &jobs);
+    // `envctl run` is a child of the batch shell: scancel's SIGTERM ends the shell, and
+    // Slurm SIGKILLs envctl with the step before it can remove anything.
+    let script = setup.path().join("plain.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n'{}' run epilog --force --stop-timeout 5 -- sleep 1000\necho \"run ended: $?\"\n",
+            envctl().display()
+        ),
+    )
+    .unwrap();
+    let job = cluster.sbatch(
+        &["-w", "n1", "--gres=gpu:1", "-o", "plain.out"],
+        &script,
+        setup.environment(GPU_DAEMON),
+    );
+    std::fs::write(&jobs, format!("{}\n", job.id)).unwrap();
+    let label = format!("envctl.slurm-job={}", job.id);
+    assert!(
+        wait_until(Duration::from_secs(60), || !containers_labelled(&label)
+            .is_empty())
+        .is_some(),
+        "the job's container never ran: {}",
+        output_of(setup.path(), "plain.out")
+    );
+    let cancelled = Instant::now();
+    cluster.scancel(&job.id);
+    let gone = wait_until(KILL_WAIT + Duration::from_secs(10), || {
+        containers_labelled(&label).is_empty()
+    });
+    eprintln!("sbatch without exec, with the Epilog sweep: gone {gone:?} after scancel");
+    assert!(
+        gone.is_some_and(|took| took < KILL_WAIT),
+        "the container outlived the job by {:?} with the Epilog sweep: {}",
+        cancelled.elapsed(),
+        output_of(setup.path(), "plain.out")
+    );
+}
