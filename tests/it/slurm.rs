@@ -624,3 +624,56 @@ fn an_sbatch_script_that_does_not_exec_run_leaves_nothing_with_the_epilog_sweep(
         output_of(setup.path(), "plain.out")
     );
 }
+
+#[test]
+fn doctor_inside_a_job_names_the_job_its_gpus_and_the_cgroup() {
+    let Some((cluster, _)) = ready() else {
+        return;
+    };
+    let setup = Setup::new("unused", &[]);
+    let child = cluster.srun(
+        &["-w", "n1", "--gres=gpu:2"],
+        &[&envctl().to_string_lossy(), "doctor", "--json"],
+        setup.environment(GPU_DAEMON),
+    );
+    let run = Run::of(child.wait_with_output().unwrap());
+    let report = run.json();
+    let findings = report["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    let find = |id: &str| {
+        findings
+            .iter()
+            .find(|finding| finding["id"] == id)
+            .unwrap_or_else(|| panic!("no {id} finding: {}", run.stdout))
+    };
+    let job = find("slurm.job");
+    assert_eq!(job["status"], "info", "{job}");
+    let ids: Vec<u64> = job["facts"]["allocation"]["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_u64().unwrap())
+        .collect();
+    let uuids: Vec<&str> = job["facts"]["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|gpu| gpu["uuid"].as_str().unwrap())
+        .collect();
+    let wanted: Vec<&str> = ids
+        .iter()
+        .map(|id| setup.uuid_of_slurm_gpu(*id as u32))
+        .collect();
+    assert_eq!(uuids, wanted, "{job}");
+    assert_eq!(job["facts"]["allocation"]["source"], "step");
+    let cgroup = find("slurm.cgroup");
+    assert_eq!(cgroup["status"], "warn");
+    assert!(
+        cgroup["hint"]
+            .as_str()
+            .unwrap()
+            .contains("envctl down --rm --slurm-job"),
+        "{cgroup}"
+    );
+}
