@@ -252,8 +252,11 @@ Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -
         #[arg(long, value_name = "KEY=VALUE", conflicts_with = "target")]
         label: Option<String>,
     },
-    /// Run a profile in the foreground: make its container, run the command in it, and stop
-    /// and remove it when the command ends or at SIGTERM, SIGINT or SIGHUP
+    /// Run a command in a new container of a profile, in the foreground; removed at its end
+    ///
+    /// Makes the profile's container as `up` does, with the command as its main process,
+    /// follows its output, and stops and removes it when the command ends or at SIGTERM,
+    /// SIGINT or SIGHUP (within --stop-timeout).
     #[command(
         after_help = "The command's exit code is envctl's (129, 130, 143 after SIGHUP, SIGINT, SIGTERM).\n\
 Inside a Slurm job the container gets the job's GPUs, memory and CPUs (docs/clusters.md).\n\n\
@@ -263,8 +266,13 @@ Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres
         /// A profile name or path
         #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
         profile: String,
-        /// The command and its arguments, after `--`
-        #[arg(last = true, value_name = "CMD")]
+        /// The command and its arguments (after the profile, as `docker run IMAGE CMD…`; or
+        /// after `--`)
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
         command: Vec<String>,
         /// Container name (default: envctl-PROFILE-run-RANDOM, or -jobID-RANDOM in a Slurm job)
         #[arg(long)]
@@ -293,8 +301,11 @@ Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres
               value_parser = clap::value_parser!(u32).range(0..=86_400))]
         stop_timeout: u32,
     },
-    /// Check CUDA here, without a container: in this environment (a pyxis or Apptainer
-    /// container, a conda env, a bare-metal node); in a container: `envctl exec TARGET nvidia-check`
+    /// Check CUDA in this environment, without a container
+    ///
+    /// Runs nvidia-check's scripts here (a pyxis or Apptainer container, a conda env, a
+    /// bare-metal node) with the same findings, JSON and exit codes; in a Slurm job, torch
+    /// must see exactly the job's GPUs. In a container: `envctl exec TARGET nvidia-check`.
     NvidiaCheck {
         /// Skip the timed matmul and the copy bandwidth
         #[arg(long)]
