@@ -38,11 +38,10 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
         let state = Rc::new(RefCell::new(RunState::default()));
         // One set of handlers from the first instant: a signal while the container is made
         // removes what was made, one while it runs stops and removes it.
-        let signal = run::ending_signal();
-        tokio::pin!(signal);
+        let mut signals = run::EndingSignals::install();
         let made = tokio::select! {
             made = up(&engine, &plan, &options, context, &state) => made,
-            code = &mut signal => {
+            code = signals.next() => {
                 clean_up(&engine, &state, context).await;
                 context.printer.warn("interrupted before the command started: nothing is left");
                 return Ok(ExitStatus::External(code));
@@ -74,12 +73,19 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
         tokio::pin!(follow);
         let followed = tokio::select! {
             code = &mut follow => Ok(code),
-            code = &mut signal => Err(code),
+            code = signals.next() => Err(code),
         };
         match followed {
             Ok(code) => {
                 let removed =
-                    run::tear_down(&engine, &report.id, &report.container, stop_timeout, context)
+                    run::tear_down(
+                        &engine,
+                        &report.id,
+                        &report.container,
+                        stop_timeout,
+                        &mut signals,
+                        context,
+                    )
                         .await;
                 let code = code?;
                 removed?;
@@ -96,7 +102,14 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
                 let last_words = std::time::Duration::from_secs(u64::from(stop_timeout) + 5);
                 let (_, removed) = tokio::join!(
                     tokio::time::timeout(last_words, follow),
-                    run::tear_down(&engine, &report.id, &report.container, stop_timeout, context)
+                    run::tear_down(
+                        &engine,
+                        &report.id,
+                        &report.container,
+                        stop_timeout,
+                        &mut signals,
+                        context,
+                    )
                 );
                 removed?;
                 Ok(ExitStatus::External(signalled))

@@ -193,12 +193,13 @@ pub async fn tear_down(
     id: &str,
     name: &str,
     stop_timeout_seconds: u32,
+    signals: &mut EndingSignals,
     context: &Context,
 ) -> Result<(), Error> {
     let timeout = i32::try_from(stop_timeout_seconds).unwrap_or(i32::MAX);
     let stopped = tokio::select! {
         stopped = engine.stop_container(id, timeout) => stopped.map_err(Error::from),
-        code = ending_signal() => {
+        code = signals.next() => {
             context.printer.warn(&format!(
                 "signal again ({code}): removing {name} at once"
             ));
@@ -215,25 +216,41 @@ pub async fn tear_down(
     }
 }
 
-/// Waits for SIGINT, SIGTERM or SIGHUP (Slurm's `scancel` sends SIGTERM; a closed terminal
-/// or ssh session, SIGHUP) and gives the exit code a shell would report: 130, 143 or 129.
-/// Never ends when the handlers cannot be installed.
-pub async fn ending_signal() -> u8 {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hangup)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending::<u8>().await;
-    };
-    let code = tokio::select! {
-        _ = interrupt.recv() => 130,
-        _ = terminate.recv() => 143,
-        _ = hangup.recv() => 129,
-    };
-    crate::interrupt::note(code);
-    code
+/// SIGINT, SIGTERM and SIGHUP (Slurm's `scancel` sends SIGTERM; a closed terminal or ssh
+/// session, SIGHUP), listened to from `run`'s start to its end by one set of handlers: a
+/// listener made after a signal arrived would take that same signal for a second one.
+pub struct EndingSignals {
+    streams: Option<[tokio::signal::unix::Signal; 3]>,
+}
+
+impl EndingSignals {
+    /// Installs the handlers; without them (an error of the runtime) no signal is seen.
+    pub fn install() -> EndingSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let streams = match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(interrupt), Ok(terminate), Ok(hangup)) => Some([interrupt, terminate, hangup]),
+            _ => None,
+        };
+        EndingSignals { streams }
+    }
+
+    /// The next of the three, as the exit code a shell reports: 130, 143 or 129.
+    pub async fn next(&mut self) -> u8 {
+        let Some([interrupt, terminate, hangup]) = self.streams.as_mut() else {
+            return std::future::pending::<u8>().await;
+        };
+        let code = tokio::select! {
+            _ = interrupt.recv() => 130,
+            _ = terminate.recv() => 143,
+            _ = hangup.recv() => 129,
+        };
+        crate::interrupt::note(code);
+        code
+    }
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ mod profile_safety;
 mod readme;
 mod registry_paging;
 mod report;
+mod run;
 mod secrets;
 mod serve;
 mod shared_server;
