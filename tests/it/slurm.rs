@@ -677,3 +677,89 @@ fn doctor_inside_a_job_names_the_job_its_gpus_and_the_cgroup() {
         "{cgroup}"
     );
 }
+
+#[test]
+fn up_in_a_job_takes_the_jobs_gpus_memory_and_cpus_and_refuses_more() {
+    let Some((cluster, image)) = ready() else {
+        return;
+    };
+    let setup = Setup::new(
+        &image,
+        &[
+            ("fits", "gpus = \"all\"\n"),
+            ("toobig", "gpus = 1\nmemory = \"1g\"\n"),
+            ("toomanycpus", "cpus = 3.0\n"),
+        ],
+    );
+    // A batch script: a bare `srun` step is not told the job's memory (no
+    // SLURM_MEM_PER_NODE); a batch script and the steps inside it are.
+    let up = |profile: &str| {
+        let script = setup.path().join(format!("{profile}.sh"));
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\n'{}' up {profile} --dry-run --json --force >{profile}.json 2>{profile}.err\necho $? >{profile}.code\n",
+                envctl().display()
+            ),
+        )
+        .unwrap();
+        let job = cluster.sbatch(
+            &[
+                "-w",
+                "n1",
+                "--gres=gpu:2",
+                "--mem=500",
+                "--cpus-per-task=2",
+                "-o",
+                "/dev/null",
+            ],
+            &script,
+            setup.environment(GPU_DAEMON),
+        );
+        cluster.wait_state(&job.id, &["COMPLETED", "FAILED"], Duration::from_secs(60));
+        Run {
+            code: output_of(setup.path(), &format!("{profile}.code"))
+                .trim()
+                .parse()
+                .unwrap_or(-1),
+            stdout: output_of(setup.path(), &format!("{profile}.json")),
+            stderr: output_of(setup.path(), &format!("{profile}.err")),
+        }
+    };
+    let run = up("fits");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let body = &run.json()["body"];
+    assert_eq!(body["HostConfig"]["Memory"], 500 << 20, "{body}");
+    assert_eq!(body["HostConfig"]["NanoCpus"], 2_000_000_000_i64, "{body}");
+    let job = body["Labels"]["envctl.slurm-job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!job.is_empty());
+    assert_eq!(body["Labels"]["envctl.slurm-step"], "batch");
+    let pinned: Vec<&str> = body["HostConfig"]["DeviceRequests"][0]["DeviceIDs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not pinned: {body}"))
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    assert_eq!(pinned.len(), 2, "`all` is the job's two GPUs: {body}");
+    for uuid in &pinned {
+        assert!(setup.uuids.iter().any(|known| known == uuid), "{uuid}");
+    }
+    let run = up("toobig");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("asks for 1024M of memory") && run.stderr.contains("allocated 500M"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--mem=1024M"), "{}", run.stderr);
+    let run = up("toomanycpus");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("asks for 3 CPUs") && run.stderr.contains("SLURM_CPUS_PER_TASK=2"),
+        "{}",
+        run.stderr
+    );
+}
