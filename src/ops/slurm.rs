@@ -45,6 +45,27 @@ pub fn shape(
     }
 }
 
+/// `up`'s default container name inside a job: `NAME-jobID`, so a job never meets (and
+/// starts, or reports running) a container another job left, pinned to that job's GPUs.
+/// Outside a job, `name` as it is.
+pub fn per_job_name(name: String, context: &Context) -> String {
+    match job(context) {
+        Some(job) => {
+            let id: String = job
+                .job_id
+                .chars()
+                .filter(|character| character.is_ascii_alphanumeric() || "_.-".contains(*character))
+                .collect();
+            if id.is_empty() {
+                name
+            } else {
+                format!("{name}-job{id}")
+            }
+        }
+        None => name,
+    }
+}
+
 /// The job's GPUs as NVML lists them, when in a job that has GPUs.
 pub fn allocated(job: &SlurmJob, gpu: &GpuFacts) -> Result<Option<Vec<AllocatedGpu>>, Error> {
     let Some(ids) = job.gpus.ids() else {

@@ -737,6 +737,8 @@ fn up_in_a_job_takes_the_jobs_gpus_memory_and_cpus_and_refuses_more() {
         .to_string();
     assert!(!job.is_empty());
     assert_eq!(body["Labels"]["envctl.slurm-step"], "batch");
+    // The job's own container: never one a finished job left, pinned to its GPUs.
+    assert_eq!(run.json()["name"], format!("envctl-fits-job{job}"));
     let pinned: Vec<&str> = body["HostConfig"]["DeviceRequests"][0]["DeviceIDs"]
         .as_array()
         .unwrap_or_else(|| panic!("not pinned: {body}"))
