@@ -4,7 +4,8 @@
 # machine, a port each), and munge with its own socket and key. Everything lives under
 # $SLURM_CI_DIR; nothing of the system's own Slurm or munge configuration is read or changed.
 #
-#   . .ci/slurm.sh             # from .ci/run (as root): install, start, export
+#   . .ci/slurm.sh ci          # from .ci/run (as root): install, start, export
+#   . .ci/slurm.sh install     # from .ci/run --install-only: install only
 #   slurm_ci_stop              # from .ci/run's cleanup: stop what we started, remove the files
 #   bash .ci/slurm.sh start    # by hand: install and start, print the exports, leave it running
 #   bash .ci/slurm.sh stop     # by hand: stop it and remove its files
@@ -199,16 +200,15 @@ start)
 stop)
     slurm_ci_stop
     ;;
-"")
-    if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-        echo "usage: bash .ci/slurm.sh start|stop (or source it from .ci/run)" >&2
-        exit 2
-    fi
+ci)
     slurm_ci_install
     slurm_ci_start
     ;;
+install)
+    slurm_ci_install
+    ;;
 *)
-    echo "error: unknown argument \`$1\`" >&2
+    echo "error: unknown argument \`${1:-}\`" >&2
     echo "hint: \`bash .ci/slurm.sh start\` or \`bash .ci/slurm.sh stop\`" >&2
     exit 2
     ;;
