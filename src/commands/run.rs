@@ -75,22 +75,13 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
             code = &mut follow => Ok(code),
             code = signals.next() => Err(code),
         };
-        match followed {
-            Ok(code) => {
-                let removed =
-                    run::tear_down(
-                        &engine,
-                        &report.id,
-                        &report.container,
-                        stop_timeout,
-                        &mut signals,
-                        context,
-                    )
-                        .await;
-                let code = code?;
-                removed?;
-                Ok(ExitStatus::External(code))
-            }
+        let ended = match followed {
+            Ok(Ok(run::Followed::Ended(code))) => Ok(ExitStatus::External(code)),
+            // The reader of envctl's output went away: as the docker CLI, 141 (SIGPIPE).
+            Ok(Ok(run::Followed::OutputClosed)) => Ok(ExitStatus::External(
+                u8::try_from(crate::engine::exec::OUTPUT_CLOSED).unwrap_or(141),
+            )),
+            Ok(Err(error)) => Err(error),
             Err(signalled) => {
                 context.printer.info(&format!(
                     "{}: stopping {} (at most {stop_timeout} s) and removing it",
@@ -112,9 +103,19 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
                     )
                 );
                 removed?;
-                Ok(ExitStatus::External(signalled))
+                return Ok(ExitStatus::External(signalled));
             }
-        }
+        };
+        run::tear_down(
+            &engine,
+            &report.id,
+            &report.container,
+            stop_timeout,
+            &mut signals,
+            context,
+        )
+        .await?;
+        ended
     })
 }
 

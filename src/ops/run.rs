@@ -154,22 +154,47 @@ pub fn run_name(profile: &str, job: Option<&str>) -> String {
     }
 }
 
-/// Follows the container's output until its main process ends, and gives its exit code
-/// (255 for one that is no process's code, never 0).
+/// How following a container's output ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Followed {
+    /// Its main process ended with this code (255 for one that is no process's code,
+    /// never 0).
+    Ended(u8),
+    /// envctl's own output was closed by its reader (`… | head -1`): the command still
+    /// runs, and is stopped like at a signal.
+    OutputClosed,
+}
+
+/// Follows the container's output until its main process ends, or until `on_output`
+/// finds its reader gone.
 pub async fn follow(
     engine: &Engine,
     id: &str,
-    on_output: impl FnMut(OutputStream, &[u8]) -> std::io::Result<()>,
-) -> Result<u8, Error> {
-    engine.logs(id, true, "all", on_output).await?;
+    mut on_output: impl FnMut(OutputStream, &[u8]) -> std::io::Result<()>,
+) -> Result<Followed, Error> {
+    let mut closed = false;
+    engine
+        .logs(id, true, "all", |stream, bytes| {
+            let written = on_output(stream, bytes);
+            closed |= written
+                .as_ref()
+                .is_err_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe);
+            written
+        })
+        .await?;
+    if closed {
+        return Ok(Followed::OutputClosed);
+    }
     // The log ends when the container stops; its code is read once it is recorded.
     for _ in 0..50 {
         match engine.inspect_container(id).await? {
             Some(details) if !details.running => {
-                return Ok(details
-                    .exit_code
-                    .and_then(|code| u8::try_from(code).ok())
-                    .unwrap_or(255));
+                return Ok(Followed::Ended(
+                    details
+                        .exit_code
+                        .and_then(|code| u8::try_from(code).ok())
+                        .unwrap_or(255),
+                ));
             }
             Some(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
             None => {

@@ -227,3 +227,40 @@ fn run_refuses_an_existing_name_and_bad_input_makes_nothing() {
     }
     assert!(containers_of(&profile).trim().is_empty());
 }
+
+#[test]
+fn a_closed_output_stops_the_command_and_exits_141() {
+    if !docker::require_daemon() {
+        return;
+    }
+    use std::io::BufRead;
+    let profile = docker::unique_name("runpipe");
+    let folder = project(&profile);
+    let mut child = envctl_command_in(folder.path())
+        .args([
+            "run",
+            &profile,
+            "--stop-timeout",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "while :; do echo y; done",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "y");
+    // The reader goes away, as `| head -1` does.
+    drop(lines);
+    let status = signal::wait_within(&mut child, Duration::from_secs(20)).expect("envctl ended");
+    assert_eq!(status.code(), Some(141));
+    assert!(
+        containers_of(&profile).trim().is_empty(),
+        "left: {}",
+        containers_of(&profile)
+    );
+}
