@@ -15,13 +15,20 @@ use crate::ops::run::{self, RunRequest};
 use crate::ops::up::{Outcome, RunState, UpOptions, clean_up, up};
 
 pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<ExitStatus, Error> {
-    let plan = run::plan(&request, context)?;
     let runtime = runtime()?;
     runtime.block_on(async {
+        // One set of handlers from the first instant: a signal before anything is made
+        // ends `run` at once, one while the container is made removes what was made, one
+        // while it runs stops and removes it.
+        let mut signals = run::EndingSignals::install();
         // The client waits as long as the stop may rightly take.
         let engine = context
             .engine_with_deadline(super::down::stop_deadline(stop_timeout))
             .await?;
+        let plan = tokio::select! {
+            plan = run::plan(&engine, &request, context) => plan?,
+            code = signals.next() => return Ok(ExitStatus::External(code)),
+        };
         if engine.inspect_container(&plan.name).await?.is_some() {
             return Err(Error::Usage {
                 message: format!("container `{}` exists already", plan.name),
@@ -36,9 +43,6 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
             recreate: false,
         };
         let state = Rc::new(RefCell::new(RunState::default()));
-        // One set of handlers from the first instant: a signal while the container is made
-        // removes what was made, one while it runs stops and removes it.
-        let mut signals = run::EndingSignals::install();
         let made = tokio::select! {
             made = up(&engine, &plan, &options, context, &state) => made,
             code = signals.next() => {

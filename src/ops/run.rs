@@ -12,8 +12,7 @@ use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::facts::container::OutputStream;
-use crate::ops::environment::{self, EnvironmentRequest, LockPolicy, Placement};
-use crate::ops::up::{Plan, PullPolicy};
+use crate::ops::up::{Plan, PullPolicy, UpRequest};
 use crate::spec::{self, Overrides};
 
 /// The grace period `run` gives the command at its end by default: well within Slurm's
@@ -35,91 +34,42 @@ pub struct RunRequest {
     pub gpus: Option<String>,
 }
 
-/// The plan `up` carries out for `run`: the profile resolved as `up` resolves it, with the
-/// command as the main process, docker-init as PID 1 (it passes `docker stop`'s SIGTERM on
-/// to the command), a name of its own, and the labels saying whose it is.
-pub fn plan(request: &RunRequest, context: &Context) -> Result<Plan, Error> {
-    let resolved = context.search_path.resolve(&request.profile)?;
+/// The plan `up` carries out for `run`: `ops::up::plan` (the profile resolved as `up`
+/// resolves it, inside a Slurm job confined to it), with the command as the main process,
+/// docker-init as PID 1 (it passes `docker stop`'s SIGTERM on to the command), and a name
+/// of its own.
+pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> Result<Plan, Error> {
     let mut overrides = Overrides::parse(&request.env, &[], &request.mounts, &|key| {
         context.environment.variable(key)
     })?;
     if let Some(spec) = &request.gpus {
         overrides.gpus = Some(Overrides::parse_gpus(spec)?);
     }
-    let gpu_facts =
-        environment::host_gpus(&resolved, context.environment.nvml_library().as_deref());
-    let working_directory = context.working_directory()?;
-    let profile_file = spec::profile_file_label(&resolved, &working_directory);
-    let exists = |path: &std::path::Path| path.exists();
-    let resolved_environment = environment::resolve(
-        resolved,
-        EnvironmentRequest {
-            overrides,
-            placement: Placement::this_host(gpu_facts.as_ref()),
-            lock_policy: if request.locked {
-                LockPolicy::Require
-            } else {
-                LockPolicy::Use
-            },
-            lock: environment::read_lock(),
-            working_directory,
-            home: context.environment.home(),
-            path_exists: &exists,
-        },
-    )?;
-    let resolved = resolved_environment.resolved;
-    let (mut body, mut body_without_gpus) = crate::ops::slurm::shape(
-        resolved_environment.body,
-        resolved_environment.body_without_gpus,
-        &resolved.profile.name,
-        context,
-    )?;
-    let user = crate::ops::policy::user(context);
-    let policy = crate::ops::policy::in_force(context)?;
-    if let Some(policy) = &policy {
-        crate::ops::policy::PolicyGate {
-            policy,
-            user: &user,
-            container: request.name.as_deref(),
-        }
-        .enforce(&body, gpu_facts.as_ref(), None, context)?;
-    }
-    let command = main_command(&request.command, &body.cmd);
-    for body in std::iter::once(&mut body).chain(body_without_gpus.as_mut()) {
-        body.cmd.clone_from(&command);
-        // docker-init as PID 1: `docker stop`'s SIGTERM reaches the command, and what it
-        // leaves behind is reaped.
-        body.host_config.init = Some(true);
-        if let Some(file) = &profile_file {
-            body.labels
-                .insert(spec::PROFILE_FILE_LABEL.to_string(), file.clone());
-        }
-        body.labels
-            .insert(spec::USER_LABEL.to_string(), user.name.clone());
-        if let Some(uid) = user.uid {
-            body.labels
-                .insert(spec::UID_LABEL.to_string(), uid.to_string());
-        }
-    }
-    let name = match &request.name {
-        Some(name) => name.clone(),
-        None => run_name(
-            &resolved.profile.name,
+    let name = request.name.clone().unwrap_or_else(|| {
+        run_name(
+            &request.profile,
             crate::ops::slurm::job(context)
                 .map(|job| job.job_id)
                 .as_deref(),
-        ),
-    };
-    Ok(Plan {
-        resolved,
-        body,
-        body_without_gpus,
-        locked_digest: resolved_environment.locked_digest,
-        name,
-        gpu_facts,
-        user,
-        policy,
-    })
+        )
+    });
+    let mut plan = crate::ops::up::plan(
+        Ok(engine.clone()),
+        UpRequest {
+            profile: request.profile.clone(),
+            overrides,
+            locked: request.locked,
+            name: Some(name),
+            dry_run: false,
+        },
+        context,
+    )
+    .await?;
+    plan.body.cmd = main_command(&request.command, &plan.body.cmd);
+    // docker-init as PID 1: `docker stop`'s SIGTERM reaches the command, and what it
+    // leaves behind is reaped.
+    plan.body.host_config.init = Some(true);
+    Ok(plan)
 }
 
 /// The container's main command: the one given, else the profile's own; a profile without

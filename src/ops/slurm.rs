@@ -9,6 +9,7 @@ use crate::facts::gpu::{GpuFacts, LoadOutcome};
 use crate::facts::slurm::{AllocatedGpu, SlurmJob};
 use crate::profile::model::GpuPlacement;
 use crate::spec::CreateBody;
+use crate::spec::gpus::Gpus;
 use crate::spec::slurm::{self, SlurmError};
 
 /// The Slurm job envctl runs in, when `SLURM_JOB_ID` is set.
@@ -16,30 +17,41 @@ pub fn job(context: &Context) -> Option<SlurmJob> {
     crate::host::slurm::job(&context.environment.slurm())
 }
 
-/// The bodies `up` or `run` will create, inside a job: the job's labels, memory and CPUs,
-/// and its GPU count (`spec::slurm::confine`). `gpus = "optional"` (a `without_gpus`
-/// body) in a job without GPUs runs without them, as on a host without GPUs.
+/// The body and GPUs `up` or `run` will create, inside a job: the job's labels, memory
+/// and CPUs, and its GPU count (`spec::slurm::confine`). `optional` (a profile that
+/// asked `gpus = "optional"`) in a job without GPUs runs without them, as on a host
+/// without GPUs.
+///
+/// With NVML's facts (`gpu`, gathered for a plan that asks for GPUs), GPUs the profile
+/// names are checked to be the job's here, where the profile's name is known.
 pub fn shape(
     body: CreateBody,
-    without_gpus: Option<CreateBody>,
+    gpus: Gpus,
+    optional: bool,
+    gpu: Option<&GpuFacts>,
     profile: &str,
     context: &Context,
-) -> Result<(CreateBody, Option<CreateBody>), Error> {
+) -> Result<(CreateBody, Gpus), Error> {
     let Some(job) = job(context) else {
-        return Ok((body, without_gpus));
+        return Ok((body, gpus));
     };
-    let without_gpus = without_gpus
-        .map(|without| slurm::confine(&without, &job, profile))
-        .transpose()?;
-    match slurm::confine(&body, &job, profile) {
-        Ok(body) => Ok((body, without_gpus)),
-        Err(SlurmError::NoGpusAllocated { .. }) if without_gpus.is_some() => {
+    match slurm::confine(&body, &gpus, &job, profile) {
+        Ok((body, gpus)) => {
+            if let (Gpus::Devices(_), Some(gpu)) = (&gpus, gpu)
+                && let Some(allocated) = allocated(&job, gpu)?
+            {
+                slurm::within_allocation(&gpus, &allocated, false, &job, profile)?;
+            }
+            Ok((body, gpus))
+        }
+        Err(SlurmError::NoGpusAllocated { .. }) if optional => {
             context.printer.warn(&format!(
                 "`gpus = \"optional\"`: Slurm job {} has no GPU on this node, so the container runs without GPUs",
                 job.job_id
             ));
-            let without = without_gpus.clone().unwrap_or(body);
-            Ok((without, without_gpus))
+            let mut without = body;
+            without.host_config.device_requests.clear();
+            Ok(slurm::confine(&without, &Gpus::None, &job, profile)?)
         }
         Err(error) => Err(error.into()),
     }
@@ -78,35 +90,41 @@ pub fn allocated(job: &SlurmJob, gpu: &GpuFacts) -> Result<Option<Vec<AllocatedG
     Ok(Some(slurm::allocated_gpus(job, ids, listed)?))
 }
 
-/// For placement: inside a job, the body checked against the job's GPUs and the GPU facts
+/// For placement: inside a job, the GPUs checked against the job's and the GPU facts
 /// narrowed to them, so a count is chosen among the job's GPUs only and `"all"` (already
 /// the job's count, by [`shape`]) takes exactly them. Outside a job, both as given.
 pub fn for_placement(
-    body: &CreateBody,
+    gpus: &Gpus,
     gpu: &GpuFacts,
     policy: GpuPlacement,
     context: &Context,
-) -> Result<(CreateBody, GpuFacts), Error> {
+) -> Result<(Gpus, GpuFacts), Error> {
+    // The plan (`shape`) names the profile in its refusals; placement does not know it.
+    let profile = "?";
     let job = match job(context) {
-        Some(job) if !body.host_config.device_requests.is_empty() => job,
-        _ => return Ok((body.clone(), gpu.clone())),
+        Some(job) if !gpus.is_none() => job,
+        _ => return Ok((gpus.clone(), gpu.clone())),
     };
-    let profile = body
-        .labels
-        .get(crate::spec::PROFILE_LABEL)
-        .cloned()
-        .unwrap_or_default();
-    // A body that `shape` did not see (an `up` of an older caller) is confined here too.
-    let body = slurm::confine(body, &job, &profile)?;
     let Some(allocated) = allocated(&job, gpu)? else {
-        return Ok((body, gpu.clone()));
+        return Err(SlurmError::NoGpusAllocated {
+            profile: profile.to_string(),
+            job: job.job_id.clone(),
+        }
+        .into());
     };
-    let body = slurm::within_allocation(
-        &body,
+    if let Gpus::All = gpus {
+        // A plan `shape` did not see: the job's GPUs, all of them.
+        return Ok((
+            Gpus::Devices(allocated.iter().map(|held| held.uuid.clone()).collect()),
+            gpu.clone(),
+        ));
+    }
+    let gpus = slurm::within_allocation(
+        gpus,
         &allocated,
         policy == GpuPlacement::First,
         &job,
-        &profile,
+        profile,
     )?;
     let mut narrowed = gpu.clone();
     if let LoadOutcome::Loaded(facts) = &mut narrowed.nvml {
@@ -114,5 +132,5 @@ pub fn for_placement(
             .gpus
             .retain(|device| allocated.iter().any(|held| held.index == device.index));
     }
-    Ok((body, narrowed))
+    Ok((gpus, narrowed))
 }

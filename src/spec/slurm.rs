@@ -4,7 +4,7 @@
 //! - [`confine`] (no NVML needed): the job's labels; memory and CPUs default to the job's
 //!   when the profile sets none, and a profile asking for more fails; `gpus = "all"`
 //!   becomes the allocation's count; a count or list above the allocation fails naming
-//!   both; GPUs asked in a job without GPUs fail.
+//!   both; GPUs asked in a job without GPUs fail. Over the body and the typed [`Gpus`].
 //! - [`allocated_gpus`]: Slurm's GPU indices → NVML's GPUs, by the device node's minor
 //!   number (`/dev/nvidiaN`, the `File=` list of `gres.conf`), else by NVML index.
 //! - [`within_allocation`]: GPUs named by the profile must be the job's; a count under
@@ -14,6 +14,7 @@
 use crate::facts::gpu::GpuDevice;
 use crate::facts::slurm::{AllocatedGpu, GpuAllocation, MatchedBy, SlurmJob};
 use crate::spec::CreateBody;
+use crate::spec::gpus::Gpus;
 
 /// The Slurm job a container was made in: `envctl down --rm --slurm-job ID` finds it by it.
 pub const SLURM_JOB_LABEL: &str = "envctl.slurm-job";
@@ -121,9 +122,15 @@ fn ids_text(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// The job's labels, memory and CPUs on `body`, and its GPU count checked against the
-/// allocation (`"all"` becomes the allocation's count). `profile` is for messages.
-pub fn confine(body: &CreateBody, job: &SlurmJob, profile: &str) -> Result<CreateBody, SlurmError> {
+/// The job's labels, memory and CPUs on `body`, and `gpus` checked against the
+/// allocation (`"all"` becomes the allocation's count; the body's `--gpus` request follows).
+/// `profile` is for messages.
+pub fn confine(
+    body: &CreateBody,
+    gpus: &Gpus,
+    job: &SlurmJob,
+    profile: &str,
+) -> Result<(CreateBody, Gpus), SlurmError> {
     let mut body = body.clone();
     body.labels
         .insert(SLURM_JOB_LABEL.to_string(), job.job_id.clone());
@@ -163,8 +170,8 @@ pub fn confine(body: &CreateBody, job: &SlurmJob, profile: &str) -> Result<Creat
             Some(_) => {}
         }
     }
-    if body.host_config.device_requests.is_empty() {
-        return Ok(body);
+    if gpus.is_none() {
+        return Ok((body, Gpus::None));
     }
     let ids = match &job.gpus {
         GpuAllocation::Step { ids } | GpuAllocation::Job { ids } if !ids.is_empty() => ids,
@@ -190,26 +197,17 @@ pub fn confine(body: &CreateBody, job: &SlurmJob, profile: &str) -> Result<Creat
         variable: job.gpus.variable().unwrap_or_default().to_string(),
         ids: ids_text(ids),
     };
-    for request in &mut body.host_config.device_requests {
-        match &request.device_ids {
-            Some(named) if !named.is_empty() => {
-                if named.len() > ids.len() {
-                    return Err(too_many(named.len()));
-                }
-            }
-            // `all`: the job's GPUs, chosen by placement among the allocation.
-            _ if request.count < 0 => {
-                request.count = i64::try_from(ids.len()).unwrap_or(i64::MAX);
-            }
-            _ => {
-                let asked = usize::try_from(request.count).unwrap_or(usize::MAX);
-                if asked > ids.len() {
-                    return Err(too_many(asked));
-                }
-            }
-        }
+    let confined = match gpus {
+        // `all`: the job's GPUs, chosen by placement among the allocation.
+        Gpus::All => Gpus::Count(u32::try_from(ids.len()).unwrap_or(u32::MAX)),
+        Gpus::Count(asked) if *asked as usize > ids.len() => return Err(too_many(*asked as usize)),
+        Gpus::Devices(named) if named.len() > ids.len() => return Err(too_many(named.len())),
+        other => other.clone(),
+    };
+    if confined != *gpus {
+        body.host_config.device_requests = confined.docker_requests();
     }
-    Ok(body)
+    Ok((body, confined))
 }
 
 fn mebibytes(bytes: i64) -> String {
@@ -255,53 +253,46 @@ pub fn allocated_gpus(
         .collect()
 }
 
-/// `body` checked against the allocated GPUs: each GPU it names (NVML index or UUID) must
-/// be one of them; with `first` (`placement = "first"`) a count is pinned to the first
+/// `gpus` checked against the allocated GPUs: each GPU named (NVML index or UUID) must be
+/// one of them; with `first` (`placement = "first"`) a count is pinned to the first
 /// allocated GPUs, since the daemon's "first N" are the node's, not the job's.
 pub fn within_allocation(
-    body: &CreateBody,
+    gpus: &Gpus,
     allocated: &[AllocatedGpu],
     first: bool,
     job: &SlurmJob,
     profile: &str,
-) -> Result<CreateBody, SlurmError> {
-    let mut body = body.clone();
-    for request in &mut body.host_config.device_requests {
-        match &request.device_ids {
-            Some(named) if !named.is_empty() => {
-                for gpu in named {
-                    let ours = allocated
-                        .iter()
-                        .any(|held| held.uuid == *gpu || held.index.to_string() == *gpu);
-                    if !ours {
-                        return Err(SlurmError::GpuOutsideAllocation {
-                            profile: profile.to_string(),
-                            job: job.job_id.clone(),
-                            gpu: gpu.clone(),
-                            allocated: allocated
-                                .iter()
-                                .map(|held| held.index.to_string())
-                                .collect::<Vec<_>>()
-                                .join(","),
-                        });
-                    }
+) -> Result<Gpus, SlurmError> {
+    match gpus {
+        Gpus::Devices(named) => {
+            for gpu in named {
+                let ours = allocated
+                    .iter()
+                    .any(|held| held.uuid == *gpu || held.index.to_string() == *gpu);
+                if !ours {
+                    return Err(SlurmError::GpuOutsideAllocation {
+                        profile: profile.to_string(),
+                        job: job.job_id.clone(),
+                        gpu: gpu.clone(),
+                        allocated: allocated
+                            .iter()
+                            .map(|held| held.index.to_string())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    });
                 }
             }
-            _ if first && request.count > 0 => {
-                let count = usize::try_from(request.count).unwrap_or(usize::MAX);
-                request.device_ids = Some(
-                    allocated
-                        .iter()
-                        .take(count)
-                        .map(|held| held.uuid.clone())
-                        .collect(),
-                );
-                request.count = 0;
-            }
-            _ => {}
+            Ok(gpus.clone())
         }
+        Gpus::Count(count) if first => Ok(Gpus::Devices(
+            allocated
+                .iter()
+                .take(*count as usize)
+                .map(|held| held.uuid.clone())
+                .collect(),
+        )),
+        other => Ok(other.clone()),
     }
-    Ok(body)
 }
 
 #[cfg(test)]
@@ -309,7 +300,6 @@ mod tests {
     use super::*;
     use crate::facts::gpu::{Fact, GpuDevice, NvmlFailure};
     use crate::facts::slurm::{JobCpus, JobMemory};
-    use crate::spec::DeviceRequest;
 
     fn job(gpus: GpuAllocation) -> SlurmJob {
         SlurmJob {
@@ -331,21 +321,17 @@ mod tests {
         }
     }
 
-    fn body(count: i64, ids: Option<Vec<&str>>) -> CreateBody {
-        let mut body: CreateBody = serde_json::from_value(serde_json::json!({
+    fn body() -> CreateBody {
+        serde_json::from_value(serde_json::json!({
             "Image": "busybox:latest",
             "Cmd": [], "Labels": {},
             "HostConfig": {"RestartPolicy": {"Name": "no", "MaximumRetryCount": 0}},
         }))
-        .unwrap();
-        body.host_config.device_requests.push(DeviceRequest {
-            driver: String::new(),
-            count,
-            device_ids: ids.map(|ids| ids.into_iter().map(String::from).collect()),
-            capabilities: vec![vec!["gpu".into()]],
-            options: Default::default(),
-        });
-        body
+        .unwrap()
+    }
+
+    fn devices(ids: &[&str]) -> Gpus {
+        Gpus::Devices(ids.iter().map(|id| (*id).to_string()).collect())
     }
 
     fn gpu(index: u32, minor: Option<u32>) -> GpuDevice {
@@ -361,11 +347,12 @@ mod tests {
     #[test]
     fn all_means_the_allocation_and_more_than_it_fails_naming_both() {
         let allocation = GpuAllocation::Job { ids: vec![2, 3] };
-        let confined = confine(&body(-1, None), &job(allocation.clone()), "p").unwrap();
+        let (confined, gpus) = confine(&body(), &Gpus::All, &job(allocation.clone()), "p").unwrap();
+        assert_eq!(gpus, Gpus::Count(2));
         assert_eq!(confined.host_config.device_requests[0].count, 2);
         assert_eq!(confined.labels[SLURM_JOB_LABEL], "42");
         assert_eq!(confined.labels[SLURM_STEP_LABEL], "batch");
-        let refused = confine(&body(3, None), &job(allocation.clone()), "p").unwrap_err();
+        let refused = confine(&body(), &Gpus::Count(3), &job(allocation.clone()), "p").unwrap_err();
         let said = refused.to_string();
         assert!(
             said.contains("asks for 3 GPU")
@@ -373,14 +360,14 @@ mod tests {
                 && said.contains("SLURM_JOB_GPUS=2,3"),
             "{said}"
         );
-        assert!(confine(&body(2, None), &job(allocation.clone()), "p").is_ok());
-        assert!(confine(&body(0, Some(vec!["0", "1", "2"])), &job(allocation), "p").is_err());
+        assert!(confine(&body(), &Gpus::Count(2), &job(allocation.clone()), "p").is_ok());
+        assert!(confine(&body(), &devices(&["0", "1", "2"]), &job(allocation), "p").is_err());
     }
 
     #[test]
     fn gpus_in_a_job_without_gpus_fail_and_unreadable_ones_are_named() {
         assert!(matches!(
-            confine(&body(1, None), &job(GpuAllocation::None), "p"),
+            confine(&body(), &Gpus::Count(1), &job(GpuAllocation::None), "p"),
             Err(SlurmError::NoGpusAllocated { .. })
         ));
         let unreadable = GpuAllocation::Unreadable {
@@ -388,34 +375,33 @@ mod tests {
             value: "x".into(),
         };
         assert!(matches!(
-            confine(&body(1, None), &job(unreadable), "p"),
+            confine(&body(), &Gpus::Count(1), &job(unreadable), "p"),
             Err(SlurmError::UnreadableAllocation { .. })
         ));
     }
 
     #[test]
     fn memory_and_cpus_default_to_the_job_and_more_fails() {
-        let mut plain = body(1, None);
-        plain.host_config.device_requests.clear();
-        let confined = confine(&plain, &job(GpuAllocation::None), "p").unwrap();
+        let none = GpuAllocation::None;
+        let (confined, _) = confine(&body(), &Gpus::None, &job(none.clone()), "p").unwrap();
         assert_eq!(confined.host_config.memory, Some(4 << 30));
         assert_eq!(confined.host_config.nano_cpus, Some(4_000_000_000));
-        let mut within = plain.clone();
+        let mut within = body();
         within.host_config.memory = Some(1 << 30);
         within.host_config.nano_cpus = Some(2_000_000_000);
-        let confined = confine(&within, &job(GpuAllocation::None), "p").unwrap();
+        let (confined, _) = confine(&within, &Gpus::None, &job(none.clone()), "p").unwrap();
         assert_eq!(confined.host_config.memory, Some(1 << 30));
         assert_eq!(confined.host_config.nano_cpus, Some(2_000_000_000));
-        let mut greedy = plain.clone();
+        let mut greedy = body();
         greedy.host_config.memory = Some(8 << 30);
-        let said = confine(&greedy, &job(GpuAllocation::None), "p")
+        let said = confine(&greedy, &Gpus::None, &job(none.clone()), "p")
             .unwrap_err()
             .to_string();
         assert!(said.contains("8192M") && said.contains("4096M"), "{said}");
-        let mut cpus = plain;
+        let mut cpus = body();
         cpus.host_config.nano_cpus = Some(6_000_000_000);
         assert!(matches!(
-            confine(&cpus, &job(GpuAllocation::None), "p"),
+            confine(&cpus, &Gpus::None, &job(none), "p"),
             Err(SlurmError::MoreCpusThanAllocated { allocated: 4, .. })
         ));
     }
@@ -452,23 +438,22 @@ mod tests {
         let job = job(GpuAllocation::Job { ids: vec![2, 3] });
         let gpus: Vec<GpuDevice> = (0..4).map(|index| gpu(index, Some(index))).collect();
         let allocated = allocated_gpus(&job, &[2, 3], &gpus).unwrap();
-        assert!(
-            within_allocation(&body(0, Some(vec!["GPU-3"])), &allocated, false, &job, "p").is_ok()
-        );
-        assert!(within_allocation(&body(0, Some(vec!["2"])), &allocated, false, &job, "p").is_ok());
-        let outside = within_allocation(&body(0, Some(vec!["0"])), &allocated, false, &job, "p")
+        assert!(within_allocation(&devices(&["GPU-3"]), &allocated, false, &job, "p").is_ok());
+        assert!(within_allocation(&devices(&["2"]), &allocated, false, &job, "p").is_ok());
+        let outside = within_allocation(&devices(&["0"]), &allocated, false, &job, "p")
             .unwrap_err()
             .to_string();
         assert!(
             outside.contains("`0`") && outside.contains("NVML 2,3"),
             "{outside}"
         );
-        let first = within_allocation(&body(1, None), &allocated, true, &job, "p").unwrap();
         assert_eq!(
-            first.host_config.device_requests[0].device_ids,
-            Some(vec!["GPU-2".to_string()])
+            within_allocation(&Gpus::Count(1), &allocated, true, &job, "p").unwrap(),
+            devices(&["GPU-2"])
         );
-        let free = within_allocation(&body(1, None), &allocated, false, &job, "p").unwrap();
-        assert_eq!(free.host_config.device_requests[0].count, 1);
+        assert_eq!(
+            within_allocation(&Gpus::Count(1), &allocated, false, &job, "p").unwrap(),
+            Gpus::Count(1)
+        );
     }
 }
