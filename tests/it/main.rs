@@ -43,6 +43,7 @@ mod hardening;
 mod labels;
 mod lock;
 mod nvidia_check;
+mod nvidia_check_here;
 mod placement;
 mod policy;
 mod profile_corpus;
