@@ -4,7 +4,8 @@
 //! Finding ids: `profile.port-exposed`, `profile.service-exposed`,
 //! `profile.docker-socket-mount`, `profile.sensitive-mount`, `profile.shm-size`,
 //! `profile.memory-limit`, `profile.no-mount`, `profile.user`, `profile.ipc-host`,
-//! `profile.literal-secret`.
+//! `profile.literal-secret`, `profile.host-network`, `profile.cap-add`,
+//! `profile.sensitive-device`.
 
 use std::path::Path;
 
@@ -145,6 +146,7 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
                 .with_hint("prefer shm_size = \"8g\" unless processes in several containers must share memory"),
         );
     }
+    findings.extend(host_access(profile));
     if profile.memory.is_none() {
         findings.push(
             Finding::info(
@@ -172,6 +174,107 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
         );
     }
     findings
+}
+
+/// What each capability lets a container do to the host, for the ones that matter most;
+/// the rest are named with the general reason.
+const CAPABILITY_REASONS: [(&str, &str); 9] = [
+    (
+        "ALL",
+        "every capability: as good as `--privileged` for what the kernel checks",
+    ),
+    (
+        "SYS_ADMIN",
+        "mount file systems and much more: the usual way out of a container to root on the host",
+    ),
+    (
+        "NET_ADMIN",
+        "change interfaces, routes and firewall rules (of the host's network with `network = \"host\"`)",
+    ),
+    (
+        "NET_RAW",
+        "craft raw packets and sniff the traffic it can see",
+    ),
+    (
+        "SYS_PTRACE",
+        "trace and read the memory of the processes it can see",
+    ),
+    ("SYS_MODULE", "load kernel modules: root on the host"),
+    ("SYS_RAWIO", "raw I/O ports and device memory"),
+    (
+        "DAC_READ_SEARCH",
+        "open host files by handle, past every permission (the \"shocker\" escape)",
+    ),
+    (
+        "IPC_LOCK",
+        "lock any amount of memory, which RDMA needs for NCCL over InfiniBand; a leak can pin the host's RAM",
+    ),
+];
+
+/// `network = "host"` and added capabilities are warnings with their reasons, as the
+/// Docker socket mount is; a device node that reaches host memory or disks is one too.
+fn host_access(profile: &Profile) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if profile.network.as_ref().map(|network| network.as_str()) == Some("host") {
+        findings.push(
+            Finding::warn(
+                "profile.host-network",
+                "`network = \"host\"` shares the host's network: every port the container listens on is open on all of the host's interfaces, and it reaches services the host binds to 127.0.0.1",
+            )
+            .with_hint("keep it for multi-node training (NCCL over InfiniBand/RoCE) on a trusted network; on one machine leave `network` out and publish ports on 127.0.0.1"),
+        );
+    }
+    for capability in &profile.cap_add {
+        let reason = CAPABILITY_REASONS
+            .iter()
+            .find(|(name, _)| name == capability)
+            .map_or(
+                "a power Docker leaves out of containers by default",
+                |(_, reason)| reason,
+            );
+        findings.push(
+            Finding::warn(
+                "profile.cap-add",
+                format!("`cap_add` gives the container `{capability}`: {reason}"),
+            )
+            .with_hint("add only what the job needs: NCCL over InfiniBand needs IPC_LOCK alone")
+            .with_fact("capability", capability),
+        );
+    }
+    for device in &profile.devices {
+        if let Some(what) = sensitive_device(&device.host) {
+            findings.push(
+                Finding::warn(
+                    "profile.sensitive-device",
+                    format!("`devices` gives the container `{}`, {what}", device.host),
+                )
+                .with_hint("give only the devices the job uses, e.g. \"/dev/infiniband\" for RDMA")
+                .with_fact("device", device.to_string()),
+            );
+        }
+    }
+    findings
+}
+
+/// What a device node reaches, when it reaches the host's memory, disks or every device.
+fn sensitive_device(path: &str) -> Option<&'static str> {
+    let name = path.strip_prefix("/dev/")?;
+    let disk = [
+        "sd", "nvme", "vd", "xvd", "hd", "mmcblk", "dm-", "md", "loop",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix));
+    match name {
+        "mem" | "kmem" | "port" => {
+            Some("the host's physical memory or I/O ports: root on the host")
+        }
+        "" => Some("every device of the host"),
+        "mapper" | "disk" => {
+            Some("the host's disks: it can read and write them under any file system")
+        }
+        _ if disk => Some("a host disk: it can read and write it under any file system"),
+        _ => None,
+    }
 }
 
 /// One `profile.literal-secret` warning per secret-looking env key (`crate::secret`) that
@@ -347,6 +450,40 @@ mod tests {
             None,
         );
         assert!(ids(&harmless).is_empty(), "{:?}", ids(&harmless));
+    }
+
+    #[test]
+    fn host_network_capabilities_and_disks_are_warnings_with_reasons() {
+        let findings = check(
+            &profile(
+                "image = \"x\"\nuser = \"1\"\nmemory = \"1g\"\nmounts = [\"./:/w\"]\nnetwork = \"host\"\ncap_add = [\"IPC_LOCK\", \"sys_admin\", \"SETFCAP\"]\ndevices = [\"/dev/infiniband\", \"/dev/sda\", \"/dev/mem\"]\n",
+            ),
+            None,
+        );
+        assert_eq!(
+            ids(&findings),
+            [
+                ("profile.host-network", Status::Warn),
+                ("profile.cap-add", Status::Warn),
+                ("profile.cap-add", Status::Warn),
+                ("profile.cap-add", Status::Warn),
+                ("profile.sensitive-device", Status::Warn),
+                ("profile.sensitive-device", Status::Warn),
+            ]
+        );
+        assert!(findings[1].message.contains("RDMA"), "{:?}", findings[1]);
+        assert!(findings[2].message.contains("SYS_ADMIN"));
+        assert!(findings[3].message.contains("by default"));
+        assert!(findings[4].message.contains("/dev/sda"));
+        assert!(findings.iter().all(|finding| finding.hint.is_some()));
+        // A named network and RDMA devices alone are not findings.
+        let quiet = check(
+            &profile(
+                "image = \"x\"\nuser = \"1\"\nmemory = \"1g\"\nmounts = [\"./:/w\"]\nnetwork = \"train\"\ndevices = [\"/dev/infiniband\"]\n",
+            ),
+            None,
+        );
+        assert!(quiet.is_empty(), "{quiet:?}");
     }
 
     #[test]

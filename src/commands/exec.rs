@@ -409,19 +409,6 @@ async fn resolve(
     }
 }
 
-/// `-d`: the command, started in the background by the image's `sh`, which then exits: the
-/// exec ends at once and the command goes on, its output discarded (`docker exec -d`).
-fn detached(command: Vec<String>) -> Vec<String> {
-    let mut line = vec![
-        "sh".to_string(),
-        "-c".to_string(),
-        r#""$@" </dev/null >/dev/null 2>&1 &"#.to_string(),
-        "sh".to_string(),
-    ];
-    line.extend(command);
-    line
-}
-
 pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Error> {
     check_plainly(&arguments, context.json)?;
     let runtime = runtime()?;
@@ -480,11 +467,6 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
                 command
             }
         };
-        let command = if arguments.detach {
-            detached(command)
-        } else {
-            command
-        };
         let request = ExecRequest {
             command,
             env: arguments.env.clone(),
@@ -495,6 +477,17 @@ pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Er
                 && (arguments.interactive || arguments.tty || !terminal::stdin_is_terminal()),
             ..ExecRequest::default()
         };
+        // `-d`: a detached exec through the engine (no shell of the image), which ends
+        // envctl at once with the command going on and its output discarded.
+        if arguments.detach {
+            let exec_id = engine.exec_detached(&container.id, &request).await?;
+            context.printer.detail(&format!(
+                "started `{}` detached in {} (exec {exec_id})",
+                shown_line(&request.command),
+                container.name
+            ));
+            return Ok(ExitStatus::Success);
+        }
         // With a TTY, Ctrl-C travels to the command as a key. Without one, SIGINT/SIGTERM
         // is passed on to the command, whose exit then ends envctl with its code; a second
         // signal ends envctl at once (130/143), as `docker exec` does on the first.
@@ -1063,18 +1056,7 @@ mod tests {
     }
 
     #[test]
-    fn detached_commands_start_in_the_background() {
-        assert_eq!(
-            detached(words(&["python", "serve.py"])),
-            words(&[
-                "sh",
-                "-c",
-                r#""$@" </dev/null >/dev/null 2>&1 &"#,
-                "sh",
-                "python",
-                "serve.py"
-            ])
-        );
+    fn a_replaced_word_keeps_the_others_quoted() {
         assert_eq!(
             replaced(&words(&["c", "helo", "x y"]), 1, "hello"),
             "envctl exec c hello 'x y'"

@@ -1,4 +1,4 @@
-//! `envctl export PROFILE --to compose|k8s|devcontainer|docker-run [-o FILE]`: the same
+//! `envctl export PROFILE --to compose|k8s|devcontainer|docker-run|slurm|pyxis|apptainer|edf [-o FILE]`: the same
 //! environment for other engines. The mapping lives in `export/` (pure); this command
 //! resolves the profile, builds `up`'s create body, reads `envctl.lock`, writes the result
 //! to stdout or atomically to `-o FILE`, and prints what a target could not express as
@@ -17,8 +17,8 @@ use super::Context;
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::export::{
-    self, ExportError, ExportInput, Exported, KubernetesOptions, Notice, Target, VolumeMode,
-    WorkloadKind,
+    self, ExportError, ExportInput, Exported, KubernetesOptions, Notice, SlurmOptions, Target,
+    VolumeMode, WorkloadKind,
 };
 use crate::ops::environment::{self, EnvironmentRequest, LockPolicy, Placement};
 use crate::profile::ResolvedProfile;
@@ -48,6 +48,20 @@ pub struct ExportArgs {
     /// Also write a Kubernetes Service for the published ports
     #[arg(long)]
     pub service: bool,
+    /// Run on N nodes: a Kubeflow PyTorchJob (k8s), or an sbatch script with N nodes and
+    /// the rendezvous (slurm, pyxis, apptainer)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub nodes: Option<u32>,
+    /// Leave out the toleration of the `nvidia.com/gpu` NoSchedule taint (k8s)
+    #[arg(long)]
+    pub no_gpu_toleration: bool,
+    /// The pod's RuntimeClass, e.g. `nvidia` where it is not the default runtime (k8s)
+    #[arg(long, value_name = "NAME")]
+    pub runtime_class: Option<String>,
+    /// Ask for MIG devices of this profile, e.g. `1g.10gb` → `nvidia.com/mig-1g.10gb`
+    /// (the device plugin's `mixed` strategy) (k8s)
+    #[arg(long, value_name = "PROFILE")]
+    pub mig_profile: Option<String>,
 }
 
 /// `--to`.
@@ -62,6 +76,14 @@ pub enum TargetArgument {
     Devcontainer,
     /// The `docker run` line (as `up --dry-run`)
     DockerRun,
+    /// An sbatch script running `srun envctl run PROFILE` on each node
+    Slurm,
+    /// An sbatch script running the image through pyxis (`srun --container-image`)
+    Pyxis,
+    /// An sbatch script running the image through `apptainer exec --nv`
+    Apptainer,
+    /// A CSCS environment definition (`srun --environment=FILE`)
+    Edf,
 }
 
 /// `--kind`.
@@ -98,6 +120,10 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
         TargetArgument::Kubernetes => Target::Kubernetes,
         TargetArgument::Devcontainer => Target::Devcontainer,
         TargetArgument::DockerRun => Target::DockerRun,
+        TargetArgument::Slurm => Target::Slurm,
+        TargetArgument::Pyxis => Target::Pyxis,
+        TargetArgument::Apptainer => Target::Apptainer,
+        TargetArgument::Edf => Target::Edf,
     };
     check_flags(&arguments, target)?;
     let resolved = context.search_path.resolve(&arguments.profile)?;
@@ -143,9 +169,7 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
     let resolved = &environment.resolved;
     let body = &environment.body;
 
-    let mut exported = if target == Target::DockerRun {
-        export::docker_run(body, &spec::container_name(&resolved.profile.name))
-    } else {
+    let mut exported = {
         let is_file = |path: &Path| path.is_file();
         let input = ExportInput {
             resolved,
@@ -155,10 +179,21 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
             output_file: output_file.clone(),
             path_is_file: &is_file,
         };
+        let slurm = SlurmOptions {
+            nodes: arguments.nodes,
+        };
         let result = match target {
+            Target::DockerRun => Ok(export::docker_run(
+                body,
+                &spec::container_name(&resolved.profile.name),
+            )),
             Target::Compose => export::compose(&input),
             Target::Devcontainer => export::devcontainer(&input),
-            _ => export::kubernetes(
+            Target::Slurm => Ok(export::slurm(&input, slurm)),
+            Target::Pyxis => export::pyxis(&input, slurm),
+            Target::Apptainer => export::apptainer(&input, slurm),
+            Target::Edf => export::edf(&input),
+            Target::Kubernetes => export::kubernetes(
                 &input,
                 KubernetesOptions {
                     kind: match arguments.kind {
@@ -171,6 +206,10 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
                         Some(VolumesArgument::HostPath) | None => VolumeMode::HostPath,
                     },
                     service: arguments.service,
+                    no_gpu_toleration: arguments.no_gpu_toleration,
+                    runtime_class: arguments.runtime_class.clone(),
+                    mig_profile: arguments.mig_profile.clone(),
+                    nodes: arguments.nodes,
                 },
             ),
         };
@@ -236,32 +275,85 @@ fn report<'a>(
     }
 }
 
-/// `--kind`, `--volumes` and `--service` shape Kubernetes manifests only.
+/// `--kind`, `--volumes`, `--service`, `--no-gpu-toleration`, `--runtime-class` and
+/// `--mig-profile` shape Kubernetes manifests only; `--nodes` also the sbatch scripts.
+/// A PyTorchJob (`--to k8s --nodes N`, N > 1) is its own workload: no `--kind` or
+/// `--service` with it (the training operator makes each replica's Service).
 fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
-    if target == Target::Kubernetes {
-        return Ok(());
+    let usage = |message: String, hint: String| Error::Usage {
+        message,
+        hint: Some(hint),
+    };
+    if let Some(name) = &arguments.runtime_class {
+        export::check_runtime_class(name)
+            .map_err(|message| usage(message, "for example: --runtime-class nvidia".into()))?;
     }
-    let given: Vec<&str> = [
-        (arguments.kind.is_some(), "--kind"),
-        (arguments.volumes.is_some(), "--volumes"),
-        (arguments.service, "--service"),
-    ]
-    .into_iter()
-    .filter_map(|(given, flag)| given.then_some(flag))
-    .collect();
-    if given.is_empty() {
-        return Ok(());
+    if let Some(profile) = &arguments.mig_profile {
+        export::check_mig_profile(profile).map_err(|message| {
+            usage(
+                message,
+                "list the node's profiles with `nvidia-smi mig -lgip`; for example: --mig-profile 1g.10gb".into(),
+            )
+        })?;
     }
-    Err(Error::Usage {
-        message: format!(
-            "{} only apply to `--to k8s`, not `--to {target}`",
-            given.join(", ")
-        ),
-        hint: Some(format!(
-            "drop {}, or export with `--to k8s`",
-            given.join(", ")
-        )),
-    })
+    let nodes_apply = matches!(
+        target,
+        Target::Kubernetes | Target::Slurm | Target::Pyxis | Target::Apptainer
+    );
+    let mut given: Vec<&str> = Vec::new();
+    if target != Target::Kubernetes {
+        given.extend(
+            [
+                (arguments.kind.is_some(), "--kind"),
+                (arguments.volumes.is_some(), "--volumes"),
+                (arguments.service, "--service"),
+                (arguments.no_gpu_toleration, "--no-gpu-toleration"),
+                (arguments.runtime_class.is_some(), "--runtime-class"),
+                (arguments.mig_profile.is_some(), "--mig-profile"),
+            ]
+            .into_iter()
+            .filter_map(|(given, flag)| given.then_some(flag)),
+        );
+    }
+    if !nodes_apply && arguments.nodes.is_some() {
+        given.push("--nodes");
+    }
+    if !given.is_empty() {
+        let only = if given == ["--nodes"] {
+            "`--to k8s`, `slurm`, `pyxis` or `apptainer`"
+        } else {
+            "`--to k8s`"
+        };
+        return Err(usage(
+            format!(
+                "{} only apply to {only}, not `--to {target}`",
+                given.join(", ")
+            ),
+            format!("drop {}, or export with {only}", given.join(", ")),
+        ));
+    }
+    if target == Target::Kubernetes && arguments.nodes.is_some_and(|nodes| nodes > 1) {
+        let clashing: Vec<&str> = [
+            (arguments.kind.is_some(), "--kind"),
+            (arguments.service, "--service"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !clashing.is_empty() {
+            return Err(usage(
+                format!(
+                    "`--nodes` writes a Kubeflow PyTorchJob, which takes no {}",
+                    clashing.join(" or ")
+                ),
+                format!(
+                    "drop {} (the training operator makes each replica's pod and Service)",
+                    clashing.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Writes `text` to `path` whole (`crate::files`): an existing file only with `--force`,

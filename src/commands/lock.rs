@@ -1,6 +1,7 @@
 //! `envctl lock [PROFILE…]`: resolves each profile's image tag to the digest the registry
-//! gave (pulling when needed) and writes `envctl.lock` atomically, so everyone runs the
-//! same bytes. `up` then uses the locked digest.
+//! serves for it (`ops::lock`: asked of the registry's API, pulling only when it cannot
+//! answer) and writes `envctl.lock` atomically, so everyone runs the same bytes. `up` then
+//! uses the locked digest.
 
 use std::path::Path;
 
@@ -9,8 +10,8 @@ use serde::Serialize;
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::lock::{LOCK_FILE, LockedImage, file, repo_digest_matches};
-use crate::ops::up::{PullPolicy, ensure_image};
+use crate::lock::{LOCK_FILE, file};
+use crate::ops::lock::PinSource;
 use crate::ui::table::print_table;
 
 #[derive(Debug, clap::Args)]
@@ -18,7 +19,8 @@ pub struct LockArgs {
     /// Profiles to lock (default: the project's ./envctl/ profiles)
     #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
     pub profiles: Vec<String>,
-    /// Pull again to pick up where each tag points now
+    /// Where the registry cannot be asked and the image is pulled instead: pull it again
+    /// even when it is present (the registry's answer needs no pull)
     #[arg(long)]
     pub update: bool,
 }
@@ -29,6 +31,8 @@ struct Change {
     image: String,
     digest: String,
     previous: Option<String>,
+    /// `registry` (asked of its API, nothing pulled) or `pull` (the engine's record).
+    source: PinSource,
 }
 
 /// How long `envctl lock` waits for another process's lock on the project folder.
@@ -63,11 +67,6 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
     let path = Path::new(LOCK_FILE);
     // A lock file that cannot be used is said before anything is pulled.
     file::read(path)?;
-    let policy = if arguments.update {
-        PullPolicy::Always
-    } else {
-        PullPolicy::Missing
-    };
     let today = crate::ops::doctor::today(context.environment.now());
     // Each profile on its own: one that fails is said at once and the others are still
     // locked; the run then exits 1.
@@ -83,10 +82,19 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         }
     }
     let entries = runtime()?.block_on(async {
-        let engine = context.engine().await?;
+        // The daemon only for a profile whose registry does not answer.
+        let fallback = crate::ops::lock::Fallback::default();
         let mut entries = Vec::new();
         for resolved in &profiles {
-            match locked_image(&engine, resolved, policy, &today, context).await {
+            match crate::ops::lock::locked_image(
+                resolved,
+                arguments.update,
+                &today,
+                &fallback,
+                context,
+            )
+            .await
+            {
                 Ok(entry) => entries.push(entry),
                 // What belongs to this profile's image (a pull the registry refused, an
                 // image without a registry digest) leaves the others to lock; anything
@@ -143,7 +151,8 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
     let changes = file::update(&guard, path, |lock| {
         entries
             .into_iter()
-            .map(|entry| {
+            .map(|locked| {
+                let crate::ops::lock::Locked { entry, source } = locked;
                 let old = lock.entry(&entry.profile);
                 let previous = old.map(|old| old.digest.clone());
                 // The same pin keeps its entry, date included: the file does not change.
@@ -157,6 +166,7 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
                     image: entry.image.clone(),
                     digest: entry.digest.clone(),
                     previous,
+                    source,
                 };
                 if !same {
                     lock.upsert(entry);
@@ -216,106 +226,4 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
-}
-
-/// How long the registry may take to say which digest a tag points at.
-const REGISTRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// The lock entry of one profile: its image pulled per `policy`, then the digest the
-/// registry serves for its tag, checked against what the engine recorded
-/// ([`crate::lock::choose_pin`]): the same pin through Docker and Podman.
-async fn locked_image(
-    engine: &crate::engine::Engine,
-    resolved: &crate::profile::ResolvedProfile,
-    policy: PullPolicy,
-    today: &str,
-    context: &Context,
-) -> Result<LockedImage, Error> {
-    let image = &resolved.profile.image;
-    ensure_image(engine, image, policy, context).await?;
-    let reference = image.to_string();
-    let facts = engine
-        .image_facts(&reference)
-        .await?
-        .ok_or_else(|| Error::ImageMissing {
-            image: reference.clone(),
-        })?;
-    let name = image.name();
-    let local: Vec<String> = facts
-        .repo_digests
-        .iter()
-        .filter(|repo_digest| repo_digest_matches(repo_digest, &name))
-        .filter_map(|repo_digest| repo_digest.split_once('@'))
-        .map(|(_, digest)| digest.to_string())
-        .collect();
-    let registry_digest = match &image.digest {
-        // The profile names a digest already: that is the pin.
-        Some(digest) => Ok(digest.clone()),
-        None => {
-            let tag = image.tag.clone().unwrap_or_else(|| "latest".into());
-            let asked = image.clone();
-            let answer = tokio::task::spawn_blocking(move || {
-                crate::registry::RegistryClient::new(REGISTRY_TIMEOUT).digest(&asked, &tag)
-            })
-            .await;
-            match answer {
-                Ok(answer) => answer.map_err(|error| crate::error::error_chain(&error)),
-                // The request panicked: a bug, surfaced as the panic it was.
-                Err(error) => std::panic::resume_unwind(error.into_panic()),
-            }
-        }
-    };
-    let fresh_pull = policy == PullPolicy::Always;
-    let digest = match crate::lock::choose_pin(&local, registry_digest, fresh_pull) {
-        Ok(crate::lock::Pin::Registry(digest)) => digest,
-        Ok(crate::lock::Pin::Recorded {
-            digest,
-            registry_error,
-        }) => {
-            context.printer.warn(&format!(
-                "could not ask the registry where `{reference}` points ({registry_error}): pinned the digest recorded at pull, {digest}"
-            ));
-            digest
-        }
-        Err(refusal) => return Err(pin_refused(&reference, refusal)),
-    };
-    Ok(LockedImage {
-        profile: resolved.profile.name.clone(),
-        image: reference,
-        digest,
-        date: today.to_string(),
-        platform: facts.platform.clone().unwrap_or_else(|| "unknown".into()),
-    })
-}
-
-/// Why `reference` cannot be pinned, and what to do.
-fn pin_refused(reference: &str, refusal: crate::lock::PinRefusal) -> Error {
-    use crate::lock::PinRefusal;
-    match refusal {
-        PinRefusal::NoRegistryDigest => Error::Lock {
-            message: format!(
-                "image `{reference}` has no registry digest (built or loaded locally?)"
-            ),
-            hint: format!(
-                "push it to a registry (`docker push {reference}`), then run `envctl lock` again"
-            ),
-        },
-        PinRefusal::Moved { registry, local } => Error::Lock {
-            message: format!(
-                "the registry serves {registry} for `{reference}`, but the local image is {} (pulled before the tag moved?)",
-                local.join(", ")
-            ),
-            hint: "`envctl lock --update` pulls where the tag points now and pins that".into(),
-        },
-        PinRefusal::Ambiguous {
-            local,
-            registry_error,
-        } => Error::Lock {
-            message: format!(
-                "could not ask the registry where `{reference}` points ({registry_error}), and the engine recorded several digests: {}",
-                local.join(", ")
-            ),
-            hint: "run `envctl lock` again once the registry answers".into(),
-        },
-    }
 }

@@ -312,6 +312,14 @@ pub struct TorchBuildRow {
     /// Another CUDA library of the wheel that mostly lacks targets of `targets`, measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub library_gaps: Vec<LibraryGap>,
+    /// The CUDA Toolkit release the wheel's METADATA pins (`Requires-Dist:
+    /// cuda-toolkit[…]==13.2.2`), measured by `cargo xtask matrix torch`: the runtime pip
+    /// installs with it, so its minimum driver, not the variant's GA release's, is the
+    /// build's driver floor ([`Matrix::runtime_row`]). Absent where the wheel pins only
+    /// component versions (`nvidia-cuda-runtime-cu12==12.8.90`, the 12.x wheels) or was not
+    /// read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_runtime: Option<String>,
     pub status: RowStatus,
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -329,7 +337,8 @@ row!(
         "platform",
         "targets",
         "ptx",
-        "library_gaps"
+        "library_gaps",
+        "cuda_runtime"
     ],
     |row| match row.platform {
         // The x86_64 key is the one rows had before platforms, so a team file's row
@@ -341,6 +350,53 @@ row!(
 
 fn x86_64() -> Platform {
     Platform::X86_64
+}
+
+/// The `[[cuda_driver]]` row a torch build's driver floor comes from, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeRow<'m> {
+    pub row: Option<&'m CudaDriverRow>,
+    /// The pin it rests on (`13.2.2`), when the wheel's pin was used.
+    pub pin: Option<&'m str>,
+    /// Whether `row` is the pinned release itself (not an earlier update standing in).
+    pub exact: bool,
+}
+
+impl RuntimeRow<'_> {
+    /// What a message says of the floor: `CUDA 13.2 Update 2 (the runtime the wheel pins,
+    /// cuda-toolkit==13.2.2)`, or `CUDA 13.2`'s GA release.
+    pub fn described(&self, cuda: CudaVersion) -> String {
+        match (self.row, self.pin) {
+            (Some(row), Some(pin)) if self.exact => format!(
+                "CUDA {} (the runtime the wheel pins, cuda-toolkit=={pin})",
+                row.release
+            ),
+            (Some(row), Some(pin)) => format!(
+                "CUDA {} (the wheel pins cuda-toolkit=={pin}, whose own row is not in the matrix; its floor is at least this one)",
+                row.release
+            ),
+            _ => format!("CUDA {cuda}"),
+        }
+    }
+}
+
+/// The release a `cuda-toolkit` pin names: `13.2.2` is CUDA 13.2 Update 2 (NVIDIA's
+/// archive names its notes `13.2.2`). From 13.4 the third number is a build number
+/// (13.4.1 is 13.4's GA), so those pins name no update here.
+pub fn toolkit_release(pin: &str) -> Option<(CudaVersion, u32)> {
+    let mut parts = pin.split('.');
+    let (major, minor, third) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let cuda: CudaVersion = format!("{major}.{minor}").parse().ok()?;
+    let update: u32 = third.parse().ok()?;
+    let numbered_by_update = major
+        .parse::<u32>()
+        .ok()
+        .zip(minor.parse::<u32>().ok())
+        .is_some_and(|version| version < (13, 4));
+    numbered_by_update.then_some((cuda, update))
 }
 
 /// One of `library_gaps`: a CUDA library of the wheel (`libtorch_cuda_linalg.so`) whose fat
@@ -738,6 +794,35 @@ impl Matrix {
         usable(&self.cuda_driver)
             .filter(|row| row.cuda == cuda && row.minimum().is_some())
             .min_by_key(|row| row.update)
+    }
+
+    /// The `[[cuda_driver]]` row a torch build's driver floor comes from: the release its
+    /// wheel pins ([`TorchBuildRow::cuda_runtime`]) where the matrix has it, else the
+    /// newest update of that minor the matrix has below the pin (a floor the pin's own can
+    /// only raise), else the variant's GA release ([`Matrix::cuda_release`]).
+    pub fn runtime_row<'m>(&'m self, build: &'m TorchBuildRow) -> RuntimeRow<'m> {
+        let ga = || RuntimeRow {
+            row: self.cuda_release(build.variant.cuda()),
+            pin: None,
+            exact: false,
+        };
+        let Some(pin) = build.cuda_runtime.as_deref() else {
+            return ga();
+        };
+        let Some((cuda, update)) = toolkit_release(pin) else {
+            return ga();
+        };
+        let row = usable(&self.cuda_driver)
+            .filter(|row| row.cuda == cuda && row.update <= update && row.minimum().is_some())
+            .max_by_key(|row| row.update);
+        match row {
+            Some(row) => RuntimeRow {
+                row: Some(row),
+                pin: Some(pin),
+                exact: row.update == update,
+            },
+            None => ga(),
+        }
     }
 
     /// The minor-version-compatibility floor of a CUDA major family.

@@ -226,6 +226,19 @@ impl CheckRow for TorchBuildRow {
                 None,
             ));
         }
+        // A pin the driver floor cannot use would be ignored without a word.
+        if let Some(pin) = &self.cuda_runtime
+            && super::matrix::toolkit_release(pin).is_none()
+        {
+            problems.push(problem(
+                "cuda_runtime",
+                format!(
+                    "`cuda_runtime = \"{}\"` is not a cuda-toolkit release of the form X.Y.Z before 13.4",
+                    crate::ui::text::shown(pin)
+                ),
+                Some("write the version the wheel's METADATA pins, e.g. cuda_runtime = \"13.2.2\" for cuda-toolkit==13.2.2, or leave it out"),
+            ));
+        }
         problems
     }
 }
@@ -600,6 +613,20 @@ read = "2026-11-29"
         assert!(matrix.cuda_driver.is_empty() && matrix.meta.is_none());
         assert_eq!(matrix.origins, vec!["empty.toml".to_string()]);
         assert!(Matrix::parse(GOOD_ROW, "user.toml").is_ok());
+    }
+
+    #[test]
+    fn a_pinned_runtime_must_name_an_update() {
+        let row = |pin: &str| {
+            format!(
+                "[[torch_build]]\ntorch = \"2.15\"\nvariant = \"cu132\"\nplatform = \"x86_64\"\ntargets = [\"sm_80\"]\ncuda_runtime = \"{pin}\"\nstatus = \"verified\"\nsource = \"METADATA\"\n"
+            )
+        };
+        assert!(problems(&row("13.2.2")).is_empty());
+        let found = problems(&row("13.4.1"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, 6, "the line of cuda_runtime: {found:?}");
+        assert!(found[0].2.contains("cuda_runtime"), "{found:?}");
     }
 
     #[test]

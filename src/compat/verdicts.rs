@@ -568,7 +568,8 @@ fn build_status(
         Reach::Missing(_) => Status::Fail,
         Reach::Ptx(_) => {
             let minimum = matrix
-                .cuda_release(build.variant.cuda())
+                .runtime_row(build)
+                .row
                 .and_then(CudaDriverRow::minimum);
             match (driver, minimum) {
                 (Some(driver), Some(minimum)) if *driver >= minimum => Status::Pass,
@@ -577,6 +578,46 @@ fn build_status(
             }
         }
     }
+}
+
+/// A driver below the minimum of the CUDA runtime a build's wheel pins.
+struct PinnedFloor {
+    status: Status,
+    message: String,
+    hint: String,
+}
+
+/// Whether `driver` meets the minimum of `build`'s CUDA release (what `driver.cuda` judges
+/// and says it meets) but not that of the later update the wheel pins
+/// ([`Matrix::runtime_row`]): then the pinned runtime runs only through minor-version
+/// compatibility, a warning naming the pin it rests on. `None` without a known pin, when the
+/// driver meets it, or when it is below the release's own minimum (`driver.cuda` says that).
+fn below_pinned_runtime(
+    matrix: &Matrix,
+    build: &TorchBuildRow,
+    driver: &DriverVersion,
+) -> Option<PinnedFloor> {
+    let runtime = matrix.runtime_row(build);
+    runtime.pin?;
+    let row = runtime.row?;
+    let minimum = row.minimum()?;
+    let release = matrix.cuda_release(build.variant.cuda())?;
+    let release_minimum = release.minimum()?;
+    if *driver >= minimum || *driver < release_minimum {
+        return None;
+    }
+    let needed = row.minimum_text();
+    Some(PinnedFloor {
+        status: Status::Warn,
+        message: format!(
+            "driver {driver} meets CUDA {}'s minimum {} but not {needed}, the minimum of {}: it runs that runtime only through CUDA {}.x minor-version compatibility (no PTX JIT of newer PTX, no features that need a newer driver)",
+            build.variant.cuda(),
+            release.minimum_text(),
+            runtime.described(row.cuda),
+            row.cuda.major
+        ),
+        hint: format!("upgrade the driver to {needed} or newer"),
+    })
 }
 
 /// Whether a build runs on every GPU and its CUDA on the driver (when known).
@@ -610,6 +651,7 @@ fn best_build<'m>(
         .max_by_key(|build| {
             let full = driver.is_none_or(|driver| {
                 driver_vs_cuda(matrix, driver, build.variant.cuda(), false).status == Status::Pass
+                    && below_pinned_runtime(matrix, build, driver).is_none()
             });
             (full, build.variant.cuda())
         })
@@ -1040,16 +1082,33 @@ fn torch_verdict(
                 )
             })
             .collect();
-        if said.is_empty() {
-            return base(Finding::pass(GPU_TORCH_ARCH, message));
+        let mut message = message;
+        let mut hints = Vec::new();
+        let mut status = Status::Pass;
+        if !said.is_empty() {
+            message = format!(
+                "{message}, but {}: those operations have no kernels for {gpu} and fail with `no kernel image is available for execution on the device`",
+                said.join("; ")
+            );
+            hints.push("torch.backends.cuda.preferred_linalg_library('cusolver') keeps linalg on cuSOLVER, which ships its own kernels; or use a build whose libraries carry this target".to_string());
+            status = Status::Warn;
         }
-        let message = format!(
-            "{message}, but {}: those operations have no kernels for {gpu} and fail with `no kernel image is available for execution on the device`",
-            said.join("; ")
-        );
-        base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(
-            "torch.backends.cuda.preferred_linalg_library('cusolver') keeps linalg on cuSOLVER, which ships its own kernels; or use a build whose libraries carry this target",
-        ))
+        // The runtime the wheel pins (13.2 Update 2 for 2.15.0), not the variant's GA
+        // release, is what the driver must meet.
+        let runtime = matrix.runtime_row(build);
+        if let Some(floor) = driver.and_then(|driver| below_pinned_runtime(matrix, build, driver)) {
+            message = format!("{message}; {}", floor.message);
+            hints.push(floor.hint);
+            status = status.max(floor.status);
+        }
+        let finding = match status {
+            Status::Pass => Finding::pass(GPU_TORCH_ARCH, message),
+            _ => Finding::warn(GPU_TORCH_ARCH, message).with_hint(hints.join("; or ")),
+        };
+        match (runtime.pin, runtime.row) {
+            (Some(_), Some(row)) => base(finding.with_fact("runtime_row", row)),
+            _ => base(finding),
+        }
     };
     match kernels(matrix, build, capability) {
         Reach::Cubin(target) if target.capability == capability => {
@@ -1062,8 +1121,9 @@ fn torch_verdict(
             ),
         ),
         Reach::Ptx(ptx) => {
-            let built_with = build.variant.cuda();
-            let release_row = matrix.cuda_release(built_with);
+            let runtime = matrix.runtime_row(build);
+            let built_with = runtime.described(build.variant.cuda());
+            let release_row = runtime.row;
             let minimum = release_row.and_then(CudaDriverRow::minimum);
             let needed = release_row.map_or_else(
                 || "an unknown driver".to_string(),
@@ -1080,12 +1140,12 @@ fn torch_verdict(
                 (Some(driver), Some(minimum)) if *driver >= minimum => base(Finding::pass(
                     GPU_TORCH_ARCH,
                     format!(
-                        "{jit}, which driver {driver} can do (CUDA {built_with} needs {needed})"
+                        "{jit}, which driver {driver} can do (it needs {needed}, the minimum of {built_with})"
                     ),
                 )),
                 (Some(driver), Some(_)) => {
                     let message = format!(
-                        "{jit}, but driver {driver} is older than CUDA {built_with}'s {needed} and cannot JIT its PTX (cudaErrorUnsupportedPtxVersion)"
+                        "{jit}, but driver {driver} is older than {needed}, the minimum of {built_with}, and cannot JIT its PTX (cudaErrorUnsupportedPtxVersion)"
                     );
                     let upgrade = format!("upgrade the driver to {needed} or newer");
                     let hint = match hint() {
@@ -1096,7 +1156,7 @@ fn torch_verdict(
                 }
                 _ => {
                     let message = format!(
-                        "{jit}, which needs a driver of CUDA {built_with}'s minimum {needed} or newer"
+                        "{jit}, which needs driver {needed} or newer (the minimum of {built_with})"
                     );
                     base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(format!(
                         "check with `nvidia-smi` that the driver is {needed} or newer"
@@ -2321,5 +2381,105 @@ source = "guess"
             model_capability_of(matrix(), "NVIDIA GeForce GTX TITAN X"),
             vec![("GeForce GTX TITAN X".to_string(), capability("5.2"))]
         );
+    }
+
+    /// Issue 32: a torch build's driver floor is the runtime its wheel pins (2.15.0 pins
+    /// cuda-toolkit==13.2.2, CUDA 13.2 Update 2), not the variant's GA release.
+    #[test]
+    fn the_driver_floor_of_a_build_is_its_pinned_runtime() {
+        use crate::compat::matrix::toolkit_release;
+        assert_eq!(toolkit_release("13.2.2"), Some((cuda("13.2"), 2)));
+        assert_eq!(toolkit_release("13.0.3"), Some((cuda("13.0"), 3)));
+        assert_eq!(
+            toolkit_release("13.4.1"),
+            None,
+            "13.4.1 is 13.4's GA, a build number"
+        );
+        assert_eq!(toolkit_release("13.2"), None);
+        assert_eq!(toolkit_release("13.2.x"), None);
+
+        let build = |release: &str, variant: &str, platform: Platform| {
+            matrix()
+                .torch_build(
+                    release.parse().unwrap(),
+                    &variant.parse().unwrap(),
+                    platform,
+                )
+                .unwrap()
+        };
+        let pinned = matrix().runtime_row(build("2.15", "cu132", Platform::X86_64));
+        assert_eq!(pinned.row.unwrap().release, "13.2 Update 2");
+        assert_eq!((pinned.pin, pinned.exact), (Some("13.2.2"), true));
+        assert_eq!(
+            pinned.described(cuda("13.2")),
+            "CUDA 13.2 Update 2 (the runtime the wheel pins, cuda-toolkit==13.2.2)"
+        );
+        // 13.0.3's own row is not in the matrix: 13.0 Update 2's floor stands in, said so.
+        let later = matrix().runtime_row(build("2.14", "cu130", Platform::Aarch64));
+        assert_eq!(later.row.unwrap().release, "13.0 Update 2");
+        assert!(!later.exact);
+        assert!(
+            later
+                .described(cuda("13.0"))
+                .contains("cuda-toolkit==13.0.3")
+        );
+        // A 12.x wheel pins component versions: its floor stays the GA release's.
+        let unpinned = matrix().runtime_row(build("2.8", "cu128", Platform::X86_64));
+        assert_eq!(unpinned.pin, None);
+        assert_eq!(unpinned.row, matrix().cuda_release(cuda("12.8")));
+
+        let verdict = |driver_text: &str| {
+            gpu_vs_torch(
+                matrix(),
+                Some(Platform::X86_64),
+                capability("9.0"),
+                &torch("2.15.0+cu132"),
+                None,
+                Some(&driver(driver_text)),
+                &[],
+            )
+        };
+        // Above 13.2 GA's 595.45.04, below 13.2 Update 2's 595.71.05: CUDA 13.2's minimum
+        // is met, the pinned runtime's is not.
+        assert_eq!(driver_status("595.58.03", "13.2"), Status::Pass);
+        let between = verdict("595.58.03");
+        assert_eq!(between.status, Status::Warn, "{}", between.message);
+        for words in [
+            "CUDA 13.2 Update 2",
+            "cuda-toolkit==13.2.2",
+            "595.71.05",
+            "minor-version compatibility",
+            "meets CUDA 13.2's minimum 595.45.04",
+        ] {
+            assert!(
+                between.message.contains(words),
+                "{words}: {}",
+                between.message
+            );
+        }
+        assert_eq!(
+            between.hint.as_deref(),
+            Some("upgrade the driver to 595.71.05 or newer")
+        );
+        let met = verdict("595.71.05");
+        assert_eq!(met.status, Status::Pass, "{}", met.message);
+        assert!(met.facts.iter().any(|(name, _)| name == "runtime_row"));
+        // Below CUDA 13.2's own minimum `driver.cuda` says so; the arch verdict does not
+        // repeat it.
+        assert_eq!(driver_status("590.48.01", "13.2"), Status::Warn);
+        let old = verdict("590.48.01");
+        assert_eq!(old.status, Status::Pass, "{}", old.message);
+        assert!(!old.message.contains("cuda-toolkit"), "{}", old.message);
+        // An unpinned build is judged on its arch list alone, as before.
+        let unpinned = gpu_vs_torch(
+            matrix(),
+            Some(Platform::X86_64),
+            capability("9.0"),
+            &torch("2.8.0+cu128"),
+            None,
+            Some(&driver("570.26")),
+            &[],
+        );
+        assert_eq!(unpinned.status, Status::Pass, "{}", unpinned.message);
     }
 }

@@ -1,6 +1,6 @@
 //! Running a command in a container (`docker exec`): output streamed as it comes, stdout
 //! and stderr apart (or one TTY stream), stdin forwarded, TTY resizes passed on, and the
-//! command's exit code returned.
+//! command's exit code returned; or started detached (`docker exec -d`).
 
 use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
 use futures_util::StreamExt;
@@ -194,6 +194,57 @@ impl Engine {
             Some(words) => start_failure_code(code, &String::from_utf8_lossy(&words)),
             None => code,
         })
+    }
+
+    /// Starts `request` in `container` and leaves it running (`docker exec -d`): an exec
+    /// attached to nothing, started with `Detach: true`, so the daemon returns once the
+    /// process has started and its output goes nowhere. No shell of the image is involved,
+    /// so it works in an image without `sh`. A command that cannot start is the daemon's
+    /// error (its words name the missing executable). Returns the exec's id.
+    pub async fn exec_detached(
+        &self,
+        container: &str,
+        request: &ExecRequest,
+    ) -> Result<String, EngineError> {
+        let container = super::reference::container(container)?;
+        let options = CreateExecOptions {
+            cmd: Some(request.command.clone()),
+            env: (!request.env.is_empty()).then(|| request.env.clone()),
+            user: request.user.clone(),
+            working_dir: request.working_directory.clone(),
+            tty: Some(request.tty),
+            attach_stdin: Some(false),
+            attach_stdout: Some(false),
+            attach_stderr: Some(false),
+            ..Default::default()
+        };
+        let created = self
+            .short_answer(
+                "creating an exec",
+                self.docker.create_exec(container, options),
+            )
+            .await?;
+        let exec_id = super::reference::exec(&created.id)?.to_string();
+        let _ = request.exec_id.set(exec_id.clone());
+        let started = self
+            .short_answer(
+                "starting an exec",
+                self.docker.start_exec(
+                    &exec_id,
+                    Some(StartExecOptions {
+                        detach: true,
+                        tty: request.tty,
+                        output_capacity: None,
+                    }),
+                ),
+            )
+            .await?;
+        match started {
+            StartExecResults::Detached => Ok(exec_id),
+            StartExecResults::Attached { .. } => Err(EngineError::InvalidBody {
+                message: "the daemon attached a detached exec".into(),
+            }),
+        }
     }
 
     /// The exec's process as the daemon's host numbers it, while it runs.

@@ -24,6 +24,7 @@ pub mod occupancy;
 pub mod pull;
 pub mod reference;
 pub mod stats;
+pub mod volumes;
 
 use std::future::Future;
 use std::time::Duration;

@@ -44,6 +44,11 @@
 //! - `restart: "no"`, as `up` sends it: Compose v1 would otherwise send an empty policy
 //!   name (which Docker also reads as "never"), so both containers read the same.
 //!
+//! - The profile's `network = "host"` (or `none`, `bridge`) as `network_mode`; a named
+//!   network as the service's `networks` and a top-level `external` network of that name,
+//!   which compose joins and never creates or removes. `devices`, `cap_add` and
+//!   `hostname` as compose's keys of the same meaning.
+//!
 //! Compose adds its own `com.docker.compose.*` labels; that is compose's design, not a
 //! difference in the environment. tests/it/compose_runs.rs starts the export on both
 //! Compose versions and compares every field of `docker inspect` with `up`'s container.
@@ -86,6 +91,15 @@ pub fn compose(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
     if !named_volumes.is_empty() {
         document.insert("volumes".into(), Value::Object(named_volumes));
     }
+    if let Some(network) = view.named_network() {
+        // `external`: the network `docker network create` made, under its own name.
+        let mut networks = Map::new();
+        networks.insert(
+            network.to_string(),
+            json!({ "external": true, "name": literal(network) }),
+        );
+        document.insert("networks".into(), Value::Object(networks));
+    }
     Ok(Exported {
         text: format!(
             "{}{}",
@@ -100,7 +114,31 @@ pub fn compose(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
 /// uses (see the module doc).
 fn insert_process(service: &mut Map<String, Value>, view: &BodyView<'_>) {
     service.insert("image".into(), literal(view.image));
-    service.insert("network_mode".into(), json!(NETWORK_MODE));
+    match view.named_network() {
+        // A named network is joined as an external one (compose makes none of its own).
+        Some(network) => {
+            service.insert("networks".into(), json!([literal(network)]));
+        }
+        None => {
+            let mode = view.network_mode.unwrap_or(NETWORK_MODE);
+            service.insert("network_mode".into(), literal(mode));
+        }
+    }
+    if let Some(hostname) = view.hostname {
+        service.insert("hostname".into(), literal(hostname));
+    }
+    if !view.devices.is_empty() {
+        let devices = view
+            .written_devices()
+            .iter()
+            .map(|device| literal(device))
+            .collect();
+        service.insert("devices".into(), Value::Array(devices));
+    }
+    if !view.cap_add.is_empty() {
+        let capabilities = view.cap_add.iter().map(|name| literal(name)).collect();
+        service.insert("cap_add".into(), Value::Array(capabilities));
+    }
     service.insert("restart".into(), literal(view.restart_policy));
     service.insert(
         "command".into(),

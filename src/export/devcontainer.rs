@@ -57,6 +57,8 @@ struct DevContainer {
     #[serde(skip_serializing_if = "Option::is_none")]
     init: Option<bool>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    cap_add: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     run_args: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     mounts: Vec<String>,
@@ -88,6 +90,7 @@ pub fn devcontainer(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
         container_env: container_env(&view, &mut notice),
         container_user: view.user.map(str::to_string),
         init: view.init,
+        cap_add: view.capability_names(),
         run_args: run_args.0,
         mounts: mounts.others,
         app_port: view.written_ports(),
@@ -175,6 +178,16 @@ fn limit_arguments(
     }
     for limit in view.written_ulimits() {
         run_args.flag("--ulimit", limit);
+    }
+    // `capAdd` is a property of its own; the network, devices and hostname are not.
+    if let Some(network) = view.network_mode {
+        run_args.flag("--network", network.to_string());
+    }
+    for device in view.written_devices() {
+        run_args.flag("--device", device);
+    }
+    if let Some(hostname) = view.hostname {
+        run_args.flag("--hostname", hostname.to_string());
     }
     if !view.ulimits.is_empty() {
         notice(

@@ -32,12 +32,24 @@
 //! - **Restart** — `Never` for a Pod and a Job (with `backoffLimit: 0`), as `up`'s
 //!   restart policy `no`; a Deployment can only restart `Always`, and uses the `Recreate`
 //!   strategy so an update never needs two pods' GPUs at once.
+//! - **Scheduling** — a pod that asks for GPUs tolerates the `nvidia.com/gpu` NoSchedule
+//!   taint (`--no-gpu-toleration` leaves it out), `--runtime-class` sets
+//!   `runtimeClassName`, `--mig-profile` asks for the `mixed` strategy's
+//!   `nvidia.com/mig-<profile>` (`scheduling.rs`).
+//! - **Host access** — `network = "host"` as `hostNetwork` with `dnsPolicy:
+//!   ClusterFirstWithHostNet`, `cap_add` as `capabilities.add`, `hostname`; devices and
+//!   Docker networks as notices (`host_access.rs`).
+//! - **Nodes** — `--nodes N` (N > 1): a Kubeflow `PyTorchJob` of the same pod, one Master
+//!   and N − 1 Workers (`pytorch_job.rs`).
 
 mod environment;
+mod host_access;
 mod labels;
 mod names;
 mod ports;
+mod pytorch_job;
 mod resources;
+pub mod scheduling;
 mod security;
 mod volumes;
 mod workload;
@@ -85,12 +97,20 @@ pub enum VolumeMode {
 }
 
 /// The Kubernetes flags of `export`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct KubernetesOptions {
     pub kind: WorkloadKind,
     pub volumes: VolumeMode,
     /// Also write a ClusterIP Service for the published ports.
     pub service: bool,
+    /// Leave out the toleration of the `nvidia.com/gpu` taint GPU pools carry.
+    pub no_gpu_toleration: bool,
+    /// The pod's `runtimeClassName` (`nvidia` where the NVIDIA runtime is not the default).
+    pub runtime_class: Option<String>,
+    /// A MIG profile (`1g.10gb`): GPUs become the device plugin's `nvidia.com/mig-1g.10gb`.
+    pub mig_profile: Option<String>,
+    /// More than one node: a Kubeflow `PyTorchJob` with one Master and `nodes - 1` Workers.
+    pub nodes: Option<u32>,
 }
 
 /// The manifests for `input`'s profile, as one multi-document YAML file.
@@ -100,36 +120,73 @@ pub fn kubernetes(
 ) -> Result<Exported, ExportError> {
     let view = BodyView::new(input);
     let mut notices = Notices::default();
+    let training = options.nodes.filter(|nodes| *nodes > 1);
     // Each concern adds its notices in turn, so they read in this order.
     let identity = labels::Identity::new(&view, &mut notices);
-    let resources = resources::resources(&view, &mut notices);
+    let resources = resources::resources(&view, options.mig_profile.as_deref(), &mut notices);
     let mut storage = volumes::storage(&view, input, options.volumes, &identity, &mut notices)?;
     // The claims are documents of their own, before the workload.
     let claims = std::mem::take(&mut storage.claims);
-    let ports = ports::ports(&view, options, &identity, &mut notices);
+    let ports = ports::ports(&view, &options, &identity, &mut notices);
     let process = security::process(&view, &mut notices);
+    let host = host_access::host_access(&view, training.is_some(), &mut notices);
     environment::secrets_notice(&view, &identity, &mut notices);
+    let scheduling = scheduling::scheduling(&options, resources.gpus.is_some());
     let parts = workload::ContainerParts {
         ports: ports.container_ports,
         resources: resources.requirements,
         storage,
         process,
+        host,
+        scheduling,
     };
-    let pod_spec = workload::pod_spec(&view, &identity, parts, options.kind, &mut notices);
+    let container_name = match training {
+        Some(_) => pytorch_job::CONTAINER_NAME.to_string(),
+        None => identity.name.clone(),
+    };
+    let pod_spec = workload::pod_spec(
+        &view,
+        &identity,
+        container_name,
+        parts,
+        options.kind,
+        &mut notices,
+    );
 
     let mut documents = Vec::new();
     for claim in &claims {
         documents.push(document(claim)?);
     }
-    documents.push(workload::workload_document(
-        options.kind,
-        &identity,
-        pod_spec,
-    )?);
+    if training.is_some() && !claims.is_empty() {
+        notices.add(
+            "mounts",
+            "the replicas run on different nodes, and a ReadWriteOnce claim attaches to one node at a time: give the claims a ReadWriteMany storage class (shared storage) before applying",
+        );
+    }
+    match training {
+        Some(nodes) => documents.push(pytorch_job::document(
+            &view,
+            &identity,
+            pod_spec,
+            nodes,
+            resources.gpus,
+            &mut notices,
+        )?),
+        None => documents.push(workload::workload_document(
+            options.kind,
+            &identity,
+            pod_spec,
+        )?),
+    }
     if let Some(service) = &ports.service {
         documents.push(document(service)?);
     }
-    let header = workload::header(&view, options.kind, &identity, resources.gpus.is_some());
+    let header = match training {
+        Some(nodes) => {
+            pytorch_job::header(&view, &identity, nodes, &options, resources.gpus.is_some())
+        }
+        None => workload::header(&view, &options, &identity, resources.gpus.is_some()),
+    };
     Ok(Exported {
         text: format!("{header}{}", documents.join("---\n")),
         notices: notices.0,

@@ -30,15 +30,31 @@
 //! | ipc | kept | `host` → `hostIPC`; `shareable` → pod-wide only | `runArgs --ipc` |
 //! | user | kept | numeric `uid[:gid]` → `securityContext`; names dropped | `containerUser` |
 //! | bind mounts | relative to the file's folder | hostPath (this machine's path) or PVC | `${localWorkspaceFolder}/…` |
+//! | `network` | `network_mode`; a named one as an `external` network | `host` → `hostNetwork` (with `dnsPolicy: ClusterFirstWithHostNet`); `none` and named networks: notice | `runArgs --network` |
+//! | `devices` | `devices` | notice: a device plugin must advertise them | `runArgs --device` |
+//! | `cap_add` | `cap_add` | `securityContext.capabilities.add` | `capAdd` |
+//! | `hostname` | `hostname` | `hostname` (a DNS label; not with `hostNetwork` or `--nodes`) | `runArgs --hostname` |
 //! | long or lookalike names | — | 63-character DNS labels: a longer name, or a mount's that reads as another's (`my_cache`, `my.cache`), ends in a hash of the original | — |
+//!
+//! The cluster targets (`slurm`, `pyxis`, `apptainer`: sbatch scripts; `edf`: a CSCS
+//! environment definition) are described in `slurm.rs` and `hpc_runtime.rs`: `slurm`
+//! runs the profile through `envctl run` on each node and so carries all of it; the
+//! others cannot carry ports, `shm_size`, GPU ids, named volumes, capabilities, the user,
+//! IPC mode, ulimits or a hostname, and say so in notices. `--to k8s --nodes N` writes a
+//! Kubeflow `PyTorchJob` (`kubernetes/pytorch_job.rs`).
 //!
 //! Relative bind sources are written relative to the folder of the output file — compose
 //! reads them relative to the compose file's folder — or, on stdout, relative to the
 //! working directory (so keep the file there, or export with `-o`).
 
+mod apptainer;
 mod compose;
 mod devcontainer;
+mod edf;
+mod hpc_runtime;
 mod kubernetes;
+mod pyxis;
+mod slurm;
 mod view;
 mod yaml;
 
@@ -52,9 +68,14 @@ use crate::profile::ResolvedProfile;
 use crate::profile::model::Mount as ProfileMount;
 use crate::spec::{CreateBody, SpecError, clean, docker_run_line, resolve_bind_source};
 
+pub use apptainer::{apptainer, apptainer_image};
 pub use compose::compose;
 pub use devcontainer::devcontainer;
+pub use edf::edf;
+pub use kubernetes::scheduling::{MIG_RESOURCE_PREFIX, check_mig_profile, check_runtime_class};
 pub use kubernetes::{KubernetesOptions, VolumeMode, WorkloadKind, kubernetes};
+pub use pyxis::{enroot_image, pyxis};
+pub use slurm::{DEFAULT_MASTER_PORT, SlurmOptions, slurm};
 pub use yaml::to_yaml;
 
 /// The engine an export is for.
@@ -68,6 +89,14 @@ pub enum Target {
     Devcontainer,
     #[serde(rename = "docker-run")]
     DockerRun,
+    #[serde(rename = "slurm")]
+    Slurm,
+    #[serde(rename = "pyxis")]
+    Pyxis,
+    #[serde(rename = "apptainer")]
+    Apptainer,
+    #[serde(rename = "edf")]
+    Edf,
 }
 
 impl Target {
@@ -78,6 +107,10 @@ impl Target {
             Target::Kubernetes => "k8s",
             Target::Devcontainer => "devcontainer",
             Target::DockerRun => "docker-run",
+            Target::Slurm => "slurm",
+            Target::Pyxis => "pyxis",
+            Target::Apptainer => "apptainer",
+            Target::Edf => "edf",
         }
     }
 }

@@ -12,7 +12,9 @@ use std::net::IpAddr;
 
 use super::{BindSource, ExportInput, bind_source};
 use crate::profile::model::{GpuRequest, Ipc, MountKind, PortBinding, Protocol};
-use crate::spec::{CONFIG_HASH_LABEL, DeviceRequest, KEEP_ALIVE_COMMAND, SpecError, Ulimit};
+use crate::spec::{
+    CONFIG_HASH_LABEL, DeviceMapping, DeviceRequest, KEEP_ALIVE_COMMAND, SpecError, Ulimit,
+};
 
 /// What every exporter reads of the body and the profile.
 #[derive(Debug)]
@@ -59,6 +61,14 @@ pub(super) struct BodyView<'a> {
     pub(super) mounts: Vec<MountView<'a>>,
     /// The profile's port bindings, in order.
     pub(super) ports: Vec<PortView<'a>>,
+    /// The body's `NetworkMode`: `host`, `none`, `bridge` or a network's name.
+    pub(super) network_mode: Option<&'a str>,
+    /// The body's `Devices`, in the profile's order.
+    pub(super) devices: &'a [DeviceMapping],
+    /// The body's `CapAdd`, as Docker takes them (`CAP_IPC_LOCK`).
+    pub(super) cap_add: &'a [String],
+    /// The body's `Hostname`.
+    pub(super) hostname: Option<&'a str>,
 }
 
 /// The GPU request, with "no GPU" said one way: a count of 0 and an empty id list ask for
@@ -153,7 +163,35 @@ impl<'a> BodyView<'a> {
                 })
                 .collect(),
             ports: profile.ports.iter().map(PortView::of).collect(),
+            network_mode: host.network_mode.as_deref(),
+            devices: &host.devices,
+            cap_add: &host.cap_add,
+            hostname: body.hostname.as_deref(),
         }
+    }
+
+    /// Whether the container shares the host's network namespace.
+    pub(super) fn host_network(&self) -> bool {
+        self.network_mode == Some("host")
+    }
+
+    /// A network made with `docker network create`, which the target must join by name.
+    pub(super) fn named_network(&self) -> Option<&'a str> {
+        self.network_mode
+            .filter(|mode| !matches!(*mode, "host" | "none" | "bridge"))
+    }
+
+    /// The devices as `docker run --device` writes them.
+    pub(super) fn written_devices(&self) -> Vec<String> {
+        self.devices.iter().map(crate::spec::device_flag).collect()
+    }
+
+    /// The added capabilities without `CAP_`, as Kubernetes and people write them.
+    pub(super) fn capability_names(&self) -> Vec<String> {
+        self.cap_add
+            .iter()
+            .map(|name| name.strip_prefix("CAP_").unwrap_or(name).to_string())
+            .collect()
     }
 
     /// The `envctl.config-hash` label's value.

@@ -31,7 +31,8 @@ pub struct LockedImage {
     pub digest: String,
     /// `YYYY-MM-DD`.
     pub date: String,
-    /// `linux/amd64`.
+    /// `linux/amd64`: the image's platform; for a multi-platform image (the digest is its
+    /// index's) every platform the index serves, `linux/amd64, linux/arm64`.
     pub platform: String,
 }
 

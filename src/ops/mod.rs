@@ -13,9 +13,11 @@
 //! - [`stats`]: sample, follow, reconnect, serve (the pure rules are `monitor/`).
 //! - [`matrix`]: the compatibility matrix in force (bundled, user file, `--matrix`).
 //! - [`policy`]: the host policy in force and its verdict on the container `up` makes.
+//! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 
 pub mod doctor;
 pub mod environment;
+pub mod lock;
 pub mod matrix;
 pub mod nvidia_check;
 pub mod outdated;

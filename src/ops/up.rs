@@ -943,6 +943,7 @@ async fn create(
     name: &str,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<Created, EngineError> {
+    engine.create_named_volumes(body).await?;
     let mut body = body.clone();
     let in_flight = {
         let state = state.borrow();

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::diagnostic::Diagnostic;
+use super::host_access::{Device, Network};
 use super::image::ImageReference;
 use super::model::{GpuPlacement, GpuRequest, Ipc, Mount, PortBinding, Stack, Ulimit};
 use super::size::ByteSize;
@@ -68,6 +69,13 @@ layer_schema! {
     /// Labels for the container (and every export), as compose's `labels`.
     labels: BTreeMap<String, String> => Labels,
     ulimits: BTreeMap<String, Ulimit> => Ulimits,
+    /// `host`, `none`, `bridge` or a network's name (`docker run --network`).
+    network: Option<Network> => Network,
+    /// Host device nodes for the container (`docker run --device`), as `/dev/infiniband`.
+    devices: Option<Vec<Device>> => Devices,
+    /// Linux capabilities added to Docker's default set, canonical (`IPC_LOCK`).
+    cap_add: Option<Vec<String>> => CapAdd,
+    hostname: Option<String> => Hostname,
     /// The `[stack]` table; each of its keys is merged on its own.
     stack: Stack => Stack,
     commands: BTreeMap<String, Vec<String>> => Commands,
@@ -104,6 +112,10 @@ impl MergedLayer {
             env,
             labels,
             ulimits,
+            network,
+            devices,
+            cap_add,
+            hostname,
             stack: Stack { cuda, torch, cudnn },
             commands,
         } = child;
@@ -133,7 +145,11 @@ impl MergedLayer {
             base.shm_size => shm_size,
             base.ipc => ipc,
             base.ports => ports,
-            base.mounts => mounts
+            base.mounts => mounts,
+            base.network => network,
+            base.devices => devices,
+            base.cap_add => cap_add,
+            base.hostname => hostname
         );
         base.name = name;
         base.extends = extends;

@@ -6,6 +6,7 @@ pub mod confine;
 pub mod diagnostic;
 pub mod error;
 pub mod file;
+pub mod host_access;
 pub mod image;
 pub mod layer;
 pub mod model;

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 
 use serde::{Serialize, Serializer};
 
+use super::host_access::{Device, Network};
 use super::image::ImageReference;
 use super::size::ByteSize;
 
@@ -42,6 +43,17 @@ pub struct Profile {
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub labels: BTreeMap<String, String>,
     pub ulimits: BTreeMap<String, Ulimit>,
+    /// `docker run --network`; `None` is Docker's default bridge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
+    /// `docker run --device`, in the profile's order.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub devices: Vec<Device>,
+    /// Capabilities added to Docker's default set, canonical without `CAP_` (`IPC_LOCK`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub cap_add: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
     pub stack: Stack,
     pub commands: BTreeMap<String, Vec<String>>,
 }

@@ -608,6 +608,10 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         env,
         labels,
         ulimits,
+        network,
+        devices,
+        cap_add,
+        hostname,
         stack,
         commands,
     } = layer;
@@ -629,9 +633,38 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         env,
         labels,
         ulimits,
+        network,
+        devices: devices.unwrap_or_default(),
+        cap_add: cap_add.unwrap_or_default(),
+        hostname,
         stack,
         commands,
     };
+    if let Some(network) = profile
+        .network
+        .as_ref()
+        .filter(|network| network.publishes_nothing())
+        && !profile.ports.is_empty()
+    {
+        // Docker would drop the ports with a warning nobody reads; a chain may bring them
+        // from another file, so both files are named.
+        let network_file = origins.get("network").cloned().unwrap_or(leaf.shown());
+        let ports_file = origins.get("ports").cloned().unwrap_or(leaf.shown());
+        return Err(ProfileError::Invalid {
+            diagnostics: vec![file_diagnostic(
+                &network_file,
+                format!(
+                    "`network = \"{network}\"` publishes no port, but `ports` (from {ports_file}) lists {}",
+                    profile.ports.len()
+                ),
+                Some(if network.as_str() == "host" {
+                    "with the host's network every port the container listens on is already the host's: write `ports = []`, or leave `network` out".into()
+                } else {
+                    "write `ports = []`, or leave `network` out".into()
+                }),
+            )],
+        });
+    }
     Ok(ResolvedProfile {
         config_hash: config_hash(&profile),
         source: leaf.kind(),
@@ -669,6 +702,17 @@ pub struct ContainerShape<'a> {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     labels: &'a BTreeMap<String, String>,
     ulimits: &'a BTreeMap<String, Ulimit>,
+    // The keys below are left out when unset, so the profiles written before they
+    // existed keep their hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    network: Option<&'a str>,
+    /// `HOST[:CONTAINER][:PERMISSIONS]`, one string per device.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    devices: Vec<String>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    cap_add: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hostname: Option<&'a str>,
 }
 
 impl<'a> ContainerShape<'a> {
@@ -695,6 +739,11 @@ impl<'a> ContainerShape<'a> {
             // A container's labels are fixed at create: a change recreates it.
             labels,
             ulimits,
+            // The namespaces, devices and capabilities are fixed at create.
+            network,
+            devices,
+            cap_add,
+            hostname,
             // What the image is said to hold, for doctor; the container is the same.
             stack: _,
             // Run by `envctl exec` in a running container; they do not shape it.
@@ -716,6 +765,10 @@ impl<'a> ContainerShape<'a> {
             env,
             labels,
             ulimits,
+            network: network.as_ref().map(|network| network.as_str()),
+            devices: devices.iter().map(ToString::to_string).collect(),
+            cap_add,
+            hostname: hostname.as_deref(),
         }
     }
 }

@@ -104,6 +104,19 @@ pub fn lines(profile: &Profile) -> Vec<Line> {
         let mounts: Vec<String> = profile.mounts.iter().map(ToString::to_string).collect();
         set("mounts", array(&mounts));
     }
+    if let Some(network) = &profile.network {
+        set("network", quote(network.as_str()));
+    }
+    if !profile.devices.is_empty() {
+        let devices: Vec<String> = profile.devices.iter().map(ToString::to_string).collect();
+        set("devices", array(&devices));
+    }
+    if !profile.cap_add.is_empty() {
+        set("cap_add", array(&profile.cap_add));
+    }
+    if let Some(hostname) = &profile.hostname {
+        set("hostname", quote(hostname));
+    }
     let mut sections: Vec<(&str, Vec<(String, String)>)> = Vec::new();
     sections.push((
         "env",

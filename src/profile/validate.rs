@@ -10,6 +10,7 @@ use toml::de::{DeTable, DeValue};
 use super::diagnostic::{
     CpuCount, Diagnostic, MAXIMUM_GPU_COUNT, SourceText, cpu_count, cpus_range_problem,
 };
+use super::host_access::{self, Device, Network};
 use super::layer::{ExtendsReference, Layer, LayerKey};
 use super::model::{
     GpuPlacement, GpuRequest, Ipc, Mount, PortBinding, Stack, ULIMIT_NAMES, Ulimit,
@@ -34,7 +35,14 @@ const PORT_HINT: &str = "write [HOST_IP:]HOST:CONTAINER[/tcp|udp|sctp], for exam
 const MOUNT_HINT: &str = "write SOURCE:TARGET[:ro], for example \"./data:/data:ro\", or a table { source = \"./data\", target = \"/data\", read_only = true }";
 
 /// Words people write for a key (often from compose or docker) and the key envctl uses.
-const KEY_ALIASES: [(&str, &str); 16] = [
+const KEY_ALIASES: [(&str, &str); 23] = [
+    ("network_mode", "network"),
+    ("net", "network"),
+    ("networks", "network"),
+    ("device", "devices"),
+    ("cap-add", "cap_add"),
+    ("capabilities", "cap_add"),
+    ("host_name", "hostname"),
     ("pytorch", "torch"),
     ("cudnn_version", "cudnn"),
     ("cuda_version", "cuda"),
@@ -198,6 +206,10 @@ impl Checker<'_> {
                 LayerKey::Env => layer.env = self.env(value),
                 LayerKey::Labels => layer.labels = self.labels(value),
                 LayerKey::Ulimits => layer.ulimits = self.ulimits(value),
+                LayerKey::Network => layer.network = self.network(value),
+                LayerKey::Devices => layer.devices = self.devices(value),
+                LayerKey::CapAdd => layer.cap_add = self.cap_add(value),
+                LayerKey::Hostname => layer.hostname = self.hostname(value),
                 LayerKey::Stack => self.stack(value, &mut layer.stack),
                 LayerKey::Commands => layer.commands = self.commands(value),
             }
@@ -654,6 +666,148 @@ impl Checker<'_> {
             (_, CpuCount::OutOfRange) => {
                 let (message, hint) = cpus_range_problem("cpus");
                 self.error(value.span(), message, Some(hint));
+                None
+            }
+        }
+    }
+
+    /// `network = "host"`, `"none"`, `"bridge"` or the name of a network.
+    fn network(&mut self, value: &Value<'_>) -> Option<Network> {
+        let example = "network = \"host\" (NCCL across nodes), \"none\", or a network's name";
+        let Some(text) = value.get_ref().as_str() else {
+            self.type_error("network", value, "a string", example);
+            return None;
+        };
+        match Network::parse(text) {
+            Ok(network) => Some(network),
+            Err(message) => {
+                let hint = did_you_mean(text, &["host", "none", "bridge"]).map_or_else(
+                    || example.to_string(),
+                    |word| format!("did you mean \"{word}\"?"),
+                );
+                self.error(value.span(), message, Some(hint));
+                None
+            }
+        }
+    }
+
+    /// `devices = ["/dev/infiniband", "/dev/fuse:/dev/fuse:rw"]`, as `docker run --device`.
+    fn devices(&mut self, value: &Value<'_>) -> Option<Vec<Device>> {
+        let example = "devices = [\"/dev/infiniband\"]";
+        let Some(array) = value.get_ref().as_array() else {
+            self.type_error("devices", value, "an array of strings", example);
+            return None;
+        };
+        let mut devices: Vec<(Device, Range<usize>)> = Vec::new();
+        let mut valid = true;
+        for item in array.iter() {
+            let Some(spec) = item.get_ref().as_str() else {
+                valid = false;
+                self.error(
+                    item.span(),
+                    format!(
+                        "`devices` items must be strings, found {}",
+                        item.get_ref().type_str()
+                    ),
+                    Some(format!("for example: {example}")),
+                );
+                continue;
+            };
+            match Device::parse(spec) {
+                Ok(device) => {
+                    if let Some((_, first)) = devices
+                        .iter()
+                        .find(|(earlier, _)| earlier.container == device.container)
+                    {
+                        valid = false;
+                        let line = self
+                            .source
+                            .diagnostic(first.clone(), String::new(), None)
+                            .line;
+                        self.error(
+                            item.span(),
+                            format!(
+                                "device path `{}` in the container is already given on line {line}",
+                                device.container
+                            ),
+                            Some("give each container path one device".into()),
+                        );
+                    } else {
+                        devices.push((device, item.span()));
+                    }
+                }
+                Err(message) => {
+                    valid = false;
+                    self.error(
+                        item.span(),
+                        message,
+                        Some("write HOST[:CONTAINER][:PERMISSIONS], for example \"/dev/infiniband\" or \"/dev/fuse:/dev/fuse:rw\"".into()),
+                    );
+                }
+            }
+        }
+        valid.then(|| devices.into_iter().map(|(device, _)| device).collect())
+    }
+
+    /// `cap_add = ["IPC_LOCK"]`: Linux capability names, with or without `CAP_`, any case.
+    fn cap_add(&mut self, value: &Value<'_>) -> Option<Vec<String>> {
+        let example = "cap_add = [\"IPC_LOCK\"]";
+        let Some(array) = value.get_ref().as_array() else {
+            self.type_error("cap_add", value, "an array of strings", example);
+            return None;
+        };
+        let mut capabilities = Vec::new();
+        let mut valid = true;
+        for item in array.iter() {
+            let Some(text) = item.get_ref().as_str() else {
+                valid = false;
+                self.error(
+                    item.span(),
+                    format!(
+                        "`cap_add` items must be strings, found {}",
+                        item.get_ref().type_str()
+                    ),
+                    Some(format!("for example: {example}")),
+                );
+                continue;
+            };
+            match host_access::capability(text) {
+                Ok(name) if capabilities.contains(&name) => {
+                    valid = false;
+                    self.error(
+                        item.span(),
+                        format!("capability `{name}` is listed twice"),
+                        None,
+                    );
+                }
+                Ok(name) => capabilities.push(name),
+                Err(suggestion) => {
+                    valid = false;
+                    let hint = match suggestion {
+                        Some(name) => format!("did you mean \"{name}\"?"),
+                        None => "write a Linux capability as capabilities(7) names it, without `CAP_`, like \"IPC_LOCK\" or \"SYS_NICE\"".into(),
+                    };
+                    self.error(
+                        item.span(),
+                        format!("`{}` is not a Linux capability", text.escape_debug()),
+                        Some(hint),
+                    );
+                }
+            }
+        }
+        valid.then_some(capabilities)
+    }
+
+    fn hostname(&mut self, value: &Value<'_>) -> Option<String> {
+        let text = self.string("hostname", value)?;
+        match host_access::check_hostname(&text) {
+            Ok(()) => Some(text),
+            Err(message) => {
+                self.error(
+                    value.span(),
+                    message,
+                    Some("for example: hostname = \"trainer-0\"".into()),
+                );
                 None
             }
         }

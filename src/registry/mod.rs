@@ -1,6 +1,7 @@
-//! The Registry HTTP API v2, for `outdated`: tag lists and the digest behind a tag, with the
-//! bearer-token flow Docker Hub, GHCR and NGC use. The only module that speaks HTTP to
-//! registries (ureq); the daemon does the pulling.
+//! The Registry HTTP API v2, for `outdated` and `lock`: tag lists, the digest behind a tag
+//! and the platforms it serves (`manifest`), with the bearer-token flow Docker Hub, GHCR
+//! and NGC use. The only module that speaks HTTP to registries (ureq); the daemon does the
+//! pulling.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -10,6 +11,8 @@ use thiserror::Error;
 use url::Url;
 
 use crate::profile::image::ImageReference;
+
+pub mod manifest;
 
 /// Why a registry could not answer, named so the user knows what to fix.
 #[derive(Debug, Error)]

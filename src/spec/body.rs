@@ -43,6 +43,9 @@ pub struct CreateBody {
     pub working_dir: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// `Config.Hostname` (`--hostname`); absent lets the engine name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
     pub labels: BTreeMap<String, String>,
     /// `"8888/tcp": {}` for every published container port, as `docker run -p` adds them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -119,6 +122,25 @@ pub struct HostConfig {
     /// `true` runs docker-init as PID 1 (`--init`); absent means the daemon's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init: Option<bool>,
+    /// `host`, `none`, `bridge` or a network's name (`--network`); absent is the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_mode: Option<String>,
+    /// Host device nodes (`--device`), in the profile's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceMapping>,
+    /// Added capabilities as the docker CLI sends them (`CAP_IPC_LOCK`, `ALL`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cap_add: Vec<String>,
+}
+
+/// One entry of `HostConfig.Devices`, as `docker run --device` sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DeviceMapping {
+    pub path_on_host: String,
+    pub path_in_container: String,
+    /// Some of `r`, `w`, `m`.
+    pub cgroup_permissions: String,
 }
 
 /// One host address a container port is published on.

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::profile::size::ByteSize;
 
-use super::body::{CreateBody, DeviceRequest, Mount, MountType, PortBinding};
+use super::body::{CreateBody, DeviceMapping, DeviceRequest, Mount, MountType, PortBinding};
 
 /// `docker run -d --name NAME …` for `body`, one shell line (POSIX quoting).
 pub fn docker_run_line(body: &CreateBody, name: &str) -> String {
@@ -50,6 +50,18 @@ pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
     }
     if let Some(user) = &body.user {
         flag("--user", user.clone());
+    }
+    if let Some(hostname) = &body.hostname {
+        flag("--hostname", hostname.clone());
+    }
+    if let Some(network) = &host.network_mode {
+        flag("--network", network.clone());
+    }
+    for device in &host.devices {
+        flag("--device", device_flag(device));
+    }
+    for capability in &host.cap_add {
+        flag("--cap-add", capability.clone());
     }
     if let Some(memory) = host.memory {
         flag("--memory", docker_size(memory));
@@ -257,6 +269,20 @@ fn bracketed(host_ip: &str) -> String {
     }
 }
 
+/// `--device HOST[:CONTAINER][:PERMISSIONS]`, as short as reads back the same.
+pub fn device_flag(device: &DeviceMapping) -> String {
+    let mut flag = device.path_on_host.clone();
+    if device.path_in_container != device.path_on_host {
+        flag.push(':');
+        flag.push_str(&device.path_in_container);
+    }
+    if device.cgroup_permissions != crate::profile::host_access::DEFAULT_DEVICE_PERMISSIONS {
+        flag.push(':');
+        flag.push_str(&device.cgroup_permissions);
+    }
+    flag
+}
+
 fn mount_flag(mount: &Mount) -> String {
     let kind = match mount.kind {
         MountType::Bind => "bind",
@@ -428,6 +454,50 @@ mod tests {
                 .contains("env_from_shell"),
             "the shell keys are not part of the request"
         );
+    }
+
+    #[test]
+    fn host_access_flags_read_back_as_docker_reads_them() {
+        let body = body_with(
+            "image = \"busybox\"\nnetwork = \"host\"\ndevices = [\"/dev/infiniband\", \"/dev/fuse:/dev/f:rw\"]\ncap_add = [\"ipc_lock\", \"ALL\"]\nhostname = \"node-0\"\n",
+            &[],
+        );
+        let line = docker_run_line(&body, "c");
+        for flag in [
+            " --hostname node-0 ",
+            " --network host ",
+            " --device /dev/infiniband ",
+            " --device /dev/fuse:/dev/f:rw ",
+            " --cap-add CAP_IPC_LOCK ",
+            " --cap-add ALL ",
+        ] {
+            assert!(line.contains(flag), "{flag} in {line}");
+        }
+    }
+
+    #[test]
+    fn ports_from_flags_on_a_host_network_are_refused() {
+        use crate::spec::{Overrides, SpecContext, SpecError, create_body};
+        let resolved = crate::profile::resolve::resolve_text(
+            "p.toml",
+            "image = \"busybox\"\nnetwork = \"host\"\n",
+        )
+        .unwrap();
+        let shell = |_: &str| None;
+        let exists = |_: &std::path::Path| true;
+        let context = SpecContext {
+            working_directory: std::path::PathBuf::from("/work"),
+            home: None,
+            host_has_gpus: false,
+            overrides: Overrides::parse(&[], &["8888:8888".to_string()], &[], &shell).unwrap(),
+            path_exists: &exists,
+        };
+        let error = create_body(&resolved, &context).unwrap_err();
+        assert!(
+            matches!(&error, SpecError::PortsWithoutNetwork { network, .. } if network == "host"),
+            "{error:?}"
+        );
+        assert!(error.hint().is_some_and(|hint| hint.contains("drop `-p`")));
     }
 
     #[test]

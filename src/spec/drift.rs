@@ -58,8 +58,12 @@ const GPUS_FIELD: &str = "gpus";
 pub struct Uncomparable(#[from] serde_json::Error);
 
 /// The profile key each Engine API field comes from, for messages people recognise.
-const FIELD_NAMES: [(&str, &str); 14] = [
+const FIELD_NAMES: [(&str, &str); 18] = [
     ("Image", "image"),
+    ("Hostname", "hostname"),
+    ("NetworkMode", "network"),
+    ("Devices", "devices"),
+    ("CapAdd", "cap_add"),
     ("Cmd", "command"),
     ("WorkingDir", "workdir"),
     ("User", "user"),
@@ -134,7 +138,7 @@ fn differences(
     let config = container.get("Config").unwrap_or(&empty);
     let host_config = container.get("HostConfig").unwrap_or(&empty);
     let mut changes = Vec::new();
-    for key in ["Image", "Cmd", "WorkingDir", "User"] {
+    for key in ["Image", "Cmd", "WorkingDir", "User", "Hostname"] {
         let actual = config.get(key).unwrap_or(&Value::Null);
         let wanted_value = wanted.get(key).unwrap_or(&Value::Null);
         // Unset is the image's (or the engine's) default, whatever it is: Podman writes
@@ -199,6 +203,7 @@ fn differences(
             let actual = match key.as_str() {
                 "Mounts" => project_items(&mounts_of(actual, container, value), value),
                 "Ulimits" => ulimit_names(actual),
+                "Devices" => devices_asked_for(actual, value),
                 "DeviceRequests" => cdi_devices_given(
                     actual,
                     value,
@@ -210,7 +215,7 @@ fn differences(
             compare(key, value, &actual, &mut changes);
         }
         // Settings the profile dropped that the container still has.
-        for key in ["Memory", "NanoCpus", "DeviceRequests", "Init"] {
+        for key in ["Memory", "NanoCpus", "DeviceRequests", "Init", "CapAdd"] {
             if scope == Scope::Everything && !wanted_host.contains_key(key) {
                 compare(
                     key,
@@ -218,6 +223,14 @@ fn differences(
                     host_config.get(key).unwrap_or(&Value::Null),
                     &mut changes,
                 );
+            }
+        }
+        // A dropped `network`: the engine writes its default as `default` (Docker) or
+        // `bridge` (Podman), both what no `network` asks for.
+        if scope == Scope::Everything && !wanted_host.contains_key("NetworkMode") {
+            let actual = host_config.get("NetworkMode").unwrap_or(&Value::Null);
+            if !matches!(actual.as_str(), None | Some("" | "default" | "bridge")) {
+                compare("NetworkMode", &Value::Null, actual, &mut changes);
             }
         }
     }
@@ -356,6 +369,32 @@ fn mounts_of(actual: &Value, container: &Value, wanted: &Value) -> Value {
             .unwrap_or(usize::MAX)
     });
     Value::Array(mounts)
+}
+
+/// The container's devices that the body's `Devices` name (by path in the container): an
+/// engine that resolves CDI GPU requests into device nodes (Podman) lists those too, and
+/// they are the GPU request's, not the profile's `devices`.
+fn devices_asked_for(actual: &Value, wanted: &Value) -> Value {
+    let paths: Vec<&Value> = wanted
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|device| device.get("PathInContainer"))
+        .collect();
+    match actual.as_array() {
+        Some(devices) => Value::Array(
+            devices
+                .iter()
+                .filter(|device| {
+                    device
+                        .get("PathInContainer")
+                        .is_some_and(|path| paths.contains(&path))
+                })
+                .cloned()
+                .collect(),
+        ),
+        None => actual.clone(),
+    }
 }
 
 /// Ulimit names as Docker writes them: Podman reports `RLIMIT_NOFILE` for `nofile`.
@@ -568,6 +607,50 @@ mod tests {
             changes(&created, &inspected(&created)),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn network_devices_capabilities_and_hostname_drift_in_profile_words() {
+        let cluster = "image = \"busybox\"\nnetwork = \"host\"\ndevices = [\"/dev/infiniband\"]\ncap_add = [\"IPC_LOCK\"]\nhostname = \"node-0\"\n";
+        let created = body(cluster);
+        assert_eq!(
+            changes(&created, &inspected(&created)),
+            Vec::<String>::new()
+        );
+        // Docker's inspect of a container made without them.
+        let mut plain = inspected(&body("image = \"busybox\"\n"));
+        plain["HostConfig"]["NetworkMode"] = Value::from("default");
+        plain["Config"]["Hostname"] = Value::from("c0fa9052e6a3");
+        assert_eq!(
+            changes(&created, &plain),
+            [
+                "hostname: \"c0fa9052e6a3\" → \"node-0\"",
+                "cap_add: (unset) → [\"CAP_IPC_LOCK\"]",
+                "devices: (unset) → [{\"CgroupPermissions\":\"rwm\",\"PathInContainer\":\"/dev/infiniband\",\"PathOnHost\":\"/dev/infiniband\"}]",
+                "network: \"default\" → \"host\"",
+            ]
+        );
+        // The profile dropped them: the network and the capability are named; the
+        // engine's default network and a generated hostname are not changes.
+        let dropped = changes(&body("image = \"busybox\"\n"), &inspected(&created));
+        assert_eq!(
+            dropped,
+            [
+                "cap_add: [\"CAP_IPC_LOCK\"] → (unset)",
+                "network: \"host\" → (unset)"
+            ]
+        );
+        assert_eq!(
+            changes(&body("image = \"busybox\"\n"), &plain),
+            Vec::<String>::new()
+        );
+        // An engine that lists a CDI GPU's nodes among the devices: not the profile's.
+        let mut podman = inspected(&created);
+        podman["HostConfig"]["Devices"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"PathOnHost": "/dev/nvidia0", "PathInContainer": "/dev/nvidia0", "CgroupPermissions": "rwm"}));
+        assert_eq!(changes(&created, &podman), Vec::<String>::new());
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub enum SpecError {
         expanded: u32,
         limit: u32,
     },
+    /// `-p` on a profile whose network publishes nothing: Docker would drop the ports
+    /// with a warning nobody reads.
+    #[error("`-p {binding}`: the profile's `network = \"{network}\"` publishes no port")]
+    PortsWithoutNetwork { binding: String, network: String },
 }
 
 impl SpecError {
@@ -95,6 +99,11 @@ impl SpecError {
             SpecError::PortConflict { .. } => {
                 Some("pick another host port for one of them (`-p HOST:CONTAINER`)".into())
             }
+            SpecError::PortsWithoutNetwork { network, .. } => Some(if network == "host" {
+                "drop `-p`: with the host's network the container's ports are the host's already".into()
+            } else {
+                "drop `-p`, or use a profile without `network = \"none\"`".into()
+            }),
             SpecError::TooManyPortBindings { .. } => Some(
                 "Docker publishes each port of a range as a binding of its own; publish fewer or shorter ranges".into(),
             ),

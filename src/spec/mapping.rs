@@ -6,13 +6,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::checks::safety::is_pytorch;
+use crate::profile::host_access::engine_capability;
 use crate::profile::model::{GpuRequest, Ipc, MountKind, Profile};
 use crate::profile::ports::{HostPortClaims, MAXIMUM_PORT_BINDINGS};
 use crate::profile::resolve::{ResolvedProfile, config_hash};
 
 use super::body::{
-    CreateBody, DeviceRequest, EmptyObject, HostConfig, Mount, MountType, PortBinding,
-    RestartPolicy, Ulimit,
+    CreateBody, DeviceMapping, DeviceRequest, EmptyObject, HostConfig, Mount, MountType,
+    PortBinding, RestartPolicy, Ulimit,
 };
 use super::error::{MissingSource, SpecError};
 use super::overrides::Overrides;
@@ -115,6 +116,7 @@ pub fn create_body(
             .collect(),
         working_dir: profile.workdir.clone(),
         user: profile.user.clone(),
+        hostname: profile.hostname.clone(),
         labels,
         exposed_ports,
         env_from_shell: context.overrides.from_shell.clone(),
@@ -142,6 +144,24 @@ pub fn create_body(
             restart_policy: RestartPolicy::default(),
             device_requests,
             init,
+            network_mode: profile
+                .network
+                .as_ref()
+                .map(|network| network.as_str().to_string()),
+            devices: profile
+                .devices
+                .iter()
+                .map(|device| DeviceMapping {
+                    path_on_host: device.host.clone(),
+                    path_in_container: device.container.clone(),
+                    cgroup_permissions: device.permissions.clone(),
+                })
+                .collect(),
+            cap_add: profile
+                .cap_add
+                .iter()
+                .map(|name| engine_capability(name))
+                .collect(),
         },
     })
 }
@@ -243,6 +263,18 @@ fn mounts(profile: &Profile, context: &SpecContext<'_>) -> Result<Vec<Mount>, Sp
 /// expanded bindings that validation puts on a profile holds here again for the profile
 /// with its `-p` ports, before anything is expanded.
 fn check_port_conflicts(profile: &Profile) -> Result<(), SpecError> {
+    // Validation refuses a profile that does this; `-p` reaches here unchecked.
+    if let Some(network) = profile
+        .network
+        .as_ref()
+        .filter(|network| network.publishes_nothing())
+        && let Some(binding) = profile.ports.first()
+    {
+        return Err(SpecError::PortsWithoutNetwork {
+            binding: binding.to_string(),
+            network: network.to_string(),
+        });
+    }
     let mut claims: HostPortClaims<usize> = HostPortClaims::default();
     let mut expanded: u32 = 0;
     for (index, second) in profile.ports.iter().enumerate() {

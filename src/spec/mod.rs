@@ -33,7 +33,8 @@
 //!   folder, and are cleaned lexically. A **missing bind source is refused before anything
 //!   is created**, naming every missing path with a `mkdir -p` hint: `docker run -v` would
 //!   silently create an empty root-owned folder on the host (and the container would see
-//!   no data), and `--mount` fails only at create. Named volumes are Docker's to create.
+//!   no data), and `--mount` fails only at create. Named volumes are made by `up` before
+//!   the container, labelled ([`volumes::named_volumes`]); one that exists is left as it is.
 //! - **Labels**: [`PROFILE_LABEL`] and [`CONFIG_HASH_LABEL`] (and [`PROFILE_HASH_LABEL`]
 //!   with overrides); nothing that differs between two runs of the same profile (no time,
 //!   no user, no host). `up` adds [`PROFILE_FILE_LABEL`] (where the profile file lies) to
@@ -59,15 +60,18 @@ pub mod ownership;
 pub mod placement;
 pub mod slurm;
 mod sources;
+pub mod volumes;
 
 #[cfg(test)]
 mod tests;
 
 pub use body::{
-    CreateBody, DeviceRequest, EmptyObject, HostConfig, Mount, MountType, PortBinding,
-    RestartPolicy, Ulimit,
+    CreateBody, DeviceMapping, DeviceRequest, EmptyObject, HostConfig, Mount, MountType,
+    PortBinding, RestartPolicy, Ulimit,
 };
-pub use docker_run::{docker_run_arguments, docker_run_line, gpus_flag, mount_value, shell_quote};
+pub use docker_run::{
+    device_flag, docker_run_arguments, docker_run_line, gpus_flag, mount_value, shell_quote,
+};
 pub use error::{MissingSource, SpecError};
 pub use mapping::{SpecContext, create_body, device_requests, shm_size};
 pub use overrides::Overrides;

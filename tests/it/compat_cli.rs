@@ -850,7 +850,7 @@ fn torch_2_15_is_in_the_matrix() {
         "--torch",
         "2.15.0+cu132",
         "--driver",
-        "595.45.04",
+        "595.71.05",
         "--gpu",
         "RTX 5090",
     ]);
@@ -862,6 +862,47 @@ fn torch_2_15_is_in_the_matrix() {
         source.contains("torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl, sha256 "),
         "{source}"
     );
+}
+
+/// Issue 32: 2.15.0's wheel pins cuda-toolkit==13.2.2 (CUDA 13.2 Update 2), so a driver
+/// that meets only 13.2 GA's minimum is not called enough for it: the verdict warns, names
+/// the pin and the row it rests on.
+#[test]
+fn the_pinned_runtime_is_the_driver_floor_of_a_build() {
+    let (code, report, _) = compat(&[
+        "--torch",
+        "2.15.0+cu132",
+        "--driver",
+        "595.45.04",
+        "--gpu",
+        "RTX 5090",
+    ]);
+    assert_eq!(code, 0, "a warning: {report}");
+    let driver = finding(&report["gpus"][0], "driver.cuda");
+    assert_eq!(driver["status"], "pass", "CUDA 13.2's own minimum is met");
+    let torch = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(torch["status"], "warn", "{torch}");
+    let message = torch["message"].as_str().unwrap();
+    assert!(
+        message.contains("cuda-toolkit==13.2.2") && message.contains("595.71.05"),
+        "{message}"
+    );
+    assert_eq!(torch["facts"]["runtime_row"]["release"], "13.2 Update 2");
+    assert!(
+        torch["facts"]["runtime_row"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("Table 3"),
+        "{torch}"
+    );
+    assert!(
+        torch["facts"]["build_row"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("torch-2.15.0.dist-info/METADATA"),
+        "{torch}"
+    );
+    assert_eq!(torch["hint"], "upgrade the driver to 595.71.05 or newer");
 }
 
 /// The China-market parts as nvidia-smi names them (`NVIDIA H800`, `NVIDIA H800 PCIe`,

@@ -702,6 +702,14 @@ async fn limits_shm_ipc_and_ulimits() {
     run_case(body, &[], Start::Run).await;
 }
 
+/// Issue 29: the multi-node keys, `network = "host"`, `devices`, `cap_add` and `hostname`.
+#[tokio::test]
+async fn host_network_devices_capabilities_and_hostname() {
+    let body = "network = \"host\"\nports = []\ndevices = [\"/dev/fuse\", \"/dev/net/tun:/dev/tun:rw\"]\n\
+                cap_add = [\"IPC_LOCK\", \"sys_nice\"]\nhostname = \"trainer-0\"\nmemory = \"64m\"\n";
+    run_case(body, &[], Start::Run).await;
+}
+
 #[tokio::test]
 async fn gpu_count_is_the_same_create() {
     run_case("gpus = 2\nmemory = \"1g\"\n", &[], Start::CreateOnly).await;

@@ -429,6 +429,11 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
     let browse = |extra: &[String], profile: &str| {
         browse(&chromium, &folder.path().join(profile), &url, budget, extra)
     };
+    // When the page opens: the problems below began before it.
+    let opened = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
     let dom = browse(
         &[
             "--dump-dom".to_string(),
@@ -559,6 +564,28 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         })
         .unwrap_or_else(|| panic!("the diagnosis is not on the page:\n{dom}"));
     assert!(item.contains("diagnosis"));
+    // Issue 31: "(since …)" is when the server first saw the problem (its first
+    // snapshots, seconds before this page opened), not when the page first did.
+    let since = near_full["since"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{near_full}"));
+    assert!(
+        since < opened - 2.0,
+        "the server saw it from its first snapshots ({since}), before the page opened ({opened})"
+    );
+    let seconds = since.floor() as u64 % 86_400;
+    let shown_since = format!(
+        "data-since=\"{since}\"> (since {:02}:{:02}:{:02} UTC)<",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    let start = dom.find(item).unwrap();
+    let whole = &dom[start..start + dom[start..].find("</li>").unwrap()];
+    assert!(
+        whole.contains(&shown_since),
+        "{shown_since} not in the diagnosis:\n{whole}"
+    );
     let fraction = near_full["evidence"]["used_fraction"].as_f64().unwrap();
     assert!(
         dom.contains(&format!("data-evidence=\"used_fraction\">{fraction}<")),

@@ -270,3 +270,100 @@ fn docker_words_and_unknown_flags_get_commands_that_work() {
         "{unknown}"
     );
 }
+
+/// Issue 31: `exec -d` is a detached exec of the engine's, not a command wrapped in the
+/// image's `sh`: it works in an image that has no `/bin/sh`, returns while the command
+/// goes on, and a command that cannot start is the daemon's error.
+#[test]
+fn exec_detached_needs_no_shell_in_the_image() {
+    if !require_daemon() {
+        return;
+    }
+    let busybox = crate::support::docker::busybox_path().expect("the test image's busybox");
+    let context = tempfile::tempdir().unwrap();
+    std::fs::copy(&busybox, context.path().join("busybox")).unwrap();
+    std::fs::write(
+        context.path().join("Dockerfile"),
+        "FROM scratch\nCOPY busybox /bin/busybox\n",
+    )
+    .unwrap();
+    let image = format!("envctl-test-no-shell:{}", unique_name("d"));
+    let _image = crate::support::docker::ImageGuard::new(image.as_str());
+    docker_stdout([
+        "build",
+        "-q",
+        "--label",
+        "envctl.test=1",
+        "-t",
+        image.as_str(),
+        context.path().to_str().unwrap(),
+    ]);
+    let container = ContainerGuard::unique("envctl-no-shell");
+    docker_stdout([
+        "run",
+        "-d",
+        "--name",
+        container.name(),
+        "--label",
+        "envctl.test=1",
+        image.as_str(),
+        "/bin/busybox",
+        "sleep",
+        "600",
+    ]);
+    let no_shell =
+        crate::support::docker::docker_output(["exec", container.name(), "sh", "-c", ":"]);
+    assert!(!no_shell.status.success(), "the image has no sh");
+
+    let folder = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let detached = envctl(
+        folder.path(),
+        &[
+            "-v",
+            "exec",
+            "-d",
+            container.name(),
+            "/bin/busybox",
+            "ash",
+            "-c",
+            "/bin/busybox sleep 3; /bin/busybox touch /detached",
+        ],
+        "",
+    );
+    let took = started.elapsed();
+    assert_eq!(detached.code, 0, "{detached}");
+    assert_eq!(detached.stdout, "", "{detached}");
+    assert!(detached.stderr.contains("detached in"), "{detached}");
+    assert!(
+        took < Duration::from_secs(3),
+        "returned while the command goes on ({took:?})"
+    );
+    let mut found = false;
+    for _ in 0..100 {
+        let output = crate::support::docker::docker_output([
+            "exec",
+            container.name(),
+            "/bin/busybox",
+            "ls",
+            "/detached",
+        ]);
+        if output.status.success() {
+            found = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(found, "the detached command ran to its end");
+
+    let missing = envctl(
+        folder.path(),
+        &["exec", "-d", container.name(), "/bin/nope"],
+        "",
+    );
+    assert_ne!(missing.code, 0, "{missing}");
+    assert!(
+        missing.stderr.contains("/bin/nope") && missing.stderr.contains("no such file"),
+        "the daemon's words name the missing command: {missing}"
+    );
+}

@@ -508,7 +508,7 @@ fn kubernetes_bundled_profiles_round_trip_with_gpu_shm_and_mounts() {
                 ..KubernetesOptions::default()
             };
             let exported = with_input(&resolved, Path::new(PROJECT), None, None, |input| {
-                export::kubernetes(input, options).unwrap()
+                export::kubernetes(input, options.clone()).unwrap()
             });
             let documents = yaml_documents(&exported.text);
             assert_eq!(documents.len(), 1, "{name} {kind:?}");
@@ -566,9 +566,10 @@ fn kubernetes_resources_ids_service_claims_and_lock() {
         kind: WorkloadKind::Deployment,
         volumes: VolumeMode::Pvc,
         service: true,
+        ..KubernetesOptions::default()
     };
     let exported = with_input(&resolved, Path::new(PROJECT), None, Some(&lock), |input| {
-        export::kubernetes(input, options).unwrap()
+        export::kubernetes(input, options.clone()).unwrap()
     });
     let documents = yaml_documents(&exported.text);
     let kinds = kinds_of(&documents);
@@ -707,7 +708,7 @@ fn kubernetes_claims_are_one_per_mount_for_long_names_and_lookalike_volumes() {
         ..KubernetesOptions::default()
     };
     let exported = with_input(&resolved, Path::new(PROJECT), None, None, |input| {
-        export::kubernetes(input, options).unwrap()
+        export::kubernetes(input, options.clone()).unwrap()
     });
     let documents = yaml_documents(&exported.text);
     let kinds = kinds_of(&documents);

@@ -105,3 +105,96 @@ fn labels_reach_the_container_and_a_change_is_drift() {
         "speech"
     );
 }
+
+/// A named volume removed when the test ends (after the container that mounts it, which
+/// is declared later and so dropped first).
+struct VolumeGuard(String);
+
+impl Drop for VolumeGuard {
+    fn drop(&mut self) {
+        let _ = crate::support::docker::docker_output(["volume", "rm", "-f", self.0.as_str()]);
+    }
+}
+
+fn volume_labels(name: &str) -> serde_json::Value {
+    serde_json::from_str(&docker_stdout([
+        "volume",
+        "inspect",
+        "--format",
+        "{{json .Labels}}",
+        name,
+    ]))
+    .unwrap()
+}
+
+/// Issue 31: the named volumes a profile mounts are made before the container, with the
+/// profile's labels and envctl's own (which profile, whose), not the container's; a volume
+/// that exists already is left as it is.
+#[test]
+fn labels_reach_the_named_volumes_and_an_existing_one_is_left_alone() {
+    if !require_daemon() {
+        return;
+    }
+    let fresh = VolumeGuard(unique_name("envctl-labels-fresh"));
+    let existing = VolumeGuard(unique_name("envctl-labels-existing"));
+    docker_stdout([
+        "volume",
+        "create",
+        "--label",
+        "envctl.test=1",
+        "--label",
+        "keep=me",
+        existing.0.as_str(),
+    ]);
+    let folder = tempfile::tempdir().unwrap();
+    let folder = folder.path();
+    let profile = unique_name("volume-labels");
+    std::fs::create_dir_all(folder.join("envctl")).unwrap();
+    std::fs::write(
+        folder.join(format!("envctl/{profile}.toml")),
+        format!(
+            "image = \"{}\"\nmemory = \"64m\"\nlabels = {{ \"com.example.team\" = \"vision\" }}\nmounts = [\"{}:/data\", \"{}:/old\"]\n",
+            test_image(),
+            fresh.0,
+            existing.0
+        ),
+    )
+    .unwrap();
+    let container = ContainerGuard::new(format!("envctl-{profile}"));
+    let up = envctl(folder, &["up", &profile]);
+    assert_eq!(up.code, 0, "{up}");
+
+    let labels = volume_labels(&fresh.0);
+    assert_eq!(labels["com.example.team"], "vision", "{labels}");
+    assert_eq!(labels["envctl.profile"], profile.as_str(), "{labels}");
+    assert_eq!(
+        labels["envctl.uid"],
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            // The test's own uid, as a file it just made carries it.
+            std::fs::metadata(folder).unwrap().uid().to_string()
+        }
+        .as_str(),
+        "{labels}"
+    );
+    assert!(
+        labels.get("envctl.config-hash").is_none() && labels.get("envctl.run").is_none(),
+        "nothing of one container's on a volume: {labels}"
+    );
+    assert_eq!(
+        volume_labels(&existing.0),
+        serde_json::json!({"envctl.test": "1", "keep": "me"}),
+        "an existing volume is not relabelled"
+    );
+    // The container mounts the very volumes.
+    let mounted = docker_stdout([
+        "inspect",
+        "--format",
+        "{{range .Mounts}}{{.Name}} {{end}}",
+        container.name(),
+    ]);
+    assert!(
+        mounted.contains(fresh.0.as_str()) && mounted.contains(existing.0.as_str()),
+        "{mounted}"
+    );
+}

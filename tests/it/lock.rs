@@ -405,9 +405,121 @@ fn lock_goes_on_past_a_failing_profile_and_exits_1() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("unknown key `memroy`"), "{stderr}");
     assert!(stderr.contains("has no registry digest"), "{stderr}");
+    assert!(
+        stderr.contains("pulling the image instead"),
+        "the registry that cannot answer is said before the engine is asked: {stderr}"
+    );
     assert!(stderr.contains("2 profiles not locked"), "{stderr}");
     let lock = lock_json(directory.path());
     let entries = lock["image"].as_array().unwrap();
     assert_eq!(entries.len(), 1, "{lock}");
     assert_eq!(entries[0]["profile"], "pushed");
+}
+
+/// Whether the engine has an image under `reference`.
+fn present(reference: &str) -> bool {
+    docker_output(["image", "inspect", reference])
+        .status
+        .success()
+}
+
+/// Issue 31: `lock` asks the registry's API where each tag points and pulls nothing, for
+/// one image and for a multi-platform index; the pins are what `docker pull` then records
+/// (`RepoDigests`), so `docker pull IMAGE@DIGEST` gets the same bytes.
+#[test]
+fn lock_asks_the_registry_and_pulls_nothing() {
+    if !require_daemon() || !require_registry() {
+        return;
+    }
+    let registry = Registry::start();
+    let repo = unique_name("lock-api");
+    // Bytes of their own, so that the pulls below record digests of this repository only.
+    let single = push_variant(&registry, &repo, "1.0", &unique_name("content"));
+    let index_digest = registry.put_index(
+        &repo,
+        "1.0",
+        "multi",
+        &[("linux", "amd64"), ("linux", "arm64")],
+    );
+    let multi = registry.reference(&repo, "multi");
+    assert!(
+        !present(&single) && !present(&multi),
+        "nothing local before"
+    );
+    let directory = tempfile::tempdir().unwrap();
+    write_profile(directory.path(), "single", &single);
+    write_profile(directory.path(), "multi", &multi);
+
+    // No daemon is needed when every registry answers: DOCKER_HOST leads nowhere.
+    let output = crate::support::cli::envctl_in(directory.path())
+        .args(["-v", "lock", "--json"])
+        .env("DOCKER_HOST", "unix:///nonexistent/envctl-no-daemon.sock")
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("pulling"), "{stderr}");
+    assert!(
+        stderr.contains("as an image index") && stderr.contains("pinned without a pull"),
+        "-v says what the registry served: {stderr}"
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let pinned = |profile: &str| {
+        report["locked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["profile"] == profile)
+            .unwrap_or_else(|| panic!("{profile} not locked: {report}"))
+            .clone()
+    };
+    for profile in ["single", "multi"] {
+        assert_eq!(pinned(profile)["source"], "registry", "{report}");
+    }
+    assert_eq!(pinned("multi")["digest"], index_digest.as_str());
+    let lock = lock_json(directory.path());
+    let entry = |profile: &str| {
+        lock["image"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["profile"] == profile)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(entry("single")["platform"], "linux/amd64");
+    assert_eq!(entry("multi")["platform"], "linux/amd64, linux/arm64");
+    assert!(
+        !present(&single) && !present(&multi),
+        "lock pulled nothing: both are still absent"
+    );
+
+    // What docker records at pull is the pin, for the image and for the index.
+    let repository = format!("{}/{repo}", registry.host_port());
+    for (profile, reference) in [("single", &single), ("multi", &multi)] {
+        let _pulled = ImageGuard::new(reference.as_str());
+        let pulled = docker_output(["pull", reference.as_str()]);
+        assert!(
+            pulled.status.success(),
+            "{}",
+            String::from_utf8_lossy(&pulled.stderr)
+        );
+        let recorded = docker_stdout([
+            "inspect",
+            "--format",
+            "{{index .RepoDigests 0}}",
+            reference.as_str(),
+        ]);
+        assert_eq!(
+            recorded.trim(),
+            format!(
+                "{repository}@{}",
+                pinned(profile)["digest"].as_str().unwrap()
+            ),
+            "{profile}"
+        );
+        drop(_pulled);
+        assert!(!present(reference), "{reference} removed again");
+    }
 }

@@ -36,6 +36,7 @@ mod engine_kind;
 mod engines;
 mod exec;
 mod export;
+mod export_clusters;
 mod export_origin;
 mod faults;
 mod gpu_facts;

@@ -295,6 +295,61 @@ nofile = {{ soft = 1024, hard = 2048 }}
     assert!(config["ExposedPorts"]["9002/udp"].is_object());
 }
 
+/// Issue 29: `network`, `devices`, `cap_add` and `hostname` (host network; a named
+/// network the test makes) make the same container as `--network`, `--device`,
+/// `--cap-add` and `--hostname`.
+#[tokio::test]
+async fn host_access_keys_make_the_same_container_as_docker_run() {
+    if !require_daemon() {
+        return;
+    }
+    let image = test_image();
+    let folder = tempfile::tempdir().unwrap();
+    let network = unique_name("envctl-spec-net");
+    docker_stdout(["network", "create", "--label", TEST_LABEL, network.as_str()]);
+    struct NetworkGuard(String);
+    impl Drop for NetworkGuard {
+        fn drop(&mut self) {
+            let _ = docker_output(["network", "rm", self.0.as_str()]);
+        }
+    }
+    let _network_guard = NetworkGuard(network.clone());
+    for (mode, ports) in [("host", "[]"), (network.as_str(), "[\"127.0.0.1::8888\"]")] {
+        let resolved = resolve(&format!(
+            "name = \"spec-host-access\"\nimage = \"{image}\"\nnetwork = \"{mode}\"\nports = {ports}\n\
+             devices = [\"/dev/fuse\", \"/dev/net/tun:/dev/tun:rw\"]\ncap_add = [\"ipc_lock\", \"SYS_NICE\"]\n\
+             hostname = \"trainer-0\"\n"
+        ));
+        let body = create_body(&resolved, &context(folder.path(), folder.path())).unwrap();
+        let envctl = ContainerGuard::unique("envctl-spec-host-access-envctl");
+        let docker = ContainerGuard::unique("envctl-spec-host-access-docker");
+        create_with_bollard(&body, envctl.name()).await;
+        let line = create_with_docker_cli(&body, docker.name());
+        let (ours, theirs) = assert_same_container(envctl.name(), docker.name(), &line);
+        // `Hostname` is compared here: without one each container gets its own.
+        assert_eq!(ours["Config"]["Hostname"], "trainer-0");
+        assert_eq!(theirs["Config"]["Hostname"], "trainer-0");
+        let host = &ours["HostConfig"];
+        assert_eq!(host["NetworkMode"], mode);
+        assert_eq!(
+            host["CapAdd"],
+            serde_json::json!(["CAP_IPC_LOCK", "CAP_SYS_NICE"])
+        );
+        assert_eq!(
+            host["Devices"],
+            serde_json::json!([
+                {"PathOnHost": "/dev/fuse", "PathInContainer": "/dev/fuse", "CgroupPermissions": "rwm"},
+                {"PathOnHost": "/dev/net/tun", "PathInContainer": "/dev/tun", "CgroupPermissions": "rw"}
+            ])
+        );
+        // And `up`'s drift check finds nothing to change in either.
+        assert_eq!(
+            envctl::spec::drift::changes(&body, &theirs).unwrap(),
+            Vec::new()
+        );
+    }
+}
+
 async fn gpu_form_makes_the_same_container(gpus: &str, expected_requests: Value) {
     if !require_daemon() {
         return;

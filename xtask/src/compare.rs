@@ -25,6 +25,8 @@ struct TorchBuild {
     platform: Option<String>,
     targets: Vec<String>,
     ptx: Option<String>,
+    #[serde(default)]
+    cuda_runtime: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,8 +74,8 @@ fn difference(
     ))
 }
 
-/// Compares a torch build's measured targets and newest PTX with the matrix's row for
-/// `platform`.
+/// Compares a torch build's measured targets, newest PTX and pinned toolkit release
+/// (`cuda_runtime`, from its METADATA) with the matrix's row for `platform`.
 pub fn torch_build(
     matrix_text: &str,
     torch: &str,
@@ -81,6 +83,7 @@ pub fn torch_build(
     platform: &str,
     targets: &[Target],
     ptx: Option<Target>,
+    cuda_runtime: Option<&str>,
 ) -> Result<Verdict, toml::de::Error> {
     let matrix: MatrixFile = toml::from_str(matrix_text)?;
     let Some(row) = matrix.torch_build.iter().find(|row| {
@@ -99,6 +102,15 @@ pub fn torch_build(
             "ptx: the matrix says {}, the binaries carry {}",
             row.ptx.as_deref().unwrap_or("no PTX"),
             measured_ptx.as_deref().unwrap_or("no PTX"),
+        ));
+    }
+    if row.cuda_runtime.as_deref() != cuda_runtime {
+        lines.push(format!(
+            "cuda_runtime: the matrix says {}, the wheel's METADATA pins {}",
+            row.cuda_runtime.as_deref().unwrap_or("none"),
+            cuda_runtime.map_or("no cuda-toolkit release".to_string(), |pin| format!(
+                "cuda-toolkit=={pin}"
+            )),
         ));
     }
     Ok(if lines.is_empty() {
@@ -175,7 +187,7 @@ source = "somewhere"
     fn a_matching_build_agrees() {
         let measured = targets(&["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]);
         assert_eq!(
-            torch_build(MATRIX, "2.7", "cu128", "x86_64", &measured, None).unwrap(),
+            torch_build(MATRIX, "2.7", "cu128", "x86_64", &measured, None, None).unwrap(),
             Verdict::Agrees
         );
     }
@@ -187,7 +199,7 @@ source = "somewhere"
         ]);
         let ptx = parse_target("compute_120").unwrap();
         let Verdict::Differs(lines) =
-            torch_build(MATRIX, "2.7", "cu128", "x86_64", &measured, ptx).unwrap()
+            torch_build(MATRIX, "2.7", "cu128", "x86_64", &measured, ptx, None).unwrap()
         else {
             panic!("expected a difference");
         };
@@ -204,16 +216,37 @@ source = "somewhere"
     }
 
     #[test]
+    fn a_pinned_runtime_the_matrix_lacks_is_reported() {
+        let measured = targets(&["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]);
+        let Verdict::Differs(lines) = torch_build(
+            MATRIX,
+            "2.7",
+            "cu128",
+            "x86_64",
+            &measured,
+            None,
+            Some("13.2.2"),
+        )
+        .unwrap() else {
+            panic!("expected a difference");
+        };
+        assert_eq!(
+            lines,
+            ["cuda_runtime: the matrix says none, the wheel's METADATA pins cuda-toolkit==13.2.2"]
+        );
+    }
+
+    #[test]
     fn an_absent_row_is_missing() {
         assert_eq!(
-            torch_build(MATRIX, "2.15", "cu132", "x86_64", &[], None).unwrap(),
+            torch_build(MATRIX, "2.15", "cu132", "x86_64", &[], None, None).unwrap(),
             Verdict::Missing
         );
         assert_eq!(cuda_targets(MATRIX, "12.9", &[]).unwrap(), Verdict::Missing);
         // A row without `platform` is the x86_64 wheel's: it says nothing of aarch64.
         let measured = targets(&["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]);
         assert_eq!(
-            torch_build(MATRIX, "2.7", "cu128", "aarch64", &measured, None).unwrap(),
+            torch_build(MATRIX, "2.7", "cu128", "aarch64", &measured, None, None).unwrap(),
             Verdict::Missing
         );
     }

@@ -12,6 +12,7 @@ mod bytes;
 mod compare;
 mod elf;
 mod fatbin;
+mod metadata;
 mod ptxas;
 mod rows;
 mod torch;
@@ -34,9 +35,10 @@ usage:
   torch: downloads torch==VERSION for Linux x86_64 or aarch64 (default x86_64; CPython 3.11
          unless --python) with `pip download --no-deps`, or reads --wheel FILE; checks that
          torch/version.py names VERSION; reads the .nv_fatbin section of every
-         torch/lib/libtorch_cuda*.so, prints the build's [[torch_build]] row (a CPU wheel is
-         said to be one: it has no row), warns for each library lacking a target of the
-         arch list, deletes the wheel.
+         torch/lib/libtorch_cuda*.so and the Requires-Dist pins of *.dist-info/METADATA
+         (the cuda-toolkit release it pins is the row's cuda_runtime), prints the build's
+         [[torch_build]] row (a CPU wheel is said to be one: it has no row), warns for each
+         library lacking a target of the arch list, deletes the wheel.
   nvcc:  downloads nvidia-cuda-nvcc-cu11/-cu12 (CUDA 11/12) or nvidia-cuda-nvcc (13+),
          runs its ptxas --help, prints the release's [[cuda_targets]] row.
   --compare MATRIX: also compare the row with MATRIX (src/compat/matrix.toml) and report
@@ -253,6 +255,10 @@ fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
                 platform,
                 &build.targets,
                 build.ptx.last().copied(),
+                measurement
+                    .pins
+                    .as_ref()
+                    .and_then(|pins| pins.cuda_toolkit_version.as_deref()),
             )
             .map_err(|source| XtaskError::MatrixParse {
                 path: matrix.display().to_string(),

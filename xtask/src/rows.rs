@@ -227,8 +227,13 @@ pub fn torch_build_row(
     if !entries.is_empty() {
         let _ = writeln!(row, "library_gaps = [{}]", entries.join(", "));
     }
+    // The toolkit release the wheel pins: its minimum driver is the build's driver floor.
+    let pins = measurement.pins.as_ref();
+    if let Some(version) = pins.and_then(|pins| pins.cuda_toolkit_version.as_deref()) {
+        let _ = writeln!(row, "cuda_runtime = {}", quoted(version));
+    }
     let _ = writeln!(row, "status = \"verified\"");
-    let source = format!(
+    let mut source = format!(
         "measured (cargo xtask matrix torch): {} {}, sha256 {}, built {}; {} {} (CUDA {}); {} of torch/lib/libtorch_cuda.so, {} fat binaries",
         origin.describe(),
         measurement.wheel,
@@ -240,6 +245,13 @@ pub fn torch_build_row(
         crate::torch::SECTION,
         measurement.fatbins,
     );
+    if let Some((pins, pin)) = pins.and_then(|pins| Some((pins, pins.cuda_toolkit.as_deref()?))) {
+        let _ = write!(
+            source,
+            "; cuda_runtime: Requires-Dist `{pin}` of the same wheel's {}",
+            pins.member
+        );
+    }
     let _ = writeln!(row, "source = {}", quoted(&source));
     let _ = writeln!(row, "read = {}", quoted(read));
     let mut notes = Vec::new();
@@ -262,6 +274,19 @@ pub fn torch_build_row(
     }
     for gap in library_gaps(measurement) {
         notes.push(gap.to_string());
+    }
+    match pins {
+        Some(pins) if pins.cuda_toolkit.is_none() => match &pins.runtime_component {
+            Some(component) => notes.push(format!(
+                "its METADATA pins {component}, a component version: no cuda_runtime"
+            )),
+            None => notes.push("its METADATA pins no CUDA runtime".to_string()),
+        },
+        Some(_) => {}
+        None => notes.push("the wheel has no *.dist-info/METADATA".to_string()),
+    }
+    if let Some(cudnn) = pins.and_then(|pins| pins.cudnn.as_deref()) {
+        notes.push(format!("pins {cudnn}"));
     }
     let _ = writeln!(row, "note = {}", quoted(&notes.join("; ")));
     Ok(row)
@@ -357,6 +382,10 @@ mod tests {
             fatbins: 476,
             census,
             libraries: Vec::new(),
+            pins: Some(crate::metadata::pins(
+                "torch-2.15.0.dist-info/METADATA",
+                "Name: torch\nRequires-Dist: cuda-toolkit[cudart]==13.2.2; platform_system == \"Linux\"\nRequires-Dist: nvidia-cudnn-cu13==9.26.0.51\n",
+            )),
         }
     }
 
@@ -386,12 +415,21 @@ mod tests {
         assert!(source.contains("torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"));
         assert!(source.contains(&"ab".repeat(32)));
         assert!(source.contains("built 2026-11-02"));
+        // The toolkit release the METADATA pins, with where it was read.
+        assert_eq!(build["cuda_runtime"].as_str(), Some("13.2.2"));
+        assert!(
+            source.contains(
+                "cuda_runtime: Requires-Dist `cuda-toolkit[cudart]==13.2.2` of the same wheel's torch-2.15.0.dist-info/METADATA"
+            ),
+            "{source}"
+        );
         let note = build["note"].as_str().unwrap();
         assert!(note.starts_with("no PTX"), "{note}");
         assert!(
             note.contains("sm_90a (4)") && note.contains("sm_103f (59)"),
             "{note}"
         );
+        assert!(note.contains("pins nvidia-cudnn-cu13==9.26.0.51"), "{note}");
     }
 
     #[test]

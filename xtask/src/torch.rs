@@ -3,7 +3,8 @@
 //! cubin and PTX targets), and of every other `torch/lib/libtorch_cuda*.so` the wheel
 //! ships (`libtorch_cuda_linalg.so`: the MAGMA kernels, built for fewer targets). The
 //! wheel's own bytes are the source: its file name, sha256 and the date in its zip
-//! directory go into the row. A CPU wheel (`cuda = None`) is said to be one.
+//! directory go into the row. A CPU wheel (`cuda = None`) is said to be one. Its
+//! `*.dist-info/METADATA` gives the CUDA runtime it pins (`metadata`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -15,6 +16,7 @@ use thiserror::Error;
 
 use crate::elf::{self, ElfError};
 use crate::fatbin::{self, FatbinError, Target};
+use crate::metadata::{self, Pins};
 use crate::zip::{self, ZipError};
 
 pub const VERSION_MEMBER: &str = "torch/version.py";
@@ -157,6 +159,8 @@ pub struct Measurement {
     pub census: BTreeMap<Target, usize>,
     /// The wheel's other CUDA libraries (`libtorch_cuda_linalg.so`), by name.
     pub libraries: Vec<Library>,
+    /// The runtime pins of its METADATA; `None` when the wheel has no METADATA.
+    pub pins: Option<Pins>,
 }
 
 impl Measurement {
@@ -240,6 +244,7 @@ pub fn measure_wheel(path: &Path, asked: &str) -> Result<Wheel, TorchError> {
         fatbins,
         census,
         libraries: archive.libraries,
+        pins: archive.pins,
     })))
 }
 
@@ -252,6 +257,8 @@ pub struct ArchiveFacts {
     /// `libtorch_cuda.so`'s census and fat-binary count; `None` for a CPU build.
     pub main: Option<(BTreeMap<Target, usize>, usize)>,
     pub libraries: Vec<Library>,
+    /// The `Requires-Dist` pins of `*.dist-info/METADATA`.
+    pub pins: Option<Pins>,
 }
 
 fn library_census<R: Read + Seek>(
@@ -283,8 +290,22 @@ pub fn measure_archive<R: Read + Seek>(file: &mut R) -> Result<ArchiveFacts, Tor
             built,
             main: None,
             libraries: Vec::new(),
+            pins: None,
         });
     }
+    let pins = match members
+        .iter()
+        .find(|member| metadata::is_metadata_member(&member.name))
+    {
+        Some(member) => {
+            let text = zip::read_member(file, member)?;
+            Some(metadata::pins(
+                &member.name,
+                &String::from_utf8_lossy(&text),
+            ))
+        }
+        None => None,
+    };
     let library = zip::find(&members, LIBRARY_MEMBER)?;
     let main = library_census(file, library)?;
     let mut libraries = Vec::new();
@@ -315,6 +336,7 @@ pub fn measure_archive<R: Read + Seek>(file: &mut R) -> Result<ArchiveFacts, Tor
         built,
         main: Some(main),
         libraries,
+        pins,
     })
 }
 
@@ -352,6 +374,11 @@ pub mod tests_support {
             ("torch/__init__.py", b"", true),
             (VERSION_MEMBER, version_py.as_bytes(), true),
             (LIBRARY_MEMBER, &library, true),
+            (
+                "torch-2.15.0.dist-info/METADATA",
+                b"Name: torch\nVersion: 2.15.0\nRequires-Dist: cuda-toolkit[cublas,cudart]==13.2.2; platform_system == \"Linux\"\n",
+                true,
+            ),
         ])
     }
 
@@ -400,6 +427,9 @@ mod tests {
         assert_eq!(archive.built, "2026-11-30");
         assert!(archive.libraries.is_empty());
         assert_eq!(fatbins, 4);
+        let pins = archive.pins.unwrap();
+        assert_eq!(pins.member, "torch-2.15.0.dist-info/METADATA");
+        assert_eq!(pins.cuda_toolkit_version.as_deref(), Some("13.2.2"));
         let named: Vec<(String, usize)> = census
             .iter()
             .map(|(target, count)| (target.to_string(), *count))
@@ -527,6 +557,7 @@ mod tests {
             fatbins: 0,
             census: BTreeMap::new(),
             libraries: Vec::new(),
+            pins: None,
         };
         let good = measurement("2.15.0+cu132", Some("13.2"));
         assert_eq!(good.release(), "2.15");

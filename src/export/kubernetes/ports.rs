@@ -20,7 +20,7 @@ pub(super) struct Ports {
 
 pub(super) fn ports(
     view: &BodyView<'_>,
-    options: KubernetesOptions,
+    options: &KubernetesOptions,
     identity: &Identity,
     notices: &mut Notices,
 ) -> Ports {
@@ -71,7 +71,7 @@ fn port_lists(view: &BodyView<'_>) -> (Vec<ContainerPort>, Vec<ServicePort>) {
 }
 
 /// The notice for publishing: what the ports became and how to reach them.
-fn publishing_message(view: &BodyView<'_>, options: KubernetesOptions, name: &str) -> String {
+fn publishing_message(view: &BodyView<'_>, options: &KubernetesOptions, name: &str) -> String {
     let exposed = view
         .ports
         .iter()

@@ -1,13 +1,15 @@
 //! Memory, CPU and GPUs as the container's resource requests and limits: memory and CPU
 //! as equal requests and limits (Docker's are limits; equal requests make the pod
 //! Guaranteed, so it is not the first evicted), GPUs as the device plugin's
-//! `nvidia.com/gpu` limit (extended resources take limits only).
+//! `nvidia.com/gpu` limit (extended resources take limits only), or with `--mig-profile`
+//! as the `mixed` strategy's `nvidia.com/mig-<profile>`.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use super::scheduling::mig_resource;
 use super::{GPU_RESOURCE, Notices};
 use crate::export::decimal_cpus;
 use crate::export::view::{BodyView, Gpus};
@@ -20,7 +22,11 @@ pub(super) struct Resources {
     pub(super) gpus: Option<u32>,
 }
 
-pub(super) fn resources(view: &BodyView<'_>, notices: &mut Notices) -> Resources {
+pub(super) fn resources(
+    view: &BodyView<'_>,
+    mig_profile: Option<&str>,
+    notices: &mut Notices,
+) -> Resources {
     let mut requests = BTreeMap::new();
     let mut limits = BTreeMap::new();
     if let Some(memory) = view.memory {
@@ -35,7 +41,35 @@ pub(super) fn resources(view: &BodyView<'_>, notices: &mut Notices) -> Resources
     }
     let gpus = gpu_count(view.gpus, notices);
     if let Some(count) = gpus {
-        limits.insert(GPU_RESOURCE.to_string(), Quantity(count.to_string()));
+        let resource = match mig_profile {
+            Some(profile) => {
+                let resource = mig_resource(profile);
+                notices.add(
+                    "gpus",
+                    format!(
+                        "each GPU is a MIG device `{resource}`: this assumes the device plugin's `mixed` MIG strategy; under the `single` strategy MIG devices are `{GPU_RESOURCE}`, so export without `--mig-profile`"
+                    ),
+                );
+                resource
+            }
+            None => {
+                if mig_devices(view.gpus) {
+                    notices.add(
+                        "gpus",
+                        format!(
+                            "the MIG devices are asked for as `{GPU_RESOURCE}`: this assumes the device plugin's `single` MIG strategy (every GPU of the node cut alike); under the `mixed` strategy export with `--mig-profile PROFILE` (for example `1g.10gb`)"
+                        ),
+                    );
+                }
+                GPU_RESOURCE.to_string()
+            }
+        };
+        limits.insert(resource, Quantity(count.to_string()));
+    } else if mig_profile.is_some() {
+        notices.add(
+            "gpus",
+            "`--mig-profile` is for a profile that asks for GPUs; this one asks for none, so nothing is written",
+        );
     }
     let requirements = (!limits.is_empty()).then(|| ResourceRequirements {
         requests: (!requests.is_empty()).then_some(requests),
@@ -96,6 +130,11 @@ fn gpu_count(gpus: Gpus<'_>, notices: &mut Notices) -> Option<u32> {
             Some(count)
         }
     }
+}
+
+/// Whether the profile names MIG devices by UUID (`MIG-…`).
+fn mig_devices(gpus: Gpus<'_>) -> bool {
+    matches!(gpus, Gpus::Devices(devices) if devices.iter().any(|device| device.starts_with("MIG-")))
 }
 
 /// Bytes in the largest binary unit that holds them exactly (`16Gi`), else plain bytes.

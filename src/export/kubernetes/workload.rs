@@ -5,14 +5,17 @@
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, Pod, PodSpec, PodTemplateSpec, ResourceRequirements, Volume,
+    Capabilities, Container, ContainerPort, Pod, PodSpec, PodTemplateSpec, ResourceRequirements,
+    SecurityContext, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use super::host_access::HostAccess;
 use super::labels::Identity;
+use super::scheduling::Scheduling;
 use super::security::Process;
 use super::volumes::Storage;
-use super::{Notices, WorkloadKind, document, environment};
+use super::{KubernetesOptions, Notices, WorkloadKind, document, environment};
 use crate::export::ExportError;
 use crate::export::view::BodyView;
 
@@ -22,12 +25,15 @@ pub(super) struct ContainerParts {
     pub(super) resources: Option<ResourceRequirements>,
     pub(super) storage: Storage,
     pub(super) process: Process,
+    pub(super) host: HostAccess,
+    pub(super) scheduling: Scheduling,
 }
 
 /// The pod spec: the one container, its volumes and the restart policy.
 pub(super) fn pod_spec(
     view: &BodyView<'_>,
     identity: &Identity,
+    container_name: String,
     parts: ContainerParts,
     kind: WorkloadKind,
     notices: &mut Notices,
@@ -37,10 +43,13 @@ pub(super) fn pod_spec(
         resources,
         storage,
         process,
+        host,
+        scheduling,
     } = parts;
     let volume_mounts = storage.volume_mounts;
+    let security_context = with_capabilities(process.security_context, host.capabilities);
     let container = Container {
-        name: identity.name.clone(),
+        name: container_name,
         image: Some(view.image.to_string()),
         args: Some(environment::arguments(view)),
         env: environment::variables(view, identity),
@@ -48,7 +57,7 @@ pub(super) fn pod_spec(
         ports: (!ports.is_empty()).then_some(ports),
         resources,
         volume_mounts: (!volume_mounts.is_empty()).then_some(volume_mounts),
-        security_context: process.security_context,
+        security_context,
         ..Container::default()
     };
     let volumes: Vec<Volume> = storage.volumes;
@@ -57,9 +66,30 @@ pub(super) fn pod_spec(
         volumes: (!volumes.is_empty()).then_some(volumes),
         restart_policy: Some(restart_policy(kind, notices).into()),
         host_ipc: process.host_ipc.then_some(true),
+        host_network: host.host_network.then_some(true),
+        dns_policy: host.dns_policy,
+        hostname: host.hostname,
         share_process_namespace: process.share_process_namespace,
+        tolerations: scheduling.tolerations,
+        runtime_class_name: scheduling.runtime_class_name,
         ..PodSpec::default()
     }
+}
+
+/// The container's security context with the added capabilities.
+fn with_capabilities(
+    context: Option<SecurityContext>,
+    capabilities: Option<Vec<String>>,
+) -> Option<SecurityContext> {
+    let Some(add) = capabilities else {
+        return context;
+    };
+    let mut context = context.unwrap_or_default();
+    context.capabilities = Some(Capabilities {
+        add: Some(add),
+        ..Capabilities::default()
+    });
+    Some(context)
 }
 
 /// `Never` for a Pod and a Job, as `up`'s restart policy `no`; a Deployment can only
@@ -75,6 +105,24 @@ fn restart_policy(kind: WorkloadKind, notices: &mut Notices) -> &'static str {
         }
         WorkloadKind::Pod | WorkloadKind::Job => "Never",
     }
+}
+
+/// What GPU nodes need, for the header: the device plugin, the runtime, the taint.
+pub(super) fn gpu_header(options: &KubernetesOptions) -> String {
+    let mut header = match &options.runtime_class {
+        Some(class) => format!(
+            "# GPUs: the nodes need the NVIDIA device plugin (or GPU Operator); the pod runs with RuntimeClass `{class}`.\n"
+        ),
+        None => "# GPUs: the nodes need the NVIDIA device plugin (or GPU Operator), and the NVIDIA runtime as their\n\
+                 # default runtime or as a RuntimeClass (then export with `--runtime-class nvidia`).\n"
+            .to_string(),
+    };
+    if !options.no_gpu_toleration {
+        header.push_str(
+            "# The pod tolerates the `nvidia.com/gpu` NoSchedule taint of GPU node pools (`--no-gpu-toleration` leaves it out).\n",
+        );
+    }
+    header
 }
 
 /// The YAML document of the workload object running `pod_spec`.
@@ -126,10 +174,11 @@ pub(super) fn workload_document(
 /// and how a keep-alive Job ends.
 pub(super) fn header(
     view: &BodyView<'_>,
-    kind: WorkloadKind,
+    options: &KubernetesOptions,
     identity: &Identity,
     has_gpus: bool,
 ) -> String {
+    let kind = options.kind;
     let name = &identity.name;
     let profile_name = view.profile_name;
     let resource = kind.resource();
@@ -138,10 +187,7 @@ pub(super) fn header(
          # Apply: `kubectl apply -f FILE`; enter: `kubectl exec -it {resource}/{name} -- sh`.\n"
     );
     if has_gpus {
-        header.push_str(
-            "# GPUs: the nodes need the NVIDIA device plugin (or GPU Operator), and the NVIDIA runtime as their\n\
-             # default runtime or as a RuntimeClass (then add `runtimeClassName` to the pod).\n",
-        );
+        header.push_str(&gpu_header(options));
     }
     if let Some(command) = environment::create_secret_command(view, identity) {
         header.push_str(&format!(

@@ -2,7 +2,9 @@
 //! the latest exposition (`/metrics`), the live dashboard (`/`, one page embedded in the
 //! binary), the latest snapshot (`/api/v1/snapshot`) and the recent history
 //! (`/api/v1/history?since=N`) as JSON, 404 for anything else, and shuts down when the
-//! live loop ends.
+//! live loop ends. The snapshot's diagnoses and failures carry `since`: when this server
+//! first saw each one in an unbroken run of snapshots ([`FirstSeen`]), so a page opened
+//! late, or reloaded, says how long a problem has lasted rather than when it looked.
 //!
 //! Each connection is served on a thread of its own, so a client that sends and never
 //! reads blocks nobody but itself, and its work and time are bounded: at most
@@ -67,6 +69,9 @@ const ACCEPT_POLL: Duration = Duration::from_millis(10);
 /// clone of the snapshot and a point of history.
 struct Published {
     latest: Option<Arc<Snapshot>>,
+    /// Since when each diagnosis and failure of `latest` has been seen.
+    since: Arc<Since>,
+    first_seen: FirstSeen,
     /// DCGM's `Hostname` label.
     hostname: String,
     history: History,
@@ -111,6 +116,8 @@ impl StatsServer {
             .map_or_else(|_| address.to_string(), |socket| socket.to_string());
         let latest = Arc::new(Mutex::new(Published {
             latest: None,
+            since: Arc::default(),
+            first_seen: FirstSeen::default(),
             hostname: String::new(),
             history: History::new(window, interval),
             // What the history really covers: the dashboard says this span.
@@ -147,6 +154,7 @@ impl StatsServer {
     pub fn publish(&self, snapshot: &Snapshot, hostname: &str) {
         let shared = Arc::new(snapshot.clone());
         let mut published = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        published.since = Arc::new(published.first_seen.observe(snapshot));
         published.latest = Some(shared);
         if published.hostname != hostname {
             published.hostname = hostname.to_string();
@@ -360,6 +368,10 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
         let published = published();
         (published.latest.clone(), published.hostname.clone())
     };
+    let newest_since = || {
+        let published = published();
+        (published.latest.clone(), Arc::clone(&published.since))
+    };
     match request.path.as_str() {
         "/metrics" => Answer {
             status: 200,
@@ -381,8 +393,8 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
                 ("Cache-Control", "no-store"),
             ],
         },
-        "/api/v1/snapshot" => json(match newest() {
-            (Some(snapshot), _) => record::json_line(&snapshot),
+        "/api/v1/snapshot" => json(match newest_since() {
+            (Some(snapshot), since) => with_since(&record::json_line(&snapshot), &since),
             (None, _) => "{}\n".into(),
         }),
         "/api/v1/history" => {
@@ -404,6 +416,79 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
         }
         _ => plain(404, b"not found\n"),
     }
+}
+
+/// Since when each diagnosis and failure of one snapshot has been seen, in its order
+/// (seconds since the Unix epoch, as the snapshot's `time`).
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Since {
+    diagnoses: Vec<f64>,
+    failures: Vec<f64>,
+}
+
+/// When each problem now present was first seen: a diagnosis by its id and subject, a
+/// failure by its subject and kind. One absent from a snapshot is forgotten, so when it
+/// comes back it is a new run of it.
+#[derive(Debug, Default)]
+struct FirstSeen {
+    diagnoses: std::collections::BTreeMap<(String, String), f64>,
+    failures: std::collections::BTreeMap<(String, String), f64>,
+}
+
+impl FirstSeen {
+    /// Records `snapshot` and returns since when each of its problems has been seen.
+    fn observe(&mut self, snapshot: &Snapshot) -> Since {
+        fn runs(
+            seen: &mut std::collections::BTreeMap<(String, String), f64>,
+            keys: Vec<(String, String)>,
+            time: f64,
+        ) -> Vec<f64> {
+            seen.retain(|key, _| keys.contains(key));
+            keys.into_iter()
+                .map(|key| *seen.entry(key).or_insert(time))
+                .collect()
+        }
+        let diagnoses = snapshot
+            .diagnoses
+            .iter()
+            .map(|diagnosis| (diagnosis.id.clone(), diagnosis.subject.clone()))
+            .collect();
+        let failures = snapshot
+            .failures
+            .iter()
+            .map(|failure| (failure.subject.to_string(), format!("{:?}", failure.kind)))
+            .collect();
+        Since {
+            diagnoses: runs(&mut self.diagnoses, diagnoses, snapshot.time),
+            failures: runs(&mut self.failures, failures, snapshot.time),
+        }
+    }
+}
+
+/// The snapshot's JSON line with `since` added to each diagnosis and failure.
+fn with_since(line: &str, since: &Since) -> String {
+    let Ok(mut document) = serde_json::from_str::<serde_json::Value>(line) else {
+        // A line of our own that does not parse is a bug; it is answered as it is.
+        return line.to_string();
+    };
+    for (list, times) in [
+        ("diagnoses", &since.diagnoses),
+        ("failures", &since.failures),
+    ] {
+        if let Some(items) = document
+            .get_mut(list)
+            .and_then(|items| items.as_array_mut())
+        {
+            for (item, time) in items.iter_mut().zip(times) {
+                if let Some(item) = item.as_object_mut() {
+                    item.insert("since".into(), serde_json::json!(time));
+                }
+            }
+        }
+    }
+    let mut text = document.to_string();
+    text.push('\n');
+    text
 }
 
 /// The `since` of a history request: 0 without one; none when it is not a number.
@@ -628,6 +713,8 @@ mod tests {
                 time: 3.0,
                 ..Snapshot::default()
             })),
+            since: Arc::default(),
+            first_seen: FirstSeen::default(),
             hostname: "node-1".into(),
             history,
             window: Duration::from_secs(60),
@@ -787,6 +874,66 @@ mod tests {
                     && value.contains("connect-src 'self'"))
         );
         assert_eq!(get("/nothing").status, 404);
+    }
+
+    /// Issue 31: "(since …)" is when the problem began as this server saw it, kept across
+    /// snapshots, forgotten when it goes away, and carried by the snapshot's JSON.
+    #[test]
+    fn a_problem_is_dated_from_its_first_snapshot() {
+        use crate::monitor::{Diagnosis, Failure, FailureKind, FailureSubject, Severity};
+        let diagnosis = |id: &str, subject: &str| Diagnosis {
+            id: id.into(),
+            severity: Severity::Warning,
+            subject: subject.into(),
+            message: "seen".into(),
+            evidence: Default::default(),
+            hint: "change it".into(),
+        };
+        let snapshot = |time: f64, diagnoses: Vec<Diagnosis>, failures: Vec<Failure>| Snapshot {
+            time,
+            diagnoses,
+            failures,
+            ..Snapshot::default()
+        };
+        let lost = Failure {
+            subject: FailureSubject::Daemon,
+            kind: FailureKind::ConnectionRefused,
+            message: "gone".into(),
+        };
+        let mut seen = FirstSeen::default();
+        let full = || diagnosis("gpu-memory-near-full", "gpu 1");
+        let first = seen.observe(&snapshot(10.0, vec![full()], vec![]));
+        assert_eq!(first.diagnoses, [10.0]);
+        let later = seen.observe(&snapshot(
+            11.0,
+            vec![diagnosis("input-bound", "train"), full()],
+            vec![lost.clone()],
+        ));
+        assert_eq!(later.diagnoses, [11.0, 10.0], "in the snapshot's order");
+        assert_eq!(later.failures, [11.0]);
+        // The same id on another subject is another problem.
+        let other = seen.observe(&snapshot(
+            12.0,
+            vec![full(), diagnosis("gpu-memory-near-full", "gpu 0")],
+            vec![lost.clone()],
+        ));
+        assert_eq!(other.diagnoses, [10.0, 12.0]);
+        assert_eq!(other.failures, [11.0]);
+        // Gone for a snapshot, then back: a new run.
+        seen.observe(&snapshot(13.0, vec![], vec![]));
+        let back = seen.observe(&snapshot(14.0, vec![full()], vec![lost.clone()]));
+        assert_eq!((back.diagnoses, back.failures), (vec![14.0], vec![14.0]));
+
+        let shown = snapshot(15.0, vec![full()], vec![lost]);
+        let since = seen.observe(&shown);
+        let line: serde_json::Value =
+            serde_json::from_str(&with_since(&record::json_line(&shown), &since)).unwrap();
+        assert_eq!(line["diagnoses"][0]["since"], 14.0);
+        assert_eq!(line["failures"][0]["since"], 14.0);
+        assert_eq!(
+            line["diagnoses"][0]["id"], "gpu-memory-near-full",
+            "nothing else changes"
+        );
     }
 
     #[test]

@@ -380,6 +380,100 @@ pub fn http_get(addr: SocketAddr, path: &str, timeout: Duration) -> std::io::Res
     parse_response(&raw).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// A minimal HTTP/1.1 request with `headers` and `body` (`Connection: close`): what a
+/// test needs beyond [`http_get`], as a manifest read with its own `Accept` or a manifest
+/// `PUT` (an image index no docker CLI here can push).
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<HttpResponse> {
+    let timeout = Duration::from_secs(10);
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: envctl-tests\r\n\
+         Content-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    parse_response(&raw).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// The Docker image manifest (schema 2) media type.
+pub const IMAGE_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+/// The Docker manifest list (a multi-platform index) media type.
+pub const MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
+impl Registry {
+    /// Puts a manifest list under `repo:tag` whose entries are the image manifest of
+    /// `repo:image_tag` (pushed before) for each of `platforms` (`("linux", "amd64")`):
+    /// a multi-platform image as `docker buildx` pushes one. Returns the list's digest as
+    /// the registry computed it.
+    pub fn put_index(
+        &self,
+        repo: &str,
+        image_tag: &str,
+        tag: &str,
+        platforms: &[(&str, &str)],
+    ) -> String {
+        let manifest = http_request(
+            self.addr,
+            "GET",
+            &format!("/v2/{repo}/manifests/{image_tag}"),
+            &[("Accept", IMAGE_MANIFEST)],
+            b"",
+        )
+        .unwrap_or_else(|e| panic!("reading {repo}:{image_tag}'s manifest: {e}"));
+        assert_eq!(manifest.status, 200, "{}", manifest.text());
+        let digest = manifest
+            .header("docker-content-digest")
+            .unwrap_or_else(|| panic!("no Docker-Content-Digest for {repo}:{image_tag}"))
+            .to_string();
+        let entries: Vec<serde_json::Value> = platforms
+            .iter()
+            .map(|(os, architecture)| {
+                serde_json::json!({
+                    "mediaType": IMAGE_MANIFEST,
+                    "size": manifest.body.len(),
+                    "digest": digest,
+                    "platform": {"os": os, "architecture": architecture},
+                })
+            })
+            .collect();
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_LIST,
+            "manifests": entries,
+        })
+        .to_string()
+        .into_bytes();
+        let put = http_request(
+            self.addr,
+            "PUT",
+            &format!("/v2/{repo}/manifests/{tag}"),
+            &[("Content-Type", MANIFEST_LIST)],
+            &index,
+        )
+        .unwrap_or_else(|e| panic!("putting the index {repo}:{tag}: {e}"));
+        assert_eq!(put.status, 201, "{}\n{}", put.text(), tail(&self.log(), 20));
+        put.header("docker-content-digest")
+            .unwrap_or_else(|| panic!("no Docker-Content-Digest for the index {repo}:{tag}"))
+            .to_string()
+    }
+}
+
 fn parse_response(raw: &[u8]) -> Result<HttpResponse, String> {
     let end = raw
         .windows(4)

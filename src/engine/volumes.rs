@@ -1,0 +1,76 @@
+//! Named volumes made before a container: `up` creates each volume a profile mounts with
+//! its labels ([`crate::spec::volumes::named_volumes`]), because the volume the daemon
+//! makes implicitly at container create carries none. A volume that exists is left as it
+//! is: its labels are not changed (the API has no way to, and its data is someone's).
+
+use std::collections::HashMap;
+
+use super::{Engine, EngineError};
+use crate::spec::volumes::NamedVolume;
+
+/// What became of one volume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeMade {
+    Created,
+    /// It existed already, and was left as it was.
+    Existing,
+}
+
+impl Engine {
+    /// Makes the named volumes `body` mounts that do not exist yet, with the labels
+    /// [`crate::spec::volumes::named_volumes`] gives them: called by `up` right before the
+    /// container's create.
+    pub async fn create_named_volumes(
+        &self,
+        body: &crate::spec::CreateBody,
+    ) -> Result<Vec<VolumeMade>, EngineError> {
+        self.create_volumes(&crate::spec::volumes::named_volumes(body))
+            .await
+    }
+
+    /// Makes each of `volumes` that does not exist yet, with its labels, in order; returns
+    /// what became of each. Two `up`s racing for the same volume both succeed: the
+    /// daemon's create of an existing local volume answers with the one there.
+    pub async fn create_volumes(
+        &self,
+        volumes: &[NamedVolume],
+    ) -> Result<Vec<VolumeMade>, EngineError> {
+        let mut made = Vec::with_capacity(volumes.len());
+        for volume in volumes {
+            made.push(self.create_volume(volume).await?);
+        }
+        Ok(made)
+    }
+
+    async fn create_volume(&self, volume: &NamedVolume) -> Result<VolumeMade, EngineError> {
+        let name = super::reference::volume(&volume.name)?;
+        let inspected = self
+            .with_deadline(
+                "inspecting a volume",
+                self.answer_deadline(),
+                self.docker.inspect_volume(name),
+            )
+            .await?;
+        match inspected {
+            Ok(_) => return Ok(VolumeMade::Existing),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
+            Err(error) => return Err(self.classify(error)),
+        }
+        let request = bollard::models::VolumeCreateRequest {
+            name: Some(name.to_string()),
+            labels: Some(
+                volume
+                    .labels
+                    .iter()
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect::<HashMap<_, _>>(),
+            ),
+            ..Default::default()
+        };
+        self.work_answer("creating a volume", self.docker.create_volume(request))
+            .await?;
+        Ok(VolumeMade::Created)
+    }
+}
