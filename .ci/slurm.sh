@@ -11,7 +11,8 @@
 #   bash .ci/slurm.sh stop     # by hand: stop it and remove its files
 #
 # - Fake GPUs: four device nodes per node made with `mknod … c 195 N` in a private folder,
-#   listed in gres.conf with AutoDetect=off (`File=…/nvidia[0-3]`): Slurm hands them out
+#   listed in gres.conf with AutoDetect=off (n1 `File=…/nvidia[0-3]`, n2 `…/nvidia[4-7]`:
+#   Slurm's indices are positions in the list, 0-3 on both): Slurm hands them out
 #   as it would real ones, and with ConstrainDevices=yes each job's devices cgroup lists
 #   exactly its own (the NVIDIA driver is never involved).
 # - cgroup v1 (this machine's hierarchy), ConstrainDevices=yes: CUDA_VISIBLE_DEVICES is
@@ -56,7 +57,7 @@ slurm_ci_write_config() {
     chown munge:munge "$d/munge/munge.key"
     chmod 0400 "$d/munge/munge.key"
     local minor
-    for minor in 0 1 2 3; do
+    for minor in 0 1 2 3 4 5 6 7; do
         rm -f "$d/dev/nvidia$minor"
         mknod -m 0666 "$d/dev/nvidia$minor" c 195 "$minor"
     done
@@ -100,7 +101,7 @@ EOF
 # written by .ci/slurm.sh: device nodes of no driver, handed out as Slurm hands out GPUs
 AutoDetect=off
 NodeName=n1 Name=gpu File=$d/dev/nvidia[0-3]
-NodeName=n2 Name=gpu File=$d/dev/nvidia[0-3]
+NodeName=n2 Name=gpu File=$d/dev/nvidia[4-7]
 EOF
     # The site's Epilog (docs/clusters.md): here it runs the hooks tests drop in epilog.d/
     # (each sweeps its own jobs' containers with `envctl down --rm --slurm-job`). An Epilog

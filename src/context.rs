@@ -116,6 +116,10 @@ pub struct SlurmVariables {
     pub job_node_list: Option<String>,
     pub node_id: Option<String>,
     pub nodes: Option<String>,
+    /// `SLURMD_NODENAME`: this node's name in slurm.conf (whose `gres.conf` lines apply).
+    pub node_name: Option<String>,
+    /// `SLURM_CONF`: the cluster's slurm.conf, beside which `gres.conf` lies.
+    pub conf: Option<String>,
 }
 
 /// A snapshot of the process environment, taken once.
@@ -334,6 +338,8 @@ impl Environment {
             cpus_per_task: text("SLURM_CPUS_PER_TASK"),
             cpus_on_node: text("SLURM_CPUS_ON_NODE"),
             job_node_list: text("SLURM_JOB_NODELIST"),
+            node_name: text("SLURMD_NODENAME"),
+            conf: text("SLURM_CONF"),
             node_id: text("SLURM_NODEID"),
             nodes: text("SLURM_NNODES"),
         }

@@ -124,6 +124,7 @@ mod tests {
             node_list: Some("n1".into()),
             node_id: Some(0),
             nodes: Some(1),
+            gpu_minors: None,
             unreadable: Vec::new(),
         }
     }

@@ -35,6 +35,11 @@ pub struct SlurmJob {
     /// `SLURM_NNODES`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u32>,
+    /// The device minor numbers of the job's GPUs (`/dev/nvidia<minor>`), read from this
+    /// node's `File=` list in gres.conf: Slurm's indices are positions in that list. None
+    /// when gres.conf could not be read or does not list them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_minors: Option<Vec<u32>>,
     /// Values Slurm set that could not be read (`SLURM_MEM_PER_NODE=lots`): named, never
     /// replaced by a guess.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -115,8 +120,11 @@ pub struct AllocatedGpu {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchedBy {
-    /// The GPU's device node `/dev/nvidia<minor>`: Slurm's index is N of the `File=`
-    /// list's `/dev/nvidiaN`.
+    /// gres.conf's `File=` list for this node: Slurm's index is a position in it, and the
+    /// file there is `/dev/nvidia<minor>`.
+    GresFile,
+    /// Without gres.conf: Slurm's index read as N of `/dev/nvidiaN`, which holds for the
+    /// usual `File=/dev/nvidia[0-N]` in order.
     MinorNumber,
     /// NVML's index, where NVML gave no minor numbers.
     Index,

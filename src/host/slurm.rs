@@ -5,7 +5,13 @@
 //! `CUDA_VISIBLE_DEVICES` is never read. A value that cannot be read is kept as such,
 //! never replaced by a default.
 
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
+
 use crate::context::SlurmVariables;
+
+/// Where slurm.conf lies without `SLURM_CONF` (Debian's and most sites' place).
+const DEFAULT_CONF: &str = "/etc/slurm/slurm.conf";
 use crate::facts::slurm::{GpuAllocation, JobCpus, JobMemory, SlurmJob, UnreadableVariable};
 
 /// The job, when `SLURM_JOB_ID` is set.
@@ -61,6 +67,19 @@ pub fn job(variables: &SlurmVariables) -> Option<SlurmJob> {
         (None, Some(job)) => allocation("SLURM_JOB_GPUS", job, |ids| GpuAllocation::Job { ids }),
         (None, None) => GpuAllocation::None,
     };
+    let gpu_minors = gpus.ids().and_then(|ids| {
+        let conf = variables
+            .conf
+            .as_deref()
+            .map_or_else(|| Path::new(DEFAULT_CONF), Path::new);
+        let listed = gres_gpu_minors(
+            &conf.with_file_name("gres.conf"),
+            variables.node_name.as_deref()?,
+        )?;
+        ids.iter()
+            .map(|&id| listed.get(id as usize).copied())
+            .collect::<Option<Vec<u32>>>()
+    });
     Some(SlurmJob {
         job_id,
         // A batch script has no SLURM_STEP_ID: its step is Slurm's `batch` step.
@@ -74,8 +93,96 @@ pub fn job(variables: &SlurmVariables) -> Option<SlurmJob> {
         node_list: variables.job_node_list.clone(),
         node_id: node_id.and_then(|id| u32::try_from(id).ok()),
         nodes: nodes.and_then(|count| u32::try_from(count).ok()),
+        gpu_minors,
         unreadable,
     })
+}
+
+/// The device minor numbers of `node`'s GPUs, in the order of gres.conf's `File=` lists
+/// (Slurm's GPU indices are positions in it): each file's own minor number when it is a
+/// character device, else the N of a name ending in `nvidiaN`. `None` when the file cannot
+/// be read or a listed file says no number (never a guess).
+pub fn gres_gpu_minors(gres_conf: &Path, node: &str) -> Option<Vec<u32>> {
+    let bytes =
+        crate::untrusted::read(gres_conf, 1 << 20, crate::untrusted::Named::Found).ok()??;
+    let text = String::from_utf8(bytes).ok()?;
+    let mut minors = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or_default();
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|pair| pair.strip_prefix(key))
+                .map(str::to_string)
+        };
+        if !field("Name=").is_some_and(|name| name.eq_ignore_ascii_case("gpu")) {
+            continue;
+        }
+        if let Some(nodes) = field("NodeName=")
+            && !hostlist(&nodes).iter().any(|name| name == node)
+        {
+            continue;
+        }
+        let Some(files) = field("File=") else {
+            continue;
+        };
+        for file in hostlist(&files) {
+            let path = Path::new(&file);
+            let minor = match std::fs::metadata(path) {
+                Ok(metadata) if metadata.file_type().is_char_device() => {
+                    u32::try_from(super::split_device_number(metadata.rdev()).1).ok()
+                }
+                _ => file
+                    .rsplit_once("nvidia")
+                    .and_then(|(_, number)| number.parse().ok()),
+            };
+            minors.push(minor?);
+        }
+    }
+    (!minors.is_empty()).then_some(minors)
+}
+
+/// Slurm's list form: `a,b`, `n[1-2,4]`, `/dev/nvidia[0-3]` → each name.
+fn hostlist(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        // The next comma outside brackets ends one entry.
+        let mut depth = 0;
+        let end = rest
+            .char_indices()
+            .find(|(_, character)| {
+                match character {
+                    '[' => depth += 1,
+                    ']' => depth -= 1,
+                    ',' if depth == 0 => return true,
+                    _ => {}
+                }
+                false
+            })
+            .map_or(rest.len(), |(index, _)| index);
+        let entry = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or_default();
+        match (entry.find('['), entry.rfind(']')) {
+            (Some(open), Some(close)) if open < close => {
+                let (prefix, suffix) = (&entry[..open], &entry[close + 1..]);
+                for part in entry[open + 1..close].split(',') {
+                    let (first, last) = part.split_once('-').unwrap_or((part, part));
+                    let (Ok(from), Ok(to)) = (first.parse::<u32>(), last.parse::<u32>()) else {
+                        continue;
+                    };
+                    for number in from..=to.min(from.saturating_add(4096)) {
+                        // Zero-padded ranges (`n[01-02]`) keep their width.
+                        names.push(format!(
+                            "{prefix}{number:0width$}{suffix}",
+                            width = first.len()
+                        ));
+                    }
+                }
+            }
+            _ => names.push(entry.to_string()),
+        }
+    }
+    names
 }
 
 /// `0,1` or `2-3,5` as indices, in Slurm's order without repeats.
@@ -154,6 +261,31 @@ mod tests {
         assert_eq!(batch.gpus, GpuAllocation::Job { ids: vec![2, 3, 5] });
         let salloc = job(&variables(&[("SLURM_JOB_ID", "7")])).unwrap();
         assert_eq!(salloc.gpus, GpuAllocation::None);
+    }
+
+    #[test]
+    fn gres_files_give_the_minor_numbers_in_slurms_order() {
+        let folder = tempfile::tempdir().unwrap();
+        let gres = folder.path().join("gres.conf");
+        std::fs::write(
+            &gres,
+            "AutoDetect=off\n# n2's GPUs are the second four\nNodeName=n1 Name=gpu File=/x/nvidia[0-3]\nNodeName=n[2-3] Name=gpu File=/x/nvidia[4-5],/x/nvidia7,/x/nvidia6\nNodeName=n2 Name=mps Count=100\n",
+        )
+        .unwrap();
+        assert_eq!(gres_gpu_minors(&gres, "n1"), Some(vec![0, 1, 2, 3]));
+        assert_eq!(gres_gpu_minors(&gres, "n2"), Some(vec![4, 5, 7, 6]));
+        assert_eq!(gres_gpu_minors(&gres, "n9"), None);
+        assert_eq!(gres_gpu_minors(&folder.path().join("none"), "n1"), None);
+        let conf = folder.path().join("slurm.conf");
+        let read = job(&variables(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_STEP_GPUS", "2,3"),
+            ("SLURMD_NODENAME", "n2"),
+            ("SLURM_CONF", conf.to_str().unwrap()),
+        ]))
+        .unwrap();
+        assert_eq!(read.gpu_minors, Some(vec![7, 6]));
+        assert_eq!(hostlist("n[01-02],x"), vec!["n01", "n02", "x"]);
     }
 
     #[test]

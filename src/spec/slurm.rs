@@ -223,11 +223,18 @@ pub fn allocated_gpus(
     gpus: &[GpuDevice],
 ) -> Result<Vec<AllocatedGpu>, SlurmError> {
     let by_minor = !gpus.is_empty() && gpus.iter().all(|gpu| gpu.minor_number.value().is_some());
+    // gres.conf's files, when read, say each index's minor number exactly.
+    let minors = job
+        .gpu_minors
+        .as_deref()
+        .filter(|minors| minors.len() == ids.len());
     ids.iter()
-        .map(|&id| {
+        .enumerate()
+        .map(|(position, &id)| {
+            let minor = minors.map_or(id, |minors| minors[position]);
             let found = gpus.iter().find(|gpu| {
                 if by_minor {
-                    gpu.minor_number.value() == Some(&id)
+                    gpu.minor_number.value() == Some(&minor)
                 } else {
                     gpu.index == id
                 }
@@ -243,10 +250,10 @@ pub fn allocated_gpus(
                 slurm_id: id,
                 index: gpu.index,
                 uuid: gpu.uuid.value().cloned().ok_or_else(unknown)?,
-                matched_by: if by_minor {
-                    MatchedBy::MinorNumber
-                } else {
-                    MatchedBy::Index
+                matched_by: match (by_minor, minors.is_some()) {
+                    (true, true) => MatchedBy::GresFile,
+                    (true, false) => MatchedBy::MinorNumber,
+                    (false, _) => MatchedBy::Index,
                 },
             })
         })
@@ -317,6 +324,7 @@ mod tests {
             node_list: Some("n1".into()),
             node_id: Some(0),
             nodes: Some(1),
+            gpu_minors: None,
             unreadable: Vec::new(),
         }
     }
@@ -431,6 +439,17 @@ mod tests {
             allocated_gpus(&job, &[7], &gpus),
             Err(SlurmError::AllocatedGpuUnknown { id: 7, .. })
         ));
+        // gres.conf says which device each index is: `File=…/nvidia[4-7]` on this node.
+        let listed = SlurmJob {
+            gpu_minors: Some(vec![3, 2]),
+            ..job.clone()
+        };
+        let allocated = allocated_gpus(&listed, &[2, 3], &gpus).unwrap();
+        assert_eq!(
+            allocated.iter().map(|gpu| gpu.index).collect::<Vec<_>>(),
+            vec![0, 1]
+        );
+        assert_eq!(allocated[0].matched_by, MatchedBy::GresFile);
     }
 
     #[test]

@@ -765,3 +765,68 @@ fn up_in_a_job_takes_the_jobs_gpus_memory_and_cpus_and_refuses_more() {
         run.stderr
     );
 }
+
+#[test]
+fn slurm_indices_are_positions_in_the_nodes_gres_file_list() {
+    let Some((cluster, _)) = ready() else {
+        return;
+    };
+    // Eight stand-in GPUs whose minor numbers are their indices: n2's gres.conf lists
+    // /dev/nvidia[4-7], and Slurm calls them 0-3.
+    let folder = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(nvml::fixture("healthy-8x-h100.conf")).unwrap();
+    let mut text: String = base
+        .lines()
+        .filter(|line| !line.contains(".uuid="))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let prefix = format!("{:08x}", std::process::id() ^ nanos());
+    let uuids: Vec<String> = (0..8)
+        .map(|index| format!("GPU-{prefix}-77a8-4b8e-9a57-0c3f1e2d4a0{index}"))
+        .collect();
+    for (index, uuid) in uuids.iter().enumerate() {
+        text.push_str(&format!(
+            "gpu.{index}.uuid={uuid}\ngpu.{index}.minor_number={index}\n"
+        ));
+    }
+    let fixture = folder.path().join("gpus.conf");
+    std::fs::write(&fixture, text).unwrap();
+    let child = cluster.srun(
+        &["-w", "n2", "--gres=gpu:2"],
+        &[&envctl().to_string_lossy(), "doctor", "--json"],
+        |command: &mut Command| {
+            hermetic(command, folder.path());
+            command
+                .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
+                .env("ENVCTL_NVML_STUB_FIXTURE", &fixture)
+                .env("DOCKER_HOST", GPU_DAEMON);
+        },
+    );
+    let run = Run::of(child.wait_with_output().unwrap());
+    let report = run.json();
+    let job = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|finding| finding["id"] == "slurm.job")
+        .unwrap_or_else(|| panic!("{}", run.stdout))
+        .clone();
+    let ids: Vec<u64> = job["facts"]["allocation"]["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_u64().unwrap())
+        .collect();
+    assert!(
+        ids.iter().all(|id| *id < 4),
+        "Slurm's indices are positions: {job}"
+    );
+    let gpus = job["facts"]["gpus"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{job}"));
+    for (gpu, id) in gpus.iter().zip(&ids) {
+        assert_eq!(gpu["matched_by"], "gres_file", "{job}");
+        assert_eq!(gpu["index"], id + 4, "{job}");
+        assert_eq!(gpu["uuid"], uuids[*id as usize + 4], "{job}");
+    }
+}
