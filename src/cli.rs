@@ -244,6 +244,79 @@ Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -
         #[arg(long, default_value_t = 10, value_name = "SECONDS",
               value_parser = clap::value_parser!(u32).range(0..=86_400))]
         timeout: u32,
+        /// Every container envctl made in this Slurm job (label `envctl.slurm-job`), for an
+        /// `Epilog=` script: `envctl down --rm --slurm-job "$SLURM_JOB_ID"`
+        #[arg(long, value_name = "ID", conflicts_with_all = ["target", "label"])]
+        slurm_job: Option<String>,
+        /// Every container envctl made that carries this label (KEY=VALUE)
+        #[arg(long, value_name = "KEY=VALUE", conflicts_with = "target")]
+        label: Option<String>,
+    },
+    /// Run a command in a new container of a profile, in the foreground; removed at its end
+    ///
+    /// Makes the profile's container as `up` does, with the command as its main process,
+    /// follows its output, and stops and removes it when the command ends or at SIGTERM,
+    /// SIGINT or SIGHUP (within --stop-timeout).
+    #[command(
+        after_help = "The command's exit code is envctl's (129, 130, 143 after SIGHUP, SIGINT, SIGTERM).\n\
+Inside a Slurm job the container gets the job's GPUs, memory and CPUs (docs/clusters.md).\n\n\
+Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres=gpu:2 envctl run pytorch-2.8 -- torchrun --nproc-per-node 2 train.py\n  envctl run pytorch-2.8            (the profile's `command`, else the image's)"
+    )]
+    Run {
+        /// A profile name or path
+        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
+        profile: String,
+        /// The command and its arguments (after the profile, as `docker run IMAGE CMD…`; or
+        /// after `--`)
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
+        command: Vec<String>,
+        /// Container name (default: envctl-PROFILE-run-RANDOM, or -jobID-RANDOM in a Slurm job)
+        #[arg(long)]
+        name: Option<String>,
+        /// When to pull the image
+        #[arg(long, value_enum, default_value_t = crate::ops::up::PullPolicy::Missing)]
+        pull: crate::ops::up::PullPolicy,
+        /// Start even when doctor's checks fail
+        #[arg(long)]
+        force: bool,
+        /// Fail unless envctl.lock pins this profile's current image
+        #[arg(long)]
+        locked: bool,
+        /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
+        #[arg(short, long, value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Mount SOURCE:TARGET[:ro]
+        #[arg(long, value_name = "SPEC")]
+        volume: Vec<String>,
+        /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
+        #[arg(long, value_name = "SPEC")]
+        gpus: Option<String>,
+        /// Seconds the command gets to end after SIGTERM before it is killed, at its end or
+        /// at a signal (keep it below Slurm's KillWait)
+        #[arg(long, default_value_t = crate::ops::run::DEFAULT_STOP_TIMEOUT_SECONDS, value_name = "SECONDS",
+              value_parser = clap::value_parser!(u32).range(0..=86_400))]
+        stop_timeout: u32,
+    },
+    /// Check CUDA in this environment, without a container
+    ///
+    /// Runs nvidia-check's scripts here (a pyxis or Apptainer container, a conda env, a
+    /// bare-metal node) with the same findings, JSON and exit codes; in a Slurm job, torch
+    /// must see exactly the job's GPUs. In a container: `envctl exec TARGET nvidia-check`.
+    NvidiaCheck {
+        /// Skip the timed matmul and the copy bandwidth
+        #[arg(long)]
+        quick: bool,
+        /// Give up after this many seconds (at most a day)
+        #[arg(long, default_value_t = 120, value_name = "SECONDS",
+              value_parser = clap::value_parser!(u32).range(1..=86_400))]
+        timeout: u32,
+        /// Judge against this profile's expectations (torch, CUDA) as in its container
+        #[arg(long, value_name = "PROFILE")]
+        profile: Option<String>,
     },
     /// Print a container's logs
     Logs {

@@ -2,7 +2,8 @@
 //!
 //! `main` takes a snapshot of the environment once ([`Environment::from_process`]): the
 //! working directory, `HOME`, `XDG_CONFIG_HOME`, `DOCKER_HOST`, `PATH`, every `ENVCTL_*`
-//! variable, and the variables a user names with `up -e KEY`. Everything else asks the
+//! variable, the variables a user names with `up -e KEY`, and a Slurm job's `SLURM_*`
+//! ([`Environment::slurm`]). Everything else asks the
 //! snapshot, so a rule such as "an empty `HOME` is no home" is written once, and tests and
 //! pure code can hand in any environment they like. clippy's `disallowed-methods`
 //! (`clippy.toml`) keeps `std::env::var`, `var_os` and `current_dir` out of the rest of
@@ -95,6 +96,30 @@ impl WorkingDirectoryError {
     pub fn to_io_error(&self) -> std::io::Error {
         std::io::Error::new(self.kind, self.message.clone())
     }
+}
+
+/// The variables of a Slurm job, each unset or empty as `None` ([`Environment::slurm`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlurmVariables {
+    pub job_id: Option<String>,
+    pub step_id: Option<String>,
+    /// `ENVIRONMENT=BATCH`: Slurm's mark of a batch script, which has no `SLURM_STEP_ID`.
+    pub batch: bool,
+    pub job_gpus: Option<String>,
+    pub step_gpus: Option<String>,
+    /// MiB.
+    pub mem_per_node: Option<String>,
+    /// MiB.
+    pub mem_per_cpu: Option<String>,
+    pub cpus_per_task: Option<String>,
+    pub cpus_on_node: Option<String>,
+    pub job_node_list: Option<String>,
+    pub node_id: Option<String>,
+    pub nodes: Option<String>,
+    /// `SLURMD_NODENAME`: this node's name in slurm.conf (whose `gres.conf` lines apply).
+    pub node_name: Option<String>,
+    /// `SLURM_CONF`: the cluster's slurm.conf, beside which `gres.conf` lies.
+    pub conf: Option<String>,
 }
 
 /// A snapshot of the process environment, taken once.
@@ -295,6 +320,29 @@ impl Environment {
     pub fn stats_from_api_only(&self) -> bool {
         self.variable(STATS_SOURCE_VARIABLE)
             .is_some_and(|source| source == "api")
+    }
+
+    /// The variables Slurm sets in a job (issue 29), as text; `host::slurm` reads them
+    /// into `facts::slurm`. `CUDA_VISIBLE_DEVICES` is left out on purpose: Slurm renumbers
+    /// it per job, so it never says which host GPUs a job holds.
+    pub fn slurm(&self) -> SlurmVariables {
+        let text = |name: &str| self.variable(name).filter(|value| !value.is_empty());
+        SlurmVariables {
+            job_id: text("SLURM_JOB_ID"),
+            step_id: text("SLURM_STEP_ID"),
+            batch: self.variable("ENVIRONMENT").as_deref() == Some("BATCH"),
+            job_gpus: text("SLURM_JOB_GPUS"),
+            step_gpus: text("SLURM_STEP_GPUS"),
+            mem_per_node: text("SLURM_MEM_PER_NODE"),
+            mem_per_cpu: text("SLURM_MEM_PER_CPU"),
+            cpus_per_task: text("SLURM_CPUS_PER_TASK"),
+            cpus_on_node: text("SLURM_CPUS_ON_NODE"),
+            job_node_list: text("SLURM_JOB_NODELIST"),
+            node_name: text("SLURMD_NODENAME"),
+            conf: text("SLURM_CONF"),
+            node_id: text("SLURM_NODEID"),
+            nodes: text("SLURM_NNODES"),
+        }
     }
 
     /// The clock commands read "now" from.

@@ -24,6 +24,9 @@ pub enum Error {
     /// The host policy cannot be read or is not valid.
     #[error(transparent)]
     Policy(#[from] crate::policy::PolicyError),
+    /// Inside a Slurm job, the profile asks for more than the allocation (issue 29).
+    #[error(transparent)]
+    Slurm(#[from] crate::spec::slurm::SlurmError),
     /// The host policy forbids the container `up` would make: nothing was created.
     #[error("the host policy refuses this container")]
     PolicyRefused {
@@ -270,7 +273,8 @@ impl Error {
             | Error::CreateRefused { .. }
             | Error::PortTaken { .. }
             | Error::RunsElsewhere { .. }
-            | Error::PolicyRefused { .. } => ExitStatus::Failure,
+            | Error::PolicyRefused { .. }
+            | Error::Slurm(_) => ExitStatus::Failure,
         }
     }
 
@@ -299,6 +303,7 @@ impl Error {
             ),
             Error::Spec(error) => error.hint(),
             Error::Policy(error) => Some(error.hint()),
+            Error::Slurm(error) => Some(error.hint()),
             Error::PolicyRefused { path, .. } => Some(format!(
                 "the host's admin sets these limits in `{path}`: ask them, or change the profile to stay within them (`--force` does not pass a policy)"
             )),

@@ -6,6 +6,7 @@ pub mod host;
 pub mod lock;
 pub mod profile;
 pub mod safety;
+pub mod slurm;
 pub mod stack;
 
 use std::fmt;

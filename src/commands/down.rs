@@ -1,6 +1,11 @@
 //! `envctl down [TARGET]` (no TARGET: `ops::target::obvious_container`): stop the container; `--rm` removes it, `--volumes` also its named
 //! volumes. Only containers envctl created; host folders mounted into them are never
 //! touched.
+//!
+//! `envctl down --rm --slurm-job ID` (or `--label KEY=VALUE`) sweeps every container envctl
+//! made that carries the label, for a Slurm `Epilog=` script: a container outlives its job
+//! when `envctl run` is SIGKILLed before it could remove it. Root (as Epilog runs) sweeps
+//! every user's; anyone else their own unless `--other-user`.
 
 use serde::Serialize;
 
@@ -35,6 +40,111 @@ pub fn run(
         }
     };
     report(outcome, remove || volumes, context)
+}
+
+/// `down --slurm-job ID` / `--label KEY=VALUE`: stops (and with `remove`, removes) every
+/// container envctl made that carries the label. Exit 0 when every one is gone or stopped.
+pub fn sweep(
+    label: &str,
+    remove: bool,
+    timeout_seconds: u32,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    if !label.contains('=') || label.starts_with('=') {
+        return Err(Error::Usage {
+            message: format!(
+                "--label `{}` is not KEY=VALUE",
+                crate::ui::text::shown(label)
+            ),
+            hint: Some("`envctl down --rm --label envctl.slurm-job=1234`".into()),
+        });
+    }
+    let swept = runtime()?.block_on(async {
+        let work = sweep_labelled(label, remove, timeout_seconds, context);
+        tokio::select! {
+            outcome = work => outcome.map(Ok),
+            code = super::termination_signal() => Ok(Err(code)),
+        }
+    })?;
+    let names = match swept {
+        Ok(names) => names,
+        Err(code) => {
+            context.printer.warn(
+                "interrupted: the daemon goes on with the stop it was asked for (`envctl ps -a` shows what is left)",
+            );
+            return Ok(ExitStatus::External(code));
+        }
+    };
+    if context.json {
+        #[derive(Serialize)]
+        struct Swept<'a> {
+            label: &'a str,
+            containers: &'a [String],
+            stopped: bool,
+            removed: bool,
+        }
+        context.printer.json(&Swept {
+            label,
+            containers: &names,
+            stopped: true,
+            removed: remove,
+        })?;
+    } else if names.is_empty() {
+        context.printer.info(&format!(
+            "nothing to stop: no container of envctl's carries {}",
+            crate::ui::text::shown(label)
+        ));
+    } else {
+        let action = if remove {
+            "stopped and removed"
+        } else {
+            "stopped"
+        };
+        for name in &names {
+            context.printer.info(&format!("{action} {name}"));
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+async fn sweep_labelled(
+    label: &str,
+    remove: bool,
+    timeout_seconds: u32,
+    context: &Context,
+) -> Result<Vec<String>, Error> {
+    let engine = context
+        .engine_with_deadline(stop_deadline(timeout_seconds))
+        .await?;
+    let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
+    // Root (a Slurm Epilog) sweeps every user's; anyone else their own.
+    let everyone = context.user.uid == Some(0) || context.other_user;
+    let mut names = Vec::new();
+    for id in engine.containers_labelled(label).await? {
+        let Some(container) = engine.inspect_container(&id).await? else {
+            continue;
+        };
+        // Only what envctl made, never a container that merely shares the label.
+        if !container.labels.contains_key(crate::spec::PROFILE_LABEL) {
+            continue;
+        }
+        if !everyone && !crate::ops::target::is_mine(&container.labels, context) {
+            context.printer.warn(&format!(
+                "left {}: another user's (`--other-user` sweeps it too)",
+                container.name
+            ));
+            continue;
+        }
+        // Both at once when removing: `rm -f` kills at once, the stop gives the grace.
+        if container.running {
+            engine.stop_container(&container.id, timeout).await?;
+        }
+        if remove {
+            engine.remove_container(&container.id, true, true).await?;
+        }
+        names.push(container.name);
+    }
+    Ok(names)
 }
 
 /// What `down` did: the container's name and the volumes removed, or nothing to stop.

@@ -14,6 +14,7 @@ pub mod nvidia_check;
 pub mod outdated;
 pub mod profiles;
 pub mod ps;
+pub mod run;
 pub mod stats;
 pub mod up;
 
@@ -112,6 +113,7 @@ fn refuses_json(command: &Command) -> Option<&'static str> {
     match command {
         Command::Completions(_) => Some("`completions` prints a shell script"),
         Command::Shell { .. } => Some("`shell` is an interactive terminal session"),
+        Command::Run { .. } => Some("`run` prints the command's own output"),
         _ => None,
     }
 }
@@ -236,7 +238,56 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             rm,
             volumes,
             timeout,
-        } => down::run(target.as_deref(), rm, volumes, timeout, context),
+            slurm_job,
+            label,
+        } => match (slurm_job, label) {
+            (Some(job), _) => down::sweep(
+                &format!("{}={job}", crate::spec::slurm::SLURM_JOB_LABEL),
+                rm || volumes,
+                timeout,
+                context,
+            ),
+            (None, Some(label)) => down::sweep(&label, rm || volumes, timeout, context),
+            (None, None) => down::run(target.as_deref(), rm, volumes, timeout, context),
+        },
+        Command::Run {
+            profile,
+            command,
+            name,
+            pull,
+            force,
+            locked,
+            env,
+            volume,
+            gpus,
+            stop_timeout,
+        } => run::run(
+            crate::ops::run::RunRequest {
+                profile,
+                command,
+                name,
+                pull,
+                force,
+                locked,
+                env,
+                mounts: volume,
+                gpus,
+            },
+            stop_timeout,
+            context,
+        ),
+        Command::NvidiaCheck {
+            quick,
+            timeout,
+            profile,
+        } => nvidia_check::here(
+            &nvidia_check::NvidiaCheckOptions {
+                quick,
+                timeout_seconds: u64::from(timeout),
+            },
+            profile.as_deref(),
+            context,
+        ),
         Command::Logs {
             target,
             follow,

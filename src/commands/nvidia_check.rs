@@ -1,5 +1,6 @@
 //! `envctl exec TARGET nvidia-check [--json] [--quick] [--timeout S]`: the CUDA health check
-//! inside a running container.
+//! inside a running container; `envctl nvidia-check [--profile P]`: the same check here,
+//! without a container (`ops::nvidia_check::check_here`).
 //!
 //! `ops::nvidia_check` runs and judges it; this file renders. The embedded scripts
 //! (`nvcheck::SHELL_SCRIPT`, which runs `nvcheck::PYTHON_SCRIPT`) go in as exec arguments, nothing mounted; their output is parsed into a `RawReport` and
@@ -26,7 +27,10 @@ pub use crate::ops::nvidia_check::NvidiaCheckOptions;
 #[derive(Serialize)]
 struct Report<'a> {
     verdict: &'static str,
-    container: &'a str,
+    /// The container checked; null for a check run here (`envctl nvidia-check`).
+    container: Option<&'a str>,
+    /// `container`, or `here`.
+    ran: &'static str,
     profile: Option<&'a str>,
     matrix: String,
     findings: Vec<SectionedFinding<'a>>,
@@ -53,6 +57,25 @@ pub async fn run(
     .await
 }
 
+/// `envctl nvidia-check [--profile P]`: the check run here, without a container.
+pub fn here(
+    options: &NvidiaCheckOptions,
+    profile: Option<&str>,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    let profile = profile
+        .map(|name| context.search_path.resolve(name))
+        .transpose()?;
+    super::runtime()?.block_on(async {
+        tokio::select! {
+            checked = nvidia_check::check_here(options, profile, context, |checked| {
+                render(&checked, context)
+            }) => checked,
+            code = super::termination_signal() => Ok(ExitStatus::External(code)),
+        }
+    })
+}
+
 fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error> {
     let Checked {
         container,
@@ -67,7 +90,12 @@ fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error>
     if context.json {
         let report = Report {
             verdict: status.verdict(),
-            container: &container.name,
+            container: container.map(|container| container.name.as_str()),
+            ran: if container.is_some() {
+                "container"
+            } else {
+                "here"
+            },
             profile: expectations.profile.as_deref(),
             matrix: matrix.describe(),
             findings: findings

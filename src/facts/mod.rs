@@ -18,5 +18,6 @@ pub mod gpu;
 pub mod gpu_sample;
 pub mod host;
 pub mod occupancy;
+pub mod slurm;
 pub mod user;
 pub mod versions;

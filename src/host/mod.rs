@@ -7,7 +7,9 @@
 pub mod cgroup;
 pub mod docker_config;
 pub mod gpu_lock;
+pub mod here;
 pub mod process;
+pub mod slurm;
 pub mod tools;
 pub mod user;
 

@@ -110,6 +110,8 @@ pub enum GpuSource {
     Profile { name: String },
     /// The container's own device request (a container without a profile).
     Container,
+    /// A Slurm job's allocation, for a check run here inside the job.
+    SlurmJob { job: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -356,6 +358,10 @@ pub fn judge(raw: &RawReport, expectations: &Expectations<'_>) -> Vec<Finding> {
 }
 
 fn exec_hint(expectations: &Expectations<'_>, command: &str) -> String {
+    // Run here (`envctl nvidia-check`, no container): the command itself.
+    if expectations.target.is_empty() {
+        return command.to_string();
+    }
     format!("envctl exec {} -- {command}", expectations.target)
 }
 
@@ -939,6 +945,7 @@ fn gpu_count(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut Ve
     let asker = match &expected.source {
         GpuSource::Profile { name } => format!("profile `{name}`"),
         GpuSource::Container => "the container's device request".to_string(),
+        GpuSource::SlurmJob { job } => format!("Slurm job {job}'s allocation"),
     };
     let facts = |finding: Finding| {
         finding

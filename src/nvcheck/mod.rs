@@ -52,6 +52,7 @@
 mod judge;
 mod report;
 mod script;
+pub mod slurm;
 mod values;
 
 #[cfg(test)]

@@ -215,6 +215,8 @@ pub struct Facts {
     /// Why the host probe gave no facts (it panicked: a bug): `host` is then empty, not
     /// measured, and doctor says so before judging it.
     pub host_crashed: Option<String>,
+    /// slurm (issue 29): the Slurm job envctl runs in, if any (`ops::slurm::job`).
+    pub slurm: Option<crate::facts::slurm::SlurmJob>,
 }
 
 /// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
@@ -293,6 +295,7 @@ pub async fn gather_with(
         process_owners: Default::default(),
         process_users: Default::default(),
         host_crashed,
+        slurm: crate::ops::slurm::job(context),
     }
 }
 
@@ -445,6 +448,17 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         facts.library_from_environment,
     ));
     findings.extend(checks::host::host(&facts.host, cgroup_driver.as_deref()));
+    // slurm (issue 29): inside a job, the job, its GPUs and the cgroup warning.
+    findings.extend(checks::slurm::job(
+        facts.slurm.as_ref(),
+        facts.slurm.as_ref().and_then(|job| {
+            let ids = job.gpus.ids()?;
+            Some(facts.gpu.listed_gpus().and_then(|gpus| {
+                crate::spec::slurm::allocated_gpus(job, ids, gpus)
+                    .map_err(|error| error.to_string())
+            }))
+        }),
+    ));
     // Branch lifecycles are NVIDIA's data-center schedule: they say nothing of GeForce hosts.
     let datacenter_host = facts.gpu.loaded().is_some_and(|nvml| {
         nvml.gpus.iter().any(|gpu| {

@@ -23,6 +23,8 @@ pub mod nvidia_check;
 pub mod outdated;
 pub mod placement;
 pub mod policy;
+pub mod run;
+pub mod slurm;
 pub mod stats;
 pub mod target;
 pub mod up;

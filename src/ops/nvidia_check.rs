@@ -2,6 +2,7 @@
 //! `--timeout` and by size), read the host's NVML when the daemon is local, resolve the
 //! container's profile, and judge it all with `nvcheck::judge`. The command renders it.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::checks::{Finding, Status, worst};
@@ -40,7 +41,8 @@ const COMPARED_VARIABLES: [&str; 2] = ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_D
 
 /// What the check found, borrowed for the renderer.
 pub struct Checked<'a> {
-    pub container: &'a ContainerDetails,
+    /// The container checked; none for a check here (`envctl nvidia-check`).
+    pub container: Option<&'a ContainerDetails>,
     pub matrix: &'a Matrix,
     pub expectations: &'a Expectations<'a>,
     pub facts: &'a RawReport,
@@ -78,7 +80,14 @@ pub async fn check<T>(
         options.timeout_seconds,
         if options.quick { ", --quick" } else { "" }
     ));
-    let raw = gather(engine, &container.id, options).await?;
+    let raw = gather(
+        &Runner::Container {
+            engine,
+            id: &container.id,
+        },
+        options,
+    )
+    .await?;
     if !raw.run.stderr_tail.trim().is_empty() {
         context.printer.detail(&format!(
             "the check's stderr:\n{}",
@@ -136,7 +145,109 @@ pub async fn check<T>(
     }
     let status = worst(&findings);
     render(Checked {
-        container,
+        container: Some(container),
+        matrix: &matrix,
+        expectations: &expectations,
+        facts: &raw,
+        findings,
+        status,
+    })
+}
+
+/// `envctl nvidia-check`: the same scripts run here, in envctl's own environment (a pyxis
+/// or Apptainer container, a conda env, a bare-metal node), judged by the same rules
+/// against this machine's NVML and, with `--profile`, the profile's expectations. Inside a
+/// Slurm job with GPUs, torch must see exactly the job's GPUs (`nvcheck::slurm`).
+pub async fn check_here<T>(
+    options: &NvidiaCheckOptions,
+    profile: Option<ResolvedProfile>,
+    context: &Context,
+    render: impl FnOnce(Checked<'_>) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
+    let bundled = bundled_candidates();
+    let candidates: Vec<TorchCandidate<'_>> = bundled
+        .iter()
+        .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
+        .collect();
+    let library = context.environment.nvml_library();
+    let host_task = tokio::task::spawn_blocking(move || gpu::gather(library.as_deref()));
+    context.printer.info(&format!(
+        "running nvidia-check here, without a container (at most {} s{})…",
+        options.timeout_seconds,
+        if options.quick { ", --quick" } else { "" }
+    ));
+    let raw = gather(&Runner::Here, options).await?;
+    if !raw.run.stderr_tail.trim().is_empty() {
+        context.printer.detail(&format!(
+            "the check's stderr:\n{}",
+            raw.run.stderr_tail.trim_end()
+        ));
+    }
+    let facts = host_task.await.ok();
+    let host = match &facts {
+        Some(facts) => host_driver(facts),
+        None => HostDriver::Unknown {
+            reason: "the NVML probe crashed".into(),
+        },
+    };
+    let job = crate::ops::slurm::job(context);
+    let job_gpus = job.as_ref().and_then(|job| {
+        let ids = job.gpus.ids()?.to_vec();
+        let uuids = facts
+            .as_ref()
+            .and_then(|facts| crate::ops::slurm::allocated(job, facts).ok().flatten())
+            .map(|allocated| allocated.into_iter().map(|gpu| gpu.uuid).collect());
+        Some(nvcheck::slurm::JobGpus {
+            job_id: job.job_id.clone(),
+            variable: job.gpus.variable().unwrap_or_default().to_string(),
+            ids,
+            uuids,
+        })
+    });
+    let gpus = match (&profile, &job_gpus) {
+        (Some(resolved), _) => Some(ExpectedGpus {
+            request: resolved.profile.gpus.clone(),
+            source: GpuSource::Profile {
+                name: resolved.profile.name.clone(),
+            },
+        }),
+        (None, Some(job)) => Some(ExpectedGpus {
+            request: GpuRequest::Count(u32::try_from(job.ids.len()).unwrap_or(u32::MAX)),
+            source: GpuSource::SlurmJob {
+                job: job.job_id.clone(),
+            },
+        }),
+        (None, None) => None,
+    };
+    let expectations = Expectations {
+        // Empty: the hints name the commands themselves, not `envctl exec TARGET`.
+        target: String::new(),
+        profile: profile
+            .as_ref()
+            .map(|resolved| resolved.profile.name.clone()),
+        host,
+        gpus,
+        stack_torch: profile
+            .as_ref()
+            .and_then(|resolved| resolved.profile.stack.torch.clone()),
+        environment: BTreeMap::new(),
+        given: GivenGpus::Unknown,
+        daemon: DaemonGpuFacts {
+            cgroup_driver: None,
+            runtimes: None,
+            unknown_because: Some("the check ran here, without a container".into()),
+        },
+        matrix: &matrix,
+        candidates: &candidates,
+    };
+    let mut findings = nvcheck::judge(&raw, &expectations);
+    if let Some(job) = &job_gpus {
+        findings.extend(nvcheck::slurm::judge_allocation(&raw, job));
+    }
+    let status = worst(&findings);
+    render(Checked {
+        container: None,
         matrix: &matrix,
         expectations: &expectations,
         facts: &raw,
@@ -247,14 +358,42 @@ struct ExecOutcome {
     timed_out: bool,
 }
 
-/// Runs `command` in the container until it ends or `deadline` passes. On timeout the
+/// Where the check's scripts run.
+enum Runner<'a> {
+    /// In a container, through the engine's exec.
+    Container { engine: &'a Engine, id: &'a str },
+    /// Here: in envctl's own environment (`envctl nvidia-check`).
+    Here,
+}
+
+/// Runs `command` where `runner` says until it ends or `deadline` passes. On timeout the
 /// output so far is kept; the scripts' own watchdog stops what they started.
 async fn run_bounded(
-    engine: &Engine,
-    container: &str,
+    runner: &Runner<'_>,
     command: Vec<String>,
     deadline: tokio::time::Instant,
 ) -> Result<ExecOutcome, Error> {
+    let (engine, container) = match runner {
+        Runner::Container { engine, id } => (*engine, *id),
+        Runner::Here => {
+            let until = deadline.into_std();
+            let outcome = tokio::task::spawn_blocking(move || {
+                crate::host::here::run_bounded(&command, until, OUTPUT_LIMIT)
+            })
+            .await
+            .map_err(|error| Error::Internal(format!("the check's runner failed: {error}")))?
+            .map_err(|source| Error::Read {
+                path: "the check's shell (`sh`)".into(),
+                source,
+            })?;
+            return Ok(ExecOutcome {
+                code: outcome.code,
+                stdout: outcome.stdout,
+                stderr: outcome.stderr,
+                timed_out: outcome.timed_out,
+            });
+        }
+    };
     let request = ExecRequest {
         command,
         ..ExecRequest::default()
@@ -305,11 +444,7 @@ fn tail(bytes: &[u8], limit: usize) -> String {
 
 /// Runs the check (the shell script; the Python half alone when the image has no `sh`)
 /// and gathers its report.
-async fn gather(
-    engine: &Engine,
-    container: &str,
-    options: &NvidiaCheckOptions,
-) -> Result<RawReport, Error> {
+async fn gather(runner: &Runner<'_>, options: &NvidiaCheckOptions) -> Result<RawReport, Error> {
     let seconds = options.timeout_seconds.max(1);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
     let mut raw = RawReport {
@@ -323,8 +458,7 @@ async fn gather(
         ..RawReport::default()
     };
     let outcome = run_bounded(
-        engine,
-        container,
+        runner,
         nvcheck::shell_command(seconds, options.quick),
         deadline,
     )
@@ -353,8 +487,7 @@ async fn gather(
         }
         let budget = left.as_secs().saturating_sub(1).max(1);
         let outcome = run_bounded(
-            engine,
-            container,
+            runner,
             nvcheck::python_command(interpreter, budget, options.quick),
             deadline,
         )

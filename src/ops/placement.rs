@@ -107,6 +107,10 @@ pub async fn place(
     gate: Option<(&crate::ops::policy::PolicyGate<'_>, &CreateBody)>,
     context: &Context,
 ) -> Result<Placed, Error> {
+    // slurm (issue 29): inside a job, only the job's GPUs are candidates (`ops::slurm`).
+    let confined = crate::ops::slurm::for_placement(gpus, gpu, policy, context)?;
+    let (gpus, gpu) = (&confined.0, &confined.1);
+    // slurm: end
     let count = gpus.count();
     let chooses = count.is_some() && policy != GpuPlacement::First && rows(gpu, &[]).is_ok();
     let counts = chooses || gate.is_some();

@@ -138,6 +138,7 @@ pub async fn plan(
         dry_run,
     } = request;
     let resolved = context.search_path.resolve(&profile)?;
+    let named = name.is_some();
     // The gathering takes the connection (or why there is none); naming keeps a clone.
     let (engine, connection) = match engine {
         Ok(engine) => (Some(engine.clone()), Ok(engine)),
@@ -165,7 +166,7 @@ pub async fn plan(
     let exists = |path: &std::path::Path| path.exists();
     let crate::ops::environment::ResolvedEnvironment {
         resolved,
-        mut body,
+        body,
         gpus,
         locked_digest,
         ..
@@ -184,6 +185,15 @@ pub async fn plan(
             home: context.environment.home(),
             path_exists: &exists,
         },
+    )?;
+    // slurm (issue 29): inside a job, the job's labels, memory, CPUs and GPUs (`ops::slurm`).
+    let (mut body, gpus) = crate::ops::slurm::shape(
+        body,
+        gpus,
+        asked == crate::profile::model::GpuRequest::Optional,
+        facts.as_ref().map(|facts| &facts.gpu),
+        &resolved.profile.name,
+        context,
     )?;
     // The host policy judges the body before anything is made, for the dry run as for
     // the real run; `--force` does not pass it. What the user holds is counted later,
@@ -218,6 +228,12 @@ pub async fn plan(
         (Some(name), _) => name,
         (None, Some(engine)) => default_name(engine, &resolved.profile.name, context).await?,
         (None, None) => spec::container_name(&resolved.profile.name),
+    };
+    // slurm (issue 29): in a job, the job's own container (`ops::slurm::per_job_name`).
+    let name = if named {
+        name
+    } else {
+        crate::ops::slurm::per_job_name(name, context)
     };
     Ok(Plan {
         resolved,

@@ -58,6 +58,7 @@ pub mod origin;
 mod overrides;
 pub mod ownership;
 pub mod placement;
+pub mod slurm;
 mod sources;
 pub mod volumes;
 

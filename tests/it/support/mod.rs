@@ -46,4 +46,5 @@ pub mod fake_daemon;
 pub mod nvml;
 pub mod registry;
 pub mod signal;
+pub mod slurm;
 pub mod tmux;

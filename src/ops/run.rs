@@ -1,0 +1,260 @@
+//! `envctl run PROFILE [-- CMD…]`: the foreground form of `up` (issue 29), as `docker run`
+//! without `-d`, `srun` and `torchrun` users expect. The profile is resolved as `up`
+//! resolves it, inside a Slurm job confined to the allocation (`ops::slurm`), and made and
+//! started by `ops::up::up` (preflight, placement under the host's lock, create, verify,
+//! start) with the command as the container's main process under docker-init. Its output
+//! is followed until it ends; then, or at the first SIGTERM, SIGINT or SIGHUP, the
+//! container is stopped within `--stop-timeout` and removed. What `run` makes never
+//! outlives it, except when it is SIGKILLed: the `envctl.slurm-job` label lets an
+//! `Epilog=` script sweep those (`envctl down --rm --slurm-job ID`).
+
+use crate::context::Context;
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::facts::container::OutputStream;
+use crate::ops::up::{Plan, PullPolicy, UpRequest};
+use crate::spec::{self, Overrides};
+
+/// The grace period `run` gives the command at its end by default: well within Slurm's
+/// `KillWait` (30 s by default), so the removal is done before Slurm's SIGKILL.
+pub const DEFAULT_STOP_TIMEOUT_SECONDS: u32 = 10;
+
+/// What `envctl run` was asked.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub profile: String,
+    /// The command; empty: the profile's `command`, else the image's own.
+    pub command: Vec<String>,
+    pub name: Option<String>,
+    pub pull: PullPolicy,
+    pub force: bool,
+    pub locked: bool,
+    pub env: Vec<String>,
+    pub mounts: Vec<String>,
+    pub gpus: Option<String>,
+}
+
+/// The plan `up` carries out for `run`: `ops::up::plan` (the profile resolved as `up`
+/// resolves it, inside a Slurm job confined to it), with the command as the main process,
+/// docker-init as PID 1 (it passes `docker stop`'s SIGTERM on to the command), and a name
+/// of its own.
+pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> Result<Plan, Error> {
+    let mut overrides = Overrides::parse(&request.env, &[], &request.mounts, &|key| {
+        context.environment.variable(key)
+    })?;
+    if let Some(spec) = &request.gpus {
+        overrides.gpus = Some(Overrides::parse_gpus(spec)?);
+    }
+    let name = request.name.clone().unwrap_or_else(|| {
+        run_name(
+            &request.profile,
+            crate::ops::slurm::job(context)
+                .map(|job| job.job_id)
+                .as_deref(),
+        )
+    });
+    let mut plan = crate::ops::up::plan(
+        Ok(engine.clone()),
+        UpRequest {
+            profile: request.profile.clone(),
+            overrides,
+            locked: request.locked,
+            name: Some(name),
+            dry_run: false,
+        },
+        context,
+    )
+    .await?;
+    plan.body.cmd = main_command(&request.command, &plan.body.cmd);
+    // docker-init as PID 1: `docker stop`'s SIGTERM reaches the command, and what it
+    // leaves behind is reaped.
+    plan.body.host_config.init = Some(true);
+    Ok(plan)
+}
+
+/// The container's main command: the one given, else the profile's own; a profile without
+/// one (its body keeps the container up with `sleep infinity`) runs the image's `CMD`,
+/// as `docker run IMAGE` does.
+pub fn main_command(given: &[String], profile: &[String]) -> Vec<String> {
+    if !given.is_empty() {
+        return given.to_vec();
+    }
+    if profile == spec::KEEP_ALIVE_COMMAND {
+        return Vec::new();
+    }
+    profile.to_vec()
+}
+
+/// A name no other run takes: `envctl-<profile>-run-<random>`, with the Slurm job when in
+/// one (`envctl-<profile>-job42-<random>`), so `docker ps` tells whose job it serves.
+pub fn run_name(profile: &str, job: Option<&str>) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let base = spec::container_name(profile);
+    let job: Option<String> = job.map(|job| {
+        job.chars()
+            .filter(|character| character.is_ascii_alphanumeric() || "_.-".contains(*character))
+            .collect()
+    });
+    match job {
+        Some(job) if !job.is_empty() => format!("{base}-job{job}-{:08x}", random as u32),
+        _ => format!("{base}-run-{:08x}", random as u32),
+    }
+}
+
+/// How following a container's output ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Followed {
+    /// Its main process ended with this code (255 for one that is no process's code,
+    /// never 0).
+    Ended(u8),
+    /// envctl's own output was closed by its reader (`… | head -1`): the command still
+    /// runs, and is stopped like at a signal.
+    OutputClosed,
+}
+
+/// Follows the container's output until its main process ends, or until `on_output`
+/// finds its reader gone.
+pub async fn follow(
+    engine: &Engine,
+    id: &str,
+    mut on_output: impl FnMut(OutputStream, &[u8]) -> std::io::Result<()>,
+) -> Result<Followed, Error> {
+    let mut closed = false;
+    engine
+        .logs(id, true, "all", |stream, bytes| {
+            let written = on_output(stream, bytes);
+            closed |= written
+                .as_ref()
+                .is_err_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe);
+            written
+        })
+        .await?;
+    if closed {
+        return Ok(Followed::OutputClosed);
+    }
+    // The log ends when the container stops; its code is read once it is recorded.
+    for _ in 0..50 {
+        match engine.inspect_container(id).await? {
+            Some(details) if !details.running => {
+                return Ok(Followed::Ended(
+                    details
+                        .exit_code
+                        .and_then(|code| u8::try_from(code).ok())
+                        .unwrap_or(255),
+                ));
+            }
+            Some(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            None => {
+                return Err(Error::TargetNotFound {
+                    target: id.to_string(),
+                    hint: "the container was removed while it ran (another `envctl down --rm` or `docker rm -f`)".into(),
+                });
+            }
+        }
+    }
+    Err(Error::Internal(format!(
+        "the log of container {id} ended but the container still runs"
+    )))
+}
+
+/// Stops the container within `stop_timeout_seconds` (SIGTERM to the command through
+/// docker-init, then SIGKILL) and removes it with its anonymous volumes. A second signal
+/// meanwhile removes it at once (`docker rm -f`).
+pub async fn tear_down(
+    engine: &Engine,
+    id: &str,
+    name: &str,
+    stop_timeout_seconds: u32,
+    signals: &mut EndingSignals,
+    context: &Context,
+) -> Result<(), Error> {
+    let timeout = i32::try_from(stop_timeout_seconds).unwrap_or(i32::MAX);
+    let stopped = tokio::select! {
+        stopped = engine.stop_container(id, timeout) => stopped.map_err(Error::from),
+        code = signals.next() => {
+            context.printer.warn(&format!(
+                "signal again ({code}): removing {name} at once"
+            ));
+            Ok(())
+        }
+    };
+    let removed = engine
+        .remove_container(id, true, true)
+        .await
+        .map_err(Error::from);
+    match (stopped, removed) {
+        (_, Ok(())) => Ok(()),
+        (Err(error), Err(_)) | (Ok(()), Err(error)) => Err(error),
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP (Slurm's `scancel` sends SIGTERM; a closed terminal or ssh
+/// session, SIGHUP), listened to from `run`'s start to its end by one set of handlers: a
+/// listener made after a signal arrived would take that same signal for a second one.
+pub struct EndingSignals {
+    streams: Option<[tokio::signal::unix::Signal; 3]>,
+}
+
+impl EndingSignals {
+    /// Installs the handlers; without them (an error of the runtime) no signal is seen.
+    pub fn install() -> EndingSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let streams = match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(interrupt), Ok(terminate), Ok(hangup)) => Some([interrupt, terminate, hangup]),
+            _ => None,
+        };
+        EndingSignals { streams }
+    }
+
+    /// The next of the three, as the exit code a shell reports: 130, 143 or 129.
+    pub async fn next(&mut self) -> u8 {
+        let Some([interrupt, terminate, hangup]) = self.streams.as_mut() else {
+            return std::future::pending::<u8>().await;
+        };
+        let code = tokio::select! {
+            _ = interrupt.recv() => 130,
+            _ = terminate.recv() => 143,
+            _ = hangup.recv() => 129,
+        };
+        crate::interrupt::note(code);
+        code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(words: &[&str]) -> Vec<String> {
+        words.iter().map(|word| (*word).to_string()).collect()
+    }
+
+    #[test]
+    fn the_given_command_wins_then_the_profiles_then_the_images() {
+        assert_eq!(
+            main_command(&words(&["python", "train.py"]), &words(&["jupyter"])),
+            words(&["python", "train.py"])
+        );
+        assert_eq!(main_command(&[], &words(&["jupyter"])), words(&["jupyter"]));
+        assert_eq!(
+            main_command(&[], &words(&["sleep", "infinity"])),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn run_names_are_docker_names_and_say_the_job() {
+        let named = run_name("pytorch", Some("42"));
+        assert!(named.starts_with("envctl-pytorch-job42-"), "{named}");
+        assert!(run_name("pytorch", Some("4;2 x")).starts_with("envctl-pytorch-job42x-"));
+        assert!(run_name("pytorch", None).starts_with("envctl-pytorch-run-"));
+        assert_ne!(run_name("p", None), run_name("p", None));
+    }
+}

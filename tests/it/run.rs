@@ -1,0 +1,266 @@
+//! `envctl run PROFILE [CMD…]` on the real daemon, without Slurm (`tests/it/slurm.rs` runs
+//! it in jobs): the command's output and exit code pass through, and at its end or at
+//! SIGTERM, SIGINT or SIGHUP the container is stopped and removed within the bound.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::support::cli::{Run, envctl_command_in};
+use crate::support::docker;
+use crate::support::signal;
+
+/// A folder with `./envctl/NAME.toml` on the test image.
+fn project(name: &str) -> tempfile::TempDir {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl").join(format!("{name}.toml")),
+        format!("image = \"{}\"\n", docker::test_image()),
+    )
+    .unwrap();
+    folder
+}
+
+fn containers_of(profile: &str) -> String {
+    docker::docker_stdout([
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=envctl.profile={profile}"),
+        "--format",
+        "{{.Names}}",
+    ])
+}
+
+#[test]
+fn output_and_exit_code_pass_through_and_nothing_is_left() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let profile = docker::unique_name("runcode");
+    let folder = project(&profile);
+    let run = Run::of(
+        envctl_command_in(folder.path())
+            .args([
+                "run",
+                &profile,
+                "sh",
+                "-c",
+                "echo out; echo err >&2; exit 7",
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    assert_eq!(run.stdout, "out\n");
+    assert!(run.stderr.contains("err\n"), "{}", run.stderr);
+    assert!(
+        containers_of(&profile).trim().is_empty(),
+        "left: {}",
+        containers_of(&profile)
+    );
+    // `--` before the command, and a flag of the command after the profile.
+    let run = Run::of(
+        envctl_command_in(folder.path())
+            .args(["run", &profile, "--", "ls", "-d", "/tmp"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "/tmp\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(containers_of(&profile).trim().is_empty());
+}
+
+#[test]
+fn each_ending_signal_stops_and_removes_the_container_with_its_code() {
+    if !docker::require_daemon() {
+        return;
+    }
+    for (name, code) in [("TERM", 143), ("INT", 130), ("HUP", 129)] {
+        let profile = docker::unique_name("runsignal");
+        let folder = project(&profile);
+        let mut child = envctl_command_in(folder.path())
+            .args([
+                "run",
+                &profile,
+                "--stop-timeout",
+                "5",
+                "--",
+                "sh",
+                "-c",
+                "trap 'echo last words; exit 3' TERM; while :; do sleep 0.1; done",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let running = crate::support::slurm::wait_until(Duration::from_secs(30), || {
+            !docker::docker_stdout([
+                "ps",
+                "--filter",
+                &format!("label=envctl.profile={profile}"),
+                "-q",
+            ])
+            .trim()
+            .is_empty()
+        });
+        assert!(running.is_some(), "SIG{name}: the container never ran");
+        // The command's trap is set once its shell runs.
+        std::thread::sleep(Duration::from_millis(500));
+        let sent = Instant::now();
+        assert!(signal::send(&child, name));
+        let status = signal::wait_within(&mut child, Duration::from_secs(15))
+            .unwrap_or_else(|| panic!("SIG{name}: envctl did not end"));
+        let took = sent.elapsed();
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(status.code(), Some(code), "SIG{name}: {stdout}");
+        // The command got SIGTERM through docker-init and said its last words.
+        assert!(stdout.contains("last words"), "SIG{name}: {stdout}");
+        assert!(
+            containers_of(&profile).trim().is_empty(),
+            "SIG{name}: left {}",
+            containers_of(&profile)
+        );
+        assert!(took < Duration::from_secs(5), "SIG{name}: took {took:?}");
+    }
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_at_the_stop_timeout() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let profile = docker::unique_name("runstubborn");
+    let folder = project(&profile);
+    let mut child = envctl_command_in(folder.path())
+        .args([
+            "run",
+            &profile,
+            "--stop-timeout",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "trap '' TERM; while :; do sleep 0.1; done",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        crate::support::slurm::wait_until(Duration::from_secs(30), || {
+            !docker::docker_stdout([
+                "ps",
+                "--filter",
+                &format!("label=envctl.profile={profile}"),
+                "-q",
+            ])
+            .trim()
+            .is_empty()
+        })
+        .is_some()
+    );
+    // The command's trap is set once its shell runs.
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    assert!(signal::send(&child, "TERM"));
+    let status = signal::wait_within(&mut child, Duration::from_secs(20)).expect("envctl ended");
+    let took = sent.elapsed();
+    assert_eq!(status.code(), Some(143));
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(8),
+        "took {took:?}"
+    );
+    assert!(containers_of(&profile).trim().is_empty());
+}
+
+#[test]
+fn run_refuses_an_existing_name_and_bad_input_makes_nothing() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let profile = docker::unique_name("runname");
+    let folder = project(&profile);
+    let taken = docker::ContainerGuard::unique("envctl-test-taken");
+    docker::docker_stdout([
+        "create",
+        "--name",
+        taken.name(),
+        "--label",
+        docker::TEST_LABEL,
+        &docker::test_image(),
+        "true",
+    ]);
+    let run = Run::of(
+        envctl_command_in(folder.path())
+            .args(["run", &profile, "--name", taken.name(), "true"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("exists already"), "{}", run.stderr);
+    assert!(
+        docker::container_exists(taken.name()),
+        "run touched the other container"
+    );
+    // A stop timeout out of range and --json are refused before anything is made.
+    for arguments in [
+        vec!["run", profile.as_str(), "--stop-timeout", "-1", "true"],
+        vec!["--json", "run", profile.as_str(), "true"],
+    ] {
+        let run = Run::of(
+            envctl_command_in(folder.path())
+                .args(&arguments)
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(run.code, 2, "{arguments:?}: {}", run.stderr);
+    }
+    assert!(containers_of(&profile).trim().is_empty());
+}
+
+#[test]
+fn a_closed_output_stops_the_command_and_exits_141() {
+    if !docker::require_daemon() {
+        return;
+    }
+    use std::io::BufRead;
+    let profile = docker::unique_name("runpipe");
+    let folder = project(&profile);
+    let mut child = envctl_command_in(folder.path())
+        .args([
+            "run",
+            &profile,
+            "--stop-timeout",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "while :; do echo y; done",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "y");
+    // The reader goes away, as `| head -1` does.
+    drop(lines);
+    let status = signal::wait_within(&mut child, Duration::from_secs(20)).expect("envctl ended");
+    assert_eq!(status.code(), Some(141));
+    assert!(
+        containers_of(&profile).trim().is_empty(),
+        "left: {}",
+        containers_of(&profile)
+    );
+}
