@@ -110,45 +110,7 @@ pub enum Command {
     #[command(subcommand)]
     Profiles(ProfilesCommand),
     /// Check, pull, create and start a profile's container (detached)
-    Up {
-        /// A profile name or path
-        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
-        profile: String,
-        /// Container name (default: envctl-PROFILE)
-        #[arg(long)]
-        name: Option<String>,
-        /// When to pull the image
-        #[arg(long, value_enum, default_value_t = crate::ops::up::PullPolicy::Missing)]
-        pull: crate::ops::up::PullPolicy,
-        /// Print the equivalent `docker run` (with --json: the exact create body) and do nothing
-        #[arg(long)]
-        dry_run: bool,
-        /// Start even when doctor's checks fail
-        #[arg(long)]
-        force: bool,
-        /// Replace the container when the profile changed since it was created
-        #[arg(long)]
-        recreate: bool,
-        /// Fail unless envctl.lock pins this profile's current image
-        #[arg(long)]
-        locked: bool,
-        /// Run `nvidia-check` in the container once it started (its exit code is up's)
-        #[arg(long)]
-        check: bool,
-        /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
-        #[arg(short, long, value_name = "KEY=VALUE")]
-        env: Vec<String>,
-        /// Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default;
-        /// replaces the profile's mapping of the same container port
-        #[arg(short, long, value_name = "SPEC")]
-        publish: Vec<String>,
-        /// Mount SOURCE:TARGET[:ro] (no `-v`: that is --verbose)
-        #[arg(long, value_name = "SPEC")]
-        volume: Vec<String>,
-        /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
-        #[arg(long, value_name = "SPEC")]
-        gpus: Option<String>,
-    },
+    Up(crate::commands::up::UpArgs),
     /// Run a command in a running container; its exit code is envctl's
     #[command(
         override_usage = "envctl exec [OPTIONS] [TARGET] CMD [ARGS]...\n       envctl exec [OPTIONS] [TARGET] NAME [ARGS]...\n       envctl exec [OPTIONS] [TARGET] -- CMD [ARGS]...",
@@ -168,44 +130,11 @@ nvidia-check takes --quick and --timeout SECONDS, before TARGET or after the nam
 Ctrl-C (SIGINT) and SIGTERM are passed on to the command (without -t; with -t Ctrl-C is a \
 key the command reads), and envctl then ends with the command's exit code; a second signal \
 ends envctl at once and leaves the command running. Passing on needs a daemon on this host \
-and `kill` in the image. -d starts the command through the image's `sh` and returns at once \
-(exit 0), its output discarded.\n\n\
+and `kill` in the image. -d starts the command detached, as docker exec -d \
+does, and returns at once (exit 0); its output is discarded.\n\n\
 Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -it pytorch-2.8 bash\n  envctl exec -e CUDA_VISIBLE_DEVICES=0 -w /work pytorch-2.8 python train.py\n  envctl exec -d pytorch-2.8 python serve.py   (in the background)\n  envctl exec python train.py                  (the obvious container)\n  envctl exec nvidia-check --quick             (the CUDA check, in the obvious container)\n  envctl exec pytorch-2.8 versions             (a command of the profile's [commands])\n  envctl exec pytorch-2.8 train --epochs 3     (the profile's `train`, with two more words)\n  envctl exec pytorch-2.8 -- train             (the image's own `train`)"
     )]
-    Exec {
-        /// TARGET (optional), then the command or a NAME and its arguments, as in the usage
-        #[arg(
-            trailing_var_arg = true,
-            allow_hyphen_values = true,
-            value_name = "WORDS",
-            add = clap_complete::ArgValueCandidates::new(crate::complete::targets)
-        )]
-        words: Vec<String>,
-        /// Keep stdin attached (a pipe or file always is; with -i a terminal is too)
-        #[arg(short, long)]
-        interactive: bool,
-        /// Allocate a terminal (for interactive programs)
-        #[arg(short, long)]
-        tty: bool,
-        /// Start the command in the background and return (through the image's sh)
-        #[arg(short, long, conflicts_with_all = ["interactive", "tty"])]
-        detach: bool,
-        /// Run as this user (name, uid or uid:gid)
-        #[arg(short, long)]
-        user: Option<String>,
-        /// Run in this folder in the container
-        #[arg(short, long)]
-        workdir: Option<String>,
-        /// Set an environment variable
-        #[arg(short, long, value_name = "KEY=VALUE")]
-        env: Vec<String>,
-        /// nvidia-check: skip the timed matmul and the copy bandwidth
-        #[arg(long)]
-        quick: bool,
-        /// nvidia-check: give up after this many seconds (default 120, at most a day)
-        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
-        timeout: Option<u64>,
-    },
+    Exec(crate::commands::exec::ExecArgs),
     /// Open an interactive shell (bash when the image has it, else sh)
     Shell {
         /// A container name or id (12+ hex digits), else a profile name or path; left out:
@@ -421,9 +350,9 @@ mod tests {
                 proptest::prop_assert!(std::time::Instant::now().checked_add(deadline).is_some());
             }
             if let Ok(cli) = parse(&["envctl", "exec", "--timeout", &text, "x", "nvidia-check"])
-                && let Command::Exec { timeout, .. } = cli.command
+                && let Command::Exec(arguments) = cli.command
             {
-                proptest::prop_assert!(timeout.is_some_and(|seconds| (1..=86_400).contains(&seconds)));
+                proptest::prop_assert!(arguments.timeout.is_some_and(|seconds| (1..=86_400).contains(&seconds)));
             }
             // After the name, exec reads nvidia-check's options itself, to the same bounds.
             let after = ["--timeout".to_string(), text.clone()];

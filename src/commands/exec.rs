@@ -28,20 +28,40 @@ use crate::spec::shell_quote;
 use crate::ui::printer::{ColorChoice, Printer, Verbosity};
 use crate::ui::terminal;
 
-pub struct ExecArguments {
-    /// Every word after envctl's flags: `[TARGET] [--] CMD ARGS…` or `[TARGET] NAME ARGS…`.
+/// `envctl exec`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// TARGET (optional), then the command or a NAME and its arguments, as in the usage
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "WORDS",
+        add = clap_complete::ArgValueCandidates::new(crate::complete::targets)
+    )]
     pub words: Vec<String>,
-    /// `-i`: attach stdin even when it is a terminal.
+    /// Keep stdin attached (a pipe or file always is; with -i a terminal is too)
+    #[arg(short, long)]
     pub interactive: bool,
+    /// Allocate a terminal (for interactive programs)
+    #[arg(short, long)]
     pub tty: bool,
-    /// `-d`: start the command and return.
+    /// Start the command detached and return at once (as docker exec -d)
+    #[arg(short, long, conflicts_with_all = ["interactive", "tty"])]
     pub detach: bool,
+    /// Run as this user (name, uid or uid:gid)
+    #[arg(short, long)]
     pub user: Option<String>,
+    /// Run in this folder in the container
+    #[arg(short, long)]
     pub workdir: Option<String>,
+    /// Set an environment variable
+    #[arg(short, long, value_name = "KEY=VALUE")]
     pub env: Vec<String>,
-    /// nvidia-check's `--quick`, when given before the words.
+    /// nvidia-check: skip the timed matmul and the copy bandwidth
+    #[arg(long)]
     pub quick: bool,
-    /// nvidia-check's `--timeout`, when given before the words.
+    /// nvidia-check: give up after this many seconds (default 120, at most a day)
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: Option<u64>,
 }
 
@@ -235,7 +255,7 @@ fn flag_after_target(rest: &[String], target: &str) -> Error {
 /// takes no `-i/-t/-d/-u/-w/-e`; `--quick` and `--timeout` mean nothing elsewhere.
 /// `target`: the TARGET as the hints show it.
 fn check_flags(
-    arguments: &ExecArguments,
+    arguments: &ExecArgs,
     request: &Request,
     target: &str,
     json: bool,
@@ -306,7 +326,7 @@ fn list(flags: &[&str], singular: &str, plural: &str) -> String {
 /// What the command line says plainly, refused before the daemon is asked: nvidia-check's
 /// options after `TARGET nvidia-check`, flags that do not apply to it, and a flag of
 /// exec's written after TARGET in the old `TARGET --flag -- CMD` form.
-fn check_plainly(arguments: &ExecArguments, json: bool) -> Result<(), Error> {
+fn check_plainly(arguments: &ExecArgs, json: bool) -> Result<(), Error> {
     let words = &arguments.words;
     let target = words.first().map(String::as_str).unwrap_or("TARGET");
     match words.get(1).map(String::as_str) {
@@ -409,7 +429,7 @@ async fn resolve(
     }
 }
 
-pub fn run(arguments: ExecArguments, context: &Context) -> Result<ExitStatus, Error> {
+pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> {
     check_plainly(&arguments, context.json)?;
     let runtime = runtime()?;
     let result = runtime.block_on(async {
@@ -841,8 +861,8 @@ mod tests {
         words.iter().map(|word| word.to_string()).collect()
     }
 
-    fn arguments(words_given: &[&str]) -> ExecArguments {
-        ExecArguments {
+    fn arguments(words_given: &[&str]) -> ExecArgs {
+        ExecArgs {
             words: words(words_given),
             interactive: false,
             tty: false,
@@ -855,7 +875,7 @@ mod tests {
         }
     }
 
-    fn refusal(arguments: &ExecArguments, request: &Request) -> String {
+    fn refusal(arguments: &ExecArgs, request: &Request) -> String {
         match check_flags(arguments, request, "pytorch-2.8", false) {
             Err(Error::Usage { message, .. }) => message,
             other => panic!("expected a usage error, got {other:?}"),
@@ -1070,16 +1090,14 @@ mod tests {
         use clap::Parser;
         let parse = |line: &[&str]| match Cli::try_parse_from(line) {
             Ok(Cli {
-                command:
-                    Command::Exec {
-                        words,
-                        interactive,
-                        tty,
-                        detach,
-                        ..
-                    },
+                command: Command::Exec(arguments),
                 ..
-            }) => (words, interactive, tty, detach),
+            }) => (
+                arguments.words,
+                arguments.interactive,
+                arguments.tty,
+                arguments.detach,
+            ),
             other => panic!("{line:?}: {other:?}"),
         };
         assert_eq!(
@@ -1103,9 +1121,9 @@ mod tests {
             words(&["c", "train", "--", "--epochs", "3"])
         );
         let Ok(Cli {
-            command: Command::Exec {
+            command: Command::Exec(ExecArgs {
                 user, workdir, env, ..
-            },
+            }),
             ..
         }) = Cli::try_parse_from([
             "envctl", "exec", "-u", "1000", "-w", "/w", "-e", "A=1", "c", "id",

@@ -14,31 +14,56 @@ use crate::exit::ExitStatus;
 use crate::spec::{self, CreateBody, Overrides};
 
 use crate::ops::up::{
-    DryRun, Outcome, PullPolicy, RunState, UpOptions, UpReport, UpRequest, clean_up, plan, up,
+    DryRun, Outcome, RunState, UpOptions, UpReport, UpRequest, clean_up, plan, up,
 };
 
-pub struct UpArguments {
+/// `envctl up`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct UpArgs {
+    /// A profile name or path
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
     pub profile: String,
+    /// Container name (default: envctl-PROFILE)
+    #[arg(long)]
     pub name: Option<String>,
-    pub pull: PullPolicy,
+    /// When to pull the image
+    #[arg(long, value_enum, default_value_t = crate::ops::up::PullPolicy::Missing)]
+    pub pull: crate::ops::up::PullPolicy,
+    /// Print the equivalent `docker run` (with --json: the exact create body) and do nothing
+    #[arg(long)]
     pub dry_run: bool,
+    /// Start even when doctor's checks fail
+    #[arg(long)]
     pub force: bool,
+    /// Replace the container when the profile changed since it was created
+    #[arg(long)]
     pub recreate: bool,
+    /// Fail unless envctl.lock pins this profile's current image
+    #[arg(long)]
     pub locked: bool,
-    /// Run nvidia-check once the container runs.
+    /// Run `nvidia-check` in the container once it started (its exit code is up's)
+    #[arg(long)]
     pub check: bool,
+    /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
+    #[arg(short, long, value_name = "KEY=VALUE")]
     pub env: Vec<String>,
-    pub ports: Vec<String>,
-    pub mounts: Vec<String>,
-    /// `--gpus SPEC`: replaces the profile's `gpus`.
+    /// Publish a port, docker syntax ([IP:]HOST:CONTAINER[/PROTOCOL]); loopback by default;
+    /// replaces the profile's mapping of the same container port
+    #[arg(short, long, value_name = "SPEC")]
+    pub publish: Vec<String>,
+    /// Mount SOURCE:TARGET[:ro] (no `-v`: that is --verbose)
+    #[arg(long, value_name = "SPEC")]
+    pub volume: Vec<String>,
+    /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
+    #[arg(long, value_name = "SPEC")]
     pub gpus: Option<String>,
 }
 
-pub fn run(arguments: UpArguments, context: &Context) -> Result<ExitStatus, Error> {
+pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
     let mut overrides = Overrides::parse(
         &arguments.env,
-        &arguments.ports,
-        &arguments.mounts,
+        &arguments.publish,
+        &arguments.volume,
         &|key| context.environment.variable(key),
     )?;
     if let Some(spec) = &arguments.gpus {
