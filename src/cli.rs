@@ -75,37 +75,7 @@ pub enum Command {
             .required(true)
             .multiple(true)
     )]
-    Compat {
-        /// Take CUDA and torch from this profile's [stack]
-        #[arg(long, value_name = "PROFILE", conflicts_with_all = ["image_cuda", "torch"])]
-        profile: Option<String>,
-        /// The image's CUDA release, e.g. 12.8 (default: the CUDA of --torch's +cuXYZ)
-        #[arg(long, value_name = "X.Y")]
-        image_cuda: Option<String>,
-        /// The image's torch build, e.g. 2.8.0+cu128 (+cu128 names CUDA 12.8)
-        #[arg(long, value_name = "VERSION")]
-        torch: Option<String>,
-        /// The host's NVIDIA driver, e.g. 550.54.15
-        #[arg(long, value_name = "VERSION")]
-        driver: String,
-        /// A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)
-        #[arg(long, value_name = "NAME")]
-        gpu: Vec<String>,
-        /// A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)
-        #[arg(long, value_name = "X.Y")]
-        cc: Vec<String>,
-        /// The GPUs are data-center parts (H100, A100, … are known by name): below a CUDA
-        /// major's driver floor, the verdict says what cuda-compat forward compatibility offers
-        #[arg(long)]
-        datacenter: bool,
-        /// The host's platform, whose torch wheel is judged: x86_64 or aarch64 (Grace
-        /// Hopper, Grace Blackwell, DGX Spark); Thor and GB10 are always aarch64
-        #[arg(long, value_name = "ARCH", default_value = "x86_64")]
-        platform: String,
-        /// A compatibility matrix file whose rows add to or replace the bundled ones
-        #[arg(long, value_name = "FILE")]
-        matrix: Option<PathBuf>,
-    },
+    Compat(crate::commands::compat::CompatArgs),
     /// List, show, check and create profiles
     #[command(subcommand)]
     Profiles(ProfilesCommand),

@@ -12,18 +12,40 @@ use crate::ops::doctor::bundled_candidates;
 use crate::ops::matrix::load_matrix;
 use crate::profile::model::{CudaVersion, TorchVersion};
 use crate::ui::findings::{Section, print_sections};
+use std::path::PathBuf;
 
-pub struct CompatArguments {
+/// `envctl compat`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct CompatArgs {
+    /// Take CUDA and torch from this profile's [stack]
+    #[arg(long, value_name = "PROFILE", conflicts_with_all = ["image_cuda", "torch"])]
     pub profile: Option<String>,
+    /// The image's CUDA release, e.g. 12.8 (default: the CUDA of --torch's +cuXYZ)
+    #[arg(long, value_name = "X.Y")]
     pub image_cuda: Option<String>,
+    /// The image's torch build, e.g. 2.8.0+cu128 (+cu128 names CUDA 12.8)
+    #[arg(long, value_name = "VERSION")]
     pub torch: Option<String>,
+    /// The host's NVIDIA driver, e.g. 550.54.15
+    #[arg(long, value_name = "VERSION")]
     pub driver: String,
-    pub gpus: Vec<String>,
-    pub capabilities: Vec<String>,
+    /// A GPU model as NVML or nvidia-smi names it (repeat for mixed hosts)
+    #[arg(long, value_name = "NAME")]
+    pub gpu: Vec<String>,
+    /// A GPU by compute capability, e.g. 8.9 (repeat for mixed hosts)
+    #[arg(long, value_name = "X.Y")]
+    pub cc: Vec<String>,
+    /// The GPUs are data-center parts (H100, A100, … are known by name): below a CUDA
+    /// major's driver floor, the verdict says what cuda-compat forward compatibility offers
+    #[arg(long)]
     pub datacenter: bool,
-    /// `--platform`, as typed.
+    /// The host's platform, whose torch wheel is judged: x86_64 or aarch64 (Grace
+    /// Hopper, Grace Blackwell, DGX Spark); Thor and GB10 are always aarch64
+    #[arg(long, value_name = "ARCH", default_value = "x86_64")]
     pub platform: String,
-    pub matrix: Option<std::path::PathBuf>,
+    /// A compatibility matrix file whose rows add to or replace the bundled ones
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -90,7 +112,7 @@ fn usage(message: String, hint: &str) -> Error {
     }
 }
 
-pub fn run(arguments: CompatArguments, context: &Context) -> Result<ExitStatus, Error> {
+pub fn run(arguments: CompatArgs, context: &Context) -> Result<ExitStatus, Error> {
     let matrix = load_matrix(
         arguments.matrix.as_deref(),
         context.environment.config_home().as_deref(),
@@ -304,10 +326,10 @@ fn stack_from_arguments(
 /// exist), each marked data-center or not.
 fn described_gpus(
     matrix: &compat::Matrix,
-    arguments: &CompatArguments,
+    arguments: &CompatArgs,
 ) -> Result<Vec<DescribedGpu>, Error> {
     let mut gpus = Vec::new();
-    for name in &arguments.gpus {
+    for name in &arguments.gpu {
         let (model, capability, capability_rows) = gpu_model(matrix, name)?;
         let consumer = model.contains("GeForce") || model.contains("TITAN");
         if arguments.datacenter && consumer {
@@ -332,7 +354,7 @@ fn described_gpus(
             capability_rows,
         });
     }
-    for text in &arguments.capabilities {
+    for text in &arguments.cc {
         let capability = known_capability(matrix, text)?;
         gpus.push(DescribedGpu {
             name: format!("compute capability {capability}"),
