@@ -23,11 +23,14 @@ impl Engine {
     pub async fn facts(&self) -> EngineFacts {
         let state = match self.daemon_facts().await {
             Ok(facts) => EngineState::Reachable(Box::new(facts)),
-            Err(error) => EngineState::Unreachable {
-                kind: error.kind().into(),
-                message: crate::error::error_chain(&error),
-                hint: error.hint(),
-            },
+            Err(error) => {
+                let error = self.first_failure(error).await;
+                EngineState::Unreachable {
+                    kind: error.kind().into(),
+                    message: crate::error::error_chain(&error),
+                    hint: error.hint(),
+                }
+            }
         };
         EngineFacts {
             endpoint: self.endpoint().to_string(),
