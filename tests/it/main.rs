@@ -49,6 +49,7 @@ mod profile_corpus;
 mod profile_safety;
 mod readme;
 mod registry_paging;
+mod remote_daemons;
 mod report;
 mod secrets;
 mod serve;
