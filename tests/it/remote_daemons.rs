@@ -705,3 +705,140 @@ fn the_ssh_child_ends_with_envctl() {
     let down = envctl(folder.path(), &way, &["down", &profile, "--rm"]);
     assert_eq!(down.code, 0, "{down}");
 }
+
+/// The host's loopback port `port` reachable at 127.0.0.1:`port` inside the second
+/// daemon's network namespace (for pulls from the test registry): a socat there to a unix
+/// socket, and one here from that socket to the port. Both are killed on drop.
+struct IntoTheNamespace {
+    _folder: tempfile::TempDir,
+    children: Vec<std::process::Child>,
+}
+
+impl IntoTheNamespace {
+    fn forward(port: u16) -> IntoTheNamespace {
+        let folder = tempfile::tempdir().unwrap();
+        let socket = folder.path().join("forward.sock");
+        let outside = Command::new("socat")
+            .arg(format!("UNIX-LISTEN:{},fork", socket.display()))
+            .arg(format!("TCP:127.0.0.1:{port}"))
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !socket.exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "socat did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let inside = Command::new("nsenter")
+            .arg("--net=/run/netns/envctl-dockerd2")
+            .arg("socat")
+            .arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork"))
+            .arg(format!("UNIX-CONNECT:{}", socket.display()))
+            .spawn()
+            .unwrap();
+        let forward = IntoTheNamespace {
+            _folder: folder,
+            children: vec![outside, inside],
+        };
+        let started = Instant::now();
+        loop {
+            let reached = Command::new("nsenter")
+                .arg("--net=/run/netns/envctl-dockerd2")
+                .args(["socat", "-u", "/dev/null"])
+                .arg(format!("TCP:127.0.0.1:{port}"))
+                .status()
+                .unwrap();
+            if reached.success() {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "no forward into the netns"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        forward
+    }
+}
+
+impl Drop for IntoTheNamespace {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `lock` over TLS, ssh and a context: the remote daemon pulls the image and records its
+/// digest, which the lock file pins, as `docker image inspect` there reads it.
+#[test]
+fn lock_pins_what_the_remote_daemon_pulled() {
+    let test = "lock_pins_what_the_remote_daemon_pulled";
+    let Some(engine) = dockerd2(test) else {
+        return;
+    };
+    if !crate::support::registry::require_registry() {
+        return;
+    }
+    let Some(sshd) = Sshd::start(test, &engine.host) else {
+        return;
+    };
+    let registry = crate::support::registry::Registry::start();
+    let _forward = IntoTheNamespace::forward(registry.addr().port());
+    let repo = unique_name("remote-lock");
+    let reference = crate::support::registry::push_test_image(&registry, &repo, "1.0");
+    let _pulled = engine.image_guard(reference.clone());
+    let config = tempfile::tempdir().unwrap();
+    let name = unique_name("gpu2");
+    let created = Command::new("docker")
+        .env("DOCKER_CONFIG", config.path())
+        .args(["context", "create", &name, "--docker"])
+        .arg(format!(
+            "host={TLS_ENDPOINT},ca={CERTIFICATES}/ca.pem,cert={CERTIFICATES}/cert.pem,key={CERTIFICATES}/key.pem"
+        ))
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let context = Way {
+        name: "context",
+        variables: vec![
+            ("DOCKER_CONFIG".into(), config.path().into()),
+            ("DOCKER_CONTEXT".into(), name.clone().into()),
+        ],
+    };
+    for way in [Way::tls(), sshd.way("ssh://gpu2"), context] {
+        // Each way pulls afresh.
+        let _ = engine.docker(["rmi", "-f", reference.as_str()]);
+        let folder = tempfile::tempdir().unwrap();
+        let profile = unique_name("locked");
+        std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+        std::fs::write(
+            folder.path().join("envctl").join(format!("{profile}.toml")),
+            format!("image = \"{reference}\"\n"),
+        )
+        .unwrap();
+        let lock = envctl(folder.path(), &way, &["--json", "lock"]);
+        assert_eq!(lock.code, 0, "{}: {lock}", way.name);
+        let digest = lock.json()["locked"][0]["digest"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let recorded = engine.docker_stdout([
+            "image",
+            "inspect",
+            "--format",
+            "{{json .RepoDigests}}",
+            reference.as_str(),
+        ]);
+        assert!(
+            recorded.contains(&digest),
+            "{}: the lock pins {digest}, the remote daemon recorded {recorded}",
+            way.name
+        );
+        let text = std::fs::read_to_string(folder.path().join("envctl.lock")).unwrap();
+        assert!(text.contains(&digest), "{text}");
+    }
+}
