@@ -227,6 +227,10 @@ Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -
         /// List every user's envctl containers, with their owner (default: your own)
         #[arg(long)]
         all_users: bool,
+        /// Several daemons in one table, asked at once: docker CLI context names or URLs
+        /// (`tcp://…`, `ssh://…`), comma-separated; an unreachable one is a row saying why
+        #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
+        hosts: Vec<String>,
     },
     /// Stop a container (host data is never touched)
     Down {

@@ -135,7 +135,8 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             all,
             no_trunc,
             all_users,
-        } => ps::run(all, no_trunc, all_users, context),
+            hosts,
+        } => ps::run(all, no_trunc, all_users, &hosts, context),
         Command::Exec {
             words,
             interactive,

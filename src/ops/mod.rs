@@ -16,6 +16,7 @@
 
 pub mod doctor;
 pub mod environment;
+pub mod hosts;
 pub mod matrix;
 pub mod nvidia_check;
 pub mod placement;

@@ -842,3 +842,176 @@ fn lock_pins_what_the_remote_daemon_pulled() {
         assert!(text.contains(&digest), "{text}");
     }
 }
+
+/// `ps --hosts` over the local daemon, the second one through a context (TLS) and over
+/// ssh, one stopped and one that accepts and never answers: one table with a HOST column,
+/// each host's containers as `docker -H` lists them there, the stopped and the silent one
+/// rows that say why, exit 0, and the whole within one host's deadline (asked at once, not
+/// one after another).
+#[test]
+fn ps_hosts_lists_every_daemon_and_says_why_one_cannot_be() {
+    let test = "ps_hosts_lists_every_daemon_and_says_why_one_cannot_be";
+    let Some(engine) = dockerd2(test) else {
+        return;
+    };
+    let Some(sshd) = Sshd::start(test, &engine.host) else {
+        return;
+    };
+    let (folder, profile) = project(&engine, "hosts");
+    let container = format!("envctl-{profile}");
+    let _guard = engine.container_guard(container.clone());
+    let up = envctl(
+        folder.path(),
+        &Way::tls(),
+        &["up", &profile, "--pull", "never"],
+    );
+    assert_eq!(up.code, 0, "{up}");
+    let config = tempfile::tempdir().unwrap();
+    let context = unique_name("gpu2");
+    let created = Command::new("docker")
+        .env("DOCKER_CONFIG", config.path())
+        .args(["context", "create", &context, "--docker"])
+        .arg(format!(
+            "host={TLS_ENDPOINT},ca={CERTIFICATES}/ca.pem,cert={CERTIFICATES}/cert.pem,key={CERTIFICATES}/key.pem"
+        ))
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let stopped = format!("tcp://127.0.0.1:{}", free_port());
+    // Accepts connections (the kernel's backlog) and never answers.
+    let silent_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = format!(
+        "tcp://127.0.0.1:{}",
+        silent_listener.local_addr().unwrap().port()
+    );
+    let hosts = [
+        "unix:///var/run/docker.sock".to_string(),
+        context.clone(),
+        "ssh://gpu2".to_string(),
+        stopped.clone(),
+        silent.clone(),
+    ];
+    let way = Way {
+        name: "hosts",
+        variables: vec![
+            ("DOCKER_CONFIG".into(), config.path().into()),
+            ("PATH".into(), sshd.path()),
+        ],
+    };
+    let list = hosts.join(",");
+    let started = Instant::now();
+    let json = envctl(folder.path(), &way, &["--json", "ps", "--hosts", &list]);
+    let took = started.elapsed();
+    assert_eq!(json.code, 0, "{json}");
+    // The silent host costs its ping deadline (3 s), once: not one host after another.
+    assert!(took < Duration::from_secs(6), "took {took:?}: {json}");
+    let document = json.json();
+    let states = document["hosts"].as_array().unwrap();
+    let listed: Vec<&str> = states
+        .iter()
+        .map(|state| state["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, hosts.iter().map(String::as_str).collect::<Vec<_>>());
+    for state in states {
+        let host = state["host"].as_str().unwrap();
+        let reachable = state["reachable"].as_bool().unwrap();
+        if host == stopped || host == silent {
+            assert!(!reachable, "{host}: {json}");
+            assert!(state["error"].as_str().is_some(), "{json}");
+            let kind = state["error_kind"].as_str().unwrap();
+            let expected = if host == stopped {
+                "connection_refused"
+            } else {
+                "timeout"
+            };
+            assert_eq!(kind, expected, "{host}: {json}");
+            continue;
+        }
+        assert!(reachable, "{host}: {json}");
+        // The reference: what the docker CLI lists there, of envctl's containers.
+        let mut cli = Command::new("docker");
+        cli.env("DOCKER_CONFIG", config.path())
+            .env("PATH", sshd.path())
+            .env_remove("DOCKER_HOST")
+            .env_remove("DOCKER_CONTEXT");
+        if host.contains("://") {
+            cli.args(["-H", host]);
+        } else {
+            cli.args(["--context", host]);
+        }
+        let cli = cli
+            .args([
+                "ps",
+                "--filter",
+                "label=envctl.profile",
+                "--format",
+                "{{.Names}}",
+            ])
+            .output()
+            .unwrap();
+        assert!(cli.status.success(), "{host}: {cli:?}");
+        let mut expected: Vec<String> = String::from_utf8_lossy(&cli.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        expected.sort();
+        let mut names: Vec<String> = document["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|row| row["host"] == host)
+            .map(|row| row["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(names, expected, "{host}: {json}");
+        let on_second = host != "unix:///var/run/docker.sock";
+        assert_eq!(names.contains(&container), on_second, "{host}: {json}");
+    }
+    // The table: a HOST column, the container under both names of the second daemon,
+    // each unreachable host a row saying why, and its hint on stderr.
+    let table = envctl(folder.path(), &way, &["ps", "--hosts", &list]);
+    assert_eq!(table.code, 0, "{table}");
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert!(lines[0].starts_with("HOST "), "{table}");
+    for host in [&context, "ssh://gpu2"] {
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.starts_with(&format!("{host} ")) && line.contains(&container)),
+            "{host}: {table}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with(&format!("{stopped} "))
+                && line.contains("unreachable: nothing answers at")),
+        "{table}"
+    );
+    assert!(
+        table.stderr.contains(&format!(
+            "warning: host `{stopped}` could not be listed (hint:"
+        )),
+        "{table}"
+    );
+    // Bad lists are usage errors, before anything is asked.
+    for bad in [",", &format!("{context},{context}")] {
+        let run = envctl(folder.path(), &way, &["ps", "--hosts", bad]);
+        assert_eq!(run.code, 2, "{bad}: {run}");
+    }
+    let run = envctl(
+        folder.path(),
+        &way,
+        &[
+            "-H",
+            "unix:///var/run/docker.sock",
+            "ps",
+            "--hosts",
+            &context,
+        ],
+    );
+    assert_eq!(run.code, 2, "{run}");
+    let down = envctl(folder.path(), &Way::tls(), &["down", &profile, "--rm"]);
+    assert_eq!(down.code, 0, "{down}");
+    drop(silent_listener);
+}
