@@ -62,6 +62,15 @@ pub enum Command {
         /// Print the matrix's date, row counts and sources, and exit
         #[arg(long)]
         matrix_info: bool,
+        /// Several daemons side by side (contexts or URLs, comma-separated): the facts
+        /// that make setups differ, with the differences marked; exit 1 when they differ
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_name = "HOSTS",
+            conflicts_with = "matrix_info"
+        )]
+        hosts: Vec<String>,
     },
     /// The doctor's verdicts for a host you describe: driver, GPUs, image CUDA and torch
     #[command(

@@ -5,6 +5,7 @@
 pub mod compat;
 pub mod completions;
 pub mod doctor;
+pub mod doctor_hosts;
 pub mod down;
 pub mod exec;
 pub mod export;
@@ -221,10 +222,14 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             context,
         ),
         Command::Doctor {
+            profiles, hosts, ..
+        } if !hosts.is_empty() => doctor_hosts::run(&profiles, &hosts, context),
+        Command::Doctor {
             profiles,
             strict,
             matrix,
             matrix_info,
+            hosts: _,
         } => doctor::run(
             doctor::DoctorArguments {
                 profiles,

@@ -1015,3 +1015,71 @@ fn ps_hosts_lists_every_daemon_and_says_why_one_cannot_be() {
     assert_eq!(down.code, 0, "{down}");
     drop(silent_listener);
 }
+
+/// `doctor --hosts`: the local daemon and the second one side by side; a profile's image
+/// on one of them only is a marked difference (exit 1); once the same image is on both,
+/// they agree (exit 0); a stopped host is a column saying why and no difference.
+#[test]
+fn doctor_hosts_marks_where_the_setups_differ() {
+    let Some(engine) = dockerd2("doctor_hosts_marks_where_the_setups_differ") else {
+        return;
+    };
+    let folder = tempfile::tempdir().unwrap();
+    // An image of its own on the second daemon only, then copied to the local one.
+    let image = format!("{}:1", unique_name("envctl-test-hosts"));
+    let _remote_image = engine.image_guard(image.clone());
+    let _local_image = crate::support::docker::ImageGuard::new(image.as_str());
+    engine.docker_stdout(["tag", engine.test_image().as_str(), image.as_str()]);
+    let profile = unique_name("compared");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl").join(format!("{profile}.toml")),
+        format!("image = \"{image}\"\n"),
+    )
+    .unwrap();
+    let stopped = format!("tcp://127.0.0.1:{}", free_port());
+    let list = format!("unix:///var/run/docker.sock,{TLS_ENDPOINT},{stopped}");
+    let way = Way {
+        name: "hosts",
+        variables: vec![
+            ("DOCKER_TLS_VERIFY".into(), "1".into()),
+            ("DOCKER_CERT_PATH".into(), CERTIFICATES.into()),
+        ],
+    };
+    let run = envctl(folder.path(), &way, &["--json", "doctor", "--hosts", &list]);
+    assert_eq!(run.code, 1, "{run}");
+    let report = run.json();
+    let facts = report["facts"].as_array().unwrap();
+    let row = |name: &str| {
+        facts
+            .iter()
+            .find(|fact| fact["fact"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {run}"))
+            .clone()
+    };
+    let image_row = row(&format!("{profile}: image id"));
+    assert_eq!(image_row["differs"], true, "{run}");
+    assert_eq!(image_row["cells"][0]["text"], "absent", "{run}");
+    assert_eq!(image_row["cells"][2]["state"], "unknown", "{run}");
+    assert_eq!(row("engine")["differs"], false, "{run}");
+    assert_eq!(report["differences"], 1, "{run}");
+    assert_eq!(report["hosts"][2]["reachable"], false, "{run}");
+    // The table marks it.
+    let table = envctl(folder.path(), &way, &["doctor", "--hosts", &list]);
+    assert_eq!(table.code, 1, "{table}");
+    assert!(
+        table
+            .stdout
+            .lines()
+            .any(|line| line.starts_with('≠') && line.contains(&profile)),
+        "{table}"
+    );
+    // The same image on both: they agree.
+    let saved = tempfile::tempdir().unwrap();
+    let tarball = saved.path().join("image.tar");
+    engine.docker_stdout(["save", "-o", tarball.to_str().unwrap(), image.as_str()]);
+    crate::support::docker::docker_stdout(["load", "-i", tarball.to_str().unwrap()]);
+    let run = envctl(folder.path(), &way, &["--json", "doctor", "--hosts", &list]);
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(run.json()["differences"], 0, "{run}");
+}
