@@ -238,6 +238,17 @@ impl Route {
         matches!(self, Route::Tls { .. } | Route::Ssh(_))
     }
 
+    /// How many whole request-answer cycles may run at once on an `Engine` of this
+    /// route: one over ssh (each connection is an ssh process and its handshake), four
+    /// over TLS; no limit on a socket or plain TCP, where a connection is nearly free.
+    pub(crate) fn concurrent_answers(&self) -> Option<usize> {
+        match self {
+            Route::Ssh(_) => Some(1),
+            Route::Tls { .. } => Some(4),
+            Route::Unix { .. } | Route::Tcp { .. } => None,
+        }
+    }
+
     /// A plain TCP endpoint's address (`host:port`), for the TLS probe after a failure.
     pub(crate) fn plain_tcp_address(&self) -> Option<&str> {
         match self {
@@ -535,7 +546,15 @@ struct SshStream {
     stderr: tokio::task::JoinHandle<String>,
     /// Whether the far side sent anything yet: an end before that is ssh's failure.
     answered: bool,
+    /// After such an end, the wait for ssh's exit status (it closes its streams just
+    /// before it exits): polled in steps, at most [`SSH_EXIT_WAIT`].
+    exit_wait: Option<(Pin<Box<tokio::time::Sleep>>, tokio::time::Instant)>,
+    /// ssh's stderr once its task finished (a finished task is not polled again).
+    message: Option<String>,
 }
+
+/// How long an ssh that ended its output is waited for, for its exit status.
+const SSH_EXIT_WAIT: Duration = Duration::from_secs(1);
 
 impl SshStream {
     fn spawn(target: &SshTarget) -> io::Result<SshStream> {
@@ -574,6 +593,8 @@ impl SshStream {
             stdout,
             stderr,
             answered: false,
+            exit_wait: None,
+            message: None,
         })
     }
 }
@@ -589,16 +610,33 @@ impl AsyncRead for SshStream {
             Poll::Ready(Ok(())) if buffer.filled().len() == before && !self.answered => {
                 // The end before any answer: ssh failed. Its message comes once its stderr
                 // closes (at its exit).
-                let message = match Pin::new(&mut self.stderr).poll(context) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(message) => message.unwrap_or_default(),
+                if self.message.is_none() {
+                    match Pin::new(&mut self.stderr).poll(context) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(message) => self.message = Some(message.unwrap_or_default()),
+                    }
+                }
+                let status = match self.child.try_wait() {
+                    Ok(Some(status)) => status.code(),
+                    Ok(None) => {
+                        let now = tokio::time::Instant::now();
+                        let (sleep, since) = self.exit_wait.get_or_insert_with(|| {
+                            (Box::pin(tokio::time::sleep(Duration::from_millis(5))), now)
+                        });
+                        if now.duration_since(*since) < SSH_EXIT_WAIT {
+                            if sleep.as_mut().poll(context).is_pending() {
+                                return Poll::Pending;
+                            }
+                            sleep.as_mut().reset(now + Duration::from_millis(5));
+                            // Polled again at once: the reset sleep registers the waker.
+                            context.waker().wake_by_ref();
+                            return Poll::Pending;
+                        }
+                        None
+                    }
+                    Err(_) => None,
                 };
-                let status = self
-                    .child
-                    .try_wait()
-                    .ok()
-                    .flatten()
-                    .and_then(|status| status.code());
+                let message = self.message.take().unwrap_or_default();
                 self.answered = true;
                 Poll::Ready(Err(ConnectFailure::SshEnded { status, message }
                     .into_io(io::ErrorKind::ConnectionAborted)))

@@ -128,7 +128,7 @@ impl Engine {
     /// The image's config when it is present locally; `Ok(None)` when it is not.
     pub async fn image_facts(&self, reference: &str) -> Result<Option<ImageFacts>, EngineError> {
         let reference = super::reference::image(reference)?;
-        let inspect = self.with_deadline(
+        let inspect = self.whole_answer(
             "inspecting an image",
             self.answer_deadline(),
             self.docker.inspect_image(reference),

@@ -109,6 +109,8 @@ impl Engine {
         what: &'static str,
         limit: usize,
     ) -> Result<T, EngineError> {
+        // A whole cycle: its turn where connections are costly (`Engine::turn`).
+        let _turn = self.turn().await;
         let mut body = self
             .get_body(path_and_query, self.answer_deadline())
             .await?;
@@ -140,13 +142,26 @@ impl Engine {
     /// for how messages and hints name the engine ([`Engine::known_kind`]); what must
     /// know the engine's version asks `/version`.
     pub async fn identify_by_ping(&self, deadline: Duration) -> Result<EngineKind, EngineError> {
-        let (_, engine, _) = tokio::time::timeout(deadline, self.get("/_ping"))
-            .await
-            .map_err(|_| EngineError::StoppedAnswering {
+        let ping = async {
+            let (_, engine, mut body) = self.get("/_ping").await?;
+            // Read to its end (`OK`), so the connection is kept for the next request.
+            let mut rest = Vec::new();
+            while rest.len() < MAX_ERROR_BYTES
+                && body
+                    .next(&mut rest)
+                    .await
+                    .map_err(|error| self.io_error(error))?
+                    > 0
+            {}
+            Ok::<_, EngineError>(engine)
+        };
+        let engine = tokio::time::timeout(deadline, ping).await.map_err(|_| {
+            EngineError::StoppedAnswering {
                 endpoint: self.at(),
                 request: "GET /_ping".into(),
                 detail: format!("no answer within {} s", deadline.as_secs()),
-            })??;
+            }
+        })??;
         self.remember_ping(engine);
         Ok(engine)
     }

@@ -80,6 +80,11 @@ pub struct Engine {
     route: std::sync::Arc<connector::Route>,
     /// The HTTP client over those streams, bollard's and envctl's own alike.
     client: connector::Client,
+    /// Where a connection costs a handshake (ssh, TLS), how many whole request-answer
+    /// cycles run at once ([`connector::Route::concurrent_answers`]), so that many short
+    /// answers asked together (`ps`'s inspects) share the kept connections instead of each
+    /// opening one (an ssh each); long streams never wait on it.
+    answers: Option<std::sync::Arc<tokio::sync::Semaphore>>,
     timeout: Duration,
     /// Which engine answers, asked once (`/version`) by what must work around an
     /// engine's own answers (Podman lists only the first port of a published range).
@@ -147,6 +152,9 @@ impl Engine {
             }
         }
         let route = std::sync::Arc::new(connector::Route::new(&endpoint, tls)?);
+        let answers = route
+            .concurrent_answers()
+            .map(|permits| std::sync::Arc::new(tokio::sync::Semaphore::new(permits)));
         let client = connector::Client::new(std::sync::Arc::clone(&route));
         let docker = client
             .docker(timeout)
@@ -163,6 +171,7 @@ impl Engine {
             endpoint,
             route,
             client,
+            answers,
             timeout,
             identity: Default::default(),
             pinged: Default::default(),
@@ -252,9 +261,33 @@ impl Engine {
         limit: Duration,
         request: impl Future<Output = Result<T, bollard::errors::Error>>,
     ) -> Result<T, EngineError> {
+        // The wait for a turn is outside the deadline: it is bounded by the deadlines of
+        // the answers before it.
+        let _turn = self.turn().await;
         self.with_deadline(what, limit, request)
             .await?
             .map_err(|error| self.classify(error))
+    }
+
+    /// [`Engine::with_deadline`] for one whole request-answer cycle (a bollard call that
+    /// reads its answer to the end), in its turn where connections are costly.
+    pub(crate) async fn whole_answer<F: Future>(
+        &self,
+        what: &'static str,
+        limit: Duration,
+        future: F,
+    ) -> Result<F::Output, EngineError> {
+        let _turn = self.turn().await;
+        self.with_deadline(what, limit, future).await
+    }
+
+    /// A turn for one whole request-answer cycle where connections are costly; none is
+    /// needed elsewhere (or when the semaphore is closed, which nothing does).
+    pub(crate) async fn turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        match &self.answers {
+            Some(answers) => answers.acquire().await.ok(),
+            None => None,
+        }
     }
 
     /// A short answer: [`Engine::answer`] with [`ANSWER_DEADLINE`] (or the connection's
