@@ -239,12 +239,14 @@ impl Route {
     }
 
     /// How many whole request-answer cycles may run at once on an `Engine` of this
-    /// route: one over ssh (each connection is an ssh process and its handshake), four
-    /// over TLS; no limit on a socket or plain TCP, where a connection is nearly free.
+    /// route: one over ssh (each connection is an ssh process and its handshake) and over
+    /// TLS (a handshake, and through a proxy a process each), as the docker CLI keeps one
+    /// connection; no limit on a socket or plain TCP, where a connection is nearly free.
+    /// Measured on loopback (tests/bench/remote.sh): four over TLS made `ps` 2.7× the
+    /// CLI's time, each extra connection a handshake.
     pub(crate) fn concurrent_answers(&self) -> Option<usize> {
         match self {
-            Route::Ssh(_) => Some(1),
-            Route::Tls { .. } => Some(4),
+            Route::Ssh(_) | Route::Tls { .. } => Some(1),
             Route::Unix { .. } | Route::Tcp { .. } => None,
         }
     }

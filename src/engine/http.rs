@@ -36,16 +36,25 @@ impl Engine {
         path_and_query: &str,
         deadline: Duration,
     ) -> Result<Body, EngineError> {
+        Ok(self.get_answer(path_and_query, deadline).await?.1)
+    }
+
+    /// [`Engine::get_body`], with the engine the answer's headers name.
+    async fn get_answer(
+        &self,
+        path_and_query: &str,
+        deadline: Duration,
+    ) -> Result<(EngineKind, Body), EngineError> {
         let stopped = || EngineError::StoppedAnswering {
             endpoint: self.at(),
             request: format!("GET {path_and_query}"),
             detail: format!("no answer within {} s", deadline.as_secs()),
         };
-        let (status, _, mut body) = tokio::time::timeout(deadline, self.get(path_and_query))
+        let (status, engine, mut body) = tokio::time::timeout(deadline, self.get(path_and_query))
             .await
             .map_err(|_| stopped())??;
         if (200..300).contains(&status) {
-            return Ok(body);
+            return Ok((engine, body));
         }
         let mut text = Vec::new();
         let read = async {
@@ -137,14 +146,17 @@ impl Engine {
         serde_json::from_slice(&bytes).map_err(|error| bad_answer(error.to_string()))
     }
 
-    /// Which engine answers, from the headers of a `GET /_ping`: as cheap as the ping,
-    /// where `/version` costs Docker 20.10 some 8 ms (it asks containerd and runc). Only
-    /// for how messages and hints name the engine ([`Engine::known_kind`]); what must
-    /// know the engine's version asks `/version`.
-    pub async fn identify_by_ping(&self, deadline: Duration) -> Result<EngineKind, EngineError> {
+    /// `GET /_ping`, its answer read to the end (so the connection is kept) within
+    /// `deadline`, and the engine its headers name remembered ([`Engine::known_kind`]):
+    /// the check that the daemon answers and the word for which one does, in one request.
+    pub(crate) async fn ping_named(&self, deadline: Duration) -> Result<EngineKind, EngineError> {
+        let stopped = || EngineError::StoppedAnswering {
+            endpoint: self.at(),
+            request: "GET /_ping".into(),
+            detail: format!("no answer within {} s", deadline.as_secs()),
+        };
         let ping = async {
-            let (_, engine, mut body) = self.get("/_ping").await?;
-            // Read to its end (`OK`), so the connection is kept for the next request.
+            let (engine, mut body) = self.get_answer("/_ping", deadline).await?;
             let mut rest = Vec::new();
             while rest.len() < MAX_ERROR_BYTES
                 && body
@@ -155,15 +167,23 @@ impl Engine {
             {}
             Ok::<_, EngineError>(engine)
         };
-        let engine = tokio::time::timeout(deadline, ping).await.map_err(|_| {
-            EngineError::StoppedAnswering {
-                endpoint: self.at(),
-                request: "GET /_ping".into(),
-                detail: format!("no answer within {} s", deadline.as_secs()),
-            }
-        })??;
+        let engine = tokio::time::timeout(deadline, ping)
+            .await
+            .map_err(|_| stopped())??;
         self.remember_ping(engine);
         Ok(engine)
+    }
+
+    /// Which engine answers, from the headers of a `GET /_ping`: as cheap as the ping,
+    /// where `/version` costs Docker 20.10 some 8 ms (it asks containerd and runc). Only
+    /// for how messages and hints name the engine ([`Engine::known_kind`]); what must
+    /// know the engine's version asks `/version`. After [`Engine::ping`] it is known
+    /// without another request.
+    pub async fn identify_by_ping(&self, deadline: Duration) -> Result<EngineKind, EngineError> {
+        if let Some(engine) = self.pinged.get() {
+            return Ok(*engine);
+        }
+        self.ping_named(deadline).await
     }
 
     /// An I/O error on the socket, named as bollard's would be.

@@ -359,9 +359,10 @@ impl Engine {
     /// when the daemon accepts the connection and never answers.
     pub async fn ping(&self) -> Result<(), EngineError> {
         let limit = PING_TIMEOUT.min(self.timeout);
-        match tokio::time::timeout(limit, self.docker.ping()).await {
+        // The inner deadline a little later, so the outer one is what fires (`Timeout`).
+        match tokio::time::timeout(limit, self.ping_named(limit + TIMEOUT_GRACE)).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => Err(self.first_failure(self.classify(error)).await),
+            Ok(Err(error)) => Err(self.first_failure(error).await),
             Err(_) => Err(EngineError::Timeout {
                 endpoint: self.at(),
                 seconds: limit.as_secs(),

@@ -748,6 +748,7 @@ impl IntoTheNamespace {
                 .arg("--net=/run/netns/envctl-dockerd2")
                 .args(["socat", "-u", "/dev/null"])
                 .arg(format!("TCP:127.0.0.1:{port}"))
+                .stderr(std::process::Stdio::null())
                 .status()
                 .unwrap();
             if reached.success() {
