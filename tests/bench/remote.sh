@@ -81,16 +81,31 @@ for n in 1 2 3; do
     DOCKER_HOST=$D2 "$ENVCTL" -q up "bench-$n" --pull never >/dev/null
 done
 
-tls=(env DOCKER_HOST=tcp://127.0.0.1:23760 DOCKER_TLS_VERIFY=1 "DOCKER_CERT_PATH=$CERTS")
-ssh=(env DOCKER_HOST=ssh://gpu2)
-echo "== ps over TLS and ssh (envctl ps lists and inspects; docker ps lists)"
-hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$work/single.json" \
-    -n "envctl ps (TLS)" "${tls[*]} $ENVCTL ps" \
-    -n "docker ps (TLS)" "${tls[*]} docker ps" \
-    -n "envctl ps (ssh)" "${ssh[*]} $ENVCTL ps" \
-    -n "docker ps (ssh)" "${ssh[*]} docker ps" >/dev/null
-jq -r '.results[] | "\(.command): mean \(.mean * 1000 | floor) ms, median \(.median * 1000 | floor) ms"' "$work/single.json"
-jq -r '.results as $r | "ratio TLS: \($r[0].mean / $r[1].mean * 100 | floor / 100)×, ratio ssh: \($r[2].mean / $r[3].mean * 100 | floor / 100)×"' "$work/single.json"
+echo "== ps over TLS and ssh (envctl ps lists and inspects; docker ps lists), interleaved"
+# The commands alternate run by run (hyperfine runs one after the other, and the load of a
+# shared machine drifts between the blocks); medians and means of $RUNS runs each.
+ENVCTL=$ENVCTL CERTS=$CERTS RUNS=$RUNS python3 - <<'PYTHON'
+import os, statistics, subprocess, time
+envctl, runs = os.environ["ENVCTL"], int(os.environ["RUNS"])
+ways = {
+    "TLS": dict(os.environ, DOCKER_HOST="tcp://127.0.0.1:23760", DOCKER_TLS_VERIFY="1",
+                DOCKER_CERT_PATH=os.environ["CERTS"]),
+    "ssh": dict(os.environ, DOCKER_HOST="ssh://gpu2"),
+}
+for way, env in ways.items():
+    times = {"envctl": [], "docker": []}
+    commands = [("envctl", [envctl, "ps"]), ("docker", ["docker", "ps"])]
+    for run in range(runs + 2):
+        for name, command in commands if run % 2 == 0 else commands[::-1]:
+            start = time.perf_counter()
+            subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
+            if run >= 2:  # two warm-up rounds
+                times[name].append(time.perf_counter() - start)
+    e, d = times["envctl"], times["docker"]
+    print(f"{way}: envctl ps median {statistics.median(e) * 1000:.0f} ms (mean {statistics.mean(e) * 1000:.0f}),"
+          f" docker ps median {statistics.median(d) * 1000:.0f} ms (mean {statistics.mean(d) * 1000:.0f});"
+          f" ratio {statistics.median(e) / statistics.median(d):.2f}x (means {statistics.mean(e) / statistics.mean(d):.2f}x)")
+PYTHON
 
 hosts=(unix:///var/run/docker.sock "$D2" tcp://127.0.0.1:23750 tls-a tls-b plain ssh://gpu2 ssh://gpu2b)
 echo "== ps --hosts over ${#hosts[@]} endpoints against each alone"
@@ -99,8 +114,19 @@ for host in "${hosts[@]}"; do
     commands+=(-n "$host" "$ENVCTL ps --hosts $host")
 done
 all=$(IFS=,; echo "${hosts[*]}")
+# The floor the machine allows: the docker CLI on every endpoint at once, each its own
+# process (a context by --context, a URL by -H).
+cli_all=""
+for host in "${hosts[@]}"; do
+    case "$host" in
+    *://*) cli_all+="docker -H $host ps >/dev/null & " ;;
+    *) cli_all+="docker --context $host ps >/dev/null & " ;;
+    esac
+done
+cli_all+="wait"
 hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$work/hosts.json" \
-    "${commands[@]}" -n "all ${#hosts[@]}" "$ENVCTL ps --hosts $all" >/dev/null
+    "${commands[@]}" -n "all ${#hosts[@]}" "$ENVCTL ps --hosts $all" \
+    -n "docker CLI on all ${#hosts[@]} at once" "bash -c '$cli_all'" >/dev/null
 jq -r '.results[] | "\(.command): mean \(.mean * 1000 | floor) ms"' "$work/hosts.json"
-jq -r '.results as $r | ($r[:-1] | max_by(.mean)) as $slowest
-    | "all \($r | length - 1) at once: \($r[-1].mean / $slowest.mean * 100 | floor / 100)× the slowest alone (\($slowest.command))"' "$work/hosts.json"
+jq -r '.results as $r | ($r[:-2] | max_by(.mean)) as $slowest
+    | "envctl ps --hosts over all \($r | length - 2): \($r[-2].mean / $slowest.mean * 100 | floor / 100)× the slowest alone (\($slowest.command)); the docker CLI on all at once: \($r[-1].mean / $slowest.mean * 100 | floor / 100)×"' "$work/hosts.json"
