@@ -62,6 +62,15 @@ pub enum Command {
         /// Print the matrix's date, row counts and sources, and exit
         #[arg(long)]
         matrix_info: bool,
+        /// Several daemons side by side (contexts or URLs, comma-separated): the facts
+        /// that make setups differ, with the differences marked; exit 1 when they differ
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_name = "HOSTS",
+            conflicts_with = "matrix_info"
+        )]
+        hosts: Vec<String>,
     },
     /// The doctor's verdicts for a host you describe: driver, GPUs, image CUDA and torch
     #[command(
@@ -126,6 +135,10 @@ Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -
         /// List every user's envctl containers, with their owner (default: your own)
         #[arg(long)]
         all_users: bool,
+        /// Several daemons in one table, asked at once: docker CLI context names or URLs
+        /// (`tcp://…`, `ssh://…`), comma-separated; an unreachable one is a row saying why
+        #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
+        hosts: Vec<String>,
     },
     /// Stop a container (host data is never touched)
     Down {

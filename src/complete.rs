@@ -35,7 +35,7 @@ pub fn targets() -> Vec<CompletionCandidate> {
         // The daemon the user chose; none that can be followed offers no containers (never
         // the default socket's in its place).
         crate::host::docker_config::choose(&environment.daemon_inputs(None, None))
-            .map(|choice| running_containers(Some(&choice.endpoint)))
+            .map(|choice| running_containers(&choice))
             .unwrap_or_default()
             .into_iter()
             .filter(|name| offered_container(name))
@@ -66,7 +66,7 @@ fn offered_container(name: &str) -> bool {
     !name.starts_with('/') && crate::engine::reference::is_plain_name(name)
 }
 
-fn running_containers(docker_host: Option<&str>) -> Vec<String> {
+fn running_containers(choice: &crate::host::docker_config::DaemonChoice) -> Vec<String> {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -74,7 +74,8 @@ fn running_containers(docker_host: Option<&str>) -> Vec<String> {
         return Vec::new();
     };
     runtime.block_on(async {
-        let Ok(engine) = crate::engine::Engine::connect(docker_host, DAEMON_WAIT) else {
+        // Over TLS where the choice asks for it: never a request in cleartext there.
+        let Ok(engine) = crate::engine::Engine::connect_to(choice, DAEMON_WAIT) else {
             return Vec::new();
         };
         match tokio::time::timeout(DAEMON_WAIT, engine.list_containers(false, true)).await {

@@ -68,7 +68,7 @@ impl Context {
         timeout: std::time::Duration,
     ) -> Result<crate::engine::Engine, crate::engine::EngineError> {
         let choice = self.daemon()?;
-        crate::engine::Engine::connect(Some(&choice.endpoint), timeout)
+        crate::engine::Engine::connect_to(&choice, timeout)
     }
 
     /// The working directory, or the error reading it as a command reports it.
@@ -234,7 +234,8 @@ impl Environment {
     }
 
     /// What chooses the daemon besides the flags: `DOCKER_HOST`, `DOCKER_CONTEXT`,
-    /// `DOCKER_TLS_VERIFY`/`DOCKER_TLS`, and `$DOCKER_CONFIG` (else `~/.docker`).
+    /// `DOCKER_TLS_VERIFY`/`DOCKER_TLS`, `DOCKER_CERT_PATH`, and `$DOCKER_CONFIG` (else
+    /// `~/.docker`).
     pub fn daemon_inputs(
         &self,
         host_flag: Option<String>,
@@ -258,6 +259,7 @@ impl Environment {
             } else {
                 None
             },
+            cert_path: self.variable_os("DOCKER_CERT_PATH").map(PathBuf::from),
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod compat;
 pub mod completions;
 pub mod doctor;
+pub mod doctor_hosts;
 pub mod down;
 pub mod exec;
 pub mod export;
@@ -135,7 +136,8 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             all,
             no_trunc,
             all_users,
-        } => ps::run(all, no_trunc, all_users, context),
+            hosts,
+        } => ps::run(all, no_trunc, all_users, &hosts, context),
         Command::Exec(arguments) => exec::run(arguments, context),
         Command::Shell { target, user } => exec::shell(target.as_deref(), user, context),
         Command::Export(arguments) => export::run(arguments, context),
@@ -145,10 +147,14 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Up(arguments) => up::run(arguments, context),
         Command::Compat(arguments) => compat::run(arguments, context),
         Command::Doctor {
+            profiles, hosts, ..
+        } if !hosts.is_empty() => doctor_hosts::run(&profiles, &hosts, context),
+        Command::Doctor {
             profiles,
             strict,
             matrix,
             matrix_info,
+            hosts: _,
         } => doctor::run(
             doctor::DoctorArguments {
                 profiles,

@@ -1,7 +1,9 @@
 //! `envctl ps`: envctl's containers with profile, image, status, ports, GPUs and drift
 //! (the profile on disk no longer matches the container's config hash), and where each
 //! came from: `up`, or another tool that ran an export (`compose (PROJECT)`). The user's
-//! own by default; `--all-users` lists everyone's with an OWNER column.
+//! own by default; `--all-users` lists everyone's with an OWNER column. `--hosts a,b,c`
+//! lists several daemons in one table with a HOST column (`ops::hosts`): each asked at
+//! once, an unreachable one a row saying why.
 
 use serde::Serialize;
 
@@ -67,97 +69,46 @@ pub struct Row {
     /// The login name (or `uid N`) of whoever made it with `up`; none for a container
     /// made before owners were recorded, or by another tool from an export.
     pub owner: Option<String>,
+    /// With `--hosts`: the host as named there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// With `--hosts`: what each host answered.
+#[derive(Debug, Serialize)]
+struct HostState {
+    host: String,
+    endpoint: String,
+    reachable: bool,
+    /// How many containers it listed; none when unreachable.
+    containers: Option<usize>,
+    /// Why it could not be listed: the message with its causes, a stable kind, the hint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+    /// The table's word for why: the message without its causes.
+    #[serde(skip)]
+    said: Option<String>,
 }
 
 pub fn run(
     all: bool,
     no_trunc: bool,
     all_users: bool,
+    hosts: &[String],
     context: &Context,
 ) -> Result<ExitStatus, Error> {
-    let rows = runtime()?.block_on(async {
-        let engine = context.engine().await?;
-        let mut containers = engine.list_containers(all, true).await?;
-        if !all_users {
-            containers.retain(|container| crate::ops::target::is_mine(&container.labels, context));
-        }
-        // A few at a time (`engine::each_bounded`): one connection per container at once
-        // runs out of descriptors on a busy host.
-        let details = crate::engine::each_bounded(
-            containers
-                .iter()
-                .map(|container| engine.inspect_container(&container.id)),
-        )
-        .await;
-        let mut rows = Vec::new();
-        for (container, details) in containers.into_iter().zip(details) {
-            // Removed between the list and its inspect: gone, as a later `docker ps` says.
-            let Some(details) = details? else { continue };
-            let oom_killed = details.oom_killed;
-            let gpus = details.gpus;
-            let profile = container
-                .labels
-                .get(PROFILE_LABEL)
-                .cloned()
-                .unwrap_or_default();
-            // Made with `up -e/-p/-v`: compare the profile's own hash, not the overridden one.
-            let hash = container
-                .labels
-                .get(PROFILE_HASH_LABEL)
-                .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
-            let drift = match (context.search_path.resolve(&profile), hash) {
-                (Ok(resolved), Some(hash)) if *hash == resolved.config_hash => "current",
-                (Ok(_), Some(_)) => "changed",
-                _ => "unknown",
-            };
-            let origin = Origin::of(&container.labels);
-            rows.push(Row {
-                owner: crate::spec::ownership::owner_label(&container.labels),
-                origin: origin.word().to_string(),
-                compose_project: origin.compose_project().map(str::to_string),
-                shown_origin: origin.shown(),
-                name: container.name,
-                id: container.id.chars().take(12).collect(),
-                profile,
-                image: container.image,
-                image_id: container
-                    .image_id
-                    .trim_start_matches("sha256:")
-                    .chars()
-                    .take(12)
-                    .collect(),
-                full_image_id: container.image_id.trim_start_matches("sha256:").to_string(),
-                state: container.state,
-                status: container.status,
-                oom_killed,
-                ports: container.ports,
-                gpus,
-                gpu_ids: None,
-                drift,
-            });
-        }
-        Ok::<_, Error>(rows)
-    })?;
-    // Placed containers name their GPUs by UUID: show the indexes NVML gives them here.
-    let mut rows = rows;
-    if rows.iter().any(|row| {
-        row.gpus
-            .as_deref()
-            .is_some_and(|gpus| gpus.contains("GPU-"))
-    }) && let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
-        .loaded()
-        .cloned()
-    {
-        for row in &mut rows {
-            if let Some(gpus) = &row.gpus {
-                let shown = crate::spec::placement::by_index(gpus, &nvml.gpus);
-                if shown != *gpus {
-                    row.gpu_ids = Some(gpus.clone());
-                    row.gpus = Some(shown);
-                }
-            }
-        }
+    if !hosts.is_empty() {
+        return run_hosts(all, no_trunc, all_users, hosts, context);
     }
+    let mut rows = runtime()?.block_on(async {
+        let engine = context.engine().await?;
+        rows_of(&engine, all, all_users, context).await
+    })?;
+    by_local_index(&mut rows, context);
     if context.json {
         #[derive(Serialize)]
         struct Listing<'a> {
@@ -168,46 +119,276 @@ pub fn run(
     }
     let table: Vec<Vec<String>> = rows
         .iter()
-        .map(|row| {
-            let owner = all_users.then(|| row.owner.clone().unwrap_or_else(|| "-".into()));
-            owner
-                .into_iter()
-                .chain([
-                    row.name.clone(),
-                    row.profile.clone(),
-                    shown_image(&row.image, &row.full_image_id, no_trunc),
-                    shown_status(row),
-                    row.ports.join(", "),
-                    row.gpus.clone().unwrap_or_else(|| "-".into()),
-                    row.drift.to_string(),
-                    row.shown_origin.clone(),
-                ])
-                .collect()
-        })
+        .map(|row| table_row(row, all_users, no_trunc))
         .collect();
+    print_table(&context.printer, &headers(all_users, false), &table)?;
+    warn_changed(&rows, context);
+    Ok(ExitStatus::Success)
+}
+
+/// `ps --hosts`: every host at once, one table with a HOST column; a host that cannot be
+/// listed is a row that says why (and its hint on stderr), never a failed command.
+fn run_hosts(
+    all: bool,
+    no_trunc: bool,
+    all_users: bool,
+    names: &[String],
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    let hosts = crate::ops::hosts::named(context, names)?;
+    let answers = runtime()?.block_on(crate::ops::hosts::each(
+        &hosts,
+        super::REQUEST_TIMEOUT,
+        |engine| async move { rows_of(&engine, all, all_users, context).await },
+    ));
+    let mut states = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for answer in answers {
+        let host = answer.host.name.clone();
+        let endpoint = answer.host.endpoint().to_string();
+        match answer.result {
+            Ok(mut listed) => {
+                // Only a socket on this machine has its GPUs in this machine's NVML.
+                if endpoint.starts_with("unix://") {
+                    by_local_index(&mut listed, context);
+                }
+                states.push(HostState {
+                    host: host.clone(),
+                    endpoint,
+                    reachable: true,
+                    containers: Some(listed.len()),
+                    error: None,
+                    error_kind: None,
+                    hint: None,
+                    said: None,
+                });
+                rows.extend(listed.into_iter().map(|row| Row {
+                    host: Some(host.clone()),
+                    ..row
+                }));
+            }
+            Err(error) => {
+                let kind = match &error {
+                    Error::Engine(engine) => engine.kind(),
+                    _ => "other",
+                };
+                states.push(HostState {
+                    host,
+                    endpoint,
+                    reachable: false,
+                    containers: None,
+                    error: Some(crate::error::error_chain(&error)),
+                    error_kind: Some(kind),
+                    hint: error.hint(),
+                    said: Some(error.to_string()),
+                });
+            }
+        }
+    }
+    if context.json {
+        #[derive(Serialize)]
+        struct Listing<'a> {
+            hosts: &'a [HostState],
+            containers: &'a [Row],
+        }
+        context.printer.json(&Listing {
+            hosts: &states,
+            containers: &rows,
+        })?;
+        return Ok(ExitStatus::Success);
+    }
+    let width = headers(all_users, true).len();
+    let mut table = Vec::new();
+    for state in &states {
+        let mine = rows
+            .iter()
+            .filter(|row| row.host.as_deref() == Some(state.host.as_str()));
+        let mut listed = 0;
+        for row in mine {
+            listed += 1;
+            table.push(
+                std::iter::once(state.host.clone())
+                    .chain(table_row(row, all_users, no_trunc))
+                    .collect(),
+            );
+        }
+        if listed == 0 {
+            // A host with nothing to list, or that could not be listed, still has its row.
+            let said = match &state.said {
+                Some(error) => format!("unreachable: {error}"),
+                None => "no containers".to_string(),
+            };
+            let mut line = vec![state.host.clone(), "-".to_string()];
+            line.resize(width, "-".to_string());
+            let status = headers(all_users, true)
+                .iter()
+                .position(|header| *header == "STATUS")
+                .unwrap_or(width - 1);
+            line[status] = said;
+            table.push(line);
+        }
+    }
+    print_table(&context.printer, &headers(all_users, true), &table)?;
+    for state in states.iter().filter(|state| !state.reachable) {
+        let hint = state
+            .hint
+            .as_ref()
+            .map_or_else(String::new, |hint| format!(" (hint: {hint})"));
+        let endpoint = if state.endpoint == state.host {
+            String::new()
+        } else {
+            format!(" ({})", state.endpoint)
+        };
+        context.printer.warn(&format!(
+            "host `{}`{endpoint} could not be listed{hint}",
+            state.host
+        ));
+    }
+    warn_changed(&rows, context);
+    Ok(ExitStatus::Success)
+}
+
+/// The table's headers: OWNER first with `--all-users`, HOST before all with `--hosts`.
+fn headers(all_users: bool, hosts: bool) -> Vec<&'static str> {
     let headers = [
         "NAME", "PROFILE", "IMAGE", "STATUS", "PORTS", "GPUS", "DRIFT", "ORIGIN",
     ];
-    let headers: Vec<&str> = all_users
-        .then_some("OWNER")
+    hosts
+        .then_some("HOST")
         .into_iter()
+        .chain(all_users.then_some("OWNER"))
         .chain(headers)
-        .collect();
-    print_table(&context.printer, &headers, &table)?;
-    // Each changed container with the command that applies its profile (the name when it
-    // is not the profile's default, so the hint reaches that container).
+        .collect()
+}
+
+/// One container's cells, in [`headers`]' order (without HOST).
+fn table_row(row: &Row, all_users: bool, no_trunc: bool) -> Vec<String> {
+    let owner = all_users.then(|| row.owner.clone().unwrap_or_else(|| "-".into()));
+    owner
+        .into_iter()
+        .chain([
+            row.name.clone(),
+            row.profile.clone(),
+            shown_image(&row.image, &row.full_image_id, no_trunc),
+            shown_status(row),
+            row.ports.join(", "),
+            row.gpus.clone().unwrap_or_else(|| "-".into()),
+            row.drift.to_string(),
+            row.shown_origin.clone(),
+        ])
+        .collect()
+}
+
+/// Each changed container with the command that applies its profile (the name when it
+/// is not the profile's default, so the hint reaches that container).
+fn warn_changed(rows: &[Row], context: &Context) {
     for row in rows.iter().filter(|row| row.drift == "changed") {
         let target = if row.name == crate::spec::container_name(&row.profile) {
             String::new()
         } else {
             format!(" --name {}", row.name)
         };
+        let host = row
+            .host
+            .as_ref()
+            .map_or_else(String::new, |host| format!(" (on {host})"));
         context.printer.warn(&format!(
-            "profile `{}` changed since `{}` was created; `envctl up {}{target} --recreate` applies it",
+            "profile `{}` changed since `{}`{host} was created; `envctl up {}{target} --recreate` applies it",
             row.profile, row.name, row.profile
         ));
     }
-    Ok(ExitStatus::Success)
+}
+
+/// Placed containers name their GPUs by UUID: show the indexes this host's NVML gives them.
+fn by_local_index(rows: &mut [Row], context: &Context) {
+    if rows.iter().any(|row| {
+        row.gpus
+            .as_deref()
+            .is_some_and(|gpus| gpus.contains("GPU-"))
+    }) && let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
+        .loaded()
+        .cloned()
+    {
+        for row in rows {
+            if let Some(gpus) = &row.gpus {
+                let shown = crate::spec::placement::by_index(gpus, &nvml.gpus);
+                if shown != *gpus {
+                    row.gpu_ids = Some(gpus.clone());
+                    row.gpus = Some(shown);
+                }
+            }
+        }
+    }
+}
+
+/// The rows of one daemon's containers (the user's own unless `all_users`).
+async fn rows_of(
+    engine: &crate::engine::Engine,
+    all: bool,
+    all_users: bool,
+    context: &Context,
+) -> Result<Vec<Row>, Error> {
+    let mut containers = engine.list_containers(all, true).await?;
+    if !all_users {
+        containers.retain(|container| crate::ops::target::is_mine(&container.labels, context));
+    }
+    // A few at a time (`engine::each_bounded`): one connection per container at once
+    // runs out of descriptors on a busy host.
+    let details = crate::engine::each_bounded(
+        containers
+            .iter()
+            .map(|container| engine.inspect_container(&container.id)),
+    )
+    .await;
+    let mut rows = Vec::new();
+    for (container, details) in containers.into_iter().zip(details) {
+        // Removed between the list and its inspect: gone, as a later `docker ps` says.
+        let Some(details) = details? else { continue };
+        let oom_killed = details.oom_killed;
+        let gpus = details.gpus;
+        let profile = container
+            .labels
+            .get(PROFILE_LABEL)
+            .cloned()
+            .unwrap_or_default();
+        // Made with `up -e/-p/-v`: compare the profile's own hash, not the overridden one.
+        let hash = container
+            .labels
+            .get(PROFILE_HASH_LABEL)
+            .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
+        let drift = match (context.search_path.resolve(&profile), hash) {
+            (Ok(resolved), Some(hash)) if *hash == resolved.config_hash => "current",
+            (Ok(_), Some(_)) => "changed",
+            _ => "unknown",
+        };
+        let origin = Origin::of(&container.labels);
+        rows.push(Row {
+            owner: crate::spec::ownership::owner_label(&container.labels),
+            origin: origin.word().to_string(),
+            compose_project: origin.compose_project().map(str::to_string),
+            shown_origin: origin.shown(),
+            name: container.name,
+            id: container.id.chars().take(12).collect(),
+            profile,
+            image: container.image,
+            image_id: container
+                .image_id
+                .trim_start_matches("sha256:")
+                .chars()
+                .take(12)
+                .collect(),
+            full_image_id: container.image_id.trim_start_matches("sha256:").to_string(),
+            state: container.state,
+            status: container.status,
+            oom_killed,
+            ports: container.ports,
+            gpus,
+            gpu_ids: None,
+            drift,
+            host: None,
+        });
+    }
+    Ok(rows)
 }
 
 /// The daemon's status, and for a stopped container the kernel killed, that it did: an

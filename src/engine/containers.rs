@@ -100,7 +100,7 @@ impl Engine {
         name_or_id: &str,
     ) -> Result<Option<bollard::models::ContainerInspectResponse>, EngineError> {
         let name_or_id = super::reference::container(name_or_id)?;
-        let inspect = self.with_deadline(
+        let inspect = self.whole_answer(
             "inspecting a container",
             self.answer_deadline(),
             self.docker
@@ -212,7 +212,7 @@ impl Engine {
             })?;
         let options = CreateContainerOptionsBuilder::default().name(name).build();
         let image = body.image.clone().unwrap_or_default();
-        let create = self.with_deadline(
+        let create = self.whole_answer(
             "creating a container",
             self.timeout,
             self.docker.create_container(Some(options), body),
@@ -241,7 +241,7 @@ impl Engine {
     /// Removes a named volume; one still in use or already gone is reported, not forced.
     pub async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
         let name = super::reference::volume(name)?;
-        let remove = self.with_deadline(
+        let remove = self.whole_answer(
             "removing a volume",
             self.timeout,
             self.docker
@@ -258,7 +258,7 @@ impl Engine {
 
     pub async fn start_container(&self, name_or_id: &str) -> Result<(), EngineError> {
         let name_or_id = super::reference::container(name_or_id)?;
-        self.with_deadline(
+        self.whole_answer(
             "starting a container",
             self.timeout,
             self.docker.start_container(name_or_id, None),
@@ -297,7 +297,7 @@ impl Engine {
             .v(volumes)
             .build();
         let name_or_id = super::reference::container(name_or_id)?;
-        let remove = self.with_deadline(
+        let remove = self.whole_answer(
             "removing a container",
             self.timeout,
             self.docker.remove_container(name_or_id, Some(options)),

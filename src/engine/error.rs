@@ -93,6 +93,34 @@ pub enum EngineError {
     InvalidReference { what: &'static str, value: String },
     #[error("`DOCKER_HOST={endpoint}` uses a scheme envctl does not support")]
     UnsupportedHost { endpoint: Endpoint },
+    /// A TLS file the choice names (`ca.pem`, `cert.pem`, `key.pem`) cannot be used:
+    /// nothing is sent, in TLS or in cleartext.
+    #[error("cannot reach `{endpoint}` over TLS ({why}): `{}` {problem}", .path.display())]
+    TlsFiles {
+        endpoint: String,
+        path: std::path::PathBuf,
+        problem: String,
+        why: String,
+    },
+    /// TLS was asked for and the endpoint speaks plain HTTP, or the other way round.
+    #[error("{}", .mismatch.said(.endpoint))]
+    TlsMismatch {
+        endpoint: Endpoint,
+        mismatch: TlsMismatch,
+    },
+    /// The TLS handshake failed: the daemon's certificate, or envctl's, was refused.
+    #[error("the TLS handshake with `{endpoint}` failed: {source}")]
+    TlsHandshake {
+        endpoint: Endpoint,
+        #[source]
+        source: rustls::Error,
+    },
+    /// `ssh` could not run, or ended before the daemon on the far side answered.
+    #[error("cannot reach `{endpoint}` through ssh: {failure}")]
+    Ssh {
+        endpoint: Endpoint,
+        failure: super::connector::ConnectFailure,
+    },
     #[error("the {} at `{endpoint}` answered {status}: {message}", .endpoint.daemon())]
     Daemon {
         endpoint: Endpoint,
@@ -160,6 +188,29 @@ pub enum EngineError {
         request: String,
         detail: String,
     },
+}
+
+/// Which side spoke TLS when the other did not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMismatch {
+    /// envctl sent a TLS hello (TLS was asked for) and the endpoint answered in plain HTTP:
+    /// the docker CLI's "server gave HTTP response to HTTPS client".
+    PlainEndpoint,
+    /// envctl sent plain HTTP (no TLS was asked for) to an endpoint that speaks TLS.
+    TlsEndpoint,
+}
+
+impl TlsMismatch {
+    fn said(self, endpoint: &Endpoint) -> String {
+        match self {
+            TlsMismatch::PlainEndpoint => format!(
+                "the server at `{endpoint}` gave a plain HTTP answer to envctl's TLS hello: it does not speak TLS, and envctl does not fall back to cleartext"
+            ),
+            TlsMismatch::TlsEndpoint => format!(
+                "the server at `{endpoint}` speaks TLS, and envctl was not asked to use TLS there"
+            ),
+        }
+    }
 }
 
 /// Why the daemon would not start a container, as far as only its message can tell: the
@@ -277,6 +328,17 @@ impl EngineError {
     ) -> Self {
         use bollard::errors::Error as Bollard;
         let endpoint = endpoint.clone();
+        if let Some(failure) = super::connector::failure_in(&error) {
+            use super::connector::ConnectFailure;
+            return match failure {
+                ConnectFailure::HttpAnswerToTls => EngineError::TlsMismatch {
+                    endpoint,
+                    mismatch: TlsMismatch::PlainEndpoint,
+                },
+                ConnectFailure::Handshake(source) => EngineError::TlsHandshake { endpoint, source },
+                failure => EngineError::Ssh { endpoint, failure },
+            };
+        }
         match error {
             Bollard::SocketNotFoundError(path) => EngineError::SocketMissing {
                 path,
@@ -365,8 +427,30 @@ impl EngineError {
                 "names and ids are letters, digits, `_`, `.` and `-`, starting with a letter or digit; `envctl ps -a` lists the containers".into()
             }
             EngineError::UnsupportedHost { .. } => {
-                "use unix:///path/to/docker.sock or tcp://HOST:PORT".into()
+                "use unix:///path/to/docker.sock, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]".into()
             }
+            EngineError::TlsFiles { path, .. } => format!(
+                "DOCKER_CERT_PATH (else ~/.docker) must hold the daemon's ca.pem, and cert.pem and key.pem for envctl; for a context, `docker context inspect` names its files; the file in question: {}",
+                path.display()
+            ),
+            EngineError::TlsMismatch { endpoint, mismatch: TlsMismatch::PlainEndpoint } => format!(
+                "if `{endpoint}` is meant to be plain HTTP, run without TLS: `unset DOCKER_TLS_VERIFY DOCKER_TLS` (for a context, recreate it without TLS files); otherwise point at the daemon's TLS port"
+            ),
+            EngineError::TlsMismatch { mismatch: TlsMismatch::TlsEndpoint, .. } => {
+                "use TLS there: `export DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=FOLDER` with the daemon's ca.pem and your cert.pem and key.pem in FOLDER (or a context made with `docker context create NAME --docker host=…,ca=…,cert=…,key=…`)".into()
+            }
+            EngineError::TlsHandshake { source, .. } => match source {
+                rustls::Error::AlertReceived(_) => "the daemon refused envctl's client certificate (it runs with --tlsverify): put your cert.pem and key.pem, signed by the daemon's CA, in DOCKER_CERT_PATH".into(),
+                _ => "the daemon's certificate is not signed by DOCKER_CERT_PATH's ca.pem or names another host: check the CA, and that the address is one the certificate names".into(),
+            },
+            EngineError::Ssh { endpoint, failure } => match failure {
+                super::connector::ConnectFailure::SshMissing(_) => {
+                    "install the OpenSSH client (`ssh` on PATH), as the docker CLI needs it for ssh://".into()
+                }
+                _ => format!(
+                    "try the same as the docker CLI: `docker -H {endpoint} info`; ssh must log in without a password prompt (a key, the agent, ~/.ssh/config) and `docker` must be on the far side's PATH"
+                ),
+            },
             EngineError::Pull { failure, image, registry, engine, .. } => {
                 let cli = engine.cli();
                 match failure {
@@ -412,6 +496,10 @@ impl EngineError {
             EngineError::InvalidReference { .. } => "invalid_reference",
             EngineError::ExitCodeUnknown { .. } => "exit_code_unknown",
             EngineError::UnsupportedHost { .. } => "unsupported_host",
+            EngineError::TlsFiles { .. } => "tls_files",
+            EngineError::TlsMismatch { .. } => "tls_mismatch",
+            EngineError::TlsHandshake { .. } => "tls_handshake",
+            EngineError::Ssh { .. } => "ssh_failed",
             EngineError::Choice(_) => "daemon_choice",
             EngineError::Daemon { .. } | EngineError::StartRefused { .. } => "daemon_error",
             EngineError::Pull { .. } => "pull_failed",

@@ -23,11 +23,14 @@ impl Engine {
     pub async fn facts(&self) -> EngineFacts {
         let state = match self.daemon_facts().await {
             Ok(facts) => EngineState::Reachable(Box::new(facts)),
-            Err(error) => EngineState::Unreachable {
-                kind: error.kind().into(),
-                message: crate::error::error_chain(&error),
-                hint: error.hint(),
-            },
+            Err(error) => {
+                let error = self.first_failure(error).await;
+                EngineState::Unreachable {
+                    kind: error.kind().into(),
+                    message: crate::error::error_chain(&error),
+                    hint: error.hint(),
+                }
+            }
         };
         EngineFacts {
             endpoint: self.endpoint().to_string(),
@@ -125,7 +128,7 @@ impl Engine {
     /// The image's config when it is present locally; `Ok(None)` when it is not.
     pub async fn image_facts(&self, reference: &str) -> Result<Option<ImageFacts>, EngineError> {
         let reference = super::reference::image(reference)?;
-        let inspect = self.with_deadline(
+        let inspect = self.whole_answer(
             "inspecting an image",
             self.answer_deadline(),
             self.docker.inspect_image(reference),

@@ -161,7 +161,7 @@ impl Engine {
         image: &str,
     ) -> Result<Option<std::collections::BTreeMap<String, String>>, EngineError> {
         let image = super::reference::image(image)?;
-        let inspect = self.with_deadline(
+        let inspect = self.whole_answer(
             "inspecting an image",
             self.answer_deadline(),
             self.docker.inspect_image(image),

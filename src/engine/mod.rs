@@ -13,6 +13,7 @@
 //! [`Engine::stopped_answering`] pings the daemon while they are open and ends when it
 //! stops answering. Every such failure is [`EngineError::StoppedAnswering`], naming the socket.
 
+pub(crate) mod connector;
 pub mod containers;
 pub mod error;
 pub mod exec;
@@ -76,6 +77,15 @@ pub const DEFAULT_ENDPOINT: &str = crate::host::docker_config::DEFAULT_ENDPOINT;
 pub struct Engine {
     docker: Docker,
     endpoint: String,
+    /// How every stream to the daemon is opened.
+    route: std::sync::Arc<connector::Route>,
+    /// The HTTP client over those streams, bollard's and envctl's own alike.
+    client: connector::Client,
+    /// Where a connection costs a handshake (ssh, TLS), how many whole request-answer
+    /// cycles run at once ([`connector::Route::concurrent_answers`]), so that many short
+    /// answers asked together (`ps`'s inspects) share the kept connections instead of each
+    /// opening one (an ssh each); long streams never wait on it.
+    answers: Option<std::sync::Arc<tokio::sync::Semaphore>>,
     timeout: Duration,
     /// Which engine answers, asked once (`/version`) by what must work around an
     /// engine's own answers (Podman lists only the first port of a published range).
@@ -107,19 +117,48 @@ impl Identity {
 }
 
 impl Engine {
-    /// Connects to `DOCKER_HOST` (any scheme bollard supports) or the default socket. A
-    /// missing socket fails here; a dead one on the first request.
+    /// Connects to `docker_host` (`unix://`, `tcp://` in plain HTTP, `ssh://`) or the
+    /// default socket, without TLS. A missing socket fails here; a dead one on the first
+    /// request.
     pub fn connect(docker_host: Option<&str>, timeout: Duration) -> Result<Engine, EngineError> {
-        // While descriptors are free: an error about running out of them names the limit.
-        error::note_open_files_limit();
         let endpoint = docker_host
             .filter(|host| !host.is_empty())
-            .unwrap_or(DEFAULT_ENDPOINT)
-            .to_string();
+            .unwrap_or(DEFAULT_ENDPOINT);
+        Engine::open(endpoint, None, timeout)
+    }
+
+    /// Connects to the daemon the user chose, over TLS when the choice asks for it.
+    pub fn connect_to(
+        choice: &crate::host::docker_config::DaemonChoice,
+        timeout: Duration,
+    ) -> Result<Engine, EngineError> {
+        Engine::open(&choice.endpoint, choice.tls.as_ref(), timeout)
+    }
+
+    fn open(
+        endpoint: &str,
+        tls: Option<&crate::host::docker_config::TlsChoice>,
+        timeout: Duration,
+    ) -> Result<Engine, EngineError> {
+        // While descriptors are free: an error about running out of them names the limit.
+        error::note_open_files_limit();
+        let endpoint = endpoint.to_string();
         if let Some(path) = endpoint.strip_prefix("unix://") {
             refuse_what_is_not_a_socket(path)?;
+            if !std::path::Path::new(path).exists() {
+                return Err(EngineError::SocketMissing {
+                    path: path.to_string(),
+                    engine: crate::facts::engine::EngineKind::Unknown,
+                });
+            }
         }
-        let docker = Docker::connect_with_host(&endpoint)
+        let route = std::sync::Arc::new(connector::Route::new(&endpoint, tls)?);
+        let answers = route
+            .concurrent_answers()
+            .map(|permits| std::sync::Arc::new(tokio::sync::Semaphore::new(permits)));
+        let client = connector::Client::new(std::sync::Arc::clone(&route));
+        let docker = client
+            .docker(timeout)
             .map_err(|error| {
                 EngineError::classify(
                     &Endpoint::unidentified(endpoint.as_str()),
@@ -131,6 +170,9 @@ impl Engine {
         Ok(Engine {
             docker,
             endpoint,
+            route,
+            client,
+            answers,
             timeout,
             identity: Default::default(),
             pinged: Default::default(),
@@ -220,9 +262,33 @@ impl Engine {
         limit: Duration,
         request: impl Future<Output = Result<T, bollard::errors::Error>>,
     ) -> Result<T, EngineError> {
+        // The wait for a turn is outside the deadline: it is bounded by the deadlines of
+        // the answers before it.
+        let _turn = self.turn().await;
         self.with_deadline(what, limit, request)
             .await?
             .map_err(|error| self.classify(error))
+    }
+
+    /// [`Engine::with_deadline`] for one whole request-answer cycle (a bollard call that
+    /// reads its answer to the end), in its turn where connections are costly.
+    pub(crate) async fn whole_answer<F: Future>(
+        &self,
+        what: &'static str,
+        limit: Duration,
+        future: F,
+    ) -> Result<F::Output, EngineError> {
+        let _turn = self.turn().await;
+        self.with_deadline(what, limit, future).await
+    }
+
+    /// A turn for one whole request-answer cycle where connections are costly; none is
+    /// needed elsewhere (or when the semaphore is closed, which nothing does).
+    pub(crate) async fn turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        match &self.answers {
+            Some(answers) => answers.acquire().await.ok(),
+            None => None,
+        }
     }
 
     /// A short answer: [`Engine::answer`] with [`ANSWER_DEADLINE`] (or the connection's
@@ -294,14 +360,37 @@ impl Engine {
     /// when the daemon accepts the connection and never answers.
     pub async fn ping(&self) -> Result<(), EngineError> {
         let limit = PING_TIMEOUT.min(self.timeout);
-        match tokio::time::timeout(limit, self.docker.ping()).await {
+        // The inner deadline a little later, so the outer one is what fires (`Timeout`).
+        match tokio::time::timeout(limit, self.ping_named(limit + TIMEOUT_GRACE)).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => Err(self.classify(error)),
+            Ok(Err(error)) => Err(self.first_failure(error).await),
             Err(_) => Err(EngineError::Timeout {
                 endpoint: self.at(),
                 seconds: limit.as_secs(),
             }),
         }
+    }
+
+    /// The first request's failure, said as what it is: a plain HTTP request that reached
+    /// a TLS port gets a 400 (Go's "Client sent an HTTP request to an HTTPS server"), a
+    /// reset or a body that is not JSON, so after such a failure on a plain `tcp://`
+    /// endpoint a TLS hello asks whether TLS is spoken there (by the answer's record
+    /// type, never by the 400's words).
+    pub(crate) async fn first_failure(&self, error: EngineError) -> EngineError {
+        let Some(address) = self.route.plain_tcp_address() else {
+            return error;
+        };
+        let may_be_tls = matches!(
+            error,
+            EngineError::Daemon { .. } | EngineError::BadAnswer { .. } | EngineError::Other { .. }
+        );
+        if may_be_tls && connector::speaks_tls(address, PING_TIMEOUT).await {
+            return EngineError::TlsMismatch {
+                endpoint: self.at(),
+                mismatch: error::TlsMismatch::TlsEndpoint,
+            };
+        }
+        error
     }
 }
 

@@ -4,10 +4,13 @@
 //! is read from the CLI's context store: `contexts/meta/<sha256 of the name>/meta.json`
 //! names its Docker endpoint, and `contexts/tls/<sha256>/docker/` holds its TLS material.
 //!
-//! envctl does not speak TLS to a daemon yet, so a choice that asks for TLS (the
-//! `DOCKER_TLS_VERIFY`/`DOCKER_TLS` variables, or a context with TLS material or
-//! `SkipTLSVerify`) is refused with a way that works, never answered in cleartext: the
-//! docker CLI refuses cleartext where TLS was asked for, and so does envctl.
+//! TLS is chosen as the CLI 28 chooses it, and only for a `tcp://` endpoint (a socket or
+//! ssh is reached as it is): for `-H`, `DOCKER_HOST` and the default context, when
+//! `DOCKER_TLS_VERIFY` or `DOCKER_TLS` is set, with `ca.pem` (required), `cert.pem` and
+//! `key.pem` (when they exist) from `DOCKER_CERT_PATH`, else the configuration folder, the
+//! daemon verified only under `DOCKER_TLS_VERIFY`; for a context, when it has TLS files or
+//! `SkipTLSVerify` (then not verified). Where TLS was asked for, envctl never falls back to
+//! cleartext (`engine::connector`).
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +41,24 @@ pub enum ChosenBy {
 pub struct DaemonChoice {
     pub endpoint: String,
     pub chosen_by: ChosenBy,
+    /// TLS for a `tcp://` endpoint, when asked for.
+    pub tls: Option<TlsChoice>,
+}
+
+/// How a `tcp://` daemon is reached over TLS: the files the docker CLI would read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsChoice {
+    /// The CA the daemon's certificate is verified with; `None`: the system's roots.
+    pub ca: Option<PathBuf>,
+    /// The client certificate and its key, when both are there.
+    pub certificate: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// Whether the daemon's certificate is verified (`DOCKER_TLS_VERIFY`, a context
+    /// without `SkipTLSVerify`).
+    pub verify: bool,
+    /// What asked for TLS, for messages: `DOCKER_TLS_VERIFY is set`, `context gpu2 has TLS
+    /// settings`.
+    pub why: String,
 }
 
 impl DaemonChoice {
@@ -67,10 +88,6 @@ pub enum DaemonChoiceError {
     Unreadable { path: String, message: String },
     #[error("context `{name}` has no Docker endpoint")]
     NoEndpoint { name: String },
-    #[error(
-        "the daemon at `{endpoint}` is to be reached over TLS ({why}), which envctl does not speak yet; it never falls back to cleartext"
-    )]
-    TlsAsked { endpoint: String, why: String },
 }
 
 impl DaemonChoiceError {
@@ -84,7 +101,6 @@ impl DaemonChoiceError {
             DaemonChoiceError::Unreadable { .. } | DaemonChoiceError::NoEndpoint { .. } => {
                 "`docker context inspect` shows what the docker CLI reads there".into()
             }
-            DaemonChoiceError::TlsAsked { .. } => "reach the daemon's socket through ssh instead: `ssh -NL /tmp/daemon.sock:/var/run/docker.sock USER@HOST`, then `DOCKER_HOST=unix:///tmp/daemon.sock envctl …`".into(),
         }
     }
 }
@@ -99,8 +115,11 @@ pub struct ChoiceInputs {
     pub docker_context: Option<String>,
     /// `$DOCKER_CONFIG`, else `~/.docker`; `None` without either (no context can be read).
     pub config_dir: Option<PathBuf>,
-    /// `DOCKER_TLS_VERIFY` or `DOCKER_TLS`, when set to something: which one.
+    /// `DOCKER_TLS_VERIFY` or `DOCKER_TLS`, when set to something: which one (the first
+    /// when both are).
     pub tls_variable: Option<&'static str>,
+    /// `DOCKER_CERT_PATH`, unless unset or empty.
+    pub cert_path: Option<PathBuf>,
 }
 
 /// The daemon the docker CLI would talk to with these inputs.
@@ -110,20 +129,39 @@ pub fn choose(inputs: &ChoiceInputs) -> Result<DaemonChoice, DaemonChoiceError> 
     if host_flag.is_some() && context_flag.is_some() {
         return Err(DaemonChoiceError::Conflict);
     }
-    let plain =
-        |endpoint: String, chosen_by: ChosenBy| -> Result<DaemonChoice, DaemonChoiceError> {
-            // The default context: TLS from the variables.
-            if let Some(variable) = inputs.tls_variable {
-                return Err(DaemonChoiceError::TlsAsked {
+    let plain = |endpoint: String,
+                 chosen_by: ChosenBy|
+     -> Result<DaemonChoice, DaemonChoiceError> {
+        // The default context: TLS from the variables, for TCP only.
+        let tls = match inputs.tls_variable {
+            Some(variable) if takes_tls(&endpoint) => {
+                let folder = inputs
+                    .cert_path
+                    .clone()
+                    .or_else(|| inputs.config_dir.clone())
+                    .unwrap_or_default();
+                // The CLI reads the client files only where they exist.
+                let existing = |name: &str| Some(folder.join(name)).filter(|path| path.exists());
+                let (certificate, key) = match (existing("cert.pem"), existing("key.pem")) {
+                    (Some(certificate), Some(key)) => (Some(certificate), Some(key)),
+                    _ => (None, None),
+                };
+                Some(TlsChoice {
+                    ca: Some(folder.join("ca.pem")),
+                    certificate,
+                    key,
+                    verify: variable == "DOCKER_TLS_VERIFY",
                     why: format!("{variable} is set"),
-                    endpoint,
-                });
+                })
             }
-            Ok(DaemonChoice {
-                endpoint,
-                chosen_by,
-            })
+            _ => None,
         };
+        Ok(DaemonChoice {
+            endpoint,
+            chosen_by,
+            tls,
+        })
+    };
     if let Some(host) = host_flag {
         return plain(host, ChosenBy::HostFlag);
     }
@@ -201,19 +239,29 @@ fn context(
         .and_then(serde_json::Value::as_bool)
         == Some(true);
     let tls_folder = store.join("tls").join(&hash).join("docker");
-    if tls_folder.is_dir() || skips_verify {
-        return Err(DaemonChoiceError::TlsAsked {
-            endpoint: endpoint.to_string(),
-            why: format!("context `{name}` has TLS settings"),
-        });
-    }
+    let file = |name: &str| Some(tls_folder.join(name)).filter(|path| path.is_file());
+    let (ca, certificate, key) = (file("ca.pem"), file("cert.pem"), file("key.pem"));
+    let has_files = ca.is_some() || certificate.is_some() || key.is_some();
+    let tls = ((has_files || skips_verify) && takes_tls(endpoint)).then(|| TlsChoice {
+        ca,
+        certificate,
+        key,
+        verify: !skips_verify,
+        why: format!("context `{name}` has TLS settings"),
+    });
     Ok(DaemonChoice {
         endpoint: endpoint.to_string(),
         chosen_by: ChosenBy::Context {
             name: name.to_string(),
             by,
         },
+        tls,
     })
+}
+
+/// Whether TLS applies to `endpoint`: TCP only (the CLI reaches a socket or ssh as it is).
+fn takes_tls(endpoint: &str) -> bool {
+    endpoint.starts_with("tcp://") || endpoint.starts_with("http://")
 }
 
 /// A JSON file of the CLI's, at most [`MAXIMUM_BYTES`]; `None` when it does not exist.
@@ -320,32 +368,63 @@ mod tests {
     }
 
     #[test]
-    fn tls_asked_for_is_refused_never_cleartext() {
+    fn tls_is_chosen_as_the_cli_chooses_it() {
+        let certificates = tempfile::tempdir().unwrap();
+        std::fs::write(certificates.path().join("cert.pem"), "").unwrap();
+        std::fs::write(certificates.path().join("key.pem"), "").unwrap();
         let variables = ChoiceInputs {
             docker_host: Some("tcp://127.0.0.1:2376".into()),
             tls_variable: Some("DOCKER_TLS_VERIFY"),
+            cert_path: Some(certificates.path().to_path_buf()),
             ..ChoiceInputs::default()
         };
-        assert!(matches!(
-            choose(&variables),
-            Err(DaemonChoiceError::TlsAsked { endpoint, .. }) if endpoint == "tcp://127.0.0.1:2376"
-        ));
+        let tls = choose(&variables).unwrap().tls.unwrap();
+        assert_eq!(tls.ca, Some(certificates.path().join("ca.pem")));
+        assert_eq!(tls.key, Some(certificates.path().join("key.pem")));
+        assert!(tls.verify);
+        // DOCKER_TLS alone: TLS, not verified; no client files where there are none.
+        let unverified = ChoiceInputs {
+            tls_variable: Some("DOCKER_TLS"),
+            cert_path: Some(certificates.path().join("elsewhere")),
+            ..variables.clone()
+        };
+        let tls = choose(&unverified).unwrap().tls.unwrap();
+        assert!(!tls.verify && tls.certificate.is_none());
+        // A socket or ssh takes no TLS, as for the CLI.
+        for endpoint in ["unix:///run/d.sock", "ssh://me@gpu2"] {
+            let other = ChoiceInputs {
+                docker_host: Some(endpoint.into()),
+                ..variables.clone()
+            };
+            assert_eq!(choose(&other).unwrap().tls, None, "{endpoint}");
+        }
         let store = store_with(
             "secure",
             r#"{"Name":"secure","Endpoints":{"docker":{"Host":"tcp://127.0.0.1:2376"}}}"#,
         );
         let hash = hex(&sha2::Sha256::digest(b"secure"));
-        std::fs::create_dir_all(store.path().join("contexts/tls").join(hash).join("docker"))
-            .unwrap();
+        let tls_folder = store.path().join("contexts/tls").join(hash).join("docker");
+        std::fs::create_dir_all(&tls_folder).unwrap();
+        // Client files and no CA: verified with the system's roots, as the CLI does.
+        std::fs::write(tls_folder.join("cert.pem"), "").unwrap();
         let context = ChoiceInputs {
             context_flag: Some("secure".into()),
             config_dir: Some(store.path().to_path_buf()),
             ..ChoiceInputs::default()
         };
-        assert!(matches!(
-            choose(&context),
-            Err(DaemonChoiceError::TlsAsked { .. })
-        ));
+        let tls = choose(&context).unwrap().tls.unwrap();
+        assert_eq!(tls.ca, None);
+        assert!(tls.verify);
+        let skipping = store_with(
+            "skipping",
+            r#"{"Name":"skipping","Endpoints":{"docker":{"Host":"tcp://127.0.0.1:2376","SkipTLSVerify":true}}}"#,
+        );
+        let context = ChoiceInputs {
+            context_flag: Some("skipping".into()),
+            config_dir: Some(skipping.path().to_path_buf()),
+            ..ChoiceInputs::default()
+        };
+        assert!(!choose(&context).unwrap().tls.unwrap().verify);
         let broken = store_with("broken", "{not json");
         let context = ChoiceInputs {
             context_flag: Some("broken".into()),

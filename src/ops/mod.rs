@@ -17,6 +17,7 @@
 
 pub mod doctor;
 pub mod environment;
+pub mod hosts;
 pub mod lock;
 pub mod matrix;
 pub mod nvidia_check;

@@ -3,8 +3,9 @@
 //! `docker context create`, is followed by `--context`, `DOCKER_CONTEXT` and
 //! `docker context use` (`currentContext`) alike, so `envctl up` makes its container where
 //! `docker ps` then shows it; `DOCKER_HOST` and `-H` win as they do for the CLI; an unknown
-//! context is an error naming it, as the CLI's is; and TLS asked for is refused, never
-//! answered in cleartext.
+//! context is an error naming it, as the CLI's is; and where TLS is asked for nothing goes
+//! out in cleartext. TLS, ssh and contexts against a second Docker daemon are in
+//! `remote_daemons.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -196,34 +197,85 @@ fn a_context_is_followed_as_the_docker_cli_follows_it() {
     );
 }
 
+/// Where TLS was asked for, nothing goes out in cleartext: with no CA to verify the daemon
+/// with, nothing is sent at all (the CLI refuses too: `open …/ca.pem`); with one, the first
+/// bytes envctl sends are a TLS record, never an HTTP request.
 #[test]
-fn tls_asked_for_is_refused_and_nothing_is_sent_in_cleartext() {
-    // A listener that records whether anything arrived: envctl must not send a byte.
+fn tls_asked_for_never_sends_cleartext() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let config = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
+    let host = format!("tcp://127.0.0.1:{port}");
+    let empty = tempfile::tempdir().unwrap();
+    let cert_path = empty.path().to_str().unwrap();
+    let cli = Command::new("docker")
+        .env("DOCKER_CONFIG", config.path())
+        .env("DOCKER_HOST", &host)
+        .env("DOCKER_TLS_VERIFY", "1")
+        .env("DOCKER_CERT_PATH", cert_path)
+        .args(["ps"])
+        .output()
+        .unwrap();
+    assert!(!cli.status.success(), "{cli:?}");
+    listener.set_nonblocking(true).unwrap();
     for arguments in [&["ps"][..], &["--json", "doctor"]] {
         let run = envctl(
             folder.path(),
             config.path(),
             &[
-                ("DOCKER_HOST", &format!("tcp://127.0.0.1:{port}")),
+                ("DOCKER_HOST", &host),
                 ("DOCKER_TLS_VERIFY", "1"),
+                ("DOCKER_CERT_PATH", cert_path),
             ],
             arguments,
         );
         let text = format!("{}{}", run.stdout, run.stderr);
         assert_ne!(run.code, 0, "{run}");
         assert!(
-            text.contains("is to be reached over TLS (DOCKER_TLS_VERIFY is set)")
-                && text.contains("never falls back to cleartext"),
+            text.contains(&format!(
+                "over TLS (DOCKER_TLS_VERIFY is set): `{cert_path}/ca.pem` does not exist"
+            )),
             "{arguments:?}: {run}"
         );
     }
     assert!(
         listener.accept().is_err(),
-        "envctl connected to the TLS endpoint in cleartext"
+        "envctl connected without the CA it was told to verify with"
     );
+
+    // A CA of the test's own: envctl connects, and says TLS.
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=test-ca", "-keyout"])
+        .arg(empty.path().join("ca-key.pem"))
+        .arg("-out")
+        .arg(empty.path().join("ca.pem"))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    listener.set_nonblocking(false).unwrap();
+    let first_bytes = std::thread::spawn(move || {
+        use std::io::Read as _;
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut first = [0u8; 3];
+        stream.read_exact(&mut first).unwrap();
+        first
+    });
+    let run = envctl(
+        folder.path(),
+        config.path(),
+        &[
+            ("DOCKER_HOST", &host),
+            ("DOCKER_TLS_VERIFY", "1"),
+            ("DOCKER_CERT_PATH", cert_path),
+        ],
+        &["ps"],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    let first = first_bytes.join().unwrap();
+    // A TLS handshake record (22), version 3.x: a ClientHello.
+    assert_eq!(&first[..2], &[22, 3], "envctl's first bytes: {first:?}");
 }

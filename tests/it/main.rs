@@ -51,6 +51,7 @@ mod profile_corpus;
 mod profile_safety;
 mod readme;
 mod registry_paging;
+mod remote_daemons;
 mod report;
 mod run;
 mod secrets;

@@ -36,6 +36,10 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         EngineError::Other { .. }
         | EngineError::NotASocket { .. }
         | EngineError::InvalidReference { .. }
-        | EngineError::ExitCodeUnknown { .. } => FailureKind::Other,
+        | EngineError::ExitCodeUnknown { .. }
+        | EngineError::TlsFiles { .. }
+        | EngineError::TlsMismatch { .. }
+        | EngineError::TlsHandshake { .. }
+        | EngineError::Ssh { .. } => FailureKind::Other,
     }
 }

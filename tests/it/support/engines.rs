@@ -160,7 +160,8 @@ impl TestEngine {
     /// test processes serialise the copy with a lock per engine.
     pub fn test_image(&self) -> String {
         let reference = docker::test_image();
-        if self.family == Family::Docker {
+        // The local Docker daemon's own; any other daemon (a second Docker too) gets a copy.
+        if self.family == Family::Docker && self.host.is_empty() {
             return reference;
         }
         static LOADED: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();

@@ -1,0 +1,156 @@
+//! `envctl doctor --hosts a,b,c`: the facts that make the team's setups differ, side by
+//! side (`ops::hosts::side_by_side`): engine and runtimes, the NVIDIA driver branch, CUDA
+//! and GPU models where they can be known, and each profile's image and lock digest on
+//! every host, with the differences marked. Exit 1 when a compared fact differs between
+//! hosts that answered; a host that cannot be reached is a column saying why.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{Context, runtime};
+use crate::error::Error;
+use crate::exit::ExitStatus;
+use crate::ops::hosts::{Cell, ComparedFact, ComparedProfile, HostFacts};
+use crate::ui::table::print_table;
+
+#[derive(Serialize)]
+struct HostState {
+    host: String,
+    endpoint: String,
+    reachable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+}
+
+pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<ExitStatus, Error> {
+    let hosts = crate::ops::hosts::named(context, names)?;
+    let resolved = context.profiles_or_project(profiles)?;
+    // The digest envctl.lock pins for each profile, where its entry is current.
+    let lock = crate::lock::file::read(Path::new(crate::lock::LOCK_FILE))
+        .ok()
+        .flatten();
+    let compared: Vec<ComparedProfile> = resolved
+        .iter()
+        .map(|resolved| {
+            let name = resolved.profile.name.clone();
+            let image = resolved.profile.image.to_string();
+            let locked_digest =
+                lock.as_ref()
+                    .and_then(|lock| match crate::lock::state(lock, &name, &image) {
+                        crate::lock::LockState::Current(entry) => Some(entry.digest.clone()),
+                        _ => None,
+                    });
+            ComparedProfile {
+                name,
+                image,
+                locked_digest,
+            }
+        })
+        .collect();
+    // This machine's NVML, once, for the hosts that are sockets on it.
+    let local_gpus = hosts
+        .iter()
+        .any(|host| host.endpoint().starts_with("unix://"))
+        .then(|| crate::gpu::gather(context.environment.nvml_library().as_deref()));
+    let answers = runtime()?.block_on(crate::ops::hosts::each(
+        &hosts,
+        super::REQUEST_TIMEOUT,
+        |engine| {
+            let compared = &compared;
+            let local_gpus = local_gpus.as_ref();
+            async move {
+                Ok::<HostFacts, Error>(
+                    crate::ops::hosts::host_facts(&engine, compared, local_gpus).await,
+                )
+            }
+        },
+    ));
+    let mut states = Vec::new();
+    let mut columns = Vec::new();
+    for answer in answers {
+        let endpoint = answer.host.endpoint().to_string();
+        match answer.result {
+            Ok(facts) => {
+                states.push(HostState {
+                    host: answer.host.name.clone(),
+                    endpoint,
+                    reachable: true,
+                    error: None,
+                    hint: None,
+                });
+                columns.push(Ok(facts));
+            }
+            Err(error) => {
+                states.push(HostState {
+                    host: answer.host.name.clone(),
+                    endpoint,
+                    reachable: false,
+                    error: Some(crate::error::error_chain(&error)),
+                    hint: error.hint(),
+                });
+                columns.push(Err(error.to_string()));
+            }
+        }
+    }
+    let facts = crate::ops::hosts::side_by_side(&columns, &compared);
+    let differences = facts.iter().filter(|fact| fact.differs).count();
+    let status = if differences > 0 {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    };
+    if context.json {
+        #[derive(Serialize)]
+        struct Report<'a> {
+            hosts: &'a [HostState],
+            facts: &'a [ComparedFact],
+            differences: usize,
+        }
+        context.printer.json(&Report {
+            hosts: &states,
+            facts: &facts,
+            differences,
+        })?;
+        return Ok(status);
+    }
+    let mut headers = vec!["", "FACT"];
+    headers.extend(states.iter().map(|state| state.host.as_str()));
+    let rows: Vec<Vec<String>> = facts
+        .iter()
+        .map(|fact| {
+            [
+                if fact.differs { "≠" } else { "" }.to_string(),
+                fact.fact.clone(),
+            ]
+            .into_iter()
+            .chain(fact.cells.iter().map(Cell::shown))
+            .collect()
+        })
+        .collect();
+    print_table(&context.printer, &headers, &rows)?;
+    for state in states.iter().filter(|state| !state.reachable) {
+        let hint = state
+            .hint
+            .as_ref()
+            .map_or_else(String::new, |hint| format!(" (hint: {hint})"));
+        context.printer.warn(&format!(
+            "host `{}` could not be asked: {}{hint}",
+            state.host,
+            state.error.as_deref().unwrap_or("")
+        ));
+    }
+    if differences > 0 {
+        context.printer.warn(&format!(
+            "the hosts differ in {differences} fact{} (marked ≠)",
+            if differences == 1 { "" } else { "s" }
+        ));
+    } else {
+        context
+            .printer
+            .info("the hosts that answered agree on every compared fact");
+    }
+    Ok(status)
+}

@@ -1,0 +1,887 @@
+//! How envctl reaches a daemon: every byte stream to it, bollard's requests and envctl's
+//! own (`engine::http`: the ping, the container list, logs and stats), is opened by one
+//! function, [`Route::open`], so every command works alike over each scheme the docker CLI
+//! knows:
+//!
+//! - `unix:///path`: the socket;
+//! - `tcp://host[:port]` (port 2375 when left out, as the CLI 28 does), in plain HTTP, or
+//!   over TLS when the choice asks for it (`DOCKER_TLS_VERIFY`/`DOCKER_TLS` with
+//!   `DOCKER_CERT_PATH`, or a context's TLS files): never in cleartext then;
+//! - `ssh://[user@]host[:port][/socket]`: `ssh [-l user] [-p port] -- host docker system
+//!   dial-stdio`, as the CLI runs it (so `~/.ssh/config`, the agent and known hosts are
+//!   ssh's own), HTTP over the child's stdin and stdout. The child is killed when its
+//!   stream is dropped.
+//!
+//! A TLS or ssh connection costs a handshake, so bollard's client keeps those open between
+//! requests (HTTP/1.1 keep-alive); a socket or plain TCP is opened per request, as before.
+//!
+//! What went wrong below HTTP is a [`ConnectFailure`] inside the I/O error, found again by
+//! type (`EngineError::classify`), never by its words: an HTTP answer to a TLS hello, a
+//! handshake refused, ssh that ended before the daemon said anything.
+
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::engine::{Endpoint, EngineError};
+use crate::host::docker_config::TlsChoice;
+
+/// A byte stream to a daemon.
+pub(crate) trait Wire: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Wire for T {}
+
+/// A stream [`Route::open`] opened.
+pub(crate) type Stream = Box<dyn Wire>;
+
+/// The largest certificate or key file envctl reads.
+const MAXIMUM_PEM_BYTES: u64 = 1 << 20;
+
+/// The most of ssh's own stderr kept for a message.
+const MAXIMUM_SSH_MESSAGE: usize = 16 * 1024;
+
+/// How long ssh may take to set up a connection, as the docker CLI gives it
+/// (`-o ConnectTimeout=30`); envctl's own deadlines are shorter and come first.
+const SSH_CONNECT_TIMEOUT: &str = "ConnectTimeout=30";
+
+/// The system's trusted roots, for a context that verifies the daemon with no CA of its own.
+const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// Where a daemon is and how a stream to it is opened.
+#[derive(Clone)]
+pub(crate) enum Route {
+    Unix {
+        path: String,
+    },
+    Tcp {
+        address: String,
+    },
+    Tls {
+        address: String,
+        server: rustls_pki_types::ServerName<'static>,
+        config: Arc<rustls::ClientConfig>,
+    },
+    Ssh(SshTarget),
+}
+
+impl std::fmt::Debug for Route {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Route::Unix { path } => write!(formatter, "unix {path}"),
+            Route::Tcp { address } => write!(formatter, "tcp {address}"),
+            Route::Tls { address, .. } => write!(formatter, "tls {address}"),
+            Route::Ssh(target) => write!(formatter, "ssh {target:?}"),
+        }
+    }
+}
+
+/// An `ssh://` endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshTarget {
+    pub user: Option<String>,
+    pub host: String,
+    pub port: Option<u16>,
+    /// The daemon's socket on the far side (`ssh://host/run/docker.sock`); `None`: the
+    /// far side's default (its `DOCKER_HOST`, else its default socket).
+    pub socket: Option<String>,
+}
+
+impl SshTarget {
+    /// ssh's arguments, as the docker CLI gives them: `-o ConnectTimeout=30 -T [-l user]
+    /// [-p port] -- host docker [--host unix://socket] system dial-stdio`.
+    pub fn arguments(&self) -> Vec<String> {
+        let mut arguments: Vec<String> = vec!["-o".into(), SSH_CONNECT_TIMEOUT.into(), "-T".into()];
+        if let Some(user) = &self.user {
+            arguments.extend(["-l".into(), user.clone()]);
+        }
+        if let Some(port) = self.port {
+            arguments.extend(["-p".into(), port.to_string()]);
+        }
+        arguments.extend(["--".into(), self.host.clone(), "docker".into()]);
+        if let Some(socket) = &self.socket {
+            arguments.extend(["--host".into(), format!("unix://{socket}")]);
+        }
+        arguments.extend(["system".into(), "dial-stdio".into()]);
+        arguments
+    }
+}
+
+/// What failed below HTTP, carried inside the `io::Error` the stream gives.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConnectFailure {
+    /// TLS was asked for and the endpoint answered the hello in plain HTTP.
+    #[error("the server gave an HTTP answer to a TLS client")]
+    HttpAnswerToTls,
+    /// The TLS handshake failed (an unknown CA, another host's certificate, a client
+    /// certificate the daemon refused).
+    #[error("the TLS handshake failed")]
+    Handshake(#[source] rustls::Error),
+    /// `ssh` is not on `PATH`.
+    #[error("cannot run `ssh`: {0}")]
+    SshMissing(String),
+    /// ssh ended before the far side answered: its status and what it said.
+    #[error("ssh ended{} before the daemon answered{}", .status.map_or_else(String::new, |code| format!(" with status {code}")), if .message.is_empty() { String::new() } else { format!(": {}", .message) })]
+    SshEnded {
+        status: Option<i32>,
+        message: String,
+    },
+}
+
+impl ConnectFailure {
+    fn into_io(self, kind: io::ErrorKind) -> io::Error {
+        io::Error::new(kind, self)
+    }
+}
+
+/// The [`ConnectFailure`] inside an error's chain, if any.
+pub(crate) fn failure_in(error: &(dyn std::error::Error + 'static)) -> Option<ConnectFailure> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = current {
+        if let Some(failure) = error.downcast_ref::<ConnectFailure>() {
+            return Some(failure.clone());
+        }
+        // An `io::Error`'s `source()` skips the error it wraps: look inside it.
+        let io = error.downcast_ref::<io::Error>().or_else(|| {
+            match error.downcast_ref::<bollard::errors::Error>() {
+                Some(bollard::errors::Error::IOError { err }) => Some(err),
+                _ => None,
+            }
+        });
+        let inner = io.and_then(io::Error::get_ref);
+        if let Some(failure) = inner.and_then(|inner| inner.downcast_ref::<ConnectFailure>()) {
+            return Some(failure.clone());
+        }
+        // A TLS 1.3 server refuses a client certificate after the handshake: the alert
+        // comes with the first answer.
+        if let Some(tls) = inner.and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            return Some(ConnectFailure::Handshake(tls.clone()));
+        }
+        current = error.source();
+    }
+    None
+}
+
+impl Route {
+    /// The route to `endpoint`, with TLS when `tls` asks for it (only `tcp://` endpoints
+    /// take TLS, as the CLI applies it). The TLS files are read here, once per connection.
+    pub(crate) fn new(endpoint: &str, tls: Option<&TlsChoice>) -> Result<Route, EngineError> {
+        let unsupported = || EngineError::UnsupportedHost {
+            endpoint: Endpoint::unidentified(endpoint),
+        };
+        if let Some(path) = endpoint.strip_prefix("unix://") {
+            return Ok(Route::Unix {
+                path: path.to_string(),
+            });
+        }
+        let scheme = endpoint.split_once("://").map(|(scheme, _)| scheme);
+        match scheme {
+            Some("tcp" | "http") => {
+                let url = url::Url::parse(endpoint).map_err(|_| unsupported())?;
+                let host = url.host_str().filter(|host| !host.is_empty());
+                let Some(host) = host else {
+                    return Err(unsupported());
+                };
+                // The CLI 28's default port, with or without TLS.
+                let address = format!("{host}:{}", url.port().unwrap_or(2375));
+                match tls {
+                    None => Ok(Route::Tcp { address }),
+                    Some(tls) => {
+                        let name = host.trim_start_matches('[').trim_end_matches(']');
+                        let server = rustls_pki_types::ServerName::try_from(name.to_string())
+                            .map_err(|_| unsupported())?;
+                        Ok(Route::Tls {
+                            address,
+                            server,
+                            config: Arc::new(tls_config(endpoint, tls)?),
+                        })
+                    }
+                }
+            }
+            Some("ssh") => {
+                let url = url::Url::parse(endpoint).map_err(|_| unsupported())?;
+                let Some(host) = url.host_str().filter(|host| !host.is_empty()) else {
+                    return Err(unsupported());
+                };
+                // The CLI refuses a password in the URL: ssh asks for one itself.
+                if url.password().is_some() {
+                    return Err(unsupported());
+                }
+                let user = Some(url.username())
+                    .filter(|user| !user.is_empty())
+                    .map(|user| percent_decoded(user).ok_or_else(unsupported))
+                    .transpose()?;
+                let socket = Some(url.path())
+                    .filter(|path| !path.is_empty() && *path != "/")
+                    .map(str::to_string);
+                if url.query().is_some() || url.fragment().is_some() {
+                    return Err(unsupported());
+                }
+                Ok(Route::Ssh(SshTarget {
+                    user,
+                    host: host.to_string(),
+                    port: url.port(),
+                    socket,
+                }))
+            }
+            _ => Err(unsupported()),
+        }
+    }
+
+    /// Whether opening a stream costs a handshake (TLS, ssh): such connections are kept
+    /// for the next request.
+    pub(crate) fn keeps_connections(&self) -> bool {
+        matches!(self, Route::Tls { .. } | Route::Ssh(_))
+    }
+
+    /// How many whole request-answer cycles may run at once on an `Engine` of this
+    /// route: one over ssh (each connection is an ssh process and its handshake) and over
+    /// TLS (a handshake, and through a proxy a process each), as the docker CLI keeps one
+    /// connection; no limit on a socket or plain TCP, where a connection is nearly free.
+    /// Measured on loopback (tests/bench/remote.sh): four over TLS made `ps` 2.7× the
+    /// CLI's time, each extra connection a handshake.
+    pub(crate) fn concurrent_answers(&self) -> Option<usize> {
+        match self {
+            Route::Ssh(_) | Route::Tls { .. } => Some(1),
+            Route::Unix { .. } | Route::Tcp { .. } => None,
+        }
+    }
+
+    /// A plain TCP endpoint's address (`host:port`), for the TLS probe after a failure.
+    pub(crate) fn plain_tcp_address(&self) -> Option<&str> {
+        match self {
+            Route::Tcp { address } => Some(address),
+            _ => None,
+        }
+    }
+
+    /// The one function that opens a byte stream to the daemon.
+    pub(crate) async fn open(&self) -> io::Result<Stream> {
+        match self {
+            Route::Unix { path } => Ok(Box::new(tokio::net::UnixStream::connect(path).await?)),
+            Route::Tcp { address } => {
+                let stream = tokio::net::TcpStream::connect(address.as_str()).await?;
+                stream.set_nodelay(true)?;
+                Ok(Box::new(stream))
+            }
+            Route::Tls {
+                address,
+                server,
+                config,
+            } => {
+                let stream = tokio::net::TcpStream::connect(address.as_str()).await?;
+                stream.set_nodelay(true)?;
+                let first = Arc::new(Mutex::new(Vec::new()));
+                let sniffed = FirstBytes {
+                    inner: stream,
+                    first: Arc::clone(&first),
+                };
+                let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
+                match connector.connect(server.clone(), sniffed).await {
+                    Ok(stream) => Ok(Box::new(stream)),
+                    Err(error) => Err(handshake_failure(error, &first)),
+                }
+            }
+            Route::Ssh(target) => Ok(Box::new(SshStream::spawn(target)?)),
+        }
+    }
+}
+
+/// `%40` in a user name, as a URL may carry it.
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            decoded.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+/// Why a TLS handshake failed: an HTTP answer (the first bytes the server sent were
+/// `HTTP/`), the handshake's own error, or the I/O error as it came.
+fn handshake_failure(error: io::Error, first: &Mutex<Vec<u8>>) -> io::Error {
+    let said_http = first
+        .lock()
+        .map(|bytes| bytes.starts_with(b"HTTP/"))
+        .unwrap_or(false);
+    if said_http {
+        return ConnectFailure::HttpAnswerToTls.into_io(io::ErrorKind::InvalidData);
+    }
+    match error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => ConnectFailure::Handshake(tls.clone()).into_io(io::ErrorKind::InvalidData),
+        None => error,
+    }
+}
+
+/// A stream that keeps the first five bytes the server sent (a TLS record header, or
+/// `HTTP/` from a plain server).
+struct FirstBytes<S> {
+    inner: S,
+    first: Arc<Mutex<Vec<u8>>>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        buffer: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buffer.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(context, buffer);
+        if let Poll::Ready(Ok(())) = polled
+            && let Ok(mut first) = self.first.lock()
+            && first.len() < 5
+        {
+            let wanted = 5 - first.len();
+            let new = &buffer.filled()[before..];
+            first.extend_from_slice(&new[..new.len().min(wanted)]);
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for FirstBytes<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(context, bytes)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(context)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(context)
+    }
+}
+
+/// Whether something speaking TLS listens at `address`: a TLS hello is sent and the first
+/// bytes of the answer are a TLS record (a handshake or an alert). For naming a plain
+/// request that reached a TLS port, after it failed: nothing is verified or kept.
+pub(crate) async fn speaks_tls(address: &str, deadline: Duration) -> bool {
+    let probe = async {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .ok()?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+            .with_no_client_auth();
+        let name = rustls_pki_types::ServerName::try_from("localhost").ok()?;
+        let mut hello = rustls::ClientConnection::new(Arc::new(config), name).ok()?;
+        let mut bytes = Vec::new();
+        hello.write_tls(&mut bytes).ok()?;
+        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+        stream.write_all(&bytes).await.ok()?;
+        let mut header = [0u8; 3];
+        stream.read_exact(&mut header).await.ok()?;
+        // A record of type handshake (22) or alert (21), protocol version 3.x.
+        Some(matches!(header[0], 21 | 22) && header[1] == 3)
+    };
+    matches!(tokio::time::timeout(deadline, probe).await, Ok(Some(true)))
+}
+
+/// The rustls configuration for `tls`: the CA (or the system's roots) to verify the daemon
+/// with, unless verification is off, and the client certificate when one is given.
+fn tls_config(endpoint: &str, tls: &TlsChoice) -> Result<rustls::ClientConfig, EngineError> {
+    let setup = |path: &Path, problem: String| EngineError::TlsFiles {
+        endpoint: endpoint.to_string(),
+        path: path.to_path_buf(),
+        problem,
+        why: tls.why.clone(),
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|error| setup(Path::new("(rustls)"), error.to_string()))?;
+    // The CLI reads the CA whenever TLS is on, verifying or not: a missing one is refused.
+    let authority = match &tls.ca {
+        Some(path) => Some((path.clone(), certificates(path, &setup)?)),
+        None => None,
+    };
+    let builder = if tls.verify {
+        let (path, authorities) = match authority {
+            Some(found) => found,
+            None => {
+                let path = PathBuf::from(SYSTEM_ROOTS);
+                let roots = certificates(&path, &setup)?;
+                (path, roots)
+            }
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        for certificate in authorities {
+            roots
+                .add(certificate)
+                .map_err(|error| setup(&path, format!("not a usable CA certificate: {error}")))?;
+        }
+        builder.with_root_certificates(roots)
+    } else {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+    };
+    match (&tls.certificate, &tls.key) {
+        (Some(certificate), Some(key)) => {
+            let chain = certificates(certificate, &setup)?;
+            let key = private_key(key, &setup)?;
+            builder
+                .with_client_auth_cert(chain, key.clone_key())
+                .map_err(|error| setup(certificate, format!("does not go with its key: {error}")))
+        }
+        _ => Ok(builder.with_no_client_auth()),
+    }
+}
+
+/// The certificates of a PEM file, at least one.
+fn certificates(
+    path: &Path,
+    setup: &dyn Fn(&Path, String) -> EngineError,
+) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, EngineError> {
+    use rustls_pki_types::pem::PemObject as _;
+    let bytes = pem_file(path, setup)?;
+    let found: Result<Vec<_>, _> =
+        rustls_pki_types::CertificateDer::pem_slice_iter(&bytes).collect();
+    match found {
+        Ok(found) if !found.is_empty() => Ok(found),
+        Ok(_) => Err(setup(path, "holds no PEM certificate".into())),
+        Err(error) => Err(setup(path, format!("is not PEM: {error}"))),
+    }
+}
+
+fn private_key(
+    path: &Path,
+    setup: &dyn Fn(&Path, String) -> EngineError,
+) -> Result<rustls_pki_types::PrivateKeyDer<'static>, EngineError> {
+    use rustls_pki_types::pem::PemObject as _;
+    let bytes = pem_file(path, setup)?;
+    rustls_pki_types::PrivateKeyDer::from_pem_slice(&bytes)
+        .map_err(|error| setup(path, format!("holds no usable private key: {error}")))
+}
+
+fn pem_file(
+    path: &Path,
+    setup: &dyn Fn(&Path, String) -> EngineError,
+) -> Result<Vec<u8>, EngineError> {
+    match crate::untrusted::read(path, MAXIMUM_PEM_BYTES, crate::untrusted::Named::ByTheUser) {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(setup(path, "does not exist".into())),
+        Err(error) => Err(setup(path, error.to_string())),
+    }
+}
+
+/// The verifier when verification is off (`DOCKER_TLS` without `_VERIFY`, a context's
+/// `SkipTLSVerify`): any certificate is taken, as the CLI takes it; the handshake's
+/// signatures are still checked.
+#[derive(Debug)]
+struct Unverified(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls_pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls_pki_types::CertificateDer<'_>],
+        _server_name: &rustls_pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &rustls_pki_types::CertificateDer<'_>,
+        signature: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            certificate,
+            signature,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &rustls_pki_types::CertificateDer<'_>,
+        signature: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            certificate,
+            signature,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `ssh … docker system dial-stdio`: HTTP over the child's stdin and stdout. Dropping the
+/// stream kills the child (tokio reaps it).
+struct SshStream {
+    /// Kept for its `kill_on_drop` and its exit status.
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    /// ssh's stderr, read to its end (capped) by a task of its own.
+    stderr: tokio::task::JoinHandle<String>,
+    /// Whether the far side sent anything yet: an end before that is ssh's failure.
+    answered: bool,
+    /// After such an end, the wait for ssh's exit status (it closes its streams just
+    /// before it exits): polled in steps, at most [`SSH_EXIT_WAIT`].
+    exit_wait: Option<(Pin<Box<tokio::time::Sleep>>, tokio::time::Instant)>,
+    /// ssh's stderr once its task finished (a finished task is not polled again).
+    message: Option<String>,
+}
+
+/// How long an ssh that ended its output is waited for, for its exit status.
+const SSH_EXIT_WAIT: Duration = Duration::from_secs(1);
+
+impl SshStream {
+    fn spawn(target: &SshTarget) -> io::Result<SshStream> {
+        let mut child = tokio::process::Command::new("ssh")
+            .args(target.arguments())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|error| {
+                let kind = error.kind();
+                ConnectFailure::SshMissing(error.to_string()).into_io(kind)
+            })?;
+        let missing = || io::Error::other("ssh's standard streams were not piped");
+        let stdin = child.stdin.take().ok_or_else(missing)?;
+        let stdout = child.stdout.take().ok_or_else(missing)?;
+        let mut stderr = child.stderr.take().ok_or_else(missing)?;
+        let stderr = tokio::spawn(async move {
+            use tokio::io::AsyncReadExt as _;
+            let mut kept = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // Read to the end (so ssh never blocks on a full pipe), keeping the start.
+            while let Ok(read) = stderr.read(&mut chunk).await {
+                if read == 0 {
+                    break;
+                }
+                let room = MAXIMUM_SSH_MESSAGE.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..read.min(room)]);
+            }
+            String::from_utf8_lossy(&kept).trim().to_string()
+        });
+        Ok(SshStream {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            answered: false,
+            exit_wait: None,
+            message: None,
+        })
+    }
+}
+
+impl AsyncRead for SshStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        buffer: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buffer.filled().len();
+        match Pin::new(&mut self.stdout).poll_read(context, buffer) {
+            Poll::Ready(Ok(())) if buffer.filled().len() == before && !self.answered => {
+                // The end before any answer: ssh failed. Its message comes once its stderr
+                // closes (at its exit).
+                if self.message.is_none() {
+                    match Pin::new(&mut self.stderr).poll(context) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(message) => self.message = Some(message.unwrap_or_default()),
+                    }
+                }
+                let status = match self.child.try_wait() {
+                    Ok(Some(status)) => status.code(),
+                    Ok(None) => {
+                        let now = tokio::time::Instant::now();
+                        let (sleep, since) = self.exit_wait.get_or_insert_with(|| {
+                            (Box::pin(tokio::time::sleep(Duration::from_millis(5))), now)
+                        });
+                        if now.duration_since(*since) < SSH_EXIT_WAIT {
+                            if sleep.as_mut().poll(context).is_pending() {
+                                return Poll::Pending;
+                            }
+                            sleep.as_mut().reset(now + Duration::from_millis(5));
+                            // Polled again at once: the reset sleep registers the waker.
+                            context.waker().wake_by_ref();
+                            return Poll::Pending;
+                        }
+                        None
+                    }
+                    Err(_) => None,
+                };
+                let message = self.message.take().unwrap_or_default();
+                self.answered = true;
+                Poll::Ready(Err(ConnectFailure::SshEnded { status, message }
+                    .into_io(io::ErrorKind::ConnectionAborted)))
+            }
+            Poll::Ready(Ok(())) => {
+                if buffer.filled().len() > before {
+                    self.answered = true;
+                }
+                Poll::Ready(Ok(()))
+            }
+            other => other,
+        }
+    }
+}
+
+impl AsyncWrite for SshStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stdin).poll_write(context, bytes)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stdin).poll_flush(context)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stdin).poll_shutdown(context)
+    }
+}
+
+/// The connector bollard's hyper client opens its connections with: [`Route::open`].
+#[derive(Clone)]
+pub(crate) struct Connector {
+    pub route: Arc<Route>,
+}
+
+/// A stream as hyper takes it.
+pub(crate) struct HyperStream(Stream);
+
+impl AsyncRead for HyperStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        buffer: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(context, buffer)
+    }
+}
+
+impl AsyncWrite for HyperStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(context, bytes)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(context)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(context)
+    }
+}
+
+impl hyper_util::client::legacy::connect::Connection for HyperStream {
+    fn connected(&self) -> hyper_util::client::legacy::connect::Connected {
+        hyper_util::client::legacy::connect::Connected::new()
+    }
+}
+
+impl tower_service::Service<::http::Uri> for Connector {
+    type Response = hyper_util::rt::TokioIo<HyperStream>;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<Self::Response>> + Send>>;
+
+    fn poll_ready(&mut self, _context: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _uri: ::http::Uri) -> Self::Future {
+        let route = Arc::clone(&self.route);
+        Box::pin(async move {
+            let stream = route.open().await?;
+            Ok(hyper_util::rt::TokioIo::new(HyperStream(stream)))
+        })
+    }
+}
+
+/// An answer as the client gives it: headers, and a body still to be read.
+pub(crate) type Answer = ::http::Response<hyper::body::Incoming>;
+
+/// A request on its way.
+pub(crate) type Sending =
+    Pin<Box<dyn Future<Output = Result<Answer, bollard::errors::Error>> + Send>>;
+
+/// The one HTTP client of a connection: bollard sends through it, and so does
+/// `engine::http`, so both share its streams (and, over TLS or ssh, its kept connection).
+#[derive(Clone)]
+pub(crate) struct Client(Arc<dyn Fn(bollard::BollardRequest) -> Sending + Send + Sync>);
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("Client")
+    }
+}
+
+impl Client {
+    /// A client whose every connection is opened by `route`.
+    pub(crate) fn new(route: Arc<Route>) -> Client {
+        let keeps = route.keeps_connections();
+        let mut builder =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new());
+        if !keeps {
+            // As bollard's own socket client: a connection per request.
+            builder.pool_max_idle_per_host(0);
+        }
+        let client = builder.build(Connector { route });
+        Client(Arc::new(move |request: bollard::BollardRequest| {
+            let client = client.clone();
+            Box::pin(async move {
+                client
+                    .request(request)
+                    .await
+                    .map_err(bollard::errors::Error::from)
+            })
+        }))
+    }
+
+    pub(crate) fn send(&self, request: bollard::BollardRequest) -> Sending {
+        (self.0)(request)
+    }
+
+    /// bollard over this client.
+    pub(crate) fn docker(
+        &self,
+        timeout: Duration,
+    ) -> Result<bollard::Docker, bollard::errors::Error> {
+        let client = self.clone();
+        bollard::Docker::connect_with_custom_transport(
+            move |request: bollard::BollardRequest| client.send(request),
+            Some("http://docker"),
+            timeout.as_secs().max(1),
+            bollard::API_DEFAULT_VERSION,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(endpoint: &str) -> Result<Route, EngineError> {
+        Route::new(endpoint, None)
+    }
+
+    #[test]
+    fn endpoints_are_read_as_the_docker_cli_reads_them() {
+        assert!(
+            matches!(route("tcp://127.0.0.1"), Ok(Route::Tcp { address }) if address == "127.0.0.1:2375")
+        );
+        assert!(
+            matches!(route("tcp://[::1]:2376"), Ok(Route::Tcp { address }) if address == "[::1]:2376")
+        );
+        assert!(
+            matches!(route("unix:///run/d.sock"), Ok(Route::Unix { path }) if path == "/run/d.sock")
+        );
+        let Ok(Route::Ssh(target)) = route("ssh://me@gpu2:2222") else {
+            panic!("ssh");
+        };
+        assert_eq!(
+            target.arguments(),
+            [
+                "-o",
+                "ConnectTimeout=30",
+                "-T",
+                "-l",
+                "me",
+                "-p",
+                "2222",
+                "--",
+                "gpu2",
+                "docker",
+                "system",
+                "dial-stdio"
+            ]
+        );
+        let Ok(Route::Ssh(target)) = route("ssh://gpu2/run/other.sock") else {
+            panic!("ssh with a socket");
+        };
+        assert_eq!(target.user, None);
+        assert_eq!(target.socket.as_deref(), Some("/run/other.sock"));
+        assert!(
+            target
+                .arguments()
+                .contains(&"unix:///run/other.sock".to_string())
+        );
+        for bad in [
+            "ssh://",
+            "ssh://me:secret@gpu2",
+            "ftp://x",
+            "tcp://",
+            "npipe:////./pipe/x",
+        ] {
+            assert!(
+                matches!(route(bad), Err(EngineError::UnsupportedHost { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_ca_is_refused_before_anything_is_sent() {
+        let folder = tempfile::tempdir().unwrap();
+        let tls = TlsChoice {
+            ca: Some(folder.path().join("ca.pem")),
+            certificate: None,
+            key: None,
+            verify: true,
+            why: "DOCKER_TLS_VERIFY is set".into(),
+        };
+        let error = Route::new("tcp://127.0.0.1:2376", Some(&tls)).unwrap_err();
+        assert!(
+            matches!(&error, EngineError::TlsFiles { path, .. } if path.ends_with("ca.pem")),
+            "{error:?}"
+        );
+        std::fs::write(folder.path().join("ca.pem"), "not pem").unwrap();
+        let error = Route::new("tcp://127.0.0.1:2376", Some(&tls)).unwrap_err();
+        assert!(error.to_string().contains("ca.pem"), "{error}");
+    }
+
+    #[test]
+    fn failures_are_found_by_type_inside_io_errors() {
+        let io = ConnectFailure::HttpAnswerToTls.into_io(io::ErrorKind::InvalidData);
+        let bollard = bollard::errors::Error::IOError { err: io };
+        assert!(matches!(
+            failure_in(&bollard),
+            Some(ConnectFailure::HttpAnswerToTls)
+        ));
+        let plain = bollard::errors::Error::IOError {
+            err: io::Error::other("x"),
+        };
+        assert!(failure_in(&plain).is_none());
+    }
+}

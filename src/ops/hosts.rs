@@ -1,0 +1,452 @@
+//! Several daemons in one view (issue 27, item 5): `ps --hosts a,b,c`. Each host is a
+//! docker CLI context name or an endpoint URL (`tcp://…`, `ssh://…`, `unix://…`), chosen
+//! as `--context NAME` or `-H URL` would choose it (so a URL takes TLS from
+//! `DOCKER_TLS_VERIFY`/`DOCKER_CERT_PATH` as `-H` does), and every host is asked at once,
+//! each with the deadlines one daemon gets. A host that cannot be chosen or reached is a
+//! result that says why, never a failed command.
+
+use std::future::Future;
+
+use crate::context::Context;
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::host::docker_config::DaemonChoice;
+
+/// One host as the user named it, and the daemon that name chooses.
+#[derive(Debug, Clone)]
+pub struct Host {
+    /// As given: `gpu2`, `ssh://me@gpu3`.
+    pub name: String,
+    pub choice: Result<DaemonChoice, crate::host::docker_config::DaemonChoiceError>,
+}
+
+impl Host {
+    /// The endpoint, or the name when none could be chosen.
+    pub fn endpoint(&self) -> &str {
+        self.choice
+            .as_ref()
+            .map_or(self.name.as_str(), |choice| choice.endpoint.as_str())
+    }
+}
+
+/// What one host answered: the value, or why there is none.
+pub struct Answer<T> {
+    pub host: Host,
+    pub result: Result<T, Error>,
+}
+
+/// The hosts `names` name (the `--hosts` list, already split at commas): an empty name, a
+/// name given twice, or `--hosts` with `-H`/`--context` is a usage error.
+pub fn named(context: &Context, names: &[String]) -> Result<Vec<Host>, Error> {
+    if context.host_flag.is_some() || context.context_flag.is_some() {
+        return Err(Error::Usage {
+            message: "--hosts names the daemons itself: give it, or -H/--context, not both".into(),
+            hint: Some("put the daemon of -H/--context into the --hosts list".into()),
+        });
+    }
+    let mut hosts: Vec<Host> = Vec::new();
+    for name in names {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(Error::Usage {
+                message: "--hosts has an empty name".into(),
+                hint: Some(
+                    "--hosts takes context names or URLs separated by commas: `--hosts gpu1,ssh://me@gpu2`"
+                        .into(),
+                ),
+            });
+        }
+        if hosts.iter().any(|host| host.name == name) {
+            return Err(Error::Usage {
+                message: format!("--hosts names `{name}` twice"),
+                hint: Some("name each host once".into()),
+            });
+        }
+        let (host_flag, context_flag) = if name.contains("://") {
+            (Some(name.to_string()), None)
+        } else {
+            (None, Some(name.to_string()))
+        };
+        let choice = crate::host::docker_config::choose(
+            &context.environment.daemon_inputs(host_flag, context_flag),
+        );
+        hosts.push(Host {
+            name: name.to_string(),
+            choice,
+        });
+    }
+    Ok(hosts)
+}
+
+/// `ask` of every host at once: a connection each (checked with a ping and identified, as
+/// `Context::engine` does for one), then `ask`. The answers come in the hosts' order.
+pub async fn each<T, F, Fut>(hosts: &[Host], timeout: std::time::Duration, ask: F) -> Vec<Answer<T>>
+where
+    F: Fn(Engine) -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let ask = &ask;
+    futures_util::future::join_all(hosts.iter().map(|host| async move {
+        let result = async {
+            let choice = host
+                .choice
+                .clone()
+                .map_err(|error| Error::Engine(error.into()))?;
+            let engine = Engine::connect_to(&choice, timeout)?;
+            engine.ping().await?;
+            engine
+                .identify_by_ping(crate::engine::PING_TIMEOUT.min(timeout))
+                .await?;
+            ask(engine).await
+        }
+        .await;
+        Answer {
+            host: host.clone(),
+            result,
+        }
+    }))
+    .await
+}
+
+/// What one host says of itself for `doctor --hosts`: the daemon's facts, each profile's
+/// image there, and, for a socket on this machine, this machine's NVML facts (another
+/// host's driver and GPUs are not in this machine's NVML: unknown, never the laptop's).
+#[derive(Debug, Clone)]
+pub struct HostFacts {
+    pub engine: crate::facts::engine::EngineFacts,
+    /// Per profile, in the profiles' order: the image on that host, `None` when absent.
+    pub images: Vec<Result<Option<crate::facts::engine::ImageFacts>, String>>,
+    pub gpus: Option<crate::facts::gpu::GpuFacts>,
+}
+
+/// One profile as `doctor --hosts` compares it: its name, its image reference, and the
+/// digest `envctl.lock` pins for it (when its entry is current).
+#[derive(Debug, Clone)]
+pub struct ComparedProfile {
+    pub name: String,
+    pub image: String,
+    pub locked_digest: Option<String>,
+}
+
+/// A cell of the side-by-side view.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "text")]
+pub enum Cell {
+    Known(String),
+    /// Not known here, and why: compared with nothing.
+    Unknown(String),
+}
+
+impl Cell {
+    pub fn shown(&self) -> String {
+        match self {
+            Cell::Known(text) => text.clone(),
+            Cell::Unknown(why) => format!("? ({why})"),
+        }
+    }
+}
+
+/// One fact across the hosts: its name, a cell per host, and whether the known cells
+/// differ (only for the facts that make setups differ; the rest are shown, not judged).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ComparedFact {
+    pub fact: String,
+    pub cells: Vec<Cell>,
+    pub compared: bool,
+    pub differs: bool,
+}
+
+/// The side-by-side view of `hosts` (a column each: its facts, or why there are none):
+/// pure, so it is tested without a daemon.
+pub fn side_by_side(
+    hosts: &[Result<HostFacts, String>],
+    profiles: &[ComparedProfile],
+) -> Vec<ComparedFact> {
+    use crate::facts::engine::EngineState;
+    let mut facts = Vec::new();
+    let mut row = |fact: &str, compared: bool, cell: &dyn Fn(&HostFacts) -> Cell| {
+        let cells: Vec<Cell> = hosts
+            .iter()
+            .map(|host| match host {
+                Ok(facts) => cell(facts),
+                Err(_) => Cell::Unknown("unreachable".into()),
+            })
+            .collect();
+        let mut known: Vec<&String> = cells
+            .iter()
+            .filter_map(|cell| match cell {
+                Cell::Known(text) => Some(text),
+                Cell::Unknown(_) => None,
+            })
+            .collect();
+        known.sort();
+        known.dedup();
+        facts.push(ComparedFact {
+            fact: fact.to_string(),
+            differs: compared && known.len() > 1,
+            cells,
+            compared,
+        });
+    };
+    let daemon =
+        |host: &HostFacts, read: &dyn Fn(&crate::facts::engine::DaemonFacts) -> Option<String>| {
+            match &host.engine.state {
+                EngineState::Reachable(daemon) => read(daemon).map_or_else(
+                    || Cell::Unknown("the daemon does not say".into()),
+                    Cell::Known,
+                ),
+                EngineState::Unreachable { message, .. } => Cell::Unknown(message.clone()),
+            }
+        };
+    row("engine", true, &|host| {
+        daemon(host, &|d| Some(d.described()))
+    });
+    row("API version", true, &|host| {
+        daemon(host, &|d| d.api_version.clone())
+    });
+    row("operating system", false, &|host| {
+        daemon(host, &|d| d.operating_system.clone())
+    });
+    row("kernel", false, &|host| {
+        daemon(host, &|d| d.kernel_version.clone())
+    });
+    row("cgroup", true, &|host| {
+        daemon(host, &|d| {
+            Some(format!(
+                "{} v{}",
+                d.cgroup_driver.as_deref().unwrap_or("?"),
+                d.cgroup_version.as_deref().unwrap_or("?")
+            ))
+        })
+    });
+    row("runtimes", true, &|host| {
+        daemon(host, &|d| Some(d.runtimes.join(", ")))
+    });
+    row("default runtime", true, &|host| {
+        daemon(host, &|d| d.default_runtime.clone())
+    });
+    row("CDI spec folders", true, &|host| {
+        daemon(host, &|d| {
+            d.cdi_spec_dirs.as_ref().map(|dirs| dirs.join(", "))
+        })
+    });
+    row("CPUs", false, &|host| {
+        daemon(host, &|d| d.cpus.map(|cpus| cpus.to_string()))
+    });
+    row("memory", false, &|host| {
+        daemon(host, &|d| {
+            d.memory_bytes
+                .map(|bytes| format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)))
+        })
+    });
+    let nvml =
+        |host: &HostFacts, read: &dyn Fn(&crate::facts::gpu::NvmlFacts) -> Option<String>| {
+            match &host.gpus {
+                None => Cell::Unknown("another machine: run `envctl doctor` there".into()),
+                Some(gpus) => match gpus.loaded() {
+                    Some(nvml) => read(nvml)
+                        .map_or_else(|| Cell::Unknown("NVML did not say".into()), Cell::Known),
+                    None => Cell::Known("no NVML".into()),
+                },
+            }
+        };
+    row("NVIDIA driver branch", true, &|host| {
+        nvml(host, &|n| {
+            n.driver_version
+                .value()
+                .map(|version| version.split('.').next().unwrap_or(version).to_string())
+        })
+    });
+    row("NVIDIA driver", false, &|host| {
+        nvml(host, &|n| n.driver_version.value().cloned())
+    });
+    row("CUDA (driver)", true, &|host| {
+        nvml(host, &|n| {
+            n.cuda_driver_version
+                .value()
+                .map(|cuda| format!("{}.{}", cuda.major, cuda.minor))
+        })
+    });
+    row("GPUs", true, &|host| {
+        nvml(host, &|n| {
+            let mut models: Vec<String> = n
+                .gpus
+                .iter()
+                .map(|gpu| gpu.name.value().cloned().unwrap_or_else(|| "?".into()))
+                .collect();
+            if models.is_empty() {
+                return Some("none".into());
+            }
+            models.sort();
+            let mut counted: Vec<(String, usize)> = Vec::new();
+            for model in models {
+                match counted.last_mut() {
+                    Some((last, count)) if *last == model => *count += 1,
+                    _ => counted.push((model, 1)),
+                }
+            }
+            Some(
+                counted
+                    .iter()
+                    .map(|(model, count)| format!("{count} × {model}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })
+    });
+    for (index, profile) in profiles.iter().enumerate() {
+        let image = |host: &HostFacts| match host.images.get(index) {
+            Some(Ok(Some(image))) => Ok(image.clone()),
+            Some(Ok(None)) => Err(Cell::Known("absent".into())),
+            Some(Err(error)) => Err(Cell::Unknown(error.clone())),
+            None => Err(Cell::Unknown("not asked".into())),
+        };
+        row(
+            &format!("{}: image id", profile.name),
+            true,
+            &|host| match image(host) {
+                Ok(image) => Cell::Known(
+                    image
+                        .id
+                        .as_deref()
+                        .map(|id| id.trim_start_matches("sha256:").chars().take(12).collect())
+                        .unwrap_or_else(|| "?".into()),
+                ),
+                Err(cell) => cell,
+            },
+        );
+        row(
+            &format!("{}: lock", profile.name),
+            true,
+            &|host| match image(host) {
+                Ok(image) => {
+                    let digests: Vec<&str> = image
+                        .repo_digests
+                        .iter()
+                        .filter(|digest| crate::lock::repo_digest_matches(digest, &profile.image))
+                        .filter_map(|digest| digest.split_once('@').map(|(_, digest)| digest))
+                        .collect();
+                    Cell::Known(match &profile.locked_digest {
+                        None => "no current envctl.lock entry".into(),
+                        Some(locked) if digests.contains(&locked.as_str()) => "as locked".into(),
+                        Some(_) if digests.is_empty() => "no registry digest".into(),
+                        Some(_) => format!("differs from envctl.lock ({})", digests.join(", ")),
+                    })
+                }
+                // An absent image is the image row's difference, not a second one here.
+                Err(Cell::Known(_)) => Cell::Unknown("the image is absent".into()),
+                Err(cell) => cell,
+            },
+        );
+    }
+    facts
+}
+
+/// One host's facts for [`side_by_side`]: the daemon's, each profile's image there (a few
+/// at a time), and `local_gpus` when the host is a socket on this machine.
+pub async fn host_facts(
+    engine: &Engine,
+    profiles: &[ComparedProfile],
+    local_gpus: Option<&crate::facts::gpu::GpuFacts>,
+) -> HostFacts {
+    let images = crate::engine::each_bounded(profiles.iter().map(|profile| async move {
+        engine
+            .image_facts(&profile.image)
+            .await
+            .map_err(|error| crate::error::error_chain(&error))
+    }));
+    let (engine_facts, images) = tokio::join!(engine.facts(), images);
+    HostFacts {
+        engine: engine_facts,
+        images,
+        gpus: engine
+            .endpoint()
+            .starts_with("unix://")
+            .then(|| local_gpus.cloned())
+            .flatten(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::engine::{DaemonFacts, EngineFacts, EngineKind, EngineState, ImageFacts};
+
+    fn host(version: &str, runtimes: &[&str], image_id: Option<&str>) -> HostFacts {
+        HostFacts {
+            engine: EngineFacts {
+                endpoint: "tcp://gpu:2376".into(),
+                state: EngineState::Reachable(Box::new(DaemonFacts {
+                    kind: EngineKind::DockerEngine,
+                    server_version: Some(version.into()),
+                    runtimes: runtimes.iter().map(|runtime| runtime.to_string()).collect(),
+                    kernel_version: Some(format!("6.1-{version}")),
+                    ..DaemonFacts::default()
+                })),
+            },
+            images: vec![Ok(image_id.map(|id| ImageFacts {
+                reference: "team/torch:1".into(),
+                id: Some(format!("sha256:{id}")),
+                repo_digests: vec![format!("team/torch@sha256:{}", "a".repeat(64))],
+                platform: None,
+                env: Default::default(),
+            }))],
+            gpus: None,
+        }
+    }
+
+    fn fact<'a>(facts: &'a [ComparedFact], name: &str) -> &'a ComparedFact {
+        facts.iter().find(|fact| fact.fact == name).unwrap()
+    }
+
+    #[test]
+    fn differences_are_marked_only_where_setups_differ() {
+        let profile = ComparedProfile {
+            name: "torch".into(),
+            image: "team/torch:1".into(),
+            locked_digest: Some(format!("sha256:{}", "a".repeat(64))),
+        };
+        let hosts = vec![
+            Ok(host(
+                "28.0.1",
+                &["nvidia", "runc"],
+                Some("1234567890abcdef"),
+            )),
+            Ok(host("28.0.1", &["runc"], None)),
+            Err("unreachable".to_string()),
+        ];
+        let facts = side_by_side(&hosts, std::slice::from_ref(&profile));
+        assert!(!fact(&facts, "engine").differs);
+        assert!(fact(&facts, "runtimes").differs);
+        // The kernel is shown, not judged.
+        assert!(!fact(&facts, "kernel").compared);
+        let image = fact(&facts, "torch: image id");
+        assert!(image.differs);
+        assert_eq!(image.cells[0], Cell::Known("1234567890ab".into()));
+        assert_eq!(image.cells[1], Cell::Known("absent".into()));
+        assert!(matches!(image.cells[2], Cell::Unknown(_)));
+        assert_eq!(
+            fact(&facts, "torch: lock").cells[0],
+            Cell::Known("as locked".into())
+        );
+        // Another machine's driver is unknown, never this one's, and compared with nothing.
+        let driver = fact(&facts, "NVIDIA driver branch");
+        assert!(!driver.differs);
+        assert!(
+            driver
+                .cells
+                .iter()
+                .all(|cell| matches!(cell, Cell::Unknown(_)))
+        );
+        // Two hosts alike: nothing differs.
+        let alike = vec![
+            Ok(host("28.0.1", &["runc"], Some("1234"))),
+            Ok(host("28.0.1", &["runc"], Some("1234"))),
+        ];
+        assert!(
+            side_by_side(&alike, &[profile])
+                .iter()
+                .all(|fact| !fact.differs)
+        );
+    }
+}

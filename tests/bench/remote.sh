@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Remote daemons (issue 27): `envctl ps` over TLS and over ssh against the docker CLI's
+# `docker ps` on the same endpoint, and `envctl ps --hosts` over 8 endpoints against the
+# slowest of them alone.
+# Goals: ps over TLS and over ssh ≤ 1.0× the docker CLI; ps --hosts over 8 endpoints ≤ 1.2×
+# the slowest single one (asked at once, not one after another).
+#
+#   sudo bash .ci/dockerd2.sh start && sudo tests/bench/remote.sh
+#   ENVCTL=target/debug/envctl tests/bench/remote.sh     # another binary (default: release)
+#   RUNS=30 tests/bench/remote.sh
+#
+# Needs root, the second daemon of .ci/dockerd2.sh, Debian's sshd (openssh-server),
+# hyperfine and jq. It starts its own sshd on a loopback port (keys and ssh_config in a
+# temporary folder, an `ssh` wrapper first on PATH), makes 3 envctl containers on the
+# second daemon, and removes all of it at the end.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${RUNS:-20}
+for tool in hyperfine jq; do
+    command -v "$tool" >/dev/null || apt-get install -y -q "$tool" >/dev/null
+done
+bash .ci/dockerd2.sh status || {
+    echo "error: the second daemon does not answer; start it: sudo bash .ci/dockerd2.sh start" >&2
+    exit 1
+}
+if [ -z "${ENVCTL:-}" ]; then
+    cargo build --release -q
+    ENVCTL=$(realpath "${CARGO_TARGET_DIR:-target}")/release/envctl
+fi
+CERTS=/run/envctl-ci/dockerd2-tls
+D2=unix:///run/envctl-ci/dockerd2.sock
+work=$(mktemp -d)
+sshd_pid=""
+cleanup() {
+    [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null
+    docker -H "$D2" ps -aq --filter label=com.example.bench=envctl-remote | xargs -r docker -H "$D2" rm -f >/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# sshd on a loopback port, the far side's docker pointed at the second daemon.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$work/client_key"
+cp "$work/client_key.pub" "$work/authorized_keys"
+mkdir -p /run/sshd "$work/bin"
+printf '%s\n' "Port $port" "ListenAddress 127.0.0.1" "HostKey $work/host_key" \
+    "AuthorizedKeysFile $work/authorized_keys" "PasswordAuthentication no" "UsePAM no" \
+    "StrictModes no" "PidFile none" "SetEnv DOCKER_HOST=$D2" >"$work/sshd_config"
+printf '%s\n' "[127.0.0.1]:$port $(cat "$work/host_key.pub")" >"$work/known_hosts"
+printf '%s\n' "Host gpu2 gpu2b" "  HostName 127.0.0.1" "  Port $port" "  User root" "Host *" \
+    "  IdentityFile $work/client_key" "  IdentitiesOnly yes" "  UserKnownHostsFile $work/known_hosts" \
+    "  StrictHostKeyChecking yes" "  BatchMode yes" "  LogLevel ERROR" >"$work/ssh_config"
+printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$work/ssh_config" >"$work/bin/ssh"
+chmod 755 "$work/bin/ssh"
+/usr/sbin/sshd -D -f "$work/sshd_config" &
+sshd_pid=$!
+export PATH="$work/bin:$PATH"
+for _ in $(seq 50); do docker -H ssh://gpu2 version >/dev/null 2>&1 && break; sleep 0.1; done
+
+# Contexts in a private DOCKER_CONFIG: two over TLS, one plain.
+export DOCKER_CONFIG="$work/docker"
+for name in tls-a tls-b; do
+    docker context create "$name" --docker \
+        "host=tcp://127.0.0.1:23760,ca=$CERTS/ca.pem,cert=$CERTS/cert.pem,key=$CERTS/key.pem" >/dev/null
+done
+docker context create plain --docker host=tcp://127.0.0.1:23750 >/dev/null
+
+# Three envctl containers on the second daemon, so `ps` has something to list.
+image=$(docker images --format '{{.Repository}}:{{.Tag}}' | grep '^envctl-test/busybox:' | head -1 || true)
+if [ -z "$image" ]; then
+    echo "error: no test image envctl-test/busybox:* (cargo test builds it)" >&2
+    exit 1
+fi
+docker save "$image" | docker -H "$D2" load >/dev/null
+mkdir -p "$work/project/envctl"
+cd "$work/project"
+for n in 1 2 3; do
+    printf 'image = "%s"\ncommand = ["sleep", "1000"]\nlabels = { "com.example.bench" = "envctl-remote" }\n' "$image" \
+        >"envctl/bench-$n.toml"
+    DOCKER_HOST=$D2 "$ENVCTL" -q up "bench-$n" --pull never >/dev/null
+done
+
+echo "== ps over TLS and ssh (envctl ps lists and inspects; docker ps lists), interleaved"
+# The commands alternate run by run (hyperfine runs one after the other, and the load of a
+# shared machine drifts between the blocks); medians and means of $RUNS runs each.
+ENVCTL=$ENVCTL CERTS=$CERTS RUNS=$RUNS python3 - <<'PYTHON'
+import os, statistics, subprocess, time
+envctl, runs = os.environ["ENVCTL"], int(os.environ["RUNS"])
+ways = {
+    "TLS": dict(os.environ, DOCKER_HOST="tcp://127.0.0.1:23760", DOCKER_TLS_VERIFY="1",
+                DOCKER_CERT_PATH=os.environ["CERTS"]),
+    "ssh": dict(os.environ, DOCKER_HOST="ssh://gpu2"),
+}
+for way, env in ways.items():
+    times = {"envctl": [], "docker": []}
+    commands = [("envctl", [envctl, "ps"]), ("docker", ["docker", "ps"])]
+    for run in range(runs + 2):
+        for name, command in commands if run % 2 == 0 else commands[::-1]:
+            start = time.perf_counter()
+            subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
+            if run >= 2:  # two warm-up rounds
+                times[name].append(time.perf_counter() - start)
+    e, d = times["envctl"], times["docker"]
+    print(f"{way}: envctl ps median {statistics.median(e) * 1000:.0f} ms (mean {statistics.mean(e) * 1000:.0f}),"
+          f" docker ps median {statistics.median(d) * 1000:.0f} ms (mean {statistics.mean(d) * 1000:.0f});"
+          f" ratio {statistics.median(e) / statistics.median(d):.2f}x (means {statistics.mean(e) / statistics.mean(d):.2f}x)")
+PYTHON
+
+hosts=(unix:///var/run/docker.sock "$D2" tcp://127.0.0.1:23750 tls-a tls-b plain ssh://gpu2 ssh://gpu2b)
+echo "== ps --hosts over ${#hosts[@]} endpoints against each alone"
+commands=()
+for host in "${hosts[@]}"; do
+    commands+=(-n "$host" "$ENVCTL ps --hosts $host")
+done
+all=$(IFS=,; echo "${hosts[*]}")
+# The floor the machine allows: the docker CLI on every endpoint at once, each its own
+# process (a context by --context, a URL by -H).
+cli_all=""
+for host in "${hosts[@]}"; do
+    case "$host" in
+    *://*) cli_all+="docker -H $host ps >/dev/null & " ;;
+    *) cli_all+="docker --context $host ps >/dev/null & " ;;
+    esac
+done
+cli_all+="wait"
+hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$work/hosts.json" \
+    "${commands[@]}" -n "all ${#hosts[@]}" "$ENVCTL ps --hosts $all" \
+    -n "docker CLI on all ${#hosts[@]} at once" "bash -c '$cli_all'" >/dev/null
+jq -r '.results[] | "\(.command): mean \(.mean * 1000 | floor) ms"' "$work/hosts.json"
+jq -r '.results as $r | ($r[:-2] | max_by(.mean)) as $slowest
+    | "envctl ps --hosts over all \($r | length - 2): \($r[-2].mean / $slowest.mean * 100 | floor / 100)× the slowest alone (\($slowest.command)); the docker CLI on all at once: \($r[-1].mean / $slowest.mean * 100 | floor / 100)×"' "$work/hosts.json"
