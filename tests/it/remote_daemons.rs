@@ -773,11 +773,12 @@ impl Drop for IntoTheNamespace {
     }
 }
 
-/// `lock` over TLS, ssh and a context: the remote daemon pulls the image and records its
-/// digest, which the lock file pins, as `docker image inspect` there reads it.
+/// `lock` with TLS, ssh or a context chosen: the registry answers the digest (nothing is
+/// pulled, on the remote daemon either), and it is the digest the remote daemon records
+/// when it pulls the tag, as `docker image inspect` there reads it.
 #[test]
-fn lock_pins_what_the_remote_daemon_pulled() {
-    let test = "lock_pins_what_the_remote_daemon_pulled";
+fn lock_pins_what_the_remote_daemon_pulls() {
+    let test = "lock_pins_what_the_remote_daemon_pulls";
     let Some(engine) = dockerd2(test) else {
         return;
     };
@@ -823,10 +824,19 @@ fn lock_pins_what_the_remote_daemon_pulled() {
         .unwrap();
         let lock = envctl(folder.path(), &way, &["--json", "lock"]);
         assert_eq!(lock.code, 0, "{}: {lock}", way.name);
-        let digest = lock.json()["locked"][0]["digest"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let pin = &lock.json()["locked"][0];
+        let digest = pin["digest"].as_str().unwrap().to_string();
+        // The registry answered: nothing was pulled, here or on the remote daemon.
+        assert_eq!(pin["source"], "registry", "{}: {lock}", way.name);
+        let absent = engine.docker(["image", "inspect", reference.as_str()]);
+        assert!(
+            !absent.status.success(),
+            "{}: lock pulled the image onto the remote daemon",
+            way.name
+        );
+        // What the remote daemon gets when it pulls the tag is what the lock pins.
+        let pulled = engine.docker(["pull", "-q", reference.as_str()]);
+        assert!(pulled.status.success(), "{pulled:?}");
         let recorded = engine.docker_stdout([
             "image",
             "inspect",
