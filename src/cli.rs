@@ -49,29 +49,7 @@ pub struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check this host (driver, GPUs, Docker, NVIDIA runtime) and each profile against it
-    Doctor {
-        /// Profiles to check (names or paths); by default the project's ./envctl/ profiles
-        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
-        profiles: Vec<String>,
-        /// Treat warnings as failures (exit 1)
-        #[arg(long)]
-        strict: bool,
-        /// A compatibility matrix file whose rows add to or replace the bundled ones
-        #[arg(long, value_name = "FILE")]
-        matrix: Option<PathBuf>,
-        /// Print the matrix's date, row counts and sources, and exit
-        #[arg(long)]
-        matrix_info: bool,
-        /// Several daemons side by side (contexts or URLs, comma-separated): the facts
-        /// that make setups differ, with the differences marked; exit 1 when they differ
-        #[arg(
-            long,
-            value_delimiter = ',',
-            value_name = "HOSTS",
-            conflicts_with = "matrix_info"
-        )]
-        hosts: Vec<String>,
-    },
+    Doctor(crate::commands::doctor::DoctorArgs),
     /// The doctor's verdicts for a host you describe: driver, GPUs, image CUDA and torch
     #[command(
         after_help = "Examples:\n  envctl compat --profile pytorch-2.8 --driver 550.54.15 --gpu \"RTX 4090\"\n  envctl compat --torch 2.8.0+cu128 --driver 570.124.06 --cc 9.0 --cc 7.0\n  envctl compat --image-cuda 13.0 --driver 570.124.06 --gpu H100",

@@ -16,14 +16,33 @@ use crate::profile::ResolvedProfile;
 use crate::ui::findings::{Section, print_sections};
 use crate::units::index_ranges_in_order as index_ranges;
 
-pub struct DoctorArguments {
+/// `envctl doctor`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Profiles to check (names or paths); by default the project's ./envctl/ profiles
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
     pub profiles: Vec<String>,
+    /// Treat warnings as failures (exit 1)
+    #[arg(long)]
     pub strict: bool,
+    /// A compatibility matrix file whose rows add to or replace the bundled ones
+    #[arg(long, value_name = "FILE")]
     pub matrix: Option<PathBuf>,
+    /// Print the matrix's date, row counts and sources, and exit
+    #[arg(long)]
     pub matrix_info: bool,
+    /// Several daemons side by side (contexts or URLs, comma-separated): the facts
+    /// that make setups differ, with the differences marked; exit 1 when they differ
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "HOSTS",
+        conflicts_with = "matrix_info"
+    )]
+    pub hosts: Vec<String>,
 }
 
-pub fn run(arguments: DoctorArguments, context: &Context) -> Result<ExitStatus, Error> {
+pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error> {
     let matrix = load_matrix(
         arguments.matrix.as_deref(),
         context.environment.config_home().as_deref(),

@@ -146,24 +146,10 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Outdated(arguments) => outdated::run(arguments, context),
         Command::Up(arguments) => up::run(arguments, context),
         Command::Compat(arguments) => compat::run(arguments, context),
-        Command::Doctor {
-            profiles, hosts, ..
-        } if !hosts.is_empty() => doctor_hosts::run(&profiles, &hosts, context),
-        Command::Doctor {
-            profiles,
-            strict,
-            matrix,
-            matrix_info,
-            hosts: _,
-        } => doctor::run(
-            doctor::DoctorArguments {
-                profiles,
-                strict,
-                matrix,
-                matrix_info,
-            },
-            context,
-        ),
+        Command::Doctor(arguments) if !arguments.hosts.is_empty() => {
+            doctor_hosts::run(&arguments.profiles, &arguments.hosts, context)
+        }
+        Command::Doctor(arguments) => doctor::run(arguments, context),
         Command::Down {
             target,
             rm,
