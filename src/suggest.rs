@@ -68,7 +68,7 @@ fn close_enough(candidate: &str) -> usize {
 }
 
 /// What a command line most likely meant, when it says something else or nothing envctl
-/// knows (`envctl run`, `up -v ./data:/x`): the message and a hint that is a whole command.
+/// knows (`envctl stop`, `up -v ./data:/x`): the message and a hint that is a whole command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meant {
     pub message: String,
@@ -146,37 +146,14 @@ const DOCKER_WORDS: [(&str, &str); 4] = [
     ("stat", "stats"),
 ];
 
-/// An unknown subcommand `word` (at `arguments[index]`): docker's `run` is `up` then
-/// `exec`; `stop` is `down`; a typo gets the nearest of `known` (the subcommands).
+/// An unknown subcommand `word` (at `arguments[index]`): docker's `stop` is `down`, `rm`
+/// is `down --rm`; a typo gets the nearest of `known` (the subcommands). (`run` is
+/// envctl's own command, as docker's.)
 pub fn unknown_subcommand(arguments: &[String], known: &[&str]) -> Option<Meant> {
     let index = subcommand_index(arguments)?;
     let word = arguments[index].as_str();
     let rest = &arguments[index + 1..];
     let message = format!("envctl has no command `{word}`");
-    if word == "run" {
-        // `envctl run PROFILE CMD…`: the first word is the profile, the rest the command.
-        let (profile, command) = match rest.split_first() {
-            Some((profile, command)) if !profile.starts_with('-') => {
-                (crate::spec::shell_quote(profile), command)
-            }
-            _ => ("PROFILE".to_string(), &[][..]),
-        };
-        let command = if command.is_empty() {
-            "CMD".to_string()
-        } else {
-            command
-                .iter()
-                .map(|word| crate::spec::shell_quote(word))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        return Some(Meant {
-            message,
-            hint: format!(
-                "`envctl up {profile}` starts the profile's container (as `docker run -d`), then `envctl exec {profile} {command}` runs a command in it; `envctl profiles list` lists the profiles"
-            ),
-        });
-    }
     let meant = DOCKER_WORDS
         .iter()
         .find(|(docker, _)| *docker == word)
@@ -305,12 +282,6 @@ mod tests {
             meant("envctl rm x"),
             "did you mean `down`? `envctl down x --rm`"
         );
-        assert!(
-            meant("envctl run pytorch-2.8 python train.py").starts_with(
-                "`envctl up pytorch-2.8` starts the profile's container (as `docker run -d`), then `envctl exec pytorch-2.8 python train.py` runs"
-            )
-        );
-        assert!(meant("envctl run").starts_with("`envctl up PROFILE`"));
         assert_eq!(unknown_subcommand(&words("envctl zzzzzz"), &COMMANDS), None);
     }
 
