@@ -40,6 +40,12 @@ pub fn job(
     };
     let mut findings = Vec::new();
     let heading = format!("inside Slurm job {}{step}{node}", job.job_id);
+    // The GPUs the job was given and the variable that named them (the arms below that
+    // use it are those of a readable allocation).
+    let listed = match (job.gpus.ids(), job.gpus.variable()) {
+        (Some(listed), Some(variable)) => format!("GPUs {} ({variable})", ids(listed)),
+        _ => String::new(),
+    };
     let gpus = match (&job.gpus, allocated) {
         (GpuAllocation::Unreadable { variable, value }, _) => Finding::fail(
             "slurm.job",
@@ -51,12 +57,10 @@ pub fn job(
             format!("{heading}: Slurm names no GPU for it (no SLURM_STEP_GPUS or SLURM_JOB_GPUS), so a profile that asks for GPUs is refused{limits}"),
         )
         .with_hint("ask Slurm for GPUs (`--gres=gpu:N`); in an `salloc` shell, run envctl under `srun`"),
-        (allocation, Some(Ok(gpus))) => Finding::info(
+        (_, Some(Ok(gpus))) => Finding::info(
             "slurm.job",
             format!(
-                "{heading}: GPUs {} ({}) are NVML's {}{limits}; envctl pins containers to these and no others",
-                ids(allocation.ids().unwrap_or_default()),
-                allocation.variable().unwrap_or_default(),
+                "{heading}: {listed} are NVML's {}{limits}; envctl pins containers to these and no others",
                 gpus.iter()
                     .map(|gpu| format!("{} ({})", gpu.index, gpu.uuid))
                     .collect::<Vec<_>>()
@@ -64,22 +68,16 @@ pub fn job(
             ),
         )
         .with_fact("gpus", &gpus),
-        (allocation, Some(Err(why))) => Finding::fail(
+        (_, Some(Err(why))) => Finding::fail(
             "slurm.job",
             format!(
-                "{heading}: GPUs {} ({}) cannot be matched to NVML's: {why}{limits}",
-                ids(allocation.ids().unwrap_or_default()),
-                allocation.variable().unwrap_or_default(),
+                "{heading}: {listed} cannot be matched to NVML's: {why}{limits}"
             ),
         )
         .with_hint("compare gres.conf's `File=` list with `nvidia-smi -q | grep -i minor`"),
-        (allocation, None) => Finding::info(
+        (_, None) => Finding::info(
             "slurm.job",
-            format!(
-                "{heading}: GPUs {} ({}){limits}",
-                ids(allocation.ids().unwrap_or_default()),
-                allocation.variable().unwrap_or_default(),
-            ),
+            format!("{heading}: {listed}{limits}"),
         ),
     };
     findings.push(

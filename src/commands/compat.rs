@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::Context;
 use crate::checks::{Finding, Status, worst};
-use crate::compat::{self, ComputeCapability, DriverVersion, TorchCandidate};
+use crate::compat::{self, ComputeCapability, DriverVersion};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::ops::doctor::bundled_candidates;
@@ -160,10 +160,7 @@ pub fn run(arguments: CompatArgs, context: &Context) -> Result<ExitStatus, Error
     })?;
     let gpus = described_gpus(&matrix, &arguments)?;
     let bundled = bundled_candidates();
-    let candidates: Vec<TorchCandidate<'_>> = bundled
-        .iter()
-        .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
-        .collect();
+    let candidates = crate::ops::doctor::torch_candidates(&bundled);
     let reports: Vec<GpuReport> = gpus
         .into_iter()
         .map(

@@ -57,39 +57,7 @@ impl Engine {
         mut sizes: Option<tokio::sync::watch::Receiver<(u16, u16)>>,
         mut on_output: impl AsyncFnMut(OutputStream, Vec<u8>) -> std::io::Result<()>,
     ) -> Result<i64, EngineError> {
-        let container = super::reference::container(container)?;
-        let options = CreateExecOptions {
-            cmd: Some(request.command.clone()),
-            env: (!request.env.is_empty()).then(|| request.env.clone()),
-            user: request.user.clone(),
-            working_dir: request.working_directory.clone(),
-            tty: Some(request.tty),
-            attach_stdin: Some(request.attach_stdin),
-            attach_stdout: Some(true),
-            attach_stderr: Some(true),
-            ..Default::default()
-        };
-        let created = self
-            .short_answer(
-                "creating an exec",
-                self.docker.create_exec(container, options),
-            )
-            .await?;
-        let exec_id = super::reference::exec(&created.id)?.to_string();
-        let _ = request.exec_id.set(exec_id.clone());
-        let started = self
-            .short_answer(
-                "starting an exec",
-                self.docker.start_exec(
-                    &exec_id,
-                    Some(StartExecOptions {
-                        detach: false,
-                        tty: request.tty,
-                        output_capacity: None,
-                    }),
-                ),
-            )
-            .await?;
+        let (exec_id, started) = self.create_and_start(container, request, true).await?;
         let StartExecResults::Attached {
             mut output,
             mut input,
@@ -206,6 +174,25 @@ impl Engine {
         container: &str,
         request: &ExecRequest,
     ) -> Result<String, EngineError> {
+        let (exec_id, started) = self.create_and_start(container, request, false).await?;
+        match started {
+            StartExecResults::Detached => Ok(exec_id),
+            StartExecResults::Attached { .. } => Err(EngineError::InvalidBody {
+                message: "the daemon attached a detached exec".into(),
+            }),
+        }
+    }
+
+    /// Creates `request`'s exec in `container` and starts it: attached to its streams (and
+    /// to stdin as the request asks), or detached, attached to nothing. The one request
+    /// pair behind [`Engine::exec`] and the detached exec; records the exec's id in the
+    /// request before starting it.
+    async fn create_and_start(
+        &self,
+        container: &str,
+        request: &ExecRequest,
+        attached: bool,
+    ) -> Result<(String, StartExecResults), EngineError> {
         let container = super::reference::container(container)?;
         let options = CreateExecOptions {
             cmd: Some(request.command.clone()),
@@ -213,9 +200,9 @@ impl Engine {
             user: request.user.clone(),
             working_dir: request.working_directory.clone(),
             tty: Some(request.tty),
-            attach_stdin: Some(false),
-            attach_stdout: Some(false),
-            attach_stderr: Some(false),
+            attach_stdin: Some(attached && request.attach_stdin),
+            attach_stdout: Some(attached),
+            attach_stderr: Some(attached),
             ..Default::default()
         };
         let created = self
@@ -232,19 +219,14 @@ impl Engine {
                 self.docker.start_exec(
                     &exec_id,
                     Some(StartExecOptions {
-                        detach: true,
+                        detach: !attached,
                         tty: request.tty,
                         output_capacity: None,
                     }),
                 ),
             )
             .await?;
-        match started {
-            StartExecResults::Detached => Ok(exec_id),
-            StartExecResults::Attached { .. } => Err(EngineError::InvalidBody {
-                message: "the daemon attached a detached exec".into(),
-            }),
-        }
+        Ok((exec_id, started))
     }
 
     /// The exec's process as the daemon's host numbers it, while it runs.

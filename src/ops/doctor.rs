@@ -478,10 +478,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         findings.push(finding.in_area(checks::Area::Nvidia));
     }
     let bundled = bundled_candidates();
-    let candidates: Vec<TorchCandidate<'_>> = bundled
-        .iter()
-        .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
-        .collect();
+    let candidates = torch_candidates(&bundled);
     let view = HostView {
         gpu: &facts.gpu,
         engine: &facts.engine,
@@ -570,6 +567,20 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         occupancy: occupancy(facts),
         policy: None,
     }
+}
+
+/// [`bundled_candidates`] as the verdicts take them (borrowing `bundled`).
+pub fn torch_candidates(
+    bundled: &[(
+        String,
+        crate::profile::model::TorchVersion,
+        crate::profile::model::CudaVersion,
+    )],
+) -> Vec<TorchCandidate<'_>> {
+    bundled
+        .iter()
+        .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
+        .collect()
 }
 
 /// The bundled PyTorch profiles, newest first: what a failing GPU's hint can point to.

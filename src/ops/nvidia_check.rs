@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::checks::{Finding, Status, worst};
-use crate::compat::{Matrix, TorchCandidate};
+use crate::compat::Matrix;
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::engine::exec::{COMMAND_NOT_FOUND, ExecRequest};
@@ -61,10 +61,7 @@ pub async fn check<T>(
 ) -> Result<T, Error> {
     let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
     let bundled = bundled_candidates();
-    let candidates: Vec<TorchCandidate<'_>> = bundled
-        .iter()
-        .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
-        .collect();
+    let candidates = crate::ops::doctor::torch_candidates(&bundled);
     let (profile, profile_note) = container_profile(container, context);
 
     // NVML on this machine only speaks for the daemon's machine when the daemon is local.
@@ -166,10 +163,7 @@ pub async fn check_here<T>(
 ) -> Result<T, Error> {
     let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
     let bundled = bundled_candidates();
-    let candidates: Vec<TorchCandidate<'_>> = bundled
-        .iter()
-        .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))
-        .collect();
+    let candidates = crate::ops::doctor::torch_candidates(&bundled);
     let library = context.environment.nvml_library();
     let host_task = tokio::task::spawn_blocking(move || gpu::gather(library.as_deref()));
     context.printer.info(&format!(
