@@ -54,6 +54,8 @@ fn nvml_findings(gpu: &GpuFacts, host: &HostFacts, library_from_environment: boo
             .with_hint("check `ls -l /dev/nvidia*`: your user needs read-write access (often the `video` group)"),
         LoadOutcome::SymbolMissing { message } => Finding::fail("gpu.nvml", format!("the NVIDIA driver is too old for envctl's NVML calls: {message}"))
             .with_hint("upgrade the driver to a supported branch (R580 or newer)"),
+        LoadOutcome::OnAnotherHost { host, message } => Finding::info("gpu.nvml", format!("{message}: its driver is judged there"))
+            .with_hint(format!("run `envctl doctor` on {host} for its driver and GPUs")),
         LoadOutcome::Unknown { message } => Finding::fail("gpu.nvml", format!("NVML failed to initialise: {message}"))
             .with_hint("run `nvidia-smi`; if it fails too, reboot; if it works, run `sudo nvidia-ctk system create-dev-char-symlinks --create-all`"),
     };

@@ -171,6 +171,8 @@ fn docker_findings(
         GpuSupport::Cdi { specs } => Finding::pass("docker.gpu-support", format!("CDI is enabled and {} names NVIDIA GPUs", specs.join(", "))),
         GpuSupport::Runtime => Finding::pass("docker.gpu-support", "the `nvidia` runtime is registered with the daemon"),
         GpuSupport::Hook { path } => Finding::pass("docker.gpu-support", format!("{path} is installed: `--gpus` works if dockerd was restarted after installing it")),
+        GpuSupport::Unseen { host } => Finding::info("docker.gpu-support", format!("the daemon on {host} reports no NVIDIA runtime or device; a hook or CDI spec there cannot be seen from here, so whether its containers get GPUs is told by the create"))
+            .with_hint(format!("run `envctl doctor` on {host} for its container toolkit")),
         GpuSupport::None => Finding::info("docker.gpu-support", "no NVIDIA container runtime, CDI spec or hook: containers cannot get GPUs on this daemon")
             .with_hint(format!("{} (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)", daemon.kind.gpu_fix())),
     };
@@ -188,6 +190,19 @@ fn docker_findings(
         }
     }
     findings
+}
+
+/// For a daemon on another machine, in place of [`host`]: this machine's driver, device
+/// nodes, CDI specs and cgroups are not judged for it, and doctor says where they are.
+pub fn elsewhere(daemon: &crate::facts::engine::DaemonFacts) -> Finding {
+    let host = daemon.host.elsewhere().unwrap_or("the daemon's host");
+    Finding::info(
+        "host.elsewhere",
+        format!("the daemon runs on {host}, not on this machine: its kernel driver, device nodes, CDI specs and cgroups are judged there"),
+    )
+    .with_hint(format!("run `envctl doctor` on {host}"))
+    .with_fact("daemon_host", host)
+    .in_area(Area::Nvidia)
 }
 
 /// The machine's findings outside Docker. `cgroup_driver` comes from the daemon when known.

@@ -247,6 +247,11 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
     }
     let optional = request == GpuRequest::Optional;
     let finding = match gpu_path(daemon, host.host) {
+        GpuPath::Unseen { host } => Finding::info(
+            "profile.gpu-runtime",
+            format!("the profile asks for GPUs; whether the daemon on {host} hands them out is told by the create (its hook and CDI specs cannot be seen from here)"),
+        )
+        .with_hint(format!("run `envctl doctor` on {host} for its container toolkit")),
         GpuPath::RootlessWithoutCdi => {
             let finding = if optional {
                 Finding::warn
@@ -331,6 +336,20 @@ fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevic
             finding.with_hint("run it on a GPU host, or set gpus = \"optional\" to run without one")
         }
     };
+    if let crate::facts::gpu::LoadOutcome::OnAnotherHost { host, .. } = &gpu.nvml
+        && request.wants_gpus()
+    {
+        return (
+            Vec::new(),
+            vec![
+                Finding::info(
+                    "profile.gpus",
+                    format!("the profile's GPUs are {host}'s, which cannot be seen from here: the daemon there hands them out"),
+                )
+                .with_hint(format!("run `envctl doctor` on {host} for its GPUs and this profile's verdict there")),
+            ],
+        );
+    }
     match request {
         GpuRequest::None => (Vec::new(), Vec::new()),
         GpuRequest::Optional if count_unknown => (

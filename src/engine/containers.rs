@@ -227,6 +227,19 @@ impl Engine {
                 message,
                 engine: self.known_kind(),
             }),
+            // Podman answers 409 when the name is taken before the create, and 500 when two
+            // creates of one name race and its storage refuses the second ("the container
+            // name … is already in use by …"): the same conflict.
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 500,
+                message,
+            }) if message.contains(&format!("the container name \"{name}\" is already in use")) => {
+                Err(EngineError::NameConflict {
+                    name: name.to_string(),
+                    message,
+                    engine: self.known_kind(),
+                })
+            }
             // The API's only 404 on create: "No such image".
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..

@@ -2,7 +2,9 @@
 //! structs of `crate::facts::engine`.
 
 use super::{Engine, EngineError};
-use crate::facts::engine::{DaemonFacts, EngineFacts, EngineKind, EngineState, ImageFacts};
+use crate::facts::engine::{
+    DaemonFacts, DaemonHost, EngineFacts, EngineKind, EngineState, ImageFacts,
+};
 
 /// The env variables of an image that matter to compatibility.
 const IMAGE_ENV_KEYS: [&str; 6] = [
@@ -78,7 +80,18 @@ impl Engine {
         }
         // The one `/version` of this connection: what `Engine::identity` would ask again.
         self.remember_identity(kind, version.version.clone());
+        // Whether the daemon runs here: its host's name beside this one's (unreadable
+        // here: the endpoint decides, `DaemonHost::of`).
+        let name = info.name.filter(|name| !name.is_empty());
+        let host = DaemonHost::of(
+            name.as_deref(),
+            docker_desktop,
+            self.endpoint(),
+            crate::host::hostname().ok().as_deref(),
+        );
         Ok(DaemonFacts {
+            name,
+            host,
             kind,
             server_version: version.version,
             api_version: version.api_version,

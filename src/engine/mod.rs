@@ -15,6 +15,7 @@
 
 pub(crate) mod connector;
 pub mod containers;
+pub mod daemon_placement;
 pub mod error;
 pub mod exec;
 pub mod facts;

@@ -217,6 +217,84 @@ pub struct DaemonFacts {
     /// `MemTotal`: the daemon's host memory in bytes.
     #[serde(default)]
     pub memory_bytes: Option<u64>,
+    /// `Name`: the name of the daemon's host, as its kernel gives it.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Whether the daemon runs on this machine ([`DaemonHost::of`]).
+    #[serde(default)]
+    pub host: DaemonHost,
+}
+
+/// Where the daemon runs, seen from the machine envctl runs on: what envctl may read here
+/// on its behalf. On this host, NVML, the hook on `PATH`, the CDI specs, the device nodes
+/// and the GPU placement lock describe the daemon's containers; elsewhere, only the
+/// daemon's own answers do, and the rest is unknown (never this machine's facts).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "where", rename_all = "snake_case")]
+pub enum DaemonHost {
+    /// This machine (Docker Desktop's VM counts as this machine, as doctor judges it).
+    /// The default of records written before envctl told the two apart, which knew only
+    /// the daemon of the machine they were made on.
+    #[default]
+    ThisHost,
+    /// Another machine, by the name the daemon gives it (or its endpoint's host when the
+    /// daemon gives none).
+    Elsewhere { name: String },
+}
+
+impl DaemonHost {
+    /// Where a daemon runs: on this host when the name it gives its host (`/info`'s
+    /// `Name`) is this host's name, elsewhere when the names differ. A socket forwarded
+    /// from another machine (`ssh -L`) is so told apart from the local daemon's, and a
+    /// `tcp://127.0.0.1` daemon of this machine is this host's. Without both names the
+    /// endpoint decides: a unix socket is this machine's, a TCP or ssh endpoint is not
+    /// (judging a far daemon by this machine's GPUs is the one wrong answer).
+    pub fn of(
+        daemon_name: Option<&str>,
+        docker_desktop: bool,
+        endpoint: &str,
+        this_host: Option<&str>,
+    ) -> DaemonHost {
+        if docker_desktop {
+            return DaemonHost::ThisHost;
+        }
+        match (daemon_name, this_host) {
+            (Some(daemon), Some(here)) if daemon.eq_ignore_ascii_case(here) => DaemonHost::ThisHost,
+            (Some(daemon), Some(_)) => DaemonHost::Elsewhere {
+                name: daemon.to_string(),
+            },
+            _ if endpoint.starts_with("unix://") => DaemonHost::ThisHost,
+            (daemon, _) => DaemonHost::Elsewhere {
+                name: daemon.map_or_else(|| endpoint_host(endpoint), str::to_string),
+            },
+        }
+    }
+
+    /// The other machine's name, when the daemon is not on this one.
+    pub fn elsewhere(&self) -> Option<&str> {
+        match self {
+            DaemonHost::ThisHost => None,
+            DaemonHost::Elsewhere { name } => Some(name),
+        }
+    }
+}
+
+/// `gpu2` of `ssh://me@gpu2:22` or `tcp://gpu2:2376`.
+fn endpoint_host(endpoint: &str) -> String {
+    let rest = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    };
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string()
 }
 
 impl DaemonFacts {
@@ -346,6 +424,51 @@ mod kind_tests {
         assert_eq!(
             engine(EngineKind::DockerEngine, "20.10.24").drops_gpu_requests(),
             None
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_is_on_this_host_when_it_names_this_host() {
+        let here = Some("vm");
+        let of = |name, endpoint| DaemonHost::of(name, false, endpoint, here);
+        assert_eq!(of(Some("vm"), "tcp://127.0.0.1:2375"), DaemonHost::ThisHost);
+        assert_eq!(of(Some("VM"), "ssh://me@localhost"), DaemonHost::ThisHost);
+        // A socket forwarded from gpu2 is gpu2's daemon.
+        assert_eq!(
+            of(Some("gpu2"), "unix:///tmp/gpu2.sock"),
+            DaemonHost::Elsewhere {
+                name: "gpu2".into()
+            }
+        );
+        // Without a name, the endpoint decides.
+        assert_eq!(
+            of(None, "unix:///var/run/docker.sock"),
+            DaemonHost::ThisHost
+        );
+        assert_eq!(
+            of(None, "ssh://me@gpu3:2222"),
+            DaemonHost::Elsewhere {
+                name: "gpu3".into()
+            }
+        );
+        assert_eq!(
+            DaemonHost::of(Some("gpu4"), false, "tcp://[::1]:2376", None),
+            DaemonHost::Elsewhere {
+                name: "gpu4".into()
+            }
+        );
+        assert_eq!(
+            DaemonHost::of(None, false, "tcp://[::1]:2376", None),
+            DaemonHost::Elsewhere { name: "::1".into() }
+        );
+        assert_eq!(
+            DaemonHost::of(Some("docker-desktop"), true, "unix:///x", here),
+            DaemonHost::ThisHost
         );
     }
 }

@@ -72,9 +72,22 @@ pub enum LoadOutcome {
     SymbolMissing { message: String },
     /// Any other failure, with NVML's own words.
     Unknown { message: String },
+    /// Not read: the daemon runs on another machine (`DaemonHost::Elsewhere`), whose
+    /// driver and GPUs this machine's NVML cannot see. Never this machine's GPUs instead.
+    OnAnotherHost { host: String, message: String },
 }
 
 impl LoadOutcome {
+    /// NVML not read because the daemon runs on `host`, with the words that say so.
+    pub fn on_another_host(host: &str) -> Self {
+        LoadOutcome::OnAnotherHost {
+            host: host.to_string(),
+            message: format!(
+                "the daemon runs on {host}, whose NVIDIA driver and GPUs NVML on this machine cannot see"
+            ),
+        }
+    }
+
     /// The outcome for a failed load, from the failure's kind.
     pub fn from_failure(failure: NvmlFailure) -> Self {
         // A missing function is only actionable with its name.
@@ -110,7 +123,8 @@ impl LoadOutcome {
             | LoadOutcome::VersionMismatch { message }
             | LoadOutcome::NoPermission { message }
             | LoadOutcome::SymbolMissing { message }
-            | LoadOutcome::Unknown { message } => Some(message),
+            | LoadOutcome::Unknown { message }
+            | LoadOutcome::OnAnotherHost { message, .. } => Some(message),
         }
     }
 }

@@ -63,6 +63,15 @@ pub enum GpuLockError {
     Busy { path: PathBuf, seconds: u64 },
     #[error("interrupted while waiting for the GPU placement lock {path}")]
     Interrupted { path: PathBuf, code: u8 },
+    /// The daemon's own placement lock (`engine::daemon_placement`) stayed taken.
+    #[error("another envctl ({}) has held the GPU placement lock of the daemon at {endpoint} for {seconds} s", holder.as_deref().unwrap_or("unnamed"))]
+    DaemonBusy {
+        endpoint: String,
+        seconds: u64,
+        holder: Option<String>,
+    },
+    #[error("interrupted while waiting for the GPU placement lock of the daemon at {endpoint}")]
+    DaemonInterrupted { endpoint: String, code: u8 },
 }
 
 impl GpuLockError {
@@ -83,7 +92,12 @@ impl GpuLockError {
                 "`fuser -v {}` shows which process holds it; it is released when that process ends",
                 crate::spec::shell_quote(&path.to_string_lossy())
             ),
-            GpuLockError::Interrupted { .. } => "nothing was placed or created".into(),
+            GpuLockError::Interrupted { .. } | GpuLockError::DaemonInterrupted { .. } => {
+                "nothing was placed or created".into()
+            }
+            GpuLockError::DaemonBusy { .. } => {
+                "another `up` is placing on that daemon; it is released when that `up` has created its container".into()
+            }
         }
     }
 }

@@ -205,7 +205,9 @@ impl FailureKind {
             LoadOutcome::VersionMismatch { .. } => Some(FailureKind::VersionMismatch),
             LoadOutcome::NoPermission { .. } => Some(FailureKind::NoPermission),
             LoadOutcome::SymbolMissing { .. } => Some(FailureKind::SymbolMissing),
-            LoadOutcome::Unknown { .. } => Some(FailureKind::Unknown),
+            LoadOutcome::Unknown { .. } | LoadOutcome::OnAnotherHost { .. } => {
+                Some(FailureKind::Unknown)
+            }
         }
     }
 

@@ -270,10 +270,22 @@ pub async fn gather_with(
         Ok(host) => (host, None),
         Err(error) => (HostFacts::default(), Some(error.to_string())),
     };
+    // A daemon on another machine: this machine's NVML says nothing of its GPUs.
+    let elsewhere = match &engine_facts.state {
+        EngineState::Reachable(daemon) => daemon.host.elsewhere().map(str::to_string),
+        EngineState::Unreachable { .. } => None,
+    };
+    let gpu = match &elsewhere {
+        Some(host) => GpuFacts {
+            library: gpu.library,
+            nvml: LoadOutcome::on_another_host(host),
+        },
+        None => gpu,
+    };
     // Free space is only meaningful where the daemon's files are this machine's.
     let free_bytes = match &engine_facts.state {
         EngineState::Reachable(daemon)
-            if endpoint.starts_with("unix://") && !daemon.docker_desktop =>
+            if endpoint.starts_with("unix://") && !daemon.docker_desktop && elsewhere.is_none() =>
         {
             daemon.docker_root_dir.as_deref().map(|root| {
                 crate::host::free_space(Path::new(root)).map_err(|error| format!("{root}: {error}"))
@@ -447,7 +459,13 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         &facts.host,
         facts.library_from_environment,
     ));
-    findings.extend(checks::host::host(&facts.host, cgroup_driver.as_deref()));
+    // This machine's kernel module, device nodes and cgroups describe a daemon here only.
+    match &facts.engine.state {
+        EngineState::Reachable(daemon) if daemon.host.elsewhere().is_some() => {
+            findings.push(checks::host::elsewhere(daemon));
+        }
+        _ => findings.extend(checks::host::host(&facts.host, cgroup_driver.as_deref())),
+    }
     // slurm (issue 29): inside a job, the job, its GPUs and the cgroup warning.
     findings.extend(checks::slurm::job(
         facts.slurm.as_ref(),

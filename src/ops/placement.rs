@@ -46,11 +46,11 @@ pub enum Chooser {
     Given,
 }
 
-/// The GPUs decided for a container, and the lock that must be held until it exists.
+/// The GPUs decided for a container, and the locks that must be held until it exists.
 pub struct Placed {
     pub gpus: Gpus,
     pub report: Option<PlacementReport>,
-    pub lock: Option<GpuLock>,
+    pub lock: Held,
 }
 
 impl Placed {
@@ -59,15 +59,53 @@ impl Placed {
         Placed {
             gpus: gpus.clone(),
             report: None,
-            lock: None,
+            lock: Held::default(),
         }
     }
 }
 
-/// Whether [`place`] will take the host-wide lock for these GPUs: a count, `free`
-/// placement, and NVML facts to choose from.
+/// The placement locks an `up` holds: this host's lock file (when the daemon runs here)
+/// and the daemon's own lock (`engine::daemon_placement`), which orders the `up`s of every
+/// machine that reaches the daemon.
+#[derive(Debug, Default)]
+pub struct Held {
+    file: Option<GpuLock>,
+    /// The daemon lock's container id: released with [`release`], or by `up`'s clean-up.
+    pub daemon: Option<String>,
+}
+
+/// What placing takes besides the GPUs: the locks and what the daemon's lock is made of.
+/// A dry run places without them and changes nothing.
+pub struct Locking<'a> {
+    /// This host's lock file (`ENVCTL_GPU_LOCK`).
+    pub file: &'a Path,
+    /// The image the daemon's lock container is made from (present: pulled before placing).
+    pub image: &'a str,
+    /// This run's id (`RUN_LABEL`'s value), on the daemon's lock.
+    pub run: &'a str,
+}
+
+/// How long the daemon's lock may stay with the same holder before it is taken as the
+/// lock of an `up` that died (killed between taking and releasing it): a holder keeps it
+/// for one create, some tens of milliseconds. Measured by the waiter's own clock, so the
+/// clocks of the machines need not agree.
+const DAEMON_LOCK_STALE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Whether [`place`] will take the placement locks for these GPUs: a count, `free`
+/// placement, and GPUs to choose from (NVML's here, the daemon's record for a daemon on
+/// another machine).
 pub fn locks(gpus: &Gpus, policy: GpuPlacement, gpu: &GpuFacts) -> bool {
-    gpus.count().is_some() && policy != GpuPlacement::First && gpu.loaded().is_some()
+    gpus.count().is_some()
+        && policy != GpuPlacement::First
+        && (gpu.loaded().is_some() || elsewhere(gpu).is_some())
+}
+
+/// The daemon's machine, when it is not this one (NVML was then not read).
+fn elsewhere(gpu: &GpuFacts) -> Option<&str> {
+    match &gpu.nvml {
+        crate::facts::gpu::LoadOutcome::OnAnotherHost { host, .. } => Some(host),
+        _ => None,
+    }
 }
 
 /// `body` with its GPUs named in [`GPUS_LABEL`], so other `up`s see them in the list.
@@ -89,10 +127,11 @@ fn rows(
     Ok(placement::occupancy(gpu.listed_gpus()?, holders).0)
 }
 
-/// Places `gpus`. With a count and `free` placement it takes the host-wide lock
-/// (held in [`Placed::lock`] until the caller has created the container), reads the
-/// holders and pins the least used free GPUs; without NVML it leaves the choice to the
-/// daemon and says so. `lock_path` is `None` for a dry run, which changes nothing.
+/// Places `gpus`. With a count and `free` placement it takes the placement locks (held
+/// in [`Placed::lock`] until the caller has created the container, then [`release`]d),
+/// reads the holders and pins the least used free GPUs; without GPUs to choose from it
+/// leaves the choice to the daemon and says so. `locking` is `None` for a dry run, which
+/// changes nothing.
 ///
 /// `gate`: the host policy, when its per-user GPU rule applies. Its count of what the
 /// user holds is taken from the same holders, under the same lock, whatever the form of
@@ -103,7 +142,7 @@ pub async fn place(
     gpus: &Gpus,
     policy: GpuPlacement,
     gpu: &GpuFacts,
-    lock_path: Option<&Path>,
+    locking: Option<Locking<'_>>,
     gate: Option<(&crate::ops::policy::PolicyGate<'_>, &CreateBody)>,
     context: &Context,
 ) -> Result<Placed, Error> {
@@ -111,13 +150,44 @@ pub async fn place(
     let confined = crate::ops::slurm::for_placement(gpus, gpu, policy, context)?;
     let (gpus, gpu) = (&confined.0, &confined.1);
     // slurm: end
-    let count = gpus.count();
-    let chooses = count.is_some() && policy != GpuPlacement::First && rows(gpu, &[]).is_ok();
+    let chooses = locks(gpus, policy, gpu);
     let counts = chooses || gate.is_some();
-    let lock = match lock_path {
-        Some(path) if counts => Some(take_lock(path, context).await?),
-        _ => None,
-    };
+    let mut held = Held::default();
+    if let Some(locking) = &locking
+        && counts
+    {
+        // This machine's lock file orders the `up`s of this machine across its engines
+        // (Docker and Podman hand out the same GPUs); it says nothing of another machine.
+        if elsewhere(gpu).is_none() {
+            held.file = Some(take_lock(locking.file, context).await?);
+        }
+        held.daemon = Some(take_daemon_lock(engine, locking, context).await?);
+    }
+    let daemon_lock = held.daemon.clone();
+    match choose(engine, gpus, policy, gpu, counts, gate, held, context).await {
+        Ok(placed) => Ok(placed),
+        Err(error) => {
+            if let Some(id) = daemon_lock {
+                release_daemon_lock(engine, &id, context).await;
+            }
+            Err(error)
+        }
+    }
+}
+
+/// [`place`] once the locks are held.
+#[allow(clippy::too_many_arguments)]
+async fn choose(
+    engine: &Engine,
+    gpus: &Gpus,
+    policy: GpuPlacement,
+    gpu: &GpuFacts,
+    counts: bool,
+    gate: Option<(&crate::ops::policy::PolicyGate<'_>, &CreateBody)>,
+    lock: Held,
+    context: &Context,
+) -> Result<Placed, Error> {
+    let count = gpus.count();
     let holders = if counts {
         holders(engine, context).await?
     } else {
@@ -140,7 +210,7 @@ pub async fn place(
         });
     };
     // Docker's own choice, and why it is left to the daemon.
-    let first = |reason: String, lock: Option<GpuLock>| Placed {
+    let first = |reason: String, lock: Held| Placed {
         gpus: gpus.clone(),
         report: Some(PlacementReport {
             placement: Chooser::First,
@@ -157,15 +227,33 @@ pub async fn place(
             lock,
         ));
     }
-    if let Err(why) = rows(gpu, &[]) {
-        return Ok(first(
-            format!(
-                "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
-            ),
-            lock,
-        ));
-    }
-    let rows = rows(gpu, &holders).map_err(Error::Internal)?;
+    let rows = match elsewhere(gpu) {
+        Some(host) => match recorded(engine, host, &holders, context).await {
+            Ok(rows) => rows,
+            Err(why) => {
+                return Ok(first(
+                    format!(
+                        "{why}, so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
+                    ),
+                    lock,
+                ));
+            }
+        },
+        None => {
+            if let Err(why) = rows(gpu, &[]) {
+                return Ok(first(
+                    format!(
+                        "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
+                    ),
+                    lock,
+                ));
+            }
+            if lock.daemon.is_some() {
+                keep_record(engine, gpu, context).await;
+            }
+            rows(gpu, &holders).map_err(Error::Internal)?
+        }
+    };
     match placement::choose(count, &rows, policy == GpuPlacement::Idle) {
         Ok(choice) => Ok(Placed {
             gpus: Gpus::Devices(choice.gpus.iter().map(|gpu| gpu.uuid.clone()).collect()),
@@ -183,6 +271,170 @@ pub async fn place(
             skipped: no_room.skipped,
         }),
     }
+}
+
+/// The GPUs of another machine's daemon, from the record an `up` on that machine left
+/// there ([`keep_record`]), with their holders; `Err` says why there are none.
+async fn recorded(
+    engine: &Engine,
+    host: &str,
+    holders: &[crate::facts::occupancy::GpuHolder],
+    context: &Context,
+) -> Result<Vec<GpuOccupancy>, String> {
+    let record = engine.gpu_record().await.map_err(|error| {
+        format!(
+            "the GPU record of the daemon on {host} could not be read ({})",
+            crate::error::error_chain(&error)
+        )
+    })?;
+    let Some((record, _)) = record else {
+        return Err(format!(
+            "the GPUs of {host} cannot be seen from here and its daemon keeps no GPU record yet (an `envctl up` on {host} that places GPUs writes it)"
+        ));
+    };
+    let record = placement::GpuRecord::parse(&record).map_err(|why| {
+        format!(
+            "the GPU record of the daemon on {host} (volume {}) is not envctl's: {why}",
+            crate::engine::daemon_placement::RECORD_NAME
+        )
+    })?;
+    context.printer.info(&format!(
+        "placing on {host}'s GPUs as its daemon records them ({} GPUs)",
+        record.gpus.len()
+    ));
+    Ok(record.occupancy(holders))
+}
+
+/// Under the daemon's lock, on the daemon's own machine: the daemon's GPU record made to
+/// say NVML's GPUs, for clients on other machines. A record that cannot be kept is said;
+/// placement here does not depend on it.
+async fn keep_record(engine: &Engine, gpu: &GpuFacts, context: &Context) {
+    let Some(record) = gpu.listed_gpus().ok().and_then(placement::GpuRecord::of) else {
+        return;
+    };
+    let written = record.written();
+    let kept = match engine.gpu_record().await {
+        Ok(Some((existing, _))) if existing == written => return,
+        Ok(_) => {
+            let host = crate::host::hostname().unwrap_or_else(|_| "this host".into());
+            engine.write_gpu_record(&written, &host).await
+        }
+        Err(error) => Err(error),
+    };
+    if let Err(error) = kept {
+        context.printer.warn(&format!(
+            "could not keep this host's GPUs in the daemon's record (volume {}): {} (clients on other machines then leave the choice to the daemon)",
+            crate::engine::daemon_placement::RECORD_NAME,
+            crate::error::error_chain(&error)
+        ));
+    }
+}
+
+/// Takes the daemon's placement lock: tries until it is free, breaks one whose holder
+/// has kept it past [`DAEMON_LOCK_STALE`], gives up after [`gpu_lock::WAIT`] or at the
+/// first termination signal. Waits a random 10 to 50 ms between tries, so that waiters
+/// do not retry in step.
+async fn take_daemon_lock(
+    engine: &Engine,
+    locking: &Locking<'_>,
+    context: &Context,
+) -> Result<String, Error> {
+    use crate::engine::daemon_placement::LockTry;
+    let holder = format!(
+        "{}@{} (pid {})",
+        context.user.name,
+        crate::host::hostname().unwrap_or_else(|_| "?".into()),
+        std::process::id()
+    );
+    let started = std::time::Instant::now();
+    let mut said = false;
+    // The holder seen last and since when, by this waiter's clock.
+    let mut seen: Option<(String, std::time::Instant)> = None;
+    loop {
+        if let Some(code) = crate::interrupt::received() {
+            return Err(Error::GpuLock {
+                hint: "nothing was placed or created".into(),
+                source: gpu_lock::GpuLockError::DaemonInterrupted {
+                    endpoint: engine.endpoint().to_string(),
+                    code,
+                },
+            });
+        }
+        match engine
+            .try_placement_lock(locking.image, locking.run, &holder)
+            .await?
+        {
+            LockTry::Taken { id } => return Ok(id),
+            LockTry::Released => continue,
+            LockTry::Held { id, holder } => {
+                let since = match &seen {
+                    Some((known, since)) if *known == id => *since,
+                    _ => {
+                        let now = std::time::Instant::now();
+                        seen = Some((id.clone(), now));
+                        now
+                    }
+                };
+                if since.elapsed() >= DAEMON_LOCK_STALE {
+                    context.printer.warn(&format!(
+                        "the daemon's GPU placement lock has been held by {} for {} s: taking it as left by an `up` that died",
+                        holder.as_deref().unwrap_or("an unnamed holder"),
+                        since.elapsed().as_secs()
+                    ));
+                    engine.release_placement_lock(&id).await?;
+                    seen = None;
+                    continue;
+                }
+                if started.elapsed() >= gpu_lock::WAIT {
+                    return Err(Error::GpuLock {
+                        source: gpu_lock::GpuLockError::DaemonBusy {
+                            endpoint: engine.endpoint().to_string(),
+                            seconds: gpu_lock::WAIT.as_secs(),
+                            holder: holder.clone(),
+                        },
+                        hint: format!(
+                            "another `up` is placing on that daemon; if none is, remove the lock: `{} rm -f {}`",
+                            engine.known_kind().cli(),
+                            crate::engine::daemon_placement::LOCK_NAME
+                        ),
+                    });
+                }
+                if !said && started.elapsed() >= std::time::Duration::from_secs(1) {
+                    said = true;
+                    context.printer.info(&format!(
+                        "waiting for the daemon's GPU placement lock (held by {}; at most {} s)",
+                        holder.as_deref().unwrap_or("another `up`"),
+                        gpu_lock::WAIT.as_secs()
+                    ));
+                }
+                let jitter =
+                    10 + u64::from(std::process::id() ^ started.elapsed().subsec_nanos()) % 41;
+                tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+            }
+        }
+    }
+}
+
+/// Releases the daemon lock `id`; one that cannot be released is said (others break it
+/// after [`DAEMON_LOCK_STALE`]).
+pub async fn release_daemon_lock(engine: &Engine, id: &str, context: &Context) {
+    if let Err(error) = engine.release_placement_lock(id).await {
+        context.printer.warn(&format!(
+            "could not release the daemon's GPU placement lock: {} (other `up`s take it in {} s; `{} rm -f {}`)",
+            crate::error::error_chain(&error),
+            DAEMON_LOCK_STALE.as_secs(),
+            engine.known_kind().cli(),
+            crate::engine::daemon_placement::LOCK_NAME
+        ));
+    }
+}
+
+/// Releases what [`place`] took, once the container exists.
+pub async fn release(engine: &Engine, held: Held, context: &Context) {
+    if let Some(id) = &held.daemon {
+        release_daemon_lock(engine, id, context).await;
+    }
+    drop(held.file);
 }
 
 /// Takes the host-wide placement lock at `path` (waiting on a thread of its own, which

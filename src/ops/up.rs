@@ -164,28 +164,51 @@ pub async fn plan(
     let working_directory = context.working_directory()?;
     let profile_file = spec::profile_file_label(&resolved, &working_directory);
     let exists = |path: &std::path::Path| path.exists();
+    let anything = |_: &std::path::Path| true;
+    let resolve = |resolved, path_exists: &dyn Fn(&std::path::Path) -> bool| {
+        crate::ops::environment::resolve(
+            resolved,
+            crate::ops::environment::EnvironmentRequest {
+                overrides: overrides.clone(),
+                placement: crate::ops::environment::Placement::ThisHost { gpus_reachable },
+                lock_policy: if locked {
+                    crate::ops::environment::LockPolicy::Require
+                } else {
+                    crate::ops::environment::LockPolicy::Use
+                },
+                lock: crate::ops::environment::read_lock(),
+                working_directory: working_directory.clone(),
+                home: context.environment.home(),
+                path_exists,
+            },
+        )
+    };
+    let environment = match resolve(resolved.clone(), &exists) {
+        // A bind source missing here may be the daemon's machine's own path: a daemon on
+        // another machine mounts from its disk, which only its create judges.
+        Err(Error::Spec(crate::spec::SpecError::MissingBindSources { missing })) => {
+            let Some(host) = daemon_elsewhere(engine.as_ref(), facts.as_ref()).await else {
+                return Err(Error::Spec(crate::spec::SpecError::MissingBindSources {
+                    missing,
+                }));
+            };
+            for source in &missing {
+                context.printer.info(&format!(
+                    "bind source {} is not on this machine: it is {host}'s path, which the daemon there mounts",
+                    source.path.display()
+                ));
+            }
+            resolve(resolved, &anything)?
+        }
+        other => other?,
+    };
     let crate::ops::environment::ResolvedEnvironment {
         resolved,
         body,
         gpus,
         locked_digest,
         ..
-    } = crate::ops::environment::resolve(
-        resolved,
-        crate::ops::environment::EnvironmentRequest {
-            overrides,
-            placement: crate::ops::environment::Placement::ThisHost { gpus_reachable },
-            lock_policy: if locked {
-                crate::ops::environment::LockPolicy::Require
-            } else {
-                crate::ops::environment::LockPolicy::Use
-            },
-            lock: crate::ops::environment::read_lock(),
-            working_directory,
-            home: context.environment.home(),
-            path_exists: &exists,
-        },
-    )?;
+    } = environment;
     // slurm (issue 29): inside a job, the job's labels, memory, CPUs and GPUs (`ops::slurm`).
     let (mut body, gpus) = crate::ops::slurm::shape(
         body,
@@ -247,9 +270,36 @@ pub async fn plan(
     })
 }
 
+/// The daemon's machine when it is not this one: from the facts gathered, else asked.
+async fn daemon_elsewhere(
+    engine: Option<&Engine>,
+    facts: Option<&crate::ops::doctor::Facts>,
+) -> Option<String> {
+    let state = match facts {
+        Some(facts) => facts.engine.state.clone(),
+        None => engine?.facts().await.state,
+    };
+    match state {
+        crate::facts::engine::EngineState::Reachable(daemon) => {
+            daemon.host.elsewhere().map(str::to_string)
+        }
+        crate::facts::engine::EngineState::Unreachable { .. } => None,
+    }
+}
+
 /// Whether `gpus = "optional"` gets GPUs here: NVML sees some and the daemon can hand
 /// them to containers. When not, the README promises a warning saying why.
 fn optional_gets_gpus(facts: &crate::ops::doctor::Facts, context: &Context) -> bool {
+    // Another machine's daemon: its GPUs are not seen from here, only what it reports.
+    if let crate::facts::gpu::LoadOutcome::OnAnotherHost { host, .. } = &facts.gpu.nvml {
+        let reachable = crate::spec::gpu_path::gpus_reachable(&facts.engine, &facts.host);
+        if !reachable {
+            context.printer.warn(&format!(
+                "`gpus = \"optional\"`: the daemon on {host} reports no NVIDIA runtime or device, so the container runs without GPUs (ask for them with `--gpus all` if {host} has its toolkit set up)"
+            ));
+        }
+        return reachable;
+    }
     let nvml_sees_gpus = facts.gpu.listed_gpus().is_ok_and(|gpus| !gpus.is_empty());
     if !nvml_sees_gpus {
         context.printer.warn(
@@ -342,6 +392,9 @@ pub struct RunState {
     /// `--recreate` removed the old container of this name: an interruption before the new
     /// one starts leaves neither, which is said.
     replaced: Option<String>,
+    /// The daemon's placement lock this run holds (`ops::placement::Held::daemon`), until
+    /// released: whatever ends the run releases it.
+    placement_lock: Option<String>,
 }
 
 impl RunState {
@@ -369,6 +422,7 @@ impl Default for RunState {
             run_id: format!("{}-{random:016x}", std::process::id()),
             creates_in_flight: Arc::new(AtomicUsize::new(0)),
             replaced: None,
+            placement_lock: None,
         }
     }
 }
@@ -418,6 +472,18 @@ pub async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &
             state.creates_in_flight.clone(),
         )
     };
+    release_placement_lock(engine, state, context).await;
+    // A lock whose create a signal cut short is found by this run's label.
+    match engine.placement_locks_of(&run_id).await {
+        Ok(locks) => {
+            for id in locks {
+                placement::release_daemon_lock(engine, &id, context).await;
+            }
+        }
+        Err(error) => context.printer.warn(&format!(
+            "could not look for a GPU placement lock this run took: {error}"
+        )),
+    }
     if started {
         return;
     }
@@ -454,9 +520,30 @@ pub async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &
     }
 }
 
+/// Releases the daemon's placement lock when this run still holds it.
+async fn release_placement_lock(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
+    let held = state.borrow_mut().placement_lock.take();
+    if let Some(id) = held {
+        placement::release_daemon_lock(engine, &id, context).await;
+    }
+}
+
 /// Preflight, pull when needed, create and start `plan`'s container (or meet the one
-/// that exists): the whole of `envctl up` after the environment is resolved.
+/// that exists): the whole of `envctl up` after the environment is resolved. The daemon's
+/// placement lock, when taken, is released however it ends.
 pub async fn up(
+    engine: &Engine,
+    plan: &Plan,
+    arguments: &UpOptions,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<UpReport, Error> {
+    let result = up_once(engine, plan, arguments, context, state).await;
+    release_placement_lock(engine, state, context).await;
+    result
+}
+
+async fn up_once(
     engine: &Engine,
     plan: &Plan,
     arguments: &UpOptions,
@@ -492,7 +579,8 @@ pub async fn up(
                 }
                 placement::Placed::unplaced(&plan.gpus)
             } else {
-                let (pulled, placed) = pull_and_place(engine, plan, facts, pull, context).await?;
+                let (pulled, placed) =
+                    pull_and_place(engine, plan, facts, pull, context, state).await?;
                 pull = pulled;
                 placed
             };
@@ -595,7 +683,7 @@ pub async fn up(
                     if placed.is_some() {
                         // The profile may name a new image: pulled first, outside the lock.
                         let (pulled, replaced) =
-                            pull_and_place(engine, plan, facts, pull, context).await?;
+                            pull_and_place(engine, plan, facts, pull, context, state).await?;
                         pull = pulled;
                         body = gpu_body(plan, &replaced, facts)?;
                         placed = Some(replaced);
@@ -628,7 +716,8 @@ pub async fn up(
                     .printer
                     .info(&format!("placement: {}", report.reason));
             }
-            drop(placed.lock);
+            state.borrow_mut().placement_lock = None;
+            placement::release(engine, placed.lock, context).await;
             placed.report
         }
         None => None,
@@ -709,18 +798,26 @@ async fn pull_and_place(
     facts: &crate::ops::doctor::Facts,
     pull: PullPolicy,
     context: &Context,
+    state: &Rc<RefCell<RunState>>,
 ) -> Result<(PullPolicy, placement::Placed), Error> {
     let pull = pull_before_placing(engine, plan, facts, pull, context).await?;
+    let run = state.borrow().run_id.clone();
     let placed = placement::place(
         engine,
         &plan.gpus,
         plan.resolved.profile.placement,
         &facts.gpu,
-        Some(&context.environment.gpu_lock_path()),
+        Some(placement::Locking {
+            file: &context.environment.gpu_lock_path(),
+            image: &plan.body.image,
+            run: &run,
+        }),
         plan.counting_gate().as_ref().map(|gate| (gate, &plan.body)),
         context,
     )
     .await?;
+    // Held until the container exists; whatever ends the run first releases it.
+    state.borrow_mut().placement_lock = placed.lock.daemon.clone();
     Ok((pull, placed))
 }
 

@@ -24,6 +24,9 @@ pub enum GpuSupport {
     Hook { path: String },
     /// Nothing: `--gpus` fails with `could not select device driver "" with capabilities: [[gpu]]`.
     None,
+    /// Nothing the daemon reports, and it runs on another machine (`DaemonHost`), whose
+    /// hook and CDI specs cannot be seen from here: the daemon decides at the create.
+    Unseen { host: String },
 }
 
 /// Whether a device the daemon discovered (`SOURCE:ID`) is an NVIDIA GPU through CDI:
@@ -48,6 +51,16 @@ pub fn gpu_support(daemon: &DaemonFacts, host: &HostFacts) -> GpuSupport {
     if !discovered.is_empty() {
         return GpuSupport::DiscoveredDevices {
             devices: discovered,
+        };
+    }
+    // This machine's CDI specs and tools say nothing of another machine's daemon.
+    if let Some(elsewhere) = daemon.host.elsewhere() {
+        return if daemon.runtimes.iter().any(|runtime| runtime == "nvidia") {
+            GpuSupport::Runtime
+        } else {
+            GpuSupport::Unseen {
+                host: elsewhere.to_string(),
+            }
         };
     }
     // A spec that could not be read is not counted: whether it names GPUs is unknown.
@@ -131,6 +144,9 @@ pub enum GpuPath {
     Unknown { unreadable_specs: Vec<String> },
     /// No runtime, CDI spec or hook.
     Missing,
+    /// The daemon runs on another machine and reports no NVIDIA runtime or device: a hook
+    /// or CDI spec there may give GPUs, which only the create tells.
+    Unseen { host: String },
 }
 
 /// How GPUs reach containers of this daemon, if they do: the one decision behind
@@ -143,6 +159,7 @@ pub fn gpu_path(daemon: &DaemonFacts, host: &HostFacts) -> GpuPath {
         support @ (GpuSupport::Cdi { .. } | GpuSupport::DiscoveredDevices { .. }) => {
             GpuPath::Open(support)
         }
+        GpuSupport::Unseen { host } => GpuPath::Unseen { host },
         _ if daemon.rootless => GpuPath::RootlessWithoutCdi,
         GpuSupport::None => match specs_making_gpus_unknown(daemon, host, &GpuSupport::None) {
             specs if specs.is_empty() => GpuPath::Missing,
@@ -170,7 +187,10 @@ pub fn gpu_request_form(daemon: &DaemonFacts, host: &HostFacts) -> GpuRequestFor
     }
     match gpu_support(daemon, host) {
         GpuSupport::DiscoveredDevices { .. } | GpuSupport::Cdi { .. } => GpuRequestForm::Cdi,
-        GpuSupport::Runtime | GpuSupport::Hook { .. } | GpuSupport::None => GpuRequestForm::Gpus,
+        GpuSupport::Runtime
+        | GpuSupport::Hook { .. }
+        | GpuSupport::None
+        | GpuSupport::Unseen { .. } => GpuRequestForm::Gpus,
     }
 }
 

@@ -506,6 +506,92 @@ pub fn list(items: &[String]) -> String {
     }
 }
 
+/// A host's GPUs as a daemon keeps them for clients on other machines
+/// (`engine::daemon_placement`): each GPU's index and UUID, written as `0=GPU-…,1=GPU-…`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuRecord {
+    pub gpus: Vec<(u32, String)>,
+}
+
+impl GpuRecord {
+    /// The record of NVML's GPUs; `None` when a UUID could not be read (a record that
+    /// leaves a GPU out would have it taken as absent).
+    pub fn of(gpus: &[GpuDevice]) -> Option<GpuRecord> {
+        let gpus = gpus
+            .iter()
+            .map(|gpu| Some((gpu.index, gpu.uuid.value()?.clone())))
+            .collect::<Option<Vec<_>>>()?;
+        (!gpus.is_empty()).then_some(GpuRecord { gpus })
+    }
+
+    /// The label's text.
+    pub fn written(&self) -> String {
+        self.gpus
+            .iter()
+            .map(|(index, uuid)| format!("{index}={uuid}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Reads the label's text; an entry that is not `INDEX=GPU-…` is named.
+    pub fn parse(text: &str) -> Result<GpuRecord, String> {
+        let mut gpus = Vec::new();
+        for entry in text.split(',') {
+            let parsed = entry.split_once('=').and_then(|(index, uuid)| {
+                let index = index.trim().parse::<u32>().ok()?;
+                let uuid = uuid.trim();
+                (uuid.starts_with("GPU-") && !gpus.iter().any(|(known, _)| *known == index))
+                    .then(|| (index, uuid.to_string()))
+            });
+            match parsed {
+                Some(gpu) => gpus.push(gpu),
+                None => {
+                    return Err(format!(
+                        "{:?} is not `INDEX=GPU-UUID` (or names an index twice)",
+                        entry.chars().take(80).collect::<String>()
+                    ));
+                }
+            }
+        }
+        gpus.sort_unstable();
+        Ok(GpuRecord { gpus })
+    }
+
+    /// The GPUs of the record with their `holders`, for [`choose`]: what is in use on a
+    /// GPU of another machine (memory, processes) cannot be read from here, so placement
+    /// weighs the containers that hold each GPU only.
+    pub fn occupancy(&self, holders: &[GpuHolder]) -> Vec<GpuOccupancy> {
+        fn unseen<T>() -> crate::facts::gpu::Fact<T> {
+            crate::facts::gpu::Fact::Error(crate::facts::gpu::NvmlFailure::new(
+                crate::facts::gpu::FailureKind::Other,
+                "a GPU of another machine",
+            ))
+        }
+        let devices: Vec<GpuDevice> = self
+            .gpus
+            .iter()
+            .map(|(index, uuid)| GpuDevice {
+                index: *index,
+                name: unseen(),
+                uuid: crate::facts::gpu::Fact::Value(uuid.clone()),
+                pci_bus_id: unseen(),
+                compute_capability: unseen(),
+                memory: unseen(),
+                mig_mode: unseen(),
+                power_limit_watts: unseen(),
+                processes: unseen(),
+                minor_number: unseen(),
+            })
+            .collect();
+        let (mut rows, _) = occupancy(&devices, holders);
+        for row in &mut rows {
+            // Unknown by nature here, not unreadable: the GPU stays a candidate.
+            row.unreadable.clear();
+        }
+        rows
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -793,5 +879,34 @@ mod tests {
         assert_eq!(list(&["0".into()]), "0");
         assert_eq!(list(&["0".into(), "1".into()]), "0 and 1");
         assert_eq!(list(&["0".into(), "1".into(), "5".into()]), "0, 1 and 5");
+    }
+
+    #[test]
+    fn a_gpu_record_round_trips_and_places_by_its_holders_only() {
+        let gpus: Vec<GpuDevice> = (0..4).map(|index| gpu(index, 0, 0)).collect();
+        let record = GpuRecord::of(&gpus).unwrap();
+        let written = record.written();
+        assert_eq!(GpuRecord::parse(&written).unwrap(), record);
+        // A holder of GPU 0 by UUID and one of the first two by count: 2 and 3 are free.
+        let uuid = gpus[0].uuid.value().unwrap().clone();
+        let holders = [
+            holder("a", GpuAssignment::Devices(vec![uuid])),
+            holder("b", GpuAssignment::Count(2)),
+        ];
+        let rows = record.occupancy(&holders);
+        let picked = choose(2, &rows, false).unwrap();
+        assert_eq!(
+            picked.gpus.iter().map(|gpu| gpu.index).collect::<Vec<_>>(),
+            [2, 3]
+        );
+        assert!(choose(3, &rows, false).is_err());
+        // What is not the record's form is named, never read as no GPU.
+        for bad in ["", "0=GPU-a,0=GPU-b", "x=GPU-a", "0=notauuid", "0"] {
+            assert!(GpuRecord::parse(bad).is_err(), "{bad:?}");
+        }
+        // A GPU whose UUID NVML could not read leaves no record at all.
+        let mut unread = gpus.clone();
+        unread[1].uuid = Fact::Error(NvmlFailure::new(FailureKind::Unknown, "no"));
+        assert_eq!(GpuRecord::of(&unread), None);
     }
 }
