@@ -146,6 +146,8 @@ pub async fn place(
     gate: Option<(&crate::ops::policy::PolicyGate<'_>, &CreateBody)>,
     context: &Context,
 ) -> Result<Placed, Error> {
+    // The host's GPUs, for the daemon's record: in a Slurm job too, all of them.
+    let host_gpus = gpu;
     // slurm (issue 29): inside a job, only the job's GPUs are candidates (`ops::slurm`).
     let confined = crate::ops::slurm::for_placement(gpus, gpu, policy, context)?;
     let (gpus, gpu) = (&confined.0, &confined.1);
@@ -164,7 +166,15 @@ pub async fn place(
         held.daemon = Some(take_daemon_lock(engine, locking, context).await?);
     }
     let daemon_lock = held.daemon.clone();
-    match choose(engine, gpus, policy, gpu, counts, gate, held, context).await {
+    let choosing = Choosing {
+        gpus,
+        policy,
+        gpu,
+        host_gpus,
+        counts,
+        gate,
+    };
+    match choose(engine, choosing, held, context).await {
         Ok(placed) => Ok(placed),
         Err(error) => {
             if let Some(id) = daemon_lock {
@@ -175,18 +185,33 @@ pub async fn place(
     }
 }
 
+/// What [`choose`] decides from: [`place`]'s arguments once confined to a Slurm job.
+struct Choosing<'a> {
+    gpus: &'a Gpus,
+    policy: GpuPlacement,
+    /// The GPUs that are candidates (a Slurm job's only, inside one).
+    gpu: &'a GpuFacts,
+    /// Every GPU of the host, for the daemon's record.
+    host_gpus: &'a GpuFacts,
+    counts: bool,
+    gate: Option<(&'a crate::ops::policy::PolicyGate<'a>, &'a CreateBody)>,
+}
+
 /// [`place`] once the locks are held.
-#[allow(clippy::too_many_arguments)]
 async fn choose(
     engine: &Engine,
-    gpus: &Gpus,
-    policy: GpuPlacement,
-    gpu: &GpuFacts,
-    counts: bool,
-    gate: Option<(&crate::ops::policy::PolicyGate<'_>, &CreateBody)>,
+    choosing: Choosing<'_>,
     lock: Held,
     context: &Context,
 ) -> Result<Placed, Error> {
+    let Choosing {
+        gpus,
+        policy,
+        gpu,
+        host_gpus,
+        counts,
+        gate,
+    } = choosing;
     let count = gpus.count();
     let holders = if counts {
         holders(engine, context).await?
@@ -249,7 +274,7 @@ async fn choose(
                 ));
             }
             if lock.daemon.is_some() {
-                keep_record(engine, gpu, context).await;
+                keep_record(engine, host_gpus, context).await;
             }
             rows(gpu, &holders).map_err(Error::Internal)?
         }
