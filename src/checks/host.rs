@@ -369,6 +369,40 @@ mod tests {
     }
 
     #[test]
+    fn another_machines_daemon_is_judged_by_its_own_answers_only() {
+        // This machine has a hook and an NVIDIA CDI spec; the daemon is gpu2's.
+        let mut host = HostFacts::default();
+        host.tools.push(tool(
+            "nvidia-container-runtime-hook",
+            Some("/usr/bin/nvidia-container-runtime-hook"),
+            None,
+        ));
+        host.cdi_specs.push(CdiSpec {
+            path: "/etc/cdi/nvidia.yaml".into(),
+            nvidia_gpus: true,
+            unreadable: None,
+        });
+        let mut facts = daemon();
+        facts.cdi_spec_dirs = Some(vec!["/etc/cdi".into()]);
+        facts.host = crate::facts::engine::DaemonHost::Elsewhere {
+            name: "gpu2".into(),
+        };
+        assert_eq!(
+            gpu_support(&facts, &host),
+            GpuSupport::Unseen {
+                host: "gpu2".into()
+            }
+        );
+        facts.runtimes.push("nvidia".into());
+        assert_eq!(gpu_support(&facts, &host), GpuSupport::Runtime);
+        facts.discovered_devices = Some(vec!["cdi:nvidia.com/gpu=0".into()]);
+        assert!(matches!(
+            gpu_support(&facts, &host),
+            GpuSupport::DiscoveredDevices { .. }
+        ));
+    }
+
+    #[test]
     fn gpu_support_prefers_the_strongest_evidence() {
         let mut host = HostFacts::default();
         let mut facts = daemon();

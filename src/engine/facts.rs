@@ -20,6 +20,11 @@ const IMAGE_ENV_KEYS: [&str; 6] = [
 /// 20 KiB.
 const MAX_FACTS_ANSWER_BYTES: usize = 4 << 20;
 
+/// Whether `/info`'s `OperatingSystem` is Docker Desktop's VM.
+fn is_docker_desktop(operating_system: Option<&str>) -> bool {
+    operating_system.is_some_and(|system| system.contains("Docker Desktop"))
+}
+
 impl Engine {
     /// Reads `/version` and `/info` at once. Unreachable is a fact, not an error.
     pub async fn facts(&self) -> EngineFacts {
@@ -60,9 +65,7 @@ impl Engine {
         let mut runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
         runtimes.sort();
         let operating_system = info.operating_system;
-        let docker_desktop = operating_system
-            .as_deref()
-            .is_some_and(|system| system.contains("Docker Desktop"));
+        let docker_desktop = is_docker_desktop(operating_system.as_deref());
         let kind = EngineKind::from_components(
             version
                 .components
@@ -89,6 +92,7 @@ impl Engine {
             self.endpoint(),
             crate::host::hostname().ok().as_deref(),
         );
+        let _ = self.host.set(host.clone());
         Ok(DaemonFacts {
             name,
             host,
@@ -130,6 +134,35 @@ impl Engine {
                 .and_then(|bytes| u64::try_from(bytes).ok())
                 .filter(|bytes| *bytes > 0),
         })
+    }
+
+    /// Whether the daemon runs on this machine, asked once per connection (`/info`'s
+    /// `Name`; `DaemonHost::of`): what may be read here for it, NVML, `/proc`, the free
+    /// disk, the GPU lock file, is this machine's only when it does.
+    pub async fn daemon_host(&self) -> Result<DaemonHost, EngineError> {
+        self.host
+            .get_or_try_init(|| async {
+                let answer: serde_json::Value = self
+                    .get_json("/info", "GET /info", MAX_FACTS_ANSWER_BYTES)
+                    .await?;
+                let name = answer
+                    .get("Name")
+                    .and_then(serde_json::Value::as_str)
+                    .filter(|name| !name.is_empty());
+                let docker_desktop = is_docker_desktop(
+                    answer
+                        .get("OperatingSystem")
+                        .and_then(serde_json::Value::as_str),
+                );
+                Ok(DaemonHost::of(
+                    name,
+                    docker_desktop,
+                    self.endpoint(),
+                    crate::host::hostname().ok().as_deref(),
+                ))
+            })
+            .await
+            .cloned()
     }
 
     /// Podman's `/info` field `Rootless`, read from the raw answer (at most 1 MiB).

@@ -91,6 +91,8 @@ pub struct Engine {
     /// Which engine answers, asked once (`/version`) by what must work around an
     /// engine's own answers (Podman lists only the first port of a published range).
     identity: std::sync::Arc<tokio::sync::OnceCell<Identity>>,
+    /// Whether the daemon runs on this machine (`DaemonHost::of`), asked once (`/info`).
+    host: std::sync::Arc<tokio::sync::OnceCell<crate::facts::engine::DaemonHost>>,
     /// Which engine a `_ping`'s headers named ([`Engine::identify_by_ping`]): what messages
     /// go by until `/version` was asked.
     pinged: std::sync::Arc<std::sync::OnceLock<crate::facts::engine::EngineKind>>,
@@ -176,6 +178,7 @@ impl Engine {
             answers,
             timeout,
             identity: Default::default(),
+            host: Default::default(),
             pinged: Default::default(),
             image_labels: Default::default(),
         })

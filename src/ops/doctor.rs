@@ -282,11 +282,10 @@ pub async fn gather_with(
         },
         None => gpu,
     };
-    // Free space is only meaningful where the daemon's files are this machine's.
+    // Free space is only meaningful where the daemon's files are this machine's (Docker
+    // Desktop's are its VM's).
     let free_bytes = match &engine_facts.state {
-        EngineState::Reachable(daemon)
-            if endpoint.starts_with("unix://") && !daemon.docker_desktop && elsewhere.is_none() =>
-        {
+        EngineState::Reachable(daemon) if !daemon.docker_desktop && elsewhere.is_none() => {
             daemon.docker_root_dir.as_deref().map(|root| {
                 crate::host::free_space(Path::new(root)).map_err(|error| format!("{root}: {error}"))
             })

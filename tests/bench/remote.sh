@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Remote daemons (issue 27): `envctl ps` over TLS and over ssh against the docker CLI's
-# `docker ps` on the same endpoint, and `envctl ps --hosts` over 8 endpoints against the
+# Remote daemons (issue 27): `envctl ps` and `envctl up` over TLS and over ssh against the
+# docker CLI's `docker ps` and `docker run -d` (the line `up --dry-run` prints: the same
+# container) on the same endpoint, and `envctl ps --hosts` over 8 endpoints against the
 # slowest of them alone.
-# Goals: ps over TLS and over ssh ≤ 1.0× the docker CLI; ps --hosts over 8 endpoints ≤ 1.2×
-# the slowest single one (asked at once, not one after another).
+# Goals: ps and up over TLS and over ssh ≤ 1.0× the docker CLI; ps --hosts over 8
+# endpoints ≤ 1.2× the slowest single one (asked at once, not one after another).
 #
 #   sudo bash .ci/dockerd2.sh start && sudo tests/bench/remote.sh
 #   ENVCTL=target/debug/envctl tests/bench/remote.sh     # another binary (default: release)
@@ -104,6 +105,44 @@ for way, env in ways.items():
     e, d = times["envctl"], times["docker"]
     print(f"{way}: envctl ps median {statistics.median(e) * 1000:.0f} ms (mean {statistics.mean(e) * 1000:.0f}),"
           f" docker ps median {statistics.median(d) * 1000:.0f} ms (mean {statistics.mean(d) * 1000:.0f});"
+          f" ratio {statistics.median(e) / statistics.median(d):.2f}x (means {statistics.mean(e) / statistics.mean(d):.2f}x)")
+PYTHON
+
+echo "== up over TLS and ssh (envctl up against the docker run -d line its --dry-run prints), interleaved"
+printf 'image = "%s"\ncommand = ["sleep", "1000"]\nlabels = { "com.example.bench" = "envctl-remote" }\n' "$image" \
+    >"envctl/bench-up.toml"
+docker_line=$(DOCKER_HOST=$D2 "$ENVCTL" up bench-up --dry-run)
+case "$docker_line" in
+"docker run -d "*) ;;
+*) echo "error: unexpected dry-run line: $docker_line" >&2; exit 1 ;;
+esac
+# Each run makes a fresh container: the one before is removed (untimed) first.
+ENVCTL=$ENVCTL CERTS=$CERTS RUNS=$RUNS DOCKER_LINE=$docker_line python3 - <<'PYTHON'
+import os, shlex, statistics, subprocess, time
+envctl, runs = os.environ["ENVCTL"], int(os.environ["RUNS"])
+docker_run = shlex.split(os.environ["DOCKER_LINE"])
+ways = {
+    "TLS": dict(os.environ, DOCKER_HOST="tcp://127.0.0.1:23760", DOCKER_TLS_VERIFY="1",
+                DOCKER_CERT_PATH=os.environ["CERTS"]),
+    "ssh": dict(os.environ, DOCKER_HOST="ssh://gpu2"),
+}
+for way, env in ways.items():
+    times = {"envctl": [], "docker": []}
+    commands = [("envctl", [envctl, "-q", "up", "bench-up", "--pull", "never"]), ("docker", docker_run)]
+    for run in range(runs + 1):
+        for name, command in commands if run % 2 == 0 else commands[::-1]:
+            subprocess.run(["docker", "rm", "-f", "envctl-bench-up"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.3)  # the daemon's teardown of the one before, untimed
+            start = time.perf_counter()
+            subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
+            if run >= 1:  # one warm-up round
+                times[name].append(time.perf_counter() - start)
+    subprocess.run(["docker", "rm", "-f", "envctl-bench-up"], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    e, d = times["envctl"], times["docker"]
+    print(f"{way}: envctl up median {statistics.median(e) * 1000:.0f} ms (mean {statistics.mean(e) * 1000:.0f}),"
+          f" docker run -d median {statistics.median(d) * 1000:.0f} ms (mean {statistics.mean(d) * 1000:.0f});"
           f" ratio {statistics.median(e) / statistics.median(d):.2f}x (means {statistics.mean(e) / statistics.mean(d):.2f}x)")
 PYTHON
 
