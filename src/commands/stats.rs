@@ -372,7 +372,7 @@ async fn run_live(
             Err(error) => {
                 if arguments.serve.is_some() {
                     context.printer.warn(&format!(
-                        "the host's name could not be read ({error}): the GPU metrics carry no `Hostname` label"
+                        "the host's name could not be read ({error}): the metrics carry no `Hostname` label"
                     ));
                 }
                 None
