@@ -21,6 +21,9 @@ pub enum Error {
     /// A body that could not be compared with a container: a bug, with its cause.
     #[error(transparent)]
     Uncomparable(#[from] crate::spec::drift::Uncomparable),
+    /// The team file (`[hosts]` of `--hosts`) cannot be read or is not valid.
+    #[error(transparent)]
+    Team(#[from] crate::ops::team::TeamError),
     /// The host policy cannot be read or is not valid.
     #[error(transparent)]
     Policy(#[from] crate::policy::PolicyError),
@@ -240,7 +243,8 @@ impl Error {
             | Error::Read { .. }
             | Error::Chart(_)
             | Error::LockFile(_)
-            | Error::Policy(_) => ExitStatus::Error,
+            | Error::Policy(_)
+            | Error::Team(_) => ExitStatus::Error,
             // Writing what was asked for failed: the request cannot be met.
             Error::Write { .. }
             | Error::Registry { .. }
@@ -303,6 +307,7 @@ impl Error {
             ),
             Error::Spec(error) => error.hint(),
             Error::Policy(error) => Some(error.hint()),
+            Error::Team(error) => Some(error.hint()),
             Error::Slurm(error) => Some(error.hint()),
             Error::PolicyRefused { path, .. } => Some(format!(
                 "the host's admin sets these limits in `{path}`: ask them, or change the profile to stay within them (`--force` does not pass a policy)"
@@ -385,6 +390,7 @@ impl Error {
             Error::Profile(error) => error.diagnostics(),
             Error::Matrix(error) => &error.problems,
             Error::Policy(error) => error.diagnostics(),
+            Error::Team(error) => error.diagnostics(),
             _ => &[],
         }
     }

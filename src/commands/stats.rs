@@ -74,6 +74,17 @@ pub struct StatsArgs {
     /// (the `Host` a browser or Prometheus sends: `gpu-node-3.example`); repeatable
     #[arg(long, value_name = "NAME", requires = "serve")]
     pub serve_host: Vec<String>,
+    /// Several daemons in one snapshot (with --once), asked at once: names of the team
+    /// file's [hosts], docker CLI context names or URLs, comma-separated, or @team for every
+    /// host of the team file; an unreachable one is a row saying why
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "HOSTS",
+        requires = "once",
+        conflicts_with_all = ["targets", "record"]
+    )]
+    pub hosts: Vec<String>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -100,6 +111,9 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
     }) = &arguments.command
     {
         return report(file, output, *force, context);
+    }
+    if !arguments.hosts.is_empty() {
+        return run_hosts(&arguments, context);
     }
     let mut recorder = match &arguments.record {
         Some(path) => Some(Recorder::open(path)?),
@@ -140,6 +154,48 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
         )
         .await
     })
+}
+
+/// `stats --hosts … --once`: every host's snapshot at once, one table with a HOST column
+/// (JSON: a `host` field on each row, and what each host answered); a host that cannot be
+/// sampled is a row saying why, never a failed command.
+fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Error> {
+    use crate::ops::stats::hosts as stats_hosts;
+    let hosts = crate::ops::hosts::named(context, &arguments.hosts)?;
+    let source = if context.environment.stats_from_api_only() {
+        CounterSource::ApiOnly
+    } else {
+        CounterSource::Nearest
+    };
+    let choice = stats_hosts::Choice {
+        only_envctl: !arguments.all,
+        owner: own_only(arguments, context),
+    };
+    let answers = runtime()?.block_on(async {
+        // This machine's NVML, once, only when a host is a socket on this machine.
+        let local_gpus = if hosts.iter().any(stats_hosts::gpus_here) {
+            Gpus::open(context.environment.nvml_library()).await
+        } else {
+            Gpus::Elsewhere
+        };
+        stats_hosts::snapshot_hosts(
+            &hosts,
+            super::REQUEST_TIMEOUT,
+            &choice,
+            &local_gpus,
+            source,
+            arguments.interval,
+            context.environment.clock(),
+        )
+        .await
+    });
+    let sampled = hosts_view::HostsSnapshot::of(answers, context.environment.clock());
+    if context.json {
+        context.printer.json(&sampled)?;
+    } else {
+        hosts_view::print(&context.printer, &sampled)?;
+    }
+    Ok(ExitStatus::Success)
 }
 
 /// The named targets (each must exist: a name that matches nothing stops the command, as
@@ -372,7 +428,7 @@ async fn run_live(
             Err(error) => {
                 if arguments.serve.is_some() {
                     context.printer.warn(&format!(
-                        "the host's name could not be read ({error}): the GPU metrics carry no `Hostname` label"
+                        "the host's name could not be read ({error}): the metrics carry no `Hostname` label"
                     ));
                 }
                 None
@@ -502,5 +558,341 @@ mod tests {
             error_chain(&error),
             "cannot open the recording `/x/run.csv`: permission denied"
         );
+    }
+}
+
+/// What `stats --hosts` shows: the JSON document and the tables.
+mod hosts_view {
+    use serde::Serialize;
+
+    use crate::error::Error;
+    use crate::monitor::snapshot::{ContainerRow, GpuRow};
+    use crate::monitor::{Diagnosis, Failure, FailureKind, FailureSubject, Snapshot};
+    use crate::ops::hosts::Answer;
+    use crate::ui::printer::Printer;
+    use crate::ui::table::print_table;
+    use crate::units::{binary_compact, decimal_compact};
+
+    /// A row of one host's snapshot, with the host as `--hosts` named it.
+    #[derive(Serialize)]
+    pub struct Hosted<T> {
+        pub host: String,
+        #[serde(flatten)]
+        pub row: T,
+    }
+
+    /// Where a host's GPU figures come from.
+    #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+    #[serde(rename_all = "snake_case")]
+    pub enum GpuSource {
+        /// A daemon on this machine: this machine's NVML.
+        ThisMachine,
+        /// Another machine's daemon: its GPUs are not in this machine's NVML, so the GPU
+        /// rows and the containers' GPU memory are unknown (`envctl stats` there has them).
+        Unknown,
+    }
+
+    /// What one host answered.
+    #[derive(Serialize)]
+    pub struct HostState {
+        pub host: String,
+        pub endpoint: String,
+        pub reachable: bool,
+        /// How many containers it showed; none when it could not be sampled.
+        pub containers: Option<usize>,
+        pub gpus: GpuSource,
+        /// When its snapshot was taken (seconds since the epoch).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub time: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error_kind: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub hint: Option<String>,
+        /// The table's word for why: the message without its causes.
+        #[serde(skip)]
+        pub said: Option<String>,
+        pub diagnoses: Vec<Diagnosis>,
+        /// What could not be read on that host (as plain `stats --json` lists it).
+        pub failures: Vec<Failure>,
+    }
+
+    /// Every host's snapshot, merged: rows carry their host.
+    #[derive(Serialize)]
+    pub struct HostsSnapshot {
+        /// When the snapshots were put together (seconds since the epoch).
+        pub time: f64,
+        pub hosts: Vec<HostState>,
+        pub containers: Vec<Hosted<ContainerRow>>,
+        pub gpus: Vec<Hosted<GpuRow>>,
+    }
+
+    impl HostsSnapshot {
+        pub fn of(answers: Vec<Answer<Snapshot>>, clock: crate::context::Clock) -> HostsSnapshot {
+            let mut sampled = HostsSnapshot {
+                time: crate::ops::stats::sampler::now(clock),
+                hosts: Vec::new(),
+                containers: Vec::new(),
+                gpus: Vec::new(),
+            };
+            for answer in answers {
+                let host = answer.host.name.clone();
+                let endpoint = answer.host.endpoint().to_string();
+                let gpus = if crate::ops::stats::hosts::gpus_here(&answer.host) {
+                    GpuSource::ThisMachine
+                } else {
+                    GpuSource::Unknown
+                };
+                match answer.result {
+                    Ok(snapshot) => {
+                        sampled.hosts.push(HostState {
+                            host: host.clone(),
+                            endpoint,
+                            reachable: true,
+                            containers: Some(snapshot.containers.len()),
+                            gpus,
+                            time: Some(snapshot.time),
+                            error: None,
+                            error_kind: None,
+                            hint: None,
+                            said: None,
+                            diagnoses: snapshot.diagnoses,
+                            failures: snapshot.failures,
+                        });
+                        sampled
+                            .containers
+                            .extend(snapshot.containers.into_iter().map(|row| Hosted {
+                                host: host.clone(),
+                                row,
+                            }));
+                        sampled
+                            .gpus
+                            .extend(snapshot.gpus.into_iter().map(|row| Hosted {
+                                host: host.clone(),
+                                row,
+                            }));
+                    }
+                    Err(error) => {
+                        let kind = match &error {
+                            Error::Engine(engine) => engine.kind(),
+                            _ => "other",
+                        };
+                        sampled.hosts.push(HostState {
+                            host,
+                            endpoint,
+                            reachable: false,
+                            containers: None,
+                            gpus,
+                            time: None,
+                            error: Some(crate::error::error_chain(&error)),
+                            error_kind: Some(kind),
+                            hint: error.hint(),
+                            said: Some(error.to_string()),
+                            diagnoses: Vec::new(),
+                            failures: Vec::new(),
+                        });
+                    }
+                }
+            }
+            sampled
+        }
+    }
+
+    const UNKNOWN: &str = "-";
+
+    fn or_unknown<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
+        value.map_or_else(|| UNKNOWN.to_string(), show)
+    }
+
+    fn pair(first: Option<u64>, second: Option<u64>, show: fn(u64) -> String) -> String {
+        match (first, second) {
+            (None, None) => UNKNOWN.to_string(),
+            _ => format!("{} / {}", or_unknown(first, show), or_unknown(second, show)),
+        }
+    }
+
+    const CONTAINER_HEADERS: [&str; 10] = [
+        "HOST",
+        "CONTAINER",
+        "PROFILE",
+        "CPU %",
+        "MEM USAGE / LIMIT",
+        "MEM %",
+        "GPU MEM",
+        "NET I/O",
+        "BLOCK I/O",
+        "PIDS",
+    ];
+
+    const GPU_HEADERS: [&str; 7] = ["HOST", "GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER"];
+
+    fn container_cells(host: &str, row: &ContainerRow) -> Vec<String> {
+        vec![
+            host.to_string(),
+            row.name.clone(),
+            row.profile.clone().unwrap_or_else(|| UNKNOWN.into()),
+            or_unknown(row.cpu_percent, |cpu| format!("{cpu:.1}%")),
+            pair(row.memory_bytes, row.memory_limit_bytes, binary_compact),
+            match (row.memory_bytes, row.memory_limit_bytes) {
+                (Some(used), Some(limit)) if limit > 0 => {
+                    format!("{:.1}%", used as f64 / limit as f64 * 100.0)
+                }
+                _ => UNKNOWN.into(),
+            },
+            or_unknown(row.gpu_memory_bytes, binary_compact),
+            pair(row.net_rx_bytes, row.net_tx_bytes, decimal_compact),
+            pair(row.block_read_bytes, row.block_write_bytes, decimal_compact),
+            or_unknown(row.pids, |pids| pids.to_string()),
+        ]
+    }
+
+    fn gpu_cells(host: &str, row: &GpuRow) -> Vec<String> {
+        vec![
+            host.to_string(),
+            row.index.to_string(),
+            row.name.clone().unwrap_or_else(|| UNKNOWN.into()),
+            or_unknown(row.utilization_percent, |util| format!("{util:.0}%")),
+            pair(
+                row.memory_used_bytes,
+                row.memory_total_bytes,
+                binary_compact,
+            ),
+            or_unknown(row.temperature_c, |temperature| {
+                format!("{temperature:.0}°C")
+            }),
+            pair_watts(row.power_w, row.power_limit_w),
+        ]
+    }
+
+    fn pair_watts(power: Option<f64>, limit: Option<f64>) -> String {
+        match (power, limit) {
+            (None, None) => UNKNOWN.to_string(),
+            _ => format!(
+                "{} / {}",
+                or_unknown(power, |watts| format!("{watts:.0}W")),
+                or_unknown(limit, |watts| format!("{watts:.0}W"))
+            ),
+        }
+    }
+
+    /// A row for a host with nothing else to show: `what` in the second column.
+    fn host_line(host: &str, what: String, width: usize) -> Vec<String> {
+        let mut line = vec![host.to_string(), what];
+        line.resize(width, UNKNOWN.to_string());
+        line
+    }
+
+    /// The containers' table (a host with none, or unreachable, is a row saying so), the
+    /// GPUs' (this machine's GPUs under each host on this machine; another machine's GPUs
+    /// a row saying they are not read here), the diagnoses, and on stderr each host's
+    /// failures and why an unreachable host could not be sampled.
+    pub fn print(printer: &Printer, sampled: &HostsSnapshot) -> Result<(), Error> {
+        let mut rows = Vec::new();
+        for state in &sampled.hosts {
+            let mine: Vec<&Hosted<ContainerRow>> = sampled
+                .containers
+                .iter()
+                .filter(|row| row.host == state.host)
+                .collect();
+            if mine.is_empty() {
+                let what = match &state.said {
+                    Some(said) => format!("unreachable: {said}"),
+                    None => "no running containers".to_string(),
+                };
+                rows.push(host_line(&state.host, what, CONTAINER_HEADERS.len()));
+            }
+            rows.extend(mine.iter().map(|row| container_cells(&row.host, &row.row)));
+        }
+        print_table(printer, &CONTAINER_HEADERS, &rows)?;
+        let mut gpu_rows = Vec::new();
+        for state in sampled.hosts.iter().filter(|state| state.reachable) {
+            match state.gpus {
+                GpuSource::ThisMachine => gpu_rows.extend(
+                    sampled
+                        .gpus
+                        .iter()
+                        .filter(|row| row.host == state.host)
+                        .map(|row| gpu_cells(&row.host, &row.row)),
+                ),
+                GpuSource::Unknown => gpu_rows.push(host_line(
+                    &state.host,
+                    "? (another machine: `envctl stats` there reads its GPUs)".to_string(),
+                    GPU_HEADERS.len(),
+                )),
+            }
+        }
+        if !gpu_rows.is_empty() {
+            printer.data("")?;
+            print_table(printer, &GPU_HEADERS, &gpu_rows)?;
+        }
+        let mut diagnoses = Vec::new();
+        for state in &sampled.hosts {
+            for diagnosis in &state.diagnoses {
+                diagnoses.push(format!(
+                    "{} {} {} on {}: {}",
+                    match diagnosis.severity {
+                        crate::monitor::diagnosis::Severity::Warning => "!",
+                        crate::monitor::diagnosis::Severity::Info => "i",
+                    },
+                    diagnosis.id,
+                    crate::ui::text::shown(&diagnosis.subject),
+                    crate::ui::text::shown(&state.host),
+                    diagnosis.message
+                ));
+                diagnoses.push(format!("    hint: {}", diagnosis.hint));
+            }
+        }
+        if !diagnoses.is_empty() {
+            printer.data("")?;
+            for line in diagnoses {
+                printer.data(&line)?;
+            }
+        }
+        let elsewhere: Vec<&str> = sampled
+            .hosts
+            .iter()
+            .filter(|state| state.reachable && state.gpus == GpuSource::Unknown)
+            .map(|state| state.host.as_str())
+            .collect();
+        if !elsewhere.is_empty() {
+            printer.info(&format!(
+                "GPUs not read for {}: NVML is read on this machine only, so another machine's GPUs and its containers' GPU memory are unknown here (`envctl stats` there shows them)",
+                elsewhere
+                    .iter()
+                    .map(|host| format!("`{}`", crate::ui::text::shown(host)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        for state in &sampled.hosts {
+            for failure in &state.failures {
+                let text = format!("{}: {}: {}", state.host, failure.subject, failure.message);
+                if failure.subject == FailureSubject::Nvml
+                    && failure.kind == FailureKind::LibraryNotFound
+                {
+                    printer.info(crate::ui::live::NO_NVML);
+                    printer.detail(&text);
+                } else {
+                    printer.warn(&text);
+                }
+            }
+            if !state.reachable {
+                let hint = state
+                    .hint
+                    .as_ref()
+                    .map_or_else(String::new, |hint| format!(" (hint: {hint})"));
+                let endpoint = if state.endpoint == state.host {
+                    String::new()
+                } else {
+                    format!(" ({})", state.endpoint)
+                };
+                printer.warn(&format!(
+                    "host `{}`{endpoint} could not be sampled{hint}",
+                    state.host
+                ));
+            }
+        }
+        Ok(())
     }
 }

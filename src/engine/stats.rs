@@ -78,20 +78,7 @@ impl ContainerSample {
                 limit: memory.limit,
                 stats: memory.stats.unwrap_or_default().into_iter().collect(),
             },
-            networks: response
-                .networks
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(interface, counters)| {
-                    (
-                        interface,
-                        NetworkCounters {
-                            rx_bytes: counters.rx_bytes.unwrap_or(0),
-                            tx_bytes: counters.tx_bytes.unwrap_or(0),
-                        },
-                    )
-                })
-                .collect(),
+            networks: network_counters(response.networks),
             block_io: response
                 .blkio_stats
                 .and_then(|blkio| blkio.io_service_bytes_recursive)
@@ -117,6 +104,28 @@ impl ContainerSample {
             })?;
         Ok(ContainerSample::from_response(response, fallback_id))
     }
+}
+
+/// Each interface's counters; none at all when the frame carries none (a container
+/// without a network) or when an interface lacks one: a sum with a missing term would
+/// read as measured, so the figure stays unknown (`monitor::usage`), never 0 B.
+fn network_counters(
+    networks: Option<std::collections::HashMap<String, bollard::models::ContainerNetworkStats>>,
+) -> std::collections::BTreeMap<String, NetworkCounters> {
+    networks
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(interface, counters)| {
+            Some((
+                interface,
+                NetworkCounters {
+                    rx_bytes: counters.rx_bytes?,
+                    tx_bytes: counters.tx_bytes?,
+                },
+            ))
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default()
 }
 
 fn cpu_counters(stats: ContainerCpuStats) -> CpuCounters {
@@ -363,6 +372,36 @@ mod tests {
         assert_eq!(sample.networks["eth0"].tx_bytes, 0);
         assert_eq!(sample.pids, Some(1));
         assert!(!sample.name.starts_with('/'));
+    }
+
+    #[test]
+    fn a_frame_without_network_counters_has_no_network_figure() {
+        let text = include_str!("../../tests/fixtures/stats/v1-busy-one-shot.json");
+        let mut frame: serde_json::Value = serde_json::from_str(text).unwrap();
+        let mut without = frame.clone();
+        without.as_object_mut().unwrap().remove("networks");
+        let sample = ContainerSample::from_api_json(&without.to_string(), "x").unwrap();
+        assert!(sample.networks.is_empty());
+        let usage = crate::monitor::usage::container_usage(&sample, None);
+        assert_eq!((usage.net_rx_bytes, usage.net_tx_bytes), (None, None));
+        // An interface without its received bytes: the sum is unknown, not the rest's.
+        frame["networks"] = serde_json::json!({
+            "eth0": {"tx_bytes": 10},
+            "eth1": {"rx_bytes": 5, "tx_bytes": 7}
+        });
+        let sample = ContainerSample::from_api_json(&frame.to_string(), "x").unwrap();
+        let usage = crate::monitor::usage::container_usage(&sample, None);
+        assert_eq!(usage.net_rx_bytes, None);
+        frame["networks"] = serde_json::json!({
+            "eth0": {"rx_bytes": 1, "tx_bytes": 10},
+            "eth1": {"rx_bytes": 5, "tx_bytes": 7}
+        });
+        let sample = ContainerSample::from_api_json(&frame.to_string(), "x").unwrap();
+        let usage = crate::monitor::usage::container_usage(&sample, None);
+        assert_eq!(
+            (usage.net_rx_bytes, usage.net_tx_bytes),
+            (Some(6), Some(17))
+        );
     }
 
     #[test]

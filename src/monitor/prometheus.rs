@@ -6,6 +6,9 @@
 //! process on a GPU, that GPU's series also carry its `container` and `profile`, as
 //! dcgm-exporter does for Kubernetes pods. Container series are envctl's own
 //! (`envctl_container_*`, labels `container`, `id`, `profile`): nothing overlaps there.
+//! Every series carries the same `Hostname` (the container series, the diagnoses and the
+//! sample time too), so one Prometheus scraping several envctl servers tells their
+//! containers apart, and a dashboard filters every panel by one host variable.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -43,27 +46,30 @@ impl Family {
 /// out, not empty, when the host's name could not be read).
 pub fn exposition(snapshot: &Snapshot, hostname: Option<&str>) -> String {
     let mut families = gpu_families(snapshot, hostname);
-    families.extend(container_families(snapshot));
+    families.extend(container_families(snapshot, hostname));
+    let host: Vec<(&'static str, String)> = hostname
+        .map(|name| ("Hostname", name.to_string()))
+        .into_iter()
+        .collect();
     let mut diagnoses = Family::new(
         "envctl_diagnosis",
         "gauge",
         "A diagnosis that holds now (1), by id, subject and severity.",
     );
     for diagnosis in &snapshot.diagnoses {
-        diagnoses.push(
-            &[
-                ("id", diagnosis.id.clone()),
-                ("subject", diagnosis.subject.clone()),
-                (
-                    "severity",
-                    match diagnosis.severity {
-                        super::diagnosis::Severity::Warning => "warning".to_string(),
-                        super::diagnosis::Severity::Info => "info".to_string(),
-                    },
-                ),
-            ],
-            Some(1.0),
-        );
+        let mut labels = vec![
+            ("id", diagnosis.id.clone()),
+            ("subject", diagnosis.subject.clone()),
+            (
+                "severity",
+                match diagnosis.severity {
+                    super::diagnosis::Severity::Warning => "warning".to_string(),
+                    super::diagnosis::Severity::Info => "info".to_string(),
+                },
+            ),
+        ];
+        labels.extend(host.iter().cloned());
+        diagnoses.push(&labels, Some(1.0));
     }
     families.push(diagnoses);
     let mut time = Family::new(
@@ -71,7 +77,7 @@ pub fn exposition(snapshot: &Snapshot, hostname: Option<&str>) -> String {
         "gauge",
         "When envctl took the sample these values come from (Unix time).",
     );
-    time.push(&[], Some(snapshot.time));
+    time.push(&host, Some(snapshot.time));
     families.push(time);
 
     let mut text = String::new();
@@ -212,7 +218,7 @@ fn gpu_labels(
     labels
 }
 
-fn container_families(snapshot: &Snapshot) -> Vec<Family> {
+fn container_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
     let mut cpu = Family::new(
         "envctl_container_cpu_percent",
         "gauge",
@@ -264,11 +270,13 @@ fn container_families(snapshot: &Snapshot) -> Vec<Family> {
         "GPU memory held by the container's processes, on all GPUs.",
     );
     for container in &snapshot.containers {
-        let labels = vec![
+        let mut labels = vec![
             ("container", container.name.clone()),
             ("id", container.id.chars().take(12).collect()),
             ("profile", container.profile.clone().unwrap_or_default()),
         ];
+        // DCGM's label name, as on the GPU series: one name for the host everywhere.
+        labels.extend(hostname.map(|name| ("Hostname", name.to_string())));
         cpu.push(&labels, container.cpu_percent);
         cpu_limit.push(&labels, container.cpu_limit_cores);
         memory.push(&labels, container.memory_bytes.map(|bytes| bytes as f64));
@@ -365,7 +373,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("DCGM_FI_DEV_FB_FREE{"), "{text}");
-        assert!(text.contains("envctl_container_cpu_percent{container=\"train\",id=\"0123456789ab\",profile=\"pytorch \\\"2.8\\\"\"} 150.25\n"), "{text}");
+        assert!(text.contains("envctl_container_cpu_percent{container=\"train\",id=\"0123456789ab\",profile=\"pytorch \\\"2.8\\\"\",Hostname=\"node-1\"} 150.25\n"), "{text}");
+        assert!(
+            text.contains("envctl_sample_timestamp_seconds{Hostname=\"node-1\"} 1700000000.5\n"),
+            "{text}"
+        );
+        // No network counters: no sample, never 0.
+        assert!(!text.contains("envctl_container_network_"), "{text}");
         assert!(
             !text.contains("DCGM_FI_DEV_GPU_TEMP"),
             "unknown values are left out: {text}"

@@ -18,8 +18,10 @@ pub struct ContainerUsage {
     pub cpu_percent: Option<f64>,
     pub memory_bytes: Option<u64>,
     pub memory_limit_bytes: Option<u64>,
-    pub net_rx_bytes: u64,
-    pub net_tx_bytes: u64,
+    /// Sums over the interfaces; none when the reading carries no network counters (a
+    /// container without a network, a daemon that left them out): unknown, never 0 B.
+    pub net_rx_bytes: Option<u64>,
+    pub net_tx_bytes: Option<u64>,
     pub block_read_bytes: u64,
     pub block_write_bytes: u64,
     pub pids: Option<u64>,
@@ -90,8 +92,11 @@ pub fn block_io_totals(entries: &[BlockIoEntry]) -> (u64, u64) {
 /// sampling); without it the daemon's `previous_cpu` is used (streaming).
 pub fn container_usage(sample: &ContainerSample, previous: Option<&CpuCounters>) -> ContainerUsage {
     let previous = previous.or(sample.previous_cpu.as_ref());
-    let (net_rx_bytes, net_tx_bytes) =
-        sample
+    // No interface, no counters: a sum over nothing would read as a measured 0 B.
+    let (net_rx_bytes, net_tx_bytes) = if sample.networks.is_empty() {
+        (None, None)
+    } else {
+        let (rx, tx) = sample
             .networks
             .values()
             .fold((0_u64, 0_u64), |(rx, tx), counters| {
@@ -100,6 +105,8 @@ pub fn container_usage(sample: &ContainerSample, previous: Option<&CpuCounters>)
                     tx.saturating_add(counters.tx_bytes),
                 )
             });
+        (Some(rx), Some(tx))
+    };
     let (block_read_bytes, block_write_bytes) = block_io_totals(&sample.block_io);
     ContainerUsage {
         cpu_percent: previous.and_then(|previous| cpu_percent(&sample.cpu, previous)),

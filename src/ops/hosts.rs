@@ -1,6 +1,8 @@
-//! Several daemons in one view (issue 27, item 5): `ps --hosts a,b,c`. Each host is a
-//! docker CLI context name or an endpoint URL (`tcp://…`, `ssh://…`, `unix://…`), chosen
-//! as `--context NAME` or `-H URL` would choose it (so a URL takes TLS from
+//! Several daemons in one view (issue 27, item 5): `ps`, `doctor` and `stats --hosts
+//! a,b,c`. Each host is a name of the team file's `[hosts]` (`ops::team`), else a docker
+//! CLI context name, else an endpoint URL (`tcp://…`, `ssh://…`, `unix://…`); `@team` is
+//! every host of the team file. What a name stands for is chosen as `--context NAME` or
+//! `-H URL` would choose it (so a URL takes TLS from
 //! `DOCKER_TLS_VERIFY`/`DOCKER_CERT_PATH` as `-H` does), and every host is asked at once,
 //! each with the deadlines one daemon gets. A host that cannot be chosen or reached is a
 //! result that says why, never a failed command.
@@ -35,17 +37,62 @@ pub struct Answer<T> {
     pub result: Result<T, Error>,
 }
 
-/// The hosts `names` name (the `--hosts` list, already split at commas): an empty name, a
-/// name given twice, or `--hosts` with `-H`/`--context` is a usage error.
+/// The hosts `names` name (the `--hosts` list, already split at commas): each through the
+/// team file's `[hosts]` first, then as a context name or a URL; `@team` is every host of
+/// the team file. An empty name, a name given twice, `@team` without a team file, or
+/// `--hosts` with `-H`/`--context` is a usage error; a team file that cannot be read or is
+/// malformed is an error naming its file and line.
 pub fn named(context: &Context, names: &[String]) -> Result<Vec<Host>, Error> {
+    let team = crate::ops::team::find(&context.search_path)?;
+    named_with(context, names, team.as_ref())
+}
+
+/// [`named`] with the team file already read (`None`: there is none).
+pub fn named_with(
+    context: &Context,
+    names: &[String],
+    team: Option<&crate::ops::team::TeamFile>,
+) -> Result<Vec<Host>, Error> {
     if context.host_flag.is_some() || context.context_flag.is_some() {
         return Err(Error::Usage {
             message: "--hosts names the daemons itself: give it, or -H/--context, not both".into(),
             hint: Some("put the daemon of -H/--context into the --hosts list".into()),
         });
     }
-    let mut hosts: Vec<Host> = Vec::new();
+    let mut expanded: Vec<String> = Vec::new();
     for name in names {
+        if name.trim() != crate::ops::team::EVERY_HOST {
+            expanded.push(name.clone());
+            continue;
+        }
+        let Some(team) = team else {
+            return Err(Error::Usage {
+                message: format!(
+                    "`--hosts {}` names every host of the team file, and there is none",
+                    crate::ops::team::EVERY_HOST
+                ),
+                hint: Some(format!(
+                    "write a `[hosts]` table in one of: {}",
+                    crate::ops::team::looked(&context.search_path)
+                        .iter()
+                        .map(|path| path.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            });
+        };
+        if team.hosts.is_empty() {
+            return Err(Error::Usage {
+                message: format!("the team file `{}` names no host", team.path),
+                hint: Some(
+                    "add a line per host under `[hosts]`: `gpu1 = \"ssh://me@gpu1\"`".into(),
+                ),
+            });
+        }
+        expanded.extend(team.hosts.iter().map(|host| host.name.clone()));
+    }
+    let mut hosts: Vec<Host> = Vec::new();
+    for name in &expanded {
         let name = name.trim();
         if name.is_empty() {
             return Err(Error::Usage {
@@ -62,10 +109,14 @@ pub fn named(context: &Context, names: &[String]) -> Result<Vec<Host>, Error> {
                 hint: Some("name each host once".into()),
             });
         }
-        let (host_flag, context_flag) = if name.contains("://") {
-            (Some(name.to_string()), None)
+        // The team file's name first; then what the name itself says.
+        let target = team
+            .and_then(|team| team.get(name))
+            .map_or(name, |host| host.target.as_str());
+        let (host_flag, context_flag) = if target.contains("://") {
+            (Some(target.to_string()), None)
         } else {
-            (None, Some(name.to_string()))
+            (None, Some(target.to_string()))
         };
         let choice = crate::host::docker_config::choose(
             &context.environment.daemon_inputs(host_flag, context_flag),

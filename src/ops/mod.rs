@@ -28,6 +28,7 @@ pub mod run;
 pub mod slurm;
 pub mod stats;
 pub mod target;
+pub mod team;
 pub mod up;
 pub mod wait;
 

@@ -20,4 +20,4 @@ pub mod validate;
 pub use diagnostic::Diagnostic;
 pub use error::ProfileError;
 pub use model::Profile;
-pub use resolve::{ListedProfile, ProfileFile, ResolvedProfile, SearchPath, SourceKind};
+pub use resolve::{ListedProfile, ProfileFile, ResolvedProfile, SearchPath, SourceKind, TEAM_FILE};

@@ -53,6 +53,10 @@ pub struct Location {
     pub directory: Option<PathBuf>,
 }
 
+/// The team file (`ops::team`: the `[hosts]` of `--hosts`) in a profile folder: never a
+/// profile, so `hosts` names none.
+pub const TEAM_FILE: &str = "hosts.toml";
+
 /// The ordered places to look for profiles by name.
 #[derive(Debug, Clone)]
 pub struct SearchPath {
@@ -236,6 +240,9 @@ impl SearchPath {
         match &location.directory {
             Some(directory) => {
                 let path = directory.join(format!("{name}.toml"));
+                if path.file_name().is_some_and(|file| file == TEAM_FILE) {
+                    return None;
+                }
                 looked.push(path.display().to_string());
                 // Whatever is there is the profile of that name: a FIFO or a folder is
                 // then refused as what it is, not passed over as "not found".
@@ -843,6 +850,7 @@ fn list_directory(directory: &Path) -> Result<Vec<PathBuf>, Option<String>> {
         .filter(|path| {
             path.extension()
                 .is_some_and(|extension| extension == "toml")
+                && path.file_name().is_none_or(|file| file != TEAM_FILE)
         })
         .collect();
     paths.sort();

@@ -62,6 +62,7 @@ mod spec_equivalence;
 mod stats;
 mod stats_files;
 mod targets;
+mod team_view;
 mod terminal_text;
 mod up;
 mod validators;

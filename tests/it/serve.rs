@@ -1,7 +1,9 @@
 //! `stats --serve` under a hostile client: one connection pipelining 20,000 requests and
 //! never reading its answers must not slow anyone else's scrape, and SIGTERM still ends
 //! envctl within 2 s; and the Grafana board shipped in `grafana/envctl.json` answers every
-//! query from a real Prometheus server that scraped envctl.
+//! query from a real Prometheus server that scraped two envctl servers of two host names
+//! (the second in a UTS namespace of its own), each host value of its `host` variable
+//! picking that server's series only.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -190,11 +192,33 @@ fn query(prometheus: &str, expression: &str) -> serde_json::Value {
 
 /// A board's query as Prometheus reads it: every variable at "All" (`.*`).
 fn with_all(expression: &str) -> String {
-    ["$container", "$profile", "$hostname"]
+    with_host(expression, ".*")
+}
+
+/// A board's query with the `host` variable at `host` (a regular expression, as Grafana
+/// writes a chosen value) and the others at "All".
+fn with_host(expression: &str, host: &str) -> String {
+    ["$container", "$profile"]
         .iter()
-        .fold(expression.to_string(), |text, variable| {
+        .fold(expression.replace("$host", host), |text, variable| {
             text.replace(variable, ".*")
         })
+}
+
+/// The address a `stats --serve` names on its first stderr line; the rest of stderr is
+/// drained, so that envctl never blocks on it.
+fn served_address(child: &mut Child) -> String {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("serving Prometheus metrics at http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("first line: {line}"))
+        .to_string();
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    address
 }
 
 #[test]
@@ -263,27 +287,49 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_envctl"))
-        .args(["stats", "--interval", "0.5", "--serve", "127.0.0.1:0"])
-        .arg(container.name())
-        .env("NO_COLOR", "1")
-        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
-        .env("ENVCTL_NVML_STUB_FIXTURE", &fixture)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let envctl = line
+    // Two envctl servers, as on two machines: this host's name, and a name of its own in
+    // a UTS namespace (`unshare --uts`, root only), each serving the same container.
+    let serve_arguments = [
+        "stats",
+        "--interval",
+        "0.5",
+        "--serve",
+        "127.0.0.1:0",
+        container.name(),
+    ];
+    let start = |command: &mut Command| {
+        crate::support::cli::hermetic(command, folder.path());
+        command
+            .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
+            .env("ENVCTL_NVML_STUB_FIXTURE", &fixture)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = start(Command::new(env!("CARGO_BIN_EXE_envctl")).args(serve_arguments));
+    let envctl = served_address(&mut first);
+    let _serving = Serving(first);
+    let first_host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
         .trim()
-        .strip_prefix("serving Prometheus metrics at http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("first line: {line}"))
         .to_string();
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    let _serving = Serving(child);
+    let second_host = "envctl-test-second-host";
+    let mut second = start(
+        Command::new("unshare")
+            .args([
+                "--uts",
+                "sh",
+                "-c",
+                "hostname \"$1\" && shift && exec \"$@\"",
+                "sh",
+            ])
+            .arg(second_host)
+            .arg(env!("CARGO_BIN_EXE_envctl"))
+            .args(serve_arguments),
+    );
+    let second_envctl = served_address(&mut second);
+    let _second_serving = Serving(second);
     // Prometheus on loopback only, scraping envctl every second.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -295,7 +341,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: envctl\n    static_configs:\n      - targets: ['{envctl}']\n"
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: envctl\n    static_configs:\n      - targets: ['{envctl}', '{second_envctl}']\n"
         ),
     )
     .unwrap();
@@ -311,17 +357,27 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         .spawn()
         .unwrap();
     let _prometheus = Serving(server);
-    // Scrapes for some seconds: `rate(…[1m])` needs two samples of a counter.
+    // Scrapes for some seconds: `rate(…[1m])` needs two samples of a counter, from each
+    // server.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let answered = TcpStream::connect(&address).is_ok()
-            && query(
+        let answered = TcpStream::connect(&address).is_ok() && {
+            let counts = query(
                 &address,
                 "count_over_time(envctl_container_cpu_percent[1m])",
-            )["data"]["result"][0]["value"][1]
-                .as_str()
-                .and_then(|count| count.parse::<u32>().ok())
-                .is_some_and(|count| count >= 5);
+            );
+            let counts = counts["data"]["result"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            counts.len() == 2
+                && counts.iter().all(|series| {
+                    series["value"][1]
+                        .as_str()
+                        .and_then(|count| count.parse::<u32>().ok())
+                        .is_some_and(|count| count >= 5)
+                })
+        };
         if answered {
             break;
         }
@@ -344,6 +400,19 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
                 panel["title"]
             );
             checked += 1;
+            // Each host value picks that server's series, and only them.
+            for host in [first_host.as_str(), second_host] {
+                let expression = with_host(target["expr"].as_str().unwrap(), host);
+                let answer = query(&address, &expression);
+                let result = answer["data"]["result"].as_array().unwrap();
+                assert!(!result.is_empty(), "`{expression}` returns no series");
+                for series in result {
+                    assert_eq!(
+                        series["metric"]["Hostname"], host,
+                        "`{expression}`: {series}"
+                    );
+                }
+            }
         }
     }
     assert!(checked >= 15, "{checked} queries");
@@ -372,6 +441,13 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         match label {
             "profile" => assert!(values.contains(&profile.as_str()), "{values:?}"),
             "container" => assert!(values.contains(&container.name()), "{values:?}"),
+            "Hostname" => {
+                assert_eq!(variable["name"], "host");
+                assert!(
+                    values.contains(&first_host.as_str()) && values.contains(&second_host),
+                    "{values:?}"
+                );
+            }
             _ => {}
         }
     }

@@ -109,7 +109,7 @@ struct Expected {
     memory_bytes: u64,
     memory_limit_bytes: u64,
     block: (u64, u64),
-    net: (u64, u64),
+    net: (Option<u64>, Option<u64>),
     pids: u64,
 }
 
@@ -123,7 +123,7 @@ fn recorded_frames_give_the_docker_cli_numbers() {
             memory_bytes: 544_768,
             memory_limit_bytes: 256 * MIB,
             block: (0, 0),
-            net: (516, 0),
+            net: (Some(516), Some(0)),
             pids: 1,
         },
         Expected {
@@ -132,7 +132,7 @@ fn recorded_frames_give_the_docker_cli_numbers() {
             memory_bytes: 593_920,
             memory_limit_bytes: 25_276_059_648,
             block: (0, 0),
-            net: (586, 0),
+            net: (Some(586), Some(0)),
             pids: 1,
         },
         // 66 MiB of page cache (`total_inactive_file`) is not the container's footprint.
@@ -142,7 +142,7 @@ fn recorded_frames_give_the_docker_cli_numbers() {
             memory_bytes: 2_228_224,
             memory_limit_bytes: 25_276_059_648,
             block: (0, 0),
-            net: (586, 0),
+            net: (Some(586), Some(0)),
             pids: 1,
         },
         // Read and Write entries of every device; Sync, Async, Discard, Total not added.
@@ -152,7 +152,7 @@ fn recorded_frames_give_the_docker_cli_numbers() {
             memory_bytes: 2_228_224,
             memory_limit_bytes: 25_276_059_648,
             block: (1_052_672, 67_108_864),
-            net: (586, 0),
+            net: (Some(586), Some(0)),
             pids: 1,
         },
         // cgroup v2: `inactive_file`; 2 s of CPU in 1 s on 8 CPUs; two interfaces.
@@ -162,7 +162,7 @@ fn recorded_frames_give_the_docker_cli_numbers() {
             memory_bytes: 942_141_440,
             memory_limit_bytes: 16 * 1024 * MIB,
             block: (11_386_880, 409_600),
-            net: (49_214, 12_100),
+            net: (Some(49_214), Some(12_100)),
             pids: 7,
         },
         // A stream's first frame: no previous reading, so no CPU %, never a made-up 0.
@@ -172,7 +172,8 @@ fn recorded_frames_give_the_docker_cli_numbers() {
             memory_bytes: 100 * MIB,
             memory_limit_bytes: 8 * 1024 * MIB,
             block: (0, 0),
-            net: (0, 0),
+            // `networks: {}`: no counters, so no figure, never 0 B.
+            net: (None, None),
             pids: 3,
         },
         Expected {
@@ -181,7 +182,7 @@ fn recorded_frames_give_the_docker_cli_numbers() {
             memory_bytes: 544_768,
             memory_limit_bytes: 256 * MIB,
             block: (0, 0),
-            net: (586, 0),
+            net: (Some(586), Some(0)),
             pids: 1,
         },
     ];
@@ -460,7 +461,11 @@ fn the_exposition_parses_and_uses_dcgm_names() {
         ("container", "notebook \"scratch\""),
     );
     assert!(labels.contains(&("profile".to_string(), String::new())));
-    find("envctl_diagnosis", ("id", "gpu-thermal-throttle"));
+    // The host labels every series, the containers' as the GPUs' (one Prometheus, several
+    // envctl servers).
+    assert!(labels.contains(&("Hostname".to_string(), "node-1".to_string())));
+    let (labels, _) = find("envctl_diagnosis", ("id", "gpu-thermal-throttle"));
+    assert!(labels.contains(&("Hostname".to_string(), "node-1".to_string())));
     insta::assert_snapshot!("prometheus_exposition", text);
 }
 
@@ -1711,4 +1716,67 @@ fn the_live_view_draws_a_minute_of_sparklines_within_the_terminal() {
     }
     tmux.keys("q");
     tmux.wait_for("exit=0");
+}
+
+/// A container without a network has no network counters: its NET I/O is unknown in the
+/// JSON (null) and the table (`-`), through the cgroup files and through the Engine API
+/// alike, never a measured-looking 0 B.
+#[test]
+fn a_container_without_network_counters_shows_them_unknown() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let container = crate::support::docker::ContainerGuard::unique("envctl-stats-nonet");
+    crate::support::docker::docker_stdout([
+        "run",
+        "-d",
+        "--name",
+        container.name(),
+        "--label",
+        crate::support::docker::TEST_LABEL,
+        "--network",
+        "none",
+        &test_image(),
+        "sleep",
+        "600",
+    ]);
+    for source in ["cgroup", "api"] {
+        let run = crate::support::cli::Run::of(
+            crate::support::cli::envctl_in(folder.path())
+                .env("ENVCTL_STATS_SOURCE", source)
+                .args(["stats", "--once", "--json", container.name()])
+                .timeout(Duration::from_secs(60))
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(run.code, 0, "{source}: {run}");
+        let document = run.json();
+        let row = row(&document, container.name());
+        assert!(
+            row["net_rx_bytes"].is_null() && row["net_tx_bytes"].is_null(),
+            "{source}: {row:#}"
+        );
+        // The rest is still read.
+        assert!(row["memory_bytes"].is_u64(), "{source}: {row:#}");
+        let table = crate::support::cli::Run::of(
+            crate::support::cli::envctl_in(folder.path())
+                .env("ENVCTL_STATS_SOURCE", source)
+                .args(["stats", "--once", container.name()])
+                .timeout(Duration::from_secs(60))
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(table.code, 0, "{source}: {table}");
+        let header = table.stdout.lines().next().unwrap();
+        let line = table
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(container.name()))
+            .unwrap_or_else(|| panic!("{table}"));
+        let column = header.find("NET I/O").unwrap_or_else(|| panic!("{table}"));
+        // Right-aligned under its header: the cell ends where `NET I/O` ends.
+        let cell = &line[..column + "NET I/O".len()];
+        assert!(cell.ends_with('-'), "{source}: {table}");
+    }
 }

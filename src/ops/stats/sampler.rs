@@ -50,10 +50,14 @@ pub enum CounterSource {
     ApiOnly,
 }
 
-/// NVML opened, or why not.
+/// NVML opened, or why not; or not this machine's to read.
 pub enum Gpus {
     Open(Arc<GpuSampler>),
     Unavailable(GpuUnavailable),
+    /// The daemon is on another machine (`stats --hosts`): its GPUs are not in this
+    /// machine's NVML, so none are read and its containers' GPU memory stays unknown,
+    /// never this machine's.
+    Elsewhere,
 }
 
 impl Gpus {
@@ -101,6 +105,7 @@ impl Gpus {
                 }
             }
             Gpus::Unavailable(unavailable) => (None, Some(unavailable_failure(unavailable))),
+            Gpus::Elsewhere => (None, None),
         }
     }
 }

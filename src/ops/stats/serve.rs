@@ -859,7 +859,7 @@ mod tests {
     fn each_path_gets_its_answer() {
         let metrics = String::from_utf8(get("/metrics").body).unwrap();
         assert!(
-            metrics.contains("envctl_sample_timestamp_seconds 3\n"),
+            metrics.contains("envctl_sample_timestamp_seconds{Hostname=\"node-1\"} 3\n"),
             "{metrics}"
         );
         let snapshot: serde_json::Value =

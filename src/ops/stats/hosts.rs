@@ -1,0 +1,69 @@
+//! `stats --hosts a,b,c --once`: one snapshot of every host's containers, the hosts asked
+//! at once (`ops::hosts::each`, each with the deadlines one daemon gets), each snapshot
+//! taken as plain `stats --once` takes it (`sampler::snapshot_once`). A host that cannot be
+//! chosen, reached or sampled is an answer that says why, never a failed command.
+//!
+//! GPUs: NVML is read on this machine only, so only a daemon on a socket of this machine
+//! (`unix://`, the rule `ps --hosts` and `doctor --hosts` follow) gets this machine's GPU
+//! rows and its containers' GPU memory; for any other host both are unknown
+//! ([`Gpus::Elsewhere`]), never this machine's.
+
+use std::time::Duration;
+
+use super::sampler::{self, CounterSource, Gpus, Selection};
+use crate::context::Clock;
+use crate::error::Error;
+use crate::monitor::Snapshot;
+use crate::ops::hosts::{Answer, Host};
+
+/// Which containers each host shows, as plain `stats` chooses them.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    /// envctl's containers only (not `--all`).
+    pub only_envctl: bool,
+    /// The user's own only (not `--all-users`, not `--all`).
+    pub owner: Option<crate::facts::user::User>,
+}
+
+/// Whether `host`'s daemon is on this machine, so that this machine's NVML holds its GPUs.
+pub fn gpus_here(host: &Host) -> bool {
+    host.endpoint().starts_with("unix://")
+}
+
+/// One snapshot of every host in `hosts`, in their order. `local_gpus` is read for the
+/// hosts on this machine ([`gpus_here`]); every other host's GPUs are not read.
+#[allow(clippy::too_many_arguments)]
+pub async fn snapshot_hosts(
+    hosts: &[Host],
+    timeout: Duration,
+    choice: &Choice,
+    local_gpus: &Gpus,
+    source: CounterSource,
+    interval: Duration,
+    clock: Clock,
+) -> Vec<Answer<Snapshot>> {
+    let elsewhere = Gpus::Elsewhere;
+    let elsewhere = &elsewhere;
+    crate::ops::hosts::each(hosts, timeout, |engine| async move {
+        let gpus = if engine.endpoint().starts_with("unix://") {
+            local_gpus
+        } else {
+            elsewhere
+        };
+        let selection = Selection {
+            targets: sampler::list_targets(
+                &engine,
+                choice.only_envctl,
+                None,
+                choice.owner.as_ref(),
+            )
+            .await?,
+            fixed: None,
+            failures: Vec::new(),
+        };
+        Ok::<Snapshot, Error>(
+            sampler::snapshot_once(&engine, &selection, gpus, source, interval, clock).await?,
+        )
+    })
+    .await
+}
