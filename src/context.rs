@@ -228,6 +228,12 @@ impl Environment {
             .or_else(|| self.home().map(|home| home.join(".cache")))
     }
 
+    /// `NODE_NAME`, unless unset or empty: the node's name where a pod runs `stats
+    /// --serve` (the Downward API's `spec.nodeName`), as DCGM exporter labels its metrics.
+    pub fn node_name(&self) -> Option<&str> {
+        self.variable_os("NODE_NAME").and_then(OsStr::to_str)
+    }
+
     /// `DOCKER_HOST`, unless unset or empty.
     pub fn docker_host(&self) -> Option<&str> {
         self.variable_os("DOCKER_HOST").and_then(OsStr::to_str)

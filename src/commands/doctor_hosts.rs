@@ -50,11 +50,11 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
             }
         })
         .collect();
-    // This machine's NVML, once, for the hosts that are sockets on it.
-    let local_gpus = hosts
-        .iter()
-        .any(|host| host.endpoint().starts_with("unix://"))
-        .then(|| crate::gpu::gather(context.environment.nvml_library().as_deref()));
+    // This machine's NVML, once, for the hosts whose daemon runs on it (known only once
+    // each has answered: read beforehand, it costs a library load where none does).
+    let local_gpus = Some(crate::gpu::gather(
+        context.environment.nvml_library().as_deref(),
+    ));
     let answers = runtime()?.block_on(crate::ops::hosts::each(
         &hosts,
         super::REQUEST_TIMEOUT,

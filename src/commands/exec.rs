@@ -696,11 +696,23 @@ async fn forward_signal(
         ));
         false
     };
-    if !engine.endpoint().starts_with("unix://") {
-        return cannot(format!(
-            "the daemon at `{}` is not on this host",
-            engine.endpoint()
-        ));
+    // A process id the daemon gives is its machine's: on another machine's daemon (a
+    // forwarded socket too) it names some process of this one.
+    match engine.daemon_host().await {
+        Ok(host) if host.elsewhere().is_none() => {}
+        Ok(host) => {
+            return cannot(format!(
+                "the daemon at `{}` runs on {}, not on this host",
+                engine.endpoint(),
+                host.elsewhere().unwrap_or("another machine")
+            ));
+        }
+        Err(error) => {
+            return cannot(format!(
+                "whether the daemon at `{}` runs on this host is unknown: {error}",
+                engine.endpoint()
+            ));
+        }
     }
     let Some(exec_id) = request.exec_id.get() else {
         return cannot("it had not started".into());

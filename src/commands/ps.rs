@@ -104,11 +104,17 @@ pub fn run(
     if !hosts.is_empty() {
         return run_hosts(all, no_trunc, all_users, hosts, context);
     }
-    let mut rows = runtime()?.block_on(async {
+    let (mut rows, here) = runtime()?.block_on(async {
         let engine = context.engine().await?;
-        rows_of(&engine, all, all_users, context).await
+        let (rows, here) = tokio::join!(
+            rows_of(&engine, all, all_users, context),
+            on_this_machine(&engine)
+        );
+        Ok::<_, Error>((rows?, here))
     })?;
-    by_local_index(&mut rows, context);
+    if here {
+        by_local_index(&mut rows, context);
+    }
     if context.json {
         #[derive(Serialize)]
         struct Listing<'a> {
@@ -139,7 +145,13 @@ fn run_hosts(
     let answers = runtime()?.block_on(crate::ops::hosts::each(
         &hosts,
         super::REQUEST_TIMEOUT,
-        |engine| async move { rows_of(&engine, all, all_users, context).await },
+        |engine| async move {
+            let (rows, here) = tokio::join!(
+                rows_of(&engine, all, all_users, context),
+                on_this_machine(&engine)
+            );
+            Ok::<_, Error>((rows?, here))
+        },
     ));
     let mut states = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
@@ -147,9 +159,9 @@ fn run_hosts(
         let host = answer.host.name.clone();
         let endpoint = answer.host.endpoint().to_string();
         match answer.result {
-            Ok(mut listed) => {
-                // Only a socket on this machine has its GPUs in this machine's NVML.
-                if endpoint.starts_with("unix://") {
+            Ok((mut listed, here)) => {
+                // Only a daemon on this machine has its GPUs in this machine's NVML.
+                if here {
                     by_local_index(&mut listed, context);
                 }
                 states.push(HostState {
@@ -300,6 +312,15 @@ fn warn_changed(rows: &[Row], context: &Context) {
 }
 
 /// Placed containers name their GPUs by UUID: show the indexes this host's NVML gives them.
+/// Whether the daemon runs on this machine, so that this machine's NVML numbers its GPUs;
+/// not when that cannot be told (the UUIDs are then shown as they are).
+async fn on_this_machine(engine: &crate::engine::Engine) -> bool {
+    engine
+        .daemon_host()
+        .await
+        .is_ok_and(|host| host.elsewhere().is_none())
+}
+
 fn by_local_index(rows: &mut [Row], context: &Context) {
     if rows.iter().any(|row| {
         row.gpus

@@ -127,8 +127,17 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
     runtime()?.block_on(async {
         let engine = context.engine().await?;
         let opening = Gpus::open(context.environment.nvml_library());
-        let selection = select_containers(&engine, context, &arguments).await?;
-        let gpus = opening.await;
+        let (selection, host) = tokio::join!(
+            select_containers(&engine, context, &arguments),
+            engine.daemon_host()
+        );
+        let selection = selection?;
+        // This machine's GPUs beside the containers of a daemon on it only; another
+        // machine's are unknown here (`envctl stats` there reads them).
+        let gpus = match host {
+            Ok(host) if host.elsewhere().is_none() => opening.await,
+            _ => Gpus::Elsewhere,
+        };
         if arguments.once {
             let snapshot = sampler::snapshot_once(
                 &engine,
@@ -172,12 +181,9 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
         owner: own_only(arguments, context),
     };
     let answers = runtime()?.block_on(async {
-        // This machine's NVML, once, only when a host is a socket on this machine.
-        let local_gpus = if hosts.iter().any(stats_hosts::gpus_here) {
-            Gpus::open(context.environment.nvml_library()).await
-        } else {
-            Gpus::Elsewhere
-        };
+        // This machine's NVML, once, for the hosts whose daemon runs on it (known only
+        // once each answers).
+        let local_gpus = Gpus::open(context.environment.nvml_library()).await;
         stats_hosts::snapshot_hosts(
             &hosts,
             super::REQUEST_TIMEOUT,
@@ -421,9 +427,15 @@ async fn run_live(
         all: arguments.all,
         owner: own_only(arguments, context),
         source,
-        // The host's name labels the GPU metrics; one that cannot be read is said and
+        // The host's name labels the metrics: `NODE_NAME` where set (a pod's node, as
+        // DCGM exporter takes it), else this host's; one that cannot be read is said and
         // left out of them.
-        hostname: match crate::host::hostname() {
+        hostname: match context
+            .environment
+            .node_name()
+            .map(|name| Ok(name.to_string()))
+            .unwrap_or_else(crate::host::hostname)
+        {
             Ok(name) => Some(name),
             Err(error) => {
                 if arguments.serve.is_some() {
@@ -629,7 +641,10 @@ mod hosts_view {
     }
 
     impl HostsSnapshot {
-        pub fn of(answers: Vec<Answer<Snapshot>>, clock: crate::context::Clock) -> HostsSnapshot {
+        pub fn of(
+            answers: Vec<Answer<(Snapshot, bool)>>,
+            clock: crate::context::Clock,
+        ) -> HostsSnapshot {
             let mut sampled = HostsSnapshot {
                 time: crate::ops::stats::sampler::now(clock),
                 hosts: Vec::new(),
@@ -639,13 +654,13 @@ mod hosts_view {
             for answer in answers {
                 let host = answer.host.name.clone();
                 let endpoint = answer.host.endpoint().to_string();
-                let gpus = if crate::ops::stats::hosts::gpus_here(&answer.host) {
-                    GpuSource::ThisMachine
-                } else {
-                    GpuSource::Unknown
-                };
                 match answer.result {
-                    Ok(snapshot) => {
+                    Ok((snapshot, here)) => {
+                        let gpus = if here {
+                            GpuSource::ThisMachine
+                        } else {
+                            GpuSource::Unknown
+                        };
                         sampled.hosts.push(HostState {
                             host: host.clone(),
                             endpoint,
@@ -666,12 +681,23 @@ mod hosts_view {
                                 host: host.clone(),
                                 row,
                             }));
-                        sampled
-                            .gpus
-                            .extend(snapshot.gpus.into_iter().map(|row| Hosted {
-                                host: host.clone(),
-                                row,
-                            }));
+                        // This machine's GPUs once, under the first of its daemons: two
+                        // daemons of one machine share its GPUs, not two sets of them.
+                        let shown_already = here
+                            && sampled
+                                .hosts
+                                .iter()
+                                .filter(|state| state.gpus == GpuSource::ThisMachine)
+                                .count()
+                                > 1;
+                        if !shown_already {
+                            sampled
+                                .gpus
+                                .extend(snapshot.gpus.into_iter().map(|row| Hosted {
+                                    host: host.clone(),
+                                    row,
+                                }));
+                        }
                     }
                     Err(error) => {
                         let kind = match &error {
@@ -683,7 +709,7 @@ mod hosts_view {
                             endpoint,
                             reachable: false,
                             containers: None,
-                            gpus,
+                            gpus: GpuSource::Unknown,
                             time: None,
                             error: Some(crate::error::error_chain(&error)),
                             error_kind: Some(kind),

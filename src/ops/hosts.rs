@@ -394,7 +394,7 @@ pub fn side_by_side(
 }
 
 /// One host's facts for [`side_by_side`]: the daemon's, each profile's image there (a few
-/// at a time), and `local_gpus` when the host is a socket on this machine.
+/// at a time), and `local_gpus` when the daemon runs on this machine.
 pub async fn host_facts(
     engine: &Engine,
     profiles: &[ComparedProfile],
@@ -407,14 +407,15 @@ pub async fn host_facts(
             .map_err(|error| crate::error::error_chain(&error))
     }));
     let (engine_facts, images) = tokio::join!(engine.facts(), images);
+    // Only a daemon on this machine has its GPUs in this machine's NVML.
+    let here = matches!(
+        &engine_facts.state,
+        crate::facts::engine::EngineState::Reachable(daemon) if daemon.host.elsewhere().is_none()
+    );
     HostFacts {
         engine: engine_facts,
         images,
-        gpus: engine
-            .endpoint()
-            .starts_with("unix://")
-            .then(|| local_gpus.cloned())
-            .flatten(),
+        gpus: here.then(|| local_gpus.cloned()).flatten(),
     }
 }
 

@@ -64,8 +64,12 @@ pub async fn check<T>(
     let candidates = crate::ops::doctor::torch_candidates(&bundled);
     let (profile, profile_note) = container_profile(container, context);
 
-    // NVML on this machine only speaks for the daemon's machine when the daemon is local.
-    let local = engine.endpoint().starts_with("unix://");
+    // NVML on this machine only speaks for the daemon's machine when the daemon runs here.
+    let engine_facts = engine.facts().await;
+    let local = matches!(
+        &engine_facts.state,
+        crate::facts::engine::EngineState::Reachable(daemon) if daemon.host.elsewhere().is_none()
+    );
     let host_task = local.then(|| {
         let library = context.environment.nvml_library();
         tokio::task::spawn_blocking(move || gpu::gather(library.as_deref()))
@@ -92,7 +96,7 @@ pub async fn check<T>(
         ));
     }
 
-    let daemon = daemon_gpu_facts(engine).await;
+    let daemon = daemon_gpu_facts(engine_facts);
     let host = match host_task {
         None => HostDriver::Remote {
             endpoint: engine.endpoint().to_string(),
@@ -251,8 +255,8 @@ pub async fn check_here<T>(
 }
 
 /// The daemon's cgroup driver and runtimes (`/info`), or why they are unknown.
-async fn daemon_gpu_facts(engine: &Engine) -> DaemonGpuFacts {
-    match engine.facts().await.state {
+fn daemon_gpu_facts(engine: crate::facts::engine::EngineFacts) -> DaemonGpuFacts {
+    match engine.state {
         crate::facts::engine::EngineState::Reachable(facts) => DaemonGpuFacts {
             cgroup_driver: facts.cgroup_driver.clone(),
             runtimes: Some(facts.runtimes.clone()),

@@ -287,8 +287,8 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         ),
     )
     .unwrap();
-    // Two envctl servers, as on two machines: this host's name, and a name of its own in
-    // a UTS namespace (`unshare --uts`, root only), each serving the same container.
+    // Two envctl servers, as on two machines: this host's name, and a node's name of its
+    // own (`NODE_NAME`, as a pod's is given), each serving the same container.
     let serve_arguments = [
         "stats",
         "--interval",
@@ -297,8 +297,11 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         "127.0.0.1:0",
         container.name(),
     ];
-    let start = |command: &mut Command| {
+    let start = |command: &mut Command, node: Option<&str>| {
         crate::support::cli::hermetic(command, folder.path());
+        if let Some(node) = node {
+            command.env("NODE_NAME", node);
+        }
         command
             .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
             .env("ENVCTL_NVML_STUB_FIXTURE", &fixture)
@@ -307,7 +310,10 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
             .spawn()
             .unwrap()
     };
-    let mut first = start(Command::new(env!("CARGO_BIN_EXE_envctl")).args(serve_arguments));
+    let mut first = start(
+        Command::new(env!("CARGO_BIN_EXE_envctl")).args(serve_arguments),
+        None,
+    );
     let envctl = served_address(&mut first);
     let _serving = Serving(first);
     let first_host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -316,17 +322,8 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         .to_string();
     let second_host = "envctl-test-second-host";
     let mut second = start(
-        Command::new("unshare")
-            .args([
-                "--uts",
-                "sh",
-                "-c",
-                "hostname \"$1\" && shift && exec \"$@\"",
-                "sh",
-            ])
-            .arg(second_host)
-            .arg(env!("CARGO_BIN_EXE_envctl"))
-            .args(serve_arguments),
+        Command::new(env!("CARGO_BIN_EXE_envctl")).args(serve_arguments),
+        Some(second_host),
     );
     let second_envctl = served_address(&mut second);
     let _second_serving = Serving(second);

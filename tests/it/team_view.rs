@@ -106,7 +106,8 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     assert_eq!(states[0]["gpus"], "this_machine", "{json}");
     assert_eq!(states[1]["reachable"], true, "{json}");
     assert_eq!(states[1]["endpoint"], TLS_ENDPOINT, "{json}");
-    assert_eq!(states[1]["gpus"], "unknown", "{json}");
+    // The second daemon runs on this machine too (it names its host as this one's).
+    assert_eq!(states[1]["gpus"], "this_machine", "{json}");
     assert_eq!(states[2]["reachable"], false, "{json}");
     assert_eq!(states[2]["error_kind"], "connection_refused", "{json}");
     assert!(states[2]["error"].as_str().is_some(), "{json}");
@@ -132,9 +133,7 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
         assert_eq!(row["memory_limit_bytes"], 64 * 1024 * 1024, "{json}");
         assert!(row["pids"].as_u64().unwrap() >= 1, "{json}");
     }
-    // Another machine's GPU memory is unknown, never this machine's NVML's answer.
-    assert!(remote_row["gpu_memory_bytes"].is_null(), "{json}");
-    // This machine's stand-in GPUs are the local daemon's only.
+    // This machine's stand-in GPUs once, under the first of its daemons.
     let gpus = document["gpus"].as_array().unwrap();
     assert_eq!(gpus.len(), 8, "{json}");
     assert!(gpus.iter().all(|gpu| gpu["host"] == "local"), "{json}");
@@ -172,11 +171,42 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
                 && line.contains("unreachable: nothing answers at")),
         "{table}"
     );
+    // From another machine (a UTS namespace named `envctl-laptop`), both daemons are
+    // another machine's: their GPUs are unknown, never this machine's stand-in ones.
+    let mut command = std::process::Command::new("unshare");
+    command
+        .args([
+            "--uts",
+            "--",
+            "sh",
+            "-c",
+            "hostname envctl-laptop && exec \"$@\"",
+            "sh",
+        ])
+        .arg(assert_cmd::cargo::cargo_bin("envctl"))
+        .args(["--json", "stats", "--hosts", "local,second", "--once"]);
+    crate::support::cli::hermetic(&mut command, folder.path());
+    for (key, value) in &way.variables {
+        command.env(key, value);
+    }
+    let far = Run::of(
+        crate::support::docker::run_with_timeout(&mut command, Duration::from_secs(60)).unwrap(),
+    );
+    assert_eq!(far.code, 0, "{far}");
+    let far_document = far.json();
+    for state in far_document["hosts"].as_array().unwrap() {
+        assert_eq!(state["gpus"], "unknown", "{far}");
+    }
+    for row in far_document["containers"].as_array().unwrap() {
+        assert!(row["gpu_memory_bytes"].is_null(), "{far}");
+    }
     assert!(
-        lines
+        far_document["gpus"]
+            .as_array()
+            .unwrap()
             .iter()
-            .any(|line| line.starts_with("second ") && line.contains("? (another machine")),
-        "{table}"
+            .all(|gpu| gpu["uuid"].is_null() || gpu["uuid"].as_str().is_none()),
+        "{far}"
     );
     assert!(
         table.stderr.contains(&format!(

@@ -25,13 +25,10 @@ pub struct Choice {
     pub owner: Option<crate::facts::user::User>,
 }
 
-/// Whether `host`'s daemon is on this machine, so that this machine's NVML holds its GPUs.
-pub fn gpus_here(host: &Host) -> bool {
-    host.endpoint().starts_with("unix://")
-}
-
-/// One snapshot of every host in `hosts`, in their order. `local_gpus` is read for the
-/// hosts on this machine ([`gpus_here`]); every other host's GPUs are not read.
+/// One snapshot of every host in `hosts`, in their order, each with whether its daemon
+/// runs on this machine. `local_gpus` is read for the
+/// hosts whose daemon runs on this machine (`Engine::daemon_host`); every other host's
+/// GPUs are not read.
 #[allow(clippy::too_many_arguments)]
 pub async fn snapshot_hosts(
     hosts: &[Host],
@@ -41,15 +38,15 @@ pub async fn snapshot_hosts(
     source: CounterSource,
     interval: Duration,
     clock: Clock,
-) -> Vec<Answer<Snapshot>> {
+) -> Vec<Answer<(Snapshot, bool)>> {
     let elsewhere = Gpus::Elsewhere;
     let elsewhere = &elsewhere;
     crate::ops::hosts::each(hosts, timeout, |engine| async move {
-        let gpus = if engine.endpoint().starts_with("unix://") {
-            local_gpus
-        } else {
-            elsewhere
-        };
+        let here = engine
+            .daemon_host()
+            .await
+            .is_ok_and(|host| host.elsewhere().is_none());
+        let gpus = if here { local_gpus } else { elsewhere };
         let selection = Selection {
             targets: sampler::list_targets(
                 &engine,
@@ -61,9 +58,10 @@ pub async fn snapshot_hosts(
             fixed: None,
             failures: Vec::new(),
         };
-        Ok::<Snapshot, Error>(
+        Ok::<(Snapshot, bool), Error>((
             sampler::snapshot_once(&engine, &selection, gpus, source, interval, clock).await?,
-        )
+            here,
+        ))
     })
     .await
 }

@@ -21,7 +21,8 @@ pub fn envctl_command_in(directory: &Path) -> std::process::Command {
 
 /// The one set of rules every test's envctl runs under, whatever program starts it (envctl
 /// itself, or `setpriv`/`sh` in front of it): every `ENVCTL_*`, `DOCKER_*` and `XDG_*`
-/// variable of the developer's shell is cleared by prefix (a test sets what it needs), the
+/// variable of the developer's shell is cleared by prefix (a test sets what it needs), and
+/// `NODE_NAME` (the metrics' host name in a pod), the
 /// working directory, `$HOME` and `$XDG_CONFIG_HOME` are the test's folder, no colour, and
 /// a host policy path that is never there, so `/etc/envctl/policy.toml` never judges a test.
 pub fn hermetic(command: &mut std::process::Command, directory: &Path) {
@@ -40,7 +41,8 @@ pub fn hermetic(command: &mut std::process::Command, directory: &Path) {
         .env("XDG_CONFIG_HOME", directory.join("xdg"))
         .env("HOME", directory.join("home"))
         .env("ENVCTL_POLICY", directory.join("no-host-policy.toml"))
-        .env_remove("CLICOLOR_FORCE");
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("NODE_NAME");
 }
 
 /// A copy of the envctl binary that another user (`runuser -u nobody`) can run, in a new
