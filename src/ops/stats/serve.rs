@@ -562,6 +562,11 @@ enum Head {
 /// (the wait before it is bounded by [`IO_TIMEOUT`] alone, an idle keep-alive client's),
 /// at most [`MAX_HEAD_BYTES`] of them.
 fn read_head(reader: &mut BufReader<TcpStream>) -> Head {
+    read_head_within(reader, REQUEST_DEADLINE)
+}
+
+/// [`read_head`] with `request_deadline` from the first byte (tests take a short one).
+fn read_head_within(reader: &mut BufReader<TcpStream>, request_deadline: Duration) -> Head {
     let _ = reader.get_ref().set_read_timeout(Some(IO_TIMEOUT));
     let mut deadline = None;
     let mut head: Vec<u8> = Vec::new();
@@ -584,7 +589,7 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Head {
         };
         // The request's time starts with its first byte.
         if deadline.is_none() {
-            deadline = Some(std::time::Instant::now() + REQUEST_DEADLINE);
+            deadline = Some(std::time::Instant::now() + request_deadline);
         }
         let line_end = available.iter().position(|byte| *byte == b'\n');
         let taken = line_end.map_or(available.len(), |index| index + 1);
@@ -605,7 +610,7 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Head {
             break;
         }
     }
-    let deadline = deadline.unwrap_or_else(|| std::time::Instant::now() + REQUEST_DEADLINE);
+    let deadline = deadline.unwrap_or_else(|| std::time::Instant::now() + request_deadline);
     match parse_head(&head) {
         Some(Ok(request)) => Head::Request(request, deadline),
         Some(Err(())) => Head::Malformed(deadline),
@@ -823,20 +828,36 @@ mod tests {
             let _ = scrape.read_to_string(&mut answer);
             assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
         }
-        // A trickling client is cut at the deadline, not kept by each byte's arrival.
-        let mut trickle = TcpStream::connect(&address).unwrap();
-        let started = std::time::Instant::now();
-        let mut closed = false;
-        while started.elapsed() < REQUEST_DEADLINE + Duration::from_secs(5) {
-            if trickle.write_all(b"X").is_err() {
-                closed = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        assert!(closed, "a trickled head outlived the request deadline");
         drop(slow);
         server.stop();
+    }
+
+    #[test]
+    fn a_trickled_head_is_cut_at_the_request_deadline() {
+        // A byte every 100 ms never lets a read time out: only the deadline from the first
+        // byte ends it (the server's is REQUEST_DEADLINE; one second here).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let trickle = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(address).unwrap();
+            let started = std::time::Instant::now();
+            while started.elapsed() < Duration::from_secs(5) {
+                if stream.write_all(b"X").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let (accepted, _) = listener.accept().unwrap();
+        let started = std::time::Instant::now();
+        let head = read_head_within(&mut BufReader::new(accepted), Duration::from_secs(1));
+        assert!(matches!(head, Head::Closed));
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+        drop(trickle);
     }
 
     #[test]
