@@ -598,12 +598,22 @@ fn shown_line(command: &[String]) -> String {
         .join(" ")
 }
 
+/// `envctl shell`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct ShellArgs {
+    /// A container name or id (12+ hex digits), else a profile name or path; left out:
+    /// the obvious container (see `envctl exec --help`)
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
+    pub target: Option<String>,
+    /// Run as this user
+    #[arg(short, long)]
+    pub user: Option<String>,
+}
+
 /// `envctl shell [TARGET]`: bash when the image has it, else sh, on a TTY.
-pub fn shell(
-    target: Option<&str>,
-    user: Option<String>,
-    context: &Context,
-) -> Result<ExitStatus, Error> {
+pub fn shell(arguments: ShellArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let ShellArgs { target, user } = arguments;
+    let target = target.as_deref();
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         let engine = context.engine().await?;

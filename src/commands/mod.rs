@@ -113,8 +113,8 @@ pub use crate::ops::wait::{Waited, termination_signal, wait_for};
 fn refuses_json(command: &Command) -> Option<&'static str> {
     match command {
         Command::Completions(_) => Some("`completions` prints a shell script"),
-        Command::Shell { .. } => Some("`shell` is an interactive terminal session"),
-        Command::Run { .. } => Some("`run` prints the command's own output"),
+        Command::Shell(_) => Some("`shell` is an interactive terminal session"),
+        Command::Run(_) => Some("`run` prints the command's own output"),
         _ => None,
     }
 }
@@ -132,14 +132,9 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
     match cli.command {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),
-        Command::Ps {
-            all,
-            no_trunc,
-            all_users,
-            hosts,
-        } => ps::run(all, no_trunc, all_users, &hosts, context),
+        Command::Ps(arguments) => ps::run(arguments, context),
         Command::Exec(arguments) => exec::run(arguments, context),
-        Command::Shell { target, user } => exec::shell(target.as_deref(), user, context),
+        Command::Shell(arguments) => exec::shell(arguments, context),
         Command::Export(arguments) => export::run(arguments, context),
         Command::Stats(arguments) => stats::run(arguments, context),
         Command::Lock(arguments) => lock::run(arguments, context),
@@ -150,65 +145,9 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             doctor_hosts::run(&arguments.profiles, &arguments.hosts, context)
         }
         Command::Doctor(arguments) => doctor::run(arguments, context),
-        Command::Down {
-            target,
-            rm,
-            volumes,
-            timeout,
-            slurm_job,
-            label,
-        } => match (slurm_job, label) {
-            (Some(job), _) => down::sweep(
-                &format!("{}={job}", crate::spec::slurm::SLURM_JOB_LABEL),
-                rm || volumes,
-                timeout,
-                context,
-            ),
-            (None, Some(label)) => down::sweep(&label, rm || volumes, timeout, context),
-            (None, None) => down::run(target.as_deref(), rm, volumes, timeout, context),
-        },
-        Command::Run {
-            profile,
-            command,
-            name,
-            pull,
-            force,
-            locked,
-            env,
-            volume,
-            gpus,
-            stop_timeout,
-        } => run::run(
-            crate::ops::run::RunRequest {
-                profile,
-                command,
-                name,
-                pull,
-                force,
-                locked,
-                env,
-                mounts: volume,
-                gpus,
-            },
-            stop_timeout,
-            context,
-        ),
-        Command::NvidiaCheck {
-            quick,
-            timeout,
-            profile,
-        } => nvidia_check::here(
-            &nvidia_check::NvidiaCheckOptions {
-                quick,
-                timeout_seconds: u64::from(timeout),
-            },
-            profile.as_deref(),
-            context,
-        ),
-        Command::Logs {
-            target,
-            follow,
-            tail,
-        } => logs::run(target.as_deref(), follow, tail, context),
+        Command::Down(arguments) => down::run(arguments, context),
+        Command::Run(arguments) => run::run(arguments, context),
+        Command::NvidiaCheck(arguments) => nvidia_check::here(arguments, context),
+        Command::Logs(arguments) => logs::run(arguments, context),
     }
 }

@@ -14,7 +14,24 @@ use crate::facts::container::OutputStream;
 use crate::ops::run::{self, RunRequest};
 use crate::ops::up::{Outcome, RunState, UpOptions, clean_up, up};
 
-pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<ExitStatus, Error> {
+/// `envctl run`'s arguments, as clap parses them: the request `ops::run` reads, and the
+/// grace period of the stop at its end.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub request: RunRequest,
+    /// Seconds the command gets to end after SIGTERM before it is killed, at its end or
+    /// at a signal (keep it below Slurm's KillWait)
+    #[arg(long, default_value_t = run::DEFAULT_STOP_TIMEOUT_SECONDS, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u32).range(0..=86_400))]
+    pub stop_timeout: u32,
+}
+
+pub fn run(arguments: RunArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let RunArgs {
+        request,
+        stop_timeout,
+    } = arguments;
     let runtime = runtime()?;
     runtime.block_on(async {
         // One set of handlers from the first instant: a signal before anything is made
@@ -23,7 +40,7 @@ pub fn run(request: RunRequest, stop_timeout: u32, context: &Context) -> Result<
         let mut signals = run::EndingSignals::install();
         // The client waits as long as the stop may rightly take.
         let engine = context
-            .engine_with_deadline(super::down::stop_deadline(stop_timeout))
+            .engine_with_deadline(crate::ops::down::stop_deadline(stop_timeout))
             .await?;
         let plan = tokio::select! {
             plan = run::plan(&engine, &request, context) => plan?,

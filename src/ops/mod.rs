@@ -7,6 +7,8 @@
 //! - [`doctor`]: gather host, NVML and daemon facts, and judge them (doctor, `up`'s preflight).
 //! - [`up`]: preflight, pull, create and start (idempotent, race-safe, cleaned up on signals).
 //! - [`target`]: which container a TARGET argument names.
+//! - [`down`]: stop (and remove) a container, or sweep those that carry a label.
+//! - [`ps`]: the rows of envctl's containers on one daemon, with their drift.
 //! - [`environment`]: profile + overrides + lock + host decisions → the one create body
 //!   that `up`, `--dry-run` and every export read.
 //! - [`nvidia_check`]: the in-container CUDA check, run and judged.
@@ -16,6 +18,7 @@
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 
 pub mod doctor;
+pub mod down;
 pub mod environment;
 pub mod hosts;
 pub mod lock;
@@ -24,6 +27,7 @@ pub mod nvidia_check;
 pub mod outdated;
 pub mod placement;
 pub mod policy;
+pub mod ps;
 pub mod run;
 pub mod slurm;
 pub mod stats;

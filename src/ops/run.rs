@@ -19,18 +19,41 @@ use crate::spec::{self, Overrides};
 /// `KillWait` (30 s by default), so the removal is done before Slurm's SIGKILL.
 pub const DEFAULT_STOP_TIMEOUT_SECONDS: u32 = 10;
 
-/// What `envctl run` was asked.
-#[derive(Debug, Clone)]
+/// What `envctl run` was asked: the arguments as clap parses them (`commands::run`'s
+/// `RunArgs` adds the stop's grace period), read here as they are.
+#[derive(Debug, Clone, clap::Args)]
 pub struct RunRequest {
+    /// A profile name or path
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
     pub profile: String,
-    /// The command; empty: the profile's `command`, else the image's own.
+    /// The command and its arguments (after the profile, as `docker run IMAGE CMD…`; or
+    /// after `--`)
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     pub command: Vec<String>,
+    /// Container name (default: envctl-PROFILE-run-RANDOM, or -jobID-RANDOM in a Slurm job)
+    #[arg(long)]
     pub name: Option<String>,
+    /// When to pull the image
+    #[arg(long, value_enum, default_value_t = PullPolicy::Missing)]
     pub pull: PullPolicy,
+    /// Start even when doctor's checks fail
+    #[arg(long)]
     pub force: bool,
+    /// Fail unless envctl.lock pins this profile's current image
+    #[arg(long)]
     pub locked: bool,
+    /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
+    #[arg(short, long, value_name = "KEY=VALUE")]
     pub env: Vec<String>,
-    pub mounts: Vec<String>,
+    /// Mount SOURCE:TARGET[:ro]
+    #[arg(long, value_name = "SPEC")]
+    pub volume: Vec<String>,
+    /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
+    #[arg(long, value_name = "SPEC")]
     pub gpus: Option<String>,
 }
 
@@ -39,7 +62,7 @@ pub struct RunRequest {
 /// docker-init as PID 1 (it passes `docker stop`'s SIGTERM on to the command), and a name
 /// of its own.
 pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> Result<Plan, Error> {
-    let mut overrides = Overrides::parse(&request.env, &[], &request.mounts, &|key| {
+    let mut overrides = Overrides::parse(&request.env, &[], &request.volume, &|key| {
         context.environment.variable(key)
     })?;
     if let Some(spec) = &request.gpus {
