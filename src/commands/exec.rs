@@ -446,7 +446,14 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
                         .or(arguments.timeout)
                         .unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
                 };
-                return super::nvidia_check::run(&engine, &container, &options, context).await;
+                return crate::ops::nvidia_check::check(
+                    &engine,
+                    &container,
+                    &options,
+                    context,
+                    |checked| super::nvidia_check::render(&checked, context),
+                )
+                .await;
             }
             Request::Nothing => {
                 return Err(Error::Usage {

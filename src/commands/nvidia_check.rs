@@ -13,10 +13,8 @@ use serde::Serialize;
 
 use super::Context;
 use crate::checks::{Finding, Status};
-use crate::engine::Engine;
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::facts::container::ContainerDetails;
 use crate::nvcheck::{Area, Expectations, RawReport};
 use crate::ops::nvidia_check::{self, Checked};
 use crate::ui::findings::{Section, print_sections};
@@ -43,18 +41,6 @@ struct SectionedFinding<'a> {
     section: &'static str,
     #[serde(flatten)]
     finding: &'a Finding,
-}
-
-pub async fn run(
-    engine: &Engine,
-    container: &ContainerDetails,
-    options: &NvidiaCheckOptions,
-    context: &Context,
-) -> Result<ExitStatus, Error> {
-    nvidia_check::check(engine, container, options, context, |checked| {
-        render(&checked, context)
-    })
-    .await
 }
 
 /// `envctl nvidia-check`'s arguments, as clap parses them.
@@ -93,7 +79,9 @@ pub fn here(arguments: NvidiaCheckArgs, context: &Context) -> Result<ExitStatus,
     })
 }
 
-fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error> {
+/// The findings of a check, in a container (`envctl exec TARGET nvidia-check`, run by
+/// `ops::nvidia_check::check`) or here: the report, and exit 1 when one fails.
+pub fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error> {
     let Checked {
         container,
         matrix,
