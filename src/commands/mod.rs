@@ -74,27 +74,6 @@ impl Context {
             })
             .collect()
     }
-
-    /// A connection to the daemon, checked with a ping so an unreachable daemon is named
-    /// at once (within `engine::PING_TIMEOUT`), and identified (`/version`).
-    pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
-        self.engine_with_deadline(REQUEST_TIMEOUT).await
-    }
-
-    /// Like [`Context::engine`], for a request the daemon may rightly take `deadline` to
-    /// answer (`docker stop` with a long grace period).
-    pub async fn engine_with_deadline(
-        &self,
-        deadline: std::time::Duration,
-    ) -> Result<crate::engine::Engine, Error> {
-        let engine = self.connect(deadline)?;
-        engine.ping().await?;
-        // Which engine answers, so every later message and hint names it (`podman rm -f`).
-        engine
-            .identify_by_ping(crate::engine::PING_TIMEOUT.min(deadline))
-            .await?;
-        Ok(engine)
-    }
 }
 
 /// A single-threaded runtime for the commands that talk to the daemon; the pure commands

@@ -38,3 +38,29 @@ pub mod wait;
 /// How long one Engine API request may wait for its answer's headers. Long enough for
 /// `docker stop`'s grace period; streams (pull, logs) are not cut by it.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+use crate::context::Context;
+use crate::error::Error;
+
+impl Context {
+    /// A connection to the daemon, checked with a ping so an unreachable daemon is named
+    /// at once (within `engine::PING_TIMEOUT`), and identified (`/version`).
+    pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
+        self.engine_with_deadline(REQUEST_TIMEOUT).await
+    }
+
+    /// Like [`Context::engine`], for a request the daemon may rightly take `deadline` to
+    /// answer (`docker stop` with a long grace period).
+    pub async fn engine_with_deadline(
+        &self,
+        deadline: std::time::Duration,
+    ) -> Result<crate::engine::Engine, Error> {
+        let engine = self.connect(deadline)?;
+        engine.ping().await?;
+        // Which engine answers, so every later message and hint names it (`podman rm -f`).
+        engine
+            .identify_by_ping(crate::engine::PING_TIMEOUT.min(deadline))
+            .await?;
+        Ok(engine)
+    }
+}
