@@ -11,6 +11,7 @@
 //! - [`ps`]: the rows of envctl's containers on one daemon, with their drift.
 //! - [`environment`]: profile + overrides + lock + host decisions → the one create body
 //!   that `up`, `--dry-run` and every export read.
+//! - [`exec`]: which running container an exec command line means, and the command run there.
 //! - [`nvidia_check`]: the in-container CUDA check, run and judged.
 //! - [`stats`]: sample, follow, reconnect, serve (the pure rules are `monitor/`).
 //! - [`matrix`]: the compatibility matrix in force (bundled, user file, `--matrix`).
@@ -20,6 +21,7 @@
 pub mod doctor;
 pub mod down;
 pub mod environment;
+pub mod exec;
 pub mod hosts;
 pub mod lock;
 pub mod matrix;
