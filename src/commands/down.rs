@@ -6,6 +6,8 @@
 //! made that carries the label, for a Slurm `Epilog=` script: a container outlives its job
 //! when `envctl run` is SIGKILLed before it could remove it. Root (as Epilog runs) sweeps
 //! every user's; anyone else their own unless `--other-user`.
+//!
+//! `ops::down` does both; this file says what was done.
 
 use serde::Serialize;
 

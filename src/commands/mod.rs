@@ -1,6 +1,7 @@
-//! One module per subcommand: each gathers what it needs, judges, and hands the result to
-//! `ui`. The [`Context`] every command gets is `crate::context`'s; what several commands
-//! share lives in `crate::ops`.
+//! One module per subcommand: each takes its arguments (one clap struct, `NameArgs`, in
+//! its file), calls `crate::ops`, which gathers through the adapters and judges, and
+//! renders the result through `ui`. The [`Context`] every command gets is
+//! `crate::context`'s.
 
 pub mod compat;
 pub mod completions;

@@ -3,7 +3,8 @@
 //! came from: `up`, or another tool that ran an export (`compose (PROJECT)`). The user's
 //! own by default; `--all-users` lists everyone's with an OWNER column. `--hosts a,b,c`
 //! lists several daemons in one table with a HOST column (`ops::hosts`): each asked at
-//! once, an unreachable one a row saying why.
+//! once, an unreachable one a row saying why. `ops::ps` gathers the rows; this file
+//! renders them.
 
 use serde::Serialize;
 

@@ -5,6 +5,8 @@
 //! cannot answer (a private repository, whose credentials envctl does not read; a registry
 //! out of reach from here but not from the daemon) is the image pulled, said on stderr,
 //! and the digest the engine recorded at pull pinned ([`crate::lock::choose_pin`]).
+//! [`lock_profiles`] does it for every profile of `envctl lock` and writes `envctl.lock`
+//! under the folder's lock.
 
 use std::path::Path;
 
