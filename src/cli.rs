@@ -1,7 +1,5 @@
 //! The command line, as clap derive types only: no behaviour lives here.
 
-use std::path::PathBuf;
-
 use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
 
@@ -93,55 +91,11 @@ Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -
     )]
     Exec(crate::commands::exec::ExecArgs),
     /// Open an interactive shell (bash when the image has it, else sh)
-    Shell {
-        /// A container name or id (12+ hex digits), else a profile name or path; left out:
-        /// the obvious container (see `envctl exec --help`)
-        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
-        target: Option<String>,
-        /// Run as this user
-        #[arg(short, long)]
-        user: Option<String>,
-    },
+    Shell(crate::commands::exec::ShellArgs),
     /// List envctl's containers: profile, image, status, ports, GPUs, drift
-    Ps {
-        /// Include stopped containers
-        #[arg(short, long)]
-        all: bool,
-        /// Show image references and ids whole (pinned digests are cut to 12 hex digits)
-        #[arg(long)]
-        no_trunc: bool,
-        /// List every user's envctl containers, with their owner (default: your own)
-        #[arg(long)]
-        all_users: bool,
-        /// Several daemons in one table, asked at once: docker CLI context names or URLs
-        /// (`tcp://…`, `ssh://…`), comma-separated; an unreachable one is a row saying why
-        #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
-        hosts: Vec<String>,
-    },
+    Ps(crate::commands::ps::PsArgs),
     /// Stop a container (host data is never touched)
-    Down {
-        /// A container name or id (12+ hex digits), else a profile name or path; left out:
-        /// the obvious container (see `envctl exec --help`)
-        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
-        target: Option<String>,
-        /// Also remove the container
-        #[arg(long)]
-        rm: bool,
-        /// Also remove the named volumes it uses (implies --rm)
-        #[arg(long)]
-        volumes: bool,
-        /// Seconds to wait for a clean stop before killing (at most 86400)
-        #[arg(long, default_value_t = 10, value_name = "SECONDS",
-              value_parser = clap::value_parser!(u32).range(0..=86_400))]
-        timeout: u32,
-        /// Every container envctl made in this Slurm job (label `envctl.slurm-job`), for an
-        /// `Epilog=` script: `envctl down --rm --slurm-job "$SLURM_JOB_ID"`
-        #[arg(long, value_name = "ID", conflicts_with_all = ["target", "label"])]
-        slurm_job: Option<String>,
-        /// Every container envctl made that carries this label (KEY=VALUE)
-        #[arg(long, value_name = "KEY=VALUE", conflicts_with = "target")]
-        label: Option<String>,
-    },
+    Down(crate::commands::down::DownArgs),
     /// Run a command in a new container of a profile, in the foreground; removed at its end
     ///
     /// Makes the profile's container as `up` does, with the command as its main process,
@@ -152,75 +106,15 @@ Examples:\n  envctl exec pytorch-2.8 python train.py --epochs 3\n  envctl exec -
 Inside a Slurm job the container gets the job's GPUs, memory and CPUs (docs/clusters.md).\n\n\
 Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres=gpu:2 envctl run pytorch-2.8 -- torchrun --nproc-per-node 2 train.py\n  envctl run pytorch-2.8            (the profile's `command`, else the image's)"
     )]
-    Run {
-        /// A profile name or path
-        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
-        profile: String,
-        /// The command and its arguments (after the profile, as `docker run IMAGE CMD…`; or
-        /// after `--`)
-        #[arg(
-            trailing_var_arg = true,
-            allow_hyphen_values = true,
-            value_name = "CMD"
-        )]
-        command: Vec<String>,
-        /// Container name (default: envctl-PROFILE-run-RANDOM, or -jobID-RANDOM in a Slurm job)
-        #[arg(long)]
-        name: Option<String>,
-        /// When to pull the image
-        #[arg(long, value_enum, default_value_t = crate::ops::up::PullPolicy::Missing)]
-        pull: crate::ops::up::PullPolicy,
-        /// Start even when doctor's checks fail
-        #[arg(long)]
-        force: bool,
-        /// Fail unless envctl.lock pins this profile's current image
-        #[arg(long)]
-        locked: bool,
-        /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
-        #[arg(short, long, value_name = "KEY=VALUE")]
-        env: Vec<String>,
-        /// Mount SOURCE:TARGET[:ro]
-        #[arg(long, value_name = "SPEC")]
-        volume: Vec<String>,
-        /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
-        #[arg(long, value_name = "SPEC")]
-        gpus: Option<String>,
-        /// Seconds the command gets to end after SIGTERM before it is killed, at its end or
-        /// at a signal (keep it below Slurm's KillWait)
-        #[arg(long, default_value_t = crate::ops::run::DEFAULT_STOP_TIMEOUT_SECONDS, value_name = "SECONDS",
-              value_parser = clap::value_parser!(u32).range(0..=86_400))]
-        stop_timeout: u32,
-    },
+    Run(crate::commands::run::RunArgs),
     /// Check CUDA in this environment, without a container
     ///
     /// Runs nvidia-check's scripts here (a pyxis or Apptainer container, a conda env, a
     /// bare-metal node) with the same findings, JSON and exit codes; in a Slurm job, torch
     /// must see exactly the job's GPUs. In a container: `envctl exec TARGET nvidia-check`.
-    NvidiaCheck {
-        /// Skip the timed matmul and the copy bandwidth
-        #[arg(long)]
-        quick: bool,
-        /// Give up after this many seconds (at most a day)
-        #[arg(long, default_value_t = 120, value_name = "SECONDS",
-              value_parser = clap::value_parser!(u32).range(1..=86_400))]
-        timeout: u32,
-        /// Judge against this profile's expectations (torch, CUDA) as in its container
-        #[arg(long, value_name = "PROFILE")]
-        profile: Option<String>,
-    },
+    NvidiaCheck(crate::commands::nvidia_check::NvidiaCheckArgs),
     /// Print a container's logs
-    Logs {
-        /// A container name or id (12+ hex digits), else a profile name or path; left out:
-        /// the obvious container (see `envctl exec --help`)
-        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
-        target: Option<String>,
-        /// Keep printing new output until the container stops
-        #[arg(short, long)]
-        follow: bool,
-        /// Only the last N lines
-        #[arg(long, value_name = "N")]
-        tail: Option<u64>,
-    },
+    Logs(crate::commands::logs::LogsArgs),
     /// The same environment for docker compose, Kubernetes, devcontainers or docker run
     Export(crate::commands::export::ExportArgs),
     /// Container CPU/memory next to GPU utilisation, memory, temperature and power
@@ -238,28 +132,11 @@ pub enum ProfilesCommand {
     /// List the profiles envctl finds, with where each comes from
     List,
     /// Print a profile with `extends` applied, and which file set each key
-    Show {
-        /// A profile name, or a path to a .toml file
-        #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
-        profile: String,
-    },
+    Show(crate::commands::profiles::ShowArgs),
     /// Validate profile files; every problem is reported with file:line:column
-    Check {
-        /// Profile files or names
-        #[arg(required = true, value_name = "FILE")]
-        files: Vec<String>,
-    },
+    Check(crate::commands::profiles::CheckArgs),
     /// Start a team profile in ./envctl/NAME.toml
-    New {
-        /// The new profile's name
-        name: String,
-        /// Copy this profile (resolved) instead of the starter template
-        #[arg(long, value_name = "PROFILE")]
-        from: Option<String>,
-        /// Folder to write into
-        #[arg(long, value_name = "DIR", default_value = "envctl")]
-        directory: PathBuf,
-    },
+    New(crate::commands::profiles::NewArgs),
 }
 
 #[derive(Debug, Args)]
@@ -304,10 +181,10 @@ mod tests {
             use super::{Cli, Command};
             let parse = |arguments: &[&str]| Cli::try_parse_from(arguments);
             if let Ok(cli) = parse(&["envctl", "down", "x", "--timeout", &text])
-                && let Command::Down { timeout, .. } = cli.command
+                && let Command::Down(arguments) = cli.command
             {
-                proptest::prop_assert!(timeout <= 86_400);
-                let deadline = crate::commands::down::stop_deadline(timeout);
+                proptest::prop_assert!(arguments.timeout <= 86_400);
+                let deadline = crate::ops::down::stop_deadline(arguments.timeout);
                 proptest::prop_assert!(std::time::Instant::now().checked_add(deadline).is_some());
             }
             if let Ok(cli) = parse(&["envctl", "exec", "--timeout", &text, "x", "nvidia-check"])

@@ -7,12 +7,10 @@ use std::path::PathBuf;
 use super::{Context, runtime};
 use crate::checks::profile::{GpuVerdict, ProfileReport};
 use crate::checks::{Finding, Status, worst};
-use crate::engine::PING_TIMEOUT;
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::ops::doctor::{DoctorReport, Facts, InvalidProfile, gather_with, judge};
+use crate::ops::doctor::{DoctorReport, InvalidProfile, gather, judge};
 use crate::ops::matrix::load_matrix;
-use crate::profile::ResolvedProfile;
 use crate::ui::findings::{Section, print_sections};
 use crate::units::index_ranges_in_order as index_ranges;
 
@@ -68,7 +66,7 @@ pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error
             }
         }
     }
-    let facts = gather(&profiles, context)?;
+    let facts = runtime()?.block_on(gather(&profiles, context));
     // The host policy `up` applies here; one that cannot be used is a failed check.
     let policy = crate::ops::policy::in_force(context);
     if let Err(error) = &policy
@@ -80,28 +78,9 @@ pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error
     }
     let in_force = policy.as_ref().ok().and_then(Option::as_ref).cloned();
     let mut report = judge(&facts, &profiles, &matrix);
-    // First: which daemon, and what chose it, when a context or `-H` did (`DOCKER_HOST`'s
-    // endpoint is named by the engine's own line).
-    if let Ok(choice) = context.daemon()
-        && matches!(
-            choice.chosen_by,
-            crate::host::docker_config::ChosenBy::Context { .. }
-                | crate::host::docker_config::ChosenBy::HostFlag
-        )
-    {
-        report.findings.insert(
-            0,
-            Finding::info(
-                "docker.endpoint",
-                format!(
-                    "daemon {} chosen by {}",
-                    choice.endpoint,
-                    choice.described()
-                ),
-            )
-            .with_fact("endpoint", &choice.endpoint)
-            .in_area(crate::checks::Area::Docker),
-        );
+    // First: which daemon, and what chose it, when a context or `-H` did.
+    if let Some(endpoint) = crate::ops::doctor::endpoint_finding(context) {
+        report.findings.insert(0, endpoint);
     }
     let report = report
         .with_invalid(invalid)
@@ -128,19 +107,6 @@ pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error
         _ => ExitStatus::Success,
     })
 }
-fn gather(profiles: &[ResolvedProfile], context: &Context) -> Result<Facts, Error> {
-    let engine = context.connect(PING_TIMEOUT);
-    // The same connection again for the occupancy (a clone shares bollard's client).
-    let again = engine.as_ref().ok().cloned();
-    runtime()?.block_on(async {
-        let mut facts = gather_with(engine, profiles, None, context).await;
-        if let Some(engine) = again {
-            crate::ops::doctor::gather_occupancy(&engine, &mut facts, context).await;
-        }
-        Ok(facts)
-    })
-}
-
 /// One line per GPU: free or who holds it, with its memory and processes.
 fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
     let mut lines: Vec<Finding> = occupancy

@@ -6,25 +6,59 @@
 //! made that carries the label, for a Slurm `Epilog=` script: a container outlives its job
 //! when `envctl run` is SIGKILLed before it could remove it. Root (as Epilog runs) sweeps
 //! every user's; anyone else their own unless `--other-user`.
+//!
+//! `ops::down` does both; this file says what was done.
 
 use serde::Serialize;
 
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::ops::target::{Purpose, find_own_container, obvious_container};
+use crate::ops::down::{self, Downed};
 
-pub fn run(
-    target: Option<&str>,
-    remove: bool,
-    volumes: bool,
-    timeout_seconds: u32,
-    context: &Context,
-) -> Result<ExitStatus, Error> {
+/// `envctl down`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct DownArgs {
+    /// A container name or id (12+ hex digits), else a profile name or path; left out:
+    /// the obvious container (see `envctl exec --help`)
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
+    pub target: Option<String>,
+    /// Also remove the container
+    #[arg(long)]
+    pub rm: bool,
+    /// Also remove the named volumes it uses (implies --rm)
+    #[arg(long)]
+    pub volumes: bool,
+    /// Seconds to wait for a clean stop before killing (at most 86400)
+    #[arg(long, default_value_t = 10, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u32).range(0..=86_400))]
+    pub timeout: u32,
+    /// Every container envctl made in this Slurm job (label `envctl.slurm-job`), for an
+    /// `Epilog=` script: `envctl down --rm --slurm-job "$SLURM_JOB_ID"`
+    #[arg(long, value_name = "ID", conflicts_with_all = ["target", "label"])]
+    pub slurm_job: Option<String>,
+    /// Every container envctl made that carries this label (KEY=VALUE)
+    #[arg(long, value_name = "KEY=VALUE", conflicts_with = "target")]
+    pub label: Option<String>,
+}
+
+pub fn run(arguments: DownArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let DownArgs {
+        target,
+        rm: remove,
+        volumes,
+        timeout: timeout_seconds,
+        slurm_job,
+        label,
+    } = arguments;
+    if let Some(label) = down::sweep_label(slurm_job.as_deref(), label.as_deref())? {
+        return sweep(&label, remove || volumes, timeout_seconds, context);
+    }
+    let target = target.as_deref();
     let stopping = runtime()?.block_on(async {
         // The first SIGINT or SIGTERM ends `down` at once (130/143), whatever `--timeout`:
         // the daemon goes on with the stop it was asked for.
-        let work = down(target, remove, volumes, timeout_seconds, context);
+        let work = down::down(target, remove, volumes, timeout_seconds, context);
         tokio::select! {
             outcome = work => outcome.map(Ok),
             code = super::termination_signal() => Ok(Err(code)),
@@ -44,23 +78,14 @@ pub fn run(
 
 /// `down --slurm-job ID` / `--label KEY=VALUE`: stops (and with `remove`, removes) every
 /// container envctl made that carries the label. Exit 0 when every one is gone or stopped.
-pub fn sweep(
+fn sweep(
     label: &str,
     remove: bool,
     timeout_seconds: u32,
     context: &Context,
 ) -> Result<ExitStatus, Error> {
-    if !label.contains('=') || label.starts_with('=') {
-        return Err(Error::Usage {
-            message: format!(
-                "--label `{}` is not KEY=VALUE",
-                crate::ui::text::shown(label)
-            ),
-            hint: Some("`envctl down --rm --label envctl.slurm-job=1234`".into()),
-        });
-    }
     let swept = runtime()?.block_on(async {
-        let work = sweep_labelled(label, remove, timeout_seconds, context);
+        let work = down::sweep(label, remove, timeout_seconds, context);
         tokio::select! {
             outcome = work => outcome.map(Ok),
             code = super::termination_signal() => Ok(Err(code)),
@@ -107,138 +132,13 @@ pub fn sweep(
     Ok(ExitStatus::Success)
 }
 
-async fn sweep_labelled(
-    label: &str,
-    remove: bool,
-    timeout_seconds: u32,
-    context: &Context,
-) -> Result<Vec<String>, Error> {
-    let engine = context
-        .engine_with_deadline(stop_deadline(timeout_seconds))
-        .await?;
-    let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
-    // Root (a Slurm Epilog) sweeps every user's; anyone else their own.
-    let everyone = context.user.uid == Some(0) || context.other_user;
-    let mut names = Vec::new();
-    for id in engine.containers_labelled(label).await? {
-        let Some(container) = engine.inspect_container(&id).await? else {
-            continue;
-        };
-        // Only what envctl made, never a container that merely shares the label.
-        if !container.labels.contains_key(crate::spec::PROFILE_LABEL) {
-            continue;
-        }
-        if !everyone && !crate::ops::target::is_mine(&container.labels, context) {
-            context.printer.warn(&format!(
-                "left {}: another user's (`--other-user` sweeps it too)",
-                container.name
-            ));
-            continue;
-        }
-        // Both at once when removing: `rm -f` kills at once, the stop gives the grace.
-        if container.running {
-            engine.stop_container(&container.id, timeout).await?;
-        }
-        if remove {
-            engine.remove_container(&container.id, true, true).await?;
-        }
-        names.push(container.name);
-    }
-    Ok(names)
-}
-
-/// What `down` did: the container's name and the volumes removed, or nothing to stop.
-type Outcome = Option<(String, Vec<String>)>;
-
-async fn down(
-    target: Option<&str>,
-    remove: bool,
-    volumes: bool,
-    timeout_seconds: u32,
-    context: &Context,
-) -> Result<Outcome, Error> {
-    {
-        // The client waits as long as the daemon may rightly take: the grace period first.
-        let engine = context
-            .engine_with_deadline(stop_deadline(timeout_seconds))
-            .await?;
-        // No TARGET: the obvious container, which is envctl's (it carries `envctl.profile`).
-        let container = match target {
-            Some(target) => match find_own_container(&engine, context, target).await {
-                Ok(container) => container,
-                // What `down` is asked for is already so: said, not an error, and no
-                // hint to `up` what is being taken down.
-                Err(Error::NoContainer { profile, .. }) => {
-                    context.printer.info(&format!(
-                        "nothing to stop: profile `{profile}` has no container"
-                    ));
-                    return Ok(None);
-                }
-                Err(error) => return Err(error),
-            },
-            None => {
-                let purpose = Purpose {
-                    command: "down",
-                    rest: "",
-                    word: None,
-                };
-                obvious_container(&engine, context, purpose).await?
-            }
-        };
-        // A look again after a race: by the TARGET given, else by the container's name.
-        let target = target.map_or_else(|| container.name.clone(), str::to_string);
-        let target = target.as_str();
-        if container.running {
-            context
-                .printer
-                .info(&format!("stopping {} …", container.name));
-        }
-        // `--timeout` is at most 86400 (clap), so it fits the API's i32.
-        let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
-        let was_running = container.running;
-        let stopping = std::time::Instant::now();
-        let container = match engine.stop_container(&container.id, timeout).await {
-            Ok(()) => container,
-            // Removed between the look and the stop (an `up --recreate` replaced it): look
-            // again rather than claim anything about a container envctl did not see go.
-            Err(crate::engine::EngineError::Daemon { status: 404, .. }) => {
-                let again = find_own_container(&engine, context, target).await?;
-                engine.stop_container(&again.id, timeout).await?;
-                again
-            }
-            Err(error) => return Err(error.into()),
-        };
-        if was_running && stopping.elapsed().as_secs() >= u64::from(timeout_seconds) {
-            warn_if_killed(
-                &engine,
-                &container.id,
-                &container.name,
-                timeout_seconds,
-                context,
-            )
-            .await?;
-        }
-        let mut removed_volumes = Vec::new();
-        if remove || volumes {
-            // Anonymous volumes go with the container; named ones only when asked.
-            engine.remove_container(&container.id, false, true).await?;
-            if volumes {
-                for volume in &container.volumes {
-                    engine.remove_volume(volume).await?;
-                    // Said as it happens: when a later volume cannot be removed, the user
-                    // still knows which ones are gone.
-                    context.printer.info(&format!("removed volume {volume}"));
-                    removed_volumes.push(volume.clone());
-                }
-            }
-        }
-        Ok::<_, Error>(Some((container.name, removed_volumes)))
-    }
-}
-
 /// Says what `down` did (or that there was nothing to stop).
-fn report(outcome: Outcome, removed: bool, context: &Context) -> Result<ExitStatus, Error> {
-    let Some((name, removed_volumes)) = outcome else {
+fn report(outcome: Option<Downed>, removed: bool, context: &Context) -> Result<ExitStatus, Error> {
+    let Some(Downed {
+        container: name,
+        volumes_removed: removed_volumes,
+    }) = outcome
+    else {
         if context.json {
             #[derive(Serialize)]
             struct Nothing {
@@ -279,44 +179,4 @@ fn report(outcome: Outcome, removed: bool, context: &Context) -> Result<ExitStat
         context.printer.info(&format!("{action} {name}"));
     }
     Ok(ExitStatus::Success)
-}
-
-/// The daemon sends SIGTERM, waits the grace period, then SIGKILLs: a container that
-/// spent the whole grace period and exited 137 was killed, and its processes got no
-/// chance to save anything. Said, with the fix, rather than a plain "stopped".
-async fn warn_if_killed(
-    engine: &crate::engine::Engine,
-    id: &str,
-    name: &str,
-    timeout_seconds: u32,
-    context: &Context,
-) -> Result<(), Error> {
-    if let Some(details) = engine.inspect_container(id).await?
-        && details.exit_code == Some(137)
-    {
-        context.printer.warn(&format!(
-            "`{name}` did not stop within {timeout_seconds} s of SIGTERM and was killed (SIGKILL): its main process ignores SIGTERM (a shell as PID 1 does unless it `exec`s the command) or needs longer (`--timeout SECONDS`)"
-        ));
-    }
-    Ok(())
-}
-
-/// How long the stop request of `down --timeout SECONDS` may take: the grace period, the
-/// kill after it, and the daemon's own bookkeeping; never less than [`super::REQUEST_TIMEOUT`].
-pub fn stop_deadline(grace_seconds: u32) -> std::time::Duration {
-    super::REQUEST_TIMEOUT.max(std::time::Duration::from_secs(
-        u64::from(grace_seconds) + 30,
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_stop_deadline_follows_the_grace_period() {
-        assert_eq!(stop_deadline(10), super::super::REQUEST_TIMEOUT);
-        assert_eq!(stop_deadline(200), std::time::Duration::from_secs(230));
-        assert!(stop_deadline(86_400) > std::time::Duration::from_secs(86_400));
-    }
 }

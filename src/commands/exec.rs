@@ -3,26 +3,26 @@
 //! [TARGET] -- CMD…` and `envctl shell [TARGET]`: the command runs in the running container
 //! and its exit code becomes envctl's.
 //!
-//! Which words are which ([`resolve`], documented once in `envctl exec --help`): envctl's
-//! flags come before the words, and clap hands every word from the first on as it is
-//! (`exec C ls -la` gives `ls` its `-la`). The first word is TARGET when it names a
+//! Which words are which (`ops::exec::resolve`, documented once in `envctl exec --help`):
+//! envctl's flags come before the words, and clap hands every word from the first on as it
+//! is (`exec C ls -la` gives `ls` its `-la`). The first word is TARGET when it names a
 //! container or a profile (`ops::target::look_up`), else the words are for the obvious
 //! container (`ops::target::obvious_container`) — except before `--`, the place of a
 //! TARGET or NAME, where a word that names neither is a TARGET not found. The word after
 //! TARGET is a NAME when the container's profile names it (or it is nvidia-check), else the
 //! command itself; `--` before it makes it the command whatever the profile names
-//! ([`interpret`]).
+//! ([`interpret`], the grammar `ops::exec::resolve` is handed). The command runs through
+//! `ops::exec::Exec`; this file wires it to the terminal (stdin, raw mode, resizes, the
+//! output streams).
 
 use super::{Context, runtime};
-use crate::engine::Engine;
-use crate::engine::exec::ExecRequest;
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::facts::container::ContainerDetails;
 use crate::facts::container::OutputStream;
+use crate::ops::exec::{Command as ExecCommand, Exec};
 use crate::ops::target::{
-    Lookup, NVIDIA_CHECK, Purpose, command_names, ensure_running, look_up, named_command,
-    nearest_name, nothing_error, obvious_container, running_container,
+    NVIDIA_CHECK, Purpose, command_names, ensure_running, named_command, obvious_container,
+    running_container,
 };
 use crate::spec::shell_quote;
 use crate::ui::printer::{ColorChoice, Printer, Verbosity};
@@ -341,100 +341,19 @@ fn check_plainly(arguments: &ExecArgs, json: bool) -> Result<(), Error> {
     }
 }
 
-/// The container and the request an `exec` command line means, and where the request's
-/// words begin in `words` (1 after a TARGET, else 0): the rule of the module doc,
-/// documented in `envctl exec --help` and ARCHITECTURE.md ("TARGET").
-async fn resolve(
-    engine: &Engine,
-    context: &Context,
-    words: &[String],
-) -> Result<(ContainerDetails, Request, usize), Error> {
-    let Some(first) = words.first() else {
-        let purpose = Purpose {
-            command: "exec",
-            rest: "CMD",
-            word: None,
-        };
-        let container = obvious_container(engine, context, purpose).await?;
-        return Ok((ensure_running(engine, container)?, Request::Nothing, 0));
-    };
-    let lookup = match look_up(engine, context, first).await {
-        // `./run.sh` or `/bin/ls` is read as a profile path first; a file that is not a
-        // profile is the command.
-        Err(Error::Profile(_)) if first.contains('/') && !first.ends_with(".toml") => {
-            Lookup::Nothing { prefix_of: None }
-        }
-        other => other?,
-    };
-    match lookup {
-        Lookup::Container(container) => {
-            let container = ensure_running(engine, *container)?;
-            let names = command_names(context, &container);
-            let request = interpret(&words[1..], &names, &container.name)?;
-            return Ok((container, request, 1));
-        }
-        // The start of an id is meant as a container, never as a command.
-        Lookup::Nothing {
-            prefix_of: Some(name),
-        } => return Err(nothing_error(engine, context, first, Some(&name), &[]).await),
-        Lookup::Nothing { prefix_of: None } => {}
-    }
-    let shown: Vec<String> = words.iter().map(|word| shell_quote(word)).collect();
-    let rest = shown.join(" ");
-    let purpose = Purpose {
-        command: "exec",
-        rest: &rest,
-        // nvidia-check is plainly a command: say only that no TARGET was given.
-        word: (first != NVIDIA_CHECK).then_some(first.as_str()),
-    };
-    match obvious_container(engine, context, purpose).await {
-        Ok(container) => {
-            let container = ensure_running(engine, container)?;
-            let names = command_names(context, &container);
-            let request = interpret(words, &names, &container.name)?;
-            // `WORD -- CMD` is the form of a TARGET (or of a NAME): a word that names
-            // neither is a TARGET not found, never a command for whichever container is
-            // the obvious one.
-            if let Request::Literal { plainly: false, .. } = request
-                && words.get(1).is_some_and(|word| word == "--")
-            {
-                return Err(nothing_error(engine, context, first, None, &[]).await);
-            }
-            // A word near a profile, a container or a command is a typo, never a command
-            // to run in whatever container happens to be the obvious one.
-            if let Request::Literal { plainly: false, .. } = request
-                && let Some(near) = nearest_name(engine, context, first, &names).await?
-            {
-                return Err(Error::TargetNotFound {
-                    target: first.clone(),
-                    hint: format!(
-                        "did you mean `{near}`? (to run `{first}` itself in {}: `{}`)",
-                        container.name,
-                        replaced_with_target(words, &container.name)
-                    ),
-                });
-            }
-            Ok((container, request, 0))
-        }
-        Err(error) if first == NVIDIA_CHECK => Err(error),
-        // No obvious container to hold the command: a typo of a TARGET is the likelier
-        // mistake when one is near.
-        Err(error) => match nearest_name(engine, context, first, &[]).await? {
-            Some(near) => Err(Error::TargetNotFound {
-                target: first.clone(),
-                hint: format!("did you mean `{near}`?"),
-            }),
-            None => Err(error),
-        },
-    }
-}
-
 pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> {
     check_plainly(&arguments, context.json)?;
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         let engine = context.engine().await?;
-        let (container, request, start) = resolve(&engine, context, &arguments.words).await?;
+        let (container, request, start) = crate::ops::exec::resolve(
+            &engine,
+            context,
+            &arguments.words,
+            interpret,
+            |request| matches!(request, Request::Literal { plainly: false, .. }),
+        )
+        .await?;
         check_flags(&arguments, &request, &container.name, context.json)?;
         let mut near_name = None;
         let command = match request {
@@ -446,7 +365,14 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
                         .or(arguments.timeout)
                         .unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
                 };
-                return super::nvidia_check::run(&engine, &container, &options, context).await;
+                return crate::ops::nvidia_check::check(
+                    &engine,
+                    &container,
+                    &options,
+                    context,
+                    |checked| super::nvidia_check::render(&checked, context),
+                )
+                .await;
             }
             Request::Nothing => {
                 return Err(Error::Usage {
@@ -487,7 +413,7 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
                 command
             }
         };
-        let request = ExecRequest {
+        let exec = Exec::new(&engine, &container.id, ExecCommand {
             command,
             env: arguments.env.clone(),
             user: arguments.user.clone(),
@@ -495,15 +421,14 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
             tty: arguments.tty,
             attach_stdin: !arguments.detach
                 && (arguments.interactive || arguments.tty || !terminal::stdin_is_terminal()),
-            ..ExecRequest::default()
-        };
+        });
         // `-d`: a detached exec through the engine (no shell of the image), which ends
         // envctl at once with the command going on and its output discarded.
         if arguments.detach {
-            let exec_id = engine.exec_detached(&container.id, &request).await?;
+            let exec_id = exec.detached().await?;
             context.printer.detail(&format!(
                 "started `{}` detached in {} (exec {exec_id})",
-                shown_line(&request.command),
+                shown_line(exec.command()),
                 container.name
             ));
             return Ok(ExitStatus::Success);
@@ -511,19 +436,19 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
         // With a TTY, Ctrl-C travels to the command as a key. Without one, SIGINT/SIGTERM
         // is passed on to the command, whose exit then ends envctl with its code; a second
         // signal ends envctl at once (130/143), as `docker exec` does on the first.
-        let exec = run_exec(&engine, &container.id, &request);
-        tokio::pin!(exec);
-        let code = if request.tty {
+        let attached = run_exec(&exec);
+        tokio::pin!(attached);
+        let code = if exec.tty() {
             tokio::select! {
-                code = &mut exec => code?,
+                code = &mut attached => code?,
                 signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
             }
         } else {
             let signal = tokio::select! {
-                code = &mut exec => {
+                code = &mut attached => {
                     let code = code?;
                     if let Some(near) = near_name.as_deref()
-                        && code == crate::engine::exec::COMMAND_NOT_FOUND
+                        && code == crate::ops::exec::COMMAND_NOT_FOUND
                     {
                         context.printer.info(&format!(
                             "hint: did you mean `{near}`, a command of the profile? `{}`",
@@ -534,16 +459,16 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
                 }
                 signal = super::termination_signal() => signal,
             };
-            if !forward_signal(&engine, &container.id, &request, signal, context).await {
+            if !exec.pass_on(signal, context).await {
                 return Ok(ExitStatus::External(signal));
             }
             tokio::select! {
-                code = &mut exec => code?,
+                code = &mut attached => code?,
                 // The command ended, but its last output may be stuck behind a reader that
                 // does not read: a moment to pass it on, then its code.
-                ended = command_ended(&engine, &request) => {
+                ended = exec.ended() => {
                     let code = ended?;
-                    match tokio::time::timeout(OUTPUT_DRAIN, &mut exec).await {
+                    match tokio::time::timeout(OUTPUT_DRAIN, &mut attached).await {
                         Ok(result) => result?,
                         Err(_) => code,
                     }
@@ -578,17 +503,6 @@ fn replaced(words: &[String], index: usize, word: &str) -> String {
     line.join(" ")
 }
 
-/// The exec command line with TARGET put in front of `words`.
-fn replaced_with_target(words: &[String], target: &str) -> String {
-    let mut line = vec![
-        "envctl".to_string(),
-        "exec".to_string(),
-        shell_quote(target),
-    ];
-    line.extend(words.iter().map(|word| shell_quote(word)));
-    line.join(" ")
-}
-
 /// A command as one shell line, for what envctl says it runs.
 fn shown_line(command: &[String]) -> String {
     command
@@ -598,12 +512,22 @@ fn shown_line(command: &[String]) -> String {
         .join(" ")
 }
 
+/// `envctl shell`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct ShellArgs {
+    /// A container name or id (12+ hex digits), else a profile name or path; left out:
+    /// the obvious container (see `envctl exec --help`)
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
+    pub target: Option<String>,
+    /// Run as this user
+    #[arg(short, long)]
+    pub user: Option<String>,
+}
+
 /// `envctl shell [TARGET]`: bash when the image has it, else sh, on a TTY.
-pub fn shell(
-    target: Option<&str>,
-    user: Option<String>,
-    context: &Context,
-) -> Result<ExitStatus, Error> {
+pub fn shell(arguments: ShellArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let ShellArgs { target, user } = arguments;
+    let target = target.as_deref();
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         let engine = context.engine().await?;
@@ -629,22 +553,26 @@ pub fn shell(
                 )),
             });
         }
-        let request = ExecRequest {
-            // `exec` replaces sh with bash when there is one, so the exit code is bash's.
-            command: vec![
-                "sh".into(),
-                "-c".into(),
-                "if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi".into(),
-            ],
-            user,
-            tty: true,
-            attach_stdin: true,
-            ..ExecRequest::default()
-        };
+        let exec = Exec::new(
+            &engine,
+            &container.id,
+            ExecCommand {
+                // `exec` replaces sh with bash when there is one, so the exit code is bash's.
+                command: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi".into(),
+                ],
+                user,
+                tty: true,
+                attach_stdin: true,
+                ..ExecCommand::default()
+            },
+        );
         // Like `docker exec`: a signal ends envctl (130/143); the command in the container
         // is not envctl's to kill. With a TTY, Ctrl-C travels to the command as a key.
         let code = tokio::select! {
-            code = run_exec(&engine, &container.id, &request) => code?,
+            code = run_exec(&exec) => code?,
             signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
         };
         Ok(exit_status(code))
@@ -658,19 +586,6 @@ pub fn shell(
 /// How long envctl still passes on output after a signalled command ended.
 const OUTPUT_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The exit code of the exec once its process has ended, asked every 100 ms.
-async fn command_ended(engine: &Engine, request: &ExecRequest) -> Result<i64, Error> {
-    let Some(exec_id) = request.exec_id.get() else {
-        return std::future::pending().await;
-    };
-    loop {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        if let Some(code) = engine.exec_ended(exec_id).await? {
-            return Ok(code);
-        }
-    }
-}
-
 /// The exit status envctl passes on for the command's `code`: 0 … 255 as it is; any other
 /// (an engine's -1 for a process it lost track of) is 255, as `docker exec` exits with
 /// (Go's `os.Exit(-1)`), never 0.
@@ -678,72 +593,12 @@ fn exit_status(code: i64) -> ExitStatus {
     ExitStatus::External(u8::try_from(code).unwrap_or(255))
 }
 
-/// Passes SIGINT (130) or SIGTERM (143) on to the exec's process, the way a terminal
-/// passes Ctrl-C to the program in front. The daemon reports the process's PID on its
-/// host; `/proc/PID/status` gives its PID in the container (so only with a local daemon),
-/// and the container's `kill` delivers the signal. Whether it was passed on.
-async fn forward_signal(
-    engine: &Engine,
-    container: &str,
-    request: &ExecRequest,
-    signal: u8,
-    context: &Context,
-) -> bool {
-    let name = if signal == 130 { "INT" } else { "TERM" };
-    let cannot = |why: String| {
-        context.printer.warn(&format!(
-            "SIG{name} not passed on to the command ({why}): it goes on in the container"
-        ));
-        false
-    };
-    // A process id the daemon gives is its machine's: on another machine's daemon (a
-    // forwarded socket too) it names some process of this one.
-    match engine.daemon_host().await {
-        Ok(host) if host.elsewhere().is_none() => {}
-        Ok(host) => {
-            return cannot(format!(
-                "the daemon at `{}` runs on {}, not on this host",
-                engine.endpoint(),
-                host.elsewhere().unwrap_or("another machine")
-            ));
-        }
-        Err(error) => {
-            return cannot(format!(
-                "whether the daemon at `{}` runs on this host is unknown: {error}",
-                engine.endpoint()
-            ));
-        }
-    }
-    let Some(exec_id) = request.exec_id.get() else {
-        return cannot("it had not started".into());
-    };
-    let host_pid = match engine.exec_host_pid(exec_id).await {
-        Ok(Some(pid)) => pid,
-        Ok(None) => return cannot("it is no longer running".into()),
-        Err(error) => return cannot(error.to_string()),
-    };
-    let Some(pid) = crate::host::process::namespace_pid(std::path::Path::new("/"), host_pid) else {
-        return cannot(format!(
-            "/proc/{host_pid}/status does not say its PID in the container"
-        ));
-    };
-    match engine.signal_in_container(container, pid, name).await {
-        Ok(()) => {
-            context.printer.info(&format!(
-                "passed SIG{name} on to the command; waiting for it to end"
-            ));
-            true
-        }
-        Err(error) => cannot(error.to_string()),
-    }
-}
-
 /// Runs the exec with stdin, TTY raw mode and resizes wired to this terminal.
-async fn run_exec(engine: &Engine, container: &str, request: &ExecRequest) -> Result<i64, Error> {
-    let stdin: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = request
-        .attach_stdin
+async fn run_exec(exec: &Exec) -> Result<i64, Error> {
+    let stdin: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = exec
+        .attaches_stdin()
         .then(|| Box::new(tokio::io::stdin()) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);
-    let (sizes, _raw_mode, resize_task) = if request.tty {
+    let (sizes, _raw_mode, resize_task) = if exec.tty() {
         let (sender, receiver) = tokio::sync::watch::channel(terminal::size());
         // SIGWINCH: the terminal was resized; tell the exec.
         let task = tokio::spawn(async move {
@@ -767,20 +622,14 @@ async fn run_exec(engine: &Engine, container: &str, request: &ExecRequest) -> Re
     };
     let mut writer = OutputWriter::spawn()?;
     let sender = writer.sender.clone();
-    let result = engine
-        .exec(
-            container,
-            request,
-            stdin,
-            sizes,
-            async |stream, bytes: Vec<u8>| {
-                // The writer stopped (its error is read below): stop reading.
-                sender
-                    .send((stream, bytes))
-                    .await
-                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
-            },
-        )
+    let result = exec
+        .attached(stdin, sizes, async |stream, bytes: Vec<u8>| {
+            // The writer stopped (its error is read below): stop reading.
+            sender
+                .send((stream, bytes))
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+        })
         .await;
     if let Some(task) = resize_task {
         task.abort();
@@ -792,7 +641,7 @@ async fn run_exec(engine: &Engine, container: &str, request: &ExecRequest) -> Re
     match written {
         Ok(()) => Ok(code),
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
-            Ok(crate::engine::exec::OUTPUT_CLOSED)
+            Ok(crate::ops::exec::OUTPUT_CLOSED)
         }
         Err(error) => Err(Error::Output(error)),
     }

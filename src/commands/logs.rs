@@ -69,12 +69,28 @@ impl Lines {
     }
 }
 
-pub fn run(
-    target: Option<&str>,
-    follow: bool,
-    tail: Option<u64>,
-    context: &Context,
-) -> Result<ExitStatus, Error> {
+/// `envctl logs`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct LogsArgs {
+    /// A container name or id (12+ hex digits), else a profile name or path; left out:
+    /// the obvious container (see `envctl exec --help`)
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::targets))]
+    pub target: Option<String>,
+    /// Keep printing new output until the container stops
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Only the last N lines
+    #[arg(long, value_name = "N")]
+    pub tail: Option<u64>,
+}
+
+pub fn run(arguments: LogsArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let LogsArgs {
+        target,
+        follow,
+        tail,
+    } = arguments;
+    let target = target.as_deref();
     let tail = tail.map_or_else(|| "all".to_string(), |lines| lines.to_string());
     runtime()?.block_on(async {
         let engine = context.engine().await?;

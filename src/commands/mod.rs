@@ -1,6 +1,7 @@
-//! One module per subcommand: each gathers what it needs, judges, and hands the result to
-//! `ui`. The [`Context`] every command gets is `crate::context`'s; what several commands
-//! share lives in `crate::ops`.
+//! One module per subcommand: each takes its arguments (one clap struct, `NameArgs`, in
+//! its file), calls `crate::ops`, which gathers through the adapters and judges, and
+//! renders the result through `ui`. The [`Context`] every command gets is
+//! `crate::context`'s.
 
 pub mod compat;
 pub mod completions;
@@ -74,27 +75,6 @@ impl Context {
             })
             .collect()
     }
-
-    /// A connection to the daemon, checked with a ping so an unreachable daemon is named
-    /// at once (within `engine::PING_TIMEOUT`), and identified (`/version`).
-    pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
-        self.engine_with_deadline(REQUEST_TIMEOUT).await
-    }
-
-    /// Like [`Context::engine`], for a request the daemon may rightly take `deadline` to
-    /// answer (`docker stop` with a long grace period).
-    pub async fn engine_with_deadline(
-        &self,
-        deadline: std::time::Duration,
-    ) -> Result<crate::engine::Engine, Error> {
-        let engine = self.connect(deadline)?;
-        engine.ping().await?;
-        // Which engine answers, so every later message and hint names it (`podman rm -f`).
-        engine
-            .identify_by_ping(crate::engine::PING_TIMEOUT.min(deadline))
-            .await?;
-        Ok(engine)
-    }
 }
 
 /// A single-threaded runtime for the commands that talk to the daemon; the pure commands
@@ -113,8 +93,8 @@ pub use crate::ops::wait::{Waited, termination_signal, wait_for};
 fn refuses_json(command: &Command) -> Option<&'static str> {
     match command {
         Command::Completions(_) => Some("`completions` prints a shell script"),
-        Command::Shell { .. } => Some("`shell` is an interactive terminal session"),
-        Command::Run { .. } => Some("`run` prints the command's own output"),
+        Command::Shell(_) => Some("`shell` is an interactive terminal session"),
+        Command::Run(_) => Some("`run` prints the command's own output"),
         _ => None,
     }
 }
@@ -132,14 +112,9 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
     match cli.command {
         Command::Profiles(command) => profiles::run(command, context),
         Command::Completions(arguments) => completions::run(&arguments, context),
-        Command::Ps {
-            all,
-            no_trunc,
-            all_users,
-            hosts,
-        } => ps::run(all, no_trunc, all_users, &hosts, context),
+        Command::Ps(arguments) => ps::run(arguments, context),
         Command::Exec(arguments) => exec::run(arguments, context),
-        Command::Shell { target, user } => exec::shell(target.as_deref(), user, context),
+        Command::Shell(arguments) => exec::shell(arguments, context),
         Command::Export(arguments) => export::run(arguments, context),
         Command::Stats(arguments) => stats::run(arguments, context),
         Command::Lock(arguments) => lock::run(arguments, context),
@@ -150,65 +125,9 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
             doctor_hosts::run(&arguments.profiles, &arguments.hosts, context)
         }
         Command::Doctor(arguments) => doctor::run(arguments, context),
-        Command::Down {
-            target,
-            rm,
-            volumes,
-            timeout,
-            slurm_job,
-            label,
-        } => match (slurm_job, label) {
-            (Some(job), _) => down::sweep(
-                &format!("{}={job}", crate::spec::slurm::SLURM_JOB_LABEL),
-                rm || volumes,
-                timeout,
-                context,
-            ),
-            (None, Some(label)) => down::sweep(&label, rm || volumes, timeout, context),
-            (None, None) => down::run(target.as_deref(), rm, volumes, timeout, context),
-        },
-        Command::Run {
-            profile,
-            command,
-            name,
-            pull,
-            force,
-            locked,
-            env,
-            volume,
-            gpus,
-            stop_timeout,
-        } => run::run(
-            crate::ops::run::RunRequest {
-                profile,
-                command,
-                name,
-                pull,
-                force,
-                locked,
-                env,
-                mounts: volume,
-                gpus,
-            },
-            stop_timeout,
-            context,
-        ),
-        Command::NvidiaCheck {
-            quick,
-            timeout,
-            profile,
-        } => nvidia_check::here(
-            &nvidia_check::NvidiaCheckOptions {
-                quick,
-                timeout_seconds: u64::from(timeout),
-            },
-            profile.as_deref(),
-            context,
-        ),
-        Command::Logs {
-            target,
-            follow,
-            tail,
-        } => logs::run(target.as_deref(), follow, tail, context),
+        Command::Down(arguments) => down::run(arguments, context),
+        Command::Run(arguments) => run::run(arguments, context),
+        Command::NvidiaCheck(arguments) => nvidia_check::here(arguments, context),
+        Command::Logs(arguments) => logs::run(arguments, context),
     }
 }

@@ -13,10 +13,8 @@ use serde::Serialize;
 
 use super::Context;
 use crate::checks::{Finding, Status};
-use crate::engine::Engine;
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::facts::container::ContainerDetails;
 use crate::nvcheck::{Area, Expectations, RawReport};
 use crate::ops::nvidia_check::{self, Checked};
 use crate::ui::findings::{Section, print_sections};
@@ -45,26 +43,31 @@ struct SectionedFinding<'a> {
     finding: &'a Finding,
 }
 
-pub async fn run(
-    engine: &Engine,
-    container: &ContainerDetails,
-    options: &NvidiaCheckOptions,
-    context: &Context,
-) -> Result<ExitStatus, Error> {
-    nvidia_check::check(engine, container, options, context, |checked| {
-        render(&checked, context)
-    })
-    .await
+/// `envctl nvidia-check`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct NvidiaCheckArgs {
+    /// Skip the timed matmul and the copy bandwidth
+    #[arg(long)]
+    pub quick: bool,
+    /// Give up after this many seconds (at most a day)
+    #[arg(long, default_value_t = 120, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    pub timeout: u32,
+    /// Judge against this profile's expectations (torch, CUDA) as in its container
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
 }
 
 /// `envctl nvidia-check [--profile P]`: the check run here, without a container.
-pub fn here(
-    options: &NvidiaCheckOptions,
-    profile: Option<&str>,
-    context: &Context,
-) -> Result<ExitStatus, Error> {
-    let profile = profile
-        .map(|name| context.search_path.resolve(name))
+pub fn here(arguments: NvidiaCheckArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let options = NvidiaCheckOptions {
+        quick: arguments.quick,
+        timeout_seconds: u64::from(arguments.timeout),
+    };
+    let options = &options;
+    let profile = arguments
+        .profile
+        .map(|name| context.search_path.resolve(&name))
         .transpose()?;
     super::runtime()?.block_on(async {
         tokio::select! {
@@ -76,7 +79,9 @@ pub fn here(
     })
 }
 
-fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error> {
+/// The findings of a check, in a container (`envctl exec TARGET nvidia-check`, run by
+/// `ops::nvidia_check::check`) or here: the report, and exit 1 when one fails.
+pub fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error> {
     let Checked {
         container,
         matrix,

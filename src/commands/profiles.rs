@@ -18,16 +18,46 @@ use crate::profile::{
 };
 use crate::ui::table::print_table;
 
+/// `envctl profiles show`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// A profile name, or a path to a .toml file
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
+    pub profile: String,
+}
+
+/// `envctl profiles check`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Profile files or names
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<String>,
+}
+
+/// `envctl profiles new`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct NewArgs {
+    /// The new profile's name
+    pub name: String,
+    /// Copy this profile (resolved) instead of the starter template
+    #[arg(long, value_name = "PROFILE")]
+    pub from: Option<String>,
+    /// Folder to write into
+    #[arg(long, value_name = "DIR", default_value = "envctl")]
+    pub directory: PathBuf,
+}
+
 pub fn run(command: ProfilesCommand, context: &Context) -> Result<ExitStatus, Error> {
     match command {
         ProfilesCommand::List => list(context),
-        ProfilesCommand::Show { profile } => show(&profile, context),
-        ProfilesCommand::Check { files } => check(&files, context),
-        ProfilesCommand::New {
-            name,
-            from,
-            directory,
-        } => new(&name, from.as_deref(), &directory, context),
+        ProfilesCommand::Show(arguments) => show(&arguments.profile, context),
+        ProfilesCommand::Check(arguments) => check(&arguments.files, context),
+        ProfilesCommand::New(arguments) => new(
+            &arguments.name,
+            arguments.from.as_deref(),
+            &arguments.directory,
+            context,
+        ),
     }
 }
 

@@ -3,16 +3,34 @@
 //! came from: `up`, or another tool that ran an export (`compose (PROJECT)`). The user's
 //! own by default; `--all-users` lists everyone's with an OWNER column. `--hosts a,b,c`
 //! lists several daemons in one table with a HOST column (`ops::hosts`): each asked at
-//! once, an unreachable one a row saying why.
+//! once, an unreachable one a row saying why. `ops::ps` gathers the rows; this file
+//! renders them.
 
 use serde::Serialize;
 
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::spec::origin::Origin;
-use crate::spec::{CONFIG_HASH_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
+use crate::ops::ps::{HostRows, Row};
 use crate::ui::table::print_table;
+
+/// `envctl ps`'s arguments, as clap parses them.
+#[derive(Debug, clap::Args)]
+pub struct PsArgs {
+    /// Include stopped containers
+    #[arg(short, long)]
+    pub all: bool,
+    /// Show image references and ids whole (pinned digests are cut to 12 hex digits)
+    #[arg(long)]
+    pub no_trunc: bool,
+    /// List every user's envctl containers, with their owner (default: your own)
+    #[arg(long)]
+    pub all_users: bool,
+    /// Several daemons in one table, asked at once: docker CLI context names or URLs
+    /// (`tcp://…`, `ssh://…`), comma-separated; an unreachable one is a row saying why
+    #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
+    pub hosts: Vec<String>,
+}
 
 /// The image as the table shows it: a pinned reference keeps 12 hex digits of its digest
 /// (the id would only repeat it), a tag gets the image id's first 12; `--no-trunc` shows
@@ -35,45 +53,6 @@ fn shown_image(image: &str, image_id: &str, no_trunc: bool) -> String {
     }
 }
 
-#[derive(Debug, Serialize)]
-pub struct Row {
-    pub name: String,
-    pub id: String,
-    pub profile: String,
-    pub image: String,
-    /// The first 12 hex digits, as `docker ps` shows ids.
-    pub image_id: String,
-    /// For `--no-trunc`; the JSON keeps its short `image_id`.
-    #[serde(skip)]
-    pub full_image_id: String,
-    pub state: String,
-    pub status: String,
-    /// The kernel's OOM killer ended it; none when the daemon did not say.
-    pub oom_killed: Option<bool>,
-    pub ports: Vec<String>,
-    /// By index where NVML names the container's GPUs here (`1,4`), else as stored.
-    pub gpus: Option<String>,
-    /// The GPUs as the container stores them (UUIDs), when `gpus` shows them by index.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_ids: Option<String>,
-    /// `current`, `changed` (the profile differs from the container), or `unknown` (the
-    /// profile cannot be found or read here).
-    pub drift: &'static str,
-    /// Who made it: `up`, `compose` (`docker compose up` of an export), `devcontainer`.
-    pub origin: String,
-    /// The Compose project, when compose made it.
-    pub compose_project: Option<String>,
-    /// For the table: `up`, `compose (PROJECT)`.
-    #[serde(skip)]
-    pub shown_origin: String,
-    /// The login name (or `uid N`) of whoever made it with `up`; none for a container
-    /// made before owners were recorded, or by another tool from an export.
-    pub owner: Option<String>,
-    /// With `--hosts`: the host as named there.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-}
-
 /// With `--hosts`: what each host answered.
 #[derive(Debug, Serialize)]
 struct HostState {
@@ -94,27 +73,17 @@ struct HostState {
     said: Option<String>,
 }
 
-pub fn run(
-    all: bool,
-    no_trunc: bool,
-    all_users: bool,
-    hosts: &[String],
-    context: &Context,
-) -> Result<ExitStatus, Error> {
+pub fn run(arguments: PsArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let PsArgs {
+        all,
+        no_trunc,
+        all_users,
+        hosts,
+    } = arguments;
     if !hosts.is_empty() {
-        return run_hosts(all, no_trunc, all_users, hosts, context);
+        return run_hosts(all, no_trunc, all_users, &hosts, context);
     }
-    let (mut rows, here) = runtime()?.block_on(async {
-        let engine = context.engine().await?;
-        let (rows, here) = tokio::join!(
-            rows_of(&engine, all, all_users, context),
-            on_this_machine(&engine)
-        );
-        Ok::<_, Error>((rows?, here))
-    })?;
-    if here {
-        by_local_index(&mut rows, context);
-    }
+    let rows = runtime()?.block_on(crate::ops::ps::rows(all, all_users, context))?;
     if context.json {
         #[derive(Serialize)]
         struct Listing<'a> {
@@ -141,31 +110,21 @@ fn run_hosts(
     names: &[String],
     context: &Context,
 ) -> Result<ExitStatus, Error> {
-    let hosts = crate::ops::hosts::named(context, names)?;
-    let answers = runtime()?.block_on(crate::ops::hosts::each(
-        &hosts,
-        super::REQUEST_TIMEOUT,
-        |engine| async move {
-            let (rows, here) = tokio::join!(
-                rows_of(&engine, all, all_users, context),
-                on_this_machine(&engine)
-            );
-            Ok::<_, Error>((rows?, here))
-        },
-    ));
+    let answers = runtime()?.block_on(crate::ops::ps::rows_on_hosts(
+        names, all, all_users, context,
+    ))?;
     let mut states = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
-    for answer in answers {
-        let host = answer.host.name.clone();
-        let endpoint = answer.host.endpoint().to_string();
-        match answer.result {
-            Ok((mut listed, here)) => {
-                // Only a daemon on this machine has its GPUs in this machine's NVML.
-                if here {
-                    by_local_index(&mut listed, context);
-                }
+    for HostRows {
+        host,
+        endpoint,
+        result,
+    } in answers
+    {
+        match result {
+            Ok(listed) => {
                 states.push(HostState {
-                    host: host.clone(),
+                    host,
                     endpoint,
                     reachable: true,
                     containers: Some(listed.len()),
@@ -174,10 +133,7 @@ fn run_hosts(
                     hint: None,
                     said: None,
                 });
-                rows.extend(listed.into_iter().map(|row| Row {
-                    host: Some(host.clone()),
-                    ..row
-                }));
+                rows.extend(listed);
             }
             Err(error) => {
                 let kind = match &error {
@@ -309,107 +265,6 @@ fn warn_changed(rows: &[Row], context: &Context) {
             row.profile, row.name, row.profile
         ));
     }
-}
-
-/// Placed containers name their GPUs by UUID: show the indexes this host's NVML gives them.
-/// Whether the daemon runs on this machine, so that this machine's NVML numbers its GPUs;
-/// not when that cannot be told (the UUIDs are then shown as they are).
-async fn on_this_machine(engine: &crate::engine::Engine) -> bool {
-    engine
-        .daemon_host()
-        .await
-        .is_ok_and(|host| host.elsewhere().is_none())
-}
-
-fn by_local_index(rows: &mut [Row], context: &Context) {
-    if rows.iter().any(|row| {
-        row.gpus
-            .as_deref()
-            .is_some_and(|gpus| gpus.contains("GPU-"))
-    }) && let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
-        .loaded()
-        .cloned()
-    {
-        for row in rows {
-            if let Some(gpus) = &row.gpus {
-                let shown = crate::spec::placement::by_index(gpus, &nvml.gpus);
-                if shown != *gpus {
-                    row.gpu_ids = Some(gpus.clone());
-                    row.gpus = Some(shown);
-                }
-            }
-        }
-    }
-}
-
-/// The rows of one daemon's containers (the user's own unless `all_users`).
-async fn rows_of(
-    engine: &crate::engine::Engine,
-    all: bool,
-    all_users: bool,
-    context: &Context,
-) -> Result<Vec<Row>, Error> {
-    let mut containers = engine.list_containers(all, true).await?;
-    if !all_users {
-        containers.retain(|container| crate::ops::target::is_mine(&container.labels, context));
-    }
-    // A few at a time (`engine::each_bounded`): one connection per container at once
-    // runs out of descriptors on a busy host.
-    let details = crate::engine::each_bounded(
-        containers
-            .iter()
-            .map(|container| engine.inspect_container(&container.id)),
-    )
-    .await;
-    let mut rows = Vec::new();
-    for (container, details) in containers.into_iter().zip(details) {
-        // Removed between the list and its inspect: gone, as a later `docker ps` says.
-        let Some(details) = details? else { continue };
-        let oom_killed = details.oom_killed;
-        let gpus = details.gpus;
-        let profile = container
-            .labels
-            .get(PROFILE_LABEL)
-            .cloned()
-            .unwrap_or_default();
-        // Made with `up -e/-p/-v`: compare the profile's own hash, not the overridden one.
-        let hash = container
-            .labels
-            .get(PROFILE_HASH_LABEL)
-            .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
-        let drift = match (context.search_path.resolve(&profile), hash) {
-            (Ok(resolved), Some(hash)) if *hash == resolved.config_hash => "current",
-            (Ok(_), Some(_)) => "changed",
-            _ => "unknown",
-        };
-        let origin = Origin::of(&container.labels);
-        rows.push(Row {
-            owner: crate::spec::ownership::owner_label(&container.labels),
-            origin: origin.word().to_string(),
-            compose_project: origin.compose_project().map(str::to_string),
-            shown_origin: origin.shown(),
-            name: container.name,
-            id: container.id.chars().take(12).collect(),
-            profile,
-            image: container.image,
-            image_id: container
-                .image_id
-                .trim_start_matches("sha256:")
-                .chars()
-                .take(12)
-                .collect(),
-            full_image_id: container.image_id.trim_start_matches("sha256:").to_string(),
-            state: container.state,
-            status: container.status,
-            oom_killed,
-            ports: container.ports,
-            gpus,
-            gpu_ids: None,
-            drift,
-            host: None,
-        });
-    }
-    Ok(rows)
 }
 
 /// The daemon's status, and for a stopped container the kernel killed, that it did: an

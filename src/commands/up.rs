@@ -169,7 +169,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
                     hint: format!("the container disappeared right after it started; `envctl logs {}` may say why", report.container),
                 })?;
                 let options = super::nvidia_check::NvidiaCheckOptions { quick: false, timeout_seconds: 120 };
-                super::nvidia_check::run(&engine, &container, &options, context).await
+                crate::ops::nvidia_check::check(&engine, &container, &options, context, |checked| super::nvidia_check::render(&checked, context)).await
             }
             Err(error) => {
                 clean_up(&engine, &state, context).await;

@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use super::failure::FailureKind;
 use super::versions::{ComputeCapability, CudaVersion};
 
 /// What NVML said about this machine, and which library said it.
@@ -111,6 +112,21 @@ impl LoadOutcome {
             | FailureKind::InvalidValue
             | FailureKind::Unknown
             | FailureKind::Other => LoadOutcome::Unknown { message },
+            // Not NVML's kinds: `gpu::nvml` never gives them to a failed load.
+            FailureKind::SocketMissing
+            | FailureKind::PermissionDenied
+            | FailureKind::ConnectionRefused
+            | FailureKind::Timeout
+            | FailureKind::UnsupportedHost
+            | FailureKind::DaemonError
+            | FailureKind::PullFailed
+            | FailureKind::ImageMissing
+            | FailureKind::NameConflict
+            | FailureKind::InvalidBody
+            | FailureKind::Output
+            | FailureKind::TooManyOpenFiles
+            | FailureKind::NotRunning
+            | FailureKind::CgroupUnreadable => LoadOutcome::Unknown { message },
         }
     }
 
@@ -392,30 +408,6 @@ impl NvmlFailure {
         self.function = Some(function.to_string());
         self
     }
-}
-
-/// The kinds of NVML failure a check can act on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureKind {
-    /// The library (or one NVML itself needs) could not be opened.
-    LibraryNotFound,
-    DriverNotLoaded,
-    /// NVML library and kernel driver versions differ.
-    VersionMismatch,
-    NoPermission,
-    /// The library does not export the function: a driver older than the call.
-    SymbolMissing,
-    /// This GPU or driver does not offer the query (MIG on a GeForce, power on some SKUs).
-    NotSupported,
-    /// The GPU fell off the bus.
-    GpuLost,
-    /// NVML answered with a value envctl cannot read.
-    InvalidValue,
-    /// NVML's own `NVML_ERROR_UNKNOWN`: an internal driver error.
-    Unknown,
-    /// Any other NVML or wrapper error; the message says which.
-    Other,
 }
 
 #[cfg(test)]

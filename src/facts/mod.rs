@@ -14,6 +14,7 @@
 
 pub mod container;
 pub mod engine;
+pub mod failure;
 pub mod gpu;
 pub mod gpu_sample;
 pub mod host;

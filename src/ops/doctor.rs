@@ -632,6 +632,42 @@ pub fn bundled_candidates() -> Vec<(
     candidates
 }
 
+/// doctor's facts for `profiles`, as `envctl doctor` gathers them: [`gather_with`] on a
+/// connection bounded by the ping's deadline, then the GPUs' occupancy over the same
+/// connection (a clone shares bollard's client).
+pub async fn gather(profiles: &[ResolvedProfile], context: &Context) -> Facts {
+    let engine = context.connect(crate::engine::PING_TIMEOUT);
+    let again = engine.as_ref().ok().cloned();
+    let mut facts = gather_with(engine, profiles, None, context).await;
+    if let Some(engine) = again {
+        gather_occupancy(&engine, &mut facts, context).await;
+    }
+    facts
+}
+
+/// Which daemon doctor talks to and what chose it, when a docker CLI context or `-H` did
+/// (`DOCKER_HOST`'s endpoint is named by the engine's own line): doctor's first finding.
+pub fn endpoint_finding(context: &Context) -> Option<Finding> {
+    let choice = context.daemon().ok()?;
+    matches!(
+        choice.chosen_by,
+        crate::host::docker_config::ChosenBy::Context { .. }
+            | crate::host::docker_config::ChosenBy::HostFlag
+    )
+    .then(|| {
+        Finding::info(
+            "docker.endpoint",
+            format!(
+                "daemon {} chosen by {}",
+                choice.endpoint,
+                choice.described()
+            ),
+        )
+        .with_fact("endpoint", &choice.endpoint)
+        .in_area(crate::checks::Area::Docker)
+    })
+}
+
 /// The day `now` falls on as `YYYY-MM-DD` (UTC), for lifecycle dates.
 pub fn today(now: std::time::SystemTime) -> String {
     crate::time::date_utc(crate::time::timestamp(now))

@@ -5,14 +5,19 @@
 //! cannot answer (a private repository, whose credentials envctl does not read; a registry
 //! out of reach from here but not from the daemon) is the image pulled, said on stderr,
 //! and the digest the engine recorded at pull pinned ([`crate::lock::choose_pin`]).
+//! [`lock_profiles`] does it for every profile of `envctl lock` and writes `envctl.lock`
+//! under the folder's lock.
+
+use std::path::Path;
 
 use tokio::sync::OnceCell;
 
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
-use crate::lock::LockedImage;
+use crate::lock::{LOCK_FILE, LockedImage, file};
 use crate::ops::up::{PullPolicy, ensure_image};
+use crate::ops::wait::Waited;
 use crate::profile::ResolvedProfile;
 use crate::registry::manifest::{Manifest, ManifestKind};
 
@@ -218,6 +223,146 @@ fn pin_refused(reference: &str, refusal: crate::lock::PinRefusal) -> Error {
             hint: "run `envctl lock` again once the registry answers".into(),
         },
     }
+}
+
+/// One profile's line in `lock`'s report: its pin, the one it replaced, and where it
+/// came from.
+#[derive(Debug, serde::Serialize)]
+pub struct Change {
+    pub profile: String,
+    pub image: String,
+    pub digest: String,
+    pub previous: Option<String>,
+    /// `registry` (asked of its API, nothing pulled) or `pull` (the engine's record).
+    pub source: PinSource,
+}
+
+/// What `envctl lock` did with the profiles' pins.
+#[derive(Debug)]
+pub enum Locking {
+    /// No profile could be pinned: the lock file is unchanged.
+    NothingPinned,
+    /// `envctl.lock` holds these pins now (a pin that did not move keeps its entry).
+    Written(Vec<Change>),
+    /// A termination signal ended the wait for the folder's lock: nothing was written.
+    Signalled(u8),
+}
+
+/// How long `envctl lock` waits for another process's lock on the project folder.
+const PROJECT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn update_error(error: file::LockUpdateError) -> Error {
+    match error {
+        file::LockUpdateError::Read(error) => Error::LockFile(error),
+        file::LockUpdateError::Write { source, .. } | file::LockUpdateError::Guard { source, .. } => {
+            Error::Write {
+                path: LOCK_FILE.into(),
+                source,
+            }
+        }
+        // Kept whole as the write's cause: nothing was written.
+        file::LockUpdateError::Render { source, .. } => Error::Write {
+            path: LOCK_FILE.into(),
+            source: std::io::Error::other(source),
+        },
+        busy @ file::LockUpdateError::Busy { .. } => Error::Lock {
+            message: busy.to_string(),
+            hint: "`fuser -v .` shows which process holds it; another `envctl lock` ends by itself, anything else is not envctl's".into(),
+        },
+    }
+}
+
+/// `envctl lock`: each profile's pin, then `envctl.lock` read, changed and written under
+/// the folder's lock. A profile whose own image fails (a pull the registry refused, an
+/// image without a registry digest) is said at once and counted in `failed`, and the
+/// others are still locked; anything else (the daemon gone) would fail them all and is
+/// the one error.
+pub async fn lock_profiles(
+    profiles: &[ResolvedProfile],
+    update: bool,
+    failed: &mut usize,
+    context: &Context,
+) -> Result<Locking, Error> {
+    let path = Path::new(LOCK_FILE);
+    let today = crate::ops::doctor::today(context.environment.now());
+    // The daemon only for a profile whose registry does not answer.
+    let fallback = Fallback::default();
+    let mut entries = Vec::new();
+    for resolved in profiles {
+        match locked_image(resolved, update, &today, &fallback, context).await {
+            Ok(entry) => entries.push(entry),
+            // What belongs to this profile's image (a pull the registry refused, an
+            // image without a registry digest) leaves the others to lock; anything
+            // else (the daemon gone) would fail them all and is the one error.
+            Err(
+                error @ (Error::Lock { .. }
+                | Error::ImageMissing { .. }
+                | Error::Engine(
+                    crate::engine::EngineError::Pull { .. }
+                    | crate::engine::EngineError::ImageMissing { .. },
+                )),
+            ) => {
+                context.printer.error(&error);
+                *failed += 1;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    if entries.is_empty() {
+        return Ok(Locking::NothingPinned);
+    }
+    // Read, change and write under the folder's lock: a parallel `envctl lock` of other
+    // profiles keeps its entries, and ours are judged against the file as it is now. The
+    // wait for it is bounded, said, and ends at a signal with nothing written.
+    let guard = crate::ops::wait::wait_for(
+        &format!(
+            "waiting for the lock another process holds on this folder, to write {LOCK_FILE} (at most {} s; Ctrl-C stops with nothing written)",
+            PROJECT_LOCK_WAIT.as_secs()
+        ),
+        PROJECT_LOCK_WAIT,
+        context,
+        || file::try_guard(path),
+        || file::LockUpdateError::Busy {
+            folder: "this folder".into(),
+            seconds: PROJECT_LOCK_WAIT.as_secs(),
+        },
+    )
+    .await;
+    let guard = match guard {
+        Ok(Waited::Got(guard)) => guard,
+        Ok(Waited::Signalled(code)) => return Ok(Locking::Signalled(code)),
+        Err(error) => return Err(update_error(error)),
+    };
+    let changes = file::update(&guard, path, |lock| {
+        entries
+            .into_iter()
+            .map(|locked| {
+                let Locked { entry, source } = locked;
+                let old = lock.entry(&entry.profile);
+                let previous = old.map(|old| old.digest.clone());
+                // The same pin keeps its entry, date included: the file does not change.
+                let same = old.is_some_and(|old| {
+                    old.image == entry.image
+                        && old.digest == entry.digest
+                        && old.platform == entry.platform
+                });
+                let change = Change {
+                    profile: entry.profile.clone(),
+                    image: entry.image.clone(),
+                    digest: entry.digest.clone(),
+                    previous,
+                    source,
+                };
+                if !same {
+                    lock.upsert(entry);
+                }
+                change
+            })
+            .collect::<Vec<_>>()
+    })
+    .map_err(update_error)?;
+    drop(guard);
+    Ok(Locking::Written(changes))
 }
 
 #[cfg(test)]

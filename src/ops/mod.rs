@@ -7,8 +7,11 @@
 //! - [`doctor`]: gather host, NVML and daemon facts, and judge them (doctor, `up`'s preflight).
 //! - [`up`]: preflight, pull, create and start (idempotent, race-safe, cleaned up on signals).
 //! - [`target`]: which container a TARGET argument names.
+//! - [`down`]: stop (and remove) a container, or sweep those that carry a label.
+//! - [`ps`]: the rows of envctl's containers on one daemon, with their drift.
 //! - [`environment`]: profile + overrides + lock + host decisions → the one create body
 //!   that `up`, `--dry-run` and every export read.
+//! - [`exec`]: which running container an exec command line means, and the command run there.
 //! - [`nvidia_check`]: the in-container CUDA check, run and judged.
 //! - [`stats`]: sample, follow, reconnect, serve (the pure rules are `monitor/`).
 //! - [`matrix`]: the compatibility matrix in force (bundled, user file, `--matrix`).
@@ -16,7 +19,9 @@
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 
 pub mod doctor;
+pub mod down;
 pub mod environment;
+pub mod exec;
 pub mod hosts;
 pub mod lock;
 pub mod matrix;
@@ -24,6 +29,7 @@ pub mod nvidia_check;
 pub mod outdated;
 pub mod placement;
 pub mod policy;
+pub mod ps;
 pub mod run;
 pub mod slurm;
 pub mod stats;
@@ -35,3 +41,29 @@ pub mod wait;
 /// How long one Engine API request may wait for its answer's headers. Long enough for
 /// `docker stop`'s grace period; streams (pull, logs) are not cut by it.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+use crate::context::Context;
+use crate::error::Error;
+
+impl Context {
+    /// A connection to the daemon, checked with a ping so an unreachable daemon is named
+    /// at once (within `engine::PING_TIMEOUT`), and identified (`/version`).
+    pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
+        self.engine_with_deadline(REQUEST_TIMEOUT).await
+    }
+
+    /// Like [`Context::engine`], for a request the daemon may rightly take `deadline` to
+    /// answer (`docker stop` with a long grace period).
+    pub async fn engine_with_deadline(
+        &self,
+        deadline: std::time::Duration,
+    ) -> Result<crate::engine::Engine, Error> {
+        let engine = self.connect(deadline)?;
+        engine.ping().await?;
+        // Which engine answers, so every later message and hint names it (`podman rm -f`).
+        engine
+            .identify_by_ping(crate::engine::PING_TIMEOUT.min(deadline))
+            .await?;
+        Ok(engine)
+    }
+}

@@ -8,30 +8,178 @@
 //! outlives it, except when it is SIGKILLed: the `envctl.slurm-job` label lets an
 //! `Epilog=` script sweep those (`envctl down --rm --slurm-job ID`).
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::facts::container::OutputStream;
-use crate::ops::up::{Plan, PullPolicy, UpRequest};
+use crate::ops::up::{Outcome, Plan, PullPolicy, RunState, UpOptions, UpRequest, clean_up, up};
 use crate::spec::{self, Overrides};
 
 /// The grace period `run` gives the command at its end by default: well within Slurm's
 /// `KillWait` (30 s by default), so the removal is done before Slurm's SIGKILL.
 pub const DEFAULT_STOP_TIMEOUT_SECONDS: u32 = 10;
 
-/// What `envctl run` was asked.
-#[derive(Debug, Clone)]
+/// What `envctl run` was asked: the arguments as clap parses them (`commands::run`'s
+/// `RunArgs` adds the stop's grace period), read here as they are.
+#[derive(Debug, Clone, clap::Args)]
 pub struct RunRequest {
+    /// A profile name or path
+    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::profiles))]
     pub profile: String,
-    /// The command; empty: the profile's `command`, else the image's own.
+    /// The command and its arguments (after the profile, as `docker run IMAGE CMD…`; or
+    /// after `--`)
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     pub command: Vec<String>,
+    /// Container name (default: envctl-PROFILE-run-RANDOM, or -jobID-RANDOM in a Slurm job)
+    #[arg(long)]
     pub name: Option<String>,
+    /// When to pull the image
+    #[arg(long, value_enum, default_value_t = PullPolicy::Missing)]
     pub pull: PullPolicy,
+    /// Start even when doctor's checks fail
+    #[arg(long)]
     pub force: bool,
+    /// Fail unless envctl.lock pins this profile's current image
+    #[arg(long)]
     pub locked: bool,
+    /// Set an environment variable (KEY=VALUE, or KEY to take it from this shell)
+    #[arg(short, long, value_name = "KEY=VALUE")]
     pub env: Vec<String>,
-    pub mounts: Vec<String>,
+    /// Mount SOURCE:TARGET[:ro]
+    #[arg(long, value_name = "SPEC")]
+    pub volume: Vec<String>,
+    /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
+    #[arg(long, value_name = "SPEC")]
     pub gpus: Option<String>,
+}
+
+/// `envctl run`: plans and makes the container (as `up`, with the command as its main
+/// process), follows its output into `on_output`, then stops and removes it within
+/// `stop_timeout` seconds. One set of handlers from the first instant: a signal before
+/// anything is made ends `run` at once, one while the container is made removes what was
+/// made, one while it runs stops and removes it. The exit code: the command's, 141 when
+/// envctl's output was closed, or 129/130/143 after SIGHUP, SIGINT or SIGTERM.
+pub async fn run(
+    request: &RunRequest,
+    stop_timeout: u32,
+    context: &Context,
+    on_output: impl FnMut(OutputStream, &[u8]) -> std::io::Result<()>,
+) -> Result<u8, Error> {
+    // One set of handlers from the first instant: a signal before anything is made
+    // ends `run` at once, one while the container is made removes what was made, one
+    // while it runs stops and removes it.
+    let mut signals = EndingSignals::install();
+    // The client waits as long as the stop may rightly take.
+    let engine = context
+        .engine_with_deadline(crate::ops::down::stop_deadline(stop_timeout))
+        .await?;
+    let plan = tokio::select! {
+        plan = plan(&engine, request, context) => plan?,
+        code = signals.next() => return Ok(code),
+    };
+    if engine.inspect_container(&plan.name).await?.is_some() {
+        return Err(Error::Usage {
+            message: format!("container `{}` exists already", plan.name),
+            hint: Some(
+                "`envctl run` makes a container of its own and removes it at the end: leave out `--name`, or remove that one first (`envctl down --rm NAME`)".into(),
+            ),
+        });
+    }
+    let options = UpOptions {
+        pull: request.pull,
+        force: request.force,
+        recreate: false,
+    };
+    let state = Rc::new(RefCell::new(RunState::default()));
+    let made = tokio::select! {
+        made = up(&engine, &plan, &options, context, &state) => made,
+        code = signals.next() => {
+            clean_up(&engine, &state, context).await;
+            context.printer.warn("interrupted before the command started: nothing is left");
+            return Ok(code);
+        }
+    };
+    let report = match made {
+        Ok(report) => report,
+        Err(error) => {
+            clean_up(&engine, &state, context).await;
+            return Err(error);
+        }
+    };
+    if !matches!(report.status, Outcome::Created | Outcome::Recreated) {
+        return Err(Error::Internal(format!(
+            "`run` met container `{}` instead of making it",
+            report.container
+        )));
+    }
+    let short_id: String = report.id.chars().take(12).collect();
+    context.printer.info(&format!(
+        "running {} ({short_id}); it is removed when the command ends",
+        report.container
+    ));
+    let follow = follow(&engine, &report.id, on_output);
+    tokio::pin!(follow);
+    let followed = tokio::select! {
+        code = &mut follow => Ok(code),
+        code = signals.next() => Err(code),
+    };
+    let ended = match followed {
+        Ok(Ok(Followed::Ended(code))) => Ok(code),
+        // The reader of envctl's output went away: as the docker CLI, 141 (SIGPIPE).
+        Ok(Ok(Followed::OutputClosed)) => {
+            Ok(u8::try_from(crate::engine::exec::OUTPUT_CLOSED).unwrap_or(141))
+        }
+        Ok(Err(error)) => Err(error),
+        Err(signalled) => {
+            context.printer.info(&format!(
+                "{}: stopping {} (at most {stop_timeout} s) and removing it",
+                signal_name(signalled),
+                report.container
+            ));
+            // The command's last words (a trap's message) still reach the terminal
+            // while it stops; what the follow says once it is removed is moot.
+            let last_words = std::time::Duration::from_secs(u64::from(stop_timeout) + 5);
+            let (_, removed) = tokio::join!(
+                tokio::time::timeout(last_words, follow),
+                tear_down(
+                    &engine,
+                    &report.id,
+                    &report.container,
+                    stop_timeout,
+                    &mut signals,
+                    context,
+                )
+            );
+            removed?;
+            return Ok(signalled);
+        }
+    };
+    tear_down(
+        &engine,
+        &report.id,
+        &report.container,
+        stop_timeout,
+        &mut signals,
+        context,
+    )
+    .await?;
+    ended
+}
+
+/// The signal a shell's exit code 129, 130 or 143 stands for.
+fn signal_name(code: u8) -> &'static str {
+    match code {
+        129 => "SIGHUP",
+        130 => "SIGINT",
+        _ => "SIGTERM",
+    }
 }
 
 /// The plan `up` carries out for `run`: `ops::up::plan` (the profile resolved as `up`
@@ -39,7 +187,7 @@ pub struct RunRequest {
 /// docker-init as PID 1 (it passes `docker stop`'s SIGTERM on to the command), and a name
 /// of its own.
 pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> Result<Plan, Error> {
-    let mut overrides = Overrides::parse(&request.env, &[], &request.mounts, &|key| {
+    let mut overrides = Overrides::parse(&request.env, &[], &request.volume, &|key| {
         context.environment.variable(key)
     })?;
     if let Some(spec) = &request.gpus {

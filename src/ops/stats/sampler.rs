@@ -89,7 +89,7 @@ impl Gpus {
                     Ok(readings) => {
                         let failure = readings.failure.as_ref().map(|failure| Failure {
                             subject: FailureSubject::Nvml,
-                            kind: FailureKind::of_nvml(failure.kind),
+                            kind: failure.kind,
                             message: failure.message.clone(),
                         });
                         (Some(readings), failure)

@@ -1,0 +1,219 @@
+//! `envctl ps`'s rows: envctl's containers on one daemon (the user's own unless asked for
+//! everyone's), each with its profile's drift (the profile on disk against the
+//! container's config hash), where it came from, and its GPUs by this host's index where
+//! NVML names them here; with `--hosts`, the same of each daemon, asked at once
+//! (`ops::hosts`). `commands::ps` renders them.
+
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::spec::origin::Origin;
+use crate::spec::{CONFIG_HASH_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
+
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub id: String,
+    pub profile: String,
+    pub image: String,
+    /// The first 12 hex digits, as `docker ps` shows ids.
+    pub image_id: String,
+    /// For `--no-trunc`; the JSON keeps its short `image_id`.
+    #[serde(skip)]
+    pub full_image_id: String,
+    pub state: String,
+    pub status: String,
+    /// The kernel's OOM killer ended it; none when the daemon did not say.
+    pub oom_killed: Option<bool>,
+    pub ports: Vec<String>,
+    /// By index where NVML names the container's GPUs here (`1,4`), else as stored.
+    pub gpus: Option<String>,
+    /// The GPUs as the container stores them (UUIDs), when `gpus` shows them by index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_ids: Option<String>,
+    /// `current`, `changed` (the profile differs from the container), or `unknown` (the
+    /// profile cannot be found or read here).
+    pub drift: &'static str,
+    /// Who made it: `up`, `compose` (`docker compose up` of an export), `devcontainer`.
+    pub origin: String,
+    /// The Compose project, when compose made it.
+    pub compose_project: Option<String>,
+    /// For the table: `up`, `compose (PROJECT)`.
+    #[serde(skip)]
+    pub shown_origin: String,
+    /// The login name (or `uid N`) of whoever made it with `up`; none for a container
+    /// made before owners were recorded, or by another tool from an export.
+    pub owner: Option<String>,
+    /// With `--hosts`: the host as named there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// The rows of the daemon the context names, with GPUs by this host's index when the
+/// daemon runs on this host.
+pub async fn rows(all: bool, all_users: bool, context: &Context) -> Result<Vec<Row>, Error> {
+    let engine = context.engine().await?;
+    let (rows, here) = tokio::join!(
+        rows_of(&engine, all, all_users, context),
+        on_this_machine(&engine)
+    );
+    let mut rows = rows?;
+    if here {
+        by_local_index(&mut rows, context);
+    }
+    Ok(rows)
+}
+
+/// Whether the daemon runs on this machine, so that this machine's NVML numbers its GPUs;
+/// not when that cannot be told (the UUIDs are then shown as they are).
+async fn on_this_machine(engine: &crate::engine::Engine) -> bool {
+    engine
+        .daemon_host()
+        .await
+        .is_ok_and(|host| host.elsewhere().is_none())
+}
+
+/// What one daemon of `--hosts` answered: its rows (each with its `host`), or why not.
+pub struct HostRows {
+    /// The host as named on the command line.
+    pub host: String,
+    pub endpoint: String,
+    pub result: Result<Vec<Row>, Error>,
+}
+
+/// `ps --hosts`: every daemon named, asked at once, in the order named.
+pub async fn rows_on_hosts(
+    names: &[String],
+    all: bool,
+    all_users: bool,
+    context: &Context,
+) -> Result<Vec<HostRows>, Error> {
+    let hosts = crate::ops::hosts::named(context, names)?;
+    let answers = crate::ops::hosts::each(&hosts, super::REQUEST_TIMEOUT, |engine| async move {
+        let (rows, here) = tokio::join!(
+            rows_of(&engine, all, all_users, context),
+            on_this_machine(&engine)
+        );
+        Ok::<_, Error>((rows?, here))
+    })
+    .await;
+    Ok(answers
+        .into_iter()
+        .map(|answer| {
+            let host = answer.host.name.clone();
+            let endpoint = answer.host.endpoint().to_string();
+            let result = answer.result.map(|(mut listed, here)| {
+                // Only a daemon on this machine has its GPUs in this machine's NVML.
+                if here {
+                    by_local_index(&mut listed, context);
+                }
+                listed
+                    .into_iter()
+                    .map(|row| Row {
+                        host: Some(host.clone()),
+                        ..row
+                    })
+                    .collect()
+            });
+            HostRows {
+                host,
+                endpoint,
+                result,
+            }
+        })
+        .collect())
+}
+
+/// Placed containers name their GPUs by UUID: show the indexes this host's NVML gives them.
+fn by_local_index(rows: &mut [Row], context: &Context) {
+    if rows.iter().any(|row| {
+        row.gpus
+            .as_deref()
+            .is_some_and(|gpus| gpus.contains("GPU-"))
+    }) && let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
+        .loaded()
+        .cloned()
+    {
+        for row in rows {
+            if let Some(gpus) = &row.gpus {
+                let shown = crate::spec::placement::by_index(gpus, &nvml.gpus);
+                if shown != *gpus {
+                    row.gpu_ids = Some(gpus.clone());
+                    row.gpus = Some(shown);
+                }
+            }
+        }
+    }
+}
+
+/// The rows of one daemon's containers (the user's own unless `all_users`).
+async fn rows_of(
+    engine: &Engine,
+    all: bool,
+    all_users: bool,
+    context: &Context,
+) -> Result<Vec<Row>, Error> {
+    let mut containers = engine.list_containers(all, true).await?;
+    if !all_users {
+        containers.retain(|container| crate::ops::target::is_mine(&container.labels, context));
+    }
+    // A few at a time (`engine::each_bounded`): one connection per container at once
+    // runs out of descriptors on a busy host.
+    let details = crate::engine::each_bounded(
+        containers
+            .iter()
+            .map(|container| engine.inspect_container(&container.id)),
+    )
+    .await;
+    let mut rows = Vec::new();
+    for (container, details) in containers.into_iter().zip(details) {
+        // Removed between the list and its inspect: gone, as a later `docker ps` says.
+        let Some(details) = details? else { continue };
+        let oom_killed = details.oom_killed;
+        let gpus = details.gpus;
+        let profile = container
+            .labels
+            .get(PROFILE_LABEL)
+            .cloned()
+            .unwrap_or_default();
+        // Made with `up -e/-p/-v`: compare the profile's own hash, not the overridden one.
+        let hash = container
+            .labels
+            .get(PROFILE_HASH_LABEL)
+            .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
+        let drift = match (context.search_path.resolve(&profile), hash) {
+            (Ok(resolved), Some(hash)) if *hash == resolved.config_hash => "current",
+            (Ok(_), Some(_)) => "changed",
+            _ => "unknown",
+        };
+        let origin = Origin::of(&container.labels);
+        rows.push(Row {
+            owner: crate::spec::ownership::owner_label(&container.labels),
+            origin: origin.word().to_string(),
+            compose_project: origin.compose_project().map(str::to_string),
+            shown_origin: origin.shown(),
+            name: container.name,
+            id: container.id.chars().take(12).collect(),
+            profile,
+            image: container.image,
+            image_id: container
+                .image_id
+                .trim_start_matches("sha256:")
+                .chars()
+                .take(12)
+                .collect(),
+            full_image_id: container.image_id.trim_start_matches("sha256:").to_string(),
+            state: container.state,
+            status: container.status,
+            oom_killed,
+            ports: container.ports,
+            gpus,
+            gpu_ids: None,
+            drift,
+            host: None,
+        });
+    }
+    Ok(rows)
+}
