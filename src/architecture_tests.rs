@@ -173,19 +173,6 @@ fn the_application_layer_never_calls_back_into_the_commands() {
     );
 }
 
-/// Command files that still name an adapter, each with why; the rest parse, call `ops`
-/// and render.
-const COMMANDS_NAMING_ADAPTERS: [(&str, &str); 2] = [
-    (
-        "commands/stats.rs",
-        "for now: its daemon-loss reporting and hostname read move to `ops::stats` in their own change",
-    ),
-    (
-        "commands/doctor_hosts.rs",
-        "for now: its local NVML read moves to `ops::hosts` in their own change",
-    ),
-];
-
 #[test]
 fn commands_parse_call_ops_and_render() {
     // The adapters are reached through `ops`, never from a command file.
@@ -198,7 +185,7 @@ fn commands_parse_call_ops_and_render() {
                 "crate::host",
             ],
             &[],
-            &COMMANDS_NAMING_ADAPTERS,
+            &[],
             Some(&["commands"]),
         ),
         Vec::<String>::new()

@@ -4,14 +4,12 @@
 //! every host, with the differences marked. Exit 1 when a compared fact differs between
 //! hosts that answered; a host that cannot be reached is a column saying why.
 
-use std::path::Path;
-
 use serde::Serialize;
 
 use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::ops::hosts::{Cell, ComparedFact, ComparedProfile, HostFacts};
+use crate::ops::hosts::{Cell, ComparedFact};
 use crate::ui::table::print_table;
 
 #[derive(Serialize)]
@@ -26,48 +24,13 @@ struct HostState {
 }
 
 pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<ExitStatus, Error> {
-    let hosts = crate::ops::hosts::named(context, names)?;
     let resolved = context.profiles_or_project(profiles)?;
-    // The digest envctl.lock pins for each profile, where its entry is current.
-    let lock = crate::lock::file::read(Path::new(crate::lock::LOCK_FILE))
-        .ok()
-        .flatten();
-    let compared: Vec<ComparedProfile> = resolved
-        .iter()
-        .map(|resolved| {
-            let name = resolved.profile.name.clone();
-            let image = resolved.profile.image.to_string();
-            let locked_digest =
-                lock.as_ref()
-                    .and_then(|lock| match crate::lock::state(lock, &name, &image) {
-                        crate::lock::LockState::Current(entry) => Some(entry.digest.clone()),
-                        _ => None,
-                    });
-            ComparedProfile {
-                name,
-                image,
-                locked_digest,
-            }
-        })
-        .collect();
-    // This machine's NVML, once, for the hosts whose daemon runs on it (known only once
-    // each has answered: read beforehand, it costs a library load where none does).
-    let local_gpus = Some(crate::gpu::gather(
-        context.environment.nvml_library().as_deref(),
-    ));
-    let answers = runtime()?.block_on(crate::ops::hosts::each(
-        &hosts,
+    let (answers, compared) = runtime()?.block_on(crate::ops::hosts::compare(
+        context,
+        names,
+        &resolved,
         super::REQUEST_TIMEOUT,
-        |engine| {
-            let compared = &compared;
-            let local_gpus = local_gpus.as_ref();
-            async move {
-                Ok::<HostFacts, Error>(
-                    crate::ops::hosts::host_facts(&engine, compared, local_gpus).await,
-                )
-            }
-        },
-    ));
+    ))?;
     let mut states = Vec::new();
     let mut columns = Vec::new();
     for answer in answers {

@@ -15,17 +15,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{Context, runtime};
-use crate::engine::{Engine, EngineError};
-use crate::error::{Error, error_chain};
+use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::monitor::history::History;
 use crate::monitor::record;
 use crate::monitor::report::{self, ReportFormat};
 use crate::monitor::{Snapshot, duration};
+use crate::ops::stats::Prepared;
+use crate::ops::stats::follow::DaemonState;
 use crate::ops::stats::follow::{self, Ended, FollowOptions, FollowView, Outputs};
 use crate::ops::stats::reconnect::{RECONNECT_CAP, RECONNECT_FIRST};
 use crate::ops::stats::recording::{self, Recorder};
-use crate::ops::stats::sampler::{self, CounterSource, Gpus, Selection};
+use crate::ops::stats::sampler::{self, CounterSource, Gpus};
 use crate::ops::stats::serve::{self, StatsServer};
 use crate::ui::live::{self, LiveScreen};
 
@@ -125,24 +126,18 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
         CounterSource::Nearest
     };
     runtime()?.block_on(async {
-        let engine = context.engine().await?;
-        let opening = Gpus::open(context.environment.nvml_library());
-        let (selection, host) = tokio::join!(
-            select_containers(&engine, context, &arguments),
-            engine.daemon_host()
-        );
-        let selection = selection?;
-        // This machine's GPUs beside the containers of a daemon on it only; another
-        // machine's are unknown here (`envctl stats` there reads them).
-        let gpus = match host {
-            Ok(host) if host.elsewhere().is_none() => opening.await,
-            _ => Gpus::Elsewhere,
-        };
+        let prepared = crate::ops::stats::prepare(
+            &arguments.targets,
+            !arguments.all,
+            own_only(&arguments, context),
+            context,
+        )
+        .await?;
         if arguments.once {
             let snapshot = sampler::snapshot_once(
-                &engine,
-                &selection,
-                &gpus,
+                &prepared.engine,
+                &prepared.selection,
+                &prepared.gpus,
                 source,
                 arguments.interval,
                 context.environment.clock(),
@@ -158,10 +153,7 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
             }
             return Ok(ExitStatus::Success);
         }
-        run_live(
-            &engine, context, &arguments, selection, &gpus, source, recorder,
-        )
-        .await
+        run_live(prepared, context, &arguments, source, recorder).await
     })
 }
 
@@ -202,40 +194,6 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
         hosts_view::print(&context.printer, &sampled)?;
     }
     Ok(ExitStatus::Success)
-}
-
-/// The named targets (each must exist: a name that matches nothing stops the command, as
-/// `docker stats` does), or envctl's or all running containers.
-async fn select_containers(
-    engine: &Engine,
-    context: &Context,
-    arguments: &StatsArgs,
-) -> Result<Selection, Error> {
-    if arguments.targets.is_empty() {
-        return Ok(Selection {
-            targets: sampler::list_targets(
-                engine,
-                !arguments.all,
-                None,
-                own_only(arguments, context).as_ref(),
-            )
-            .await?,
-            fixed: None,
-            failures: Vec::new(),
-        });
-    }
-    let found = futures_util::future::join_all(
-        arguments
-            .targets
-            .iter()
-            .map(|target| crate::ops::target::find_container(engine, context, target)),
-    )
-    .await;
-    // A name that matches nothing is a usage mistake: stop, as `docker stats` does.
-    let found = found.into_iter().collect::<Result<Vec<_>, Error>>()?;
-    Ok(Selection::named(
-        arguments.targets.iter().map(String::as_str).zip(found),
-    ))
 }
 
 /// Whose containers `stats` shows without targets: the user's own, unless `--all-users`
@@ -285,25 +243,26 @@ impl View<'_> {
 }
 
 impl FollowView for View<'_> {
-    fn daemon_lost(&mut self, endpoint: &crate::engine::Endpoint, error: &EngineError) {
+    fn daemon_lost(&mut self, lost: &DaemonState) {
         // The live screen shows the daemon's state in its failure lines; stderr would
         // tear it.
         if !matches!(self, View::Live(..)) {
             self.context().printer.warn(&format!(
-                "lost the {} at `{endpoint}`: {}; GPU readings go on, reconnecting every {} ms to {} s",
-                endpoint.daemon(),
-                error_chain(error),
+                "lost the {} at `{}`: {}; GPU readings go on, reconnecting every {} ms to {} s",
+                lost.daemon,
+                lost.endpoint,
+                lost.error.as_deref().unwrap_or("it stopped answering"),
                 RECONNECT_FIRST.as_millis(),
                 RECONNECT_CAP.as_secs()
             ));
         }
     }
 
-    fn daemon_back(&mut self, endpoint: &crate::engine::Endpoint) {
+    fn daemon_back(&mut self, back: &DaemonState) {
         if !matches!(self, View::Live(..)) {
             self.context().printer.info(&format!(
-                "the {} at `{endpoint}` answers again; following its containers",
-                endpoint.daemon()
+                "the {} at `{}` answers again; following its containers",
+                back.daemon, back.endpoint
             ));
         }
     }
@@ -355,14 +314,17 @@ impl FollowView for View<'_> {
 
 /// The live view, JSON lines or plain snapshots, until `q`, Ctrl-C, SIGTERM or `--count`.
 async fn run_live(
-    engine: &Engine,
+    prepared: Prepared,
     context: &Context,
     arguments: &StatsArgs,
-    selection: Selection,
-    gpus: &Gpus,
     source: CounterSource,
     mut recorder: Option<Recorder>,
 ) -> Result<ExitStatus, Error> {
+    let Prepared {
+        engine,
+        selection,
+        gpus,
+    } = prepared;
     // Before the terminal changes: a signal from here on ends the loop, which restores it.
     let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());
     let mut terminate = listen(tokio::signal::unix::SignalKind::terminate());
@@ -430,12 +392,7 @@ async fn run_live(
         // The host's name labels the metrics: `NODE_NAME` where set (a pod's node, as
         // DCGM exporter takes it), else this host's; one that cannot be read is said and
         // left out of them.
-        hostname: match context
-            .environment
-            .node_name()
-            .map(|name| Ok(name.to_string()))
-            .unwrap_or_else(crate::host::hostname)
-        {
+        hostname: match crate::ops::stats::metrics_hostname(context) {
             Ok(name) => Some(name),
             Err(error) => {
                 if arguments.serve.is_some() {
@@ -457,8 +414,8 @@ async fn run_live(
         }
     };
     let outcome = follow::follow(
-        engine,
-        gpus,
+        &engine,
+        &gpus,
         selection,
         &options,
         Outputs {
@@ -567,7 +524,7 @@ mod tests {
             source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied"),
         };
         assert_eq!(
-            error_chain(&error),
+            crate::error::error_chain(&error),
             "cannot open the recording `/x/run.csv`: permission denied"
         );
     }

@@ -393,6 +393,54 @@ pub fn side_by_side(
     facts
 }
 
+/// `doctor --hosts`: every host `names` names, asked at once for the facts
+/// [`side_by_side`] compares, with the profiles compared: `profiles`' images and the
+/// digests `envctl.lock` pins for them (where an entry is current).
+pub async fn compare(
+    context: &Context,
+    names: &[String],
+    profiles: &[crate::profile::ResolvedProfile],
+    timeout: std::time::Duration,
+) -> Result<(Vec<Answer<HostFacts>>, Vec<ComparedProfile>), Error> {
+    let hosts = named(context, names)?;
+    let lock = crate::lock::file::read(std::path::Path::new(crate::lock::LOCK_FILE))
+        .ok()
+        .flatten();
+    let compared: Vec<ComparedProfile> = profiles
+        .iter()
+        .map(|resolved| {
+            let name = resolved.profile.name.clone();
+            let image = resolved.profile.image.to_string();
+            let locked_digest =
+                lock.as_ref()
+                    .and_then(|lock| match crate::lock::state(lock, &name, &image) {
+                        crate::lock::LockState::Current(entry) => Some(entry.digest.clone()),
+                        _ => None,
+                    });
+            ComparedProfile {
+                name,
+                image,
+                locked_digest,
+            }
+        })
+        .collect();
+    // This machine's NVML, once, for the hosts whose daemon runs on it (known only once
+    // each has answered).
+    let library = context.environment.nvml_library();
+    let local_gpus = tokio::task::spawn_blocking(move || crate::gpu::gather(library.as_deref()))
+        .await
+        .map_err(|error| Error::Internal(format!("the NVML probe failed: {error}")))?;
+    let answers = {
+        let compared = &compared;
+        let local_gpus = &local_gpus;
+        each(&hosts, timeout, |engine| async move {
+            Ok::<HostFacts, Error>(host_facts(&engine, compared, Some(local_gpus)).await)
+        })
+        .await
+    };
+    Ok((answers, compared))
+}
+
 /// One host's facts for [`side_by_side`]: the daemon's, each profile's image there (a few
 /// at a time), and `local_gpus` when the daemon runs on this machine.
 pub async fn host_facts(

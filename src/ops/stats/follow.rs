@@ -66,13 +66,22 @@ pub struct Outputs<'a> {
     pub server: Option<&'a StatsServer>,
 }
 
+/// The daemon whose state changed, as a view says it: its address, what it is (`Docker
+/// daemon`, `Podman service`) and, when lost, why.
+pub struct DaemonState {
+    pub endpoint: String,
+    pub daemon: &'static str,
+    /// The error's whole chain, when the daemon was lost.
+    pub error: Option<String>,
+}
+
 /// Where the loop's results go: what the daemon's state changes say, and each snapshot.
 pub trait FollowView {
     /// The daemon stopped answering the container list; the loop keeps sampling and
     /// tries again on the `reconnect` schedule.
-    fn daemon_lost(&mut self, endpoint: &crate::engine::Endpoint, error: &EngineError);
+    fn daemon_lost(&mut self, lost: &DaemonState);
     /// The lost daemon answers again; its containers are listed at once.
-    fn daemon_back(&mut self, endpoint: &crate::engine::Endpoint);
+    fn daemon_back(&mut self, back: &DaemonState);
     /// Sample number `taken` (from 1); an error ends the loop with it.
     fn show(&mut self, snapshot: &Snapshot, taken: u64) -> Result<(), Error>;
     /// A write [`FollowView::show`] left to another thread (stdout into a pipe): the loop
@@ -134,7 +143,12 @@ pub async fn follow<S>(
         if let Some(daemon) = &mut lost {
             if daemon.answered(engine).await {
                 lost = None;
-                view.daemon_back(&engine.at());
+                let at = engine.at();
+                view.daemon_back(&DaemonState {
+                    endpoint: at.to_string(),
+                    daemon: at.daemon(),
+                    error: None,
+                });
                 relist = true;
             } else {
                 failures.push(daemon.failure().clone());
@@ -164,7 +178,12 @@ pub async fn follow<S>(
             match listed {
                 Ok(current) => failures.extend(following.refresh(current).await),
                 Err(error) if reconnect::daemon_is_lost(&error) => {
-                    view.daemon_lost(&engine.at(), &error);
+                    let at = engine.at();
+                    view.daemon_lost(&DaemonState {
+                        endpoint: at.to_string(),
+                        daemon: at.daemon(),
+                        error: Some(crate::error::error_chain(&error)),
+                    });
                     let daemon = LostDaemon::new(&error);
                     failures.push(daemon.failure().clone());
                     lost = Some(daemon);

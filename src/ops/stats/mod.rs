@@ -45,3 +45,78 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         | EngineError::Ssh { .. } => FailureKind::Other,
     }
 }
+
+/// What `stats` follows: the daemon, the containers chosen and the GPUs read beside them.
+pub struct Prepared {
+    pub engine: crate::engine::Engine,
+    pub selection: sampler::Selection,
+    pub gpus: sampler::Gpus,
+}
+
+/// Connects, chooses the containers (`targets`: each must exist, as `docker stats` has
+/// it; else envctl's, or every running one without `only_envctl`, of `owner` when given)
+/// and opens this machine's GPUs when the daemon runs on it; another machine's are
+/// unknown here (`envctl stats` there reads them).
+pub async fn prepare(
+    targets: &[String],
+    only_envctl: bool,
+    owner: Option<crate::facts::user::User>,
+    context: &crate::context::Context,
+) -> Result<Prepared, crate::error::Error> {
+    let engine = context.engine().await?;
+    let opening = sampler::Gpus::open(context.environment.nvml_library());
+    let (selection, host) = tokio::join!(
+        select(&engine, targets, only_envctl, owner.as_ref(), context),
+        engine.daemon_host()
+    );
+    let selection = selection?;
+    let gpus = match host {
+        Ok(host) if host.elsewhere().is_none() => opening.await,
+        _ => sampler::Gpus::Elsewhere,
+    };
+    Ok(Prepared {
+        engine,
+        selection,
+        gpus,
+    })
+}
+
+/// The named targets (each must exist: a name that matches nothing stops the command, as
+/// `docker stats` does), or envctl's or all running containers.
+async fn select(
+    engine: &crate::engine::Engine,
+    targets: &[String],
+    only_envctl: bool,
+    owner: Option<&crate::facts::user::User>,
+    context: &crate::context::Context,
+) -> Result<sampler::Selection, crate::error::Error> {
+    if targets.is_empty() {
+        return Ok(sampler::Selection {
+            targets: sampler::list_targets(engine, only_envctl, None, owner).await?,
+            fixed: None,
+            failures: Vec::new(),
+        });
+    }
+    let found = futures_util::future::join_all(
+        targets
+            .iter()
+            .map(|target| crate::ops::target::find_container(engine, context, target)),
+    )
+    .await;
+    // A name that matches nothing is a usage mistake: stop, as `docker stats` does.
+    let found = found
+        .into_iter()
+        .collect::<Result<Vec<_>, crate::error::Error>>()?;
+    Ok(sampler::Selection::named(
+        targets.iter().map(String::as_str).zip(found),
+    ))
+}
+
+/// The name the metrics of `stats --serve` carry as `Hostname`: `NODE_NAME` where set (a
+/// pod's node, as DCGM exporter takes it), else this host's.
+pub fn metrics_hostname(context: &crate::context::Context) -> std::io::Result<String> {
+    match context.environment.node_name() {
+        Some(name) => Ok(name.to_string()),
+        None => crate::host::hostname(),
+    }
+}
