@@ -366,32 +366,25 @@ enum Runner<'a> {
 
 /// Runs `command` where `runner` says until it ends or `deadline` passes. On timeout the
 /// output so far is kept; the scripts' own watchdog stops what they started.
-async fn run_bounded(
+async fn run_step(
     runner: &Runner<'_>,
     command: Vec<String>,
     deadline: tokio::time::Instant,
 ) -> Result<ExecOutcome, Error> {
-    let (engine, container) = match runner {
-        Runner::Container { engine, id } => (*engine, *id),
-        Runner::Here => {
-            let until = deadline.into_std();
-            let outcome = tokio::task::spawn_blocking(move || {
-                crate::host::here::run_bounded(&command, until, OUTPUT_LIMIT)
-            })
-            .await
-            .map_err(|error| Error::Internal(format!("the check's runner failed: {error}")))?
-            .map_err(|source| Error::Read {
-                path: "the check's shell (`sh`)".into(),
-                source,
-            })?;
-            return Ok(ExecOutcome {
-                code: outcome.code,
-                stdout: outcome.stdout,
-                stderr: outcome.stderr,
-                timed_out: outcome.timed_out,
-            });
-        }
-    };
+    match runner {
+        Runner::Container { engine, id } => run_in_container(engine, id, command, deadline).await,
+        Runner::Here => run_here(command, deadline).await,
+    }
+}
+
+/// [`run_step`] in the container `id`, through the engine's exec, each stream kept up to
+/// [`OUTPUT_LIMIT`].
+async fn run_in_container(
+    engine: &Engine,
+    id: &str,
+    command: Vec<String>,
+    deadline: tokio::time::Instant,
+) -> Result<ExecOutcome, Error> {
     let request = ExecRequest {
         command,
         ..ExecRequest::default()
@@ -400,21 +393,15 @@ async fn run_bounded(
     let mut stderr = Vec::new();
     let result = tokio::time::timeout_at(
         deadline,
-        engine.exec(
-            container,
-            &request,
-            None,
-            None,
-            async |stream, bytes: Vec<u8>| {
-                let buffer = match stream {
-                    OutputStream::Stdout => &mut stdout,
-                    OutputStream::Stderr => &mut stderr,
-                };
-                let room = OUTPUT_LIMIT.saturating_sub(buffer.len());
-                buffer.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                Ok(())
-            },
-        ),
+        engine.exec(id, &request, None, None, async |stream, bytes: Vec<u8>| {
+            let buffer = match stream {
+                OutputStream::Stdout => &mut stdout,
+                OutputStream::Stderr => &mut stderr,
+            };
+            let room = OUTPUT_LIMIT.saturating_sub(buffer.len());
+            buffer.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            Ok(())
+        }),
     )
     .await;
     let (code, timed_out) = match result {
@@ -427,6 +414,29 @@ async fn run_bounded(
         stdout,
         stderr,
         timed_out,
+    })
+}
+
+/// [`run_step`] here, in envctl's own environment (`host::here`), on a thread of its own.
+async fn run_here(
+    command: Vec<String>,
+    deadline: tokio::time::Instant,
+) -> Result<ExecOutcome, Error> {
+    let until = deadline.into_std();
+    let outcome = tokio::task::spawn_blocking(move || {
+        crate::host::here::run_bounded(&command, until, OUTPUT_LIMIT)
+    })
+    .await
+    .map_err(|error| Error::Internal(format!("the check's runner failed: {error}")))?
+    .map_err(|source| Error::Read {
+        path: "the check's shell (`sh`)".into(),
+        source,
+    })?;
+    Ok(ExecOutcome {
+        code: outcome.code,
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+        timed_out: outcome.timed_out,
     })
 }
 
@@ -455,41 +465,44 @@ async fn gather(runner: &Runner<'_>, options: &NvidiaCheckOptions) -> Result<Raw
         },
         ..RawReport::default()
     };
-    let outcome = run_bounded(
-        runner,
-        nvcheck::shell_command(seconds, options.quick),
-        deadline,
-    )
-    .await?;
-    let stdout = String::from_utf8_lossy(&outcome.stdout).into_owned();
-    let shell_missing = outcome.code == Some(COMMAND_NOT_FOUND)
-        && !stdout.contains(nvcheck::SHELL_MARKER)
-        && String::from_utf8_lossy(&outcome.stderr).contains("not found");
-    if !shell_missing {
-        record(&mut raw, &outcome);
-        let parsed = nvcheck::parse_output(&stdout);
-        raw.shell = parsed.shell;
-        raw.python_run = parsed.python_run;
-        raw.python = parsed.python;
-        raw.run.problems = parsed.problems;
-        return Ok(raw);
-    }
-    raw.run.shell_missing = true;
-    raw.run.runner = None;
-    record(&mut raw, &outcome);
-    for interpreter in nvcheck::PYTHON_NAMES {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            raw.run.timed_out = true;
-            break;
-        }
-        let budget = left.as_secs().saturating_sub(1).max(1);
-        let outcome = run_bounded(
-            runner,
-            nvcheck::python_command(interpreter, budget, options.quick),
-            deadline,
-        )
-        .await?;
+    // The shell script; where the image has no `sh`, the Python half alone, with each
+    // interpreter in turn: one attempt after another, each through the same runner.
+    let attempts = std::iter::once(None).chain(nvcheck::PYTHON_NAMES.iter().map(Some));
+    for interpreter in attempts {
+        let (command, budget) = match interpreter {
+            None => (nvcheck::shell_command(seconds, options.quick), seconds),
+            Some(interpreter) => {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    raw.run.timed_out = true;
+                    break;
+                }
+                let budget = left.as_secs().saturating_sub(1).max(1);
+                (
+                    nvcheck::python_command(interpreter, budget, options.quick),
+                    budget,
+                )
+            }
+        };
+        let outcome = run_step(runner, command, deadline).await?;
+        let Some(interpreter) = interpreter else {
+            let stdout = String::from_utf8_lossy(&outcome.stdout).into_owned();
+            let shell_missing = outcome.code == Some(COMMAND_NOT_FOUND)
+                && !stdout.contains(nvcheck::SHELL_MARKER)
+                && String::from_utf8_lossy(&outcome.stderr).contains("not found");
+            record(&mut raw, &outcome);
+            if !shell_missing {
+                let parsed = nvcheck::parse_output(&stdout);
+                raw.shell = parsed.shell;
+                raw.python_run = parsed.python_run;
+                raw.python = parsed.python;
+                raw.run.problems = parsed.problems;
+                return Ok(raw);
+            }
+            raw.run.shell_missing = true;
+            raw.run.runner = None;
+            continue;
+        };
         if outcome.code == Some(COMMAND_NOT_FOUND) && outcome.stdout.is_empty() {
             continue;
         }
