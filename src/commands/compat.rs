@@ -1,14 +1,12 @@
 //! `envctl compat`: doctor's verdicts for a host described on the command line (a cluster
 //! node, a machine to buy) instead of this one.
 
-use serde::Serialize;
-
 use super::Context;
-use crate::checks::{Finding, Status, worst};
+use crate::checks::Status;
 use crate::compat::{self, ComputeCapability, DriverVersion};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::ops::doctor::bundled_candidates;
+use crate::ops::compat::{CapabilityRow, DescribedGpu, DescribedStack};
 use crate::ops::matrix::load_matrix;
 use crate::profile::model::{CudaVersion, TorchVersion};
 use crate::ui::findings::{Section, print_sections};
@@ -48,63 +46,6 @@ pub struct CompatArgs {
     pub matrix: Option<PathBuf>,
 }
 
-#[derive(Debug, Serialize)]
-struct GpuReport {
-    name: String,
-    compute_capability: ComputeCapability,
-    /// Data-center part (by model name, or `--datacenter`): true; a GeForce or TITAN card:
-    /// false; unknown (a bare `--cc` without `--datacenter`, another model): null.
-    datacenter: Option<bool>,
-    /// The matrix's model rows the capability was read from (for `--gpu NAME`; several when
-    /// the name fits several models of one capability), each with its status and source, so
-    /// a derived capability is told as derived. Empty for `--cc`.
-    capability_rows: Vec<CapabilityRow>,
-    verdict: &'static str,
-    findings: Vec<Finding>,
-}
-
-/// One `[[gpu]]` row as `compat` reports it.
-#[derive(Debug, Clone, Serialize)]
-struct CapabilityRow {
-    name: String,
-    status: compat::RowStatus,
-    source: String,
-}
-
-#[derive(Debug, Serialize)]
-struct CompatReport {
-    verdict: &'static str,
-    driver: String,
-    /// The platform whose torch wheels are judged (`--platform`; a GPU found only on
-    /// aarch64 hosts is judged by the aarch64 wheel whatever it says).
-    platform: compat::Platform,
-    cuda: Option<CudaVersion>,
-    /// Where `cuda` came from: `--image-cuda`, `torch` (its `+cuXYZ`), `profile`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cuda_from: Option<&'static str>,
-    torch: Option<TorchVersion>,
-    gpus: Vec<GpuReport>,
-    findings: Vec<Finding>,
-}
-
-/// The CUDA release and torch build being checked, and how the report titles them.
-struct DescribedStack {
-    cuda: Option<CudaVersion>,
-    cuda_from: Option<&'static str>,
-    torch: Option<TorchVersion>,
-    label: String,
-}
-
-/// A GPU of the described host.
-struct DescribedGpu {
-    name: String,
-    capability: ComputeCapability,
-    /// As in [`GpuReport`].
-    datacenter: Option<bool>,
-    /// As in [`GpuReport`].
-    capability_rows: Vec<CapabilityRow>,
-}
-
 fn usage(message: String, hint: &str) -> Error {
     Error::Usage {
         message,
@@ -126,29 +67,15 @@ pub fn run(arguments: CompatArgs, context: &Context) -> Result<ExitStatus, Error
     let stack = match &arguments.profile {
         Some(profile) => {
             let resolved = context.search_path.resolve(profile)?;
-            let stack = resolved.profile.stack;
-            if stack.cuda.is_none() && stack.torch.is_none() {
-                return Err(usage(
+            crate::ops::compat::profile_stack(&resolved).ok_or_else(|| {
+                usage(
                     format!(
                         "profile `{}` has no [stack], so there is nothing to check",
                         resolved.profile.name
                     ),
                     "add [stack] cuda = \"X.Y\" and torch = \"…\" to it, or pass --image-cuda or --torch",
-                ));
-            }
-            let (cuda, cuda_from) = match stack.cuda {
-                Some(cuda) => (Some(cuda), Some("profile")),
-                None => match stack.torch.as_ref().map(compat::torch_cuda).transpose() {
-                    Ok(Some(Some(cuda))) => (Some(cuda), Some("torch")),
-                    _ => (None, None),
-                },
-            };
-            DescribedStack {
-                cuda,
-                cuda_from,
-                torch: stack.torch,
-                label: format!("profile {}", resolved.profile.name),
-            }
+                )
+            })?
         }
         None => stack_from_arguments(arguments.image_cuda.as_deref(), arguments.torch.as_deref())?,
     };
@@ -159,68 +86,7 @@ pub fn run(arguments: CompatArgs, context: &Context) -> Result<ExitStatus, Error
         )
     })?;
     let gpus = described_gpus(&matrix, &arguments)?;
-    let bundled = bundled_candidates();
-    let candidates = crate::ops::doctor::torch_candidates(&bundled);
-    let reports: Vec<GpuReport> = gpus
-        .into_iter()
-        .map(
-            |DescribedGpu {
-                 name,
-                 capability,
-                 datacenter,
-                 capability_rows,
-             }| {
-                let mut findings = Vec::new();
-                findings.extend(compat::driver_vs_architecture(&matrix, &driver, capability));
-                if let Some(cuda) = stack.cuda {
-                    findings.push(compat::driver_vs_cuda(
-                        &matrix,
-                        &driver,
-                        cuda,
-                        datacenter == Some(true),
-                    ));
-                    findings.extend(compat::forward_compatibility(
-                        &matrix, &driver, cuda, datacenter,
-                    ));
-                    findings.push(compat::cuda_vs_gpu(&matrix, cuda, capability));
-                }
-                if let Some(torch) = &stack.torch {
-                    findings.push(compat::gpu_vs_torch(
-                        &matrix,
-                        Some(platform),
-                        capability,
-                        torch,
-                        stack.cuda,
-                        Some(&driver),
-                        &candidates,
-                    ));
-                }
-                GpuReport {
-                    verdict: worst(&findings).verdict(),
-                    name,
-                    compute_capability: capability,
-                    datacenter,
-                    capability_rows,
-                    findings,
-                }
-            },
-        )
-        .collect();
-    let status = reports
-        .iter()
-        .map(|gpu| worst(&gpu.findings))
-        .max()
-        .unwrap_or(Status::Pass);
-    let report = CompatReport {
-        verdict: status.verdict(),
-        driver: driver.to_string(),
-        platform,
-        cuda: stack.cuda,
-        cuda_from: stack.cuda_from,
-        torch: stack.torch,
-        gpus: reports,
-        findings: Vec::new(),
-    };
+    let (report, status) = crate::ops::compat::report(&matrix, driver, &stack, platform, gpus);
     if context.json {
         context.printer.json(&report)?;
     } else {

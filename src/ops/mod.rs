@@ -18,6 +18,7 @@
 //! - [`policy`]: the host policy in force and its verdict on the container `up` makes.
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 
+pub mod compat;
 pub mod doctor;
 pub mod down;
 pub mod environment;
