@@ -1,8 +1,8 @@
 //! `envctl export PROFILE --to compose|k8s|devcontainer|docker-run|slurm|pyxis|apptainer|edf [-o FILE]`: the same
-//! environment for other engines. The mapping lives in `export/` (pure); this command
-//! resolves the profile, builds `up`'s create body, reads `envctl.lock`, writes the result
-//! to stdout or atomically to `-o FILE`, and prints what a target could not express as
-//! warnings on stderr.
+//! environment for other engines. The mapping lives in `export/` (pure) and the resolution
+//! in `ops::export` (the profile, `up`'s create body, `envctl.lock`); this command checks
+//! the flags, writes the result to stdout or atomically to `-o FILE`, and prints what a
+//! target could not express as warnings on stderr.
 //!
 //! `--to docker-run` prints exactly what `up --dry-run` prints (same body, same GPU
 //! detection for `gpus = "optional"`, same refusal of a missing bind source). The other
@@ -17,12 +17,9 @@ use super::Context;
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::export::{
-    self, ExportError, ExportInput, Exported, KubernetesOptions, Notice, SlurmOptions, Target,
-    VolumeMode, WorkloadKind,
+    self, Exported, KubernetesOptions, Notice, SlurmOptions, Target, VolumeMode, WorkloadKind,
 };
-use crate::ops::environment::{self, EnvironmentRequest, LockPolicy, Placement};
 use crate::profile::ResolvedProfile;
-use crate::spec::{self, Overrides};
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
@@ -126,39 +123,46 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
         TargetArgument::Edf => Target::Edf,
     };
     check_flags(&arguments, target)?;
-    let resolved = context.search_path.resolve(&arguments.profile)?;
+    let options = crate::ops::export::ExportOptions {
+        slurm: SlurmOptions {
+            nodes: arguments.nodes,
+        },
+        kubernetes: KubernetesOptions {
+            kind: match arguments.kind {
+                Some(KindArgument::Pod) => WorkloadKind::Pod,
+                Some(KindArgument::Deployment) => WorkloadKind::Deployment,
+                Some(KindArgument::Job) | None => WorkloadKind::Job,
+            },
+            volumes: match arguments.volumes {
+                Some(VolumesArgument::Pvc) => VolumeMode::Pvc,
+                Some(VolumesArgument::HostPath) | None => VolumeMode::HostPath,
+            },
+            service: arguments.service,
+            no_gpu_toleration: arguments.no_gpu_toleration,
+            runtime_class: arguments.runtime_class.clone(),
+            mig_profile: arguments.mig_profile.clone(),
+            nodes: arguments.nodes,
+        },
+    };
     let working_directory = context.working_directory()?;
-    let home = context.environment.home();
     // `-o -` is stdout, as for most tools that take an output path.
     let output_file = arguments
         .output
         .as_ref()
         .filter(|path| path.as_os_str() != "-")
         .map(|path| working_directory.join(path));
-    let lock = environment::read_lock();
-    let exists = |path: &Path| path.exists();
-    // `--to docker-run` is `up --dry-run`: this host's GPUs, its bind sources, and a lock
-    // that cannot be read is an error. The files are for other machines.
-    let (placement, lock_policy) = if target == Target::DockerRun {
-        let gpu_facts =
-            environment::host_gpus(&resolved, context.environment.nvml_library().as_deref());
-        (Placement::this_host(gpu_facts.as_ref()), LockPolicy::Use)
-    } else {
-        (Placement::Elsewhere, LockPolicy::Report)
-    };
-    let environment = environment::resolve(
+    let crate::ops::export::Export {
         resolved,
-        EnvironmentRequest {
-            overrides: Overrides::default(),
-            placement,
-            lock_policy,
-            lock,
-            working_directory: working_directory.clone(),
-            home: home.clone(),
-            path_exists: &exists,
-        },
+        exported,
+        missing_sources,
+    } = crate::ops::export::export(
+        &arguments.profile,
+        target,
+        options,
+        output_file.clone(),
+        context,
     )?;
-    for source in &environment.missing_sources {
+    for source in &missing_sources {
         context.printer.warn(&format!(
             "bind mount source `{}` (written `{}`, mounted at `{}`) does not exist here; create it wherever the export runs (`mkdir -p`), or the container will not start",
             source.path.display(),
@@ -166,67 +170,7 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
             source.target
         ));
     }
-    let resolved = &environment.resolved;
-    let body = &environment.body;
-
-    let mut exported = {
-        let is_file = |path: &Path| path.is_file();
-        let input = ExportInput {
-            resolved,
-            body,
-            working_directory: working_directory.clone(),
-            home,
-            output_file: output_file.clone(),
-            path_is_file: &is_file,
-        };
-        let slurm = SlurmOptions {
-            nodes: arguments.nodes,
-        };
-        let result = match target {
-            Target::DockerRun => Ok(export::docker_run(
-                body,
-                &spec::container_name(&resolved.profile.name),
-            )),
-            Target::Compose => export::compose(&input),
-            Target::Devcontainer => export::devcontainer(&input),
-            Target::Slurm => Ok(export::slurm(&input, slurm)),
-            Target::Pyxis => export::pyxis(&input, slurm),
-            Target::Apptainer => export::apptainer(&input, slurm),
-            Target::Edf => export::edf(&input),
-            Target::Kubernetes => export::kubernetes(
-                &input,
-                KubernetesOptions {
-                    kind: match arguments.kind {
-                        Some(KindArgument::Pod) => WorkloadKind::Pod,
-                        Some(KindArgument::Deployment) => WorkloadKind::Deployment,
-                        Some(KindArgument::Job) | None => WorkloadKind::Job,
-                    },
-                    volumes: match arguments.volumes {
-                        Some(VolumesArgument::Pvc) => VolumeMode::Pvc,
-                        Some(VolumesArgument::HostPath) | None => VolumeMode::HostPath,
-                    },
-                    service: arguments.service,
-                    no_gpu_toleration: arguments.no_gpu_toleration,
-                    runtime_class: arguments.runtime_class.clone(),
-                    mig_profile: arguments.mig_profile.clone(),
-                    nodes: arguments.nodes,
-                },
-            ),
-        };
-        result.map_err(|error| match error {
-            ExportError::Spec(error) => Error::Spec(error),
-            other @ ExportError::Serialize { .. } => Error::Usage {
-                message: other.to_string(),
-                hint: Some("this is a bug in envctl; please report it with the profile".into()),
-            },
-        })?
-    };
-    if let Some(reason) = &environment.lock_notice {
-        exported
-            .notices
-            .insert(0, Notice::new(target, "image", reason.clone()));
-    }
-
+    let resolved = &resolved;
     for notice in &exported.notices {
         context.printer.warn(&notice.to_string());
     }

@@ -23,6 +23,7 @@ pub mod doctor;
 pub mod down;
 pub mod environment;
 pub mod exec;
+pub mod export;
 pub mod hosts;
 pub mod lock;
 pub mod matrix;
