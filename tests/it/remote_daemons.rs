@@ -1094,3 +1094,99 @@ fn doctor_hosts_marks_where_the_setups_differ() {
     assert_eq!(run.code, 0, "{run}");
     assert_eq!(run.json()["differences"], 0, "{run}");
 }
+
+/// A laptop without NVML (a UTS namespace named `envctl-laptop`, no NVML library) asks
+/// the second daemon, over TLS, for a GPU profile: that daemon's stand-in hook gives GPUs,
+/// which the laptop cannot see. It is judged by the daemon's facts (NVML: that machine's,
+/// not a failure here), not refused, and the container starts there with its GPU request.
+#[test]
+fn a_gpu_profile_from_a_machine_without_nvml_starts_on_the_remote_gpu_daemon() {
+    let test = "a_gpu_profile_from_a_machine_without_nvml_starts_on_the_remote_gpu_daemon";
+    let Some(engine) = dockerd2(test) else {
+        return;
+    };
+    if !is_root() {
+        skip_or_panic(
+            "not root: `unshare --uts` needs CAP_SYS_ADMIN",
+            test,
+            "run the tests as root (.ci/run does)",
+        );
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("laptop-gpu");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl").join(format!("{profile}.toml")),
+        format!(
+            "image = \"{}\"\ngpus = 1\nmemory = \"64m\"\ncommand = [\"sleep\", \"600\"]\n",
+            engine.test_image()
+        ),
+    )
+    .unwrap();
+    let container = format!("envctl-{profile}");
+    let _guard = engine.container_guard(container.clone());
+    let laptop = |arguments: &[&str]| {
+        let mut command = Command::new("unshare");
+        command
+            .args([
+                "--uts",
+                "--",
+                "sh",
+                "-c",
+                "hostname envctl-laptop && exec \"$@\"",
+                "sh",
+            ])
+            .arg(assert_cmd::cargo::cargo_bin("envctl"))
+            .args(arguments);
+        crate::support::cli::hermetic(&mut command, folder.path());
+        Way::tls().apply(&mut command);
+        command.env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"));
+        Run::of(
+            crate::support::docker::run_with_timeout(&mut command, Duration::from_secs(120))
+                .unwrap(),
+        )
+    };
+    let doctor = laptop(&["--json", "doctor", &profile]);
+    let report = doctor.json();
+    let finding = |id: &str| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(
+                report["profiles"][0]["findings"]
+                    .as_array()
+                    .into_iter()
+                    .flatten(),
+            )
+            .find(|finding| finding["id"] == id)
+            .unwrap_or_else(|| panic!("no {id}: {doctor}"))
+            .clone()
+    };
+    assert_eq!(finding("gpu.nvml")["status"], "info", "{doctor}");
+    assert_eq!(finding("host.elsewhere")["status"], "info", "{doctor}");
+    assert_ne!(finding("profile.gpus")["status"], "fail", "{doctor}");
+    let up = laptop(&["up", &profile]);
+    assert_eq!(up.code, 0, "{up}");
+    let inspected = Way::tls().docker(&[
+        "inspect",
+        "--format",
+        "{{.State.Running}} {{json .HostConfig.DeviceRequests}}",
+        &container,
+    ]);
+    let line = String::from_utf8_lossy(&inspected.stdout).to_string();
+    assert!(line.starts_with("true "), "{line}");
+    assert!(line.contains("\"gpu\""), "{line}");
+    // Not on this machine's daemon.
+    assert!(
+        !docker_names(
+            &Way {
+                name: "local",
+                variables: vec![]
+            },
+            true
+        )
+        .contains(&container)
+    );
+}
