@@ -46,6 +46,9 @@ pub enum LockTry {
         id: String,
         /// [`HOLDER_LABEL`] of the lock, when it has one.
         holder: Option<String>,
+        /// Whether envctl made it (it carries [`LOCK_LABEL`]): a container of that name
+        /// that envctl did not make is someone's, never broken as a dead holder's lock.
+        envctls: bool,
     },
     /// Held at the create, gone at the look: try again.
     Released,
@@ -74,6 +77,7 @@ impl Engine {
                 Ok(match self.inspect_container(LOCK_NAME).await? {
                     Some(held) => LockTry::Held {
                         holder: held.labels.get(HOLDER_LABEL).cloned(),
+                        envctls: held.labels.contains_key(LOCK_LABEL),
                         id: held.id,
                     },
                     None => LockTry::Released,

@@ -72,6 +72,12 @@ pub enum GpuLockError {
     },
     #[error("interrupted while waiting for the GPU placement lock of the daemon at {endpoint}")]
     DaemonInterrupted { endpoint: String, code: u8 },
+    /// A container envctl did not make has the daemon lock's name: someone's, so it is
+    /// never removed as a dead holder's lock, and no `up` on that daemon can place.
+    #[error(
+        "a container named `{name}` that envctl did not make holds the GPU placement lock's name on the daemon at {endpoint}"
+    )]
+    DaemonPlanted { endpoint: String, name: String },
 }
 
 impl GpuLockError {
@@ -95,6 +101,9 @@ impl GpuLockError {
             GpuLockError::Interrupted { .. } | GpuLockError::DaemonInterrupted { .. } => {
                 "nothing was placed or created".into()
             }
+            GpuLockError::DaemonPlanted { name, .. } => format!(
+                "ask its owner to remove or rename it (`docker inspect {name}` shows it); envctl never removes a container it did not make"
+            ),
             GpuLockError::DaemonBusy { .. } => {
                 "another `up` is placing on that daemon; it is released when that `up` has created its container".into()
             }

@@ -391,7 +391,20 @@ async fn take_daemon_lock(
         {
             LockTry::Taken { id } => return Ok(id),
             LockTry::Released => continue,
-            LockTry::Held { id, holder } => {
+            LockTry::Held { envctls: false, .. } => {
+                return Err(Error::GpuLock {
+                    source: gpu_lock::GpuLockError::DaemonPlanted {
+                        endpoint: engine.endpoint().to_string(),
+                        name: crate::engine::daemon_placement::LOCK_NAME.to_string(),
+                    },
+                    hint: format!(
+                        "`{cli} inspect {name}` shows whose it is; once it is removed or renamed (by its owner), `up` places again",
+                        cli = engine.known_kind().cli(),
+                        name = crate::engine::daemon_placement::LOCK_NAME
+                    ),
+                });
+            }
+            LockTry::Held { id, holder, .. } => {
                 let since = match &seen {
                     Some((known, since)) if *known == id => *since,
                     _ => {

@@ -1676,3 +1676,66 @@ fn clients_of_one_daemon_from_several_machines_never_share_a_gpu() {
 fn shown(runs: &[Run]) -> String {
     runs.iter().map(|run| format!("{run}\n")).collect()
 }
+
+/// A container of the daemon lock's name that envctl did not make (no
+/// `envctl.placement-lock` label: someone's own) is never broken as a dead holder's lock:
+/// `up` stops at once naming it, and nothing is removed. A fake daemon answers, so no
+/// other test's placement meets the planted name.
+#[test]
+fn a_lock_name_taken_by_someone_elses_container_is_named_never_removed() {
+    use crate::support::fake_daemon::{FakeDaemon, Reply, standard};
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    let info = format!(
+        r#"{{"Name":"{hostname}","OperatingSystem":"Debian","OSType":"linux","Runtimes":{{"runc":{{}}}},"DefaultRuntime":"runc","NCPU":2,"MemTotal":1000000000,"SecurityOptions":[],"CgroupDriver":"cgroupfs","CgroupVersion":"1"}}"#
+    );
+    let daemon = FakeDaemon::start(move |request| {
+        if let Some(reply) = standard(request) {
+            return Some(reply);
+        }
+        match (request.method.as_str(), request.route()) {
+            ("GET", "/info") => Some(Reply::json(200, info.clone())),
+            ("GET", "/images/busybox:1/json") => Some(Reply::json(
+                200,
+                r#"{"Id":"sha256:0","RepoTags":["busybox:1"],"RepoDigests":[],"Config":{"Env":[],"Labels":{}}}"#,
+            )),
+            ("GET", "/images/sha256:0/json") => Some(Reply::json(
+                200,
+                r#"{"Id":"sha256:0","RepoTags":["busybox:1"],"RepoDigests":[],"Config":{"Env":[],"Labels":{}}}"#,
+            )),
+            ("GET", "/containers/json") => Some(Reply::json(200, "[]")),
+            ("POST", "/containers/create") => Some(Reply::json(
+                409,
+                r#"{"message":"Conflict. The container name \"/envctl-gpu-placement-lock\" is already in use"}"#,
+            )),
+            ("GET", "/containers/envctl-gpu-placement-lock/json") => Some(Reply::json(
+                200,
+                r#"{"Id":"planted0","Name":"/envctl-gpu-placement-lock","Image":"sha256:0","State":{"Status":"created","Running":false,"ExitCode":0},"Config":{"Image":"busybox:1","Labels":{"com.example.owner":"mallory"}},"HostConfig":{},"Mounts":[]}"#,
+            )),
+            _ => None,
+        }
+    });
+    let _turn = turn();
+    let machine = Machine::new("");
+    let profile = unique_name("planted");
+    let folder = project("busybox:1", &[(&profile, "gpus = 2\n")]);
+    let run = envctl(
+        folder.path(),
+        &machine,
+        &daemon.host(),
+        &["up", &profile, "--force", "--pull", "never"],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr
+            .contains("a container named `envctl-gpu-placement-lock` that envctl did not make"),
+        "{run}"
+    );
+    let requests = daemon.requests();
+    assert!(
+        !requests.iter().any(|request| request.starts_with("DELETE")),
+        "{requests:#?}"
+    );
+}
