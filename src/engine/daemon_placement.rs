@@ -36,6 +36,19 @@ pub const RECORD_LABEL: &str = "envctl.gpu-record";
 /// The label naming the host that wrote the record.
 pub const RECORDED_ON_LABEL: &str = "envctl.gpu-record.host";
 
+/// What stands at [`RECORD_NAME`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuRecordVolume {
+    Missing,
+    /// envctl's record, with the host that wrote it.
+    Envctls {
+        record: String,
+        host: Option<String>,
+    },
+    /// A volume of that name without the record's label: someone's, never replaced.
+    NotEnvctls,
+}
+
 /// What one try found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockTry {
@@ -100,9 +113,8 @@ impl Engine {
             .await
     }
 
-    /// The daemon's GPU record ([`RECORD_LABEL`] of [`RECORD_NAME`]), with the host that
-    /// wrote it; `None` when there is none.
-    pub async fn gpu_record(&self) -> Result<Option<(String, Option<String>)>, EngineError> {
+    /// The daemon's GPU record ([`RECORD_LABEL`] of [`RECORD_NAME`]).
+    pub async fn gpu_record(&self) -> Result<GpuRecordVolume, EngineError> {
         let inspected = self
             .with_deadline(
                 "inspecting a volume",
@@ -111,32 +123,35 @@ impl Engine {
             )
             .await?;
         match inspected {
-            Ok(volume) => Ok(volume.labels.get(RECORD_LABEL).map(|record| {
-                (
-                    record.clone(),
-                    volume.labels.get(RECORDED_ON_LABEL).cloned(),
-                )
-            })),
+            Ok(volume) => Ok(match volume.labels.get(RECORD_LABEL) {
+                Some(record) => GpuRecordVolume::Envctls {
+                    record: record.clone(),
+                    host: volume.labels.get(RECORDED_ON_LABEL).cloned(),
+                },
+                None => GpuRecordVolume::NotEnvctls,
+            }),
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
-            }) => Ok(None),
+            }) => Ok(GpuRecordVolume::Missing),
             Err(error) => Err(self.classify(error)),
         }
     }
 
     /// Writes the daemon's GPU record: the volume made again with `record`, labelled as
-    /// written on `host` (a volume's labels cannot be changed). Called under the lock.
-    pub async fn write_gpu_record(&self, record: &str, host: &str) -> Result<(), EngineError> {
+    /// written on `host` (a volume's labels cannot be changed). Called under the lock, and
+    /// only where [`Engine::gpu_record`] found envctl's record or none.
+    pub async fn write_gpu_record(
+        &self,
+        record: &str,
+        host: Option<&str>,
+    ) -> Result<(), EngineError> {
         self.remove_volume(RECORD_NAME).await?;
         let request = bollard::models::VolumeCreateRequest {
             name: Some(RECORD_NAME.to_string()),
             labels: Some(
-                [
-                    (RECORD_LABEL.to_string(), record.to_string()),
-                    (RECORDED_ON_LABEL.to_string(), host.to_string()),
-                ]
-                .into_iter()
-                .collect(),
+                std::iter::once((RECORD_LABEL.to_string(), record.to_string()))
+                    .chain(host.map(|host| (RECORDED_ON_LABEL.to_string(), host.to_string())))
+                    .collect(),
             ),
             ..Default::default()
         };

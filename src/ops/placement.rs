@@ -306,16 +306,26 @@ async fn recorded(
     holders: &[crate::facts::occupancy::GpuHolder],
     context: &Context,
 ) -> Result<Vec<GpuOccupancy>, String> {
-    let record = engine.gpu_record().await.map_err(|error| {
-        format!(
-            "the GPU record of the daemon on {host} could not be read ({})",
-            crate::error::error_chain(&error)
-        )
-    })?;
-    let Some((record, _)) = record else {
-        return Err(format!(
-            "the GPUs of {host} cannot be seen from here and its daemon keeps no GPU record yet (an `envctl up` on {host} that places GPUs writes it)"
-        ));
+    use crate::engine::daemon_placement::GpuRecordVolume;
+    let record = match engine.gpu_record().await {
+        Ok(GpuRecordVolume::Envctls { record, .. }) => record,
+        Ok(GpuRecordVolume::Missing) => {
+            return Err(format!(
+                "the GPUs of {host} cannot be seen from here and its daemon keeps no GPU record yet (an `envctl up` on {host} that places GPUs writes it)"
+            ));
+        }
+        Ok(GpuRecordVolume::NotEnvctls) => {
+            return Err(format!(
+                "the GPUs of {host} cannot be seen from here, and the volume {} there is not envctl's GPU record",
+                crate::engine::daemon_placement::RECORD_NAME
+            ));
+        }
+        Err(error) => {
+            return Err(format!(
+                "the GPU record of the daemon on {host} could not be read ({})",
+                crate::error::error_chain(&error)
+            ));
+        }
     };
     let record = placement::GpuRecord::parse(&record).map_err(|why| {
         format!(
@@ -338,11 +348,21 @@ async fn keep_record(engine: &Engine, gpu: &GpuFacts, context: &Context) {
         return;
     };
     let written = record.written();
+    use crate::engine::daemon_placement::GpuRecordVolume;
     let kept = match engine.gpu_record().await {
-        Ok(Some((existing, _))) if existing == written => return,
-        Ok(_) => {
-            let host = crate::host::hostname().unwrap_or_else(|_| "this host".into());
-            engine.write_gpu_record(&written, &host).await
+        Ok(GpuRecordVolume::Envctls { record, .. }) if record == written => return,
+        // Someone's own volume of that name: never replaced (said, and left).
+        Ok(GpuRecordVolume::NotEnvctls) => {
+            context.printer.warn(&format!(
+                "the volume {} on this daemon is not envctl's GPU record, so this host's GPUs are not recorded there (clients on other machines leave the choice to the daemon)",
+                crate::engine::daemon_placement::RECORD_NAME
+            ));
+            return;
+        }
+        Ok(GpuRecordVolume::Envctls { .. } | GpuRecordVolume::Missing) => {
+            // An unreadable host name is left out of the record, never guessed.
+            let host = crate::host::hostname().ok();
+            engine.write_gpu_record(&written, host.as_deref()).await
         }
         Err(error) => Err(error),
     };

@@ -1739,3 +1739,71 @@ fn a_lock_name_taken_by_someone_elses_container_is_named_never_removed() {
         "{requests:#?}"
     );
 }
+
+/// A volume named as the daemon's GPU record that envctl did not make (no
+/// `envctl.gpu-record` label) is someone's: an `up` that places on this host says so and
+/// never removes it to write its record.
+#[test]
+fn a_record_name_taken_by_someone_elses_volume_is_left_as_it_is() {
+    use crate::support::fake_daemon::{FakeDaemon, Reply, standard};
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    let info = format!(
+        r#"{{"Name":"{hostname}","OperatingSystem":"Debian","OSType":"linux","Runtimes":{{"runc":{{}}}},"DefaultRuntime":"runc","NCPU":2,"MemTotal":1000000000,"SecurityOptions":[],"CgroupDriver":"cgroupfs","CgroupVersion":"1"}}"#
+    );
+    let image = r#"{"Id":"sha256:0","RepoTags":["busybox:1"],"RepoDigests":[],"Config":{"Env":[],"Labels":{}}}"#;
+    let daemon = FakeDaemon::start(move |request| {
+        if let Some(reply) = standard(request) {
+            return Some(reply);
+        }
+        match (request.method.as_str(), request.route()) {
+            ("GET", "/info") => Some(Reply::json(200, info.clone())),
+            ("GET", "/images/busybox:1/json" | "/images/sha256:0/json") => {
+                Some(Reply::json(200, image))
+            }
+            ("GET", "/containers/json") => Some(Reply::json(200, "[]")),
+            ("POST", "/containers/create")
+                if request.target.contains("envctl-gpu-placement-lock") =>
+            {
+                Some(Reply::json(201, r#"{"Id":"lock0","Warnings":[]}"#))
+            }
+            ("DELETE", "/containers/lock0") => Some(Reply::no_content()),
+            ("GET", "/volumes/envctl-gpus") => Some(Reply::json(
+                200,
+                r#"{"Name":"envctl-gpus","Driver":"local","Mountpoint":"/x","Labels":{"com.example.owner":"mallory"},"Scope":"local","Options":{}}"#,
+            )),
+            _ => None,
+        }
+    });
+    let _turn = turn();
+    let machine = Machine::new("");
+    let profile = unique_name("record");
+    let folder = project("busybox:1", &[(&profile, "gpus = 2\n")]);
+    let run = envctl(
+        folder.path(),
+        &machine,
+        &daemon.host(),
+        &["up", &profile, "--force", "--pull", "never"],
+    );
+    assert!(
+        run.stderr
+            .contains("the volume envctl-gpus on this daemon is not envctl's GPU record"),
+        "{run}"
+    );
+    let requests = daemon.requests();
+    assert!(
+        !requests
+            .iter()
+            .any(|request| request.starts_with("DELETE") && request.contains("/volumes/")),
+        "{requests:#?}"
+    );
+    // The lock it took is released whatever became of the rest.
+    assert!(
+        requests
+            .iter()
+            .any(|request| request.starts_with("DELETE") && request.contains("/containers/lock0")),
+        "{requests:#?}"
+    );
+}
