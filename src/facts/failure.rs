@@ -56,20 +56,6 @@ pub enum FailureKind {
     Unknown,
 }
 
-/// NVML's kinds: those a failed load or query of NVML is given (`gpu::nvml`).
-const NVML_KINDS: [FailureKind; 10] = [
-    FailureKind::LibraryNotFound,
-    FailureKind::DriverNotLoaded,
-    FailureKind::VersionMismatch,
-    FailureKind::NoPermission,
-    FailureKind::SymbolMissing,
-    FailureKind::NotSupported,
-    FailureKind::GpuLost,
-    FailureKind::InvalidValue,
-    FailureKind::Unknown,
-    FailureKind::Other,
-];
-
 /// Every kind, for reading them back.
 const ALL_KINDS: [FailureKind; 24] = [
     FailureKind::SocketMissing,
@@ -127,12 +113,6 @@ impl FailureKind {
             FailureKind::InvalidValue => "invalid_value",
             FailureKind::Unknown => "unknown",
         }
-    }
-
-    /// Whether this is one of NVML's kinds (a failed load or query), the ones
-    /// `facts::gpu::NvmlFailure` carries.
-    pub fn is_nvml(self) -> bool {
-        NVML_KINDS.contains(&self)
     }
 
     /// The kind of a failed NVML load; none for a load that succeeded.
@@ -232,18 +212,12 @@ mod tests {
             (FailureKind::Unknown, "unknown"),
             (FailureKind::Other, "other"),
         ] {
-            assert!(kind.is_nvml());
             assert_eq!(serde_json::to_value(kind).unwrap(), name);
             assert_eq!(
                 serde_json::from_value::<FailureKind>(name.into()).unwrap(),
                 kind
             );
         }
-        assert_eq!(
-            NVML_KINDS.len(),
-            ALL_KINDS.iter().filter(|kind| kind.is_nvml()).count()
-        );
-        assert!(!FailureKind::Timeout.is_nvml());
     }
 
     #[test]
