@@ -198,18 +198,11 @@ fn run_hosts(
     }
     print_table(&context.printer, &headers(all_users, true), &table)?;
     for state in states.iter().filter(|state| !state.reachable) {
-        let hint = state
-            .hint
-            .as_ref()
-            .map_or_else(String::new, |hint| format!(" (hint: {hint})"));
-        let endpoint = if state.endpoint == state.host {
-            String::new()
-        } else {
-            format!(" ({})", state.endpoint)
-        };
-        context.printer.warn(&format!(
-            "host `{}`{endpoint} could not be listed{hint}",
-            state.host
+        context.printer.warn(&crate::ui::text::host_failed(
+            &state.host,
+            &state.endpoint,
+            "listed",
+            state.hint.as_deref(),
         ));
     }
     warn_changed(&rows, context);

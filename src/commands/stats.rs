@@ -682,18 +682,7 @@ mod hosts_view {
         }
     }
 
-    const UNKNOWN: &str = "-";
-
-    fn or_unknown<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
-        value.map_or_else(|| UNKNOWN.to_string(), show)
-    }
-
-    fn pair(first: Option<u64>, second: Option<u64>, show: fn(u64) -> String) -> String {
-        match (first, second) {
-            (None, None) => UNKNOWN.to_string(),
-            _ => format!("{} / {}", or_unknown(first, show), or_unknown(second, show)),
-        }
-    }
+    use crate::ui::live::{UNKNOWN, or_unknown, pair};
 
     const CONTAINER_HEADERS: [&str; 10] = [
         "HOST",
@@ -861,18 +850,11 @@ mod hosts_view {
                 }
             }
             if !state.reachable {
-                let hint = state
-                    .hint
-                    .as_ref()
-                    .map_or_else(String::new, |hint| format!(" (hint: {hint})"));
-                let endpoint = if state.endpoint == state.host {
-                    String::new()
-                } else {
-                    format!(" ({})", state.endpoint)
-                };
-                printer.warn(&format!(
-                    "host `{}`{endpoint} could not be sampled{hint}",
-                    state.host
+                printer.warn(&crate::ui::text::host_failed(
+                    &state.host,
+                    &state.endpoint,
+                    "sampled",
+                    state.hint.as_deref(),
                 ));
             }
         }

@@ -123,13 +123,16 @@ fn layout(mut columns: Vec<Column>, width: Option<usize>, style: Styler<'_>) -> 
     lines
 }
 
-const UNKNOWN: &str = "-";
+/// What a table shows for a figure that is unknown.
+pub(crate) const UNKNOWN: &str = "-";
 
-fn or_unknown<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
+/// `value` shown, or [`UNKNOWN`].
+pub(crate) fn or_unknown<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
     value.map_or_else(|| UNKNOWN.to_string(), show)
 }
 
-fn pair(first: Option<u64>, second: Option<u64>, show: fn(u64) -> String) -> String {
+/// `first / second`, each shown or [`UNKNOWN`]; [`UNKNOWN`] alone when both are.
+pub(crate) fn pair(first: Option<u64>, second: Option<u64>, show: fn(u64) -> String) -> String {
     match (first, second) {
         (None, None) => UNKNOWN.to_string(),
         _ => format!("{} / {}", or_unknown(first, show), or_unknown(second, show)),

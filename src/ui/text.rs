@@ -86,6 +86,19 @@ fn split_at_limit(text: &str, limit: usize) -> (&str, usize) {
     (&text[..end], text.len() - end)
 }
 
+/// The warning for a host of `--hosts` that could not be `done` (`listed`, `sampled`):
+/// `host `gpu2` (ssh://gpu2) could not be listed (hint: …)`, the endpoint only where the
+/// host was named otherwise.
+pub fn host_failed(host: &str, endpoint: &str, done: &str, hint: Option<&str>) -> String {
+    let endpoint = if endpoint == host {
+        String::new()
+    } else {
+        format!(" ({endpoint})")
+    };
+    let hint = hint.map_or_else(String::new, |hint| format!(" (hint: {hint})"));
+    format!("host `{host}`{endpoint} could not be {done}{hint}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
