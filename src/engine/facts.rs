@@ -165,6 +165,14 @@ impl Engine {
             .cloned()
     }
 
+    /// Whether the daemon runs on this machine, [`Engine::daemon_host`] answered; not when
+    /// that cannot be told (then nothing of this machine is read for it).
+    pub async fn on_this_host(&self) -> bool {
+        self.daemon_host()
+            .await
+            .is_ok_and(|host| host.elsewhere().is_none())
+    }
+
     /// Podman's `/info` field `Rootless`, read from the raw answer (at most 1 MiB).
     async fn podman_rootless(&self) -> Result<bool, EngineError> {
         let answer: serde_json::Value = self.get_json("/info", "GET /info", 1 << 20).await?;

@@ -279,22 +279,19 @@ impl DaemonHost {
     }
 }
 
-/// `gpu2` of `ssh://me@gpu2:22` or `tcp://gpu2:2376`.
+/// `gpu2` of `ssh://me@gpu2:22` or `tcp://gpu2:2376` (`::1` of `tcp://[::1]:2376`); the
+/// endpoint itself when it names no host.
 fn endpoint_host(endpoint: &str) -> String {
-    let rest = endpoint
-        .split_once("://")
-        .map_or(endpoint, |(_, rest)| rest);
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let host = match host.rsplit_once(':') {
-        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
-        _ => host,
-    };
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string()
+    url::Url::parse(endpoint)
+        .ok()
+        .and_then(|url| {
+            url.host_str().map(|host| {
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_string()
+            })
+        })
+        .unwrap_or_else(|| endpoint.to_string())
 }
 
 impl DaemonFacts {

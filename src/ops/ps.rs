@@ -57,22 +57,13 @@ pub async fn rows(all: bool, all_users: bool, context: &Context) -> Result<Vec<R
     let engine = context.engine().await?;
     let (rows, here) = tokio::join!(
         rows_of(&engine, all, all_users, context),
-        on_this_machine(&engine)
+        engine.on_this_host()
     );
     let mut rows = rows?;
     if here {
         by_local_index(&mut rows, context);
     }
     Ok(rows)
-}
-
-/// Whether the daemon runs on this machine, so that this machine's NVML numbers its GPUs;
-/// not when that cannot be told (the UUIDs are then shown as they are).
-async fn on_this_machine(engine: &crate::engine::Engine) -> bool {
-    engine
-        .daemon_host()
-        .await
-        .is_ok_and(|host| host.elsewhere().is_none())
 }
 
 /// What one daemon of `--hosts` answered: its rows (each with its `host`), or why not.
@@ -94,7 +85,7 @@ pub async fn rows_on_hosts(
     let answers = crate::ops::hosts::each(&hosts, super::REQUEST_TIMEOUT, |engine| async move {
         let (rows, here) = tokio::join!(
             rows_of(&engine, all, all_users, context),
-            on_this_machine(&engine)
+            engine.on_this_host()
         );
         Ok::<_, Error>((rows?, here))
     })

@@ -187,7 +187,16 @@ pub async fn plan(
         // A bind source missing here may be the daemon's machine's own path: a daemon on
         // another machine mounts from its disk, which only its create judges.
         Err(Error::Spec(crate::spec::SpecError::MissingBindSources { missing })) => {
-            let Some(host) = daemon_elsewhere(engine.as_ref(), facts.as_ref()).await else {
+            // Asked once per connection (`Engine::daemon_host`), whatever gathered it.
+            let host = match &engine {
+                Some(engine) => engine
+                    .daemon_host()
+                    .await
+                    .ok()
+                    .and_then(|host| host.elsewhere().map(str::to_string)),
+                None => None,
+            };
+            let Some(host) = host else {
                 return Err(Error::Spec(crate::spec::SpecError::MissingBindSources {
                     missing,
                 }));
@@ -268,23 +277,6 @@ pub async fn plan(
         user,
         policy,
     })
-}
-
-/// The daemon's machine when it is not this one: from the facts gathered, else asked.
-async fn daemon_elsewhere(
-    engine: Option<&Engine>,
-    facts: Option<&crate::ops::doctor::Facts>,
-) -> Option<String> {
-    let state = match facts {
-        Some(facts) => facts.engine.state.clone(),
-        None => engine?.facts().await.state,
-    };
-    match state {
-        crate::facts::engine::EngineState::Reachable(daemon) => {
-            daemon.host.elsewhere().map(str::to_string)
-        }
-        crate::facts::engine::EngineState::Unreachable { .. } => None,
-    }
 }
 
 /// Whether `gpus = "optional"` gets GPUs here: NVML sees some and the daemon can hand

@@ -42,10 +42,7 @@ pub async fn snapshot_hosts(
     let elsewhere = Gpus::Elsewhere;
     let elsewhere = &elsewhere;
     crate::ops::hosts::each(hosts, timeout, |engine| async move {
-        let here = engine
-            .daemon_host()
-            .await
-            .is_ok_and(|host| host.elsewhere().is_none());
+        let here = engine.on_this_host().await;
         let gpus = if here { local_gpus } else { elsewhere };
         let selection = Selection {
             targets: sampler::list_targets(

@@ -65,14 +65,15 @@ pub async fn prepare(
 ) -> Result<Prepared, crate::error::Error> {
     let engine = context.engine().await?;
     let opening = sampler::Gpus::open(context.environment.nvml_library());
-    let (selection, host) = tokio::join!(
+    let (selection, here) = tokio::join!(
         select(&engine, targets, only_envctl, owner.as_ref(), context),
-        engine.daemon_host()
+        engine.on_this_host()
     );
     let selection = selection?;
-    let gpus = match host {
-        Ok(host) if host.elsewhere().is_none() => opening.await,
-        _ => sampler::Gpus::Elsewhere,
+    let gpus = if here {
+        opening.await
+    } else {
+        sampler::Gpus::Elsewhere
     };
     Ok(Prepared {
         engine,
