@@ -1354,18 +1354,9 @@ fn the_dry_run_body_is_the_body_up_sends_for_every_gpu_form() {
 fn from_laptop(folder: &Path, host: &str, arguments: &[&str]) -> Run {
     let server_files = folder.join("server");
     std::fs::create_dir_all(server_files.join("data")).unwrap();
-    let mut command = std::process::Command::new("unshare");
+    let mut command = crate::support::cli::envctl_on_a_laptop_in(folder, Some(&server_files));
     command
-        .args(["--uts", "--mount", "--", "sh", "-c"])
-        .arg(format!(
-            "hostname envctl-laptop && mount -t tmpfs envctl-laptop '{}' && exec \"$@\"",
-            server_files.display()
-        ))
-        .arg("sh")
-        .arg(assert_cmd::cargo::cargo_bin("envctl"))
-        .args(arguments);
-    crate::support::cli::hermetic(&mut command, folder);
-    command
+        .args(arguments)
         .env(
             "ENVCTL_NVML_LIBRARY",
             folder.join("no-nvml-on-the-laptop.so"),
@@ -1401,7 +1392,7 @@ fn a_client_on_another_machine_is_judged_and_placed_by_the_daemons_facts() {
     else {
         return;
     };
-    if !nix_root() {
+    if !crate::remote_daemons::is_root() {
         docker::skip_or_panic(
             "not root: `unshare --uts` needs CAP_SYS_ADMIN",
             "a_client_on_another_machine_is_judged_and_placed_by_the_daemons_facts",
@@ -1542,27 +1533,13 @@ fn a_client_on_another_machine_is_judged_and_placed_by_the_daemons_facts() {
     );
 }
 
-/// Whether the tests run as root.
-fn nix_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status
-                .lines()
-                .find(|line| line.starts_with("Uid:"))?
-                .to_string();
-            Some(line.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
 #[test]
 fn clients_of_one_daemon_from_several_machines_never_share_a_gpu() {
     let Some(podman) = podman_5_4("clients_of_one_daemon_from_several_machines_never_share_a_gpu")
     else {
         return;
     };
-    if !nix_root() {
+    if !crate::remote_daemons::is_root() {
         docker::skip_or_panic(
             "not root: `unshare --uts` needs CAP_SYS_ADMIN",
             "clients_of_one_daemon_from_several_machines_never_share_a_gpu",
@@ -1683,29 +1660,9 @@ fn shown(runs: &[Run]) -> String {
 /// other test's placement meets the planted name.
 #[test]
 fn a_lock_name_taken_by_someone_elses_container_is_named_never_removed() {
-    use crate::support::fake_daemon::{FakeDaemon, Reply, standard};
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap()
-        .trim()
-        .to_string();
-    let info = format!(
-        r#"{{"Name":"{hostname}","OperatingSystem":"Debian","OSType":"linux","Runtimes":{{"runc":{{}}}},"DefaultRuntime":"runc","NCPU":2,"MemTotal":1000000000,"SecurityOptions":[],"CgroupDriver":"cgroupfs","CgroupVersion":"1"}}"#
-    );
-    let daemon = FakeDaemon::start(move |request| {
-        if let Some(reply) = standard(request) {
-            return Some(reply);
-        }
+    use crate::support::fake_daemon::Reply;
+    let daemon = fake_daemon_of_this_host(|request| {
         match (request.method.as_str(), request.route()) {
-            ("GET", "/info") => Some(Reply::json(200, info.clone())),
-            ("GET", "/images/busybox:1/json") => Some(Reply::json(
-                200,
-                r#"{"Id":"sha256:0","RepoTags":["busybox:1"],"RepoDigests":[],"Config":{"Env":[],"Labels":{}}}"#,
-            )),
-            ("GET", "/images/sha256:0/json") => Some(Reply::json(
-                200,
-                r#"{"Id":"sha256:0","RepoTags":["busybox:1"],"RepoDigests":[],"Config":{"Env":[],"Labels":{}}}"#,
-            )),
-            ("GET", "/containers/json") => Some(Reply::json(200, "[]")),
             ("POST", "/containers/create") => Some(Reply::json(
                 409,
                 r#"{"message":"Conflict. The container name \"/envctl-gpu-placement-lock\" is already in use"}"#,
@@ -1745,25 +1702,9 @@ fn a_lock_name_taken_by_someone_elses_container_is_named_never_removed() {
 /// never removes it to write its record.
 #[test]
 fn a_record_name_taken_by_someone_elses_volume_is_left_as_it_is() {
-    use crate::support::fake_daemon::{FakeDaemon, Reply, standard};
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap()
-        .trim()
-        .to_string();
-    let info = format!(
-        r#"{{"Name":"{hostname}","OperatingSystem":"Debian","OSType":"linux","Runtimes":{{"runc":{{}}}},"DefaultRuntime":"runc","NCPU":2,"MemTotal":1000000000,"SecurityOptions":[],"CgroupDriver":"cgroupfs","CgroupVersion":"1"}}"#
-    );
-    let image = r#"{"Id":"sha256:0","RepoTags":["busybox:1"],"RepoDigests":[],"Config":{"Env":[],"Labels":{}}}"#;
-    let daemon = FakeDaemon::start(move |request| {
-        if let Some(reply) = standard(request) {
-            return Some(reply);
-        }
+    use crate::support::fake_daemon::Reply;
+    let daemon = fake_daemon_of_this_host(|request| {
         match (request.method.as_str(), request.route()) {
-            ("GET", "/info") => Some(Reply::json(200, info.clone())),
-            ("GET", "/images/busybox:1/json" | "/images/sha256:0/json") => {
-                Some(Reply::json(200, image))
-            }
-            ("GET", "/containers/json") => Some(Reply::json(200, "[]")),
             ("POST", "/containers/create")
                 if request.target.contains("envctl-gpu-placement-lock") =>
             {
@@ -1806,4 +1747,37 @@ fn a_record_name_taken_by_someone_elses_volume_is_left_as_it_is() {
             .any(|request| request.starts_with("DELETE") && request.contains("/containers/lock0")),
         "{requests:#?}"
     );
+}
+
+/// A fake daemon that names its host as this machine (so `up` places with the stand-in
+/// NVML under both locks), has the image `busybox:1` and no container; `route` answers
+/// first.
+fn fake_daemon_of_this_host(
+    route: impl Fn(&crate::support::fake_daemon::Request) -> Option<crate::support::fake_daemon::Reply>
+    + Send
+    + Sync
+    + 'static,
+) -> crate::support::fake_daemon::FakeDaemon {
+    use crate::support::fake_daemon::{FakeDaemon, Reply, standard};
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    let info = format!(
+        r#"{{"Name":"{hostname}","OperatingSystem":"Debian","OSType":"linux","Runtimes":{{"runc":{{}}}},"DefaultRuntime":"runc","NCPU":2,"MemTotal":1000000000,"SecurityOptions":[],"CgroupDriver":"cgroupfs","CgroupVersion":"1"}}"#
+    );
+    let image = r#"{"Id":"sha256:0","RepoTags":["busybox:1"],"RepoDigests":[],"Config":{"Env":[],"Labels":{}}}"#;
+    FakeDaemon::start(move |request| {
+        if let Some(reply) = standard(request).or_else(|| route(request)) {
+            return Some(reply);
+        }
+        match (request.method.as_str(), request.route()) {
+            ("GET", "/info") => Some(Reply::json(200, info.clone())),
+            ("GET", "/images/busybox:1/json" | "/images/sha256:0/json") => {
+                Some(Reply::json(200, image))
+            }
+            ("GET", "/containers/json") => Some(Reply::json(200, "[]")),
+            _ => None,
+        }
+    })
 }

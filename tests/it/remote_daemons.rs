@@ -256,7 +256,8 @@ impl Drop for Sshd {
     }
 }
 
-fn is_root() -> bool {
+/// Whether the tests run as root (sshd, `unshare` and `ip netns` need it).
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -1127,19 +1128,8 @@ fn a_gpu_profile_from_a_machine_without_nvml_starts_on_the_remote_gpu_daemon() {
     let container = format!("envctl-{profile}");
     let _guard = engine.container_guard(container.clone());
     let laptop = |arguments: &[&str]| {
-        let mut command = Command::new("unshare");
-        command
-            .args([
-                "--uts",
-                "--",
-                "sh",
-                "-c",
-                "hostname envctl-laptop && exec \"$@\"",
-                "sh",
-            ])
-            .arg(assert_cmd::cargo::cargo_bin("envctl"))
-            .args(arguments);
-        crate::support::cli::hermetic(&mut command, folder.path());
+        let mut command = crate::support::cli::envctl_on_a_laptop_in(folder.path(), None);
+        command.args(arguments);
         Way::tls().apply(&mut command);
         command.env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"));
         Run::of(

@@ -173,19 +173,8 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     );
     // From another machine (a UTS namespace named `envctl-laptop`), both daemons are
     // another machine's: their GPUs are unknown, never this machine's stand-in ones.
-    let mut command = std::process::Command::new("unshare");
-    command
-        .args([
-            "--uts",
-            "--",
-            "sh",
-            "-c",
-            "hostname envctl-laptop && exec \"$@\"",
-            "sh",
-        ])
-        .arg(assert_cmd::cargo::cargo_bin("envctl"))
-        .args(["--json", "stats", "--hosts", "local,second", "--once"]);
-    crate::support::cli::hermetic(&mut command, folder.path());
+    let mut command = crate::support::cli::envctl_on_a_laptop_in(folder.path(), None);
+    command.args(["--json", "stats", "--hosts", "local,second", "--once"]);
     for (key, value) in &way.variables {
         command.env(key, value);
     }

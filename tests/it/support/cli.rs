@@ -19,6 +19,34 @@ pub fn envctl_command_in(directory: &Path) -> std::process::Command {
     command
 }
 
+/// [`envctl_command_in`] as another machine runs it (root only): in a UTS namespace of its
+/// own named `envctl-laptop`, so a daemon of this machine (which names its host as this
+/// one) is another machine's to it; with `hidden`, also in a mount namespace of its own
+/// where that folder is an empty tmpfs (the other machine's files are not this one's).
+pub fn envctl_on_a_laptop_in(directory: &Path, hidden: Option<&Path>) -> std::process::Command {
+    let mut command = std::process::Command::new("unshare");
+    match hidden {
+        Some(folder) => command
+            .args(["--uts", "--mount", "--", "sh", "-c"])
+            .arg(format!(
+                "hostname envctl-laptop && mount -t tmpfs envctl-laptop '{}' && exec \"$@\"",
+                folder.display()
+            )),
+        None => command.args([
+            "--uts",
+            "--",
+            "sh",
+            "-c",
+            "hostname envctl-laptop && exec \"$@\"",
+        ]),
+    };
+    command
+        .arg("sh")
+        .arg(assert_cmd::cargo::cargo_bin("envctl"));
+    hermetic(&mut command, directory);
+    command
+}
+
 /// The one set of rules every test's envctl runs under, whatever program starts it (envctl
 /// itself, or `setpriv`/`sh` in front of it): every `ENVCTL_*`, `DOCKER_*` and `XDG_*`
 /// variable of the developer's shell is cleared by prefix (a test sets what it needs), and
