@@ -515,13 +515,12 @@ fn a_closed_stdout_is_an_error_and_dev_null_is_not() {
     let folder = tempfile::tempdir().unwrap();
     let binary = assert_cmd::cargo::cargo_bin("envctl");
     let run = |redirect: &str| {
-        std::process::Command::new("sh")
+        let mut shell = std::process::Command::new("sh");
+        crate::support::cli::hermetic(&mut shell, folder.path());
+        shell
             .arg("-c")
             .arg(format!("exec \"$0\" profiles list {redirect}"))
             .arg(&binary)
-            .current_dir(folder.path())
-            .env("XDG_CONFIG_HOME", folder.path().join("xdg"))
-            .env_remove("ENVCTL_PROFILE_PATH")
             .output()
             .unwrap()
     };

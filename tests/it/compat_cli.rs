@@ -2,13 +2,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use assert_cmd::Command;
 use serde_json::Value;
 
 fn compat(arguments: &[&str]) -> (i32, Value, String) {
     let directory = tempfile::tempdir().unwrap();
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .current_dir(directory.path())
         .env("NO_COLOR", "1")
         .env("XDG_CONFIG_HOME", directory.path())
@@ -162,8 +160,7 @@ fn bad_input_is_a_usage_error() {
 /// The command's text output: exit code, stdout, stderr (no `--json`).
 fn compat_text(arguments: &[&str]) -> (i32, String, String) {
     let directory = tempfile::tempdir().unwrap();
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .current_dir(directory.path())
         .env("NO_COLOR", "1")
         .env("COLUMNS", "100")

@@ -5,8 +5,6 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
-
 const SCRIPTS: [(&str, &str); 5] = [
     ("bash", "envctl.bash"),
     ("zsh", "_envctl"),
@@ -21,8 +19,7 @@ fn committed_completions_are_current() {
     let update = std::env::var_os("ENVCTL_UPDATE_COMPLETIONS").is_some();
     let mut stale = Vec::new();
     for (shell, file) in SCRIPTS {
-        let output = Command::cargo_bin("envctl")
-            .unwrap()
+        let output = crate::support::cli::envctl()
             .args(["completions", shell])
             .output()
             .unwrap();
@@ -61,9 +58,10 @@ fn bash_completes_the_profiles_envctl_finds_here() {
              _clap_complete_envctl envctl \"${{COMP_WORDS[COMP_CWORD]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
             script.display()
         );
-        let output = std::process::Command::new("bash")
+        let mut bash = std::process::Command::new("bash");
+        crate::support::cli::hermetic(&mut bash, folder.path());
+        let output = bash
             .args(["-c", &program])
-            .current_dir(folder.path())
             .env(
                 "PATH",
                 format!(

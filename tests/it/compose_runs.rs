@@ -153,7 +153,7 @@ impl Project {
 
     /// `envctl ARGUMENTS` in the folder, with its own config and home.
     fn envctl(&self, arguments: &[&str]) -> Command {
-        let mut command = Command::new(assert_cmd::cargo::cargo_bin("envctl"));
+        let mut command = crate::support::cli::envctl_command();
         command
             .args(arguments)
             .current_dir(self.path())

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::support::fake_daemon::{FakeDaemon, Reply, inspected_container, listed_container};
-use assert_cmd::Command;
 
 /// envctl's deadline for a short answer (`engine::ANSWER_DEADLINE`), and the slack a test
 /// allows on top of it (start-up, a loaded machine).
@@ -24,8 +23,7 @@ struct Outcome {
 
 fn envctl(daemon: &FakeDaemon, folder: &Path, arguments: &[&str]) -> Outcome {
     let started = Instant::now();
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .current_dir(folder)
         .env("NO_COLOR", "1")
         .env("XDG_CONFIG_HOME", folder.join("xdg"))
@@ -185,8 +183,7 @@ fn a_50_mb_error_is_capped() {
 fn a_path_that_is_not_a_socket_is_named_so() {
     let folder = tempfile::tempdir().unwrap();
     for (path, what) in [("/etc/passwd", "a regular file"), ("/etc", "a folder")] {
-        let output = Command::cargo_bin("envctl")
-            .unwrap()
+        let output = crate::support::cli::envctl()
             .current_dir(folder.path())
             .env("NO_COLOR", "1")
             .env("DOCKER_HOST", format!("unix://{path}"))

@@ -127,7 +127,7 @@ fn socket_in(directory: &tempfile::TempDir) -> PathBuf {
 }
 
 fn envctl(socket: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_envctl"));
+    let mut command = crate::support::cli::envctl_command();
     command
         .env("NO_COLOR", "1")
         .env("DOCKER_HOST", format!("unix://{}", socket.display()))

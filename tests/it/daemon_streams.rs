@@ -138,8 +138,7 @@ struct Run {
 
 fn envctl(daemon: &FakeDaemon, arguments: &[&str]) -> Run {
     let started = Instant::now();
-    let output = assert_cmd::Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .args(arguments)
         .env("NO_COLOR", "1")
         .env("DOCKER_HOST", daemon.host())

@@ -160,7 +160,7 @@ fn serve(
     arguments: &[&str],
     environment: &[(&str, &std::ffi::OsStr)],
 ) -> (Serving, String, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_envctl"));
+    let mut command = crate::support::cli::envctl_command();
     command
         .args(["stats", "--serve", "127.0.0.1:0"])
         .args(arguments)

@@ -97,7 +97,7 @@ impl Scenario {
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::cargo_bin("envctl").unwrap();
+        let mut command = crate::support::cli::envctl();
         command
             .current_dir(self.path())
             .env("NO_COLOR", "1")

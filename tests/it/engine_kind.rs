@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
 use crate::support::fake_daemon::{FakeDaemon, Reply};
@@ -21,8 +20,7 @@ fn podman_is_named_with_its_own_rootless_field_and_gpu_fix() {
         _ => None,
     });
     let folder = tempfile::tempdir().unwrap();
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .current_dir(folder.path())
         .env("NO_COLOR", "1")
         .env("XDG_CONFIG_HOME", folder.path().join("xdg"))

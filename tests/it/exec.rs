@@ -45,7 +45,7 @@ fn running() -> Running {
 }
 
 fn envctl(folder: &Path) -> Command {
-    let mut command = Command::cargo_bin("envctl").unwrap();
+    let mut command = crate::support::cli::envctl();
     command
         .current_dir(folder)
         .env("NO_COLOR", "1")
@@ -242,10 +242,10 @@ fn a_tty_session_works_end_to_end() {
         binary.display(),
         target.profile
     );
-    let output = std::process::Command::new("script")
+    let mut script = std::process::Command::new("script");
+    crate::support::cli::hermetic(&mut script, target.folder.path());
+    let output = script
         .args(["-qec", &command, "/dev/null"])
-        .current_dir(target.folder.path())
-        .env("NO_COLOR", "1")
         .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
         .output()
         .unwrap();
@@ -281,7 +281,7 @@ fn a_signal_ends_exec_with_the_shells_code() {
     }
     let target = running();
     for (signal, expected) in [("INT", 130), ("TERM", 143)] {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+        let mut child = crate::support::cli::envctl_command()
             .args(["exec", &target.profile, "--", "sleep", "30"])
             .current_dir(target.folder.path())
             .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
@@ -350,7 +350,7 @@ fn a_tty_with_piped_stdin_and_stdout_passes_output_and_the_exit_code() {
     let target = running();
     let started = std::time::Instant::now();
     // `envctl exec -t C -- … </dev/null | cat`: stdin /dev/null, stdout a pipe.
-    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+    let output = crate::support::cli::envctl_command()
         .args(["exec", "-t", &target.profile, "--"])
         .args(["sh", "-c", "sleep 1; echo hi; exit 9"])
         .current_dir(target.folder.path())
@@ -378,7 +378,7 @@ fn a_signal_ends_exec_even_when_its_output_is_blocked() {
     let target = running();
     for (signal, expected) in [("INT", 130), ("TERM", 143)] {
         // stdout is a pipe nobody reads: `yes` fills it at once and every write blocks.
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+        let mut child = crate::support::cli::envctl_command()
             .args(["exec", &target.profile, "--", "yes"])
             .current_dir(target.folder.path())
             .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
@@ -412,7 +412,7 @@ fn a_signal_is_passed_on_to_the_command_and_its_code_is_envctls() {
     let spawn = |command: &[&str]| {
         let mut arguments = vec!["exec", target.profile.as_str(), "--"];
         arguments.extend_from_slice(command);
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+        crate::support::cli::envctl_command()
             .args(&arguments)
             .current_dir(target.folder.path())
             .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))

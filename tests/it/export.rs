@@ -265,7 +265,7 @@ impl Project {
     }
 
     fn envctl(&self, arguments: &[&str]) -> Run {
-        let output = Command::new(assert_cmd::cargo::cargo_bin("envctl"))
+        let output = crate::support::cli::envctl_command()
             .args(arguments)
             .current_dir(self.path())
             .env("NO_COLOR", "1")

@@ -145,7 +145,7 @@ impl Exported {
     }
 
     fn envctl(&self, arguments: &[&str]) -> Run {
-        let mut command = Command::new(assert_cmd::cargo::cargo_bin("envctl"));
+        let mut command = crate::support::cli::envctl_command();
         command
             .args(arguments)
             .current_dir(self.path())

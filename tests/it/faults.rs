@@ -10,14 +10,12 @@ use crate::support::disk::FullDisk;
 use crate::support::docker::{
     ContainerGuard, docker_stdout, require_daemon, test_image, unique_name,
 };
-use assert_cmd::Command;
 
 const LIMIT: Duration = Duration::from_secs(3);
 
 fn envctl_with_host(host: &str, arguments: &[&str]) -> (i32, String, Duration) {
     let started = Instant::now();
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .env("NO_COLOR", "1")
         .env("DOCKER_HOST", host)
         .args(arguments)
@@ -134,8 +132,7 @@ fn containers_get_no_privilege_the_profile_did_not_ask_for() {
     .unwrap();
     let name = format!("envctl-{profile}");
     let _guard = ContainerGuard::new(name.as_str());
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .current_dir(folder.path())
         .env("NO_COLOR", "1")
         .args(["up", &profile])
@@ -192,8 +189,7 @@ fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines(
     // An earlier sample, as `--record` writes it (one compact JSON line), padded with
     // blanks to exactly one page: the next line needs a new block, which a full disk does
     // not have.
-    let once = Command::cargo_bin("envctl")
-        .unwrap()
+    let once = crate::support::cli::envctl()
         .env("NO_COLOR", "1")
         .args(["stats", "--all", "--once", "--json"])
         .timeout(Duration::from_secs(30))
@@ -216,8 +212,7 @@ fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines(
     assert_eq!(earlier.len(), 4096);
     std::fs::write(&record, &earlier).unwrap();
     disk.fill();
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .env("NO_COLOR", "1")
         .args([
             "stats",
@@ -252,8 +247,7 @@ fn serving_metrics_on_a_taken_address_names_it_and_exits_1() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap().to_string();
     let started = Instant::now();
-    let output = Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .env("NO_COLOR", "1")
         .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
         .args(["stats", "--serve", &address])

@@ -343,7 +343,7 @@ fn parallel_locks_keep_every_entry() {
     let children: Vec<_> = profiles
         .iter()
         .map(|profile| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+            crate::support::cli::envctl_command()
                 .current_dir(directory.path())
                 .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
                 .env("HOME", directory.path().join("home"))

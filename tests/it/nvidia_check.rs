@@ -382,7 +382,7 @@ impl Workspace {
     /// `envctl --color never ARGUMENTS…` in the workspace, the NVML stub loaded with
     /// `host` (a fixture) when given.
     fn envctl(&self, arguments: &[&str], host: Option<&Path>) -> Run {
-        let mut command = assert_cmd::Command::cargo_bin("envctl").unwrap();
+        let mut command = crate::support::cli::envctl();
         command
             .current_dir(self.directory.path())
             .env("NO_COLOR", "1")

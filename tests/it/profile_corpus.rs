@@ -71,7 +71,7 @@ fn sandbox() -> TempDir {
 }
 
 fn envctl(sandbox: &TempDir) -> Command {
-    let mut command = Command::cargo_bin("envctl").unwrap();
+    let mut command = crate::support::cli::envctl();
     command
         .current_dir(sandbox.path())
         .env("NO_COLOR", "1")

@@ -58,8 +58,7 @@ fn write_recording(path: &Path, rows: &[String]) {
 
 /// The SVG `stats report` draws of `recording`.
 fn drawn(recording: &Path) -> String {
-    let output = assert_cmd::Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .args(["stats", "report"])
         .arg(recording)
         .args(["-o", "-"])

@@ -24,7 +24,7 @@ impl Drop for Serving {
 
 /// `envctl stats --serve 127.0.0.1:0` against the real daemon, and the address it serves.
 fn serving() -> (Serving, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_envctl"))
+    let mut child = crate::support::cli::envctl_command()
         .args(["stats", "--interval", "0.3", "--serve", "127.0.0.1:0"])
         .env("NO_COLOR", "1")
         // Eight stand-in GPUs: an exposition of some kilobytes, so that the answers to
@@ -311,7 +311,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
             .unwrap()
     };
     let mut first = start(
-        Command::new(env!("CARGO_BIN_EXE_envctl")).args(serve_arguments),
+        crate::support::cli::envctl_command().args(serve_arguments),
         None,
     );
     let envctl = served_address(&mut first);
@@ -322,7 +322,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         .to_string();
     let second_host = "envctl-test-second-host";
     let mut second = start(
-        Command::new(env!("CARGO_BIN_EXE_envctl")).args(serve_arguments),
+        crate::support::cli::envctl_command().args(serve_arguments),
         Some(second_host),
     );
     let second_envctl = served_address(&mut second);

@@ -43,7 +43,7 @@ fn read_fixture(name: &str) -> String {
 
 /// envctl with no colour, no NVML unless a test gives one, and no source override.
 fn envctl() -> Command {
-    let mut command = Command::cargo_bin("envctl").unwrap();
+    let mut command = crate::support::cli::envctl();
     command
         .env("NO_COLOR", "1")
         .env(
@@ -57,7 +57,7 @@ fn envctl() -> Command {
 }
 
 fn std_envctl() -> StdCommand {
-    let mut command = StdCommand::new(env!("CARGO_BIN_EXE_envctl"));
+    let mut command = crate::support::cli::envctl_command();
     command
         .env("NO_COLOR", "1")
         .env(

@@ -21,8 +21,7 @@ struct Run {
 /// socket that does not exist: nothing here may need one.
 fn envctl(arguments: &[&std::ffi::OsStr]) -> Run {
     let started = Instant::now();
-    let output = assert_cmd::Command::cargo_bin("envctl")
-        .unwrap()
+    let output = crate::support::cli::envctl()
         .args(arguments)
         .env("NO_COLOR", "1")
         .env("DOCKER_HOST", "unix:///nonexistent/envctl-test/docker.sock")

@@ -120,7 +120,7 @@ impl Scenario {
 
     /// `envctl` set up for this scenario: its working directory and a clean environment.
     fn std_command(&self) -> std::process::Command {
-        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"));
+        let mut command = crate::support::cli::envctl_command();
         command
             .current_dir(self.path())
             .env("NO_COLOR", "1")

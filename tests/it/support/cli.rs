@@ -50,10 +50,17 @@ pub fn envctl_on_a_laptop_in(directory: &Path, hidden: Option<&Path>) -> std::pr
 /// The one set of rules every test's envctl runs under, whatever program starts it (envctl
 /// itself, or `setpriv`/`sh` in front of it): every `ENVCTL_*`, `DOCKER_*` and `XDG_*`
 /// variable of the developer's shell is cleared by prefix (a test sets what it needs), and
-/// `NODE_NAME` (the metrics' host name in a pod), the
-/// working directory, `$HOME` and `$XDG_CONFIG_HOME` are the test's folder, no colour, and
-/// a host policy path that is never there, so `/etc/envctl/policy.toml` never judges a test.
+/// `NODE_NAME` (the metrics' host name in a pod), the working directory, `$HOME` and
+/// `$XDG_CONFIG_HOME` are the test's folder, no colour, and a host policy path that is
+/// never there, so `/etc/envctl/policy.toml` never judges a test.
 pub fn hermetic(command: &mut std::process::Command, directory: &Path) {
+    clean(command, directory);
+    command.current_dir(directory);
+}
+
+/// [`hermetic`] but the working directory: `$HOME`, `$XDG_CONFIG_HOME` and the policy path
+/// under `home`.
+fn clean(command: &mut std::process::Command, home: &Path) {
     for (key, _) in std::env::vars_os() {
         let key_text = key.to_string_lossy();
         if ["ENVCTL_", "DOCKER_", "XDG_"]
@@ -64,13 +71,28 @@ pub fn hermetic(command: &mut std::process::Command, directory: &Path) {
         }
     }
     command
-        .current_dir(directory)
         .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.join("xdg"))
-        .env("HOME", directory.join("home"))
-        .env("ENVCTL_POLICY", directory.join("no-host-policy.toml"))
+        .env("XDG_CONFIG_HOME", home.join("xdg"))
+        .env("HOME", home.join("home"))
+        .env("ENVCTL_POLICY", home.join("no-host-policy.toml"))
         .env_remove("CLICOLOR_FORCE")
         .env_remove("NODE_NAME");
+}
+
+/// envctl under [`hermetic`]'s rules for a test that needs no folder of its own (it runs
+/// in the test's working directory): `$HOME` and `$XDG_CONFIG_HOME` in one empty folder
+/// the test process shares.
+pub fn envctl() -> assert_cmd::Command {
+    assert_cmd::Command::from_std(envctl_command())
+}
+
+/// [`envctl`] as a `std::process::Command`.
+pub fn envctl_command() -> std::process::Command {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let home = HOME.get_or_init(|| tempfile::tempdir().unwrap_or_else(|error| panic!("{error}")));
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"));
+    clean(&mut command, home.path());
+    command
 }
 
 /// A copy of the envctl binary that another user (`runuser -u nobody`) can run, in a new

@@ -112,6 +112,11 @@ impl Tmux {
     /// `tmux -S <this server> -f /dev/null ARGS…`, bounded by a timeout.
     fn run(&self, args: &[&str]) -> Result<Output, String> {
         let mut command = Command::new("tmux");
+        // The session's shell, and the envctl it starts, run under the tests' one set of
+        // rules (the server inherits this client's environment).
+        if let Some(folder) = self.socket.parent() {
+            crate::support::cli::hermetic(&mut command, folder);
+        }
         // No configuration file: the developer's `~/.tmux.conf` must not change the screen.
         command
             .arg("-S")
