@@ -355,6 +355,16 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
         )
         .await?;
         check_flags(&arguments, &request, &container.name, context.json)?;
+        // As `docker exec -it`: a terminal fed from stdin needs a terminal there. Without
+        // this the command waited on input that never came (`-it … </dev/null` hung).
+        // `-t` alone (stdin a pipe or file, not a terminal) runs, as docker's does.
+        if arguments.tty
+            && arguments.interactive
+            && !terminal::stdin_is_terminal()
+            && !matches!(request, Request::NvidiaCheck(_))
+        {
+            return Err(not_a_terminal(&arguments.words[start..], &container.name));
+        }
         let mut near_name = None;
         let command = match request {
             Request::NvidiaCheck(after) => {
@@ -591,6 +601,20 @@ const OUTPUT_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 /// (Go's `os.Exit(-1)`), never 0.
 fn exit_status(code: i64) -> ExitStatus {
     ExitStatus::External(u8::try_from(code).unwrap_or(255))
+}
+
+/// `exec -it` without a terminal on stdin: refused before anything runs, with the same
+/// command without `-t` (stdin stays attached: a pipe or file always is).
+fn not_a_terminal(command: &[String], container: &str) -> Error {
+    let words: Vec<String> = command.iter().map(|word| shell_quote(word)).collect();
+    Error::Usage {
+        message: "the input device is not a TTY: `-i` with `-t` needs a terminal on stdin".into(),
+        hint: Some(format!(
+            "without a terminal, leave out `-t`: `envctl exec {} {}`",
+            shell_quote(container),
+            words.join(" ")
+        )),
+    }
 }
 
 /// Runs the exec with stdin, TTY raw mode and resizes wired to this terminal.

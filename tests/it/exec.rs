@@ -450,3 +450,46 @@ fn a_signal_is_passed_on_to_the_command_and_its_code_is_envctls() {
     assert_eq!(status.code(), Some(7), "{output:?}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "ready\nsaved\n");
 }
+
+#[test]
+fn exec_it_without_a_terminal_fails_at_once_and_its_hint_runs() {
+    if !require_daemon() {
+        return;
+    }
+    let target = running();
+    let started = std::time::Instant::now();
+    // `envctl exec -it C sh </dev/null`: docker says "the input device is not a TTY".
+    let output = crate::support::cli::envctl_command()
+        .args(["exec", "-it", &target.profile, "sh"])
+        .current_dir(target.folder.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: the input device is not a TTY"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "refused at once"
+    );
+    // The hint is a command: run it, with the same piped input.
+    let hint = stderr
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix("hint: "))
+        .and_then(|hint| hint.rsplit('`').nth(1))
+        .unwrap_or_else(|| panic!("a hint with a command: {stderr}"));
+    let words: Vec<&str> = hint.split_whitespace().collect();
+    assert_eq!(words[..2], ["envctl", "exec"], "{hint}");
+    let rerun = envctl(target.folder.path())
+        .args(&words[1..])
+        .write_stdin("echo from-the-pipe\n")
+        .output()
+        .unwrap();
+    assert_eq!(rerun.status.code(), Some(0), "{rerun:?}");
+    assert_eq!(String::from_utf8_lossy(&rerun.stdout), "from-the-pipe\n");
+}
