@@ -76,6 +76,8 @@ const NVIDIA_CHECK_TIMEOUT_LIMIT: u64 = 86_400;
 pub struct CheckOptions {
     pub quick: bool,
     pub timeout: Option<u64>,
+    /// `--json` after the name: as `envctl nvidia-check --json`, one document on stdout.
+    pub json: bool,
 }
 
 /// What the words after TARGET ask for.
@@ -132,7 +134,7 @@ pub fn nvidia_check_options(words: &[String], target: &str) -> Result<CheckOptio
     let usage = |message: String| Error::Usage {
         message,
         hint: Some(format!(
-            "`envctl exec {target} nvidia-check [--quick] [--timeout SECONDS]`"
+            "`envctl exec {target} nvidia-check [--quick] [--timeout SECONDS] [--json]`"
         )),
     };
     let mut options = CheckOptions::default();
@@ -141,6 +143,12 @@ pub fn nvidia_check_options(words: &[String], target: &str) -> Result<CheckOptio
         let value = match word.as_str() {
             "--quick" => {
                 options.quick = true;
+                continue;
+            }
+            // nvidia-check's own options are --quick, --timeout and --json
+            // (`envctl nvidia-check --json`): the same after its name in a container.
+            "--json" => {
+                options.json = true;
                 continue;
             }
             "--" => {
@@ -155,7 +163,7 @@ pub fn nvidia_check_options(words: &[String], target: &str) -> Result<CheckOptio
                     let moved = format!("envctl exec {} {target} nvidia-check", shell_quote(other));
                     return Err(Error::Usage {
                         message: format!(
-                            "`{other}` after nvidia-check is not one of its options (--quick, --timeout)"
+                            "`{other}` after nvidia-check is not one of its options (--quick, --timeout, --json)"
                         ),
                         hint: Some(format!("envctl's flags go before TARGET: `{moved}`")),
                     });
@@ -380,7 +388,9 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
                     &container,
                     &options,
                     context,
-                    |checked| super::nvidia_check::render(&checked, context),
+                    |checked| {
+                        super::nvidia_check::render_as(&checked, context, context.json || after.json)
+                    },
                 )
                 .await;
             }
@@ -777,6 +787,7 @@ mod tests {
     const CHECK: Request = Request::NvidiaCheck(CheckOptions {
         quick: false,
         timeout: None,
+        json: false,
     });
 
     #[test]
@@ -819,7 +830,8 @@ mod tests {
             read(&["--quick", "--timeout", "30"]).unwrap(),
             CheckOptions {
                 quick: true,
-                timeout: Some(30)
+                timeout: Some(30),
+                json: false
             }
         );
         assert_eq!(read(&["--timeout=5"]).unwrap().timeout, Some(5));
@@ -833,11 +845,13 @@ mod tests {
             assert!(read(refused).is_err(), "{refused:?}");
         }
         // envctl's own flag after the name: the hint moves it before TARGET.
-        let (message, hint) = usage(read(&["--json"]));
-        assert!(message.contains("`--json` after nvidia-check"), "{message}");
+        // nvidia-check's own `--json` is taken after its name (issue 40).
+        assert!(read(&["--json", "--quick"]).unwrap().json);
+        let (message, hint) = usage(read(&["--user", "root"]));
+        assert!(message.contains("`--user` after nvidia-check"), "{message}");
         assert_eq!(
             hint,
-            "envctl's flags go before TARGET: `envctl exec --json c nvidia-check`"
+            "envctl's flags go before TARGET: `envctl exec --user c nvidia-check`"
         );
     }
 
@@ -929,7 +943,8 @@ mod tests {
             read(&["nvidia-check", "--quick"]).unwrap(),
             Request::NvidiaCheck(CheckOptions {
                 quick: true,
-                timeout: None
+                timeout: None,
+                json: false
             })
         );
         // A flag of exec's where the command goes: moved before TARGET, with its value.

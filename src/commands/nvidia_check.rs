@@ -82,6 +82,16 @@ pub fn here(arguments: NvidiaCheckArgs, context: &Context) -> Result<ExitStatus,
 /// The findings of a check, in a container (`envctl exec TARGET nvidia-check`, run by
 /// `ops::nvidia_check::check`) or here: the report, and exit 1 when one fails.
 pub fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Error> {
+    render_as(checked, context, context.json)
+}
+
+/// [`render`], as one JSON document when `json` (`exec C nvidia-check --json` asks for it
+/// after the name, where the global `--json` is not read).
+pub fn render_as(
+    checked: &Checked<'_>,
+    context: &Context,
+    json: bool,
+) -> Result<ExitStatus, Error> {
     let Checked {
         container,
         matrix,
@@ -92,7 +102,7 @@ pub fn render(checked: &Checked<'_>, context: &Context) -> Result<ExitStatus, Er
     } = checked;
     let status = *status;
 
-    if context.json {
+    if json {
         let report = Report {
             verdict: status.verdict(),
             container: container.map(|container| container.name.as_str()),

@@ -636,6 +636,26 @@ fn stand_in_scenarios_give_the_parsers_verdicts() {
     assert_eq!(report["facts"]["run"]["timeout_seconds"], 60);
     assert_eq!(report["expectations"]["host"]["version"], "570.124.06");
     assert_eq!(status(&report, "gpu.count"), "pass");
+    // Issue 40: `--json` after the name, as `envctl nvidia-check --json` takes it, is the
+    // same document (it was refused as "not one of its options").
+    let after = workspace.envctl(
+        &[
+            "exec",
+            container.name(),
+            "nvidia-check",
+            "--json",
+            "--quick",
+            "--timeout",
+            "60",
+        ],
+        Some(&host_h100),
+    );
+    assert_eq!(after.code, 0, "{after}");
+    let after = after.json();
+    assert_eq!(after["schema_version"], 1);
+    assert_eq!(after["verdict"], report["verdict"]);
+    assert_eq!(after["facts"]["run"], report["facts"]["run"]);
+    assert_eq!(after["findings"], report["findings"]);
 
     // The host's driver (NVML) differs from the one the container sees.
     let run = workspace.envctl(
