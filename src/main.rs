@@ -64,6 +64,41 @@ fn main() -> ExitCode {
     status.into()
 }
 
+/// The unknown `word` clap refused where a subcommand goes, answered from the level it
+/// was typed at: the words before it are followed down the command tree (`envctl
+/// profiles lst` is a typo of `profiles list`, not of `profiles`).
+fn unknown_subcommand(
+    arguments: &[String],
+    root: &clap::Command,
+    word: &str,
+) -> Option<envctl::suggest::Meant> {
+    let mut level = root;
+    let mut parent: Vec<&str> = Vec::new();
+    for (index, typed) in arguments.iter().enumerate().skip(1) {
+        if typed == word && !parent.is_empty() {
+            let known: Vec<&str> = level
+                .get_subcommands()
+                .map(clap::Command::get_name)
+                .collect();
+            return envctl::suggest::unknown_subcommand_of(arguments, index, &parent, &known);
+        }
+        match level.find_subcommand(typed) {
+            Some(deeper) if deeper.has_subcommands() => {
+                parent.push(deeper.get_name());
+                level = deeper;
+            }
+            // A leaf command: the word is no subcommand of it.
+            Some(_) => break,
+            None => {}
+        }
+    }
+    let known: Vec<&str> = root
+        .get_subcommands()
+        .map(clap::Command::get_name)
+        .collect();
+    envctl::suggest::unknown_subcommand(arguments, &known)
+}
+
 /// The command line, or the exit status after saying why it is refused. What clap would
 /// answer with a tip that leads nowhere ("use '-- -x'", no suggestion for `run`) is said
 /// with a command that works (`envctl::suggest`); help, version and clap's other errors
@@ -93,11 +128,10 @@ fn parse(arguments: &[String]) -> Result<Cli, ExitStatus> {
     let meant = match error.kind() {
         ErrorKind::InvalidSubcommand => {
             let command = <Cli as clap::CommandFactory>::command();
-            let known: Vec<&str> = command
-                .get_subcommands()
-                .map(clap::Command::get_name)
-                .collect();
-            envctl::suggest::unknown_subcommand(arguments, &known)
+            match value(ContextKind::InvalidSubcommand) {
+                Some(word) => unknown_subcommand(arguments, &command, &word),
+                None => None,
+            }
         }
         ErrorKind::UnknownArgument => value(ContextKind::InvalidArg).map(|flag| {
             let suggested = value(ContextKind::SuggestedArg);

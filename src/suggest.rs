@@ -150,19 +150,39 @@ const DOCKER_WORDS: [(&str, &str); 4] = [
 /// is `down --rm`; a typo gets the nearest of `known` (the subcommands). (`run` is
 /// envctl's own command, as docker's.)
 pub fn unknown_subcommand(arguments: &[String], known: &[&str]) -> Option<Meant> {
-    let index = subcommand_index(arguments)?;
-    let word = arguments[index].as_str();
+    unknown_subcommand_of(arguments, subcommand_index(arguments)?, &[], known)
+}
+
+/// An unknown word at `arguments[index]` where a subcommand of `envctl PARENT…` goes
+/// (`envctl profiles lst`): the nearest of that level's subcommands, `known`, so the hint
+/// never names the level the user already typed. docker's words apply at the top only.
+pub fn unknown_subcommand_of(
+    arguments: &[String],
+    index: usize,
+    parent: &[&str],
+    known: &[&str],
+) -> Option<Meant> {
+    let word = arguments.get(index)?.as_str();
     let rest = &arguments[index + 1..];
-    let message = format!("envctl has no command `{word}`");
+    let top = parent.is_empty();
+    let mut command = vec!["envctl"];
+    command.extend_from_slice(parent);
+    let message = if top {
+        format!("envctl has no command `{word}`")
+    } else {
+        format!("`{}` has no command `{word}`", command.join(" "))
+    };
     let meant = DOCKER_WORDS
         .iter()
+        .filter(|_| top)
         .find(|(docker, _)| *docker == word)
         .map(|(_, envctl)| *envctl)
         .filter(|envctl| known.contains(envctl))
-        .or_else(|| did_you_mean(word, known))?;
+        .or_else(|| did_you_mean(word, known))
+        .filter(|meant| *meant != word)?;
     let mut fixed = arguments.to_vec();
     fixed[index] = meant.to_string();
-    if word == "rm" && !rest.iter().any(|flag| flag == "--rm") {
+    if top && word == "rm" && !rest.iter().any(|flag| flag == "--rm") {
         fixed.push("--rm".into());
     }
     Some(Meant {
@@ -283,6 +303,24 @@ mod tests {
             "did you mean `down`? `envctl down x --rm`"
         );
         assert_eq!(unknown_subcommand(&words("envctl zzzzzz"), &COMMANDS), None);
+        // Issue 40: a typo one level down is answered from that level's commands.
+        let nested = unknown_subcommand_of(
+            &words("envctl profiles lst --json"),
+            2,
+            &["profiles"],
+            &["list", "show", "new"],
+        )
+        .unwrap();
+        assert_eq!(nested.message, "`envctl profiles` has no command `lst`");
+        assert_eq!(
+            nested.hint,
+            "did you mean `list`? `envctl profiles list --json`"
+        );
+        // docker's words are top-level only: `profiles stop` is no `down`.
+        assert_eq!(
+            unknown_subcommand_of(&words("envctl profiles stop"), 2, &["profiles"], &["list"]),
+            None
+        );
     }
 
     #[test]

@@ -269,6 +269,20 @@ fn docker_words_and_unknown_flags_get_commands_that_work() {
         unknown.stderr.contains("did you mean `--all`?"),
         "{unknown}"
     );
+
+    // Issue 40: a typo one level down is answered from that level (it re-ran `profiles`).
+    let nested = envctl(folder, &["profiles", "lst"], "");
+    assert_eq!(nested.code, 2, "{nested}");
+    assert!(
+        nested
+            .stderr
+            .contains("`envctl profiles` has no command `lst`"),
+        "{nested}"
+    );
+    assert!(nested.stderr.contains("did you mean `list`?"), "{nested}");
+    let listed = run_hint(folder, &nested.stderr, "");
+    assert_eq!(listed.code, 0, "{listed}");
+    assert_eq!(hinted_command(&nested.stderr), ["profiles", "list"]);
 }
 
 /// Issue 31: `exec -d` is a detached exec of the engine's, not a command wrapped in the
