@@ -138,6 +138,115 @@ pub fn misread_command_line(arguments: &[String]) -> Option<Meant> {
     })
 }
 
+/// `docker run`'s flags that are keys of a profile in envctl: the flag, the key, and an
+/// example of the key's line (`up --cpus 2` is no `--gpus 2`, which clap would suggest).
+const DOCKER_PROFILE_FLAGS: [(&str, &str, &str); 13] = [
+    ("--memory", "memory", "memory = \"16g\""),
+    ("-m", "memory", "memory = \"16g\""),
+    ("--cpus", "cpus", "cpus = 8"),
+    ("--shm-size", "shm_size", "shm_size = \"8g\""),
+    ("--ulimit", "ulimits", "[ulimits] memlock = -1"),
+    ("--cap-add", "cap_add", "cap_add = [\"IPC_LOCK\"]"),
+    ("--device", "devices", "devices = [\"/dev/infiniband\"]"),
+    ("--network", "network", "network = \"host\""),
+    ("--net", "network", "network = \"host\""),
+    ("--ipc", "ipc", "ipc = \"host\""),
+    ("--hostname", "hostname", "hostname = \"node0\""),
+    ("--label", "labels", "[labels] team = \"vision\""),
+    ("--workdir", "workdir", "workdir = \"/workspace\""),
+];
+
+/// docker's `run` flags that mean something else in envctl: `up` always starts detached
+/// and keeps its container; a terminal is `envctl shell` once it is up.
+const DOCKER_RUN_HABITS: [&str; 8] = [
+    "-d",
+    "--detach",
+    "--rm",
+    "-i",
+    "-t",
+    "--interactive",
+    "--tty",
+    "-it",
+];
+
+/// An unknown flag of `up`/`run` that is a `docker run` habit: a profile key's flag is
+/// answered with the key (where the profile's file is: `envctl profiles show`); `-d`,
+/// `--rm`, `-it` with what envctl does instead and the command without them.
+fn docker_run_flag(arguments: &[String], subcommand: &str, flag: &str) -> Option<Meant> {
+    let name = flag.split_once('=').map_or(flag, |(name, _)| name);
+    // `-it`, `-dit`: clap names the first letter; the whole cluster is docker's habit.
+    let cluster = |word: &str| {
+        name.len() == 2
+            && word.len() > 2
+            && word.strip_prefix('-').is_some_and(|letters| {
+                !letters.starts_with('-')
+                    && letters.contains(&name[1..])
+                    && letters.chars().all(|letter| "dit".contains(letter))
+            })
+    };
+    let at = arguments.iter().position(|word| {
+        word == flag || cluster(word) || word.split_once('=').is_some_and(|(left, _)| left == name)
+    })?;
+    let takes_value = DOCKER_PROFILE_FLAGS
+        .iter()
+        .any(|(docker, _, _)| *docker == name)
+        && !arguments[at].contains('=');
+    let mut without = arguments.to_vec();
+    without.drain(at..(at + if takes_value { 2 } else { 1 }).min(arguments.len()));
+    // The profile: the first word after the subcommand that is no flag.
+    let profile = subcommand_index(&without)
+        .and_then(|index| without.get(index + 1..))
+        .and_then(|rest| rest.iter().find(|word| !word.starts_with('-')))
+        .map_or_else(
+            || "PROFILE".to_string(),
+            |word| crate::spec::shell_quote(word),
+        );
+    if let Some((_, key, example)) = DOCKER_PROFILE_FLAGS
+        .iter()
+        .find(|(docker, _, _)| *docker == name)
+    {
+        return Some(Meant {
+            message: format!(
+                "`{name}` is docker's flag; in envctl it is the profile key `{key}` (`{example}`)"
+            ),
+            hint: format!(
+                "set `{key}` in the profile's file, which `envctl profiles show {profile}` names"
+            ),
+        });
+    }
+    let interactive = ["-i", "-t", "--interactive", "--tty", "-it"].contains(&name)
+        || (name.starts_with('-')
+            && !name.starts_with("--")
+            && name[1..]
+                .chars()
+                .all(|letter| letter == 'i' || letter == 't'));
+    if !DOCKER_RUN_HABITS.contains(&name) && !interactive {
+        return None;
+    }
+    let message = match (subcommand, name) {
+        ("up", "-d" | "--detach") => "`up` always starts the container detached".to_string(),
+        ("up", "--rm") => {
+            "`up` keeps its container until `envctl down --rm` removes it".to_string()
+        }
+        ("up", _) => {
+            "`up` starts the container detached: a terminal in it is `envctl shell`".to_string()
+        }
+        (_, "-d" | "--detach") => {
+            "`run` follows its command to the end; a detached container is `envctl up`".to_string()
+        }
+        (_, "--rm") => "`run` always removes its container when the command ends".to_string(),
+        _ => format!(
+            "`{name}` is docker's; `run` passes its output through, and piped input reaches the command"
+        ),
+    };
+    let hint = if subcommand == "up" && interactive {
+        format!("`{}`, then `envctl shell {profile}`", line(&without))
+    } else {
+        format!("leave out `{name}`: `{}`", line(&without))
+    };
+    Some(Meant { message, hint })
+}
+
 /// The commands people bring from docker, and what envctl does instead.
 const DOCKER_WORDS: [(&str, &str); 4] = [
     ("start", "up"),
@@ -196,6 +305,11 @@ pub fn unknown_subcommand_of(
 /// listed. `flag`: the word clap refused; `suggested`: the flag clap found near it.
 pub fn unknown_flag(arguments: &[String], flag: &str, suggested: Option<&str>) -> Meant {
     let subcommand = subcommand_index(arguments).map(|index| arguments[index].as_str());
+    if let Some(subcommand @ ("up" | "run")) = subcommand
+        && let Some(meant) = docker_run_flag(arguments, subcommand, flag)
+    {
+        return meant;
+    }
     let help = match subcommand {
         Some(subcommand) => format!("`envctl {subcommand} --help` lists its flags"),
         None => "`envctl --help` lists the commands and flags".to_string(),
@@ -303,6 +417,43 @@ mod tests {
             "did you mean `down`? `envctl down x --rm`"
         );
         assert_eq!(unknown_subcommand(&words("envctl zzzzzz"), &COMMANDS), None);
+        // Issue 40: docker's flags that are profile keys name the key, not `--gpus`.
+        let cpus = unknown_flag(&words("envctl up --cpus 2 train"), "--cpus", Some("--gpus"));
+        assert!(
+            cpus.message.contains("the profile key `cpus`"),
+            "{}",
+            cpus.message
+        );
+        assert_eq!(
+            cpus.hint,
+            "set `cpus` in the profile's file, which `envctl profiles show train` names"
+        );
+        let memory = unknown_flag(&words("envctl up train --memory=4g"), "--memory", None);
+        assert!(
+            memory.hint.ends_with("`envctl profiles show train` names"),
+            "{}",
+            memory.hint
+        );
+        let detached = unknown_flag(&words("envctl up -d train"), "-d", None);
+        assert_eq!(detached.hint, "leave out `-d`: `envctl up train`");
+        let terminal = unknown_flag(&words("envctl up -it train"), "-i", None);
+        assert_eq!(
+            terminal.hint,
+            "`envctl up train`, then `envctl shell train`"
+        );
+        let removed = unknown_flag(&words("envctl run --rm train echo"), "--rm", None);
+        assert!(
+            removed.message.contains("always removes"),
+            "{}",
+            removed.message
+        );
+        // Anything else is clap's suggestion as before.
+        let other = unknown_flag(&words("envctl up --al train"), "--al", Some("--all"));
+        assert!(
+            other.hint.starts_with("did you mean `--all`?"),
+            "{}",
+            other.hint
+        );
         // Issue 40: a typo one level down is answered from that level's commands.
         let nested = unknown_subcommand_of(
             &words("envctl profiles lst --json"),

@@ -124,10 +124,22 @@ fn exec_takes_dockers_grammar() {
     // `-i` with a pipe: the input reaches the command.
     let piped = envctl(folder, &["exec", "-i", profile, "cat"], "through\n");
     assert_eq!(piped.stdout, "through\n", "{piped}");
-    // `-it` parses (a TTY without a terminal is allowed, as before).
+    // `-it` with stdin not a terminal: refused at once, as docker's "the input device is
+    // not a TTY" (issue 40: it hung on `</dev/null`); the hint, without `-t`, runs.
     let tty = envctl(
         folder,
         &["exec", "-it", profile, "--", "sh", "-c", "exit 4"],
+        "",
+    );
+    assert_eq!(tty.code, 2, "{tty}");
+    assert!(
+        tty.stderr.contains("the input device is not a TTY"),
+        "{tty}"
+    );
+    // `-t` alone parses and runs, as docker's does.
+    let tty = envctl(
+        folder,
+        &["exec", "-t", profile, "--", "sh", "-c", "exit 4"],
         "",
     );
     assert_eq!(tty.code, 4, "{tty}");
@@ -379,5 +391,59 @@ fn exec_detached_needs_no_shell_in_the_image() {
     assert!(
         missing.stderr.contains("/bin/nope") && missing.stderr.contains("no such file"),
         "the daemon's words name the missing command: {missing}"
+    );
+}
+
+/// Issue 40: `docker run`'s flags on `up` are answered with what envctl does instead —
+/// a profile key (`--cpus` is no `--gpus`), or `up` without `-d`/`-it` — and each hint
+/// runs.
+#[test]
+fn docker_run_flags_on_up_name_the_profile_key_or_the_command_without_them() {
+    if !require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("habits-flags");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    let file = folder.path().join(format!("envctl/{profile}.toml"));
+    std::fs::write(
+        &file,
+        format!("image = \"{}\"\nmemory = \"64m\"\n", test_image()),
+    )
+    .unwrap();
+    let cpus = envctl(folder.path(), &["up", "--cpus", "2", &profile], "");
+    assert_eq!(cpus.code, 2, "{cpus}");
+    assert!(
+        cpus.stderr.contains("the profile key `cpus`") && !cpus.stderr.contains("--gpus"),
+        "{cpus}"
+    );
+    // The hinted command names the file to edit.
+    let shown = run_hint(folder.path(), &cpus.stderr, "");
+    assert_eq!(shown.code, 0, "{shown}");
+    assert!(shown.stdout.contains(&format!("{profile}.toml")), "{shown}");
+    let container = ContainerGuard::new(format!("envctl-{profile}"));
+    let terminal = envctl(folder.path(), &["up", "-it", &profile], "");
+    assert_eq!(terminal.code, 2, "{terminal}");
+    assert!(
+        terminal.stderr.contains(&format!(
+            "`envctl up {profile}`, then `envctl shell {profile}`"
+        )),
+        "{terminal}"
+    );
+    for habit in ["-d", "--rm"] {
+        let refused = envctl(folder.path(), &["up", habit, &profile], "");
+        assert_eq!(refused.code, 2, "{habit}: {refused}");
+        assert_eq!(
+            hinted_command(&refused.stderr)[..2],
+            ["up".to_string(), profile.clone()],
+            "{habit}: {refused}"
+        );
+    }
+    let refused = envctl(folder.path(), &["up", "-d", &profile], "");
+    let up = run_hint(folder.path(), &refused.stderr, "");
+    assert_eq!(up.code, 0, "{up}");
+    assert_eq!(
+        docker_stdout(["inspect", "-f", "{{.State.Running}}", container.name()]),
+        "true"
     );
 }
