@@ -254,3 +254,40 @@ fn every_console_example_prints_what_the_readme_shows() {
         );
     }
 }
+
+/// Issue 40: the README names the two commands a contributor needs, and they are the ones
+/// CI runs: `bash .ci/run`, and the test command `.ci/run` runs (its marked line).
+#[test]
+fn the_readme_names_the_commands_ci_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let commands: Vec<&str> = readme
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .collect();
+    let marked = ci
+        .lines()
+        .skip_while(|line| !line.contains("---- TEST COMMAND"))
+        .find(|line| line.starts_with("cargo test"))
+        .expect(".ci/run marks its test command");
+    assert!(
+        commands.contains(&marked.trim()),
+        "README.md shows `{marked}`, the test command of .ci/run"
+    );
+    assert!(
+        commands.contains(&"bash .ci/run"),
+        "README.md shows `bash .ci/run`"
+    );
+    // The script named is runnable as shown: an unknown argument is refused with its usage.
+    let refused = std::process::Command::new("bash")
+        .args([".ci/run", "--no-such-flag"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("hint: `bash .ci/run`"),
+        "{refused:?}"
+    );
+}
