@@ -27,7 +27,10 @@ pub fn drift(state: &LockState<'_>, image: Option<&ImageFacts>) -> Option<Findin
                     entry.digest
                 ),
             )
-            .with_hint("fix the entry, or run `envctl lock --update` to write it anew"),
+            .with_hint(format!(
+                "fix the entry, or run `envctl lock {}` to write it anew",
+                crate::spec::shell_quote(&entry.profile)
+            )),
         ),
         LockState::Current(entry) => {
             let digests = &image?.repo_digests;
@@ -46,7 +49,12 @@ pub fn drift(state: &LockState<'_>, image: Option<&ImageFacts>) -> Option<Findin
                         short(&entry.digest)
                     ),
                 )
-                .with_hint("`envctl lock --update` moves the pin to what the tag points at now"),
+                // Plain `lock PROFILE` asks the registry and moves this profile's pin only
+                // (`lock` alone re-pins every profile of the folder).
+                .with_hint(format!(
+                    "`envctl lock {}` moves the pin to what the tag points at now",
+                    crate::spec::shell_quote(&entry.profile)
+                )),
             )
         }
     }

@@ -57,7 +57,12 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
             let digest = match (&report.error, report.digest_moved, &report.locked_digest) {
                 _ if report.local_only => "local image, no registry".into(),
                 (Some(_), _, _) => "error (below)".into(),
-                (None, true, _) => "moved: `envctl lock --update` pins the new one".into(),
+                // `lock PROFILE` moves this pin only; `lock --update` is for an image the
+                // registry cannot be asked about (and plain `lock` re-pins every profile).
+                (None, true, _) => format!(
+                    "moved: `envctl lock {}` pins the new one",
+                    crate::spec::shell_quote(&report.profile)
+                ),
                 (None, false, Some(_)) => "locked, current".into(),
                 (None, false, None) => "not locked".into(),
             };

@@ -201,7 +201,7 @@ fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
 
     let (code, _, stderr) = envctl(directory.path(), &["lock"]);
     assert_eq!(code, 0, "{stderr}");
-    // The tag moves below (a rebuild, then `lock --update`): the bytes `lock` pulled
+    // The tag moves below (a rebuild, then `lock PROFILE`): the bytes `lock` pulled
     // are then nameless, removed by id.
     let first_bytes = ImageGuard::by_id_of(&first);
     let (code, stdout, stderr) = envctl(directory.path(), &["outdated", "--json"]);
@@ -221,11 +221,16 @@ fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["profiles"][0]["digest_moved"], true, "{report}");
     let (_, human, _) = envctl(directory.path(), &["outdated"]);
-    assert!(human.contains("envctl lock --update"), "{human}");
-
-    // `lock --update` pulls again and moves the pin.
+    // Issue 40: the hint names the command that moves this pin, and only this one (plain
+    // `lock` re-pins every profile of the folder; `--update` is for registries that
+    // cannot be asked). The hint is run.
+    let hinted = format!("envctl lock {profile}");
+    assert!(
+        human.contains(&format!("`{hinted}` pins the new one")),
+        "{human}"
+    );
     let old_digest = report["profiles"][0]["locked_digest"].clone();
-    let (code, _, stderr) = envctl(directory.path(), &["lock", "--update"]);
+    let (code, _, stderr) = envctl(directory.path(), &["lock", &profile]);
     assert_eq!(code, 0, "{stderr}");
     let lock = lock_json(directory.path());
     assert_ne!(lock["image"][0]["digest"], old_digest);
