@@ -52,7 +52,7 @@ pub fn render(profile: &Profile, comment: &str) -> String {
     text
 }
 
-/// The lines of `profile` as TOML: top-level keys, then `[env]`, `[ulimits]`, `[stack]`
+/// The lines of `profile` as TOML: top-level keys, then `[env]`, `[labels]`, `[ulimits]`, `[stack]`
 /// and `[commands]`.
 pub fn lines(profile: &Profile) -> Vec<Line> {
     let mut lines = Vec::new();
@@ -84,6 +84,10 @@ pub fn lines(profile: &Profile) -> Vec<Line> {
             other => quote(&other.to_string()),
         },
     );
+    // Part of the config hash (and so of drift): shown whenever it is not the default.
+    if !profile.placement.is_default() {
+        set("placement", quote(profile.placement.name()));
+    }
     if let Some(memory) = profile.memory {
         set("memory", quote(&memory.to_string()));
     }
@@ -122,6 +126,15 @@ pub fn lines(profile: &Profile) -> Vec<Line> {
         "env",
         profile
             .env
+            .iter()
+            .map(|(key, value)| (key.clone(), quote(value)))
+            .collect(),
+    ));
+    // Labels are part of the config hash: `profiles show` left them out (issue 40).
+    sections.push((
+        "labels",
+        profile
+            .labels
             .iter()
             .map(|(key, value)| (key.clone(), quote(value)))
             .collect(),

@@ -216,6 +216,45 @@ fn show_resolves_extends_and_names_origins() {
     assert_eq!(resolved["config_hash"].as_str().unwrap().len(), 64);
 }
 
+/// Issue 40: `profiles show` (text) is the whole profile: written back as a file, it has
+/// the same config hash (it left out `labels` and `placement`, both part of the hash).
+#[test]
+fn show_text_is_the_whole_profile_its_hash_included() {
+    let directory = TempDir::new().unwrap();
+    let profiles = directory.path().join("envctl");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::write(
+        profiles.join("labelled.toml"),
+        "image = \"busybox:1.36\"\ngpus = 1\nplacement = \"idle\"\ncap_add = [\"IPC_LOCK\"]\n\n[labels]\n\"com.example.team\" = \"vision\"\nowner = \"ana\"\n\n[env]\nA = \"1\"\n",
+    )
+    .unwrap();
+    let shown = run(directory.path(), &["profiles", "show", "labelled"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    for line in [
+        "placement = \"idle\"",
+        "[labels]",
+        "\"com.example.team\" = \"vision\"",
+    ] {
+        assert!(
+            shown.stdout.contains(line),
+            "`{line}` in:\n{}",
+            shown.stdout
+        );
+    }
+    // The same name in another folder (the name is part of the hash).
+    let copy = TempDir::new().unwrap();
+    std::fs::create_dir_all(copy.path().join("envctl")).unwrap();
+    std::fs::write(copy.path().join("envctl/labelled.toml"), &shown.stdout).unwrap();
+    let hash = |folder: &Path| {
+        json(&run(folder, &["profiles", "show", "labelled", "--json"]).stdout)["profile"]
+            ["config_hash"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(hash(copy.path()), hash(directory.path()));
+}
+
 #[test]
 fn show_unknown_profile_suggests_a_name() {
     let directory = TempDir::new().unwrap();
