@@ -354,6 +354,16 @@ impl Checker<'_> {
             );
             return None;
         }
+        // `[command]` with names under it is a typo of the `[commands]` table (issue 40):
+        // `command` itself is the main process, one array.
+        if key == "command" && value.get_ref().is_table() {
+            self.error(
+                value.span(),
+                "`command` is the container's main process (an array of strings), found a table".to_string(),
+                Some("did you mean `[commands]`, the table of named commands (`envctl exec PROFILE NAME`)?".into()),
+            );
+            return None;
+        }
         self.string_array(key, value)
     }
 
