@@ -374,6 +374,9 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
             return Err(not_a_terminal(&arguments.words[start..], &container.name));
         }
         let mut near_name = None;
+        // A named command and the program it runs: when that program is missing, the
+        // word the user typed (`python`) is not the one the runtime names (`python3`).
+        let mut named_as: Option<(String, String)> = None;
         let command = match request {
             Request::NvidiaCheck(after) => {
                 let options = super::nvidia_check::NvidiaCheckOptions {
@@ -406,6 +409,7 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
             }
             Request::Named { name, arguments } => {
                 let mut command = named_command(context, &container, &name)?;
+                named_as = command.first().map(|program| (name.clone(), program.clone()));
                 context.printer.detail(&format!(
                     "`{name}` is a command of the profile's [commands]: running `{}`",
                     shown_line(&command)
@@ -473,6 +477,16 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
                         context.printer.info(&format!(
                             "hint: did you mean `{near}`, a command of the profile? `{}`",
                             replaced(&arguments.words, start, near)
+                        ));
+                    }
+                    if let Some((name, program)) = &named_as
+                        && code == crate::ops::exec::COMMAND_NOT_FOUND
+                    {
+                        context.printer.info(&format!(
+                            "hint: `{name}` is the profile's [commands] entry, which runs `{}`: the image in {} has no such program; `envctl exec {} -- {name} …` runs `{name}` itself",
+                            crate::ui::text::shown(program),
+                            container.name,
+                            shell_quote(&container.name),
                         ));
                     }
                     return Ok(exit_status(code));

@@ -493,3 +493,54 @@ fn exec_it_without_a_terminal_fails_at_once_and_its_hint_runs() {
     assert_eq!(rerun.status.code(), Some(0), "{rerun:?}");
     assert_eq!(String::from_utf8_lossy(&rerun.stdout), "from-the-pipe\n");
 }
+
+/// Issue 40: a named command whose program the image lacks (`python` → `python3`) says
+/// which word ran what, not only the runtime's "`python3` not found"; the `--` form it
+/// suggests runs the typed word itself.
+#[test]
+fn a_named_command_whose_program_is_missing_says_what_it_ran() {
+    if !require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("exec-named");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join(format!("envctl/{profile}.toml")),
+        format!(
+            "image = \"{}\"\nmemory = \"64m\"\n\n[commands]\npython = [\"python3\"]\n",
+            test_image()
+        ),
+    )
+    .unwrap();
+    let _container = ContainerGuard::new(format!("envctl-{profile}"));
+    let up = envctl(folder.path())
+        .args(["up", &profile])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "{up:?}");
+    let missing = envctl(folder.path())
+        .args(["exec", &profile, "python", "-c", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(127), "{stderr}");
+    assert!(
+        stderr.contains("`python` is the profile's [commands] entry, which runs `python3`"),
+        "{stderr}"
+    );
+    // The suggested `--` form runs the word itself: busybox has no `python` either (127),
+    // but the runtime now names `python`, not `python3`.
+    let plain = envctl(folder.path())
+        .args(["exec", &format!("envctl-{profile}"), "--", "python"])
+        .output()
+        .unwrap();
+    let plain_output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&plain.stdout),
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert_eq!(plain.status.code(), Some(127), "{plain_output}");
+    assert!(plain_output.contains("\"python\""), "{plain_output}");
+    assert!(!plain_output.contains("[commands] entry"), "{plain_output}");
+}
