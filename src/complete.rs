@@ -1,5 +1,5 @@
 //! What the shells complete (`envctl up <TAB>`): the profiles envctl finds here, and for a
-//! TARGET also the names of envctl's running containers. clap_complete calls these while
+//! TARGET the names of envctl's running containers and their profiles. clap_complete calls these while
 //! completing (the `COMPLETE=SHELL envctl` protocol that `envctl completions SHELL`
 //! registers), so they read this process's environment through the `Context`'s one
 //! reader, and fail quietly: a completion has nowhere to report an error, and an empty
@@ -27,17 +27,38 @@ pub fn profiles() -> Vec<CompletionCandidate> {
     profile_candidates(&Environment::from_process())
 }
 
-/// The profiles, then the names of envctl's running containers.
+/// A TARGET: what `exec`, `down`, `logs` and `stats` can act on now — the names of
+/// envctl's running containers and the profiles they were made from, as docker completes
+/// running containers. Every profile only when the daemon cannot be asked (the honest
+/// best then).
 pub fn targets() -> Vec<CompletionCandidate> {
     let environment = Environment::from_process();
-    let mut candidates = profile_candidates(&environment);
+    // The daemon the user chose; none that can be followed offers no containers (never
+    // the default socket's in its place).
+    let running = crate::host::docker_config::choose(&environment.daemon_inputs(None, None))
+        .ok()
+        .and_then(|choice| running_containers(&choice));
+    let Some(running) = running else {
+        return profile_candidates(&environment);
+    };
+    let mut profiles: Vec<&str> = running
+        .iter()
+        .filter_map(|container| container.labels.get(crate::spec::PROFILE_LABEL))
+        .map(String::as_str)
+        .filter(|name| offered_profile(name))
+        .collect();
+    profiles.sort_unstable();
+    profiles.dedup();
+    let mut candidates: Vec<CompletionCandidate> = profiles
+        .into_iter()
+        .map(|name| {
+            CompletionCandidate::new(name).help(Some("profile of a running container".into()))
+        })
+        .collect();
     candidates.extend(
-        // The daemon the user chose; none that can be followed offers no containers (never
-        // the default socket's in its place).
-        crate::host::docker_config::choose(&environment.daemon_inputs(None, None))
-            .map(|choice| running_containers(&choice))
-            .unwrap_or_default()
+        running
             .into_iter()
+            .map(|container| container.name)
             .filter(|name| offered_container(name))
             .map(|name| CompletionCandidate::new(name).help(Some("running container".into()))),
     );
@@ -66,24 +87,21 @@ fn offered_container(name: &str) -> bool {
     !name.starts_with('/') && crate::engine::reference::is_plain_name(name)
 }
 
-fn running_containers(choice: &crate::host::docker_config::DaemonChoice) -> Vec<String> {
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+/// envctl's running containers on the chosen daemon; `None` when it cannot be asked in
+/// time.
+fn running_containers(
+    choice: &crate::host::docker_config::DaemonChoice,
+) -> Option<Vec<crate::facts::container::ContainerSummary>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    else {
-        return Vec::new();
-    };
+        .ok()?;
     runtime.block_on(async {
         // Over TLS where the choice asks for it: never a request in cleartext there.
-        let Ok(engine) = crate::engine::Engine::connect_to(choice, DAEMON_WAIT) else {
-            return Vec::new();
-        };
+        let engine = crate::engine::Engine::connect_to(choice, DAEMON_WAIT).ok()?;
         match tokio::time::timeout(DAEMON_WAIT, engine.list_containers(false, true)).await {
-            Ok(Ok(containers)) => containers
-                .into_iter()
-                .map(|container| container.name)
-                .collect(),
-            _ => Vec::new(),
+            Ok(Ok(containers)) => Some(containers),
+            _ => None,
         }
     })
 }

@@ -143,6 +143,11 @@ impl Engine {
         tls: Option<&crate::host::docker_config::TlsChoice>,
         timeout: Duration,
     ) -> Result<Engine, EngineError> {
+        // bollard keeps its request deadline in whole seconds: a part of one rounds up,
+        // never down to 0 (a completion's 500 ms became "no answer within 0 s" at once,
+        // so it never offered a running container).
+        let timeout =
+            Duration::from_secs(timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0));
         // While descriptors are free: an error about running out of them names the limit.
         error::note_open_files_limit();
         let endpoint = endpoint.to_string();

@@ -50,41 +50,97 @@ fn bash_completes_the_profiles_envctl_finds_here() {
         "image = \"busybox:1\"\n",
     )
     .unwrap();
-    let binary = assert_cmd::cargo::cargo_bin("envctl");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/envctl.bash");
     let complete = |words: &str| {
-        let program = format!(
-            "source '{}'; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); COMP_TYPE=9; \
-             _clap_complete_envctl envctl \"${{COMP_WORDS[COMP_CWORD]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
-            script.display()
-        );
-        let mut bash = std::process::Command::new("bash");
-        crate::support::cli::hermetic(&mut bash, folder.path());
-        let output = bash
-            .args(["-c", &program])
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    binary.parent().unwrap().display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
-            )
-            .env("XDG_CONFIG_HOME", folder.path().join("xdg"))
-            .env("DOCKER_HOST", "unix:///nonexistent/envctl-completion.sock")
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{output:?}");
-        String::from_utf8(output.stdout).unwrap()
+        bash_complete(
+            folder.path(),
+            words,
+            Some("unix:///nonexistent/envctl-completion.sock"),
+        )
     };
     let profiles = complete("envctl up team");
     assert_eq!(profiles.trim(), "team-train", "{profiles}");
     let all = complete("envctl up ''");
     assert!(all.lines().any(|line| line == "pytorch-2.8"), "{all}");
     assert!(all.lines().any(|line| line == "team-train"), "{all}");
-    // A TARGET offers profiles too, and with no daemon nothing else (and no error).
+    // A TARGET with no daemon to ask offers the profiles (and no error).
     let targets = complete("envctl exec team");
     assert_eq!(targets.trim(), "team-train", "{targets}");
     let flags = complete("envctl doctor --st");
     assert_eq!(flags.trim(), "--strict", "{flags}");
+}
+
+/// bash, with the committed script sourced, completing `words` in `folder`; `docker_host`:
+/// the daemon the completion may ask (`None`: the default socket).
+fn bash_complete(folder: &Path, words: &str, docker_host: Option<&str>) -> String {
+    let binary = assert_cmd::cargo::cargo_bin("envctl");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/envctl.bash");
+    let program = format!(
+        "source '{}'; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); COMP_TYPE=9; \
+         _clap_complete_envctl envctl \"${{COMP_WORDS[COMP_CWORD]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let mut bash = std::process::Command::new("bash");
+    crate::support::cli::hermetic(&mut bash, folder);
+    bash.args(["-c", &program])
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                binary.parent().unwrap().display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("XDG_CONFIG_HOME", folder.join("xdg"));
+    if let Some(host) = docker_host {
+        bash.env("DOCKER_HOST", host);
+    }
+    let output = bash.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Issue 40: a TARGET completes what the command can act on — envctl's running containers
+/// and their profiles — not every profile of the folder.
+#[test]
+fn a_target_completes_running_containers_and_their_profiles() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir(folder.path().join("envctl")).unwrap();
+    let running = crate::support::docker::unique_name("cmpl-up");
+    let idle = crate::support::docker::unique_name("cmpl-idle");
+    for profile in [&running, &idle] {
+        std::fs::write(
+            folder.path().join(format!("envctl/{profile}.toml")),
+            format!(
+                "image = \"{}\"\nmemory = \"64m\"\n",
+                crate::support::docker::test_image()
+            ),
+        )
+        .unwrap();
+    }
+    let container = crate::support::docker::ContainerGuard::new(format!("envctl-{running}"));
+    let up = crate::support::cli::envctl_in(folder.path())
+        .args(["up", &running])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "{up:?}");
+    let offered = bash_complete(folder.path(), "envctl exec ''", None);
+    let offered: Vec<&str> = offered.lines().collect();
+    assert!(offered.contains(&running.as_str()), "{offered:?}");
+    assert!(offered.contains(&container.name()), "{offered:?}");
+    assert!(
+        !offered.contains(&idle.as_str()),
+        "not running: {offered:?}"
+    );
+    assert!(
+        !offered.contains(&"pytorch-2.8"),
+        "a bundled profile: {offered:?}"
+    );
+    // `down` completes the same; `up` still every profile.
+    let down = bash_complete(folder.path(), "envctl down cmpl-up", None);
+    assert!(down.lines().any(|line| line == running), "{down}");
+    let up = bash_complete(folder.path(), "envctl up cmpl-idle", None);
+    assert!(up.lines().any(|line| line == idle), "{up}");
 }
