@@ -324,7 +324,7 @@ pub fn check(
         }
         // One line per rule and forbidden thing in a file: its first place (the import,
         // not each use after it).
-        found.sort_by(|a, b| a.1.cmp(&b.1));
+        found.sort_by_key(|found| found.1);
         let mut seen = HashSet::new();
         for (rule, line, hit, what) in found {
             if !seen.insert((rule, hit)) {

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use proc_macro2::{Spacing, TokenStream, TokenTree};
 use syn::punctuated::Punctuated;
 use syn::visit::{self, Visit};
 use syn::{Attribute, Expr, ExprMethodCall, Item, ItemMod, ItemUse, Meta, Token, UseTree};
@@ -783,9 +783,7 @@ impl Finder<'_> {
                 continue;
             }
             if let Some(TokenTree::Group(group)) = trees.get(index) {
-                if group.delimiter() != Delimiter::None || !group.stream().is_empty() {
-                    self.scan_tokens(&group.stream());
-                }
+                self.scan_tokens(&group.stream());
             }
             index += 1;
         }
