@@ -34,6 +34,3 @@ pub mod time;
 pub mod ui;
 pub mod units;
 pub mod untrusted;
-
-#[cfg(test)]
-mod architecture_tests;

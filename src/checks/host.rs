@@ -9,8 +9,6 @@
 use super::{Area, Finding};
 use crate::facts::engine::{EngineFacts, EngineState};
 use crate::facts::host::HostFacts;
-#[cfg(test)]
-use crate::spec::gpu_path::is_discovered_nvidia_gpu;
 pub use crate::spec::gpu_path::{
     GpuPath, GpuSupport, gpu_path, gpu_support, gpus_reachable, specs_making_gpus_unknown,
     unreadable_specs,
@@ -296,6 +294,7 @@ mod tests {
     use crate::checks::Status;
     use crate::facts::engine::DaemonFacts;
     use crate::facts::host::{CdiSpec, DeviceNode, SocketAccess, ToolFacts};
+    use crate::spec::gpu_path::is_discovered_nvidia_gpu;
 
     fn daemon() -> DaemonFacts {
         DaemonFacts {

@@ -1,6 +1,7 @@
 //! `envctl logs [TARGET] [-f] [--tail N]` (no TARGET: `ops::target::obvious_container`): the container's output, stdout to stdout and
 //! stderr to stderr; with `--json`, one document of lines tagged with their stream, or
-//! with `-f` one JSON line per output line.
+//! with `-f` one JSON line per output line. The container and its output come from
+//! `ops::logs`; this file only formats them.
 
 use serde::Serialize;
 
@@ -8,7 +9,7 @@ use super::{Context, runtime};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::facts::container::OutputStream;
-use crate::ops::target::{Purpose, find_container, obvious_container};
+use crate::ops::logs::ContainerOutput;
 
 /// One line of the container's output, for `--json`.
 #[derive(Debug, Serialize, PartialEq)]
@@ -93,18 +94,7 @@ pub fn run(arguments: LogsArgs, context: &Context) -> Result<ExitStatus, Error> 
     let target = target.as_deref();
     let tail = tail.map_or_else(|| "all".to_string(), |lines| lines.to_string());
     runtime()?.block_on(async {
-        let engine = context.engine().await?;
-        let container = match target {
-            Some(target) => find_container(&engine, context, target).await?,
-            None => {
-                let purpose = Purpose {
-                    command: "logs",
-                    rest: "",
-                    word: None,
-                };
-                obvious_container(&engine, context, purpose).await?
-            }
-        };
+        let container = ContainerOutput::find(context, target).await?;
         if context.json && follow {
             // A stream: one JSON line per output line, as it comes.
             #[derive(Serialize)]
@@ -119,15 +109,15 @@ pub fn run(arguments: LogsArgs, context: &Context) -> Result<ExitStatus, Error> 
                     context
                         .printer
                         .json_line(&StreamedLine {
-                            container: &container.name,
+                            container: container.name(),
                             line,
                         })
                         .map_err(|error| std::io::Error::other(error.to_string()))?;
                 }
                 Ok(())
             };
-            engine
-                .logs(&container.id, true, &tail, |stream, bytes| {
+            container
+                .read(true, &tail, |stream, bytes| {
                     lines.push(stream, bytes);
                     emit(lines.take())
                 })
@@ -137,8 +127,8 @@ pub fn run(arguments: LogsArgs, context: &Context) -> Result<ExitStatus, Error> 
         }
         if context.json {
             let mut lines = Lines::default();
-            engine
-                .logs(&container.id, false, &tail, |stream, bytes| {
+            container
+                .read(false, &tail, |stream, bytes| {
                     lines.push(stream, bytes);
                     Ok(())
                 })
@@ -149,12 +139,12 @@ pub fn run(arguments: LogsArgs, context: &Context) -> Result<ExitStatus, Error> 
                 lines: Vec<Line>,
             }
             return context.printer.json(&Logs {
-                container: &container.name,
+                container: container.name(),
                 lines: lines.finish(),
             });
         }
-        engine
-            .logs(&container.id, follow, &tail, |stream, bytes| match stream {
+        container
+            .read(follow, &tail, |stream, bytes| match stream {
                 OutputStream::Stdout => context.printer.stdout_bytes(bytes),
                 OutputStream::Stderr => context.printer.stderr_bytes(bytes),
             })

@@ -16,6 +16,7 @@
 //! - [`stats`]: sample, follow, reconnect, serve (the pure rules are `monitor/`).
 //! - [`matrix`]: the compatibility matrix in force (bundled, user file, `--matrix`).
 //! - [`policy`]: the host policy in force and its verdict on the container `up` makes.
+//! - [`logs`]: the container `logs` names and its output, read as it comes.
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 
 pub mod compat;
@@ -26,6 +27,7 @@ pub mod exec;
 pub mod export;
 pub mod hosts;
 pub mod lock;
+pub mod logs;
 pub mod matrix;
 pub mod nvidia_check;
 pub mod outdated;

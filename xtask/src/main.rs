@@ -7,6 +7,8 @@
 //! `cargo xtask matrix nvcc VERSION` does the same for NVIDIA's `nvidia-cuda-nvcc` package
 //! and prints a `[[cuda_targets]]` row. `--compare MATRIX` checks the row against a matrix
 //! file and reports every disagreement. Rows go to stdout, progress to stderr.
+//! `cargo xtask rules [SRC]` checks ARCHITECTURE.md's layering rules over envctl's `src/`
+//! by parsing it (`xtask::rules`): one line per violation, exit status 1 when there is one.
 
 mod bytes;
 mod compare;
@@ -31,6 +33,7 @@ usage:
   cargo xtask matrix torch VERSION [--wheel FILE | --index-url URL] [--platform x86_64|aarch64]
                                    [--python X.Y] [--compare MATRIX]
   cargo xtask matrix nvcc VERSION [--package NAME] [--compare MATRIX]
+  cargo xtask rules [SRC]
 
   torch: downloads torch==VERSION for Linux x86_64 or aarch64 (default x86_64; CPython 3.11
          unless --python) with `pip download --no-deps`, or reads --wheel FILE; checks that
@@ -42,7 +45,9 @@ usage:
   nvcc:  downloads nvidia-cuda-nvcc-cu11/-cu12 (CUDA 11/12) or nvidia-cuda-nvcc (13+),
          runs its ptxas --help, prints the release's [[cuda_targets]] row.
   --compare MATRIX: also compare the row with MATRIX (src/compat/matrix.toml) and report
-         every disagreement on stderr; the exit status is 1 when they disagree.";
+         every disagreement on stderr; the exit status is 1 when they disagree.
+  rules: parses envctl's src/ (or SRC) and checks ARCHITECTURE.md's layering rules; one
+         line per violation (file:line: rule: what), exit status 1 when there is one.";
 
 #[derive(Debug, Error)]
 enum XtaskError {
@@ -80,6 +85,8 @@ enum XtaskError {
         #[source]
         source: toml::de::Error,
     },
+    #[error(transparent)]
+    Rules(#[from] xtask::rules::RulesError),
     #[error("{0}")]
     Io(#[from] io::Error),
 }
@@ -161,12 +168,32 @@ fn run(arguments: &[String]) -> Result<bool, XtaskError> {
         ["matrix", "nvcc", version, ..] if !version.starts_with('-') => {
             measure_nvcc(version, &parse_options(&arguments[3..])?)
         }
+        ["rules"] => check_rules(&xtask::rules::envctl_source()),
+        ["rules", source] if !source.starts_with('-') => check_rules(Path::new(source)),
         [] | ["help" | "--help" | "-h", ..] => Err(XtaskError::Usage("no task given".into())),
         _ => Err(XtaskError::Usage(format!(
             "unknown task `{}`",
             arguments.join(" ")
         ))),
     }
+}
+
+/// `cargo xtask rules [SRC]`: ARCHITECTURE.md's layering rules over envctl's source (or
+/// `SRC`); one line per violation on stdout, `Ok(false)` when there is one.
+fn check_rules(source: &Path) -> Result<bool, XtaskError> {
+    let violations = xtask::rules::check(source, xtask::rules::RULES, xtask::rules::EXCEPTIONS)?;
+    for violation in &violations {
+        println!("{violation}");
+    }
+    if violations.is_empty() {
+        eprintln!("the layering rules hold over {}", source.display());
+    } else {
+        eprintln!(
+            "{} break(s) of the layering rules (ARCHITECTURE.md, \"The rules are checked, by a parser\")",
+            violations.len()
+        );
+    }
+    Ok(violations.is_empty())
 }
 
 fn megabytes(bytes: u64) -> String {

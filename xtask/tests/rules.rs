@@ -1,0 +1,162 @@
+//! The layering rules' checker (`xtask::rules`), proven on planted violations, on a clean
+//! tree, and run over envctl's own `src/` (so `cargo test --workspace` keeps the rules).
+//!
+//! Each planted violation sits in `tests/fixtures/rules/refused/src/`, one small file per
+//! kind, its line marked `// refused: RULE[, RULE]`: the checker must report exactly those
+//! rules on exactly those lines, and nothing else.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use xtask::rules::{EXCEPTIONS, Exception, RULES, Violation, check, envctl_source};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/rules")
+        .join(name)
+        .join("src")
+}
+
+/// Every `.rs` file under `root`, as its path below `root`'s parent (`src/…`).
+fn files(root: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                let shown = path
+                    .strip_prefix(root.parent().unwrap())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                found.push((shown, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The `// refused: RULE` marks of the planted tree, as (file, line, rule).
+fn marked(root: &Path) -> BTreeSet<(String, usize, String)> {
+    let mut marks = BTreeSet::new();
+    for (file, text) in files(root) {
+        for (index, line) in text.lines().enumerate() {
+            if let Some((_, rules)) = line.split_once("// refused: ") {
+                for rule in rules.split(", ") {
+                    marks.insert((file.clone(), index + 1, rule.trim().to_string()));
+                }
+            }
+        }
+    }
+    marks
+}
+
+fn reported(violations: &[Violation]) -> BTreeSet<(String, usize, String)> {
+    violations
+        .iter()
+        .map(|violation| {
+            (
+                violation.file.clone(),
+                violation.line,
+                violation.rule.to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_planted_violation_is_refused_by_rule_and_line() {
+    let root = fixture("refused");
+    let violations = check(&root, RULES, &[]).unwrap();
+    let marks = marked(&root);
+    assert_eq!(
+        reported(&violations),
+        marks,
+        "the checker said:\n{}",
+        violations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Every kind the issue names is planted: a fixture that loses a plant fails here.
+    let planted: BTreeSet<&str> = marks.iter().map(|(file, _, _)| file.as_str()).collect();
+    assert_eq!(planted.len(), 23, "{planted:#?}");
+    let rules: BTreeSet<&str> = marks.iter().map(|(_, _, rule)| rule.as_str()).collect();
+    let mut every_rule: BTreeSet<&str> = RULES.iter().map(|rule| rule.name).collect();
+    every_rule.insert(xtask::rules::COMMANDS_GET_NO_ADAPTER);
+    assert_eq!(rules, every_rule, "a rule with no plant");
+}
+
+#[test]
+fn the_messages_name_the_file_line_rule_and_what_was_named() {
+    let violations = check(&fixture("refused"), RULES, &[]).unwrap();
+    let lines: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    for expected in [
+        "src/commands/through_ops.rs:2: commands-name-no-adapter: names `crate::engine::Engine` (written `crate::ops::Daemon`)",
+        "src/commands/context_engine.rs:5: commands-get-no-adapter: calls `.engine()` (`crate::context::Context::engine` returns `crate::engine::Engine`)",
+        "src/monitor/mod.rs:2: bollard-only-in-engine: names `bollard::models::ContainerStatsResponse` (written `::bollard::models::ContainerStatsResponse`)",
+        "src/ops/opens_for_writing.rs:4: writes-go-through-files: opens a file with `.append(true)`",
+    ] {
+        assert!(
+            lines.iter().any(|line| line.starts_with(expected)),
+            "no line starts with {expected:?} in:\n{}",
+            lines.join("\n")
+        );
+    }
+}
+
+#[test]
+fn a_clean_tree_is_accepted_with_its_exception_used() {
+    let exception = Exception {
+        rule: "core-does-no-io",
+        file: "profile/file.rs",
+        why: "a profile is read where its rules are",
+    };
+    assert_eq!(
+        check(&fixture("clean"), RULES, &[exception]).unwrap(),
+        Vec::<Violation>::new()
+    );
+}
+
+#[test]
+fn an_exception_that_excuses_nothing_is_reported() {
+    let stale = Exception {
+        rule: "core-does-no-io",
+        file: "compat/mod.rs",
+        why: "no longer needed",
+    };
+    let excused = Exception {
+        rule: "core-does-no-io",
+        file: "profile/file.rs",
+        why: "a profile is read where its rules are",
+    };
+    let violations = check(&fixture("clean"), RULES, &[excused, stale]).unwrap();
+    assert_eq!(violations.len(), 1, "{violations:#?}");
+    assert_eq!(violations[0].file, "src/compat/mod.rs");
+    assert!(
+        violations[0].what.contains("excuses nothing"),
+        "{}",
+        violations[0]
+    );
+}
+
+#[test]
+fn envctl_keeps_its_layering_rules() {
+    let violations = check(&envctl_source(), RULES, EXCEPTIONS).unwrap();
+    assert!(
+        violations.is_empty(),
+        "ARCHITECTURE.md's rules are broken (or an exception is stale):\n{}",
+        violations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
