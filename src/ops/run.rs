@@ -193,14 +193,13 @@ pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> R
     if let Some(spec) = &request.gpus {
         overrides.gpus = Some(Overrides::parse_gpus(spec)?);
     }
-    let name = request.name.clone().unwrap_or_else(|| {
-        run_name(
-            &request.profile,
-            crate::ops::slurm::job(context)
-                .map(|job| job.job_id)
-                .as_deref(),
-        )
-    });
+    let job = crate::ops::slurm::job(context).map(|job| job.job_id);
+    // Named below after the profile as resolved (`./x.toml`, `/abs/x.toml` and a name
+    // found on ENVCTL_PROFILE_PATH are all profile `x`), never after the word typed.
+    let name = request
+        .name
+        .clone()
+        .unwrap_or_else(|| run_name("unnamed", job.as_deref()));
     let mut plan = crate::ops::up::plan(
         Ok(engine.clone()),
         UpRequest {
@@ -213,6 +212,9 @@ pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> R
         context,
     )
     .await?;
+    if request.name.is_none() {
+        plan.name = run_name(&plan.resolved.profile.name, job.as_deref());
+    }
     plan.body.cmd = main_command(&request.command, &plan.body.cmd);
     // docker-init as PID 1: `docker stop`'s SIGTERM reaches the command, and what it
     // leaves behind is reaped.

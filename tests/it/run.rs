@@ -264,3 +264,42 @@ fn a_closed_output_stops_the_command_and_exits_141() {
         containers_of(&profile)
     );
 }
+
+/// Issue 40: `run` names its container after the profile as resolved, however it was
+/// named — `./x.toml`, an absolute path, `x.toml` — as `up` does (`envctl-x`); a path
+/// failed as "`envctl-/abs/x.toml-run-…` is not a valid container name".
+#[test]
+fn run_names_the_container_after_the_resolved_profile_for_a_path_too() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let profile = docker::unique_name("runpath");
+    let folder = project(&profile);
+    let file = folder.path().join("envctl").join(format!("{profile}.toml"));
+    let relative = format!("./envctl/{profile}.toml");
+    for named in [relative.as_str(), file.to_str().unwrap()] {
+        let run = Run::of(
+            envctl_command_in(folder.path())
+                .args(["-v", "run", named, "--", "echo", "ran"])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "ran\n"),
+            "{named}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr
+                .contains(&format!("running envctl-{profile}-run-")),
+            "{named}: {}",
+            run.stderr
+        );
+    }
+    assert!(
+        containers_of(&profile).trim().is_empty(),
+        "left: {}",
+        containers_of(&profile)
+    );
+}
