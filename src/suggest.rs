@@ -192,7 +192,21 @@ fn docker_run_flag(arguments: &[String], subcommand: &str, flag: &str) -> Option
         .any(|(docker, _, _)| *docker == name)
         && !arguments[at].contains('=');
     let mut without = arguments.to_vec();
-    without.drain(at..(at + if takes_value { 2 } else { 1 }).min(arguments.len()));
+    // In a cluster only docker's letters go: `run -it` keeps `-i`, which `run` takes.
+    let kept: String = if cluster(&arguments[at]) {
+        let docker_letters = if subcommand == "run" { "dt" } else { "dit" };
+        arguments[at][1..]
+            .chars()
+            .filter(|letter| !docker_letters.contains(*letter))
+            .collect()
+    } else {
+        String::new()
+    };
+    if kept.is_empty() {
+        without.drain(at..(at + if takes_value { 2 } else { 1 }).min(arguments.len()));
+    } else {
+        without[at] = format!("-{kept}");
+    }
     // The profile: the first word after the subcommand that is no flag.
     let profile = subcommand_index(&without)
         .and_then(|index| without.get(index + 1..))
@@ -441,6 +455,8 @@ mod tests {
             terminal.hint,
             "`envctl up train`, then `envctl shell train`"
         );
+        let kept = unknown_flag(&words("envctl run -it train sh"), "-t", None);
+        assert_eq!(kept.hint, "leave out `-t`: `envctl run -i train sh`");
         let removed = unknown_flag(&words("envctl run --rm train echo"), "--rm", None);
         assert!(
             removed.message.contains("always removes"),

@@ -13,6 +13,7 @@
 //! [`Engine::stopped_answering`] pings the daemon while they are open and ends when it
 //! stops answering. Every such failure is [`EngineError::StoppedAnswering`], naming the socket.
 
+pub mod attach;
 pub(crate) mod connector;
 pub mod containers;
 pub mod daemon_placement;

@@ -71,6 +71,7 @@ pub async fn run(
     stop_timeout: u32,
     context: &Context,
     on_output: impl FnMut(OutputStream, &[u8]) -> std::io::Result<()>,
+    input: Option<impl tokio::io::AsyncRead + Unpin + Send + 'static>,
 ) -> Result<u8, Error> {
     // One set of handlers from the first instant: a signal before anything is made
     // ends `run` at once, one while the container is made removes what was made, one
@@ -80,10 +81,16 @@ pub async fn run(
     let engine = context
         .engine_with_deadline(crate::ops::down::stop_deadline(stop_timeout))
         .await?;
-    let plan = tokio::select! {
+    let mut plan = tokio::select! {
         plan = plan(&engine, request, context) => plan?,
         code = signals.next() => return Ok(code),
     };
+    // As `docker run -i`: the command reads what is passed on, and its stdin closes at
+    // the end of it.
+    if input.is_some() {
+        plan.body.open_stdin = true;
+        plan.body.stdin_once = true;
+    }
     if engine.inspect_container(&plan.name).await?.is_some() {
         return Err(Error::Usage {
             message: format!("container `{}` exists already", plan.name),
@@ -124,6 +131,26 @@ pub async fn run(
         "running {} ({short_id}); it is removed when the command ends",
         report.container
     ));
+    // Attached once it runs: a command that reads before the attach waits for the input,
+    // which the daemon holds open (`OpenStdin`), so nothing is lost.
+    let _forwarding = match input {
+        Some(input) => match engine.attach_stdin(&report.id).await {
+            Ok(writer) => Some(tokio::spawn(pass_on(input, writer))),
+            Err(error) => {
+                tear_down(
+                    &engine,
+                    &report.id,
+                    &report.container,
+                    stop_timeout,
+                    &mut signals,
+                    context,
+                )
+                .await?;
+                return Err(error.into());
+            }
+        },
+        None => None,
+    };
     let follow = follow(&engine, &report.id, on_output);
     tokio::pin!(follow);
     let followed = tokio::select! {
@@ -171,6 +198,16 @@ pub async fn run(
     )
     .await?;
     ended
+}
+
+/// Copies `input` into the container's stdin, then closes it. The command may end before
+/// it read everything: what is left is dropped, as `docker run -i` drops it.
+async fn pass_on(
+    mut input: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    mut writer: crate::engine::attach::ContainerInput,
+) {
+    let _ = tokio::io::copy(&mut input, &mut writer).await;
+    let _ = tokio::io::AsyncWriteExt::shutdown(&mut writer).await;
 }
 
 /// The signal a shell's exit code 129, 130 or 143 stands for.

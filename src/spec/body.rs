@@ -51,6 +51,13 @@ pub struct CreateBody {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub exposed_ports: BTreeMap<String, EmptyObject>,
     pub host_config: HostConfig,
+    /// `OpenStdin` and `StdinOnce`: the main process reads what `envctl run` passes on
+    /// from its own stdin (a pipe or file, or a terminal with `-i`), closed when that ends,
+    /// as `docker run -i`. Absent for `up`'s containers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_stdin: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdin_once: bool,
     /// The `Env` keys whose value `up -e KEY` took from the shell: secret whatever their
     /// name. Not part of the request.
     #[serde(skip)]

@@ -120,6 +120,8 @@ pub fn create_body(
         labels,
         exposed_ports,
         env_from_shell: context.overrides.from_shell.clone(),
+        open_stdin: false,
+        stdin_once: false,
         host_config: HostConfig {
             memory: profile
                 .memory

@@ -62,6 +62,8 @@ mod tests {
                 ..HostConfig::default()
             },
             env_from_shell: Default::default(),
+            open_stdin: false,
+            stdin_once: false,
         }
     }
 

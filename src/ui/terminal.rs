@@ -34,6 +34,20 @@ pub fn stdin_is_terminal() -> bool {
     std::io::stdin().is_terminal()
 }
 
+/// Whether stdin is a pipe, a socket or a regular file: input someone means to pass on
+/// (`echo … | envctl run P sh`, `< file`), unlike a terminal or `/dev/null`.
+pub fn stdin_is_pipe_or_file() -> bool {
+    use std::os::fd::AsFd;
+    rustix::fs::fstat(std::io::stdin().as_fd()).is_ok_and(|stat| {
+        matches!(
+            rustix::fs::FileType::from_raw_mode(stat.st_mode),
+            rustix::fs::FileType::Fifo
+                | rustix::fs::FileType::Socket
+                | rustix::fs::FileType::RegularFile
+        )
+    })
+}
+
 pub fn stdout_is_terminal() -> bool {
     std::io::stdout().is_terminal()
 }

@@ -303,3 +303,86 @@ fn run_names_the_container_after_the_resolved_profile_for_a_path_too() {
         containers_of(&profile)
     );
 }
+
+/// Issue 40: `run` passes piped input on to the command, as `docker run -i` (it was
+/// dropped: `echo 'echo hi' | envctl run P sh` printed nothing); a command that does not
+/// read it ends without waiting for the pipe to close; `/dev/null` passes nothing.
+#[test]
+fn run_passes_piped_input_on_to_the_command() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let profile = docker::unique_name("runstdin");
+    let folder = project(&profile);
+    let piped = Run::of(
+        envctl_command_in(folder.path())
+            .args(["run", &profile, "sh"])
+            .stdin(
+                std::fs::File::open(write_input(
+                    folder.path(),
+                    "echo hi from the pipe; exit 5\n",
+                ))
+                .unwrap(),
+            )
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        (piped.code, piped.stdout.as_str()),
+        (5, "hi from the pipe\n"),
+        "{}",
+        piped.stderr
+    );
+    // A pipe whose writer stays open: a command that never reads it still ends at once.
+    let mut writer = std::process::Command::new("sleep")
+        .arg("60")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let not_reading = Run::of(
+        envctl_command_in(folder.path())
+            .args(["run", &profile, "echo", "done"])
+            .stdin(writer.stdout.take().unwrap())
+            .output()
+            .unwrap(),
+    );
+    let took = started.elapsed();
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    assert_eq!(
+        (not_reading.code, not_reading.stdout.as_str()),
+        (0, "done\n"),
+        "{}",
+        not_reading.stderr
+    );
+    assert!(
+        took < Duration::from_secs(45),
+        "ended without the pipe's end: {took:?}"
+    );
+    // `/dev/null` (a Slurm batch step's stdin) is no input: `cat` ends at once, as before.
+    let none = Run::of(
+        envctl_command_in(folder.path())
+            .args(["run", &profile, "cat"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        (none.code, none.stdout.as_str()),
+        (0, ""),
+        "{}",
+        none.stderr
+    );
+    assert!(
+        containers_of(&profile).trim().is_empty(),
+        "left: {}",
+        containers_of(&profile)
+    );
+}
+
+fn write_input(folder: &std::path::Path, text: &str) -> std::path::PathBuf {
+    let path = folder.join("input.sh");
+    std::fs::write(&path, text).unwrap();
+    path
+}
