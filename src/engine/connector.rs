@@ -111,6 +111,185 @@ impl SshTarget {
     }
 }
 
+impl SshTarget {
+    /// The target an `ssh://` endpoint names, read as the docker CLI reads it (the user
+    /// name and socket path percent-decoded), or why it is refused. Every word that will
+    /// reach ssh is checked here, the one place an endpoint becomes ssh's arguments,
+    /// whichever source named it (`-H`, `DOCKER_HOST`, a context, the team file): see
+    /// [`SshRefusal`].
+    pub fn parse(endpoint: &str) -> Result<SshTarget, SshRefusal> {
+        // The URL parser drops tabs and line feeds silently: a word with a control
+        // character in it is refused before it is parsed, not changed into another one.
+        if let Some(control) = endpoint.chars().find(|character| character.is_control()) {
+            return Err(SshRefusal::Control { character: control });
+        }
+        let url = url::Url::parse(endpoint).map_err(|_| SshRefusal::NotAUrl)?;
+        if url.scheme() != "ssh" {
+            return Err(SshRefusal::NotAUrl);
+        }
+        // The CLI refuses a password in the URL: ssh asks for one itself.
+        if url.password().is_some() {
+            return Err(SshRefusal::Password);
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(SshRefusal::QueryOrFragment);
+        }
+        let Some(host) = url.host_str().filter(|host| !host.is_empty()) else {
+            return Err(SshRefusal::NoHost);
+        };
+        // ssh takes an IPv6 address without its brackets, as the CLI gives it.
+        let host = match url.host() {
+            Some(url::Host::Ipv6(address)) => address.to_string(),
+            _ => percent_decoded(host).ok_or(SshRefusal::NotAUrl)?,
+        };
+        refuse_unsafe(SshWord::Host, &host)?;
+        let user = Some(url.username())
+            .filter(|user| !user.is_empty())
+            .map(|user| percent_decoded(user).ok_or(SshRefusal::NotAUrl))
+            .transpose()?;
+        if let Some(user) = &user {
+            refuse_unsafe(SshWord::User, user)?;
+        }
+        let socket = Some(url.path())
+            .filter(|path| !path.is_empty() && *path != "/")
+            .map(|path| percent_decoded(path).ok_or(SshRefusal::NotAUrl))
+            .transpose()?;
+        if let Some(socket) = &socket {
+            refuse_unsafe(SshWord::Socket, socket)?;
+        }
+        if url.port() == Some(0) {
+            return Err(SshRefusal::PortZero);
+        }
+        Ok(SshTarget {
+            user,
+            host,
+            port: url.port(),
+            socket,
+        })
+    }
+}
+
+/// A word of an `ssh://` endpoint that reaches ssh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SshWord {
+    User,
+    Host,
+    Socket,
+}
+
+impl SshWord {
+    fn name(self) -> &'static str {
+        match self {
+            SshWord::User => "user name",
+            SshWord::Host => "host",
+            SshWord::Socket => "socket path",
+        }
+    }
+
+    /// Where the word goes, which is why it must be plain.
+    fn goes(self) -> &'static str {
+        match self {
+            SshWord::User => {
+                "it goes to ssh as `-l USER`, which an ssh_config's `%r` hands to a shell"
+            }
+            SshWord::Host => {
+                "it goes to ssh as the host, which an ssh_config's `%h` hands to a shell"
+            }
+            SshWord::Socket => {
+                "it is part of the command ssh runs on the far side, which the remote user's shell reads"
+            }
+        }
+    }
+
+    /// The characters the word may hold.
+    fn allowed(self) -> &'static str {
+        match self {
+            SshWord::User => "letters, digits and `. _ - @`",
+            SshWord::Host => "letters, digits and `. _ -` (or an IPv6 address in brackets)",
+            SshWord::Socket => "letters, digits and `/ . _ - + @ : , =`",
+        }
+    }
+
+    fn takes(self, character: char) -> bool {
+        character.is_ascii_alphanumeric()
+            || match self {
+                SshWord::User => matches!(character, '.' | '_' | '-' | '@'),
+                SshWord::Host => matches!(character, '.' | '_' | '-' | ':'),
+                SshWord::Socket => {
+                    matches!(
+                        character,
+                        '/' | '.' | '_' | '-' | '+' | '@' | ':' | ',' | '='
+                    )
+                }
+            }
+    }
+}
+
+/// Why an `ssh://` endpoint is not given to ssh. Every word of it that reaches ssh (the
+/// user name, the host, the socket path) is refused unless it is plain: the socket path
+/// becomes part of the command the far side's shell runs (`docker --host unix://PATH
+/// system dial-stdio`), so `/run/docker.sock;touch /tmp/x` would run `touch` there, and
+/// the user name and host reach a shell wherever an ssh_config uses `%r` or `%h` in
+/// `ProxyCommand` or `Match exec`. Refused rather than quoted: the far side's shell may
+/// be any shell, and no quoting is right for all of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SshRefusal {
+    #[error("it is not a URL envctl can read as `ssh://[USER@]HOST[:PORT][/SOCKET]`")]
+    NotAUrl,
+    #[error("it names no host")]
+    NoHost,
+    #[error(
+        "it carries a password, which envctl never sends (ssh asks for one itself, or uses a key or the agent)"
+    )]
+    Password,
+    #[error("it has a query or a fragment (`?`, `#`), which the docker CLI does not take either")]
+    QueryOrFragment,
+    #[error("port 0 is no port")]
+    PortZero,
+    #[error("it holds the control character {}", .character.escape_debug())]
+    Control { character: char },
+    #[error(
+        "its {} `{}` holds `{}`: {}; a {} may hold only {}",
+        .word.name(), .value.escape_debug(), .character.escape_debug(), .word.goes(), .word.name(), .word.allowed()
+    )]
+    Unsafe {
+        word: SshWord,
+        value: String,
+        character: char,
+    },
+    #[error("its {} `{}` begins with `-`, which ssh would read as an option", .word.name(), .value.escape_debug())]
+    Dash { word: SshWord, value: String },
+}
+
+/// `value` as a word `word` may be, or the first character that makes it unsafe.
+fn refuse_unsafe(word: SshWord, value: &str) -> Result<(), SshRefusal> {
+    if value.starts_with('-') {
+        return Err(SshRefusal::Dash {
+            word,
+            value: value.to_string(),
+        });
+    }
+    match value.chars().find(|character| !word.takes(*character)) {
+        Some(character) => Err(SshRefusal::Unsafe {
+            word,
+            value: value.to_string(),
+            character,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Why the `ssh://` endpoint `endpoint` would be refused, for the sources that name one
+/// (a context, the team file) to say so with their own place; `None` for an endpoint that
+/// is not `ssh://` or that is fine.
+pub(crate) fn ssh_refusal(endpoint: &str) -> Option<SshRefusal> {
+    let scheme = endpoint.split_once("://").map(|(scheme, _)| scheme)?;
+    if !scheme.eq_ignore_ascii_case("ssh") {
+        return None;
+    }
+    SshTarget::parse(endpoint).err()
+}
+
 /// What failed below HTTP, carried inside the `io::Error` the stream gives.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ConnectFailure {
@@ -202,32 +381,12 @@ impl Route {
                     }
                 }
             }
-            Some("ssh") => {
-                let url = url::Url::parse(endpoint).map_err(|_| unsupported())?;
-                let Some(host) = url.host_str().filter(|host| !host.is_empty()) else {
-                    return Err(unsupported());
-                };
-                // The CLI refuses a password in the URL: ssh asks for one itself.
-                if url.password().is_some() {
-                    return Err(unsupported());
-                }
-                let user = Some(url.username())
-                    .filter(|user| !user.is_empty())
-                    .map(|user| percent_decoded(user).ok_or_else(unsupported))
-                    .transpose()?;
-                let socket = Some(url.path())
-                    .filter(|path| !path.is_empty() && *path != "/")
-                    .map(str::to_string);
-                if url.query().is_some() || url.fragment().is_some() {
-                    return Err(unsupported());
-                }
-                Ok(Route::Ssh(SshTarget {
-                    user,
-                    host: host.to_string(),
-                    port: url.port(),
-                    socket,
-                }))
-            }
+            Some("ssh") => SshTarget::parse(endpoint)
+                .map(Route::Ssh)
+                .map_err(|refusal| EngineError::SshEndpoint {
+                    endpoint: Endpoint::unidentified(endpoint),
+                    refusal,
+                }),
             _ => Err(unsupported()),
         }
     }
@@ -837,18 +996,115 @@ mod tests {
                 .arguments()
                 .contains(&"unix:///run/other.sock".to_string())
         );
-        for bad in [
-            "ssh://",
-            "ssh://me:secret@gpu2",
-            "ftp://x",
-            "tcp://",
-            "npipe:////./pipe/x",
-        ] {
+        for bad in ["ftp://x", "tcp://", "npipe:////./pipe/x"] {
             assert!(
                 matches!(route(bad), Err(EngineError::UnsupportedHost { .. })),
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn every_ssh_word_a_shell_would_read_is_refused() {
+        let refused = |endpoint: &str| match route(endpoint) {
+            Err(EngineError::SshEndpoint { refusal, .. }) => refusal,
+            other => panic!("{endpoint}: {other:?}"),
+        };
+        // The socket path: the far side's shell runs it.
+        for (endpoint, character) in [
+            (
+                "ssh://root@127.0.0.1/run/docker.sock;touch$IFS/tmp/PWN;true",
+                ';',
+            ),
+            ("ssh://gpu2/run/d.sock%60id%60", '`'),
+            ("ssh://gpu2/run/d.sock`id`", '`'),
+            ("ssh://gpu2/run/$(id)", '$'),
+            ("ssh://gpu2/run/d.sock|id", '|'),
+            ("ssh://gpu2/run/d.sock&id", '&'),
+            ("ssh://gpu2/run/d'.sock", '\''),
+            ("ssh://gpu2/run/d%20x.sock", ' '),
+            ("ssh://gpu2/run/d%0Aid", '\n'),
+        ] {
+            assert!(
+                matches!(refused(endpoint), SshRefusal::Unsafe { word: SshWord::Socket, character: found, .. } if found == character),
+                "{endpoint}"
+            );
+        }
+        // The user name: ssh_config's `%r`.
+        for endpoint in [
+            "ssh://a;b@gpu2",
+            "ssh://a%3Bb@gpu2",
+            "ssh://a%20b@gpu2",
+            "ssh://a$(id)@gpu2",
+        ] {
+            assert!(
+                matches!(
+                    refused(endpoint),
+                    SshRefusal::Unsafe {
+                        word: SshWord::User,
+                        ..
+                    }
+                ),
+                "{endpoint}"
+            );
+        }
+        // The host: an option, or shell syntax for `%h`.
+        assert!(matches!(
+            refused("ssh://-oProxyCommand=id"),
+            SshRefusal::Dash {
+                word: SshWord::Host,
+                ..
+            }
+        ));
+        assert!(matches!(
+            refused("ssh://-l@gpu2"),
+            SshRefusal::Dash {
+                word: SshWord::User,
+                ..
+            }
+        ));
+        assert!(matches!(
+            refused("ssh://gpu2;id"),
+            SshRefusal::Unsafe {
+                word: SshWord::Host,
+                ..
+            }
+        ));
+        assert!(matches!(
+            refused("ssh://gpu2$(id)"),
+            SshRefusal::Unsafe {
+                word: SshWord::Host,
+                ..
+            }
+        ));
+        // A raw line feed or tab, which the URL parser would drop silently.
+        assert!(matches!(
+            refused("ssh://gpu2/run/d.sock\ntouch"),
+            SshRefusal::Control { .. }
+        ));
+        assert!(matches!(
+            refused("ssh://me:secret@gpu2"),
+            SshRefusal::Password
+        ));
+        assert!(matches!(
+            refused("ssh://"),
+            SshRefusal::NoHost | SshRefusal::NotAUrl
+        ));
+        assert!(matches!(refused("ssh://gpu2:0"), SshRefusal::PortZero));
+        // Plain words pass, decoded as the CLI decodes them.
+        let Ok(Route::Ssh(target)) = route("ssh://me.x%40corp@[::1]:22/run/user/1000/docker.sock")
+        else {
+            panic!("plain words");
+        };
+        assert_eq!(target.user.as_deref(), Some("me.x@corp"));
+        assert_eq!(target.host, "::1");
+        assert_eq!(target.socket.as_deref(), Some("/run/user/1000/docker.sock"));
+        // The message names the word, the character and why.
+        let message = route("ssh://gpu2/run/d.sock;id").unwrap_err().to_string();
+        assert!(
+            message.contains("socket path `/run/d.sock;id` holds `;`") && message.contains("shell"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -18,8 +18,10 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint whose engine is not known yet.
     pub fn unidentified(address: impl Into<String>) -> Endpoint {
+        let address: String = address.into();
         Endpoint {
-            address: address.into(),
+            // An endpoint is only ever shown: a password in it never is.
+            address: crate::secret::masked_url(&address).into_owned(),
             kind: EngineKind::Unknown,
         }
     }
@@ -91,8 +93,16 @@ pub enum EngineError {
     /// refused before anything is sent.
     #[error("`{value}` is not a valid {what} for the Docker Engine API")]
     InvalidReference { what: &'static str, value: String },
-    #[error("`DOCKER_HOST={endpoint}` uses a scheme envctl does not support")]
+    #[error("`{endpoint}` uses a scheme envctl does not support")]
     UnsupportedHost { endpoint: Endpoint },
+    /// An `ssh://` endpoint with a word that must not reach ssh (a socket path the far
+    /// side's shell would run, a user name with shell syntax, a password): refused before
+    /// ssh runs (`engine::connector::SshRefusal`).
+    #[error("envctl does not run ssh for `{endpoint}`: {refusal}")]
+    SshEndpoint {
+        endpoint: Endpoint,
+        refusal: super::connector::SshRefusal,
+    },
     /// A TLS file the choice names (`ca.pem`, `cert.pem`, `key.pem`) cannot be used:
     /// nothing is sent, in TLS or in cleartext.
     #[error("cannot reach `{endpoint}` over TLS ({why}): `{}` {problem}", .path.display())]
@@ -429,6 +439,12 @@ impl EngineError {
             EngineError::UnsupportedHost { .. } => {
                 "use unix:///path/to/docker.sock, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]".into()
             }
+            EngineError::SshEndpoint { refusal, .. } => match refusal {
+                super::connector::SshRefusal::Password => {
+                    "leave the password out: `ssh://USER@HOST`; ssh logs in with a key, the agent, or asks".into()
+                }
+                _ => "write the endpoint as `ssh://[USER@]HOST[:PORT][/SOCKET]` with plain words, or name the host in ~/.ssh/config and use `ssh://ALIAS`".into(),
+            },
             EngineError::TlsFiles { path, .. } => format!(
                 "DOCKER_CERT_PATH (else ~/.docker) must hold the daemon's ca.pem, and cert.pem and key.pem for envctl; for a context, `docker context inspect` names its files; the file in question: {}",
                 path.display()
@@ -496,6 +512,7 @@ impl EngineError {
             EngineError::InvalidReference { .. } => "invalid_reference",
             EngineError::ExitCodeUnknown { .. } => "exit_code_unknown",
             EngineError::UnsupportedHost { .. } => "unsupported_host",
+            EngineError::SshEndpoint { .. } => "ssh_endpoint_refused",
             EngineError::TlsFiles { .. } => "tls_files",
             EngineError::TlsMismatch { .. } => "tls_mismatch",
             EngineError::TlsHandshake { .. } => "tls_handshake",

@@ -118,11 +118,24 @@ pub fn named_with(
         } else {
             (None, Some(target.to_string()))
         };
-        let choice = crate::host::docker_config::choose(
-            &context.environment.daemon_inputs(host_flag, context_flag),
-        );
+        // A URL typed in `--hosts` is refused as `--hosts` (the team file's are refused
+        // on their line when it is read).
+        let refusal = host_flag
+            .as_deref()
+            .and_then(crate::engine::connector::ssh_refusal);
+        let choice = match refusal {
+            Some(refusal) => Err(crate::host::docker_config::DaemonChoiceError::SshEndpoint {
+                source_place: "--hosts".into(),
+                endpoint: target.to_string(),
+                refusal,
+            }),
+            None => crate::host::docker_config::choose(
+                &context.environment.daemon_inputs(host_flag, context_flag),
+            ),
+        };
         hosts.push(Host {
-            name: name.to_string(),
+            // A password typed in a URL is never shown.
+            name: crate::secret::masked_url(name).into_owned(),
             choice,
         });
     }

@@ -23,9 +23,9 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         EngineError::PermissionDenied { .. } => FailureKind::PermissionDenied,
         EngineError::ConnectionRefused { .. } => FailureKind::ConnectionRefused,
         EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. } => FailureKind::Timeout,
-        EngineError::UnsupportedHost { .. } | EngineError::Choice(_) => {
-            FailureKind::UnsupportedHost
-        }
+        EngineError::UnsupportedHost { .. }
+        | EngineError::SshEndpoint { .. }
+        | EngineError::Choice(_) => FailureKind::UnsupportedHost,
         EngineError::Daemon { .. }
         | EngineError::StartRefused { .. }
         | EngineError::BadAnswer { .. } => FailureKind::DaemonError,
