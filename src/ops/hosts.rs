@@ -142,15 +142,24 @@ pub fn named_with(
     Ok(hosts)
 }
 
-/// `ask` of every host at once: a connection each (checked with a ping and identified, as
-/// `Context::engine` does for one), then `ask`. The answers come in the hosts' order.
+/// How many hosts of `--hosts` are asked at once. Each ssh host is an ssh process and its
+/// handshake: 300 hosts of a team file asked all at once once ran 258 ssh processes
+/// together, each slowed past its deadline and every host then "overloaded". Sixteen keep
+/// a team's servers asked in parallel (the docker CLI asks one) with a bounded number of
+/// processes and sockets; each host's deadlines start when its turn comes.
+pub const HOSTS_AT_ONCE: usize = 16;
+
+/// `ask` of every host, [`HOSTS_AT_ONCE`] at a time: a connection each (checked with a
+/// ping and identified, as `Context::engine` does for one), then `ask`. The answers come
+/// in the hosts' order.
 pub async fn each<T, F, Fut>(hosts: &[Host], timeout: std::time::Duration, ask: F) -> Vec<Answer<T>>
 where
     F: Fn(Engine) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
+    use futures_util::StreamExt as _;
     let ask = &ask;
-    futures_util::future::join_all(hosts.iter().map(|host| async move {
+    futures_util::stream::iter(hosts.iter().map(|host| async move {
         let result = async {
             let choice = host
                 .choice
@@ -169,6 +178,8 @@ where
             result,
         }
     }))
+    .buffered(HOSTS_AT_ONCE)
+    .collect()
     .await
 }
 
