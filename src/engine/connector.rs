@@ -49,6 +49,12 @@ const MAXIMUM_SSH_MESSAGE: usize = 16 * 1024;
 /// (`-o ConnectTimeout=30`); envctl's own deadlines are shorter and come first.
 const SSH_CONNECT_TIMEOUT: &str = "ConnectTimeout=30";
 
+/// How long a TCP connection may take to complete: shorter than the first request's
+/// deadline (`engine::PING_TIMEOUT`, 3 s), so a connection that never completes (a host
+/// that is down, a firewall that drops) is said as that, not as a daemon that took the
+/// request and stopped answering.
+const CONNECT_DEADLINE: Duration = Duration::from_millis(2500);
+
 /// The system's trusted roots, for a context that verifies the daemon with no CA of its own.
 const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
 
@@ -300,6 +306,10 @@ pub enum ConnectFailure {
     /// certificate the daemon refused).
     #[error("the TLS handshake failed")]
     Handshake(#[source] rustls::Error),
+    /// A TCP connection that did not complete within [`CONNECT_DEADLINE`]: nothing on the
+    /// way answered, the daemon was never reached.
+    #[error("no connection completed within {:.1} s", CONNECT_DEADLINE.as_secs_f64())]
+    NeverConnected,
     /// `ssh` is not on `PATH`.
     #[error("cannot run `ssh`: {0}")]
     SshMissing(String),
@@ -423,7 +433,7 @@ impl Route {
         match self {
             Route::Unix { path } => Ok(Box::new(tokio::net::UnixStream::connect(path).await?)),
             Route::Tcp { address } => {
-                let stream = tokio::net::TcpStream::connect(address.as_str()).await?;
+                let stream = connect(address).await?;
                 stream.set_nodelay(true)?;
                 Ok(Box::new(stream))
             }
@@ -432,7 +442,7 @@ impl Route {
                 server,
                 config,
             } => {
-                let stream = tokio::net::TcpStream::connect(address.as_str()).await?;
+                let stream = connect(address).await?;
                 stream.set_nodelay(true)?;
                 let first = Arc::new(Mutex::new(Vec::new()));
                 let sniffed = FirstBytes {
@@ -447,6 +457,14 @@ impl Route {
             }
             Route::Ssh(target) => Ok(Box::new(SshStream::spawn(target)?)),
         }
+    }
+}
+
+/// A TCP connection to `address`, bounded by [`CONNECT_DEADLINE`].
+async fn connect(address: &str) -> io::Result<tokio::net::TcpStream> {
+    match tokio::time::timeout(CONNECT_DEADLINE, tokio::net::TcpStream::connect(address)).await {
+        Ok(connected) => connected,
+        Err(_) => Err(ConnectFailure::NeverConnected.into_io(io::ErrorKind::TimedOut)),
     }
 }
 
@@ -600,12 +618,45 @@ fn tls_config(endpoint: &str, tls: &TlsChoice) -> Result<rustls::ClientConfig, E
         (Some(certificate), Some(key)) => {
             let chain = certificates(certificate, &setup)?;
             let key = private_key(key, &setup)?;
+            let first_version_1 = chain.first().is_some_and(|first| is_version_1(first));
             builder
                 .with_client_auth_cert(chain, key.clone_key())
-                .map_err(|error| setup(certificate, format!("does not go with its key: {error}")))
+                .map_err(|error| {
+                    let problem = match &error {
+                        _ if first_version_1 => format!(
+                            "is an X.509 version 1 certificate, which a TLS client cannot present (rustls reads version 3 only): make a version 3 one, `openssl x509 -req … -extfile FILE` with `extendedKeyUsage=clientAuth` in FILE ({error})"
+                        ),
+                        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+                            format!("does not go with its key: {error}")
+                        }
+                        _ => format!("cannot be used as a client certificate with its key: {error}"),
+                    };
+                    setup(certificate, problem)
+                })
         }
         _ => Ok(builder.with_no_client_auth()),
     }
+}
+
+/// Whether `certificate` is X.509 version 1: its `TBSCertificate` has no `[0]` version
+/// field (DER: the outer SEQUENCE, the inner SEQUENCE, then tag 0xA0 for versions 2 and 3).
+fn is_version_1(certificate: &[u8]) -> bool {
+    /// The length of the DER header (tag and length) of the element at the start of `bytes`.
+    fn header(bytes: &[u8]) -> Option<usize> {
+        let first = *bytes.get(1)?;
+        if first < 0x80 {
+            Some(2)
+        } else {
+            Some(2 + usize::from(first & 0x7f))
+        }
+    }
+    let Some(outer) = header(certificate) else {
+        return false;
+    };
+    let Some(inner) = certificate.get(outer..).and_then(header) else {
+        return false;
+    };
+    certificate.get(outer) == Some(&0x30) && certificate.get(outer + inner) != Some(&0xa0)
 }
 
 /// The certificates of a PEM file, at least one.
@@ -760,6 +811,64 @@ impl SshStream {
     }
 }
 
+impl SshStream {
+    /// ssh ended before the far side answered: its status and its stderr, as one
+    /// [`ConnectFailure::SshEnded`], once its stderr closed and its exit status is known
+    /// (or [`SSH_EXIT_WAIT`] passed). Both ends of the pipe see the same end: a read finds
+    /// the end of ssh's output, a write the broken pipe of its input, whichever hyper
+    /// tries first; each is said as ssh's failure.
+    fn poll_ended(&mut self, context: &mut Context<'_>) -> Poll<io::Error> {
+        if self.message.is_none() {
+            match Pin::new(&mut self.stderr).poll(context) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(message) => self.message = Some(message.unwrap_or_default()),
+            }
+        }
+        let status = match self.child.try_wait() {
+            Ok(Some(status)) => status.code(),
+            Ok(None) => {
+                let now = tokio::time::Instant::now();
+                let (sleep, since) = self.exit_wait.get_or_insert_with(|| {
+                    (Box::pin(tokio::time::sleep(Duration::from_millis(5))), now)
+                });
+                if now.duration_since(*since) < SSH_EXIT_WAIT {
+                    if sleep.as_mut().poll(context).is_pending() {
+                        return Poll::Pending;
+                    }
+                    sleep.as_mut().reset(now + Duration::from_millis(5));
+                    // Polled again at once: the reset sleep registers the waker.
+                    context.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                None
+            }
+            Err(_) => None,
+        };
+        let message = self.message.take().unwrap_or_default();
+        self.answered = true;
+        Poll::Ready(
+            ConnectFailure::SshEnded { status, message }.into_io(io::ErrorKind::ConnectionAborted),
+        )
+    }
+
+    /// A write's, flush's or shutdown's result: a broken pipe before any answer is ssh
+    /// that ended, said with its status and stderr.
+    fn written<T>(
+        &mut self,
+        context: &mut Context<'_>,
+        result: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match result {
+            Poll::Ready(Err(error))
+                if error.kind() == io::ErrorKind::BrokenPipe && !self.answered =>
+            {
+                self.poll_ended(context).map(Err)
+            }
+            other => other,
+        }
+    }
+}
+
 impl AsyncRead for SshStream {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -771,36 +880,7 @@ impl AsyncRead for SshStream {
             Poll::Ready(Ok(())) if buffer.filled().len() == before && !self.answered => {
                 // The end before any answer: ssh failed. Its message comes once its stderr
                 // closes (at its exit).
-                if self.message.is_none() {
-                    match Pin::new(&mut self.stderr).poll(context) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(message) => self.message = Some(message.unwrap_or_default()),
-                    }
-                }
-                let status = match self.child.try_wait() {
-                    Ok(Some(status)) => status.code(),
-                    Ok(None) => {
-                        let now = tokio::time::Instant::now();
-                        let (sleep, since) = self.exit_wait.get_or_insert_with(|| {
-                            (Box::pin(tokio::time::sleep(Duration::from_millis(5))), now)
-                        });
-                        if now.duration_since(*since) < SSH_EXIT_WAIT {
-                            if sleep.as_mut().poll(context).is_pending() {
-                                return Poll::Pending;
-                            }
-                            sleep.as_mut().reset(now + Duration::from_millis(5));
-                            // Polled again at once: the reset sleep registers the waker.
-                            context.waker().wake_by_ref();
-                            return Poll::Pending;
-                        }
-                        None
-                    }
-                    Err(_) => None,
-                };
-                let message = self.message.take().unwrap_or_default();
-                self.answered = true;
-                Poll::Ready(Err(ConnectFailure::SshEnded { status, message }
-                    .into_io(io::ErrorKind::ConnectionAborted)))
+                self.poll_ended(context).map(Err)
             }
             Poll::Ready(Ok(())) => {
                 if buffer.filled().len() > before {
@@ -819,13 +899,16 @@ impl AsyncWrite for SshStream {
         context: &mut Context<'_>,
         bytes: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stdin).poll_write(context, bytes)
+        let result = Pin::new(&mut self.stdin).poll_write(context, bytes);
+        self.written(context, result)
     }
     fn poll_flush(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stdin).poll_flush(context)
+        let result = Pin::new(&mut self.stdin).poll_flush(context);
+        self.written(context, result)
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stdin).poll_shutdown(context)
+        let result = Pin::new(&mut self.stdin).poll_shutdown(context);
+        self.written(context, result)
     }
 }
 

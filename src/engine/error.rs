@@ -61,6 +61,12 @@ pub enum EngineError {
     },
     #[error("the {} at `{endpoint}` did not answer within {seconds} s", .endpoint.daemon())]
     Timeout { endpoint: Endpoint, seconds: u64 },
+    /// A TCP connection that never completed: the host, the network or a firewall, never
+    /// the daemon, which was not reached (`engine::connector::ConnectFailure::NeverConnected`).
+    #[error(
+        "no connection to `{endpoint}` completed: nothing answered there (the host is down or unreachable, the address or port is wrong, or a firewall drops the connection), so the daemon was never reached"
+    )]
+    NeverConnected { endpoint: Endpoint },
     /// The daemon took a request and then stopped answering: no complete answer (headers
     /// and body) within the request's deadline, or no answer to a liveness ping while a
     /// long stream was open.
@@ -346,6 +352,7 @@ impl EngineError {
                     mismatch: TlsMismatch::PlainEndpoint,
                 },
                 ConnectFailure::Handshake(source) => EngineError::TlsHandshake { endpoint, source },
+                ConnectFailure::NeverConnected => EngineError::NeverConnected { endpoint },
                 failure => EngineError::Ssh { endpoint, failure },
             };
         }
@@ -422,6 +429,9 @@ impl EngineError {
             EngineError::ConnectionRefused { endpoint, .. } => format!(
                 "the socket or port exists but nothing listens: restart {} or check DOCKER_HOST",
                 endpoint.kind.start_command("restart")
+            ),
+            EngineError::NeverConnected { endpoint } => format!(
+                "check the address and port, and that the host is up and reachable from here: `docker -H {endpoint} info` cannot connect either"
             ),
             EngineError::Timeout { endpoint, .. } | EngineError::StoppedAnswering { endpoint, .. } => {
                 format!("the {} is overloaded or hung: check {}", endpoint.daemon(), endpoint.kind.service_logs())
@@ -507,6 +517,7 @@ impl EngineError {
             EngineError::PermissionDenied { .. } => "permission_denied",
             EngineError::ConnectionRefused { .. } => "connection_refused",
             EngineError::Timeout { .. } => "timeout",
+            EngineError::NeverConnected { .. } => "never_connected",
             EngineError::BadAnswer { .. } => "bad_answer",
             EngineError::NotASocket { .. } => "not_a_socket",
             EngineError::InvalidReference { .. } => "invalid_reference",

