@@ -81,6 +81,11 @@ pub enum EngineError {
         problem: String,
         answer: String,
     },
+    /// What answered sent an HTTP head hyper would not read (two `Content-Length` headers
+    /// that differ, a status line that is not HTTP, headers past the limit): named with
+    /// what was wrong, never a vague failure to talk.
+    #[error("the {} at `{endpoint}` sent a malformed HTTP answer: {problem}", .endpoint.daemon())]
+    MalformedAnswer { endpoint: Endpoint, problem: String },
     /// An exec's output ended but the daemon gives no exit code for it: envctl never
     /// guesses one.
     #[error(
@@ -381,6 +386,10 @@ impl EngineError {
                 problem: message,
                 answer: capped(contents),
             },
+            other if malformed_http(&other).is_some() => EngineError::MalformedAnswer {
+                endpoint,
+                problem: malformed_http(&other).unwrap_or_default(),
+            },
             other if io_error(&other).and_then(std::io::Error::raw_os_error) == Some(EMFILE) => {
                 EngineError::TooManyOpenFiles {
                     endpoint,
@@ -438,6 +447,10 @@ impl EngineError {
             }
             EngineError::BadAnswer { endpoint, .. } => format!(
                 "something other than a Docker daemon or Podman service may listen at `{endpoint}`: check DOCKER_HOST, then {}",
+                endpoint.kind.service_logs()
+            ),
+            EngineError::MalformedAnswer { endpoint, .. } => format!(
+                "something other than a Docker daemon or Podman service, or a proxy in between, answers at `{endpoint}`: check DOCKER_HOST, then {}",
                 endpoint.kind.service_logs()
             ),
             EngineError::NotASocket { .. } => {
@@ -519,6 +532,7 @@ impl EngineError {
             EngineError::Timeout { .. } => "timeout",
             EngineError::NeverConnected { .. } => "never_connected",
             EngineError::BadAnswer { .. } => "bad_answer",
+            EngineError::MalformedAnswer { .. } => "malformed_answer",
             EngineError::NotASocket { .. } => "not_a_socket",
             EngineError::InvalidReference { .. } => "invalid_reference",
             EngineError::ExitCodeUnknown { .. } => "exit_code_unknown",
@@ -540,6 +554,28 @@ impl EngineError {
             EngineError::StoppedAnswering { .. } => "stopped_answering",
         }
     }
+}
+
+/// What was malformed in an HTTP answer hyper refused to read, in words that name the
+/// header: hyper says `invalid content-length parsed` for two that differ.
+fn malformed_http(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = current {
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>()
+            && hyper.is_parse()
+        {
+            let said = hyper.to_string();
+            return Some(if said.contains("content-length") {
+                format!(
+                    "{said} (its Content-Length headers differ, or one is not a number: the answer's length cannot be known)"
+                )
+            } else {
+                said
+            });
+        }
+        current = error.source();
+    }
+    None
 }
 
 /// A daemon's message for an error status, or what its absence means: never "answered

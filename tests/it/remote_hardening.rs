@@ -629,3 +629,48 @@ fn a_version_1_client_certificate_is_named_so() {
         "{run}"
     );
 }
+
+/// A daemon whose answer has two `Content-Length` headers that differ (a request
+/// smuggling shape) is said as a malformed answer naming the header, not a vague failure.
+#[test]
+fn a_duplicate_content_length_is_named() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let folder = tempfile::tempdir().unwrap();
+    let socket = folder.path().join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                // The request's head, then the answer.
+                while reader.read_line(&mut line).is_ok_and(|read| read > 0) {
+                    if line == "\r\n" {
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nContent-Length: 45\r\n\r\nOK",
+                        );
+                    }
+                    line.clear();
+                }
+            });
+        }
+    });
+    let run = envctl(
+        folder.path(),
+        &Way {
+            name: "duplicate length",
+            variables: vec![(
+                "DOCKER_HOST".into(),
+                format!("unix://{}", socket.display()).into(),
+            )],
+        },
+        &["ps"],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr.contains("sent a malformed HTTP answer")
+            && run.stderr.contains("Content-Length headers differ"),
+        "{run}"
+    );
+}

@@ -30,7 +30,8 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         | EngineError::Choice(_) => FailureKind::UnsupportedHost,
         EngineError::Daemon { .. }
         | EngineError::StartRefused { .. }
-        | EngineError::BadAnswer { .. } => FailureKind::DaemonError,
+        | EngineError::BadAnswer { .. }
+        | EngineError::MalformedAnswer { .. } => FailureKind::DaemonError,
         EngineError::Pull { .. } => FailureKind::PullFailed,
         EngineError::ImageMissing { .. } => FailureKind::ImageMissing,
         EngineError::NameConflict { .. } => FailureKind::NameConflict,
