@@ -103,7 +103,11 @@ pub fn named_with(
                 ),
             });
         }
-        if hosts.iter().any(|host| host.name == name) {
+        // Names are kept masked (a password typed in a URL is never shown): compared so.
+        if hosts
+            .iter()
+            .any(|host| host.name == crate::secret::masked_url(name))
+        {
             return Err(Error::Usage {
                 message: format!("--hosts names `{name}` twice"),
                 hint: Some("name each host once".into()),
