@@ -278,6 +278,47 @@ fn toml_string(characters: &[char], start: usize) -> (usize, String) {
     (characters.len() + 1, content)
 }
 
+/// `text` with the password of every URL in it (`tcp://user:pw@host`,
+/// `ssh://me:pw@gpu2`) written [`MASK`]: an endpoint is shown in errors, in `doctor`, in
+/// `--hosts` tables and in JSON, and none of those is a place for a password. The one
+/// function every shown endpoint goes through; the user name stays, as it says who.
+/// The authority ends at the first `/`, `?`, `#` or white space, and its user
+/// information at its last `@`, as URL parsers read it.
+pub fn masked_url(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("://") || !text.contains('@') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("://") {
+        let authority_start = start + 3;
+        shown.push_str(&rest[..authority_start]);
+        let after = &rest[authority_start..];
+        let authority_end = after
+            .find(|character: char| {
+                matches!(character, '/' | '?' | '#') || character.is_whitespace()
+            })
+            .unwrap_or(after.len());
+        let authority = &after[..authority_end];
+        match authority.rsplit_once('@') {
+            Some((user_information, host)) => match user_information.split_once(':') {
+                Some((user, _password)) => {
+                    shown.push_str(user);
+                    shown.push(':');
+                    shown.push_str(MASK);
+                    shown.push('@');
+                    shown.push_str(host);
+                }
+                None => shown.push_str(authority),
+            },
+            None => shown.push_str(authority),
+        }
+        rest = &after[authority_end..];
+    }
+    shown.push_str(rest);
+    std::borrow::Cow::Owned(shown)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,5 +491,37 @@ mod tests {
             list(&["A".into(), "B".into(), "C".into()]),
             "`A`, `B` and `C`"
         );
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn every_url_password_is_masked_and_the_rest_kept() {
+        assert_eq!(
+            masked_url("tcp://me:hunter2@gpu2:2376"),
+            "tcp://me:<masked>@gpu2:2376"
+        );
+        assert_eq!(
+            masked_url("ssh://me:pw@gpu2/run/d.sock"),
+            "ssh://me:<masked>@gpu2/run/d.sock"
+        );
+        // Inside a message, several, and a password holding `@` or `:`.
+        assert_eq!(
+            masked_url("cannot reach `tcp://a:b@c:1` nor ssh://x:y:z@w@h now"),
+            "cannot reach `tcp://a:<masked>@c:1` nor ssh://x:<masked>@h now"
+        );
+        // No password: unchanged.
+        for plain in [
+            "ssh://me@gpu2",
+            "unix:///run/docker.sock",
+            "tcp://gpu2:2375",
+            "a@b",
+            "ssh://gpu2/x@y",
+        ] {
+            assert_eq!(masked_url(plain), plain);
+        }
     }
 }

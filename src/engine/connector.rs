@@ -49,6 +49,12 @@ const MAXIMUM_SSH_MESSAGE: usize = 16 * 1024;
 /// (`-o ConnectTimeout=30`); envctl's own deadlines are shorter and come first.
 const SSH_CONNECT_TIMEOUT: &str = "ConnectTimeout=30";
 
+/// How long a TCP connection may take to complete: shorter than the first request's
+/// deadline (`engine::PING_TIMEOUT`, 3 s), so a connection that never completes (a host
+/// that is down, a firewall that drops) is said as that, not as a daemon that took the
+/// request and stopped answering.
+const CONNECT_DEADLINE: Duration = Duration::from_millis(2500);
+
 /// The system's trusted roots, for a context that verifies the daemon with no CA of its own.
 const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
 
@@ -111,6 +117,185 @@ impl SshTarget {
     }
 }
 
+impl SshTarget {
+    /// The target an `ssh://` endpoint names, read as the docker CLI reads it (the user
+    /// name and socket path percent-decoded), or why it is refused. Every word that will
+    /// reach ssh is checked here, the one place an endpoint becomes ssh's arguments,
+    /// whichever source named it (`-H`, `DOCKER_HOST`, a context, the team file): see
+    /// [`SshRefusal`].
+    pub fn parse(endpoint: &str) -> Result<SshTarget, SshRefusal> {
+        // The URL parser drops tabs and line feeds silently: a word with a control
+        // character in it is refused before it is parsed, not changed into another one.
+        if let Some(control) = endpoint.chars().find(|character| character.is_control()) {
+            return Err(SshRefusal::Control { character: control });
+        }
+        let url = url::Url::parse(endpoint).map_err(|_| SshRefusal::NotAUrl)?;
+        if url.scheme() != "ssh" {
+            return Err(SshRefusal::NotAUrl);
+        }
+        // The CLI refuses a password in the URL: ssh asks for one itself.
+        if url.password().is_some() {
+            return Err(SshRefusal::Password);
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(SshRefusal::QueryOrFragment);
+        }
+        let Some(host) = url.host_str().filter(|host| !host.is_empty()) else {
+            return Err(SshRefusal::NoHost);
+        };
+        // ssh takes an IPv6 address without its brackets, as the CLI gives it.
+        let host = match url.host() {
+            Some(url::Host::Ipv6(address)) => address.to_string(),
+            _ => percent_decoded(host).ok_or(SshRefusal::NotAUrl)?,
+        };
+        refuse_unsafe(SshWord::Host, &host)?;
+        let user = Some(url.username())
+            .filter(|user| !user.is_empty())
+            .map(|user| percent_decoded(user).ok_or(SshRefusal::NotAUrl))
+            .transpose()?;
+        if let Some(user) = &user {
+            refuse_unsafe(SshWord::User, user)?;
+        }
+        let socket = Some(url.path())
+            .filter(|path| !path.is_empty() && *path != "/")
+            .map(|path| percent_decoded(path).ok_or(SshRefusal::NotAUrl))
+            .transpose()?;
+        if let Some(socket) = &socket {
+            refuse_unsafe(SshWord::Socket, socket)?;
+        }
+        if url.port() == Some(0) {
+            return Err(SshRefusal::PortZero);
+        }
+        Ok(SshTarget {
+            user,
+            host,
+            port: url.port(),
+            socket,
+        })
+    }
+}
+
+/// A word of an `ssh://` endpoint that reaches ssh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SshWord {
+    User,
+    Host,
+    Socket,
+}
+
+impl SshWord {
+    fn name(self) -> &'static str {
+        match self {
+            SshWord::User => "user name",
+            SshWord::Host => "host",
+            SshWord::Socket => "socket path",
+        }
+    }
+
+    /// Where the word goes, which is why it must be plain.
+    fn goes(self) -> &'static str {
+        match self {
+            SshWord::User => {
+                "it goes to ssh as `-l USER`, which an ssh_config's `%r` hands to a shell"
+            }
+            SshWord::Host => {
+                "it goes to ssh as the host, which an ssh_config's `%h` hands to a shell"
+            }
+            SshWord::Socket => {
+                "it is part of the command ssh runs on the far side, which the remote user's shell reads"
+            }
+        }
+    }
+
+    /// The characters the word may hold.
+    fn allowed(self) -> &'static str {
+        match self {
+            SshWord::User => "letters, digits and `. _ - @`",
+            SshWord::Host => "letters, digits and `. _ -` (or an IPv6 address in brackets)",
+            SshWord::Socket => "letters, digits and `/ . _ - + @ : , =`",
+        }
+    }
+
+    fn takes(self, character: char) -> bool {
+        character.is_ascii_alphanumeric()
+            || match self {
+                SshWord::User => matches!(character, '.' | '_' | '-' | '@'),
+                SshWord::Host => matches!(character, '.' | '_' | '-' | ':'),
+                SshWord::Socket => {
+                    matches!(
+                        character,
+                        '/' | '.' | '_' | '-' | '+' | '@' | ':' | ',' | '='
+                    )
+                }
+            }
+    }
+}
+
+/// Why an `ssh://` endpoint is not given to ssh. Every word of it that reaches ssh (the
+/// user name, the host, the socket path) is refused unless it is plain: the socket path
+/// becomes part of the command the far side's shell runs (`docker --host unix://PATH
+/// system dial-stdio`), so `/run/docker.sock;touch /tmp/x` would run `touch` there, and
+/// the user name and host reach a shell wherever an ssh_config uses `%r` or `%h` in
+/// `ProxyCommand` or `Match exec`. Refused rather than quoted: the far side's shell may
+/// be any shell, and no quoting is right for all of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SshRefusal {
+    #[error("it is not a URL envctl can read as `ssh://[USER@]HOST[:PORT][/SOCKET]`")]
+    NotAUrl,
+    #[error("it names no host")]
+    NoHost,
+    #[error(
+        "it carries a password, which envctl never sends (ssh asks for one itself, or uses a key or the agent)"
+    )]
+    Password,
+    #[error("it has a query or a fragment (`?`, `#`), which the docker CLI does not take either")]
+    QueryOrFragment,
+    #[error("port 0 is no port")]
+    PortZero,
+    #[error("it holds the control character {}", .character.escape_debug())]
+    Control { character: char },
+    #[error(
+        "its {} `{}` holds `{}`: {}; a {} may hold only {}",
+        .word.name(), .value.escape_debug(), .character.escape_debug(), .word.goes(), .word.name(), .word.allowed()
+    )]
+    Unsafe {
+        word: SshWord,
+        value: String,
+        character: char,
+    },
+    #[error("its {} `{}` begins with `-`, which ssh would read as an option", .word.name(), .value.escape_debug())]
+    Dash { word: SshWord, value: String },
+}
+
+/// `value` as a word `word` may be, or the first character that makes it unsafe.
+fn refuse_unsafe(word: SshWord, value: &str) -> Result<(), SshRefusal> {
+    if value.starts_with('-') {
+        return Err(SshRefusal::Dash {
+            word,
+            value: value.to_string(),
+        });
+    }
+    match value.chars().find(|character| !word.takes(*character)) {
+        Some(character) => Err(SshRefusal::Unsafe {
+            word,
+            value: value.to_string(),
+            character,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Why the `ssh://` endpoint `endpoint` would be refused, for the sources that name one
+/// (a context, the team file) to say so with their own place; `None` for an endpoint that
+/// is not `ssh://` or that is fine.
+pub(crate) fn ssh_refusal(endpoint: &str) -> Option<SshRefusal> {
+    let scheme = endpoint.split_once("://").map(|(scheme, _)| scheme)?;
+    if !scheme.eq_ignore_ascii_case("ssh") {
+        return None;
+    }
+    SshTarget::parse(endpoint).err()
+}
+
 /// What failed below HTTP, carried inside the `io::Error` the stream gives.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ConnectFailure {
@@ -121,6 +306,10 @@ pub enum ConnectFailure {
     /// certificate the daemon refused).
     #[error("the TLS handshake failed")]
     Handshake(#[source] rustls::Error),
+    /// A TCP connection that did not complete within [`CONNECT_DEADLINE`]: nothing on the
+    /// way answered, the daemon was never reached.
+    #[error("no connection completed within {:.1} s", CONNECT_DEADLINE.as_secs_f64())]
+    NeverConnected,
     /// `ssh` is not on `PATH`.
     #[error("cannot run `ssh`: {0}")]
     SshMissing(String),
@@ -202,32 +391,12 @@ impl Route {
                     }
                 }
             }
-            Some("ssh") => {
-                let url = url::Url::parse(endpoint).map_err(|_| unsupported())?;
-                let Some(host) = url.host_str().filter(|host| !host.is_empty()) else {
-                    return Err(unsupported());
-                };
-                // The CLI refuses a password in the URL: ssh asks for one itself.
-                if url.password().is_some() {
-                    return Err(unsupported());
-                }
-                let user = Some(url.username())
-                    .filter(|user| !user.is_empty())
-                    .map(|user| percent_decoded(user).ok_or_else(unsupported))
-                    .transpose()?;
-                let socket = Some(url.path())
-                    .filter(|path| !path.is_empty() && *path != "/")
-                    .map(str::to_string);
-                if url.query().is_some() || url.fragment().is_some() {
-                    return Err(unsupported());
-                }
-                Ok(Route::Ssh(SshTarget {
-                    user,
-                    host: host.to_string(),
-                    port: url.port(),
-                    socket,
-                }))
-            }
+            Some("ssh") => SshTarget::parse(endpoint)
+                .map(Route::Ssh)
+                .map_err(|refusal| EngineError::SshEndpoint {
+                    endpoint: Endpoint::unidentified(endpoint),
+                    refusal,
+                }),
             _ => Err(unsupported()),
         }
     }
@@ -264,7 +433,7 @@ impl Route {
         match self {
             Route::Unix { path } => Ok(Box::new(tokio::net::UnixStream::connect(path).await?)),
             Route::Tcp { address } => {
-                let stream = tokio::net::TcpStream::connect(address.as_str()).await?;
+                let stream = connect(address).await?;
                 stream.set_nodelay(true)?;
                 Ok(Box::new(stream))
             }
@@ -273,7 +442,7 @@ impl Route {
                 server,
                 config,
             } => {
-                let stream = tokio::net::TcpStream::connect(address.as_str()).await?;
+                let stream = connect(address).await?;
                 stream.set_nodelay(true)?;
                 let first = Arc::new(Mutex::new(Vec::new()));
                 let sniffed = FirstBytes {
@@ -288,6 +457,14 @@ impl Route {
             }
             Route::Ssh(target) => Ok(Box::new(SshStream::spawn(target)?)),
         }
+    }
+}
+
+/// A TCP connection to `address`, bounded by [`CONNECT_DEADLINE`].
+async fn connect(address: &str) -> io::Result<tokio::net::TcpStream> {
+    match tokio::time::timeout(CONNECT_DEADLINE, tokio::net::TcpStream::connect(address)).await {
+        Ok(connected) => connected,
+        Err(_) => Err(ConnectFailure::NeverConnected.into_io(io::ErrorKind::TimedOut)),
     }
 }
 
@@ -441,12 +618,45 @@ fn tls_config(endpoint: &str, tls: &TlsChoice) -> Result<rustls::ClientConfig, E
         (Some(certificate), Some(key)) => {
             let chain = certificates(certificate, &setup)?;
             let key = private_key(key, &setup)?;
+            let first_version_1 = chain.first().is_some_and(|first| is_version_1(first));
             builder
                 .with_client_auth_cert(chain, key.clone_key())
-                .map_err(|error| setup(certificate, format!("does not go with its key: {error}")))
+                .map_err(|error| {
+                    let problem = match &error {
+                        _ if first_version_1 => format!(
+                            "is an X.509 version 1 certificate, which a TLS client cannot present (rustls reads version 3 only): make a version 3 one, `openssl x509 -req … -extfile FILE` with `extendedKeyUsage=clientAuth` in FILE ({error})"
+                        ),
+                        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+                            format!("does not go with its key: {error}")
+                        }
+                        _ => format!("cannot be used as a client certificate with its key: {error}"),
+                    };
+                    setup(certificate, problem)
+                })
         }
         _ => Ok(builder.with_no_client_auth()),
     }
+}
+
+/// Whether `certificate` is X.509 version 1: its `TBSCertificate` has no `[0]` version
+/// field (DER: the outer SEQUENCE, the inner SEQUENCE, then tag 0xA0 for versions 2 and 3).
+fn is_version_1(certificate: &[u8]) -> bool {
+    /// The length of the DER header (tag and length) of the element at the start of `bytes`.
+    fn header(bytes: &[u8]) -> Option<usize> {
+        let first = *bytes.get(1)?;
+        if first < 0x80 {
+            Some(2)
+        } else {
+            Some(2 + usize::from(first & 0x7f))
+        }
+    }
+    let Some(outer) = header(certificate) else {
+        return false;
+    };
+    let Some(inner) = certificate.get(outer..).and_then(header) else {
+        return false;
+    };
+    certificate.get(outer) == Some(&0x30) && certificate.get(outer + inner) != Some(&0xa0)
 }
 
 /// The certificates of a PEM file, at least one.
@@ -601,6 +811,64 @@ impl SshStream {
     }
 }
 
+impl SshStream {
+    /// ssh ended before the far side answered: its status and its stderr, as one
+    /// [`ConnectFailure::SshEnded`], once its stderr closed and its exit status is known
+    /// (or [`SSH_EXIT_WAIT`] passed). Both ends of the pipe see the same end: a read finds
+    /// the end of ssh's output, a write the broken pipe of its input, whichever hyper
+    /// tries first; each is said as ssh's failure.
+    fn poll_ended(&mut self, context: &mut Context<'_>) -> Poll<io::Error> {
+        if self.message.is_none() {
+            match Pin::new(&mut self.stderr).poll(context) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(message) => self.message = Some(message.unwrap_or_default()),
+            }
+        }
+        let status = match self.child.try_wait() {
+            Ok(Some(status)) => status.code(),
+            Ok(None) => {
+                let now = tokio::time::Instant::now();
+                let (sleep, since) = self.exit_wait.get_or_insert_with(|| {
+                    (Box::pin(tokio::time::sleep(Duration::from_millis(5))), now)
+                });
+                if now.duration_since(*since) < SSH_EXIT_WAIT {
+                    if sleep.as_mut().poll(context).is_pending() {
+                        return Poll::Pending;
+                    }
+                    sleep.as_mut().reset(now + Duration::from_millis(5));
+                    // Polled again at once: the reset sleep registers the waker.
+                    context.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                None
+            }
+            Err(_) => None,
+        };
+        let message = self.message.take().unwrap_or_default();
+        self.answered = true;
+        Poll::Ready(
+            ConnectFailure::SshEnded { status, message }.into_io(io::ErrorKind::ConnectionAborted),
+        )
+    }
+
+    /// A write's, flush's or shutdown's result: a broken pipe before any answer is ssh
+    /// that ended, said with its status and stderr.
+    fn written<T>(
+        &mut self,
+        context: &mut Context<'_>,
+        result: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match result {
+            Poll::Ready(Err(error))
+                if error.kind() == io::ErrorKind::BrokenPipe && !self.answered =>
+            {
+                self.poll_ended(context).map(Err)
+            }
+            other => other,
+        }
+    }
+}
+
 impl AsyncRead for SshStream {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -612,36 +880,7 @@ impl AsyncRead for SshStream {
             Poll::Ready(Ok(())) if buffer.filled().len() == before && !self.answered => {
                 // The end before any answer: ssh failed. Its message comes once its stderr
                 // closes (at its exit).
-                if self.message.is_none() {
-                    match Pin::new(&mut self.stderr).poll(context) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(message) => self.message = Some(message.unwrap_or_default()),
-                    }
-                }
-                let status = match self.child.try_wait() {
-                    Ok(Some(status)) => status.code(),
-                    Ok(None) => {
-                        let now = tokio::time::Instant::now();
-                        let (sleep, since) = self.exit_wait.get_or_insert_with(|| {
-                            (Box::pin(tokio::time::sleep(Duration::from_millis(5))), now)
-                        });
-                        if now.duration_since(*since) < SSH_EXIT_WAIT {
-                            if sleep.as_mut().poll(context).is_pending() {
-                                return Poll::Pending;
-                            }
-                            sleep.as_mut().reset(now + Duration::from_millis(5));
-                            // Polled again at once: the reset sleep registers the waker.
-                            context.waker().wake_by_ref();
-                            return Poll::Pending;
-                        }
-                        None
-                    }
-                    Err(_) => None,
-                };
-                let message = self.message.take().unwrap_or_default();
-                self.answered = true;
-                Poll::Ready(Err(ConnectFailure::SshEnded { status, message }
-                    .into_io(io::ErrorKind::ConnectionAborted)))
+                self.poll_ended(context).map(Err)
             }
             Poll::Ready(Ok(())) => {
                 if buffer.filled().len() > before {
@@ -660,13 +899,16 @@ impl AsyncWrite for SshStream {
         context: &mut Context<'_>,
         bytes: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stdin).poll_write(context, bytes)
+        let result = Pin::new(&mut self.stdin).poll_write(context, bytes);
+        self.written(context, result)
     }
     fn poll_flush(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stdin).poll_flush(context)
+        let result = Pin::new(&mut self.stdin).poll_flush(context);
+        self.written(context, result)
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stdin).poll_shutdown(context)
+        let result = Pin::new(&mut self.stdin).poll_shutdown(context);
+        self.written(context, result)
     }
 }
 
@@ -837,18 +1079,115 @@ mod tests {
                 .arguments()
                 .contains(&"unix:///run/other.sock".to_string())
         );
-        for bad in [
-            "ssh://",
-            "ssh://me:secret@gpu2",
-            "ftp://x",
-            "tcp://",
-            "npipe:////./pipe/x",
-        ] {
+        for bad in ["ftp://x", "tcp://", "npipe:////./pipe/x"] {
             assert!(
                 matches!(route(bad), Err(EngineError::UnsupportedHost { .. })),
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn every_ssh_word_a_shell_would_read_is_refused() {
+        let refused = |endpoint: &str| match route(endpoint) {
+            Err(EngineError::SshEndpoint { refusal, .. }) => refusal,
+            other => panic!("{endpoint}: {other:?}"),
+        };
+        // The socket path: the far side's shell runs it.
+        for (endpoint, character) in [
+            (
+                "ssh://root@127.0.0.1/run/docker.sock;touch$IFS/tmp/PWN;true",
+                ';',
+            ),
+            ("ssh://gpu2/run/d.sock%60id%60", '`'),
+            ("ssh://gpu2/run/d.sock`id`", '`'),
+            ("ssh://gpu2/run/$(id)", '$'),
+            ("ssh://gpu2/run/d.sock|id", '|'),
+            ("ssh://gpu2/run/d.sock&id", '&'),
+            ("ssh://gpu2/run/d'.sock", '\''),
+            ("ssh://gpu2/run/d%20x.sock", ' '),
+            ("ssh://gpu2/run/d%0Aid", '\n'),
+        ] {
+            assert!(
+                matches!(refused(endpoint), SshRefusal::Unsafe { word: SshWord::Socket, character: found, .. } if found == character),
+                "{endpoint}"
+            );
+        }
+        // The user name: ssh_config's `%r`.
+        for endpoint in [
+            "ssh://a;b@gpu2",
+            "ssh://a%3Bb@gpu2",
+            "ssh://a%20b@gpu2",
+            "ssh://a$(id)@gpu2",
+        ] {
+            assert!(
+                matches!(
+                    refused(endpoint),
+                    SshRefusal::Unsafe {
+                        word: SshWord::User,
+                        ..
+                    }
+                ),
+                "{endpoint}"
+            );
+        }
+        // The host: an option, or shell syntax for `%h`.
+        assert!(matches!(
+            refused("ssh://-oProxyCommand=id"),
+            SshRefusal::Dash {
+                word: SshWord::Host,
+                ..
+            }
+        ));
+        assert!(matches!(
+            refused("ssh://-l@gpu2"),
+            SshRefusal::Dash {
+                word: SshWord::User,
+                ..
+            }
+        ));
+        assert!(matches!(
+            refused("ssh://gpu2;id"),
+            SshRefusal::Unsafe {
+                word: SshWord::Host,
+                ..
+            }
+        ));
+        assert!(matches!(
+            refused("ssh://gpu2$(id)"),
+            SshRefusal::Unsafe {
+                word: SshWord::Host,
+                ..
+            }
+        ));
+        // A raw line feed or tab, which the URL parser would drop silently.
+        assert!(matches!(
+            refused("ssh://gpu2/run/d.sock\ntouch"),
+            SshRefusal::Control { .. }
+        ));
+        assert!(matches!(
+            refused("ssh://me:secret@gpu2"),
+            SshRefusal::Password
+        ));
+        assert!(matches!(
+            refused("ssh://"),
+            SshRefusal::NoHost | SshRefusal::NotAUrl
+        ));
+        assert!(matches!(refused("ssh://gpu2:0"), SshRefusal::PortZero));
+        // Plain words pass, decoded as the CLI decodes them.
+        let Ok(Route::Ssh(target)) = route("ssh://me.x%40corp@[::1]:22/run/user/1000/docker.sock")
+        else {
+            panic!("plain words");
+        };
+        assert_eq!(target.user.as_deref(), Some("me.x@corp"));
+        assert_eq!(target.host, "::1");
+        assert_eq!(target.socket.as_deref(), Some("/run/user/1000/docker.sock"));
+        // The message names the word, the character and why.
+        let message = route("ssh://gpu2/run/d.sock;id").unwrap_err().to_string();
+        assert!(
+            message.contains("socket path `/run/d.sock;id` holds `;`") && message.contains("shell"),
+            "{message}"
+        );
     }
 
     #[test]

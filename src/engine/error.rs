@@ -18,8 +18,10 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint whose engine is not known yet.
     pub fn unidentified(address: impl Into<String>) -> Endpoint {
+        let address: String = address.into();
         Endpoint {
-            address: address.into(),
+            // An endpoint is only ever shown: a password in it never is.
+            address: crate::secret::masked_url(&address).into_owned(),
             kind: EngineKind::Unknown,
         }
     }
@@ -59,6 +61,12 @@ pub enum EngineError {
     },
     #[error("the {} at `{endpoint}` did not answer within {seconds} s", .endpoint.daemon())]
     Timeout { endpoint: Endpoint, seconds: u64 },
+    /// A TCP connection that never completed: the host, the network or a firewall, never
+    /// the daemon, which was not reached (`engine::connector::ConnectFailure::NeverConnected`).
+    #[error(
+        "no connection to `{endpoint}` completed: nothing answered there (the host is down or unreachable, the address or port is wrong, or a firewall drops the connection), so the daemon was never reached"
+    )]
+    NeverConnected { endpoint: Endpoint },
     /// The daemon took a request and then stopped answering: no complete answer (headers
     /// and body) within the request's deadline, or no answer to a liveness ping while a
     /// long stream was open.
@@ -73,6 +81,11 @@ pub enum EngineError {
         problem: String,
         answer: String,
     },
+    /// What answered sent an HTTP head hyper would not read (two `Content-Length` headers
+    /// that differ, a status line that is not HTTP, headers past the limit): named with
+    /// what was wrong, never a vague failure to talk.
+    #[error("the {} at `{endpoint}` sent a malformed HTTP answer: {problem}", .endpoint.daemon())]
+    MalformedAnswer { endpoint: Endpoint, problem: String },
     /// An exec's output ended but the daemon gives no exit code for it: envctl never
     /// guesses one.
     #[error(
@@ -91,8 +104,16 @@ pub enum EngineError {
     /// refused before anything is sent.
     #[error("`{value}` is not a valid {what} for the Docker Engine API")]
     InvalidReference { what: &'static str, value: String },
-    #[error("`DOCKER_HOST={endpoint}` uses a scheme envctl does not support")]
+    #[error("`{endpoint}` uses a scheme envctl does not support")]
     UnsupportedHost { endpoint: Endpoint },
+    /// An `ssh://` endpoint with a word that must not reach ssh (a socket path the far
+    /// side's shell would run, a user name with shell syntax, a password): refused before
+    /// ssh runs (`engine::connector::SshRefusal`).
+    #[error("envctl does not run ssh for `{endpoint}`: {refusal}")]
+    SshEndpoint {
+        endpoint: Endpoint,
+        refusal: super::connector::SshRefusal,
+    },
     /// A TLS file the choice names (`ca.pem`, `cert.pem`, `key.pem`) cannot be used:
     /// nothing is sent, in TLS or in cleartext.
     #[error("cannot reach `{endpoint}` over TLS ({why}): `{}` {problem}", .path.display())]
@@ -336,6 +357,7 @@ impl EngineError {
                     mismatch: TlsMismatch::PlainEndpoint,
                 },
                 ConnectFailure::Handshake(source) => EngineError::TlsHandshake { endpoint, source },
+                ConnectFailure::NeverConnected => EngineError::NeverConnected { endpoint },
                 failure => EngineError::Ssh { endpoint, failure },
             };
         }
@@ -363,6 +385,10 @@ impl EngineError {
                 endpoint,
                 problem: message,
                 answer: capped(contents),
+            },
+            other if malformed_http(&other).is_some() => EngineError::MalformedAnswer {
+                endpoint,
+                problem: malformed_http(&other).unwrap_or_default(),
             },
             other if io_error(&other).and_then(std::io::Error::raw_os_error) == Some(EMFILE) => {
                 EngineError::TooManyOpenFiles {
@@ -413,11 +439,18 @@ impl EngineError {
                 "the socket or port exists but nothing listens: restart {} or check DOCKER_HOST",
                 endpoint.kind.start_command("restart")
             ),
+            EngineError::NeverConnected { endpoint } => format!(
+                "check the address and port, and that the host is up and reachable from here: `docker -H {endpoint} info` cannot connect either"
+            ),
             EngineError::Timeout { endpoint, .. } | EngineError::StoppedAnswering { endpoint, .. } => {
                 format!("the {} is overloaded or hung: check {}", endpoint.daemon(), endpoint.kind.service_logs())
             }
             EngineError::BadAnswer { endpoint, .. } => format!(
                 "something other than a Docker daemon or Podman service may listen at `{endpoint}`: check DOCKER_HOST, then {}",
+                endpoint.kind.service_logs()
+            ),
+            EngineError::MalformedAnswer { endpoint, .. } => format!(
+                "something other than a Docker daemon or Podman service, or a proxy in between, answers at `{endpoint}`: check DOCKER_HOST, then {}",
                 endpoint.kind.service_logs()
             ),
             EngineError::NotASocket { .. } => {
@@ -429,6 +462,12 @@ impl EngineError {
             EngineError::UnsupportedHost { .. } => {
                 "use unix:///path/to/docker.sock, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]".into()
             }
+            EngineError::SshEndpoint { refusal, .. } => match refusal {
+                super::connector::SshRefusal::Password => {
+                    "leave the password out: `ssh://USER@HOST`; ssh logs in with a key, the agent, or asks".into()
+                }
+                _ => "write the endpoint as `ssh://[USER@]HOST[:PORT][/SOCKET]` with plain words, or name the host in ~/.ssh/config and use `ssh://ALIAS`".into(),
+            },
             EngineError::TlsFiles { path, .. } => format!(
                 "DOCKER_CERT_PATH (else ~/.docker) must hold the daemon's ca.pem, and cert.pem and key.pem for envctl; for a context, `docker context inspect` names its files; the file in question: {}",
                 path.display()
@@ -491,11 +530,14 @@ impl EngineError {
             EngineError::PermissionDenied { .. } => "permission_denied",
             EngineError::ConnectionRefused { .. } => "connection_refused",
             EngineError::Timeout { .. } => "timeout",
+            EngineError::NeverConnected { .. } => "never_connected",
             EngineError::BadAnswer { .. } => "bad_answer",
+            EngineError::MalformedAnswer { .. } => "malformed_answer",
             EngineError::NotASocket { .. } => "not_a_socket",
             EngineError::InvalidReference { .. } => "invalid_reference",
             EngineError::ExitCodeUnknown { .. } => "exit_code_unknown",
             EngineError::UnsupportedHost { .. } => "unsupported_host",
+            EngineError::SshEndpoint { .. } => "ssh_endpoint_refused",
             EngineError::TlsFiles { .. } => "tls_files",
             EngineError::TlsMismatch { .. } => "tls_mismatch",
             EngineError::TlsHandshake { .. } => "tls_handshake",
@@ -512,6 +554,28 @@ impl EngineError {
             EngineError::StoppedAnswering { .. } => "stopped_answering",
         }
     }
+}
+
+/// What was malformed in an HTTP answer hyper refused to read, in words that name the
+/// header: hyper says `invalid content-length parsed` for two that differ.
+fn malformed_http(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = current {
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>()
+            && hyper.is_parse()
+        {
+            let said = hyper.to_string();
+            return Some(if said.contains("content-length") {
+                format!(
+                    "{said} (its Content-Length headers differ, or one is not a number: the answer's length cannot be known)"
+                )
+            } else {
+                said
+            });
+        }
+        current = error.source();
+    }
+    None
 }
 
 /// A daemon's message for an error status, or what its absence means: never "answered

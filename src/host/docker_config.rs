@@ -88,6 +88,14 @@ pub enum DaemonChoiceError {
     Unreadable { path: String, message: String },
     #[error("context `{name}` has no Docker endpoint")]
     NoEndpoint { name: String },
+    /// An `ssh://` endpoint with a word that must not reach ssh, said where it was
+    /// written: `context gpu2 (…/meta.json)`, `-H`, `DOCKER_HOST`, or the team file's line.
+    #[error("{source_place} names `{}`, which envctl does not give to ssh: {refusal}", crate::secret::masked_url(.endpoint))]
+    SshEndpoint {
+        source_place: String,
+        endpoint: String,
+        refusal: crate::engine::connector::SshRefusal,
+    },
 }
 
 impl DaemonChoiceError {
@@ -101,6 +109,9 @@ impl DaemonChoiceError {
             DaemonChoiceError::Unreadable { .. } | DaemonChoiceError::NoEndpoint { .. } => {
                 "`docker context inspect` shows what the docker CLI reads there".into()
             }
+            DaemonChoiceError::SshEndpoint { source_place, .. } => format!(
+                "fix {source_place}: `ssh://[USER@]HOST[:PORT][/SOCKET]` with plain words (a host of ~/.ssh/config may stand for the rest)"
+            ),
         }
     }
 }
@@ -156,8 +167,13 @@ pub fn choose(inputs: &ChoiceInputs) -> Result<DaemonChoice, DaemonChoiceError> 
             }
             _ => None,
         };
+        refuse_unsafe_ssh(&endpoint, || match &chosen_by {
+            ChosenBy::HostFlag => "-H".to_string(),
+            ChosenBy::DockerHost => "DOCKER_HOST".to_string(),
+            other => format!("{other:?}"),
+        })?;
         Ok(DaemonChoice {
-            endpoint,
+            endpoint: crate::secret::masked_url(&endpoint).into_owned(),
             chosen_by,
             tls,
         })
@@ -238,6 +254,10 @@ fn context(
         .and_then(|docker| docker.get("SkipTLSVerify"))
         .and_then(serde_json::Value::as_bool)
         == Some(true);
+    let meta_path = store.join("meta").join(&hash).join("meta.json");
+    refuse_unsafe_ssh(endpoint, || {
+        format!("context `{name}` ({by}, {})", meta_path.display())
+    })?;
     let tls_folder = store.join("tls").join(&hash).join("docker");
     let file = |name: &str| Some(tls_folder.join(name)).filter(|path| path.is_file());
     let (ca, certificate, key) = (file("ca.pem"), file("cert.pem"), file("key.pem"));
@@ -250,7 +270,7 @@ fn context(
         why: format!("context `{name}` has TLS settings"),
     });
     Ok(DaemonChoice {
-        endpoint: endpoint.to_string(),
+        endpoint: crate::secret::masked_url(endpoint).into_owned(),
         chosen_by: ChosenBy::Context {
             name: name.to_string(),
             by,
@@ -259,39 +279,51 @@ fn context(
     })
 }
 
+/// An `ssh://` endpoint whose words may not reach ssh, refused where it was written
+/// (`place` says where, asked only then), before any connection is tried.
+fn refuse_unsafe_ssh(
+    endpoint: &str,
+    place: impl FnOnce() -> String,
+) -> Result<(), DaemonChoiceError> {
+    match crate::engine::connector::ssh_refusal(endpoint) {
+        None => Ok(()),
+        Some(refusal) => Err(DaemonChoiceError::SshEndpoint {
+            source_place: place(),
+            endpoint: endpoint.to_string(),
+            refusal,
+        }),
+    }
+}
+
 /// Whether TLS applies to `endpoint`: TCP only (the CLI reaches a socket or ssh as it is).
 fn takes_tls(endpoint: &str) -> bool {
     endpoint.starts_with("tcp://") || endpoint.starts_with("http://")
 }
 
 /// A JSON file of the CLI's, at most [`MAXIMUM_BYTES`]; `None` when it does not exist.
+/// Read through `untrusted` as every file envctl did not write: a FIFO, a device or a
+/// folder in its place is named, never opened to block (a FIFO `meta.json` once hung
+/// envctl past Ctrl-C). Links are followed, as the CLI follows them: the folder is the
+/// user's own (`DOCKER_CONFIG`, `~/.docker`), often linked from a dotfiles repository.
 fn read_json(path: &Path) -> Result<Option<serde_json::Value>, DaemonChoiceError> {
-    use std::io::Read;
     let unreadable = |message: String| DaemonChoiceError::Unreadable {
         path: path.display().to_string(),
         message,
     };
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(unreadable(error.to_string())),
-    };
-    let metadata = file
-        .metadata()
-        .map_err(|error| unreadable(error.to_string()))?;
-    if !metadata.is_file() {
-        return Err(unreadable("not a regular file".into()));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAXIMUM_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| unreadable(error.to_string()))?;
-    if bytes.len() as u64 > MAXIMUM_BYTES {
-        return Err(unreadable(format!("larger than {MAXIMUM_BYTES} bytes")));
-    }
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|error| unreadable(format!("not JSON: {error}")))
+    let bytes =
+        match crate::untrusted::read(path, MAXIMUM_BYTES, crate::untrusted::Named::ByTheUser) {
+            Ok(None) => return Ok(None),
+            Ok(Some(bytes)) => bytes,
+            Err(error) => return Err(unreadable(crate::error::error_chain(&error))),
+        };
+    serde_json::from_slice(&bytes).map(Some).map_err(|error| {
+        unreadable(format!(
+            "not JSON: line {}, column {}: {}",
+            error.line(),
+            error.column(),
+            crate::untrusted::redacted(&error.to_string(), &[])
+        ))
+    })
 }
 
 fn hex(bytes: &[u8]) -> String {

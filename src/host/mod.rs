@@ -226,19 +226,15 @@ fn read_limited(path: &Path, limit: u64) -> Option<String> {
     read_text(path, limit).ok()
 }
 
-/// At most `limit` bytes of a regular file as text, or why they could not be read. Only
-/// regular files are opened: reading a FIFO would block.
+/// A regular file of at most `limit` bytes as text, or why it could not be read: through
+/// `untrusted` (never a FIFO or a device, opened without blocking), as every file envctl
+/// did not write.
 fn read_text(path: &Path, limit: u64) -> Result<String, String> {
-    use std::io::Read;
-    let metadata = std::fs::metadata(path).map_err(|error| error.to_string())?;
-    if !metadata.is_file() {
-        return Err("it is not a regular file".into());
+    match crate::untrusted::read(path, limit, crate::untrusted::Named::ByTheUser) {
+        Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into()),
+        Ok(None) => Err("it does not exist".into()),
+        Err(error) => Err(crate::error::error_chain(&error)),
     }
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(limit).read_to_string(&mut text))
-        .map_err(|error| error.to_string())?;
-    Ok(text)
 }
 
 fn read_os_release(path: &Path) -> Option<String> {

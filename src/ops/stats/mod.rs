@@ -22,13 +22,16 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
         EngineError::SocketMissing { .. } => FailureKind::SocketMissing,
         EngineError::PermissionDenied { .. } => FailureKind::PermissionDenied,
         EngineError::ConnectionRefused { .. } => FailureKind::ConnectionRefused,
-        EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. } => FailureKind::Timeout,
-        EngineError::UnsupportedHost { .. } | EngineError::Choice(_) => {
-            FailureKind::UnsupportedHost
-        }
+        EngineError::Timeout { .. }
+        | EngineError::StoppedAnswering { .. }
+        | EngineError::NeverConnected { .. } => FailureKind::Timeout,
+        EngineError::UnsupportedHost { .. }
+        | EngineError::SshEndpoint { .. }
+        | EngineError::Choice(_) => FailureKind::UnsupportedHost,
         EngineError::Daemon { .. }
         | EngineError::StartRefused { .. }
-        | EngineError::BadAnswer { .. } => FailureKind::DaemonError,
+        | EngineError::BadAnswer { .. }
+        | EngineError::MalformedAnswer { .. } => FailureKind::DaemonError,
         EngineError::Pull { .. } => FailureKind::PullFailed,
         EngineError::ImageMissing { .. } => FailureKind::ImageMissing,
         EngineError::NameConflict { .. } => FailureKind::NameConflict,
