@@ -84,13 +84,36 @@ fn blackwell_consumer_and_gb10() {
             "GB10 {build}"
         );
     }
-    for build in ["2.8.0+cu128", "2.10.0+cu128", "2.6.0+cu124"] {
-        assert_eq!(
-            arch_status("12.1", &torch(build)),
-            Status::Warn,
-            "GB10 {build}"
+    // Held out (compat-facts §8: the build script's aarch64 lists; GB10 runs sm_120 code,
+    // vllm-project/vllm#43969): 2.9.1+cu130 runs on GB10, as do the cu128 wheels of 2.8-2.10.
+    for build in ["2.9.1+cu130", "2.8.0+cu128", "2.10.0+cu128"] {
+        let verdict = gpu_vs_torch(
+            matrix(),
+            Some(crate::compat::Platform::X86_64),
+            capability("12.1"),
+            &torch(build),
+            None,
+            None,
+            &[],
+        );
+        assert_eq!(verdict.status, Status::Pass, "GB10 {build}");
+        assert!(
+            verdict.message.contains("(aarch64 wheel)")
+                && verdict
+                    .message
+                    .contains("verified (file): read in the build script, not measured"),
+            "GB10 {build}: {}",
+            verdict.message
         );
     }
+    // Still unknown, said so: no aarch64 CUDA wheel of 2.6 is in the matrix.
+    assert_eq!(
+        arch_status("12.1", &torch("2.6.0+cu124")),
+        Status::Warn,
+        "GB10 2.6.0+cu124"
+    );
+    // cu126's aarch64 list (8.0 9.0) has nothing for GB10: it fails.
+    assert_eq!(arch_status("12.1", &torch("2.9.1+cu126")), Status::Fail);
     for name in [
         "NVIDIA GeForce RTX 5090",
         "NVIDIA RTX PRO 6000 Blackwell Server Edition",
@@ -265,37 +288,63 @@ fn ada() {
 /// it as sm_101, 13.0 as sm_110.
 #[test]
 fn jetson_thor() {
+    // Judged by the aarch64 wheels: a build with sm_110 runs; one without (the cu126/cu128
+    // lists of the build script) fails: Thor needs CUDA 13; one with no aarch64 row is unknown.
     for (build, release, _) in all_builds() {
-        let expected = if release >= self::release("2.11")
-            && matrix()
-                .torch_build(
-                    release,
-                    &build.variant.as_deref().unwrap().parse().unwrap(),
-                    crate::compat::Platform::Aarch64,
-                )
-                .is_some()
-        {
-            Status::Pass
-        } else {
-            Status::Warn
+        let aarch64 = matrix().torch_build(
+            release,
+            &build.variant.as_deref().unwrap().parse().unwrap(),
+            crate::compat::Platform::Aarch64,
+        );
+        let expected = match aarch64 {
+            Some(row) if row.targets.iter().any(|target| target.to_string() == "sm_110") => {
+                Status::Pass
+            }
+            Some(_) => Status::Fail,
+            None => Status::Warn,
         };
         assert_eq!(arch_status("11.0", &build), expected, "Thor with {build}");
     }
+    // Held out (compat-facts §8; ollama/ollama#11999 "AGX Thor is CC 11.0, which requires
+    // CUDA v13"; NVIDIA: binary compatibility is not supported on Tegra): CUDA 12.8/12.9 name
+    // the old sm_101, whose cubins are not 11.0 code, so Thor fails with them.
     let status = |toolkit: &str| cuda_vs_gpu(matrix(), cuda(toolkit), capability("11.0")).status;
-    assert_eq!(status("12.8"), Status::Pass);
+    assert_eq!(status("12.8"), Status::Fail);
+    assert_eq!(status("12.9"), Status::Fail);
     assert_eq!(status("13.0"), Status::Pass);
     assert_eq!(status("12.6"), Status::Warn);
     // Each toolkit's message uses its own name for the target.
     let message = |toolkit: &str| cuda_vs_gpu(matrix(), cuda(toolkit), capability("11.0")).message;
     for toolkit in ["12.8", "12.9"] {
         let message = message(toolkit);
-        assert!(message.contains("has a sm_101 target"), "{message}");
+        assert!(
+            message.contains("its sm_101 is the target of this GPU as the CUDA 12 driver reported it")
+                && message.contains("not on Tegra")
+                && message.contains("first in CUDA 13.0"),
+            "{message}"
+        );
     }
     assert!(
         message("13.0").contains("has a sm_110 target"),
         "{}",
         message("13.0")
     );
+    // The aarch64 cu128 wheel of 2.9 has no sm_110 kernels: it fails on Thor, cu130 runs.
+    let on_thor = |build: &str| {
+        gpu_vs_torch(
+            matrix(),
+            Some(crate::compat::Platform::X86_64),
+            capability("11.0"),
+            &torch(build),
+            None,
+            None,
+            &[],
+        )
+    };
+    assert_eq!(on_thor("2.9.1+cu128").status, Status::Fail);
+    let runs = on_thor("2.9.1+cu130");
+    assert_eq!(runs.status, Status::Pass, "{}", runs.message);
+    assert!(runs.message.contains("verified (file)"), "{}", runs.message);
 }
 
 /// Any GPU, driver < 580 (R535/R550/R570/R575): every cu130/cu132 wheel fails unless a

@@ -73,6 +73,7 @@ pub mod version;
 mod failure_table_tests;
 
 pub use matrix::{
+    GpuDriverFloorRow,
     ArchitectureRow, BUNDLED_PATH, BUNDLED_TEXT, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow,
     CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuHost, GpuRow, LateVariant,
     LibraryGap, Matrix, MatrixInfo, MatrixMeta, Row, TableRows, TargetRenameRow, TorchBuildRow,

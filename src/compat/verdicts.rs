@@ -229,6 +229,11 @@ enum ToolkitReach {
     Newer,
     /// The GPU is older than the lowest target (or falls between targets).
     Older,
+    /// Only a target NVIDIA later renamed to this capability (CUDA 12.8's `sm_101`, Jetson
+    /// Thor's target under the CUDA 12 driver, where Thor reported 10.1): its cubins are not
+    /// code for the capability the GPU reports now (11.0, under the CUDA 13 driver), and
+    /// binary compatibility does not hold on Tegra (compat-facts §8).
+    Renamed(Target),
 }
 
 impl ToolkitReach {
@@ -251,10 +256,14 @@ fn toolkit_reach(
     let highest = matrix.renamed(row.highest);
     match &row.targets {
         Some(targets) => {
-            let targets: Vec<(Target, Target)> = targets
+            // A renamed target is code for the capability the GPU reported under the older
+            // driver, not for the one it reports now: it reaches nothing, and is named only
+            // when it is all the toolkit has for this GPU.
+            let (renamed, targets): (Vec<Target>, Vec<Target>) = targets
                 .iter()
-                .map(|target| (*target, matrix.renamed(*target)))
-                .collect();
+                .partition(|target| matrix.renamed(**target) != **target);
+            let targets: Vec<(Target, Target)> =
+                targets.iter().map(|target| (*target, *target)).collect();
             if let Some((own, _)) = targets
                 .iter()
                 .find(|(_, renamed)| renamed.capability == capability)
@@ -267,6 +276,12 @@ fn toolkit_reach(
                 .max_by_key(|(_, renamed)| renamed.capability)
             {
                 return ToolkitReach::SameMajor(*own);
+            }
+            if let Some(old) = renamed
+                .iter()
+                .find(|target| matrix.renamed(**target).capability == capability)
+            {
+                return ToolkitReach::Renamed(*old);
             }
             let newest = targets.iter().map(|(_, renamed)| renamed.capability).max();
             if newest.is_some_and(|newest| capability > newest) {
@@ -367,6 +382,26 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
                 None => format!("no CUDA release in {} targets {sm} yet", matrix.describe()),
             };
             facts(Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint))
+        }
+        ToolkitReach::Renamed(old) => {
+            let new = matrix.renamed(old);
+            let rename = matrix
+                .target_rename
+                .iter()
+                .find(|rename| rename.status.usable() && rename.old.capability == old.capability);
+            let from = rename.map_or_else(|| "a later release".to_string(), |rename| {
+                format!("CUDA {}", rename.from_cuda)
+            });
+            let message = format!(
+                "CUDA {cuda} cannot target {gpu}: its {old} is the target of this GPU as the CUDA 12 driver reported it (compute capability {}), and its cubins are not {} code; the GPU reports {} only under the CUDA 13 driver, and NVIDIA supports binary compatibility only on the desktop, not on Tegra, so the GPU needs {new}, first in {from}",
+                old.capability, new.capability, new.capability
+            );
+            let hint = format!("use an image with {from} or newer, which targets {new}");
+            let finding = facts(Finding::fail(GPU_CUDA_ARCH, message).with_hint(hint));
+            match rename {
+                Some(rename) => finding.with_fact("rename_row", rename),
+                None => finding,
+            }
         }
         ToolkitReach::Older => {
             let mut message = format!(
@@ -546,11 +581,14 @@ impl<'a> TorchCandidate<'a> {
 /// How a torch build's code reaches a GPU: its machine code and PTX, renamed as the matrix
 /// says, through the one architecture-reach rule.
 fn kernels(matrix: &Matrix, build: &TorchBuildRow, capability: ComputeCapability) -> Reach {
+    // A renamed target (sm_101) is code for the capability the GPU reported under an older
+    // driver, not for the one it has now (see `ToolkitReach::Renamed`): it reaches nothing.
     let targets: Vec<Target> = build
         .targets
         .iter()
         .chain(build.ptx.iter())
-        .map(|target| matrix.renamed(*target))
+        .filter(|target| matrix.renamed(**target) == **target)
+        .copied()
         .collect();
     reach(capability, &targets)
 }
@@ -928,20 +966,24 @@ fn torch_verdict(
         let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
         return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
     }
+    // `pip install torch==2.10.0` on aarch64 gets PyPI's CPU wheel, whatever CUDA builds
+    // download.pytorch.org has: a torch named without a variant or a CUDA is that wheel.
+    if platform == Platform::Aarch64
+        && torch.variant.is_none()
+        && cuda.is_none()
+        && matrix
+            .torch_release(release)
+            .is_some_and(|row| row.pypi_aarch64_is_cpu())
+    {
+        let message = format!(
+            "torch {torch} from PyPI on aarch64 is a CPU-only build (PyPI's aarch64 wheels are CUDA builds only from 2.11): `pip install torch=={}` on this Arm host cannot use {gpu}",
+            release_text(torch)
+        );
+        let finding = Finding::warn(GPU_TORCH_ARCH, message);
+        return base(with_optional_hint(finding, hint()));
+    }
     let builds = matrix.torch_builds(release, platform);
     if builds.is_empty() {
-        let release_row = matrix.torch_release(release);
-        if platform == Platform::Aarch64
-            && torch.variant.is_none()
-            && release_row.is_some_and(|row| row.pypi_aarch64_is_cpu())
-        {
-            let message = format!(
-                "torch {torch} from PyPI on aarch64 is a CPU-only build (PyPI's aarch64 wheels are CUDA builds only from 2.11): `pip install torch=={}` on this Arm host cannot use {gpu}",
-                release_text(torch)
-            );
-            let finding = Finding::warn(GPU_TORCH_ARCH, message);
-            return base(with_optional_hint(finding, hint()));
-        }
         let x86_only = platform != Platform::X86_64
             && !matrix.torch_builds(release, Platform::X86_64).is_empty();
         // A user's UNVERIFIED rows for this release and platform, which no verdict uses.
@@ -1563,7 +1605,7 @@ mod tests {
         assert!(
             finding
                 .message
-                .contains("not in the bundled matrix (dated 2026-12-02)"),
+                .contains("not in the bundled matrix (dated 2026-12-04)"),
             "{}",
             finding.message
         );
@@ -2161,9 +2203,11 @@ source = "guess"
             gb10.message
         );
         assert_eq!(architecture("575.57.08", "10.3").status, Status::Pass);
-        // Thor's 11.0 is CUDA 12.8's sm_101, renamed sm_110 in 13.0.
+        // Thor reports 11.0 only under the CUDA 13 driver (compat-facts §8): CUDA 12.8's
+        // sm_101 is not its code, so 13.0 (R580) is the first release for it.
         assert_eq!(architecture("560.35.03", "11.0").status, Status::Fail);
-        assert_eq!(architecture("570.26", "11.0").status, Status::Pass);
+        assert_eq!(architecture("570.26", "11.0").status, Status::Fail);
+        assert_eq!(architecture("580.65.06", "11.0").status, Status::Pass);
     }
 
     /// A branch newer than an architecture's last one dropped it: Volta, Pascal and Maxwell
@@ -2313,20 +2357,32 @@ source = "guess"
         let cpu = check(arm, "9.0", "2.10.0");
         assert_eq!(cpu.status, Status::Warn, "{}", cpu.message);
         assert!(cpu.message.contains("CPU-only build"), "{}", cpu.message);
-        // A CUDA variant there has no aarch64 row: its list is unknown, not the x86 one.
-        let unknown = check(arm, "9.0", "2.9.1+cu128");
+        // A CUDA variant there without an aarch64 row: its list is unknown, not the x86 one.
+        let unknown = check(arm, "9.0", "2.8.0+cu129");
         assert_eq!(unknown.status, Status::Warn, "{}", unknown.message);
         assert!(
-            unknown.message.contains("torch 2.9 has no aarch64 build"),
+            unknown
+                .message
+                .contains("torch 2.8 has a cu129 build, but its arch list is not in"),
             "{}",
             unknown.message
         );
-        let unmeasured = check(arm, "9.0", "2.9.1");
+        let unmeasured = check(arm, "9.0", "2.7.1");
         assert_eq!(unmeasured.status, Status::Warn);
         assert!(
             unmeasured.message.contains("has no aarch64 build"),
             "{}",
             unmeasured.message
+        );
+        // The build script's lists (2.8-2.10) are judged, and say they were read, not measured.
+        let read = check(arm, "9.0", "2.9.1+cu128");
+        assert_eq!(read.status, Status::Pass, "{}", read.message);
+        assert!(
+            read.message.ends_with(
+                " (verified (file): read in the build script, not measured from a wheel)"
+            ),
+            "{}",
+            read.message
         );
         // An unknown platform is said, not taken for x86_64.
         let blind = check(None, "9.0", "2.8.0+cu128");
@@ -2414,10 +2470,13 @@ source = "guess"
             pinned.described(cuda("13.2")),
             "CUDA 13.2 Update 2 (the runtime the wheel pins, cuda-toolkit==13.2.2)"
         );
-        // 13.0.3's own row is not in the matrix: 13.0 Update 2's floor stands in, said so.
+        // 13.0.3's own row (secondary: the runfile's name) is the floor of 2.14's wheel.
         let later = matrix().runtime_row(build("2.14", "cu130", Platform::Aarch64));
-        assert_eq!(later.row.unwrap().release, "13.0 Update 2");
-        assert!(!later.exact);
+        let row = later.row.unwrap();
+        assert_eq!(row.release, "13.0 Update 3");
+        assert_eq!(row.status, RowStatus::Secondary);
+        assert_eq!(row.linux_minimum_driver, Some(driver("580.126.20")));
+        assert!(later.exact);
         assert!(
             later
                 .described(cuda("13.0"))
