@@ -297,7 +297,12 @@ fn jetson_thor() {
             crate::compat::Platform::Aarch64,
         );
         let expected = match aarch64 {
-            Some(row) if row.targets.iter().any(|target| target.to_string() == "sm_110") => {
+            Some(row)
+                if row
+                    .targets
+                    .iter()
+                    .any(|target| target.to_string() == "sm_110") =>
+            {
                 Status::Pass
             }
             Some(_) => Status::Fail,
@@ -318,7 +323,8 @@ fn jetson_thor() {
     for toolkit in ["12.8", "12.9"] {
         let message = message(toolkit);
         assert!(
-            message.contains("its sm_101 is the target of this GPU as the CUDA 12 driver reported it")
+            message
+                .contains("its sm_101 is the target of this GPU as the CUDA 12 driver reported it")
                 && message.contains("not on Tegra")
                 && message.contains("first in CUDA 13.0"),
             "{message}"

@@ -767,10 +767,7 @@ impl Matrix {
         count(TorchReleaseRow::TABLE, provenance(&self.torch_release));
         count(TorchBuildRow::TABLE, provenance(&self.torch_build));
         count(GpuRow::TABLE, provenance(&self.gpu));
-        count(
-            GpuDriverFloorRow::TABLE,
-            provenance(&self.gpu_driver_floor),
-        );
+        count(GpuDriverFloorRow::TABLE, provenance(&self.gpu_driver_floor));
         count(ArchitectureRow::TABLE, provenance(&self.architecture));
         count(DriverBranchRow::TABLE, provenance(&self.driver_branch));
         count(

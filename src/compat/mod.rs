@@ -56,6 +56,10 @@
 //!   release for the GPU (R550 and Blackwell, whose 12.8 needs R570), or newer than the
 //!   architecture's last branch (R590 and Volta); pass otherwise; none when the matrix knows
 //!   neither.
+//! - `driver.gpu-model` ([`driver_vs_gpu_model`]) — a driver vs the GPU model's own floors
+//!   (`[[gpu_driver_floor]]`, compat-facts §8): the per-SKU minimum (HGX B200 ≥ 570.133.20)
+//!   fails below it; the MIG minimum of NVIDIA's MIG guide (H200 ≥ 550.90.07) fails below it
+//!   with MIG enabled, warns with MIG's state unknown, and is said in the pass with MIG off.
 //! - `driver.forward-compatibility` ([`forward_compatibility`]) — only where `driver.cuda`
 //!   fails below the family floor: info naming the `cuda-compat-X-Y` package on a
 //!   data-center GPU, or saying it does not apply on others. Never a pass: whether the
@@ -73,11 +77,10 @@ pub mod version;
 mod failure_table_tests;
 
 pub use matrix::{
-    GpuDriverFloorRow,
     ArchitectureRow, BUNDLED_PATH, BUNDLED_TEXT, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow,
-    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuHost, GpuRow, LateVariant,
-    LibraryGap, Matrix, MatrixInfo, MatrixMeta, Row, TableRows, TargetRenameRow, TorchBuildRow,
-    TorchReleaseRow,
+    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuDriverFloorRow, GpuHost, GpuRow,
+    LateVariant, LibraryGap, Matrix, MatrixInfo, MatrixMeta, Row, TableRows, TargetRenameRow,
+    TorchBuildRow, TorchReleaseRow,
 };
 pub use models::{model_capability, nearest_models, normalise_name, other_vendor};
 pub use parse::{MatrixError, TABLE_NAMES};
@@ -87,8 +90,9 @@ pub use values::{
 };
 pub use verdicts::{
     DRIVER_ARCHITECTURE, DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, DRIVER_FORWARD_COMPATIBILITY,
-    GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu, driver_branch_lifecycle,
-    driver_vs_architecture, driver_vs_cuda, forward_compatibility, gpu_label, gpu_vs_torch,
-    gpus_vs_torch, native_cuda_for_driver,
+    DRIVER_GPU_MODEL, GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu,
+    driver_branch_lifecycle, driver_vs_architecture, driver_vs_cuda, driver_vs_cuda_of,
+    driver_vs_gpu_model, forward_compatibility, gpu_label, gpu_vs_torch, gpus_vs_torch,
+    native_cuda_for_driver, pinned_runtime,
 };
 pub use version::{ComputeCapability, DriverVersion};

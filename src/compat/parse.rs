@@ -11,8 +11,8 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::matrix::{
     ArchitectureRow, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow, CudaTargetsRow,
-    DriverBranchRow, ForwardCompatibility, GpuDriverFloorRow, GpuRow, Matrix, MatrixMeta, Row, TargetRenameRow,
-    TorchBuildRow, TorchReleaseRow,
+    DriverBranchRow, ForwardCompatibility, GpuDriverFloorRow, GpuRow, Matrix, MatrixMeta, Row,
+    TargetRenameRow, TorchBuildRow, TorchReleaseRow,
 };
 use super::models::normalise_name;
 use super::values::{TargetKind, is_date, is_year_month};

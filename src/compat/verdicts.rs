@@ -4,7 +4,9 @@
 
 use std::cmp::Reverse;
 
-use super::matrix::{CudaDriverRow, CudaTargetsRow, GpuHost, Matrix, Row, TorchBuildRow};
+use super::matrix::{
+    CudaDriverRow, CudaTargetsRow, GpuDriverFloorRow, GpuHost, Matrix, Row, TorchBuildRow,
+};
 use super::reach::{Reach, reach};
 use super::values::{CudaVariant, Platform, RowStatus, Target, TorchRelease, is_year_month};
 use super::version::{ComputeCapability, DriverVersion};
@@ -24,6 +26,9 @@ pub const DRIVER_FORWARD_COMPATIBILITY: &str = "driver.forward-compatibility";
 /// A driver branch vs the GPU's architecture: a branch older than the GPU, or one that
 /// dropped it.
 pub const DRIVER_ARCHITECTURE: &str = "driver.architecture";
+/// A driver vs the floors of the GPU model itself: its per-SKU minimum and, with MIG
+/// enabled, its MIG minimum.
+pub const DRIVER_GPU_MODEL: &str = "driver.gpu-model";
 
 const MINOR_VERSION_DOCUMENTATION: &str =
     "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html";
@@ -65,6 +70,41 @@ pub fn driver_vs_cuda(
     cuda: CudaVersion,
     datacenter: bool,
 ) -> Finding {
+    driver_vs_cuda_of(matrix, driver, cuda, datacenter, None)
+}
+
+/// The `[[cuda_driver]]` row of the CUDA runtime a torch wheel pins (2.15.0: cuda-toolkit
+/// 13.2.2, CUDA 13.2 Update 2), where the matrix knows the build and its pin: the floor a
+/// driver must meet for that wheel, which can be above its CUDA release's GA minimum.
+/// `None` for an unknown platform, build or pin.
+pub fn pinned_runtime<'m>(
+    matrix: &'m Matrix,
+    platform: Option<Platform>,
+    torch: Option<&TorchVersion>,
+    cuda: Option<CudaVersion>,
+) -> Option<&'m CudaDriverRow> {
+    let torch = torch?;
+    let variant = match torch.variant.as_deref() {
+        Some(variant) => variant.parse::<CudaVariant>().ok()?,
+        None => CudaVariant::for_cuda(cuda?),
+    };
+    let build = matrix.torch_build(TorchRelease::of(torch), &variant, platform?)?;
+    let runtime = matrix.runtime_row(build);
+    runtime.pin?;
+    runtime.row
+}
+
+/// [`driver_vs_cuda`] for an image whose torch wheel pins a later runtime (`pinned`, from
+/// [`pinned_runtime`]): where the driver falls short, the message names the pinned
+/// runtime's floor and the hint asks for it, not for the GA minimum the pin is above (an
+/// upgrade to 595.45.04 would still fall short of 2.15.0's 595.71.05).
+pub fn driver_vs_cuda_of(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    cuda: CudaVersion,
+    datacenter: bool,
+    pinned: Option<&CudaDriverRow>,
+) -> Finding {
     let release = matrix.cuda_release(cuda);
     let family = matrix.cuda_family(cuda.major);
     let minimum = release.and_then(CudaDriverRow::minimum);
@@ -103,13 +143,31 @@ pub fn driver_vs_cuda(
             return facts(Finding::pass(DRIVER_CUDA, message));
         }
         let needed = release.minimum_text();
+        // The torch wheel's pinned runtime, where its floor is above the release's.
+        let pinned = pinned.filter(|row| row.minimum().is_some_and(|floor| floor > *minimum));
+        let (upgrade_to, pinned_text) = match pinned {
+            Some(row) => (
+                row.minimum_text(),
+                format!(
+                    "; the torch wheel pins CUDA {}, whose minimum is {}{}",
+                    row.release,
+                    row.minimum_text(),
+                    row.status.caveat()
+                ),
+            ),
+            None => (needed.clone(), String::new()),
+        };
+        let facts = |finding: Finding| match pinned {
+            Some(row) => facts(finding).with_fact("runtime_row", row),
+            None => facts(finding),
+        };
         if let Some(family) = family.filter(|_| !below_family) {
             let message = format!(
-                "driver {driver} is older than CUDA {cuda}'s minimum {needed}: CUDA {cuda} runs only through CUDA {}.x minor-version compatibility (driver {} or newer), which loses PTX JIT of code built by CUDA {cuda} (cudaErrorUnsupportedPtxVersion) and features that need a newer driver",
+                "driver {driver} is older than CUDA {cuda}'s minimum {needed}: CUDA {cuda} runs only through CUDA {}.x minor-version compatibility (driver {} or newer), which loses PTX JIT of code built by CUDA {cuda} (cudaErrorUnsupportedPtxVersion) and features that need a newer driver{pinned_text}",
                 cuda.major, family.linux_minimum_driver
             );
             let hint = format!(
-                "upgrade the driver to {needed} or newer for full CUDA {cuda} support; see {MINOR_VERSION_DOCUMENTATION}"
+                "upgrade the driver to {upgrade_to} or newer for full CUDA {cuda} support; see {MINOR_VERSION_DOCUMENTATION}"
             );
             return facts(Finding::warn(DRIVER_CUDA, message).with_hint(hint));
         }
@@ -123,7 +181,8 @@ pub fn driver_vs_cuda(
                 cuda.major
             ),
         };
-        let hint = too_old_hint(matrix, driver, cuda, &needed, datacenter);
+        let message = format!("{message}{pinned_text}");
+        let hint = too_old_hint(matrix, driver, cuda, &upgrade_to, datacenter);
         return facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint));
     }
 
@@ -389,9 +448,10 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
                 .target_rename
                 .iter()
                 .find(|rename| rename.status.usable() && rename.old.capability == old.capability);
-            let from = rename.map_or_else(|| "a later release".to_string(), |rename| {
-                format!("CUDA {}", rename.from_cuda)
-            });
+            let from = rename.map_or_else(
+                || "a later release".to_string(),
+                |rename| format!("CUDA {}", rename.from_cuda),
+            );
             let message = format!(
                 "CUDA {cuda} cannot target {gpu}: its {old} is the target of this GPU as the CUDA 12 driver reported it (compute capability {}), and its cubins are not {} code; the GPU reports {} only under the CUDA 13 driver, and NVIDIA supports binary compatibility only on the desktop, not on Tegra, so the GPU needs {new}, first in {from}",
                 old.capability, new.capability, new.capability
@@ -560,6 +620,100 @@ pub fn driver_vs_architecture(
     )))
 }
 
+/// Checks a driver against the floors of the GPU model itself (compat-facts §8): the
+/// per-SKU minimum NVIDIA states for some parts (HGX B200: 570.133.20), and the MIG minimum
+/// of NVIDIA's MIG user guide (H200: 550.90.07), which holds only with MIG enabled.
+/// `models` are the `[[gpu]]` row names the GPU resolved to; `mig` is whether MIG is on
+/// (`None`: unknown). Fail below a floor that applies; warn below the MIG floor when MIG's
+/// state is unknown; pass otherwise, saying the MIG floor where MIG is off and the driver is
+/// below it. `None` when the matrix has no floor for the model.
+pub fn driver_vs_gpu_model(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    models: &[String],
+    mig: Option<bool>,
+) -> Option<Finding> {
+    let floors: Vec<&GpuDriverFloorRow> = matrix.gpu_driver_floors(models).collect();
+    let highest = |mig_floor: bool| {
+        floors
+            .iter()
+            .copied()
+            .filter(|row| row.mig == mig_floor)
+            .max_by(|one, other| one.linux_minimum_driver.cmp(&other.linux_minimum_driver))
+    };
+    let (own, with_mig) = (highest(false), highest(true));
+    if own.is_none() && with_mig.is_none() {
+        return None;
+    }
+    let gpu = models.join(" / ");
+    let facts = |finding: Finding| {
+        with_matrix(finding, matrix)
+            .with_fact("driver", driver.to_string())
+            .with_fact("models", models)
+            .with_fact("mig", mig)
+            .with_fact("floor_rows", &floors)
+    };
+    let below = |row: &GpuDriverFloorRow| *driver < row.linux_minimum_driver;
+    let upgrade = |row: &GpuDriverFloorRow| {
+        format!(
+            "upgrade the driver to {} or newer",
+            row.linux_minimum_driver
+        )
+    };
+    if let Some(row) = own.filter(|row| below(row)) {
+        let message = format!(
+            "driver {driver} is older than {}, the lowest driver NVIDIA supports for {gpu} (a floor of this model, above its architecture's){}",
+            row.linux_minimum_driver,
+            row.status.caveat()
+        );
+        return Some(facts(
+            Finding::fail(DRIVER_GPU_MODEL, message).with_hint(upgrade(row)),
+        ));
+    }
+    if let Some(row) = with_mig.filter(|row| below(row)) {
+        let floor = &row.linux_minimum_driver;
+        let caveat = row.status.caveat();
+        return Some(facts(match mig {
+            Some(true) => Finding::fail(
+                DRIVER_GPU_MODEL,
+                format!(
+                    "MIG is enabled on {gpu}, and driver {driver} is older than {floor}, the lowest driver NVIDIA's MIG user guide supports for MIG on it{caveat}"
+                ),
+            )
+            .with_hint(upgrade(row)),
+            Some(false) => Finding::pass(
+                DRIVER_GPU_MODEL,
+                format!(
+                    "driver {driver} supports {gpu} with MIG disabled; MIG on it needs {floor} or newer (NVIDIA's MIG user guide){caveat}"
+                ),
+            ),
+            None => Finding::warn(
+                DRIVER_GPU_MODEL,
+                format!(
+                    "whether MIG is enabled on {gpu} is unknown; with MIG enabled it needs driver {floor} or newer (NVIDIA's MIG user guide), and driver {driver} is older{caveat}"
+                ),
+            )
+            .with_hint(upgrade(row)),
+        }));
+    }
+    let met: Vec<String> = [own, with_mig]
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            format!(
+                "{} {}{}",
+                if row.mig { "MIG floor" } else { "own floor" },
+                row.linux_minimum_driver,
+                row.status.caveat()
+            )
+        })
+        .collect();
+    Some(facts(Finding::pass(
+        DRIVER_GPU_MODEL,
+        format!("driver {driver} meets {gpu}'s {}", met.join(" and ")),
+    )))
+}
+
 /// A bundled or team profile that could run instead, for hints: its name, torch and CUDA.
 #[derive(Debug, Clone, Copy)]
 pub struct TorchCandidate<'a> {
@@ -648,10 +802,11 @@ fn below_pinned_runtime(
     Some(PinnedFloor {
         status: Status::Warn,
         message: format!(
-            "driver {driver} meets CUDA {}'s minimum {} but not {needed}, the minimum of {}: it runs that runtime only through CUDA {}.x minor-version compatibility (no PTX JIT of newer PTX, no features that need a newer driver)",
+            "driver {driver} meets CUDA {}'s minimum {} but not {needed}, the minimum of {}{}: it runs that runtime only through CUDA {}.x minor-version compatibility (no PTX JIT of newer PTX, no features that need a newer driver)",
             build.variant.cuda(),
             release.minimum_text(),
             runtime.described(row.cuda),
+            row.status.caveat(),
             row.cuda.major
         ),
         hint: format!("upgrade the driver to {needed} or newer"),
