@@ -120,7 +120,10 @@ fn loaded(facts: &crate::facts::gpu::NvmlFacts, module: Option<&str>) -> Vec<Fin
 /// Each GPU model's driver floors (`compat::driver_vs_gpu_model`): its per-SKU minimum, and
 /// its MIG minimum when NVML reports MIG enabled (a GPU without MIG answers "not supported":
 /// off; another failure leaves MIG unknown). One finding per distinct model and MIG state,
-/// with the GPU indices it covers. Nothing when NVML is not loaded or the driver is unknown.
+/// with the GPU indices it covers. Only floors a driver falls short of are said (a fail, or
+/// a warning when MIG's state is unknown): a met floor adds nothing to fix, and the GPU lines
+/// above already say where MIG is enabled. Nothing when NVML is not loaded or the driver is
+/// unknown.
 pub fn model_floors(gpu: &GpuFacts, matrix: &crate::compat::Matrix) -> Vec<Finding> {
     let Some(nvml) = gpu.loaded() else {
         return Vec::new();
@@ -162,18 +165,20 @@ pub fn model_floors(gpu: &GpuFacts, matrix: &crate::compat::Matrix) -> Vec<Findi
     }
     seen.into_iter()
         .filter_map(|(models, mig, indices)| {
-            crate::compat::driver_vs_gpu_model(matrix, &driver, &models, mig).map(|mut finding| {
-                let listed: Vec<String> = indices.iter().map(ToString::to_string).collect();
-                finding.message = format!(
-                    "GPU{} {}: {}",
-                    if indices.len() == 1 { "" } else { "s" },
-                    listed.join(", "),
-                    finding.message
-                );
-                finding
-                    .with_fact("gpu_indices", indices)
-                    .in_area(Area::Nvidia)
-            })
+            crate::compat::driver_vs_gpu_model(matrix, &driver, &models, mig)
+                .filter(|finding| finding.status != super::Status::Pass)
+                .map(|mut finding| {
+                    let listed: Vec<String> = indices.iter().map(ToString::to_string).collect();
+                    finding.message = format!(
+                        "GPU{} {}: {}",
+                        if indices.len() == 1 { "" } else { "s" },
+                        listed.join(", "),
+                        finding.message
+                    );
+                    finding
+                        .with_fact("gpu_indices", indices)
+                        .in_area(Area::Nvidia)
+                })
         })
         .collect()
 }

@@ -700,8 +700,14 @@ pub fn driver_vs_gpu_model(
         .into_iter()
         .flatten()
         .map(|row| {
+            let state = match (row.mig, mig) {
+                (false, _) => "",
+                (true, Some(true)) => ", with MIG enabled",
+                (true, Some(false)) => ", which MIG would need (MIG is off)",
+                (true, None) => ", which MIG needs (MIG's state is unknown)",
+            };
             format!(
-                "{} {}{}",
+                "{} {}{state}{}",
                 if row.mig { "MIG floor" } else { "own floor" },
                 row.linux_minimum_driver,
                 row.status.caveat()

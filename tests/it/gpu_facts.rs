@@ -543,8 +543,7 @@ fn doctor_judges_model_and_mig_driver_floors_with_nvmls_mig_mode() {
             && message.contains("550.90.07"),
         "{message}"
     );
-    let h100 = model("healthy-8x-h100.conf");
-    assert_eq!(h100.len(), 1, "{h100:#?}");
-    assert_eq!(h100[0]["status"], "pass", "{}", h100[0]);
-    assert_eq!(h100[0]["facts"]["mig"], false);
+    // A floor that is met is not said: the H100 node's 570.124.06 is above H100's MIG
+    // floor 525.85.12, and its GPUs have MIG off.
+    assert!(model("healthy-8x-h100.conf").is_empty());
 }
