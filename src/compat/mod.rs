@@ -27,7 +27,12 @@
 //! Torch builds are keyed by platform ([`Platform`]: the x86_64 and aarch64 wheels of a
 //! release are different builds); the torch verdicts take the host's platform and say which
 //! wheel they judged. `[[gpu]] runs_on` marks GPUs found only in aarch64 hosts (judged by the
-//! aarch64 wheel) and Jetson GPUs under L4T (no PyPI wheel applies: said, not judged).
+//! aarch64 wheel) and Jetson GPUs under L4T (no PyPI wheel applies: said, not judged);
+//! `compat` also reads it by model name ([`Matrix::models_host`]: GH200, GB200 and GB300
+//! share their capability with x86_64 parts). A target NVIDIA renamed (`sm_101` → `sm_110`)
+//! reaches nothing: its cubins are code for the capability the GPU reported under the older
+//! driver. Rows read from a build script where no wheel can be measured are
+//! `verified (file)`, and the verdicts resting on them say so.
 //!
 //! Finding ids:
 //! - `driver.cuda` ([`driver_vs_cuda`]) — the host driver vs the CUDA release of an image or
