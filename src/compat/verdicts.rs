@@ -983,16 +983,17 @@ pub fn gpu_vs_torch(
     driver: Option<&DriverVersion>,
     candidates: &[TorchCandidate<'_>],
 ) -> Finding {
-    torch_verdict(
+    TorchQuery {
         matrix,
         platform,
         capability,
-        &[capability],
+        all_capabilities: &[capability],
         torch,
         cuda,
         driver,
         candidates,
-    )
+    }
+    .verdict()
 }
 
 /// [`gpu_vs_torch`] for every GPU of a (possibly mixed) host: one finding per distinct
@@ -1022,129 +1023,245 @@ pub fn gpus_vs_torch(
                 .filter(|(_, other)| *other == capability)
                 .map(|(index, _)| index)
                 .collect();
-            torch_verdict(
+            TorchQuery {
                 matrix,
                 platform,
-                *capability,
-                &distinct,
+                capability: *capability,
+                all_capabilities: &distinct,
                 torch,
                 cuda,
                 driver,
                 candidates,
-            )
+            }
+            .verdict()
             .with_fact("gpu_indices", indices)
         })
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn torch_verdict(
-    matrix: &Matrix,
+/// One torch verdict's question (issue 42: a query with named steps): a GPU of
+/// `capability` among `all_capabilities` of the host, a torch build, the host's platform
+/// and driver, and the profiles a hint may suggest. [`TorchQuery::verdict`] answers it.
+struct TorchQuery<'a> {
+    matrix: &'a Matrix,
     platform: Option<Platform>,
     capability: ComputeCapability,
-    all_capabilities: &[ComputeCapability],
-    torch: &TorchVersion,
+    all_capabilities: &'a [ComputeCapability],
+    torch: &'a TorchVersion,
     cuda: Option<CudaVersion>,
-    driver: Option<&DriverVersion>,
-    candidates: &[TorchCandidate<'_>],
-) -> Finding {
-    let release = TorchRelease::of(torch);
-    let sm = capability.sm();
-    let gpu = gpu_label(matrix, capability);
-    let gpu_host = matrix.gpu_host(capability);
-    // A GPU found only in aarch64 hosts runs the aarch64 wheel, whatever was said.
-    let platform = match gpu_host {
-        Some(GpuHost::Aarch64) => Some(Platform::Aarch64),
-        _ => platform,
-    };
-    let plain = |finding: Finding| {
-        let mut finding = with_matrix(finding, matrix)
-            .with_fact("capability", capability)
-            .with_fact("torch", torch.to_string())
-            .with_fact("platform", platform);
-        if let Some(driver) = driver {
-            finding = finding.with_fact("driver", driver.to_string());
-        }
-        finding
-    };
-    if gpu_host == Some(GpuHost::Jetson) && torch.variant.as_deref() != Some("cpu") {
-        let message = format!(
-            "{gpu} is a Jetson GPU: neither PyPI wheel of torch {release} (x86_64, aarch64 SBSA) runs on Jetson under L4T, and no bundled row covers NVIDIA's Jetson builds of torch, so whether torch {torch} has kernels for it is unknown"
-        );
-        let hint = format!(
-            "install {JETSON_TORCH}, then check its arch list inside the container: {ARCH_LIST_COMMAND}"
-        );
-        return plain(Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint));
-    }
-    let Some(platform) = platform else {
-        let message = format!(
-            "the host's platform is unknown, so which torch {release} wheel applies (x86_64 or aarch64, which differ) is unknown"
-        );
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
-        return plain(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
-    };
-    let hint = || {
-        alternatives_hint(
-            matrix,
-            torch,
-            platform,
-            capability,
-            all_capabilities,
-            driver,
-            candidates,
-        )
-    };
-    let base = |finding: Finding| {
-        let mut finding = with_matrix(finding, matrix)
-            .with_fact("capability", capability)
-            .with_fact("torch", torch.to_string())
-            .with_fact("platform", platform);
-        if let Some(driver) = driver {
-            finding = finding.with_fact("driver", driver.to_string());
-        }
-        if let Some(cuda) = cuda {
-            finding = finding.with_fact("cuda", cuda);
-        }
-        finding
-    };
-    let with_optional_hint = |finding: Finding, hint: Option<String>| match hint {
+    driver: Option<&'a DriverVersion>,
+    candidates: &'a [TorchCandidate<'a>],
+}
+
+/// What a verdict has settled so far, each step adding to the facts its findings carry:
+/// the platform, then the variant (and the CUDA it was inferred from), then the build row.
+#[derive(Clone, Copy)]
+struct Settled<'a> {
+    platform: Platform,
+    variant: Option<(&'a CudaVariant, Option<CudaVersion>)>,
+    build: Option<&'a TorchBuildRow>,
+}
+
+fn check_inside_the_container() -> String {
+    format!("check its arch list inside the container: {ARCH_LIST_COMMAND}")
+}
+
+fn with_optional_hint(finding: Finding, hint: Option<String>) -> Finding {
+    match hint {
         Some(hint) => finding.with_hint(hint),
         None => finding,
-    };
+    }
+}
 
-    if torch.variant.as_deref() == Some("cpu") {
-        let message = format!("torch {torch} is a CPU-only build: it cannot use {gpu}");
-        return base(with_optional_hint(
-            Finding::warn(GPU_TORCH_ARCH, message),
-            hint(),
-        ));
+impl<'a> TorchQuery<'a> {
+    fn release(&self) -> TorchRelease {
+        TorchRelease::of(self.torch)
     }
-    if !torch.version.pre.is_empty() {
-        let message = format!(
-            "torch {torch} is a pre-release or vendor build (nightly, NGC): its arch list is not in {}",
-            matrix.describe()
-        );
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
-        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+
+    fn gpu(&self) -> String {
+        gpu_label(self.matrix, self.capability)
     }
-    // `pip install torch==2.10.0` on aarch64 gets PyPI's CPU wheel, whatever CUDA builds
-    // download.pytorch.org has: a torch named without a variant or a CUDA is that wheel.
-    if platform == Platform::Aarch64
-        && torch.variant.is_none()
-        && cuda.is_none()
-        && matrix
-            .torch_release(release)
-            .is_some_and(|row| row.pypi_aarch64_is_cpu())
-    {
-        let message = format!(
-            "torch {torch} from PyPI on aarch64 is a CPU-only build (PyPI's aarch64 wheels are CUDA builds only from 2.11): `pip install torch=={}` on this Arm host cannot use {gpu}",
-            release_text(torch)
-        );
-        let finding = Finding::warn(GPU_TORCH_ARCH, message);
-        return base(with_optional_hint(finding, hint()));
+
+    /// The facts every finding carries, before the platform is known.
+    fn plain(&self, platform: Option<Platform>, finding: Finding) -> Finding {
+        let mut finding = with_matrix(finding, self.matrix)
+            .with_fact("capability", self.capability)
+            .with_fact("torch", self.torch.to_string())
+            .with_fact("platform", platform);
+        if let Some(driver) = self.driver {
+            finding = finding.with_fact("driver", driver.to_string());
+        }
+        finding
     }
-    let builds = matrix.torch_builds(release, platform);
-    if builds.is_empty() {
+
+    /// The facts of what is settled; a finding resting on a build row says how well the
+    /// row is supported.
+    fn facts(&self, settled: Settled<'_>, finding: Finding) -> Finding {
+        let mut finding = self.plain(Some(settled.platform), finding);
+        if let Some(cuda) = self.cuda {
+            finding = finding.with_fact("cuda", cuda);
+        }
+        if let Some((variant, inferred_from)) = settled.variant {
+            finding = finding.with_fact("variant", variant.as_str());
+            if let Some(cuda) = inferred_from {
+                finding = finding.with_fact("variant_inferred_from_cuda", cuda);
+            }
+        }
+        if let Some(build) = settled.build {
+            finding = finding.with_fact("build_row", build);
+            finding.message.push_str(build.status.caveat());
+        }
+        finding
+    }
+
+    /// What to run instead, on `platform`.
+    fn hint(&self, platform: Platform) -> Option<String> {
+        alternatives_hint(
+            self.matrix,
+            self.torch,
+            platform,
+            self.capability,
+            self.all_capabilities,
+            self.driver,
+            self.candidates,
+        )
+    }
+
+    /// Step 1: the platform whose wheel applies. A GPU found only in aarch64 hosts runs the
+    /// aarch64 wheel, whatever was said; a Jetson GPU under L4T runs neither PyPI wheel.
+    fn verdict(&self) -> Finding {
+        let release = self.release();
+        let gpu_host = self.matrix.gpu_host(self.capability);
+        let platform = match gpu_host {
+            Some(GpuHost::Aarch64) => Some(Platform::Aarch64),
+            _ => self.platform,
+        };
+        if gpu_host == Some(GpuHost::Jetson) && self.torch.variant.as_deref() != Some("cpu") {
+            let message = format!(
+                "{} is a Jetson GPU: neither PyPI wheel of torch {release} (x86_64, aarch64 SBSA) runs on Jetson under L4T, and no bundled row covers NVIDIA's Jetson builds of torch, so whether torch {} has kernels for it is unknown",
+                self.gpu(),
+                self.torch
+            );
+            let hint = format!(
+                "install {JETSON_TORCH}, then check its arch list inside the container: {ARCH_LIST_COMMAND}"
+            );
+            return self.plain(
+                platform,
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint),
+            );
+        }
+        let Some(platform) = platform else {
+            let message = format!(
+                "the host's platform is unknown, so which torch {release} wheel applies (x86_64 or aarch64, which differ) is unknown"
+            );
+            return self.plain(
+                None,
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(check_inside_the_container()),
+            );
+        };
+        self.on_platform(Settled {
+            platform,
+            variant: None,
+            build: None,
+        })
+    }
+
+    /// Step 2: builds that are not judged by an arch list (CPU-only, pre-release, PyPI's
+    /// aarch64 CPU wheel, a release without builds on the platform), then the variant.
+    fn on_platform(&self, settled: Settled<'_>) -> Finding {
+        let (matrix, torch, platform) = (self.matrix, self.torch, settled.platform);
+        let release = self.release();
+        let gpu = self.gpu();
+        if torch.variant.as_deref() == Some("cpu") {
+            let message = format!("torch {torch} is a CPU-only build: it cannot use {gpu}");
+            return self.facts(
+                settled,
+                with_optional_hint(Finding::warn(GPU_TORCH_ARCH, message), self.hint(platform)),
+            );
+        }
+        if !torch.version.pre.is_empty() {
+            let message = format!(
+                "torch {torch} is a pre-release or vendor build (nightly, NGC): its arch list is not in {}",
+                matrix.describe()
+            );
+            return self.facts(
+                settled,
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(check_inside_the_container()),
+            );
+        }
+        // `pip install torch==2.10.0` on aarch64 gets PyPI's CPU wheel, whatever CUDA builds
+        // download.pytorch.org has: a torch named without a variant or a CUDA is that wheel.
+        if platform == Platform::Aarch64
+            && torch.variant.is_none()
+            && self.cuda.is_none()
+            && matrix
+                .torch_release(release)
+                .is_some_and(|row| row.pypi_aarch64_is_cpu())
+        {
+            let message = format!(
+                "torch {torch} from PyPI on aarch64 is a CPU-only build (PyPI's aarch64 wheels are CUDA builds only from 2.11): `pip install torch=={}` on this Arm host cannot use {gpu}",
+                release_text(torch)
+            );
+            let finding = Finding::warn(GPU_TORCH_ARCH, message);
+            return self.facts(settled, with_optional_hint(finding, self.hint(platform)));
+        }
+        let builds = matrix.torch_builds(release, platform);
+        if builds.is_empty() {
+            return self.without_builds(settled);
+        }
+        let variant = match (torch.variant.as_deref(), self.cuda) {
+            (Some(variant), _) => match variant.parse::<CudaVariant>() {
+                Ok(variant) => Some((variant, None)),
+                Err(_) => {
+                    let message = format!(
+                        "torch {torch} has the unknown variant `{variant}`; known builds of torch {release}: {}",
+                        variant_names(&builds)
+                    );
+                    return self.facts(settled, Finding::warn(GPU_TORCH_ARCH, message));
+                }
+            },
+            (None, Some(cuda)) => Some((CudaVariant::for_cuda(cuda), Some(cuda))),
+            (None, None) => None,
+        };
+        let Some((variant, inferred_from)) = variant else {
+            return every_build(
+                matrix,
+                platform,
+                self.capability,
+                torch,
+                &builds,
+                self.driver,
+                || self.hint(platform),
+                |finding| self.facts(settled, finding),
+            );
+        };
+        let settled = Settled {
+            variant: Some((&variant, inferred_from)),
+            ..settled
+        };
+        let label = match inferred_from {
+            Some(cuda) => {
+                format!("torch {torch} ({variant}, inferred from CUDA {cuda}; {platform} wheel)")
+            }
+            None => format!("torch {torch} ({platform} wheel)"),
+        };
+        match matrix.torch_build(release, &variant, platform) {
+            Some(build) => self.judge_build(
+                Settled {
+                    build: Some(build),
+                    ..settled
+                },
+                build,
+                &label,
+            ),
+            None => self.without_build(settled, &variant, &label, &builds),
+        }
+    }
+
+    /// A release without builds on the platform: its arch list there is unknown.
+    fn without_builds(&self, settled: Settled<'_>) -> Finding {
+        let (matrix, platform) = (self.matrix, settled.platform);
+        let release = self.release();
         let x86_only = platform != Platform::X86_64
             && !matrix.torch_builds(release, Platform::X86_64).is_empty();
         // A user's UNVERIFIED rows for this release and platform, which no verdict uses.
@@ -1166,56 +1283,34 @@ fn torch_verdict(
                 matrix.describe()
             )
         };
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
-        let hint = match hint() {
+        let check = check_inside_the_container();
+        let hint = match self.hint(platform) {
             Some(alternative) => format!("{check}; or {alternative}"),
             None => check,
         };
-        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint));
+        self.facts(
+            settled,
+            Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint),
+        )
     }
-    let known_variants = || {
-        builds
-            .iter()
-            .map(|build| build.variant.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
 
-    let variant = match (torch.variant.as_deref(), cuda) {
-        (Some(variant), _) => match variant.parse::<CudaVariant>() {
-            Ok(variant) => Some((variant, None)),
-            Err(_) => {
-                let message = format!(
-                    "torch {torch} has the unknown variant `{variant}`; known builds of torch {release}: {}",
-                    known_variants()
-                );
-                return base(Finding::warn(GPU_TORCH_ARCH, message));
-            }
-        },
-        (None, Some(cuda)) => Some((CudaVariant::for_cuda(cuda), Some(cuda))),
-        (None, None) => None,
-    };
-
-    let Some((variant, inferred_from)) = variant else {
-        return every_build(
-            matrix, platform, capability, torch, &builds, driver, hint, base,
-        );
-    };
-    let label = match inferred_from {
-        Some(cuda) => {
-            format!("torch {torch} ({variant}, inferred from CUDA {cuda}; {platform} wheel)")
-        }
-        None => format!("torch {torch} ({platform} wheel)"),
-    };
-    let base = |finding: Finding| {
-        let finding = base(finding).with_fact("variant", variant.as_str());
-        match inferred_from {
-            Some(cuda) => finding.with_fact("variant_inferred_from_cuda", cuda),
-            None => finding,
-        }
-    };
-    let Some(build) = matrix.torch_build(release, &variant, platform) else {
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
+    /// A variant without a build row on the platform: a late variant, a listed variant
+    /// whose arch list is unknown, or no such build.
+    fn without_build(
+        &self,
+        settled: Settled<'_>,
+        variant: &CudaVariant,
+        label: &str,
+        builds: &[&TorchBuildRow],
+    ) -> Finding {
+        let (matrix, torch, platform) = (self.matrix, self.torch, settled.platform);
+        let release = self.release();
+        let warn = |message: String| {
+            self.facts(
+                settled,
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(check_inside_the_container()),
+            )
+        };
         let key = match platform {
             Platform::X86_64 => format!("{release}+{variant}"),
             platform => format!("{release}+{variant} {platform}"),
@@ -1224,11 +1319,11 @@ fn torch_verdict(
         // has it (only its arch list is unknown) or predates it.
         if let Some(late) = matrix
             .torch_release(release)
-            .and_then(|row| row.late_variant(&variant))
+            .and_then(|row| row.late_variant(variant))
         {
             let from: Option<TorchVersion> = late.from.parse().ok();
             let has_it = from.is_some_and(|from| torch.version >= from.version);
-            let message = if has_it {
+            return warn(if has_it {
                 format!(
                     "{label}: torch {release} has {variant} builds from {}, but their arch list is not in {}",
                     late.from,
@@ -1240,40 +1335,79 @@ fn torch_verdict(
                     late.from,
                     matrix.describe()
                 )
-            };
-            return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+            });
         }
         // A build the release lists (cu129 of 2.11, published on download.pytorch.org)
         // exists: only its arch list is unknown. Saying it has no such build would be false.
         if matrix
             .torch_release(release)
-            .is_some_and(|row| row.variants.contains(&variant))
+            .is_some_and(|row| row.variants.contains(variant))
         {
-            let message = format!(
+            return warn(format!(
                 "{label}: torch {release} has a {variant} build, but its arch list is not in {}{}",
                 matrix.describe(),
                 dropped_rows(&matrix.torch_build, &key)
-            );
-            return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+            ));
         }
-        let message = format!(
+        warn(format!(
             "{label}: torch {release} has no {platform} {variant} build in {}{} (known: {})",
             matrix.describe(),
             dropped_rows(&matrix.torch_build, &key),
-            known_variants()
-        );
-        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
-    };
-    // Every message resting on the build row says how well the row is supported.
-    let base = |finding: Finding| {
-        let mut finding = base(finding).with_fact("build_row", build);
-        finding.message.push_str(build.status.caveat());
-        finding
-    };
+            variant_names(builds)
+        ))
+    }
 
-    // A library of the wheel that lacks the target this GPU runs: its operations have no
-    // kernels here although torch's own do, so the pass becomes a warning that says which.
-    let runs = |target: Target, message: String| {
+    /// Step 3: the build row's kernels on this GPU.
+    fn judge_build(&self, settled: Settled<'_>, build: &TorchBuildRow, label: &str) -> Finding {
+        let (sm, gpu) = (self.capability.sm(), self.gpu());
+        match kernels(self.matrix, build, self.capability) {
+            Reach::Cubin(target) if target.capability == self.capability => self.runs(
+                settled,
+                build,
+                target,
+                format!("{label} has {target} kernels for {gpu}"),
+            ),
+            Reach::Cubin(target) => self.runs(
+                settled,
+                build,
+                target,
+                format!(
+                    "{label} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
+                ),
+            ),
+            Reach::Ptx(ptx) => self.through_ptx(settled, build, ptx, label),
+            Reach::Missing(_) => {
+                let message = format!(
+                    "{sm} is not compatible with the current PyTorch installation: {label} has kernels only for {}, none of which runs on {gpu}",
+                    targets_text(build)
+                );
+                // Where nothing in the matrix runs here (a T4 on an Arm host), say so rather
+                // than leave the failure without a way forward.
+                let hint = self.hint(settled.platform).unwrap_or_else(|| {
+                    format!(
+                        "no {} torch build in {} has code for {sm}: a build made with {sm} in TORCH_CUDA_ARCH_LIST, or a host whose wheels carry it, is needed",
+                        settled.platform,
+                        self.matrix.describe()
+                    )
+                });
+                self.facts(
+                    settled,
+                    Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint),
+                )
+            }
+        }
+    }
+
+    /// Machine code runs: a pass, unless a library of the wheel lacks the target (its
+    /// operations have no kernels here although torch's own do) or the driver is below the
+    /// runtime the wheel pins (13.2 Update 2 for 2.15.0, not the variant's GA release).
+    fn runs(
+        &self,
+        settled: Settled<'_>,
+        build: &TorchBuildRow,
+        target: Target,
+        message: String,
+    ) -> Finding {
         let said: Vec<String> = build
             .library_gaps
             .iter()
@@ -1290,16 +1424,18 @@ fn torch_verdict(
         let mut status = Status::Pass;
         if !said.is_empty() {
             message = format!(
-                "{message}, but {}: those operations have no kernels for {gpu} and fail with `no kernel image is available for execution on the device`",
-                said.join("; ")
+                "{message}, but {}: those operations have no kernels for {} and fail with `no kernel image is available for execution on the device`",
+                said.join("; "),
+                self.gpu()
             );
             hints.push("torch.backends.cuda.preferred_linalg_library('cusolver') keeps linalg on cuSOLVER, which ships its own kernels; or use a build whose libraries carry this target".to_string());
             status = Status::Warn;
         }
-        // The runtime the wheel pins (13.2 Update 2 for 2.15.0), not the variant's GA
-        // release, is what the driver must meet.
-        let runtime = matrix.runtime_row(build);
-        if let Some(floor) = driver.and_then(|driver| below_pinned_runtime(matrix, build, driver)) {
+        let runtime = self.matrix.runtime_row(build);
+        if let Some(floor) = self
+            .driver
+            .and_then(|driver| below_pinned_runtime(self.matrix, build, driver))
+        {
             message = format!("{message}; {}", floor.message);
             hints.push(floor.hint);
             status = status.max(floor.status);
@@ -1309,80 +1445,74 @@ fn torch_verdict(
             _ => Finding::warn(GPU_TORCH_ARCH, message).with_hint(hints.join("; or ")),
         };
         match (runtime.pin, runtime.row) {
-            (Some(_), Some(row)) => base(finding.with_fact("runtime_row", row)),
-            _ => base(finding),
-        }
-    };
-    match kernels(matrix, build, capability) {
-        Reach::Cubin(target) if target.capability == capability => {
-            runs(target, format!("{label} has {target} kernels for {gpu}"))
-        }
-        Reach::Cubin(target) => runs(
-            target,
-            format!(
-                "{label} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
-            ),
-        ),
-        Reach::Ptx(ptx) => {
-            let runtime = matrix.runtime_row(build);
-            let built_with = runtime.described(build.variant.cuda());
-            let release_row = runtime.row;
-            let minimum = release_row.and_then(CudaDriverRow::minimum);
-            let needed = release_row.map_or_else(
-                || "an unknown driver".to_string(),
-                CudaDriverRow::minimum_text,
-            );
-            let base = |finding: Finding| match release_row {
-                Some(row) => base(finding).with_fact("release_row", row),
-                None => base(finding),
-            };
-            let jit = format!(
-                "{label} has no machine code for {gpu}; its {ptx} PTX is JIT-compiled by the driver (slow first start)"
-            );
-            match (driver, minimum) {
-                (Some(driver), Some(minimum)) if *driver >= minimum => base(Finding::pass(
-                    GPU_TORCH_ARCH,
-                    format!(
-                        "{jit}, which driver {driver} can do (it needs {needed}, the minimum of {built_with})"
-                    ),
-                )),
-                (Some(driver), Some(_)) => {
-                    let message = format!(
-                        "{jit}, but driver {driver} is older than {needed}, the minimum of {built_with}, and cannot JIT its PTX (cudaErrorUnsupportedPtxVersion)"
-                    );
-                    let upgrade = format!("upgrade the driver to {needed} or newer");
-                    let hint = match hint() {
-                        Some(alternative) => format!("{upgrade}; or {alternative}"),
-                        None => upgrade,
-                    };
-                    base(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
-                }
-                _ => {
-                    let message = format!(
-                        "{jit}, which needs driver {needed} or newer (the minimum of {built_with})"
-                    );
-                    base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(format!(
-                        "check with `nvidia-smi` that the driver is {needed} or newer"
-                    )))
-                }
-            }
-        }
-        Reach::Missing(_) => {
-            let message = format!(
-                "{sm} is not compatible with the current PyTorch installation: {label} has kernels only for {}, none of which runs on {gpu}",
-                targets_text(build)
-            );
-            // Where nothing in the matrix runs here (a T4 on an Arm host), say so rather than
-            // leave the failure without a way forward.
-            let hint = hint().unwrap_or_else(|| {
-                format!(
-                    "no {platform} torch build in {} has code for {sm}: a build made with {sm} in TORCH_CUDA_ARCH_LIST, or a host whose wheels carry it, is needed",
-                    matrix.describe()
-                )
-            });
-            base(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
+            (Some(_), Some(row)) => self.facts(settled, finding.with_fact("runtime_row", row)),
+            _ => self.facts(settled, finding),
         }
     }
+
+    /// Only PTX reaches the GPU: a pass with a driver that can JIT it (at least the
+    /// minimum of the runtime the build was made with), a failure with an older one, a
+    /// warning when the driver is unknown.
+    fn through_ptx(
+        &self,
+        settled: Settled<'_>,
+        build: &TorchBuildRow,
+        ptx: Target,
+        label: &str,
+    ) -> Finding {
+        let runtime = self.matrix.runtime_row(build);
+        let built_with = runtime.described(build.variant.cuda());
+        let release_row = runtime.row;
+        let minimum = release_row.and_then(CudaDriverRow::minimum);
+        let needed = release_row.map_or_else(
+            || "an unknown driver".to_string(),
+            CudaDriverRow::minimum_text,
+        );
+        let facts = |finding: Finding| match release_row {
+            Some(row) => self.facts(settled, finding).with_fact("release_row", row),
+            None => self.facts(settled, finding),
+        };
+        let jit = format!(
+            "{label} has no machine code for {}; its {ptx} PTX is JIT-compiled by the driver (slow first start)",
+            self.gpu()
+        );
+        match (self.driver, minimum) {
+            (Some(driver), Some(minimum)) if *driver >= minimum => facts(Finding::pass(
+                GPU_TORCH_ARCH,
+                format!(
+                    "{jit}, which driver {driver} can do (it needs {needed}, the minimum of {built_with})"
+                ),
+            )),
+            (Some(driver), Some(_)) => {
+                let message = format!(
+                    "{jit}, but driver {driver} is older than {needed}, the minimum of {built_with}, and cannot JIT its PTX (cudaErrorUnsupportedPtxVersion)"
+                );
+                let upgrade = format!("upgrade the driver to {needed} or newer");
+                let hint = match self.hint(settled.platform) {
+                    Some(alternative) => format!("{upgrade}; or {alternative}"),
+                    None => upgrade,
+                };
+                facts(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
+            }
+            _ => {
+                let message = format!(
+                    "{jit}, which needs driver {needed} or newer (the minimum of {built_with})"
+                );
+                facts(Finding::warn(GPU_TORCH_ARCH, message).with_hint(format!(
+                    "check with `nvidia-smi` that the driver is {needed} or newer"
+                )))
+            }
+        }
+    }
+}
+
+/// `cu126, cu128`: the variants of some builds.
+fn variant_names(builds: &[&TorchBuildRow]) -> String {
+    builds
+        .iter()
+        .map(|build| build.variant.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The verdict for a torch release without a variant: every build of it, on one GPU.
