@@ -401,3 +401,85 @@ fn drivers_before_525() {
         Status::Pass
     );
 }
+
+/// Issue 41, held out: the GPU model's own and MIG driver floors (compat-facts §8: NVIDIA's
+/// MIG user guide, Deployment Considerations; GPU Operator: "HGX B200 requires a driver
+/// container version of 570.133.20 or later").
+#[test]
+fn per_sku_and_mig_driver_floors() {
+    let verdict = |driver_text: &str, model: &str, mig: Option<bool>| {
+        driver_vs_gpu_model(matrix(), &driver(driver_text), &[model.to_string()], mig)
+    };
+    let status = |driver_text: &str, model: &str, mig: Option<bool>| {
+        verdict(driver_text, model, mig).map(|finding| finding.status)
+    };
+    // B200 on 570.124.06 passed before, with MIG on or off: both fail now.
+    for mig in [Some(true), Some(false), None] {
+        assert_eq!(status("570.124.06", "NVIDIA B200", mig), Some(Status::Fail));
+    }
+    assert_eq!(
+        status("570.133.20", "NVIDIA B200", Some(true)),
+        Some(Status::Pass)
+    );
+    // H200 needs 550.90.07 for MIG only: with MIG off it runs, and the pass names the floor.
+    assert_eq!(
+        status("550.54.15", "NVIDIA H200", Some(true)),
+        Some(Status::Fail)
+    );
+    assert_eq!(status("550.54.15", "NVIDIA H200", None), Some(Status::Warn));
+    let off = verdict("550.54.15", "NVIDIA H200", Some(false)).unwrap();
+    assert_eq!(off.status, Status::Pass);
+    assert!(
+        off.message.contains("MIG on it needs 550.90.07"),
+        "{}",
+        off.message
+    );
+    assert_eq!(
+        status("580.65.06", "NVIDIA B300", Some(true)),
+        Some(Status::Fail)
+    );
+    assert_eq!(
+        status("580.82.07", "NVIDIA B300", Some(true)),
+        Some(Status::Pass)
+    );
+    assert_eq!(
+        status(
+            "575.51.03",
+            "RTX PRO 6000 Blackwell Workstation Edition",
+            Some(true)
+        ),
+        Some(Status::Pass)
+    );
+    // A model without floors has no such verdict.
+    assert!(verdict("570.124.06", "GeForce RTX 4090", Some(false)).is_none());
+}
+
+/// A user matrix may add or replace a model's floor (key: `gpus` + `mig`), and a floor
+/// that names no GPU is refused at its place.
+#[test]
+fn gpu_driver_floors_overlay_and_are_checked() {
+    let user = Matrix::parse(
+        "[[gpu_driver_floor]]\ngpus = [\"NVIDIA H200\"]\nmig = true\nlinux_minimum_driver = \"555.42.02\"\nstatus = \"verified\"\nsource = \"a team's own reading\"\n",
+        "team.toml",
+    )
+    .unwrap();
+    let merged = matrix().overlay(user);
+    let finding = driver_vs_gpu_model(
+        &merged,
+        &driver("550.90.07"),
+        &["NVIDIA H200".to_string()],
+        Some(true),
+    )
+    .unwrap();
+    assert_eq!(finding.status, Status::Fail, "{}", finding.message);
+    assert!(finding.message.contains("555.42.02"), "{}", finding.message);
+    let error = Matrix::parse(
+        "[[gpu_driver_floor]]\ngpus = []\nlinux_minimum_driver = \"555.42.02\"\nstatus = \"verified\"\nsource = \"x\"\n",
+        "team.toml",
+    )
+    .unwrap_err();
+    assert!(
+        error.problems[0].message.contains("`gpus` names no GPU"),
+        "{error:?}"
+    );
+}
