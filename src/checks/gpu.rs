@@ -2,7 +2,9 @@
 //! load is named by its cause (not installed, not loaded, version mismatch, permission,
 //! old driver), never collapsed into "no GPU". Pure over `GpuFacts` and `HostFacts`.
 //!
-//! Finding ids: `gpu.nvml`, `gpu.driver-module`, `gpu.device`.
+//! Finding ids: `gpu.nvml`, `gpu.driver-module`, `gpu.device`; and, from the matrix,
+//! `driver.gpu-model` ([`model_floors`]: each GPU model's own and MIG driver floors, with
+//! the MIG mode NVML reports).
 
 use super::{Area, Finding};
 use crate::facts::gpu::{GpuDevice, GpuFacts, LoadOutcome};
@@ -113,6 +115,72 @@ fn loaded(facts: &crate::facts::gpu::NvmlFacts, module: Option<&str>) -> Vec<Fin
         findings.push(device_finding(device));
     }
     findings
+}
+
+/// Each GPU model's driver floors (`compat::driver_vs_gpu_model`): its per-SKU minimum, and
+/// its MIG minimum when NVML reports MIG enabled (a GPU without MIG answers "not supported":
+/// off; another failure leaves MIG unknown). One finding per distinct model and MIG state,
+/// with the GPU indices it covers. Only floors a driver falls short of are said (a fail, or
+/// a warning when MIG's state is unknown): a met floor adds nothing to fix, and the GPU lines
+/// above already say where MIG is enabled. Nothing when NVML is not loaded or the driver is
+/// unknown.
+pub fn model_floors(gpu: &GpuFacts, matrix: &crate::compat::Matrix) -> Vec<Finding> {
+    let Some(nvml) = gpu.loaded() else {
+        return Vec::new();
+    };
+    let Some(driver) = nvml
+        .driver_version
+        .value()
+        .and_then(|text| text.parse::<crate::compat::DriverVersion>().ok())
+    else {
+        return Vec::new();
+    };
+    let mut seen: Vec<(Vec<String>, Option<bool>, Vec<u32>)> = Vec::new();
+    for device in &nvml.gpus {
+        let Some(name) = device.name.value() else {
+            continue;
+        };
+        let models: Vec<String> = crate::compat::model_capability(matrix, name)
+            .into_iter()
+            .map(|(model, _)| model)
+            .collect();
+        let mig = match &device.mig_mode {
+            crate::facts::gpu::Fact::Value(mode) => {
+                Some(mode.current == crate::facts::gpu::MigSetting::Enabled)
+            }
+            crate::facts::gpu::Fact::Error(failure)
+                if failure.kind == crate::facts::gpu::FailureKind::NotSupported =>
+            {
+                Some(false)
+            }
+            crate::facts::gpu::Fact::Error(_) => None,
+        };
+        match seen
+            .iter_mut()
+            .find(|(other, other_mig, _)| *other == models && *other_mig == mig)
+        {
+            Some((_, _, indices)) => indices.push(device.index),
+            None => seen.push((models, mig, vec![device.index])),
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(models, mig, indices)| {
+            crate::compat::driver_vs_gpu_model(matrix, &driver, &models, mig)
+                .filter(|finding| finding.status != super::Status::Pass)
+                .map(|mut finding| {
+                    let listed: Vec<String> = indices.iter().map(ToString::to_string).collect();
+                    finding.message = format!(
+                        "GPU{} {}: {}",
+                        if indices.len() == 1 { "" } else { "s" },
+                        listed.join(", "),
+                        finding.message
+                    );
+                    finding
+                        .with_fact("gpu_indices", indices)
+                        .in_area(Area::Nvidia)
+                })
+        })
+        .collect()
 }
 
 fn device_finding(device: &GpuDevice) -> Finding {

@@ -473,7 +473,13 @@ fn gpu_verdict(
     let mut findings = Vec::new();
     if let (Some(cuda), Some(driver)) = (stack.cuda, driver) {
         let datacenter = name.as_deref().is_some_and(is_datacenter);
-        findings.push(compat::driver_vs_cuda(matrix, driver, cuda, datacenter));
+        findings.push(compat::driver_vs_cuda_of(
+            matrix,
+            driver,
+            cuda,
+            datacenter,
+            compat::pinned_runtime(matrix, platform, stack.torch.as_ref(), stack.cuda),
+        ));
     }
     match capability {
         Some(capability) => {
@@ -656,7 +662,7 @@ mod tests {
             "{}",
             x86_t4.message
         );
-        let old = torch_arch("aarch64", "NVIDIA GH200 480GB", "9.0", "2.8.0+cu128");
+        let old = torch_arch("aarch64", "NVIDIA GH200 480GB", "9.0", "2.7.1+cu128");
         assert_eq!(old.status, Status::Warn, "{}", old.message);
         assert!(
             old.message.contains("has no aarch64 build"),

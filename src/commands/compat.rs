@@ -6,7 +6,7 @@ use crate::checks::Status;
 use crate::compat::{self, ComputeCapability, DriverVersion};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::ops::compat::{CapabilityRow, DescribedGpu, DescribedStack};
+use crate::ops::compat::{CapabilityRow, DescribedGpu, DescribedHost, DescribedStack};
 use crate::ops::matrix::load_matrix;
 use crate::profile::model::{CudaVersion, TorchVersion};
 use crate::ui::findings::{Section, print_sections};
@@ -37,10 +37,13 @@ pub struct CompatArgs {
     /// major's driver floor, the verdict says what cuda-compat forward compatibility offers
     #[arg(long)]
     pub datacenter: bool,
-    /// The host's platform, whose torch wheel is judged: x86_64 or aarch64 (Grace
-    /// Hopper, Grace Blackwell, DGX Spark); Thor and GB10 are always aarch64
+    /// The host's platform, whose torch wheel is judged: x86_64 or aarch64; GPUs found
+    /// only in Arm hosts (GH200, GB200, GB300, GB10, Thor) are always judged as aarch64
     #[arg(long, value_name = "ARCH", default_value = "x86_64")]
     pub platform: String,
+    /// MIG is enabled on the GPUs: NVIDIA's MIG driver floors apply (H200 needs 550.90.07)
+    #[arg(long)]
+    pub mig: bool,
     /// A compatibility matrix file whose rows add to or replace the bundled ones
     #[arg(long, value_name = "FILE")]
     pub matrix: Option<PathBuf>,
@@ -86,11 +89,17 @@ pub fn run(arguments: CompatArgs, context: &Context) -> Result<ExitStatus, Error
         )
     })?;
     let gpus = described_gpus(&matrix, &arguments)?;
-    let (report, status) = crate::ops::compat::report(&matrix, driver, &stack, platform, gpus);
+    let host = DescribedHost {
+        driver,
+        platform,
+        mig: arguments.mig,
+        today: crate::ops::doctor::today(context.environment.now()),
+    };
+    let (report, status) = crate::ops::compat::report(&matrix, &host, &stack, gpus);
     if context.json {
         context.printer.json(&report)?;
     } else {
-        let sections: Vec<Section> = report
+        let mut sections: Vec<Section> = report
             .gpus
             .iter()
             .map(|gpu| Section {
@@ -118,6 +127,12 @@ pub fn run(arguments: CompatArgs, context: &Context) -> Result<ExitStatus, Error
                 findings: gpu.findings.clone(),
             })
             .collect();
+        if !report.findings.is_empty() {
+            sections.push(Section {
+                title: format!("driver {}", report.driver),
+                findings: report.findings.clone(),
+            });
+        }
         print_sections(&context.printer, &sections)?;
     }
     Ok(if status == Status::Fail {

@@ -84,13 +84,36 @@ fn blackwell_consumer_and_gb10() {
             "GB10 {build}"
         );
     }
-    for build in ["2.8.0+cu128", "2.10.0+cu128", "2.6.0+cu124"] {
-        assert_eq!(
-            arch_status("12.1", &torch(build)),
-            Status::Warn,
-            "GB10 {build}"
+    // Held out (compat-facts §8: the build script's aarch64 lists; GB10 runs sm_120 code,
+    // vllm-project/vllm#43969): 2.9.1+cu130 runs on GB10, as do the cu128 wheels of 2.8-2.10.
+    for build in ["2.9.1+cu130", "2.8.0+cu128", "2.10.0+cu128"] {
+        let verdict = gpu_vs_torch(
+            matrix(),
+            Some(crate::compat::Platform::X86_64),
+            capability("12.1"),
+            &torch(build),
+            None,
+            None,
+            &[],
+        );
+        assert_eq!(verdict.status, Status::Pass, "GB10 {build}");
+        assert!(
+            verdict.message.contains("(aarch64 wheel)")
+                && verdict
+                    .message
+                    .contains("verified (file): read in the build script, not measured"),
+            "GB10 {build}: {}",
+            verdict.message
         );
     }
+    // Still unknown, said so: no aarch64 CUDA wheel of 2.6 is in the matrix.
+    assert_eq!(
+        arch_status("12.1", &torch("2.6.0+cu124")),
+        Status::Warn,
+        "GB10 2.6.0+cu124"
+    );
+    // cu126's aarch64 list (8.0 9.0) has nothing for GB10: it fails.
+    assert_eq!(arch_status("12.1", &torch("2.9.1+cu126")), Status::Fail);
     for name in [
         "NVIDIA GeForce RTX 5090",
         "NVIDIA RTX PRO 6000 Blackwell Server Edition",
@@ -265,37 +288,69 @@ fn ada() {
 /// it as sm_101, 13.0 as sm_110.
 #[test]
 fn jetson_thor() {
+    // Judged by the aarch64 wheels: a build with sm_110 runs; one without (the cu126/cu128
+    // lists of the build script) fails: Thor needs CUDA 13; one with no aarch64 row is unknown.
     for (build, release, _) in all_builds() {
-        let expected = if release >= self::release("2.11")
-            && matrix()
-                .torch_build(
-                    release,
-                    &build.variant.as_deref().unwrap().parse().unwrap(),
-                    crate::compat::Platform::Aarch64,
-                )
-                .is_some()
-        {
-            Status::Pass
-        } else {
-            Status::Warn
+        let aarch64 = matrix().torch_build(
+            release,
+            &build.variant.as_deref().unwrap().parse().unwrap(),
+            crate::compat::Platform::Aarch64,
+        );
+        let expected = match aarch64 {
+            Some(row)
+                if row
+                    .targets
+                    .iter()
+                    .any(|target| target.to_string() == "sm_110") =>
+            {
+                Status::Pass
+            }
+            Some(_) => Status::Fail,
+            None => Status::Warn,
         };
         assert_eq!(arch_status("11.0", &build), expected, "Thor with {build}");
     }
+    // Held out (compat-facts §8; ollama/ollama#11999 "AGX Thor is CC 11.0, which requires
+    // CUDA v13"; NVIDIA: binary compatibility is not supported on Tegra): CUDA 12.8/12.9 name
+    // the old sm_101, whose cubins are not 11.0 code, so Thor fails with them.
     let status = |toolkit: &str| cuda_vs_gpu(matrix(), cuda(toolkit), capability("11.0")).status;
-    assert_eq!(status("12.8"), Status::Pass);
+    assert_eq!(status("12.8"), Status::Fail);
+    assert_eq!(status("12.9"), Status::Fail);
     assert_eq!(status("13.0"), Status::Pass);
     assert_eq!(status("12.6"), Status::Warn);
     // Each toolkit's message uses its own name for the target.
     let message = |toolkit: &str| cuda_vs_gpu(matrix(), cuda(toolkit), capability("11.0")).message;
     for toolkit in ["12.8", "12.9"] {
         let message = message(toolkit);
-        assert!(message.contains("has a sm_101 target"), "{message}");
+        assert!(
+            message
+                .contains("its sm_101 is the target of this GPU as the CUDA 12 driver reported it")
+                && message.contains("not on Tegra")
+                && message.contains("first in CUDA 13.0"),
+            "{message}"
+        );
     }
     assert!(
         message("13.0").contains("has a sm_110 target"),
         "{}",
         message("13.0")
     );
+    // The aarch64 cu128 wheel of 2.9 has no sm_110 kernels: it fails on Thor, cu130 runs.
+    let on_thor = |build: &str| {
+        gpu_vs_torch(
+            matrix(),
+            Some(crate::compat::Platform::X86_64),
+            capability("11.0"),
+            &torch(build),
+            None,
+            None,
+            &[],
+        )
+    };
+    assert_eq!(on_thor("2.9.1+cu128").status, Status::Fail);
+    let runs = on_thor("2.9.1+cu130");
+    assert_eq!(runs.status, Status::Pass, "{}", runs.message);
+    assert!(runs.message.contains("verified (file)"), "{}", runs.message);
 }
 
 /// Any GPU, driver < 580 (R535/R550/R570/R575): every cu130/cu132 wheel fails unless a
@@ -344,5 +399,87 @@ fn drivers_before_525() {
     assert_eq!(
         driver_vs_cuda(matrix(), &driver("520.61.05"), cuda("11.8"), false).status,
         Status::Pass
+    );
+}
+
+/// Issue 41, held out: the GPU model's own and MIG driver floors (compat-facts §8: NVIDIA's
+/// MIG user guide, Deployment Considerations; GPU Operator: "HGX B200 requires a driver
+/// container version of 570.133.20 or later").
+#[test]
+fn per_sku_and_mig_driver_floors() {
+    let verdict = |driver_text: &str, model: &str, mig: Option<bool>| {
+        driver_vs_gpu_model(matrix(), &driver(driver_text), &[model.to_string()], mig)
+    };
+    let status = |driver_text: &str, model: &str, mig: Option<bool>| {
+        verdict(driver_text, model, mig).map(|finding| finding.status)
+    };
+    // B200 on 570.124.06 passed before, with MIG on or off: both fail now.
+    for mig in [Some(true), Some(false), None] {
+        assert_eq!(status("570.124.06", "NVIDIA B200", mig), Some(Status::Fail));
+    }
+    assert_eq!(
+        status("570.133.20", "NVIDIA B200", Some(true)),
+        Some(Status::Pass)
+    );
+    // H200 needs 550.90.07 for MIG only: with MIG off it runs, and the pass names the floor.
+    assert_eq!(
+        status("550.54.15", "NVIDIA H200", Some(true)),
+        Some(Status::Fail)
+    );
+    assert_eq!(status("550.54.15", "NVIDIA H200", None), Some(Status::Warn));
+    let off = verdict("550.54.15", "NVIDIA H200", Some(false)).unwrap();
+    assert_eq!(off.status, Status::Pass);
+    assert!(
+        off.message.contains("MIG on it needs 550.90.07"),
+        "{}",
+        off.message
+    );
+    assert_eq!(
+        status("580.65.06", "NVIDIA B300", Some(true)),
+        Some(Status::Fail)
+    );
+    assert_eq!(
+        status("580.82.07", "NVIDIA B300", Some(true)),
+        Some(Status::Pass)
+    );
+    assert_eq!(
+        status(
+            "575.51.03",
+            "RTX PRO 6000 Blackwell Workstation Edition",
+            Some(true)
+        ),
+        Some(Status::Pass)
+    );
+    // A model without floors has no such verdict.
+    assert!(verdict("570.124.06", "GeForce RTX 4090", Some(false)).is_none());
+}
+
+/// A user matrix may add or replace a model's floor (key: `gpus` + `mig`), and a floor
+/// that names no GPU is refused at its place.
+#[test]
+fn gpu_driver_floors_overlay_and_are_checked() {
+    let user = Matrix::parse(
+        "[[gpu_driver_floor]]\ngpus = [\"NVIDIA H200\"]\nmig = true\nlinux_minimum_driver = \"555.42.02\"\nstatus = \"verified\"\nsource = \"a team's own reading\"\n",
+        "team.toml",
+    )
+    .unwrap();
+    let merged = matrix().overlay(user);
+    let finding = driver_vs_gpu_model(
+        &merged,
+        &driver("550.90.07"),
+        &["NVIDIA H200".to_string()],
+        Some(true),
+    )
+    .unwrap();
+    assert_eq!(finding.status, Status::Fail, "{}", finding.message);
+    assert!(finding.message.contains("555.42.02"), "{}", finding.message);
+    let error = Matrix::parse(
+        "[[gpu_driver_floor]]\ngpus = []\nlinux_minimum_driver = \"555.42.02\"\nstatus = \"verified\"\nsource = \"x\"\n",
+        "team.toml",
+    )
+    .unwrap_err();
+    assert!(
+        error.problems[0].message.contains("`gpus` names no GPU"),
+        "{error:?}"
     );
 }

@@ -458,6 +458,36 @@ row!(
     |row| row.name.to_ascii_lowercase()
 );
 
+/// `[[gpu_driver_floor]]`: the lowest driver NVIDIA supports for one GPU model (a per-SKU
+/// floor above its architecture's, like HGX B200's 570.133.20), or for running it with MIG
+/// enabled (`mig = true`, NVIDIA's MIG user guide). Key: `gpus` + `mig`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuDriverFloorRow {
+    /// The `[[gpu]]` rows (by `name`) the floor is for.
+    pub gpus: Vec<String>,
+    /// The floor holds only with MIG enabled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mig: bool,
+    pub linux_minimum_driver: DriverVersion,
+    pub status: RowStatus,
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+row!(
+    GpuDriverFloorRow,
+    "gpu_driver_floor",
+    ["gpus", "mig", "linux_minimum_driver"],
+    |row| format!(
+        "{}{}",
+        row.gpus.join(", "),
+        if row.mig { " with MIG" } else { "" }
+    )
+);
+
 /// `[[architecture]]`: NVIDIA's architecture lifecycle (compat-facts §2b). Key:
 /// `capabilities`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -619,6 +649,8 @@ pub struct Matrix {
     pub torch_release: Vec<TorchReleaseRow>,
     pub torch_build: Vec<TorchBuildRow>,
     pub gpu: Vec<GpuRow>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpu_driver_floor: Vec<GpuDriverFloorRow>,
     pub architecture: Vec<ArchitectureRow>,
     pub driver_branch: Vec<DriverBranchRow>,
     pub branch_lifecycle: Vec<BranchLifecycleRow>,
@@ -693,6 +725,7 @@ impl Matrix {
         merge(&mut merged.torch_release, user.torch_release);
         merge(&mut merged.torch_build, user.torch_build);
         merge(&mut merged.gpu, user.gpu);
+        merge(&mut merged.gpu_driver_floor, user.gpu_driver_floor);
         merge(&mut merged.architecture, user.architecture);
         merge(&mut merged.driver_branch, user.driver_branch);
         merge(&mut merged.branch_lifecycle, user.branch_lifecycle);
@@ -734,6 +767,7 @@ impl Matrix {
         count(TorchReleaseRow::TABLE, provenance(&self.torch_release));
         count(TorchBuildRow::TABLE, provenance(&self.torch_build));
         count(GpuRow::TABLE, provenance(&self.gpu));
+        count(GpuDriverFloorRow::TABLE, provenance(&self.gpu_driver_floor));
         count(ArchitectureRow::TABLE, provenance(&self.architecture));
         count(DriverBranchRow::TABLE, provenance(&self.driver_branch));
         count(
@@ -771,7 +805,7 @@ impl Matrix {
             .map_or("undated", |meta| meta.date.as_str())
     }
 
-    /// How verdicts name this matrix: `the bundled matrix (dated 2026-12-02)`.
+    /// How verdicts name this matrix: `the bundled matrix (dated 2026-12-04)`.
     pub fn describe(&self) -> String {
         let overlays = self.origins.iter().filter(|origin| *origin != BUNDLED_PATH);
         let overlays: Vec<&String> = overlays.collect();
@@ -917,6 +951,27 @@ impl Matrix {
         usable(&self.gpu)
     }
 
+    /// The usable driver floors of the `[[gpu]]` rows named `models` (per-SKU and MIG).
+    pub fn gpu_driver_floors<'m>(
+        &'m self,
+        models: &'m [String],
+    ) -> impl Iterator<Item = &'m GpuDriverFloorRow> {
+        usable(&self.gpu_driver_floor)
+            .filter(move |row| row.gpus.iter().any(|gpu| models.contains(gpu)))
+    }
+
+    /// The only kind of host the GPU models named `models` (`[[gpu]]` row names) are found
+    /// in: the `runs_on` they all agree on (GH200: aarch64, a Grace superchip). `None` when
+    /// one has none or they disagree.
+    pub fn models_host(&self, models: &[String]) -> Option<GpuHost> {
+        let mut hosts = self
+            .gpus()
+            .filter(|row| models.contains(&row.name))
+            .map(|row| row.runs_on);
+        let first = hosts.next()??;
+        hosts.all(|host| host == Some(first)).then_some(first)
+    }
+
     /// The compute capabilities that exist: every one a usable GPU or architecture row
     /// lists (NVIDIA's GPU and architecture tables, compat-facts §2b and §5), ascending.
     /// A capability outside this set (`9.9`) names no GPU.
@@ -1006,7 +1061,7 @@ mod tests {
             parsed.err().map(|e| e.to_string()).unwrap_or_default()
         );
         let matrix = Matrix::bundled();
-        assert_eq!(matrix.date(), "2026-12-02");
+        assert_eq!(matrix.date(), "2026-12-04");
         assert_eq!(matrix.origins, vec![BUNDLED_PATH.to_string()]);
         assert!(!matrix.cuda_driver.is_empty());
         assert!(!matrix.gpu.is_empty());
@@ -1233,19 +1288,19 @@ source = "our notes"
             merged.cuda_release(cuda("13.5")).unwrap().minimum_text(),
             "620.10"
         );
-        assert_eq!(merged.date(), "2026-12-02");
+        assert_eq!(merged.date(), "2026-12-04");
         assert_eq!(
             merged.origins,
             vec![BUNDLED_PATH.to_string(), "team.toml".to_string()]
         );
         assert!(merged.describe().contains("team.toml"));
-        assert_eq!(bundled.describe(), "the bundled matrix (dated 2026-12-02)");
+        assert_eq!(bundled.describe(), "the bundled matrix (dated 2026-12-04)");
     }
 
     #[test]
     fn info_counts_rows_and_sources() {
         let info = Matrix::bundled().info();
-        assert_eq!(info.date.as_deref(), Some("2026-12-02"));
+        assert_eq!(info.date.as_deref(), Some("2026-12-04"));
         let rows = |table: &str| {
             info.tables
                 .iter()
@@ -1260,7 +1315,7 @@ source = "our notes"
         let total: usize = info.tables.iter().map(|table| table.rows).sum();
         assert_eq!(info.rows_by_status.values().sum::<usize>(), total);
         assert!(info.rows_by_status[&RowStatus::Derived] > 0);
-        assert_eq!(info.torch_builds_by_platform[&Platform::Aarch64], 5);
+        assert_eq!(info.torch_builds_by_platform[&Platform::Aarch64], 14);
         let mut sorted = info.sources.clone();
         sorted.sort();
         sorted.dedup();

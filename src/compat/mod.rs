@@ -27,7 +27,12 @@
 //! Torch builds are keyed by platform ([`Platform`]: the x86_64 and aarch64 wheels of a
 //! release are different builds); the torch verdicts take the host's platform and say which
 //! wheel they judged. `[[gpu]] runs_on` marks GPUs found only in aarch64 hosts (judged by the
-//! aarch64 wheel) and Jetson GPUs under L4T (no PyPI wheel applies: said, not judged).
+//! aarch64 wheel) and Jetson GPUs under L4T (no PyPI wheel applies: said, not judged);
+//! `compat` also reads it by model name ([`Matrix::models_host`]: GH200, GB200 and GB300
+//! share their capability with x86_64 parts). A target NVIDIA renamed (`sm_101` → `sm_110`)
+//! reaches nothing: its cubins are code for the capability the GPU reported under the older
+//! driver. Rows read from a build script where no wheel can be measured are
+//! `verified (file)`, and the verdicts resting on them say so.
 //!
 //! Finding ids:
 //! - `driver.cuda` ([`driver_vs_cuda`]) — the host driver vs the CUDA release of an image or
@@ -56,6 +61,10 @@
 //!   release for the GPU (R550 and Blackwell, whose 12.8 needs R570), or newer than the
 //!   architecture's last branch (R590 and Volta); pass otherwise; none when the matrix knows
 //!   neither.
+//! - `driver.gpu-model` ([`driver_vs_gpu_model`]) — a driver vs the GPU model's own floors
+//!   (`[[gpu_driver_floor]]`, compat-facts §8): the per-SKU minimum (HGX B200 ≥ 570.133.20)
+//!   fails below it; the MIG minimum of NVIDIA's MIG guide (H200 ≥ 550.90.07) fails below it
+//!   with MIG enabled, warns with MIG's state unknown, and is said in the pass with MIG off.
 //! - `driver.forward-compatibility` ([`forward_compatibility`]) — only where `driver.cuda`
 //!   fails below the family floor: info naming the `cuda-compat-X-Y` package on a
 //!   data-center GPU, or saying it does not apply on others. Never a pass: whether the
@@ -74,9 +83,9 @@ mod failure_table_tests;
 
 pub use matrix::{
     ArchitectureRow, BUNDLED_PATH, BUNDLED_TEXT, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow,
-    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuHost, GpuRow, LateVariant,
-    LibraryGap, Matrix, MatrixInfo, MatrixMeta, Row, TableRows, TargetRenameRow, TorchBuildRow,
-    TorchReleaseRow,
+    CudaTargetsRow, DriverBranchRow, ForwardCompatibility, GpuDriverFloorRow, GpuHost, GpuRow,
+    LateVariant, LibraryGap, Matrix, MatrixInfo, MatrixMeta, Row, TableRows, TargetRenameRow,
+    TorchBuildRow, TorchReleaseRow,
 };
 pub use models::{model_capability, nearest_models, normalise_name, other_vendor};
 pub use parse::{MatrixError, TABLE_NAMES};
@@ -86,8 +95,9 @@ pub use values::{
 };
 pub use verdicts::{
     DRIVER_ARCHITECTURE, DRIVER_BRANCH_LIFECYCLE, DRIVER_CUDA, DRIVER_FORWARD_COMPATIBILITY,
-    GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu, driver_branch_lifecycle,
-    driver_vs_architecture, driver_vs_cuda, forward_compatibility, gpu_label, gpu_vs_torch,
-    gpus_vs_torch, native_cuda_for_driver,
+    DRIVER_GPU_MODEL, GPU_CUDA_ARCH, GPU_TORCH_ARCH, TorchCandidate, cuda_vs_gpu,
+    driver_branch_lifecycle, driver_vs_architecture, driver_vs_cuda, driver_vs_cuda_of,
+    driver_vs_gpu_model, forward_compatibility, gpu_label, gpu_vs_torch, gpus_vs_torch,
+    native_cuda_for_driver, pinned_runtime,
 };
 pub use version::{ComputeCapability, DriverVersion};

@@ -11,8 +11,8 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::matrix::{
     ArchitectureRow, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow, CudaTargetsRow,
-    DriverBranchRow, ForwardCompatibility, GpuRow, Matrix, MatrixMeta, Row, TargetRenameRow,
-    TorchBuildRow, TorchReleaseRow,
+    DriverBranchRow, ForwardCompatibility, GpuDriverFloorRow, GpuRow, Matrix, MatrixMeta, Row,
+    TargetRenameRow, TorchBuildRow, TorchReleaseRow,
 };
 use super::models::normalise_name;
 use super::values::{TargetKind, is_date, is_year_month};
@@ -20,7 +20,7 @@ use crate::profile::diagnostic::{Diagnostic, SourceText};
 use crate::suggest::did_you_mean;
 
 /// The tables a matrix file may hold.
-pub const TABLE_NAMES: [&str; 12] = [
+pub const TABLE_NAMES: [&str; 13] = [
     "meta",
     CudaDriverRow::TABLE,
     CudaFamilyRow::TABLE,
@@ -29,6 +29,7 @@ pub const TABLE_NAMES: [&str; 12] = [
     TorchReleaseRow::TABLE,
     TorchBuildRow::TABLE,
     GpuRow::TABLE,
+    GpuDriverFloorRow::TABLE,
     ArchitectureRow::TABLE,
     DriverBranchRow::TABLE,
     BranchLifecycleRow::TABLE,
@@ -280,6 +281,20 @@ impl CheckRow for ArchitectureRow {
 }
 
 impl CheckRow for DriverBranchRow {}
+
+impl CheckRow for GpuDriverFloorRow {
+    fn check(&self) -> Vec<RowProblem> {
+        if self.gpus.is_empty() {
+            vec![problem(
+                "gpus",
+                "`gpus` names no GPU".to_string(),
+                Some("name the `[[gpu]]` rows the floor is for: gpus = [\"NVIDIA B200\"]"),
+            )]
+        } else {
+            Vec::new()
+        }
+    }
+}
 
 impl CheckRow for BranchLifecycleRow {
     fn check(&self) -> Vec<RowProblem> {
@@ -548,6 +563,7 @@ impl Matrix {
                 "architecture" => matrix.architecture = parser.rows(key, value),
                 "driver_branch" => matrix.driver_branch = parser.rows(key, value),
                 "branch_lifecycle" => matrix.branch_lifecycle = parser.rows(key, value),
+                "gpu_driver_floor" => matrix.gpu_driver_floor = parser.rows(key, value),
                 _ => parser.unknown_key(key, &TABLE_NAMES, None),
             }
         }

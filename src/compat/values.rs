@@ -16,6 +16,10 @@ pub enum RowStatus {
     /// Read in a primary source, or measured from a vendor binary.
     #[serde(rename = "verified")]
     Verified,
+    /// Read in the primary file itself (PyTorch's build script at a named commit), where no
+    /// binary could be measured: as good as the file, but not what a wheel was seen to hold.
+    #[serde(rename = "verified (file)")]
+    VerifiedFile,
     /// A faithful copy of a primary source, or a maintainer's statement.
     #[serde(rename = "secondary")]
     Secondary,
@@ -29,7 +33,13 @@ pub enum RowStatus {
 
 impl RowStatus {
     /// The spellings a matrix file may use.
-    pub const NAMES: [&'static str; 4] = ["verified", "secondary", "derived", "UNVERIFIED"];
+    pub const NAMES: [&'static str; 5] = [
+        "verified",
+        "verified (file)",
+        "secondary",
+        "derived",
+        "UNVERIFIED",
+    ];
 
     /// Whether verdicts may rest on a row with this status.
     pub fn usable(self) -> bool {
@@ -39,6 +49,7 @@ impl RowStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             RowStatus::Verified => "verified",
+            RowStatus::VerifiedFile => "verified (file)",
             RowStatus::Secondary => "secondary",
             RowStatus::Derived => "derived",
             RowStatus::Unverified => "UNVERIFIED",
@@ -56,10 +67,14 @@ impl RowStatus {
     /// What a verdict resting on a row of this status says in its text line, so the
     /// evidence shows without `--json`: ` (derived: not measured)` for a derived row,
     /// ` (secondary: from a copy or a maintainer's statement, not measured)` for a secondary
-    /// one, nothing for a verified row (read in a primary source or measured).
+    /// one, ` (verified (file): …)` for a row read in a build script, nothing for a verified
+    /// row (read in a primary source or measured).
     pub fn caveat(self) -> &'static str {
         match self {
             RowStatus::Verified => "",
+            RowStatus::VerifiedFile => {
+                " (verified (file): read in the build script, not measured from a wheel)"
+            }
             RowStatus::Secondary => {
                 " (secondary: from a copy of the source or a maintainer's statement, not measured)"
             }

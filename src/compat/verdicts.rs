@@ -4,7 +4,9 @@
 
 use std::cmp::Reverse;
 
-use super::matrix::{CudaDriverRow, CudaTargetsRow, GpuHost, Matrix, Row, TorchBuildRow};
+use super::matrix::{
+    CudaDriverRow, CudaTargetsRow, GpuDriverFloorRow, GpuHost, Matrix, Row, TorchBuildRow,
+};
 use super::reach::{Reach, reach};
 use super::values::{CudaVariant, Platform, RowStatus, Target, TorchRelease, is_year_month};
 use super::version::{ComputeCapability, DriverVersion};
@@ -24,6 +26,9 @@ pub const DRIVER_FORWARD_COMPATIBILITY: &str = "driver.forward-compatibility";
 /// A driver branch vs the GPU's architecture: a branch older than the GPU, or one that
 /// dropped it.
 pub const DRIVER_ARCHITECTURE: &str = "driver.architecture";
+/// A driver vs the floors of the GPU model itself: its per-SKU minimum and, with MIG
+/// enabled, its MIG minimum.
+pub const DRIVER_GPU_MODEL: &str = "driver.gpu-model";
 
 const MINOR_VERSION_DOCUMENTATION: &str =
     "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html";
@@ -65,6 +70,41 @@ pub fn driver_vs_cuda(
     cuda: CudaVersion,
     datacenter: bool,
 ) -> Finding {
+    driver_vs_cuda_of(matrix, driver, cuda, datacenter, None)
+}
+
+/// The `[[cuda_driver]]` row of the CUDA runtime a torch wheel pins (2.15.0: cuda-toolkit
+/// 13.2.2, CUDA 13.2 Update 2), where the matrix knows the build and its pin: the floor a
+/// driver must meet for that wheel, which can be above its CUDA release's GA minimum.
+/// `None` for an unknown platform, build or pin.
+pub fn pinned_runtime<'m>(
+    matrix: &'m Matrix,
+    platform: Option<Platform>,
+    torch: Option<&TorchVersion>,
+    cuda: Option<CudaVersion>,
+) -> Option<&'m CudaDriverRow> {
+    let torch = torch?;
+    let variant = match torch.variant.as_deref() {
+        Some(variant) => variant.parse::<CudaVariant>().ok()?,
+        None => CudaVariant::for_cuda(cuda?),
+    };
+    let build = matrix.torch_build(TorchRelease::of(torch), &variant, platform?)?;
+    let runtime = matrix.runtime_row(build);
+    runtime.pin?;
+    runtime.row
+}
+
+/// [`driver_vs_cuda`] for an image whose torch wheel pins a later runtime (`pinned`, from
+/// [`pinned_runtime`]): where the driver falls short, the message names the pinned
+/// runtime's floor and the hint asks for it, not for the GA minimum the pin is above (an
+/// upgrade to 595.45.04 would still fall short of 2.15.0's 595.71.05).
+pub fn driver_vs_cuda_of(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    cuda: CudaVersion,
+    datacenter: bool,
+    pinned: Option<&CudaDriverRow>,
+) -> Finding {
     let release = matrix.cuda_release(cuda);
     let family = matrix.cuda_family(cuda.major);
     let minimum = release.and_then(CudaDriverRow::minimum);
@@ -103,13 +143,31 @@ pub fn driver_vs_cuda(
             return facts(Finding::pass(DRIVER_CUDA, message));
         }
         let needed = release.minimum_text();
+        // The torch wheel's pinned runtime, where its floor is above the release's.
+        let pinned = pinned.filter(|row| row.minimum().is_some_and(|floor| floor > *minimum));
+        let (upgrade_to, pinned_text) = match pinned {
+            Some(row) => (
+                row.minimum_text(),
+                format!(
+                    "; the torch wheel pins CUDA {}, whose minimum is {}{}",
+                    row.release,
+                    row.minimum_text(),
+                    row.status.caveat()
+                ),
+            ),
+            None => (needed.clone(), String::new()),
+        };
+        let facts = |finding: Finding| match pinned {
+            Some(row) => facts(finding).with_fact("runtime_row", row),
+            None => facts(finding),
+        };
         if let Some(family) = family.filter(|_| !below_family) {
             let message = format!(
-                "driver {driver} is older than CUDA {cuda}'s minimum {needed}: CUDA {cuda} runs only through CUDA {}.x minor-version compatibility (driver {} or newer), which loses PTX JIT of code built by CUDA {cuda} (cudaErrorUnsupportedPtxVersion) and features that need a newer driver",
+                "driver {driver} is older than CUDA {cuda}'s minimum {needed}: CUDA {cuda} runs only through CUDA {}.x minor-version compatibility (driver {} or newer), which loses PTX JIT of code built by CUDA {cuda} (cudaErrorUnsupportedPtxVersion) and features that need a newer driver{pinned_text}",
                 cuda.major, family.linux_minimum_driver
             );
             let hint = format!(
-                "upgrade the driver to {needed} or newer for full CUDA {cuda} support; see {MINOR_VERSION_DOCUMENTATION}"
+                "upgrade the driver to {upgrade_to} or newer for full CUDA {cuda} support; see {MINOR_VERSION_DOCUMENTATION}"
             );
             return facts(Finding::warn(DRIVER_CUDA, message).with_hint(hint));
         }
@@ -123,7 +181,8 @@ pub fn driver_vs_cuda(
                 cuda.major
             ),
         };
-        let hint = too_old_hint(matrix, driver, cuda, &needed, datacenter);
+        let message = format!("{message}{pinned_text}");
+        let hint = too_old_hint(matrix, driver, cuda, &upgrade_to, datacenter);
         return facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint));
     }
 
@@ -229,6 +288,11 @@ enum ToolkitReach {
     Newer,
     /// The GPU is older than the lowest target (or falls between targets).
     Older,
+    /// Only a target NVIDIA later renamed to this capability (CUDA 12.8's `sm_101`, Jetson
+    /// Thor's target under the CUDA 12 driver, where Thor reported 10.1): its cubins are not
+    /// code for the capability the GPU reports now (11.0, under the CUDA 13 driver), and
+    /// binary compatibility does not hold on Tegra (compat-facts §8).
+    Renamed(Target),
 }
 
 impl ToolkitReach {
@@ -251,10 +315,14 @@ fn toolkit_reach(
     let highest = matrix.renamed(row.highest);
     match &row.targets {
         Some(targets) => {
-            let targets: Vec<(Target, Target)> = targets
+            // A renamed target is code for the capability the GPU reported under the older
+            // driver, not for the one it reports now: it reaches nothing, and is named only
+            // when it is all the toolkit has for this GPU.
+            let (renamed, targets): (Vec<Target>, Vec<Target>) = targets
                 .iter()
-                .map(|target| (*target, matrix.renamed(*target)))
-                .collect();
+                .partition(|target| matrix.renamed(**target) != **target);
+            let targets: Vec<(Target, Target)> =
+                targets.iter().map(|target| (*target, *target)).collect();
             if let Some((own, _)) = targets
                 .iter()
                 .find(|(_, renamed)| renamed.capability == capability)
@@ -267,6 +335,12 @@ fn toolkit_reach(
                 .max_by_key(|(_, renamed)| renamed.capability)
             {
                 return ToolkitReach::SameMajor(*own);
+            }
+            if let Some(old) = renamed
+                .iter()
+                .find(|target| matrix.renamed(**target).capability == capability)
+            {
+                return ToolkitReach::Renamed(*old);
             }
             let newest = targets.iter().map(|(_, renamed)| renamed.capability).max();
             if newest.is_some_and(|newest| capability > newest) {
@@ -367,6 +441,27 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
                 None => format!("no CUDA release in {} targets {sm} yet", matrix.describe()),
             };
             facts(Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint))
+        }
+        ToolkitReach::Renamed(old) => {
+            let new = matrix.renamed(old);
+            let rename = matrix
+                .target_rename
+                .iter()
+                .find(|rename| rename.status.usable() && rename.old.capability == old.capability);
+            let from = rename.map_or_else(
+                || "a later release".to_string(),
+                |rename| format!("CUDA {}", rename.from_cuda),
+            );
+            let message = format!(
+                "CUDA {cuda} cannot target {gpu}: its {old} is the target of this GPU as the CUDA 12 driver reported it (compute capability {}), and its cubins are not {} code; the GPU reports {} only under the CUDA 13 driver, and NVIDIA supports binary compatibility only on the desktop, not on Tegra, so the GPU needs {new}, first in {from}",
+                old.capability, new.capability, new.capability
+            );
+            let hint = format!("use an image with {from} or newer, which targets {new}");
+            let finding = facts(Finding::fail(GPU_CUDA_ARCH, message).with_hint(hint));
+            match rename {
+                Some(rename) => finding.with_fact("rename_row", rename),
+                None => finding,
+            }
         }
         ToolkitReach::Older => {
             let mut message = format!(
@@ -525,6 +620,106 @@ pub fn driver_vs_architecture(
     )))
 }
 
+/// Checks a driver against the floors of the GPU model itself (compat-facts §8): the
+/// per-SKU minimum NVIDIA states for some parts (HGX B200: 570.133.20), and the MIG minimum
+/// of NVIDIA's MIG user guide (H200: 550.90.07), which holds only with MIG enabled.
+/// `models` are the `[[gpu]]` row names the GPU resolved to; `mig` is whether MIG is on
+/// (`None`: unknown). Fail below a floor that applies; warn below the MIG floor when MIG's
+/// state is unknown; pass otherwise, saying the MIG floor where MIG is off and the driver is
+/// below it. `None` when the matrix has no floor for the model.
+pub fn driver_vs_gpu_model(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    models: &[String],
+    mig: Option<bool>,
+) -> Option<Finding> {
+    let floors: Vec<&GpuDriverFloorRow> = matrix.gpu_driver_floors(models).collect();
+    let highest = |mig_floor: bool| {
+        floors
+            .iter()
+            .copied()
+            .filter(|row| row.mig == mig_floor)
+            .max_by(|one, other| one.linux_minimum_driver.cmp(&other.linux_minimum_driver))
+    };
+    let (own, with_mig) = (highest(false), highest(true));
+    if own.is_none() && with_mig.is_none() {
+        return None;
+    }
+    let gpu = models.join(" / ");
+    let facts = |finding: Finding| {
+        with_matrix(finding, matrix)
+            .with_fact("driver", driver.to_string())
+            .with_fact("models", models)
+            .with_fact("mig", mig)
+            .with_fact("floor_rows", &floors)
+    };
+    let below = |row: &GpuDriverFloorRow| *driver < row.linux_minimum_driver;
+    let upgrade = |row: &GpuDriverFloorRow| {
+        format!(
+            "upgrade the driver to {} or newer",
+            row.linux_minimum_driver
+        )
+    };
+    if let Some(row) = own.filter(|row| below(row)) {
+        let message = format!(
+            "driver {driver} is older than {}, the lowest driver NVIDIA supports for {gpu} (a floor of this model, above its architecture's){}",
+            row.linux_minimum_driver,
+            row.status.caveat()
+        );
+        return Some(facts(
+            Finding::fail(DRIVER_GPU_MODEL, message).with_hint(upgrade(row)),
+        ));
+    }
+    if let Some(row) = with_mig.filter(|row| below(row)) {
+        let floor = &row.linux_minimum_driver;
+        let caveat = row.status.caveat();
+        return Some(facts(match mig {
+            Some(true) => Finding::fail(
+                DRIVER_GPU_MODEL,
+                format!(
+                    "MIG is enabled on {gpu}, and driver {driver} is older than {floor}, the lowest driver NVIDIA's MIG user guide supports for MIG on it{caveat}"
+                ),
+            )
+            .with_hint(upgrade(row)),
+            Some(false) => Finding::pass(
+                DRIVER_GPU_MODEL,
+                format!(
+                    "driver {driver} supports {gpu} with MIG disabled; MIG on it needs {floor} or newer (NVIDIA's MIG user guide){caveat}"
+                ),
+            ),
+            None => Finding::warn(
+                DRIVER_GPU_MODEL,
+                format!(
+                    "whether MIG is enabled on {gpu} is unknown; with MIG enabled it needs driver {floor} or newer (NVIDIA's MIG user guide), and driver {driver} is older{caveat}"
+                ),
+            )
+            .with_hint(upgrade(row)),
+        }));
+    }
+    let met: Vec<String> = [own, with_mig]
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            let state = match (row.mig, mig) {
+                (false, _) => "",
+                (true, Some(true)) => ", with MIG enabled",
+                (true, Some(false)) => ", which MIG would need (MIG is off)",
+                (true, None) => ", which MIG needs (MIG's state is unknown)",
+            };
+            format!(
+                "{} {}{state}{}",
+                if row.mig { "MIG floor" } else { "own floor" },
+                row.linux_minimum_driver,
+                row.status.caveat()
+            )
+        })
+        .collect();
+    Some(facts(Finding::pass(
+        DRIVER_GPU_MODEL,
+        format!("driver {driver} meets {gpu}'s {}", met.join(" and ")),
+    )))
+}
+
 /// A bundled or team profile that could run instead, for hints: its name, torch and CUDA.
 #[derive(Debug, Clone, Copy)]
 pub struct TorchCandidate<'a> {
@@ -546,11 +741,14 @@ impl<'a> TorchCandidate<'a> {
 /// How a torch build's code reaches a GPU: its machine code and PTX, renamed as the matrix
 /// says, through the one architecture-reach rule.
 fn kernels(matrix: &Matrix, build: &TorchBuildRow, capability: ComputeCapability) -> Reach {
+    // A renamed target (sm_101) is code for the capability the GPU reported under an older
+    // driver, not for the one it has now (see `ToolkitReach::Renamed`): it reaches nothing.
     let targets: Vec<Target> = build
         .targets
         .iter()
         .chain(build.ptx.iter())
-        .map(|target| matrix.renamed(*target))
+        .filter(|target| matrix.renamed(**target) == **target)
+        .copied()
         .collect();
     reach(capability, &targets)
 }
@@ -610,10 +808,11 @@ fn below_pinned_runtime(
     Some(PinnedFloor {
         status: Status::Warn,
         message: format!(
-            "driver {driver} meets CUDA {}'s minimum {} but not {needed}, the minimum of {}: it runs that runtime only through CUDA {}.x minor-version compatibility (no PTX JIT of newer PTX, no features that need a newer driver)",
+            "driver {driver} meets CUDA {}'s minimum {} but not {needed}, the minimum of {}{}: it runs that runtime only through CUDA {}.x minor-version compatibility (no PTX JIT of newer PTX, no features that need a newer driver)",
             build.variant.cuda(),
             release.minimum_text(),
             runtime.described(row.cuda),
+            row.status.caveat(),
             row.cuda.major
         ),
         hint: format!("upgrade the driver to {needed} or newer"),
@@ -784,16 +983,17 @@ pub fn gpu_vs_torch(
     driver: Option<&DriverVersion>,
     candidates: &[TorchCandidate<'_>],
 ) -> Finding {
-    torch_verdict(
+    TorchQuery {
         matrix,
         platform,
         capability,
-        &[capability],
+        all_capabilities: &[capability],
         torch,
         cuda,
         driver,
         candidates,
-    )
+    }
+    .verdict()
 }
 
 /// [`gpu_vs_torch`] for every GPU of a (possibly mixed) host: one finding per distinct
@@ -823,125 +1023,245 @@ pub fn gpus_vs_torch(
                 .filter(|(_, other)| *other == capability)
                 .map(|(index, _)| index)
                 .collect();
-            torch_verdict(
+            TorchQuery {
                 matrix,
                 platform,
-                *capability,
-                &distinct,
+                capability: *capability,
+                all_capabilities: &distinct,
                 torch,
                 cuda,
                 driver,
                 candidates,
-            )
+            }
+            .verdict()
             .with_fact("gpu_indices", indices)
         })
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn torch_verdict(
-    matrix: &Matrix,
+/// One torch verdict's question (issue 42: a query with named steps): a GPU of
+/// `capability` among `all_capabilities` of the host, a torch build, the host's platform
+/// and driver, and the profiles a hint may suggest. [`TorchQuery::verdict`] answers it.
+struct TorchQuery<'a> {
+    matrix: &'a Matrix,
     platform: Option<Platform>,
     capability: ComputeCapability,
-    all_capabilities: &[ComputeCapability],
-    torch: &TorchVersion,
+    all_capabilities: &'a [ComputeCapability],
+    torch: &'a TorchVersion,
     cuda: Option<CudaVersion>,
-    driver: Option<&DriverVersion>,
-    candidates: &[TorchCandidate<'_>],
-) -> Finding {
-    let release = TorchRelease::of(torch);
-    let sm = capability.sm();
-    let gpu = gpu_label(matrix, capability);
-    let gpu_host = matrix.gpu_host(capability);
-    // A GPU found only in aarch64 hosts runs the aarch64 wheel, whatever was said.
-    let platform = match gpu_host {
-        Some(GpuHost::Aarch64) => Some(Platform::Aarch64),
-        _ => platform,
-    };
-    let plain = |finding: Finding| {
-        let mut finding = with_matrix(finding, matrix)
-            .with_fact("capability", capability)
-            .with_fact("torch", torch.to_string())
-            .with_fact("platform", platform);
-        if let Some(driver) = driver {
-            finding = finding.with_fact("driver", driver.to_string());
-        }
-        finding
-    };
-    if gpu_host == Some(GpuHost::Jetson) && torch.variant.as_deref() != Some("cpu") {
-        let message = format!(
-            "{gpu} is a Jetson GPU: neither PyPI wheel of torch {release} (x86_64, aarch64 SBSA) runs on Jetson under L4T, and no bundled row covers NVIDIA's Jetson builds of torch, so whether torch {torch} has kernels for it is unknown"
-        );
-        let hint = format!(
-            "install {JETSON_TORCH}, then check its arch list inside the container: {ARCH_LIST_COMMAND}"
-        );
-        return plain(Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint));
-    }
-    let Some(platform) = platform else {
-        let message = format!(
-            "the host's platform is unknown, so which torch {release} wheel applies (x86_64 or aarch64, which differ) is unknown"
-        );
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
-        return plain(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
-    };
-    let hint = || {
-        alternatives_hint(
-            matrix,
-            torch,
-            platform,
-            capability,
-            all_capabilities,
-            driver,
-            candidates,
-        )
-    };
-    let base = |finding: Finding| {
-        let mut finding = with_matrix(finding, matrix)
-            .with_fact("capability", capability)
-            .with_fact("torch", torch.to_string())
-            .with_fact("platform", platform);
-        if let Some(driver) = driver {
-            finding = finding.with_fact("driver", driver.to_string());
-        }
-        if let Some(cuda) = cuda {
-            finding = finding.with_fact("cuda", cuda);
-        }
-        finding
-    };
-    let with_optional_hint = |finding: Finding, hint: Option<String>| match hint {
+    driver: Option<&'a DriverVersion>,
+    candidates: &'a [TorchCandidate<'a>],
+}
+
+/// What a verdict has settled so far, each step adding to the facts its findings carry:
+/// the platform, then the variant (and the CUDA it was inferred from), then the build row.
+#[derive(Clone, Copy)]
+struct Settled<'a> {
+    platform: Platform,
+    variant: Option<(&'a CudaVariant, Option<CudaVersion>)>,
+    build: Option<&'a TorchBuildRow>,
+}
+
+fn check_inside_the_container() -> String {
+    format!("check its arch list inside the container: {ARCH_LIST_COMMAND}")
+}
+
+fn with_optional_hint(finding: Finding, hint: Option<String>) -> Finding {
+    match hint {
         Some(hint) => finding.with_hint(hint),
         None => finding,
-    };
+    }
+}
 
-    if torch.variant.as_deref() == Some("cpu") {
-        let message = format!("torch {torch} is a CPU-only build: it cannot use {gpu}");
-        return base(with_optional_hint(
-            Finding::warn(GPU_TORCH_ARCH, message),
-            hint(),
-        ));
+impl<'a> TorchQuery<'a> {
+    fn release(&self) -> TorchRelease {
+        TorchRelease::of(self.torch)
     }
-    if !torch.version.pre.is_empty() {
-        let message = format!(
-            "torch {torch} is a pre-release or vendor build (nightly, NGC): its arch list is not in {}",
-            matrix.describe()
-        );
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
-        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+
+    fn gpu(&self) -> String {
+        gpu_label(self.matrix, self.capability)
     }
-    let builds = matrix.torch_builds(release, platform);
-    if builds.is_empty() {
-        let release_row = matrix.torch_release(release);
+
+    /// The facts every finding carries, before the platform is known.
+    fn plain(&self, platform: Option<Platform>, finding: Finding) -> Finding {
+        let mut finding = with_matrix(finding, self.matrix)
+            .with_fact("capability", self.capability)
+            .with_fact("torch", self.torch.to_string())
+            .with_fact("platform", platform);
+        if let Some(driver) = self.driver {
+            finding = finding.with_fact("driver", driver.to_string());
+        }
+        finding
+    }
+
+    /// The facts of what is settled; a finding resting on a build row says how well the
+    /// row is supported.
+    fn facts(&self, settled: Settled<'_>, finding: Finding) -> Finding {
+        let mut finding = self.plain(Some(settled.platform), finding);
+        if let Some(cuda) = self.cuda {
+            finding = finding.with_fact("cuda", cuda);
+        }
+        if let Some((variant, inferred_from)) = settled.variant {
+            finding = finding.with_fact("variant", variant.as_str());
+            if let Some(cuda) = inferred_from {
+                finding = finding.with_fact("variant_inferred_from_cuda", cuda);
+            }
+        }
+        if let Some(build) = settled.build {
+            finding = finding.with_fact("build_row", build);
+            finding.message.push_str(build.status.caveat());
+        }
+        finding
+    }
+
+    /// What to run instead, on `platform`.
+    fn hint(&self, platform: Platform) -> Option<String> {
+        alternatives_hint(
+            self.matrix,
+            self.torch,
+            platform,
+            self.capability,
+            self.all_capabilities,
+            self.driver,
+            self.candidates,
+        )
+    }
+
+    /// Step 1: the platform whose wheel applies. A GPU found only in aarch64 hosts runs the
+    /// aarch64 wheel, whatever was said; a Jetson GPU under L4T runs neither PyPI wheel.
+    fn verdict(&self) -> Finding {
+        let release = self.release();
+        let gpu_host = self.matrix.gpu_host(self.capability);
+        let platform = match gpu_host {
+            Some(GpuHost::Aarch64) => Some(Platform::Aarch64),
+            _ => self.platform,
+        };
+        if gpu_host == Some(GpuHost::Jetson) && self.torch.variant.as_deref() != Some("cpu") {
+            let message = format!(
+                "{} is a Jetson GPU: neither PyPI wheel of torch {release} (x86_64, aarch64 SBSA) runs on Jetson under L4T, and no bundled row covers NVIDIA's Jetson builds of torch, so whether torch {} has kernels for it is unknown",
+                self.gpu(),
+                self.torch
+            );
+            let hint = format!(
+                "install {JETSON_TORCH}, then check its arch list inside the container: {ARCH_LIST_COMMAND}"
+            );
+            return self.plain(
+                platform,
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint),
+            );
+        }
+        let Some(platform) = platform else {
+            let message = format!(
+                "the host's platform is unknown, so which torch {release} wheel applies (x86_64 or aarch64, which differ) is unknown"
+            );
+            return self.plain(
+                None,
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(check_inside_the_container()),
+            );
+        };
+        self.on_platform(Settled {
+            platform,
+            variant: None,
+            build: None,
+        })
+    }
+
+    /// Step 2: builds that are not judged by an arch list (CPU-only, pre-release, PyPI's
+    /// aarch64 CPU wheel, a release without builds on the platform), then the variant.
+    fn on_platform(&self, settled: Settled<'_>) -> Finding {
+        let (matrix, torch, platform) = (self.matrix, self.torch, settled.platform);
+        let release = self.release();
+        let gpu = self.gpu();
+        if torch.variant.as_deref() == Some("cpu") {
+            let message = format!("torch {torch} is a CPU-only build: it cannot use {gpu}");
+            return self.facts(
+                settled,
+                with_optional_hint(Finding::warn(GPU_TORCH_ARCH, message), self.hint(platform)),
+            );
+        }
+        if !torch.version.pre.is_empty() {
+            let message = format!(
+                "torch {torch} is a pre-release or vendor build (nightly, NGC): its arch list is not in {}",
+                matrix.describe()
+            );
+            return self.facts(
+                settled,
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(check_inside_the_container()),
+            );
+        }
+        // `pip install torch==2.10.0` on aarch64 gets PyPI's CPU wheel, whatever CUDA builds
+        // download.pytorch.org has: a torch named without a variant or a CUDA is that wheel.
         if platform == Platform::Aarch64
             && torch.variant.is_none()
-            && release_row.is_some_and(|row| row.pypi_aarch64_is_cpu())
+            && self.cuda.is_none()
+            && matrix
+                .torch_release(release)
+                .is_some_and(|row| row.pypi_aarch64_is_cpu())
         {
             let message = format!(
                 "torch {torch} from PyPI on aarch64 is a CPU-only build (PyPI's aarch64 wheels are CUDA builds only from 2.11): `pip install torch=={}` on this Arm host cannot use {gpu}",
                 release_text(torch)
             );
             let finding = Finding::warn(GPU_TORCH_ARCH, message);
-            return base(with_optional_hint(finding, hint()));
+            return self.facts(settled, with_optional_hint(finding, self.hint(platform)));
         }
+        let builds = matrix.torch_builds(release, platform);
+        if builds.is_empty() {
+            return self.without_builds(settled);
+        }
+        let variant = match (torch.variant.as_deref(), self.cuda) {
+            (Some(variant), _) => match variant.parse::<CudaVariant>() {
+                Ok(variant) => Some((variant, None)),
+                Err(_) => {
+                    let message = format!(
+                        "torch {torch} has the unknown variant `{variant}`; known builds of torch {release}: {}",
+                        variant_names(&builds)
+                    );
+                    return self.facts(settled, Finding::warn(GPU_TORCH_ARCH, message));
+                }
+            },
+            (None, Some(cuda)) => Some((CudaVariant::for_cuda(cuda), Some(cuda))),
+            (None, None) => None,
+        };
+        let Some((variant, inferred_from)) = variant else {
+            return every_build(
+                matrix,
+                platform,
+                self.capability,
+                torch,
+                &builds,
+                self.driver,
+                || self.hint(platform),
+                |finding| self.facts(settled, finding),
+            );
+        };
+        let settled = Settled {
+            variant: Some((&variant, inferred_from)),
+            ..settled
+        };
+        let label = match inferred_from {
+            Some(cuda) => {
+                format!("torch {torch} ({variant}, inferred from CUDA {cuda}; {platform} wheel)")
+            }
+            None => format!("torch {torch} ({platform} wheel)"),
+        };
+        match matrix.torch_build(release, &variant, platform) {
+            Some(build) => self.judge_build(
+                Settled {
+                    build: Some(build),
+                    ..settled
+                },
+                build,
+                &label,
+            ),
+            None => self.without_build(settled, &variant, &label, &builds),
+        }
+    }
+
+    /// A release without builds on the platform: its arch list there is unknown.
+    fn without_builds(&self, settled: Settled<'_>) -> Finding {
+        let (matrix, platform) = (self.matrix, settled.platform);
+        let release = self.release();
         let x86_only = platform != Platform::X86_64
             && !matrix.torch_builds(release, Platform::X86_64).is_empty();
         // A user's UNVERIFIED rows for this release and platform, which no verdict uses.
@@ -963,56 +1283,34 @@ fn torch_verdict(
                 matrix.describe()
             )
         };
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
-        let hint = match hint() {
+        let check = check_inside_the_container();
+        let hint = match self.hint(platform) {
             Some(alternative) => format!("{check}; or {alternative}"),
             None => check,
         };
-        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint));
+        self.facts(
+            settled,
+            Finding::warn(GPU_TORCH_ARCH, message).with_hint(hint),
+        )
     }
-    let known_variants = || {
-        builds
-            .iter()
-            .map(|build| build.variant.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
 
-    let variant = match (torch.variant.as_deref(), cuda) {
-        (Some(variant), _) => match variant.parse::<CudaVariant>() {
-            Ok(variant) => Some((variant, None)),
-            Err(_) => {
-                let message = format!(
-                    "torch {torch} has the unknown variant `{variant}`; known builds of torch {release}: {}",
-                    known_variants()
-                );
-                return base(Finding::warn(GPU_TORCH_ARCH, message));
-            }
-        },
-        (None, Some(cuda)) => Some((CudaVariant::for_cuda(cuda), Some(cuda))),
-        (None, None) => None,
-    };
-
-    let Some((variant, inferred_from)) = variant else {
-        return every_build(
-            matrix, platform, capability, torch, &builds, driver, hint, base,
-        );
-    };
-    let label = match inferred_from {
-        Some(cuda) => {
-            format!("torch {torch} ({variant}, inferred from CUDA {cuda}; {platform} wheel)")
-        }
-        None => format!("torch {torch} ({platform} wheel)"),
-    };
-    let base = |finding: Finding| {
-        let finding = base(finding).with_fact("variant", variant.as_str());
-        match inferred_from {
-            Some(cuda) => finding.with_fact("variant_inferred_from_cuda", cuda),
-            None => finding,
-        }
-    };
-    let Some(build) = matrix.torch_build(release, &variant, platform) else {
-        let check = format!("check its arch list inside the container: {ARCH_LIST_COMMAND}");
+    /// A variant without a build row on the platform: a late variant, a listed variant
+    /// whose arch list is unknown, or no such build.
+    fn without_build(
+        &self,
+        settled: Settled<'_>,
+        variant: &CudaVariant,
+        label: &str,
+        builds: &[&TorchBuildRow],
+    ) -> Finding {
+        let (matrix, torch, platform) = (self.matrix, self.torch, settled.platform);
+        let release = self.release();
+        let warn = |message: String| {
+            self.facts(
+                settled,
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(check_inside_the_container()),
+            )
+        };
         let key = match platform {
             Platform::X86_64 => format!("{release}+{variant}"),
             platform => format!("{release}+{variant} {platform}"),
@@ -1021,11 +1319,11 @@ fn torch_verdict(
         // has it (only its arch list is unknown) or predates it.
         if let Some(late) = matrix
             .torch_release(release)
-            .and_then(|row| row.late_variant(&variant))
+            .and_then(|row| row.late_variant(variant))
         {
             let from: Option<TorchVersion> = late.from.parse().ok();
             let has_it = from.is_some_and(|from| torch.version >= from.version);
-            let message = if has_it {
+            return warn(if has_it {
                 format!(
                     "{label}: torch {release} has {variant} builds from {}, but their arch list is not in {}",
                     late.from,
@@ -1037,40 +1335,79 @@ fn torch_verdict(
                     late.from,
                     matrix.describe()
                 )
-            };
-            return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+            });
         }
         // A build the release lists (cu129 of 2.11, published on download.pytorch.org)
         // exists: only its arch list is unknown. Saying it has no such build would be false.
         if matrix
             .torch_release(release)
-            .is_some_and(|row| row.variants.contains(&variant))
+            .is_some_and(|row| row.variants.contains(variant))
         {
-            let message = format!(
+            return warn(format!(
                 "{label}: torch {release} has a {variant} build, but its arch list is not in {}{}",
                 matrix.describe(),
                 dropped_rows(&matrix.torch_build, &key)
-            );
-            return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
+            ));
         }
-        let message = format!(
+        warn(format!(
             "{label}: torch {release} has no {platform} {variant} build in {}{} (known: {})",
             matrix.describe(),
             dropped_rows(&matrix.torch_build, &key),
-            known_variants()
-        );
-        return base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(check));
-    };
-    // Every message resting on the build row says how well the row is supported.
-    let base = |finding: Finding| {
-        let mut finding = base(finding).with_fact("build_row", build);
-        finding.message.push_str(build.status.caveat());
-        finding
-    };
+            variant_names(builds)
+        ))
+    }
 
-    // A library of the wheel that lacks the target this GPU runs: its operations have no
-    // kernels here although torch's own do, so the pass becomes a warning that says which.
-    let runs = |target: Target, message: String| {
+    /// Step 3: the build row's kernels on this GPU.
+    fn judge_build(&self, settled: Settled<'_>, build: &TorchBuildRow, label: &str) -> Finding {
+        let (sm, gpu) = (self.capability.sm(), self.gpu());
+        match kernels(self.matrix, build, self.capability) {
+            Reach::Cubin(target) if target.capability == self.capability => self.runs(
+                settled,
+                build,
+                target,
+                format!("{label} has {target} kernels for {gpu}"),
+            ),
+            Reach::Cubin(target) => self.runs(
+                settled,
+                build,
+                target,
+                format!(
+                    "{label} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
+                ),
+            ),
+            Reach::Ptx(ptx) => self.through_ptx(settled, build, ptx, label),
+            Reach::Missing(_) => {
+                let message = format!(
+                    "{sm} is not compatible with the current PyTorch installation: {label} has kernels only for {}, none of which runs on {gpu}",
+                    targets_text(build)
+                );
+                // Where nothing in the matrix runs here (a T4 on an Arm host), say so rather
+                // than leave the failure without a way forward.
+                let hint = self.hint(settled.platform).unwrap_or_else(|| {
+                    format!(
+                        "no {} torch build in {} has code for {sm}: a build made with {sm} in TORCH_CUDA_ARCH_LIST, or a host whose wheels carry it, is needed",
+                        settled.platform,
+                        self.matrix.describe()
+                    )
+                });
+                self.facts(
+                    settled,
+                    Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint),
+                )
+            }
+        }
+    }
+
+    /// Machine code runs: a pass, unless a library of the wheel lacks the target (its
+    /// operations have no kernels here although torch's own do) or the driver is below the
+    /// runtime the wheel pins (13.2 Update 2 for 2.15.0, not the variant's GA release).
+    fn runs(
+        &self,
+        settled: Settled<'_>,
+        build: &TorchBuildRow,
+        target: Target,
+        message: String,
+    ) -> Finding {
         let said: Vec<String> = build
             .library_gaps
             .iter()
@@ -1087,16 +1424,18 @@ fn torch_verdict(
         let mut status = Status::Pass;
         if !said.is_empty() {
             message = format!(
-                "{message}, but {}: those operations have no kernels for {gpu} and fail with `no kernel image is available for execution on the device`",
-                said.join("; ")
+                "{message}, but {}: those operations have no kernels for {} and fail with `no kernel image is available for execution on the device`",
+                said.join("; "),
+                self.gpu()
             );
             hints.push("torch.backends.cuda.preferred_linalg_library('cusolver') keeps linalg on cuSOLVER, which ships its own kernels; or use a build whose libraries carry this target".to_string());
             status = Status::Warn;
         }
-        // The runtime the wheel pins (13.2 Update 2 for 2.15.0), not the variant's GA
-        // release, is what the driver must meet.
-        let runtime = matrix.runtime_row(build);
-        if let Some(floor) = driver.and_then(|driver| below_pinned_runtime(matrix, build, driver)) {
+        let runtime = self.matrix.runtime_row(build);
+        if let Some(floor) = self
+            .driver
+            .and_then(|driver| below_pinned_runtime(self.matrix, build, driver))
+        {
             message = format!("{message}; {}", floor.message);
             hints.push(floor.hint);
             status = status.max(floor.status);
@@ -1106,80 +1445,74 @@ fn torch_verdict(
             _ => Finding::warn(GPU_TORCH_ARCH, message).with_hint(hints.join("; or ")),
         };
         match (runtime.pin, runtime.row) {
-            (Some(_), Some(row)) => base(finding.with_fact("runtime_row", row)),
-            _ => base(finding),
-        }
-    };
-    match kernels(matrix, build, capability) {
-        Reach::Cubin(target) if target.capability == capability => {
-            runs(target, format!("{label} has {target} kernels for {gpu}"))
-        }
-        Reach::Cubin(target) => runs(
-            target,
-            format!(
-                "{label} has no {sm} kernels, but its {target} kernels run on {gpu}: same major, lower minor"
-            ),
-        ),
-        Reach::Ptx(ptx) => {
-            let runtime = matrix.runtime_row(build);
-            let built_with = runtime.described(build.variant.cuda());
-            let release_row = runtime.row;
-            let minimum = release_row.and_then(CudaDriverRow::minimum);
-            let needed = release_row.map_or_else(
-                || "an unknown driver".to_string(),
-                CudaDriverRow::minimum_text,
-            );
-            let base = |finding: Finding| match release_row {
-                Some(row) => base(finding).with_fact("release_row", row),
-                None => base(finding),
-            };
-            let jit = format!(
-                "{label} has no machine code for {gpu}; its {ptx} PTX is JIT-compiled by the driver (slow first start)"
-            );
-            match (driver, minimum) {
-                (Some(driver), Some(minimum)) if *driver >= minimum => base(Finding::pass(
-                    GPU_TORCH_ARCH,
-                    format!(
-                        "{jit}, which driver {driver} can do (it needs {needed}, the minimum of {built_with})"
-                    ),
-                )),
-                (Some(driver), Some(_)) => {
-                    let message = format!(
-                        "{jit}, but driver {driver} is older than {needed}, the minimum of {built_with}, and cannot JIT its PTX (cudaErrorUnsupportedPtxVersion)"
-                    );
-                    let upgrade = format!("upgrade the driver to {needed} or newer");
-                    let hint = match hint() {
-                        Some(alternative) => format!("{upgrade}; or {alternative}"),
-                        None => upgrade,
-                    };
-                    base(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
-                }
-                _ => {
-                    let message = format!(
-                        "{jit}, which needs driver {needed} or newer (the minimum of {built_with})"
-                    );
-                    base(Finding::warn(GPU_TORCH_ARCH, message).with_hint(format!(
-                        "check with `nvidia-smi` that the driver is {needed} or newer"
-                    )))
-                }
-            }
-        }
-        Reach::Missing(_) => {
-            let message = format!(
-                "{sm} is not compatible with the current PyTorch installation: {label} has kernels only for {}, none of which runs on {gpu}",
-                targets_text(build)
-            );
-            // Where nothing in the matrix runs here (a T4 on an Arm host), say so rather than
-            // leave the failure without a way forward.
-            let hint = hint().unwrap_or_else(|| {
-                format!(
-                    "no {platform} torch build in {} has code for {sm}: a build made with {sm} in TORCH_CUDA_ARCH_LIST, or a host whose wheels carry it, is needed",
-                    matrix.describe()
-                )
-            });
-            base(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
+            (Some(_), Some(row)) => self.facts(settled, finding.with_fact("runtime_row", row)),
+            _ => self.facts(settled, finding),
         }
     }
+
+    /// Only PTX reaches the GPU: a pass with a driver that can JIT it (at least the
+    /// minimum of the runtime the build was made with), a failure with an older one, a
+    /// warning when the driver is unknown.
+    fn through_ptx(
+        &self,
+        settled: Settled<'_>,
+        build: &TorchBuildRow,
+        ptx: Target,
+        label: &str,
+    ) -> Finding {
+        let runtime = self.matrix.runtime_row(build);
+        let built_with = runtime.described(build.variant.cuda());
+        let release_row = runtime.row;
+        let minimum = release_row.and_then(CudaDriverRow::minimum);
+        let needed = release_row.map_or_else(
+            || "an unknown driver".to_string(),
+            CudaDriverRow::minimum_text,
+        );
+        let facts = |finding: Finding| match release_row {
+            Some(row) => self.facts(settled, finding).with_fact("release_row", row),
+            None => self.facts(settled, finding),
+        };
+        let jit = format!(
+            "{label} has no machine code for {}; its {ptx} PTX is JIT-compiled by the driver (slow first start)",
+            self.gpu()
+        );
+        match (self.driver, minimum) {
+            (Some(driver), Some(minimum)) if *driver >= minimum => facts(Finding::pass(
+                GPU_TORCH_ARCH,
+                format!(
+                    "{jit}, which driver {driver} can do (it needs {needed}, the minimum of {built_with})"
+                ),
+            )),
+            (Some(driver), Some(_)) => {
+                let message = format!(
+                    "{jit}, but driver {driver} is older than {needed}, the minimum of {built_with}, and cannot JIT its PTX (cudaErrorUnsupportedPtxVersion)"
+                );
+                let upgrade = format!("upgrade the driver to {needed} or newer");
+                let hint = match self.hint(settled.platform) {
+                    Some(alternative) => format!("{upgrade}; or {alternative}"),
+                    None => upgrade,
+                };
+                facts(Finding::fail(GPU_TORCH_ARCH, message).with_hint(hint))
+            }
+            _ => {
+                let message = format!(
+                    "{jit}, which needs driver {needed} or newer (the minimum of {built_with})"
+                );
+                facts(Finding::warn(GPU_TORCH_ARCH, message).with_hint(format!(
+                    "check with `nvidia-smi` that the driver is {needed} or newer"
+                )))
+            }
+        }
+    }
+}
+
+/// `cu126, cu128`: the variants of some builds.
+fn variant_names(builds: &[&TorchBuildRow]) -> String {
+    builds
+        .iter()
+        .map(|build| build.variant.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The verdict for a torch release without a variant: every build of it, on one GPU.
@@ -1563,7 +1896,7 @@ mod tests {
         assert!(
             finding
                 .message
-                .contains("not in the bundled matrix (dated 2026-12-02)"),
+                .contains("not in the bundled matrix (dated 2026-12-04)"),
             "{}",
             finding.message
         );
@@ -2161,9 +2494,11 @@ source = "guess"
             gb10.message
         );
         assert_eq!(architecture("575.57.08", "10.3").status, Status::Pass);
-        // Thor's 11.0 is CUDA 12.8's sm_101, renamed sm_110 in 13.0.
+        // Thor reports 11.0 only under the CUDA 13 driver (compat-facts §8): CUDA 12.8's
+        // sm_101 is not its code, so 13.0 (R580) is the first release for it.
         assert_eq!(architecture("560.35.03", "11.0").status, Status::Fail);
-        assert_eq!(architecture("570.26", "11.0").status, Status::Pass);
+        assert_eq!(architecture("570.26", "11.0").status, Status::Fail);
+        assert_eq!(architecture("580.65.06", "11.0").status, Status::Pass);
     }
 
     /// A branch newer than an architecture's last one dropped it: Volta, Pascal and Maxwell
@@ -2313,20 +2648,32 @@ source = "guess"
         let cpu = check(arm, "9.0", "2.10.0");
         assert_eq!(cpu.status, Status::Warn, "{}", cpu.message);
         assert!(cpu.message.contains("CPU-only build"), "{}", cpu.message);
-        // A CUDA variant there has no aarch64 row: its list is unknown, not the x86 one.
-        let unknown = check(arm, "9.0", "2.9.1+cu128");
+        // A CUDA variant there without an aarch64 row: its list is unknown, not the x86 one.
+        let unknown = check(arm, "9.0", "2.8.0+cu129");
         assert_eq!(unknown.status, Status::Warn, "{}", unknown.message);
         assert!(
-            unknown.message.contains("torch 2.9 has no aarch64 build"),
+            unknown
+                .message
+                .contains("torch 2.8 has a cu129 build, but its arch list is not in"),
             "{}",
             unknown.message
         );
-        let unmeasured = check(arm, "9.0", "2.9.1");
+        let unmeasured = check(arm, "9.0", "2.7.1");
         assert_eq!(unmeasured.status, Status::Warn);
         assert!(
             unmeasured.message.contains("has no aarch64 build"),
             "{}",
             unmeasured.message
+        );
+        // The build script's lists (2.8-2.10) are judged, and say they were read, not measured.
+        let read = check(arm, "9.0", "2.9.1+cu128");
+        assert_eq!(read.status, Status::Pass, "{}", read.message);
+        assert!(
+            read.message.ends_with(
+                " (verified (file): read in the build script, not measured from a wheel)"
+            ),
+            "{}",
+            read.message
         );
         // An unknown platform is said, not taken for x86_64.
         let blind = check(None, "9.0", "2.8.0+cu128");
@@ -2414,10 +2761,13 @@ source = "guess"
             pinned.described(cuda("13.2")),
             "CUDA 13.2 Update 2 (the runtime the wheel pins, cuda-toolkit==13.2.2)"
         );
-        // 13.0.3's own row is not in the matrix: 13.0 Update 2's floor stands in, said so.
+        // 13.0.3's own row (secondary: the runfile's name) is the floor of 2.14's wheel.
         let later = matrix().runtime_row(build("2.14", "cu130", Platform::Aarch64));
-        assert_eq!(later.row.unwrap().release, "13.0 Update 2");
-        assert!(!later.exact);
+        let row = later.row.unwrap();
+        assert_eq!(row.release, "13.0 Update 3");
+        assert_eq!(row.status, RowStatus::Secondary);
+        assert_eq!(row.linux_minimum_driver, Some(driver("580.126.20")));
+        assert!(later.exact);
         assert!(
             later
                 .described(cuda("13.0"))

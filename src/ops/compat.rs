@@ -19,6 +19,9 @@ pub struct GpuReport {
     /// the name fits several models of one capability), each with its status and source, so
     /// a derived capability is told as derived. Empty for `--cc`.
     pub capability_rows: Vec<CapabilityRow>,
+    /// The platform whose torch wheel was judged for this GPU: `--platform`, or aarch64 for
+    /// a GPU found only in aarch64 hosts (GH200, GB200, GB300, GB10, Thor).
+    pub platform: compat::Platform,
     pub verdict: &'static str,
     pub findings: Vec<Finding>,
 }
@@ -43,8 +46,22 @@ pub struct CompatReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cuda_from: Option<&'static str>,
     pub torch: Option<TorchVersion>,
+    /// `--mig`: MIG is enabled on the GPUs, so their MIG driver floors apply.
+    pub mig: bool,
     pub gpus: Vec<GpuReport>,
+    /// Findings about the host rather than one GPU: the driver branch's lifecycle.
     pub findings: Vec<Finding>,
+}
+
+/// What `compat` is told about the host besides its GPUs and stack.
+pub struct DescribedHost {
+    pub driver: DriverVersion,
+    /// `--platform`.
+    pub platform: compat::Platform,
+    /// `--mig`.
+    pub mig: bool,
+    /// Today, `YYYY-MM-DD`, for the branch lifecycle.
+    pub today: String,
 }
 
 /// The CUDA release and torch build being checked, and how the report titles them.
@@ -87,75 +104,124 @@ pub fn profile_stack(resolved: &crate::profile::ResolvedProfile) -> Option<Descr
     })
 }
 
-/// Every GPU's verdicts on `driver` for `stack` on `platform`, and the worst of them.
+/// Every GPU's verdicts on the host's driver for `stack`, the host's own findings, and the
+/// worst of them.
 pub fn report(
     matrix: &compat::Matrix,
-    driver: DriverVersion,
+    host: &DescribedHost,
     stack: &DescribedStack,
-    platform: compat::Platform,
     gpus: Vec<DescribedGpu>,
 ) -> (CompatReport, Status) {
     let bundled = crate::ops::doctor::bundled_candidates();
     let candidates = crate::ops::doctor::torch_candidates(&bundled);
+    let driver = &host.driver;
+    // Branch lifecycles are NVIDIA's data-center schedule, as in `doctor`: said when a GPU
+    // is a data-center part.
+    let host_findings: Vec<Finding> = if gpus.iter().any(|gpu| gpu.datacenter == Some(true)) {
+        compat::driver_branch_lifecycle(matrix, driver, &host.today)
+            .into_iter()
+            .collect()
+    } else {
+        Vec::new()
+    };
     let reports: Vec<GpuReport> = gpus
         .into_iter()
-        .map(
-            |DescribedGpu {
-                 name,
-                 capability,
-                 datacenter,
-                 capability_rows,
-             }| {
-                let mut findings = Vec::new();
-                findings.extend(compat::driver_vs_architecture(matrix, &driver, capability));
-                if let Some(cuda) = stack.cuda {
-                    findings.push(compat::driver_vs_cuda(
-                        matrix,
-                        &driver,
-                        cuda,
-                        datacenter == Some(true),
-                    ));
-                    findings.extend(compat::forward_compatibility(
-                        matrix, &driver, cuda, datacenter,
-                    ));
-                    findings.push(compat::cuda_vs_gpu(matrix, cuda, capability));
-                }
-                if let Some(torch) = &stack.torch {
-                    findings.push(compat::gpu_vs_torch(
-                        matrix,
-                        Some(platform),
-                        capability,
-                        torch,
-                        stack.cuda,
-                        Some(&driver),
-                        &candidates,
-                    ));
-                }
-                GpuReport {
-                    verdict: worst(&findings).verdict(),
-                    name,
-                    compute_capability: capability,
-                    datacenter,
-                    capability_rows,
-                    findings,
-                }
-            },
-        )
+        .map(|gpu| gpu_report(matrix, host, stack, gpu, &candidates))
         .collect();
     let status = reports
         .iter()
         .map(|gpu| worst(&gpu.findings))
+        .chain(std::iter::once(worst(&host_findings)))
         .max()
         .unwrap_or(Status::Pass);
     let report = CompatReport {
         verdict: status.verdict(),
         driver: driver.to_string(),
-        platform,
+        platform: host.platform,
         cuda: stack.cuda,
         cuda_from: stack.cuda_from,
         torch: stack.torch.clone(),
+        mig: host.mig,
         gpus: reports,
-        findings: Vec::new(),
+        findings: host_findings,
     };
     (report, status)
+}
+
+/// One GPU's verdicts. A GPU whose models are found only in aarch64 hosts (the Grace
+/// superchips, GB10, Thor) is judged by the aarch64 wheel whatever `--platform` says, and
+/// the torch verdict says so.
+fn gpu_report(
+    matrix: &compat::Matrix,
+    host: &DescribedHost,
+    stack: &DescribedStack,
+    gpu: DescribedGpu,
+    candidates: &[compat::TorchCandidate<'_>],
+) -> GpuReport {
+    let DescribedGpu {
+        name,
+        capability,
+        datacenter,
+        capability_rows,
+    } = gpu;
+    let driver = &host.driver;
+    let models: Vec<String> = capability_rows.iter().map(|row| row.name.clone()).collect();
+    let aarch64_only = matrix.models_host(&models) == Some(compat::GpuHost::Aarch64)
+        || matrix.gpu_host(capability) == Some(compat::GpuHost::Aarch64);
+    let platform = if aarch64_only {
+        compat::Platform::Aarch64
+    } else {
+        host.platform
+    };
+    let mut findings = Vec::new();
+    findings.extend(compat::driver_vs_architecture(matrix, driver, capability));
+    findings.extend(compat::driver_vs_gpu_model(
+        matrix,
+        driver,
+        &models,
+        Some(host.mig),
+    ));
+    if let Some(cuda) = stack.cuda {
+        let pinned =
+            compat::pinned_runtime(matrix, Some(platform), stack.torch.as_ref(), Some(cuda));
+        findings.push(compat::driver_vs_cuda_of(
+            matrix,
+            driver,
+            cuda,
+            datacenter == Some(true),
+            pinned,
+        ));
+        findings.extend(compat::forward_compatibility(
+            matrix, driver, cuda, datacenter,
+        ));
+        findings.push(compat::cuda_vs_gpu(matrix, cuda, capability));
+    }
+    if let Some(torch) = &stack.torch {
+        let mut finding = compat::gpu_vs_torch(
+            matrix,
+            Some(platform),
+            capability,
+            torch,
+            stack.cuda,
+            Some(driver),
+            candidates,
+        );
+        if aarch64_only && host.platform != compat::Platform::Aarch64 {
+            finding.message.push_str(&format!(
+                "; {name} is found only in aarch64 hosts (an Arm host such as a Grace superchip), so its torch is the aarch64 wheel, not the {} one --platform names",
+                host.platform
+            ));
+            finding = finding.with_fact("platform_from", "gpu");
+        }
+        findings.push(finding);
+    }
+    GpuReport {
+        verdict: worst(&findings).verdict(),
+        name,
+        compute_capability: capability,
+        datacenter,
+        capability_rows,
+        platform,
+        findings,
+    }
 }

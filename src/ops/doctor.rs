@@ -458,6 +458,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         &facts.host,
         facts.library_from_environment,
     ));
+    findings.extend(checks::gpu::model_floors(&facts.gpu, matrix));
     // This machine's kernel module, device nodes and cgroups describe a daemon here only.
     match &facts.engine.state {
         EngineState::Reachable(daemon) if daemon.host.elsewhere().is_some() => {

@@ -36,7 +36,7 @@ pub fn print_info(matrix: &Matrix, printer: &Printer, json: bool) -> Result<Exit
     print_table(printer, &["TABLE", "ROWS"], &rows)?;
     let said = |counts: Vec<String>| counts.join(", ");
     printer.data(&format!(
-        "rows by status: {} (verdicts on secondary and derived rows say so)",
+        "rows by status: {} (verdicts on verified (file), secondary and derived rows say so)",
         said(
             info.rows_by_status
                 .iter()

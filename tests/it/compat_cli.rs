@@ -439,6 +439,13 @@ fn forward_compatibility_shows_in_the_verdict() {
         "9.0",
         "--datacenter",
     ]);
+    // The lifecycle hint lists the branches still supported today, which changes with the
+    // date: it is left out of the snapshot (`compat_gives_the_branch_lifecycle` checks it).
+    let text: String = text
+        .lines()
+        .filter(|line| !line.contains("hint: move to a supported branch"))
+        .map(|line| format!("{line}\n"))
+        .collect();
     insta::assert_snapshot!("compat_datacenter_forward_compatibility", text);
 }
 
@@ -516,10 +523,21 @@ fn gpu_names_from_nvidias_lists_resolve() {
     }
 }
 
-/// CUDA 12.8/12.9 call compute capability 11.0 `sm_101`; CUDA 13.0 renamed it `sm_110`.
+/// CUDA 12.8/12.9 call compute capability 11.0's predecessor `sm_101`; CUDA 13.0 renamed it
+/// `sm_110`. Each toolkit's message uses its own name, and the old one is not 11.0 code.
 #[test]
 fn each_toolkit_names_the_thor_target_its_own_way() {
-    for (cuda, target) in [("12.8", "sm_101"), ("12.9", "sm_101"), ("13.0", "sm_110")] {
+    for (cuda, words) in [
+        (
+            "12.8",
+            "its sm_101 is the target of this GPU as the CUDA 12 driver reported it",
+        ),
+        (
+            "12.9",
+            "its sm_101 is the target of this GPU as the CUDA 12 driver reported it",
+        ),
+        ("13.0", "CUDA 13.0 has a sm_110 target"),
+    ] {
         let (_, report, _) = compat(&[
             "--image-cuda",
             cuda,
@@ -532,10 +550,7 @@ fn each_toolkit_names_the_thor_target_its_own_way() {
             .as_str()
             .unwrap()
             .to_string();
-        assert!(
-            message.contains(&format!("CUDA {cuda} has a {target} target")),
-            "{message}"
-        );
+        assert!(message.contains(words), "{message}");
     }
 }
 
@@ -944,5 +959,345 @@ fn china_market_gpus_resolve_by_their_nvml_names() {
     assert!(
         stdout.contains("NVIDIA A800 (sm_80, data-center; capability derived from NVIDIA's documents, see --json)"),
         "{stdout}"
+    );
+}
+
+/// Issue 41, held out: every host with a Grace superchip (GH200, GB200, GB300) is aarch64
+/// (compat-facts §8, NVIDIA's product pages), and PyPI's aarch64 torch 2.10.0 is a CPU build
+/// (measured: torch-2.10.0-cp311-cp311-manylinux_2_28_aarch64.whl is 2.10.0+cpu). So
+/// `--torch 2.10.0 --gpu GH200` is no longer ✓ from the x86_64 wheels, and says why in words.
+#[test]
+fn grace_superchips_are_judged_as_the_aarch64_hosts_they_are() {
+    let (code, report, stderr) = compat(&[
+        "--torch",
+        "2.10.0",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "NVIDIA GH200 480GB",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let gh200 = &report["gpus"][0];
+    assert_eq!(gh200["platform"], "aarch64", "{gh200}");
+    let torch = finding(gh200, "gpu.torch-arch");
+    assert_eq!(torch["status"], "warn", "{torch}");
+    let message = torch["message"].as_str().unwrap();
+    for words in [
+        "from PyPI on aarch64 is a CPU-only build",
+        "NVIDIA GH200 is found only in aarch64 hosts",
+        "not the x86_64 one --platform names",
+    ] {
+        assert!(message.contains(words), "{words}: {message}");
+    }
+    assert_eq!(torch["facts"]["platform_from"], "gpu");
+    // GB200 and GB300 likewise: the aarch64 wheel's row is the one judged.
+    for gpu in ["NVIDIA GB200", "NVIDIA GB300"] {
+        let (_, report, _) = compat(&[
+            "--torch",
+            "2.15.0+cu132",
+            "--driver",
+            "595.71.05",
+            "--gpu",
+            gpu,
+        ]);
+        let torch = finding(&report["gpus"][0], "gpu.torch-arch");
+        assert_eq!(
+            torch["facts"]["build_row"]["platform"], "aarch64",
+            "{gpu}: {torch}"
+        );
+        assert!(
+            torch["message"]
+                .as_str()
+                .unwrap()
+                .contains("(aarch64 wheel)"),
+            "{gpu}: {torch}"
+        );
+    }
+    // An H100 (found in x86_64 hosts too) keeps --platform's wheel.
+    let (_, report, _) = compat(&[
+        "--torch",
+        "2.10.0",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "H100",
+    ]);
+    assert_eq!(report["gpus"][0]["platform"], "x86_64");
+    assert_eq!(
+        finding(&report["gpus"][0], "gpu.torch-arch")["status"],
+        "pass"
+    );
+}
+
+/// Issue 41, held out: Jetson Thor reports 11.0 only under the CUDA 13 driver; CUDA
+/// 12.8/12.9's sm_101 cubins are not 11.0 code, and NVIDIA supports binary compatibility
+/// only on the desktop, not on Tegra (compat-facts §8: ollama/ollama#11999,
+/// facebookresearch/xformers#1278; CUDA C Programming Guide §3.1.2). A CUDA 12.8/12.9 image
+/// or torch stack on Thor fails; CUDA 13.0 passes.
+#[test]
+fn jetson_thor_needs_cuda_13() {
+    for cuda in ["12.8", "12.9"] {
+        let (code, report, _) = compat(&[
+            "--image-cuda",
+            cuda,
+            "--driver",
+            "580.95.05",
+            "--gpu",
+            "Jetson AGX Thor",
+        ]);
+        assert_eq!(code, 1, "CUDA {cuda}: {report}");
+        let arch = finding(&report["gpus"][0], "gpu.cuda-arch");
+        assert_eq!(arch["status"], "fail", "{arch}");
+        assert_eq!(
+            arch["hint"],
+            "use an image with CUDA 13.0 or newer, which targets sm_110"
+        );
+        assert_eq!(arch["facts"]["rename_row"]["old"], "sm_101");
+    }
+    // The aarch64 cu128 wheel has no sm_110 kernels (build script: 8.0 9.0 10.0 12.0).
+    let (code, report, _) = compat(&[
+        "--torch",
+        "2.9.1+cu128",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "Thor",
+    ]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(
+        finding(&report["gpus"][0], "gpu.torch-arch")["status"],
+        "fail"
+    );
+    let (code, report, _) = compat(&[
+        "--torch",
+        "2.9.1+cu130",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "Thor",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        finding(&report["gpus"][0], "gpu.cuda-arch")["status"],
+        "pass"
+    );
+    assert_eq!(
+        finding(&report["gpus"][0], "gpu.torch-arch")["status"],
+        "pass"
+    );
+}
+
+/// Issue 41, held out: per-SKU and MIG driver floors (compat-facts §8: NVIDIA's MIG user
+/// guide, Deployment Considerations; GPU Operator "HGX B200 requires … 570.133.20 or
+/// later"). A B200 on 570.124.06 fails with MIG on or off; H200 with MIG needs 550.90.07;
+/// B300 with MIG 580.82.07.
+#[test]
+fn per_sku_and_mig_driver_floors() {
+    let model = |arguments: &[&str]| {
+        let mut all = vec!["--image-cuda", "12.8"];
+        all.extend_from_slice(arguments);
+        let (code, report, stderr) = compat(&all);
+        assert!(code == 0 || code == 1, "{stderr}");
+        finding(&report["gpus"][0], "driver.gpu-model").clone()
+    };
+    for mig in [&[][..], &["--mig"][..]] {
+        let mut arguments = vec!["--driver", "570.124.06", "--gpu", "NVIDIA B200"];
+        arguments.extend_from_slice(mig);
+        let b200 = model(&arguments);
+        assert_eq!(b200["status"], "fail", "{b200}");
+        assert!(
+            b200["message"].as_str().unwrap().contains("570.133.20"),
+            "{b200}"
+        );
+        assert_eq!(b200["hint"], "upgrade the driver to 570.133.20 or newer");
+    }
+    let b200 = model(&["--driver", "570.133.20", "--gpu", "NVIDIA B200", "--mig"]);
+    assert_eq!(b200["status"], "pass", "{b200}");
+    let h200 = model(&["--driver", "550.54.15", "--gpu", "NVIDIA H200", "--mig"]);
+    assert_eq!(h200["status"], "fail", "{h200}");
+    assert!(
+        h200["message"]
+            .as_str()
+            .unwrap()
+            .contains("MIG is enabled on NVIDIA H200")
+            && h200["message"].as_str().unwrap().contains("550.90.07"),
+        "{h200}"
+    );
+    assert!(
+        h200["facts"]["floor_rows"][0]["source"]
+            .as_str()
+            .unwrap()
+            .contains("mig-user-guide"),
+        "{h200}"
+    );
+    let without = model(&["--driver", "550.54.15", "--gpu", "NVIDIA H200"]);
+    assert_eq!(without["status"], "pass", "{without}");
+    assert!(
+        without["message"]
+            .as_str()
+            .unwrap()
+            .contains("MIG on it needs 550.90.07"),
+        "{without}"
+    );
+    let b300 = model(&["--driver", "575.57.08", "--gpu", "NVIDIA B300", "--mig"]);
+    assert_eq!(b300["status"], "fail", "{b300}");
+    assert!(
+        b300["message"].as_str().unwrap().contains("580.82.07"),
+        "{b300}"
+    );
+    // GB200's own floor is derived from B200's, and says so.
+    let gb200 = model(&["--driver", "570.124.06", "--gpu", "NVIDIA GB200"]);
+    assert_eq!(gb200["status"], "fail");
+    assert!(
+        gb200["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(derived: not measured)"),
+        "{gb200}"
+    );
+}
+
+/// Issue 41, held out: 2.13/2.14 pin cuda-toolkit 13.0.3, whose runfile bundles driver
+/// 580.126.20 (secondary: NVIDIA's runfile name `cuda_13.0.3_580.126.20_linux.run`,
+/// compat-facts §8), so 580.95.05 is no longer passed without a word; and 2.15's hint names
+/// 595.71.05 (13.2 Update 2, the pinned runtime), not 595.45.04 (13.2 GA).
+#[test]
+fn a_pinned_update_runtime_has_its_own_floor() {
+    for torch in ["2.13.0+cu130", "2.14.1+cu130"] {
+        let (code, report, _) =
+            compat(&["--torch", torch, "--driver", "580.95.05", "--gpu", "H100"]);
+        assert_eq!(code, 0, "{report}");
+        let arch = finding(&report["gpus"][0], "gpu.torch-arch");
+        assert_eq!(arch["status"], "warn", "{torch}: {arch}");
+        let message = arch["message"].as_str().unwrap();
+        assert!(
+            message.contains("580.126.20")
+                && message.contains("cuda-toolkit==13.0.3")
+                && message.contains("(secondary:"),
+            "{torch}: {message}"
+        );
+        assert_eq!(arch["facts"]["runtime_row"]["release"], "13.0 Update 3");
+        assert_eq!(arch["facts"]["runtime_row"]["status"], "secondary");
+        assert_eq!(arch["hint"], "upgrade the driver to 580.126.20 or newer");
+    }
+    let (_, report, _) = compat(&[
+        "--torch",
+        "2.15.0+cu132",
+        "--driver",
+        "590.48.01",
+        "--gpu",
+        "RTX 5090",
+    ]);
+    let driver = finding(&report["gpus"][0], "driver.cuda");
+    assert_eq!(driver["status"], "warn", "{driver}");
+    let hint = driver["hint"].as_str().unwrap();
+    assert!(
+        hint.starts_with("upgrade the driver to 595.71.05 or newer"),
+        "{hint}"
+    );
+    assert!(!hint.contains("595.45.04"), "{hint}");
+    assert_eq!(driver["facts"]["runtime_row"]["release"], "13.2 Update 2");
+}
+
+/// Issue 41: `compat` gives the data-center branch lifecycle as `doctor` does (R570 ended
+/// 2026-02, compat-facts §6b), for data-center GPUs only.
+#[test]
+fn compat_gives_the_branch_lifecycle() {
+    let (_, report, _) = compat(&[
+        "--torch",
+        "2.8.0+cu128",
+        "--driver",
+        "570.124.06",
+        "--gpu",
+        "H100",
+    ]);
+    let lifecycle = finding(&report, "driver.branch-lifecycle");
+    assert_eq!(lifecycle["status"], "warn", "{lifecycle}");
+    assert!(
+        lifecycle["message"].as_str().unwrap().contains("R570"),
+        "{lifecycle}"
+    );
+    let (_, text, _) = compat_text(&[
+        "--torch",
+        "2.8.0+cu128",
+        "--driver",
+        "570.124.06",
+        "--gpu",
+        "H100",
+    ]);
+    assert!(text.contains("which has reached end of life"), "{text}");
+    let (_, report, _) = compat(&[
+        "--torch",
+        "2.8.0+cu128",
+        "--driver",
+        "570.124.06",
+        "--gpu",
+        "RTX 4090",
+    ]);
+    assert_eq!(report["findings"].as_array().unwrap().len(), 0, "{report}");
+}
+
+/// Issue 41, item 2: the aarch64 lists of download.pytorch.org's 2.8-2.10 wheels and 2.15's
+/// cu130 come from PyTorch's build script (`filter_aarch64_archs`, build_cuda.sh @799d09f2,
+/// compat-facts §8), marked `verified (file)`, never measured. GB10 with 2.9.1+cu130 runs
+/// (sm_120 code on sm_121, vllm-project/vllm#43969); what is still unknown says so.
+#[test]
+fn build_script_lists_are_judged_and_say_they_were_read() {
+    let (code, report, _) = compat(&[
+        "--torch",
+        "2.9.1+cu130",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "GB10",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    let torch = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(torch["status"], "pass", "{torch}");
+    assert_eq!(torch["facts"]["build_row"]["status"], "verified (file)");
+    assert!(
+        torch["facts"]["build_row"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("build script, read from the file (not a measured wheel)"),
+        "{torch}"
+    );
+    assert!(
+        torch["message"]
+            .as_str()
+            .unwrap()
+            .contains("(verified (file): read in the build script, not measured from a wheel)"),
+        "{torch}"
+    );
+    let (_, report, _) = compat(&[
+        "--torch",
+        "2.15.0+cu130",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "H100",
+        "--platform",
+        "aarch64",
+    ]);
+    let torch = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(torch["status"], "pass", "{torch}");
+    assert_eq!(torch["facts"]["build_row"]["status"], "verified (file)");
+    // The x86_64 cu130 list of 2.15 is in no file read: unknown, in words.
+    let (_, report, _) = compat(&[
+        "--torch",
+        "2.15.0+cu130",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "H100",
+    ]);
+    let torch = finding(&report["gpus"][0], "gpu.torch-arch");
+    assert_eq!(torch["status"], "warn", "{torch}");
+    assert!(
+        torch["message"]
+            .as_str()
+            .unwrap()
+            .contains("torch 2.15 has a cu130 build, but its arch list is not in"),
+        "{torch}"
     );
 }

@@ -485,3 +485,65 @@ fn a_library_without_init_is_symbol_missing() {
         "{message}"
     );
 }
+
+/// `envctl doctor --json` on a stub machine, with its findings.
+fn doctor_findings(fixture_name: &str) -> Vec<serde_json::Value> {
+    let directory = tempfile::tempdir().unwrap();
+    let output = crate::support::cli::envctl()
+        .current_dir(directory.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
+        .env("HOME", directory.path().join("home"))
+        .env_remove("ENVCTL_PROFILE_PATH")
+        .env("ENVCTL_NVML_LIBRARY", stub_library())
+        .env("ENVCTL_NVML_STUB_FIXTURE", fixture(fixture_name))
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "doctor printed no JSON: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    report["findings"].as_array().unwrap().clone()
+}
+
+/// Issue 41, held out: `doctor` reads MIG mode from NVML (nvmlDeviceGetMigMode) and judges
+/// each GPU model's own and MIG driver floors (compat-facts §8: NVIDIA's MIG user guide,
+/// Deployment Considerations; GPU Operator for HGX B200). A B200 on 570.124.06 fails with
+/// MIG on and off; an H200 with MIG on 550.54.15 fails (MIG needs 550.90.07); an H100 on
+/// 570.124.06 with MIG off meets its floor.
+#[test]
+fn doctor_judges_model_and_mig_driver_floors_with_nvmls_mig_mode() {
+    let model = |fixture_name: &str| -> Vec<serde_json::Value> {
+        doctor_findings(fixture_name)
+            .into_iter()
+            .filter(|finding| finding["id"] == "driver.gpu-model")
+            .collect()
+    };
+    let b200 = model("b200-mig-r570.conf");
+    assert_eq!(b200.len(), 2, "one per MIG state: {b200:#?}");
+    for finding in &b200 {
+        assert_eq!(finding["status"], "fail", "{finding}");
+        assert!(
+            finding["message"].as_str().unwrap().contains("570.133.20"),
+            "{finding}"
+        );
+    }
+    assert_eq!(b200[0]["facts"]["mig"], true, "GPU 0 has MIG enabled");
+    assert_eq!(b200[0]["facts"]["gpu_indices"], serde_json::json!([0]));
+    assert_eq!(b200[1]["facts"]["mig"], false);
+    let h200 = model("h200-mig-r550.conf");
+    assert_eq!(h200.len(), 1, "{h200:#?}");
+    assert_eq!(h200[0]["status"], "fail", "{}", h200[0]);
+    let message = h200[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("GPUs 0, 1: MIG is enabled on NVIDIA H200")
+            && message.contains("550.90.07"),
+        "{message}"
+    );
+    // A floor that is met is not said: the H100 node's 570.124.06 is above H100's MIG
+    // floor 525.85.12, and its GPUs have MIG off.
+    assert!(model("healthy-8x-h100.conf").is_empty());
+}
