@@ -37,6 +37,7 @@ pub mod slurm;
 pub mod stats;
 pub mod target;
 pub mod team;
+pub mod trust;
 pub mod up;
 pub mod wait;
 
