@@ -321,7 +321,9 @@ fn holds_engine_socket(normalized: &str) -> bool {
             || (normalized.ends_with("docker.sock") && normalized.starts_with(socket))
             || holds_socket(socket)
     }) || ENGINE_SOCKETS.iter().any(|socket| {
-        normalized == *socket || normalized.starts_with(&format!("{socket}/")) || holds_socket(socket)
+        normalized == *socket
+            || normalized.starts_with(&format!("{socket}/"))
+            || holds_socket(socket)
     })
 }
 
@@ -398,7 +400,9 @@ pub fn root_equivalent(
             }
             SYSTEM_FOLDERS
                 .iter()
-                .find(|folder| normalized == **folder || normalized.starts_with(&format!("{folder}/")))
+                .find(|folder| {
+                    normalized == **folder || normalized.starts_with(&format!("{folder}/"))
+                })
                 .map(|folder| format!("the host's programs ({folder})"))
         };
         let gives = judged(&written).or_else(|| {
@@ -407,7 +411,11 @@ pub fn root_equivalent(
             })
         });
         if let Some(gives) = gives {
-            let access = if mount.read_only { "read-only" } else { "read-write" };
+            let access = if mount.read_only {
+                "read-only"
+            } else {
+                "read-write"
+            };
             found.push(RootEquivalent {
                 key: "mounts",
                 value: mount.to_string(),
@@ -420,7 +428,10 @@ pub fn root_equivalent(
             let reason = CAPABILITY_REASONS
                 .iter()
                 .find(|(name, _)| name == capability)
-                .map_or("a power that reaches past the container to the host", |(_, reason)| reason);
+                .map_or(
+                    "a power that reaches past the container to the host",
+                    |(_, reason)| reason,
+                );
             found.push(RootEquivalent {
                 key: "cap_add",
                 value: capability.clone(),
@@ -441,7 +452,9 @@ pub fn root_equivalent(
         found.push(RootEquivalent {
             key: "network",
             value: "host".into(),
-            gives: "the host's network: every service the host binds to 127.0.0.1, and its interfaces".into(),
+            gives:
+                "the host's network: every service the host binds to 127.0.0.1, and its interfaces"
+                    .into(),
         });
     }
     if profile.ipc == Some(Ipc::Host) {

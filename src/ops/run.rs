@@ -213,7 +213,11 @@ pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> R
             locked: request.locked,
             name: Some(name),
             dry_run: false,
-            trust: crate::ops::trust::Consent::of(request.trust, &crate::ops::trust::run_words(request), context),
+            trust: crate::ops::trust::Consent::of(
+                request.trust,
+                &crate::ops::trust::run_words(request),
+                context,
+            ),
         },
         context,
     )

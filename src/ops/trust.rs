@@ -139,12 +139,9 @@ pub fn grants(resolved: &ResolvedProfile, context: &Context) -> Vec<Grant> {
     let working_directory = context.working_directory().ok();
     let real_source = |mount: &crate::profile::model::Mount| -> Option<PathBuf> {
         let working_directory = working_directory.as_deref()?;
-        let absolute = crate::spec::resolve_bind_source(
-            &mount.source,
-            working_directory,
-            home.as_deref(),
-        )
-        .ok()?;
+        let absolute =
+            crate::spec::resolve_bind_source(&mount.source, working_directory, home.as_deref())
+                .ok()?;
         std::fs::canonicalize(absolute).ok()
     };
     let user_folders: Vec<&Path> = context
@@ -249,7 +246,8 @@ fn line_in(text: &str, key: &str, value: &str) -> Option<usize> {
     // container path: the first line from the key on that holds the value (case aside), else
     // the device's host path, is the place.
     let wanted = value.to_ascii_lowercase();
-    let host_part = (key == "devices").then(|| wanted.split(':').next().unwrap_or(&wanted).to_string());
+    let host_part =
+        (key == "devices").then(|| wanted.split(':').next().unwrap_or(&wanted).to_string());
     let find = |needle: &str| {
         lines[key_line..]
             .iter()

@@ -1037,7 +1037,8 @@ async fn create(
     name: &str,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<Created, EngineError> {
-    engine.create_named_volumes(body).await?;
+    let run_id = state.borrow().run_id.clone();
+    engine.create_named_volumes(body, &run_id).await?;
     let mut body = body.clone();
     let in_flight = {
         let state = state.borrow();
