@@ -13,10 +13,19 @@
 //!
 //! `ENVCTL_PROFILE_PATH` counts as a repository: its folders are a team's shared files,
 //! written by others, the way a cloned repository is.
+//!
+//! The yes is `--trust` for one command, or `envctl trust PROFILE` for as long as the files
+//! stay as they are: it records each file that wrote such a setting by its real path and
+//! the SHA-256 of its content in `$XDG_CONFIG_HOME/envctl/trusted.json` ([`TRUST_RECORD`]);
+//! a changed file (or one moved elsewhere) needs trust again. The record is read through
+//! `untrusted` and written through `files`.
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::checks::safety::{RootEquivalent, root_equivalent};
 use crate::context::Context;
@@ -25,6 +34,128 @@ use crate::profile::{ResolvedProfile, SourceKind};
 
 /// The flag that says yes.
 pub const TRUST_FLAG: &str = "--trust";
+
+/// The trust record's file name, in `$XDG_CONFIG_HOME/envctl/`.
+pub const TRUST_RECORD: &str = "trusted.json";
+
+/// The most a trust record may hold.
+const MAXIMUM_RECORD_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The trust record: per profile file (its real path), the SHA-256 of the content trusted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Record {
+    version: u32,
+    files: BTreeMap<String, String>,
+}
+
+/// Where the trust record lies, when there is a config folder.
+fn record_path(context: &Context) -> Option<PathBuf> {
+    context
+        .environment
+        .config_home()
+        .map(|folder| folder.join("envctl").join(TRUST_RECORD))
+}
+
+/// The record as it is now; an unreadable one trusts nothing, said once.
+fn read_record(path: &Path, context: &Context) -> Record {
+    match crate::untrusted::read_json::<Record>(path, MAXIMUM_RECORD_BYTES) {
+        Ok(record) => record.unwrap_or_default(),
+        Err(error) => {
+            context.printer.warn(&format!(
+                "the trust record {} cannot be read ({}); it trusts nothing until `envctl trust PROFILE` writes it again",
+                path.display(),
+                crate::ui::text::shown(&error)
+            ));
+            Record::default()
+        }
+    }
+}
+
+/// A profile file's real path and the SHA-256 of its content, when it can be read.
+fn fingerprint(file: &str) -> Option<(String, String)> {
+    let real = std::fs::canonicalize(file).ok()?;
+    let bytes = crate::untrusted::read(
+        &real,
+        crate::profile::file::MAXIMUM_PROFILE_BYTES,
+        crate::untrusted::Named::ByTheUser,
+    )
+    .ok()??;
+    let digest: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    Some((real.display().to_string(), digest))
+}
+
+/// The distinct files of `grants`, in order.
+fn files_of(grants: &[Grant]) -> Vec<&str> {
+    let mut files: Vec<&str> = Vec::new();
+    for grant in grants {
+        if !files.contains(&grant.file.as_str()) {
+            files.push(&grant.file);
+        }
+    }
+    files
+}
+
+/// Whether the record trusts every file of `grants` as it is now.
+fn recorded(grants: &[Grant], context: &Context) -> bool {
+    let Some(path) = record_path(context) else {
+        return false;
+    };
+    if std::fs::symlink_metadata(&path).is_err() {
+        return false;
+    }
+    let record = read_record(&path, context);
+    files_of(grants).iter().all(|file| {
+        fingerprint(file).is_some_and(|(real, digest)| record.files.get(&real) == Some(&digest))
+    })
+}
+
+/// `envctl trust PROFILE`: records the files that give `profile` its root-equivalent
+/// settings, as they are now; returns the settings (none: nothing was written).
+pub fn trust(profile: &str, context: &Context) -> Result<Vec<Grant>, Error> {
+    let resolved = context.search_path.resolve(profile)?;
+    let grants = grants(&resolved, context);
+    if grants.is_empty() {
+        return Ok(grants);
+    }
+    let path = record_path(context).ok_or_else(|| Error::Usage {
+        message: "no folder for the trust record: neither XDG_CONFIG_HOME nor HOME is set".into(),
+        hint: Some(format!(
+            "set HOME, or give `{TRUST_FLAG}` to each command instead"
+        )),
+    })?;
+    let mut record = if std::fs::symlink_metadata(&path).is_ok() {
+        read_record(&path, context)
+    } else {
+        Record::default()
+    };
+    record.version = 1;
+    for file in files_of(&grants) {
+        let (real, digest) = fingerprint(file).ok_or_else(|| Error::Usage {
+            message: format!(
+                "cannot read `{}` to record it",
+                crate::ui::text::shown(file)
+            ),
+            hint: Some("check that the file exists and is readable".into()),
+        })?;
+        record.files.insert(real, digest);
+    }
+    let write_error = |source: std::io::Error| Error::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder).map_err(write_error)?;
+    }
+    let mut text = serde_json::to_string_pretty(&record)
+        .map_err(|error| Error::Internal(format!("the trust record: {error}")))?;
+    text.push('\n');
+    crate::files::write_atomically(&path, text.as_bytes(), crate::files::Existing::Replace)
+        .map_err(|error| write_error(std::io::Error::other(error)))?;
+    Ok(grants)
+}
 
 /// One root-equivalent setting of a profile envctl did not make, with where it was written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -184,15 +315,19 @@ pub fn gate(
     if grants.is_empty() {
         return Ok(grants);
     }
-    if consent.given {
-        for grant in &grants {
-            context
-                .printer
-                .warn(&format!("trusted ({TRUST_FLAG}): {}", grant.describe()));
-        }
-        return Ok(grants);
+    let how = if consent.given {
+        TRUST_FLAG
+    } else if recorded(&grants, context) {
+        "envctl trust"
+    } else {
+        return Err(refusal(resolved, &grants, &consent.command));
+    };
+    for grant in &grants {
+        context
+            .printer
+            .warn(&format!("trusted ({how}): {}", grant.describe()));
     }
-    Err(refusal(resolved, &grants, &consent.command))
+    Ok(grants)
 }
 
 /// The refusal: each setting on a line of its own, the hint the exact command with `--trust`.
@@ -209,8 +344,20 @@ fn refusal(resolved: &ResolvedProfile, grants: &[Grant], command: &str) -> Error
     Error::Usage {
         message,
         hint: Some(format!(
-            "read the settings above; if you trust whoever wrote the profile, run `{command}`"
+            "read the settings above; if you trust whoever wrote the profile, run `{command}` (this once), or `envctl trust {}` (until the file changes)",
+            crate::spec::shell_quote(&resolved_argument(resolved))
         )),
+    }
+}
+
+/// How `envctl trust` finds the profile again: the file's path (it is never a bundled or
+/// user profile here).
+fn resolved_argument(resolved: &ResolvedProfile) -> String {
+    let file = &resolved.file;
+    if crate::profile::resolve::is_path_argument(file) {
+        file.clone()
+    } else {
+        format!("./{file}")
     }
 }
 

@@ -508,3 +508,97 @@ fn down_volumes_removes_only_the_volumes_envctl_made_with_the_container() {
         serde_json::json!([others.0])
     );
 }
+
+/// The refusal's second hint, `envctl trust FILE`, run as it is: `up --dry-run` then passes
+/// without `--trust` (saying what it trusted) until the file changes, and a changed file is
+/// refused again; `envctl trust --json` lists the settings; a profile with nothing to trust
+/// writes no record.
+#[test]
+fn envctl_trust_records_the_file_until_it_changes() {
+    let directory = tempfile::tempdir().unwrap();
+    let profile = unique_name("trust-record");
+    let text = "image = \"busybox:1.36\"\ncap_add = [\"SYS_ADMIN\"]\n";
+    write_profile(directory.path(), &profile, text);
+    let quiet = unique_name("trust-quiet");
+    write_profile(directory.path(), &quiet, "image = \"busybox:1.36\"\n");
+    let nothing = envctl(directory.path(), &["trust", &quiet], Some(NO_DAEMON));
+    assert_eq!(nothing.code, 0, "{}", nothing.stderr);
+    assert!(
+        nothing.stderr.contains("nothing to trust"),
+        "{}",
+        nothing.stderr
+    );
+    let record = directory.path().join("xdg/envctl/trusted.json");
+    assert!(!record.exists());
+
+    let refused = envctl(
+        directory.path(),
+        &["up", &profile, "--dry-run"],
+        Some(NO_DAEMON),
+    );
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    let hint = refused
+        .stderr
+        .lines()
+        .find(|line| line.trim_start().starts_with("hint:"))
+        .unwrap();
+    let command = hint.split('`').nth(3).unwrap();
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[..2], ["envctl", "trust"], "{hint}");
+    let trusted = envctl(directory.path(), &words[1..], Some(NO_DAEMON));
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    let file = format!("envctl/{profile}.toml");
+    assert!(
+        trusted
+            .stderr
+            .contains(&format!("trusted: {file}:2: `cap_add` = \"SYS_ADMIN\"")),
+        "{}",
+        trusted.stderr
+    );
+    let recorded = std::fs::read_to_string(&record).unwrap();
+    let real = std::fs::canonicalize(directory.path().join(&file)).unwrap();
+    assert!(recorded.contains(&real.display().to_string()), "{recorded}");
+
+    let passes = envctl(
+        directory.path(),
+        &["up", &profile, "--dry-run"],
+        Some(NO_DAEMON),
+    );
+    assert_eq!(passes.code, 0, "{}", passes.stderr);
+    assert!(
+        passes
+            .stderr
+            .contains(&format!("trusted (envctl trust): {file}:2:")),
+        "{}",
+        passes.stderr
+    );
+    let json = envctl(
+        directory.path(),
+        &["--json", "trust", &profile],
+        Some(NO_DAEMON),
+    );
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    assert_eq!(json.json()["trusted"][0]["key"], "cap_add");
+
+    // One changed byte, and the record no longer speaks for the file.
+    write_profile(
+        directory.path(),
+        &profile,
+        &format!("{text}cap_add = [\"SYS_ADMIN\", \"SYS_MODULE\"]\n").replacen(
+            "cap_add = [\"SYS_ADMIN\"]\n",
+            "",
+            1,
+        ),
+    );
+    let changed = envctl(
+        directory.path(),
+        &["up", &profile, "--dry-run"],
+        Some(NO_DAEMON),
+    );
+    assert_eq!(changed.code, 2, "{}", changed.stderr);
+    assert!(
+        changed.stderr.contains("`cap_add` = \"SYS_MODULE\""),
+        "{}",
+        changed.stderr
+    );
+}
