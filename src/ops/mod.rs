@@ -17,6 +17,7 @@
 //! - [`matrix`]: the compatibility matrix in force (bundled, user file, `--matrix`).
 //! - [`policy`]: the host policy in force and its verdict on the container `up` makes.
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
+//! - [`trust`]: a repository profile's root-equivalent settings, refused without a yes.
 
 pub mod compat;
 pub mod doctor;
