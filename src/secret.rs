@@ -523,12 +523,24 @@ fn is_token_word(word: &str) -> bool {
             .all(|part| !part.is_empty() && part.chars().all(token_alphabet))
 }
 
-/// A `KEY=VALUE` word of `-e` as a hint may repeat it: `KEY` alone (the value taken from
-/// the shell) when the value is secret ([`is_secret`]), else as it is.
+/// A `KEY=VALUE` word of `-e` as a hint repeats it, as shell text: when the value is secret
+/// ([`is_secret`]), `KEY="$KEY"` (the shell that runs the hint gives the value; a key that
+/// is no shell name reads `'KEY=<masked>'`), else the word quoted as it is.
 pub fn env_argument_shown(word: &str) -> String {
     match word.split_once('=') {
-        Some((key, value)) if is_secret(key, value) => key.to_string(),
-        _ => word.to_string(),
+        Some((key, value)) if is_secret(key, value) => {
+            let shell_name = key
+                .chars()
+                .next()
+                .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+                && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if shell_name {
+                format!("{key}=\"${key}\"")
+            } else {
+                crate::spec::shell_quote(&format!("{key}={MASK}"))
+            }
+        }
+        _ => crate::spec::shell_quote(word),
     }
 }
 
@@ -575,9 +587,14 @@ mod token_shape_tests {
         assert_eq!(env_argument_shown("A=1"), "A=1");
         assert_eq!(
             env_argument_shown("X=ghp_0123456789abcdefghijABCDEFGHIJklmnop"),
-            "X"
+            "X=\"$X\""
         );
-        assert_eq!(env_argument_shown("API_TOKEN=abc"), "API_TOKEN");
+        assert_eq!(
+            env_argument_shown("API_TOKEN=abc"),
+            "API_TOKEN=\"$API_TOKEN\""
+        );
+        assert_eq!(env_argument_shown("my.token=abc"), "'my.token=<masked>'");
         assert_eq!(env_argument_shown("PLAIN"), "PLAIN");
+        assert_eq!(env_argument_shown("A=two words"), "'A=two words'");
     }
 }

@@ -557,19 +557,37 @@ fn the_exec_hint_never_repeats_a_secret_value() {
     let _guard = ContainerGuard::new(format!("envctl-{profile}"));
     envctl(directory.path(), &["up", &profile], &[]).expect(0, "up");
     for (word, shown) in [
-        ("X=ghp_0123456789abcdefghijABCDEFGHIJklmnop", "-e X "),
-        ("API_TOKEN=supersecret", "-e API_TOKEN "),
+        ("X=ghp_0123456789abcdefghijABCDEFGHIJklmnop", "-e X=\"$X\" "),
+        ("API_TOKEN=supersecret", "-e API_TOKEN=\"$API_TOKEN\" "),
     ] {
+        let (key, value) = word.split_once('=').unwrap();
+        let script = format!("echo ${key}");
         let run = envctl(
             directory.path(),
-            &["exec", &profile, "-e", word, "true"],
+            &["exec", &profile, "-e", word, "sh", "-c", &script],
             &[],
         )
         .expect(2, "a flag after TARGET")
         .shows_no_value("exec hint");
-        let (_, value) = word.split_once('=').unwrap();
         assert!(!run.stderr.contains(value), "{}", run.stderr);
         assert!(run.stderr.contains(shown), "{}", run.stderr);
+        // The hint, run by a shell that holds the value, gives the container that value.
+        let hint = run
+            .stderr
+            .lines()
+            .find(|line| line.trim_start().starts_with("hint:"))
+            .unwrap();
+        let command = hint.split('`').nth(1).unwrap();
+        let binary = assert_cmd::cargo::cargo_bin("envctl");
+        let mut shell = Command::new("sh");
+        shell
+            .arg("-c")
+            .arg(command.replacen("envctl", &binary.display().to_string(), 1));
+        crate::support::cli::hermetic(&mut shell, directory.path());
+        shell.env(key, value);
+        let output = run_with_timeout(&mut shell, Duration::from_secs(60)).unwrap();
+        assert!(output.status.success(), "{command}: {output:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), value);
     }
     // A plain value is repeated as it is.
     let run = envctl(
