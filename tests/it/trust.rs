@@ -602,3 +602,59 @@ fn envctl_trust_records_the_file_until_it_changes() {
         changed.stderr
     );
 }
+
+/// Issue 39: `stats --serve` on an address off loopback (`0.0.0.0`, and `[::]`, which the
+/// issue does not name) says on stderr, before it serves, that the unauthenticated server
+/// is on the network and what it shows; on loopback it says nothing of the kind.
+#[test]
+fn serving_off_loopback_warns_that_the_dashboard_is_on_the_network() {
+    use std::io::BufRead as _;
+    if !require_daemon() {
+        return;
+    }
+    for (address, warned) in [
+        ("0.0.0.0:0", true),
+        ("[::]:0", true),
+        ("127.0.0.1:0", false),
+    ] {
+        let mut child = crate::support::cli::envctl_command()
+            .args(["stats", "--interval", "0.5", "--serve", address])
+            .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
+        // Up to the line that says where it serves.
+        loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            said.push_str(&line);
+            if line.starts_with("serving Prometheus metrics") {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if address.starts_with("[::]") && said.contains("cannot") {
+            // A host without IPv6 cannot bind `[::]`: nothing served, nothing to say.
+            continue;
+        }
+        assert!(
+            said.contains("serving Prometheus metrics"),
+            "{address}: {said}"
+        );
+        assert_eq!(
+            said.contains("without authentication on the network"),
+            warned,
+            "{address}: {said}"
+        );
+        if warned {
+            assert!(said.starts_with("warning: the dashboard"), "{said}");
+            assert!(said.contains("names, images, users, GPUs"), "{said}");
+        }
+    }
+}
