@@ -88,7 +88,7 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
             findings.push(
                 Finding::warn(
                     "profile.docker-socket-mount",
-                    format!("`{}` mounts the Docker socket: the container can control the daemon, which is root on the host", mount.source),
+                    format!("`{}` mounts a container engine's socket (Docker's, Podman's, containerd's) or a folder holding one: the container can control the daemon, which is root on the host", mount.source),
                 )
                 .with_hint("remove the mount; if the container must build images, use a rootless Docker or a remote builder")
                 .with_fact("mount", mount.to_string()),
@@ -673,6 +673,47 @@ mod tests {
             ids(&host_ipc),
             [("profile.ipc-host", Status::Info)],
             "ipc = host needs no shm_size, and is named as the host namespace it is"
+        );
+    }
+
+    #[test]
+    fn root_equivalent_settings_and_their_harmless_neighbours() {
+        let judged = |text: &str| {
+            let profile = profile(&format!("image = \"x\"\n{text}"));
+            root_equivalent(&profile, Some(Path::new("/home/ada")), &|mount| {
+                (mount.source == "./rootfs").then(|| std::path::PathBuf::from("/"))
+            })
+            .into_iter()
+            .map(|setting| (setting.key, setting.value))
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            judged(
+                "mounts = [\"/:/h:ro\", \"./rootfs:/r\", \"./data:/d\", \"/run/containerd:/c\", \"/usr/lib:/l\", \"~:/home\", \"cache:/cache\"]\n"
+            ),
+            [
+                ("mounts", "/:/h:ro".to_string()),
+                ("mounts", "./rootfs:/r".to_string()),
+                ("mounts", "/run/containerd:/c".to_string()),
+                ("mounts", "/usr/lib:/l".to_string()),
+                ("mounts", "~:/home".to_string()),
+            ]
+        );
+        assert_eq!(
+            judged(
+                "cap_add = [\"IPC_LOCK\", \"SYS_NICE\", \"BPF\", \"all\"]\nnetwork = \"host\"\nports = []\nipc = \"host\"\ndevices = [\"/dev/infiniband\", \"/dev/nvme0n1\"]\n"
+            ),
+            [
+                ("cap_add", "BPF".to_string()),
+                ("cap_add", "ALL".to_string()),
+                ("devices", "/dev/nvme0n1".to_string()),
+                ("network", "host".to_string()),
+                ("ipc", "host".to_string()),
+            ]
+        );
+        assert!(
+            judged("mounts = [\"/srv/data:/d\", \"/var/data:/v\"]\nipc = \"shareable\"\n")
+                .is_empty()
         );
     }
 }
