@@ -123,6 +123,12 @@ Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres
     Lock(crate::commands::lock::LockArgs),
     /// Newer tags of the same family, and new digests behind the same tag
     Outdated(crate::commands::outdated::OutdatedArgs),
+    /// Trust a repository profile's root-equivalent settings until its files change
+    ///
+    /// Records each profile file (its real path and SHA-256) that gives the profile host
+    /// mounts, engine sockets, SYS_ADMIN, host network or IPC, or disk devices in
+    /// $XDG_CONFIG_HOME/envctl/trusted.json, so `up` and `run` need no --trust for it.
+    Trust(crate::commands::trust::TrustArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
 }

@@ -73,6 +73,9 @@ pub fn is_secret(key: &str, value: &str) -> bool {
 /// and no password (`ssh://git@github.com/…`) is not secret by its value; a DSN's key is
 /// caught by the name (`SENTRY_DSN`).
 pub fn is_secret_value(value: &str) -> bool {
+    if is_token_shaped(value) {
+        return true;
+    }
     let Some((scheme, rest)) = value.split_once("://") else {
         return false;
     };
@@ -523,5 +526,148 @@ mod url_tests {
         ] {
             assert_eq!(masked_url(plain), plain);
         }
+    }
+}
+
+/// Prefixes of well-known token shapes, each with the least number of characters of its
+/// alphabet (`[A-Za-z0-9_-]`) that must follow: OpenAI and Anthropic (`sk-`), GitHub's
+/// (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), Hugging Face (`hf_`), GitLab
+/// (`glpat-`), Slack (`xoxb-`, `xoxp-`, `xoxa-`, `xoxr-`, `xoxs-`), Stripe (`sk_live_`,
+/// `rk_live_`), npm (`npm_`), PyPI (`pypi-`), Google API keys (`AIza`).
+const TOKEN_PREFIXES: [(&str, usize); 19] = [
+    ("sk-", 20),
+    ("ghp_", 30),
+    ("gho_", 30),
+    ("ghu_", 30),
+    ("ghs_", 30),
+    ("ghr_", 30),
+    ("github_pat_", 22),
+    ("hf_", 30),
+    ("glpat-", 20),
+    ("xoxb-", 10),
+    ("xoxp-", 10),
+    ("xoxa-", 10),
+    ("xoxr-", 10),
+    ("xoxs-", 10),
+    ("sk_live_", 20),
+    ("rk_live_", 20),
+    ("npm_", 30),
+    ("pypi-", 50),
+    ("AIza", 30),
+];
+
+/// Whether `value` is (or holds, as a word of its own: `Bearer eyJ…`) a token of a
+/// well-known shape, whatever the variable's name: a JWT (`eyJ…` header, three base64url
+/// parts), an AWS access key id (`AKIA`/`ASIA` and 16 capitals or digits), or one of
+/// [`TOKEN_PREFIXES`] followed by enough characters of a token's alphabet. Short values
+/// that merely begin alike (`sk-learn`, `hf_hub`) are not tokens.
+pub fn is_token_shaped(value: &str) -> bool {
+    value
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+        .any(is_token_word)
+}
+
+fn is_token_word(word: &str) -> bool {
+    let token_alphabet = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if TOKEN_PREFIXES.iter().any(|(prefix, least)| {
+        word.strip_prefix(prefix).is_some_and(|rest| {
+            rest.chars().count() >= *least
+                && rest.chars().all(token_alphabet)
+                && rest.chars().any(|c| c.is_ascii_digit())
+        })
+    }) {
+        return true;
+    }
+    if let Some(rest) = word
+        .strip_prefix("AKIA")
+        .or_else(|| word.strip_prefix("ASIA"))
+    {
+        return rest.len() == 16
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    }
+    let parts: Vec<&str> = word.split('.').collect();
+    parts.len() == 3
+        && word.starts_with("eyJ")
+        && parts.iter().take(2).all(|part| part.len() >= 10)
+        && parts
+            .iter()
+            .all(|part| !part.is_empty() && part.chars().all(token_alphabet))
+}
+
+/// A `KEY=VALUE` word of `-e` as a hint repeats it, as shell text: when the value is secret
+/// ([`is_secret`]), `KEY="$KEY"` (the shell that runs the hint gives the value; a key that
+/// is no shell name reads `'KEY=<masked>'`), else the word quoted as it is.
+pub fn env_argument_shown(word: &str) -> String {
+    match word.split_once('=') {
+        Some((key, value)) if is_secret(key, value) => {
+            let shell_name = key
+                .chars()
+                .next()
+                .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+                && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if shell_name {
+                format!("{key}=\"${key}\"")
+            } else {
+                crate::spec::shell_quote(&format!("{key}={MASK}"))
+            }
+        }
+        _ => crate::spec::shell_quote(word),
+    }
+}
+
+#[cfg(test)]
+mod token_shape_tests {
+    use super::*;
+
+    #[test]
+    fn well_known_token_shapes_are_secret_under_any_name() {
+        for value in [
+            "sk-proj-4f9A8b7C6d5E4f3G2h1I0jKlMnOpQrSt",
+            "sk-ant-api03-abcdefghij0123456789",
+            "ghp_0123456789abcdefghijABCDEFGHIJklmnop",
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+            "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+            "AKIAIOSFODNN7EXAMPLE",
+            "glpat-xxxxXXXX1234yyyyZZZZ",
+            "xoxb-1234567890-abcdefghij",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+            "npm_0123456789abcdefghijABCDEFGHIJklmnop",
+            "AIzaSyA0123456789abcdefghijklmnopqrstu",
+        ] {
+            assert!(is_token_shaped(value), "{value}");
+            assert!(is_secret("HARMLESS_NAME", value), "{value}");
+        }
+        for value in [
+            "sk-learn",
+            "hf_hub",
+            "ghp_short",
+            "AKIA-not-a-key",
+            "eyJ.x.y",
+            "1.2.3",
+            "scikit-learn==1.5.0",
+            "glpat-",
+            "sk-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        ] {
+            assert!(!is_token_shaped(value), "{value}");
+        }
+    }
+
+    #[test]
+    fn an_env_argument_with_a_secret_value_is_shown_by_its_key() {
+        assert_eq!(env_argument_shown("A=1"), "A=1");
+        assert_eq!(
+            env_argument_shown("X=ghp_0123456789abcdefghijABCDEFGHIJklmnop"),
+            "X=\"$X\""
+        );
+        assert_eq!(
+            env_argument_shown("API_TOKEN=abc"),
+            "API_TOKEN=\"$API_TOKEN\""
+        );
+        assert_eq!(env_argument_shown("my.token=abc"), "'my.token=<masked>'");
+        assert_eq!(env_argument_shown("PLAIN"), "PLAIN");
+        assert_eq!(env_argument_shown("A=two words"), "'A=two words'");
     }
 }

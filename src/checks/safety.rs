@@ -6,8 +6,14 @@
 //! `profile.memory-limit`, `profile.no-mount`, `profile.user`, `profile.ipc-host`,
 //! `profile.literal-secret`, `profile.host-network`, `profile.cap-add`,
 //! `profile.sensitive-device`.
+//!
+//! [`root_equivalent`] is the trust rule's half of the same judgement: the settings that
+//! hand the container root on the host (or the user's whole account), which `up` and `run`
+//! take from a repository profile only with an explicit yes (`ops::trust`).
 
 use std::path::Path;
+
+use serde::Serialize;
 
 use super::Finding;
 use crate::profile::ResolvedProfile;
@@ -78,45 +84,18 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
         let normalized = source.trim_end_matches('/');
         // The socket itself, or a folder it lies in (`/var/run`, `/run`, `/var`): the
         // container reaches it either way.
-        let holds_socket = |socket: &str| {
-            !normalized.is_empty()
-                && socket
-                    .strip_prefix(normalized)
-                    .is_some_and(|rest| rest.starts_with('/'))
-        };
-        if DOCKER_SOCKETS.iter().any(|socket| {
-            normalized == *socket
-                || (normalized.ends_with("docker.sock") && normalized.starts_with(socket))
-                || holds_socket(socket)
-        }) {
+        if holds_engine_socket(normalized) {
             findings.push(
                 Finding::warn(
                     "profile.docker-socket-mount",
-                    format!("`{}` mounts the Docker socket: the container can control the daemon, which is root on the host", mount.source),
+                    format!("`{}` mounts a container engine's socket (Docker's, Podman's, containerd's) or a folder holding one: the container can control the daemon, which is root on the host", mount.source),
                 )
                 .with_hint("remove the mount; if the container must build images, use a rootless Docker or a remote builder")
                 .with_fact("mount", mount.to_string()),
             );
             continue;
         }
-        let home_text = home.map(|home| home.display().to_string());
-        let sensitive = match normalized {
-            "" => Some("the host's root filesystem"),
-            "/etc" => Some("the host's configuration (/etc)"),
-            "/proc" => Some("every host process (/proc: their environments, memory and files)"),
-            "/sys" => Some("the kernel's settings (/sys)"),
-            "/dev" => Some("the host's devices (/dev)"),
-            "/boot" => Some("the host's kernel and boot files (/boot)"),
-            "/root" => Some("root's home folder"),
-            "/var/lib/docker" => Some("Docker's own data (/var/lib/docker)"),
-            _ if normalized.starts_with("/proc/") => Some("part of the host's /proc"),
-            _ if normalized.starts_with("/etc/") => Some("part of the host's configuration (/etc)"),
-            _ if normalized.ends_with("/.ssh") || normalized.contains("/.ssh/") => {
-                Some("SSH keys (~/.ssh)")
-            }
-            _ if home_text.as_deref() == Some(normalized) => Some("your whole home folder"),
-            _ => None,
-        };
+        let sensitive = sensitive_mount(normalized, home);
         if let Some(what) = sensitive {
             let access = if mount.read_only {
                 "read-only"
@@ -303,6 +282,189 @@ pub fn literal_secrets(resolved: &ResolvedProfile) -> Vec<Finding> {
             .with_fact("file", file)
         })
         .collect()
+}
+
+/// What a bind mount of the host path `normalized` (no trailing `/`, `~` expanded) gives
+/// the container, when that is the host's system or the user's keys or home.
+fn sensitive_mount(normalized: &str, home: Option<&Path>) -> Option<&'static str> {
+    let home_text = home.map(|home| home.display().to_string());
+    match normalized {
+        "" => Some("the host's root filesystem"),
+        "/etc" => Some("the host's configuration (/etc)"),
+        "/proc" => Some("every host process (/proc: their environments, memory and files)"),
+        "/sys" => Some("the kernel's settings (/sys)"),
+        "/dev" => Some("the host's devices (/dev)"),
+        "/boot" => Some("the host's kernel and boot files (/boot)"),
+        "/root" => Some("root's home folder"),
+        "/var/lib/docker" => Some("Docker's own data (/var/lib/docker)"),
+        _ if normalized.starts_with("/proc/") => Some("part of the host's /proc"),
+        _ if normalized.starts_with("/etc/") => Some("part of the host's configuration (/etc)"),
+        _ if normalized.ends_with("/.ssh") || normalized.contains("/.ssh/") => {
+            Some("SSH keys (~/.ssh)")
+        }
+        _ if home_text.as_deref() == Some(normalized) => Some("your whole home folder"),
+        _ => None,
+    }
+}
+
+/// Whether a bind mount of `normalized` reaches a container engine's socket (the socket,
+/// or a folder it lies in: `/var/run`, `/run`, `/var`).
+fn holds_engine_socket(normalized: &str) -> bool {
+    let holds_socket = |socket: &str| {
+        !normalized.is_empty()
+            && socket
+                .strip_prefix(normalized)
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    DOCKER_SOCKETS.iter().any(|socket| {
+        normalized == *socket
+            || (normalized.ends_with("docker.sock") && normalized.starts_with(socket))
+            || holds_socket(socket)
+    }) || ENGINE_SOCKETS.iter().any(|socket| {
+        normalized == *socket
+            || normalized.starts_with(&format!("{socket}/"))
+            || holds_socket(socket)
+    })
+}
+
+/// The other engines' sockets and state a mount must not reach either (Podman's, containerd's,
+/// CRI-O's): each one is root on the host as Docker's is.
+const ENGINE_SOCKETS: [&str; 6] = [
+    "/run/podman",
+    "/var/run/podman",
+    "/run/containerd",
+    "/var/run/containerd",
+    "/run/crio",
+    "/var/lib/containers",
+];
+
+/// The host's own programs and libraries: a read-write mount of one replaces what root runs.
+const SYSTEM_FOLDERS: [&str; 7] = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/opt"];
+
+/// Capabilities that are root on the host (or past every file permission) in a container's
+/// hands; `IPC_LOCK` (NCCL over InfiniBand) and `SYS_NICE` are not among them.
+const ROOT_CAPABILITIES: [&str; 14] = [
+    "ALL",
+    "SYS_ADMIN",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_PTRACE",
+    "SYS_BOOT",
+    "SYS_TIME",
+    "DAC_READ_SEARCH",
+    "NET_ADMIN",
+    "BPF",
+    "PERFMON",
+    "MAC_ADMIN",
+    "MAC_OVERRIDE",
+    "SYSLOG",
+];
+
+/// One setting that gives the container root on the host (or the user's whole account):
+/// the profile key, the value as the profile writes it, and what it gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RootEquivalent {
+    /// The profile key: `mounts`, `cap_add`, `devices`, `network` or `ipc`.
+    pub key: &'static str,
+    /// The entry as the profile writes it (`/:/host`, `SYS_ADMIN`, `host`).
+    pub value: String,
+    /// What it gives the container.
+    pub gives: String,
+}
+
+/// Every root-equivalent setting of `profile`, in the profile's order of keys: bind mounts
+/// of the host's root, system folders, engine sockets, keys or home (judged on the source as
+/// written and, through `real_source`, on the real path a link in it leads to); dangerous
+/// capabilities; device nodes of memory and disks; the host's network and IPC namespaces.
+/// `real_source` gives the real host path of a bind mount's source when it is known (the
+/// source exists on this machine), so `./link-to-root:/host` is judged as `/:/host`.
+pub fn root_equivalent(
+    profile: &Profile,
+    home: Option<&Path>,
+    real_source: &dyn Fn(&crate::profile::model::Mount) -> Option<std::path::PathBuf>,
+) -> Vec<RootEquivalent> {
+    let mut found = Vec::new();
+    for mount in &profile.mounts {
+        if mount.kind != MountKind::Bind {
+            continue;
+        }
+        let written = expand_home(&mount.source, home);
+        let real = real_source(mount).map(|path| path.display().to_string());
+        let judged = |source: &str| -> Option<String> {
+            let normalized = source.trim_end_matches('/');
+            if holds_engine_socket(normalized) {
+                return Some("the container engine's socket: control of the daemon, which is root on the host".into());
+            }
+            if let Some(what) = sensitive_mount(normalized, home) {
+                return Some(what.to_string());
+            }
+            SYSTEM_FOLDERS
+                .iter()
+                .find(|folder| {
+                    normalized == **folder || normalized.starts_with(&format!("{folder}/"))
+                })
+                .map(|folder| format!("the host's programs ({folder})"))
+        };
+        let gives = judged(&written).or_else(|| {
+            real.as_deref().and_then(|real| {
+                judged(real).map(|what| format!("{what}, through a link to `{real}`"))
+            })
+        });
+        if let Some(gives) = gives {
+            let access = if mount.read_only {
+                "read-only"
+            } else {
+                "read-write"
+            };
+            found.push(RootEquivalent {
+                key: "mounts",
+                value: mount.to_string(),
+                gives: format!("{gives}, {access}"),
+            });
+        }
+    }
+    for capability in &profile.cap_add {
+        if ROOT_CAPABILITIES.contains(&capability.as_str()) {
+            let reason = CAPABILITY_REASONS
+                .iter()
+                .find(|(name, _)| name == capability)
+                .map_or(
+                    "a power that reaches past the container to the host",
+                    |(_, reason)| reason,
+                );
+            found.push(RootEquivalent {
+                key: "cap_add",
+                value: capability.clone(),
+                gives: reason.to_string(),
+            });
+        }
+    }
+    for device in &profile.devices {
+        if let Some(what) = sensitive_device(&device.host) {
+            found.push(RootEquivalent {
+                key: "devices",
+                value: device.to_string(),
+                gives: what.to_string(),
+            });
+        }
+    }
+    if profile.network.as_ref().map(|network| network.as_str()) == Some("host") {
+        found.push(RootEquivalent {
+            key: "network",
+            value: "host".into(),
+            gives:
+                "the host's network: every service the host binds to 127.0.0.1, and its interfaces"
+                    .into(),
+        });
+    }
+    if profile.ipc == Some(Ipc::Host) {
+        found.push(RootEquivalent {
+            key: "ipc",
+            value: "host".into(),
+            gives: "the host's IPC namespace: every host process's shared memory".into(),
+        });
+    }
+    found
 }
 
 fn expand_home(source: &str, home: Option<&Path>) -> String {
@@ -511,6 +673,47 @@ mod tests {
             ids(&host_ipc),
             [("profile.ipc-host", Status::Info)],
             "ipc = host needs no shm_size, and is named as the host namespace it is"
+        );
+    }
+
+    #[test]
+    fn root_equivalent_settings_and_their_harmless_neighbours() {
+        let judged = |text: &str| {
+            let profile = profile(&format!("image = \"x\"\n{text}"));
+            root_equivalent(&profile, Some(Path::new("/home/ada")), &|mount| {
+                (mount.source == "./rootfs").then(|| std::path::PathBuf::from("/"))
+            })
+            .into_iter()
+            .map(|setting| (setting.key, setting.value))
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            judged(
+                "mounts = [\"/:/h:ro\", \"./rootfs:/r\", \"./data:/d\", \"/run/containerd:/c\", \"/usr/lib:/l\", \"~:/home\", \"cache:/cache\"]\n"
+            ),
+            [
+                ("mounts", "/:/h:ro".to_string()),
+                ("mounts", "./rootfs:/r".to_string()),
+                ("mounts", "/run/containerd:/c".to_string()),
+                ("mounts", "/usr/lib:/l".to_string()),
+                ("mounts", "~:/home".to_string()),
+            ]
+        );
+        assert_eq!(
+            judged(
+                "cap_add = [\"IPC_LOCK\", \"SYS_NICE\", \"BPF\", \"all\"]\nnetwork = \"host\"\nports = []\nipc = \"host\"\ndevices = [\"/dev/infiniband\", \"/dev/nvme0n1\"]\n"
+            ),
+            [
+                ("cap_add", "BPF".to_string()),
+                ("cap_add", "ALL".to_string()),
+                ("devices", "/dev/nvme0n1".to_string()),
+                ("network", "host".to_string()),
+                ("ipc", "host".to_string()),
+            ]
+        );
+        assert!(
+            judged("mounts = [\"/srv/data:/d\", \"/var/data:/v\"]\nipc = \"shareable\"\n")
+                .is_empty()
         );
     }
 }

@@ -137,6 +137,7 @@ fn report(outcome: Option<Downed>, removed: bool, context: &Context) -> Result<E
     let Some(Downed {
         container: name,
         volumes_removed: removed_volumes,
+        volumes_kept: kept_volumes,
     }) = outcome
     else {
         if context.json {
@@ -163,12 +164,16 @@ fn report(outcome: Option<Downed>, removed: bool, context: &Context) -> Result<E
             stopped: bool,
             removed: bool,
             volumes_removed: &'a [String],
+            /// Named volumes it mounts that envctl did not make with it: left as they are.
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            volumes_kept: &'a [String],
         }
         context.printer.json(&Down {
             container: &name,
             stopped: true,
             removed,
             volumes_removed: &removed_volumes,
+            volumes_kept: &kept_volumes,
         })?;
     } else {
         let action = if removed {

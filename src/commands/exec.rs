@@ -243,7 +243,15 @@ fn flag_after_target(rest: &[String], target: &str) -> Error {
     };
     let moved = if takes_value { 2 } else { 1 }.min(rest.len());
     let mut line = vec!["envctl".to_string(), "exec".to_string()];
-    line.extend(rest[..moved].iter().map(|word| shell_quote(word)));
+    // A secret `-e KEY=VALUE` is repeated as `-e KEY="$KEY"` (the value from the shell).
+    let is_env = matches!(flag, "-e" | "--env");
+    line.extend(rest[..moved].iter().enumerate().map(|(index, word)| {
+        match word.strip_prefix("--env=") {
+            Some(value) => format!("--env={}", crate::secret::env_argument_shown(value)),
+            None if is_env && index == 1 => crate::secret::env_argument_shown(word),
+            None => shell_quote(word),
+        }
+    }));
     line.push(shell_quote(target));
     let command = &rest[moved..];
     if command.is_empty() {

@@ -18,6 +18,7 @@ pub mod profiles;
 pub mod ps;
 pub mod run;
 pub mod stats;
+pub mod trust;
 pub mod up;
 
 use crate::cli::{Cli, Command};
@@ -129,5 +130,6 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Run(arguments) => run::run(arguments, context),
         Command::NvidiaCheck(arguments) => nvidia_check::here(arguments, context),
         Command::Logs(arguments) => logs::run(arguments, context),
+        Command::Trust(arguments) => trust::run(arguments, context),
     }
 }

@@ -338,6 +338,14 @@ async fn run_live(
         None => None,
     };
     if let Some(server) = &server {
+        if !is_loopback_address(server.address()) {
+            // The server has no authentication: on the network, anyone who reaches the port
+            // reads it. Said on stderr, however the rest is rendered.
+            context.printer.warn(&format!(
+                "the dashboard, /metrics and /api/v1 at http://{} answer without authentication on the network: anyone who reaches this address sees the containers' names, images, users, GPUs and usage; serve on 127.0.0.1 and reach it through `ssh -L`",
+                crate::ui::text::shown(server.address())
+            ));
+        }
         context.printer.info(&format!(
             "serving Prometheus metrics at http://{}/metrics",
             server.address()
@@ -503,6 +511,17 @@ fn report(file: &Path, output: &Path, force: bool, context: &Context) -> Result<
         file.display()
     ));
     Ok(ExitStatus::Success)
+}
+
+/// Whether `--serve`'s bound address (`127.0.0.1:9400`, `[::1]:9400`, `localhost:9400`)
+/// is reachable from this machine only.
+fn is_loopback_address(address: &str) -> bool {
+    match address.parse::<std::net::SocketAddr>() {
+        Ok(bound) => bound.ip().is_loopback(),
+        Err(_) => address
+            .rsplit_once(':')
+            .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost")),
+    }
 }
 
 #[cfg(test)]
@@ -859,5 +878,28 @@ mod hosts_view {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod serve_address_tests {
+    #[test]
+    fn only_loopback_addresses_keep_the_dashboard_off_the_network() {
+        for address in [
+            "127.0.0.1:9400",
+            "[::1]:9400",
+            "localhost:9400",
+            "127.8.0.1:1",
+        ] {
+            assert!(super::is_loopback_address(address), "{address}");
+        }
+        for address in [
+            "0.0.0.0:9400",
+            "[::]:9400",
+            "192.168.1.5:9400",
+            "gpu-1:9400",
+        ] {
+            assert!(!super::is_loopback_address(address), "{address}");
+        }
     }
 }

@@ -57,6 +57,53 @@ pub struct UpArgs {
     /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
     #[arg(long, value_name = "SPEC")]
     pub gpus: Option<String>,
+    /// Give a profile envctl did not make (./envctl/, ENVCTL_PROFILE_PATH, a path) the
+    /// root-equivalent settings it asks for (host mounts, SYS_ADMIN, host network, …)
+    #[arg(long)]
+    pub trust: bool,
+}
+
+impl UpArgs {
+    /// The words after `envctl` that ask for this `up` again (`ops::trust::Consent`'s hint).
+    fn words(&self) -> Vec<String> {
+        let mut words = vec!["up".to_string(), self.profile.clone()];
+        let mut flag = |flag: &str, value: Option<&String>| {
+            words.push(flag.to_string());
+            words.extend(value.cloned());
+        };
+        if let Some(name) = &self.name {
+            flag("--name", Some(name));
+        }
+        if self.pull != crate::ops::up::PullPolicy::Missing
+            && let Some(value) = clap::ValueEnum::to_possible_value(&self.pull)
+        {
+            flag("--pull", Some(&value.get_name().to_string()));
+        }
+        for (set, name) in [
+            (self.dry_run, "--dry-run"),
+            (self.force, "--force"),
+            (self.recreate, "--recreate"),
+            (self.locked, "--locked"),
+            (self.check, "--check"),
+        ] {
+            if set {
+                flag(name, None);
+            }
+        }
+        for (values, name) in [
+            (&self.env, "-e"),
+            (&self.publish, "-p"),
+            (&self.volume, "--volume"),
+        ] {
+            for value in values {
+                flag(name, Some(value));
+            }
+        }
+        if let Some(gpus) = &self.gpus {
+            flag("--gpus", Some(gpus));
+        }
+        words
+    }
 }
 
 pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
@@ -75,6 +122,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
         locked: arguments.locked,
         name: arguments.name.clone(),
         dry_run: arguments.dry_run,
+        trust: crate::ops::trust::Consent::of(arguments.trust, &arguments.words(), context),
     };
     let runtime = runtime()?;
     if arguments.dry_run {
@@ -85,7 +133,8 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
             let plan = plan(connected, request, context).await?;
             let shown =
                 crate::ops::up::dry_run(engine.as_ref(), &plan, arguments.force, context).await?;
-            dry_run(&shown, &plan.name, context)
+            let trusted = crate::ops::trust::grants(&plan.resolved, context);
+            dry_run(&shown, &plan.name, &trusted, context)
         });
     }
     let engine = runtime.block_on(context.engine())?;
@@ -159,7 +208,8 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
                 // With `--check --json` the check's document is the one document: it names
                 // the container and profile too.
                 if !(arguments.check && context.json) {
-                    print_report(&report, &plan.resolved.profile.name, context)?;
+                    let trusted = crate::ops::trust::grants(&plan.resolved, context);
+                    print_report(&report, &plan.resolved.profile.name, &trusted, context)?;
                 }
                 if !arguments.check {
                     return Ok(ExitStatus::Success);
@@ -179,7 +229,12 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
     })
 }
 
-fn dry_run(shown: &DryRun, name: &str, context: &Context) -> Result<ExitStatus, Error> {
+fn dry_run(
+    shown: &DryRun,
+    name: &str,
+    trusted: &[crate::ops::trust::Grant],
+    context: &Context,
+) -> Result<ExitStatus, Error> {
     let body = &shown.body;
     // Secret values (by name, or taken from the shell by `-e KEY`) are never shown.
     let secrets = body.secret_env_keys();
@@ -205,9 +260,13 @@ fn dry_run(shown: &DryRun, name: &str, context: &Context) -> Result<ExitStatus, 
             /// With GPUs: which ones `up` would take now, and why.
             #[serde(skip_serializing_if = "Option::is_none")]
             placement: Option<&'a crate::ops::placement::PlacementReport>,
+            /// The root-equivalent settings `--trust` gave a profile envctl did not make.
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            trusted: &'a [crate::ops::trust::Grant],
         }
         context.printer.json(&DryRun {
             name,
+            trusted,
             body: &body.masked(),
             masked_env: &secrets,
             gpu_request: shown
@@ -235,9 +294,22 @@ fn dry_run(shown: &DryRun, name: &str, context: &Context) -> Result<ExitStatus, 
     Ok(ExitStatus::Success)
 }
 
-fn print_report(report: &UpReport, profile: &str, context: &Context) -> Result<(), Error> {
+fn print_report(
+    report: &UpReport,
+    profile: &str,
+    trusted: &[crate::ops::trust::Grant],
+    context: &Context,
+) -> Result<(), Error> {
     if context.json {
-        return context.printer.json(report);
+        #[derive(Serialize)]
+        struct Report<'a> {
+            #[serde(flatten)]
+            report: &'a UpReport,
+            /// The root-equivalent settings `--trust` gave a profile envctl did not make.
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            trusted: &'a [crate::ops::trust::Grant],
+        }
+        return context.printer.json(&Report { report, trusted });
     }
     let short_id: String = report.id.chars().take(12).collect();
     let said = match report.status {

@@ -18,14 +18,37 @@ pub enum VolumeMade {
 
 impl Engine {
     /// Makes the named volumes `body` mounts that do not exist yet, with the labels
-    /// [`crate::spec::volumes::named_volumes`] gives them: called by `up` right before the
-    /// container's create.
+    /// [`crate::spec::volumes::named_volumes_of_run`] gives them (the run id `run_id` of
+    /// the container made next among them): called by `up` right before the create.
     pub async fn create_named_volumes(
         &self,
         body: &crate::spec::CreateBody,
+        run_id: &str,
     ) -> Result<Vec<VolumeMade>, EngineError> {
-        self.create_volumes(&crate::spec::volumes::named_volumes(body))
+        self.create_volumes(&crate::spec::volumes::named_volumes_of_run(body, run_id))
             .await
+    }
+
+    /// The labels of the volume `name`, as the daemon keeps them; `None` when it is gone.
+    pub async fn volume_labels(
+        &self,
+        name: &str,
+    ) -> Result<Option<std::collections::BTreeMap<String, String>>, EngineError> {
+        let name = super::reference::volume(name)?;
+        let inspected = self
+            .with_deadline(
+                "inspecting a volume",
+                self.answer_deadline(),
+                self.docker.inspect_volume(name),
+            )
+            .await?;
+        match inspected {
+            Ok(volume) => Ok(Some(volume.labels.into_iter().collect())),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(error) => Err(self.classify(error)),
+        }
     }
 
     /// Makes each of `volumes` that does not exist yet, with its labels, in order; returns

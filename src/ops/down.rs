@@ -15,6 +15,9 @@ use crate::ops::target::{Purpose, find_own_container, obvious_container};
 pub struct Downed {
     pub container: String,
     pub volumes_removed: Vec<String>,
+    /// With `--volumes`: the named volumes it mounts that envctl did not make with it
+    /// (`spec::volumes::made_with`), left as they are.
+    pub volumes_kept: Vec<String>,
 }
 
 /// The label a sweep looks for: `--slurm-job ID` is `envctl.slurm-job=ID`; `--label` is
@@ -151,11 +154,26 @@ pub async fn down(
             .await?;
         }
         let mut removed_volumes = Vec::new();
+        let mut kept_volumes = Vec::new();
         if remove || volumes {
             // Anonymous volumes go with the container; named ones only when asked.
             engine.remove_container(&container.id, false, true).await?;
             if volumes {
                 for volume in &container.volumes {
+                    // Only a volume made with this container (its run id, random per run);
+                    // one that was there before, a team's data whatever its labels, stays.
+                    let made = engine.volume_labels(volume).await?.is_some_and(|labels| {
+                        crate::spec::volumes::made_with(&labels, &container.labels)
+                    });
+                    if !made {
+                        context.printer.info(&format!(
+                            "kept volume {}: not made by envctl with this container (remove it yourself, if it is yours to remove: `docker volume rm {}`)",
+                            crate::ui::text::shown(volume),
+                            crate::spec::shell_quote(volume)
+                        ));
+                        kept_volumes.push(volume.clone());
+                        continue;
+                    }
                     engine.remove_volume(volume).await?;
                     // Said as it happens: when a later volume cannot be removed, the user
                     // still knows which ones are gone.
@@ -167,6 +185,7 @@ pub async fn down(
         Ok::<_, Error>(Some(Downed {
             container: container.name,
             volumes_removed: removed_volumes,
+            volumes_kept: kept_volumes,
         }))
     }
 }

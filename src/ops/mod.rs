@@ -18,6 +18,7 @@
 //! - [`policy`]: the host policy in force and its verdict on the container `up` makes.
 //! - [`logs`]: the container `logs` names and its output, read as it comes.
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
+//! - [`trust`]: a repository profile's root-equivalent settings, refused without a yes.
 
 pub mod compat;
 pub mod doctor;
@@ -39,6 +40,7 @@ pub mod slurm;
 pub mod stats;
 pub mod target;
 pub mod team;
+pub mod trust;
 pub mod up;
 pub mod wait;
 

@@ -58,6 +58,10 @@ pub struct RunRequest {
     /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
     #[arg(long, value_name = "SPEC")]
     pub gpus: Option<String>,
+    /// Give a profile envctl did not make (./envctl/, ENVCTL_PROFILE_PATH, a path) the
+    /// root-equivalent settings it asks for (host mounts, SYS_ADMIN, host network, …)
+    #[arg(long)]
+    pub trust: bool,
 }
 
 /// `envctl run`: plans and makes the container (as `up`, with the command as its main
@@ -245,6 +249,11 @@ pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> R
             locked: request.locked,
             name: Some(name),
             dry_run: false,
+            trust: crate::ops::trust::Consent::of(
+                request.trust,
+                &crate::ops::trust::run_words(request),
+                context,
+            ),
         },
         context,
     )

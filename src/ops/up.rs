@@ -119,6 +119,8 @@ pub struct UpRequest {
     /// A dry run shows the body without the labels only a made container carries (where
     /// its profile lies, whose it is).
     pub dry_run: bool,
+    /// `--trust`, and the command to run with it (`ops::trust`).
+    pub trust: crate::ops::trust::Consent,
 }
 
 /// Plans `request`: the profile resolved, the GPUs decided with doctor's facts (only
@@ -136,8 +138,11 @@ pub async fn plan(
         locked,
         name,
         dry_run,
+        trust,
     } = request;
     let resolved = context.search_path.resolve(&profile)?;
+    // A repository's root-equivalent settings need `--trust` (`ops::trust`).
+    crate::ops::trust::gate(&resolved, &trust, context)?;
     let named = name.is_some();
     // The gathering takes the connection (or why there is none); naming keeps a clone.
     let (engine, connection) = match engine {
@@ -1032,7 +1037,8 @@ async fn create(
     name: &str,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<Created, EngineError> {
-    engine.create_named_volumes(body).await?;
+    let run_id = state.borrow().run_id.clone();
+    engine.create_named_volumes(body, &run_id).await?;
     let mut body = body.clone();
     let in_flight = {
         let state = state.borrow();

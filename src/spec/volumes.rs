@@ -4,10 +4,47 @@
 //! GPUs, the run that made it), since a volume outlives its containers. `up` makes them
 //! before the container (`Engine::create_volumes`), because a volume the daemon makes
 //! implicitly at create carries no label; a volume that exists already is left as it is.
+//!
+//! A volume `up` makes also carries [`VOLUME_RUN_LABEL`], the run id (`envctl.run`, random
+//! each run) of the container made with it: `down --volumes` removes a volume only when
+//! that label equals the container's own run id ([`made_with`]), so a volume that existed
+//! before (a team's data, however it is labelled) is never removed, and a label copied onto
+//! one cannot name a run id that did not exist yet.
 
 use std::collections::BTreeMap;
 
 use super::{CreateBody, MountType, PROFILE_FILE_LABEL, PROFILE_LABEL, UID_LABEL, USER_LABEL};
+
+/// The run id of the `up` that made a volume: the same value as its container's
+/// [`super::RUN_LABEL`].
+pub const VOLUME_RUN_LABEL: &str = "envctl.volume-run";
+
+/// Whether `up` made the volume labelled `volume_labels` together with the container
+/// labelled `container_labels`: both carry the same run id, which is random per run, so
+/// no volume made before that run can carry it.
+pub fn made_with(
+    volume_labels: &BTreeMap<String, String>,
+    container_labels: &BTreeMap<String, String>,
+) -> bool {
+    match (
+        volume_labels.get(VOLUME_RUN_LABEL),
+        container_labels.get(super::RUN_LABEL),
+    ) {
+        (Some(volume), Some(container)) => !volume.is_empty() && volume == container,
+        _ => false,
+    }
+}
+
+/// [`named_volumes`] as `up` makes them in the run `run_id`: each with [`VOLUME_RUN_LABEL`].
+pub fn named_volumes_of_run(body: &CreateBody, run_id: &str) -> Vec<NamedVolume> {
+    let mut volumes = named_volumes(body);
+    for volume in &mut volumes {
+        volume
+            .labels
+            .insert(VOLUME_RUN_LABEL.to_string(), run_id.to_string());
+    }
+    volumes
+}
 
 /// A named volume to make before the container, with its labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,5 +150,39 @@ mod tests {
         );
         assert_eq!(volumes[0].labels, volumes[1].labels);
         assert!(named_volumes(&super::tests::body(Vec::new())).is_empty());
+        let of_run = named_volumes_of_run(&body, "r1");
+        assert_eq!(of_run[0].labels[VOLUME_RUN_LABEL], "r1");
+    }
+
+    #[test]
+    fn a_volume_is_made_with_a_container_only_when_their_run_ids_match() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect()
+        };
+        let container = labels(&[(RUN_LABEL, "42-abc"), (PROFILE_LABEL, "p")]);
+        assert!(made_with(
+            &labels(&[(VOLUME_RUN_LABEL, "42-abc")]),
+            &container
+        ));
+        // Claims of profile and owner alone, another run's id, an empty one: not made with it.
+        assert!(!made_with(
+            &labels(&[(PROFILE_LABEL, "p"), (UID_LABEL, "1000")]),
+            &container
+        ));
+        assert!(!made_with(
+            &labels(&[(VOLUME_RUN_LABEL, "41-abc")]),
+            &container
+        ));
+        assert!(!made_with(
+            &labels(&[(VOLUME_RUN_LABEL, "")]),
+            &labels(&[(RUN_LABEL, "")])
+        ));
+        assert!(!made_with(
+            &labels(&[(VOLUME_RUN_LABEL, "42-abc")]),
+            &labels(&[(PROFILE_LABEL, "p")])
+        ));
     }
 }

@@ -256,7 +256,10 @@ async fn compare_with_up(project: &Project, composes: &[&Compose], start: Start)
     let up_guard = ContainerGuard::new(project.container_name());
     match start {
         Start::Run => {
-            succeeded(&mut project.envctl(&["up", &project.profile]), "envctl up");
+            succeeded(
+                &mut project.envctl(&["up", &project.profile, "--trust"]),
+                "envctl up",
+            );
         }
         Start::CreateOnly => create_like_up(project, up_guard.name()).await,
     }
@@ -311,7 +314,14 @@ async fn create_like_up(project: &Project, name: &str) {
     let dry_run = succeeded(
         // `--force`: GPU profiles fail the doctor verdict on this host (no NVIDIA
         // runtime), which a dry run judges as `up` does.
-        &mut project.envctl(&["up", &project.profile, "--dry-run", "--json", "--force"]),
+        &mut project.envctl(&[
+            "up",
+            &project.profile,
+            "--dry-run",
+            "--json",
+            "--force",
+            "--trust",
+        ]),
         "envctl up --dry-run --json",
     );
     let document: Value = serde_json::from_str(&dry_run.stdout).unwrap();

@@ -65,5 +65,6 @@ mod stats_files;
 mod targets;
 mod team_view;
 mod terminal_text;
+mod trust;
 mod up;
 mod validators;

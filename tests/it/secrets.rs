@@ -467,3 +467,134 @@ fn the_container_gets_the_values_the_output_never_shows() {
         refused.stderr
     );
 }
+
+/// Issue 39: well-known token shapes under harmless names — a JWT, `sk-…`, `ghp_…`, `hf_…`,
+/// and shapes the issue does not name (an AWS access key id, `glpat-…`, `xoxb-…`,
+/// `github_pat_…`) — are masked by `up --dry-run` (line and JSON) and referenced by every
+/// export, never written; values that only begin alike (`sk-learn`) stay plain.
+#[test]
+fn token_shaped_values_are_secret_whatever_their_name() {
+    const TOKENS: [(&str, &str); 8] = [
+        (
+            "SESSION",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        ),
+        ("OPENAI", "sk-proj-4f9A8b7C6d5E4f3G2h1I0jKlMnOpQrSt"),
+        ("GH", "ghp_0123456789abcdefghijABCDEFGHIJklmnop"),
+        ("HF", "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"),
+        ("AWS_ID", "AKIAIOSFODNN7EXAMPLE"),
+        ("GITLAB", "glpat-xxxxXXXX1234yyyyZZZZ"),
+        ("SLACK_HOOK_ID", "xoxb-1234567890-abcdefghij"),
+        (
+            "FINE",
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+        ),
+    ];
+    let env: Vec<String> = TOKENS
+        .iter()
+        .map(|(key, value)| format!("{key} = \"{value}\""))
+        .collect();
+    let directory = project(
+        "p",
+        &format!(
+            "image = \"busybox:1.36\"\nenv = {{ {}, LIBRARY = \"sk-learn\" }}\n",
+            env.join(", ")
+        ),
+    );
+    let shows_no_token = |what: &str, text: &str| {
+        for (_, value) in TOKENS {
+            assert!(!text.contains(value), "{what} shows `{value}`:\n{text}");
+        }
+    };
+    let no_daemon = [("DOCKER_HOST", "unix:///nonexistent/envctl-secrets.sock")];
+    let line = envctl(directory.path(), &["up", "p", "--dry-run"], &no_daemon).expect(0, "dry run");
+    shows_no_token("up --dry-run", &format!("{}{}", line.stdout, line.stderr));
+    assert!(line.stdout.contains("-e GH "), "{}", line.stdout);
+    assert!(line.stdout.contains("LIBRARY=sk-learn"), "{}", line.stdout);
+    let json = envctl(
+        directory.path(),
+        &["--json", "up", "p", "--dry-run"],
+        &no_daemon,
+    )
+    .expect(0, "dry run --json");
+    shows_no_token("up --dry-run --json", &json.stdout);
+    let document: Value = serde_json::from_str(&json.stdout).unwrap();
+    let masked = document["masked_env"].as_array().unwrap();
+    assert_eq!(masked.len(), TOKENS.len(), "{document}");
+    for target in [
+        "compose",
+        "k8s",
+        "devcontainer",
+        "docker-run",
+        "slurm",
+        "pyxis",
+        "apptainer",
+        "edf",
+    ] {
+        let file = format!("out-{target}");
+        let run = envctl(
+            directory.path(),
+            &["export", "p", "--to", target, "-o", &file],
+            &[],
+        );
+        assert!(run.code == 0 || run.code == 1, "{target}: {}", run.stderr);
+        shows_no_token(target, &format!("{}{}", run.stdout, run.stderr));
+        if let Ok(text) = std::fs::read_to_string(directory.path().join(&file)) {
+            shows_no_token(target, &text);
+        }
+    }
+}
+
+/// Issue 39: the hint of `exec TARGET -e KEY=VALUE CMD` (a flag after TARGET) moves the
+/// flag before TARGET without repeating a secret value: `-e KEY`, the value from the shell.
+#[test]
+fn the_exec_hint_never_repeats_a_secret_value() {
+    if !require_daemon() {
+        return;
+    }
+    let profile = unique_name("secrets-exec-hint");
+    let directory = project(&profile, &format!("image = \"{}\"\n", test_image()));
+    let _guard = ContainerGuard::new(format!("envctl-{profile}"));
+    envctl(directory.path(), &["up", &profile], &[]).expect(0, "up");
+    for (word, shown) in [
+        ("X=ghp_0123456789abcdefghijABCDEFGHIJklmnop", "-e X=\"$X\" "),
+        ("API_TOKEN=supersecret", "-e API_TOKEN=\"$API_TOKEN\" "),
+    ] {
+        let (key, value) = word.split_once('=').unwrap();
+        let script = format!("echo ${key}");
+        let run = envctl(
+            directory.path(),
+            &["exec", &profile, "-e", word, "sh", "-c", &script],
+            &[],
+        )
+        .expect(2, "a flag after TARGET")
+        .shows_no_value("exec hint");
+        assert!(!run.stderr.contains(value), "{}", run.stderr);
+        assert!(run.stderr.contains(shown), "{}", run.stderr);
+        // The hint, run by a shell that holds the value, gives the container that value.
+        let hint = run
+            .stderr
+            .lines()
+            .find(|line| line.trim_start().starts_with("hint:"))
+            .unwrap();
+        let command = hint.split('`').nth(1).unwrap();
+        let binary = assert_cmd::cargo::cargo_bin("envctl");
+        let mut shell = Command::new("sh");
+        shell
+            .arg("-c")
+            .arg(command.replacen("envctl", &binary.display().to_string(), 1));
+        crate::support::cli::hermetic(&mut shell, directory.path());
+        shell.env(key, value);
+        let output = run_with_timeout(&mut shell, Duration::from_secs(60)).unwrap();
+        assert!(output.status.success(), "{command}: {output:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), value);
+    }
+    // A plain value is repeated as it is.
+    let run = envctl(
+        directory.path(),
+        &["exec", &profile, "-e", "MODE=fast", "true"],
+        &[],
+    )
+    .expect(2, "a flag after TARGET");
+    assert!(run.stderr.contains("-e MODE=fast "), "{}", run.stderr);
+}

@@ -476,20 +476,33 @@ fn down_keeps_host_data_and_named_volumes_unless_asked() {
         "kept"
     );
 
-    // --volumes: container and named volume go; the host folder still stays.
+    // --volumes: the container goes; the named volume was made with the first container,
+    // not this one, so it stays (issue 39: only a volume made with the container goes,
+    // `trust::down_volumes_removes_only_the_volumes_envctl_made_with_the_container`).
     let down = scenario.run(&["--json", "down", scenario.profile.as_str(), "--volumes"]);
     down.expect_code(0, "down --volumes");
     let report = down.json();
     assert_eq!(report["removed"], true, "{report}");
+    assert_eq!(report["volumes_removed"], serde_json::json!([]), "{report}");
     assert_eq!(
-        report["volumes_removed"],
+        report["volumes_kept"],
         serde_json::json!([volume.name]),
         "{report}"
     );
     assert_eq!(scenario.containers(), 0);
+    assert!(volume_exists(&volume.name), "kept, and said");
+    // A container made with the volume takes it along.
+    docker_stdout(["volume", "rm", volume.name.as_str()]);
+    scenario.up(&[]).expect_code(0, "up with a new volume");
+    let down = scenario.run(&["--json", "down", scenario.profile.as_str(), "--volumes"]);
+    down.expect_code(0, "down --volumes");
+    assert_eq!(
+        down.json()["volumes_removed"],
+        serde_json::json!([volume.name])
+    );
     assert!(
         !volume_exists(&volume.name),
-        "--volumes removes the named volume"
+        "--volumes removes the named volume made with the container"
     );
     assert_eq!(
         std::fs::read_to_string(&written).unwrap(),
