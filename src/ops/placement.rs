@@ -253,7 +253,7 @@ async fn choose(
         ));
     }
     let rows = match elsewhere(gpu) {
-        Some(host) => match recorded(engine, host, &holders, context).await {
+        Some(host) => match recorded(engine, host, &holders, context).await? {
             Ok(rows) => rows,
             Err(why) => {
                 return Ok(first(
@@ -299,45 +299,51 @@ async fn choose(
 }
 
 /// The GPUs of another machine's daemon, from the record an `up` on that machine left
-/// there ([`keep_record`]), with their holders; `Err` says why there are none.
+/// there ([`keep_record`]), with their holders; the inner `Err` says why there are none
+/// (the daemon then chooses), the outer one refuses a record that is not believed: one
+/// not in NVML's form, naming a GPU or an index twice, or written for another daemon.
 async fn recorded(
     engine: &Engine,
     host: &str,
     holders: &[crate::facts::occupancy::GpuHolder],
     context: &Context,
-) -> Result<Vec<GpuOccupancy>, String> {
+) -> Result<Result<Vec<GpuOccupancy>, String>, Error> {
     use crate::engine::daemon_placement::GpuRecordVolume;
-    let record = match engine.gpu_record().await {
-        Ok(GpuRecordVolume::Envctls { record, .. }) => record,
+    let (record, recorded_on) = match engine.gpu_record().await {
+        Ok(GpuRecordVolume::Envctls { record, host }) => (record, host),
         Ok(GpuRecordVolume::Missing) => {
-            return Err(format!(
+            return Ok(Err(format!(
                 "the GPUs of {host} cannot be seen from here and its daemon keeps no GPU record yet (an `envctl up` on {host} that places GPUs writes it)"
-            ));
+            )));
         }
         Ok(GpuRecordVolume::NotEnvctls) => {
-            return Err(format!(
+            return Ok(Err(format!(
                 "the GPUs of {host} cannot be seen from here, and the volume {} there is not envctl's GPU record",
                 crate::engine::daemon_placement::RECORD_NAME
-            ));
+            )));
         }
         Err(error) => {
-            return Err(format!(
+            return Ok(Err(format!(
                 "the GPU record of the daemon on {host} could not be read ({})",
                 crate::error::error_chain(&error)
-            ));
+            )));
         }
     };
-    let record = placement::GpuRecord::parse(&record).map_err(|why| {
-        format!(
-            "the GPU record of the daemon on {host} (volume {}) is not envctl's: {why}",
-            crate::engine::daemon_placement::RECORD_NAME
-        )
+    let believed = placement::GpuRecord::parse(&record).and_then(|record| {
+        placement::GpuRecord::tied_to(recorded_on.as_deref(), host).map(|()| record)
+    });
+    let record = believed.map_err(|why| crate::spec::ownership::OwnershipError::ForgedRecord {
+        host: host.to_string(),
+        volume: crate::engine::daemon_placement::RECORD_NAME.to_string(),
+        why,
+        endpoint: engine.endpoint().to_string(),
+        cli: engine.known_kind().cli(),
     })?;
     context.printer.info(&format!(
         "placing on {host}'s GPUs as its daemon records them ({} GPUs)",
         record.gpus.len()
     ));
-    Ok(record.occupancy(holders))
+    Ok(Ok(record.occupancy(holders)))
 }
 
 /// Under the daemon's lock, on the daemon's own machine: the daemon's GPU record made to

@@ -1229,6 +1229,9 @@ async fn reuse(
         }
         crate::spec::ownership::Belonging::Mine | crate::spec::ownership::Belonging::Unowned => {}
     }
+    // Another profile's container at this name (`up P --name <Q's>`) is Q's: never met as
+    // an earlier P, never replaced by `--recreate`.
+    crate::spec::ownership::made_from(&existing.labels, name, profile)?;
     if existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL) {
         if existing.running {
             return Ok(Reuse::Done(Outcome::AlreadyRunning));

@@ -143,6 +143,90 @@ pub fn owner_label(labels: &BTreeMap<String, String>) -> Option<String> {
         .or_else(|| labels.get(UID_LABEL).map(|uid| format!("uid {uid}")))
 }
 
+/// Whether the container `name` with these (proven) labels was made from `profile`: one
+/// of another profile is that profile's, whatever name it was given.
+pub fn made_from(
+    labels: &BTreeMap<String, String>,
+    name: &str,
+    profile: &str,
+) -> Result<(), OwnershipError> {
+    match labels.get(PROFILE_LABEL) {
+        Some(other) if other != profile => Err(OwnershipError::OtherProfile {
+            name: name.to_string(),
+            profile: profile.to_string(),
+            other: other.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// ` --name NAME` for a hint that acts on the container `name` of `profile`, unless `name`
+/// is one `up` gives that profile by itself (`envctl-<profile>`, `envctl-<profile>-<user>`):
+/// a hint that dropped `--name` would act on another container.
+pub fn name_flag(name: &str, profile: &str) -> String {
+    let default = format!("envctl-{profile}");
+    if name == default || name.starts_with(&format!("{default}-")) {
+        String::new()
+    } else {
+        format!(" --name {}", super::shell_quote(name))
+    }
+}
+
+/// What ownership and occupancy refuse to believe: a claim the daemon's own facts do not
+/// bear out. Each names the thing (volume, container, daemon) and comes with a command.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnershipError {
+    /// The daemon's GPU record (`engine::daemon_placement`) is not one envctl wrote for
+    /// that daemon: placing by it could put several containers on one GPU.
+    #[error(
+        "the GPU record of the daemon on {host} (volume `{volume}`) is not believed: {why}"
+    )]
+    ForgedRecord {
+        host: String,
+        volume: String,
+        why: String,
+        /// The daemon's endpoint and its command-line tool, for the hint.
+        endpoint: String,
+        cli: &'static str,
+    },
+    /// `up P --name NAME` met a container of another profile at NAME.
+    #[error(
+        "container `{name}` was made from profile `{other}`, not `{profile}`: envctl never replaces it for `{profile}`"
+    )]
+    OtherProfile {
+        name: String,
+        profile: String,
+        other: String,
+    },
+}
+
+impl OwnershipError {
+    /// The command that mends it.
+    pub fn hint(&self) -> String {
+        match self {
+            OwnershipError::ForgedRecord {
+                host,
+                volume,
+                endpoint,
+                cli,
+                ..
+            } => format!(
+                "remove it (`{cli} -H {} volume rm {volume}`); the next `envctl up` on {host} that places GPUs writes it again from that host's NVML",
+                super::shell_quote(endpoint)
+            ),
+            OwnershipError::OtherProfile {
+                name,
+                profile,
+                other,
+            } => format!(
+                "give `{profile}` a container of its own: `envctl up {profile} --name {}`; `{name}` stays `{other}`'s (`envctl up {other} --name {}` meets it)",
+                super::shell_quote(&format!("{name}-{profile}")),
+                super::shell_quote(name),
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
