@@ -948,7 +948,10 @@ mod tests {
         let other = "GPU-5d5b4f7a-2c1e-4b8e-9a57-0c3f1e2d4a02";
         for (forged, why) in [
             (format!("0={uuid},1={uuid}"), "the same UUID"),
-            (format!("0={uuid},1={}", uuid.to_lowercase()), "the same UUID"),
+            (
+                format!("0={uuid},1=GPU-{}", uuid["GPU-".len()..].to_uppercase()),
+                "the same UUID",
+            ),
             (format!("0={uuid},0={other}"), "index 0 twice"),
             ("0=GPU-$(id)".to_string(), "not a GPU UUID"),
             (format!("0={uuid}0"), "not a GPU UUID"),
