@@ -108,8 +108,11 @@ fn elsewhere(gpu: &GpuFacts) -> Option<&str> {
     }
 }
 
-/// `body` with its GPUs named in [`GPUS_LABEL`], so other `up`s see them in the list.
+/// `body` with its GPUs named in [`GPUS_LABEL`] (which names them, for messages and
+/// `ps`), and given to the NVIDIA runtime explicitly (`spec::gpus::pin_visible_devices`),
+/// so the image's `NVIDIA_VISIBLE_DEVICES=all` never adds any.
 pub fn labelled(mut body: CreateBody, gpus: &Gpus) -> CreateBody {
+    crate::spec::gpus::pin_visible_devices(&mut body.env, gpus);
     if let Some(assignment) = gpus.assignment() {
         body.labels.insert(
             GPUS_LABEL.to_string(),

@@ -241,6 +241,10 @@ pub async fn plan(
         }
         .enforce(&body, facts.as_ref().map(|facts| &facts.gpu), None, context)?;
     }
+    // No GPU asked: none from the image's `NVIDIA_VISIBLE_DEVICES=all` either (`ops::placement::labelled` pins those asked).
+    if gpus.is_none() {
+        spec::gpus::pin_visible_devices(&mut body.env, &gpus);
+    }
     if !dry_run {
         // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL), and whose
         // it is (`spec::ownership`: the uid decides, the name is for messages and the
