@@ -70,6 +70,12 @@ pub enum GpuLockError {
         seconds: u64,
         holder: Option<String>,
     },
+    /// This `up` held the daemon's lock so long before its create that a waiter may take
+    /// it as a dead holder's: it gave the lock back and created nothing.
+    #[error(
+        "placing on the daemon at {endpoint} took {seconds} s under its GPU placement lock, too long to create safely; the lock was given back"
+    )]
+    DaemonSlow { endpoint: String, seconds: u64 },
     #[error("interrupted while waiting for the GPU placement lock of the daemon at {endpoint}")]
     DaemonInterrupted { endpoint: String, code: u8 },
     /// A container envctl did not make has the daemon lock's name: someone's, so it is
@@ -104,6 +110,9 @@ impl GpuLockError {
             GpuLockError::DaemonPlanted { name, .. } => format!(
                 "ask its owner to remove or rename it (`docker inspect {name}` shows it); envctl never removes a container it did not make"
             ),
+            GpuLockError::DaemonSlow { .. } => {
+                "nothing was created; run the same `envctl up` again".into()
+            }
             GpuLockError::DaemonBusy { .. } => {
                 "another `up` is placing on that daemon; it is released when that `up` has created its container".into()
             }

@@ -85,11 +85,26 @@ pub struct Locking<'a> {
     pub run: &'a str,
 }
 
+/// The longest a holder of the daemon's lock works before it begins its create: reading
+/// the holders, the record, choosing. A holder past it gives the lock back and creates
+/// nothing ([`place`]), so that no waiter can take the lock from a holder that is about to
+/// create.
+const HOLD_BEFORE_CREATE: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// How long the daemon's lock may stay with the same holder before it is taken as the
-/// lock of an `up` that died (killed between taking and releasing it): a holder keeps it
-/// for one create, some tens of milliseconds. Measured by the waiter's own clock, so the
-/// clocks of the machines need not agree.
-const DAEMON_LOCK_STALE: std::time::Duration = std::time::Duration::from_secs(20);
+/// lock of an `up` that died (killed between taking and releasing it). A live holder
+/// creates within [`HOLD_BEFORE_CREATE`], and its create ends within the connection's
+/// create deadline (a loaded daemon on fuse-overlayfs takes tens of seconds), plus one
+/// short answer for the inspect before it: only past all of them together is the holder
+/// surely dead, or its container made (and then seen by the next placement). Measured by
+/// the waiter's own clock from when it first saw that lock, so the clocks of the machines
+/// need not agree, and the holder has held it at least as long.
+fn daemon_lock_stale(engine: &Engine) -> std::time::Duration {
+    HOLD_BEFORE_CREATE
+        + engine.create_deadline()
+        + crate::engine::ANSWER_DEADLINE
+        + std::time::Duration::from_secs(5)
+}
 
 /// Whether [`place`] will take the placement locks for these GPUs: a count, `free`
 /// placement, and GPUs to choose from (NVML's here, the daemon's record for a daemon on
@@ -158,6 +173,7 @@ pub async fn place(
     let chooses = locks(gpus, policy, gpu);
     let counts = chooses || gate.is_some();
     let mut held = Held::default();
+    let mut taken_at = None;
     if let Some(locking) = &locking
         && counts
     {
@@ -167,6 +183,7 @@ pub async fn place(
             held.file = Some(take_lock(locking.file, context).await?);
         }
         held.daemon = Some(take_daemon_lock(engine, locking, context).await?);
+        taken_at = Some(std::time::Instant::now());
     }
     let daemon_lock = held.daemon.clone();
     let choosing = Choosing {
@@ -177,7 +194,21 @@ pub async fn place(
         counts,
         gate,
     };
-    match choose(engine, choosing, held, context).await {
+    let chosen = choose(engine, choosing, held, context).await.and_then(|placed| {
+        // Past this, a waiter may take the daemon's lock as a dead holder's: give it back
+        // with nothing created rather than create beside another `up`'s choice.
+        match taken_at.map(|taken| taken.elapsed()) {
+            Some(held) if held > HOLD_BEFORE_CREATE => Err(Error::GpuLock {
+                source: gpu_lock::GpuLockError::DaemonSlow {
+                    endpoint: engine.endpoint().to_string(),
+                    seconds: held.as_secs(),
+                },
+                hint: "nothing was created; run the same `envctl up` again (a daemon this slow to answer may be overloaded: `envctl doctor`)".into(),
+            }),
+            _ => Ok(placed),
+        }
+    });
+    match chosen {
         Ok(placed) => Ok(placed),
         Err(error) => {
             if let Some(id) = daemon_lock {
@@ -257,7 +288,13 @@ async fn choose(
     }
     let rows = match elsewhere(gpu) {
         Some(host) => match recorded(engine, host, &holders, context).await? {
-            Ok(rows) => rows,
+            Ok(rows) => {
+                context.printer.info(&format!(
+                    "placing on {host}'s GPUs as its daemon records them ({} GPUs)",
+                    rows.len()
+                ));
+                rows
+            }
             Err(why) => {
                 return Ok(first(
                     format!(
@@ -342,10 +379,6 @@ async fn recorded(
         endpoint: engine.endpoint().to_string(),
         cli: engine.known_kind().cli(),
     })?;
-    context.printer.info(&format!(
-        "placing on {host}'s GPUs as its daemon records them ({} GPUs)",
-        record.gpus.len()
-    ));
     Ok(Ok(record.occupancy(holders)))
 }
 
@@ -385,8 +418,8 @@ async fn keep_record(engine: &Engine, gpu: &GpuFacts, context: &Context) {
 }
 
 /// Takes the daemon's placement lock: tries until it is free, breaks one whose holder
-/// has kept it past [`DAEMON_LOCK_STALE`], gives up after [`gpu_lock::WAIT`] or at the
-/// first termination signal. Waits a random 10 to 50 ms between tries, so that waiters
+/// has kept it past [`daemon_lock_stale`] (never a live holder's), gives up a while after
+/// that or at the first termination signal. Waits a random 10 to 50 ms between tries, so that waiters
 /// do not retry in step.
 async fn take_daemon_lock(
     engine: &Engine,
@@ -401,6 +434,9 @@ async fn take_daemon_lock(
         std::process::id()
     );
     let started = std::time::Instant::now();
+    let stale = daemon_lock_stale(engine);
+    // Long enough to outlast a dead holder's lock, which is never broken sooner.
+    let wait = gpu_lock::WAIT.max(stale + std::time::Duration::from_secs(10));
     let mut said = false;
     // The holder seen last and since when, by this waiter's clock.
     let mut seen: Option<(String, std::time::Instant)> = None;
@@ -442,7 +478,7 @@ async fn take_daemon_lock(
                         now
                     }
                 };
-                if since.elapsed() >= DAEMON_LOCK_STALE {
+                if since.elapsed() >= stale {
                     context.printer.warn(&format!(
                         "the daemon's GPU placement lock has been held by {} for {} s: taking it as left by an `up` that died",
                         holder.as_deref().unwrap_or("an unnamed holder"),
@@ -452,11 +488,11 @@ async fn take_daemon_lock(
                     seen = None;
                     continue;
                 }
-                if started.elapsed() >= gpu_lock::WAIT {
+                if started.elapsed() >= wait {
                     return Err(Error::GpuLock {
                         source: gpu_lock::GpuLockError::DaemonBusy {
                             endpoint: engine.endpoint().to_string(),
-                            seconds: gpu_lock::WAIT.as_secs(),
+                            seconds: wait.as_secs(),
                             holder: holder.clone(),
                         },
                         hint: format!(
@@ -471,7 +507,7 @@ async fn take_daemon_lock(
                     context.printer.info(&format!(
                         "waiting for the daemon's GPU placement lock (held by {}; at most {} s)",
                         holder.as_deref().unwrap_or("another `up`"),
-                        gpu_lock::WAIT.as_secs()
+                        wait.as_secs()
                     ));
                 }
                 let jitter =
@@ -483,13 +519,13 @@ async fn take_daemon_lock(
 }
 
 /// Releases the daemon lock `id`; one that cannot be released is said (others break it
-/// after [`DAEMON_LOCK_STALE`]).
+/// after [`daemon_lock_stale`]).
 pub async fn release_daemon_lock(engine: &Engine, id: &str, context: &Context) {
     if let Err(error) = engine.release_placement_lock(id).await {
         context.printer.warn(&format!(
             "could not release the daemon's GPU placement lock: {} (other `up`s take it in {} s; `{} rm -f {}`)",
             crate::error::error_chain(&error),
-            DAEMON_LOCK_STALE.as_secs(),
+            daemon_lock_stale(engine).as_secs(),
             engine.known_kind().cli(),
             crate::engine::daemon_placement::LOCK_NAME
         ));
@@ -528,7 +564,10 @@ async fn take_lock(path: &Path, context: &Context) -> Result<GpuLock, Error> {
 }
 
 /// After the create: the chosen GPUs must be held by this container alone. Another tool
-/// that created a container on them meanwhile (outside envctl's lock) is named.
+/// that created a container on them meanwhile (outside envctl's lock), or an `up` that
+/// placed while this one's create was slow, is named; of two `up`s that chose alike, the
+/// one whose create ends second sees the other. On another machine's daemon, the GPUs
+/// are its record's, as placement read them.
 pub async fn recheck(
     engine: &Engine,
     id: &str,
@@ -539,12 +578,28 @@ pub async fn recheck(
     if report.gpus.is_empty() {
         return Ok(());
     }
-    let Some(nvml) = gpu.loaded() else {
+    let chosen: Vec<u32> = report.gpus.iter().map(|gpu| gpu.index).collect();
+    let others = others_than(engine, id, context).await?;
+    let shared: Vec<String> = if let Some(nvml) = gpu.loaded() {
+        placement::shared_with(&nvml.gpus, &others, &chosen)
+    } else if let Some(host) = elsewhere(gpu) {
+        match recorded(engine, host, &others, context).await? {
+            Ok(rows) => rows
+                .iter()
+                .filter(|row| chosen.contains(&row.index) && !row.free)
+                .map(GpuOccupancy::held_by)
+                .collect(),
+            // Placed by the record a moment ago, gone now: nothing to compare with.
+            Err(why) => {
+                context.printer.warn(&format!(
+                    "could not look again at the GPUs placement chose: {why}"
+                ));
+                Vec::new()
+            }
+        }
+    } else {
         return Ok(());
     };
-    let others = others_than(engine, id, context).await?;
-    let chosen: Vec<u32> = report.gpus.iter().map(|gpu| gpu.index).collect();
-    let shared = placement::shared_with(&nvml.gpus, &others, &chosen);
     if shared.is_empty() {
         Ok(())
     } else {
