@@ -287,7 +287,7 @@ async fn choose(
         ));
     }
     let rows = match elsewhere(gpu) {
-        Some(host) => match recorded(engine, host, &holders, context).await? {
+        Some(host) => match recorded(engine, host, &holders).await? {
             Ok(rows) => {
                 context.printer.info(&format!(
                     "placing on {host}'s GPUs as its daemon records them ({} GPUs)",
@@ -346,7 +346,6 @@ async fn recorded(
     engine: &Engine,
     host: &str,
     holders: &[crate::facts::occupancy::GpuHolder],
-    context: &Context,
 ) -> Result<Result<Vec<GpuOccupancy>, String>, Error> {
     use crate::engine::daemon_placement::GpuRecordVolume;
     let (record, recorded_on) = match engine.gpu_record().await {
@@ -583,7 +582,7 @@ pub async fn recheck(
     let shared: Vec<String> = if let Some(nvml) = gpu.loaded() {
         placement::shared_with(&nvml.gpus, &others, &chosen)
     } else if let Some(host) = elsewhere(gpu) {
-        match recorded(engine, host, &others, context).await? {
+        match recorded(engine, host, &others).await? {
             Ok(rows) => rows
                 .iter()
                 .filter(|row| chosen.contains(&row.index) && !row.free)
