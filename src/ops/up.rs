@@ -1236,7 +1236,16 @@ async fn reuse(
     // Another profile's container at this name (`up P --name <Q's>`) is Q's: never met as
     // an earlier P, never replaced by `--recreate`.
     crate::spec::ownership::made_from(&existing.labels, name, profile)?;
-    if existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL) {
+    let hash_current = existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL);
+    crate::spec::ownership::not_an_impostor(
+        name,
+        profile,
+        hash_current,
+        &body.image,
+        &existing.image,
+        engine.known_kind().cli(),
+    )?;
+    if hash_current {
         if existing.running {
             return Ok(Reuse::Done(Outcome::AlreadyRunning));
         }

@@ -160,6 +160,29 @@ pub fn made_from(
     }
 }
 
+/// The container `name` of `profile` unless its labels claim the profile's current config
+/// (`hash_current`) while the daemon says it runs another image than `wanted` (`runs`, its
+/// own `Config.Image`).
+pub fn not_an_impostor(
+    name: &str,
+    profile: &str,
+    hash_current: bool,
+    wanted: &str,
+    runs: &str,
+    cli: &'static str,
+) -> Result<(), OwnershipError> {
+    if hash_current && !super::drift::runs_image(wanted, runs) {
+        return Err(OwnershipError::Impostor {
+            name: name.to_string(),
+            profile: profile.to_string(),
+            runs: runs.chars().take(200).collect(),
+            wanted: wanted.to_string(),
+            cli,
+        });
+    }
+    Ok(())
+}
+
 /// ` --name NAME` for a hint that acts on the container `name` of `profile`, unless `name`
 /// is one `up` gives that profile by itself (`envctl-<profile>`, `envctl-<profile>-<user>`):
 /// a hint that dropped `--name` would act on another container.
@@ -189,6 +212,19 @@ pub enum OwnershipError {
         endpoint: String,
         cli: &'static str,
     },
+    /// A container carries the user's identity and the profile's current config hash,
+    /// but the daemon says it runs another image: envctl did not make it as it is, so it
+    /// is named, never adopted (started, exec'd into, called current).
+    #[error(
+        "container `{name}` claims to be your `{profile}` container (its labels say so), but it runs image `{runs}`, not the profile's `{wanted}`: envctl did not make it as it is"
+    )]
+    Impostor {
+        name: String,
+        profile: String,
+        runs: String,
+        wanted: String,
+        cli: &'static str,
+    },
     /// `up P --name NAME` met a container of another profile at NAME.
     #[error(
         "container `{name}` was made from profile `{other}`, not `{profile}`: envctl never replaces it for `{profile}`"
@@ -213,6 +249,16 @@ impl OwnershipError {
             } => format!(
                 "remove it (`{cli} -H {} volume rm {volume}`); the next `envctl up` on {host} that places GPUs writes it again from that host's NVML",
                 super::shell_quote(endpoint)
+            ),
+            OwnershipError::Impostor {
+                name,
+                profile,
+                cli,
+                ..
+            } => format!(
+                "`{cli} inspect {name}` shows who made it; remove it if it is not yours (`{cli} rm -f {name}`), or make yours under another name: `envctl up {profile} --name {}`",
+                super::shell_quote(&format!("{name}-2")),
+                name = super::shell_quote(name),
             ),
             OwnershipError::OtherProfile {
                 name,
