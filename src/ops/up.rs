@@ -1240,7 +1240,7 @@ async fn reuse(
     crate::spec::ownership::not_an_impostor(
         name,
         profile,
-        hash_current,
+        crate::spec::ownership::claims_current(&existing.labels, &body.labels),
         &body.image,
         &existing.image,
         engine.known_kind().cli(),

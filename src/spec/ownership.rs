@@ -160,6 +160,20 @@ pub fn made_from(
     }
 }
 
+/// Whether a container's labels claim the config of the body `wanted` (its labels): the
+/// same config hash, or the same profile hash (what `ps` compares for a container made
+/// with `up -e/-p/-v`).
+pub fn claims_current(
+    labels: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+) -> bool {
+    let profile_hash = wanted
+        .get(super::PROFILE_HASH_LABEL)
+        .or_else(|| wanted.get(CONFIG_HASH_LABEL));
+    labels.get(CONFIG_HASH_LABEL) == wanted.get(CONFIG_HASH_LABEL)
+        || (profile_hash.is_some() && labels.get(super::PROFILE_HASH_LABEL) == profile_hash)
+}
+
 /// The container `name` of `profile` unless its labels claim the profile's current config
 /// (`hash_current`) while the daemon says it runs another image than `wanted` (`runs`, its
 /// own `Config.Image`).
