@@ -187,7 +187,9 @@ pub fn environment_gpus(
     runtime: Option<&str>,
     default_runtime: Option<&str>,
 ) -> Option<GpuAssignment> {
-    let runtime = runtime.filter(|runtime| !runtime.is_empty()).or(default_runtime);
+    let runtime = runtime
+        .filter(|runtime| !runtime.is_empty())
+        .or(default_runtime);
     if runtime != Some(NVIDIA_RUNTIME) {
         return None;
     }
@@ -365,8 +367,7 @@ mod tests {
             }]),
             ..Default::default()
         };
-        let labels: HashMap<String, String> =
-            [(GPUS_LABEL.to_string(), "all".to_string())].into();
+        let labels: HashMap<String, String> = [(GPUS_LABEL.to_string(), "all".to_string())].into();
         assert_eq!(
             gpus_of_container(Some(requested), Some(&labels)),
             Some(GpuAssignment::Count(1))
@@ -377,7 +378,12 @@ mod tests {
     /// container runs under the NVIDIA runtime, its own or the daemon's default.
     #[test]
     fn the_environment_gives_gpus_under_the_nvidia_runtime_only() {
-        let env = |pairs: &[&str]| pairs.iter().map(|pair| pair.to_string()).collect::<Vec<_>>();
+        let env = |pairs: &[&str]| {
+            pairs
+                .iter()
+                .map(|pair| pair.to_string())
+                .collect::<Vec<_>>()
+        };
         let all = env(&["PATH=/bin", "NVIDIA_VISIBLE_DEVICES=all"]);
         assert_eq!(
             environment_gpus(&all, None, Some("nvidia")),
@@ -399,7 +405,11 @@ mod tests {
         assert_eq!(environment_gpus(&overridden, None, Some("nvidia")), None);
         for none in ["", "none", "NoDevFiles", " void "] {
             let given = vec![format!("NVIDIA_VISIBLE_DEVICES={none}")];
-            assert_eq!(environment_gpus(&given, None, Some("nvidia")), None, "{none:?}");
+            assert_eq!(
+                environment_gpus(&given, None, Some("nvidia")),
+                None,
+                "{none:?}"
+            );
         }
         let listed = env(&["NVIDIA_VISIBLE_DEVICES=0, GPU-a,"]);
         assert_eq!(

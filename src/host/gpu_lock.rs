@@ -58,7 +58,13 @@ pub enum GpuLockError {
     #[error(
         "the GPU placement lock {path} is {what}, not the empty regular file envctl makes: someone else put it there"
     )]
-    Hostile { path: PathBuf, what: String },
+    Hostile {
+        path: PathBuf,
+        what: String,
+        /// Who owns what stands there (`uid 1001 (mallory)`), when it can be told: the
+        /// person to ask.
+        owner: Option<String>,
+    },
     #[error("another envctl has held the GPU placement lock {path} for {seconds} s")]
     Busy { path: PathBuf, seconds: u64 },
     #[error("interrupted while waiting for the GPU placement lock {path}")]
@@ -95,10 +101,16 @@ impl GpuLockError {
             ),
             // Not "point ENVCTL_GPU_LOCK elsewhere": one user doing so silently drops the
             // exclusion between that user's `up`s and everyone else's.
-            GpuLockError::Hostile { path, .. } => format!(
-                "ask the host's admin to remove it (`sudo rm -rf {}`; `ls -la {}` shows who made it); envctl makes a fresh one at the next `up`",
+            GpuLockError::Hostile { path, owner, .. } => format!(
+                "ask the host's admin to remove it (`sudo rm -rf {}`; {}); envctl makes a fresh one at the next `up`",
                 crate::spec::shell_quote(&path.to_string_lossy()),
-                crate::spec::shell_quote(&path.to_string_lossy()),
+                match owner {
+                    Some(owner) => format!("it belongs to {owner}"),
+                    None => format!(
+                        "`ls -la {}` shows who made it",
+                        crate::spec::shell_quote(&path.to_string_lossy())
+                    ),
+                },
             ),
             GpuLockError::Busy { path, .. } => format!(
                 "`fuser -v {}` shows which process holds it; it is released when that process ends",
@@ -134,6 +146,16 @@ fn described(path: &Path, fallback: &str) -> String {
         Ok(metadata) => crate::files::kind_of(metadata.file_type()).to_string(),
         Err(_) => fallback.to_string(),
     }
+}
+
+/// Who owns what stands at `path` (not followed): `uid 1001 (mallory)`.
+fn owner_of(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let uid = std::fs::symlink_metadata(path).ok()?.uid();
+    Some(format!(
+        "uid {uid} ({})",
+        crate::host::user::name_of_uid_here(uid)
+    ))
 }
 
 /// Takes the lock at `path`, waiting up to [`WAIT`]; gives up at once when a termination
@@ -182,6 +204,7 @@ pub fn try_acquire(path: &Path) -> Result<Option<GpuLock>, GpuLockError> {
             GpuLockError::Hostile {
                 path: path.to_path_buf(),
                 what: described(path, "unreadable"),
+                owner: owner_of(path),
             }
         }
         error => GpuLockError::Open {
@@ -205,6 +228,7 @@ pub fn try_acquire(path: &Path) -> Result<Option<GpuLock>, GpuLockError> {
         return Err(GpuLockError::Hostile {
             path: path.to_path_buf(),
             what: described(path, "not a regular file"),
+            owner: owner_of(path),
         });
     }
     if created {
@@ -289,6 +313,13 @@ mod tests {
             assert!(error.to_string().contains("someone else put it there"));
             let hint = error.hint();
             assert!(hint.contains("sudo rm -rf"), "{hint}");
+            // Who put it there is said: the person to ask.
+            let uid =
+                std::os::unix::fs::MetadataExt::uid(&std::fs::symlink_metadata(path).unwrap());
+            assert!(
+                hint.contains(&format!("it belongs to uid {uid} (")),
+                "{hint}"
+            );
             assert!(!hint.contains("ENVCTL_GPU_LOCK"), "{hint}");
         }
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");

@@ -529,7 +529,10 @@ mod tests {
         assert!(runs_image("x:1", "localhost/x:1"));
         assert!(!runs_image("busybox:1.36", "busybox:1.37"));
         assert!(!runs_image("pytorch/pytorch:2", "evil/pytorch:2"));
-        assert!(!runs_image("busybox:1.36", "sha256:2222222222222222222222222222222222222222222222222222222222222222"));
+        assert!(!runs_image(
+            "busybox:1.36",
+            "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+        ));
     }
 
     use super::*;

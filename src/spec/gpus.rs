@@ -181,9 +181,15 @@ mod tests {
             pin_visible_devices(&mut env, &gpus);
             env
         };
-        assert_eq!(pinned(Gpus::None, &["A=1"]), ["A=1", "NVIDIA_VISIBLE_DEVICES=void"]);
+        assert_eq!(
+            pinned(Gpus::None, &["A=1"]),
+            ["A=1", "NVIDIA_VISIBLE_DEVICES=void"]
+        );
         assert_eq!(pinned(Gpus::All, &[]), ["NVIDIA_VISIBLE_DEVICES=all"]);
-        assert_eq!(pinned(Gpus::Count(3), &[]), ["NVIDIA_VISIBLE_DEVICES=0,1,2"]);
+        assert_eq!(
+            pinned(Gpus::Count(3), &[]),
+            ["NVIDIA_VISIBLE_DEVICES=0,1,2"]
+        );
         assert_eq!(
             pinned(Gpus::Devices(vec!["GPU-a".into(), "GPU-b".into()]), &[]),
             ["NVIDIA_VISIBLE_DEVICES=GPU-a,GPU-b"]

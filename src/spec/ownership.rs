@@ -215,9 +215,7 @@ pub fn name_flag(name: &str, profile: &str) -> String {
 pub enum OwnershipError {
     /// The daemon's GPU record (`engine::daemon_placement`) is not one envctl wrote for
     /// that daemon: placing by it could put several containers on one GPU.
-    #[error(
-        "the GPU record of the daemon on {host} (volume `{volume}`) is not believed: {why}"
-    )]
+    #[error("the GPU record of the daemon on {host} (volume `{volume}`) is not believed: {why}")]
     ForgedRecord {
         host: String,
         volume: String,
@@ -265,10 +263,7 @@ impl OwnershipError {
                 super::shell_quote(endpoint)
             ),
             OwnershipError::Impostor {
-                name,
-                profile,
-                cli,
-                ..
+                name, profile, cli, ..
             } => format!(
                 "`{cli} inspect {name}` shows who made it; remove it if it is not yours (`{cli} rm -f {name}`), or make yours under another name: `envctl up {profile} --name {}`",
                 super::shell_quote(&format!("{name}-2")),

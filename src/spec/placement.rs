@@ -962,7 +962,11 @@ mod tests {
             assert!(!error.contains('\n'), "{error}");
         }
         assert!(GpuRecord::tied_to(Some("vm"), "vm").is_ok());
-        assert!(GpuRecord::tied_to(Some("other"), "vm").unwrap_err().contains("\"other\""));
+        assert!(
+            GpuRecord::tied_to(Some("other"), "vm")
+                .unwrap_err()
+                .contains("\"other\"")
+        );
         assert!(GpuRecord::tied_to(None, "vm").is_err());
         // A GPU whose UUID NVML could not read leaves no record at all.
         let mut unread = gpus.clone();

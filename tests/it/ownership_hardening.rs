@@ -401,7 +401,8 @@ fn a_forged_gpu_record_is_refused_naming_the_volume() {
             daemon
                 .requests()
                 .iter()
-                .any(|request| request.starts_with("DELETE") && request.contains("/volumes/envctl-gpus")),
+                .any(|request| request.starts_with("DELETE")
+                    && request.contains("/volumes/envctl-gpus")),
             "{hint}"
         );
     }
@@ -574,7 +575,13 @@ fn another_profiles_container_is_never_replaced_and_hints_keep_the_name() {
     let followed = run_in(folder, &words);
     assert_eq!(followed.code, 0, "{hint}: {followed}");
     assert_eq!(
-        docker_stdout(["inspect", "--format", "{{index .Config.Labels \"envctl.profile\"}}", &own]).trim(),
+        docker_stdout([
+            "inspect",
+            "--format",
+            "{{index .Config.Labels \"envctl.profile\"}}",
+            &own
+        ])
+        .trim(),
         p
     );
 
@@ -594,7 +601,8 @@ fn another_profiles_container_is_never_replaced_and_hints_keep_the_name() {
     let recreated = run_in(folder, &words);
     assert_eq!(recreated.code, 0, "{hint}: {recreated}");
     assert!(
-        docker_stdout(["inspect", "--format", "{{json .Config.Env}}", &chosen]).contains("CHANGED=1")
+        docker_stdout(["inspect", "--format", "{{json .Config.Env}}", &chosen])
+            .contains("CHANGED=1")
     );
 }
 
@@ -613,10 +621,16 @@ fn a_container_squatting_a_profiles_name_with_forged_labels_is_named_not_adopted
     let impostor_image = format!("envctl-test/impostor:{}", unique_name("tag"));
     docker_stdout(["tag", image.as_str(), impostor_image.as_str()]);
     let _image_guard = docker::ImageGuard::new(impostor_image.as_str());
-    let uid = String::from_utf8(std::process::Command::new("id").arg("-u").output().unwrap().stdout)
-        .unwrap()
-        .trim()
-        .to_string();
+    let uid = String::from_utf8(
+        std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
     for (hash_label, start) in [
         ("envctl.config-hash", true),
         ("envctl.profile-hash", true),
