@@ -124,10 +124,8 @@ fn elsewhere(gpu: &GpuFacts) -> Option<&str> {
 }
 
 /// `body` with its GPUs named in [`GPUS_LABEL`] (which names them, for messages and
-/// `ps`), and given to the NVIDIA runtime explicitly (`spec::gpus::pin_visible_devices`),
-/// so the image's `NVIDIA_VISIBLE_DEVICES=all` never adds any.
+/// `ps`).
 pub fn labelled(mut body: CreateBody, gpus: &Gpus) -> CreateBody {
-    crate::spec::gpus::pin_visible_devices(&mut body.env, gpus);
     if let Some(assignment) = gpus.assignment() {
         body.labels.insert(
             GPUS_LABEL.to_string(),
@@ -135,6 +133,42 @@ pub fn labelled(mut body: CreateBody, gpus: &Gpus) -> CreateBody {
         );
     }
     body
+}
+
+/// Right before a create: where the image's own environment gives GPUs
+/// (`NVIDIA_VISIBLE_DEVICES=all` in every CUDA image, read from the engine's image inspect)
+/// and the body does not set the variable, the body sets it to what it was given (`void`
+/// for no GPU; `spec::gpus::pin_visible_devices`). Under a default NVIDIA runtime the
+/// image's value would otherwise hand the container every GPU, beside every count and
+/// every policy. An image that cannot be inspected is pinned all the same.
+pub async fn pin_visible_devices(engine: &Engine, body: &mut CreateBody) {
+    let prefix = format!("{}=", crate::spec::gpus::VISIBLE_DEVICES);
+    if body.env.iter().any(|pair| pair.starts_with(&prefix)) {
+        return;
+    }
+    let gives = match engine.image_facts(&body.image).await {
+        Ok(Some(image)) => image
+            .env
+            .get(crate::spec::gpus::VISIBLE_DEVICES)
+            .is_some_and(|value| !matches!(value.trim(), "" | "void" | "none" | "NoDevFiles")),
+        Ok(None) | Err(_) => true,
+    };
+    if !gives {
+        return;
+    }
+    let gpus = match body
+        .labels
+        .get(GPUS_LABEL)
+        .and_then(|label| crate::engine::occupancy::parse_label(label))
+    {
+        None => Gpus::None,
+        Some(GpuAssignment::All) => Gpus::All,
+        Some(GpuAssignment::Count(count)) => Gpus::Count(u32::try_from(count).unwrap_or_default()),
+        Some(GpuAssignment::Devices(devices)) => Gpus::Devices(devices),
+        // envctl never asks for nodes; their GPUs are the nodes', not the runtime's.
+        Some(GpuAssignment::Nodes(_)) => Gpus::None,
+    };
+    crate::spec::gpus::pin_visible_devices(&mut body.env, &gpus);
 }
 
 /// The GPUs of this host per NVML with their holders; `Err` says why NVML had none.

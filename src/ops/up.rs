@@ -241,10 +241,6 @@ pub async fn plan(
         }
         .enforce(&body, facts.as_ref().map(|facts| &facts.gpu), None, context)?;
     }
-    // No GPU asked: none from the image's `NVIDIA_VISIBLE_DEVICES=all` either (`ops::placement::labelled` pins those asked).
-    if gpus.is_none() {
-        spec::gpus::pin_visible_devices(&mut body.env, &gpus);
-    }
     if !dry_run {
         // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL), and whose
         // it is (`spec::ownership`: the uid decides, the name is for messages and the
@@ -1038,6 +1034,8 @@ async fn create(
 ) -> Result<Created, EngineError> {
     engine.create_named_volumes(body).await?;
     let mut body = body.clone();
+    // The image's `NVIDIA_VISIBLE_DEVICES=all` never gives GPUs the body did not ask for.
+    crate::ops::placement::pin_visible_devices(engine, &mut body).await;
     let in_flight = {
         let state = state.borrow();
         body.labels

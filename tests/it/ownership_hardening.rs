@@ -243,37 +243,85 @@ fn an_images_visible_devices_under_the_nvidia_runtime_holds_gpus() {
         "nvidia",
     );
     assert_eq!(chosen(&void), [0, 1], "{void}");
+}
 
-    // envctl's bodies: the GPUs placed, or `void` for none, whatever the image says.
-    let placed = &runc.json()["body"]["Env"];
-    let wanted = format!(
-        "NVIDIA_VISIBLE_DEVICES={},{}",
-        machine.uuids[0], machine.uuids[1]
-    );
-    assert!(
-        placed
-            .as_array()
+/// Item 4, envctl's own containers: made from an image with `ENV
+/// NVIDIA_VISIBLE_DEVICES=all` (every CUDA image), a profile without GPUs gets `void` after
+/// it, so the NVIDIA runtime (where it is the daemon's default) gives it none; a profile
+/// that sets the variable itself keeps its value (the policy counts it); an image that
+/// sets `void` is left as it is.
+#[test]
+fn a_cuda_images_visible_devices_never_reach_a_container_without_gpus() {
+    if !require_daemon() {
+        return;
+    }
+    let cuda_like = format!("envctl-test/cuda-like:{}", unique_name("tag"));
+    let void_image = format!("envctl-test/void-like:{}", unique_name("tag"));
+    let _guards = [
+        docker::ImageGuard::new(cuda_like.as_str()),
+        docker::ImageGuard::new(void_image.as_str()),
+    ];
+    for (tag, value) in [(&cuda_like, "all"), (&void_image, "void")] {
+        let dockerfile = format!(
+            "FROM {}\nENV NVIDIA_VISIBLE_DEVICES={value}\nLABEL envctl.test=1\n",
+            test_image()
+        );
+        let mut build = std::process::Command::new("docker")
+            .args(["build", "-q", "-t", tag.as_str(), "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        build
+            .stdin
+            .take()
             .unwrap()
+            .write_all(dockerfile.as_bytes())
+            .unwrap();
+        let built = build.wait_with_output().unwrap();
+        assert!(built.status.success(), "{built:?}");
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let folder = folder.path();
+    let cases = [
+        (&cuda_like, "", "NVIDIA_VISIBLE_DEVICES=void"),
+        (
+            &cuda_like,
+            "env = { NVIDIA_VISIBLE_DEVICES = \"none\" }\n",
+            "NVIDIA_VISIBLE_DEVICES=none",
+        ),
+        (&void_image, "", "NVIDIA_VISIBLE_DEVICES=void"),
+    ];
+    for (image, rest, last) in cases {
+        let profile = unique_name("cudalike");
+        write_profile(folder, &profile, image, rest);
+        let name = format!("envctl-{profile}");
+        let _guard = ContainerGuard::new(name.as_str());
+        let up = run_in(folder, &["up", &profile]);
+        assert_eq!(up.code, 0, "{up}");
+        let env: Vec<String> = serde_json::from_str(&docker_stdout([
+            "inspect",
+            "--format",
+            "{{json .Config.Env}}",
+            name.as_str(),
+        ]))
+        .unwrap();
+        let values: Vec<&String> = env
             .iter()
-            .any(|pair| *pair == wanted.as_str()),
-        "{placed}"
-    );
-    let daemon = fake_daemon(&this_host(), "nvidia", Vec::new(), |_| None);
-    let none = envctl(
-        folder.path(),
-        &machine,
-        &daemon.host(),
-        &["up", &plain, "--dry-run", "--json", "--pull", "never"],
-    );
-    assert_eq!(none.code, 0, "{none}");
-    let env = &none.json()["body"]["Env"];
-    assert!(
-        env.as_array()
-            .unwrap()
-            .iter()
-            .any(|pair| *pair == "NVIDIA_VISIBLE_DEVICES=void"),
-        "{env}"
-    );
+            .filter(|pair| pair.starts_with("NVIDIA_VISIBLE_DEVICES="))
+            .collect();
+        assert_eq!(
+            values.last().map(|value| value.as_str()),
+            Some(last),
+            "{env:?}"
+        );
+        // The image's `void` is not repeated: nothing was added.
+        if image == &void_image {
+            assert_eq!(values.len(), 1, "{env:?}");
+        }
+    }
 }
 
 /// A fake daemon of another machine (`gpu-server`) whose GPU record is `record` (written
