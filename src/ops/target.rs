@@ -212,18 +212,7 @@ async fn find_by_profile(
                 // Labels that claim the profile's current config over another image are
                 // not the profile's container: named, never exec'd into.
                 if let Some(found) = &found {
-                    let hash = details
-                        .labels
-                        .get(crate::spec::PROFILE_HASH_LABEL)
-                        .or_else(|| details.labels.get(crate::spec::CONFIG_HASH_LABEL));
-                    ownership::not_an_impostor(
-                        &details.name,
-                        &profile,
-                        hash == Some(&found.config_hash),
-                        &found.profile.image.to_string(),
-                        &details.image,
-                        engine.known_kind().cli(),
-                    )?;
+                    refuse_impostor(engine, &details, found)?;
                 }
                 return Ok(Lookup::Container(Box::new(details)));
             }
@@ -441,6 +430,28 @@ pub fn container_profile(
         }));
     }
     Some(context.search_path.resolve(name).map_err(Error::from))
+}
+
+/// `container` unless its labels claim `profile`'s current config hash while the daemon
+/// says it runs another image (`ownership::not_an_impostor`): named, never acted in.
+pub fn refuse_impostor(
+    engine: &Engine,
+    container: &ContainerDetails,
+    profile: &ResolvedProfile,
+) -> Result<(), Error> {
+    let hash = container
+        .labels
+        .get(crate::spec::PROFILE_HASH_LABEL)
+        .or_else(|| container.labels.get(crate::spec::CONFIG_HASH_LABEL));
+    ownership::not_an_impostor(
+        &container.name,
+        &profile.profile.name,
+        hash == Some(&profile.config_hash),
+        &profile.profile.image.to_string(),
+        &container.image,
+        engine.known_kind().cli(),
+    )?;
+    Ok(())
 }
 
 /// Whether a file a container label names may be read: an absolute path to a regular

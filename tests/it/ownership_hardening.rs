@@ -736,6 +736,10 @@ fn a_container_squatting_a_profiles_name_with_forged_labels_is_named_not_adopted
             let exec = run_in(folder, &["exec", &profile, "--", "true"]);
             assert_eq!(exec.code, 1, "{exec}");
             assert!(exec.stderr.contains("claims to be your"), "{exec}");
+            // Nor as the folder's obvious container (no TARGET).
+            let obvious = run_in(folder, &["exec", "--", "true"]);
+            assert_eq!(obvious.code, 1, "{obvious}");
+            assert!(obvious.stderr.contains("claims to be your"), "{obvious}");
         }
         let ps = run_in(folder, &["ps", "-a", "--json"]);
         assert_eq!(ps.code, 0, "{ps}");
