@@ -1250,10 +1250,15 @@ async fn reuse(
         return match engine.start_container(&existing.id).await {
             Ok(()) => Ok(Reuse::Done(Outcome::Started)),
             // Started by a concurrent `up` between our inspect and our start.
-            Err(error) => match engine.inspect_container(&existing.id).await? {
+            Err(error) => match engine
+                .inspect_container(&existing.id)
+                .await?
+                .filter(|now| !matches!(now.status.as_str(), "removing" | "dead"))
+            {
                 Some(now) if now.running => Ok(Reuse::Done(Outcome::AlreadyRunning)),
-                // Removed as this run started it (a `down --rm` at work): this run made
-                // nothing, and says so rather than "created but could not start".
+                // Removed as this run started it (a `down --rm` at work, gone or still
+                // being removed): this run made nothing, and says so rather than
+                // "created but could not start".
                 None => Err(Error::TargetNotFound {
                     target: name.to_string(),
                     hint: format!(

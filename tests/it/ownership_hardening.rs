@@ -755,3 +755,68 @@ fn a_container_squatting_a_profiles_name_with_forged_labels_is_named_not_adopted
         assert_ne!(row["drift"], "current", "{row:#}");
     }
 }
+
+/// Low item: `down --rm` racing `up` removes the stopped container `up` is starting; the
+/// daemon still shows it as being removed. `up` says this run made nothing, never "was
+/// created but could not start".
+#[test]
+fn a_container_removed_while_up_starts_it_is_not_called_created() {
+    let machine = Machine::new("");
+    let profile = unique_name("race");
+    let folder = project("busybox:1", &[(&profile, "")]);
+    let planner = fake_daemon(&this_host(), "runc", Vec::new(), |_| None);
+    let plan = envctl(
+        folder.path(),
+        &machine,
+        &planner.host(),
+        &["up", &profile, "--dry-run", "--json", "--pull", "never"],
+    );
+    assert_eq!(plan.code, 0, "{plan}");
+    let hash = plan.json()["body"]["Labels"]["envctl.config-hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let uid = String::from_utf8(
+        std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let container = |state: &str| {
+        json!({
+            "Id": "c9", "Name": format!("/envctl-{profile}"), "Image": "sha256:0",
+            "State": {"Status": state, "Running": false, "ExitCode": 0},
+            "Config": {"Image": "busybox:1", "Env": [], "Labels": {
+                "envctl.profile": profile, "envctl.config-hash": hash, "envctl.uid": uid,
+                "envctl.user": "root", "envctl.run": "1-earlier"
+            }},
+            "HostConfig": {}, "Mounts": []
+        })
+        .to_string()
+    };
+    let (stopped, removing) = (container("exited"), container("removing"));
+    let by_name = format!("/containers/envctl-{profile}/json");
+    let daemon = fake_daemon(&this_host(), "runc", Vec::new(), move |request| {
+        match (request.method.as_str(), request.route()) {
+            ("GET", route) if route == by_name => Some(Reply::json(200, stopped.clone())),
+            ("POST", "/containers/c9/start") => {
+                Some(Reply::json(404, r#"{"message":"No such container: c9"}"#))
+            }
+            ("GET", "/containers/c9/json") => Some(Reply::json(200, removing.clone())),
+            _ => None,
+        }
+    });
+    let run = envctl(
+        folder.path(),
+        &machine,
+        &daemon.host(),
+        &["up", &profile, "--force", "--pull", "never"],
+    );
+    assert_ne!(run.code, 0, "{run}");
+    assert!(run.stderr.contains("this run made nothing"), "{run}");
+    assert!(!run.stderr.contains("could not start"), "{run}");
+}
