@@ -30,6 +30,9 @@ pub enum Error {
     /// Inside a Slurm job, the profile asks for more than the allocation (issue 29).
     #[error(transparent)]
     Slurm(#[from] crate::spec::slurm::SlurmError),
+    /// A claim of ownership or occupancy the daemon's facts do not bear out.
+    #[error(transparent)]
+    Ownership(#[from] crate::spec::ownership::OwnershipError),
     /// The host policy forbids the container `up` would make: nothing was created.
     #[error("the host policy refuses this container")]
     PolicyRefused {
@@ -278,7 +281,8 @@ impl Error {
             | Error::PortTaken { .. }
             | Error::RunsElsewhere { .. }
             | Error::PolicyRefused { .. }
-            | Error::Slurm(_) => ExitStatus::Failure,
+            | Error::Slurm(_)
+            | Error::Ownership(_) => ExitStatus::Failure,
         }
     }
 
@@ -309,6 +313,7 @@ impl Error {
             Error::Policy(error) => Some(error.hint()),
             Error::Team(error) => Some(error.hint()),
             Error::Slurm(error) => Some(error.hint()),
+            Error::Ownership(error) => Some(error.hint()),
             Error::PolicyRefused { path, .. } => Some(format!(
                 "the host's admin sets these limits in `{path}`: ask them, or change the profile to stay within them (`--force` does not pass a policy)"
             )),
@@ -327,8 +332,9 @@ impl Error {
             Error::NotEnvctls { name, cli } => Some(format!(
                 "stop or remove it yourself if you mean to (`{cli} stop {name}`, `{cli} rm {name}`); `envctl ps` lists envctl's containers"
             )),
-            Error::ProfileChanged { profile, .. } => Some(format!(
-                "recreate it with `envctl up {profile} --recreate` (host data in mounts is kept)"
+            Error::ProfileChanged { profile, name, .. } => Some(format!(
+                "recreate it with `envctl up {profile}{} --recreate` (host data in mounts is kept)",
+                crate::spec::ownership::name_flag(name, profile)
             )),
             Error::ImageMissing { .. } => {
                 Some("pull it with `--pull missing` (the default)".into())

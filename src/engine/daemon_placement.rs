@@ -100,6 +100,13 @@ impl Engine {
         }
     }
 
+    /// The longest a create on this connection may take before envctl gives up on it:
+    /// the connection's timeout and the grace past it (`Engine::work_answer`). A lock's
+    /// holder is alive at least that long after it begins its create.
+    pub fn create_deadline(&self) -> std::time::Duration {
+        self.timeout + super::TIMEOUT_GRACE
+    }
+
     /// Removes the lock `id` (this run's, or a dead holder's): by id, so a lock taken again
     /// meanwhile by another run is never removed. One already gone is not an error.
     pub async fn release_placement_lock(&self, id: &str) -> Result<(), EngineError> {

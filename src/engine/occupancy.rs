@@ -1,12 +1,16 @@
 //! Which containers hold GPUs: every container that was given GPUs and has not exited,
-//! with its request as the engine stored it. envctl's own containers say it in a label
-//! ([`GPUS_LABEL`], written in the same create as the request, so the list answers for
-//! them); any other container is inspected, several at a time, once: a container's
-//! `DeviceRequests` and `Devices` never change after its create, so what a caller read
+//! with its request as the engine stored it. Labels are claims: envctl's [`GPUS_LABEL`]
+//! never makes a container a holder (any docker user can write it on a container with no
+//! GPU); it only names, in envctl's words, the GPUs of a container that has some. So every
+//! container is inspected, several at a time, once: a container's `DeviceRequests`,
+//! `Devices`, environment and runtime never change after its create, so what a caller read
 //! before (by id, [`HoldersRead::requests`]) is taken as known. The one exception is
 //! Podman's CDI devices, which appear in `Devices` at start: a created container with no
-//! GPUs is not taken as known. GPUs given as device nodes (`--device /dev/nvidia3`) count
-//! by the node's minor number.
+//! GPUs is not taken as known (and on Podman, its label is believed until it starts). GPUs
+//! given as device nodes (`--device /dev/nvidia3`) count by the node's minor number; GPUs
+//! given by the environment (`NVIDIA_VISIBLE_DEVICES`, which every CUDA image sets to
+//! `all`) count where the container runs under the NVIDIA runtime, its own or the daemon's
+//! default ([`environment_gpus`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,8 +28,8 @@ const HOLDS_NOTHING: [&str; 3] = ["exited", "dead", "removing"];
 /// host with hundreds of containers must not open hundreds of connections.
 const INSPECTS_AT_ONCE: usize = 8;
 
-/// A container without [`GPUS_LABEL`] and the GPU request its inspect shows.
-type Inspected = (GpuHolder, Option<GpuAssignment>);
+/// A container, the GPUs its inspect shows, and what its [`GPUS_LABEL`] claims.
+type Inspected = (GpuHolder, Option<GpuAssignment>, Option<GpuAssignment>);
 
 /// What one reading of the holders found.
 #[derive(Debug, Default)]
@@ -80,37 +84,63 @@ impl Engine {
                     .and_then(|uid| uid.parse().ok()),
                 gpus,
             };
-            match labels.get(GPUS_LABEL).map(|label| parse_label(label)) {
-                Some(Some(gpus)) => holders.push(holder(gpus)),
-                // No label (not envctl's, or an older envctl's), or one this envctl cannot
-                // read: the container's own request decides.
-                _ => match known.get(&id) {
-                    Some(request) => {
-                        requests.insert(id.clone(), request.clone());
-                        holders.extend(request.clone().map(holder));
-                    }
-                    None => to_inspect.push(holder(GpuAssignment::All)),
-                },
+            match known.get(&id) {
+                Some(request) => {
+                    requests.insert(id.clone(), request.clone());
+                    holders.extend(request.clone().map(holder));
+                }
+                None => to_inspect.push((
+                    holder(GpuAssignment::All),
+                    labels.get(GPUS_LABEL).and_then(|label| parse_label(label)),
+                )),
             }
         }
+        // The daemon's default runtime decides whether a container's environment gives it
+        // GPUs: asked once, only when a container is inspected.
+        let default_runtime = if to_inspect.is_empty() {
+            None
+        } else {
+            self.default_runtime().await?
+        };
+        let podman = self.known_kind() == crate::facts::engine::EngineKind::Podman;
         let inspected: Vec<Result<Option<Inspected>, EngineError>> =
-            futures_util::stream::iter(to_inspect.into_iter().map(|holder| async move {
-                let Some(inspect) = self.inspect_response(&holder.id).await? else {
-                    // Removed between the list and the inspect: it holds nothing now.
-                    return Ok(None);
-                };
-                Ok(Some((holder, inspect.host_config.and_then(gpus_of))))
+            futures_util::stream::iter(to_inspect.into_iter().map(|(holder, label)| {
+                let default_runtime = default_runtime.as_deref();
+                async move {
+                    let Some(inspect) = self.inspect_response(&holder.id).await? else {
+                        // Removed between the list and the inspect: it holds nothing now.
+                        return Ok(None);
+                    };
+                    let environment = inspect
+                        .config
+                        .as_ref()
+                        .and_then(|config| config.env.clone())
+                        .unwrap_or_default();
+                    let request = inspect.host_config.and_then(|host| {
+                        let runtime = host.runtime.clone();
+                        gpus_of_host(Some(host), label.as_ref()).or_else(|| {
+                            environment_gpus(&environment, runtime.as_deref(), default_runtime)
+                        })
+                    });
+                    Ok(Some((holder, request, label)))
+                }
             }))
             .buffer_unordered(INSPECTS_AT_ONCE)
             .collect()
             .await;
         for answer in inspected {
-            if let Some((holder, request)) = answer? {
+            if let Some((holder, request, label)) = answer? {
                 // Podman adds a CDI request's nodes only when it starts the container: a
-                // created one that shows no GPUs yet is asked again next time, not known.
+                // created one that shows no GPUs yet is asked again next time, not known,
+                // and meanwhile envctl's claim for it stands (on Podman only: Docker keeps
+                // the request from the create on).
                 if request.is_some() || holder.state != "created" {
                     requests.insert(holder.id.clone(), request.clone());
                 }
+                let request = match (request, label) {
+                    (None, Some(label)) if podman && holder.state == "created" => Some(label),
+                    (request, _) => request,
+                };
                 holders.extend(request.map(|gpus| GpuHolder { gpus, ..holder }));
             }
         }
@@ -124,28 +154,85 @@ impl Engine {
 }
 
 /// The GPUs an inspected container was given, wherever the engine keeps them: its
-/// requests ([`requested`]), else envctl's [`GPUS_LABEL`] (Podman resolves a CDI request
-/// into device nodes and keeps neither the request nor the names), else the GPU device
-/// nodes it was given ([`gpu_nodes`]).
+/// requests ([`requested`]), else the GPU device nodes it was given ([`gpu_nodes`]), named
+/// by envctl's `label` where it has such nodes (Podman resolves a CDI request into device
+/// nodes and keeps neither the request nor the names). A label alone gives nothing.
 pub(crate) fn gpus_of_container(
     host: Option<bollard::models::HostConfig>,
     labels: Option<&HashMap<String, String>>,
 ) -> Option<GpuAssignment> {
+    let label = labels
+        .and_then(|labels| labels.get(GPUS_LABEL))
+        .and_then(|label| parse_label(label));
+    gpus_of_host(host, label.as_ref())
+}
+
+/// [`gpus_of_container`] with the label already read.
+fn gpus_of_host(
+    host: Option<bollard::models::HostConfig>,
+    label: Option<&GpuAssignment>,
+) -> Option<GpuAssignment> {
     let nodes = host.as_ref().and_then(gpu_nodes);
     host.and_then(requested)
-        .or_else(|| {
-            labels
-                .and_then(|labels| labels.get(GPUS_LABEL))
-                .and_then(|label| parse_label(label))
-        })
+        .or_else(|| nodes.as_ref().and(label.cloned()))
         .or(nodes)
 }
 
-/// The GPUs a container without envctl's label holds: what it asked for, else the GPU
+/// The GPUs a container's environment gives it: `NVIDIA_VISIBLE_DEVICES` (its last
+/// value, as the runtime reads it) where the container runs under the NVIDIA runtime —
+/// its own `runtime`, or the daemon's `default_runtime` when it names none. `all` is every
+/// GPU, a list its devices; `void`, `none`, empty or `NoDevFiles` is none.
+pub fn environment_gpus(
+    environment: &[String],
+    runtime: Option<&str>,
+    default_runtime: Option<&str>,
+) -> Option<GpuAssignment> {
+    let runtime = runtime
+        .filter(|runtime| !runtime.is_empty())
+        .or(default_runtime);
+    if runtime != Some(NVIDIA_RUNTIME) {
+        return None;
+    }
+    let value = environment
+        .iter()
+        .rev()
+        .find_map(|pair| pair.strip_prefix("NVIDIA_VISIBLE_DEVICES="))?
+        .trim();
+    match value {
+        "" | "void" | "none" | "NoDevFiles" => None,
+        "all" => Some(GpuAssignment::All),
+        list => {
+            let devices: Vec<String> = list
+                .split(',')
+                .map(str::trim)
+                .filter(|device| !device.is_empty())
+                .map(str::to_string)
+                .collect();
+            (!devices.is_empty()).then_some(GpuAssignment::Devices(devices))
+        }
+    }
+}
+
+/// The NVIDIA container runtime's name, as `/info`'s `Runtimes` and a `HostConfig.Runtime`
+/// give it.
+pub const NVIDIA_RUNTIME: &str = "nvidia";
+
+impl Engine {
+    /// `/info`'s `DefaultRuntime`: the runtime of every container that names none.
+    async fn default_runtime(&self) -> Result<Option<String>, EngineError> {
+        let answer: serde_json::Value = self.get_json("/info", "GET /info", 4 << 20).await?;
+        Ok(answer
+            .get("DefaultRuntime")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string))
+    }
+}
+
+/// The GPUs a container holds by its `HostConfig` alone: what it asked for, else the GPU
 /// nodes it was given.
+#[cfg(test)]
 fn gpus_of(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
-    let nodes = gpu_nodes(&host);
-    requested(host).or(nodes)
+    gpus_of_host(Some(host), None)
 }
 
 /// The GPUs a `HostConfig` asks for: its `gpu` device request, else the CDI names of
@@ -254,6 +341,84 @@ mod tests {
         ] {
             assert_eq!(parse_label(unreadable), None, "{unreadable}");
         }
+    }
+
+    /// A bare `envctl.gpus` label on a container the engine gave no GPU holds nothing:
+    /// any docker user could write it, and it would block placement for everyone.
+    #[test]
+    fn a_label_alone_holds_no_gpu() {
+        for claim in ["all", "count=8", "devices=0,1", "nodes=3"] {
+            let labels: HashMap<String, String> =
+                [(GPUS_LABEL.to_string(), claim.to_string())].into();
+            assert_eq!(
+                gpus_of_container(Some(bollard::models::HostConfig::default()), Some(&labels)),
+                None,
+                "{claim}"
+            );
+            assert_eq!(gpus_of_container(None, Some(&labels)), None, "{claim}");
+        }
+        // With a GPU request the request decides, whatever the label says.
+        let requested = bollard::models::HostConfig {
+            device_requests: Some(vec![bollard::models::DeviceRequest {
+                driver: Some("nvidia".into()),
+                count: Some(1),
+                capabilities: Some(vec![vec!["gpu".into()]]),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let labels: HashMap<String, String> = [(GPUS_LABEL.to_string(), "all".to_string())].into();
+        assert_eq!(
+            gpus_of_container(Some(requested), Some(&labels)),
+            Some(GpuAssignment::Count(1))
+        );
+    }
+
+    /// `ENV NVIDIA_VISIBLE_DEVICES=all` (every CUDA image) gives every GPU where the
+    /// container runs under the NVIDIA runtime, its own or the daemon's default.
+    #[test]
+    fn the_environment_gives_gpus_under_the_nvidia_runtime_only() {
+        let env = |pairs: &[&str]| {
+            pairs
+                .iter()
+                .map(|pair| pair.to_string())
+                .collect::<Vec<_>>()
+        };
+        let all = env(&["PATH=/bin", "NVIDIA_VISIBLE_DEVICES=all"]);
+        assert_eq!(
+            environment_gpus(&all, None, Some("nvidia")),
+            Some(GpuAssignment::All)
+        );
+        assert_eq!(
+            environment_gpus(&all, Some(""), Some("nvidia")),
+            Some(GpuAssignment::All)
+        );
+        assert_eq!(
+            environment_gpus(&all, Some("nvidia"), Some("runc")),
+            Some(GpuAssignment::All)
+        );
+        assert_eq!(environment_gpus(&all, None, Some("runc")), None);
+        assert_eq!(environment_gpus(&all, Some("runc"), Some("nvidia")), None);
+        assert_eq!(environment_gpus(&all, None, None), None);
+        // The last value is the one the runtime reads (a create's `-e` after the image's).
+        let overridden = env(&["NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_VISIBLE_DEVICES=void"]);
+        assert_eq!(environment_gpus(&overridden, None, Some("nvidia")), None);
+        for none in ["", "none", "NoDevFiles", " void "] {
+            let given = vec![format!("NVIDIA_VISIBLE_DEVICES={none}")];
+            assert_eq!(
+                environment_gpus(&given, None, Some("nvidia")),
+                None,
+                "{none:?}"
+            );
+        }
+        let listed = env(&["NVIDIA_VISIBLE_DEVICES=0, GPU-a,"]);
+        assert_eq!(
+            environment_gpus(&listed, None, Some("nvidia")),
+            Some(GpuAssignment::Devices(vec!["0".into(), "GPU-a".into()]))
+        );
+        // CUDA_VISIBLE_DEVICES only narrows what a program uses; it gives nothing.
+        let cuda = env(&["CUDA_VISIBLE_DEVICES=0,1"]);
+        assert_eq!(environment_gpus(&cuda, None, Some("nvidia")), None);
     }
 
     #[test]

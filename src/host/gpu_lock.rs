@@ -58,7 +58,13 @@ pub enum GpuLockError {
     #[error(
         "the GPU placement lock {path} is {what}, not the empty regular file envctl makes: someone else put it there"
     )]
-    Hostile { path: PathBuf, what: String },
+    Hostile {
+        path: PathBuf,
+        what: String,
+        /// Who owns what stands there (`uid 1001 (mallory)`), when it can be told: the
+        /// person to ask.
+        owner: Option<String>,
+    },
     #[error("another envctl has held the GPU placement lock {path} for {seconds} s")]
     Busy { path: PathBuf, seconds: u64 },
     #[error("interrupted while waiting for the GPU placement lock {path}")]
@@ -70,6 +76,12 @@ pub enum GpuLockError {
         seconds: u64,
         holder: Option<String>,
     },
+    /// This `up` held the daemon's lock so long before its create that a waiter may take
+    /// it as a dead holder's: it gave the lock back and created nothing.
+    #[error(
+        "placing on the daemon at {endpoint} took {seconds} s under its GPU placement lock, too long to create safely; the lock was given back"
+    )]
+    DaemonSlow { endpoint: String, seconds: u64 },
     #[error("interrupted while waiting for the GPU placement lock of the daemon at {endpoint}")]
     DaemonInterrupted { endpoint: String, code: u8 },
     /// A container envctl did not make has the daemon lock's name: someone's, so it is
@@ -89,10 +101,16 @@ impl GpuLockError {
             ),
             // Not "point ENVCTL_GPU_LOCK elsewhere": one user doing so silently drops the
             // exclusion between that user's `up`s and everyone else's.
-            GpuLockError::Hostile { path, .. } => format!(
-                "ask the host's admin to remove it (`sudo rm -rf {}`; `ls -la {}` shows who made it); envctl makes a fresh one at the next `up`",
+            GpuLockError::Hostile { path, owner, .. } => format!(
+                "ask the host's admin to remove it (`sudo rm -rf {}`; {}); envctl makes a fresh one at the next `up`",
                 crate::spec::shell_quote(&path.to_string_lossy()),
-                crate::spec::shell_quote(&path.to_string_lossy()),
+                match owner {
+                    Some(owner) => format!("it belongs to {owner}"),
+                    None => format!(
+                        "`ls -la {}` shows who made it",
+                        crate::spec::shell_quote(&path.to_string_lossy())
+                    ),
+                },
             ),
             GpuLockError::Busy { path, .. } => format!(
                 "`fuser -v {}` shows which process holds it; it is released when that process ends",
@@ -104,6 +122,9 @@ impl GpuLockError {
             GpuLockError::DaemonPlanted { name, .. } => format!(
                 "ask its owner to remove or rename it (`docker inspect {name}` shows it); envctl never removes a container it did not make"
             ),
+            GpuLockError::DaemonSlow { .. } => {
+                "nothing was created; run the same `envctl up` again".into()
+            }
             GpuLockError::DaemonBusy { .. } => {
                 "another `up` is placing on that daemon; it is released when that `up` has created its container".into()
             }
@@ -125,6 +146,16 @@ fn described(path: &Path, fallback: &str) -> String {
         Ok(metadata) => crate::files::kind_of(metadata.file_type()).to_string(),
         Err(_) => fallback.to_string(),
     }
+}
+
+/// Who owns what stands at `path` (not followed): `uid 1001 (mallory)`.
+fn owner_of(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let uid = std::fs::symlink_metadata(path).ok()?.uid();
+    Some(format!(
+        "uid {uid} ({})",
+        crate::host::user::name_of_uid_here(uid)
+    ))
 }
 
 /// Takes the lock at `path`, waiting up to [`WAIT`]; gives up at once when a termination
@@ -173,6 +204,7 @@ pub fn try_acquire(path: &Path) -> Result<Option<GpuLock>, GpuLockError> {
             GpuLockError::Hostile {
                 path: path.to_path_buf(),
                 what: described(path, "unreadable"),
+                owner: owner_of(path),
             }
         }
         error => GpuLockError::Open {
@@ -196,6 +228,7 @@ pub fn try_acquire(path: &Path) -> Result<Option<GpuLock>, GpuLockError> {
         return Err(GpuLockError::Hostile {
             path: path.to_path_buf(),
             what: described(path, "not a regular file"),
+            owner: owner_of(path),
         });
     }
     if created {
@@ -280,6 +313,13 @@ mod tests {
             assert!(error.to_string().contains("someone else put it there"));
             let hint = error.hint();
             assert!(hint.contains("sudo rm -rf"), "{hint}");
+            // Who put it there is said: the person to ask.
+            let uid =
+                std::os::unix::fs::MetadataExt::uid(&std::fs::symlink_metadata(path).unwrap());
+            assert!(
+                hint.contains(&format!("it belongs to uid {uid} (")),
+                "{hint}"
+            );
             assert!(!hint.contains("ENVCTL_GPU_LOCK"), "{hint}");
         }
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");

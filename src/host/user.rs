@@ -44,6 +44,11 @@ pub fn process_user(root: &Path, pid: u32) -> Option<String> {
     Some(name_of_uid(root, uid, |_| None))
 }
 
+/// The login name of `uid` on this host (`/etc/passwd`), else its number.
+pub fn name_of_uid_here(uid: u32) -> String {
+    name_of_uid(Path::new("/"), uid, |_| None)
+}
+
 /// The real uid of `proc/PROCESS/status` under `root` (`self` or a PID).
 fn real_uid_of(root: &Path, process: &str) -> Option<u32> {
     std::fs::read_to_string(root.join("proc").join(process).join("status"))

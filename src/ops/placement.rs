@@ -85,11 +85,26 @@ pub struct Locking<'a> {
     pub run: &'a str,
 }
 
+/// The longest a holder of the daemon's lock works before it begins its create: reading
+/// the holders, the record, choosing. A holder past it gives the lock back and creates
+/// nothing ([`place`]), so that no waiter can take the lock from a holder that is about to
+/// create.
+const HOLD_BEFORE_CREATE: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// How long the daemon's lock may stay with the same holder before it is taken as the
-/// lock of an `up` that died (killed between taking and releasing it): a holder keeps it
-/// for one create, some tens of milliseconds. Measured by the waiter's own clock, so the
-/// clocks of the machines need not agree.
-const DAEMON_LOCK_STALE: std::time::Duration = std::time::Duration::from_secs(20);
+/// lock of an `up` that died (killed between taking and releasing it). A live holder
+/// creates within [`HOLD_BEFORE_CREATE`], and its create ends within the connection's
+/// create deadline (a loaded daemon on fuse-overlayfs takes tens of seconds), plus one
+/// short answer for the inspect before it: only past all of them together is the holder
+/// surely dead, or its container made (and then seen by the next placement). Measured by
+/// the waiter's own clock from when it first saw that lock, so the clocks of the machines
+/// need not agree, and the holder has held it at least as long.
+fn daemon_lock_stale(engine: &Engine) -> std::time::Duration {
+    HOLD_BEFORE_CREATE
+        + engine.create_deadline()
+        + crate::engine::ANSWER_DEADLINE
+        + std::time::Duration::from_secs(5)
+}
 
 /// Whether [`place`] will take the placement locks for these GPUs: a count, `free`
 /// placement, and GPUs to choose from (NVML's here, the daemon's record for a daemon on
@@ -108,7 +123,8 @@ fn elsewhere(gpu: &GpuFacts) -> Option<&str> {
     }
 }
 
-/// `body` with its GPUs named in [`GPUS_LABEL`], so other `up`s see them in the list.
+/// `body` with its GPUs named in [`GPUS_LABEL`] (which names them, for messages and
+/// `ps`).
 pub fn labelled(mut body: CreateBody, gpus: &Gpus) -> CreateBody {
     if let Some(assignment) = gpus.assignment() {
         body.labels.insert(
@@ -117,6 +133,42 @@ pub fn labelled(mut body: CreateBody, gpus: &Gpus) -> CreateBody {
         );
     }
     body
+}
+
+/// Right before a create: where the image's own environment gives GPUs
+/// (`NVIDIA_VISIBLE_DEVICES=all` in every CUDA image, read from the engine's image inspect)
+/// and the body does not set the variable, the body sets it to what it was given (`void`
+/// for no GPU; `spec::gpus::pin_visible_devices`). Under a default NVIDIA runtime the
+/// image's value would otherwise hand the container every GPU, beside every count and
+/// every policy. An image that cannot be inspected is pinned all the same.
+pub async fn pin_visible_devices(engine: &Engine, body: &mut CreateBody) {
+    let prefix = format!("{}=", crate::spec::gpus::VISIBLE_DEVICES);
+    if body.env.iter().any(|pair| pair.starts_with(&prefix)) {
+        return;
+    }
+    let gives = match engine.image_facts(&body.image).await {
+        Ok(Some(image)) => image
+            .env
+            .get(crate::spec::gpus::VISIBLE_DEVICES)
+            .is_some_and(|value| !matches!(value.trim(), "" | "void" | "none" | "NoDevFiles")),
+        Ok(None) | Err(_) => true,
+    };
+    if !gives {
+        return;
+    }
+    let gpus = match body
+        .labels
+        .get(GPUS_LABEL)
+        .and_then(|label| crate::engine::occupancy::parse_label(label))
+    {
+        None => Gpus::None,
+        Some(GpuAssignment::All) => Gpus::All,
+        Some(GpuAssignment::Count(count)) => Gpus::Count(u32::try_from(count).unwrap_or_default()),
+        Some(GpuAssignment::Devices(devices)) => Gpus::Devices(devices),
+        // envctl never asks for nodes; their GPUs are the nodes', not the runtime's.
+        Some(GpuAssignment::Nodes(_)) => Gpus::None,
+    };
+    crate::spec::gpus::pin_visible_devices(&mut body.env, &gpus);
 }
 
 /// The GPUs of this host per NVML with their holders; `Err` says why NVML had none.
@@ -155,6 +207,7 @@ pub async fn place(
     let chooses = locks(gpus, policy, gpu);
     let counts = chooses || gate.is_some();
     let mut held = Held::default();
+    let mut taken_at = None;
     if let Some(locking) = &locking
         && counts
     {
@@ -164,6 +217,7 @@ pub async fn place(
             held.file = Some(take_lock(locking.file, context).await?);
         }
         held.daemon = Some(take_daemon_lock(engine, locking, context).await?);
+        taken_at = Some(std::time::Instant::now());
     }
     let daemon_lock = held.daemon.clone();
     let choosing = Choosing {
@@ -174,7 +228,21 @@ pub async fn place(
         counts,
         gate,
     };
-    match choose(engine, choosing, held, context).await {
+    let chosen = choose(engine, choosing, held, context).await.and_then(|placed| {
+        // Past this, a waiter may take the daemon's lock as a dead holder's: give it back
+        // with nothing created rather than create beside another `up`'s choice.
+        match taken_at.map(|taken| taken.elapsed()) {
+            Some(held) if held > HOLD_BEFORE_CREATE => Err(Error::GpuLock {
+                source: gpu_lock::GpuLockError::DaemonSlow {
+                    endpoint: engine.endpoint().to_string(),
+                    seconds: held.as_secs(),
+                },
+                hint: "nothing was created; run the same `envctl up` again (a daemon this slow to answer may be overloaded: `envctl doctor`)".into(),
+            }),
+            _ => Ok(placed),
+        }
+    });
+    match chosen {
         Ok(placed) => Ok(placed),
         Err(error) => {
             if let Some(id) = daemon_lock {
@@ -253,8 +321,14 @@ async fn choose(
         ));
     }
     let rows = match elsewhere(gpu) {
-        Some(host) => match recorded(engine, host, &holders, context).await {
-            Ok(rows) => rows,
+        Some(host) => match recorded(engine, host, &holders).await? {
+            Ok(rows) => {
+                context.printer.info(&format!(
+                    "placing on {host}'s GPUs as its daemon records them ({} GPUs)",
+                    rows.len()
+                ));
+                rows
+            }
             Err(why) => {
                 return Ok(first(
                     format!(
@@ -299,45 +373,46 @@ async fn choose(
 }
 
 /// The GPUs of another machine's daemon, from the record an `up` on that machine left
-/// there ([`keep_record`]), with their holders; `Err` says why there are none.
+/// there ([`keep_record`]), with their holders; the inner `Err` says why there are none
+/// (the daemon then chooses), the outer one refuses a record that is not believed: one
+/// not in NVML's form, naming a GPU or an index twice, or written for another daemon.
 async fn recorded(
     engine: &Engine,
     host: &str,
     holders: &[crate::facts::occupancy::GpuHolder],
-    context: &Context,
-) -> Result<Vec<GpuOccupancy>, String> {
+) -> Result<Result<Vec<GpuOccupancy>, String>, Error> {
     use crate::engine::daemon_placement::GpuRecordVolume;
-    let record = match engine.gpu_record().await {
-        Ok(GpuRecordVolume::Envctls { record, .. }) => record,
+    let (record, recorded_on) = match engine.gpu_record().await {
+        Ok(GpuRecordVolume::Envctls { record, host }) => (record, host),
         Ok(GpuRecordVolume::Missing) => {
-            return Err(format!(
+            return Ok(Err(format!(
                 "the GPUs of {host} cannot be seen from here and its daemon keeps no GPU record yet (an `envctl up` on {host} that places GPUs writes it)"
-            ));
+            )));
         }
         Ok(GpuRecordVolume::NotEnvctls) => {
-            return Err(format!(
+            return Ok(Err(format!(
                 "the GPUs of {host} cannot be seen from here, and the volume {} there is not envctl's GPU record",
                 crate::engine::daemon_placement::RECORD_NAME
-            ));
+            )));
         }
         Err(error) => {
-            return Err(format!(
+            return Ok(Err(format!(
                 "the GPU record of the daemon on {host} could not be read ({})",
                 crate::error::error_chain(&error)
-            ));
+            )));
         }
     };
-    let record = placement::GpuRecord::parse(&record).map_err(|why| {
-        format!(
-            "the GPU record of the daemon on {host} (volume {}) is not envctl's: {why}",
-            crate::engine::daemon_placement::RECORD_NAME
-        )
+    let believed = placement::GpuRecord::parse(&record).and_then(|record| {
+        placement::GpuRecord::tied_to(recorded_on.as_deref(), host).map(|()| record)
+    });
+    let record = believed.map_err(|why| crate::spec::ownership::OwnershipError::ForgedRecord {
+        host: host.to_string(),
+        volume: crate::engine::daemon_placement::RECORD_NAME.to_string(),
+        why,
+        endpoint: engine.endpoint().to_string(),
+        cli: engine.known_kind().cli(),
     })?;
-    context.printer.info(&format!(
-        "placing on {host}'s GPUs as its daemon records them ({} GPUs)",
-        record.gpus.len()
-    ));
-    Ok(record.occupancy(holders))
+    Ok(Ok(record.occupancy(holders)))
 }
 
 /// Under the daemon's lock, on the daemon's own machine: the daemon's GPU record made to
@@ -376,8 +451,8 @@ async fn keep_record(engine: &Engine, gpu: &GpuFacts, context: &Context) {
 }
 
 /// Takes the daemon's placement lock: tries until it is free, breaks one whose holder
-/// has kept it past [`DAEMON_LOCK_STALE`], gives up after [`gpu_lock::WAIT`] or at the
-/// first termination signal. Waits a random 10 to 50 ms between tries, so that waiters
+/// has kept it past [`daemon_lock_stale`] (never a live holder's), gives up a while after
+/// that or at the first termination signal. Waits a random 10 to 50 ms between tries, so that waiters
 /// do not retry in step.
 async fn take_daemon_lock(
     engine: &Engine,
@@ -392,6 +467,9 @@ async fn take_daemon_lock(
         std::process::id()
     );
     let started = std::time::Instant::now();
+    let stale = daemon_lock_stale(engine);
+    // Long enough to outlast a dead holder's lock, which is never broken sooner.
+    let wait = gpu_lock::WAIT.max(stale + std::time::Duration::from_secs(10));
     let mut said = false;
     // The holder seen last and since when, by this waiter's clock.
     let mut seen: Option<(String, std::time::Instant)> = None;
@@ -433,7 +511,7 @@ async fn take_daemon_lock(
                         now
                     }
                 };
-                if since.elapsed() >= DAEMON_LOCK_STALE {
+                if since.elapsed() >= stale {
                     context.printer.warn(&format!(
                         "the daemon's GPU placement lock has been held by {} for {} s: taking it as left by an `up` that died",
                         holder.as_deref().unwrap_or("an unnamed holder"),
@@ -443,11 +521,11 @@ async fn take_daemon_lock(
                     seen = None;
                     continue;
                 }
-                if started.elapsed() >= gpu_lock::WAIT {
+                if started.elapsed() >= wait {
                     return Err(Error::GpuLock {
                         source: gpu_lock::GpuLockError::DaemonBusy {
                             endpoint: engine.endpoint().to_string(),
-                            seconds: gpu_lock::WAIT.as_secs(),
+                            seconds: wait.as_secs(),
                             holder: holder.clone(),
                         },
                         hint: format!(
@@ -462,7 +540,7 @@ async fn take_daemon_lock(
                     context.printer.info(&format!(
                         "waiting for the daemon's GPU placement lock (held by {}; at most {} s)",
                         holder.as_deref().unwrap_or("another `up`"),
-                        gpu_lock::WAIT.as_secs()
+                        wait.as_secs()
                     ));
                 }
                 let jitter =
@@ -474,13 +552,13 @@ async fn take_daemon_lock(
 }
 
 /// Releases the daemon lock `id`; one that cannot be released is said (others break it
-/// after [`DAEMON_LOCK_STALE`]).
+/// after [`daemon_lock_stale`]).
 pub async fn release_daemon_lock(engine: &Engine, id: &str, context: &Context) {
     if let Err(error) = engine.release_placement_lock(id).await {
         context.printer.warn(&format!(
             "could not release the daemon's GPU placement lock: {} (other `up`s take it in {} s; `{} rm -f {}`)",
             crate::error::error_chain(&error),
-            DAEMON_LOCK_STALE.as_secs(),
+            daemon_lock_stale(engine).as_secs(),
             engine.known_kind().cli(),
             crate::engine::daemon_placement::LOCK_NAME
         ));
@@ -519,7 +597,10 @@ async fn take_lock(path: &Path, context: &Context) -> Result<GpuLock, Error> {
 }
 
 /// After the create: the chosen GPUs must be held by this container alone. Another tool
-/// that created a container on them meanwhile (outside envctl's lock) is named.
+/// that created a container on them meanwhile (outside envctl's lock), or an `up` that
+/// placed while this one's create was slow, is named; of two `up`s that chose alike, the
+/// one whose create ends second sees the other. On another machine's daemon, the GPUs
+/// are its record's, as placement read them.
 pub async fn recheck(
     engine: &Engine,
     id: &str,
@@ -530,12 +611,28 @@ pub async fn recheck(
     if report.gpus.is_empty() {
         return Ok(());
     }
-    let Some(nvml) = gpu.loaded() else {
+    let chosen: Vec<u32> = report.gpus.iter().map(|gpu| gpu.index).collect();
+    let others = others_than(engine, id, context).await?;
+    let shared: Vec<String> = if let Some(nvml) = gpu.loaded() {
+        placement::shared_with(&nvml.gpus, &others, &chosen)
+    } else if let Some(host) = elsewhere(gpu) {
+        match recorded(engine, host, &others).await? {
+            Ok(rows) => rows
+                .iter()
+                .filter(|row| chosen.contains(&row.index) && !row.free)
+                .map(GpuOccupancy::held_by)
+                .collect(),
+            // Placed by the record a moment ago, gone now: nothing to compare with.
+            Err(why) => {
+                context.printer.warn(&format!(
+                    "could not look again at the GPUs placement chose: {why}"
+                ));
+                Vec::new()
+            }
+        }
+    } else {
         return Ok(());
     };
-    let others = others_than(engine, id, context).await?;
-    let chosen: Vec<u32> = report.gpus.iter().map(|gpu| gpu.index).collect();
-    let shared = placement::shared_with(&nvml.gpus, &others, &chosen);
     if shared.is_empty() {
         Ok(())
     } else {

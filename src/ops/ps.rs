@@ -174,8 +174,18 @@ async fn rows_of(
             .labels
             .get(PROFILE_HASH_LABEL)
             .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
+        // The labels' claim is believed only where the daemon's own answer bears it out:
+        // the image the container was made from is the profile's.
         let drift = match (context.search_path.resolve(&profile), hash) {
-            (Ok(resolved), Some(hash)) if *hash == resolved.config_hash => "current",
+            (Ok(resolved), Some(hash))
+                if *hash == resolved.config_hash
+                    && crate::spec::drift::runs_image(
+                        &resolved.profile.image.to_string(),
+                        &details.image,
+                    ) =>
+            {
+                "current"
+            }
             (Ok(_), Some(_)) => "changed",
             _ => "unknown",
         };

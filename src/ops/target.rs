@@ -194,20 +194,28 @@ async fn find_by_profile(
 ) -> Result<Lookup, Error> {
     // The profile's own name when it resolves (a path, or `name` set in the file); else the
     // target itself, so a container whose profile file is gone is still found by label.
-    let resolved = match context.search_path.resolve(target) {
-        Ok(resolved) => Some(resolved.profile.name),
+    let found = match context.search_path.resolve(target) {
+        Ok(resolved) => Some(resolved),
         Err(
             crate::profile::ProfileError::NotFound { .. }
             | crate::profile::ProfileError::FileNotFound { .. },
         ) => None,
         Err(error) => return Err(error.into()),
     };
+    let resolved = found.as_ref().map(|found| found.profile.name.clone());
     let profile = resolved.clone().unwrap_or_else(|| target.to_string());
     // A container listed and gone by the time it is inspected was replaced or removed by
     // another run (`up` racing `down`): look again before saying so.
     for _ in 0..RELIST_ATTEMPTS {
         match by_profile_label(engine, context, target, &profile, resolved.is_some()).await? {
-            Some(Some(details)) => return Ok(Lookup::Container(Box::new(details))),
+            Some(Some(details)) => {
+                // Labels that claim the profile's current config over another image are
+                // not the profile's container: named, never exec'd into.
+                if let Some(found) = &found {
+                    refuse_impostor(engine, &details, found)?;
+                }
+                return Ok(Lookup::Container(Box::new(details)));
+            }
             Some(None) => return Ok(Lookup::Nothing { prefix_of }),
             None => {}
         }
@@ -422,6 +430,28 @@ pub fn container_profile(
         }));
     }
     Some(context.search_path.resolve(name).map_err(Error::from))
+}
+
+/// `container` unless its labels claim `profile`'s current config hash while the daemon
+/// says it runs another image (`ownership::not_an_impostor`): named, never acted in.
+pub fn refuse_impostor(
+    engine: &Engine,
+    container: &ContainerDetails,
+    profile: &ResolvedProfile,
+) -> Result<(), Error> {
+    let hash = container
+        .labels
+        .get(crate::spec::PROFILE_HASH_LABEL)
+        .or_else(|| container.labels.get(crate::spec::CONFIG_HASH_LABEL));
+    ownership::not_an_impostor(
+        &container.name,
+        &profile.profile.name,
+        hash == Some(&profile.config_hash),
+        &profile.profile.image.to_string(),
+        &container.image,
+        engine.known_kind().cli(),
+    )?;
+    Ok(())
 }
 
 /// Whether a file a container label names may be read: an absolute path to a regular

@@ -1040,6 +1040,8 @@ async fn create(
     let run_id = state.borrow().run_id.clone();
     engine.create_named_volumes(body, &run_id).await?;
     let mut body = body.clone();
+    // The image's `NVIDIA_VISIBLE_DEVICES=all` never gives GPUs the body did not ask for.
+    crate::ops::placement::pin_visible_devices(engine, &mut body).await;
     let in_flight = {
         let state = state.borrow();
         body.labels
@@ -1235,17 +1237,34 @@ async fn reuse(
         }
         crate::spec::ownership::Belonging::Mine | crate::spec::ownership::Belonging::Unowned => {}
     }
-    if existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL) {
+    // Another profile's container at this name (`up P --name <Q's>`) is Q's: never met as
+    // an earlier P, never replaced by `--recreate`.
+    crate::spec::ownership::made_from(&existing.labels, name, profile)?;
+    let hash_current = existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL);
+    crate::spec::ownership::not_an_impostor(
+        name,
+        profile,
+        crate::spec::ownership::claims_current(&existing.labels, &body.labels),
+        &body.image,
+        &existing.image,
+        engine.known_kind().cli(),
+    )?;
+    if hash_current {
         if existing.running {
             return Ok(Reuse::Done(Outcome::AlreadyRunning));
         }
         return match engine.start_container(&existing.id).await {
             Ok(()) => Ok(Reuse::Done(Outcome::Started)),
             // Started by a concurrent `up` between our inspect and our start.
-            Err(error) => match engine.inspect_container(&existing.id).await? {
+            Err(error) => match engine
+                .inspect_container(&existing.id)
+                .await?
+                .filter(|now| !matches!(now.status.as_str(), "removing" | "dead"))
+            {
                 Some(now) if now.running => Ok(Reuse::Done(Outcome::AlreadyRunning)),
-                // Removed as this run started it (a `down --rm` at work): this run made
-                // nothing, and says so rather than "created but could not start".
+                // Removed as this run started it (a `down --rm` at work, gone or still
+                // being removed): this run made nothing, and says so rather than
+                // "created but could not start".
                 None => Err(Error::TargetNotFound {
                     target: name.to_string(),
                     hint: format!(

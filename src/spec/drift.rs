@@ -279,6 +279,28 @@ fn shown(key: &str, value: &Value) -> String {
     }
 }
 
+/// Whether a container's own image reference (`Config.Image`, what its create named)
+/// names the image `wanted` names, digests aside (`envctl.lock` may pin another digest of
+/// the same tag since). A container whose labels claim the profile's current config hash
+/// while it runs another image is not the profile's: its labels were written by someone
+/// else, and drift believes the daemon's answer over them.
+pub fn runs_image(wanted: &str, actual: &str) -> bool {
+    let without_digest = |text: &str| match text.parse::<crate::profile::image::ImageReference>() {
+        Ok(mut reference) if reference.tag.is_some() || reference.digest.is_none() => {
+            reference.digest = None;
+            reference.to_string()
+        }
+        _ => text.to_string(),
+    };
+    same_image(
+        &Value::String(without_digest(wanted)),
+        &Value::String(without_digest(actual)),
+    ) || same_image(
+        &Value::String(wanted.to_string()),
+        &Value::String(actual.to_string()),
+    )
+}
+
 /// Whether two image references name one image: equal in canonical form, or the
 /// container's is Podman's `localhost/NAME` for a wanted `NAME` written without registry.
 fn same_image(wanted: &Value, actual: &Value) -> bool {
@@ -495,6 +517,24 @@ fn short(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_container_runs_the_profiles_image_by_its_own_reference() {
+        use super::runs_image;
+        assert!(runs_image("busybox:1.36", "busybox:1.36"));
+        assert!(runs_image("busybox:1.36", "docker.io/library/busybox:1.36"));
+        assert!(runs_image(
+            "busybox:1.36@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+            "busybox:1.36@sha256:2222222222222222222222222222222222222222222222222222222222222222"
+        ));
+        assert!(runs_image("x:1", "localhost/x:1"));
+        assert!(!runs_image("busybox:1.36", "busybox:1.37"));
+        assert!(!runs_image("pytorch/pytorch:2", "evil/pytorch:2"));
+        assert!(!runs_image(
+            "busybox:1.36",
+            "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+        ));
+    }
+
     use super::*;
 
     /// [`super::changes`] as the lines `up` shows.

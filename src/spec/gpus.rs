@@ -111,6 +111,34 @@ impl Gpus {
     }
 }
 
+/// The variable through which the NVIDIA runtime gives a container GPUs.
+pub const VISIBLE_DEVICES: &str = "NVIDIA_VISIBLE_DEVICES";
+
+/// `NVIDIA_VISIBLE_DEVICES` set in `env` to what `gpus` gives, unless `env` sets it
+/// already (the profile's own value, which the policy counted): `void` for none, `all`,
+/// the first N indexes for a count (as the daemon picks them), the devices named.
+///
+/// Every CUDA image sets `ENV NVIDIA_VISIBLE_DEVICES=all`: where the NVIDIA runtime is
+/// the daemon's default, a container that asked for no GPU (or whose CDI request named
+/// two) would get every GPU from the image, beside every count and every policy. The
+/// create's own value comes after the image's, and the runtime reads the last.
+pub fn pin_visible_devices(env: &mut Vec<String>, gpus: &Gpus) {
+    let prefix = format!("{VISIBLE_DEVICES}=");
+    if env.iter().any(|pair| pair.starts_with(&prefix)) {
+        return;
+    }
+    let value = match gpus {
+        Gpus::None => "void".to_string(),
+        Gpus::All => "all".to_string(),
+        Gpus::Count(count) => (0..*count)
+            .map(|index| index.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        Gpus::Devices(devices) => devices.join(","),
+    };
+    env.push(format!("{prefix}{value}"));
+}
+
 /// The create request's `DeviceRequests` for `gpus` on an engine that takes `form`: the
 /// one place the engine's form is written. No GPUs is no request, whatever the form.
 pub fn render(gpus: &Gpus, form: &GpuRequestForm) -> Result<Vec<DeviceRequest>, GpusUnavailable> {
@@ -145,6 +173,33 @@ pub fn is_cdi(request: &DeviceRequest) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_image_never_decides_which_gpus_the_runtime_gives() {
+        let pinned = |gpus: Gpus, env: &[&str]| {
+            let mut env: Vec<String> = env.iter().map(|pair| pair.to_string()).collect();
+            pin_visible_devices(&mut env, &gpus);
+            env
+        };
+        assert_eq!(
+            pinned(Gpus::None, &["A=1"]),
+            ["A=1", "NVIDIA_VISIBLE_DEVICES=void"]
+        );
+        assert_eq!(pinned(Gpus::All, &[]), ["NVIDIA_VISIBLE_DEVICES=all"]);
+        assert_eq!(
+            pinned(Gpus::Count(3), &[]),
+            ["NVIDIA_VISIBLE_DEVICES=0,1,2"]
+        );
+        assert_eq!(
+            pinned(Gpus::Devices(vec!["GPU-a".into(), "GPU-b".into()]), &[]),
+            ["NVIDIA_VISIBLE_DEVICES=GPU-a,GPU-b"]
+        );
+        // The profile's own value stays: the policy has counted it.
+        assert_eq!(
+            pinned(Gpus::None, &["NVIDIA_VISIBLE_DEVICES=all"]),
+            ["NVIDIA_VISIBLE_DEVICES=all"]
+        );
+    }
 
     fn rendered(gpus: &Gpus, form: &GpuRequestForm) -> serde_json::Value {
         serde_json::to_value(render(gpus, form).unwrap()).unwrap()

@@ -143,6 +143,145 @@ pub fn owner_label(labels: &BTreeMap<String, String>) -> Option<String> {
         .or_else(|| labels.get(UID_LABEL).map(|uid| format!("uid {uid}")))
 }
 
+/// Whether the container `name` with these (proven) labels was made from `profile`: one
+/// of another profile is that profile's, whatever name it was given.
+pub fn made_from(
+    labels: &BTreeMap<String, String>,
+    name: &str,
+    profile: &str,
+) -> Result<(), OwnershipError> {
+    match labels.get(PROFILE_LABEL) {
+        Some(other) if other != profile => Err(OwnershipError::OtherProfile {
+            name: name.to_string(),
+            profile: profile.to_string(),
+            other: other.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a container's labels claim the config of the body `wanted` (its labels): the
+/// same config hash, or the same profile hash (what `ps` compares for a container made
+/// with `up -e/-p/-v`).
+pub fn claims_current(
+    labels: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+) -> bool {
+    let profile_hash = wanted
+        .get(super::PROFILE_HASH_LABEL)
+        .or_else(|| wanted.get(CONFIG_HASH_LABEL));
+    labels.get(CONFIG_HASH_LABEL) == wanted.get(CONFIG_HASH_LABEL)
+        || (profile_hash.is_some() && labels.get(super::PROFILE_HASH_LABEL) == profile_hash)
+}
+
+/// The container `name` of `profile` unless its labels claim the profile's current config
+/// (`hash_current`) while the daemon says it runs another image than `wanted` (`runs`, its
+/// own `Config.Image`).
+pub fn not_an_impostor(
+    name: &str,
+    profile: &str,
+    hash_current: bool,
+    wanted: &str,
+    runs: &str,
+    cli: &'static str,
+) -> Result<(), OwnershipError> {
+    if hash_current && !super::drift::runs_image(wanted, runs) {
+        return Err(OwnershipError::Impostor {
+            name: name.to_string(),
+            profile: profile.to_string(),
+            runs: runs.chars().take(200).collect(),
+            wanted: wanted.to_string(),
+            cli,
+        });
+    }
+    Ok(())
+}
+
+/// ` --name NAME` for a hint that acts on the container `name` of `profile`, unless `name`
+/// is one `up` gives that profile by itself (`envctl-<profile>`, `envctl-<profile>-<user>`):
+/// a hint that dropped `--name` would act on another container.
+pub fn name_flag(name: &str, profile: &str) -> String {
+    let default = format!("envctl-{profile}");
+    if name == default || name.starts_with(&format!("{default}-")) {
+        String::new()
+    } else {
+        format!(" --name {}", super::shell_quote(name))
+    }
+}
+
+/// What ownership and occupancy refuse to believe: a claim the daemon's own facts do not
+/// bear out. Each names the thing (volume, container, daemon) and comes with a command.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnershipError {
+    /// The daemon's GPU record (`engine::daemon_placement`) is not one envctl wrote for
+    /// that daemon: placing by it could put several containers on one GPU.
+    #[error("the GPU record of the daemon on {host} (volume `{volume}`) is not believed: {why}")]
+    ForgedRecord {
+        host: String,
+        volume: String,
+        why: String,
+        /// The daemon's endpoint and its command-line tool, for the hint.
+        endpoint: String,
+        cli: &'static str,
+    },
+    /// A container carries the user's identity and the profile's current config hash,
+    /// but the daemon says it runs another image: envctl did not make it as it is, so it
+    /// is named, never adopted (started, exec'd into, called current).
+    #[error(
+        "container `{name}` claims to be your `{profile}` container (its labels say so), but it runs image `{runs}`, not the profile's `{wanted}`: envctl did not make it as it is"
+    )]
+    Impostor {
+        name: String,
+        profile: String,
+        runs: String,
+        wanted: String,
+        cli: &'static str,
+    },
+    /// `up P --name NAME` met a container of another profile at NAME.
+    #[error(
+        "container `{name}` was made from profile `{other}`, not `{profile}`: envctl never replaces it for `{profile}`"
+    )]
+    OtherProfile {
+        name: String,
+        profile: String,
+        other: String,
+    },
+}
+
+impl OwnershipError {
+    /// The command that mends it.
+    pub fn hint(&self) -> String {
+        match self {
+            OwnershipError::ForgedRecord {
+                host,
+                volume,
+                endpoint,
+                cli,
+                ..
+            } => format!(
+                "remove it (`{cli} -H {} volume rm {volume}`); the next `envctl up` on {host} that places GPUs writes it again from that host's NVML",
+                super::shell_quote(endpoint)
+            ),
+            OwnershipError::Impostor {
+                name, profile, cli, ..
+            } => format!(
+                "`{cli} inspect {name}` shows who made it; remove it if it is not yours (`{cli} rm -f {name}`), or make yours under another name: `envctl up {profile} --name {}`",
+                super::shell_quote(&format!("{name}-2")),
+                name = super::shell_quote(name),
+            ),
+            OwnershipError::OtherProfile {
+                name,
+                profile,
+                other,
+            } => format!(
+                "give `{profile}` a container of its own: `envctl up {profile} --name {}`; `{name}` stays `{other}`'s (`envctl up {other} --name {}` meets it)",
+                super::shell_quote(&format!("{name}-{profile}")),
+                super::shell_quote(name),
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

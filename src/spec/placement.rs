@@ -269,6 +269,18 @@ fn resolve(
     }
 }
 
+/// Whether `text` has the shape of an NVML GPU UUID: `GPU-` and 8-4-4-4-12 hex digits.
+pub fn is_gpu_uuid(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix("GPU-") else {
+        return false;
+    };
+    let groups: Vec<&str> = rest.split('-').collect();
+    groups.len() == 5
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(group, length)| {
+            group.len() == length && group.bytes().all(|byte| byte.is_ascii_hexdigit())
+        })
+}
+
 /// The GPU an index or a `GPU-…` UUID names, by index; `None` when none here has it.
 fn device(name: &str, gpus: &[GpuDevice], indexes: &[u32]) -> Option<u32> {
     match name.parse::<u32>() {
@@ -533,30 +545,56 @@ impl GpuRecord {
             .join(",")
     }
 
-    /// Reads the label's text; an entry that is not `INDEX=GPU-…` is named.
+    /// Reads the label's text, believing nothing of it: an entry that is not
+    /// `INDEX=GPU-UUID` (NVML's shape, `GPU-` and 8-4-4-4-12 hex digits), an index named
+    /// twice or a UUID named twice is named. A record listing one GPU under eight indexes
+    /// would otherwise have three 2-GPU containers placed on one GPU.
     pub fn parse(text: &str) -> Result<GpuRecord, String> {
-        let mut gpus = Vec::new();
+        let mut gpus: Vec<(u32, String)> = Vec::new();
+        let shown = |entry: &str| format!("{:?}", entry.chars().take(80).collect::<String>());
         for entry in text.split(',') {
-            let parsed = entry.split_once('=').and_then(|(index, uuid)| {
-                let index = index.trim().parse::<u32>().ok()?;
-                let uuid = uuid.trim();
-                (uuid.starts_with("GPU-") && !gpus.iter().any(|(known, _)| *known == index))
-                    .then(|| (index, uuid.to_string()))
-            });
-            match parsed {
-                Some(gpu) => gpus.push(gpu),
-                None => {
-                    return Err(format!(
-                        "{:?} is not `INDEX=GPU-UUID` (or names an index twice)",
-                        entry.chars().take(80).collect::<String>()
-                    ));
-                }
+            let Some((index, uuid)) = entry.split_once('=').and_then(|(index, uuid)| {
+                Some((index.trim().parse::<u32>().ok()?, uuid.trim().to_string()))
+            }) else {
+                return Err(format!("{} is not `INDEX=GPU-UUID`", shown(entry)));
+            };
+            if !is_gpu_uuid(&uuid) {
+                return Err(format!(
+                    "{} is not a GPU UUID as NVML gives them (`GPU-` and 32 hex digits, 8-4-4-4-12)",
+                    shown(&uuid)
+                ));
             }
+            if gpus.iter().any(|(known, _)| *known == index) {
+                return Err(format!("it names GPU index {index} twice"));
+            }
+            if let Some((first, _)) = gpus
+                .iter()
+                .find(|(_, known)| known.eq_ignore_ascii_case(&uuid))
+            {
+                return Err(format!(
+                    "it gives GPUs {first} and {index} the same UUID {}",
+                    shown(&uuid)
+                ));
+            }
+            gpus.push((index, uuid));
         }
         gpus.sort_unstable();
         Ok(GpuRecord { gpus })
     }
 
+    /// Whether the record was written for the daemon it was read from: the host it names
+    /// (`recorded_on`) must be the daemon's own name (`/info`'s `Name`). A record copied
+    /// from another daemon, or one naming no host, describes GPUs this daemon may not have.
+    pub fn tied_to(recorded_on: Option<&str>, daemon: &str) -> Result<(), String> {
+        match recorded_on {
+            Some(host) if host == daemon => Ok(()),
+            Some(host) => Err(format!(
+                "it was written on {:?}, but the daemon's host is {daemon:?}",
+                host.chars().take(80).collect::<String>()
+            )),
+            None => Err("it names no host it was written on".into()),
+        }
+    }
     /// The GPUs of the record with their `holders`, for [`choose`]: what is in use on a
     /// GPU of another machine (memory, processes) cannot be read from here, so placement
     /// weighs the containers that hold each GPU only.
@@ -904,6 +942,32 @@ mod tests {
         for bad in ["", "0=GPU-a,0=GPU-b", "x=GPU-a", "0=notauuid", "0"] {
             assert!(GpuRecord::parse(bad).is_err(), "{bad:?}");
         }
+        // Forgeries of a record in the right form: one UUID under several indexes, an
+        // index twice, a UUID that is a shell command, one of the wrong length.
+        let uuid = "GPU-5d5b4f7a-2c1e-4b8e-9a57-0c3f1e2d4a01";
+        let other = "GPU-5d5b4f7a-2c1e-4b8e-9a57-0c3f1e2d4a02";
+        for (forged, why) in [
+            (format!("0={uuid},1={uuid}"), "the same UUID"),
+            (
+                format!("0={uuid},1=GPU-{}", uuid["GPU-".len()..].to_uppercase()),
+                "the same UUID",
+            ),
+            (format!("0={uuid},0={other}"), "index 0 twice"),
+            ("0=GPU-$(id)".to_string(), "not a GPU UUID"),
+            (format!("0={uuid}0"), "not a GPU UUID"),
+            (format!("0={uuid}\nerror: x"), "not a GPU UUID"),
+        ] {
+            let error = GpuRecord::parse(&forged).unwrap_err();
+            assert!(error.contains(why), "{forged:?}: {error}");
+            assert!(!error.contains('\n'), "{error}");
+        }
+        assert!(GpuRecord::tied_to(Some("vm"), "vm").is_ok());
+        assert!(
+            GpuRecord::tied_to(Some("other"), "vm")
+                .unwrap_err()
+                .contains("\"other\"")
+        );
+        assert!(GpuRecord::tied_to(None, "vm").is_err());
         // A GPU whose UUID NVML could not read leaves no record at all.
         let mut unread = gpus.clone();
         unread[1].uuid = Fact::Error(NvmlFailure::new(FailureKind::Unknown, "no"));

@@ -45,6 +45,7 @@ mod labels;
 mod lock;
 mod nvidia_check;
 mod nvidia_check_here;
+mod ownership_hardening;
 mod placement;
 mod policy;
 mod profile_corpus;

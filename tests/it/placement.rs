@@ -41,14 +41,14 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Eight H100s with UUIDs no other test uses (`GPU-<prefix>-…-00N`), `extra` appended.
-struct Machine {
+pub(crate) struct Machine {
     _folder: tempfile::TempDir,
-    fixture: PathBuf,
-    uuids: Vec<String>,
+    pub(crate) fixture: PathBuf,
+    pub(crate) uuids: Vec<String>,
 }
 
 impl Machine {
-    fn new(extra: &str) -> Machine {
+    pub(crate) fn new(extra: &str) -> Machine {
         let folder = tempfile::tempdir().unwrap();
         let prefix = format!(
             "{:08x}",
@@ -84,7 +84,7 @@ fn nanos() -> u32 {
         .subsec_nanos()
 }
 
-fn envctl(folder: &Path, machine: &Machine, host: &str, arguments: &[&str]) -> Run {
+pub(crate) fn envctl(folder: &Path, machine: &Machine, host: &str, arguments: &[&str]) -> Run {
     envctl_with(folder, machine, host, &[], arguments)
 }
 
@@ -113,7 +113,7 @@ fn envctl_with(
 }
 
 /// A folder with `./envctl/NAME.toml` for each `(name, rest)`.
-fn project(image: &str, profiles: &[(&str, &str)]) -> tempfile::TempDir {
+pub(crate) fn project(image: &str, profiles: &[(&str, &str)]) -> tempfile::TempDir {
     let folder = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
     for (name, rest) in profiles {

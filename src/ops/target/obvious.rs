@@ -147,6 +147,11 @@ pub async fn obvious_container(
             (_, found) if found.is_empty() => return Err(none_running(&project, purpose)),
             (_, found) if found.len() == 1 => {
                 if let Some(details) = engine.inspect_container(&found[0].id).await? {
+                    // Labels claiming its profile's current config over another image
+                    // are not believed: named, never the container commands run in.
+                    if let Some(Ok(profile)) = super::container_profile(context, &details) {
+                        super::refuse_impostor(engine, &details, &profile)?;
+                    }
                     return Ok(details);
                 }
             }
