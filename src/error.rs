@@ -431,6 +431,10 @@ fn start_hint(error: &EngineError) -> Option<String> {
             } => format!(
                 "the daemon may not raise the `{resource}` ulimit this far: set `{resource}` lower under [ulimits] (or run where the daemon has CAP_SYS_RESOURCE)"
             ),
+            StartRefusal::CapabilitiesRefused => format!(
+                "the {} may not give the container these capabilities (it lacks them itself, as in a sandbox or a container): list only what the job needs in `cap_add` (`IPC_LOCK`, `SYS_NICE`), never `ALL`",
+                endpoint.daemon()
+            ),
             StartRefusal::LimitRefused { resource: None } => {
                 "the daemon may not raise a ulimit this far: lower the [ulimits] entries (or run where the daemon has CAP_SYS_RESOURCE)"
                     .into()
@@ -522,6 +526,11 @@ mod tests {
             assert!(!said.contains("memlock, stack"), "{said}");
         }
         assert!(hint(StartRefusal::LimitRefused { resource: None }).contains("[ulimits]"));
+        let caps = hint(StartRefusal::CapabilitiesRefused);
+        assert!(
+            caps.contains("`cap_add`") && !caps.contains("ulimit"),
+            "{caps}"
+        );
         let unrecognised = Error::StartFailed {
             name: "box".into(),
             source: Box::new(EngineError::Daemon {

@@ -250,6 +250,10 @@ pub enum StartRefusal {
     /// an operation (`operation not permitted`), which at start is a ulimit raised past
     /// what the daemon may set. `resource` is the limit's name when the message says which.
     LimitRefused { resource: Option<String> },
+    /// runc could not give the container the capabilities it asks for (`unable to apply
+    /// caps: operation not permitted`): the daemon lacks them itself (a daemon in a
+    /// container, a sandbox), which `cap_add = ["ALL"]` meets first.
+    CapabilitiesRefused,
 }
 
 /// Linux's resource-limit numbers (`RLIMIT_*` in `<sys/resource.h>`), as Docker names them.
@@ -283,6 +287,9 @@ impl StartRefusal {
             Some(StartRefusal::UnresolvableCdiDevice {
                 devices: devices.trim().to_string(),
             })
+        } else if message.contains("apply caps") {
+            // Before the generic "operation not permitted", which it also says.
+            Some(StartRefusal::CapabilitiesRefused)
         } else if message.contains("rlimit") || message.contains("operation not permitted") {
             Some(StartRefusal::LimitRefused {
                 resource: rlimit_resource(message),
@@ -791,6 +798,20 @@ mod tests {
                 }
             ),
             "{eperm:?}"
+        );
+        // Issue 39: a refused `cap_add` is no ulimit.
+        let caps = start_failure(
+            "OCI runtime create failed: runc create failed: unable to start container process: unable to apply caps: operation not permitted: unknown",
+        );
+        assert!(
+            matches!(
+                &caps,
+                EngineError::StartRefused {
+                    refusal: StartRefusal::CapabilitiesRefused,
+                    ..
+                }
+            ),
+            "{caps:?}"
         );
         let other = start_failure("something else");
         assert!(matches!(&other, EngineError::Daemon { .. }), "{other:?}");

@@ -731,3 +731,33 @@ fn a_fifo_planted_as_the_gpu_request_cache_is_refused_not_waited_on() {
         "{stderr}"
     );
 }
+
+/// Issue 39: `cap_add = ["ALL"]` that the daemon cannot grant (a daemon without the
+/// capabilities itself, as on this CI machine) is said as such — never a ulimit hint.
+/// Where the daemon can grant it, the container starts and is removed again.
+#[test]
+fn capabilities_the_daemon_cannot_give_are_not_called_a_ulimit() {
+    if !require_daemon() {
+        return;
+    }
+    let name = unique_name("caps");
+    let directory = project(&[(
+        name.as_str(),
+        &format!(
+            "image = \"{}\"\nmemory = \"64m\"\ncap_add = [\"ALL\"]\n",
+            crate::support::docker::test_image()
+        ),
+    )]);
+    let container = crate::support::docker::ContainerGuard::new(format!("envctl-{name}"));
+    let up = envctl(directory.path(), &["up", "--trust", &name], &[]);
+    if up.code == 0 {
+        drop(container);
+        return;
+    }
+    assert!(
+        up.stderr
+            .contains("may not give the container these capabilities"),
+        "{up}"
+    );
+    assert!(!up.stderr.contains("ulimit"), "{up}");
+}
