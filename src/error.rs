@@ -215,6 +215,15 @@ pub enum Error {
         message: String,
         hint: Option<String>,
     },
+    /// A profile envctl did not make asks for root-equivalent settings without `--trust`
+    /// (`ops::trust`): each setting is a line of its own under the message (said line by
+    /// line, since outside text in a message never starts a line).
+    #[error("{message}")]
+    TrustRequired {
+        message: String,
+        settings: Vec<String>,
+        hint: String,
+    },
     /// `outdated`: the registry of a profile's image could not be asked.
     #[error("{profile}: cannot ask the registry about `{image}`")]
     Registry {
@@ -231,7 +240,9 @@ impl Error {
             Error::Profile(ProfileError::AlreadyExists { .. } | ProfileError::Write { .. }) => {
                 ExitStatus::Failure
             }
-            Error::Profile(_) | Error::Usage { .. } => ExitStatus::Error,
+            Error::Profile(_) | Error::Usage { .. } | Error::TrustRequired { .. } => {
+                ExitStatus::Error
+            }
             Error::Output(_) => ExitStatus::Failure,
             Error::Engine(_)
             | Error::TargetNotFound { .. }
@@ -376,6 +387,7 @@ impl Error {
                 "`envctl doctor {profile}` checks the profile against this host; `envctl up {profile} --dry-run --json` shows the request the daemon refused"
             )),
             Error::Usage { hint, .. } => hint.clone(),
+            Error::TrustRequired { hint, .. } => Some(hint.clone()),
             Error::Registry { source, .. } => source.hint(),
             Error::Engine(error) => error.hint(),
             Error::NoContainer { target, .. } => {

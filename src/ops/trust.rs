@@ -332,21 +332,18 @@ pub fn gate(
 
 /// The refusal: each setting on a line of its own, the hint the exact command with `--trust`.
 fn refusal(resolved: &ResolvedProfile, grants: &[Grant], command: &str) -> Error {
-    let mut message = format!(
+    let message = format!(
         "profile `{}` ({}) asks for root-equivalent access to this host, which a profile envctl did not make gets only with {TRUST_FLAG}:",
         crate::ui::text::shown(&resolved.profile.name),
         crate::ui::text::shown(&resolved.file),
     );
-    for grant in grants {
-        message.push_str("\n  ");
-        message.push_str(&grant.describe());
-    }
-    Error::Usage {
+    Error::TrustRequired {
         message,
-        hint: Some(format!(
+        settings: grants.iter().map(Grant::describe).collect(),
+        hint: format!(
             "read the settings above; if you trust whoever wrote the profile, run `{command}` (this once), or `envctl trust {}` (until the file changes)",
             crate::spec::shell_quote(&resolved_argument(resolved))
-        )),
+        ),
     }
 }
 

@@ -27,6 +27,11 @@ pub fn write_error(printer: &Printer, error: &Error) {
                 }
             }
         }
+        Error::TrustRequired { settings, .. } => {
+            for setting in settings {
+                printer.stderr_line(&format!("  {}", shown(setting)));
+            }
+        }
         Error::ProfileChanged { changes, .. } => {
             for change in changes {
                 printer.stderr_line(&format!("  changed: {}", shown(&change.to_string())));
