@@ -59,6 +59,11 @@ pub struct ExportArgs {
     /// (the device plugin's `mixed` strategy) (k8s)
     #[arg(long, value_name = "PROFILE")]
     pub mig_profile: Option<String>,
+    /// With `--to slurm`: the profile envctl did not make may have the root-equivalent
+    /// settings it asks for (host network, mounts, capabilities) on every node, as `up
+    /// --trust`; the script's `envctl run` carries the yes
+    #[arg(long)]
+    pub trust: bool,
 }
 
 /// `--to`.
@@ -126,6 +131,7 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
     let options = crate::ops::export::ExportOptions {
         slurm: SlurmOptions {
             nodes: arguments.nodes,
+            trust: arguments.trust,
         },
         kubernetes: KubernetesOptions {
             kind: match arguments.kind {
@@ -160,6 +166,7 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
         target,
         options,
         output_file.clone(),
+        &crate::ops::trust::Consent::of(arguments.trust, &words_again(&arguments), context),
         context,
     )?;
     for source in &missing_sources {
@@ -222,6 +229,30 @@ fn report<'a>(
 /// `--kind`, `--volumes`, `--service`, `--no-gpu-toleration`, `--runtime-class` and
 /// `--mig-profile` shape Kubernetes manifests only; `--nodes` also the sbatch scripts.
 /// A PyTorchJob (`--to k8s --nodes N`, N > 1) is its own workload: no `--kind` or
+/// The words after `envctl` that ask for this export again (the trust rule's hint adds
+/// `--trust` to them).
+fn words_again(arguments: &ExportArgs) -> Vec<String> {
+    let mut words = vec![
+        "export".to_string(),
+        arguments.profile.clone(),
+        "--to".into(),
+    ];
+    words.push(
+        clap::ValueEnum::to_possible_value(&arguments.to)
+            .map_or_else(|| "slurm".to_string(), |value| value.get_name().to_string()),
+    );
+    if let Some(nodes) = arguments.nodes {
+        words.extend(["--nodes".to_string(), nodes.to_string()]);
+    }
+    if let Some(output) = &arguments.output {
+        words.extend(["-o".to_string(), output.display().to_string()]);
+    }
+    if arguments.force {
+        words.push("--force".into());
+    }
+    words
+}
+
 /// `--service` with it (the training operator makes each replica's Service).
 fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
     let usage = |message: String, hint: String| Error::Usage {
@@ -261,6 +292,13 @@ fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
     }
     if !nodes_apply && arguments.nodes.is_some() {
         given.push("--nodes");
+    }
+    // Only `--to slurm` runs envctl itself (the others run other tools).
+    if target != Target::Slurm && arguments.trust {
+        return Err(usage(
+            format!("--trust only applies to `--to slurm`, not `--to {target}`"),
+            "leave out `--trust`: the file is run by another tool, which envctl's trust rule does not govern".into(),
+        ));
     }
     if !given.is_empty() {
         let only = if given == ["--nodes"] {

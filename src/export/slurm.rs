@@ -43,6 +43,10 @@ pub const DEFAULT_MASTER_PORT: u16 = 29500;
 pub struct SlurmOptions {
     /// Nodes of the job (`--nodes`); `None` is one.
     pub nodes: Option<u32>,
+    /// `--to slurm`: each node's `envctl run` carries `--trust`, the yes that whoever
+    /// exported gave to the profile's root-equivalent settings (`ops::trust`), since the
+    /// nodes' own trust records are not the exporting machine's.
+    pub trust: bool,
 }
 
 impl SlurmOptions {
@@ -263,7 +267,8 @@ pub fn slurm(input: &ExportInput<'_>, options: SlurmOptions) -> super::Exported 
     let profile = profile_argument(input);
     // The variables reach the container through `env`: the daemon, not the task, starts it.
     let task = format!(
-        "export NODE_RANK=\"$SLURM_NODEID\" PET_NODE_RANK=\"$SLURM_NODEID\"; profile=$1; shift; exec envctl run \"$profile\" -- env {} \"$@\"",
+        "export NODE_RANK=\"$SLURM_NODEID\" PET_NODE_RANK=\"$SLURM_NODEID\"; profile=$1; shift; exec envctl run {}\"$profile\" -- env {} \"$@\"",
+        if options.trust { "--trust " } else { "" },
         RENDEZVOUS
             .iter()
             .map(|name| format!("{name}=\"${name}\""))

@@ -35,9 +35,18 @@ pub fn export(
     target: Target,
     options: ExportOptions,
     output_file: Option<PathBuf>,
+    trust: &crate::ops::trust::Consent,
     context: &Context,
 ) -> Result<Export, Error> {
     let resolved = context.search_path.resolve(profile)?;
+    let mut options = options;
+    // `--to slurm` runs `envctl run` on every node: the trust rule is met here, once, by
+    // whoever exports (`--trust`, or `envctl trust` on this machine), and the script
+    // carries that yes, since the nodes' trust records are not this machine's.
+    if target == Target::Slurm {
+        let trusted = crate::ops::trust::gate(&resolved, trust, context)?;
+        options.slurm.trust = !trusted.is_empty();
+    }
     let working_directory = context.working_directory()?;
     let home = context.environment.home();
     let lock = environment::read_lock();

@@ -224,7 +224,16 @@ fn rendezvous(rank: u32) -> Vec<String> {
 fn slurm_script_runs_one_ranked_envctl_run_per_node_with_the_words_as_written() {
     let project = project(&[("train", &training_profile())]);
     let root = project.path();
-    let (script, stderr) = exported(root, &["train", "--to", "slurm", "--nodes", "2"]);
+    // The profile asks for the host's network: every node's `envctl run` would refuse it
+    // (issue 39's trust rule), so the export asks for the yes once, and its hint runs.
+    let (_, refused, code) = export(root, &["train", "--to", "slurm", "--nodes", "2"]);
+    assert_eq!(code, 2, "{refused}");
+    assert!(
+        refused.contains("`envctl export train --trust --to slurm --nodes 2`"),
+        "{refused}"
+    );
+    let (script, stderr) = exported(root, &["train", "--trust", "--to", "slurm", "--nodes", "2"]);
+    assert!(stderr.contains("trusted (--trust): "), "{stderr}");
     for line in [
         "#SBATCH --nodes=2\n",
         "#SBATCH --ntasks-per-node=1\n",
@@ -252,7 +261,13 @@ fn slurm_script_runs_one_ranked_envctl_run_per_node_with_the_words_as_written() 
             std::fs::canonicalize(root).unwrap(),
             "envctl runs where the profile and envctl.lock are found"
         );
-        let mut expected = vec!["run".to_string(), "train".into(), "--".into(), "env".into()];
+        let mut expected = vec![
+            "run".to_string(),
+            "--trust".into(),
+            "train".into(),
+            "--".into(),
+            "env".into(),
+        ];
         expected.extend(rendezvous(rank));
         expected.extend(profile_command());
         assert_eq!(words, expected, "node {rank}");
@@ -461,7 +476,12 @@ fn every_sbatch_script_passes_bash_n_and_shellcheck() {
     for profile in ["train", "bare", "all-gpus"] {
         for target in ["slurm", "pyxis", "apptainer"] {
             for nodes in ["1", "3"] {
-                let (script, _) = exported(root, &[profile, "--to", target, "--nodes", nodes]);
+                let mut arguments = vec![profile, "--to", target, "--nodes", nodes];
+                // `train` asks for the host's network: its Slurm script needs the yes.
+                if profile == "train" && target == "slurm" {
+                    arguments.push("--trust");
+                }
+                let (script, _) = exported(root, &arguments);
                 assert!(script.starts_with("#!/bin/bash\n"), "{script}");
                 let file = root.join(format!("{profile}.{target}.{nodes}.sh"));
                 std::fs::write(&file, script).unwrap();
@@ -1031,7 +1051,8 @@ fn a_two_node_slurm_export_is_accepted_and_ranked_by_a_real_cluster() {
     )]);
     let root = project.path();
     std::fs::set_permissions(root, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let (script, _) = exported(root, &["train", "--to", "slurm", "--nodes", "2"]);
+    // Host network: the nodes' `envctl run` gets the yes given here (`--trust`).
+    let (script, _) = exported(root, &["train", "--to", "slurm", "--nodes", "2", "--trust"]);
     let file = root.join("job.sh");
     std::fs::write(&file, &script).unwrap();
     let records = root.join("records");
