@@ -140,19 +140,22 @@ pub async fn plan(
         dry_run,
         trust,
     } = request;
-    let resolved = context.search_path.resolve(&profile)?;
+    let mut resolved = context.search_path.resolve(&profile)?;
     // A repository's root-equivalent settings need `--trust` (`ops::trust`).
     crate::ops::trust::gate(&resolved, &trust, context)?;
+    // `--gpus` is what is judged (issue 40): doctor's checks, placement and the policy see
+    // the GPUs the container will get, not the file's (`--gpus none` on a GPU-less host
+    // passes; `--gpus device=9` on eight GPUs is refused as `gpus = ["9"]` is).
+    if let Some(gpus) = &overrides.gpus {
+        resolved.profile.gpus = gpus.clone();
+    }
     let named = name.is_some();
     // The gathering takes the connection (or why there is none); naming keeps a clone.
     let (engine, connection) = match engine {
         Ok(engine) => (Some(engine.clone()), Ok(engine)),
         Err(error) => (None, Err(error)),
     };
-    let asked = overrides
-        .gpus
-        .clone()
-        .unwrap_or_else(|| resolved.profile.gpus.clone());
+    let asked = resolved.profile.gpus.clone();
     // A profile that asks for GPUs (or may: `optional`) needs doctor's facts before its
     // body: they say whether `optional` gets GPUs here and how this engine takes them.
     let facts = if asked == crate::profile::model::GpuRequest::None {
@@ -1512,6 +1515,9 @@ pub async fn dry_run(
             },
         });
     }
+    // Judged before placing, as `up` judges it before it places: `--gpus 9` on eight GPUs
+    // is the profile's failed check, not "no room" (stopping containers never helps).
+    verdict(engine, plan, force, context).await?;
     let shown = match &plan.facts {
         Some(facts) if !plan.gpus.is_none() => {
             // Which GPUs `up` would pick now; nothing is locked or created.
@@ -1553,6 +1559,5 @@ pub async fn dry_run(
     if existing.is_none() {
         ensure_ports_free(engine, &shown.body).await?;
     }
-    verdict(engine, plan, force, context).await?;
     Ok(shown)
 }

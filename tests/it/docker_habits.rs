@@ -447,3 +447,65 @@ fn docker_run_flags_on_up_name_the_profile_key_or_the_command_without_them() {
         "true"
     );
 }
+
+/// Issue 40: `--gpus` is what is judged, as the profile's `gpus` is: an index or count the
+/// host does not have is the same failed check, a malformed spec names `--gpus`'s own
+/// forms, and `--gpus none` overrides `gpus = "all"` on a host without GPUs.
+#[test]
+fn gpus_overrides_are_judged_as_the_profiles_gpus_are() {
+    if !require_daemon() {
+        return;
+    }
+    use crate::support::nvml::{fixture, stub_library};
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("habits-gpus");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join(format!("envctl/{profile}.toml")),
+        format!(
+            "image = \"{}\"\nmemory = \"64m\"\ngpus = \"all\"\n",
+            test_image()
+        ),
+    )
+    .unwrap();
+    let on_eight = |arguments: &[&str]| {
+        Run::of(
+            envctl_in(folder.path())
+                .env("ENVCTL_NVML_LIBRARY", stub_library())
+                .env("ENVCTL_NVML_STUB_FIXTURE", fixture("healthy-8x-h100.conf"))
+                .args(arguments)
+                .timeout(Duration::from_secs(120))
+                .output()
+                .unwrap(),
+        )
+    };
+    for (spec, said) in [
+        ("device=9", "GPU 9 not found on this host"),
+        ("abc", "GPU abc not found on this host"),
+        ("9", "asks for 9 GPUs, this host has 8"),
+    ] {
+        for dry_run in [true, false] {
+            let mut arguments = vec!["up", &profile, "--gpus", spec];
+            if dry_run {
+                arguments.push("--dry-run");
+            }
+            let run = on_eight(&arguments);
+            assert_eq!(run.code, 1, "{arguments:?}: {run}");
+            assert!(run.stderr.contains(said), "{arguments:?}: {run}");
+            assert!(!run.stderr.contains("no room"), "{arguments:?}: {run}");
+        }
+    }
+    let zero = on_eight(&["up", &profile, "--gpus", "0", "--dry-run"]);
+    assert_eq!(zero.code, 2, "{zero}");
+    assert!(
+        zero.stderr.contains("`--gpus none`") && !zero.stderr.contains("-v ./data"),
+        "{zero}"
+    );
+    // Without GPUs (no NVML here): the file's `all` fails, `--gpus none` is what is judged.
+    let without = |arguments: &[&str]| envctl(folder.path(), arguments, "");
+    let all = without(&["up", &profile, "--dry-run"]);
+    assert_eq!(all.code, 1, "{all}");
+    let none = without(&["up", &profile, "--gpus", "none", "--dry-run"]);
+    assert_eq!(none.code, 0, "{none}");
+    assert!(!none.stdout.contains("--gpus"), "{none}");
+}
