@@ -647,8 +647,7 @@ async fn up_once(
             // A stopped container that `reuse` starts as it is keeps the GPUs it was
             // pinned to: starting it where another container holds them now would share
             // them behind the user's back.
-            let restarts = !existing.running
-                && existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL);
+            let restarts = !existing.running && as_made(&existing.labels, &body.labels);
             if restarts {
                 placement::still_free(
                     engine,
@@ -1210,6 +1209,23 @@ enum Reuse {
     Replace,
 }
 
+/// Whether the container labelled `existing` is what this `up` would make: the same config
+/// hash, or — for a plain `up` without overrides — a container made from the same profile
+/// with overrides (`-p`, `-e`, `--volume`, `--gpus`) at its own `up`, which is started as
+/// it was made, as `docker start` does (issue 40: it was "an earlier version" of an
+/// unchanged profile). Its profile-hash label is the hash of the profile without them.
+fn as_made(
+    existing: &std::collections::BTreeMap<String, String>,
+    body: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    let config = existing.get(CONFIG_HASH_LABEL);
+    config.is_some() && config == body.get(CONFIG_HASH_LABEL)
+        || (!body.contains_key(spec::PROFILE_HASH_LABEL)
+            && existing
+                .get(spec::PROFILE_HASH_LABEL)
+                .is_some_and(|made_from| Some(made_from) == body.get(CONFIG_HASH_LABEL)))
+}
+
 /// An existing container of this name: envctl's and current → use it (starting it when
 /// stopped); envctl's but from another profile version → recreate only when asked; not
 /// envctl's, or another user's → never touch it (not even with `--recreate`).
@@ -1243,7 +1259,7 @@ async fn reuse(
     // Another profile's container at this name (`up P --name <Q's>`) is Q's: never met as
     // an earlier P, never replaced by `--recreate`.
     crate::spec::ownership::made_from(&existing.labels, name, profile)?;
-    let hash_current = existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL);
+    let hash_current = as_made(&existing.labels, &body.labels);
     crate::spec::ownership::not_an_impostor(
         name,
         profile,

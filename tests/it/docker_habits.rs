@@ -509,3 +509,56 @@ fn gpus_overrides_are_judged_as_the_profiles_gpus_are() {
     assert_eq!(none.code, 0, "{none}");
     assert!(!none.stdout.contains("--gpus"), "{none}");
 }
+
+/// Issue 40: a container made with `-p/-e/--volume` starts again with a plain `up`, as
+/// `docker start` would, with what it was made with (it was "an earlier version" of an
+/// unchanged profile); other overrides than it was made with are a change.
+#[test]
+fn a_container_made_with_overrides_is_started_again_as_it_was_made() {
+    if !require_daemon() {
+        return;
+    }
+    let started = started();
+    let folder = started.folder.path();
+    let profile = started.profile.as_str();
+    let name = started.container.name().to_string();
+    let down = envctl(folder, &["down", profile, "--rm"], "");
+    assert_eq!(down.code, 0, "{down}");
+    std::fs::create_dir_all(folder.join("data")).unwrap();
+    let port = crate::support::registry::free_loopback_port().to_string();
+    let published = format!("127.0.0.1:{port}:8888");
+    let made = envctl(
+        folder,
+        &[
+            "up",
+            "-p",
+            &published,
+            "--volume",
+            "./data:/data:ro",
+            "-e",
+            "FOO=bar",
+            profile,
+        ],
+        "",
+    );
+    assert_eq!(made.code, 0, "{made}");
+    let down = envctl(folder, &["down", profile], "");
+    assert_eq!(down.code, 0, "{down}");
+    let again = envctl(folder, &["up", profile], "");
+    assert_eq!(again.code, 0, "{again}");
+    assert!(again.stderr.contains("started the existing"), "{again}");
+    assert_eq!(
+        docker_stdout([
+            "exec",
+            &name,
+            "sh",
+            "-c",
+            "echo $FOO; test -d /data && echo mounted"
+        ]),
+        "bar\nmounted"
+    );
+    // Asking for other overrides than it was made with is a change, named in words.
+    let other = envctl(folder, &["up", "-e", "FOO=baz", profile], "");
+    assert_eq!(other.code, 1, "{other}");
+    assert!(other.stderr.contains("FOO=bar → FOO=baz"), "{other}");
+}
