@@ -345,6 +345,7 @@ pub async fn gather_occupancy(engine: &Engine, facts: &mut Facts, context: &Cont
 fn occupancy(facts: &Facts) -> Option<Occupancy> {
     // Without NVML's list of GPUs there is no table to show (`gpu.nvml` says why).
     let gpus = facts.gpu.listed_gpus().ok()?;
+    let listed = gpus;
     let (holders, error) = match facts.holders.as_ref()? {
         Ok(holders) => (holders.as_slice(), None),
         Err(message) => (&[][..], Some(message.clone())),
@@ -356,6 +357,21 @@ fn occupancy(facts: &Facts) -> Option<Occupancy> {
         owners,
         &facts.process_users,
     );
+    // A GPU that fell off the bus is not free, whoever holds it (issue 43).
+    let mut gpus = gpus;
+    for row in &mut gpus {
+        if let Some(lost) = listed
+            .iter()
+            .find(|gpu| gpu.index == row.index)
+            .and_then(|gpu| gpu.lost())
+        {
+            row.free = false;
+            row.busy = Some(format!(
+                "lost: NVML says it fell off the bus ({}); `gpu.health` says what to do",
+                lost.message
+            ));
+        }
+    }
     Some(Occupancy {
         gpus,
         unmapped,
@@ -494,6 +510,14 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
     {
         findings.push(finding.in_area(checks::Area::Nvidia));
     }
+    // issue 43: each GPU's health, and persistence mode off on a data-center host. NVML
+    // keeps no past Xids, so none are judged here (the policy's list matters to watchers).
+    let fatal_xids = checks::health::DEFAULT_FATAL_XIDS;
+    findings.extend(checks::health::findings(
+        &facts.gpu,
+        &fatal_xids,
+        datacenter_host,
+    ));
     let bundled = bundled_candidates();
     let candidates = torch_candidates(&bundled);
     let view = HostView {
@@ -516,6 +540,12 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
                 None => ImageState::Absent,
             };
             let mut report = evaluate(resolved, state, view, matrix, &candidates);
+            if let Some(finding) =
+                checks::health::profile_finding(&resolved.profile.gpus, &facts.gpu, &fatal_xids)
+            {
+                report.findings.push(finding);
+                report.verdict = report.status().verdict();
+            }
             let secrets = checks::safety::literal_secrets(resolved);
             if !secrets.is_empty() {
                 report.findings.extend(secrets);

@@ -1,0 +1,168 @@
+//! Issue 43: doctor's GPU health through the stand-in NVML (`ENVCTL_NVML_LIBRARY`) and the
+//! real nvml-wrapper calls: each GPU's state and what to do, a lost GPU that no longer
+//! reads `free`, persistence mode off on a data-center host, and a profile that asks for
+//! every GPU (or names a failed one) failing with the fix.
+
+// Helpers outside #[test] functions may unwrap: a failure here is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::nvml::{fixture, stub_library};
+
+/// `envctl doctor --json ARGUMENTS…` in `directory` with this stand-in fixture: the report
+/// and the exit code.
+fn doctor(directory: &Path, nvml_fixture: &str, arguments: &[&str]) -> (Value, i32, String) {
+    let mut command = crate::support::cli::envctl_command();
+    crate::support::cli::hermetic(&mut command, directory);
+    command
+        .env("ENVCTL_NVML_LIBRARY", stub_library())
+        .env("ENVCTL_NVML_STUB_FIXTURE", fixture(nvml_fixture))
+        .args(["--color", "never", "doctor"])
+        .args(arguments);
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let code = output.status.code().unwrap();
+    let report = if arguments.contains(&"--json") {
+        serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}:\n{stdout}\n{stderr}"))
+    } else {
+        Value::Null
+    };
+    (report, code, stdout + &stderr)
+}
+
+fn with_id<'a>(findings: &'a Value, id: &str) -> Vec<&'a Value> {
+    findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["id"] == id)
+        .collect()
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+fn write_profile(directory: &Path, name: &str, gpus: &str) -> String {
+    let path = directory.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "image = \"python:3.12-slim\"\ngpus = {gpus}\nuser = \"1000:1000\"\nmemory = \"4g\"\nmounts = [\"./:/work\"]\n"
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn health_each_faulty_gpu_is_named_with_its_state_and_fix() {
+    let directory = tempfile::tempdir().unwrap();
+    let (report, _code, _) = doctor(directory.path(), "gpu-health-faults.conf", &["--json"]);
+    let findings = &report["findings"];
+    let health = with_id(findings, "gpu.health");
+    let by_start = |start: &str| {
+        health
+            .iter()
+            .find(|finding| text(&finding["message"]).starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` in {health:#?}"))
+    };
+    let remap = by_start("GPU 1 ");
+    assert_eq!(remap["status"], "warn");
+    assert_eq!(remap["facts"]["state"], "fatal");
+    assert!(text(&remap["message"]).contains("row remap is pending"), "{remap:#}");
+    assert!(text(&remap["hint"]).contains("nvidia-smi -r -i 1"), "{remap:#}");
+
+    let lost = by_start("GPU 2 ");
+    assert_eq!(lost["facts"]["state"], "lost");
+    assert!(text(&lost["hint"]).contains("dmesg"), "{lost:#}");
+
+    let retired = by_start("GPU 3 ");
+    assert_eq!(retired["facts"]["state"], "fatal");
+    assert!(text(&retired["message"]).contains("double-bit"), "{retired:#}");
+    // The V100 reports no row remapping: unknown in the facts, not zero rows.
+    assert_eq!(
+        retired["facts"]["health"]["remapped_rows"]["error"]["kind"],
+        "not_supported",
+        "{retired:#}"
+    );
+
+    let sound = by_start("GPU 0: healthy");
+    assert_eq!(sound["status"], "pass");
+
+    // GPU 0 runs without persistence mode on a data-center host: a warning with the fix.
+    let persistence = with_id(findings, "gpu.persistence");
+    assert_eq!(persistence.len(), 1, "{findings:#}");
+    assert_eq!(persistence[0]["status"], "warn");
+    assert!(text(&persistence[0]["message"]).contains("GPU 0"));
+    assert!(text(&persistence[0]["hint"]).contains("nvidia-persistenced"));
+}
+
+#[test]
+fn health_a_lost_gpu_no_longer_reads_free() {
+    let directory = tempfile::tempdir().unwrap();
+    let (report, _code, _) = doctor(directory.path(), "gpu-lost.conf", &["--json"]);
+    let findings = &report["findings"];
+    let lost: Vec<&Value> = with_id(findings, "gpu.health")
+        .into_iter()
+        .filter(|finding| finding["facts"]["state"] == "lost")
+        .collect();
+    assert_eq!(lost.len(), 1, "{findings:#}");
+    assert!(text(&lost[0]["message"]).starts_with("GPU 1: lost"), "{lost:#?}");
+    // The occupancy table, where the daemon answers: GPU 1 is not free.
+    if let Some(rows) = report["occupancy"]["gpus"].as_array() {
+        let row = rows.iter().find(|row| row["index"] == 1).unwrap();
+        assert_eq!(row["free"], false, "{row:#}");
+        assert!(text(&row["busy"]).starts_with("lost"), "{row:#}");
+    }
+    let (_, _, human) = doctor(directory.path(), "gpu-lost.conf", &[]);
+    assert!(!human.contains("GPU 1: free"), "{human}");
+    assert!(human.contains("GPU 1: lost"), "{human}");
+}
+
+#[test]
+fn health_all_gpus_on_a_host_with_a_lost_gpu_fails_with_the_fix_a_count_does_not() {
+    let directory = tempfile::tempdir().unwrap();
+    let all = write_profile(directory.path(), "all", "\"all\"");
+    let (report, code, _) = doctor(directory.path(), "gpu-lost.conf", &["--json", &all]);
+    assert_eq!(code, 1, "{report:#}");
+    let profile = &report["profiles"][0];
+    let failed = with_id(&profile["findings"], "profile.gpu-health");
+    assert_eq!(failed.len(), 1, "{profile:#}");
+    assert_eq!(failed[0]["status"], "fail");
+    assert!(text(&failed[0]["message"]).contains("GPU 1 is lost"), "{failed:#?}");
+    assert!(
+        text(&failed[0]["hint"]).contains("nvidia-smi -r -i 1"),
+        "{failed:#?}"
+    );
+    assert_eq!(profile["verdict"], "fail");
+
+    let named = write_profile(directory.path(), "named", "[\"1\"]");
+    let (report, _, _) = doctor(directory.path(), "gpu-lost.conf", &["--json", &named]);
+    assert_eq!(
+        with_id(&report["profiles"][0]["findings"], "profile.gpu-health").len(),
+        1,
+        "{report:#}"
+    );
+
+    let count = write_profile(directory.path(), "count", "1");
+    let (report, _, _) = doctor(directory.path(), "gpu-lost.conf", &["--json", &count]);
+    assert!(
+        with_id(&report["profiles"][0]["findings"], "profile.gpu-health").is_empty(),
+        "{report:#}"
+    );
+}
+
+/// The old fixtures report no health fact: doctor says nothing about health rather than
+/// call an unread GPU healthy.
+#[test]
+fn health_nothing_read_nothing_said() {
+    let directory = tempfile::tempdir().unwrap();
+    let (report, _code, _) = doctor(directory.path(), "healthy-8x-h100.conf", &["--json"]);
+    assert!(with_id(&report["findings"], "gpu.health").is_empty(), "{report:#}");
+    assert!(with_id(&report["findings"], "gpu.persistence").is_empty());
+}
