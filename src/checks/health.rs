@@ -7,10 +7,10 @@
 //! still works, and `ok` otherwise. Facts the GPU does not offer (ECC on a GeForce, row
 //! remapping before Ampere) are unknown and never count as errors or as zeros.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Area, Finding};
-use crate::facts::gpu::{GpuDevice, GpuFacts};
+use crate::facts::gpu::{GpuDevice, GpuFacts, GpuHealth, NvmlFailure};
 use crate::profile::model::GpuRequest;
 
 /// Xids NVIDIA documents as fatal to the GPU (it needs a reset or a reboot): 48 double-bit
@@ -26,7 +26,7 @@ pub const DEFAULT_FATAL_XIDS: [u32; 8] = [48, 64, 74, 79, 92, 95, 119, 120];
 pub const APPLICATION_XIDS: [u32; 6] = [13, 31, 43, 45, 68, 94];
 
 /// How one GPU is, from best to worst (ordered: the worst of a set is its maximum).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HealthState {
     Ok,
@@ -95,13 +95,25 @@ pub struct GpuHealthVerdict {
 /// Judges one GPU from its facts and the Xids seen on it (none at `doctor` time: NVML keeps
 /// no past Xids).
 pub fn classify(gpu: &GpuDevice, xids: &[u32], fatal_xids: &[u32]) -> GpuHealthVerdict {
+    classify_health(gpu.index, &gpu.health, gpu.lost(), xids, fatal_xids)
+}
+
+/// [`classify`] over the parts a `stats` sample has: the health facts, and the "GPU is
+/// lost" failure of any query, when there was one.
+pub fn classify_health(
+    index: u32,
+    health: &GpuHealth,
+    lost: Option<&NvmlFailure>,
+    xids: &[u32],
+    fatal_xids: &[u32],
+) -> GpuHealthVerdict {
     let mut state = HealthState::Ok;
     let mut reasons = Vec::new();
     let mut mark = |level: HealthState, reason: String| {
         state = state.max(level);
         reasons.push(reason);
     };
-    if let Some(failure) = gpu.lost() {
+    if let Some(failure) = lost {
         mark(
             HealthState::Lost,
             format!(
@@ -110,7 +122,6 @@ pub fn classify(gpu: &GpuDevice, xids: &[u32], fatal_xids: &[u32]) -> GpuHealthV
             ),
         );
     }
-    let health = &gpu.health;
     if let Some(rows) = health.remapped_rows.value() {
         if rows.failure {
             mark(
@@ -165,7 +176,7 @@ pub fn classify(gpu: &GpuDevice, xids: &[u32], fatal_xids: &[u32]) -> GpuHealthV
         }
     }
     GpuHealthVerdict {
-        index: gpu.index,
+        index,
         state,
         reasons,
     }
@@ -339,8 +350,7 @@ pub fn profile_finding(
 mod tests {
     use super::*;
     use crate::facts::gpu::{
-        EccCounts, Fact, FailureKind, GpuHealth, LoadOutcome, NvmlFacts, NvmlFailure,
-        RemappedRows, RetiredPages,
+        EccCounts, Fact, FailureKind, LoadOutcome, NvmlFacts, RemappedRows, RetiredPages,
     };
 
     fn sound_health() -> GpuHealth {

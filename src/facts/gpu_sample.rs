@@ -35,6 +35,9 @@ pub struct GpuSample {
     pub processes: Option<Vec<GpuProcess>>,
     /// Every query that gave no answer, named with its NVML function.
     pub failures: Vec<NvmlFailure>,
+    /// ECC, retired pages, remapped rows and persistence (issue 43), read at each sample.
+    #[serde(default)]
+    pub health: crate::facts::gpu::GpuHealth,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -102,7 +102,7 @@ fn query_device(nvml: &Nvml, index: u32) -> GpuDevice {
 /// `unsafe`, so the same four numbers come through `nvmlDeviceGetFieldValues`, as DCGM reads them.
 const REMAPPED_ROW_FIELDS: [u32; 4] = [142, 143, 144, 145];
 
-fn query_health(device: &Device<'_>) -> GpuHealth {
+pub(super) fn query_health(device: &Device<'_>) -> GpuHealth {
     let ecc = |counter: EccCounter| {
         let function = "nvmlDeviceGetTotalEccErrors";
         fact(

@@ -134,6 +134,9 @@ fn sample_device(nvml: &Nvml, index: u32) -> GpuSample {
         "nvmlDeviceGetComputeRunningProcesses_v3",
     )
     .map(|processes| processes.into_iter().map(process).collect());
+    // The health facts keep their own failures: "not supported" there is unknown, and a
+    // GPU lost mid-run shows in them as in any other query.
+    sample.health = super::nvml::query_health(&device);
     sample
 }
 

@@ -166,3 +166,147 @@ fn health_nothing_read_nothing_said() {
     assert!(with_id(&report["findings"], "gpu.health").is_empty(), "{report:#}");
     assert!(with_id(&report["findings"], "gpu.persistence").is_empty());
 }
+
+/// `GET path` over plain HTTP/1.0; the body.
+fn http_get(address: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.contains(" 200 "), "{head}");
+    body.to_string()
+}
+
+/// promtool's verdict on `text`, leaving out the one complaint envctl makes on purpose
+/// (dcgm-exporter's camelCase `modelName` label); skipped through the skip helper where
+/// promtool is not installed.
+fn promtool_complaints(text: &str) -> Option<Vec<String>> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = match Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            crate::support::docker::skip_or_panic(
+                "no promtool: the health series are checked without it",
+                &crate::support::docker::current_test_name(),
+                "`promtool` is not installed.\nFix: `sudo apt-get install prometheus`.",
+            );
+            return None;
+        }
+        Err(error) => panic!("cannot run promtool: {error}"),
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(
+        said.lines()
+            .filter(|line| {
+                !line.trim().is_empty()
+                    && !line.ends_with("label names should be written in 'snake_case' not 'camelCase'")
+            })
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// `stats --serve` exposes each GPU's health and its ECC, retired-page and remapped-row
+/// counters, read through the stand-in NVML at every sample; promtool accepts them.
+#[test]
+fn health_prometheus_shows_each_gpus_state_and_counters() {
+    use std::io::BufRead;
+    let directory = tempfile::tempdir().unwrap();
+    let mut command = crate::support::cli::envctl_command();
+    crate::support::cli::hermetic(&mut command, directory.path());
+    let mut child = command
+        .env("ENVCTL_NVML_LIBRARY", stub_library())
+        .env(
+            "ENVCTL_NVML_STUB_FIXTURE",
+            fixture("gpu-health-faults.conf"),
+        )
+        .args(["stats", "--interval", "0.3", "--serve", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("serving Prometheus metrics at http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("first line: {line}"))
+        .to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let body = loop {
+        let body = http_get(&address, "/metrics");
+        if body.contains("envctl_gpu_health") || std::time::Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = std::process::Command::new("kill")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+
+    let series = |prefix: &str| -> Vec<&str> {
+        body.lines()
+            .filter(|line| line.starts_with(prefix))
+            .collect()
+    };
+    let health = series("envctl_gpu_health{");
+    assert_eq!(health.len(), 4, "{body}");
+    let of = |gpu: &str| {
+        *health
+            .iter()
+            .find(|line| line.contains(&format!("gpu=\"{gpu}\"")))
+            .unwrap_or_else(|| panic!("no GPU {gpu}: {body}"))
+    };
+    assert!(of("0").contains("state=\"ok\"") && of("0").ends_with(" 0"), "{}", of("0"));
+    assert!(of("1").contains("state=\"fatal\"") && of("1").ends_with(" 2"), "{}", of("1"));
+    assert!(of("2").contains("state=\"lost\"") && of("2").ends_with(" 2"), "{}", of("2"));
+    assert!(of("3").contains("state=\"fatal\""), "{}", of("3"));
+    assert!(
+        body.contains("# TYPE envctl_gpu_ecc_errors_total counter"),
+        "{body}"
+    );
+    assert!(
+        series("envctl_gpu_ecc_errors_total{gpu=\"0\"")
+            .iter()
+            .any(|line| line.contains("counter=\"aggregate\",error=\"corrected\"")
+                && line.ends_with(" 12")),
+        "{body}"
+    );
+    // The V100 has no row remapping: no remapped-row series, not a 0.
+    assert!(series("envctl_gpu_remapped_rows{gpu=\"3\"").is_empty(), "{body}");
+    assert!(
+        series("envctl_gpu_row_remap_pending{gpu=\"1\"")
+            .iter()
+            .any(|line| line.ends_with(" 1")),
+        "{body}"
+    );
+    if let Some(complaints) = promtool_complaints(&body) {
+        assert!(complaints.is_empty(), "promtool: {complaints:?}\n{body}");
+    }
+}
