@@ -294,6 +294,38 @@ fn reports_health(device: &GpuDevice) -> bool {
         || health.remapped_rows.value().is_some()
 }
 
+/// NVIDIA CDI specs whose device nodes do not match `/dev` (`crate::host::cdi`): a warning
+/// naming each node and spec, with the command that writes the spec again.
+pub fn stale_cdi(stale: &[crate::facts::host::StaleCdiNode]) -> Option<Finding> {
+    let first = stale.first()?;
+    let described: Vec<String> = stale
+        .iter()
+        .map(|node| match (&node.spec_number, &node.host_number) {
+            (_, None) => format!("{} names {}, which does not exist", node.spec, node.node),
+            (Some(spec), Some(host)) => format!(
+                "{} gives {} the numbers {spec}, /dev has {host}",
+                node.spec, node.node
+            ),
+            (None, Some(_)) => format!("{} names {}", node.spec, node.node),
+        })
+        .collect();
+    Some(
+        Finding::warn(
+            "cdi.stale-spec",
+            format!(
+                "a CDI spec no longer matches /dev (a driver upgrade or GPU change since it was written): {}",
+                described.join("; ")
+            ),
+        )
+        .with_hint(format!(
+            "write the spec again: `sudo nvidia-ctk cdi generate --output={}`",
+            first.spec
+        ))
+        .with_fact("stale_nodes", stale)
+        .in_area(Area::Nvidia),
+    )
+}
+
 /// A profile that asks for every GPU, or names one by index or UUID, on a host where that
 /// GPU is lost or failed: a failed check with the fix. A count is placed around the GPU,
 /// so it is not judged here.
@@ -508,6 +540,34 @@ mod tests {
         let other = GpuRequest::Devices(vec!["GPU-0".into()]);
         assert!(profile_finding(&other, &facts, &DEFAULT_FATAL_XIDS).is_none());
         assert!(profile_finding(&GpuRequest::Count(1), &facts, &DEFAULT_FATAL_XIDS).is_none());
+    }
+
+    #[test]
+    fn stale_cdi_nodes_are_a_warning_with_the_command_that_writes_the_spec() {
+        use crate::facts::host::StaleCdiNode;
+        assert!(stale_cdi(&[]).is_none());
+        let finding = stale_cdi(&[
+            StaleCdiNode {
+                spec: "/etc/cdi/nvidia.yaml".into(),
+                node: "/dev/nvidia3".into(),
+                spec_number: None,
+                host_number: None,
+            },
+            StaleCdiNode {
+                spec: "/etc/cdi/nvidia.yaml".into(),
+                node: "/dev/nvidia0".into(),
+                spec_number: Some("195:0".into()),
+                host_number: Some("195:1".into()),
+            },
+        ])
+        .unwrap();
+        assert_eq!(finding.status, super::super::Status::Warn);
+        assert!(finding.message.contains("/dev/nvidia3, which does not exist"));
+        assert!(finding.message.contains("195:0, /dev has 195:1"));
+        assert_eq!(
+            finding.hint.as_deref(),
+            Some("write the spec again: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`")
+        );
     }
 
     #[test]

@@ -217,6 +217,8 @@ pub struct Facts {
     pub host_crashed: Option<String>,
     /// slurm (issue 29): the Slurm job envctl runs in, if any (`ops::slurm::job`).
     pub slurm: Option<crate::facts::slurm::SlurmJob>,
+    /// Issue 43: device nodes of NVIDIA CDI specs that do not match `/dev`.
+    pub cdi_stale_nodes: Vec<crate::facts::host::StaleCdiNode>,
 }
 
 /// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
@@ -292,6 +294,19 @@ pub async fn gather_with(
         }
         _ => None,
     };
+    // This machine's CDI specs against its /dev: only where the daemon runs here.
+    let cdi_stale_nodes = match &elsewhere {
+        Some(_) => Vec::new(),
+        None => {
+            let specs: Vec<&str> = host
+                .cdi_specs
+                .iter()
+                .filter(|spec| spec.nvidia_gpus)
+                .map(|spec| spec.path.as_str())
+                .collect();
+            crate::host::cdi::stale_nodes(Path::new("/"), &specs)
+        }
+    };
     Facts {
         engine: engine_facts,
         gpu,
@@ -307,6 +322,7 @@ pub async fn gather_with(
         process_users: Default::default(),
         host_crashed,
         slurm: crate::ops::slurm::job(context),
+        cdi_stale_nodes,
     }
 }
 
@@ -518,6 +534,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         &fatal_xids,
         datacenter_host,
     ));
+    findings.extend(checks::health::stale_cdi(&facts.cdi_stale_nodes));
     let bundled = bundled_candidates();
     let candidates = torch_candidates(&bundled);
     let view = HostView {
