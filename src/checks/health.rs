@@ -342,8 +342,7 @@ pub fn profile_finding(
         .filter(|(device, _)| match request {
             GpuRequest::All | GpuRequest::Optional => true,
             GpuRequest::Devices(names) => names.iter().any(|name| {
-                name.parse::<u32>().ok() == Some(device.index)
-                    || device.uuid.value() == Some(name)
+                name.parse::<u32>().ok() == Some(device.index) || device.uuid.value() == Some(name)
             }),
             GpuRequest::None | GpuRequest::Count(_) => false,
         })
@@ -464,10 +463,8 @@ mod tests {
 
     #[test]
     fn unsupported_facts_are_unknown_not_errors() {
-        let mut health = GpuHealth::all_failing(NvmlFailure::new(
-            FailureKind::NotSupported,
-            "Not Supported",
-        ));
+        let mut health =
+            GpuHealth::all_failing(NvmlFailure::new(FailureKind::NotSupported, "Not Supported"));
         health.persistence_mode = Fact::Value(true);
         let verdict = classify(&gpu(0, health), &[], &DEFAULT_FATAL_XIDS);
         assert_eq!(verdict.state, HealthState::Ok);
@@ -522,7 +519,10 @@ mod tests {
         assert_eq!(verdict.state, HealthState::Lost);
         assert_eq!(verdict.state.gauge(), 2);
         let fix = fix(2, verdict.state).unwrap();
-        assert!(fix.contains("nvidia-smi -r -i 2") && fix.contains("dmesg"), "{fix}");
+        assert!(
+            fix.contains("nvidia-smi -r -i 2") && fix.contains("dmesg"),
+            "{fix}"
+        );
     }
 
     #[test]
@@ -532,7 +532,11 @@ mod tests {
         assert_eq!(finding.status, super::super::Status::Fail);
         assert!(finding.message.contains("GPU 1 is lost"), "{finding:?}");
         assert!(
-            finding.hint.as_deref().unwrap().contains("nvidia-smi -r -i 1"),
+            finding
+                .hint
+                .as_deref()
+                .unwrap()
+                .contains("nvidia-smi -r -i 1"),
             "{finding:?}"
         );
         let named = GpuRequest::Devices(vec!["1".into()]);
@@ -562,11 +566,17 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(finding.status, super::super::Status::Warn);
-        assert!(finding.message.contains("/dev/nvidia3, which does not exist"));
+        assert!(
+            finding
+                .message
+                .contains("/dev/nvidia3, which does not exist")
+        );
         assert!(finding.message.contains("195:0, /dev has 195:1"));
         assert_eq!(
             finding.hint.as_deref(),
-            Some("write the spec again: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`")
+            Some(
+                "write the spec again: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`"
+            )
         );
     }
 

@@ -167,7 +167,8 @@ fn remapped_rows(
         )));
     }
     for (slot, sample) in numbers.iter_mut().zip(samples) {
-        let sample = sample.map_err(|error| failure(error).in_function("nvmlDeviceGetFieldValues"))?;
+        let sample =
+            sample.map_err(|error| failure(error).in_function("nvmlDeviceGetFieldValues"))?;
         let value = sample
             .value
             .map_err(|error| failure(error).in_function("nvmlDeviceGetFieldValues"))?;

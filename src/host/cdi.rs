@@ -97,14 +97,19 @@ fn json_nodes(text: &str) -> Vec<SpecNode> {
                     if key == "deviceNodes"
                         && let Some(items) = child.as_array()
                     {
-                        nodes.extend(items.iter().map(|item| SpecNode {
-                            path: item.get("path").and_then(|v| v.as_str()).map(str::to_string),
-                            host_path: item
-                                .get("hostPath")
-                                .and_then(|v| v.as_str())
-                                .map(str::to_string),
-                            major: item.get("major").and_then(serde_json::Value::as_u64),
-                            minor: item.get("minor").and_then(serde_json::Value::as_u64),
+                        nodes.extend(items.iter().map(|item| {
+                            SpecNode {
+                                path: item
+                                    .get("path")
+                                    .and_then(|v| v.as_str())
+                                    .map(str::to_string),
+                                host_path: item
+                                    .get("hostPath")
+                                    .and_then(|v| v.as_str())
+                                    .map(str::to_string),
+                                major: item.get("major").and_then(serde_json::Value::as_u64),
+                                minor: item.get("minor").and_then(serde_json::Value::as_u64),
+                            }
                         }));
                     } else {
                         walk(child, nodes);
@@ -183,7 +188,12 @@ mod tests {
         let paths: Vec<&str> = nodes.iter().filter_map(SpecNode::host_node).collect();
         assert_eq!(
             paths,
-            ["/dev/nvidia0", "/dev/dri/card1", "/dev/nvidia1", "/dev/nvidiactl"]
+            [
+                "/dev/nvidia0",
+                "/dev/dri/card1",
+                "/dev/nvidia1",
+                "/dev/nvidiactl"
+            ]
         );
         assert_eq!(nodes[1].major, Some(226));
         assert_eq!(nodes[1].minor, Some(1));

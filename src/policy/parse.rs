@@ -271,7 +271,9 @@ impl Parser<'_> {
                     self.error(
                         item.span(),
                         "`gpus.fatal_xids` takes Xid numbers from 1 to 999".into(),
-                        Some(format!("for example: {example} (NVIDIA's list, the default)")),
+                        Some(format!(
+                            "for example: {example} (NVIDIA's list, the default)"
+                        )),
                     );
                     return None;
                 }

@@ -540,7 +540,10 @@ fn health_facts_are_read_and_not_supported_stays_unknown() {
     let failure = lost.lost().unwrap_or_else(|| panic!("{lost:?}"));
     assert_eq!(failure.kind, FailureKind::GpuLost);
     assert_eq!(
-        lost.health.ecc_volatile.failure().map(|failure| failure.kind),
+        lost.health
+            .ecc_volatile
+            .failure()
+            .map(|failure| failure.kind),
         Some(FailureKind::GpuLost)
     );
 

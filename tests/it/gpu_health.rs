@@ -74,8 +74,14 @@ fn health_each_faulty_gpu_is_named_with_its_state_and_fix() {
     let remap = by_start("GPU 1 ");
     assert_eq!(remap["status"], "warn");
     assert_eq!(remap["facts"]["state"], "fatal");
-    assert!(text(&remap["message"]).contains("row remap is pending"), "{remap:#}");
-    assert!(text(&remap["hint"]).contains("nvidia-smi -r -i 1"), "{remap:#}");
+    assert!(
+        text(&remap["message"]).contains("row remap is pending"),
+        "{remap:#}"
+    );
+    assert!(
+        text(&remap["hint"]).contains("nvidia-smi -r -i 1"),
+        "{remap:#}"
+    );
 
     let lost = by_start("GPU 2 ");
     assert_eq!(lost["facts"]["state"], "lost");
@@ -83,11 +89,13 @@ fn health_each_faulty_gpu_is_named_with_its_state_and_fix() {
 
     let retired = by_start("GPU 3 ");
     assert_eq!(retired["facts"]["state"], "fatal");
-    assert!(text(&retired["message"]).contains("double-bit"), "{retired:#}");
+    assert!(
+        text(&retired["message"]).contains("double-bit"),
+        "{retired:#}"
+    );
     // The V100 reports no row remapping: unknown in the facts, not zero rows.
     assert_eq!(
-        retired["facts"]["health"]["remapped_rows"]["error"]["kind"],
-        "not_supported",
+        retired["facts"]["health"]["remapped_rows"]["error"]["kind"], "not_supported",
         "{retired:#}"
     );
 
@@ -112,7 +120,10 @@ fn health_a_lost_gpu_no_longer_reads_free() {
         .filter(|finding| finding["facts"]["state"] == "lost")
         .collect();
     assert_eq!(lost.len(), 1, "{findings:#}");
-    assert!(text(&lost[0]["message"]).starts_with("GPU 1: lost"), "{lost:#?}");
+    assert!(
+        text(&lost[0]["message"]).starts_with("GPU 1: lost"),
+        "{lost:#?}"
+    );
     // The occupancy table, where the daemon answers: GPU 1 is not free.
     if let Some(rows) = report["occupancy"]["gpus"].as_array() {
         let row = rows.iter().find(|row| row["index"] == 1).unwrap();
@@ -134,7 +145,10 @@ fn health_all_gpus_on_a_host_with_a_lost_gpu_fails_with_the_fix_a_count_does_not
     let failed = with_id(&profile["findings"], "profile.gpu-health");
     assert_eq!(failed.len(), 1, "{profile:#}");
     assert_eq!(failed[0]["status"], "fail");
-    assert!(text(&failed[0]["message"]).contains("GPU 1 is lost"), "{failed:#?}");
+    assert!(
+        text(&failed[0]["message"]).contains("GPU 1 is lost"),
+        "{failed:#?}"
+    );
     assert!(
         text(&failed[0]["hint"]).contains("nvidia-smi -r -i 1"),
         "{failed:#?}"
@@ -163,7 +177,10 @@ fn health_all_gpus_on_a_host_with_a_lost_gpu_fails_with_the_fix_a_count_does_not
 fn health_nothing_read_nothing_said() {
     let directory = tempfile::tempdir().unwrap();
     let (report, _code, _) = doctor(directory.path(), "healthy-8x-h100.conf", &["--json"]);
-    assert!(with_id(&report["findings"], "gpu.health").is_empty(), "{report:#}");
+    assert!(
+        with_id(&report["findings"], "gpu.health").is_empty(),
+        "{report:#}"
+    );
     assert!(with_id(&report["findings"], "gpu.persistence").is_empty());
 }
 
@@ -222,7 +239,8 @@ fn promtool_complaints(text: &str) -> Option<Vec<String>> {
         said.lines()
             .filter(|line| {
                 !line.trim().is_empty()
-                    && !line.ends_with("label names should be written in 'snake_case' not 'camelCase'")
+                    && !line
+                        .ends_with("label names should be written in 'snake_case' not 'camelCase'")
             })
             .map(str::to_string)
             .collect(),
@@ -283,9 +301,21 @@ fn health_prometheus_shows_each_gpus_state_and_counters() {
             .find(|line| line.contains(&format!("gpu=\"{gpu}\"")))
             .unwrap_or_else(|| panic!("no GPU {gpu}: {body}"))
     };
-    assert!(of("0").contains("state=\"ok\"") && of("0").ends_with(" 0"), "{}", of("0"));
-    assert!(of("1").contains("state=\"fatal\"") && of("1").ends_with(" 2"), "{}", of("1"));
-    assert!(of("2").contains("state=\"lost\"") && of("2").ends_with(" 2"), "{}", of("2"));
+    assert!(
+        of("0").contains("state=\"ok\"") && of("0").ends_with(" 0"),
+        "{}",
+        of("0")
+    );
+    assert!(
+        of("1").contains("state=\"fatal\"") && of("1").ends_with(" 2"),
+        "{}",
+        of("1")
+    );
+    assert!(
+        of("2").contains("state=\"lost\"") && of("2").ends_with(" 2"),
+        "{}",
+        of("2")
+    );
     assert!(of("3").contains("state=\"fatal\""), "{}", of("3"));
     assert!(
         body.contains("# TYPE envctl_gpu_ecc_errors_total counter"),
@@ -294,12 +324,17 @@ fn health_prometheus_shows_each_gpus_state_and_counters() {
     assert!(
         series("envctl_gpu_ecc_errors_total{gpu=\"0\"")
             .iter()
-            .any(|line| line.contains("counter=\"aggregate\",error=\"corrected\"")
-                && line.ends_with(" 12")),
+            .any(
+                |line| line.contains("counter=\"aggregate\",error=\"corrected\"")
+                    && line.ends_with(" 12")
+            ),
         "{body}"
     );
     // The V100 has no row remapping: no remapped-row series, not a 0.
-    assert!(series("envctl_gpu_remapped_rows{gpu=\"3\"").is_empty(), "{body}");
+    assert!(
+        series("envctl_gpu_remapped_rows{gpu=\"3\"").is_empty(),
+        "{body}"
+    );
     assert!(
         series("envctl_gpu_row_remap_pending{gpu=\"1\"")
             .iter()

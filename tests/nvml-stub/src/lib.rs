@@ -643,6 +643,196 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
     })
 }
 
+/// `nvmlEnableState_t` from a fixture's 0/1.
+fn enable_state(fixture: &Fixture, index: u32, key: &str) -> Result<c_uint, Return> {
+    match fixture.device_number::<c_uint>(index, key)? {
+        0 => Ok(0),
+        _ => Ok(1),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetPersistenceMode(device: Device, mode: *mut c_uint) -> Return {
+    answer("nvmlDeviceGetPersistenceMode", |fixture| {
+        let index = device_index(fixture, device, "persistence_mode")?;
+        let value = enable_state(fixture, index, "persistence_mode")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(mode, value) }
+    })
+}
+
+/// ECC mode now and after the next reboot; the fixture has one value for both.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetEccMode(
+    device: Device,
+    current: *mut c_uint,
+    pending: *mut c_uint,
+) -> Return {
+    answer("nvmlDeviceGetEccMode", |fixture| {
+        let index = device_index(fixture, device, "ecc_mode")?;
+        let value = enable_state(fixture, index, "ecc_mode")?;
+        // SAFETY: out-parameters (crate contract).
+        unsafe {
+            put(current, value)?;
+            put(pending, value)
+        }
+    })
+}
+
+/// `nvmlMemoryErrorType_t` (0 corrected, 1 uncorrected) × `nvmlEccCounterType_t`
+/// (0 volatile, 1 aggregate).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
+    device: Device,
+    error_type: c_uint,
+    counter_type: c_uint,
+    count: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetTotalEccErrors", |fixture| {
+        let index = device_index(fixture, device, "ecc_errors")?;
+        let key = match (error_type, counter_type) {
+            (0, 0) => "ecc_volatile_corrected",
+            (1, 0) => "ecc_volatile_uncorrected",
+            (0, 1) => "ecc_aggregate_corrected",
+            (1, 1) => "ecc_aggregate_uncorrected",
+            _ => return Err(INVALID_ARGUMENT),
+        };
+        let value = fixture.device_number(index, key)?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(count, value) }
+    })
+}
+
+/// `nvmlPageRetirementCause_t`: 0 multiple single-bit errors, 1 a double-bit error.
+fn retired_page_count(fixture: &Fixture, device: Device, cause: c_uint) -> Result<c_uint, Return> {
+    let index = device_index(fixture, device, "retired_pages")?;
+    match cause {
+        0 => fixture.device_number(index, "retired_pages_single_bit"),
+        1 => fixture.device_number(index, "retired_pages_double_bit"),
+        _ => Err(INVALID_ARGUMENT),
+    }
+}
+
+/// Fills the caller's arrays with `count` made-up page addresses (and timestamps), or says
+/// how many there are when the room is too small, as NVML does.
+///
+/// # Safety
+/// `room` is a valid in/out count; `addresses` and `timestamps` are null or hold `*room` entries.
+unsafe fn put_pages(
+    count: c_uint,
+    room: *mut c_uint,
+    addresses: *mut c_ulonglong,
+    timestamps: *mut c_ulonglong,
+) -> Result<(), Return> {
+    if room.is_null() {
+        return Err(INVALID_ARGUMENT);
+    }
+    // SAFETY: non-null in/out parameter (crate contract).
+    let capacity = unsafe { room.read() };
+    // SAFETY: as above.
+    unsafe { put(room, count)? };
+    if count == 0 {
+        return Ok(());
+    }
+    if addresses.is_null() || capacity < count {
+        return Err(INSUFFICIENT_SIZE);
+    }
+    for slot in 0..count as usize {
+        // SAFETY: both arrays hold `capacity` ≥ count entries (crate contract).
+        unsafe {
+            addresses
+                .add(slot)
+                .write(0x1000 * (slot as c_ulonglong + 1));
+            if !timestamps.is_null() {
+                timestamps.add(slot).write(1_700_000_000);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetRetiredPages(
+    device: Device,
+    cause: c_uint,
+    count: *mut c_uint,
+    addresses: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetRetiredPages", |fixture| {
+        let pages = retired_page_count(fixture, device, cause)?;
+        // SAFETY: NVML's in/out count and address array (crate contract).
+        unsafe { put_pages(pages, count, addresses, std::ptr::null_mut()) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetRetiredPages_v2(
+    device: Device,
+    cause: c_uint,
+    count: *mut c_uint,
+    addresses: *mut c_ulonglong,
+    timestamps: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetRetiredPages_v2", |fixture| {
+        let pages = retired_page_count(fixture, device, cause)?;
+        // SAFETY: NVML's in/out count and arrays (crate contract).
+        unsafe { put_pages(pages, count, addresses, timestamps) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetRetiredPagesPendingStatus(
+    device: Device,
+    pending: *mut c_uint,
+) -> Return {
+    answer("nvmlDeviceGetRetiredPagesPendingStatus", |fixture| {
+        let index = device_index(fixture, device, "retired_pages")?;
+        let value = enable_state(fixture, index, "retired_pages_pending")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(pending, value) }
+    })
+}
+
+/// Serves the remapped-row fields (`NVML_FI_DEV_REMAPPED_COR` 142, `_UNC` 143, `_PENDING`
+/// 144, `_FAILURE` 145), each with its own return code; any other field is not supported.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
+    device: Device,
+    count: c_int,
+    values: *mut FieldValue,
+) -> Return {
+    answer("nvmlDeviceGetFieldValues", |fixture| {
+        let index = device_index(fixture, device, "field_values")?;
+        let count = usize::try_from(count).map_err(|_| INVALID_ARGUMENT)?;
+        if values.is_null() {
+            return Err(INVALID_ARGUMENT);
+        }
+        for slot in 0..count {
+            // SAFETY: `values` holds `count` entries (crate contract).
+            let value = unsafe { &mut *values.add(slot) };
+            let key = match value.field_id {
+                142 => Some("remapped_rows_correctable"),
+                143 => Some("remapped_rows_uncorrectable"),
+                144 => Some("remapped_rows_pending"),
+                145 => Some("remapped_rows_failure"),
+                _ => None,
+            };
+            let answer = key
+                .ok_or(codes::NOT_SUPPORTED)
+                .and_then(|key| fixture.device_number::<c_uint>(index, key));
+            value.value_type = 1; // NVML_VALUE_TYPE_UNSIGNED_INT
+            match answer {
+                Ok(number) => {
+                    value.nvml_return = SUCCESS;
+                    value.value = c_ulonglong::from(number);
+                }
+                Err(code) => value.nvml_return = code,
+            }
+        }
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::ptr::{null_mut, without_provenance_mut};
@@ -747,192 +937,4 @@ mod tests {
             assert_eq!(nvmlShutdown(), UNINITIALIZED);
         }
     }
-}
-
-/// `nvmlEnableState_t` from a fixture's 0/1.
-fn enable_state(fixture: &Fixture, index: u32, key: &str) -> Result<c_uint, Return> {
-    match fixture.device_number::<c_uint>(index, key)? {
-        0 => Ok(0),
-        _ => Ok(1),
-    }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetPersistenceMode(device: Device, mode: *mut c_uint) -> Return {
-    answer("nvmlDeviceGetPersistenceMode", |fixture| {
-        let index = device_index(fixture, device, "persistence_mode")?;
-        let value = enable_state(fixture, index, "persistence_mode")?;
-        // SAFETY: out-parameter (crate contract).
-        unsafe { put(mode, value) }
-    })
-}
-
-/// ECC mode now and after the next reboot; the fixture has one value for both.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetEccMode(
-    device: Device,
-    current: *mut c_uint,
-    pending: *mut c_uint,
-) -> Return {
-    answer("nvmlDeviceGetEccMode", |fixture| {
-        let index = device_index(fixture, device, "ecc_mode")?;
-        let value = enable_state(fixture, index, "ecc_mode")?;
-        // SAFETY: out-parameters (crate contract).
-        unsafe {
-            put(current, value)?;
-            put(pending, value)
-        }
-    })
-}
-
-/// `nvmlMemoryErrorType_t` (0 corrected, 1 uncorrected) × `nvmlEccCounterType_t`
-/// (0 volatile, 1 aggregate).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
-    device: Device,
-    error_type: c_uint,
-    counter_type: c_uint,
-    count: *mut c_ulonglong,
-) -> Return {
-    answer("nvmlDeviceGetTotalEccErrors", |fixture| {
-        let index = device_index(fixture, device, "ecc_errors")?;
-        let key = match (error_type, counter_type) {
-            (0, 0) => "ecc_volatile_corrected",
-            (1, 0) => "ecc_volatile_uncorrected",
-            (0, 1) => "ecc_aggregate_corrected",
-            (1, 1) => "ecc_aggregate_uncorrected",
-            _ => return Err(INVALID_ARGUMENT),
-        };
-        let value = fixture.device_number(index, key)?;
-        // SAFETY: out-parameter (crate contract).
-        unsafe { put(count, value) }
-    })
-}
-
-/// `nvmlPageRetirementCause_t`: 0 multiple single-bit errors, 1 a double-bit error.
-fn retired_page_count(fixture: &Fixture, device: Device, cause: c_uint) -> Result<c_uint, Return> {
-    let index = device_index(fixture, device, "retired_pages")?;
-    match cause {
-        0 => fixture.device_number(index, "retired_pages_single_bit"),
-        1 => fixture.device_number(index, "retired_pages_double_bit"),
-        _ => Err(INVALID_ARGUMENT),
-    }
-}
-
-/// Fills the caller's arrays with `count` made-up page addresses (and timestamps), or says
-/// how many there are when the room is too small, as NVML does.
-///
-/// # Safety
-/// `room` is a valid in/out count; `addresses` and `timestamps` are null or hold `*room` entries.
-unsafe fn put_pages(
-    count: c_uint,
-    room: *mut c_uint,
-    addresses: *mut c_ulonglong,
-    timestamps: *mut c_ulonglong,
-) -> Result<(), Return> {
-    if room.is_null() {
-        return Err(INVALID_ARGUMENT);
-    }
-    // SAFETY: non-null in/out parameter (crate contract).
-    let capacity = unsafe { room.read() };
-    // SAFETY: as above.
-    unsafe { put(room, count)? };
-    if count == 0 {
-        return Ok(());
-    }
-    if addresses.is_null() || capacity < count {
-        return Err(INSUFFICIENT_SIZE);
-    }
-    for slot in 0..count as usize {
-        // SAFETY: both arrays hold `capacity` ≥ count entries (crate contract).
-        unsafe {
-            addresses.add(slot).write(0x1000 * (slot as c_ulonglong + 1));
-            if !timestamps.is_null() {
-                timestamps.add(slot).write(1_700_000_000);
-            }
-        }
-    }
-    Ok(())
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetRetiredPages(
-    device: Device,
-    cause: c_uint,
-    count: *mut c_uint,
-    addresses: *mut c_ulonglong,
-) -> Return {
-    answer("nvmlDeviceGetRetiredPages", |fixture| {
-        let pages = retired_page_count(fixture, device, cause)?;
-        // SAFETY: NVML's in/out count and address array (crate contract).
-        unsafe { put_pages(pages, count, addresses, std::ptr::null_mut()) }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetRetiredPages_v2(
-    device: Device,
-    cause: c_uint,
-    count: *mut c_uint,
-    addresses: *mut c_ulonglong,
-    timestamps: *mut c_ulonglong,
-) -> Return {
-    answer("nvmlDeviceGetRetiredPages_v2", |fixture| {
-        let pages = retired_page_count(fixture, device, cause)?;
-        // SAFETY: NVML's in/out count and arrays (crate contract).
-        unsafe { put_pages(pages, count, addresses, timestamps) }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetRetiredPagesPendingStatus(
-    device: Device,
-    pending: *mut c_uint,
-) -> Return {
-    answer("nvmlDeviceGetRetiredPagesPendingStatus", |fixture| {
-        let index = device_index(fixture, device, "retired_pages")?;
-        let value = enable_state(fixture, index, "retired_pages_pending")?;
-        // SAFETY: out-parameter (crate contract).
-        unsafe { put(pending, value) }
-    })
-}
-
-/// Serves the remapped-row fields (`NVML_FI_DEV_REMAPPED_COR` 142, `_UNC` 143, `_PENDING`
-/// 144, `_FAILURE` 145), each with its own return code; any other field is not supported.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
-    device: Device,
-    count: c_int,
-    values: *mut FieldValue,
-) -> Return {
-    answer("nvmlDeviceGetFieldValues", |fixture| {
-        let index = device_index(fixture, device, "field_values")?;
-        let count = usize::try_from(count).map_err(|_| INVALID_ARGUMENT)?;
-        if values.is_null() {
-            return Err(INVALID_ARGUMENT);
-        }
-        for slot in 0..count {
-            // SAFETY: `values` holds `count` entries (crate contract).
-            let value = unsafe { &mut *values.add(slot) };
-            let key = match value.field_id {
-                142 => Some("remapped_rows_correctable"),
-                143 => Some("remapped_rows_uncorrectable"),
-                144 => Some("remapped_rows_pending"),
-                145 => Some("remapped_rows_failure"),
-                _ => None,
-            };
-            let answer = key
-                .ok_or(codes::NOT_SUPPORTED)
-                .and_then(|key| fixture.device_number::<c_uint>(index, key));
-            value.value_type = 1; // NVML_VALUE_TYPE_UNSIGNED_INT
-            match answer {
-                Ok(number) => {
-                    value.nvml_return = SUCCESS;
-                    value.value = c_ulonglong::from(number);
-                }
-                Err(code) => value.nvml_return = code,
-            }
-        }
-        Ok(())
-    })
 }
