@@ -341,6 +341,13 @@ fn health_prometheus_shows_each_gpus_state_and_counters() {
             .any(|line| line.ends_with(" 1")),
         "{body}"
     );
+    // The lost GPU is also a diagnosis, as `stats` and the dashboard show it.
+    assert!(
+        series("envctl_diagnosis{id=\"gpu-unhealthy\",subject=\"gpu 2\",severity=\"warning\"")
+            .len()
+            == 1,
+        "{body}"
+    );
     if let Some(complaints) = promtool_complaints(&body) {
         assert!(complaints.is_empty(), "promtool: {complaints:?}\n{body}");
     }
