@@ -475,6 +475,7 @@ fn a_lost_or_failed_gpu_is_flagged_with_the_containers_on_it() {
         ecc_aggregate: None,
         retired_pages: None,
         remapped_rows: None,
+        xids: Vec::new(),
     });
     let snapshot = Snapshot {
         containers: vec![container(50.0, 4.0, &[2])],
@@ -506,6 +507,7 @@ fn a_lost_or_failed_gpu_is_flagged_with_the_containers_on_it() {
         ecc_aggregate: None,
         retired_pages: None,
         remapped_rows: None,
+        xids: Vec::new(),
     });
     let quiet = Snapshot {
         gpus: vec![sound, gpu(0, 0.0)],

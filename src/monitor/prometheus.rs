@@ -211,6 +211,11 @@ fn health_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
         "gauge",
         "A row remap waits for a GPU reset (1) or not (0).",
     );
+    let mut xids = Family::new(
+        "envctl_gpu_xid_errors_total",
+        "counter",
+        "Xid errors NVML's events reported since envctl started, by xid.",
+    );
     let mut remap_failure = Family::new(
         "envctl_gpu_row_remap_failure",
         "gauge",
@@ -253,6 +258,12 @@ fn health_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
                 Some(pages.double_bit as f64),
             );
         }
+        for count in &row.xids {
+            xids.push(
+                &with(&[("xid", &count.xid.to_string())]),
+                Some(count.count as f64),
+            );
+        }
         if let Some(rows) = row.remapped_rows {
             remapped.push(
                 &with(&[("kind", "correctable")]),
@@ -266,7 +277,15 @@ fn health_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
             remap_failure.push(&labels, Some(f64::from(u8::from(rows.failure))));
         }
     }
-    vec![health, ecc, retired, remapped, remap_pending, remap_failure]
+    vec![
+        health,
+        ecc,
+        xids,
+        retired,
+        remapped,
+        remap_pending,
+        remap_failure,
+    ]
 }
 
 /// dcgm-exporter's labels, plus `container` and `profile` when one container owns every

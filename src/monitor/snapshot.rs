@@ -173,11 +173,14 @@ pub struct GpuHealthRow {
     pub retired_pages: Option<crate::facts::gpu::RetiredPages>,
     #[serde(default)]
     pub remapped_rows: Option<crate::facts::gpu::RemappedRows>,
+    /// The Xids seen on the GPU since `stats` started, with their counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xids: Vec<crate::facts::gpu_sample::XidCount>,
 }
 
 impl GpuHealthRow {
-    /// The health row of one sample, judged with NVIDIA's fatal Xid list (a sample holds
-    /// no Xid); none when NVML answered no health query and the GPU is not lost, so an
+    /// The health row of one sample, judged with NVIDIA's fatal Xid list over the Xids seen
+    /// since `stats` started (a fatal one keeps the GPU fatal until envctl restarts); none when NVML answered no health query and the GPU is not lost, so an
     /// unread GPU is never reported healthy.
     pub fn of(sample: &GpuSample) -> Option<GpuHealthRow> {
         let health = &sample.health;
@@ -198,11 +201,16 @@ impl GpuHealthRow {
                 .flatten(),
             )
             .find(|failure| failure.kind == crate::facts::gpu::FailureKind::GpuLost);
+        let xids: Vec<u32> = sample
+            .xids
+            .iter()
+            .filter_map(|count| u32::try_from(count.xid).ok())
+            .collect();
         let verdict = crate::checks::health::classify_health(
             sample.index,
             health,
             lost,
-            &[],
+            &xids,
             &crate::checks::health::DEFAULT_FATAL_XIDS,
         );
         let row = GpuHealthRow {
@@ -212,12 +220,14 @@ impl GpuHealthRow {
             ecc_aggregate: health.ecc_aggregate.value().copied(),
             retired_pages: health.retired_pages.value().copied(),
             remapped_rows: health.remapped_rows.value().copied(),
+            xids: sample.xids.clone(),
         };
         let read_nothing = row.ecc_volatile.is_none()
             && row.ecc_aggregate.is_none()
             && row.retired_pages.is_none()
             && row.remapped_rows.is_none()
-            && health.retired_pages_pending.value().is_none();
+            && health.retired_pages_pending.value().is_none()
+            && row.xids.is_empty();
         if row.state == crate::checks::health::HealthState::Ok && read_nothing {
             None
         } else {

@@ -352,3 +352,115 @@ fn health_prometheus_shows_each_gpus_state_and_counters() {
         assert!(complaints.is_empty(), "promtool: {complaints:?}\n{body}");
     }
 }
+
+/// Fault injection through NVML's event set: an application Xid (43) arriving mid-run is
+/// counted but does not mark the GPU; a fatal one (79) marks it fatal in the Prometheus
+/// exposition and as a diagnosis within 2 s (the bound; dcgm-exporter's default
+/// interval is 30 s). The measured delay is printed.
+#[test]
+fn health_an_xid_mid_run_is_counted_and_only_a_fatal_one_marks_the_gpu() {
+    use std::io::{BufRead, Write};
+    use std::time::{Duration, Instant};
+    let directory = tempfile::tempdir().unwrap();
+    let events = directory.path().join("xid-events");
+    std::fs::write(&events, "").unwrap();
+    let mut command = crate::support::cli::envctl_command();
+    crate::support::cli::hermetic(&mut command, directory.path());
+    let mut child = command
+        .env("ENVCTL_NVML_LIBRARY", stub_library())
+        .env(
+            "ENVCTL_NVML_STUB_FIXTURE",
+            fixture("gpu-health-faults.conf"),
+        )
+        .env("ENVCTL_NVML_STUB_EVENTS", &events)
+        .args(["stats", "--interval", "0.5", "--serve", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("serving Prometheus metrics at http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("first line: {line}"))
+        .to_string();
+    let gpu0 = |body: &str, prefix: &str| -> Option<String> {
+        body.lines()
+            .find(|line| line.starts_with(prefix) && line.contains("gpu=\"0\""))
+            .map(str::to_string)
+    };
+    // Polls the exposition until `found` holds, or 10 s pass; the body and the wait.
+    let wait_for = |found: &dyn Fn(&str) -> bool| -> (String, Duration) {
+        let started = Instant::now();
+        loop {
+            let body = http_get(&address, "/metrics");
+            if found(&body) || started.elapsed() > Duration::from_secs(10) {
+                return (body, started.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let append = |line: &str| {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&events)
+            .unwrap();
+        writeln!(file, "{line}").unwrap();
+    };
+    let (body, _) = wait_for(&|body| gpu0(body, "envctl_gpu_health{").is_some());
+    assert!(
+        gpu0(&body, "envctl_gpu_health{")
+            .unwrap()
+            .contains("state=\"ok\""),
+        "{body}"
+    );
+
+    append("0:43");
+    let (body, _) = wait_for(&|body| {
+        body.lines().any(|line| {
+            line.starts_with("envctl_gpu_xid_errors_total{gpu=\"0\"") && line.contains("xid=\"43\"")
+        })
+    });
+    assert!(
+        body.lines().any(
+            |line| line.starts_with("envctl_gpu_xid_errors_total{gpu=\"0\"")
+                && line.contains("xid=\"43\"")
+                && line.ends_with(" 1")
+        ),
+        "{body}"
+    );
+    assert!(
+        gpu0(&body, "envctl_gpu_health{")
+            .unwrap()
+            .contains("state=\"ok\""),
+        "an application Xid does not mark the GPU: {body}"
+    );
+
+    append("0:79");
+    let (body, delay) = wait_for(&|body| {
+        gpu0(body, "envctl_gpu_health{").is_some_and(|line| line.contains("state=\"fatal\""))
+    });
+    let _ = std::process::Command::new("kill")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+    assert!(
+        gpu0(&body, "envctl_gpu_health{")
+            .unwrap()
+            .contains("state=\"fatal\""),
+        "{body}"
+    );
+    assert!(
+        body.contains("envctl_diagnosis{id=\"gpu-unhealthy\",subject=\"gpu 0\""),
+        "{body}"
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** Xid 79 → envctl_gpu_health fatal in {} ms (stats --interval 0.5)",
+        delay.as_millis()
+    );
+    assert!(delay < Duration::from_secs(2), "took {delay:?}");
+}

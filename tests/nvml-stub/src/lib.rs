@@ -74,7 +74,16 @@ pub const EXPORTED_SYMBOLS: &[&str] = &[
     "nvmlDeviceGetRetiredPages_v2",
     "nvmlDeviceGetRetiredPagesPendingStatus",
     "nvmlDeviceGetFieldValues",
+    "nvmlEventSetCreate",
+    "nvmlDeviceRegisterEvents",
+    "nvmlEventSetWait_v2",
+    "nvmlEventSetFree",
 ];
+
+/// The environment variable naming a file of Xid events the stub delivers through
+/// `nvmlEventSetWait_v2`, one `gpu_index:xid` per line; a line appended while envctl runs
+/// arrives at its next wait, as an Xid mid-run would.
+pub const EVENTS_VARIABLE: &str = "ENVCTL_NVML_STUB_EVENTS";
 
 /// `nvmlDevice_t`: opaque to callers.
 type Device = *mut c_void;
@@ -117,6 +126,16 @@ pub struct ProcessInfo {
     compute_instance_id: c_uint,
 }
 
+/// `nvmlEventData_t`.
+#[repr(C)]
+pub struct EventData {
+    device: Device,
+    event_type: c_ulonglong,
+    event_data: c_ulonglong,
+    gpu_instance_id: c_uint,
+    compute_instance_id: c_uint,
+}
+
 /// `nvmlFieldValue_t`: the stub fills the four remapped-row fields as unsigned ints.
 #[repr(C)]
 pub struct FieldValue {
@@ -136,6 +155,13 @@ const _: () = assert!(size_of::<MemoryV2>() == 40);
 const _: () = assert!(size_of::<Utilization>() == 8);
 const _: () = assert!(size_of::<ProcessInfo>() == 24);
 const _: () = assert!(size_of::<FieldValue>() == 40);
+const _: () = assert!(size_of::<EventData>() == 32);
+
+/// `nvmlEventTypeXidCriticalError`.
+const XID_CRITICAL_ERROR: c_ulonglong = 0x8;
+
+/// How many lines of the events file were delivered already (per process, as NVML's state).
+static DELIVERED_EVENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// `NVML_STRUCT_VERSION(Memory, 2)`: real NVML rejects any other version, and so does the
 /// stub, which also proves the caller's struct has the size the stub expects.
@@ -831,6 +857,73 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
         }
         Ok(())
     })
+}
+
+/// An event set: opaque to callers; the stub has one, at a made-up non-null address.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlEventSetCreate(set: *mut *mut c_void) -> Return {
+    answer("nvmlEventSetCreate", |_| {
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(set, std::ptr::without_provenance_mut(0x5e7)) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceRegisterEvents(
+    device: Device,
+    _types: c_ulonglong,
+    _set: *mut c_void,
+) -> Return {
+    answer("nvmlDeviceRegisterEvents", |fixture| {
+        fixture.device_index(device.addr()).map(|_| ())
+    })
+}
+
+/// The next undelivered line of the events file, else NVML_ERROR_TIMEOUT after waiting
+/// `timeout` milliseconds (without the stub's lock, so other queries answer meanwhile).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlEventSetWait_v2(
+    _set: *mut c_void,
+    data: *mut EventData,
+    timeout: c_uint,
+) -> Return {
+    if state().fixture.is_none() {
+        return UNINITIALIZED;
+    }
+    let lines: Vec<(u32, u64)> = std::env::var_os(EVENTS_VARIABLE)
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .map(|text| {
+            text.lines()
+                .filter_map(|line| {
+                    let (gpu, xid) = line.trim().split_once(':')?;
+                    Some((gpu.trim().parse().ok()?, xid.trim().parse().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let delivered = DELIVERED_EVENTS.load(std::sync::atomic::Ordering::SeqCst);
+    let Some(&(gpu, xid)) = lines.get(delivered) else {
+        std::thread::sleep(std::time::Duration::from_millis(u64::from(timeout)));
+        return codes::TIMEOUT;
+    };
+    DELIVERED_EVENTS.store(delivered + 1, std::sync::atomic::Ordering::SeqCst);
+    let value = EventData {
+        device: std::ptr::without_provenance_mut(gpu as usize + 1),
+        event_type: XID_CRITICAL_ERROR,
+        event_data: xid,
+        gpu_instance_id: c_uint::MAX,
+        compute_instance_id: c_uint::MAX,
+    };
+    // SAFETY: out-parameter (crate contract).
+    match unsafe { put(data, value) } {
+        Ok(()) => SUCCESS,
+        Err(code) => code,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlEventSetFree(_set: *mut c_void) -> Return {
+    SUCCESS
 }
 
 #[cfg(test)]
