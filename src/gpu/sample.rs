@@ -83,30 +83,47 @@ fn watch_xids(
     let Ok(nvml) = Nvml::builder().lib_path(library).init() else {
         return;
     };
-    let Ok(mut set) = nvml.create_event_set() else {
-        return;
-    };
-    let count = nvml.device_count().unwrap_or(0);
-    let mut registered = 0;
-    for index in 0..count {
-        let Ok(device) = nvml.device_by_index(index) else {
-            continue;
+    // The GPUs that offer Xid events. A failed registration releases the whole set (and
+    // the registrations before it), so the set is built again without that GPU.
+    let mut candidates: Vec<u32> = (0..nvml.device_count().unwrap_or(0))
+        .filter(|&index| {
+            nvml.device_by_index(index)
+                .and_then(|device| device.supported_event_types())
+                .is_ok_and(|types| types.contains(EventTypes::CRITICAL_XID_ERROR))
+        })
+        .collect();
+    let set = 'build: loop {
+        if candidates.is_empty() {
+            return;
+        }
+        let Ok(mut set) = nvml.create_event_set() else {
+            return;
         };
-        set = match device.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
-            Ok(set) => {
-                registered += 1;
-                set
+        let mut failed = None;
+        for (position, &index) in candidates.iter().enumerate() {
+            let Ok(device) = nvml.device_by_index(index) else {
+                failed = Some(position);
+                break;
+            };
+            match device.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
+                Ok(kept) => set = kept,
+                Err(_) => {
+                    failed = Some(position);
+                    // The set is gone with the failure: build it again.
+                    match nvml.create_event_set() {
+                        Ok(fresh) => set = fresh,
+                        Err(_) => return,
+                    }
+                    break;
+                }
             }
-            // The set was released with the failure: start a new one for the others.
-            Err(_) => match nvml.create_event_set() {
-                Ok(set) => set,
-                Err(_) => return,
-            },
-        };
-    }
-    if registered == 0 {
-        return;
-    }
+        }
+        if let Some(position) = failed {
+            candidates.remove(position);
+            continue 'build;
+        }
+        break set;
+    };
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
         match set.wait(EVENT_WAIT_MILLISECONDS) {
             Ok(event) => {

@@ -75,6 +75,7 @@ pub const EXPORTED_SYMBOLS: &[&str] = &[
     "nvmlDeviceGetRetiredPagesPendingStatus",
     "nvmlDeviceGetFieldValues",
     "nvmlEventSetCreate",
+    "nvmlDeviceGetSupportedEventTypes",
     "nvmlDeviceRegisterEvents",
     "nvmlEventSetWait_v2",
     "nvmlEventSetFree",
@@ -865,6 +866,20 @@ pub unsafe extern "C" fn nvmlEventSetCreate(set: *mut *mut c_void) -> Return {
     answer("nvmlEventSetCreate", |_| {
         // SAFETY: out-parameter (crate contract).
         unsafe { put(set, std::ptr::without_provenance_mut(0x5e7)) }
+    })
+}
+
+/// Every GPU offers Xid events (`nvmlEventTypeXidCriticalError`) unless the fixture makes
+/// this query fail.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetSupportedEventTypes(
+    device: Device,
+    types: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetSupportedEventTypes", |fixture| {
+        fixture.device_index(device.addr())?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(types, XID_CRITICAL_ERROR) }
     })
 }
 
