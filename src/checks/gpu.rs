@@ -258,6 +258,7 @@ mod tests {
             power_limit_watts: Fact::Value(700.0),
             processes: Fact::Value(Vec::new()),
             minor_number: Fact::Value(index),
+            health: Default::default(),
         }
     }
 

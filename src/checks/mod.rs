@@ -2,6 +2,7 @@
 //! ordering. Pure data; the checks themselves are pure functions over gathered facts.
 
 pub mod gpu;
+pub mod health;
 pub mod host;
 pub mod lock;
 pub mod profile;

@@ -536,6 +536,7 @@ mod tests {
             power_limit_watts: Fact::Value(300.0),
             processes: Fact::Value(Vec::new()),
             minor_number: Fact::Value(index),
+            health: Default::default(),
         }
     }
 

@@ -189,6 +189,88 @@ pub struct GpuDevice {
     /// (`--device /dev/nvidia3`, or a CDI device as Podman records it) is told to hold it.
     #[serde(default = "minor_not_recorded")]
     pub minor_number: Fact<u32>,
+    /// What says whether the GPU is sound: ECC, retired pages, remapped rows, persistence.
+    /// Records written before envctl read it have none of it.
+    #[serde(default)]
+    pub health: GpuHealth,
+}
+
+/// The health facts of one GPU, each read on its own. A query the GPU does not offer
+/// (ECC on a GeForce, remapped rows before Ampere) stays a `not_supported` failure: it is
+/// unknown, never a zero count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuHealth {
+    /// Persistence mode (`nvmlDeviceGetPersistenceMode`): off, the driver tears the GPU
+    /// down whenever no client holds it, and each `nvidia-smi` or CUDA start re-initialises it.
+    pub persistence_mode: Fact<bool>,
+    /// ECC enabled now (`nvmlDeviceGetEccMode`).
+    pub ecc_enabled: Fact<bool>,
+    /// ECC errors since the driver loaded (`nvmlDeviceGetTotalEccErrors`, volatile).
+    pub ecc_volatile: Fact<EccCounts>,
+    /// ECC errors over the GPU's life (aggregate).
+    pub ecc_aggregate: Fact<EccCounts>,
+    /// Pages retired for ECC errors (`nvmlDeviceGetRetiredPages_v2`; GPUs before Ampere).
+    pub retired_pages: Fact<RetiredPages>,
+    /// Whether retired pages wait for a reboot to take effect
+    /// (`nvmlDeviceGetRetiredPagesPendingStatus`).
+    pub retired_pages_pending: Fact<bool>,
+    /// Row remapping (Ampere and newer), read through NVML's field values
+    /// `NVML_FI_DEV_REMAPPED_*`.
+    pub remapped_rows: Fact<RemappedRows>,
+}
+
+impl Default for GpuHealth {
+    /// For records that predate the health facts: every fact unknown, never zero.
+    fn default() -> Self {
+        GpuHealth::all_failing(NvmlFailure::new(
+            FailureKind::Other,
+            "this record predates envctl reading GPU health",
+        ))
+    }
+}
+
+impl GpuHealth {
+    /// Every health fact carries the same failure (a GPU NVML would not hand out).
+    pub fn all_failing(failure: NvmlFailure) -> Self {
+        GpuHealth {
+            persistence_mode: Fact::Error(failure.clone()),
+            ecc_enabled: Fact::Error(failure.clone()),
+            ecc_volatile: Fact::Error(failure.clone()),
+            ecc_aggregate: Fact::Error(failure.clone()),
+            retired_pages: Fact::Error(failure.clone()),
+            retired_pages_pending: Fact::Error(failure.clone()),
+            remapped_rows: Fact::Error(failure),
+        }
+    }
+}
+
+/// ECC error counts of one counter (volatile or aggregate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EccCounts {
+    /// Single-bit errors, corrected by ECC.
+    pub corrected: u64,
+    /// Double-bit errors ECC could not correct.
+    pub uncorrected: u64,
+}
+
+/// Retired pages by cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetiredPages {
+    /// Retired after repeated single-bit errors.
+    pub single_bit: u64,
+    /// Retired after a double-bit error.
+    pub double_bit: u64,
+}
+
+/// NVML's remapped-row counters and states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemappedRows {
+    pub correctable: u64,
+    pub uncorrectable: u64,
+    /// A remap waits for a GPU reset: until then the bad row is still in use.
+    pub pending: bool,
+    /// A remap failed: the GPU has run out of spare rows.
+    pub failure: bool,
 }
 
 fn minor_not_recorded() -> Fact<u32> {
@@ -218,8 +300,36 @@ impl GpuDevice {
             mig_mode: Fact::Error(failure.clone()),
             power_limit_watts: Fact::Error(failure.clone()),
             processes: Fact::Error(failure.clone()),
-            minor_number: Fact::Error(failure),
+            minor_number: Fact::Error(failure.clone()),
+            health: GpuHealth::all_failing(failure),
         }
+    }
+
+    /// NVML's "GPU is lost" (`NVML_ERROR_GPU_IS_LOST`) from any query of this GPU: it fell
+    /// off the bus, whatever else was read before.
+    pub fn lost(&self) -> Option<&NvmlFailure> {
+        let health = &self.health;
+        [
+            self.name.failure(),
+            self.uuid.failure(),
+            self.pci_bus_id.failure(),
+            self.compute_capability.failure(),
+            self.memory.failure(),
+            self.mig_mode.failure(),
+            self.power_limit_watts.failure(),
+            self.processes.failure(),
+            self.minor_number.failure(),
+            health.persistence_mode.failure(),
+            health.ecc_enabled.failure(),
+            health.ecc_volatile.failure(),
+            health.ecc_aggregate.failure(),
+            health.retired_pages.failure(),
+            health.retired_pages_pending.failure(),
+            health.remapped_rows.failure(),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|failure| failure.kind == FailureKind::GpuLost)
     }
 }
 

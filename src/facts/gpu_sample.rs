@@ -35,6 +35,21 @@ pub struct GpuSample {
     pub processes: Option<Vec<GpuProcess>>,
     /// Every query that gave no answer, named with its NVML function.
     pub failures: Vec<NvmlFailure>,
+    /// ECC, retired pages, remapped rows and persistence (issue 43), read at each sample.
+    #[serde(default)]
+    pub health: crate::facts::gpu::GpuHealth,
+    /// The Xids NVML's events reported on this GPU since `stats` started.
+    #[serde(default)]
+    pub xids: Vec<XidCount>,
+}
+
+/// How often one Xid arrived on one GPU since the watcher started (the sample that first
+/// shows it dates it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XidCount {
+    pub gpu: u32,
+    pub xid: u64,
+    pub count: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

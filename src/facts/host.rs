@@ -79,3 +79,19 @@ pub struct ToolFacts {
     /// Why the version could not be read, when it was asked for.
     pub version_error: Option<String>,
 }
+
+/// A device node an NVIDIA CDI spec hands to containers that does not match this host's
+/// `/dev` (issue 43): it is missing, or its `major:minor` differ from the spec's. A spec
+/// left from before a driver upgrade or a GPU change makes containers fail to start, or
+/// get the wrong device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaleCdiNode {
+    /// The spec, e.g. `/etc/cdi/nvidia.yaml`.
+    pub spec: String,
+    /// The node on the host (`hostPath`, else `path`), e.g. `/dev/nvidia3`.
+    pub node: String,
+    /// `major:minor` as the spec writes them, when it does.
+    pub spec_number: Option<String>,
+    /// `major:minor` in `/dev`; `None` when the node does not exist.
+    pub host_number: Option<String>,
+}

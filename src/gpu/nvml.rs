@@ -3,13 +3,18 @@
 
 use std::ffi::OsStr;
 
+use nvml_wrapper::Device;
 use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError, RetirementCause};
+use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::struct_wrappers::device::FieldValueSample;
+use nvml_wrapper::structs::device::FieldId;
 
 use crate::compat::ComputeCapability;
 use crate::facts::gpu::{
-    CudaDriverVersion, Fact, FailureKind, GpuDevice, GpuMemory, LoadOutcome, MigMode, MigSetting,
-    NvmlFacts, NvmlFailure,
+    CudaDriverVersion, EccCounts, Fact, FailureKind, GpuDevice, GpuHealth, GpuMemory, LoadOutcome,
+    MigMode, MigSetting, NvmlFacts, NvmlFailure, RemappedRows, RetiredPages,
 };
 
 /// Loads NVML from `library` and reads the driver and every GPU.
@@ -88,7 +93,103 @@ fn query_device(nvml: &Nvml, index: u32) -> GpuDevice {
         )
         .map(|processes| processes.into_iter().map(super::sample::process).collect()),
         minor_number: fact(device.minor_number(), "nvmlDeviceGetMinorNumber"),
+        health: query_health(&device),
     }
+}
+
+/// NVML's field ids for row remapping (`nvml.h`: `NVML_FI_DEV_REMAPPED_COR` … `_FAILURE`);
+/// nvml-wrapper has no safe call for `nvmlDeviceGetRemappedRows`, and envctl has no
+/// `unsafe`, so the same four numbers come through `nvmlDeviceGetFieldValues`, as DCGM reads them.
+const REMAPPED_ROW_FIELDS: [u32; 4] = [142, 143, 144, 145];
+
+pub(super) fn query_health(device: &Device<'_>) -> GpuHealth {
+    let ecc = |counter: EccCounter| {
+        let function = "nvmlDeviceGetTotalEccErrors";
+        fact(
+            device.total_ecc_errors(MemoryError::Corrected, counter),
+            function,
+        )
+        .and_then(|corrected| {
+            let uncorrected = device
+                .total_ecc_errors(MemoryError::Uncorrected, counter)
+                .map_err(|error| failure(error).in_function(function))?;
+            Ok(EccCounts {
+                corrected,
+                uncorrected,
+            })
+        })
+    };
+    let pages = |cause: RetirementCause| {
+        device
+            .retired_pages(cause)
+            .map(|pages| pages.len() as u64)
+            .map_err(|error| failure(error).in_function("nvmlDeviceGetRetiredPages_v2"))
+    };
+    GpuHealth {
+        persistence_mode: fact(
+            device.is_in_persistent_mode(),
+            "nvmlDeviceGetPersistenceMode",
+        ),
+        ecc_enabled: fact(device.is_ecc_enabled(), "nvmlDeviceGetEccMode")
+            .map(|mode| mode.currently_enabled),
+        ecc_volatile: ecc(EccCounter::Volatile),
+        ecc_aggregate: ecc(EccCounter::Aggregate),
+        retired_pages: pages(RetirementCause::MultipleSingleBitEccErrors)
+            .and_then(|single_bit| {
+                Ok(RetiredPages {
+                    single_bit,
+                    double_bit: pages(RetirementCause::DoubleBitEccError)?,
+                })
+            })
+            .into(),
+        retired_pages_pending: fact(
+            device.are_pages_pending_retired(),
+            "nvmlDeviceGetRetiredPagesPendingStatus",
+        ),
+        remapped_rows: fact(
+            device.field_values_for(&REMAPPED_ROW_FIELDS.map(FieldId)),
+            "nvmlDeviceGetFieldValues",
+        )
+        .and_then(remapped_rows),
+    }
+}
+
+/// The four remapped-row samples, in [`REMAPPED_ROW_FIELDS`]' order; any one failing
+/// (a GPU before Ampere answers "not supported") leaves the whole fact unknown.
+fn remapped_rows(
+    samples: Vec<Result<FieldValueSample, NvmlError>>,
+) -> Result<RemappedRows, NvmlFailure> {
+    let mut numbers = [0_u64; 4];
+    if samples.len() != numbers.len() {
+        return Err(NvmlFailure::invalid_value(format!(
+            "NVML answered {} remapped-row fields for 4 asked",
+            samples.len()
+        )));
+    }
+    for (slot, sample) in numbers.iter_mut().zip(samples) {
+        let sample =
+            sample.map_err(|error| failure(error).in_function("nvmlDeviceGetFieldValues"))?;
+        let value = sample
+            .value
+            .map_err(|error| failure(error).in_function("nvmlDeviceGetFieldValues"))?;
+        *slot = match value {
+            SampleValue::U32(number) => u64::from(number),
+            SampleValue::U64(number) => number,
+            other => {
+                return Err(NvmlFailure::invalid_value(format!(
+                    "NVML answered remapped-row field {} as {other:?}, not an unsigned count",
+                    sample.field.0
+                )));
+            }
+        };
+    }
+    let [correctable, uncorrectable, pending, failure] = numbers;
+    Ok(RemappedRows {
+        correctable,
+        uncorrectable,
+        pending: pending != 0,
+        failure: failure != 0,
+    })
 }
 
 /// Shuts NVML down; a failure is reported, since the facts were already read.

@@ -15,12 +15,143 @@ use nvml_wrapper::error::NvmlError;
 
 use super::nvml::failure;
 use crate::facts::gpu::{LoadOutcome, NvmlFailure};
-use crate::facts::gpu_sample::{GpuProcess, GpuReadings, GpuSample, GpuUnavailable};
+use crate::facts::gpu_sample::{GpuProcess, GpuReadings, GpuSample, GpuUnavailable, XidCount};
 
 /// NVML, open for repeated sampling. Closed on drop.
 pub struct GpuSampler {
     nvml: Option<Nvml>,
     library: String,
+    /// The Xids seen since it opened, by GPU index (issue 43).
+    xids: XidWatcher,
+}
+
+/// How long one wait for an NVML event lasts: the longest an Xid waits before it is
+/// counted (the next sample shows it), and the longest a stopped watcher lingers.
+const EVENT_WAIT_MILLISECONDS: u32 = 200;
+
+/// Xid events (`nvmlEventTypeXidCriticalError`), watched on a thread of its own: NVML's
+/// event set borrows its own NVML handle, and `nvmlEventSetWait_v2` blocks. The thread
+/// opens NVML a second time (NVML counts its initialisations) and stops when the sampler
+/// is dropped. Nothing is watched where NVML offers no events: the counts stay empty.
+struct XidWatcher {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<XidCount>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl XidWatcher {
+    fn start(library: &OsStr) -> XidWatcher {
+        let watcher = XidWatcher {
+            seen: Default::default(),
+            stop: Default::default(),
+        };
+        let (seen, stop) = (watcher.seen.clone(), watcher.stop.clone());
+        let library = library.to_os_string();
+        // A watcher that cannot start leaves the counts empty; the samples say the rest.
+        let _ = std::thread::Builder::new()
+            .name("envctl-xid-watcher".into())
+            .spawn(move || watch_xids(&library, &seen, &stop));
+        watcher
+    }
+
+    /// The counts of GPU `index`.
+    fn of(&self, index: u32) -> Vec<XidCount> {
+        self.seen
+            .lock()
+            .map(|seen| {
+                seen.iter()
+                    .filter(|count| count.gpu == index)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for XidWatcher {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn watch_xids(
+    library: &OsStr,
+    seen: &std::sync::Mutex<Vec<XidCount>>,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use nvml_wrapper::bitmasks::event::EventTypes;
+    use nvml_wrapper::enums::event::XidError;
+    let Ok(nvml) = Nvml::builder().lib_path(library).init() else {
+        return;
+    };
+    // The GPUs that offer Xid events. A failed registration releases the whole set (and
+    // the registrations before it), so the set is built again without that GPU.
+    let mut candidates: Vec<u32> = (0..nvml.device_count().unwrap_or(0))
+        .filter(|&index| {
+            nvml.device_by_index(index)
+                .and_then(|device| device.supported_event_types())
+                .is_ok_and(|types| types.contains(EventTypes::CRITICAL_XID_ERROR))
+        })
+        .collect();
+    let set = 'build: loop {
+        if candidates.is_empty() {
+            return;
+        }
+        let Ok(mut set) = nvml.create_event_set() else {
+            return;
+        };
+        let mut failed = None;
+        for (position, &index) in candidates.iter().enumerate() {
+            let Ok(device) = nvml.device_by_index(index) else {
+                failed = Some(position);
+                break;
+            };
+            match device.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
+                Ok(kept) => set = kept,
+                Err(_) => {
+                    failed = Some(position);
+                    // The set is gone with the failure: build it again.
+                    match nvml.create_event_set() {
+                        Ok(fresh) => set = fresh,
+                        Err(_) => return,
+                    }
+                    break;
+                }
+            }
+        }
+        if let Some(position) = failed {
+            candidates.remove(position);
+            continue 'build;
+        }
+        break set;
+    };
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        match set.wait(EVENT_WAIT_MILLISECONDS) {
+            Ok(event) => {
+                let (Ok(gpu), Some(XidError::Value(xid))) =
+                    (event.device.index(), event.event_data)
+                else {
+                    continue;
+                };
+                if let Ok(mut seen) = seen.lock() {
+                    match seen
+                        .iter_mut()
+                        .find(|count| count.gpu == gpu && count.xid == xid)
+                    {
+                        Some(count) => count.count += 1,
+                        None => seen.push(XidCount { gpu, xid, count: 1 }),
+                    }
+                }
+            }
+            Err(NvmlError::Timeout) => {}
+            // A set that stopped answering: waiting again would spin.
+            Err(_) => return,
+        }
+    }
+    drop(set);
+    // As the sampler does: a library without `nvmlShutdown` is left open at exit.
+    if nvml.lib().nvmlShutdown.is_err() {
+        std::mem::forget(nvml);
+    }
 }
 
 impl GpuSampler {
@@ -36,6 +167,7 @@ impl GpuSampler {
             Ok(nvml) => Ok(GpuSampler {
                 nvml: Some(nvml),
                 library: name,
+                xids: XidWatcher::start(library),
             }),
             Err(error) => Err(GpuUnavailable {
                 library: name,
@@ -65,7 +197,13 @@ impl GpuSampler {
             }
         };
         GpuReadings {
-            gpus: (0..count).map(|index| sample_device(nvml, index)).collect(),
+            gpus: (0..count)
+                .map(|index| {
+                    let mut sample = sample_device(nvml, index);
+                    sample.xids = self.xids.of(index);
+                    sample
+                })
+                .collect(),
             failure: None,
         }
     }
@@ -134,6 +272,9 @@ fn sample_device(nvml: &Nvml, index: u32) -> GpuSample {
         "nvmlDeviceGetComputeRunningProcesses_v3",
     )
     .map(|processes| processes.into_iter().map(process).collect());
+    // The health facts keep their own failures: "not supported" there is unknown, and a
+    // GPU lost mid-run shows in them as in any other query.
+    sample.health = super::nvml::query_health(&device);
     sample
 }
 

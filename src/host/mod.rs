@@ -4,6 +4,7 @@
 //! Everything is read under a root folder so tests can lay out a fake machine, into the
 //! plain structs of `crate::facts::host`.
 
+pub mod cdi;
 pub mod cgroup;
 pub mod docker_config;
 pub mod gpu_lock;

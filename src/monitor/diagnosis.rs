@@ -161,6 +161,7 @@ pub fn diagnose(window: &[Snapshot]) -> Vec<Diagnosis> {
         diagnoses.extend(memory_near_full(gpu));
         diagnoses.extend(throttled(gpu, &series, Throttle::Thermal));
         diagnoses.extend(throttled(gpu, &series, Throttle::Power));
+        diagnoses.extend(unhealthy(gpu, latest));
     }
     diagnoses.sort_by(|first, second| {
         (first.severity, &first.subject, &first.id).cmp(&(
@@ -732,6 +733,51 @@ fn throttled(gpu: &GpuRow, series: &[&GpuRow], kind: Throttle) -> Option<Diagnos
         message,
         evidence,
         hint,
+    })
+}
+
+/// Issue 43: a GPU whose health is fatal or lost (a warning) or warn (information), naming
+/// the running containers on it (given it, or with processes on it): their work is at
+/// risk, or already gone.
+fn unhealthy(gpu: &GpuRow, latest: &Snapshot) -> Option<Diagnosis> {
+    use crate::checks::health::HealthState;
+    let health = gpu.health.as_ref()?;
+    let severity = match health.state {
+        HealthState::Ok => return None,
+        HealthState::Warn => Severity::Info,
+        HealthState::Fatal | HealthState::Lost => Severity::Warning,
+    };
+    let mut on_it: Vec<&str> = latest
+        .containers
+        .iter()
+        .filter(|container| container.gpus.contains(&gpu.index))
+        .map(|container| container.name.as_str())
+        .chain(
+            gpu.processes
+                .iter()
+                .filter_map(|process| process.container.as_deref()),
+        )
+        .collect();
+    on_it.sort_unstable();
+    on_it.dedup();
+    let mut message = format!(
+        "GPU {} is {}: {}",
+        gpu.index,
+        health.state.word(),
+        health.reasons.join("; ")
+    );
+    if !on_it.is_empty() {
+        let _ = write!(message, "; running on it: {}", on_it.join(", "));
+    }
+    let mut evidence = BTreeMap::new();
+    evidence.insert("health".into(), f64::from(health.state.gauge()));
+    Some(Diagnosis {
+        id: "gpu-unhealthy".into(),
+        severity,
+        subject: format!("gpu {}", gpu.index),
+        message,
+        evidence,
+        hint: crate::checks::health::fix(gpu.index, health.state).unwrap_or_default(),
     })
 }
 

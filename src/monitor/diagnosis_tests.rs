@@ -462,3 +462,60 @@ fn byte_sizes_read_like_docker_stats() {
     assert_eq!(bytes(3.0 * GIB as f64), "3.0 GiB");
     assert_eq!(bytes(200.0 * 1024.0 * 1024.0), "200 MiB");
 }
+
+#[test]
+fn a_lost_or_failed_gpu_is_flagged_with_the_containers_on_it() {
+    use super::snapshot::GpuHealthRow;
+    use crate::checks::health::HealthState;
+    let mut lost = gpu(2, 0.0);
+    lost.health = Some(GpuHealthRow {
+        state: HealthState::Lost,
+        reasons: vec!["NVML says the GPU is lost (fell off the bus): GPU is lost".into()],
+        ecc_volatile: None,
+        ecc_aggregate: None,
+        retired_pages: None,
+        remapped_rows: None,
+        xids: Vec::new(),
+    });
+    let snapshot = Snapshot {
+        containers: vec![container(50.0, 4.0, &[2])],
+        gpus: vec![lost, gpu(0, 90.0)],
+        ..Snapshot::default()
+    };
+    let found = diagnose(std::slice::from_ref(&snapshot));
+    let flagged: Vec<&Diagnosis> = found
+        .iter()
+        .filter(|diagnosis| diagnosis.id == "gpu-unhealthy")
+        .collect();
+    assert_eq!(flagged.len(), 1, "{found:#?}");
+    assert_eq!(flagged[0].severity, Severity::Warning);
+    assert_eq!(flagged[0].subject, "gpu 2");
+    assert!(
+        flagged[0].message.contains("running on it: train"),
+        "{flagged:?}"
+    );
+    assert!(
+        flagged[0].hint.contains("nvidia-smi -r -i 2"),
+        "{flagged:?}"
+    );
+    // A healthy GPU, and one whose health was not read, are not flagged.
+    let mut sound = gpu(2, 0.0);
+    sound.health = Some(GpuHealthRow {
+        state: HealthState::Ok,
+        reasons: Vec::new(),
+        ecc_volatile: None,
+        ecc_aggregate: None,
+        retired_pages: None,
+        remapped_rows: None,
+        xids: Vec::new(),
+    });
+    let quiet = Snapshot {
+        gpus: vec![sound, gpu(0, 0.0)],
+        ..Snapshot::default()
+    };
+    assert!(
+        diagnose(std::slice::from_ref(&quiet))
+            .iter()
+            .all(|diagnosis| diagnosis.id != "gpu-unhealthy")
+    );
+}

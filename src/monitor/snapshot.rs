@@ -153,6 +153,87 @@ pub struct GpuRow {
     /// Queries that failed for another reason than "not supported on this GPU".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<NvmlFailure>,
+    /// The GPU's health (issue 43); none in records written before envctl read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<GpuHealthRow>,
+}
+
+/// One GPU's health at the sample: its state with the reasons, and the counters NVML
+/// gave (none where the GPU does not offer them: unknown, never zero).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuHealthRow {
+    pub state: crate::checks::health::HealthState,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    #[serde(default)]
+    pub ecc_volatile: Option<crate::facts::gpu::EccCounts>,
+    #[serde(default)]
+    pub ecc_aggregate: Option<crate::facts::gpu::EccCounts>,
+    #[serde(default)]
+    pub retired_pages: Option<crate::facts::gpu::RetiredPages>,
+    #[serde(default)]
+    pub remapped_rows: Option<crate::facts::gpu::RemappedRows>,
+    /// The Xids seen on the GPU since `stats` started, with their counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xids: Vec<crate::facts::gpu_sample::XidCount>,
+}
+
+impl GpuHealthRow {
+    /// The health row of one sample, judged with NVIDIA's fatal Xid list over the Xids seen
+    /// since `stats` started (a fatal one keeps the GPU fatal until envctl restarts); none when NVML answered no health query and the GPU is not lost, so an
+    /// unread GPU is never reported healthy.
+    pub fn of(sample: &GpuSample) -> Option<GpuHealthRow> {
+        let health = &sample.health;
+        let lost = sample
+            .failures
+            .iter()
+            .chain(
+                [
+                    health.persistence_mode.failure(),
+                    health.ecc_enabled.failure(),
+                    health.ecc_volatile.failure(),
+                    health.ecc_aggregate.failure(),
+                    health.retired_pages.failure(),
+                    health.retired_pages_pending.failure(),
+                    health.remapped_rows.failure(),
+                ]
+                .into_iter()
+                .flatten(),
+            )
+            .find(|failure| failure.kind == crate::facts::gpu::FailureKind::GpuLost);
+        let xids: Vec<u32> = sample
+            .xids
+            .iter()
+            .filter_map(|count| u32::try_from(count.xid).ok())
+            .collect();
+        let verdict = crate::checks::health::classify_health(
+            sample.index,
+            health,
+            lost,
+            &xids,
+            &crate::checks::health::DEFAULT_FATAL_XIDS,
+        );
+        let row = GpuHealthRow {
+            state: verdict.state,
+            reasons: verdict.reasons,
+            ecc_volatile: health.ecc_volatile.value().copied(),
+            ecc_aggregate: health.ecc_aggregate.value().copied(),
+            retired_pages: health.retired_pages.value().copied(),
+            remapped_rows: health.remapped_rows.value().copied(),
+            xids: sample.xids.clone(),
+        };
+        let read_nothing = row.ecc_volatile.is_none()
+            && row.ecc_aggregate.is_none()
+            && row.retired_pages.is_none()
+            && row.remapped_rows.is_none()
+            && health.retired_pages_pending.value().is_none()
+            && row.xids.is_empty();
+        if row.state == crate::checks::health::HealthState::Ok && read_nothing {
+            None
+        } else {
+            Some(row)
+        }
+    }
 }
 
 /// A compute process on a GPU and the container it belongs to, when it is in one.
@@ -232,6 +313,7 @@ pub fn assemble(
                         .filter(|failure| !crate::facts::gpu_sample::is_not_supported(failure))
                         .cloned()
                         .collect(),
+                    health: GpuHealthRow::of(sample),
                 })
                 .collect()
         })

@@ -217,6 +217,8 @@ pub struct Facts {
     pub host_crashed: Option<String>,
     /// slurm (issue 29): the Slurm job envctl runs in, if any (`ops::slurm::job`).
     pub slurm: Option<crate::facts::slurm::SlurmJob>,
+    /// Issue 43: device nodes of NVIDIA CDI specs that do not match `/dev`.
+    pub cdi_stale_nodes: Vec<crate::facts::host::StaleCdiNode>,
 }
 
 /// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
@@ -292,6 +294,19 @@ pub async fn gather_with(
         }
         _ => None,
     };
+    // This machine's CDI specs against its /dev: only where the daemon runs here.
+    let cdi_stale_nodes = match &elsewhere {
+        Some(_) => Vec::new(),
+        None => {
+            let specs: Vec<&str> = host
+                .cdi_specs
+                .iter()
+                .filter(|spec| spec.nvidia_gpus)
+                .map(|spec| spec.path.as_str())
+                .collect();
+            crate::host::cdi::stale_nodes(Path::new("/"), &specs)
+        }
+    };
     Facts {
         engine: engine_facts,
         gpu,
@@ -307,6 +322,7 @@ pub async fn gather_with(
         process_users: Default::default(),
         host_crashed,
         slurm: crate::ops::slurm::job(context),
+        cdi_stale_nodes,
     }
 }
 
@@ -345,6 +361,7 @@ pub async fn gather_occupancy(engine: &Engine, facts: &mut Facts, context: &Cont
 fn occupancy(facts: &Facts) -> Option<Occupancy> {
     // Without NVML's list of GPUs there is no table to show (`gpu.nvml` says why).
     let gpus = facts.gpu.listed_gpus().ok()?;
+    let listed = gpus;
     let (holders, error) = match facts.holders.as_ref()? {
         Ok(holders) => (holders.as_slice(), None),
         Err(message) => (&[][..], Some(message.clone())),
@@ -356,6 +373,21 @@ fn occupancy(facts: &Facts) -> Option<Occupancy> {
         owners,
         &facts.process_users,
     );
+    // A GPU that fell off the bus is not free, whoever holds it (issue 43).
+    let mut gpus = gpus;
+    for row in &mut gpus {
+        if let Some(lost) = listed
+            .iter()
+            .find(|gpu| gpu.index == row.index)
+            .and_then(|gpu| gpu.lost())
+        {
+            row.free = false;
+            row.busy = Some(format!(
+                "lost: NVML says it fell off the bus ({}); `gpu.health` says what to do",
+                lost.message
+            ));
+        }
+    }
     Some(Occupancy {
         gpus,
         unmapped,
@@ -495,6 +527,15 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
     {
         findings.push(finding.in_area(checks::Area::Nvidia));
     }
+    // issue 43: each GPU's health, and persistence mode off on a data-center host. NVML
+    // keeps no past Xids, so none are judged here (the policy's list matters to watchers).
+    let fatal_xids = checks::health::DEFAULT_FATAL_XIDS;
+    findings.extend(checks::health::findings(
+        &facts.gpu,
+        &fatal_xids,
+        datacenter_host,
+    ));
+    findings.extend(checks::health::stale_cdi(&facts.cdi_stale_nodes));
     let bundled = bundled_candidates();
     let candidates = torch_candidates(&bundled);
     let view = HostView {
@@ -517,6 +558,12 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
                 None => ImageState::Absent,
             };
             let mut report = evaluate(resolved, state, view, matrix, &candidates);
+            if let Some(finding) =
+                checks::health::profile_finding(&resolved.profile.gpus, &facts.gpu, &fatal_xids)
+            {
+                report.findings.push(finding);
+                report.verdict = report.status().verdict();
+            }
             let secrets = checks::safety::literal_secrets(resolved);
             if !secrets.is_empty() {
                 report.findings.extend(secrets);

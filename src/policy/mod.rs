@@ -54,6 +54,9 @@ pub struct Policy {
     /// Registries in their canonical names (`docker.io` for Docker Hub by any name).
     pub registries: Option<Rule<Vec<String>>>,
     pub loopback_only: Option<Rule<bool>>,
+    /// The Xids that mark a GPU failed; left out, NVIDIA's list
+    /// (`checks::health::DEFAULT_FATAL_XIDS`).
+    pub fatal_xids: Option<Rule<Vec<u32>>>,
 }
 
 /// Rule names, as the TOML keys are written (`table.key`).
@@ -64,6 +67,7 @@ pub const MAX_CPUS: &str = "limits.max_cpus";
 pub const REQUIRE_MEMORY_LIMIT: &str = "limits.require_memory_limit";
 pub const REGISTRIES: &str = "images.registries";
 pub const LOOPBACK_ONLY: &str = "ports.loopback_only";
+pub const FATAL_XIDS: &str = "gpus.fatal_xids";
 
 /// One rule in force, as doctor shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -109,8 +113,21 @@ impl Policy {
         if let Some(rule) = &self.loopback_only {
             add(LOOPBACK_ONLY, rule.value.into(), rule.line);
         }
+        if let Some(rule) = &self.fatal_xids {
+            add(FATAL_XIDS, rule.value.clone().into(), rule.line);
+        }
         rules.sort_by_key(|rule| rule.line);
         rules
+    }
+
+    /// The Xids that mark a GPU failed: the policy's `gpus.fatal_xids`, else NVIDIA's list.
+    pub fn fatal_xids(policy: Option<&Policy>) -> Vec<u32> {
+        policy
+            .and_then(|policy| policy.fatal_xids.as_ref())
+            .map_or_else(
+                || crate::checks::health::DEFAULT_FATAL_XIDS.to_vec(),
+                |rule| rule.value.clone(),
+            )
     }
 
     /// Whether a rule needs to know how many GPUs the container gets.
@@ -279,6 +296,23 @@ mod tests {
             ]
         );
         assert!(policy.has_gpu_rule());
+    }
+
+    #[test]
+    fn fatal_xids_default_to_nvidias_list_and_the_policy_replaces_it() {
+        assert_eq!(
+            Policy::fatal_xids(None),
+            crate::checks::health::DEFAULT_FATAL_XIDS.to_vec()
+        );
+        let policy = parse("policy.toml", "[gpus]\nfatal_xids = [79, 94, 79]\n").unwrap();
+        assert_eq!(Policy::fatal_xids(Some(&policy)), vec![79, 94]);
+        let rules = policy.rules();
+        assert_eq!(rules[0].rule, FATAL_XIDS);
+        assert_eq!(rules[0].line, 2);
+        let error = parse("policy.toml", "[gpus]\nfatal_xids = [79, \"x\"]\n").unwrap_err();
+        assert_eq!(error.diagnostics()[0].line, 2, "{error:?}");
+        assert!(parse("policy.toml", "[gpus]\nfatal_xid = [79]\n").is_err());
+        assert!(parse("policy.toml", "[gpus]\nfatal_xids = 79\n").is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::profile::diagnostic::{
 use crate::profile::image::ImageReference;
 use crate::profile::size::ByteSize;
 
-const TABLES: [&str; 3] = ["limits", "images", "ports"];
+const TABLES: [&str; 4] = ["limits", "images", "ports", "gpus"];
 const LIMIT_KEYS: [&str; 5] = [
     "max_gpus_per_container",
     "max_gpus_per_user",
@@ -23,6 +23,7 @@ const LIMIT_KEYS: [&str; 5] = [
 ];
 const IMAGE_KEYS: [&str; 1] = ["registries"];
 const PORT_KEYS: [&str; 1] = ["loopback_only"];
+const GPU_KEYS: [&str; 1] = ["fatal_xids"];
 
 type Value<'i> = Spanned<DeValue<'i>>;
 type Key<'i> = Spanned<std::borrow::Cow<'i, str>>;
@@ -145,8 +146,12 @@ impl Parser<'_> {
                             .boolean("ports.loopback_only", value)
                             .map(|value| Rule { value, line });
                     }
+                    ("gpus", "fatal_xids") => {
+                        policy.fatal_xids = self.xids(value).map(|value| Rule { value, line });
+                    }
                     ("limits", _) => self.unknown_key(key, &LIMIT_KEYS, Some(name)),
                     ("images", _) => self.unknown_key(key, &IMAGE_KEYS, Some(name)),
+                    ("gpus", _) => self.unknown_key(key, &GPU_KEYS, Some(name)),
                     _ => self.unknown_key(key, &PORT_KEYS, Some(name)),
                 }
             }
@@ -238,6 +243,43 @@ impl Parser<'_> {
                 None
             }
         }
+    }
+
+    /// `gpus.fatal_xids`: the Xids that mark a GPU failed (issue 43), each a whole number
+    /// NVIDIA could give (1 to 999); an empty list marks none.
+    fn xids(&mut self, value: &Value<'_>) -> Option<Vec<u32>> {
+        let example = "fatal_xids = [48, 64, 74, 79, 92, 95, 119, 120]";
+        let DeValue::Array(items) = value.get_ref() else {
+            self.type_error("gpus.fatal_xids", value, "an array of Xid numbers", example);
+            return None;
+        };
+        let mut xids = Vec::new();
+        for item in items {
+            let number = match item.get_ref() {
+                DeValue::Integer(integer) => {
+                    u32::from_str_radix(integer.as_str(), integer.radix()).ok()
+                }
+                _ => None,
+            };
+            match number {
+                Some(xid) if (1..=999).contains(&xid) => {
+                    if !xids.contains(&xid) {
+                        xids.push(xid);
+                    }
+                }
+                _ => {
+                    self.error(
+                        item.span(),
+                        "`gpus.fatal_xids` takes Xid numbers from 1 to 999".into(),
+                        Some(format!(
+                            "for example: {example} (NVIDIA's list, the default)"
+                        )),
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(xids)
     }
 
     /// Registry host names, each in the canonical name an image's registry is compared

@@ -619,6 +619,7 @@ impl GpuRecord {
                 power_limit_watts: unseen(),
                 processes: unseen(),
                 minor_number: unseen(),
+                health: Default::default(),
             })
             .collect();
         let (mut rows, _) = occupancy(&devices, holders);
@@ -660,6 +661,7 @@ mod tests {
                     .collect(),
             ),
             // Not the index: a node names the GPU by its minor number.
+            health: Default::default(),
             minor_number: Fact::Value(index + 10),
         }
     }

@@ -13,6 +13,8 @@
 #   2. starts a PyTorch process that holds GPU memory on GPU 0 and runs matrix products;
 #   3. while it runs: envctl doctor --json, envctl stats --once --json, nvidia-smi again
 #      (GPU and compute-app queries);
+#      and the health fields (persistence, ECC mode and counts, retired pages, remapped
+#      rows) against envctl's, with nvidia-smi's start-up time;
 #   4. envctl compat for this host's driver, GPU and torch build (and the in-place health
 #      check, `envctl nvidia-check`, where this envctl has one);
 #   5. compares them and writes OUTPUT_FOLDER/comparison.md (a table), comparison.json,
@@ -179,6 +181,13 @@ run doctor 90 "$envctl" doctor --json
 run stats 45 "$envctl" stats --once --json
 run nvidia-smi-load 30 nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu --format=csv,noheader,nounits
 run nvidia-smi-apps 30 nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits
+# Health (issue 43): one query per group, so that a field an older nvidia-smi lacks loses
+# only its own group. And nvidia-smi's own start-up time, which persistence mode off costs.
+run smi-health-persistence 30 nvidia-smi --query-gpu=index,persistence_mode,ecc.mode.current --format=csv,noheader,nounits
+run smi-health-ecc 30 nvidia-smi --query-gpu=index,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,ecc.errors.corrected.aggregate.total,ecc.errors.uncorrected.aggregate.total --format=csv,noheader,nounits
+run smi-health-pages 30 nvidia-smi --query-gpu=index,retired_pages.sbe,retired_pages.dbe,retired_pages.pending --format=csv,noheader,nounits
+run smi-health-rows 30 nvidia-smi --query-gpu=index,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,remapped_rows.failure --format=csv,noheader,nounits
+run smi-start-time 60 bash -c 'for run in 1 2 3; do start=$(date +%s%N); nvidia-smi -L >/dev/null; echo $(( ($(date +%s%N) - start) / 1000000 )); done'
 
 touch "$stop"
 wait "$load"
@@ -291,6 +300,79 @@ else:
     found = [process for process in processes if process.get("pid") == load_pid]
     add("doctor: load process on GPU 0", found and found[0], "pid %s" % load_pid,
         "agree" if found else "DISAGREE")
+
+# Health facts (issue 43) against nvidia-smi's: "[N/A]" / "[Not Supported]" there must be
+# an error fact in envctl (unknown), never a zero.
+def smi_rows(name):
+    rows_by_index = {}
+    for line in text(name + ".out").splitlines():
+        parts = [part.strip() for part in line.split(", ")]
+        if parts and parts[0].isdigit():
+            rows_by_index[int(parts[0])] = parts[1:]
+    return rows_by_index
+
+
+def smi_value(part):
+    if part.startswith("[") or part in ("N/A", ""):
+        return None
+    lowered = part.lower()
+    if lowered in ("enabled", "yes"):
+        return True
+    if lowered in ("disabled", "no"):
+        return False
+    return int(part) if part.isdigit() else part
+
+
+def health_compare(subject, ours, reference):
+    add(subject, ours, reference, "agree" if ours == reference else "DISAGREE")
+
+
+if doctor and nvml.get("outcome") == "loaded":
+    for gpu in nvml.get("gpus", []):
+        index = gpu.get("index")
+        health = gpu.get("health") or {}
+        if not health:
+            add("GPU %s health facts" % index, "absent", "present", "DISAGREE")
+            continue
+        persistence = smi_rows("smi-health-persistence").get(index)
+        if persistence:
+            health_compare("GPU %s persistence mode" % index, value(health.get("persistence_mode")), smi_value(persistence[0]))
+            health_compare("GPU %s ECC mode" % index, value(health.get("ecc_enabled")), smi_value(persistence[1]))
+        ecc = smi_rows("smi-health-ecc").get(index)
+        if ecc:
+            volatile = value(health.get("ecc_volatile")) or {}
+            aggregate = value(health.get("ecc_aggregate")) or {}
+            for label, ours, part in (
+                ("ECC volatile corrected", volatile.get("corrected"), ecc[0]),
+                ("ECC volatile uncorrected", volatile.get("uncorrected"), ecc[1]),
+                ("ECC aggregate corrected", aggregate.get("corrected"), ecc[2]),
+                ("ECC aggregate uncorrected", aggregate.get("uncorrected"), ecc[3]),
+            ):
+                health_compare("GPU %s %s" % (index, label), ours, smi_value(part))
+        pages = smi_rows("smi-health-pages").get(index)
+        if pages:
+            retired = value(health.get("retired_pages")) or {}
+            health_compare("GPU %s retired pages (single-bit)" % index, retired.get("single_bit"), smi_value(pages[0]))
+            health_compare("GPU %s retired pages (double-bit)" % index, retired.get("double_bit"), smi_value(pages[1]))
+            health_compare("GPU %s retired pages pending" % index, value(health.get("retired_pages_pending")), smi_value(pages[2]))
+        remapped = smi_rows("smi-health-rows").get(index)
+        if remapped:
+            rows_fact = value(health.get("remapped_rows")) or {}
+            for label, key, part in (
+                ("remapped rows correctable", "correctable", remapped[0]),
+                ("remapped rows uncorrectable", "uncorrectable", remapped[1]),
+                ("remapped rows pending", "pending", remapped[2]),
+                ("remapped rows failure", "failure", remapped[3]),
+            ):
+                reference = smi_value(part)
+                # nvidia-smi writes pending and failure as 0/1 on some drivers.
+                if key in ("pending", "failure") and isinstance(reference, int):
+                    reference = bool(reference)
+                health_compare("GPU %s %s" % (index, label), rows_fact.get(key), reference)
+    starts = [line.strip() for line in text("smi-start-time.out").splitlines() if line.strip()]
+    persistence_on = all(value((gpu.get("health") or {}).get("persistence_mode")) for gpu in nvml.get("gpus", []))
+    add("nvidia-smi start-up (ms, persistence %s)" % ("on" if persistence_on else "off"),
+        ", ".join(starts), "measured", "n/a (a measurement)")
 
 # nvidia-smi's view of the load.
 apps = []

@@ -547,3 +547,100 @@ fn doctor_judges_model_and_mig_driver_floors_with_nvmls_mig_mode() {
     // floor 525.85.12, and its GPUs have MIG off.
     assert!(model("healthy-8x-h100.conf").is_empty());
 }
+
+/// Issue 43: the health facts come through the real nvml-wrapper calls: persistence, ECC
+/// counts, retired pages, remapped rows (through NVML's field values), and "GPU is lost"
+/// from a query after the handle was given.
+#[test]
+fn health_facts_are_read_and_not_supported_stays_unknown() {
+    use envctl::facts::gpu::{EccCounts, RemappedRows, RetiredPages};
+    let facts = gather_with_stub("gpu-health-faults.conf");
+    let gpus = &loaded(&facts).gpus;
+    assert_eq!(gpus.len(), 4);
+
+    let sound = &gpus[0].health;
+    assert_eq!(sound.persistence_mode.value(), Some(&false));
+    assert_eq!(sound.ecc_enabled.value(), Some(&true));
+    assert_eq!(
+        sound.ecc_aggregate.value(),
+        Some(&EccCounts {
+            corrected: 12,
+            uncorrected: 0
+        })
+    );
+    assert_eq!(
+        sound.retired_pages.value(),
+        Some(&RetiredPages {
+            single_bit: 0,
+            double_bit: 0
+        })
+    );
+    assert!(gpus[0].lost().is_none());
+
+    let remap = &gpus[1].health;
+    assert_eq!(remap.persistence_mode.value(), Some(&true));
+    assert_eq!(
+        remap.remapped_rows.value(),
+        Some(&RemappedRows {
+            correctable: 0,
+            uncorrectable: 1,
+            pending: true,
+            failure: false
+        })
+    );
+    assert_eq!(
+        remap.ecc_volatile.value(),
+        Some(&EccCounts {
+            corrected: 0,
+            uncorrected: 1
+        })
+    );
+
+    // Lost after its handle was given: its name still reads, and the GPU is still lost.
+    let lost = &gpus[2];
+    assert_eq!(lost.name.value().map(String::as_str), Some(H100));
+    let failure = lost.lost().unwrap_or_else(|| panic!("{lost:?}"));
+    assert_eq!(failure.kind, FailureKind::GpuLost);
+    assert_eq!(
+        lost.health
+            .ecc_volatile
+            .failure()
+            .map(|failure| failure.kind),
+        Some(FailureKind::GpuLost)
+    );
+
+    // A V100 has no row remapping: unknown, not zero rows.
+    let v100 = &gpus[3].health;
+    assert_eq!(
+        v100.remapped_rows.failure().map(|failure| failure.kind),
+        Some(FailureKind::NotSupported),
+        "{v100:?}"
+    );
+    assert_eq!(
+        v100.retired_pages.value(),
+        Some(&RetiredPages {
+            single_bit: 0,
+            double_bit: 2
+        })
+    );
+    assert_eq!(v100.retired_pages_pending.value(), Some(&true));
+}
+
+/// A fixture without health keys (every older one) leaves each health fact unknown.
+#[test]
+fn health_a_fixture_without_health_keys_reads_not_supported() {
+    let facts = gather_with_stub("healthy-8x-h100.conf");
+    let health = &loaded(&facts).gpus[0].health;
+    for failure in [
+        health.persistence_mode.failure(),
+        health.ecc_aggregate.failure(),
+        health.retired_pages.failure(),
+        health.remapped_rows.failure(),
+    ] {
+        assert_eq!(
+            failure.map(|failure| failure.kind),
+            Some(FailureKind::NotSupported),
+            "{health:?}"
+        );
+    }
+}

@@ -40,6 +40,7 @@ mod export_clusters;
 mod export_origin;
 mod faults;
 mod gpu_facts;
+mod gpu_health;
 mod hardening;
 mod labels;
 mod lock;

@@ -15,6 +15,7 @@ pub const INSUFFICIENT_SIZE: Return = 7;
 pub const DRIVER_NOT_LOADED: Return = 9;
 pub const FUNCTION_NOT_FOUND: Return = 13;
 pub const GPU_IS_LOST: Return = 15;
+pub const TIMEOUT: Return = 10;
 pub const LIB_RM_VERSION_MISMATCH: Return = 18;
 pub const ARGUMENT_VERSION_MISMATCH: Return = 25;
 pub const UNKNOWN: Return = 999;

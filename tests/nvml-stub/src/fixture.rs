@@ -40,6 +40,19 @@ const DEVICE_KEYS: &[&str] = &[
     "mig_current",
     "mig_pending",
     "processes",
+    "persistence_mode",
+    "ecc_mode",
+    "ecc_volatile_corrected",
+    "ecc_volatile_uncorrected",
+    "ecc_aggregate_corrected",
+    "ecc_aggregate_uncorrected",
+    "retired_pages_single_bit",
+    "retired_pages_double_bit",
+    "retired_pages_pending",
+    "remapped_rows_correctable",
+    "remapped_rows_uncorrectable",
+    "remapped_rows_pending",
+    "remapped_rows_failure",
     "fail",
 ];
 
@@ -69,6 +82,11 @@ const DEVICE_QUERIES: &[&str] = &[
     "throttle_reasons",
     "clocks",
     "processes",
+    "persistence_mode",
+    "ecc_mode",
+    "ecc_errors",
+    "retired_pages",
+    "field_values",
 ];
 
 /// One compute process on a GPU, as `nvmlDeviceGetComputeRunningProcesses_v3` reports it.
@@ -319,10 +337,26 @@ fn check_value(key: &str, value: &str, exported_symbols: &[&str]) -> Result<(), 
         | "mig_pending"
         | "clock_graphics_mhz"
         | "clock_sm_mhz"
-        | "clock_memory_mhz" => {
+        | "clock_memory_mhz"
+        | "persistence_mode"
+        | "ecc_mode"
+        | "retired_pages_single_bit"
+        | "retired_pages_double_bit"
+        | "retired_pages_pending"
+        | "remapped_rows_correctable"
+        | "remapped_rows_uncorrectable"
+        | "remapped_rows_pending"
+        | "remapped_rows_failure" => {
             parse_number::<u32>(value)?;
         }
-        "memory_total" | "memory_used" | "memory_reserved" | "throttle_reasons" => {
+        "memory_total"
+        | "memory_used"
+        | "memory_reserved"
+        | "throttle_reasons"
+        | "ecc_volatile_corrected"
+        | "ecc_volatile_uncorrected"
+        | "ecc_aggregate_corrected"
+        | "ecc_aggregate_uncorrected" => {
             parse_number::<u64>(value)?;
         }
         _ => {}

@@ -67,7 +67,24 @@ pub const EXPORTED_SYMBOLS: &[&str] = &[
     "nvmlDeviceGetCurrentClocksThrottleReasons",
     "nvmlDeviceGetClockInfo",
     "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetPersistenceMode",
+    "nvmlDeviceGetEccMode",
+    "nvmlDeviceGetTotalEccErrors",
+    "nvmlDeviceGetRetiredPages",
+    "nvmlDeviceGetRetiredPages_v2",
+    "nvmlDeviceGetRetiredPagesPendingStatus",
+    "nvmlDeviceGetFieldValues",
+    "nvmlEventSetCreate",
+    "nvmlDeviceGetSupportedEventTypes",
+    "nvmlDeviceRegisterEvents",
+    "nvmlEventSetWait_v2",
+    "nvmlEventSetFree",
 ];
+
+/// The environment variable naming a file of Xid events the stub delivers through
+/// `nvmlEventSetWait_v2`, one `gpu_index:xid` per line; a line appended while envctl runs
+/// arrives at its next wait, as an Xid mid-run would.
+pub const EVENTS_VARIABLE: &str = "ENVCTL_NVML_STUB_EVENTS";
 
 /// `nvmlDevice_t`: opaque to callers.
 type Device = *mut c_void;
@@ -110,11 +127,42 @@ pub struct ProcessInfo {
     compute_instance_id: c_uint,
 }
 
+/// `nvmlEventData_t`.
+#[repr(C)]
+pub struct EventData {
+    device: Device,
+    event_type: c_ulonglong,
+    event_data: c_ulonglong,
+    gpu_instance_id: c_uint,
+    compute_instance_id: c_uint,
+}
+
+/// `nvmlFieldValue_t`: the stub fills the four remapped-row fields as unsigned ints.
+#[repr(C)]
+pub struct FieldValue {
+    field_id: c_uint,
+    scope_id: c_uint,
+    timestamp: i64,
+    latency_microseconds: i64,
+    value_type: c_uint,
+    nvml_return: Return,
+    /// `nvmlValue_t`, an 8-byte union; the stub writes its `uiVal` (the low 4 bytes).
+    value: c_ulonglong,
+}
+
 // The layouts must match the C structs byte for byte; a wrong size would corrupt the caller.
 const _: () = assert!(size_of::<PciInfo>() == 68);
 const _: () = assert!(size_of::<MemoryV2>() == 40);
 const _: () = assert!(size_of::<Utilization>() == 8);
 const _: () = assert!(size_of::<ProcessInfo>() == 24);
+const _: () = assert!(size_of::<FieldValue>() == 40);
+const _: () = assert!(size_of::<EventData>() == 32);
+
+/// `nvmlEventTypeXidCriticalError`.
+const XID_CRITICAL_ERROR: c_ulonglong = 0x8;
+
+/// How many lines of the events file were delivered already (per process, as NVML's state).
+static DELIVERED_EVENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// `NVML_STRUCT_VERSION(Memory, 2)`: real NVML rejects any other version, and so does the
 /// stub, which also proves the caller's struct has the size the stub expects.
@@ -620,6 +668,277 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
         }
         Ok(())
     })
+}
+
+/// `nvmlEnableState_t` from a fixture's 0/1.
+fn enable_state(fixture: &Fixture, index: u32, key: &str) -> Result<c_uint, Return> {
+    match fixture.device_number::<c_uint>(index, key)? {
+        0 => Ok(0),
+        _ => Ok(1),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetPersistenceMode(device: Device, mode: *mut c_uint) -> Return {
+    answer("nvmlDeviceGetPersistenceMode", |fixture| {
+        let index = device_index(fixture, device, "persistence_mode")?;
+        let value = enable_state(fixture, index, "persistence_mode")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(mode, value) }
+    })
+}
+
+/// ECC mode now and after the next reboot; the fixture has one value for both.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetEccMode(
+    device: Device,
+    current: *mut c_uint,
+    pending: *mut c_uint,
+) -> Return {
+    answer("nvmlDeviceGetEccMode", |fixture| {
+        let index = device_index(fixture, device, "ecc_mode")?;
+        let value = enable_state(fixture, index, "ecc_mode")?;
+        // SAFETY: out-parameters (crate contract).
+        unsafe {
+            put(current, value)?;
+            put(pending, value)
+        }
+    })
+}
+
+/// `nvmlMemoryErrorType_t` (0 corrected, 1 uncorrected) × `nvmlEccCounterType_t`
+/// (0 volatile, 1 aggregate).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
+    device: Device,
+    error_type: c_uint,
+    counter_type: c_uint,
+    count: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetTotalEccErrors", |fixture| {
+        let index = device_index(fixture, device, "ecc_errors")?;
+        let key = match (error_type, counter_type) {
+            (0, 0) => "ecc_volatile_corrected",
+            (1, 0) => "ecc_volatile_uncorrected",
+            (0, 1) => "ecc_aggregate_corrected",
+            (1, 1) => "ecc_aggregate_uncorrected",
+            _ => return Err(INVALID_ARGUMENT),
+        };
+        let value = fixture.device_number(index, key)?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(count, value) }
+    })
+}
+
+/// `nvmlPageRetirementCause_t`: 0 multiple single-bit errors, 1 a double-bit error.
+fn retired_page_count(fixture: &Fixture, device: Device, cause: c_uint) -> Result<c_uint, Return> {
+    let index = device_index(fixture, device, "retired_pages")?;
+    match cause {
+        0 => fixture.device_number(index, "retired_pages_single_bit"),
+        1 => fixture.device_number(index, "retired_pages_double_bit"),
+        _ => Err(INVALID_ARGUMENT),
+    }
+}
+
+/// Fills the caller's arrays with `count` made-up page addresses (and timestamps), or says
+/// how many there are when the room is too small, as NVML does.
+///
+/// # Safety
+/// `room` is a valid in/out count; `addresses` and `timestamps` are null or hold `*room` entries.
+unsafe fn put_pages(
+    count: c_uint,
+    room: *mut c_uint,
+    addresses: *mut c_ulonglong,
+    timestamps: *mut c_ulonglong,
+) -> Result<(), Return> {
+    if room.is_null() {
+        return Err(INVALID_ARGUMENT);
+    }
+    // SAFETY: non-null in/out parameter (crate contract).
+    let capacity = unsafe { room.read() };
+    // SAFETY: as above.
+    unsafe { put(room, count)? };
+    if count == 0 {
+        return Ok(());
+    }
+    if addresses.is_null() || capacity < count {
+        return Err(INSUFFICIENT_SIZE);
+    }
+    for slot in 0..count as usize {
+        // SAFETY: both arrays hold `capacity` ≥ count entries (crate contract).
+        unsafe {
+            addresses
+                .add(slot)
+                .write(0x1000 * (slot as c_ulonglong + 1));
+            if !timestamps.is_null() {
+                timestamps.add(slot).write(1_700_000_000);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetRetiredPages(
+    device: Device,
+    cause: c_uint,
+    count: *mut c_uint,
+    addresses: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetRetiredPages", |fixture| {
+        let pages = retired_page_count(fixture, device, cause)?;
+        // SAFETY: NVML's in/out count and address array (crate contract).
+        unsafe { put_pages(pages, count, addresses, std::ptr::null_mut()) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetRetiredPages_v2(
+    device: Device,
+    cause: c_uint,
+    count: *mut c_uint,
+    addresses: *mut c_ulonglong,
+    timestamps: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetRetiredPages_v2", |fixture| {
+        let pages = retired_page_count(fixture, device, cause)?;
+        // SAFETY: NVML's in/out count and arrays (crate contract).
+        unsafe { put_pages(pages, count, addresses, timestamps) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetRetiredPagesPendingStatus(
+    device: Device,
+    pending: *mut c_uint,
+) -> Return {
+    answer("nvmlDeviceGetRetiredPagesPendingStatus", |fixture| {
+        let index = device_index(fixture, device, "retired_pages")?;
+        let value = enable_state(fixture, index, "retired_pages_pending")?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(pending, value) }
+    })
+}
+
+/// Serves the remapped-row fields (`NVML_FI_DEV_REMAPPED_COR` 142, `_UNC` 143, `_PENDING`
+/// 144, `_FAILURE` 145), each with its own return code; any other field is not supported.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
+    device: Device,
+    count: c_int,
+    values: *mut FieldValue,
+) -> Return {
+    answer("nvmlDeviceGetFieldValues", |fixture| {
+        let index = device_index(fixture, device, "field_values")?;
+        let count = usize::try_from(count).map_err(|_| INVALID_ARGUMENT)?;
+        if values.is_null() {
+            return Err(INVALID_ARGUMENT);
+        }
+        for slot in 0..count {
+            // SAFETY: `values` holds `count` entries (crate contract).
+            let value = unsafe { &mut *values.add(slot) };
+            let key = match value.field_id {
+                142 => Some("remapped_rows_correctable"),
+                143 => Some("remapped_rows_uncorrectable"),
+                144 => Some("remapped_rows_pending"),
+                145 => Some("remapped_rows_failure"),
+                _ => None,
+            };
+            let answer = key
+                .ok_or(codes::NOT_SUPPORTED)
+                .and_then(|key| fixture.device_number::<c_uint>(index, key));
+            value.value_type = 1; // NVML_VALUE_TYPE_UNSIGNED_INT
+            match answer {
+                Ok(number) => {
+                    value.nvml_return = SUCCESS;
+                    value.value = c_ulonglong::from(number);
+                }
+                Err(code) => value.nvml_return = code,
+            }
+        }
+        Ok(())
+    })
+}
+
+/// An event set: opaque to callers; the stub has one, at a made-up non-null address.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlEventSetCreate(set: *mut *mut c_void) -> Return {
+    answer("nvmlEventSetCreate", |_| {
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(set, std::ptr::without_provenance_mut(0x5e7)) }
+    })
+}
+
+/// Every GPU offers Xid events (`nvmlEventTypeXidCriticalError`) unless the fixture makes
+/// this query fail.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetSupportedEventTypes(
+    device: Device,
+    types: *mut c_ulonglong,
+) -> Return {
+    answer("nvmlDeviceGetSupportedEventTypes", |fixture| {
+        fixture.device_index(device.addr())?;
+        // SAFETY: out-parameter (crate contract).
+        unsafe { put(types, XID_CRITICAL_ERROR) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceRegisterEvents(
+    device: Device,
+    _types: c_ulonglong,
+    _set: *mut c_void,
+) -> Return {
+    answer("nvmlDeviceRegisterEvents", |fixture| {
+        fixture.device_index(device.addr()).map(|_| ())
+    })
+}
+
+/// The next undelivered line of the events file, else NVML_ERROR_TIMEOUT after waiting
+/// `timeout` milliseconds (without the stub's lock, so other queries answer meanwhile).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlEventSetWait_v2(
+    _set: *mut c_void,
+    data: *mut EventData,
+    timeout: c_uint,
+) -> Return {
+    if state().fixture.is_none() {
+        return UNINITIALIZED;
+    }
+    let lines: Vec<(u32, u64)> = std::env::var_os(EVENTS_VARIABLE)
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .map(|text| {
+            text.lines()
+                .filter_map(|line| {
+                    let (gpu, xid) = line.trim().split_once(':')?;
+                    Some((gpu.trim().parse().ok()?, xid.trim().parse().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let delivered = DELIVERED_EVENTS.load(std::sync::atomic::Ordering::SeqCst);
+    let Some(&(gpu, xid)) = lines.get(delivered) else {
+        std::thread::sleep(std::time::Duration::from_millis(u64::from(timeout)));
+        return codes::TIMEOUT;
+    };
+    DELIVERED_EVENTS.store(delivered + 1, std::sync::atomic::Ordering::SeqCst);
+    let value = EventData {
+        device: std::ptr::without_provenance_mut(gpu as usize + 1),
+        event_type: XID_CRITICAL_ERROR,
+        event_data: xid,
+        gpu_instance_id: c_uint::MAX,
+        compute_instance_id: c_uint::MAX,
+    };
+    // SAFETY: out-parameter (crate contract).
+    match unsafe { put(data, value) } {
+        Ok(()) => SUCCESS,
+        Err(code) => code,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlEventSetFree(_set: *mut c_void) -> Return {
+    SUCCESS
 }
 
 #[cfg(test)]

@@ -1,0 +1,614 @@
+//! GPU health (issue 43): pure verdicts over the health facts NVML gave (`facts::gpu`'s
+//! [`GpuHealth`], "GPU is lost" from any query) and the Xids seen, classified by the
+//! host policy's `gpus.fatal_xids` (NVIDIA's list by default).
+//!
+//! A GPU is `fatal` when it needs a reset or a reboot before it can be trusted again,
+//! `lost` when it fell off the bus, `warn` when something deserves a look but the GPU
+//! still works, and `ok` otherwise. Facts the GPU does not offer (ECC on a GeForce, row
+//! remapping before Ampere) are unknown and never count as errors or as zeros.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Area, Finding};
+use crate::facts::gpu::{GpuDevice, GpuFacts, GpuHealth, NvmlFailure};
+use crate::profile::model::GpuRequest;
+
+/// Xids NVIDIA documents as fatal to the GPU (it needs a reset or a reboot): 48 double-bit
+/// ECC, 64 ECC page retirement or row remap failure, 74 NVLink, 79 fallen off the bus,
+/// 92 high single-bit ECC rate, 95 uncontained ECC, 119/120 GSP errors. The policy key
+/// `gpus.fatal_xids` replaces the list where a site disagrees.
+pub const DEFAULT_FATAL_XIDS: [u32; 8] = [48, 64, 74, 79, 92, 95, 119, 120];
+
+/// Xids NVIDIA documents as the application's fault (13 graphics engine exception, 31 MMU
+/// fault, 43 stopped the channel, 45 preemptive cleanup, 68 video decoder): the GPU is
+/// sound. 94 (a contained ECC error) is disputed: the GPU keeps working, the one process is
+/// killed; it is an application Xid unless the policy lists it as fatal.
+pub const APPLICATION_XIDS: [u32; 6] = [13, 31, 43, 45, 68, 94];
+
+/// How one GPU is, from best to worst (ordered: the worst of a set is its maximum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthState {
+    Ok,
+    Warn,
+    Fatal,
+    /// NVML answers `GPU_IS_LOST`: the GPU fell off the bus.
+    Lost,
+}
+
+impl HealthState {
+    /// The gauge value of `envctl_gpu_health`: 0 ok, 1 warn, 2 fatal or lost.
+    pub fn gauge(self) -> u8 {
+        match self {
+            HealthState::Ok => 0,
+            HealthState::Warn => 1,
+            HealthState::Fatal | HealthState::Lost => 2,
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            HealthState::Ok => "ok",
+            HealthState::Warn => "warn",
+            HealthState::Fatal => "fatal",
+            HealthState::Lost => "lost",
+        }
+    }
+
+    /// A GPU no job should be given.
+    pub fn is_failed(self) -> bool {
+        matches!(self, HealthState::Fatal | HealthState::Lost)
+    }
+}
+
+/// How an Xid is read under the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum XidClass {
+    /// The GPU needs a reset or a reboot.
+    Fatal,
+    /// One application's error; the GPU is sound.
+    Application,
+    /// Neither list names it: shown, never marking the GPU.
+    Other,
+}
+
+/// Classifies `xid` by the fatal list in force (the policy's, or [`DEFAULT_FATAL_XIDS`]).
+pub fn classify_xid(xid: u32, fatal_xids: &[u32]) -> XidClass {
+    if fatal_xids.contains(&xid) {
+        XidClass::Fatal
+    } else if APPLICATION_XIDS.contains(&xid) {
+        XidClass::Application
+    } else {
+        XidClass::Other
+    }
+}
+
+/// One GPU's state and the reasons for it, each a sentence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuHealthVerdict {
+    pub index: u32,
+    pub state: HealthState,
+    pub reasons: Vec<String>,
+}
+
+/// Judges one GPU from its facts and the Xids seen on it (none at `doctor` time: NVML keeps
+/// no past Xids).
+pub fn classify(gpu: &GpuDevice, xids: &[u32], fatal_xids: &[u32]) -> GpuHealthVerdict {
+    classify_health(gpu.index, &gpu.health, gpu.lost(), xids, fatal_xids)
+}
+
+/// [`classify`] over the parts a `stats` sample has: the health facts, and the "GPU is
+/// lost" failure of any query, when there was one.
+pub fn classify_health(
+    index: u32,
+    health: &GpuHealth,
+    lost: Option<&NvmlFailure>,
+    xids: &[u32],
+    fatal_xids: &[u32],
+) -> GpuHealthVerdict {
+    let mut state = HealthState::Ok;
+    let mut reasons = Vec::new();
+    let mut mark = |level: HealthState, reason: String| {
+        state = state.max(level);
+        reasons.push(reason);
+    };
+    if let Some(failure) = lost {
+        mark(
+            HealthState::Lost,
+            format!(
+                "NVML says the GPU is lost (fell off the bus): {}",
+                failure.message
+            ),
+        );
+    }
+    if let Some(rows) = health.remapped_rows.value() {
+        if rows.failure {
+            mark(
+                HealthState::Fatal,
+                "a row remapping failed: the GPU has no spare memory rows left".into(),
+            );
+        }
+        if rows.pending {
+            mark(
+                HealthState::Fatal,
+                format!(
+                    "a row remap is pending ({} uncorrectable, {} correctable rows remapped): the bad row is in use until the GPU is reset",
+                    rows.uncorrectable, rows.correctable
+                ),
+            );
+        }
+    }
+    let pages_pending = health.retired_pages_pending.value() == Some(&true);
+    let aggregate_double_bit = health
+        .ecc_aggregate
+        .value()
+        .map_or(0, |counts| counts.uncorrected);
+    if pages_pending && aggregate_double_bit > 0 {
+        mark(
+            HealthState::Fatal,
+            format!(
+                "{aggregate_double_bit} double-bit ECC error(s) over the GPU's life and a page retirement pending: the bad page is in use until a reboot or reset"
+            ),
+        );
+    } else if pages_pending {
+        mark(
+            HealthState::Warn,
+            "a page retirement is pending (single-bit errors): it takes effect at the next reboot or reset".into(),
+        );
+    }
+    if let Some(counts) = health.ecc_volatile.value()
+        && counts.uncorrected > 0
+    {
+        mark(
+            HealthState::Warn,
+            format!(
+                "{} uncorrectable ECC error(s) since the driver loaded",
+                counts.uncorrected
+            ),
+        );
+    }
+    for &xid in xids {
+        match classify_xid(xid, fatal_xids) {
+            XidClass::Fatal => mark(HealthState::Fatal, format!("Xid {xid}, fatal to the GPU")),
+            // An application's own error marks nothing (k8s-device-plugin#1340).
+            XidClass::Application | XidClass::Other => {}
+        }
+    }
+    GpuHealthVerdict {
+        index,
+        state,
+        reasons,
+    }
+}
+
+/// The fix for a GPU in `state`, naming its index.
+pub fn fix(index: u32, state: HealthState) -> Option<String> {
+    match state {
+        HealthState::Ok => None,
+        HealthState::Warn => Some(format!(
+            "`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i {index}` shows the counters; plan a reset (`nvidia-smi -r -i {index}`) when the GPU is idle"
+        )),
+        HealthState::Fatal => Some(format!(
+            "reset the GPU (`nvidia-smi -r -i {index}`, with no process on it) or reboot; if it comes back failed, the GPU needs servicing"
+        )),
+        HealthState::Lost => Some(format!(
+            "reset the GPU (`nvidia-smi -r -i {index}`) or reboot; `sudo dmesg | grep -i -E 'xid|NVRM'` shows why it was lost"
+        )),
+    }
+}
+
+/// Doctor's health findings: one per GPU NVML listed, and persistence mode off on a
+/// data-center host. Nothing when NVML gave no list (`gpu.nvml` says why).
+pub fn findings(gpu: &GpuFacts, fatal_xids: &[u32], datacenter_host: bool) -> Vec<Finding> {
+    let Ok(gpus) = gpu.listed_gpus() else {
+        return Vec::new();
+    };
+    let mut findings = Vec::new();
+    let mut sound = Vec::new();
+    for device in gpus {
+        let verdict = classify(device, &[], fatal_xids);
+        if verdict.state == HealthState::Ok {
+            // A GPU that reports no health fact at all (an old record, a stand-in without
+            // them) is not called healthy: nothing was read.
+            if reports_health(device) {
+                sound.push(device.index.to_string());
+            }
+            continue;
+        }
+        let name = device
+            .uuid
+            .value()
+            .map_or_else(String::new, |uuid| format!(" ({uuid})"));
+        let mut finding = Finding::warn(
+            "gpu.health",
+            format!(
+                "GPU {}{name}: {}: {}",
+                device.index,
+                verdict.state.word(),
+                verdict.reasons.join("; ")
+            ),
+        );
+        // The host works on with its other GPUs; a profile that needs this one fails
+        // (`profile.gpu-health`).
+        if let Some(fix) = fix(device.index, verdict.state) {
+            finding = finding.with_hint(fix);
+        }
+        findings.push(
+            finding
+                .with_fact("index", device.index)
+                .with_fact("state", verdict.state)
+                .with_fact("health", &device.health)
+                .in_area(Area::Nvidia),
+        );
+    }
+    if !sound.is_empty() {
+        findings.push(
+            Finding::pass(
+                "gpu.health",
+                format!(
+                    "GPU {}: healthy (not lost, no pending row remap or page retirement, no uncorrectable ECC error since the driver loaded)",
+                    sound.join(", ")
+                ),
+            )
+            .with_fact("gpus", &sound)
+            .in_area(Area::Nvidia),
+        );
+    }
+    let without_persistence: Vec<u32> = gpus
+        .iter()
+        .filter(|device| device.health.persistence_mode.value() == Some(&false))
+        .map(|device| device.index)
+        .collect();
+    if datacenter_host && !without_persistence.is_empty() {
+        let list: Vec<String> = without_persistence
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        findings.push(
+            Finding::warn(
+                "gpu.persistence",
+                format!(
+                    "persistence mode is off on GPU {}: with no client holding it the driver tears the GPU down, so each `nvidia-smi` or CUDA start re-initialises it (NVIDIA's driver persistence documentation; about 1-2 s each on data-center GPUs)",
+                    list.join(", ")
+                ),
+            )
+            .with_hint(
+                "`sudo systemctl enable --now nvidia-persistenced` (or `sudo nvidia-smi -pm 1` until the next reboot)",
+            )
+            .with_fact("gpus", &without_persistence)
+            .in_area(Area::Nvidia),
+        );
+    }
+    findings
+}
+
+/// Whether NVML answered any health query of this GPU.
+fn reports_health(device: &GpuDevice) -> bool {
+    let health = &device.health;
+    health.ecc_enabled.value().is_some()
+        || health.ecc_volatile.value().is_some()
+        || health.ecc_aggregate.value().is_some()
+        || health.retired_pages.value().is_some()
+        || health.retired_pages_pending.value().is_some()
+        || health.remapped_rows.value().is_some()
+}
+
+/// NVIDIA CDI specs whose device nodes do not match `/dev` (`crate::host::cdi`): a warning
+/// naming each node and spec, with the command that writes the spec again.
+pub fn stale_cdi(stale: &[crate::facts::host::StaleCdiNode]) -> Option<Finding> {
+    let first = stale.first()?;
+    let described: Vec<String> = stale
+        .iter()
+        .map(|node| match (&node.spec_number, &node.host_number) {
+            (_, None) => format!("{} names {}, which does not exist", node.spec, node.node),
+            (Some(spec), Some(host)) => format!(
+                "{} gives {} the numbers {spec}, /dev has {host}",
+                node.spec, node.node
+            ),
+            (None, Some(_)) => format!("{} names {}", node.spec, node.node),
+        })
+        .collect();
+    Some(
+        Finding::warn(
+            "cdi.stale-spec",
+            format!(
+                "a CDI spec no longer matches /dev (a driver upgrade or GPU change since it was written): {}",
+                described.join("; ")
+            ),
+        )
+        .with_hint(format!(
+            "write the spec again: `sudo nvidia-ctk cdi generate --output={}`",
+            first.spec
+        ))
+        .with_fact("stale_nodes", stale)
+        .in_area(Area::Nvidia),
+    )
+}
+
+/// A profile that asks for every GPU, or names one by index or UUID, on a host where that
+/// GPU is lost or failed: a failed check with the fix. A count is placed around the GPU,
+/// so it is not judged here.
+pub fn profile_finding(
+    request: &GpuRequest,
+    gpu: &GpuFacts,
+    fatal_xids: &[u32],
+) -> Option<Finding> {
+    let gpus = gpu.listed_gpus().ok()?;
+    let failed: Vec<(&GpuDevice, GpuHealthVerdict)> = gpus
+        .iter()
+        .map(|device| (device, classify(device, &[], fatal_xids)))
+        .filter(|(_, verdict)| verdict.state.is_failed())
+        .filter(|(device, _)| match request {
+            GpuRequest::All | GpuRequest::Optional => true,
+            GpuRequest::Devices(names) => names.iter().any(|name| {
+                name.parse::<u32>().ok() == Some(device.index) || device.uuid.value() == Some(name)
+            }),
+            GpuRequest::None | GpuRequest::Count(_) => false,
+        })
+        .collect();
+    let (first, verdict) = failed.first()?;
+    let named: Vec<String> = failed
+        .iter()
+        .map(|(device, verdict)| format!("GPU {} is {}", device.index, verdict.state.word()))
+        .collect();
+    let asked = match request {
+        GpuRequest::Devices(names) => format!("`gpus = {:?}`", names.join(",")),
+        _ => "`gpus = \"all\"`".to_string(),
+    };
+    let mut hint = fix(first.index, verdict.state).unwrap_or_default();
+    hint.push_str("; or ask for a count (`gpus = N`), which placement fills from the sound GPUs");
+    Some(
+        Finding::fail(
+            "profile.gpu-health",
+            format!(
+                "{asked} includes a GPU that cannot run a job: {}",
+                named.join(", ")
+            ),
+        )
+        .with_hint(hint)
+        .with_fact(
+            "failed_gpus",
+            failed
+                .iter()
+                .map(|(device, _)| device.index)
+                .collect::<Vec<_>>(),
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::gpu::{
+        EccCounts, Fact, FailureKind, LoadOutcome, NvmlFacts, RemappedRows, RetiredPages,
+    };
+
+    fn sound_health() -> GpuHealth {
+        GpuHealth {
+            persistence_mode: Fact::Value(true),
+            ecc_enabled: Fact::Value(true),
+            ecc_volatile: Fact::Value(EccCounts {
+                corrected: 0,
+                uncorrected: 0,
+            }),
+            ecc_aggregate: Fact::Value(EccCounts {
+                corrected: 3,
+                uncorrected: 0,
+            }),
+            retired_pages: Fact::Value(RetiredPages {
+                single_bit: 0,
+                double_bit: 0,
+            }),
+            retired_pages_pending: Fact::Value(false),
+            remapped_rows: Fact::Value(RemappedRows {
+                correctable: 0,
+                uncorrectable: 0,
+                pending: false,
+                failure: false,
+            }),
+        }
+    }
+
+    fn gpu(index: u32, health: GpuHealth) -> GpuDevice {
+        let unread = || NvmlFailure::new(FailureKind::NotSupported, "not in this test");
+        let mut device = GpuDevice::unreachable(index, unread());
+        device.name = Fact::Value("NVIDIA H100 80GB HBM3".into());
+        device.uuid = Fact::Value(format!("GPU-{index}"));
+        device.health = health;
+        device
+    }
+
+    fn lost(index: u32) -> GpuDevice {
+        GpuDevice::unreachable(
+            index,
+            NvmlFailure::new(FailureKind::GpuLost, "GPU is lost")
+                .in_function("nvmlDeviceGetHandleByIndex_v2"),
+        )
+    }
+
+    fn host(gpus: Vec<GpuDevice>) -> GpuFacts {
+        GpuFacts {
+            library: "libnvidia-ml.so.1".into(),
+            nvml: LoadOutcome::Loaded(Box::new(NvmlFacts {
+                driver_version: Fact::Value("570.124.06".into()),
+                cuda_driver_version: Fact::Error(NvmlFailure::new(FailureKind::Other, "-")),
+                nvml_version: Fact::Value("12.570.124.06".into()),
+                device_count: Fact::Value(u32::try_from(gpus.len()).unwrap()),
+                gpus,
+                shutdown_failure: None,
+            })),
+        }
+    }
+
+    #[test]
+    fn xids_are_fatal_application_or_other_by_the_list_in_force() {
+        assert_eq!(classify_xid(79, &DEFAULT_FATAL_XIDS), XidClass::Fatal);
+        assert_eq!(classify_xid(48, &DEFAULT_FATAL_XIDS), XidClass::Fatal);
+        assert_eq!(classify_xid(43, &DEFAULT_FATAL_XIDS), XidClass::Application);
+        assert_eq!(classify_xid(94, &DEFAULT_FATAL_XIDS), XidClass::Application);
+        assert_eq!(classify_xid(62, &DEFAULT_FATAL_XIDS), XidClass::Other);
+        // A site that counts 94 as fatal says so in its policy.
+        assert_eq!(classify_xid(94, &[94, 79]), XidClass::Fatal);
+    }
+
+    #[test]
+    fn a_sound_gpu_is_ok_and_an_application_xid_does_not_mark_it() {
+        let verdict = classify(&gpu(0, sound_health()), &[43, 13], &DEFAULT_FATAL_XIDS);
+        assert_eq!(verdict.state, HealthState::Ok, "{verdict:?}");
+        let verdict = classify(&gpu(0, sound_health()), &[79], &DEFAULT_FATAL_XIDS);
+        assert_eq!(verdict.state, HealthState::Fatal);
+        assert!(verdict.reasons[0].contains("Xid 79"), "{verdict:?}");
+    }
+
+    #[test]
+    fn unsupported_facts_are_unknown_not_errors() {
+        let mut health =
+            GpuHealth::all_failing(NvmlFailure::new(FailureKind::NotSupported, "Not Supported"));
+        health.persistence_mode = Fact::Value(true);
+        let verdict = classify(&gpu(0, health), &[], &DEFAULT_FATAL_XIDS);
+        assert_eq!(verdict.state, HealthState::Ok);
+    }
+
+    #[test]
+    fn a_pending_remap_or_a_remap_failure_is_fatal() {
+        let mut health = sound_health();
+        health.remapped_rows = Fact::Value(RemappedRows {
+            correctable: 0,
+            uncorrectable: 1,
+            pending: true,
+            failure: false,
+        });
+        assert_eq!(
+            classify(&gpu(1, health.clone()), &[], &DEFAULT_FATAL_XIDS).state,
+            HealthState::Fatal
+        );
+        health.remapped_rows = Fact::Value(RemappedRows {
+            correctable: 0,
+            uncorrectable: 0,
+            pending: false,
+            failure: true,
+        });
+        assert_eq!(
+            classify(&gpu(1, health), &[], &DEFAULT_FATAL_XIDS).state,
+            HealthState::Fatal
+        );
+    }
+
+    #[test]
+    fn double_bit_errors_with_pages_pending_are_fatal_pending_alone_warns() {
+        let mut health = sound_health();
+        health.retired_pages_pending = Fact::Value(true);
+        assert_eq!(
+            classify(&gpu(0, health.clone()), &[], &DEFAULT_FATAL_XIDS).state,
+            HealthState::Warn
+        );
+        health.ecc_aggregate = Fact::Value(EccCounts {
+            corrected: 0,
+            uncorrected: 2,
+        });
+        assert_eq!(
+            classify(&gpu(0, health), &[], &DEFAULT_FATAL_XIDS).state,
+            HealthState::Fatal
+        );
+    }
+
+    #[test]
+    fn a_lost_gpu_is_lost_with_the_reset_and_dmesg_fix() {
+        let verdict = classify(&lost(2), &[], &DEFAULT_FATAL_XIDS);
+        assert_eq!(verdict.state, HealthState::Lost);
+        assert_eq!(verdict.state.gauge(), 2);
+        let fix = fix(2, verdict.state).unwrap();
+        assert!(
+            fix.contains("nvidia-smi -r -i 2") && fix.contains("dmesg"),
+            "{fix}"
+        );
+    }
+
+    #[test]
+    fn all_gpus_or_a_named_failed_gpu_fails_the_profile_a_count_does_not() {
+        let facts = host(vec![gpu(0, sound_health()), lost(1)]);
+        let finding = profile_finding(&GpuRequest::All, &facts, &DEFAULT_FATAL_XIDS).unwrap();
+        assert_eq!(finding.status, super::super::Status::Fail);
+        assert!(finding.message.contains("GPU 1 is lost"), "{finding:?}");
+        assert!(
+            finding
+                .hint
+                .as_deref()
+                .unwrap()
+                .contains("nvidia-smi -r -i 1"),
+            "{finding:?}"
+        );
+        let named = GpuRequest::Devices(vec!["1".into()]);
+        assert!(profile_finding(&named, &facts, &DEFAULT_FATAL_XIDS).is_some());
+        let other = GpuRequest::Devices(vec!["GPU-0".into()]);
+        assert!(profile_finding(&other, &facts, &DEFAULT_FATAL_XIDS).is_none());
+        assert!(profile_finding(&GpuRequest::Count(1), &facts, &DEFAULT_FATAL_XIDS).is_none());
+    }
+
+    #[test]
+    fn stale_cdi_nodes_are_a_warning_with_the_command_that_writes_the_spec() {
+        use crate::facts::host::StaleCdiNode;
+        assert!(stale_cdi(&[]).is_none());
+        let finding = stale_cdi(&[
+            StaleCdiNode {
+                spec: "/etc/cdi/nvidia.yaml".into(),
+                node: "/dev/nvidia3".into(),
+                spec_number: None,
+                host_number: None,
+            },
+            StaleCdiNode {
+                spec: "/etc/cdi/nvidia.yaml".into(),
+                node: "/dev/nvidia0".into(),
+                spec_number: Some("195:0".into()),
+                host_number: Some("195:1".into()),
+            },
+        ])
+        .unwrap();
+        assert_eq!(finding.status, super::super::Status::Warn);
+        assert!(
+            finding
+                .message
+                .contains("/dev/nvidia3, which does not exist")
+        );
+        assert!(finding.message.contains("195:0, /dev has 195:1"));
+        assert_eq!(
+            finding.hint.as_deref(),
+            Some(
+                "write the spec again: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`"
+            )
+        );
+    }
+
+    #[test]
+    fn persistence_off_warns_on_a_datacenter_host_only() {
+        let mut health = sound_health();
+        health.persistence_mode = Fact::Value(false);
+        let facts = host(vec![gpu(0, health), gpu(1, sound_health())]);
+        let found = findings(&facts, &DEFAULT_FATAL_XIDS, true);
+        let persistence: Vec<&Finding> = found
+            .iter()
+            .filter(|finding| finding.id == "gpu.persistence")
+            .collect();
+        assert_eq!(persistence.len(), 1, "{found:?}");
+        assert!(persistence[0].message.contains("GPU 0"), "{found:?}");
+        assert!(
+            findings(&facts, &DEFAULT_FATAL_XIDS, false)
+                .iter()
+                .all(|finding| finding.id != "gpu.persistence")
+        );
+        assert_eq!(
+            found
+                .iter()
+                .filter(|finding| finding.id == "gpu.health")
+                .count(),
+            1
+        );
+        // Nothing read, nothing said: a GPU without health facts is not called healthy.
+        let unread = host(vec![gpu(
+            0,
+            GpuHealth::all_failing(NvmlFailure::new(FailureKind::NotSupported, "-")),
+        )]);
+        assert!(findings(&unread, &DEFAULT_FATAL_XIDS, true).is_empty());
+    }
+}
