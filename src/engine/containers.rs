@@ -320,9 +320,21 @@ impl Engine {
             | Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(()),
+            // Another removal of it is under way (a Slurm Epilog's sweep racing `run`'s own
+            // cleanup): it is going, which is what was asked, not a failure.
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409,
+                message,
+            }) if removal_in_progress(&message) => Ok(()),
             Err(error) => Err(self.classify(error)),
         }
     }
+}
+
+/// Whether a 409 to a removal says another removal of the container is under way
+/// (Docker: "removal of container … is already in progress").
+fn removal_in_progress(message: &str) -> bool {
+    message.contains("removal of container") && message.contains("already in progress")
 }
 
 /// `NetworkSettings.Ports` (`"80/tcp": [{"HostIp": "127.0.0.1", "HostPort": "8080"}]`) as
@@ -371,8 +383,23 @@ fn listed(containers: &[super::list::Listed], name_or_id: &str) -> bool {
 
 #[cfg(test)]
 mod removal_tests {
-    use super::listed;
+    use super::{listed, removal_in_progress};
     use crate::engine::list::Listed;
+
+    /// Issue 40: a sweep racing `run`'s own removal met Docker's 409 and called it a
+    /// failure; only that 409 is a removal under way.
+    #[test]
+    fn a_removal_already_under_way_is_told_apart() {
+        assert!(removal_in_progress(
+            "removal of container 3f1c9b2e0a7d is already in progress"
+        ));
+        assert!(!removal_in_progress(
+            "You cannot remove a running container 3f1c: Stop the container before attempting removal or force remove"
+        ));
+        assert!(!removal_in_progress(
+            "Conflict. The container name is already in use"
+        ));
+    }
 
     #[test]
     fn a_container_the_list_no_longer_has_is_gone() {

@@ -360,3 +360,57 @@ fn a_container_replaced_while_down_looks_is_found_again_not_called_removed() {
         "{requests:?}"
     );
 }
+
+/// Issue 40: a Slurm Epilog's sweep racing `run`'s own cleanup meets Docker's 409
+/// "removal … already in progress": the container is going, so it counts as removed and
+/// the sweep succeeds (it reported a failure).
+#[test]
+fn a_sweep_racing_another_removal_counts_the_container_as_removed() {
+    const ID: &str = "3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d1234";
+    const NAME: &str = "envctl-train-job42-0a1b2c3d";
+    const JOB_OF: &str = r#""envctl.profile":"train""#;
+    const JOB: &str = r#""envctl.profile":"train","envctl.slurm-job":"42""#;
+    let daemon = FakeDaemon::start(|request| {
+        crate::support::fake_daemon::standard(request).or_else(|| {
+            match (request.method.as_str(), request.route()) {
+                ("GET", "/containers/json") => Some(Reply::json(
+                    200,
+                    // The job's label too: envctl checks a list's labels itself.
+                    format!(
+                        "[{}]",
+                        listed_container(ID, NAME, "train").replace(JOB_OF, JOB)
+                    ),
+                )),
+                ("GET", route) if route.starts_with("/containers/") => Some(Reply::json(
+                    200,
+                    inspected_container(ID, NAME, Some("train"), false).replace(JOB_OF, JOB),
+                )),
+                ("GET", route) if route.starts_with("/images/") => Some(Reply::json(
+                    200,
+                    r#"{"Id":"sha256:0","RepoTags":["busybox:latest"],"Config":{"Labels":{}}}"#,
+                )),
+                ("DELETE", _) => Some(Reply::json(
+                    409,
+                    format!(r#"{{"message":"removal of container {ID} is already in progress"}}"#),
+                )),
+                _ => None,
+            }
+        })
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let outcome = envctl(
+        &daemon,
+        folder.path(),
+        &["down", "--slurm-job", "42", "--rm"],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(!outcome.stderr.contains("409"), "{}", outcome.stderr);
+    assert!(
+        daemon
+            .requests()
+            .iter()
+            .any(|request| request.starts_with("DELETE")),
+        "{:?}",
+        daemon.requests()
+    );
+}
