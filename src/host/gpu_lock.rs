@@ -65,6 +65,13 @@ pub enum GpuLockError {
         /// person to ask.
         owner: Option<String>,
     },
+    /// Nothing stands at the path, and its folder does not let this user make the lock:
+    /// no one planted anything (it was called "someone else's").
+    #[error(
+        "cannot make the GPU placement lock {path}: this user may not create files in {}",
+        folder.display()
+    )]
+    FolderNotWritable { path: PathBuf, folder: PathBuf },
     #[error("another envctl has held the GPU placement lock {path} for {seconds} s")]
     Busy { path: PathBuf, seconds: u64 },
     #[error("interrupted while waiting for the GPU placement lock {path}")]
@@ -112,6 +119,10 @@ impl GpuLockError {
                     ),
                 },
             ),
+            GpuLockError::FolderNotWritable { folder, .. } => format!(
+                "ask the host's admin to let every user create it there (`sudo chmod 1777 {}`, as /tmp is), or to make the lock once for all (`sudo install -m 666 /dev/null LOCK`)",
+                crate::spec::shell_quote(&folder.to_string_lossy())
+            ),
             GpuLockError::Busy { path, .. } => format!(
                 "`fuser -v {}` shows which process holds it; it is released when that process ends",
                 crate::spec::shell_quote(&path.to_string_lossy())
@@ -145,6 +156,26 @@ fn described(path: &Path, fallback: &str) -> String {
         ),
         Ok(metadata) => crate::files::kind_of(metadata.file_type()).to_string(),
         Err(_) => fallback.to_string(),
+    }
+}
+
+/// The create of the lock refused with `error`: with nothing at `path`, a refused
+/// permission is the folder's (no one planted anything); else what stands there is said.
+fn create_refused(
+    path: &Path,
+    error: rustix::io::Errno,
+    opened: impl Fn(rustix::io::Errno) -> GpuLockError,
+) -> GpuLockError {
+    let nothing_there = std::fs::symlink_metadata(path)
+        .is_err_and(|missing| missing.kind() == std::io::ErrorKind::NotFound);
+    match error {
+        rustix::io::Errno::ACCESS | rustix::io::Errno::PERM if nothing_there => {
+            GpuLockError::FolderNotWritable {
+                path: path.to_path_buf(),
+                folder: path.parent().unwrap_or(Path::new("/")).to_path_buf(),
+            }
+        }
+        error => opened(error),
     }
 }
 
@@ -217,7 +248,7 @@ pub fn try_acquire(path: &Path) -> Result<Option<GpuLock>, GpuLockError> {
     let (file, created) = match open(OFlags::CREATE | OFlags::EXCL | OFlags::RDWR) {
         Ok(file) => (file, true),
         Err(rustix::io::Errno::EXIST) => (open(OFlags::RDONLY).map_err(opened)?, false),
-        Err(error) => return Err(opened(error)),
+        Err(error) => return Err(create_refused(path, error, opened)),
     };
     let stat = rustix::fs::fstat(&file).map_err(|error| GpuLockError::Open {
         path: path.to_path_buf(),
@@ -252,6 +283,40 @@ pub fn try_acquire(path: &Path) -> Result<Option<GpuLock>, GpuLockError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 40: a folder the user may not write, with nothing in it, is the folder's
+    /// fault, said with the admin's command; something standing there is still named.
+    #[test]
+    fn a_lock_folder_this_user_cannot_write_is_not_called_planted() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("gpu.lock");
+        let planted = |errno| GpuLockError::Hostile {
+            path: path.clone(),
+            what: format!("{errno:?}"),
+            owner: None,
+        };
+        let refused = create_refused(&path, rustix::io::Errno::ACCESS, planted);
+        assert!(
+            matches!(&refused, GpuLockError::FolderNotWritable { folder: at, .. } if at == folder.path()),
+            "{refused:?}"
+        );
+        assert!(!refused.to_string().contains("someone else"), "{refused}");
+        assert!(
+            refused.hint().contains("sudo chmod 1777"),
+            "{}",
+            refused.hint()
+        );
+        std::fs::write(&path, "").unwrap();
+        let planted = |errno| GpuLockError::Hostile {
+            path: path.clone(),
+            what: format!("{errno:?}"),
+            owner: None,
+        };
+        assert!(matches!(
+            create_refused(&path, rustix::io::Errno::ACCESS, planted),
+            GpuLockError::Hostile { .. }
+        ));
+    }
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
