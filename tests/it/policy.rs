@@ -71,9 +71,17 @@ fn refused<'a>(run: &'a Run, rule: &str, line: usize) -> &'a str {
         run.stdout.is_empty(),
         "a refused dry run shows no body\n{run}"
     );
+    // The error first, after nothing but the `--force` warnings of doctor's verdict (the
+    // dry run judges before it places, as `up` does).
+    let (before, _) = run
+        .stderr
+        .split_once("error: the host policy refuses this container\n")
+        .unwrap_or_else(|| panic!("no policy refusal\n{run}"));
     assert!(
-        run.stderr
-            .starts_with("error: the host policy refuses this container\n"),
+        before
+            .lines()
+            .all(|line| line.starts_with("warning: ")
+                && line.ends_with("(starting anyway: --force)")),
         "{run}"
     );
     assert!(
