@@ -8,6 +8,12 @@ use std::path::Path;
 /// The PID inside the innermost namespace of host process `host_pid`, read from
 /// `proc/PID/status` under `proc_root` (`/`); `None` when the process is gone, `/proc` is
 /// not this host's (a remote daemon), or it is in no namespace of its own.
+/// Whether no process `pid` exists in this PID namespace (`/proc/PID` is gone): a lock
+/// holder of this host that ended without releasing it.
+pub fn has_ended(pid: u32) -> bool {
+    !Path::new("/proc").join(pid.to_string()).exists()
+}
+
 pub fn namespace_pid(proc_root: &Path, host_pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(
         proc_root

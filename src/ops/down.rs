@@ -182,6 +182,9 @@ pub async fn down(
                 }
             }
         }
+        // By name: the daemon lists a container's mounts in no stable order.
+        removed_volumes.sort();
+        kept_volumes.sort();
         Ok::<_, Error>(Some(Downed {
             container: container.name,
             volumes_removed: removed_volumes,

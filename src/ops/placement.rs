@@ -503,6 +503,17 @@ async fn take_daemon_lock(
                 });
             }
             LockTry::Held { id, holder, .. } => {
+                // A holder of this host whose process has ended (a killed `up`) holds
+                // nothing: taken at once, not after the stale time a holder of another
+                // machine gets.
+                if let Some(ended) = holder.as_deref().filter(|holder| ended_here(holder)) {
+                    context.printer.warn(&format!(
+                        "the daemon's GPU placement lock is held by {ended}, a process of this host that has ended: taking it"
+                    ));
+                    engine.release_placement_lock(&id).await?;
+                    seen = None;
+                    continue;
+                }
                 let since = match &seen {
                     Some((known, since)) if *known == id => *since,
                     _ => {
@@ -549,6 +560,27 @@ async fn take_daemon_lock(
             }
         }
     }
+}
+
+/// Whether `holder` (`user@host (pid N)`, as [`take_daemon_lock`] writes it) names a
+/// process of this host that no longer exists. Only for this host's name: a holder's pid
+/// on another machine says nothing here.
+fn ended_here(holder: &str) -> bool {
+    let Some((_, at)) = holder.split_once('@') else {
+        return false;
+    };
+    let Some((host, pid)) = at.split_once(" (pid ") else {
+        return false;
+    };
+    let Some(pid) = pid
+        .strip_suffix(')')
+        .and_then(|pid| pid.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    crate::host::hostname().is_ok_and(|here| here == host)
+        && pid != std::process::id()
+        && crate::host::process::has_ended(pid)
 }
 
 /// Releases the daemon lock `id`; one that cannot be released is said (others break it
@@ -785,4 +817,26 @@ pub fn process_owners(
         })
         .collect();
     (owners, unreadable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ended_here;
+
+    /// A daemon lock left by a killed `up` of this host is taken at once; a live holder's,
+    /// another machine's or a name that is not envctl's form never.
+    #[test]
+    fn a_holder_of_this_host_that_ended_is_told_apart() {
+        let here = crate::host::hostname().unwrap();
+        // Above the kernel's largest pid (4194304): no such process.
+        assert!(ended_here(&format!("root@{here} (pid 4294967290)")));
+        assert!(!ended_here(&format!("root@{here} (pid 1)")));
+        assert!(!ended_here(&format!(
+            "root@{here} (pid {})",
+            std::process::id()
+        )));
+        assert!(!ended_here("root@another-machine (pid 4294967290)"));
+        assert!(!ended_here("garbage"));
+        assert!(!ended_here(&format!("root@{here} (pid x)")));
+    }
 }
