@@ -384,14 +384,16 @@ fn down_volumes_removes_only_the_volumes_envctl_made_with_the_container() {
         .to_string();
     let profile = unique_name("trust-vol");
     let other = unique_name("trust-vol-other");
-    let _guards = (
-        ContainerGuard::new(format!("envctl-{profile}")),
-        ContainerGuard::new(format!("envctl-{other}")),
-    );
     let fresh = VolumeGuard(unique_name("envctl-trust-fresh"));
     let team = VolumeGuard(unique_name("envctl-trust-team"));
     let forged = VolumeGuard(unique_name("envctl-trust-forged"));
     let others = VolumeGuard(unique_name("envctl-trust-others"));
+    // Declared after the volumes, so dropped before them: a volume in use by a container
+    // cannot be removed (a failed assertion left `others` behind).
+    let _guards = (
+        ContainerGuard::new(format!("envctl-{profile}")),
+        ContainerGuard::new(format!("envctl-{other}")),
+    );
     docker_stdout([
         "volume",
         "create",
