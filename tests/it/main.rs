@@ -54,6 +54,7 @@ mod profile_safety;
 mod readme;
 mod registry_paging;
 mod remote_daemons;
+mod remote_facts;
 mod remote_hardening;
 mod report;
 mod run;

@@ -106,8 +106,8 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     assert_eq!(states[0]["gpus"], "this_machine", "{json}");
     assert_eq!(states[1]["reachable"], true, "{json}");
     assert_eq!(states[1]["endpoint"], TLS_ENDPOINT, "{json}");
-    // The second daemon runs on this machine too (it names its host as this one's).
-    assert_eq!(states[1]["gpus"], "this_machine", "{json}");
+    // The second daemon is another machine (its own UTS namespace names its host `gpu2`).
+    assert_eq!(states[1]["gpus"], "unknown", "{json}");
     assert_eq!(states[2]["reachable"], false, "{json}");
     assert_eq!(states[2]["error_kind"], "connection_refused", "{json}");
     assert!(states[2]["error"].as_str().is_some(), "{json}");
