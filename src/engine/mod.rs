@@ -24,6 +24,7 @@ pub(crate) mod http;
 pub(crate) mod list;
 pub mod logs;
 pub mod occupancy;
+pub mod probe;
 pub mod pull;
 pub mod reference;
 pub mod stats;

@@ -10,7 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::gpu::CudaDriverVersion;
+use super::gpu::{
+    CudaDriverVersion, Fact, FailureKind, GpuDevice, GpuHealth, NvmlFacts, NvmlFailure,
+};
+use super::gpu_sample::GpuProcess;
 use super::versions::ComputeCapability;
 
 /// The `--query-gpu` fields the probe asks for, in this order.
@@ -59,6 +62,63 @@ pub struct ServerGpus {
     pub cuda: Option<CudaDriverVersion>,
     pub gpus: Vec<SmiGpu>,
     pub processes: Vec<SmiProcess>,
+}
+
+impl ServerGpus {
+    /// The facts in NVML's shape, for the checks and placement: what nvidia-smi was not
+    /// asked (PCI bus, MIG, power, health, reserved memory) is unknown, never a default.
+    pub fn nvml_facts(&self) -> NvmlFacts {
+        let unknown = |what: &str| {
+            NvmlFailure::new(
+                FailureKind::Other,
+                format!("the probe through the daemon does not read {what}"),
+            )
+        };
+        let fact = |value: Option<String>, what: &str| match value {
+            Some(value) => Fact::Value(value),
+            None => Fact::Error(unknown(what)),
+        };
+        let gpus: Vec<GpuDevice> = self
+            .gpus
+            .iter()
+            .map(|gpu| GpuDevice {
+                index: gpu.index,
+                name: fact(gpu.name.clone(), "its name"),
+                uuid: Fact::Value(gpu.uuid.clone()),
+                pci_bus_id: Fact::Error(unknown("the PCI bus id")),
+                compute_capability: match gpu.compute_capability {
+                    Some(cc) => Fact::Value(cc),
+                    None => Fact::Error(unknown("the compute capability")),
+                },
+                memory: Fact::Error(unknown("reserved memory")),
+                mig_mode: Fact::Error(unknown("the MIG mode")),
+                power_limit_watts: Fact::Error(unknown("the power limit")),
+                processes: Fact::Value(
+                    self.processes
+                        .iter()
+                        .filter(|process| process.gpu_uuid == gpu.uuid)
+                        .map(|process| GpuProcess {
+                            pid: process.pid,
+                            used_memory_bytes: process.used_memory_mib.map(|mib| mib << 20),
+                        })
+                        .collect(),
+                ),
+                minor_number: Fact::Error(unknown("the device minor number")),
+                health: GpuHealth::all_failing(unknown("the GPU's health")),
+            })
+            .collect();
+        NvmlFacts {
+            driver_version: fact(self.driver.clone(), "the driver version"),
+            cuda_driver_version: match self.cuda {
+                Some(cuda) => Fact::Value(cuda),
+                None => Fact::Error(unknown("the CUDA version")),
+            },
+            nvml_version: Fact::Error(unknown("the NVML version")),
+            device_count: Fact::Value(u32::try_from(gpus.len()).unwrap_or(u32::MAX)),
+            gpus,
+            shutdown_failure: None,
+        }
+    }
 }
 
 /// Why the probe's output could not be read.

@@ -383,7 +383,7 @@ async fn recorded(
 ) -> Result<Result<Vec<GpuOccupancy>, String>, Error> {
     use crate::engine::daemon_placement::GpuRecordVolume;
     let (record, recorded_on) = match engine.gpu_record().await {
-        Ok(GpuRecordVolume::Envctls { record, host }) => (record, host),
+        Ok(GpuRecordVolume::Envctls { record, host, .. }) => (record, host),
         Ok(GpuRecordVolume::Missing) => {
             return Ok(Err(format!(
                 "the GPUs of {host} cannot be seen from here and its daemon keeps no GPU record yet (an `envctl up` on {host} that places GPUs writes it)"
@@ -425,7 +425,20 @@ async fn keep_record(engine: &Engine, gpu: &GpuFacts, context: &Context) {
     let written = record.written();
     use crate::engine::daemon_placement::GpuRecordVolume;
     let kept = match engine.gpu_record().await {
-        Ok(GpuRecordVolume::Envctls { record, .. }) if record == written => return,
+        // The same GPUs, with details that are fresh: nothing to write.
+        Ok(GpuRecordVolume::Envctls {
+            record: kept,
+            details,
+            ..
+        }) if kept == written
+            && placement::RecordDetails::parse(&details, &record).is_ok_and(|details| {
+                details
+                    .stale(&record, crate::ops::server_gpus::now_seconds(context), &[])
+                    .is_none()
+            }) =>
+        {
+            return;
+        }
         // Someone's own volume of that name: never replaced (said, and left).
         Ok(GpuRecordVolume::NotEnvctls) => {
             context.printer.warn(&format!(
@@ -437,7 +450,17 @@ async fn keep_record(engine: &Engine, gpu: &GpuFacts, context: &Context) {
         Ok(GpuRecordVolume::Envctls { .. } | GpuRecordVolume::Missing) => {
             // An unreadable host name is left out of the record, never guessed.
             let host = crate::host::hostname().ok();
-            engine.write_gpu_record(&written, host.as_deref()).await
+            let details = match gpu.loaded() {
+                Some(facts) => placement::RecordDetails::of_nvml(
+                    facts,
+                    crate::ops::server_gpus::now_seconds(context),
+                )
+                .labels(),
+                None => std::collections::BTreeMap::new(),
+            };
+            engine
+                .write_gpu_record(&written, host.as_deref(), &details)
+                .await
         }
         Err(error) => Err(error),
     };
