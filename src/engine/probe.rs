@@ -24,9 +24,11 @@ use crate::facts::smi::{self, ServerGpus, SmiError};
 /// The label of a probe container (`envctl ps` never lists it; a sweep may remove it).
 pub const PROBE_LABEL: &str = "envctl.probe";
 
-/// The longest a probe may run from create to exit: nvidia-smi answers in well under a
-/// second on a healthy machine, and a hung driver must not hang the client.
-pub const PROBE_DEADLINE: Duration = Duration::from_secs(30);
+/// The longest a probe may run from its start to its exit: nvidia-smi answers in about a
+/// second on a healthy machine (a few without persistence mode), a hung driver must not
+/// hang the client, and `up` probes under the daemon's placement lock, which a holder
+/// gives back 20 s after taking it (`ops::placement`).
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(15);
 
 /// The most images inspected to find one that declares CUDA.
 const IMAGES_LOOKED_AT: usize = 50;

@@ -613,9 +613,13 @@ mod tests {
             fact(&facts, "torch: lock").cells[0],
             Cell::Known("as locked".into())
         );
-        // Another machine's driver is unknown, never this one's, and compared with nothing.
+        // Another machine's driver is unknown, never this one's, and compared with nothing:
+        // marked as not agreed on.
         let driver = fact(&facts, "NVIDIA driver branch");
         assert!(!driver.differs);
+        assert!(driver.incomplete);
+        // Unknown everywhere and not a GPU fact (the daemons say nothing of CDI): not marked.
+        assert!(!fact(&facts, "CDI spec folders").incomplete);
         assert!(
             driver
                 .cells

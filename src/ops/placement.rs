@@ -325,6 +325,19 @@ async fn choose(
         ));
     }
     let rows = match elsewhere(gpu) {
+        // A dry run changes nothing, not even a probe container: the record only, as
+        // before a probe existed.
+        Some(host) if image.is_none() => match recorded(engine, host, &holders).await? {
+            Ok(rows) => rows,
+            Err(why) => {
+                return Ok(first(
+                    format!(
+                        "{why}, so a dry run cannot tell which GPUs are free (`up` probes them): the daemon would give the first {count} {gpus_word}"
+                    ),
+                    lock,
+                ));
+            }
+        },
         Some(host) => match remote_rows(engine, host, image, &holders, context).await? {
             Ok(rows) => rows,
             // Never the daemon's own choice, which double-books: refused, saying why.
