@@ -151,6 +151,18 @@ impl LoadOutcome {
         }
     }
 
+    /// [`LoadOutcome::on_another_host`], with what its daemon told of its GPUs.
+    pub fn seen_on_another_host(host: &str, seen: Option<SeenOnServer>) -> Self {
+        match LoadOutcome::on_another_host(host) {
+            LoadOutcome::OnAnotherHost { host, message, .. } => LoadOutcome::OnAnotherHost {
+                host,
+                message,
+                seen: seen.map(Box::new),
+            },
+            other => other,
+        }
+    }
+
     /// The outcome for a failed load, from the failure's kind.
     pub fn from_failure(failure: NvmlFailure) -> Self {
         // A missing function is only actionable with its name.

@@ -344,22 +344,22 @@ async fn seen_on_server(
         .iter()
         .map(|resolved| resolved.profile.image.to_string())
         .collect();
-    use crate::ops::server_gpus::{Need, learn};
+    use crate::ops::server_gpus::{Need, learn, recorded_only};
+    // Profiles that want no GPU (an `up` of a CPU profile, its preflight): no probe
+    // container for them, what the record tells if there is one.
+    let wants_gpus = profiles.is_empty()
+        || profiles
+            .iter()
+            .any(|resolved| resolved.profile.gpus.wants_gpus());
+    if !wants_gpus {
+        return LoadOutcome::seen_on_another_host(host, recorded_only(engine, host).await);
+    }
     match learn(engine, host, &images, &[], Need::Facts, context).await {
         Ok(learnt) => {
             for note in &learnt.notes {
                 context.printer.warn(note);
             }
-            let LoadOutcome::OnAnotherHost { host, message, .. } =
-                LoadOutcome::on_another_host(host)
-            else {
-                return LoadOutcome::on_another_host(host);
-            };
-            LoadOutcome::OnAnotherHost {
-                host,
-                message,
-                seen: Some(Box::new(learnt.seen)),
-            }
+            LoadOutcome::seen_on_another_host(host, Some(learnt.seen))
         }
         Err(error) => {
             let hint = error

@@ -115,6 +115,13 @@ async fn believed_record(
     }
 }
 
+/// The GPUs of `host` as its daemon's record keeps them, when it is believed (fresh or
+/// not): what is told without a probe, for commands about profiles that want no GPU.
+pub async fn recorded_only(engine: &Engine, host: &str) -> Option<SeenOnServer> {
+    let (kept, _, _) = believed_record(engine, host).await;
+    kept.map(|(record, details)| placement::seen_from_record(&record, &details))
+}
+
 /// The GPUs of the daemon's machine `host` (its `/info` Name). `images`: the profiles'
 /// images, the probe's first choice. `held_uuids`: the GPU UUIDs the daemon's containers
 /// hold, which a fresh record must list.

@@ -22,12 +22,15 @@ fn envctl_on(folder: &Path, server: &Server, arguments: &[&str]) -> Run {
     Run::of(run_with_timeout(&mut command, Duration::from_secs(120)).unwrap())
 }
 
-/// A profile `name` in `folder`: `image`, `gpus` GPUs, a sleeper.
+/// A profile `name` in `folder`: `image`, `gpus` GPUs (none for 0), a sleeper.
 fn gpu_profile(folder: &Path, name: &str, image: &str, gpus: u32) {
     std::fs::create_dir_all(folder.join("envctl")).unwrap();
     std::fs::write(
         folder.join("envctl").join(format!("{name}.toml")),
-        format!("image = \"{image}\"\ngpus = {gpus}\ncommand = [\"sleep\", \"600\"]\n"),
+        match gpus {
+            0 => format!("image = \"{image}\"\ncommand = [\"sleep\", \"600\"]\n"),
+            _ => format!("image = \"{image}\"\ngpus = {gpus}\ncommand = [\"sleep\", \"600\"]\n"),
+        },
     )
     .unwrap();
 }
@@ -165,7 +168,12 @@ fn remote_doctor_shows_the_servers_driver_and_gpus_and_reuses_the_record() {
     let folder = tempfile::tempdir().unwrap();
     let profile = unique_name("remote-doctor");
     gpu_profile(folder.path(), &profile, &image, 1);
+    // A profile that wants no GPU makes no probe (an `up` of it would pay for one).
+    let cpu = unique_name("remote-cpu");
+    gpu_profile(folder.path(), &cpu, &image, 0);
     let before = now();
+    let cpu_doctor = envctl_on(folder.path(), &server, &["doctor", &cpu]);
+    assert_eq!(probes_since(&server, before), 0, "{cpu_doctor}");
     let first = envctl_on(folder.path(), &server, &["doctor", &profile]);
     assert!(
         first
