@@ -85,6 +85,15 @@ impl ProbeError {
             ProbeError::NoGpuDriver { endpoint, .. } => Some(format!(
                 "on the server: `nvidia-ctk runtime configure --runtime=docker` and restart its daemon; check with `docker -H {endpoint} run --rm --gpus all IMAGE nvidia-smi`"
             )),
+            // The shell's "command not found": no nvidia-smi the image can run (the toolkit
+            // gave none, or the image has no glibc for it, as Alpine's musl images).
+            ProbeError::Unreadable {
+                endpoint,
+                image,
+                source: SmiError::Failed { status, .. },
+            } if status == "127" => Some(format!(
+                "nvidia-smi is a glibc program: check `docker -H {endpoint} run --rm --gpus all -e NVIDIA_DRIVER_CAPABILITIES=utility {image} nvidia-smi`, and keep a CUDA image (glibc) on the server: `docker -H {endpoint} pull nvidia/cuda:12.4.1-base-ubuntu22.04`"
+            )),
             ProbeError::Unreadable {
                 endpoint, image, ..
             } => Some(format!(
@@ -95,15 +104,6 @@ impl ProbeError {
             )),
             ProbeError::Engine { .. } => None,
         }
-    }
-
-    /// Whether no GPU facts can be had through this daemon at all (no image, no toolkit),
-    /// rather than a probe that failed this once.
-    pub fn is_impossible(&self) -> bool {
-        matches!(
-            self,
-            ProbeError::NoImage { .. } | ProbeError::NoGpuDriver { .. }
-        )
     }
 }
 
@@ -130,7 +130,7 @@ impl Engine {
     /// there whose config declares CUDA.
     pub async fn probe_image(&self, wanted: &[String]) -> Result<String, ProbeError> {
         let engine_error = |source| ProbeError::Engine {
-            endpoint: self.endpoint().to_string(),
+            endpoint: crate::secret::masked_url(self.endpoint()).into_owned(),
             source,
         };
         for image in wanted {
@@ -169,7 +169,7 @@ impl Engine {
             }
         }
         Err(ProbeError::NoImage {
-            endpoint: self.endpoint().to_string(),
+            endpoint: crate::secret::masked_url(self.endpoint()).into_owned(),
             wanted: wanted.to_vec(),
         })
     }
@@ -177,7 +177,7 @@ impl Engine {
     /// Runs the probe in `image` and reads its answer. The container is removed whatever
     /// happens.
     pub async fn probe_gpus(&self, image: &str) -> Result<ServerGpus, ProbeError> {
-        let endpoint = self.endpoint().to_string();
+        let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
         let body = serde_json::json!({
             "Image": image,
             "Entrypoint": ["/bin/sh", "-c"],
@@ -207,7 +207,7 @@ impl Engine {
     }
 
     async fn run_probe(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
-        let endpoint = self.endpoint().to_string();
+        let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
         match self.start_container(id).await {
             Ok(()) => {}
             Err(
@@ -251,5 +251,39 @@ impl Engine {
                 source,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_image_that_cannot_run_nvidia_smi_is_told_to_keep_a_cuda_image() {
+        let unreadable = |status: &str| ProbeError::Unreadable {
+            endpoint: "ssh://gpu1".into(),
+            image: "alpine:3".into(),
+            source: SmiError::Failed {
+                what: "list the GPUs",
+                status: status.into(),
+                said: "sh: nvidia-smi: not found".into(),
+            },
+        };
+        let hint = unreadable("127").hint().unwrap();
+        assert!(hint.contains("glibc"), "{hint}");
+        assert!(
+            hint.contains("docker -H ssh://gpu1 pull nvidia/cuda"),
+            "{hint}"
+        );
+        let other = unreadable("9").hint().unwrap();
+        assert!(!other.contains("glibc"), "{other}");
+    }
+
+    #[test]
+    fn the_script_asks_for_what_the_parser_reads() {
+        let script = script();
+        assert!(script.contains(&format!("--query-gpu={}", smi::GPU_FIELDS)));
+        assert!(script.contains(&format!("--query-compute-apps={}", smi::APP_FIELDS)));
+        assert!(script.contains(&format!("echo '{} end'", smi::MARKER)));
     }
 }
