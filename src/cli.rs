@@ -129,6 +129,12 @@ Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres
     /// mounts, engine sockets, SYS_ADMIN, host network or IPC, or disk devices in
     /// $XDG_CONFIG_HOME/envctl/trusted.json, so `up` and `run` need no --trust for it.
     Trust(crate::commands::trust::TrustArgs),
+    /// Keep a policy at the daemon for every client of it, and show the policies in force
+    ///
+    /// `envctl policy push FILE` keeps the admin's policy at the daemon (`-H`, a context or
+    /// DOCKER_HOST names it): every client obeys it, from any machine, and a client's own
+    /// policy file can tighten it but never loosen it.
+    Policy(crate::commands::policy::PolicyArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
 }

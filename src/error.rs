@@ -38,12 +38,21 @@ pub enum Error {
     PolicyRefused {
         /// The policy file, as the user knows it.
         path: String,
+        /// This machine's file or the daemon's pushed policy, for the hint.
+        origin: crate::policy::Origin,
         violations: Vec<crate::policy::Violation>,
     },
     #[error("profile `{profile}` would not work on this host ({} failed)", plural(findings.len(), "check"))]
     Preflight {
         profile: String,
         findings: Vec<crate::checks::Finding>,
+    },
+    #[error("volume `{name}` at {endpoint} exists and was not created by envctl")]
+    VolumeTaken {
+        name: String,
+        endpoint: String,
+        /// The engine's command-line tool (`docker`, `podman`), for the hint.
+        cli: &'static str,
     },
     #[error("container `{name}` exists and was not created by envctl")]
     NameTaken {
@@ -277,6 +286,7 @@ impl Error {
             | Error::Lock { .. }
             | Error::Preflight { .. }
             | Error::NameTaken { .. }
+            | Error::VolumeTaken { .. }
             | Error::NotEnvctls { .. }
             | Error::BelongsTo { .. }
             | Error::ProfileChanged { .. }
@@ -325,6 +335,12 @@ impl Error {
             Error::Team(error) => Some(error.hint()),
             Error::Slurm(error) => Some(error.hint()),
             Error::Ownership(error) => Some(error.hint()),
+            Error::PolicyRefused {
+                origin: crate::policy::Origin::Daemon { endpoint, .. },
+                ..
+            } => Some(format!(
+                "the admin of the daemon at {endpoint} pushed these limits (`envctl policy show` prints them): ask them, or change the profile to stay within them (`--force` does not pass a policy)"
+            )),
             Error::PolicyRefused { path, .. } => Some(format!(
                 "the host's admin sets these limits in `{path}`: ask them, or change the profile to stay within them (`--force` does not pass a policy)"
             )),
@@ -388,6 +404,9 @@ impl Error {
             )),
             Error::Usage { hint, .. } => hint.clone(),
             Error::TrustRequired { hint, .. } => Some(hint.clone()),
+            Error::VolumeTaken { name, cli, .. } => Some(format!(
+                "envctl never replaces a volume it did not make: see whose it is with `{cli} volume inspect {name}`, and remove it yourself if it is no one's"
+            )),
             Error::Registry { source, .. } => source.hint(),
             Error::Engine(error) => error.hint(),
             Error::NoContainer { target, .. } => {

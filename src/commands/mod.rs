@@ -14,6 +14,7 @@ pub mod lock;
 pub mod logs;
 pub mod nvidia_check;
 pub mod outdated;
+pub mod policy;
 pub mod profiles;
 pub mod ps;
 pub mod run;
@@ -131,5 +132,6 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::NvidiaCheck(arguments) => nvidia_check::here(arguments, context),
         Command::Logs(arguments) => logs::run(arguments, context),
         Command::Trust(arguments) => trust::run(arguments, context),
+        Command::Policy(arguments) => policy::run(arguments, context),
     }
 }

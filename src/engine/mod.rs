@@ -17,6 +17,7 @@ pub mod attach;
 pub(crate) mod connector;
 pub mod containers;
 pub mod daemon_placement;
+pub mod daemon_policy;
 pub mod error;
 pub mod exec;
 pub mod facts;

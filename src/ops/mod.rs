@@ -21,6 +21,7 @@
 //! - [`trust`]: a repository profile's root-equivalent settings, refused without a yes.
 
 pub mod compat;
+pub mod daemon_policy;
 pub mod doctor;
 pub mod down;
 pub mod environment;

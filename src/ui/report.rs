@@ -51,7 +51,9 @@ pub fn write_error(printer: &Printer, error: &Error) {
             }
         }
         // `policy.toml:3: limits.max_gpus_per_container = 2: the container asks for 4 GPUs`
-        Error::PolicyRefused { path, violations } => {
+        Error::PolicyRefused {
+            path, violations, ..
+        } => {
             for violation in violations {
                 printer.stderr_line(&format!(
                     "  caused by: {}",
