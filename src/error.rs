@@ -47,6 +47,17 @@ pub enum Error {
         profile: String,
         findings: Vec<crate::checks::Finding>,
     },
+    #[error(
+        "the daemon at {endpoint} runs on {host}, and envctl reaches it without ssh: it cannot forward that host's ports"
+    )]
+    NoPortRoute {
+        endpoint: String,
+        host: String,
+        /// What the user asked to forward, for the hint's command.
+        target: String,
+    },
+    #[error("the forward to {host} ended: {message}")]
+    ForwardFailed { host: String, message: String },
     #[error("volume `{name}` at {endpoint} exists and was not created by envctl")]
     VolumeTaken {
         name: String,
@@ -287,6 +298,8 @@ impl Error {
             | Error::Preflight { .. }
             | Error::NameTaken { .. }
             | Error::VolumeTaken { .. }
+            | Error::NoPortRoute { .. }
+            | Error::ForwardFailed { .. }
             | Error::NotEnvctls { .. }
             | Error::BelongsTo { .. }
             | Error::ProfileChanged { .. }
@@ -404,6 +417,12 @@ impl Error {
             )),
             Error::Usage { hint, .. } => hint.clone(),
             Error::TrustRequired { hint, .. } => Some(hint.clone()),
+            Error::NoPortRoute { host, target, .. } => Some(format!(
+                "reach the daemon over ssh and forward through it: `envctl -H ssh://{host} forward {target}` (a context with an ssh:// endpoint does the same)"
+            )),
+            Error::ForwardFailed { host, .. } => Some(format!(
+                "check that `ssh {host}` logs in without a prompt and that the server allows TCP forwarding (`AllowTcpForwarding`)"
+            )),
             Error::VolumeTaken { name, cli, .. } => Some(format!(
                 "envctl never replaces a volume it did not make: see whose it is with `{cli} volume inspect {name}`, and remove it yourself if it is no one's"
             )),

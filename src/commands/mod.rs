@@ -10,6 +10,7 @@ pub mod doctor_hosts;
 pub mod down;
 pub mod exec;
 pub mod export;
+pub mod forward;
 pub mod lock;
 pub mod logs;
 pub mod nvidia_check;
@@ -133,5 +134,6 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Logs(arguments) => logs::run(arguments, context),
         Command::Trust(arguments) => trust::run(arguments, context),
         Command::Policy(arguments) => policy::run(arguments, context),
+        Command::Forward(arguments) => forward::run(arguments, context),
     }
 }

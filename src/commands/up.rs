@@ -210,6 +210,10 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
                 if !(arguments.check && context.json) {
                     let trusted = crate::ops::trust::grants(&plan.resolved, context);
                     print_report(&report, &plan.resolved.profile.name, &trusted, context)?;
+                    if !context.json {
+                        let reach = crate::ops::forward::reach(&engine, &report.id).await;
+                        print_reach(reach, &report, context);
+                    }
                 }
                 if !arguments.check {
                     return Ok(ExitStatus::Success);
@@ -227,6 +231,47 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
             }
         }
     })
+}
+
+/// Where the container's published ports are, when its daemon runs on another host, and
+/// the command that opens them here (`envctl forward`). What cannot be read is said, never
+/// fails the `up` that started the container.
+fn print_reach(
+    reach: Result<Option<crate::ops::forward::Reach>, Error>,
+    report: &UpReport,
+    context: &Context,
+) {
+    match reach {
+        Ok(None) => {}
+        Ok(Some(reach)) => {
+            let host = crate::ui::text::shown(&reach.host);
+            for (inside, address) in &reach.ports {
+                context
+                    .printer
+                    .info(&format!("  port {inside} is on {host} at {address}"));
+            }
+            let first_port = reach
+                .ports
+                .first()
+                .and_then(|(_, address)| address.rsplit(':').next())
+                .unwrap_or("PORT");
+            context.printer.info(&if reach.through_ssh {
+                format!(
+                    "  reach it from here: envctl forward {}",
+                    report.container
+                )
+            } else {
+                format!(
+                    "  reach it from here: ssh -N -L {first_port}:127.0.0.1:{first_port} {host} (or `envctl -H ssh://{host} forward {}`)",
+                    report.container
+                )
+            });
+        }
+        Err(error) => context.printer.warn(&format!(
+            "cannot tell where its ports are: {}",
+            crate::error::error_chain(&error)
+        )),
+    }
 }
 
 fn dry_run(

@@ -49,6 +49,7 @@ impl Engine {
                                 host_ip: port.ip.clone().unwrap_or_default(),
                                 host_port: port.public_port?,
                                 protocol: protocol(port),
+                                container_port: Some(port.private_port),
                             })
                         })
                         .collect(),
@@ -367,6 +368,7 @@ fn published_ports(
                 host_ip,
                 host_port,
                 protocol: protocol.clone(),
+                container_port: Some(port),
             });
         }
     }

@@ -21,6 +21,7 @@ pub mod daemon_policy;
 pub mod error;
 pub mod exec;
 pub mod facts;
+pub mod forward;
 pub(crate) mod http;
 pub(crate) mod list;
 pub mod logs;

@@ -27,6 +27,7 @@ pub mod down;
 pub mod environment;
 pub mod exec;
 pub mod export;
+pub mod forward;
 pub mod hosts;
 pub mod lock;
 pub mod logs;
