@@ -56,6 +56,12 @@ pub enum Error {
         /// What the user asked to forward, for the hint's command.
         target: String,
     },
+    #[error("profile `{profile}` fits on none of the hosts")]
+    NoRoomOnHosts {
+        profile: String,
+        /// Each host as the user named it, and why it cannot take the profile.
+        hosts: Vec<(String, String)>,
+    },
     #[error("the forward to {host} ended: {message}")]
     ForwardFailed { host: String, message: String },
     #[error("volume `{name}` at {endpoint} exists and was not created by envctl")]
@@ -299,6 +305,7 @@ impl Error {
             | Error::NameTaken { .. }
             | Error::VolumeTaken { .. }
             | Error::NoPortRoute { .. }
+            | Error::NoRoomOnHosts { .. }
             | Error::ForwardFailed { .. }
             | Error::NotEnvctls { .. }
             | Error::BelongsTo { .. }
@@ -419,6 +426,14 @@ impl Error {
             Error::TrustRequired { hint, .. } => Some(hint.clone()),
             Error::NoPortRoute { host, target, .. } => Some(format!(
                 "reach the daemon over ssh and forward through it: `envctl -H ssh://{host} forward {target}` (a context with an ssh:// endpoint does the same)"
+            )),
+            Error::NoRoomOnHosts { hosts, .. } => Some(format!(
+                "`envctl ps --hosts {}` shows what holds each host's GPUs; free some, ask for fewer, or start it later",
+                hosts
+                    .iter()
+                    .map(|(host, _)| host.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
             )),
             Error::ForwardFailed { host, .. } => Some(format!(
                 "check that `ssh {host}` logs in without a prompt and that the server allows TCP forwarding (`AllowTcpForwarding`)"

@@ -20,6 +20,7 @@
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 //! - [`trust`]: a repository profile's root-equivalent settings, refused without a yes.
 
+pub mod choose_host;
 pub mod compat;
 pub mod daemon_policy;
 pub mod doctor;

@@ -64,6 +64,11 @@ pub fn write_error(printer: &Printer, error: &Error) {
                 ));
             }
         }
+        Error::NoRoomOnHosts { hosts, .. } => {
+            for (host, reason) in hosts {
+                printer.stderr_line(&format!("  {}: {}", shown(host), shown(reason)));
+            }
+        }
         Error::NotGiven { missing, .. } => {
             for setting in missing {
                 printer.stderr_line(&format!("  not given: {}", shown(setting)));
