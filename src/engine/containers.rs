@@ -291,7 +291,8 @@ impl Engine {
                 .await
                 .ok()
                 .flatten()
-                .map(|inspect| start_request(inspect.host_config.as_ref())),
+                // No `HostConfig` in the answer: what it asked for is unknown, not nothing.
+                .and_then(|inspect| inspect.host_config.as_ref().map(start_request)),
             _ => None,
         };
         Err(EngineError::classify_start(
@@ -381,15 +382,13 @@ fn daemon_message(error: bollard::errors::Error) -> String {
 
 /// What a created container asks of the runtime, from its `HostConfig`: the capabilities
 /// it adds and the ulimits it sets (by the profile's names: Podman reports its defaults
-/// as `RLIMIT_NOFILE`).
-fn start_request(host: Option<&bollard::models::HostConfig>) -> super::error::StartRequest {
+/// as `RLIMIT_NOFILE`). The daemon writes an empty list as `null`: none asked for.
+fn start_request(host: &bollard::models::HostConfig) -> super::error::StartRequest {
     super::error::StartRequest {
-        capabilities: host
-            .and_then(|host| host.cap_add.clone())
-            .unwrap_or_default(),
+        capabilities: host.cap_add.clone().unwrap_or_default(),
         ulimits: host
-            .and_then(|host| host.ulimits.as_ref())
-            .into_iter()
+            .ulimits
+            .iter()
             .flatten()
             .filter_map(|limit| limit.name.as_deref())
             .map(|name| {
@@ -487,10 +486,10 @@ mod removal_tests {
             ]),
             ..Default::default()
         };
-        let request = start_request(Some(&host));
+        let request = start_request(&host);
         assert_eq!(request.capabilities, ["ALL"]);
         assert_eq!(request.ulimits, ["nofile", "memlock"]);
-        let nothing = start_request(None);
+        let nothing = start_request(&bollard::models::HostConfig::default());
         assert!(nothing.capabilities.is_empty() && nothing.ulimits.is_empty());
     }
 
