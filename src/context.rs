@@ -45,6 +45,9 @@ pub struct Context {
     pub user: crate::facts::user::User,
     /// `--other-user`: a container another user made may be acted on when named.
     pub other_user: bool,
+    /// [`Context::user`] with the identity the chosen daemon's transport proves, learnt
+    /// once when first asked (`Context::me`).
+    pub me: std::sync::OnceLock<crate::facts::user::User>,
 }
 
 impl Context {

@@ -42,6 +42,7 @@ mod faults;
 mod gpu_facts;
 mod gpu_health;
 mod hardening;
+mod identity;
 mod labels;
 mod lock;
 mod nvidia_check;
