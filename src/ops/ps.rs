@@ -46,6 +46,11 @@ pub struct Row {
     /// The login name (or `uid N`) of whoever made it with `up`; none for a container
     /// made before owners were recorded, or by another tool from an export.
     pub owner: Option<String>,
+    /// Who the daemon's transport proved its maker to be (`envctl.identity`:
+    /// `ssh:alice@gpu2`, `tls:CN=alice`, `uid:1001@laptop`); none for a container made
+    /// before identities were recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// With `--hosts`: the host as named there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -202,6 +207,10 @@ async fn rows_of(
         let origin = Origin::of(&container.labels);
         rows.push(Row {
             owner: crate::spec::ownership::owner_label(&container.labels),
+            identity: container
+                .labels
+                .get(crate::spec::ownership::IDENTITY_LABEL)
+                .map(|identity| identity.chars().take(200).collect()),
             origin: origin.word().to_string(),
             compose_project: origin.compose_project().map(str::to_string),
             shown_origin: origin.shown(),

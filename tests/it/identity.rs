@@ -129,9 +129,13 @@ fn client_certificate(common_name: &str) -> tempfile::TempDir {
         &text("-CAkey"),
         &ca.join("ca-key.pem").into_os_string(),
         &text("-set_serial"),
+        // A serial of its own per certificate: the time in nanoseconds.
         &text(&format!(
             "{}",
-            std::process::id() as u64 * 1000 + common_name.len() as u64
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
         )),
         &text("-days"),
         &text("2"),
@@ -254,13 +258,38 @@ fn another_laptop_is_refused(engine: &TestEngine, way: &Way, owner_host: &str, p
     assert!(!ps.stdout.contains(&container), "{ps}");
     let ps = owner.envctl(folder.path(), way, &["--json", "ps"]);
     assert!(ps.stdout.contains(&container), "{ps}");
-    // carol's `up` of the same profile makes her own beside it.
+    // carol's `up --recreate` of the same profile makes her own beside it, and never
+    // replaces the owner's, even named.
+    let before = label(&container, "envctl.run");
+    let _hers = engine.container_guard(format!("{container}-carol"));
     let hers = carol.envctl(
         folder.path(),
         way,
-        &["up", &profile, "--pull", "never", "--dry-run"],
+        &["up", &profile, "--pull", "never", "--recreate"],
     );
-    assert_eq!(hers.code, 0, "{hers}");
+    assert_eq!(hers.code, 0, "{}: {hers}", way.name);
+    assert_eq!(label(&format!("{container}-carol"), "envctl.user"), "carol");
+    let named = carol.envctl(
+        folder.path(),
+        way,
+        &[
+            "up",
+            &profile,
+            "--pull",
+            "never",
+            "--recreate",
+            "--name",
+            &container,
+        ],
+    );
+    assert_eq!(named.code, 1, "{}: {named}", way.name);
+    assert!(
+        named.stderr.contains("belongs to dave"),
+        "{}: {named}",
+        way.name
+    );
+    assert_eq!(label(&container, "envctl.run"), before, "{}", way.name);
+    assert!(running(&container), "{}", way.name);
     // The hint, run: named with `--other-user`, it is stopped.
     let down = carol.envctl(
         folder.path(),
@@ -473,7 +502,14 @@ fn the_same_ssh_user_from_two_laptops_is_one_owner() {
     );
     assert_eq!((exec.code, exec.stdout.trim()), (0, "same-owner"), "{exec}");
     let ps = second.envctl(folder.path(), &by_address, &["--json", "ps"]);
-    assert!(ps.stdout.contains(&container), "{ps}");
+    let row = ps.json()["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["name"] == container.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("{container} not listed as the owner's\n{ps}"));
+    assert_eq!(row["identity"], "ssh:root@gpu2", "{ps}");
     // The same daemon through its unix socket on this machine is a local uid: another
     // identity, refused without `--other-user`.
     let local = way_to("unix", &format!("unix://{SOCKET}"));
