@@ -417,4 +417,63 @@ mod tests {
         assert_eq!(login_user("user a;b\n"), None);
         assert_eq!(login_user("port 22\n"), None);
     }
+
+    #[test]
+    fn each_transport_proves_what_it_can() {
+        use crate::host::docker_config::{ChosenBy, TlsChoice};
+        let me = User {
+            uid: Some(1001),
+            name: "carol".into(),
+            identity: None,
+        };
+        let choice = |endpoint: &str, tls: Option<TlsChoice>| DaemonChoice {
+            endpoint: endpoint.into(),
+            chosen_by: ChosenBy::HostFlag,
+            tls,
+        };
+        let host = || Ok::<_, std::io::Error>("laptop".to_string());
+        assert_eq!(
+            of_choice(&choice("unix:///var/run/docker.sock", None), &me, host()).unwrap(),
+            Identity::LocalUid {
+                uid: 1001,
+                host: "laptop".into()
+            }
+        );
+        // The URL's user: no ssh is asked.
+        assert_eq!(
+            of_choice(&choice("ssh://alice@gpu2:2222", None), &me, host()).unwrap(),
+            Identity::Ssh {
+                user: "alice".into(),
+                server: "gpu2".into()
+            }
+        );
+        let plain = of_choice(&choice("tcp://gpu2:2375", None), &me, host()).unwrap();
+        assert_eq!(plain.label(), "unproven:uid:1001@laptop");
+        assert!(!plain.proven());
+        // TLS that verifies the daemon but presents no client certificate proves no client.
+        let server_only = TlsChoice {
+            ca: Some("/nowhere/ca.pem".into()),
+            certificate: None,
+            key: None,
+            verify: true,
+            why: "test".into(),
+        };
+        let tls = of_choice(
+            &choice("tcp://gpu2:2376", Some(server_only.clone())),
+            &me,
+            host(),
+        );
+        assert!(!tls.unwrap().proven());
+        // A client certificate that cannot be read is an error naming it, never a guess.
+        let missing = TlsChoice {
+            certificate: Some("/nowhere/cert.pem".into()),
+            key: Some("/nowhere/key.pem".into()),
+            ..server_only
+        };
+        let error = of_choice(&choice("tcp://gpu2:2376", Some(missing)), &me, host()).unwrap_err();
+        assert!(error.to_string().contains("/nowhere/cert.pem"), "{error}");
+        // No host name: the local identity is unknown, not made up.
+        let nameless = Err(std::io::Error::other("empty"));
+        assert!(of_choice(&choice("unix:///var/run/docker.sock", None), &me, nameless).is_err());
+    }
 }
