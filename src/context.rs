@@ -48,6 +48,12 @@ pub struct Context {
     /// The daemon a command chose itself (`up --hosts` picks one of the team's), which
     /// then stands for `-H`: set at most once, before anything connects.
     pub chosen_daemon: std::sync::OnceLock<crate::host::docker_config::DaemonChoice>,
+    /// [`Context::user`] with the identity the chosen daemon's transport proves, learnt
+    /// once when first asked (`Context::me`).
+    pub me: std::sync::OnceLock<crate::facts::user::User>,
+    /// [`Context::me`] once a command chose the daemon itself (`chosen_daemon`): learnt
+    /// apart, so an identity asked before the choice never stands for the chosen daemon.
+    pub me_on_chosen: std::sync::OnceLock<crate::facts::user::User>,
 }
 
 impl Context {

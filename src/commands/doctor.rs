@@ -91,6 +91,16 @@ pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error
     if let Some(endpoint) = crate::ops::doctor::endpoint_finding(context) {
         report.findings.insert(0, endpoint);
     }
+    // Then who the daemon's transport proves the user is, when not a local uid.
+    if let Some(identity) = crate::ops::doctor::identity_finding(context, &in_force) {
+        let at = usize::from(
+            report
+                .findings
+                .first()
+                .is_some_and(|finding| finding.id == "docker.endpoint"),
+        );
+        report.findings.insert(at, identity);
+    }
     let report = report
         .with_invalid(invalid)
         .with_policy(policy)

@@ -199,7 +199,15 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
 /// Whose containers `stats` shows without targets: the user's own, unless `--all-users`
 /// or `--all` (every running container) asks for more.
 fn own_only(arguments: &StatsArgs, context: &Context) -> Option<crate::facts::user::User> {
-    (!arguments.all && !arguments.all_users).then(|| context.user.clone())
+    // The identity of the chosen daemon; over several (`--hosts`), none: each is judged
+    // by the uid there (`spec::ownership::belonging`).
+    (!arguments.all && !arguments.all_users).then(|| {
+        if !arguments.hosts.is_empty() {
+            context.user.clone()
+        } else {
+            context.me().clone()
+        }
+    })
 }
 
 /// What each interval's snapshot goes to.

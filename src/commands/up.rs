@@ -194,7 +194,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
             // look for a free name and the create: this user's is `envctl-<profile>-<user>`.
             let personal = crate::ops::target::personal_container_name(
                 &plan.resolved.profile.name,
-                &context.user.name,
+                &context.me().name_for_containers(),
             );
             match first {
                 Err(Error::BelongsTo {
@@ -433,8 +433,10 @@ fn print_report(
     // `--name` is named, so the hint reaches it and not another of the same profile.
     let target = if report.container == spec::container_name(profile)
         || report.container
-            == crate::ops::target::personal_container_name(profile, &context.user.name)
-    {
+            == crate::ops::target::personal_container_name(
+                profile,
+                &context.me().name_for_containers(),
+            ) {
         profile
     } else {
         report.container.as_str()

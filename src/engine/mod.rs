@@ -23,6 +23,7 @@ pub mod exec;
 pub mod facts;
 pub mod forward;
 pub(crate) mod http;
+pub mod identity;
 pub(crate) mod list;
 pub mod logs;
 pub mod occupancy;

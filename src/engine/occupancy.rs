@@ -88,6 +88,7 @@ impl Engine {
                 uid: labels
                     .get(crate::spec::UID_LABEL)
                     .and_then(|uid| uid.parse().ok()),
+                identity: labels.get(crate::spec::ownership::IDENTITY_LABEL).cloned(),
                 gpus,
             };
             match known.get(&id) {

@@ -163,7 +163,7 @@ impl DoctorReport {
             let name = crate::spec::container_name(&resolved.profile.name);
             let gate = crate::ops::policy::PolicyGate {
                 policies,
-                user: &context.user,
+                user: context.me(),
                 container: Some(&name),
             };
             let counted = holders.filter(|_| gate.counts_holders(&body));
@@ -771,6 +771,55 @@ pub fn endpoint_finding(context: &Context) -> Option<Finding> {
         .with_fact("endpoint", &choice.endpoint)
         .in_area(crate::checks::Area::Docker)
     })
+}
+
+/// Who the chosen daemon's transport proves this user to be, when it is not the local
+/// uid of a unix socket: what `up` records as the owner (`spec::ownership`). A transport
+/// that proves no one is a warning, and a failed check where the policy refuses such
+/// clients (`users.unproven`).
+pub fn identity_finding(context: &Context, policies: &[crate::policy::Policy]) -> Option<Finding> {
+    use crate::facts::user::Identity;
+    let identity = context.me().identity.as_ref()?;
+    let label = identity.label();
+    let finding = match identity {
+        Identity::LocalUid { .. } => return None,
+        Identity::Ssh { .. } => Finding::info(
+            "docker.identity",
+            format!("you are `{label}` to this daemon: the login user its server's sshd admitted"),
+        ),
+        Identity::Tls { .. } => Finding::info(
+            "docker.identity",
+            format!(
+                "you are `{label}` to this daemon: the subject of your TLS client certificate (proven where the daemon verifies client certificates, `--tlsverify`)"
+            ),
+        ),
+        Identity::Unproven { why, .. } => {
+            let message = format!(
+                "{why}: `up` records you as `{label}`, a claim anyone reaching this daemon can make"
+            );
+            let hint = "reach the daemon over ssh (`-H ssh://USER@HOST`) or TLS with a client certificate; docs/identity.md says what each proves";
+            let refusing = policies.iter().find_map(|policy| {
+                crate::policy::check_client_refuses(Some(policy), identity)
+                    .map(|line| (policy.path.as_str(), line))
+            });
+            match refusing {
+                Some((path, line)) => Finding::fail(
+                    "docker.identity",
+                    format!(
+                        "{message}; the host policy refuses such clients ({path}:{line}: {})",
+                        crate::policy::UNPROVEN
+                    ),
+                ),
+                None => Finding::warn("docker.identity", message),
+            }
+            .with_hint(hint)
+        }
+    };
+    Some(
+        finding
+            .with_fact("identity", &label)
+            .in_area(crate::checks::Area::Docker),
+    )
 }
 
 /// The day `now` falls on as `YYYY-MM-DD` (UTC), for lifecycle dates.

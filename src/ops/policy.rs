@@ -66,9 +66,10 @@ pub async fn all_in_force(
     Ok(policies)
 }
 
-/// Whoever runs envctl: the real uid and its name (`host::user`), read once at start.
+/// Whoever runs envctl: the real uid and its name (`host::user`), read once at start,
+/// with the identity the chosen daemon's transport proves (`Context::me`).
 pub fn user(context: &Context) -> crate::facts::user::User {
-    context.user.clone()
+    context.me().clone()
 }
 
 /// What the policies judge a create by: the rules, who asks, and the container's name.
@@ -160,7 +161,9 @@ impl PolicyGate<'_> {
             });
             request.user_gpus_held = Some(crate::spec::placement::gpus_held(listed, &theirs));
         }
-        let violations = policy::check(policy, &request);
+        let mut violations = policy::check(policy, &request);
+        // Whether a client the transport proves nothing about may make containers at all.
+        violations.extend(policy::check_client(policy, self.user.identity.as_ref()));
         if violations.is_empty() {
             return Ok(());
         }
@@ -178,9 +181,13 @@ fn needs_nvml(policy: &Policy, body: &CreateBody, holders: Option<&[GpuHolder]>)
     (policy.has_gpu_rule() && policy::asks_for_all_gpus(body)) || holders.is_some()
 }
 
-/// Whether `holder` is `user`'s: by the uid `up` recorded, or, for a container of an
-/// envctl older than that label, by the login name.
+/// Whether `holder` is `user`'s: by the identity `up` recorded (`spec::ownership`), else,
+/// for a container of an envctl older than that label, by the uid, else by the name.
 fn is_users(holder: &GpuHolder, user: &User) -> bool {
+    if let (Some(theirs), Some(mine)) = (&holder.identity, &user.identity) {
+        return crate::facts::user::identity_key(theirs)
+            == crate::facts::user::identity_key(&mine.label());
+    }
     match holder.uid {
         Some(uid) => Some(uid) == user.uid,
         None => holder.user.as_deref() == Some(user.name.as_str()),

@@ -237,6 +237,13 @@ pub async fn plan(
     // the real run; `--force` does not pass it. What the user holds is counted later,
     // under the placement lock (`ops::placement::place`).
     let user = crate::ops::policy::user(context);
+    // A transport that proves no one is said, whatever the policy makes of it.
+    if let Some(identity @ crate::facts::user::Identity::Unproven { why, .. }) = &user.identity {
+        context.printer.warn(&format!(
+            "{why}: the container is recorded as `{}`'s, a claim anyone reaching this daemon can make (docs/identity.md); ssh or a TLS client certificate proves who you are",
+            identity.label()
+        ));
+    }
     let policies = crate::ops::policy::all_in_force(context, engine.as_ref()).await?;
     if !policies.is_empty() {
         crate::ops::policy::PolicyGate {
@@ -260,6 +267,13 @@ pub async fn plan(
         if let Some(uid) = user.uid {
             body.labels
                 .insert(spec::UID_LABEL.to_string(), uid.to_string());
+        }
+        // Who the daemon's transport proves the user is: what ownership compares.
+        if let Some(identity) = &user.identity {
+            body.labels.insert(
+                crate::spec::ownership::IDENTITY_LABEL.to_string(),
+                identity.label(),
+            );
         }
     }
     let name = match (name, &engine) {
@@ -348,19 +362,22 @@ pub async fn default_name(
     use crate::spec::ownership::{Belonging, belonging};
     let plain = spec::container_name(profile);
     let whose = |container: Option<crate::facts::container::ContainerDetails>| {
-        container.map(|container| belonging(&container.labels, &context.user))
+        container.map(|container| belonging(&container.labels, context.me()))
     };
     match whose(engine.inspect_container(&plain).await?) {
         // The user's own, or not envctl's (then `up` names the clash).
         Some(Belonging::Mine | Belonging::Unowned | Belonging::NotEnvctls) => Ok(plain),
         Some(Belonging::Theirs { .. }) => Ok(crate::ops::target::personal_container_name(
             profile,
-            &context.user.name,
+            &context.me().name_for_containers(),
         )),
         // Free: unless the user's own runs under the personal name (made while another
         // user had the plain one), which `up` meets instead of making a second.
         None => {
-            let personal = crate::ops::target::personal_container_name(profile, &context.user.name);
+            let personal = crate::ops::target::personal_container_name(
+                profile,
+                &context.me().name_for_containers(),
+            );
             Ok(match whose(engine.inspect_container(&personal).await?) {
                 Some(Belonging::Mine) => personal,
                 _ => plain,

@@ -22,7 +22,10 @@ use crate::profile::Diagnostic;
 use crate::profile::size::ByteSize;
 
 pub use parse::parse;
-pub use rules::{PolicyRequest, PublishedPort, Violation, asks_for_all_gpus, check};
+pub use rules::{
+    PolicyRequest, PublishedPort, Violation, asks_for_all_gpus, check, check_client,
+    check_client_refuses,
+};
 
 /// Where the policy lies when `ENVCTL_POLICY` does not say.
 pub const DEFAULT_POLICY_PATH: &str = "/etc/envctl/policy.toml";
@@ -60,6 +63,26 @@ pub struct Policy {
     /// The Xids that mark a GPU failed; left out, NVIDIA's list
     /// (`checks::health::DEFAULT_FATAL_XIDS`).
     pub fatal_xids: Option<Rule<Vec<u32>>>,
+    /// `users.unproven`: whether a client whose transport proves no one (plain `tcp://`,
+    /// TLS without a client certificate) may `up`; left out, it may (with a warning).
+    pub unproven: Option<Rule<Unproven>>,
+}
+
+/// What `users.unproven` says of clients the daemon's transport proves nothing about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unproven {
+    Allow,
+    Refuse,
+}
+
+impl Unproven {
+    /// As the policy file writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Unproven::Allow => "allow",
+            Unproven::Refuse => "refuse",
+        }
+    }
 }
 
 /// Where a policy in force came from, for doctor, `policy show` and refusals' hints.
@@ -89,6 +112,7 @@ pub const REQUIRE_MEMORY_LIMIT: &str = "limits.require_memory_limit";
 pub const REGISTRIES: &str = "images.registries";
 pub const LOOPBACK_ONLY: &str = "ports.loopback_only";
 pub const FATAL_XIDS: &str = "gpus.fatal_xids";
+pub const UNPROVEN: &str = "users.unproven";
 
 /// One rule in force, as doctor shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -136,6 +160,9 @@ impl Policy {
         }
         if let Some(rule) = &self.fatal_xids {
             add(FATAL_XIDS, rule.value.clone().into(), rule.line);
+        }
+        if let Some(rule) = &self.unproven {
+            add(UNPROVEN, rule.value.word().into(), rule.line);
         }
         rules.sort_by_key(|rule| rule.line);
         rules

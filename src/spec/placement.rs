@@ -678,6 +678,7 @@ mod tests {
             profile: None,
             user: None,
             uid: None,
+            identity: None,
             gpus,
         }
     }

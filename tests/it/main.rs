@@ -43,6 +43,7 @@ mod forward;
 mod gpu_facts;
 mod gpu_health;
 mod hardening;
+mod identity;
 mod labels;
 mod lock;
 mod nvidia_check;
