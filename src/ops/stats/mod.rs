@@ -11,6 +11,7 @@ pub mod reconnect;
 pub mod recording;
 pub mod sampler;
 pub mod serve;
+pub mod team;
 
 use crate::engine::EngineError;
 use crate::monitor::FailureKind;
