@@ -110,11 +110,12 @@ impl HostsSnapshot {
             kind: failure.kind.as_str(),
             hint: None,
         });
+        let reachable = lost.is_none();
         self.hosts.push(HostState {
             host: host.to_string(),
             endpoint: endpoint.to_string(),
-            reachable: lost.is_none(),
-            containers: lost.is_none().then_some(snapshot.containers.len()),
+            reachable,
+            containers: reachable.then_some(snapshot.containers.len()),
             gpus,
             time: Some(snapshot.time),
             hostname: hostname.map(str::to_string),
@@ -125,8 +126,15 @@ impl HostsSnapshot {
             diagnoses: snapshot.diagnoses,
             failures: snapshot.failures,
         });
+        // A lost daemon's containers are still listed by its loop, their numbers unknown:
+        // its row says why instead.
+        let containers = if reachable {
+            snapshot.containers
+        } else {
+            Vec::new()
+        };
         self.containers
-            .extend(snapshot.containers.into_iter().map(|row| Hosted {
+            .extend(containers.into_iter().map(|row| Hosted {
                 host: host.to_string(),
                 row,
             }));
