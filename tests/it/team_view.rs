@@ -18,7 +18,7 @@ use crate::support::docker::{TEST_LABEL, unique_name};
 
 /// A container of a made-up profile (so it counts as envctl's) that sleeps, started with
 /// `docker` arguments `run`'s.
-fn sleeper(name: &str, profile: &str, image: &str) -> Vec<String> {
+pub(crate) fn sleeper(name: &str, profile: &str, image: &str) -> Vec<String> {
     [
         "run",
         "-d",
@@ -351,6 +351,7 @@ impl Forwarder {
     pub(crate) fn kill(&mut self) {
         let _ = Command::new("kill")
             .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
             .status();
         let _ = self.child.wait();
     }
