@@ -579,3 +579,88 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
         "{table}"
     );
 }
+
+/// A daemon that hangs mid-run (a fake one: its container list answered once, then never
+/// again) is a row `stopped answering` within its deadline (2 intervals + 3 s after its last
+/// snapshot), while the local daemon's row keeps coming every interval.
+#[test]
+fn a_daemon_that_hangs_becomes_a_row_within_its_deadline() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    use crate::support::fake_daemon::{FakeDaemon, Reply};
+    let lists = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&lists);
+    let daemon = FakeDaemon::start(move |request| match request.route() {
+        "/containers/json" => {
+            if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                Some(Reply::json(200, "[]"))
+            } else {
+                Some(Reply::Silent {
+                    r#for: Duration::from_secs(120),
+                })
+            }
+        }
+        _ => None,
+    });
+    let hung = daemon.host();
+    let folder = tempfile::tempdir().unwrap();
+    let mut command = crate::support::cli::envctl_command_in(folder.path());
+    command
+        .args([
+            "--json",
+            "stats",
+            "--interval",
+            "1s",
+            "--hosts",
+            &format!("unix:///var/run/docker.sock,{hung}"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _envctl = Killed(child);
+    let started = Instant::now();
+    let mut previous = started;
+    let mut answered_at = None;
+    for line in std::io::BufReader::new(stdout).lines() {
+        let document: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let now = Instant::now();
+        assert!(
+            now.duration_since(previous) < Duration::from_secs(3),
+            "a line {:?} after the one before",
+            now.duration_since(previous)
+        );
+        previous = now;
+        let hosts = document["hosts"].as_array().unwrap();
+        assert_eq!(hosts[0]["reachable"], true, "{document}");
+        if hosts[1]["reachable"] == true {
+            answered_at.get_or_insert(now);
+        }
+        if let Some(error) = hosts[1]["error"].as_str()
+            && error.starts_with("stopped answering: no sample for")
+        {
+            assert!(answered_at.is_some(), "it answered first: {document}");
+            assert_eq!(hosts[1]["error_kind"], "timeout", "{document}");
+            // Listed again 5 s in, then 2 intervals + 3 s: well under 15 s.
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "{:?}: {document}",
+                started.elapsed()
+            );
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "no `stopped answering` row within 15 s: {document}"
+        );
+    }
+    panic!("envctl ended");
+}
