@@ -664,3 +664,52 @@ fn a_daemon_that_hangs_becomes_a_row_within_its_deadline() {
     }
     panic!("envctl ended");
 }
+
+/// On a terminal (tmux), `stats --hosts` is the live screen: it refreshes with a HOST
+/// column, the stopped endpoint a row saying why, quits on `q` with exit 0 and gives the
+/// terminal back as it found it.
+#[test]
+fn the_team_view_is_live_on_a_terminal_and_quits_on_q() {
+    use crate::support::tmux::{MAIN_SCREEN_MARKER, Recording, Tmux, shell_quote};
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let stopped = format!("tcp://127.0.0.1:{}", free_port());
+    let recording = Recording::new(
+        folder.path(),
+        &format!(
+            "NO_COLOR=1 ENVCTL_NVML_LIBRARY=/nonexistent {envctl} stats --interval 0.5 --hosts unix:///var/run/docker.sock,{stopped}",
+            envctl = shell_quote(env!("CARGO_BIN_EXE_envctl")),
+        ),
+    );
+    let Some(tmux) = Tmux::start(&recording.command()) else {
+        return;
+    };
+    let screen = tmux.wait_for("sample 3");
+    assert!(screen.contains("q quits"), "{screen}");
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(
+        lines.iter().any(|line| line.starts_with("HOST ")),
+        "{screen}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("unix:///var/run/docker.sock ")),
+        "{screen}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with(&format!("{stopped} "))
+                && line.contains("unreachable: nothing answers")),
+        "{screen}"
+    );
+    assert!(!screen.contains(MAIN_SCREEN_MARKER), "{screen}");
+    tmux.keys("q");
+    let screen = tmux.wait_for("exit=0");
+    assert!(screen.contains(MAIN_SCREEN_MARKER), "{screen}");
+    let (before, after) = recording.settings();
+    assert_eq!(before, after, "terminal settings restored");
+}
