@@ -158,12 +158,21 @@ pub async fn follow_team<S>(
     }));
     let shown = async {
         let outcome = show_board(&board, options, server, view, stop).await;
-        // Every host's loop ends with the view.
+        // Every host's loop is told to end with the view…
         let _ = stopping.send(true);
         outcome
     };
-    let (outcome, _) = tokio::join!(shown, members);
-    outcome
+    // …and is not waited for: a host in the middle of a request that hangs (its container
+    // list waits up to 10 s) must not hold `q` or a signal up. The hosts' loops end with
+    // this future, their streams with the runtime.
+    let members = async move {
+        members.await;
+        std::future::pending::<std::convert::Infallible>().await
+    };
+    match futures_util::future::select(std::pin::pin!(shown), std::pin::pin!(members)).await {
+        futures_util::future::Either::Left((outcome, _)) => outcome,
+        futures_util::future::Either::Right((never, _)) => match never {},
+    }
 }
 
 /// Every interval, the board to `view` and `server`, until `stop` or the count.
