@@ -20,12 +20,15 @@
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 //! - [`trust`]: a repository profile's root-equivalent settings, refused without a yes.
 
+pub mod choose_host;
 pub mod compat;
+pub mod daemon_policy;
 pub mod doctor;
 pub mod down;
 pub mod environment;
 pub mod exec;
 pub mod export;
+pub mod forward;
 pub mod hosts;
 pub mod lock;
 pub mod logs;

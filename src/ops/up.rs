@@ -80,21 +80,19 @@ pub struct Plan {
     pub facts: Option<crate::ops::doctor::Facts>,
     /// Who runs `up`: the container is theirs (`spec::ownership`).
     pub user: crate::facts::user::User,
-    /// The host policy in force, judged again under the placement lock when its per-user
-    /// GPU rule applies.
-    pub policy: Option<crate::policy::Policy>,
+    /// The policies in force (the daemon's pushed one, this machine's file), judged again
+    /// under the placement lock when a per-user GPU rule applies.
+    pub policies: Vec<crate::policy::Policy>,
 }
 
 impl Plan {
     /// The policy's gate for this plan's container.
     pub fn gate(&self) -> Option<crate::ops::policy::PolicyGate<'_>> {
-        self.policy
-            .as_ref()
-            .map(|policy| crate::ops::policy::PolicyGate {
-                policy,
-                user: &self.user,
-                container: Some(&self.name),
-            })
+        (!self.policies.is_empty()).then(|| crate::ops::policy::PolicyGate {
+            policies: &self.policies,
+            user: &self.user,
+            container: Some(&self.name),
+        })
     }
 
     /// [`Plan::gate`], only when it must count the GPUs the user holds.
@@ -239,10 +237,10 @@ pub async fn plan(
     // the real run; `--force` does not pass it. What the user holds is counted later,
     // under the placement lock (`ops::placement::place`).
     let user = crate::ops::policy::user(context);
-    let policy = crate::ops::policy::in_force(context)?;
-    if let Some(policy) = &policy {
+    let policies = crate::ops::policy::all_in_force(context, engine.as_ref()).await?;
+    if !policies.is_empty() {
         crate::ops::policy::PolicyGate {
-            policy,
+            policies: &policies,
             user: &user,
             // Not chosen yet without `--name`; this early check counts no holders.
             container: name.as_deref(),
@@ -283,7 +281,7 @@ pub async fn plan(
         name,
         facts,
         user,
-        policy,
+        policies,
     })
 }
 

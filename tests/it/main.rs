@@ -39,6 +39,7 @@ mod export;
 mod export_clusters;
 mod export_origin;
 mod faults;
+mod forward;
 mod gpu_facts;
 mod gpu_health;
 mod hardening;
