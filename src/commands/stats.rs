@@ -538,14 +538,22 @@ fn start_server(arguments: &StatsArgs, context: &Context) -> Result<Option<Stats
             "serving Prometheus metrics at http://{}/metrics",
             server.address()
         ));
-        context.printer.info(&format!(
-            "dashboard at http://{}/ (the last {})",
-            server.address(),
-            duration::humanize_span(crate::monitor::history::span_kept(
-                arguments.window,
-                arguments.interval
-            ))
-        ));
+        if arguments.hosts.is_empty() {
+            context.printer.info(&format!(
+                "dashboard at http://{}/ (the last {})",
+                server.address(),
+                duration::humanize_span(crate::monitor::history::span_kept(
+                    arguments.window,
+                    arguments.interval
+                ))
+            ));
+        } else {
+            // A team's page shows every host's rows as they stand, not one daemon's curves.
+            context.printer.info(&format!(
+                "dashboard at http://{}/ (every host, a row each)",
+                server.address()
+            ));
+        }
     }
     Ok(server)
 }
