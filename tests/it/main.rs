@@ -71,4 +71,5 @@ mod team_view;
 mod terminal_text;
 mod trust;
 mod up;
+mod up_hosts;
 mod validators;
