@@ -256,7 +256,11 @@ async fn choose_host(arguments: &UpArgs, context: &Context) -> Result<(), Error>
             )),
         });
     }
-    let resolved = context.search_path.resolve(&arguments.profile)?;
+    let mut resolved = context.search_path.resolve(&arguments.profile)?;
+    // `--gpus` is what each host is judged by, as `up` judges it.
+    if let Some(spec) = &arguments.gpus {
+        resolved.profile.gpus = Overrides::parse_gpus(spec)?;
+    }
     let (choice, hosts) =
         crate::ops::choose_host::choose(context, &arguments.hosts, &resolved, arguments.force)
             .await?;

@@ -189,7 +189,10 @@ async fn offer(
     let profiles = std::slice::from_ref(resolved);
     let mut facts =
         crate::ops::doctor::gather_with(Ok(engine.clone()), profiles, None, context).await;
-    crate::ops::doctor::gather_occupancy(&engine, &mut facts, context).await;
+    // Who holds the GPUs matters only to a profile that asks for some.
+    if needed(&resolved.profile.gpus).is_some() {
+        crate::ops::doctor::gather_occupancy(&engine, &mut facts, context).await;
+    }
     let policies = crate::ops::policy::all_in_force(context, Some(&engine)).await?;
     let report = crate::ops::doctor::judge(&facts, profiles, matrix)
         .with_policy_verdicts(&policies, profiles, &facts, context);
