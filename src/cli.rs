@@ -129,6 +129,21 @@ Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres
     /// mounts, engine sockets, SYS_ADMIN, host network or IPC, or disk devices in
     /// $XDG_CONFIG_HOME/envctl/trusted.json, so `up` and `run` need no --trust for it.
     Trust(crate::commands::trust::TrustArgs),
+    /// Reach a remote container's published ports from this machine, through ssh
+    ///
+    /// Opens 127.0.0.1:PORT here for each TCP port the container publishes on its host
+    /// (envctl publishes on the host's loopback), through the ssh route of an ssh://
+    /// endpoint, until Ctrl-C. A daemon of this machine needs none: its ports are here.
+    #[command(
+        after_help = "Examples:\n  envctl -H ssh://gpu2 forward train          (Jupyter of `train` at http://127.0.0.1:8888)\n  envctl forward train 8888 6006"
+    )]
+    Forward(crate::commands::forward::ForwardArgs),
+    /// Keep a policy at the daemon for every client of it, and show the policies in force
+    ///
+    /// `envctl policy push FILE` keeps the admin's policy at the daemon (`-H`, a context or
+    /// DOCKER_HOST names it): every client obeys it, from any machine, and a client's own
+    /// policy file can tighten it but never loosen it.
+    Policy(crate::commands::policy::PolicyArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
 }

@@ -45,6 +45,15 @@ pub struct Context {
     pub user: crate::facts::user::User,
     /// `--other-user`: a container another user made may be acted on when named.
     pub other_user: bool,
+    /// The daemon a command chose itself (`up --hosts` picks one of the team's), which
+    /// then stands for `-H`: set at most once, before anything connects.
+    pub chosen_daemon: std::sync::OnceLock<crate::host::docker_config::DaemonChoice>,
+    /// [`Context::user`] with the identity the chosen daemon's transport proves, learnt
+    /// once when first asked (`Context::me`).
+    pub me: std::sync::OnceLock<crate::facts::user::User>,
+    /// [`Context::me`] once a command chose the daemon itself (`chosen_daemon`): learnt
+    /// apart, so an identity asked before the choice never stands for the chosen daemon.
+    pub me_on_chosen: std::sync::OnceLock<crate::facts::user::User>,
 }
 
 impl Context {
@@ -55,6 +64,9 @@ impl Context {
         crate::host::docker_config::DaemonChoice,
         crate::host::docker_config::DaemonChoiceError,
     > {
+        if let Some(chosen) = self.chosen_daemon.get() {
+            return Ok(chosen.clone());
+        }
         crate::host::docker_config::choose(
             &self
                 .environment

@@ -38,12 +38,38 @@ pub enum Error {
     PolicyRefused {
         /// The policy file, as the user knows it.
         path: String,
+        /// This machine's file or the daemon's pushed policy, for the hint.
+        origin: crate::policy::Origin,
         violations: Vec<crate::policy::Violation>,
     },
     #[error("profile `{profile}` would not work on this host ({} failed)", plural(findings.len(), "check"))]
     Preflight {
         profile: String,
         findings: Vec<crate::checks::Finding>,
+    },
+    #[error(
+        "the daemon at {endpoint} runs on {host}, and envctl reaches it without ssh: it cannot forward that host's ports"
+    )]
+    NoPortRoute {
+        endpoint: String,
+        host: String,
+        /// What the user asked to forward, for the hint's command.
+        target: String,
+    },
+    #[error("profile `{profile}` fits on none of the hosts")]
+    NoRoomOnHosts {
+        profile: String,
+        /// Each host as the user named it, and why it cannot take the profile.
+        hosts: Vec<(String, String)>,
+    },
+    #[error("the forward to {host} ended: {message}")]
+    ForwardFailed { host: String, message: String },
+    #[error("volume `{name}` at {endpoint} exists and was not created by envctl")]
+    VolumeTaken {
+        name: String,
+        endpoint: String,
+        /// The engine's command-line tool (`docker`, `podman`), for the hint.
+        cli: &'static str,
     },
     #[error("container `{name}` exists and was not created by envctl")]
     NameTaken {
@@ -289,6 +315,10 @@ impl Error {
             | Error::Lock { .. }
             | Error::Preflight { .. }
             | Error::NameTaken { .. }
+            | Error::VolumeTaken { .. }
+            | Error::NoPortRoute { .. }
+            | Error::NoRoomOnHosts { .. }
+            | Error::ForwardFailed { .. }
             | Error::NotEnvctls { .. }
             | Error::BelongsTo { .. }
             | Error::ProfileChanged { .. }
@@ -338,6 +368,12 @@ impl Error {
             Error::Team(error) => Some(error.hint()),
             Error::Slurm(error) => Some(error.hint()),
             Error::Ownership(error) => Some(error.hint()),
+            Error::PolicyRefused {
+                origin: crate::policy::Origin::Daemon { endpoint, .. },
+                ..
+            } => Some(format!(
+                "the admin of the daemon at {endpoint} pushed these limits (`envctl policy show` prints them): ask them, or change the profile to stay within them (`--force` does not pass a policy)"
+            )),
             Error::PolicyRefused { path, .. } => Some(format!(
                 "the host's admin sets these limits in `{path}`: ask them, or change the profile to stay within them (`--force` does not pass a policy)"
             )),
@@ -407,6 +443,23 @@ impl Error {
             )),
             Error::Usage { hint, .. } => hint.clone(),
             Error::TrustRequired { hint, .. } => Some(hint.clone()),
+            Error::NoPortRoute { host, target, .. } => Some(format!(
+                "reach the daemon over ssh and forward through it: `envctl -H ssh://{host} forward {target}` (a context with an ssh:// endpoint does the same)"
+            )),
+            Error::NoRoomOnHosts { hosts, .. } => Some(format!(
+                "`envctl ps --hosts {}` shows what holds each host's GPUs; free some, ask for fewer, or start it later",
+                hosts
+                    .iter()
+                    .map(|(host, _)| host.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+            Error::ForwardFailed { host, .. } => Some(format!(
+                "check that `ssh {host}` logs in without a prompt and that the server allows TCP forwarding (`AllowTcpForwarding`)"
+            )),
+            Error::VolumeTaken { name, cli, .. } => Some(format!(
+                "envctl never replaces a volume it did not make: see whose it is with `{cli} volume inspect {name}`, and remove it yourself if it is no one's"
+            )),
             Error::Registry { source, .. } => source.hint(),
             Error::Engine(error) => error.hint(),
             Error::NoContainer { target, .. } => {

@@ -43,6 +43,9 @@ fn main() -> ExitCode {
         context_flag: cli.global.context.clone(),
         user: envctl::host::user::current(std::path::Path::new("/")),
         other_user: cli.global.other_user,
+        chosen_daemon: std::sync::OnceLock::new(),
+        me: std::sync::OnceLock::new(),
+        me_on_chosen: std::sync::OnceLock::new(),
     };
     if standard_streams::stdout_was_closed() {
         // Whatever the command printed would be lost, and the exit code would claim it

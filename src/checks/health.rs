@@ -356,8 +356,11 @@ pub fn profile_finding(
         GpuRequest::Devices(names) => format!("`gpus = {:?}`", names.join(",")),
         _ => "`gpus = \"all\"`".to_string(),
     };
-    let mut hint = fix(first.index, verdict.state).unwrap_or_default();
-    hint.push_str("; or ask for a count (`gpus = N`), which placement fills from the sound GPUs");
+    let count = "ask for a count (`gpus = N`), which placement fills from the sound GPUs";
+    let hint = match fix(first.index, verdict.state) {
+        Some(fix) => format!("{fix}; or {count}"),
+        None => count.to_string(),
+    };
     Some(
         Finding::fail(
             "profile.gpu-health",

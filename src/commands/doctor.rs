@@ -76,16 +76,36 @@ pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error
             crate::ui::report::write_diagnostic(&context.printer, diagnostic);
         }
     }
-    let in_force = policy.as_ref().ok().and_then(Option::as_ref).cloned();
+    // Every policy `up` would apply: the daemon's pushed one, then this machine's file.
+    let in_force: Vec<crate::policy::Policy> = facts
+        .daemon_policy
+        .as_ref()
+        .and_then(|read| read.as_ref().ok())
+        .and_then(Option::as_ref)
+        .into_iter()
+        .chain(policy.as_ref().ok().and_then(Option::as_ref))
+        .cloned()
+        .collect();
     let mut report = judge(&facts, &profiles, &matrix);
     // First: which daemon, and what chose it, when a context or `-H` did.
     if let Some(endpoint) = crate::ops::doctor::endpoint_finding(context) {
         report.findings.insert(0, endpoint);
     }
+    // Then who the daemon's transport proves the user is, when not a local uid.
+    if let Some(identity) = crate::ops::doctor::identity_finding(context, &in_force) {
+        let at = usize::from(
+            report
+                .findings
+                .first()
+                .is_some_and(|finding| finding.id == "docker.endpoint"),
+        );
+        report.findings.insert(at, identity);
+    }
     let report = report
         .with_invalid(invalid)
         .with_policy(policy)
-        .with_policy_verdicts(in_force.as_ref(), &profiles, &facts, context);
+        .with_daemon_policy(facts.daemon_policy.as_ref())
+        .with_policy_verdicts(&in_force, &profiles, &facts, context);
     let status = worst(report.findings.iter()).max(
         report
             .profiles
@@ -195,6 +215,47 @@ fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
     lines
 }
 
+/// A policy's rules, one line each, or that it has none.
+fn rule_lines(in_force: &crate::policy::PolicyReport) -> Vec<Finding> {
+    if in_force.rules.is_empty() {
+        return vec![Finding::info(
+            "policy.rule",
+            "no rules: every container is allowed",
+        )];
+    }
+    in_force
+        .rules
+        .iter()
+        .map(|rule| {
+            Finding::info(
+                "policy.rule",
+                format!("{} = {} (line {})", rule.rule, rule.value_text(), rule.line),
+            )
+        })
+        .collect()
+}
+
+/// Where a pushed policy came from: `pushed to ssh://gpu2 by alice@laptop at …`.
+pub fn pushed_words(in_force: &crate::policy::PolicyReport) -> String {
+    match &in_force.origin {
+        crate::policy::Origin::Daemon {
+            endpoint,
+            pushed_by,
+            pushed_at,
+        } => {
+            let mut words = format!("pushed to {}", crate::ui::text::shown(endpoint));
+            if let Some(by) = pushed_by {
+                words.push_str(&format!(" by {}", crate::ui::text::shown(by)));
+            }
+            if let Some(at) = pushed_at {
+                words.push_str(&format!(" at {}", crate::ui::text::shown(at)));
+            }
+            words
+        }
+        crate::policy::Origin::File => in_force.path.clone(),
+    }
+}
+
 fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
     let (policy, host): (Vec<Finding>, Vec<Finding>) = report
         .findings
@@ -229,26 +290,24 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
             findings: occupancy_lines(occupancy),
         });
     }
+    let (daemon_policy, policy): (Vec<Finding>, Vec<Finding>) = policy
+        .into_iter()
+        .partition(|finding| finding.id == crate::ops::doctor::POLICY_DAEMON);
+    match &report.daemon_policy {
+        Some(in_force) => sections.push(Section {
+            title: format!("Daemon policy ({})", pushed_words(in_force)),
+            findings: rule_lines(in_force),
+        }),
+        None if !daemon_policy.is_empty() => sections.push(Section {
+            title: "Daemon policy".into(),
+            findings: daemon_policy,
+        }),
+        None => {}
+    }
     match &report.policy {
         Some(in_force) => sections.push(Section {
             title: format!("Host policy ({})", in_force.path),
-            findings: if in_force.rules.is_empty() {
-                vec![Finding::info(
-                    "policy.rule",
-                    "no rules: every container is allowed",
-                )]
-            } else {
-                in_force
-                    .rules
-                    .iter()
-                    .map(|rule| {
-                        Finding::info(
-                            "policy.rule",
-                            format!("{} = {} (line {})", rule.rule, rule.value_text(), rule.line),
-                        )
-                    })
-                    .collect()
-            },
+            findings: rule_lines(in_force),
         }),
         None if !policy.is_empty() => sections.push(Section {
             title: "Host policy".into(),

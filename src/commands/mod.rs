@@ -10,10 +10,12 @@ pub mod doctor_hosts;
 pub mod down;
 pub mod exec;
 pub mod export;
+pub mod forward;
 pub mod lock;
 pub mod logs;
 pub mod nvidia_check;
 pub mod outdated;
+pub mod policy;
 pub mod profiles;
 pub mod ps;
 pub mod run;
@@ -131,5 +133,7 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::NvidiaCheck(arguments) => nvidia_check::here(arguments, context),
         Command::Logs(arguments) => logs::run(arguments, context),
         Command::Trust(arguments) => trust::run(arguments, context),
+        Command::Policy(arguments) => policy::run(arguments, context),
+        Command::Forward(arguments) => forward::run(arguments, context),
     }
 }

@@ -26,6 +26,12 @@ pub struct UpArgs {
     /// Container name (default: envctl-PROFILE)
     #[arg(long)]
     pub name: Option<String>,
+    /// Start it on whichever of these servers it fits (`@team`: every host of the team
+    /// file; docker CLI context names or URLs, comma-separated): GPUs free, the policy
+    /// allowing it, the driver and GPU fit, the image present preferred (with --dry-run:
+    /// which one, and what would be made there)
+    #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
+    pub hosts: Vec<String>,
     /// When to pull the image
     #[arg(long, value_enum, default_value_t = crate::ops::up::PullPolicy::Missing)]
     pub pull: crate::ops::up::PullPolicy,
@@ -125,6 +131,9 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
         trust: crate::ops::trust::Consent::of(arguments.trust, &arguments.words(), context),
     };
     let runtime = runtime()?;
+    if !arguments.hosts.is_empty() {
+        runtime.block_on(choose_host(&arguments, context))?;
+    }
     if arguments.dry_run {
         let (connected, engine) = runtime.block_on(crate::ops::up::dry_run_connection(context));
         // The plan's gathering judges the connection as doctor does (a daemon that does
@@ -181,7 +190,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
             // look for a free name and the create: this user's is `envctl-<profile>-<user>`.
             let personal = crate::ops::target::personal_container_name(
                 &plan.resolved.profile.name,
-                &context.user.name,
+                &context.me().name_for_containers(),
             );
             match first {
                 Err(Error::BelongsTo {
@@ -210,6 +219,10 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
                 if !(arguments.check && context.json) {
                     let trusted = crate::ops::trust::grants(&plan.resolved, context);
                     print_report(&report, &plan.resolved.profile.name, &trusted, context)?;
+                    if !context.json {
+                        let reach = crate::ops::forward::reach(&engine, &report.id).await;
+                        print_reach(reach, &report, context);
+                    }
                 }
                 if !arguments.check {
                     return Ok(ExitStatus::Success);
@@ -227,6 +240,102 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
             }
         }
     })
+}
+
+/// `--hosts`: chooses the server the profile fits (`ops::choose_host`), says why it and why
+/// not each other one, and makes it the daemon the rest of `up` talks to, as `-H` would.
+async fn choose_host(arguments: &UpArgs, context: &Context) -> Result<(), Error> {
+    if context.host_flag.is_some() || context.context_flag.is_some() {
+        return Err(Error::Usage {
+            message: "`--hosts` chooses the daemon itself: it cannot be given with -H or --context"
+                .into(),
+            hint: Some(format!(
+                "leave out -H/--context: `envctl up {} --hosts {}`",
+                arguments.profile,
+                arguments.hosts.join(",")
+            )),
+        });
+    }
+    let mut resolved = context.search_path.resolve(&arguments.profile)?;
+    // `--gpus` is what each host is judged by, as `up` judges it.
+    if let Some(spec) = &arguments.gpus {
+        resolved.profile.gpus = Overrides::parse_gpus(spec)?;
+    }
+    let (choice, hosts) =
+        crate::ops::choose_host::choose(context, &arguments.hosts, &resolved, arguments.force)
+            .await?;
+    let Some(chosen) = choice.chosen else {
+        return Err(Error::NoRoomOnHosts {
+            profile: resolved.profile.name.clone(),
+            hosts: choice
+                .hosts
+                .iter()
+                .map(|host| (host.host.clone(), host.reason.clone()))
+                .collect(),
+        });
+    };
+    for (index, host) in choice.hosts.iter().enumerate() {
+        let said = if index == chosen {
+            "chosen"
+        } else if host.fits {
+            "fits too"
+        } else {
+            "not chosen"
+        };
+        context.printer.info(&format!(
+            "host {}: {said}: {}",
+            crate::ui::text::shown(&host.host),
+            crate::ui::text::shown(&host.reason)
+        ));
+    }
+    let daemon = hosts
+        .get(chosen)
+        .and_then(|host| host.choice.clone().ok())
+        .ok_or_else(|| Error::Internal("the chosen host has no daemon".into()))?;
+    // Set before anything connects: every later connection goes to the chosen daemon.
+    let _ = context.chosen_daemon.set(daemon);
+    Ok(())
+}
+
+/// Where the container's published ports are, when its daemon runs on another host, and
+/// the command that opens them here (`envctl forward`). What cannot be read is said, never
+/// fails the `up` that started the container.
+fn print_reach(
+    reach: Result<Option<crate::ops::forward::Reach>, Error>,
+    report: &UpReport,
+    context: &Context,
+) {
+    match reach {
+        Ok(None) => {}
+        Ok(Some(reach)) => {
+            let host = crate::ui::text::shown(&reach.host);
+            for (inside, address) in &reach.ports {
+                context
+                    .printer
+                    .info(&format!("  port {inside} is on {host} at {address}"));
+            }
+            let first_port = reach
+                .ports
+                .first()
+                .and_then(|(_, address)| address.rsplit(':').next())
+                .unwrap_or("PORT");
+            context.printer.info(&if reach.through_ssh {
+                format!(
+                    "  reach it from here: envctl forward {}",
+                    report.container
+                )
+            } else {
+                format!(
+                    "  reach it from here: ssh -N -L {first_port}:127.0.0.1:{first_port} {host} (or `envctl -H ssh://{host} forward {}`)",
+                    report.container
+                )
+            });
+        }
+        Err(error) => context.printer.warn(&format!(
+            "cannot tell where its ports are: {}",
+            crate::error::error_chain(&error)
+        )),
+    }
 }
 
 fn dry_run(
@@ -325,8 +434,10 @@ fn print_report(
     // `--name` is named, so the hint reaches it and not another of the same profile.
     let target = if report.container == spec::container_name(profile)
         || report.container
-            == crate::ops::target::personal_container_name(profile, &context.user.name)
-    {
+            == crate::ops::target::personal_container_name(
+                profile,
+                &context.me().name_for_containers(),
+            ) {
         profile
     } else {
         report.container.as_str()

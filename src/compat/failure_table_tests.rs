@@ -1,29 +1,10 @@
 //! compat-facts §7, "Combinations that fail", one test per row, against the bundled matrix:
 //! the verdicts must fail what the table says fails and pass what it says works.
 
+use super::test_values::{capability, cuda, driver, matrix, torch};
 use super::*;
 use crate::checks::Status;
 use crate::profile::model::{CudaVersion, TorchVersion};
-
-fn matrix() -> &'static Matrix {
-    Matrix::bundled()
-}
-
-fn capability(text: &str) -> ComputeCapability {
-    text.parse().unwrap()
-}
-
-fn cuda(text: &str) -> CudaVersion {
-    text.parse().unwrap()
-}
-
-fn driver(text: &str) -> DriverVersion {
-    text.parse().unwrap()
-}
-
-fn torch(text: &str) -> TorchVersion {
-    text.parse().unwrap()
-}
 
 /// Every official x86_64 build in the matrix as `2.8.0+cu128`, with its release and CUDA.
 fn all_builds() -> Vec<(TorchVersion, TorchRelease, CudaVersion)> {

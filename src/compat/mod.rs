@@ -80,6 +80,8 @@ pub mod version;
 
 #[cfg(test)]
 mod failure_table_tests;
+#[cfg(test)]
+mod test_values;
 
 pub use matrix::{
     ArchitectureRow, BUNDLED_PATH, BUNDLED_TEXT, BranchLifecycleRow, CudaDriverRow, CudaFamilyRow,

@@ -367,14 +367,12 @@ impl Parser<'_> {
             Err(error) => {
                 let span = error.span().unwrap_or_else(|| value.span());
                 let message = error.message().trim_end().to_string();
-                let hint = if message.starts_with("missing field") {
-                    Some(format!(
-                        "see the bundled matrix (src/compat/matrix.toml in envctl's source) for a complete `{name}` row"
-                    ))
-                } else {
-                    None
-                };
-                self.error(span, format!("in `{name}`: {message}"), hint);
+                // toml's error has no kind to tell a missing field from a wrong one, and
+                // its words are not read: a complete row helps with either.
+                let hint = format!(
+                    "see the bundled matrix (src/compat/matrix.toml in envctl's source) for a complete `{name}` row"
+                );
+                self.error(span, format!("in `{name}`: {message}"), Some(hint));
                 None
             }
         }

@@ -49,6 +49,7 @@ impl Engine {
                                 host_ip: port.ip.clone().unwrap_or_default(),
                                 host_port: port.public_port?,
                                 protocol: protocol(port),
+                                container_port: Some(port.private_port),
                             })
                         })
                         .collect(),
@@ -228,18 +229,21 @@ impl Engine {
                 engine: self.known_kind(),
             }),
             // Podman answers 409 when the name is taken before the create, and 500 when two
-            // creates of one name race and its storage refuses the second ("the container
-            // name … is already in use by …"): the same conflict.
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 500,
-                message,
-            }) if message.contains(&format!("the container name \"{name}\" is already in use")) => {
-                Err(EngineError::NameConflict {
+            // creates of one name race and its storage refuses the second: the same
+            // conflict. Which 500 it was is asked of the daemon, not read from its words: a
+            // create that failed made no container, so one of this name now is another's.
+            Err(
+                error @ bollard::errors::Error::DockerResponseServerError {
+                    status_code: 500, ..
+                },
+            ) => match self.inspect_response(name).await {
+                Ok(Some(_)) => Err(EngineError::NameConflict {
                     name: name.to_string(),
-                    message,
+                    message: daemon_message(error),
                     engine: self.known_kind(),
-                })
-            }
+                }),
+                Ok(None) | Err(_) => Err(self.classify(error)),
+            },
             // The API's only 404 on create: "No such image".
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
@@ -271,13 +275,33 @@ impl Engine {
 
     pub async fn start_container(&self, name_or_id: &str) -> Result<(), EngineError> {
         let name_or_id = super::reference::container(name_or_id)?;
-        self.whole_answer(
+        let start = self.whole_answer(
             "starting a container",
             self.timeout,
             self.docker.start_container(name_or_id, None),
-        )
-        .await?
-        .map_err(|error| EngineError::classify_start(&self.at(), error, self.timeout.as_secs()))
+        );
+        let error = match start.await? {
+            Ok(()) => return Ok(()),
+            Err(error) => error,
+        };
+        // The daemon refused: what the container asks of the runtime tells its refusals
+        // apart (`StartRefusal::recognise`). Unknown when it cannot be read back.
+        let request = match &error {
+            bollard::errors::Error::DockerResponseServerError { .. } => self
+                .inspect_response(name_or_id)
+                .await
+                .ok()
+                .flatten()
+                // No `HostConfig` in the answer: what it asked for is unknown, not nothing.
+                .and_then(|inspect| inspect.host_config.as_ref().map(start_request)),
+            _ => None,
+        };
+        Err(EngineError::classify_start(
+            &self.at(),
+            error,
+            self.timeout.as_secs(),
+            request.as_ref(),
+        ))
     }
 
     /// Stops within `timeout_seconds`, then kills. Stopping a stopped container is fine.
@@ -320,21 +344,60 @@ impl Engine {
             | Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(()),
-            // Another removal of it is under way (a Slurm Epilog's sweep racing `run`'s own
-            // cleanup): it is going, which is what was asked, not a failure.
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 409,
-                message,
-            }) if removal_in_progress(&message) => Ok(()),
+            // A 409: the container's state refuses the removal. Another removal of it may
+            // be under way (a Slurm Epilog's sweep racing `run`'s own cleanup): it is going,
+            // which is what was asked, not a failure. Which it is, the container's state
+            // says, read again; anything else (running, without `force`) keeps the error.
+            Err(
+                error @ bollard::errors::Error::DockerResponseServerError {
+                    status_code: 409, ..
+                },
+            ) => match self.inspect_response(name_or_id).await {
+                Ok(None) => Ok(()),
+                Ok(Some(inspect)) if removal_under_way(inspect.state.as_ref()) => Ok(()),
+                Ok(Some(_)) | Err(_) => Err(self.classify(error)),
+            },
             Err(error) => Err(self.classify(error)),
         }
     }
 }
 
-/// Whether a 409 to a removal says another removal of the container is under way
-/// (Docker: "removal of container … is already in progress").
-fn removal_in_progress(message: &str) -> bool {
-    message.contains("removal of container") && message.contains("already in progress")
+/// Whether a container's state says it is being removed, or is dead (what a removal
+/// leaves while it finishes): the daemon's own facts, where its 409's words would be
+/// guesswork.
+fn removal_under_way(state: Option<&bollard::models::ContainerState>) -> bool {
+    use bollard::models::ContainerStateStatusEnum as Status;
+    matches!(
+        state.and_then(|state| state.status),
+        Some(Status::REMOVING | Status::DEAD)
+    )
+}
+
+/// The daemon's words of an error answer, for an error that keeps them.
+fn daemon_message(error: bollard::errors::Error) -> String {
+    match error {
+        bollard::errors::Error::DockerResponseServerError { message, .. } => message,
+        other => other.to_string(),
+    }
+}
+
+/// What a created container asks of the runtime, from its `HostConfig`: the capabilities
+/// it adds and the ulimits it sets (by the profile's names: Podman reports its defaults
+/// as `RLIMIT_NOFILE`). The daemon writes an empty list as `null`: none asked for.
+fn start_request(host: &bollard::models::HostConfig) -> super::error::StartRequest {
+    super::error::StartRequest {
+        capabilities: host.cap_add.clone().unwrap_or_default(),
+        ulimits: host
+            .ulimits
+            .iter()
+            .flatten()
+            .filter_map(|limit| limit.name.as_deref())
+            .map(|name| {
+                let name = name.to_ascii_lowercase();
+                name.strip_prefix("rlimit_").unwrap_or(&name).to_string()
+            })
+            .collect(),
+    }
 }
 
 /// `NetworkSettings.Ports` (`"80/tcp": [{"HostIp": "127.0.0.1", "HostPort": "8080"}]`) as
@@ -367,6 +430,7 @@ fn published_ports(
                 host_ip,
                 host_port,
                 protocol: protocol.clone(),
+                container_port: Some(port),
             });
         }
     }
@@ -383,22 +447,52 @@ fn listed(containers: &[super::list::Listed], name_or_id: &str) -> bool {
 
 #[cfg(test)]
 mod removal_tests {
-    use super::{listed, removal_in_progress};
+    use super::{listed, removal_under_way, start_request};
     use crate::engine::list::Listed;
+    use bollard::models::{ContainerState, ContainerStateStatusEnum as Status};
+
+    fn state(status: Status) -> ContainerState {
+        ContainerState {
+            status: Some(status),
+            ..ContainerState::default()
+        }
+    }
 
     /// Issue 40: a sweep racing `run`'s own removal met Docker's 409 and called it a
-    /// failure; only that 409 is a removal under way.
+    /// failure; only a container being removed (or dead) after the 409 is a removal under
+    /// way, read from its state, never from the 409's words.
     #[test]
     fn a_removal_already_under_way_is_told_apart() {
-        assert!(removal_in_progress(
-            "removal of container 3f1c9b2e0a7d is already in progress"
-        ));
-        assert!(!removal_in_progress(
-            "You cannot remove a running container 3f1c: Stop the container before attempting removal or force remove"
-        ));
-        assert!(!removal_in_progress(
-            "Conflict. The container name is already in use"
-        ));
+        assert!(removal_under_way(Some(&state(Status::REMOVING))));
+        assert!(removal_under_way(Some(&state(Status::DEAD))));
+        assert!(!removal_under_way(Some(&state(Status::RUNNING))));
+        assert!(!removal_under_way(Some(&state(Status::EXITED))));
+        // A state the daemon did not report is not a removal.
+        assert!(!removal_under_way(Some(&ContainerState::default())));
+        assert!(!removal_under_way(None));
+    }
+
+    #[test]
+    fn what_a_container_asks_of_the_runtime_is_read_from_its_host_config() {
+        let host = bollard::models::HostConfig {
+            cap_add: Some(vec!["ALL".into()]),
+            ulimits: Some(vec![
+                bollard::models::ResourcesUlimits {
+                    name: Some("RLIMIT_NOFILE".into()),
+                    ..Default::default()
+                },
+                bollard::models::ResourcesUlimits {
+                    name: Some("memlock".into()),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        };
+        let request = start_request(&host);
+        assert_eq!(request.capabilities, ["ALL"]);
+        assert_eq!(request.ulimits, ["nofile", "memlock"]);
+        let nothing = start_request(&bollard::models::HostConfig::default());
+        assert!(nothing.capabilities.is_empty() && nothing.ulimits.is_empty());
     }
 
     #[test]

@@ -276,27 +276,84 @@ const RLIMIT_NAMES: [&str; 16] = [
     "rttime",
 ];
 
+/// What a refused start asked the runtime for, read back from the created container: the
+/// facts that tell runc's refusals apart, where its words alone would have to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StartRequest {
+    /// The capabilities it adds (`HostConfig.CapAdd`).
+    pub capabilities: Vec<String>,
+    /// The ulimits it sets (`HostConfig.Ulimits`), by their names in a profile (`nofile`).
+    pub ulimits: Vec<String>,
+}
+
 impl StartRefusal {
-    /// The cause a start failure's message names, if it is one envctl knows.
-    pub fn recognise(message: &str) -> Option<Self> {
+    /// The cause of a refused start, if it is one envctl knows: from what the container
+    /// asked for (`request`, `None` when it could not be read back) and, where that cannot
+    /// tell, the daemon's words.
+    ///
+    /// The Engine API answers every failed start with a bare 500 and a message: no code,
+    /// no field names the cause (Docker 19.03 to 28, Podman 4 and 5). So the causes below
+    /// that only the daemon knows are read from the words its code always writes, and the
+    /// runtime's refusals are told apart by the request first.
+    pub fn recognise(message: &str, request: Option<&StartRequest>) -> Option<Self> {
+        // Docker's daemon (`daemon/devices.go`, Docker 19.03 to 28) when no device driver
+        // takes a GPU request; nothing else in the answer says it.
         if message.contains("could not select device driver") {
             Some(StartRefusal::NoGpuDriver)
+        // The kernel's EADDRINUSE, as Go spells it, through docker-proxy (Docker 20.10 to
+        // 28), rootlesskit and Podman's port forwarder alike.
         } else if message.contains("address already in use") {
             Some(StartRefusal::PortInUse)
+        // Docker 25 to 28 and Podman 4.6 to 5 (`tags.cncf.io/container-device-interface`):
+        // the names it could not resolve exist only in this sentence.
         } else if let Some((_, devices)) = message.split_once("unresolvable CDI devices ") {
             Some(StartRefusal::UnresolvableCdiDevice {
                 devices: devices.trim().to_string(),
             })
-        } else if message.contains("apply caps") {
-            // Before the generic "operation not permitted", which it also says.
-            Some(StartRefusal::CapabilitiesRefused)
-        } else if message.contains("rlimit") || message.contains("operation not permitted") {
-            Some(StartRefusal::LimitRefused {
-                resource: rlimit_resource(message),
-            })
+        // The kernel's EPERM as runc words it, or a limit refused (runc's `error setting
+        // rlimit`, crun's `setrlimit`).
+        } else if message.contains("operation not permitted") || message.contains("rlimit") {
+            runtime_refusal(message, request)
         } else {
             None
         }
+    }
+}
+
+/// Which of the container's asks the runtime refused with EPERM. The request decides when
+/// it asked for only one of capabilities and ulimits; where it asked for both, or could not
+/// be read back, runc's own words name the step that failed (`unable to apply caps`,
+/// `error setting rlimit type 8`: runc 1.0 to 1.2, under Docker 20.10 to 28 and Podman 4):
+/// no other signal says which of the two it was.
+fn runtime_refusal(message: &str, request: Option<&StartRequest>) -> Option<StartRefusal> {
+    let limit = || StartRefusal::LimitRefused {
+        resource: refused_limit(message, request),
+    };
+    let asked = request.map(|request| {
+        (
+            !request.capabilities.is_empty(),
+            !request.ulimits.is_empty(),
+        )
+    });
+    match asked {
+        Some((true, false)) => Some(StartRefusal::CapabilitiesRefused),
+        Some((false, true)) => Some(limit()),
+        _ if message.contains("apply caps") => Some(StartRefusal::CapabilitiesRefused),
+        _ if message.contains("rlimit") => Some(limit()),
+        // Neither asked for, or both with no word of which: the refusal is another's
+        // (seccomp, an LSM), and no hint is better than a wrong one.
+        Some(_) => None,
+        // Nothing known of the request: a ulimit is what a bare EPERM at start most often
+        // is (Podman 4.3's default nofile and nproc in a sandbox).
+        None => Some(limit()),
+    }
+}
+
+/// The ulimit refused: the only one the container sets, else the one runc names.
+fn refused_limit(message: &str, request: Option<&StartRequest>) -> Option<String> {
+    match request.map(|request| request.ulimits.as_slice()) {
+        Some([only]) => Some(only.clone()),
+        _ => rlimit_resource(message),
     }
 }
 
@@ -311,7 +368,9 @@ fn rlimit_resource(message: &str) -> Option<String> {
 impl EngineError {
     /// Whether the daemon refused a create for a missing `--init` binary (Podman answers
     /// 500 "container-init binary not found" where its catatonit is not installed): the
-    /// profile's settings, not the daemon, are what to look at.
+    /// profile's settings, not the daemon, are what to look at. Podman 4 and 5 answer every
+    /// failed create with a bare 500 and no field naming the cause, so these words
+    /// (`libpod/container_internal_linux.go`) are the only signal there is.
     pub fn is_init_missing(&self) -> bool {
         matches!(
             self,
@@ -321,17 +380,19 @@ impl EngineError {
     }
 
     /// Sorts a failed start: the daemon's answer, with the cause its message names typed.
+    /// `request`: what the container asks of the runtime, `None` when unknown.
     pub fn classify_start(
         endpoint: &Endpoint,
         error: bollard::errors::Error,
         timeout_seconds: u64,
+        request: Option<&StartRequest>,
     ) -> Self {
         match EngineError::classify(endpoint, error, timeout_seconds) {
             EngineError::Daemon {
                 endpoint,
                 status,
                 message,
-            } => match StartRefusal::recognise(&message) {
+            } => match StartRefusal::recognise(&message, request) {
                 Some(refusal) => EngineError::StartRefused {
                     endpoint,
                     status,
@@ -368,6 +429,11 @@ impl EngineError {
                 failure => EngineError::Ssh { endpoint, failure },
             };
         }
+        // A daemon's own answers (status, JSON) carry no hyper error: this is the answer's
+        // HTTP itself.
+        if let Some(problem) = malformed_http(&error) {
+            return EngineError::MalformedAnswer { endpoint, problem };
+        }
         match error {
             Bollard::SocketNotFoundError(path) => EngineError::SocketMissing {
                 path,
@@ -392,10 +458,6 @@ impl EngineError {
                 endpoint,
                 problem: message,
                 answer: capped(contents),
-            },
-            other if malformed_http(&other).is_some() => EngineError::MalformedAnswer {
-                endpoint,
-                problem: malformed_http(&other).unwrap_or_default(),
             },
             other if io_error(&other).and_then(std::io::Error::raw_os_error) == Some(EMFILE) => {
                 EngineError::TooManyOpenFiles {
@@ -563,26 +625,32 @@ impl EngineError {
     }
 }
 
-/// What was malformed in an HTTP answer hyper refused to read, in words that name the
-/// header: hyper says `invalid content-length parsed` for two that differ.
+/// What was malformed in an HTTP answer hyper refused to read, told by hyper's own
+/// predicates (its parse error's kind is private; its words are not read).
 fn malformed_http(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = current {
         if let Some(hyper) = error.downcast_ref::<hyper::Error>()
             && hyper.is_parse()
         {
-            let said = hyper.to_string();
-            return Some(if said.contains("content-length") {
-                format!(
-                    "{said} (its Content-Length headers differ, or one is not a number: the answer's length cannot be known)"
-                )
-            } else {
-                said
-            });
+            return Some(format!("{hyper} ({})", parse_failure(hyper)));
         }
         current = error.source();
     }
     None
+}
+
+/// What a parse error of hyper's means for the answer, by the part of the head it is in.
+fn parse_failure(error: &hyper::Error) -> &'static str {
+    if error.is_parse_status() {
+        "its status line is not HTTP's: something other than an HTTP server answers here"
+    } else if error.is_parse_too_large() {
+        "its head is larger than any daemon's: something other than the Engine API answers here"
+    } else {
+        // What is left of a response head is its version and its headers, and a daemon's
+        // answer fails on the headers that give its length.
+        "a header hyper cannot take: where Content-Length headers differ, one is not a number, or Transfer-Encoding is not chunked last, the answer's length cannot be known"
+    }
 }
 
 /// A daemon's message for an error status, or what its absence means: never "answered
@@ -729,6 +797,10 @@ mod tests {
     }
 
     fn start_failure(message: &str) -> EngineError {
+        refused_start(message, None)
+    }
+
+    fn refused_start(message: &str, request: Option<&StartRequest>) -> EngineError {
         EngineError::classify_start(
             &Endpoint {
                 address: "unix:///run/docker.sock".into(),
@@ -739,6 +811,7 @@ mod tests {
                 message: message.into(),
             },
             3,
+            request,
         )
     }
 
@@ -815,6 +888,107 @@ mod tests {
         );
         let other = start_failure("something else");
         assert!(matches!(&other, EngineError::Daemon { .. }), "{other:?}");
+    }
+
+    fn refusal(message: &str, capabilities: &[&str], ulimits: &[&str]) -> Option<StartRefusal> {
+        let request = StartRequest {
+            capabilities: capabilities.iter().map(|name| name.to_string()).collect(),
+            ulimits: ulimits.iter().map(|name| name.to_string()).collect(),
+        };
+        match refused_start(message, Some(&request)) {
+            EngineError::StartRefused { refusal, .. } => Some(refusal),
+            _ => None,
+        }
+    }
+
+    /// A runtime's EPERM is told apart by what the container asked for; runc's words decide
+    /// only where it asked for both, and a refusal of neither is no guessed ulimit.
+    #[test]
+    fn a_refused_start_is_told_apart_by_what_the_container_asked_for() {
+        // crun says no step; the request says which.
+        let bare = "crun: operation not permitted: OCI permission denied";
+        assert_eq!(
+            refusal(bare, &["ALL"], &[]),
+            Some(StartRefusal::CapabilitiesRefused)
+        );
+        assert_eq!(
+            refusal(bare, &[], &["memlock"]),
+            Some(StartRefusal::LimitRefused {
+                resource: Some("memlock".into())
+            })
+        );
+        assert_eq!(refusal(bare, &[], &[]), None);
+        assert_eq!(refusal(bare, &["ALL"], &["nofile"]), None);
+        // Both asked for: runc's step names which.
+        let caps = "runc create failed: unable to apply caps: operation not permitted";
+        assert_eq!(
+            refusal(caps, &["ALL"], &["nofile"]),
+            Some(StartRefusal::CapabilitiesRefused)
+        );
+        let limit = "runc create failed: error setting rlimit type 7: operation not permitted";
+        assert_eq!(
+            refusal(limit, &["ALL"], &["nofile", "nproc"]),
+            Some(StartRefusal::LimitRefused {
+                resource: Some("nofile".into())
+            })
+        );
+        // The request outweighs the words: it asked for capabilities only.
+        assert_eq!(
+            refusal(limit, &["SYS_NICE"], &[]),
+            Some(StartRefusal::CapabilitiesRefused)
+        );
+    }
+
+    /// An HTTP answer hyper cannot read, parsed by hyper itself over an in-memory pipe.
+    fn malformed(answer: &'static [u8]) -> Option<String> {
+        use tokio::io::AsyncWriteExt as _;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (client, mut server) = tokio::io::duplex(64 * 1024);
+            let (mut sender, connection) = hyper::client::conn::http1::handshake::<
+                _,
+                http_body_util::Empty<bytes::Bytes>,
+            >(hyper_util::rt::TokioIo::new(client))
+            .await
+            .unwrap();
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            tokio::spawn(async move {
+                let _ = server.write_all(answer).await;
+                let _ = server.flush().await;
+                // Held open: the answer's head is what fails, not its end.
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            });
+            let request = http::Request::get("/_ping")
+                .body(http_body_util::Empty::new())
+                .unwrap();
+            let error = sender.send_request(request).await.unwrap_err();
+            malformed_http(&error)
+        })
+    }
+
+    #[test]
+    fn a_malformed_answer_is_named_by_hypers_predicates() {
+        let lengths =
+            malformed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 45\r\n\r\nOK")
+                .unwrap();
+        assert!(
+            lengths.contains("Content-Length headers differ"),
+            "{lengths}"
+        );
+        let status = malformed(b"HTTP/1.1 2x0 OK\r\n\r\n").unwrap();
+        assert!(status.contains("status line is not HTTP's"), "{status}");
+        let large: &'static [u8] = Box::leak(
+            format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n", "a".repeat(600 * 1024))
+                .into_bytes()
+                .into_boxed_slice(),
+        );
+        let large = malformed(large).unwrap();
+        assert!(large.contains("head is larger"), "{large}");
     }
 
     #[test]

@@ -28,8 +28,14 @@ const HOLDS_NOTHING: [&str; 3] = ["exited", "dead", "removing"];
 /// host with hundreds of containers must not open hundreds of connections.
 const INSPECTS_AT_ONCE: usize = 8;
 
-/// A container, the GPUs its inspect shows, and what its [`GPUS_LABEL`] claims.
-type Inspected = (GpuHolder, Option<GpuAssignment>, Option<GpuAssignment>);
+/// A container, the GPUs its inspect shows, what its [`GPUS_LABEL`] claims, and whether
+/// the answer gave its environment.
+type Inspected = (
+    GpuHolder,
+    Option<GpuAssignment>,
+    Option<GpuAssignment>,
+    bool,
+);
 
 /// What one reading of the holders found.
 #[derive(Debug, Default)]
@@ -82,6 +88,7 @@ impl Engine {
                 uid: labels
                     .get(crate::spec::UID_LABEL)
                     .and_then(|uid| uid.parse().ok()),
+                identity: labels.get(crate::spec::ownership::IDENTITY_LABEL).cloned(),
                 gpus,
             };
             match known.get(&id) {
@@ -111,30 +118,37 @@ impl Engine {
                         // Removed between the list and the inspect: it holds nothing now.
                         return Ok(None);
                     };
+                    // The daemon writes an empty environment as `null`; an answer without
+                    // `Config` says nothing of it: unknown, not empty.
                     let environment = inspect
                         .config
                         .as_ref()
-                        .and_then(|config| config.env.clone())
-                        .unwrap_or_default();
+                        .map(|config| config.env.clone().unwrap_or_default());
+                    let environment_known = environment.is_some();
                     let request = inspect.host_config.and_then(|host| {
                         let runtime = host.runtime.clone();
                         gpus_of_host(Some(host), label.as_ref()).or_else(|| {
-                            environment_gpus(&environment, runtime.as_deref(), default_runtime)
+                            environment_gpus(
+                                environment.as_deref()?,
+                                runtime.as_deref(),
+                                default_runtime,
+                            )
                         })
                     });
-                    Ok(Some((holder, request, label)))
+                    Ok(Some((holder, request, label, environment_known)))
                 }
             }))
             .buffer_unordered(INSPECTS_AT_ONCE)
             .collect()
             .await;
         for answer in inspected {
-            if let Some((holder, request, label)) = answer? {
+            if let Some((holder, request, label, environment_known)) = answer? {
                 // Podman adds a CDI request's nodes only when it starts the container: a
                 // created one that shows no GPUs yet is asked again next time, not known,
                 // and meanwhile envctl's claim for it stands (on Podman only: Docker keeps
-                // the request from the create on).
-                if request.is_some() || holder.state != "created" {
+                // the request from the create on). One whose environment the answer left
+                // out is asked again too.
+                if request.is_some() || (holder.state != "created" && environment_known) {
                     requests.insert(holder.id.clone(), request.clone());
                 }
                 let request = match (request, label) {

@@ -39,6 +39,9 @@ pub struct PublishedPort {
     pub host_port: u16,
     /// `tcp`, `udp`, `sctp`.
     pub protocol: String,
+    /// The container's port behind it; `None` where the daemon did not say.
+    #[serde(default)]
+    pub container_port: Option<u16>,
 }
 
 /// One container as inspected: what `up`, `exec` and `down` decide on.

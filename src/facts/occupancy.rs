@@ -21,6 +21,9 @@ pub struct GpuHolder {
     /// The real uid of whoever made it (label `envctl.uid`), when envctl made it; the uid
     /// decides whose it is, the name is for messages.
     pub uid: Option<u32>,
+    /// Who the daemon's transport proved its maker to be (label `envctl.identity`): when
+    /// there, it decides whose it is, before the uid.
+    pub identity: Option<String>,
     /// What it asked for: `all`, a count, or device names (indexes, `GPU-…` UUIDs, or
     /// `MIG-…` instances), from `DeviceRequests` and CDI names (`nvidia.com/gpu=…`).
     pub gpus: GpuAssignment,

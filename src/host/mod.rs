@@ -9,6 +9,7 @@ pub mod cgroup;
 pub mod docker_config;
 pub mod gpu_lock;
 pub mod here;
+pub mod ports;
 pub mod process;
 pub mod slurm;
 pub mod tools;

@@ -28,10 +28,12 @@ fn current_with(root: &Path, lookup: impl FnOnce(u32) -> Option<String>) -> User
         Some(uid) => User {
             uid: Some(uid),
             name: name_of_uid(root, uid, lookup),
+            identity: None,
         },
         None => User {
             uid: None,
             name: "unknown user".into(),
+            identity: None,
         },
     }
 }
@@ -154,7 +156,8 @@ mod tests {
             current_with(empty.path(), nobody),
             User {
                 uid: None,
-                name: "unknown user".into()
+                name: "unknown user".into(),
+                identity: None,
             }
         );
     }

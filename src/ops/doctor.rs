@@ -38,6 +38,10 @@ pub struct DoctorReport {
     /// where there is none, or where it cannot be read (then a `policy.invalid` finding
     /// says why, with the file:line of each problem).
     pub policy: Option<crate::policy::PolicyReport>,
+    /// The policy pushed to the daemon (`envctl policy push`), which every client of it
+    /// obeys beside its own `policy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub daemon_policy: Option<crate::policy::PolicyReport>,
 }
 
 /// Who holds each GPU of this host (`spec::placement::occupancy`).
@@ -99,19 +103,43 @@ impl DoctorReport {
 }
 
 impl DoctorReport {
+    /// Adds the policy pushed to the daemon as it was read: its rules and where it came
+    /// from, or a failed `policy.daemon` finding when it cannot be used (`up` refuses
+    /// then too).
+    pub fn with_daemon_policy(
+        mut self,
+        policy: Option<&Result<Option<crate::policy::Policy>, String>>,
+    ) -> DoctorReport {
+        match policy {
+            None | Some(Ok(None)) => {}
+            Some(Ok(Some(policy))) => {
+                self.daemon_policy = Some(crate::policy::PolicyReport::from(policy));
+            }
+            Some(Err(message)) => {
+                self.findings.push(
+                    Finding::fail(POLICY_DAEMON, message.clone()).with_hint(
+                        "its admin pushes a valid one with `envctl policy push FILE` (`envctl policy show` prints what is there)",
+                    ),
+                );
+                self.verdict = Status::Fail.verdict();
+            }
+        }
+        self
+    }
+
     /// Judges each profile by the host policy as `up` would (the same rule, value and
     /// file:line as `up`'s refusal, a `profile.policy` failure each), counting what the
     /// user holds already where the engine's GPU holders were read.
     pub fn with_policy_verdicts(
         mut self,
-        policy: Option<&crate::policy::Policy>,
+        policies: &[crate::policy::Policy],
         profiles: &[ResolvedProfile],
         facts: &Facts,
         context: &Context,
     ) -> DoctorReport {
-        let Some(policy) = policy else {
+        if policies.is_empty() {
             return self;
-        };
+        }
         let holders = match &facts.holders {
             Some(Ok(holders)) => Some(holders.as_slice()),
             _ => None,
@@ -134,13 +162,14 @@ impl DoctorReport {
             };
             let name = crate::spec::container_name(&resolved.profile.name);
             let gate = crate::ops::policy::PolicyGate {
-                policy,
-                user: &context.user,
+                policies,
+                user: context.me(),
                 container: Some(&name),
             };
             let counted = holders.filter(|_| gate.counts_holders(&body));
-            let Err(crate::error::Error::PolicyRefused { path, violations }) =
-                gate.enforce(&body, Some(&facts.gpu), counted, context)
+            let Err(crate::error::Error::PolicyRefused {
+                path, violations, ..
+            }) = gate.enforce(&body, Some(&facts.gpu), counted, context)
             else {
                 continue;
             };
@@ -177,6 +206,8 @@ pub const POLICY_PROFILE: &str = "profile.policy";
 
 /// The finding of a host policy that cannot be used.
 pub const POLICY_INVALID: &str = "policy.invalid";
+/// The policy pushed to the daemon cannot be read or used.
+pub const POLICY_DAEMON: &str = "policy.daemon";
 
 /// The gathered facts, so a report can be replayed and a failure explained.
 #[derive(Debug, Serialize)]
@@ -212,6 +243,9 @@ pub struct Facts {
     /// GPU process PIDs → who runs each (`host::user::process_user`); gathered with
     /// `holders`, for the busy GPUs' messages.
     pub process_users: std::collections::BTreeMap<u32, String>,
+    /// The policy pushed to the daemon (`ops::policy::at_daemon`), or why it could not be
+    /// used; `None` where nobody asked (no daemon answered, or `up`'s preflight).
+    pub daemon_policy: Option<Result<Option<crate::policy::Policy>, String>>,
     /// Why the host probe gave no facts (it panicked: a bug): `host` is then empty, not
     /// measured, and doctor says so before judging it.
     pub host_crashed: Option<String>,
@@ -325,6 +359,7 @@ pub async fn gather_with(
         holders: None,
         process_owners: Default::default(),
         process_users: Default::default(),
+        daemon_policy: None,
         host_crashed,
         slurm: crate::ops::slurm::job(context),
         cdi_stale_nodes,
@@ -682,6 +717,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         invalid_profiles: Vec::new(),
         occupancy: occupancy(facts),
         policy: None,
+        daemon_policy: None,
     }
 }
 
@@ -740,8 +776,29 @@ pub async fn gather(profiles: &[ResolvedProfile], context: &Context) -> Facts {
     let mut facts = gather_with(engine, profiles, None, context).await;
     if let Some(engine) = again {
         gather_occupancy(&engine, &mut facts, context).await;
+        if matches!(facts.engine.state, EngineState::Reachable(_)) {
+            facts.daemon_policy = Some(
+                crate::ops::policy::at_daemon(&engine)
+                    .await
+                    .map_err(|error| daemon_policy_problem(&error)),
+            );
+        }
     }
     facts
+}
+
+/// Why the daemon's policy cannot be used, in one line with each problem's place.
+fn daemon_policy_problem(error: &crate::error::Error) -> String {
+    let places: Vec<String> = match error {
+        crate::error::Error::Policy(error) => error.places(),
+        _ => Vec::new(),
+    };
+    let message = crate::error::error_chain(error);
+    if places.is_empty() {
+        message
+    } else {
+        format!("{message}: {}", places.join("; "))
+    }
 }
 
 /// Which daemon doctor talks to and what chose it, when a docker CLI context or `-H` did
@@ -765,6 +822,55 @@ pub fn endpoint_finding(context: &Context) -> Option<Finding> {
         .with_fact("endpoint", &choice.endpoint)
         .in_area(crate::checks::Area::Docker)
     })
+}
+
+/// Who the chosen daemon's transport proves this user to be, when it is not the local
+/// uid of a unix socket: what `up` records as the owner (`spec::ownership`). A transport
+/// that proves no one is a warning, and a failed check where the policy refuses such
+/// clients (`users.unproven`).
+pub fn identity_finding(context: &Context, policies: &[crate::policy::Policy]) -> Option<Finding> {
+    use crate::facts::user::Identity;
+    let identity = context.me().identity.as_ref()?;
+    let label = identity.label();
+    let finding = match identity {
+        Identity::LocalUid { .. } => return None,
+        Identity::Ssh { .. } => Finding::info(
+            "docker.identity",
+            format!("you are `{label}` to this daemon: the login user its server's sshd admitted"),
+        ),
+        Identity::Tls { .. } => Finding::info(
+            "docker.identity",
+            format!(
+                "you are `{label}` to this daemon: the subject of your TLS client certificate (proven where the daemon verifies client certificates, `--tlsverify`)"
+            ),
+        ),
+        Identity::Unproven { why, .. } => {
+            let message = format!(
+                "{why}: `up` records you as `{label}`, a claim anyone reaching this daemon can make"
+            );
+            let hint = "reach the daemon over ssh (`-H ssh://USER@HOST`) or TLS with a client certificate; docs/identity.md says what each proves";
+            let refusing = policies.iter().find_map(|policy| {
+                crate::policy::check_client_refuses(Some(policy), identity)
+                    .map(|line| (policy.path.as_str(), line))
+            });
+            match refusing {
+                Some((path, line)) => Finding::fail(
+                    "docker.identity",
+                    format!(
+                        "{message}; the host policy refuses such clients ({path}:{line}: {})",
+                        crate::policy::UNPROVEN
+                    ),
+                ),
+                None => Finding::warn("docker.identity", message),
+            }
+            .with_hint(hint)
+        }
+    };
+    Some(
+        finding
+            .with_fact("identity", &label)
+            .in_area(crate::checks::Area::Docker),
+    )
 }
 
 /// The day `now` falls on as `YYYY-MM-DD` (UTC), for lifecycle dates.

@@ -53,8 +53,13 @@ pub async fn sweep(
         .engine_with_deadline(stop_deadline(timeout_seconds))
         .await?;
     let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
-    // Root (a Slurm Epilog) sweeps every user's; anyone else their own.
-    let everyone = context.user.uid == Some(0) || context.other_user;
+    // Root on this machine (a Slurm Epilog) sweeps every user's; anyone else, and root of
+    // another machine reaching the daemon remotely, their own.
+    let everyone = context.other_user
+        || matches!(
+            context.me().identity,
+            Some(crate::facts::user::Identity::LocalUid { uid: 0, .. })
+        );
     let mut names = Vec::new();
     for id in engine.containers_labelled(label).await? {
         let Some(container) = engine.inspect_container(&id).await? else {

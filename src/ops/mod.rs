@@ -20,12 +20,15 @@
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 //! - [`trust`]: a repository profile's root-equivalent settings, refused without a yes.
 
+pub mod choose_host;
 pub mod compat;
+pub mod daemon_policy;
 pub mod doctor;
 pub mod down;
 pub mod environment;
 pub mod exec;
 pub mod export;
+pub mod forward;
 pub mod hosts;
 pub mod lock;
 pub mod logs;
@@ -53,6 +56,41 @@ use crate::context::Context;
 use crate::error::Error;
 
 impl Context {
+    /// Who runs envctl as the chosen daemon knows them: the local user with the identity
+    /// its transport proves (`engine::identity`). A transport whose identity cannot be
+    /// learnt gives an unproven one, saying why.
+    pub fn me(&self) -> &crate::facts::user::User {
+        if let Some(chosen) = self.chosen_daemon.get() {
+            return self
+                .me_on_chosen
+                .get_or_init(|| self.me_at(Ok(chosen.clone())));
+        }
+        self.me
+            .get_or_init(|| self.me_at(self.daemon().map_err(|error| error.to_string())))
+    }
+
+    /// [`Context::me`] for the daemon `choice` (one of several `--hosts`), not kept.
+    pub fn me_at(
+        &self,
+        choice: Result<crate::host::docker_config::DaemonChoice, String>,
+    ) -> crate::facts::user::User {
+        let identity = choice.and_then(|choice| {
+            crate::engine::identity::of_choice(&choice, &self.user, crate::host::hostname())
+                .map_err(|error| error.to_string())
+        });
+        let identity = identity.unwrap_or_else(|why| crate::facts::user::Identity::Unproven {
+            claimed: match self.user.uid {
+                Some(uid) => format!("uid:{uid}"),
+                None => format!("user:{}", self.user.name),
+            },
+            why,
+        });
+        crate::facts::user::User {
+            identity: Some(identity),
+            ..self.user.clone()
+        }
+    }
+
     /// A connection to the daemon, checked with a ping so an unreachable daemon is named
     /// at once (within `engine::PING_TIMEOUT`), and identified (`/version`).
     pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {

@@ -46,6 +46,11 @@ pub struct Row {
     /// The login name (or `uid N`) of whoever made it with `up`; none for a container
     /// made before owners were recorded, or by another tool from an export.
     pub owner: Option<String>,
+    /// Who the daemon's transport proved its maker to be (`envctl.identity`:
+    /// `ssh:alice@gpu2`, `tls:CN=alice`, `uid:1001@laptop`); none for a container made
+    /// before identities were recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// With `--hosts`: the host as named there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -56,7 +61,7 @@ pub struct Row {
 pub async fn rows(all: bool, all_users: bool, context: &Context) -> Result<Vec<Row>, Error> {
     let engine = context.engine().await?;
     let (rows, here) = tokio::join!(
-        rows_of(&engine, all, all_users, context),
+        rows_of(&engine, all, all_users, context.me(), context),
         engine.on_this_host()
     );
     let mut rows = rows?;
@@ -84,7 +89,10 @@ pub async fn rows_on_hosts(
     let hosts = crate::ops::hosts::named(context, names)?;
     let answers = crate::ops::hosts::each(&hosts, super::REQUEST_TIMEOUT, |engine| async move {
         let (rows, here) = tokio::join!(
-            rows_of(&engine, all, all_users, context),
+            // Over several daemons at once, by the uid (`spec::ownership::belonging` without
+            // an identity): learning each transport's identity would cost an `ssh -G` per
+            // host before the fan-out.
+            rows_of(&engine, all, all_users, &context.user, context),
             engine.on_this_host()
         );
         Ok::<_, Error>((rows?, here))
@@ -144,11 +152,18 @@ async fn rows_of(
     engine: &Engine,
     all: bool,
     all_users: bool,
+    owner: &crate::facts::user::User,
     context: &Context,
 ) -> Result<Vec<Row>, Error> {
     let mut containers = engine.list_containers(all, true).await?;
     if !all_users {
-        containers.retain(|container| crate::ops::target::is_mine(&container.labels, context));
+        containers.retain(|container| {
+            matches!(
+                crate::spec::ownership::belonging(&container.labels, owner),
+                crate::spec::ownership::Belonging::Mine
+                    | crate::spec::ownership::Belonging::Unowned
+            )
+        });
     }
     // A few at a time (`engine::each_bounded`): one connection per container at once
     // runs out of descriptors on a busy host.
@@ -192,6 +207,10 @@ async fn rows_of(
         let origin = Origin::of(&container.labels);
         rows.push(Row {
             owner: crate::spec::ownership::owner_label(&container.labels),
+            identity: container
+                .labels
+                .get(crate::spec::ownership::IDENTITY_LABEL)
+                .map(|identity| identity.chars().take(200).collect()),
             origin: origin.word().to_string(),
             compose_project: origin.compose_project().map(str::to_string),
             shown_origin: origin.shown(),

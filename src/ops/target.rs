@@ -157,7 +157,7 @@ pub async fn find_own_container(
 /// this user's own, or one that names no owner (`Belonging::Unowned`).
 pub fn is_mine(labels: &std::collections::BTreeMap<String, String>, context: &Context) -> bool {
     matches!(
-        ownership::belonging(labels, &context.user),
+        ownership::belonging(labels, context.me()),
         Belonging::Mine | Belonging::Unowned
     )
 }
@@ -167,13 +167,13 @@ pub fn is_owned_by_me(
     labels: &std::collections::BTreeMap<String, String>,
     context: &Context,
 ) -> bool {
-    ownership::belonging(labels, &context.user) == Belonging::Mine
+    ownership::belonging(labels, context.me()) == Belonging::Mine
 }
 
 /// `container`, unless it is another user's and `--other-user` was not given. A container
 /// envctl did not make passes: what may be done to it is each command's rule.
 pub fn may_act(container: ContainerDetails, context: &Context) -> Result<ContainerDetails, Error> {
-    match ownership::belonging(&container.labels, &context.user) {
+    match ownership::belonging(&container.labels, context.me()) {
         Belonging::Theirs { owner } if !context.other_user => Err(Error::BelongsTo {
             name: container.name,
             owner,
@@ -252,7 +252,7 @@ async fn by_profile_label(
         .collect();
     // The default names first: `envctl-<profile>`, then `envctl-<profile>-<user>`.
     let default_name = container_name(profile);
-    let personal_name = personal_container_name(profile, &context.user.name);
+    let personal_name = personal_container_name(profile, &context.me().name_for_containers());
     containers.sort_by_key(|container| {
         (
             container.name != default_name,

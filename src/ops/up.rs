@@ -80,21 +80,19 @@ pub struct Plan {
     pub facts: Option<crate::ops::doctor::Facts>,
     /// Who runs `up`: the container is theirs (`spec::ownership`).
     pub user: crate::facts::user::User,
-    /// The host policy in force, judged again under the placement lock when its per-user
-    /// GPU rule applies.
-    pub policy: Option<crate::policy::Policy>,
+    /// The policies in force (the daemon's pushed one, this machine's file), judged again
+    /// under the placement lock when a per-user GPU rule applies.
+    pub policies: Vec<crate::policy::Policy>,
 }
 
 impl Plan {
     /// The policy's gate for this plan's container.
     pub fn gate(&self) -> Option<crate::ops::policy::PolicyGate<'_>> {
-        self.policy
-            .as_ref()
-            .map(|policy| crate::ops::policy::PolicyGate {
-                policy,
-                user: &self.user,
-                container: Some(&self.name),
-            })
+        (!self.policies.is_empty()).then(|| crate::ops::policy::PolicyGate {
+            policies: &self.policies,
+            user: &self.user,
+            container: Some(&self.name),
+        })
     }
 
     /// [`Plan::gate`], only when it must count the GPUs the user holds.
@@ -239,10 +237,17 @@ pub async fn plan(
     // the real run; `--force` does not pass it. What the user holds is counted later,
     // under the placement lock (`ops::placement::place`).
     let user = crate::ops::policy::user(context);
-    let policy = crate::ops::policy::in_force(context)?;
-    if let Some(policy) = &policy {
+    // A transport that proves no one is said, whatever the policy makes of it.
+    if let Some(identity @ crate::facts::user::Identity::Unproven { why, .. }) = &user.identity {
+        context.printer.warn(&format!(
+            "{why}: the container is recorded as `{}`'s, a claim anyone reaching this daemon can make (docs/identity.md); ssh or a TLS client certificate proves who you are",
+            identity.label()
+        ));
+    }
+    let policies = crate::ops::policy::all_in_force(context, engine.as_ref()).await?;
+    if !policies.is_empty() {
         crate::ops::policy::PolicyGate {
-            policy,
+            policies: &policies,
             user: &user,
             // Not chosen yet without `--name`; this early check counts no holders.
             container: name.as_deref(),
@@ -262,6 +267,13 @@ pub async fn plan(
         if let Some(uid) = user.uid {
             body.labels
                 .insert(spec::UID_LABEL.to_string(), uid.to_string());
+        }
+        // Who the daemon's transport proves the user is: what ownership compares.
+        if let Some(identity) = &user.identity {
+            body.labels.insert(
+                crate::spec::ownership::IDENTITY_LABEL.to_string(),
+                identity.label(),
+            );
         }
     }
     let name = match (name, &engine) {
@@ -283,7 +295,7 @@ pub async fn plan(
         name,
         facts,
         user,
-        policy,
+        policies,
     })
 }
 
@@ -350,19 +362,22 @@ pub async fn default_name(
     use crate::spec::ownership::{Belonging, belonging};
     let plain = spec::container_name(profile);
     let whose = |container: Option<crate::facts::container::ContainerDetails>| {
-        container.map(|container| belonging(&container.labels, &context.user))
+        container.map(|container| belonging(&container.labels, context.me()))
     };
     match whose(engine.inspect_container(&plain).await?) {
         // The user's own, or not envctl's (then `up` names the clash).
         Some(Belonging::Mine | Belonging::Unowned | Belonging::NotEnvctls) => Ok(plain),
         Some(Belonging::Theirs { .. }) => Ok(crate::ops::target::personal_container_name(
             profile,
-            &context.user.name,
+            &context.me().name_for_containers(),
         )),
         // Free: unless the user's own runs under the personal name (made while another
         // user had the plain one), which `up` meets instead of making a second.
         None => {
-            let personal = crate::ops::target::personal_container_name(profile, &context.user.name);
+            let personal = crate::ops::target::personal_container_name(
+                profile,
+                &context.me().name_for_containers(),
+            );
             Ok(match whose(engine.inspect_container(&personal).await?) {
                 Some(Belonging::Mine) => personal,
                 _ => plain,

@@ -22,7 +22,10 @@ use crate::profile::Diagnostic;
 use crate::profile::size::ByteSize;
 
 pub use parse::parse;
-pub use rules::{PolicyRequest, PublishedPort, Violation, asks_for_all_gpus, check};
+pub use rules::{
+    PolicyRequest, PublishedPort, Violation, asks_for_all_gpus, check, check_client,
+    check_client_refuses,
+};
 
 /// Where the policy lies when `ENVCTL_POLICY` does not say.
 pub const DEFAULT_POLICY_PATH: &str = "/etc/envctl/policy.toml";
@@ -44,8 +47,11 @@ pub struct Rule<T> {
 /// The rules of one policy file; a rule left out does not apply.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Policy {
-    /// The file as the user named it, for messages.
+    /// The file as the user named it, for messages (`envctl-policy@ENDPOINT` for the
+    /// policy pushed to a daemon).
     pub path: String,
+    /// Where the policy came from: this machine's file or a daemon.
+    pub origin: Origin,
     pub max_gpus_per_container: Option<Rule<u32>>,
     pub max_gpus_per_user: Option<Rule<u32>>,
     pub max_memory: Option<Rule<ByteSize>>,
@@ -57,6 +63,44 @@ pub struct Policy {
     /// The Xids that mark a GPU failed; left out, NVIDIA's list
     /// (`checks::health::DEFAULT_FATAL_XIDS`).
     pub fatal_xids: Option<Rule<Vec<u32>>>,
+    /// `users.unproven`: whether a client whose transport proves no one (plain `tcp://`,
+    /// TLS without a client certificate) may `up`; left out, it may (with a warning).
+    pub unproven: Option<Rule<Unproven>>,
+}
+
+/// What `users.unproven` says of clients the daemon's transport proves nothing about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unproven {
+    Allow,
+    Refuse,
+}
+
+impl Unproven {
+    /// As the policy file writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Unproven::Allow => "allow",
+            Unproven::Refuse => "refuse",
+        }
+    }
+}
+
+/// Where a policy in force came from, for doctor, `policy show` and refusals' hints.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Origin {
+    /// A file on the machine envctl runs on (`ENVCTL_POLICY`, `/etc/envctl/policy.toml`).
+    #[default]
+    File,
+    /// Pushed to the daemon by its admin (`envctl policy push`): every client obeys it.
+    Daemon {
+        /// The daemon's endpoint, as the user chose it.
+        endpoint: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pushed_by: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pushed_at: Option<String>,
+    },
 }
 
 /// Rule names, as the TOML keys are written (`table.key`).
@@ -68,6 +112,7 @@ pub const REQUIRE_MEMORY_LIMIT: &str = "limits.require_memory_limit";
 pub const REGISTRIES: &str = "images.registries";
 pub const LOOPBACK_ONLY: &str = "ports.loopback_only";
 pub const FATAL_XIDS: &str = "gpus.fatal_xids";
+pub const UNPROVEN: &str = "users.unproven";
 
 /// One rule in force, as doctor shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -116,6 +161,9 @@ impl Policy {
         if let Some(rule) = &self.fatal_xids {
             add(FATAL_XIDS, rule.value.clone().into(), rule.line);
         }
+        if let Some(rule) = &self.unproven {
+            add(UNPROVEN, rule.value.word().into(), rule.line);
+        }
         rules.sort_by_key(|rule| rule.line);
         rules
     }
@@ -140,6 +188,7 @@ impl Policy {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PolicyReport {
     pub path: String,
+    pub origin: Origin,
     pub rules: Vec<RuleInForce>,
 }
 
@@ -147,6 +196,7 @@ impl From<&Policy> for PolicyReport {
     fn from(policy: &Policy) -> Self {
         PolicyReport {
             path: policy.path.clone(),
+            origin: policy.origin.clone(),
             rules: policy.rules(),
         }
     }
@@ -212,6 +262,14 @@ impl PolicyError {
 /// Reads the policy at `path` (shown as `shown`): `None` when there is no such file,
 /// an error when a file is there and cannot be read or is not a valid policy.
 pub fn load(path: &Path, shown: &str) -> Result<Option<Policy>, PolicyError> {
+    read_text(path, shown)?
+        .map(|text| parse(shown, &text))
+        .transpose()
+}
+
+/// The text of the policy file at `path` (shown as `shown`), not yet parsed: `None` when
+/// there is no such file. `envctl policy push` sends this text to the daemon.
+pub fn read_text(path: &Path, shown: &str) -> Result<Option<String>, PolicyError> {
     // One reader for files envctl did not write: a FIFO, a device or a link out of the
     // policy's folder is never read, and no more than the limit.
     let bytes =
@@ -244,16 +302,15 @@ pub fn load(path: &Path, shown: &str) -> Result<Option<Policy>, PolicyError> {
                 });
             }
         };
-    let text = crate::profile::file::decode_profile_bytes(bytes, shown).map_err(|diagnostic| {
-        PolicyError::Invalid {
+    crate::profile::file::decode_profile_bytes(bytes, shown)
+        .map(Some)
+        .map_err(|diagnostic| PolicyError::Invalid {
             path: shown.into(),
             diagnostics: vec![diagnostic.with_message(
                 "the policy is not valid UTF-8 (binary data or another encoding)".into(),
                 Some("save the policy as UTF-8 text".into()),
             )],
-        }
-    })?;
-    parse(shown, &text).map(Some)
+        })
 }
 
 #[cfg(test)]

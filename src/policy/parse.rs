@@ -13,7 +13,7 @@ use crate::profile::diagnostic::{
 use crate::profile::image::ImageReference;
 use crate::profile::size::ByteSize;
 
-const TABLES: [&str; 4] = ["limits", "images", "ports", "gpus"];
+const TABLES: [&str; 5] = ["limits", "images", "ports", "gpus", "users"];
 const LIMIT_KEYS: [&str; 5] = [
     "max_gpus_per_container",
     "max_gpus_per_user",
@@ -24,6 +24,7 @@ const LIMIT_KEYS: [&str; 5] = [
 const IMAGE_KEYS: [&str; 1] = ["registries"];
 const PORT_KEYS: [&str; 1] = ["loopback_only"];
 const GPU_KEYS: [&str; 1] = ["fatal_xids"];
+const USER_KEYS: [&str; 1] = ["unproven"];
 
 type Value<'i> = Spanned<DeValue<'i>>;
 type Key<'i> = Spanned<std::borrow::Cow<'i, str>>;
@@ -149,6 +150,10 @@ impl Parser<'_> {
                     ("gpus", "fatal_xids") => {
                         policy.fatal_xids = self.xids(value).map(|value| Rule { value, line });
                     }
+                    ("users", "unproven") => {
+                        policy.unproven = self.unproven(value).map(|value| Rule { value, line });
+                    }
+                    ("users", _) => self.unknown_key(key, &USER_KEYS, Some(name)),
                     ("limits", _) => self.unknown_key(key, &LIMIT_KEYS, Some(name)),
                     ("images", _) => self.unknown_key(key, &IMAGE_KEYS, Some(name)),
                     ("gpus", _) => self.unknown_key(key, &GPU_KEYS, Some(name)),
@@ -240,6 +245,23 @@ impl Parser<'_> {
             _ => {
                 let short = key.rsplit('.').next().unwrap_or(key);
                 self.type_error(key, value, "true or false", &format!("{short} = true"));
+                None
+            }
+        }
+    }
+
+    /// `users.unproven`: `"refuse"` or `"allow"`.
+    fn unproven(&mut self, value: &Value<'_>) -> Option<super::Unproven> {
+        match value.get_ref() {
+            DeValue::String(word) if word == "refuse" => Some(super::Unproven::Refuse),
+            DeValue::String(word) if word == "allow" => Some(super::Unproven::Allow),
+            _ => {
+                self.type_error(
+                    "users.unproven",
+                    value,
+                    "\"refuse\" or \"allow\"",
+                    "unproven = \"refuse\"",
+                );
                 None
             }
         }
@@ -427,6 +449,33 @@ mod tests {
                 line: 11
             })
         );
+    }
+
+    #[test]
+    fn unproven_clients_are_refused_or_allowed_by_word() {
+        let policy = parse("policy.toml", "# box\n[users]\nunproven = \"refuse\"\n").unwrap();
+        assert_eq!(
+            policy.unproven,
+            Some(Rule {
+                value: crate::policy::Unproven::Refuse,
+                line: 3
+            })
+        );
+        assert_eq!(policy.rules()[0].value_text(), "\"refuse\"");
+        let allow = parse("policy.toml", "[users]\nunproven = \"allow\"\n").unwrap();
+        assert_eq!(
+            allow.unproven.map(|rule| rule.value),
+            Some(crate::policy::Unproven::Allow)
+        );
+        for bad in [
+            "unproven = true\n",
+            "unproven = \"deny\"\n",
+            "unprovn = \"refuse\"\n",
+        ] {
+            let found = problems(&format!("[users]\n{bad}"));
+            assert_eq!(found.len(), 1, "{bad}: {found:?}");
+            assert_eq!(found[0].0, 2, "{bad}: {found:?}");
+        }
     }
 
     #[test]

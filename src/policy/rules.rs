@@ -172,6 +172,37 @@ fn gpu_count(body: &CreateBody, host_gpu_count: Option<u32>) -> Option<u32> {
     Some(total)
 }
 
+/// The verdict of `users.unproven` on a client: a violation when the policy refuses
+/// clients whose transport proves no one and `identity` is such a client's.
+pub fn check_client(
+    policy: &Policy,
+    identity: Option<&crate::facts::user::Identity>,
+) -> Option<Violation> {
+    let rule = policy.unproven.as_ref()?;
+    match (rule.value, identity?) {
+        (super::Unproven::Refuse, crate::facts::user::Identity::Unproven { why, claimed }) => {
+            Some(Violation {
+                rule: super::UNPROVEN,
+                line: rule.line,
+                limit: format!("\"{}\"", rule.value.word()),
+                message: format!(
+                    "{why}: this client claims to be `{claimed}`, which the daemon cannot check; reach it over ssh or TLS with a client certificate"
+                ),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The line of `users.unproven = "refuse"` when `policy` refuses `identity`'s client.
+pub fn check_client_refuses(
+    policy: Option<&Policy>,
+    identity: &crate::facts::user::Identity,
+) -> Option<usize> {
+    let policy = policy?;
+    check_client(policy, Some(identity)).map(|violation| violation.line)
+}
+
 /// Every rule of `policy` that `request` breaks, in the order of their lines (one
 /// violation per offending port); empty when the container may be made.
 pub fn check(policy: &Policy, request: &PolicyRequest) -> Vec<Violation> {
@@ -811,5 +842,31 @@ mod tests {
             "{refusals:?}"
         );
         assert!(refusals[1].2.contains("asks for 8 GPUs"), "{refusals:?}");
+    }
+
+    #[test]
+    fn unproven_clients_are_refused_only_where_the_policy_says_so() {
+        use crate::facts::user::Identity;
+        let unproven = Identity::Unproven {
+            claimed: "uid:1000@laptop".into(),
+            why: "plain tcp to tcp://gpu2:2375 proves no one".into(),
+        };
+        let ssh = Identity::Ssh {
+            user: "alice".into(),
+            server: "gpu2".into(),
+        };
+        let refusing = super::super::parse("p.toml", "[users]\nunproven = \"refuse\"\n").unwrap();
+        let violation = check_client(&refusing, Some(&unproven)).unwrap();
+        assert_eq!(
+            (violation.rule, violation.line, violation.limit.as_str()),
+            ("users.unproven", 2, "\"refuse\"")
+        );
+        assert!(violation.message.starts_with(
+            "plain tcp to tcp://gpu2:2375 proves no one: this client claims to be `uid:1000@laptop`"
+        ));
+        assert_eq!(check_client(&refusing, Some(&ssh)), None);
+        let allowing = super::super::parse("p.toml", "[users]\nunproven = \"allow\"\n").unwrap();
+        assert_eq!(check_client(&allowing, Some(&unproven)), None);
+        assert_eq!(check_client(&Policy::default(), Some(&unproven)), None);
     }
 }

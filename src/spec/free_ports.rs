@@ -99,6 +99,7 @@ mod tests {
                     host_ip: (*ip).to_string(),
                     host_port: *port,
                     protocol: (*protocol).to_string(),
+                    container_port: None,
                 })
                 .collect(),
         }

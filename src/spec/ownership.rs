@@ -17,10 +17,15 @@
 //!
 //! # The owner
 //!
-//! `up` records the real uid in [`UID_LABEL`] and its login name in [`USER_LABEL`]. The
-//! uid decides; the name is for messages. A container made by an envctl older than the uid
-//! label is its named user's, and one older than both labels is anyone's (a single-user
-//! host made it).
+//! `up` records who the daemon's transport proves the user to be in [`IDENTITY_LABEL`]
+//! (`facts::user::Identity`: `uid:1001@laptop` over a unix socket, `ssh:alice@gpu2`,
+//! `tls:CN=alice`, `unproven:uid:1001@laptop` over plain tcp), the local real uid in
+//! [`UID_LABEL`] and the login name in [`USER_LABEL`]. The identity decides
+//! (`facts::user::identity_key`: an ssh user is one owner from any laptop); the name is
+//! for messages. A container made by an envctl older than the identity label keeps the
+//! rule of its time: the uid decides, whichever machine the uid was counted on. One
+//! older than the uid label is its named user's, and one older than both labels is
+//! anyone's (a single-user host made it). docs/identity.md says what this protects.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +34,9 @@ use super::{CONFIG_HASH_LABEL, PROFILE_LABEL, USER_LABEL};
 /// The real uid of whoever ran `up`, recorded at create.
 pub const UID_LABEL: &str = "envctl.uid";
 
+/// Who the daemon's transport proved the user of `up` to be (`facts::user::Identity`).
+pub const IDENTITY_LABEL: &str = "envctl.identity";
+
 /// The label each `up` sets at create to a value of its own (process id and 64 random
 /// bits): its containers are found after an interruption, and an image cannot forge it.
 pub const RUN_LABEL: &str = "envctl.run";
@@ -36,7 +44,7 @@ pub const RUN_LABEL: &str = "envctl.run";
 /// The labels envctl writes on the containers it makes (and the exports write on
 /// theirs): the claims an image could forge. Other `envctl.*` labels (a test suite's
 /// `envctl.test`) claim nothing.
-pub const CLAIMS: [&str; 9] = [
+pub const CLAIMS: [&str; 10] = [
     PROFILE_LABEL,
     CONFIG_HASH_LABEL,
     super::PROFILE_HASH_LABEL,
@@ -46,6 +54,7 @@ pub const CLAIMS: [&str; 9] = [
     UID_LABEL,
     USER_LABEL,
     RUN_LABEL,
+    IDENTITY_LABEL,
 ];
 
 /// Whether `key` is one of envctl's [`CLAIMS`].
@@ -89,7 +98,14 @@ pub fn proven_labels(
 /// even when the image repeats their value (others, such as `envctl.gpus`, a create sets
 /// only sometimes, so a value equal to the image's may be the image's).
 fn is_envctl_set(key: &str) -> bool {
-    [PROFILE_LABEL, CONFIG_HASH_LABEL, UID_LABEL, USER_LABEL].contains(&key)
+    [
+        PROFILE_LABEL,
+        CONFIG_HASH_LABEL,
+        UID_LABEL,
+        USER_LABEL,
+        IDENTITY_LABEL,
+    ]
+    .contains(&key)
 }
 
 /// Who runs envctl, as ownership compares it.
@@ -110,12 +126,26 @@ pub enum Belonging {
     NotEnvctls,
 }
 
-/// Whose the container with these (proven) labels is.
+/// Whose the container with these (proven) labels is: the one place every command asks
+/// "is it mine". With an identity label, the identity `me` has (`Context::me`) decides;
+/// `me` without one (a view over several daemons at once) and a container made before
+/// the label are judged by the uid, as envctl did before identities.
 pub fn belonging(labels: &BTreeMap<String, String>, me: &Me) -> Belonging {
     if !labels.contains_key(PROFILE_LABEL) {
         return Belonging::NotEnvctls;
     }
     let name = labels.get(USER_LABEL);
+    if let (Some(theirs), Some(mine)) = (labels.get(IDENTITY_LABEL), &me.identity) {
+        return if crate::facts::user::identity_key(theirs)
+            == crate::facts::user::identity_key(&mine.label())
+        {
+            Belonging::Mine
+        } else {
+            Belonging::Theirs {
+                owner: owner_with_identity(labels, theirs),
+            }
+        };
+    }
     let theirs = |fallback: String| Belonging::Theirs {
         owner: name.cloned().unwrap_or(fallback),
     };
@@ -134,13 +164,27 @@ pub fn belonging(labels: &BTreeMap<String, String>, me: &Me) -> Belonging {
     }
 }
 
-/// The owner to show (`ps`'s OWNER column): the login name, else `uid N`, else `-` for a
-/// container made before owners were recorded.
+/// The owner to show (`ps`'s OWNER column): the login name, else the identity, else
+/// `uid N`, else `None` for a container made before owners were recorded.
 pub fn owner_label(labels: &BTreeMap<String, String>) -> Option<String> {
     labels
         .get(USER_LABEL)
-        .cloned()
+        .or_else(|| labels.get(IDENTITY_LABEL))
+        .map(|text| text.chars().take(200).collect())
         .or_else(|| labels.get(UID_LABEL).map(|uid| format!("uid {uid}")))
+}
+
+/// The owner as a refusal names them: the login name with the identity that decided
+/// (`carol (uid:1001@laptop2)`). Label text is a claim: capped here, escaped where shown.
+fn owner_with_identity(labels: &BTreeMap<String, String>, identity: &str) -> String {
+    let identity: String = identity.chars().take(200).collect();
+    match labels.get(USER_LABEL) {
+        Some(name) => format!(
+            "{} ({identity})",
+            name.chars().take(200).collect::<String>()
+        ),
+        None => identity,
+    }
 }
 
 /// Whether the container `name` with these (proven) labels was made from `profile`: one
@@ -336,6 +380,7 @@ mod tests {
         let me = Me {
             uid: Some(1000),
             name: "ada".into(),
+            identity: None,
         };
         let mine = labels(&[("envctl.profile", "p"), ("envctl.uid", "1000")]);
         assert_eq!(belonging(&mine, &me), Belonging::Mine);
@@ -369,10 +414,77 @@ mod tests {
         let unknown = Me {
             uid: None,
             name: "unknown user".into(),
+            identity: None,
         };
         assert!(matches!(
             belonging(&mine, &unknown),
             Belonging::Theirs { .. }
         ));
+    }
+
+    #[test]
+    fn the_identity_decides_where_the_container_has_one() {
+        use crate::facts::user::Identity;
+        let carol = |host: &str| Me {
+            uid: Some(1001),
+            name: "carol".into(),
+            identity: Some(Identity::LocalUid {
+                uid: 1001,
+                host: host.into(),
+            }),
+        };
+        let made = labels(&[
+            ("envctl.profile", "p"),
+            ("envctl.uid", "1001"),
+            ("envctl.user", "dave"),
+            ("envctl.identity", "uid:1001@laptop1"),
+        ]);
+        // The same uid on another machine is another user.
+        assert_eq!(belonging(&made, &carol("laptop1")), Belonging::Mine);
+        assert_eq!(
+            belonging(&made, &carol("laptop2")),
+            Belonging::Theirs {
+                owner: "dave (uid:1001@laptop1)".into()
+            }
+        );
+        // One ssh user from two laptops, whatever each calls the server.
+        let over_ssh = labels(&[
+            ("envctl.profile", "p"),
+            ("envctl.uid", "1000"),
+            ("envctl.identity", "ssh:alice@gpu2"),
+        ]);
+        let alice = |uid, server: &str| Me {
+            uid: Some(uid),
+            name: "whoever".into(),
+            identity: Some(Identity::Ssh {
+                user: "alice".into(),
+                server: server.into(),
+            }),
+        };
+        assert_eq!(belonging(&over_ssh, &alice(1000, "gpu2")), Belonging::Mine);
+        assert_eq!(
+            belonging(&over_ssh, &alice(1234, "10.0.0.2")),
+            Belonging::Mine
+        );
+        // The uid matches, the identity does not: another's.
+        let bob = Me {
+            identity: Some(Identity::Ssh {
+                user: "bob".into(),
+                server: "gpu2".into(),
+            }),
+            ..alice(1000, "gpu2")
+        };
+        assert!(matches!(
+            belonging(&over_ssh, &bob),
+            Belonging::Theirs { .. }
+        ));
+        // Made before the label: the uid, as before.
+        let legacy = labels(&[("envctl.profile", "p"), ("envctl.uid", "1001")]);
+        assert_eq!(belonging(&legacy, &carol("anywhere")), Belonging::Mine);
+        // An identity copied from the image is no claim at all.
+        let image = labels(&[("envctl.identity", "uid:1001@laptop1")]);
+        let (kept, dropped) = proven_labels(made.clone(), &image);
+        assert!(kept.is_empty(), "{kept:?}");
+        assert!(dropped.contains(&"envctl.identity".to_string()));
     }
 }

@@ -988,6 +988,7 @@ mod tests {
             profile: None,
             user: None,
             uid: None,
+            identity: None,
             gpus,
         }
     }

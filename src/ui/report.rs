@@ -51,7 +51,9 @@ pub fn write_error(printer: &Printer, error: &Error) {
             }
         }
         // `policy.toml:3: limits.max_gpus_per_container = 2: the container asks for 4 GPUs`
-        Error::PolicyRefused { path, violations } => {
+        Error::PolicyRefused {
+            path, violations, ..
+        } => {
             for violation in violations {
                 printer.stderr_line(&format!(
                     "  caused by: {}",
@@ -60,6 +62,11 @@ pub fn write_error(printer: &Printer, error: &Error) {
                         violation.line, violation.rule, violation.limit, violation.message
                     ))
                 ));
+            }
+        }
+        Error::NoRoomOnHosts { hosts, .. } => {
+            for (host, reason) in hosts {
+                printer.stderr_line(&format!("  {}: {}", shown(host), shown(reason)));
             }
         }
         Error::NotGiven { missing, .. } => {

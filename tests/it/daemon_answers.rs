@@ -361,16 +361,16 @@ fn a_container_replaced_while_down_looks_is_found_again_not_called_removed() {
     );
 }
 
-/// Issue 40: a Slurm Epilog's sweep racing `run`'s own cleanup meets Docker's 409
-/// "removal … already in progress": the container is going, so it counts as removed and
-/// the sweep succeeds (it reported a failure).
-#[test]
-fn a_sweep_racing_another_removal_counts_the_container_as_removed() {
+/// A daemon whose container answers a removal with 409 and, read again, is in the state
+/// `after` (`removing` while another removal is under way); the outcome of a sweep of it.
+fn sweep_meeting_a_409(after: &'static str) -> (Outcome, FakeDaemon) {
+    use std::sync::atomic::{AtomicBool, Ordering};
     const ID: &str = "3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d1234";
     const NAME: &str = "envctl-train-job42-0a1b2c3d";
     const JOB_OF: &str = r#""envctl.profile":"train""#;
     const JOB: &str = r#""envctl.profile":"train","envctl.slurm-job":"42""#;
-    let daemon = FakeDaemon::start(|request| {
+    let deleted = AtomicBool::new(false);
+    let daemon = FakeDaemon::start(move |request| {
         crate::support::fake_daemon::standard(request).or_else(|| {
             match (request.method.as_str(), request.route()) {
                 ("GET", "/containers/json") => Some(Reply::json(
@@ -381,18 +381,32 @@ fn a_sweep_racing_another_removal_counts_the_container_as_removed() {
                         listed_container(ID, NAME, "train").replace(JOB_OF, JOB)
                     ),
                 )),
-                ("GET", route) if route.starts_with("/containers/") => Some(Reply::json(
-                    200,
-                    inspected_container(ID, NAME, Some("train"), false).replace(JOB_OF, JOB),
-                )),
+                ("GET", route) if route.starts_with("/containers/") => {
+                    let inspected =
+                        inspected_container(ID, NAME, Some("train"), false).replace(JOB_OF, JOB);
+                    Some(Reply::json(
+                        200,
+                        if deleted.load(Ordering::SeqCst) {
+                            inspected
+                                .replace(r#""Status":"exited""#, &format!(r#""Status":"{after}""#))
+                        } else {
+                            inspected
+                        },
+                    ))
+                }
                 ("GET", route) if route.starts_with("/images/") => Some(Reply::json(
                     200,
                     r#"{"Id":"sha256:0","RepoTags":["busybox:latest"],"Config":{"Labels":{}}}"#,
                 )),
-                ("DELETE", _) => Some(Reply::json(
-                    409,
-                    format!(r#"{{"message":"removal of container {ID} is already in progress"}}"#),
-                )),
+                ("DELETE", _) => {
+                    deleted.store(true, Ordering::SeqCst);
+                    Some(Reply::json(
+                        409,
+                        format!(
+                            r#"{{"message":"removal of container {ID} is already in progress"}}"#
+                        ),
+                    ))
+                }
                 _ => None,
             }
         })
@@ -403,6 +417,15 @@ fn a_sweep_racing_another_removal_counts_the_container_as_removed() {
         folder.path(),
         &["down", "--slurm-job", "42", "--rm"],
     );
+    (outcome, daemon)
+}
+
+/// Issue 40: a Slurm Epilog's sweep racing `run`'s own cleanup meets Docker's 409
+/// "removal … already in progress": the container is going (read again, its state is
+/// `removing`), so it counts as removed and the sweep succeeds (it reported a failure).
+#[test]
+fn a_sweep_racing_another_removal_counts_the_container_as_removed() {
+    let (outcome, daemon) = sweep_meeting_a_409("removing");
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     assert!(!outcome.stderr.contains("409"), "{}", outcome.stderr);
     assert!(
@@ -413,4 +436,13 @@ fn a_sweep_racing_another_removal_counts_the_container_as_removed() {
         "{:?}",
         daemon.requests()
     );
+}
+
+/// The 409's words are not what decides: a container that, read again, is neither gone
+/// nor being removed was not removed, whatever the daemon said, and the sweep fails.
+#[test]
+fn a_409_on_a_container_still_there_is_a_failed_removal() {
+    let (outcome, _daemon) = sweep_meeting_a_409("exited");
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("409"), "{}", outcome.stderr);
 }

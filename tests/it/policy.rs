@@ -262,6 +262,7 @@ fn doctor_shows_the_policy_in_force() {
         report["policy"],
         serde_json::json!({
             "path": "policy.toml",
+            "origin": {"kind": "file"},
             "rules": [
                 {"rule": "limits.max_gpus_per_container", "value": 2, "line": 3},
                 {"rule": "limits.max_memory", "value": "64g", "line": 4},

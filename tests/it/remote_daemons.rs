@@ -224,6 +224,39 @@ impl Sshd {
         path
     }
 
+    /// `PATH` with a wrapper first whose ssh also knows `alias` as this sshd (a daemon's
+    /// host name that a hint names, here).
+    pub fn path_with_alias(&self, alias: &str) -> OsString {
+        let at = |name: &str| self.folder.path().join(name);
+        std::fs::write(
+            at(&format!("ssh_config-{alias}")),
+            format!(
+                "Host {alias}\n  HostName 127.0.0.1\n  Port {port}\n  User root\nInclude {config}\n",
+                port = self.port,
+                config = at("ssh_config").display(),
+            ),
+        )
+        .unwrap();
+        let folder = at(&format!("bin-{alias}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        let wrapper = folder.join("ssh");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\necho $$ >> {pids}\nexec /usr/bin/ssh -F {config} \"$@\"\n",
+                pids = at("ssh-pids").display(),
+                config = at(&format!("ssh_config-{alias}")).display(),
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut path = OsString::from(folder);
+        path.push(":");
+        path.push(std::env::var_os("PATH").unwrap_or_default());
+        path
+    }
+
     /// The way `ssh://URL`, with the wrapper on `PATH`.
     pub fn way(&self, url: &str) -> Way {
         Way {

@@ -1,0 +1,316 @@
+//! `up PROFILE --hosts @team` (issue 38, item 4): the server of a team's few where the
+//! profile fits, chosen once at `up` — no queue, no retries, no daemon of envctl's own (a
+//! team that needs those has Slurm or Kubernetes).
+//!
+//! Every host is asked at once (`ops::hosts::each`) for what `doctor` would say of the
+//! profile there: the daemon and its GPUs (`ops::doctor::gather_with` and the occupancy),
+//! the checks of the profile on that host (driver, CUDA, GPU, image), and the policies in
+//! force there (the daemon's pushed one and this machine's file). [`judge`] is pure: a host
+//! fits when it answers, no check of the profile fails, no policy refuses, and it has the
+//! GPUs free; among those it prefers the image already present, then the most free GPUs,
+//! then the team file's order. The `up` that follows takes the daemon's placement lock as
+//! `up -H` does, so racing clients never double-book: the choice is advice, the lock is
+//! the rule.
+
+use serde::Serialize;
+
+use crate::checks::Status;
+use crate::context::Context;
+use crate::error::Error;
+use crate::ops::hosts::Host;
+use crate::profile::ResolvedProfile;
+use crate::profile::model::GpuRequest;
+
+/// What one host offers the profile, as [`judge`] needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    /// Why the host cannot take the profile, when something says so before GPUs count:
+    /// unreachable, a failed check, a policy refusal.
+    pub refused: Option<String>,
+    /// GPUs no container holds, by index; `None` when the host's GPUs cannot be seen.
+    pub free_gpus: Option<Vec<u32>>,
+    /// How many GPUs the host has, when known.
+    pub gpu_count: Option<u32>,
+    pub image_present: bool,
+}
+
+/// One host's verdict, for the message and `--json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub host: String,
+    pub endpoint: String,
+    /// Why it was chosen, or why not.
+    pub reason: String,
+    pub fits: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_gpus: Option<u32>,
+    pub image_present: bool,
+}
+
+/// The choice: the host's index among the verdicts, or none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Choice {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<usize>,
+    pub hosts: Vec<Verdict>,
+}
+
+/// How many GPUs `request` needs free on one host: `None` for no GPU (or `optional`,
+/// which runs without), `Some(0)` for "all", which needs every GPU free.
+fn needed(request: &GpuRequest) -> Option<u32> {
+    match request {
+        GpuRequest::None | GpuRequest::Optional => None,
+        GpuRequest::All => Some(0),
+        GpuRequest::Count(count) => Some(*count),
+        GpuRequest::Devices(devices) => Some(u32::try_from(devices.len()).unwrap_or(u32::MAX)),
+    }
+}
+
+/// The pure choice over each host's `(name, endpoint, offer)`, in the team file's order.
+pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice {
+    let wanted = needed(request);
+    let mut hosts = Vec::new();
+    // (image present, free GPUs, -order) of each host that fits.
+    let mut best: Option<(usize, (bool, u32))> = None;
+    for (order, (host, endpoint, offer)) in offers.iter().enumerate() {
+        let free = offer
+            .free_gpus
+            .as_ref()
+            .map(|free| u32::try_from(free.len()).unwrap_or(u32::MAX));
+        let verdict = |fits: bool, reason: String| Verdict {
+            host: host.clone(),
+            endpoint: endpoint.clone(),
+            reason,
+            fits,
+            free_gpus: free,
+            image_present: offer.image_present,
+        };
+        if let Some(refused) = &offer.refused {
+            hosts.push(verdict(false, refused.clone()));
+            continue;
+        }
+        let gpus_ok = match (wanted, free, offer.gpu_count) {
+            (None, _, _) => Ok(String::new()),
+            (Some(_), None, _) => Err("its GPUs cannot be seen from here".to_string()),
+            (Some(0), Some(free), Some(count)) if count > 0 && free == count => {
+                Ok(format!("all {count} GPUs free"))
+            }
+            (Some(0), Some(free), count) => Err(match count {
+                Some(0) => "it has no GPU".to_string(),
+                Some(count) => {
+                    format!("the profile asks for every GPU; {free} of {count} are free")
+                }
+                None => format!("the profile asks for every GPU; {free} are free"),
+            }),
+            (Some(wanted), Some(free), _) if free >= wanted => {
+                Ok(format!("{free} GPUs free for {wanted}"))
+            }
+            (Some(wanted), Some(free), _) => Err(format!(
+                "{free} GPU{} free, the profile asks for {wanted}",
+                if free == 1 { "" } else { "s" }
+            )),
+        };
+        match gpus_ok {
+            Err(reason) => hosts.push(verdict(false, reason)),
+            Ok(gpus) => {
+                let mut reasons: Vec<String> = Vec::new();
+                if !gpus.is_empty() {
+                    reasons.push(gpus);
+                }
+                reasons.push(if offer.image_present {
+                    "image present".into()
+                } else {
+                    "image to pull".into()
+                });
+                hosts.push(verdict(true, reasons.join(", ")));
+                let rank = (offer.image_present, free.unwrap_or(0));
+                if best.is_none_or(|(_, best_rank)| rank > best_rank) {
+                    best = Some((order, rank));
+                }
+            }
+        }
+    }
+    Choice {
+        chosen: best.map(|(order, _)| order),
+        hosts,
+    }
+}
+
+/// Asks every host `names` names what it offers `resolved`, and chooses.
+/// `force`: as `up --force` starts despite failed checks, a host is judged by its GPUs and
+/// policies alone (a policy is never passed by `--force`).
+pub async fn choose(
+    context: &Context,
+    names: &[String],
+    resolved: &ResolvedProfile,
+    force: bool,
+) -> Result<(Choice, Vec<Host>), Error> {
+    let hosts = crate::ops::hosts::named(context, names)?;
+    let matrix =
+        crate::ops::matrix::load_matrix(None, context.environment.config_home().as_deref())?;
+    let answers = {
+        let matrix = &matrix;
+        crate::ops::hosts::each(&hosts, crate::engine::PING_TIMEOUT, |engine| async move {
+            offer(engine, resolved, matrix, force, context).await
+        })
+        .await
+    };
+    let offers: Vec<(String, String, Offer)> = answers
+        .into_iter()
+        .map(|answer| {
+            let offer = answer.result.unwrap_or_else(|error| Offer {
+                refused: Some(format!(
+                    "cannot be reached: {}",
+                    crate::error::error_chain(&error)
+                )),
+                free_gpus: None,
+                gpu_count: None,
+                image_present: false,
+            });
+            (
+                answer.host.name.clone(),
+                answer.host.endpoint().to_string(),
+                offer,
+            )
+        })
+        .collect();
+    Ok((judge(&resolved.profile.gpus, &offers), hosts))
+}
+
+/// What the host behind `engine` offers: doctor's facts and verdicts for the profile there,
+/// with the policies in force there.
+async fn offer(
+    engine: crate::engine::Engine,
+    resolved: &ResolvedProfile,
+    matrix: &crate::compat::Matrix,
+    force: bool,
+    context: &Context,
+) -> Result<Offer, Error> {
+    let profiles = std::slice::from_ref(resolved);
+    let mut facts =
+        crate::ops::doctor::gather_with(Ok(engine.clone()), profiles, None, context).await;
+    // Who holds the GPUs matters only to a profile that asks for some.
+    if needed(&resolved.profile.gpus).is_some() {
+        crate::ops::doctor::gather_occupancy(&engine, &mut facts, context).await;
+    }
+    let policies = crate::ops::policy::all_in_force(context, Some(&engine)).await?;
+    let report = crate::ops::doctor::judge(&facts, profiles, matrix)
+        .with_policy_verdicts(&policies, profiles, &facts, context);
+    let failed: Vec<String> = report
+        .profiles
+        .iter()
+        .flat_map(|profile| {
+            profile
+                .findings
+                .iter()
+                .chain(profile.gpus.iter().flat_map(|gpu| gpu.findings.iter()))
+        })
+        .filter(|finding| finding.status == Status::Fail)
+        .filter(|finding| !force || finding.id == crate::ops::doctor::POLICY_PROFILE)
+        .map(|finding| finding.message.clone())
+        .collect();
+    let refused = (!failed.is_empty()).then(|| failed.join("; "));
+    let (free_gpus, gpu_count) = match &report.occupancy {
+        Some(occupancy) if occupancy.error.is_none() => (
+            Some(
+                occupancy
+                    .gpus
+                    .iter()
+                    .filter(|gpu| gpu.free && gpu.unreadable.is_empty())
+                    .map(|gpu| gpu.index)
+                    .collect(),
+            ),
+            u32::try_from(occupancy.gpus.len()).ok(),
+        ),
+        _ => (None, None),
+    };
+    let image_present = matches!(facts.images.first(), Some(Ok(Some(_))));
+    Ok(Offer {
+        refused,
+        free_gpus,
+        gpu_count,
+        image_present,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(free: Option<&[u32]>, count: u32, image: bool) -> Offer {
+        Offer {
+            refused: None,
+            free_gpus: free.map(<[u32]>::to_vec),
+            gpu_count: Some(count),
+            image_present: image,
+        }
+    }
+
+    fn hosts(offers: Vec<Offer>) -> Vec<(String, String, Offer)> {
+        offers
+            .into_iter()
+            .enumerate()
+            .map(|(index, offer)| (format!("gpu{index}"), format!("ssh://gpu{index}"), offer))
+            .collect()
+    }
+
+    #[test]
+    fn the_host_with_room_and_the_image_wins_and_every_other_says_why_not() {
+        let offers = hosts(vec![
+            offer(Some(&[3]), 4, true),
+            offer(Some(&[0, 1, 2]), 4, false),
+            offer(Some(&[0, 1]), 2, true),
+            Offer {
+                refused: Some("cannot be reached: connection refused".into()),
+                free_gpus: None,
+                gpu_count: None,
+                image_present: false,
+            },
+            offer(None, 0, true),
+        ]);
+        let choice = judge(&GpuRequest::Count(2), &offers);
+        assert_eq!(choice.chosen, Some(2), "{choice:?}");
+        let reasons: Vec<&str> = choice
+            .hosts
+            .iter()
+            .map(|host| host.reason.as_str())
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                "1 GPU free, the profile asks for 2",
+                "3 GPUs free for 2, image to pull",
+                "2 GPUs free for 2, image present",
+                "cannot be reached: connection refused",
+                "its GPUs cannot be seen from here",
+            ]
+        );
+    }
+
+    #[test]
+    fn more_free_gpus_break_a_tie_and_the_team_order_breaks_the_rest() {
+        let offers = hosts(vec![
+            offer(Some(&[0, 1]), 2, false),
+            offer(Some(&[0, 1, 2]), 4, false),
+            offer(Some(&[0, 1, 2]), 4, false),
+        ]);
+        assert_eq!(judge(&GpuRequest::Count(1), &offers).chosen, Some(1));
+        // No GPU asked: GPUs do not count, the first host with the image does.
+        let offers = hosts(vec![offer(None, 0, false), offer(None, 0, true)]);
+        assert_eq!(judge(&GpuRequest::None, &offers).chosen, Some(1));
+    }
+
+    #[test]
+    fn all_gpus_needs_every_gpu_free_and_no_room_anywhere_chooses_none() {
+        let offers = hosts(vec![offer(Some(&[0]), 2, true), offer(Some(&[]), 0, true)]);
+        let choice = judge(&GpuRequest::All, &offers);
+        assert_eq!(choice.chosen, None);
+        assert_eq!(
+            choice.hosts[0].reason,
+            "the profile asks for every GPU; 1 of 2 are free"
+        );
+        assert_eq!(choice.hosts[1].reason, "it has no GPU");
+        let offers = hosts(vec![offer(Some(&[0, 1]), 2, false)]);
+        assert_eq!(judge(&GpuRequest::All, &offers).chosen, Some(0));
+    }
+}
