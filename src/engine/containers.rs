@@ -211,6 +211,30 @@ impl Engine {
             serde_json::from_value(value).map_err(|error| EngineError::InvalidBody {
                 message: error.to_string(),
             })?;
+        // Podman's racing create (below) is tried once more when the name it raced for is
+        // free again: the failed create made nothing, so a second one is the user's first.
+        // Raced a second time, it is the name conflict it is (a lock's waiters look again).
+        match self.create_once(name, body.clone()).await {
+            Err(CreateFailure::RacedAndFreed(_)) => match self.create_once(name, body).await {
+                Err(CreateFailure::RacedAndFreed(error)) => Err(EngineError::NameConflict {
+                    name: name.to_string(),
+                    message: crate::error::error_chain(&error),
+                    engine: self.known_kind(),
+                }),
+                Err(CreateFailure::Engine(error)) => Err(error),
+                Ok(id) => Ok(id),
+            },
+            Err(CreateFailure::Engine(error)) => Err(error),
+            Ok(id) => Ok(id),
+        }
+    }
+
+    /// One create of [`Engine::create_container`].
+    async fn create_once(
+        &self,
+        name: &str,
+        body: bollard::models::ContainerCreateBody,
+    ) -> Result<String, CreateFailure> {
         let options = CreateContainerOptionsBuilder::default().name(name).build();
         let image = body.image.clone().unwrap_or_default();
         let create = self.whole_answer(
@@ -218,7 +242,8 @@ impl Engine {
             self.timeout,
             self.docker.create_container(Some(options), body),
         );
-        match create.await? {
+        let answer = create.await.map_err(CreateFailure::Engine)?;
+        let result = match answer {
             Ok(created) => Ok(created.id),
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 409,
@@ -242,7 +267,10 @@ impl Engine {
                     message: daemon_message(error),
                     engine: self.known_kind(),
                 }),
-                Ok(None) | Err(_) => Err(self.classify(error)),
+                // The container it raced with may be gone already (a placement lock is
+                // held for milliseconds): the caller tries once more.
+                Ok(None) => return Err(CreateFailure::RacedAndFreed(self.classify(error))),
+                Err(_) => Err(self.classify(error)),
             },
             // The API's only 404 on create: "No such image".
             Err(bollard::errors::Error::DockerResponseServerError {
@@ -252,7 +280,8 @@ impl Engine {
                 engine: self.known_kind(),
             }),
             Err(error) => Err(self.classify(error)),
-        }
+        };
+        result.map_err(CreateFailure::Engine)
     }
 
     /// Removes a named volume; one still in use or already gone is reported, not forced.
@@ -443,6 +472,13 @@ fn listed(containers: &[super::list::Listed], name_or_id: &str) -> bool {
     containers
         .iter()
         .any(|container| container.id.starts_with(name_or_id) || container.name() == name_or_id)
+}
+
+/// Why one create failed: an answer to give the caller, or Podman's racing create whose
+/// rival is gone already (worth one more try).
+enum CreateFailure {
+    Engine(EngineError),
+    RacedAndFreed(EngineError),
 }
 
 #[cfg(test)]

@@ -339,7 +339,8 @@ async fn create_like_up(project: &Project, name: &str) {
 /// the container (`ops::up::RUN_LABEL`). `envctl.profile-file`: the host path of the
 /// profile file, added by `up` at create and never part of a body or an export
 /// (`spec::PROFILE_FILE_LABEL`). `envctl.user`: who ran `up` (`spec::USER_LABEL`, for
-/// the host policy), likewise outside the body. `envctl.gpus`: the GPUs `up` gave the
+/// the host policy), likewise outside the body, as `envctl.identity` (who the daemon's
+/// connection proves, `spec::ownership`). `envctl.gpus`: the GPUs `up` gave the
 /// container (`spec::GPUS_LABEL`), for GPU placement to read from the list; an export's
 /// container is inspected instead. `envctl.origin`: the export's mark that compose made it
 /// (tests/it/export_origin.rs). `com.docker.compose.*`, `devcontainer.*`: the tools' own
@@ -351,6 +352,7 @@ fn label_differs_by_design(key: &str) -> bool {
             | "envctl.profile-file"
             | "envctl.user"
             | "envctl.uid"
+            | "envctl.identity"
             | "envctl.gpus"
             | "envctl.origin"
     ) || key.starts_with("com.docker.compose.")

@@ -51,6 +51,7 @@ mod nvidia_check_here;
 mod ownership_hardening;
 mod placement;
 mod policy;
+mod policy_push;
 mod profile_corpus;
 mod profile_safety;
 mod readme;
