@@ -494,7 +494,7 @@ fn start_hint(error: &EngineError) -> Option<String> {
             StartRefusal::LimitRefused {
                 resource: Some(resource),
             } => format!(
-                "the daemon may not raise the `{resource}` ulimit this far: set `{resource}` lower under [ulimits] (or run where the daemon has CAP_SYS_RESOURCE)"
+                "the daemon may not raise the `{resource}` ulimit this far: start with a lower one (`envctl up PROFILE --ulimit {resource}=65536`), set `{resource}` lower under [ulimits], or run where the daemon has CAP_SYS_RESOURCE"
             ),
             StartRefusal::CapabilitiesRefused => format!(
                 "the {} may not give the container these capabilities (it lacks them itself, as in a sandbox or a container): list only what the job needs in `cap_add` (`IPC_LOCK`, `SYS_NICE`), never `ALL`",
