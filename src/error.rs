@@ -96,6 +96,9 @@ pub enum Error {
         name: String,
         profile: String,
         changes: Vec<String>,
+        /// The profile file the container records, when the name resolves here to another
+        /// (`up` from another folder): the changes are this folder's profile's.
+        made_from: Option<String>,
     },
     /// The engine cannot be asked for the GPUs the profile wants (Podman before 5.4).
     #[error("profile `{profile}` asks for GPUs, but {reason}")]
@@ -378,6 +381,17 @@ impl Error {
             }),
             Error::NotEnvctls { name, cli } => Some(format!(
                 "stop or remove it yourself if you mean to (`{cli} stop {name}`, `{cli} rm {name}`); `envctl ps` lists envctl's containers"
+            )),
+            Error::ProfileChanged {
+                profile,
+                name,
+                made_from: Some(file),
+                ..
+            } => Some(format!(
+                "`{}{}` judges it against the file it was made from; `envctl up {profile}{} --recreate` here replaces it with this folder's `{profile}`",
+                crate::spec::drift::up_from_recorded_file(file, profile),
+                crate::spec::ownership::name_flag(name, profile),
+                crate::spec::ownership::name_flag(name, profile)
             )),
             Error::ProfileChanged { profile, name, .. } => Some(format!(
                 "recreate it with `envctl up {profile}{} --recreate` (host data in mounts is kept)",

@@ -253,9 +253,14 @@ fn warn_changed(rows: &[Row], context: &Context) {
             .host
             .as_ref()
             .map_or_else(String::new, |host| format!(" (on {host})"));
+        // Made from a file the name does not resolve to here: applied where that file is.
+        let command = match (&row.profile_file, row.named_elsewhere_here) {
+            (Some(file), true) => crate::spec::drift::up_from_recorded_file(file, &row.profile),
+            _ => format!("envctl up {}", row.profile),
+        };
         context.printer.warn(&format!(
-            "profile `{}` changed since `{}`{host} was created; `envctl up {}{target} --recreate` applies it",
-            row.profile, row.name, row.profile
+            "profile `{}` changed since `{}`{host} was created; `{command}{target} --recreate` applies it",
+            row.profile, row.name
         ));
     }
 }

@@ -48,6 +48,31 @@ impl std::fmt::Display for Difference {
     }
 }
 
+/// The `envctl up` that applies the profile file a container records (its
+/// `envctl.profile-file` label), from any folder: `cd DIR && envctl up NAME` for
+/// `DIR/envctl/NAME.toml` (its relative mounts are DIR's, as when it was made there),
+/// else `envctl up FILE`. Drift is judged against that file, not whatever the name
+/// resolves to in the folder asking (issue 40).
+pub fn up_from_recorded_file(file: &str, profile: &str) -> String {
+    let path = std::path::Path::new(file);
+    let project = path
+        .parent()
+        .filter(|folder| folder.file_name().is_some_and(|name| name == "envctl"))
+        .and_then(std::path::Path::parent)
+        .filter(|_| {
+            path.file_stem()
+                .is_some_and(|stem| stem.to_string_lossy() == profile)
+        });
+    match project {
+        Some(project) => format!(
+            "cd {} && envctl up {}",
+            super::shell_quote(&project.to_string_lossy()),
+            super::shell_quote(profile)
+        ),
+        None => format!("envctl up {}", super::shell_quote(file)),
+    }
+}
+
 /// The profile key of `DeviceRequests`.
 const GPUS_FIELD: &str = "gpus";
 
@@ -815,6 +840,18 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_recorded_file_is_applied_from_its_own_project() {
+        assert_eq!(
+            up_from_recorded_file("/home/me/my proj/envctl/train.toml", "train"),
+            "cd '/home/me/my proj' && envctl up train"
+        );
+        assert_eq!(
+            up_from_recorded_file("/srv/team/profiles/train.toml", "train"),
+            "envctl up /srv/team/profiles/train.toml"
+        );
+    }
+
     /// Issue 40: every changed field is named, each in the words of the profile, never the
     /// Engine API's JSON: only the ports, mounts and limits that differ.
     #[test]
@@ -871,10 +908,7 @@ mod tests {
         let dropped = changes(&body("image = \"busybox\"\n"), &inspected(&created));
         assert_eq!(
             dropped,
-            [
-                "cap_add: IPC_LOCK → (none)",
-                "network: host → (unset)"
-            ]
+            ["cap_add: IPC_LOCK → (none)", "network: host → (unset)"]
         );
         assert_eq!(
             changes(&body("image = \"busybox\"\n"), &plain),

@@ -562,3 +562,82 @@ fn a_container_made_with_overrides_is_started_again_as_it_was_made() {
     assert_eq!(other.code, 1, "{other}");
     assert!(other.stderr.contains("FOO=bar → FOO=baz"), "{other}");
 }
+
+/// Issue 40: drift is judged against the profile file the container records
+/// (`envctl.profile-file`), not whatever the name resolves to in the folder asking: from
+/// another folder, where the name is another profile, `ps` says `current`; once the
+/// container's own file changes it says `changed`, and its hint applies that file from
+/// its own project (the relative mounts are that folder's), which works.
+#[test]
+fn drift_is_judged_against_the_file_the_container_was_made_from() {
+    if !require_daemon() {
+        return;
+    }
+    let started = started();
+    let project = started.folder.path();
+    let profile = started.profile.as_str();
+    let name = started.container.name().to_string();
+    let file = project.join(format!("envctl/{profile}.toml"));
+    // Another folder, where the profile's name is another profile.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(elsewhere.path().join("envctl")).unwrap();
+    std::fs::write(
+        elsewhere.path().join(format!("envctl/{profile}.toml")),
+        format!("image = \"{}\"\nmemory = \"128m\"\n", test_image()),
+    )
+    .unwrap();
+    let row = |run: &Run| {
+        let listing: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        listing["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == name.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {run}"))
+    };
+    let listed = envctl(elsewhere.path(), &["--json", "ps"], "");
+    assert_eq!(listed.code, 0, "{listed}");
+    let found = row(&listed);
+    assert_eq!(found["drift"], "current", "{found}");
+    assert_eq!(found["profile_file"], file.to_str().unwrap(), "{found}");
+    let quiet = envctl(elsewhere.path(), &["ps"], "");
+    assert!(!quiet.stderr.contains(&name), "{quiet}");
+    // `up` there names the file the container was made from before offering `--recreate`.
+    let refused = envctl(elsewhere.path(), &["up", profile], "");
+    assert_eq!(refused.code, 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("made from: {}", file.display()))
+            && refused.stderr.contains(&format!(
+                "`cd {} && envctl up {profile}` judges it against the file it was made from",
+                project.display()
+            ))
+            && refused.stderr.contains("memory: 64 MiB → 128 MiB"),
+        "{refused}"
+    );
+
+    // Its own file changes: `changed`, from any folder, with the command that applies it.
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("memory = \"64m\"", "memory = \"96m\"");
+    std::fs::write(&file, text).unwrap();
+    let listed = envctl(elsewhere.path(), &["--json", "ps"], "");
+    assert_eq!(row(&listed)["drift"], "changed", "{listed}");
+    let warned = envctl(elsewhere.path(), &["ps"], "");
+    let command = format!("cd {} && envctl up {profile} --recreate", project.display());
+    assert!(
+        warned.stderr.contains(&format!("`{command}` applies it")),
+        "{warned}"
+    );
+    // The hint, run as written (`cd` into the project, then envctl there).
+    let applied = envctl(project, &["up", profile, "--recreate"], "");
+    assert_eq!(applied.code, 0, "{applied}");
+    assert_eq!(
+        docker_stdout(["inspect", "-f", "{{.HostConfig.Memory}}", &name]),
+        (96u64 << 20).to_string()
+    );
+    let listed = envctl(elsewhere.path(), &["--json", "ps"], "");
+    assert_eq!(row(&listed)["drift"], "current", "{listed}");
+}
