@@ -641,3 +641,55 @@ fn drift_is_judged_against_the_file_the_container_was_made_from() {
     let listed = envctl(elsewhere.path(), &["--json", "ps"], "");
     assert_eq!(row(&listed)["drift"], "current", "{listed}");
 }
+
+/// Issue 40: a `--hosts` name that is no team host, docker context or URL is a typo, said
+/// at once (exit 2) with the nearest name — `@tema` is `@team`, `gpu9` the team's `gpu1`,
+/// `gpu-tow` the context `gpu-two` — never listed as a host that cannot be reached (exit 0).
+#[test]
+fn a_misspelt_host_is_an_error_with_the_nearest_name() {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/hosts.toml"),
+        "[hosts]\ngpu1 = \"tcp://127.0.0.1:9\"\n",
+    )
+    .unwrap();
+    let config = folder.path().join("docker-config");
+    // The docker CLI's store: a folder named by the SHA-256 of the context's name.
+    let meta = config
+        .join("contexts/meta/a87cedb2c6eccbab704bbf9f6049c886974406a72ee3f705dc8f3cce3a8ea578");
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::write(
+        meta.join("meta.json"),
+        r#"{"Name":"gpu-two","Endpoints":{"docker":{"Host":"tcp://127.0.0.1:9"}}}"#,
+    )
+    .unwrap();
+    let hosts = |list: &str, command: &str| {
+        let mut arguments = vec![command, "--hosts", list];
+        if command == "stats" {
+            arguments.push("--once");
+        }
+        let output = envctl_in(folder.path())
+            .env("DOCKER_CONFIG", &config)
+            .args(&arguments)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        Run::of(output)
+    };
+    for command in ["ps", "doctor", "stats"] {
+        for (typo, near) in [("@tema", "@team"), ("gpu9", "gpu1"), ("gpu-tow", "gpu-two")] {
+            let run = hosts(&format!("gpu1,{typo}"), command);
+            assert_eq!(run.code, 2, "{command} --hosts {typo}: {run}");
+            assert!(
+                run.stderr
+                    .contains(&format!("`{typo}` is no host of the team file"))
+                    && run.stderr.contains(&format!("did you mean `{near}`?")),
+                "{command} --hosts {typo}: {run}"
+            );
+        }
+    }
+    // The names themselves are hosts: listed, each unreachable one a row saying why.
+    let run = hosts("gpu1,gpu-two", "ps");
+    assert_eq!(run.code, 0, "{run}");
+}
