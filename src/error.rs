@@ -266,9 +266,14 @@ pub enum Error {
 impl Error {
     pub fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::Profile(ProfileError::AlreadyExists { .. } | ProfileError::Write { .. }) => {
-                ExitStatus::Failure
-            }
+            // A name that names nothing is 1, as a container's is (`exec`/`down NAME`) and as
+            // docker's are (`docker exec nosuch`, `docker compose up nosuch`): issue 40.
+            Error::Profile(
+                ProfileError::AlreadyExists { .. }
+                | ProfileError::Write { .. }
+                | ProfileError::NotFound { .. }
+                | ProfileError::FileNotFound { .. },
+            ) => ExitStatus::Failure,
             Error::Profile(_) | Error::Usage { .. } | Error::TrustRequired { .. } => {
                 ExitStatus::Error
             }

@@ -259,7 +259,8 @@ fn show_text_is_the_whole_profile_its_hash_included() {
 fn show_unknown_profile_suggests_a_name() {
     let directory = TempDir::new().unwrap();
     let shown = run(directory.path(), &["profiles", "show", "pytorch-2.88"]);
-    assert_eq!(shown.code, 2);
+    // A name that names nothing: 1, as `docker exec nosuch` (issue 40).
+    assert_eq!(shown.code, 1);
     assert_eq!(shown.stdout, "");
     insta::assert_snapshot!("profiles_show_unknown", shown.stderr);
 }

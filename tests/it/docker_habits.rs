@@ -693,3 +693,33 @@ fn a_misspelt_host_is_an_error_with_the_nearest_name() {
     let run = hosts("gpu1,gpu-two", "ps");
     assert_eq!(run.code, 0, "{run}");
 }
+
+/// Issue 40: a name that names nothing exits 1 whichever command it is given to, as
+/// `docker exec nosuch` does: a profile (`up`, `profiles show`, `export`, a missing file)
+/// as a container (`exec`, `down`); each says the nearest name where there is one.
+#[test]
+fn a_name_that_names_nothing_exits_1_everywhere() {
+    if !require_daemon() {
+        return;
+    }
+    let started = started();
+    let folder = started.folder.path();
+    let profile = started.profile.as_str();
+    // One letter off the started profile's name.
+    let typo = format!("{profile}x");
+    for arguments in [
+        vec!["up", typo.as_str()],
+        vec!["up", "./no-such-file.toml"],
+        vec!["profiles", "show", typo.as_str()],
+        vec!["export", typo.as_str(), "--to", "compose"],
+        vec!["exec", typo.as_str(), "echo", "hi"],
+        vec!["down", typo.as_str()],
+    ] {
+        let run = envctl(folder, &arguments, "");
+        assert_eq!(run.code, 1, "{arguments:?}: {run}");
+        assert!(run.stderr.starts_with("error: "), "{arguments:?}: {run}");
+    }
+    // Malformed input stays a usage error.
+    let run = envctl(folder, &["up", profile, "--ulimit", "memlok=1"], "");
+    assert_eq!(run.code, 2, "{run}");
+}
