@@ -26,13 +26,36 @@
 # - The TLS port listens inside the namespace (127.0.0.1:2376); a socat in the namespace
 #   bridges it to a unix socket, and a socat on the host serves that socket on
 #   127.0.0.1:23760, so the host reaches the daemon's own TLS.
-# - A stand-in `nvidia-container-runtime-hook` (reads its stdin, exits 0) first on the
-#   daemon's PATH makes dockerd register its `nvidia` device driver: `--gpus 2` and
-#   `--gpus device=2,3` start, and the container gets `NVIDIA_VISIBLE_DEVICES=2,3` (no GPU
-#   is touched; `/info` lists no `nvidia` runtime for it).
+# - The daemon also has a UTS namespace of its own with the host name `gpu2`
+#   (`unshare --uts`): its `/info` Name differs from the client's, as another machine's does.
+# - A stand-in `nvidia-container-runtime-hook` first on the daemon's PATH makes dockerd
+#   register its `nvidia` device driver: `--gpus 2` and `--gpus device=2,3` start, and the
+#   container gets `NVIDIA_VISIBLE_DEVICES=2,3` (no GPU is touched; `/info` lists no
+#   `nvidia` runtime for it). Like NVIDIA's hook, it gives the container an `nvidia-smi`:
+#   it reads the OCI state on its stdin (bundle → config.json → root.path) and copies a
+#   `#!/bin/sh` stand-in to /usr/bin/nvidia-smi and the daemon's fixture to
+#   /usr/share/envctl-nvidia-fixture in the container's root. That `nvidia-smi` answers
+#   `--query-gpu=…` and `--query-compute-apps=…` (`--format=csv,noheader,nounits`, the
+#   fields of the fixture's header rows, only the GPUs of NVIDIA_VISIBLE_DEVICES) and `-q`
+#   (driver and CUDA versions) from the fixture, so the probe of a daemon's GPUs
+#   (src/engine/probe.rs) gets real answers through the real path.
+# - The fixture (a folder, `$DOCKERD2_STATE/nvidia-fixture` here; tests/it/support/server.rs
+#   gives each of its daemons one of its own):
+#     gpus.csv   header `index,uuid,name,compute_cap,memory.total,memory.used,driver_version`
+#                (MiB), one row per GPU; `[N/A]` where a real GPU says it
+#     apps.csv   header `gpu_uuid,pid,used_memory,process_name`, one row per compute process
+#                (host pids: the probe maps them to containers through /proc/PID/cgroup)
+#     cuda       the CUDA version the driver supports (`12.4`)
+#   dockerd2's: four `NVIDIA A100-SXM4-80GB` (GPU-00000000-0000-0000-0000-00000000000N),
+#   driver 550.54.15, CUDA 12.4, no process. A fixture read at each container's start: a
+#   test may rewrite it between two probes.
+# - `dockerd2_nvidia_standin BIN FIXTURE` writes the hook and the stand-in into BIN for the
+#   fixture folder FIXTURE, `dockerd2_default_fixture FIXTURE` writes dockerd2's fixture
+#   (the test support sources this file for both).
 # - `start` installs socat and openssl when missing (apt-get).
 
 DOCKERD2_NETNS=envctl-dockerd2
+DOCKERD2_HOSTNAME=gpu2
 DOCKERD2_RUN=/run/envctl-ci
 DOCKERD2_SOCKET=$DOCKERD2_RUN/dockerd2.sock
 DOCKERD2_STATE=$DOCKERD2_RUN/dockerd2
@@ -43,6 +66,105 @@ DOCKERD2_TLS_PORT=23760
 DOCKERD2_PLAIN_PORT=23750
 # Where dockerd listens for TLS inside its namespace.
 DOCKERD2_INNER_TLS=127.0.0.1:2376
+# Where the hook puts the stand-in and the fixture in a container's root.
+DOCKERD2_FIXTURE_IN_CONTAINER=/usr/share/envctl-nvidia-fixture
+
+# The stand-in NVIDIA hook and nvidia-smi in BIN, answering from the folder FIXTURE.
+dockerd2_nvidia_standin() { # BIN FIXTURE
+    local bin=$1 fixture=$2
+    mkdir -p "$bin"
+    cat >"$bin/nvidia-smi-standin" <<'STANDIN'
+#!/bin/sh
+# A stand-in nvidia-smi (.ci/dockerd2.sh): answers from the fixture beside it, for the GPUs
+# of NVIDIA_VISIBLE_DEVICES. Fields as nvidia-smi names them; an unknown one fails as
+# nvidia-smi fails.
+fixture=/usr/share/envctl-nvidia-fixture
+visible=${NVIDIA_VISIBLE_DEVICES:-all}
+query() { # FILE FIELDS
+    awk -F', *' -v want="$2" -v visible="$visible" '
+        BEGIN { n = split(want, w, ","); v = split(visible, shown, ",") }
+        FNR == 1 { for (i = 1; i <= NF; i++) col[FILENAME, $i] = i }
+        FNR == 1 && NR != 1 {
+            for (j = 1; j <= n; j++) if (!((FILENAME, w[j]) in col)) {
+                printf "Field \"%s\" is not a valid field to query.\n\n", w[j] > "/dev/stderr"; failed = 1; exit 2
+            }
+        }
+        FNR == 1 { next }
+        NR == FNR {
+            index_ = $col[FILENAME, "index"]; uuid = $col[FILENAME, "uuid"]
+            ok = (visible == "all")
+            for (k = 1; k <= v; k++) if (shown[k] == index_ || shown[k] == uuid) ok = 1
+            if (ok) seen[uuid] = 1
+            next
+        }
+        {
+            if (!seen[$col[FILENAME, gpus ? "uuid" : "gpu_uuid"]]) next
+            line = ""
+            for (j = 1; j <= n; j++) line = line (j > 1 ? ", " : "") $col[FILENAME, w[j]]
+            print line
+        }
+        END { if (failed) exit 2 }
+    ' gpus="$3" "$fixture/gpus.csv" "$1"
+}
+format_ok() {
+    [ "$1" = "--format=csv,noheader,nounits" ] || { echo "stand-in nvidia-smi: only --format=csv,noheader,nounits" >&2; exit 2; }
+}
+case "$1" in
+--query-gpu=*)
+    format_ok "$2"
+    query "$fixture/gpus.csv" "${1#--query-gpu=}" 1 ;;
+--query-compute-apps=*)
+    format_ok "$2"
+    query "$fixture/apps.csv" "${1#--query-compute-apps=}" "" ;;
+-q | "")
+    echo "==============NVSMI LOG=============="
+    echo
+    echo "Driver Version                            : $(awk -F', *' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "driver_version") c = i } NR == 2 { print $c }' "$fixture/gpus.csv")"
+    echo "CUDA Version                              : $(cat "$fixture/cuda")" ;;
+*)
+    echo "stand-in nvidia-smi: $1 is not answered" >&2
+    exit 2 ;;
+esac
+STANDIN
+    {
+        printf '#!/bin/sh\n'
+        printf "bin='%s' fixture='%s' inside='%s'\n" "$bin" "$fixture" "$DOCKERD2_FIXTURE_IN_CONTAINER"
+        cat <<'HOOK'
+# A stand-in for NVIDIA's hook (.ci/dockerd2.sh): reads the OCI state on stdin and gives
+# the container the stand-in nvidia-smi and the fixture, as NVIDIA's hook gives it the
+# driver's tools.
+state=$(cat)
+bundle=$(printf '%s' "$state" | sed -n 's/.*"bundle": *"\([^"]*\)".*/\1/p')
+[ -n "$bundle" ] && [ -f "$bundle/config.json" ] || exit 0
+root=$(sed -n 's/.*"root": *{ *"path": *"\([^"]*\)".*/\1/p' "$bundle/config.json")
+case "$root" in
+/*) ;;
+*) root=$bundle/$root ;;
+esac
+[ -d "$root" ] || exit 0
+mkdir -p "$root/usr/bin" "$root$inside"
+cp "$bin/nvidia-smi-standin" "$root/usr/bin/nvidia-smi"
+chmod 755 "$root/usr/bin/nvidia-smi"
+cp "$fixture/gpus.csv" "$fixture/apps.csv" "$fixture/cuda" "$root$inside/"
+exit 0
+HOOK
+    } >"$bin/nvidia-container-runtime-hook"
+    chmod 755 "$bin/nvidia-container-runtime-hook" "$bin/nvidia-smi-standin"
+}
+
+# dockerd2's fixture: four A100s, driver 550.54.15, CUDA 12.4, no process.
+dockerd2_default_fixture() { # FIXTURE
+    local fixture=$1 n
+    mkdir -p "$fixture"
+    {
+        echo 'index,uuid,name,compute_cap,memory.total,memory.used,driver_version'
+        for n in 0 1 2 3; do
+            echo "$n,GPU-00000000-0000-0000-0000-00000000000$n,NVIDIA A100-SXM4-80GB,8.0,81920,0,550.54.15"
+        done
+    } >"$fixture/gpus.csv"
+    echo 'gpu_uuid,pid,used_memory,process_name' >"$fixture/apps.csv"
+    echo '12.4' >"$fixture/cuda"
+}
 
 dockerd2_answers_unix() {
     [ -S "$DOCKERD2_SOCKET" ] &&
@@ -124,9 +246,8 @@ dockerd2_start_daemon() {
     fi
     mkdir -p "$state/bin" "$DOCKERD2_DATA_ROOT" "$DOCKERD2_EXEC_ROOT"
     echo '{}' >"$state/daemon.json"
-    printf '%s\n' '#!/bin/sh' '# A stand-in for NVIDIA'"'"'s hook (.ci/dockerd2.sh): reads the state, does nothing.' \
-        'cat >/dev/null' 'exit 0' >"$state/bin/nvidia-container-runtime-hook"
-    chmod 755 "$state/bin/nvidia-container-runtime-hook"
+    [ -f "$state/nvidia-fixture/gpus.csv" ] || dockerd2_default_fixture "$state/nvidia-fixture"
+    dockerd2_nvidia_standin "$state/bin" "$state/nvidia-fixture"
     if ! ip netns list | awk '{print $1}' | grep -qx "$DOCKERD2_NETNS"; then
         ip netns add "$DOCKERD2_NETNS"
     fi
@@ -134,7 +255,9 @@ dockerd2_start_daemon() {
     rm -f "$DOCKERD2_SOCKET"
     log=$state/dockerd.log
     echo "dockerd2: starting dockerd in netns $DOCKERD2_NETNS (log: $log)"
-    PATH="$state/bin:$PATH" setsid nsenter "--net=/run/netns/$DOCKERD2_NETNS" dockerd \
+    # Its own UTS namespace and host name: `/info` names another machine.
+    PATH="$state/bin:$PATH" setsid nsenter "--net=/run/netns/$DOCKERD2_NETNS" \
+        unshare --uts sh -c 'hostname "$0" && exec "$@"' "$DOCKERD2_HOSTNAME" dockerd \
         --config-file "$state/daemon.json" \
         --data-root "$DOCKERD2_DATA_ROOT" --exec-root "$DOCKERD2_EXEC_ROOT" \
         --pidfile "$state/dockerd.pid" --storage-driver vfs \

@@ -128,6 +128,18 @@ pub enum Error {
         /// GPUs NVML could not read, which placement never picks.
         skipped: Vec<String>,
     },
+    /// A daemon of another machine whose GPUs could be learnt neither by a probe through
+    /// it nor from its record: placing there would leave the choice to the daemon, which
+    /// gives the first N GPUs whoever holds them.
+    #[error(
+        "envctl cannot tell which GPUs of {host} are free ({why}), so it places nothing there: the daemon alone would give the first {count} GPUs, which may be taken"
+    )]
+    RemoteGpusUnknown {
+        host: String,
+        count: u32,
+        why: String,
+        fix: Option<String>,
+    },
     /// Another tool created a container on the GPUs placement had just chosen.
     #[error(
         "the GPUs envctl chose were taken by another container while it created its own, so envctl removed it"
@@ -320,6 +332,7 @@ impl Error {
             | Error::ProfileChanged { .. }
             | Error::GpusUnavailable { .. }
             | Error::NoFreeGpus { .. }
+            | Error::RemoteGpusUnknown { .. }
             | Error::GpusTakenMeanwhile { .. }
             | Error::PinnedGpusTaken { .. }
             | Error::GpuLock { .. }
@@ -407,6 +420,12 @@ impl Error {
             }
             Error::GpusUnavailable { fix, .. } | Error::NotGiven { fix, .. } => Some(fix.clone()),
             Error::Lock { hint, .. } | Error::GpuLock { hint, .. } => Some(hint.clone()),
+            Error::RemoteGpusUnknown { fix, .. } => Some(match fix {
+                Some(fix) => format!(
+                    "{fix}; or let the daemon choose anyway with `placement = \"first\"` (it may share GPUs)"
+                ),
+                None => "let the daemon choose anyway with `placement = \"first\"` (it may share GPUs)".into(),
+            }),
             Error::NoFreeGpus { .. } => Some(
                 "`envctl doctor` shows who holds each GPU (`envctl ps --all-users`, with their owners: ask them); stop one of your own (`envctl ps`, then `envctl down NAME`), ask for fewer, or share on purpose with `--gpus device=0,1` or `placement = \"first\"`"
                     .into(),

@@ -56,12 +56,70 @@ fn nvml_findings(gpu: &GpuFacts, host: &HostFacts, library_from_environment: boo
             .with_hint("check `ls -l /dev/nvidia*`: your user needs read-write access (often the `video` group)"),
         LoadOutcome::SymbolMissing { message } => Finding::fail("gpu.nvml", format!("the NVIDIA driver is too old for envctl's NVML calls: {message}"))
             .with_hint("upgrade the driver to a supported branch (R580 or newer)"),
-        LoadOutcome::OnAnotherHost { host, message } => Finding::info("gpu.nvml", format!("{message}: its driver is judged there"))
+        LoadOutcome::OnAnotherHost { host, seen: Some(seen), .. } => {
+            // Judged as this machine's are, from what its daemon told.
+            let mut findings = vec![seen_finding(host, seen)];
+            // Each GPU as far as the daemon told it: what its source does not read (health,
+            // memory in a record) is not a GPU that stopped answering.
+            findings.extend(
+                loaded(&seen.facts, None)
+                    .into_iter()
+                    .filter(|finding| finding.id != "gpu.device"),
+            );
+            findings.extend(seen.facts.gpus.iter().map(seen_device_finding));
+            return findings;
+        }
+        LoadOutcome::OnAnotherHost { host, message, seen: None } => Finding::info("gpu.nvml", format!("{message}: its driver is judged there"))
             .with_hint(format!("run `envctl doctor` on {host} for its driver and GPUs")),
         LoadOutcome::Unknown { message } => Finding::fail("gpu.nvml", format!("NVML failed to initialise: {message}"))
             .with_hint("run `nvidia-smi`; if it fails too, reboot; if it works, run `sudo nvidia-ctk system create-dev-char-symlinks --create-all`"),
     };
     vec![finding.with_fact("library", &gpu.library)]
+}
+
+/// Where another machine's GPUs were learnt: through its daemon, by a probe or from the
+/// record NVML or a probe left there, and when.
+fn seen_finding(host: &str, seen: &crate::facts::gpu::SeenOnServer) -> Finding {
+    let how = match (seen.from_record, seen.by) {
+        (false, _) => "a probe container through its daemon".to_string(),
+        (true, by) => format!(
+            "the GPU record its daemon keeps (written by {})",
+            by.as_str()
+        ),
+    };
+    let mut finding = Finding::info(
+        "gpu.nvml",
+        format!("the daemon runs on {host}: its driver and GPUs as seen by {how}"),
+    )
+    .with_fact("seen_by", seen.by.as_str())
+    .with_fact("from_record", seen.from_record);
+    if let Some(taken_at) = seen.taken_at {
+        finding = finding.with_fact("taken_at", taken_at);
+    }
+    finding
+}
+
+/// One GPU of another machine: its model and compute capability as its daemon told them.
+fn seen_device_finding(device: &GpuDevice) -> Finding {
+    let name = device.name.value().cloned();
+    let mut parts = vec![name.clone().unwrap_or_else(|| "model unknown".into())];
+    if let Some(capability) = device.compute_capability.value() {
+        parts.push(format!("{} (compute {capability})", capability.sm()));
+    }
+    if let Some(processes) = device.processes.value() {
+        parts.push(match processes.len() {
+            0 => "no compute process".to_string(),
+            1 => "1 compute process".to_string(),
+            n => format!("{n} compute processes"),
+        });
+    }
+    Finding::info(
+        "gpu.device",
+        format!("GPU {}: {}", device.index, parts.join(", ")),
+    )
+    .with_fact("index", device.index)
+    .with_fact("name", name)
+    .with_fact("uuid", device.uuid.value())
 }
 
 fn loaded(facts: &crate::facts::gpu::NvmlFacts, module: Option<&str>) -> Vec<Finding> {
@@ -125,7 +183,7 @@ fn loaded(facts: &crate::facts::gpu::NvmlFacts, module: Option<&str>) -> Vec<Fin
 /// above already say where MIG is enabled. Nothing when NVML is not loaded or the driver is
 /// unknown.
 pub fn model_floors(gpu: &GpuFacts, matrix: &crate::compat::Matrix) -> Vec<Finding> {
-    let Some(nvml) = gpu.loaded() else {
+    let Some(nvml) = gpu.judged() else {
         return Vec::new();
     };
     let Some(driver) = nvml

@@ -109,7 +109,7 @@ pub fn evaluate(
     }
     let (selected, selection_findings) = select_gpus(&profile.gpus, host.gpu);
     findings.extend(selection_findings);
-    let nvml_driver = host.gpu.loaded().map(|facts| &facts.driver_version);
+    let nvml_driver = host.gpu.judged().map(|facts| &facts.driver_version);
     let driver = nvml_driver
         .and_then(|version| version.value())
         .and_then(|text| text.parse::<DriverVersion>().ok());
@@ -309,7 +309,11 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
 fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevice>, Vec<Finding>) {
     // No list is not an empty list: NVML that loaded but could not count the GPUs says
     // nothing about how many there are.
-    let listed = gpu.listed_gpus();
+    // Another machine's GPUs as its daemon told them are judged as this machine's are.
+    let listed = match gpu.seen_on_server() {
+        Some(seen) => Ok(seen.facts.gpus.as_slice()),
+        None => gpu.listed_gpus(),
+    };
     let count_unknown = gpu.loaded().is_some() && listed.is_err();
     let available: Vec<&GpuDevice> = listed
         .as_ref()
@@ -336,7 +340,9 @@ fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevic
             finding.with_hint("run it on a GPU host, or set gpus = \"optional\" to run without one")
         }
     };
-    if let crate::facts::gpu::LoadOutcome::OnAnotherHost { host, .. } = &gpu.nvml
+    if let crate::facts::gpu::LoadOutcome::OnAnotherHost {
+        host, seen: None, ..
+    } = &gpu.nvml
         && request.wants_gpus()
     {
         return (

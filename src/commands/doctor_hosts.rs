@@ -1,7 +1,9 @@
 //! `envctl doctor --hosts a,b,c`: the facts that make the team's setups differ, side by
 //! side (`ops::hosts::side_by_side`): engine and runtimes, the NVIDIA driver branch, CUDA
 //! and GPU models where they can be known, and each profile's image and lock digest on
-//! every host, with the differences marked. Exit 1 when a compared fact differs between
+//! every host, with the differences marked (`≠`) and the compared facts unknown on a host
+//! that answered marked `?` (never "agree"). Another machine's driver and GPUs are learnt
+//! through its daemon (`ops::server_gpus`). Exit 1 when a compared fact differs between
 //! hosts that answered; a host that cannot be reached is a column saying why.
 
 use serde::Serialize;
@@ -60,6 +62,11 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
     }
     let facts = crate::ops::hosts::side_by_side(&columns, &compared);
     let differences = facts.iter().filter(|fact| fact.differs).count();
+    // Facts unknown on a host that answered are not agreed on: they are marked and said.
+    let incomplete = facts
+        .iter()
+        .filter(|fact| fact.incomplete && !fact.differs)
+        .count();
     let status = if differences > 0 {
         ExitStatus::Failure
     } else {
@@ -71,11 +78,13 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
             hosts: &'a [HostState],
             facts: &'a [ComparedFact],
             differences: usize,
+            unknown: usize,
         }
         context.printer.json(&Report {
             hosts: &states,
             facts: &facts,
             differences,
+            unknown: incomplete,
         })?;
         return Ok(status);
     }
@@ -85,7 +94,14 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
         .iter()
         .map(|fact| {
             [
-                if fact.differs { "≠" } else { "" }.to_string(),
+                if fact.differs {
+                    "≠"
+                } else if fact.incomplete {
+                    "?"
+                } else {
+                    ""
+                }
+                .to_string(),
                 fact.fact.clone(),
             ]
             .into_iter()
@@ -110,7 +126,14 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
             "the hosts differ in {differences} fact{} (marked ≠)",
             if differences == 1 { "" } else { "s" }
         ));
-    } else {
+    }
+    if incomplete > 0 {
+        context.printer.warn(&format!(
+            "{incomplete} compared fact{} unknown on a host that answered (marked ?): the hosts are not said to agree on {}",
+            if incomplete == 1 { " is" } else { "s are" },
+            if incomplete == 1 { "it" } else { "them" }
+        ));
+    } else if differences == 0 {
         context
             .printer
             .info("the hosts that answered agree on every compared fact");

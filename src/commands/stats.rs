@@ -75,14 +75,14 @@ pub struct StatsArgs {
     /// (the `Host` a browser or Prometheus sends: `gpu-node-3.example`); repeatable
     #[arg(long, value_name = "NAME", requires = "serve")]
     pub serve_host: Vec<String>,
-    /// Several daemons in one snapshot (with --once), asked at once: names of the team
-    /// file's [hosts], docker CLI context names or URLs, comma-separated, or @team for every
-    /// host of the team file; an unreachable one is a row saying why
+    /// Several daemons in one view, live (or one snapshot with --once), each followed on
+    /// its own: names of the team file's [hosts], docker CLI context names or URLs,
+    /// comma-separated, or @team for every host of the team file; an unreachable one is a
+    /// row saying why
     #[arg(
         long,
         value_delimiter = ',',
         value_name = "HOSTS",
-        requires = "once",
         conflicts_with_all = ["targets", "record"]
     )]
     pub hosts: Vec<String>,
@@ -172,6 +172,9 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
         only_envctl: !arguments.all,
         owner: own_only(arguments, context),
     };
+    if !arguments.once {
+        return runtime()?.block_on(run_team(&hosts, choice, source, arguments, context));
+    }
     let answers = runtime()?.block_on(async {
         // This machine's NVML, once, for the hosts whose daemon runs on it (known only
         // once each answers).
@@ -187,13 +190,120 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
         )
         .await
     });
-    let sampled = hosts_view::HostsSnapshot::of(answers, context.environment.clock());
+    let sampled = hosts_view::of(answers, context.environment.clock());
     if context.json {
         context.printer.json(&sampled)?;
     } else {
         hosts_view::print(&context.printer, &sampled)?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// `stats --hosts …` live: every host followed on its own (`ops::stats::team`), the team
+/// shown every interval on the screen, as plain tables or JSON lines, and with `--serve`
+/// on the dashboard and `/metrics`; until `q`, Ctrl-C, SIGTERM or `--count`.
+async fn run_team(
+    hosts: &[crate::ops::hosts::Host],
+    choice: crate::ops::stats::hosts::Choice,
+    source: CounterSource,
+    arguments: &StatsArgs,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    use crate::ops::stats::team::{self, TeamOptions};
+    let local_gpus = Gpus::open(context.environment.nvml_library()).await;
+    let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());
+    let mut terminate = listen(tokio::signal::unix::SignalKind::terminate());
+    let server = start_server(arguments, context)?;
+    let mut view = make_view(context, arguments, server.is_some())?;
+    let mut quit = match &view {
+        View::Live(screen, ..) if screen.reads_keys() => Some(live::spawn_quit_reader()),
+        _ => None,
+    };
+    if let View::Live(screen, ..) = &mut view {
+        let header = live::header(0, 0, arguments.interval, context.environment.now());
+        screen
+            .draw(&header, &[format!("asking {} hosts…", hosts.len())])
+            .map_err(Error::Output)?;
+    }
+    let options = TeamOptions {
+        interval: arguments.interval,
+        count: arguments.count,
+        choice,
+        source,
+        timeout: super::REQUEST_TIMEOUT,
+        deadline: team::deadline_for(arguments.interval),
+        // A daemon of this machine is labelled with this machine's name; one that cannot
+        // be read leaves its `Hostname` out.
+        hostname: crate::ops::stats::metrics_hostname(context).ok(),
+        clock: context.environment.clock(),
+    };
+    let stop = async {
+        tokio::select! {
+            _ = wait(&mut interrupt) => ExitStatus::External(130),
+            _ = wait(&mut terminate) => ExitStatus::External(143),
+            _ = wait_quit(&mut quit) => ExitStatus::Success,
+        }
+    };
+    let outcome = team::follow_team(
+        hosts,
+        &local_gpus,
+        &options,
+        server.as_ref(),
+        &mut view,
+        stop,
+    )
+    .await
+    .map(|ended| match ended {
+        Ended::Stopped(status) => status,
+        Ended::Counted => ExitStatus::Success,
+    });
+    drop(view);
+    if let Some(server) = server {
+        server.stop();
+    }
+    if matches!(outcome, Err(ref error) if error.is_broken_pipe()) {
+        return Ok(ExitStatus::Success);
+    }
+    outcome
+}
+
+impl crate::ops::stats::team::TeamView for View<'_> {
+    fn show(
+        &mut self,
+        team: &crate::monitor::team::HostsSnapshot,
+        taken: u64,
+    ) -> Result<(), Error> {
+        match self {
+            View::Live(screen, context, interval, _) => {
+                let lines = hosts_view::lines(&context.printer, team, Some(live::screen_width()));
+                let header = live::header(
+                    taken,
+                    team.containers.len(),
+                    *interval,
+                    context.environment.now(),
+                );
+                screen.draw(&header, &lines).map_err(Error::Output)
+            }
+            View::Lines(context, stream) => {
+                let mut lines = hosts_view::lines(&context.printer, team, None);
+                lines.push(String::new());
+                stream.write(lines.join("\n"));
+                Ok(())
+            }
+            View::JsonLines(_, stream) => {
+                stream.write(team.json_line().trim_end().to_string());
+                Ok(())
+            }
+            View::Quiet(_) => Ok(()),
+        }
+    }
+
+    fn pending_write(&mut self) -> Option<tokio::sync::oneshot::Receiver<std::io::Result<()>>> {
+        match self {
+            View::Lines(_, stream) | View::JsonLines(_, stream) => stream.pending.take(),
+            View::Live(..) | View::Quiet(_) => None,
+        }
+    }
 }
 
 /// Whose containers `stats` shows without targets: the user's own, unless `--all-users`
@@ -336,54 +446,8 @@ async fn run_live(
     // Before the terminal changes: a signal from here on ends the loop, which restores it.
     let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());
     let mut terminate = listen(tokio::signal::unix::SignalKind::terminate());
-    let server = match &arguments.serve {
-        Some(address) => Some(StatsServer::start(
-            address,
-            arguments.window,
-            arguments.interval,
-            &arguments.serve_host,
-        )?),
-        None => None,
-    };
-    if let Some(server) = &server {
-        if !is_loopback_address(server.address()) {
-            // The server has no authentication: on the network, anyone who reaches the port
-            // reads it. Said on stderr, however the rest is rendered.
-            context.printer.warn(&format!(
-                "the dashboard, /metrics and /api/v1 at http://{} answer without authentication on the network: anyone who reaches this address sees the containers' names, images, users, GPUs and usage; serve on 127.0.0.1 and reach it through `ssh -L`",
-                crate::ui::text::shown(server.address())
-            ));
-        }
-        context.printer.info(&format!(
-            "serving Prometheus metrics at http://{}/metrics",
-            server.address()
-        ));
-        context.printer.info(&format!(
-            "dashboard at http://{}/ (the last {})",
-            server.address(),
-            duration::humanize_span(crate::monitor::history::span_kept(
-                arguments.window,
-                arguments.interval
-            ))
-        ));
-    }
-    let mut view = if context.json {
-        View::JsonLines(context, Stream::new(context)?)
-    } else if crate::ui::terminal::stdout_is_terminal() {
-        View::Live(
-            LiveScreen::enter().map_err(Error::Output)?,
-            context,
-            arguments.interval,
-            Box::new(History::new(
-                Duration::from_secs_f64(crate::ui::sparkline::SPAN_SECONDS),
-                arguments.interval,
-            )),
-        )
-    } else if server.is_some() {
-        View::Quiet(context)
-    } else {
-        View::Lines(context, Stream::new(context)?)
-    };
+    let server = start_server(arguments, context)?;
+    let mut view = make_view(context, arguments, server.is_some())?;
     let mut quit = match &view {
         View::Live(screen, ..) if screen.reads_keys() => Some(live::spawn_quit_reader()),
         _ => None,
@@ -455,6 +519,77 @@ async fn run_live(
         return Ok(ExitStatus::Success);
     }
     outcome
+}
+
+/// `--serve`'s server, started and said on stderr (with the warning for an address off
+/// this machine); none without `--serve`.
+fn start_server(arguments: &StatsArgs, context: &Context) -> Result<Option<StatsServer>, Error> {
+    let server = match &arguments.serve {
+        Some(address) => Some(StatsServer::start(
+            address,
+            arguments.window,
+            arguments.interval,
+            &arguments.serve_host,
+        )?),
+        None => None,
+    };
+    if let Some(server) = &server {
+        if !is_loopback_address(server.address()) {
+            // The server has no authentication: on the network, anyone who reaches the port
+            // reads it. Said on stderr, however the rest is rendered.
+            context.printer.warn(&format!(
+                "the dashboard, /metrics and /api/v1 at http://{} answer without authentication on the network: anyone who reaches this address sees the containers' names, images, users, GPUs and usage; serve on 127.0.0.1 and reach it through `ssh -L`",
+                crate::ui::text::shown(server.address())
+            ));
+        }
+        context.printer.info(&format!(
+            "serving Prometheus metrics at http://{}/metrics",
+            server.address()
+        ));
+        if arguments.hosts.is_empty() {
+            context.printer.info(&format!(
+                "dashboard at http://{}/ (the last {})",
+                server.address(),
+                duration::humanize_span(crate::monitor::history::span_kept(
+                    arguments.window,
+                    arguments.interval
+                ))
+            ));
+        } else {
+            // A team's page shows every host's rows as they stand, not one daemon's curves.
+            context.printer.info(&format!(
+                "dashboard at http://{}/ (every host, a row each)",
+                server.address()
+            ));
+        }
+    }
+    Ok(server)
+}
+
+/// Where each interval's result goes: the live screen on a terminal, JSON lines with
+/// `--json`, plain tables into a pipe, nothing but the server with `--serve` into a pipe.
+fn make_view<'a>(
+    context: &'a Context,
+    arguments: &StatsArgs,
+    serving: bool,
+) -> Result<View<'a>, Error> {
+    Ok(if context.json {
+        View::JsonLines(context, Stream::new(context)?)
+    } else if crate::ui::terminal::stdout_is_terminal() {
+        View::Live(
+            LiveScreen::enter().map_err(Error::Output)?,
+            context,
+            arguments.interval,
+            Box::new(History::new(
+                Duration::from_secs_f64(crate::ui::sparkline::SPAN_SECONDS),
+                arguments.interval,
+            )),
+        )
+    } else if serving {
+        View::Quiet(context)
+    } else {
+        View::Lines(context, Stream::new(context)?)
+    })
 }
 
 async fn wait_quit(quit: &mut Option<tokio::sync::mpsc::UnboundedReceiver<()>>) {
@@ -557,156 +692,38 @@ mod tests {
     }
 }
 
-/// What `stats --hosts` shows: the JSON document and the tables.
+/// What `stats --hosts` shows: the JSON document (`monitor::team`) and the tables.
 mod hosts_view {
-    use serde::Serialize;
-
     use crate::error::Error;
     use crate::monitor::snapshot::{ContainerRow, GpuRow};
-    use crate::monitor::{Diagnosis, Failure, FailureKind, FailureSubject, Snapshot};
+    use crate::monitor::team::{GpuSource, HostState, Hosted, HostsSnapshot};
+    use crate::monitor::{FailureKind, FailureSubject, Snapshot};
     use crate::ops::hosts::Answer;
     use crate::ui::printer::Printer;
-    use crate::ui::table::print_table;
+    use crate::ui::table::table_lines;
     use crate::units::{binary_compact, decimal_compact};
 
-    /// A row of one host's snapshot, with the host as `--hosts` named it.
-    #[derive(Serialize)]
-    pub struct Hosted<T> {
-        pub host: String,
-        #[serde(flatten)]
-        pub row: T,
-    }
-
-    /// Where a host's GPU figures come from.
-    #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
-    #[serde(rename_all = "snake_case")]
-    pub enum GpuSource {
-        /// A daemon on this machine: this machine's NVML.
-        ThisMachine,
-        /// Another machine's daemon: its GPUs are not in this machine's NVML, so the GPU
-        /// rows and the containers' GPU memory are unknown (`envctl stats` there has them).
-        Unknown,
-    }
-
-    /// What one host answered.
-    #[derive(Serialize)]
-    pub struct HostState {
-        pub host: String,
-        pub endpoint: String,
-        pub reachable: bool,
-        /// How many containers it showed; none when it could not be sampled.
-        pub containers: Option<usize>,
-        pub gpus: GpuSource,
-        /// When its snapshot was taken (seconds since the epoch).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        pub time: Option<f64>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        pub error: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        pub error_kind: Option<&'static str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        pub hint: Option<String>,
-        /// The table's word for why: the message without its causes.
-        #[serde(skip)]
-        pub said: Option<String>,
-        pub diagnoses: Vec<Diagnosis>,
-        /// What could not be read on that host (as plain `stats --json` lists it).
-        pub failures: Vec<Failure>,
-    }
-
-    /// Every host's snapshot, merged: rows carry their host.
-    #[derive(Serialize)]
-    pub struct HostsSnapshot {
-        /// When the snapshots were put together (seconds since the epoch).
-        pub time: f64,
-        pub hosts: Vec<HostState>,
-        pub containers: Vec<Hosted<ContainerRow>>,
-        pub gpus: Vec<Hosted<GpuRow>>,
-    }
-
-    impl HostsSnapshot {
-        pub fn of(
-            answers: Vec<Answer<(Snapshot, bool)>>,
-            clock: crate::context::Clock,
-        ) -> HostsSnapshot {
-            let mut sampled = HostsSnapshot {
-                time: crate::ops::stats::sampler::now(clock),
-                hosts: Vec::new(),
-                containers: Vec::new(),
-                gpus: Vec::new(),
-            };
-            for answer in answers {
-                let host = answer.host.name.clone();
-                let endpoint = answer.host.endpoint().to_string();
-                match answer.result {
-                    Ok((snapshot, here)) => {
-                        let gpus = if here {
-                            GpuSource::ThisMachine
-                        } else {
-                            GpuSource::Unknown
-                        };
-                        sampled.hosts.push(HostState {
-                            host: host.clone(),
-                            endpoint,
-                            reachable: true,
-                            containers: Some(snapshot.containers.len()),
-                            gpus,
-                            time: Some(snapshot.time),
-                            error: None,
-                            error_kind: None,
-                            hint: None,
-                            said: None,
-                            diagnoses: snapshot.diagnoses,
-                            failures: snapshot.failures,
-                        });
-                        sampled
-                            .containers
-                            .extend(snapshot.containers.into_iter().map(|row| Hosted {
-                                host: host.clone(),
-                                row,
-                            }));
-                        // This machine's GPUs once, under the first of its daemons: two
-                        // daemons of one machine share its GPUs, not two sets of them.
-                        let shown_already = here
-                            && sampled
-                                .hosts
-                                .iter()
-                                .filter(|state| state.gpus == GpuSource::ThisMachine)
-                                .count()
-                                > 1;
-                        if !shown_already {
-                            sampled
-                                .gpus
-                                .extend(snapshot.gpus.into_iter().map(|row| Hosted {
-                                    host: host.clone(),
-                                    row,
-                                }));
-                        }
-                    }
-                    Err(error) => {
-                        let kind = match &error {
-                            Error::Engine(engine) => engine.kind(),
-                            _ => "other",
-                        };
-                        sampled.hosts.push(HostState {
-                            host,
-                            endpoint,
-                            reachable: false,
-                            containers: None,
-                            gpus: GpuSource::Unknown,
-                            time: None,
-                            error: Some(crate::error::error_chain(&error)),
-                            error_kind: Some(kind),
-                            hint: error.hint(),
-                            said: Some(error.to_string()),
-                            diagnoses: Vec::new(),
-                            failures: Vec::new(),
-                        });
-                    }
+    /// `--once`'s answers as one team view: a host that could not be sampled is a row
+    /// saying why.
+    pub fn of(
+        answers: Vec<Answer<(Snapshot, bool)>>,
+        clock: crate::context::Clock,
+    ) -> HostsSnapshot {
+        let mut sampled = HostsSnapshot::new(crate::ops::stats::sampler::now(clock));
+        for answer in answers {
+            let endpoint = answer.host.endpoint().to_string();
+            match answer.result {
+                Ok((snapshot, here)) => {
+                    sampled.push_sampled(&answer.host.name, &endpoint, None, snapshot, here);
                 }
+                Err(error) => sampled.push_unreachable(
+                    &answer.host.name,
+                    &endpoint,
+                    crate::ops::stats::team::unreachable(&error),
+                ),
             }
-            sampled
         }
+        sampled
     }
 
     use crate::ui::live::{UNKNOWN, or_unknown, pair};
@@ -782,11 +799,20 @@ mod hosts_view {
         line
     }
 
-    /// The containers' table (a host with none, or unreachable, is a row saying so), the
-    /// GPUs' (this machine's GPUs under each host on this machine; another machine's GPUs
-    /// a row saying they are not read here), the diagnoses, and on stderr each host's
-    /// failures and why an unreachable host could not be sampled.
-    pub fn print(printer: &Printer, sampled: &HostsSnapshot) -> Result<(), Error> {
+    /// The row of a host with no container rows: why.
+    fn why_empty(state: &HostState) -> String {
+        match (&state.error, state.waiting) {
+            (Some(error), _) => format!("unreachable: {error}"),
+            (None, true) => "waiting for its first answer".to_string(),
+            (None, false) => "no running containers".to_string(),
+        }
+    }
+
+    /// The containers' table (a host with none, or unreachable, is a row saying so and
+    /// why, with the error's causes), the GPUs' (this machine's GPUs under each host on
+    /// this machine; another machine's GPUs a row saying they are not read here) and the
+    /// diagnoses, as lines cut to `width` when given.
+    pub fn lines(printer: &Printer, sampled: &HostsSnapshot, width: Option<usize>) -> Vec<String> {
         let mut rows = Vec::new();
         for state in &sampled.hosts {
             let mine: Vec<&Hosted<ContainerRow>> = sampled
@@ -794,18 +820,18 @@ mod hosts_view {
                 .iter()
                 .filter(|row| row.host == state.host)
                 .collect();
-            if mine.is_empty() {
-                let what = match &state.said {
-                    Some(said) => format!("unreachable: {said}"),
-                    None => "no running containers".to_string(),
-                };
-                rows.push(host_line(&state.host, what, CONTAINER_HEADERS.len()));
+            if mine.is_empty() || !state.reachable {
+                rows.push(host_line(
+                    &state.host,
+                    why_empty(state),
+                    CONTAINER_HEADERS.len(),
+                ));
             }
             rows.extend(mine.iter().map(|row| container_cells(&row.host, &row.row)));
         }
-        print_table(printer, &CONTAINER_HEADERS, &rows)?;
+        let mut lines = table_lines(printer, &CONTAINER_HEADERS, &rows, width);
         let mut gpu_rows = Vec::new();
-        for state in sampled.hosts.iter().filter(|state| state.reachable) {
+        for state in sampled.hosts.iter().filter(|state| state.time.is_some()) {
             match state.gpus {
                 GpuSource::ThisMachine => gpu_rows.extend(
                     sampled
@@ -822,8 +848,8 @@ mod hosts_view {
             }
         }
         if !gpu_rows.is_empty() {
-            printer.data("")?;
-            print_table(printer, &GPU_HEADERS, &gpu_rows)?;
+            lines.push(String::new());
+            lines.extend(table_lines(printer, &GPU_HEADERS, &gpu_rows, width));
         }
         let mut diagnoses = Vec::new();
         for state in &sampled.hosts {
@@ -843,10 +869,17 @@ mod hosts_view {
             }
         }
         if !diagnoses.is_empty() {
-            printer.data("")?;
-            for line in diagnoses {
-                printer.data(&line)?;
-            }
+            lines.push(String::new());
+            lines.extend(diagnoses);
+        }
+        lines
+    }
+
+    /// [`lines`] on stdout, then on stderr each host's failures and why an unreachable
+    /// host could not be sampled.
+    pub fn print(printer: &Printer, sampled: &HostsSnapshot) -> Result<(), Error> {
+        for line in lines(printer, sampled, printer.stdout_width()) {
+            printer.data(&line)?;
         }
         let elsewhere: Vec<&str> = sampled
             .hosts

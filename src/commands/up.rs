@@ -28,13 +28,9 @@ pub struct UpArgs {
     pub name: Option<String>,
     /// Start it on whichever of these servers it fits (`@team`: every host of the team
     /// file; docker CLI context names or URLs, comma-separated): GPUs free, the policy
-    /// allowing it, the driver and GPU fit, the image present preferred
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_name = "HOSTS",
-        conflicts_with = "dry_run"
-    )]
+    /// allowing it, the driver and GPU fit, the image present preferred (with --dry-run:
+    /// which one, and what would be made there)
+    #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
     pub hosts: Vec<String>,
     /// When to pull the image
     #[arg(long, value_enum, default_value_t = crate::ops::up::PullPolicy::Missing)]
@@ -268,9 +264,14 @@ async fn choose_host(arguments: &UpArgs, context: &Context) -> Result<(), Error>
             )),
         });
     }
-    let resolved = context.search_path.resolve(&arguments.profile)?;
+    let mut resolved = context.search_path.resolve(&arguments.profile)?;
+    // `--gpus` is what each host is judged by, as `up` judges it.
+    if let Some(spec) = &arguments.gpus {
+        resolved.profile.gpus = Overrides::parse_gpus(spec)?;
+    }
     let (choice, hosts) =
-        crate::ops::choose_host::choose(context, &arguments.hosts, &resolved).await?;
+        crate::ops::choose_host::choose(context, &arguments.hosts, &resolved, arguments.force)
+            .await?;
     let Some(chosen) = choice.chosen else {
         return Err(Error::NoRoomOnHosts {
             profile: resolved.profile.name.clone(),

@@ -9,8 +9,11 @@
 //! only that machine's `up`s.
 //!
 //! **The record**: a volume named [`RECORD_NAME`] whose label lists the host's GPUs
-//! (index and UUID), written by an `up` that placed on that host with its NVML: a client
-//! on another machine, which cannot read that host's NVML, places by it.
+//! (index and UUID), written by an `up` that placed on that host with its NVML, or by a
+//! client that probed the daemon (`engine::probe`): a client on another machine, which
+//! cannot read that host's NVML, places and judges by it. Its other labels
+//! ([`RECORD_DETAIL_PREFIX`]) keep the driver, CUDA version, each GPU's model, and when
+//! and by what it was taken; a record without them (older envctl) is read all the same.
 //!
 //! This module makes single tries and plain reads; waiting, breaking a lock whose holder
 //! died, signals, and what the record says are `ops::placement`'s.
@@ -36,14 +39,20 @@ pub const RECORD_LABEL: &str = "envctl.gpu-record";
 /// The label naming the host that wrote the record.
 pub const RECORDED_ON_LABEL: &str = "envctl.gpu-record.host";
 
+/// The prefix of the record's other labels (`spec::placement::RecordDetails`): driver,
+/// CUDA version, each GPU's model, when and by what it was taken.
+pub const RECORD_DETAIL_PREFIX: &str = "envctl.gpu-record.";
+
 /// What stands at [`RECORD_NAME`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuRecordVolume {
     Missing,
-    /// envctl's record, with the host that wrote it.
+    /// envctl's record, with the host that wrote it and its other labels by suffix
+    /// ([`RECORD_DETAIL_PREFIX`] taken off; `host` among them).
     Envctls {
         record: String,
         host: Option<String>,
+        details: std::collections::BTreeMap<String, String>,
     },
     /// A volume of that name without the record's label: someone's, never replaced.
     NotEnvctls,
@@ -134,6 +143,16 @@ impl Engine {
                 Some(record) => GpuRecordVolume::Envctls {
                     record: record.clone(),
                     host: volume.labels.get(RECORDED_ON_LABEL).cloned(),
+                    details: volume
+                        .labels
+                        .iter()
+                        .filter_map(|(key, value)| {
+                            Some((
+                                key.strip_prefix(RECORD_DETAIL_PREFIX)?.to_string(),
+                                value.clone(),
+                            ))
+                        })
+                        .collect(),
                 },
                 None => GpuRecordVolume::NotEnvctls,
             }),
@@ -151,6 +170,7 @@ impl Engine {
         &self,
         record: &str,
         host: Option<&str>,
+        details: &std::collections::BTreeMap<String, String>,
     ) -> Result<(), EngineError> {
         self.remove_volume(RECORD_NAME).await?;
         let request = bollard::models::VolumeCreateRequest {
@@ -158,6 +178,14 @@ impl Engine {
             labels: Some(
                 std::iter::once((RECORD_LABEL.to_string(), record.to_string()))
                     .chain(host.map(|host| (RECORDED_ON_LABEL.to_string(), host.to_string())))
+                    .chain(
+                        details
+                            .iter()
+                            .filter(|(key, _)| key.as_str() != "host")
+                            .map(|(key, value)| {
+                                (format!("{RECORD_DETAIL_PREFIX}{key}"), value.clone())
+                            }),
+                    )
                     .collect(),
             ),
             ..Default::default()

@@ -27,6 +27,7 @@ pub mod identity;
 pub(crate) mod list;
 pub mod logs;
 pub mod occupancy;
+pub mod probe;
 pub mod pull;
 pub mod reference;
 pub mod stats;

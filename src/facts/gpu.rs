@@ -32,6 +32,28 @@ impl GpuFacts {
         }
     }
 
+    /// The facts the checks judge: this machine's NVML, or another machine's GPUs as its
+    /// daemon told them.
+    pub fn judged(&self) -> Option<&NvmlFacts> {
+        match &self.nvml {
+            LoadOutcome::Loaded(facts) => Some(facts),
+            LoadOutcome::OnAnotherHost {
+                seen: Some(seen), ..
+            } => Some(&seen.facts),
+            _ => None,
+        }
+    }
+
+    /// Another machine's GPUs as its daemon told them.
+    pub fn seen_on_server(&self) -> Option<&SeenOnServer> {
+        match &self.nvml {
+            LoadOutcome::OnAnotherHost {
+                seen: Some(seen), ..
+            } => Some(seen),
+            _ => None,
+        }
+    }
+
     /// The GPUs NVML listed, or why there is no list: NVML did not load, or it loaded but
     /// could not count the GPUs (then "no GPU" would be a guess: none was asked about).
     pub fn listed_gpus(&self) -> Result<&[GpuDevice], String> {
@@ -75,7 +97,46 @@ pub enum LoadOutcome {
     Unknown { message: String },
     /// Not read: the daemon runs on another machine (`DaemonHost::Elsewhere`), whose
     /// driver and GPUs this machine's NVML cannot see. Never this machine's GPUs instead.
-    OnAnotherHost { host: String, message: String },
+    /// `seen`: what the daemon told of them (its GPU record, or a probe through it), when
+    /// it could.
+    OnAnotherHost {
+        host: String,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seen: Option<Box<SeenOnServer>>,
+    },
+}
+
+/// Another machine's driver and GPUs as its daemon told them (issue 38, item 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeenOnServer {
+    /// In NVML's shape, so the checks judge them as they judge this machine's; what the
+    /// source does not tell (health, MIG, power) is a `not_supported` failure: unknown.
+    pub facts: NvmlFacts,
+    /// Who learnt them: a probe container's nvidia-smi, or NVML on the server itself.
+    pub by: SeenBy,
+    /// When they were learnt (Unix seconds), where the record says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_at: Option<i64>,
+    /// Read from the daemon's GPU record (no probe ran now); processes are then unknown.
+    pub from_record: bool,
+}
+
+/// The source of [`SeenOnServer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeenBy {
+    Probe,
+    Nvml,
+}
+
+impl SeenBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SeenBy::Probe => "probe",
+            SeenBy::Nvml => "nvml",
+        }
+    }
 }
 
 impl LoadOutcome {
@@ -86,6 +147,19 @@ impl LoadOutcome {
             message: format!(
                 "the daemon runs on {host}, whose NVIDIA driver and GPUs NVML on this machine cannot see"
             ),
+            seen: None,
+        }
+    }
+
+    /// [`LoadOutcome::on_another_host`], with what its daemon told of its GPUs.
+    pub fn seen_on_another_host(host: &str, seen: Option<SeenOnServer>) -> Self {
+        match LoadOutcome::on_another_host(host) {
+            LoadOutcome::OnAnotherHost { host, message, .. } => LoadOutcome::OnAnotherHost {
+                host,
+                message,
+                seen: seen.map(Box::new),
+            },
+            other => other,
         }
     }
 

@@ -20,5 +20,6 @@ pub mod gpu_sample;
 pub mod host;
 pub mod occupancy;
 pub mod slurm;
+pub mod smi;
 pub mod user;
 pub mod versions;

@@ -18,6 +18,7 @@ pub mod prometheus;
 pub mod record;
 pub mod report;
 pub mod snapshot;
+pub mod team;
 pub mod usage;
 
 #[cfg(test)]

@@ -8,12 +8,16 @@
 //! (`envctl_container_*`, labels `container`, `id`, `profile`): nothing overlaps there.
 //! Every series carries the same `Hostname` (the container series, the diagnoses and the
 //! sample time too), so one Prometheus scraping several envctl servers tells their
-//! containers apart, and a dashboard filters every panel by one host variable.
+//! containers apart, and every series carries `host`, the name a board's host variable
+//! filters by: with one daemon this machine's name, with `--hosts` each host's name as
+//! given (one envctl serving a team, [`team_exposition`]), whose unreachable hosts are
+//! `envctl_host_up 0`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::snapshot::{GpuRow, Snapshot};
+use super::team::HostsSnapshot;
 
 const MEBIBYTE: f64 = 1024.0 * 1024.0;
 
@@ -42,9 +46,60 @@ impl Family {
     }
 }
 
-/// The exposition text for `snapshot`; `hostname` fills DCGM's `Hostname` label (left
-/// out, not empty, when the host's name could not be read).
-pub fn exposition(snapshot: &Snapshot, hostname: Option<&str>) -> String {
+/// The exposition text for `snapshot`: every series carries `host` (the daemon's name as
+/// the board filters by it: this machine's name, or the endpoint when that is unknown)
+/// and, when known, DCGM's `Hostname` (left out, not empty, when the host's name could not
+/// be read).
+pub fn exposition(snapshot: &Snapshot, hostname: Option<&str>, host: &str) -> String {
+    let mut families = families(snapshot, hostname);
+    label_host(&mut families, host);
+    render(&families)
+}
+
+/// The exposition of `stats --serve --hosts`: every host's series, each with its `host`
+/// (the name `--hosts` gave it) and the `Hostname` of the machine its daemon runs on, and
+/// `envctl_host_up` for every host: 1 when it answers, 0 (with `error_kind`) when it does
+/// not, so a board shows an unreachable server rather than nothing.
+pub fn team_exposition(team: &HostsSnapshot) -> String {
+    let mut merged: Vec<Family> = Vec::new();
+    let mut up = Family::new(
+        "envctl_host_up",
+        "gauge",
+        "Whether the host's daemon answers (1) or not (0, error_kind says why).",
+    );
+    for state in &team.hosts {
+        let mut labels = vec![("host", state.host.clone())];
+        if let Some(kind) = state.error_kind.filter(|_| !state.reachable) {
+            labels.push(("error_kind", kind.to_string()));
+        }
+        up.push(&labels, Some(if state.reachable { 1.0 } else { 0.0 }));
+        if state.time.is_none() {
+            continue;
+        }
+        let mut families = families(&team.of_host(state), state.hostname.as_deref());
+        label_host(&mut families, &state.host);
+        for family in families {
+            match merged.iter_mut().find(|known| known.name == family.name) {
+                Some(known) => known.samples.extend(family.samples),
+                None => merged.push(family),
+            }
+        }
+    }
+    merged.push(up);
+    render(&merged)
+}
+
+/// Adds `host` to every sample's labels.
+fn label_host(families: &mut [Family], host: &str) {
+    for family in families {
+        for (labels, _) in &mut family.samples {
+            labels.push(("host", host.to_string()));
+        }
+    }
+}
+
+/// Every family of one snapshot, GPU series first.
+fn families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
     let mut families = gpu_families(snapshot, hostname);
     families.extend(container_families(snapshot, hostname));
     let host: Vec<(&'static str, String)> = hostname
@@ -79,7 +134,11 @@ pub fn exposition(snapshot: &Snapshot, hostname: Option<&str>) -> String {
     );
     time.push(&host, Some(snapshot.time));
     families.push(time);
+    families
+}
 
+/// The text of `families`, each family's samples together under its HELP and TYPE.
+fn render(families: &[Family]) -> String {
     let mut text = String::new();
     for family in families.iter().filter(|family| !family.samples.is_empty()) {
         let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
@@ -470,19 +529,19 @@ mod tests {
             }],
             ..Snapshot::default()
         };
-        let text = exposition(&snapshot, Some("node-1"));
+        let text = exposition(&snapshot, Some("node-1"), "node-1");
         assert!(
             text.contains("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"),
             "{text}"
         );
         assert!(
-            text.contains("DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-1\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-1\",container=\"train\",profile=\"pytorch \\\"2.8\\\"\"} 2048\n"),
+            text.contains("DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-1\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-1\",container=\"train\",profile=\"pytorch \\\"2.8\\\"\",host=\"node-1\"} 2048\n"),
             "{text}"
         );
         assert!(text.contains("DCGM_FI_DEV_FB_FREE{"), "{text}");
-        assert!(text.contains("envctl_container_cpu_percent{container=\"train\",id=\"0123456789ab\",profile=\"pytorch \\\"2.8\\\"\",Hostname=\"node-1\"} 150.25\n"), "{text}");
+        assert!(text.contains("envctl_container_cpu_percent{container=\"train\",id=\"0123456789ab\",profile=\"pytorch \\\"2.8\\\"\",Hostname=\"node-1\",host=\"node-1\"} 150.25\n"), "{text}");
         assert!(
-            text.contains("envctl_sample_timestamp_seconds{Hostname=\"node-1\"} 1700000000.5\n"),
+            text.contains("envctl_sample_timestamp_seconds{Hostname=\"node-1\",host=\"node-1\"} 1700000000.5\n"),
             "{text}"
         );
         // No network counters: no sample, never 0.
@@ -495,14 +554,84 @@ mod tests {
         let mut unnamed = snapshot.clone();
         unnamed.gpus[0].uuid = None;
         unnamed.gpus[0].name = None;
-        let text = exposition(&unnamed, None);
+        let text = exposition(&unnamed, None, "unix:///var/run/docker.sock");
         assert!(
             text.contains("DCGM_FI_DEV_FB_USED{gpu=\"0\",device=\"nvidia0\",container=\"train\","),
             "{text}"
         );
         assert!(!text.contains("=\"\""), "no empty label values: {text}");
         assert!(
-            text.contains("envctl_sample_timestamp_seconds 1700000000.5\n"),
+            text.contains(
+                "envctl_sample_timestamp_seconds{host=\"unix:///var/run/docker.sock\"} 1700000000.5\n"
+            ),
+            "{text}"
+        );
+    }
+
+    /// With `--hosts`, every series of every host carries its `host`, each family is
+    /// written once with all hosts' samples, and an unreachable host is `envctl_host_up 0`
+    /// with why.
+    #[test]
+    fn a_team_exposition_labels_every_series_with_its_host() {
+        use crate::monitor::snapshot::ContainerRow;
+        use crate::monitor::team::{HostsSnapshot, Unreachable};
+        let row = |name: &str| ContainerRow {
+            id: format!("{name}-id"),
+            name: name.into(),
+            cpu_percent: Some(1.0),
+            ..ContainerRow::default()
+        };
+        let mut team = HostsSnapshot::new(5.0);
+        for (host, container) in [("local", "a"), ("second", "b")] {
+            team.push_sampled(
+                host,
+                "unix:///x",
+                Some("machine"),
+                Snapshot {
+                    time: 4.0,
+                    containers: vec![row(container)],
+                    ..Snapshot::default()
+                },
+                false,
+            );
+        }
+        team.push_unreachable(
+            "stopped",
+            "tcp://127.0.0.1:1",
+            Unreachable {
+                error: "nothing answers: connection refused".into(),
+                kind: "connection_refused",
+                hint: None,
+            },
+        );
+        let text = team_exposition(&team);
+        assert_eq!(
+            text.matches("# TYPE envctl_container_cpu_percent gauge")
+                .count(),
+            1,
+            "{text}"
+        );
+        for line in text.lines().filter(|line| !line.starts_with('#')) {
+            assert!(line.contains("host=\""), "{line}");
+        }
+        assert!(
+            text.contains(
+                "container=\"a\",id=\"a-id\",profile=\"\",Hostname=\"machine\",host=\"local\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "container=\"b\",id=\"b-id\",profile=\"\",Hostname=\"machine\",host=\"second\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("envctl_host_up{host=\"local\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("envctl_host_up{host=\"stopped\",error_kind=\"connection_refused\"} 0\n"),
             "{text}"
         );
     }

@@ -659,7 +659,7 @@ mod tests {
         assert_eq!(snapshot.containers[1].gpu_memory_bytes, Some(1000));
         assert_eq!(snapshot.gpus[0].processes[2].used_memory_bytes, None);
         // Unknown is left out of the exposition, never exported as 0.
-        let text = crate::monitor::prometheus::exposition(&snapshot, Some("host"));
+        let text = crate::monitor::prometheus::exposition(&snapshot, Some("host"), "host");
         let exported: Vec<&str> = text
             .lines()
             .filter(|line| line.starts_with("envctl_container_gpu_memory_bytes{"))

@@ -137,10 +137,13 @@ pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice
 }
 
 /// Asks every host `names` names what it offers `resolved`, and chooses.
+/// `force`: as `up --force` starts despite failed checks, a host is judged by its GPUs and
+/// policies alone (a policy is never passed by `--force`).
 pub async fn choose(
     context: &Context,
     names: &[String],
     resolved: &ResolvedProfile,
+    force: bool,
 ) -> Result<(Choice, Vec<Host>), Error> {
     let hosts = crate::ops::hosts::named(context, names)?;
     let matrix =
@@ -148,7 +151,7 @@ pub async fn choose(
     let answers = {
         let matrix = &matrix;
         crate::ops::hosts::each(&hosts, crate::engine::PING_TIMEOUT, |engine| async move {
-            offer(engine, resolved, matrix, context).await
+            offer(engine, resolved, matrix, force, context).await
         })
         .await
     };
@@ -180,12 +183,16 @@ async fn offer(
     engine: crate::engine::Engine,
     resolved: &ResolvedProfile,
     matrix: &crate::compat::Matrix,
+    force: bool,
     context: &Context,
 ) -> Result<Offer, Error> {
     let profiles = std::slice::from_ref(resolved);
     let mut facts =
         crate::ops::doctor::gather_with(Ok(engine.clone()), profiles, None, context).await;
-    crate::ops::doctor::gather_occupancy(&engine, &mut facts, context).await;
+    // Who holds the GPUs matters only to a profile that asks for some.
+    if needed(&resolved.profile.gpus).is_some() {
+        crate::ops::doctor::gather_occupancy(&engine, &mut facts, context).await;
+    }
     let policies = crate::ops::policy::all_in_force(context, Some(&engine)).await?;
     let report = crate::ops::doctor::judge(&facts, profiles, matrix)
         .with_policy_verdicts(&policies, profiles, &facts, context);
@@ -199,6 +206,7 @@ async fn offer(
                 .chain(profile.gpus.iter().flat_map(|gpu| gpu.findings.iter()))
         })
         .filter(|finding| finding.status == Status::Fail)
+        .filter(|finding| !force || finding.id == crate::ops::doctor::POLICY_PROFILE)
         .map(|finding| finding.message.clone())
         .collect();
     let refused = (!failed.is_empty()).then(|| failed.join("; "));

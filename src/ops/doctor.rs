@@ -290,6 +290,8 @@ pub async fn gather_with(
         known_gpu.unwrap_or_else(|| gpu::gather(library_for_nvml.as_deref()))
     });
     let host_task = tokio::task::spawn_blocking(move || probe.gather());
+    // Kept for learning another machine's GPUs through it, once the facts say where it is.
+    let probe_engine = engine.as_ref().ok().cloned();
     let (mut engine_facts, images) = daemon_facts(engine, &endpoint, profiles).await;
     name_the_address(&mut engine_facts, context.daemon());
     // A panicking probe is a bug; its facts are then reported as missing, not invented.
@@ -314,7 +316,10 @@ pub async fn gather_with(
     let gpu = match &elsewhere {
         Some(host) => GpuFacts {
             library: gpu.library,
-            nvml: LoadOutcome::on_another_host(host),
+            nvml: match &probe_engine {
+                Some(engine) => seen_on_server(engine, host, profiles, context).await,
+                None => LoadOutcome::on_another_host(host),
+            },
         },
         None => gpu,
     };
@@ -358,6 +363,52 @@ pub async fn gather_with(
         host_crashed,
         slurm: crate::ops::slurm::job(context),
         cdi_stale_nodes,
+    }
+}
+
+/// Another machine's driver and GPUs, learnt through its daemon (its GPU record, or a
+/// probe in one of the profiles' images): judged as this machine's are. When they cannot
+/// be had, the outcome says why, with the command that helps.
+async fn seen_on_server(
+    engine: &Engine,
+    host: &str,
+    profiles: &[ResolvedProfile],
+    context: &Context,
+) -> LoadOutcome {
+    let images: Vec<String> = profiles
+        .iter()
+        .map(|resolved| resolved.profile.image.to_string())
+        .collect();
+    use crate::ops::server_gpus::{Need, learn, recorded_only};
+    // Profiles that want no GPU (an `up` of a CPU profile, its preflight): no probe
+    // container for them, what the record tells if there is one.
+    let wants_gpus = profiles.is_empty()
+        || profiles
+            .iter()
+            .any(|resolved| resolved.profile.gpus.wants_gpus());
+    if !wants_gpus {
+        return LoadOutcome::seen_on_another_host(host, recorded_only(engine, host).await);
+    }
+    match learn(engine, host, &images, &[], Need::Facts, context).await {
+        Ok(learnt) => {
+            for note in &learnt.notes {
+                context.printer.warn(note);
+            }
+            LoadOutcome::seen_on_another_host(host, Some(learnt.seen))
+        }
+        Err(error) => {
+            let hint = error
+                .hint()
+                .map_or_else(String::new, |hint| format!(" (hint: {hint})"));
+            LoadOutcome::OnAnotherHost {
+                host: host.to_string(),
+                message: format!(
+                    "the daemon runs on {host}, whose NVIDIA driver and GPUs NVML on this machine cannot see, and they could not be learnt through it: {}{hint}",
+                    crate::error::error_chain(&error)
+                ),
+                seen: None,
+            }
+        }
     }
 }
 

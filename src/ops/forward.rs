@@ -65,7 +65,8 @@ pub async fn plan(
     wanted: &[u16],
     context: &Context,
 ) -> Result<Plan, Error> {
-    let container = crate::ops::target::running_container(engine, context, target).await?;
+    // The route first: over one that cannot forward, the container is not looked for
+    // (whose it is can differ by route: a container made over ssh is its ssh user's).
     let host = engine.daemon_host().await?;
     let route = engine.forward_route();
     let needs_forward = match (&host, &route) {
@@ -79,6 +80,7 @@ pub async fn plan(
             });
         }
     };
+    let container = crate::ops::target::running_container(engine, context, target).await?;
     let listed = engine.list_containers(false, false).await?;
     let published = listed
         .into_iter()

@@ -277,7 +277,13 @@ pub struct ComparedFact {
     pub cells: Vec<Cell>,
     pub compared: bool,
     pub differs: bool,
+    /// Compared, yet unknown on a host that answered: the hosts cannot be said to agree
+    /// on it.
+    pub incomplete: bool,
 }
+
+/// The compared facts of the GPUs: unknown on a host that answered, they are never agreed on.
+const GPU_FACTS: [&str; 3] = ["NVIDIA driver branch", "CUDA (driver)", "GPUs"];
 
 /// The side-by-side view of `hosts` (a column each: its facts, or why there are none):
 /// pure, so it is tested without a daemon.
@@ -304,9 +310,18 @@ pub fn side_by_side(
             .collect();
         known.sort();
         known.dedup();
+        // Unknown on a host that answered while another knows it, or any GPU fact unknown
+        // on a host that answered (what a team most wants compared): not agreed on.
+        let unknown_on_answered = hosts
+            .iter()
+            .zip(&cells)
+            .any(|(host, cell)| host.is_ok() && matches!(cell, Cell::Unknown(_)));
+        let incomplete =
+            compared && unknown_on_answered && (!known.is_empty() || GPU_FACTS.contains(&fact));
         facts.push(ComparedFact {
             fact: fact.to_string(),
             differs: compared && known.len() > 1,
+            incomplete,
             cells,
             compared,
         });
@@ -362,17 +377,22 @@ pub fn side_by_side(
                 .map(|bytes| format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)))
         })
     });
-    let nvml =
-        |host: &HostFacts, read: &dyn Fn(&crate::facts::gpu::NvmlFacts) -> Option<String>| {
-            match &host.gpus {
-                None => Cell::Unknown("another machine: run `envctl doctor` there".into()),
-                Some(gpus) => match gpus.loaded() {
-                    Some(nvml) => read(nvml)
-                        .map_or_else(|| Cell::Unknown("NVML did not say".into()), Cell::Known),
-                    None => Cell::Known("no NVML".into()),
-                },
-            }
-        };
+    let nvml = |host: &HostFacts,
+                read: &dyn Fn(&crate::facts::gpu::NvmlFacts) -> Option<String>| {
+        match &host.gpus {
+            None => Cell::Unknown("not asked".into()),
+            Some(gpus) => match (gpus.judged(), &gpus.nvml) {
+                (Some(nvml), _) => {
+                    read(nvml).map_or_else(|| Cell::Unknown("not said".into()), Cell::Known)
+                }
+                // Another machine whose GPUs could not be learnt: unknown, and why.
+                (None, crate::facts::gpu::LoadOutcome::OnAnotherHost { message, .. }) => {
+                    Cell::Unknown(message.chars().take(160).collect())
+                }
+                (None, _) => Cell::Known("no NVML".into()),
+            },
+        }
+    };
     row("NVIDIA driver branch", true, &|host| {
         nvml(host, &|n| {
             n.driver_version
@@ -506,7 +526,7 @@ pub async fn compare(
         let compared = &compared;
         let local_gpus = &local_gpus;
         each(&hosts, timeout, |engine| async move {
-            Ok::<HostFacts, Error>(host_facts(&engine, compared, Some(local_gpus)).await)
+            Ok::<HostFacts, Error>(host_facts(&engine, compared, Some(local_gpus), context).await)
         })
         .await
     };
@@ -514,11 +534,14 @@ pub async fn compare(
 }
 
 /// One host's facts for [`side_by_side`]: the daemon's, each profile's image there (a few
-/// at a time), and `local_gpus` when the daemon runs on this machine.
+/// at a time), and its GPUs: `local_gpus` when the daemon runs on this machine, else as
+/// its daemon tells them (`ops::server_gpus`: its record, or a probe in one of the
+/// profiles' images), or why they cannot be had.
 pub async fn host_facts(
     engine: &Engine,
     profiles: &[ComparedProfile],
     local_gpus: Option<&crate::facts::gpu::GpuFacts>,
+    context: &Context,
 ) -> HostFacts {
     let images = crate::engine::each_bounded(profiles.iter().map(|profile| async move {
         engine
@@ -532,10 +555,43 @@ pub async fn host_facts(
         &engine_facts.state,
         crate::facts::engine::EngineState::Reachable(daemon) if daemon.host.elsewhere().is_none()
     );
+    let elsewhere = match &engine_facts.state {
+        crate::facts::engine::EngineState::Reachable(daemon) => {
+            daemon.host.elsewhere().map(str::to_string)
+        }
+        crate::facts::engine::EngineState::Unreachable { .. } => None,
+    };
+    let gpus = match elsewhere {
+        Some(host) => {
+            let images: Vec<String> = profiles
+                .iter()
+                .map(|profile| profile.image.clone())
+                .collect();
+            use crate::ops::server_gpus::{Need, learn};
+            let nvml = match learn(engine, &host, &images, &[], Need::Facts, context).await {
+                Ok(learnt) => crate::facts::gpu::LoadOutcome::OnAnotherHost {
+                    message: format!("the daemon runs on {host}"),
+                    host,
+                    seen: Some(Box::new(learnt.seen)),
+                },
+                Err(error) => crate::facts::gpu::LoadOutcome::OnAnotherHost {
+                    message: crate::error::error_chain(&error),
+                    host,
+                    seen: None,
+                },
+            };
+            Some(crate::facts::gpu::GpuFacts {
+                library: "the daemon's".into(),
+                nvml,
+            })
+        }
+        None if here => local_gpus.cloned(),
+        None => None,
+    };
     HostFacts {
         engine: engine_facts,
         images,
-        gpus: here.then(|| local_gpus.cloned()).flatten(),
+        gpus,
     }
 }
 
@@ -601,9 +657,13 @@ mod tests {
             fact(&facts, "torch: lock").cells[0],
             Cell::Known("as locked".into())
         );
-        // Another machine's driver is unknown, never this one's, and compared with nothing.
+        // Another machine's driver is unknown, never this one's, and compared with nothing:
+        // marked as not agreed on.
         let driver = fact(&facts, "NVIDIA driver branch");
         assert!(!driver.differs);
+        assert!(driver.incomplete);
+        // Unknown everywhere and not a GPU fact (the daemons say nothing of CDI): not marked.
+        assert!(!fact(&facts, "CDI spec folders").incomplete);
         assert!(
             driver
                 .cells

@@ -39,6 +39,7 @@ pub mod placement;
 pub mod policy;
 pub mod ps;
 pub mod run;
+pub mod server_gpus;
 pub mod slurm;
 pub mod stats;
 pub mod target;

@@ -227,6 +227,7 @@ pub async fn place(
         host_gpus,
         counts,
         gate,
+        image: locking.as_ref().map(|locking| locking.image),
     };
     let chosen = choose(engine, choosing, held, context).await.and_then(|placed| {
         // Past this, a waiter may take the daemon's lock as a dead holder's: give it back
@@ -263,6 +264,8 @@ struct Choosing<'a> {
     host_gpus: &'a GpuFacts,
     counts: bool,
     gate: Option<(&'a crate::ops::policy::PolicyGate<'a>, &'a CreateBody)>,
+    /// The profile's image (present on the daemon), the GPU probe's first choice.
+    image: Option<&'a str>,
 }
 
 /// [`place`] once the locks are held.
@@ -279,6 +282,7 @@ async fn choose(
         host_gpus,
         counts,
         gate,
+        image,
     } = choosing;
     let count = gpus.count();
     let holders = if counts {
@@ -321,21 +325,29 @@ async fn choose(
         ));
     }
     let rows = match elsewhere(gpu) {
-        Some(host) => match recorded(engine, host, &holders).await? {
-            Ok(rows) => {
-                context.printer.info(&format!(
-                    "placing on {host}'s GPUs as its daemon records them ({} GPUs)",
-                    rows.len()
-                ));
-                rows
-            }
+        // A dry run changes nothing, not even a probe container: the record only, as
+        // before a probe existed.
+        Some(host) if image.is_none() => match recorded(engine, host, &holders).await? {
+            Ok(rows) => rows,
             Err(why) => {
                 return Ok(first(
                     format!(
-                        "{why}, so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
+                        "{why}, so a dry run cannot tell which GPUs are free (`up` probes them): the daemon would give the first {count} {gpus_word}"
                     ),
                     lock,
                 ));
+            }
+        },
+        Some(host) => match remote_rows(engine, host, image, &holders, context).await? {
+            Ok(rows) => rows,
+            // Never the daemon's own choice, which double-books: refused, saying why.
+            Err((why, fix)) => {
+                return Err(Error::RemoteGpusUnknown {
+                    host: host.to_string(),
+                    count,
+                    why,
+                    fix,
+                });
             }
         },
         None => {
@@ -372,6 +384,72 @@ async fn choose(
     }
 }
 
+/// The GPUs of another machine's daemon with their holders, for choosing: a probe through
+/// the daemon now (`ops::server_gpus`), so the compute processes on each GPU are the
+/// server's at this moment, matched to the containers that run them by their cgroups; else
+/// its record (the processes then unknown, said). A record that is not believed is
+/// refused ([`recorded`]); the inner `Err` says why nothing could be learnt, and the
+/// command that helps.
+async fn remote_rows(
+    engine: &Engine,
+    host: &str,
+    image: Option<&str>,
+    holders: &[crate::facts::occupancy::GpuHolder],
+    context: &Context,
+) -> Result<Result<Vec<GpuOccupancy>, (String, Option<String>)>, Error> {
+    // A forged record is refused before anything is learnt past it.
+    recorded(engine, host, holders).await?.ok();
+    let held_uuids: Vec<String> = holders
+        .iter()
+        .filter_map(|holder| match &holder.gpus {
+            GpuAssignment::Devices(devices) => Some(devices.iter()),
+            _ => None,
+        })
+        .flatten()
+        .filter(|device| device.starts_with("GPU-"))
+        .cloned()
+        .collect();
+    let images: Vec<String> = image.map(str::to_string).into_iter().collect();
+    use crate::ops::server_gpus::{Need, learn};
+    let learnt = match learn(engine, host, &images, &held_uuids, Need::Processes, context).await {
+        Ok(learnt) => learnt,
+        Err(error) => return Ok(Err((crate::error::error_chain(&error), error.hint()))),
+    };
+    for note in &learnt.notes {
+        context.printer.warn(note);
+    }
+    let owners: BTreeMap<u32, String> = learnt
+        .probed
+        .iter()
+        .flat_map(|probed| probed.processes.iter())
+        .filter_map(|process| {
+            let holder = holders
+                .iter()
+                .find(|holder| process.cgroup_ids.contains(&holder.id))?;
+            Some((process.pid, holder.name.clone()))
+        })
+        .collect();
+    let (mut rows, _) = placement::occupancy_with_owners(&learnt.seen.facts.gpus, holders, &owners);
+    for row in &mut rows {
+        // What the daemon cannot tell (reserved memory, health) is unknown by nature
+        // here, not unreadable: the GPU stays a candidate.
+        row.unreadable.clear();
+    }
+    match &learnt.probed {
+        Some(probed) => context.printer.info(&format!(
+            "placing on {host}'s GPUs as a probe through its daemon sees them ({} GPUs, {} compute process{})",
+            rows.len(),
+            probed.processes.len(),
+            if probed.processes.len() == 1 { "" } else { "es" }
+        )),
+        None => context.printer.info(&format!(
+            "placing on {host}'s GPUs as its daemon records them ({} GPUs; the processes on them are unknown, only its containers are weighed)",
+            rows.len()
+        )),
+    }
+    Ok(Ok(rows))
+}
+
 /// The GPUs of another machine's daemon, from the record an `up` on that machine left
 /// there ([`keep_record`]), with their holders; the inner `Err` says why there are none
 /// (the daemon then chooses), the outer one refuses a record that is not believed: one
@@ -383,7 +461,7 @@ async fn recorded(
 ) -> Result<Result<Vec<GpuOccupancy>, String>, Error> {
     use crate::engine::daemon_placement::GpuRecordVolume;
     let (record, recorded_on) = match engine.gpu_record().await {
-        Ok(GpuRecordVolume::Envctls { record, host }) => (record, host),
+        Ok(GpuRecordVolume::Envctls { record, host, .. }) => (record, host),
         Ok(GpuRecordVolume::Missing) => {
             return Ok(Err(format!(
                 "the GPUs of {host} cannot be seen from here and its daemon keeps no GPU record yet (an `envctl up` on {host} that places GPUs writes it)"
@@ -425,7 +503,20 @@ async fn keep_record(engine: &Engine, gpu: &GpuFacts, context: &Context) {
     let written = record.written();
     use crate::engine::daemon_placement::GpuRecordVolume;
     let kept = match engine.gpu_record().await {
-        Ok(GpuRecordVolume::Envctls { record, .. }) if record == written => return,
+        // The same GPUs, with details that are fresh: nothing to write.
+        Ok(GpuRecordVolume::Envctls {
+            record: kept,
+            details,
+            ..
+        }) if kept == written
+            && placement::RecordDetails::parse(&details, &record).is_ok_and(|details| {
+                details
+                    .stale(&record, crate::ops::server_gpus::now_seconds(context), &[])
+                    .is_none()
+            }) =>
+        {
+            return;
+        }
         // Someone's own volume of that name: never replaced (said, and left).
         Ok(GpuRecordVolume::NotEnvctls) => {
             context.printer.warn(&format!(
@@ -437,7 +528,17 @@ async fn keep_record(engine: &Engine, gpu: &GpuFacts, context: &Context) {
         Ok(GpuRecordVolume::Envctls { .. } | GpuRecordVolume::Missing) => {
             // An unreadable host name is left out of the record, never guessed.
             let host = crate::host::hostname().ok();
-            engine.write_gpu_record(&written, host.as_deref()).await
+            let details = match gpu.loaded() {
+                Some(facts) => placement::RecordDetails::of_nvml(
+                    facts,
+                    crate::ops::server_gpus::now_seconds(context),
+                )
+                .labels(),
+                None => std::collections::BTreeMap::new(),
+            };
+            engine
+                .write_gpu_record(&written, host.as_deref(), &details)
+                .await
         }
         Err(error) => Err(error),
     };

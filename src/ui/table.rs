@@ -9,6 +9,20 @@ use crate::error::Error;
 /// Prints `rows` under `headers`, columns padded to their widest cell. The last column
 /// is cut with `…` to fit a terminal.
 pub fn print_table(printer: &Printer, headers: &[&str], rows: &[Vec<String>]) -> Result<(), Error> {
+    for line in table_lines(printer, headers, rows, printer.stdout_width()) {
+        printer.data(&line)?;
+    }
+    Ok(())
+}
+
+/// The lines [`print_table`] prints, cut to `limit` columns when given (the live screen's
+/// width, which draws them itself).
+pub fn table_lines(
+    printer: &Printer,
+    headers: &[&str],
+    rows: &[Vec<String>],
+    limit: Option<usize>,
+) -> Vec<String> {
     let columns = headers.len();
     // Cells quote outside text (container names, images, daemon states): escaped, capped.
     let rows: Vec<Vec<String>> = rows
@@ -24,7 +38,6 @@ pub fn print_table(printer: &Printer, headers: &[&str], rows: &[Vec<String>]) ->
             widths[index] = widths[index].max(console::measure_text_width(cell));
         }
     }
-    let limit = printer.stdout_width();
     let format_row = |cells: &[String]| {
         let mut line = String::new();
         for (index, cell) in cells.iter().enumerate().take(columns) {
@@ -47,9 +60,7 @@ pub fn print_table(printer: &Printer, headers: &[&str], rows: &[Vec<String>]) ->
         }
     };
     let header_cells: Vec<String> = headers.iter().map(|header| header.to_string()).collect();
-    printer.data(&printer.style_stdout(Style::new().bold(), &format_row(&header_cells)))?;
-    for row in &rows {
-        printer.data(&format_row(row))?;
-    }
-    Ok(())
+    let mut lines = vec![printer.style_stdout(Style::new().bold(), &format_row(&header_cells))];
+    lines.extend(rows.iter().map(|row| format_row(row)));
+    lines
 }

@@ -57,7 +57,9 @@ cat >"$WORK/envctl.sh" <<EOF
 #!/bin/sh
 export DOCKER_HOST=$D2 ENVCTL_NVML_LIBRARY=$STUB ENVCTL_NVML_STUB_FIXTURE=$WORK/gpus.conf ENVCTL_GPU_LOCK=$WORK/gpus.lock HOME=$WORK
 cd $WORK
-exec $ENVCTL -q run bench --force -- sleep 1000
+# The second daemon is another machine named gpu2 (.ci/dockerd2.sh); the node stands in for
+# it, so envctl runs under its host name and the stand-in NVML is the daemon's machine's.
+exec unshare --uts -- sh -c 'hostname gpu2 && exec "\$0" "\$@"' $ENVCTL -q run bench --force -- sleep 1000
 EOF
 cat >"$WORK/docker.sh" <<EOF
 #!/bin/sh

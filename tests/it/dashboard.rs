@@ -642,3 +642,209 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         png.len()
     );
 }
+
+/// The `<tr …>` rows of the team's tables: each opening tag with its text (the cells'
+/// contents, tags removed).
+fn team_rows(dom: &str) -> Vec<(&str, String)> {
+    dom.match_indices("<tr data-host=")
+        .map(|(start, _)| {
+            let head_end = dom[start..].find('>').unwrap() + start;
+            let end = dom[start..].find("</tr>").unwrap() + start;
+            let mut text = String::new();
+            let mut inside = false;
+            for character in dom[head_end + 1..end].chars() {
+                match character {
+                    '<' => inside = true,
+                    '>' => inside = false,
+                    _ if !inside => text.push(character),
+                    _ => {}
+                }
+            }
+            (&dom[start..=head_end], text)
+        })
+        .collect()
+}
+
+/// `stats --serve --hosts` in a real browser: the local daemon, the second daemon over
+/// TLS, the second daemon again through a forwarder, and a stopped endpoint. The page shows
+/// the team's tables with a host on each row: each container under its host, the stopped
+/// endpoint a row saying why; when the forwarder is killed, its host becomes an
+/// "unreachable" row within its deadline, while the others' rows stay.
+#[test]
+fn the_dashboard_shows_a_team_with_a_host_on_each_row_and_one_that_goes_away() {
+    let Some(engine) = crate::remote_daemons::dockerd2(
+        "the_dashboard_shows_a_team_with_a_host_on_each_row_and_one_that_goes_away",
+    ) else {
+        return;
+    };
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let profile = crate::support::docker::unique_name("board");
+    let local_name = crate::support::docker::unique_name("envctl-board-local");
+    let remote_name = crate::support::docker::unique_name("envctl-board-remote");
+    let _local = ContainerGuard::new(local_name.clone());
+    let _remote = engine.container_guard(remote_name.clone());
+    docker_stdout(crate::team_view::sleeper(
+        &local_name,
+        &profile,
+        &test_image(),
+    ));
+    engine.docker_stdout(crate::team_view::sleeper(
+        &remote_name,
+        &profile,
+        &engine.test_image(),
+    ));
+    let mut forwarder = crate::team_view::Forwarder::start();
+    let local = "unix:///var/run/docker.sock";
+    let tls = crate::remote_daemons::TLS_ENDPOINT;
+    let forwarded = forwarder.endpoint.clone();
+    let stopped = format!("tcp://127.0.0.1:{}", crate::remote_daemons::free_port());
+    let variables = crate::team_view::team_variables();
+    let environment: Vec<(&str, &std::ffi::OsStr)> = variables
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_os_str()))
+        .collect();
+    let hosts = format!("{local},{tls},{forwarded},{stopped}");
+    let (_serving, address, _) = serve(
+        &["--all", "--interval", "0.5", "--hosts", &hosts],
+        &environment,
+    );
+    let wait_team = |what: &str, accept: &dyn Fn(&Value) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let team: Value = serde_json::from_str(&get(&address, "/api/v1/snapshot")).unwrap();
+            if accept(&team) {
+                return team;
+            }
+            assert!(Instant::now() < deadline, "{what} within 30 s: {team}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let has = |team: &Value, host: &str, name: &str| {
+        team["containers"].as_array().is_some_and(|rows| {
+            rows.iter()
+                .any(|row| row["host"] == host && row["name"] == name)
+        })
+    };
+    wait_team("every host's containers", &|team| {
+        has(team, local, &local_name)
+            && has(team, tls, &remote_name)
+            && has(team, forwarded.as_str(), &remote_name)
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("http://{address}/");
+    let dom = browse(
+        &chromium,
+        &folder.path().join("first"),
+        &url,
+        3000,
+        &["--dump-dom".to_string()],
+    );
+    assert!(
+        dom.contains("<div id=\"team\">"),
+        "the team's tables are shown: {dom}"
+    );
+    let rows = team_rows(&dom);
+    let row = |host: &str, state: &str| {
+        rows.iter()
+            .filter(|(head, _)| {
+                attribute(head, "data-host") == Some(host)
+                    && attribute(head, "data-state") == Some(state)
+            })
+            .map(|(head, text)| {
+                (
+                    attribute(head, "data-name").unwrap_or("").to_string(),
+                    text.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        row(local, "container")
+            .iter()
+            .any(|(name, _)| *name == local_name),
+        "{rows:?}"
+    );
+    assert!(
+        row(tls, "container")
+            .iter()
+            .any(|(name, _)| *name == remote_name),
+        "{rows:?}"
+    );
+    assert!(
+        row(&forwarded, "container")
+            .iter()
+            .any(|(name, _)| *name == remote_name),
+        "{rows:?}"
+    );
+    // The local daemon's container never under another host.
+    assert!(
+        !row(tls, "container")
+            .iter()
+            .any(|(name, _)| *name == local_name),
+        "{rows:?}"
+    );
+    let refused = row(&stopped, "unreachable");
+    assert_eq!(refused.len(), 1, "{rows:?}");
+    assert!(
+        refused[0].1.contains("unreachable: nothing answers at"),
+        "the row says why: {rows:?}"
+    );
+    // This machine's stand-in GPUs, under the local daemon.
+    assert_eq!(row(local, "gpu").len(), 8, "{rows:?}");
+    // The forwarded daemon goes away mid-run.
+    forwarder.kill();
+    let killed = Instant::now();
+    wait_team("the forwarded host unreachable", &|team| {
+        team["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|state| state["host"] == forwarded.as_str() && state["reachable"] == false)
+    });
+    let took = killed.elapsed();
+    // Its deadline (2 intervals + 3 s) and the 5 s between container listings.
+    assert!(took < Duration::from_secs(12), "unreachable after {took:?}");
+    let dom = browse(
+        &chromium,
+        &folder.path().join("second"),
+        &url,
+        3000,
+        &["--dump-dom".to_string()],
+    );
+    let rows = team_rows(&dom);
+    let row = |host: &str, state: &str| {
+        rows.iter()
+            .filter(|(head, _)| {
+                attribute(head, "data-host") == Some(host)
+                    && attribute(head, "data-state") == Some(state)
+            })
+            .map(|(head, text)| {
+                (
+                    attribute(head, "data-name").unwrap_or("").to_string(),
+                    text.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let gone = row(&forwarded, "unreachable");
+    assert_eq!(gone.len(), 1, "{rows:?}");
+    assert!(
+        gone[0].1.starts_with(&format!("{forwarded}unreachable: ")),
+        "the host, then why: {rows:?}"
+    );
+    assert!(row(&forwarded, "container").is_empty(), "{rows:?}");
+    assert!(
+        row(tls, "container")
+            .iter()
+            .any(|(name, _)| *name == remote_name),
+        "{rows:?}"
+    );
+    assert!(
+        row(local, "container")
+            .iter()
+            .any(|(name, _)| *name == local_name),
+        "{rows:?}"
+    );
+}

@@ -29,7 +29,7 @@ fn web_profile(folder: &Path, profile: &str, host_port: u16) {
         format!(
             "image = \"{image}\"\ngpus = \"none\"\nmemory = \"64m\"\nports = [\"127.0.0.1:{host_port}:8888\"]\n\
              command = [\"sh\", \"-c\", \"mkdir -p /www && echo hello from the server > /www/index.html && exec httpd -f -p 8888 -h /www\"]\n\
-             [labels]\n\"envctl.test\" = \"1\"\n",
+             ",
             image = test_image()
         ),
     )
@@ -194,11 +194,21 @@ fn forward_over_tcp_is_refused_with_the_ssh_command_that_works() {
     let container = format!("envctl-{profile}");
     let _guard = ContainerGuard::new(container.clone());
     web_profile(folder.path(), &profile, free_port());
+    // The daemon's host name, which the hint names, is an alias of the test's sshd.
+    let daemon = crate::support::docker::docker_stdout(["info", "--format", "{{.Name}}"]);
+    let path = sshd.path_with_alias(daemon.trim());
+    // Made over ssh (the container is the ssh user's), then asked for over plain TCP.
+    let over_ssh = format!("ssh://{}", daemon.trim());
+    let ssh_way = [
+        ("DOCKER_HOST", std::ffi::OsStr::new(over_ssh.as_str())),
+        ("PATH", path.as_os_str()),
+    ];
+    let up = on_laptop(folder.path(), &ssh_way, &["up", &profile]);
+    assert_eq!(up.code, 0, "{up}");
     let endpoint = format!("tcp://127.0.0.1:{tcp_port}");
     let way = [("DOCKER_HOST", std::ffi::OsStr::new(endpoint.as_str()))];
-    let up = on_laptop(folder.path(), &way, &["up", &profile]);
-    assert_eq!(up.code, 0, "{up}");
-    assert!(up.stderr.contains("reach it from here: ssh -N -L "), "{up}");
+    let listed = on_laptop(folder.path(), &way, &["ps", "--all-users"]);
+    assert!(listed.stdout.contains(&container), "{listed}");
 
     let refused = on_laptop(folder.path(), &way, &["forward", &container]);
     let _ = socat.kill();
@@ -218,13 +228,10 @@ fn forward_over_tcp_is_refused_with_the_ssh_command_that_works() {
         })
         .unwrap_or_else(|| panic!("no ssh command in the hint: {refused}"))
         .to_string();
-    // The daemon's host name, as the hint gives it, is an alias of the test's sshd.
-    let host = hint
-        .strip_prefix("envctl -H ssh://")
-        .and_then(|rest| rest.split(' ').next())
-        .unwrap()
-        .to_string();
-    let path = sshd.path_with_alias(&host);
+    assert!(
+        hint.starts_with(&format!("envctl -H {over_ssh} forward ")),
+        "{refused}"
+    );
     let words: Vec<&str> = hint.split(' ').skip(1).collect();
     let mut command = envctl_on_a_laptop_in(folder.path(), None);
     command.env("PATH", &path);
@@ -247,20 +254,19 @@ fn forward_over_tcp_is_refused_with_the_ssh_command_that_works() {
         Some(curl(port))
     });
     let _ = signal(child.id() as i32, "TERM");
-    let status = child.wait().unwrap();
-    let line = line.unwrap_or_else(|_| panic!("the hint's forward printed no address"));
-    let answer = answer.unwrap_or_else(|| panic!("not an address: {line:?}"));
+    let output = child.wait_with_output().unwrap();
+    let status = output.status;
+    let said = String::from_utf8_lossy(&output.stderr).to_string();
+    let line = line.unwrap_or_else(|_| panic!("the hint's forward printed no address: {said}"));
+    let answer = answer.unwrap_or_else(|| panic!("not an address: {line:?}: {said}"));
     assert_eq!(
         String::from_utf8_lossy(&answer.stdout).trim(),
         "hello from the server",
         "{answer:?}"
     );
     assert_eq!(status.code(), Some(143));
-    let down = Command::new("docker")
-        .args(["rm", "-f", &container])
-        .output()
-        .unwrap();
-    assert!(down.status.success(), "{down:?}");
+    let down = on_laptop(folder.path(), &ssh_way, &["down", &profile, "--rm"]);
+    assert_eq!(down.code, 0, "{down}");
 }
 
 /// `kill -SIGNAL pid`, through the kill program: the tests use no libc.

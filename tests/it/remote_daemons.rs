@@ -1107,7 +1107,18 @@ fn doctor_hosts_marks_where_the_setups_differ() {
     assert_eq!(image_row["cells"][0]["text"], "absent", "{run}");
     assert_eq!(image_row["cells"][2]["state"], "unknown", "{run}");
     assert_eq!(row("engine")["differs"], false, "{run}");
-    assert_eq!(report["differences"], 1, "{run}");
+    // The second daemon is another machine whose GPUs its stand-in nvidia-smi tells (four
+    // A100s on driver 550), where this machine has no NVML.
+    let branch = row("NVIDIA driver branch");
+    assert_eq!(branch["differs"], true, "{run}");
+    assert_eq!(branch["cells"][0]["text"], "no NVML", "{run}");
+    assert_eq!(branch["cells"][1]["text"], "550", "{run}");
+    assert_eq!(
+        row("GPUs")["cells"][1]["text"],
+        "4 × NVIDIA A100-SXM4-80GB",
+        "{run}"
+    );
+    assert_eq!(report["differences"], 4, "{run}");
     assert_eq!(report["hosts"][2]["reachable"], false, "{run}");
     // The table marks it.
     let table = envctl(folder.path(), &way, &["doctor", "--hosts", &list]);
@@ -1125,8 +1136,17 @@ fn doctor_hosts_marks_where_the_setups_differ() {
     engine.docker_stdout(["save", "-o", tarball.to_str().unwrap(), image.as_str()]);
     crate::support::docker::docker_stdout(["load", "-i", tarball.to_str().unwrap()]);
     let run = envctl(folder.path(), &way, &["--json", "doctor", "--hosts", &list]);
-    assert_eq!(run.code, 0, "{run}");
-    assert_eq!(run.json()["differences"], 0, "{run}");
+    let report = run.json();
+    let image_row = report["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|fact| fact["fact"] == format!("{profile}: image id"))
+        .unwrap()
+        .clone();
+    assert_eq!(image_row["differs"], false, "{run}");
+    // Only the GPUs differ now.
+    assert_eq!(report["differences"], 3, "{run}");
 }
 
 /// A laptop without NVML (a UTS namespace named `envctl-laptop`, no NVML library) asks

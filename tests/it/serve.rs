@@ -2,8 +2,11 @@
 //! never reading its answers must not slow anyone else's scrape, and SIGTERM still ends
 //! envctl within 2 s; and the Grafana board shipped in `grafana/envctl.json` answers every
 //! query from a real Prometheus server that scraped two envctl servers of two host names
-//! (the second in a UTS namespace of its own), each host value of its `host` variable
-//! picking that server's series only.
+//! (the second in a UTS namespace of its own) and a third serving a team
+//! (`--hosts team-local,team-stopped` of a team file), each host value of its `host`
+//! variable picking that host's series only, every series of the team's `/metrics` with
+//! its `host` (checked by `promtool check metrics`), and the stopped host
+//! `envctl_host_up 0`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -327,6 +330,33 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
     );
     let second_envctl = served_address(&mut second);
     let _second_serving = Serving(second);
+    // A third serving a team of the team file: the local daemon, and an endpoint where
+    // nothing listens.
+    let team_host = "team-local";
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/hosts.toml"),
+        format!(
+            "[hosts]\n{team_host} = \"unix:///var/run/docker.sock\"\nteam-stopped = \"tcp://127.0.0.1:{}\"\n",
+            crate::remote_daemons::free_port()
+        ),
+    )
+    .unwrap();
+    let mut team = start(
+        crate::support::cli::envctl_command().args([
+            "stats",
+            "--interval",
+            "0.5",
+            "--all-users",
+            "--serve",
+            "127.0.0.1:0",
+            "--hosts",
+            "@team",
+        ]),
+        None,
+    );
+    let team_envctl = served_address(&mut team);
+    let _team_serving = Serving(team);
     // Prometheus on loopback only, scraping envctl every second.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -338,7 +368,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: envctl\n    static_configs:\n      - targets: ['{envctl}', '{second_envctl}']\n"
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: envctl\n    static_configs:\n      - targets: ['{envctl}', '{second_envctl}', '{team_envctl}']\n"
         ),
     )
     .unwrap();
@@ -363,11 +393,16 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
                 &address,
                 "count_over_time(envctl_container_cpu_percent[1m])",
             );
-            let counts = counts["data"]["result"]
+            // This test's container, from each of the three servers (the team's lists
+            // every user's envctl containers, other tests' too).
+            let counts: Vec<serde_json::Value> = counts["data"]["result"]
                 .as_array()
                 .cloned()
-                .unwrap_or_default();
-            counts.len() == 2
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|series| series["metric"]["container"] == container.name())
+                .collect();
+            counts.len() == 3
                 && counts.iter().all(|series| {
                     series["value"][1]
                         .as_str()
@@ -397,17 +432,14 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
                 panel["title"]
             );
             checked += 1;
-            // Each host value picks that server's series, and only them.
-            for host in [first_host.as_str(), second_host] {
+            // Each host value picks that host's series, and only them.
+            for host in [first_host.as_str(), second_host, team_host] {
                 let expression = with_host(target["expr"].as_str().unwrap(), host);
                 let answer = query(&address, &expression);
                 let result = answer["data"]["result"].as_array().unwrap();
                 assert!(!result.is_empty(), "`{expression}` returns no series");
                 for series in result {
-                    assert_eq!(
-                        series["metric"]["Hostname"], host,
-                        "`{expression}`: {series}"
-                    );
+                    assert_eq!(series["metric"]["host"], host, "`{expression}`: {series}");
                 }
             }
         }
@@ -438,14 +470,48 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         match label {
             "profile" => assert!(values.contains(&profile.as_str()), "{values:?}"),
             "container" => assert!(values.contains(&container.name()), "{values:?}"),
-            "Hostname" => {
+            "host" => {
                 assert_eq!(variable["name"], "host");
                 assert!(
-                    values.contains(&first_host.as_str()) && values.contains(&second_host),
+                    values.contains(&first_host.as_str())
+                        && values.contains(&second_host)
+                        && values.contains(&team_host),
                     "{values:?}"
                 );
             }
             _ => {}
         }
     }
+    // The team's own exposition: every series with its `host`, the stopped host down with
+    // why, valid for promtool.
+    let text = get(&team_envctl, "/metrics");
+    let samples = crate::stats::check_exposition(&text);
+    crate::stats::check_with_promtool(&text);
+    for (family, labels, _) in &samples {
+        assert!(
+            labels.iter().any(|(name, _)| name == "host"),
+            "{family} {labels:?} has no host"
+        );
+    }
+    let up = |host: &str| {
+        samples
+            .iter()
+            .find(|(family, labels, _)| {
+                family == "envctl_host_up"
+                    && labels
+                        .iter()
+                        .any(|(name, value)| name == "host" && value == host)
+            })
+            .unwrap_or_else(|| panic!("no envctl_host_up for {host}: {text}"))
+            .clone()
+    };
+    assert_eq!(up(team_host).2, 1.0, "{text}");
+    let (_, labels, value) = up("team-stopped");
+    assert_eq!(value, 0.0, "{text}");
+    assert!(
+        labels
+            .iter()
+            .any(|(name, value)| name == "error_kind" && value == "connection_refused"),
+        "{labels:?}"
+    );
 }

@@ -114,8 +114,33 @@ impl Setup {
     }
 }
 
+/// envctl as the GPU server's own runs it: the second daemon is another machine (its own
+/// UTS namespace names it `gpu2`, `.ci/dockerd2.sh`), and the Slurm nodes here stand in for
+/// that server, so envctl runs in a UTS namespace named `gpu2` too (the stand-in NVML is
+/// then the daemon's machine's, as on a real node). A script, so jobs, `srun` and the
+/// Epilog run it as they run envctl; `unshare` and `sh` exec, so signals reach envctl.
 fn envctl() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("envctl")
+    static WRAPPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    WRAPPER
+        .get_or_init(|| {
+            let path = std::env::temp_dir().join(format!(
+                "envctl-on-gpu2-{}.sh",
+                std::process::id()
+            ));
+            let real = assert_cmd::cargo::cargo_bin("envctl");
+            std::fs::write(
+                &path,
+                format!(
+                    "#!/bin/sh\nexec unshare --uts -- sh -c 'hostname gpu2 && exec \"$0\" \"$@\"' '{}' \"$@\"\n",
+                    real.display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            path
+        })
+        .clone()
 }
 
 fn nanos() -> u32 {

@@ -265,12 +265,12 @@ fn recorded_cgroup_texts_name_their_container() {
 // Prometheus exposition.
 
 /// One sample of an exposition: family name, labels, value.
-type Sample = (String, Vec<(String, String)>, f64);
+pub(crate) type Sample = (String, Vec<(String, String)>, f64);
 
 /// A strict reader of the text exposition format 0.0.4: every family has HELP then TYPE
 /// before its samples, names and label names are valid, label values are quoted and
 /// escaped correctly, values parse, and no family or series appears twice.
-fn check_exposition(text: &str) -> Vec<Sample> {
+pub(crate) fn check_exposition(text: &str) -> Vec<Sample> {
     use std::collections::BTreeSet;
     let valid_name = |name: &str, colon: bool| {
         let mut characters = name.chars();
@@ -385,7 +385,7 @@ fn promtool(text: &str) -> Option<(bool, String)> {
 /// camelCase, and envctl keeps DCGM's label names so dashboards built for it work.
 const DCGM_LABEL_LINT: &str = "label names should be written in 'snake_case' not 'camelCase'";
 
-fn check_with_promtool(text: &str) {
+pub(crate) fn check_with_promtool(text: &str) {
     match promtool(text) {
         Some((passed, said)) => {
             let other: Vec<&str> = said
@@ -414,7 +414,7 @@ fn check_with_promtool(text: &str) {
 #[test]
 fn the_exposition_parses_and_uses_dcgm_names() {
     let snapshot: Snapshot = serde_json::from_str(&read_fixture("snapshot-two-gpus.json")).unwrap();
-    let text = envctl::monitor::prometheus::exposition(&snapshot, Some("node-1"));
+    let text = envctl::monitor::prometheus::exposition(&snapshot, Some("node-1"), "node-1");
     let samples = check_exposition(&text);
     check_with_promtool(&text);
     let find = |name: &str, label: (&str, &str)| {

@@ -1,10 +1,15 @@
 //! The team view of issue 27 (item 5): `stats --hosts` over the local daemon, the second
 //! daemon of `.ci/dockerd2.sh` over TLS and a stopped endpoint, named through a team file
-//! (`envctl/hosts.toml`); the team file's resolution order and its errors.
+//! (`envctl/hosts.toml`); the team file's resolution order and its errors. Issue 38 (item
+//! 6): the same hosts streamed live, and a daemon reached through a forwarder the test
+//! kills becoming a row that says why within the host's deadline, the others' rows going
+//! on meanwhile.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::BufRead as _;
 use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::remote_daemons::{CERTIFICATES, TLS_ENDPOINT, Way, dockerd2, envctl, free_port};
@@ -13,7 +18,7 @@ use crate::support::docker::{TEST_LABEL, unique_name};
 
 /// A container of a made-up profile (so it counts as envctl's) that sleeps, started with
 /// `docker` arguments `run`'s.
-fn sleeper(name: &str, profile: &str, image: &str) -> Vec<String> {
+pub(crate) fn sleeper(name: &str, profile: &str, image: &str) -> Vec<String> {
     [
         "run",
         "-d",
@@ -32,6 +37,13 @@ fn sleeper(name: &str, profile: &str, image: &str) -> Vec<String> {
     .iter()
     .map(|word| word.to_string())
     .collect()
+}
+
+/// Whether the second daemon's `/info` names this machine's host.
+fn dockerd2_is_this_machine(engine: &crate::support::engines::TestEngine) -> bool {
+    let name = engine.docker_stdout(["info", "--format", "{{.Name}}"]);
+    let here = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    name.trim() == here.trim()
 }
 
 fn write_team_file(folder: &Path, text: &str) {
@@ -106,8 +118,15 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     assert_eq!(states[0]["gpus"], "this_machine", "{json}");
     assert_eq!(states[1]["reachable"], true, "{json}");
     assert_eq!(states[1]["endpoint"], TLS_ENDPOINT, "{json}");
-    // The second daemon runs on this machine too (it names its host as this one's).
-    assert_eq!(states[1]["gpus"], "this_machine", "{json}");
+    // The second daemon's GPUs are this machine's only when it names its host as this
+    // one's (`.ci/dockerd2.sh` may give it a UTS namespace and a name of its own): what
+    // its `/info` answers decides, never a name written here.
+    let expected = if dockerd2_is_this_machine(&engine) {
+        "this_machine"
+    } else {
+        "unknown"
+    };
+    assert_eq!(states[1]["gpus"], expected, "{json}");
     assert_eq!(states[2]["reachable"], false, "{json}");
     assert_eq!(states[2]["error_kind"], "connection_refused", "{json}");
     assert!(states[2]["error"].as_str().is_some(), "{json}");
@@ -214,9 +233,6 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
             .any(|row| row["host"] == "second" && row["name"] == remote_name.as_str()),
         "{ps}"
     );
-    // One snapshot only: the live view follows one daemon.
-    let live = envctl(folder.path(), &way, &["stats", "--hosts", "@team"]);
-    assert_eq!(live.code, 2, "{live}");
 }
 
 /// The team file's order: a name of `[hosts]` first (here it hides a context of the same
@@ -298,4 +314,403 @@ fn the_team_file_names_hosts_first_and_says_where_it_is_wrong() {
     let profiles = run(&["--json", "profiles", "list"]);
     assert_eq!(profiles.code, 0, "{profiles}");
     assert!(!profiles.stdout.contains("\"hosts\""), "{profiles}");
+}
+
+/// A TCP forwarder (socat) to the second daemon's TLS port, in a process group of its own:
+/// [`Forwarder::kill`] ends it and every connection it forked, as a server that goes away.
+pub(crate) struct Forwarder {
+    child: Child,
+    pub endpoint: String,
+}
+
+impl Forwarder {
+    /// Listens on a free port of 127.0.0.1 and forwards each connection to the TLS
+    /// endpoint (the certificate names 127.0.0.1, so TLS holds through it).
+    pub(crate) fn start() -> Forwarder {
+        use std::os::unix::process::CommandExt as _;
+        let port = free_port();
+        let child = Command::new("socat")
+            .arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork"))
+            .arg(format!("TCP:{}", TLS_ENDPOINT.trim_start_matches("tcp://")))
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("socat (`sudo apt-get install socat`; .ci/run installs it)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "socat never listened on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Forwarder {
+            child,
+            endpoint: format!("tcp://127.0.0.1:{port}"),
+        }
+    }
+
+    /// Kills the forwarder and the connections it forked (its whole process group).
+    pub(crate) fn kill(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The variables the team's hosts need: TLS for the `tcp://` ones (as `-H` takes it), the
+/// stand-in NVML for this machine's GPUs.
+pub(crate) fn team_variables() -> Vec<(String, std::ffi::OsString)> {
+    vec![
+        ("DOCKER_TLS_VERIFY".into(), "1".into()),
+        ("DOCKER_CERT_PATH".into(), CERTIFICATES.into()),
+        (
+            "ENVCTL_NVML_LIBRARY".into(),
+            crate::support::nvml::stub_library().into(),
+        ),
+        (
+            "ENVCTL_NVML_STUB_FIXTURE".into(),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/nvml/healthy-8x-h100.conf")
+                .into(),
+        ),
+    ]
+}
+
+/// `stats --hosts` without `--once` streams: a JSON line a second, each with every host —
+/// the local daemon and the second one (each container under its host), a stopped
+/// endpoint a row with its error's kind and cause, and the second daemon again through a
+/// forwarder. When the forwarder is killed mid-run, that host becomes unreachable, with
+/// the cause, within its deadline (2 intervals + 3 s, and the 5 s between listings), while
+/// a line keeps coming every interval with the other hosts' rows. The plain table streams
+/// too, a HOST column and a row per host.
+#[test]
+fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
+    let Some(engine) = dockerd2("stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row")
+    else {
+        return;
+    };
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("stream");
+    let local_name = unique_name("envctl-stream-local");
+    let remote_name = unique_name("envctl-stream-remote");
+    let _local = crate::support::docker::ContainerGuard::new(local_name.clone());
+    let _remote = engine.container_guard(remote_name.clone());
+    crate::support::docker::docker_stdout(sleeper(
+        &local_name,
+        &profile,
+        &crate::support::docker::test_image(),
+    ));
+    engine.docker_stdout(sleeper(&remote_name, &profile, &engine.test_image()));
+    let mut forwarder = Forwarder::start();
+    let stopped = format!("tcp://127.0.0.1:{}", free_port());
+    let hosts = format!(
+        "unix:///var/run/docker.sock,{TLS_ENDPOINT},{},{stopped}",
+        forwarder.endpoint
+    );
+    let mut command = crate::support::cli::envctl_command_in(folder.path());
+    command
+        .args([
+            "--json",
+            "stats",
+            "--all",
+            "--interval",
+            "1s",
+            "--hosts",
+            &hosts,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (key, value) in team_variables() {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel::<(Instant, serde_json::Value)>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let document: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if lines.send((Instant::now(), document)).is_err() {
+                return;
+            }
+        }
+    });
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _envctl = Killed(child);
+    let host = |document: &serde_json::Value, name: &str| {
+        document["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|state| state["host"] == name)
+            .unwrap_or_else(|| panic!("no host {name}: {document}"))
+            .clone()
+    };
+    let has = |document: &serde_json::Value, name: &str, container: &str| {
+        document["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|row| row["host"] == name && row["name"] == container)
+    };
+    let next = |limit: Duration| {
+        received
+            .recv_timeout(limit)
+            .unwrap_or_else(|error| panic!("no line within {limit:?}: {error}"))
+    };
+    // Every host answered: its rows under it.
+    let started = Instant::now();
+    let mut document = next(Duration::from_secs(30)).1;
+    while !(has(&document, "unix:///var/run/docker.sock", &local_name)
+        && has(&document, TLS_ENDPOINT, &remote_name)
+        && has(&document, &forwarder.endpoint, &remote_name))
+    {
+        assert!(started.elapsed() < Duration::from_secs(30), "{document}");
+        document = next(Duration::from_secs(10)).1;
+    }
+    assert_eq!(document["schema_version"], 1, "{document}");
+    assert!(
+        !has(&document, "unix:///var/run/docker.sock", &remote_name),
+        "{document}"
+    );
+    let refused = host(&document, &stopped);
+    assert_eq!(refused["reachable"], false, "{document}");
+    assert_eq!(refused["error_kind"], "connection_refused", "{document}");
+    // The error with its cause: `nothing answers at …: <the OS's word>`.
+    assert!(
+        refused["error"].as_str().unwrap().contains("): "),
+        "{document}"
+    );
+    // The forwarded daemon goes away.
+    forwarder.kill();
+    let killed = Instant::now();
+    let mut previous = killed;
+    loop {
+        let (at, document) = next(Duration::from_secs(5));
+        // A slow or lost host never holds the others' lines up.
+        assert!(
+            at.duration_since(previous) < Duration::from_secs(3),
+            "a line {:?} after the one before",
+            at.duration_since(previous)
+        );
+        previous = at;
+        assert!(has(&document, TLS_ENDPOINT, &remote_name), "{document}");
+        assert!(
+            has(&document, "unix:///var/run/docker.sock", &local_name),
+            "{document}"
+        );
+        let gone = host(&document, &forwarder.endpoint);
+        if gone["reachable"] == false {
+            let error = gone["error"].as_str().unwrap();
+            assert!(
+                error.contains(&forwarder.endpoint) || error.contains("stopped answering"),
+                "{document}"
+            );
+            assert!(gone["error_kind"].as_str().is_some(), "{document}");
+            assert!(
+                !has(&document, &forwarder.endpoint, &remote_name),
+                "{document}"
+            );
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(12),
+            "still reachable {:?} after its forwarder was killed: {document}",
+            killed.elapsed()
+        );
+    }
+    drop(_envctl);
+    // The table streams too: a HOST column, each host's rows, the stopped one saying why.
+    let table = Run::of(
+        crate::support::cli::envctl_in(folder.path())
+            .envs(team_variables())
+            .timeout(Duration::from_secs(60))
+            .args([
+                "stats",
+                "--all",
+                "--interval",
+                "1s",
+                "--count",
+                "3",
+                "--hosts",
+                &format!("unix:///var/run/docker.sock,{TLS_ENDPOINT},{stopped}"),
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(table.code, 0, "{table}");
+    // Each view's containers' table starts with its header (the GPUs' has no CONTAINER).
+    let is_containers = |view: &&str| {
+        view.lines()
+            .next()
+            .is_some_and(|header| header.starts_with("HOST ") && header.contains("CONTAINER"))
+    };
+    let views: Vec<&str> = table.stdout.split("\n\n").filter(is_containers).collect();
+    assert_eq!(views.len(), 3, "three views: {table}");
+    let last = views.last().unwrap();
+    assert!(
+        last.lines()
+            .any(|line| line.starts_with("unix:///var/run/docker.sock ")
+                && line.contains(&local_name)),
+        "{table}"
+    );
+    assert!(
+        last.lines().any(
+            |line| line.starts_with(&format!("{TLS_ENDPOINT} ")) && line.contains(&remote_name)
+        ),
+        "{table}"
+    );
+    assert!(
+        last.lines()
+            .any(|line| line.starts_with(&format!("{stopped} "))
+                && line.contains("unreachable: nothing answers at")),
+        "{table}"
+    );
+}
+
+/// A daemon that hangs mid-run (a fake one: its container list answered once, then never
+/// again) is a row `stopped answering` within its deadline (2 intervals + 3 s after its last
+/// snapshot), while the local daemon's row keeps coming every interval.
+#[test]
+fn a_daemon_that_hangs_becomes_a_row_within_its_deadline() {
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    use crate::support::fake_daemon::{FakeDaemon, Reply};
+    let lists = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&lists);
+    let daemon = FakeDaemon::start(move |request| match request.route() {
+        "/containers/json" => {
+            if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                Some(Reply::json(200, "[]"))
+            } else {
+                Some(Reply::Silent {
+                    r#for: Duration::from_secs(120),
+                })
+            }
+        }
+        _ => None,
+    });
+    let hung = daemon.host();
+    let folder = tempfile::tempdir().unwrap();
+    let mut command = crate::support::cli::envctl_command_in(folder.path());
+    command
+        .args([
+            "--json",
+            "stats",
+            "--interval",
+            "1s",
+            "--hosts",
+            &format!("unix:///var/run/docker.sock,{hung}"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _envctl = Killed(child);
+    let started = Instant::now();
+    let mut previous = started;
+    let mut answered_at = None;
+    for line in std::io::BufReader::new(stdout).lines() {
+        let document: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let now = Instant::now();
+        assert!(
+            now.duration_since(previous) < Duration::from_secs(3),
+            "a line {:?} after the one before",
+            now.duration_since(previous)
+        );
+        previous = now;
+        let hosts = document["hosts"].as_array().unwrap();
+        assert_eq!(hosts[0]["reachable"], true, "{document}");
+        if hosts[1]["reachable"] == true {
+            answered_at.get_or_insert(now);
+        }
+        if let Some(error) = hosts[1]["error"].as_str()
+            && error.starts_with("stopped answering: no sample for")
+        {
+            assert!(answered_at.is_some(), "it answered first: {document}");
+            assert_eq!(hosts[1]["error_kind"], "timeout", "{document}");
+            // Listed again 5 s in, then 2 intervals + 3 s: well under 15 s.
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "{:?}: {document}",
+                started.elapsed()
+            );
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "no `stopped answering` row within 15 s: {document}"
+        );
+    }
+    panic!("envctl ended");
+}
+
+/// On a terminal (tmux), `stats --hosts` is the live screen: it refreshes with a HOST
+/// column, the stopped endpoint a row saying why, quits on `q` with exit 0 and gives the
+/// terminal back as it found it.
+#[test]
+fn the_team_view_is_live_on_a_terminal_and_quits_on_q() {
+    use crate::support::tmux::{MAIN_SCREEN_MARKER, Recording, Tmux, shell_quote};
+    if !crate::support::docker::require_daemon() {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let stopped = format!("tcp://127.0.0.1:{}", free_port());
+    let recording = Recording::new(
+        folder.path(),
+        &format!(
+            "NO_COLOR=1 ENVCTL_NVML_LIBRARY=/nonexistent {envctl} stats --interval 0.5 --hosts unix:///var/run/docker.sock,{stopped}",
+            envctl = shell_quote(env!("CARGO_BIN_EXE_envctl")),
+        ),
+    );
+    let Some(tmux) = Tmux::start(&recording.command()) else {
+        return;
+    };
+    let screen = tmux.wait_for("sample 3");
+    assert!(screen.contains("q quits"), "{screen}");
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(
+        lines.iter().any(|line| line.starts_with("HOST ")),
+        "{screen}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("unix:///var/run/docker.sock ")),
+        "{screen}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with(&format!("{stopped} "))
+                && line.contains("unreachable: nothing answers")),
+        "{screen}"
+    );
+    assert!(!screen.contains(MAIN_SCREEN_MARKER), "{screen}");
+    tmux.keys("q");
+    let screen = tmux.wait_for("exit=0");
+    assert!(screen.contains(MAIN_SCREEN_MARKER), "{screen}");
+    let (before, after) = recording.settings();
+    assert_eq!(before, after, "terminal settings restored");
 }

@@ -235,7 +235,11 @@ pub async fn follow<S>(
             break Err(error.into());
         }
         if let Some(server) = outputs.server {
-            server.publish(&snapshot, options.hostname.as_deref());
+            server.publish(
+                &snapshot,
+                options.hostname.as_deref(),
+                &engine.at().to_string(),
+            );
         }
         if let Err(error) = view.show(&snapshot, taken) {
             break Err(error);

@@ -2,7 +2,8 @@
 //! `host::cgroup`) and hands plain data to the pure core in `monitor/`. `sampler` takes one
 //! snapshot, `follow` runs the interval loop, `reconnect` keeps trying a lost daemon,
 //! `serve` answers Prometheus scrapes and the dashboard, `hosts` takes one snapshot of
-//! several daemons at once (`stats --hosts`). Nothing here reads the process environment or
+//! several daemons at once (`stats --hosts --once`), `team` follows them live (`stats
+//! --hosts`). Nothing here reads the process environment or
 //! writes to the terminal: `commands::stats` passes the settings in, `ui::live` shows.
 
 pub mod follow;
@@ -11,6 +12,7 @@ pub mod reconnect;
 pub mod recording;
 pub mod sampler;
 pub mod serve;
+pub mod team;
 
 use crate::engine::EngineError;
 use crate::monitor::FailureKind;

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::monitor::history::History;
+use crate::monitor::team::HostsSnapshot;
 use crate::monitor::{Snapshot, prometheus, record};
 
 /// The dashboard: one page, its styles and script inline, nothing fetched but this
@@ -74,6 +75,12 @@ struct Published {
     first_seen: FirstSeen,
     /// DCGM's `Hostname` label.
     hostname: Option<String>,
+    /// The `host` label of every series: the `Hostname`, or the daemon's endpoint when
+    /// the host's name could not be read.
+    host: String,
+    /// With `--hosts`: every host's latest, which `/metrics` and `/api/v1/snapshot` answer
+    /// instead of `latest`.
+    team: Option<Arc<HostsSnapshot>>,
     history: History,
     window: Duration,
     /// The names besides IP addresses and `localhost` that requests may be addressed to
@@ -119,6 +126,8 @@ impl StatsServer {
             since: Arc::default(),
             first_seen: FirstSeen::default(),
             hostname: None,
+            host: String::new(),
+            team: None,
             history: History::new(window, interval),
             // What the history really covers: the dashboard says this span.
             window: crate::monitor::history::span_kept(window, interval),
@@ -150,8 +159,9 @@ impl StatsServer {
     }
 
     /// What the next requests get: `snapshot` (its exposition labelled with `hostname`,
-    /// its JSON), and its moment added to the history.
-    pub fn publish(&self, snapshot: &Snapshot, hostname: Option<&str>) {
+    /// and `host` as `hostname`, else `endpoint`; its JSON), and its moment added to the
+    /// history.
+    pub fn publish(&self, snapshot: &Snapshot, hostname: Option<&str>, endpoint: &str) {
         let shared = Arc::new(snapshot.clone());
         let mut published = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         published.since = Arc::new(published.first_seen.observe(snapshot));
@@ -159,7 +169,21 @@ impl StatsServer {
         if published.hostname.as_deref() != hostname {
             published.hostname = hostname.map(str::to_string);
         }
+        let host = hostname.unwrap_or(endpoint);
+        if published.host != host {
+            published.host = host.to_string();
+        }
         published.history.push(snapshot);
+    }
+
+    /// What the next requests get with `--hosts`: every host's rows, or why it has none.
+    /// The curves of the history are one daemon's; a team's page shows the rows.
+    pub fn publish_team(&self, team: &HostsSnapshot) {
+        let shared = Arc::new(team.clone());
+        self.latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .team = Some(shared);
     }
 
     /// Stops listening and waits for the accepting thread (at most [`ACCEPT_POLL`]).
@@ -366,8 +390,13 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
     // The latest snapshot, taken out of the lock to be rendered.
     let newest = || {
         let published = published();
-        (published.latest.clone(), published.hostname.clone())
+        (
+            published.latest.clone(),
+            published.hostname.clone(),
+            published.host.clone(),
+        )
     };
+    let team = || published().team.clone();
     let newest_since = || {
         let published = published();
         (published.latest.clone(), Arc::clone(&published.since))
@@ -376,11 +405,12 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
         "/metrics" => Answer {
             status: 200,
             content_type: "text/plain; version=0.0.4; charset=utf-8",
-            body: match newest() {
-                (Some(snapshot), hostname) => {
-                    prometheus::exposition(&snapshot, hostname.as_deref())
+            body: match (team(), newest()) {
+                (Some(team), _) => prometheus::team_exposition(&team),
+                (None, (Some(snapshot), hostname, host)) => {
+                    prometheus::exposition(&snapshot, hostname.as_deref(), &host)
                 }
-                (None, _) => String::new(),
+                (None, (None, ..)) => String::new(),
             }
             .into_bytes(),
             headers: &[],
@@ -395,6 +425,10 @@ fn answer(request: &RequestHead, latest: &Mutex<Published>) -> Answer {
                 ("Cache-Control", "no-store"),
             ],
         },
+        "/api/v1/snapshot" if team().is_some() => json(match team() {
+            Some(team) => team.json_line(),
+            None => "{}\n".into(),
+        }),
         "/api/v1/snapshot" => json(match newest_since() {
             (Some(snapshot), since) => with_since(&record::json_line(&snapshot), &since),
             (None, _) => "{}\n".into(),
@@ -723,6 +757,8 @@ mod tests {
             since: Arc::default(),
             first_seen: FirstSeen::default(),
             hostname: Some("node-1".into()),
+            host: "node-1".into(),
+            team: None,
             history,
             window: Duration::from_secs(60),
             host_names: vec!["gpu-node.example".into()],
@@ -880,7 +916,9 @@ mod tests {
     fn each_path_gets_its_answer() {
         let metrics = String::from_utf8(get("/metrics").body).unwrap();
         assert!(
-            metrics.contains("envctl_sample_timestamp_seconds{Hostname=\"node-1\"} 3\n"),
+            metrics.contains(
+                "envctl_sample_timestamp_seconds{Hostname=\"node-1\",host=\"node-1\"} 3\n"
+            ),
             "{metrics}"
         );
         let snapshot: serde_json::Value =

@@ -19,6 +19,9 @@
 //!   headers, a body one byte a second, 500, bad JSON, a 50 MB error) and a record of the
 //!   requests it got ([`fake_daemon::FakeDaemon::start`]); point `DOCKER_HOST` at it.
 //! - [`cli`]: envctl run in a test's own folder ([`cli::envctl_in`]).
+//! - [`server`]: another machine for a test ([`server::Server::start`]): a daemon of the
+//!   test's own in its own network and UTS namespace (its own host name), with the stand-in
+//!   NVIDIA hook whose `nvidia-smi` answers from a [`server::Fixture`] (or no toolkit).
 //! - [`signal`]: a signal sent to a child envctl, and its end awaited with a limit.
 //! - [`disk`]: a full disk ([`disk::FullDisk`]: a 64 KiB tmpfs, filled; needs root).
 //! - [`nvml`]: the stand-in NVML library `cargo test` builds, its fixtures, and an
@@ -45,6 +48,7 @@ pub mod engines;
 pub mod fake_daemon;
 pub mod nvml;
 pub mod registry;
+pub mod server;
 pub mod signal;
 pub mod slurm;
 pub mod tmux;

@@ -1,0 +1,216 @@
+//! `up PROFILE --hosts` (issue 38, item 4) over real daemons: this machine's, with eight
+//! stand-in GPUs (`placement::Machine`), the second daemon of `.ci/dockerd2.sh` (another
+//! host: its GPUs are what the daemon itself tells), and an endpoint where nothing
+//! listens. The chosen host is named with why, every other one with why not; the container
+//! is made there as `up -H` makes it; no room anywhere is one error naming each host's
+//! reason, and its hint, run, lists the hosts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::placement::Machine;
+use crate::remote_daemons::{SOCKET, dockerd2, free_port};
+use crate::support::cli::{Run, envctl_in};
+use crate::support::docker::{ContainerGuard, docker_stdout, test_image, unique_name};
+
+const LOCAL: &str = "unix:///var/run/docker.sock";
+
+/// envctl in `folder` with this machine's eight stand-in GPUs, no `DOCKER_HOST`.
+fn envctl(folder: &Path, machine: &Machine, arguments: &[&str]) -> Run {
+    let mut command = envctl_in(folder);
+    command
+        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
+        .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
+        .env("ENVCTL_GPU_LOCK", folder.join("gpus.lock"))
+        .timeout(Duration::from_secs(120))
+        .args(arguments);
+    Run::of(command.output().unwrap())
+}
+
+/// A folder whose `./envctl/NAME.toml` runs `image` with `gpus`.
+fn project(name: &str, image: &str, gpus: &str) -> tempfile::TempDir {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl").join(format!("{name}.toml")),
+        format!(
+            "image = \"{image}\"\ngpus = {gpus}\nmemory = \"64m\"\ncommand = [\"sleep\", \"600\"]\n\
+             "
+        ),
+    )
+    .unwrap();
+    folder
+}
+
+/// The line `host NAME: …` of `run`'s stderr.
+fn host_line<'a>(run: &'a Run, host: &str) -> &'a str {
+    run.stderr
+        .lines()
+        .find(|line| line.starts_with(&format!("host {host}: ")))
+        .unwrap_or_else(|| panic!("no line for {host}: {run}"))
+}
+
+/// A GPU profile fits where GPUs are seen free: this machine's daemon is chosen (with
+/// `--force`, as `up` starts despite its failed check: it has no NVIDIA runtime), the
+/// others are named with why not (the stopped one unreachable), and the dry run shows the
+/// container it would make there, on GPUs of this machine's.
+#[test]
+fn up_hosts_chooses_where_the_gpus_are_free_and_says_why_not_elsewhere() {
+    let test = "up_hosts_chooses_where_the_gpus_are_free_and_says_why_not_elsewhere";
+    let Some(_engine) = dockerd2(test) else {
+        return;
+    };
+    let machine = Machine::new("");
+    let name = unique_name("hosts");
+    let folder = project(&name, &test_image(), "2");
+    let stopped = format!("tcp://127.0.0.1:{}", free_port());
+    let remote = format!("unix://{SOCKET}");
+    let hosts = format!("{LOCAL},{remote},{stopped}");
+    // This machine's daemon has no NVIDIA runtime: without `--force` its check fails.
+    let checked = envctl(
+        folder.path(),
+        &machine,
+        &["up", &name, "--hosts", &hosts, "--dry-run"],
+    );
+    assert!(
+        checked.stderr.contains("the daemon has no NVIDIA runtime")
+            || host_line(&checked, LOCAL).contains("no NVIDIA runtime"),
+        "{checked}"
+    );
+    let run = envctl(
+        folder.path(),
+        &machine,
+        &[
+            "up",
+            &name,
+            "--hosts",
+            &hosts,
+            "--dry-run",
+            "--force",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run}");
+    let chosen = host_line(&run, LOCAL);
+    assert!(chosen.contains(": chosen: "), "{run}");
+    assert!(chosen.contains("GPUs free for 2"), "{run}");
+    assert!(
+        host_line(&run, &stopped).contains("not chosen: cannot be reached"),
+        "{run}"
+    );
+    assert!(!host_line(&run, &remote).contains(": chosen: "), "{run}");
+    let plan = run.json();
+    let pinned = plan["placement"]["gpus"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(pinned.len(), 2, "{plan:#}");
+    for gpu in pinned {
+        let uuid = gpu["uuid"].as_str().unwrap_or_default().to_string();
+        assert!(
+            machine.uuids.contains(&uuid),
+            "{uuid} is not this machine's: {plan:#}"
+        );
+    }
+}
+
+/// No host has room: one error naming each host's reason, exit 1; its hint is a command,
+/// and run, it lists every host.
+#[test]
+fn up_hosts_with_no_room_anywhere_names_each_hosts_reason() {
+    let test = "up_hosts_with_no_room_anywhere_names_each_hosts_reason";
+    let Some(_engine) = dockerd2(test) else {
+        return;
+    };
+    let machine = Machine::new("");
+    let name = unique_name("hosts-full");
+    let folder = project(&name, &test_image(), "12");
+    let stopped = format!("tcp://127.0.0.1:{}", free_port());
+    let remote = format!("unix://{SOCKET}");
+    let hosts = format!("{LOCAL},{remote},{stopped}");
+    let run = envctl(folder.path(), &machine, &["up", &name, "--hosts", &hosts]);
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr.contains(&format!(
+            "error: profile `{name}` fits on none of the hosts"
+        )),
+        "{run}"
+    );
+    for host in [LOCAL, remote.as_str(), stopped.as_str()] {
+        assert!(
+            run.stderr
+                .lines()
+                .any(|line| line.starts_with(&format!("  {host}: "))),
+            "no reason for {host}: {run}"
+        );
+    }
+    let hint = run
+        .stderr
+        .lines()
+        .find_map(|line| {
+            line.split('`')
+                .nth(1)
+                .filter(|words| words.starts_with("envctl ps --hosts"))
+        })
+        .unwrap_or_else(|| panic!("no ps command in the hint: {run}"))
+        .to_string();
+    let words: Vec<&str> = hint.split(' ').skip(1).collect();
+    let listed = envctl(folder.path(), &machine, &words);
+    assert!(listed.code <= 1, "{listed}");
+    assert!(
+        listed.stdout.contains("HOST") || listed.stderr.contains(&stopped),
+        "{listed}"
+    );
+    // Nothing was made anywhere.
+    assert!(
+        docker_stdout(["ps", "-aq", "--filter", &format!("name=envctl-{name}")]).is_empty(),
+        "{run}"
+    );
+}
+
+/// A profile without GPUs goes where its image already is, and is started there for real
+/// (as `up -H` would); `-H` beside `--hosts` is a usage error.
+#[test]
+fn up_hosts_prefers_the_image_present_and_starts_it_there() {
+    let test = "up_hosts_prefers_the_image_present_and_starts_it_there";
+    let Some(_engine) = dockerd2(test) else {
+        return;
+    };
+    let machine = Machine::new("");
+    let name = unique_name("hosts-image");
+    // A tag only this machine's daemon has.
+    let image = format!("envctl-test/{name}:1");
+    docker_stdout(["tag", &test_image(), &image]);
+    let _image = crate::support::docker::ImageGuard::new(image.clone());
+    let folder = project(&name, &image, "\"none\"");
+    let container = format!("envctl-{name}");
+    let _container = ContainerGuard::new(container.clone());
+    let remote = format!("unix://{SOCKET}");
+    let hosts = format!("{remote},{LOCAL}");
+    let run = envctl(folder.path(), &machine, &["up", &name, "--hosts", &hosts]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        host_line(&run, LOCAL).contains(": chosen: image present"),
+        "{run}"
+    );
+    assert!(host_line(&run, &remote).contains("image to pull"), "{run}");
+    let labels = docker_stdout([
+        "inspect",
+        "--format",
+        "{{index .Config.Labels \"envctl.profile\"}} {{.State.Running}}",
+        &container,
+    ]);
+    assert_eq!(labels.trim(), format!("{name} true"));
+
+    let both = envctl(
+        folder.path(),
+        &machine,
+        &["-H", LOCAL, "up", &name, "--hosts", &hosts],
+    );
+    assert_eq!(both.code, 2, "{both}");
+    assert!(both.stderr.contains("leave out -H/--context"), "{both}");
+    let down = envctl(folder.path(), &machine, &["down", &name, "--rm"]);
+    assert_eq!(down.code, 0, "{down}");
+}
