@@ -96,6 +96,9 @@ pub enum Error {
         name: String,
         profile: String,
         changes: Vec<String>,
+        /// The profile file the container records, when the name resolves here to another
+        /// (`up` from another folder): the changes are this folder's profile's.
+        made_from: Option<String>,
     },
     /// The engine cannot be asked for the GPUs the profile wants (Podman before 5.4).
     #[error("profile `{profile}` asks for GPUs, but {reason}")]
@@ -275,9 +278,14 @@ pub enum Error {
 impl Error {
     pub fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::Profile(ProfileError::AlreadyExists { .. } | ProfileError::Write { .. }) => {
-                ExitStatus::Failure
-            }
+            // A name that names nothing is 1, as a container's is (`exec`/`down NAME`) and as
+            // docker's are (`docker exec nosuch`, `docker compose up nosuch`): issue 40.
+            Error::Profile(
+                ProfileError::AlreadyExists { .. }
+                | ProfileError::Write { .. }
+                | ProfileError::NotFound { .. }
+                | ProfileError::FileNotFound { .. },
+            ) => ExitStatus::Failure,
             Error::Profile(_) | Error::Usage { .. } | Error::TrustRequired { .. } => {
                 ExitStatus::Error
             }
@@ -391,6 +399,17 @@ impl Error {
             }),
             Error::NotEnvctls { name, cli } => Some(format!(
                 "stop or remove it yourself if you mean to (`{cli} stop {name}`, `{cli} rm {name}`); `envctl ps` lists envctl's containers"
+            )),
+            Error::ProfileChanged {
+                profile,
+                name,
+                made_from: Some(file),
+                ..
+            } => Some(format!(
+                "`{}{}` judges it against the file it was made from; `envctl up {profile}{} --recreate` here replaces it with this folder's `{profile}`",
+                crate::spec::drift::up_from_recorded_file(file, profile),
+                crate::spec::ownership::name_flag(name, profile),
+                crate::spec::ownership::name_flag(name, profile)
             )),
             Error::ProfileChanged { profile, name, .. } => Some(format!(
                 "recreate it with `envctl up {profile}{} --recreate` (host data in mounts is kept)",
@@ -513,7 +532,7 @@ fn start_hint(error: &EngineError) -> Option<String> {
             StartRefusal::LimitRefused {
                 resource: Some(resource),
             } => format!(
-                "the daemon may not raise the `{resource}` ulimit this far: set `{resource}` lower under [ulimits] (or run where the daemon has CAP_SYS_RESOURCE)"
+                "the daemon may not raise the `{resource}` ulimit this far: start with a lower one (`envctl up PROFILE --ulimit {resource}=65536`), set `{resource}` lower under [ulimits], or run where the daemon has CAP_SYS_RESOURCE"
             ),
             StartRefusal::CapabilitiesRefused => format!(
                 "the {} may not give the container these capabilities (it lacks them itself, as in a sandbox or a container): list only what the job needs in `cap_add` (`IPC_LOCK`, `SYS_NICE`), never `ALL`",

@@ -253,12 +253,13 @@ fn new(
     let text = match from {
         Some(source) => {
             let resolved = context.search_path.resolve(source)?;
+            let (profile, notes) = template::for_a_new_project(resolved.profile);
             template::render(
-                &resolved.profile,
+                &profile,
                 &format!(
-                    "Profile `{name}`, created by envctl {} from `{}` ({}).\nEdit it, then check it: envctl profiles check {}",
+                    "Profile `{name}`, created by envctl {} from `{}` ({}).{notes}\nEdit it, then check it: envctl profiles check {}",
                     env!("CARGO_PKG_VERSION"),
-                    resolved.profile.name,
+                    profile.name,
                     resolved.file,
                     crate::spec::shell_quote(
                         &directory.join(format!("{name}.toml")).to_string_lossy()

@@ -253,10 +253,40 @@ fn warn_changed(rows: &[Row], context: &Context) {
             .host
             .as_ref()
             .map_or_else(String::new, |host| format!(" (on {host})"));
+        // Made from a file the name does not resolve to here: applied where that file is.
+        let command = match (&row.profile_file, row.named_elsewhere_here) {
+            (Some(file), true) => crate::spec::drift::up_from_recorded_file(file, &row.profile),
+            _ => format!("envctl up {}", row.profile),
+        };
+        // Another host's container: the command reaches that daemon (issue 40).
+        let command = match &row.host {
+            Some(host) => {
+                let team = crate::ops::team::find(&context.search_path).ok().flatten();
+                command.replacen(
+                    "envctl up ",
+                    &format!("envctl {} up ", daemon_flag(host, team.as_ref())),
+                    1,
+                )
+            }
+            None => command,
+        };
         context.printer.warn(&format!(
-            "profile `{}` changed since `{}`{host} was created; `envctl up {}{target} --recreate` applies it",
-            row.profile, row.name, row.profile
+            "profile `{}` changed since `{}`{host} was created; `{command}{target} --recreate` applies it",
+            row.profile, row.name
         ));
+    }
+}
+
+/// The flag that makes a command reach the daemon `host` names in `--hosts`: a team
+/// host's target, else the name itself, as `-H URL` or `--context NAME`.
+fn daemon_flag(host: &str, team: Option<&crate::ops::team::TeamFile>) -> String {
+    let target = team
+        .and_then(|team| team.get(host))
+        .map_or(host, |host| host.target.as_str());
+    if target.contains("://") {
+        format!("-H {}", crate::spec::shell_quote(target))
+    } else {
+        format!("--context {}", crate::spec::shell_quote(target))
     }
 }
 
@@ -273,6 +303,33 @@ fn shown_status(row: &Row) -> String {
 #[cfg(test)]
 mod tests {
     use super::shown_image;
+
+    /// Issue 40: a hint for another host's container names that host's daemon.
+    #[test]
+    fn a_hosts_command_reaches_its_daemon() {
+        use super::daemon_flag;
+        use crate::ops::team::{TeamFile, TeamHost};
+        let team = TeamFile {
+            path: "envctl/hosts.toml".into(),
+            hosts: vec![
+                TeamHost {
+                    name: "gpu1".into(),
+                    target: "ssh://me@gpu1".into(),
+                },
+                TeamHost {
+                    name: "gpu2".into(),
+                    target: "lab-gpu2".into(),
+                },
+            ],
+        };
+        assert_eq!(daemon_flag("gpu1", Some(&team)), "-H ssh://me@gpu1");
+        assert_eq!(daemon_flag("gpu2", Some(&team)), "--context lab-gpu2");
+        assert_eq!(daemon_flag("gpu3", Some(&team)), "--context gpu3");
+        assert_eq!(
+            daemon_flag("tcp://10.0.0.3:2376", None),
+            "-H tcp://10.0.0.3:2376"
+        );
+    }
 
     #[test]
     fn a_pinned_image_is_cut_to_a_short_digest_unless_whole_is_asked() {

@@ -63,6 +63,10 @@ pub struct UpArgs {
     /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
     #[arg(long, value_name = "SPEC")]
     pub gpus: Option<String>,
+    /// A ulimit instead of the profile's, docker syntax (NAME=SOFT[:HARD], -1 unlimited):
+    /// `--ulimit memlock=65536` where the daemon may not raise the bundled `memlock = -1`
+    #[arg(long, value_name = "NAME=SOFT[:HARD]")]
+    pub ulimit: Vec<String>,
     /// Give a profile envctl did not make (./envctl/, ENVCTL_PROFILE_PATH, a path) the
     /// root-equivalent settings it asks for (host mounts, SYS_ADMIN, host network, …)
     #[arg(long)]
@@ -100,6 +104,7 @@ impl UpArgs {
             (&self.env, "-e"),
             (&self.publish, "-p"),
             (&self.volume, "--volume"),
+            (&self.ulimit, "--ulimit"),
         ] {
             for value in values {
                 flag(name, Some(value));
@@ -121,6 +126,9 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
     )?;
     if let Some(spec) = &arguments.gpus {
         overrides.gpus = Some(Overrides::parse_gpus(spec)?);
+    }
+    for spec in &arguments.ulimit {
+        overrides.ulimits.push(Overrides::parse_ulimit(spec)?);
     }
     let request = UpRequest {
         profile: arguments.profile.clone(),

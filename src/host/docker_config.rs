@@ -201,6 +201,27 @@ pub fn choose(inputs: &ChoiceInputs) -> Result<DaemonChoice, DaemonChoiceError> 
     }
 }
 
+/// The names of the contexts in the store under `config_dir` (as `docker context ls`
+/// lists them, less `default`), for a did-you-mean; a context that cannot be read is left
+/// out, and at most a few hundred are read.
+pub fn context_names(config_dir: Option<&Path>) -> Vec<String> {
+    const AT_MOST: usize = 256;
+    let Some(folder) = config_dir.map(|folder| folder.join("contexts").join("meta")) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .take(AT_MOST)
+        .filter_map(Result::ok)
+        .filter_map(|entry| read_json(&entry.path().join("meta.json")).ok().flatten())
+        .filter_map(|meta| meta.get("Name")?.as_str().map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
 /// `currentContext` of `config.json`; `None` without the file or the key.
 fn current_context(config_dir: Option<&Path>) -> Result<Option<String>, DaemonChoiceError> {
     let Some(folder) = config_dir else {

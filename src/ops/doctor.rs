@@ -474,6 +474,14 @@ fn occupancy(facts: &Facts) -> Option<Occupancy> {
             ));
         }
     }
+    // A busy GPU (another user's process, its memory in use) is not free either: the JSON
+    // said `"free": true` beside `"busy": …` while the words said busy (issue 40). `free`
+    // is what the table says: no container holds it and nothing else uses it.
+    for row in &mut gpus {
+        if row.busy.is_some() {
+            row.free = false;
+        }
+    }
     Some(Occupancy {
         gpus,
         unmapped,

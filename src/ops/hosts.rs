@@ -137,6 +137,15 @@ pub fn named_with(
                 &context.environment.daemon_inputs(host_flag, context_flag),
             ),
         };
+        // Neither a team host, a context nor a URL: a typo (`@tema`, `gpu9`), said now with
+        // the nearest name rather than listed as a host that cannot be reached (issue 40).
+        if matches!(
+            choice,
+            Err(crate::host::docker_config::DaemonChoiceError::UnknownContext { .. })
+        ) && team.and_then(|team| team.get(name)).is_none()
+        {
+            return Err(no_such_host(context, name, team));
+        }
         hosts.push(Host {
             // A password typed in a URL is never shown.
             name: crate::secret::masked_url(name).into_owned(),
@@ -144,6 +153,41 @@ pub fn named_with(
         });
     }
     Ok(hosts)
+}
+
+/// `--hosts NAME` naming nothing: the nearest of the team's hosts, `@team` and the docker
+/// contexts, and where each kind of name is found.
+fn no_such_host(context: &Context, name: &str, team: Option<&crate::ops::team::TeamFile>) -> Error {
+    let contexts = crate::host::docker_config::context_names(
+        context
+            .environment
+            .daemon_inputs(None, None)
+            .config_dir
+            .as_deref(),
+    );
+    let mut known: Vec<&str> = vec![crate::ops::team::EVERY_HOST, "default"];
+    known.extend(
+        team.into_iter()
+            .flat_map(|team| team.hosts.iter().map(|host| host.name.as_str())),
+    );
+    known.extend(contexts.iter().map(String::as_str));
+    let shown = crate::ui::text::shown(name);
+    let places = match team {
+        Some(team) => format!(
+            "the team file {} names its hosts, `docker context ls` lists the contexts",
+            team.path
+        ),
+        None => "`docker context ls` lists the contexts (no team file here)".to_string(),
+    };
+    Error::Usage {
+        message: format!(
+            "--hosts: `{shown}` is no host of the team file, docker context or URL (`ssh://`, `tcp://`, `unix://`)"
+        ),
+        hint: Some(match crate::suggest::did_you_mean(name, &known) {
+            Some(near) => format!("did you mean `{near}`? {places}"),
+            None => places,
+        }),
+    }
 }
 
 /// How many hosts of `--hosts` are asked at once. Each ssh host is an ssh process and its

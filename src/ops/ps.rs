@@ -9,8 +9,9 @@ use serde::Serialize;
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::profile::ResolvedProfile;
 use crate::spec::origin::Origin;
-use crate::spec::{CONFIG_HASH_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
+use crate::spec::{CONFIG_HASH_LABEL, PROFILE_FILE_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
 
 #[derive(Debug, Serialize)]
 pub struct Row {
@@ -36,6 +37,14 @@ pub struct Row {
     /// `current`, `changed` (the profile differs from the container), or `unknown` (the
     /// profile cannot be found or read here).
     pub drift: &'static str,
+    /// The profile file the container records it was made from (`envctl.profile-file`):
+    /// its drift is judged against this file, whatever the name resolves to here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_file: Option<String>,
+    /// Whether the profile's name resolves here to another file than `profile_file`: the
+    /// command that applies it then runs where the file is (`spec::drift::up_from_recorded_file`).
+    #[serde(skip)]
+    pub named_elsewhere_here: bool,
     /// Who made it: `up`, `compose` (`docker compose up` of an export), `devcontainer`.
     pub origin: String,
     /// The Compose project, when compose made it.
@@ -178,7 +187,7 @@ async fn rows_of(
         // Removed between the list and its inspect: gone, as a later `docker ps` says.
         let Some(details) = details? else { continue };
         let oom_killed = details.oom_killed;
-        let gpus = details.gpus;
+        let gpus = details.gpus.clone();
         let profile = container
             .labels
             .get(PROFILE_LABEL)
@@ -191,8 +200,9 @@ async fn rows_of(
             .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
         // The labels' claim is believed only where the daemon's own answer bears it out:
         // the image the container was made from is the profile's.
-        let drift = match (context.search_path.resolve(&profile), hash) {
-            (Ok(resolved), Some(hash))
+        let (judged, named_elsewhere_here) = judged_profile(context, &details, &profile);
+        let drift = match (judged, hash) {
+            (Some(resolved), Some(hash))
                 if *hash == resolved.config_hash
                     && crate::spec::drift::runs_image(
                         &resolved.profile.image.to_string(),
@@ -201,7 +211,7 @@ async fn rows_of(
             {
                 "current"
             }
-            (Ok(_), Some(_)) => "changed",
+            (Some(_), Some(_)) => "changed",
             _ => "unknown",
         };
         let origin = Origin::of(&container.labels);
@@ -232,8 +242,42 @@ async fn rows_of(
             gpus,
             gpu_ids: None,
             drift,
+            profile_file: details.labels.get(PROFILE_FILE_LABEL).cloned(),
+            named_elsewhere_here,
             host: None,
         });
     }
     Ok(rows)
+}
+
+/// The profile a container's drift is judged against, and whether its name resolves here
+/// to another file than the one the container records. A container made from a file
+/// (`envctl.profile-file`) is judged against that file only (issue 40: from another folder
+/// the name may be the bundled profile); where that file cannot be read here (another
+/// host's, another user's, gone) nothing here can judge it. Without the label, the name as
+/// it resolves here (bundled profiles record no file).
+fn judged_profile(
+    context: &Context,
+    details: &crate::facts::container::ContainerDetails,
+    profile: &str,
+) -> (Option<ResolvedProfile>, bool) {
+    let here = context.search_path.resolve(profile).ok();
+    let Some(file) = details.labels.get(PROFILE_FILE_LABEL) else {
+        return (here, false);
+    };
+    let working_directory = context.working_directory().ok();
+    let is_recorded = |resolved: &ResolvedProfile| {
+        working_directory
+            .as_ref()
+            .and_then(|folder| crate::spec::profile_file_label(resolved, folder))
+            .as_ref()
+            == Some(file)
+    };
+    if let Some(resolved) = here.filter(|resolved| is_recorded(resolved)) {
+        return (Some(resolved), false);
+    }
+    match crate::ops::target::container_profile(context, details) {
+        Some(Ok(resolved)) if is_recorded(&resolved) => (Some(resolved), true),
+        _ => (None, true),
+    }
 }

@@ -1327,10 +1327,18 @@ async fn reuse(
     if changes.is_empty() {
         changes.push("the profile's settings changed (config hash differs)".into());
     }
+    // Made from a file the name does not resolve to here (`up` from another folder): said,
+    // so `--recreate` is not taken for applying the container's own profile (issue 40).
+    let made_from = existing
+        .labels
+        .get(spec::PROFILE_FILE_LABEL)
+        .filter(|file| body.labels.get(spec::PROFILE_FILE_LABEL) != Some(*file))
+        .cloned();
     Err(Error::ProfileChanged {
         name: name.to_string(),
         profile: profile.to_string(),
         changes,
+        made_from,
     })
 }
 

@@ -10,7 +10,7 @@ pub const STARTER: &str = r#"# An envctl profile. Reference: `envctl profiles sh
 description = "PyTorch 2.8 for our team"
 image = "pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime"
 workdir = "/workspace"
-gpus = "all"                      # "all" | "none" | "optional" | 2 | ["0", "1"]
+gpus = "optional"                 # every GPU, none without; "all" | "none" | 2 | ["0", "1"]
 shm_size = "8g"                   # PyTorch DataLoader workers share tensors through /dev/shm
 # memory = "32g"
 # cpus = 8
@@ -21,7 +21,7 @@ mounts = ["./:/workspace"]
 env = { PYTHONUNBUFFERED = "1" }
 
 [ulimits]
-memlock = -1
+# memlock = -1                    # for RDMA across nodes; many daemons may not raise it
 stack = 67108864
 
 [stack]
@@ -32,6 +32,30 @@ cudnn = "9"
 [commands]
 versions = ["python", "-c", "import torch; print(torch.__version__, torch.version.cuda)"]
 "#;
+
+/// A profile as `profiles new --from` writes it for a project, so the README's quick start
+/// `up`s as shown on a laptop as on a GPU server (issue 40): `gpus = "all"` becomes
+/// `"optional"` (every GPU of a host with GPUs, none of one without), and an unlimited
+/// `memlock` (NVIDIA's setting, for RDMA across nodes) is left out, since a daemon without
+/// CAP_SYS_RESOURCE (rootless, a sandbox) refuses to start a container asking for it.
+/// Returns the lines for the file's header saying each change and how to undo it; any other
+/// setting is the team's choice and kept.
+pub fn for_a_new_project(mut profile: Profile) -> (Profile, String) {
+    let mut notes = String::new();
+    if profile.gpus == GpuRequest::All {
+        profile.gpus = GpuRequest::Optional;
+        notes.push_str("\ngpus = \"optional\": every GPU of a host with GPUs, none on one without; write \"all\" to refuse to start without them.");
+    }
+    if profile
+        .ulimits
+        .get("memlock")
+        .is_some_and(|limit| limit.soft == -1 || limit.hard == -1)
+    {
+        profile.ulimits.remove("memlock");
+        notes.push_str("\nNo [ulimits] memlock = -1: many daemons may not raise it (rootless, sandboxes); add it for RDMA across nodes.");
+    }
+    (profile, notes)
+}
 
 /// One line of a written profile, with the key it sets (`memory`, `env.PATH`), if any.
 #[derive(Debug, Clone, PartialEq, Eq)]

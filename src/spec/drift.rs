@@ -48,6 +48,31 @@ impl std::fmt::Display for Difference {
     }
 }
 
+/// The `envctl up` that applies the profile file a container records (its
+/// `envctl.profile-file` label), from any folder: `cd DIR && envctl up NAME` for
+/// `DIR/envctl/NAME.toml` (its relative mounts are DIR's, as when it was made there),
+/// else `envctl up FILE`. Drift is judged against that file, not whatever the name
+/// resolves to in the folder asking (issue 40).
+pub fn up_from_recorded_file(file: &str, profile: &str) -> String {
+    let path = std::path::Path::new(file);
+    let project = path
+        .parent()
+        .filter(|folder| folder.file_name().is_some_and(|name| name == "envctl"))
+        .and_then(std::path::Path::parent)
+        .filter(|_| {
+            path.file_stem()
+                .is_some_and(|stem| stem.to_string_lossy() == profile)
+        });
+    match project {
+        Some(project) => format!(
+            "cd {} && envctl up {}",
+            super::shell_quote(&project.to_string_lossy()),
+            super::shell_quote(profile)
+        ),
+        None => format!("envctl up {}", super::shell_quote(file)),
+    }
+}
+
 /// The profile key of `DeviceRequests`.
 const GPUS_FIELD: &str = "gpus";
 
@@ -244,10 +269,33 @@ fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<Differen
             .iter()
             .find(|(field, _)| *field == key)
             .map_or(key, |(_, name)| name);
-        let (before, after) = match (shown(key, &actual), shown(key, &wanted)) {
-            // Sizes that differ by less than the rounding: their bytes.
-            (before, after) if before == after => (short(&actual), short(&wanted)),
-            pair => pair,
+        let (before, after) = match (items(key, &actual), items(key, &wanted)) {
+            // A list (ports, mounts, ulimits…): only the entries that differ, each as the
+            // profile writes it; the whole lists where only their order differs.
+            (Some(had), Some(wants)) => {
+                let gone: Vec<&String> = had.iter().filter(|item| !wants.contains(item)).collect();
+                let new: Vec<&String> = wants.iter().filter(|item| !had.contains(item)).collect();
+                let listed = |list: Vec<&String>| match list.is_empty() {
+                    true => "(none)".to_string(),
+                    false => capped(
+                        &list
+                            .iter()
+                            .map(|item| item.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ),
+                };
+                if gone.is_empty() && new.is_empty() {
+                    (listed(had.iter().collect()), listed(wants.iter().collect()))
+                } else {
+                    (listed(gone), listed(new))
+                }
+            }
+            _ => match (shown(key, &actual), shown(key, &wanted)) {
+                // Sizes that differ by less than the rounding: their bytes.
+                (before, after) if before == after => (words(&actual), words(&wanted)),
+                pair => pair,
+            },
         };
         changes.push(Difference {
             field: name.to_string(),
@@ -260,8 +308,8 @@ fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<Differen
 }
 
 /// A value as people wrote it in the profile: sizes in binary units (`memory: 128 MiB →
-/// 192 MiB`, not `134217728 → 201326592`), CPUs as a count; anything else as the engine's
-/// JSON.
+/// 192 MiB`, not `134217728 → 201326592`), CPUs as a count, GPUs as `--gpus` says them, a
+/// command as its words; anything else in [`words`], never the engine's JSON.
 fn shown(key: &str, value: &Value) -> String {
     const NANOS: u64 = 1_000_000_000;
     match (key, value.as_u64()) {
@@ -275,7 +323,163 @@ fn shown(key: &str, value: &Value) -> String {
                 fraction => format!("{}.{fraction} CPUs", nanos / NANOS),
             }
         }
-        _ => short(value),
+        _ => match key {
+            "DeviceRequests" => gpus_in_words(value),
+            "Init" => (if value.is_null() { "off" } else { "on" }).to_string(),
+            "Cmd" => match value.as_array() {
+                Some(command) => capped(
+                    &command
+                        .iter()
+                        .map(|word| match word.as_str() {
+                            Some(word) => super::shell_quote(word),
+                            None => words(word),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                None => words(value),
+            },
+            "RestartPolicy" => value
+                .get("Name")
+                .and_then(Value::as_str)
+                .map_or_else(|| words(value), str::to_string),
+            _ => words(value),
+        },
+    }
+}
+
+/// The entries of a list setting, each as the profile (or `docker run`) writes it:
+/// `127.0.0.1:8888:8888/tcp`, `/srv/data:/data:ro`, `memlock=-1`, `IPC_LOCK`,
+/// `/dev/infiniband`. None for a setting that is no list.
+fn items(key: &str, value: &Value) -> Option<Vec<String>> {
+    let text = |value: Option<&Value>| value.map_or_else(String::new, words);
+    let entries = value.as_array().map(Vec::as_slice).unwrap_or_default();
+    Some(match key {
+        "PortBindings" => value
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(port, bindings)| {
+                let bindings = bindings.as_array().map(Vec::as_slice).unwrap_or_default();
+                bindings
+                    .iter()
+                    .map(|binding| {
+                        let ip = text(binding.get("HostIp"));
+                        let host = text(binding.get("HostPort"));
+                        match ip.is_empty() || ip == "(unset)" {
+                            true => format!("{host}:{port}"),
+                            false => format!("{ip}:{host}:{port}"),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        "Mounts" => entries
+            .iter()
+            .map(|mount| {
+                let read_only = mount.get("ReadOnly").and_then(Value::as_bool) == Some(true);
+                let source = match mount.get("Source") {
+                    Some(source) if !source.is_null() => words(source),
+                    _ => text(mount.get("Type")),
+                };
+                format!(
+                    "{source}:{}{}",
+                    text(mount.get("Target")),
+                    if read_only { ":ro" } else { "" }
+                )
+            })
+            .collect(),
+        "Ulimits" => entries
+            .iter()
+            .map(|limit| {
+                // normalize() drops a 0 limit: absent is 0.
+                let number = |field: &str| limit.get(field).and_then(Value::as_i64).unwrap_or(0);
+                let (soft, hard) = (number("Soft"), number("Hard"));
+                let name = text(limit.get("Name"));
+                match soft == hard {
+                    true => format!("{name}={soft}"),
+                    false => format!("{name}={soft}:{hard}"),
+                }
+            })
+            .collect(),
+        "Devices" => entries
+            .iter()
+            .map(|device| {
+                let (host, inside) = (
+                    text(device.get("PathOnHost")),
+                    text(device.get("PathInContainer")),
+                );
+                match host == inside {
+                    true => host,
+                    false => format!("{host}:{inside}"),
+                }
+            })
+            .collect(),
+        "CapAdd" => entries
+            .iter()
+            .map(|capability| {
+                let capability = words(capability);
+                capability
+                    .strip_prefix("CAP_")
+                    .map_or(capability.clone(), str::to_string)
+            })
+            .collect(),
+        _ => return None,
+    })
+}
+
+/// A GPU request as `--gpus` writes it: `all GPUs`, `2 GPUs`, `GPUs 0,3`, `no GPUs`.
+fn gpus_in_words(value: &Value) -> String {
+    let requests = value.as_array().map(Vec::as_slice).unwrap_or_default();
+    if requests.is_empty() {
+        return "no GPUs".into();
+    }
+    let said: Vec<String> = requests
+        .iter()
+        .map(|request| {
+            let devices: Vec<String> = request
+                .get("DeviceIDs")
+                .and_then(Value::as_array)
+                .map(|devices| devices.iter().map(words).collect())
+                .unwrap_or_default();
+            match request.get("Count").and_then(Value::as_i64) {
+                _ if !devices.is_empty() => format!("GPUs {}", devices.join(",")),
+                Some(-1) => "all GPUs".to_string(),
+                Some(1) => "1 GPU".to_string(),
+                Some(count) => format!("{count} GPUs"),
+                None => words(request),
+            }
+        })
+        .collect();
+    said.join(", ")
+}
+
+/// Any value in words: a string as itself, a list as its entries, an object as
+/// `key=value` pairs; capped, so an odd setting never floods a message.
+fn words(value: &Value) -> String {
+    fn said(value: &Value) -> String {
+        match value {
+            Value::Null => "(unset)".into(),
+            Value::Bool(true) => "yes".into(),
+            Value::Bool(false) => "no".into(),
+            Value::Number(number) => number.to_string(),
+            Value::String(text) => text.clone(),
+            Value::Array(items) => items.iter().map(said).collect::<Vec<_>>().join(", "),
+            Value::Object(object) => object
+                .iter()
+                .map(|(key, value)| format!("{key}={}", said(value)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+    capped(&said(value))
+}
+
+fn capped(text: &str) -> String {
+    if text.chars().count() > 200 {
+        format!("{}…", text.chars().take(199).collect::<String>())
+    } else {
+        text.to_string()
     }
 }
 
@@ -502,19 +706,6 @@ impl EmptyIsNull for Value {
     }
 }
 
-fn short(value: &Value) -> String {
-    let text = if value.is_null() {
-        "(unset)".to_string()
-    } else {
-        value.to_string()
-    };
-    if text.chars().count() > 100 {
-        format!("{}…", text.chars().take(99).collect::<String>())
-    } else {
-        text
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -650,6 +841,48 @@ mod tests {
     }
 
     #[test]
+    fn the_recorded_file_is_applied_from_its_own_project() {
+        assert_eq!(
+            up_from_recorded_file("/home/me/my proj/envctl/train.toml", "train"),
+            "cd '/home/me/my proj' && envctl up train"
+        );
+        assert_eq!(
+            up_from_recorded_file("/srv/team/profiles/train.toml", "train"),
+            "envctl up /srv/team/profiles/train.toml"
+        );
+    }
+
+    /// Issue 40: every changed field is named, each in the words of the profile, never the
+    /// Engine API's JSON: only the ports, mounts and limits that differ.
+    #[test]
+    fn ports_mounts_limits_and_gpus_drift_in_words() {
+        let created = body(
+            "image = \"busybox\"\nports = [\"8888:8888\", \"6006:6006\"]\nmounts = [\"/data:/data\", \"cache:/cache\"]\ncommand = [\"sleep\", \"1 day\"]\n[ulimits]\nmemlock = -1\nstack = 67108864\n",
+        );
+        let wanted = body(
+            "image = \"busybox\"\nports = [\"55888:8888\", \"6006:6006\"]\nmounts = [\"/data:/data:ro\", \"cache:/cache\"]\ngpus = 2\ncommand = [\"sleep\", \"2 days\"]\n[ulimits]\nmemlock = { soft = 65536, hard = 131072 }\nstack = 67108864\n",
+        );
+        let found = changes(&wanted, &inspected(&created));
+        assert_eq!(
+            found,
+            [
+                "command: sleep '1 day' → sleep '2 days'",
+                // What a GPU request brings along: the PCI order and room in /dev/shm.
+                "env: (unset) → CUDA_DEVICE_ORDER=PCI_BUS_ID",
+                "gpus: no GPUs → 2 GPUs",
+                "mounts: /data:/data → /data:/data:ro",
+                "ports: 127.0.0.1:8888:8888/tcp → 127.0.0.1:55888:8888/tcp",
+                "shm_size: 64 MiB → 8.0 GiB",
+                "ulimits: memlock=-1 → memlock=65536:131072",
+            ],
+            "{found:#?}"
+        );
+        for line in &found {
+            assert!(!line.contains(['{', '[', '"']), "JSON in {line}");
+        }
+    }
+
+    #[test]
     fn network_devices_capabilities_and_hostname_drift_in_profile_words() {
         let cluster = "image = \"busybox\"\nnetwork = \"host\"\ndevices = [\"/dev/infiniband\"]\ncap_add = [\"IPC_LOCK\"]\nhostname = \"node-0\"\n";
         let created = body(cluster);
@@ -664,10 +897,10 @@ mod tests {
         assert_eq!(
             changes(&created, &plain),
             [
-                "hostname: \"c0fa9052e6a3\" → \"node-0\"",
-                "cap_add: (unset) → [\"CAP_IPC_LOCK\"]",
-                "devices: (unset) → [{\"CgroupPermissions\":\"rwm\",\"PathInContainer\":\"/dev/infiniband\",\"PathOnHost\":\"/dev/infiniband\"}]",
-                "network: \"default\" → \"host\"",
+                "hostname: c0fa9052e6a3 → node-0",
+                "cap_add: (none) → IPC_LOCK",
+                "devices: (none) → /dev/infiniband",
+                "network: default → host",
             ]
         );
         // The profile dropped them: the network and the capability are named; the
@@ -675,10 +908,7 @@ mod tests {
         let dropped = changes(&body("image = \"busybox\"\n"), &inspected(&created));
         assert_eq!(
             dropped,
-            [
-                "cap_add: [\"CAP_IPC_LOCK\"] → (unset)",
-                "network: \"host\" → (unset)"
-            ]
+            ["cap_add: IPC_LOCK → (none)", "network: host → (unset)"]
         );
         assert_eq!(
             changes(&body("image = \"busybox\"\n"), &plain),
@@ -716,7 +946,7 @@ mod tests {
         assert_eq!(
             found,
             [
-                "image: \"busybox\" → \"busybox:1.36\"",
+                "image: busybox → busybox:1.36",
                 "env: A=1 → A=2",
                 "memory: 1.0 GiB → 2.0 GiB",
                 "cpus: 1 CPU → (unset)",
@@ -732,8 +962,8 @@ mod tests {
         assert_eq!(
             found,
             [
-                "command: [\"sleep\",\"infinity\"] → [\"python\",\"train.py\"]",
-                "init (envctl runs `--init` when the profile has no `command`): true → (unset)",
+                "command: sleep infinity → python train.py",
+                "init (envctl runs `--init` when the profile has no `command`): on → off",
             ]
         );
     }
@@ -785,7 +1015,7 @@ mod tests {
         dropped["HostConfig"]["Memory"] = Value::from(0);
         let missing = not_given(&wanted, &dropped, Stage::Created);
         assert_eq!(missing.len(), 2, "{missing:?}");
-        assert!(missing[0].starts_with("gpus: (unset)"), "{missing:?}");
+        assert!(missing[0].starts_with("gpus: no GPUs →"), "{missing:?}");
         assert!(missing[1].starts_with("memory: (unset)"), "{missing:?}");
         assert_eq!(
             not_given(&wanted, &inspected(&wanted), Stage::Created),

@@ -95,6 +95,7 @@ impl SpecError {
                 "-e" => "write `-e KEY=value`, or `-e KEY` to pass KEY from your environment".into(),
                 "-p" => "write `-p 8888:8888`, `-p 127.0.0.1:8888:8888` or `-p 8888:8888/udp`".into(),
                 // Each flag its own example: `--gpus 0` was given the mounts' (issue 40).
+                "--ulimit" => "write `--ulimit memlock=65536`, `--ulimit nofile=1024:4096` (soft:hard) or `--ulimit memlock=-1` (unlimited)".into(),
                 "--gpus" => "write `--gpus all`, `--gpus none`, a count (`--gpus 2`) or `--gpus device=0,1`".into(),
                 _ => "write `-v ./data:/data`, `-v /abs/path:/data:ro` or `-v VOLUME:/data`".into(),
             }),

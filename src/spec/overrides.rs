@@ -4,11 +4,13 @@
 //! Environment variables replace by key; a port replaces the profile's mappings of the
 //! same container port and protocol (`-p 18932:80` moves port 80 to host port 18932), or is
 //! appended; a mount replaces the profile's mount with the same target, or is appended;
-//! `--gpus` replaces `gpus`.
+//! `--gpus` replaces `gpus`; `--ulimit NAME=SOFT[:HARD]` replaces that one entry of
+//! `[ulimits]` (docker's syntax), so a bundled `memlock = -1` a daemon without
+//! CAP_SYS_RESOURCE cannot raise is escaped without editing the file.
 
 use std::collections::BTreeSet;
 
-use crate::profile::model::{GpuRequest, Mount, PortBinding, Profile};
+use crate::profile::model::{GpuRequest, Mount, PortBinding, Profile, ULIMIT_NAMES, Ulimit};
 use crate::profile::mounts::parse_mount_spec;
 use crate::profile::ports::parse_port_spec;
 
@@ -22,6 +24,8 @@ pub struct Overrides {
     pub mounts: Vec<Mount>,
     /// `--gpus`: replaces the profile's `gpus`.
     pub gpus: Option<GpuRequest>,
+    /// `--ulimit NAME=SOFT[:HARD]`: replaces `[ulimits] NAME`, the last flag of a name winning.
+    pub ulimits: Vec<(String, Ulimit)>,
     /// The keys of `-e KEY` (no `=`), whose value came from the shell: secret whatever
     /// their name, so no output shows them.
     pub from_shell: BTreeSet<String>,
@@ -96,6 +100,53 @@ impl Overrides {
             && self.ports.is_empty()
             && self.mounts.is_empty()
             && self.gpus.is_none()
+            && self.ulimits.is_empty()
+    }
+
+    /// `--ulimit NAME=SOFT[:HARD]`, in `docker run --ulimit`'s words: one of docker's
+    /// names, each limit an integer of 0 or more or -1 for unlimited, soft at most hard.
+    pub fn parse_ulimit(spec: &str) -> Result<(String, Ulimit), SpecError> {
+        let invalid = |message: String| SpecError::InvalidOverride {
+            flag: "--ulimit",
+            spec: spec.to_string(),
+            message,
+        };
+        let Some((name, limits)) = spec.split_once('=') else {
+            return Err(invalid("write NAME=SOFT or NAME=SOFT:HARD".into()));
+        };
+        let name = name.trim();
+        if !ULIMIT_NAMES.contains(&name) {
+            let known = ULIMIT_NAMES.join(", ");
+            return Err(invalid(
+                match crate::suggest::did_you_mean(name, &ULIMIT_NAMES) {
+                    Some(near) => format!("`{name}` is not a ulimit: did you mean `{near}`?"),
+                    None => format!("`{name}` is not a ulimit (docker's are {known})"),
+                },
+            ));
+        }
+        let limit = |text: &str| -> Result<i64, SpecError> {
+            match text.trim().parse::<i64>() {
+                Ok(value) if value >= -1 => Ok(value),
+                _ => Err(invalid(format!(
+                    "`{text}` is not a limit: an integer of 0 or more, or -1 for unlimited"
+                ))),
+            }
+        };
+        let (soft, hard) = match limits.split_once(':') {
+            Some((soft, hard)) => (limit(soft)?, limit(hard)?),
+            None => {
+                let value = limit(limits)?;
+                (value, value)
+            }
+        };
+        // -1 (unlimited) is above every number.
+        let above = |value: i64| if value == -1 { i64::MAX } else { value };
+        if above(soft) > above(hard) {
+            return Err(invalid(format!(
+                "the soft limit {soft} is above the hard limit {hard}"
+            )));
+        }
+        Ok((name.to_string(), Ulimit { soft, hard }))
     }
 
     /// `--gpus SPEC`, in `docker run --gpus`'s words: `all`, `none`, a count, or devices
@@ -145,6 +196,9 @@ impl Overrides {
         }
         if let Some(gpus) = &self.gpus {
             result.gpus = gpus.clone();
+        }
+        for (name, limit) in &self.ulimits {
+            result.ulimits.insert(name.clone(), *limit);
         }
         for port in &self.ports {
             let same = |existing: &PortBinding| {
@@ -258,6 +312,53 @@ mounts = ["./data:/data", "cache:/cache"]
             mounts,
             ["/srv/data:/data:ro", "cache:/cache", "models:/models"]
         );
+    }
+
+    #[test]
+    fn ulimits_read_as_docker_run_ulimit_reads_them_and_replace_one_entry() {
+        let resolved = resolve_text(
+            "base.toml",
+            "image = \"busybox:1\"\n[ulimits]\nmemlock = -1\nstack = 67108864\n",
+        )
+        .unwrap();
+        let mut overrides = Overrides::default();
+        for spec in ["memlock=65536", "nofile=1024:4096"] {
+            overrides
+                .ulimits
+                .push(Overrides::parse_ulimit(spec).unwrap());
+        }
+        assert!(!overrides.is_empty());
+        let profile = overrides.apply(&resolved.profile);
+        let limits: Vec<String> = profile
+            .ulimits
+            .iter()
+            .map(|(name, limit)| format!("{name}={}:{}", limit.soft, limit.hard))
+            .collect();
+        assert_eq!(
+            limits,
+            [
+                "memlock=65536:65536",
+                "nofile=1024:4096",
+                "stack=67108864:67108864"
+            ]
+        );
+        assert_eq!(
+            Overrides::parse_ulimit("memlock=-1").unwrap().1,
+            Ulimit { soft: -1, hard: -1 }
+        );
+        for (bad, said) in [
+            ("memlok=1", "did you mean `memlock`"),
+            ("memlock", "NAME=SOFT"),
+            ("memlock=x", "`x` is not a limit"),
+            ("memlock=-2", "`-2` is not a limit"),
+            ("nofile=10:5", "above the hard limit"),
+            ("nofile=-1:5", "above the hard limit"),
+        ] {
+            let error = Overrides::parse_ulimit(bad).unwrap_err();
+            assert!(error.to_string().contains("--ulimit"), "{bad}: {error}");
+            assert!(error.to_string().contains(said), "{bad}: {error}");
+            assert!(error.hint().unwrap().contains("--ulimit memlock="), "{bad}");
+        }
     }
 
     #[test]

@@ -32,7 +32,19 @@ pub fn write_error(printer: &Printer, error: &Error) {
                 printer.stderr_line(&format!("  {}", shown(setting)));
             }
         }
-        Error::ProfileChanged { changes, .. } => {
+        Error::ProfileChanged {
+            changes,
+            made_from,
+            profile,
+            ..
+        } => {
+            if let Some(file) = made_from {
+                printer.stderr_line(&format!(
+                    "  made from: {} (not the `{}` this folder names; the changes are that one's)",
+                    shown(file),
+                    shown(profile)
+                ));
+            }
             for change in changes {
                 printer.stderr_line(&format!("  changed: {}", shown(&change.to_string())));
             }

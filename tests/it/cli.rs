@@ -259,7 +259,8 @@ fn show_text_is_the_whole_profile_its_hash_included() {
 fn show_unknown_profile_suggests_a_name() {
     let directory = TempDir::new().unwrap();
     let shown = run(directory.path(), &["profiles", "show", "pytorch-2.88"]);
-    assert_eq!(shown.code, 2);
+    // A name that names nothing: 1, as `docker exec nosuch` (issue 40).
+    assert_eq!(shown.code, 1);
     assert_eq!(shown.stdout, "");
     insta::assert_snapshot!("profiles_show_unknown", shown.stderr);
 }
@@ -435,6 +436,16 @@ fn new_from_copies_the_resolved_profile() {
     let original = json(&run(root, &["profiles", "show", "pytorch-2.8-devel", "--json"]).stdout);
     let mut copied_profile = copy["profile"]["profile"].clone();
     copied_profile["name"] = original["profile"]["profile"]["name"].clone();
+    // Issue 40: a project's copy asks for GPUs where there are some, so the README's quick
+    // start `up`s on a laptop too; the rest is the bundled profile's.
+    assert_eq!(original["profile"]["profile"]["gpus"], "all");
+    assert_eq!(copied_profile["gpus"], "optional");
+    copied_profile["gpus"] = original["profile"]["profile"]["gpus"].clone();
+    // …and leaves out the unlimited memlock a daemon without CAP_SYS_RESOURCE refuses.
+    let memlock = &original["profile"]["profile"]["ulimits"]["memlock"];
+    assert_eq!(memlock["soft"], -1, "{memlock}");
+    assert!(copied_profile["ulimits"].get("memlock").is_none());
+    copied_profile["ulimits"]["memlock"] = memlock.clone();
     assert_eq!(
         copied_profile, original["profile"]["profile"],
         "the copy resolves to the same settings"

@@ -562,3 +562,164 @@ fn a_container_made_with_overrides_is_started_again_as_it_was_made() {
     assert_eq!(other.code, 1, "{other}");
     assert!(other.stderr.contains("FOO=bar → FOO=baz"), "{other}");
 }
+
+/// Issue 40: drift is judged against the profile file the container records
+/// (`envctl.profile-file`), not whatever the name resolves to in the folder asking: from
+/// another folder, where the name is another profile, `ps` says `current`; once the
+/// container's own file changes it says `changed`, and its hint applies that file from
+/// its own project (the relative mounts are that folder's), which works.
+#[test]
+fn drift_is_judged_against_the_file_the_container_was_made_from() {
+    if !require_daemon() {
+        return;
+    }
+    let started = started();
+    let project = started.folder.path();
+    let profile = started.profile.as_str();
+    let name = started.container.name().to_string();
+    let file = project.join(format!("envctl/{profile}.toml"));
+    // Another folder, where the profile's name is another profile.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(elsewhere.path().join("envctl")).unwrap();
+    std::fs::write(
+        elsewhere.path().join(format!("envctl/{profile}.toml")),
+        format!("image = \"{}\"\nmemory = \"128m\"\n", test_image()),
+    )
+    .unwrap();
+    let row = |run: &Run| {
+        let listing: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        listing["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == name.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {run}"))
+    };
+    let listed = envctl(elsewhere.path(), &["--json", "ps"], "");
+    assert_eq!(listed.code, 0, "{listed}");
+    let found = row(&listed);
+    assert_eq!(found["drift"], "current", "{found}");
+    assert_eq!(found["profile_file"], file.to_str().unwrap(), "{found}");
+    let quiet = envctl(elsewhere.path(), &["ps"], "");
+    assert!(!quiet.stderr.contains(&name), "{quiet}");
+    // `up` there names the file the container was made from before offering `--recreate`.
+    let refused = envctl(elsewhere.path(), &["up", profile], "");
+    assert_eq!(refused.code, 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("made from: {}", file.display()))
+            && refused.stderr.contains(&format!(
+                "`cd {} && envctl up {profile}` judges it against the file it was made from",
+                project.display()
+            ))
+            && refused.stderr.contains("memory: 64 MiB → 128 MiB"),
+        "{refused}"
+    );
+
+    // Its own file changes: `changed`, from any folder, with the command that applies it.
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("memory = \"64m\"", "memory = \"96m\"");
+    std::fs::write(&file, text).unwrap();
+    let listed = envctl(elsewhere.path(), &["--json", "ps"], "");
+    assert_eq!(row(&listed)["drift"], "changed", "{listed}");
+    let warned = envctl(elsewhere.path(), &["ps"], "");
+    let command = format!("cd {} && envctl up {profile} --recreate", project.display());
+    assert!(
+        warned.stderr.contains(&format!("`{command}` applies it")),
+        "{warned}"
+    );
+    // The hint, run as written (`cd` into the project, then envctl there).
+    let applied = envctl(project, &["up", profile, "--recreate"], "");
+    assert_eq!(applied.code, 0, "{applied}");
+    assert_eq!(
+        docker_stdout(["inspect", "-f", "{{.HostConfig.Memory}}", &name]),
+        (96u64 << 20).to_string()
+    );
+    let listed = envctl(elsewhere.path(), &["--json", "ps"], "");
+    assert_eq!(row(&listed)["drift"], "current", "{listed}");
+}
+
+/// Issue 40: a `--hosts` name that is no team host, docker context or URL is a typo, said
+/// at once (exit 2) with the nearest name — `@tema` is `@team`, `gpu9` the team's `gpu1`,
+/// `gpu-tow` the context `gpu-two` — never listed as a host that cannot be reached (exit 0).
+#[test]
+fn a_misspelt_host_is_an_error_with_the_nearest_name() {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join("envctl/hosts.toml"),
+        "[hosts]\ngpu1 = \"tcp://127.0.0.1:9\"\n",
+    )
+    .unwrap();
+    let config = folder.path().join("docker-config");
+    // The docker CLI's store: a folder named by the SHA-256 of the context's name.
+    let meta = config
+        .join("contexts/meta/a87cedb2c6eccbab704bbf9f6049c886974406a72ee3f705dc8f3cce3a8ea578");
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::write(
+        meta.join("meta.json"),
+        r#"{"Name":"gpu-two","Endpoints":{"docker":{"Host":"tcp://127.0.0.1:9"}}}"#,
+    )
+    .unwrap();
+    let hosts = |list: &str, command: &str| {
+        let mut arguments = vec![command, "--hosts", list];
+        if command == "stats" {
+            arguments.push("--once");
+        }
+        let output = envctl_in(folder.path())
+            .env("DOCKER_CONFIG", &config)
+            .args(&arguments)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        Run::of(output)
+    };
+    for command in ["ps", "doctor", "stats"] {
+        for (typo, near) in [("@tema", "@team"), ("gpu9", "gpu1"), ("gpu-tow", "gpu-two")] {
+            let run = hosts(&format!("gpu1,{typo}"), command);
+            assert_eq!(run.code, 2, "{command} --hosts {typo}: {run}");
+            assert!(
+                run.stderr
+                    .contains(&format!("`{typo}` is no host of the team file"))
+                    && run.stderr.contains(&format!("did you mean `{near}`?")),
+                "{command} --hosts {typo}: {run}"
+            );
+        }
+    }
+    // The names themselves are hosts: listed, each unreachable one a row saying why.
+    let run = hosts("gpu1,gpu-two", "ps");
+    assert_eq!(run.code, 0, "{run}");
+}
+
+/// Issue 40: a name that names nothing exits 1 whichever command it is given to, as
+/// `docker exec nosuch` does: a profile (`up`, `profiles show`, `export`, a missing file)
+/// as a container (`exec`, `down`); each says the nearest name where there is one.
+#[test]
+fn a_name_that_names_nothing_exits_1_everywhere() {
+    if !require_daemon() {
+        return;
+    }
+    let started = started();
+    let folder = started.folder.path();
+    let profile = started.profile.as_str();
+    // One letter off the started profile's name.
+    let typo = format!("{profile}x");
+    for arguments in [
+        vec!["up", typo.as_str()],
+        vec!["up", "./no-such-file.toml"],
+        vec!["profiles", "show", typo.as_str()],
+        vec!["export", typo.as_str(), "--to", "compose"],
+        vec!["exec", typo.as_str(), "echo", "hi"],
+        vec!["down", typo.as_str()],
+    ] {
+        let run = envctl(folder, &arguments, "");
+        assert_eq!(run.code, 1, "{arguments:?}: {run}");
+        assert!(run.stderr.starts_with("error: "), "{arguments:?}: {run}");
+    }
+    // Malformed input stays a usage error.
+    let run = envctl(folder, &["up", profile, "--ulimit", "memlok=1"], "");
+    assert_eq!(run.code, 2, "{run}");
+}

@@ -1608,3 +1608,40 @@ fn the_port_conflict_hint_runs_and_moves_the_port() {
         "{published}"
     );
 }
+
+/// Issue 40: `up --ulimit NAME=SOFT[:HARD]` (docker's syntax) escapes a profile's ulimit
+/// the daemon may not raise: the container gets the flag's limit, and the refusal's hint
+/// names the flag. A daemon that can raise `memlock = -1` starts the plain one as well.
+#[test]
+fn up_ulimit_replaces_the_profiles_limit_a_daemon_may_not_raise() {
+    if !require_daemon() {
+        return;
+    }
+    let scenario = Scenario::new("up-ulimit");
+    scenario.write_profile(&test_image(), "[ulimits]\nmemlock = -1\nstack = 67108864\n");
+    let plain = scenario.up(&[]);
+    if plain.code != 0 {
+        assert!(
+            plain.stderr.contains("`memlock`") && plain.stderr.contains("--ulimit memlock="),
+            "{plain}"
+        );
+    }
+    let bad = scenario.up(&["--recreate", "--ulimit", "memlok=65536"]);
+    bad.expect_code(2, "a misspelt ulimit");
+    assert!(bad.stderr.contains("did you mean `memlock`"), "{bad}");
+    let run = scenario.up(&["--recreate", "--ulimit", "memlock=65536"]);
+    run.expect_code(0, "up --ulimit memlock=65536");
+    assert!(scenario.is_running(), "{run}");
+    let limits = &scenario.inspect()["HostConfig"]["Ulimits"];
+    let limit = |name: &str| {
+        limits
+            .as_array()
+            .and_then(|limits| limits.iter().find(|limit| limit["Name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {limits}"))
+    };
+    assert_eq!(limit("memlock")["Soft"], 65536, "{limits}");
+    assert_eq!(limit("memlock")["Hard"], 65536, "{limits}");
+    // The profile's other limits are kept.
+    assert_eq!(limit("stack")["Soft"], 67108864, "{limits}");
+}
