@@ -38,6 +38,7 @@ mod exec;
 mod export;
 mod export_clusters;
 mod export_origin;
+mod fatbin_corpus;
 mod faults;
 mod forward;
 mod gpu_facts;
