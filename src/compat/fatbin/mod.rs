@@ -10,6 +10,8 @@
 //!   driver's CUDA release: machine code runs, PTX is JIT-compiled, or "no kernel image is
 //!   available for execution on the device", naming the library, its package and the fix.
 //! - `ptx_isa` — which CUDA release introduced each PTX ISA version (what a driver can JIT).
+//! - `fixture` (tests) — builds synthetic fat binaries and ELF files; `tests` reads them;
+//!   `verdict_tests` judges the image × GPU cases of `tests/corpus/fatbin/verdicts.toml`.
 //!
 //! What is read ([`LibraryCode`]): per section, the containers and each entry's kind
 //! (SASS cubin or PTX), architecture and `a`/`f` variant, the PTX ISA version of a PTX
@@ -33,6 +35,8 @@ mod verdict;
 pub mod fixture;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verdict_tests;
 
 use std::fmt;
 
