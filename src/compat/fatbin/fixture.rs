@@ -143,3 +143,93 @@ pub fn elf(sections: &[(&str, &[u8])]) -> Vec<u8> {
     file[0x3e..0x40].copy_from_slice(&(count - 1).to_le_bytes());
     file
 }
+
+/// One tar header block for `path` (GNU `L` long names are the caller's), type `flag`.
+fn tar_header(path: &str, size: usize, flag: u8) -> [u8; 512] {
+    let mut header = [0u8; 512];
+    let name = path.as_bytes();
+    let length = name.len().min(100);
+    header[..length].copy_from_slice(&name[..length]);
+    header[100..108].copy_from_slice(b"0000644\0");
+    header[108..116].copy_from_slice(b"0000000\0");
+    header[116..124].copy_from_slice(b"0000000\0");
+    header[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
+    header[136..148].copy_from_slice(b"00000000000\0");
+    header[156] = flag;
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header.iter().map(|byte| u32::from(*byte)).sum();
+    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    header
+}
+
+fn tar_push(out: &mut Vec<u8>, header: [u8; 512], body: &[u8]) {
+    out.extend_from_slice(&header);
+    out.extend_from_slice(body);
+    while !out.len().is_multiple_of(512) {
+        out.push(0);
+    }
+}
+
+/// A tar archive of regular files; a path over 100 bytes gets a GNU long-name record.
+pub fn tar(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (path, body) in files {
+        if path.len() > 100 {
+            let mut name = path.as_bytes().to_vec();
+            name.push(0);
+            tar_push(
+                &mut out,
+                tar_header("././@LongLink", name.len(), b'L'),
+                &name,
+            );
+        }
+        tar_push(&mut out, tar_header(path, body.len(), b'0'), body);
+    }
+    out.extend_from_slice(&[0u8; 1024]);
+    out
+}
+
+/// A tar archive whose one file's path comes from a pax extended header.
+pub fn tar_with_pax_path(path: &str, body: &[u8]) -> Vec<u8> {
+    let record_body = format!("path={path}\n");
+    // The length counts itself: try the digits until they agree.
+    let mut length = record_body.len() + 3;
+    while format!("{length} {record_body}").len() != length {
+        length += 1;
+    }
+    let record = format!("{length} {record_body}");
+    let mut out = Vec::new();
+    tar_push(
+        &mut out,
+        tar_header("PaxHeaders/x", record.len(), b'x'),
+        record.as_bytes(),
+    );
+    tar_push(&mut out, tar_header("short-name", body.len(), b'0'), body);
+    out.extend_from_slice(&[0u8; 1024]);
+    out
+}
+
+/// `docker save`'s legacy layout: `<name>/layer.tar` for each layer, in archive order
+/// `layers`, and a manifest listing `order`.
+pub fn image_archive(layers: &[(&str, Vec<u8>)], order: &[&str]) -> Vec<u8> {
+    let manifest = format!(
+        "[{{\"Config\":\"config.json\",\"RepoTags\":[\"test:1\"],\"Layers\":[{}]}}]",
+        order
+            .iter()
+            .map(|name| format!("\"{name}/layer.tar\""))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let paths: Vec<String> = layers
+        .iter()
+        .map(|(name, _)| format!("{name}/layer.tar"))
+        .collect();
+    let mut files: Vec<(&str, &[u8])> = vec![("config.json", b"{}")];
+    for (path, (_, bytes)) in paths.iter().zip(layers) {
+        files.push((path, bytes));
+    }
+    files.push(("manifest.json", manifest.as_bytes()));
+    tar(&files)
+}

@@ -9,6 +9,9 @@
 //! - `verdict` — [`judge`]: a library's lists against a GPU's compute capability and the
 //!   driver's CUDA release: machine code runs, PTX is JIT-compiled, or "no kernel image is
 //!   available for execution on the device", naming the library, its package and the fix.
+//! - `image` — [`scan_archive`]: every shared object of an image archive (`docker save`'s
+//!   tar of layer tars), in one streaming pass, with whiteouts and the package each came
+//!   from (`*.dist-info/RECORD`); `tar` — the streaming tar reader it uses.
 //! - `ptx_isa` — which CUDA release introduced each PTX ISA version (what a driver can JIT).
 //! - `fixture` (tests) — builds synthetic fat binaries and ELF files; `tests` reads them;
 //!   `verdict_tests` judges the image × GPU cases of `tests/corpus/fatbin/verdicts.toml`.
@@ -28,11 +31,15 @@
 
 mod container;
 mod elf;
+mod image;
 mod ptx_isa;
+mod tar;
 mod verdict;
 
 #[cfg(test)]
 pub mod fixture;
+#[cfg(test)]
+mod image_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -44,7 +51,11 @@ use serde::Serialize;
 
 pub use container::{Damage, DamageKind};
 pub use elf::{ElfError, FATBIN_SECTIONS, is_elf};
+pub use image::{
+    ImageLibrary, ImageScan, ImageScanError, UnreadLibrary, is_shared_object, scan_archive,
+};
 pub use ptx_isa::{PtxIsa, cuda_of_ptx_isa};
+pub use tar::TarError;
 pub use verdict::{GPU_LIBRARY_ARCH, Library, LibraryVerdict, judge, library_finding};
 
 use super::values::{Target, TargetKind, TargetSuffix};
