@@ -181,3 +181,111 @@ fn reader_lists_equal_cuobjdump_library_by_library() {
         "the corpus lost its library cuobjdump cannot read"
     );
 }
+
+/// The libraries of the image test: (path in the corpus folder, path in the image).
+const IMAGE_LIBRARIES: [&str; 4] = [
+    "libbitsandbytes_cuda118.so",
+    "libbitsandbytes_cuda132.so",
+    "libbitsandbytes_cpu.so",
+    "libbitsandbytes_rocm64.so",
+];
+
+/// A real daemon's image archive: an image imported from a root filesystem holding four
+/// of bitsandbytes' libraries (two with fat binaries, one host-only, one ROCm) and the
+/// wheel's RECORD, saved by `docker save` and scanned: each CUDA library found with its
+/// package and cuobjdump's lists, and judged on an sm_120 GPU as the corpus says.
+#[test]
+fn a_saved_image_yields_its_libraries_as_cuobjdump_lists_them() {
+    use envctl::compat::ComputeCapability;
+    use envctl::compat::fatbin::{judge, scan_archive};
+
+    use crate::support::docker::{ImageGuard, docker_stdout, require_daemon, unique_name};
+
+    const TEST: &str = "fatbin_corpus::a_saved_image_yields_its_libraries_as_cuobjdump_lists_them";
+    if !require_daemon() {
+        return;
+    }
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/fatbin/corpus.toml"),
+    )
+    .unwrap();
+    let corpus: Corpus = toml::from_str(&text).unwrap();
+    let folder = corpus_folder().join("bitsandbytes/bitsandbytes");
+    if !folder.join(IMAGE_LIBRARIES[0]).is_file() {
+        skip_or_panic(
+            "the CUDA libraries of tests/corpus/fatbin are not fetched",
+            TEST,
+            &format!(
+                "{} holds no {}.\nhint: bash tests/corpus/fatbin/fetch.sh",
+                folder.display(),
+                IMAGE_LIBRARIES[0]
+            ),
+        );
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("root");
+    let site = "usr/lib/python3.12/site-packages";
+    let installed = root.join(site).join("bitsandbytes");
+    std::fs::create_dir_all(&installed).unwrap();
+    let mut record = String::new();
+    for library in IMAGE_LIBRARIES {
+        std::fs::copy(folder.join(library), installed.join(library)).unwrap();
+        record.push_str(&format!("bitsandbytes/{library},sha256=unchecked,0\n"));
+    }
+    let dist_info = root.join(site).join("bitsandbytes-0.50.2.dist-info");
+    std::fs::create_dir_all(&dist_info).unwrap();
+    std::fs::write(dist_info.join("RECORD"), record).unwrap();
+    let rootfs = work.path().join("rootfs.tar");
+    let status = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .arg("-cf")
+        .arg(&rootfs)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(status.success(), "tar: {status}");
+    let reference = format!("{}:1", unique_name("envctl-test-fatbin"));
+    docker_stdout([
+        "import",
+        "--change",
+        "LABEL envctl.test=1",
+        rootfs.to_str().unwrap(),
+        reference.as_str(),
+    ]);
+    let _guard = ImageGuard::new(reference.clone());
+    let saved = work.path().join("saved.tar");
+    docker_stdout(["save", "-o", saved.to_str().unwrap(), reference.as_str()]);
+
+    let scan = scan_archive(std::fs::File::open(&saved).unwrap()).unwrap();
+    assert!(scan.unread_layers.is_empty(), "{:?}", scan.unread_layers);
+    assert!(scan.unreadable.is_empty(), "{:?}", scan.unreadable);
+    assert_eq!(scan.shared_objects, IMAGE_LIBRARIES.len());
+    let found: Vec<&str> = scan
+        .libraries
+        .iter()
+        .map(|library| library.path.as_str())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            format!("{site}/bitsandbytes/libbitsandbytes_cuda118.so"),
+            format!("{site}/bitsandbytes/libbitsandbytes_cuda132.so"),
+        ]
+    );
+    let blackwell = ComputeCapability::new(12, 0);
+    for library in &scan.libraries {
+        assert_eq!(library.package.as_deref(), Some("bitsandbytes 0.50.2"));
+        let file = library.path.rsplit('/').next().unwrap();
+        let expected = corpus
+            .library
+            .iter()
+            .find(|expected| expected.path.ends_with(&format!("/{file}")))
+            .unwrap();
+        assert!(compare(expected, &library.code).is_empty(), "{file}");
+        // CUDA 11.8's build stops at sm_90: no kernel image on sm_120; 13.2's has sm_120.
+        let fails = judge(&library.code, blackwell, None).fails();
+        assert_eq!(fails, file.contains("cuda118"), "{file}");
+    }
+}
