@@ -193,11 +193,16 @@ const IMAGE_LIBRARIES: [&str; 4] = [
 /// A real daemon's image archive: an image imported from a root filesystem holding four
 /// of bitsandbytes' libraries (two with fat binaries, one host-only, one ROCm) and the
 /// wheel's RECORD, saved by `docker save` and scanned: each CUDA library found with its
-/// package and cuobjdump's lists, and judged on an sm_120 GPU as the corpus says.
+/// package and cuobjdump's lists, and judged on an sm_120 GPU as the corpus says; the
+/// engine adapter, streaming `GET /images/{name}/get`, finds exactly the same.
 #[test]
 fn a_saved_image_yields_its_libraries_as_cuobjdump_lists_them() {
+    use std::time::{Duration, Instant};
+
     use envctl::compat::ComputeCapability;
     use envctl::compat::fatbin::{judge, scan_archive};
+    use envctl::engine::Engine;
+    use envctl::engine::image_scan::ImageLibrariesError;
 
     use crate::support::docker::{ImageGuard, docker_stdout, require_daemon, unique_name};
 
@@ -259,6 +264,39 @@ fn a_saved_image_yields_its_libraries_as_cuobjdump_lists_them() {
     docker_stdout(["save", "-o", saved.to_str().unwrap(), reference.as_str()]);
 
     let scan = scan_archive(std::fs::File::open(&saved).unwrap()).unwrap();
+    // Through the engine adapter: the daemon's stream, scanned as it comes, finds the same.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let engine = Engine::connect(
+        std::env::var("DOCKER_HOST").ok().as_deref(),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let streamed = runtime
+        .block_on(engine.image_libraries(&reference))
+        .unwrap();
+    let streamed_in = started.elapsed();
+    assert_eq!(streamed, scan);
+    let started = Instant::now();
+    let saved_to_null = std::process::Command::new("sh")
+        .args(["-c", &format!("docker save '{reference}' >/dev/null")])
+        .status()
+        .unwrap();
+    assert!(saved_to_null.success(), "docker save: {saved_to_null}");
+    eprintln!(
+        "scan through the daemon {streamed_in:?}, docker save to /dev/null {:?} ({} bytes of archive)",
+        started.elapsed(),
+        std::fs::metadata(&saved).unwrap().len()
+    );
+    // An image the daemon does not have: the daemon's answer, named with the image.
+    let missing = runtime.block_on(engine.image_libraries("envctl-test-fatbin-missing:1"));
+    assert!(
+        matches!(missing, Err(ImageLibrariesError::Engine { ref image, .. }) if image == "envctl-test-fatbin-missing:1"),
+        "{missing:?}"
+    );
     assert!(scan.unread_layers.is_empty(), "{:?}", scan.unread_layers);
     assert!(scan.unreadable.is_empty(), "{:?}", scan.unreadable);
     assert_eq!(scan.shared_objects, IMAGE_LIBRARIES.len());
