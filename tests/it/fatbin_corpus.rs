@@ -9,6 +9,8 @@
 //! Without the fetched libraries the test is skipped and the skip recorded (a failure
 //! under ENVCTL_REQUIRE_DOCKER=1, as in CI).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -204,7 +206,7 @@ fn a_saved_image_yields_its_libraries_as_cuobjdump_lists_them() {
     use envctl::engine::Engine;
     use envctl::engine::image_scan::ImageLibrariesError;
 
-    use crate::support::docker::{ImageGuard, docker_stdout, require_daemon, unique_name};
+    use crate::support::docker::{docker_stdout, require_daemon};
 
     const TEST: &str = "fatbin_corpus::a_saved_image_yields_its_libraries_as_cuobjdump_lists_them";
     if !require_daemon() {
@@ -228,38 +230,8 @@ fn a_saved_image_yields_its_libraries_as_cuobjdump_lists_them() {
         );
         return;
     }
-    let work = tempfile::tempdir().unwrap();
-    let root = work.path().join("root");
-    let site = "usr/lib/python3.12/site-packages";
-    let installed = root.join(site).join("bitsandbytes");
-    std::fs::create_dir_all(&installed).unwrap();
-    let mut record = String::new();
-    for library in IMAGE_LIBRARIES {
-        std::fs::copy(folder.join(library), installed.join(library)).unwrap();
-        record.push_str(&format!("bitsandbytes/{library},sha256=unchecked,0\n"));
-    }
-    let dist_info = root.join(site).join("bitsandbytes-0.50.2.dist-info");
-    std::fs::create_dir_all(&dist_info).unwrap();
-    std::fs::write(dist_info.join("RECORD"), record).unwrap();
-    let rootfs = work.path().join("rootfs.tar");
-    let status = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&rootfs)
-        .arg(".")
-        .status()
-        .unwrap();
-    assert!(status.success(), "tar: {status}");
-    let reference = format!("{}:1", unique_name("envctl-test-fatbin"));
-    docker_stdout([
-        "import",
-        "--change",
-        "LABEL envctl.test=1",
-        rootfs.to_str().unwrap(),
-        reference.as_str(),
-    ]);
-    let _guard = ImageGuard::new(reference.clone());
+    let (work, reference, _guard) = import_bitsandbytes_image(&folder, &IMAGE_LIBRARIES);
+    let site = SITE;
     let saved = work.path().join("saved.tar");
     docker_stdout(["save", "-o", saved.to_str().unwrap(), reference.as_str()]);
 
@@ -326,4 +298,60 @@ fn a_saved_image_yields_its_libraries_as_cuobjdump_lists_them() {
         let fails = judge(&library.code, blackwell, None).fails();
         assert_eq!(fails, file.contains("cuda118"), "{file}");
     }
+}
+
+/// Where the image test puts bitsandbytes.
+pub const SITE: &str = "usr/lib/python3.12/site-packages";
+
+/// The folder of the fetched bitsandbytes libraries, when fetched.
+pub fn bitsandbytes_folder() -> Option<PathBuf> {
+    let folder = corpus_folder().join("bitsandbytes/bitsandbytes");
+    folder.join(IMAGE_LIBRARIES[0]).is_file().then_some(folder)
+}
+
+/// Imports an image (labelled `envctl.test=1`) whose root holds `libraries` of `folder` in
+/// bitsandbytes' site-packages folder with the wheel's RECORD: its work folder, its
+/// reference and the guard that removes it.
+pub fn import_bitsandbytes_image(
+    folder: &Path,
+    libraries: &[&str],
+) -> (
+    tempfile::TempDir,
+    String,
+    crate::support::docker::ImageGuard,
+) {
+    use crate::support::docker::{ImageGuard, docker_stdout, unique_name};
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("root");
+    let site = SITE;
+    let installed = root.join(site).join("bitsandbytes");
+    std::fs::create_dir_all(&installed).unwrap();
+    let mut record = String::new();
+    for library in libraries {
+        std::fs::copy(folder.join(library), installed.join(library)).unwrap();
+        record.push_str(&format!("bitsandbytes/{library},sha256=unchecked,0\n"));
+    }
+    let dist_info = root.join(site).join("bitsandbytes-0.50.2.dist-info");
+    std::fs::create_dir_all(&dist_info).unwrap();
+    std::fs::write(dist_info.join("RECORD"), record).unwrap();
+    let rootfs = work.path().join("rootfs.tar");
+    let status = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .arg("-cf")
+        .arg(&rootfs)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(status.success(), "tar: {status}");
+    let reference = format!("{}:1", unique_name("envctl-test-fatbin"));
+    docker_stdout([
+        "import",
+        "--change",
+        "LABEL envctl.test=1",
+        rootfs.to_str().unwrap(),
+        reference.as_str(),
+    ]);
+    let guard = ImageGuard::new(reference.clone());
+    (work, reference, guard)
 }

@@ -31,6 +31,7 @@ mod dashboard;
 mod docker_habits;
 mod docker_support;
 mod doctor;
+mod doctor_libraries;
 mod engine_facts;
 mod engine_kind;
 mod engines;

@@ -16,11 +16,14 @@
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::tar::{EntryType, TarError, TarReader};
-use super::{LibraryCode, read_library};
+use super::{LibraryCode, LibrarySummary, read_library};
+
+/// The version of [`ImageLibraries`]' cached form; a cache of another version is rescanned.
+pub const IMAGE_LIBRARIES_SCHEMA: u32 = 1;
 
 /// A `RECORD` larger than this is not read (they are kilobytes).
 const RECORD_LIMIT: u64 = 16 * 1024 * 1024;
@@ -54,7 +57,7 @@ pub struct ImageLibrary {
 }
 
 /// A library that could not be read, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnreadLibrary {
     pub path: String,
     pub why: String,
@@ -69,6 +72,49 @@ pub struct ImageScan {
     pub unread_layers: Vec<String>,
     /// Shared objects looked at, GPU code or not.
     pub shared_objects: usize,
+}
+
+/// What the verdicts need of an image's scan, kept per image id
+/// (`$XDG_CACHE_HOME/envctl/image-libraries/`): an image's layers never change under its id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageLibraries {
+    pub schema_version: u32,
+    /// The image id the daemon gave (`sha256:…`), when it gave one.
+    pub image_id: Option<String>,
+    pub libraries: Vec<ScannedLibrary>,
+    pub unreadable: Vec<UnreadLibrary>,
+    pub unread_layers: Vec<String>,
+    pub shared_objects: usize,
+}
+
+/// One library of [`ImageLibraries`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScannedLibrary {
+    pub path: String,
+    pub package: Option<String>,
+    pub code: LibrarySummary,
+}
+
+impl ImageScan {
+    /// What the verdicts need of it, for the image `image_id`.
+    pub fn libraries(&self, image_id: Option<&str>) -> ImageLibraries {
+        ImageLibraries {
+            schema_version: IMAGE_LIBRARIES_SCHEMA,
+            image_id: image_id.map(str::to_string),
+            libraries: self
+                .libraries
+                .iter()
+                .map(|library| ScannedLibrary {
+                    path: library.path.clone(),
+                    package: library.package.clone(),
+                    code: library.code.summary(),
+                })
+                .collect(),
+            unreadable: self.unreadable.clone(),
+            unread_layers: self.unread_layers.clone(),
+            shared_objects: self.shared_objects,
+        }
+    }
 }
 
 /// What one file of a layer is, for the merge.

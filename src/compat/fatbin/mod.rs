@@ -47,16 +47,20 @@ mod verdict_tests;
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use container::{Damage, DamageKind};
 pub use elf::{ElfError, FATBIN_SECTIONS, is_elf};
 pub use image::{
-    ImageLibrary, ImageScan, ImageScanError, UnreadLibrary, is_shared_object, scan_archive,
+    IMAGE_LIBRARIES_SCHEMA, ImageLibraries, ImageLibrary, ImageScan, ImageScanError,
+    ScannedLibrary, UnreadLibrary, is_shared_object, scan_archive,
 };
 pub use ptx_isa::{PtxIsa, cuda_of_ptx_isa};
 pub use tar::TarError;
-pub use verdict::{GPU_LIBRARY_ARCH, Library, LibraryVerdict, judge, library_finding};
+pub use verdict::{
+    GPU_LIBRARY_ARCH, Library, LibraryVerdict, image_findings, judge, judge_summary,
+    library_finding,
+};
 
 use super::values::{Target, TargetKind, TargetSuffix};
 use super::version::ComputeCapability;
@@ -155,7 +159,7 @@ pub struct LibraryCode {
 }
 
 /// One PTX target with the newest PTX ISA version any of its entries carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PtxTarget {
     pub target: Target,
     pub isa: PtxIsa,
@@ -165,6 +169,18 @@ impl fmt::Display for PtxTarget {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(formatter, "{} (PTX ISA {})", self.target, self.isa)
     }
+}
+
+/// What the verdicts read of a library: its loaded lists and whether they are complete.
+/// Small and plain, so that a scan can be cached per image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibrarySummary {
+    pub sass: Vec<Target>,
+    pub ptx: Vec<PtxTarget>,
+    /// Whether the runtime finds any fat binary to load.
+    pub has_gpu_code: bool,
+    /// Why the lists may be incomplete (damage, entries envctl cannot name).
+    pub incomplete: Option<String>,
 }
 
 /// Orders targets by capability, then portable < `a` < `f` (sm_90 < sm_90a < sm_100).
@@ -252,6 +268,24 @@ impl LibraryCode {
     pub fn damage(&self) -> Option<(&'static str, &Damage)> {
         self.loaded()
             .find_map(|section| section.damage.as_ref().map(|damage| (section.name, damage)))
+    }
+
+    /// What the verdicts read of it.
+    pub fn summary(&self) -> LibrarySummary {
+        let unnamed = self.unnamed_entries();
+        let incomplete = match self.damage() {
+            Some((section, damage)) => Some(format!("its {section} section is damaged {damage}")),
+            None if unnamed > 0 => Some(format!(
+                "{unnamed} of its entries are of a kind or architecture envctl cannot name"
+            )),
+            None => None,
+        };
+        LibrarySummary {
+            sass: self.sass(),
+            ptx: self.ptx(),
+            has_gpu_code: self.has_gpu_code(),
+            incomplete,
+        }
     }
 
     /// Whether payloads are compressed (as `cuobjdump` would have to decompress them).

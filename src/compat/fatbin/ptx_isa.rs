@@ -8,12 +8,12 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::profile::model::CudaVersion;
 
 /// A PTX ISA version: `.version 8.8` in a PTX file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct PtxIsa {
     pub major: u32,
     pub minor: u32,

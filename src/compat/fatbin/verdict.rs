@@ -17,7 +17,7 @@ use crate::compat::values::Target;
 use crate::compat::version::ComputeCapability;
 use crate::profile::model::CudaVersion;
 
-use super::{LibraryCode, PtxTarget, cuda_of_ptx_isa};
+use super::{ImageLibraries, LibraryCode, LibrarySummary, PtxTarget, cuda_of_ptx_isa};
 
 pub const GPU_LIBRARY_ARCH: &str = "gpu.library-arch";
 
@@ -63,10 +63,19 @@ pub fn judge(
     capability: ComputeCapability,
     driver_cuda: Option<CudaVersion>,
 ) -> LibraryVerdict {
-    if !code.has_gpu_code() {
+    judge_summary(&code.summary(), capability, driver_cuda)
+}
+
+/// [`judge`] over what a scan kept of a library.
+pub fn judge_summary(
+    code: &LibrarySummary,
+    capability: ComputeCapability,
+    driver_cuda: Option<CudaVersion>,
+) -> LibraryVerdict {
+    if !code.has_gpu_code {
         return LibraryVerdict::NoGpuCode;
     }
-    let sass = code.sass();
+    let sass = &code.sass;
     if let Some(native) = sass
         .iter()
         .filter(|target| target.machine_code_runs_on(capability))
@@ -74,7 +83,7 @@ pub fn judge(
     {
         return LibraryVerdict::Native(*native);
     }
-    let ptx = code.ptx();
+    let ptx = &code.ptx;
     let mut reachable: Vec<PtxTarget> = ptx
         .iter()
         .filter(|entry| target_reach(entry.target, capability).is_ok())
@@ -91,18 +100,8 @@ pub fn judge(
     if !reachable.is_empty() {
         return judge_ptx(&reachable, driver_cuda);
     }
-    if let Some((section, damage)) = code.damage() {
-        return LibraryVerdict::Incomplete {
-            why: format!("its {section} section is damaged {damage}"),
-        };
-    }
-    let unnamed = code.unnamed_entries();
-    if unnamed > 0 {
-        return LibraryVerdict::Incomplete {
-            why: format!(
-                "{unnamed} of its entries are of a kind or architecture envctl cannot name"
-            ),
-        };
+    if let Some(why) = &code.incomplete {
+        return LibraryVerdict::Incomplete { why: why.clone() };
     }
     let refusals = sass
         .iter()
@@ -157,7 +156,7 @@ pub struct Library<'a> {
     /// The distribution it came from (`flash_attn 2.7.4`), from site-packages' RECORD
     /// files when readable.
     pub package: Option<&'a str>,
-    pub code: &'a LibraryCode,
+    pub code: &'a LibrarySummary,
 }
 
 fn list(targets: impl Iterator<Item = String>) -> String {
@@ -170,9 +169,9 @@ fn list(targets: impl Iterator<Item = String>) -> String {
 }
 
 /// What a library carries, in words: "sm_80, sm_90 and no PTX".
-pub fn carries(code: &LibraryCode) -> String {
-    let sass = list(code.sass().iter().map(Target::to_string));
-    let ptx = code.ptx();
+pub fn carries(code: &LibrarySummary) -> String {
+    let sass = list(code.sass.iter().map(Target::to_string));
+    let ptx = &code.ptx;
     if ptx.is_empty() {
         format!("machine code for {sass} and no PTX")
     } else {
@@ -190,7 +189,7 @@ pub fn library_finding(
     capability: ComputeCapability,
     driver_cuda: Option<CudaVersion>,
 ) -> Option<Finding> {
-    let verdict = judge(library.code, capability, driver_cuda);
+    let verdict = judge_summary(library.code, capability, driver_cuda);
     let sm = capability.sm();
     let from = match library.package {
         Some(package) => format!("{} (from {package})", library.path),
@@ -269,7 +268,7 @@ pub fn library_finding(
                 "sass",
                 library
                     .code
-                    .sass()
+                    .sass
                     .iter()
                     .map(Target::to_string)
                     .collect::<Vec<_>>(),
@@ -278,7 +277,7 @@ pub fn library_finding(
                 "ptx",
                 library
                     .code
-                    .ptx()
+                    .ptx
                     .iter()
                     .map(PtxTarget::to_string)
                     .collect::<Vec<_>>(),
@@ -286,4 +285,70 @@ pub fn library_finding(
             .with_fact("driver_cuda", driver_cuda.map(|cuda| cuda.to_string()))
             .with_fact("rests_on", "image scan (the library's fat binaries)"),
     )
+}
+
+/// `gpu.library-arch` for a whole image on the GPUs that will run it (each named and with
+/// its capability): a finding for each library that fails or is unknown on a GPU, then one
+/// pass per GPU on which every library runs; a library that cannot be read, and a layer
+/// not read, each a warning. None for an image without CUDA libraries of its own.
+pub fn image_findings(
+    image: &str,
+    libraries: &ImageLibraries,
+    gpus: &[(String, ComputeCapability)],
+    driver_cuda: Option<CudaVersion>,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for layer in &libraries.unread_layers {
+        findings.push(
+            Finding::warn(
+                GPU_LIBRARY_ARCH,
+                format!("layer {layer} of image `{image}` is compressed and was not read: its CUDA libraries are unknown"),
+            )
+            .with_fact("rests_on", "image scan (the library's fat binaries)"),
+        );
+    }
+    for unread in &libraries.unreadable {
+        findings.push(Finding::warn(
+            GPU_LIBRARY_ARCH,
+            format!(
+                "{} in image `{image}` could not be read ({}): whether it runs is unknown",
+                unread.path, unread.why
+            ),
+        ));
+    }
+    // An image without CUDA code of its own: nothing to say (most images).
+    if libraries.libraries.is_empty() {
+        return findings;
+    }
+    for (gpu, capability) in gpus {
+        let mut all_run = true;
+        for scanned in &libraries.libraries {
+            let library = Library {
+                path: &scanned.path,
+                package: scanned.package.as_deref(),
+                code: &scanned.code,
+            };
+            let Some(finding) = library_finding(library, gpu, *capability, driver_cuda) else {
+                continue;
+            };
+            if finding.status != crate::checks::Status::Pass {
+                all_run = false;
+                findings.push(finding);
+            }
+        }
+        if all_run {
+            findings.push(
+                Finding::pass(
+                    GPU_LIBRARY_ARCH,
+                    format!(
+                        "every CUDA library of image `{image}` ({}) has code that runs on {gpu} ({})",
+                        libraries.libraries.len(),
+                        capability.sm()
+                    ),
+                )
+                .with_fact("rests_on", "image scan (the library's fat binaries)"),
+            );
+        }
+    }
+    findings
 }

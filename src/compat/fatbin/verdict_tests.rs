@@ -101,7 +101,7 @@ fn every_case_of_the_corpus_has_its_known_outcome() {
     let mut wrong = Vec::new();
     for case in &corpus.case {
         assert!(!case.source.is_empty(), "{}: no source", case.name);
-        let code = code_of(case);
+        let code = code_of(case).summary();
         let capability: ComputeCapability = case.gpu.parse().unwrap();
         let driver_cuda: Option<CudaVersion> =
             (!case.driver_cuda.is_empty()).then(|| case.driver_cuda.parse().unwrap());
@@ -165,6 +165,7 @@ fn the_no_kernel_image_message_says_what_the_library_has_and_the_fix() {
             damage: None,
         }],
     };
+    let code = code.summary();
     let library = Library {
         path: "/usr/lib/python3/site-packages/flash_attn_2_cuda.so",
         package: Some("flash_attn 2.7.4"),
@@ -201,7 +202,7 @@ fn the_no_kernel_image_message_says_what_the_library_has_and_the_fix() {
     let finding = library_finding(library, "GPU 0", capability, None).unwrap();
     assert!(finding.message.contains("(no package records it)"));
     // A library without GPU code gives no finding.
-    let empty = LibraryCode::default();
+    let empty = LibraryCode::default().summary();
     let library = Library {
         code: &empty,
         ..library
