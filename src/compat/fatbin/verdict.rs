@@ -320,20 +320,43 @@ pub fn image_findings(
     if libraries.libraries.is_empty() {
         return findings;
     }
+    // Builds of one library for several CUDA releases (bitsandbytes'
+    // `libbitsandbytes_cuda118.so` … `_cuda132.so`): the package loads one of them, so the
+    // group fails only when none runs, and then each is named.
+    let mut groups: Vec<(String, Vec<&super::ScannedLibrary>)> = Vec::new();
+    for scanned in &libraries.libraries {
+        let key = variant_group(&scanned.path);
+        match groups.iter_mut().find(|(known, _)| *known == key) {
+            Some((_, members)) => members.push(scanned),
+            None => groups.push((key, vec![scanned])),
+        }
+    }
     for (gpu, capability) in gpus {
         let mut all_run = true;
-        for scanned in &libraries.libraries {
-            let library = Library {
-                path: &scanned.path,
-                package: scanned.package.as_deref(),
-                code: &scanned.code,
-            };
-            let Some(finding) = library_finding(library, gpu, *capability, driver_cuda) else {
+        for (_, members) in &groups {
+            let judged: Vec<Finding> = members
+                .iter()
+                .filter_map(|scanned| {
+                    let library = Library {
+                        path: &scanned.path,
+                        package: scanned.package.as_deref(),
+                        code: &scanned.code,
+                    };
+                    library_finding(library, gpu, *capability, driver_cuda)
+                })
+                .collect();
+            if members.len() > 1
+                && judged
+                    .iter()
+                    .any(|finding| finding.status == crate::checks::Status::Pass)
+            {
                 continue;
-            };
-            if finding.status != crate::checks::Status::Pass {
-                all_run = false;
-                findings.push(finding);
+            }
+            for finding in judged {
+                if finding.status != crate::checks::Status::Pass {
+                    all_run = false;
+                    findings.push(finding);
+                }
             }
         }
         if all_run {
@@ -351,4 +374,36 @@ pub fn image_findings(
         }
     }
     findings
+}
+
+/// The variant group of a library path: its name with a CUDA release tag (`cuda118`,
+/// `cu128`) replaced, so the builds of one library for several releases share a key.
+pub fn variant_group(path: &str) -> String {
+    let (folder, file) = path.rsplit_once('/').unwrap_or(("", path));
+    let mut key = String::with_capacity(file.len());
+    let mut rest = file;
+    while !rest.is_empty() {
+        let tag = ["_cuda", "_cu", "-cuda", "-cu"]
+            .iter()
+            .find(|tag| rest.starts_with(**tag))
+            .copied();
+        if let Some(tag) = tag {
+            let digits = rest[tag.len()..]
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .count();
+            if digits >= 2 {
+                key.push_str(tag);
+                key.push('*');
+                rest = &rest[tag.len() + digits..];
+                continue;
+            }
+        }
+        let mut characters = rest.chars();
+        if let Some(character) = characters.next() {
+            key.push(character);
+        }
+        rest = characters.as_str();
+    }
+    format!("{folder}/{key}")
 }

@@ -209,3 +209,67 @@ fn the_no_kernel_image_message_says_what_the_library_has_and_the_fix() {
     };
     assert!(library_finding(library, "GPU 0", capability, None).is_none());
 }
+
+fn scanned(path: &str, sass: &[&str]) -> super::ScannedLibrary {
+    super::ScannedLibrary {
+        path: path.to_string(),
+        package: Some("bitsandbytes 0.50.2".to_string()),
+        code: LibraryCode {
+            sections: vec![SectionCode {
+                name: LOADED_SECTION,
+                containers: 1,
+                entries: sass
+                    .iter()
+                    .map(|name| entry(name.parse().unwrap(), (1, 8)))
+                    .collect(),
+                damage: None,
+            }],
+        }
+        .summary(),
+    }
+}
+
+#[test]
+fn builds_for_several_cuda_releases_fail_only_when_none_runs() {
+    // bitsandbytes 0.50.2 ships one library per CUDA release and loads one: on an sm_120
+    // GPU its CUDA 11.8 build fails, its CUDA 12.8 build runs (corpus.toml).
+    let folder = "usr/lib/python3/site-packages/bitsandbytes";
+    let old = scanned(
+        &format!("{folder}/libbitsandbytes_cuda118.so"),
+        &["sm_80", "sm_90"],
+    );
+    let new = scanned(
+        &format!("{folder}/libbitsandbytes_cuda128.so"),
+        &["sm_90", "sm_120"],
+    );
+    let other = scanned("usr/lib/libother_cu118.so", &["sm_80"]);
+    assert_eq!(
+        super::verdict::variant_group(&old.path),
+        super::verdict::variant_group(&new.path)
+    );
+    assert_ne!(
+        super::verdict::variant_group(&old.path),
+        super::verdict::variant_group(&other.path)
+    );
+    let image = |libraries: Vec<super::ScannedLibrary>| ImageLibraries {
+        schema_version: IMAGE_LIBRARIES_SCHEMA,
+        image_id: None,
+        libraries,
+        unreadable: Vec::new(),
+        unread_layers: Vec::new(),
+        shared_objects: 2,
+    };
+    let gpus = [("GPU 0".to_string(), ComputeCapability::new(12, 0))];
+    let findings = image_findings("bnb", &image(vec![old.clone(), new]), &gpus, None);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].status, Status::Pass);
+    // Without a build that runs, each is named.
+    let older = scanned(&format!("{folder}/libbitsandbytes_cuda121.so"), &["sm_60"]);
+    let findings = image_findings("bnb", &image(vec![old, older]), &gpus, None);
+    assert_eq!(findings.len(), 2, "{findings:#?}");
+    assert!(
+        findings
+            .iter()
+            .all(|finding| finding.status == Status::Fail)
+    );
+}
