@@ -5,7 +5,6 @@
 //! connection as every other request).
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use thiserror::Error;
 
 use super::{Engine, EngineError};
@@ -13,6 +12,12 @@ use crate::compat::fatbin::{ImageScan, ImageScanError, scan_archive};
 
 /// Chunks in flight between the daemon's stream and the scan.
 const CHANNEL_CHUNKS: usize = 16;
+
+/// How long the daemon may take before the archive's first byte: Docker writes a large
+/// image's whole archive to its own disk before it answers (13 s for 2 GB here), so the
+/// usual answer deadline would cut every large image. A daemon that stops answering is
+/// still caught within seconds by the liveness pings beside the request.
+const ARCHIVE_HEADERS_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 #[derive(Debug, Error)]
 pub enum ImageLibrariesError {
@@ -65,25 +70,34 @@ impl Engine {
                 current: Bytes::new(),
             })
         });
-        let mut stream = std::pin::pin!(self.docker.export_image(image));
-        // A long stream: no total deadline, but the liveness rule of every long stream
-        // (the daemon is pinged while it is open).
+        // envctl's own GET (`engine::http`): bollard's request deadline would cut a long
+        // archive, and this reads the body as it comes.
         let forward = async {
-            while let Some(chunk) = stream.next().await {
-                match chunk {
-                    // The scan stopped early (damage it reports below): stop reading.
-                    Ok(bytes) => {
-                        if sender.send(bytes).await.is_err() {
-                            return None;
+            let name = super::reference::image(image)?;
+            let path = format!(
+                "/images/{}/get",
+                url::form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>()
+            );
+            let mut body = self.get_body(&path, ARCHIVE_HEADERS_DEADLINE).await?;
+            let mut buffer = Vec::with_capacity(super::http::READ_BYTES);
+            loop {
+                buffer.clear();
+                match body.next(&mut buffer).await {
+                    Ok(0) => return Ok(()),
+                    Ok(_) => {
+                        // The scan stopped early (damage it reports below): stop reading.
+                        if sender.send(Bytes::copy_from_slice(&buffer)).await.is_err() {
+                            return Ok(());
                         }
                     }
-                    Err(error) => return Some(self.classify(error)),
+                    Err(error) => return Err(self.io_error(error)),
                 }
             }
-            None
         };
+        // A long stream: no total deadline, but the liveness rule of every long stream
+        // (the daemon is pinged while it is open).
         let failure = tokio::select! {
-            failure = forward => failure,
+            result = forward => result.err(),
             error = self.stopped_answering("sending the image archive") => Some(error),
         };
         drop(sender);
