@@ -70,6 +70,7 @@
 //!   data-center GPU, or saying it does not apply on others. Never a pass: whether the
 //!   image carries the package, and which branches each package supports, are unknown.
 
+pub mod fatbin;
 mod matrix;
 mod models;
 mod parse;

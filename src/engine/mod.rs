@@ -24,6 +24,7 @@ pub mod facts;
 pub mod forward;
 pub(crate) mod http;
 pub mod identity;
+pub mod image_scan;
 pub(crate) mod list;
 pub mod logs;
 pub mod occupancy;

@@ -253,6 +253,9 @@ pub struct Facts {
     pub slurm: Option<crate::facts::slurm::SlurmJob>,
     /// Issue 43: device nodes of NVIDIA CDI specs that do not match `/dev`.
     pub cdi_stale_nodes: Vec<crate::facts::host::StaleCdiNode>,
+    /// Issue 41: per profile, the CUDA libraries of its image (`ops::image_libraries`), or
+    /// why they could not be read; `None` where none were read (no image, no GPU here).
+    pub image_libraries: Vec<Option<Result<crate::ops::image_libraries::Found, String>>>,
 }
 
 /// Asks NVML, the host probe and the daemon at the same time. `engine` is the connection
@@ -292,7 +295,7 @@ pub async fn gather_with(
     let host_task = tokio::task::spawn_blocking(move || probe.gather());
     // Kept for learning another machine's GPUs through it, once the facts say where it is.
     let probe_engine = engine.as_ref().ok().cloned();
-    let (mut engine_facts, images) = daemon_facts(engine, &endpoint, profiles).await;
+    let (mut engine_facts, images, engine) = daemon_facts(engine, &endpoint, profiles).await;
     name_the_address(&mut engine_facts, context.daemon());
     // A panicking probe is a bug; its facts are then reported as missing, not invented.
     let gpu = gpu_task.await.unwrap_or_else(|_| GpuFacts {
@@ -346,11 +349,33 @@ pub async fn gather_with(
             crate::host::cdi::stale_nodes(Path::new("/"), &specs)
         }
     };
+    // Issue 41: the images' own CUDA libraries, judged against this host's GPUs: read
+    // only where NVML names GPUs here (after the GPU and daemon facts, not beside them).
+    let gpus_here = gpu.loaded().is_some_and(|nvml| {
+        nvml.gpus
+            .iter()
+            .any(|gpu| gpu.compute_capability.value().is_some())
+    });
+    let mut image_libraries = Vec::with_capacity(images.len());
+    for image in &images {
+        image_libraries.push(match (&engine, image) {
+            (Some(engine), Ok(Some(image))) if gpus_here => Some(
+                crate::ops::image_libraries::of_image(
+                    engine,
+                    image,
+                    context.environment.cache_home().as_deref(),
+                )
+                .await,
+            ),
+            _ => None,
+        });
+    }
     Facts {
         engine: engine_facts,
         gpu,
         host,
         images,
+        image_libraries,
         free_bytes,
         library_from_environment: library.is_some(),
         home: context.environment.home(),
@@ -524,7 +549,11 @@ async fn daemon_facts(
     engine: Result<Engine, crate::engine::EngineError>,
     endpoint: &str,
     profiles: &[ResolvedProfile],
-) -> (EngineFacts, Vec<Result<Option<ImageFacts>, String>>) {
+) -> (
+    EngineFacts,
+    Vec<Result<Option<ImageFacts>, String>>,
+    Option<Engine>,
+) {
     let engine = match engine {
         Ok(engine) => engine,
         Err(error) => {
@@ -536,7 +565,7 @@ async fn daemon_facts(
                     hint: error.hint(),
                 },
             };
-            return (facts, vec![Ok(None); profiles.len()]);
+            return (facts, vec![Ok(None); profiles.len()], None);
         }
     };
     // The images are asked for alongside `/info` (the daemon's slowest answer), not after.
@@ -552,9 +581,9 @@ async fn daemon_facts(
     }));
     let (facts, images) = tokio::join!(engine.facts(), images);
     if matches!(facts.state, EngineState::Unreachable { .. }) {
-        return (facts, vec![Ok(None); profiles.len()]);
+        return (facts, vec![Ok(None); profiles.len()], None);
     }
-    (facts, images)
+    (facts, images, Some(engine))
 }
 
 /// Every verdict of doctor: a pure function of what [`gather_with`] found.
@@ -642,7 +671,8 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
     let reports: Vec<ProfileReport> = profiles
         .iter()
         .zip(&facts.images)
-        .map(|(resolved, image)| {
+        .enumerate()
+        .map(|(index, (resolved, image))| {
             let (image, inspect_failure) = match image {
                 Ok(image) => (image.as_ref(), None),
                 Err(message) => (None, Some(message)),
@@ -702,6 +732,12 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
                 report.findings.push(finding);
                 report.verdict = report.status().verdict();
             }
+            let libraries = facts.image_libraries.get(index).and_then(Option::as_ref);
+            let library_findings = library_findings(facts, resolved, libraries);
+            if !library_findings.is_empty() {
+                report.findings.extend(library_findings);
+                report.verdict = report.status().verdict();
+            }
             report
         })
         .collect();
@@ -727,6 +763,56 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         policy: None,
         daemon_policy: None,
     }
+}
+
+/// Issue 41: `gpu.library-arch` for a profile's image on this host's GPUs.
+fn library_findings(
+    facts: &Facts,
+    resolved: &ResolvedProfile,
+    libraries: Option<&Result<crate::ops::image_libraries::Found, String>>,
+) -> Vec<Finding> {
+    let image = resolved.profile.image.to_string();
+    let found = match libraries {
+        None => return Vec::new(),
+        Some(Err(why)) => {
+            return vec![Finding::warn(
+                crate::compat::fatbin::GPU_LIBRARY_ARCH,
+                format!("the CUDA libraries of image `{image}` could not be read: {why}"),
+            )];
+        }
+        Some(Ok(found)) => found,
+    };
+    let Some(nvml) = facts.gpu.loaded() else {
+        return Vec::new();
+    };
+    let gpus: Vec<(String, crate::compat::ComputeCapability)> = nvml
+        .gpus
+        .iter()
+        .filter_map(|gpu| {
+            let capability = *gpu.compute_capability.value()?;
+            let name = gpu
+                .name
+                .value()
+                .map_or_else(String::new, |name| format!(" ({name})"));
+            Some((format!("GPU {}{name}", gpu.index), capability))
+        })
+        .collect();
+    let driver_cuda =
+        nvml.cuda_driver_version
+            .value()
+            .map(|cuda| crate::profile::model::CudaVersion {
+                major: cuda.major,
+                minor: cuda.minor,
+            });
+    let mut findings =
+        crate::compat::fatbin::image_findings(&image, &found.libraries, &gpus, driver_cuda);
+    if let Some(problem) = &found.cache_problem {
+        findings.push(Finding::info(
+            crate::compat::fatbin::GPU_LIBRARY_ARCH,
+            problem.clone(),
+        ));
+    }
+    findings
 }
 
 /// [`bundled_candidates`] as the verdicts take them (borrowing `bundled`).

@@ -30,6 +30,7 @@ pub mod exec;
 pub mod export;
 pub mod forward;
 pub mod hosts;
+pub mod image_libraries;
 pub mod lock;
 pub mod logs;
 pub mod matrix;
