@@ -188,6 +188,9 @@ pub enum Error {
         published: String,
         container_port: String,
         host_port: u16,
+        /// The host port the hint moves it to: published by no running container and,
+        /// where this machine can tell, free here.
+        suggested: u16,
         profile: String,
     },
     /// A container of the profile runs already, made from an export by another tool.
@@ -444,12 +447,11 @@ impl Error {
             Error::PortTaken {
                 container,
                 container_port,
-                host_port,
+                suggested: other,
                 profile,
                 ..
             } => {
                 let port = container_port.split('/').next().unwrap_or(container_port);
-                let other = host_port.checked_add(1).unwrap_or(host_port - 1);
                 Some(format!(
                     "publish it on another host port: `envctl up {profile} -p {other}:{port}` (or change `ports`), or stop `{container}` first"
                 ))

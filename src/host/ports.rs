@@ -15,6 +15,23 @@ pub fn free_loopback_port(preferred: u16) -> std::io::Result<u16> {
         .port())
 }
 
+/// Whether this machine can listen on `address`:`port` now (`""` or `0.0.0.0`: every
+/// address; an address that is not this machine's, or not an address: `true`, since
+/// nothing here can say otherwise).
+pub fn bindable(address: &str, port: u16) -> bool {
+    let address = match address.trim_start_matches('[').trim_end_matches(']') {
+        "" => "0.0.0.0",
+        address => address,
+    };
+    let Ok(ip) = address.parse::<std::net::IpAddr>() else {
+        return true;
+    };
+    match TcpListener::bind((ip, port)) {
+        Ok(_) => true,
+        Err(error) => error.kind() != std::io::ErrorKind::AddrInUse,
+    }
+}
+
 /// Whether something accepts connections on 127.0.0.1:`port`.
 pub fn accepts(port: u16) -> bool {
     std::net::TcpStream::connect_timeout(
@@ -35,7 +52,11 @@ mod tests {
         let given = free_loopback_port(port).unwrap();
         assert_ne!(given, port);
         assert!(accepts(port));
+        assert!(!bindable("127.0.0.1", port));
+        assert!(!bindable("", port));
+        assert!(bindable("not an address", port));
         drop(taken);
         assert_eq!(free_loopback_port(port).unwrap(), port);
+        assert!(bindable("127.0.0.1", port));
     }
 }

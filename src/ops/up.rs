@@ -1132,6 +1132,7 @@ fn ports_free(body: &CreateBody, running: &[ContainerSummary]) -> Result<(), Err
     match spec::free_ports::taken_port(body, running) {
         None => Ok(()),
         Some(taken) => Err(Error::PortTaken {
+            suggested: suggested_port(&taken, running),
             wanted: taken.wanted,
             container: taken.container,
             published: taken.published,
@@ -1140,6 +1141,37 @@ fn ports_free(body: &CreateBody, running: &[ContainerSummary]) -> Result<(), Err
             profile: body.labels.get(PROFILE_LABEL).cloned().unwrap_or_default(),
         }),
     }
+}
+
+/// The host port the refusal's hint moves a taken one to: the next one above it (wrapping
+/// to 1024) that no running container publishes and that this machine can bind on the
+/// address asked for (for a TCP port; a daemon of another machine may still find it
+/// taken, and says so at start). Never the taken port plus one unchecked: that port may
+/// be any process's.
+fn suggested_port(taken: &spec::free_ports::TakenPort, running: &[ContainerSummary]) -> u16 {
+    let protocol = taken
+        .container_port
+        .rsplit_once('/')
+        .map_or("tcp", |(_, protocol)| protocol);
+    let address = taken
+        .wanted
+        .rsplit_once(':')
+        .map_or("", |(address, _)| address);
+    let published = |port: u16| {
+        running.iter().any(|container| {
+            container
+                .published
+                .iter()
+                .any(|other| other.host_port == port && other.protocol == protocol)
+        })
+    };
+    let above = (taken.host_port.saturating_add(1)..=u16::MAX).chain(1024..taken.host_port);
+    above
+        .filter(|port| *port != taken.host_port)
+        .find(|port| {
+            !published(*port) && (protocol != "tcp" || crate::host::ports::bindable(address, *port))
+        })
+        .unwrap_or(taken.host_port)
 }
 
 /// A 400 to the create is the daemon refusing the settings (`--cpus` above its CPUs, a
