@@ -15,7 +15,9 @@ pub mod engine;
 pub mod error;
 pub mod exit;
 pub mod export;
-pub mod facts;
+// The floor of the layers is a crate of its own, so no fact can name a layer above it;
+// re-exported under its old path so `crate::facts::…` reads as before.
+pub use envctl_facts as facts;
 pub mod files;
 pub mod gpu;
 pub mod host;

@@ -271,7 +271,7 @@ fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
                 .map(str::to_string)
         })
         .collect();
-    GpuAssignment::from_requests(host.device_requests)
+    super::stats::gpu_assignment(host.device_requests)
         .or_else(|| (!cdi_names.is_empty()).then_some(GpuAssignment::Devices(cdi_names)))
 }
 

@@ -257,7 +257,7 @@ pub struct GpuDevice {
     /// Compute processes on it now and the memory each holds: what GPU placement weighs
     /// and doctor's occupancy shows. Records written before envctl read it have none.
     #[serde(default = "processes_not_recorded")]
-    pub processes: Fact<Vec<crate::facts::gpu_sample::GpuProcess>>,
+    pub processes: Fact<Vec<crate::gpu_sample::GpuProcess>>,
     /// The device minor number: the GPU's node is `/dev/nvidia<minor>` (NVML's
     /// `nvmlDeviceGetMinorNumber`), which is how a container given the node itself
     /// (`--device /dev/nvidia3`, or a CDI device as Podman records it) is told to hold it.
@@ -354,7 +354,7 @@ fn minor_not_recorded() -> Fact<u32> {
     ))
 }
 
-fn processes_not_recorded() -> Fact<Vec<crate::facts::gpu_sample::GpuProcess>> {
+fn processes_not_recorded() -> Fact<Vec<crate::gpu_sample::GpuProcess>> {
     Fact::Error(NvmlFailure::new(
         FailureKind::Other,
         "this record predates envctl reading GPU processes",

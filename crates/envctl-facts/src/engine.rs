@@ -331,7 +331,7 @@ impl DaemonFacts {
 }
 
 /// `5.4` of `5.4.2`, `5.4.0-rc1` or `5.4`; `None` when it does not start with two numbers.
-pub(crate) fn major_minor(version: &str) -> Option<(u64, u64)> {
+pub fn major_minor(version: &str) -> Option<(u64, u64)> {
     let mut parts = version.split(['.', '-', '+']);
     let major = parts.next()?.parse().ok()?;
     let minor = parts.next()?.parse().ok()?;

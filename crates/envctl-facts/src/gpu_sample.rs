@@ -37,7 +37,7 @@ pub struct GpuSample {
     pub failures: Vec<NvmlFailure>,
     /// ECC, retired pages, remapped rows and persistence (issue 43), read at each sample.
     #[serde(default)]
-    pub health: crate::facts::gpu::GpuHealth,
+    pub health: crate::gpu::GpuHealth,
     /// The Xids NVML's events reported on this GPU since `stats` started.
     #[serde(default)]
     pub xids: Vec<XidCount>,

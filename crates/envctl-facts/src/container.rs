@@ -4,9 +4,9 @@
 //! `engine::containers`, `engine::stats`, `engine::logs` and `host::cgroup`; the formulas
 //! over the counters (CPU %, memory without page cache) live in the pure `monitor::usage`.
 //!
-//! The constructors that read bollard's types (`ContainerSample::from_response`,
-//! `GpuAssignment::from_requests`) are `impl` blocks in `engine::stats`, so this file
-//! needs no bollard.
+//! The constructors that read bollard's types (`engine::stats::container_sample`,
+//! `engine::stats::gpu_assignment`) live in the engine adapter: this crate cannot name
+//! bollard.
 
 use std::collections::BTreeMap;
 
