@@ -8,19 +8,20 @@ use crate::checks::{Finding, Status, worst};
 use crate::compat::{GPU_TORCH_ARCH, Matrix, TorchCandidate};
 use crate::profile::model::{CudaVersion, GpuRequest, TorchVersion};
 
-const H100_PYTHON: &str = include_str!("../../tests/fixtures/nvidia-check/h100/python.json");
-const H100_SMI: &str = include_str!("../../tests/fixtures/nvidia-check/h100/nvidia-smi.txt");
+const H100_PYTHON: &str = include_str!("../../../../tests/fixtures/nvidia-check/h100/python.json");
+const H100_SMI: &str = include_str!("../../../../tests/fixtures/nvidia-check/h100/nvidia-smi.txt");
 const RTX_5090_PYTHON: &str =
-    include_str!("../../tests/fixtures/nvidia-check/rtx-5090-torch-2.6/python.json");
+    include_str!("../../../../tests/fixtures/nvidia-check/rtx-5090-torch-2.6/python.json");
 const RTX_5090_SMI: &str =
-    include_str!("../../tests/fixtures/nvidia-check/rtx-5090-torch-2.6/nvidia-smi.txt");
-const CPU_PYTHON: &str = include_str!("../../tests/fixtures/nvidia-check/torch-cpu/python.json");
+    include_str!("../../../../tests/fixtures/nvidia-check/rtx-5090-torch-2.6/nvidia-smi.txt");
+const CPU_PYTHON: &str =
+    include_str!("../../../../tests/fixtures/nvidia-check/torch-cpu/python.json");
 
 const QUERY: &str = "index,name,driver_version,uuid,pci.bus_id,memory.total,compute_cap";
 
 fn candidates() -> &'static [TorchCandidate<'static>] {
     let bundled: &'static Vec<(String, TorchVersion, CudaVersion)> =
-        Box::leak(Box::new(crate::ops::doctor::bundled_candidates()));
+        Box::leak(Box::new(crate::profile::bundled::pytorch_candidates()));
     let candidates: Vec<TorchCandidate<'static>> = bundled
         .iter()
         .map(|(name, torch, cuda)| TorchCandidate::new(name, torch, *cuda))

@@ -123,7 +123,7 @@ pub fn shell_quote(word: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c);
     if !word.is_empty() && word.chars().all(safe) {
         word.to_string()
-    } else if word.chars().any(crate::ui::text::is_terminal_control) {
+    } else if word.chars().any(crate::text::is_terminal_control) {
         ansi_c_quote(word)
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
@@ -142,7 +142,7 @@ fn ansi_c_quote(word: &str) -> String {
             '\'' => quoted.push_str("\\'"),
             '\n' => quoted.push_str("\\n"),
             '\t' => quoted.push_str("\\t"),
-            character if crate::ui::text::is_terminal_control(character) => {
+            character if crate::text::is_terminal_control(character) => {
                 let mut bytes = [0; 4];
                 for byte in character.encode_utf8(&mut bytes).bytes() {
                     quoted.push_str(&format!("\\x{byte:02x}"));

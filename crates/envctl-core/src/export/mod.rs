@@ -371,7 +371,7 @@ fn short_hash(text: &str) -> String {
         .collect()
 }
 
-pub(crate) use crate::units::decimal_cpus;
+pub use crate::units::decimal_cpus;
 
 #[cfg(test)]
 mod tests {

@@ -235,7 +235,7 @@ impl CheckRow for TorchBuildRow {
                 "cuda_runtime",
                 format!(
                     "`cuda_runtime = \"{}\"` is not a cuda-toolkit release of the form X.Y.Z before 13.4",
-                    crate::ui::text::shown(pin)
+                    crate::text::shown(pin)
                 ),
                 Some("write the version the wheel's METADATA pins, e.g. cuda_runtime = \"13.2.2\" for cuda-toolkit==13.2.2, or leave it out"),
             ));

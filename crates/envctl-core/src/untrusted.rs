@@ -130,7 +130,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(
     limit: u64,
 ) -> Result<Option<T>, String> {
     let Some(bytes) =
-        read(path, limit, Named::Found).map_err(|error| crate::error::error_chain(&error))?
+        read(path, limit, Named::Found).map_err(|error| crate::text::error_chain(&error))?
     else {
         return Ok(None);
     };

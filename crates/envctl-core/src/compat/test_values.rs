@@ -5,22 +5,22 @@ use super::matrix::Matrix;
 use super::version::{ComputeCapability, DriverVersion};
 use crate::profile::model::{CudaVersion, TorchVersion};
 
-pub(crate) fn matrix() -> &'static Matrix {
+pub fn matrix() -> &'static Matrix {
     Matrix::bundled()
 }
 
-pub(crate) fn capability(text: &str) -> ComputeCapability {
+pub fn capability(text: &str) -> ComputeCapability {
     text.parse().unwrap()
 }
 
-pub(crate) fn cuda(text: &str) -> CudaVersion {
+pub fn cuda(text: &str) -> CudaVersion {
     text.parse().unwrap()
 }
 
-pub(crate) fn driver(text: &str) -> DriverVersion {
+pub fn driver(text: &str) -> DriverVersion {
     text.parse().unwrap()
 }
 
-pub(crate) fn torch(text: &str) -> TorchVersion {
+pub fn torch(text: &str) -> TorchVersion {
     text.parse().unwrap()
 }

@@ -8,7 +8,7 @@ use super::*;
 use crate::checks::Status;
 use crate::profile::model::CudaVersion;
 
-const CASES: &str = include_str!("../../../tests/corpus/fatbin/verdicts.toml");
+const CASES: &str = include_str!("../../../../../tests/corpus/fatbin/verdicts.toml");
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

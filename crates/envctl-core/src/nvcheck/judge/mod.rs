@@ -466,7 +466,7 @@ fn plural(count: usize, word: &str) -> String {
 /// The id convention each section's findings follow (`torch.`/`python.` → PyTorch, …);
 /// a test holds every finding's section to it, so ids stay readable by section.
 #[cfg(test)]
-pub(crate) fn section_by_id(id: &str) -> Area {
+pub fn section_by_id(id: &str) -> Area {
     if id.starts_with(crate::compat::GPU_TORCH_ARCH) {
         Area::Architectures
     } else if id.starts_with("python.") || id.starts_with("torch.") {

@@ -107,6 +107,22 @@ pub fn host_failed(host: &str, endpoint: &str, done: &str, hint: Option<&str>) -
     format!("host `{host}`{endpoint} could not be {done}{hint}")
 }
 
+/// `message: cause: cause`, for facts, findings and
+/// snapshot lines that must carry the whole story as text on one line.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

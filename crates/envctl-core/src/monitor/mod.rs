@@ -21,6 +21,10 @@ pub mod snapshot;
 pub mod team;
 pub mod usage;
 
+/// The dashboard `stats --serve` serves: one page, its styles and script inline, nothing
+/// fetched but that server's `/api/v1/…`.
+pub const DASHBOARD_PAGE: &str = include_str!("dashboard/index.html");
+
 #[cfg(test)]
 mod diagnosis_tests;
 

@@ -8,8 +8,8 @@ use std::{env, fs};
 // A build script is its own program: cargo hands it OUT_DIR through the environment.
 #[allow(clippy::disallowed_methods)]
 fn main() {
-    let directory = Path::new("profiles");
-    println!("cargo::rerun-if-changed=profiles");
+    let directory = Path::new("../../profiles");
+    println!("cargo::rerun-if-changed=../../profiles");
     let mut names = Vec::new();
     if let Ok(entries) = fs::read_dir(directory) {
         for entry in entries.flatten() {
@@ -31,7 +31,7 @@ fn main() {
     for name in &names {
         let _ = writeln!(
             code,
-            "    ({name:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/profiles/{name}.toml\"))),"
+            "    ({name:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/../../profiles/{name}.toml\"))),"
         );
     }
     code.push_str("];\n");

@@ -21,7 +21,7 @@ pub const TOOLKIT_FIXED_RELEASE: semver::Version = semver::Version::new(1, 17, 8
 /// Below this much free space under the Docker root, pulling a CUDA image (5–20 GB) fails.
 pub const MINIMUM_FREE_BYTES: u64 = 20 * 1024 * 1024 * 1024;
 
-pub(crate) fn cdi_spec_hint(paths: &[&str]) -> String {
+pub fn cdi_spec_hint(paths: &[&str]) -> String {
     format!(
         "check that {} {} a readable file (its permissions, and where a link points: `ls -lL {}`), or, for NVIDIA's spec, generate it again: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
         paths.join(" and "),
