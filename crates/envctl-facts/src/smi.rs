@@ -364,7 +364,12 @@ pub fn parse_probe(output: &str) -> Result<ServerGpus, SmiError> {
             Some((_, code)) => Err(SmiError::Failed {
                 what,
                 status: clean(code),
-                said: clean(section(name).unwrap_or_default()),
+                // A status without its section is a probe whose output was cut or
+                // mangled: what nvidia-smi said is not known, which is not "nothing".
+                said: section(name).map_or_else(
+                    |_| format!("(its output, the probe's {name} section, is missing)"),
+                    clean,
+                ),
             }),
             None => Err(SmiError::Missing(name)),
         }
@@ -481,6 +486,15 @@ mod tests {
     fn a_failed_or_cut_probe_is_said() {
         let failed = format!("{MARKER} gpus\nNVIDIA-SMI has failed\n{MARKER} status gpus 9\n");
         assert!(matches!(parse_probe(&failed), Err(SmiError::Failed { .. })));
+        // A failure whose output the probe's answer lacks says so, not an empty message.
+        let unsaid = format!("{MARKER} status gpus 9\n");
+        assert_eq!(
+            parse_probe(&unsaid).map(|_| ()).map_err(|error| error.to_string()),
+            Err(
+                "nvidia-smi failed to list the GPUs (exit status 9): (its output, the probe's gpus section, is missing)"
+                    .to_string()
+            )
+        );
         let cut = format!("{MARKER} gpus\n{TWO}{MARKER} status gpus 0\n");
         assert!(matches!(parse_probe(&cut), Err(SmiError::Missing("apps"))));
         assert!(matches!(parse_probe(""), Err(SmiError::Missing("gpus"))));

@@ -342,12 +342,12 @@ impl Parser<'_> {
         known: &[&str],
         table: Option<&str>,
     ) {
+        use crate::profile::diagnostic::KeyPlace;
         let name = key.get_ref().as_ref();
-        let message = match table {
-            Some(table) => format!("unknown key `{name}` in `{table}`"),
-            None => format!("unknown table `{name}`"),
-        };
-        let hint = crate::profile::diagnostic::unknown_key_hint(did_you_mean(name, known), known);
+        // The file's top keys are its tables (`[[cuda_driver]]`), named as written.
+        let place = table.map_or(KeyPlace::TopTable, KeyPlace::In);
+        let (message, hint) =
+            crate::profile::diagnostic::unknown_key(name, place, did_you_mean(name, known), known);
         self.error(key.span(), message, Some(hint));
     }
 

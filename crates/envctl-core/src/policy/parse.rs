@@ -82,12 +82,14 @@ impl Parser<'_> {
     }
 
     fn unknown_key(&mut self, key: &Key<'_>, known: &[&str], table: Option<&str>) {
+        use crate::profile::diagnostic::KeyPlace;
         let name = key.get_ref().as_ref();
-        let message = match table {
-            Some(table) => format!("unknown key `{name}` in `[{table}]`"),
-            None => format!("unknown table `{name}`"),
-        };
-        let hint = crate::profile::diagnostic::unknown_key_hint(
+        // The policy's top keys are its tables, named as a header writes them (`[limits]`).
+        let header = table.map(|table| format!("[{table}]"));
+        let place = header.as_deref().map_or(KeyPlace::TopTable, KeyPlace::In);
+        let (message, hint) = crate::profile::diagnostic::unknown_key(
+            name,
+            place,
             crate::suggest::did_you_mean(name, known),
             known,
         );

@@ -144,6 +144,35 @@ pub fn cpus_range_problem(key: &str) -> (String, String) {
     )
 }
 
+/// Where an unknown key stands, for the words of its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyPlace<'a> {
+    /// At the top of a file whose top keys name tables (the host policy, a matrix
+    /// override): "unknown table `x`".
+    TopTable,
+    /// At the top of a file whose top keys are settings (a profile): "unknown key `x`".
+    TopKey,
+    /// In a table, as the file writes its name (`gpus`, `[limits]`): "unknown key `x` in
+    /// `gpus`".
+    In(&'a str),
+}
+
+/// An unknown key's message and hint, worded alike in profiles, the host policy and a
+/// matrix override: the key and where it stands, then [`unknown_key_hint`].
+pub fn unknown_key(
+    name: &str,
+    place: KeyPlace<'_>,
+    suggestion: Option<&str>,
+    known: &[&str],
+) -> (String, String) {
+    let message = match place {
+        KeyPlace::TopTable => format!("unknown table `{name}`"),
+        KeyPlace::TopKey => format!("unknown key `{name}`"),
+        KeyPlace::In(table) => format!("unknown key `{name}` in `{table}`"),
+    };
+    (message, unknown_key_hint(suggestion, known))
+}
+
 /// The hint for an unknown key, worded alike in profiles, the host policy and a matrix
 /// override: the suggestion (each file's own rule finds it), else the list of known keys.
 pub fn unknown_key_hint(suggestion: Option<&str>, known: &[&str]) -> String {

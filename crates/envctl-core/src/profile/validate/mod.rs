@@ -230,13 +230,13 @@ impl Checker<'_> {
         known: &[&str],
         table: Option<&str>,
     ) {
+        use crate::profile::diagnostic::KeyPlace;
         let name = key.get_ref().as_ref();
-        let place = match table {
-            Some(table) => format!("unknown key `{name}` in `{table}`"),
-            None => format!("unknown key `{name}`"),
-        };
-        let hint = crate::profile::diagnostic::unknown_key_hint(did_you_mean(name, known), known);
-        self.error(key.span(), place, Some(hint));
+        // A profile's top keys are its settings; its inner tables are values (`gpus = {…}`).
+        let place = table.map_or(KeyPlace::TopKey, KeyPlace::In);
+        let (message, hint) =
+            crate::profile::diagnostic::unknown_key(name, place, did_you_mean(name, known), known);
+        self.error(key.span(), message, Some(hint));
     }
 
     fn type_error(&mut self, key: &str, value: &Value<'_>, expected: &str, example: &str) {
