@@ -390,14 +390,18 @@ impl Engine {
     /// a TLS port gets a 400 (Go's "Client sent an HTTP request to an HTTPS server"), a
     /// reset or a body that is not JSON, so after such a failure on a plain `tcp://`
     /// endpoint a TLS hello asks whether TLS is spoken there (by the answer's record
-    /// type, never by the 400's words).
+    /// type, never by the 400's words). Any other status is an HTTP answer: whatever
+    /// answered speaks plain HTTP, so it is said as its status (a proxy or another web
+    /// server that also answers a TLS hello on the same port is no TLS-only daemon).
     pub(crate) async fn first_failure(&self, error: EngineError) -> EngineError {
         let Some(address) = self.route.plain_tcp_address() else {
             return error;
         };
         let may_be_tls = matches!(
             error,
-            EngineError::Daemon { .. } | EngineError::BadAnswer { .. } | EngineError::Other { .. }
+            EngineError::Daemon { status: 400, .. }
+                | EngineError::BadAnswer { .. }
+                | EngineError::Other { .. }
         );
         if may_be_tls && connector::speaks_tls(address, PING_TIMEOUT).await {
             return EngineError::TlsMismatch {

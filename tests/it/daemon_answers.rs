@@ -446,3 +446,46 @@ fn a_409_on_a_container_still_there_is_a_failed_removal() {
     assert_eq!(outcome.code, 1, "{}", outcome.stderr);
     assert!(outcome.stderr.contains("409"), "{}", outcome.stderr);
 }
+
+/// A server that answers plain HTTP with 404 and a TLS hello with a TLS alert (a proxy in
+/// front of every port does both) is no TLS-only daemon: envctl says what it answered,
+/// never "speaks TLS" with a hint to turn TLS on (which would not reach a daemon either).
+#[test]
+fn a_plain_http_answer_is_never_called_tls_because_the_port_also_answers_tls() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut first = [0u8; 1];
+            if stream.read_exact(&mut first).is_err() {
+                continue;
+            }
+            if first[0] == 0x16 {
+                // A TLS alert record: version 3.3, fatal (2), handshake_failure (40).
+                let _ = stream.write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28]);
+                continue;
+            }
+            let mut request = first.to_vec();
+            let mut chunk = [0u8; 1024];
+            while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+                match stream.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => request.extend_from_slice(&chunk[..read]),
+                }
+            }
+            let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    let folder = tempfile::tempdir().unwrap();
+    let output = crate::support::cli::envctl_in(folder.path())
+        .args(["-H", &format!("tcp://127.0.0.1:{port}"), "ps"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("speaks TLS"), "{stderr}");
+    assert!(stderr.contains("404"), "{stderr}");
+}
