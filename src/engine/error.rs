@@ -30,6 +30,40 @@ impl Endpoint {
     pub fn daemon(&self) -> &'static str {
         self.kind.daemon()
     }
+
+    /// The other machine a `tcp://` or `ssh://` endpoint names (`gpu2` of
+    /// `tcp://gpu2:2376`), where its daemon's service commands must be run; `None` for a
+    /// unix socket or a loopback address, which are this machine's.
+    pub fn other_machine(&self) -> Option<String> {
+        if !(self.address.starts_with("tcp://") || self.address.starts_with("ssh://")) {
+            return None;
+        }
+        let url = url::Url::parse(&self.address).ok()?;
+        // `tcp://` is no special scheme to the URL parser: an IPv4 address comes back as a
+        // domain, so it is read as an address here.
+        let address: Option<std::net::IpAddr> = match url.host()? {
+            url::Host::Domain(name) if name.eq_ignore_ascii_case("localhost") => return None,
+            url::Host::Domain(name) => match name.parse() {
+                Ok(address) => Some(address),
+                Err(_) => return Some(name.to_string()),
+            },
+            url::Host::Ipv4(address) => Some(address.into()),
+            url::Host::Ipv6(address) => Some(address.into()),
+        };
+        address
+            .filter(|address| !address.is_loopback())
+            .map(|address| address.to_string())
+    }
+
+    /// `advice` about the daemon's service (`systemctl`, `journalctl`), said for the
+    /// machine it runs on: as is for this machine's, prefixed with "on `HOST`" for another's
+    /// (the commands would act on this machine's service, which is not the one meant).
+    fn where_it_runs(&self, advice: String) -> String {
+        match self.other_machine() {
+            Some(host) => format!("on `{host}`, where that daemon runs: {advice}"),
+            None => advice,
+        }
+    }
 }
 
 impl std::fmt::Display for Endpoint {
@@ -504,23 +538,33 @@ impl EngineError {
                 engine.rootless_sockets()
             ),
             EngineError::PermissionDenied { endpoint, .. } => endpoint.kind.permission_fix().into(),
-            EngineError::ConnectionRefused { endpoint, .. } => format!(
-                "the socket or port exists but nothing listens: restart {} or check DOCKER_HOST",
-                endpoint.kind.start_command("restart")
-            ),
+            EngineError::ConnectionRefused { endpoint, .. } => match endpoint.other_machine() {
+                Some(_) => format!(
+                    "nothing listens at `{endpoint}`: check the host and port (`docker -H {endpoint} info` cannot connect either), or {}",
+                    endpoint.where_it_runs(format!("restart {}", endpoint.kind.start_command("restart")))
+                ),
+                None => format!(
+                    "the socket or port exists but nothing listens: restart {} or check DOCKER_HOST",
+                    endpoint.kind.start_command("restart")
+                ),
+            },
             EngineError::NeverConnected { endpoint } => format!(
                 "check the address and port, and that the host is up and reachable from here: `docker -H {endpoint} info` cannot connect either"
             ),
             EngineError::Timeout { endpoint, .. } | EngineError::StoppedAnswering { endpoint, .. } => {
-                format!("the {} is overloaded or hung: check {}", endpoint.daemon(), endpoint.kind.service_logs())
+                format!(
+                    "the {} is overloaded or hung: {}",
+                    endpoint.daemon(),
+                    endpoint.where_it_runs(format!("check {}", endpoint.kind.service_logs()))
+                )
             }
             EngineError::BadAnswer { endpoint, .. } => format!(
                 "something other than a Docker daemon or Podman service may listen at `{endpoint}`: check DOCKER_HOST, then {}",
-                endpoint.kind.service_logs()
+                endpoint.where_it_runs(endpoint.kind.service_logs().to_string())
             ),
             EngineError::MalformedAnswer { endpoint, .. } => format!(
                 "something other than a Docker daemon or Podman service, or a proxy in between, answers at `{endpoint}`: check DOCKER_HOST, then {}",
-                endpoint.kind.service_logs()
+                endpoint.where_it_runs(endpoint.kind.service_logs().to_string())
             ),
             EngineError::NotASocket { .. } => {
                 "point DOCKER_HOST at the engine's socket: unix:///var/run/docker.sock or unix:///run/podman/podman.sock (rootless: unix://$XDG_RUNTIME_DIR/docker.sock or unix://$XDG_RUNTIME_DIR/podman/podman.sock)".into()
@@ -737,6 +781,69 @@ fn parse_open_files_limit(limits: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Advice to restart a service or read its logs names the machine it must be run on
+    /// when the daemon is another machine's (issue 40: an unreachable `tcp://` host got
+    /// this machine's `systemctl`), and stays as it was for a socket or loopback.
+    #[test]
+    fn service_advice_names_the_machine_the_daemon_runs_on() {
+        let refused = |address: &str| {
+            EngineError::ConnectionRefused {
+                endpoint: Endpoint {
+                    address: address.into(),
+                    kind: EngineKind::DockerEngine,
+                },
+                source: bollard::errors::Error::IOError {
+                    err: std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+                },
+            }
+            .hint()
+            .unwrap_or_default()
+        };
+        for (address, machine) in [
+            ("tcp://gpu1:2375", "gpu1"),
+            ("tcp://10.0.0.7:2376", "10.0.0.7"),
+            ("ssh://me@gpu2", "gpu2"),
+            ("tcp://[fd00::7]:2376", "fd00::7"),
+        ] {
+            let hint = refused(address);
+            assert!(
+                hint.contains(&format!("on `{machine}`, where that daemon runs"))
+                    && hint.contains(&format!("`docker -H {address} info`")),
+                "{address}: {hint}"
+            );
+        }
+        for address in [
+            "unix:///var/run/docker.sock",
+            "tcp://127.0.0.1:2375",
+            "tcp://localhost:2375",
+            "tcp://[::1]:2375",
+        ] {
+            let hint = refused(address);
+            assert!(
+                !hint.contains("where that daemon runs"),
+                "{address}: {hint}"
+            );
+            assert!(
+                hint.contains("systemctl restart docker"),
+                "{address}: {hint}"
+            );
+        }
+        let hung = EngineError::Timeout {
+            endpoint: Endpoint {
+                address: "tcp://gpu1:2376".into(),
+                kind: EngineKind::Podman,
+            },
+            seconds: 15,
+        };
+        assert!(
+            hung.hint().is_some_and(|hint| hint.contains(
+                "on `gpu1`, where that daemon runs: check `systemctl status podman.socket"
+            )),
+            "{:?}",
+            hung.hint()
+        );
+    }
 
     #[test]
     fn an_empty_error_answer_still_says_something() {
