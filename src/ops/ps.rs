@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::facts::engine::DaemonHost;
 use crate::profile::ResolvedProfile;
 use crate::spec::origin::Origin;
 use crate::spec::{CONFIG_HASH_LABEL, PROFILE_FILE_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
@@ -69,14 +70,12 @@ pub struct Row {
 /// daemon runs on this host.
 pub async fn rows(all: bool, all_users: bool, context: &Context) -> Result<Vec<Row>, Error> {
     let engine = context.engine().await?;
-    let (rows, here) = tokio::join!(
+    let (rows, host) = tokio::join!(
         rows_of(&engine, all, all_users, context.me(), context),
-        engine.on_this_host()
+        engine.daemon_host()
     );
     let mut rows = rows?;
-    if here {
-        by_local_index(&mut rows, context);
-    }
+    by_index(&mut rows, &engine, host.ok(), context).await;
     Ok(rows)
 }
 
@@ -97,14 +96,16 @@ pub async fn rows_on_hosts(
 ) -> Result<Vec<HostRows>, Error> {
     let hosts = crate::ops::hosts::named(context, names)?;
     let answers = crate::ops::hosts::each(&hosts, super::REQUEST_TIMEOUT, |engine| async move {
-        let (rows, here) = tokio::join!(
+        let (rows, host) = tokio::join!(
             // Over several daemons at once, by the uid (`spec::ownership::belonging` without
             // an identity): learning each transport's identity would cost an `ssh -G` per
             // host before the fan-out.
             rows_of(&engine, all, all_users, &context.user, context),
-            engine.on_this_host()
+            engine.daemon_host()
         );
-        Ok::<_, Error>((rows?, here))
+        let mut rows = rows?;
+        by_index(&mut rows, &engine, host.ok(), context).await;
+        Ok::<_, Error>(rows)
     })
     .await;
     Ok(answers
@@ -112,11 +113,7 @@ pub async fn rows_on_hosts(
         .map(|answer| {
             let host = answer.host.name.clone();
             let endpoint = answer.host.endpoint().to_string();
-            let result = answer.result.map(|(mut listed, here)| {
-                // Only a daemon on this machine has its GPUs in this machine's NVML.
-                if here {
-                    by_local_index(&mut listed, context);
-                }
+            let result = answer.result.map(|listed| {
                 listed
                     .into_iter()
                     .map(|row| Row {
@@ -134,23 +131,38 @@ pub async fn rows_on_hosts(
         .collect())
 }
 
-/// Placed containers name their GPUs by UUID: show the indexes this host's NVML gives them.
-fn by_local_index(rows: &mut [Row], context: &Context) {
-    if rows.iter().any(|row| {
+/// Placed containers name their GPUs by UUID: show the indexes the daemon's machine gives
+/// them — from this machine's NVML when the daemon runs here, else from the GPU record
+/// the daemon keeps (`ops::server_gpus`, believed only when it names that machine). Where
+/// neither is known (the machine could not be told, no record) the UUIDs stay.
+async fn by_index(rows: &mut [Row], engine: &Engine, host: Option<DaemonHost>, context: &Context) {
+    if !rows.iter().any(|row| {
         row.gpus
             .as_deref()
             .is_some_and(|gpus| gpus.contains("GPU-"))
-    }) && let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
-        .loaded()
-        .cloned()
-    {
-        for row in rows {
-            if let Some(gpus) = &row.gpus {
-                let shown = crate::spec::placement::by_index(gpus, &nvml.gpus);
-                if shown != *gpus {
-                    row.gpu_ids = Some(gpus.clone());
-                    row.gpus = Some(shown);
-                }
+    }) {
+        return;
+    }
+    let gpus = match host {
+        Some(DaemonHost::ThisHost) => {
+            crate::gpu::gather(context.environment.nvml_library().as_deref())
+                .loaded()
+                .map(|nvml| nvml.gpus.clone())
+        }
+        Some(DaemonHost::Elsewhere { name }) => {
+            crate::ops::server_gpus::recorded_only(engine, &name)
+                .await
+                .map(|seen| seen.facts.gpus)
+        }
+        None => None,
+    };
+    let Some(gpus) = gpus else { return };
+    for row in rows {
+        if let Some(shown_ids) = &row.gpus {
+            let shown = crate::spec::placement::by_index(shown_ids, &gpus);
+            if shown != *shown_ids {
+                row.gpu_ids = Some(shown_ids.clone());
+                row.gpus = Some(shown);
             }
         }
     }

@@ -743,3 +743,111 @@ fn the_team_view_is_live_on_a_terminal_and_quits_on_q() {
     let (before, after) = recording.settings();
     assert_eq!(before, after, "terminal settings restored");
 }
+
+/// Issue 40 (item 6): another machine's containers show their GPUs by that machine's
+/// index, read from the GPU record its daemon keeps, in `ps -H` and `ps --hosts` alike
+/// (never this machine's NVML, never a list of UUIDs), and a count the engine places
+/// says its unit (`2 GPUs`), never read as GPU index 2.
+#[test]
+fn another_machines_gpus_show_by_its_index_and_a_count_says_gpus() {
+    let test = "another_machines_gpus_show_by_its_index_and_a_count_says_gpus";
+    let fixture = crate::support::server::Fixture::gpus(
+        "dddddddd",
+        4,
+        "NVIDIA L4",
+        "8.9",
+        "550.54.15",
+        "12.4",
+    );
+    let Some(server) = crate::support::server::Server::start(test, "gpu-ps", Some(&fixture)) else {
+        return;
+    };
+    let image = server.load_test_image();
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("psindex");
+    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::write(
+        folder.path().join(format!("envctl/{profile}.toml")),
+        format!("image = \"{image}\"\ngpus = 2\ncommand = [\"sleep\", \"600\"]\n"),
+    )
+    .unwrap();
+    write_team_file(
+        folder.path(),
+        &format!("[hosts]\ngpu-ps = \"{}\"\n", server.host()),
+    );
+    let run = |arguments: &[&str]| {
+        let output = envctl_in(folder.path())
+            .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
+            .args(arguments)
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        Run::of(output)
+    };
+    let up = run(&["-H", &server.host(), "up", &profile]);
+    assert_eq!(up.code, 0, "{up}");
+    // A container the engine places by count, as `docker run --gpus 2` makes it.
+    let counted = unique_name("counted");
+    server.docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        &counted,
+        "--label",
+        TEST_LABEL,
+        "--label",
+        &format!("envctl.profile={counted}"),
+        "--gpus",
+        "2",
+        &image,
+        "sleep",
+        "600",
+    ]);
+    let placed = server.docker_ok(&[
+        "inspect",
+        "-f",
+        "{{range .HostConfig.DeviceRequests}}{{join .DeviceIDs \",\"}}{{end}}",
+        &format!("envctl-{profile}"),
+    ]);
+    let indexes: Vec<String> = placed
+        .trim()
+        .split(',')
+        .map(|uuid| {
+            let index = fixture
+                .gpus
+                .iter()
+                .position(|gpu| gpu.uuid == uuid)
+                .unwrap_or_else(|| panic!("{uuid} is none of the fixture's GPUs"));
+            index.to_string()
+        })
+        .collect();
+    let expected = indexes.join(",");
+    let host = server.host();
+    for arguments in [
+        vec!["--json", "-H", host.as_str(), "ps", "-a", "--all-users"],
+        vec!["--json", "ps", "-a", "--all-users", "--hosts", "gpu-ps"],
+    ] {
+        let listed = run(&arguments);
+        assert_eq!(listed.code, 0, "{arguments:?}: {listed}");
+        let text = listed.stdout.as_str();
+        let document: serde_json::Value = serde_json::from_str(text).unwrap();
+        // Both shapes list every row under `containers` (with `--hosts`, each with its host).
+        let rows = document["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| panic!("no rows in {text}"));
+        let row = |name: &str| {
+            rows.iter()
+                .find(|row| row["name"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("no {name} in {text}"))
+        };
+        let ours = row(&format!("envctl-{profile}"));
+        assert_eq!(ours["gpus"], expected.as_str(), "{arguments:?}: {ours}");
+        assert_eq!(ours["gpu_ids"], placed.trim(), "{arguments:?}: {ours}");
+        assert_eq!(row(&counted)["gpus"], "2 GPUs", "{arguments:?}: {text}");
+    }
+    for name in [format!("envctl-{profile}"), counted] {
+        server.docker(&["rm", "-f", &name]);
+    }
+}

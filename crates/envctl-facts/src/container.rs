@@ -173,11 +173,13 @@ pub fn gpu_node_minor(path: &str) -> Option<u32> {
 }
 
 impl std::fmt::Display for GpuAssignment {
-    /// `all`, `2`, `0,1`: as `ps` shows it.
+    /// `all`, `2 GPUs`, `0,1`: as `ps` shows it. A count says its unit, so two GPUs the
+    /// engine picks are never read as GPU index 2.
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             GpuAssignment::All => formatter.write_str("all"),
-            GpuAssignment::Count(count) => write!(formatter, "{count}"),
+            GpuAssignment::Count(1) => formatter.write_str("1 GPU"),
+            GpuAssignment::Count(count) => write!(formatter, "{count} GPUs"),
             GpuAssignment::Devices(devices) => formatter.write_str(&devices.join(",")),
             GpuAssignment::Nodes(minors) => {
                 let nodes: Vec<String> = minors
