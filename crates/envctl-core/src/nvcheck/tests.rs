@@ -686,7 +686,12 @@ fn no_python_fails_only_when_the_profile_promises_torch() {
             .message
             .starts_with("no python3 or python in the container")
     );
-    assert!(plain.hint.unwrap().contains("profile `pytorch-"));
+    let hint = plain.hint.unwrap();
+    assert!(hint.contains("profile `pytorch-"), "{hint}");
+    // Issue 40: the suggestion is an image that exists, never a tag only made by pattern.
+    for unconfirmed in crate::profile::bundled::TAG_UNCONFIRMED {
+        assert!(!hint.contains(&format!("`{unconfirmed}`")), "{hint}");
+    }
     expectations.stack_torch = Some("2.8.0+cu128".parse().unwrap());
     assert_eq!(
         status_of(&judge(&report, &expectations), PYTHON),

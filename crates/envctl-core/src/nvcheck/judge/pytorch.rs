@@ -19,8 +19,14 @@ fn torch_expected(expectations: &Expectations<'_>) -> bool {
     expectations.stack_torch.is_some()
 }
 
+/// The newest bundled PyTorch profile whose image tag is confirmed: a suggestion must be
+/// an image that exists.
 fn a_profile_with_torch(expectations: &Expectations<'_>) -> String {
-    match expectations.candidates.first() {
+    let confirmed = expectations
+        .candidates
+        .iter()
+        .find(|candidate| !crate::profile::bundled::TAG_UNCONFIRMED.contains(&candidate.profile));
+    match confirmed {
         Some(candidate) => format!(
             "use an image with Python and PyTorch, such as profile `{}` (`envctl profiles list` shows all)",
             candidate.profile
