@@ -2,9 +2,12 @@
 # The edit-build-test loop, measured (issue 26): CPU seconds (user + system, which other
 # work on the machine changes far less than wall time) and wall seconds of
 #   1. a clean debug build of the library, the binaries and every test target,
-#   2. touching one file of the core, then `cargo test --lib`,
+#   2. touching one file of the core crate, then that crate's unit tests
+#      (`cargo test -p envctl-core --lib`: the crate loop),
 #   3. touching one file of the core, then one integration module without Docker
 #      (`cargo test --test it profile_corpus`),
+#   4. touching one command file, then the same integration module (a change to the
+#      binary's crate only, which no longer rebuilds the core),
 # and the size of the debug integration binary. It builds in a target folder of its own
 # (removed at the end), so the developer's is never touched.
 #
@@ -49,9 +52,13 @@ fi
 # Warm: the loop starts from a built tree.
 cargo test --lib --no-run --locked >/dev/null 2>&1
 cargo test --test it --no-run --locked >/dev/null 2>&1
-touch src/spec/gpus.rs
-measure "touch src/spec/gpus.rs, cargo test --lib" cargo test --lib --locked
-touch src/spec/gpus.rs
-measure "touch src/spec/gpus.rs, one integration module" cargo test --test it --locked profile_corpus
+cargo test -p envctl-core --lib --no-run --locked >/dev/null 2>&1
+core=crates/envctl-core/src/spec/gpus.rs
+touch "$core"
+measure "touch $core, cargo test -p envctl-core --lib" cargo test -p envctl-core --lib --locked
+touch "$core"
+measure "touch $core, one integration module" cargo test --test it --locked profile_corpus
+touch src/commands/ps.rs
+measure "touch src/commands/ps.rs, one integration module" cargo test --test it --locked profile_corpus
 binary=$(find "${CARGO_TARGET_DIR:-target}/debug/deps" -maxdepth 1 -type f -name 'it-*' -perm -u+x | head -n 1)
 printf '%-48s %7s MiB\n' "debug integration binary:" "$(($(stat -c %s "$binary") / 1048576))"

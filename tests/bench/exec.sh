@@ -17,8 +17,8 @@ mkdir -p "$work/envctl"
 printf 'image = "%s"\nmemory = "128m"\n' "$IMAGE" > "$work/envctl/$profile.toml"
 cd "$work"
 "$ENVCTL" up "$profile" -q >/dev/null
-SCRIPT=$(cat "$OLDPWD/src/nvcheck/nvidia_check.sh")
-PYTHON=$(cat "$OLDPWD/src/nvcheck/nvidia_check.py")
+SCRIPT=$(cat "$OLDPWD/crates/envctl-core/src/nvcheck/nvidia_check.sh")
+PYTHON=$(cat "$OLDPWD/crates/envctl-core/src/nvcheck/nvidia_check.py")
 export SCRIPT PYTHON
 hyperfine --warmup 3 --runs 20 -i \
     -n "envctl nvidia-check" "$ENVCTL exec $profile nvidia-check --quick --json" \

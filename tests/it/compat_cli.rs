@@ -920,7 +920,7 @@ fn the_pinned_runtime_is_the_driver_floor_of_a_build() {
 /// The China-market parts as nvidia-smi names them (`NVIDIA H800`, `NVIDIA H800 PCIe`,
 /// `NVIDIA H20`, `NVIDIA L20`, the A800 in its SXM, PCIe and workstation forms), from
 /// NVIDIA's GPU Operator platform list, MIG user guide, mig-parted's default MIG
-/// configuration and TensorRT-LLM hardware list (sources in `src/compat/matrix.toml`).
+/// configuration and TensorRT-LLM hardware list (sources in `crates/envctl-core/src/compat/matrix.toml`).
 /// The A800's row is derived, and `compat` says so in the finding's facts.
 #[test]
 fn china_market_gpus_resolve_by_their_nvml_names() {

@@ -382,7 +382,7 @@ fn empty_is_null(value: &Value) -> Value {
 /// (`NAME:/target:rw`) where `up` and compose v1 send a `Mounts` entry: the same volume at
 /// the same place (the daemon's `Mounts` below agrees). A bind's `BindOptions.Propagation`
 /// `rprivate`, which the export writes so that compose uses the Mount API (see
-/// src/export/compose.rs), is Docker's default: read as absent.
+/// crates/envctl-core/src/export/compose.rs), is Docker's default: read as absent.
 fn requested_mounts(host: &Value) -> Vec<Value> {
     let mut mounts: Vec<Value> = host["Mounts"]
         .as_array()

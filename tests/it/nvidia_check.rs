@@ -193,7 +193,10 @@ fn run_python(command: &mut Command, limit: Duration) -> Option<std::process::Ou
 fn the_python_half_runs_standalone_and_prints_one_document() {
     let mut command = Command::new("python3");
     command
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/nvcheck/nvidia_check.py"))
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("crates/envctl-core/src/nvcheck/nvidia_check.py"),
+        )
         .arg("--quick");
     let Some(output) = run_python(&mut command, Duration::from_secs(120)) else {
         return;

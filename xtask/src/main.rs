@@ -44,7 +44,7 @@ usage:
          library lacking a target of the arch list, deletes the wheel.
   nvcc:  downloads nvidia-cuda-nvcc-cu11/-cu12 (CUDA 11/12) or nvidia-cuda-nvcc (13+),
          runs its ptxas --help, prints the release's [[cuda_targets]] row.
-  --compare MATRIX: also compare the row with MATRIX (src/compat/matrix.toml) and report
+  --compare MATRIX: also compare the row with MATRIX (crates/envctl-core/src/compat/matrix.toml) and report
          every disagreement on stderr; the exit status is 1 when they disagree.
   rules: parses envctl's src/ (or SRC) and checks ARCHITECTURE.md's layering rules; one
          line per violation (file:line: rule: what), exit status 1 when there is one.";

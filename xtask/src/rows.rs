@@ -1,6 +1,6 @@
 //! From a measurement to matrix rows: which targets are the build's own (carried by most of
 //! its fat binaries) and which are a few specialised kernels, and the `[[torch_build]]` /
-//! `[[cuda_targets]]` text in the form of `src/compat/matrix.toml`.
+//! `[[cuda_targets]]` text in the form of `crates/envctl-core/src/compat/matrix.toml`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -14,7 +14,7 @@ use crate::profile::model::CudaVersion;
 /// The text of the bundled matrix.
 pub const BUNDLED_TEXT: &str = include_str!("matrix.toml");
 /// How the bundled matrix is named in messages: it is in the binary, not a file on disk
-/// (`src/compat/matrix.toml` in envctl's source), like `<bundled>/NAME.toml` profiles.
+/// (`crates/envctl-core/src/compat/matrix.toml` in envctl's source), like `<bundled>/NAME.toml` profiles.
 pub const BUNDLED_PATH: &str = "<bundled>/matrix.toml";
 
 /// What every row of every table carries: its key for overlays and where it comes from.
@@ -656,7 +656,7 @@ pub struct Matrix {
     pub branch_lifecycle: Vec<BranchLifecycleRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forward_compatibility: Option<ForwardCompatibility>,
-    /// The files the matrix was built from, in order: `src/compat/matrix.toml` for the
+    /// The files the matrix was built from, in order: `crates/envctl-core/src/compat/matrix.toml` for the
     /// bundled one, then each overlay's path.
     pub origins: Vec<String>,
 }

@@ -370,7 +370,7 @@ impl Parser<'_> {
                 // toml's error has no kind to tell a missing field from a wrong one, and
                 // its words are not read: a complete row helps with either.
                 let hint = format!(
-                    "see the bundled matrix (src/compat/matrix.toml in envctl's source) for a complete `{name}` row"
+                    "see the bundled matrix (crates/envctl-core/src/compat/matrix.toml in envctl's source) for a complete `{name}` row"
                 );
                 self.error(span, format!("in `{name}`: {message}"), Some(hint));
                 None

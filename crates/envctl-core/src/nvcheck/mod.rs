@@ -11,7 +11,7 @@
 //!   torch and CUDA versions, cuDNN, `is_available`, devices, the arch list, NCCL, and per GPU
 //!   a torch kernel, a float32 matmul against float64 on the CPU, TF32 and bfloat16 matmuls,
 //!   then (without `--quick`) a timed matmul and the pinned copy bandwidth. Runnable by hand
-//!   to record a fixture: `python3 src/nvcheck/nvidia_check.py`.
+//!   to record a fixture: `python3 crates/envctl-core/src/nvcheck/nvidia_check.py`.
 //! - `script` — the embedded scripts and the exec command lines.
 //! - `report` — [`RawReport`] and [`parse_output`].
 //! - `values` — readings of the raw text (nvidia-smi CSV, `df`, `ulimit`, cuDNN numbers).

@@ -6,7 +6,7 @@
 pub const SHELL_SCRIPT: &str = include_str!("nvidia_check.sh");
 
 /// The Python half: torch, CUDA, the devices, the compute checks. Also runnable by hand
-/// (`python3 src/nvcheck/nvidia_check.py`) to record a fixture.
+/// (`python3 crates/envctl-core/src/nvcheck/nvidia_check.py`) to record a fixture.
 pub const PYTHON_SCRIPT: &str = include_str!("nvidia_check.py");
 
 /// The interpreters tried, in order, when the image has no `sh`.
