@@ -34,6 +34,9 @@ struct Report<'a> {
     findings: Vec<SectionedFinding<'a>>,
     expectations: &'a Expectations<'a>,
     facts: &'a RawReport,
+    /// The CUDA libraries `--libraries` scanned, with their architecture lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    libraries: Option<&'a crate::compat::fatbin::ImageLibraries>,
 }
 
 #[derive(Serialize)]
@@ -56,6 +59,10 @@ pub struct NvidiaCheckArgs {
     /// Judge against this profile's expectations (torch, CUDA) as in its container
     #[arg(long, value_name = "PROFILE")]
     pub profile: Option<String>,
+    /// Also read the CUDA libraries installed under FOLDER (repeatable) and judge them on
+    /// the GPUs the check saw: what tests/gpu/check.sh compares with cuobjdump
+    #[arg(long, value_name = "FOLDER", hide = true)]
+    pub libraries: Vec<std::path::PathBuf>,
 }
 
 /// `envctl nvidia-check [--profile P]`: the check run here, without a container.
@@ -71,7 +78,7 @@ pub fn here(arguments: NvidiaCheckArgs, context: &Context) -> Result<ExitStatus,
         .transpose()?;
     super::runtime()?.block_on(async {
         tokio::select! {
-            checked = nvidia_check::check_here(options, profile, context, |checked| {
+            checked = nvidia_check::check_here(options, profile, &arguments.libraries, context, |checked| {
                 render(&checked, context)
             }) => checked,
             code = super::termination_signal() => Ok(ExitStatus::External(code)),
@@ -99,6 +106,7 @@ pub fn render_as(
         facts: raw,
         findings,
         status,
+        libraries,
     } = checked;
     let status = *status;
 
@@ -122,6 +130,7 @@ pub fn render_as(
                 .collect(),
             expectations,
             facts: raw,
+            libraries: libraries.as_ref(),
         };
         context.printer.json(&report)?;
     } else {

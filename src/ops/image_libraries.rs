@@ -1,4 +1,4 @@
-//! An image's CUDA libraries for `doctor`: from the cache kept per image id
+//! An image's CUDA libraries for `doctor` and `nvidia-check`: from the cache kept per image id
 //! (`$XDG_CACHE_HOME/envctl/image-libraries/<id>.json`: an id names the image's bytes, so a
 //! scan never goes stale), else read through the daemon (`Engine::image_libraries`) and
 //! cached. A cache that cannot be read is rescanned; one that cannot be written is said in
@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::checks::Finding;
 use crate::compat::fatbin::{IMAGE_LIBRARIES_SCHEMA, ImageLibraries};
 use crate::engine::Engine;
 use crate::facts::engine::ImageFacts;
@@ -41,7 +42,18 @@ pub async fn of_image(
     image: &ImageFacts,
     cache_home: Option<&Path>,
 ) -> Result<Found, String> {
-    let id = image.id.clone();
+    of_reference(engine, &image.reference, image.id.as_deref(), cache_home).await
+}
+
+/// The CUDA libraries of the image `reference` whose id is `id` (when known: what it is
+/// read by and cached under), cached under `cache_home` when there is one.
+pub async fn of_reference(
+    engine: &Engine,
+    reference: &str,
+    id: Option<&str>,
+    cache_home: Option<&Path>,
+) -> Result<Found, String> {
+    let id = id.map(str::to_string);
     let file = cache_home
         .zip(id.as_deref())
         .and_then(|(home, id)| cache_file(home, id));
@@ -65,7 +77,7 @@ pub async fn of_image(
         }
     }
     // By id when there is one: the bytes the cache will be named by.
-    let name = id.as_deref().unwrap_or(&image.reference);
+    let name = id.as_deref().unwrap_or(reference);
     let scan = engine
         .image_libraries(name)
         .await
@@ -91,4 +103,115 @@ pub async fn of_image(
         cached: false,
         cache_problem,
     })
+}
+
+/// `gpu.library-arch`: the findings of an image scan (or of its failure) on `gpus`, each
+/// named with its compute capability, the driver able to JIT PTX up to `driver_cuda`.
+pub fn findings(
+    image: &str,
+    found: Result<Found, String>,
+    gpus: &[(String, crate::compat::ComputeCapability)],
+    driver_cuda: Option<crate::profile::model::CudaVersion>,
+) -> Vec<Finding> {
+    let found = match found {
+        Ok(found) => found,
+        Err(why) => {
+            return vec![Finding::warn(
+                crate::compat::fatbin::GPU_LIBRARY_ARCH,
+                format!("the CUDA libraries of image `{image}` could not be read: {why}"),
+            )];
+        }
+    };
+    let mut findings =
+        crate::compat::fatbin::image_findings(image, &found.libraries, gpus, driver_cuda);
+    if let Some(problem) = found.cache_problem {
+        findings.push(Finding::info(
+            crate::compat::fatbin::GPU_LIBRARY_ARCH,
+            problem,
+        ));
+    }
+    findings
+}
+
+/// A RECORD larger than this is not read (they are kilobytes).
+const RECORD_LIMIT: u64 = 16 << 20;
+
+/// The CUDA libraries installed in `folders` on this machine (a Python environment's
+/// site-packages, a library folder), read with the image scan's code: every file named
+/// like a shared object, read in place (only its headers and fat-binary sections), with
+/// the package each came from (`*.dist-info/RECORD`). Symbolic links are not followed (a
+/// library is read once, under its own name). Paths are given as found.
+pub fn of_folders(folders: &[PathBuf]) -> Result<ImageLibraries, String> {
+    let mut libraries_found: Vec<(String, PathBuf)> = Vec::new();
+    let mut packages: std::collections::BTreeMap<String, String> = Default::default();
+    let mut pending: Vec<PathBuf> = folders.to_vec();
+    while let Some(folder) = pending.pop() {
+        let entries = std::fs::read_dir(&folder)
+            .map_err(|error| format!("cannot list {}: {error}", folder.display()))?;
+        for entry in entries {
+            let entry =
+                entry.map_err(|error| format!("cannot list {}: {error}", folder.display()))?;
+            let path = entry.path();
+            let kind = entry
+                .file_type()
+                .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+            if kind.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if !kind.is_file() {
+                continue;
+            }
+            let shown = path.to_string_lossy().into_owned();
+            if shown.ends_with(".dist-info/RECORD") {
+                let small = entry
+                    .metadata()
+                    .is_ok_and(|metadata| metadata.len() <= RECORD_LIMIT);
+                if let (true, Ok(text)) = (small, std::fs::read_to_string(&path)) {
+                    packages.extend(crate::compat::fatbin::record_packages(&shown, &text));
+                }
+            } else if crate::compat::fatbin::is_shared_object(&shown) {
+                libraries_found.push((shown, path));
+            }
+        }
+    }
+    libraries_found.sort();
+    let mut scan = ImageLibraries {
+        schema_version: IMAGE_LIBRARIES_SCHEMA,
+        image_id: None,
+        libraries: Vec::new(),
+        unreadable: Vec::new(),
+        unread_layers: Vec::new(),
+        shared_objects: libraries_found.len(),
+    };
+    for (shown, path) in libraries_found {
+        let read = std::fs::File::open(&path)
+            .map_err(|error| error.to_string())
+            .and_then(|file| {
+                let mut file = std::io::BufReader::new(file);
+                let mut magic = [0u8; 4];
+                let elf = std::io::Read::read_exact(&mut file, &mut magic).is_ok()
+                    && crate::compat::fatbin::is_elf(&magic);
+                if !elf {
+                    return Ok(None);
+                }
+                crate::compat::fatbin::read_library_from(&mut file)
+                    .map(Some)
+                    .map_err(|error| crate::error::error_chain(&error))
+            });
+        match read {
+            Ok(Some(code)) if !code.sections.is_empty() => {
+                scan.libraries.push(crate::compat::fatbin::ScannedLibrary {
+                    package: packages.get(shown.trim_start_matches('/')).cloned(),
+                    path: shown,
+                    code: code.summary(),
+                });
+            }
+            Ok(_) => {}
+            Err(why) => scan
+                .unreadable
+                .push(crate::compat::fatbin::UnreadLibrary { path: shown, why }),
+        }
+    }
+    Ok(scan)
 }

@@ -1,6 +1,8 @@
 //! nvidia-check's application layer: run the embedded scripts in the container (bounded by
 //! `--timeout` and by size), read the host's NVML when the daemon is local, resolve the
-//! container's profile, and judge it all with `nvcheck::judge`. The command renders it.
+//! container's profile, and judge it all with `nvcheck::judge`; then the CUDA libraries of
+//! the container's image (`ops::image_libraries`, cached per image id) on the GPUs the
+//! check saw inside it (`gpu.library-arch`, issue 41). The command renders it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -48,6 +50,8 @@ pub struct Checked<'a> {
     pub facts: &'a RawReport,
     pub findings: Vec<Finding>,
     pub status: Status,
+    /// The CUDA libraries of the folders `envctl nvidia-check --libraries` scanned.
+    pub libraries: Option<crate::compat::fatbin::ImageLibraries>,
 }
 
 /// Runs the check in `container`, judges it against the host, the container's profile and
@@ -97,17 +101,20 @@ pub async fn check<T>(
     }
 
     let daemon = daemon_gpu_facts(engine_facts);
-    let host = match host_task {
+    let host_facts = match host_task {
+        None => None,
+        Some(task) => Some(task.await),
+    };
+    let host = match &host_facts {
         None => HostDriver::Remote {
             endpoint: engine.endpoint().to_string(),
         },
-        Some(task) => match task.await {
-            Ok(facts) => host_driver(&facts),
-            Err(_) => HostDriver::Unknown {
-                reason: "the NVML probe crashed".into(),
-            },
+        Some(Ok(facts)) => host_driver(facts),
+        Some(Err(_)) => HostDriver::Unknown {
+            reason: "the NVML probe crashed".into(),
         },
     };
+    let host_gpus = host_facts.as_ref().and_then(|facts| facts.as_ref().ok());
     let expectations = Expectations {
         target: container.name.clone(),
         profile: profile
@@ -144,6 +151,7 @@ pub async fn check<T>(
     if let Some(note) = profile_note {
         findings.insert(0, note);
     }
+    findings.extend(image_library_findings(engine, container, &raw, host_gpus, context).await);
     let status = worst(&findings);
     render(Checked {
         container: Some(container),
@@ -152,6 +160,7 @@ pub async fn check<T>(
         facts: &raw,
         findings,
         status,
+        libraries: None,
     })
 }
 
@@ -159,9 +168,14 @@ pub async fn check<T>(
 /// or Apptainer container, a conda env, a bare-metal node), judged by the same rules
 /// against this machine's NVML and, with `--profile`, the profile's expectations. Inside a
 /// Slurm job with GPUs, torch must see exactly the job's GPUs (`nvcheck::slurm`).
+///
+/// With `libraries` (folders: a Python environment's site-packages, say), the CUDA
+/// libraries installed there are read with the image scan's code and judged on the GPUs the
+/// check saw (`gpu.library-arch`); tests/gpu/check.sh compares them with `cuobjdump`.
 pub async fn check_here<T>(
     options: &NvidiaCheckOptions,
     profile: Option<ResolvedProfile>,
+    libraries: &[std::path::PathBuf],
     context: &Context,
     render: impl FnOnce(Checked<'_>) -> Result<T, Error>,
 ) -> Result<T, Error> {
@@ -243,6 +257,31 @@ pub async fn check_here<T>(
     if let Some(job) = &job_gpus {
         findings.extend(nvcheck::slurm::judge_allocation(&raw, job));
     }
+    let mut scanned = None;
+    if !libraries.is_empty() {
+        let label = libraries
+            .iter()
+            .map(|folder| folder.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        context
+            .printer
+            .info(&format!("reading the CUDA libraries under {label}…"));
+        let scan = crate::ops::image_libraries::of_folders(libraries);
+        let gpus = library_gpus(&raw, facts.as_ref());
+        findings.extend(crate::ops::image_libraries::findings(
+            &label,
+            scan.clone()
+                .map(|libraries| crate::ops::image_libraries::Found {
+                    libraries,
+                    cached: false,
+                    cache_problem: None,
+                }),
+            &gpus,
+            driver_cuda(facts.as_ref()),
+        ));
+        scanned = scan.ok();
+    }
     let status = worst(&findings);
     render(Checked {
         container: None,
@@ -251,7 +290,106 @@ pub async fn check_here<T>(
         facts: &raw,
         findings,
         status,
+        libraries: scanned,
     })
+}
+
+/// Issue 41: `gpu.library-arch` for the container's image on the GPUs that run it: read
+/// through the daemon (or the cache per image id) only when some GPU's compute capability
+/// is known, as `doctor` does.
+async fn image_library_findings(
+    engine: &Engine,
+    container: &ContainerDetails,
+    raw: &RawReport,
+    host: Option<&GpuFacts>,
+    context: &Context,
+) -> Vec<Finding> {
+    let gpus = library_gpus(raw, host);
+    if gpus.is_empty() {
+        return Vec::new();
+    }
+    // The id of the image the container runs (its reference may have been moved to
+    // another image since): what the scan is read by and cached under.
+    let image_id = engine
+        .list_containers(true, false)
+        .await
+        .ok()
+        .and_then(|listed| {
+            listed
+                .into_iter()
+                .find(|summary| summary.id == container.id)
+                .map(|summary| summary.image_id)
+        })
+        .filter(|id| !id.is_empty());
+    context.printer.info(&format!(
+        "reading the CUDA libraries of image `{}`…",
+        container.image
+    ));
+    let found = crate::ops::image_libraries::of_reference(
+        engine,
+        &container.image,
+        image_id.as_deref(),
+        context.environment.cache_home().as_deref(),
+    )
+    .await;
+    crate::ops::image_libraries::findings(&container.image, found, &gpus, driver_cuda(host))
+}
+
+/// The GPUs a library of the container's image will run on, each named with its compute
+/// capability: the devices the check's torch saw inside the container; when it saw none
+/// with a capability (no torch in the image), the host's NVML GPUs, when NVML speaks for
+/// the daemon's machine.
+fn library_gpus(
+    raw: &RawReport,
+    host: Option<&GpuFacts>,
+) -> Vec<(String, crate::compat::ComputeCapability)> {
+    let seen: Vec<(String, crate::compat::ComputeCapability)> = raw
+        .python
+        .iter()
+        .flat_map(|python| &python.devices)
+        .filter_map(|device| {
+            let [major, minor] = device.capability.as_deref()? else {
+                return None;
+            };
+            let name = device
+                .name
+                .as_ref()
+                .map_or_else(String::new, |name| format!(" ({name})"));
+            Some((
+                format!("GPU {} in the container{name}", device.index),
+                crate::compat::ComputeCapability::new(*major, *minor),
+            ))
+        })
+        .collect();
+    if !seen.is_empty() {
+        return seen;
+    }
+    let Some(nvml) = host.and_then(GpuFacts::loaded) else {
+        return Vec::new();
+    };
+    nvml.gpus
+        .iter()
+        .filter_map(|gpu| {
+            let capability = *gpu.compute_capability.value()?;
+            let name = gpu
+                .name
+                .value()
+                .map_or_else(String::new, |name| format!(" ({name})"));
+            Some((format!("GPU {} of the host{name}", gpu.index), capability))
+        })
+        .collect()
+}
+
+/// The CUDA release the host's driver supports (what it can JIT PTX up to); none when NVML
+/// does not speak for the daemon's machine or did not say.
+fn driver_cuda(host: Option<&GpuFacts>) -> Option<crate::profile::model::CudaVersion> {
+    let nvml = host?.loaded()?;
+    nvml.cuda_driver_version
+        .value()
+        .map(|cuda| crate::profile::model::CudaVersion {
+            major: cuda.major,
+            minor: cuda.minor,
+        })
 }
 
 /// The daemon's cgroup driver and runtimes (`/info`), or why they are unknown.
@@ -531,4 +669,145 @@ fn record(raw: &mut RawReport, outcome: &ExecOutcome) {
     raw.run.timed_out |= outcome.timed_out;
     raw.run.stdout_bytes = outcome.stdout.len();
     raw.run.stderr_tail = tail(&outcome.stderr, STDERR_TAIL);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::gpu::LoadOutcome;
+    use crate::facts::smi::{ServerGpus, SmiGpu};
+    use crate::nvcheck::{DeviceFacts, PythonFacts};
+
+    /// A host whose NVML lists `count` H100s (sm_90) on a CUDA 12.8 driver.
+    fn host_h100s(count: u32) -> GpuFacts {
+        let server = ServerGpus {
+            driver: Some("570.124.06".into()),
+            cuda: Some("12.8".parse().unwrap()),
+            gpus: (0..count)
+                .map(|index| SmiGpu {
+                    index,
+                    uuid: format!("GPU-{index}"),
+                    name: Some("NVIDIA H100 80GB HBM3".into()),
+                    compute_capability: Some(crate::compat::ComputeCapability::new(9, 0)),
+                    memory_total_mib: None,
+                    memory_used_mib: None,
+                })
+                .collect(),
+            processes: Vec::new(),
+        };
+        GpuFacts {
+            library: "stand-in".into(),
+            nvml: LoadOutcome::Loaded(Box::new(server.nvml_facts())),
+        }
+    }
+
+    fn device(index: u32, name: &str, capability: Option<Vec<u32>>) -> DeviceFacts {
+        DeviceFacts {
+            index,
+            name: Some(name.to_string()),
+            capability,
+            ..DeviceFacts::default()
+        }
+    }
+
+    fn names(gpus: &[(String, crate::compat::ComputeCapability)]) -> Vec<String> {
+        gpus.iter()
+            .map(|(name, capability)| format!("{name}: {}", capability.sm()))
+            .collect()
+    }
+
+    /// The devices torch saw in the container are the GPUs judged; one whose capability is
+    /// not a pair is left out, never guessed.
+    #[test]
+    fn the_containers_own_devices_are_judged() {
+        let raw = RawReport {
+            python: Some(PythonFacts {
+                devices: vec![
+                    device(0, "NVIDIA GeForce RTX 5090", Some(vec![12, 0])),
+                    device(1, "odd", Some(vec![9])),
+                    device(2, "unknown", None),
+                ],
+                ..PythonFacts::default()
+            }),
+            ..RawReport::default()
+        };
+        assert_eq!(
+            names(&library_gpus(&raw, None)),
+            ["GPU 0 in the container (NVIDIA GeForce RTX 5090): sm_120"]
+        );
+    }
+
+    /// Without torch in the image, the host's NVML GPUs are judged, when NVML speaks for
+    /// the daemon's machine; without either, nothing is (and no scan is made).
+    #[test]
+    fn without_torch_the_hosts_gpus_are_judged() {
+        let raw = RawReport::default();
+        assert!(library_gpus(&raw, None).is_empty());
+        let host = host_h100s(2);
+        assert_eq!(
+            names(&library_gpus(&raw, Some(&host))),
+            [
+                "GPU 0 of the host (NVIDIA H100 80GB HBM3): sm_90",
+                "GPU 1 of the host (NVIDIA H100 80GB HBM3): sm_90"
+            ]
+        );
+        assert_eq!(
+            driver_cuda(Some(&host)).map(|cuda| cuda.to_string()),
+            Some("12.8".to_string())
+        );
+        assert_eq!(driver_cuda(None), None);
+    }
+
+    /// A scan that failed is a warning naming the image and why; a scan's library that
+    /// lacks the GPU's architecture fails on it.
+    #[test]
+    fn scan_results_become_library_arch_findings() {
+        use crate::compat::fatbin::{IMAGE_LIBRARIES_SCHEMA, ImageLibraries, ScannedLibrary};
+        let gpus = vec![(
+            "GPU 0 in the container (NVIDIA GeForce RTX 5090)".to_string(),
+            crate::compat::ComputeCapability::new(12, 0),
+        )];
+        let failed = crate::ops::image_libraries::findings(
+            "team/train:1",
+            Err("the daemon refused".into()),
+            &gpus,
+            None,
+        );
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].status, crate::checks::Status::Warn);
+        assert!(
+            failed[0].message.contains("team/train:1"),
+            "{}",
+            failed[0].message
+        );
+        let code: crate::compat::fatbin::LibrarySummary =
+            serde_json::from_value(serde_json::json!({
+                "sass": ["sm_80", "sm_90"], "ptx": [], "has_gpu_code": true, "incomplete": null
+            }))
+            .unwrap();
+        let found = crate::ops::image_libraries::Found {
+            libraries: ImageLibraries {
+                schema_version: IMAGE_LIBRARIES_SCHEMA,
+                image_id: None,
+                libraries: vec![ScannedLibrary {
+                    path: "usr/lib/python3/site-packages/flash_attn_2_cuda.so".into(),
+                    package: Some("flash_attn 2.7.4".into()),
+                    code,
+                }],
+                unreadable: Vec::new(),
+                unread_layers: Vec::new(),
+                shared_objects: 1,
+            },
+            cached: false,
+            cache_problem: None,
+        };
+        let judged = crate::ops::image_libraries::findings("team/train:1", Ok(found), &gpus, None);
+        assert!(
+            judged
+                .iter()
+                .any(|finding| finding.status == crate::checks::Status::Fail
+                    && finding.message.contains("flash_attn_2_cuda.so")),
+            "{judged:?}"
+        );
+    }
 }

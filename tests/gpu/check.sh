@@ -8,7 +8,7 @@
 #
 # Usage: tests/gpu/check.sh [OUTPUT_FOLDER]     (default: $OUT, else ./gpu-check-out)
 #
-# What it does, in under 5 minutes (every step has its own time limit):
+# What it does, in under 10 minutes (every step has its own time limit):
 #   1. reads nvidia-smi --query-gpu=… and torch.cuda (the references);
 #   2. starts a PyTorch process that holds GPU memory on GPU 0 and runs matrix products;
 #   3. while it runs: envctl doctor --json, envctl stats --once --json, nvidia-smi again
@@ -16,7 +16,10 @@
 #      and the health fields (persistence, ECC mode and counts, retired pages, remapped
 #      rows) against envctl's, with nvidia-smi's start-up time;
 #   4. envctl compat for this host's driver, GPU and torch build (and the in-place health
-#      check, `envctl nvidia-check`, where this envctl has one);
+#      check, `envctl nvidia-check`, where this envctl has one); then the CUDA libraries
+#      installed in this Python's site-packages (torch's, CuPy's, the nvidia-* wheels'),
+#      read by envctl (`nvidia-check --libraries`, the image scan's code) and by NVIDIA's
+#      `cuobjdump --list-elf/--list-ptx`, library by library, and judged on GPU 0;
 #   5. compares them and writes OUTPUT_FOLDER/comparison.md (a table), comparison.json,
 #      the raw outputs in OUTPUT_FOLDER/raw/, and a draft stand-in NVML fixture
 #      (raw/nvml-fixture.conf, from doctor's NVML facts) for tests/fixtures/nvml/.
@@ -35,6 +38,15 @@
 #   - compat: torch ran matrix products on this GPU, so compat must not call this build
 #     unable to run here, nor this driver too old for this GPU; torch's own arch list is
 #     compared with the matrix's row for this build, where the matrix has one.
+#   - libraries: envctl reads fat binaries without cuobjdump, so its SASS and PTX lists of
+#     each library must equal cuobjdump's (cuobjdump prints `sm_100f` as `sm_100`, so `f`
+#     is dropped before comparing). Its verdict on GPU 0 must equal the one the script
+#     derives from cuobjdump's lists (SASS of the GPU's major version and a minor at most
+#     the GPU's, `a` code only for that exact GPU, or PTX at most the GPU's); a library
+#     whose sibling build for another CUDA release runs (`_cuda118`/`_cuda132`) is judged
+#     with its group, as envctl does. torch ran matrix products and CuPy ran a kernel and
+#     a cuBLAS product here, so neither's libraries may be called unable to run. cuobjdump
+#     runs at most 120 s a library and 240 s in all; what it did not reach is said (n/a).
 set -uo pipefail
 
 started=$(date +%s)
@@ -187,6 +199,8 @@ run smi-health-persistence 30 nvidia-smi --query-gpu=index,persistence_mode,ecc.
 run smi-health-ecc 30 nvidia-smi --query-gpu=index,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,ecc.errors.corrected.aggregate.total,ecc.errors.uncorrected.aggregate.total --format=csv,noheader,nounits
 run smi-health-pages 30 nvidia-smi --query-gpu=index,retired_pages.sbe,retired_pages.dbe,retired_pages.pending --format=csv,noheader,nounits
 run smi-health-rows 30 nvidia-smi --query-gpu=index,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,remapped_rows.failure --format=csv,noheader,nounits
+# The single quotes are meant: the inner shell expands the timing, not this one.
+# shellcheck disable=SC2016
 run smi-start-time 60 bash -c 'for run in 1 2 3; do start=$(date +%s%N); nvidia-smi -L >/dev/null; echo $(( ($(date +%s%N) - start) / 1000000 )); done'
 
 touch "$stop"
@@ -207,9 +221,73 @@ else
     echo "this envctl has no in-place nvidia-check" >"$raw/nvidia-check.skipped"
 fi
 
+# 4b. The CUDA libraries installed here: envctl's lists and verdicts, cuobjdump's lists.
+python3 -c 'import json, sysconfig; print(json.dumps(sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})))' \
+    >"$raw/site-packages.out" 2>"$raw/site-packages.err"
+mapfile -t site_folders < <(python3 -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))))' "$raw/site-packages.out" 2>/dev/null)
+cuobjdump=$(command -v cuobjdump || true)
+if [[ -z $cuobjdump && -x /usr/local/cuda/bin/cuobjdump ]]; then
+    cuobjdump=/usr/local/cuda/bin/cuobjdump
+fi
+if [[ -z $cuobjdump ]]; then
+    # The nvidia-cuda-cuobjdump wheel puts it under site-packages/nvidia/cuda_cuobjdump/bin.
+    for folder in "${site_folders[@]}"; do
+        [[ -z $cuobjdump && -x $folder/nvidia/cuda_cuobjdump/bin/cuobjdump ]] &&
+            cuobjdump=$folder/nvidia/cuda_cuobjdump/bin/cuobjdump
+    done
+fi
+echo "${cuobjdump:-none}" >"$raw/cuobjdump-path.out"
+library_arguments=()
+for folder in "${site_folders[@]}"; do
+    [[ -d $folder ]] && library_arguments+=(--libraries "$folder")
+done
+if ((${#library_arguments[@]} == 0)); then
+    echo "no site-packages folder found: $(cat "$raw/site-packages.err")" >"$raw/libraries.skipped"
+elif ! "$envctl" nvidia-check --libraries / --help >/dev/null 2>&1; then
+    echo "this envctl cannot scan installed libraries (nvidia-check --libraries)" >"$raw/libraries.skipped"
+else
+    run libraries 300 "$envctl" nvidia-check --quick --json "${library_arguments[@]}"
+    # CuPy, where installed, runs a kernel and a cuBLAS product: its libraries ran here.
+    run cupy-run 120 python3 -c 'import cupy; a = cupy.arange(1024, dtype=cupy.float32).reshape(32, 32); print(float((a @ a).sum()), cupy.__file__)'
+    if [[ -n $cuobjdump ]]; then
+        run cuobjdump-lists 260 python3 - "$raw/libraries.out" "$cuobjdump" <<'PY'
+import json, re, subprocess, sys, time
+
+report, cuobjdump = sys.argv[1], sys.argv[2]
+try:
+    libraries = json.load(open(report))["libraries"]["libraries"]
+except (ValueError, KeyError, TypeError) as error:
+    json.dump({"error": "envctl's library list could not be read: %s" % error}, sys.stdout)
+    sys.exit(0)
+budget = time.monotonic() + 240
+lists = {}
+for library in libraries:
+    path = library["path"]
+    if time.monotonic() > budget:
+        lists[path] = {"error": "not reached within the 240 s budget"}
+        continue
+    found = {}
+    for flag, key, suffix in (("--list-elf", "sass", "cubin"), ("--list-ptx", "ptx", "ptx")):
+        try:
+            done = subprocess.run([cuobjdump, flag, path], capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            found["error"] = "cuobjdump %s ran past 120 s" % flag
+            continue
+        names = re.findall(r"\.(sm_\d+[a-z]?)\.%s$" % suffix, done.stdout, re.M)
+        found[key] = sorted(set(names), key=lambda name: (int(re.sub(r"\D", "", name)), name))
+        if done.returncode != 0:
+            found["error"] = "cuobjdump %s: exit %d: %s" % (flag, done.returncode, done.stderr.strip()[:200])
+    lists[path] = found
+json.dump(lists, sys.stdout, indent=1)
+PY
+    else
+        echo "no cuobjdump (PATH, /usr/local/cuda/bin, the nvidia-cuda-cuobjdump wheel)" >"$raw/cuobjdump-lists.skipped"
+    fi
+fi
+
 # 5. Compare.
 python3 - "$raw" "$out" <<'PY'
-import json, os, sys
+import json, os, re, sys
 
 raw, out = sys.argv[1], sys.argv[2]
 MIB = 1024 * 1024
@@ -453,6 +531,100 @@ elif document("nvidia-check") is not None:
     check = document("nvidia-check")
     add("in-place nvidia-check", check.get("verdict"), "torch ran matmuls",
         "DISAGREE" if check.get("verdict") == "fail" else "agree")
+
+# The CUDA libraries installed here: envctl's lists against cuobjdump's, and envctl's
+# verdict on GPU 0 against the one cuobjdump's lists give.
+def sm_number(name):
+    return int(re.sub(r"\D", "", name.split("_", 1)[1]))
+
+
+def runs_on(sass, ptx, capability):
+    """Whether code with these cuobjdump lists runs on a GPU of `capability` ("9.0")."""
+    major, minor = (int(part) for part in capability.split("."))
+    gpu = major * 10 + minor
+    for name in sass:
+        number = sm_number(name)
+        if name.endswith("a"):
+            if number == gpu:
+                return True
+        elif number // 10 == major and number % 10 <= minor:
+            return True
+    return any(sm_number(name) <= gpu for name in ptx)
+
+
+def group_key(path):
+    return re.sub(r"(_cuda|_cu|-cuda|-cu)\d{2,}", r"\1*", path)
+
+
+if os.path.exists(os.path.join(raw, "libraries.skipped")):
+    add("installed CUDA libraries", text("libraries.skipped").strip(), "-", "n/a")
+elif document("libraries") is None or "libraries" not in document("libraries"):
+    add("installed CUDA libraries", "exit %s: %s" % (rc("libraries"), text("libraries.err").strip()[-300:]),
+        "a list", "DISAGREE")
+else:
+    scanned = document("libraries")["libraries"]
+    libraries = scanned["libraries"]
+    add("installed CUDA libraries: shared objects read / with GPU code / unreadable",
+        "%d / %d / %d" % (scanned["shared_objects"], len(libraries), len(scanned["unreadable"])),
+        "-", "agree" if not scanned["unreadable"] else "DISAGREE")
+    for unread in scanned["unreadable"]:
+        add("library %s" % unread["path"], "unreadable: %s" % unread["why"][:160], "-", "DISAGREE")
+    judged = [finding for finding in document("libraries")["findings"] if finding["id"] == "gpu.library-arch"]
+    failing = [finding["message"] for finding in judged if finding["status"] != "pass"]
+    named = lambda path: any(path in message for message in failing)
+    capability = torch_info["devices"][0]["capability"] if torch_info and torch_info.get("devices") else None
+    if libraries and capability:
+        # torch saw a GPU: envctl must have judged the libraries on it (a pass or a failure).
+        add("installed CUDA libraries judged on the GPUs nvidia-check saw",
+            "%d gpu.library-arch findings" % len(judged), "torch sees sm_%s" % capability.replace(".", ""),
+            "agree" if judged else "DISAGREE")
+    cuobjdump_lists = document("cuobjdump-lists")
+    cupy_ran = rc("cupy-run") == 0
+    add("CuPy ran a kernel and a cuBLAS product", "exit %s" % rc("cupy-run"),
+        text("cupy-run.err").strip()[-160:] or "-", "agree" if cupy_ran else "n/a (no CuPy)")
+    reference_runs = {}
+    for library in libraries:
+        path = library["path"]
+        ours_sass = [re.sub(r"f$", "", name) for name in library["code"]["sass"]]
+        ours_ptx = ["sm_" + ptx["target"].split("_", 1)[1].rstrip("af") for ptx in library["code"]["ptx"]]
+        ours_sass = sorted(set(ours_sass), key=lambda name: (sm_number(name), name))
+        ours_ptx = sorted(set(ours_ptx), key=lambda name: (sm_number(name), name))
+        theirs = (cuobjdump_lists or {}).get(path) if isinstance(cuobjdump_lists, dict) else None
+        if os.path.exists(os.path.join(raw, "cuobjdump-lists.skipped")):
+            add("%s: lists" % path, "%s / %s" % (ours_sass, ours_ptx), text("cuobjdump-lists.skipped").strip(), "n/a")
+        elif theirs is None or "sass" not in theirs or "ptx" not in theirs:
+            add("%s: lists" % path, "%s / %s" % (ours_sass, ours_ptx),
+                (theirs or {}).get("error", "cuobjdump gave nothing"), "n/a")
+        else:
+            verdict = "agree" if (ours_sass, ours_ptx) == (theirs["sass"], theirs["ptx"]) else "DISAGREE"
+            if verdict == "DISAGREE" and theirs.get("error"):
+                verdict = "n/a (cuobjdump failed part-way)"
+            add("%s: SASS / PTX" % path, "%s / %s" % (ours_sass, ours_ptx),
+                "%s / %s%s" % (theirs["sass"], theirs["ptx"], " (%s)" % theirs["error"] if theirs.get("error") else ""),
+                verdict)
+            if capability:
+                reference_runs[path] = runs_on(theirs["sass"], theirs["ptx"], capability)
+    # Verdicts on GPU 0: per variant group, as envctl judges them.
+    groups = {}
+    for library in libraries:
+        groups.setdefault(group_key(library["path"]), []).append(library["path"])
+    for key, paths in sorted(groups.items()):
+        if not capability:
+            add("%s: verdict" % key, "-", "torch saw no GPU", "n/a")
+            continue
+        known = [path for path in paths if path in reference_runs]
+        if not known:
+            continue
+        theirs = any(reference_runs[path] for path in known)
+        ours = not any(named(path) for path in paths)
+        subject = "%s: runs on GPU 0 (sm_%s)" % (key, capability.replace(".", ""))
+        reference = "cuobjdump's lists: %s" % ("runs" if theirs else "no code for it")
+        ran_here = ("/torch/lib/" in key and "libtorch_cuda" in key) or (cupy_ran and "/cupy/" in key)
+        if ran_here and not ours:
+            add(subject, "named as unable to run", "it ran here", "DISAGREE")
+            continue
+        add(subject, "runs" if ours else "named as unable to run", reference,
+            "agree" if ours == theirs else "DISAGREE")
 
 # A draft stand-in NVML fixture from doctor's NVML facts (exact bytes, as NVML said them).
 if nvml.get("outcome") == "loaded":

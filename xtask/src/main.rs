@@ -12,7 +12,6 @@
 
 mod bytes;
 mod compare;
-mod elf;
 mod fatbin;
 mod metadata;
 mod ptxas;

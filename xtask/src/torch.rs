@@ -14,7 +14,8 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::elf::{self, ElfError};
+use envctl_fatbin::elf::{ElfError, ElfFileError, read_fatbin_sections};
+
 use crate::fatbin::{self, FatbinError, Target};
 use crate::metadata::{self, Pins};
 use crate::zip::{self, ZipError};
@@ -39,6 +40,8 @@ pub enum TorchError {
     },
     #[error("reading the {SECTION} section of {LIBRARY_MEMBER}")]
     Fatbin(#[from] FatbinError),
+    #[error("{LIBRARY_MEMBER} has no {SECTION} section: no CUDA code to measure")]
+    NoSection,
     #[error("{VERSION_MEMBER} has no `__version__ = '...'` line")]
     NoVersion,
     #[error("{VERSION_MEMBER} says `cuda = None`: a CPU build has no CUDA rows")]
@@ -271,9 +274,15 @@ fn library_census<R: Read + Seek>(
         zip::extract(file, member, &mut writer)?;
         io::Write::flush(&mut writer)?;
     }
-    let section = elf::section_bytes(&mut inflated, SECTION)?;
-    let fatbins = fatbin::parse_section(&section)?;
-    Ok((fatbin::census(&fatbins), fatbins.len()))
+    let sections = read_fatbin_sections(&mut inflated).map_err(|error| match error {
+        ElfFileError::Elf(error) => TorchError::Elf(error),
+        ElfFileError::Io(error) => TorchError::Io(error),
+    })?;
+    let section = sections
+        .into_iter()
+        .find(|section| section.name == SECTION)
+        .ok_or(TorchError::NoSection)?;
+    Ok(fatbin::census(&section.bytes)?)
 }
 
 /// The part of the measurement that reads the archive. A CPU build (version.py's `cuda =
@@ -316,7 +325,7 @@ pub fn measure_archive<R: Read + Seek>(file: &mut R) -> Result<ArchiveFacts, Tor
     }) {
         let (census, fatbins) = match library_census(file, member) {
             Ok(found) => found,
-            Err(TorchError::Elf(ElfError::NoSection(_))) => (BTreeMap::new(), 0),
+            Err(TorchError::NoSection) => (BTreeMap::new(), 0),
             Err(TorchError::Elf(source)) => {
                 return Err(TorchError::LibraryElf {
                     library: member.name.clone(),
@@ -344,20 +353,19 @@ pub fn measure_archive<R: Read + Seek>(file: &mut R) -> Result<ArchiveFacts, Tor
 #[cfg(test)]
 pub mod tests_support {
     use super::*;
-    use crate::fatbin::fixture::{FixtureEntry, fatbin};
-    use crate::fatbin::{FLAG_ARCHITECTURE_SPECIFIC, FLAG_FAMILY};
+    use envctl_fatbin::fixture::{FixtureEntry, container as fatbin, elf};
 
     /// A wheel as PyPI's look: version.py and a libtorch_cuda.so whose `.nv_fatbin` holds
     /// fat binaries of the main targets, one with specialised kernels, and PTX.
     pub fn wheel_fixture(version_py: &str, with_ptx: bool) -> Vec<u8> {
         let main = || {
             let mut entries = vec![
-                FixtureEntry::cubin(75, 0),
-                FixtureEntry::cubin(80, 0),
-                FixtureEntry::cubin(120, 0),
+                FixtureEntry::cubin(75),
+                FixtureEntry::cubin(80),
+                FixtureEntry::cubin(120),
             ];
             if with_ptx {
-                entries.push(FixtureEntry::ptx(120));
+                entries.push(FixtureEntry::ptx(120, (8, 8)));
             }
             entries
         };
@@ -366,10 +374,10 @@ pub mod tests_support {
             section.extend(fatbin(&main()));
         }
         let mut special = main();
-        special.push(FixtureEntry::cubin(90, FLAG_ARCHITECTURE_SPECIFIC));
-        special.push(FixtureEntry::cubin(103, FLAG_FAMILY));
+        special.push(FixtureEntry::cubin(90).specific());
+        special.push(FixtureEntry::cubin(103).family());
         section.extend(fatbin(&special));
-        let library = elf::fixture(&[(".text", b"host code"), (SECTION, &section)]);
+        let library = elf(&[(".text", b"host code"), (SECTION, &section)]);
         zip::fixture(&[
             ("torch/__init__.py", b"", true),
             (VERSION_MEMBER, version_py.as_bytes(), true),
@@ -507,9 +515,9 @@ mod tests {
     /// Every `libtorch_cuda*.so` is measured, each on its own.
     #[test]
     fn every_cuda_library_is_measured() {
-        use crate::fatbin::fixture::{FixtureEntry, fatbin};
-        let section = fatbin(&[FixtureEntry::cubin(80, 0), FixtureEntry::cubin(120, 0)]);
-        let linalg = elf::fixture(&[(SECTION, &section)]);
+        use envctl_fatbin::fixture::{FixtureEntry, container as fatbin, elf};
+        let section = fatbin(&[FixtureEntry::cubin(80), FixtureEntry::cubin(120)]);
+        let linalg = elf(&[(SECTION, &section)]);
         let main = wheel_fixture(VERSION_PY, false);
         let library = {
             let mut file = Cursor::new(&main);
@@ -524,7 +532,7 @@ mod tests {
             ("torch/lib/libtorch_cpu.so", b"not measured", true),
             (
                 "torch/lib/libtorch_cuda_extra.so",
-                &elf::fixture(&[(".text", b"host code only")]),
+                &elf(&[(".text", b"host code only")]),
                 true,
             ),
         ]));

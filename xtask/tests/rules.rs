@@ -10,7 +10,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use xtask::rules::{EXCEPTIONS, Exception, RULES, Violation, check, check_sources, envctl_sources};
+use xtask::rules::{
+    EXCEPTIONS, Exception, RULES, Source, Violation, check, check_sources, envctl_sources,
+};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -188,6 +190,10 @@ fn the_core_and_the_facts_depend_on_no_adapter() {
     for (manifest, also_forbidden) in [
         ("crates/envctl-core/Cargo.toml", &[][..]),
         ("crates/envctl-facts/Cargo.toml", &["envctl-core"][..]),
+        (
+            "crates/envctl-fatbin/Cargo.toml",
+            &["envctl-core", "envctl-facts"][..],
+        ),
     ] {
         let text = std::fs::read_to_string(workspace.join(manifest)).unwrap();
         let parsed: toml::Table = toml::from_str(&text).unwrap();
@@ -200,4 +206,44 @@ fn the_core_and_the_facts_depend_on_no_adapter() {
             );
         }
     }
+}
+
+/// A crate judged as one layer (as `envctl-fatbin` is `compat`) keeps that layer's rules:
+/// I/O and the terminal in a core crate are refused, with the crate's path in the report.
+#[test]
+fn a_core_crate_that_does_io_is_refused() {
+    let folder = tempfile::tempdir().unwrap();
+    let root = folder.path().join("src");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(
+        root.join("lib.rs"),
+        "//! A reader.\n\npub fn read() -> Vec<u8> {\n    println!(\"reading\");\n    std::fs::read(\"x\").unwrap_or_default()\n}\n",
+    )
+    .unwrap();
+    let source = Source {
+        root,
+        shown: "crates/planted/src".into(),
+        layer: Some("compat"),
+        kept_by_the_compiler: &["core-names-no-adapter"],
+    };
+    let violations = check_sources(&[source], RULES, &[]).unwrap();
+    let found: Vec<(String, usize, &str)> = violations
+        .iter()
+        .map(|violation| (violation.file.clone(), violation.line, violation.rule))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "crates/planted/src/lib.rs".to_string(),
+                4,
+                "terminal-only-in-ui"
+            ),
+            (
+                "crates/planted/src/lib.rs".to_string(),
+                5,
+                "core-does-no-io"
+            ),
+        ]
+    );
 }

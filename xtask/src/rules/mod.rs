@@ -515,7 +515,8 @@ fn workspace() -> PathBuf {
 }
 
 /// Every crate of envctl's the rules judge: the binary's `src/`, the core (each file's
-/// layer by its path, as in `src/`) and the facts (all of it the `facts` layer).
+/// layer by its path, as in `src/`), the facts (all of it the `facts` layer) and the
+/// fat-binary readers (all of it `compat`).
 pub fn envctl_sources() -> Vec<Source> {
     let workspace = workspace();
     vec![
@@ -531,6 +532,15 @@ pub fn envctl_sources() -> Vec<Source> {
             shown: "crates/envctl-facts/src".into(),
             layer: Some("facts"),
             kept_by_the_compiler: &["core-names-no-adapter", "facts-name-nothing-above"],
+        },
+        // The byte-level half of `compat::fatbin` (re-exported there): judged as `compat`,
+        // so the core's rules (no I/O, no terminal) hold in it; it depends on nothing of
+        // envctl's, so it cannot name an adapter.
+        Source {
+            root: workspace.join("crates/envctl-fatbin/src"),
+            shown: "crates/envctl-fatbin/src".into(),
+            layer: Some("compat"),
+            kept_by_the_compiler: &["core-names-no-adapter"],
         },
     ]
 }

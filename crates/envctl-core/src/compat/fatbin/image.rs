@@ -10,12 +10,16 @@
 //!   NAME, `.wh..wh..opq` empties its folder), so a library a later layer removed or
 //!   replaced is judged as the image has it.
 //!
-//! A compressed layer (gzip, as an image store may keep) is not read here: it is named in
-//! [`ImageScan::unread_layers`], so that nothing is said to be absent that was not looked at.
+//! A gzip-compressed layer (what an OCI archive from the containerd image store, or
+//! `docker load` of one, may hold) is decompressed as it streams, in the same pass (flate2
+//! over the pure-Rust miniz_oxide); a layer compressed otherwise (zstd) is not read: it is
+//! named in [`ImageScan::unread_layers`], so that nothing is said to be absent that was not
+//! looked at.
 
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
 
+use flate2::read::MultiGzDecoder;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -23,12 +27,17 @@ use super::tar::{EntryType, TarError, TarReader};
 use super::{LibraryCode, LibrarySummary, read_library};
 
 /// The version of [`ImageLibraries`]' cached form; a cache of another version is rescanned.
-pub const IMAGE_LIBRARIES_SCHEMA: u32 = 1;
+/// 2: gzip layers are read (a version-1 scan named them unread).
+pub const IMAGE_LIBRARIES_SCHEMA: u32 = 2;
 
 /// A `RECORD` larger than this is not read (they are kilobytes).
 const RECORD_LIMIT: u64 = 16 * 1024 * 1024;
 /// `manifest.json` larger than this is refused.
 const MANIFEST_LIMIT: u64 = 4 * 1024 * 1024;
+/// How a gzip stream starts (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// How a zstd frame starts (RFC 8878).
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// A shared object larger than this is named as unread rather than held in memory.
 const LIBRARY_LIMIT: u64 = 4 * 1024 * 1024 * 1024;
 
@@ -68,7 +77,7 @@ pub struct UnreadLibrary {
 pub struct ImageScan {
     pub libraries: Vec<ImageLibrary>,
     pub unreadable: Vec<UnreadLibrary>,
-    /// Layers not read (compressed), by their name in the archive.
+    /// Layers not read (compressed otherwise than with gzip), by their name in the archive.
     pub unread_layers: Vec<String>,
     /// Shared objects looked at, GPU code or not.
     pub shared_objects: usize,
@@ -171,6 +180,22 @@ fn record_of(path: &str) -> Option<(String, String)> {
     Some((parent.to_string(), format!("{name} {version}")))
 }
 
+/// The shared objects a `*.dist-info/RECORD` file at `path` lists, each (its path, from
+/// the same root as `path`) with the package (`name version`) it came from; none when
+/// `path` is not a RECORD of a `.dist-info` folder.
+pub fn record_packages(path: &str, text: &str) -> Vec<(String, String)> {
+    let Some((site, package)) = record_of(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let installed = line.split(',').next().unwrap_or("").trim_matches('"');
+            is_shared_object(installed)
+                .then(|| (normalise(&format!("{site}/{installed}")), package.clone()))
+        })
+        .collect()
+}
+
 fn scan_layer<R: Read>(reader: R, name: &str) -> Result<Layer, ImageScanError> {
     let layer_error = |source| ImageScanError::Layer {
         layer: name.to_string(),
@@ -193,7 +218,7 @@ fn scan_layer<R: Read>(reader: R, name: &str) -> Result<Layer, ImageScanError> {
         if entry.kind != EntryType::File {
             continue;
         }
-        if let Some((site, package)) = record_of(&entry.path) {
+        if record_of(&entry.path).is_some() {
             if entry.size > RECORD_LIMIT {
                 continue;
             }
@@ -203,14 +228,7 @@ fn scan_layer<R: Read>(reader: R, name: &str) -> Result<Layer, ImageScanError> {
                 // A RECORD that is not text names no package; its library is still judged.
                 continue;
             }
-            for line in text.lines() {
-                let installed = line.split(',').next().unwrap_or("").trim_matches('"');
-                if is_shared_object(installed) {
-                    layer
-                        .packages
-                        .insert(normalise(&format!("{site}/{installed}")), package.clone());
-                }
-            }
+            layer.packages.extend(record_packages(&entry.path, &text));
             continue;
         }
         if !is_shared_object(&entry.path) {
@@ -244,6 +262,29 @@ fn scan_layer<R: Read>(reader: R, name: &str) -> Result<Layer, ImageScanError> {
     Ok(layer)
 }
 
+/// Scans `reader` as a layer when its first block is a tar header; none when it is not (a
+/// config blob, a gzip stream of something else). The layer is read to its end, past the
+/// tar's end-of-archive blocks: a gzip stream's checksum is in its last bytes, and a layer
+/// whose checksum was not checked could hand over changed bytes as a library's.
+fn scan_if_layer<R: Read>(mut reader: R, name: &str) -> Result<Option<Layer>, ImageScanError> {
+    let io_error = |error| ImageScanError::Layer {
+        layer: name.to_string(),
+        source: TarError::Io(error),
+    };
+    let mut start = Vec::with_capacity(512);
+    (&mut reader)
+        .take(512)
+        .read_to_end(&mut start)
+        .map_err(io_error)?;
+    if start.len() < 512 || &start[257..262] != b"ustar" {
+        return Ok(None);
+    }
+    let mut whole = Cursor::new(start).chain(reader);
+    let layer = scan_layer(&mut whole, name)?;
+    std::io::copy(&mut whole, &mut std::io::sink()).map_err(io_error)?;
+    Ok(Some(layer))
+}
+
 /// Scans the image archive `archive` (the bytes of `GET /images/{name}/get`).
 pub fn scan_archive<R: Read>(archive: R) -> Result<ImageScan, ImageScanError> {
     let mut outer = TarReader::new(archive);
@@ -272,24 +313,29 @@ pub fn scan_archive<R: Read>(archive: R) -> Result<ImageScan, ImageScanError> {
             order = Some(first.layers.iter().map(|layer| normalise(layer)).collect());
             continue;
         }
-        // Config blobs, index.json and oci-layout are small; a layer starts like a tar.
+        // Config blobs, index.json and oci-layout are small; a layer starts like a tar, or
+        // like a gzip stream whose content does.
         let mut start = Vec::with_capacity(512);
         outer
             .body(entry.size)
             .take(512)
             .read_to_end(&mut start)
             .map_err(|error| ImageScanError::Archive(TarError::Io(error)))?;
-        if start.starts_with(&[0x1f, 0x8b]) {
+        if start.starts_with(&ZSTD_MAGIC) {
             unread_layers.push(entry.path.clone());
             continue;
         }
-        if start.len() < 512 || &start[257..262] != b"ustar" {
-            continue;
-        }
+        let gzip = start.starts_with(&GZIP_MAGIC);
         let rest = entry.size - start.len() as u64;
         let body = Cursor::new(start).chain(outer.body(rest));
-        let layer = scan_layer(body, &entry.path)?;
-        layers.push((normalise(&entry.path), layer));
+        let layer = if gzip {
+            scan_if_layer(MultiGzDecoder::new(body), &entry.path)?
+        } else {
+            scan_if_layer(body, &entry.path)?
+        };
+        if let Some(layer) = layer {
+            layers.push((normalise(&entry.path), layer));
+        }
     }
     // The manifest's order; layers it does not name (none, in a well-formed archive) after.
     if let Some(order) = &order {

@@ -94,11 +94,98 @@ fn long_names_from_gnu_and_pax_records() {
     assert_eq!(scan.libraries[0].path, long);
 }
 
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// A gzip layer is read in the same pass, packages, order and whiteouts included, beside
+/// plain layers; nothing is left unread.
 #[test]
-fn a_compressed_layer_is_named_as_unread() {
-    let mut gzip = vec![0x1f, 0x8b, 8, 0];
-    gzip.extend_from_slice(&[0; 600]);
-    let archive = image_archive(&[("packed", gzip)], &["packed"]);
+fn a_gzip_layer_is_decompressed_and_read() {
+    let record = "_C.so,sha256=x,10\n";
+    let first = gzip(&tar(&[
+        (&format!("{SITE}/_C.so"), &flash_attn(80)),
+        (
+            &format!("{SITE}/ext-1.0.dist-info/RECORD"),
+            record.as_bytes(),
+        ),
+        ("usr/lib/libold.so", &flash_attn(75)),
+    ]));
+    assert_eq!(first[..2], [0x1f, 0x8b]);
+    let second = tar(&[("usr/lib/.wh.libold.so", b"")]);
+    let third = gzip(&tar(&[("usr/lib/libnew.so.1", &flash_attn(120))]));
+    let archive = image_archive(
+        &[("one", first), ("two", second), ("three", third)],
+        &["one", "two", "three"],
+    );
+    let scan = scan_archive(archive.as_slice()).unwrap();
+    assert!(scan.unread_layers.is_empty(), "{:?}", scan.unread_layers);
+    let found: Vec<(&str, Option<&str>, Vec<String>)> = scan
+        .libraries
+        .iter()
+        .map(|library| {
+            (
+                library.path.as_str(),
+                library.package.as_deref(),
+                sass(library),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("usr/lib/libnew.so.1", None, vec!["sm_120".to_string()]),
+            (
+                "usr/lib/python3/site-packages/_C.so",
+                Some("ext 1.0"),
+                vec!["sm_80".to_string()]
+            ),
+        ]
+    );
+}
+
+/// A gzip stream that is not a tar (a compressed config, say) is not a layer.
+#[test]
+fn a_gzip_blob_that_is_no_tar_is_skipped() {
+    let archive = image_archive(
+        &[
+            ("blob", gzip(&[b'{'; 4096])),
+            ("one", tar(&[("usr/lib/libx.so", &flash_attn(90))])),
+        ],
+        &["one"],
+    );
+    let scan = scan_archive(archive.as_slice()).unwrap();
+    assert_eq!(scan.libraries.len(), 1);
+    assert!(scan.unread_layers.is_empty());
+}
+
+/// A damaged gzip layer (cut short, or bytes changed under its checksum) is an error that
+/// names the layer, never a panic and never a scan that looks complete.
+#[test]
+fn a_damaged_gzip_layer_is_an_error_naming_it() {
+    let layer = gzip(&tar(&[("usr/lib/libx.so", &flash_attn(90))]));
+    let mut flipped = layer.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x55;
+    let cut = layer[..layer.len() - 20].to_vec();
+    for damaged in [flipped, cut] {
+        let archive = image_archive(&[("bad", damaged)], &["bad"]);
+        match scan_archive(archive.as_slice()) {
+            Err(ImageScanError::Layer { layer, .. }) => assert_eq!(layer, "bad/layer.tar"),
+            other => panic!("expected an error for the damaged layer, got {other:?}"),
+        }
+    }
+}
+
+/// A layer compressed otherwise (zstd) is named as unread, never taken as empty.
+#[test]
+fn a_zstd_layer_is_named_as_unread() {
+    let mut zstd = vec![0x28, 0xb5, 0x2f, 0xfd];
+    zstd.extend_from_slice(&[0; 600]);
+    let archive = image_archive(&[("packed", zstd)], &["packed"]);
     let scan = scan_archive(archive.as_slice()).unwrap();
     assert_eq!(scan.unread_layers, ["packed/layer.tar"]);
 }

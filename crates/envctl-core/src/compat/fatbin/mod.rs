@@ -2,18 +2,21 @@
 //! can run it — pure functions over bytes the caller hands over (no daemon, no NVML, no
 //! `cuobjdump`).
 //!
+//! The byte-level readers are the `envctl-fatbin` crate (crates/envctl-fatbin), shared with
+//! the xtask and re-exported here: `elf` (the `.nv_fatbin` and `__nv_relfatbin` sections of
+//! an ELF64 file), `container` (the fat-binary containers and their entries' headers;
+//! damage is kept, never guessed past), `tar` (the streaming tar reader), `ptx_isa` (which
+//! CUDA release introduced each PTX ISA version) and `fixture` (the synthetic builders
+//! tests use). This module names their entries as compiler targets and judges them.
+//!
 //! Files:
-//! - `elf` — the `.nv_fatbin` and `__nv_relfatbin` sections of an ELF64 file.
-//! - `container` — the fat-binary containers in a section and their entries' headers (the
-//!   layout is in its doc); damage is kept, never guessed past.
 //! - `verdict` — [`judge`]: a library's lists against a GPU's compute capability and the
 //!   driver's CUDA release: machine code runs, PTX is JIT-compiled, or "no kernel image is
 //!   available for execution on the device", naming the library, its package and the fix.
 //! - `image` — [`scan_archive`]: every shared object of an image archive (`docker save`'s
 //!   tar of layer tars), in one streaming pass, with whiteouts and the package each came
-//!   from (`*.dist-info/RECORD`); `tar` — the streaming tar reader it uses.
-//! - `ptx_isa` — which CUDA release introduced each PTX ISA version (what a driver can JIT).
-//! - `fixture` (tests) — builds synthetic fat binaries and ELF files; `tests` reads them;
+//!   from (`*.dist-info/RECORD`).
+//! - `tests` reads synthetic libraries;
 //!   `verdict_tests` judges the image × GPU cases of `tests/corpus/fatbin/verdicts.toml`.
 //!
 //! What is read ([`LibraryCode`]): per section, the containers and each entry's kind
@@ -29,15 +32,11 @@
 //! `compute_120` PTX there and none in `.nv_fatbin`, so counting it would promise a JIT
 //! the runtime never attempts.
 
-mod container;
-mod elf;
 mod image;
-mod ptx_isa;
-mod tar;
 mod verdict;
 
 #[cfg(test)]
-pub mod fixture;
+pub use envctl_fatbin::fixture;
 #[cfg(test)]
 mod image_tests;
 #[cfg(test)]
@@ -49,94 +48,53 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use container::{Damage, DamageKind};
-pub use elf::{ElfError, FATBIN_SECTIONS, is_elf};
+use envctl_fatbin::{container, elf, tar};
+
+pub use envctl_fatbin::container::{Damage, DamageKind};
+pub use envctl_fatbin::elf::{ElfError, FATBIN_SECTIONS, is_elf};
+pub use envctl_fatbin::ptx_isa::PtxIsa;
+pub use envctl_fatbin::tar::TarError;
+pub use envctl_fatbin::{Compression, Entry, EntryKind, Variant};
 pub use image::{
     IMAGE_LIBRARIES_SCHEMA, ImageLibraries, ImageLibrary, ImageScan, ImageScanError,
-    ScannedLibrary, UnreadLibrary, is_shared_object, scan_archive,
+    ScannedLibrary, UnreadLibrary, is_shared_object, record_packages, scan_archive,
 };
-pub use ptx_isa::{PtxIsa, cuda_of_ptx_isa};
-pub use tar::TarError;
 pub use verdict::{
     GPU_LIBRARY_ARCH, Library, LibraryVerdict, image_findings, judge, judge_summary,
-    library_finding,
+    library_finding, rebuild_command,
 };
 
 use super::values::{Target, TargetKind, TargetSuffix};
 use super::version::ComputeCapability;
+use crate::profile::model::CudaVersion;
 
-/// What an entry holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EntryKind {
-    Ptx,
-    /// Machine code (SASS) in an ELF "cubin".
-    Cubin,
-    /// A kind this reader does not know; kept so that it is counted, never judged.
-    Other(u16),
-}
-
-/// The architecture's suffix: none, `a` (this capability only) or `f` (its family).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Variant {
-    Portable,
-    ArchitectureSpecific,
-    Family,
-}
-
-/// How a payload is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Compression {
-    None,
-    /// CUDA 11–12's `--compress` (an LZ4 variant).
-    Lz4,
-    /// CUDA 12.8+'s `--compress-mode`.
-    Zstd,
-}
-
-/// One entry's header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    pub kind: EntryKind,
-    /// As written: 90 for sm_90.
-    pub arch: u32,
-    pub variant: Variant,
-    /// (major, minor): the PTX ISA version of a PTX entry; the cubin ABI of a cubin.
-    pub code_version: (u16, u16),
-    pub compression: Compression,
-}
-
-impl Entry {
-    /// The compiler target (`sm_90a`, `compute_120`); none for an unknown kind or an
-    /// architecture number that is not a compute capability.
-    pub fn target(&self) -> Option<Target> {
-        let kind = match self.kind {
-            EntryKind::Cubin => TargetKind::Real,
-            EntryKind::Ptx => TargetKind::Virtual,
-            EntryKind::Other(_) => return None,
-        };
-        if !(10..1000).contains(&self.arch) {
-            return None;
-        }
-        let suffix = match self.variant {
-            Variant::Portable => TargetSuffix::Portable,
-            Variant::ArchitectureSpecific => TargetSuffix::ArchitectureSpecific,
-            Variant::Family => TargetSuffix::Family,
-        };
-        Some(Target {
-            kind,
-            capability: ComputeCapability::new(self.arch / 10, self.arch % 10),
-            suffix,
-        })
+/// The compiler target of an entry (`sm_90a`, `compute_120`); none for an unknown kind or
+/// an architecture number that is not a compute capability.
+pub fn target_of(entry: &Entry) -> Option<Target> {
+    let kind = match entry.kind {
+        EntryKind::Cubin => TargetKind::Real,
+        EntryKind::Ptx => TargetKind::Virtual,
+        EntryKind::Other(_) => return None,
+    };
+    if !entry.has_capability() {
+        return None;
     }
+    let suffix = match entry.variant {
+        Variant::Portable => TargetSuffix::Portable,
+        Variant::ArchitectureSpecific => TargetSuffix::ArchitectureSpecific,
+        Variant::Family => TargetSuffix::Family,
+    };
+    Some(Target {
+        kind,
+        capability: ComputeCapability::new(entry.arch / 10, entry.arch % 10),
+        suffix,
+    })
+}
 
-    /// The PTX ISA version of a PTX entry.
-    pub fn ptx_isa(&self) -> Option<PtxIsa> {
-        (self.kind == EntryKind::Ptx).then(|| PtxIsa {
-            major: u32::from(self.code_version.0),
-            minor: u32::from(self.code_version.1),
-        })
-    }
+/// The CUDA release that introduced `isa`; none for a version the table does not hold.
+pub fn cuda_of_ptx_isa(isa: PtxIsa) -> Option<CudaVersion> {
+    envctl_fatbin::ptx_isa::cuda_release_of_ptx_isa(isa)
+        .map(|(major, minor)| CudaVersion { major, minor })
 }
 
 /// The section the CUDA runtime loads fat binaries from.
@@ -203,8 +161,28 @@ pub fn read_library(bytes: &[u8]) -> Result<LibraryCode, ElfError> {
             let parsed = container::parse_section(section.bytes);
             SectionCode {
                 name: section.name,
-                containers: parsed.containers,
-                entries: parsed.entries,
+                containers: parsed.containers.len(),
+                entries: parsed.entries().copied().collect(),
+                damage: parsed.damage,
+            }
+        })
+        .collect();
+    Ok(LibraryCode { sections })
+}
+
+/// [`read_library`] over a file read in place (`Read + Seek`): only its headers and its
+/// fat-binary sections are read, so a 1 GB `libtorch_cuda.so` is never held whole.
+pub fn read_library_from<R: std::io::Read + std::io::Seek>(
+    file: &mut R,
+) -> Result<LibraryCode, envctl_fatbin::elf::ElfFileError> {
+    let sections = elf::read_fatbin_sections(file)?
+        .into_iter()
+        .map(|section| {
+            let parsed = container::parse_section(&section.bytes);
+            SectionCode {
+                name: section.name,
+                containers: parsed.containers.len(),
+                entries: parsed.entries().copied().collect(),
                 damage: parsed.damage,
             }
         })
@@ -260,7 +238,7 @@ impl LibraryCode {
     /// no compute capability): counted, so that a verdict can say its lists are incomplete.
     pub fn unnamed_entries(&self) -> usize {
         self.entries()
-            .filter(|entry| entry.target().is_none())
+            .filter(|entry| target_of(entry).is_none())
             .count()
     }
 
@@ -299,7 +277,7 @@ impl LibraryCode {
 fn sass_of<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<Target> {
     let mut targets: Vec<Target> = entries
         .filter(|entry| entry.kind == EntryKind::Cubin)
-        .filter_map(Entry::target)
+        .filter_map(target_of)
         .collect();
     targets.sort_by_key(order);
     targets.dedup();
@@ -309,7 +287,7 @@ fn sass_of<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<Target> {
 fn ptx_of<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<PtxTarget> {
     let mut targets: Vec<PtxTarget> = Vec::new();
     for entry in entries {
-        let (Some(target), Some(isa)) = (entry.target(), entry.ptx_isa()) else {
+        let (Some(target), Some(isa)) = (target_of(entry), entry.ptx_isa()) else {
             continue;
         };
         match targets.iter_mut().find(|known| known.target == target) {

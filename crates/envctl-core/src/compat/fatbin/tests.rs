@@ -98,25 +98,6 @@ fn a_library_without_fat_binaries_has_no_gpu_code() {
 }
 
 #[test]
-fn wrong_magic_keeps_what_came_before_and_says_where() {
-    let mut section = container(&[FixtureEntry::cubin(80)]);
-    let at = section.len();
-    section.extend_from_slice(b"garbage, not a container");
-    let parsed = container::parse_section(&section);
-    assert_eq!(parsed.containers, 1);
-    assert_eq!(parsed.entries.len(), 1);
-    let damage = parsed.damage.unwrap();
-    assert_eq!(damage.offset, at);
-    assert_eq!(
-        damage.what,
-        DamageKind::BadMagic {
-            found: u32::from_le_bytes(*b"garb")
-        }
-    );
-    assert!(damage.to_string().contains("0xba55ed50"));
-}
-
-#[test]
 fn truncation_at_every_length_never_panics_and_never_invents_entries() {
     let whole = container(&[
         FixtureEntry::cubin(80),
@@ -125,9 +106,9 @@ fn truncation_at_every_length_never_panics_and_never_invents_entries() {
     ]);
     for cut in 0..whole.len() {
         let parsed = container::parse_section(&whole[..cut]);
-        assert!(parsed.entries.len() <= 3, "cut at {cut}");
+        assert!(parsed.entries().count() <= 3, "cut at {cut}");
         // A cut inside the container is damage (trailing padding zeros are not).
-        if parsed.containers == 0 && whole[..cut].iter().any(|byte| *byte != 0) {
+        if parsed.containers.is_empty() && whole[..cut].iter().any(|byte| *byte != 0) {
             assert!(parsed.damage.is_some(), "cut at {cut}");
         }
     }
@@ -136,31 +117,6 @@ fn truncation_at_every_length_never_panics_and_never_invents_entries() {
         // Errors or partial lists, never a panic.
         let _ = read_library(&file[..cut]);
     }
-}
-
-#[test]
-fn sizes_that_overflow_are_damage() {
-    let mut section = container(&[FixtureEntry::cubin(80)]);
-    section[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-    let parsed = container::parse_section(&section);
-    assert_eq!(
-        parsed.damage.map(|damage| damage.what),
-        Some(DamageKind::Truncated { what: "fat binary" })
-    );
-    let mut section = container(&[FixtureEntry::cubin(80)]);
-    section[16 + 8..16 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
-    let parsed = container::parse_section(&section);
-    assert_eq!(
-        parsed.damage.map(|damage| damage.what),
-        Some(DamageKind::Truncated { what: "entry" })
-    );
-    let mut section = container(&[FixtureEntry::cubin(80)]);
-    section[16 + 4..16 + 8].copy_from_slice(&8u32.to_le_bytes());
-    let parsed = container::parse_section(&section);
-    assert_eq!(
-        parsed.damage.map(|damage| damage.what),
-        Some(DamageKind::SmallEntryHeader { size: 8 })
-    );
 }
 
 #[test]
@@ -203,13 +159,4 @@ fn elf_errors_name_what_is_wrong() {
         read_library(&file),
         Err(ElfError::Truncated { .. })
     ));
-}
-
-#[test]
-fn ptx_isa_versions_map_to_the_cuda_release_that_introduced_them() {
-    let cuda = |major, minor| cuda_of_ptx_isa(PtxIsa { major, minor }).map(|c| c.to_string());
-    assert_eq!(cuda(8, 8).as_deref(), Some("12.9"));
-    assert_eq!(cuda(7, 8).as_deref(), Some("11.8"));
-    assert_eq!(cuda(9, 0).as_deref(), Some("13.0"));
-    assert_eq!(cuda(9, 9), None);
 }

@@ -182,6 +182,26 @@ pub fn carries(code: &LibrarySummary) -> String {
     }
 }
 
+/// The pip command that rebuilds `package` (`name version`, as RECORD's folder names it)
+/// from its source distribution for `capability`: the same version (`==`), only that
+/// package from source (`--no-binary NAME`, never `:all:`, which would build torch too),
+/// over the installed one (`--force-reinstall`: else pip finds the version installed and
+/// does nothing), its dependencies left alone (`--no-deps`), built against the installed
+/// torch (`--no-build-isolation`). tests/it/fatbin_corpus.rs runs it against a local
+/// source distribution.
+pub fn rebuild_command(package: &str, capability: ComputeCapability) -> String {
+    let mut words = package.split_whitespace();
+    let name = words.next().unwrap_or(package);
+    let requirement = match words.next() {
+        Some(version) => format!("{name}=={version}"),
+        None => name.to_string(),
+    };
+    format!(
+        "TORCH_CUDA_ARCH_LIST=\"{}.{}\" pip install --force-reinstall --no-deps --no-build-isolation --no-binary {name} {requirement}",
+        capability.major, capability.minor
+    )
+}
+
 /// The finding for one library on one GPU (`gpu` names it: "GPU 0 (NVIDIA B200)").
 pub fn library_finding(
     library: Library<'_>,
@@ -198,10 +218,8 @@ pub fn library_finding(
     let carries = carries(library.code);
     let rebuild = match library.package {
         Some(package) => format!(
-            "install a build of {package} compiled for {sm} (for example `TORCH_CUDA_ARCH_LIST=\"{}.{}\" pip install --no-binary :all: --no-build-isolation {}`), or use an image whose build has {sm}",
-            capability.major,
-            capability.minor,
-            package.split_whitespace().next().unwrap_or(package),
+            "install a build of {package} compiled for {sm} (for example `{}`), or use an image whose build has {sm}",
+            rebuild_command(package, capability)
         ),
         None => format!(
             "rebuild {} with {sm} in its architecture list, or use an image whose build has {sm}",
@@ -302,7 +320,7 @@ pub fn image_findings(
         findings.push(
             Finding::warn(
                 GPU_LIBRARY_ARCH,
-                format!("layer {layer} of image `{image}` is compressed and was not read: its CUDA libraries are unknown"),
+                format!("layer {layer} of image `{image}` is compressed otherwise than with gzip (zstd) and was not read: its CUDA libraries are unknown"),
             )
             .with_fact("rests_on", "image scan (the library's fat binaries)"),
         );

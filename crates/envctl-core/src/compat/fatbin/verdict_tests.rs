@@ -186,8 +186,9 @@ fn the_no_kernel_image_message_says_what_the_library_has_and_the_fix() {
         finding.hint.as_deref(),
         Some(
             "install a build of flash_attn 2.7.4 compiled for sm_120 (for example \
-             `TORCH_CUDA_ARCH_LIST=\"12.0\" pip install --no-binary :all: --no-build-isolation \
-             flash_attn`), or use an image whose build has sm_120"
+             `TORCH_CUDA_ARCH_LIST=\"12.0\" pip install --force-reinstall --no-deps \
+             --no-build-isolation --no-binary flash_attn flash_attn==2.7.4`), or use an image \
+             whose build has sm_120"
         )
     );
     assert_eq!(

@@ -1,7 +1,7 @@
 //! Builds fat binaries and ELF files for tests: the inverse of the readers, written from
 //! the layouts in `container` and `elf`.
 
-use super::container::{
+use crate::container::{
     FLAG_ARCHITECTURE_SPECIFIC, FLAG_COMPRESSED, FLAG_COMPRESSED_ZSTD, FLAG_FAMILY, HEADER_SIZE,
     KIND_CUBIN, KIND_PTX, MAGIC,
 };

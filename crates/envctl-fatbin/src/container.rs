@@ -24,7 +24,7 @@
 //! architecture, so a damaged section can make a verdict unknown, never a pass it did
 //! not earn.
 
-use super::{Compression, Entry, EntryKind, Variant};
+use crate::{Compression, Entry, EntryKind, Variant};
 
 pub const MAGIC: u32 = 0xBA55_ED50;
 pub const HEADER_SIZE: usize = 16;
@@ -90,12 +90,31 @@ impl std::fmt::Display for Damage {
     }
 }
 
+/// One container: where it starts in the section, and its entries in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Container {
+    pub offset: usize,
+    pub entries: Vec<Entry>,
+}
+
 /// What one section holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Parsed {
-    pub containers: usize,
-    pub entries: Vec<Entry>,
+    /// Every container read whole, in section order.
+    pub containers: Vec<Container>,
+    /// The entries read from a container that turned out damaged, before the damage.
+    pub partial: Vec<Entry>,
     pub damage: Option<Damage>,
+}
+
+impl Parsed {
+    /// Every entry read, whole containers first and then those of a damaged one.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.containers
+            .iter()
+            .flat_map(|container| &container.entries)
+            .chain(&self.partial)
+    }
 }
 
 fn field<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
@@ -135,12 +154,17 @@ pub fn parse_section(section: &[u8]) -> Parsed {
             position += 1;
             continue;
         }
-        match parse_container(section, position, &mut parsed.entries) {
+        let mut entries = Vec::new();
+        match parse_container(section, position, &mut entries) {
             Ok(end) => {
-                parsed.containers += 1;
+                parsed.containers.push(Container {
+                    offset: position,
+                    entries,
+                });
                 position = end;
             }
             Err(damage) => {
+                parsed.partial = entries;
                 parsed.damage = Some(damage);
                 break;
             }

@@ -10,8 +10,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::model::CudaVersion;
-
 /// A PTX ISA version: `.version 8.8` in a PTX file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct PtxIsa {
@@ -58,13 +56,11 @@ const TABLE: &[(Pair, Pair)] = &[
     ((9, 1), (13, 1)),
 ];
 
-/// The CUDA release that introduced `isa`; none for a version the table does not hold.
-pub fn cuda_of_ptx_isa(isa: PtxIsa) -> Option<CudaVersion> {
+/// The CUDA release (major, minor) that introduced `isa`; none for a version the table
+/// does not hold.
+pub fn cuda_release_of_ptx_isa(isa: PtxIsa) -> Option<(u32, u32)> {
     TABLE
         .iter()
         .find(|(version, _)| *version == (isa.major, isa.minor))
-        .map(|(_, (major, minor))| CudaVersion {
-            major: *major,
-            minor: *minor,
-        })
+        .map(|(_, release)| *release)
 }
