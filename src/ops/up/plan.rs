@@ -1,0 +1,336 @@
+//! The plan of one `up` ([`Plan`]): the profile resolved, doctor's facts gathered first
+//! when it asks for GPUs (they decide `gpus = "optional"`), the body built once, the
+//! policy's early judgement and the container's name ([`default_name`]). `up` applies it
+//! and `up --dry-run` renders it.
+
+use crate::context::Context;
+use crate::engine::{Engine, EngineError};
+use crate::error::Error;
+use crate::ops::doctor::gather_with;
+use crate::profile::ResolvedProfile;
+use crate::spec::gpus::Gpus;
+use crate::spec::{self, CreateBody, Overrides, PROFILE_LABEL};
+
+/// What this run is to make: the one value `up` applies and `up --dry-run` renders
+/// ([`plan`]). Decided before anything is made; placement and the engine's form of the
+/// GPU request are the only parts left, and both read [`Plan::gpus`].
+pub struct Plan {
+    pub resolved: ResolvedProfile,
+    /// The create body, its GPU request in `--gpus`'s form for [`Plan::gpus`].
+    pub body: CreateBody,
+    /// The GPUs asked for, decided once (`gpus = "optional"` by this host and daemon).
+    pub gpus: Gpus,
+    /// The digest `envctl.lock` pins the image to, when it does.
+    pub locked_digest: Option<String>,
+    pub name: String,
+    /// Doctor's facts, gathered before the body when the profile asks for GPUs (they
+    /// decide `optional` and the request's form); the preflight judges these rather
+    /// than gathering again. `None`: gathered by the preflight, beside the create.
+    pub facts: Option<crate::ops::doctor::Facts>,
+    /// Who runs `up`: the container is theirs (`spec::ownership`).
+    pub user: crate::facts::user::User,
+    /// The policies in force (the daemon's pushed one, this machine's file), judged again
+    /// under the placement lock when a per-user GPU rule applies.
+    pub policies: Vec<crate::policy::Policy>,
+}
+
+impl Plan {
+    /// The policy's gate for this plan's container.
+    pub fn gate(&self) -> Option<crate::ops::policy::PolicyGate<'_>> {
+        (!self.policies.is_empty()).then(|| crate::ops::policy::PolicyGate {
+            policies: &self.policies,
+            user: &self.user,
+            container: Some(&self.name),
+        })
+    }
+
+    /// [`Plan::gate`], only when it must count the GPUs the user holds.
+    pub(super) fn counting_gate(&self) -> Option<crate::ops::policy::PolicyGate<'_>> {
+        self.gate().filter(|gate| gate.counts_holders(&self.body))
+    }
+
+    /// NVML's facts, when they were gathered for the plan.
+    pub(super) fn gpu_facts(&self) -> Option<&crate::facts::gpu::GpuFacts> {
+        self.facts.as_ref().map(|facts| &facts.gpu)
+    }
+}
+
+/// What `envctl up` (and its dry run) is asked.
+pub struct UpRequest {
+    pub profile: String,
+    pub overrides: Overrides,
+    /// `--locked`: anything but a current pin is an error.
+    pub locked: bool,
+    /// `--name`.
+    pub name: Option<String>,
+    /// A dry run shows the body without the labels only a made container carries (where
+    /// its profile lies, whose it is).
+    pub dry_run: bool,
+    /// `--trust`, and the command to run with it (`ops::trust`).
+    pub trust: crate::ops::trust::Consent,
+}
+
+/// Plans `request`: the profile resolved, the GPUs decided with doctor's facts (only
+/// when it asks for GPUs), the body built once, the policy's early judgement and the
+/// container's name. `engine`: the connection, or why there is none (a dry run plans
+/// without a daemon and says what it could not judge).
+pub async fn plan(
+    engine: Result<Engine, EngineError>,
+    request: UpRequest,
+    context: &Context,
+) -> Result<Plan, Error> {
+    let UpRequest {
+        profile,
+        overrides,
+        locked,
+        name,
+        dry_run,
+        trust,
+    } = request;
+    let mut resolved = context.search_path.resolve(&profile)?;
+    // A repository's root-equivalent settings need `--trust` (`ops::trust`).
+    crate::ops::trust::gate(&resolved, &trust, context)?;
+    // `--gpus` is what is judged (issue 40): doctor's checks, placement and the policy see
+    // the GPUs the container will get, not the file's (`--gpus none` on a GPU-less host
+    // passes; `--gpus device=9` on eight GPUs is refused as `gpus = ["9"]` is).
+    if let Some(gpus) = &overrides.gpus {
+        resolved.profile.gpus = gpus.clone();
+    }
+    let named = name.is_some();
+    // The gathering takes the connection (or why there is none); naming keeps a clone.
+    let (engine, connection) = match engine {
+        Ok(engine) => (Some(engine.clone()), Ok(engine)),
+        Err(error) => (None, Err(error)),
+    };
+    let asked = resolved.profile.gpus.clone();
+    // A profile that asks for GPUs (or may: `optional`) needs doctor's facts before its
+    // body: they say whether `optional` gets GPUs here and how this engine takes them.
+    let facts = if asked == crate::profile::model::GpuRequest::None {
+        None
+    } else {
+        Some(gather_with(connection, std::slice::from_ref(&resolved), None, context).await)
+    };
+    let gpus_reachable = match (&asked, &facts) {
+        (crate::profile::model::GpuRequest::Optional, Some(facts)) => {
+            optional_gets_gpus(facts, context)
+        }
+        _ => true,
+    };
+    let working_directory = context.working_directory()?;
+    let profile_file = spec::profile_file_label(&resolved, &working_directory);
+    let exists = |path: &std::path::Path| path.exists();
+    let anything = |_: &std::path::Path| true;
+    let resolve = |resolved, path_exists: &dyn Fn(&std::path::Path) -> bool| {
+        crate::ops::environment::resolve(
+            resolved,
+            crate::ops::environment::EnvironmentRequest {
+                overrides: overrides.clone(),
+                placement: crate::ops::environment::Placement::ThisHost { gpus_reachable },
+                lock_policy: if locked {
+                    crate::ops::environment::LockPolicy::Require
+                } else {
+                    crate::ops::environment::LockPolicy::Use
+                },
+                lock: crate::ops::environment::read_lock(),
+                working_directory: working_directory.clone(),
+                home: context.environment.home(),
+                path_exists,
+            },
+        )
+    };
+    let environment = match resolve(resolved.clone(), &exists) {
+        // A bind source missing here may be the daemon's machine's own path: a daemon on
+        // another machine mounts from its disk, which only its create judges.
+        Err(Error::Spec(crate::spec::SpecError::MissingBindSources { missing })) => {
+            // Asked once per connection (`Engine::daemon_host`), whatever gathered it.
+            let host = match &engine {
+                Some(engine) => engine
+                    .daemon_host()
+                    .await
+                    .ok()
+                    .and_then(|host| host.elsewhere().map(str::to_string)),
+                None => None,
+            };
+            let Some(host) = host else {
+                return Err(Error::Spec(crate::spec::SpecError::MissingBindSources {
+                    missing,
+                }));
+            };
+            for source in &missing {
+                context.printer.info(&format!(
+                    "bind source {} is not on this machine: it is {host}'s path, which the daemon there mounts",
+                    source.path.display()
+                ));
+            }
+            resolve(resolved, &anything)?
+        }
+        other => other?,
+    };
+    let crate::ops::environment::ResolvedEnvironment {
+        resolved,
+        body,
+        gpus,
+        locked_digest,
+        ..
+    } = environment;
+    // slurm (issue 29): inside a job, the job's labels, memory, CPUs and GPUs (`ops::slurm`).
+    let (mut body, gpus) = crate::ops::slurm::shape(
+        body,
+        gpus,
+        asked == crate::profile::model::GpuRequest::Optional,
+        facts.as_ref().map(|facts| &facts.gpu),
+        &resolved.profile.name,
+        context,
+    )?;
+    // The host policy judges the body before anything is made, for the dry run as for
+    // the real run; `--force` does not pass it. What the user holds is counted later,
+    // under the placement lock (`ops::placement::place`).
+    let user = crate::ops::policy::user(context);
+    // A transport that proves no one is said, whatever the policy makes of it.
+    if let Some(identity @ crate::facts::user::Identity::Unproven { why, .. }) = &user.identity {
+        context.printer.warn(&format!(
+            "{why}: the container is recorded as `{}`'s, a claim anyone reaching this daemon can make (docs/identity.md); ssh or a TLS client certificate proves who you are",
+            identity.label()
+        ));
+    }
+    let policies = crate::ops::policy::all_in_force(context, engine.as_ref()).await?;
+    if !policies.is_empty() {
+        crate::ops::policy::PolicyGate {
+            policies: &policies,
+            user: &user,
+            // Not chosen yet without `--name`; this early check counts no holders.
+            container: name.as_deref(),
+        }
+        .enforce(&body, facts.as_ref().map(|facts| &facts.gpu), None, context)?;
+    }
+    if !dry_run {
+        // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL), and whose
+        // it is (`spec::ownership`: the uid decides, the name is for messages and the
+        // policy's per-user limits): on the container only, not in the dry run's body.
+        if let Some(file) = profile_file {
+            body.labels
+                .insert(spec::PROFILE_FILE_LABEL.to_string(), file);
+        }
+        body.labels
+            .insert(spec::USER_LABEL.to_string(), user.name.clone());
+        if let Some(uid) = user.uid {
+            body.labels
+                .insert(spec::UID_LABEL.to_string(), uid.to_string());
+        }
+        // Who the daemon's transport proves the user is: what ownership compares.
+        if let Some(identity) = &user.identity {
+            body.labels.insert(
+                crate::spec::ownership::IDENTITY_LABEL.to_string(),
+                identity.label(),
+            );
+        }
+    }
+    let name = match (name, &engine) {
+        (Some(name), _) => name,
+        (None, Some(engine)) => default_name(engine, &resolved.profile.name, context).await?,
+        (None, None) => spec::container_name(&resolved.profile.name),
+    };
+    // slurm (issue 29): in a job, the job's own container (`ops::slurm::per_job_name`).
+    let name = if named {
+        name
+    } else {
+        crate::ops::slurm::per_job_name(name, context)
+    };
+    Ok(Plan {
+        resolved,
+        body,
+        gpus,
+        locked_digest,
+        name,
+        facts,
+        user,
+        policies,
+    })
+}
+
+/// Whether `gpus = "optional"` gets GPUs here: NVML sees some and the daemon can hand
+/// them to containers. When not, the README promises a warning saying why.
+fn optional_gets_gpus(facts: &crate::ops::doctor::Facts, context: &Context) -> bool {
+    // Another machine's daemon: its GPUs are not seen from here, only what it reports.
+    if let crate::facts::gpu::LoadOutcome::OnAnotherHost { host, .. } = &facts.gpu.nvml {
+        let reachable = crate::spec::gpu_path::gpus_reachable(&facts.engine, &facts.host);
+        if !reachable {
+            context.printer.warn(&format!(
+                "`gpus = \"optional\"`: the daemon on {host} reports no NVIDIA runtime or device, so the container runs without GPUs (ask for them with `--gpus all` if {host} has its toolkit set up)"
+            ));
+        }
+        return reachable;
+    }
+    let nvml_sees_gpus = facts.gpu.listed_gpus().is_ok_and(|gpus| !gpus.is_empty());
+    if !nvml_sees_gpus {
+        context.printer.warn(
+            "`gpus = \"optional\"`: NVML sees no GPU on this host, so the container runs without GPUs",
+        );
+        return false;
+    }
+    if !crate::spec::gpu_path::gpus_reachable(&facts.engine, &facts.host) {
+        context.printer.warn(
+            "this host has GPUs but the daemon cannot hand them to containers: `gpus = \"optional\"` starts without them (`envctl doctor` says why)",
+        );
+        return false;
+    }
+    true
+}
+
+/// The user's own containers of `profile` under names other than `name`: made with
+/// `--name`, they are not what a plain `up` meets, and `up` says so before making another.
+pub async fn same_profile_elsewhere(
+    engine: &Engine,
+    profile: &str,
+    name: &str,
+    context: &Context,
+) -> Result<Vec<String>, Error> {
+    Ok(engine
+        .list_containers(true, true)
+        .await?
+        .into_iter()
+        .filter(|container| {
+            container.name != name
+                && container.labels.get(PROFILE_LABEL).map(String::as_str) == Some(profile)
+                && crate::ops::target::is_mine(&container.labels, context)
+        })
+        .map(|container| container.name)
+        .collect())
+}
+
+/// The name `up` gives a new container of `profile` for `user`: their own container of
+/// that profile's name when they have one (`envctl-<profile>`, else
+/// `envctl-<profile>-<user>`); else `envctl-<profile>`, unless another user's container
+/// has it, then `envctl-<profile>-<user>`. Two users of one host can so run the same
+/// bundled profile side by side, and a single user's names stay as they were.
+pub async fn default_name(
+    engine: &Engine,
+    profile: &str,
+    context: &Context,
+) -> Result<String, Error> {
+    use crate::spec::ownership::{Belonging, belonging};
+    let plain = spec::container_name(profile);
+    let whose = |container: Option<crate::facts::container::ContainerDetails>| {
+        container.map(|container| belonging(&container.labels, context.me()))
+    };
+    match whose(engine.inspect_container(&plain).await?) {
+        // The user's own, or not envctl's (then `up` names the clash).
+        Some(Belonging::Mine | Belonging::Unowned | Belonging::NotEnvctls) => Ok(plain),
+        Some(Belonging::Theirs { .. }) => Ok(crate::ops::target::personal_container_name(
+            profile,
+            &context.me().name_for_containers(),
+        )),
+        // Free: unless the user's own runs under the personal name (made while another
+        // user had the plain one), which `up` meets instead of making a second.
+        None => {
+            let personal = crate::ops::target::personal_container_name(
+                profile,
+                &context.me().name_for_containers(),
+            );
+            Ok(match whose(engine.inspect_container(&personal).await?) {
+                Some(Belonging::Mine) => personal,
+                _ => plain,
+            })
+        }
+    }
+}
