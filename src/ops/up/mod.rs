@@ -6,8 +6,6 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
@@ -18,6 +16,7 @@ use crate::ops::placement;
 use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody};
 
 mod create;
+mod interrupt;
 mod place;
 mod plan;
 mod preflight;
@@ -26,6 +25,8 @@ mod reuse;
 use create::{
     Check, Created, Prepared, create_with_image, ensure_ports_free, prepare, prepare_known,
 };
+pub use interrupt::{RunState, clean_up};
+use interrupt::{discard_unstarted, release_placement_lock};
 use place::pull_and_place;
 pub use place::{gpu_body, request_form};
 pub use plan::{Plan, UpRequest, default_name, plan, same_profile_elsewhere};
@@ -74,58 +75,6 @@ pub struct UpReport {
 /// finds what it made by it even when the create's answer never arrived.
 pub use crate::spec::RUN_LABEL;
 
-/// How long an interrupted run waits for a create already sent, so that it can remove
-/// what the daemon made (a create takes ~20 ms; the 2 s exit promise leaves room).
-const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
-
-/// What this run created, so an interruption removes only its own half-made container.
-#[derive(Debug)]
-pub struct RunState {
-    created: Option<String>,
-    started: bool,
-    /// This run's value of [`RUN_LABEL`]: the process id and 64 random bits.
-    run_id: String,
-    /// Creates sent and not yet answered. They run as tasks of their own, so an
-    /// interruption that drops `up` cannot drop a create the daemon is carrying out.
-    creates_in_flight: Arc<AtomicUsize>,
-    /// `--recreate` removed the old container of this name: an interruption before the new
-    /// one starts leaves neither, which is said.
-    replaced: Option<String>,
-    /// The daemon's placement lock this run holds (`ops::placement::Held::daemon`), until
-    /// released: whatever ends the run releases it.
-    placement_lock: Option<String>,
-}
-
-impl RunState {
-    /// What an interruption leaves behind, when it is more than "nothing was made".
-    pub fn interrupted_summary(&self) -> Option<String> {
-        let name = self.replaced.as_ref()?;
-        (!self.started).then(|| {
-            format!(
-                "interrupted: `--recreate` had removed the old `{name}`, and the new one was not started (nothing of that name is left); run the same `envctl up` again"
-            )
-        })
-    }
-}
-
-impl Default for RunState {
-    fn default() -> Self {
-        use std::hash::{BuildHasher, Hasher};
-        // RandomState is seeded from the operating system's randomness once per process.
-        let random = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
-        RunState {
-            created: None,
-            started: false,
-            run_id: format!("{}-{random:016x}", std::process::id()),
-            creates_in_flight: Arc::new(AtomicUsize::new(0)),
-            replaced: None,
-            placement_lock: None,
-        }
-    }
-}
-
 /// The flags of `up` that decide how it meets an existing container and the image.
 #[derive(Debug, Clone, Copy)]
 pub struct UpOptions {
@@ -134,75 +83,6 @@ pub struct UpOptions {
     pub force: bool,
     /// Replace an existing container even when it matches the profile.
     pub recreate: bool,
-}
-
-/// Removes the container this run created when it did not get to start it: the one whose
-/// id came back, and any carrying this run's [`RUN_LABEL`] (a create whose answer was
-/// lost to the interruption), after waiting briefly for creates still in flight.
-pub async fn clean_up(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
-    let (started, created, run_id, in_flight) = {
-        let state = state.borrow();
-        (
-            state.started,
-            state.created.clone(),
-            state.run_id.clone(),
-            state.creates_in_flight.clone(),
-        )
-    };
-    release_placement_lock(engine, state, context).await;
-    // A lock whose create a signal cut short is found by this run's label.
-    match engine.placement_locks_of(&run_id).await {
-        Ok(locks) => {
-            for id in locks {
-                placement::release_daemon_lock(engine, &id, context).await;
-            }
-        }
-        Err(error) => context.printer.warn(&format!(
-            "could not look for a GPU placement lock this run took: {error}"
-        )),
-    }
-    if started {
-        return;
-    }
-    let waited_from = tokio::time::Instant::now();
-    while in_flight.load(Ordering::SeqCst) > 0 && waited_from.elapsed() < IN_FLIGHT_WAIT {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    let mut ours: Vec<String> = created.into_iter().collect();
-    match engine
-        .containers_labelled(&format!("{RUN_LABEL}={run_id}"))
-        .await
-    {
-        Ok(labelled) => {
-            for id in labelled {
-                if !ours.iter().any(|known| known == &id) {
-                    ours.push(id);
-                }
-            }
-        }
-        Err(error) => context.printer.warn(&format!(
-            "could not look for containers this run created (label {RUN_LABEL}={run_id}): {error}"
-        )),
-    }
-    for id in ours {
-        match engine.remove_container(&id, true, true).await {
-            Ok(()) => context
-                .printer
-                .info("removed the container this run created but did not start"),
-            Err(error) => context.printer.warn(&format!(
-                "could not remove the half-made container {id}: {error} (`{} rm -f {id}`)",
-                engine.known_kind().cli()
-            )),
-        }
-    }
-}
-
-/// Releases the daemon's placement lock when this run still holds it.
-async fn release_placement_lock(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
-    let held = state.borrow_mut().placement_lock.take();
-    if let Some(id) = held {
-        placement::release_daemon_lock(engine, &id, context).await;
-    }
 }
 
 /// Preflight, pull when needed, create and start `plan`'s container (or meet the one
@@ -460,20 +340,6 @@ async fn up_once(
             },
         )
     })
-}
-
-/// The preflight refused: remove what `prepare` created, quietly (the user never asked
-/// for it to exist), and say so only when the daemon would not remove it.
-async fn discard_unstarted(engine: &Engine, state: &Rc<RefCell<RunState>>, context: &Context) {
-    let created = state.borrow_mut().created.take();
-    if let Some(id) = created
-        && let Err(error) = engine.remove_container(&id, true, true).await
-    {
-        context.printer.warn(&format!(
-            "could not remove the container {id} created before the preflight refused: {error} (`{} rm -f {id}`)",
-            engine.known_kind().cli()
-        ));
-    }
 }
 
 /// The dry run's connection, made as doctor makes it: without a daemon the plan is still
