@@ -315,3 +315,56 @@ fn create_refused(error: EngineError, name: &str, body: &CreateBody) -> Error {
         source: Box::new(error),
     }
 }
+
+/// Checks and starts the container this run created. Never "started" without what the
+/// profile asked for: an engine may drop a setting silently (Podman before 5.4 drops GPU
+/// requests). The error leaves the container unstarted, and `clean_up` removes it.
+pub(super) async fn start_checked(check: &Check<'_>, context: &Context) -> Result<(), Error> {
+    check.given(spec::drift::Stage::Created).await?;
+    start(check.engine, check.id, check.name, context).await?;
+    // CDI devices exist only once the engine has started the container (Podman resolves
+    // them at start): look again, and take the container back when they are missing.
+    if check
+        .body
+        .host_config
+        .device_requests
+        .iter()
+        .any(spec::gpus::is_cdi)
+        && let Err(error) = check.given(spec::drift::Stage::Started).await
+    {
+        if let Err(removal) = check.engine.remove_container(check.id, true, true).await {
+            context.printer.warn(&format!(
+                "could not remove {}, started without its GPUs: {removal} (`{} rm -f {}`)",
+                check.name,
+                check.engine.known_kind().cli(),
+                check.name
+            ));
+        }
+        return Err(error);
+    }
+    Ok(())
+}
+
+/// Starts container `id`. A daemon that started it but never answered: what it did is
+/// asked, never guessed, so a running container is not called unstarted and removed.
+async fn start(engine: &Engine, id: &str, name: &str, context: &Context) -> Result<(), Error> {
+    let Err(error) = engine.start_container(id).await else {
+        return Ok(());
+    };
+    let unanswered = matches!(
+        error,
+        EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. }
+    );
+    match engine.inspect_container(id).await {
+        Ok(Some(details)) if unanswered && details.running => {
+            context.printer.warn(&format!(
+                "the daemon did not answer the start of {name} ({error}), but the container runs"
+            ));
+            Ok(())
+        }
+        _ => Err(Error::StartFailed {
+            name: name.to_string(),
+            source: Box::new(error),
+        }),
+    }
+}

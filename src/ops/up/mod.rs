@@ -10,10 +10,10 @@ use std::rc::Rc;
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::engine::{Engine, EngineError};
+use crate::engine::Engine;
 use crate::error::Error;
 use crate::ops::placement;
-use crate::spec::{self, CONFIG_HASH_LABEL};
+use crate::spec::{CONFIG_HASH_LABEL, CreateBody};
 
 mod create;
 mod dry_run;
@@ -25,16 +25,17 @@ mod reuse;
 
 use create::{
     Check, Created, Prepared, create_with_image, ensure_ports_free, prepare, prepare_known,
+    start_checked,
 };
 pub use dry_run::{DryRun, dry_run, dry_run_connection};
 pub use interrupt::{RunState, clean_up};
 use interrupt::{discard_unstarted, release_placement_lock};
-use place::pull_and_place;
 pub use place::{gpu_body, request_form};
+use place::{hand_over_placement, pull_and_place};
 pub use plan::{Plan, UpRequest, default_name, plan, same_profile_elsewhere};
 pub use preflight::ensure_image;
 use preflight::{verdict, warn_if_tag_moved};
-use reuse::{Reuse, as_made, join_other_run, reuse};
+use reuse::{Met, join_other_run, meet_existing};
 
 /// When to pull the image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -102,6 +103,9 @@ pub async fn up(
     result
 }
 
+/// The steps of `up` in their order: judged and prepared (placed first when the plan asks
+/// for GPUs), the container of this name met or created, its placement handed over, then
+/// checked and started.
 async fn up_once(
     engine: &Engine,
     plan: &Plan,
@@ -115,225 +119,73 @@ async fn up_once(
         name,
         ..
     } = plan;
-    let verdict = verdict(engine, plan, arguments.force, context);
-    let mut pull = arguments.pull;
     // Doctor's facts: the plan's when it gathered them, else the preflight's.
     let gathered: Option<crate::ops::doctor::Facts>;
-    let (facts, body, prepared, placed) =
-        if let (false, Some(facts)) = (plan.gpus.is_none(), &plan.facts) {
-            // How GPUs are asked for depends on the engine's answer (CDI names on Podman and
-            // on Docker with CDI, `--gpus`'s request for the NVIDIA runtime): judge first,
-            // then prepare the body for this engine.
-            verdict.await?;
-            // A container of this name is met, not placed again: `reuse` starts it (after
-            // `still_free` checks its pinned GPUs) or names what changed.
-            let existing = engine.inspect_container(name).await?;
-            let exists = existing.is_some();
-            let placed = if exists {
-                // Met, not made: the policy counts what the user holds besides it (a stopped
-                // container of theirs may start again).
-                if let Some(gate) = plan.counting_gate() {
-                    let holders = placement::holders(engine, context).await?;
-                    gate.enforce(&plan.body, Some(&facts.gpu), Some(&holders), context)?;
-                }
-                placement::Placed::unplaced(&plan.gpus)
-            } else {
-                let (pulled, placed) =
-                    pull_and_place(engine, plan, facts, pull, context, state).await?;
-                pull = pulled;
-                placed
-            };
-            let body = gpu_body(plan, &placed, facts)?;
-            if let Some(report) = &placed.report {
-                for skipped in &report.skipped {
-                    context.printer.warn(&format!("placement: {skipped}"));
-                }
-            }
-            let prepared = prepare_known(engine, &body, name, pull, state, existing).await?;
-            (facts, body, prepared, Some(placed))
-        } else {
-            // The verdict and the work that does not depend on it run side by side: while
-            // the preflight waits for the daemon's `/info` and for NVML, envctl looks for a
-            // container of this name and, when there is none and the image is here, creates
-            // (never starts) this one. Only a passing verdict starts it; a failing one
-            // removes it. This keeps `up` close to the daemon's own create + start time
-            // (tests/bench/up.sh).
-            let (verdict, prepared) = tokio::join!(
-                verdict,
-                prepare(engine, &plan.body, name, arguments.pull, state)
-            );
-            gathered = match verdict {
-                Ok(gathered) => gathered,
-                Err(error) => {
-                    discard_unstarted(engine, state, context).await;
-                    return Err(error);
-                }
-            };
-            let facts = gathered
-                .as_ref()
-                .or(plan.facts.as_ref())
-                .ok_or_else(|| Error::Internal("the preflight judged no facts".into()))?;
-            (facts, plan.body.clone(), prepared?, None)
+    let (mut making, prepared) = if let (false, Some(facts)) = (plan.gpus.is_none(), &plan.facts) {
+        judge_then_place(engine, plan, facts, arguments, context, state).await?
+    } else {
+        let (judged, prepared) =
+            judge_beside_create(engine, plan, arguments, context, state).await?;
+        gathered = judged;
+        let facts = gathered
+            .as_ref()
+            .or(plan.facts.as_ref())
+            .ok_or_else(|| Error::Internal("the preflight judged no facts".into()))?;
+        let making = Making {
+            facts,
+            body: plan.body.clone(),
+            placed: None,
+            pull: arguments.pull,
         };
-    let (mut body, mut placed) = (body, placed);
+        (making, prepared?)
+    };
+    let facts = making.facts;
     if let Some(digest) = &locked_digest {
         warn_if_tag_moved(engine, &resolved.profile.image.to_string(), digest, context).await?;
     }
-    let hash = body
-        .labels
-        .get(CONFIG_HASH_LABEL)
-        .cloned()
-        .unwrap_or_default();
     // What the report says of the body is the same for a body placed again on recreate.
-    let (image, gives_gpus) = (
-        body.image.clone(),
-        !body.host_config.device_requests.is_empty(),
-    );
-    let report = |id: String, status: Outcome| UpReport {
-        container: name.to_string(),
-        id,
-        profile: resolved.profile.name.clone(),
-        image: image.clone(),
-        status,
-        config_hash: hash.clone(),
-        gpus: gives_gpus,
-        placement: None,
+    let reporting = Reporting::of(plan, &making.body);
+    let (created, recreated) = match create_or_meet(
+        engine,
+        plan,
+        arguments,
+        prepared,
+        &mut making,
+        context,
+        state,
+    )
+    .await?
+    {
+        Made::Sent(created, recreated) => (created, recreated),
+        Made::Met(id, status) => return Ok(reporting.report(id, status)),
     };
-    let mut recreated = false;
-    let created = match prepared {
-        Prepared::Created(created) => created,
-        Prepared::Existing(existing) => {
-            // A stopped container that `reuse` starts as it is keeps the GPUs it was
-            // pinned to: starting it where another container holds them now would share
-            // them behind the user's back.
-            let restarts = !existing.running && as_made(&existing.labels, &body.labels);
-            if restarts {
-                placement::still_free(
-                    engine,
-                    &existing,
-                    &facts.gpu,
-                    &resolved.profile.name,
-                    context,
-                )
-                .await?;
-            }
-            match reuse(
-                engine,
-                &existing,
-                &body,
-                name,
-                &resolved.profile.name,
-                arguments.recreate,
-                &plan.user,
-            )
-            .await?
-            {
-                Reuse::Done(status) => return Ok(report(existing.id, status)),
-                Reuse::Replace => {
-                    context.printer.info(&format!("recreating {name} …"));
-                    engine.stop_container(&existing.id, 10).await?;
-                    engine.remove_container(&existing.id, false, true).await?;
-                    // From here an interruption leaves no container of this name: said.
-                    state.borrow_mut().replaced = Some(name.to_string());
-                    recreated = true;
-                    // The old container's GPUs are free now: the new one is placed
-                    // afresh, under the lock, like any other.
-                    if placed.is_some() {
-                        // The profile may name a new image: pulled first, outside the lock.
-                        let (pulled, replaced) =
-                            pull_and_place(engine, plan, facts, pull, context, state).await?;
-                        pull = pulled;
-                        body = gpu_body(plan, &replaced, facts)?;
-                        placed = Some(replaced);
-                    }
-                    create_with_image(engine, &body, name, pull, context, state).await?
-                }
-            }
-        }
-        Prepared::NeedsImage => {
-            create_with_image(engine, &body, name, pull, context, state).await?
-        }
-    };
-    let body = &body;
+    let Making { body, placed, .. } = making;
     let id = match created {
         Created::Ours(id) => id,
         // Another `up` of the same profile created it a moment ago: use theirs.
         Created::Theirs => {
             let (id, status) =
-                join_other_run(engine, body, name, &resolved.profile.name, &plan.user).await?;
-            return Ok(report(id, status));
+                join_other_run(engine, &body, name, &resolved.profile.name, &plan.user).await?;
+            return Ok(reporting.report(id, status));
         }
     };
-    // The container exists and names its GPUs: other `up`s see them from now on. A
-    // container made meanwhile by another tool, outside the lock, is caught here.
-    let placement_report = match placed {
-        Some(placed) => {
-            if let Some(report) = &placed.report {
-                placement::recheck(engine, &id, report, &facts.gpu, context).await?;
-                context
-                    .printer
-                    .info(&format!("placement: {}", report.reason));
-            }
-            state.borrow_mut().placement_lock = None;
-            placement::release(engine, placed.lock, context).await;
-            placed.report
-        }
-        None => None,
-    };
-    // Never "started" without what the profile asked for: an engine may drop a setting
-    // silently (Podman before 5.4 drops GPU requests). The error leaves the container
-    // unstarted, and `clean_up` removes it.
-    let check = Check {
-        engine,
-        id: &id,
-        body,
-        name,
-        profile: &resolved.profile.name,
-        facts,
-    };
-    check.given(spec::drift::Stage::Created).await?;
-    if let Err(error) = engine.start_container(&id).await {
-        // A daemon that started it but never answered: what it did is asked, never
-        // guessed, so a running container is not called unstarted and removed.
-        let unanswered = matches!(
-            error,
-            EngineError::Timeout { .. } | EngineError::StoppedAnswering { .. }
-        );
-        match engine.inspect_container(&id).await {
-            Ok(Some(details)) if unanswered && details.running => {
-                context.printer.warn(&format!(
-                    "the daemon did not answer the start of {name} ({error}), but the container runs"
-                ));
-            }
-            _ => {
-                return Err(Error::StartFailed {
-                    name: name.to_string(),
-                    source: Box::new(error),
-                });
-            }
-        }
-    }
-    // CDI devices exist only once the engine has started the container (Podman resolves
-    // them at start): look again, and take the container back when they are missing.
-    if body
-        .host_config
-        .device_requests
-        .iter()
-        .any(spec::gpus::is_cdi)
-        && let Err(error) = check.given(spec::drift::Stage::Started).await
-    {
-        if let Err(removal) = engine.remove_container(&id, true, true).await {
-            context.printer.warn(&format!(
-                "could not remove {name}, started without its GPUs: {removal} (`{} rm -f {name}`)",
-                engine.known_kind().cli()
-            ));
-        }
-        return Err(error);
-    }
+    let placement_report = hand_over_placement(engine, &id, placed, facts, context, state).await?;
+    start_checked(
+        &Check {
+            engine,
+            id: &id,
+            body: &body,
+            name,
+            profile: &resolved.profile.name,
+            facts,
+        },
+        context,
+    )
+    .await?;
     state.borrow_mut().started = true;
     Ok(UpReport {
         placement: placement_report,
-        ..report(
+        ..reporting.report(
             id,
             if recreated {
                 Outcome::Recreated
@@ -342,4 +194,181 @@ async fn up_once(
             },
         )
     })
+}
+
+/// Where the container this run is to start comes from, or what meeting the one of this
+/// name did.
+enum Made {
+    /// The create was sent (by this run, or a concurrent one won the name); `true` when a
+    /// `--recreate` removed the old container first.
+    Sent(Created, bool),
+    /// The existing container, left running or started as it was: its id and what `up`
+    /// did.
+    Met(String, Outcome),
+}
+
+/// The container of this name created, unless [`prepare`] already sent the create, or
+/// met ([`meet_existing`]: started, left running or replaced).
+async fn create_or_meet(
+    engine: &Engine,
+    plan: &Plan,
+    arguments: &UpOptions,
+    prepared: Prepared,
+    making: &mut Making<'_>,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Made, Error> {
+    Ok(match prepared {
+        Prepared::Created(created) => Made::Sent(created, false),
+        Prepared::Existing(existing) => {
+            match meet_existing(
+                engine,
+                plan,
+                arguments.recreate,
+                existing,
+                making,
+                context,
+                state,
+            )
+            .await?
+            {
+                Met::Done(id, status) => Made::Met(id, status),
+                Met::Recreated(created) => Made::Sent(created, true),
+            }
+        }
+        Prepared::NeedsImage => {
+            let created = create_with_image(
+                engine,
+                &making.body,
+                &plan.name,
+                making.pull,
+                context,
+                state,
+            )
+            .await?;
+            Made::Sent(created, false)
+        }
+    })
+}
+
+/// What this run is about to create, as the preflight leaves it: the doctor's facts it
+/// was judged on, the body (its GPUs placed, when it asks for them), the placement held
+/// until the container exists, and the pull policy left for the create.
+struct Making<'a> {
+    facts: &'a crate::ops::doctor::Facts,
+    body: CreateBody,
+    placed: Option<placement::Placed>,
+    pull: PullPolicy,
+}
+
+/// With GPUs and the plan's facts: how GPUs are asked for depends on the engine's answer
+/// (CDI names on Podman and on Docker with CDI, `--gpus`'s request for the NVIDIA
+/// runtime), so the verdict comes first, then the placement and the body for this engine.
+async fn judge_then_place<'a>(
+    engine: &Engine,
+    plan: &Plan,
+    facts: &'a crate::ops::doctor::Facts,
+    arguments: &UpOptions,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<(Making<'a>, Prepared), Error> {
+    verdict(engine, plan, arguments.force, context).await?;
+    let mut pull = arguments.pull;
+    // A container of this name is met, not placed again: `reuse` starts it (after
+    // `still_free` checks its pinned GPUs) or names what changed.
+    let existing = engine.inspect_container(&plan.name).await?;
+    let exists = existing.is_some();
+    let placed = if exists {
+        // Met, not made: the policy counts what the user holds besides it (a stopped
+        // container of theirs may start again).
+        if let Some(gate) = plan.counting_gate() {
+            let holders = placement::holders(engine, context).await?;
+            gate.enforce(&plan.body, Some(&facts.gpu), Some(&holders), context)?;
+        }
+        placement::Placed::unplaced(&plan.gpus)
+    } else {
+        let (pulled, placed) = pull_and_place(engine, plan, facts, pull, context, state).await?;
+        pull = pulled;
+        placed
+    };
+    let body = gpu_body(plan, &placed, facts)?;
+    if let Some(report) = &placed.report {
+        for skipped in &report.skipped {
+            context.printer.warn(&format!("placement: {skipped}"));
+        }
+    }
+    let prepared = prepare_known(engine, &body, &plan.name, pull, state, existing).await?;
+    let making = Making {
+        facts,
+        body,
+        placed: Some(placed),
+        pull,
+    };
+    Ok((making, prepared))
+}
+
+/// Without the plan's facts for GPUs: the verdict and the work that does not depend on it
+/// run side by side. While the preflight waits for the daemon's `/info` and for NVML,
+/// envctl looks for a container of this name and, when there is none and the image is
+/// here, creates (never starts) this one. Only a passing verdict starts it; a failing one
+/// removes it. This keeps `up` close to the daemon's own create + start time
+/// (tests/bench/up.sh). Gives the facts the preflight gathered, and what was prepared.
+async fn judge_beside_create(
+    engine: &Engine,
+    plan: &Plan,
+    arguments: &UpOptions,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<(Option<crate::ops::doctor::Facts>, Result<Prepared, Error>), Error> {
+    let (verdict, prepared) = tokio::join!(
+        verdict(engine, plan, arguments.force, context),
+        prepare(engine, &plan.body, &plan.name, arguments.pull, state)
+    );
+    match verdict {
+        Ok(gathered) => Ok((gathered, prepared)),
+        Err(error) => {
+            discard_unstarted(engine, state, context).await;
+            Err(error)
+        }
+    }
+}
+
+/// What the report says of the container however it comes to be: taken from the body
+/// before a recreate places it again.
+struct Reporting {
+    container: String,
+    profile: String,
+    image: String,
+    config_hash: String,
+    gpus: bool,
+}
+
+impl Reporting {
+    fn of(plan: &Plan, body: &CreateBody) -> Reporting {
+        Reporting {
+            container: plan.name.clone(),
+            profile: plan.resolved.profile.name.clone(),
+            image: body.image.clone(),
+            config_hash: body
+                .labels
+                .get(CONFIG_HASH_LABEL)
+                .cloned()
+                .unwrap_or_default(),
+            gpus: !body.host_config.device_requests.is_empty(),
+        }
+    }
+
+    /// The report of container `id`, which this run left `status`.
+    fn report(&self, id: String, status: Outcome) -> UpReport {
+        UpReport {
+            container: self.container.clone(),
+            id,
+            profile: self.profile.clone(),
+            image: self.image.clone(),
+            status,
+            config_hash: self.config_hash.clone(),
+            gpus: self.gpus,
+            placement: None,
+        }
+    }
 }

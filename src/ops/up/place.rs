@@ -110,3 +110,28 @@ pub fn request_form(
         EngineState::Unreachable { .. } => (GpuRequestForm::Gpus, EngineKind::Unknown.gpu_fix()),
     }
 }
+
+/// The container exists and names its GPUs: other `up`s see them from now on, and the
+/// placement's lock is released. A container made meanwhile by another tool, outside the
+/// lock, is caught here. Gives how its GPUs were chosen, when they were.
+pub(super) async fn hand_over_placement(
+    engine: &Engine,
+    id: &str,
+    placed: Option<placement::Placed>,
+    facts: &crate::ops::doctor::Facts,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Option<placement::PlacementReport>, Error> {
+    let Some(placed) = placed else {
+        return Ok(None);
+    };
+    if let Some(report) = &placed.report {
+        placement::recheck(engine, id, report, &facts.gpu, context).await?;
+        context
+            .printer
+            .info(&format!("placement: {}", report.reason));
+    }
+    state.borrow_mut().placement_lock = None;
+    placement::release(engine, placed.lock, context).await;
+    Ok(placed.report)
+}

@@ -4,9 +4,17 @@
 //! profile named otherwise. A concurrent `up` that won the name is joined
 //! ([`join_other_run`]).
 
-use super::Outcome;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::{
+    Created, Making, Outcome, Plan, RunState, create_with_image, gpu_body, pull_and_place,
+};
+use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::facts::container::ContainerDetails;
+use crate::ops::placement;
 use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody};
 
 /// A concurrent `up` of the same profile won the name: use its container when it is the
@@ -169,4 +177,76 @@ pub(super) async fn reuse(
         changes,
         made_from,
     })
+}
+
+/// What meeting the existing container came to.
+pub(super) enum Met {
+    /// Left running or started as it was: its id and what `up` did.
+    Done(String, Outcome),
+    /// Replaced (`--recreate`): the create of the new one was sent.
+    Recreated(Created),
+}
+
+/// Meets the container of this name: started or left as it is ([`reuse`]), or replaced
+/// with `--recreate` ([`recreate`]). A stopped container that `reuse` starts as it is
+/// keeps the GPUs it was pinned to: starting it where another container holds them now
+/// would share them behind the user's back, so they are checked first.
+pub(super) async fn meet_existing(
+    engine: &Engine,
+    plan: &Plan,
+    recreate_asked: bool,
+    existing: ContainerDetails,
+    making: &mut Making<'_>,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Met, Error> {
+    let profile = &plan.resolved.profile.name;
+    let facts = making.facts;
+    let restarts = !existing.running && as_made(&existing.labels, &making.body.labels);
+    if restarts {
+        placement::still_free(engine, &existing, &facts.gpu, profile, context).await?;
+    }
+    match reuse(
+        engine,
+        &existing,
+        &making.body,
+        &plan.name,
+        profile,
+        recreate_asked,
+        &plan.user,
+    )
+    .await?
+    {
+        Reuse::Done(status) => Ok(Met::Done(existing.id, status)),
+        Reuse::Replace => recreate(engine, plan, &existing, making, context, state)
+            .await
+            .map(Met::Recreated),
+    }
+}
+
+/// `--recreate`: the old container stopped and removed, then the new one created; with
+/// GPUs, placed afresh under the lock like any other (the old one's GPUs are free now).
+async fn recreate(
+    engine: &Engine,
+    plan: &Plan,
+    existing: &ContainerDetails,
+    making: &mut Making<'_>,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Created, Error> {
+    let (name, facts) = (&plan.name, making.facts);
+    context.printer.info(&format!("recreating {name} …"));
+    engine.stop_container(&existing.id, 10).await?;
+    engine.remove_container(&existing.id, false, true).await?;
+    // From here an interruption leaves no container of this name: said.
+    state.borrow_mut().replaced = Some(name.to_string());
+    if making.placed.is_some() {
+        // The profile may name a new image: pulled first, outside the lock.
+        let (pulled, replaced) =
+            pull_and_place(engine, plan, facts, making.pull, context, state).await?;
+        making.pull = pulled;
+        making.body = gpu_body(plan, &replaced, facts)?;
+        making.placed = Some(replaced);
+    }
+    create_with_image(engine, &making.body, name, making.pull, context, state).await
 }
