@@ -96,7 +96,6 @@ pub async fn plan(
     if let Some(gpus) = &overrides.gpus {
         resolved.profile.gpus = gpus.clone();
     }
-    let named = name.is_some();
     // The gathering takes the connection (or why there is none); naming keeps a clone.
     let (engine, connection) = match engine {
         Ok(engine) => (Some(engine.clone()), Ok(engine)),
@@ -118,54 +117,16 @@ pub async fn plan(
     };
     let working_directory = context.working_directory()?;
     let profile_file = spec::profile_file_label(&resolved, &working_directory);
-    let exists = |path: &std::path::Path| path.exists();
-    let anything = |_: &std::path::Path| true;
-    let resolve = |resolved, path_exists: &dyn Fn(&std::path::Path) -> bool| {
-        crate::ops::environment::resolve(
-            resolved,
-            crate::ops::environment::EnvironmentRequest {
-                overrides: overrides.clone(),
-                placement: crate::ops::environment::Placement::ThisHost { gpus_reachable },
-                lock_policy: if locked {
-                    crate::ops::environment::LockPolicy::Require
-                } else {
-                    crate::ops::environment::LockPolicy::Use
-                },
-                lock: crate::ops::environment::read_lock(),
-                working_directory: working_directory.clone(),
-                home: context.environment.home(),
-                path_exists,
-            },
-        )
-    };
-    let environment = match resolve(resolved.clone(), &exists) {
-        // A bind source missing here may be the daemon's machine's own path: a daemon on
-        // another machine mounts from its disk, which only its create judges.
-        Err(Error::Spec(crate::spec::SpecError::MissingBindSources { missing })) => {
-            // Asked once per connection (`Engine::daemon_host`), whatever gathered it.
-            let host = match &engine {
-                Some(engine) => engine
-                    .daemon_host()
-                    .await
-                    .ok()
-                    .and_then(|host| host.elsewhere().map(str::to_string)),
-                None => None,
-            };
-            let Some(host) = host else {
-                return Err(Error::Spec(crate::spec::SpecError::MissingBindSources {
-                    missing,
-                }));
-            };
-            for source in &missing {
-                context.printer.info(&format!(
-                    "bind source {} is not on this machine: it is {host}'s path, which the daemon there mounts",
-                    source.path.display()
-                ));
-            }
-            resolve(resolved, &anything)?
-        }
-        other => other?,
-    };
+    let environment = resolve_environment(
+        resolved,
+        &overrides,
+        locked,
+        gpus_reachable,
+        &working_directory,
+        engine.as_ref(),
+        context,
+    )
+    .await?;
     let crate::ops::environment::ResolvedEnvironment {
         resolved,
         body,
@@ -185,57 +146,18 @@ pub async fn plan(
     // The host policy judges the body before anything is made, for the dry run as for
     // the real run; `--force` does not pass it. What the user holds is counted later,
     // under the placement lock (`ops::placement::place`).
-    let user = crate::ops::policy::user(context);
-    // A transport that proves no one is said, whatever the policy makes of it.
-    if let Some(identity @ crate::facts::user::Identity::Unproven { why, .. }) = &user.identity {
-        context.printer.warn(&format!(
-            "{why}: the container is recorded as `{}`'s, a claim anyone reaching this daemon can make (docs/identity.md); ssh or a TLS client certificate proves who you are",
-            identity.label()
-        ));
-    }
-    let policies = crate::ops::policy::all_in_force(context, engine.as_ref()).await?;
-    if !policies.is_empty() {
-        crate::ops::policy::PolicyGate {
-            policies: &policies,
-            user: &user,
-            // Not chosen yet without `--name`; this early check counts no holders.
-            container: name.as_deref(),
-        }
-        .enforce(&body, facts.as_ref().map(|facts| &facts.gpu), None, context)?;
-    }
+    let (user, policies) = judge_policy_early(
+        &body,
+        facts.as_ref(),
+        name.as_deref(),
+        engine.as_ref(),
+        context,
+    )
+    .await?;
     if !dry_run {
-        // Where the profile lies, for `exec NAME` (spec::PROFILE_FILE_LABEL), and whose
-        // it is (`spec::ownership`: the uid decides, the name is for messages and the
-        // policy's per-user limits): on the container only, not in the dry run's body.
-        if let Some(file) = profile_file {
-            body.labels
-                .insert(spec::PROFILE_FILE_LABEL.to_string(), file);
-        }
-        body.labels
-            .insert(spec::USER_LABEL.to_string(), user.name.clone());
-        if let Some(uid) = user.uid {
-            body.labels
-                .insert(spec::UID_LABEL.to_string(), uid.to_string());
-        }
-        // Who the daemon's transport proves the user is: what ownership compares.
-        if let Some(identity) = &user.identity {
-            body.labels.insert(
-                crate::spec::ownership::IDENTITY_LABEL.to_string(),
-                identity.label(),
-            );
-        }
+        label_made_container(&mut body, profile_file, &user);
     }
-    let name = match (name, &engine) {
-        (Some(name), _) => name,
-        (None, Some(engine)) => default_name(engine, &resolved.profile.name, context).await?,
-        (None, None) => spec::container_name(&resolved.profile.name),
-    };
-    // slurm (issue 29): in a job, the job's own container (`ops::slurm::per_job_name`).
-    let name = if named {
-        name
-    } else {
-        crate::ops::slurm::per_job_name(name, context)
-    };
+    let name = container_name(name, engine.as_ref(), &resolved.profile.name, context).await?;
     Ok(Plan {
         resolved,
         body,
@@ -245,6 +167,143 @@ pub async fn plan(
         facts,
         user,
         policies,
+    })
+}
+
+/// The profile's environment and body for this host (`ops::environment`). A bind source
+/// missing here may be the daemon's machine's own path: a daemon on another machine
+/// mounts from its disk, which only its create judges; such sources are said and
+/// resolved as they are.
+async fn resolve_environment(
+    resolved: ResolvedProfile,
+    overrides: &Overrides,
+    locked: bool,
+    gpus_reachable: bool,
+    working_directory: &std::path::Path,
+    engine: Option<&Engine>,
+    context: &Context,
+) -> Result<crate::ops::environment::ResolvedEnvironment, Error> {
+    let exists = |path: &std::path::Path| path.exists();
+    let anything = |_: &std::path::Path| true;
+    let resolve = |resolved, path_exists: &dyn Fn(&std::path::Path) -> bool| {
+        crate::ops::environment::resolve(
+            resolved,
+            crate::ops::environment::EnvironmentRequest {
+                overrides: overrides.clone(),
+                placement: crate::ops::environment::Placement::ThisHost { gpus_reachable },
+                lock_policy: if locked {
+                    crate::ops::environment::LockPolicy::Require
+                } else {
+                    crate::ops::environment::LockPolicy::Use
+                },
+                lock: crate::ops::environment::read_lock(),
+                working_directory: working_directory.to_path_buf(),
+                home: context.environment.home(),
+                path_exists,
+            },
+        )
+    };
+    match resolve(resolved.clone(), &exists) {
+        Err(Error::Spec(crate::spec::SpecError::MissingBindSources { missing })) => {
+            // Asked once per connection (`Engine::daemon_host`), whatever gathered it.
+            let host = match engine {
+                Some(engine) => engine
+                    .daemon_host()
+                    .await
+                    .ok()
+                    .and_then(|host| host.elsewhere().map(str::to_string)),
+                None => None,
+            };
+            let Some(host) = host else {
+                return Err(Error::Spec(crate::spec::SpecError::MissingBindSources {
+                    missing,
+                }));
+            };
+            for source in &missing {
+                context.printer.info(&format!(
+                    "bind source {} is not on this machine: it is {host}'s path, which the daemon there mounts",
+                    source.path.display()
+                ));
+            }
+            resolve(resolved, &anything)
+        }
+        other => other,
+    }
+}
+
+/// Who runs `up`, and the policies in force, which judge `body` now (counting no holders:
+/// that is done under the placement lock). A transport that proves no one is said,
+/// whatever the policy makes of it.
+async fn judge_policy_early(
+    body: &CreateBody,
+    facts: Option<&crate::ops::doctor::Facts>,
+    name: Option<&str>,
+    engine: Option<&Engine>,
+    context: &Context,
+) -> Result<(crate::facts::user::User, Vec<crate::policy::Policy>), Error> {
+    let user = crate::ops::policy::user(context);
+    if let Some(identity @ crate::facts::user::Identity::Unproven { why, .. }) = &user.identity {
+        context.printer.warn(&format!(
+            "{why}: the container is recorded as `{}`'s, a claim anyone reaching this daemon can make (docs/identity.md); ssh or a TLS client certificate proves who you are",
+            identity.label()
+        ));
+    }
+    let policies = crate::ops::policy::all_in_force(context, engine).await?;
+    if !policies.is_empty() {
+        crate::ops::policy::PolicyGate {
+            policies: &policies,
+            user: &user,
+            // Not chosen yet without `--name`; this early check counts no holders.
+            container: name,
+        }
+        .enforce(body, facts.map(|facts| &facts.gpu), None, context)?;
+    }
+    Ok((user, policies))
+}
+
+/// The labels only a made container carries, never the dry run's body: where the profile
+/// lies, for `exec NAME` (`spec::PROFILE_FILE_LABEL`), and whose it is
+/// (`spec::ownership`: the uid decides, the name is for messages and the policy's per-user
+/// limits; the identity the daemon's transport proves is what ownership compares).
+fn label_made_container(
+    body: &mut CreateBody,
+    profile_file: Option<String>,
+    user: &crate::facts::user::User,
+) {
+    if let Some(file) = profile_file {
+        body.labels
+            .insert(spec::PROFILE_FILE_LABEL.to_string(), file);
+    }
+    body.labels
+        .insert(spec::USER_LABEL.to_string(), user.name.clone());
+    if let Some(uid) = user.uid {
+        body.labels
+            .insert(spec::UID_LABEL.to_string(), uid.to_string());
+    }
+    if let Some(identity) = &user.identity {
+        body.labels.insert(
+            crate::spec::ownership::IDENTITY_LABEL.to_string(),
+            identity.label(),
+        );
+    }
+}
+
+/// The container's name: `--name`'s, else [`default_name`] (the plain one without a
+/// daemon to ask), and inside a slurm job (issue 29) the job's own container
+/// (`ops::slurm::per_job_name`).
+async fn container_name(
+    name: Option<String>,
+    engine: Option<&Engine>,
+    profile: &str,
+    context: &Context,
+) -> Result<String, Error> {
+    Ok(match (name, engine) {
+        (Some(name), _) => name,
+        (None, Some(engine)) => {
+            let name = default_name(engine, profile, context).await?;
+            crate::ops::slurm::per_job_name(name, context)
+        }
+        (None, None) => crate::ops::slurm::per_job_name(spec::container_name(profile), context),
     })
 }
 
