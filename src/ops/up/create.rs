@@ -368,3 +368,183 @@ async fn start(engine: &Engine, id: &str, name: &str, context: &Context) -> Resu
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::up::fixtures::{body, resolved, running};
+    use crate::spec::ORIGIN_LABEL;
+    use crate::spec::origin::COMPOSE_PROJECT_LABEL;
+
+    const PUBLISHING: &str =
+        "name = \"web\"\nimage = \"ubuntu:24.04\"\nports = [\"127.0.0.1:18888:8888\"]\n";
+
+    fn web() -> CreateBody {
+        body(&resolved(PUBLISHING))
+    }
+
+    /// A profile `docker compose up` runs from envctl's export is named with how to stop
+    /// it; one `up` made, another profile's, or a body of no profile are not in the way.
+    #[test]
+    fn a_profile_running_from_an_export_is_named_not_made_again() {
+        let compose = running(
+            "web-1",
+            &[
+                (PROFILE_LABEL, "web"),
+                (ORIGIN_LABEL, "compose"),
+                (COMPOSE_PROJECT_LABEL, "team"),
+            ],
+            &[],
+        );
+        match refuse_if_made_elsewhere(&web(), std::slice::from_ref(&compose)) {
+            Err(Error::RunsElsewhere {
+                profile,
+                container,
+                started_by,
+            }) => {
+                assert_eq!(profile, "web");
+                assert_eq!(container, "web-1");
+                assert!(
+                    started_by.contains("docker compose -p team down"),
+                    "{started_by}"
+                );
+            }
+            other => panic!("expected RunsElsewhere, got {other:?}"),
+        }
+        let made_by_up = running("envctl-web", &[(PROFILE_LABEL, "web")], &[]);
+        assert!(refuse_if_made_elsewhere(&web(), &[made_by_up]).is_ok());
+        let other_profile = running(
+            "db-1",
+            &[(PROFILE_LABEL, "db"), (ORIGIN_LABEL, "compose")],
+            &[],
+        );
+        assert!(refuse_if_made_elsewhere(&web(), &[other_profile]).is_ok());
+        let mut unlabelled = web();
+        unlabelled.labels.remove(PROFILE_LABEL);
+        assert!(refuse_if_made_elsewhere(&unlabelled, &[compose]).is_ok());
+    }
+
+    /// A host port a running container publishes on an overlapping address, for the same
+    /// protocol, refuses the create; the hint's port is neither taken nor published.
+    #[test]
+    fn a_published_host_port_refuses_the_create_and_suggests_another() {
+        let holder = running(
+            "other",
+            &[],
+            &[("0.0.0.0", 18888, "tcp"), ("0.0.0.0", 18889, "tcp")],
+        );
+        match ports_free(&web(), std::slice::from_ref(&holder)) {
+            Err(Error::PortTaken {
+                wanted,
+                container,
+                published,
+                container_port,
+                host_port,
+                suggested,
+                profile,
+            }) => {
+                assert_eq!(wanted, "127.0.0.1:18888/tcp");
+                assert_eq!(container, "other");
+                assert_eq!(published, "0.0.0.0:18888/tcp");
+                assert_eq!(container_port, "8888/tcp");
+                assert_eq!(host_port, 18888);
+                assert_eq!(profile, "web");
+                // 18889 is published by the same container: never suggested.
+                assert!(suggested != 18888 && suggested != 18889, "{suggested}");
+            }
+            other => panic!("expected PortTaken, got {other:?}"),
+        }
+        // The same port over UDP, or on another specific address, is not in the way.
+        let udp = running("udp", &[], &[("0.0.0.0", 18888, "udp")]);
+        assert!(ports_free(&web(), &[udp]).is_ok());
+        let elsewhere = running("lan", &[], &[("192.0.2.7", 18888, "tcp")]);
+        assert!(ports_free(&web(), &[elsewhere]).is_ok());
+        // A body publishing nothing is never refused.
+        let quiet = body(&resolved("name = \"q\"\nimage = \"ubuntu:24.04\"\n"));
+        assert!(ports_free(&quiet, &[holder]).is_ok());
+    }
+
+    fn taken(address: &str, port: u16, protocol: &str) -> spec::free_ports::TakenPort {
+        spec::free_ports::TakenPort {
+            wanted: format!("{address}:{port}/{protocol}"),
+            container: "other".into(),
+            published: format!("0.0.0.0:{port}/{protocol}"),
+            container_port: format!("80/{protocol}"),
+            host_port: port,
+        }
+    }
+
+    /// The suggestion skips the ports running containers publish for the protocol, and
+    /// wraps from the top of the range to 1024.
+    #[test]
+    fn the_suggested_port_skips_published_ones_and_wraps() {
+        let busy = running(
+            "busy",
+            &[],
+            &[
+                ("0.0.0.0", 20001, "udp"),
+                ("0.0.0.0", 20002, "udp"),
+                ("0.0.0.0", 20003, "tcp"),
+            ],
+        );
+        let busy = std::slice::from_ref(&busy);
+        // UDP ports are not bound to try them: only what containers publish counts.
+        assert_eq!(suggested_port(&taken("", 20000, "udp"), busy), 20003);
+        assert_eq!(suggested_port(&taken("", u16::MAX, "udp"), &[]), 1024);
+        let ports: Vec<(&str, u16, &str)> =
+            (1024..1030).map(|port| ("0.0.0.0", port, "udp")).collect();
+        let crowded = running("crowded", &[], &ports);
+        assert_eq!(
+            suggested_port(&taken("", u16::MAX, "udp"), std::slice::from_ref(&crowded)),
+            1030
+        );
+    }
+
+    /// A TCP port some process of this machine listens on is never suggested, even when
+    /// no container publishes it.
+    #[test]
+    fn the_suggested_tcp_port_is_one_this_machine_can_bind() {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let held = listener.local_addr().unwrap().port();
+        let below = held - 1;
+        let suggested = suggested_port(&taken("127.0.0.1", below, "tcp"), &[]);
+        assert_ne!(suggested, held);
+        assert_ne!(suggested, below);
+        assert!(std::net::TcpListener::bind(("127.0.0.1", suggested)).is_ok());
+    }
+
+    fn daemon_error(status: u16, message: &str) -> EngineError {
+        EngineError::Daemon {
+            endpoint: crate::engine::Endpoint::unidentified("unix:///var/run/docker.sock"),
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// The daemon refusing the settings (400, or Podman's 500 for `--init` without its
+    /// binary) names the container and its profile; any other failure stays the engine's.
+    #[test]
+    fn a_refused_create_names_the_profile() {
+        for refusal in [
+            daemon_error(400, "NanoCpus can not be set"),
+            daemon_error(500, "container-init binary not found on the host"),
+        ] {
+            match create_error(refusal, "envctl-web", &web()) {
+                Error::CreateRefused { name, profile, .. } => {
+                    assert_eq!((name.as_str(), profile.as_str()), ("envctl-web", "web"));
+                }
+                other => panic!("expected CreateRefused, got {other:?}"),
+            }
+        }
+        let mut unlabelled = web();
+        unlabelled.labels.remove(PROFILE_LABEL);
+        match create_error(daemon_error(400, "bad"), "mine", &unlabelled) {
+            Error::CreateRefused { profile, .. } => assert_eq!(profile, "mine"),
+            other => panic!("expected CreateRefused, got {other:?}"),
+        }
+        assert!(matches!(
+            create_error(daemon_error(500, "disk full"), "envctl-web", &web()),
+            Error::Engine(EngineError::Daemon { status: 500, .. })
+        ));
+    }
+}

@@ -133,3 +133,59 @@ pub async fn dry_run(
     }
     Ok(shown)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::engine::GpuRequestForm;
+    use crate::ops::up::fixtures::{context, facts, nvml_with_gpus, plan, unreachable};
+    use crate::spec::gpus::Gpus;
+
+    fn without_daemon(plan: &Plan) -> Result<DryRun, Error> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(dry_run(None, plan, false, &context()))
+    }
+
+    /// Without a daemon, a profile without GPUs shows the plan's body as it is.
+    #[test]
+    fn without_a_daemon_the_plans_body_is_shown() {
+        let plan = plan("name = \"web\"\nimage = \"ubuntu:24.04\"\n", Gpus::None);
+        let shown = without_daemon(&plan).unwrap();
+        assert_eq!(shown.body, plan.body);
+        assert!(shown.gpu_request.is_none());
+        assert!(shown.placement.is_none());
+    }
+
+    /// Without a daemon, a profile with GPUs shows `--gpus`'s request for the GPUs asked
+    /// (none placed), and says the engine was not reached.
+    #[test]
+    fn without_a_daemon_gpus_are_shown_in_the_gpus_form() {
+        let mut plan = plan(
+            "name = \"train\"\nimage = \"ubuntu:24.04\"\ngpus = 2\n",
+            Gpus::Count(2),
+        );
+        plan.facts = Some(facts(unreachable(), nvml_with_gpus(2)));
+        let shown = without_daemon(&plan).unwrap();
+        assert_eq!(
+            shown.body.host_config.device_requests,
+            Gpus::Count(2).docker_requests()
+        );
+        // Written by `gpu_body`, as `up` writes it: the GPUs named in the holder's label.
+        assert_eq!(
+            shown
+                .body
+                .labels
+                .get(crate::spec::GPUS_LABEL)
+                .map(String::as_str),
+            Some("count=2")
+        );
+        assert!(!plan.body.labels.contains_key(crate::spec::GPUS_LABEL));
+        let (form, engine) = shown.gpu_request.unwrap();
+        assert_eq!(form, GpuRequestForm::Gpus);
+        assert_eq!(engine, "not reached at unix:///var/run/docker.sock");
+        assert!(shown.placement.is_none());
+    }
+}

@@ -156,3 +156,36 @@ pub(super) async fn discard_unstarted(
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a `--recreate` that removed the old container and did not start the new one
+    /// leaves something to say after an interruption.
+    #[test]
+    fn an_interrupted_recreate_is_said() {
+        let mut state = RunState::default();
+        assert_eq!(state.interrupted_summary(), None);
+        state.replaced = Some("envctl-web".into());
+        let said = state.interrupted_summary().unwrap();
+        assert!(said.contains("`envctl-web`"), "{said}");
+        assert!(said.contains("run the same `envctl up` again"), "{said}");
+        state.started = true;
+        assert_eq!(state.interrupted_summary(), None);
+    }
+
+    /// Each run's label value is its own, led by the process id: a clean-up never takes
+    /// another run's containers for its own.
+    #[test]
+    fn each_run_labels_what_it_makes_with_its_own_value() {
+        let (first, second) = (RunState::default(), RunState::default());
+        assert_ne!(first.run_id, second.run_id);
+        let (pid, random) = first.run_id.split_once('-').unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+        assert_eq!(random.len(), 16);
+        assert!(random.chars().all(|digit| digit.is_ascii_hexdigit()));
+        assert!(first.created.is_none() && !first.started && first.placement_lock.is_none());
+        assert_eq!(first.creates_in_flight.load(Ordering::SeqCst), 0);
+    }
+}

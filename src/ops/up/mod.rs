@@ -23,6 +23,9 @@ mod plan;
 mod preflight;
 mod reuse;
 
+#[cfg(test)]
+mod fixtures;
+
 use create::{
     Check, Created, Prepared, create_with_image, ensure_ports_free, prepare, prepare_known,
     start_checked,
@@ -370,5 +373,42 @@ impl Reporting {
             gpus: self.gpus,
             placement: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::gpus::Gpus;
+
+    /// The report names the plan's container and profile and what the body it was taken
+    /// from says (image, config hash, GPUs), whatever body a recreate makes later.
+    #[test]
+    fn the_report_says_what_the_body_it_was_taken_from_says() {
+        let plan = fixtures::plan("name = \"web\"\nimage = \"ubuntu:24.04\"\n", Gpus::None);
+        let mut body = plan.body.clone();
+        body.host_config.device_requests = Gpus::All.docker_requests();
+        let reporting = Reporting::of(&plan, &body);
+        body.image = "ubuntu:26.04".into();
+        body.host_config.device_requests.clear();
+        let report = reporting.report("c0ffee".into(), Outcome::Started);
+        assert_eq!(report.container, "envctl-web");
+        assert_eq!(report.profile, "web");
+        assert_eq!(report.id, "c0ffee");
+        assert_eq!(report.image, "ubuntu:24.04");
+        assert_eq!(report.status, Outcome::Started);
+        assert_eq!(
+            Some(&report.config_hash),
+            plan.body.labels.get(CONFIG_HASH_LABEL)
+        );
+        assert!(!report.config_hash.is_empty());
+        assert!(report.gpus);
+        assert!(report.placement.is_none());
+        let plain = Reporting::of(&plan, &plan.body).report("c0ffee".into(), Outcome::Created);
+        assert!(!plain.gpus);
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap()["status"],
+            serde_json::json!("created")
+        );
     }
 }

@@ -135,3 +135,109 @@ pub(super) async fn hand_over_placement(
     placement::release(engine, placed.lock, context).await;
     Ok(placed.report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::engine::{EngineKind, GpuRequestForm};
+    use crate::ops::up::fixtures::{daemon, facts, nvml_with_gpus, plan, reachable, unreachable};
+    use crate::spec::gpus::Gpus;
+
+    const DOCKER_FIX: &str = "install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`";
+
+    /// `--gpus`'s request where the NVIDIA runtime takes it and where the engine could
+    /// not be asked; CDI names where the daemon discovered CDI GPUs and on Podman 5.4+;
+    /// none on an older Podman, which would drop the request. Each engine's own fix.
+    #[test]
+    fn the_request_form_follows_the_engine() {
+        let form = |state| request_form(&facts(state, nvml_with_gpus(1)));
+        assert_eq!(form(unreachable()), (GpuRequestForm::Gpus, DOCKER_FIX));
+        assert_eq!(
+            form(reachable(daemon(
+                EngineKind::DockerEngine,
+                "28.2.2",
+                &["nvidia", "runc"]
+            ))),
+            (GpuRequestForm::Gpus, DOCKER_FIX)
+        );
+        let mut discovering = daemon(EngineKind::DockerEngine, "28.2.2", &["runc"]);
+        discovering.discovered_devices = Some(vec!["cdi:nvidia.com/gpu=0".into()]);
+        assert_eq!(form(reachable(discovering)).0, GpuRequestForm::Cdi);
+        let (podman, fix) = form(reachable(daemon(EngineKind::Podman, "5.4.0", &["crun"])));
+        assert_eq!(podman, GpuRequestForm::Cdi);
+        assert_eq!(fix, EngineKind::Podman.gpu_fix());
+        assert_ne!(fix, DOCKER_FIX);
+        assert!(matches!(
+            form(reachable(daemon(EngineKind::Podman, "5.0.1", &["crun"]))).0,
+            GpuRequestForm::Unavailable { reason } if reason.contains("Podman 5.0.1")
+        ));
+    }
+
+    const TWO_GPUS: &str = "name = \"train\"\nimage = \"ubuntu:24.04\"\ngpus = 2\n";
+
+    /// The placed GPUs, not the plan's, are what the body asks for, in the engine's form,
+    /// and named in the holder's label; the plan's body is left as it was.
+    #[test]
+    fn the_gpu_body_asks_for_the_placed_gpus_in_the_engines_form() {
+        let plan = plan(TWO_GPUS, Gpus::Count(2));
+        let placed =
+            placement::Placed::unplaced(&Gpus::Devices(vec!["GPU-a".into(), "GPU-b".into()]));
+        let docker = facts(
+            reachable(daemon(EngineKind::DockerEngine, "28.2.2", &["nvidia"])),
+            nvml_with_gpus(2),
+        );
+        let body = gpu_body(&plan, &placed, &docker).unwrap();
+        assert_eq!(body.host_config.device_requests.len(), 1);
+        let request = &body.host_config.device_requests[0];
+        assert_eq!(request.driver, "");
+        assert_eq!(
+            request.device_ids,
+            Some(vec!["GPU-a".to_string(), "GPU-b".to_string()])
+        );
+        assert_eq!(request.capabilities, vec![vec!["gpu".to_string()]]);
+        assert_eq!(
+            body.labels.get(spec::GPUS_LABEL).map(String::as_str),
+            Some("devices=GPU-a,GPU-b")
+        );
+        assert!(!plan.body.labels.contains_key(spec::GPUS_LABEL));
+        let podman = facts(
+            reachable(daemon(EngineKind::Podman, "5.4.0", &["crun"])),
+            nvml_with_gpus(2),
+        );
+        let body = gpu_body(&plan, &placed, &podman).unwrap();
+        assert!(spec::gpus::is_cdi(&body.host_config.device_requests[0]));
+        assert_eq!(
+            body.host_config.device_requests[0].device_ids,
+            Some(vec![
+                "nvidia.com/gpu=GPU-a".to_string(),
+                "nvidia.com/gpu=GPU-b".to_string()
+            ])
+        );
+        // No GPUs placed: no request, and nothing to label.
+        let none = gpu_body(&plan, &placement::Placed::unplaced(&Gpus::None), &docker).unwrap();
+        assert!(none.host_config.device_requests.is_empty());
+        assert!(!none.labels.contains_key(spec::GPUS_LABEL));
+    }
+
+    /// An engine that would drop the request refuses the profile with the engine's fix.
+    #[test]
+    fn an_engine_that_drops_gpu_requests_refuses_the_profile() {
+        let plan = plan(TWO_GPUS, Gpus::Count(2));
+        let old_podman = facts(
+            reachable(daemon(EngineKind::Podman, "4.9.3", &["crun"])),
+            nvml_with_gpus(2),
+        );
+        match gpu_body(&plan, &placement::Placed::unplaced(&plan.gpus), &old_podman) {
+            Err(Error::GpusUnavailable {
+                profile,
+                reason,
+                fix,
+            }) => {
+                assert_eq!(profile, "train");
+                assert!(reason.contains("Podman 4.9.3"), "{reason}");
+                assert_eq!(fix, EngineKind::Podman.gpu_fix());
+            }
+            other => panic!("expected GpusUnavailable, got {other:?}"),
+        }
+    }
+}

@@ -393,3 +393,135 @@ pub async fn default_name(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::engine::EngineKind;
+    use crate::facts::gpu::LoadOutcome;
+    use crate::facts::user::Identity;
+    use crate::ops::up::fixtures::{
+        context, daemon, facts, nvml_missing, nvml_with_gpus, plan, reachable, unreachable, user,
+    };
+
+    const PLAIN: &str = "name = \"plain\"\nimage = \"ubuntu:24.04\"\n";
+
+    /// A made container records where its profile lies and whose it is: the uid, the
+    /// name and the identity the transport proved, each only when known.
+    #[test]
+    fn a_made_container_is_labelled_with_where_and_whose() {
+        let mut body = plan(PLAIN, Gpus::None).body;
+        let before = body.labels.clone();
+        let proven = crate::facts::user::User {
+            identity: Some(Identity::Ssh {
+                user: "ada".into(),
+                server: "gpu2".into(),
+            }),
+            ..user()
+        };
+        label_made_container(
+            &mut body,
+            Some("/work/project/envctl/plain.toml".into()),
+            &proven,
+        );
+        let label = |key: &str| body.labels.get(key).map(String::as_str);
+        assert_eq!(
+            label(spec::PROFILE_FILE_LABEL),
+            Some("/work/project/envctl/plain.toml")
+        );
+        assert_eq!(label(spec::USER_LABEL), Some("ada"));
+        assert_eq!(label(spec::UID_LABEL), Some("1000"));
+        assert_eq!(
+            label(crate::spec::ownership::IDENTITY_LABEL),
+            Some("ssh:ada@gpu2")
+        );
+        // What the plan's body had is kept.
+        assert!(before.iter().all(|(key, value)| label(key) == Some(value)));
+
+        let mut body = plan(PLAIN, Gpus::None).body;
+        let unknown = crate::facts::user::User {
+            uid: None,
+            name: "unknown user".into(),
+            identity: None,
+        };
+        label_made_container(&mut body, None, &unknown);
+        assert_eq!(
+            body.labels.get(spec::USER_LABEL).map(String::as_str),
+            Some("unknown user")
+        );
+        for absent in [
+            spec::PROFILE_FILE_LABEL,
+            spec::UID_LABEL,
+            crate::spec::ownership::IDENTITY_LABEL,
+        ] {
+            assert!(!body.labels.contains_key(absent), "{absent}");
+        }
+    }
+
+    /// `gpus = "optional"` gets GPUs only where NVML lists some and the daemon can hand
+    /// them over; for another machine's daemon, only its report counts.
+    #[test]
+    fn optional_gets_gpus_only_where_they_can_be_given() {
+        let context = context();
+        let nvidia = || {
+            reachable(daemon(
+                EngineKind::DockerEngine,
+                "28.2.2",
+                &["nvidia", "runc"],
+            ))
+        };
+        let runc = || reachable(daemon(EngineKind::DockerEngine, "28.2.2", &["runc"]));
+        assert!(optional_gets_gpus(
+            &facts(nvidia(), nvml_with_gpus(1)),
+            &context
+        ));
+        assert!(!optional_gets_gpus(
+            &facts(nvidia(), nvml_missing()),
+            &context
+        ));
+        assert!(!optional_gets_gpus(
+            &facts(nvidia(), nvml_with_gpus(0)),
+            &context
+        ));
+        assert!(!optional_gets_gpus(
+            &facts(runc(), nvml_with_gpus(1)),
+            &context
+        ));
+        assert!(!optional_gets_gpus(
+            &facts(unreachable(), nvml_with_gpus(1)),
+            &context
+        ));
+        let elsewhere = || LoadOutcome::OnAnotherHost {
+            host: "gpu2".into(),
+            message: "the daemon runs on gpu2".into(),
+            seen: None,
+        };
+        assert!(optional_gets_gpus(&facts(nvidia(), elsewhere()), &context));
+        assert!(!optional_gets_gpus(&facts(runc(), elsewhere()), &context));
+    }
+
+    /// Without policies there is no gate; the gate counts holders only for a per-user GPU
+    /// rule and a body that asks for GPUs.
+    #[test]
+    fn the_gate_counts_holders_only_for_a_per_user_gpu_rule() {
+        let mut plan = plan(PLAIN, Gpus::None);
+        assert!(plan.gate().is_none());
+        assert!(plan.counting_gate().is_none());
+        assert!(plan.gpu_facts().is_none());
+        plan.policies =
+            vec![crate::policy::parse("policy.toml", "[limits]\nmax_gpus_per_user = 4\n").unwrap()];
+        let gate = plan.gate().unwrap();
+        assert_eq!(gate.container, Some("envctl-plain"));
+        assert_eq!(gate.user.name, "ada");
+        assert!(plan.counting_gate().is_none());
+        plan.body.host_config.device_requests = Gpus::Count(1).docker_requests();
+        assert!(plan.counting_gate().is_some());
+        plan.policies = vec![
+            crate::policy::parse("policy.toml", "[limits]\nmax_gpus_per_container = 4\n").unwrap(),
+        ];
+        assert!(plan.gate().is_some());
+        assert!(plan.counting_gate().is_none());
+        plan.facts = Some(facts(unreachable(), nvml_with_gpus(3)));
+        assert_eq!(plan.gpu_facts().unwrap().listed_gpus().unwrap().len(), 3);
+    }
+}

@@ -168,3 +168,73 @@ pub async fn ensure_image(
     progress.finish();
     result.map_err(Error::from)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::engine::EngineKind;
+    use crate::ops::up::fixtures::{
+        context, daemon, facts, nvml_missing, reachable, resolved, unreachable,
+    };
+
+    const PLAIN: &str = "name = \"plain\"\nimage = \"ubuntu:24.04\"\n";
+    const TWO_GPUS: &str = "name = \"train\"\nimage = \"ubuntu:24.04\"\ngpus = 2\n";
+
+    fn matrix() -> crate::compat::Matrix {
+        load_matrix(None, None).unwrap()
+    }
+
+    fn refused(result: Result<(), Error>) -> (String, Vec<crate::checks::Finding>) {
+        match result {
+            Err(Error::Preflight { profile, findings }) => (profile, findings),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    /// A daemon that cannot be used is the refusal's first finding, from the host's
+    /// findings (`up` shows no Docker section); `--force` starts anyway.
+    #[test]
+    fn an_unusable_daemon_refuses_unless_forced() {
+        let (context, matrix) = (context(), matrix());
+        let profile = resolved(PLAIN);
+        let down = facts(unreachable(), nvml_missing());
+        let (name, findings) = refused(judge_verdict(&down, &profile, &matrix, false, &context));
+        assert_eq!(name, "plain");
+        assert_eq!(findings[0].area, Some(crate::checks::Area::Docker));
+        assert!(
+            findings
+                .iter()
+                .all(|finding| finding.status == Status::Fail)
+        );
+        assert!(judge_verdict(&down, &profile, &matrix, true, &context).is_ok());
+    }
+
+    /// A profile without GPUs on a working daemon passes; one asking for two GPUs where
+    /// NVML sees none is refused for its own checks, not the host's.
+    #[test]
+    fn a_profile_is_refused_for_its_own_failures() {
+        let (context, matrix) = (context(), matrix());
+        let docker = || {
+            facts(
+                reachable(daemon(
+                    EngineKind::DockerEngine,
+                    "28.2.2",
+                    &["nvidia", "runc"],
+                )),
+                nvml_missing(),
+            )
+        };
+        judge_verdict(&docker(), &resolved(PLAIN), &matrix, false, &context).unwrap();
+        let (name, findings) = refused(judge_verdict(
+            &docker(),
+            &resolved(TWO_GPUS),
+            &matrix,
+            false,
+            &context,
+        ));
+        assert_eq!(name, "train");
+        assert!(!findings.is_empty());
+        assert!(findings.iter().all(|finding| finding.status == Status::Fail
+            && finding.area != Some(crate::checks::Area::Docker)));
+    }
+}

@@ -250,3 +250,54 @@ async fn recreate(
     }
     create_with_image(engine, &making.body, name, making.pull, context, state).await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect()
+    }
+
+    /// The same config hash is the container this `up` would make; another hash is not.
+    #[test]
+    fn the_same_config_hash_is_as_made() {
+        let body = labels(&[(CONFIG_HASH_LABEL, "h1")]);
+        assert!(as_made(&labels(&[(CONFIG_HASH_LABEL, "h1")]), &body));
+        assert!(!as_made(&labels(&[(CONFIG_HASH_LABEL, "h0")]), &body));
+        // Neither hash known is no match: an unknown never passes for current.
+        assert!(!as_made(&labels(&[]), &labels(&[])));
+        assert!(!as_made(&labels(&[]), &body));
+    }
+
+    /// A container made with overrides (`-p`, `--gpus`) records the profile's own hash: a
+    /// plain `up` of the unchanged profile meets it as made; an `up` with overrides
+    /// itself (its body has a profile hash) or of a changed profile does not.
+    #[test]
+    fn a_container_made_with_overrides_is_as_made_for_a_plain_up() {
+        let made_with_overrides = labels(&[
+            (CONFIG_HASH_LABEL, "with-overrides"),
+            (spec::PROFILE_HASH_LABEL, "plain"),
+        ]);
+        assert!(as_made(
+            &made_with_overrides,
+            &labels(&[(CONFIG_HASH_LABEL, "plain")])
+        ));
+        assert!(!as_made(
+            &made_with_overrides,
+            &labels(&[(CONFIG_HASH_LABEL, "changed")])
+        ));
+        assert!(!as_made(
+            &made_with_overrides,
+            &labels(&[
+                (CONFIG_HASH_LABEL, "plain"),
+                (spec::PROFILE_HASH_LABEL, "plain")
+            ])
+        ));
+    }
+}
