@@ -3,6 +3,11 @@
 //! container it created but could not start (also on Ctrl-C or SIGTERM, through
 //! [`clean_up`]). Like cargo's `ops`, it says what it does on stderr through the context's
 //! printer; the command renders the result.
+//!
+//! One file per seam: `plan` (what to make), `place` (pull, then place under the lock),
+//! `create` (make, never start; check and start), `reuse` (an existing container met),
+//! `preflight` (doctor's verdict, the image), `interrupt` (what a run made and its
+//! removal) and `dry_run`; here, [`up`] calls them in order.
 
 use std::cell::RefCell;
 use std::rc::Rc;
