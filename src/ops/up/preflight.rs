@@ -1,0 +1,240 @@
+//! What `up` judges before it starts anything: doctor's verdict on the plan's facts (or
+//! on facts gathered beside the create), refused unless `--force`; and the image made
+//! present per the pull policy, with a word when the local tag has moved from the
+//! digest `envctl.lock` pins.
+
+use super::{Plan, PullPolicy};
+use crate::checks::Status;
+use crate::context::Context;
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::ops::doctor::{gather_with, judge};
+use crate::ops::matrix::load_matrix;
+use crate::profile::ResolvedProfile;
+use crate::ui::progress::PullProgress;
+
+/// The local tag still pointing where the lock says? If not, say so: the lock wins.
+pub(super) async fn warn_if_tag_moved(
+    engine: &Engine,
+    image: &str,
+    digest: &str,
+    context: &Context,
+) -> Result<(), Error> {
+    if let Some(facts) = engine.image_facts(image).await?
+        && !facts.repo_digests.is_empty()
+        && !facts
+            .repo_digests
+            .iter()
+            .any(|repo_digest| repo_digest.ends_with(digest))
+    {
+        context.printer.warn(&format!(
+            "`{image}` now points to {} but envctl.lock pins {digest}: using the locked digest (`envctl lock` moves the pin)",
+            facts.repo_digests.first().and_then(|repo_digest| repo_digest.split('@').nth(1)).unwrap_or("another digest")
+        ));
+    }
+    Ok(())
+}
+
+/// The doctor verdict for `plan`: on the facts the plan gathered when it has them, else
+/// gathered now (beside the create, for a profile without GPUs).
+/// Gives the facts it gathered, `None` when it judged the plan's.
+pub(super) async fn verdict(
+    engine: &Engine,
+    plan: &Plan,
+    force: bool,
+    context: &Context,
+) -> Result<Option<crate::ops::doctor::Facts>, Error> {
+    match &plan.facts {
+        Some(facts) => {
+            let matrix = load_matrix(None, context.environment.config_home().as_deref())?;
+            judge_verdict(facts, &plan.resolved, &matrix, force, context)?;
+            Ok(None)
+        }
+        None => preflight(engine, &plan.resolved, force, context)
+            .await
+            .map(Some),
+    }
+}
+
+/// Refuses a profile whose doctor verdict is a failure, unless `--force`; gives back the
+/// facts it judged.
+async fn preflight(
+    engine: &Engine,
+    resolved: &ResolvedProfile,
+    force: bool,
+    context: &Context,
+) -> Result<crate::ops::doctor::Facts, Error> {
+    let profiles = [resolved.clone()];
+    // Parsing the bundled matrix takes a few milliseconds: on its own thread, so the
+    // requests of the gathering and of `prepare` go out meanwhile.
+    let config_home = context.environment.config_home();
+    let matrix = tokio::task::spawn_blocking(move || load_matrix(None, config_home.as_deref()));
+    let facts = gather_with(Ok(engine.clone()), &profiles, None, context).await;
+    let matrix = match matrix.await {
+        Ok(matrix) => matrix?,
+        // The parser panicked: a bug, surfaced as the panic it was.
+        Err(error) => std::panic::resume_unwind(error.into_panic()),
+    };
+    judge_verdict(&facts, resolved, &matrix, force, context)?;
+    Ok(facts)
+}
+
+/// The doctor verdict on facts already gathered: a failure refuses, unless `force`.
+fn judge_verdict(
+    facts: &crate::ops::doctor::Facts,
+    resolved: &ResolvedProfile,
+    matrix: &crate::compat::Matrix,
+    force: bool,
+    context: &Context,
+) -> Result<(), Error> {
+    let profiles = [resolved.clone()];
+    let report = judge(facts, &profiles, matrix);
+    let Some(profile) = report.profiles.first() else {
+        return Ok(());
+    };
+    // A daemon that cannot be used is said once, among the host's findings (doctor shows
+    // it under Docker): `up` shows no Docker section, so that finding comes first here.
+    let engine_failures = report.findings.iter().filter(|finding| {
+        finding.status == Status::Fail
+            && matches!(
+                facts.engine.state,
+                crate::facts::engine::EngineState::Unreachable { .. }
+            )
+            && finding.area == Some(crate::checks::Area::Docker)
+    });
+    let failures: Vec<_> = engine_failures
+        .chain(profile.findings.iter())
+        .chain(profile.gpus.iter().flat_map(|gpu| gpu.findings.iter()))
+        .filter(|finding| finding.status == Status::Fail)
+        .cloned()
+        .collect();
+    if failures.is_empty() {
+        return Ok(());
+    }
+    if force {
+        for failure in &failures {
+            context
+                .printer
+                .warn(&format!("{} (starting anyway: --force)", failure.message));
+        }
+        return Ok(());
+    }
+    Err(Error::Preflight {
+        profile: resolved.profile.name.clone(),
+        findings: failures,
+    })
+}
+
+/// Pulls per the policy. A reference without tag or digest pulls `latest`, never every tag.
+pub async fn ensure_image(
+    engine: &Engine,
+    image: &crate::profile::image::ImageReference,
+    policy: PullPolicy,
+    context: &Context,
+) -> Result<(), Error> {
+    let reference = image.to_string();
+    let present = match policy {
+        PullPolicy::Always => false,
+        PullPolicy::Missing | PullPolicy::Never => engine.image_facts(&reference).await?.is_some(),
+    };
+    if present {
+        return Ok(());
+    }
+    if policy == PullPolicy::Never {
+        return Err(Error::ImageMissing { image: reference });
+    }
+    let pull_reference = if image.tag.is_none() && image.digest.is_none() {
+        format!("{reference}:latest")
+    } else {
+        reference.clone()
+    };
+    let registry = image.canonical().registry;
+    let stall = context
+        .environment
+        .pull_stall()
+        .map_err(|message| Error::Usage {
+            message,
+            hint: Some("unset it for the default of 120 s".into()),
+        })?
+        .unwrap_or(crate::engine::pull::PULL_STALL_TIMEOUT);
+    context.printer.info(&format!("pulling {pull_reference} …"));
+    let mut progress =
+        PullProgress::new(&context.printer, context.json || context.printer.is_quiet());
+    let result = engine
+        .pull_image(&pull_reference, &registry, stall, |event| {
+            progress.event(event)
+        })
+        .await;
+    progress.finish();
+    result.map_err(Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::engine::EngineKind;
+    use crate::ops::up::fixtures::{
+        context, daemon, facts, nvml_missing, reachable, resolved, unreachable,
+    };
+
+    const PLAIN: &str = "name = \"plain\"\nimage = \"ubuntu:24.04\"\n";
+    const TWO_GPUS: &str = "name = \"train\"\nimage = \"ubuntu:24.04\"\ngpus = 2\n";
+
+    fn matrix() -> crate::compat::Matrix {
+        load_matrix(None, None).unwrap()
+    }
+
+    fn refused(result: Result<(), Error>) -> (String, Vec<crate::checks::Finding>) {
+        match result {
+            Err(Error::Preflight { profile, findings }) => (profile, findings),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    /// A daemon that cannot be used is the refusal's first finding, from the host's
+    /// findings (`up` shows no Docker section); `--force` starts anyway.
+    #[test]
+    fn an_unusable_daemon_refuses_unless_forced() {
+        let (context, matrix) = (context(), matrix());
+        let profile = resolved(PLAIN);
+        let down = facts(unreachable(), nvml_missing());
+        let (name, findings) = refused(judge_verdict(&down, &profile, &matrix, false, &context));
+        assert_eq!(name, "plain");
+        assert_eq!(findings[0].area, Some(crate::checks::Area::Docker));
+        assert!(
+            findings
+                .iter()
+                .all(|finding| finding.status == Status::Fail)
+        );
+        assert!(judge_verdict(&down, &profile, &matrix, true, &context).is_ok());
+    }
+
+    /// A profile without GPUs on a working daemon passes; one asking for two GPUs where
+    /// NVML sees none is refused for its own checks, not the host's.
+    #[test]
+    fn a_profile_is_refused_for_its_own_failures() {
+        let (context, matrix) = (context(), matrix());
+        let docker = || {
+            facts(
+                reachable(daemon(
+                    EngineKind::DockerEngine,
+                    "28.2.2",
+                    &["nvidia", "runc"],
+                )),
+                nvml_missing(),
+            )
+        };
+        judge_verdict(&docker(), &resolved(PLAIN), &matrix, false, &context).unwrap();
+        let (name, findings) = refused(judge_verdict(
+            &docker(),
+            &resolved(TWO_GPUS),
+            &matrix,
+            false,
+            &context,
+        ));
+        assert_eq!(name, "train");
+        assert!(!findings.is_empty());
+        assert!(findings.iter().all(|finding| finding.status == Status::Fail
+            && finding.area != Some(crate::checks::Area::Docker)));
+    }
+}
