@@ -178,7 +178,11 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
     let answers = runtime()?.block_on(async {
         // This machine's NVML, once, for the hosts whose daemon runs on it (known only
         // once each answers).
-        let local_gpus = Gpus::open(context.environment.nvml_library()).await;
+        let local_gpus = Gpus::open(
+            context.environment.nvml_library(),
+            Some(context.environment.gpu_lock_path()),
+        )
+        .await;
         stats_hosts::snapshot_hosts(
             &hosts,
             super::REQUEST_TIMEOUT,
@@ -210,7 +214,11 @@ async fn run_team(
     context: &Context,
 ) -> Result<ExitStatus, Error> {
     use crate::ops::stats::team::{self, TeamOptions};
-    let local_gpus = Gpus::open(context.environment.nvml_library()).await;
+    let local_gpus = Gpus::open(
+        context.environment.nvml_library(),
+        Some(context.environment.gpu_lock_path()),
+    )
+    .await;
     let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());
     let mut terminate = listen(tokio::signal::unix::SignalKind::terminate());
     let server = start_server(arguments, context)?;

@@ -63,8 +63,16 @@ pub enum Gpus {
 impl Gpus {
     /// Starts opening NVML from `library` (else the driver's) on a blocking thread at
     /// once, so that the caller can list containers meanwhile; the future gives the result.
-    pub fn open(library: Option<PathBuf>) -> impl Future<Output = Gpus> {
-        let opening = tokio::task::spawn_blocking(move || GpuSampler::open(library.as_deref()));
+    ///
+    /// `health_lock`: the GPU placement lock of this host, beside which each fatal Xid
+    /// the watcher sees is recorded for every `up` (`host::gpu_health`, issue 43).
+    pub fn open(
+        library: Option<PathBuf>,
+        health_lock: Option<PathBuf>,
+    ) -> impl Future<Output = Gpus> {
+        let recorder = health_lock.map(xid_recorder);
+        let opening =
+            tokio::task::spawn_blocking(move || GpuSampler::open(library.as_deref(), recorder));
         async move {
             match opening.await {
                 Ok(Ok(sampler)) => Gpus::Open(Arc::new(sampler)),
@@ -108,6 +116,20 @@ impl Gpus {
             Gpus::Elsewhere => (None, None),
         }
     }
+}
+
+/// Records each Xid beside the placement lock `lock`, as of this boot (read once; a
+/// boot that cannot be told records nothing, and says why at each Xid).
+fn xid_recorder(lock: PathBuf) -> crate::gpu::sample::XidRecorder {
+    use crate::host::gpu_health;
+    let boot = gpu_health::boot_id().map_err(|error| crate::error::error_chain(&error));
+    Box::new(move |uuid: &str, index: u32, xid: u32| {
+        let boot = boot.as_ref().map_err(Clone::clone)?;
+        gpu_health::update(&lock, boot, |record| {
+            record.add_xid(uuid, index, xid, gpu_health::now_ms());
+        })
+        .map_err(|error| crate::error::error_chain(&error))
+    })
 }
 
 /// Why there are no GPU readings. `GpuSampler::open` fails only with a failed load; a
