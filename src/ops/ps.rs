@@ -63,6 +63,22 @@ pub struct Row {
     /// With `--hosts`: the host as named there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Its GPUs that failed (issue 43: NVML says so, or a fatal Xid was recorded and not
+    /// cleared), each with why and how to clear it; empty when every GPU of it is sound,
+    /// `null` where this host's NVML cannot judge them (another machine's daemon, no NVML).
+    pub failed_gpus: Option<Vec<FailedGpu>>,
+    /// Its GPU request as envctl's label records it, to judge its GPUs by.
+    #[serde(skip)]
+    pub gpu_assignment: Option<crate::facts::container::GpuAssignment>,
+}
+
+/// A GPU of a container that failed.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailedGpu {
+    pub index: u32,
+    pub uuid: Option<String>,
+    /// Why it is kept out, with the fix (`checks::health::keep_out`).
+    pub why: String,
 }
 
 /// The rows of the daemon the context names, with GPUs by this host's index when the
@@ -134,16 +150,17 @@ pub async fn rows_on_hosts(
         .collect())
 }
 
-/// Placed containers name their GPUs by UUID: show the indexes this host's NVML gives them.
+/// Placed containers name their GPUs by UUID: show the indexes this host's NVML gives them;
+/// and mark the GPUs of each that failed (issue 43).
 fn by_local_index(rows: &mut [Row], context: &Context) {
-    if rows.iter().any(|row| {
-        row.gpus
-            .as_deref()
-            .is_some_and(|gpus| gpus.contains("GPU-"))
-    }) && let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
-        .loaded()
-        .cloned()
+    if rows
+        .iter()
+        .any(|row| row.gpu_assignment.is_some() || row.gpus.is_some())
+        && let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
+            .loaded()
+            .cloned()
     {
+        mark_failed_gpus(rows, &nvml.gpus, context);
         for row in rows {
             if let Some(gpus) = &row.gpus {
                 let shown = crate::spec::placement::by_index(gpus, &nvml.gpus);
@@ -153,6 +170,43 @@ fn by_local_index(rows: &mut [Row], context: &Context) {
                 }
             }
         }
+    }
+}
+
+/// Sets each row's [`Row::failed_gpus`] from this host's GPUs and health record, for the
+/// rows whose request envctl's label records (others stay unjudged: `null`).
+fn mark_failed_gpus(rows: &mut [Row], devices: &[crate::facts::gpu::GpuDevice], context: &Context) {
+    let fatal_xids = match crate::ops::placement::fatal_xids_in_force(None, context) {
+        Ok(xids) => xids,
+        Err(error) => {
+            context.printer.warn(&format!(
+                "the GPUs' health is not shown: {}",
+                crate::error::error_chain(&error)
+            ));
+            return;
+        }
+    };
+    let mut occupancy: Vec<crate::spec::placement::GpuOccupancy> =
+        crate::spec::placement::occupancy(devices, &[]).0;
+    crate::ops::placement::mark_kept_out(&mut occupancy, devices, &fatal_xids, context);
+    for row in rows.iter_mut() {
+        let Some(assignment) = &row.gpu_assignment else {
+            continue;
+        };
+        let indexes = crate::spec::placement::indexes_of(assignment, devices);
+        row.failed_gpus = Some(
+            occupancy
+                .iter()
+                .filter(|gpu| indexes.contains(&gpu.index))
+                .filter_map(|gpu| {
+                    Some(FailedGpu {
+                        index: gpu.index,
+                        uuid: gpu.uuid.clone(),
+                        why: gpu.kept_out.clone()?,
+                    })
+                })
+                .collect(),
+        );
     }
 }
 
@@ -245,6 +299,11 @@ async fn rows_of(
             profile_file: details.labels.get(PROFILE_FILE_LABEL).cloned(),
             named_elsewhere_here,
             host: None,
+            failed_gpus: None,
+            gpu_assignment: details
+                .labels
+                .get(crate::spec::GPUS_LABEL)
+                .and_then(|label| crate::engine::occupancy::parse_label(label)),
         });
     }
     Ok(rows)
