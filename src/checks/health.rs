@@ -621,6 +621,54 @@ pub fn keep_out(
     ))
 }
 
+/// The character major of NVIDIA's device nodes (`/dev/nvidiaN`, `/dev/nvidiactl`).
+pub const NVIDIA_MAJOR: u32 = 195;
+/// `/dev/nvidiactl`'s minor; 254 is `/dev/nvidia-modeset`, below it the GPUs.
+const NVIDIACTL_MINOR: u32 = 255;
+
+/// Whether a cgroup v1 `devices.list` (`c 195:3 rwm`, `a *:* rwm`) lets a container read and
+/// write character node `major:minor`.
+fn allows(devices_list: &str, major: u32, minor: u32) -> bool {
+    devices_list.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        let (Some(kind), Some(number), Some(access)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            return false;
+        };
+        let Some((rule_major, rule_minor)) = number.split_once(':') else {
+            return false;
+        };
+        let matches = |rule: &str, wanted: u32| rule == "*" || rule.parse() == Ok(wanted);
+        matches!(kind, "a" | "c")
+            && matches(rule_major, major)
+            && matches(rule_minor, minor)
+            && access.contains('r')
+            && access.contains('w')
+    })
+}
+
+/// A running container that holds GPUs and whose devices cgroup no longer lets it open
+/// NVIDIA's nodes (`/dev/nvidiactl`, or every `/dev/nvidiaN`): its NVML and CUDA calls fail
+/// ("NVML: Unknown Error") while the host's answer. `None` when the allow-list lets it.
+pub fn gpu_nodes_denied(devices_list: &str) -> Option<String> {
+    let control = allows(devices_list, NVIDIA_MAJOR, NVIDIACTL_MINOR);
+    let any_gpu = (0..NVIDIACTL_MINOR - 1).any(|minor| allows(devices_list, NVIDIA_MAJOR, minor));
+    let denied: Vec<&str> = [
+        (!control).then_some("/dev/nvidiactl (c 195:255)"),
+        (!any_gpu).then_some("any GPU node (c 195:N)"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!denied.is_empty()).then(|| {
+        format!(
+            "its devices cgroup (devices.list) no longer allows {}",
+            denied.join(" nor ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -923,5 +971,28 @@ mod tests {
         assert_eq!(record.gpus[0].cleared_at_ms, Some(1_000));
         assert_eq!(record.clone().for_boot("other"), HealthRecord::new("other"));
         assert_eq!(when_utc(0), "1970-01-01 00:00:00 UTC");
+    }
+
+    #[test]
+    fn a_container_whose_device_rules_lost_the_nvidia_nodes_is_told_apart() {
+        let given = "c 1:3 rwm\nc 195:22 rwm\nc 195:255 rwm\nc 235:* rwm\n";
+        assert_eq!(gpu_nodes_denied(given), None);
+        assert_eq!(gpu_nodes_denied("a *:* rwm\n"), None);
+        assert_eq!(gpu_nodes_denied("c 195:* rw\n"), None);
+        // After `systemctl daemon-reload` with the systemd cgroup driver: the NVIDIA rules
+        // are gone, the others stay.
+        let cut = gpu_nodes_denied("c 1:3 rwm\nc 136:* rwm\n").unwrap();
+        assert!(
+            cut.contains("/dev/nvidiactl") && cut.contains("any GPU node"),
+            "{cut}"
+        );
+        // Read-only is no access for NVML.
+        assert!(gpu_nodes_denied("c 195:* r\n").is_some());
+        assert!(
+            gpu_nodes_denied("c 195:255 rwm\n")
+                .unwrap()
+                .contains("any GPU node")
+        );
+        assert!(gpu_nodes_denied("garbage\n\nc x:y rwm").is_some());
     }
 }

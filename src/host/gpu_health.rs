@@ -193,6 +193,48 @@ pub fn now_ms() -> i64 {
         })
 }
 
+/// Why container `id` (main process `pid`) can no longer open NVIDIA's device nodes: its
+/// cgroup v1 `devices.list` lost their rules (`checks::health::gpu_nodes_denied`), as
+/// `systemctl daemon-reload` does under the systemd cgroup driver. `None` when the rules
+/// let it, and where this host cannot tell: cgroup v2 keeps device rules in an eBPF
+/// program no file shows, and a PID that is not the container's here (another machine's
+/// daemon, another PID namespace) says nothing.
+pub fn gpu_nodes_denied(proc_root: &Path, id: &str, pid: u32) -> Option<String> {
+    let text = super::cgroup::read_process_cgroup(proc_root, pid).ok()?;
+    if !super::cgroup::container_id_candidates(&text)
+        .iter()
+        .any(|candidate| candidate == id)
+    {
+        return None;
+    }
+    let path = super::cgroup::parse_process_cgroups(&text)
+        .v1
+        .get("devices")?
+        .clone();
+    let mounts = std::fs::read_to_string(proc_root.join("self/mountinfo")).ok()?;
+    let (point, root) = devices_mount(&mounts)?;
+    let relative = path
+        .strip_prefix(root.trim_end_matches('/'))
+        .unwrap_or(&path)
+        .trim_start_matches('/');
+    let list = std::fs::read_to_string(point.join(relative).join("devices.list")).ok()?;
+    crate::checks::health::gpu_nodes_denied(&list)
+}
+
+/// The v1 `devices` hierarchy's mount point and root, from a `mountinfo` text.
+fn devices_mount(mountinfo: &str) -> Option<(PathBuf, String)> {
+    mountinfo.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        let fields: Vec<&str> = before.split(' ').collect();
+        let mut after = after.split(' ');
+        let (kind, _, options) = (after.next()?, after.next()?, after.next()?);
+        if kind != "cgroup" || !options.split(',').any(|option| option == "devices") {
+            return None;
+        }
+        Some((PathBuf::from(fields.get(4)?), fields.get(3)?.to_string()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

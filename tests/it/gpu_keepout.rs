@@ -208,3 +208,100 @@ fn health_a_gpu_nvml_reports_failed_is_kept_out_and_no_clear_ends_it() {
     assert!(clear.stderr.contains("nothing to clear"), "{clear}");
     assert!(clear.stderr.contains("row remap is pending"), "{clear}");
 }
+
+/// The device rules of a running container's cgroup (v1 `devices`), as the kernel keeps
+/// them; `None` where there are none to read (cgroup v2).
+fn devices_folder(pid: &str) -> Option<std::path::PathBuf> {
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = cgroups.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        controllers
+            .split(',')
+            .any(|controller| controller == "devices")
+            .then(|| path.to_string())
+    })?;
+    let folder = Path::new("/sys/fs/cgroup/devices").join(path.trim_start_matches('/'));
+    folder.join("devices.list").exists().then_some(folder)
+}
+
+/// A running container given a GPU (its node, and device rules for NVIDIA's nodes, as
+/// the NVIDIA runtime writes them) is not flagged; once its device rules lose NVIDIA's
+/// nodes, as a `systemctl daemon-reload` under the systemd cgroup driver does, `stats`
+/// flags it as having lost its GPU, with the known cause and the fix.
+#[test]
+fn health_a_running_container_whose_gpu_access_was_cut_is_flagged() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let machine = Machine::new(
+        &(0..8)
+            .map(|index| format!("gpu.{index}.minor_number={}\n", 20 + index))
+            .collect::<String>(),
+    );
+    let guard = docker::ContainerGuard::unique("lost-gpu");
+    docker::docker_stdout([
+        "run",
+        "-d",
+        "--label",
+        docker::TEST_LABEL,
+        "--name",
+        guard.name(),
+        "--device",
+        "/dev/null:/dev/nvidia22",
+        "--device-cgroup-rule",
+        "c 195:22 rwm",
+        "--device-cgroup-rule",
+        "c 195:255 rwm",
+        &docker::test_image(),
+        "sleep",
+        "300",
+    ]);
+    let pid = docker::docker_stdout(["inspect", "--format", "{{.State.Pid}}", guard.name()]);
+    let Some(folder) = devices_folder(pid.trim()) else {
+        docker::skip_or_panic(
+            "no cgroup v1 devices controller",
+            "health_a_running_container_whose_gpu_access_was_cut_is_flagged",
+            "the container's device rules are kept in an eBPF program on cgroup v2; envctl reads them from devices.list on v1",
+        );
+        return;
+    };
+    let stats = || {
+        let run = crate::support::cli::envctl_in(Path::new("/"))
+            .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
+            .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
+            .args(["stats", "--once", "--json", guard.name()])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{run:?}");
+        let document: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        document["diagnoses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|diagnosis| diagnosis["id"] == "gpu-access-lost")
+            .cloned()
+    };
+    assert_eq!(stats(), None, "its device rules allow NVIDIA's nodes");
+    // What systemd's reload leaves: the NVIDIA rules gone, the container running.
+    let before = std::fs::read_to_string(folder.join("devices.list")).unwrap();
+    for rule in before.lines().filter(|rule| rule.starts_with("c 195:")) {
+        std::fs::write(folder.join("devices.deny"), rule).unwrap();
+    }
+    let list = std::fs::read_to_string(folder.join("devices.list")).unwrap();
+    assert!(!list.contains("195:"), "{list}");
+    let flagged = stats().expect("a container that lost its GPU is flagged");
+    assert_eq!(flagged["subject"], guard.name());
+    assert_eq!(flagged["severity"], "warning", "{flagged:#}");
+    let message = flagged["message"].as_str().unwrap();
+    assert!(
+        message.contains("NVML: Unknown Error") && message.contains("systemctl daemon-reload"),
+        "{message}"
+    );
+    let hint = flagged["hint"].as_str().unwrap();
+    assert!(
+        hint.contains(&format!("docker restart {}", guard.name())) && hint.contains("nvidia-ctk"),
+        "{hint}"
+    );
+}

@@ -471,6 +471,13 @@ pub(super) fn input(
         cpu_limit_cores: usage.and_then(|usage| cpu_limit_cores(resources, usage.online_cpus)),
         usage,
         gpu_request: resources.and_then(|resources| resources.gpus.clone()),
+        // Issue 43: a container given GPUs whose device rules lost NVIDIA's nodes.
+        gpu_nodes_denied: resources
+            .filter(|resources| resources.gpus.is_some())
+            .and_then(|resources| u32::try_from(resources.pid?).ok())
+            .and_then(|pid| {
+                crate::host::gpu_health::gpu_nodes_denied(Path::new(PROC_ROOT), &target.id, pid)
+            }),
     }
 }
 
