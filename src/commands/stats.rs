@@ -180,7 +180,10 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
         // once each answers).
         let local_gpus = Gpus::open(
             context.environment.nvml_library(),
-            Some(context.environment.gpu_lock_path()),
+            Some((
+                context.environment.gpu_lock_path(),
+                context.environment.clock(),
+            )),
         )
         .await;
         stats_hosts::snapshot_hosts(
@@ -216,7 +219,10 @@ async fn run_team(
     use crate::ops::stats::team::{self, TeamOptions};
     let local_gpus = Gpus::open(
         context.environment.nvml_library(),
-        Some(context.environment.gpu_lock_path()),
+        Some((
+            context.environment.gpu_lock_path(),
+            context.environment.clock(),
+        )),
     )
     .await;
     let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());

@@ -184,13 +184,12 @@ pub fn update(
         .map_err(|source| GpuHealthFileError::Write { path, source })
 }
 
-/// Milliseconds since the epoch, by this machine's clock.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
+/// `at` in milliseconds since the epoch (negative before it).
+pub fn milliseconds(at: std::time::SystemTime) -> i64 {
+    match at.duration_since(std::time::UNIX_EPOCH) {
+        Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
+    }
 }
 
 /// Why container `id` (main process `pid`) can no longer open NVIDIA's device nodes: its

@@ -154,7 +154,11 @@ pub fn clear(name: &str, context: &Context) -> Result<Clear, Error> {
         .display()
         .to_string();
     crate::host::gpu_health::update(&lock, &boot_id, |kept| {
-        kept.clear(&target.uuid, index, crate::host::gpu_health::now_ms());
+        kept.clear(
+            &target.uuid,
+            index,
+            crate::host::gpu_health::milliseconds(context.environment.now()),
+        );
     })
     .map_err(|error| {
         written(

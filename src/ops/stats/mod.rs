@@ -71,7 +71,10 @@ pub async fn prepare(
     let engine = context.engine().await?;
     let opening = sampler::Gpus::open(
         context.environment.nvml_library(),
-        Some(context.environment.gpu_lock_path()),
+        Some((
+            context.environment.gpu_lock_path(),
+            context.environment.clock(),
+        )),
     );
     let (selection, here) = tokio::join!(
         select(&engine, targets, only_envctl, owner.as_ref(), context),

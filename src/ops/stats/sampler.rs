@@ -64,13 +64,14 @@ impl Gpus {
     /// Starts opening NVML from `library` (else the driver's) on a blocking thread at
     /// once, so that the caller can list containers meanwhile; the future gives the result.
     ///
-    /// `health_lock`: the GPU placement lock of this host, beside which each fatal Xid
-    /// the watcher sees is recorded for every `up` (`host::gpu_health`, issue 43).
+    /// `health`: the GPU placement lock of this host, beside which each Xid the watcher
+    /// sees is recorded for every `up` (`host::gpu_health`, issue 43), and the clock that
+    /// dates them.
     pub fn open(
         library: Option<PathBuf>,
-        health_lock: Option<PathBuf>,
+        health: Option<(PathBuf, crate::context::Clock)>,
     ) -> impl Future<Output = Gpus> {
-        let recorder = health_lock.map(xid_recorder);
+        let recorder = health.map(|(lock, clock)| xid_recorder(lock, clock));
         let opening =
             tokio::task::spawn_blocking(move || GpuSampler::open(library.as_deref(), recorder));
         async move {
@@ -120,13 +121,13 @@ impl Gpus {
 
 /// Records each Xid beside the placement lock `lock`, as of this boot (read once; a
 /// boot that cannot be told records nothing, and says why at each Xid).
-fn xid_recorder(lock: PathBuf) -> crate::gpu::sample::XidRecorder {
+fn xid_recorder(lock: PathBuf, clock: crate::context::Clock) -> crate::gpu::sample::XidRecorder {
     use crate::host::gpu_health;
     let boot = gpu_health::boot_id().map_err(|error| crate::error::error_chain(&error));
     Box::new(move |uuid: &str, index: u32, xid: u32| {
         let boot = boot.as_ref().map_err(Clone::clone)?;
         gpu_health::update(&lock, boot, |record| {
-            record.add_xid(uuid, index, xid, gpu_health::now_ms());
+            record.add_xid(uuid, index, xid, gpu_health::milliseconds(clock.now()));
         })
         .map_err(|error| crate::error::error_chain(&error))
     })
