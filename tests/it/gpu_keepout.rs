@@ -137,6 +137,48 @@ fn health_a_fatal_xid_seen_by_stats_keeps_the_gpu_out_of_up_until_gpu_clear() {
             run(&["up", "two", "--dry-run", "--force"]),
         )
     });
+    // `ps` marks a container of envctl's on the failed GPU, in the table and the JSON.
+    {
+        let profile_label = format!("envctl.profile=keepout-{}", std::process::id());
+        let gpus_label = format!("envctl.gpus=devices={}", machine.uuids[2]);
+        let device = format!("device={}", machine.uuids[2]);
+        let on_failed = Holders::given(&[vec![
+            "--label",
+            &profile_label,
+            "--label",
+            &gpus_label,
+            "--gpus",
+            &device,
+        ]]);
+        let listed = run(&["ps", "-a", "--json"]);
+        let table = run(&["ps", "-a"]);
+        let rows = listed.json()["containers"].clone();
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == on_failed.names[0].as_str())
+            .unwrap_or_else(|| panic!("{rows:#}"))
+            .clone();
+        assert_eq!(row["failed_gpus"][0]["index"], 2, "{row:#}");
+        assert!(
+            row["failed_gpus"][0]["why"]
+                .as_str()
+                .unwrap()
+                .contains("envctl gpu clear"),
+            "{row:#}"
+        );
+        let line = table
+            .stdout
+            .lines()
+            .find(|line| line.contains(&on_failed.names[0]))
+            .unwrap_or_else(|| panic!("{table}"));
+        assert!(line.contains("2 (GPU 2 FAILED)"), "{table}");
+        assert!(
+            table.stderr.contains("runs on a GPU that failed"),
+            "{table}"
+        );
+    }
     let cleared = run(&["gpu", "clear", "2", "--json"]);
     let placed_again = quietly("", &mine, || {
         run(&["up", "two", "--dry-run", "--force", "--json"])

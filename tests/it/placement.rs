@@ -138,7 +138,7 @@ impl Holders {
     }
 
     /// One container per entry, created with those `docker create` options.
-    fn given(options: &[Vec<&str>]) -> Holders {
+    pub(crate) fn given(options: &[Vec<&str>]) -> Holders {
         let image = docker::test_image();
         let names = options
             .iter()
