@@ -386,6 +386,38 @@ impl Drop for GpuSampler {
 mod tests {
     use super::*;
 
+    /// A watcher thread that stopped while counting leaves the counts unknown, said as a
+    /// failure, never an empty list that reads as "no Xid".
+    #[test]
+    fn poisoned_xid_counts_are_unknown_not_none() {
+        let watcher = XidWatcher {
+            seen: Default::default(),
+            stop: Default::default(),
+            unrecorded: Default::default(),
+        };
+        let seen = watcher.seen.clone();
+        let _ = std::thread::spawn(move || {
+            let _held = seen.lock().unwrap();
+            panic!("the watcher stops while counting");
+        })
+        .join();
+        let unknown = watcher.of(0).unwrap_err();
+        assert!(unknown.message.contains("unknown"), "{unknown:?}");
+        let sound = XidWatcher {
+            seen: std::sync::Arc::new(std::sync::Mutex::new(vec![XidCount {
+                gpu: 1,
+                xid: 79,
+                count: 2,
+            }])),
+            stop: Default::default(),
+            unrecorded: std::sync::Arc::new(std::sync::Mutex::new(vec![(1, "disk full".into())])),
+        };
+        assert_eq!(sound.of(1).unwrap().len(), 1);
+        assert!(sound.of(0).unwrap().is_empty());
+        assert!(sound.unrecorded(1).unwrap().message.contains("disk full"));
+        assert!(sound.unrecorded(0).is_none());
+    }
+
     #[test]
     fn an_absent_library_is_a_named_outcome() {
         let unavailable = GpuSampler::open(

@@ -356,6 +356,25 @@ async fn choose(
         gate.enforce(body, Some(gpu), Some(&holders), context)?;
     }
     let Some(count) = count else {
+        // `all` or named GPUs are not placed: a failed one among them is said, with its fix.
+        if let (Some(assignment), Ok(devices)) = (gpus.assignment(), gpu.listed_gpus()) {
+            let wanted = placement::indexes_of(&assignment, devices);
+            let mut rows = placement::occupancy(devices, &[]).0;
+            let policies = gate.map(|(gate, _)| gate.policies);
+            mark_kept_out(
+                &mut rows,
+                devices,
+                &fatal_xids_in_force(policies, context)?,
+                context,
+            );
+            for row in rows.iter().filter(|row| wanted.contains(&row.index)) {
+                if let Some(why) = &row.kept_out {
+                    context.printer.warn(&format!(
+                        "the profile asks for a GPU that failed, which its container is given all the same: {why}"
+                    ));
+                }
+            }
+        }
         let report = (!gpus.is_none()).then(|| PlacementReport {
             placement: Chooser::Given,
             gpus: Vec::new(),

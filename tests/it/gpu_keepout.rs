@@ -137,6 +137,13 @@ fn health_a_fatal_xid_seen_by_stats_keeps_the_gpu_out_of_up_until_gpu_clear() {
             run(&["up", "two", "--dry-run", "--force"]),
         )
     });
+    // `all` is not placed: the failed GPU among them is said.
+    let all = run(&["up", "two", "--dry-run", "--force", "--gpus", "all"]);
+    assert!(
+        all.stderr
+            .contains("the profile asks for a GPU that failed, which its container is given all the same: GPU 2 is kept out"),
+        "{all}"
+    );
     // `ps` marks a container of envctl's on the failed GPU, in the table and the JSON.
     {
         let profile_label = format!("envctl.profile=keepout-{}", std::process::id());
