@@ -555,21 +555,8 @@ impl From<std::io::Error> for Error {
     }
 }
 
-/// `message: cause: cause`, for facts, findings and
-/// snapshot lines that must carry the whole story as text on one line.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
+/// Kept under its old path: the core's readers (`untrusted`) give their causes this way too.
+pub use crate::ui::text::error_chain;
 
 impl Error {
     /// A [`crate::files::WriteError`] for the file at `path`, in the command's words;

@@ -225,14 +225,10 @@ async fn run_team(
         )),
     )
     .await;
-    let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());
-    let mut terminate = listen(tokio::signal::unix::SignalKind::terminate());
+    let mut stops = Stops::listen();
     let server = start_server(arguments, context)?;
     let mut view = make_view(context, arguments, server.is_some())?;
-    let mut quit = match &view {
-        View::Live(screen, ..) if screen.reads_keys() => Some(live::spawn_quit_reader()),
-        _ => None,
-    };
+    stops.read_quit(&view);
     if let View::Live(screen, ..) = &mut view {
         let header = live::header(0, 0, arguments.interval, context.environment.now());
         screen
@@ -251,34 +247,16 @@ async fn run_team(
         hostname: crate::ops::stats::metrics_hostname(context).ok(),
         clock: context.environment.clock(),
     };
-    let stop = async {
-        tokio::select! {
-            _ = wait(&mut interrupt) => ExitStatus::External(130),
-            _ = wait(&mut terminate) => ExitStatus::External(143),
-            _ = wait_quit(&mut quit) => ExitStatus::Success,
-        }
-    };
     let outcome = team::follow_team(
         hosts,
         &local_gpus,
         &options,
         server.as_ref(),
         &mut view,
-        stop,
+        stops.first(),
     )
-    .await
-    .map(|ended| match ended {
-        Ended::Stopped(status) => status,
-        Ended::Counted => ExitStatus::Success,
-    });
-    drop(view);
-    if let Some(server) = server {
-        server.stop();
-    }
-    if matches!(outcome, Err(ref error) if error.is_broken_pipe()) {
-        return Ok(ExitStatus::Success);
-    }
-    outcome
+    .await;
+    finish(outcome, view, server)
 }
 
 impl crate::ops::stats::team::TeamView for View<'_> {
@@ -458,14 +436,10 @@ async fn run_live(
         gpus,
     } = prepared;
     // Before the terminal changes: a signal from here on ends the loop, which restores it.
-    let mut interrupt = listen(tokio::signal::unix::SignalKind::interrupt());
-    let mut terminate = listen(tokio::signal::unix::SignalKind::terminate());
+    let mut stops = Stops::listen();
     let server = start_server(arguments, context)?;
     let mut view = make_view(context, arguments, server.is_some())?;
-    let mut quit = match &view {
-        View::Live(screen, ..) if screen.reads_keys() => Some(live::spawn_quit_reader()),
-        _ => None,
-    };
+    stops.read_quit(&view);
     if let View::Live(screen, ..) = &mut view {
         let header = live::header(
             0,
@@ -499,14 +473,6 @@ async fn run_live(
         },
         clock: context.environment.clock(),
     };
-    let stop = async {
-        tokio::select! {
-            // Like any command a signal ends: 130 and 143, as a shell reports them.
-            _ = wait(&mut interrupt) => ExitStatus::External(130),
-            _ = wait(&mut terminate) => ExitStatus::External(143),
-            _ = wait_quit(&mut quit) => ExitStatus::Success,
-        }
-    };
     let outcome = follow::follow(
         &engine,
         &gpus,
@@ -517,22 +483,67 @@ async fn run_live(
             server: server.as_ref(),
         },
         &mut view,
-        stop,
+        stops.first(),
     )
-    .await
-    .map(|ended| match ended {
-        Ended::Stopped(status) => status,
-        Ended::Counted => ExitStatus::Success,
-    });
-    // The screen goes before anything is printed, so messages land on the real terminal.
+    .await;
+    finish(outcome, view, server)
+}
+
+/// The end of a live loop (one host's or the team's): the screen goes before anything is
+/// printed, so messages land on the real terminal; then the server stops. A reader that
+/// closed the pipe (`stats | head`) ended it, which is no failure.
+fn finish(
+    outcome: Result<Ended<ExitStatus>, Error>,
+    view: View<'_>,
+    server: Option<StatsServer>,
+) -> Result<ExitStatus, Error> {
     drop(view);
     if let Some(server) = server {
         server.stop();
     }
-    if matches!(outcome, Err(ref error) if error.is_broken_pipe()) {
-        return Ok(ExitStatus::Success);
+    match outcome {
+        Ok(Ended::Stopped(status)) => Ok(status),
+        Ok(Ended::Counted) => Ok(ExitStatus::Success),
+        Err(error) if error.is_broken_pipe() => Ok(ExitStatus::Success),
+        Err(error) => Err(error),
     }
-    outcome
+}
+
+/// What ends a live loop: SIGINT, SIGTERM, or `q` on a screen that reads keys.
+struct Stops {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+    quit: Option<tokio::sync::mpsc::UnboundedReceiver<()>>,
+}
+
+impl Stops {
+    /// Listens for the signals from now on.
+    fn listen() -> Stops {
+        Stops {
+            interrupt: listen(tokio::signal::unix::SignalKind::interrupt()),
+            terminate: listen(tokio::signal::unix::SignalKind::terminate()),
+            quit: None,
+        }
+    }
+
+    /// `q` ends it too where `view` is a screen that reads keys.
+    fn read_quit(&mut self, view: &View<'_>) {
+        if let View::Live(screen, ..) = view
+            && screen.reads_keys()
+        {
+            self.quit = Some(live::spawn_quit_reader());
+        }
+    }
+
+    /// The first of them, as the exit status.
+    async fn first(mut self) -> ExitStatus {
+        tokio::select! {
+            // Like any command a signal ends: 130 and 143, as a shell reports them.
+            _ = wait(&mut self.interrupt) => ExitStatus::External(130),
+            _ = wait(&mut self.terminate) => ExitStatus::External(143),
+            _ = wait_quit(&mut self.quit) => ExitStatus::Success,
+        }
+    }
 }
 
 /// `--serve`'s server, started and said on stderr (with the warning for an address off

@@ -768,6 +768,48 @@ struct SshStream {
 /// How long an ssh that ended its output is waited for, for its exit status.
 const SSH_EXIT_WAIT: Duration = Duration::from_secs(1);
 
+/// Reads a child ssh's `stderr` to its end on a task of its own, so ssh never blocks on a
+/// full pipe, keeping its first `cap` bytes as trimmed text. A read that fails ends the
+/// text with what failed: what ssh said up to there is kept, the failure is not taken for
+/// the end of its words. Used by the `ssh://` connection here and by `engine::forward`.
+pub(crate) fn read_ssh_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    cap: usize,
+) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt as _;
+        let mut kept = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let mut failure = None;
+        loop {
+            match stderr.read(&mut chunk).await {
+                Ok(0) => break,
+                Ok(read) => {
+                    let room = cap.saturating_sub(kept.len());
+                    kept.extend_from_slice(&chunk[..read.min(room)]);
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    break;
+                }
+            }
+        }
+        let text = String::from_utf8_lossy(&kept).trim().to_string();
+        match failure {
+            None => text,
+            Some(error) if text.is_empty() => format!("(its stderr could not be read: {error})"),
+            Some(error) => format!("{text} (the rest of its stderr could not be read: {error})"),
+        }
+    })
+}
+
+/// The text a [`read_ssh_stderr`] task gave, or why there is none: a task that failed
+/// (it panicked or was cancelled) is said as such, never taken for an ssh that said
+/// nothing.
+pub(crate) fn ssh_stderr_text(joined: Result<String, tokio::task::JoinError>) -> String {
+    joined.unwrap_or_else(|error| format!("(its stderr could not be read: {error})"))
+}
+
 impl SshStream {
     fn spawn(target: &SshTarget) -> io::Result<SshStream> {
         let mut child = tokio::process::Command::new("ssh")
@@ -784,21 +826,10 @@ impl SshStream {
         let missing = || io::Error::other("ssh's standard streams were not piped");
         let stdin = child.stdin.take().ok_or_else(missing)?;
         let stdout = child.stdout.take().ok_or_else(missing)?;
-        let mut stderr = child.stderr.take().ok_or_else(missing)?;
-        let stderr = tokio::spawn(async move {
-            use tokio::io::AsyncReadExt as _;
-            let mut kept = Vec::new();
-            let mut chunk = [0u8; 4096];
-            // Read to the end (so ssh never blocks on a full pipe), keeping the start.
-            while let Ok(read) = stderr.read(&mut chunk).await {
-                if read == 0 {
-                    break;
-                }
-                let room = MAXIMUM_SSH_MESSAGE.saturating_sub(kept.len());
-                kept.extend_from_slice(&chunk[..read.min(room)]);
-            }
-            String::from_utf8_lossy(&kept).trim().to_string()
-        });
+        let stderr = read_ssh_stderr(
+            child.stderr.take().ok_or_else(missing)?,
+            MAXIMUM_SSH_MESSAGE,
+        );
         Ok(SshStream {
             child,
             stdin,
@@ -818,12 +849,15 @@ impl SshStream {
     /// the end of ssh's output, a write the broken pipe of its input, whichever hyper
     /// tries first; each is said as ssh's failure.
     fn poll_ended(&mut self, context: &mut Context<'_>) -> Poll<io::Error> {
-        if self.message.is_none() {
-            match Pin::new(&mut self.stderr).poll(context) {
+        // Kept in `self.message` across each `Pending` below: a finished task is not
+        // polled again.
+        let message = match self.message.take() {
+            Some(message) => message,
+            None => match Pin::new(&mut self.stderr).poll(context) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(message) => self.message = Some(message.unwrap_or_default()),
-            }
-        }
+                Poll::Ready(joined) => ssh_stderr_text(joined),
+            },
+        };
         let status = match self.child.try_wait() {
             Ok(Some(status)) => status.code(),
             Ok(None) => {
@@ -832,19 +866,18 @@ impl SshStream {
                     (Box::pin(tokio::time::sleep(Duration::from_millis(5))), now)
                 });
                 if now.duration_since(*since) < SSH_EXIT_WAIT {
-                    if sleep.as_mut().poll(context).is_pending() {
-                        return Poll::Pending;
+                    if sleep.as_mut().poll(context).is_ready() {
+                        sleep.as_mut().reset(now + Duration::from_millis(5));
+                        // Polled again at once: the reset sleep registers the waker.
+                        context.waker().wake_by_ref();
                     }
-                    sleep.as_mut().reset(now + Duration::from_millis(5));
-                    // Polled again at once: the reset sleep registers the waker.
-                    context.waker().wake_by_ref();
+                    self.message = Some(message);
                     return Poll::Pending;
                 }
                 None
             }
             Err(_) => None,
         };
-        let message = self.message.take().unwrap_or_default();
         self.answered = true;
         Poll::Ready(
             ConnectFailure::SshEnded { status, message }.into_io(io::ErrorKind::ConnectionAborted),

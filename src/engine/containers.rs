@@ -415,6 +415,10 @@ fn daemon_message(error: bollard::errors::Error) -> String {
 /// as `RLIMIT_NOFILE`). The daemon writes an empty list as `null`: none asked for.
 fn start_request(host: &bollard::models::HostConfig) -> super::error::StartRequest {
     super::error::StartRequest {
+        // Empty is the fact here, not a guess: Docker's `HostConfig` (and Podman's
+        // compatible answer, built from the same type) always writes `CapAdd`, as `null`
+        // when the create asked for no capability, and bollard reads that `null` as `None`.
+        // (A whole `HostConfig` missing is unknown, not nothing: the caller keeps `None`.)
         capabilities: host.cap_add.clone().unwrap_or_default(),
         ulimits: host
             .ulimits

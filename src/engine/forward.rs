@@ -12,7 +12,7 @@ use std::io;
 use std::process::Stdio;
 
 use super::Engine;
-use super::connector::{Route, SshTarget};
+use super::connector::{Route, SshTarget, read_ssh_stderr, ssh_stderr_text};
 
 /// How a connection reaches its daemon, as far as forwarding a port is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,24 +55,76 @@ impl Engine {
     }
 
     /// Starts `ssh -N` with a `-L` for each of `forwards` over this connection's ssh
-    /// route; `None` where the route is not ssh. ssh's stderr is piped for the caller to
-    /// read, and the process is killed when the child is dropped.
-    pub fn spawn_forward(
-        &self,
-        forwards: &[PortForward],
-    ) -> Option<io::Result<tokio::process::Child>> {
+    /// route; `None` where the route is not ssh. ssh's stderr is read (capped) for the
+    /// message of its end, and the process is killed when the [`Forwarding`] is dropped.
+    pub fn spawn_forward(&self, forwards: &[PortForward]) -> Option<io::Result<Forwarding>> {
         let Route::Ssh(target) = self.route.as_ref() else {
             return None;
         };
-        Some(
-            tokio::process::Command::new("ssh")
-                .args(forward_arguments(target, forwards))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn(),
-        )
+        Some(Forwarding::spawn(target, forwards))
+    }
+}
+
+/// The most of a forward's ssh stderr kept for the message of its end.
+const MAXIMUM_SSH_MESSAGE: usize = 4096;
+
+/// A running `ssh -N -L …` of [`Engine::spawn_forward`]: killed when dropped.
+#[derive(Debug)]
+pub struct Forwarding {
+    child: tokio::process::Child,
+    /// ssh's stderr, read to its end by a task of its own; `None` once joined (a finished
+    /// task is not polled again).
+    stderr: Option<tokio::task::JoinHandle<String>>,
+}
+
+/// How a forward's ssh ended.
+#[derive(Debug)]
+pub struct ForwardEnd {
+    /// Its exit status, or why it could not be had.
+    pub status: io::Result<std::process::ExitStatus>,
+    /// What it said on stderr (capped, trimmed; empty: nothing), or why that could not be
+    /// read.
+    pub message: String,
+}
+
+impl Forwarding {
+    fn spawn(target: &SshTarget, forwards: &[PortForward]) -> io::Result<Forwarding> {
+        let mut child = tokio::process::Command::new("ssh")
+            .args(forward_arguments(target, forwards))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| io::Error::other("ssh's stderr was not piped"))?;
+        Ok(Forwarding {
+            child,
+            stderr: Some(read_ssh_stderr(stderr, MAXIMUM_SSH_MESSAGE)),
+        })
+    }
+
+    /// Stops ssh (and waits for it); one that already ended is no error.
+    pub async fn stop(&mut self) {
+        // Failing to kill means it has ended already: nothing is left to stop.
+        let _ = self.child.kill().await;
+    }
+
+    /// Waits for ssh to end, then for all it said. Safe to cancel (in a `select!`) and
+    /// call again.
+    pub async fn ended(&mut self) -> ForwardEnd {
+        let status = self.child.wait().await;
+        let message = match self.stderr.as_mut() {
+            Some(task) => {
+                let message = ssh_stderr_text(task.await);
+                self.stderr = None;
+                message
+            }
+            None => "(its stderr was read already)".to_string(),
+        };
+        ForwardEnd { status, message }
     }
 }
 

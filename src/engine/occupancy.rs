@@ -118,8 +118,10 @@ impl Engine {
                         // Removed between the list and the inspect: it holds nothing now.
                         return Ok(None);
                     };
-                    // The daemon writes an empty environment as `null`; an answer without
-                    // `Config` says nothing of it: unknown, not empty.
+                    // The daemon writes an empty environment as `null` (Docker's `Config`
+                    // always writes `Env`, `null` for none; bollard reads it as `None`), so
+                    // there empty is the fact; an answer without `Config` says nothing of
+                    // it: unknown, not empty.
                     let environment = inspect
                         .config
                         .as_ref()
@@ -271,7 +273,7 @@ fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
                 .map(str::to_string)
         })
         .collect();
-    GpuAssignment::from_requests(host.device_requests)
+    super::stats::gpu_assignment(host.device_requests)
         .or_else(|| (!cdi_names.is_empty()).then_some(GpuAssignment::Devices(cdi_names)))
 }
 

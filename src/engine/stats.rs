@@ -12,8 +12,9 @@
 //! The counters are copied into `ContainerSample` (`crate::facts::container`) with no
 //! arithmetic: the formulas (CPU %, memory without page cache, I/O sums) live in the pure
 //! `monitor::usage`. The same plain struct is filled from the cgroup files by
-//! `host::cgroup` for local containers. Its constructors from bollard's types are `impl`
-//! blocks here rather than beside the type, so `crate::facts` never imports bollard.
+//! `host::cgroup` for local containers. Its constructors from bollard's types are functions
+//! here (`container_sample`, `gpu_assignment`): the facts are a crate of their own that
+//! cannot name bollard, and may not have `impl` blocks outside it.
 
 use bollard::models::{ContainerCpuStats, ContainerStatsResponse};
 use std::time::Duration;
@@ -24,86 +25,85 @@ use crate::facts::container::{
     NetworkCounters,
 };
 
-impl GpuAssignment {
-    /// The GPU request among a container's device requests (capability `gpu`), as
-    /// `docker run --gpus` stores it: `Count: -1` is all, device ids win over a count.
-    pub fn from_requests(
-        requests: Option<Vec<bollard::models::DeviceRequest>>,
-    ) -> Option<GpuAssignment> {
-        requests?.into_iter().find_map(|request| {
-            let is_gpu = request
-                .capabilities
-                .iter()
-                .flatten()
-                .flatten()
-                .any(|capability| capability == "gpu");
-            if !is_gpu {
-                return None;
-            }
-            Some(match (request.count, request.device_ids) {
-                (_, Some(ids)) if !ids.is_empty() => GpuAssignment::Devices(ids),
-                (Some(count), _) if count >= 0 => GpuAssignment::Count(count),
-                _ => GpuAssignment::All,
-            })
+/// The GPU request among a container's device requests (capability `gpu`), as
+/// `docker run --gpus` stores it: `Count: -1` is all, device ids win over a count.
+pub fn gpu_assignment(
+    requests: Option<Vec<bollard::models::DeviceRequest>>,
+) -> Option<GpuAssignment> {
+    requests?.into_iter().find_map(|request| {
+        let is_gpu = request
+            .capabilities
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|capability| capability == "gpu");
+        if !is_gpu {
+            return None;
+        }
+        Some(match (request.count, request.device_ids) {
+            (_, Some(ids)) if !ids.is_empty() => GpuAssignment::Devices(ids),
+            (Some(count), _) if count >= 0 => GpuAssignment::Count(count),
+            _ => GpuAssignment::All,
         })
+    })
+}
+
+/// Copies a stats frame's counters. `fallback_id` names the container when the daemon
+/// leaves `id` out (older daemons do in one-shot answers).
+pub fn container_sample(response: ContainerStatsResponse, fallback_id: &str) -> ContainerSample {
+    let previous_cpu = response
+        .precpu_stats
+        // The daemon sends an empty precpu (no system reading) when it has no previous
+        // sample: one-shot answers and a stream's first frame.
+        .filter(|previous| previous.system_cpu_usage.is_some_and(|system| system > 0))
+        .map(cpu_counters);
+    let memory = response.memory_stats.unwrap_or_default();
+    ContainerSample {
+        id: response
+            .id
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| fallback_id.to_string()),
+        name: response
+            .name
+            .unwrap_or_default()
+            .trim_start_matches('/')
+            .to_string(),
+        read: response.read.map(|read| read.to_string()),
+        cpu: response.cpu_stats.map(cpu_counters).unwrap_or_default(),
+        previous_cpu,
+        memory: MemoryCounters {
+            usage: memory.usage,
+            limit: memory.limit,
+            stats: memory.stats.unwrap_or_default().into_iter().collect(),
+        },
+        networks: network_counters(response.networks),
+        block_io: response
+            .blkio_stats
+            .and_then(|blkio| blkio.io_service_bytes_recursive)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|entry| {
+                Some(BlockIoEntry {
+                    operation: entry.op?,
+                    bytes: entry.value.unwrap_or(0),
+                })
+            })
+            .collect(),
+        pids: response.pids_stats.and_then(|pids| pids.current),
     }
 }
 
-impl ContainerSample {
-    /// Copies a stats frame's counters. `fallback_id` names the container when the daemon
-    /// leaves `id` out (older daemons do in one-shot answers).
-    pub fn from_response(response: ContainerStatsResponse, fallback_id: &str) -> ContainerSample {
-        let previous_cpu = response
-            .precpu_stats
-            // The daemon sends an empty precpu (no system reading) when it has no previous
-            // sample: one-shot answers and a stream's first frame.
-            .filter(|previous| previous.system_cpu_usage.is_some_and(|system| system > 0))
-            .map(cpu_counters);
-        let memory = response.memory_stats.unwrap_or_default();
-        ContainerSample {
-            id: response
-                .id
-                .filter(|id| !id.is_empty())
-                .unwrap_or_else(|| fallback_id.to_string()),
-            name: response
-                .name
-                .unwrap_or_default()
-                .trim_start_matches('/')
-                .to_string(),
-            read: response.read.map(|read| read.to_string()),
-            cpu: response.cpu_stats.map(cpu_counters).unwrap_or_default(),
-            previous_cpu,
-            memory: MemoryCounters {
-                usage: memory.usage,
-                limit: memory.limit,
-                stats: memory.stats.unwrap_or_default().into_iter().collect(),
-            },
-            networks: network_counters(response.networks),
-            block_io: response
-                .blkio_stats
-                .and_then(|blkio| blkio.io_service_bytes_recursive)
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|entry| {
-                    Some(BlockIoEntry {
-                        operation: entry.op?,
-                        bytes: entry.value.unwrap_or(0),
-                    })
-                })
-                .collect(),
-            pids: response.pids_stats.and_then(|pids| pids.current),
-        }
-    }
-
-    /// Reads a stats frame as the Engine API writes it (`GET /containers/{id}/stats`), for
-    /// recorded fixtures and replays.
-    pub fn from_api_json(text: &str, fallback_id: &str) -> Result<ContainerSample, EngineError> {
-        let response: ContainerStatsResponse =
-            serde_json::from_str(text).map_err(|error| EngineError::InvalidBody {
-                message: format!("not a stats frame: {error}"),
-            })?;
-        Ok(ContainerSample::from_response(response, fallback_id))
-    }
+/// Reads a stats frame as the Engine API writes it (`GET /containers/{id}/stats`), for
+/// recorded fixtures and replays.
+pub fn container_sample_from_api_json(
+    text: &str,
+    fallback_id: &str,
+) -> Result<ContainerSample, EngineError> {
+    let response: ContainerStatsResponse =
+        serde_json::from_str(text).map_err(|error| EngineError::InvalidBody {
+            message: format!("not a stats frame: {error}"),
+        })?;
+    Ok(container_sample(response, fallback_id))
 }
 
 /// Each interface's counters; none at all when the frame carries none (a container
@@ -282,7 +282,7 @@ impl Engine {
                 status: 200,
                 message: format!("the stats of container `{id}` are not a stats frame: {error}"),
             })?;
-        let mut sample = ContainerSample::from_response(response, id);
+        let mut sample = container_sample(response, id);
         if swapped {
             for counters in sample.networks.values_mut() {
                 std::mem::swap(&mut counters.rx_bytes, &mut counters.tx_bytes);
@@ -354,7 +354,7 @@ mod tests {
     #[test]
     fn a_one_shot_frame_has_no_previous_cpu() {
         let text = include_str!("../../tests/fixtures/stats/v1-busy-one-shot.json");
-        let sample = ContainerSample::from_api_json(text, "fallback").unwrap();
+        let sample = container_sample_from_api_json(text, "fallback").unwrap();
         assert!(sample.previous_cpu.is_none());
         assert!(sample.cpu.total_usage.unwrap() > 0);
         assert!(sample.cpu.system_usage.unwrap() > 0);
@@ -365,7 +365,7 @@ mod tests {
     #[test]
     fn a_two_sample_frame_keeps_the_daemons_previous_reading() {
         let text = include_str!("../../tests/fixtures/stats/v1-busy.json");
-        let sample = ContainerSample::from_api_json(text, "fallback").unwrap();
+        let sample = container_sample_from_api_json(text, "fallback").unwrap();
         let previous = sample.previous_cpu.unwrap();
         assert!(previous.system_usage.unwrap() < sample.cpu.system_usage.unwrap());
         assert!(sample.memory.stats.contains_key("total_inactive_file"));
@@ -380,7 +380,7 @@ mod tests {
         let mut frame: serde_json::Value = serde_json::from_str(text).unwrap();
         let mut without = frame.clone();
         without.as_object_mut().unwrap().remove("networks");
-        let sample = ContainerSample::from_api_json(&without.to_string(), "x").unwrap();
+        let sample = container_sample_from_api_json(&without.to_string(), "x").unwrap();
         assert!(sample.networks.is_empty());
         let usage = crate::monitor::usage::container_usage(&sample, None);
         assert_eq!((usage.net_rx_bytes, usage.net_tx_bytes), (None, None));
@@ -389,14 +389,14 @@ mod tests {
             "eth0": {"tx_bytes": 10},
             "eth1": {"rx_bytes": 5, "tx_bytes": 7}
         });
-        let sample = ContainerSample::from_api_json(&frame.to_string(), "x").unwrap();
+        let sample = container_sample_from_api_json(&frame.to_string(), "x").unwrap();
         let usage = crate::monitor::usage::container_usage(&sample, None);
         assert_eq!(usage.net_rx_bytes, None);
         frame["networks"] = serde_json::json!({
             "eth0": {"rx_bytes": 1, "tx_bytes": 10},
             "eth1": {"rx_bytes": 5, "tx_bytes": 7}
         });
-        let sample = ContainerSample::from_api_json(&frame.to_string(), "x").unwrap();
+        let sample = container_sample_from_api_json(&frame.to_string(), "x").unwrap();
         let usage = crate::monitor::usage::container_usage(&sample, None);
         assert_eq!(
             (usage.net_rx_bytes, usage.net_tx_bytes),
@@ -406,7 +406,7 @@ mod tests {
 
     #[test]
     fn garbage_is_a_named_error() {
-        let error = ContainerSample::from_api_json("{not json", "x").unwrap_err();
+        let error = container_sample_from_api_json("{not json", "x").unwrap_err();
         assert!(error.to_string().contains("not a stats frame"), "{error}");
     }
 }

@@ -70,8 +70,11 @@ fn needed(request: &GpuRequest) -> Option<u32> {
 pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice {
     let wanted = needed(request);
     let mut hosts = Vec::new();
-    // (image present, free GPUs, -order) of each host that fits.
-    let mut best: Option<(usize, (bool, u32))> = None;
+    // (image present, free GPUs) of the best host that fits so far; the team file's order
+    // breaks a tie, as only a strictly better rank replaces it. A free count that is not
+    // known ranks below every known one, zero included (`None < Some(_)`): an unknown is not
+    // room, and it is never taken for a count.
+    let mut best: Option<(usize, (bool, Option<u32>))> = None;
     for (order, (host, endpoint, offer)) in offers.iter().enumerate() {
         let free = offer
             .free_gpus
@@ -122,8 +125,13 @@ pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice
                 } else {
                     "image to pull".into()
                 });
+                if free.is_none() {
+                    // Only a profile that asks for no GPU fits without a count (one that
+                    // asks for some was refused above), so the count is unknown, not zero.
+                    reasons.push("free GPUs unknown (none needed)".into());
+                }
                 hosts.push(verdict(true, reasons.join(", ")));
-                let rank = (offer.image_present, free.unwrap_or(0));
+                let rank = (offer.image_present, free);
                 if best.is_none_or(|(_, best_rank)| rank > best_rank) {
                     best = Some((order, rank));
                 }
@@ -297,6 +305,24 @@ mod tests {
         assert_eq!(judge(&GpuRequest::Count(1), &offers).chosen, Some(1));
         // No GPU asked: GPUs do not count, the first host with the image does.
         let offers = hosts(vec![offer(None, 0, false), offer(None, 0, true)]);
+        assert_eq!(judge(&GpuRequest::None, &offers).chosen, Some(1));
+    }
+
+    #[test]
+    fn an_unknown_free_count_ranks_below_a_known_one_and_says_it_is_unknown() {
+        // The unknown host comes first in the team file: were its count taken for zero, the
+        // order would choose it over the host known to have no free GPU.
+        let offers = hosts(vec![offer(None, 0, false), offer(Some(&[]), 0, false)]);
+        let choice = judge(&GpuRequest::None, &offers);
+        assert_eq!(choice.chosen, Some(1), "{choice:?}");
+        assert_eq!(
+            choice.hosts[0].reason,
+            "image to pull, free GPUs unknown (none needed)"
+        );
+        assert_eq!(choice.hosts[0].free_gpus, None);
+        assert_eq!(choice.hosts[1].reason, "image to pull");
+        // The image still counts first.
+        let offers = hosts(vec![offer(Some(&[0]), 1, false), offer(None, 0, true)]);
         assert_eq!(judge(&GpuRequest::None, &offers).chosen, Some(1));
     }
 

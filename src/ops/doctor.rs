@@ -830,36 +830,7 @@ pub fn torch_candidates(
 }
 
 /// The bundled PyTorch profiles, newest first: what a failing GPU's hint can point to.
-pub fn bundled_candidates() -> Vec<(
-    String,
-    crate::profile::model::TorchVersion,
-    crate::profile::model::CudaVersion,
-)> {
-    let search = crate::profile::SearchPath::new(PathBuf::from("/nonexistent"), Vec::new(), None);
-    let mut candidates: Vec<_> = crate::profile::bundled::BUNDLED
-        .iter()
-        .filter_map(|(name, _)| {
-            search
-                .resolve_file(crate::profile::ProfileFile::Bundled {
-                    name: name.to_string(),
-                })
-                .ok()
-        })
-        .filter_map(|resolved| {
-            let stack = resolved.profile.stack;
-            Some((resolved.profile.name, stack.torch?, stack.cuda?))
-        })
-        .filter(|(_, torch, _)| torch.version.pre.is_empty())
-        .collect();
-    candidates.sort_by(|first, second| {
-        second
-            .1
-            .version
-            .cmp(&first.1.version)
-            .then(first.0.len().cmp(&second.0.len()))
-    });
-    candidates
-}
+pub use crate::profile::bundled::pytorch_candidates as bundled_candidates;
 
 /// doctor's facts for `profiles`, as `envctl doctor` gathers them: [`gather_with`] on a
 /// connection bounded by the ping's deadline, then the GPUs' occupancy over the same

@@ -81,12 +81,10 @@ pub async fn plan(
         }
     };
     let container = crate::ops::target::running_container(engine, context, target).await?;
-    let listed = engine.list_containers(false, false).await?;
-    let published = listed
-        .into_iter()
-        .find(|summary| summary.id == container.id)
-        .map(|summary| summary.published)
-        .unwrap_or_default();
+    let published = published_ports(engine, &container.id, &container.name, || {
+        format!("`envctl forward {target}` again")
+    })
+    .await?;
     let chosen: Vec<_> = published
         .iter()
         .filter(|port| {
@@ -225,26 +223,10 @@ pub async fn hold(
             target: plan.container.clone(),
         });
     };
-    let mut child = spawned.map_err(|source| Error::ForwardFailed {
+    let mut ssh = spawned.map_err(|source| Error::ForwardFailed {
         host: plan.host.clone(),
         message: format!("cannot start ssh: {source}"),
     })?;
-    let stderr = child.stderr.take().map(|mut stderr| {
-        tokio::spawn(async move {
-            use tokio::io::AsyncReadExt as _;
-            let mut kept = Vec::new();
-            let mut chunk = [0u8; 4096];
-            // Read to the end (ssh never blocks on a full pipe), keeping the start.
-            while let Ok(read) = stderr.read(&mut chunk).await {
-                if read == 0 {
-                    break;
-                }
-                let room = MAXIMUM_SSH_MESSAGE.saturating_sub(kept.len());
-                kept.extend_from_slice(&chunk[..read.min(room)]);
-            }
-            String::from_utf8_lossy(&kept).trim().to_string()
-        })
-    });
     let signal = crate::ops::wait::termination_signal();
     tokio::pin!(signal);
     // Open: every local port answers.
@@ -261,7 +243,7 @@ pub async fn hold(
             opened();
         }
         if opened.is_some() && started.elapsed() > OPEN_DEADLINE {
-            let _ = child.kill().await;
+            ssh.stop().await;
             return Err(Error::ForwardFailed {
                 host: plan.host.clone(),
                 message: format!("ssh opened no forward within {} s", OPEN_DEADLINE.as_secs()),
@@ -274,15 +256,12 @@ pub async fn hold(
         };
         tokio::select! {
             code = &mut signal => {
-                let _ = child.kill().await;
+                ssh.stop().await;
                 return Ok(ExitStatus::External(code));
             }
-            status = child.wait() => {
-                let message = match stderr {
-                    Some(task) => task.await.unwrap_or_default(),
-                    None => String::new(),
-                };
-                let status = status.map_or_else(|error| error.to_string(), |status| status.to_string());
+            ended = ssh.ended() => {
+                let message = ended.message;
+                let status = ended.status.map_or_else(|error| error.to_string(), |status| status.to_string());
                 return Err(Error::ForwardFailed {
                     host: plan.host.clone(),
                     message: if message.is_empty() {
@@ -297,8 +276,30 @@ pub async fn hold(
     }
 }
 
-/// The most of ssh's stderr kept for a message.
-const MAXIMUM_SSH_MESSAGE: usize = 4096;
+/// The ports the running container `id` publishes, as the daemon lists them. A container
+/// missing from the list stopped or went as envctl looked: its ports are then not known,
+/// which is an error naming it (`name`) with `again` as the command of its hint, never an
+/// empty list taken for "publishes none".
+async fn published_ports(
+    engine: &Engine,
+    id: &str,
+    name: &str,
+    again: impl FnOnce() -> String,
+) -> Result<Vec<crate::facts::container::PublishedPort>, Error> {
+    engine
+        .list_containers(false, false)
+        .await?
+        .into_iter()
+        .find(|summary| summary.id == id)
+        .map(|summary| summary.published)
+        .ok_or_else(|| Error::TargetNotFound {
+            target: name.to_string(),
+            hint: format!(
+                "container `{name}` stopped or was removed as envctl looked (another envctl or docker at work?): run {}",
+                again()
+            ),
+        })
+}
 
 /// How this machine reaches the ports a container publishes on a daemon of another host,
 /// for `up`'s last lines; `None` where the daemon is this machine's or nothing is published.
@@ -318,23 +319,22 @@ pub async fn reach(engine: &Engine, id: &str) -> Result<Option<Reach>, Error> {
     let DaemonHost::Elsewhere { name } = engine.daemon_host().await? else {
         return Ok(None);
     };
-    let listed = engine.list_containers(false, false).await?;
-    let ports: Vec<(String, String)> = listed
-        .into_iter()
-        .find(|summary| summary.id == id)
-        .map(|summary| summary.published)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|port| port.protocol == "tcp")
-        .map(|port| {
-            let inside = port.container_port.unwrap_or(port.host_port);
-            let address = match port.host_ip.as_str() {
-                "" | "0.0.0.0" | "::" => format!("*:{}", port.host_port),
-                address => format!("{address}:{}", port.host_port),
-            };
-            (format!("{inside}/{}", port.protocol), address)
-        })
-        .collect();
+    let short = id.get(..12).unwrap_or(id);
+    let ports: Vec<(String, String)> = published_ports(engine, id, short, || {
+        "`envctl ps` to see whether it still runs".to_string()
+    })
+    .await?
+    .into_iter()
+    .filter(|port| port.protocol == "tcp")
+    .map(|port| {
+        let inside = port.container_port.unwrap_or(port.host_port);
+        let address = match port.host_ip.as_str() {
+            "" | "0.0.0.0" | "::" => format!("*:{}", port.host_port),
+            address => format!("{address}:{}", port.host_port),
+        };
+        (format!("{inside}/{}", port.protocol), address)
+    })
+    .collect();
     if ports.is_empty() {
         return Ok(None);
     }

@@ -58,6 +58,10 @@ pub struct RunRequest {
     /// GPUs instead of the profile's: all, none, a count (placed on free GPUs), or device=0,1
     #[arg(long, value_name = "SPEC")]
     pub gpus: Option<String>,
+    /// A ulimit instead of the profile's, docker syntax (NAME=SOFT[:HARD], -1 unlimited):
+    /// `--ulimit memlock=65536` where the daemon may not raise the bundled `memlock = -1`
+    #[arg(long, value_name = "NAME=SOFT[:HARD]")]
+    pub ulimit: Vec<String>,
     /// Give a profile envctl did not make (./envctl/, ENVCTL_PROFILE_PATH, a path) the
     /// root-equivalent settings it asks for (host mounts, SYS_ADMIN, host network, …)
     #[arg(long)]
@@ -233,6 +237,9 @@ pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> R
     })?;
     if let Some(spec) = &request.gpus {
         overrides.gpus = Some(Overrides::parse_gpus(spec)?);
+    }
+    for spec in &request.ulimit {
+        overrides.ulimits.push(Overrides::parse_ulimit(spec)?);
     }
     let job = crate::ops::slurm::job(context).map(|job| job.job_id);
     // Named below after the profile as resolved (`./x.toml`, `/abs/x.toml` and a name

@@ -248,7 +248,11 @@ pub fn run_words(request: &crate::ops::run::RunRequest) -> Vec<String> {
     {
         words.extend(["--pull".to_string(), value.get_name().to_string()]);
     }
-    for (values, flag) in [(&request.env, "-e"), (&request.volume, "--volume")] {
+    for (values, flag) in [
+        (&request.env, "-e"),
+        (&request.volume, "--volume"),
+        (&request.ulimit, "--ulimit"),
+    ] {
         for value in values {
             words.extend([flag.to_string(), value.clone()]);
         }

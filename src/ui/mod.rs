@@ -11,6 +11,7 @@ pub mod report;
 pub mod sparkline;
 pub mod table;
 pub mod terminal;
-pub mod text;
+// Escaping and capping of outside text, in the core (the core quotes outside text too).
+pub use envctl_core::text;
 
 pub use printer::{ColorChoice, Printer, Verbosity};

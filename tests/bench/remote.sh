@@ -20,44 +20,18 @@ RUNS=${RUNS:-20}
 for tool in hyperfine jq; do
     command -v "$tool" >/dev/null || apt-get install -y -q "$tool" >/dev/null
 done
-bash .ci/dockerd2.sh status || {
-    echo "error: the second daemon does not answer; start it: sudo bash .ci/dockerd2.sh start" >&2
-    exit 1
-}
-if [ -z "${ENVCTL:-}" ]; then
-    cargo build --release -q
-    ENVCTL=$(realpath "${CARGO_TARGET_DIR:-target}")/release/envctl
-fi
-CERTS=/run/envctl-ci/dockerd2-tls
-D2=unix:///run/envctl-ci/dockerd2.sock
+# shellcheck source=tests/bench/lib/remote.sh
+source tests/bench/lib/remote.sh
+require_dockerd2
+choose_envctl
 work=$(mktemp -d)
-sshd_pid=""
 cleanup() {
     [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null
     docker -H "$D2" ps -aq --filter label=com.example.bench=envctl-remote | xargs -r docker -H "$D2" rm -f >/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
-
-# sshd on a loopback port, the far side's docker pointed at the second daemon.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$work/client_key"
-cp "$work/client_key.pub" "$work/authorized_keys"
-mkdir -p /run/sshd "$work/bin"
-printf '%s\n' "Port $port" "ListenAddress 127.0.0.1" "HostKey $work/host_key" \
-    "AuthorizedKeysFile $work/authorized_keys" "PasswordAuthentication no" "UsePAM no" \
-    "StrictModes no" "PidFile none" "SetEnv DOCKER_HOST=$D2" >"$work/sshd_config"
-printf '%s\n' "[127.0.0.1]:$port $(cat "$work/host_key.pub")" >"$work/known_hosts"
-printf '%s\n' "Host gpu2 gpu2b" "  HostName 127.0.0.1" "  Port $port" "  User root" "Host *" \
-    "  IdentityFile $work/client_key" "  IdentitiesOnly yes" "  UserKnownHostsFile $work/known_hosts" \
-    "  StrictHostKeyChecking yes" "  BatchMode yes" "  LogLevel ERROR" >"$work/ssh_config"
-printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$work/ssh_config" >"$work/bin/ssh"
-chmod 755 "$work/bin/ssh"
-/usr/sbin/sshd -D -f "$work/sshd_config" &
-sshd_pid=$!
-export PATH="$work/bin:$PATH"
-for _ in $(seq 50); do docker -H ssh://gpu2 version >/dev/null 2>&1 && break; sleep 0.1; done
+start_sshd "$work"
 
 # Contexts in a private DOCKER_CONFIG: two over TLS, one plain.
 export DOCKER_CONFIG="$work/docker"
@@ -68,12 +42,7 @@ done
 docker context create plain --docker host=tcp://127.0.0.1:23750 >/dev/null
 
 # Three envctl containers on the second daemon, so `ps` has something to list.
-image=$(docker images --format '{{.Repository}}:{{.Tag}}' | grep '^envctl-test/busybox:' | head -1 || true)
-if [ -z "$image" ]; then
-    echo "error: no test image envctl-test/busybox:* (cargo test builds it)" >&2
-    exit 1
-fi
-docker save "$image" | docker -H "$D2" load >/dev/null
+load_test_image
 mkdir -p "$work/project/envctl"
 cd "$work/project"
 for n in 1 2 3; do

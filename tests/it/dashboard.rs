@@ -665,6 +665,23 @@ fn team_rows(dom: &str) -> Vec<(&str, String)> {
         .collect()
 }
 
+/// Of the [`team_rows`] `rows`, those of `host` in `state` (`container`, `gpu`,
+/// `unreachable`): each row's `data-name` (empty where it has none) and its text.
+fn rows_of(rows: &[(&str, String)], host: &str, state: &str) -> Vec<(String, String)> {
+    rows.iter()
+        .filter(|(head, _)| {
+            attribute(head, "data-host") == Some(host)
+                && attribute(head, "data-state") == Some(state)
+        })
+        .map(|(head, text)| {
+            (
+                attribute(head, "data-name").unwrap_or("").to_string(),
+                text.clone(),
+            )
+        })
+        .collect()
+}
+
 /// `stats --serve --hosts` in a real browser: the local daemon, the second daemon over
 /// TLS, the second daemon again through a forwarder, and a stopped endpoint. The page shows
 /// the team's tables with a host on each row: each container under its host, the stopped
@@ -746,20 +763,7 @@ fn the_dashboard_shows_a_team_with_a_host_on_each_row_and_one_that_goes_away() {
         "the team's tables are shown: {dom}"
     );
     let rows = team_rows(&dom);
-    let row = |host: &str, state: &str| {
-        rows.iter()
-            .filter(|(head, _)| {
-                attribute(head, "data-host") == Some(host)
-                    && attribute(head, "data-state") == Some(state)
-            })
-            .map(|(head, text)| {
-                (
-                    attribute(head, "data-name").unwrap_or("").to_string(),
-                    text.clone(),
-                )
-            })
-            .collect::<Vec<_>>()
-    };
+    let row = |host: &str, state: &str| rows_of(&rows, host, state);
     assert!(
         row(local, "container")
             .iter()
@@ -814,20 +818,7 @@ fn the_dashboard_shows_a_team_with_a_host_on_each_row_and_one_that_goes_away() {
         &["--dump-dom".to_string()],
     );
     let rows = team_rows(&dom);
-    let row = |host: &str, state: &str| {
-        rows.iter()
-            .filter(|(head, _)| {
-                attribute(head, "data-host") == Some(host)
-                    && attribute(head, "data-state") == Some(state)
-            })
-            .map(|(head, text)| {
-                (
-                    attribute(head, "data-name").unwrap_or("").to_string(),
-                    text.clone(),
-                )
-            })
-            .collect::<Vec<_>>()
-    };
+    let row = |host: &str, state: &str| rows_of(&rows, host, state);
     let gone = row(&forwarded, "unreachable");
     assert_eq!(gone.len(), 1, "{rows:?}");
     assert!(

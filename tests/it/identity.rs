@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::remote_daemons::{
     CERTIFICATES, PLAIN_ENDPOINT, SOCKET, Sshd, TLS_ENDPOINT, Way, dockerd2, envctl, is_root,
+    project,
 };
 use crate::support::cli::{Run, hermetic};
 use crate::support::docker::{skip_or_panic, unique_name};
@@ -74,22 +75,6 @@ fn setting(test: &str) -> Option<TestEngine> {
         return None;
     }
     Some(engine)
-}
-
-/// A folder with a profile of the test image that sleeps, and the profile's name.
-fn project(engine: &TestEngine, prefix: &str, extra: &str) -> (tempfile::TempDir, String) {
-    let folder = tempfile::tempdir().unwrap();
-    let profile = unique_name(prefix);
-    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
-    std::fs::write(
-        folder.path().join("envctl").join(format!("{profile}.toml")),
-        format!(
-            "image = \"{}\"\nmemory = \"64m\"\n{extra}command = [\"sh\", \"-c\", \"trap 'exit 0' TERM; sleep 1000 & wait\"]\n",
-            engine.test_image()
-        ),
-    )
-    .unwrap();
-    (folder, profile)
 }
 
 /// A TLS client certificate with subject `CN=common_name`, signed by the CI's CA, in a

@@ -49,6 +49,7 @@ mod hardening;
 mod identity;
 mod labels;
 mod lock;
+mod newcomer;
 mod nvidia_check;
 mod nvidia_check_here;
 mod ownership_hardening;

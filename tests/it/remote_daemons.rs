@@ -317,15 +317,17 @@ fn gone(pid: i32) -> bool {
     }
 }
 
-/// A folder with a profile of the test image that prints a line and sleeps.
-fn project(engine: &TestEngine, prefix: &str) -> (tempfile::TempDir, String) {
+/// A folder with a profile of the test image that prints a line and sleeps, and the
+/// profile's name; `extra` adds lines to the profile (`gpus = 2\n`). Also the identity
+/// tests' profile.
+pub fn project(engine: &TestEngine, prefix: &str, extra: &str) -> (tempfile::TempDir, String) {
     let folder = tempfile::tempdir().unwrap();
     let profile = unique_name(prefix);
     std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
     std::fs::write(
         folder.path().join("envctl").join(format!("{profile}.toml")),
         format!(
-            "image = \"{}\"\nmemory = \"64m\"\ncommand = [\"sh\", \"-c\", \"echo started-remotely; trap 'exit 0' TERM; sleep 1000 & wait\"]\n",
+            "image = \"{}\"\nmemory = \"64m\"\n{extra}command = [\"sh\", \"-c\", \"echo started-remotely; trap 'exit 0' TERM; sleep 1000 & wait\"]\n",
             engine.test_image()
         ),
     )
@@ -350,7 +352,7 @@ fn docker_names(way: &Way, all: bool) -> Vec<String> {
 /// doctor, up, ps, exec, logs, stats, down over `way`, each checked against the docker CLI
 /// with the same settings and against the local daemon, which must see nothing.
 fn every_command(engine: &TestEngine, way: &Way) {
-    let (folder, profile) = project(engine, &format!("remote-{}", way.name));
+    let (folder, profile) = project(engine, &format!("remote-{}", way.name), "");
     let container = format!("envctl-{profile}");
     let _guard = engine.container_guard(container.clone());
     let run = |arguments: &[&str]| envctl(folder.path(), way, arguments);
@@ -701,7 +703,7 @@ fn the_ssh_child_ends_with_envctl() {
         return;
     };
     let way = sshd.way("ssh://gpu2");
-    let (folder, profile) = project(&engine, "remote-signal");
+    let (folder, profile) = project(&engine, "remote-signal", "");
     let container = format!("envctl-{profile}");
     let _guard = engine.container_guard(container.clone());
     let up = envctl(folder.path(), &way, &["up", &profile, "--pull", "never"]);
@@ -902,7 +904,7 @@ fn ps_hosts_lists_every_daemon_and_says_why_one_cannot_be() {
     let Some(sshd) = Sshd::start(test, &engine.host) else {
         return;
     };
-    let (folder, profile) = project(&engine, "hosts");
+    let (folder, profile) = project(&engine, "hosts", "");
     let container = format!("envctl-{profile}");
     let _guard = engine.container_guard(container.clone());
     let up = envctl(

@@ -386,3 +386,57 @@ fn write_input(folder: &std::path::Path, text: &str) -> std::path::PathBuf {
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// Issue 40: `run --ulimit` overrides a profile's ulimit as `up --ulimit` does (the way
+/// past a bundled `memlock = -1` a daemon may not raise), and a misspelt name is a usage
+/// error that makes nothing.
+#[test]
+fn run_ulimit_replaces_the_profiles_limit() {
+    if !docker::require_daemon() {
+        return;
+    }
+    let profile = docker::unique_name("runulimit");
+    let folder = project(&profile);
+    let file = folder.path().join("envctl").join(format!("{profile}.toml"));
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("[ulimits]\nmemlock = -1\n");
+    std::fs::write(&file, text).unwrap();
+    let run = Run::of(
+        envctl_command_in(folder.path())
+            .args([
+                "run",
+                "--ulimit",
+                "memlock=65536",
+                &profile,
+                "sh",
+                "-c",
+                "ulimit -l",
+            ])
+            .output()
+            .unwrap(),
+    );
+    // `ulimit -l` counts KiB: 65536 bytes.
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "64\n"),
+        "{}",
+        run.stderr
+    );
+    let bad = Run::of(
+        envctl_command_in(folder.path())
+            .args(["run", "--ulimit", "memlok=65536", &profile, "true"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("did you mean `memlock`"),
+        "{}",
+        bad.stderr
+    );
+    assert!(
+        containers_of(&profile).trim().is_empty(),
+        "left: {}",
+        containers_of(&profile)
+    );
+}

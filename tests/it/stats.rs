@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::support::docker::{docker_stdout, test_image, unique_name};
 use crate::support::tmux::{MAIN_SCREEN_MARKER, Recording, Tmux, shell_quote};
 use assert_cmd::Command;
-use envctl::facts::container::ContainerSample;
+use envctl::engine::stats::container_sample_from_api_json;
 use envctl::monitor::Snapshot;
 use envctl::monitor::usage::container_usage;
 use serde_json::Value;
@@ -187,7 +187,7 @@ fn recorded_frames_give_the_docker_cli_numbers() {
         },
     ];
     for case in cases {
-        let sample = ContainerSample::from_api_json(&read_fixture(case.file), "x").unwrap();
+        let sample = container_sample_from_api_json(&read_fixture(case.file), "x").unwrap();
         let usage = container_usage(&sample, None);
         match (usage.cpu_percent, case.cpu_percent) {
             (Some(actual), Some(expected)) => assert!(
@@ -224,9 +224,9 @@ fn recorded_frames_give_the_docker_cli_numbers() {
 fn a_one_shot_frame_and_an_own_earlier_reading_give_cpu_percent() {
     // The one-shot frame came a moment after the two-sample one, from the same busy loop:
     // envctl keeps the earlier reading itself instead of waiting for the daemon's.
-    let earlier = ContainerSample::from_api_json(&read_fixture("v1-busy.json"), "x").unwrap();
+    let earlier = container_sample_from_api_json(&read_fixture("v1-busy.json"), "x").unwrap();
     let later =
-        ContainerSample::from_api_json(&read_fixture("v1-busy-one-shot.json"), "x").unwrap();
+        container_sample_from_api_json(&read_fixture("v1-busy-one-shot.json"), "x").unwrap();
     assert!(container_usage(&later, None).cpu_percent.is_none());
     let cpu = container_usage(&later, Some(&earlier.cpu))
         .cpu_percent

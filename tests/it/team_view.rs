@@ -46,6 +46,45 @@ fn dockerd2_is_this_machine(engine: &crate::support::engines::TestEngine) -> boo
     name.trim() == here.trim()
 }
 
+/// A [`sleeper`] of one made-up profile on each daemon, this machine's and the second
+/// one, removed when the guards go.
+struct Sleepers {
+    profile: String,
+    local: String,
+    remote: String,
+    guards: (
+        crate::support::docker::ContainerGuard,
+        crate::support::engines::ContainerGuard,
+    ),
+}
+
+impl Sleepers {
+    /// Names from `word`: profile `word-…`, containers `envctl-word-local-…` and
+    /// `envctl-word-remote-…`.
+    fn start(engine: &crate::support::engines::TestEngine, word: &str) -> Sleepers {
+        let profile = unique_name(word);
+        let local = unique_name(&format!("envctl-{word}-local"));
+        let remote = unique_name(&format!("envctl-{word}-remote"));
+        // Guarded before they are made, so a failed start is cleaned up too.
+        let guards = (
+            crate::support::docker::ContainerGuard::new(local.clone()),
+            engine.container_guard(remote.clone()),
+        );
+        crate::support::docker::docker_stdout(sleeper(
+            &local,
+            &profile,
+            &crate::support::docker::test_image(),
+        ));
+        engine.docker_stdout(sleeper(&remote, &profile, &engine.test_image()));
+        Sleepers {
+            profile,
+            local,
+            remote,
+            guards,
+        }
+    }
+}
+
 fn write_team_file(folder: &Path, text: &str) {
     std::fs::create_dir_all(folder.join("envctl")).unwrap();
     std::fs::write(folder.join("envctl").join("hosts.toml"), text).unwrap();
@@ -62,17 +101,12 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
         return;
     };
     let folder = tempfile::tempdir().unwrap();
-    let profile = unique_name("team");
-    let local_name = unique_name("envctl-team-local");
-    let remote_name = unique_name("envctl-team-remote");
-    let _local = crate::support::docker::ContainerGuard::new(local_name.clone());
-    let _remote = engine.container_guard(remote_name.clone());
-    crate::support::docker::docker_stdout(sleeper(
-        &local_name,
-        &profile,
-        &crate::support::docker::test_image(),
-    ));
-    engine.docker_stdout(sleeper(&remote_name, &profile, &engine.test_image()));
+    let Sleepers {
+        profile,
+        local: local_name,
+        remote: remote_name,
+        guards: _guards,
+    } = Sleepers::start(&engine, "team");
     let stopped = format!("tcp://127.0.0.1:{}", free_port());
     write_team_file(
         folder.path(),
@@ -397,17 +431,12 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
         return;
     };
     let folder = tempfile::tempdir().unwrap();
-    let profile = unique_name("stream");
-    let local_name = unique_name("envctl-stream-local");
-    let remote_name = unique_name("envctl-stream-remote");
-    let _local = crate::support::docker::ContainerGuard::new(local_name.clone());
-    let _remote = engine.container_guard(remote_name.clone());
-    crate::support::docker::docker_stdout(sleeper(
-        &local_name,
-        &profile,
-        &crate::support::docker::test_image(),
-    ));
-    engine.docker_stdout(sleeper(&remote_name, &profile, &engine.test_image()));
+    let Sleepers {
+        local: local_name,
+        remote: remote_name,
+        guards: _guards,
+        ..
+    } = Sleepers::start(&engine, "stream");
     let mut forwarder = Forwarder::start();
     let stopped = format!("tcp://127.0.0.1:{}", free_port());
     let hosts = format!(

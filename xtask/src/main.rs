@@ -168,8 +168,10 @@ fn run(arguments: &[String]) -> Result<bool, XtaskError> {
         ["matrix", "nvcc", version, ..] if !version.starts_with('-') => {
             measure_nvcc(version, &parse_options(&arguments[3..])?)
         }
-        ["rules"] => check_rules(&xtask::rules::envctl_source()),
-        ["rules", source] if !source.starts_with('-') => check_rules(Path::new(source)),
+        ["rules"] => check_rules(&xtask::rules::envctl_sources()),
+        ["rules", source] if !source.starts_with('-') => {
+            check_rules(&[xtask::rules::Source::by_path(Path::new(source))])
+        }
         [] | ["help" | "--help" | "-h", ..] => Err(XtaskError::Usage("no task given".into())),
         _ => Err(XtaskError::Usage(format!(
             "unknown task `{}`",
@@ -178,15 +180,17 @@ fn run(arguments: &[String]) -> Result<bool, XtaskError> {
     }
 }
 
-/// `cargo xtask rules [SRC]`: ARCHITECTURE.md's layering rules over envctl's source (or
+/// `cargo xtask rules [SRC]`: ARCHITECTURE.md's layering rules over envctl's crates (or
 /// `SRC`); one line per violation on stdout, `Ok(false)` when there is one.
-fn check_rules(source: &Path) -> Result<bool, XtaskError> {
-    let violations = xtask::rules::check(source, xtask::rules::RULES, xtask::rules::EXCEPTIONS)?;
+fn check_rules(sources: &[xtask::rules::Source]) -> Result<bool, XtaskError> {
+    let violations =
+        xtask::rules::check_sources(sources, xtask::rules::RULES, xtask::rules::EXCEPTIONS)?;
     for violation in &violations {
         println!("{violation}");
     }
     if violations.is_empty() {
-        eprintln!("the layering rules hold over {}", source.display());
+        let shown: Vec<&str> = sources.iter().map(|source| source.shown.as_str()).collect();
+        eprintln!("the layering rules hold over {}", shown.join(", "));
     } else {
         eprintln!(
             "{} break(s) of the layering rules (ARCHITECTURE.md, \"The rules are checked, by a parser\")",

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use xtask::rules::{EXCEPTIONS, Exception, RULES, Violation, check, envctl_source};
+use xtask::rules::{EXCEPTIONS, Exception, RULES, Violation, check, check_sources, envctl_sources};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -149,7 +149,12 @@ fn an_exception_that_excuses_nothing_is_reported() {
 
 #[test]
 fn envctl_keeps_its_layering_rules() {
-    let violations = check(&envctl_source(), RULES, EXCEPTIONS).unwrap();
+    let sources = envctl_sources();
+    // Every crate of the workspace that holds envctl's code is judged.
+    for source in &sources {
+        assert!(source.root.is_dir(), "{}", source.root.display());
+    }
+    let violations = check_sources(&sources, RULES, EXCEPTIONS).unwrap();
     assert!(
         violations.is_empty(),
         "ARCHITECTURE.md's rules are broken (or an exception is stale):\n{}",
@@ -159,4 +164,40 @@ fn envctl_keeps_its_layering_rules() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// The crate graph is the architecture: the core and the facts can name only what they
+/// depend on, so their manifests must never gain an adapter's crate (bollard, NVML, the
+/// async runtime and HTTP stack, the terminal) or a crate of envctl above them.
+#[test]
+fn the_core_and_the_facts_depend_on_no_adapter() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let forbidden_everywhere = [
+        "bollard",
+        "nvml-wrapper",
+        "tokio",
+        "hyper",
+        "hyper-util",
+        "ureq",
+        "console",
+        "indicatif",
+        "crossterm",
+        "clap",
+        "envctl",
+    ];
+    for (manifest, also_forbidden) in [
+        ("crates/envctl-core/Cargo.toml", &[][..]),
+        ("crates/envctl-facts/Cargo.toml", &["envctl-core"][..]),
+    ] {
+        let text = std::fs::read_to_string(workspace.join(manifest)).unwrap();
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        let dependencies = parsed["dependencies"].as_table().unwrap();
+        assert!(!dependencies.is_empty(), "{manifest}");
+        for name in forbidden_everywhere.iter().chain(also_forbidden) {
+            assert!(
+                !dependencies.contains_key(*name),
+                "{manifest} depends on `{name}`: the layer below may not name it"
+            );
+        }
+    }
 }

@@ -210,3 +210,214 @@ pub fn write_report(output: &Path, drawn: &str, force: bool) -> Result<(), crate
         )
     })
 }
+
+/// The file side of recordings, tested with the formats of `monitor::record`.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::record::fixtures::{oom_end, snapshot, split_csv};
+    use crate::monitor::record::*;
+
+    #[test]
+    fn a_recording_whose_every_line_fails_says_why() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("run.jsonl");
+        std::fs::write(&path, "not json\n{\"also\": \"not a snapshot\"}\n").unwrap();
+        let error = read_recording(&path).unwrap_err();
+        match &error {
+            RecordError::Unreadable { skipped, .. } => assert_eq!(skipped.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        let message = error.to_string();
+        assert!(
+            message.contains("2 lines skipped, the first (line 1) because"),
+            "{message}"
+        );
+        assert!(!error.hint().unwrap_or_default().contains("record first"));
+    }
+
+    #[test]
+    fn a_recording_is_never_created_or_appended_through_a_link() {
+        let folder = tempfile::tempdir().unwrap();
+        let elsewhere = folder.path().join("elsewhere.csv");
+        let dangling = folder.path().join("rec.csv");
+        std::os::unix::fs::symlink(&elsewhere, &dangling).unwrap();
+        let error = Recorder::open(&dangling).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                RecordError::NotRegular {
+                    kind: "a symbolic link",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(
+            !elsewhere.exists(),
+            "nothing is created where the link points"
+        );
+        std::fs::write(&elsewhere, "").unwrap();
+        assert!(Recorder::open(&dangling).is_err());
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+    }
+
+    #[test]
+    fn appending_after_a_cut_line_starts_a_fresh_one() {
+        let folder =
+            std::env::temp_dir().join(format!("envctl-record-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let path = folder.join("cut.jsonl");
+        let whole = json_line(&snapshot(1.0));
+        std::fs::write(&path, format!("{whole}{}", &whole[..10])).unwrap();
+        let mut recorder = Recorder::open(&path).unwrap();
+        recorder.append(&snapshot(2.0)).unwrap();
+        drop(recorder);
+        let recording = read_recording(&path).unwrap();
+        assert_eq!(recording.snapshots.len(), 2);
+        assert_eq!(recording.skipped.len(), 1);
+        // A CSV file with someone else's header is refused, not appended to.
+        let foreign = folder.join("foreign.csv");
+        std::fs::write(&foreign, "a,b,c\n1,2,3\n").unwrap();
+        assert!(matches!(
+            Recorder::open(&foreign),
+            Err(RecordError::Header { .. })
+        ));
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn only_an_envctl_json_lines_file_is_appended_to() {
+        let folder = tempfile::TempDir::new().unwrap();
+        let envctl_line = json_line(&snapshot(1.0));
+        let refused = [
+            (
+                "package.json",
+                "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\"\n}\n".to_string(),
+            ),
+            ("list.jsonl", "[1,2,3]\n".to_string()),
+            ("text.ndjson", "hello\n".to_string()),
+            // A snapshot, but not one `--record` wrote: no `schema_version`.
+            (
+                "bare.jsonl",
+                format!("{}\n", serde_json::to_string(&snapshot(1.0)).unwrap()),
+            ),
+            // `schema_version`, but not a snapshot.
+            (
+                "other.json",
+                "{\"schema_version\":1,\"name\":\"x\"}\n".to_string(),
+            ),
+            // Someone else's one-line file with no newline.
+            ("cut-foreign.json", "{\"name\":\"x\"".to_string()),
+        ];
+        for (name, content) in &refused {
+            let path = folder.path().join(name);
+            std::fs::write(&path, content).unwrap();
+            let error = Recorder::open(&path).unwrap_err();
+            assert!(
+                matches!(error, RecordError::NotJsonLines { .. }),
+                "{name}: {error:?}"
+            );
+            assert!(!error.is_write(), "invalid input, exit 2");
+            assert!(error.hint().unwrap().contains("new file"));
+            assert!(
+                std::error::Error::source(&error).is_some(),
+                "{name}: the parse error is kept as the cause"
+            );
+            assert_eq!(&std::fs::read_to_string(&path).unwrap(), content, "{name}");
+        }
+        let package = Recorder::open(&folder.path().join("package.json")).unwrap_err();
+        assert_eq!(
+            package.to_string(),
+            format!(
+                "`{}` is not an envctl JSON-lines recording: its first line is `{{`",
+                folder.path().join("package.json").display()
+            )
+        );
+
+        let accepted = [
+            ("ours.jsonl", envctl_line.clone()),
+            ("crlf.jsonl", envctl_line.replace('\n', "\r\n")),
+            ("blank-first.jsonl", format!("\n  \n{envctl_line}")),
+            ("blank.jsonl", "\n\n".to_string()),
+            // The recorder was killed in its very first write.
+            ("cut.jsonl", envctl_line[..40].to_string()),
+        ];
+        for (name, content) in &accepted {
+            let path = folder.path().join(name);
+            std::fs::write(&path, content).unwrap();
+            let mut recorder =
+                Recorder::open(&path).unwrap_or_else(|error| panic!("{name}: {error:?}"));
+            recorder.append(&snapshot(2.0)).unwrap();
+            drop(recorder);
+            let recording = read_recording(&path).unwrap();
+            assert_eq!(
+                recording.snapshots.last().map(|last| last.time),
+                Some(2.0),
+                "{name}"
+            );
+        }
+        // A first line longer than what is read is not taken for a snapshot.
+        let long = folder.path().join("long.jsonl");
+        let mut content =
+            "{\"schema_version\":1,\"time\":1,\"containers\":[],\"gpus\":[],\"x\":\"".to_string();
+        content.push_str(&"a".repeat(FIRST_LINE_LIMIT as usize));
+        content.push_str("\"}\n");
+        std::fs::write(&long, &content).unwrap();
+        assert!(matches!(
+            Recorder::open(&long),
+            Err(RecordError::NotJsonLines { .. })
+        ));
+    }
+
+    #[test]
+    fn a_file_begun_before_the_ended_columns_is_read_and_appended_to_in_its_layout() {
+        let folder = tempfile::TempDir::new().unwrap();
+        let path = folder.path().join("old.csv");
+        let old_header = CSV_COLUMNS[..CSV_COLUMNS_BEFORE_ENDED].join(",");
+        // A row as the earlier envctl wrote it: 25 cells.
+        let old_row = "1,container,abc,train,pytorch,,99.5,1073741824,,,,,,,0,,,,,,,,,,";
+        assert_eq!(old_row.split(',').count(), CSV_COLUMNS_BEFORE_ENDED);
+        std::fs::write(&path, format!("{old_header}\n{old_row}\n")).unwrap();
+        let mut later = snapshot(2.0);
+        later.ended = vec![oom_end(2.0)];
+        let mut recorder = Recorder::open(&path).unwrap();
+        recorder.append(&later).unwrap();
+        drop(recorder);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().next(), Some(old_header.as_str()), "{text}");
+        for line in text.lines().skip(1) {
+            assert_eq!(
+                split_csv(line).unwrap().len(),
+                CSV_COLUMNS_BEFORE_ENDED,
+                "one table: {line}"
+            );
+        }
+        assert!(!text.contains(",ended,"), "no room for an end: {text}");
+        let recording = read_recording(&path).unwrap();
+        assert!(recording.skipped.is_empty(), "{:?}", recording.skipped);
+        assert_eq!(recording.snapshots.len(), 2);
+        assert_eq!(
+            recording.snapshots[0].containers[0].memory_bytes,
+            Some(1 << 30)
+        );
+        assert_eq!(recording.snapshots[1].gpus[0].temperature_c, Some(41.0));
+        assert!(
+            recording
+                .snapshots
+                .iter()
+                .all(|snapshot| snapshot.ended.is_empty())
+        );
+        // A row of the current width in the older file is named, not misread.
+        let mut text = text;
+        text.push_str(&csv_lines(&later, CsvLayout::Current));
+        let recording = parse_csv(&path, &text).unwrap();
+        assert!(
+            recording.skipped[0]
+                .1
+                .contains("28 cells where the header has 25"),
+            "{:?}",
+            recording.skipped
+        );
+    }
+}

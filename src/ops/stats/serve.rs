@@ -36,7 +36,7 @@ use crate::monitor::{Snapshot, prometheus, record};
 
 /// The dashboard: one page, its styles and script inline, nothing fetched but this
 /// server's `/api/v1/…`.
-const DASHBOARD: &str = include_str!("../../monitor/dashboard/index.html");
+const DASHBOARD: &str = crate::monitor::DASHBOARD_PAGE;
 
 /// What the browser may load for the dashboard: nothing from elsewhere, so a page
 /// changed by mistake cannot reach outside either.

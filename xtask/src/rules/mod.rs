@@ -287,6 +287,36 @@ pub const EXCEPTIONS: &[Exception] = &[
     },
 ];
 
+/// One crate's source folder as the rules see it.
+pub struct Source {
+    /// The folder (`src`, `crates/envctl-core/src`).
+    pub root: PathBuf,
+    /// How its files are shown in a violation (`crates/envctl-core/src`).
+    pub shown: String,
+    /// The layer of every file in it, for a crate that is one layer (`envctl-facts` is
+    /// `facts`); `None` where each file's layer is its top-level module, as in `src/`.
+    pub layer: Option<&'static str>,
+    /// Rules the compiler keeps for this crate, not judged here: a crate that depends on
+    /// nothing of envctl's (and not on bollard or nvml-wrapper) cannot name what those
+    /// rules forbid, and its own `crate::gpu` is not the GPU adapter.
+    pub kept_by_the_compiler: &'static [&'static str],
+}
+
+impl Source {
+    /// A folder whose files take their layer from their path, shown by its own name.
+    pub fn by_path(root: &Path) -> Source {
+        Source {
+            root: root.to_path_buf(),
+            shown: root.file_name().map_or_else(
+                || "src".to_string(),
+                |name| name.to_string_lossy().into_owned(),
+            ),
+            layer: None,
+            kept_by_the_compiler: &[],
+        }
+    }
+}
+
 /// Checks the crate whose source folder is `root` against `rules`, allowing `exceptions`.
 /// The violations come sorted by file and line; an exception that excuses nothing is one.
 pub fn check(
@@ -294,19 +324,57 @@ pub fn check(
     rules: &[Rule],
     exceptions: &[Exception],
 ) -> Result<Vec<Violation>, RulesError> {
-    let krate = Crate::read(root)?;
-    let shown_root = root.file_name().map_or_else(
-        || "src".to_string(),
-        |name| name.to_string_lossy().into_owned(),
-    );
+    check_sources(&[Source::by_path(root)], rules, exceptions)
+}
+
+/// [`check`] over several crates at once (the workspace's), so an exception is stale only
+/// when it excuses nothing in any of them.
+pub fn check_sources(
+    sources: &[Source],
+    rules: &[Rule],
+    exceptions: &[Exception],
+) -> Result<Vec<Violation>, RulesError> {
     let mut violations = Vec::new();
     let mut used: HashSet<(&str, &str)> = HashSet::new();
+    for source in sources {
+        check_one(source, rules, exceptions, &mut violations, &mut used)?;
+    }
+    let shown_root = sources
+        .first()
+        .map_or("src", |source| source.shown.as_str());
+    for exception in exceptions {
+        if !used.contains(&(exception.rule, exception.file)) {
+            violations.push(Violation {
+                file: format!("{shown_root}/{}", exception.file),
+                line: 0,
+                rule: exception.rule,
+                what: format!(
+                    "an exception that excuses nothing (remove it from xtask/src/rules/mod.rs): {}",
+                    exception.why
+                ),
+            });
+        }
+    }
+    violations.sort_by(|a, b| (&a.file, a.line, a.rule).cmp(&(&b.file, b.line, b.rule)));
+    Ok(violations)
+}
+
+/// The violations of one crate, and the exceptions they used.
+fn check_one<'a>(
+    source: &Source,
+    rules: &[Rule],
+    exceptions: &'a [Exception],
+    violations: &mut Vec<Violation>,
+    used: &mut HashSet<(&'a str, &'a str)>,
+) -> Result<(), RulesError> {
+    let krate = Crate::read(&source.root)?;
+    let shown_root = &source.shown;
     for file in &krate.files {
-        let layer = layer_of(&file.relative);
+        let layer = source.layer.unwrap_or_else(|| layer_of(&file.relative));
         let references = krate.references(file);
         let mut found = Vec::new();
         for rule in rules {
-            if !rule.layers.contains(layer) {
+            if !rule.layers.contains(layer) || source.kept_by_the_compiler.contains(&rule.name) {
                 continue;
             }
             for reference in &references {
@@ -345,21 +413,7 @@ pub fn check(
             });
         }
     }
-    for exception in exceptions {
-        if !used.contains(&(exception.rule, exception.file)) {
-            violations.push(Violation {
-                file: format!("{shown_root}/{}", exception.file),
-                line: 0,
-                rule: exception.rule,
-                what: format!(
-                    "an exception that excuses nothing (remove it from xtask/src/rules/mod.rs): {}",
-                    exception.why
-                ),
-            });
-        }
-    }
-    violations.sort_by(|a, b| (&a.file, a.line, a.rule).cmp(&(&b.file, b.line, b.rule)));
-    Ok(violations)
+    Ok(())
 }
 
 /// `commands` for `commands/logs.rs`, `files` for `files.rs`.
@@ -450,7 +504,33 @@ fn shown(path: &[String]) -> String {
 
 /// envctl's `src/`, from the xtask crate's own folder.
 pub fn envctl_source() -> PathBuf {
+    workspace().join("src")
+}
+
+/// The workspace's folder, from the xtask crate's own.
+fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .map_or_else(|| PathBuf::from("src"), |workspace| workspace.join("src"))
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Every crate of envctl's the rules judge: the binary's `src/`, the core (each file's
+/// layer by its path, as in `src/`) and the facts (all of it the `facts` layer).
+pub fn envctl_sources() -> Vec<Source> {
+    let workspace = workspace();
+    vec![
+        Source::by_path(&workspace.join("src")),
+        Source {
+            root: workspace.join("crates/envctl-core/src"),
+            shown: "crates/envctl-core/src".into(),
+            layer: None,
+            kept_by_the_compiler: &[],
+        },
+        Source {
+            root: workspace.join("crates/envctl-facts/src"),
+            shown: "crates/envctl-facts/src".into(),
+            layer: Some("facts"),
+            kept_by_the_compiler: &["core-names-no-adapter", "facts-name-nothing-above"],
+        },
+    ]
 }
