@@ -144,6 +144,11 @@ Examples:\n  envctl run pytorch-2.8 -- python train.py --epochs 3\n  srun --gres
     /// DOCKER_HOST names it): every client obeys it, from any machine, and a client's own
     /// policy file can tighten it but never loosen it.
     Policy(crate::commands::policy::PolicyArgs),
+    /// Look after this host's GPUs: `gpu clear` ends a GPU's keep-out after a fatal Xid
+    ///
+    /// A fatal Xid seen by `envctl stats` keeps the GPU out of every `up` on this host
+    /// until a reboot or `envctl gpu clear UUID|INDEX` (docs/gpu-health.md).
+    Gpu(crate::commands::gpu::GpuArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
 }

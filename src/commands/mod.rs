@@ -11,6 +11,7 @@ pub mod down;
 pub mod exec;
 pub mod export;
 pub mod forward;
+pub mod gpu;
 pub mod lock;
 pub mod logs;
 pub mod nvidia_check;
@@ -135,5 +136,6 @@ pub fn run(cli: Cli, context: &Context) -> Result<ExitStatus, Error> {
         Command::Trust(arguments) => trust::run(arguments, context),
         Command::Policy(arguments) => policy::run(arguments, context),
         Command::Forward(arguments) => forward::run(arguments, context),
+        Command::Gpu(arguments) => gpu::run(arguments, context),
     }
 }

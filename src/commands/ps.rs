@@ -98,6 +98,7 @@ pub fn run(arguments: PsArgs, context: &Context) -> Result<ExitStatus, Error> {
         .collect();
     print_table(&context.printer, &headers(all_users, false), &table)?;
     warn_changed(&rows, context);
+    warn_failed(&rows, context);
     Ok(ExitStatus::Success)
 }
 
@@ -233,11 +234,35 @@ fn table_row(row: &Row, all_users: bool, no_trunc: bool) -> Vec<String> {
             shown_image(&row.image, &row.full_image_id, no_trunc),
             shown_status(row),
             row.ports.join(", "),
-            row.gpus.clone().unwrap_or_else(|| "-".into()),
+            shown_gpus(row),
             row.drift.to_string(),
             row.shown_origin.clone(),
         ])
         .collect()
+}
+
+/// The GPUS cell: the GPUs, and those that failed marked `(GPU 2 FAILED)` (issue 43).
+fn shown_gpus(row: &Row) -> String {
+    let gpus = row.gpus.clone().unwrap_or_else(|| "-".into());
+    match row.failed_gpus.as_deref() {
+        Some(failed) if !failed.is_empty() => {
+            let indexes: Vec<String> = failed.iter().map(|gpu| gpu.index.to_string()).collect();
+            format!("{gpus} (GPU {} FAILED)", indexes.join(","))
+        }
+        _ => gpus,
+    }
+}
+
+/// Each container on a GPU that failed, with why and how to clear it (issue 43).
+fn warn_failed(rows: &[Row], context: &Context) {
+    for row in rows {
+        for gpu in row.failed_gpus.iter().flatten() {
+            context.printer.warn(&format!(
+                "`{}` runs on a GPU that failed: {}",
+                row.name, gpu.why
+            ));
+        }
+    }
 }
 
 /// Each changed container with the command that applies its profile (the name when it

@@ -178,7 +178,14 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
     let answers = runtime()?.block_on(async {
         // This machine's NVML, once, for the hosts whose daemon runs on it (known only
         // once each answers).
-        let local_gpus = Gpus::open(context.environment.nvml_library()).await;
+        let local_gpus = Gpus::open(
+            context.environment.nvml_library(),
+            Some((
+                context.environment.gpu_lock_path(),
+                context.environment.clock(),
+            )),
+        )
+        .await;
         stats_hosts::snapshot_hosts(
             &hosts,
             super::REQUEST_TIMEOUT,
@@ -210,7 +217,14 @@ async fn run_team(
     context: &Context,
 ) -> Result<ExitStatus, Error> {
     use crate::ops::stats::team::{self, TeamOptions};
-    let local_gpus = Gpus::open(context.environment.nvml_library()).await;
+    let local_gpus = Gpus::open(
+        context.environment.nvml_library(),
+        Some((
+            context.environment.gpu_lock_path(),
+            context.environment.clock(),
+        )),
+    )
+    .await;
     let mut stops = Stops::listen();
     let server = start_server(arguments, context)?;
     let mut view = make_view(context, arguments, server.is_some())?;

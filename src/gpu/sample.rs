@@ -36,25 +36,49 @@ const EVENT_WAIT_MILLISECONDS: u32 = 200;
 struct XidWatcher {
     seen: std::sync::Arc<std::sync::Mutex<Vec<XidCount>>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Why the last Xid of a GPU could not be recorded for `up`, by GPU index.
+    unrecorded: std::sync::Arc<std::sync::Mutex<Vec<(u32, String)>>>,
 }
 
+/// Keeps each Xid the watcher sees where every `up` of the host reads it (issue 43's
+/// keep-out; `host::gpu_health` through `ops::stats`): called on the watcher's thread
+/// with the GPU's UUID, its index and the Xid; `Err` says why it was not kept.
+pub type XidRecorder = Box<dyn Fn(&str, u32, u32) -> Result<(), String> + Send>;
+
 impl XidWatcher {
-    fn start(library: &OsStr) -> XidWatcher {
+    fn start(library: &OsStr, recorder: Option<XidRecorder>) -> XidWatcher {
         let watcher = XidWatcher {
             seen: Default::default(),
             stop: Default::default(),
+            unrecorded: Default::default(),
         };
         let (seen, stop) = (watcher.seen.clone(), watcher.stop.clone());
+        let unrecorded = watcher.unrecorded.clone();
         let library = library.to_os_string();
         // A watcher that cannot start leaves the counts empty; the samples say the rest.
         let _ = std::thread::Builder::new()
             .name("envctl-xid-watcher".into())
-            .spawn(move || watch_xids(&library, &seen, &stop));
+            .spawn(move || {
+                let keep = |uuid: &str, gpu: u32, xid: u32| {
+                    let Some(recorder) = &recorder else {
+                        return;
+                    };
+                    let kept = recorder(uuid, gpu, xid);
+                    if let Ok(mut unrecorded) = unrecorded.lock() {
+                        unrecorded.retain(|(index, _)| *index != gpu);
+                        if let Err(why) = kept {
+                            unrecorded.push((gpu, why));
+                        }
+                    }
+                };
+                watch_xids(&library, &seen, &stop, &keep);
+            });
         watcher
     }
 
-    /// The counts of GPU `index`.
-    fn of(&self, index: u32) -> Vec<XidCount> {
+    /// The counts of GPU `index`; `Err` when they cannot be told (the watcher's thread
+    /// stopped in the middle of counting, leaving them poisoned): unknown, never none.
+    fn of(&self, index: u32) -> Result<Vec<XidCount>, NvmlFailure> {
         self.seen
             .lock()
             .map(|seen| {
@@ -63,7 +87,25 @@ impl XidWatcher {
                     .cloned()
                     .collect()
             })
-            .unwrap_or_default()
+            .map_err(|_| {
+                NvmlFailure::new(
+                    crate::facts::gpu::FailureKind::Other,
+                    "the Xid counts are unknown: the thread watching NVML's events stopped while counting one",
+                )
+                .in_function("nvmlEventSetWait_v2")
+            })
+    }
+
+    /// Why GPU `index`'s last Xid was not recorded for `up`, if it was not.
+    fn unrecorded(&self, index: u32) -> Option<NvmlFailure> {
+        let unrecorded = self.unrecorded.lock().ok()?;
+        let (_, why) = unrecorded.iter().find(|(gpu, _)| *gpu == index)?;
+        Some(NvmlFailure::new(
+            crate::facts::gpu::FailureKind::Other,
+            format!(
+                "the Xid seen on this GPU was not recorded for `envctl up` (which then may place a job on it): {why}"
+            ),
+        ))
     }
 }
 
@@ -77,6 +119,7 @@ fn watch_xids(
     library: &OsStr,
     seen: &std::sync::Mutex<Vec<XidCount>>,
     stop: &std::sync::atomic::AtomicBool,
+    keep: &dyn Fn(&str, u32, u32),
 ) {
     use nvml_wrapper::bitmasks::event::EventTypes;
     use nvml_wrapper::enums::event::XidError;
@@ -141,6 +184,12 @@ fn watch_xids(
                         None => seen.push(XidCount { gpu, xid, count: 1 }),
                     }
                 }
+                // Kept by UUID (an index changes when a GPU falls off the bus); a GPU
+                // whose UUID cannot be read now is kept nowhere, and said.
+                match (event.device.uuid(), u32::try_from(xid)) {
+                    (Ok(uuid), Ok(xid)) => keep(&uuid, gpu, xid),
+                    (Err(_), _) | (_, Err(_)) => {}
+                }
             }
             Err(NvmlError::Timeout) => {}
             // A set that stopped answering: waiting again would spin.
@@ -157,7 +206,11 @@ fn watch_xids(
 impl GpuSampler {
     /// Opens NVML from `library` (`ENVCTL_NVML_LIBRARY`), else the driver's
     /// `libnvidia-ml.so.1`. An empty path counts as not given.
-    pub fn open(library: Option<&Path>) -> Result<GpuSampler, GpuUnavailable> {
+    /// `recorder` keeps each Xid seen for the host's `up`s ([`XidRecorder`]).
+    pub fn open(
+        library: Option<&Path>,
+        recorder: Option<XidRecorder>,
+    ) -> Result<GpuSampler, GpuUnavailable> {
         let library = library
             .map(Path::as_os_str)
             .filter(|path| !path.is_empty())
@@ -167,7 +220,7 @@ impl GpuSampler {
             Ok(nvml) => Ok(GpuSampler {
                 nvml: Some(nvml),
                 library: name,
-                xids: XidWatcher::start(library),
+                xids: XidWatcher::start(library, recorder),
             }),
             Err(error) => Err(GpuUnavailable {
                 library: name,
@@ -200,7 +253,11 @@ impl GpuSampler {
             gpus: (0..count)
                 .map(|index| {
                     let mut sample = sample_device(nvml, index);
-                    sample.xids = self.xids.of(index);
+                    match self.xids.of(index) {
+                        Ok(xids) => sample.xids = xids,
+                        Err(unknown) => sample.failures.push(unknown),
+                    }
+                    sample.failures.extend(self.xids.unrecorded(index));
                     sample
                 })
                 .collect(),
@@ -329,11 +386,44 @@ impl Drop for GpuSampler {
 mod tests {
     use super::*;
 
+    /// A watcher thread that stopped while counting leaves the counts unknown, said as a
+    /// failure, never an empty list that reads as "no Xid".
+    #[test]
+    fn poisoned_xid_counts_are_unknown_not_none() {
+        let watcher = XidWatcher {
+            seen: Default::default(),
+            stop: Default::default(),
+            unrecorded: Default::default(),
+        };
+        let seen = watcher.seen.clone();
+        let _ = std::thread::spawn(move || {
+            let _held = seen.lock().unwrap();
+            panic!("the watcher stops while counting");
+        })
+        .join();
+        let unknown = watcher.of(0).unwrap_err();
+        assert!(unknown.message.contains("unknown"), "{unknown:?}");
+        let sound = XidWatcher {
+            seen: std::sync::Arc::new(std::sync::Mutex::new(vec![XidCount {
+                gpu: 1,
+                xid: 79,
+                count: 2,
+            }])),
+            stop: Default::default(),
+            unrecorded: std::sync::Arc::new(std::sync::Mutex::new(vec![(1, "disk full".into())])),
+        };
+        assert_eq!(sound.of(1).unwrap().len(), 1);
+        assert!(sound.of(0).unwrap().is_empty());
+        assert!(sound.unrecorded(1).unwrap().message.contains("disk full"));
+        assert!(sound.unrecorded(0).is_none());
+    }
+
     #[test]
     fn an_absent_library_is_a_named_outcome() {
-        let unavailable = GpuSampler::open(Some(Path::new(
-            "/nonexistent/envctl-unit-test/libnvidia-ml.so.1",
-        )))
+        let unavailable = GpuSampler::open(
+            Some(Path::new("/nonexistent/envctl-unit-test/libnvidia-ml.so.1")),
+            None,
+        )
         .err()
         .unwrap();
         assert!(matches!(

@@ -7,6 +7,7 @@
 pub mod cdi;
 pub mod cgroup;
 pub mod docker_config;
+pub mod gpu_health;
 pub mod gpu_lock;
 pub mod here;
 pub mod ports;

@@ -29,6 +29,7 @@ pub mod environment;
 pub mod exec;
 pub mod export;
 pub mod forward;
+pub mod gpu;
 pub mod hosts;
 pub mod image_libraries;
 pub mod lock;

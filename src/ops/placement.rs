@@ -179,6 +179,68 @@ fn rows(
     Ok(placement::occupancy(gpu.listed_gpus()?, holders).0)
 }
 
+/// The Xids that mark a GPU failed under every policy in force: the union of their
+/// `gpus.fatal_xids` (a site that counts an Xid as fatal is obeyed), NVIDIA's list where
+/// none sets it. `policies` are the gate's where it was read, else this host's file.
+pub fn fatal_xids_in_force(
+    policies: Option<&[crate::policy::Policy]>,
+    context: &Context,
+) -> Result<Vec<u32>, Error> {
+    let read;
+    let policies = match policies {
+        Some(policies) => policies,
+        None => {
+            read = crate::ops::policy::in_force(context)?;
+            read.as_slice()
+        }
+    };
+    if policies.is_empty() {
+        return Ok(crate::policy::Policy::fatal_xids(None));
+    }
+    let mut xids: Vec<u32> = policies
+        .iter()
+        .flat_map(|policy| crate::policy::Policy::fatal_xids(Some(policy)))
+        .collect();
+    xids.sort_unstable();
+    xids.dedup();
+    Ok(xids)
+}
+
+/// Sets [`GpuOccupancy::kept_out`] on each GPU whose health keeps it out of placement
+/// (`checks::health::keep_out`): NVML's answers now, and the fatal Xids the host's
+/// watchers recorded this boot (`host::gpu_health`). Records that cannot be believed, or
+/// a boot that cannot be told, are said: placement then weighs NVML's answers alone.
+pub fn mark_kept_out(
+    rows: &mut [GpuOccupancy],
+    devices: &[crate::facts::gpu::GpuDevice],
+    fatal_xids: &[u32],
+    context: &Context,
+) {
+    let found = crate::host::gpu_health::read_all(&context.environment.gpu_lock_path());
+    for why in &found.ignored {
+        context.printer.warn(why);
+    }
+    let boot_id = match crate::host::gpu_health::boot_id() {
+        Ok(boot_id) => Some(boot_id),
+        Err(error) => {
+            if !found.records.is_empty() {
+                context.printer.warn(&format!(
+                    "the recorded GPU Xids are not weighed: {}",
+                    crate::error::error_chain(&error)
+                ));
+            }
+            None
+        }
+    };
+    for row in rows.iter_mut() {
+        let Some(device) = devices.iter().find(|device| device.index == row.index) else {
+            continue;
+        };
+        row.kept_out =
+            crate::checks::health::keep_out(device, &found.records, boot_id.as_deref(), fatal_xids);
+    }
+}
+
 /// Places `gpus`. With a count and `free` placement it takes the placement locks (held
 /// in [`Placed::lock`] until the caller has created the container, then [`release`]d),
 /// reads the holders and pins the least used free GPUs; without GPUs to choose from it
@@ -294,6 +356,25 @@ async fn choose(
         gate.enforce(body, Some(gpu), Some(&holders), context)?;
     }
     let Some(count) = count else {
+        // `all` or named GPUs are not placed: a failed one among them is said, with its fix.
+        if let (Some(assignment), Ok(devices)) = (gpus.assignment(), gpu.listed_gpus()) {
+            let wanted = placement::indexes_of(&assignment, devices);
+            let mut rows = placement::occupancy(devices, &[]).0;
+            let policies = gate.map(|(gate, _)| gate.policies);
+            mark_kept_out(
+                &mut rows,
+                devices,
+                &fatal_xids_in_force(policies, context)?,
+                context,
+            );
+            for row in rows.iter().filter(|row| wanted.contains(&row.index)) {
+                if let Some(why) = &row.kept_out {
+                    context.printer.warn(&format!(
+                        "the profile asks for a GPU that failed, which its container is given all the same: {why}"
+                    ));
+                }
+            }
+        }
         let report = (!gpus.is_none()).then(|| PlacementReport {
             placement: Chooser::Given,
             gpus: Vec::new(),
@@ -362,7 +443,12 @@ async fn choose(
             if lock.daemon.is_some() {
                 keep_record(engine, host_gpus, context).await;
             }
-            rows(gpu, &holders).map_err(Error::Internal)?
+            let mut rows = rows(gpu, &holders).map_err(Error::Internal)?;
+            let fatal_xids = fatal_xids_in_force(gate.map(|(gate, _)| gate.policies), context)?;
+            if let Ok(devices) = gpu.listed_gpus() {
+                mark_kept_out(&mut rows, devices, &fatal_xids, context);
+            }
+            rows
         }
     };
     match placement::choose(count, &rows, policy == GpuPlacement::Idle) {

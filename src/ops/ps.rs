@@ -64,6 +64,22 @@ pub struct Row {
     /// With `--hosts`: the host as named there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Its GPUs that failed (issue 43: NVML says so, or a fatal Xid was recorded and not
+    /// cleared), each with why and how to clear it; empty when every GPU of it is sound,
+    /// `null` where this host's NVML cannot judge them (another machine's daemon, no NVML).
+    pub failed_gpus: Option<Vec<FailedGpu>>,
+    /// Its GPU request as envctl's label records it, to judge its GPUs by.
+    #[serde(skip)]
+    pub gpu_assignment: Option<crate::facts::container::GpuAssignment>,
+}
+
+/// A GPU of a container that failed.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailedGpu {
+    pub index: u32,
+    pub uuid: Option<String>,
+    /// Why it is kept out, with the fix (`checks::health::keep_out`).
+    pub why: String,
 }
 
 /// The rows of the daemon the context names, with GPUs by this host's index when the
@@ -132,31 +148,43 @@ pub async fn rows_on_hosts(
 }
 
 /// Placed containers name their GPUs by UUID: show the indexes the daemon's machine gives
-/// them — from this machine's NVML when the daemon runs here, else from the GPU record
-/// the daemon keeps (`ops::server_gpus`, believed only when it names that machine). Where
-/// neither is known (the machine could not be told, no record) the UUIDs stay.
+/// them — from this machine's NVML when the daemon runs here (and mark the GPUs of each
+/// that failed, issue 43), else from the GPU record the daemon keeps (`ops::server_gpus`,
+/// believed only when it names that machine). Where neither is known (the machine could
+/// not be told, no record) the UUIDs stay, and failed GPUs stay unjudged (`null`).
 async fn by_index(rows: &mut [Row], engine: &Engine, host: Option<DaemonHost>, context: &Context) {
-    if !rows.iter().any(|row| {
-        row.gpus
-            .as_deref()
-            .is_some_and(|gpus| gpus.contains("GPU-"))
-    }) {
-        return;
-    }
     let gpus = match host {
         Some(DaemonHost::ThisHost) => {
-            crate::gpu::gather(context.environment.nvml_library().as_deref())
+            if !rows
+                .iter()
+                .any(|row| row.gpu_assignment.is_some() || row.gpus.is_some())
+            {
+                return;
+            }
+            let Some(nvml) = crate::gpu::gather(context.environment.nvml_library().as_deref())
                 .loaded()
-                .map(|nvml| nvml.gpus.clone())
+                .cloned()
+            else {
+                return;
+            };
+            mark_failed_gpus(rows, &nvml.gpus, context);
+            nvml.gpus
         }
         Some(DaemonHost::Elsewhere { name }) => {
-            crate::ops::server_gpus::recorded_only(engine, &name)
-                .await
-                .map(|seen| seen.facts.gpus)
+            if !rows.iter().any(|row| {
+                row.gpus
+                    .as_deref()
+                    .is_some_and(|gpus| gpus.contains("GPU-"))
+            }) {
+                return;
+            }
+            match crate::ops::server_gpus::recorded_only(engine, &name).await {
+                Some(seen) => seen.facts.gpus,
+                None => return,
+            }
         }
-        None => None,
+        None => return,
     };
-    let Some(gpus) = gpus else { return };
     for row in rows {
         if let Some(shown_ids) = &row.gpus {
             let shown = crate::spec::placement::by_index(shown_ids, &gpus);
@@ -165,6 +193,43 @@ async fn by_index(rows: &mut [Row], engine: &Engine, host: Option<DaemonHost>, c
                 row.gpus = Some(shown);
             }
         }
+    }
+}
+
+/// Sets each row's [`Row::failed_gpus`] from this host's GPUs and health record, for the
+/// rows whose request envctl's label records (others stay unjudged: `null`).
+fn mark_failed_gpus(rows: &mut [Row], devices: &[crate::facts::gpu::GpuDevice], context: &Context) {
+    let fatal_xids = match crate::ops::placement::fatal_xids_in_force(None, context) {
+        Ok(xids) => xids,
+        Err(error) => {
+            context.printer.warn(&format!(
+                "the GPUs' health is not shown: {}",
+                crate::error::error_chain(&error)
+            ));
+            return;
+        }
+    };
+    let mut occupancy: Vec<crate::spec::placement::GpuOccupancy> =
+        crate::spec::placement::occupancy(devices, &[]).0;
+    crate::ops::placement::mark_kept_out(&mut occupancy, devices, &fatal_xids, context);
+    for row in rows.iter_mut() {
+        let Some(assignment) = &row.gpu_assignment else {
+            continue;
+        };
+        let indexes = crate::spec::placement::indexes_of(assignment, devices);
+        row.failed_gpus = Some(
+            occupancy
+                .iter()
+                .filter(|gpu| indexes.contains(&gpu.index))
+                .filter_map(|gpu| {
+                    Some(FailedGpu {
+                        index: gpu.index,
+                        uuid: gpu.uuid.clone(),
+                        why: gpu.kept_out.clone()?,
+                    })
+                })
+                .collect(),
+        );
     }
 }
 
@@ -257,6 +322,11 @@ async fn rows_of(
             profile_file: details.labels.get(PROFILE_FILE_LABEL).cloned(),
             named_elsewhere_here,
             host: None,
+            failed_gpus: None,
+            gpu_assignment: details
+                .labels
+                .get(crate::spec::GPUS_LABEL)
+                .and_then(|label| crate::engine::occupancy::parse_label(label)),
         });
     }
     Ok(rows)

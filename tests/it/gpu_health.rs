@@ -373,6 +373,9 @@ fn health_an_xid_mid_run_is_counted_and_only_a_fatal_one_marks_the_gpu() {
             fixture("gpu-health-faults.conf"),
         )
         .env("ENVCTL_NVML_STUB_EVENTS", &events)
+        // The watcher records the fatal Xid beside the placement lock: in this test's
+        // folder, never the host's `/run/lock`, where it would keep a GPU out of others' `up`s.
+        .env("ENVCTL_GPU_LOCK", directory.path().join("gpus.lock"))
         .args(["stats", "--interval", "0.5", "--serve", "127.0.0.1:0"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

@@ -44,6 +44,7 @@ mod faults;
 mod forward;
 mod gpu_facts;
 mod gpu_health;
+mod gpu_keepout;
 mod hardening;
 mod identity;
 mod labels;

@@ -36,7 +36,7 @@ fn minor_numbers() -> String {
         .collect()
 }
 
-fn turn() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -127,18 +127,18 @@ pub(crate) fn project(image: &str, profiles: &[(&str, &str)]) -> tempfile::TempD
 }
 
 /// Containers created on Docker with `--gpus SPEC`, labelled as this test's, removed on drop.
-struct Holders {
-    names: Vec<String>,
+pub(crate) struct Holders {
+    pub(crate) names: Vec<String>,
 }
 
 impl Holders {
-    fn create(specs: &[&str]) -> Holders {
+    pub(crate) fn create(specs: &[&str]) -> Holders {
         let given: Vec<Vec<&str>> = specs.iter().map(|spec| vec!["--gpus", *spec]).collect();
         Holders::given(&given)
     }
 
     /// One container per entry, created with those `docker create` options.
-    fn given(options: &[Vec<&str>]) -> Holders {
+    pub(crate) fn given(options: &[Vec<&str>]) -> Holders {
         let image = docker::test_image();
         let names = options
             .iter()
@@ -217,7 +217,11 @@ fn others_holding_gpus(host: &str, mine: &dyn Fn(&str) -> bool) -> Vec<String> {
 
 /// Runs `scenario` while no other container holds a GPU on the engine at `host`: waits
 /// for quiet, runs, and runs again when another module's GPU container appeared meanwhile.
-fn quietly<T>(host: &str, mine: &dyn Fn(&str) -> bool, mut scenario: impl FnMut() -> T) -> T {
+pub(crate) fn quietly<T>(
+    host: &str,
+    mine: &dyn Fn(&str) -> bool,
+    mut scenario: impl FnMut() -> T,
+) -> T {
     let started = Instant::now();
     loop {
         while !others_holding_gpus(host, mine).is_empty() {
@@ -235,7 +239,7 @@ fn quietly<T>(host: &str, mine: &dyn Fn(&str) -> bool, mut scenario: impl FnMut(
     }
 }
 
-fn chosen(dry_run: &Value) -> Vec<u64> {
+pub(crate) fn chosen(dry_run: &Value) -> Vec<u64> {
     dry_run["placement"]["gpus"]
         .as_array()
         .unwrap_or_else(|| panic!("no placement.gpus in {dry_run}"))

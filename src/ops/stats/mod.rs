@@ -69,7 +69,13 @@ pub async fn prepare(
     context: &crate::context::Context,
 ) -> Result<Prepared, crate::error::Error> {
     let engine = context.engine().await?;
-    let opening = sampler::Gpus::open(context.environment.nvml_library());
+    let opening = sampler::Gpus::open(
+        context.environment.nvml_library(),
+        Some((
+            context.environment.gpu_lock_path(),
+            context.environment.clock(),
+        )),
+    );
     let (selection, here) = tokio::join!(
         select(&engine, targets, only_envctl, owner.as_ref(), context),
         engine.on_this_host()

@@ -63,8 +63,17 @@ pub enum Gpus {
 impl Gpus {
     /// Starts opening NVML from `library` (else the driver's) on a blocking thread at
     /// once, so that the caller can list containers meanwhile; the future gives the result.
-    pub fn open(library: Option<PathBuf>) -> impl Future<Output = Gpus> {
-        let opening = tokio::task::spawn_blocking(move || GpuSampler::open(library.as_deref()));
+    ///
+    /// `health`: the GPU placement lock of this host, beside which each Xid the watcher
+    /// sees is recorded for every `up` (`host::gpu_health`, issue 43), and the clock that
+    /// dates them.
+    pub fn open(
+        library: Option<PathBuf>,
+        health: Option<(PathBuf, crate::context::Clock)>,
+    ) -> impl Future<Output = Gpus> {
+        let recorder = health.map(|(lock, clock)| xid_recorder(lock, clock));
+        let opening =
+            tokio::task::spawn_blocking(move || GpuSampler::open(library.as_deref(), recorder));
         async move {
             match opening.await {
                 Ok(Ok(sampler)) => Gpus::Open(Arc::new(sampler)),
@@ -108,6 +117,20 @@ impl Gpus {
             Gpus::Elsewhere => (None, None),
         }
     }
+}
+
+/// Records each Xid beside the placement lock `lock`, as of this boot (read once; a
+/// boot that cannot be told records nothing, and says why at each Xid).
+fn xid_recorder(lock: PathBuf, clock: crate::context::Clock) -> crate::gpu::sample::XidRecorder {
+    use crate::host::gpu_health;
+    let boot = gpu_health::boot_id().map_err(|error| crate::error::error_chain(&error));
+    Box::new(move |uuid: &str, index: u32, xid: u32| {
+        let boot = boot.as_ref().map_err(Clone::clone)?;
+        gpu_health::update(&lock, boot, |record| {
+            record.add_xid(uuid, index, xid, gpu_health::milliseconds(clock.now()));
+        })
+        .map_err(|error| crate::error::error_chain(&error))
+    })
 }
 
 /// Why there are no GPU readings. `GpuSampler::open` fails only with a failed load; a
@@ -449,6 +472,13 @@ pub(super) fn input(
         cpu_limit_cores: usage.and_then(|usage| cpu_limit_cores(resources, usage.online_cpus)),
         usage,
         gpu_request: resources.and_then(|resources| resources.gpus.clone()),
+        // Issue 43: a container given GPUs whose device rules lost NVIDIA's nodes.
+        gpu_nodes_denied: resources
+            .filter(|resources| resources.gpus.is_some())
+            .and_then(|resources| u32::try_from(resources.pid?).ok())
+            .and_then(|pid| {
+                crate::host::gpu_health::gpu_nodes_denied(Path::new(PROC_ROOT), &target.id, pid)
+            }),
     }
 }
 

@@ -380,6 +380,295 @@ pub fn profile_finding(
     )
 }
 
+/// The host-wide record of the Xids the watchers saw (`host::gpu_health` keeps one file per
+/// user beside the GPU placement lock): what `stats` saw while it ran, read by every `up`
+/// of the host so that a GPU that failed is kept out of placement until it is cleared.
+/// Each entry names its GPU by UUID (indexes change when a GPU falls off the bus) and the
+/// boot it was seen in: a record of another boot says nothing about this one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealthRecord {
+    pub schema_version: u32,
+    /// `/proc/sys/kernel/random/boot_id` when the record was written.
+    pub boot_id: String,
+    #[serde(default)]
+    pub gpus: Vec<RecordedGpu>,
+}
+
+/// The version of [`HealthRecord`]'s form.
+pub const HEALTH_RECORD_SCHEMA: u32 = 1;
+
+/// What one user's watcher saw on one GPU, and when that user last cleared it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedGpu {
+    pub uuid: String,
+    /// Its index when last written, for messages only.
+    pub index: u32,
+    #[serde(default)]
+    pub xids: Vec<RecordedXid>,
+    /// When `envctl gpu clear` was last run for it (milliseconds since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleared_at_ms: Option<i64>,
+}
+
+/// One Xid on one GPU: how often, first and last seen (milliseconds since the epoch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedXid {
+    pub xid: u32,
+    pub count: u64,
+    pub first_at_ms: i64,
+    pub last_at_ms: i64,
+}
+
+/// Most GPUs one record keeps (no host has more; a record that grew past it was not
+/// written by envctl).
+const RECORDED_GPUS: usize = 64;
+/// Most distinct Xids kept per GPU; the oldest goes first.
+const RECORDED_XIDS: usize = 32;
+
+impl HealthRecord {
+    /// An empty record of boot `boot_id`.
+    pub fn new(boot_id: &str) -> HealthRecord {
+        HealthRecord {
+            schema_version: HEALTH_RECORD_SCHEMA,
+            boot_id: boot_id.to_string(),
+            gpus: Vec::new(),
+        }
+    }
+
+    /// This record as of boot `boot_id`: a record of another boot starts empty (a reboot
+    /// resets every GPU).
+    pub fn for_boot(self, boot_id: &str) -> HealthRecord {
+        if self.boot_id == boot_id && self.schema_version == HEALTH_RECORD_SCHEMA {
+            self
+        } else {
+            HealthRecord::new(boot_id)
+        }
+    }
+
+    fn gpu(&mut self, uuid: &str, index: u32) -> &mut RecordedGpu {
+        let position = match self.gpus.iter().position(|gpu| gpu.uuid == uuid) {
+            Some(position) => position,
+            None => {
+                if self.gpus.len() >= RECORDED_GPUS {
+                    self.gpus.remove(0);
+                }
+                self.gpus.push(RecordedGpu {
+                    uuid: uuid.to_string(),
+                    index,
+                    xids: Vec::new(),
+                    cleared_at_ms: None,
+                });
+                self.gpus.len() - 1
+            }
+        };
+        let gpu = &mut self.gpus[position];
+        gpu.index = index;
+        gpu
+    }
+
+    /// Counts Xid `xid` on the GPU `uuid` (index `index`) at `now_ms`.
+    pub fn add_xid(&mut self, uuid: &str, index: u32, xid: u32, now_ms: i64) {
+        let gpu = self.gpu(uuid, index);
+        match gpu.xids.iter_mut().find(|seen| seen.xid == xid) {
+            Some(seen) => {
+                seen.count = seen.count.saturating_add(1);
+                seen.last_at_ms = seen.last_at_ms.max(now_ms);
+            }
+            None => {
+                if gpu.xids.len() >= RECORDED_XIDS {
+                    gpu.xids.sort_by_key(|seen| seen.last_at_ms);
+                    gpu.xids.remove(0);
+                }
+                gpu.xids.push(RecordedXid {
+                    xid,
+                    count: 1,
+                    first_at_ms: now_ms,
+                    last_at_ms: now_ms,
+                });
+            }
+        }
+    }
+
+    /// Clears the GPU `uuid` at `now_ms`: every Xid seen before is forgotten here, and the
+    /// time is kept, so that other users' records of the same Xids are read as cleared too.
+    pub fn clear(&mut self, uuid: &str, index: u32, now_ms: i64) {
+        let gpu = self.gpu(uuid, index);
+        gpu.xids.retain(|seen| seen.last_at_ms > now_ms);
+        gpu.cleared_at_ms = Some(gpu.cleared_at_ms.map_or(now_ms, |at| at.max(now_ms)));
+    }
+}
+
+/// `2026-12-07 16:40:12 UTC` for a time in milliseconds since the epoch.
+pub fn when_utc(milliseconds: i64) -> String {
+    jiff::Timestamp::from_millisecond(milliseconds).map_or_else(
+        |_| format!("{milliseconds} ms after 1970"),
+        |at| at.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
+    )
+}
+
+/// One user's record, as read: whose it is (for messages) and what it says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourcedRecord {
+    /// `uid 1000 (alice)`.
+    pub owner: String,
+    pub record: HealthRecord,
+}
+
+/// A fatal Xid on a GPU that no one cleared since: why the GPU is kept out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordedFailure {
+    pub uuid: String,
+    pub xid: u32,
+    pub count: u64,
+    /// When it was last seen (milliseconds since the epoch).
+    pub last_at_ms: i64,
+    /// Whose watcher saw it.
+    pub seen_by: String,
+}
+
+/// The fatal Xids recorded on GPU `uuid` in boot `boot_id` after its latest clear (by
+/// anyone), latest first. Xids are judged by `fatal_xids`, the list in force for the
+/// reader: an application Xid never keeps a GPU out.
+pub fn recorded_failures(
+    records: &[SourcedRecord],
+    boot_id: &str,
+    uuid: &str,
+    fatal_xids: &[u32],
+) -> Vec<RecordedFailure> {
+    let of_gpu = || {
+        records
+            .iter()
+            .filter(|sourced| sourced.record.boot_id == boot_id)
+            .flat_map(|sourced| {
+                sourced
+                    .record
+                    .gpus
+                    .iter()
+                    .filter(|gpu| gpu.uuid.eq_ignore_ascii_case(uuid))
+                    .map(move |gpu| (sourced, gpu))
+            })
+    };
+    let cleared = of_gpu().filter_map(|(_, gpu)| gpu.cleared_at_ms).max();
+    let mut failures: Vec<RecordedFailure> = of_gpu()
+        .flat_map(|(sourced, gpu)| {
+            gpu.xids
+                .iter()
+                .filter(|seen| classify_xid(seen.xid, fatal_xids) == XidClass::Fatal)
+                // An Xid at the very millisecond of a clear counts as after it: a GPU
+                // is never given out on a tie.
+                .filter(move |seen| cleared.is_none_or(|cleared| seen.last_at_ms >= cleared))
+                .map(move |seen| RecordedFailure {
+                    uuid: gpu.uuid.clone(),
+                    xid: seen.xid,
+                    count: seen.count,
+                    last_at_ms: seen.last_at_ms,
+                    seen_by: sourced.owner.clone(),
+                })
+        })
+        .collect();
+    failures.sort_by(|a, b| b.last_at_ms.cmp(&a.last_at_ms).then(a.xid.cmp(&b.xid)));
+    failures
+}
+
+/// Why placement keeps GPU `device` out, with how to clear it; `None` for a GPU it may
+/// give. A GPU is kept out when NVML says it is fatal or lost now (a pending row remap, a
+/// failed remap, double-bit errors with a page retirement pending), which only a reset or
+/// reboot ends, or when a fatal Xid was recorded on it in this boot and not cleared since.
+pub fn keep_out(
+    device: &GpuDevice,
+    records: &[SourcedRecord],
+    boot_id: Option<&str>,
+    fatal_xids: &[u32],
+) -> Option<String> {
+    let now = classify(device, &[], fatal_xids);
+    let uuid = device.uuid.value();
+    let recorded = match (uuid, boot_id) {
+        (Some(uuid), Some(boot_id)) => recorded_failures(records, boot_id, uuid, fatal_xids),
+        _ => Vec::new(),
+    };
+    if !now.state.is_failed() && recorded.is_empty() {
+        return None;
+    }
+    let mut reasons = now.reasons.clone();
+    reasons.extend(recorded.iter().map(|failure| {
+        format!(
+            "Xid {} (fatal to the GPU) seen {} time{}, last at {} by the `envctl stats` of {}",
+            failure.xid,
+            failure.count,
+            if failure.count == 1 { "" } else { "s" },
+            when_utc(failure.last_at_ms),
+            failure.seen_by
+        )
+    }));
+    let name = uuid.map_or_else(|| device.index.to_string(), Clone::clone);
+    // NVML itself says it: only a reset or a reboot ends it, a clear would not help.
+    let how = match fix(device.index, now.state).filter(|_| now.state.is_failed()) {
+        Some(fix) => format!("{fix} (NVML reports it until then)"),
+        None => format!(
+            "reset the GPU (`nvidia-smi -r -i {}`) or reboot, then `envctl gpu clear {name}` (a reboot clears it by itself)",
+            device.index
+        ),
+    };
+    Some(format!(
+        "GPU {} is kept out ({}): {}; {how}",
+        device.index,
+        if now.state.is_failed() {
+            now.state.word()
+        } else {
+            HealthState::Fatal.word()
+        },
+        reasons.join("; ")
+    ))
+}
+
+/// The character major of NVIDIA's device nodes (`/dev/nvidiaN`, `/dev/nvidiactl`).
+pub const NVIDIA_MAJOR: u32 = 195;
+/// `/dev/nvidiactl`'s minor; 254 is `/dev/nvidia-modeset`, below it the GPUs.
+const NVIDIACTL_MINOR: u32 = 255;
+
+/// Whether a cgroup v1 `devices.list` (`c 195:3 rwm`, `a *:* rwm`) lets a container read and
+/// write character node `major:minor`.
+fn allows(devices_list: &str, major: u32, minor: u32) -> bool {
+    devices_list.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        let (Some(kind), Some(number), Some(access)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            return false;
+        };
+        let Some((rule_major, rule_minor)) = number.split_once(':') else {
+            return false;
+        };
+        let matches = |rule: &str, wanted: u32| rule == "*" || rule.parse() == Ok(wanted);
+        matches!(kind, "a" | "c")
+            && matches(rule_major, major)
+            && matches(rule_minor, minor)
+            && access.contains('r')
+            && access.contains('w')
+    })
+}
+
+/// A running container that holds GPUs and whose devices cgroup no longer lets it open
+/// NVIDIA's nodes (`/dev/nvidiactl`, or every `/dev/nvidiaN`): its NVML and CUDA calls fail
+/// ("NVML: Unknown Error") while the host's answer. `None` when the allow-list lets it.
+pub fn gpu_nodes_denied(devices_list: &str) -> Option<String> {
+    let control = allows(devices_list, NVIDIA_MAJOR, NVIDIACTL_MINOR);
+    let any_gpu = (0..NVIDIACTL_MINOR - 1).any(|minor| allows(devices_list, NVIDIA_MAJOR, minor));
+    let denied: Vec<&str> = [
+        (!control).then_some("/dev/nvidiactl (c 195:255)"),
+        (!any_gpu).then_some("any GPU node (c 195:N)"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!denied.is_empty()).then(|| {
+        format!(
+            "its devices cgroup (devices.list) no longer allows {}",
+            denied.join(" nor ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -613,5 +902,97 @@ mod tests {
             GpuHealth::all_failing(NvmlFailure::new(FailureKind::NotSupported, "-")),
         )]);
         assert!(findings(&unread, &DEFAULT_FATAL_XIDS, true).is_empty());
+    }
+
+    fn sourced(owner: &str, record: HealthRecord) -> SourcedRecord {
+        SourcedRecord {
+            owner: owner.into(),
+            record,
+        }
+    }
+
+    #[test]
+    fn a_recorded_fatal_xid_keeps_the_gpu_out_until_cleared_by_anyone_or_a_reboot() {
+        let sound = gpu(2, sound_health());
+        let mut alice = HealthRecord::new("boot-1");
+        alice.add_xid("GPU-2", 2, 43, 1_000);
+        let records = vec![sourced("alice", alice.clone())];
+        // An application Xid never keeps a GPU out.
+        assert!(keep_out(&sound, &records, Some("boot-1"), &DEFAULT_FATAL_XIDS).is_none());
+        alice.add_xid("GPU-2", 2, 79, 2_000);
+        let records = vec![sourced("alice", alice.clone())];
+        let why = keep_out(&sound, &records, Some("boot-1"), &DEFAULT_FATAL_XIDS).unwrap();
+        assert!(why.contains("GPU 2 is kept out (fatal)"), "{why}");
+        assert!(why.contains("Xid 79") && why.contains("alice"), "{why}");
+        assert!(why.contains("envctl gpu clear GPU-2"), "{why}");
+        assert!(!why.contains("Xid 43"), "{why}");
+        // Another boot's record says nothing; a site that counts 79 as harmless neither.
+        assert!(keep_out(&sound, &records, Some("boot-2"), &DEFAULT_FATAL_XIDS).is_none());
+        assert!(keep_out(&sound, &records, Some("boot-1"), &[48]).is_none());
+        // Bob's clear covers Alice's record; a later Xid marks it again.
+        let mut bob = HealthRecord::new("boot-1");
+        bob.clear("GPU-2", 2, 3_000);
+        let mut records = vec![sourced("alice", alice.clone()), sourced("bob", bob)];
+        assert!(keep_out(&sound, &records, Some("boot-1"), &DEFAULT_FATAL_XIDS).is_none());
+        alice.add_xid("GPU-2", 2, 79, 4_000);
+        records[0] = sourced("alice", alice);
+        assert_eq!(
+            recorded_failures(&records, "boot-1", "GPU-2", &DEFAULT_FATAL_XIDS)[0].count,
+            2
+        );
+    }
+
+    #[test]
+    fn a_gpu_nvml_calls_failed_is_kept_out_with_the_reset_not_a_clear() {
+        let mut health = sound_health();
+        health.remapped_rows = Fact::Value(RemappedRows {
+            correctable: 0,
+            uncorrectable: 1,
+            pending: true,
+            failure: false,
+        });
+        let why = keep_out(&gpu(1, health), &[], None, &DEFAULT_FATAL_XIDS).unwrap();
+        assert!(why.contains("row remap is pending"), "{why}");
+        assert!(why.contains("nvidia-smi -r -i 1"), "{why}");
+        assert!(!why.contains("gpu clear"), "{why}");
+        assert!(keep_out(&gpu(1, sound_health()), &[], None, &DEFAULT_FATAL_XIDS).is_none());
+    }
+
+    #[test]
+    fn a_record_keeps_its_size_bounded_and_a_clear_forgets_what_came_before() {
+        let mut record = HealthRecord::new("boot");
+        for xid in 0..100 {
+            record.add_xid("GPU-0", 0, xid, i64::from(xid));
+        }
+        assert_eq!(record.gpus[0].xids.len(), RECORDED_XIDS);
+        assert!(record.gpus[0].xids.iter().any(|seen| seen.xid == 99));
+        record.clear("GPU-0", 0, 1_000);
+        assert!(record.gpus[0].xids.is_empty());
+        assert_eq!(record.gpus[0].cleared_at_ms, Some(1_000));
+        assert_eq!(record.clone().for_boot("other"), HealthRecord::new("other"));
+        assert_eq!(when_utc(0), "1970-01-01 00:00:00 UTC");
+    }
+
+    #[test]
+    fn a_container_whose_device_rules_lost_the_nvidia_nodes_is_told_apart() {
+        let given = "c 1:3 rwm\nc 195:22 rwm\nc 195:255 rwm\nc 235:* rwm\n";
+        assert_eq!(gpu_nodes_denied(given), None);
+        assert_eq!(gpu_nodes_denied("a *:* rwm\n"), None);
+        assert_eq!(gpu_nodes_denied("c 195:* rw\n"), None);
+        // After `systemctl daemon-reload` with the systemd cgroup driver: the NVIDIA rules
+        // are gone, the others stay.
+        let cut = gpu_nodes_denied("c 1:3 rwm\nc 136:* rwm\n").unwrap();
+        assert!(
+            cut.contains("/dev/nvidiactl") && cut.contains("any GPU node"),
+            "{cut}"
+        );
+        // Read-only is no access for NVML.
+        assert!(gpu_nodes_denied("c 195:* r\n").is_some());
+        assert!(
+            gpu_nodes_denied("c 195:255 rwm\n")
+                .unwrap()
+                .contains("any GPU node")
+        );
+        assert!(gpu_nodes_denied("garbage\n\nc x:y rwm").is_some());
     }
 }

@@ -148,6 +148,7 @@ pub fn diagnose(window: &[Snapshot]) -> Vec<Diagnosis> {
         if !bound {
             diagnoses.extend(gpu_idle(container, &series));
         }
+        diagnoses.extend(lost_gpus(container));
     }
     for ended in latest.ended.iter().filter(|ended| ended.out_of_memory()) {
         let series = container_series(window, &ended.id);
@@ -747,6 +748,8 @@ fn unhealthy(gpu: &GpuRow, latest: &Snapshot) -> Option<Diagnosis> {
         HealthState::Warn => Severity::Info,
         HealthState::Fatal | HealthState::Lost => Severity::Warning,
     };
+    // Every state but `ok` has its fix; a state without one is no diagnosis.
+    let hint = crate::checks::health::fix(gpu.index, health.state)?;
     let mut on_it: Vec<&str> = latest
         .containers
         .iter()
@@ -777,7 +780,39 @@ fn unhealthy(gpu: &GpuRow, latest: &Snapshot) -> Option<Diagnosis> {
         subject: format!("gpu {}", gpu.index),
         message,
         evidence,
-        hint: crate::checks::health::fix(gpu.index, health.state).unwrap_or_default(),
+        hint,
+    })
+}
+
+/// Issue 43: a running container that lost its GPUs from inside: its device rules no
+/// longer allow NVIDIA's nodes, so its NVML and CUDA calls fail ("NVML: Unknown Error")
+/// while the host's answer. The known cause is a systemd reload on a host whose engine
+/// uses the systemd cgroup driver (NVIDIA's notice on `systemctl daemon-reload`,
+/// NVIDIA/nvidia-container-toolkit#48).
+fn lost_gpus(container: &ContainerRow) -> Option<Diagnosis> {
+    let why = container.gpu_nodes_denied.as_ref()?;
+    let gpus: Vec<String> = container.gpus.iter().map(u32::to_string).collect();
+    let mut evidence = BTreeMap::new();
+    evidence.insert("gpus".into(), gpus.len() as f64);
+    Some(Diagnosis {
+        id: "gpu-access-lost".into(),
+        severity: Severity::Warning,
+        subject: container.name.clone(),
+        message: format!(
+            "{} lost its GPU{}{}: {why}, so its NVML and CUDA calls fail (\"NVML: Unknown Error\") while the host's answer; the known cause is `systemctl daemon-reload` (or another systemd reload) on a host whose container engine uses the systemd cgroup driver (NVIDIA's notice on it)",
+            container.name,
+            if gpus.len() == 1 { "" } else { "s" },
+            if gpus.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", gpus.join(","))
+            }
+        ),
+        evidence,
+        hint: format!(
+            "`docker restart {}` gives the GPUs back; to keep it from happening, give GPUs through CDI (`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, then `--device nvidia.com/gpu=N`) or make the /dev/char links the rules name (`sudo nvidia-ctk system create-dev-char-symlinks --create-all`)",
+            container.name
+        ),
     })
 }
 

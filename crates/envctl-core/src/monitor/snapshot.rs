@@ -120,6 +120,10 @@ pub struct ContainerRow {
     /// GPUs it runs processes on or was given, by NVML index.
     #[serde(default)]
     pub gpus: Vec<u32>,
+    /// Issue 43: why it lost its GPUs (its device rules deny NVIDIA's nodes); none when
+    /// they allow them or could not be read (cgroup v2, another machine's daemon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_nodes_denied: Option<String>,
 }
 
 /// One GPU.
@@ -256,6 +260,9 @@ pub struct ContainerInput {
     pub usage: Option<ContainerUsage>,
     pub cpu_limit_cores: Option<f64>,
     pub gpu_request: Option<GpuAssignment>,
+    /// Issue 43: why it can no longer open NVIDIA's device nodes, when its device rules
+    /// were read and deny them (`host::gpu_health::gpu_nodes_denied`).
+    pub gpu_nodes_denied: Option<String>,
 }
 
 /// Puts a moment together. `process_containers` maps GPU process PIDs to full container
@@ -370,6 +377,7 @@ pub fn assemble(
                 gpu_memory_bytes: gpu_memory,
                 cpu_limit_cores: container.cpu_limit_cores,
                 gpus: indices.into_iter().collect(),
+                gpu_nodes_denied: container.gpu_nodes_denied,
             }
         })
         .collect();
@@ -416,6 +424,7 @@ mod tests {
 
     fn container(id: &str, name: &str, request: Option<GpuAssignment>) -> ContainerInput {
         ContainerInput {
+            gpu_nodes_denied: None,
             id: id.into(),
             name: name.into(),
             profile: Some("pytorch".into()),

@@ -50,6 +50,11 @@ pub struct GpuOccupancy {
     /// What NVML could not read about it, which keeps it out of placement.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<String>,
+    /// Why its health keeps it out of placement, with how to clear it
+    /// (`checks::health::keep_out`): NVML says it failed, or a fatal Xid was recorded on
+    /// it and not cleared since.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_out: Option<String>,
 }
 
 impl GpuOccupancy {
@@ -220,6 +225,7 @@ pub fn occupancy_with_processes(
                 memory_used_bytes,
                 memory_total_bytes: gpu.memory.value().map(|memory| memory.total_bytes),
                 unreadable,
+                kept_out: None,
             }
         })
         .collect();
@@ -405,7 +411,8 @@ impl std::fmt::Display for NoRoom {
 }
 
 /// Picks `count` GPUs no container holds: idle ones before busy ones, then the least used
-/// (GPU memory in use, then compute processes), ties broken by index. A GPU whose UUID,
+/// (GPU memory in use, then compute processes), ties broken by index. A GPU kept out for
+/// its health ([`GpuOccupancy::kept_out`]) is never picked, and said. A GPU whose UUID,
 /// memory or processes NVML could not read is never picked, and [`Choice::skipped`] says
 /// so; a busy one is picked only when no idle one is left (and then said in `skipped`),
 /// never with `idle_only`.
@@ -422,9 +429,16 @@ pub fn choose(count: u32, rows: &[GpuOccupancy], idle_only: bool) -> Result<Choi
         })
         .collect();
     let mut skipped = skipped;
+    // A GPU that failed is never given, free or not, and said with how to clear it.
+    skipped.extend(
+        rows.iter()
+            .filter(|row| row.unreadable.is_empty())
+            .filter_map(|row| row.kept_out.clone()),
+    );
     let mut free: Vec<&GpuOccupancy> = rows
         .iter()
         .filter(|row| row.free && row.unreadable.is_empty() && row.uuid.is_some())
+        .filter(|row| row.kept_out.is_none())
         .filter(|row| !idle_only || row.busy.is_none())
         .collect();
     if idle_only {
@@ -1371,5 +1385,43 @@ mod tests {
         let mut gpus = probed();
         gpus.gpus[1].uuid = "GPU-short".into();
         assert!(record_of_probe(&gpus, 1).is_none());
+    }
+
+    /// Issue 43: a GPU kept out for its health is never chosen, even when it is the least
+    /// used, and the reason (with how to clear it) is in `skipped` and in the refusal.
+    #[test]
+    fn a_gpu_kept_out_for_its_health_is_never_chosen_and_said() {
+        let row = |index: u32, kept_out: Option<&str>| GpuOccupancy {
+            index,
+            uuid: Some(format!("GPU-{index}")),
+            holders: Vec::new(),
+            processes: Some(Vec::new()),
+            memory_used_bytes: Some(if index == 2 { 0 } else { 1 << 20 }),
+            memory_total_bytes: Some(80 << 30),
+            free: true,
+            busy: None,
+            unreadable: Vec::new(),
+            kept_out: kept_out.map(str::to_string),
+        };
+        let rows = vec![
+            row(0, None),
+            row(1, None),
+            row(2, Some("GPU 2 is kept out (fatal): Xid 79")),
+        ];
+        let choice = choose(2, &rows, false).unwrap();
+        let chosen: Vec<u32> = choice.gpus.iter().map(|gpu| gpu.index).collect();
+        assert_eq!(chosen, vec![0, 1]);
+        assert!(
+            choice.skipped.iter().any(|said| said.contains("Xid 79")),
+            "{choice:?}"
+        );
+        let refused = choose(3, &rows, false).unwrap_err();
+        assert_eq!(refused.free, vec![0, 1]);
+        assert!(
+            refused
+                .skipped
+                .iter()
+                .any(|said| said.contains("GPU 2 is kept out"))
+        );
     }
 }
