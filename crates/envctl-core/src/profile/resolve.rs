@@ -432,9 +432,19 @@ impl SearchPath {
                     break;
                 }
                 Err(ParentMissing { looked, .. }) => {
+                    // As `up NAME` answers a typo: the nearest profile envctl finds.
+                    let names = self.names();
+                    let known: Vec<&str> = names.iter().map(String::as_str).collect();
+                    let looked = format!("looked in: {}", looked.join(", "));
+                    let hint = match did_you_mean(&extends.target, &known)
+                        .filter(|suggestion| *suggestion != extends.target)
+                    {
+                        Some(suggestion) => format!("did you mean `{suggestion}`? ({looked})"),
+                        None => looked,
+                    };
                     diagnostics.push(extends.place.with_message(
                         format!("`extends`: profile `{}` not found", extends.target),
-                        Some(format!("looked in: {}", looked.join(", "))),
+                        Some(hint),
                     ));
                     break;
                 }
@@ -899,6 +909,34 @@ mod tests {
         let seven = listed.iter().position(|name| name == "pytorch-2.7");
         let ten = listed.iter().position(|name| name == "pytorch-2.10");
         assert!(seven < ten, "{listed:?}");
+    }
+
+    /// Issue 40: a misspelt `extends` gets the nearest profile's name, as a misspelt
+    /// `up NAME` does, beside the folders looked in; a name near nothing gets those alone.
+    #[test]
+    fn a_misspelt_extends_names_the_nearest_profile() {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(
+            folder.path().join("near.toml"),
+            "extends = \"pytorch-2.88\"\n",
+        )
+        .unwrap();
+        std::fs::write(folder.path().join("far.toml"), "extends = \"zzzzzzzzzz\"\n").unwrap();
+        let search = SearchPath::new(folder.path().to_path_buf(), Vec::new(), None);
+        let hint = |name: &str| match search.resolve(name) {
+            Err(ProfileError::Invalid { diagnostics }) => diagnostics[0].hint.clone().unwrap(),
+            other => panic!("{other:?}"),
+        };
+        let near = hint("near");
+        assert!(
+            near.starts_with("did you mean `pytorch-2.8`? (looked in: "),
+            "{near}"
+        );
+        let far = hint("far");
+        assert!(
+            far.starts_with("looked in: ") && !far.contains("did you mean"),
+            "{far}"
+        );
     }
 
     /// The bundled profiles, resolved without any folder on disk.
