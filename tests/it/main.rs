@@ -41,6 +41,7 @@ mod export_clusters;
 mod export_origin;
 mod fatbin_corpus;
 mod faults;
+mod fleet_race;
 mod forward;
 mod gpu_facts;
 mod gpu_health;
