@@ -2,7 +2,8 @@
 //! everyone's), each with its profile's drift (the profile on disk against the
 //! container's config hash), where it came from, and its GPUs by this host's index where
 //! NVML names them here; with `--hosts`, the same of each daemon, asked at once
-//! (`ops::hosts`). `commands::ps` renders them.
+//! (`ops::hosts`), the user's own on each being those of the identity that daemon's
+//! transport proves (`ops::hosts::user_on`). `commands::ps` renders them.
 
 use serde::Serialize;
 
@@ -96,16 +97,25 @@ pub async fn rows_on_hosts(
     context: &Context,
 ) -> Result<Vec<HostRows>, Error> {
     let hosts = crate::ops::hosts::named(context, names)?;
-    let answers = crate::ops::hosts::each(&hosts, super::REQUEST_TIMEOUT, |engine| async move {
-        let (rows, here) = tokio::join!(
-            // Over several daemons at once, by the uid (`spec::ownership::belonging` without
-            // an identity): learning each transport's identity would cost an `ssh -G` per
-            // host before the fan-out.
-            rows_of(&engine, all, all_users, &context.user, context),
-            engine.on_this_host()
-        );
-        Ok::<_, Error>((rows?, here))
-    })
+    let answers = crate::ops::hosts::each_with_host(
+        &hosts,
+        super::REQUEST_TIMEOUT,
+        |engine, host| async move {
+            // "Yours" on each daemon is who its transport proves the user to be there, as
+            // `ps -H` of that daemon alone judges it (`spec::ownership::belonging`); with
+            // `--all-users` nobody's rows are left out and no identity is needed.
+            let owner = if all_users {
+                context.user.clone()
+            } else {
+                crate::ops::hosts::user_on(host, &context.user).await
+            };
+            let (rows, here) = tokio::join!(
+                rows_of(&engine, all, all_users, &owner, context),
+                engine.on_this_host()
+            );
+            Ok::<_, Error>((rows?, here))
+        },
+    )
     .await;
     Ok(answers
         .into_iter()

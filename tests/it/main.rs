@@ -73,6 +73,7 @@ mod spec_equivalence;
 mod stats;
 mod stats_files;
 mod targets;
+mod team_identity;
 mod team_view;
 mod terminal_text;
 mod trust;
