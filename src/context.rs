@@ -56,6 +56,37 @@ pub struct Context {
     pub me_on_chosen: std::sync::OnceLock<crate::facts::user::User>,
 }
 
+/// `user` with the identity that the transport of `choice` proves (`engine::identity`):
+/// what [`Context::me`] is for the chosen daemon, and what each host of `--hosts` judges
+/// ownership and per-user limits by (`ops::hosts::user_on`). A transport whose identity
+/// cannot be learnt (or a daemon that cannot be chosen) gives an unproven one, saying why.
+/// For an ssh daemon this runs `ssh -G`.
+pub fn identified(
+    user: &crate::facts::user::User,
+    choice: Result<crate::host::docker_config::DaemonChoice, String>,
+) -> crate::facts::user::User {
+    let identity = choice.and_then(|choice| {
+        crate::engine::identity::of_choice(&choice, user, crate::host::hostname())
+            .map_err(|error| error.to_string())
+    });
+    let identity = identity.unwrap_or_else(|why| unproven(user, why));
+    crate::facts::user::User {
+        identity: Some(identity),
+        ..user.clone()
+    }
+}
+
+/// The identity of `user` when nothing proves it: what they claim (their uid), and `why`.
+pub fn unproven(user: &crate::facts::user::User, why: String) -> crate::facts::user::Identity {
+    crate::facts::user::Identity::Unproven {
+        claimed: match user.uid {
+            Some(uid) => format!("uid:{uid}"),
+            None => format!("user:{}", user.name),
+        },
+        why,
+    }
+}
+
 impl Context {
     /// The daemon the user chose, as the docker CLI chooses it (`host::docker_config`).
     pub fn daemon(

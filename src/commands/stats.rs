@@ -301,8 +301,8 @@ impl crate::ops::stats::team::TeamView for View<'_> {
 /// Whose containers `stats` shows without targets: the user's own, unless `--all-users`
 /// or `--all` (every running container) asks for more.
 fn own_only(arguments: &StatsArgs, context: &Context) -> Option<crate::facts::user::User> {
-    // The identity of the chosen daemon; over several (`--hosts`), none: each is judged
-    // by the uid there (`spec::ownership::belonging`).
+    // The identity of the chosen daemon; over several (`--hosts`), the user without one:
+    // each host gives it the identity its own transport proves (`stats::hosts::owner_on`).
     (!arguments.all && !arguments.all_users).then(|| {
         if !arguments.hosts.is_empty() {
             context.user.clone()

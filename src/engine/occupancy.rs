@@ -10,7 +10,8 @@
 //! given as device nodes (`--device /dev/nvidia3`) count by the node's minor number; GPUs
 //! given by the environment (`NVIDIA_VISIBLE_DEVICES`, which every CUDA image sets to
 //! `all`) count where the container runs under the NVIDIA runtime, its own or the daemon's
-//! default ([`environment_gpus`]).
+//! default ([`environment_gpus`]). A GPU probe of envctl's (`engine::probe`), given every
+//! GPU for a few seconds of nvidia-smi, holds none.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -73,6 +74,16 @@ impl Engine {
             }
             // Podman says `stopped` for a container it is stopping: it holds nothing then.
             if HOLDS_NOTHING.contains(&container.state.as_str()) || container.state == "stopped" {
+                continue;
+            }
+            // Another client's GPU probe (`engine::probe`): given every GPU for nvidia-smi's
+            // queries (`utility`, no compute), for seconds, and swept once past its
+            // deadline; counted, it would make every GPU look taken to a placement that
+            // runs meanwhile. Only a label its image did not give, on a container that is
+            // no profile's (`Engine::is_probe`).
+            if container.labels.contains_key(super::probe::PROBE_LABEL)
+                && self.is_probe(&container).await
+            {
                 continue;
             }
             let name = container.name();

@@ -12,7 +12,14 @@
 //! `NVIDIA_REQUIRE_CUDA`, set by every CUDA base image). Without one, or on a daemon whose
 //! toolkit gives containers no GPUs, [`ProbeError`] says why with the command that helps.
 //!
-//! The container carries [`PROBE_LABEL`] and is always removed, whatever happened.
+//! The container carries [`PROBE_LABEL`] and is always removed, whatever happened — by
+//! this envctl while it lives. One killed mid-probe leaves its probe behind, and the next
+//! probe of the daemon, from any machine, removes it: every probe container created more
+//! than [`SWEEP_AFTER`] before its own (by the daemon's clock, so the clients' clocks need
+//! not agree), whatever its state. Never a younger one, which a live envctl may be reading
+//! the answer of right now (a stopped probe is one whose answer is being read), and never
+//! a container without the label, or whose label its image gave it ([`Engine::is_probe`]:
+//! each probe's value is its own).
 
 use std::time::Duration;
 
@@ -29,6 +36,12 @@ pub const PROBE_LABEL: &str = "envctl.probe";
 /// hang the client, and `up` probes under the daemon's placement lock, which a holder
 /// gives back 20 s after taking it (`ops::placement`).
 pub const PROBE_DEADLINE: Duration = Duration::from_secs(15);
+
+/// How long after its creation a probe container may still be a live envctl's: its owner
+/// starts it at once, waits at most [`PROBE_DEADLINE`] for it, reads its answer and
+/// removes it; fifteen seconds more cover the start, the read and the removal on a loaded
+/// daemon. Older, its owner is gone (or gave up on it, and removes it too).
+pub const SWEEP_AFTER: Duration = Duration::from_secs(PROBE_DEADLINE.as_secs() + 15);
 
 /// The most images inspected to find one that declares CUDA.
 const IMAGES_LOOKED_AT: usize = 50;
@@ -184,7 +197,7 @@ impl Engine {
             "Cmd": [script()],
             "User": "0",
             "Env": ["NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=utility"],
-            "Labels": { PROBE_LABEL: "1" },
+            "Labels": { PROBE_LABEL: probe_value() },
             "HostConfig": {
                 "PidMode": "host",
                 "NetworkMode": "none",
@@ -199,11 +212,51 @@ impl Engine {
                 endpoint: endpoint.clone(),
                 source,
             })?;
+        self.sweep_probes(&id).await;
         let ran = self.run_probe(&id, image).await;
         // Removed whatever happened; a removal that fails leaves a labelled container that
         // the next probe's owner can find, and the probe's own answer still stands.
         let _ = self.remove_container(&id, true, false).await;
         ran
+    }
+
+    /// Removes the probe containers left behind ([`left_behind`]), judged against the
+    /// creation time of this run's own probe `own` (the daemon's clock). A courtesy to the
+    /// daemon, never a condition of this probe: a list or removal that fails (another
+    /// client sweeping the same container at once) leaves it to the next probe.
+    async fn sweep_probes(&self, own: &str) {
+        let Ok(listed) = self.list_raw(true, Some(PROBE_LABEL)).await else {
+            return;
+        };
+        let mut probes: Vec<(String, i64)> = Vec::new();
+        for container in listed {
+            if container.id == own || self.is_probe(&container).await {
+                probes.push((container.id, container.created));
+            }
+        }
+        for id in left_behind(&probes, own) {
+            let _ = self.remove_container(&id, true, false).await;
+        }
+    }
+
+    /// Whether the listed container is a probe of envctl's: it carries [`PROBE_LABEL`], on
+    /// no profile's container, with a value its image does not give it (each probe's value
+    /// is its own, [`probe_value`]; an image built with the label, or committed from a
+    /// probe, gives its containers only the image's). An image that cannot be read proves
+    /// nothing: not a probe.
+    pub(crate) async fn is_probe(&self, container: &super::list::Listed) -> bool {
+        let Some(value) = container.labels.get(PROBE_LABEL) else {
+            return false;
+        };
+        if container.labels.contains_key(crate::spec::PROFILE_LABEL) {
+            return false;
+        }
+        match self.image_labels(&container.image_id).await {
+            Ok(Some(image)) => image.get(PROBE_LABEL) != Some(value),
+            // The image is gone: nothing could have given the label but the create.
+            Ok(None) => true,
+            Err(_) => false,
+        }
     }
 
     async fn run_probe(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
@@ -254,9 +307,62 @@ impl Engine {
     }
 }
 
+/// This probe's value of [`PROBE_LABEL`]: the process id and 64 random bits, so that no
+/// image can carry it before the probe is made ([`Engine::is_probe`]).
+fn probe_value() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the operating system's randomness.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{}-{random:016x}", std::process::id())
+}
+
+/// The probes among `probes` (id, creation time in Unix seconds, as the daemon lists them)
+/// created more than [`SWEEP_AFTER`] before `own`, this run's probe, whose creation time is
+/// the daemon's "now". Nothing when `own` is not among them (no clock to judge by).
+fn left_behind(probes: &[(String, i64)], own: &str) -> Vec<String> {
+    let Some(now) = probes
+        .iter()
+        .find(|(id, _)| id == own)
+        .map(|(_, created)| *created)
+    else {
+        return Vec::new();
+    };
+    let bound = i64::try_from(SWEEP_AFTER.as_secs()).unwrap_or(i64::MAX);
+    probes
+        .iter()
+        .filter(|(id, created)| id != own && now.saturating_sub(*created) > bound)
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_probes_older_than_the_sweep_bound_by_the_daemons_clock_are_left_behind() {
+        let probes = |list: &[(&str, i64)]| -> Vec<(String, i64)> {
+            list.iter()
+                .map(|(id, created)| (id.to_string(), *created))
+                .collect()
+        };
+        let after = i64::try_from(SWEEP_AFTER.as_secs()).unwrap();
+        let now = 1_800_000_000;
+        let listed = probes(&[
+            ("old", now - after - 1),
+            ("at-the-bound", now - after),
+            ("young", now - 2),
+            ("own", now),
+            // Created after this run's own: another client's, in use.
+            ("future", now + 60),
+        ]);
+        assert_eq!(left_behind(&listed, "own"), ["old"]);
+        // Without this run's own probe in the list there is no "now" to judge by.
+        assert!(left_behind(&listed, "missing").is_empty());
+        assert!(SWEEP_AFTER > PROBE_DEADLINE);
+    }
 
     #[test]
     fn an_image_that_cannot_run_nvidia_smi_is_told_to_keep_a_cuda_image() {

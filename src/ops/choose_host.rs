@@ -5,7 +5,8 @@
 //! Every host is asked at once (`ops::hosts::each`) for what `doctor` would say of the
 //! profile there: the daemon and its GPUs (`ops::doctor::gather_with` and the occupancy),
 //! the checks of the profile on that host (driver, CUDA, GPU, image), and the policies in
-//! force there (the daemon's pushed one and this machine's file). [`judge`] is pure: a host
+//! force there (the daemon's pushed one and this machine's file), each judging the user as
+//! that host's transport proves them (`ops::hosts::user_on`). [`judge`] is pure: a host
 //! fits when it answers, no check of the profile fails, no policy refuses, and it has the
 //! GPUs free; among those it prefers the image already present, then the most free GPUs,
 //! then the team file's order. The `up` that follows takes the daemon's placement lock as
@@ -158,9 +159,16 @@ pub async fn choose(
         crate::ops::matrix::load_matrix(None, context.environment.config_home().as_deref())?;
     let answers = {
         let matrix = &matrix;
-        crate::ops::hosts::each(&hosts, crate::engine::PING_TIMEOUT, |engine| async move {
-            offer(engine, resolved, matrix, force, context).await
-        })
+        crate::ops::hosts::each_with_host(
+            &hosts,
+            crate::engine::PING_TIMEOUT,
+            |engine, host| async move {
+                // The user as this host's transport proves them, whose GPUs there its
+                // per-user limit counts (`up` on it will count the same).
+                let user = crate::ops::hosts::user_on(host, &context.user).await;
+                offer(engine, resolved, matrix, force, &user, context).await
+            },
+        )
         .await
     };
     let offers: Vec<(String, String, Offer)> = answers
@@ -186,12 +194,13 @@ pub async fn choose(
 }
 
 /// What the host behind `engine` offers: doctor's facts and verdicts for the profile there,
-/// with the policies in force there.
+/// with the policies in force there, judged for `user` as that host knows them.
 async fn offer(
     engine: crate::engine::Engine,
     resolved: &ResolvedProfile,
     matrix: &crate::compat::Matrix,
     force: bool,
+    user: &crate::facts::user::User,
     context: &Context,
 ) -> Result<Offer, Error> {
     let profiles = std::slice::from_ref(resolved);
@@ -203,7 +212,7 @@ async fn offer(
     }
     let policies = crate::ops::policy::all_in_force(context, Some(&engine)).await?;
     let report = crate::ops::doctor::judge(&facts, profiles, matrix)
-        .with_policy_verdicts(&policies, profiles, &facts, context);
+        .with_policy_verdicts_as(&policies, profiles, &facts, user, context);
     let failed: Vec<String> = report
         .profiles
         .iter()

@@ -131,10 +131,23 @@ impl DoctorReport {
     /// file:line as `up`'s refusal, a `profile.policy` failure each), counting what the
     /// user holds already where the engine's GPU holders were read.
     pub fn with_policy_verdicts(
+        self,
+        policies: &[crate::policy::Policy],
+        profiles: &[ResolvedProfile],
+        facts: &Facts,
+        context: &Context,
+    ) -> DoctorReport {
+        self.with_policy_verdicts_as(policies, profiles, facts, context.me(), context)
+    }
+
+    /// [`DoctorReport::with_policy_verdicts`] for `user` as one host of several knows them
+    /// (`ops::hosts::user_on`: `up --hosts` counts each host's GPUs of that identity).
+    pub fn with_policy_verdicts_as(
         mut self,
         policies: &[crate::policy::Policy],
         profiles: &[ResolvedProfile],
         facts: &Facts,
+        user: &crate::facts::user::User,
         context: &Context,
     ) -> DoctorReport {
         if policies.is_empty() {
@@ -163,7 +176,7 @@ impl DoctorReport {
             let name = crate::spec::container_name(&resolved.profile.name);
             let gate = crate::ops::policy::PolicyGate {
                 policies,
-                user: context.me(),
+                user,
                 container: Some(&name),
             };
             let counted = holders.filter(|_| gate.counts_holders(&body));

@@ -205,6 +205,20 @@ where
     F: Fn(Engine) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
+    each_with_host(hosts, timeout, |engine, _| ask(engine)).await
+}
+
+/// [`each`], `ask` told which host it asks (for what depends on the host's transport: who
+/// the user is there, [`user_on`]).
+pub async fn each_with_host<'h, T, F, Fut>(
+    hosts: &'h [Host],
+    timeout: std::time::Duration,
+    ask: F,
+) -> Vec<Answer<T>>
+where
+    F: Fn(Engine, &'h Host) -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
     use futures_util::StreamExt as _;
     let ask = &ask;
     futures_util::stream::iter(hosts.iter().map(|host| async move {
@@ -218,7 +232,7 @@ where
             engine
                 .identify_by_ping(crate::engine::PING_TIMEOUT.min(timeout))
                 .await?;
-            ask(engine).await
+            ask(engine, host).await
         }
         .await;
         Answer {
@@ -229,6 +243,26 @@ where
     .buffered(HOSTS_AT_ONCE)
     .collect()
     .await
+}
+
+/// Who `user` is to `host`'s daemon: the identity its transport proves, as
+/// [`Context::me`] learns it for the one chosen daemon (`context::identified`), so that
+/// "yours" over several daemons is what it is on each alone. Learnt on the blocking pool:
+/// for an ssh host it runs `ssh -G`, which an ssh_config's `Match exec` may make slow, and
+/// the other hosts are asked meanwhile.
+pub async fn user_on(host: &Host, user: &crate::facts::user::User) -> crate::facts::user::User {
+    let choice = host.choice.clone().map_err(|error| error.to_string());
+    let asked = user.clone();
+    match tokio::task::spawn_blocking(move || crate::context::identified(&asked, choice)).await {
+        Ok(identified) => identified,
+        Err(error) => crate::facts::user::User {
+            identity: Some(crate::context::unproven(
+                user,
+                format!("the identity on {} could not be learnt: {error}", host.name),
+            )),
+            ..user.clone()
+        },
+    }
 }
 
 /// What one host says of itself for `doctor --hosts`: the daemon's facts, each profile's

@@ -76,21 +76,7 @@ impl Context {
         &self,
         choice: Result<crate::host::docker_config::DaemonChoice, String>,
     ) -> crate::facts::user::User {
-        let identity = choice.and_then(|choice| {
-            crate::engine::identity::of_choice(&choice, &self.user, crate::host::hostname())
-                .map_err(|error| error.to_string())
-        });
-        let identity = identity.unwrap_or_else(|why| crate::facts::user::Identity::Unproven {
-            claimed: match self.user.uid {
-                Some(uid) => format!("uid:{uid}"),
-                None => format!("user:{}", self.user.name),
-            },
-            why,
-        });
-        crate::facts::user::User {
-            identity: Some(identity),
-            ..self.user.clone()
-        }
+        crate::context::identified(&self.user, choice)
     }
 
     /// A connection to the daemon, checked with a ping so an unreachable daemon is named

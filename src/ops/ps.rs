@@ -2,7 +2,8 @@
 //! everyone's), each with its profile's drift (the profile on disk against the
 //! container's config hash), where it came from, and its GPUs by this host's index where
 //! NVML names them here; with `--hosts`, the same of each daemon, asked at once
-//! (`ops::hosts`). `commands::ps` renders them.
+//! (`ops::hosts`), the user's own on each being those of the identity that daemon's
+//! transport proves (`ops::hosts::user_on`). `commands::ps` renders them.
 
 use serde::Serialize;
 
@@ -111,18 +112,27 @@ pub async fn rows_on_hosts(
     context: &Context,
 ) -> Result<Vec<HostRows>, Error> {
     let hosts = crate::ops::hosts::named(context, names)?;
-    let answers = crate::ops::hosts::each(&hosts, super::REQUEST_TIMEOUT, |engine| async move {
-        let (rows, host) = tokio::join!(
-            // Over several daemons at once, by the uid (`spec::ownership::belonging` without
-            // an identity): learning each transport's identity would cost an `ssh -G` per
-            // host before the fan-out.
-            rows_of(&engine, all, all_users, &context.user, context),
-            engine.daemon_host()
-        );
-        let mut rows = rows?;
-        by_index(&mut rows, &engine, host.ok(), context).await;
-        Ok::<_, Error>(rows)
-    })
+    let answers = crate::ops::hosts::each_with_host(
+        &hosts,
+        super::REQUEST_TIMEOUT,
+        |engine, host| async move {
+            // "Yours" on each daemon is who its transport proves the user to be there, as
+            // `ps -H` of that daemon alone judges it (`spec::ownership::belonging`); with
+            // `--all-users` nobody's rows are left out and no identity is needed.
+            let owner = if all_users {
+                context.user.clone()
+            } else {
+                crate::ops::hosts::user_on(host, &context.user).await
+            };
+            let (rows, daemon_host) = tokio::join!(
+                rows_of(&engine, all, all_users, &owner, context),
+                engine.daemon_host()
+            );
+            let mut rows = rows?;
+            by_index(&mut rows, &engine, daemon_host.ok(), context).await;
+            Ok::<_, Error>(rows)
+        },
+    )
     .await;
     Ok(answers
         .into_iter()

@@ -1,6 +1,7 @@
 //! A server's facts from any client (issue 38, item 1): daemons of the tests' own
 //! (`support::server`), each in a network and UTS namespace of its own, whose stand-in
-//! NVIDIA hook gives containers an `nvidia-smi` answering from the server's fixture.
+//! NVIDIA hook gives containers an `nvidia-smi` answering from the server's fixture. The
+//! probe containers a killed envctl leaves are swept by the next probe.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -491,4 +492,93 @@ fn doctor_hosts_marks_two_servers_with_different_drivers() {
     );
     assert_eq!(fact("CUDA (driver)")["differs"], true, "{run}");
     assert_eq!(fact("NVIDIA driver branch")["incomplete"], false, "{run}");
+}
+
+/// Probe containers an envctl killed mid-probe left behind (never started, exited, still
+/// running) are removed by the next probe of the daemon once older than the sweep bound;
+/// a container without the label, and one whose label only its image gives, stay.
+#[test]
+fn a_probe_left_by_a_killed_envctl_is_swept_by_the_next_probe() {
+    let test = "a_probe_left_by_a_killed_envctl_is_swept_by_the_next_probe";
+    let fixture = Fixture::gpus(
+        "abababab",
+        2,
+        "NVIDIA H100 80GB HBM3",
+        "9.0",
+        "535.161.08",
+        "12.2",
+    );
+    let Some(server) = Server::start(test, "gpu-sweep", Some(&fixture)) else {
+        return;
+    };
+    let image = server.load_test_image();
+    let probe = "envctl.probe=1";
+    let never_started = server
+        .docker_ok(&["create", "--label", probe, &image, "true"])
+        .trim()
+        .to_string();
+    let exited = unique_name("exited-probe");
+    server.docker_ok(&["run", "--name", &exited, "--label", probe, &image, "true"]);
+    let running = unique_name("running-probe");
+    server.docker_ok(&[
+        "run", "-d", "--name", &running, "--label", probe, &image, "sleep", "600",
+    ]);
+    let unlabelled = unique_name("not-a-probe");
+    server.docker_ok(&[
+        "create",
+        "--name",
+        &unlabelled,
+        "--label",
+        TEST_LABEL,
+        &image,
+        "true",
+    ]);
+    // An image that gives its containers the label: no proof that envctl made them.
+    let labelling_image = format!("envctl-test/{}:1", unique_name("probe-label"));
+    server.docker_ok(&[
+        "commit",
+        "--change",
+        &format!("LABEL {probe}"),
+        &unlabelled,
+        &labelling_image,
+    ]);
+    let inherited = unique_name("inherited-label");
+    server.docker_ok(&[
+        "create",
+        "--name",
+        &inherited,
+        "--label",
+        TEST_LABEL,
+        &labelling_image,
+        "true",
+    ]);
+    // Older than the sweep bound (`engine::probe::SWEEP_AFTER`, 30 s) by the daemon's clock.
+    std::thread::sleep(Duration::from_secs(32));
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("sweep");
+    gpu_profile(folder.path(), &profile, &image, 1);
+    let doctor = envctl_on(folder.path(), &server, &["doctor", &profile]);
+    assert!(
+        doctor.stdout.contains("as seen by a probe container"),
+        "{doctor}"
+    );
+    let left: Vec<String> = server
+        .docker_ok(&["ps", "-a", "--no-trunc", "--format", "{{.ID}} {{.Names}}"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for gone in [never_started.as_str(), exited.as_str(), running.as_str()] {
+        assert!(
+            !left
+                .iter()
+                .any(|line| line.split(' ').any(|word| word == gone)),
+            "{gone} is still there: {left:?}\n{doctor}"
+        );
+    }
+    for kept in [&unlabelled, &inherited] {
+        assert!(
+            left.iter().any(|line| line.ends_with(&format!(" {kept}"))),
+            "{kept} was removed: {left:?}\n{doctor}"
+        );
+    }
 }

@@ -21,8 +21,19 @@ use crate::ops::hosts::{Answer, Host};
 pub struct Choice {
     /// envctl's containers only (not `--all`).
     pub only_envctl: bool,
-    /// The user's own only (not `--all-users`, not `--all`).
+    /// The user's own only (not `--all-users`, not `--all`): on each host, those of the
+    /// identity its transport proves ([`owner_on`]).
     pub owner: Option<crate::facts::user::User>,
+}
+
+/// Whose containers `host` shows: [`Choice::owner`] with the identity `host`'s transport
+/// proves (`ops::hosts::user_on`), as `stats` of that daemon alone judges "yours"; `None`
+/// for everyone's.
+pub async fn owner_on(host: &Host, choice: &Choice) -> Option<crate::facts::user::User> {
+    match &choice.owner {
+        Some(user) => Some(crate::ops::hosts::user_on(host, user).await),
+        None => None,
+    }
 }
 
 /// One snapshot of every host in `hosts`, in their order, each with whether its daemon
@@ -41,17 +52,13 @@ pub async fn snapshot_hosts(
 ) -> Vec<Answer<(Snapshot, bool)>> {
     let elsewhere = Gpus::Elsewhere;
     let elsewhere = &elsewhere;
-    crate::ops::hosts::each(hosts, timeout, |engine| async move {
+    crate::ops::hosts::each_with_host(hosts, timeout, |engine, host| async move {
         let here = engine.on_this_host().await;
         let gpus = if here { local_gpus } else { elsewhere };
+        let owner = owner_on(host, choice).await;
         let selection = Selection {
-            targets: sampler::list_targets(
-                &engine,
-                choice.only_envctl,
-                None,
-                choice.owner.as_ref(),
-            )
-            .await?,
+            targets: sampler::list_targets(&engine, choice.only_envctl, None, owner.as_ref())
+                .await?,
             fixed: None,
             failures: Vec::new(),
         };

@@ -235,6 +235,12 @@ async fn watch_host(
     let mut stop = std::pin::pin!(stop);
     let mut delay = RECONNECT_FIRST;
     let elsewhere = Gpus::Elsewhere;
+    // "Yours" on this host: who its transport proves the user to be (learnt once).
+    let owner = tokio::select! {
+        owner = super::hosts::owner_on(host, &options.choice) => owner,
+        () = &mut stop => return,
+    };
+    let owner = &owner;
     loop {
         let connected = async {
             // A closed semaphore cannot happen (it is never closed); going on unbounded
@@ -253,7 +259,7 @@ async fn watch_host(
                             &engine,
                             options.choice.only_envctl,
                             None,
-                            options.choice.owner.as_ref(),
+                            owner.as_ref(),
                         )
                         .await?,
                         fixed: None,
@@ -295,7 +301,7 @@ async fn watch_host(
                     interval: options.interval,
                     count: None,
                     all: !options.choice.only_envctl,
-                    owner: options.choice.owner.clone(),
+                    owner: owner.clone(),
                     source: options.source,
                     hostname: None,
                     clock: options.clock,
