@@ -175,6 +175,7 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
     if !arguments.once {
         return runtime()?.block_on(run_team(&hosts, choice, source, arguments, context));
     }
+    let fatal_xids = crate::ops::placement::fatal_xids_in_force(None, context)?;
     let answers = runtime()?.block_on(async {
         // This machine's NVML, once, for the hosts whose daemon runs on it (known only
         // once each answers).
@@ -184,6 +185,7 @@ fn run_hosts(arguments: &StatsArgs, context: &Context) -> Result<ExitStatus, Err
                 context.environment.gpu_lock_path(),
                 context.environment.clock(),
             )),
+            fatal_xids,
         )
         .await;
         stats_hosts::snapshot_hosts(
@@ -223,6 +225,7 @@ async fn run_team(
             context.environment.gpu_lock_path(),
             context.environment.clock(),
         )),
+        crate::ops::placement::fatal_xids_in_force(None, context)?,
     )
     .await;
     let mut stops = Stops::listen();

@@ -353,76 +353,122 @@ fn health_prometheus_shows_each_gpus_state_and_counters() {
     }
 }
 
+/// `envctl stats --interval 0.5 --serve` over the stand-in NVML with the faulty fixture,
+/// whose Xid events the test appends (`ENVCTL_NVML_STUB_EVENTS`), under the host policy
+/// `policy` (none: NVIDIA's fatal list). Stopped when dropped.
+struct ServedStats {
+    child: std::process::Child,
+    address: String,
+    events: std::path::PathBuf,
+}
+
+impl ServedStats {
+    fn start(directory: &Path, policy: Option<&str>) -> ServedStats {
+        use std::io::BufRead;
+        let events = directory.join("xid-events");
+        std::fs::write(&events, "").unwrap();
+        let mut command = crate::support::cli::envctl_command();
+        crate::support::cli::hermetic(&mut command, directory);
+        if let Some(policy) = policy {
+            let path = directory.join("policy.toml");
+            std::fs::write(&path, policy).unwrap();
+            command.env("ENVCTL_POLICY", path);
+        }
+        let mut child = command
+            .env("ENVCTL_NVML_LIBRARY", stub_library())
+            .env(
+                "ENVCTL_NVML_STUB_FIXTURE",
+                fixture("gpu-health-faults.conf"),
+            )
+            .env("ENVCTL_NVML_STUB_EVENTS", &events)
+            // The watcher records a fatal Xid beside the placement lock: in this test's
+            // folder, never the host's `/run/lock`, where it would keep a GPU out of
+            // others' `up`s.
+            .env("ENVCTL_GPU_LOCK", directory.join("gpus.lock"))
+            .args(["stats", "--interval", "0.5", "--serve", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let Some(address) = line
+            .trim()
+            .strip_prefix("serving Prometheus metrics at http://")
+            .and_then(|rest| rest.strip_suffix("/metrics"))
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("first line: {line}");
+        };
+        ServedStats {
+            address: address.to_string(),
+            child,
+            events,
+        }
+    }
+
+    /// Polls the exposition until `found` holds, or 10 s pass; the body and the wait.
+    fn wait_for(&self, found: &dyn Fn(&str) -> bool) -> (String, std::time::Duration) {
+        let started = std::time::Instant::now();
+        loop {
+            let body = http_get(&self.address, "/metrics");
+            if found(&body) || started.elapsed() > std::time::Duration::from_secs(10) {
+                return (body, started.elapsed());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Sends the stand-in's next event: `GPU:XID`.
+    fn inject(&self, event: &str) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.events)
+            .unwrap();
+        writeln!(file, "{event}").unwrap();
+    }
+}
+
+impl Drop for ServedStats {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// GPU 0's line of `metric` in the exposition `body`.
+fn gpu0(body: &str, metric: &str) -> Option<String> {
+    body.lines()
+        .find(|line| line.starts_with(metric) && line.contains("gpu=\"0\""))
+        .map(str::to_string)
+}
+
+/// Whether GPU 0's `envctl_gpu_health` line says `state`.
+fn gpu0_is(body: &str, state: &str) -> bool {
+    gpu0(body, "envctl_gpu_health{")
+        .is_some_and(|line| line.contains(&format!("state=\"{state}\"")))
+}
+
 /// Fault injection through NVML's event set: an application Xid (43) arriving mid-run is
 /// counted but does not mark the GPU; a fatal one (79) marks it fatal in the Prometheus
 /// exposition and as a diagnosis within 2 s (the bound; dcgm-exporter's default
 /// interval is 30 s). The measured delay is printed.
 #[test]
 fn health_an_xid_mid_run_is_counted_and_only_a_fatal_one_marks_the_gpu() {
-    use std::io::{BufRead, Write};
-    use std::time::{Duration, Instant};
+    use std::io::Write;
+    use std::time::Duration;
     let directory = tempfile::tempdir().unwrap();
-    let events = directory.path().join("xid-events");
-    std::fs::write(&events, "").unwrap();
-    let mut command = crate::support::cli::envctl_command();
-    crate::support::cli::hermetic(&mut command, directory.path());
-    let mut child = command
-        .env("ENVCTL_NVML_LIBRARY", stub_library())
-        .env(
-            "ENVCTL_NVML_STUB_FIXTURE",
-            fixture("gpu-health-faults.conf"),
-        )
-        .env("ENVCTL_NVML_STUB_EVENTS", &events)
-        // The watcher records the fatal Xid beside the placement lock: in this test's
-        // folder, never the host's `/run/lock`, where it would keep a GPU out of others' `up`s.
-        .env("ENVCTL_GPU_LOCK", directory.path().join("gpus.lock"))
-        .args(["stats", "--interval", "0.5", "--serve", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("serving Prometheus metrics at http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("first line: {line}"))
-        .to_string();
-    let gpu0 = |body: &str, prefix: &str| -> Option<String> {
-        body.lines()
-            .find(|line| line.starts_with(prefix) && line.contains("gpu=\"0\""))
-            .map(str::to_string)
-    };
-    // Polls the exposition until `found` holds, or 10 s pass; the body and the wait.
-    let wait_for = |found: &dyn Fn(&str) -> bool| -> (String, Duration) {
-        let started = Instant::now();
-        loop {
-            let body = http_get(&address, "/metrics");
-            if found(&body) || started.elapsed() > Duration::from_secs(10) {
-                return (body, started.elapsed());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
-    let append = |line: &str| {
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&events)
-            .unwrap();
-        writeln!(file, "{line}").unwrap();
-    };
-    let (body, _) = wait_for(&|body| gpu0(body, "envctl_gpu_health{").is_some());
-    assert!(
-        gpu0(&body, "envctl_gpu_health{")
-            .unwrap()
-            .contains("state=\"ok\""),
-        "{body}"
-    );
+    let stats = ServedStats::start(directory.path(), None);
+    let (body, _) = stats.wait_for(&|body| gpu0(body, "envctl_gpu_health{").is_some());
+    assert!(gpu0_is(&body, "ok"), "{body}");
 
-    append("0:43");
-    let (body, _) = wait_for(&|body| {
+    stats.inject("0:43");
+    let (body, _) = stats.wait_for(&|body| {
         body.lines().any(|line| {
             line.starts_with("envctl_gpu_xid_errors_total{gpu=\"0\"") && line.contains("xid=\"43\"")
         })
@@ -436,26 +482,14 @@ fn health_an_xid_mid_run_is_counted_and_only_a_fatal_one_marks_the_gpu() {
         "{body}"
     );
     assert!(
-        gpu0(&body, "envctl_gpu_health{")
-            .unwrap()
-            .contains("state=\"ok\""),
+        gpu0_is(&body, "ok"),
         "an application Xid does not mark the GPU: {body}"
     );
 
-    append("0:79");
-    let (body, delay) = wait_for(&|body| {
-        gpu0(body, "envctl_gpu_health{").is_some_and(|line| line.contains("state=\"fatal\""))
-    });
-    let _ = std::process::Command::new("kill")
-        .arg(child.id().to_string())
-        .status();
-    let _ = child.wait();
-    assert!(
-        gpu0(&body, "envctl_gpu_health{")
-            .unwrap()
-            .contains("state=\"fatal\""),
-        "{body}"
-    );
+    stats.inject("0:79");
+    let (body, delay) = stats.wait_for(&|body| gpu0_is(body, "fatal"));
+    drop(stats);
+    assert!(gpu0_is(&body, "fatal"), "{body}");
     assert!(
         body.contains("envctl_diagnosis{id=\"gpu-unhealthy\",subject=\"gpu 0\""),
         "{body}"
@@ -466,4 +500,46 @@ fn health_an_xid_mid_run_is_counted_and_only_a_fatal_one_marks_the_gpu() {
         delay.as_millis()
     );
     assert!(delay < Duration::from_secs(2), "took {delay:?}");
+}
+
+/// The dashboard and the metrics judge Xids by the host policy's `gpus.fatal_xids`, as
+/// placement does: a site that counts Xid 43 (NVIDIA: an application's fault) as fatal
+/// sees the GPU fatal, with its diagnosis; an Xid NVIDIA calls fatal that the policy
+/// leaves out (79) no longer marks one.
+#[test]
+fn health_the_policys_fatal_xids_judge_the_served_metrics() {
+    let directory = tempfile::tempdir().unwrap();
+    let stats = ServedStats::start(directory.path(), Some("[gpus]\nfatal_xids = [43]\n"));
+    let (body, _) = stats.wait_for(&|body| gpu0(body, "envctl_gpu_health{").is_some());
+    assert!(gpu0_is(&body, "ok"), "{body}");
+
+    stats.inject("0:79");
+    let (body, _) = stats.wait_for(&|body| {
+        body.lines().any(|line| {
+            line.starts_with("envctl_gpu_xid_errors_total{gpu=\"0\"") && line.contains("xid=\"79\"")
+        })
+    });
+    assert!(
+        body.lines().any(
+            |line| line.starts_with("envctl_gpu_xid_errors_total{gpu=\"0\"")
+                && line.contains("xid=\"79\"")
+                && line.ends_with(" 1")
+        ),
+        "{body}"
+    );
+    assert!(
+        gpu0_is(&body, "ok"),
+        "Xid 79 is not fatal under this policy: {body}"
+    );
+
+    stats.inject("0:43");
+    let (body, _) = stats.wait_for(&|body| gpu0_is(body, "fatal"));
+    assert!(
+        gpu0_is(&body, "fatal"),
+        "Xid 43 is fatal by the policy: {body}"
+    );
+    assert!(
+        body.contains("envctl_diagnosis{id=\"gpu-unhealthy\",subject=\"gpu 0\""),
+        "{body}"
+    );
 }

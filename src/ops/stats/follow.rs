@@ -214,6 +214,7 @@ pub async fn follow<S>(
             readings.as_ref(),
             &owners,
             failures,
+            gpus.fatal_xids(),
         );
         let time = snapshot.time;
         snapshot.ended = ended

@@ -75,6 +75,7 @@ pub async fn prepare(
             context.environment.gpu_lock_path(),
             context.environment.clock(),
         )),
+        crate::ops::placement::fatal_xids_in_force(None, context)?,
     );
     let (selection, here) = tokio::join!(
         select(&engine, targets, only_envctl, owner.as_ref(), context),

@@ -52,7 +52,9 @@ pub enum CounterSource {
 
 /// NVML opened, or why not; or not this machine's to read.
 pub enum Gpus {
-    Open(Arc<GpuSampler>),
+    /// NVML, and the Xids that mark a GPU failed on this host (the policy's, read once
+    /// when `stats` starts: `ops::placement::fatal_xids_in_force`).
+    Open(Arc<GpuSampler>, Arc<[u32]>),
     Unavailable(GpuUnavailable),
     /// The daemon is on another machine (`stats --hosts`): its GPUs are not in this
     /// machine's NVML, so none are read and its containers' GPU memory stays unknown,
@@ -66,17 +68,19 @@ impl Gpus {
     ///
     /// `health`: the GPU placement lock of this host, beside which each Xid the watcher
     /// sees is recorded for every `up` (`host::gpu_health`, issue 43), and the clock that
-    /// dates them.
+    /// dates them. `fatal_xids`: the Xids that mark a GPU failed, as placement judges them
+    /// (`ops::placement::fatal_xids_in_force`), so the view and the metrics agree with `up`.
     pub fn open(
         library: Option<PathBuf>,
         health: Option<(PathBuf, crate::context::Clock)>,
+        fatal_xids: Vec<u32>,
     ) -> impl Future<Output = Gpus> {
         let recorder = health.map(|(lock, clock)| xid_recorder(lock, clock));
         let opening =
             tokio::task::spawn_blocking(move || GpuSampler::open(library.as_deref(), recorder));
         async move {
             match opening.await {
-                Ok(Ok(sampler)) => Gpus::Open(Arc::new(sampler)),
+                Ok(Ok(sampler)) => Gpus::Open(Arc::new(sampler), fatal_xids.into()),
                 Ok(Err(unavailable)) => Gpus::Unavailable(unavailable),
                 Err(error) => Gpus::Unavailable(GpuUnavailable {
                     library: String::new(),
@@ -88,11 +92,20 @@ impl Gpus {
         }
     }
 
+    /// The Xids that mark a GPU failed in its readings. None where no GPU is read here
+    /// (NVML unavailable, another machine's daemon): there is then nothing to judge.
+    pub fn fatal_xids(&self) -> &[u32] {
+        match self {
+            Gpus::Open(_, fatal_xids) => fatal_xids,
+            Gpus::Unavailable(_) | Gpus::Elsewhere => &[],
+        }
+    }
+
     /// One reading of every GPU (on a blocking thread), or the failure that says why there
     /// are none.
     pub async fn read(&self) -> (Option<GpuReadings>, Option<Failure>) {
         match self {
-            Gpus::Open(sampler) => {
+            Gpus::Open(sampler, _) => {
                 let sampler = Arc::clone(sampler);
                 match tokio::task::spawn_blocking(move || sampler.sample()).await {
                     Ok(readings) => {
@@ -378,7 +391,14 @@ async fn once(
     let known: BTreeSet<String> = targets.iter().map(|target| target.id.clone()).collect();
     let (owners, owner_failures) = process_owners(gpu_readings.as_ref(), &known);
     failures.extend(owner_failures);
-    assemble(now(clock), inputs, gpu_readings.as_ref(), &owners, failures)
+    assemble(
+        now(clock),
+        inputs,
+        gpu_readings.as_ref(),
+        &owners,
+        failures,
+        gpus.fatal_xids(),
+    )
 }
 
 /// Two one-shot readings through the API for the containers at `positions`: CPU % over

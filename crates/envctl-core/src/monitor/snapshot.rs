@@ -183,10 +183,11 @@ pub struct GpuHealthRow {
 }
 
 impl GpuHealthRow {
-    /// The health row of one sample, judged with NVIDIA's fatal Xid list over the Xids seen
-    /// since `stats` started (a fatal one keeps the GPU fatal until envctl restarts); none when NVML answered no health query and the GPU is not lost, so an
-    /// unread GPU is never reported healthy.
-    pub fn of(sample: &GpuSample) -> Option<GpuHealthRow> {
+    /// The health row of one sample, judged with `fatal_xids` (the list in force: the host
+    /// policy's `gpus.fatal_xids`, else NVIDIA's) over the Xids seen since `stats` started
+    /// (a fatal one keeps the GPU fatal until envctl restarts); none when NVML answered no
+    /// health query and the GPU is not lost, so an unread GPU is never reported healthy.
+    pub fn of(sample: &GpuSample, fatal_xids: &[u32]) -> Option<GpuHealthRow> {
         let health = &sample.health;
         let lost = sample
             .failures
@@ -210,13 +211,8 @@ impl GpuHealthRow {
             .iter()
             .filter_map(|count| u32::try_from(count.xid).ok())
             .collect();
-        let verdict = crate::checks::health::classify_health(
-            sample.index,
-            health,
-            lost,
-            &xids,
-            &crate::checks::health::DEFAULT_FATAL_XIDS,
-        );
+        let verdict =
+            crate::checks::health::classify_health(sample.index, health, lost, &xids, fatal_xids);
         let row = GpuHealthRow {
             state: verdict.state,
             reasons: verdict.reasons,
@@ -266,13 +262,15 @@ pub struct ContainerInput {
 }
 
 /// Puts a moment together. `process_containers` maps GPU process PIDs to full container
-/// ids (from their cgroups); `gpus` is none when NVML is not available.
+/// ids (from their cgroups); `gpus` is none when NVML is not available; `fatal_xids` are
+/// the Xids that mark a GPU failed (`ops::placement::fatal_xids_in_force`, issue 43).
 pub fn assemble(
     time: f64,
     containers: Vec<ContainerInput>,
     gpus: Option<&GpuReadings>,
     process_containers: &BTreeMap<u32, String>,
     failures: Vec<Failure>,
+    fatal_xids: &[u32],
 ) -> Snapshot {
     let names: BTreeMap<&str, &str> = containers
         .iter()
@@ -320,7 +318,7 @@ pub fn assemble(
                         .filter(|failure| !crate::facts::gpu_sample::is_not_supported(failure))
                         .cloned()
                         .collect(),
-                    health: GpuHealthRow::of(sample),
+                    health: GpuHealthRow::of(sample, fatal_xids),
                 })
                 .collect()
         })
@@ -482,6 +480,7 @@ mod tests {
             Some(&readings),
             &owners,
             Vec::new(),
+            &crate::checks::health::DEFAULT_FATAL_XIDS,
         );
         let rows = &snapshot.containers;
         assert_eq!(rows[0].gpu_memory_bytes, Some(110));
@@ -508,6 +507,7 @@ mod tests {
             None,
             &BTreeMap::new(),
             Vec::new(),
+            &crate::checks::health::DEFAULT_FATAL_XIDS,
         );
         assert_eq!(snapshot.containers[0].gpu_memory_bytes, None);
         assert!(snapshot.gpus.is_empty());
@@ -573,6 +573,7 @@ mod tests {
             Some(&readings),
             &owners,
             Vec::new(),
+            &crate::checks::health::DEFAULT_FATAL_XIDS,
         );
         let memory: Vec<Option<u64>> = snapshot
             .containers
@@ -613,6 +614,7 @@ mod tests {
                 Some(&readings),
                 &BTreeMap::new(),
                 Vec::new(),
+                &crate::checks::health::DEFAULT_FATAL_XIDS,
             );
             assert_eq!(snapshot.containers[0].gpu_memory_bytes, None, "{function}");
         }
@@ -631,6 +633,7 @@ mod tests {
             Some(&readings),
             &BTreeMap::new(),
             Vec::new(),
+            &crate::checks::health::DEFAULT_FATAL_XIDS,
         );
         assert_eq!(snapshot.containers[0].gpu_memory_bytes, Some(0));
     }
@@ -662,6 +665,7 @@ mod tests {
             Some(&readings),
             &owners,
             Vec::new(),
+            &crate::checks::health::DEFAULT_FATAL_XIDS,
         );
         assert_eq!(snapshot.containers[0].gpu_memory_bytes, None);
         assert_eq!(snapshot.containers[0].gpus, vec![0, 1]);
