@@ -947,7 +947,13 @@ fn ps_hosts_lists_every_daemon_and_says_why_one_cannot_be() {
     };
     let list = hosts.join(",");
     let started = Instant::now();
-    let json = envctl(folder.path(), &way, &["--json", "ps", "--hosts", &list]);
+    // Every user's containers, as the docker CLI's reference lists them: whose they are on
+    // each host (the identity each transport proves) is `team_identity`'s test.
+    let json = envctl(
+        folder.path(),
+        &way,
+        &["--json", "ps", "--all-users", "--hosts", &list],
+    );
     let took = started.elapsed();
     assert_eq!(json.code, 0, "{json}");
     // The silent host costs its ping deadline (3 s), once: not one host after another.
@@ -1016,7 +1022,11 @@ fn ps_hosts_lists_every_daemon_and_says_why_one_cannot_be() {
     }
     // The table: a HOST column, the container under both names of the second daemon,
     // each unreachable host a row saying why, and its hint on stderr.
-    let table = envctl(folder.path(), &way, &["ps", "--hosts", &list]);
+    let table = envctl(
+        folder.path(),
+        &way,
+        &["ps", "--all-users", "--hosts", &list],
+    );
     assert_eq!(table.code, 0, "{table}");
     let lines: Vec<&str> = table.stdout.lines().collect();
     assert!(lines[0].starts_with("HOST "), "{table}");
@@ -1093,6 +1103,12 @@ fn doctor_hosts_marks_where_the_setups_differ() {
             ("DOCKER_CERT_PATH".into(), CERTIFICATES.into()),
         ],
     };
+    // The GPUs the second daemon's own fixture gives a probe, not a record another test's
+    // stand-in NVML kept there meanwhile (the Slurm tests run envctl on that machine).
+    let _record = crate::support::docker::BuildLock::acquire_at(
+        &crate::support::docker::dockerd2_record_lock(),
+    );
+    engine.docker(["volume", "rm", "envctl-gpus"]);
     let run = envctl(folder.path(), &way, &["--json", "doctor", "--hosts", &list]);
     assert_eq!(run.code, 1, "{run}");
     let report = run.json();

@@ -29,6 +29,10 @@ struct Setup {
     fixture: PathBuf,
     /// By NVML index.
     uuids: Vec<String>,
+    /// While the test runs, its envctl may keep the second daemon's GPU record from this
+    /// stand-in NVML: shared with other Slurm tests, never with a test asserting the
+    /// daemon's own fixture (`support::docker::dockerd2_record_lock`).
+    _record: crate::support::docker::BuildLock,
 }
 
 impl Setup {
@@ -71,6 +75,9 @@ impl Setup {
             folder,
             fixture,
             uuids,
+            _record: crate::support::docker::BuildLock::acquire_shared_at(
+                &crate::support::docker::dockerd2_record_lock(),
+            ),
         }
     }
 

@@ -477,14 +477,33 @@ pub struct BuildLock {
     child: Option<std::process::Child>,
 }
 
+/// The second daemon's GPU record (volume `envctl-gpus` of `.ci/dockerd2.sh`) is one
+/// fact of that machine shared by tests: the Slurm tests' envctl keeps it from their
+/// stand-in NVML while they run (shared holders of this lock), and a test that asserts
+/// what a probe of the daemon's own fixture says takes it alone and removes the record.
+pub fn dockerd2_record_lock() -> std::path::PathBuf {
+    std::env::temp_dir().join("envctl-test-dockerd2-gpu-record.lock")
+}
+
 impl BuildLock {
     fn acquire() -> Self {
         Self::acquire_at(&std::env::temp_dir().join("envctl-test-image.lock"))
     }
 
     pub fn acquire_at(path: &Path) -> Self {
+        Self::acquire_with(path, &[])
+    }
+
+    /// [`BuildLock::acquire_at`] shared (`flock -s`): held by many at once, never beside
+    /// an exclusive holder.
+    pub fn acquire_shared_at(path: &Path) -> Self {
+        Self::acquire_with(path, &["-s"])
+    }
+
+    fn acquire_with(path: &Path, flags: &[&str]) -> Self {
         let mut cmd = Command::new("flock");
-        cmd.arg(path)
+        cmd.args(flags)
+            .arg(path)
             .args(["-c", "echo locked && exec cat >/dev/null"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
