@@ -19,7 +19,7 @@ use crate::ui::Printer;
 
 /// `ENVCTL_NVML_LIBRARY`: the NVML library to load instead of `libnvidia-ml.so.1` (the
 /// tests' stand-in NVML, or a driver installed outside the loader's path).
-pub const NVML_LIBRARY_VARIABLE: &str = "ENVCTL_NVML_LIBRARY";
+pub const NVML_LIBRARY_VARIABLE: &str = crate::gpu::LIBRARY_VARIABLE;
 /// `ENVCTL_PROFILE_PATH`: extra profile folders, `:`-separated, searched after `./envctl/`.
 pub const PROFILE_PATH_VARIABLE: &str = "ENVCTL_PROFILE_PATH";
 /// `ENVCTL_PULL_STALL_SECONDS`: shortens the pull stall timeout (tests, impatient users).

@@ -22,7 +22,7 @@ pub use envctl_core::{
     checks, compat, export, files, lock, monitor, nvcheck, policy, profile, secret, spec, suggest,
     time, units, untrusted,
 };
-pub mod gpu;
+pub use envctl_gpu as gpu;
 pub mod host;
 pub mod interrupt;
 pub mod ops;

@@ -140,6 +140,7 @@ pub const RULES: &[Rule] = &[
         forbidden: &[
             "crate::engine",
             "crate::gpu",
+            "envctl_gpu",
             "crate::host",
             "crate::registry",
             "crate::ops",
@@ -166,6 +167,7 @@ pub const RULES: &[Rule] = &[
             "crate::engine",
             "crate::registry",
             "crate::gpu",
+            "envctl_gpu",
             "crate::host",
         ],
         forbidden_switches: &[],
@@ -532,6 +534,14 @@ pub fn envctl_sources() -> Vec<Source> {
             shown: "crates/envctl-facts/src".into(),
             layer: Some("facts"),
             kept_by_the_compiler: &["core-names-no-adapter", "facts-name-nothing-above"],
+        },
+        // The GPU adapter (re-exported as `envctl::gpu`): all of it the `gpu` layer, so
+        // NVML may be named there and the rules of every other layer refuse its name.
+        Source {
+            root: workspace.join("crates/envctl-gpu/src"),
+            shown: "crates/envctl-gpu/src".into(),
+            layer: Some("gpu"),
+            kept_by_the_compiler: &[],
         },
         // The byte-level half of `compat::fatbin` (re-exported there): judged as `compat`,
         // so the core's rules (no I/O, no terminal) hold in it; it depends on nothing of

@@ -3,7 +3,7 @@
 //! Where `nvml.rs` opens NVML, reads the static facts and closes it, a monitor asks the
 //! same questions every second, so [`GpuSampler`] keeps the library open. Each answer is
 //! its own: a query that fails leaves a `None` and a named [`NvmlFailure`] in the sample,
-//! never a silent gap. The samples themselves are plain data in `crate::facts::gpu_sample`.
+//! never a silent gap. The samples themselves are plain data in `envctl_facts::gpu_sample`.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -14,8 +14,8 @@ use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 
 use super::nvml::failure;
-use crate::facts::gpu::{LoadOutcome, NvmlFailure};
-use crate::facts::gpu_sample::{GpuProcess, GpuReadings, GpuSample, GpuUnavailable, XidCount};
+use envctl_facts::gpu::{LoadOutcome, NvmlFailure};
+use envctl_facts::gpu_sample::{GpuProcess, GpuReadings, GpuSample, GpuUnavailable, XidCount};
 
 /// NVML, open for repeated sampling. Closed on drop.
 pub struct GpuSampler {
@@ -89,7 +89,7 @@ impl XidWatcher {
             })
             .map_err(|_| {
                 NvmlFailure::new(
-                    crate::facts::gpu::FailureKind::Other,
+                    envctl_facts::gpu::FailureKind::Other,
                     "the Xid counts are unknown: the thread watching NVML's events stopped while counting one",
                 )
                 .in_function("nvmlEventSetWait_v2")
@@ -101,7 +101,7 @@ impl XidWatcher {
         let unrecorded = self.unrecorded.lock().ok()?;
         let (_, why) = unrecorded.iter().find(|(gpu, _)| *gpu == index)?;
         Some(NvmlFailure::new(
-            crate::facts::gpu::FailureKind::Other,
+            envctl_facts::gpu::FailureKind::Other,
             format!(
                 "the Xid seen on this GPU was not recorded for `envctl up` (which then may place a job on it): {why}"
             ),

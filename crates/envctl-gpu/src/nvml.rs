@@ -1,5 +1,5 @@
 //! The only file that calls nvml-wrapper: open the library, ask each question once, close
-//! it again, and turn every answer and every error into the plain facts of `crate::facts::gpu`.
+//! it again, and turn every answer and every error into the plain facts of `envctl_facts::gpu`.
 
 use std::ffi::OsStr;
 
@@ -11,11 +11,11 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::FieldValueSample;
 use nvml_wrapper::structs::device::FieldId;
 
-use crate::compat::ComputeCapability;
-use crate::facts::gpu::{
+use envctl_facts::gpu::{
     CudaDriverVersion, EccCounts, Fact, FailureKind, GpuDevice, GpuHealth, GpuMemory, LoadOutcome,
     MigMode, MigSetting, NvmlFacts, NvmlFailure, RemappedRows, RetiredPages,
 };
+use envctl_facts::versions::ComputeCapability;
 
 /// Loads NVML from `library` and reads the driver and every GPU.
 pub(super) fn load_and_query(library: &OsStr) -> LoadOutcome {

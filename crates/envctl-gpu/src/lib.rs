@@ -1,6 +1,6 @@
 //! GPU facts through NVML: the only module that touches the NVIDIA driver, and the only
 //! one that imports nvml-wrapper (in `nvml.rs` and `sample.rs`). It gathers and never judges: every
-//! answer, and every way NVML fails, ends up as plain data in `crate::facts::gpu` ([`GpuFacts`]),
+//! answer, and every way NVML fails, ends up as plain data in `envctl_facts::gpu` ([`GpuFacts`]),
 //! which the checks read and a report can replay from JSON.
 
 mod nvml;
@@ -9,11 +9,12 @@ pub mod sample;
 use std::ffi::OsStr;
 use std::path::Path;
 
-use crate::facts::gpu::GpuFacts;
+use envctl_facts::gpu::GpuFacts;
 
-/// The environment variable naming an NVML library to load instead of the driver's
-/// (read by `crate::context`, like every variable).
-pub use crate::context::NVML_LIBRARY_VARIABLE as LIBRARY_VARIABLE;
+/// The environment variable naming an NVML library to load instead of the driver's. This
+/// crate never reads it: the binary's `Context` does, like every variable, and passes the
+/// path to [`gather`].
+pub const LIBRARY_VARIABLE: &str = "ENVCTL_NVML_LIBRARY";
 
 /// The name the NVIDIA driver installs NVML under, found through the loader's search path.
 ///
@@ -41,7 +42,7 @@ pub fn gather(library: Option<&Path>) -> GpuFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::gpu::LoadOutcome;
+    use envctl_facts::gpu::LoadOutcome;
 
     #[test]
     fn an_absent_library_is_a_named_fact() {
