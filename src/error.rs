@@ -23,7 +23,7 @@ pub enum Error {
     Uncomparable(#[from] crate::spec::drift::Uncomparable),
     /// The team file (`[hosts]` of `--hosts`) cannot be read or is not valid.
     #[error(transparent)]
-    Team(#[from] crate::ops::team::TeamError),
+    Team(#[from] crate::profile::team::TeamError),
     /// The host policy cannot be read or is not valid.
     #[error(transparent)]
     Policy(#[from] crate::policy::PolicyError),

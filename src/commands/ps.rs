@@ -286,7 +286,9 @@ fn warn_changed(rows: &[Row], context: &Context) {
         // Another host's container: the command reaches that daemon (issue 40).
         let command = match &row.host {
             Some(host) => {
-                let team = crate::ops::team::find(&context.search_path).ok().flatten();
+                let team = crate::profile::team::find(&context.search_path)
+                    .ok()
+                    .flatten();
                 command.replacen(
                     "envctl up ",
                     &format!("envctl {} up ", daemon_flag(host, team.as_ref())),
@@ -304,7 +306,7 @@ fn warn_changed(rows: &[Row], context: &Context) {
 
 /// The flag that makes a command reach the daemon `host` names in `--hosts`: a team
 /// host's target, else the name itself, as `-H URL` or `--context NAME`.
-fn daemon_flag(host: &str, team: Option<&crate::ops::team::TeamFile>) -> String {
+fn daemon_flag(host: &str, team: Option<&crate::profile::team::TeamFile>) -> String {
     let target = team
         .and_then(|team| team.get(host))
         .map_or(host, |host| host.target.as_str());
@@ -333,7 +335,7 @@ mod tests {
     #[test]
     fn a_hosts_command_reaches_its_daemon() {
         use super::daemon_flag;
-        use crate::ops::team::{TeamFile, TeamHost};
+        use crate::profile::team::{TeamFile, TeamHost};
         let team = TeamFile {
             path: "envctl/hosts.toml".into(),
             hosts: vec![

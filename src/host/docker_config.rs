@@ -94,7 +94,7 @@ pub enum DaemonChoiceError {
     SshEndpoint {
         source_place: String,
         endpoint: String,
-        refusal: crate::engine::connector::SshRefusal,
+        refusal: crate::facts::ssh::SshRefusal,
     },
 }
 
@@ -306,7 +306,7 @@ fn refuse_unsafe_ssh(
     endpoint: &str,
     place: impl FnOnce() -> String,
 ) -> Result<(), DaemonChoiceError> {
-    match crate::engine::connector::ssh_refusal(endpoint) {
+    match crate::facts::ssh::ssh_refusal(endpoint) {
         None => Ok(()),
         Some(refusal) => Err(DaemonChoiceError::SshEndpoint {
             source_place: place(),

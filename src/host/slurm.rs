@@ -8,7 +8,7 @@
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
-use crate::context::SlurmVariables;
+use crate::facts::slurm::SlurmVariables;
 
 /// Where slurm.conf lies without `SLURM_CONF` (Debian's and most sites' place).
 const DEFAULT_CONF: &str = "/etc/slurm/slurm.conf";

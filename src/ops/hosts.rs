@@ -126,7 +126,7 @@ pub fn named_with(
         // on their line when it is read).
         let refusal = host_flag
             .as_deref()
-            .and_then(crate::engine::connector::ssh_refusal);
+            .and_then(crate::facts::ssh::ssh_refusal);
         let choice = match refusal {
             Some(refusal) => Err(crate::host::docker_config::DaemonChoiceError::SshEndpoint {
                 source_place: "--hosts".into(),

@@ -45,7 +45,8 @@ pub mod server_gpus;
 pub mod slurm;
 pub mod stats;
 pub mod target;
-pub mod team;
+// The team file is read where profiles are (`profile::team`); this path stays for callers.
+pub use crate::profile::team;
 pub mod trust;
 pub mod up;
 pub mod wait;

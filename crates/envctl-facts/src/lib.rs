@@ -21,5 +21,6 @@ pub mod host;
 pub mod occupancy;
 pub mod slurm;
 pub mod smi;
+pub mod ssh;
 pub mod user;
 pub mod versions;

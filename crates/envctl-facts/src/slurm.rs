@@ -129,3 +129,29 @@ pub enum MatchedBy {
     /// NVML's index, where NVML gave no minor numbers.
     Index,
 }
+
+/// The variables of a Slurm job, each unset or empty as `None`: `context::Environment`
+/// (the only reader of the environment) fills them, `host::slurm` turns them into a
+/// [`SlurmJob`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlurmVariables {
+    pub job_id: Option<String>,
+    pub step_id: Option<String>,
+    /// `ENVIRONMENT=BATCH`: Slurm's mark of a batch script, which has no `SLURM_STEP_ID`.
+    pub batch: bool,
+    pub job_gpus: Option<String>,
+    pub step_gpus: Option<String>,
+    /// MiB.
+    pub mem_per_node: Option<String>,
+    /// MiB.
+    pub mem_per_cpu: Option<String>,
+    pub cpus_per_task: Option<String>,
+    pub cpus_on_node: Option<String>,
+    pub job_node_list: Option<String>,
+    pub node_id: Option<String>,
+    pub nodes: Option<String>,
+    /// `SLURMD_NODENAME`: this node's name in slurm.conf (whose `gres.conf` lines apply).
+    pub node_name: Option<String>,
+    /// `SLURM_CONF`: the cluster's slurm.conf, beside which `gres.conf` lies.
+    pub conf: Option<String>,
+}

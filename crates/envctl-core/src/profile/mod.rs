@@ -14,6 +14,7 @@ pub mod mounts;
 pub mod ports;
 pub mod resolve;
 pub mod size;
+pub mod team;
 pub mod template;
 pub mod validate;
 

@@ -53,7 +53,7 @@ pub struct Location {
     pub directory: Option<PathBuf>,
 }
 
-/// The team file (`ops::team`: the `[hosts]` of `--hosts`) in a profile folder: never a
+/// The team file (`profile::team`: the `[hosts]` of `--hosts`) in a profile folder: never a
 /// profile, so `hosts` names none.
 pub const TEAM_FILE: &str = "hosts.toml";
 

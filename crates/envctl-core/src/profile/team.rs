@@ -252,7 +252,7 @@ fn host_entry(
     // A word that would reach ssh unquoted (a socket path the far side's shell runs, a
     // user name with shell syntax) is refused here, with this line, before any ssh runs:
     // a cloned repository's team file is the repository author's text.
-    if let Some(refusal) = crate::engine::connector::ssh_refusal(target) {
+    if let Some(refusal) = crate::facts::ssh::ssh_refusal(target) {
         error(
             value.span(),
             format!("host `{name}`: envctl does not give this endpoint to ssh: {refusal}"),
