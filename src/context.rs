@@ -463,6 +463,30 @@ mod tests {
     }
 
     #[test]
+    fn proxy_variables_come_in_the_order_they_are_tried() {
+        let set = environment(&[
+            ("http_proxy", "http://lower:3128"),
+            ("HTTPS_PROXY", "http://upper:3128"),
+            ("no_proxy", "b.example"),
+            ("NO_PROXY", "a.example"),
+            ("HOME", "/h"),
+        ]);
+        let variables = set.proxy_variables();
+        assert_eq!(
+            variables.proxies,
+            [
+                ("HTTPS_PROXY".to_string(), "http://upper:3128".to_string()),
+                ("http_proxy".to_string(), "http://lower:3128".to_string()),
+            ]
+        );
+        assert_eq!(variables.no_proxy.as_deref(), Some("a.example"));
+        assert_eq!(
+            environment(&[]).proxy_variables(),
+            crate::registry::proxy::ProxyVariables::default()
+        );
+    }
+
+    #[test]
     fn profile_path_leaves_out_empty_entries() {
         let environment = environment(&[(PROFILE_PATH_VARIABLE, "/a::/b:")]);
         assert_eq!(
