@@ -31,6 +31,9 @@ enum Mode {
     /// Answers `200`, keeps the first byte the client sends through the tunnel (a TLS
     /// handshake starts with 22) and closes.
     FirstByte,
+    /// Keeps the first byte the client sends at all, before any `CONNECT`, and closes:
+    /// what an `https://` proxy sees.
+    Hello,
 }
 
 /// One `CONNECT` the proxy received.
@@ -100,6 +103,15 @@ fn proxy_one(mut client: TcpStream, mode: Mode, connects: &Mutex<Vec<Connect>>) 
     let _ = client.set_read_timeout(Some(Duration::from_secs(20)));
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
+    if mode == Mode::Hello {
+        let first_byte = matches!(client.read(&mut byte), Ok(1)).then_some(byte[0]);
+        connects.lock().unwrap().push(Connect {
+            line: String::new(),
+            authorization: None,
+            first_byte,
+        });
+        return;
+    }
     while !head.ends_with(b"\r\n\r\n") {
         match client.read(&mut byte) {
             Ok(1) => head.push(byte[0]),
@@ -135,6 +147,7 @@ fn proxy_one(mut client: TcpStream, mode: Mode, connects: &Mutex<Vec<Connect>>) 
             }
             connects.lock().unwrap().push(connect);
         }
+        Mode::Hello => {}
         Mode::Tunnel => {
             connects.lock().unwrap().push(connect);
             let Ok(upstream) = TcpStream::connect(&target) else {
@@ -332,4 +345,23 @@ fn a_registry_that_never_answers_is_unreachable_within_the_timeout() {
     assert!(error.contains("cannot be reached"), "{error}");
     assert!(error.contains("no answer within 1 s"), "{error}");
     assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn an_https_proxy_is_spoken_to_in_tls() {
+    let proxy = FakeProxy::start(Mode::Hello);
+    let error = tag_list_via(
+        "registry.envctl-test.invalid/team/app:1.0.0",
+        Proxy::from_variables(&proxy_variables(
+            &[("ALL_PROXY", format!("https://{}", proxy.addr))],
+            None,
+        )),
+        Duration::from_secs(20),
+    )
+    .unwrap_err();
+    let connects = proxy.connects();
+    assert_eq!(connects.len(), 1, "{connects:?}");
+    // A TLS handshake with the proxy itself, before any CONNECT.
+    assert_eq!(connects[0].first_byte, Some(22), "{connects:?}");
+    assert!(error.contains("cannot be reached"), "{error}");
 }
