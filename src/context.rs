@@ -2,8 +2,9 @@
 //!
 //! `main` takes a snapshot of the environment once ([`Environment::from_process`]): the
 //! working directory, `HOME`, `XDG_CONFIG_HOME`, `DOCKER_HOST`, `PATH`, every `ENVCTL_*`
-//! variable, the variables a user names with `up -e KEY`, and a Slurm job's `SLURM_*`
-//! ([`Environment::slurm`]). Everything else asks the
+//! variable, the variables a user names with `up -e KEY`, a Slurm job's `SLURM_*`
+//! ([`Environment::slurm`]), and the proxy variables the registry client honours
+//! ([`Environment::proxy_variables`]). Everything else asks the
 //! snapshot, so a rule such as "an empty `HOME` is no home" is written once, and tests and
 //! pure code can hand in any environment they like. clippy's `disallowed-methods`
 //! (`clippy.toml`) keeps `std::env::var`, `var_os` and `current_dir` out of the rest of
@@ -290,6 +291,22 @@ impl Environment {
         }
     }
 
+    /// The proxy variables the registry client honours (`registry::proxy`): each of
+    /// `ALL_PROXY`, `HTTPS_PROXY`, `HTTP_PROXY` (and their lower-case forms) that is set,
+    /// in the order they are tried, and `NO_PROXY` (else `no_proxy`).
+    pub fn proxy_variables(&self) -> crate::registry::proxy::ProxyVariables {
+        use crate::registry::proxy::{NO_PROXY_VARIABLES, PROXY_VARIABLES};
+        crate::registry::proxy::ProxyVariables {
+            proxies: PROXY_VARIABLES
+                .iter()
+                .filter_map(|name| Some((name.to_string(), self.variable(name)?)))
+                .collect(),
+            no_proxy: NO_PROXY_VARIABLES
+                .iter()
+                .find_map(|name| self.variable(name)),
+        }
+    }
+
     /// `PATH`, for finding the host's tools.
     pub fn path(&self) -> Option<&OsStr> {
         self.variable_os("PATH")
@@ -421,6 +438,30 @@ mod tests {
         let relative = environment(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "x")]);
         assert_eq!(relative.config_home(), Some(PathBuf::from("/h/.config")));
         assert_eq!(environment(&[]).config_home(), None);
+    }
+
+    #[test]
+    fn proxy_variables_come_in_the_order_they_are_tried() {
+        let set = environment(&[
+            ("http_proxy", "http://lower:3128"),
+            ("HTTPS_PROXY", "http://upper:3128"),
+            ("no_proxy", "b.example"),
+            ("NO_PROXY", "a.example"),
+            ("HOME", "/h"),
+        ]);
+        let variables = set.proxy_variables();
+        assert_eq!(
+            variables.proxies,
+            [
+                ("HTTPS_PROXY".to_string(), "http://upper:3128".to_string()),
+                ("http_proxy".to_string(), "http://lower:3128".to_string()),
+            ]
+        );
+        assert_eq!(variables.no_proxy.as_deref(), Some("a.example"));
+        assert_eq!(
+            environment(&[]).proxy_variables(),
+            crate::registry::proxy::ProxyVariables::default()
+        );
     }
 
     #[test]

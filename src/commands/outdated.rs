@@ -20,10 +20,9 @@ pub struct OutdatedArgs {
 
 pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Error> {
     let profiles = context.profiles_or_project(&arguments.profiles)?;
-    let mut reports = crate::ops::outdated::reports(&profiles)?;
-    if let Ok(runtime) = super::runtime() {
-        runtime.block_on(crate::ops::outdated::local_only(&mut reports, context));
-    }
+    let runtime = super::runtime()?;
+    let mut reports = runtime.block_on(crate::ops::outdated::reports(&profiles, context))?;
+    runtime.block_on(crate::ops::outdated::local_only(&mut reports, context));
     // A registry that could not be asked is a failed check: said on stderr, exit 1, after
     // every other profile's answer.
     let status = if reports.iter().any(|report| report.error.is_some()) {

@@ -71,16 +71,10 @@ pub async fn locked_image(
         .clone()
         .or_else(|| image.tag.clone())
         .unwrap_or_else(|| "latest".into());
-    let asked = image.clone();
-    let answer = tokio::task::spawn_blocking(move || {
-        crate::registry::RegistryClient::new(REGISTRY_TIMEOUT).manifest(&asked, &asked_for)
-    })
-    .await;
-    let answer = match answer {
-        Ok(answer) => answer,
-        // The request panicked: a bug, surfaced as the panic it was.
-        Err(error) => std::panic::resume_unwind(error.into_panic()),
-    };
+    let proxy = crate::registry::proxy::Proxy::from_environment(&context.environment);
+    let answer = crate::registry::RegistryClient::new(REGISTRY_TIMEOUT, proxy)
+        .manifest(image, &asked_for)
+        .await;
     match answer {
         Ok(manifest) => {
             context.printer.detail(&said(&reference, &manifest));

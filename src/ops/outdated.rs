@@ -41,9 +41,15 @@ const REGISTRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20)
 /// One report per profile, in their order (then [`local_only`] clears the failures of
 /// images only on this machine): a registry that cannot be asked is that
 /// profile's `error` (and `failure`), never the others'.
-pub fn reports(profiles: &[ResolvedProfile]) -> Result<Vec<Report>, Error> {
+pub async fn reports(
+    profiles: &[ResolvedProfile],
+    context: &Context,
+) -> Result<Vec<Report>, Error> {
     let lock = file::read(std::path::Path::new(LOCK_FILE))?;
-    let client = RegistryClient::new(REGISTRY_TIMEOUT);
+    let client = RegistryClient::new(
+        REGISTRY_TIMEOUT,
+        crate::registry::proxy::Proxy::from_environment(&context.environment),
+    );
     let mut reports = Vec::new();
     for resolved in profiles {
         let image = &resolved.profile.image;
@@ -66,7 +72,7 @@ pub fn reports(profiles: &[ResolvedProfile]) -> Result<Vec<Report>, Error> {
             failure: None,
         };
         // One profile's unreachable registry must not hide the others' answers.
-        match client.tag_list(image) {
+        match client.tag_list(image).await {
             Ok(list) => {
                 report.newer_tags = family::newer_tags(&tag, &list.tags)
                     .into_iter()
@@ -80,7 +86,7 @@ pub fn reports(profiles: &[ResolvedProfile]) -> Result<Vec<Report>, Error> {
             }
         }
         if report.error.is_none() {
-            match client.digest(image, &tag) {
+            match client.digest(image, &tag).await {
                 Ok(digest) => {
                     report.digest_moved = locked_digest
                         .as_ref()

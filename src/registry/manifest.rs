@@ -124,7 +124,7 @@ impl RegistryClient {
     /// The manifest `reference` (a tag or a `sha256:` digest) of `image` names: its
     /// digest, whether it is an index, and the platforms it serves. An image manifest's
     /// platform is read from its config blob (one more small request).
-    pub fn manifest(
+    pub async fn manifest(
         &self,
         image: &ImageReference,
         reference: &str,
@@ -132,14 +132,16 @@ impl RegistryClient {
         let (base, repository, registry) = endpoint(image);
         let url = format!("{base}/v2/{repository}/manifests/{reference}");
         let mut token = None;
-        let answer = self.get(
-            &url,
-            &registry,
-            &repository,
-            Some(MANIFEST_TYPES),
-            &mut token,
-            MAX_BODY_BYTES,
-        )?;
+        let answer = self
+            .get(
+                &url,
+                &registry,
+                &repository,
+                Some(MANIFEST_TYPES),
+                &mut token,
+                MAX_BODY_BYTES,
+            )
+            .await?;
         let invalid = |message: String| RegistryError::Invalid {
             registry: registry.clone(),
             message,
@@ -164,14 +166,16 @@ impl RegistryClient {
                         "its manifest for {url} names a config that is no sha256 digest"
                     )));
                 }
-                let blob = self.get(
-                    &format!("{base}/v2/{repository}/blobs/{}", config.digest),
-                    &registry,
-                    &repository,
-                    None,
-                    &mut token,
-                    MAX_BODY_BYTES,
-                )?;
+                let blob = self
+                    .get(
+                        &format!("{base}/v2/{repository}/blobs/{}", config.digest),
+                        &registry,
+                        &repository,
+                        None,
+                        &mut token,
+                        MAX_BODY_BYTES,
+                    )
+                    .await?;
                 if sha256(&blob.body) != config.digest {
                     return Err(invalid(format!(
                         "the config blob {} it served has other bytes",

@@ -1,7 +1,7 @@
 //! The Registry HTTP API v2, for `outdated` and `lock`: tag lists, the digest behind a tag
 //! and the platforms it serves (`manifest`), with the bearer-token flow Docker Hub, GHCR
-//! and NGC use. The only module that speaks HTTP to registries (ureq); the daemon does the
-//! pulling.
+//! and NGC use. The only module that speaks HTTP to registries (hyper, through
+//! [`http`], and the proxy of the environment, [`proxy`]); the daemon does the pulling.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -12,7 +12,9 @@ use url::Url;
 
 use crate::profile::image::ImageReference;
 
+mod http;
 pub mod manifest;
+pub mod proxy;
 
 /// Why a registry could not answer, named so the user knows what to fix.
 #[derive(Debug, Error)]
@@ -116,8 +118,9 @@ impl RegistryError {
 /// The manifest media types a registry may hold for a tag, newest first.
 const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 
+/// The registry client: asynchronous, run on the command's tokio runtime.
 pub struct RegistryClient {
-    agent: ureq::Agent,
+    http: http::Http,
 }
 
 /// The most pages of a tag list envctl reads: Docker Hub, GHCR, NGC and Harbor page their
@@ -184,24 +187,20 @@ struct Answer {
 }
 
 impl RegistryClient {
-    pub fn new(timeout: Duration) -> Self {
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            .http_status_as_error(false)
-            // Redirects are followed here (`get`), so that a redirect within the
-            // registry's host keeps the bearer token and one off it is named as such
-            // (ureq drops the token on every redirect over plain HTTP).
-            .max_redirects(0)
-            .build();
+    /// A client whose every request (its connection, its answer and its body) takes at
+    /// most `timeout`, through `proxy` ([`proxy::Proxy::from_environment`]). Redirects
+    /// are followed by `get`, so that a redirect within the registry's host keeps the
+    /// bearer token and one off it is named as such.
+    pub fn new(timeout: Duration, proxy: proxy::Proxy) -> Self {
         RegistryClient {
-            agent: config.into(),
+            http: http::Http::new(timeout, proxy),
         }
     }
 
     /// The image repository's tags, following the registry's `Link: <…>; rel="next"`
     /// pages (Registry API v2 / OCI distribution `tags/list?n=…&last=…`) on the same host
     /// only — the bearer token goes nowhere else — for at most [`MAX_TAG_PAGES`] pages.
-    pub fn tag_list(&self, image: &ImageReference) -> Result<Tags, RegistryError> {
+    pub async fn tag_list(&self, image: &ImageReference) -> Result<Tags, RegistryError> {
         let (base, repository, registry) = endpoint(image);
         // 1000 a page: what Amazon ECR accepts at most (it refuses larger `n`); the pages
         // that follow come through `Link`.
@@ -220,14 +219,16 @@ impl RegistryClient {
                 list.incomplete = Some(incomplete(&registry, page - 1, &reason));
                 return Ok(list);
             }
-            let answer = self.get(
-                &url,
-                &registry,
-                &repository,
-                None,
-                &mut token,
-                MAX_PAGE_BYTES,
-            )?;
+            let answer = self
+                .get(
+                    &url,
+                    &registry,
+                    &repository,
+                    None,
+                    &mut token,
+                    MAX_PAGE_BYTES,
+                )
+                .await?;
             read_bytes += answer.body.len() as u64;
             let tags: TagPage =
                 serde_json::from_slice(&answer.body).map_err(|error| RegistryError::Invalid {
@@ -283,17 +284,19 @@ impl RegistryClient {
     }
 
     /// The digest the registry serves for `tag` now (`Docker-Content-Digest`).
-    pub fn digest(&self, image: &ImageReference, tag: &str) -> Result<String, RegistryError> {
+    pub async fn digest(&self, image: &ImageReference, tag: &str) -> Result<String, RegistryError> {
         let (base, repository, registry) = endpoint(image);
         let url = format!("{base}/v2/{repository}/manifests/{tag}");
-        let answer = self.get(
-            &url,
-            &registry,
-            &repository,
-            Some(MANIFEST_TYPES),
-            &mut None,
-            MAX_BODY_BYTES,
-        )?;
+        let answer = self
+            .get(
+                &url,
+                &registry,
+                &repository,
+                Some(MANIFEST_TYPES),
+                &mut None,
+                MAX_BODY_BYTES,
+            )
+            .await?;
         answer.digest.ok_or_else(|| RegistryError::Invalid {
             registry,
             message: format!("no Docker-Content-Digest for {url}"),
@@ -304,7 +307,7 @@ impl RegistryClient {
     /// any), fetching a new one once through the challenge of a 401, following at most
     /// [`MAX_REDIRECTS`] redirects (the token only within the registry's own origin), and
     /// reading at most `limit` bytes of the body.
-    fn get(
+    async fn get(
         &self,
         url: &str,
         registry: &str,
@@ -319,36 +322,36 @@ impl RegistryClient {
         // Where a redirect led off the registry's origin: the token stays behind.
         let mut off_origin: Option<String> = None;
         loop {
-            let mut request = self.agent.get(&current);
+            let authorization = token
+                .as_deref()
+                .filter(|_| off_origin.is_none())
+                .map(|token| format!("Bearer {token}"));
+            let mut headers = Vec::new();
             if let Some(accept) = accept {
-                request = request.header("Accept", accept);
+                headers.push(("Accept", accept));
             }
-            if let Some(token) = token.as_deref().filter(|_| off_origin.is_none()) {
-                request = request.header("Authorization", &format!("Bearer {token}"));
+            if let Some(authorization) = &authorization {
+                headers.push(("Authorization", authorization.as_str()));
             }
-            let mut response = request
-                .call()
-                .map_err(|error| unreachable_or_invalid(error, registry))?;
-            let status = response.status().as_u16();
-            let header = |name: &str| {
-                response
-                    .headers()
-                    .get(name)
-                    .and_then(|value| value.to_str().ok())
-                    .map(str::to_string)
-            };
+            let response = self
+                .http
+                .get(&current, &headers)
+                .await
+                .map_err(|failure| unreachable_or_invalid(failure, registry))?;
+            let status = response.status;
+            let header = |name: &str| response.header(name);
             match status {
                 200 => {
                     let digest = header("Docker-Content-Digest");
                     // A header that is not text is kept as lossy text, so that it reads as
                     // a malformed link rather than as no link.
                     let links = response
-                        .headers()
+                        .headers
                         .get_all("Link")
                         .iter()
                         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
                         .collect();
-                    let body = read_body(&mut response, limit, registry, &current)?;
+                    let body = read_body(response, limit, registry, &current).await?;
                     return Ok(Answer {
                         body,
                         digest,
@@ -391,7 +394,7 @@ impl RegistryClient {
                 }
                 401 if !fetched_token => {
                     let challenge = header("WWW-Authenticate").unwrap_or_default();
-                    *token = Some(self.token(&challenge, registry, repository)?);
+                    *token = Some(self.token(&challenge, registry, repository).await?);
                     fetched_token = true;
                 }
                 401 | 403 => {
@@ -419,7 +422,7 @@ impl RegistryClient {
     }
 
     /// Anonymous token from the realm the challenge names (`Bearer realm="…",service="…",scope="…"`).
-    fn token(
+    async fn token(
         &self,
         challenge: &str,
         registry: &str,
@@ -448,19 +451,20 @@ impl RegistryClient {
                 registry: registry.into(),
                 message: format!("its token realm `{realm}` is no URL: {error}"),
             })?;
-        let mut response = self.agent.get(url.as_str()).call().map_err(|error| {
-            match unreachable_or_invalid(error, registry) {
-                RegistryError::Unreachable { message, .. } => {
-                    RegistryError::TokenServiceUnreachable {
-                        registry: registry.into(),
-                        realm: realm.clone(),
-                        message,
+        let response =
+            self.http.get(url.as_str(), &[]).await.map_err(
+                |failure| match unreachable_or_invalid(failure, registry) {
+                    RegistryError::Unreachable { message, .. } => {
+                        RegistryError::TokenServiceUnreachable {
+                            registry: registry.into(),
+                            realm: realm.clone(),
+                            message,
+                        }
                     }
-                }
-                other => other,
-            }
-        })?;
-        match response.status().as_u16() {
+                    other => other,
+                },
+            )?;
+        match response.status {
             200 => {}
             // A refusal of access is about credentials; anything else (a redirect, a
             // server error) is the token service's own answer, said as such.
@@ -479,7 +483,7 @@ impl RegistryClient {
                 });
             }
         }
-        let text = read_body(&mut response, MAX_BODY_BYTES, registry, url.as_str())?;
+        let text = read_body(response, MAX_BODY_BYTES, registry, url.as_str()).await?;
         let token: Token =
             serde_json::from_slice(&text).map_err(|error| RegistryError::Invalid {
                 registry: registry.into(),
@@ -510,52 +514,40 @@ impl RegistryClient {
 /// The longest bearer token envctl sends back: real ones are JWTs of a few KiB.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
-/// A failed request as unreachable (the network: no route, no name, no connection, a
-/// timeout, TLS) or as an answer envctl cannot use (anything else ureq refuses).
-fn unreachable_or_invalid(error: ureq::Error, registry: &str) -> RegistryError {
-    match error {
-        ureq::Error::Io(_)
-        | ureq::Error::Timeout(_)
-        | ureq::Error::HostNotFound
-        | ureq::Error::ConnectionFailed
-        | ureq::Error::ConnectProxyFailed(_)
-        | ureq::Error::Tls(_)
-        | ureq::Error::Rustls(_)
-        | ureq::Error::TlsRequired => RegistryError::Unreachable {
+/// A failed request as unreachable (the network: no route, no name, no connection, the
+/// proxy, a timeout, TLS) or as an answer envctl cannot use (no HTTP it reads).
+fn unreachable_or_invalid(failure: http::Failure, registry: &str) -> RegistryError {
+    match failure {
+        http::Failure::Unreachable(message) => RegistryError::Unreachable {
             registry: registry.into(),
-            message: error.to_string(),
+            message,
         },
-        other => RegistryError::Invalid {
+        http::Failure::Invalid(message) => RegistryError::Invalid {
             registry: registry.into(),
-            message: other.to_string(),
+            message,
         },
     }
 }
 
 /// At most `limit` bytes of a body; a longer one is an error naming the limit, read no
 /// further.
-fn read_body(
-    response: &mut ureq::http::Response<ureq::Body>,
+async fn read_body(
+    response: http::Answer,
     limit: u64,
     registry: &str,
     url: &str,
 ) -> Result<Vec<u8>, RegistryError> {
-    response
-        .body_mut()
-        .with_config()
-        .limit(limit)
-        .read_to_vec()
-        .map_err(|error| match error {
-            ureq::Error::BodyExceedsLimit(_) => RegistryError::TooLarge {
-                registry: registry.into(),
-                url: url.into(),
-                limit,
-            },
-            other => RegistryError::Invalid {
-                registry: registry.into(),
-                message: other.to_string(),
-            },
-        })
+    response.body(limit).await.map_err(|failure| match failure {
+        http::BodyFailure::TooLarge => RegistryError::TooLarge {
+            registry: registry.into(),
+            url: url.into(),
+            limit,
+        },
+        http::BodyFailure::Invalid(message) => RegistryError::Invalid {
+            registry: registry.into(),
+            message,
+        },
+    })
 }
 
 /// Whether `next` has the scheme, host and port of `url`: where the bearer token may go.

@@ -61,6 +61,7 @@ mod profile_corpus;
 mod profile_safety;
 mod readme;
 mod registry_paging;
+mod registry_proxy;
 mod remote_daemons;
 mod remote_facts;
 mod remote_hardening;

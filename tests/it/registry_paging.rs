@@ -20,20 +20,21 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use envctl::profile::image::ImageReference;
+use envctl::registry::proxy::Proxy;
 use envctl::registry::{MAX_PAGE_BYTES, MAX_TAG_LIST_BYTES, MAX_TAG_PAGES, RegistryClient, Tags};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 /// One request the fake registry received.
 #[derive(Debug, Clone)]
-struct Request {
+pub(crate) struct Request {
     /// Path and query, as sent.
-    target: String,
-    authorization: Option<String>,
+    pub(crate) target: String,
+    pub(crate) authorization: Option<String>,
 }
 
 /// What the fake registry answers.
-struct Response {
+pub(crate) struct Response {
     status: u16,
     headers: Vec<(String, String)>,
     body: String,
@@ -80,7 +81,7 @@ type Handler = dyn Fn(&Request, SocketAddr) -> Response + Send + Sync;
 
 /// An HTTP/1.1 server on `127.0.0.1:<free port>` that answers every request with
 /// `handler` (one connection at a time, `Connection: close`) and records what it got.
-struct FakeRegistry {
+pub(crate) struct FakeRegistry {
     addr: SocketAddr,
     requests: Arc<Mutex<Vec<Request>>>,
     stop: Arc<AtomicBool>,
@@ -88,7 +89,9 @@ struct FakeRegistry {
 }
 
 impl FakeRegistry {
-    fn start(handler: impl Fn(&Request, SocketAddr) -> Response + Send + Sync + 'static) -> Self {
+    pub(crate) fn start(
+        handler: impl Fn(&Request, SocketAddr) -> Response + Send + Sync + 'static,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -115,11 +118,11 @@ impl FakeRegistry {
         }
     }
 
-    fn host_port(&self) -> String {
+    pub(crate) fn host_port(&self) -> String {
         self.addr.to_string()
     }
 
-    fn requests(&self) -> Vec<Request> {
+    pub(crate) fn requests(&self) -> Vec<Request> {
         self.requests.lock().unwrap().clone()
     }
 
@@ -221,8 +224,13 @@ fn tag_list_result(image: &str) -> Result<Tags, String> {
     let image: ImageReference = image.parse().unwrap();
     let (sender, receiver) = mpsc::channel();
     thread::spawn(move || {
-        let client = RegistryClient::new(Duration::from_secs(20));
-        let _ = sender.send(client.tag_list(&image).map_err(|error| error.to_string()));
+        let client = RegistryClient::new(Duration::from_secs(20), Proxy::none());
+        let list = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(client.tag_list(&image));
+        let _ = sender.send(list.map_err(|error| error.to_string()));
     });
     receiver
         .recv_timeout(Duration::from_secs(60))
@@ -231,7 +239,7 @@ fn tag_list_result(image: &str) -> Result<Tags, String> {
 
 /// The reviewer's registry: page 1 holds 1.0.0 and 1.1.0 and links to page 2, which
 /// holds 2.0.0.
-fn two_pages(request: &Request, _: SocketAddr) -> Response {
+pub(crate) fn two_pages(request: &Request, _: SocketAddr) -> Response {
     let target = request.target.as_str();
     if target.starts_with("/v2/team/app/tags/list") {
         if target.contains("last=1.1.0") {
@@ -602,7 +610,7 @@ fn token_service_failures_name_the_token_service() {
     let error = tag_list_result(&format!("{host}/huge/app:1")).unwrap_err();
     assert!(error.contains("cannot read"), "{error}");
     assert!(!error.contains("cannot be reached"), "{error}");
-    // ureq refuses the header itself; either way an answer, not the network.
+    // hyper refuses the header itself; either way an answer, not the network.
     let error = tag_list_result(&format!("{host}/escape/app:1")).unwrap_err();
     assert!(error.contains("cannot read"), "{error}");
     assert!(!error.contains("cannot be reached"), "{error}");
