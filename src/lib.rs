@@ -20,7 +20,7 @@ pub use envctl_facts as facts;
 // ops, the context or the terminal; re-exported under the old paths.
 pub use envctl_core::{
     checks, compat, export, files, lock, monitor, nvcheck, policy, profile, secret, spec, suggest,
-    time, units, untrusted,
+    text, time, units, untrusted,
 };
 pub use envctl_gpu as gpu;
 pub mod host;

@@ -112,7 +112,7 @@ pub fn checked_digest(
             if said.starts_with("sha256:") {
                 return Err(format!(
                     "the manifest's bytes have digest {digest}, {by} is {}",
-                    crate::ui::text::shown(said)
+                    crate::text::shown(said)
                 ));
             }
         }

@@ -180,7 +180,6 @@ fn the_core_and_the_facts_depend_on_no_adapter() {
         "tokio",
         "hyper",
         "hyper-util",
-        "ureq",
         "console",
         "indicatif",
         "crossterm",
