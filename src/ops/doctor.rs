@@ -363,16 +363,14 @@ pub async fn gather_with(
         }
     };
     // Issue 41: the images' own CUDA libraries, judged against this host's GPUs: read
-    // only where NVML names GPUs here (after the GPU and daemon facts, not beside them).
-    let gpus_here = gpu.loaded().is_some_and(|nvml| {
-        nvml.gpus
-            .iter()
-            .any(|gpu| gpu.compute_capability.value().is_some())
-    });
+    // only where NVML names GPUs here and the profile asks for some (after the GPU and
+    // daemon facts, not beside them).
+    let gpus_here = scans_libraries(&gpu);
     let mut image_libraries = Vec::with_capacity(images.len());
-    for image in &images {
+    for (image, resolved) in images.iter().zip(profiles) {
+        let asks_gpus = resolved.profile.gpus != crate::profile::model::GpuRequest::None;
         image_libraries.push(match (&engine, image) {
-            (Some(engine), Ok(Some(image))) if gpus_here => Some(
+            (Some(engine), Ok(Some(image))) if gpus_here && asks_gpus => Some(
                 crate::ops::image_libraries::of_image(
                     engine,
                     image,
@@ -778,12 +776,28 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
     }
 }
 
-/// Issue 41: `gpu.library-arch` for a profile's image on this host's GPUs.
-fn library_findings(
+/// Issue 41: whether an image's CUDA libraries are read at all: only where NVML names a
+/// GPU here with its compute capability (there is nothing to judge them on otherwise).
+/// `up` asks the same of an image it has just pulled.
+pub(crate) fn scans_libraries(gpu: &GpuFacts) -> bool {
+    gpu.loaded().is_some_and(|nvml| {
+        nvml.gpus
+            .iter()
+            .any(|gpu| gpu.compute_capability.value().is_some())
+    })
+}
+
+/// Issue 41: `gpu.library-arch` for a profile's image on this host's GPUs: none for a
+/// profile that asks for no GPUs (no GPU will run its libraries). `up` judges an image it
+/// has just pulled with this too, as the preflight judges one that was here.
+pub(crate) fn library_findings(
     facts: &Facts,
     resolved: &ResolvedProfile,
     libraries: Option<&Result<crate::ops::image_libraries::Found, String>>,
 ) -> Vec<Finding> {
+    if resolved.profile.gpus == crate::profile::model::GpuRequest::None {
+        return Vec::new();
+    }
     let image = resolved.profile.image.to_string();
     let found = match libraries {
         None => return Vec::new(),

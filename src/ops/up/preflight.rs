@@ -108,6 +108,17 @@ fn judge_verdict(
         .filter(|finding| finding.status == Status::Fail)
         .cloned()
         .collect();
+    refuse_unless_forced(failures, resolved, force, context)
+}
+
+/// The preflight's decision on its failures: none passes; any refuses the profile, unless
+/// `force`, which says each and starts anyway.
+fn refuse_unless_forced(
+    failures: Vec<crate::checks::Finding>,
+    resolved: &ResolvedProfile,
+    force: bool,
+    context: &Context,
+) -> Result<(), Error> {
     if failures.is_empty() {
         return Ok(());
     }
@@ -125,6 +136,75 @@ fn judge_verdict(
     })
 }
 
+/// Issue 41: an image the preflight could not read (it was not here) read once pulled,
+/// before anything is created: its CUDA libraries (`ops::image_libraries`, cached per image
+/// id as doctor caches them) judged on this host's GPUs with doctor's own
+/// `gpu.library-arch` findings, and a failure refused unless `--force`, as the preflight
+/// refuses it for an image that was here. `image` is the reference just pulled.
+pub(super) async fn judge_pulled_image(
+    engine: &Engine,
+    plan: &super::Plan,
+    facts: &crate::ops::doctor::Facts,
+    image: &str,
+    context: &Context,
+) -> Result<(), Error> {
+    if plan.gpus.is_none() || !crate::ops::doctor::scans_libraries(&facts.gpu) {
+        return Ok(());
+    }
+    // Gone again already (another tool removed it): the create says so.
+    let Some(pulled) = engine.image_facts(image).await? else {
+        return Ok(());
+    };
+    // `--pull always` of an image that was here and has not changed: the preflight
+    // judged these very bytes.
+    let judged_here = matches!(
+        (facts.images.first(), facts.image_libraries.first()),
+        (Some(Ok(Some(local))), Some(Some(_))) if local.id.is_some() && local.id == pulled.id
+    );
+    if judged_here {
+        return Ok(());
+    }
+    let found = crate::ops::image_libraries::of_image(
+        engine,
+        &pulled,
+        context.environment.cache_home().as_deref(),
+    )
+    .await;
+    judge_libraries(facts, plan, found, context)
+}
+
+/// [`judge_pulled_image`]'s verdict on a scan: doctor's `gpu.library-arch` findings for the
+/// plan's profile, its failures decided as the preflight decides its own.
+fn judge_libraries(
+    facts: &crate::ops::doctor::Facts,
+    plan: &super::Plan,
+    found: Result<crate::ops::image_libraries::Found, String>,
+    context: &Context,
+) -> Result<(), Error> {
+    let failures: Vec<_> =
+        crate::ops::doctor::library_findings(facts, &plan.resolved, Some(&found))
+            .into_iter()
+            .filter(|finding| finding.status == Status::Fail)
+            .collect();
+    refuse_unless_forced(failures, &plan.resolved, plan.force, context)
+}
+
+/// [`ensure_image`], then, when it pulled, the pulled image judged
+/// ([`judge_pulled_image`]) before anything is made of it.
+pub(super) async fn ensure_judged_image(
+    engine: &Engine,
+    plan: &super::Plan,
+    facts: &crate::ops::doctor::Facts,
+    image: &crate::profile::image::ImageReference,
+    policy: PullPolicy,
+    context: &Context,
+) -> Result<(), Error> {
+    if pull_if_needed(engine, image, policy, context).await? {
+        judge_pulled_image(engine, plan, facts, &image.to_string(), context).await?;
+    }
+    Ok(())
+}
+
 /// Pulls per the policy. A reference without tag or digest pulls `latest`, never every tag.
 pub async fn ensure_image(
     engine: &Engine,
@@ -132,13 +212,25 @@ pub async fn ensure_image(
     policy: PullPolicy,
     context: &Context,
 ) -> Result<(), Error> {
+    pull_if_needed(engine, image, policy, context)
+        .await
+        .map(|_| ())
+}
+
+/// [`ensure_image`]: whether it pulled.
+async fn pull_if_needed(
+    engine: &Engine,
+    image: &crate::profile::image::ImageReference,
+    policy: PullPolicy,
+    context: &Context,
+) -> Result<bool, Error> {
     let reference = image.to_string();
     let present = match policy {
         PullPolicy::Always => false,
         PullPolicy::Missing | PullPolicy::Never => engine.image_facts(&reference).await?.is_some(),
     };
     if present {
-        return Ok(());
+        return Ok(false);
     }
     if policy == PullPolicy::Never {
         return Err(Error::ImageMissing { image: reference });
@@ -166,7 +258,7 @@ pub async fn ensure_image(
         })
         .await;
     progress.finish();
-    result.map_err(Error::from)
+    result.map_err(Error::from).map(|()| true)
 }
 
 #[cfg(test)]
