@@ -329,4 +329,78 @@ mod tests {
         assert!(findings.iter().all(|finding| finding.status == Status::Fail
             && finding.area != Some(crate::checks::Area::Docker)));
     }
+
+    /// A scan of a pulled image: one library with sm_80 and sm_90 machine code, no PTX.
+    fn flash_attn_scan() -> Result<crate::ops::image_libraries::Found, String> {
+        use crate::compat::fatbin::{IMAGE_LIBRARIES_SCHEMA, ImageLibraries, ScannedLibrary};
+        let code = serde_json::from_value(serde_json::json!({
+            "sass": ["sm_80", "sm_90"], "ptx": [], "has_gpu_code": true, "incomplete": null
+        }))
+        .unwrap();
+        Ok(crate::ops::image_libraries::Found {
+            libraries: ImageLibraries {
+                schema_version: IMAGE_LIBRARIES_SCHEMA,
+                image_id: Some(format!("sha256:{}", "ab".repeat(32))),
+                libraries: vec![ScannedLibrary {
+                    path: "usr/lib/python3/site-packages/flash_attn_2_cuda.so".into(),
+                    package: Some("flash_attn 2.7.4".into()),
+                    code,
+                }],
+                unreadable: Vec::new(),
+                unread_layers: Vec::new(),
+                shared_objects: 1,
+            },
+            cached: false,
+            cache_problem: None,
+        })
+    }
+
+    /// Docker with the NVIDIA runtime and NVML naming one GPU of compute capability `cc`.
+    fn one_gpu(cc: (u32, u32)) -> crate::ops::doctor::Facts {
+        let mut nvml = crate::ops::up::fixtures::nvml_with_gpus(1);
+        if let crate::facts::gpu::LoadOutcome::Loaded(facts) = &mut nvml {
+            facts.gpus[0].compute_capability = crate::facts::gpu::Fact::Value(
+                crate::compat::ComputeCapability::new(cc.0, cc.1),
+            );
+        }
+        facts(
+            reachable(daemon(EngineKind::DockerEngine, "28.2.2", &["nvidia"])),
+            nvml,
+        )
+    }
+
+    /// Issue 41: a pulled image whose library lacks the GPU's architecture is refused with
+    /// doctor's `gpu.library-arch` failure, as the preflight refuses a local one; `--force`
+    /// starts it; a GPU the library covers, or a profile without GPUs, passes.
+    #[test]
+    fn a_pulled_images_library_without_the_gpus_code_refuses_unless_forced() {
+        use crate::spec::gpus::Gpus;
+        let context = context();
+        let gpu_profile = "name = \"train\"\nimage = \"team/train:1\"\ngpus = \"all\"\n";
+        let mut plan = crate::ops::up::fixtures::plan(gpu_profile, Gpus::All);
+        let blackwell = one_gpu((12, 0));
+        let (name, findings) = refused(judge_libraries(
+            &blackwell,
+            &plan,
+            flash_attn_scan(),
+            &context,
+        ));
+        assert_eq!(name, "train");
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].id, crate::compat::fatbin::GPU_LIBRARY_ARCH);
+        for said in ["flash_attn_2_cuda.so", "flash_attn 2.7.4", "no kernel image"] {
+            assert!(findings[0].message.contains(said), "{}", findings[0].message);
+        }
+        plan.force = true;
+        judge_libraries(&blackwell, &plan, flash_attn_scan(), &context).unwrap();
+        plan.force = false;
+        judge_libraries(&one_gpu((9, 0)), &plan, flash_attn_scan(), &context).unwrap();
+        // A scan that failed is doctor's warning, never a refusal.
+        judge_libraries(&blackwell, &plan, Err("the daemon refused".into()), &context).unwrap();
+        let cpu = crate::ops::up::fixtures::plan(
+            "name = \"cpu\"\nimage = \"team/train:1\"\n",
+            Gpus::None,
+        );
+        judge_libraries(&blackwell, &cpu, flash_attn_scan(), &context).unwrap();
+    }
 }
