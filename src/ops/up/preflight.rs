@@ -359,9 +359,8 @@ mod tests {
     fn one_gpu(cc: (u32, u32)) -> crate::ops::doctor::Facts {
         let mut nvml = crate::ops::up::fixtures::nvml_with_gpus(1);
         if let crate::facts::gpu::LoadOutcome::Loaded(facts) = &mut nvml {
-            facts.gpus[0].compute_capability = crate::facts::gpu::Fact::Value(
-                crate::compat::ComputeCapability::new(cc.0, cc.1),
-            );
+            facts.gpus[0].compute_capability =
+                crate::facts::gpu::Fact::Value(crate::compat::ComputeCapability::new(cc.0, cc.1));
         }
         facts(
             reachable(daemon(EngineKind::DockerEngine, "28.2.2", &["nvidia"])),
@@ -388,15 +387,29 @@ mod tests {
         assert_eq!(name, "train");
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(findings[0].id, crate::compat::fatbin::GPU_LIBRARY_ARCH);
-        for said in ["flash_attn_2_cuda.so", "flash_attn 2.7.4", "no kernel image"] {
-            assert!(findings[0].message.contains(said), "{}", findings[0].message);
+        for said in [
+            "flash_attn_2_cuda.so",
+            "flash_attn 2.7.4",
+            "no kernel image",
+        ] {
+            assert!(
+                findings[0].message.contains(said),
+                "{}",
+                findings[0].message
+            );
         }
         plan.force = true;
         judge_libraries(&blackwell, &plan, flash_attn_scan(), &context).unwrap();
         plan.force = false;
         judge_libraries(&one_gpu((9, 0)), &plan, flash_attn_scan(), &context).unwrap();
         // A scan that failed is doctor's warning, never a refusal.
-        judge_libraries(&blackwell, &plan, Err("the daemon refused".into()), &context).unwrap();
+        judge_libraries(
+            &blackwell,
+            &plan,
+            Err("the daemon refused".into()),
+            &context,
+        )
+        .unwrap();
         let cpu = crate::ops::up::fixtures::plan(
             "name = \"cpu\"\nimage = \"team/train:1\"\n",
             Gpus::None,
