@@ -362,8 +362,8 @@ pub async fn gather_with(
             crate::host::cdi::stale_nodes(Path::new("/"), &specs)
         }
     };
-    // Issue 41: the images' own CUDA libraries, judged against this host's GPUs: read
-    // only where NVML names GPUs here and the profile asks for some (after the GPU and
+    // Issue 41: the images' own CUDA libraries, judged against the daemon's machine's GPUs:
+    // read only where those are known and the profile asks for some (after the GPU and
     // daemon facts, not beside them).
     let gpus_here = scans_libraries(&gpu);
     let mut image_libraries = Vec::with_capacity(images.len());
@@ -776,11 +776,12 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
     }
 }
 
-/// Issue 41: whether an image's CUDA libraries are read at all: only where NVML names a
-/// GPU here with its compute capability (there is nothing to judge them on otherwise).
+/// Issue 41: whether an image's CUDA libraries are read at all: only where a GPU of the
+/// daemon's machine is known with its compute capability (this machine's NVML, or another
+/// machine's GPUs as its daemon told them); there is nothing to judge them on otherwise.
 /// `up` asks the same of an image it has just pulled.
 pub(crate) fn scans_libraries(gpu: &GpuFacts) -> bool {
-    gpu.loaded().is_some_and(|nvml| {
+    gpu.judged().is_some_and(|nvml| {
         nvml.gpus
             .iter()
             .any(|gpu| gpu.compute_capability.value().is_some())
@@ -809,7 +810,8 @@ pub(crate) fn library_findings(
         }
         Some(Ok(found)) => found,
     };
-    let Some(nvml) = facts.gpu.loaded() else {
+    // The daemon's machine's GPUs: a remote daemon's image runs on its GPUs.
+    let Some(nvml) = facts.gpu.judged() else {
         return Vec::new();
     };
     let gpus: Vec<(String, crate::compat::ComputeCapability)> = nvml
