@@ -224,4 +224,8 @@ fn doctor_judges_a_remote_daemons_image_on_that_machines_gpus() {
     ] {
         assert!(text.contains(expected), "{expected:?} not in {text}");
     }
+    assert_eq!(
+        found[0]["facts"]["rests_on"], "image scan (the library's fat binaries)",
+        "the verdict says what it rests on"
+    );
 }
