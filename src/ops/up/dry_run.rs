@@ -226,4 +226,35 @@ mod tests {
         assert_eq!(engine, "not reached at unix:///var/run/docker.sock");
         assert!(shown.placement.is_none());
     }
+
+    /// Issue 41: the dry run says the scan follows the pull only where `up` would do it: a
+    /// GPU profile whose image is not here, on a host whose GPUs are known; not for an
+    /// image the preflight read, a profile without GPUs, or a host without known GPUs.
+    #[test]
+    fn the_scan_after_the_pull_is_said_only_where_up_would_do_it() {
+        use crate::facts::gpu::{Fact, LoadOutcome};
+        let mut nvml = nvml_with_gpus(1);
+        if let LoadOutcome::Loaded(facts) = &mut nvml {
+            facts.gpus[0].compute_capability =
+                Fact::Value(crate::compat::ComputeCapability::new(12, 0));
+        }
+        let known = facts(unreachable(), nvml);
+        let gpu_plan = plan(
+            "name = \"train\"\nimage = \"team/train:1\"\ngpus = \"all\"\n",
+            Gpus::All,
+        );
+        let said = library_scan_after_pull(&gpu_plan, &known).unwrap();
+        assert!(said.contains("image `team/train:1` is not here"), "{said}");
+        assert!(said.contains("refuses it"), "{said}");
+        let mut here = facts(unreachable(), known.gpu.nvml.clone());
+        here.images = vec![Ok(Some(crate::facts::engine::ImageFacts {
+            reference: "team/train:1".into(),
+            ..Default::default()
+        }))];
+        assert_eq!(library_scan_after_pull(&gpu_plan, &here), None);
+        let cpu_plan = plan("name = \"cpu\"\nimage = \"team/train:1\"\n", Gpus::None);
+        assert_eq!(library_scan_after_pull(&cpu_plan, &known), None);
+        let unknown = facts(unreachable(), nvml_with_gpus(1));
+        assert_eq!(library_scan_after_pull(&gpu_plan, &unknown), None);
+    }
 }
