@@ -788,44 +788,23 @@ pub(crate) fn scans_libraries(gpu: &GpuFacts) -> bool {
     })
 }
 
-/// Issue 41: `gpu.library-arch` for a profile's image on this host's GPUs: none for a
-/// profile that asks for no GPUs (no GPU will run its libraries). `up` judges an image it
-/// has just pulled with this too, as the preflight judges one that was here.
+/// Issue 41: `gpu.library-arch` for a profile's image on the GPUs it asks for
+/// (`image_libraries::gpus_asked`): none for a profile that asks for no GPUs (no GPU will
+/// run its libraries). `up` judges an image it has just pulled with this too, as the
+/// preflight judges one that was here.
 pub(crate) fn library_findings(
     facts: &Facts,
     resolved: &ResolvedProfile,
     libraries: Option<&Result<crate::ops::image_libraries::Found, String>>,
 ) -> Vec<Finding> {
-    if resolved.profile.gpus == crate::profile::model::GpuRequest::None {
+    // The daemon's machine's GPUs: a remote daemon's image runs on its GPUs.
+    let (Some(found), Some(nvml)) = (libraries, facts.gpu.judged()) else {
+        return Vec::new();
+    };
+    let gpus = crate::ops::image_libraries::gpus_asked(&resolved.profile.gpus, nvml);
+    if gpus.is_empty() {
         return Vec::new();
     }
-    let image = resolved.profile.image.to_string();
-    let found = match libraries {
-        None => return Vec::new(),
-        Some(Err(why)) => {
-            return vec![Finding::warn(
-                crate::compat::fatbin::GPU_LIBRARY_ARCH,
-                format!("the CUDA libraries of image `{image}` could not be read: {why}"),
-            )];
-        }
-        Some(Ok(found)) => found,
-    };
-    // The daemon's machine's GPUs: a remote daemon's image runs on its GPUs.
-    let Some(nvml) = facts.gpu.judged() else {
-        return Vec::new();
-    };
-    let gpus: Vec<(String, crate::compat::ComputeCapability)> = nvml
-        .gpus
-        .iter()
-        .filter_map(|gpu| {
-            let capability = *gpu.compute_capability.value()?;
-            let name = gpu
-                .name
-                .value()
-                .map_or_else(String::new, |name| format!(" ({name})"));
-            Some((format!("GPU {}{name}", gpu.index), capability))
-        })
-        .collect();
     let driver_cuda =
         nvml.cuda_driver_version
             .value()
@@ -833,15 +812,12 @@ pub(crate) fn library_findings(
                 major: cuda.major,
                 minor: cuda.minor,
             });
-    let mut findings =
-        crate::compat::fatbin::image_findings(&image, &found.libraries, &gpus, driver_cuda);
-    if let Some(problem) = &found.cache_problem {
-        findings.push(Finding::info(
-            crate::compat::fatbin::GPU_LIBRARY_ARCH,
-            problem.clone(),
-        ));
-    }
-    findings
+    crate::ops::image_libraries::findings(
+        &resolved.profile.image.to_string(),
+        found.clone(),
+        &gpus,
+        driver_cuda,
+    )
 }
 
 /// [`bundled_candidates`] as the verdicts take them (borrowing `bundled`).
