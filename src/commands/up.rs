@@ -137,6 +137,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
         name: arguments.name.clone(),
         dry_run: arguments.dry_run,
         trust: crate::ops::trust::Consent::of(arguments.trust, &arguments.words(), context),
+        force: arguments.force,
     };
     let runtime = runtime()?;
     if !arguments.hosts.is_empty() {
@@ -380,6 +381,10 @@ fn dry_run(
             /// The root-equivalent settings `--trust` gave a profile envctl did not make.
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             trusted: &'a [crate::ops::trust::Grant],
+            /// An image not here: its CUDA libraries are read once pulled, before the
+            /// create (issue 41).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            library_scan: Option<&'a str>,
         }
         context.printer.json(&DryRun {
             name,
@@ -391,6 +396,7 @@ fn dry_run(
                 .as_ref()
                 .map(|(form, engine)| GpuRequest { form, engine }),
             placement: report,
+            library_scan: shown.library_scan.as_deref(),
         })?;
     } else {
         if let Some(report) = report {

@@ -362,17 +362,15 @@ pub async fn gather_with(
             crate::host::cdi::stale_nodes(Path::new("/"), &specs)
         }
     };
-    // Issue 41: the images' own CUDA libraries, judged against this host's GPUs: read
-    // only where NVML names GPUs here (after the GPU and daemon facts, not beside them).
-    let gpus_here = gpu.loaded().is_some_and(|nvml| {
-        nvml.gpus
-            .iter()
-            .any(|gpu| gpu.compute_capability.value().is_some())
-    });
+    // Issue 41: the images' own CUDA libraries, judged against the daemon's machine's GPUs:
+    // read only where those are known and the profile asks for some (after the GPU and
+    // daemon facts, not beside them).
+    let gpus_here = scans_libraries(&gpu);
     let mut image_libraries = Vec::with_capacity(images.len());
-    for image in &images {
+    for (image, resolved) in images.iter().zip(profiles) {
+        let asks_gpus = resolved.profile.gpus != crate::profile::model::GpuRequest::None;
         image_libraries.push(match (&engine, image) {
-            (Some(engine), Ok(Some(image))) if gpus_here => Some(
+            (Some(engine), Ok(Some(image))) if gpus_here && asks_gpus => Some(
                 crate::ops::image_libraries::of_image(
                     engine,
                     image,
@@ -778,38 +776,35 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
     }
 }
 
-/// Issue 41: `gpu.library-arch` for a profile's image on this host's GPUs.
-fn library_findings(
+/// Issue 41: whether an image's CUDA libraries are read at all: only where a GPU of the
+/// daemon's machine is known with its compute capability (this machine's NVML, or another
+/// machine's GPUs as its daemon told them); there is nothing to judge them on otherwise.
+/// `up` asks the same of an image it has just pulled.
+pub(crate) fn scans_libraries(gpu: &GpuFacts) -> bool {
+    gpu.judged().is_some_and(|nvml| {
+        nvml.gpus
+            .iter()
+            .any(|gpu| gpu.compute_capability.value().is_some())
+    })
+}
+
+/// Issue 41: `gpu.library-arch` for a profile's image on the GPUs it asks for
+/// (`image_libraries::gpus_asked`): none for a profile that asks for no GPUs (no GPU will
+/// run its libraries). `up` judges an image it has just pulled with this too, as the
+/// preflight judges one that was here.
+pub(crate) fn library_findings(
     facts: &Facts,
     resolved: &ResolvedProfile,
     libraries: Option<&Result<crate::ops::image_libraries::Found, String>>,
 ) -> Vec<Finding> {
-    let image = resolved.profile.image.to_string();
-    let found = match libraries {
-        None => return Vec::new(),
-        Some(Err(why)) => {
-            return vec![Finding::warn(
-                crate::compat::fatbin::GPU_LIBRARY_ARCH,
-                format!("the CUDA libraries of image `{image}` could not be read: {why}"),
-            )];
-        }
-        Some(Ok(found)) => found,
-    };
-    let Some(nvml) = facts.gpu.loaded() else {
+    // The daemon's machine's GPUs: a remote daemon's image runs on its GPUs.
+    let (Some(found), Some(nvml)) = (libraries, facts.gpu.judged()) else {
         return Vec::new();
     };
-    let gpus: Vec<(String, crate::compat::ComputeCapability)> = nvml
-        .gpus
-        .iter()
-        .filter_map(|gpu| {
-            let capability = *gpu.compute_capability.value()?;
-            let name = gpu
-                .name
-                .value()
-                .map_or_else(String::new, |name| format!(" ({name})"));
-            Some((format!("GPU {}{name}", gpu.index), capability))
-        })
-        .collect();
+    let gpus = crate::ops::image_libraries::gpus_asked(&resolved.profile.gpus, nvml);
+    if gpus.is_empty() {
+        return Vec::new();
+    }
     let driver_cuda =
         nvml.cuda_driver_version
             .value()
@@ -817,15 +812,12 @@ fn library_findings(
                 major: cuda.major,
                 minor: cuda.minor,
             });
-    let mut findings =
-        crate::compat::fatbin::image_findings(&image, &found.libraries, &gpus, driver_cuda);
-    if let Some(problem) = &found.cache_problem {
-        findings.push(Finding::info(
-            crate::compat::fatbin::GPU_LIBRARY_ARCH,
-            problem.clone(),
-        ));
-    }
-    findings
+    crate::ops::image_libraries::findings(
+        &resolved.profile.image.to_string(),
+        found.clone(),
+        &gpus,
+        driver_cuda,
+    )
 }
 
 /// [`bundled_candidates`] as the verdicts take them (borrowing `bundled`).

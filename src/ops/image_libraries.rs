@@ -133,6 +133,50 @@ pub fn findings(
     findings
 }
 
+/// The GPUs of `nvml` that run a container asking `request`, named as the findings name
+/// them ("GPU 0 (NVIDIA H100 80GB HBM3)") with their compute capability: those a device
+/// list names (by index or UUID), every GPU for `all`, `optional` and a count (which GPUs a
+/// count gets is placement's choice, made later), none for `none`. A list naming anything
+/// that is no GPU here (a MIG UUID) is judged on every GPU: which one it means is not
+/// known. A GPU whose capability NVML did not give is left out (nothing to judge on).
+pub fn gpus_asked(
+    request: &crate::profile::model::GpuRequest,
+    nvml: &crate::facts::gpu::NvmlFacts,
+) -> Vec<(String, crate::compat::ComputeCapability)> {
+    use crate::profile::model::GpuRequest;
+    let names = |gpu: &crate::facts::gpu::GpuDevice, name: &str| {
+        name.parse::<u32>().ok() == Some(gpu.index)
+            || gpu.uuid.value().map(String::as_str) == Some(name)
+    };
+    let asked: Vec<&crate::facts::gpu::GpuDevice> = match request {
+        GpuRequest::None => Vec::new(),
+        GpuRequest::Devices(list)
+            if list
+                .iter()
+                .all(|name| nvml.gpus.iter().any(|gpu| names(gpu, name))) =>
+        {
+            nvml.gpus
+                .iter()
+                .filter(|gpu| list.iter().any(|name| names(gpu, name)))
+                .collect()
+        }
+        GpuRequest::All | GpuRequest::Optional | GpuRequest::Count(_) | GpuRequest::Devices(_) => {
+            nvml.gpus.iter().collect()
+        }
+    };
+    asked
+        .into_iter()
+        .filter_map(|gpu| {
+            let capability = *gpu.compute_capability.value()?;
+            let name = gpu
+                .name
+                .value()
+                .map_or_else(String::new, |name| format!(" ({name})"));
+            Some((format!("GPU {}{name}", gpu.index), capability))
+        })
+        .collect()
+}
+
 /// A RECORD larger than this is not read (they are kilobytes).
 const RECORD_LIMIT: u64 = 16 << 20;
 
@@ -214,4 +258,75 @@ pub fn of_folders(folders: &[PathBuf]) -> Result<ImageLibraries, String> {
         }
     }
     Ok(scan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::gpu::{Fact, FailureKind, GpuDevice, NvmlFacts, NvmlFailure};
+    use crate::profile::model::GpuRequest;
+
+    /// A host of an RTX 5090 (GPU 0, sm_120) and an H100 (GPU 1, sm_90), and a GPU 2 whose
+    /// capability NVML did not give.
+    fn mixed_host() -> NvmlFacts {
+        let failure = NvmlFailure::new(FailureKind::Other, "not asked");
+        let gpu = |index: u32, name: &str, capability: Option<(u32, u32)>| {
+            let mut gpu = GpuDevice::unreachable(index, failure.clone());
+            gpu.name = Fact::Value(name.into());
+            gpu.uuid = Fact::Value(format!("GPU-{index}"));
+            if let Some((major, minor)) = capability {
+                gpu.compute_capability =
+                    Fact::Value(crate::compat::ComputeCapability::new(major, minor));
+            }
+            gpu
+        };
+        NvmlFacts {
+            driver_version: Fact::Value("580.95.05".into()),
+            cuda_driver_version: Fact::Error(failure.clone()),
+            nvml_version: Fact::Value("13.580.95.05".into()),
+            device_count: Fact::Value(3),
+            gpus: vec![
+                gpu(0, "NVIDIA GeForce RTX 5090", Some((12, 0))),
+                gpu(1, "NVIDIA H100 80GB HBM3", Some((9, 0))),
+                gpu(2, "NVIDIA H100 80GB HBM3", None),
+            ],
+            shutdown_failure: None,
+        }
+    }
+
+    fn named(request: GpuRequest) -> Vec<String> {
+        gpus_asked(&request, &mixed_host())
+            .into_iter()
+            .map(|(name, capability)| format!("{name} {}", capability.sm()))
+            .collect()
+    }
+
+    /// The GPUs a library is judged on are those the profile asks for: a device list's (by
+    /// index or UUID), every GPU for all, optional and a count, none for none; a list
+    /// naming no GPU here (a MIG UUID) is judged on every GPU.
+    #[test]
+    fn libraries_are_judged_on_the_gpus_the_profile_asks_for() {
+        let every = [
+            "GPU 0 (NVIDIA GeForce RTX 5090) sm_120",
+            "GPU 1 (NVIDIA H100 80GB HBM3) sm_90",
+        ];
+        assert_eq!(named(GpuRequest::All), every);
+        assert_eq!(named(GpuRequest::Optional), every);
+        assert_eq!(named(GpuRequest::Count(1)), every);
+        assert!(named(GpuRequest::None).is_empty());
+        assert_eq!(
+            named(GpuRequest::Devices(vec!["1".into()])),
+            ["GPU 1 (NVIDIA H100 80GB HBM3) sm_90"]
+        );
+        assert_eq!(
+            named(GpuRequest::Devices(vec!["GPU-0".into()])),
+            ["GPU 0 (NVIDIA GeForce RTX 5090) sm_120"]
+        );
+        assert_eq!(
+            named(GpuRequest::Devices(vec![
+                "MIG-4b9f2e56-0000-0000-0000-000000000000".into()
+            ])),
+            every
+        );
+    }
 }

@@ -261,6 +261,7 @@ pub async fn plan(engine: &Engine, request: &RunRequest, context: &Context) -> R
                 &crate::ops::trust::run_words(request),
                 context,
             ),
+            force: request.force,
         },
         context,
     )

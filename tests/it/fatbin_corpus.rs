@@ -310,8 +310,8 @@ pub fn bitsandbytes_folder() -> Option<PathBuf> {
 }
 
 /// Imports an image (labelled `envctl.test=1`) whose root holds `libraries` of `folder` in
-/// bitsandbytes' site-packages folder with the wheel's RECORD: its work folder, its
-/// reference and the guard that removes it.
+/// bitsandbytes' site-packages folder with the wheel's RECORD, and nothing else: its work
+/// folder, its reference and the guard that removes it.
 pub fn import_bitsandbytes_image(
     folder: &Path,
     libraries: &[&str],
@@ -320,40 +320,12 @@ pub fn import_bitsandbytes_image(
     String,
     crate::support::docker::ImageGuard,
 ) {
-    use crate::support::docker::{ImageGuard, docker_stdout, unique_name};
-    let work = tempfile::tempdir().unwrap();
-    let root = work.path().join("root");
-    let site = SITE;
-    let installed = root.join(site).join("bitsandbytes");
-    std::fs::create_dir_all(&installed).unwrap();
-    let mut record = String::new();
-    for library in libraries {
-        std::fs::copy(folder.join(library), installed.join(library)).unwrap();
-        record.push_str(&format!("bitsandbytes/{library},sha256=unchecked,0\n"));
-    }
-    let dist_info = root.join(site).join("bitsandbytes-0.50.2.dist-info");
-    std::fs::create_dir_all(&dist_info).unwrap();
-    std::fs::write(dist_info.join("RECORD"), record).unwrap();
-    let rootfs = work.path().join("rootfs.tar");
-    let status = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&rootfs)
-        .arg(".")
-        .status()
-        .unwrap();
-    assert!(status.success(), "tar: {status}");
-    let reference = format!("{}:1", unique_name("envctl-test-fatbin"));
-    docker_stdout([
-        "import",
-        "--change",
-        "LABEL envctl.test=1",
-        rootfs.to_str().unwrap(),
-        reference.as_str(),
-    ]);
-    let guard = ImageGuard::new(reference.clone());
-    (work, reference, guard)
+    crate::support::cuda_images::import_package_image(
+        SITE,
+        ("bitsandbytes", "0.50.2"),
+        folder,
+        libraries,
+    )
 }
 
 /// A gzip layer as an image store may keep one: a hand-made `docker save` archive whose one
@@ -516,15 +488,13 @@ fn a_gzip_layer_archive_scans_as_the_daemon_loads_it() {
 /// it runs; the second check reads the scan from the cache per image id.
 #[test]
 fn nvidia_check_judges_the_images_cuda_libraries_on_the_containers_gpus() {
-    use std::os::unix::fs::PermissionsExt;
-    use std::process::Command;
     use std::time::Duration;
 
     use serde_json::Value;
 
+    use crate::support::cuda_images::ImageBuild;
     use crate::support::docker::{
-        ContainerGuard, ImageGuard, TEST_LABEL, docker_stdout, require_daemon, run_with_timeout,
-        test_image, unique_name,
+        ContainerGuard, TEST_LABEL, docker_stdout, require_daemon, unique_name,
     };
 
     const TEST: &str =
@@ -540,57 +510,13 @@ fn nvidia_check_judges_the_images_cuda_libraries_on_the_containers_gpus() {
         );
         return;
     };
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvidia-check");
-    let context = tempfile::tempdir().unwrap();
-    let stand_in = context.path().join("stand-in");
-    std::fs::create_dir_all(&stand_in).unwrap();
-    for program in ["python3", "nvidia-smi"] {
-        let target = stand_in.join(program);
-        std::fs::copy(fixtures.join("stand-in").join(program), &target).unwrap();
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    for scenario in ["h100", "rtx-5090-torch-2.6"] {
-        let target = context.path().join("scenarios").join(scenario);
-        std::fs::create_dir_all(&target).unwrap();
-        for file in ["python.json", "nvidia-smi.txt"] {
-            std::fs::copy(fixtures.join(scenario).join(file), target.join(file)).unwrap();
-        }
-    }
     let library = "libbitsandbytes_cuda118.so";
-    let site = context.path().join("site");
-    std::fs::create_dir_all(site.join("bitsandbytes")).unwrap();
-    std::fs::copy(
-        folder.join(library),
-        site.join("bitsandbytes").join(library),
-    )
-    .unwrap();
-    std::fs::create_dir_all(site.join("bitsandbytes-0.50.2.dist-info")).unwrap();
-    std::fs::write(
-        site.join("bitsandbytes-0.50.2.dist-info/RECORD"),
-        format!("bitsandbytes/{library},sha256=unchecked,0\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        context.path().join("Dockerfile"),
-        format!(
-            "FROM {}\nCOPY stand-in/ /usr/local/bin/\nCOPY scenarios/ /envctl-test/\nCOPY site/ /{SITE}/\nLABEL {TEST_LABEL}\n",
-            test_image()
-        ),
-    )
-    .unwrap();
     let reference = format!("{}:1", unique_name("envctl-test-fatbin-nvcheck"));
-    let _image = ImageGuard::new(reference.as_str());
-    let mut build = Command::new("docker");
-    build
-        .env("DOCKER_BUILDKIT", "0")
-        .args(["build", "--quiet", "--tag", &reference])
-        .arg(context.path());
-    let output = run_with_timeout(&mut build, Duration::from_secs(300)).unwrap();
-    assert!(
-        output.status.success(),
-        "docker build: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let _image = ImageBuild::new()
+        .stand_in()
+        .scenarios(&["h100", "rtx-5090-torch-2.6"])
+        .package(SITE, ("bitsandbytes", "0.50.2"), &folder, &[library])
+        .build(&reference);
     let home = tempfile::tempdir().unwrap();
     let check = |scenario: &str| -> Value {
         let container = ContainerGuard::unique("envctl-fatbin-nvcheck");
@@ -700,18 +626,12 @@ fn nvidia_check_here_scans_an_installed_folder_as_cuobjdump_lists_it() {
     .unwrap();
     let home = tempfile::tempdir().unwrap();
     let site = home.path().join("site-packages");
-    std::fs::create_dir_all(site.join("bitsandbytes")).unwrap();
-    let mut record = String::new();
-    for library in IMAGE_LIBRARIES {
-        std::fs::copy(
-            folder.join(library),
-            site.join("bitsandbytes").join(library),
-        )
-        .unwrap();
-        record.push_str(&format!("bitsandbytes/{library},sha256=unchecked,0\n"));
-    }
-    std::fs::create_dir_all(site.join("bitsandbytes-0.50.2.dist-info")).unwrap();
-    std::fs::write(site.join("bitsandbytes-0.50.2.dist-info/RECORD"), record).unwrap();
+    crate::support::cuda_images::install_package(
+        &site,
+        ("bitsandbytes", "0.50.2"),
+        &folder,
+        &IMAGE_LIBRARIES,
+    );
     let output = crate::support::cli::envctl()
         .current_dir(home.path())
         .env("HOME", home.path())

@@ -19,13 +19,13 @@
 
 use crate::support::nvml::stub_library as nvml_stub;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::cuda_images::ImageBuild;
 use crate::support::docker::{
     ContainerGuard, ImageGuard, TEST_LABEL, docker_stdout, require_daemon, run_with_timeout,
     test_image, unique_name,
@@ -37,7 +37,7 @@ use envctl::nvcheck;
 const HANG_GUARD: Duration = Duration::from_secs(120);
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvidia-check")
+    crate::support::cuda_images::nvidia_check_fixtures()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -477,48 +477,13 @@ fn a_container_without_gpu_or_python_fails_clearly_and_fast() {
 /// A test image: the busybox test image with the stand-in `python3` and `nvidia-smi` and
 /// the recorded scenarios under /envctl-test. Removed when dropped.
 fn stand_in_image() -> ImageGuard {
-    let context = tempfile::Builder::new()
-        .prefix("envctl-nvidia-check-image-")
-        .tempdir()
-        .unwrap();
-    let stand_in = context.path().join("stand-in");
-    let scenarios = context.path().join("scenarios");
-    std::fs::create_dir_all(&stand_in).unwrap();
-    for program in ["python3", "nvidia-smi"] {
-        let target = stand_in.join(program);
-        std::fs::copy(fixtures().join("stand-in").join(program), &target).unwrap();
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    for scenario in ["h100", "rtx-5090-torch-2.6", "torch-cpu"] {
-        let folder = scenarios.join(scenario);
-        std::fs::create_dir_all(&folder).unwrap();
-        for file in ["python.json", "nvidia-smi.txt"] {
-            std::fs::copy(fixtures().join(scenario).join(file), folder.join(file)).unwrap();
-        }
-    }
-    std::fs::write(
-        context.path().join("Dockerfile"),
-        format!(
-            "FROM {}\nCOPY stand-in/ /usr/local/bin/\nCOPY scenarios/ /envctl-test/\nLABEL {TEST_LABEL}\n",
-            test_image()
-        ),
-    )
-    .unwrap();
-    let reference = format!("{}:latest", unique_name("envctl-test/nvidia-check"));
-    let guard = ImageGuard::new(reference.as_str());
-    // The classic builder uses the local base image as it is; BuildKit may try a registry.
-    let mut build = Command::new("docker");
-    build
-        .env("DOCKER_BUILDKIT", "0")
-        .args(["build", "--quiet", "--tag", &reference])
-        .arg(context.path());
-    let output = run_with_timeout(&mut build, Duration::from_secs(300)).unwrap();
-    assert!(
-        output.status.success(),
-        "docker build of the stand-in image failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    guard
+    ImageBuild::new()
+        .stand_in()
+        .scenarios(&["h100", "rtx-5090-torch-2.6", "torch-cpu"])
+        .build(&format!(
+            "{}:latest",
+            unique_name("envctl-test/nvidia-check")
+        ))
 }
 
 /// Starts a container of the stand-in image playing `scenario`, labelled with the
@@ -777,31 +742,9 @@ fn an_image_without_a_shell_is_named_not_crashed_on() {
     if !require_daemon() {
         return;
     }
-    let context = tempfile::Builder::new()
-        .prefix("envctl-nvidia-check-no-shell-")
-        .tempdir()
-        .unwrap();
-    std::fs::write(
-        context.path().join("Dockerfile"),
-        format!(
-            "FROM {}\nRUN [\"/bin/busybox\", \"rm\", \"-f\", \"/bin/sh\", \"/bin/ash\"]\nLABEL {TEST_LABEL}\n",
-            test_image()
-        ),
-    )
-    .unwrap();
-    let reference = format!("{}:latest", unique_name("envctl-test/no-shell"));
-    let image = ImageGuard::new(reference.as_str());
-    let mut build = Command::new("docker");
-    build
-        .env("DOCKER_BUILDKIT", "0")
-        .args(["build", "--quiet", "--tag", &reference])
-        .arg(context.path());
-    let output = run_with_timeout(&mut build, Duration::from_secs(300)).unwrap();
-    assert!(
-        output.status.success(),
-        "docker build failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let image = ImageBuild::new()
+        .step(r#"RUN ["/bin/busybox", "rm", "-f", "/bin/sh", "/bin/ash"]"#)
+        .build(&format!("{}:latest", unique_name("envctl-test/no-shell")));
     let container = ContainerGuard::unique("envctl-nvcheck-no-shell");
     docker_stdout([
         "run",

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
-use super::{PullPolicy, RUN_LABEL, RunState, ensure_image};
+use super::{Plan, PullPolicy, RUN_LABEL, RunState, ensure_image, ensure_judged_image};
 use crate::context::Context;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
@@ -150,12 +150,31 @@ pub(super) async fn create_with_image(
     context: &Context,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<Created, Error> {
+    create_with_judged_image(engine, body, name, pull, None, context, state).await
+}
+
+/// [`create_with_image`], an image it pulls judged first on `judging`'s plan and facts
+/// when given (`preflight::judge_pulled_image`): refused, nothing is created.
+pub(super) async fn create_with_judged_image(
+    engine: &Engine,
+    body: &CreateBody,
+    name: &str,
+    pull: PullPolicy,
+    judging: Option<(&Plan, &crate::ops::doctor::Facts)>,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<Created, Error> {
     let image: crate::profile::image::ImageReference =
         body.image.parse().map_err(|message: String| Error::Usage {
             message,
             hint: None,
         })?;
-    ensure_image(engine, &image, pull, context).await?;
+    match judging {
+        Some((plan, facts)) => {
+            ensure_judged_image(engine, plan, facts, &image, pull, context).await?;
+        }
+        None => ensure_image(engine, &image, pull, context).await?,
+    }
     ensure_ports_free(engine, body).await?;
     create(engine, body, name, state)
         .await

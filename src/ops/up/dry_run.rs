@@ -37,6 +37,30 @@ pub struct DryRun {
     /// With GPUs, when the engine could be asked who holds GPUs: which ones `up` would
     /// take now, and why.
     pub placement: Option<placement::PlacementReport>,
+    /// Issue 41: where the image is not here, that `up` reads its CUDA libraries once it
+    /// has pulled it and judges them before it creates anything (said, as `up` would
+    /// do it; the dry run pulls nothing).
+    pub library_scan: Option<String>,
+}
+
+/// What `up` does about the image's CUDA libraries when the image is not here
+/// (`preflight::judge_pulled_image`), said for the dry run; `None` where the preflight
+/// judged them (the image is here) or nothing would (no GPUs asked, none seen here).
+fn library_scan_after_pull(plan: &Plan, facts: &crate::ops::doctor::Facts) -> Option<String> {
+    let absent = matches!(facts.images.first(), Some(Ok(None)));
+    (absent && !plan.gpus.is_none() && crate::ops::doctor::scans_libraries(&facts.gpu)).then(
+        || {
+            format!(
+                "image `{}` is not here: `up` pulls it, then reads its CUDA libraries and judges them on this host's GPUs (gpu.library-arch) before it creates the container{}",
+                plan.body.image,
+                if plan.force {
+                    " (a failure is said and, with --force, started anyway)"
+                } else {
+                    " (a failure refuses it, as the preflight does)"
+                }
+            )
+        },
+    )
 }
 
 /// `up` without making anything: the same plan placed and written in this engine's form
@@ -65,12 +89,14 @@ pub async fn dry_run(
                     body: gpu_body(plan, &placement::Placed::unplaced(&plan.gpus), facts)?,
                     gpu_request: Some((form, format!("not reached at {}", facts.engine.endpoint))),
                     placement: None,
+                    library_scan: None,
                 }
             }
             _ => DryRun {
                 body: plan.body.clone(),
                 gpu_request: None,
                 placement: None,
+                library_scan: None,
             },
         });
     };
@@ -89,8 +115,17 @@ pub async fn dry_run(
     }
     // Judged before placing, as `up` judges it before it places: `--gpus 9` on eight GPUs
     // is the profile's failed check, not "no room" (stopping containers never helps).
-    verdict(engine, plan, force, context).await?;
-    let shown = match &plan.facts {
+    let gathered = verdict(engine, plan, force, context).await?;
+    // A container met is not made: nothing is pulled for it.
+    let library_scan = gathered
+        .as_ref()
+        .or(plan.facts.as_ref())
+        .filter(|_| existing.is_none())
+        .and_then(|facts| library_scan_after_pull(plan, facts));
+    if let Some(said) = &library_scan {
+        context.printer.info(said);
+    }
+    let mut shown = match &plan.facts {
         Some(facts) if !plan.gpus.is_none() => {
             // Which GPUs `up` would pick now; nothing is locked or created.
             let placed = placement::place(
@@ -114,6 +149,7 @@ pub async fn dry_run(
                 body: gpu_body(plan, &placed, facts)?,
                 gpu_request: Some((form, described)),
                 placement: placed.report,
+                library_scan: None,
             }
         }
         _ => {
@@ -125,12 +161,14 @@ pub async fn dry_run(
                 body: plan.body.clone(),
                 gpu_request: None,
                 placement: None,
+                library_scan: None,
             }
         }
     };
     if existing.is_none() {
         ensure_ports_free(engine, &shown.body).await?;
     }
+    shown.library_scan = library_scan;
     Ok(shown)
 }
 
@@ -187,5 +225,36 @@ mod tests {
         assert_eq!(form, GpuRequestForm::Gpus);
         assert_eq!(engine, "not reached at unix:///var/run/docker.sock");
         assert!(shown.placement.is_none());
+    }
+
+    /// Issue 41: the dry run says the scan follows the pull only where `up` would do it: a
+    /// GPU profile whose image is not here, on a host whose GPUs are known; not for an
+    /// image the preflight read, a profile without GPUs, or a host without known GPUs.
+    #[test]
+    fn the_scan_after_the_pull_is_said_only_where_up_would_do_it() {
+        use crate::facts::gpu::{Fact, LoadOutcome};
+        let mut nvml = nvml_with_gpus(1);
+        if let LoadOutcome::Loaded(facts) = &mut nvml {
+            facts.gpus[0].compute_capability =
+                Fact::Value(crate::compat::ComputeCapability::new(12, 0));
+        }
+        let known = facts(unreachable(), nvml);
+        let gpu_plan = plan(
+            "name = \"train\"\nimage = \"team/train:1\"\ngpus = \"all\"\n",
+            Gpus::All,
+        );
+        let said = library_scan_after_pull(&gpu_plan, &known).unwrap();
+        assert!(said.contains("image `team/train:1` is not here"), "{said}");
+        assert!(said.contains("refuses it"), "{said}");
+        let mut here = facts(unreachable(), known.gpu.nvml.clone());
+        here.images = vec![Ok(Some(crate::facts::engine::ImageFacts {
+            reference: "team/train:1".into(),
+            ..Default::default()
+        }))];
+        assert_eq!(library_scan_after_pull(&gpu_plan, &here), None);
+        let cpu_plan = plan("name = \"cpu\"\nimage = \"team/train:1\"\n", Gpus::None);
+        assert_eq!(library_scan_after_pull(&cpu_plan, &known), None);
+        let unknown = facts(unreachable(), nvml_with_gpus(1));
+        assert_eq!(library_scan_after_pull(&gpu_plan, &unknown), None);
     }
 }

@@ -163,6 +163,7 @@ pub fn plan(text: &str, gpus: Gpus) -> Plan {
         facts: None,
         user: user(),
         policies: Vec::new(),
+        force: false,
     }
 }
 

@@ -6,7 +6,8 @@
 //!
 //! One file per seam: `plan` (what to make), `place` (pull, then place under the lock),
 //! `create` (make, never start; check and start), `reuse` (an existing container met),
-//! `preflight` (doctor's verdict, the image), `interrupt` (what a run made and its
+//! `preflight` (doctor's verdict, the image, and the CUDA libraries of an image pulled
+//! after it: judged before the create, issue 41), `interrupt` (what a run made and its
 //! removal) and `dry_run`; here, [`up`] calls them in order.
 
 use std::cell::RefCell;
@@ -32,8 +33,8 @@ mod reuse;
 mod fixtures;
 
 use create::{
-    Check, Created, Prepared, create_with_image, ensure_ports_free, prepare, prepare_known,
-    start_checked,
+    Check, Created, Prepared, create_with_image, create_with_judged_image, ensure_ports_free,
+    prepare, prepare_known, start_checked,
 };
 pub use dry_run::{DryRun, dry_run, dry_run_connection};
 pub use interrupt::{RunState, clean_up};
@@ -42,7 +43,7 @@ pub use place::{gpu_body, request_form};
 use place::{hand_over_placement, pull_and_place};
 pub use plan::{Plan, UpRequest, default_name, plan, same_profile_elsewhere};
 pub use preflight::ensure_image;
-use preflight::{verdict, warn_if_tag_moved};
+use preflight::{ensure_judged_image, verdict, warn_if_tag_moved};
 use reuse::{Met, join_other_run, meet_existing};
 
 /// When to pull the image.
@@ -245,11 +246,14 @@ async fn create_or_meet(
             }
         }
         Prepared::NeedsImage => {
-            let created = create_with_image(
+            // An image pulled now is judged before the create, as the preflight judged
+            // one that was here (issue 41).
+            let created = create_with_judged_image(
                 engine,
                 &making.body,
                 &plan.name,
                 making.pull,
+                Some((plan, making.facts)),
                 context,
                 state,
             )

@@ -1,12 +1,13 @@
 //! The hand-off between the plan and placement: the image made present first (never
-//! under the host's lock, so no one waits on another user's download), then the GPUs
+//! under the host's lock, so no one waits on another user's download) and, when pulled,
+//! its CUDA libraries judged (`preflight::judge_pulled_image`), then the GPUs
 //! placed under the lock ([`pull_and_place`]), and the body written with the GPUs placed,
 //! in the form this engine takes them ([`gpu_body`], [`request_form`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::{Plan, PullPolicy, RunState, ensure_image};
+use super::{Plan, PullPolicy, RunState, ensure_judged_image};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
@@ -68,7 +69,9 @@ async fn pull_before_placing(
                 message,
                 hint: None,
             })?;
-    ensure_image(engine, &image, pull, context).await?;
+    // Read and judged once pulled, before placing (issue 41), as the preflight judges an
+    // image that was here: outside the lock, like the pull.
+    ensure_judged_image(engine, plan, facts, &image, pull, context).await?;
     Ok(match pull {
         PullPolicy::Always => PullPolicy::Missing,
         other => other,

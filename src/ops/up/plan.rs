@@ -32,6 +32,9 @@ pub struct Plan {
     /// The policies in force (the daemon's pushed one, this machine's file), judged again
     /// under the placement lock when a per-user GPU rule applies.
     pub policies: Vec<crate::policy::Policy>,
+    /// `--force`: start despite a failing doctor verdict, on the preflight's facts or on
+    /// an image's CUDA libraries read once it is pulled (`preflight::judge_pulled_image`).
+    pub force: bool,
 }
 
 impl Plan {
@@ -68,6 +71,8 @@ pub struct UpRequest {
     pub dry_run: bool,
     /// `--trust`, and the command to run with it (`ops::trust`).
     pub trust: crate::ops::trust::Consent,
+    /// `--force`: start despite a failing doctor verdict ([`Plan::force`]).
+    pub force: bool,
 }
 
 /// Plans `request`: the profile resolved, the GPUs decided with doctor's facts (only
@@ -86,6 +91,7 @@ pub async fn plan(
         name,
         dry_run,
         trust,
+        force,
     } = request;
     let mut resolved = context.search_path.resolve(&profile)?;
     // A repository's root-equivalent settings need `--trust` (`ops::trust`).
@@ -167,6 +173,7 @@ pub async fn plan(
         facts,
         user,
         policies,
+        force,
     })
 }
 

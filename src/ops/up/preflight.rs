@@ -108,6 +108,17 @@ fn judge_verdict(
         .filter(|finding| finding.status == Status::Fail)
         .cloned()
         .collect();
+    refuse_unless_forced(failures, resolved, force, context)
+}
+
+/// The preflight's decision on its failures: none passes; any refuses the profile, unless
+/// `force`, which says each and starts anyway.
+fn refuse_unless_forced(
+    failures: Vec<crate::checks::Finding>,
+    resolved: &ResolvedProfile,
+    force: bool,
+    context: &Context,
+) -> Result<(), Error> {
     if failures.is_empty() {
         return Ok(());
     }
@@ -125,6 +136,75 @@ fn judge_verdict(
     })
 }
 
+/// Issue 41: an image the preflight could not read (it was not here) read once pulled,
+/// before anything is created: its CUDA libraries (`ops::image_libraries`, cached per image
+/// id as doctor caches them) judged on this host's GPUs with doctor's own
+/// `gpu.library-arch` findings, and a failure refused unless `--force`, as the preflight
+/// refuses it for an image that was here. `image` is the reference just pulled.
+pub(super) async fn judge_pulled_image(
+    engine: &Engine,
+    plan: &super::Plan,
+    facts: &crate::ops::doctor::Facts,
+    image: &str,
+    context: &Context,
+) -> Result<(), Error> {
+    if plan.gpus.is_none() || !crate::ops::doctor::scans_libraries(&facts.gpu) {
+        return Ok(());
+    }
+    // Gone again already (another tool removed it): the create says so.
+    let Some(pulled) = engine.image_facts(image).await? else {
+        return Ok(());
+    };
+    // `--pull always` of an image that was here and has not changed: the preflight
+    // judged these very bytes.
+    let judged_here = matches!(
+        (facts.images.first(), facts.image_libraries.first()),
+        (Some(Ok(Some(local))), Some(Some(_))) if local.id.is_some() && local.id == pulled.id
+    );
+    if judged_here {
+        return Ok(());
+    }
+    let found = crate::ops::image_libraries::of_image(
+        engine,
+        &pulled,
+        context.environment.cache_home().as_deref(),
+    )
+    .await;
+    judge_libraries(facts, plan, found, context)
+}
+
+/// [`judge_pulled_image`]'s verdict on a scan: doctor's `gpu.library-arch` findings for the
+/// plan's profile, its failures decided as the preflight decides its own.
+fn judge_libraries(
+    facts: &crate::ops::doctor::Facts,
+    plan: &super::Plan,
+    found: Result<crate::ops::image_libraries::Found, String>,
+    context: &Context,
+) -> Result<(), Error> {
+    let failures: Vec<_> =
+        crate::ops::doctor::library_findings(facts, &plan.resolved, Some(&found))
+            .into_iter()
+            .filter(|finding| finding.status == Status::Fail)
+            .collect();
+    refuse_unless_forced(failures, &plan.resolved, plan.force, context)
+}
+
+/// [`ensure_image`], then, when it pulled, the pulled image judged
+/// ([`judge_pulled_image`]) before anything is made of it.
+pub(super) async fn ensure_judged_image(
+    engine: &Engine,
+    plan: &super::Plan,
+    facts: &crate::ops::doctor::Facts,
+    image: &crate::profile::image::ImageReference,
+    policy: PullPolicy,
+    context: &Context,
+) -> Result<(), Error> {
+    if pull_if_needed(engine, image, policy, context).await? {
+        judge_pulled_image(engine, plan, facts, &image.to_string(), context).await?;
+    }
+    Ok(())
+}
+
 /// Pulls per the policy. A reference without tag or digest pulls `latest`, never every tag.
 pub async fn ensure_image(
     engine: &Engine,
@@ -132,13 +212,25 @@ pub async fn ensure_image(
     policy: PullPolicy,
     context: &Context,
 ) -> Result<(), Error> {
+    pull_if_needed(engine, image, policy, context)
+        .await
+        .map(|_| ())
+}
+
+/// [`ensure_image`]: whether it pulled.
+async fn pull_if_needed(
+    engine: &Engine,
+    image: &crate::profile::image::ImageReference,
+    policy: PullPolicy,
+    context: &Context,
+) -> Result<bool, Error> {
     let reference = image.to_string();
     let present = match policy {
         PullPolicy::Always => false,
         PullPolicy::Missing | PullPolicy::Never => engine.image_facts(&reference).await?.is_some(),
     };
     if present {
-        return Ok(());
+        return Ok(false);
     }
     if policy == PullPolicy::Never {
         return Err(Error::ImageMissing { image: reference });
@@ -166,7 +258,7 @@ pub async fn ensure_image(
         })
         .await;
     progress.finish();
-    result.map_err(Error::from)
+    result.map_err(Error::from).map(|()| true)
 }
 
 #[cfg(test)]
@@ -236,5 +328,92 @@ mod tests {
         assert!(!findings.is_empty());
         assert!(findings.iter().all(|finding| finding.status == Status::Fail
             && finding.area != Some(crate::checks::Area::Docker)));
+    }
+
+    /// A scan of a pulled image: one library with sm_80 and sm_90 machine code, no PTX.
+    fn flash_attn_scan() -> Result<crate::ops::image_libraries::Found, String> {
+        use crate::compat::fatbin::{IMAGE_LIBRARIES_SCHEMA, ImageLibraries, ScannedLibrary};
+        let code = serde_json::from_value(serde_json::json!({
+            "sass": ["sm_80", "sm_90"], "ptx": [], "has_gpu_code": true, "incomplete": null
+        }))
+        .unwrap();
+        Ok(crate::ops::image_libraries::Found {
+            libraries: ImageLibraries {
+                schema_version: IMAGE_LIBRARIES_SCHEMA,
+                image_id: Some(format!("sha256:{}", "ab".repeat(32))),
+                libraries: vec![ScannedLibrary {
+                    path: "usr/lib/python3/site-packages/flash_attn_2_cuda.so".into(),
+                    package: Some("flash_attn 2.7.4".into()),
+                    code,
+                }],
+                unreadable: Vec::new(),
+                unread_layers: Vec::new(),
+                shared_objects: 1,
+            },
+            cached: false,
+            cache_problem: None,
+        })
+    }
+
+    /// Docker with the NVIDIA runtime and NVML naming one GPU of compute capability `cc`.
+    fn one_gpu(cc: (u32, u32)) -> crate::ops::doctor::Facts {
+        let mut nvml = crate::ops::up::fixtures::nvml_with_gpus(1);
+        if let crate::facts::gpu::LoadOutcome::Loaded(facts) = &mut nvml {
+            facts.gpus[0].compute_capability =
+                crate::facts::gpu::Fact::Value(crate::compat::ComputeCapability::new(cc.0, cc.1));
+        }
+        facts(
+            reachable(daemon(EngineKind::DockerEngine, "28.2.2", &["nvidia"])),
+            nvml,
+        )
+    }
+
+    /// Issue 41: a pulled image whose library lacks the GPU's architecture is refused with
+    /// doctor's `gpu.library-arch` failure, as the preflight refuses a local one; `--force`
+    /// starts it; a GPU the library covers, or a profile without GPUs, passes.
+    #[test]
+    fn a_pulled_images_library_without_the_gpus_code_refuses_unless_forced() {
+        use crate::spec::gpus::Gpus;
+        let context = context();
+        let gpu_profile = "name = \"train\"\nimage = \"team/train:1\"\ngpus = \"all\"\n";
+        let mut plan = crate::ops::up::fixtures::plan(gpu_profile, Gpus::All);
+        let blackwell = one_gpu((12, 0));
+        let (name, findings) = refused(judge_libraries(
+            &blackwell,
+            &plan,
+            flash_attn_scan(),
+            &context,
+        ));
+        assert_eq!(name, "train");
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].id, crate::compat::fatbin::GPU_LIBRARY_ARCH);
+        for said in [
+            "flash_attn_2_cuda.so",
+            "flash_attn 2.7.4",
+            "no kernel image",
+        ] {
+            assert!(
+                findings[0].message.contains(said),
+                "{}",
+                findings[0].message
+            );
+        }
+        plan.force = true;
+        judge_libraries(&blackwell, &plan, flash_attn_scan(), &context).unwrap();
+        plan.force = false;
+        judge_libraries(&one_gpu((9, 0)), &plan, flash_attn_scan(), &context).unwrap();
+        // A scan that failed is doctor's warning, never a refusal.
+        judge_libraries(
+            &blackwell,
+            &plan,
+            Err("the daemon refused".into()),
+            &context,
+        )
+        .unwrap();
+        let cpu = crate::ops::up::fixtures::plan(
+            "name = \"cpu\"\nimage = \"team/train:1\"\n",
+            Gpus::None,
+        );
+        judge_libraries(&blackwell, &cpu, flash_attn_scan(), &context).unwrap();
     }
 }

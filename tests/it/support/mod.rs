@@ -19,6 +19,9 @@
 //!   headers, a body one byte a second, 500, bad JSON, a 50 MB error) and a record of the
 //!   requests it got ([`fake_daemon::FakeDaemon::start`]); point `DOCKER_HOST` at it.
 //! - [`cli`]: envctl run in a test's own folder ([`cli::envctl_in`]).
+//! - [`cuda_images`]: test images built FROM the test image with nvidia-check's stand-ins,
+//!   its recorded scenarios, or a package's real CUDA libraries in site-packages
+//!   ([`cuda_images::ImageBuild`]).
 //! - [`server`]: another machine for a test ([`server::Server::start`]): a daemon of the
 //!   test's own in its own network and UTS namespace (its own host name), with the stand-in
 //!   NVIDIA hook whose `nvidia-smi` answers from a [`server::Fixture`] (or no toolkit).
@@ -42,6 +45,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod cuda_images;
 pub mod disk;
 pub mod docker;
 pub mod engines;
