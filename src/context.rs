@@ -372,23 +372,7 @@ impl Environment {
     /// into `facts::slurm`. `CUDA_VISIBLE_DEVICES` is left out on purpose: Slurm renumbers
     /// it per job, so it never says which host GPUs a job holds.
     pub fn slurm(&self) -> SlurmVariables {
-        let text = |name: &str| self.variable(name).filter(|value| !value.is_empty());
-        SlurmVariables {
-            job_id: text("SLURM_JOB_ID"),
-            step_id: text("SLURM_STEP_ID"),
-            batch: self.variable("ENVIRONMENT").as_deref() == Some("BATCH"),
-            job_gpus: text("SLURM_JOB_GPUS"),
-            step_gpus: text("SLURM_STEP_GPUS"),
-            mem_per_node: text("SLURM_MEM_PER_NODE"),
-            mem_per_cpu: text("SLURM_MEM_PER_CPU"),
-            cpus_per_task: text("SLURM_CPUS_PER_TASK"),
-            cpus_on_node: text("SLURM_CPUS_ON_NODE"),
-            job_node_list: text("SLURM_JOB_NODELIST"),
-            node_name: text("SLURMD_NODENAME"),
-            conf: text("SLURM_CONF"),
-            node_id: text("SLURM_NODEID"),
-            nodes: text("SLURM_NNODES"),
-        }
+        SlurmVariables::from_lookup(|name| self.variable(name))
     }
 
     /// The clock commands read "now" from.

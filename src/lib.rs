@@ -23,8 +23,8 @@ pub use envctl_core::{
     text, time, units, untrusted,
 };
 pub use envctl_gpu as gpu;
-pub mod host;
-pub mod interrupt;
+pub use envctl_host as host;
+pub use envctl_host::interrupt;
 pub mod ops;
 pub mod registry;
 pub mod ui;

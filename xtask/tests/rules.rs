@@ -193,8 +193,15 @@ fn the_core_and_the_facts_depend_on_no_adapter() {
             "crates/envctl-fatbin/Cargo.toml",
             &["envctl-core", "envctl-facts"][..],
         ),
-        ("crates/envctl-core/Cargo.toml", &["envctl-gpu"][..]),
-        ("crates/envctl-facts/Cargo.toml", &["envctl-gpu"][..]),
+        (
+            "crates/envctl-core/Cargo.toml",
+            &["envctl-gpu", "envctl-host"][..],
+        ),
+        (
+            "crates/envctl-facts/Cargo.toml",
+            &["envctl-gpu", "envctl-host"][..],
+        ),
+        ("crates/envctl-host/Cargo.toml", &["envctl-gpu"][..]),
     ] {
         let text = std::fs::read_to_string(workspace.join(manifest)).unwrap();
         let parsed: toml::Table = toml::from_str(&text).unwrap();
@@ -207,6 +214,21 @@ fn the_core_and_the_facts_depend_on_no_adapter() {
             );
         }
     }
+}
+
+/// The GPU adapter's crate stands on the facts alone: NVML and the facts, nothing else.
+#[test]
+fn the_gpu_adapter_names_nvml_and_the_facts_only() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(workspace.join("crates/envctl-gpu/Cargo.toml")).unwrap();
+    let parsed: toml::Table = toml::from_str(&text).unwrap();
+    let names: BTreeSet<&str> = parsed["dependencies"]
+        .as_table()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(names, BTreeSet::from(["envctl-facts", "nvml-wrapper"]));
 }
 
 /// A crate judged as one layer (as `envctl-fatbin` is `compat`) keeps that layer's rules:

@@ -155,3 +155,29 @@ pub struct SlurmVariables {
     /// `SLURM_CONF`: the cluster's slurm.conf, beside which `gres.conf` lies.
     pub conf: Option<String>,
 }
+
+impl SlurmVariables {
+    /// The variables as `lookup` gives them by name (the context's snapshot of the
+    /// environment; a table in tests), each empty value as unset. `CUDA_VISIBLE_DEVICES`
+    /// is left out on purpose: Slurm renumbers it per job, so it never says which host
+    /// GPUs a job holds.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> SlurmVariables {
+        let text = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        SlurmVariables {
+            job_id: text("SLURM_JOB_ID"),
+            step_id: text("SLURM_STEP_ID"),
+            batch: lookup("ENVIRONMENT").as_deref() == Some("BATCH"),
+            job_gpus: text("SLURM_JOB_GPUS"),
+            step_gpus: text("SLURM_STEP_GPUS"),
+            mem_per_node: text("SLURM_MEM_PER_NODE"),
+            mem_per_cpu: text("SLURM_MEM_PER_CPU"),
+            cpus_per_task: text("SLURM_CPUS_PER_TASK"),
+            cpus_on_node: text("SLURM_CPUS_ON_NODE"),
+            job_node_list: text("SLURM_JOB_NODELIST"),
+            node_name: text("SLURMD_NODENAME"),
+            conf: text("SLURM_CONF"),
+            node_id: text("SLURM_NODEID"),
+            nodes: text("SLURM_NNODES"),
+        }
+    }
+}

@@ -4,14 +4,14 @@
 //! longer exist, or gives them other numbers than the kernel's; a container given such a
 //! device fails to start or gets the wrong GPU.
 //!
-//! Specs are read through `crate::untrusted` (envctl did not write them). JSON specs are
+//! Specs are read through `envctl_core::untrusted` (envctl did not write them). JSON specs are
 //! parsed; YAML specs (what `nvidia-ctk cdi generate` writes) are read line by line for
 //! the `deviceNodes` lists only, as envctl carries no YAML parser.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-pub use crate::facts::host::StaleCdiNode;
+pub use envctl_facts::host::StaleCdiNode;
 
 /// A spec larger than this is not read (NVIDIA's are a few KiB per GPU).
 const MAXIMUM_SPEC_BYTES: u64 = 4 * 1024 * 1024;
@@ -40,9 +40,11 @@ pub fn stale_nodes(root: &Path, spec_paths: &[&str]) -> Vec<StaleCdiNode> {
     let mut stale = Vec::new();
     for &spec in spec_paths {
         let path = at(spec);
-        let Ok(Some(bytes)) =
-            crate::untrusted::read(&path, MAXIMUM_SPEC_BYTES, crate::untrusted::Named::Found)
-        else {
+        let Ok(Some(bytes)) = envctl_core::untrusted::read(
+            &path,
+            MAXIMUM_SPEC_BYTES,
+            envctl_core::untrusted::Named::Found,
+        ) else {
             continue;
         };
         let Ok(text) = String::from_utf8(bytes) else {

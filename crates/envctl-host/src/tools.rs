@@ -1,12 +1,12 @@
 //! The NVIDIA container tools on `PATH` (found with `which`) and their versions, parsed
-//! with semver from each tool's own `--version` output, into `crate::facts::host::ToolFacts`.
+//! with semver from each tool's own `--version` output, into `envctl_facts::host::ToolFacts`.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::facts::host::ToolFacts;
+use envctl_facts::host::ToolFacts;
 
 /// The tools doctor looks for, and the flag that prints each one's version (`None`: the
 /// tool has no version flag worth running).

@@ -13,7 +13,7 @@ use std::path::Path;
 /// The system's own `getent`, by its absolute path.
 const GETENT: &str = "/usr/bin/getent";
 
-pub use crate::facts::user::User;
+pub use envctl_facts::user::User;
 
 /// The real uid and its login name, read under `root` (`/` on a real host).
 pub fn current(root: &Path) -> User {

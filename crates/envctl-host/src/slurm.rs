@@ -8,11 +8,11 @@
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
-use crate::facts::slurm::SlurmVariables;
+use envctl_facts::slurm::SlurmVariables;
 
 /// Where slurm.conf lies without `SLURM_CONF` (Debian's and most sites' place).
 const DEFAULT_CONF: &str = "/etc/slurm/slurm.conf";
-use crate::facts::slurm::{GpuAllocation, JobCpus, JobMemory, SlurmJob, UnreadableVariable};
+use envctl_facts::slurm::{GpuAllocation, JobCpus, JobMemory, SlurmJob, UnreadableVariable};
 
 /// The job, when `SLURM_JOB_ID` is set.
 pub fn job(variables: &SlurmVariables) -> Option<SlurmJob> {
@@ -104,7 +104,8 @@ pub fn job(variables: &SlurmVariables) -> Option<SlurmJob> {
 /// be read or a listed file says no number (never a guess).
 pub fn gres_gpu_minors(gres_conf: &Path, node: &str) -> Option<Vec<u32>> {
     let bytes =
-        crate::untrusted::read(gres_conf, 1 << 20, crate::untrusted::Named::Found).ok()??;
+        envctl_core::untrusted::read(gres_conf, 1 << 20, envctl_core::untrusted::Named::Found)
+            .ok()??;
     let text = String::from_utf8(bytes).ok()?;
     let mut minors = Vec::new();
     for line in text.lines() {
@@ -228,12 +229,12 @@ mod tests {
     use super::*;
 
     fn variables(pairs: &[(&str, &str)]) -> SlurmVariables {
-        let environment = crate::context::Environment::from_variables(
-            pairs.iter().map(|(key, value)| (*key, *value)),
-            "/".into(),
-            crate::context::Clock::Fixed(std::time::SystemTime::UNIX_EPOCH),
-        );
-        environment.slurm()
+        SlurmVariables::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| value.to_string())
+        })
     }
 
     #[test]

@@ -90,11 +90,11 @@ pub enum DaemonChoiceError {
     NoEndpoint { name: String },
     /// An `ssh://` endpoint with a word that must not reach ssh, said where it was
     /// written: `context gpu2 (…/meta.json)`, `-H`, `DOCKER_HOST`, or the team file's line.
-    #[error("{source_place} names `{}`, which envctl does not give to ssh: {refusal}", crate::secret::masked_url(.endpoint))]
+    #[error("{source_place} names `{}`, which envctl does not give to ssh: {refusal}", envctl_core::secret::masked_url(.endpoint))]
     SshEndpoint {
         source_place: String,
         endpoint: String,
-        refusal: crate::facts::ssh::SshRefusal,
+        refusal: envctl_facts::ssh::SshRefusal,
     },
 }
 
@@ -173,7 +173,7 @@ pub fn choose(inputs: &ChoiceInputs) -> Result<DaemonChoice, DaemonChoiceError> 
             other => format!("{other:?}"),
         })?;
         Ok(DaemonChoice {
-            endpoint: crate::secret::masked_url(&endpoint).into_owned(),
+            endpoint: envctl_core::secret::masked_url(&endpoint).into_owned(),
             chosen_by,
             tls,
         })
@@ -291,7 +291,7 @@ fn context(
         why: format!("context `{name}` has TLS settings"),
     });
     Ok(DaemonChoice {
-        endpoint: crate::secret::masked_url(endpoint).into_owned(),
+        endpoint: envctl_core::secret::masked_url(endpoint).into_owned(),
         chosen_by: ChosenBy::Context {
             name: name.to_string(),
             by,
@@ -306,7 +306,7 @@ fn refuse_unsafe_ssh(
     endpoint: &str,
     place: impl FnOnce() -> String,
 ) -> Result<(), DaemonChoiceError> {
-    match crate::facts::ssh::ssh_refusal(endpoint) {
+    match envctl_facts::ssh::ssh_refusal(endpoint) {
         None => Ok(()),
         Some(refusal) => Err(DaemonChoiceError::SshEndpoint {
             source_place: place(),
@@ -331,18 +331,21 @@ fn read_json(path: &Path) -> Result<Option<serde_json::Value>, DaemonChoiceError
         path: path.display().to_string(),
         message,
     };
-    let bytes =
-        match crate::untrusted::read(path, MAXIMUM_BYTES, crate::untrusted::Named::ByTheUser) {
-            Ok(None) => return Ok(None),
-            Ok(Some(bytes)) => bytes,
-            Err(error) => return Err(unreadable(crate::error::error_chain(&error))),
-        };
+    let bytes = match envctl_core::untrusted::read(
+        path,
+        MAXIMUM_BYTES,
+        envctl_core::untrusted::Named::ByTheUser,
+    ) {
+        Ok(None) => return Ok(None),
+        Ok(Some(bytes)) => bytes,
+        Err(error) => return Err(unreadable(envctl_core::text::error_chain(&error))),
+    };
     serde_json::from_slice(&bytes).map(Some).map_err(|error| {
         unreadable(format!(
             "not JSON: line {}, column {}: {}",
             error.line(),
             error.column(),
-            crate::untrusted::redacted(&error.to_string(), &[])
+            envctl_core::untrusted::redacted(&error.to_string(), &[])
         ))
     })
 }

@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::facts::container::{
+use envctl_facts::container::{
     BlockIoEntry, ContainerSample, CpuCounters, MemoryCounters, NetworkCounters,
 };
 

@@ -28,7 +28,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::checks::health::{HealthRecord, SourcedRecord};
+use envctl_core::checks::health::{HealthRecord, SourcedRecord};
 
 /// The start of every record's file name, before the uid.
 const PREFIX: &str = "envctl-gpu-health.";
@@ -55,7 +55,7 @@ pub enum GpuHealthFileError {
     Write {
         path: PathBuf,
         #[source]
-        source: crate::files::WriteError,
+        source: envctl_core::files::WriteError,
     },
 }
 
@@ -140,12 +140,12 @@ pub fn read_all(lock: &Path) -> Records {
             found.ignored.push(format!(
                 "ignoring {}: it is {} owned by uid {}, not the regular file of uid {uid} envctl writes",
                 path.display(),
-                crate::files::kind_of(metadata.file_type()),
+                envctl_core::files::kind_of(metadata.file_type()),
                 metadata.uid()
             ));
             continue;
         }
-        match crate::untrusted::read_json::<HealthRecord>(&path, LIMIT) {
+        match envctl_core::untrusted::read_json::<HealthRecord>(&path, LIMIT) {
             Ok(Some(record)) => found.records.push(SourcedRecord {
                 owner: format!("uid {uid} ({})", super::user::name_of_uid_here(uid)),
                 record,
@@ -167,7 +167,7 @@ pub fn update(
     change: impl FnOnce(&mut HealthRecord),
 ) -> Result<(), GpuHealthFileError> {
     let path = path_of(lock, my_uid()?);
-    let record = match crate::untrusted::read_json::<HealthRecord>(&path, LIMIT) {
+    let record = match envctl_core::untrusted::read_json::<HealthRecord>(&path, LIMIT) {
         Ok(Some(record)) => record.for_boot(boot_id),
         Ok(None) => HealthRecord::new(boot_id),
         // Only this user writes it, so what cannot be read (cut short by a full disk) is
@@ -180,7 +180,7 @@ pub fn update(
         path: path.clone(),
         why: error.to_string(),
     })?;
-    crate::files::write_atomically(&path, &bytes, crate::files::Existing::Replace)
+    envctl_core::files::write_atomically(&path, &bytes, envctl_core::files::Existing::Replace)
         .map_err(|source| GpuHealthFileError::Write { path, source })
 }
 
@@ -217,7 +217,7 @@ pub fn gpu_nodes_denied(proc_root: &Path, id: &str, pid: u32) -> Option<String> 
         .unwrap_or(&path)
         .trim_start_matches('/');
     let list = std::fs::read_to_string(point.join(relative).join("devices.list")).ok()?;
-    crate::checks::health::gpu_nodes_denied(&list)
+    envctl_core::checks::health::gpu_nodes_denied(&list)
 }
 
 /// The v1 `devices` hierarchy's mount point and root, from a `mountinfo` text.

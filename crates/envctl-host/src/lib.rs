@@ -2,7 +2,12 @@
 //! nodes and their `/dev/char` links, WSL, the NVIDIA container tools and their versions,
 //! CDI specs, the Docker socket's permissions, kernel, distribution and cgroups.
 //! Everything is read under a root folder so tests can lay out a fake machine, into the
-//! plain structs of `crate::facts::host`.
+//! plain structs of `envctl_facts::host`.
+//!
+//! The host adapter is a crate of its own (the binary re-exports it as `envctl::host`):
+//! its manifest names the core and the facts, no engine, NVML or terminal crate, so it
+//! cannot reach another adapter, `ops` or the printer. `interrupt` (the first signal, as
+//! blocking waits see it) lives here because the GPU lock's wait reads it.
 
 pub mod cdi;
 pub mod cgroup;
@@ -10,6 +15,7 @@ pub mod docker_config;
 pub mod gpu_health;
 pub mod gpu_lock;
 pub mod here;
+pub mod interrupt;
 pub mod ports;
 pub mod process;
 pub mod slurm;
@@ -19,7 +25,7 @@ pub mod user;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use crate::facts::host::{CdiSpec, DeviceNode, HostFacts, KernelModule, SocketAccess};
+use envctl_facts::host::{CdiSpec, DeviceNode, HostFacts, KernelModule, SocketAccess};
 
 /// Where Podman finds its container init: containers.conf's default `init_path` and its
 /// helper folders (Debian's `catatonit` package links the first to `/usr/bin/catatonit`).
@@ -140,13 +146,16 @@ impl Probe {
                 if std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_dir()) {
                     continue;
                 }
-                let read =
-                    crate::untrusted::read(&path, 4 * 1024 * 1024, crate::untrusted::Named::Found)
-                        .map_err(|error| crate::error::error_chain(&error))
-                        .and_then(|bytes| bytes.ok_or_else(|| "it is gone".to_string()))
-                        .and_then(|bytes| {
-                            String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
-                        });
+                let read = envctl_core::untrusted::read(
+                    &path,
+                    4 * 1024 * 1024,
+                    envctl_core::untrusted::Named::Found,
+                )
+                .map_err(|error| envctl_core::text::error_chain(&error))
+                .and_then(|bytes| bytes.ok_or_else(|| "it is gone".to_string()))
+                .and_then(|bytes| {
+                    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
+                });
                 let (nvidia_gpus, unreadable) =
                     match read.and_then(|text| cdi_kind_is_nvidia_gpu(&path, &text)) {
                         Ok(nvidia_gpus) => (nvidia_gpus, None),
@@ -233,10 +242,10 @@ fn read_limited(path: &Path, limit: u64) -> Option<String> {
 /// `untrusted` (never a FIFO or a device, opened without blocking), as every file envctl
 /// did not write.
 fn read_text(path: &Path, limit: u64) -> Result<String, String> {
-    match crate::untrusted::read(path, limit, crate::untrusted::Named::ByTheUser) {
+    match envctl_core::untrusted::read(path, limit, envctl_core::untrusted::Named::ByTheUser) {
         Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into()),
         Ok(None) => Err("it does not exist".into()),
-        Err(error) => Err(crate::error::error_chain(&error)),
+        Err(error) => Err(envctl_core::text::error_chain(&error)),
     }
 }
 

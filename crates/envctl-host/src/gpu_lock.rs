@@ -110,22 +110,22 @@ impl GpuLockError {
             // exclusion between that user's `up`s and everyone else's.
             GpuLockError::Hostile { path, owner, .. } => format!(
                 "ask the host's admin to remove it (`sudo rm -rf {}`; {}); envctl makes a fresh one at the next `up`",
-                crate::spec::shell_quote(&path.to_string_lossy()),
+                envctl_core::spec::shell_quote(&path.to_string_lossy()),
                 match owner {
                     Some(owner) => format!("it belongs to {owner}"),
                     None => format!(
                         "`ls -la {}` shows who made it",
-                        crate::spec::shell_quote(&path.to_string_lossy())
+                        envctl_core::spec::shell_quote(&path.to_string_lossy())
                     ),
                 },
             ),
             GpuLockError::FolderNotWritable { folder, .. } => format!(
                 "ask the host's admin to let every user create it there (`sudo chmod 1777 {}`, as /tmp is), or to make the lock once for all (`sudo install -m 666 /dev/null LOCK`)",
-                crate::spec::shell_quote(&folder.to_string_lossy())
+                envctl_core::spec::shell_quote(&folder.to_string_lossy())
             ),
             GpuLockError::Busy { path, .. } => format!(
                 "`fuser -v {}` shows which process holds it; it is released when that process ends",
-                crate::spec::shell_quote(&path.to_string_lossy())
+                envctl_core::spec::shell_quote(&path.to_string_lossy())
             ),
             GpuLockError::Interrupted { .. } | GpuLockError::DaemonInterrupted { .. } => {
                 "nothing was placed or created".into()
@@ -154,7 +154,7 @@ fn described(path: &Path, fallback: &str) -> String {
             metadata.mode() & 0o7777,
             metadata.uid()
         ),
-        Ok(metadata) => crate::files::kind_of(metadata.file_type()).to_string(),
+        Ok(metadata) => envctl_core::files::kind_of(metadata.file_type()).to_string(),
         Err(_) => fallback.to_string(),
     }
 }
@@ -185,7 +185,7 @@ fn owner_of(path: &Path) -> Option<String> {
     let uid = std::fs::symlink_metadata(path).ok()?.uid();
     Some(format!(
         "uid {uid} ({})",
-        crate::host::user::name_of_uid_here(uid)
+        crate::user::name_of_uid_here(uid)
     ))
 }
 
