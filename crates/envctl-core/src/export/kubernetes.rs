@@ -1,6 +1,6 @@
 //! `export --to k8s`: a Job (or Pod, or Deployment), the PersistentVolumeClaims its mounts
-//! need, and with `--service` a Service, built from k8s-openapi's typed structs so every
-//! field name and shape is the API's own.
+//! need, and with `--service` a Service, built from the plain structs of `objects.rs`,
+//! which carry the API's own field names and are checked against its pinned schemas.
 //!
 //! Mapping of `up`'s container:
 //!
@@ -46,6 +46,7 @@ mod environment;
 mod host_access;
 mod labels;
 mod names;
+mod objects;
 mod ports;
 mod pytorch_job;
 mod resources;

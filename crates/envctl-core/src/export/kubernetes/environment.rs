@@ -8,10 +8,9 @@
 //! the exact command in the file's header). The export writes no Secret object: one with a
 //! placeholder would, on `kubectl apply`, overwrite the real one.
 
-use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
-
 use super::Notices;
 use super::labels::Identity;
+use super::objects::{EnvVar, EnvVarSource, SecretKeySelector};
 use crate::export::dns_label;
 use crate::export::view::BodyView;
 
@@ -33,21 +32,19 @@ pub(super) fn variables(view: &BodyView<'_>, identity: &Identity) -> Option<Vec<
             if view.is_secret(key) {
                 EnvVar {
                     name: key.clone(),
+                    value: None,
                     value_from: Some(EnvVarSource {
-                        secret_key_ref: Some(SecretKeySelector {
+                        secret_key_ref: SecretKeySelector {
                             name: secret.clone(),
                             key: key.clone(),
-                            optional: None,
-                        }),
-                        ..EnvVarSource::default()
+                        },
                     }),
-                    ..EnvVar::default()
                 }
             } else {
                 EnvVar {
                     name: key.clone(),
                     value: Some(escape_references(value)),
-                    ..EnvVar::default()
+                    value_from: None,
                 }
             }
         })

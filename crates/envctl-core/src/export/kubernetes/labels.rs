@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use super::Notices;
+use super::objects::ObjectMeta;
 use crate::export::view::BodyView;
 use crate::export::{DNS_LABEL_MAX, dns_label, dns_label_whole, short_hash};
 use crate::spec::{CONFIG_HASH_LABEL, PROFILE_LABEL, container_name};
@@ -90,9 +89,9 @@ impl Identity {
     /// The pod template's metadata: labels and annotations, no name.
     pub(super) fn template_metadata(&self) -> ObjectMeta {
         ObjectMeta {
-            labels: Some(self.labels.clone()),
+            name: None,
+            labels: self.labels.clone(),
             annotations: self.annotations_if_any(),
-            ..ObjectMeta::default()
         }
     }
 
@@ -108,9 +107,8 @@ fn metadata(
 ) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_string()),
-        labels: Some(labels.clone()),
+        labels: labels.clone(),
         annotations: (!annotations.is_empty()).then(|| annotations.clone()),
-        ..ObjectMeta::default()
     }
 }
 

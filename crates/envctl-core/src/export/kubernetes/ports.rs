@@ -3,10 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{ContainerPort, Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-
 use super::labels::Identity;
+use super::objects::{ContainerPort, Service, ServicePort, ServiceSpec};
 use super::{KubernetesOptions, Notices};
 use crate::export::view::BodyView;
 use crate::profile::model::Protocol;
@@ -52,18 +50,16 @@ fn port_lists(view: &BodyView<'_>) -> (Vec<ContainerPort>, Vec<ServicePort>) {
         if seen_container.insert((container, protocol)) {
             container_ports.push(ContainerPort {
                 container_port: i32::from(container),
-                protocol: Some(protocol.into()),
-                ..ContainerPort::default()
+                protocol: protocol.into(),
             });
         }
         let service_port = published.host_port.unwrap_or(container);
         if seen_service.insert((service_port, protocol)) {
             service_ports.push(ServicePort {
-                name: Some(format!("{}-{service_port}", protocol.to_ascii_lowercase())),
+                name: format!("{}-{service_port}", protocol.to_ascii_lowercase()),
                 port: i32::from(service_port),
-                target_port: Some(IntOrString::Int(i32::from(container))),
-                protocol: Some(protocol.into()),
-                ..ServicePort::default()
+                target_port: i32::from(container),
+                protocol: protocol.into(),
             });
         }
     }
@@ -138,16 +134,14 @@ fn service(
         );
         return None;
     }
-    Some(Service {
-        metadata: identity.object_metadata(&identity.name),
-        spec: Some(ServiceSpec {
-            type_: Some("ClusterIP".into()),
-            selector: Some(identity.labels.clone()),
-            ports: Some(service_ports),
-            ..ServiceSpec::default()
-        }),
-        ..Service::default()
-    })
+    Some(Service::service(
+        identity.object_metadata(&identity.name),
+        ServiceSpec {
+            type_: "ClusterIP".into(),
+            selector: identity.labels.clone(),
+            ports: service_ports,
+        },
+    ))
 }
 
 fn protocol_name(protocol: Protocol) -> &'static str {

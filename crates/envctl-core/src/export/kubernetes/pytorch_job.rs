@@ -13,11 +13,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 use super::labels::Identity;
+use super::objects::{ObjectMeta, PodSpec, PodTemplateSpec};
 use super::{KubernetesOptions, Notices};
 use crate::export::ExportError;
 use crate::export::view::BodyView;
@@ -75,8 +74,8 @@ pub(super) fn document(
         );
     }
     let template = PodTemplateSpec {
-        metadata: Some(identity.template_metadata()),
-        spec: Some(pod_spec),
+        metadata: identity.template_metadata(),
+        spec: pod_spec,
     };
     let replica = |replicas: u32| ReplicaSpec {
         replicas: i32::try_from(replicas).unwrap_or(i32::MAX),

@@ -6,9 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
+use super::objects::ResourceRequirements;
 use super::scheduling::mig_resource;
 use super::{GPU_RESOURCE, Notices};
 use crate::export::decimal_cpus;
@@ -30,14 +28,14 @@ pub(super) fn resources(
     let mut requests = BTreeMap::new();
     let mut limits = BTreeMap::new();
     if let Some(memory) = view.memory {
-        let quantity = Quantity(binary_quantity(memory));
+        let quantity = binary_quantity(memory);
         requests.insert("memory".to_string(), quantity.clone());
         limits.insert("memory".to_string(), quantity);
     }
     if let Some(nanos) = view.nano_cpus {
         let quantity = cpu(nanos, notices);
-        requests.insert("cpu".to_string(), Quantity(quantity.clone()));
-        limits.insert("cpu".to_string(), Quantity(quantity));
+        requests.insert("cpu".to_string(), quantity.clone());
+        limits.insert("cpu".to_string(), quantity);
     }
     let gpus = gpu_count(view.gpus, notices);
     if let Some(count) = gpus {
@@ -64,7 +62,7 @@ pub(super) fn resources(
                 GPU_RESOURCE.to_string()
             }
         };
-        limits.insert(resource, Quantity(count.to_string()));
+        limits.insert(resource, count.to_string());
     } else if mig_profile.is_some() {
         notices.add(
             "gpus",
@@ -73,8 +71,7 @@ pub(super) fn resources(
     }
     let requirements = (!limits.is_empty()).then(|| ResourceRequirements {
         requests: (!requests.is_empty()).then_some(requests),
-        limits: Some(limits),
-        ..ResourceRequirements::default()
+        limits,
     });
     Resources { requirements, gpus }
 }

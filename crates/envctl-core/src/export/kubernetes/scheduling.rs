@@ -4,8 +4,7 @@
 //! GPU Operator installs (`nvidia`, needed where it is not containerd's default runtime),
 //! and the MIG resource names of the device plugin's `mixed` strategy.
 
-use k8s_openapi::api::core::v1::Toleration;
-
+use super::objects::Toleration;
 use super::{GPU_RESOURCE, KubernetesOptions};
 
 /// The prefix of the device plugin's MIG resources under the `mixed` strategy.
@@ -22,10 +21,9 @@ pub(super) struct Scheduling {
 pub(super) fn scheduling(options: &KubernetesOptions, asks_for_gpus: bool) -> Scheduling {
     let tolerations = (asks_for_gpus && !options.no_gpu_toleration).then(|| {
         vec![Toleration {
-            key: Some(GPU_RESOURCE.into()),
-            operator: Some("Exists".into()),
-            effect: Some("NoSchedule".into()),
-            ..Toleration::default()
+            key: GPU_RESOURCE.into(),
+            operator: "Exists".into(),
+            effect: "NoSchedule".into(),
         }]
     });
     Scheduling {

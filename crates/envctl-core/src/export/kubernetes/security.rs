@@ -2,9 +2,8 @@
 //! `--init` as `shareProcessNamespace`, the IPC namespace, and the ulimits a pod cannot
 //! set; each setting Kubernetes cannot say as `up` does gets a notice.
 
-use k8s_openapi::api::core::v1::SecurityContext;
-
 use super::Notices;
+use super::objects::SecurityContext;
 use crate::export::view::BodyView;
 use crate::profile::model::Ipc;
 
@@ -34,9 +33,9 @@ fn security_context(user: Option<&str>, notices: &mut Notices) -> Option<Securit
     let user = user?;
     match numeric_user(user) {
         Some((uid, gid)) => Some(SecurityContext {
+            capabilities: None,
             run_as_user: Some(uid),
             run_as_group: gid,
-            ..SecurityContext::default()
         }),
         None => {
             notices.add(

@@ -4,14 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{
+use super::labels::Identity;
+use super::names::{Names, Renamed, volume_text};
+use super::objects::{
     EmptyDirVolumeSource, HostPathVolumeSource, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeClaimVolumeSource, Volume, VolumeMount, VolumeResourceRequirements,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
-use super::labels::Identity;
-use super::names::{Names, Renamed, volume_text};
 use super::resources::binary_quantity;
 use super::{DEFAULT_CLAIM_SIZE, Notices, SHM_VOLUME, VolumeMode};
 use crate::export::view::{BodyView, MountSource, MountView};
@@ -99,17 +97,16 @@ impl<'a> Builder<'a> {
             shm = memory;
         }
         self.storage.volumes.push(Volume {
-            name: SHM_VOLUME.into(),
             empty_dir: Some(EmptyDirVolumeSource {
-                medium: Some("Memory".into()),
-                size_limit: Some(Quantity(binary_quantity(shm))),
+                medium: "Memory".into(),
+                size_limit: binary_quantity(shm),
             }),
-            ..Volume::default()
+            ..Volume::named(SHM_VOLUME)
         });
         self.storage.volume_mounts.push(VolumeMount {
             name: SHM_VOLUME.into(),
             mount_path: "/dev/shm".into(),
-            ..VolumeMount::default()
+            read_only: None,
         });
     }
 
@@ -170,7 +167,6 @@ impl<'a> Builder<'a> {
             name: volume_name,
             mount_path: mount.target.to_string(),
             read_only: mount.read_only.then_some(true),
-            ..VolumeMount::default()
         });
         Ok(())
     }
@@ -193,12 +189,11 @@ impl<'a> Builder<'a> {
             "Directory"
         };
         Ok(Volume {
-            name: volume_name.to_string(),
             host_path: Some(HostPathVolumeSource {
                 path: path_text,
-                type_: Some(kind.into()),
+                type_: kind.into(),
             }),
-            ..Volume::default()
+            ..Volume::named(volume_name)
         })
     }
 
@@ -257,30 +252,22 @@ fn claimed_bind_text(
 }
 
 fn claim_object(identity: &Identity, claim: &str) -> PersistentVolumeClaim {
-    PersistentVolumeClaim {
-        metadata: identity.object_metadata(claim),
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([(
-                    "storage".to_string(),
-                    Quantity(DEFAULT_CLAIM_SIZE.into()),
-                )])),
-                ..VolumeResourceRequirements::default()
-            }),
-            ..PersistentVolumeClaimSpec::default()
-        }),
-        ..PersistentVolumeClaim::default()
-    }
+    PersistentVolumeClaim::claim(
+        identity.object_metadata(claim),
+        PersistentVolumeClaimSpec {
+            access_modes: vec!["ReadWriteOnce".into()],
+            resources: VolumeResourceRequirements {
+                requests: BTreeMap::from([("storage".to_string(), DEFAULT_CLAIM_SIZE.into())]),
+            },
+        },
+    )
 }
 
 fn claim_source(claim: &str, volume_name: &str) -> Volume {
     Volume {
-        name: volume_name.to_string(),
         persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
             claim_name: claim.to_string(),
-            ..PersistentVolumeClaimVolumeSource::default()
         }),
-        ..Volume::default()
+        ..Volume::named(volume_name)
     }
 }

@@ -2,16 +2,13 @@
 //! Pod, a Job with `backoffLimit: 0`, or a Deployment with the `Recreate` strategy, so an
 //! update never needs two pods' GPUs at once), with the file's header comment.
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
-use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, Pod, PodSpec, PodTemplateSpec, ResourceRequirements,
-    SecurityContext, Volume,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-
 use super::host_access::HostAccess;
 use super::labels::Identity;
+use super::objects::{
+    Capabilities, Container, ContainerPort, Deployment, DeploymentSpec, DeploymentStrategy, Job,
+    JobSpec, LabelSelector, Pod, PodSpec, PodTemplateSpec, ResourceRequirements, SecurityContext,
+    Volume,
+};
 use super::scheduling::Scheduling;
 use super::security::Process;
 use super::volumes::Storage;
@@ -50,15 +47,14 @@ pub(super) fn pod_spec(
     let security_context = with_capabilities(process.security_context, host.capabilities);
     let container = Container {
         name: container_name,
-        image: Some(view.image.to_string()),
-        args: Some(environment::arguments(view)),
+        image: view.image.to_string(),
+        args: environment::arguments(view),
         env: environment::variables(view, identity),
         working_dir: view.working_dir.map(str::to_string),
         ports: (!ports.is_empty()).then_some(ports),
         resources,
         volume_mounts: (!volume_mounts.is_empty()).then_some(volume_mounts),
         security_context,
-        ..Container::default()
     };
     let volumes: Vec<Volume> = storage.volumes;
     PodSpec {
@@ -72,7 +68,6 @@ pub(super) fn pod_spec(
         share_process_namespace: process.share_process_namespace,
         tolerations: scheduling.tolerations,
         runtime_class_name: scheduling.runtime_class_name,
-        ..PodSpec::default()
     }
 }
 
@@ -85,10 +80,7 @@ fn with_capabilities(
         return context;
     };
     let mut context = context.unwrap_or_default();
-    context.capabilities = Some(Capabilities {
-        add: Some(add),
-        ..Capabilities::default()
-    });
+    context.capabilities = Some(Capabilities { add });
     Some(context)
 }
 
@@ -131,42 +123,33 @@ pub(super) fn workload_document(
     identity: &Identity,
     pod_spec: PodSpec,
 ) -> Result<String, ExportError> {
-    let template = PodTemplateSpec {
-        metadata: Some(identity.template_metadata()),
-        spec: Some(pod_spec.clone()),
+    let metadata = identity.workload_metadata();
+    let template = |spec: PodSpec| PodTemplateSpec {
+        metadata: identity.template_metadata(),
+        spec,
     };
     match kind {
-        WorkloadKind::Pod => document(&Pod {
-            metadata: identity.workload_metadata(),
-            spec: Some(pod_spec),
-            ..Pod::default()
-        }),
-        WorkloadKind::Job => document(&Job {
-            metadata: identity.workload_metadata(),
-            spec: Some(JobSpec {
-                backoff_limit: Some(0),
-                template,
-                ..JobSpec::default()
-            }),
-            ..Job::default()
-        }),
-        WorkloadKind::Deployment => document(&Deployment {
-            metadata: identity.workload_metadata(),
-            spec: Some(DeploymentSpec {
-                replicas: Some(1),
+        WorkloadKind::Pod => document(&Pod::pod(metadata, pod_spec)),
+        WorkloadKind::Job => document(&Job::job(
+            metadata,
+            JobSpec {
+                backoff_limit: 0,
+                template: template(pod_spec),
+            },
+        )),
+        WorkloadKind::Deployment => document(&Deployment::deployment(
+            metadata,
+            DeploymentSpec {
+                replicas: 1,
                 selector: LabelSelector {
-                    match_labels: Some(identity.labels.clone()),
-                    ..LabelSelector::default()
+                    match_labels: identity.labels.clone(),
                 },
-                strategy: Some(DeploymentStrategy {
-                    type_: Some("Recreate".into()),
-                    ..DeploymentStrategy::default()
-                }),
-                template,
-                ..DeploymentSpec::default()
-            }),
-            ..Deployment::default()
-        }),
+                strategy: DeploymentStrategy {
+                    type_: "Recreate".into(),
+                },
+                template: template(pod_spec),
+            },
+        )),
     }
 }
 
