@@ -79,6 +79,9 @@ struct Project {
     uid: Option<u32>,
     /// Variables added to every run.
     variables: Vec<(String, String)>,
+    /// The test image, once a profile of this project named it (building it needs the
+    /// daemon, which the tests of errors before any daemon do without).
+    image: std::cell::OnceCell<String>,
 }
 
 impl Project {
@@ -92,11 +95,12 @@ impl Project {
             token: token(),
             uid: None,
             variables: Vec::new(),
+            image: std::cell::OnceCell::new(),
         }
     }
 
-    /// A project whose envctl runs as a uid no other test uses: its `ps` shows only its
-    /// own containers.
+    /// A project whose envctl runs as a uid no other test uses: its `ps` shows its own
+    /// containers, and those that name no owner.
     fn of_a_fresh_user() -> Project {
         let mut project = Project::new();
         project.uid = Some(fresh_uid());
@@ -105,6 +109,11 @@ impl Project {
 
     fn path(&self) -> &Path {
         self.folder.path()
+    }
+
+    /// The local test image (built if missing; needs the daemon).
+    fn image(&self) -> &str {
+        self.image.get_or_init(test_image)
     }
 
     /// `NAME-TOKEN`: a profile name no other run of this test uses at the same time.
@@ -217,7 +226,10 @@ impl Project {
         text.replace(&canonical.display().to_string(), "[DIR]")
             .replace(&self.path().display().to_string(), "[DIR]")
             .replace(&self.token, "XXXXXXXX")
-            .replace(&test_image(), "[TEST IMAGE]")
+            .replace(
+                self.image.get().map_or("[TEST IMAGE]", String::as_str),
+                "[TEST IMAGE]",
+            )
     }
 }
 
@@ -573,10 +585,10 @@ fn compat_verdicts_in_words() {
 // ---------------------------------------------------------------------------------------
 
 /// The test image, idle, with a memory limit and a port on loopback.
-fn idle_profile(port: u16) -> String {
+fn idle_profile(project: &Project, port: u16) -> String {
     format!(
         "image = \"{}\"\nmemory = \"64m\"\nports = [\"127.0.0.1:{port}:8000\"]\n",
-        test_image()
+        project.image()
     )
 }
 
@@ -596,8 +608,14 @@ fn ps_one_running_one_stopped() {
         crate::support::registry::free_loopback_port(),
         crate::support::registry::free_loopback_port(),
     ];
-    project.write(&format!("envctl/{first}.toml"), &idle_profile(ports[0]));
-    project.write(&format!("envctl/{second}.toml"), &idle_profile(ports[1]));
+    project.write(
+        &format!("envctl/{first}.toml"),
+        &idle_profile(&project, ports[0]),
+    );
+    project.write(
+        &format!("envctl/{second}.toml"),
+        &idle_profile(&project, ports[1]),
+    );
     for profile in [&first, &second] {
         let up = project.run(&["up", profile]);
         assert_eq!(up.code, 0, "{up}");
@@ -684,7 +702,7 @@ fn up_dry_run_of_a_gpu_profile() {
              ports = [\"127.0.0.1:6006:6006\"]\n\
              env = {{ PYTHONUNBUFFERED = \"1\", WANDB_MODE = \"offline\" }}\n\n\
              [ulimits]\nmemlock = -1\n",
-            test_image()
+            project.image()
         ),
     );
     let arguments = ["up", &profile, "--dry-run", "--force"];
@@ -711,7 +729,10 @@ fn up_then_stats_once() {
     let profile = project.name("notebook");
     let _guard = ContainerGuard::new(format!("envctl-{profile}"));
     let port = crate::support::registry::free_loopback_port();
-    project.write(&format!("envctl/{profile}.toml"), &idle_profile(port));
+    project.write(
+        &format!("envctl/{profile}.toml"),
+        &idle_profile(&project, port),
+    );
 
     let up_arguments = ["up", &profile];
     let up = project.run(&up_arguments);
@@ -806,7 +827,7 @@ fn error_exec_with_no_container_running() {
     let profile = project.name("train");
     project.write(
         &format!("envctl/{profile}.toml"),
-        &format!("image = \"{}\"\n", test_image()),
+        &format!("image = \"{}\"\n", project.image()),
     );
     let arguments = ["exec", &profile, "python", "train.py"];
     let run = project.run(&arguments);
