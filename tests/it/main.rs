@@ -47,6 +47,7 @@ mod gpu_facts;
 mod gpu_health;
 mod gpu_keepout;
 mod hardening;
+mod human_output;
 mod identity;
 mod labels;
 mod lock;
