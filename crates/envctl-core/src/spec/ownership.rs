@@ -31,6 +31,8 @@ use std::collections::BTreeMap;
 
 use super::{CONFIG_HASH_LABEL, PROFILE_LABEL, USER_LABEL};
 
+pub mod daemon_facts;
+
 /// The real uid of whoever ran `up`, recorded at create.
 pub const UID_LABEL: &str = "envctl.uid";
 
@@ -218,27 +220,35 @@ pub fn claims_current(
         || (profile_hash.is_some() && labels.get(super::PROFILE_HASH_LABEL) == profile_hash)
 }
 
-/// The container `name` of `profile` unless its labels claim the profile's current config
-/// (`hash_current`) while the daemon says it runs another image than `wanted` (`runs`, its
-/// own `Config.Image`).
+/// The container `name` of `profile`, whose labels claim what envctl made of it, unless
+/// the daemon's own facts say otherwise (`differences`, from
+/// [`daemon_facts::not_as_claimed`]): then it is named with them, never adopted.
 pub fn not_an_impostor(
     name: &str,
     profile: &str,
-    hash_current: bool,
-    wanted: &str,
-    runs: &str,
+    differences: &[super::drift::Difference],
     cli: &'static str,
 ) -> Result<(), OwnershipError> {
-    if hash_current && !super::drift::runs_image(wanted, runs) {
-        return Err(OwnershipError::Impostor {
-            name: name.to_string(),
-            profile: profile.to_string(),
-            runs: runs.chars().take(200).collect(),
-            wanted: wanted.to_string(),
-            cli,
-        });
+    if differences.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    // Each line is capped by drift; a container with many differences is named by its
+    // first few, so a forged container cannot flood the message.
+    const SHOWN: usize = 6;
+    let mut said: Vec<String> = differences
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if differences.len() > SHOWN {
+        said.push(format!("and {} more", differences.len() - SHOWN));
+    }
+    Err(OwnershipError::Impostor {
+        name: name.to_string(),
+        profile: profile.to_string(),
+        differences: said.join("; "),
+        cli,
+    })
 }
 
 /// ` --name NAME` for a hint that acts on the container `name` of `profile`, unless `name`
@@ -268,17 +278,19 @@ pub enum OwnershipError {
         endpoint: String,
         cli: &'static str,
     },
-    /// A container carries the user's identity and the profile's current config hash,
-    /// but the daemon says it runs another image: envctl did not make it as it is, so it
-    /// is named, never adopted (started, exec'd into, called current).
+    /// A container carries the user's identity and claims what envctl makes of the
+    /// profile (its config or profile hash), but the daemon says it differs from that:
+    /// another image, mount, capability, namespace, command… (`daemon_facts`). envctl did
+    /// not make it as it is, so it is named, never adopted (started, exec'd into, called
+    /// current).
     #[error(
-        "container `{name}` claims to be your `{profile}` container (its labels say so), but it runs image `{runs}`, not the profile's `{wanted}`: envctl did not make it as it is"
+        "container `{name}` claims to be your `{profile}` container (its labels say so), but the daemon says it is not what envctl makes of the profile ({differences}): envctl did not make it as it is"
     )]
     Impostor {
         name: String,
         profile: String,
-        runs: String,
-        wanted: String,
+        /// What differs, as `spec::drift` names it (`mounts: /:/host → (none)`).
+        differences: String,
         cli: &'static str,
     },
     /// `up P --name NAME` met a container of another profile at NAME.
