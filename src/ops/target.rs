@@ -458,11 +458,12 @@ pub async fn refuse_impostor(
 /// envctl makes of `profile`, where its labels claim it is that (its profile hash, or its
 /// config hash for one made without overrides, is the profile's); empty where they claim
 /// nothing. `None`: the container is gone. `exec`, `shell` and `ps` have no `up` at hand:
-/// the body is the profile's own, without overrides or placement, so the claim is judged
-/// on what neither changes (`ownership::daemon_facts`): image, command, user, privilege,
-/// capabilities, namespaces, devices, unconfined security options, and the mounts by
-/// target (sources may be relative to a folder other than this one) unless the container
-/// was made with `up -v`.
+/// the body is the profile's own, without placement (GPUs asked where the container has
+/// them), and the claim is judged as `ownership::daemon_facts` says: image, command, user,
+/// privilege, capabilities, namespaces, devices, unconfined security options; for one made
+/// without overrides also its env, ports and other settings, and its mounts by target
+/// (sources may be relative to a folder other than this one); for one made with `up
+/// -e/-p/-v` not its mounts, env, ports, ulimits or GPUs, which those flags chose.
 pub async fn daemon_differences(
     engine: &Engine,
     container: &ContainerDetails,
@@ -490,15 +491,15 @@ pub async fn daemon_differences(
                 .home()
                 .unwrap_or_else(|| std::path::PathBuf::from("/")),
         ),
-        // `gpus = "optional"` asks for GPUs where there are some; GPU requests are not
-        // judged without `up`'s placement, so which it is does not matter.
-        host_has_gpus: true,
+        // `gpus = "optional"` asked for GPUs where its `up` found some: the daemon says
+        // whether it did (the request itself is not judged: placement chose it).
+        host_has_gpus: container.gpus.is_some(),
         overrides: crate::spec::Overrides::default(),
         path_exists: &|_| true,
     };
     let body = crate::spec::create_body(profile, &spec_context)?;
     let claim = Claim {
-        settings: false,
+        settings: made_with_overrides.is_none(),
         mounts: match made_with_overrides {
             Some(_) => Mounts::Unjudged,
             None => Mounts::Targets,

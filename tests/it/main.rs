@@ -48,6 +48,7 @@ mod gpu_health;
 mod gpu_keepout;
 mod hardening;
 mod identity;
+mod impostor;
 mod labels;
 mod lock;
 mod newcomer;

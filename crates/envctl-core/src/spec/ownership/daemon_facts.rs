@@ -16,9 +16,11 @@
 //!   read-write where it is read-only), and by source too where the container records the
 //!   profile file the body was made from (relative sources resolve against that file's
 //!   project folder);
-//! - with a body of the same config hash ([`Claim::settings`]), every other setting
-//!   `spec::drift::changes` names (env, ports, limits, init, restart policy), the GPU
-//!   request aside when the body asks for GPUs: placement picks its devices afresh.
+//! - with a body of the same config hash ([`Claim::settings`]), the other settings
+//!   `spec::drift::changes` names (env, ports, ulimits, `/dev/shm`, init, workdir,
+//!   hostname), the GPU request aside when the body asks for GPUs (placement picks its
+//!   devices afresh), and memory, CPUs and restart policy aside (`docker update` changes
+//!   them on envctl's own container, and they grant nothing).
 //!
 //! Engine spellings are not differences: Podman writes `CAP_` prefixes differently,
 //! reports every mount in the top-level `Mounts` (read here for both engines), `private`
@@ -33,8 +35,8 @@ use crate::spec::drift::{self, Change, Difference, Uncomparable};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claim {
     /// Its config hash is the body's: every setting of the body is claimed, not only the
-    /// ones no override changes. False for a container made with overrides, and where the
-    /// body is built without this `up`'s placement and overrides (`exec`, `ps`).
+    /// ones no override changes. False for a container made with overrides, whose body
+    /// held settings `up -e/-p/-v/--ulimit/--gpus` chose.
     pub settings: bool,
     /// How far its mounts can be judged.
     pub mounts: Mounts,
@@ -106,13 +108,14 @@ pub fn not_as_claimed(
     mounts(body, container, claim.mounts, &mut found);
     if claim.settings {
         // The rest of the body, as drift names it; what is judged above (in engine-neutral
-        // spellings) or varies by placement is left out.
+        // spellings), varies by placement, or `docker update` changes is left out.
         let asks_gpus = !body.host_config.device_requests.is_empty();
+        let container = asked_ulimits_only(body, container);
         found.extend(
-            drift::changes(body, container)?
+            drift::changes(body, &container)?
                 .into_iter()
                 .filter(|change| {
-                    !JUDGED_ABOVE.contains(&change.field.as_str())
+                    !NOT_SETTINGS.contains(&change.field.as_str())
                         && !(asks_gpus && change.is_gpus())
                 }),
         );
@@ -120,10 +123,48 @@ pub fn not_as_claimed(
     Ok(found)
 }
 
-/// The drift fields [`not_as_claimed`] judges itself.
-const JUDGED_ABOVE: [&str; 8] = [
-    "image", "command", "user", "cap_add", "network", "ipc", "devices", "mounts",
+/// The drift fields [`not_as_claimed`] does not take from `drift::changes`: those it judges
+/// itself, and the limits and restart policy `docker update` changes on envctl's own
+/// container (they grant a command run in it nothing).
+const NOT_SETTINGS: [&str; 11] = [
+    "image",
+    "command",
+    "user",
+    "cap_add",
+    "network",
+    "ipc",
+    "devices",
+    "mounts",
+    "memory",
+    "cpus",
+    "restart policy",
 ];
+
+/// `container` with only the ulimits the body names: Podman reports defaults it was not
+/// asked for (`nproc` beside a profile's `nofile`).
+fn asked_ulimits_only(body: &CreateBody, container: &Value) -> Value {
+    let mut container = container.clone();
+    let asked: Vec<&str> = body
+        .host_config
+        .ulimits
+        .iter()
+        .map(|limit| limit.name.as_str())
+        .collect();
+    if let Some(Value::Array(limits)) = container
+        .get_mut("HostConfig")
+        .and_then(|host| host.get_mut("Ulimits"))
+    {
+        limits.retain(|limit| {
+            let name = limit
+                .get("Name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            asked.contains(&name.strip_prefix("rlimit_").unwrap_or(&name))
+        });
+    }
+    container
+}
 
 fn values(field: &str, actual: String, wanted: String) -> Difference {
     Difference {

@@ -15,7 +15,8 @@ const MADE: Claim = Claim {
     mounts: Mounts::Whole,
 };
 
-const EXEC: Claim = Claim {
+/// A claim of the profile alone (made with overrides), mounts judged by target.
+const PROFILE_ONLY: Claim = Claim {
     settings: false,
     mounts: Mounts::Targets,
 };
@@ -79,7 +80,7 @@ fn envctls_own_container_differs_in_nothing_on_any_engine() {
     for inspected in [docker(), podman()] {
         for claim in [
             MADE,
-            EXEC,
+            PROFILE_ONLY,
             Claim {
                 settings: false,
                 mounts: Mounts::Unjudged,
@@ -94,6 +95,21 @@ fn envctls_own_container_differs_in_nothing_on_any_engine() {
         "Type": "volume", "Name": "a".repeat(64), "Destination": "/var/lib/image-volume", "RW": true
     }));
     assert_eq!(found(&made, &with_volume, MADE), Vec::<String>::new());
+    // `docker update` of its limits, and ulimits Podman reports unasked: envctl's still.
+    let limited = body(&format!("{PROFILE}[ulimits]\nnofile = 1024\n"));
+    let mut updated = podman();
+    updated["HostConfig"]["Memory"] = json!(1 << 30);
+    updated["HostConfig"]["RestartPolicy"]["Name"] = json!("always");
+    updated["HostConfig"]["Ulimits"] = json!([
+        {"Name": "RLIMIT_NOFILE", "Soft": 1024, "Hard": 1024},
+        {"Name": "RLIMIT_NPROC", "Soft": 4096, "Hard": 4096}
+    ]);
+    assert_eq!(found(&limited, &updated, MADE), Vec::<String>::new());
+    updated["HostConfig"]["Ulimits"][0]["Soft"] = json!(4096);
+    assert_eq!(
+        found(&limited, &updated, MADE),
+        ["ulimits: nofile=4096:1024 → nofile=1024"]
+    );
 }
 
 #[test]
@@ -104,7 +120,7 @@ fn the_same_image_with_copied_labels_is_named_by_what_the_daemon_says() {
         .as_array_mut()
         .unwrap()
         .push(json!({"Type": "bind", "Source": "/", "Destination": "/host", "RW": true}));
-    for claim in [MADE, EXEC] {
+    for claim in [MADE, PROFILE_ONLY] {
         assert_eq!(
             found(&made, &root, claim),
             ["mounts: /:/host → (none)"],
@@ -116,7 +132,7 @@ fn the_same_image_with_copied_labels_is_named_by_what_the_daemon_says() {
     privileged["HostConfig"]["CapAdd"] = json!(["CAP_SYS_ADMIN"]);
     privileged["HostConfig"]["SecurityOpt"] = json!(["seccomp=unconfined", "label:disable"]);
     assert_eq!(
-        found(&made, &privileged, EXEC),
+        found(&made, &privileged, PROFILE_ONLY),
         [
             "privileged: yes → no",
             "cap_add: SYS_ADMIN → (none)",
@@ -131,7 +147,7 @@ fn the_same_image_with_copied_labels_is_named_by_what_the_daemon_says() {
     namespaces["Config"]["Cmd"] = json!(["sh", "-c", "nc -l -p 9 -e sh"]);
     namespaces["Config"]["Image"] = json!("evil/busybox:1");
     assert_eq!(
-        found(&made, &namespaces, EXEC),
+        found(&made, &namespaces, PROFILE_ONLY),
         [
             "image: evil/busybox:1 → envctl-test/busybox:1",
             "command: sh -c 'nc -l -p 9 -e sh' → sleep infinity",
@@ -159,11 +175,11 @@ fn settings_and_sources_count_only_where_the_claim_vouches_for_them() {
     );
     // Without the body's own folder (exec, ps) or its settings (made with overrides),
     // only what is judged there.
-    assert_eq!(found(&made, &moved, EXEC), Vec::<String>::new());
+    assert_eq!(found(&made, &moved, PROFILE_ONLY), Vec::<String>::new());
     let mut read_write = docker();
     read_write["Mounts"][0]["RW"] = json!(true);
     assert_eq!(
-        found(&made, &read_write, EXEC),
+        found(&made, &read_write, PROFILE_ONLY),
         ["mounts: /srv/bind:/data → (a folder):/data:ro"]
     );
     for line in found(&made, &moved, MADE) {
