@@ -7,6 +7,8 @@
 //! was made (plainly, stopped, or made with `up -e/-p/--volume` and met by a plain `up`),
 //! is never called an impostor. (Another image's impostor: `ownership_hardening`.)
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 
 use serde_json::Value;

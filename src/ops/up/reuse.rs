@@ -200,7 +200,7 @@ async fn daemon_differences(
             ),
         });
     };
-    let same_config = existing.labels.get(CONFIG_HASH_LABEL).is_some()
+    let same_config = existing.labels.contains_key(CONFIG_HASH_LABEL)
         && existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL);
     // The body's bind sources are this folder's reading of the profile: the container's
     // are comparable where it records the same profile file (relative sources resolve

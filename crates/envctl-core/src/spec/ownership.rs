@@ -15,6 +15,16 @@
 //! applies this to every container it reads, so each rule that asks "is it envctl's"
 //! (a [`PROFILE_LABEL`]) asks the proven labels.
 //!
+//! # Labels against the daemon's facts
+//!
+//! Labels a create set are claims too: anyone with the daemon's socket can copy a user's
+//! onto a container of their own. A container whose labels claim to be what envctl makes
+//! of a profile now (its config hash, [`claims_current`]) is believed only where the
+//! daemon's inspect of it agrees with the create body ([`daemon_facts::not_as_claimed`]):
+//! otherwise it is an impostor ([`not_an_impostor`], [`OwnershipError::Impostor`]), named
+//! with what differs, never started, exec'd into or called current. docs/identity.md says
+//! what is compared and why an exact replica cannot be told apart.
+//!
 //! # The owner
 //!
 //! `up` records who the daemon's transport proves the user to be in [`IDENTITY_LABEL`]

@@ -115,8 +115,8 @@ pub fn not_as_claimed(
             drift::changes(body, &container)?
                 .into_iter()
                 .filter(|change| {
-                    !NOT_SETTINGS.contains(&change.field.as_str())
-                        && !(asks_gpus && change.is_gpus())
+                    let placed = asks_gpus && change.is_gpus();
+                    !(NOT_SETTINGS.contains(&change.field.as_str()) || placed)
                 }),
         );
     }
@@ -321,7 +321,7 @@ fn devices(body: &CreateBody, host: &Value, claim: Claim, found: &mut Vec<Differ
     let gpu_node = |path: &str| path.starts_with("/dev/nvidia") || path.starts_with("/dev/dri/");
     let extra: Vec<String> = had
         .iter()
-        .filter(|path| !wants.contains(path) && !(gpus_may_be_asked && gpu_node(path)))
+        .filter(|path| !(wants.contains(path) || gpus_may_be_asked && gpu_node(path)))
         .cloned()
         .collect();
     let missing: Vec<String> = match claim.settings {
