@@ -360,6 +360,31 @@ mod tests {
     }
 
     #[test]
+    fn an_impostor_is_named_by_its_first_differences_only() {
+        use crate::spec::drift::{Change, Difference};
+        assert!(not_an_impostor("c", "p", &[], "docker").is_ok());
+        let differences: Vec<Difference> = (0..9)
+            .map(|index| Difference {
+                field: format!("f{index}"),
+                change: Change::Values {
+                    actual: "a".into(),
+                    wanted: "b".into(),
+                },
+            })
+            .collect();
+        let error = not_an_impostor("c", "p", &differences, "podman").unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("(f0: a → b; "), "{text}");
+        assert!(text.contains("f5: a → b; and 3 more)"), "{text}");
+        assert!(!text.contains("f6"), "{text}");
+        assert!(
+            error.hint().starts_with("`podman inspect c`"),
+            "{}",
+            error.hint()
+        );
+    }
+
+    #[test]
     fn labels_inherited_from_the_image_are_not_envctls() {
         let image = labels(&[("envctl.profile", "x"), ("maintainer", "m")]);
         // `docker run` of the image: every envctl label is the image's.

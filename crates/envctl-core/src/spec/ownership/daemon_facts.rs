@@ -279,6 +279,11 @@ fn namespaces(body: &CreateBody, host: &Value, found: &mut Vec<Difference>) {
     }
     let network = mode("NetworkMode");
     let network_differs = match body.host_config.network_mode.as_deref() {
+        // A network of the user's own (`network = "lab"`): Podman may report it as
+        // `bridge`, and a bridge network shares nothing of the host's.
+        Some(wanted) if !shared(wanted) && !matches!(wanted, "none" | "bridge" | "default") => {
+            network != wanted && network != "bridge"
+        }
         Some(wanted) => network != wanted,
         None => shared(&network),
     };

@@ -215,3 +215,20 @@ fn a_gpu_requests_placement_and_nodes_are_no_difference() {
         "{found_plain:?}"
     );
 }
+
+#[test]
+fn a_network_of_the_users_own_may_be_reported_as_a_bridge() {
+    let lab = body("image = \"envctl-test/busybox:1\"\nnetwork = \"lab\"\n");
+    let mut podman = podman();
+    podman["Mounts"] = json!([]);
+    assert_eq!(found(&lab, &podman, PROFILE_ONLY), Vec::<String>::new());
+    podman["HostConfig"]["NetworkMode"] = json!("host");
+    assert_eq!(found(&lab, &podman, PROFILE_ONLY), ["network: host → lab"]);
+    let host = body("image = \"envctl-test/busybox:1\"\nnetwork = \"host\"\n");
+    assert_eq!(found(&host, &podman, PROFILE_ONLY), Vec::<String>::new());
+    podman["HostConfig"]["NetworkMode"] = json!("bridge");
+    assert_eq!(
+        found(&host, &podman, PROFILE_ONLY),
+        ["network: bridge → host"]
+    );
+}
