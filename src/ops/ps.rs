@@ -36,8 +36,10 @@ pub struct Row {
     /// The GPUs as the container stores them (UUIDs), when `gpus` shows them by index.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_ids: Option<String>,
-    /// `current`, `changed` (the profile differs from the container), or `unknown` (the
-    /// profile cannot be found or read here).
+    /// `current`, `changed` (the profile differs from the container), `impostor` (its
+    /// labels claim the profile's current config, but the daemon says it differs from what
+    /// envctl makes of it: `target::daemon_differences`), or `unknown` (the profile cannot
+    /// be found or read here).
     pub drift: &'static str,
     /// The profile file the container records it was made from (`envctl.profile-file`):
     /// its drift is judged against this file, whatever the name resolves to here.
@@ -285,18 +287,22 @@ async fn rows_of(
             .labels
             .get(PROFILE_HASH_LABEL)
             .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
-        // The labels' claim is believed only where the daemon's own answer bears it out:
-        // the image the container was made from is the profile's.
         let (judged, named_elsewhere_here) = judged_profile(context, &details, &profile);
         let drift = match (judged, hash) {
-            (Some(resolved), Some(hash))
-                if *hash == resolved.config_hash
-                    && crate::spec::drift::runs_image(
-                        &resolved.profile.image.to_string(),
-                        &details.image,
-                    ) =>
-            {
-                "current"
+            (Some(resolved), Some(hash)) if *hash == resolved.config_hash => {
+                // The labels' claim is believed only where the daemon's own answer bears
+                // it out (`target::daemon_differences`: one more inspect, for the
+                // containers that claim to be current only).
+                match super::target::daemon_differences(engine, &details, &resolved, context)
+                    .await?
+                {
+                    None => continue,
+                    Some(differences) if differences.is_empty() => "current",
+                    Some(differences) => {
+                        warn_impostor(&details.name, &resolved, &differences, engine, context);
+                        "impostor"
+                    }
+                }
             }
             (Some(_), Some(_)) => "changed",
             _ => "unknown",
@@ -340,6 +346,28 @@ async fn rows_of(
         });
     }
     Ok(rows)
+}
+
+/// Says why `ps` calls a container `impostor`: its labels claim to be the profile's
+/// current container, the daemon says it differs (`ownership::OwnershipError::Impostor`,
+/// with its hint, a command).
+fn warn_impostor(
+    name: &str,
+    resolved: &ResolvedProfile,
+    differences: &[crate::spec::drift::Difference],
+    engine: &Engine,
+    context: &Context,
+) {
+    if let Err(error) = crate::spec::ownership::not_an_impostor(
+        name,
+        &resolved.profile.name,
+        differences,
+        engine.known_kind().cli(),
+    ) {
+        context
+            .printer
+            .warn(&format!("{error}; hint: {}", error.hint()));
+    }
 }
 
 /// The profile a container's drift is judged against, and whether its name resolves here

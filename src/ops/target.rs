@@ -212,7 +212,7 @@ async fn find_by_profile(
                 // Labels that claim the profile's current config over another image are
                 // not the profile's container: named, never exec'd into.
                 if let Some(found) = &found {
-                    refuse_impostor(engine, &details, found)?;
+                    refuse_impostor(engine, &details, found, context).await?;
                 }
                 return Ok(Lookup::Container(Box::new(details)));
             }
@@ -432,26 +432,82 @@ pub fn container_profile(
     Some(context.search_path.resolve(name).map_err(Error::from))
 }
 
-/// `container` unless its labels claim `profile`'s current config hash while the daemon
-/// says it runs another image (`ownership::not_an_impostor`): named, never acted in.
-pub fn refuse_impostor(
+/// `container` unless its labels claim `profile`'s current config while the daemon's own
+/// facts differ from what envctl makes of it ([`daemon_differences`]): named, never acted
+/// in.
+pub async fn refuse_impostor(
     engine: &Engine,
     container: &ContainerDetails,
     profile: &ResolvedProfile,
+    context: &Context,
 ) -> Result<(), Error> {
-    let hash = container
-        .labels
-        .get(crate::spec::PROFILE_HASH_LABEL)
-        .or_else(|| container.labels.get(crate::spec::CONFIG_HASH_LABEL));
+    // Gone since it was found: nothing to judge; the command that follows says so.
+    let Some(differences) = daemon_differences(engine, container, profile, context).await? else {
+        return Ok(());
+    };
     ownership::not_an_impostor(
         &container.name,
         &profile.profile.name,
-        hash == Some(&profile.config_hash),
-        &profile.profile.image.to_string(),
-        &container.image,
+        &differences,
         engine.known_kind().cli(),
     )?;
     Ok(())
+}
+
+/// What the daemon says of `container` (one inspect) that differs from the container
+/// envctl makes of `profile`, where its labels claim it is that (its profile hash, or its
+/// config hash for one made without overrides, is the profile's); empty where they claim
+/// nothing. `None`: the container is gone. `exec`, `shell` and `ps` have no `up` at hand:
+/// the body is the profile's own, without placement (GPUs asked where the container has
+/// them), and the claim is judged as `ownership::daemon_facts` says: image, command, user,
+/// privilege, capabilities, namespaces, devices, unconfined security options; for one made
+/// without overrides also its env, ports and other settings, and its mounts by target
+/// (sources may be relative to a folder other than this one); for one made with `up
+/// -e/-p/-v` not its mounts, env, ports, ulimits or GPUs, which those flags chose.
+pub async fn daemon_differences(
+    engine: &Engine,
+    container: &ContainerDetails,
+    profile: &ResolvedProfile,
+    context: &Context,
+) -> Result<Option<Vec<crate::spec::drift::Difference>>, Error> {
+    use crate::spec::ownership::daemon_facts::{self, Claim, Mounts};
+    let made_with_overrides = container.labels.get(crate::spec::PROFILE_HASH_LABEL);
+    let hash = made_with_overrides.or_else(|| container.labels.get(crate::spec::CONFIG_HASH_LABEL));
+    if hash != Some(&profile.config_hash) {
+        return Ok(Some(Vec::new()));
+    }
+    let Some(inspected) = engine.inspect_container_json(&container.id).await? else {
+        return Ok(None);
+    };
+    let spec_context = crate::spec::SpecContext {
+        working_directory: context
+            .working_directory()
+            .unwrap_or_else(|_| std::path::PathBuf::from("/")),
+        // Sources are not compared here (`Mounts::Targets`): a profile with `~` sources
+        // still has a body where no home is known.
+        home: Some(
+            context
+                .environment
+                .home()
+                .unwrap_or_else(|| std::path::PathBuf::from("/")),
+        ),
+        // `gpus = "optional"` asked for GPUs where its `up` found some: the daemon says
+        // whether it did (the request itself is not judged: placement chose it).
+        host_has_gpus: container.gpus.is_some(),
+        overrides: crate::spec::Overrides::default(),
+        path_exists: &|_| true,
+    };
+    let body = crate::spec::create_body(profile, &spec_context)?;
+    let claim = Claim {
+        settings: made_with_overrides.is_none(),
+        mounts: match made_with_overrides {
+            Some(_) => Mounts::Unjudged,
+            None => Mounts::Targets,
+        },
+    };
+    Ok(Some(daemon_facts::not_as_claimed(
+        &body, &inspected, claim,
+    )?))
 }
 
 /// Whether a file a container label names may be read: an absolute path to a regular

@@ -49,6 +49,7 @@ mod gpu_keepout;
 mod hardening;
 mod human_output;
 mod identity;
+mod impostor;
 mod labels;
 mod lock;
 mod newcomer;

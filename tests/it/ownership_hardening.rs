@@ -790,11 +790,13 @@ fn a_container_removed_while_up_starts_it_is_not_called_created() {
         json!({
             "Id": "c9", "Name": format!("/envctl-{profile}"), "Image": "sha256:0",
             "State": {"Status": state, "Running": false, "ExitCode": 0},
-            "Config": {"Image": "busybox:1", "Env": [], "Labels": {
+            // What envctl makes of the profile, as the daemon reports it: its labels are
+            // believed only where the daemon's facts agree (item 7).
+            "Config": {"Image": "busybox:1", "Cmd": ["sleep", "infinity"], "Env": [], "Labels": {
                 "envctl.profile": profile, "envctl.config-hash": hash, "envctl.uid": uid,
                 "envctl.user": "root", "envctl.run": "1-earlier"
             }},
-            "HostConfig": {}, "Mounts": []
+            "HostConfig": {"Init": true, "RestartPolicy": {"Name": "no"}}, "Mounts": []
         })
         .to_string()
     };

@@ -150,7 +150,7 @@ pub async fn obvious_container(
                     // Labels claiming its profile's current config over another image
                     // are not believed: named, never the container commands run in.
                     if let Some(Ok(profile)) = super::container_profile(context, &details) {
-                        super::refuse_impostor(engine, &details, &profile)?;
+                        super::refuse_impostor(engine, &details, &profile, context).await?;
                     }
                     return Ok(details);
                 }

@@ -112,14 +112,15 @@ pub(super) async fn reuse(
     // an earlier P, never replaced by `--recreate`.
     crate::spec::ownership::made_from(&existing.labels, name, profile)?;
     let hash_current = as_made(&existing.labels, &body.labels);
-    crate::spec::ownership::not_an_impostor(
-        name,
-        profile,
-        crate::spec::ownership::claims_current(&existing.labels, &body.labels),
-        &body.image,
-        &existing.image,
-        engine.known_kind().cli(),
-    )?;
+    if crate::spec::ownership::claims_current(&existing.labels, &body.labels) {
+        let differences = daemon_differences(engine, existing, body, name, profile).await?;
+        crate::spec::ownership::not_an_impostor(
+            name,
+            profile,
+            &differences,
+            engine.known_kind().cli(),
+        )?;
+    }
     if hash_current {
         if existing.running {
             return Ok(Reuse::Done(Outcome::AlreadyRunning));
@@ -177,6 +178,44 @@ pub(super) async fn reuse(
         changes,
         made_from,
     })
+}
+
+/// What the daemon says of `existing`, whose labels claim to be what this `up` makes
+/// (its config hash, or the profile hash of one made with overrides), that differs from
+/// `body` (`ownership::daemon_facts`). One inspect, only for a container that claims to be
+/// current: the daemon's own answer, not the labels, decides that it is.
+async fn daemon_differences(
+    engine: &Engine,
+    existing: &ContainerDetails,
+    body: &CreateBody,
+    name: &str,
+    profile: &str,
+) -> Result<Vec<spec::drift::Difference>, Error> {
+    use crate::spec::ownership::daemon_facts::{Claim, Mounts, not_as_claimed};
+    let Some(inspected) = engine.inspect_container_json(&existing.id).await? else {
+        return Err(Error::TargetNotFound {
+            target: name.to_string(),
+            hint: format!(
+                "`{name}` was removed as envctl looked at it (another `envctl down --rm`?); run `envctl up {profile}` again"
+            ),
+        });
+    };
+    let same_config = existing.labels.contains_key(CONFIG_HASH_LABEL)
+        && existing.labels.get(CONFIG_HASH_LABEL) == body.labels.get(CONFIG_HASH_LABEL);
+    // The body's bind sources are this folder's reading of the profile: the container's
+    // are comparable where it records the same profile file (relative sources resolve
+    // against its project). One made with overrides may have any mounts `--volume` gave.
+    let same_file =
+        existing.labels.get(spec::PROFILE_FILE_LABEL) == body.labels.get(spec::PROFILE_FILE_LABEL);
+    let claim = Claim {
+        settings: same_config,
+        mounts: match (same_config, same_file) {
+            (true, true) => Mounts::Whole,
+            (true, false) => Mounts::Targets,
+            (false, _) => Mounts::Unjudged,
+        },
+    };
+    Ok(not_as_claimed(body, &inspected, claim)?)
 }
 
 /// What meeting the existing container came to.

@@ -15,6 +15,16 @@
 //! applies this to every container it reads, so each rule that asks "is it envctl's"
 //! (a [`PROFILE_LABEL`]) asks the proven labels.
 //!
+//! # Labels against the daemon's facts
+//!
+//! Labels a create set are claims too: anyone with the daemon's socket can copy a user's
+//! onto a container of their own. A container whose labels claim to be what envctl makes
+//! of a profile now (its config hash, [`claims_current`]) is believed only where the
+//! daemon's inspect of it agrees with the create body ([`daemon_facts::not_as_claimed`]):
+//! otherwise it is an impostor ([`not_an_impostor`], [`OwnershipError::Impostor`]), named
+//! with what differs, never started, exec'd into or called current. docs/identity.md says
+//! what is compared and why an exact replica cannot be told apart.
+//!
 //! # The owner
 //!
 //! `up` records who the daemon's transport proves the user to be in [`IDENTITY_LABEL`]
@@ -30,6 +40,8 @@
 use std::collections::BTreeMap;
 
 use super::{CONFIG_HASH_LABEL, PROFILE_LABEL, USER_LABEL};
+
+pub mod daemon_facts;
 
 /// The real uid of whoever ran `up`, recorded at create.
 pub const UID_LABEL: &str = "envctl.uid";
@@ -218,27 +230,35 @@ pub fn claims_current(
         || (profile_hash.is_some() && labels.get(super::PROFILE_HASH_LABEL) == profile_hash)
 }
 
-/// The container `name` of `profile` unless its labels claim the profile's current config
-/// (`hash_current`) while the daemon says it runs another image than `wanted` (`runs`, its
-/// own `Config.Image`).
+/// The container `name` of `profile`, whose labels claim what envctl made of it, unless
+/// the daemon's own facts say otherwise (`differences`, from
+/// [`daemon_facts::not_as_claimed`]): then it is named with them, never adopted.
 pub fn not_an_impostor(
     name: &str,
     profile: &str,
-    hash_current: bool,
-    wanted: &str,
-    runs: &str,
+    differences: &[super::drift::Difference],
     cli: &'static str,
 ) -> Result<(), OwnershipError> {
-    if hash_current && !super::drift::runs_image(wanted, runs) {
-        return Err(OwnershipError::Impostor {
-            name: name.to_string(),
-            profile: profile.to_string(),
-            runs: runs.chars().take(200).collect(),
-            wanted: wanted.to_string(),
-            cli,
-        });
+    if differences.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    // Each line is capped by drift; a container with many differences is named by its
+    // first few, so a forged container cannot flood the message.
+    const SHOWN: usize = 6;
+    let mut said: Vec<String> = differences
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if differences.len() > SHOWN {
+        said.push(format!("and {} more", differences.len() - SHOWN));
+    }
+    Err(OwnershipError::Impostor {
+        name: name.to_string(),
+        profile: profile.to_string(),
+        differences: said.join("; "),
+        cli,
+    })
 }
 
 /// ` --name NAME` for a hint that acts on the container `name` of `profile`, unless `name`
@@ -268,17 +288,19 @@ pub enum OwnershipError {
         endpoint: String,
         cli: &'static str,
     },
-    /// A container carries the user's identity and the profile's current config hash,
-    /// but the daemon says it runs another image: envctl did not make it as it is, so it
-    /// is named, never adopted (started, exec'd into, called current).
+    /// A container carries the user's identity and claims what envctl makes of the
+    /// profile (its config or profile hash), but the daemon says it differs from that:
+    /// another image, mount, capability, namespace, command… (`daemon_facts`). envctl did
+    /// not make it as it is, so it is named, never adopted (started, exec'd into, called
+    /// current).
     #[error(
-        "container `{name}` claims to be your `{profile}` container (its labels say so), but it runs image `{runs}`, not the profile's `{wanted}`: envctl did not make it as it is"
+        "container `{name}` claims to be your `{profile}` container (its labels say so), but the daemon says it is not what envctl makes of the profile ({differences}): envctl did not make it as it is"
     )]
     Impostor {
         name: String,
         profile: String,
-        runs: String,
-        wanted: String,
+        /// What differs, as `spec::drift` names it (`mounts: /:/host → (none)`).
+        differences: String,
         cli: &'static str,
     },
     /// `up P --name NAME` met a container of another profile at NAME.
@@ -335,6 +357,31 @@ mod tests {
             .iter()
             .map(|(key, value)| (key.to_string(), value.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn an_impostor_is_named_by_its_first_differences_only() {
+        use crate::spec::drift::{Change, Difference};
+        assert!(not_an_impostor("c", "p", &[], "docker").is_ok());
+        let differences: Vec<Difference> = (0..9)
+            .map(|index| Difference {
+                field: format!("f{index}"),
+                change: Change::Values {
+                    actual: "a".into(),
+                    wanted: "b".into(),
+                },
+            })
+            .collect();
+        let error = not_an_impostor("c", "p", &differences, "podman").unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("(f0: a → b; "), "{text}");
+        assert!(text.contains("f5: a → b; and 3 more)"), "{text}");
+        assert!(!text.contains("f6"), "{text}");
+        assert!(
+            error.hint().starts_with("`podman inspect c`"),
+            "{}",
+            error.hint()
+        );
     }
 
     #[test]
