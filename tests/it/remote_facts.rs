@@ -6,10 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_command_in};
+use crate::support::cli::{Run, envctl_command_in, envctl_on_a_laptop_in};
 use crate::support::docker::{TEST_LABEL, run_with_timeout, unique_name};
 use crate::support::server::{Fixture, FixtureProcess, Server};
 
@@ -301,17 +300,7 @@ fn two_laptops_get_disjoint_gpus_that_no_container_or_process_holds() {
                 let server = &server;
                 scope.spawn(move || {
                     // Each laptop is a machine of its own (its own host name).
-                    let mut command = Command::new("unshare");
-                    command.args([
-                        "--uts",
-                        "--",
-                        "sh",
-                        "-c",
-                        "hostname envctl-laptop && exec \"$@\"",
-                        "sh",
-                    ]);
-                    command.arg(assert_cmd::cargo::cargo_bin("envctl"));
-                    crate::support::cli::hermetic(&mut command, folder.path());
+                    let mut command = envctl_on_a_laptop_in(folder.path(), None);
                     command
                         .env("DOCKER_HOST", server.host())
                         .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))

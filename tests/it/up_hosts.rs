@@ -319,20 +319,19 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
         ),
     )
     .unwrap();
-    let laptop = |arguments: &[&str]| {
+    // envctl on a laptop, against `DOCKER_HOST` when one is given.
+    let laptop = |docker_host: Option<String>, arguments: &[&str]| {
         let mut command = envctl_on_a_laptop_in(folder.path(), None);
         command
             .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
             .args(arguments);
+        if let Some(docker_host) = docker_host {
+            command.env("DOCKER_HOST", docker_host);
+        }
         Run::of(run_with_timeout(&mut command, Duration::from_secs(180)).unwrap())
     };
     // A laptop's doctor leaves `busy` a GPU record (its GPUs, no processes).
-    let mut command = envctl_on_a_laptop_in(folder.path(), None);
-    command
-        .env("DOCKER_HOST", busy.host())
-        .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
-        .args(["doctor", &name]);
-    let doctor = Run::of(run_with_timeout(&mut command, Duration::from_secs(120)).unwrap());
+    let doctor = laptop(Some(busy.host()), &["doctor", &name]);
     assert!(
         busy.docker(&["volume", "inspect", "envctl-gpus"])
             .status
@@ -340,7 +339,7 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
         "no record on busy: {doctor}"
     );
 
-    let run = laptop(&["up", &name, "--hosts", "@team"]);
+    let run = laptop(None, &["up", &name, "--hosts", "@team"]);
     assert_eq!(run.code, 0, "{run}");
     let probed = "(seen by a probe through its daemon)";
     let line = host_line(&run, "full");
@@ -392,7 +391,7 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
     }
 
     // Four GPUs fit nowhere now (roomy's two others are taken): one error, every reason.
-    let run = laptop(&["up", &wide, "--hosts", "@team"]);
+    let run = laptop(None, &["up", &wide, "--hosts", "@team"]);
     assert_eq!(run.code, 1, "{run}");
     assert!(
         run.stderr.contains(&format!(
