@@ -121,6 +121,9 @@ impl ProbeError {
 }
 
 /// The shell script the probe runs: each answer in a section of its own (`facts::smi`).
+/// nvidia-smi runs three times (each run initialises NVML, seconds on a GPU without
+/// persistence mode): the GPUs, the compute processes (whose pids, first field after the
+/// UUID, name the cgroups read), and `-q` for the CUDA version.
 fn script() -> String {
     let m = smi::MARKER;
     let gpu_fields = smi::GPU_FIELDS;
@@ -128,9 +131,10 @@ fn script() -> String {
     format!(
         "PATH=/usr/bin:/usr/local/nvidia/bin:/bin:/usr/sbin:/sbin:$PATH\n\
          echo '{m} gpus'; nvidia-smi --query-gpu={gpu_fields} --format=csv,noheader,nounits 2>&1; echo \"{m} status gpus $?\"\n\
-         echo '{m} apps'; nvidia-smi --query-compute-apps={app_fields} --format=csv,noheader,nounits 2>&1; echo \"{m} status apps $?\"\n\
+         echo '{m} apps'; apps=$(nvidia-smi --query-compute-apps={app_fields} --format=csv,noheader,nounits 2>&1); apps_status=$?\n\
+         [ -n \"$apps\" ] && printf '%s\\n' \"$apps\"; echo \"{m} status apps $apps_status\"\n\
          echo '{m} query'; nvidia-smi -q -d COMPUTE 2>&1 | head -n 30\n\
-         for pid in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader,nounits 2>/dev/null); do\n\
+         [ \"$apps_status\" = 0 ] && printf '%s\\n' \"$apps\" | while IFS=', ' read -r uuid pid rest; do\n\
            case \"$pid\" in *[!0-9]*|'') continue ;; esac\n\
            echo \"{m} cgroup $pid\"; head -c 4096 \"/proc/$pid/cgroup\" 2>/dev/null; echo\n\
          done\n\
@@ -188,9 +192,11 @@ impl Engine {
     }
 
     /// Runs the probe in `image` and reads its answer. The container is removed whatever
-    /// happens.
+    /// happens: by the daemon itself once it exits (`AutoRemove`) where this envctl reads
+    /// its output attached, else by this envctl after reading its logs.
     pub async fn probe_gpus(&self, image: &str) -> Result<ServerGpus, ProbeError> {
         let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        let attached = attaches(self.endpoint());
         let body = serde_json::json!({
             "Image": image,
             "Entrypoint": ["/bin/sh", "-c"],
@@ -201,6 +207,7 @@ impl Engine {
             "HostConfig": {
                 "PidMode": "host",
                 "NetworkMode": "none",
+                "AutoRemove": attached,
                 "DeviceRequests": [{ "Driver": "", "Count": -1, "Capabilities": [["gpu"]] }],
             },
         });
@@ -212,11 +219,18 @@ impl Engine {
                 endpoint: endpoint.clone(),
                 source,
             })?;
-        self.sweep_probes(&id).await;
-        let ran = self.run_probe(&id, image).await;
+        let ran = if attached {
+            self.run_attached(&id, image).await
+        } else {
+            self.sweep_probes(&id).await;
+            self.run_probe(&id, image).await
+        };
         // Removed whatever happened; a removal that fails leaves a labelled container that
-        // the next probe's owner can find, and the probe's own answer still stands.
-        let _ = self.remove_container(&id, true, false).await;
+        // the next probe's owner can find, and the probe's own answer still stands. An
+        // attached probe that ran to its end is the daemon's to remove (it may be gone).
+        if !attached || ran.is_err() {
+            let _ = self.remove_container(&id, true, false).await;
+        }
         ran
     }
 
@@ -259,18 +273,86 @@ impl Engine {
         }
     }
 
-    async fn run_probe(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
+    /// Starts the probe `id` with its output attached first (so none of it is missed,
+    /// however fast it runs) and reads that output to its end, when the process exited
+    /// and the daemon removes the container (`AutoRemove`): no wait, no logs, no removal
+    /// asked. The sweep of probes left behind runs meanwhile.
+    async fn run_attached(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
         let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        let engine_error = |source| ProbeError::Engine {
+            endpoint: endpoint.clone(),
+            source,
+        };
+        let options = bollard::query_parameters::AttachContainerOptionsBuilder::new()
+            .stdout(true)
+            .stderr(false)
+            .stream(true)
+            .logs(false)
+            .build();
+        let mut attached = self
+            .short_answer(
+                "attaching to the GPU probe's output",
+                self.docker.attach_container(id, Some(options)),
+            )
+            .await
+            .map_err(engine_error)?;
+        self.start_probe(id).await?;
+        let read = async {
+            let mut output: Vec<u8> = Vec::new();
+            while let Some(chunk) = attached.output.next().await {
+                let bytes = match chunk.map_err(|error| engine_error(self.classify(error)))? {
+                    bollard::container::LogOutput::StdOut { message }
+                    | bollard::container::LogOutput::Console { message } => message,
+                    _ => continue,
+                };
+                if output.len() < OUTPUT_CAP {
+                    let room = OUTPUT_CAP - output.len();
+                    output.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                }
+            }
+            Ok::<_, ProbeError>(output)
+        };
+        let (_, read) = tokio::join!(
+            self.sweep_probes(id),
+            tokio::time::timeout(PROBE_DEADLINE, read)
+        );
+        let output = match read {
+            Ok(output) => output?,
+            Err(_) => return Err(ProbeError::Timeout { endpoint }),
+        };
+        smi::parse_probe(&String::from_utf8_lossy(&output)).map_err(|source| {
+            ProbeError::Unreadable {
+                endpoint,
+                image: image.to_string(),
+                source,
+            }
+        })
+    }
+
+    /// Starts the probe `id`; a daemon whose toolkit gives no GPUs is said as that.
+    async fn start_probe(&self, id: &str) -> Result<(), ProbeError> {
+        let endpoint = || crate::secret::masked_url(self.endpoint()).into_owned();
         match self.start_container(id).await {
-            Ok(()) => {}
+            Ok(()) => Ok(()),
             Err(
                 source @ EngineError::StartRefused {
                     refusal: super::error::StartRefusal::NoGpuDriver,
                     ..
                 },
-            ) => return Err(ProbeError::NoGpuDriver { endpoint, source }),
-            Err(source) => return Err(ProbeError::Engine { endpoint, source }),
+            ) => Err(ProbeError::NoGpuDriver {
+                endpoint: endpoint(),
+                source,
+            }),
+            Err(source) => Err(ProbeError::Engine {
+                endpoint: endpoint(),
+                source,
+            }),
         }
+    }
+
+    async fn run_probe(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
+        let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        self.start_probe(id).await?;
         let waited = tokio::time::timeout(PROBE_DEADLINE, async {
             let mut waits = self
                 .docker
@@ -305,6 +387,15 @@ impl Engine {
             }
         })
     }
+}
+
+/// Whether the probe reads its output attached (the daemon then removes it): where a
+/// second connection is cheap (a socket, TCP, TLS). An attach takes a connection of its
+/// own, which over ssh is another `ssh` and its handshake (~0.4 s, more than the three
+/// requests it saves), so there the probe is waited for, its logs read and it is removed
+/// on the one connection the command keeps.
+fn attaches(endpoint: &str) -> bool {
+    !endpoint.starts_with("ssh://")
 }
 
 /// This probe's value of [`PROBE_LABEL`]: the process id and 64 random bits, so that no

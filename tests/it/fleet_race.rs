@@ -173,13 +173,13 @@ fn ten_rounds_of_racing_clients_from_three_machines_give_disjoint_gpus() {
             .trim(),
         "true"
     );
-    for filter in ["label=envctl.probe", "name=envctl-gpu-placement-lock"] {
-        assert_eq!(
-            server.docker_ok(&["ps", "-aq", "--filter", filter]).trim(),
-            "",
-            "{filter}"
-        );
-    }
+    assert_eq!(crate::remote_facts::probes_left(&server), "");
+    assert_eq!(
+        server
+            .docker_ok(&["ps", "-aq", "--filter", "name=envctl-gpu-placement-lock"])
+            .trim(),
+        ""
+    );
 }
 
 /// Another client's GPU probe running on the server (a `doctor` from another laptop: a

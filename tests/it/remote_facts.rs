@@ -59,6 +59,23 @@ fn probes_since(server: &Server, since: u64) -> usize {
         .count()
 }
 
+/// The probe containers left on `server` (`docker ps -aq`), once the daemon has had a
+/// moment to remove those that ended: a probe read attached is removed by the daemon
+/// itself after its output ends (`AutoRemove`), which envctl does not wait for.
+pub(crate) fn probes_left(server: &Server) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = server
+            .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
+            .trim()
+            .to_string();
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -191,13 +208,7 @@ fn remote_doctor_shows_the_servers_driver_and_gpus_and_reuses_the_record() {
     );
     assert_eq!(probes_since(&server, before), 1, "{first}");
     // The probe is removed.
-    assert_eq!(
-        server
-            .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
-            .trim(),
-        "",
-        "{first}"
-    );
+    assert_eq!(probes_left(&server), "", "{first}");
     let labels: serde_json::Value = serde_json::from_str(&server.docker_ok(&[
         "volume",
         "inspect",
@@ -389,12 +400,7 @@ fn no_probe_possible_is_said_and_nothing_is_double_booked() {
         "",
         "{up}"
     );
-    assert_eq!(
-        server
-            .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
-            .trim(),
-        ""
-    );
+    assert_eq!(probes_left(&server), "");
 }
 
 /// `doctor --hosts` over two servers with different drivers and GPU models: each server's

@@ -429,9 +429,7 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
             "{run}"
         );
         assert_eq!(
-            server
-                .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
-                .trim(),
+            crate::remote_facts::probes_left(server),
             "",
             "a probe was left behind: {run}"
         );
