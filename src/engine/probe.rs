@@ -12,8 +12,13 @@
 //! `NVIDIA_REQUIRE_CUDA`, set by every CUDA base image). Without one, or on a daemon whose
 //! toolkit gives containers no GPUs, [`ProbeError`] says why with the command that helps.
 //!
-//! The container carries [`PROBE_LABEL`] and is always removed, whatever happened — by
-//! this envctl while it lives. One killed mid-probe leaves its probe behind, and the next
+//! The container carries [`PROBE_LABEL`] and is always removed, whatever happened: where a
+//! second connection is cheap (a socket, TCP, TLS) its output is attached before its start
+//! and the daemon removes it once it ends (`AutoRemove`), so neither a wait, its logs nor
+//! its removal is asked; over ssh (where an attach is another `ssh`) this envctl waits for
+//! it, reads its logs and removes it. A probe whose envctl was killed while it ran is
+//! removed by the daemon when it ends (attached) or left behind (over ssh, or killed
+//! between its create and its start), and the next
 //! probe of the daemon, from any machine, removes it: every probe container created more
 //! than [`SWEEP_AFTER`] before its own (by the daemon's clock, so the clients' clocks need
 //! not agree), whatever its state. Never a younger one, which a live envctl may be reading
