@@ -577,3 +577,84 @@ fn a_probe_left_by_a_killed_envctl_is_swept_by_the_next_probe() {
         );
     }
 }
+
+/// An envctl killed while its probe runs (attached, over the server's socket) leaves
+/// nothing behind: the daemon removes the probe when it ends (`AutoRemove`). The probe is
+/// made slow by its image, whose `/bin/sh` sleeps before it runs the script.
+#[test]
+fn a_probe_whose_envctl_was_killed_is_removed_by_the_daemon_when_it_ends() {
+    let test = "a_probe_whose_envctl_was_killed_is_removed_by_the_daemon_when_it_ends";
+    let fixture = Fixture::gpus(
+        "acacacac",
+        2,
+        "NVIDIA H100 80GB HBM3",
+        "9.0",
+        "550.54.15",
+        "12.4",
+    );
+    let Some(server) = Server::start(test, "gpu-killed", Some(&fixture)) else {
+        return;
+    };
+    let image = server.load_test_image();
+    // The test image's shell, slowed: four seconds the first time a container runs it (the
+    // probe's script; the stand-in nvidia-smi it runs is a shell script too), then the
+    // real one.
+    let slowing = unique_name("slow-shell");
+    server.docker_ok(&[
+        "run",
+        "--name",
+        &slowing,
+        "--label",
+        TEST_LABEL,
+        "--entrypoint",
+        "/bin/busybox",
+        &image,
+        "sh",
+        "-c",
+        "rm /bin/sh && printf '#!/bin/busybox sh\\n[ -e /slept ] || { touch /slept; sleep 4; }\\nexec /bin/busybox sh \"$@\"\\n' >/bin/sh && chmod +x /bin/sh",
+    ]);
+    let slow_image = format!("envctl-test/{}:1", unique_name("slow-probe"));
+    server.docker_ok(&["commit", &slowing, &slow_image]);
+    server.docker_ok(&["rm", &slowing]);
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("killed");
+    gpu_profile(folder.path(), &profile, &slow_image, 1);
+    let mut command = envctl_command_in(folder.path());
+    command
+        .env("DOCKER_HOST", server.host())
+        .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
+        .args(["doctor", &profile])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut envctl = command.spawn().unwrap();
+    // Killed once its probe runs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let running = loop {
+        let running = server
+            .docker_ok(&[
+                "ps",
+                "-q",
+                "--filter",
+                "label=envctl.probe",
+                "--filter",
+                "status=running",
+            ])
+            .trim()
+            .to_string();
+        if !running.is_empty() || std::time::Instant::now() > deadline {
+            break running;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    envctl.kill().unwrap();
+    envctl.wait().unwrap();
+    assert!(!running.is_empty(), "no probe ran within 60 s");
+    // Still there just after the kill (it sleeps), gone once it ended.
+    assert!(
+        server
+            .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
+            .contains(&running),
+        "the probe ended before its envctl was killed: the test proves nothing"
+    );
+    assert_eq!(probes_left(&server), "");
+}
