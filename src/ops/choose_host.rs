@@ -163,12 +163,15 @@ pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice
 
 /// Asks every host `names` names what it offers `resolved`, and chooses.
 /// `force`: as `up --force` starts despite failed checks, a host is judged by its GPUs and
-/// policies alone (a policy is never passed by `--force`).
+/// policies alone (a policy is never passed by `--force`). `dry_run`: no probe is made for
+/// the processes on another machine's GPUs where its record tells the GPUs (as placement's
+/// dry run makes none).
 pub async fn choose(
     context: &Context,
     names: &[String],
     resolved: &ResolvedProfile,
     force: bool,
+    dry_run: bool,
 ) -> Result<(Choice, Vec<Host>), Error> {
     let hosts = crate::ops::hosts::named(context, names)?;
     let matrix =
@@ -182,7 +185,7 @@ pub async fn choose(
                 // The user as this host's transport proves them, whose GPUs there its
                 // per-user limit counts (`up` on it will count the same).
                 let user = crate::ops::hosts::user_on(host, &context.user).await;
-                offer(engine, resolved, matrix, force, &user, context).await
+                offer(engine, resolved, matrix, (force, dry_run), &user, context).await
             },
         )
         .await
@@ -213,11 +216,12 @@ pub async fn choose(
 
 /// What the host behind `engine` offers: doctor's facts and verdicts for the profile there,
 /// with the policies in force there, judged for `user` as that host knows them.
+/// `(force, dry_run)` as [`choose`] takes them.
 async fn offer(
     engine: crate::engine::Engine,
     resolved: &ResolvedProfile,
     matrix: &crate::compat::Matrix,
-    force: bool,
+    (force, dry_run): (bool, bool),
     user: &crate::facts::user::User,
     context: &Context,
 ) -> Result<Offer, Error> {
@@ -254,7 +258,7 @@ async fn offer(
     let counted = match (&elsewhere, needed(&resolved.profile.gpus)) {
         // Only worth a look (perhaps a probe) when nothing refused the host already.
         (Some(host), Some(_)) if refused.is_none() => {
-            remote_count(&engine, host, resolved, &facts, context).await
+            remote_count(&engine, host, resolved, &facts, dry_run, context).await
         }
         (Some(_), _) => Counted::default(),
         (None, _) => local_count(report.occupancy.as_ref()),
@@ -318,11 +322,13 @@ fn local_count(occupancy: Option<&crate::ops::doctor::Occupancy>) -> Counted {
 /// probed once), else a probe now (the processes on each GPU change by the minute and no
 /// record keeps them), else its daemon's record when the probe cannot run (then only its
 /// containers are weighed, said). The containers holding GPUs are the daemon's own list.
+/// A dry run makes no probe of its own: the record, when doctor's facts read one.
 async fn remote_count(
     engine: &crate::engine::Engine,
     host: &str,
     resolved: &ResolvedProfile,
     facts: &crate::ops::doctor::Facts,
+    dry_run: bool,
     context: &Context,
 ) -> Counted {
     use crate::facts::gpu::SeenBy;
@@ -357,6 +363,11 @@ async fn remote_count(
                     .to_string(),
             );
         }
+        (None, Some(recorded)) if dry_run => (
+            recorded.facts.gpus.clone(),
+            std::collections::BTreeMap::new(),
+            "as its daemon's GPU record keeps them, the processes on them unknown: a dry run probes nothing",
+        ),
         (None, Some(_)) => {
             let held_uuids: Vec<String> = holders
                 .iter()
@@ -399,7 +410,7 @@ async fn remote_count(
             let seen_by = if learnt.probed.is_some() {
                 "seen by a probe through its daemon"
             } else {
-                "as its daemon's GPU record keeps them: the processes on them are unknown"
+                "as its daemon's GPU record keeps them, the processes on them unknown"
             };
             (learnt.seen.facts.gpus, owners, seen_by)
         }

@@ -36,7 +36,7 @@ fn gpu_profile(folder: &Path, name: &str, image: &str, gpus: u32) {
 }
 
 /// The probe containers created on `server` since `since` (Unix seconds), from its events.
-fn probes_since(server: &Server, since: u64) -> usize {
+pub(crate) fn probes_since(server: &Server, since: u64) -> usize {
     let until = now() + 1;
     server
         .docker_ok(&[
@@ -76,7 +76,7 @@ pub(crate) fn probes_left(server: &Server) -> String {
     }
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -230,8 +230,9 @@ fn up_hosts_prefers_the_image_present_and_starts_it_there() {
 /// GPU record a laptop's `doctor` left there (which keeps no process: the chooser must not
 /// believe it for room); `roomy` has GPU 0 held, three free. A `gpus = 2` profile goes to
 /// `roomy`, every host says why, and the container there is given two GPUs none of whose
-/// holders or processes were there. Then a `gpus = 4` profile fits nowhere: one error
-/// naming each server's reason, and nothing is made.
+/// holders or processes were there (a dry run before it probes nothing where a record
+/// tells the GPUs, and says so). Then a `gpus = 4` profile fits nowhere: one error naming
+/// each server's reason, and nothing is made.
 #[test]
 fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
     use crate::support::cli::envctl_on_a_laptop_in;
@@ -338,6 +339,20 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
             .success(),
         "no record on busy: {doctor}"
     );
+
+    // A dry run makes no probe where a record tells the GPUs: `busy` is judged by its
+    // record, which knows no process (GPU 2 counts free there), and says so.
+    let since = crate::remote_facts::now();
+    let dry = laptop(None, &["up", &name, "--hosts", "@team", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry}");
+    assert!(
+        host_line(&dry, "busy").contains(
+            "2 GPUs free for 2 (as its daemon's GPU record keeps them, the processes on them unknown: a dry run probes nothing)"
+        ),
+        "{dry}"
+    );
+    assert!(host_line(&dry, "roomy").contains(": chosen: "), "{dry}");
+    assert_eq!(crate::remote_facts::probes_since(&busy, since), 0, "{dry}");
 
     let run = laptop(None, &["up", &name, "--hosts", "@team"]);
     assert_eq!(run.code, 0, "{run}");
