@@ -8,9 +8,10 @@
 //! The image: nvidia-smi is a glibc program the toolkit puts into the container, so the
 //! probe runs in an image already on the daemon (never pulled: a probe must not download
 //! gigabytes behind the user's back): the profile's own when present (a team's images are
-//! CUDA images, built on glibc), else an image whose config declares CUDA (`CUDA_VERSION`,
-//! `NVIDIA_REQUIRE_CUDA`, set by every CUDA base image). Without one, or on a daemon whose
-//! toolkit gives containers no GPUs, [`ProbeError`] says why with the command that helps.
+//! CUDA images, built on glibc), else the smallest image whose config declares CUDA
+//! (`CUDA_VERSION`, `NVIDIA_REQUIRE_CUDA`, set by every CUDA base image). Without one, or
+//! on a daemon whose toolkit gives containers no GPUs, [`ProbeError`] says why with the
+//! command that helps.
 //!
 //! The container carries [`PROBE_LABEL`] and is always removed, whatever happened: where a
 //! second connection is cheap (a socket, TCP, TLS) its output is attached before its start
@@ -148,8 +149,8 @@ fn script() -> String {
 }
 
 impl Engine {
-    /// The image the probe runs in: the first of `wanted` present on the daemon, else one
-    /// there whose config declares CUDA.
+    /// The image the probe runs in: the first of `wanted` present on the daemon, else the
+    /// smallest there whose config declares CUDA.
     pub async fn probe_image(&self, wanted: &[String]) -> Result<String, ProbeError> {
         let engine_error = |source| ProbeError::Engine {
             endpoint: crate::secret::masked_url(self.endpoint()).into_owned(),
@@ -165,7 +166,7 @@ impl Engine {
                 return Ok(image.clone());
             }
         }
-        let listed = self
+        let mut listed = self
             .with_deadline(
                 "listing images",
                 self.answer_deadline(),
@@ -175,6 +176,10 @@ impl Engine {
             .await
             .map_err(engine_error)?
             .map_err(|error| engine_error(self.classify(error)))?;
+        // The smallest first: the first that declares CUDA is then the smallest that does,
+        // found with no more inspects, and the cheapest to create where the storage
+        // driver copies an image's files for each container (vfs).
+        listed.sort_by_key(|image| image.size);
         for image in listed.iter().take(IMAGES_LOOKED_AT) {
             // A tagged reference reads better in messages; an untagged image by its id.
             let reference = image

@@ -658,3 +658,82 @@ fn a_probe_whose_envctl_was_killed_is_removed_by_the_daemon_when_it_ends() {
     );
     assert_eq!(probes_left(&server), "");
 }
+
+/// Where the profile's image is not on the server, the probe runs in the smallest image
+/// there that declares CUDA (the cheapest create where the storage driver copies an
+/// image's files), not in the first one listed.
+#[test]
+fn without_the_profiles_image_the_probe_runs_in_the_smallest_cuda_image() {
+    let test = "without_the_profiles_image_the_probe_runs_in_the_smallest_cuda_image";
+    let fixture = Fixture::gpus(
+        "adadadad",
+        2,
+        "NVIDIA H100 80GB HBM3",
+        "9.0",
+        "550.54.15",
+        "12.4",
+    );
+    let Some(server) = Server::start(test, "gpu-images", Some(&fixture)) else {
+        return;
+    };
+    let image = server.load_test_image();
+    // Two CUDA images made from the test image, the larger by 4 MiB (made last, so listed
+    // first: the daemon lists the newest first).
+    let cuda_image = |name: &str, bytes: u32| {
+        let maker = unique_name("cuda-image");
+        server.docker_ok(&[
+            "run",
+            "--name",
+            &maker,
+            "--label",
+            TEST_LABEL,
+            &image,
+            "sh",
+            "-c",
+            &format!("head -c {bytes} /dev/zero > /ballast"),
+        ]);
+        let reference = format!("envctl-test/{}:1", unique_name(name));
+        server.docker_ok(&[
+            "commit",
+            "--change",
+            "ENV CUDA_VERSION=12.4.1",
+            &maker,
+            &reference,
+        ]);
+        server.docker_ok(&["rm", &maker]);
+        reference
+    };
+    let small = cuda_image("small-cuda", 1);
+    let large = cuda_image("large-cuda", 4 << 20);
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("absent-image");
+    gpu_profile(
+        folder.path(),
+        &profile,
+        &format!("envctl-test/{}:1", unique_name("not-here")),
+        1,
+    );
+    let since = now();
+    let doctor = envctl_on(folder.path(), &server, &["doctor", &profile]);
+    assert!(
+        doctor.stdout.contains("as seen by a probe container"),
+        "{doctor}"
+    );
+    let until = now() + 1;
+    let used = server.docker_ok(&[
+        "events",
+        "--since",
+        &since.to_string(),
+        "--until",
+        &until.to_string(),
+        "--filter",
+        "type=container",
+        "--filter",
+        "event=create",
+        "--filter",
+        "label=envctl.probe",
+        "--format",
+        "{{.Actor.Attributes.image}}",
+    ]);
+    assert_eq!(used.trim(), small, "not {large}: {doctor}");
+}
