@@ -270,9 +270,14 @@ async fn choose_host(arguments: &UpArgs, context: &Context) -> Result<(), Error>
     if let Some(spec) = &arguments.gpus {
         resolved.profile.gpus = Overrides::parse_gpus(spec)?;
     }
-    let (choice, hosts) =
-        crate::ops::choose_host::choose(context, &arguments.hosts, &resolved, arguments.force)
-            .await?;
+    let (choice, hosts) = crate::ops::choose_host::choose(
+        context,
+        &arguments.hosts,
+        &resolved,
+        arguments.force,
+        arguments.dry_run,
+    )
+    .await?;
     let Some(chosen) = choice.chosen else {
         return Err(Error::NoRoomOnHosts {
             profile: resolved.profile.name.clone(),

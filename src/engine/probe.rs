@@ -8,12 +8,18 @@
 //! The image: nvidia-smi is a glibc program the toolkit puts into the container, so the
 //! probe runs in an image already on the daemon (never pulled: a probe must not download
 //! gigabytes behind the user's back): the profile's own when present (a team's images are
-//! CUDA images, built on glibc), else an image whose config declares CUDA (`CUDA_VERSION`,
-//! `NVIDIA_REQUIRE_CUDA`, set by every CUDA base image). Without one, or on a daemon whose
-//! toolkit gives containers no GPUs, [`ProbeError`] says why with the command that helps.
+//! CUDA images, built on glibc), else the smallest image whose config declares CUDA
+//! (`CUDA_VERSION`, `NVIDIA_REQUIRE_CUDA`, set by every CUDA base image). Without one, or
+//! on a daemon whose toolkit gives containers no GPUs, [`ProbeError`] says why with the
+//! command that helps.
 //!
-//! The container carries [`PROBE_LABEL`] and is always removed, whatever happened — by
-//! this envctl while it lives. One killed mid-probe leaves its probe behind, and the next
+//! The container carries [`PROBE_LABEL`] and is always removed, whatever happened: where a
+//! second connection is cheap (a socket, TCP, TLS) its output is attached before its start
+//! and the daemon removes it once it ends (`AutoRemove`), so neither a wait, its logs nor
+//! its removal is asked; over ssh (where an attach is another `ssh`) this envctl waits for
+//! it, reads its logs and removes it. A probe whose envctl was killed while it ran is
+//! removed by the daemon when it ends (attached) or left behind (over ssh, or killed
+//! between its create and its start), and the next
 //! probe of the daemon, from any machine, removes it: every probe container created more
 //! than [`SWEEP_AFTER`] before its own (by the daemon's clock, so the clients' clocks need
 //! not agree), whatever its state. Never a younger one, which a live envctl may be reading
@@ -121,6 +127,9 @@ impl ProbeError {
 }
 
 /// The shell script the probe runs: each answer in a section of its own (`facts::smi`).
+/// nvidia-smi runs three times (each run initialises NVML, seconds on a GPU without
+/// persistence mode): the GPUs, the compute processes (whose pids, first field after the
+/// UUID, name the cgroups read), and `-q` for the CUDA version.
 fn script() -> String {
     let m = smi::MARKER;
     let gpu_fields = smi::GPU_FIELDS;
@@ -128,9 +137,10 @@ fn script() -> String {
     format!(
         "PATH=/usr/bin:/usr/local/nvidia/bin:/bin:/usr/sbin:/sbin:$PATH\n\
          echo '{m} gpus'; nvidia-smi --query-gpu={gpu_fields} --format=csv,noheader,nounits 2>&1; echo \"{m} status gpus $?\"\n\
-         echo '{m} apps'; nvidia-smi --query-compute-apps={app_fields} --format=csv,noheader,nounits 2>&1; echo \"{m} status apps $?\"\n\
+         echo '{m} apps'; apps=$(nvidia-smi --query-compute-apps={app_fields} --format=csv,noheader,nounits 2>&1); apps_status=$?\n\
+         [ -n \"$apps\" ] && printf '%s\\n' \"$apps\"; echo \"{m} status apps $apps_status\"\n\
          echo '{m} query'; nvidia-smi -q -d COMPUTE 2>&1 | head -n 30\n\
-         for pid in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader,nounits 2>/dev/null); do\n\
+         [ \"$apps_status\" = 0 ] && printf '%s\\n' \"$apps\" | while IFS=', ' read -r uuid pid rest; do\n\
            case \"$pid\" in *[!0-9]*|'') continue ;; esac\n\
            echo \"{m} cgroup $pid\"; head -c 4096 \"/proc/$pid/cgroup\" 2>/dev/null; echo\n\
          done\n\
@@ -139,8 +149,8 @@ fn script() -> String {
 }
 
 impl Engine {
-    /// The image the probe runs in: the first of `wanted` present on the daemon, else one
-    /// there whose config declares CUDA.
+    /// The image the probe runs in: the first of `wanted` present on the daemon, else the
+    /// smallest there whose config declares CUDA.
     pub async fn probe_image(&self, wanted: &[String]) -> Result<String, ProbeError> {
         let engine_error = |source| ProbeError::Engine {
             endpoint: crate::secret::masked_url(self.endpoint()).into_owned(),
@@ -156,7 +166,7 @@ impl Engine {
                 return Ok(image.clone());
             }
         }
-        let listed = self
+        let mut listed = self
             .with_deadline(
                 "listing images",
                 self.answer_deadline(),
@@ -166,6 +176,10 @@ impl Engine {
             .await
             .map_err(engine_error)?
             .map_err(|error| engine_error(self.classify(error)))?;
+        // The smallest first: the first that declares CUDA is then the smallest that does,
+        // found with no more inspects, and the cheapest to create where the storage
+        // driver copies an image's files for each container (vfs).
+        listed.sort_by_key(|image| image.size);
         for image in listed.iter().take(IMAGES_LOOKED_AT) {
             // A tagged reference reads better in messages; an untagged image by its id.
             let reference = image
@@ -188,9 +202,11 @@ impl Engine {
     }
 
     /// Runs the probe in `image` and reads its answer. The container is removed whatever
-    /// happens.
+    /// happens: by the daemon itself once it exits (`AutoRemove`) where this envctl reads
+    /// its output attached, else by this envctl after reading its logs.
     pub async fn probe_gpus(&self, image: &str) -> Result<ServerGpus, ProbeError> {
         let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        let attached = attaches(self.endpoint());
         let body = serde_json::json!({
             "Image": image,
             "Entrypoint": ["/bin/sh", "-c"],
@@ -201,6 +217,7 @@ impl Engine {
             "HostConfig": {
                 "PidMode": "host",
                 "NetworkMode": "none",
+                "AutoRemove": attached,
                 "DeviceRequests": [{ "Driver": "", "Count": -1, "Capabilities": [["gpu"]] }],
             },
         });
@@ -212,11 +229,18 @@ impl Engine {
                 endpoint: endpoint.clone(),
                 source,
             })?;
-        self.sweep_probes(&id).await;
-        let ran = self.run_probe(&id, image).await;
+        let ran = if attached {
+            self.run_attached(&id, image).await
+        } else {
+            self.sweep_probes(&id).await;
+            self.run_probe(&id, image).await
+        };
         // Removed whatever happened; a removal that fails leaves a labelled container that
-        // the next probe's owner can find, and the probe's own answer still stands.
-        let _ = self.remove_container(&id, true, false).await;
+        // the next probe's owner can find, and the probe's own answer still stands. An
+        // attached probe that ran to its end is the daemon's to remove (it may be gone).
+        if !attached || ran.is_err() {
+            let _ = self.remove_container(&id, true, false).await;
+        }
         ran
     }
 
@@ -259,18 +283,86 @@ impl Engine {
         }
     }
 
-    async fn run_probe(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
+    /// Starts the probe `id` with its output attached first (so none of it is missed,
+    /// however fast it runs) and reads that output to its end, when the process exited
+    /// and the daemon removes the container (`AutoRemove`): no wait, no logs, no removal
+    /// asked. The sweep of probes left behind runs meanwhile.
+    async fn run_attached(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
         let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        let engine_error = |source| ProbeError::Engine {
+            endpoint: endpoint.clone(),
+            source,
+        };
+        let options = bollard::query_parameters::AttachContainerOptionsBuilder::new()
+            .stdout(true)
+            .stderr(false)
+            .stream(true)
+            .logs(false)
+            .build();
+        let mut attached = self
+            .short_answer(
+                "attaching to the GPU probe's output",
+                self.docker.attach_container(id, Some(options)),
+            )
+            .await
+            .map_err(engine_error)?;
+        self.start_probe(id).await?;
+        let read = async {
+            let mut output: Vec<u8> = Vec::new();
+            while let Some(chunk) = attached.output.next().await {
+                let bytes = match chunk.map_err(|error| engine_error(self.classify(error)))? {
+                    bollard::container::LogOutput::StdOut { message }
+                    | bollard::container::LogOutput::Console { message } => message,
+                    _ => continue,
+                };
+                if output.len() < OUTPUT_CAP {
+                    let room = OUTPUT_CAP - output.len();
+                    output.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                }
+            }
+            Ok::<_, ProbeError>(output)
+        };
+        let (_, read) = tokio::join!(
+            self.sweep_probes(id),
+            tokio::time::timeout(PROBE_DEADLINE, read)
+        );
+        let output = match read {
+            Ok(output) => output?,
+            Err(_) => return Err(ProbeError::Timeout { endpoint }),
+        };
+        smi::parse_probe(&String::from_utf8_lossy(&output)).map_err(|source| {
+            ProbeError::Unreadable {
+                endpoint,
+                image: image.to_string(),
+                source,
+            }
+        })
+    }
+
+    /// Starts the probe `id`; a daemon whose toolkit gives no GPUs is said as that.
+    async fn start_probe(&self, id: &str) -> Result<(), ProbeError> {
+        let endpoint = || crate::secret::masked_url(self.endpoint()).into_owned();
         match self.start_container(id).await {
-            Ok(()) => {}
+            Ok(()) => Ok(()),
             Err(
                 source @ EngineError::StartRefused {
                     refusal: super::error::StartRefusal::NoGpuDriver,
                     ..
                 },
-            ) => return Err(ProbeError::NoGpuDriver { endpoint, source }),
-            Err(source) => return Err(ProbeError::Engine { endpoint, source }),
+            ) => Err(ProbeError::NoGpuDriver {
+                endpoint: endpoint(),
+                source,
+            }),
+            Err(source) => Err(ProbeError::Engine {
+                endpoint: endpoint(),
+                source,
+            }),
         }
+    }
+
+    async fn run_probe(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
+        let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        self.start_probe(id).await?;
         let waited = tokio::time::timeout(PROBE_DEADLINE, async {
             let mut waits = self
                 .docker
@@ -305,6 +397,15 @@ impl Engine {
             }
         })
     }
+}
+
+/// Whether the probe reads its output attached (the daemon then removes it): where a
+/// second connection is cheap (a socket, TCP, TLS). An attach takes a connection of its
+/// own, which over ssh is another `ssh` and its handshake (~0.4 s, more than the three
+/// requests it saves), so there the probe is waited for, its logs read and it is removed
+/// on the one connection the command keeps.
+fn attaches(endpoint: &str) -> bool {
+    !endpoint.starts_with("ssh://")
 }
 
 /// This probe's value of [`PROBE_LABEL`]: the process id and 64 random bits, so that no

@@ -3,8 +3,9 @@
 //! team that needs those has Slurm or Kubernetes).
 //!
 //! Every host is asked at once (`ops::hosts::each`) for what `doctor` would say of the
-//! profile there: the daemon and its GPUs (`ops::doctor::gather_with` and the occupancy),
-//! the checks of the profile on that host (driver, CUDA, GPU, image), and the policies in
+//! profile there: the daemon and its GPUs (`ops::doctor::gather_with` and the occupancy;
+//! for another machine's daemon, its GPUs as that daemon tells them, `ops::server_gpus`,
+//! with a probe for the processes on them now, as `up` from a laptop places), the checks of the profile on that host (driver, CUDA, GPU, image), and the policies in
 //! force there (the daemon's pushed one and this machine's file), each judging the user as
 //! that host's transport proves them (`ops::hosts::user_on`). [`judge`] is pure: a host
 //! fits when it answers, no check of the profile fails, no policy refuses, and it has the
@@ -28,11 +29,18 @@ pub struct Offer {
     /// Why the host cannot take the profile, when something says so before GPUs count:
     /// unreachable, a failed check, a policy refusal.
     pub refused: Option<String>,
-    /// GPUs no container holds, by index; `None` when the host's GPUs cannot be seen.
+    /// GPUs no container and no process holds, failed ones kept out, by index; `None`
+    /// when the host's GPUs cannot be seen ([`Offer::unseen`] says why).
     pub free_gpus: Option<Vec<u32>>,
     /// How many GPUs the host has, when known.
     pub gpu_count: Option<u32>,
     pub image_present: bool,
+    /// Why the host's GPUs cannot be counted, when that is known (another machine whose
+    /// daemon could not tell them).
+    pub unseen: Option<String>,
+    /// How another machine's GPUs were seen, said beside their count: by a probe through
+    /// its daemon now, or from its daemon's record (the processes on them then unknown).
+    pub seen_by: Option<String>,
 }
 
 /// One host's verdict, for the message and `--json`.
@@ -95,7 +103,10 @@ pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice
         }
         let gpus_ok = match (wanted, free, offer.gpu_count) {
             (None, _, _) => Ok(String::new()),
-            (Some(_), None, _) => Err("its GPUs cannot be seen from here".to_string()),
+            (Some(_), None, _) => Err(offer
+                .unseen
+                .clone()
+                .unwrap_or_else(|| "its GPUs cannot be seen from here".to_string())),
             (Some(0), Some(free), Some(count)) if count > 0 && free == count => {
                 Ok(format!("all {count} GPUs free"))
             }
@@ -114,12 +125,17 @@ pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice
                 if free == 1 { "" } else { "s" }
             )),
         };
+        // Another machine's count says how it was seen (a probe now, or a record).
+        let seen = |said: String| match (&offer.seen_by, free) {
+            (Some(seen_by), Some(_)) => format!("{said} ({seen_by})"),
+            _ => said,
+        };
         match gpus_ok {
-            Err(reason) => hosts.push(verdict(false, reason)),
+            Err(reason) => hosts.push(verdict(false, seen(reason))),
             Ok(gpus) => {
                 let mut reasons: Vec<String> = Vec::new();
                 if !gpus.is_empty() {
-                    reasons.push(gpus);
+                    reasons.push(seen(gpus));
                 }
                 reasons.push(if offer.image_present {
                     "image present".into()
@@ -147,12 +163,15 @@ pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice
 
 /// Asks every host `names` names what it offers `resolved`, and chooses.
 /// `force`: as `up --force` starts despite failed checks, a host is judged by its GPUs and
-/// policies alone (a policy is never passed by `--force`).
+/// policies alone (a policy is never passed by `--force`). `dry_run`: no probe is made for
+/// the processes on another machine's GPUs where its record tells the GPUs (as placement's
+/// dry run makes none).
 pub async fn choose(
     context: &Context,
     names: &[String],
     resolved: &ResolvedProfile,
     force: bool,
+    dry_run: bool,
 ) -> Result<(Choice, Vec<Host>), Error> {
     let hosts = crate::ops::hosts::named(context, names)?;
     let matrix =
@@ -166,7 +185,7 @@ pub async fn choose(
                 // The user as this host's transport proves them, whose GPUs there its
                 // per-user limit counts (`up` on it will count the same).
                 let user = crate::ops::hosts::user_on(host, &context.user).await;
-                offer(engine, resolved, matrix, force, &user, context).await
+                offer(engine, resolved, matrix, (force, dry_run), &user, context).await
             },
         )
         .await
@@ -182,6 +201,8 @@ pub async fn choose(
                 free_gpus: None,
                 gpu_count: None,
                 image_present: false,
+                unseen: None,
+                seen_by: None,
             });
             (
                 answer.host.name.clone(),
@@ -195,11 +216,12 @@ pub async fn choose(
 
 /// What the host behind `engine` offers: doctor's facts and verdicts for the profile there,
 /// with the policies in force there, judged for `user` as that host knows them.
+/// `(force, dry_run)` as [`choose`] takes them.
 async fn offer(
     engine: crate::engine::Engine,
     resolved: &ResolvedProfile,
     matrix: &crate::compat::Matrix,
-    force: bool,
+    (force, dry_run): (bool, bool),
     user: &crate::facts::user::User,
     context: &Context,
 ) -> Result<Offer, Error> {
@@ -227,27 +249,182 @@ async fn offer(
         .map(|finding| finding.message.clone())
         .collect();
     let refused = (!failed.is_empty()).then(|| failed.join("; "));
-    let (free_gpus, gpu_count) = match &report.occupancy {
-        Some(occupancy) if occupancy.error.is_none() => (
-            Some(
-                occupancy
-                    .gpus
-                    .iter()
-                    .filter(|gpu| gpu.free && gpu.unreadable.is_empty())
-                    .map(|gpu| gpu.index)
-                    .collect(),
-            ),
-            u32::try_from(occupancy.gpus.len()).ok(),
-        ),
-        _ => (None, None),
+    let elsewhere = match &facts.engine.state {
+        crate::facts::engine::EngineState::Reachable(daemon) => {
+            daemon.host.elsewhere().map(str::to_string)
+        }
+        crate::facts::engine::EngineState::Unreachable { .. } => None,
+    };
+    let counted = match (&elsewhere, needed(&resolved.profile.gpus)) {
+        // Only worth a look (perhaps a probe) when nothing refused the host already.
+        (Some(host), Some(_)) if refused.is_none() => {
+            remote_count(&engine, host, resolved, &facts, dry_run, context).await
+        }
+        (Some(_), _) => Counted::default(),
+        (None, _) => local_count(report.occupancy.as_ref()),
     };
     let image_present = matches!(facts.images.first(), Some(Ok(Some(_))));
     Ok(Offer {
         refused,
-        free_gpus,
-        gpu_count,
+        free_gpus: counted.free,
+        gpu_count: counted.count,
         image_present,
+        unseen: counted.unseen,
+        seen_by: counted.seen_by,
     })
+}
+
+/// A host's GPUs counted for [`judge`].
+#[derive(Debug, Default)]
+struct Counted {
+    free: Option<Vec<u32>>,
+    count: Option<u32>,
+    unseen: Option<String>,
+    seen_by: Option<String>,
+}
+
+impl Counted {
+    fn unseen(why: String) -> Counted {
+        Counted {
+            unseen: Some(why),
+            ..Counted::default()
+        }
+    }
+
+    /// The GPUs of `rows` no container and no process holds, failed ones kept out: those
+    /// placement takes first (`spec::placement::choose`), and the only ones the chooser
+    /// calls room, since `up` would otherwise share a GPU someone uses.
+    fn of_rows(rows: &[crate::spec::placement::GpuOccupancy]) -> Counted {
+        Counted {
+            free: Some(
+                rows.iter()
+                    .filter(|row| row.free && row.busy.is_none() && row.kept_out.is_none())
+                    .filter(|row| row.unreadable.is_empty() && row.uuid.is_some())
+                    .map(|row| row.index)
+                    .collect(),
+            ),
+            count: u32::try_from(rows.len()).ok(),
+            ..Counted::default()
+        }
+    }
+}
+
+/// This machine's GPUs, from doctor's occupancy (NVML and the daemon's holders).
+fn local_count(occupancy: Option<&crate::ops::doctor::Occupancy>) -> Counted {
+    match occupancy {
+        Some(occupancy) if occupancy.error.is_none() => Counted::of_rows(&occupancy.gpus),
+        _ => Counted::default(),
+    }
+}
+
+/// Another machine's GPUs, learnt through its daemon as placement from a laptop learns
+/// them (`ops::server_gpus`): the probe doctor's facts just ran when they did (so a host is
+/// probed once), else a probe now (the processes on each GPU change by the minute and no
+/// record keeps them), else its daemon's record when the probe cannot run (then only its
+/// containers are weighed, said). The containers holding GPUs are the daemon's own list.
+/// A dry run makes no probe of its own: the record, when doctor's facts read one.
+async fn remote_count(
+    engine: &crate::engine::Engine,
+    host: &str,
+    resolved: &ResolvedProfile,
+    facts: &crate::ops::doctor::Facts,
+    dry_run: bool,
+    context: &Context,
+) -> Counted {
+    use crate::facts::gpu::SeenBy;
+    use crate::ops::server_gpus::{Need, learn};
+    let holders = match crate::ops::placement::holders(engine, context).await {
+        Ok(holders) => holders,
+        Err(error) => {
+            return Counted::unseen(format!(
+                "the containers holding its GPUs could not be listed: {}",
+                crate::error::error_chain(&error)
+            ));
+        }
+    };
+    let probed_now = facts
+        .gpu
+        .seen_on_server()
+        .filter(|seen| !seen.from_record && seen.by == SeenBy::Probe);
+    let (devices, owners, seen_by) = match (probed_now, facts.gpu.seen_on_server()) {
+        (Some(seen), _) => (
+            seen.facts.gpus.clone(),
+            std::collections::BTreeMap::new(),
+            "seen by a probe through its daemon",
+        ),
+        // Neither a record nor a probe could tell them just now: why, as doctor says it.
+        (None, None) => {
+            return Counted::unseen(
+                facts
+                    .gpu
+                    .nvml
+                    .failure_message()
+                    .unwrap_or("its GPUs could not be learnt through its daemon")
+                    .to_string(),
+            );
+        }
+        (None, Some(recorded)) if dry_run => (
+            recorded.facts.gpus.clone(),
+            std::collections::BTreeMap::new(),
+            "as its daemon's GPU record keeps them, the processes on them unknown: a dry run probes nothing",
+        ),
+        (None, Some(_)) => {
+            let held_uuids: Vec<String> = holders
+                .iter()
+                .filter_map(|holder| match &holder.gpus {
+                    crate::facts::container::GpuAssignment::Devices(devices) => {
+                        Some(devices.iter())
+                    }
+                    _ => None,
+                })
+                .flatten()
+                .filter(|device| device.starts_with("GPU-"))
+                .cloned()
+                .collect();
+            let images = [resolved.profile.image.to_string()];
+            let learnt =
+                match learn(engine, host, &images, &held_uuids, Need::Processes, context).await {
+                    Ok(learnt) => learnt,
+                    Err(error) => {
+                        return Counted::unseen(format!(
+                            "its GPUs could not be learnt through its daemon: {}",
+                            crate::error::error_chain(&error)
+                        ));
+                    }
+                };
+            for note in &learnt.notes {
+                context.printer.warn(note);
+            }
+            // Each compute process named by the container it runs in, as `up` names them.
+            let owners = learnt
+                .probed
+                .iter()
+                .flat_map(|probed| probed.processes.iter())
+                .filter_map(|process| {
+                    let holder = holders
+                        .iter()
+                        .find(|holder| process.cgroup_ids.contains(&holder.id))?;
+                    Some((process.pid, holder.name.clone()))
+                })
+                .collect();
+            let seen_by = if learnt.probed.is_some() {
+                "seen by a probe through its daemon"
+            } else {
+                "as its daemon's GPU record keeps them, the processes on them unknown"
+            };
+            (learnt.seen.facts.gpus, owners, seen_by)
+        }
+    };
+    let (mut rows, _) = crate::spec::placement::occupancy_with_owners(&devices, &holders, &owners);
+    for row in &mut rows {
+        // What the daemon cannot tell (reserved memory, health) is unknown by nature
+        // there, not unreadable: the GPU stays a candidate, as `up` weighs it.
+        row.unreadable.clear();
+    }
+    Counted {
+        seen_by: Some(seen_by.to_string()),
+        ..Counted::of_rows(&rows)
+    }
 }
 
 #[cfg(test)]
@@ -260,6 +437,8 @@ mod tests {
             free_gpus: free.map(<[u32]>::to_vec),
             gpu_count: Some(count),
             image_present: image,
+            unseen: None,
+            seen_by: None,
         }
     }
 
@@ -282,6 +461,8 @@ mod tests {
                 free_gpus: None,
                 gpu_count: None,
                 image_present: false,
+                unseen: None,
+                seen_by: None,
             },
             offer(None, 0, true),
         ]);
@@ -347,5 +528,34 @@ mod tests {
         assert_eq!(choice.hosts[1].reason, "it has no GPU");
         let offers = hosts(vec![offer(Some(&[0, 1]), 2, false)]);
         assert_eq!(judge(&GpuRequest::All, &offers).chosen, Some(0));
+    }
+
+    #[test]
+    fn another_machines_count_says_how_it_was_seen_and_an_unseen_one_says_why() {
+        let probed = |free: &[u32]| Offer {
+            seen_by: Some("seen by a probe through its daemon".into()),
+            ..offer(Some(free), 4, true)
+        };
+        let unseen = Offer {
+            unseen: Some("no image on the daemon can run the GPU probe".into()),
+            seen_by: None,
+            ..offer(None, 0, true)
+        };
+        let offers = hosts(vec![probed(&[3]), unseen, probed(&[1, 2, 3])]);
+        let choice = judge(&GpuRequest::Count(2), &offers);
+        assert_eq!(choice.chosen, Some(2), "{choice:?}");
+        let reasons: Vec<&str> = choice
+            .hosts
+            .iter()
+            .map(|host| host.reason.as_str())
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                "1 GPU free, the profile asks for 2 (seen by a probe through its daemon)",
+                "no image on the daemon can run the GPU probe",
+                "3 GPUs free for 2 (seen by a probe through its daemon), image present",
+            ]
+        );
     }
 }

@@ -33,6 +33,17 @@ fn gpu_profile(folder: &Path, name: &str, image: &str, gpus: usize) {
     .unwrap();
 }
 
+/// envctl `up PROFILE` on a laptop of its own (a host name of its own, no NVML) in
+/// `folder`, against `server`: started by the caller, so racing laptops start at once.
+fn laptop_up(folder: &Path, server: &Server, profile: &str) -> std::process::Command {
+    let mut command = envctl_on_a_laptop_in(folder, None);
+    command
+        .env("DOCKER_HOST", server.host())
+        .env("ENVCTL_NVML_LIBRARY", folder.join("no-nvml-here.so"))
+        .args(["up", profile]);
+    command
+}
+
 /// The GPU UUIDs container `name` on `server` was given, from its device requests.
 fn given_to(server: &Server, name: &str, run: &Run) -> Vec<String> {
     let requests = server.docker_ok(&[
@@ -116,11 +127,7 @@ fn ten_rounds_of_racing_clients_from_three_machines_give_disjoint_gpus() {
                 .map(|(folder, profile)| {
                     let (server, start) = (&server, &start);
                     scope.spawn(move || {
-                        let mut command = envctl_on_a_laptop_in(folder.path(), None);
-                        command
-                            .env("DOCKER_HOST", server.host())
-                            .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
-                            .args(["up", profile]);
+                        let mut command = laptop_up(folder.path(), server, profile);
                         start.wait();
                         Run::of(run_with_timeout(&mut command, Duration::from_secs(180)).unwrap())
                     })
@@ -166,13 +173,13 @@ fn ten_rounds_of_racing_clients_from_three_machines_give_disjoint_gpus() {
             .trim(),
         "true"
     );
-    for filter in ["label=envctl.probe", "name=envctl-gpu-placement-lock"] {
-        assert_eq!(
-            server.docker_ok(&["ps", "-aq", "--filter", filter]).trim(),
-            "",
-            "{filter}"
-        );
-    }
+    assert_eq!(crate::remote_facts::probes_left(&server), "");
+    assert_eq!(
+        server
+            .docker_ok(&["ps", "-aq", "--filter", "name=envctl-gpu-placement-lock"])
+            .trim(),
+        ""
+    );
 }
 
 /// Another client's GPU probe running on the server (a `doctor` from another laptop: a
@@ -208,11 +215,7 @@ fn another_clients_running_probe_holds_no_gpu() {
     let folder = tempfile::tempdir().unwrap();
     let profile = unique_name("beside-probe");
     gpu_profile(folder.path(), &profile, &image, 2);
-    let mut command = envctl_on_a_laptop_in(folder.path(), None);
-    command
-        .env("DOCKER_HOST", server.host())
-        .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
-        .args(["up", &profile]);
+    let mut command = laptop_up(folder.path(), &server, &profile);
     let run = Run::of(run_with_timeout(&mut command, Duration::from_secs(180)).unwrap());
     assert_eq!(run.code, 0, "{run}");
     assert_eq!(

@@ -6,10 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_command_in};
+use crate::support::cli::{Run, envctl_command_in, envctl_on_a_laptop_in};
 use crate::support::docker::{TEST_LABEL, run_with_timeout, unique_name};
 use crate::support::server::{Fixture, FixtureProcess, Server};
 
@@ -37,7 +36,7 @@ fn gpu_profile(folder: &Path, name: &str, image: &str, gpus: u32) {
 }
 
 /// The probe containers created on `server` since `since` (Unix seconds), from its events.
-fn probes_since(server: &Server, since: u64) -> usize {
+pub(crate) fn probes_since(server: &Server, since: u64) -> usize {
     let until = now() + 1;
     server
         .docker_ok(&[
@@ -60,7 +59,24 @@ fn probes_since(server: &Server, since: u64) -> usize {
         .count()
 }
 
-fn now() -> u64 {
+/// The probe containers left on `server` (`docker ps -aq`), once the daemon has had a
+/// moment to remove those that ended: a probe read attached is removed by the daemon
+/// itself after its output ends (`AutoRemove`), which envctl does not wait for.
+pub(crate) fn probes_left(server: &Server) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = server
+            .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
+            .trim()
+            .to_string();
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -192,13 +208,7 @@ fn remote_doctor_shows_the_servers_driver_and_gpus_and_reuses_the_record() {
     );
     assert_eq!(probes_since(&server, before), 1, "{first}");
     // The probe is removed.
-    assert_eq!(
-        server
-            .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
-            .trim(),
-        "",
-        "{first}"
-    );
+    assert_eq!(probes_left(&server), "", "{first}");
     let labels: serde_json::Value = serde_json::from_str(&server.docker_ok(&[
         "volume",
         "inspect",
@@ -301,17 +311,7 @@ fn two_laptops_get_disjoint_gpus_that_no_container_or_process_holds() {
                 let server = &server;
                 scope.spawn(move || {
                     // Each laptop is a machine of its own (its own host name).
-                    let mut command = Command::new("unshare");
-                    command.args([
-                        "--uts",
-                        "--",
-                        "sh",
-                        "-c",
-                        "hostname envctl-laptop && exec \"$@\"",
-                        "sh",
-                    ]);
-                    command.arg(assert_cmd::cargo::cargo_bin("envctl"));
-                    crate::support::cli::hermetic(&mut command, folder.path());
+                    let mut command = envctl_on_a_laptop_in(folder.path(), None);
                     command
                         .env("DOCKER_HOST", server.host())
                         .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
@@ -400,12 +400,7 @@ fn no_probe_possible_is_said_and_nothing_is_double_booked() {
         "",
         "{up}"
     );
-    assert_eq!(
-        server
-            .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
-            .trim(),
-        ""
-    );
+    assert_eq!(probes_left(&server), "");
 }
 
 /// `doctor --hosts` over two servers with different drivers and GPU models: each server's
@@ -581,4 +576,164 @@ fn a_probe_left_by_a_killed_envctl_is_swept_by_the_next_probe() {
             "{kept} was removed: {left:?}\n{doctor}"
         );
     }
+}
+
+/// An envctl killed while its probe runs (attached, over the server's socket) leaves
+/// nothing behind: the daemon removes the probe when it ends (`AutoRemove`). The probe is
+/// made slow by its image, whose `/bin/sh` sleeps before it runs the script.
+#[test]
+fn a_probe_whose_envctl_was_killed_is_removed_by_the_daemon_when_it_ends() {
+    let test = "a_probe_whose_envctl_was_killed_is_removed_by_the_daemon_when_it_ends";
+    let fixture = Fixture::gpus(
+        "acacacac",
+        2,
+        "NVIDIA H100 80GB HBM3",
+        "9.0",
+        "550.54.15",
+        "12.4",
+    );
+    let Some(server) = Server::start(test, "gpu-killed", Some(&fixture)) else {
+        return;
+    };
+    let image = server.load_test_image();
+    // The test image's shell, slowed: four seconds the first time a container runs it (the
+    // probe's script; the stand-in nvidia-smi it runs is a shell script too), then the
+    // real one.
+    let slowing = unique_name("slow-shell");
+    server.docker_ok(&[
+        "run",
+        "--name",
+        &slowing,
+        "--label",
+        TEST_LABEL,
+        "--entrypoint",
+        "/bin/busybox",
+        &image,
+        "sh",
+        "-c",
+        "rm /bin/sh && printf '#!/bin/busybox sh\\n[ -e /slept ] || { touch /slept; sleep 4; }\\nexec /bin/busybox sh \"$@\"\\n' >/bin/sh && chmod +x /bin/sh",
+    ]);
+    let slow_image = format!("envctl-test/{}:1", unique_name("slow-probe"));
+    server.docker_ok(&["commit", &slowing, &slow_image]);
+    server.docker_ok(&["rm", &slowing]);
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("killed");
+    gpu_profile(folder.path(), &profile, &slow_image, 1);
+    let mut command = envctl_command_in(folder.path());
+    command
+        .env("DOCKER_HOST", server.host())
+        .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
+        .args(["doctor", &profile])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut envctl = command.spawn().unwrap();
+    // Killed once its probe runs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let running = loop {
+        let running = server
+            .docker_ok(&[
+                "ps",
+                "-q",
+                "--filter",
+                "label=envctl.probe",
+                "--filter",
+                "status=running",
+            ])
+            .trim()
+            .to_string();
+        if !running.is_empty() || std::time::Instant::now() > deadline {
+            break running;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    envctl.kill().unwrap();
+    envctl.wait().unwrap();
+    assert!(!running.is_empty(), "no probe ran within 60 s");
+    // Still there just after the kill (it sleeps), gone once it ended.
+    assert!(
+        server
+            .docker_ok(&["ps", "-aq", "--filter", "label=envctl.probe"])
+            .contains(&running),
+        "the probe ended before its envctl was killed: the test proves nothing"
+    );
+    assert_eq!(probes_left(&server), "");
+}
+
+/// Where the profile's image is not on the server, the probe runs in the smallest image
+/// there that declares CUDA (the cheapest create where the storage driver copies an
+/// image's files), not in the first one listed.
+#[test]
+fn without_the_profiles_image_the_probe_runs_in_the_smallest_cuda_image() {
+    let test = "without_the_profiles_image_the_probe_runs_in_the_smallest_cuda_image";
+    let fixture = Fixture::gpus(
+        "adadadad",
+        2,
+        "NVIDIA H100 80GB HBM3",
+        "9.0",
+        "550.54.15",
+        "12.4",
+    );
+    let Some(server) = Server::start(test, "gpu-images", Some(&fixture)) else {
+        return;
+    };
+    let image = server.load_test_image();
+    // Two CUDA images made from the test image, the larger by 4 MiB (made last, so listed
+    // first: the daemon lists the newest first).
+    let cuda_image = |name: &str, bytes: u32| {
+        let maker = unique_name("cuda-image");
+        server.docker_ok(&[
+            "run",
+            "--name",
+            &maker,
+            "--label",
+            TEST_LABEL,
+            &image,
+            "sh",
+            "-c",
+            &format!("head -c {bytes} /dev/zero > /ballast"),
+        ]);
+        let reference = format!("envctl-test/{}:1", unique_name(name));
+        server.docker_ok(&[
+            "commit",
+            "--change",
+            "ENV CUDA_VERSION=12.4.1",
+            &maker,
+            &reference,
+        ]);
+        server.docker_ok(&["rm", &maker]);
+        reference
+    };
+    let small = cuda_image("small-cuda", 1);
+    let large = cuda_image("large-cuda", 4 << 20);
+    let folder = tempfile::tempdir().unwrap();
+    let profile = unique_name("absent-image");
+    gpu_profile(
+        folder.path(),
+        &profile,
+        &format!("envctl-test/{}:1", unique_name("not-here")),
+        1,
+    );
+    let since = now();
+    let doctor = envctl_on(folder.path(), &server, &["doctor", &profile]);
+    assert!(
+        doctor.stdout.contains("as seen by a probe container"),
+        "{doctor}"
+    );
+    let until = now() + 1;
+    let used = server.docker_ok(&[
+        "events",
+        "--since",
+        &since.to_string(),
+        "--until",
+        &until.to_string(),
+        "--filter",
+        "type=container",
+        "--filter",
+        "event=create",
+        "--filter",
+        "label=envctl.probe",
+        "--format",
+        "{{.Actor.Attributes.image}}",
+    ]);
+    assert_eq!(used.trim(), small, "not {large}: {doctor}");
 }

@@ -62,6 +62,10 @@ fn up_hosts_chooses_where_the_gpus_are_free_and_says_why_not_elsewhere() {
     let Some(_engine) = dockerd2(test) else {
         return;
     };
+    // The chooser learns the second daemon's GPUs (a probe, a record written).
+    let _record = crate::support::docker::BuildLock::acquire_at(
+        &crate::support::docker::dockerd2_record_lock(),
+    );
     let machine = Machine::new("");
     let name = unique_name("hosts");
     let folder = project(&name, &test_image(), "2");
@@ -124,6 +128,10 @@ fn up_hosts_with_no_room_anywhere_names_each_hosts_reason() {
     let Some(_engine) = dockerd2(test) else {
         return;
     };
+    // The chooser learns the second daemon's GPUs (a probe, a record written).
+    let _record = crate::support::docker::BuildLock::acquire_at(
+        &crate::support::docker::dockerd2_record_lock(),
+    );
     let machine = Machine::new("");
     let name = unique_name("hosts-full");
     let folder = project(&name, &test_image(), "12");
@@ -213,4 +221,232 @@ fn up_hosts_prefers_the_image_present_and_starts_it_there() {
     assert!(both.stderr.contains("leave out -H/--context"), "{both}");
     let down = envctl(folder.path(), &machine, &["down", &name, "--rm"]);
     assert_eq!(down.code, 0, "{down}");
+}
+
+/// `up PROFILE --hosts @team` from a laptop (no NVML, a host name of its own) over three
+/// servers of the tests' own (`support::server`), whose GPUs only their daemons can tell
+/// (their stand-in nvidia-smi): `full` has its two GPUs held by a container; `busy` has
+/// GPUs 0–1 held and GPU 2 running a compute process of no container holding it, and a
+/// GPU record a laptop's `doctor` left there (which keeps no process: the chooser must not
+/// believe it for room); `roomy` has GPU 0 held, three free. A `gpus = 2` profile goes to
+/// `roomy`, every host says why, and the container there is given two GPUs none of whose
+/// holders or processes were there (a dry run before it probes nothing where a record
+/// tells the GPUs, and says so). Then a `gpus = 4` profile fits nowhere: one error naming
+/// each server's reason, and nothing is made.
+#[test]
+fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
+    use crate::support::cli::envctl_on_a_laptop_in;
+    use crate::support::docker::{TEST_LABEL, run_with_timeout};
+    use crate::support::server::{Fixture, FixtureProcess, Server};
+    let test = "up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon";
+    let full_fixture = Fixture::gpus(
+        "f0f0f0f0",
+        2,
+        "NVIDIA A100-SXM4-80GB",
+        "8.0",
+        "535.161.08",
+        "12.2",
+    );
+    let mut busy_fixture = Fixture::gpus(
+        "b0b0b0b0",
+        4,
+        "NVIDIA A100-SXM4-80GB",
+        "8.0",
+        "550.54.15",
+        "12.4",
+    );
+    let roomy_fixture = Fixture::gpus(
+        "a0a0a0a0",
+        4,
+        "NVIDIA H100 80GB HBM3",
+        "9.0",
+        "550.54.15",
+        "12.4",
+    );
+    let Some(full) = Server::start(test, "gpu-full", Some(&full_fixture)) else {
+        return;
+    };
+    let Some(busy) = Server::start(test, "gpu-busy", Some(&busy_fixture)) else {
+        return;
+    };
+    let Some(roomy) = Server::start(test, "gpu-roomy", Some(&roomy_fixture)) else {
+        return;
+    };
+    let image = full.load_test_image();
+    busy.load_test_image();
+    roomy.load_test_image();
+    let hold = |server: &Server, devices: &str| {
+        let name = unique_name("holder");
+        let gpus = format!("\"device={devices}\"");
+        server.docker_ok(&[
+            "run", "-d", "--name", &name, "--label", TEST_LABEL, "--gpus", &gpus, &image, "sleep",
+            "600",
+        ]);
+        name
+    };
+    hold(&full, "0,1");
+    hold(&busy, "0,1");
+    hold(&roomy, "0");
+    let other = unique_name("no-gpu");
+    busy.docker_ok(&[
+        "run", "-d", "--name", &other, "--label", TEST_LABEL, &image, "sleep", "600",
+    ]);
+    busy_fixture.processes.push(FixtureProcess {
+        gpu_uuid: busy_fixture.gpus[2].uuid.clone(),
+        pid: busy.container_pid(&other),
+        used_memory: "4096".into(),
+        name: "python".into(),
+    });
+    busy.set_fixture(&busy_fixture);
+
+    let folder = tempfile::tempdir().unwrap();
+    let name = unique_name("team-up");
+    let wide = format!("{name}-wide");
+    for (profile, gpus) in [(&name, 2), (&wide, 4)] {
+        std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+        std::fs::write(
+            folder.path().join("envctl").join(format!("{profile}.toml")),
+            format!("image = \"{image}\"\ngpus = {gpus}\ncommand = [\"sleep\", \"600\"]\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        folder.path().join("envctl").join("hosts.toml"),
+        format!(
+            "[hosts]\nfull = \"{}\"\nbusy = \"{}\"\nroomy = \"{}\"\n",
+            full.host(),
+            busy.host(),
+            roomy.host()
+        ),
+    )
+    .unwrap();
+    // envctl on a laptop, against `DOCKER_HOST` when one is given.
+    let laptop = |docker_host: Option<String>, arguments: &[&str]| {
+        let mut command = envctl_on_a_laptop_in(folder.path(), None);
+        command
+            .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
+            .args(arguments);
+        if let Some(docker_host) = docker_host {
+            command.env("DOCKER_HOST", docker_host);
+        }
+        Run::of(run_with_timeout(&mut command, Duration::from_secs(180)).unwrap())
+    };
+    // A laptop's doctor leaves `busy` a GPU record (its GPUs, no processes).
+    let doctor = laptop(Some(busy.host()), &["doctor", &name]);
+    assert!(
+        busy.docker(&["volume", "inspect", "envctl-gpus"])
+            .status
+            .success(),
+        "no record on busy: {doctor}"
+    );
+
+    // A dry run makes no probe where a record tells the GPUs: `busy` is judged by its
+    // record, which knows no process (GPU 2 counts free there), and says so.
+    let since = crate::remote_facts::now();
+    let dry = laptop(None, &["up", &name, "--hosts", "@team", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry}");
+    assert!(
+        host_line(&dry, "busy").contains(
+            "2 GPUs free for 2 (as its daemon's GPU record keeps them, the processes on them unknown: a dry run probes nothing)"
+        ),
+        "{dry}"
+    );
+    assert!(host_line(&dry, "roomy").contains(": chosen: "), "{dry}");
+    assert_eq!(crate::remote_facts::probes_since(&busy, since), 0, "{dry}");
+
+    let run = laptop(None, &["up", &name, "--hosts", "@team"]);
+    assert_eq!(run.code, 0, "{run}");
+    let probed = "(seen by a probe through its daemon)";
+    let line = host_line(&run, "full");
+    assert!(
+        line.contains("not chosen: 0 GPUs free, the profile asks for 2") && line.contains(probed),
+        "{run}"
+    );
+    // The record says four GPUs; the probe now finds GPU 2 in use as well.
+    let line = host_line(&run, "busy");
+    assert!(
+        line.contains("not chosen: 1 GPU free, the profile asks for 2") && line.contains(probed),
+        "{run}"
+    );
+    let line = host_line(&run, "roomy");
+    assert!(
+        line.contains(&format!(
+            "chosen: 3 GPUs free for 2 {probed}, image present"
+        )),
+        "{run}"
+    );
+    let requests = roomy.docker_ok(&[
+        "inspect",
+        "--format",
+        "{{json .HostConfig.DeviceRequests}}",
+        &format!("envctl-{name}"),
+    ]);
+    let requests: serde_json::Value = serde_json::from_str(&requests).unwrap();
+    let given: Vec<&str> = requests[0]["DeviceIDs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no GPUs named: {requests} {run}"))
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    assert_eq!(given.len(), 2, "{requests}");
+    for uuid in &given {
+        assert!(
+            roomy_fixture.gpus[1..].iter().any(|gpu| gpu.uuid == *uuid),
+            "{uuid} is not one of roomy's free GPUs: {run}"
+        );
+    }
+    for server in [&full, &busy] {
+        assert_eq!(
+            server
+                .docker_ok(&["ps", "-aq", "--filter", "label=envctl.profile"])
+                .trim(),
+            "",
+            "{run}"
+        );
+    }
+
+    // Four GPUs fit nowhere now (roomy's two others are taken): one error, every reason.
+    let run = laptop(None, &["up", &wide, "--hosts", "@team"]);
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr.contains(&format!(
+            "error: profile `{wide}` fits on none of the hosts"
+        )),
+        "{run}"
+    );
+    // `full` has two GPUs in all: doctor's check of the profile says so before any count.
+    for (host, said) in [
+        (
+            "full",
+            "the profile asks for 4 GPUs, this host has 2".to_string(),
+        ),
+        (
+            "busy",
+            format!("1 GPU free, the profile asks for 4 {probed}"),
+        ),
+        (
+            "roomy",
+            format!("1 GPU free, the profile asks for 4 {probed}"),
+        ),
+    ] {
+        let said = format!("  {host}: {said}");
+        assert!(
+            run.stderr.lines().any(|line| line == said),
+            "no `{said}`: {run}"
+        );
+    }
+    for server in [&full, &busy, &roomy] {
+        assert_eq!(
+            server
+                .docker_ok(&["ps", "-aq", "--filter", &format!("name=envctl-{wide}")])
+                .trim(),
+            "",
+            "{run}"
+        );
+        assert_eq!(
+            crate::remote_facts::probes_left(server),
+            "",
+            "a probe was left behind: {run}"
+        );
+    }
 }
