@@ -126,12 +126,13 @@ fn a_pipelining_client_that_never_reads_blocks_no_scrape_and_no_exit() {
         .set_write_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     let (flood_end, server_end) = (flood.local_addr().unwrap(), flood.peer_addr().unwrap());
+    // Dropped when the test is done with the flood.
+    let (done, held) = std::sync::mpsc::channel::<()>();
     let flooding = std::thread::spawn(move || {
         let requests = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(20_000);
         let _ = flood.write_all(&requests);
-        // Held open, never read, for longer than the scrapes below take: a hold by the
-        // clock, which is the hostile client's behaviour, not a wait for anything.
-        std::thread::sleep(Duration::from_secs(8));
+        // Held open, never read, until the test is done with it.
+        let _ = held.recv_timeout(Duration::from_secs(60));
         drop(flood);
     });
     // The buffers are full: the server takes no more of the flood's requests, which wait
@@ -181,6 +182,7 @@ fn a_pipelining_client_that_never_reads_blocks_no_scrape_and_no_exit() {
         took < Duration::from_secs(2),
         "exit took {took:?} after SIGTERM"
     );
+    drop(done);
     let _ = flooding.join();
 }
 
