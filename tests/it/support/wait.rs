@@ -49,7 +49,10 @@ impl Collected {
         let reader = std::thread::spawn(move || {
             let mut buffer = [0u8; 8192];
             while let Ok(read @ 1..) = pipe.read(&mut buffer) {
-                gathered.lock().unwrap().extend_from_slice(&buffer[..read]);
+                gathered
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .extend_from_slice(&buffer[..read]);
             }
         });
         Collected {
@@ -60,7 +63,11 @@ impl Collected {
 
     /// What has come so far.
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.bytes.lock().unwrap()).into_owned()
+        let bytes = self
+            .bytes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     /// Whether `needle` comes within `limit`.
