@@ -32,6 +32,7 @@ use crate::support::docker::{
     ContainerGuard, ImageGuard, docker_stdout, require_daemon, test_image,
 };
 use crate::support::tmux::{MAIN_SCREEN_MARKER, Recording, SCREEN_TIMEOUT, Tmux, shell_quote};
+use crate::support::wait::Collected;
 use serde_json::Value;
 
 /// The real daemon's socket: `DOCKER_HOST` when it is a unix socket, else the default.
@@ -156,41 +157,6 @@ fn lines_of(reader: impl Read + Send + 'static) -> Receiver<String> {
     receiver
 }
 
-/// A child's stderr, gathered on a thread; `text()` is what came so far.
-struct Collected(Arc<Mutex<String>>);
-
-impl Collected {
-    fn start(reader: impl Read + Send + 'static) -> Collected {
-        let text = Arc::new(Mutex::new(String::new()));
-        let lines = lines_of(reader);
-        let gathered = Arc::clone(&text);
-        thread::spawn(move || {
-            for line in lines {
-                let mut text = gathered.lock().unwrap();
-                text.push_str(&line);
-                text.push('\n');
-            }
-        });
-        Collected(text)
-    }
-
-    fn text(&self) -> String {
-        self.0.lock().unwrap().clone()
-    }
-
-    /// Waits up to `limit` for stderr to contain `needle`.
-    fn wait_for(&self, needle: &str, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if self.text().contains(needle) {
-                return true;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        self.text().contains(needle)
-    }
-}
-
 /// Kills the child if a test panics before it ends.
 struct ChildGuard(Child);
 
@@ -311,7 +277,7 @@ fn daemon_goes_and_returns(source: Option<&str>) {
     proxy.stop();
     let endpoint = format!("unix://{}", socket.display());
     assert!(
-        stderr.wait_for("lost the Docker daemon", Duration::from_secs(10)),
+        stderr.contains_within("lost the Docker daemon", Duration::from_secs(10)),
         "no warning on stderr within 10 s\n{}",
         stderr.text()
     );
@@ -350,7 +316,12 @@ fn daemon_goes_and_returns(source: Option<&str>) {
             stderr.text()
         );
     }
-    thread::sleep(Duration::from_secs(1));
+    // It goes on: another snapshot, still without the daemon.
+    assert!(
+        next_line(&lines, Duration::from_secs(5), daemon_failure).is_some(),
+        "no snapshot after the daemon's loss was shown\n{}",
+        stderr.text()
+    );
     assert!(
         child.0.try_wait().unwrap().is_none(),
         "stats ended without its daemon\n{}",
@@ -360,7 +331,7 @@ fn daemon_goes_and_returns(source: Option<&str>) {
     // The daemon returns.
     let _proxy = Proxy::start(&socket);
     assert!(
-        stderr.wait_for("answers again", Duration::from_secs(10)),
+        stderr.contains_within("answers again", Duration::from_secs(10)),
         "no reconnection within 10 s\n{}",
         stderr.text()
     );
@@ -489,7 +460,12 @@ fn up_fails_naming_the_endpoint_when_the_daemon_goes_during_a_pull() {
         );
         thread::sleep(Duration::from_millis(20));
     }
-    thread::sleep(Duration::from_millis(500));
+    // `up` says so before it streams the pull's progress from the daemon.
+    assert!(
+        stderr.contains_within("pulling", Duration::from_secs(10)),
+        "up never said it pulls\n{}",
+        stderr.text()
+    );
     assert!(
         child.0.try_wait().unwrap().is_none(),
         "the pull should hang"
@@ -497,9 +473,12 @@ fn up_fails_naming_the_endpoint_when_the_daemon_goes_during_a_pull() {
 
     proxy.stop();
     let status = wait_exit(&mut child.0, Duration::from_secs(5));
-    // Let the reader thread take the last lines.
-    thread::sleep(Duration::from_millis(100));
-    let text = stderr.text();
+    // Once it has ended, its stderr closes: the reader takes the last lines.
+    let text = if status.is_some() {
+        stderr.finish()
+    } else {
+        stderr.text()
+    };
     let status = status.unwrap_or_else(|| panic!("up hangs without its daemon\n{text}"));
     assert_eq!(status.code(), Some(1), "{text}");
     assert!(

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::docker::{ContainerGuard, require_daemon, test_image, unique_name};
-use crate::support::signal;
+use crate::support::{signal, wait};
 use assert_cmd::Command;
 
 struct Running {
@@ -280,7 +280,9 @@ fn a_signal_ends_exec_with_the_shells_code() {
         return;
     }
     let target = running();
+    let container = format!("envctl-{}", target.profile);
     for (signal, expected) in [("INT", 130), ("TERM", 143)] {
+        let before = wait::container_processes(&container, "sleep 30");
         let mut child = crate::support::cli::envctl_command()
             .args(["exec", &target.profile, "--", "sleep", "30"])
             .current_dir(target.folder.path())
@@ -288,7 +290,8 @@ fn a_signal_ends_exec_with_the_shells_code() {
             .stdin(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1500));
+        // The command runs in the container: exec is past its start.
+        wait::wait_for_new_process(&container, "sleep 30", &before, Duration::from_secs(30));
         assert!(
             child.try_wait().unwrap().is_none(),
             "still running the command"
@@ -386,7 +389,12 @@ fn a_signal_ends_exec_even_when_its_output_is_blocked() {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(2000));
+        let pid = child.id();
+        wait::wait_for(
+            "exec to block writing its full stdout pipe",
+            Duration::from_secs(30),
+            || wait::blocked_writing_a_pipe(pid),
+        );
         assert!(child.try_wait().unwrap().is_none(), "still running");
         assert!(signal::send(&child, signal));
         let status = signal::wait_within(&mut child, Duration::from_secs(2)).unwrap_or_else(|| {
@@ -422,8 +430,9 @@ fn a_signal_is_passed_on_to_the_command_and_its_code_is_envctls() {
             .spawn()
             .unwrap()
     };
-    let signal_and_wait = |child: &mut std::process::Child, signal: &str| {
-        std::thread::sleep(Duration::from_millis(1500));
+    // `running` names the process whose start says the command is under way (its trap set).
+    let signal_and_wait = |child: &mut std::process::Child, running: &str, signal: &str| {
+        wait::wait_for_new_process(&container, running, &[], Duration::from_secs(30));
         assert!(child.try_wait().unwrap().is_none(), "still running");
         assert!(signal::send(child, signal));
         signal::wait_within(child, Duration::from_secs(5))
@@ -431,7 +440,7 @@ fn a_signal_is_passed_on_to_the_command_and_its_code_is_envctls() {
     };
 
     let mut child = spawn(&["sleep", "300"]);
-    let status = signal_and_wait(&mut child, "INT");
+    let status = signal_and_wait(&mut child, "sleep 300", "INT");
     assert_eq!(status.code(), Some(130), "sleep ended by SIGINT");
     let left =
         crate::support::docker::docker_stdout(["exec", container.as_str(), "ps", "-o", "args"]);
@@ -445,7 +454,8 @@ fn a_signal_is_passed_on_to_the_command_and_its_code_is_envctls() {
         "-c",
         "trap 'echo saved; exit 7' INT TERM; echo ready; while true; do sleep 0.1; done",
     ]);
-    let status = signal_and_wait(&mut child, "TERM");
+    // A `sleep 0.1` of the loop: the trap, set before it, is there.
+    let status = signal_and_wait(&mut child, "sleep 0.1", "TERM");
     let output = child.wait_with_output().unwrap();
     assert_eq!(status.code(), Some(7), "{output:?}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "ready\nsaved\n");

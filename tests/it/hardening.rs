@@ -371,22 +371,23 @@ fn up_waiting_for_the_placement_lock_stops_at_the_first_signal() {
     let held = std::fs::File::open(&lock).unwrap();
     rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
     let mut child = gpu_up(directory.path(), &name, &lock, &["--force"]);
-    // Long enough to reach the lock (the image is local; nothing is pulled).
-    std::thread::sleep(Duration::from_secs(4));
+    let heard = crate::support::wait::Collected::start(child.stderr.take().unwrap());
+    // It says so once it waits on the lock.
+    assert!(
+        heard.contains_within(
+            "waiting for the GPU placement lock",
+            Duration::from_secs(30)
+        ),
+        "up never said it waits for the lock:\n{}",
+        heard.text()
+    );
     assert!(
         child.try_wait().unwrap().is_none(),
         "up ended before the signal"
     );
     assert!(crate::support::signal::send(&child, "TERM"));
     let status = crate::support::signal::wait_within(&mut child, Duration::from_secs(2));
-    let mut stderr = String::new();
-    use std::io::Read as _;
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = heard.finish();
     let status = status.unwrap_or_else(|| panic!("up outlived SIGTERM by 2 s:\n{stderr}"));
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(
@@ -549,7 +550,12 @@ fn stats_into_a_full_pipe_ends_at_the_first_signal() {
             .spawn()
             .unwrap();
         // Nobody reads stdout: 64 KiB of snapshots fill the pipe within seconds.
-        std::thread::sleep(Duration::from_secs(8));
+        let pid = child.id();
+        crate::support::wait::wait_for(
+            &format!("stats to block writing its full stdout pipe (json: {json})"),
+            Duration::from_secs(60),
+            || crate::support::wait::blocked_writing_a_pipe(pid),
+        );
         assert!(child.try_wait().unwrap().is_none(), "stats ended by itself");
         assert!(crate::support::signal::send(&child, signal));
         let status = crate::support::signal::wait_within(&mut child, Duration::from_secs(2))
@@ -661,14 +667,18 @@ fn down_with_a_long_timeout_ends_at_the_first_signal() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = command.spawn().unwrap();
+    let heard = crate::support::wait::Collected::start(child.stderr.take().unwrap());
     // Once it says it is stopping, the stop request is with the daemon.
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(
+        heard.contains_within("stopping", std::time::Duration::from_secs(30)),
+        "down never said it is stopping:\n{}",
+        heard.text()
+    );
     let signalled = std::time::Instant::now();
     assert!(crate::support::signal::send(&child, "INT"));
     let status = crate::support::signal::wait_within(&mut child, std::time::Duration::from_secs(5))
         .unwrap_or_else(|| panic!("down outlived SIGINT by 5 s"));
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let stderr = heard.finish();
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(
         signalled.elapsed() < std::time::Duration::from_secs(3),

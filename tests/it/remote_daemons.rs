@@ -716,13 +716,17 @@ fn the_ssh_child_ends_with_envctl() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Until its ssh started and the first line came.
+    // Until its ssh started and the far side serves it: a `dial-stdio` under this sshd.
     let started = Instant::now();
     while sshd.ssh_pids().len() <= before {
         assert!(started.elapsed() < Duration::from_secs(10));
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    crate::support::wait::wait_for(
+        "the far side of envctl's ssh (`docker system dial-stdio` under sshd)",
+        Duration::from_secs(10),
+        || crate::support::wait::has_descendant(sshd.child.id(), "dial-stdio"),
+    );
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

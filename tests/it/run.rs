@@ -112,8 +112,8 @@ fn each_ending_signal_stops_and_removes_the_container_with_its_code() {
             .is_empty()
         });
         assert!(running.is_some(), "SIG{name}: the container never ran");
-        // The command's trap is set once its shell runs.
-        std::thread::sleep(Duration::from_millis(500));
+        // The command's trap is set once its loop runs: a `sleep 0.1` of it is there.
+        wait_for_the_loop(&profile);
         let sent = Instant::now();
         assert!(signal::send(&child, name));
         let status = signal::wait_within(&mut child, Duration::from_secs(15))
@@ -131,6 +131,23 @@ fn each_ending_signal_stops_and_removes_the_container_with_its_code() {
         );
         assert!(took < Duration::from_secs(5), "SIG{name}: took {took:?}");
     }
+}
+
+/// Waits until the profile's container runs the `sleep 0.1` of its command's loop, which
+/// starts after the command's `trap`.
+fn wait_for_the_loop(profile: &str) {
+    let container = docker::docker_stdout([
+        "ps",
+        "--filter",
+        &format!("label=envctl.profile={profile}"),
+        "-q",
+    ]);
+    crate::support::wait::wait_for_new_process(
+        container.trim(),
+        "sleep 0.1",
+        &[],
+        Duration::from_secs(30),
+    );
 }
 
 #[test]
@@ -169,8 +186,8 @@ fn a_command_that_ignores_sigterm_is_killed_at_the_stop_timeout() {
         })
         .is_some()
     );
-    // The command's trap is set once its shell runs.
-    std::thread::sleep(Duration::from_millis(500));
+    // The command's trap is set once its loop runs: a `sleep 0.1` of it is there.
+    wait_for_the_loop(&profile);
     let sent = Instant::now();
     assert!(signal::send(&child, "TERM"));
     let status = signal::wait_within(&mut child, Duration::from_secs(20)).expect("envctl ended");

@@ -125,14 +125,28 @@ fn a_pipelining_client_that_never_reads_blocks_no_scrape_and_no_exit() {
     flood
         .set_write_timeout(Some(Duration::from_secs(20)))
         .unwrap();
+    let (flood_end, server_end) = (flood.local_addr().unwrap(), flood.peer_addr().unwrap());
+    // Dropped when the test is done with the flood.
+    let (done, held) = std::sync::mpsc::channel::<()>();
     let flooding = std::thread::spawn(move || {
         let requests = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(20_000);
         let _ = flood.write_all(&requests);
         // Held open, never read, until the test is done with it.
-        std::thread::sleep(Duration::from_secs(8));
+        let _ = held.recv_timeout(Duration::from_secs(60));
         drop(flood);
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // The buffers are full: the server takes no more of the flood's requests, which wait
+    // unsent in the flood's socket.
+    crate::support::wait::wait_for(
+        "the flood's requests to back up (bytes queued in its socket)",
+        Duration::from_secs(10),
+        || {
+            crate::support::wait::tcp_queues(flood_end, server_end)
+                .is_some_and(|(send, _)| send > 0)
+                && crate::support::wait::tcp_queues(server_end, flood_end)
+                    .is_some_and(|(_, received)| received > 0)
+        },
+    );
     let mut slowest = Duration::ZERO;
     for _ in 0..10 {
         let (answer, took) = scrape(&address);
@@ -168,6 +182,7 @@ fn a_pipelining_client_that_never_reads_blocks_no_scrape_and_no_exit() {
         took < Duration::from_secs(2),
         "exit took {took:?} after SIGTERM"
     );
+    drop(done);
     let _ = flooding.join();
 }
 

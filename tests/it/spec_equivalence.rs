@@ -423,6 +423,8 @@ async fn default_command_stays_up_and_stops_at_once() {
         .start_container(envctl.name(), None::<StartContainerOptions>)
         .await
         .unwrap();
+    // A window by the clock, which is the behaviour under test: a command that ends at
+    // once (a shell without input) would have ended the container within it.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let state = docker_stdout([
         "inspect",

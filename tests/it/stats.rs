@@ -880,6 +880,21 @@ fn busy_and_idle(fleet: &mut Fleet) -> (String, String) {
     (busy, idle)
 }
 
+/// The CPU time a host process has used, in clock ticks (10 ms): `utime` and `stime` of
+/// `/proc/PID/stat`; 0 when it cannot be read.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's name, which ends at the last ')'; utime and stime
+    // are the 14th and 15th fields of the line, the 12th and 13th after the name.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|ticks| ticks.parse::<u64>().ok())
+        .sum()
+}
+
 fn check_plausible(document: &Value, busy: &str, idle: &str, profile: &str) {
     let busy_row = row(document, busy);
     let idle_row = row(document, idle);
@@ -925,7 +940,13 @@ fn busy_and_idle_containers_give_plausible_numbers_once() {
     }
     let mut fleet = Fleet::new("stats-once");
     let (busy, idle) = busy_and_idle(&mut fleet);
-    std::thread::sleep(Duration::from_millis(500));
+    // The busy loop has been given CPU (its own, by the host's account).
+    let busy_pid = fleet.pid(&busy);
+    crate::support::wait::wait_for(
+        "the busy loop to have run 20 ms",
+        Duration::from_secs(30),
+        || cpu_ticks(busy_pid) >= 2,
+    );
     // Both sources: the cgroup files (fast path) and the Engine API (a remote daemon's).
     for source in ["cgroup", "api"] {
         let started = Instant::now();
@@ -1247,15 +1268,17 @@ fn record_appends_and_survives_a_kill() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1600));
+    // Killed once it has recorded three intervals, while it goes on writing.
+    crate::support::wait::wait_for("three lines in the record", Duration::from_secs(30), || {
+        std::fs::read_to_string(&jsonl).is_ok_and(|text| text.matches('\n').count() >= 3)
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     let text = std::fs::read_to_string(&jsonl).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    // At least two intervals even on a loaded machine (start-up takes a few of them).
     assert!(
         lines.len() >= 2,
-        "{} lines after 1.6 s at 0.2 s",
+        "{} lines before the kill at 0.2 s",
         lines.len()
     );
     let whole = if text.ends_with('\n') {

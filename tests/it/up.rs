@@ -1021,12 +1021,7 @@ fn signal_during_a_slow_pull(signal: &str, expected_code: i32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr_pipe = child.stderr.take().unwrap();
-    let stderr = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr_pipe.read_to_string(&mut text);
-        text
-    });
+    let stderr = crate::support::wait::Collected::start(child.stderr.take().unwrap());
 
     // The daemon connects to the registry only once `up` is pulling.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -1034,7 +1029,7 @@ fn signal_during_a_slow_pull(signal: &str, expected_code: i32) {
         if let Some(status) = child.try_wait().unwrap() {
             panic!(
                 "up ended ({status}) before the pull started:\n{}",
-                stderr.join().unwrap()
+                stderr.finish()
             );
         }
         if Instant::now() > deadline {
@@ -1043,7 +1038,12 @@ fn signal_during_a_slow_pull(signal: &str, expected_code: i32) {
         }
         thread::sleep(Duration::from_millis(20));
     }
-    thread::sleep(Duration::from_secs(1));
+    // `up` says so before it streams the pull's progress from the daemon.
+    assert!(
+        stderr.contains_within("pulling", Duration::from_secs(10)),
+        "up never said it pulls:\n{}",
+        stderr.text()
+    );
     assert!(
         child.try_wait().unwrap().is_none(),
         "the pull should still hang"
@@ -1054,10 +1054,10 @@ fn signal_during_a_slow_pull(signal: &str, expected_code: i32) {
     else {
         panic!(
             "up did not exit within 2 s of SIG{signal}:\n{}",
-            stderr.join().unwrap()
+            stderr.finish()
         );
     };
-    let stderr = stderr.join().unwrap();
+    let stderr = stderr.finish();
     assert_eq!(status.code(), Some(expected_code), "{status:?}\n{stderr}");
     assert!(stderr.contains("pulling"), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
@@ -1326,6 +1326,7 @@ fn sigterm_at_any_instant_of_up_leaves_no_container() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // The delay is the test: the signal lands at each instant of the run in turn.
         thread::sleep(delay);
         // The process may already have ended (a late round): kill then fails harmlessly.
         let _ = crate::support::signal::send(&child, "TERM");

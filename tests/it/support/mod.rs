@@ -34,6 +34,10 @@
 //!   `send-keys`) and [`tmux::Recording`], a script that records the terminal settings
 //!   before and after a command and prints its exit code. Without tmux the test skips, or
 //!   fails when `ENVCTL_REQUIRE_DOCKER=1`.
+//! - [`wait`]: waits on a condition with a deadline and a message saying what was awaited
+//!   ([`wait::wait_for`]), a child's output gathered as it comes ([`wait::Collected`]),
+//!   the processes of a container, a writer blocked on a full pipe, a TCP connection's
+//!   queues, a process below another.
 //!
 //! Skip or fail: without a daemon (or without the registry binary, Compose, Podman,
 //! promtool, tmux, chromium…) a test prints `SKIPPED (<reason>): <test>` on stderr, records
@@ -56,3 +60,4 @@ pub mod server;
 pub mod signal;
 pub mod slurm;
 pub mod tmux;
+pub mod wait;
