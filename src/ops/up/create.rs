@@ -141,19 +141,7 @@ pub(super) enum Created {
     Theirs,
 }
 
-/// Pulls per the policy, then creates.
-pub(super) async fn create_with_image(
-    engine: &Engine,
-    body: &CreateBody,
-    name: &str,
-    pull: PullPolicy,
-    context: &Context,
-    state: &Rc<RefCell<RunState>>,
-) -> Result<Created, Error> {
-    create_with_judged_image(engine, body, name, pull, None, context, state).await
-}
-
-/// [`create_with_image`], an image it pulls judged first on `judging`'s plan and facts
+/// Pulls per the policy, then creates; an image it pulls judged first on `judging`'s plan and facts
 /// when given (`preflight::judge_pulled_image`): refused, nothing is created.
 pub(super) async fn create_with_judged_image(
     engine: &Engine,

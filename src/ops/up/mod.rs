@@ -33,8 +33,8 @@ mod reuse;
 mod fixtures;
 
 use create::{
-    Check, Created, Prepared, create_with_image, create_with_judged_image, ensure_ports_free,
-    prepare, prepare_known, start_checked,
+    Check, Created, Prepared, create_with_judged_image, ensure_ports_free, prepare, prepare_known,
+    start_checked,
 };
 pub use dry_run::{DryRun, dry_run, dry_run_connection};
 pub use interrupt::{RunState, clean_up};

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::{
-    Created, Making, Outcome, Plan, RunState, create_with_image, gpu_body, pull_and_place,
+    Created, Making, Outcome, Plan, RunState, create_with_judged_image, gpu_body, pull_and_place,
 };
 use crate::context::Context;
 use crate::engine::Engine;
@@ -287,7 +287,18 @@ async fn recreate(
         making.body = gpu_body(plan, &replaced, facts)?;
         making.placed = Some(replaced);
     }
-    create_with_image(engine, &making.body, name, making.pull, context, state).await
+    // An image pulled only now (a profile that names its GPUs or asks for all of them)
+    // is judged before the create, as a first `up` judges it (issue 41).
+    create_with_judged_image(
+        engine,
+        &making.body,
+        name,
+        making.pull,
+        Some((plan, facts)),
+        context,
+        state,
+    )
+    .await
 }
 
 #[cfg(test)]

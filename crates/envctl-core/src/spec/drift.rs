@@ -225,10 +225,19 @@ fn differences(
     if let Some(Value::Object(wanted_host)) = wanted.get("HostConfig") {
         for (key, value) in wanted_host {
             let actual = host_config.get(key).unwrap_or(&Value::Null);
+            if key == "CapAdd" {
+                compare(
+                    key,
+                    &capability_names(value),
+                    &capability_names(actual),
+                    &mut changes,
+                );
+                continue;
+            }
             let actual = match key.as_str() {
                 "Mounts" => project_items(&mounts_of(actual, container, value), value),
                 "Ulimits" => ulimit_names(actual),
-                "Devices" => devices_asked_for(actual, value),
+                "Devices" => device_permissions(&devices_asked_for(actual, value)),
                 "DeviceRequests" => cdi_devices_given(
                     actual,
                     value,
@@ -623,6 +632,48 @@ fn devices_asked_for(actual: &Value, wanted: &Value) -> Value {
     }
 }
 
+/// Capability names as one spelling: Docker reports what it was given (`CAP_IPC_LOCK` or
+/// `IPC_LOCK`), Podman 4.3 drops the prefix; both are the one capability.
+fn capability_names(value: &Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| match item.as_str() {
+                    Some(name) => {
+                        let upper = name.to_ascii_uppercase();
+                        Value::String(upper.strip_prefix("CAP_").unwrap_or(&upper).to_string())
+                    }
+                    None => item.clone(),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Device permissions as Docker writes them: Podman 4.3 reports an empty
+/// `CgroupPermissions` for the default, which is `rwm`.
+fn device_permissions(actual: &Value) -> Value {
+    match actual {
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| {
+                    let mut item = item.clone();
+                    if let Some(permissions) = item.get_mut("CgroupPermissions")
+                        && permissions.as_str().is_none_or(str::is_empty)
+                    {
+                        *permissions = Value::String("rwm".into());
+                    }
+                    item
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// Ulimit names as Docker writes them: Podman reports `RLIMIT_NOFILE` for `nofile`.
 fn ulimit_names(actual: &Value) -> Value {
     match actual {
@@ -735,6 +786,29 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    /// Podman 4.3 reports capabilities without `CAP_` and the default device permissions
+    /// as empty: neither is a setting the engine dropped.
+    #[test]
+    fn podmans_spellings_of_capabilities_and_device_permissions_are_given() {
+        let body = body(
+            "image = \"busybox:1.36\"\ncap_add = [\"CAP_IPC_LOCK\", \"SYS_PTRACE\"]\ndevices = [\"/dev/fuse\"]\n",
+        );
+        let mut podman = inspected(&body);
+        podman["HostConfig"]["CapAdd"] = serde_json::json!(["IPC_LOCK", "SYS_PTRACE"]);
+        for device in podman["HostConfig"]["Devices"].as_array_mut().unwrap() {
+            device["CgroupPermissions"] = Value::from("");
+        }
+        assert_eq!(
+            not_given(&body, &podman, Stage::Created),
+            Vec::<String>::new()
+        );
+        // A capability the engine really dropped is still said.
+        podman["HostConfig"]["CapAdd"] = serde_json::json!(["IPC_LOCK"]);
+        let said = not_given(&body, &podman, Stage::Created);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with("cap_add:"), "{said:?}");
     }
 
     /// [`super::not_given`] as the lines `up` shows.
