@@ -38,7 +38,7 @@
 #   `--query-gpu=…` and `--query-compute-apps=…` (`--format=csv,noheader,nounits`, the
 #   fields of the fixture's header rows, only the GPUs of NVIDIA_VISIBLE_DEVICES) and `-q`
 #   (driver and CUDA versions) from the fixture, so the probe of a daemon's GPUs
-#   (src/engine/probe.rs) gets real answers through the real path.
+#   (crates/envctl-engine/src/probe.rs) gets real answers through the real path.
 # - The fixture (a folder, `$DOCKERD2_STATE/nvidia-fixture` here; tests/it/support/server.rs
 #   gives each of its daemons one of its own):
 #     gpus.csv   header `index,uuid,name,compute_cap,memory.total,memory.used,driver_version`

@@ -9,7 +9,7 @@ pub mod cli;
 pub mod commands;
 pub mod complete;
 pub mod context;
-pub mod engine;
+pub use envctl_engine as engine;
 pub mod error;
 pub mod exit;
 // The floor of the layers is a crate of its own, so no fact can name a layer above it;

@@ -89,7 +89,7 @@ fn every_planted_violation_is_refused_by_rule_and_line() {
     );
     // Every kind the issue names is planted: a fixture that loses a plant fails here.
     let planted: BTreeSet<&str> = marks.iter().map(|(file, _, _)| file.as_str()).collect();
-    assert_eq!(planted.len(), 25, "{planted:#?}");
+    assert_eq!(planted.len(), 26, "{planted:#?}");
     let rules: BTreeSet<&str> = marks.iter().map(|(_, _, rule)| rule.as_str()).collect();
     let mut every_rule: BTreeSet<&str> = RULES.iter().map(|rule| rule.name).collect();
     every_rule.insert(xtask::rules::COMMANDS_GET_NO_ADAPTER);
@@ -229,6 +229,39 @@ fn the_gpu_adapter_names_nvml_and_the_facts_only() {
         .map(String::as_str)
         .collect();
     assert_eq!(names, BTreeSet::from(["envctl-facts", "nvml-wrapper"]));
+}
+
+/// The engine adapter's crate names no other adapter, no terminal crate and not the binary.
+#[test]
+fn the_engine_adapter_names_no_other_adapter_and_no_terminal() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(workspace.join("crates/envctl-engine/Cargo.toml")).unwrap();
+    let parsed: toml::Table = toml::from_str(&text).unwrap();
+    let dependencies = parsed["dependencies"].as_table().unwrap();
+    assert!(dependencies.contains_key("bollard"));
+    for name in [
+        "nvml-wrapper",
+        "envctl-gpu",
+        "envctl",
+        "console",
+        "indicatif",
+        "crossterm",
+        "clap",
+    ] {
+        assert!(
+            !dependencies.contains_key(name),
+            "crates/envctl-engine/Cargo.toml depends on `{name}`"
+        );
+    }
+    let root = std::fs::read_to_string(workspace.join("Cargo.toml")).unwrap();
+    let root: toml::Table = toml::from_str(&root).unwrap();
+    assert!(
+        !root["dependencies"]
+            .as_table()
+            .unwrap()
+            .contains_key("bollard"),
+        "the binary's library names bollard: only the engine crate may"
+    );
 }
 
 /// A crate judged as one layer (as `envctl-fatbin` is `compat`) keeps that layer's rules:

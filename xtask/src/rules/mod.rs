@@ -139,6 +139,7 @@ pub const RULES: &[Rule] = &[
         layers: Layers::Only(CORE),
         forbidden: &[
             "crate::engine",
+            "envctl_engine",
             "crate::gpu",
             "envctl_gpu",
             "crate::host",
@@ -166,6 +167,7 @@ pub const RULES: &[Rule] = &[
         layers: Layers::Only(&["commands"]),
         forbidden: &[
             "crate::engine",
+            "envctl_engine",
             "crate::registry",
             "crate::gpu",
             "envctl_gpu",
@@ -548,6 +550,14 @@ pub fn envctl_sources() -> Vec<Source> {
             root: workspace.join("crates/envctl-gpu/src"),
             shown: "crates/envctl-gpu/src".into(),
             layer: Some("gpu"),
+            kept_by_the_compiler: &[],
+        },
+        // The engine adapter (re-exported as `envctl::engine`): the `engine` layer, the one
+        // that may name bollard.
+        Source {
+            root: workspace.join("crates/envctl-engine/src"),
+            shown: "crates/envctl-engine/src".into(),
+            layer: Some("engine"),
             kept_by_the_compiler: &[],
         },
         // The host adapter (re-exported as `envctl::host`, with `interrupt`): the `host` layer.

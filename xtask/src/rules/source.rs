@@ -86,8 +86,16 @@ pub struct Crate {
 /// The top-level modules that are adapters: what gathers from the world.
 pub const ADAPTERS: [&str; 4] = ["engine", "gpu", "host", "registry"];
 
-/// The outside crates only an adapter may name.
-const ADAPTER_CRATES: [&str; 2] = ["bollard", "nvml_wrapper"];
+/// The outside crates only an adapter may name, and the adapters' own crates (the binary
+/// re-exports them as `crate::engine`, `crate::gpu`, `crate::host`, so a path through the
+/// re-export resolves to the crate's name).
+const ADAPTER_CRATES: [&str; 5] = [
+    "bollard",
+    "nvml_wrapper",
+    "envctl_engine",
+    "envctl_gpu",
+    "envctl_host",
+];
 
 /// The name the binary's files use for the library crate.
 const LIBRARY_NAME: &str = "envctl";

@@ -32,7 +32,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use super::{Engine, EngineError};
-use crate::facts::smi::{self, ServerGpus, SmiError};
+use envctl_facts::smi::{self, ServerGpus, SmiError};
 
 /// The label of a probe container (`envctl ps` never lists it; a sweep may remove it).
 pub const PROBE_LABEL: &str = "envctl.probe";
@@ -153,7 +153,7 @@ impl Engine {
     /// smallest there whose config declares CUDA.
     pub async fn probe_image(&self, wanted: &[String]) -> Result<String, ProbeError> {
         let engine_error = |source| ProbeError::Engine {
-            endpoint: crate::secret::masked_url(self.endpoint()).into_owned(),
+            endpoint: envctl_core::secret::masked_url(self.endpoint()).into_owned(),
             source,
         };
         for image in wanted {
@@ -196,7 +196,7 @@ impl Engine {
             }
         }
         Err(ProbeError::NoImage {
-            endpoint: crate::secret::masked_url(self.endpoint()).into_owned(),
+            endpoint: envctl_core::secret::masked_url(self.endpoint()).into_owned(),
             wanted: wanted.to_vec(),
         })
     }
@@ -205,7 +205,7 @@ impl Engine {
     /// happens: by the daemon itself once it exits (`AutoRemove`) where this envctl reads
     /// its output attached, else by this envctl after reading its logs.
     pub async fn probe_gpus(&self, image: &str) -> Result<ServerGpus, ProbeError> {
-        let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        let endpoint = envctl_core::secret::masked_url(self.endpoint()).into_owned();
         let attached = attaches(self.endpoint());
         let body = serde_json::json!({
             "Image": image,
@@ -272,7 +272,10 @@ impl Engine {
         let Some(value) = container.labels.get(PROBE_LABEL) else {
             return false;
         };
-        if container.labels.contains_key(crate::spec::PROFILE_LABEL) {
+        if container
+            .labels
+            .contains_key(envctl_core::spec::PROFILE_LABEL)
+        {
             return false;
         }
         match self.image_labels(&container.image_id).await {
@@ -288,7 +291,7 @@ impl Engine {
     /// and the daemon removes the container (`AutoRemove`): no wait, no logs, no removal
     /// asked. The sweep of probes left behind runs meanwhile.
     async fn run_attached(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
-        let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        let endpoint = envctl_core::secret::masked_url(self.endpoint()).into_owned();
         let engine_error = |source| ProbeError::Engine {
             endpoint: endpoint.clone(),
             source,
@@ -341,7 +344,7 @@ impl Engine {
 
     /// Starts the probe `id`; a daemon whose toolkit gives no GPUs is said as that.
     async fn start_probe(&self, id: &str) -> Result<(), ProbeError> {
-        let endpoint = || crate::secret::masked_url(self.endpoint()).into_owned();
+        let endpoint = || envctl_core::secret::masked_url(self.endpoint()).into_owned();
         match self.start_container(id).await {
             Ok(()) => Ok(()),
             Err(
@@ -361,7 +364,7 @@ impl Engine {
     }
 
     async fn run_probe(&self, id: &str, image: &str) -> Result<ServerGpus, ProbeError> {
-        let endpoint = crate::secret::masked_url(self.endpoint()).into_owned();
+        let endpoint = envctl_core::secret::masked_url(self.endpoint()).into_owned();
         self.start_probe(id).await?;
         let waited = tokio::time::timeout(PROBE_DEADLINE, async {
             let mut waits = self
@@ -377,7 +380,7 @@ impl Engine {
         }
         let mut output: Vec<u8> = Vec::new();
         self.logs(id, false, "all", |stream, bytes| {
-            if stream == crate::facts::container::OutputStream::Stdout && output.len() < OUTPUT_CAP
+            if stream == envctl_facts::container::OutputStream::Stdout && output.len() < OUTPUT_CAP
             {
                 let room = OUTPUT_CAP - output.len();
                 output.extend_from_slice(&bytes[..bytes.len().min(room)]);

@@ -9,7 +9,7 @@
 //! - streaming (`stream=true`): one frame a second for as long as the connection lives,
 //!   each carrying the previous frame's CPU counters (the first frame's are empty).
 //!
-//! The counters are copied into `ContainerSample` (`crate::facts::container`) with no
+//! The counters are copied into `ContainerSample` (`envctl_facts::container`) with no
 //! arithmetic: the formulas (CPU %, memory without page cache, I/O sums) live in the pure
 //! `monitor::usage`. The same plain struct is filled from the cgroup files by
 //! `host::cgroup` for local containers. Its constructors from bollard's types are functions
@@ -20,7 +20,7 @@ use bollard::models::{ContainerCpuStats, ContainerStatsResponse};
 use std::time::Duration;
 
 use super::{Engine, EngineError};
-use crate::facts::container::{
+use envctl_facts::container::{
     BlockIoEntry, ContainerResources, ContainerSample, CpuCounters, GpuAssignment, MemoryCounters,
     NetworkCounters,
 };
@@ -353,7 +353,7 @@ mod tests {
 
     #[test]
     fn a_one_shot_frame_has_no_previous_cpu() {
-        let text = include_str!("../../tests/fixtures/stats/v1-busy-one-shot.json");
+        let text = include_str!("../../../tests/fixtures/stats/v1-busy-one-shot.json");
         let sample = container_sample_from_api_json(text, "fallback").unwrap();
         assert!(sample.previous_cpu.is_none());
         assert!(sample.cpu.total_usage.unwrap() > 0);
@@ -364,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_two_sample_frame_keeps_the_daemons_previous_reading() {
-        let text = include_str!("../../tests/fixtures/stats/v1-busy.json");
+        let text = include_str!("../../../tests/fixtures/stats/v1-busy.json");
         let sample = container_sample_from_api_json(text, "fallback").unwrap();
         let previous = sample.previous_cpu.unwrap();
         assert!(previous.system_usage.unwrap() < sample.cpu.system_usage.unwrap());
@@ -376,13 +376,13 @@ mod tests {
 
     #[test]
     fn a_frame_without_network_counters_has_no_network_figure() {
-        let text = include_str!("../../tests/fixtures/stats/v1-busy-one-shot.json");
+        let text = include_str!("../../../tests/fixtures/stats/v1-busy-one-shot.json");
         let mut frame: serde_json::Value = serde_json::from_str(text).unwrap();
         let mut without = frame.clone();
         without.as_object_mut().unwrap().remove("networks");
         let sample = container_sample_from_api_json(&without.to_string(), "x").unwrap();
         assert!(sample.networks.is_empty());
-        let usage = crate::monitor::usage::container_usage(&sample, None);
+        let usage = envctl_core::monitor::usage::container_usage(&sample, None);
         assert_eq!((usage.net_rx_bytes, usage.net_tx_bytes), (None, None));
         // An interface without its received bytes: the sum is unknown, not the rest's.
         frame["networks"] = serde_json::json!({
@@ -390,14 +390,14 @@ mod tests {
             "eth1": {"rx_bytes": 5, "tx_bytes": 7}
         });
         let sample = container_sample_from_api_json(&frame.to_string(), "x").unwrap();
-        let usage = crate::monitor::usage::container_usage(&sample, None);
+        let usage = envctl_core::monitor::usage::container_usage(&sample, None);
         assert_eq!(usage.net_rx_bytes, None);
         frame["networks"] = serde_json::json!({
             "eth0": {"rx_bytes": 1, "tx_bytes": 10},
             "eth1": {"rx_bytes": 5, "tx_bytes": 7}
         });
         let sample = container_sample_from_api_json(&frame.to_string(), "x").unwrap();
-        let usage = crate::monitor::usage::container_usage(&sample, None);
+        let usage = envctl_core::monitor::usage::container_usage(&sample, None);
         assert_eq!(
             (usage.net_rx_bytes, usage.net_tx_bytes),
             (Some(6), Some(17))

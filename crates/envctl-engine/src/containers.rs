@@ -1,5 +1,5 @@
 //! Containers through the Engine API: list envctl's, inspect, create from a body, start,
-//! stop, remove. Results are the plain structs of `crate::facts::container`; errors are
+//! stop, remove. Results are the plain structs of `envctl_facts::container`; errors are
 //! `EngineError`s.
 
 use bollard::query_parameters::{
@@ -9,9 +9,9 @@ use bollard::query_parameters::{
 use serde::Serialize;
 
 use super::{Engine, EngineError};
-use crate::facts::container::{ContainerDetails, ContainerSummary, PublishedPort};
+use envctl_facts::container::{ContainerDetails, ContainerSummary, PublishedPort};
 
-pub use crate::spec::PROFILE_LABEL;
+pub use envctl_core::spec::PROFILE_LABEL;
 
 impl Engine {
     /// The ids of every container, running or not, carrying `label` (`KEY=VALUE`).
@@ -77,7 +77,7 @@ impl Engine {
         if containers
             .iter()
             .any(|container| !container.published.is_empty())
-            && self.kind().await? == crate::facts::engine::EngineKind::Podman
+            && self.kind().await? == envctl_facts::engine::EngineKind::Podman
         {
             for container in containers
                 .iter_mut()
@@ -218,7 +218,7 @@ impl Engine {
             Err(CreateFailure::RacedAndFreed(_)) => match self.create_once(name, body).await {
                 Err(CreateFailure::RacedAndFreed(error)) => Err(EngineError::NameConflict {
                     name: name.to_string(),
-                    message: crate::error::error_chain(&error),
+                    message: envctl_core::text::error_chain(&error),
                     engine: self.known_kind(),
                 }),
                 Err(CreateFailure::Engine(error)) => Err(error),
@@ -488,7 +488,7 @@ enum CreateFailure {
 #[cfg(test)]
 mod removal_tests {
     use super::{listed, removal_under_way, start_request};
-    use crate::engine::list::Listed;
+    use crate::list::Listed;
     use bollard::models::{ContainerState, ContainerStateStatusEnum as Status};
 
     fn state(status: Status) -> ContainerState {

@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::facts::user::{Identity, User};
-use crate::host::docker_config::DaemonChoice;
+use envctl_facts::user::{Identity, User};
+use envctl_host::docker_config::DaemonChoice;
 
 use super::connector::SshTarget;
 
@@ -164,12 +164,15 @@ fn certificate_subject(path: &Path) -> Result<String, IdentityError> {
         path: path.display().to_string(),
         why,
     };
-    let bytes =
-        match crate::untrusted::read(path, MAXIMUM_PEM_BYTES, crate::untrusted::Named::ByTheUser) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Err(failed("does not exist".into())),
-            Err(error) => return Err(failed(error.to_string())),
-        };
+    let bytes = match envctl_core::untrusted::read(
+        path,
+        MAXIMUM_PEM_BYTES,
+        envctl_core::untrusted::Named::ByTheUser,
+    ) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Err(failed("does not exist".into())),
+        Err(error) => return Err(failed(error.to_string())),
+    };
     let first = rustls_pki_types::CertificateDer::pem_slice_iter(&bytes)
         .next()
         .ok_or_else(|| failed("holds no PEM certificate".into()))?
@@ -420,7 +423,7 @@ mod tests {
 
     #[test]
     fn each_transport_proves_what_it_can() {
-        use crate::host::docker_config::{ChosenBy, TlsChoice};
+        use envctl_host::docker_config::{ChosenBy, TlsChoice};
         let me = User {
             uid: Some(1001),
             name: "carol".into(),

@@ -1,6 +1,7 @@
-//! The Docker daemon through bollard: the only module that imports bollard. It connects,
-//! and gathers the plain facts of `crate::facts` (`EngineFacts`, `ImageFacts`,
-//! `ContainerSample`, …) for the pure checks.
+//! The Docker daemon through bollard: the only crate whose manifest names bollard (the
+//! binary re-exports it as `envctl::engine`), so no other part of envctl can speak the
+//! Engine API: the compiler refuses it. It connects, and gathers the plain facts of
+//! `envctl_facts` (`EngineFacts`, `ImageFacts`, `ContainerSample`, …) for the pure checks.
 //!
 //! # Deadlines
 //!
@@ -77,7 +78,7 @@ const TIMEOUT_GRACE: Duration = Duration::from_millis(250);
 pub const LIVENESS_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The default socket when `DOCKER_HOST` is not set.
-pub const DEFAULT_ENDPOINT: &str = crate::host::docker_config::DEFAULT_ENDPOINT;
+pub const DEFAULT_ENDPOINT: &str = envctl_host::docker_config::DEFAULT_ENDPOINT;
 
 /// A connection to one daemon, and how to name it in messages.
 #[derive(Debug, Clone)]
@@ -98,10 +99,10 @@ pub struct Engine {
     /// engine's own answers (Podman lists only the first port of a published range).
     identity: std::sync::Arc<tokio::sync::OnceCell<Identity>>,
     /// Whether the daemon runs on this machine (`DaemonHost::of`), asked once (`/info`).
-    host: std::sync::Arc<tokio::sync::OnceCell<crate::facts::engine::DaemonHost>>,
+    host: std::sync::Arc<tokio::sync::OnceCell<envctl_facts::engine::DaemonHost>>,
     /// Which engine a `_ping`'s headers named ([`Engine::identify_by_ping`]): what messages
     /// go by until `/version` was asked.
-    pinged: std::sync::Arc<std::sync::OnceLock<crate::facts::engine::EngineKind>>,
+    pinged: std::sync::Arc<std::sync::OnceLock<envctl_facts::engine::EngineKind>>,
     /// Image labels by image id, for proving container labels (`list::ImageLabels`): an
     /// image's labels never change, so each image is inspected once per connection.
     image_labels: std::sync::Arc<std::sync::Mutex<list::ImageLabels>>,
@@ -110,7 +111,7 @@ pub struct Engine {
 /// Which engine answers and its version, from `/version`.
 #[derive(Debug, Clone)]
 pub(crate) struct Identity {
-    pub kind: crate::facts::engine::EngineKind,
+    pub kind: envctl_facts::engine::EngineKind,
     pub version: Option<String>,
 }
 
@@ -119,8 +120,8 @@ impl Identity {
     /// its interface: received as sent (podman 75f6a1d "Fix swapped NetInput/-Output
     /// stats", first in v4.4.0). Its cgroup-side counters are right.
     pub fn swaps_network_directions(&self) -> bool {
-        self.kind == crate::facts::engine::EngineKind::Podman
-            && crate::facts::engine::major_minor(self.version.as_deref().unwrap_or(""))
+        self.kind == envctl_facts::engine::EngineKind::Podman
+            && envctl_facts::engine::major_minor(self.version.as_deref().unwrap_or(""))
                 .is_some_and(|version| version < (4, 4))
     }
 }
@@ -138,7 +139,7 @@ impl Engine {
 
     /// Connects to the daemon the user chose, over TLS when the choice asks for it.
     pub fn connect_to(
-        choice: &crate::host::docker_config::DaemonChoice,
+        choice: &envctl_host::docker_config::DaemonChoice,
         timeout: Duration,
     ) -> Result<Engine, EngineError> {
         Engine::open(&choice.endpoint, choice.tls.as_ref(), timeout)
@@ -146,7 +147,7 @@ impl Engine {
 
     fn open(
         endpoint: &str,
-        tls: Option<&crate::host::docker_config::TlsChoice>,
+        tls: Option<&envctl_host::docker_config::TlsChoice>,
         timeout: Duration,
     ) -> Result<Engine, EngineError> {
         // bollard keeps its request deadline in whole seconds: a part of one rounds up,
@@ -162,7 +163,7 @@ impl Engine {
             if !std::path::Path::new(path).exists() {
                 return Err(EngineError::SocketMissing {
                     path: path.to_string(),
-                    engine: crate::facts::engine::EngineKind::Unknown,
+                    engine: envctl_facts::engine::EngineKind::Unknown,
                 });
             }
         }
@@ -196,14 +197,14 @@ impl Engine {
     }
 
     /// Which engine answers, from `/version`'s components, asked once per connection.
-    pub async fn kind(&self) -> Result<crate::facts::engine::EngineKind, EngineError> {
+    pub async fn kind(&self) -> Result<envctl_facts::engine::EngineKind, EngineError> {
         Ok(self.identity().await?.kind)
     }
 
     /// Records what `/version` said, when the facts asked it first.
     pub(crate) fn remember_identity(
         &self,
-        kind: crate::facts::engine::EngineKind,
+        kind: envctl_facts::engine::EngineKind,
         version: Option<String>,
     ) {
         // Already known: the same daemon answered the same.
@@ -217,7 +218,7 @@ impl Engine {
                     .short_answer("GET /version", self.docker.version())
                     .await?;
                 Ok(Identity {
-                    kind: crate::facts::engine::EngineKind::from_components(
+                    kind: envctl_facts::engine::EngineKind::from_components(
                         version
                             .components
                             .iter()
@@ -241,8 +242,8 @@ impl Engine {
     /// The engine that answers here as far as this connection knows: `/version`'s word,
     /// else a `_ping`'s headers' (`Context::engine` reads them when it connects), else
     /// `Unknown`.
-    pub fn known_kind(&self) -> crate::facts::engine::EngineKind {
-        use crate::facts::engine::EngineKind;
+    pub fn known_kind(&self) -> envctl_facts::engine::EngineKind {
+        use envctl_facts::engine::EngineKind;
         self.identity
             .get()
             .map(|identity| identity.kind)
@@ -252,7 +253,7 @@ impl Engine {
     }
 
     /// Records the engine a `_ping`'s headers named.
-    pub(crate) fn remember_ping(&self, kind: crate::facts::engine::EngineKind) {
+    pub(crate) fn remember_ping(&self, kind: envctl_facts::engine::EngineKind) {
         // Already known: the same daemon answered the same.
         let _ = self.pinged.set(kind);
     }

@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::engine::{Endpoint, EngineError};
-use crate::host::docker_config::TlsChoice;
+use crate::{Endpoint, EngineError};
+use envctl_host::docker_config::TlsChoice;
 
 /// A byte stream to a daemon.
 pub(crate) trait Wire: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -84,7 +84,7 @@ impl std::fmt::Debug for Route {
 
 /// The `ssh://` endpoint's words, parsed and checked where every plain value is (the
 /// facts crate): the team file, contexts and `ops` read them without naming the engine.
-pub use crate::facts::ssh::{SshRefusal, SshTarget};
+pub use envctl_facts::ssh::{SshRefusal, SshTarget};
 
 /// What failed below HTTP, carried inside the `io::Error` the stream gives.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -461,7 +461,11 @@ fn pem_file(
     path: &Path,
     setup: &dyn Fn(&Path, String) -> EngineError,
 ) -> Result<Vec<u8>, EngineError> {
-    match crate::untrusted::read(path, MAXIMUM_PEM_BYTES, crate::untrusted::Named::ByTheUser) {
+    match envctl_core::untrusted::read(
+        path,
+        MAXIMUM_PEM_BYTES,
+        envctl_core::untrusted::Named::ByTheUser,
+    ) {
         Ok(Some(bytes)) => Ok(bytes),
         Ok(None) => Err(setup(path, "does not exist".into())),
         Err(error) => Err(setup(path, error.to_string())),
@@ -838,7 +842,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::ssh::SshWord;
+    use envctl_facts::ssh::SshWord;
 
     fn route(endpoint: &str) -> Result<Route, EngineError> {
         Route::new(endpoint, None)

@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use super::{Engine, EngineError};
-use crate::facts::container::OutputStream;
+use envctl_facts::container::OutputStream;
 
 /// What to run, and how.
 #[derive(Debug, Clone, Default)]

@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use crate::engine::{Engine, EngineError};
-use crate::facts::engine::EngineKind;
+use crate::{Engine, EngineError};
+use envctl_facts::engine::EngineKind;
 
 /// The most bytes one [`Body::next`] brings.
 pub(crate) const READ_BYTES: usize = 64 * 1024;

@@ -127,7 +127,7 @@ impl Engine {
         if image_id.is_empty()
             || !labels
                 .keys()
-                .any(|key| crate::spec::ownership::is_claim(key))
+                .any(|key| envctl_core::spec::ownership::is_claim(key))
         {
             return Ok(labels);
         }
@@ -147,7 +147,7 @@ impl Engine {
             }
         };
         Ok(match image {
-            Some(image) => crate::spec::ownership::proven_labels(labels, &image).0,
+            Some(image) => envctl_core::spec::ownership::proven_labels(labels, &image).0,
             None => labels,
         })
     }

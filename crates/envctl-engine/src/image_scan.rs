@@ -1,6 +1,6 @@
 //! An image's CUDA libraries, read through the daemon: the archive of
 //! `GET /images/{name}/get` (what `docker save` writes) streamed chunk by chunk into
-//! [`crate::compat::fatbin::scan_archive`] on a blocking thread, so an image of many
+//! [`envctl_core::compat::fatbin::scan_archive`] on a blocking thread, so an image of many
 //! gigabytes is never held whole and a remote daemon is read as a local one (the same
 //! connection as every other request).
 
@@ -8,7 +8,7 @@ use bytes::Bytes;
 use thiserror::Error;
 
 use super::{Engine, EngineError};
-use crate::compat::fatbin::{ImageScan, ImageScanError, scan_archive};
+use envctl_core::compat::fatbin::{ImageScan, ImageScanError, scan_archive};
 
 /// Chunks in flight between the daemon's stream and the scan.
 const CHANNEL_CHUNKS: usize = 16;

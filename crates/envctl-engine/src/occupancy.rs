@@ -18,9 +18,9 @@ use std::collections::{BTreeMap, HashMap};
 use futures_util::StreamExt;
 
 use super::{Engine, EngineError};
-use crate::facts::container::GpuAssignment;
-use crate::facts::occupancy::GpuHolder;
-use crate::spec::{GPUS_LABEL, PROFILE_LABEL, USER_LABEL};
+use envctl_core::spec::{GPUS_LABEL, PROFILE_LABEL, USER_LABEL};
+use envctl_facts::container::GpuAssignment;
+use envctl_facts::occupancy::GpuHolder;
 
 /// States in which a container holds nothing: it gets its GPUs again only when started.
 const HOLDS_NOTHING: [&str; 3] = ["exited", "dead", "removing"];
@@ -97,9 +97,11 @@ impl Engine {
                 profile: labels.get(PROFILE_LABEL).cloned(),
                 user: labels.get(USER_LABEL).cloned(),
                 uid: labels
-                    .get(crate::spec::UID_LABEL)
+                    .get(envctl_core::spec::UID_LABEL)
                     .and_then(|uid| uid.parse().ok()),
-                identity: labels.get(crate::spec::ownership::IDENTITY_LABEL).cloned(),
+                identity: labels
+                    .get(envctl_core::spec::ownership::IDENTITY_LABEL)
+                    .cloned(),
                 gpus,
             };
             match known.get(&id) {
@@ -120,7 +122,7 @@ impl Engine {
         } else {
             self.default_runtime().await?
         };
-        let podman = self.known_kind() == crate::facts::engine::EngineKind::Podman;
+        let podman = self.known_kind() == envctl_facts::engine::EngineKind::Podman;
         let inspected: Vec<Result<Option<Inspected>, EngineError>> =
             futures_util::stream::iter(to_inspect.into_iter().map(|(holder, label)| {
                 let default_runtime = default_runtime.as_deref();
@@ -270,7 +272,7 @@ fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
         .device_requests
         .iter()
         .flatten()
-        .filter(|request| request.driver.as_deref() == Some(crate::spec::gpus::CDI_DRIVER))
+        .filter(|request| request.driver.as_deref() == Some(envctl_core::spec::gpus::CDI_DRIVER))
         .flat_map(|request| request.device_ids.iter().flatten().cloned())
         .chain(
             host.devices
@@ -279,7 +281,7 @@ fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
                 .filter_map(|device| device.path_on_host.clone()),
         )
         .filter_map(|name| {
-            name.strip_prefix(crate::spec::gpus::NVIDIA_CDI_KIND)
+            name.strip_prefix(envctl_core::spec::gpus::NVIDIA_CDI_KIND)
                 .and_then(|rest| rest.strip_prefix('='))
                 .map(str::to_string)
         })
@@ -298,7 +300,7 @@ fn gpu_nodes(host: &bollard::models::HostConfig) -> Option<GpuAssignment> {
         .iter()
         .flatten()
         .filter_map(|device| device.path_in_container.as_deref())
-        .filter_map(crate::facts::container::gpu_node_minor)
+        .filter_map(envctl_facts::container::gpu_node_minor)
         .collect();
     minors.sort_unstable();
     minors.dedup();

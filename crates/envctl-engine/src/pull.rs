@@ -1,5 +1,5 @@
 //! Pulling an image with per-layer progress. The daemon's events become plain
-//! `PullEvent`s (`crate::facts::engine`) handed to a callback, so `ui/` draws them and tests
+//! `PullEvent`s (`envctl_facts::engine`) handed to a callback, so `ui/` draws them and tests
 //! read them.
 
 use bollard::query_parameters::CreateImageOptionsBuilder;
@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::{Engine, EngineError};
-use crate::facts::engine::PullEvent;
+use envctl_facts::engine::PullEvent;
 
 /// Why a pull failed, named so the user knows whether to fix the name, log in or wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,8 +1,8 @@
 //! Facts about the daemon and images, gathered through the Engine API into the plain
-//! structs of `crate::facts::engine`.
+//! structs of `envctl_facts::engine`.
 
 use super::{Engine, EngineError};
-use crate::facts::engine::{
+use envctl_facts::engine::{
     DaemonFacts, DaemonHost, EngineFacts, EngineKind, EngineState, ImageFacts,
 };
 
@@ -34,7 +34,7 @@ impl Engine {
                 let error = self.first_failure(error).await;
                 EngineState::Unreachable {
                     kind: error.kind().into(),
-                    message: crate::error::error_chain(&error),
+                    message: envctl_core::text::error_chain(&error),
                     hint: error.hint(),
                 }
             }
@@ -90,7 +90,7 @@ impl Engine {
             name.as_deref(),
             docker_desktop,
             self.endpoint(),
-            crate::host::hostname().ok().as_deref(),
+            envctl_host::hostname().ok().as_deref(),
         );
         let _ = self.host.set(host.clone());
         Ok(DaemonFacts {
@@ -158,7 +158,7 @@ impl Engine {
                     name,
                     docker_desktop,
                     self.endpoint(),
-                    crate::host::hostname().ok().as_deref(),
+                    envctl_host::hostname().ok().as_deref(),
                 ))
             })
             .await

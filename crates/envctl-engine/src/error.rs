@@ -4,7 +4,7 @@
 
 use thiserror::Error;
 
-use crate::facts::engine::EngineKind;
+use envctl_facts::engine::EngineKind;
 
 /// Where envctl talked to an engine, and which engine answered there: `Unknown` until
 /// `/version` named it (a socket that never answered).
@@ -21,7 +21,7 @@ impl Endpoint {
         let address: String = address.into();
         Endpoint {
             // An endpoint is only ever shown: a password in it never is.
-            address: crate::secret::masked_url(&address).into_owned(),
+            address: envctl_core::secret::masked_url(&address).into_owned(),
             kind: EngineKind::Unknown,
         }
     }
@@ -78,7 +78,7 @@ pub enum EngineError {
     /// `-H`, `--context`, `DOCKER_HOST`, `DOCKER_CONTEXT` or the current context could not
     /// be followed (`host::docker_config`).
     #[error(transparent)]
-    Choice(#[from] crate::host::docker_config::DaemonChoiceError),
+    Choice(#[from] envctl_host::docker_config::DaemonChoiceError),
     #[error("the socket `{path}` does not exist")]
     SocketMissing { path: String, engine: EngineKind },
     #[error("permission denied on the socket `{endpoint}`")]

@@ -13,7 +13,7 @@ use super::http;
 use std::time::{Duration, Instant};
 
 use super::{Engine, EngineError};
-use crate::facts::container::OutputStream;
+use envctl_facts::container::OutputStream;
 
 /// The window of the liveness rule.
 pub const LIVENESS_WINDOW: Duration = Duration::from_secs(5);
