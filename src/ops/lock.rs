@@ -71,7 +71,8 @@ pub async fn locked_image(
         .clone()
         .or_else(|| image.tag.clone())
         .unwrap_or_else(|| "latest".into());
-    let proxy = crate::registry::proxy::Proxy::from_environment(&context.environment);
+    let proxy =
+        crate::registry::proxy::Proxy::from_variables(&context.environment.proxy_variables());
     let answer = crate::registry::RegistryClient::new(REGISTRY_TIMEOUT, proxy)
         .manifest(image, &asked_for)
         .await;

@@ -48,7 +48,7 @@ pub async fn reports(
     let lock = file::read(std::path::Path::new(LOCK_FILE))?;
     let client = RegistryClient::new(
         REGISTRY_TIMEOUT,
-        crate::registry::proxy::Proxy::from_environment(&context.environment),
+        crate::registry::proxy::Proxy::from_variables(&context.environment.proxy_variables()),
     );
     let mut reports = Vec::new();
     for resolved in profiles {

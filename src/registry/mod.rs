@@ -188,7 +188,7 @@ struct Answer {
 
 impl RegistryClient {
     /// A client whose every request (its connection, its answer and its body) takes at
-    /// most `timeout`, through `proxy` ([`proxy::Proxy::from_environment`]). Redirects
+    /// most `timeout`, through `proxy` ([`proxy::Proxy::from_variables`], from the context's variables). Redirects
     /// are followed by `get`, so that a redirect within the registry's host keeps the
     /// bearer token and one off it is named as such.
     pub fn new(timeout: Duration, proxy: proxy::Proxy) -> Self {

@@ -16,7 +16,8 @@
 //!   Entries are trimmed, so `a, b` names `b` too.
 //!
 //! The variables come from `context.rs`, the one reader of the environment
-//! ([`crate::context::Environment::proxy_variables`]).
+//! (`Environment::proxy_variables`), handed in by `ops` as plain values: the adapter
+//! never names the context.
 
 use std::io;
 
@@ -130,11 +131,6 @@ impl Proxy {
             }
         }
         proxy
-    }
-
-    /// The proxy of the environment envctl runs in.
-    pub fn from_environment(environment: &crate::context::Environment) -> Proxy {
-        Proxy::from_variables(&environment.proxy_variables())
     }
 
     /// The proxy to reach `host` (as a URL writes it: `[::1]` in brackets) through, or
