@@ -556,7 +556,7 @@ impl From<std::io::Error> for Error {
 }
 
 /// Kept under its old path: the core's readers (`untrusted`) give their causes this way too.
-pub use crate::ui::text::error_chain;
+pub use crate::text::error_chain;
 
 impl Error {
     /// A [`crate::files::WriteError`] for the file at `path`, in the command's words;
