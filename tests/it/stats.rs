@@ -1420,7 +1420,7 @@ fn the_live_view_quits_on_q_and_gives_the_terminal_back() {
     let Some(tmux) = Tmux::start(&recording.command()) else {
         return;
     };
-    let screen = tmux.wait_for("sample 2");
+    let screen = tmux.wait_for_sample(2);
     assert!(
         screen.contains("envctl stats ·") && screen.contains("q quits"),
         "{screen}"
@@ -1448,7 +1448,7 @@ fn the_live_view_quits_on_q_and_gives_the_terminal_back() {
     )) else {
         return;
     };
-    again.wait_for("sample 1");
+    again.wait_for_sample(1);
     again.keys("C-c");
     again.wait_for("exit=0");
 }
@@ -1708,7 +1708,7 @@ fn the_live_view_draws_a_minute_of_sparklines_within_the_terminal() {
     let Some(tmux) = Tmux::start(&recording.command()) else {
         return;
     };
-    let screen = tmux.wait_for("sample 8");
+    let screen = tmux.wait_for_sample(8);
     let lines: Vec<&str> = screen.lines().collect();
     let header = lines
         .iter()

@@ -716,7 +716,7 @@ fn the_team_view_is_live_on_a_terminal_and_quits_on_q() {
     let Some(tmux) = Tmux::start(&recording.command()) else {
         return;
     };
-    let screen = tmux.wait_for("sample 3");
+    let screen = tmux.wait_for_sample(3);
     assert!(screen.contains("q quits"), "{screen}");
     let lines: Vec<&str> = screen.lines().collect();
     assert!(

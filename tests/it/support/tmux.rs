@@ -168,6 +168,27 @@ impl Tmux {
         }
     }
 
+    /// Waits up to [`SCREEN_TIMEOUT`] for a live view's header to say `sample N` with N at
+    /// least `at_least`: a screen redrawn every few hundred milliseconds may show sample 8
+    /// between two looks, so "sample 8" as text can be missed on a loaded machine.
+    pub fn wait_for_sample(&self, at_least: u64) -> String {
+        self.wait_until(
+            &format!("`sample N` with N ≥ {at_least}"),
+            SCREEN_TIMEOUT,
+            |screen| {
+                screen
+                    .split("sample ")
+                    .skip(1)
+                    .filter_map(|rest| {
+                        let digits: String =
+                            rest.chars().take_while(char::is_ascii_digit).collect();
+                        digits.parse::<u64>().ok()
+                    })
+                    .any(|sample| sample >= at_least)
+            },
+        )
+    }
+
     /// Waits up to [`SCREEN_TIMEOUT`] for `text` on the screen; the screen.
     pub fn wait_for(&self, text: &str) -> String {
         self.wait_until(&format!("`{text}`"), SCREEN_TIMEOUT, |screen| {
