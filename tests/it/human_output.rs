@@ -655,6 +655,22 @@ fn ps_one_running_one_stopped() {
         })
         .collect();
     insta::assert_snapshot!("ps_one_running_one_stopped", shown.join("\n"));
+
+    // Both stopped: `ps` lists none and says how many `-a` would, and its hint lists them.
+    let down = project.run(&["down", &first]);
+    assert_eq!(down.code, 0, "{down}");
+    let none_running = project.run(&["ps"]);
+    assert_eq!(none_running.code, 0, "{none_running}");
+    assert_eq!(
+        none_running.stderr, "hint: no running containers of yours; 2 stopped: `envctl ps -a`\n",
+        "{none_running}"
+    );
+    let listed = project.run(&["ps", "-a"]);
+    assert_eq!(
+        project.own_rows(&listed.stdout).lines().count(),
+        3,
+        "{listed}"
+    );
 }
 
 /// `ps` and `ps -a` of a user with no container: what a newcomer sees before the first
@@ -737,6 +753,15 @@ fn up_then_stats_once() {
     let up_arguments = ["up", &profile];
     let up = project.run(&up_arguments);
     assert_eq!(up.code, 0, "{up}");
+    // The port line is the daemon's answer: `docker port` says the same.
+    let docker_port =
+        crate::support::docker::docker_stdout(["port", &format!("envctl-{profile}"), "8000/tcp"]);
+    assert_eq!(docker_port, format!("127.0.0.1:{port}"), "{up}");
+    assert!(
+        up.stderr
+            .contains(&format!("  port:       {docker_port} → 8000/tcp\n")),
+        "{up}"
+    );
     let up_text = project
         .transcript(&up_arguments, &up)
         .replace(&port.to_string(), "[PORT]");
@@ -853,6 +878,44 @@ fn error_up_of_a_gpu_profile_without_nvml() {
         "error_up_gpu_profile_without_nvml",
         project.transcript(&arguments, &run)
     );
+}
+
+/// The same on a profile of the test image: the hint's command for this host starts it
+/// without GPUs, and `--force`, which could only start a container that fails, is not
+/// offered.
+#[test]
+fn the_hint_without_nvml_starts_it_without_gpus() {
+    if !require_daemon() {
+        return;
+    }
+    let project = Project::new().with("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+    let profile = project.name("gpu");
+    let _guard = ContainerGuard::new(format!("envctl-{profile}"));
+    project.write(
+        &format!("envctl/{profile}.toml"),
+        &format!("image = \"{}\"\ngpus = \"all\"\n", project.image()),
+    );
+    let refused = project.run(&["up", &profile]);
+    assert_eq!(refused.code, 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("caused by: /nonexistent/libnvidia-ml.so.1"),
+        "{refused}"
+    );
+    assert!(!refused.stderr.contains("--force"), "{refused}");
+    let hint = format!("`envctl up {profile} --gpus none`");
+    assert!(refused.stderr.contains(&hint), "{refused}");
+    let words: Vec<&str> = hint.trim_matches('`').split(' ').skip(1).collect();
+    let started = project.run(&words);
+    assert_eq!(started.code, 0, "{started}");
+    let running = crate::support::docker::docker_stdout([
+        "inspect",
+        "--format",
+        "{{.State.Running}}",
+        &format!("envctl-{profile}"),
+    ]);
+    assert_eq!(running, "true", "{started}");
 }
 
 /// `--hosts` naming a host that is neither in the team file nor a docker context.
