@@ -188,6 +188,20 @@ impl Project {
         (copy, command)
     }
 
+    /// `ps ARGUMENTS…` at a moment when it lists only this project's containers: the
+    /// unowned containers of other tests on the shared daemon (everyone's, so listed)
+    /// come and go, and the hint of an empty table is said only without them.
+    fn ps_alone(&self, arguments: &[&str]) -> Run {
+        for _ in 0..120 {
+            let run = self.run(arguments);
+            if run.code != 0 || run.stdout == self.own_rows(&run.stdout) {
+                return run;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("`envctl {arguments:?}` listed other tests' containers for a minute");
+    }
+
     /// The run as a reviewer reads it: the command, its exit code and both streams, with
     /// the folder and the token redacted.
     fn transcript(&self, arguments: &[&str], run: &Run) -> String {
@@ -659,7 +673,7 @@ fn ps_one_running_one_stopped() {
     // Both stopped: `ps` lists none and says how many `-a` would, and its hint lists them.
     let down = project.run(&["down", &first]);
     assert_eq!(down.code, 0, "{down}");
-    let none_running = project.run(&["ps"]);
+    let none_running = project.ps_alone(&["ps"]);
     assert_eq!(none_running.code, 0, "{none_running}");
     assert_eq!(
         none_running.stderr, "hint: no running containers of yours; 2 stopped: `envctl ps -a`\n",
@@ -684,7 +698,7 @@ fn ps_with_nothing_to_show() {
     let project = Project::of_a_fresh_user();
     let mut transcripts = Vec::new();
     for (arguments, code) in [(&["ps"][..], 0), (&["ps", "-a"], 0)] {
-        let run = project.run(arguments);
+        let run = project.ps_alone(arguments);
         assert_eq!(run.code, code, "{arguments:?}: {run}");
         let stdout = project.own_rows(&run.stdout);
         transcripts.push(project.transcript(
@@ -900,7 +914,7 @@ fn the_hint_without_nvml_starts_it_without_gpus() {
     assert!(
         refused
             .stderr
-            .contains("caused by: /nonexistent/libnvidia-ml.so.1"),
+            .contains("\n      caused by: a libloading error occurred: /nonexistent/libnvidia-ml.so.1"),
         "{refused}"
     );
     assert!(!refused.stderr.contains("--force"), "{refused}");
