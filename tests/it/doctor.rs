@@ -858,7 +858,9 @@ fn assert_nvml_load_failure(nvml: Nvml, outcome: &str, words: &str, hint_words: 
     );
     // NVML's own words are kept, as the cause under envctl's.
     assert!(
-        gpus["facts"]["caused_by"].as_str().is_some_and(|cause| !cause.is_empty()),
+        gpus["facts"]["caused_by"]
+            .as_str()
+            .is_some_and(|cause| !cause.is_empty()),
         "{gpus:#}"
     );
     assert_eq!(pytorch["gpus"], serde_json::json!([]));

@@ -912,9 +912,9 @@ fn the_hint_without_nvml_starts_it_without_gpus() {
     let refused = project.run(&["up", &profile]);
     assert_eq!(refused.code, 1, "{refused}");
     assert!(
-        refused
-            .stderr
-            .contains("\n      caused by: a libloading error occurred: /nonexistent/libnvidia-ml.so.1"),
+        refused.stderr.contains(
+            "\n      caused by: a libloading error occurred: /nonexistent/libnvidia-ml.so.1"
+        ),
         "{refused}"
     );
     assert!(!refused.stderr.contains("--force"), "{refused}");

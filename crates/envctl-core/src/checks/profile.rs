@@ -325,6 +325,44 @@ fn nvml_not_loaded(outcome: &crate::facts::gpu::LoadOutcome) -> String {
     format!("NVML could not be loaded: {why}")
 }
 
+/// The failure of a profile that asks for `what` where no GPU can be listed: NVML's own
+/// error (`why`, none when it listed no GPU) is the cause under envctl's words.
+fn no_gpu_here(
+    what: &str,
+    name: &str,
+    gpu: &GpuFacts,
+    why: Option<&String>,
+    count_unknown: bool,
+) -> Finding {
+    let (reason, cause) = match why {
+        Some(why) if count_unknown => (why.clone(), None),
+        Some(why) => (nvml_not_loaded(&gpu.nvml), Some(why.clone())),
+        None => ("NVML reports no GPU".to_string(), None),
+    };
+    let finding = Finding::fail(
+        "profile.gpus",
+        if count_unknown {
+            format!(
+                "the profile asks for {what}, but whether this host has them is unknown ({reason})"
+            )
+        } else {
+            format!("the profile asks for {what}, but this host has no usable GPU ({reason})")
+        },
+    );
+    let finding = match cause {
+        Some(cause) => finding.with_cause(cause),
+        None => finding,
+    };
+    if count_unknown {
+        finding.with_hint("run `nvidia-smi`; a GPU that fell off the bus (Xid 79) or a driver mismatch needs a reboot")
+    } else {
+        // Docker refuses a GPU request on a host without them: forcing it fails too.
+        finding.failing_any_start().with_hint(format!(
+            "run it on a GPU server: `envctl up {name} -H ssh://SERVER`; or here without GPUs: `envctl up {name} --gpus none`"
+        ))
+    }
+}
+
 /// The GPUs the profile will get, and findings when it asks for more than there is.
 fn select_gpus<'a>(
     request: &GpuRequest,
@@ -342,36 +380,7 @@ fn select_gpus<'a>(
     let available: Vec<&GpuDevice> = listed
         .as_ref()
         .map_or_else(|_| Vec::new(), |gpus| gpus.iter().collect());
-    let none_here = |what: &str| {
-        // NVML's loader error (`a libloading error occurred: …`) is the cause, under words.
-        let (reason, cause) = match &listed {
-            Err(why) if count_unknown => (why.clone(), None),
-            Err(why) => (nvml_not_loaded(&gpu.nvml), Some(why.clone())),
-            Ok(_) => ("NVML reports no GPU".to_string(), None),
-        };
-        let finding = Finding::fail(
-            "profile.gpus",
-            if count_unknown {
-                format!(
-                    "the profile asks for {what}, but whether this host has them is unknown ({reason})"
-                )
-            } else {
-                format!("the profile asks for {what}, but this host has no usable GPU ({reason})")
-            },
-        );
-        let finding = match cause {
-            Some(cause) => finding.with_cause(cause),
-            None => finding,
-        };
-        if count_unknown {
-            finding.with_hint("run `nvidia-smi`; a GPU that fell off the bus (Xid 79) or a driver mismatch needs a reboot")
-        } else {
-            // Docker refuses a GPU request on a host without them: forcing it fails too.
-            finding.failing_any_start().with_hint(format!(
-                "run it on a GPU server: `envctl up {name} -H ssh://SERVER`; or here without GPUs: `envctl up {name} --gpus none`"
-            ))
-        }
-    };
+    let none_here = |what: &str| no_gpu_here(what, name, gpu, listed.as_ref().err(), count_unknown);
     if let crate::facts::gpu::LoadOutcome::OnAnotherHost {
         host, seen: None, ..
     } = &gpu.nvml
