@@ -112,13 +112,15 @@ fn hint_when_empty(all: bool, all_users: bool, context: &Context) -> Result<(), 
         return Ok(());
     }
     let whose = if all_users { "" } else { " of yours" };
-    // Asked again only when the table is empty: what `-a` would add is all stopped.
+    // Asked again only when the table is empty: what `-a` would add is all stopped. The
+    // table was listed; a second answer that fails leaves the hint unsaid, not `ps` failed.
     let stopped = if all {
         0
     } else {
-        runtime()?
-            .block_on(crate::ops::ps::rows(true, all_users, context))?
-            .len()
+        match runtime()?.block_on(crate::ops::ps::rows(true, all_users, context)) {
+            Ok(rows) => rows.len(),
+            Err(_) => return Ok(()),
+        }
     };
     let a = if all_users { " --all-users" } else { "" };
     if stopped > 0 {
