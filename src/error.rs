@@ -388,6 +388,10 @@ impl Error {
             Error::PolicyRefused { path, .. } => Some(format!(
                 "the host's admin sets these limits in `{path}`: ask them, or change the profile to stay within them (`--force` does not pass a policy)"
             )),
+            // `--force` only where a start could work: past a check, not into a failing start.
+            Error::Preflight { profile, findings } if findings.iter().any(crate::checks::Finding::fails_any_start) => Some(format!(
+                "fix the failures above (`envctl doctor {profile}` shows every check)"
+            )),
             Error::Preflight { profile, .. } => Some(format!(
                 "fix the failures above (`envctl doctor {profile}` shows every check), or start anyway with `--force`"
             )),

@@ -97,9 +97,42 @@ pub fn run(arguments: PsArgs, context: &Context) -> Result<ExitStatus, Error> {
         .map(|row| table_row(row, all_users, no_trunc))
         .collect();
     print_table(&context.printer, &headers(all_users, false), &table)?;
+    if rows.is_empty() {
+        hint_when_empty(all, all_users, context)?;
+    }
     warn_changed(&rows, context);
     warn_failed(&rows, context);
     Ok(ExitStatus::Success)
+}
+
+/// An empty table says why on stderr (stdout keeps the header alone): the stopped
+/// containers `-a` would show, or none at all and how to make one.
+fn hint_when_empty(all: bool, all_users: bool, context: &Context) -> Result<(), Error> {
+    if context.printer.is_quiet() {
+        return Ok(());
+    }
+    let whose = if all_users { "" } else { " of yours" };
+    // Asked again only when the table is empty: what `-a` would add is all stopped. The
+    // table was listed; a second answer that fails leaves the hint unsaid, not `ps` failed.
+    let stopped = if all {
+        0
+    } else {
+        match runtime()?.block_on(crate::ops::ps::rows(true, all_users, context)) {
+            Ok(rows) => rows.len(),
+            Err(_) => return Ok(()),
+        }
+    };
+    let a = if all_users { " --all-users" } else { "" };
+    if stopped > 0 {
+        context.printer.info(&format!(
+            "hint: no running containers{whose}; {stopped} stopped: `envctl ps -a{a}`"
+        ));
+    } else {
+        context.printer.info(&format!(
+            "hint: no containers{whose}; start one with `envctl up PROFILE` (`envctl profiles list` lists them)"
+        ));
+    }
+    Ok(())
 }
 
 /// `ps --hosts`: every host at once, one table with a HOST column; a host that cannot be

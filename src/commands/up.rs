@@ -229,6 +229,8 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
                     let trusted = crate::ops::trust::grants(&plan.resolved, context);
                     print_report(&report, &plan.resolved.profile.name, &trusted, context)?;
                     if !context.json {
+                        let here = crate::ops::forward::ports_here(&engine, &report.id).await;
+                        print_ports_here(here, context);
                         let reach = crate::ops::forward::reach(&engine, &report.id).await;
                         print_reach(reach, &report, context);
                     }
@@ -314,6 +316,38 @@ async fn choose_host(arguments: &UpArgs, context: &Context) -> Result<(), Error>
 /// Where the container's published ports are, when its daemon runs on another host, and
 /// the command that opens them here (`envctl forward`). What cannot be read is said, never
 /// fails the `up` that started the container.
+/// `  port:       127.0.0.1:49153 → 8000/tcp`: where each port the container publishes on
+/// this machine is, as the daemon answered.
+fn print_ports_here(
+    ports: Result<Vec<crate::facts::container::PublishedPort>, Error>,
+    context: &Context,
+) {
+    match ports {
+        Ok(ports) => {
+            for port in ports {
+                let host_ip = match port.host_ip.as_str() {
+                    "" => "*",
+                    // An IPv6 address is bracketed before its port, as in a URL.
+                    address if address.contains(':') => &format!("[{address}]"),
+                    address => address,
+                };
+                // The daemon may not name the container's port behind it: then it is left out.
+                let inside = port
+                    .container_port
+                    .map_or_else(String::new, |inside| format!(" → {inside}"));
+                context.printer.info(&format!(
+                    "  port:       {host_ip}:{}{inside}/{}",
+                    port.host_port, port.protocol
+                ));
+            }
+        }
+        Err(error) => context.printer.warn(&format!(
+            "cannot tell where its ports are: {}",
+            crate::error::error_chain(&error)
+        )),
+    }
+}
+
 fn print_reach(
     reach: Result<Option<crate::ops::forward::Reach>, Error>,
     report: &UpReport,

@@ -208,7 +208,7 @@ fn gpu_report(
         );
         if aarch64_only && host.platform != compat::Platform::Aarch64 {
             finding.message.push_str(&format!(
-                "; {name} is found only in aarch64 hosts (an Arm host such as a Grace superchip), so its torch is the aarch64 wheel, not the {} one --platform names",
+                "; {name} is found only in aarch64 hosts (an Arm host such as a Grace superchip), so its torch is the aarch64 wheel, not the {} one that `--platform` names",
                 host.platform
             ));
             finding = finding.with_fact("platform_from", "gpu");

@@ -301,6 +301,23 @@ async fn published_ports(
         })
 }
 
+/// The ports the container `id` publishes where its daemon is this machine's, as the
+/// daemon lists them, for `up`'s last lines; none for another host's daemon, whose ports
+/// [`reach`] says with the way to them.
+pub async fn ports_here(
+    engine: &Engine,
+    id: &str,
+) -> Result<Vec<crate::facts::container::PublishedPort>, Error> {
+    if matches!(engine.daemon_host().await?, DaemonHost::Elsewhere { .. }) {
+        return Ok(Vec::new());
+    }
+    let short = id.get(..12).unwrap_or(id);
+    published_ports(engine, id, short, || {
+        "`envctl ps` to see whether it still runs".to_string()
+    })
+    .await
+}
+
 /// How this machine reaches the ports a container publishes on a daemon of another host,
 /// for `up`'s last lines; `None` where the daemon is this machine's or nothing is published.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -330,6 +330,17 @@ struct Choosing<'a> {
     image: Option<&'a str>,
 }
 
+/// Why GPUs the profile gives are not placed: which of the two it does.
+fn given_reason(gpus: &Gpus) -> String {
+    match gpus {
+        Gpus::All => "the profile asks for all GPUs".into(),
+        Gpus::Devices(devices) => format!("the profile names its GPUs ({})", devices.join(", ")),
+        // Placed, not given, and so not said here; named for completeness.
+        Gpus::Count(count) => format!("the profile asks for {count} GPUs"),
+        Gpus::None => "the profile asks for no GPU".into(),
+    }
+}
+
 /// [`place`] once the locks are held.
 async fn choose(
     engine: &Engine,
@@ -378,7 +389,7 @@ async fn choose(
         let report = (!gpus.is_none()).then(|| PlacementReport {
             placement: Chooser::Given,
             gpus: Vec::new(),
-            reason: "the profile names its GPUs (or asks for all of them)".into(),
+            reason: given_reason(gpus),
             skipped: Vec::new(),
         });
         return Ok(Placed {

@@ -57,6 +57,11 @@ pub fn print_sections(printer: &Printer, sections: &[Section]) -> Result<(), Err
         for finding in section.findings.iter().filter(needs_attention) {
             let mark = printer.style_stdout(style(finding.status), symbol(finding.status));
             printer.data(&format!("  {mark} {}", shown(&finding.message)))?;
+            if let Some(cause) = finding.cause()
+                && matches!(finding.status, Status::Warn | Status::Fail)
+            {
+                printer.data(&format!("      caused by: {}", shown(cause)))?;
+            }
             if let Some(hint) = &finding.hint
                 && matches!(finding.status, Status::Warn | Status::Fail)
             {

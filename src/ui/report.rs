@@ -22,6 +22,9 @@ pub fn write_error(printer: &Printer, error: &Error) {
                     printer.style_stderr(Style::new().red().bold(), "✗"),
                     shown(&finding.message)
                 ));
+                if let Some(cause) = finding.cause() {
+                    printer.stderr_line(&format!("      caused by: {}", shown(cause)));
+                }
                 if let Some(hint) = &finding.hint {
                     printer.stderr_line(&format!("      hint: {}", shown(hint)));
                 }

@@ -852,9 +852,16 @@ fn assert_nvml_load_failure(nvml: Nvml, outcome: &str, words: &str, hint_words: 
     let gpus = finding(&pytorch["findings"], "profile.gpus");
     assert_eq!(gpus["status"], "fail");
     assert!(
-        message(gpus).contains("no usable GPU (NVML: "),
+        message(gpus).contains("no usable GPU (NVML could not be loaded"),
         "the profile says why there is no GPU: {}",
         message(gpus)
+    );
+    // NVML's own words are kept, as the cause under envctl's.
+    assert!(
+        gpus["facts"]["caused_by"]
+            .as_str()
+            .is_some_and(|cause| !cause.is_empty()),
+        "{gpus:#}"
     );
     assert_eq!(pytorch["gpus"], serde_json::json!([]));
     assert_eq!(code, 1);

@@ -188,6 +188,20 @@ impl Project {
         (copy, command)
     }
 
+    /// `ps ARGUMENTS…` at a moment when it lists only this project's containers: the
+    /// unowned containers of other tests on the shared daemon (everyone's, so listed)
+    /// come and go, and the hint of an empty table is said only without them.
+    fn ps_alone(&self, arguments: &[&str]) -> Run {
+        for _ in 0..120 {
+            let run = self.run(arguments);
+            if run.code != 0 || run.stdout == self.own_rows(&run.stdout) {
+                return run;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("`envctl {arguments:?}` listed other tests' containers for a minute");
+    }
+
     /// The run as a reviewer reads it: the command, its exit code and both streams, with
     /// the folder and the token redacted.
     fn transcript(&self, arguments: &[&str], run: &Run) -> String {
@@ -655,6 +669,22 @@ fn ps_one_running_one_stopped() {
         })
         .collect();
     insta::assert_snapshot!("ps_one_running_one_stopped", shown.join("\n"));
+
+    // Both stopped: `ps` lists none and says how many `-a` would, and its hint lists them.
+    let down = project.run(&["down", &first]);
+    assert_eq!(down.code, 0, "{down}");
+    let none_running = project.ps_alone(&["ps"]);
+    assert_eq!(none_running.code, 0, "{none_running}");
+    assert_eq!(
+        none_running.stderr, "hint: no running containers of yours; 2 stopped: `envctl ps -a`\n",
+        "{none_running}"
+    );
+    let listed = project.run(&["ps", "-a"]);
+    assert_eq!(
+        project.own_rows(&listed.stdout).lines().count(),
+        3,
+        "{listed}"
+    );
 }
 
 /// `ps` and `ps -a` of a user with no container: what a newcomer sees before the first
@@ -668,7 +698,7 @@ fn ps_with_nothing_to_show() {
     let project = Project::of_a_fresh_user();
     let mut transcripts = Vec::new();
     for (arguments, code) in [(&["ps"][..], 0), (&["ps", "-a"], 0)] {
-        let run = project.run(arguments);
+        let run = project.ps_alone(arguments);
         assert_eq!(run.code, code, "{arguments:?}: {run}");
         let stdout = project.own_rows(&run.stdout);
         transcripts.push(project.transcript(
@@ -737,6 +767,15 @@ fn up_then_stats_once() {
     let up_arguments = ["up", &profile];
     let up = project.run(&up_arguments);
     assert_eq!(up.code, 0, "{up}");
+    // The port line is the daemon's answer: `docker port` says the same.
+    let docker_port =
+        crate::support::docker::docker_stdout(["port", &format!("envctl-{profile}"), "8000/tcp"]);
+    assert_eq!(docker_port, format!("127.0.0.1:{port}"), "{up}");
+    assert!(
+        up.stderr
+            .contains(&format!("  port:       {docker_port} → 8000/tcp\n")),
+        "{up}"
+    );
     let up_text = project
         .transcript(&up_arguments, &up)
         .replace(&port.to_string(), "[PORT]");
@@ -853,6 +892,44 @@ fn error_up_of_a_gpu_profile_without_nvml() {
         "error_up_gpu_profile_without_nvml",
         project.transcript(&arguments, &run)
     );
+}
+
+/// The same on a profile of the test image: the hint's command for this host starts it
+/// without GPUs, and `--force`, which could only start a container that fails, is not
+/// offered.
+#[test]
+fn the_hint_without_nvml_starts_it_without_gpus() {
+    if !require_daemon() {
+        return;
+    }
+    let project = Project::new().with("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+    let profile = project.name("gpu");
+    let _guard = ContainerGuard::new(format!("envctl-{profile}"));
+    project.write(
+        &format!("envctl/{profile}.toml"),
+        &format!("image = \"{}\"\ngpus = \"all\"\n", project.image()),
+    );
+    let refused = project.run(&["up", &profile]);
+    assert_eq!(refused.code, 1, "{refused}");
+    assert!(
+        refused.stderr.contains(
+            "\n      caused by: a libloading error occurred: /nonexistent/libnvidia-ml.so.1"
+        ),
+        "{refused}"
+    );
+    assert!(!refused.stderr.contains("--force"), "{refused}");
+    let hint = format!("`envctl up {profile} --gpus none`");
+    assert!(refused.stderr.contains(&hint), "{refused}");
+    let words: Vec<&str> = hint.trim_matches('`').split(' ').skip(1).collect();
+    let started = project.run(&words);
+    assert_eq!(started.code, 0, "{started}");
+    let running = crate::support::docker::docker_stdout([
+        "inspect",
+        "--format",
+        "{{.State.Running}}",
+        &format!("envctl-{profile}"),
+    ]);
+    assert_eq!(running, "true", "{started}");
 }
 
 /// `--hosts` naming a host that is neither in the team file nor a docker context.

@@ -81,7 +81,7 @@ fn refused<'a>(run: &'a Run, rule: &str, line: usize) -> &'a str {
         before
             .lines()
             .all(|line| line.starts_with("warning: ")
-                && line.ends_with("(starting anyway: --force)")),
+                && line.ends_with("(would start anyway: --force)")),
         "{run}"
     );
     assert!(

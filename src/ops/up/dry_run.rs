@@ -2,7 +2,7 @@
 //! lock taken, nothing made) and judged as `up` judges it; without a daemon, the plan is
 //! still shown and what only the daemon can tell is said to be unjudged.
 
-use super::{Plan, ensure_ports_free, gpu_body, request_form, verdict};
+use super::{Force, Plan, ensure_ports_free, gpu_body, request_form, verdict};
 use crate::context::Context;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
@@ -115,7 +115,7 @@ pub async fn dry_run(
     }
     // Judged before placing, as `up` judges it before it places: `--gpus 9` on eight GPUs
     // is the profile's failed check, not "no room" (stopping containers never helps).
-    let gathered = verdict(engine, plan, force, context).await?;
+    let gathered = verdict(engine, plan, Force::of(force, true), context).await?;
     // A container met is not made: nothing is pulled for it.
     let library_scan = gathered
         .as_ref()

@@ -43,7 +43,7 @@ pub use place::{gpu_body, request_form};
 use place::{hand_over_placement, pull_and_place};
 pub use plan::{Plan, UpRequest, default_name, plan, same_profile_elsewhere};
 pub use preflight::ensure_image;
-use preflight::{ensure_judged_image, verdict, warn_if_tag_moved};
+use preflight::{Force, ensure_judged_image, verdict, warn_if_tag_moved};
 use reuse::{Met, join_other_run, meet_existing};
 
 /// When to pull the image.
@@ -284,7 +284,7 @@ async fn judge_then_place<'a>(
     context: &Context,
     state: &Rc<RefCell<RunState>>,
 ) -> Result<(Making<'a>, Prepared), Error> {
-    verdict(engine, plan, arguments.force, context).await?;
+    verdict(engine, plan, Force::of(arguments.force, false), context).await?;
     let mut pull = arguments.pull;
     // A container of this name is met, not placed again: `reuse` starts it (after
     // `still_free` checks its pinned GPUs) or names what changed.
@@ -333,7 +333,7 @@ async fn judge_beside_create(
     state: &Rc<RefCell<RunState>>,
 ) -> Result<(Option<crate::ops::doctor::Facts>, Result<Prepared, Error>), Error> {
     let (verdict, prepared) = tokio::join!(
-        verdict(engine, plan, arguments.force, context),
+        verdict(engine, plan, Force::of(arguments.force, false), context),
         prepare(engine, &plan.body, &plan.name, arguments.pull, state)
     );
     match verdict {

@@ -13,6 +13,26 @@ use crate::ops::matrix::load_matrix;
 use crate::profile::ResolvedProfile;
 use crate::ui::progress::PullProgress;
 
+/// `--force` as the preflight reads it: without it a failed check refuses; with it each is
+/// said and `up` goes on, to a start or, in a dry run, to the command it would run (which
+/// starts nothing, so it says what a start would do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Force {
+    Refuse,
+    Start,
+    DryRun,
+}
+
+impl Force {
+    pub(super) fn of(force: bool, dry_run: bool) -> Force {
+        match (force, dry_run) {
+            (false, _) => Force::Refuse,
+            (true, false) => Force::Start,
+            (true, true) => Force::DryRun,
+        }
+    }
+}
+
 /// The local tag still pointing where the lock says? If not, say so: the lock wins.
 pub(super) async fn warn_if_tag_moved(
     engine: &Engine,
@@ -41,7 +61,7 @@ pub(super) async fn warn_if_tag_moved(
 pub(super) async fn verdict(
     engine: &Engine,
     plan: &Plan,
-    force: bool,
+    force: Force,
     context: &Context,
 ) -> Result<Option<crate::ops::doctor::Facts>, Error> {
     match &plan.facts {
@@ -61,7 +81,7 @@ pub(super) async fn verdict(
 async fn preflight(
     engine: &Engine,
     resolved: &ResolvedProfile,
-    force: bool,
+    force: Force,
     context: &Context,
 ) -> Result<crate::ops::doctor::Facts, Error> {
     let profiles = [resolved.clone()];
@@ -84,7 +104,7 @@ fn judge_verdict(
     facts: &crate::ops::doctor::Facts,
     resolved: &ResolvedProfile,
     matrix: &crate::compat::Matrix,
-    force: bool,
+    force: Force,
     context: &Context,
 ) -> Result<(), Error> {
     let profiles = [resolved.clone()];
@@ -112,21 +132,26 @@ fn judge_verdict(
 }
 
 /// The preflight's decision on its failures: none passes; any refuses the profile, unless
-/// `force`, which says each and starts anyway.
+/// `force`, which says each and starts anyway (or, in a dry run, says it would).
 fn refuse_unless_forced(
     failures: Vec<crate::checks::Finding>,
     resolved: &ResolvedProfile,
-    force: bool,
+    force: Force,
     context: &Context,
 ) -> Result<(), Error> {
     if failures.is_empty() {
         return Ok(());
     }
-    if force {
+    let anyway = match force {
+        Force::Refuse => None,
+        Force::Start => Some("starting anyway"),
+        Force::DryRun => Some("would start anyway"),
+    };
+    if let Some(anyway) = anyway {
         for failure in &failures {
             context
                 .printer
-                .warn(&format!("{} (starting anyway: --force)", failure.message));
+                .warn(&format!("{} ({anyway}: --force)", failure.message));
         }
         return Ok(());
     }
@@ -186,7 +211,12 @@ fn judge_libraries(
             .into_iter()
             .filter(|finding| finding.status == Status::Fail)
             .collect();
-    refuse_unless_forced(failures, &plan.resolved, plan.force, context)
+    refuse_unless_forced(
+        failures,
+        &plan.resolved,
+        Force::of(plan.force, false),
+        context,
+    )
 }
 
 /// [`ensure_image`], then, when it pulled, the pulled image judged
@@ -290,7 +320,13 @@ mod tests {
         let (context, matrix) = (context(), matrix());
         let profile = resolved(PLAIN);
         let down = facts(unreachable(), nvml_missing());
-        let (name, findings) = refused(judge_verdict(&down, &profile, &matrix, false, &context));
+        let (name, findings) = refused(judge_verdict(
+            &down,
+            &profile,
+            &matrix,
+            Force::Refuse,
+            &context,
+        ));
         assert_eq!(name, "plain");
         assert_eq!(findings[0].area, Some(crate::checks::Area::Docker));
         assert!(
@@ -298,7 +334,7 @@ mod tests {
                 .iter()
                 .all(|finding| finding.status == Status::Fail)
         );
-        assert!(judge_verdict(&down, &profile, &matrix, true, &context).is_ok());
+        assert!(judge_verdict(&down, &profile, &matrix, Force::Start, &context).is_ok());
     }
 
     /// A profile without GPUs on a working daemon passes; one asking for two GPUs where
@@ -316,12 +352,19 @@ mod tests {
                 nvml_missing(),
             )
         };
-        judge_verdict(&docker(), &resolved(PLAIN), &matrix, false, &context).unwrap();
+        judge_verdict(
+            &docker(),
+            &resolved(PLAIN),
+            &matrix,
+            Force::Refuse,
+            &context,
+        )
+        .unwrap();
         let (name, findings) = refused(judge_verdict(
             &docker(),
             &resolved(TWO_GPUS),
             &matrix,
-            false,
+            Force::Refuse,
             &context,
         ));
         assert_eq!(name, "train");

@@ -45,7 +45,7 @@ fn nvml_findings(gpu: &GpuFacts, host: &HostFacts, library_from_environment: boo
         } else {
             "install the driver's user-space part (the `nvidia-utils`/`libnvidia-compute` package of the same version), then `sudo ldconfig`"
         }),
-        LoadOutcome::DriverNotLoaded { message } => Finding::fail("gpu.nvml", format!("the NVIDIA driver is installed but not loaded: {message}"))
+        LoadOutcome::DriverNotLoaded { message } => Finding::fail("gpu.nvml", driver_not_loaded(message))
             .with_hint("load it with `sudo modprobe nvidia`; if that fails, check `dmesg` (Secure Boot may block unsigned modules) or reboot after a driver install"),
         LoadOutcome::VersionMismatch { message } => Finding::fail(
             "gpu.nvml",
@@ -75,6 +75,18 @@ fn nvml_findings(gpu: &GpuFacts, host: &HostFacts, library_from_environment: boo
             .with_hint("run `nvidia-smi`; if it fails too, reboot; if it works, run `sudo nvidia-ctk system create-dev-char-symlinks --create-all`"),
     };
     vec![finding.with_fact("library", &gpu.library)]
+}
+
+/// "The driver is installed but not loaded", with NVML's cause only where it says more
+/// than that (NVML's own text for this case, "NVIDIA driver is not loaded", would repeat it).
+fn driver_not_loaded(message: &str) -> String {
+    let said = "the NVIDIA driver is installed but not loaded";
+    let cause = message.trim().trim_end_matches('.');
+    if cause.is_empty() || cause.eq_ignore_ascii_case("NVIDIA driver is not loaded") {
+        said.to_string()
+    } else {
+        format!("{said}: {cause}")
+    }
 }
 
 /// Where another machine's GPUs were learnt: through its daemon, by a probe or from the
@@ -361,6 +373,29 @@ mod tests {
         );
         assert_eq!(half_installed[0].status, Status::Fail);
         assert!(half_installed[0].message.contains("550.54.15"));
+    }
+
+    #[test]
+    fn driver_not_loaded_is_said_once() {
+        let said = |message: &str| {
+            nvml(
+                &facts(LoadOutcome::DriverNotLoaded {
+                    message: message.into(),
+                }),
+                &with_module(),
+                false,
+            )
+            .remove(0)
+            .message
+        };
+        assert_eq!(
+            said("NVIDIA driver is not loaded"),
+            "the NVIDIA driver is installed but not loaded"
+        );
+        assert_eq!(
+            said("module nvidia blocked by Secure Boot"),
+            "the NVIDIA driver is installed but not loaded: module nvidia blocked by Secure Boot"
+        );
     }
 
     #[test]

@@ -148,6 +148,29 @@ impl Finding {
         self
     }
 
+    /// The lower-level error behind the finding (a library's own words), which the text
+    /// shows as `caused by:` under the finding's own words.
+    pub fn with_cause(self, cause: impl Into<String>) -> Self {
+        self.with_fact(CAUSED_BY, cause.into())
+    }
+
+    pub fn cause(&self) -> Option<&str> {
+        self.facts.get(CAUSED_BY).and_then(|value| value.as_str())
+    }
+
+    /// Marks a failure that `--force` cannot get past: the start itself would fail.
+    pub fn failing_any_start(self) -> Self {
+        self.with_fact(START_FAILS, true)
+    }
+
+    /// Whether even a forced start would fail on this finding.
+    pub fn fails_any_start(&self) -> bool {
+        self.facts
+            .get(START_FAILS)
+            .and_then(|value| value.as_bool())
+            == Some(true)
+    }
+
     /// Records a fact the verdict used.
     pub fn with_fact(mut self, key: &str, value: impl Serialize) -> Self {
         // Facts are plain values (strings, numbers, small structs): serialising them cannot
@@ -158,6 +181,12 @@ impl Finding {
         self
     }
 }
+
+/// The fact naming a finding's lower-level cause ([`Finding::with_cause`]).
+pub const CAUSED_BY: &str = "caused_by";
+
+/// The fact marking a failure that a forced start would meet ([`Finding::failing_any_start`]).
+pub const START_FAILS: &str = "start_fails";
 
 /// The worst status of a set of findings; `Pass` when there are none.
 pub fn worst<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Status {

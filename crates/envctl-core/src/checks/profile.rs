@@ -107,7 +107,7 @@ pub fn evaluate(
     if let EngineState::Reachable(daemon) = &host.engine.state {
         findings.extend(resource_findings(profile, daemon));
     }
-    let (selected, selection_findings) = select_gpus(&profile.gpus, host.gpu);
+    let (selected, selection_findings) = select_gpus(&profile.gpus, &profile.name, host.gpu);
     findings.extend(selection_findings);
     let nvml_driver = host.gpu.judged().map(|facts| &facts.driver_version);
     let driver = nvml_driver
@@ -292,7 +292,7 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
                     format!("{message}; with `gpus = \"optional\"` it runs without GPUs"),
                 )
             } else {
-                Finding::fail("profile.gpu-runtime", message)
+                Finding::fail("profile.gpu-runtime", message).failing_any_start()
             };
             finding.with_hint(daemon.kind.gpu_fix())
         }
@@ -305,8 +305,70 @@ fn daemon_findings(request: GpuRequest, host: HostView<'_>) -> Vec<Finding> {
     vec![finding]
 }
 
+/// Why NVML gave no GPUs, in words: its loader's own error is the finding's cause.
+fn nvml_not_loaded(outcome: &crate::facts::gpu::LoadOutcome) -> String {
+    use crate::facts::gpu::LoadOutcome;
+    let why = match outcome {
+        LoadOutcome::LibraryNotFound { .. } => "no NVIDIA driver library on this machine",
+        LoadOutcome::DriverNotLoaded { .. } => "the NVIDIA driver is not loaded",
+        LoadOutcome::VersionMismatch { .. } => {
+            "the driver's kernel module and library are from different releases"
+        }
+        LoadOutcome::NoPermission { .. } => "no permission to use the NVIDIA driver",
+        LoadOutcome::SymbolMissing { .. } => "the NVIDIA driver is too old",
+        LoadOutcome::Loaded(_)
+        | LoadOutcome::Unknown { .. }
+        | LoadOutcome::OnAnotherHost { .. } => {
+            return "NVML could not be loaded".into();
+        }
+    };
+    format!("NVML could not be loaded: {why}")
+}
+
+/// The failure of a profile that asks for `what` where no GPU can be listed: NVML's own
+/// error (`why`, none when it listed no GPU) is the cause under envctl's words.
+fn no_gpu_here(
+    what: &str,
+    name: &str,
+    gpu: &GpuFacts,
+    why: Option<&String>,
+    count_unknown: bool,
+) -> Finding {
+    let (reason, cause) = match why {
+        Some(why) if count_unknown => (why.clone(), None),
+        Some(why) => (nvml_not_loaded(&gpu.nvml), Some(why.clone())),
+        None => ("NVML reports no GPU".to_string(), None),
+    };
+    let finding = Finding::fail(
+        "profile.gpus",
+        if count_unknown {
+            format!(
+                "the profile asks for {what}, but whether this host has them is unknown ({reason})"
+            )
+        } else {
+            format!("the profile asks for {what}, but this host has no usable GPU ({reason})")
+        },
+    );
+    let finding = match cause {
+        Some(cause) => finding.with_cause(cause),
+        None => finding,
+    };
+    if count_unknown {
+        finding.with_hint("run `nvidia-smi`; a GPU that fell off the bus (Xid 79) or a driver mismatch needs a reboot")
+    } else {
+        // Docker refuses a GPU request on a host without them: forcing it fails too.
+        finding.failing_any_start().with_hint(format!(
+            "run it on a GPU server: `envctl up {name} -H ssh://SERVER`; or here without GPUs: `envctl up {name} --gpus none`"
+        ))
+    }
+}
+
 /// The GPUs the profile will get, and findings when it asks for more than there is.
-fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevice>, Vec<Finding>) {
+fn select_gpus<'a>(
+    request: &GpuRequest,
+    name: &str,
+    gpu: &'a GpuFacts,
+) -> (Vec<&'a GpuDevice>, Vec<Finding>) {
     // No list is not an empty list: NVML that loaded but could not count the GPUs says
     // nothing about how many there are.
     // Another machine's GPUs as its daemon told them are judged as this machine's are.
@@ -318,28 +380,7 @@ fn select_gpus<'a>(request: &GpuRequest, gpu: &'a GpuFacts) -> (Vec<&'a GpuDevic
     let available: Vec<&GpuDevice> = listed
         .as_ref()
         .map_or_else(|_| Vec::new(), |gpus| gpus.iter().collect());
-    let none_here = |what: &str| {
-        let reason = match &listed {
-            Err(why) if count_unknown => why.clone(),
-            Err(why) => format!("NVML: {why}"),
-            Ok(_) => "NVML reports no GPU".to_string(),
-        };
-        let finding = Finding::fail(
-            "profile.gpus",
-            if count_unknown {
-                format!(
-                    "the profile asks for {what}, but whether this host has them is unknown ({reason})"
-                )
-            } else {
-                format!("the profile asks for {what}, but this host has no usable GPU ({reason})")
-            },
-        );
-        if count_unknown {
-            finding.with_hint("run `nvidia-smi`; a GPU that fell off the bus (Xid 79) or a driver mismatch needs a reboot")
-        } else {
-            finding.with_hint("run it on a GPU host, or set gpus = \"optional\" to run without one")
-        }
-    };
+    let none_here = |what: &str| no_gpu_here(what, name, gpu, listed.as_ref().err(), count_unknown);
     if let crate::facts::gpu::LoadOutcome::OnAnotherHost {
         host, seen: None, ..
     } = &gpu.nvml

@@ -82,7 +82,7 @@ fn blackwell_consumer_and_gb10() {
             verdict.message.contains("(aarch64 wheel)")
                 && verdict
                     .message
-                    .contains("verified (file): read in the build script, not measured"),
+                    .contains("verified from a file: read in the build script, not measured"),
             "GB10 {build}: {}",
             verdict.message
         );
@@ -331,7 +331,12 @@ fn jetson_thor() {
     assert_eq!(on_thor("2.9.1+cu128").status, Status::Fail);
     let runs = on_thor("2.9.1+cu130");
     assert_eq!(runs.status, Status::Pass, "{}", runs.message);
-    assert!(runs.message.contains("verified (file)"), "{}", runs.message);
+    assert!(
+        runs.message
+            .contains("verified from a file: read in the build script"),
+        "{}",
+        runs.message
+    );
 }
 
 /// Any GPU, driver < 580 (R535/R550/R570/R575): every cu130/cu132 wheel fails unless a

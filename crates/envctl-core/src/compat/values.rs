@@ -67,13 +67,13 @@ impl RowStatus {
     /// What a verdict resting on a row of this status says in its text line, so the
     /// evidence shows without `--json`: ` (derived: not measured)` for a derived row,
     /// ` (secondary: from a copy or a maintainer's statement, not measured)` for a secondary
-    /// one, ` (verified (file): …)` for a row read in a build script, nothing for a verified
+    /// one, ` (verified from a file: …)` for a row read in a build script, nothing for a verified
     /// row (read in a primary source or measured).
     pub fn caveat(self) -> &'static str {
         match self {
             RowStatus::Verified => "",
             RowStatus::VerifiedFile => {
-                " (verified (file): read in the build script, not measured from a wheel)"
+                " (verified from a file: read in the build script, not measured from a wheel)"
             }
             RowStatus::Secondary => {
                 " (secondary: from a copy of the source or a maintainer's statement, not measured)"

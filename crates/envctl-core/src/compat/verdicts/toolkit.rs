@@ -116,7 +116,7 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
     let gpu = gpu_label(matrix, capability);
     let Some(row) = matrix.cuda_targets(cuda) else {
         let message = format!(
-            "CUDA {cuda} is not in {}'s compile-target table{}, so whether it can target {gpu} is unknown",
+            "CUDA {cuda} is not in the compile-target table of {}{}, so whether it can target {gpu} is unknown",
             matrix.describe(),
             dropped_rows(&matrix.cuda_targets, &cuda.to_string())
         );

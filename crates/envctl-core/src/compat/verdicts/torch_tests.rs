@@ -536,8 +536,9 @@ fn aarch64_hosts_are_judged_by_the_aarch64_wheels() {
     let read = check(arm, "9.0", "2.9.1+cu128");
     assert_eq!(read.status, Status::Pass, "{}", read.message);
     assert!(
-        read.message
-            .ends_with(" (verified (file): read in the build script, not measured from a wheel)"),
+        read.message.ends_with(
+            " (verified from a file: read in the build script, not measured from a wheel)"
+        ),
         "{}",
         read.message
     );
