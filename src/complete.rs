@@ -43,7 +43,7 @@ pub fn targets() -> Vec<CompletionCandidate> {
     };
     let mut profiles: Vec<&str> = running
         .iter()
-        .filter_map(|container| container.labels.get(crate::spec::PROFILE_LABEL))
+        .filter_map(|container| container.labels.get(crate::container_plan::PROFILE_LABEL))
         .map(String::as_str)
         .filter(|name| offered_profile(name))
         .collect();

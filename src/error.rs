@@ -17,10 +17,10 @@ pub enum Error {
     #[error(transparent)]
     Matrix(#[from] crate::compat::MatrixError),
     #[error(transparent)]
-    Spec(#[from] crate::spec::SpecError),
+    Spec(#[from] crate::container_plan::SpecError),
     /// A body that could not be compared with a container: a bug, with its cause.
     #[error(transparent)]
-    Uncomparable(#[from] crate::spec::drift::Uncomparable),
+    Uncomparable(#[from] crate::container_plan::drift::Uncomparable),
     /// The team file (`[hosts]` of `--hosts`) cannot be read or is not valid.
     #[error(transparent)]
     Team(#[from] crate::profile::team::TeamError),
@@ -29,10 +29,10 @@ pub enum Error {
     Policy(#[from] crate::policy::PolicyError),
     /// Inside a Slurm job, the profile asks for more than the allocation (issue 29).
     #[error(transparent)]
-    Slurm(#[from] crate::spec::slurm::SlurmError),
+    Slurm(#[from] crate::container_plan::slurm::SlurmError),
     /// A claim of ownership or occupancy the daemon's facts do not bear out.
     #[error(transparent)]
-    Ownership(#[from] crate::spec::ownership::OwnershipError),
+    Ownership(#[from] crate::container_plan::ownership::OwnershipError),
     /// The host policy forbids the container `up` would make: nothing was created.
     #[error("the host policy refuses this container")]
     PolicyRefused {
@@ -319,8 +319,8 @@ impl Error {
             Error::Record(_) => ExitStatus::Error,
             // What the profile and flags ask for cannot be: invalid input, like a profile error.
             Error::Spec(
-                crate::spec::SpecError::InvalidOverride { .. }
-                | crate::spec::SpecError::TooManyPortBindings { .. },
+                crate::container_plan::SpecError::InvalidOverride { .. }
+                | crate::container_plan::SpecError::TooManyPortBindings { .. },
             ) => ExitStatus::Error,
             Error::Spec(_)
             | Error::Lock { .. }
@@ -414,13 +414,13 @@ impl Error {
                 ..
             } => Some(format!(
                 "`{}{}` judges it against the file it was made from; `envctl up {profile}{} --recreate` here replaces it with this folder's `{profile}`",
-                crate::spec::drift::up_from_recorded_file(file, profile),
-                crate::spec::ownership::name_flag(name, profile),
-                crate::spec::ownership::name_flag(name, profile)
+                crate::container_plan::drift::up_from_recorded_file(file, profile),
+                crate::container_plan::ownership::name_flag(name, profile),
+                crate::container_plan::ownership::name_flag(name, profile)
             )),
             Error::ProfileChanged { profile, name, .. } => Some(format!(
                 "recreate it with `envctl up {profile}{} --recreate` (host data in mounts is kept)",
-                crate::spec::ownership::name_flag(name, profile)
+                crate::container_plan::ownership::name_flag(name, profile)
             )),
             Error::ImageMissing { .. } => {
                 Some("pull it with `--pull missing` (the default)".into())

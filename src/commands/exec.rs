@@ -16,6 +16,7 @@
 //! output streams).
 
 use super::{Context, runtime};
+use crate::container_plan::shell_quote;
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::facts::container::OutputStream;
@@ -24,7 +25,6 @@ use crate::ops::target::{
     NVIDIA_CHECK, Purpose, command_names, ensure_running, named_command, obvious_container,
     running_container,
 };
-use crate::spec::shell_quote;
 use crate::ui::printer::{ColorChoice, Printer, Verbosity};
 use crate::ui::terminal;
 

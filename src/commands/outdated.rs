@@ -60,7 +60,7 @@ pub fn run(arguments: OutdatedArgs, context: &Context) -> Result<ExitStatus, Err
                 // registry cannot be asked about (and plain `lock` re-pins every profile).
                 (None, true, _) => format!(
                     "moved: `envctl lock {}` pins the new one",
-                    crate::spec::shell_quote(&report.profile)
+                    crate::container_plan::shell_quote(&report.profile)
                 ),
                 (None, false, Some(_)) => "locked, current".into(),
                 (None, false, None) => "not locked".into(),

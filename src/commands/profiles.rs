@@ -98,7 +98,7 @@ fn list(context: &Context) -> Result<ExitStatus, Error> {
         context.printer.warn(&format!(
             "profile `{}` is invalid; run `envctl profiles check {}`",
             invalid.name,
-            crate::spec::shell_quote(&invalid.file)
+            crate::container_plan::shell_quote(&invalid.file)
         ));
     }
     Ok(ExitStatus::Success)
@@ -261,7 +261,7 @@ fn new(
                     env!("CARGO_PKG_VERSION"),
                     profile.name,
                     resolved.file,
-                    crate::spec::shell_quote(
+                    crate::container_plan::shell_quote(
                         &directory.join(format!("{name}.toml")).to_string_lossy()
                     ),
                 ),
@@ -306,11 +306,11 @@ fn new(
             Ok(crate::profile::ProfileFile::Disk { path: found, .. }) if found == path => {
                 name.to_string()
             }
-            _ => crate::spec::shell_quote(&path.to_string_lossy()),
+            _ => crate::container_plan::shell_quote(&path.to_string_lossy()),
         };
         context.printer.info(&format!(
             "next: edit it, then `envctl profiles check {}` and `envctl profiles show {shown}`",
-            crate::spec::shell_quote(&path.to_string_lossy())
+            crate::container_plan::shell_quote(&path.to_string_lossy())
         ));
     }
     Ok(ExitStatus::Success)

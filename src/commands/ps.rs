@@ -302,7 +302,7 @@ fn warn_failed(rows: &[Row], context: &Context) {
 /// is not the profile's default, so the hint reaches that container).
 fn warn_changed(rows: &[Row], context: &Context) {
     for row in rows.iter().filter(|row| row.drift == "changed") {
-        let target = if row.name == crate::spec::container_name(&row.profile) {
+        let target = if row.name == crate::container_plan::container_name(&row.profile) {
             String::new()
         } else {
             format!(" --name {}", row.name)
@@ -313,7 +313,9 @@ fn warn_changed(rows: &[Row], context: &Context) {
             .map_or_else(String::new, |host| format!(" (on {host})"));
         // Made from a file the name does not resolve to here: applied where that file is.
         let command = match (&row.profile_file, row.named_elsewhere_here) {
-            (Some(file), true) => crate::spec::drift::up_from_recorded_file(file, &row.profile),
+            (Some(file), true) => {
+                crate::container_plan::drift::up_from_recorded_file(file, &row.profile)
+            }
             _ => format!("envctl up {}", row.profile),
         };
         // Another host's container: the command reaches that daemon (issue 40).
@@ -344,9 +346,9 @@ fn daemon_flag(host: &str, team: Option<&crate::profile::team::TeamFile>) -> Str
         .and_then(|team| team.get(host))
         .map_or(host, |host| host.target.as_str());
     if target.contains("://") {
-        format!("-H {}", crate::spec::shell_quote(target))
+        format!("-H {}", crate::container_plan::shell_quote(target))
     } else {
-        format!("--context {}", crate::spec::shell_quote(target))
+        format!("--context {}", crate::container_plan::shell_quote(target))
     }
 }
 

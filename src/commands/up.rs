@@ -9,9 +9,9 @@ use std::rc::Rc;
 use serde::Serialize;
 
 use super::{Context, runtime};
+use crate::container_plan::{self, CreateBody, Overrides};
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::spec::{self, CreateBody, Overrides};
 
 use crate::ops::up::{
     DryRun, Outcome, RunState, UpOptions, UpReport, UpRequest, clean_up, plan, up,
@@ -446,7 +446,9 @@ fn dry_run(
                 context.printer.warn(&format!("placement: {skipped}"));
             }
         }
-        context.printer.data(&spec::docker_run_line(body, name))?;
+        context
+            .printer
+            .data(&container_plan::docker_run_line(body, name))?;
         if !secrets.is_empty() {
             context
                 .printer
@@ -485,7 +487,7 @@ fn print_report(
         .info(&format!("{said} {} ({short_id})", report.container));
     // The profile finds the user's container by its default names; a container made with
     // `--name` is named, so the hint reaches it and not another of the same profile.
-    let target = if report.container == spec::container_name(profile)
+    let target = if report.container == container_plan::container_name(profile)
         || report.container
             == crate::ops::target::personal_container_name(
                 profile,

@@ -292,9 +292,9 @@ impl Counted {
     }
 
     /// The GPUs of `rows` no container and no process holds, failed ones kept out: those
-    /// placement takes first (`spec::placement::choose`), and the only ones the chooser
+    /// placement takes first (`container_plan::placement::choose`), and the only ones the chooser
     /// calls room, since `up` would otherwise share a GPU someone uses.
-    fn of_rows(rows: &[crate::spec::placement::GpuOccupancy]) -> Counted {
+    fn of_rows(rows: &[crate::container_plan::placement::GpuOccupancy]) -> Counted {
         Counted {
             free: Some(
                 rows.iter()
@@ -415,7 +415,8 @@ async fn remote_count(
             (learnt.seen.facts.gpus, owners, seen_by)
         }
     };
-    let (mut rows, _) = crate::spec::placement::occupancy_with_owners(&devices, &holders, &owners);
+    let (mut rows, _) =
+        crate::container_plan::placement::occupancy_with_owners(&devices, &holders, &owners);
     for row in &mut rows {
         // What the daemon cannot tell (reserved memory, health) is unknown by nature
         // there, not unreadable: the GPU stays a candidate, as `up` weighs it.

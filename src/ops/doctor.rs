@@ -44,10 +44,10 @@ pub struct DoctorReport {
     pub daemon_policy: Option<crate::policy::PolicyReport>,
 }
 
-/// Who holds each GPU of this host (`spec::placement::occupancy`).
+/// Who holds each GPU of this host (`container_plan::placement::occupancy`).
 #[derive(Debug, Serialize)]
 pub struct Occupancy {
-    pub gpus: Vec<crate::spec::placement::GpuOccupancy>,
+    pub gpus: Vec<crate::container_plan::placement::GpuOccupancy>,
     /// Device names holders ask for that match no GPU here (`MIG-…`, another host's UUID).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unmapped: Vec<String>,
@@ -161,19 +161,19 @@ impl DoctorReport {
             .working_directory()
             .unwrap_or_else(|_| std::path::PathBuf::from("/"));
         for resolved in profiles {
-            let spec_context = crate::spec::SpecContext {
+            let spec_context = crate::container_plan::SpecContext {
                 working_directory: working_directory.clone(),
                 home: context.environment.home(),
                 host_has_gpus: facts.gpu.listed_gpus().is_ok_and(|gpus| !gpus.is_empty()),
-                overrides: crate::spec::Overrides::default(),
+                overrides: crate::container_plan::Overrides::default(),
                 // Missing mount sources are the profile checks' to report: the policy
                 // judges the rest of the body.
                 path_exists: &|_| true,
             };
-            let Ok(body) = crate::spec::create_body(resolved, &spec_context) else {
+            let Ok(body) = crate::container_plan::create_body(resolved, &spec_context) else {
                 continue;
             };
-            let name = crate::spec::container_name(&resolved.profile.name);
+            let name = crate::container_plan::container_name(&resolved.profile.name);
             let gate = crate::ops::policy::PolicyGate {
                 policies,
                 user,
@@ -489,7 +489,7 @@ fn occupancy(facts: &Facts) -> Option<Occupancy> {
         Err(message) => (&[][..], Some(message.clone())),
     };
     let (owners, unreadable) = &facts.process_owners;
-    let (gpus, unmapped) = crate::spec::placement::occupancy_with_processes(
+    let (gpus, unmapped) = crate::container_plan::placement::occupancy_with_processes(
         gpus,
         holders,
         owners,
@@ -638,7 +638,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
         facts.slurm.as_ref().and_then(|job| {
             let ids = job.gpus.ids()?;
             Some(facts.gpu.listed_gpus().and_then(|gpus| {
-                crate::spec::slurm::allocated_gpus(job, ids, gpus)
+                crate::container_plan::slurm::allocated_gpus(job, ids, gpus)
                     .map_err(|error| error.to_string())
             }))
         }),
@@ -895,7 +895,7 @@ pub fn endpoint_finding(context: &Context) -> Option<Finding> {
 }
 
 /// Who the chosen daemon's transport proves this user to be, when it is not the local
-/// uid of a unix socket: what `up` records as the owner (`spec::ownership`). A transport
+/// uid of a unix socket: what `up` records as the owner (`container_plan::ownership`). A transport
 /// that proves no one is a warning, and a failed check where the policy refuses such
 /// clients (`users.unproven`).
 pub fn identity_finding(context: &Context, policies: &[crate::policy::Policy]) -> Option<Finding> {

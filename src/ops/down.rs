@@ -16,7 +16,7 @@ pub struct Downed {
     pub container: String,
     pub volumes_removed: Vec<String>,
     /// With `--volumes`: the named volumes it mounts that envctl did not make with it
-    /// (`spec::volumes::made_with`), left as they are.
+    /// (`container_plan::volumes::made_with`), left as they are.
     pub volumes_kept: Vec<String>,
 }
 
@@ -26,7 +26,7 @@ pub fn sweep_label(slurm_job: Option<&str>, label: Option<&str>) -> Result<Optio
     match (slurm_job, label) {
         (Some(job), _) => Ok(Some(format!(
             "{}={job}",
-            crate::spec::slurm::SLURM_JOB_LABEL
+            crate::container_plan::slurm::SLURM_JOB_LABEL
         ))),
         (None, Some(label)) if !label.contains('=') || label.starts_with('=') => {
             Err(Error::Usage {
@@ -66,7 +66,10 @@ pub async fn sweep(
             continue;
         };
         // Only what envctl made, never a container that merely shares the label.
-        if !container.labels.contains_key(crate::spec::PROFILE_LABEL) {
+        if !container
+            .labels
+            .contains_key(crate::container_plan::PROFILE_LABEL)
+        {
             continue;
         }
         if !everyone && !crate::ops::target::is_mine(&container.labels, context) {
@@ -168,13 +171,13 @@ pub async fn down(
                     // Only a volume made with this container (its run id, random per run);
                     // one that was there before, a team's data whatever its labels, stays.
                     let made = engine.volume_labels(volume).await?.is_some_and(|labels| {
-                        crate::spec::volumes::made_with(&labels, &container.labels)
+                        crate::container_plan::volumes::made_with(&labels, &container.labels)
                     });
                     if !made {
                         context.printer.info(&format!(
                             "kept volume {}: not made by envctl with this container (remove it yourself, if it is yours to remove: `docker volume rm {}`)",
                             crate::ui::text::shown(volume),
-                            crate::spec::shell_quote(volume)
+                            crate::container_plan::shell_quote(volume)
                         ));
                         kept_volumes.push(volume.clone());
                         continue;

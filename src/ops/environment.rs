@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::container_plan::{self, CreateBody, MissingSource, Overrides, SpecContext, SpecError};
 use crate::error::Error;
 use crate::facts::gpu::GpuFacts;
 use crate::lock::file::LockReadError;
@@ -17,7 +18,6 @@ use crate::lock::{LockFile, LockState};
 use crate::profile::ResolvedProfile;
 use crate::profile::image::ImageReference;
 use crate::profile::model::GpuRequest;
-use crate::spec::{self, CreateBody, MissingSource, Overrides, SpecContext, SpecError};
 
 /// Where the container will run, which decides two things: whether `gpus = "optional"`
 /// asks for GPUs, and whether a missing bind source is refused.
@@ -65,7 +65,7 @@ pub struct ResolvedEnvironment {
     pub body: CreateBody,
     /// The GPUs the body asks for (`optional` decided by the placement's host), from
     /// which placement and the engine's form of the request start.
-    pub gpus: spec::gpus::Gpus,
+    pub gpus: container_plan::gpus::Gpus,
     /// The digest pinned, when one is.
     pub locked_digest: Option<String>,
     /// Why the lock did not pin the image, for [`LockPolicy::Report`].
@@ -138,18 +138,18 @@ pub fn resolve(
         path_exists,
     };
     let mut missing_sources = Vec::new();
-    let mut body = match spec::create_body(&resolved, &spec_context) {
+    let mut body = match container_plan::create_body(&resolved, &spec_context) {
         Err(SpecError::MissingBindSources { missing }) if placement == Placement::Elsewhere => {
             missing_sources = missing;
             spec_context.path_exists = &everything_exists;
-            spec::create_body(&resolved, &spec_context)?
+            container_plan::create_body(&resolved, &spec_context)?
         }
         other => other?,
     };
     let (locked_digest, lock_notice) = apply_lock(&mut body, &resolved, lock, lock_policy)?;
     // The GPUs asked, decided once: the body's request is their `--gpus` form, and
     // placement and the engine's form start from this value, never from the body.
-    let gpus = spec::gpus::Gpus::asked(
+    let gpus = container_plan::gpus::Gpus::asked(
         spec_context
             .overrides
             .gpus

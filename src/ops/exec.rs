@@ -4,6 +4,7 @@
 //! command hands it, or detached), its exit code once its process ended, and a signal
 //! passed on to that process.
 
+use crate::container_plan::shell_quote;
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::engine::exec::ExecRequest;
@@ -13,7 +14,6 @@ use crate::ops::target::{
     Lookup, NVIDIA_CHECK, Purpose, command_names, ensure_running, look_up, nearest_name,
     nothing_error, obvious_container,
 };
-use crate::spec::shell_quote;
 
 /// The exit code a shell gives a command it cannot find.
 pub const COMMAND_NOT_FOUND: i64 = crate::engine::exec::COMMAND_NOT_FOUND;

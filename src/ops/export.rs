@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::container_plan::{self, Overrides};
 use crate::context::Context;
 use crate::error::Error;
 use crate::export::{
@@ -12,7 +13,6 @@ use crate::export::{
 };
 use crate::ops::environment::{self, EnvironmentRequest, LockPolicy, Placement};
 use crate::profile::ResolvedProfile;
-use crate::spec::{self, Overrides};
 
 /// How the targets that take options are shaped.
 pub struct ExportOptions {
@@ -25,7 +25,7 @@ pub struct ExportOptions {
 pub struct Export {
     pub resolved: ResolvedProfile,
     pub exported: Exported,
-    pub missing_sources: Vec<spec::MissingSource>,
+    pub missing_sources: Vec<container_plan::MissingSource>,
 }
 
 /// Exports `profile` to `target`; `output_file` (absolute) is where the text will be
@@ -86,7 +86,7 @@ pub fn export(
     let result = match target {
         Target::DockerRun => Ok(export::docker_run(
             body,
-            &spec::container_name(&resolved.profile.name),
+            &container_plan::container_name(&resolved.profile.name),
         )),
         Target::Compose => export::compose(&input),
         Target::Devcontainer => export::devcontainer(&input),

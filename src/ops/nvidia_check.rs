@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::checks::{Finding, Status, worst};
 use crate::compat::Matrix;
+use crate::container_plan::PROFILE_LABEL;
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::engine::exec::{COMMAND_NOT_FOUND, ExecRequest};
@@ -24,7 +25,6 @@ use crate::ops::doctor::bundled_candidates;
 use crate::ops::matrix::load_matrix;
 use crate::profile::ResolvedProfile;
 use crate::profile::model::GpuRequest;
-use crate::spec::PROFILE_LABEL;
 
 /// `--quick` and `--timeout` of `envctl exec TARGET nvidia-check`.
 #[derive(Debug, Clone)]

@@ -1,9 +1,9 @@
 //! GPU placement for `up`: a count of GPUs ([`Gpus::Count`]) becomes N free GPUs pinned
 //! by UUID ([`Gpus::Devices`]), chosen under the host-wide lock (`host::gpu_lock`) from
 //! the engine's holders (`Engine::gpu_holders`) and NVML's facts, by the pure
-//! `spec::placement::choose`. `placement = "first"` keeps Docker's choice. Placement
+//! `container_plan::placement::choose`. `placement = "first"` keeps Docker's choice. Placement
 //! reads and gives the typed GPUs, never a request body; the engine's form of the request
-//! is written after it (`spec::gpus::render`).
+//! is written after it (`container_plan::gpus::render`).
 
 use std::path::Path;
 
@@ -11,6 +11,9 @@ use serde::Serialize;
 
 use std::collections::BTreeMap;
 
+use crate::container_plan::gpus::Gpus;
+use crate::container_plan::placement::{self, ChosenGpu, GpuOccupancy};
+use crate::container_plan::{CreateBody, GPUS_LABEL};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
@@ -18,9 +21,6 @@ use crate::facts::container::GpuAssignment;
 use crate::facts::gpu::GpuFacts;
 use crate::host::gpu_lock::{self, GpuLock};
 use crate::profile::model::GpuPlacement;
-use crate::spec::gpus::Gpus;
-use crate::spec::placement::{self, ChosenGpu, GpuOccupancy};
-use crate::spec::{CreateBody, GPUS_LABEL};
 
 /// What placement decided, for `up`'s messages and the dry run's JSON.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,18 +138,18 @@ pub fn labelled(mut body: CreateBody, gpus: &Gpus) -> CreateBody {
 /// Right before a create: where the image's own environment gives GPUs
 /// (`NVIDIA_VISIBLE_DEVICES=all` in every CUDA image, read from the engine's image inspect)
 /// and the body does not set the variable, the body sets it to what it was given (`void`
-/// for no GPU; `spec::gpus::pin_visible_devices`). Under a default NVIDIA runtime the
+/// for no GPU; `container_plan::gpus::pin_visible_devices`). Under a default NVIDIA runtime the
 /// image's value would otherwise hand the container every GPU, beside every count and
 /// every policy. An image that cannot be inspected is pinned all the same.
 pub async fn pin_visible_devices(engine: &Engine, body: &mut CreateBody) {
-    let prefix = format!("{}=", crate::spec::gpus::VISIBLE_DEVICES);
+    let prefix = format!("{}=", crate::container_plan::gpus::VISIBLE_DEVICES);
     if body.env.iter().any(|pair| pair.starts_with(&prefix)) {
         return;
     }
     let gives = match engine.image_facts(&body.image).await {
         Ok(Some(image)) => image
             .env
-            .get(crate::spec::gpus::VISIBLE_DEVICES)
+            .get(crate::container_plan::gpus::VISIBLE_DEVICES)
             .is_some_and(|value| !matches!(value.trim(), "" | "void" | "none" | "NoDevFiles")),
         Ok(None) | Err(_) => true,
     };
@@ -168,7 +168,7 @@ pub async fn pin_visible_devices(engine: &Engine, body: &mut CreateBody) {
         // envctl never asks for nodes; their GPUs are the nodes', not the runtime's.
         Some(GpuAssignment::Nodes(_)) => Gpus::None,
     };
-    crate::spec::gpus::pin_visible_devices(&mut body.env, &gpus);
+    crate::container_plan::gpus::pin_visible_devices(&mut body.env, &gpus);
 }
 
 /// The GPUs of this host per NVML with their holders; `Err` says why NVML had none.
@@ -580,13 +580,16 @@ async fn recorded(
     let believed = placement::GpuRecord::parse(&record).and_then(|record| {
         placement::GpuRecord::tied_to(recorded_on.as_deref(), host).map(|()| record)
     });
-    let record = believed.map_err(|why| crate::spec::ownership::OwnershipError::ForgedRecord {
-        host: host.to_string(),
-        volume: crate::engine::daemon_placement::RECORD_NAME.to_string(),
-        why,
-        endpoint: engine.endpoint().to_string(),
-        cli: engine.known_kind().cli(),
-    })?;
+    let record =
+        believed.map_err(
+            |why| crate::container_plan::ownership::OwnershipError::ForgedRecord {
+                host: host.to_string(),
+                volume: crate::engine::daemon_placement::RECORD_NAME.to_string(),
+                why,
+                endpoint: engine.endpoint().to_string(),
+                cli: engine.known_kind().cli(),
+            },
+        )?;
     Ok(Ok(record.occupancy(holders)))
 }
 

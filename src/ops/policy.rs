@@ -6,6 +6,7 @@
 //! The rules are pure (`policy::check`); this gathers what they need (who asks, how many
 //! GPUs "all" is).
 
+use crate::container_plan::CreateBody;
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::engine::daemon_policy::DaemonPolicyVolume;
@@ -14,7 +15,6 @@ use crate::facts::gpu::GpuFacts;
 use crate::facts::occupancy::GpuHolder;
 use crate::facts::user::User;
 use crate::policy::{self, Policy, PolicyError, PolicyRequest};
-use crate::spec::CreateBody;
 
 /// The policy file of this host, read and parsed; `None` where there is none.
 pub fn in_force(context: &Context) -> Result<Option<Policy>, PolicyError> {
@@ -159,7 +159,8 @@ impl PolicyGate<'_> {
                 crate::facts::gpu::Fact::Value(_) => Some(nvml.gpus.as_slice()),
                 crate::facts::gpu::Fact::Error(_) => None,
             });
-            request.user_gpus_held = Some(crate::spec::placement::gpus_held(listed, &theirs));
+            request.user_gpus_held =
+                Some(crate::container_plan::placement::gpus_held(listed, &theirs));
         }
         let mut violations = policy::check(policy, &request);
         // Whether a client the transport proves nothing about may make containers at all.
@@ -181,7 +182,7 @@ fn needs_nvml(policy: &Policy, body: &CreateBody, holders: Option<&[GpuHolder]>)
     (policy.has_gpu_rule() && policy::asks_for_all_gpus(body)) || holders.is_some()
 }
 
-/// Whether `holder` is `user`'s: by the identity `up` recorded (`spec::ownership`), else,
+/// Whether `holder` is `user`'s: by the identity `up` recorded (`container_plan::ownership`), else,
 /// for a container of an envctl older than that label, by the uid, else by the name.
 fn is_users(holder: &GpuHolder, user: &User) -> bool {
     if let (Some(theirs), Some(mine)) = (&holder.identity, &user.identity) {

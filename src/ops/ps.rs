@@ -7,13 +7,15 @@
 
 use serde::Serialize;
 
+use crate::container_plan::origin::Origin;
+use crate::container_plan::{
+    CONFIG_HASH_LABEL, PROFILE_FILE_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL,
+};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::facts::engine::DaemonHost;
 use crate::profile::ResolvedProfile;
-use crate::spec::origin::Origin;
-use crate::spec::{CONFIG_HASH_LABEL, PROFILE_FILE_LABEL, PROFILE_HASH_LABEL, PROFILE_LABEL};
 
 #[derive(Debug, Serialize)]
 pub struct Row {
@@ -46,7 +48,7 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_file: Option<String>,
     /// Whether the profile's name resolves here to another file than `profile_file`: the
-    /// command that applies it then runs where the file is (`spec::drift::up_from_recorded_file`).
+    /// command that applies it then runs where the file is (`container_plan::drift::up_from_recorded_file`).
     #[serde(skip)]
     pub named_elsewhere_here: bool,
     /// Who made it: `up`, `compose` (`docker compose up` of an export), `devcontainer`.
@@ -119,7 +121,7 @@ pub async fn rows_on_hosts(
         super::REQUEST_TIMEOUT,
         |engine, host| async move {
             // "Yours" on each daemon is who its transport proves the user to be there, as
-            // `ps -H` of that daemon alone judges it (`spec::ownership::belonging`); with
+            // `ps -H` of that daemon alone judges it (`container_plan::ownership::belonging`); with
             // `--all-users` nobody's rows are left out and no identity is needed.
             let owner = if all_users {
                 context.user.clone()
@@ -199,7 +201,7 @@ async fn by_index(rows: &mut [Row], engine: &Engine, host: Option<DaemonHost>, c
     };
     for row in rows {
         if let Some(shown_ids) = &row.gpus {
-            let shown = crate::spec::placement::by_index(shown_ids, &gpus);
+            let shown = crate::container_plan::placement::by_index(shown_ids, &gpus);
             if shown != *shown_ids {
                 row.gpu_ids = Some(shown_ids.clone());
                 row.gpus = Some(shown);
@@ -221,14 +223,14 @@ fn mark_failed_gpus(rows: &mut [Row], devices: &[crate::facts::gpu::GpuDevice], 
             return;
         }
     };
-    let mut occupancy: Vec<crate::spec::placement::GpuOccupancy> =
-        crate::spec::placement::occupancy(devices, &[]).0;
+    let mut occupancy: Vec<crate::container_plan::placement::GpuOccupancy> =
+        crate::container_plan::placement::occupancy(devices, &[]).0;
     crate::ops::placement::mark_kept_out(&mut occupancy, devices, &fatal_xids, context);
     for row in rows.iter_mut() {
         let Some(assignment) = &row.gpu_assignment else {
             continue;
         };
-        let indexes = crate::spec::placement::indexes_of(assignment, devices);
+        let indexes = crate::container_plan::placement::indexes_of(assignment, devices);
         row.failed_gpus = Some(
             occupancy
                 .iter()
@@ -257,9 +259,9 @@ async fn rows_of(
     if !all_users {
         containers.retain(|container| {
             matches!(
-                crate::spec::ownership::belonging(&container.labels, owner),
-                crate::spec::ownership::Belonging::Mine
-                    | crate::spec::ownership::Belonging::Unowned
+                crate::container_plan::ownership::belonging(&container.labels, owner),
+                crate::container_plan::ownership::Belonging::Mine
+                    | crate::container_plan::ownership::Belonging::Unowned
             )
         });
     }
@@ -309,10 +311,10 @@ async fn rows_of(
         };
         let origin = Origin::of(&container.labels);
         rows.push(Row {
-            owner: crate::spec::ownership::owner_label(&container.labels),
+            owner: crate::container_plan::ownership::owner_label(&container.labels),
             identity: container
                 .labels
-                .get(crate::spec::ownership::IDENTITY_LABEL)
+                .get(crate::container_plan::ownership::IDENTITY_LABEL)
                 .map(|identity| identity.chars().take(200).collect()),
             origin: origin.word().to_string(),
             compose_project: origin.compose_project().map(str::to_string),
@@ -341,7 +343,7 @@ async fn rows_of(
             failed_gpus: None,
             gpu_assignment: details
                 .labels
-                .get(crate::spec::GPUS_LABEL)
+                .get(crate::container_plan::GPUS_LABEL)
                 .and_then(|label| crate::engine::occupancy::parse_label(label)),
         });
     }
@@ -354,11 +356,11 @@ async fn rows_of(
 fn warn_impostor(
     name: &str,
     resolved: &ResolvedProfile,
-    differences: &[crate::spec::drift::Difference],
+    differences: &[crate::container_plan::drift::Difference],
     engine: &Engine,
     context: &Context,
 ) {
-    if let Err(error) = crate::spec::ownership::not_an_impostor(
+    if let Err(error) = crate::container_plan::ownership::not_an_impostor(
         name,
         &resolved.profile.name,
         differences,
@@ -389,7 +391,7 @@ fn judged_profile(
     let is_recorded = |resolved: &ResolvedProfile| {
         working_directory
             .as_ref()
-            .and_then(|folder| crate::spec::profile_file_label(resolved, folder))
+            .and_then(|folder| crate::container_plan::profile_file_label(resolved, folder))
             .as_ref()
             == Some(file)
     };

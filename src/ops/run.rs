@@ -11,12 +11,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use crate::container_plan::{self, Overrides};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::facts::container::OutputStream;
 use crate::ops::up::{Outcome, Plan, PullPolicy, RunState, UpOptions, UpRequest, clean_up, up};
-use crate::spec::{self, Overrides};
 
 /// The grace period `run` gives the command at its end by default: well within Slurm's
 /// `KillWait` (30 s by default), so the removal is done before Slurm's SIGKILL.
@@ -283,7 +283,7 @@ pub fn main_command(given: &[String], profile: &[String]) -> Vec<String> {
     if !given.is_empty() {
         return given.to_vec();
     }
-    if profile == spec::KEEP_ALIVE_COMMAND {
+    if profile == container_plan::KEEP_ALIVE_COMMAND {
         return Vec::new();
     }
     profile.to_vec()
@@ -296,7 +296,7 @@ pub fn run_name(profile: &str, job: Option<&str>) -> String {
     let random = std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish();
-    let base = spec::container_name(profile);
+    let base = container_plan::container_name(profile);
     let job: Option<String> = job.map(|job| {
         job.chars()
             .filter(|character| character.is_ascii_alphanumeric() || "_.-".contains(*character))

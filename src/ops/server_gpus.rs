@@ -4,18 +4,18 @@
 //! client, from any machine, does not pay for it again.
 //!
 //! A record is never believed blindly: it must be envctl's, read as NVML's shape, name
-//! the daemon's own host (`spec::placement::GpuRecord`), and be fresh
+//! the daemon's own host (`container_plan::placement::GpuRecord`), and be fresh
 //! (`RecordDetails::stale`: an hour, or at once when a container holds a GPU it does not
 //! list). Placement asks for a probe every time ([`Need::Processes`]): the processes on
 //! each GPU change by the minute and are never kept.
 
+use crate::container_plan::placement::{self, GpuRecord, RecordDetails};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::engine::daemon_placement::GpuRecordVolume;
 use crate::engine::probe::ProbeError;
 use crate::facts::gpu::SeenOnServer;
 use crate::facts::smi::ServerGpus;
-use crate::spec::placement::{self, GpuRecord, RecordDetails};
 
 /// What the caller needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,16 +1,16 @@
 //! Inside a Slurm job (issue 29): the job read once from the context (`host::slurm`), and
-//! the pure rules of `spec::slurm` applied where `up` and `run` form their body and where
+//! the pure rules of `container_plan::slurm` applied where `up` and `run` form their body and where
 //! placement forms its list of candidate GPUs. Outside a job every function here hands
 //! back what it was given.
 
+use crate::container_plan::CreateBody;
+use crate::container_plan::gpus::Gpus;
+use crate::container_plan::slurm::{self, SlurmError};
 use crate::context::Context;
 use crate::error::Error;
 use crate::facts::gpu::{GpuFacts, LoadOutcome};
 use crate::facts::slurm::{AllocatedGpu, SlurmJob};
 use crate::profile::model::GpuPlacement;
-use crate::spec::CreateBody;
-use crate::spec::gpus::Gpus;
-use crate::spec::slurm::{self, SlurmError};
 
 /// The Slurm job envctl runs in, when `SLURM_JOB_ID` is set.
 pub fn job(context: &Context) -> Option<SlurmJob> {
@@ -18,7 +18,7 @@ pub fn job(context: &Context) -> Option<SlurmJob> {
 }
 
 /// The body and GPUs `up` or `run` will create, inside a job: the job's labels, memory
-/// and CPUs, and its GPU count (`spec::slurm::confine`). `optional` (a profile that
+/// and CPUs, and its GPU count (`container_plan::slurm::confine`). `optional` (a profile that
 /// asked `gpus = "optional"`) in a job without GPUs runs without them, as on a host
 /// without GPUs.
 ///

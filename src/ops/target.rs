@@ -7,6 +7,8 @@
 //! profile TARGET names. The daemon itself would take any id prefix (`1548e`), which could
 //! as well be a profile's name: envctl never lets a short prefix decide.
 
+use crate::container_plan::ownership::{self, Belonging};
+use crate::container_plan::{PROFILE_FILE_LABEL, PROFILE_LABEL, container_name};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::engine::reference;
@@ -14,8 +16,6 @@ use crate::error::Error;
 use crate::error::OtherUsersAction;
 use crate::facts::container::ContainerDetails;
 use crate::profile::ResolvedProfile;
-use crate::spec::ownership::{self, Belonging};
-use crate::spec::{PROFILE_FILE_LABEL, PROFILE_LABEL, container_name};
 
 mod obvious;
 
@@ -425,7 +425,7 @@ pub fn container_profile(
             ),
             hint: Some(format!(
                 "`envctl profiles show {}` says why",
-                crate::spec::shell_quote(file)
+                crate::container_plan::shell_quote(file)
             )),
         }));
     }
@@ -469,17 +469,23 @@ pub async fn daemon_differences(
     container: &ContainerDetails,
     profile: &ResolvedProfile,
     context: &Context,
-) -> Result<Option<Vec<crate::spec::drift::Difference>>, Error> {
-    use crate::spec::ownership::daemon_facts::{self, Claim, Mounts};
-    let made_with_overrides = container.labels.get(crate::spec::PROFILE_HASH_LABEL);
-    let hash = made_with_overrides.or_else(|| container.labels.get(crate::spec::CONFIG_HASH_LABEL));
+) -> Result<Option<Vec<crate::container_plan::drift::Difference>>, Error> {
+    use crate::container_plan::ownership::daemon_facts::{self, Claim, Mounts};
+    let made_with_overrides = container
+        .labels
+        .get(crate::container_plan::PROFILE_HASH_LABEL);
+    let hash = made_with_overrides.or_else(|| {
+        container
+            .labels
+            .get(crate::container_plan::CONFIG_HASH_LABEL)
+    });
     if hash != Some(&profile.config_hash) {
         return Ok(Some(Vec::new()));
     }
     let Some(inspected) = engine.inspect_container_json(&container.id).await? else {
         return Ok(None);
     };
-    let spec_context = crate::spec::SpecContext {
+    let spec_context = crate::container_plan::SpecContext {
         working_directory: context
             .working_directory()
             .unwrap_or_else(|_| std::path::PathBuf::from("/")),
@@ -494,10 +500,10 @@ pub async fn daemon_differences(
         // `gpus = "optional"` asked for GPUs where its `up` found some: the daemon says
         // whether it did (the request itself is not judged: placement chose it).
         host_has_gpus: container.gpus.is_some(),
-        overrides: crate::spec::Overrides::default(),
+        overrides: crate::container_plan::Overrides::default(),
         path_exists: &|_| true,
     };
-    let body = crate::spec::create_body(profile, &spec_context)?;
+    let body = crate::container_plan::create_body(profile, &spec_context)?;
     let claim = Claim {
         settings: made_with_overrides.is_none(),
         mounts: match made_with_overrides {

@@ -225,7 +225,7 @@ impl Consent {
             given,
             command: line
                 .iter()
-                .map(|word| crate::spec::shell_quote(word))
+                .map(|word| crate::container_plan::shell_quote(word))
                 .collect::<Vec<_>>()
                 .join(" "),
         }
@@ -274,9 +274,12 @@ pub fn grants(resolved: &ResolvedProfile, context: &Context) -> Vec<Grant> {
     let working_directory = context.working_directory().ok();
     let real_source = |mount: &crate::profile::model::Mount| -> Option<PathBuf> {
         let working_directory = working_directory.as_deref()?;
-        let absolute =
-            crate::spec::resolve_bind_source(&mount.source, working_directory, home.as_deref())
-                .ok()?;
+        let absolute = crate::container_plan::resolve_bind_source(
+            &mount.source,
+            working_directory,
+            home.as_deref(),
+        )
+        .ok()?;
         std::fs::canonicalize(absolute).ok()
     };
     let user_folders: Vec<&Path> = context
@@ -346,7 +349,7 @@ fn refusal(resolved: &ResolvedProfile, grants: &[Grant], command: &str) -> Error
         settings: grants.iter().map(Grant::describe).collect(),
         hint: format!(
             "read the settings above; if you trust whoever wrote the profile, run `{command}` (this once), or `envctl trust {}` (until the file changes)",
-            crate::spec::shell_quote(&resolved_argument(resolved))
+            crate::container_plan::shell_quote(&resolved_argument(resolved))
         ),
     }
 }

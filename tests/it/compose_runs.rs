@@ -338,10 +338,10 @@ async fn create_like_up(project: &Project, name: &str) {
 /// Labels only one side has by design. `envctl.run`: the id of the `up` run that created
 /// the container (`ops::up::RUN_LABEL`). `envctl.profile-file`: the host path of the
 /// profile file, added by `up` at create and never part of a body or an export
-/// (`spec::PROFILE_FILE_LABEL`). `envctl.user`: who ran `up` (`spec::USER_LABEL`, for
+/// (`container_plan::PROFILE_FILE_LABEL`). `envctl.user`: who ran `up` (`container_plan::USER_LABEL`, for
 /// the host policy), likewise outside the body, as `envctl.identity` (who the daemon's
-/// connection proves, `spec::ownership`). `envctl.gpus`: the GPUs `up` gave the
-/// container (`spec::GPUS_LABEL`), for GPU placement to read from the list; an export's
+/// connection proves, `container_plan::ownership`). `envctl.gpus`: the GPUs `up` gave the
+/// container (`container_plan::GPUS_LABEL`), for GPU placement to read from the list; an export's
 /// container is inspected instead. `envctl.origin`: the export's mark that compose made it
 /// (tests/it/export_origin.rs). `com.docker.compose.*`, `devcontainer.*`: the tools' own
 /// bookkeeping.

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::support::docker::{run_with_timeout, skip_or_panic};
+use envctl::container_plan::Overrides;
 use envctl::export::{self, ExportInput, Exported, KubernetesOptions, VolumeMode, WorkloadKind};
 use envctl::lock::LockFile;
 use envctl::ops::environment::{
@@ -26,7 +27,6 @@ use envctl::ops::environment::{
 };
 use envctl::profile::resolve::{ResolvedProfile, resolve_text};
 use envctl::profile::{SearchPath, bundled};
-use envctl::spec::Overrides;
 
 /// The working directory of the library-level exports.
 const PROJECT: &str = "/work/project";

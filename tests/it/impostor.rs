@@ -1,7 +1,7 @@
 //! Issue 39, item 7, on every engine (Docker and the Podman services of
 //! `ENVCTL_TEST_PODMAN`): a container that squats `envctl-PROFILE` with the labels of the
 //! user's own container copied onto it, from the profile's own image, is named by what the
-//! daemon says differs (`spec::ownership::daemon_facts`), never adopted: `up` refuses as
+//! daemon says differs (`container_plan::ownership::daemon_facts`), never adopted: `up` refuses as
 //! for another image (exit 1, the impostor hint), `exec` does not run in it, `ps` does not
 //! call it current. And the negative controls: envctl's own container, met again as it
 //! was made (plainly, stopped, or made with `up -e/-p/--volume` and met by a plain `up`),

@@ -25,8 +25,8 @@ use crate::support::docker::{
     ContainerGuard, TEST_LABEL, docker_output, docker_stdout, require_daemon, run_with_timeout,
     test_image, unique_name,
 };
+use envctl::container_plan::{CreateBody, Overrides, SpecContext, create_body, docker_run_line};
 use envctl::profile::resolve::{ResolvedProfile, resolve_text};
-use envctl::spec::{CreateBody, Overrides, SpecContext, create_body, docker_run_line};
 
 /// The `Config` keys envctl sets; the rest (hostname, attach flags, …) is not envctl's.
 const CONFIG_KEYS: [&str; 8] = [
@@ -344,7 +344,7 @@ async fn host_access_keys_make_the_same_container_as_docker_run() {
         );
         // And `up`'s drift check finds nothing to change in either.
         assert_eq!(
-            envctl::spec::drift::changes(&body, &theirs).unwrap(),
+            envctl::container_plan::drift::changes(&body, &theirs).unwrap(),
             Vec::new()
         );
     }

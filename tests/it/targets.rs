@@ -224,7 +224,7 @@ fn own_uid() -> String {
 }
 
 /// The labels of a container `up` made for this user: an obvious container outside its
-/// project must name its owner (`spec::ownership`).
+/// project must name its owner (`container_plan::ownership`).
 fn owned(answer: String) -> String {
     answer.replace(
         r#""envctl.profile":"#,

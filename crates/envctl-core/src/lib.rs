@@ -1,5 +1,5 @@
 //! envctl's pure core: what a profile is and says, the compatibility matrix and its
-//! verdicts, doctor's checks, the container plan (`spec`), the exports, nvidia-check's
+//! verdicts, doctor's checks, the container plan (`container_plan`), the exports, nvidia-check's
 //! judge, the monitor's maths and formats, the lock file and the host policy — with the
 //! text, unit, time and file helpers they share.
 //!
@@ -14,6 +14,7 @@ pub use envctl_facts as facts;
 
 pub mod checks;
 pub mod compat;
+pub mod container_plan;
 pub mod export;
 pub mod files;
 pub mod lock;
@@ -22,7 +23,6 @@ pub mod nvcheck;
 pub mod policy;
 pub mod profile;
 pub mod secret;
-pub mod spec;
 pub mod suggest;
 pub mod text;
 pub mod time;

@@ -610,10 +610,10 @@ pub fn env_argument_shown(word: &str) -> String {
             if shell_name {
                 format!("{key}=\"${key}\"")
             } else {
-                crate::spec::shell_quote(&format!("{key}={MASK}"))
+                crate::text::shell_quote(&format!("{key}={MASK}"))
             }
         }
-        _ => crate::spec::shell_quote(word),
+        _ => crate::text::shell_quote(word),
     }
 }
 

@@ -101,7 +101,7 @@ fn line(arguments: &[String]) -> String {
         arguments
             .iter()
             .skip(1)
-            .map(|word| crate::spec::shell_quote(word)),
+            .map(|word| crate::text::shell_quote(word)),
     );
     words.join(" ")
 }
@@ -213,7 +213,7 @@ fn docker_run_flag(arguments: &[String], subcommand: &str, flag: &str) -> Option
         .and_then(|rest| rest.iter().find(|word| !word.starts_with('-')))
         .map_or_else(
             || "PROFILE".to_string(),
-            |word| crate::spec::shell_quote(word),
+            |word| crate::text::shell_quote(word),
         );
     if let Some((_, key, example)) = DOCKER_PROFILE_FLAGS
         .iter()

@@ -123,6 +123,44 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// `word` as one POSIX shell word: as is when every character is safe, else in single
+/// quotes (a `'` inside becomes `'\''`).
+pub fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else if word.chars().any(is_terminal_control) {
+        ansi_c_quote(word)
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `$'…'` quoting (bash, zsh, ksh, busybox sh; not Debian 12's dash) for a word with a control
+/// or bidirectional character: the line shows `\x1b`, not a raw ESC the terminal would
+/// act on, and the shell still passes the exact bytes. Each such character is written as
+/// the `\xHH` escapes of its UTF-8 bytes.
+fn ansi_c_quote(word: &str) -> String {
+    let mut quoted = String::from("$'");
+    for character in word.chars() {
+        match character {
+            '\\' => quoted.push_str("\\\\"),
+            '\'' => quoted.push_str("\\'"),
+            '\n' => quoted.push_str("\\n"),
+            '\t' => quoted.push_str("\\t"),
+            character if is_terminal_control(character) => {
+                let mut bytes = [0; 4];
+                for byte in character.encode_utf8(&mut bytes).bytes() {
+                    quoted.push_str(&format!("\\x{byte:02x}"));
+                }
+            }
+            character => quoted.push(character),
+        }
+    }
+    quoted.push('\'');
+    quoted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::{Engine, EngineError};
 use envctl_facts::container::{ContainerDetails, ContainerSummary, PublishedPort};
 
-pub use envctl_core::spec::PROFILE_LABEL;
+pub use envctl_core::container_plan::PROFILE_LABEL;
 
 impl Engine {
     /// The ids of every container, running or not, carrying `label` (`KEY=VALUE`).
@@ -147,7 +147,7 @@ impl Engine {
             .filter_map(|mount| mount.name)
             .collect();
         let config = inspect.config.unwrap_or_default();
-        // The labels a create set, not those inherited from the image (`spec::ownership`).
+        // The labels a create set, not those inherited from the image (`container_plan::ownership`).
         let labels = self
             .proven(
                 inspect.image.as_deref().unwrap_or_default(),

@@ -33,13 +33,13 @@ pub const HOLDER_LABEL: &str = "envctl.placement-lock.holder";
 /// The record's volume name, one per daemon.
 pub const RECORD_NAME: &str = "envctl-gpus";
 
-/// The record's label: `0=GPU-…,1=GPU-…` (`spec::placement::GpuRecord`).
+/// The record's label: `0=GPU-…,1=GPU-…` (`container_plan::placement::GpuRecord`).
 pub const RECORD_LABEL: &str = "envctl.gpu-record";
 
 /// The label naming the host that wrote the record.
 pub const RECORDED_ON_LABEL: &str = "envctl.gpu-record.host";
 
-/// The prefix of the record's other labels (`spec::placement::RecordDetails`): driver,
+/// The prefix of the record's other labels (`container_plan::placement::RecordDetails`): driver,
 /// CUDA version, each GPU's model, when and by what it was taken.
 pub const RECORD_DETAIL_PREFIX: &str = "envctl.gpu-record.";
 

@@ -71,7 +71,7 @@ where
 impl Engine {
     /// The containers, with stopped ones when `all`, and only those with `label` (`KEY`
     /// or `KEY=VALUE`) when given. Labels are the proven ones
-    /// (`spec::ownership::proven_labels`): `envctl.*` labels inherited from the image are
+    /// (`container_plan::ownership::proven_labels`): `envctl.*` labels inherited from the image are
     /// gone, and a container whose `label` was only inherited is not listed.
     pub(crate) async fn list_raw(
         &self,
@@ -116,7 +116,7 @@ pub(crate) struct ImageLabels {
 
 impl Engine {
     /// `labels` without the `envctl.*` ones the image `image_id` gave them
-    /// (`spec::ownership::proven_labels`). Only a container with `envctl.*` labels costs an
+    /// (`container_plan::ownership::proven_labels`). Only a container with `envctl.*` labels costs an
     /// image inspect, once per image. An image the engine no longer has cannot be
     /// compared: the labels stay as the create left them.
     pub(crate) async fn proven(
@@ -127,7 +127,7 @@ impl Engine {
         if image_id.is_empty()
             || !labels
                 .keys()
-                .any(|key| envctl_core::spec::ownership::is_claim(key))
+                .any(|key| envctl_core::container_plan::ownership::is_claim(key))
         {
             return Ok(labels);
         }
@@ -147,7 +147,7 @@ impl Engine {
             }
         };
         Ok(match image {
-            Some(image) => envctl_core::spec::ownership::proven_labels(labels, &image).0,
+            Some(image) => envctl_core::container_plan::ownership::proven_labels(labels, &image).0,
             None => labels,
         })
     }

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use futures_util::StreamExt;
 
 use super::{Engine, EngineError};
-use envctl_core::spec::{GPUS_LABEL, PROFILE_LABEL, USER_LABEL};
+use envctl_core::container_plan::{GPUS_LABEL, PROFILE_LABEL, USER_LABEL};
 use envctl_facts::container::GpuAssignment;
 use envctl_facts::occupancy::GpuHolder;
 
@@ -97,10 +97,10 @@ impl Engine {
                 profile: labels.get(PROFILE_LABEL).cloned(),
                 user: labels.get(USER_LABEL).cloned(),
                 uid: labels
-                    .get(envctl_core::spec::UID_LABEL)
+                    .get(envctl_core::container_plan::UID_LABEL)
                     .and_then(|uid| uid.parse().ok()),
                 identity: labels
-                    .get(envctl_core::spec::ownership::IDENTITY_LABEL)
+                    .get(envctl_core::container_plan::ownership::IDENTITY_LABEL)
                     .cloned(),
                 gpus,
             };
@@ -272,7 +272,9 @@ fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
         .device_requests
         .iter()
         .flatten()
-        .filter(|request| request.driver.as_deref() == Some(envctl_core::spec::gpus::CDI_DRIVER))
+        .filter(|request| {
+            request.driver.as_deref() == Some(envctl_core::container_plan::gpus::CDI_DRIVER)
+        })
         .flat_map(|request| request.device_ids.iter().flatten().cloned())
         .chain(
             host.devices
@@ -281,7 +283,7 @@ fn requested(host: bollard::models::HostConfig) -> Option<GpuAssignment> {
                 .filter_map(|device| device.path_on_host.clone()),
         )
         .filter_map(|name| {
-            name.strip_prefix(envctl_core::spec::gpus::NVIDIA_CDI_KIND)
+            name.strip_prefix(envctl_core::container_plan::gpus::NVIDIA_CDI_KIND)
                 .and_then(|rest| rest.strip_prefix('='))
                 .map(str::to_string)
         })

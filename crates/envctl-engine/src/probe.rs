@@ -274,7 +274,7 @@ impl Engine {
         };
         if container
             .labels
-            .contains_key(envctl_core::spec::PROFILE_LABEL)
+            .contains_key(envctl_core::container_plan::PROFILE_LABEL)
         {
             return false;
         }

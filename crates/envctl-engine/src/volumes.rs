@@ -1,12 +1,12 @@
 //! Named volumes made before a container: `up` creates each volume a profile mounts with
-//! its labels ([`envctl_core::spec::volumes::named_volumes`]), because the volume the daemon
+//! its labels ([`envctl_core::container_plan::volumes::named_volumes`]), because the volume the daemon
 //! makes implicitly at container create carries none. A volume that exists is left as it
 //! is: its labels are not changed (the API has no way to, and its data is someone's).
 
 use std::collections::HashMap;
 
 use super::{Engine, EngineError};
-use envctl_core::spec::volumes::NamedVolume;
+use envctl_core::container_plan::volumes::NamedVolume;
 
 /// What became of one volume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,14 +18,14 @@ pub enum VolumeMade {
 
 impl Engine {
     /// Makes the named volumes `body` mounts that do not exist yet, with the labels
-    /// [`envctl_core::spec::volumes::named_volumes_of_run`] gives them (the run id `run_id` of
+    /// [`envctl_core::container_plan::volumes::named_volumes_of_run`] gives them (the run id `run_id` of
     /// the container made next among them): called by `up` right before the create.
     pub async fn create_named_volumes(
         &self,
-        body: &envctl_core::spec::CreateBody,
+        body: &envctl_core::container_plan::CreateBody,
         run_id: &str,
     ) -> Result<Vec<VolumeMade>, EngineError> {
-        self.create_volumes(&envctl_core::spec::volumes::named_volumes_of_run(
+        self.create_volumes(&envctl_core::container_plan::volumes::named_volumes_of_run(
             body, run_id,
         ))
         .await

@@ -164,7 +164,7 @@ impl EngineKind {
 }
 
 /// How the GPU request is written for this engine: one rule
-/// (`spec::gpu_path::gpu_request_form`) that `up`, its dry run and doctor read.
+/// (`container_plan::gpu_path::gpu_request_form`) that `up`, its dry run and doctor read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "form", rename_all = "snake_case")]
 pub enum GpuRequestForm {

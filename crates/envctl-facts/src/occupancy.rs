@@ -1,6 +1,6 @@
 //! Which containers hold GPUs, as the engine stored their requests: what GPU placement
 //! and doctor's occupancy read. Filled by `engine::occupancy`; judged by the pure
-//! `spec::placement`.
+//! `container_plan::placement`.
 
 use serde::Serialize;
 

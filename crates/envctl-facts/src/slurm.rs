@@ -1,6 +1,6 @@
 //! What a Slurm job gave this process (issue 29): the job and step, the GPUs, memory and
 //! CPUs of its allocation on this node, and where it runs. Filled by `host::slurm` from the
-//! variables Slurm sets (read through `context::Environment`), judged by `spec::slurm`.
+//! variables Slurm sets (read through `context::Environment`), judged by `container_plan::slurm`.
 //!
 //! Inside a job the allocation is the law: its GPUs are the ones Slurm names in
 //! `SLURM_STEP_GPUS` (under `srun`) or `SLURM_JOB_GPUS` (under `sbatch`), host indices in

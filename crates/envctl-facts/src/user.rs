@@ -1,6 +1,6 @@
 //! Who runs envctl: filled by `host::user` (the local uid and name) and by the engine's
 //! transport (`engine::identity`: who the daemon's connection proves), compared by
-//! `spec::ownership` and the host policy.
+//! `container_plan::ownership` and the host policy.
 
 /// The user envctl runs as.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -26,7 +26,7 @@ impl User {
 }
 
 /// Who a daemon's transport proves the client is, as `up` records it on a container
-/// (`spec::ownership::IDENTITY_LABEL`).
+/// (`container_plan::ownership::IDENTITY_LABEL`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "proof", rename_all = "snake_case")]
 pub enum Identity {

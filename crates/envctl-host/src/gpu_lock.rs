@@ -110,22 +110,22 @@ impl GpuLockError {
             // exclusion between that user's `up`s and everyone else's.
             GpuLockError::Hostile { path, owner, .. } => format!(
                 "ask the host's admin to remove it (`sudo rm -rf {}`; {}); envctl makes a fresh one at the next `up`",
-                envctl_core::spec::shell_quote(&path.to_string_lossy()),
+                envctl_core::container_plan::shell_quote(&path.to_string_lossy()),
                 match owner {
                     Some(owner) => format!("it belongs to {owner}"),
                     None => format!(
                         "`ls -la {}` shows who made it",
-                        envctl_core::spec::shell_quote(&path.to_string_lossy())
+                        envctl_core::container_plan::shell_quote(&path.to_string_lossy())
                     ),
                 },
             ),
             GpuLockError::FolderNotWritable { folder, .. } => format!(
                 "ask the host's admin to let every user create it there (`sudo chmod 1777 {}`, as /tmp is), or to make the lock once for all (`sudo install -m 666 /dev/null LOCK`)",
-                envctl_core::spec::shell_quote(&folder.to_string_lossy())
+                envctl_core::container_plan::shell_quote(&folder.to_string_lossy())
             ),
             GpuLockError::Busy { path, .. } => format!(
                 "`fuser -v {}` shows which process holds it; it is released when that process ends",
-                envctl_core::spec::shell_quote(&path.to_string_lossy())
+                envctl_core::container_plan::shell_quote(&path.to_string_lossy())
             ),
             GpuLockError::Interrupted { .. } | GpuLockError::DaemonInterrupted { .. } => {
                 "nothing was placed or created".into()

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::context::Clock;
 
+use crate::container_plan::PROFILE_LABEL;
 use crate::engine::{Engine, EngineError};
 use crate::error::error_chain;
 use crate::facts::container::{ContainerDetails, ContainerResources, ContainerSample};
@@ -28,7 +29,6 @@ use crate::monitor::Window;
 use crate::monitor::failure::{Failure, FailureKind, FailureSubject};
 use crate::monitor::snapshot::{ContainerInput, Snapshot, assemble};
 use crate::monitor::usage::{ContainerUsage, container_usage, cpu_limit_cores};
-use crate::spec::PROFILE_LABEL;
 
 /// The gap between `--once`'s two CPU readings. The host's CPU time advances in 10 ms
 /// ticks per CPU, so 150 ms on a 2-CPU host is 30 ticks (CPU % within about 3 % of
@@ -247,7 +247,7 @@ pub fn ended(
 }
 
 /// Running containers: envctl's (`only_envctl`) or all, or of `among` only; with `owner`,
-/// envctl's of that user only (`spec::ownership`).
+/// envctl's of that user only (`container_plan::ownership`).
 pub async fn list_targets(
     engine: &Engine,
     only_envctl: bool,
@@ -263,9 +263,9 @@ pub async fn list_targets(
             // Not another user's: the user's own, or one that names no owner.
             owner.is_none_or(|owner| {
                 matches!(
-                    crate::spec::ownership::belonging(&container.labels, owner),
-                    crate::spec::ownership::Belonging::Mine
-                        | crate::spec::ownership::Belonging::Unowned
+                    crate::container_plan::ownership::belonging(&container.labels, owner),
+                    crate::container_plan::ownership::Belonging::Mine
+                        | crate::container_plan::ownership::Belonging::Unowned
                 )
             })
         })

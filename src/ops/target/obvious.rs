@@ -7,16 +7,16 @@
 //! a container without that label, its `envctl.profile` is one of their names; exactly one
 //! is the target, several are listed and refused. (2) Only when the project has none
 //! running: every running envctl container, the same way. (3) None at all: refused, with
-//! `envctl up`. Only the user's own containers count (`spec::ownership`): another user's
+//! `envctl up`. Only the user's own containers count (`container_plan::ownership`): another user's
 //! is never the obvious one. The project comes first so that a folder's own environment is found
 //! however many other envctl containers the host runs. A refusal is a usage error (exit 2).
 
+use crate::container_plan::{PROFILE_FILE_LABEL, PROFILE_LABEL};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::facts::container::{ContainerDetails, ContainerSummary};
 use crate::profile::{ProfileFile, SourceKind};
-use crate::spec::{PROFILE_FILE_LABEL, PROFILE_LABEL};
 
 /// The command an omitted TARGET is for, to write the hints: `envctl {command} NAME {rest}`.
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +107,7 @@ fn project_profiles(context: &Context) -> Vec<ProjectProfile> {
             ProfileFile::Disk { path, .. } => Some(ProjectProfile {
                 name: path.file_stem()?.to_string_lossy().into_owned(),
                 file: match &working_directory {
-                    Some(directory) => crate::spec::clean(&directory.join(&path))
+                    Some(directory) => crate::container_plan::clean(&directory.join(&path))
                         .display()
                         .to_string(),
                     None => path.display().to_string(),

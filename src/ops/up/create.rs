@@ -9,12 +9,12 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
 use super::{Plan, PullPolicy, RUN_LABEL, RunState, ensure_image, ensure_judged_image};
+use crate::container_plan::origin::Origin;
+use crate::container_plan::{self, CreateBody, PROFILE_LABEL};
 use crate::context::Context;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
 use crate::facts::container::ContainerSummary;
-use crate::spec::origin::Origin;
-use crate::spec::{self, CreateBody, PROFILE_LABEL};
 
 /// The container this run created, to be compared with the body it was made from.
 pub(super) struct Check<'a> {
@@ -29,7 +29,7 @@ pub(super) struct Check<'a> {
 impl Check<'_> {
     /// Inspects the container and compares it with the body: anything the body sets that
     /// the container lacks is an error naming the engine and the settings.
-    pub(super) async fn given(&self, stage: spec::drift::Stage) -> Result<(), Error> {
+    pub(super) async fn given(&self, stage: container_plan::drift::Stage) -> Result<(), Error> {
         let Check {
             engine,
             id,
@@ -45,13 +45,15 @@ impl Check<'_> {
                 target: name.to_string(),
                 hint: "the container disappeared right after it was created; another tool may have removed it".into(),
             })?;
-        let missing = spec::drift::not_given(body, &inspected, stage)?;
+        let missing = container_plan::drift::not_given(body, &inspected, stage)?;
         if missing.is_empty() {
             return Ok(());
         }
         let (engine_name, fix) = match &facts.engine.state {
             crate::facts::engine::EngineState::Reachable(daemon) => {
-                let gpus_missing = missing.iter().any(spec::drift::Difference::is_gpus);
+                let gpus_missing = missing
+                    .iter()
+                    .any(container_plan::drift::Difference::is_gpus);
                 (
                     daemon.described(),
                     if gpus_missing {
@@ -254,7 +256,7 @@ fn ports_free(body: &CreateBody, running: &[ContainerSummary]) -> Result<(), Err
     if body.host_config.port_bindings.is_empty() {
         return Ok(());
     }
-    match spec::free_ports::taken_port(body, running) {
+    match container_plan::free_ports::taken_port(body, running) {
         None => Ok(()),
         Some(taken) => Err(Error::PortTaken {
             suggested: suggested_port(&taken, running),
@@ -273,7 +275,10 @@ fn ports_free(body: &CreateBody, running: &[ContainerSummary]) -> Result<(), Err
 /// address asked for (for a TCP port; a daemon of another machine may still find it
 /// taken, and says so at start). Never the taken port plus one unchecked: that port may
 /// be any process's.
-fn suggested_port(taken: &spec::free_ports::TakenPort, running: &[ContainerSummary]) -> u16 {
+fn suggested_port(
+    taken: &container_plan::free_ports::TakenPort,
+    running: &[ContainerSummary],
+) -> u16 {
     let protocol = taken
         .container_port
         .rsplit_once('/')
@@ -327,7 +332,7 @@ fn create_refused(error: EngineError, name: &str, body: &CreateBody) -> Error {
 /// profile asked for: an engine may drop a setting silently (Podman before 5.4 drops GPU
 /// requests). The error leaves the container unstarted, and `clean_up` removes it.
 pub(super) async fn start_checked(check: &Check<'_>, context: &Context) -> Result<(), Error> {
-    check.given(spec::drift::Stage::Created).await?;
+    check.given(container_plan::drift::Stage::Created).await?;
     start(check.engine, check.id, check.name, context).await?;
     // CDI devices exist only once the engine has started the container (Podman resolves
     // them at start): look again, and take the container back when they are missing.
@@ -336,8 +341,8 @@ pub(super) async fn start_checked(check: &Check<'_>, context: &Context) -> Resul
         .host_config
         .device_requests
         .iter()
-        .any(spec::gpus::is_cdi)
-        && let Err(error) = check.given(spec::drift::Stage::Started).await
+        .any(container_plan::gpus::is_cdi)
+        && let Err(error) = check.given(container_plan::drift::Stage::Started).await
     {
         if let Err(removal) = check.engine.remove_container(check.id, true, true).await {
             context.printer.warn(&format!(
@@ -379,9 +384,9 @@ async fn start(engine: &Engine, id: &str, name: &str, context: &Context) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::container_plan::ORIGIN_LABEL;
+    use crate::container_plan::origin::COMPOSE_PROJECT_LABEL;
     use crate::ops::up::fixtures::{body, resolved, running};
-    use crate::spec::ORIGIN_LABEL;
-    use crate::spec::origin::COMPOSE_PROJECT_LABEL;
 
     const PUBLISHING: &str =
         "name = \"web\"\nimage = \"ubuntu:24.04\"\nports = [\"127.0.0.1:18888:8888\"]\n";
@@ -471,8 +476,8 @@ mod tests {
         assert!(ports_free(&quiet, &[holder]).is_ok());
     }
 
-    fn taken(address: &str, port: u16, protocol: &str) -> spec::free_ports::TakenPort {
-        spec::free_ports::TakenPort {
+    fn taken(address: &str, port: u16, protocol: &str) -> container_plan::free_ports::TakenPort {
+        container_plan::free_ports::TakenPort {
             wanted: format!("{address}:{port}/{protocol}"),
             container: "other".into(),
             published: format!("0.0.0.0:{port}/{protocol}"),

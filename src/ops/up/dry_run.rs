@@ -3,11 +3,11 @@
 //! still shown and what only the daemon can tell is said to be unjudged.
 
 use super::{Force, Plan, ensure_ports_free, gpu_body, request_form, verdict};
+use crate::container_plan::CreateBody;
 use crate::context::Context;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
 use crate::ops::placement;
-use crate::spec::CreateBody;
 
 /// The dry run's connection, made as doctor makes it: without a daemon the plan is still
 /// shown, and what only the daemon can tell is said to be unjudged. Gives the connection
@@ -102,8 +102,8 @@ pub async fn dry_run(
     };
     let existing = engine.inspect_container(&plan.name).await?;
     if let Some(existing) = &existing
-        && let crate::spec::ownership::Belonging::Theirs { owner } =
-            crate::spec::ownership::belonging(&existing.labels, &plan.user)
+        && let crate::container_plan::ownership::Belonging::Theirs { owner } =
+            crate::container_plan::ownership::belonging(&existing.labels, &plan.user)
     {
         return Err(Error::BelongsTo {
             name: plan.name.clone(),
@@ -175,9 +175,9 @@ pub async fn dry_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::container_plan::gpus::Gpus;
     use crate::facts::engine::GpuRequestForm;
     use crate::ops::up::fixtures::{context, facts, nvml_with_gpus, plan, unreachable};
-    use crate::spec::gpus::Gpus;
 
     fn without_daemon(plan: &Plan) -> Result<DryRun, Error> {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -216,11 +216,16 @@ mod tests {
             shown
                 .body
                 .labels
-                .get(crate::spec::GPUS_LABEL)
+                .get(crate::container_plan::GPUS_LABEL)
                 .map(String::as_str),
             Some("count=2")
         );
-        assert!(!plan.body.labels.contains_key(crate::spec::GPUS_LABEL));
+        assert!(
+            !plan
+                .body
+                .labels
+                .contains_key(crate::container_plan::GPUS_LABEL)
+        );
         let (form, engine) = shown.gpu_request.unwrap();
         assert_eq!(form, GpuRequestForm::Gpus);
         assert_eq!(engine, "not reached at unix:///var/run/docker.sock");

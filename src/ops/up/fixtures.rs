@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::Plan;
+use crate::container_plan::gpus::Gpus;
+use crate::container_plan::{CreateBody, SpecContext};
 use crate::context::{Clock, Context, Environment};
 use crate::facts::container::{ContainerSummary, PublishedPort};
 use crate::facts::engine::{DaemonFacts, EngineFacts, EngineKind, EngineState};
@@ -14,8 +16,6 @@ use crate::facts::gpu::{FailureKind, GpuDevice, GpuFacts, LoadOutcome, NvmlFacts
 use crate::facts::user::User;
 use crate::ops::doctor::Facts;
 use crate::profile::ResolvedProfile;
-use crate::spec::gpus::Gpus;
-use crate::spec::{CreateBody, SpecContext};
 use crate::ui::printer::{ColorChoice, Printer, Verbosity};
 
 /// Where the tests' profiles are said to be resolved.
@@ -143,10 +143,10 @@ pub fn body(resolved: &ResolvedProfile) -> CreateBody {
         working_directory: PathBuf::from(WORKING_DIRECTORY),
         home: Some(PathBuf::from("/home/ada")),
         host_has_gpus: false,
-        overrides: crate::spec::Overrides::default(),
+        overrides: crate::container_plan::Overrides::default(),
         path_exists: &every_path_exists,
     };
-    crate::spec::create_body(resolved, &context).unwrap_or_else(|error| panic!("{error}"))
+    crate::container_plan::create_body(resolved, &context).unwrap_or_else(|error| panic!("{error}"))
 }
 
 /// The plan of profile `text` asking for `gpus`, named `envctl-<profile>`, with no facts
@@ -155,7 +155,7 @@ pub fn plan(text: &str, gpus: Gpus) -> Plan {
     let resolved = resolved(text);
     let body = body(&resolved);
     Plan {
-        name: crate::spec::container_name(&resolved.profile.name),
+        name: crate::container_plan::container_name(&resolved.profile.name),
         resolved,
         body,
         gpus,

@@ -15,11 +15,11 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
+use crate::container_plan::{CONFIG_HASH_LABEL, CreateBody};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::ops::placement;
-use crate::spec::{CONFIG_HASH_LABEL, CreateBody};
 
 mod create;
 mod dry_run;
@@ -85,7 +85,7 @@ pub struct UpReport {
 
 /// The label that marks a container with the run that created it: an interrupted run
 /// finds what it made by it even when the create's answer never arrived.
-pub use crate::spec::RUN_LABEL;
+pub use crate::container_plan::RUN_LABEL;
 
 /// The flags of `up` that decide how it meets an existing container and the image.
 #[derive(Debug, Clone, Copy)]
@@ -388,7 +388,7 @@ impl Reporting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::gpus::Gpus;
+    use crate::container_plan::gpus::Gpus;
 
     /// The report names the plan's container and profile and what the body it was taken
     /// from says (image, config hash, GPUs), whatever body a recreate makes later.

@@ -8,11 +8,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::{Plan, PullPolicy, RunState, ensure_judged_image};
+use crate::container_plan::{self, CreateBody};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::ops::placement;
-use crate::spec::{self, CreateBody};
 
 /// Placement holds the host-wide lock from choosing to creating: when it will, the image
 /// is pulled first (per `pull`), so no one waits on another user's download. Gives the
@@ -79,7 +79,7 @@ async fn pull_before_placing(
 }
 
 /// The body to create for a profile that asks for GPUs: the GPUs placement decided,
-/// written once in the form this engine takes them (`spec::gpus::render`) and named in
+/// written once in the form this engine takes them (`container_plan::gpus::render`) and named in
 /// the holder's label. A profile that needs GPUs fails where the engine would drop the
 /// request (`optional` was decided with the same facts, in [`plan`]).
 pub fn gpu_body(
@@ -90,10 +90,12 @@ pub fn gpu_body(
     let (form, fix) = request_form(facts);
     let mut body = placement::labelled(plan.body.clone(), &placed.gpus);
     body.host_config.device_requests =
-        spec::gpus::render(&placed.gpus, &form).map_err(|unavailable| Error::GpusUnavailable {
-            profile: plan.resolved.profile.name.clone(),
-            reason: unavailable.reason,
-            fix: fix.to_string(),
+        container_plan::gpus::render(&placed.gpus, &form).map_err(|unavailable| {
+            Error::GpusUnavailable {
+                profile: plan.resolved.profile.name.clone(),
+                reason: unavailable.reason,
+                fix: fix.to_string(),
+            }
         })?;
     Ok(body)
 }
@@ -107,7 +109,7 @@ pub fn request_form(
     use crate::facts::engine::{EngineKind, EngineState, GpuRequestForm};
     match &facts.engine.state {
         EngineState::Reachable(daemon) => (
-            crate::spec::gpu_path::gpu_request_form(daemon, &facts.host),
+            crate::container_plan::gpu_path::gpu_request_form(daemon, &facts.host),
             daemon.kind.gpu_fix(),
         ),
         EngineState::Unreachable { .. } => (GpuRequestForm::Gpus, EngineKind::Unknown.gpu_fix()),
@@ -142,9 +144,9 @@ pub(super) async fn hand_over_placement(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::container_plan::gpus::Gpus;
     use crate::facts::engine::{EngineKind, GpuRequestForm};
     use crate::ops::up::fixtures::{daemon, facts, nvml_with_gpus, plan, reachable, unreachable};
-    use crate::spec::gpus::Gpus;
 
     const DOCKER_FIX: &str = "install the NVIDIA Container Toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`";
 
@@ -199,16 +201,20 @@ mod tests {
         );
         assert_eq!(request.capabilities, vec![vec!["gpu".to_string()]]);
         assert_eq!(
-            body.labels.get(spec::GPUS_LABEL).map(String::as_str),
+            body.labels
+                .get(container_plan::GPUS_LABEL)
+                .map(String::as_str),
             Some("devices=GPU-a,GPU-b")
         );
-        assert!(!plan.body.labels.contains_key(spec::GPUS_LABEL));
+        assert!(!plan.body.labels.contains_key(container_plan::GPUS_LABEL));
         let podman = facts(
             reachable(daemon(EngineKind::Podman, "5.4.0", &["crun"])),
             nvml_with_gpus(2),
         );
         let body = gpu_body(&plan, &placed, &podman).unwrap();
-        assert!(spec::gpus::is_cdi(&body.host_config.device_requests[0]));
+        assert!(container_plan::gpus::is_cdi(
+            &body.host_config.device_requests[0]
+        ));
         assert_eq!(
             body.host_config.device_requests[0].device_ids,
             Some(vec![
@@ -219,7 +225,7 @@ mod tests {
         // No GPUs placed: no request, and nothing to label.
         let none = gpu_body(&plan, &placement::Placed::unplaced(&Gpus::None), &docker).unwrap();
         assert!(none.host_config.device_requests.is_empty());
-        assert!(!none.labels.contains_key(spec::GPUS_LABEL));
+        assert!(!none.labels.contains_key(container_plan::GPUS_LABEL));
     }
 
     /// An engine that would drop the request refuses the profile with the engine's fix.

@@ -3,13 +3,13 @@
 //! policy's early judgement and the container's name ([`default_name`]). `up` applies it
 //! and `up --dry-run` renders it.
 
+use crate::container_plan::gpus::Gpus;
+use crate::container_plan::{self, CreateBody, Overrides, PROFILE_LABEL};
 use crate::context::Context;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
 use crate::ops::doctor::gather_with;
 use crate::profile::ResolvedProfile;
-use crate::spec::gpus::Gpus;
-use crate::spec::{self, CreateBody, Overrides, PROFILE_LABEL};
 
 /// What this run is to make: the one value `up` applies and `up --dry-run` renders
 /// ([`plan`]). Decided before anything is made; placement and the engine's form of the
@@ -27,7 +27,7 @@ pub struct Plan {
     /// decide `optional` and the request's form); the preflight judges these rather
     /// than gathering again. `None`: gathered by the preflight, beside the create.
     pub facts: Option<crate::ops::doctor::Facts>,
-    /// Who runs `up`: the container is theirs (`spec::ownership`).
+    /// Who runs `up`: the container is theirs (`container_plan::ownership`).
     pub user: crate::facts::user::User,
     /// The policies in force (the daemon's pushed one, this machine's file), judged again
     /// under the placement lock when a per-user GPU rule applies.
@@ -122,7 +122,7 @@ pub async fn plan(
         _ => true,
     };
     let working_directory = context.working_directory()?;
-    let profile_file = spec::profile_file_label(&resolved, &working_directory);
+    let profile_file = container_plan::profile_file_label(&resolved, &working_directory);
     let environment = resolve_environment(
         resolved,
         &overrides,
@@ -211,7 +211,7 @@ async fn resolve_environment(
         )
     };
     match resolve(resolved.clone(), &exists) {
-        Err(Error::Spec(crate::spec::SpecError::MissingBindSources { missing })) => {
+        Err(Error::Spec(crate::container_plan::SpecError::MissingBindSources { missing })) => {
             // Asked once per connection (`Engine::daemon_host`), whatever gathered it.
             let host = match engine {
                 Some(engine) => engine
@@ -222,9 +222,9 @@ async fn resolve_environment(
                 None => None,
             };
             let Some(host) = host else {
-                return Err(Error::Spec(crate::spec::SpecError::MissingBindSources {
-                    missing,
-                }));
+                return Err(Error::Spec(
+                    crate::container_plan::SpecError::MissingBindSources { missing },
+                ));
             };
             for source in &missing {
                 context.printer.info(&format!(
@@ -269,8 +269,8 @@ async fn judge_policy_early(
 }
 
 /// The labels only a made container carries, never the dry run's body: where the profile
-/// lies, for `exec NAME` (`spec::PROFILE_FILE_LABEL`), and whose it is
-/// (`spec::ownership`: the uid decides, the name is for messages and the policy's per-user
+/// lies, for `exec NAME` (`container_plan::PROFILE_FILE_LABEL`), and whose it is
+/// (`container_plan::ownership`: the uid decides, the name is for messages and the policy's per-user
 /// limits; the identity the daemon's transport proves is what ownership compares).
 fn label_made_container(
     body: &mut CreateBody,
@@ -279,17 +279,17 @@ fn label_made_container(
 ) {
     if let Some(file) = profile_file {
         body.labels
-            .insert(spec::PROFILE_FILE_LABEL.to_string(), file);
+            .insert(container_plan::PROFILE_FILE_LABEL.to_string(), file);
     }
     body.labels
-        .insert(spec::USER_LABEL.to_string(), user.name.clone());
+        .insert(container_plan::USER_LABEL.to_string(), user.name.clone());
     if let Some(uid) = user.uid {
         body.labels
-            .insert(spec::UID_LABEL.to_string(), uid.to_string());
+            .insert(container_plan::UID_LABEL.to_string(), uid.to_string());
     }
     if let Some(identity) = &user.identity {
         body.labels.insert(
-            crate::spec::ownership::IDENTITY_LABEL.to_string(),
+            crate::container_plan::ownership::IDENTITY_LABEL.to_string(),
             identity.label(),
         );
     }
@@ -310,7 +310,9 @@ async fn container_name(
             let name = default_name(engine, profile, context).await?;
             crate::ops::slurm::per_job_name(name, context)
         }
-        (None, None) => crate::ops::slurm::per_job_name(spec::container_name(profile), context),
+        (None, None) => {
+            crate::ops::slurm::per_job_name(container_plan::container_name(profile), context)
+        }
     })
 }
 
@@ -319,7 +321,7 @@ async fn container_name(
 fn optional_gets_gpus(facts: &crate::ops::doctor::Facts, context: &Context) -> bool {
     // Another machine's daemon: its GPUs are not seen from here, only what it reports.
     if let crate::facts::gpu::LoadOutcome::OnAnotherHost { host, .. } = &facts.gpu.nvml {
-        let reachable = crate::spec::gpu_path::gpus_reachable(&facts.engine, &facts.host);
+        let reachable = crate::container_plan::gpu_path::gpus_reachable(&facts.engine, &facts.host);
         if !reachable {
             context.printer.warn(&format!(
                 "`gpus = \"optional\"`: the daemon on {host} reports no NVIDIA runtime or device, so the container runs without GPUs (ask for them with `--gpus all` if {host} has its toolkit set up)"
@@ -334,7 +336,7 @@ fn optional_gets_gpus(facts: &crate::ops::doctor::Facts, context: &Context) -> b
         );
         return false;
     }
-    if !crate::spec::gpu_path::gpus_reachable(&facts.engine, &facts.host) {
+    if !crate::container_plan::gpu_path::gpus_reachable(&facts.engine, &facts.host) {
         context.printer.warn(
             "this host has GPUs but the daemon cannot hand them to containers: `gpus = \"optional\"` starts without them (`envctl doctor` says why)",
         );
@@ -374,8 +376,8 @@ pub async fn default_name(
     profile: &str,
     context: &Context,
 ) -> Result<String, Error> {
-    use crate::spec::ownership::{Belonging, belonging};
-    let plain = spec::container_name(profile);
+    use crate::container_plan::ownership::{Belonging, belonging};
+    let plain = container_plan::container_name(profile);
     let whose = |container: Option<crate::facts::container::ContainerDetails>| {
         container.map(|container| belonging(&container.labels, context.me()))
     };
@@ -433,13 +435,13 @@ mod tests {
         );
         let label = |key: &str| body.labels.get(key).map(String::as_str);
         assert_eq!(
-            label(spec::PROFILE_FILE_LABEL),
+            label(container_plan::PROFILE_FILE_LABEL),
             Some("/work/project/envctl/plain.toml")
         );
-        assert_eq!(label(spec::USER_LABEL), Some("ada"));
-        assert_eq!(label(spec::UID_LABEL), Some("1000"));
+        assert_eq!(label(container_plan::USER_LABEL), Some("ada"));
+        assert_eq!(label(container_plan::UID_LABEL), Some("1000"));
         assert_eq!(
-            label(crate::spec::ownership::IDENTITY_LABEL),
+            label(crate::container_plan::ownership::IDENTITY_LABEL),
             Some("ssh:ada@gpu2")
         );
         // What the plan's body had is kept.
@@ -453,13 +455,15 @@ mod tests {
         };
         label_made_container(&mut body, None, &unknown);
         assert_eq!(
-            body.labels.get(spec::USER_LABEL).map(String::as_str),
+            body.labels
+                .get(container_plan::USER_LABEL)
+                .map(String::as_str),
             Some("unknown user")
         );
         for absent in [
-            spec::PROFILE_FILE_LABEL,
-            spec::UID_LABEL,
-            crate::spec::ownership::IDENTITY_LABEL,
+            container_plan::PROFILE_FILE_LABEL,
+            container_plan::UID_LABEL,
+            crate::container_plan::ownership::IDENTITY_LABEL,
         ] {
             assert!(!body.labels.contains_key(absent), "{absent}");
         }

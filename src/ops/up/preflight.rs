@@ -416,7 +416,7 @@ mod tests {
     /// starts it; a GPU the library covers, or a profile without GPUs, passes.
     #[test]
     fn a_pulled_images_library_without_the_gpus_code_refuses_unless_forced() {
-        use crate::spec::gpus::Gpus;
+        use crate::container_plan::gpus::Gpus;
         let context = context();
         let gpu_profile = "name = \"train\"\nimage = \"team/train:1\"\ngpus = \"all\"\n";
         let mut plan = crate::ops::up::fixtures::plan(gpu_profile, Gpus::All);

@@ -10,12 +10,12 @@ use std::rc::Rc;
 use super::{
     Created, Making, Outcome, Plan, RunState, create_with_judged_image, gpu_body, pull_and_place,
 };
+use crate::container_plan::{self, CONFIG_HASH_LABEL, CreateBody};
 use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::facts::container::ContainerDetails;
 use crate::ops::placement;
-use crate::spec::{self, CONFIG_HASH_LABEL, CreateBody};
 
 /// A concurrent `up` of the same profile won the name: use its container when it is the
 /// same configuration.
@@ -72,9 +72,9 @@ pub(super) fn as_made(
 ) -> bool {
     let config = existing.get(CONFIG_HASH_LABEL);
     config.is_some() && config == body.get(CONFIG_HASH_LABEL)
-        || (!body.contains_key(spec::PROFILE_HASH_LABEL)
+        || (!body.contains_key(container_plan::PROFILE_HASH_LABEL)
             && existing
-                .get(spec::PROFILE_HASH_LABEL)
+                .get(container_plan::PROFILE_HASH_LABEL)
                 .is_some_and(|made_from| Some(made_from) == body.get(CONFIG_HASH_LABEL)))
 }
 
@@ -90,14 +90,14 @@ pub(super) async fn reuse(
     recreate: bool,
     user: &crate::facts::user::User,
 ) -> Result<Reuse, Error> {
-    match crate::spec::ownership::belonging(&existing.labels, user) {
-        crate::spec::ownership::Belonging::NotEnvctls => {
+    match crate::container_plan::ownership::belonging(&existing.labels, user) {
+        crate::container_plan::ownership::Belonging::NotEnvctls => {
             return Err(Error::NameTaken {
                 name: name.to_string(),
                 cli: engine.known_kind().cli(),
             });
         }
-        crate::spec::ownership::Belonging::Theirs { owner } => {
+        crate::container_plan::ownership::Belonging::Theirs { owner } => {
             return Err(Error::BelongsTo {
                 name: name.to_string(),
                 owner,
@@ -106,15 +106,16 @@ pub(super) async fn reuse(
                 },
             });
         }
-        crate::spec::ownership::Belonging::Mine | crate::spec::ownership::Belonging::Unowned => {}
+        crate::container_plan::ownership::Belonging::Mine
+        | crate::container_plan::ownership::Belonging::Unowned => {}
     }
     // Another profile's container at this name (`up P --name <Q's>`) is Q's: never met as
     // an earlier P, never replaced by `--recreate`.
-    crate::spec::ownership::made_from(&existing.labels, name, profile)?;
+    crate::container_plan::ownership::made_from(&existing.labels, name, profile)?;
     let hash_current = as_made(&existing.labels, &body.labels);
-    if crate::spec::ownership::claims_current(&existing.labels, &body.labels) {
+    if crate::container_plan::ownership::claims_current(&existing.labels, &body.labels) {
         let differences = daemon_differences(engine, existing, body, name, profile).await?;
-        crate::spec::ownership::not_an_impostor(
+        crate::container_plan::ownership::not_an_impostor(
             name,
             profile,
             &differences,
@@ -156,7 +157,7 @@ pub(super) async fn reuse(
     // Removed since it was met (another `down`): no inspect to compare, so no list of
     // changes is made up; the config hash it had is the change.
     let mut changes = match engine.inspect_container_json(&existing.id).await? {
-        Some(inspected) => spec::drift::changes(body, &inspected)?
+        Some(inspected) => container_plan::drift::changes(body, &inspected)?
             .iter()
             .map(ToString::to_string)
             .collect(),
@@ -169,8 +170,8 @@ pub(super) async fn reuse(
     // so `--recreate` is not taken for applying the container's own profile (issue 40).
     let made_from = existing
         .labels
-        .get(spec::PROFILE_FILE_LABEL)
-        .filter(|file| body.labels.get(spec::PROFILE_FILE_LABEL) != Some(*file))
+        .get(container_plan::PROFILE_FILE_LABEL)
+        .filter(|file| body.labels.get(container_plan::PROFILE_FILE_LABEL) != Some(*file))
         .cloned();
     Err(Error::ProfileChanged {
         name: name.to_string(),
@@ -190,8 +191,8 @@ async fn daemon_differences(
     body: &CreateBody,
     name: &str,
     profile: &str,
-) -> Result<Vec<spec::drift::Difference>, Error> {
-    use crate::spec::ownership::daemon_facts::{Claim, Mounts, not_as_claimed};
+) -> Result<Vec<container_plan::drift::Difference>, Error> {
+    use crate::container_plan::ownership::daemon_facts::{Claim, Mounts, not_as_claimed};
     let Some(inspected) = engine.inspect_container_json(&existing.id).await? else {
         return Err(Error::TargetNotFound {
             target: name.to_string(),
@@ -205,8 +206,8 @@ async fn daemon_differences(
     // The body's bind sources are this folder's reading of the profile: the container's
     // are comparable where it records the same profile file (relative sources resolve
     // against its project). One made with overrides may have any mounts `--volume` gave.
-    let same_file =
-        existing.labels.get(spec::PROFILE_FILE_LABEL) == body.labels.get(spec::PROFILE_FILE_LABEL);
+    let same_file = existing.labels.get(container_plan::PROFILE_FILE_LABEL)
+        == body.labels.get(container_plan::PROFILE_FILE_LABEL);
     let claim = Claim {
         settings: same_config,
         mounts: match (same_config, same_file) {
@@ -332,7 +333,7 @@ mod tests {
     fn a_container_made_with_overrides_is_as_made_for_a_plain_up() {
         let made_with_overrides = labels(&[
             (CONFIG_HASH_LABEL, "with-overrides"),
-            (spec::PROFILE_HASH_LABEL, "plain"),
+            (container_plan::PROFILE_HASH_LABEL, "plain"),
         ]);
         assert!(as_made(
             &made_with_overrides,
@@ -346,7 +347,7 @@ mod tests {
             &made_with_overrides,
             &labels(&[
                 (CONFIG_HASH_LABEL, "plain"),
-                (spec::PROFILE_HASH_LABEL, "plain")
+                (container_plan::PROFILE_HASH_LABEL, "plain")
             ])
         ));
     }

@@ -96,7 +96,15 @@ pub struct Rule {
 
 /// The pure core: verdicts, mappings and diagnoses over facts (ARCHITECTURE.md's table).
 pub const CORE: &[&str] = &[
-    "checks", "compat", "spec", "export", "nvcheck", "monitor", "profile", "lock", "policy",
+    "checks",
+    "compat",
+    "container_plan",
+    "export",
+    "nvcheck",
+    "monitor",
+    "profile",
+    "lock",
+    "policy",
     "facts",
 ];
 
@@ -183,7 +191,7 @@ pub const RULES: &[Rule] = &[
         forbidden: &[
             "crate::compat",
             "crate::profile",
-            "crate::spec",
+            "crate::container_plan",
             "crate::checks",
             "crate::monitor",
             "crate::policy",

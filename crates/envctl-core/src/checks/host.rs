@@ -7,12 +7,12 @@
 //! `host.device-nodes`, `host.dev-char-links`, `host.wsl`.
 
 use super::{Area, Finding};
-use crate::facts::engine::{EngineFacts, EngineState};
-use crate::facts::host::HostFacts;
-pub use crate::spec::gpu_path::{
+pub use crate::container_plan::gpu_path::{
     GpuPath, GpuSupport, gpu_path, gpu_support, gpus_reachable, specs_making_gpus_unknown,
     unreadable_specs,
 };
+use crate::facts::engine::{EngineFacts, EngineState};
+use crate::facts::host::HostFacts;
 
 /// NVIDIA Container Toolkit releases below this have published container-escape CVEs
 /// (CVE-2025-23266, fixed in 1.17.8; earlier CVE-2024-0132/0133 in 1.16.2).
@@ -292,9 +292,9 @@ fn gigabytes(bytes: u64) -> String {
 mod tests {
     use super::*;
     use crate::checks::Status;
+    use crate::container_plan::gpu_path::is_discovered_nvidia_gpu;
     use crate::facts::engine::DaemonFacts;
     use crate::facts::host::{CdiSpec, DeviceNode, SocketAccess, ToolFacts};
-    use crate::spec::gpu_path::is_discovered_nvidia_gpu;
 
     fn daemon() -> DaemonFacts {
         DaemonFacts {

@@ -29,7 +29,7 @@ pub fn drift(state: &LockState<'_>, image: Option<&ImageFacts>) -> Option<Findin
             )
             .with_hint(format!(
                 "fix the entry, or run `envctl lock {}` to write it anew",
-                crate::spec::shell_quote(&entry.profile)
+                crate::container_plan::shell_quote(&entry.profile)
             )),
         ),
         LockState::Current(entry) => {
@@ -53,7 +53,7 @@ pub fn drift(state: &LockState<'_>, image: Option<&ImageFacts>) -> Option<Findin
                 // (`lock` alone re-pins every profile of the folder).
                 .with_hint(format!(
                     "`envctl lock {}` moves the pin to what the tag points at now",
-                    crate::spec::shell_quote(&entry.profile)
+                    crate::container_plan::shell_quote(&entry.profile)
                 )),
             )
         }

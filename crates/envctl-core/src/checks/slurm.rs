@@ -6,7 +6,7 @@ use crate::checks::{Area, Finding};
 use crate::facts::slurm::{AllocatedGpu, GpuAllocation, SlurmJob};
 
 /// The findings for `job` (none outside a job). `allocated`: the job's GPUs matched to
-/// NVML's (`spec::slurm::allocated_gpus`), or why they could not be.
+/// NVML's (`container_plan::slurm::allocated_gpus`), or why they could not be.
 pub fn job(
     job: Option<&SlurmJob>,
     allocated: Option<Result<Vec<AllocatedGpu>, String>>,

@@ -15,8 +15,8 @@ use super::hpc_runtime::{binds, is_pinned, is_shell_name, runtime_notices};
 use super::slurm::{Frame, RANKED_TASK, Script, SlurmOptions, script};
 use super::view::{BodyView, Gpus};
 use super::{ExportError, ExportInput, Exported, Notice, Target};
+use crate::container_plan::shell_quote;
 use crate::profile::image::ImageReference;
-use crate::spec::shell_quote;
 
 const TARGET: Target = Target::Apptainer;
 

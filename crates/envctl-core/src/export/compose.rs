@@ -60,9 +60,9 @@ use super::{
     BindSource, ExportError, ExportInput, Exported, Notice, Target, decimal_cpus, path_text,
     relative_path, yaml,
 };
+use crate::container_plan::origin::Origin;
+use crate::container_plan::{DeviceRequest, ORIGIN_LABEL};
 use crate::profile::size::ByteSize;
-use crate::spec::origin::Origin;
-use crate::spec::{DeviceRequest, ORIGIN_LABEL};
 
 const TARGET: Target = Target::Compose;
 /// Docker's default bind propagation, written so that both Compose versions use the Mount

@@ -33,9 +33,9 @@ use super::{
     BindSource, ExportError, ExportInput, Exported, Notice, Target, clean, decimal_cpus, path_text,
     relative_path,
 };
+use crate::container_plan::origin::Origin;
+use crate::container_plan::{ORIGIN_LABEL, gpus_flag, mount_value};
 use crate::profile::size::ByteSize;
-use crate::spec::origin::Origin;
-use crate::spec::{ORIGIN_LABEL, gpus_flag, mount_value};
 
 const TARGET: Target = Target::Devcontainer;
 const WORKSPACE_VARIABLE: &str = "${localWorkspaceFolder}";
@@ -342,7 +342,7 @@ fn workspace_folder(input: &ExportInput<'_>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::DeviceRequest;
+    use crate::container_plan::DeviceRequest;
 
     #[test]
     fn gpu_and_mount_arguments() {

@@ -70,7 +70,7 @@ pub fn edf(input: &ExportInput<'_>) -> Result<Exported, ExportError> {
             "command",
             format!(
                 "an environment definition holds no command: run it as `srun --environment=FILE {}`",
-                view.command.iter().map(|word| crate::spec::shell_quote(word)).collect::<Vec<_>>().join(" ")
+                view.command.iter().map(|word| crate::container_plan::shell_quote(word)).collect::<Vec<_>>().join(" ")
             ),
         ));
     }

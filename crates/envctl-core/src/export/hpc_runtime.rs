@@ -8,7 +8,7 @@
 
 use super::view::{BodyView, MountSource};
 use super::{BindSource, Notice, Target, path_text};
-use crate::spec::shell_quote;
+use crate::container_plan::shell_quote;
 
 /// One bind mount a runtime can take: the source as a shell word (`"${HOME}"'/cache'` for
 /// `~/cache`, so it is the job user's home) and as text for a file, the target, read-only.
@@ -26,7 +26,7 @@ pub(super) fn binds(
     view: &BodyView<'_>,
     target: Target,
     notices: &mut Vec<Notice>,
-) -> Result<Vec<Bind>, crate::spec::SpecError> {
+) -> Result<Vec<Bind>, crate::container_plan::SpecError> {
     let mut binds = Vec::new();
     for mount in &view.mounts {
         let source = match &mount.source {

@@ -4,7 +4,7 @@
 //! result; everything here only maps.
 //!
 //! Every target starts from the same [`CreateBody`] `up` sends (built by
-//! [`crate::spec::create_body`] and pinned by `envctl.lock` in `ops::environment`), so what envctl decides for the user — the 8 GiB `/dev/shm`
+//! [`crate::container_plan::create_body`] and pinned by `envctl.lock` in `ops::environment`), so what envctl decides for the user — the 8 GiB `/dev/shm`
 //! for PyTorch and GPU containers, `CUDA_DEVICE_ORDER=PCI_BUS_ID` with GPUs, the
 //! keep-alive `sleep infinity` with an init process, the labels — is the same in every
 //! export as in `up`. The exports build that body as for a host with GPUs (so
@@ -64,9 +64,9 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::container_plan::{CreateBody, SpecError, clean, docker_run_line, resolve_bind_source};
 use crate::profile::ResolvedProfile;
 use crate::profile::model::Mount as ProfileMount;
-use crate::spec::{CreateBody, SpecError, clean, docker_run_line, resolve_bind_source};
 
 pub use apptainer::{apptainer, apptainer_image};
 pub use compose::compose;

@@ -32,7 +32,7 @@ use std::fmt::Write as _;
 
 use super::view::{BodyView, Gpus};
 use super::{ExportInput, Notice, Target};
-use crate::spec::shell_quote;
+use crate::container_plan::shell_quote;
 
 /// The port the rendezvous listens on when the job does not set `MASTER_PORT`
 /// (torchrun's default).
@@ -172,7 +172,7 @@ pub(super) fn script(
         text,
         "# Rendezvous: MASTER_ADDR (the first node), MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE, WORLD_SIZE, also as torchrun's PET_* variables."
     );
-    let job_name = super::dns_label(&crate::spec::container_name(name));
+    let job_name = super::dns_label(&crate::container_plan::container_name(name));
     let _ = writeln!(text, "#SBATCH --job-name={job_name}");
     let _ = writeln!(text, "#SBATCH --nodes={nodes}");
     let _ = writeln!(text, "#SBATCH --ntasks-per-node=1");
@@ -297,7 +297,7 @@ fn profile_argument(input: &ExportInput<'_>) -> String {
     let resolved = input.resolved;
     if resolved.source == crate::profile::SourceKind::Path {
         let path = std::path::Path::new(&resolved.file);
-        return crate::spec::clean(&input.working_directory.join(path))
+        return crate::container_plan::clean(&input.working_directory.join(path))
             .display()
             .to_string();
     }

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::{BindSource, ExportInput, bind_source};
-use crate::profile::model::{GpuRequest, Ipc, MountKind, PortBinding, Protocol};
-use crate::spec::{
+use crate::container_plan::{
     CONFIG_HASH_LABEL, DeviceMapping, DeviceRequest, KEEP_ALIVE_COMMAND, SpecError, Ulimit,
 };
+use crate::profile::model::{GpuRequest, Ipc, MountKind, PortBinding, Protocol};
 
 /// What every exporter reads of the body and the profile.
 #[derive(Debug)]
@@ -183,7 +183,10 @@ impl<'a> BodyView<'a> {
 
     /// The devices as `docker run --device` writes them.
     pub(super) fn written_devices(&self) -> Vec<String> {
-        self.devices.iter().map(crate::spec::device_flag).collect()
+        self.devices
+            .iter()
+            .map(crate::container_plan::device_flag)
+            .collect()
     }
 
     /// The added capabilities without `CAP_`, as Kubernetes and people write them.

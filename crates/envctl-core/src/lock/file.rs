@@ -40,7 +40,7 @@ impl LockReadError {
             // lock` writes a regular one in its place once it is gone.
             LockReadError::Refused { path, .. } => format!(
                 "envctl.lock must be a regular file in the project folder; look at it with `ls -l {}`, remove it, and run `envctl lock` to write one",
-                crate::spec::shell_quote(path)
+                crate::container_plan::shell_quote(path)
             ),
             // Not "run `envctl lock`": it reads the same file and would fail the same way.
             LockReadError::Invalid { .. } => {

@@ -9,10 +9,10 @@ use super::{
     LOOPBACK_ONLY, MAX_CPUS, MAX_GPUS_PER_CONTAINER, MAX_GPUS_PER_USER, MAX_MEMORY, Policy,
     REGISTRIES, REQUIRE_MEMORY_LIMIT,
 };
+use crate::container_plan::CreateBody;
+use crate::container_plan::gpus::{CDI_DRIVER, NVIDIA_CDI_KIND};
 use crate::profile::image::ImageReference;
 use crate::profile::size::ByteSize;
-use crate::spec::CreateBody;
-use crate::spec::gpus::{CDI_DRIVER, NVIDIA_CDI_KIND};
 
 /// What the container about to be created asks for, as far as a rule looks.
 #[derive(Debug, Clone, PartialEq)]
@@ -784,14 +784,14 @@ mod tests {
         body.host_config.device_requests[0].count = 0;
         assert_eq!(PolicyRequest::from_body(&body, None, "ada").gpus, Some(2));
         // The CDI form of the same requests.
-        body.host_config.device_requests = vec![crate::spec::gpus::cdi_request(vec![
+        body.host_config.device_requests = vec![crate::container_plan::gpus::cdi_request(vec![
             "nvidia.com/gpu=all".into(),
         ])];
         assert_eq!(
             PolicyRequest::from_body(&body, Some(4), "ada").gpus,
             Some(4)
         );
-        body.host_config.device_requests = vec![crate::spec::gpus::cdi_request(vec![
+        body.host_config.device_requests = vec![crate::container_plan::gpus::cdi_request(vec![
             "nvidia.com/gpu=0".into(),
             "nvidia.com/gpu=1".into(),
         ])];

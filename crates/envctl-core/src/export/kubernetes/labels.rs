@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use super::Notices;
 use super::objects::ObjectMeta;
+use crate::container_plan::{CONFIG_HASH_LABEL, PROFILE_LABEL, container_name};
 use crate::export::view::BodyView;
 use crate::export::{DNS_LABEL_MAX, dns_label, dns_label_whole, short_hash};
-use crate::spec::{CONFIG_HASH_LABEL, PROFILE_LABEL, container_name};
 
 /// Who the objects are: their name, labels and annotations.
 #[derive(Debug)]

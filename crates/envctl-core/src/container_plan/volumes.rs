@@ -82,7 +82,7 @@ pub fn named_volumes(body: &CreateBody) -> Vec<NamedVolume> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{CONFIG_HASH_LABEL, GPUS_LABEL, HostConfig, Mount, RUN_LABEL};
+    use crate::container_plan::{CONFIG_HASH_LABEL, GPUS_LABEL, HostConfig, Mount, RUN_LABEL};
 
     fn body(mounts: Vec<Mount>) -> CreateBody {
         CreateBody {

@@ -72,14 +72,14 @@ mod tests {
         )
         .unwrap();
         let exists = |_: &std::path::Path| true;
-        let context = crate::spec::SpecContext {
+        let context = crate::container_plan::SpecContext {
             working_directory: std::path::PathBuf::from("/work"),
             home: None,
             host_has_gpus: false,
-            overrides: crate::spec::Overrides::default(),
+            overrides: crate::container_plan::Overrides::default(),
             path_exists: &exists,
         };
-        crate::spec::create_body(&resolved, &context).unwrap()
+        crate::container_plan::create_body(&resolved, &context).unwrap()
     }
 
     fn running(name: &str, published: &[(&str, u16, &str)]) -> ContainerSummary {

@@ -117,43 +117,8 @@ pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
     arguments
 }
 
-/// `word` as one POSIX shell word: as is when every character is safe, else in single
-/// quotes (a `'` inside becomes `'\''`).
-pub fn shell_quote(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        word.to_string()
-    } else if word.chars().any(crate::text::is_terminal_control) {
-        ansi_c_quote(word)
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// `$'…'` quoting (bash, zsh, ksh, busybox sh; not Debian 12's dash) for a word with a control
-/// or bidirectional character: the line shows `\x1b`, not a raw ESC the terminal would
-/// act on, and the shell still passes the exact bytes. Each such character is written as
-/// the `\xHH` escapes of its UTF-8 bytes.
-fn ansi_c_quote(word: &str) -> String {
-    let mut quoted = String::from("$'");
-    for character in word.chars() {
-        match character {
-            '\\' => quoted.push_str("\\\\"),
-            '\'' => quoted.push_str("\\'"),
-            '\n' => quoted.push_str("\\n"),
-            '\t' => quoted.push_str("\\t"),
-            character if crate::text::is_terminal_control(character) => {
-                let mut bytes = [0; 4];
-                for byte in character.encode_utf8(&mut bytes).bytes() {
-                    quoted.push_str(&format!("\\x{byte:02x}"));
-                }
-            }
-            character => quoted.push(character),
-        }
-    }
-    quoted.push('\'');
-    quoted
-}
+/// Kept under its old path: quoting is a text helper every layer uses (`text`).
+pub use crate::text::shell_quote;
 
 /// Bytes in docker's shortest exact unit (`8g`, `1536m`).
 fn docker_size(bytes: i64) -> String {
@@ -386,7 +351,7 @@ mod tests {
     }
 
     fn body_with(text: &str, env_specs: &[&str]) -> CreateBody {
-        use crate::spec::{Overrides, SpecContext, create_body};
+        use crate::container_plan::{Overrides, SpecContext, create_body};
         let resolved = crate::profile::resolve::resolve_text("p.toml", text).unwrap();
         let specs: Vec<String> = env_specs.iter().map(|spec| spec.to_string()).collect();
         let shell = |key: &str| (key == "FROM_SHELL").then(|| "shell-value".to_string());
@@ -467,7 +432,7 @@ mod tests {
 
     #[test]
     fn ports_from_flags_on_a_host_network_are_refused() {
-        use crate::spec::{Overrides, SpecContext, SpecError, create_body};
+        use crate::container_plan::{Overrides, SpecContext, SpecError, create_body};
         let resolved = crate::profile::resolve::resolve_text(
             "p.toml",
             "image = \"busybox\"\nnetwork = \"host\"\n",

@@ -17,7 +17,7 @@
 //!   profile file the body was made from (relative sources resolve against that file's
 //!   project folder);
 //! - with a body of the same config hash ([`Claim::settings`]), the other settings
-//!   `spec::drift::changes` names (env, ports, ulimits, `/dev/shm`, init, workdir,
+//!   `container_plan::drift::changes` names (env, ports, ulimits, `/dev/shm`, init, workdir,
 //!   hostname), the GPU request aside when the body asks for GPUs (placement picks its
 //!   devices afresh), and memory, CPUs and restart policy aside (`docker update` changes
 //!   them on envctl's own container, and they grant nothing).
@@ -28,8 +28,8 @@
 
 use serde_json::Value;
 
-use crate::spec::CreateBody;
-use crate::spec::drift::{self, Change, Difference, Uncomparable};
+use crate::container_plan::CreateBody;
+use crate::container_plan::drift::{self, Change, Difference, Uncomparable};
 
 /// How much of the body a container's labels vouch for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub enum Mounts {
 
 /// What the daemon says of `container` (its `docker inspect` JSON: `Config`,
 /// `HostConfig`, `Mounts`) that differs from `body` as far as `claim` vouches for it,
-/// each as `spec::drift` names differences (`mounts: /:/host → (none)`); secrets' values
+/// each as `container_plan::drift` names differences (`mounts: /:/host → (none)`); secrets' values
 /// never shown. Empty: nothing the daemon reports tells it apart from `body`'s container.
 pub fn not_as_claimed(
     body: &CreateBody,
@@ -204,7 +204,7 @@ fn words(command: &[String]) -> String {
     capped(
         &command
             .iter()
-            .map(|word| crate::spec::shell_quote(word))
+            .map(|word| crate::container_plan::shell_quote(word))
             .collect::<Vec<_>>()
             .join(" "),
     )
@@ -378,7 +378,7 @@ fn mounts(body: &CreateBody, container: &Value, judged: Mounts, found: &mut Vec<
         .mounts
         .iter()
         .map(|mount| Mounted {
-            volume: mount.kind == crate::spec::MountType::Volume,
+            volume: mount.kind == crate::container_plan::MountType::Volume,
             source: mount.source.clone(),
             target: mount.target.clone(),
             read_only: mount.read_only,

@@ -11,10 +11,10 @@
 //!   `placement = "first"` is pinned to the allocation's first GPUs. Placement chooses a
 //!   count among the allocated GPUs only (`ops::slurm::for_placement`).
 
+use crate::container_plan::CreateBody;
+use crate::container_plan::gpus::Gpus;
 use crate::facts::gpu::GpuDevice;
 use crate::facts::slurm::{AllocatedGpu, GpuAllocation, MatchedBy, SlurmJob};
-use crate::spec::CreateBody;
-use crate::spec::gpus::Gpus;
 
 /// The Slurm job a container was made in: `envctl down --rm --slurm-job ID` finds it by it.
 pub const SLURM_JOB_LABEL: &str = "envctl.slurm-job";

@@ -860,7 +860,7 @@ mod tests {
             ]
         );
     }
-    use crate::spec::{Overrides, SpecContext, create_body};
+    use crate::container_plan::{Overrides, SpecContext, create_body};
     use std::path::{Path, PathBuf};
 
     fn body(text: &str) -> CreateBody {
@@ -1100,8 +1100,8 @@ mod tests {
     #[test]
     fn cdi_devices_in_the_container_are_the_cdi_request_given() {
         let mut wanted = body("image = \"x:1\"\ngpus = [\"0\"]\n");
-        wanted.host_config.device_requests = crate::spec::gpus::render(
-            &crate::spec::gpus::Gpus::Devices(vec!["0".into()]),
+        wanted.host_config.device_requests = crate::container_plan::gpus::render(
+            &crate::container_plan::gpus::Gpus::Devices(vec!["0".into()]),
             &crate::facts::engine::GpuRequestForm::Cdi,
         )
         .unwrap();

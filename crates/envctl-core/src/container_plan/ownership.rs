@@ -299,7 +299,7 @@ pub enum OwnershipError {
     Impostor {
         name: String,
         profile: String,
-        /// What differs, as `spec::drift` names it (`mounts: /:/host → (none)`).
+        /// What differs, as `container_plan::drift` names it (`mounts: /:/host → (none)`).
         differences: String,
         cli: &'static str,
     },
@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn an_impostor_is_named_by_its_first_differences_only() {
-        use crate::spec::drift::{Change, Difference};
+        use crate::container_plan::drift::{Change, Difference};
         assert!(not_an_impostor("c", "p", &[], "docker").is_ok());
         let differences: Vec<Difference> = (0..9)
             .map(|index| Difference {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::{Claim, Mounts, not_as_claimed};
-use crate::spec::{CreateBody, Overrides, SpecContext, create_body};
+use crate::container_plan::{CreateBody, Overrides, SpecContext, create_body};
 
 const PROFILE: &str = "image = \"envctl-test/busybox:1\"\nmounts = [\"/srv/bind:/data:ro\", \"cache:/volume\"]\nenv = { A = \"1\", API_TOKEN = \"s3cret\" }\n";
 
