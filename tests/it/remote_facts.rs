@@ -35,14 +35,14 @@ fn gpu_profile(folder: &Path, name: &str, image: &str, gpus: u32) {
     .unwrap();
 }
 
-/// The probe containers created on `server` since `since` (Unix seconds), from its events.
-pub(crate) fn probes_since(server: &Server, since: u64) -> usize {
+/// The probe containers created on `server` since `since` (a [`moment`]), from its events.
+pub(crate) fn probes_since(server: &Server, since: &str) -> usize {
     let until = now() + 1;
     server
         .docker_ok(&[
             "events",
             "--since",
-            &since.to_string(),
+            since,
             "--until",
             &until.to_string(),
             "--filter",
@@ -74,6 +74,16 @@ pub(crate) fn probes_left(server: &Server) -> String {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Now as the daemon's `events --since` takes it, to the nanosecond (`SECONDS.NANOS`): a
+/// probe made earlier in the same second is not "since" (whole seconds counted a probe
+/// of the command before as one of the command after).
+pub(crate) fn moment() -> String {
+    let elapsed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    format!("{}.{:09}", elapsed.as_secs(), elapsed.subsec_nanos())
 }
 
 pub(crate) fn now() -> u64 {
@@ -189,8 +199,9 @@ fn remote_doctor_shows_the_servers_driver_and_gpus_and_reuses_the_record() {
     let cpu = unique_name("remote-cpu");
     gpu_profile(folder.path(), &cpu, &image, 0);
     let before = now();
+    let probed_from = moment();
     let cpu_doctor = envctl_on(folder.path(), &server, &["doctor", &cpu]);
-    assert_eq!(probes_since(&server, before), 0, "{cpu_doctor}");
+    assert_eq!(probes_since(&server, &probed_from), 0, "{cpu_doctor}");
     let first = envctl_on(folder.path(), &server, &["doctor", &profile]);
     assert!(
         first
@@ -206,7 +217,7 @@ fn remote_doctor_shows_the_servers_driver_and_gpus_and_reuses_the_record() {
         first.stdout.contains("as seen by a probe container"),
         "{first}"
     );
-    assert_eq!(probes_since(&server, before), 1, "{first}");
+    assert_eq!(probes_since(&server, &probed_from), 1, "{first}");
     // The probe is removed.
     assert_eq!(probes_left(&server), "", "{first}");
     let labels: serde_json::Value = serde_json::from_str(&server.docker_ok(&[
@@ -228,7 +239,7 @@ fn remote_doctor_shows_the_servers_driver_and_gpus_and_reuses_the_record() {
         .unwrap();
     assert!(taken >= before && taken <= now(), "{labels}");
 
-    let again = now();
+    let again = moment();
     let second = envctl_on(folder.path(), &server, &["--json", "doctor", &profile]);
     let report = second.json();
     let nvml = report["findings"]
@@ -242,7 +253,7 @@ fn remote_doctor_shows_the_servers_driver_and_gpus_and_reuses_the_record() {
     assert_eq!(nvml["facts"]["taken_at"], taken, "{second}");
     assert!(second.stdout.contains("535.161.08"), "{second}");
     assert_eq!(
-        probes_since(&server, again),
+        probes_since(&server, &again),
         0,
         "a second doctor probed again: {second}"
     );
@@ -713,7 +724,7 @@ fn without_the_profiles_image_the_probe_runs_in_the_smallest_cuda_image() {
         &format!("envctl-test/{}:1", unique_name("not-here")),
         1,
     );
-    let since = now();
+    let since = moment();
     let doctor = envctl_on(folder.path(), &server, &["doctor", &profile]);
     assert!(
         doctor.stdout.contains("as seen by a probe container"),
@@ -723,7 +734,7 @@ fn without_the_profiles_image_the_probe_runs_in_the_smallest_cuda_image() {
     let used = server.docker_ok(&[
         "events",
         "--since",
-        &since.to_string(),
+        &since,
         "--until",
         &until.to_string(),
         "--filter",

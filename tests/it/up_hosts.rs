@@ -342,7 +342,7 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
 
     // A dry run makes no probe where a record tells the GPUs: `busy` is judged by its
     // record, which knows no process (GPU 2 counts free there), and says so.
-    let since = crate::remote_facts::now();
+    let since = crate::remote_facts::moment();
     let dry = laptop(None, &["up", &name, "--hosts", "@team", "--dry-run"]);
     assert_eq!(dry.code, 0, "{dry}");
     assert!(
@@ -352,7 +352,7 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
         "{dry}"
     );
     assert!(host_line(&dry, "roomy").contains(": chosen: "), "{dry}");
-    assert_eq!(crate::remote_facts::probes_since(&busy, since), 0, "{dry}");
+    assert_eq!(crate::remote_facts::probes_since(&busy, &since), 0, "{dry}");
 
     let run = laptop(None, &["up", &name, "--hosts", "@team"]);
     assert_eq!(run.code, 0, "{run}");
