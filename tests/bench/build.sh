@@ -53,7 +53,7 @@ fi
 cargo test --lib --no-run --locked >/dev/null 2>&1
 cargo test --test it --no-run --locked >/dev/null 2>&1
 cargo test -p envctl-core --lib --no-run --locked >/dev/null 2>&1
-core=crates/envctl-core/src/spec/gpus.rs
+core=crates/envctl-core/src/container_plan/gpus.rs
 touch "$core"
 measure "touch $core, cargo test -p envctl-core --lib" cargo test -p envctl-core --lib --locked
 touch "$core"
