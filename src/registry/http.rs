@@ -292,8 +292,14 @@ impl Connector {
                 ));
             }
         };
-        // As a URL writes it: an IPv6 address in brackets.
-        let host = uri.host().unwrap_or_default();
+        // As a URL writes it: an IPv6 address in brackets. A URL without a host is refused
+        // here, not sent to a connect to "" that would fail with a vaguer cause.
+        let Some(host) = uri.host().filter(|host| !host.is_empty()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the URL {uri} names no host"),
+            ));
+        };
         let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
         let stream: Box<dyn Wire> = match self.proxy.for_host(host) {
             Some(via) => {
