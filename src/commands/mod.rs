@@ -32,55 +32,6 @@ pub use crate::context::Context;
 
 pub(crate) use crate::ops::REQUEST_TIMEOUT;
 
-impl Context {
-    /// The named profiles (names or paths), or with none named the project's own
-    /// (`./envctl/*.toml`): what doctor, lock and outdated work on.
-    pub fn profiles_or_project(
-        &self,
-        names: &[String],
-    ) -> Result<Vec<crate::profile::ResolvedProfile>, Error> {
-        self.each_profile_or_project(names)
-            .into_iter()
-            .map(|(_, resolved)| resolved)
-            .collect()
-    }
-
-    /// Like [`Context::profiles_or_project`], each profile on its own: one that cannot be
-    /// resolved is its own error (labelled with the name or file it came from) and the
-    /// others still resolve, so `doctor` and `lock` can report every one.
-    pub fn each_profile_or_project(
-        &self,
-        names: &[String],
-    ) -> Vec<(String, Result<crate::profile::ResolvedProfile, Error>)> {
-        if !names.is_empty() {
-            return names
-                .iter()
-                .map(|name| {
-                    (
-                        name.clone(),
-                        self.search_path.resolve(name).map_err(Error::from),
-                    )
-                })
-                .collect();
-        }
-        let (files, unreadable) = self.search_path.files();
-        for folder in unreadable {
-            self.printer.warn(&folder);
-        }
-        files
-            .into_iter()
-            .filter(|file| file.kind() == crate::profile::SourceKind::Project)
-            .map(|file| {
-                let label = file.shown();
-                (
-                    label,
-                    self.search_path.resolve_file(file).map_err(Error::from),
-                )
-            })
-            .collect()
-    }
-}
-
 /// A single-threaded runtime for the commands that talk to the daemon; the pure commands
 /// never start one.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::docker::{require_daemon, test_image};
-use envctl::engine::{Engine, EngineError};
 use envctl::facts::engine::EngineState;
+use envctl_engine::{Engine, EngineError};
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 

@@ -203,8 +203,8 @@ fn a_saved_image_yields_its_libraries_as_cuobjdump_lists_them() {
 
     use envctl::compat::ComputeCapability;
     use envctl::compat::fatbin::{judge, scan_archive};
-    use envctl::engine::Engine;
-    use envctl::engine::image_scan::ImageLibrariesError;
+    use envctl_engine::Engine;
+    use envctl_engine::image_scan::ImageLibrariesError;
 
     use crate::support::docker::{docker_stdout, require_daemon};
 
@@ -340,7 +340,7 @@ fn a_gzip_layer_archive_scans_as_the_daemon_loads_it() {
     use std::time::{Duration, Instant};
 
     use envctl::compat::fatbin::scan_archive;
-    use envctl::engine::Engine;
+    use envctl_engine::Engine;
 
     use crate::support::docker::{ImageGuard, docker_stdout, require_daemon, unique_name};
 

@@ -1,4 +1,4 @@
-//! `envctl::gpu::gather` against real NVML loading code and a fake driver: the stub
+//! `envctl_gpu::gather` against real NVML loading code and a fake driver: the stub
 //! library (`tests/nvml-stub`, built by `cargo test` as `libenvctl_nvml_stub.so`) driven by
 //! the fixtures in `tests/fixtures/nvml/`, plus a C library compiled here that truly lacks
 //! NVML symbols.
@@ -37,9 +37,9 @@ fn child_gathers_facts_for_the_parent() {
     if std::env::var_os(CHILD_VARIABLE).is_none() {
         return;
     }
-    let library = std::env::var_os(envctl::gpu::LIBRARY_VARIABLE).map(PathBuf::from);
+    let library = std::env::var_os(envctl_gpu::LIBRARY_VARIABLE).map(PathBuf::from);
     let started = std::time::Instant::now();
-    let facts = envctl::gpu::gather(library.as_deref());
+    let facts = envctl_gpu::gather(library.as_deref());
     let elapsed = started.elapsed();
     let envelope = serde_json::json!({
         "facts": facts,
@@ -75,7 +75,7 @@ fn gather_in_child(library: &Path, fixture: Option<&Path>) -> Gathered {
             "--test-threads=1",
         ])
         .env(CHILD_VARIABLE, "1")
-        .env(envctl::gpu::LIBRARY_VARIABLE, library)
+        .env(envctl_gpu::LIBRARY_VARIABLE, library)
         .env_remove("ENVCTL_NVML_STUB_FIXTURE");
     if let Some(fixture) = fixture {
         command.env("ENVCTL_NVML_STUB_FIXTURE", fixture);

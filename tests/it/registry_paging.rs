@@ -20,8 +20,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use envctl::profile::image::ImageReference;
-use envctl::registry::proxy::Proxy;
-use envctl::registry::{MAX_PAGE_BYTES, MAX_TAG_LIST_BYTES, MAX_TAG_PAGES, RegistryClient, Tags};
+use envctl_ops::registry::proxy::Proxy;
+use envctl_ops::registry::{
+    MAX_PAGE_BYTES, MAX_TAG_LIST_BYTES, MAX_TAG_PAGES, RegistryClient, Tags,
+};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 

@@ -16,8 +16,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use envctl::profile::image::ImageReference;
-use envctl::registry::RegistryClient;
-use envctl::registry::proxy::{Proxy, ProxyVariables};
+use envctl_ops::registry::RegistryClient;
+use envctl_ops::registry::proxy::{Proxy, ProxyVariables};
 
 use crate::registry_paging::{FakeRegistry, two_pages};
 

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 use crate::support::docker::{docker_stdout, test_image, unique_name};
 use crate::support::tmux::{MAIN_SCREEN_MARKER, Recording, Tmux, shell_quote};
 use assert_cmd::Command;
-use envctl::engine::stats::container_sample_from_api_json;
 use envctl::monitor::Snapshot;
 use envctl::monitor::usage::container_usage;
+use envctl_engine::stats::container_sample_from_api_json;
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -239,7 +239,7 @@ fn a_one_shot_frame_and_an_own_earlier_reading_give_cpu_percent() {
 
 #[test]
 fn recorded_cgroup_texts_name_their_container() {
-    use envctl::host::cgroup::{container_id_candidates, pick_container};
+    use envctl_host::cgroup::{container_id_candidates, pick_container};
     const ID: &str = "e5fb59820be1185f00d4a5b52c24aeed78c44c1ad9f5a41244c1b8d02fdcf4be";
     const OUTER: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     let cases: [(&str, &[&str]); 8] = [

@@ -303,3 +303,41 @@ fn a_core_crate_that_does_io_is_refused() {
         ]
     );
 }
+
+/// The binary (cli, commands) stands on the application crate, the core and the facts:
+/// its manifest names no adapter crate and no outside crate only an adapter may use, so a
+/// command cannot name the engine, NVML or the host, and the application crate is the one
+/// that names them all.
+#[test]
+fn the_binary_names_no_adapter_crate() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let root = std::fs::read_to_string(workspace.join("Cargo.toml")).unwrap();
+    let root: toml::Table = toml::from_str(&root).unwrap();
+    let dependencies = root["dependencies"].as_table().unwrap();
+    assert!(dependencies.contains_key("envctl-ops"));
+    for name in [
+        "envctl-engine",
+        "envctl-gpu",
+        "envctl-host",
+        "bollard",
+        "nvml-wrapper",
+        "hyper",
+        "hyper-util",
+        "tokio-rustls",
+    ] {
+        assert!(
+            !dependencies.contains_key(name),
+            "the binary's manifest names `{name}`: only envctl-ops (and the adapters) may"
+        );
+    }
+    let ops = std::fs::read_to_string(workspace.join("crates/envctl-ops/Cargo.toml")).unwrap();
+    let ops: toml::Table = toml::from_str(&ops).unwrap();
+    let ops = ops["dependencies"].as_table().unwrap();
+    for name in ["envctl-engine", "envctl-gpu", "envctl-host", "envctl-core"] {
+        assert!(ops.contains_key(name), "envctl-ops must name `{name}`");
+    }
+    assert!(
+        !ops.contains_key("envctl"),
+        "envctl-ops names the binary above it"
+    );
+}

@@ -355,8 +355,24 @@ pub fn check_sources(
 ) -> Result<Vec<Violation>, RulesError> {
     let mut violations = Vec::new();
     let mut used: HashSet<(&str, &str)> = HashSet::new();
-    for source in sources {
-        check_one(source, rules, exceptions, &mut violations, &mut used)?;
+    let crates = sources
+        .iter()
+        .map(|source| Crate::read(&source.root))
+        .collect::<Result<Vec<Crate>, RulesError>>()?;
+    // A command may call a getter another crate defines (the binary's commands, the
+    // application crate's `Context::engine`): every crate's getters are looked for.
+    let getters: Vec<&source::AdapterGetter> =
+        crates.iter().flat_map(|krate| &krate.getters).collect();
+    for (source, krate) in sources.iter().zip(&crates) {
+        check_one(
+            source,
+            krate,
+            &getters,
+            rules,
+            exceptions,
+            &mut violations,
+            &mut used,
+        );
     }
     let shown_root = sources
         .first()
@@ -381,12 +397,13 @@ pub fn check_sources(
 /// The violations of one crate, and the exceptions they used.
 fn check_one<'a>(
     source: &Source,
+    krate: &Crate,
+    getters: &[&source::AdapterGetter],
     rules: &[Rule],
     exceptions: &'a [Exception],
     violations: &mut Vec<Violation>,
     used: &mut HashSet<(&'a str, &'a str)>,
-) -> Result<(), RulesError> {
-    let krate = Crate::read(&source.root)?;
+) {
     let shown_root = &source.shown;
     for file in &krate.files {
         let layer = source.layer.unwrap_or_else(|| layer_of(&file.relative));
@@ -404,7 +421,7 @@ fn check_one<'a>(
         }
         if layer == "commands" {
             for reference in &references {
-                if let Some((getter, what)) = gets_adapter(&krate, reference) {
+                if let Some((getter, what)) = gets_adapter(getters, reference) {
                     found.push((COMMANDS_GET_NO_ADAPTER, reference.line, getter, what));
                 }
             }
@@ -432,7 +449,6 @@ fn check_one<'a>(
             });
         }
     }
-    Ok(())
 }
 
 /// `commands` for `commands/logs.rs`, `files` for `files.rs`.
@@ -475,17 +491,20 @@ fn breaks(rule: &Rule, reference: &Reference) -> Option<(String, String)> {
 }
 
 /// The adapter a command gets by calling `reference`: the getter, and the message.
-fn gets_adapter(krate: &Crate, reference: &Reference) -> Option<(String, String)> {
+fn gets_adapter(
+    getters: &[&source::AdapterGetter],
+    reference: &Reference,
+) -> Option<(String, String)> {
     let getters: Vec<&source::AdapterGetter> = match &reference.kind {
-        Kind::Method { name, .. } => krate
-            .getters
+        Kind::Method { name, .. } => getters
             .iter()
+            .copied()
             .filter(|getter| getter.method && getter.path.last() == Some(name))
             .collect(),
         Kind::Use => Vec::new(),
-        Kind::Path => krate
-            .getters
+        Kind::Path => getters
             .iter()
+            .copied()
             .filter(|getter| getter.path == reference.resolved)
             .collect(),
     };
@@ -540,6 +559,14 @@ pub fn envctl_sources() -> Vec<Source> {
     let workspace = workspace();
     vec![
         Source::by_path(&workspace.join("src")),
+        // The application layer: ops, the context, the errors, the registry, the printer
+        // and the completions, each file's layer its top-level module as in `src/`.
+        Source {
+            root: workspace.join("crates/envctl-ops/src"),
+            shown: "crates/envctl-ops/src".into(),
+            layer: None,
+            kept_by_the_compiler: &[],
+        },
         Source {
             root: workspace.join("crates/envctl-core/src"),
             shown: "crates/envctl-core/src".into(),

@@ -77,6 +77,12 @@ pub fn identified(
     }
 }
 
+/// The user envctl runs as, read from this machine (`host::user`, with `/` as the root
+/// their account files are read under): what `main` puts in the [`Context`].
+pub fn current_user() -> crate::facts::user::User {
+    crate::host::user::current(std::path::Path::new("/"))
+}
+
 /// The identity of `user` when nothing proves it: what they claim (their uid), and `why`.
 pub fn unproven(user: &crate::facts::user::User, why: String) -> crate::facts::user::Identity {
     crate::facts::user::Identity::Unproven {
@@ -392,6 +398,62 @@ impl Environment {
             .config_home()
             .map(|directory| directory.join("envctl").join("profiles"));
         SearchPath::new(PathBuf::from("envctl"), self.profile_path(), user)
+    }
+}
+
+impl Context {
+    /// The named profiles (names or paths), or with none named the project's own
+    /// (`./envctl/*.toml`): what doctor, lock and outdated work on.
+    pub fn profiles_or_project(
+        &self,
+        names: &[String],
+    ) -> Result<Vec<crate::profile::ResolvedProfile>, crate::error::Error> {
+        self.each_profile_or_project(names)
+            .into_iter()
+            .map(|(_, resolved)| resolved)
+            .collect()
+    }
+
+    /// Like [`Context::profiles_or_project`], each profile on its own: one that cannot be
+    /// resolved is its own error (labelled with the name or file it came from) and the
+    /// others still resolve, so `doctor` and `lock` can report every one.
+    pub fn each_profile_or_project(
+        &self,
+        names: &[String],
+    ) -> Vec<(
+        String,
+        Result<crate::profile::ResolvedProfile, crate::error::Error>,
+    )> {
+        if !names.is_empty() {
+            return names
+                .iter()
+                .map(|name| {
+                    (
+                        name.clone(),
+                        self.search_path
+                            .resolve(name)
+                            .map_err(crate::error::Error::from),
+                    )
+                })
+                .collect();
+        }
+        let (files, unreadable) = self.search_path.files();
+        for folder in unreadable {
+            self.printer.warn(&folder);
+        }
+        files
+            .into_iter()
+            .filter(|file| file.kind() == crate::profile::SourceKind::Project)
+            .map(|file| {
+                let label = file.shown();
+                (
+                    label,
+                    self.search_path
+                        .resolve_file(file)
+                        .map_err(crate::error::Error::from),
+                )
+            })
+            .collect()
     }
 }
 

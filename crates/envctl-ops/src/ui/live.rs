@@ -124,15 +124,15 @@ fn layout(mut columns: Vec<Column>, width: Option<usize>, style: Styler<'_>) -> 
 }
 
 /// What a table shows for a figure that is unknown.
-pub(crate) const UNKNOWN: &str = "-";
+pub const UNKNOWN: &str = "-";
 
 /// `value` shown, or [`UNKNOWN`].
-pub(crate) fn or_unknown<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
+pub fn or_unknown<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
     value.map_or_else(|| UNKNOWN.to_string(), show)
 }
 
 /// `first / second`, each shown or [`UNKNOWN`]; [`UNKNOWN`] alone when both are.
-pub(crate) fn pair(first: Option<u64>, second: Option<u64>, show: fn(u64) -> String) -> String {
+pub fn pair(first: Option<u64>, second: Option<u64>, show: fn(u64) -> String) -> String {
     match (first, second) {
         (None, None) => UNKNOWN.to_string(),
         _ => format!("{} / {}", or_unknown(first, show), or_unknown(second, show)),
