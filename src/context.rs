@@ -77,6 +77,13 @@ pub fn identified(
     }
 }
 
+/// Who runs envctl: the real uid and its login name, read from this host's own system
+/// (`host::user`, under `/`). What `main` puts in [`Context::user`], so the entry point
+/// names no adapter.
+pub fn current_user() -> crate::facts::user::User {
+    crate::host::user::current(Path::new("/"))
+}
+
 /// The identity of `user` when nothing proves it: what they claim (their uid), and `why`.
 pub fn unproven(user: &crate::facts::user::User, why: String) -> crate::facts::user::Identity {
     crate::facts::user::Identity::Unproven {

@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         environment,
         host_flag: cli.global.host.clone(),
         context_flag: cli.global.context.clone(),
-        user: envctl::host::user::current(std::path::Path::new("/")),
+        user: envctl::context::current_user(),
         other_user: cli.global.other_user,
         chosen_daemon: std::sync::OnceLock::new(),
         me: std::sync::OnceLock::new(),

@@ -11,8 +11,9 @@
 //! TARGET or NAME, where a word that names neither is a TARGET not found. The word after
 //! TARGET is a NAME when the container's profile names it (or it is nvidia-check), else the
 //! command itself; `--` before it makes it the command whatever the profile names
-//! ([`interpret`], the grammar `ops::exec::resolve` is handed). The command runs through
-//! `ops::exec::Exec`; this file wires it to the terminal (stdin, raw mode, resizes, the
+//! ([`interpret`], the grammar `ops::exec::resolve` is handed). `ops::exec::Session`
+//! connects to the daemon and resolves the words; the command runs through
+//! `ops::exec::Exec`, which this file wires to the terminal (stdin, raw mode, resizes, the
 //! output streams).
 
 use super::{Context, runtime};
@@ -20,11 +21,8 @@ use crate::container_plan::shell_quote;
 use crate::error::Error;
 use crate::exit::ExitStatus;
 use crate::facts::container::OutputStream;
-use crate::ops::exec::{Command as ExecCommand, Exec};
-use crate::ops::target::{
-    NVIDIA_CHECK, Purpose, command_names, ensure_running, named_command, obvious_container,
-    running_container,
-};
+use crate::ops::exec::{Command as ExecCommand, Exec, Session};
+use crate::ops::target::{NVIDIA_CHECK, command_names, named_command};
 use crate::ui::printer::{ColorChoice, Printer, Verbosity};
 use crate::ui::terminal;
 
@@ -361,15 +359,12 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
     check_plainly(&arguments, context.json)?;
     let runtime = runtime()?;
     let result = runtime.block_on(async {
-        let engine = context.engine().await?;
-        let (container, request, start) = crate::ops::exec::resolve(
-            &engine,
-            context,
-            &arguments.words,
-            interpret,
-            |request| matches!(request, Request::Literal { plainly: false, .. }),
-        )
-        .await?;
+        let session = Session::open(context).await?;
+        let (container, request, start) = session
+            .resolve(context, &arguments.words, interpret, |request| {
+                matches!(request, Request::Literal { plainly: false, .. })
+            })
+            .await?;
         check_flags(&arguments, &request, &container.name, context.json)?;
         // As `docker exec -it`: a terminal fed from stdin needs a terminal there. Without
         // this the command waited on input that never came (`-it … </dev/null` hung).
@@ -394,16 +389,11 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
                         .or(arguments.timeout)
                         .unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
                 };
-                return crate::ops::nvidia_check::check(
-                    &engine,
-                    &container,
-                    &options,
-                    context,
-                    |checked| {
+                return session
+                    .nvidia_check(&container, &options, context, |checked| {
                         super::nvidia_check::render_as(&checked, context, context.json || after.json)
-                    },
-                )
-                .await;
+                    })
+                    .await;
             }
             Request::Nothing => {
                 return Err(Error::Usage {
@@ -445,7 +435,7 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
                 command
             }
         };
-        let exec = Exec::new(&engine, &container.id, ExecCommand {
+        let exec = session.exec(&container.id, ExecCommand {
             command,
             env: arguments.env.clone(),
             user: arguments.user.clone(),
@@ -572,18 +562,8 @@ pub fn shell(arguments: ShellArgs, context: &Context) -> Result<ExitStatus, Erro
     let target = target.as_deref();
     let runtime = runtime()?;
     let result = runtime.block_on(async {
-        let engine = context.engine().await?;
-        let container = match target {
-            Some(target) => running_container(&engine, context, target).await?,
-            None => {
-                let purpose = Purpose {
-                    command: "shell",
-                    rest: "",
-                    word: None,
-                };
-                ensure_running(&engine, obvious_container(&engine, context, purpose).await?)?
-            }
-        };
+        let session = Session::open(context).await?;
+        let container = session.shell_container(context, target).await?;
         // As `docker exec -it`: a shell needs a terminal to talk to. Said once the
         // container is known, so the hint names it.
         if !terminal::stdin_is_terminal() {
@@ -595,8 +575,7 @@ pub fn shell(arguments: ShellArgs, context: &Context) -> Result<ExitStatus, Erro
                 )),
             });
         }
-        let exec = Exec::new(
-            &engine,
+        let exec = session.exec(
             &container.id,
             ExecCommand {
                 // `exec` replaces sh with bash when there is one, so the exit code is bash's.

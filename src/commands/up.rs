@@ -13,9 +13,7 @@ use crate::container_plan::{self, CreateBody, Overrides};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 
-use crate::ops::up::{
-    DryRun, Outcome, RunState, UpOptions, UpReport, UpRequest, clean_up, plan, up,
-};
+use crate::ops::up::{DryRun, Outcome, RunState, Session, UpOptions, UpReport, UpRequest};
 
 /// `envctl up`'s arguments, as clap parses them.
 #[derive(Debug, clap::Args)]
@@ -144,26 +142,24 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
         runtime.block_on(choose_host(&arguments, context))?;
     }
     if arguments.dry_run {
-        let (connected, engine) = runtime.block_on(crate::ops::up::dry_run_connection(context));
         // The plan's gathering judges the connection as doctor does (a daemon that does
         // not answer is a fact there).
-        return runtime.block_on(async {
-            let plan = plan(connected, request, context).await?;
-            let shown =
-                crate::ops::up::dry_run(engine.as_ref(), &plan, arguments.force, context).await?;
-            let trusted = crate::ops::trust::grants(&plan.resolved, context);
-            dry_run(&shown, &plan.name, &trusted, context)
-        });
+        let (plan, shown) = runtime.block_on(crate::ops::up::dry_run_plan(
+            request,
+            arguments.force,
+            context,
+        ))?;
+        let trusted = crate::ops::trust::grants(&plan.resolved, context);
+        return dry_run(&shown, &plan.name, &trusted, context);
     }
-    let engine = runtime.block_on(context.engine())?;
-    let mut plan = runtime.block_on(plan(Ok(engine.clone()), request, context))?;
+    let session = runtime.block_on(Session::open(context))?;
+    let mut plan = runtime.block_on(session.plan(request, context))?;
     if arguments.name.is_none() {
         // The profile's container under another name (`--name`) is not what this `up`
         // meets: say so, and how to reach it, before making a second one.
         // Advisory: a list the daemon refuses here is said with its cause, and `up`
         // goes on (its own requests name a failing daemon).
-        let elsewhere = match runtime.block_on(crate::ops::up::same_profile_elsewhere(
-            &engine,
+        let elsewhere = match runtime.block_on(session.same_profile_elsewhere(
             &plan.resolved.profile.name,
             &plan.name,
             context,
@@ -194,7 +190,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
     runtime.block_on(async {
         let interrupted = super::termination_signal();
         let run = async {
-            let first = up(&engine, &plan, &options, context, &state).await;
+            let first = session.up(&plan, &options, context, &state).await;
             // Another user's `up` of the same profile took `envctl-<profile>` between the
             // look for a free name and the create: this user's is `envctl-<profile>-<user>`.
             let personal = crate::ops::target::personal_container_name(
@@ -207,7 +203,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
                     ..
                 }) if arguments.name.is_none() && plan.name != personal => {
                     plan.name = personal;
-                    up(&engine, &plan, &options, context, &state).await
+                    session.up(&plan, &options, context, &state).await
                 }
                 other => other,
             }
@@ -215,7 +211,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
         let result = tokio::select! {
             result = run => result,
             code = interrupted => {
-                clean_up(&engine, &state, context).await;
+                session.clean_up(&state, context).await;
                 let said = state.borrow().interrupted_summary();
                 context.printer.warn(said.as_deref().unwrap_or("interrupted"));
                 return Ok(ExitStatus::External(code));
@@ -229,24 +225,27 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
                     let trusted = crate::ops::trust::grants(&plan.resolved, context);
                     print_report(&report, &plan.resolved.profile.name, &trusted, context)?;
                     if !context.json {
-                        let here = crate::ops::forward::ports_here(&engine, &report.id).await;
+                        let here = session.ports_here(&report.id).await;
                         print_ports_here(here, context);
-                        let reach = crate::ops::forward::reach(&engine, &report.id).await;
+                        let reach = session.reach(&report.id).await;
                         print_reach(reach, &report, context);
                     }
                 }
                 if !arguments.check {
                     return Ok(ExitStatus::Success);
                 }
-                let container = engine.inspect_container(&report.id).await?.ok_or_else(|| Error::TargetNotFound {
-                    target: report.container.clone(),
-                    hint: format!("the container disappeared right after it started; `envctl logs {}` may say why", report.container),
-                })?;
-                let options = super::nvidia_check::NvidiaCheckOptions { quick: false, timeout_seconds: 120 };
-                crate::ops::nvidia_check::check(&engine, &container, &options, context, |checked| super::nvidia_check::render(&checked, context)).await
+                let options = super::nvidia_check::NvidiaCheckOptions {
+                    quick: false,
+                    timeout_seconds: 120,
+                };
+                session
+                    .check_started(&report, &options, context, |checked| {
+                        super::nvidia_check::render(&checked, context)
+                    })
+                    .await
             }
             Err(error) => {
-                clean_up(&engine, &state, context).await;
+                session.clean_up(&state, context).await;
                 Err(error)
             }
         }

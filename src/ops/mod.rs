@@ -19,9 +19,11 @@
 //! - [`logs`]: the container `logs` names and its output, read as it comes.
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 //! - [`trust`]: a repository profile's root-equivalent settings, refused without a yes.
+//! - [`complete`]: what the shell completions ask the daemon (its running containers).
 
 pub mod choose_host;
 pub mod compat;
+pub mod complete;
 pub mod daemon_policy;
 pub mod doctor;
 pub mod down;
