@@ -13,7 +13,7 @@ use crate::container_plan::{self, CreateBody, Overrides};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 
-use crate::ops::up::{DryRun, Outcome, RunState, Session, UpOptions, UpReport, UpRequest};
+use crate::ops::up::{DryRun, Outcome, Plan, RunState, Session, UpOptions, UpReport, UpRequest};
 
 /// `envctl up`'s arguments, as clap parses them.
 #[derive(Debug, clap::Args)]
@@ -116,27 +116,7 @@ impl UpArgs {
 }
 
 pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
-    let mut overrides = Overrides::parse(
-        &arguments.env,
-        &arguments.publish,
-        &arguments.volume,
-        &|key| context.environment.variable(key),
-    )?;
-    if let Some(spec) = &arguments.gpus {
-        overrides.gpus = Some(Overrides::parse_gpus(spec)?);
-    }
-    for spec in &arguments.ulimit {
-        overrides.ulimits.push(Overrides::parse_ulimit(spec)?);
-    }
-    let request = UpRequest {
-        profile: arguments.profile.clone(),
-        overrides,
-        locked: arguments.locked,
-        name: arguments.name.clone(),
-        dry_run: arguments.dry_run,
-        trust: crate::ops::trust::Consent::of(arguments.trust, &arguments.words(), context),
-        force: arguments.force,
-    };
+    let request = up_request(&arguments, context)?;
     let runtime = runtime()?;
     if !arguments.hosts.is_empty() {
         runtime.block_on(choose_host(&arguments, context))?;
@@ -155,31 +135,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
     let session = runtime.block_on(Session::open(context))?;
     let mut plan = runtime.block_on(session.plan(request, context))?;
     if arguments.name.is_none() {
-        // The profile's container under another name (`--name`) is not what this `up`
-        // meets: say so, and how to reach it, before making a second one.
-        // Advisory: a list the daemon refuses here is said with its cause, and `up`
-        // goes on (its own requests name a failing daemon).
-        let elsewhere = match runtime.block_on(session.same_profile_elsewhere(
-            &plan.resolved.profile.name,
-            &plan.name,
-            context,
-        )) {
-            Ok(elsewhere) => elsewhere,
-            Err(error) => {
-                context.printer.warn(&format!(
-                    "could not look for other containers of profile `{}`: {}",
-                    plan.resolved.profile.name,
-                    crate::error::error_chain(&error)
-                ));
-                Vec::new()
-            }
-        };
-        for other in elsewhere {
-            context.printer.warn(&format!(
-                "profile `{}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{}`: `envctl up {} --name {other}` meets that one",
-                plan.resolved.profile.name, plan.name, plan.resolved.profile.name
-            ));
-        }
+        runtime.block_on(warn_of_same_profile_elsewhere(&session, &plan, context));
     }
     let options = UpOptions {
         pull: arguments.pull,
@@ -189,27 +145,9 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
     let state = Rc::new(RefCell::new(RunState::default()));
     runtime.block_on(async {
         let interrupted = super::termination_signal();
-        let run = async {
-            let first = session.up(&plan, &options, context, &state).await;
-            // Another user's `up` of the same profile took `envctl-<profile>` between the
-            // look for a free name and the create: this user's is `envctl-<profile>-<user>`.
-            let personal = crate::ops::target::personal_container_name(
-                &plan.resolved.profile.name,
-                &context.me().name_for_containers(),
-            );
-            match first {
-                Err(Error::BelongsTo {
-                    action: crate::error::OtherUsersAction::Up { .. },
-                    ..
-                }) if arguments.name.is_none() && plan.name != personal => {
-                    plan.name = personal;
-                    session.up(&plan, &options, context, &state).await
-                }
-                other => other,
-            }
-        };
+        let made = make(&session, &mut plan, &arguments, &options, &state, context);
         let result = tokio::select! {
-            result = run => result,
+            result = made => result,
             code = interrupted => {
                 session.clean_up(&state, context).await;
                 let said = state.borrow().interrupted_summary();
@@ -218,38 +156,128 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
             }
         };
         match result {
-            Ok(report) => {
-                // With `--check --json` the check's document is the one document: it names
-                // the container and profile too.
-                if !(arguments.check && context.json) {
-                    let trusted = crate::ops::trust::grants(&plan.resolved, context);
-                    print_report(&report, &plan.resolved.profile.name, &trusted, context)?;
-                    if !context.json {
-                        let here = session.ports_here(&report.id).await;
-                        print_ports_here(here, context);
-                        let reach = session.reach(&report.id).await;
-                        print_reach(reach, &report, context);
-                    }
-                }
-                if !arguments.check {
-                    return Ok(ExitStatus::Success);
-                }
-                let options = super::nvidia_check::NvidiaCheckOptions {
-                    quick: false,
-                    timeout_seconds: 120,
-                };
-                session
-                    .check_started(&report, &options, context, |checked| {
-                        super::nvidia_check::render(&checked, context)
-                    })
-                    .await
-            }
+            Ok(report) => after_start(&session, &report, &plan, &arguments, context).await,
             Err(error) => {
                 session.clean_up(&state, context).await;
                 Err(error)
             }
         }
     })
+}
+
+/// What `arguments` ask `ops::up` to plan: the profile with the overrides of `-e`, `-p`,
+/// `--volume`, `--gpus` and `--ulimit`, and the flags that shape the plan.
+fn up_request(arguments: &UpArgs, context: &Context) -> Result<UpRequest, Error> {
+    let mut overrides = Overrides::parse(
+        &arguments.env,
+        &arguments.publish,
+        &arguments.volume,
+        &|key| context.environment.variable(key),
+    )?;
+    if let Some(spec) = &arguments.gpus {
+        overrides.gpus = Some(Overrides::parse_gpus(spec)?);
+    }
+    for spec in &arguments.ulimit {
+        overrides.ulimits.push(Overrides::parse_ulimit(spec)?);
+    }
+    Ok(UpRequest {
+        profile: arguments.profile.clone(),
+        overrides,
+        locked: arguments.locked,
+        name: arguments.name.clone(),
+        dry_run: arguments.dry_run,
+        trust: crate::ops::trust::Consent::of(arguments.trust, &arguments.words(), context),
+        force: arguments.force,
+    })
+}
+
+/// The profile's container under another name (`--name`) is not what this `up` meets:
+/// says so, and how to reach it, before making a second one. Advisory: a list the daemon
+/// refuses here is said with its cause, and `up` goes on (its own requests name a failing
+/// daemon).
+async fn warn_of_same_profile_elsewhere(session: &Session, plan: &Plan, context: &Context) {
+    let profile = &plan.resolved.profile.name;
+    let elsewhere = match session
+        .same_profile_elsewhere(profile, &plan.name, context)
+        .await
+    {
+        Ok(elsewhere) => elsewhere,
+        Err(error) => {
+            context.printer.warn(&format!(
+                "could not look for other containers of profile `{profile}`: {}",
+                crate::error::error_chain(&error)
+            ));
+            Vec::new()
+        }
+    };
+    for other in elsewhere {
+        context.printer.warn(&format!(
+            "profile `{profile}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{}`: `envctl up {profile} --name {other}` meets that one",
+            plan.name
+        ));
+    }
+}
+
+/// Makes or meets `plan`'s container. When another user's `up` of the same profile took
+/// `envctl-<profile>` between the look for a free name and the create (and no `--name`
+/// was given), this user's is `envctl-<profile>-<user>`: `plan` is renamed and made again.
+async fn make(
+    session: &Session,
+    plan: &mut Plan,
+    arguments: &UpArgs,
+    options: &UpOptions,
+    state: &Rc<RefCell<RunState>>,
+    context: &Context,
+) -> Result<UpReport, Error> {
+    let first = session.up(plan, options, context, state).await;
+    let personal = crate::ops::target::personal_container_name(
+        &plan.resolved.profile.name,
+        &context.me().name_for_containers(),
+    );
+    match first {
+        Err(Error::BelongsTo {
+            action: crate::error::OtherUsersAction::Up { .. },
+            ..
+        }) if arguments.name.is_none() && plan.name != personal => {
+            plan.name = personal;
+            session.up(plan, options, context, state).await
+        }
+        other => other,
+    }
+}
+
+/// Once the container runs: the report, where its ports are and how to reach them; with
+/// `--check`, nvidia-check in it, whose code is `up`'s. With `--check --json` the check's
+/// document is the one document: it names the container and profile too.
+async fn after_start(
+    session: &Session,
+    report: &UpReport,
+    plan: &Plan,
+    arguments: &UpArgs,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    if !(arguments.check && context.json) {
+        let trusted = crate::ops::trust::grants(&plan.resolved, context);
+        print_report(report, &plan.resolved.profile.name, &trusted, context)?;
+        if !context.json {
+            let here = session.ports_here(&report.id).await;
+            print_ports_here(here, context);
+            let reach = session.reach(&report.id).await;
+            print_reach(reach, report, context);
+        }
+    }
+    if !arguments.check {
+        return Ok(ExitStatus::Success);
+    }
+    let options = super::nvidia_check::NvidiaCheckOptions {
+        quick: false,
+        timeout_seconds: 120,
+    };
+    session
+        .check_started(report, &options, context, |checked| {
+            super::nvidia_check::render(&checked, context)
+        })
+        .await
 }
 
 /// `--hosts`: chooses the server the profile fits (`ops::choose_host`), says why it and why
