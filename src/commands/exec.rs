@@ -11,20 +11,18 @@
 //! TARGET or NAME, where a word that names neither is a TARGET not found. The word after
 //! TARGET is a NAME when the container's profile names it (or it is nvidia-check), else the
 //! command itself; `--` before it makes it the command whatever the profile names
-//! ([`interpret`], the grammar `ops::exec::resolve` is handed). The command runs through
-//! `ops::exec::Exec`; this file wires it to the terminal (stdin, raw mode, resizes, the
+//! ([`interpret`], the grammar `ops::exec::resolve` is handed). `ops::exec::Session`
+//! connects to the daemon and resolves the words; the command runs through
+//! `ops::exec::Exec`, which this file wires to the terminal (stdin, raw mode, resizes, the
 //! output streams).
 
 use super::{Context, runtime};
 use crate::container_plan::shell_quote;
 use crate::error::Error;
 use crate::exit::ExitStatus;
-use crate::facts::container::OutputStream;
-use crate::ops::exec::{Command as ExecCommand, Exec};
-use crate::ops::target::{
-    NVIDIA_CHECK, Purpose, command_names, ensure_running, named_command, obvious_container,
-    running_container,
-};
+use crate::facts::container::{ContainerDetails, OutputStream};
+use crate::ops::exec::{Command as ExecCommand, Exec, Session};
+use crate::ops::target::{NVIDIA_CHECK, command_names, named_command};
 use crate::ui::printer::{ColorChoice, Printer, Verbosity};
 use crate::ui::terminal;
 
@@ -361,15 +359,12 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
     check_plainly(&arguments, context.json)?;
     let runtime = runtime()?;
     let result = runtime.block_on(async {
-        let engine = context.engine().await?;
-        let (container, request, start) = crate::ops::exec::resolve(
-            &engine,
-            context,
-            &arguments.words,
-            interpret,
-            |request| matches!(request, Request::Literal { plainly: false, .. }),
-        )
-        .await?;
+        let session = Session::open(context).await?;
+        let (container, request, start) = session
+            .resolve(context, &arguments.words, interpret, |request| {
+                matches!(request, Request::Literal { plainly: false, .. })
+            })
+            .await?;
         check_flags(&arguments, &request, &container.name, context.json)?;
         // As `docker exec -it`: a terminal fed from stdin needs a terminal there. Without
         // this the command waited on input that never came (`-it … </dev/null` hung).
@@ -381,79 +376,26 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
         {
             return Err(not_a_terminal(&arguments.words[start..], &container.name));
         }
-        let mut near_name = None;
-        // A named command and the program it runs: when that program is missing, the
-        // word the user typed (`python`) is not the one the runtime names (`python3`).
-        let mut named_as: Option<(String, String)> = None;
-        let command = match request {
+        let (command, hints) = match request {
             Request::NvidiaCheck(after) => {
-                let options = super::nvidia_check::NvidiaCheckOptions {
-                    quick: arguments.quick || after.quick,
-                    timeout_seconds: after
-                        .timeout
-                        .or(arguments.timeout)
-                        .unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
-                };
-                return crate::ops::nvidia_check::check(
-                    &engine,
-                    &container,
-                    &options,
-                    context,
-                    |checked| {
-                        super::nvidia_check::render_as(&checked, context, context.json || after.json)
-                    },
-                )
-                .await;
+                return nvidia_check(&session, &container, &arguments, after, context).await;
             }
-            Request::Nothing => {
-                return Err(Error::Usage {
-                    message: "no command to run".into(),
-                    hint: Some(format!(
-                        "`envctl exec {} CMD ARGS…`, or a name from the profile's [commands] ({})",
-                        shell_quote(&container.name),
-                        command_names(context, &container).join(", ")
-                    )),
-                });
-            }
-            Request::Named { name, arguments } => {
-                let mut command = named_command(context, &container, &name)?;
-                named_as = command.first().map(|program| (name.clone(), program.clone()));
-                context.printer.detail(&format!(
-                    "`{name}` is a command of the profile's [commands]: running `{}`",
-                    shown_line(&command)
-                ));
-                command.extend(arguments);
-                command
-            }
-            Request::Literal { command, plainly } => {
-                let names = command_names(context, &container);
-                if plainly {
-                    context
-                        .printer
-                        .detail(&format!("running `{}` (after `--`)", shown_line(&command)));
-                } else {
-                    context.printer.detail(&format!(
-                        "`{}` is not a command of the profile's [commands] ({}): running it as the command",
-                        command[0],
-                        names.join(", ")
-                    ));
-                    let known: Vec<&str> = names.iter().map(String::as_str).collect();
-                    near_name = crate::suggest::did_you_mean(&command[0], &known)
-                        .filter(|near| *near != command[0])
-                        .map(str::to_string);
-                }
-                command
-            }
+            Request::Nothing => return Err(no_command(&container, context)),
+            Request::Named { name, arguments } => named(name, arguments, &container, context)?,
+            Request::Literal { command, plainly } => literal(command, plainly, &container, context),
         };
-        let exec = Exec::new(&engine, &container.id, ExecCommand {
-            command,
-            env: arguments.env.clone(),
-            user: arguments.user.clone(),
-            working_directory: arguments.workdir.clone(),
-            tty: arguments.tty,
-            attach_stdin: !arguments.detach
-                && (arguments.interactive || arguments.tty || !terminal::stdin_is_terminal()),
-        });
+        let exec = session.exec(
+            &container.id,
+            ExecCommand {
+                command,
+                env: arguments.env.clone(),
+                user: arguments.user.clone(),
+                working_directory: arguments.workdir.clone(),
+                tty: arguments.tty,
+                attach_stdin: !arguments.detach
+                    && (arguments.interactive || arguments.tty || !terminal::stdin_is_terminal()),
+            },
+        );
         // `-d`: a detached exec through the engine (no shell of the image), which ends
         // envctl at once with the command going on and its output discarded.
         if arguments.detach {
@@ -465,71 +407,193 @@ pub fn run(arguments: ExecArgs, context: &Context) -> Result<ExitStatus, Error> 
             ));
             return Ok(ExitStatus::Success);
         }
-        // With a TTY, Ctrl-C travels to the command as a key. Without one, SIGINT/SIGTERM
-        // is passed on to the command, whose exit then ends envctl with its code; a second
-        // signal ends envctl at once (130/143), as `docker exec` does on the first.
-        let attached = run_exec(&exec);
-        tokio::pin!(attached);
-        let code = if exec.tty() {
-            tokio::select! {
-                code = &mut attached => code?,
-                signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
-            }
-        } else {
-            let signal = tokio::select! {
-                code = &mut attached => {
-                    let code = code?;
-                    if let Some(near) = near_name.as_deref()
-                        && code == crate::ops::exec::COMMAND_NOT_FOUND
-                    {
-                        context.printer.info(&format!(
-                            "hint: did you mean `{near}`, a command of the profile? `{}`",
-                            replaced(&arguments.words, start, near)
-                        ));
-                    }
-                    if let Some((name, program)) = &named_as
-                        && code == crate::ops::exec::COMMAND_NOT_FOUND
-                    {
-                        context.printer.info(&format!(
-                            "hint: `{name}` is the profile's [commands] entry, which runs `{}`: the image in {} has no such program; `envctl exec {} -- {name} …` runs `{name}` itself",
-                            crate::ui::text::shown(program),
-                            container.name,
-                            shell_quote(&container.name),
-                        ));
-                    }
-                    return Ok(exit_status(code));
-                }
-                signal = super::termination_signal() => signal,
-            };
-            if !exec.pass_on(signal, context).await {
-                return Ok(ExitStatus::External(signal));
-            }
-            tokio::select! {
-                code = &mut attached => code?,
-                // The command ended, but its last output may be stuck behind a reader that
-                // does not read: a moment to pass it on, then its code.
-                ended = exec.ended() => {
-                    let code = ended?;
-                    match tokio::time::timeout(OUTPUT_DRAIN, &mut attached).await {
-                        Ok(result) => result?,
-                        Err(_) => code,
-                    }
-                }
-                signal = super::termination_signal() => {
-                    context.printer.warn(&format!(
-                        "the command goes on in {} (a second signal ends only envctl)",
-                        container.name
-                    ));
-                    return Ok(ExitStatus::External(signal));
-                }
-            }
+        let ran = Ran {
+            words: &arguments.words,
+            start,
+            container: &container.name,
+            hints: &hints,
         };
-        Ok(exit_status(code))
+        run_attached(&exec, &ran, context).await
     });
     // A read of the terminal may still be blocked in tokio's stdin thread: do not wait for
     // it (it would hold envctl open until the next key press).
     runtime.shutdown_background();
     result
+}
+
+/// `exec TARGET nvidia-check`: the check run in `container` with the options given before
+/// TARGET and after the name (those after win), rendered as `envctl nvidia-check` would.
+async fn nvidia_check(
+    session: &Session,
+    container: &ContainerDetails,
+    arguments: &ExecArgs,
+    after: CheckOptions,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    let options = super::nvidia_check::NvidiaCheckOptions {
+        quick: arguments.quick || after.quick,
+        timeout_seconds: after
+            .timeout
+            .or(arguments.timeout)
+            .unwrap_or(NVIDIA_CHECK_TIMEOUT_SECONDS),
+    };
+    session
+        .nvidia_check(container, &options, context, |checked| {
+            super::nvidia_check::render_as(&checked, context, context.json || after.json)
+        })
+        .await
+}
+
+/// What explains a command the container has no program for (the shell's 127).
+#[derive(Default)]
+struct NotFoundHints {
+    /// A name of the profile's `[commands]` near the word typed as the command.
+    near_name: Option<String>,
+    /// A named command and the program it runs: when that program is missing, the word
+    /// the user typed (`python`) is not the one the runtime names (`python3`).
+    named_as: Option<(String, String)>,
+}
+
+/// No command at all after TARGET: refused with the names of the profile's `[commands]`.
+fn no_command(container: &ContainerDetails, context: &Context) -> Error {
+    Error::Usage {
+        message: "no command to run".into(),
+        hint: Some(format!(
+            "`envctl exec {} CMD ARGS…`, or a name from the profile's [commands] ({})",
+            shell_quote(&container.name),
+            command_names(context, container).join(", ")
+        )),
+    }
+}
+
+/// The command line of `name`, a command of the profile's `[commands]`, with `arguments`
+/// after it, said in detail.
+fn named(
+    name: String,
+    arguments: Vec<String>,
+    container: &ContainerDetails,
+    context: &Context,
+) -> Result<(Vec<String>, NotFoundHints), Error> {
+    let mut command = named_command(context, container, &name)?;
+    let hints = NotFoundHints {
+        named_as: command
+            .first()
+            .map(|program| (name.clone(), program.clone())),
+        ..NotFoundHints::default()
+    };
+    context.printer.detail(&format!(
+        "`{name}` is a command of the profile's [commands]: running `{}`",
+        shown_line(&command)
+    ));
+    command.extend(arguments);
+    Ok((command, hints))
+}
+
+/// A command run as written, said in detail; unless written after `--` (`plainly`), with
+/// the name of the profile's `[commands]` near its first word, for a hint if it is
+/// missing.
+fn literal(
+    command: Vec<String>,
+    plainly: bool,
+    container: &ContainerDetails,
+    context: &Context,
+) -> (Vec<String>, NotFoundHints) {
+    let names = command_names(context, container);
+    let mut hints = NotFoundHints::default();
+    if plainly {
+        context
+            .printer
+            .detail(&format!("running `{}` (after `--`)", shown_line(&command)));
+    } else {
+        context.printer.detail(&format!(
+            "`{}` is not a command of the profile's [commands] ({}): running it as the command",
+            command[0],
+            names.join(", ")
+        ));
+        let known: Vec<&str> = names.iter().map(String::as_str).collect();
+        hints.near_name = crate::suggest::did_you_mean(&command[0], &known)
+            .filter(|near| *near != command[0])
+            .map(str::to_string);
+    }
+    (command, hints)
+}
+
+/// What an attached exec needs to say about itself: the words typed (the request's from
+/// `start`), the container's name and what explains a missing program.
+struct Ran<'a> {
+    words: &'a [String],
+    start: usize,
+    container: &'a str,
+    hints: &'a NotFoundHints,
+}
+
+/// Runs `exec` attached until its code. With a TTY, Ctrl-C travels to the command as a
+/// key. Without one, SIGINT/SIGTERM is passed on to the command, whose exit then ends
+/// envctl with its code; a second signal ends envctl at once (130/143), as `docker exec`
+/// does on the first.
+async fn run_attached(exec: &Exec, ran: &Ran<'_>, context: &Context) -> Result<ExitStatus, Error> {
+    let attached = run_exec(exec);
+    tokio::pin!(attached);
+    let code = if exec.tty() {
+        tokio::select! {
+            code = &mut attached => code?,
+            signal = super::termination_signal() => return Ok(ExitStatus::External(signal)),
+        }
+    } else {
+        let signal = tokio::select! {
+            code = &mut attached => {
+                let code = code?;
+                if code == crate::ops::exec::COMMAND_NOT_FOUND {
+                    hint_not_found(ran, context);
+                }
+                return Ok(exit_status(code));
+            }
+            signal = super::termination_signal() => signal,
+        };
+        if !exec.pass_on(signal, context).await {
+            return Ok(ExitStatus::External(signal));
+        }
+        tokio::select! {
+            code = &mut attached => code?,
+            // The command ended, but its last output may be stuck behind a reader that
+            // does not read: a moment to pass it on, then its code.
+            ended = exec.ended() => {
+                let code = ended?;
+                match tokio::time::timeout(OUTPUT_DRAIN, &mut attached).await {
+                    Ok(result) => result?,
+                    Err(_) => code,
+                }
+            }
+            signal = super::termination_signal() => {
+                context.printer.warn(&format!(
+                    "the command goes on in {} (a second signal ends only envctl)",
+                    ran.container
+                ));
+                return Ok(ExitStatus::External(signal));
+            }
+        }
+    };
+    Ok(exit_status(code))
+}
+
+/// The container has no program the command names (the shell's 127): the name of the
+/// profile's `[commands]` near the word typed, and for a named command, that its program
+/// is what is missing and how to run the word itself.
+fn hint_not_found(ran: &Ran<'_>, context: &Context) {
+    if let Some(near) = ran.hints.near_name.as_deref() {
+        context.printer.info(&format!(
+            "hint: did you mean `{near}`, a command of the profile? `{}`",
+            replaced(ran.words, ran.start, near)
+        ));
+    }
+    if let Some((name, program)) = &ran.hints.named_as {
+        context.printer.info(&format!(
+            "hint: `{name}` is the profile's [commands] entry, which runs `{}`: the image in {} has no such program; `envctl exec {} -- {name} …` runs `{name}` itself",
+            crate::ui::text::shown(program),
+            ran.container,
+            shell_quote(ran.container),
+        ));
+    }
 }
 
 /// The exec command line with the word at `index` replaced by `word`: `exec C helo`
@@ -572,18 +636,8 @@ pub fn shell(arguments: ShellArgs, context: &Context) -> Result<ExitStatus, Erro
     let target = target.as_deref();
     let runtime = runtime()?;
     let result = runtime.block_on(async {
-        let engine = context.engine().await?;
-        let container = match target {
-            Some(target) => running_container(&engine, context, target).await?,
-            None => {
-                let purpose = Purpose {
-                    command: "shell",
-                    rest: "",
-                    word: None,
-                };
-                ensure_running(&engine, obvious_container(&engine, context, purpose).await?)?
-            }
-        };
+        let session = Session::open(context).await?;
+        let container = session.shell_container(context, target).await?;
         // As `docker exec -it`: a shell needs a terminal to talk to. Said once the
         // container is known, so the hint names it.
         if !terminal::stdin_is_terminal() {
@@ -595,8 +649,7 @@ pub fn shell(arguments: ShellArgs, context: &Context) -> Result<ExitStatus, Erro
                 )),
             });
         }
-        let exec = Exec::new(
-            &engine,
+        let exec = session.exec(
             &container.id,
             ExecCommand {
                 // `exec` replaces sh with bash when there is one, so the exit code is bash's.

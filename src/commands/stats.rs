@@ -23,10 +23,10 @@ use crate::monitor::report::{self, ReportFormat};
 use crate::monitor::{Snapshot, duration};
 use crate::ops::stats::Prepared;
 use crate::ops::stats::follow::DaemonState;
-use crate::ops::stats::follow::{self, Ended, FollowOptions, FollowView, Outputs};
+use crate::ops::stats::follow::{Ended, FollowOptions, FollowView, Outputs};
 use crate::ops::stats::reconnect::{RECONNECT_CAP, RECONNECT_FIRST};
 use crate::ops::stats::recording::{self, Recorder};
-use crate::ops::stats::sampler::{self, CounterSource, Gpus};
+use crate::ops::stats::sampler::{CounterSource, Gpus};
 use crate::ops::stats::serve::{self, StatsServer};
 use crate::ui::live::{self, LiveScreen};
 
@@ -134,15 +134,9 @@ pub fn run(arguments: StatsArgs, context: &Context) -> Result<ExitStatus, Error>
         )
         .await?;
         if arguments.once {
-            let snapshot = sampler::snapshot_once(
-                &prepared.engine,
-                &prepared.selection,
-                &prepared.gpus,
-                source,
-                arguments.interval,
-                context.environment.clock(),
-            )
-            .await?;
+            let snapshot = prepared
+                .snapshot_once(source, arguments.interval, context.environment.clock())
+                .await?;
             if let Some(recorder) = &mut recorder {
                 recorder.append(&snapshot)?;
             }
@@ -433,11 +427,7 @@ async fn run_live(
     source: CounterSource,
     mut recorder: Option<Recorder>,
 ) -> Result<ExitStatus, Error> {
-    let Prepared {
-        engine,
-        selection,
-        gpus,
-    } = prepared;
+    let selection = &prepared.selection;
     // Before the terminal changes: a signal from here on ends the loop, which restores it.
     let mut stops = Stops::listen();
     let server = start_server(arguments, context)?;
@@ -476,19 +466,17 @@ async fn run_live(
         },
         clock: context.environment.clock(),
     };
-    let outcome = follow::follow(
-        &engine,
-        &gpus,
-        selection,
-        &options,
-        Outputs {
-            recorder: recorder.as_mut(),
-            server: server.as_ref(),
-        },
-        &mut view,
-        stops.first(),
-    )
-    .await;
+    let outcome = prepared
+        .follow(
+            &options,
+            Outputs {
+                recorder: recorder.as_mut(),
+                server: server.as_ref(),
+            },
+            &mut view,
+            stops.first(),
+        )
+        .await;
     finish(outcome, view, server)
 }
 

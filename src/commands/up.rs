@@ -13,9 +13,7 @@ use crate::container_plan::{self, CreateBody, Overrides};
 use crate::error::Error;
 use crate::exit::ExitStatus;
 
-use crate::ops::up::{
-    DryRun, Outcome, RunState, UpOptions, UpReport, UpRequest, clean_up, plan, up,
-};
+use crate::ops::up::{DryRun, Outcome, Plan, RunState, Session, UpOptions, UpReport, UpRequest};
 
 /// `envctl up`'s arguments, as clap parses them.
 #[derive(Debug, clap::Args)]
@@ -118,6 +116,58 @@ impl UpArgs {
 }
 
 pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
+    let request = up_request(&arguments, context)?;
+    let runtime = runtime()?;
+    if !arguments.hosts.is_empty() {
+        runtime.block_on(choose_host(&arguments, context))?;
+    }
+    if arguments.dry_run {
+        // The plan's gathering judges the connection as doctor does (a daemon that does
+        // not answer is a fact there).
+        let (plan, shown) = runtime.block_on(crate::ops::up::dry_run_plan(
+            request,
+            arguments.force,
+            context,
+        ))?;
+        let trusted = crate::ops::trust::grants(&plan.resolved, context);
+        return dry_run(&shown, &plan.name, &trusted, context);
+    }
+    let session = runtime.block_on(Session::open(context))?;
+    let mut plan = runtime.block_on(session.plan(request, context))?;
+    if arguments.name.is_none() {
+        runtime.block_on(warn_of_same_profile_elsewhere(&session, &plan, context));
+    }
+    let options = UpOptions {
+        pull: arguments.pull,
+        force: arguments.force,
+        recreate: arguments.recreate,
+    };
+    let state = Rc::new(RefCell::new(RunState::default()));
+    runtime.block_on(async {
+        let interrupted = super::termination_signal();
+        let made = make(&session, &mut plan, &arguments, &options, &state, context);
+        let result = tokio::select! {
+            result = made => result,
+            code = interrupted => {
+                session.clean_up(&state, context).await;
+                let said = state.borrow().interrupted_summary();
+                context.printer.warn(said.as_deref().unwrap_or("interrupted"));
+                return Ok(ExitStatus::External(code));
+            }
+        };
+        match result {
+            Ok(report) => after_start(&session, &report, &plan, &arguments, context).await,
+            Err(error) => {
+                session.clean_up(&state, context).await;
+                Err(error)
+            }
+        }
+    })
+}
+
+/// What `arguments` ask `ops::up` to plan: the profile with the overrides of `-e`, `-p`,
+/// `--volume`, `--gpus` and `--ulimit`, and the flags that shape the plan.
+fn up_request(arguments: &UpArgs, context: &Context) -> Result<UpRequest, Error> {
     let mut overrides = Overrides::parse(
         &arguments.env,
         &arguments.publish,
@@ -130,7 +180,7 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
     for spec in &arguments.ulimit {
         overrides.ulimits.push(Overrides::parse_ulimit(spec)?);
     }
-    let request = UpRequest {
+    Ok(UpRequest {
         profile: arguments.profile.clone(),
         overrides,
         locked: arguments.locked,
@@ -138,119 +188,96 @@ pub fn run(arguments: UpArgs, context: &Context) -> Result<ExitStatus, Error> {
         dry_run: arguments.dry_run,
         trust: crate::ops::trust::Consent::of(arguments.trust, &arguments.words(), context),
         force: arguments.force,
-    };
-    let runtime = runtime()?;
-    if !arguments.hosts.is_empty() {
-        runtime.block_on(choose_host(&arguments, context))?;
-    }
-    if arguments.dry_run {
-        let (connected, engine) = runtime.block_on(crate::ops::up::dry_run_connection(context));
-        // The plan's gathering judges the connection as doctor does (a daemon that does
-        // not answer is a fact there).
-        return runtime.block_on(async {
-            let plan = plan(connected, request, context).await?;
-            let shown =
-                crate::ops::up::dry_run(engine.as_ref(), &plan, arguments.force, context).await?;
-            let trusted = crate::ops::trust::grants(&plan.resolved, context);
-            dry_run(&shown, &plan.name, &trusted, context)
-        });
-    }
-    let engine = runtime.block_on(context.engine())?;
-    let mut plan = runtime.block_on(plan(Ok(engine.clone()), request, context))?;
-    if arguments.name.is_none() {
-        // The profile's container under another name (`--name`) is not what this `up`
-        // meets: say so, and how to reach it, before making a second one.
-        // Advisory: a list the daemon refuses here is said with its cause, and `up`
-        // goes on (its own requests name a failing daemon).
-        let elsewhere = match runtime.block_on(crate::ops::up::same_profile_elsewhere(
-            &engine,
-            &plan.resolved.profile.name,
-            &plan.name,
-            context,
-        )) {
-            Ok(elsewhere) => elsewhere,
-            Err(error) => {
-                context.printer.warn(&format!(
-                    "could not look for other containers of profile `{}`: {}",
-                    plan.resolved.profile.name,
-                    crate::error::error_chain(&error)
-                ));
-                Vec::new()
-            }
-        };
-        for other in elsewhere {
-            context.printer.warn(&format!(
-                "profile `{}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{}`: `envctl up {} --name {other}` meets that one",
-                plan.resolved.profile.name, plan.name, plan.resolved.profile.name
-            ));
-        }
-    }
-    let options = UpOptions {
-        pull: arguments.pull,
-        force: arguments.force,
-        recreate: arguments.recreate,
-    };
-    let state = Rc::new(RefCell::new(RunState::default()));
-    runtime.block_on(async {
-        let interrupted = super::termination_signal();
-        let run = async {
-            let first = up(&engine, &plan, &options, context, &state).await;
-            // Another user's `up` of the same profile took `envctl-<profile>` between the
-            // look for a free name and the create: this user's is `envctl-<profile>-<user>`.
-            let personal = crate::ops::target::personal_container_name(
-                &plan.resolved.profile.name,
-                &context.me().name_for_containers(),
-            );
-            match first {
-                Err(Error::BelongsTo {
-                    action: crate::error::OtherUsersAction::Up { .. },
-                    ..
-                }) if arguments.name.is_none() && plan.name != personal => {
-                    plan.name = personal;
-                    up(&engine, &plan, &options, context, &state).await
-                }
-                other => other,
-            }
-        };
-        let result = tokio::select! {
-            result = run => result,
-            code = interrupted => {
-                clean_up(&engine, &state, context).await;
-                let said = state.borrow().interrupted_summary();
-                context.printer.warn(said.as_deref().unwrap_or("interrupted"));
-                return Ok(ExitStatus::External(code));
-            }
-        };
-        match result {
-            Ok(report) => {
-                // With `--check --json` the check's document is the one document: it names
-                // the container and profile too.
-                if !(arguments.check && context.json) {
-                    let trusted = crate::ops::trust::grants(&plan.resolved, context);
-                    print_report(&report, &plan.resolved.profile.name, &trusted, context)?;
-                    if !context.json {
-                        let here = crate::ops::forward::ports_here(&engine, &report.id).await;
-                        print_ports_here(here, context);
-                        let reach = crate::ops::forward::reach(&engine, &report.id).await;
-                        print_reach(reach, &report, context);
-                    }
-                }
-                if !arguments.check {
-                    return Ok(ExitStatus::Success);
-                }
-                let container = engine.inspect_container(&report.id).await?.ok_or_else(|| Error::TargetNotFound {
-                    target: report.container.clone(),
-                    hint: format!("the container disappeared right after it started; `envctl logs {}` may say why", report.container),
-                })?;
-                let options = super::nvidia_check::NvidiaCheckOptions { quick: false, timeout_seconds: 120 };
-                crate::ops::nvidia_check::check(&engine, &container, &options, context, |checked| super::nvidia_check::render(&checked, context)).await
-            }
-            Err(error) => {
-                clean_up(&engine, &state, context).await;
-                Err(error)
-            }
-        }
     })
+}
+
+/// The profile's container under another name (`--name`) is not what this `up` meets:
+/// says so, and how to reach it, before making a second one. Advisory: a list the daemon
+/// refuses here is said with its cause, and `up` goes on (its own requests name a failing
+/// daemon).
+async fn warn_of_same_profile_elsewhere(session: &Session, plan: &Plan, context: &Context) {
+    let profile = &plan.resolved.profile.name;
+    let elsewhere = match session
+        .same_profile_elsewhere(profile, &plan.name, context)
+        .await
+    {
+        Ok(elsewhere) => elsewhere,
+        Err(error) => {
+            context.printer.warn(&format!(
+                "could not look for other containers of profile `{profile}`: {}",
+                crate::error::error_chain(&error)
+            ));
+            Vec::new()
+        }
+    };
+    for other in elsewhere {
+        context.printer.warn(&format!(
+            "profile `{profile}` also has your container `{other}` (made with `--name {other}`); this makes or meets `{}`: `envctl up {profile} --name {other}` meets that one",
+            plan.name
+        ));
+    }
+}
+
+/// Makes or meets `plan`'s container. When another user's `up` of the same profile took
+/// `envctl-<profile>` between the look for a free name and the create (and no `--name`
+/// was given), this user's is `envctl-<profile>-<user>`: `plan` is renamed and made again.
+async fn make(
+    session: &Session,
+    plan: &mut Plan,
+    arguments: &UpArgs,
+    options: &UpOptions,
+    state: &Rc<RefCell<RunState>>,
+    context: &Context,
+) -> Result<UpReport, Error> {
+    let first = session.up(plan, options, context, state).await;
+    let personal = crate::ops::target::personal_container_name(
+        &plan.resolved.profile.name,
+        &context.me().name_for_containers(),
+    );
+    match first {
+        Err(Error::BelongsTo {
+            action: crate::error::OtherUsersAction::Up { .. },
+            ..
+        }) if arguments.name.is_none() && plan.name != personal => {
+            plan.name = personal;
+            session.up(plan, options, context, state).await
+        }
+        other => other,
+    }
+}
+
+/// Once the container runs: the report, where its ports are and how to reach them; with
+/// `--check`, nvidia-check in it, whose code is `up`'s. With `--check --json` the check's
+/// document is the one document: it names the container and profile too.
+async fn after_start(
+    session: &Session,
+    report: &UpReport,
+    plan: &Plan,
+    arguments: &UpArgs,
+    context: &Context,
+) -> Result<ExitStatus, Error> {
+    if !(arguments.check && context.json) {
+        let trusted = crate::ops::trust::grants(&plan.resolved, context);
+        print_report(report, &plan.resolved.profile.name, &trusted, context)?;
+        if !context.json {
+            let here = session.ports_here(&report.id).await;
+            print_ports_here(here, context);
+            let reach = session.reach(&report.id).await;
+            print_reach(reach, report, context);
+        }
+    }
+    if !arguments.check {
+        return Ok(ExitStatus::Success);
+    }
+    let options = super::nvidia_check::NvidiaCheckOptions {
+        quick: false,
+        timeout_seconds: 120,
+    };
+    session
+        .check_started(report, &options, context, |checked| {
+            super::nvidia_check::render(&checked, context)
+        })
+        .await
 }
 
 /// `--hosts`: chooses the server the profile fits (`ops::choose_host`), says why it and why

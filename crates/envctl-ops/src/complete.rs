@@ -12,14 +12,9 @@
 //! shell quoting; any other word is left out rather than quoted, since a quoted name could
 //! not be used as a profile anyway.
 
-use std::time::Duration;
-
 use clap_complete::CompletionCandidate;
 
 use crate::context::Environment;
-
-/// How long a completion may wait for the daemon before offering profiles alone.
-const DAEMON_WAIT: Duration = Duration::from_millis(500);
 
 /// Every profile name envctl finds from here (project, `ENVCTL_PROFILE_PATH`, the user's,
 /// bundled).
@@ -35,9 +30,7 @@ pub fn targets() -> Vec<CompletionCandidate> {
     let environment = Environment::from_process();
     // The daemon the user chose; none that can be followed offers no containers (never
     // the default socket's in its place).
-    let running = crate::host::docker_config::choose(&environment.daemon_inputs(None, None))
-        .ok()
-        .and_then(|choice| running_containers(&choice));
+    let running = crate::ops::complete::running_containers(&environment);
     let Some(running) = running else {
         return profile_candidates(&environment);
     };
@@ -84,26 +77,7 @@ fn offered_profile(name: &str) -> bool {
 /// Whether a container's name may be typed into the shell: Docker's name rule, without
 /// the leading `/` the daemon's list may carry.
 fn offered_container(name: &str) -> bool {
-    !name.starts_with('/') && crate::engine::reference::is_plain_name(name)
-}
-
-/// envctl's running containers on the chosen daemon; `None` when it cannot be asked in
-/// time.
-fn running_containers(
-    choice: &crate::host::docker_config::DaemonChoice,
-) -> Option<Vec<crate::facts::container::ContainerSummary>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .ok()?;
-    runtime.block_on(async {
-        // Over TLS where the choice asks for it: never a request in cleartext there.
-        let engine = crate::engine::Engine::connect_to(choice, DAEMON_WAIT).ok()?;
-        match tokio::time::timeout(DAEMON_WAIT, engine.list_containers(false, true)).await {
-            Ok(Ok(containers)) => Some(containers),
-            _ => None,
-        }
-    })
+    !name.starts_with('/') && crate::ops::complete::is_plain_container_name(name)
 }
 
 #[cfg(test)]

@@ -77,10 +77,11 @@ pub fn identified(
     }
 }
 
-/// The user envctl runs as, read from this machine (`host::user`, with `/` as the root
-/// their account files are read under): what `main` puts in the [`Context`].
+/// Who runs envctl: the real uid and its login name, read from this host's own system
+/// (`host::user`, under `/`). What `main` puts in [`Context::user`], so the entry point
+/// names no adapter.
 pub fn current_user() -> crate::facts::user::User {
-    crate::host::user::current(std::path::Path::new("/"))
+    crate::host::user::current(Path::new("/"))
 }
 
 /// The identity of `user` when nothing proves it: what they claim (their uid), and `why`.
@@ -96,7 +97,7 @@ pub fn unproven(user: &crate::facts::user::User, why: String) -> crate::facts::u
 
 impl Context {
     /// The daemon the user chose, as the docker CLI chooses it (`host::docker_config`).
-    pub fn daemon(
+    pub(crate) fn daemon(
         &self,
     ) -> Result<
         crate::host::docker_config::DaemonChoice,
@@ -113,7 +114,7 @@ impl Context {
     }
 
     /// A connection (not yet asked anything) to the daemon the user chose.
-    pub fn connect(
+    pub(crate) fn connect(
         &self,
         timeout: std::time::Duration,
     ) -> Result<crate::engine::Engine, crate::engine::EngineError> {

@@ -597,8 +597,49 @@ async fn daemon_facts(
     (facts, images, Some(engine))
 }
 
-/// Every verdict of doctor: a pure function of what [`gather_with`] found.
+/// Every verdict of doctor: a pure function of what [`gather_with`] found. The host's
+/// findings ([`host_findings`]), then each profile's report ([`profile_report`]); the
+/// worst of them all is the verdict.
 pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> DoctorReport {
+    let findings = host_findings(facts, matrix);
+    let bundled = bundled_candidates();
+    let candidates = torch_candidates(&bundled);
+    let reports: Vec<ProfileReport> = profiles
+        .iter()
+        .zip(&facts.images)
+        .enumerate()
+        .map(|(index, (resolved, image))| {
+            profile_report(facts, matrix, &candidates, index, resolved, image)
+        })
+        .collect();
+    let status = worst(findings.iter()).max(
+        reports
+            .iter()
+            .map(ProfileReport::status)
+            .max()
+            .unwrap_or(Status::Pass),
+    );
+    DoctorReport {
+        verdict: status.verdict(),
+        matrix: matrix.describe(),
+        host: HostReport {
+            engine: facts.engine.clone(),
+            gpu: facts.gpu.clone(),
+            host: facts.host.clone(),
+        },
+        findings,
+        profiles: reports,
+        invalid_profiles: Vec::new(),
+        occupancy: occupancy(facts),
+        policy: None,
+        daemon_policy: None,
+    }
+}
+
+/// The host's findings, whatever the profiles: the probe, the daemon, NVML and the GPU
+/// models, this machine's kernel module and device nodes (a daemon here only), a Slurm
+/// job, the driver branch's lifecycle, the GPUs' health and stale CDI specs.
+fn host_findings(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     let cgroup_driver = match &facts.engine.state {
         EngineState::Reachable(daemon) => daemon.cgroup_driver.clone(),
         EngineState::Unreachable { .. } => None,
@@ -643,14 +684,7 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
             }))
         }),
     ));
-    // Branch lifecycles are NVIDIA's data-center schedule: they say nothing of GeForce hosts.
-    let datacenter_host = facts.gpu.loaded().is_some_and(|nvml| {
-        nvml.gpus.iter().any(|gpu| {
-            gpu.name
-                .value()
-                .is_some_and(|name| checks::profile::is_datacenter(name))
-        })
-    });
+    let datacenter_host = is_datacenter_host(&facts.gpu);
     if datacenter_host
         && let Some(driver) = facts
             .gpu
@@ -663,116 +697,113 @@ pub fn judge(facts: &Facts, profiles: &[ResolvedProfile], matrix: &Matrix) -> Do
     }
     // issue 43: each GPU's health, and persistence mode off on a data-center host. NVML
     // keeps no past Xids, so none are judged here (the policy's list matters to watchers).
-    let fatal_xids = checks::health::DEFAULT_FATAL_XIDS;
     findings.extend(checks::health::findings(
         &facts.gpu,
-        &fatal_xids,
+        &checks::health::DEFAULT_FATAL_XIDS,
         datacenter_host,
     ));
     findings.extend(checks::health::stale_cdi(&facts.cdi_stale_nodes));
-    let bundled = bundled_candidates();
-    let candidates = torch_candidates(&bundled);
+    findings
+}
+
+/// Whether a GPU of this host is a data-center one. Branch lifecycles are NVIDIA's
+/// data-center schedule: they say nothing of GeForce hosts.
+fn is_datacenter_host(gpu: &GpuFacts) -> bool {
+    gpu.loaded().is_some_and(|nvml| {
+        nvml.gpus.iter().any(|gpu| {
+            gpu.name
+                .value()
+                .is_some_and(|name| checks::profile::is_datacenter(name))
+        })
+    })
+}
+
+/// The report of the `index`th profile, whose image the daemon described as `image` (or
+/// could not): the core's evaluation, then the GPUs' health for what it asks, literal
+/// secrets, an image that could not be inspected, the lock's drift and the image's CUDA
+/// libraries, each lowering the verdict it joins.
+fn profile_report(
+    facts: &Facts,
+    matrix: &Matrix,
+    candidates: &[TorchCandidate<'_>],
+    index: usize,
+    resolved: &ResolvedProfile,
+    image: &Result<Option<ImageFacts>, String>,
+) -> ProfileReport {
     let view = HostView {
         gpu: &facts.gpu,
         engine: &facts.engine,
         host: &facts.host,
         home: facts.home.as_deref(),
     };
-    let lock = &facts.lock;
-    let reports: Vec<ProfileReport> = profiles
-        .iter()
-        .zip(&facts.images)
-        .enumerate()
-        .map(|(index, (resolved, image))| {
-            let (image, inspect_failure) = match image {
-                Ok(image) => (image.as_ref(), None),
-                Err(message) => (None, Some(message)),
-            };
-            let state = match image {
-                Some(image) => ImageState::Present(&image.env),
-                None => ImageState::Absent,
-            };
-            let mut report = evaluate(resolved, state, view, matrix, &candidates);
-            if let Some(finding) =
-                checks::health::profile_finding(&resolved.profile.gpus, &facts.gpu, &fatal_xids)
-            {
-                report.findings.push(finding);
-                report.verdict = report.status().verdict();
-            }
-            let secrets = checks::safety::literal_secrets(resolved);
-            if !secrets.is_empty() {
-                report.findings.extend(secrets);
-                report.verdict = report.status().verdict();
-            }
-            if let Some(message) = inspect_failure {
-                // The daemon answered but not about the image: say so rather than call it
-                // "not pulled"; the verdicts then rest on [stack].
-                report.findings.push(
-                    Finding::warn(
-                        "profile.image",
-                        format!("cannot inspect image `{}`: {message}", resolved.profile.image),
-                    )
-                    .with_hint(format!(
-                        "`{} image inspect {}` shows the daemon's answer; the checks use [stack] meanwhile",
-                        match &facts.engine.state {
-                            EngineState::Reachable(daemon) => daemon.kind.cli(),
-                            EngineState::Unreachable { .. } => EngineKind::Unknown.cli(),
-                        },
-                        resolved.profile.image
-                    )),
-                );
-                report.verdict = report.status().verdict();
-            }
-            let lock_finding = match lock {
-                Ok(Some(lock)) => {
-                    let image_reference = resolved.profile.image.to_string();
-                    let lock_state =
-                        crate::lock::state(lock, &resolved.profile.name, &image_reference);
-                    checks::lock::drift(&lock_state, image)
-                }
-                Ok(None) => None,
-                Err(error) => Some(
-                    Finding::warn(
-                        "profile.lock",
-                        crate::error::error_chain(error),
-                    )
-                    .with_hint(error.hint()),
-                ),
-            };
-            if let Some(finding) = lock_finding {
-                report.findings.push(finding);
-                report.verdict = report.status().verdict();
-            }
-            let libraries = facts.image_libraries.get(index).and_then(Option::as_ref);
-            let library_findings = library_findings(facts, resolved, libraries);
-            if !library_findings.is_empty() {
-                report.findings.extend(library_findings);
-                report.verdict = report.status().verdict();
-            }
-            report
-        })
-        .collect();
-    let status = worst(findings.iter()).max(
-        reports
-            .iter()
-            .map(ProfileReport::status)
-            .max()
-            .unwrap_or(Status::Pass),
-    );
-    DoctorReport {
-        verdict: status.verdict(),
-        matrix: matrix.describe(),
-        host: HostReport {
-            engine: facts.engine.clone(),
-            gpu: facts.gpu.clone(),
-            host: facts.host.clone(),
+    let (image, inspect_failure) = match image {
+        Ok(image) => (image.as_ref(), None),
+        Err(message) => (None, Some(message)),
+    };
+    let state = match image {
+        Some(image) => ImageState::Present(&image.env),
+        None => ImageState::Absent,
+    };
+    let mut report = evaluate(resolved, state, view, matrix, candidates);
+    let mut added: Vec<Finding> = Vec::new();
+    if let Some(finding) = checks::health::profile_finding(
+        &resolved.profile.gpus,
+        &facts.gpu,
+        &checks::health::DEFAULT_FATAL_XIDS,
+    ) {
+        added.push(finding);
+    }
+    added.extend(checks::safety::literal_secrets(resolved));
+    if let Some(message) = inspect_failure {
+        added.push(inspect_failure_finding(facts, resolved, message));
+    }
+    added.extend(lock_finding(&facts.lock, resolved, image));
+    let libraries = facts.image_libraries.get(index).and_then(Option::as_ref);
+    added.extend(library_findings(facts, resolved, libraries));
+    if !added.is_empty() {
+        report.findings.extend(added);
+        report.verdict = report.status().verdict();
+    }
+    report
+}
+
+/// The daemon answered, but not about the profile's image: said so rather than called
+/// "not pulled"; the verdicts then rest on [stack].
+fn inspect_failure_finding(facts: &Facts, resolved: &ResolvedProfile, message: &str) -> Finding {
+    Finding::warn(
+        "profile.image",
+        format!(
+            "cannot inspect image `{}`: {message}",
+            resolved.profile.image
+        ),
+    )
+    .with_hint(format!(
+        "`{} image inspect {}` shows the daemon's answer; the checks use [stack] meanwhile",
+        match &facts.engine.state {
+            EngineState::Reachable(daemon) => daemon.kind.cli(),
+            EngineState::Unreachable { .. } => EngineKind::Unknown.cli(),
         },
-        findings,
-        profiles: reports,
-        invalid_profiles: Vec::new(),
-        occupancy: occupancy(facts),
-        policy: None,
-        daemon_policy: None,
+        resolved.profile.image
+    ))
+}
+
+/// How the profile's image stands to `envctl.lock` (`checks::lock::drift`), or why the
+/// lock could not be read; nothing without a lock file.
+fn lock_finding(
+    lock: &Result<Option<LockFile>, LockReadError>,
+    resolved: &ResolvedProfile,
+    image: Option<&ImageFacts>,
+) -> Option<Finding> {
+    match lock {
+        Ok(Some(lock)) => {
+            let image_reference = resolved.profile.image.to_string();
+            let lock_state = crate::lock::state(lock, &resolved.profile.name, &image_reference);
+            checks::lock::drift(&lock_state, image)
+        }
+        Ok(None) => None,
+        Err(error) => Some(
+            Finding::warn("profile.lock", crate::error::error_chain(error)).with_hint(error.hint()),
+        ),
     }
 }
 

@@ -1,5 +1,6 @@
 //! `exec`'s and `shell`'s work with the engine, below the terminal the command wires:
-//! which running container an exec command line means ([`resolve`], over the command's
+//! the connection ([`Session`], which the command holds without seeing the engine), which
+//! running container an exec command line means ([`resolve`], over the command's
 //! own word grammar), the command run there ([`Exec`]: attached to the streams the
 //! command hands it, or detached), its exit code once its process ended, and a signal
 //! passed on to that process.
@@ -124,6 +125,71 @@ fn replaced_with_target(words: &[String], target: &str) -> String {
     ];
     line.extend(words.iter().map(|word| shell_quote(word)));
     line.join(" ")
+}
+
+/// The daemon an `exec` or `shell` talks to, connected once by [`Session::open`]: it
+/// resolves the TARGET, runs nvidia-check and starts the command there, so the command
+/// layer wires the terminal without ever holding the engine.
+pub struct Session {
+    engine: Engine,
+}
+
+impl Session {
+    /// Connects to the daemon the user chose, checked with a ping so an unreachable one
+    /// is named at once (`Context::engine`).
+    pub async fn open(context: &Context) -> Result<Session, Error> {
+        Ok(Session {
+            engine: context.engine().await?,
+        })
+    }
+
+    /// [`resolve`] on this daemon: the container, the request and where its words begin.
+    pub async fn resolve<R>(
+        &self,
+        context: &Context,
+        words: &[String],
+        interpret: impl Fn(&[String], &[String], &str) -> Result<R, Error>,
+        is_bare_command: impl Fn(&R) -> bool,
+    ) -> Result<(ContainerDetails, R, usize), Error> {
+        resolve(&self.engine, context, words, interpret, is_bare_command).await
+    }
+
+    /// `shell`'s container: the running one `target` names, else the obvious one (which
+    /// must run too).
+    pub async fn shell_container(
+        &self,
+        context: &Context,
+        target: Option<&str>,
+    ) -> Result<ContainerDetails, Error> {
+        let engine = &self.engine;
+        match target {
+            Some(target) => crate::ops::target::running_container(engine, context, target).await,
+            None => {
+                let purpose = Purpose {
+                    command: "shell",
+                    rest: "",
+                    word: None,
+                };
+                ensure_running(engine, obvious_container(engine, context, purpose).await?)
+            }
+        }
+    }
+
+    /// nvidia-check in `container` (`ops::nvidia_check::check`), handed to `render`.
+    pub async fn nvidia_check<T>(
+        &self,
+        container: &ContainerDetails,
+        options: &crate::ops::nvidia_check::NvidiaCheckOptions,
+        context: &Context,
+        render: impl FnOnce(crate::ops::nvidia_check::Checked<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        crate::ops::nvidia_check::check(&self.engine, container, options, context, render).await
+    }
+
+    /// `command` in the container with this id, through this connection ([`Exec::new`]).
+    pub fn exec(&self, container: &str, command: Command) -> Exec {
+        Exec::new(&self.engine, container, command)
+    }
 }
 
 /// What to run in the container, and how, as exec's and shell's flags say.

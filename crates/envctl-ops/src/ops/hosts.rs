@@ -320,15 +320,36 @@ pub struct ComparedFact {
 const GPU_FACTS: [&str; 3] = ["NVIDIA driver branch", "CUDA (driver)", "GPUs"];
 
 /// The side-by-side view of `hosts` (a column each: its facts, or why there are none):
-/// pure, so it is tested without a daemon.
+/// pure, so it is tested without a daemon. The rows come in a fixed order: the daemon's
+/// facts, the GPUs', then two rows for each of `profiles`.
 pub fn side_by_side(
     hosts: &[Result<HostFacts, String>],
     profiles: &[ComparedProfile],
 ) -> Vec<ComparedFact> {
-    use crate::facts::engine::EngineState;
-    let mut facts = Vec::new();
-    let mut row = |fact: &str, compared: bool, cell: &dyn Fn(&HostFacts) -> Cell| {
-        let cells: Vec<Cell> = hosts
+    let mut rows = Rows {
+        hosts,
+        facts: Vec::new(),
+    };
+    daemon_rows(&mut rows);
+    gpu_rows(&mut rows);
+    for (index, profile) in profiles.iter().enumerate() {
+        profile_rows(&mut rows, index, profile);
+    }
+    rows.facts
+}
+
+/// The side-by-side view as it is built: each fact read on every host, in order.
+struct Rows<'a> {
+    hosts: &'a [Result<HostFacts, String>],
+    facts: Vec<ComparedFact>,
+}
+
+impl Rows<'_> {
+    /// Adds the row of `fact`: `cell` read on each host that answered (one that did not
+    /// is unknown, "unreachable"), judged when `compared`.
+    fn add(&mut self, fact: &str, compared: bool, cell: &dyn Fn(&HostFacts) -> Cell) {
+        let cells: Vec<Cell> = self
+            .hosts
             .iter()
             .map(|host| match host {
                 Ok(facts) => cell(facts),
@@ -346,44 +367,57 @@ pub fn side_by_side(
         known.dedup();
         // Unknown on a host that answered while another knows it, or any GPU fact unknown
         // on a host that answered (what a team most wants compared): not agreed on.
-        let unknown_on_answered = hosts
+        let unknown_on_answered = self
+            .hosts
             .iter()
             .zip(&cells)
             .any(|(host, cell)| host.is_ok() && matches!(cell, Cell::Unknown(_)));
         let incomplete =
             compared && unknown_on_answered && (!known.is_empty() || GPU_FACTS.contains(&fact));
-        facts.push(ComparedFact {
+        self.facts.push(ComparedFact {
             fact: fact.to_string(),
             differs: compared && known.len() > 1,
             incomplete,
             cells,
             compared,
         });
-    };
-    let daemon =
-        |host: &HostFacts, read: &dyn Fn(&crate::facts::engine::DaemonFacts) -> Option<String>| {
-            match &host.engine.state {
-                EngineState::Reachable(daemon) => read(daemon).map_or_else(
-                    || Cell::Unknown("the daemon does not say".into()),
-                    Cell::Known,
-                ),
-                EngineState::Unreachable { message, .. } => Cell::Unknown(message.clone()),
-            }
-        };
-    row("engine", true, &|host| {
-        daemon(host, &|d| Some(d.described()))
+    }
+}
+
+/// A cell of the daemon's facts: what `read` finds in them, or why they are unknown (the
+/// daemon did not answer, or does not say).
+fn daemon_cell(
+    host: &HostFacts,
+    read: &dyn Fn(&crate::facts::engine::DaemonFacts) -> Option<String>,
+) -> Cell {
+    match &host.engine.state {
+        crate::facts::engine::EngineState::Reachable(daemon) => read(daemon).map_or_else(
+            || Cell::Unknown("the daemon does not say".into()),
+            Cell::Known,
+        ),
+        crate::facts::engine::EngineState::Unreachable { message, .. } => {
+            Cell::Unknown(message.clone())
+        }
+    }
+}
+
+/// The rows of the daemon's facts: engine, API, system, cgroup, runtimes, CDI, CPUs and
+/// memory.
+fn daemon_rows(rows: &mut Rows<'_>) {
+    rows.add("engine", true, &|host| {
+        daemon_cell(host, &|d| Some(d.described()))
     });
-    row("API version", true, &|host| {
-        daemon(host, &|d| d.api_version.clone())
+    rows.add("API version", true, &|host| {
+        daemon_cell(host, &|d| d.api_version.clone())
     });
-    row("operating system", false, &|host| {
-        daemon(host, &|d| d.operating_system.clone())
+    rows.add("operating system", false, &|host| {
+        daemon_cell(host, &|d| d.operating_system.clone())
     });
-    row("kernel", false, &|host| {
-        daemon(host, &|d| d.kernel_version.clone())
+    rows.add("kernel", false, &|host| {
+        daemon_cell(host, &|d| d.kernel_version.clone())
     });
-    row("cgroup", true, &|host| {
-        daemon(host, &|d| {
+    rows.add("cgroup", true, &|host| {
+        daemon_cell(host, &|d| {
             Some(format!(
                 "{} v{}",
                 d.cgroup_driver.as_deref().unwrap_or("?"),
@@ -391,132 +425,148 @@ pub fn side_by_side(
             ))
         })
     });
-    row("runtimes", true, &|host| {
-        daemon(host, &|d| Some(d.runtimes.join(", ")))
+    rows.add("runtimes", true, &|host| {
+        daemon_cell(host, &|d| Some(d.runtimes.join(", ")))
     });
-    row("default runtime", true, &|host| {
-        daemon(host, &|d| d.default_runtime.clone())
+    rows.add("default runtime", true, &|host| {
+        daemon_cell(host, &|d| d.default_runtime.clone())
     });
-    row("CDI spec folders", true, &|host| {
-        daemon(host, &|d| {
+    rows.add("CDI spec folders", true, &|host| {
+        daemon_cell(host, &|d| {
             d.cdi_spec_dirs.as_ref().map(|dirs| dirs.join(", "))
         })
     });
-    row("CPUs", false, &|host| {
-        daemon(host, &|d| d.cpus.map(|cpus| cpus.to_string()))
+    rows.add("CPUs", false, &|host| {
+        daemon_cell(host, &|d| d.cpus.map(|cpus| cpus.to_string()))
     });
-    row("memory", false, &|host| {
-        daemon(host, &|d| {
+    rows.add("memory", false, &|host| {
+        daemon_cell(host, &|d| {
             d.memory_bytes
                 .map(|bytes| format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)))
         })
     });
-    let nvml = |host: &HostFacts,
-                read: &dyn Fn(&crate::facts::gpu::NvmlFacts) -> Option<String>| {
-        match &host.gpus {
-            None => Cell::Unknown("not asked".into()),
-            Some(gpus) => match (gpus.judged(), &gpus.nvml) {
-                (Some(nvml), _) => {
-                    read(nvml).map_or_else(|| Cell::Unknown("not said".into()), Cell::Known)
-                }
-                // Another machine whose GPUs could not be learnt: unknown, and why.
-                (None, crate::facts::gpu::LoadOutcome::OnAnotherHost { message, .. }) => {
-                    Cell::Unknown(message.chars().take(160).collect())
-                }
-                (None, _) => Cell::Known("no NVML".into()),
-            },
-        }
-    };
-    row("NVIDIA driver branch", true, &|host| {
-        nvml(host, &|n| {
+}
+
+/// A cell of the host's NVML facts: what `read` finds in them, "no NVML" where it has
+/// none, or why they are unknown (not asked, or another machine's that could not be
+/// learnt).
+fn nvml_cell(
+    host: &HostFacts,
+    read: &dyn Fn(&crate::facts::gpu::NvmlFacts) -> Option<String>,
+) -> Cell {
+    match &host.gpus {
+        None => Cell::Unknown("not asked".into()),
+        Some(gpus) => match (gpus.judged(), &gpus.nvml) {
+            (Some(nvml), _) => {
+                read(nvml).map_or_else(|| Cell::Unknown("not said".into()), Cell::Known)
+            }
+            // Another machine whose GPUs could not be learnt: unknown, and why.
+            (None, crate::facts::gpu::LoadOutcome::OnAnotherHost { message, .. }) => {
+                Cell::Unknown(message.chars().take(160).collect())
+            }
+            (None, _) => Cell::Known("no NVML".into()),
+        },
+    }
+}
+
+/// The rows of the GPUs' facts: the driver (its branch compared), CUDA, the models.
+fn gpu_rows(rows: &mut Rows<'_>) {
+    rows.add("NVIDIA driver branch", true, &|host| {
+        nvml_cell(host, &|n| {
             n.driver_version
                 .value()
                 .map(|version| version.split('.').next().unwrap_or(version).to_string())
         })
     });
-    row("NVIDIA driver", false, &|host| {
-        nvml(host, &|n| n.driver_version.value().cloned())
+    rows.add("NVIDIA driver", false, &|host| {
+        nvml_cell(host, &|n| n.driver_version.value().cloned())
     });
-    row("CUDA (driver)", true, &|host| {
-        nvml(host, &|n| {
+    rows.add("CUDA (driver)", true, &|host| {
+        nvml_cell(host, &|n| {
             n.cuda_driver_version
                 .value()
                 .map(|cuda| format!("{}.{}", cuda.major, cuda.minor))
         })
     });
-    row("GPUs", true, &|host| {
-        nvml(host, &|n| {
-            let mut models: Vec<String> = n
-                .gpus
-                .iter()
-                .map(|gpu| gpu.name.value().cloned().unwrap_or_else(|| "?".into()))
-                .collect();
-            if models.is_empty() {
-                return Some("none".into());
-            }
-            models.sort();
-            let mut counted: Vec<(String, usize)> = Vec::new();
-            for model in models {
-                match counted.last_mut() {
-                    Some((last, count)) if *last == model => *count += 1,
-                    _ => counted.push((model, 1)),
-                }
-            }
-            Some(
-                counted
-                    .iter()
-                    .map(|(model, count)| format!("{count} × {model}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            )
-        })
+    rows.add("GPUs", true, &|host| {
+        nvml_cell(host, &|n| Some(gpu_models(n)))
     });
-    for (index, profile) in profiles.iter().enumerate() {
-        let image = |host: &HostFacts| match host.images.get(index) {
-            Some(Ok(Some(image))) => Ok(image.clone()),
-            Some(Ok(None)) => Err(Cell::Known("absent".into())),
-            Some(Err(error)) => Err(Cell::Unknown(error.clone())),
-            None => Err(Cell::Unknown("not asked".into())),
-        };
-        row(
-            &format!("{}: image id", profile.name),
-            true,
-            &|host| match image(host) {
-                Ok(image) => Cell::Known(
-                    image
-                        .id
-                        .as_deref()
-                        .map(|id| id.trim_start_matches("sha256:").chars().take(12).collect())
-                        .unwrap_or_else(|| "?".into()),
-                ),
-                Err(cell) => cell,
-            },
-        );
-        row(
-            &format!("{}: lock", profile.name),
-            true,
-            &|host| match image(host) {
-                Ok(image) => {
-                    let digests: Vec<&str> = image
-                        .repo_digests
-                        .iter()
-                        .filter(|digest| crate::lock::repo_digest_matches(digest, &profile.image))
-                        .filter_map(|digest| digest.split_once('@').map(|(_, digest)| digest))
-                        .collect();
-                    Cell::Known(match &profile.locked_digest {
-                        None => "no current envctl.lock entry".into(),
-                        Some(locked) if digests.contains(&locked.as_str()) => "as locked".into(),
-                        Some(_) if digests.is_empty() => "no registry digest".into(),
-                        Some(_) => format!("differs from envctl.lock ({})", digests.join(", ")),
-                    })
-                }
-                // An absent image is the image row's difference, not a second one here.
-                Err(Cell::Known(_)) => Cell::Unknown("the image is absent".into()),
-                Err(cell) => cell,
-            },
-        );
+}
+
+/// The GPU models, counted and sorted (`2 × A100, 1 × T4`); "none" without a GPU.
+fn gpu_models(nvml: &crate::facts::gpu::NvmlFacts) -> String {
+    let mut models: Vec<String> = nvml
+        .gpus
+        .iter()
+        .map(|gpu| gpu.name.value().cloned().unwrap_or_else(|| "?".into()))
+        .collect();
+    if models.is_empty() {
+        return "none".into();
     }
-    facts
+    models.sort();
+    let mut counted: Vec<(String, usize)> = Vec::new();
+    for model in models {
+        match counted.last_mut() {
+            Some((last, count)) if *last == model => *count += 1,
+            _ => counted.push((model, 1)),
+        }
+    }
+    counted
+        .iter()
+        .map(|(model, count)| format!("{count} × {model}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The two rows of the `index`th compared profile: its image's id on each host, and how
+/// that image stands to the digest `envctl.lock` pins.
+fn profile_rows(rows: &mut Rows<'_>, index: usize, profile: &ComparedProfile) {
+    let image = |host: &HostFacts| match host.images.get(index) {
+        Some(Ok(Some(image))) => Ok(image.clone()),
+        Some(Ok(None)) => Err(Cell::Known("absent".into())),
+        Some(Err(error)) => Err(Cell::Unknown(error.clone())),
+        None => Err(Cell::Unknown("not asked".into())),
+    };
+    rows.add(
+        &format!("{}: image id", profile.name),
+        true,
+        &|host| match image(host) {
+            Ok(image) => Cell::Known(
+                image
+                    .id
+                    .as_deref()
+                    .map(|id| id.trim_start_matches("sha256:").chars().take(12).collect())
+                    .unwrap_or_else(|| "?".into()),
+            ),
+            Err(cell) => cell,
+        },
+    );
+    rows.add(
+        &format!("{}: lock", profile.name),
+        true,
+        &|host| match image(host) {
+            Ok(image) => Cell::Known(lock_cell(&image.repo_digests, profile)),
+            // An absent image is the image row's difference, not a second one here.
+            Err(Cell::Known(_)) => Cell::Unknown("the image is absent".into()),
+            Err(cell) => cell,
+        },
+    );
+}
+
+/// How an image whose registry digests are `repo_digests` stands to the digest
+/// `envctl.lock` pins for `profile`'s image.
+fn lock_cell(repo_digests: &[String], profile: &ComparedProfile) -> String {
+    let digests: Vec<&str> = repo_digests
+        .iter()
+        .filter(|digest| crate::lock::repo_digest_matches(digest, &profile.image))
+        .filter_map(|digest| digest.split_once('@').map(|(_, digest)| digest))
+        .collect();
+    match &profile.locked_digest {
+        None => "no current envctl.lock entry".into(),
+        Some(locked) if digests.contains(&locked.as_str()) => "as locked".into(),
+        Some(_) if digests.is_empty() => "no registry digest".into(),
+        Some(_) => format!("differs from envctl.lock ({})", digests.join(", ")),
+    }
 }
 
 /// `doctor --hosts`: every host `names` names, asked at once for the facts

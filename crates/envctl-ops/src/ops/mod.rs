@@ -19,9 +19,11 @@
 //! - [`logs`]: the container `logs` names and its output, read as it comes.
 //! - [`lock`]: the digest a profile's image tag points at, from the registry (no pull).
 //! - [`trust`]: a repository profile's root-equivalent settings, refused without a yes.
+//! - [`complete`]: what the shell completions ask the daemon (its running containers).
 
 pub mod choose_host;
 pub mod compat;
+pub mod complete;
 pub mod daemon_policy;
 pub mod doctor;
 pub mod down;
@@ -82,13 +84,13 @@ impl Context {
 
     /// A connection to the daemon, checked with a ping so an unreachable daemon is named
     /// at once (within `engine::PING_TIMEOUT`), and identified (`/version`).
-    pub async fn engine(&self) -> Result<crate::engine::Engine, Error> {
+    pub(crate) async fn engine(&self) -> Result<crate::engine::Engine, Error> {
         self.engine_with_deadline(REQUEST_TIMEOUT).await
     }
 
     /// Like [`Context::engine`], for a request the daemon may rightly take `deadline` to
     /// answer (`docker stop` with a long grace period).
-    pub async fn engine_with_deadline(
+    pub(crate) async fn engine_with_deadline(
         &self,
         deadline: std::time::Duration,
     ) -> Result<crate::engine::Engine, Error> {

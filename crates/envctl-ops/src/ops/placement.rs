@@ -367,36 +367,7 @@ async fn choose(
         gate.enforce(body, Some(gpu), Some(&holders), context)?;
     }
     let Some(count) = count else {
-        // `all` or named GPUs are not placed: a failed one among them is said, with its fix.
-        if let (Some(assignment), Ok(devices)) = (gpus.assignment(), gpu.listed_gpus()) {
-            let wanted = placement::indexes_of(&assignment, devices);
-            let mut rows = placement::occupancy(devices, &[]).0;
-            let policies = gate.map(|(gate, _)| gate.policies);
-            mark_kept_out(
-                &mut rows,
-                devices,
-                &fatal_xids_in_force(policies, context)?,
-                context,
-            );
-            for row in rows.iter().filter(|row| wanted.contains(&row.index)) {
-                if let Some(why) = &row.kept_out {
-                    context.printer.warn(&format!(
-                        "the profile asks for a GPU that failed, which its container is given all the same: {why}"
-                    ));
-                }
-            }
-        }
-        let report = (!gpus.is_none()).then(|| PlacementReport {
-            placement: Chooser::Given,
-            gpus: Vec::new(),
-            reason: given_reason(gpus),
-            skipped: Vec::new(),
-        });
-        return Ok(Placed {
-            gpus: gpus.clone(),
-            report,
-            lock,
-        });
+        return given(gpus, gpu, gate, lock, context);
     };
     // Docker's own choice, and why it is left to the daemon.
     let first = |reason: String, lock: Held| Placed {
@@ -416,51 +387,17 @@ async fn choose(
             lock,
         ));
     }
-    let rows = match elsewhere(gpu) {
-        // A dry run changes nothing, not even a probe container: the record only, as
-        // before a probe existed.
-        Some(host) if image.is_none() => match recorded(engine, host, &holders).await? {
-            Ok(rows) => rows,
-            Err(why) => {
-                return Ok(first(
-                    format!(
-                        "{why}, so a dry run cannot tell which GPUs are free (`up` probes them): the daemon would give the first {count} {gpus_word}"
-                    ),
-                    lock,
-                ));
-            }
-        },
-        Some(host) => match remote_rows(engine, host, image, &holders, context).await? {
-            Ok(rows) => rows,
-            // Never the daemon's own choice, which double-books: refused, saying why.
-            Err((why, fix)) => {
-                return Err(Error::RemoteGpusUnknown {
-                    host: host.to_string(),
-                    count,
-                    why,
-                    fix,
-                });
-            }
-        },
-        None => {
-            if let Err(why) = rows(gpu, &[]) {
-                return Ok(first(
-                    format!(
-                        "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
-                    ),
-                    lock,
-                ));
-            }
-            if lock.daemon.is_some() {
-                keep_record(engine, host_gpus, context).await;
-            }
-            let mut rows = rows(gpu, &holders).map_err(Error::Internal)?;
-            let fatal_xids = fatal_xids_in_force(gate.map(|(gate, _)| gate.policies), context)?;
-            if let Ok(devices) = gpu.listed_gpus() {
-                mark_kept_out(&mut rows, devices, &fatal_xids, context);
-            }
-            rows
-        }
+    let candidates = Candidates {
+        gpu,
+        host_gpus,
+        gate,
+        image,
+        holders: &holders,
+        count,
+    };
+    let rows = match candidate_rows(engine, &candidates, &lock, context).await? {
+        Ok(rows) => rows,
+        Err(reason) => return Ok(first(reason, lock)),
     };
     match placement::choose(count, &rows, policy == GpuPlacement::Idle) {
         Ok(choice) => Ok(Placed {
@@ -478,6 +415,114 @@ async fn choose(
             held: no_room.held,
             skipped: no_room.skipped,
         }),
+    }
+}
+
+/// `all` or named GPUs, which are not placed but given as the profile says: a failed one
+/// among them is said, with its fix.
+fn given(
+    gpus: &Gpus,
+    gpu: &GpuFacts,
+    gate: Option<(&crate::ops::policy::PolicyGate<'_>, &CreateBody)>,
+    lock: Held,
+    context: &Context,
+) -> Result<Placed, Error> {
+    if let (Some(assignment), Ok(devices)) = (gpus.assignment(), gpu.listed_gpus()) {
+        let wanted = placement::indexes_of(&assignment, devices);
+        let mut rows = placement::occupancy(devices, &[]).0;
+        let policies = gate.map(|(gate, _)| gate.policies);
+        mark_kept_out(
+            &mut rows,
+            devices,
+            &fatal_xids_in_force(policies, context)?,
+            context,
+        );
+        for row in rows.iter().filter(|row| wanted.contains(&row.index)) {
+            if let Some(why) = &row.kept_out {
+                context.printer.warn(&format!(
+                    "the profile asks for a GPU that failed, which its container is given all the same: {why}"
+                ));
+            }
+        }
+    }
+    let report = (!gpus.is_none()).then(|| PlacementReport {
+        placement: Chooser::Given,
+        gpus: Vec::new(),
+        reason: given_reason(gpus),
+        skipped: Vec::new(),
+    });
+    Ok(Placed {
+        gpus: gpus.clone(),
+        report,
+        lock,
+    })
+}
+
+/// What [`candidate_rows`] reads the GPUs to choose among from.
+struct Candidates<'a> {
+    gpu: &'a GpuFacts,
+    host_gpus: &'a GpuFacts,
+    gate: Option<(&'a crate::ops::policy::PolicyGate<'a>, &'a CreateBody)>,
+    image: Option<&'a str>,
+    holders: &'a [crate::facts::occupancy::GpuHolder],
+    /// How many GPUs are asked for, for the reasons said.
+    count: u32,
+}
+
+/// The GPUs `count` are chosen among, with their holders: another machine's as its
+/// daemon tells them (a dry run: its record only), else this machine's from NVML, its
+/// record kept on the daemon when its lock is held and failed GPUs kept out. The inner
+/// `Err` is why no GPU can be told free, so the daemon's own choice stands; another
+/// machine's GPUs that cannot be learnt are refused instead, which never double-books.
+async fn candidate_rows(
+    engine: &Engine,
+    candidates: &Candidates<'_>,
+    lock: &Held,
+    context: &Context,
+) -> Result<Result<Vec<GpuOccupancy>, String>, Error> {
+    let Candidates {
+        gpu,
+        host_gpus,
+        gate,
+        image,
+        holders,
+        count,
+    } = *candidates;
+    let gpus_word = if count == 1 { "GPU" } else { "GPUs" };
+    match elsewhere(gpu) {
+        // A dry run changes nothing, not even a probe container: the record only, as
+        // before a probe existed.
+        Some(host) if image.is_none() => Ok(recorded(engine, host, holders).await?.map_err(|why| {
+            format!(
+                "{why}, so a dry run cannot tell which GPUs are free (`up` probes them): the daemon would give the first {count} {gpus_word}"
+            )
+        })),
+        Some(host) => match remote_rows(engine, host, image, holders, context).await? {
+            Ok(rows) => Ok(Ok(rows)),
+            // Never the daemon's own choice, which double-books: refused, saying why.
+            Err((why, fix)) => Err(Error::RemoteGpusUnknown {
+                host: host.to_string(),
+                count,
+                why,
+                fix,
+            }),
+        },
+        None => {
+            if let Err(why) = rows(gpu, &[]) {
+                return Ok(Err(format!(
+                    "NVML could not be read ({why}), so envctl cannot tell which GPUs are free: the daemon gives the first {count} {gpus_word}"
+                )));
+            }
+            if lock.daemon.is_some() {
+                keep_record(engine, host_gpus, context).await;
+            }
+            let mut rows = rows(gpu, holders).map_err(Error::Internal)?;
+            let fatal_xids = fatal_xids_in_force(gate.map(|(gate, _)| gate.policies), context)?;
+            if let Ok(devices) = gpu.listed_gpus() {
+                mark_kept_out(&mut rows, devices, &fatal_xids, context);
+            }
+            Ok(Ok(rows))
+        }
     }
 }
 

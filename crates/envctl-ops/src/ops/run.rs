@@ -9,6 +9,7 @@
 //! `Epilog=` script sweep those (`envctl down --rm --slurm-job ID`).
 
 use std::cell::RefCell;
+use std::ops::ControlFlow;
 use std::rc::Rc;
 
 use crate::container_plan::{self, Overrides};
@@ -16,7 +17,9 @@ use crate::context::Context;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::facts::container::OutputStream;
-use crate::ops::up::{Outcome, Plan, PullPolicy, RunState, UpOptions, UpRequest, clean_up, up};
+use crate::ops::up::{
+    Outcome, Plan, PullPolicy, RunState, UpOptions, UpReport, UpRequest, clean_up, up,
+};
 
 /// The grace period `run` gives the command at its end by default: well within Slurm's
 /// `KillWait` (30 s by default), so the removal is done before Slurm's SIGKILL.
@@ -89,51 +92,10 @@ pub async fn run(
     let engine = context
         .engine_with_deadline(crate::ops::down::stop_deadline(stop_timeout))
         .await?;
-    let mut plan = tokio::select! {
-        plan = plan(&engine, request, context) => plan?,
-        code = signals.next() => return Ok(code),
+    let report = match make(&engine, request, input.is_some(), &mut signals, context).await? {
+        ControlFlow::Continue(report) => report,
+        ControlFlow::Break(code) => return Ok(code),
     };
-    // As `docker run -i`: the command reads what is passed on, and its stdin closes at
-    // the end of it.
-    if input.is_some() {
-        plan.body.open_stdin = true;
-        plan.body.stdin_once = true;
-    }
-    if engine.inspect_container(&plan.name).await?.is_some() {
-        return Err(Error::Usage {
-            message: format!("container `{}` exists already", plan.name),
-            hint: Some(
-                "`envctl run` makes a container of its own and removes it at the end: leave out `--name`, or remove that one first (`envctl down --rm NAME`)".into(),
-            ),
-        });
-    }
-    let options = UpOptions {
-        pull: request.pull,
-        force: request.force,
-        recreate: false,
-    };
-    let state = Rc::new(RefCell::new(RunState::default()));
-    let made = tokio::select! {
-        made = up(&engine, &plan, &options, context, &state) => made,
-        code = signals.next() => {
-            clean_up(&engine, &state, context).await;
-            context.printer.warn("interrupted before the command started: nothing is left");
-            return Ok(code);
-        }
-    };
-    let report = match made {
-        Ok(report) => report,
-        Err(error) => {
-            clean_up(&engine, &state, context).await;
-            return Err(error);
-        }
-    };
-    if !matches!(report.status, Outcome::Created | Outcome::Recreated) {
-        return Err(Error::Internal(format!(
-            "`run` met container `{}` instead of making it",
-            report.container
-        )));
-    }
     let short_id: String = report.id.chars().take(12).collect();
     context.printer.info(&format!(
         "running {} ({short_id}); it is removed when the command ends",
@@ -159,7 +121,88 @@ pub async fn run(
         },
         None => None,
     };
-    let follow = follow(&engine, &report.id, on_output);
+    follow_to_the_end(
+        &engine,
+        &report,
+        stop_timeout,
+        on_output,
+        &mut signals,
+        context,
+    )
+    .await
+}
+
+/// Plans `request` and makes its container as `up` does, never meeting one that exists
+/// (`reads_input`: its stdin is opened for what is passed on). A signal ends it at once
+/// before anything is made, and removes what was made after: `Break` with its code.
+async fn make(
+    engine: &Engine,
+    request: &RunRequest,
+    reads_input: bool,
+    signals: &mut EndingSignals,
+    context: &Context,
+) -> Result<ControlFlow<u8, UpReport>, Error> {
+    let mut plan = tokio::select! {
+        plan = plan(engine, request, context) => plan?,
+        code = signals.next() => return Ok(ControlFlow::Break(code)),
+    };
+    // As `docker run -i`: the command reads what is passed on, and its stdin closes at
+    // the end of it.
+    if reads_input {
+        plan.body.open_stdin = true;
+        plan.body.stdin_once = true;
+    }
+    if engine.inspect_container(&plan.name).await?.is_some() {
+        return Err(Error::Usage {
+            message: format!("container `{}` exists already", plan.name),
+            hint: Some(
+                "`envctl run` makes a container of its own and removes it at the end: leave out `--name`, or remove that one first (`envctl down --rm NAME`)".into(),
+            ),
+        });
+    }
+    let options = UpOptions {
+        pull: request.pull,
+        force: request.force,
+        recreate: false,
+    };
+    let state = Rc::new(RefCell::new(RunState::default()));
+    let made = tokio::select! {
+        made = up(engine, &plan, &options, context, &state) => made,
+        code = signals.next() => {
+            clean_up(engine, &state, context).await;
+            context.printer.warn("interrupted before the command started: nothing is left");
+            return Ok(ControlFlow::Break(code));
+        }
+    };
+    let report = match made {
+        Ok(report) => report,
+        Err(error) => {
+            clean_up(engine, &state, context).await;
+            return Err(error);
+        }
+    };
+    if !matches!(report.status, Outcome::Created | Outcome::Recreated) {
+        return Err(Error::Internal(format!(
+            "`run` met container `{}` instead of making it",
+            report.container
+        )));
+    }
+    Ok(ControlFlow::Continue(report))
+}
+
+/// Follows the command's output into `on_output` until it ends, then stops and removes
+/// its container: the command's code, or 141 when envctl's output was closed. A signal
+/// first stops and removes it while the command's last words still reach the terminal;
+/// the signal's code is then `run`'s.
+async fn follow_to_the_end(
+    engine: &Engine,
+    report: &UpReport,
+    stop_timeout: u32,
+    on_output: impl FnMut(OutputStream, &[u8]) -> std::io::Result<()>,
+    signals: &mut EndingSignals,
+    context: &Context,
+) -> Result<u8, Error> {
+    let follow = follow(engine, &report.id, on_output);
     tokio::pin!(follow);
     let followed = tokio::select! {
         code = &mut follow => Ok(code),
@@ -184,11 +227,11 @@ pub async fn run(
             let (_, removed) = tokio::join!(
                 tokio::time::timeout(last_words, follow),
                 tear_down(
-                    &engine,
+                    engine,
                     &report.id,
                     &report.container,
                     stop_timeout,
-                    &mut signals,
+                    signals,
                     context,
                 )
             );
@@ -197,11 +240,11 @@ pub async fn run(
         }
     };
     tear_down(
-        &engine,
+        engine,
         &report.id,
         &report.container,
         stop_timeout,
-        &mut signals,
+        signals,
         context,
     )
     .await?;

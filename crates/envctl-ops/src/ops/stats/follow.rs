@@ -102,6 +102,8 @@ pub enum Ended<S> {
 
 /// Follows `selection` until `stop` finishes or `options.count` samples are taken.
 /// `stop` is polled only between intervals' work, as a signal or key read waits for it.
+/// Each interval: the daemon watched ([`watch_daemon`]), a sample taken ([`sample`]),
+/// then handed to every output ([`deliver`]).
 pub async fn follow<S>(
     engine: &Engine,
     gpus: &Gpus,
@@ -128,8 +130,10 @@ pub async fn follow<S>(
         options.interval,
     );
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_listing = Instant::now();
-    let mut lost: Option<LostDaemon> = None;
+    let mut watch = DaemonWatch {
+        last_listing: Instant::now(),
+        lost: None,
+    };
     let mut taken = 0_u64;
     let mut ended: Vec<EndedContainer> = Vec::new();
     let mut stop = std::pin::pin!(stop);
@@ -139,110 +143,20 @@ pub async fn follow<S>(
             stopped = &mut stop => break Ok(Ended::Stopped(stopped)),
         }
         let mut failures = standing_failures.clone();
-        let mut relist = last_listing.elapsed() >= RELIST_EVERY;
-        if let Some(daemon) = &mut lost {
-            if daemon.answered(engine).await {
-                lost = None;
-                let at = engine.at();
-                view.daemon_back(&DaemonState {
-                    endpoint: at.to_string(),
-                    daemon: at.daemon(),
-                    error: None,
-                });
-                relist = true;
-            } else {
-                failures.push(daemon.failure().clone());
-                relist = false;
-            }
-        }
-        if relist {
-            last_listing = Instant::now();
-            let listed = tokio::time::timeout(
-                LIST_TIMEOUT,
-                // Named targets are kept whoever made them; only the default selection
-                // is limited to envctl's containers.
-                list_targets(
-                    engine,
-                    !options.all && fixed.is_none(),
-                    fixed.as_ref(),
-                    options.owner.as_ref().filter(|_| fixed.is_none()),
-                ),
-            )
-            .await
-            .unwrap_or_else(|_| {
-                Err(EngineError::Timeout {
-                    endpoint: engine.at(),
-                    seconds: LIST_TIMEOUT.as_secs(),
-                })
-            });
-            match listed {
-                Ok(current) => failures.extend(following.refresh(current).await),
-                Err(error) if reconnect::daemon_is_lost(&error) => {
-                    let at = engine.at();
-                    view.daemon_lost(&DaemonState {
-                        endpoint: at.to_string(),
-                        daemon: at.daemon(),
-                        error: Some(crate::error::error_chain(&error)),
-                    });
-                    let daemon = LostDaemon::new(&error);
-                    failures.push(daemon.failure().clone());
-                    lost = Some(daemon);
-                }
-                Err(error) => failures.push(reconnect::daemon_failure(&error)),
-            }
-        }
-        let ((inputs, read_failures), (readings, gpu_failure)) =
-            (following.read(), gpus.read().await);
-        failures.extend(read_failures);
-        failures.extend(gpu_failure);
-        // While the daemon is away, the stopped wait: their inspect would only time out.
-        if lost.is_none() {
-            let (found, inspect_failures, still_running) =
-                inspect_stopped(engine, following.take_stopped()).await;
-            ended.extend(found);
-            following.ask_again(still_running);
-            failures.extend(inspect_failures);
-            let excess = ended.len().saturating_sub(EndedContainer::KEPT);
-            ended.drain(..excess);
-        }
-        let known: BTreeSet<String> = following.followed.keys().cloned().collect();
-        let (owners, owner_failures) = process_owners(readings.as_ref(), &known);
-        failures.extend(owner_failures);
-        let mut snapshot = assemble(
-            sampler::now(options.clock),
-            inputs,
-            readings.as_ref(),
-            &owners,
+        failures
+            .extend(watch_daemon(&mut following, &mut watch, fixed.as_ref(), options, view).await);
+        let snapshot = sample(
+            &mut following,
+            gpus,
+            watch.lost.is_none(),
+            &mut ended,
             failures,
-            gpus.fatal_xids(),
-        );
-        let time = snapshot.time;
-        snapshot.ended = ended
-            .iter_mut()
-            .map(|end| {
-                // Seen stopped at this sample: its time is the sample's.
-                if end.time.is_nan() {
-                    end.time = time;
-                }
-                end.clone()
-            })
-            .collect();
-        window.push(&snapshot);
-        snapshot.diagnoses = window.diagnose();
+            options.clock,
+            &mut window,
+        )
+        .await;
         taken += 1;
-        if let Some(recorder) = &mut outputs.recorder
-            && let Err(error) = recorder.append(&snapshot)
-        {
-            break Err(error.into());
-        }
-        if let Some(server) = outputs.server {
-            server.publish(
-                &snapshot,
-                options.hostname.as_deref(),
-                &engine.at().to_string(),
-            );
-        }
-        if let Err(error) = view.show(&snapshot, taken) {
+        if let Err(error) = deliver(&snapshot, taken, &mut outputs, options, engine, view) {
             break Err(error);
         }
         if let Some(pending) = view.pending_write() {
@@ -250,12 +164,8 @@ pub async fn follow<S>(
                 written = pending => written,
                 stopped = &mut stop => break Ok(Ended::Stopped(stopped)),
             };
-            match written {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => break Err(Error::Output(error)),
-                Err(_) => {
-                    break Err(Error::Internal("the stdout writer thread ended".into()));
-                }
+            if let Err(error) = written_to_stdout(written) {
+                break Err(error);
             }
         }
         if options.count.is_some_and(|count| taken >= count) {
@@ -263,8 +173,173 @@ pub async fn follow<S>(
         }
     };
     following.stop();
-    drop(lost);
+    drop(watch);
     outcome
+}
+
+/// The daemon as the loop sees it between samples: when its containers were last listed,
+/// and, while it is lost, the schedule it is asked again on.
+struct DaemonWatch {
+    last_listing: Instant,
+    lost: Option<LostDaemon>,
+}
+
+/// Before a sample: asks a lost daemon again and, every [`RELIST_EVERY`] (at once when it
+/// came back), lists the containers again, following new ones; each change of the
+/// daemon's state is said to `view`. The failures this adds to the sample: the lost
+/// daemon's, or why the list failed.
+async fn watch_daemon(
+    following: &mut Following<'_>,
+    watch: &mut DaemonWatch,
+    fixed: Option<&BTreeSet<String>>,
+    options: &FollowOptions,
+    view: &mut dyn FollowView,
+) -> Vec<Failure> {
+    let engine = following.engine;
+    let mut failures = Vec::new();
+    let mut relist = watch.last_listing.elapsed() >= RELIST_EVERY;
+    if let Some(daemon) = &mut watch.lost {
+        if daemon.answered(engine).await {
+            watch.lost = None;
+            let at = engine.at();
+            view.daemon_back(&DaemonState {
+                endpoint: at.to_string(),
+                daemon: at.daemon(),
+                error: None,
+            });
+            relist = true;
+        } else {
+            failures.push(daemon.failure().clone());
+            relist = false;
+        }
+    }
+    if !relist {
+        return failures;
+    }
+    watch.last_listing = Instant::now();
+    let listed = tokio::time::timeout(
+        LIST_TIMEOUT,
+        // Named targets are kept whoever made them; only the default selection is limited
+        // to envctl's containers.
+        list_targets(
+            engine,
+            !options.all && fixed.is_none(),
+            fixed,
+            options.owner.as_ref().filter(|_| fixed.is_none()),
+        ),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(EngineError::Timeout {
+            endpoint: engine.at(),
+            seconds: LIST_TIMEOUT.as_secs(),
+        })
+    });
+    match listed {
+        Ok(current) => failures.extend(following.refresh(current).await),
+        Err(error) if reconnect::daemon_is_lost(&error) => {
+            let at = engine.at();
+            view.daemon_lost(&DaemonState {
+                endpoint: at.to_string(),
+                daemon: at.daemon(),
+                error: Some(crate::error::error_chain(&error)),
+            });
+            let daemon = LostDaemon::new(&error);
+            failures.push(daemon.failure().clone());
+            watch.lost = Some(daemon);
+        }
+        Err(error) => failures.push(reconnect::daemon_failure(&error)),
+    }
+    failures
+}
+
+/// One sample: the followed containers and the GPUs read, the containers seen stopped
+/// asked how they ended (only while the daemon answers: else their inspect would only
+/// time out, so they wait), the GPU processes' owners found, and the whole assembled with
+/// `failures` and judged over `window`. `ended` keeps the last ended containers across
+/// samples.
+async fn sample(
+    following: &mut Following<'_>,
+    gpus: &Gpus,
+    daemon_answers: bool,
+    ended: &mut Vec<EndedContainer>,
+    mut failures: Vec<Failure>,
+    clock: crate::context::Clock,
+    window: &mut Window,
+) -> Snapshot {
+    let ((inputs, read_failures), (readings, gpu_failure)) = (following.read(), gpus.read().await);
+    failures.extend(read_failures);
+    failures.extend(gpu_failure);
+    // While the daemon is away, the stopped wait: their inspect would only time out.
+    if daemon_answers {
+        let (found, inspect_failures, still_running) =
+            inspect_stopped(following.engine, following.take_stopped()).await;
+        ended.extend(found);
+        following.ask_again(still_running);
+        failures.extend(inspect_failures);
+        let excess = ended.len().saturating_sub(EndedContainer::KEPT);
+        ended.drain(..excess);
+    }
+    let known: BTreeSet<String> = following.followed.keys().cloned().collect();
+    let (owners, owner_failures) = process_owners(readings.as_ref(), &known);
+    failures.extend(owner_failures);
+    let mut snapshot = assemble(
+        sampler::now(clock),
+        inputs,
+        readings.as_ref(),
+        &owners,
+        failures,
+        gpus.fatal_xids(),
+    );
+    let time = snapshot.time;
+    snapshot.ended = ended
+        .iter_mut()
+        .map(|end| {
+            // Seen stopped at this sample: its time is the sample's.
+            if end.time.is_nan() {
+                end.time = time;
+            }
+            end.clone()
+        })
+        .collect();
+    window.push(&snapshot);
+    snapshot.diagnoses = window.diagnose();
+    snapshot
+}
+
+/// Hands sample number `taken` to every output in turn: the recording (`--record`), the
+/// metrics server (`--serve`), then the view. The first error ends the loop.
+fn deliver(
+    snapshot: &Snapshot,
+    taken: u64,
+    outputs: &mut Outputs<'_>,
+    options: &FollowOptions,
+    engine: &Engine,
+    view: &mut dyn FollowView,
+) -> Result<(), Error> {
+    if let Some(recorder) = &mut outputs.recorder {
+        recorder.append(snapshot)?;
+    }
+    if let Some(server) = outputs.server {
+        server.publish(
+            snapshot,
+            options.hostname.as_deref(),
+            &engine.at().to_string(),
+        );
+    }
+    view.show(snapshot, taken)
+}
+
+/// What the view's stdout writer thread answered ([`FollowView::pending_write`]), as the
+/// loop's result: a failed write, or a thread that ended without answering, ends it.
+fn written_to_stdout(
+    written: Result<std::io::Result<()>, tokio::sync::oneshot::error::RecvError>,
+) -> Result<(), Error> {
+    match written {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(Error::Output(error)),
+        Err(_) => Err(Error::Internal("the stdout writer thread ended".into())),
+    }
 }
 
 /// How each of `stopped` ended, as its inspect says (a container removed meanwhile has

@@ -52,10 +52,52 @@ pub fn failure_kind(error: &EngineError) -> FailureKind {
 }
 
 /// What `stats` follows: the daemon, the containers chosen and the GPUs read beside them.
+/// The engine stays inside ops: the command samples or follows through the methods below.
 pub struct Prepared {
-    pub engine: crate::engine::Engine,
+    engine: crate::engine::Engine,
     pub selection: sampler::Selection,
     pub gpus: sampler::Gpus,
+}
+
+impl Prepared {
+    /// `stats --once`: one snapshot of the chosen containers and GPUs
+    /// ([`sampler::snapshot_once`]).
+    pub async fn snapshot_once(
+        &self,
+        source: sampler::CounterSource,
+        interval: std::time::Duration,
+        clock: crate::context::Clock,
+    ) -> Result<crate::monitor::Snapshot, EngineError> {
+        sampler::snapshot_once(
+            &self.engine,
+            &self.selection,
+            &self.gpus,
+            source,
+            interval,
+            clock,
+        )
+        .await
+    }
+
+    /// The live loop over the chosen containers ([`follow::follow`]) until `stop`.
+    pub async fn follow<S>(
+        self,
+        options: &follow::FollowOptions,
+        outputs: follow::Outputs<'_>,
+        view: &mut dyn follow::FollowView,
+        stop: impl std::future::Future<Output = S>,
+    ) -> Result<follow::Ended<S>, crate::error::Error> {
+        follow::follow(
+            &self.engine,
+            &self.gpus,
+            self.selection,
+            options,
+            outputs,
+            view,
+            stop,
+        )
+        .await
+    }
 }
 
 /// Connects, chooses the containers (`targets`: each must exist, as `docker stats` has

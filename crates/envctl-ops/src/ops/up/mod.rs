@@ -8,7 +8,8 @@
 //! `create` (make, never start; check and start), `reuse` (an existing container met),
 //! `preflight` (doctor's verdict, the image, and the CUDA libraries of an image pulled
 //! after it: judged before the create, issue 41), `interrupt` (what a run made and its
-//! removal) and `dry_run`; here, [`up`] calls them in order.
+//! removal), `dry_run`, and `session` (the connection the command holds: `ops` connects
+//! for it); here, [`up`] calls them in order.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -28,6 +29,7 @@ mod place;
 mod plan;
 mod preflight;
 mod reuse;
+mod session;
 
 #[cfg(test)]
 mod fixtures;
@@ -45,6 +47,7 @@ pub use plan::{Plan, UpRequest, default_name, plan, same_profile_elsewhere};
 pub use preflight::ensure_image;
 use preflight::{Force, ensure_judged_image, verdict, warn_if_tag_moved};
 use reuse::{Met, join_other_run, meet_existing};
+pub use session::{Session, dry_run_plan};
 
 /// When to pull the image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
