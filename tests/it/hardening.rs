@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{ImageGuard, require_daemon, unique_name};
 use crate::support::registry::{Registry, push_test_image, require_registry};
 
@@ -37,13 +37,12 @@ fn project(profiles: &[(&str, &str)]) -> tempfile::TempDir {
 /// envctl in `directory` with `arguments`, `environment` added; a run that does not end
 /// within 20 s fails the test (a hang is one of the defects).
 fn envctl(directory: &Path, arguments: &[&str], environment: &[(&str, &str)]) -> Run {
-    let mut command = envctl_in(directory);
-    command.args(arguments).timeout(Duration::from_secs(20));
-    for (key, value) in environment {
-        command.env(key, value);
-    }
+    let envctl = Envctl::in_folder(directory)
+        .args(arguments)
+        .timeout(Duration::from_secs(20))
+        .envs(environment.iter().copied());
     let started = Instant::now();
-    let run = Run::of(command.output().unwrap());
+    let run = envctl.run();
     assert!(
         started.elapsed() < Duration::from_secs(19),
         "envctl {arguments:?} hung:\n{run}"
@@ -717,20 +716,15 @@ fn a_fifo_planted_as_the_gpu_request_cache_is_refused_not_waited_on() {
         .unwrap();
     assert!(made.success());
     let started = std::time::Instant::now();
-    let output = crate::support::cli::envctl_in(folder.path())
+    let run = Envctl::in_folder(folder.path())
         .env("XDG_CACHE_HOME", folder.path().join("cache"))
-        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
-        .env(
-            "ENVCTL_NVML_STUB_FIXTURE",
-            crate::support::nvml::fixture("healthy-8x-h100.conf"),
-        )
+        .nvml("healthy-8x-h100.conf")
         .env("ENVCTL_GPU_LOCK", folder.path().join("gpus.lock"))
         .args(["up", "two", "--dry-run", "--force", "--json"])
         .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+        .run();
+    let stderr = &run.stderr;
+    assert_eq!(run.code, 0, "{stderr}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(20),
         "{:?}",

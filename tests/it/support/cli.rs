@@ -9,7 +9,7 @@
 //! spellings of the same, kept for the tests that use them.
 
 use std::ffi::OsStr;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// One envctl run being set up under [`hermetic`]'s rules: the command and what its stdin
@@ -19,6 +19,9 @@ pub struct Envctl {
     /// Written to envctl's stdin by [`Envctl::run`]; without it stdin is `/dev/null`, so a
     /// run never waits on the test process's terminal.
     input: Option<Vec<u8>>,
+    /// How long [`Envctl::run`] lets envctl run before it kills it; without it, as long
+    /// as envctl takes.
+    limit: Option<std::time::Duration>,
 }
 
 impl Envctl {
@@ -72,6 +75,7 @@ impl Envctl {
         Envctl {
             command,
             input: None,
+            limit: None,
         }
     }
 
@@ -94,6 +98,17 @@ impl Envctl {
 
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Envctl {
         self.command.env(key, value);
+        self
+    }
+
+    /// Each `(key, value)` of `variables` set, as [`Envctl::env`] one by one.
+    pub fn envs<I, K, V>(mut self, variables: I) -> Envctl
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        self.command.envs(variables);
         self
     }
 
@@ -122,8 +137,15 @@ impl Envctl {
         self
     }
 
-    /// Runs envctl to its end. stdin is written from a thread of its own, so a run that
-    /// writes much before it reads cannot block on a full pipe while the test writes.
+    /// Ends the run (SIGKILL) when it has not ended after `limit`; such a run's code is -1.
+    pub fn timeout(mut self, limit: std::time::Duration) -> Envctl {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Runs envctl to its end. stdin is written and stdout and stderr are read each from a
+    /// thread of its own, so a run that writes much before it reads cannot block on a full
+    /// pipe while the test writes, and the limit of [`Envctl::timeout`] can be kept.
     pub fn run(mut self) -> Run {
         let program = self.command.get_program().to_string_lossy().into_owned();
         self.command
@@ -146,21 +168,73 @@ impl Envctl {
             })),
             _ => None,
         };
-        let output = child
-            .wait_with_output()
-            .unwrap_or_else(|error| panic!("cannot wait for {program}: {error}"));
+        let stdout = read_all(child.stdout.take());
+        let stderr = read_all(child.stderr.take());
+        let status = match self.limit {
+            None => child.wait(),
+            Some(limit) => wait_at_most(&mut child, limit),
+        }
+        .unwrap_or_else(|error| panic!("cannot wait for {program}: {error}"));
         if let Some(writer) = writer {
             writer
                 .join()
                 .unwrap_or_else(|_| panic!("the thread writing {program}'s stdin panicked"));
         }
-        Run::of(output)
+        let collect = |reader: std::thread::JoinHandle<Vec<u8>>| {
+            reader
+                .join()
+                .unwrap_or_else(|_| panic!("a thread reading {program}'s output panicked"))
+        };
+        Run::of(std::process::Output {
+            status,
+            stdout: collect(stdout),
+            stderr: collect(stderr),
+        })
+    }
+
+    /// [`Envctl::run`], and how long the run took from its start to its end (a test of a
+    /// deadline asserts on it).
+    pub fn run_timed(self) -> (Run, std::time::Duration) {
+        let started = std::time::Instant::now();
+        let run = self.run();
+        (run, started.elapsed())
     }
 
     /// The command as set up, for a test that spawns envctl and signals or waits on it
     /// itself (stdin set with [`Envctl::stdin`] is not part of it).
     pub fn command(self) -> std::process::Command {
         self.command
+    }
+}
+
+/// All a child's stream gives until it closes, read on a thread of its own.
+fn read_all(stream: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut stream) = stream {
+            // A read error ends the stream; what came before it is what the test sees.
+            let _ = stream.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
+/// The child's end, or SIGKILL and then its end once `limit` has passed.
+fn wait_at_most(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::io::Result<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            // It may end between the check and the kill; wait() then reports that end.
+            let _ = child.kill();
+            return child.wait();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
@@ -268,6 +342,27 @@ impl Run {
     /// Whether envctl exited 0.
     pub fn success(&self) -> bool {
         self.code == 0
+    }
+
+    /// The run when it exited `code`; a panic naming `what` and showing the run when
+    /// not.
+    pub fn expect(&self, code: i32, what: &str) -> &Run {
+        assert_eq!(self.code, code, "{what}\n{self}");
+        self
+    }
+
+    /// The run when neither stream holds one of `values` (secrets a test gave envctl);
+    /// a panic naming `what`, the stream and the value when one does.
+    pub fn shows_none(&self, values: &[&str], what: &str) -> &Run {
+        for value in values {
+            for (stream, text) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+                assert!(
+                    !text.contains(value),
+                    "{what}: {stream} shows `{value}`:\n{text}"
+                );
+            }
+        }
+        self
     }
 
     /// stdout as one JSON document.
