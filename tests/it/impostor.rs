@@ -331,7 +331,7 @@ fn envctls_own_container_met_again_is_never_an_impostor_on_any_engine() {
             "-p",
             port.as_str(),
         ];
-        let made = engine.envctl(folder).args(&overrides).run();
+        let made = engine.envctl(folder).args(overrides).run();
         assert_eq!(made.code, 0, "{made}");
         let plain = engine.envctl(folder).args(["up", &profile]).run();
         assert_eq!(plain.code, 0, "{plain}");

@@ -517,20 +517,19 @@ fn lock_asks_the_registry_and_pulls_nothing() {
     write_profile(directory.path(), "multi", &multi);
 
     // No daemon is needed when every registry answers: DOCKER_HOST leads nowhere.
-    let output = crate::support::cli::envctl_in(directory.path())
+    let run = Envctl::in_folder(directory.path())
         .args(["-v", "lock", "--json"])
-        .env("DOCKER_HOST", "unix:///nonexistent/envctl-no-daemon.sock")
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+        .daemon("unix:///nonexistent/envctl-no-daemon.sock")
+        .timeout(LIMIT)
+        .run();
+    let stderr = &run.stderr;
+    assert_eq!(run.code, 0, "{stderr}");
     assert!(!stderr.contains("pulling"), "{stderr}");
     assert!(
         stderr.contains("as an image index") && stderr.contains("pinned without a pull"),
         "-v says what the registry served: {stderr}"
     );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
     let pinned = |profile: &str| {
         report["locked"]
             .as_array()

@@ -634,7 +634,8 @@ fn serving_off_loopback_warns_that_the_dashboard_is_on_the_network() {
         ("[::]:0", true),
         ("127.0.0.1:0", false),
     ] {
-        let mut child = crate::support::cli::envctl_command()
+        let mut child = Envctl::shared()
+            .command()
             .args(["stats", "--interval", "0.5", "--serve", address])
             .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
             .stdout(std::process::Stdio::null())

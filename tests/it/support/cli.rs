@@ -25,7 +25,8 @@ pub struct Envctl {
 }
 
 impl Envctl {
-    /// The built binary in `folder`, as [`envctl_command_in`].
+    /// The built binary with `folder` as its working directory (`./envctl/` profiles are
+    /// found there) and `$HOME` and `$XDG_CONFIG_HOME` inside it ([`hermetic`]).
     pub fn in_folder(folder: &Path) -> Envctl {
         let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("envctl"));
         hermetic(&mut command, folder);
@@ -43,8 +44,9 @@ impl Envctl {
         Envctl::from_command(command)
     }
 
-    /// The built binary in `folder` as another machine runs it, as
-    /// [`envctl_on_a_laptop_in`] (root only).
+    /// The built binary in `folder` as another machine runs it (root only): in a UTS
+    /// namespace of its own named `envctl-laptop`, and with `hidden`, in a mount namespace
+    /// where that folder is an empty tmpfs ([`envctl_on_a_laptop_in`] says why).
     pub fn on_a_laptop(folder: &Path, hidden: Option<&Path>) -> Envctl {
         let mut command = std::process::Command::new("unshare");
         match hidden {
