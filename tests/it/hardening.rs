@@ -276,7 +276,8 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
     let folder = std::fs::File::open(directory.path()).unwrap();
     rustix::fs::flock(&folder, rustix::fs::FlockOperation::LockExclusive).unwrap();
 
-    let mut child = crate::support::cli::envctl_command_in(directory.path())
+    let mut child = Envctl::in_folder(directory.path())
+        .command()
         .arg("lock")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -327,7 +328,8 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
 /// `up` of a two-GPU profile on eight stand-in GPUs, with `lock` as the placement lock,
 /// started in the background with stderr piped.
 fn gpu_up(directory: &Path, name: &str, lock: &Path, extra: &[&str]) -> std::process::Child {
-    crate::support::cli::envctl_command_in(directory)
+    Envctl::in_folder(directory)
+        .command()
         .args(["up", name])
         .args(extra)
         .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
@@ -474,7 +476,7 @@ fn many_containers_are_sampled_under_a_small_file_limit() {
     let binary = assert_cmd::cargo::cargo_bin("envctl");
     let mut shell = Command::new("sh");
     crate::support::cli::hermetic(&mut shell, directory.path());
-    let output = shell
+    let run = Envctl::from_command(shell)
         .args([
             "-c",
             &format!(
@@ -482,9 +484,7 @@ fn many_containers_are_sampled_under_a_small_file_limit() {
                 binary.display()
             ),
         ])
-        .output()
-        .unwrap();
-    let run = Run::of(output);
+        .run();
     assert_eq!(run.code, 0, "{run}");
     assert!(
         !run.stdout.contains("open files") && !run.stderr.contains("open files"),
@@ -532,7 +532,7 @@ fn stats_into_a_full_pipe_ends_at_the_first_signal() {
     }
     for (json, signal, code) in [(true, "TERM", 143), (false, "INT", 130)] {
         let directory = project(&[]);
-        let mut command = crate::support::cli::envctl_command_in(directory.path());
+        let mut command = Envctl::in_folder(directory.path()).command();
         if json {
             command.arg("--json");
         }
@@ -659,7 +659,7 @@ fn down_with_a_long_timeout_ends_at_the_first_signal() {
         "while :; do sleep 1; done",
     ]);
     let folder = tempfile::tempdir().unwrap();
-    let mut command = crate::support::cli::envctl_command_in(folder.path());
+    let mut command = Envctl::in_folder(folder.path()).command();
     command
         .args(["down", guard.name(), "--timeout", "30"])
         .stdin(std::process::Stdio::null())

@@ -106,7 +106,7 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
     // A looser client file never passes what the daemon's refuses.
     let loose = Envctl::in_folder(folder.path())
         .daemon(&server.host())
-        .env("ENVCTL_POLICY", &at("loose.toml"))
+        .env("ENVCTL_POLICY", at("loose.toml"))
         .timeout(LIMIT)
         .args(["up", &profile, "--dry-run"])
         .run();
@@ -128,7 +128,7 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
     );
     let tight = Envctl::in_folder(folder.path())
         .daemon(&server.host())
-        .env("ENVCTL_POLICY", &at("tight.toml"))
+        .env("ENVCTL_POLICY", at("tight.toml"))
         .timeout(LIMIT)
         .args(["up", &profile, "--dry-run"])
         .run();
@@ -141,7 +141,7 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
     );
     let allowed = Envctl::in_folder(folder.path())
         .daemon(&server.host())
-        .env("ENVCTL_POLICY", &at("loose.toml"))
+        .env("ENVCTL_POLICY", at("loose.toml"))
         .timeout(LIMIT)
         .args(["up", &profile, "--dry-run"])
         .run();
@@ -150,7 +150,7 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
     // doctor names both policies and where each came from.
     let doctor = Envctl::in_folder(folder.path())
         .daemon(&server.host())
-        .env("ENVCTL_POLICY", &at("tight.toml"))
+        .env("ENVCTL_POLICY", at("tight.toml"))
         .timeout(LIMIT)
         .args(["--json", "doctor", &profile])
         .run();
@@ -162,7 +162,7 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
     assert_eq!(report["policy"]["origin"]["kind"], "file", "{report:#}");
     let human = Envctl::in_folder(folder.path())
         .daemon(&server.host())
-        .env("ENVCTL_POLICY", &at("tight.toml"))
+        .env("ENVCTL_POLICY", at("tight.toml"))
         .timeout(LIMIT)
         .args(["doctor", &profile])
         .run();
