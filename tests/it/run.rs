@@ -7,7 +7,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::cli::{Envctl, Run};
+use crate::support::cli::Envctl;
 use crate::support::docker;
 use crate::support::signal;
 
@@ -317,20 +317,16 @@ fn run_passes_piped_input_on_to_the_command() {
     }
     let profile = docker::unique_name("runstdin");
     let folder = project(&profile);
-    let piped = Run::of(
-        Envctl::in_folder(folder.path())
-            .command()
-            .args(["run", &profile, "sh"])
-            .stdin(
-                std::fs::File::open(write_input(
-                    folder.path(),
-                    "echo hi from the pipe; exit 5\n",
-                ))
-                .unwrap(),
-            )
-            .output()
+    let piped = Envctl::in_folder(folder.path())
+        .args(["run", &profile, "sh"])
+        .stdin_from(
+            std::fs::File::open(write_input(
+                folder.path(),
+                "echo hi from the pipe; exit 5\n",
+            ))
             .unwrap(),
-    );
+        )
+        .run();
     assert_eq!(
         (piped.code, piped.stdout.as_str()),
         (5, "hi from the pipe\n"),
@@ -344,14 +340,10 @@ fn run_passes_piped_input_on_to_the_command() {
         .spawn()
         .unwrap();
     let started = Instant::now();
-    let not_reading = Run::of(
-        Envctl::in_folder(folder.path())
-            .command()
-            .args(["run", &profile, "echo", "done"])
-            .stdin(writer.stdout.take().unwrap())
-            .output()
-            .unwrap(),
-    );
+    let not_reading = Envctl::in_folder(folder.path())
+        .args(["run", &profile, "echo", "done"])
+        .stdin_from(writer.stdout.take().unwrap())
+        .run();
     let took = started.elapsed();
     writer.kill().unwrap();
     writer.wait().unwrap();
@@ -366,14 +358,10 @@ fn run_passes_piped_input_on_to_the_command() {
         "ended without the pipe's end: {took:?}"
     );
     // `/dev/null` (a Slurm batch step's stdin) is no input: `cat` ends at once, as before.
-    let none = Run::of(
-        Envctl::in_folder(folder.path())
-            .command()
-            .args(["run", &profile, "cat"])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap(),
-    );
+    let none = Envctl::in_folder(folder.path())
+        .args(["run", &profile, "cat"])
+        .stdin_from(Stdio::null())
+        .run();
     assert_eq!(
         (none.code, none.stdout.as_str()),
         (0, ""),

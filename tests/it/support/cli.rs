@@ -16,12 +16,20 @@ use std::path::Path;
 /// will read.
 pub struct Envctl {
     command: std::process::Command,
-    /// Written to envctl's stdin by [`Envctl::run`]; without it stdin is `/dev/null`, so a
-    /// run never waits on the test process's terminal.
-    input: Option<Vec<u8>>,
+    /// What envctl's stdin is in [`Envctl::run`]; without it `/dev/null`, so a run never
+    /// waits on the test process's terminal.
+    input: Option<Input>,
     /// How long [`Envctl::run`] lets envctl run before it kills it; without it, as long
     /// as envctl takes.
     limit: Option<std::time::Duration>,
+}
+
+/// Where envctl's stdin comes from.
+enum Input {
+    /// These bytes, written by [`Envctl::run`] and then closed.
+    Bytes(Vec<u8>),
+    /// A file or pipe of the test's own.
+    From(std::process::Stdio),
 }
 
 impl Envctl {
@@ -135,7 +143,14 @@ impl Envctl {
 
     /// What envctl reads on stdin, all of it written before stdin is closed.
     pub fn stdin(mut self, input: impl Into<Vec<u8>>) -> Envctl {
-        self.input = Some(input.into());
+        self.input = Some(Input::Bytes(input.into()));
+        self
+    }
+
+    /// envctl's stdin as the test made it: a file, a pipe whose writer the test holds,
+    /// `Stdio::null()` said outright.
+    pub fn stdin_from(mut self, source: impl Into<std::process::Stdio>) -> Envctl {
+        self.input = Some(Input::From(source.into()));
         self
     }
 
@@ -145,24 +160,31 @@ impl Envctl {
         self
     }
 
-    /// Runs envctl to its end. stdin is written and stdout and stderr are read each from a
-    /// thread of its own, so a run that writes much before it reads cannot block on a full
-    /// pipe while the test writes, and the limit of [`Envctl::timeout`] can be kept.
-    pub fn run(mut self) -> Run {
+    /// Runs envctl to its end, for its exit code and both streams as text.
+    pub fn run(self) -> Run {
+        Run::of(self.output())
+    }
+
+    /// Runs envctl to its end, for its exit status and both streams as bytes (a test of
+    /// the very bytes envctl writes). stdin is written and stdout and stderr are read each
+    /// from a thread of its own, so a run that writes much before it reads cannot block on
+    /// a full pipe while the test writes, and the limit of [`Envctl::timeout`] can be kept.
+    pub fn output(mut self) -> std::process::Output {
         let program = self.command.get_program().to_string_lossy().into_owned();
+        let (stdin, bytes) = match self.input {
+            None => (std::process::Stdio::null(), None),
+            Some(Input::Bytes(bytes)) => (std::process::Stdio::piped(), Some(bytes)),
+            Some(Input::From(source)) => (source, None),
+        };
         self.command
-            .stdin(if self.input.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
+            .stdin(stdin)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         let mut child = self
             .command
             .spawn()
             .unwrap_or_else(|error| panic!("cannot start {program}: {error}"));
-        let writer = match (self.input, child.stdin.take()) {
+        let writer = match (bytes, child.stdin.take()) {
             (Some(input), Some(mut stdin)) => Some(std::thread::spawn(move || {
                 // envctl may exit without reading all of it; a broken pipe is its answer,
                 // which the run's exit code and streams show.
@@ -187,11 +209,11 @@ impl Envctl {
                 .join()
                 .unwrap_or_else(|_| panic!("a thread reading {program}'s output panicked"))
         };
-        Run::of(std::process::Output {
+        std::process::Output {
             status,
             stdout: collect(stdout),
             stderr: collect(stderr),
-        })
+        }
     }
 
     /// [`Envctl::run`], and how long the run took from its start to its end (a test of a
@@ -203,7 +225,8 @@ impl Envctl {
     }
 
     /// The command as set up, for a test that spawns envctl and signals or waits on it
-    /// itself (stdin set with [`Envctl::stdin`] is not part of it).
+    /// itself (stdin set with [`Envctl::stdin`] or [`Envctl::stdin_from`] is not part of
+    /// it).
     pub fn command(self) -> std::process::Command {
         self.command
     }
