@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use crate::support::cli::Envctl;
+
 const SCRIPTS: [(&str, &str); 5] = [
     ("bash", "envctl.bash"),
     ("zsh", "_envctl"),
@@ -19,16 +21,13 @@ fn committed_completions_are_current() {
     let update = std::env::var_os("ENVCTL_UPDATE_COMPLETIONS").is_some();
     let mut stale = Vec::new();
     for (shell, file) in SCRIPTS {
-        let output = crate::support::cli::envctl()
-            .args(["completions", shell])
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "envctl completions {shell} failed");
+        let run = Envctl::shared().args(["completions", shell]).run();
+        assert!(run.success(), "envctl completions {shell} failed");
         let path = directory.join(file);
         if update {
             std::fs::create_dir_all(&directory).unwrap();
-            std::fs::write(&path, &output.stdout).unwrap();
-        } else if std::fs::read(&path).ok().as_deref() != Some(output.stdout.as_slice()) {
+            std::fs::write(&path, &run.stdout).unwrap();
+        } else if std::fs::read(&path).ok().as_deref() != Some(run.stdout.as_bytes()) {
             stale.push(path.display().to_string());
         }
     }
@@ -121,11 +120,10 @@ fn a_target_completes_running_containers_and_their_profiles() {
         .unwrap();
     }
     let container = crate::support::docker::ContainerGuard::new(format!("envctl-{running}"));
-    let up = crate::support::cli::envctl_in(folder.path())
+    let up = Envctl::in_folder(folder.path())
         .args(["up", &running])
-        .output()
-        .unwrap();
-    assert!(up.status.success(), "{up:?}");
+        .run();
+    assert!(up.success(), "{up}");
     let offered = bash_complete(folder.path(), "envctl exec ''", None);
     let offered: Vec<&str> = offered.lines().collect();
     assert!(offered.contains(&running.as_str()), "{offered:?}");

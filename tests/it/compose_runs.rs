@@ -35,6 +35,7 @@ use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use serde_json::Value;
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{
     ContainerGuard, ImageGuard, docker_output, docker_stdout, require_daemon, run_with_timeout,
     test_image, unique_name,
@@ -74,29 +75,20 @@ fn require_both() -> Option<[Compose; 2]> {
     ])
 }
 
-/// One run of a program.
-struct Ran {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-fn ran(command: &mut Command, what: &str) -> Ran {
+/// One run of a program (envctl or compose), killed after [`TIMEOUT`].
+fn ran(command: &mut Command, what: &str) -> Run {
     let output =
         run_with_timeout(command, TIMEOUT).unwrap_or_else(|error| panic!("{what}: {error}"));
-    Ran {
-        ok: output.status.success(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(output)
 }
 
-fn succeeded(command: &mut Command, what: &str) -> Ran {
+fn succeeded(command: &mut Command, what: &str) -> Run {
     let run = ran(command, what);
     assert!(
-        run.ok,
+        run.success(),
         "{what} failed\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        run.stdout, run.stderr
+        run.stdout,
+        run.stderr
     );
     run
 }
@@ -153,17 +145,7 @@ impl Project {
 
     /// `envctl ARGUMENTS` in the folder, with its own config and home.
     fn envctl(&self, arguments: &[&str]) -> Command {
-        let mut command = crate::support::cli::envctl_command();
-        command
-            .args(arguments)
-            .current_dir(self.path())
-            .env("NO_COLOR", "1")
-            .env("XDG_CONFIG_HOME", self.path().join("xdg"))
-            .env("HOME", self.path().join("home"))
-            .env_remove("ENVCTL_PROFILE_PATH")
-            .env_remove("ENVCTL_NVML_LIBRARY")
-            .stdin(Stdio::null());
-        command
+        Envctl::in_folder(self.path()).args(arguments).command()
     }
 
     /// `compose -p PROJECT -f compose.yml ARGUMENTS`, with the home `envctl` had (compose
@@ -807,7 +789,7 @@ fn a_missing_bind_source_fails_on_both_compose_versions_without_a_folder() {
             "compose config -q",
         );
         assert!(
-            config.ok && config.stderr.trim().is_empty(),
+            config.success() && config.stderr.trim().is_empty(),
             "compose {} config -q: {}",
             compose.version,
             config.stderr
@@ -817,7 +799,7 @@ fn a_missing_bind_source_fails_on_both_compose_versions_without_a_folder() {
             "compose up -d",
         );
         assert!(
-            !up.ok,
+            !up.success(),
             "compose {} started with a missing bind source",
             compose.version
         );
@@ -844,7 +826,10 @@ fn a_missing_bind_source_fails_on_both_compose_versions_without_a_folder() {
     // And `up` refuses it too, before anything is made.
     let _guard = ContainerGuard::new(project.container_name());
     let up = ran(&mut project.envctl(&["up", &project.profile]), "envctl up");
-    assert!(!up.ok, "envctl up started with a missing bind source");
+    assert!(
+        !up.success(),
+        "envctl up started with a missing bind source"
+    );
     assert!(!absent.exists());
 }
 

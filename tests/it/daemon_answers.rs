@@ -5,8 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::fake_daemon::{FakeDaemon, Reply, inspected_container, listed_container};
 
 /// envctl's deadline for a short answer (`engine::ANSWER_DEADLINE`), and the slack a test
@@ -14,33 +15,13 @@ use crate::support::fake_daemon::{FakeDaemon, Reply, inspected_container, listed
 const ANSWER_DEADLINE: Duration = Duration::from_secs(15);
 const SLACK: Duration = Duration::from_secs(5);
 
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-fn envctl(daemon: &FakeDaemon, folder: &Path, arguments: &[&str]) -> Outcome {
-    let started = Instant::now();
-    let output = crate::support::cli::envctl()
-        .current_dir(folder)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", folder.join("xdg"))
-        .env("HOME", folder.join("home"))
-        .env_remove("ENVCTL_PROFILE_PATH")
+/// envctl in `folder` against the fake `daemon`, with an NVML library that is never there
+/// (no GPU facts to wait for), ended if it runs past a minute.
+fn against(daemon: &FakeDaemon, folder: &Path) -> Envctl {
+    Envctl::in_folder(folder)
         .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
-        .env("DOCKER_HOST", daemon.host())
-        .args(arguments)
+        .daemon(&daemon.host())
         .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    Outcome {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        took: started.elapsed(),
-    }
 }
 
 /// A body of `length` bytes of valid JSON (an array of spaces), so only its pace is wrong.
@@ -66,22 +47,23 @@ fn a_daemon_that_sends_one_byte_a_second_stops_ps_doctor_exec_and_logs_within_th
         &["logs", "some-container"],
     ];
     // At once: each waits out the deadline.
-    let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
+    let outcomes: Vec<(Run, Duration)> = std::thread::scope(|scope| {
         let running: Vec<_> = commands
             .iter()
-            .map(|arguments| scope.spawn(|| envctl(&daemon, folder.path(), arguments)))
+            .map(|arguments| {
+                scope.spawn(|| against(&daemon, folder.path()).args(*arguments).run_timed())
+            })
             .collect();
         running
             .into_iter()
             .map(|handle| handle.join().unwrap())
             .collect()
     });
-    for (arguments, outcome) in commands.iter().zip(outcomes) {
+    for (arguments, (outcome, took)) in commands.iter().zip(outcomes) {
         let text = format!("{}{}", outcome.stdout, outcome.stderr);
         assert!(
-            outcome.took < ANSWER_DEADLINE + SLACK,
-            "{arguments:?} took {:?}: {text}",
-            outcome.took
+            took < ANSWER_DEADLINE + SLACK,
+            "{arguments:?} took {took:?}: {text}"
         );
         assert_eq!(outcome.code, 1, "{arguments:?}: {text}");
         assert!(text.contains("stopped answering"), "{arguments:?}: {text}");
@@ -100,8 +82,8 @@ fn a_daemon_that_never_sends_headers_stops_ps_within_the_deadline() {
         })
     });
     let folder = tempfile::tempdir().unwrap();
-    let outcome = envctl(&daemon, folder.path(), &["ps"]);
-    assert!(outcome.took < ANSWER_DEADLINE + SLACK, "{:?}", outcome.took);
+    let (outcome, took) = against(&daemon, folder.path()).args(["ps"]).run_timed();
+    assert!(took < ANSWER_DEADLINE + SLACK, "{took:?}");
     assert_eq!(outcome.code, 1, "{}", outcome.stderr);
     assert!(
         outcome.stderr.contains("stopped answering") && outcome.stderr.contains(&daemon.host()),
@@ -124,7 +106,7 @@ fn an_error_answer_is_said_as_such_not_as_unreachable() {
     )
     .unwrap();
     for arguments in [&["up", "plain"][..], &["doctor"]] {
-        let outcome = envctl(&daemon, folder.path(), arguments);
+        let outcome = against(&daemon, folder.path()).args(arguments).run();
         let text = format!("{}{}", outcome.stdout, outcome.stderr);
         assert_ne!(outcome.code, 0, "{arguments:?}: {text}");
         assert!(!text.contains("not reachable"), "{arguments:?}: {text}");
@@ -142,7 +124,7 @@ fn bad_json_is_quoted_not_called_unreachable() {
             .then(|| Reply::json(200, "<html>a proxy says hello</html>"))
     });
     let folder = tempfile::tempdir().unwrap();
-    let outcome = envctl(&daemon, folder.path(), &["ps"]);
+    let outcome = against(&daemon, folder.path()).args(["ps"]).run();
     assert_eq!(outcome.code, 1, "{}", outcome.stderr);
     assert!(
         outcome.stderr.contains("not with the Engine API's JSON")
@@ -164,7 +146,7 @@ fn a_50_mb_error_is_capped() {
         (request.route() == "/containers/json").then(|| Reply::json(500, huge.clone()))
     });
     let folder = tempfile::tempdir().unwrap();
-    let outcome = envctl(&daemon, folder.path(), &["ps"]);
+    let (outcome, took) = against(&daemon, folder.path()).args(["ps"]).run_timed();
     assert_eq!(outcome.code, 1);
     assert!(
         outcome.stderr.len() < 16 * 1024,
@@ -176,23 +158,20 @@ fn a_50_mb_error_is_capped() {
         "{}",
         &outcome.stderr[..200]
     );
-    assert!(outcome.took < Duration::from_secs(10), "{:?}", outcome.took);
+    assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
 #[test]
 fn a_path_that_is_not_a_socket_is_named_so() {
     let folder = tempfile::tempdir().unwrap();
     for (path, what) in [("/etc/passwd", "a regular file"), ("/etc", "a folder")] {
-        let output = crate::support::cli::envctl()
-            .current_dir(folder.path())
-            .env("NO_COLOR", "1")
-            .env("DOCKER_HOST", format!("unix://{path}"))
+        let run = Envctl::in_folder(folder.path())
+            .daemon(&format!("unix://{path}"))
             .arg("ps")
             .timeout(Duration::from_secs(20))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{stderr}");
+            .run();
+        let stderr = &run.stderr;
+        assert_eq!(run.code, 1, "{stderr}");
         assert!(
             stderr.contains(&format!("`{path}` is not a socket (it is {what})")),
             "{stderr}"
@@ -250,7 +229,7 @@ fn targets_never_reach_another_endpoint() {
             &["exec", target, "--", "true"],
             &["logs", target],
         ] {
-            let outcome = envctl(&daemon, folder.path(), command);
+            let outcome = against(&daemon, folder.path()).args(command).run();
             assert_ne!(outcome.code, 0, "{command:?}: {}", outcome.stderr);
             assert!(
                 !outcome.stderr.contains("panicked"),
@@ -283,7 +262,9 @@ fn a_short_id_prefix_never_names_another_container() {
         "image = \"busybox:1\"\n",
     )
     .unwrap();
-    let outcome = envctl(&daemon, folder.path(), &["down", "1548e"]);
+    let outcome = against(&daemon, folder.path())
+        .args(["down", "1548e"])
+        .run();
     // Nothing of the profile's to stop: said, exit 0 (issue 15, item 10).
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     assert!(
@@ -300,7 +281,9 @@ fn a_short_id_prefix_never_names_another_container() {
     );
     // Without a profile of that name, the hint says why the prefix was not taken.
     std::fs::remove_file(folder.path().join("envctl/1548e.toml")).unwrap();
-    let outcome = envctl(&daemon, folder.path(), &["exec", "1548e", "--", "true"]);
+    let outcome = against(&daemon, folder.path())
+        .args(["exec", "1548e", "--", "true"])
+        .run();
     assert_eq!(outcome.code, 1, "{}", outcome.stderr);
     assert!(
         outcome.stderr.contains("at least 12 hex digits"),
@@ -343,7 +326,9 @@ fn a_container_replaced_while_down_looks_is_found_again_not_called_removed() {
         }
     });
     let folder = tempfile::tempdir().unwrap();
-    let outcome = envctl(&daemon, folder.path(), &["down", "racing"]);
+    let outcome = against(&daemon, folder.path())
+        .args(["down", "racing"])
+        .run();
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     assert!(!outcome.stderr.contains("meanwhile"), "{}", outcome.stderr);
     assert!(
@@ -363,7 +348,7 @@ fn a_container_replaced_while_down_looks_is_found_again_not_called_removed() {
 
 /// A daemon whose container answers a removal with 409 and, read again, is in the state
 /// `after` (`removing` while another removal is under way); the outcome of a sweep of it.
-fn sweep_meeting_a_409(after: &'static str) -> (Outcome, FakeDaemon) {
+fn sweep_meeting_a_409(after: &'static str) -> (Run, FakeDaemon) {
     use std::sync::atomic::{AtomicBool, Ordering};
     const ID: &str = "3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d3f1c9b2e0a7d1234";
     const NAME: &str = "envctl-train-job42-0a1b2c3d";
@@ -412,11 +397,9 @@ fn sweep_meeting_a_409(after: &'static str) -> (Outcome, FakeDaemon) {
         })
     });
     let folder = tempfile::tempdir().unwrap();
-    let outcome = envctl(
-        &daemon,
-        folder.path(),
-        &["down", "--slurm-job", "42", "--rm"],
-    );
+    let outcome = against(&daemon, folder.path())
+        .args(["down", "--slurm-job", "42", "--rm"])
+        .run();
     (outcome, daemon)
 }
 
@@ -479,13 +462,12 @@ fn a_plain_http_answer_is_never_called_tls_because_the_port_also_answers_tls() {
         }
     });
     let folder = tempfile::tempdir().unwrap();
-    let output = crate::support::cli::envctl_in(folder.path())
+    let run = Envctl::in_folder(folder.path())
         .args(["-H", &format!("tcp://127.0.0.1:{port}"), "ps"])
         .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_ne!(output.status.code(), Some(0), "{stderr}");
+        .run();
+    let stderr = &run.stderr;
+    assert_ne!(run.code, 0, "{stderr}");
     assert!(!stderr.contains("speaks TLS"), "{stderr}");
     assert!(stderr.contains("404"), "{stderr}");
 }

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::unique_name;
 use crate::support::engines::{Family, TestEngine, engines};
 
@@ -43,16 +43,6 @@ fn docker_cli(config: &Path, arguments: &[&str]) -> std::process::Output {
         .args(arguments)
         .output()
         .unwrap()
-}
-
-fn envctl(folder: &Path, config: &Path, environment: &[(&str, &str)], arguments: &[&str]) -> Run {
-    // The hermetic builder clears every DOCKER_* variable: only the test's config is read.
-    let mut command = envctl_in(folder);
-    command.env("DOCKER_CONFIG", config);
-    for (key, value) in environment {
-        command.env(key, value);
-    }
-    Run::of(command.args(arguments).output().unwrap())
 }
 
 /// What `envctl doctor --json` says of the engine it reached.
@@ -92,20 +82,20 @@ fn a_context_is_followed_as_the_docker_cli_follows_it() {
 
     // --context, DOCKER_CONTEXT and `docker context use` reach Podman; without them,
     // Docker's own daemon answers.
-    let local = envctl(folder.path(), config.path(), &[], &["--json", "doctor"]);
+    let local = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .args(["--json", "doctor"])
+        .run();
     assert!(!engine_reached(&local).contains("Podman"), "{local}");
-    let flagged = envctl(
-        folder.path(),
-        config.path(),
-        &[],
-        &["--json", "--context", &name, "doctor"],
-    );
-    let by_variable = envctl(
-        folder.path(),
-        config.path(),
-        &[("DOCKER_CONTEXT", &name)],
-        &["--json", "doctor"],
-    );
+    let flagged = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .args(["--json", "--context", &name, "doctor"])
+        .run();
+    let by_variable = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .env("DOCKER_CONTEXT", &name)
+        .args(["--json", "doctor"])
+        .run();
     for (run, by) in [(&flagged, "--context"), (&by_variable, "DOCKER_CONTEXT")] {
         assert!(
             run.stdout.contains(&format!(
@@ -122,12 +112,10 @@ fn a_context_is_followed_as_the_docker_cli_follows_it() {
     }
     let used = docker_cli(config.path(), &["context", "use", &name]);
     assert!(used.status.success(), "{used:?}");
-    let up = envctl(
-        folder.path(),
-        config.path(),
-        &[],
-        &["up", &profile, "--pull", "never"],
-    );
+    let up = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .args(["up", &profile, "--pull", "never"])
+        .run();
     assert_eq!(up.code, 0, "{up}");
     // The reference: the docker CLI with the same configuration sees the container there.
     let listed = docker_cli(config.path(), &["ps", "--format", "{{.Names}}"]);
@@ -137,40 +125,36 @@ fn a_context_is_followed_as_the_docker_cli_follows_it() {
             .any(|line| line == container),
         "{listed:?}"
     );
-    let ps = envctl(folder.path(), config.path(), &[], &["ps", "--json"]);
+    let ps = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .args(["ps", "--json"])
+        .run();
     assert!(ps.stdout.contains(&container), "{ps}");
     // DOCKER_HOST and -H win over the current context, for the CLI as for envctl.
-    let host = envctl(
-        folder.path(),
-        config.path(),
-        &[("DOCKER_HOST", "unix:///var/run/docker.sock")],
-        &["ps", "--json"],
-    );
+    let host = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .env("DOCKER_HOST", "unix:///var/run/docker.sock")
+        .args(["ps", "--json"])
+        .run();
     assert!(!host.stdout.contains(&container), "{host}");
-    let flag = envctl(
-        folder.path(),
-        config.path(),
-        &[],
-        &["-H", "unix:///var/run/docker.sock", "ps", "--json"],
-    );
+    let flag = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .args(["-H", "unix:///var/run/docker.sock", "ps", "--json"])
+        .run();
     assert!(!flag.stdout.contains(&container), "{flag}");
-    let down = envctl(
-        folder.path(),
-        config.path(),
-        &[],
-        &["down", &profile, "--rm"],
-    );
+    let down = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .args(["down", &profile, "--rm"])
+        .run();
     assert_eq!(down.code, 0, "{down}");
 
     // An unknown context is an error naming it, for the CLI and for envctl.
     let cli = docker_cli(config.path(), &["--context", "nosuch", "ps"]);
     assert!(!cli.status.success(), "{cli:?}");
-    let run = envctl(
-        folder.path(),
-        config.path(),
-        &[],
-        &["--context", "nosuch", "ps"],
-    );
+    let run = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .args(["--context", "nosuch", "ps"])
+        .run();
     assert_eq!(run.code, 1, "{run}");
     assert!(
         run.stderr
@@ -178,18 +162,16 @@ fn a_context_is_followed_as_the_docker_cli_follows_it() {
         "{run}"
     );
     // --host and --context together: refused, as the CLI refuses them.
-    let run = envctl(
-        folder.path(),
-        config.path(),
-        &[],
-        &[
+    let run = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .args([
             "-H",
             "unix:///var/run/docker.sock",
             "--context",
             &name,
             "ps",
-        ],
-    );
+        ])
+        .run();
     assert_ne!(run.code, 0, "{run}");
     assert!(
         run.stderr.contains("either give --host or --context"),
@@ -220,16 +202,13 @@ fn tls_asked_for_never_sends_cleartext() {
     assert!(!cli.status.success(), "{cli:?}");
     listener.set_nonblocking(true).unwrap();
     for arguments in [&["ps"][..], &["--json", "doctor"]] {
-        let run = envctl(
-            folder.path(),
-            config.path(),
-            &[
-                ("DOCKER_HOST", &host),
-                ("DOCKER_TLS_VERIFY", "1"),
-                ("DOCKER_CERT_PATH", cert_path),
-            ],
-            arguments,
-        );
+        let run = Envctl::in_folder(folder.path())
+            .env("DOCKER_CONFIG", config.path())
+            .env("DOCKER_HOST", &host)
+            .env("DOCKER_TLS_VERIFY", "1")
+            .env("DOCKER_CERT_PATH", cert_path)
+            .args(arguments)
+            .run();
         let text = format!("{}{}", run.stdout, run.stderr);
         assert_ne!(run.code, 0, "{run}");
         assert!(
@@ -264,16 +243,13 @@ fn tls_asked_for_never_sends_cleartext() {
         stream.read_exact(&mut first).unwrap();
         first
     });
-    let run = envctl(
-        folder.path(),
-        config.path(),
-        &[
-            ("DOCKER_HOST", &host),
-            ("DOCKER_TLS_VERIFY", "1"),
-            ("DOCKER_CERT_PATH", cert_path),
-        ],
-        &["ps"],
-    );
+    let run = Envctl::in_folder(folder.path())
+        .env("DOCKER_CONFIG", config.path())
+        .env("DOCKER_HOST", &host)
+        .env("DOCKER_TLS_VERIFY", "1")
+        .env("DOCKER_CERT_PATH", cert_path)
+        .args(["ps"])
+        .run();
     assert_eq!(run.code, 1, "{run}");
     let first = first_bytes.join().unwrap();
     // A TLS handshake record (22), version 3.x: a ClientHello.

@@ -16,6 +16,7 @@
 //!   a few seconds, naming the endpoint.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support::cli::Envctl;
 use crate::support::registry::Blackhole;
 
 use std::io::{BufRead, BufReader, Read};
@@ -127,20 +128,14 @@ fn socket_in(directory: &tempfile::TempDir) -> PathBuf {
     directory.path().join("docker.sock")
 }
 
-fn envctl(socket: &Path) -> Command {
-    let mut command = crate::support::cli::envctl_command();
-    command
-        .env("NO_COLOR", "1")
-        .env("DOCKER_HOST", format!("unix://{}", socket.display()))
+/// envctl through the proxy's `socket`, with an NVML library that is never there.
+fn through(socket: &Path) -> Envctl {
+    Envctl::shared()
+        .daemon(&format!("unix://{}", socket.display()))
         .env(
             "ENVCTL_NVML_LIBRARY",
             "/nonexistent/envctl-test/libnvidia-ml.so.1",
         )
-        .env_remove("ENVCTL_NVML_STUB_FIXTURE")
-        .env_remove("ENVCTL_STATS_SOURCE")
-        .env_remove("CLICOLOR_FORCE")
-        .stdin(Stdio::null());
-    command
 }
 
 /// Every line the reader reads, sent as it comes.
@@ -250,12 +245,15 @@ fn daemon_goes_and_returns(source: Option<&str>) {
     let name = container.name().to_string();
     docker_stdout(["run", "-d", "--name", &name, &test_image(), "sleep", "600"]);
 
-    let mut command = envctl(&socket);
-    if let Some(source) = source {
-        command.env("ENVCTL_STATS_SOURCE", source);
-    }
-    let mut child = command
+    let envctl = through(&socket);
+    let envctl = match source {
+        Some(source) => envctl.env("ENVCTL_STATS_SOURCE", source),
+        None => envctl,
+    };
+    let mut child = envctl
         .args(["stats", &name, "--json", "--interval", "200ms"])
+        .command()
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -386,14 +384,11 @@ fn stats_once_without_the_daemon_fails_naming_the_socket() {
     let stale = directory.path().join("stale.sock");
     drop(UnixListener::bind(&stale).unwrap());
     for path in [&socket, &stale] {
-        let started = Instant::now();
-        let output = envctl(path)
+        let (run, elapsed) = through(path)
             .args(["stats", "--once", "--json"])
-            .output()
-            .unwrap();
-        let elapsed = started.elapsed();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{stderr}");
+            .run_timed();
+        let stderr = &run.stderr;
+        assert_eq!(run.code, 1, "{stderr}");
         assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
         assert!(
             stderr.contains(&path.display().to_string()),
@@ -429,13 +424,11 @@ fn up_fails_naming_the_endpoint_when_the_daemon_goes_during_a_pull() {
     )
     .unwrap();
 
-    let child = envctl(&socket)
-        .current_dir(directory.path())
-        .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
-        .env("HOME", directory.path().join("home"))
-        .env_remove("ENVCTL_PROFILE_PATH")
-        .env_remove("ENVCTL_NVML_LIBRARY")
+    let child = Envctl::in_folder(directory.path())
+        .daemon(&format!("unix://{}", socket.display()))
         .args(["up", &profile])
+        .command()
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

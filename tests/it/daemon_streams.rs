@@ -11,9 +11,11 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tempfile::TempDir;
+
+use crate::support::cli::{Envctl, Run};
 
 const ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -130,36 +132,22 @@ fn answer(stream: UnixStream, pings: &AtomicUsize, hang_later_pings: bool) {
     }
 }
 
-struct Run {
-    code: i32,
-    stderr: String,
-    took: Duration,
-}
-
-fn envctl(daemon: &FakeDaemon, arguments: &[&str]) -> Run {
-    let started = Instant::now();
-    let output = crate::support::cli::envctl()
-        .args(arguments)
-        .env("NO_COLOR", "1")
-        .env("DOCKER_HOST", daemon.host())
+/// envctl against the fake `daemon`, reading stats from its API and with an NVML library
+/// that is never there, ended if it runs past a minute.
+fn against(daemon: &FakeDaemon) -> Envctl {
+    Envctl::shared()
+        .daemon(&daemon.host())
         .env("ENVCTL_STATS_SOURCE", "api")
         .env(
             "ENVCTL_NVML_LIBRARY",
             "/nonexistent/envctl-test/libnvidia-ml.so.1",
         )
         .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        took: started.elapsed(),
-    }
 }
 
-fn assert_stopped_answering(run: &Run, daemon: &FakeDaemon, within: Duration) {
+fn assert_stopped_answering(run: &Run, took: Duration, daemon: &FakeDaemon, within: Duration) {
     assert_ne!(run.code, -1, "still running after 60 s: {}", run.stderr);
-    assert!(run.took < within, "took {:?}: {}", run.took, run.stderr);
+    assert!(took < within, "took {took:?}: {}", run.stderr);
     assert!(run.stderr.contains("stopped answering"), "{}", run.stderr);
     assert!(
         run.stderr.contains(&daemon.socket.display().to_string()),
@@ -171,25 +159,27 @@ fn assert_stopped_answering(run: &Run, daemon: &FakeDaemon, within: Duration) {
 #[test]
 fn logs_from_a_daemon_sending_a_byte_a_second_end_with_the_cause() {
     let daemon = FakeDaemon::start(false);
-    let run = envctl(&daemon, &["logs", "fake"]);
+    let (run, took) = against(&daemon).args(["logs", "fake"]).run_timed();
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_stopped_answering(&run, &daemon, Duration::from_secs(15));
+    assert_stopped_answering(&run, took, &daemon, Duration::from_secs(15));
 }
 
 #[test]
 fn logs_follow_from_a_daemon_that_stopped_answering_end_with_the_cause() {
     let daemon = FakeDaemon::start(true);
-    let run = envctl(&daemon, &["logs", "-f", "fake"]);
+    let (run, took) = against(&daemon).args(["logs", "-f", "fake"]).run_timed();
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_stopped_answering(&run, &daemon, Duration::from_secs(20));
+    assert_stopped_answering(&run, took, &daemon, Duration::from_secs(20));
 }
 
 #[test]
 fn stats_once_without_a_body_ends_with_the_cause() {
     let daemon = FakeDaemon::start(false);
-    let run = envctl(&daemon, &["stats", "--once", "fake"]);
+    let (run, took) = against(&daemon)
+        .args(["stats", "--once", "fake"])
+        .run_timed();
     // As any container whose reading failed: a warning with the cause, the row kept.
-    assert_stopped_answering(&run, &daemon, Duration::from_secs(25));
+    assert_stopped_answering(&run, took, &daemon, Duration::from_secs(25));
     assert!(
         run.stderr.contains("no whole stats answer within 10 s"),
         "{}",

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::cli::Envctl;
 use crate::support::docker::{
     ContainerGuard, docker_stdout, require_daemon, run_with_timeout, skip_or_panic, test_image,
 };
@@ -160,7 +161,7 @@ fn serve(
     arguments: &[&str],
     environment: &[(&str, &std::ffi::OsStr)],
 ) -> (Serving, String, String) {
-    let mut command = crate::support::cli::envctl_command();
+    let mut command = Envctl::shared().command();
     command
         .args(["stats", "--serve", "127.0.0.1:0"])
         .args(arguments)

@@ -8,20 +8,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{
     ContainerGuard, docker_stdout, require_daemon, test_image, unique_name,
 };
 
 /// envctl in `folder`, with `stdin` (a pipe, never a terminal).
 fn envctl(folder: &Path, arguments: &[&str], stdin: &str) -> Run {
-    let output = envctl_in(folder)
+    Envctl::in_folder(folder)
         .args(arguments)
-        .write_stdin(stdin)
+        .stdin(stdin)
         .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    Run::of(output)
+        .run()
 }
 
 /// The last `…` command a hint line gives, as its words (hints here quote nothing).
@@ -456,7 +454,6 @@ fn gpus_overrides_are_judged_as_the_profiles_gpus_are() {
     if !require_daemon() {
         return;
     }
-    use crate::support::nvml::{fixture, stub_library};
     let folder = tempfile::tempdir().unwrap();
     let profile = unique_name("habits-gpus");
     std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
@@ -469,15 +466,11 @@ fn gpus_overrides_are_judged_as_the_profiles_gpus_are() {
     )
     .unwrap();
     let on_eight = |arguments: &[&str]| {
-        Run::of(
-            envctl_in(folder.path())
-                .env("ENVCTL_NVML_LIBRARY", stub_library())
-                .env("ENVCTL_NVML_STUB_FIXTURE", fixture("healthy-8x-h100.conf"))
-                .args(arguments)
-                .timeout(Duration::from_secs(120))
-                .output()
-                .unwrap(),
-        )
+        Envctl::in_folder(folder.path())
+            .nvml("healthy-8x-h100.conf")
+            .args(arguments)
+            .timeout(Duration::from_secs(120))
+            .run()
     };
     for (spec, said) in [
         ("device=9", "GPU 9 not found on this host"),
@@ -669,13 +662,11 @@ fn a_misspelt_host_is_an_error_with_the_nearest_name() {
         if command == "stats" {
             arguments.push("--once");
         }
-        let output = envctl_in(folder.path())
+        Envctl::in_folder(folder.path())
             .env("DOCKER_CONFIG", &config)
             .args(&arguments)
             .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap();
-        Run::of(output)
+            .run()
     };
     for command in ["ps", "doctor", "stats"] {
         for (typo, near) in [("@tema", "@team"), ("gpu9", "gpu1"), ("gpu-tow", "gpu-two")] {

@@ -15,6 +15,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::fatbin_corpus::{SITE, bitsandbytes_folder, import_bitsandbytes_image};
+use crate::support::cli::Envctl;
 use crate::support::docker::{require_daemon, skip_or_panic};
 use crate::support::nvml::{fixture, stub_library};
 
@@ -35,7 +36,8 @@ fn with_id<'a>(value: &'a Value, id: &str, found: &mut Vec<&'a Value>) {
 }
 
 fn doctor(directory: &Path, profile: &Path, nvml: &str) -> (Value, i32) {
-    let output = crate::support::cli::envctl_command()
+    let output = Envctl::shared()
+        .command()
         .current_dir(directory)
         .env("HOME", directory.join("home"))
         .env("XDG_CONFIG_HOME", directory.join("xdg"))
@@ -194,7 +196,8 @@ fn doctor_judges_a_remote_daemons_image_on_that_machines_gpus() {
         format!("image = \"{reference}\"\ngpus = 1\ncommand = [\"sleep\", \"600\"]\n"),
     )
     .unwrap();
-    let output = crate::support::cli::envctl_command()
+    let output = Envctl::shared()
+        .command()
         .current_dir(directory.path())
         .env("HOME", directory.path().join("home"))
         .env("XDG_CONFIG_HOME", directory.path().join("xdg"))

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::support::cli::Envctl;
 use crate::support::fake_daemon::{FakeDaemon, Reply};
 
 const PODMAN_VERSION: &str = r#"{"Platform":{"Name":"linux/amd64/debian-12"},"Components":[{"Name":"Podman Engine","Version":"4.3.1","Details":{"APIVersion":"4.3.1"}}],"Version":"4.3.1","ApiVersion":"1.41","MinAPIVersion":"1.24","Os":"linux","Arch":"amd64","KernelVersion":"6.1.0"}"#;
@@ -20,20 +21,13 @@ fn podman_is_named_with_its_own_rootless_field_and_gpu_fix() {
         _ => None,
     });
     let folder = tempfile::tempdir().unwrap();
-    let output = crate::support::cli::envctl()
-        .current_dir(folder.path())
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", folder.path().join("xdg"))
-        .env("HOME", folder.path().join("home"))
-        .env_remove("ENVCTL_PROFILE_PATH")
+    let run = Envctl::in_folder(folder.path())
         .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
-        .env("DOCKER_HOST", daemon.host())
+        .daemon(&daemon.host())
         .args(["doctor", "--json"])
         .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|error| panic!("{error}: {output:?}"));
+        .run();
+    let report: Value = run.json();
     let engine = &report["host"]["engine"];
     assert_eq!(engine["kind"], "podman", "{engine}");
     assert_eq!(engine["rootless"], true, "{engine}");

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::cli::Run;
 use crate::support::docker::unique_name;
 use crate::support::engines::{
     CDI_DIR_ENV, Family, Steps, TestEngine, collect_failures, engines, for_each_engine,
@@ -38,36 +39,6 @@ use crate::support::engines::{
 use crate::support::registry::{Registry, push_test_image, require_registry};
 
 const ULIMITS: &str = "[ulimits]\nnofile = 1024\nnproc = 1024\n";
-
-/// One envctl run: exit code and both streams, printed whole in failure messages.
-struct Run {
-    what: String,
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "`envctl {}` exited {}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.what, self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-impl Run {
-    fn expect(&self, code: i32, engine: &TestEngine) -> &Self {
-        assert_eq!(self.code, code, "[{}] {self}", engine.name);
-        self
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|error| panic!("stdout is not JSON ({error}):\n{self}"))
-    }
-}
 
 /// A profile in a folder of its own on one engine, and the container `up` makes of it.
 struct Scenario<'e> {
@@ -103,23 +74,9 @@ impl<'e> Scenario<'e> {
         .unwrap();
     }
 
+    /// envctl in this scenario's folder, talking to its engine.
     fn envctl(&self, arguments: &[&str]) -> Run {
-        self.envctl_with(arguments, &[])
-    }
-
-    fn envctl_with(&self, arguments: &[&str], environment: &[(&str, &str)]) -> Run {
-        let mut command = self.engine.envctl(self.path());
-        command.args(arguments);
-        for (key, value) in environment {
-            command.env(key, value);
-        }
-        let output = command.output().unwrap();
-        Run {
-            what: arguments.join(" "),
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        self.engine.envctl(self.path()).args(arguments).run()
     }
 
     fn guard(&self) -> crate::support::engines::ContainerGuard {
@@ -320,7 +277,7 @@ fn same_profile_makes_the_same_container_on_every_engine() {
         let _container = scenario.guard();
         scenario
             .envctl(&["up", &scenario.profile])
-            .expect(0, engine);
+            .expect(0, &engine.name);
         let inspected = engine.inspect("container", &scenario.container);
         let fields = profile_fields(&inspected);
 
@@ -520,7 +477,7 @@ fn exec_logs_stats_ps_and_down_work_on_every_engine() {
         let _container = scenario.guard();
         scenario
             .envctl(&["up", &scenario.profile])
-            .expect(0, engine);
+            .expect(0, &engine.name);
         let name = scenario.profile.as_str();
 
         // Each step runs even when one before it failed, so a run names them all.
@@ -535,7 +492,7 @@ fn exec_logs_stats_ps_and_down_work_on_every_engine() {
                 "-c",
                 "echo out-7; echo err-7 >&2; exit 7",
             ]);
-            exec.expect(7, engine);
+            exec.expect(7, &engine.name);
             assert_eq!(exec.stdout, "out-7\n", "[{}] {exec}", engine.name);
             assert!(
                 exec.stderr.contains("err-7") && !exec.stdout.contains("err-7"),
@@ -547,7 +504,7 @@ fn exec_logs_stats_ps_and_down_work_on_every_engine() {
         // logs: stdout to stdout, stderr to stderr.
         steps.run("logs", || {
             let logs = scenario.envctl(&["logs", name]);
-            logs.expect(0, engine);
+            logs.expect(0, &engine.name);
             assert_eq!(logs.stdout, "to-stdout\n", "[{}] {logs}", engine.name);
             assert!(
                 logs.stderr.contains("to-stderr"),
@@ -575,8 +532,8 @@ fn exec_logs_stats_ps_and_down_work_on_every_engine() {
                 } else {
                     &[]
                 };
-                let stats = scenario.envctl_with(&["stats", name, "--once", "--json"], environment);
-                stats.expect(0, engine);
+                let stats = scenario.engine.envctl(scenario.path()).args(["stats", name, "--once", "--json"]).envs(environment.iter().copied()).run();
+                stats.expect(0, &engine.name);
                 let report = stats.json();
                 let row = report["containers"]
                     .as_array()
@@ -632,7 +589,7 @@ fn exec_logs_stats_ps_and_down_work_on_every_engine() {
         // ps: the whole published range.
         steps.run("ps", || {
             let ps = scenario.envctl(&["--json", "ps"]);
-            ps.expect(0, engine);
+            ps.expect(0, &engine.name);
             let listing = ps.json();
             let row = listing["containers"]
                 .as_array()
@@ -654,7 +611,7 @@ fn exec_logs_stats_ps_and_down_work_on_every_engine() {
                 );
             }
             let text = scenario.envctl(&["ps"]);
-            text.expect(0, engine);
+            text.expect(0, &engine.name);
             let line = text
                 .stdout
                 .lines()
@@ -671,7 +628,9 @@ fn exec_logs_stats_ps_and_down_work_on_every_engine() {
 
         // down --rm: the container is gone.
         steps.run("down", || {
-            scenario.envctl(&["down", name, "--rm"]).expect(0, engine);
+            scenario
+                .envctl(&["down", name, "--rm"])
+                .expect(0, &engine.name);
             assert!(
                 !engine.container_exists(&scenario.container),
                 "[{}] {} still exists after `down --rm`",
@@ -697,10 +656,10 @@ fn a_memory_change_is_the_one_change_up_names_on_every_engine() {
         let _container = scenario.guard();
         scenario
             .envctl(&["up", &scenario.profile])
-            .expect(0, engine);
+            .expect(0, &engine.name);
         scenario.write_profile(&image, &rest("96m"));
         let refused = scenario.envctl(&["up", &scenario.profile]);
-        refused.expect(1, engine);
+        refused.expect(1, &engine.name);
         let changes: Vec<&str> = refused
             .stderr
             .lines()
@@ -738,7 +697,7 @@ fn lock_pins_the_registry_digest_through_every_engine() {
         let scenario = Scenario::new(engine, "engines-lock");
         scenario.write_profile(&reference, ULIMITS);
         let lock = scenario.envctl(&["--json", "lock"]);
-        lock.expect(0, engine);
+        lock.expect(0, &engine.name);
         let pinned = lock.json()["locked"][0]["digest"].clone();
         assert_eq!(
             pinned,
@@ -821,7 +780,7 @@ fn a_gpu_request_is_honoured_or_refused_on_every_engine() {
         );
         let mut steps = Steps::new(engine);
         steps.run("gpus = [\"0\"] from the CDI spec", || {
-            up.expect(0, engine);
+            up.expect(0, &engine.name);
             let inspected = engine.inspect("container", &scenario.container);
             let env = inspected["Config"]["Env"].to_string();
             assert!(
@@ -879,7 +838,7 @@ fn podman_without_ulimits_names_the_limit_runc_could_not_raise() {
             // Podman 5 clamps its default nofile/nproc to the hard limits its own process
             // has (VERIFIED on 5.4.2: 20000 and 96363 here, the service's limits), so the
             // container starts; 4.3 asks for 1048576 and runc fails.
-            up.expect(0, engine);
+            up.expect(0, &engine.name);
             let limits = engine.docker_stdout([
                 "exec",
                 scenario.container.as_str(),
@@ -961,7 +920,7 @@ fn messages_and_hints_name_the_engine_that_answered() {
         let mut steps = Steps::new(engine);
         steps.run("a name another tool took", || {
             let taken = scenario.envctl(&["up", &scenario.profile]);
-            taken.expect(1, engine);
+            taken.expect(1, &engine.name);
             assert!(
                 taken
                     .stderr
@@ -977,7 +936,7 @@ fn messages_and_hints_name_the_engine_that_answered() {
         });
         steps.run("a stopped container envctl did not make", || {
             let stopped = scenario.envctl(&["exec", &scenario.container, "--", "true"]);
-            stopped.expect(1, engine);
+            stopped.expect(1, &engine.name);
             assert!(
                 stopped
                     .stderr

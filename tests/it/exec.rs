@@ -4,12 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::time::Duration;
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{ContainerGuard, require_daemon, test_image, unique_name};
 use crate::support::{signal, wait};
-use assert_cmd::Command;
 
 struct Running {
     folder: tempfile::TempDir,
@@ -28,15 +27,11 @@ fn running() -> Running {
     )
     .unwrap();
     let container = ContainerGuard::new(format!("envctl-{profile}"));
-    let up = envctl(folder.path())
+    let up = Envctl::in_folder(folder.path())
         .args(["up", &profile])
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+        .timeout(LIMIT)
+        .run();
+    assert!(up.success(), "{}", up.stderr);
     Running {
         folder,
         profile,
@@ -44,29 +39,21 @@ fn running() -> Running {
     }
 }
 
-fn envctl(folder: &Path) -> Command {
-    let mut command = crate::support::cli::envctl();
-    command
-        .current_dir(folder)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", folder.join("xdg"))
-        .env_remove("ENVCTL_PROFILE_PATH")
-        .timeout(Duration::from_secs(60));
-    command
-}
+/// How long one envctl run may take before the test calls it hung.
+const LIMIT: Duration = Duration::from_secs(60);
 
-fn run(target: &Running, arguments: &[&str], stdin: Option<&str>) -> (i32, String, String) {
-    let mut command = envctl(target.folder.path());
-    command.arg("exec").arg(&target.profile).args(arguments);
-    if let Some(stdin) = stdin {
-        command.write_stdin(stdin);
+/// `envctl exec TARGET ARGUMENTS…` with `stdin` piped in, if any.
+fn run(target: &Running, arguments: &[&str], stdin: Option<&str>) -> Run {
+    let envctl = Envctl::in_folder(target.folder.path())
+        .arg("exec")
+        .arg(&target.profile)
+        .args(arguments)
+        .timeout(LIMIT);
+    match stdin {
+        Some(stdin) => envctl.stdin(stdin),
+        None => envctl,
     }
-    let output = command.output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
+    .run()
 }
 
 #[test]
@@ -75,10 +62,14 @@ fn exit_codes_pass_through() {
         return;
     }
     let target = running();
-    assert_eq!(run(&target, &["--", "true"], None).0, 0);
-    assert_eq!(run(&target, &["--", "false"], None).0, 1);
-    assert_eq!(run(&target, &["--", "sh", "-c", "exit 7"], None).0, 7);
-    let (code, stdout, stderr) = run(&target, &["--", "no-such-command"], None);
+    assert_eq!(run(&target, &["--", "true"], None).code, 0);
+    assert_eq!(run(&target, &["--", "false"], None).code, 1);
+    assert_eq!(run(&target, &["--", "sh", "-c", "exit 7"], None).code, 7);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = run(&target, &["--", "no-such-command"], None);
     assert_eq!(code, 127, "like a shell");
     assert_eq!(stdout, "");
     assert!(stderr.contains("executable file not found"), "{stderr}");
@@ -90,7 +81,11 @@ fn stdout_and_stderr_stay_apart_and_stdin_is_forwarded() {
         return;
     }
     let target = running();
-    let (code, stdout, stderr) = run(
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = run(
         &target,
         &[
             "--",
@@ -103,7 +98,7 @@ fn stdout_and_stderr_stay_apart_and_stdin_is_forwarded() {
     assert_eq!(code, 0);
     assert_eq!(stdout, "to-out\nagain-out\n");
     assert_eq!(stderr, "to-err\n");
-    let (code, stdout, _) = run(
+    let Run { code, stdout, .. } = run(
         &target,
         &["--", "sh", "-c", "tr a-z A-Z; echo done"],
         Some("piped input\n"),
@@ -122,22 +117,22 @@ fn named_commands_take_arguments_and_flags_apply() {
     }
     let target = running();
     assert_eq!(
-        run(&target, &["greet", "--", "world"], None).1,
+        run(&target, &["greet", "--", "world"], None).stdout,
         "hello world\n"
     );
-    assert_eq!(run(&target, &["fail"], None).0, 7);
+    assert_eq!(run(&target, &["fail"], None).code, 7);
     // Issue 31: a word the profile does not name is the command, as with docker exec.
-    let (code, _, stderr) = run(&target, &["nope"], None);
+    let Run { code, stderr, .. } = run(&target, &["nope"], None);
     assert_eq!(code, 127, "{stderr}");
     assert!(stderr.contains("executable file not found"), "{stderr}");
     // exec's flags go before TARGET, as docker's do.
-    let output = envctl(target.folder.path())
+    let output = Envctl::in_folder(target.folder.path())
         .args(["exec", "-e", "ANSWER=42", "-w", "/tmp", "--user", "65534"])
         .args([target.profile.as_str(), "--", "sh", "-c"])
         .arg("echo $ANSWER $(pwd) $(id -u)")
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "42 /tmp 65534\n");
+        .timeout(LIMIT)
+        .run();
+    assert_eq!(output.stdout, "42 /tmp 65534\n");
 }
 
 #[test]
@@ -146,12 +141,12 @@ fn a_stopped_or_missing_target_is_named_with_the_fix() {
         return;
     }
     let target = running();
-    let stop = envctl(target.folder.path())
+    let stop = Envctl::in_folder(target.folder.path())
         .args(["down", &target.profile])
-        .output()
-        .unwrap();
-    assert!(stop.status.success());
-    let (code, _, stderr) = run(&target, &["--", "true"], None);
+        .timeout(LIMIT)
+        .run();
+    assert!(stop.success());
+    let Run { code, stderr, .. } = run(&target, &["--", "true"], None);
     assert_eq!(code, 1);
     assert!(
         stderr.contains(&format!(
@@ -164,17 +159,17 @@ fn a_stopped_or_missing_target_is_named_with_the_fix() {
         stderr.contains(&format!("envctl up {}", target.profile)),
         "{stderr}"
     );
-    let missing = envctl(target.folder.path())
+    let missing = Envctl::in_folder(target.folder.path())
         .args(["exec", "no-such-target", "--", "true"])
-        .output()
-        .unwrap();
+        .timeout(LIMIT)
+        .run();
     // Neither a TARGET nor a command: with one other envctl container running on the host
     // it is named as no command of it (exit 1); with several (tests run in parallel) the
     // word is named and the candidates listed (exit 2). Both are true; which one depends on
     // what else runs.
-    let missing_stderr = String::from_utf8_lossy(&missing.stderr);
-    match missing.status.code() {
-        Some(1) => {
+    let missing_stderr = &missing.stderr;
+    match missing.code {
+        1 => {
             assert!(
                 missing_stderr.contains("no container or profile named `no-such-target`"),
                 "{missing_stderr}"
@@ -183,19 +178,19 @@ fn a_stopped_or_missing_target_is_named_with_the_fix() {
             // way), but the nearest name envctl knows.
             assert!(!missing_stderr.contains("envctl up"), "{missing_stderr}");
         }
-        Some(2) => assert!(
+        2 => assert!(
             missing_stderr.contains("`no-such-target` names no container or profile"),
             "{missing_stderr}"
         ),
         other => panic!("exit {other:?}: {missing_stderr}"),
     }
     let misspelled: String = format!("{}x", target.profile);
-    let near = envctl(target.folder.path())
+    let near = Envctl::in_folder(target.folder.path())
         .args(["exec", misspelled.as_str(), "--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(near.status.code(), Some(1));
-    let near_stderr = String::from_utf8_lossy(&near.stderr);
+        .timeout(LIMIT)
+        .run();
+    assert_eq!(near.code, 1);
+    let near_stderr = &near.stderr;
     assert!(
         near_stderr.contains(&format!("did you mean `{}`?", target.profile)),
         "{near_stderr}"
@@ -213,12 +208,12 @@ fn a_stopped_or_missing_target_is_named_with_the_fix() {
         "sleep",
         "60",
     ]);
-    let stopped = envctl(target.folder.path())
+    let stopped = Envctl::in_folder(target.folder.path())
         .args(["exec", foreign.name(), "--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(stopped.status.code(), Some(1));
-    let stopped_stderr = String::from_utf8_lossy(&stopped.stderr);
+        .timeout(LIMIT)
+        .run();
+    assert_eq!(stopped.code, 1);
+    let stopped_stderr = &stopped.stderr;
     assert!(
         stopped_stderr.contains(&format!(
             "container `{}` is created, not running",
@@ -283,7 +278,8 @@ fn a_signal_ends_exec_with_the_shells_code() {
     let container = format!("envctl-{}", target.profile);
     for (signal, expected) in [("INT", 130), ("TERM", 143)] {
         let before = wait::container_processes(&container, "sleep 30");
-        let mut child = crate::support::cli::envctl_command()
+        let mut child = Envctl::shared()
+            .command()
             .args(["exec", &target.profile, "--", "sleep", "30"])
             .current_dir(target.folder.path())
             .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
@@ -315,7 +311,7 @@ fn output_is_the_containers_byte_for_byte_whatever_it_says() {
     }
     let target = running();
     let text = "exec: \"x\": executable file not found in $PATH\nsecond line\n";
-    let (code, _, stderr) = run(
+    let Run { code, stderr, .. } = run(
         &target,
         &[
             "--",
@@ -330,13 +326,17 @@ fn output_is_the_containers_byte_for_byte_whatever_it_says() {
         .args(["exec", &container_of(&target), "cat", "/tmp/words"])
         .output()
         .unwrap();
-    let (code, stdout, stderr) = run(&target, &["--", "cat", "/tmp/words"], None);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = run(&target, &["--", "cat", "/tmp/words"], None);
     assert_eq!(code, 0);
     assert_eq!(stdout.as_bytes(), docker.stdout, "stdout as docker exec's");
     assert_eq!(stdout, text);
     assert_eq!(stderr, "", "nothing moved to stderr");
     // An exit code of 126 is the command's, whatever its output says.
-    let (code, stdout, _) = run(
+    let Run { code, stdout, .. } = run(
         &target,
         &["--", "sh", "-c", "cat /tmp/words; exit 126"],
         None,
@@ -353,21 +353,15 @@ fn a_tty_with_piped_stdin_and_stdout_passes_output_and_the_exit_code() {
     let target = running();
     let started = std::time::Instant::now();
     // `envctl exec -t C -- … </dev/null | cat`: stdin /dev/null, stdout a pipe.
-    let output = crate::support::cli::envctl_command()
+    let output = Envctl::in_folder(target.folder.path())
         .args(["exec", "-t", &target.profile, "--"])
         .args(["sh", "-c", "sleep 1; echo hi; exit 9"])
-        .current_dir(target.folder.path())
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+        .run();
     let took = started.elapsed();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = &output.stdout;
     assert_eq!(
-        output.status.code(),
-        Some(9),
-        "the command's exit code after {took:?}: {output:?}"
+        output.code, 9,
+        "the command's exit code after {took:?}: {output}"
     );
     assert!(stdout.contains("hi"), "output passes: {stdout:?}");
     assert!(took >= Duration::from_secs(1), "waited for the command");
@@ -381,7 +375,8 @@ fn a_signal_ends_exec_even_when_its_output_is_blocked() {
     let target = running();
     for (signal, expected) in [("INT", 130), ("TERM", 143)] {
         // stdout is a pipe nobody reads: `yes` fills it at once and every write blocks.
-        let mut child = crate::support::cli::envctl_command()
+        let mut child = Envctl::shared()
+            .command()
             .args(["exec", &target.profile, "--", "yes"])
             .current_dir(target.folder.path())
             .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
@@ -420,7 +415,8 @@ fn a_signal_is_passed_on_to_the_command_and_its_code_is_envctls() {
     let spawn = |command: &[&str]| {
         let mut arguments = vec!["exec", target.profile.as_str(), "--"];
         arguments.extend_from_slice(command);
-        crate::support::cli::envctl_command()
+        Envctl::shared()
+            .command()
             .args(&arguments)
             .current_dir(target.folder.path())
             .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
@@ -469,16 +465,11 @@ fn exec_it_without_a_terminal_fails_at_once_and_its_hint_runs() {
     let target = running();
     let started = std::time::Instant::now();
     // `envctl exec -it C sh </dev/null`: docker says "the input device is not a TTY".
-    let output = crate::support::cli::envctl_command()
+    let output = Envctl::in_folder(target.folder.path())
         .args(["exec", "-it", &target.profile, "sh"])
-        .current_dir(target.folder.path())
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", target.folder.path().join("xdg"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+        .run();
+    let stderr = &output.stderr;
+    assert_eq!(output.code, 2, "{stderr}");
     assert!(
         stderr.contains("error: the input device is not a TTY"),
         "{stderr}"
@@ -495,13 +486,13 @@ fn exec_it_without_a_terminal_fails_at_once_and_its_hint_runs() {
         .unwrap_or_else(|| panic!("a hint with a command: {stderr}"));
     let words: Vec<&str> = hint.split_whitespace().collect();
     assert_eq!(words[..2], ["envctl", "exec"], "{hint}");
-    let rerun = envctl(target.folder.path())
+    let rerun = Envctl::in_folder(target.folder.path())
         .args(&words[1..])
-        .write_stdin("echo from-the-pipe\n")
-        .output()
-        .unwrap();
-    assert_eq!(rerun.status.code(), Some(0), "{rerun:?}");
-    assert_eq!(String::from_utf8_lossy(&rerun.stdout), "from-the-pipe\n");
+        .stdin("echo from-the-pipe\n")
+        .timeout(LIMIT)
+        .run();
+    assert_eq!(rerun.code, 0, "{rerun}");
+    assert_eq!(rerun.stdout, "from-the-pipe\n");
 }
 
 /// Issue 40: a named command whose program the image lacks (`python` → `python3`) says
@@ -524,33 +515,29 @@ fn a_named_command_whose_program_is_missing_says_what_it_ran() {
     )
     .unwrap();
     let _container = ContainerGuard::new(format!("envctl-{profile}"));
-    let up = envctl(folder.path())
+    let up = Envctl::in_folder(folder.path())
         .args(["up", &profile])
-        .output()
-        .unwrap();
-    assert!(up.status.success(), "{up:?}");
-    let missing = envctl(folder.path())
+        .timeout(LIMIT)
+        .run();
+    assert!(up.success(), "{up}");
+    let missing = Envctl::in_folder(folder.path())
         .args(["exec", &profile, "python", "-c", "1"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&missing.stderr);
-    assert_eq!(missing.status.code(), Some(127), "{stderr}");
+        .timeout(LIMIT)
+        .run();
+    let stderr = &missing.stderr;
+    assert_eq!(missing.code, 127, "{stderr}");
     assert!(
         stderr.contains("`python` is the profile's [commands] entry, which runs `python3`"),
         "{stderr}"
     );
     // The suggested `--` form runs the word itself: busybox has no `python` either (127),
     // but the runtime now names `python`, not `python3`.
-    let plain = envctl(folder.path())
+    let plain = Envctl::in_folder(folder.path())
         .args(["exec", &format!("envctl-{profile}"), "--", "python"])
-        .output()
-        .unwrap();
-    let plain_output = format!(
-        "{}{}",
-        String::from_utf8_lossy(&plain.stdout),
-        String::from_utf8_lossy(&plain.stderr)
-    );
-    assert_eq!(plain.status.code(), Some(127), "{plain_output}");
+        .timeout(LIMIT)
+        .run();
+    let plain_output = format!("{}{}", plain.stdout, plain.stderr);
+    assert_eq!(plain.code, 127, "{plain_output}");
     assert!(plain_output.contains("\"python\""), "{plain_output}");
     assert!(!plain_output.contains("[commands] entry"), "{plain_output}");
 }

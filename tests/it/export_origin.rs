@@ -10,15 +10,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{
     current_test_name, docker_stdout, require_daemon, run_with_timeout, skip_or_panic, test_image,
     unique_name,
 };
+
+/// How long one run of envctl or compose may take before the test calls it hung.
+const LIMIT: Duration = Duration::from_secs(300);
 
 /// `docker-compose` (v1) or `docker compose` (v2), whichever answers; `None` after a skip.
 fn require_compose() -> Option<Vec<String>> {
@@ -39,34 +43,6 @@ fn require_compose() -> Option<Vec<String>> {
             "neither `docker-compose` nor `docker compose` runs: `sudo apt-get install docker-compose`",
         );
         None
-    }
-}
-
-/// One output of a program.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn of(command: &mut Command, what: &str) -> Run {
-        let output = run_with_timeout(command, Duration::from_secs(300))
-            .unwrap_or_else(|error| panic!("{what}: {error}"));
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
-    }
-
-    fn expect(self, code: i32, what: &str) -> Run {
-        assert_eq!(
-            self.code, code,
-            "{what}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.stdout, self.stderr
-        );
-        self
     }
 }
 
@@ -125,7 +101,9 @@ impl Exported {
     }
 
     fn compose_up(&self) {
-        Run::of(&mut self.compose(&["up", "-d"]), "compose up").expect(0, "compose up -d");
+        let output = run_with_timeout(&mut self.compose(&["up", "-d"]), LIMIT)
+            .unwrap_or_else(|error| panic!("compose up: {error}"));
+        Run::of(output).expect(0, "compose up -d");
     }
 
     fn path(&self) -> &Path {
@@ -144,18 +122,12 @@ impl Exported {
         command
     }
 
+    /// envctl in the project folder.
     fn envctl(&self, arguments: &[&str]) -> Run {
-        let mut command = crate::support::cli::envctl_command();
-        command
+        Envctl::in_folder(self.path())
             .args(arguments)
-            .current_dir(self.path())
-            .env("NO_COLOR", "1")
-            .env("XDG_CONFIG_HOME", self.path().join("xdg"))
-            .env("HOME", self.path().join("home"))
-            .env_remove("ENVCTL_PROFILE_PATH")
-            .env_remove("ENVCTL_NVML_LIBRARY")
-            .stdin(Stdio::null());
-        Run::of(&mut command, &format!("envctl {arguments:?}"))
+            .timeout(LIMIT)
+            .run()
     }
 
     /// Every container (running or not) of the profile, by name.
@@ -210,9 +182,8 @@ fn assert_up_refuses(exported: &Exported) {
         "compose made one container: {before:?}"
     );
     let container = compose_made[0];
-    let up = exported
-        .envctl(&["up", &exported.profile])
-        .expect(1, "envctl up while compose runs the profile");
+    let up = exported.envctl(&["up", &exported.profile]);
+    up.expect(1, "envctl up while compose runs the profile");
     assert!(
         up.stderr.contains(&format!(
             "profile `{}` already runs as `{container}`",
@@ -255,9 +226,8 @@ fn ps_names_compose_as_the_origin_up_refuses_a_second_and_exec_enters_it() {
         "{labels}"
     );
 
-    let ps = exported
-        .envctl(&["ps", "--json"])
-        .expect(0, "envctl ps --json");
+    let ps = exported.envctl(&["ps", "--json"]);
+    ps.expect(0, "envctl ps --json");
     let listing: Value = serde_json::from_str(&ps.stdout).unwrap();
     let row = listing["containers"]
         .as_array()
@@ -269,7 +239,8 @@ fn ps_names_compose_as_the_origin_up_refuses_a_second_and_exec_enters_it() {
     assert_eq!(row["origin"], "compose", "{row}");
     assert_eq!(row["compose_project"], exported.project, "{row}");
     assert_eq!(row["drift"], "current", "{row}");
-    let table = exported.envctl(&["ps"]).expect(0, "envctl ps");
+    let table = exported.envctl(&["ps"]);
+    table.expect(0, "envctl ps");
     assert!(
         table
             .stdout
@@ -280,9 +251,8 @@ fn ps_names_compose_as_the_origin_up_refuses_a_second_and_exec_enters_it() {
 
     assert_up_refuses(&exported);
 
-    let exec = exported
-        .envctl(&["exec", &exported.profile, "--", "echo", "hi"])
-        .expect(0, "envctl exec into the compose container");
+    let exec = exported.envctl(&["exec", &exported.profile, "--", "echo", "hi"]);
+    exec.expect(0, "envctl exec into the compose container");
     assert_eq!(exec.stdout, "hi\n");
 }
 

@@ -19,6 +19,7 @@ use envctl::compat::{Target, TargetSuffix};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::support::cli::Envctl;
 use crate::support::docker::skip_or_panic;
 
 const CORPUS_ENV: &str = "ENVCTL_FATBIN_CORPUS";
@@ -534,14 +535,9 @@ fn nvidia_check_judges_the_images_cuda_libraries_on_the_containers_gpus() {
             "-c",
             "touch /dev/nvidia0 /dev/nvidia1 /dev/nvidiactl /dev/nvidia-uvm && exec sleep 600",
         ]);
-        let output = crate::support::cli::envctl()
-            .current_dir(home.path())
+        let run = Envctl::in_folder(home.path())
             .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", home.path().join("xdg"))
             .env("XDG_CACHE_HOME", home.path().join("cache"))
-            .env_remove("ENVCTL_PROFILE_PATH")
-            .env_remove("ENVCTL_NVML_LIBRARY")
-            .env_remove("ENVCTL_NVML_STUB_FIXTURE")
             .timeout(Duration::from_secs(120))
             .args([
                 "--color",
@@ -551,15 +547,9 @@ fn nvidia_check_judges_the_images_cuda_libraries_on_the_containers_gpus() {
                 "nvidia-check",
                 "--json",
             ])
-            .output()
-            .unwrap();
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
-            panic!(
-                "{error}: {}\n{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            )
-        })
+            .run();
+        serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|error| panic!("{error}: {}\n{}", run.stdout, run.stderr))
     };
     let library_findings = |report: &Value| -> Vec<(String, String)> {
         report["findings"]
@@ -605,8 +595,6 @@ fn nvidia_check_judges_the_images_cuda_libraries_on_the_containers_gpus() {
 /// CUDA 11.8 build has no code for it; its CUDA 13.2 build has).
 #[test]
 fn nvidia_check_here_scans_an_installed_folder_as_cuobjdump_lists_it() {
-    use crate::support::nvml::{fixture, stub_library};
-
     const TEST: &str =
         "fatbin_corpus::nvidia_check_here_scans_an_installed_folder_as_cuobjdump_lists_it";
     let Some(folder) = bitsandbytes_folder() else {
@@ -632,13 +620,9 @@ fn nvidia_check_here_scans_an_installed_folder_as_cuobjdump_lists_it() {
         &folder,
         &IMAGE_LIBRARIES,
     );
-    let output = crate::support::cli::envctl()
-        .current_dir(home.path())
+    let run = Envctl::in_folder(home.path())
         .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join("xdg"))
-        .env("ENVCTL_NVML_LIBRARY", stub_library())
-        .env("ENVCTL_NVML_STUB_FIXTURE", fixture("rtx-5090.conf"))
-        .env_remove("ENVCTL_PROFILE_PATH")
+        .nvml("rtx-5090.conf")
         .timeout(std::time::Duration::from_secs(180))
         .args([
             "--color",
@@ -649,10 +633,9 @@ fn nvidia_check_here_scans_an_installed_folder_as_cuobjdump_lists_it() {
             "--libraries",
         ])
         .arg(&site)
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(&output.stderr)));
+        .run();
+    let report: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|error| panic!("{error}: {}", run.stderr));
     let libraries = report["libraries"]["libraries"].as_array().unwrap();
     let found: Vec<&str> = libraries
         .iter()

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::disk::FullDisk;
 use crate::support::docker::{
     ContainerGuard, docker_stdout, require_daemon, test_image, unique_name,
@@ -13,25 +14,18 @@ use crate::support::docker::{
 
 const LIMIT: Duration = Duration::from_secs(3);
 
-fn envctl_with_host(host: &str, arguments: &[&str]) -> (i32, String, Duration) {
-    let started = Instant::now();
-    let output = crate::support::cli::envctl()
-        .env("NO_COLOR", "1")
-        .env("DOCKER_HOST", host)
-        .args(arguments)
+/// envctl against the daemon at `host`, ended if it runs past 20 s.
+fn against(host: &str) -> Envctl {
+    Envctl::shared()
+        .daemon(host)
         .timeout(Duration::from_secs(20))
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8(output.stderr).unwrap(),
-        started.elapsed(),
-    )
 }
 
 #[test]
 fn missing_socket() {
-    let (code, stderr, took) = envctl_with_host("unix:///nonexistent/envctl/docker.sock", &["ps"]);
+    let (Run { code, stderr, .. }, took) = against("unix:///nonexistent/envctl/docker.sock")
+        .args(["ps"])
+        .run_timed();
     assert_eq!(code, 1);
     assert!(
         stderr.contains("`/nonexistent/envctl/docker.sock` does not exist"),
@@ -46,7 +40,9 @@ fn stale_socket() {
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("docker.sock");
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
-    let (code, stderr, took) = envctl_with_host(&format!("unix://{}", path.display()), &["ps"]);
+    let (Run { code, stderr, .. }, took) = against(&format!("unix://{}", path.display()))
+        .args(["ps"])
+        .run_timed();
     assert_eq!(code, 1);
     assert!(stderr.contains("connection refused"), "{stderr}");
     assert!(stderr.contains("nothing listens"), "{stderr}");
@@ -60,7 +56,9 @@ fn closed_tcp_port() {
         .local_addr()
         .unwrap()
         .port();
-    let (code, stderr, took) = envctl_with_host(&format!("tcp://127.0.0.1:{port}"), &["ps"]);
+    let (Run { code, stderr, .. }, took) = against(&format!("tcp://127.0.0.1:{port}"))
+        .args(["ps"])
+        .run_timed();
     assert_eq!(code, 1);
     assert!(
         stderr.contains(&format!("tcp://127.0.0.1:{port}")),
@@ -73,10 +71,10 @@ fn closed_tcp_port() {
 #[test]
 fn hung_daemon() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let (code, stderr, took) = envctl_with_host(
-        &format!("tcp://{}", listener.local_addr().unwrap()),
-        &["ps"],
-    );
+    let (Run { code, stderr, .. }, took) =
+        against(&format!("tcp://{}", listener.local_addr().unwrap()))
+            .args(["ps"])
+            .run_timed();
     assert_eq!(code, 1);
     assert!(stderr.contains("did not answer within 3 s"), "{stderr}");
     assert!(took < LIMIT + Duration::from_secs(1), "{took:?}");
@@ -132,17 +130,10 @@ fn containers_get_no_privilege_the_profile_did_not_ask_for() {
     .unwrap();
     let name = format!("envctl-{profile}");
     let _guard = ContainerGuard::new(name.as_str());
-    let output = crate::support::cli::envctl()
-        .current_dir(folder.path())
-        .env("NO_COLOR", "1")
+    let up = Envctl::in_folder(folder.path())
         .args(["up", &profile])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .run();
+    assert!(up.success(), "{}", up.stderr);
     let inspect = docker_stdout([
         "inspect",
         "--format",
@@ -189,14 +180,12 @@ fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines(
     // An earlier sample, as `--record` writes it (one compact JSON line), padded with
     // blanks to exactly one page: the next line needs a new block, which a full disk does
     // not have.
-    let once = crate::support::cli::envctl()
-        .env("NO_COLOR", "1")
+    let once = Envctl::shared()
         .args(["stats", "--all", "--once", "--json"])
         .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert!(once.status.success(), "{once:?}");
-    let mut sample: serde_json::Value = serde_json::from_slice(&once.stdout).unwrap();
+        .run();
+    assert!(once.success(), "{once}");
+    let mut sample: serde_json::Value = once.json();
     // Other tests' containers come and go: keep the sample's shape, not their rows.
     for list in ["containers", "gpus", "diagnoses", "failures"] {
         sample[list] = serde_json::json!([]);
@@ -212,8 +201,7 @@ fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines(
     assert_eq!(earlier.len(), 4096);
     std::fs::write(&record, &earlier).unwrap();
     disk.fill();
-    let output = crate::support::cli::envctl()
-        .env("NO_COLOR", "1")
+    let run = Envctl::shared()
         .args([
             "stats",
             "--all",
@@ -226,12 +214,10 @@ fn a_full_disk_stops_stats_recording_with_a_clear_error_and_keeps_earlier_lines(
         ])
         .arg(&record)
         .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+        .run();
+    let stderr = &run.stderr;
     assert_eq!(
-        output.status.code(),
-        Some(1),
+        run.code, 1,
         "a recording that cannot be written is an error (the request cannot be met): {stderr}"
     );
     assert!(stderr.contains("samples.jsonl"), "names the file: {stderr}");
@@ -247,15 +233,13 @@ fn serving_metrics_on_a_taken_address_names_it_and_exits_1() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap().to_string();
     let started = Instant::now();
-    let output = crate::support::cli::envctl()
-        .env("NO_COLOR", "1")
+    let run = Envctl::shared()
         .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
         .args(["stats", "--serve", &address])
         .timeout(Duration::from_secs(20))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+        .run();
+    let stderr = &run.stderr;
+    assert_eq!(run.code, 1, "{stderr}");
     assert!(started.elapsed() < LIMIT, "took {:?}", started.elapsed());
     assert!(
         stderr.contains(&format!("cannot serve metrics on `{address}`")),
@@ -263,5 +247,5 @@ fn serving_metrics_on_a_taken_address_names_it_and_exits_1() {
     );
     assert!(stderr.contains("caused by:"), "{stderr}");
     assert!(stderr.contains("--serve HOST:PORT"), "{stderr}");
-    assert!(output.stdout.is_empty(), "no data on stdout");
+    assert!(run.stdout.is_empty(), "no data on stdout");
 }

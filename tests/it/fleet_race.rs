@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Barrier;
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_on_a_laptop_in};
-use crate::support::docker::{TEST_LABEL, run_with_timeout, unique_name};
+use crate::support::cli::{Envctl, Run};
+use crate::support::docker::{TEST_LABEL, unique_name};
 use crate::support::server::{Fixture, Server};
 
 /// The racing laptops.
@@ -35,13 +35,12 @@ fn gpu_profile(folder: &Path, name: &str, image: &str, gpus: usize) {
 
 /// envctl `up PROFILE` on a laptop of its own (a host name of its own, no NVML) in
 /// `folder`, against `server`: started by the caller, so racing laptops start at once.
-fn laptop_up(folder: &Path, server: &Server, profile: &str) -> std::process::Command {
-    let mut command = envctl_on_a_laptop_in(folder, None);
-    command
-        .env("DOCKER_HOST", server.host())
+fn laptop_up(folder: &Path, server: &Server, profile: &str) -> Envctl {
+    Envctl::on_a_laptop(folder, None)
+        .daemon(&server.host())
         .env("ENVCTL_NVML_LIBRARY", folder.join("no-nvml-here.so"))
-        .args(["up", profile]);
-    command
+        .args(["up", profile])
+        .timeout(Duration::from_secs(180))
 }
 
 /// The GPU UUIDs container `name` on `server` was given, from its device requests.
@@ -127,9 +126,9 @@ fn ten_rounds_of_racing_clients_from_three_machines_give_disjoint_gpus() {
                 .map(|(folder, profile)| {
                     let (server, start) = (&server, &start);
                     scope.spawn(move || {
-                        let mut command = laptop_up(folder.path(), server, profile);
+                        let laptop = laptop_up(folder.path(), server, profile);
                         start.wait();
-                        Run::of(run_with_timeout(&mut command, Duration::from_secs(180)).unwrap())
+                        laptop.run()
                     })
                 })
                 .collect();
@@ -215,8 +214,7 @@ fn another_clients_running_probe_holds_no_gpu() {
     let folder = tempfile::tempdir().unwrap();
     let profile = unique_name("beside-probe");
     gpu_profile(folder.path(), &profile, &image, 2);
-    let mut command = laptop_up(folder.path(), &server, &profile);
-    let run = Run::of(run_with_timeout(&mut command, Duration::from_secs(180)).unwrap());
+    let run = laptop_up(folder.path(), &server, &profile).run();
     assert_eq!(run.code, 0, "{run}");
     assert_eq!(
         given_to(&server, &format!("envctl-{profile}"), &run).len(),

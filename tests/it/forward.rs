@@ -1,5 +1,5 @@
 //! `envctl forward` and `up`'s words on a remote container's ports (issue 38, item 5),
-//! from a "laptop": envctl in a UTS namespace of its own (`envctl_on_a_laptop_in`), so the
+//! from a "laptop": envctl in a UTS namespace of its own (`Envctl::on_a_laptop`), so the
 //! daemon of this machine is another host's to it. The laptop reaches that daemon over
 //! Debian's sshd on loopback (`remote_daemons::Sshd`, whose far side is this machine's
 //! daemon), and a container there publishes a web server on the server's 127.0.0.1: curl on
@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::remote_daemons::{Sshd, free_port};
-use crate::support::cli::{Run, envctl_on_a_laptop_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{ContainerGuard, require_daemon_for, test_image, unique_name};
 
 /// The local daemon, as ssh's far side reaches it.
@@ -38,14 +38,11 @@ fn web_profile(folder: &Path, profile: &str, host_port: u16) {
 
 /// envctl on the laptop with `variables`, bounded.
 fn on_laptop(folder: &Path, variables: &[(&str, &std::ffi::OsStr)], arguments: &[&str]) -> Run {
-    let mut command = envctl_on_a_laptop_in(folder, None);
-    for (key, value) in variables {
-        command.env(key, value);
-    }
-    let output =
-        crate::support::docker::run_with_timeout(command.args(arguments), Duration::from_secs(120))
-            .unwrap();
-    Run::of(output)
+    Envctl::on_a_laptop(folder, None)
+        .envs(variables.iter().copied())
+        .args(arguments)
+        .timeout(Duration::from_secs(120))
+        .run()
 }
 
 /// An HTTP GET of `/` on 127.0.0.1:`port`, as curl gives it.
@@ -90,7 +87,7 @@ fn forward_brings_a_remote_notebook_to_the_laptop_and_ends_with_its_signal() {
     assert!(up.stderr.contains(&hint), "{up}");
 
     // The hint, run: the first stdout line is the laptop's address, once it answers.
-    let mut command = envctl_on_a_laptop_in(folder.path(), None);
+    let mut command = Envctl::on_a_laptop(folder.path(), None).command();
     for (key, value) in &way {
         command.env(key, value);
     }
@@ -233,7 +230,7 @@ fn forward_over_tcp_is_refused_with_the_ssh_command_that_works() {
         "{refused}"
     );
     let words: Vec<&str> = hint.split(' ').skip(1).collect();
-    let mut command = envctl_on_a_laptop_in(folder.path(), None);
+    let mut command = Envctl::on_a_laptop(folder.path(), None).command();
     command.env("PATH", &path);
     let mut child = command
         .args(&words)

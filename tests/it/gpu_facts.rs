@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::cli::Envctl;
 use crate::support::nvml::{compile_old_driver_library, fixture, stub_library};
 use envctl::compat::ComputeCapability;
 use envctl::facts::gpu::{
@@ -489,23 +490,12 @@ fn a_library_without_init_is_symbol_missing() {
 /// `envctl doctor --json` on a stub machine, with its findings.
 fn doctor_findings(fixture_name: &str) -> Vec<serde_json::Value> {
     let directory = tempfile::tempdir().unwrap();
-    let output = crate::support::cli::envctl()
-        .current_dir(directory.path())
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
-        .env("HOME", directory.path().join("home"))
-        .env_remove("ENVCTL_PROFILE_PATH")
-        .env("ENVCTL_NVML_LIBRARY", stub_library())
-        .env("ENVCTL_NVML_STUB_FIXTURE", fixture(fixture_name))
+    let run = Envctl::in_folder(directory.path())
+        .nvml(fixture_name)
         .args(["doctor", "--json"])
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
-        panic!(
-            "doctor printed no JSON: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
+        .run();
+    let report: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|_| panic!("doctor printed no JSON: {}", run.stderr));
     report["findings"].as_array().unwrap().clone()
 }
 

@@ -10,12 +10,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::support::cli::Envctl;
 use crate::support::nvml::{fixture, stub_library};
 
 /// `envctl doctor --json ARGUMENTS…` in `directory` with this stand-in fixture: the report
 /// and the exit code.
 fn doctor(directory: &Path, nvml_fixture: &str, arguments: &[&str]) -> (Value, i32, String) {
-    let mut command = crate::support::cli::envctl_command();
+    let mut command = Envctl::shared().command();
     crate::support::cli::hermetic(&mut command, directory);
     command
         .env("ENVCTL_NVML_LIBRARY", stub_library())
@@ -253,7 +254,7 @@ fn promtool_complaints(text: &str) -> Option<Vec<String>> {
 fn health_prometheus_shows_each_gpus_state_and_counters() {
     use std::io::BufRead;
     let directory = tempfile::tempdir().unwrap();
-    let mut command = crate::support::cli::envctl_command();
+    let mut command = Envctl::shared().command();
     crate::support::cli::hermetic(&mut command, directory.path());
     let mut child = command
         .env("ENVCTL_NVML_LIBRARY", stub_library())
@@ -367,7 +368,7 @@ impl ServedStats {
         use std::io::BufRead;
         let events = directory.join("xid-events");
         std::fs::write(&events, "").unwrap();
-        let mut command = crate::support::cli::envctl_command();
+        let mut command = Envctl::shared().command();
         crate::support::cli::hermetic(&mut command, directory);
         if let Some(policy) = policy {
             let path = directory.join("policy.toml");

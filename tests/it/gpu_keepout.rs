@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::placement::{Holders, Machine, chosen, envctl, project, quietly, turn};
+use crate::support::cli::Envctl;
 use crate::support::docker;
 use crate::support::nvml;
 
@@ -45,7 +46,8 @@ fn health_line(body: &str, gpu: u32) -> Option<String> {
 fn stats_seeing(folder: &Path, machine: &Machine, events: &[&str], fatal_gpu: u32) -> String {
     let events_file = folder.join("xid-events");
     std::fs::write(&events_file, "").unwrap();
-    let mut child = crate::support::cli::envctl_command_in(folder)
+    let mut child = Envctl::in_folder(folder)
+        .command()
         .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
         .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
         .env("ENVCTL_NVML_STUB_EVENTS", &events_file)
@@ -316,15 +318,13 @@ fn health_a_running_container_whose_gpu_access_was_cut_is_flagged() {
         return;
     };
     let stats = || {
-        let run = crate::support::cli::envctl_in(Path::new("/"))
-            .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
-            .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
+        let run = Envctl::in_folder(Path::new("/"))
+            .nvml_file(&machine.fixture)
             .args(["stats", "--once", "--json", guard.name()])
             .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap();
-        assert!(run.status.success(), "{run:?}");
-        let document: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+            .run();
+        assert!(run.success(), "{run}");
+        let document: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         document["diagnoses"]
             .as_array()
             .unwrap()

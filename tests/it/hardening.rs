@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{ImageGuard, require_daemon, unique_name};
 use crate::support::registry::{Registry, push_test_image, require_registry};
 
@@ -37,13 +37,12 @@ fn project(profiles: &[(&str, &str)]) -> tempfile::TempDir {
 /// envctl in `directory` with `arguments`, `environment` added; a run that does not end
 /// within 20 s fails the test (a hang is one of the defects).
 fn envctl(directory: &Path, arguments: &[&str], environment: &[(&str, &str)]) -> Run {
-    let mut command = envctl_in(directory);
-    command.args(arguments).timeout(Duration::from_secs(20));
-    for (key, value) in environment {
-        command.env(key, value);
-    }
+    let envctl = Envctl::in_folder(directory)
+        .args(arguments)
+        .timeout(Duration::from_secs(20))
+        .envs(environment.iter().copied());
     let started = Instant::now();
-    let run = Run::of(command.output().unwrap());
+    let run = envctl.run();
     assert!(
         started.elapsed() < Duration::from_secs(19),
         "envctl {arguments:?} hung:\n{run}"
@@ -277,7 +276,8 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
     let folder = std::fs::File::open(directory.path()).unwrap();
     rustix::fs::flock(&folder, rustix::fs::FlockOperation::LockExclusive).unwrap();
 
-    let mut child = crate::support::cli::envctl_command_in(directory.path())
+    let mut child = Envctl::in_folder(directory.path())
+        .command()
         .arg("lock")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -328,7 +328,8 @@ fn envctl_lock_says_it_waits_and_stops_at_the_first_signal() {
 /// `up` of a two-GPU profile on eight stand-in GPUs, with `lock` as the placement lock,
 /// started in the background with stderr piped.
 fn gpu_up(directory: &Path, name: &str, lock: &Path, extra: &[&str]) -> std::process::Child {
-    crate::support::cli::envctl_command_in(directory)
+    Envctl::in_folder(directory)
+        .command()
         .args(["up", name])
         .args(extra)
         .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
@@ -475,7 +476,7 @@ fn many_containers_are_sampled_under_a_small_file_limit() {
     let binary = assert_cmd::cargo::cargo_bin("envctl");
     let mut shell = Command::new("sh");
     crate::support::cli::hermetic(&mut shell, directory.path());
-    let output = shell
+    let run = Envctl::from_command(shell)
         .args([
             "-c",
             &format!(
@@ -483,9 +484,7 @@ fn many_containers_are_sampled_under_a_small_file_limit() {
                 binary.display()
             ),
         ])
-        .output()
-        .unwrap();
-    let run = Run::of(output);
+        .run();
     assert_eq!(run.code, 0, "{run}");
     assert!(
         !run.stdout.contains("open files") && !run.stderr.contains("open files"),
@@ -533,7 +532,7 @@ fn stats_into_a_full_pipe_ends_at_the_first_signal() {
     }
     for (json, signal, code) in [(true, "TERM", 143), (false, "INT", 130)] {
         let directory = project(&[]);
-        let mut command = crate::support::cli::envctl_command_in(directory.path());
+        let mut command = Envctl::in_folder(directory.path()).command();
         if json {
             command.arg("--json");
         }
@@ -660,7 +659,7 @@ fn down_with_a_long_timeout_ends_at_the_first_signal() {
         "while :; do sleep 1; done",
     ]);
     let folder = tempfile::tempdir().unwrap();
-    let mut command = crate::support::cli::envctl_command_in(folder.path());
+    let mut command = Envctl::in_folder(folder.path()).command();
     command
         .args(["down", guard.name(), "--timeout", "30"])
         .stdin(std::process::Stdio::null())
@@ -717,20 +716,15 @@ fn a_fifo_planted_as_the_gpu_request_cache_is_refused_not_waited_on() {
         .unwrap();
     assert!(made.success());
     let started = std::time::Instant::now();
-    let output = crate::support::cli::envctl_in(folder.path())
+    let run = Envctl::in_folder(folder.path())
         .env("XDG_CACHE_HOME", folder.path().join("cache"))
-        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
-        .env(
-            "ENVCTL_NVML_STUB_FIXTURE",
-            crate::support::nvml::fixture("healthy-8x-h100.conf"),
-        )
+        .nvml("healthy-8x-h100.conf")
         .env("ENVCTL_GPU_LOCK", folder.path().join("gpus.lock"))
         .args(["up", "two", "--dry-run", "--force", "--json"])
         .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+        .run();
+    let stderr = &run.stderr;
+    assert_eq!(run.code, 0, "{stderr}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(20),
         "{:?}",

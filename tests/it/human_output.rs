@@ -23,9 +23,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_command_in, envctl_for_other_users, hermetic};
+use crate::support::cli::{Envctl, Run, envctl_for_other_users, hermetic};
 use crate::support::docker::{
-    ContainerGuard, require_daemon, run_with_timeout, skip_or_panic, test_image, unique_name,
+    ContainerGuard, require_daemon, skip_or_panic, test_image, unique_name,
 };
 use crate::support::nvml::{fixture as nvml_fixture, stub_library};
 
@@ -149,18 +149,18 @@ impl Project {
 
     /// `envctl ARGUMENTS…` in the folder, stdin closed, bounded by [`LIMIT`].
     fn run(&self, arguments: &[&str]) -> Run {
-        let (_copy, mut command) = match self.uid {
-            None => (None, envctl_command_in(self.path())),
+        let (_copy, envctl) = match self.uid {
+            None => (None, Envctl::in_folder(self.path())),
             Some(uid) => {
                 let (copy, command) = self.as_other_user(uid);
-                (Some(copy), command)
+                (Some(copy), Envctl::from_command(command))
             }
         };
-        command.args(arguments);
-        for (key, value) in &self.variables {
-            command.env(key, value);
-        }
-        Run::of(run_with_timeout(&mut command, LIMIT).unwrap_or_else(|error| panic!("{error}")))
+        envctl
+            .args(arguments)
+            .envs(self.variables.iter().map(|(key, value)| (key, value)))
+            .timeout(LIMIT)
+            .run()
     }
 
     /// envctl (a copy others may run) as `uid` with the socket's group, in the folder,

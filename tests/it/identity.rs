@@ -18,7 +18,7 @@ use crate::remote_daemons::{
     CERTIFICATES, PLAIN_ENDPOINT, SOCKET, Sshd, TLS_ENDPOINT, Way, dockerd2, envctl, is_root,
     project,
 };
-use crate::support::cli::{Run, hermetic};
+use crate::support::cli::{Envctl, Run, hermetic};
 use crate::support::docker::{skip_or_panic, unique_name};
 use crate::support::engines::TestEngine;
 
@@ -56,10 +56,9 @@ impl Laptop {
             .args(arguments);
         hermetic(&mut command, folder);
         way.apply(&mut command);
-        let output =
-            crate::support::docker::run_with_timeout(&mut command, Duration::from_secs(120))
-                .unwrap_or_else(|error| panic!("envctl on {}: {error}", self.host));
-        Run::of(output)
+        Envctl::from_command(command)
+            .timeout(Duration::from_secs(120))
+            .run()
     }
 }
 

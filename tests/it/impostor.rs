@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::support::cli::Run;
 use crate::support::docker::unique_name;
 use crate::support::engines::{Steps, TestEngine, engines, for_each_engine};
 
@@ -20,34 +21,6 @@ use crate::support::engines::{Steps, TestEngine, engines, for_each_engine};
 /// ulimits Podman 4.3's runc may set (it cannot raise its own default `nofile`).
 const PROFILE: &str =
     "env = { A = \"1\" }\nmounts = [\"./data:/data\"]\n[ulimits]\nnofile = 1024\nnproc = 1024\n";
-
-/// One envctl run.
-struct Run {
-    what: String,
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "`envctl {}` exited {}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.what, self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn envctl(engine: &TestEngine, folder: &Path, arguments: &[&str]) -> Run {
-    let output = engine.envctl(folder).args(arguments).output().unwrap();
-    Run {
-        what: arguments.join(" "),
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 /// A folder with `./envctl/PROFILE.toml` (the test image and [`PROFILE`]) and `./data`.
 fn project(engine: &TestEngine, profile: &str) -> tempfile::TempDir {
@@ -64,7 +37,7 @@ fn project(engine: &TestEngine, profile: &str) -> tempfile::TempDir {
 
 /// `ps -a --json`'s drift for the container `name`.
 fn drift_of(engine: &TestEngine, folder: &Path, name: &str) -> (String, Run) {
-    let ps = envctl(engine, folder, &["ps", "-a", "--json"]);
+    let ps = engine.envctl(folder).args(["ps", "-a", "--json"]).run();
     assert_eq!(ps.code, 0, "[{}] {ps}", engine.name);
     let report: Value = serde_json::from_str(&ps.stdout).unwrap_or_else(|e| panic!("{e}: {ps}"));
     let drift = report["containers"]
@@ -174,7 +147,7 @@ const VARIANTS: &[Variant] = &[
 /// too), `variant`'s flags added; started unless `stopped`.
 fn squat(engine: &TestEngine, folder: &Path, profile: &str, variant: &Variant, stopped: bool) {
     let name = format!("envctl-{profile}");
-    let made = envctl(engine, folder, &["up", profile]);
+    let made = engine.envctl(folder).args(["up", profile]).run();
     assert_eq!(made.code, 0, "[{}] {made}", engine.name);
     let inspected = engine.inspect("container", &name);
     let image = inspected["Config"]["Image"].as_str().unwrap().to_string();
@@ -253,7 +226,7 @@ fn a_copy_of_your_containers_labels_on_another_container_is_named_not_adopted() 
                 squat(engine, folder, &profile, variant, stopped);
                 let id = engine.inspect("container", &name)["Id"].clone();
 
-                let up = envctl(engine, folder, &["up", &profile]);
+                let up = engine.envctl(folder).args(["up", &profile]).run();
                 assert_eq!(up.code, 1, "{up}");
                 assert!(
                     up.stderr.contains(&format!(
@@ -282,7 +255,7 @@ fn a_copy_of_your_containers_labels_on_another_container_is_named_not_adopted() 
                         &["exec", &profile, "--", "true"][..],
                         &["exec", "--", "true"],
                     ] {
-                        let exec = envctl(engine, folder, arguments);
+                        let exec = engine.envctl(folder).args(arguments).run();
                         assert_eq!(exec.code, 1, "{exec}");
                         assert!(exec.stderr.contains("claims to be your"), "{exec}");
                     }
@@ -314,7 +287,10 @@ fn envctls_own_container_met_again_is_never_an_impostor_on_any_engine() {
         let name = format!("envctl-{profile}");
         let _guard = engine.container_guard(name.clone());
         let believed = |what: &str| {
-            let exec = envctl(engine, folder, &["exec", &profile, "--", "true"]);
+            let exec = engine
+                .envctl(folder)
+                .args(["exec", &profile, "--", "true"])
+                .run();
             assert_eq!(exec.code, 0, "{what}: {exec}");
             let (drift, ps) = drift_of(engine, folder, &name);
             assert_eq!(drift, "current", "{what}: {ps}");
@@ -324,14 +300,14 @@ fn envctls_own_container_met_again_is_never_an_impostor_on_any_engine() {
                 "{what}: {ps}"
             );
         };
-        let made = envctl(engine, folder, &["up", &profile]);
+        let made = engine.envctl(folder).args(["up", &profile]).run();
         assert_eq!(made.code, 0, "{made}");
-        let again = envctl(engine, folder, &["up", &profile]);
+        let again = engine.envctl(folder).args(["up", &profile]).run();
         assert_eq!(again.code, 0, "{again}");
         assert!(said(&again, "already running"), "{again}");
         believed("met running");
         engine.docker_stdout(["stop", "-t", "1", name.as_str()]);
-        let started = envctl(engine, folder, &["up", &profile]);
+        let started = engine.envctl(folder).args(["up", &profile]).run();
         assert_eq!(started.code, 0, "{started}");
         assert!(said(&started, "started the existing"), "{started}");
         believed("met stopped");
@@ -355,14 +331,14 @@ fn envctls_own_container_met_again_is_never_an_impostor_on_any_engine() {
             "-p",
             port.as_str(),
         ];
-        let made = envctl(engine, folder, &overrides);
+        let made = engine.envctl(folder).args(overrides).run();
         assert_eq!(made.code, 0, "{made}");
-        let plain = envctl(engine, folder, &["up", &profile]);
+        let plain = engine.envctl(folder).args(["up", &profile]).run();
         assert_eq!(plain.code, 0, "{plain}");
         assert!(said(&plain, "already running"), "{plain}");
         believed("made with overrides");
         engine.docker_stdout(["stop", "-t", "1", name.as_str()]);
-        let plain = envctl(engine, folder, &["up", &profile]);
+        let plain = engine.envctl(folder).args(["up", &profile]).run();
         assert_eq!(plain.code, 0, "{plain}");
         assert!(said(&plain, "started the existing"), "{plain}");
     });

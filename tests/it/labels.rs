@@ -5,14 +5,10 @@
 
 use std::path::Path;
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::Envctl;
 use crate::support::docker::{
     ContainerGuard, docker_stdout, require_daemon, test_image, unique_name,
 };
-
-fn envctl(folder: &Path, arguments: &[&str]) -> Run {
-    Run::of(envctl_in(folder).args(arguments).output().unwrap())
-}
 
 fn write_profile(folder: &Path, name: &str, image: &str) {
     std::fs::create_dir_all(folder.join("envctl")).unwrap();
@@ -30,25 +26,33 @@ fn labels_reach_every_export() {
     let folder = tempfile::tempdir().unwrap();
     let folder = folder.path();
     write_profile(folder, "labelled", "busybox:1.36");
-    let compose = envctl(folder, &["export", "labelled", "--to", "compose"]);
+    let compose = Envctl::in_folder(folder)
+        .args(["export", "labelled", "--to", "compose"])
+        .run();
     assert_eq!(compose.code, 0, "{compose}");
     assert!(
         compose.stdout.contains("com.example.team: vision")
             && compose.stdout.contains("com.example.note: \"night runs\""),
         "{compose}"
     );
-    let run = envctl(folder, &["export", "labelled", "--to", "docker-run"]);
+    let run = Envctl::in_folder(folder)
+        .args(["export", "labelled", "--to", "docker-run"])
+        .run();
     assert!(
         run.stdout.contains("--label com.example.team=vision")
             && run.stdout.contains("--label 'com.example.note=night runs'"),
         "{run}"
     );
-    let devcontainer = envctl(folder, &["export", "labelled", "--to", "devcontainer"]);
+    let devcontainer = Envctl::in_folder(folder)
+        .args(["export", "labelled", "--to", "devcontainer"])
+        .run();
     assert!(
         devcontainer.stdout.contains("com.example.team=vision"),
         "{devcontainer}"
     );
-    let k8s = envctl(folder, &["export", "labelled", "--to", "k8s"]);
+    let k8s = Envctl::in_folder(folder)
+        .args(["export", "labelled", "--to", "k8s"])
+        .run();
     assert_eq!(k8s.code, 0, "{k8s}");
     assert!(k8s.stdout.contains("com.example.team: vision"), "{k8s}");
     // `night runs` has a space: no Kubernetes label value, so an annotation, said so.
@@ -73,7 +77,7 @@ fn labels_reach_the_container_and_a_change_is_drift() {
     let profile = unique_name("labels");
     write_profile(folder, &profile, &test_image());
     let container = ContainerGuard::new(format!("envctl-{profile}"));
-    let up = envctl(folder, &["up", &profile]);
+    let up = Envctl::in_folder(folder).args(["up", &profile]).run();
     assert_eq!(up.code, 0, "{up}");
     assert_eq!(
         docker_stdout([
@@ -91,9 +95,11 @@ fn labels_reach_the_container_and_a_change_is_drift() {
         text.replace("vision", "speech"),
     )
     .unwrap();
-    let again = envctl(folder, &["up", &profile]);
+    let again = Envctl::in_folder(folder).args(["up", &profile]).run();
     assert_eq!(again.code, 1, "{again}");
-    let recreated = envctl(folder, &["up", &profile, "--recreate"]);
+    let recreated = Envctl::in_folder(folder)
+        .args(["up", &profile, "--recreate"])
+        .run();
     assert_eq!(recreated.code, 0, "{recreated}");
     assert_eq!(
         docker_stdout([
@@ -161,7 +167,7 @@ fn labels_reach_the_named_volumes_and_an_existing_one_is_left_alone() {
     )
     .unwrap();
     let container = ContainerGuard::new(format!("envctl-{profile}"));
-    let up = envctl(folder, &["up", &profile]);
+    let up = Envctl::in_folder(folder).args(["up", &profile]).run();
     assert_eq!(up.code, 0, "{up}");
 
     let labels = volume_labels(&fresh.0);

@@ -12,18 +12,10 @@ use crate::support::docker::{
 use crate::support::registry::{Registry, push_test_image, require_registry};
 use serde_json::Value;
 
-fn envctl(directory: &Path, arguments: &[&str]) -> (i32, String, String) {
-    let output = crate::support::cli::envctl_in(directory)
-        .args(arguments)
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
-}
+use crate::support::cli::{Envctl, Run};
+
+/// How long one envctl run may take before the test calls it hung.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 fn write_profile(directory: &Path, name: &str, image: &str) {
     std::fs::create_dir_all(directory.join("envctl")).unwrap();
@@ -85,11 +77,21 @@ fn lock_pins_the_digest_and_up_locked_uses_it() {
     write_profile(directory.path(), &profile, &reference);
     let _container = ContainerGuard::new(format!("envctl-{profile}"));
 
-    let (code, _, stderr) = envctl(directory.path(), &["up", &profile, "--locked"]);
+    let Run { code, stderr, .. } = Envctl::in_folder(directory.path())
+        .args(["up", &profile, "--locked"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 1, "no lock yet: {stderr}");
     assert!(stderr.contains("no envctl.lock"), "{stderr}");
 
-    let (code, stdout, stderr) = envctl(directory.path(), &["lock", "--json"]);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = Envctl::in_folder(directory.path())
+        .args(["lock", "--json"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 0, "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     let digest = report["locked"][0]["digest"].as_str().unwrap().to_string();
@@ -110,7 +112,10 @@ fn lock_pins_the_digest_and_up_locked_uses_it() {
         .unwrap()
         .modified()
         .unwrap();
-    let (code, _, stderr) = envctl(directory.path(), &["lock"]);
+    let Run { code, stderr, .. } = Envctl::in_folder(directory.path())
+        .args(["lock"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains("envctl.lock is unchanged") && !stderr.contains("wrote"),
@@ -129,7 +134,10 @@ fn lock_pins_the_digest_and_up_locked_uses_it() {
         "not even rewritten"
     );
 
-    let (code, _, stderr) = envctl(directory.path(), &["up", &profile, "--locked"]);
+    let Run { code, stderr, .. } = Envctl::in_folder(directory.path())
+        .args(["up", &profile, "--locked"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 0, "{stderr}");
     let image = docker_stdout([
         "inspect",
@@ -149,7 +157,10 @@ fn lock_pins_the_digest_and_up_locked_uses_it() {
         &profile,
         &registry.reference(&repo, "2.0"),
     );
-    let (code, _, stderr) = envctl(directory.path(), &["up", &profile, "--locked"]);
+    let Run { code, stderr, .. } = Envctl::in_folder(directory.path())
+        .args(["up", &profile, "--locked"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 1);
     assert!(stderr.contains("now uses"), "{stderr}");
 }
@@ -172,7 +183,10 @@ fn lock_on_a_full_disk_says_so_and_keeps_the_previous_file() {
     std::fs::write(disk.path().join("envctl.lock"), previous).unwrap();
     disk.fill();
 
-    let (code, _, stderr) = envctl(disk.path(), &["lock"]);
+    let Run { code, stderr, .. } = Envctl::in_folder(disk.path())
+        .args(["lock"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 1, "the request cannot be met: {stderr}");
     assert!(stderr.contains("cannot write `envctl.lock`"), "{stderr}");
     assert!(stderr.contains("caused by:"), "{stderr}");
@@ -199,12 +213,22 @@ fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
     write_profile(directory.path(), &profile, &first);
     let pulled = ImageGuard::new(first.as_str());
 
-    let (code, _, stderr) = envctl(directory.path(), &["lock"]);
+    let Run { code, stderr, .. } = Envctl::in_folder(directory.path())
+        .args(["lock"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 0, "{stderr}");
     // The tag moves below (a rebuild, then `lock PROFILE`): the bytes `lock` pulled
     // are then nameless, removed by id.
     let first_bytes = ImageGuard::by_id_of(&first);
-    let (code, stdout, stderr) = envctl(directory.path(), &["outdated", "--json"]);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = Envctl::in_folder(directory.path())
+        .args(["outdated", "--json"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 0, "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     let entry = &report["profiles"][0];
@@ -217,10 +241,16 @@ fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
 
     // New bytes behind the same tag.
     push_variant(&registry, &repo, "1.0.0-cuda12.8-runtime", "rebuilt");
-    let (_, stdout, _) = envctl(directory.path(), &["outdated", "--json"]);
+    let Run { stdout, .. } = Envctl::in_folder(directory.path())
+        .args(["outdated", "--json"])
+        .timeout(LIMIT)
+        .run();
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["profiles"][0]["digest_moved"], true, "{report}");
-    let (_, human, _) = envctl(directory.path(), &["outdated"]);
+    let Run { stdout: human, .. } = Envctl::in_folder(directory.path())
+        .args(["outdated"])
+        .timeout(LIMIT)
+        .run();
     // Issue 40: the hint names the command that moves this pin, and only this one (plain
     // `lock` re-pins every profile of the folder; `--update` is for registries that
     // cannot be asked). The hint is run.
@@ -230,7 +260,10 @@ fn outdated_sees_a_moved_tag_and_newer_tags_of_the_family() {
         "{human}"
     );
     let old_digest = report["profiles"][0]["locked_digest"].clone();
-    let (code, _, stderr) = envctl(directory.path(), &["lock", &profile]);
+    let Run { code, stderr, .. } = Envctl::in_folder(directory.path())
+        .args(["lock", &profile])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 0, "{stderr}");
     let lock = lock_json(directory.path());
     assert_ne!(lock["image"][0]["digest"], old_digest);
@@ -256,7 +289,14 @@ fn outdated_names_an_unreachable_registry_and_keeps_going() {
         "gone",
         &format!("127.0.0.1:{port}/nothing/here:1.0"),
     );
-    let (code, stdout, stderr) = envctl(directory.path(), &["outdated", "--json"]);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = Envctl::in_folder(directory.path())
+        .args(["outdated", "--json"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(
         code, 1,
         "a registry that cannot be asked is a failed check: {stderr}"
@@ -268,7 +308,14 @@ fn outdated_names_an_unreachable_registry_and_keeps_going() {
         stderr.contains("gone: cannot ask the registry") && stderr.contains("cannot be reached"),
         "said on stderr too: {stderr}"
     );
-    let (code, table, stderr) = envctl(directory.path(), &["outdated"]);
+    let Run {
+        code,
+        stdout: table,
+        stderr,
+    } = Envctl::in_folder(directory.path())
+        .args(["outdated"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 1, "{stderr}");
     assert!(table.contains("error"), "{table}");
     assert!(stderr.contains("cannot be reached"), "{stderr}");
@@ -288,14 +335,24 @@ fn outdated_of_a_local_only_image_says_so_and_passes() {
     }
     let directory = tempfile::tempdir().unwrap();
     write_profile(directory.path(), "local", &test_image());
-    let (code, table, stderr) = envctl(directory.path(), &["outdated"]);
+    let Run {
+        code,
+        stdout: table,
+        stderr,
+    } = Envctl::in_folder(directory.path())
+        .args(["outdated"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 0, "{stderr}");
     assert!(table.contains("local image, no registry"), "{table}");
     assert!(
         stderr.contains("is only on this machine") && !stderr.contains("cannot be reached"),
         "{stderr}"
     );
-    let (code, stdout, _) = envctl(directory.path(), &["outdated", "--json"]);
+    let Run { code, stdout, .. } = Envctl::in_folder(directory.path())
+        .args(["outdated", "--json"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 0);
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["profiles"][0]["local_only"], true);
@@ -316,7 +373,10 @@ fn a_corrupt_lock_file_is_an_error_not_a_guess() {
         &["lock", "p"],
         &["outdated", "p"],
     ] {
-        let (code, _, stderr) = envctl(directory.path(), arguments);
+        let Run { code, stderr, .. } = Envctl::in_folder(directory.path())
+            .args(arguments)
+            .timeout(LIMIT)
+            .run();
         assert_eq!(code, 2, "{arguments:?}: {stderr}");
         assert!(
             stderr.contains("`envctl.lock` is not a valid envctl lock file"),
@@ -348,7 +408,8 @@ fn parallel_locks_keep_every_entry() {
     let children: Vec<_> = profiles
         .iter()
         .map(|profile| {
-            crate::support::cli::envctl_command()
+            Envctl::shared()
+                .command()
                 .current_dir(directory.path())
                 .env("XDG_CONFIG_HOME", directory.path().join("xdg"))
                 .env("HOME", directory.path().join("home"))
@@ -403,10 +464,10 @@ fn lock_goes_on_past_a_failing_profile_and_exits_1() {
     write_profile(directory.path(), "local-only", &test_image());
     write_profile(directory.path(), "pushed", &reference);
 
-    let (code, _, stderr) = envctl(
-        directory.path(),
-        &["lock", "broken", "local-only", "pushed"],
-    );
+    let Run { code, stderr, .. } = Envctl::in_folder(directory.path())
+        .args(["lock", "broken", "local-only", "pushed"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("unknown key `memroy`"), "{stderr}");
     assert!(stderr.contains("has no registry digest"), "{stderr}");
@@ -456,20 +517,19 @@ fn lock_asks_the_registry_and_pulls_nothing() {
     write_profile(directory.path(), "multi", &multi);
 
     // No daemon is needed when every registry answers: DOCKER_HOST leads nowhere.
-    let output = crate::support::cli::envctl_in(directory.path())
+    let run = Envctl::in_folder(directory.path())
         .args(["-v", "lock", "--json"])
-        .env("DOCKER_HOST", "unix:///nonexistent/envctl-no-daemon.sock")
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+        .daemon("unix:///nonexistent/envctl-no-daemon.sock")
+        .timeout(LIMIT)
+        .run();
+    let stderr = &run.stderr;
+    assert_eq!(run.code, 0, "{stderr}");
     assert!(!stderr.contains("pulling"), "{stderr}");
     assert!(
         stderr.contains("as an image index") && stderr.contains("pinned without a pull"),
         "-v says what the registry served: {stderr}"
     );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
     let pinned = |profile: &str| {
         report["locked"]
             .as_array()

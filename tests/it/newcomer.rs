@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_in, hermetic};
+use crate::support::cli::{Envctl, Run, hermetic};
 use crate::support::docker::{
     ContainerGuard, docker_stdout, require_daemon, test_image, unique_name,
 };
@@ -17,13 +17,11 @@ use crate::support::docker::{
 /// envctl in `folder` with `stdin` as a pipe (never a terminal), as a newcomer's shell
 /// script would run it.
 fn step(folder: &Path, arguments: &[&str], stdin: &str) -> Run {
-    let output = envctl_in(folder)
+    Envctl::in_folder(folder)
         .args(arguments)
-        .write_stdin(stdin)
+        .stdin(stdin)
         .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    Run::of(output)
+        .run()
 }
 
 /// envctl in `folder` on a real terminal: `script` gives it one and returns its code.

@@ -17,14 +17,13 @@
 //! the label makes nvidia-check resolve the profile (and its `gpus`) all the same.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::nvml::stub_library as nvml_stub;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::cuda_images::ImageBuild;
 use crate::support::docker::{
     ContainerGuard, ImageGuard, TEST_LABEL, docker_stdout, require_daemon, run_with_timeout,
@@ -314,32 +313,6 @@ struct Workspace {
     profile: String,
 }
 
-/// What one envctl run did.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            formatter,
-            "exit code {} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.elapsed, self.stdout, self.stderr
-        )
-    }
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|error| panic!("stdout is not one JSON document ({error}):\n{self}"))
-    }
-}
-
 /// The findings of a `--json` report with this id.
 fn findings<'a>(report: &'a Value, id: &str) -> Vec<&'a Value> {
     report["findings"]
@@ -385,35 +358,20 @@ impl Workspace {
     /// `envctl --color never ARGUMENTS…` in the workspace, the NVML stub loaded with
     /// `host` (a fixture) when given.
     fn envctl(&self, arguments: &[&str], host: Option<&Path>) -> Run {
-        let mut command = crate::support::cli::envctl();
-        command
-            .current_dir(self.directory.path())
-            .env("NO_COLOR", "1")
-            .env("XDG_CONFIG_HOME", self.directory.path().join("xdg"))
-            .env("HOME", self.directory.path().join("home"))
-            .env_remove("ENVCTL_PROFILE_PATH")
-            .env_remove("CLICOLOR_FORCE")
-            .env_remove("ENVCTL_NVML_LIBRARY")
-            .env_remove("ENVCTL_NVML_STUB_FIXTURE")
+        self.envctl_timed(arguments, host).0
+    }
+
+    /// [`Workspace::envctl`] and how long it took.
+    fn envctl_timed(&self, arguments: &[&str], host: Option<&Path>) -> (Run, Duration) {
+        let envctl = Envctl::in_folder(self.directory.path())
             .timeout(HANG_GUARD)
             .args(["--color", "never"])
             .args(arguments);
-        if let Some(host) = host {
-            command
-                .env("ENVCTL_NVML_LIBRARY", nvml_stub())
-                .env("ENVCTL_NVML_STUB_FIXTURE", host);
+        match host {
+            Some(host) => envctl.nvml_file(host),
+            None => envctl,
         }
-        let started = Instant::now();
-        let output = command.output().unwrap();
-        Run {
-            code: output
-                .status
-                .code()
-                .unwrap_or_else(|| panic!("envctl {arguments:?} was killed: {output:?}")),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-            elapsed: started.elapsed(),
-        }
+        .run_timed()
     }
 }
 
@@ -427,9 +385,13 @@ fn a_container_without_gpu_or_python_fails_clearly_and_fast() {
     let up = workspace.envctl(&["up", &workspace.profile], None);
     assert_eq!(up.code, 0, "envctl up: {up}");
 
-    let run = workspace.envctl(&["exec", &workspace.profile, "nvidia-check"], None);
+    let (run, elapsed) =
+        workspace.envctl_timed(&["exec", &workspace.profile, "nvidia-check"], None);
     assert_eq!(run.code, 1, "{run}");
-    assert!(run.elapsed < Duration::from_secs(60), "{run}");
+    assert!(
+        elapsed < Duration::from_secs(60),
+        "after {elapsed:?}: {run}"
+    );
     assert!(run.stdout.contains("✗ GPU passthrough"), "{run}");
     assert!(
         run.stdout.contains("no NVIDIA device files (/dev/nvidia0"),
@@ -708,12 +670,15 @@ fn a_python_that_never_answers_is_stopped_by_the_timeout() {
     let image = stand_in_image();
     let workspace = Workspace::new("nvcheck-hang", image.reference(), GPU_PROFILE);
     let container = start_scenario(&image, &workspace, "hang");
-    let run = workspace.envctl(
+    let (run, elapsed) = workspace.envctl_timed(
         &["exec", container.name(), "nvidia-check", "--timeout", "2"],
         None,
     );
     assert_eq!(run.code, 1, "{run}");
-    assert!(run.elapsed < Duration::from_secs(15), "{run}");
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "after {elapsed:?}: {run}"
+    );
     assert!(run.stdout.contains("timeout"), "{run}");
     assert!(run.stdout.contains("--timeout"), "{run}");
     // What the shell half gathered before is still judged.

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::cli::{Run, envctl_command_in};
+use crate::support::cli::Envctl;
 use crate::support::nvml;
 
 #[test]
@@ -16,26 +16,23 @@ fn the_check_runs_here_with_the_same_document_and_exit_codes() {
         "image = \"busybox:latest\"\ngpus = 2\n",
     )
     .unwrap();
-    let run = Run::of(
-        envctl_command_in(folder.path())
-            .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
-            .env(
-                "ENVCTL_NVML_STUB_FIXTURE",
-                nvml::fixture("healthy-8x-h100.conf"),
-            )
-            .env_remove("SLURM_JOB_ID")
-            .args([
-                "--json",
-                "nvidia-check",
-                "--quick",
-                "--timeout",
-                "60",
-                "--profile",
-                "two",
-            ])
-            .output()
-            .unwrap(),
-    );
+    let run = Envctl::in_folder(folder.path())
+        .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
+        .env(
+            "ENVCTL_NVML_STUB_FIXTURE",
+            nvml::fixture("healthy-8x-h100.conf"),
+        )
+        .env_remove("SLURM_JOB_ID")
+        .args([
+            "--json",
+            "nvidia-check",
+            "--quick",
+            "--timeout",
+            "60",
+            "--profile",
+            "two",
+        ])
+        .run();
     let report = run.json();
     assert_eq!(report["schema_version"], 1, "{}", run.stdout);
     assert_eq!(report["ran"], "here");
@@ -58,12 +55,9 @@ fn the_check_runs_here_with_the_same_document_and_exit_codes() {
         assert!(!hint.contains("envctl exec  "), "{hint}");
     }
     // A profile that does not resolve is refused before anything runs.
-    let missing = Run::of(
-        envctl_command_in(folder.path())
-            .args(["nvidia-check", "--profile", "nope"])
-            .output()
-            .unwrap(),
-    );
+    let missing = Envctl::in_folder(folder.path())
+        .args(["nvidia-check", "--profile", "nope"])
+        .run();
     // A name that names nothing: 1, as `docker exec nosuch` (issue 40).
     assert_eq!(missing.code, 1, "{}", missing.stderr);
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::placement::{Machine, envctl, project};
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{
     self, ContainerGuard, docker_stdout, require_daemon, test_image, unique_name,
 };
@@ -353,14 +353,13 @@ fn far_daemon(record: String, recorded_on: Option<&'static str>) -> FakeDaemon {
 /// envctl with no NVML of its own (the daemon is another machine's) and a lock file of
 /// the test's.
 fn envctl_far(folder: &Path, host: &str, arguments: &[&str]) -> Run {
-    let mut command = envctl_in(folder);
-    command
+    Envctl::in_folder(folder)
         .env("ENVCTL_NVML_LIBRARY", folder.join("no-nvml-here.so"))
         .env("ENVCTL_GPU_LOCK", folder.join("gpus.lock"))
-        .env("DOCKER_HOST", host)
+        .daemon(host)
         .timeout(Duration::from_secs(300))
-        .args(arguments);
-    Run::of(command.output().unwrap())
+        .args(arguments)
+        .run()
 }
 
 /// Item 5: a record listing one UUID under every index, a UUID that is a shell command, a
@@ -562,7 +561,7 @@ fn write_profile(folder: &Path, name: &str, image: &str, rest: &str) {
 }
 
 fn run_in(folder: &Path, arguments: &[&str]) -> Run {
-    Run::of(envctl_in(folder).args(arguments).output().unwrap())
+    Envctl::in_folder(folder).args(arguments).run()
 }
 
 fn id_of(name: &str) -> String {

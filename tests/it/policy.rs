@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{
     ContainerGuard, container_exists, docker_stdout, require_daemon, test_image, unique_name,
 };
@@ -48,12 +48,11 @@ impl World {
 
     /// `envctl ARGUMENTS…` with `ENVCTL_POLICY=policy.toml` and `environment`.
     fn run(&self, arguments: &[&str], environment: &[(&str, &Path)]) -> Run {
-        let mut command = envctl_in(self.path());
-        command.env("ENVCTL_POLICY", "policy.toml");
-        for (key, value) in environment {
-            command.env(key, value);
-        }
-        Run::of(command.args(arguments).output().unwrap())
+        Envctl::in_folder(self.path())
+            .env("ENVCTL_POLICY", "policy.toml")
+            .envs(environment.iter().copied())
+            .args(arguments)
+            .run()
     }
 
     /// A dry run as `up --force` would go: the policy is judged whatever the host's

@@ -8,23 +8,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::Envctl;
 use crate::support::docker::unique_name;
 use crate::support::server::Server;
 
-/// envctl in `folder` against `server`, with `policy` as this machine's policy file.
-fn envctl(folder: &Path, server: &Server, policy: &Path, arguments: &[&str]) -> Run {
-    let mut command = envctl_in(folder);
-    command
-        .env("DOCKER_HOST", server.host())
-        .env("ENVCTL_POLICY", policy)
-        .timeout(Duration::from_secs(120))
-        .args(arguments);
-    Run::of(command.output().unwrap())
-}
+/// How long one envctl run may take before the test calls it hung.
+const LIMIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tightens_it() {
@@ -56,27 +47,32 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
     let none = at("no-policy-here.toml");
 
     // Nothing pushed yet: the profile starts (dry run), `policy show` says none.
-    let shown = envctl(folder.path(), &server, &none, &["policy", "show"]);
+    let shown = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["policy", "show"])
+        .run();
     assert_eq!(shown.code, 0, "{shown}");
     assert!(shown.stderr.contains("no policy is in force"), "{shown}");
 
-    let pushed = envctl(
-        folder.path(),
-        &server,
-        &none,
-        &["policy", "push", "admin.toml"],
-    );
+    let pushed = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["policy", "push", "admin.toml"])
+        .run();
     assert_eq!(pushed.code, 0, "{pushed}");
     assert!(pushed.stderr.contains("(1 rule)"), "{pushed}");
 
     // A client with no policy file of its own is refused by the daemon's, naming it; the
     // hint's command shows it, with who pushed it.
-    let refused = envctl(
-        folder.path(),
-        &server,
-        &none,
-        &["up", &profile, "--dry-run"],
-    );
+    let refused = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["up", &profile, "--dry-run"])
+        .run();
     assert_eq!(refused.code, 1, "{refused}");
     let place = format!(
         "envctl-policy@{}:3: limits.max_memory = \"64m\"",
@@ -84,7 +80,12 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
     );
     assert!(refused.stderr.contains(&place), "{refused}");
     assert!(refused.stderr.contains("`envctl policy show`"), "{refused}");
-    let shown = envctl(folder.path(), &server, &none, &["--json", "policy", "show"]);
+    let shown = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["--json", "policy", "show"])
+        .run();
     assert_eq!(shown.code, 0, "{shown}");
     let document = shown.json();
     assert_eq!(
@@ -103,34 +104,34 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
     );
 
     // A looser client file never passes what the daemon's refuses.
-    let loose = envctl(
-        folder.path(),
-        &server,
-        &at("loose.toml"),
-        &["up", &profile, "--dry-run"],
-    );
+    let loose = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", at("loose.toml"))
+        .timeout(LIMIT)
+        .args(["up", &profile, "--dry-run"])
+        .run();
     assert_eq!(loose.code, 1, "{loose}");
     assert!(loose.stderr.contains(&place), "{loose}");
 
     // The admin loosens the daemon's; a stricter client file still refuses, naming itself.
     std::fs::write(at("admin.toml"), "[limits]\nmax_memory = \"1g\"\n").unwrap();
-    let repushed = envctl(
-        folder.path(),
-        &server,
-        &none,
-        &["policy", "push", "admin.toml"],
-    );
+    let repushed = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["policy", "push", "admin.toml"])
+        .run();
     assert_eq!(repushed.code, 0, "{repushed}");
     assert!(
         repushed.stderr.contains("replacing the one pushed before"),
         "{repushed}"
     );
-    let tight = envctl(
-        folder.path(),
-        &server,
-        &at("tight.toml"),
-        &["up", &profile, "--dry-run"],
-    );
+    let tight = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", at("tight.toml"))
+        .timeout(LIMIT)
+        .args(["up", &profile, "--dry-run"])
+        .run();
     assert_eq!(tight.code, 1, "{tight}");
     assert!(
         tight
@@ -138,73 +139,83 @@ fn a_policy_pushed_to_the_daemon_binds_every_client_and_a_client_file_only_tight
             .contains("tight.toml:2: limits.max_memory = \"128m\""),
         "{tight}"
     );
-    let allowed = envctl(
-        folder.path(),
-        &server,
-        &at("loose.toml"),
-        &["up", &profile, "--dry-run"],
-    );
+    let allowed = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", at("loose.toml"))
+        .timeout(LIMIT)
+        .args(["up", &profile, "--dry-run"])
+        .run();
     assert_eq!(allowed.code, 0, "{allowed}");
 
     // doctor names both policies and where each came from.
-    let doctor = envctl(
-        folder.path(),
-        &server,
-        &at("tight.toml"),
-        &["--json", "doctor", &profile],
-    );
+    let doctor = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", at("tight.toml"))
+        .timeout(LIMIT)
+        .args(["--json", "doctor", &profile])
+        .run();
     let report = doctor.json();
     assert_eq!(
         report["daemon_policy"]["origin"]["kind"], "daemon",
         "{report:#}"
     );
     assert_eq!(report["policy"]["origin"]["kind"], "file", "{report:#}");
-    let human = envctl(
-        folder.path(),
-        &server,
-        &at("tight.toml"),
-        &["doctor", &profile],
-    );
+    let human = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", at("tight.toml"))
+        .timeout(LIMIT)
+        .args(["doctor", &profile])
+        .run();
     assert!(
         human.stdout.contains("Daemon policy (pushed to "),
         "{human}"
     );
 
     // A malformed policy is refused with its place (exit 2) and nothing is written.
-    let bad = envctl(
-        folder.path(),
-        &server,
-        &none,
-        &["policy", "push", "bad.toml"],
-    );
+    let bad = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["policy", "push", "bad.toml"])
+        .run();
     assert_eq!(bad.code, 2, "{bad}");
     assert!(bad.stderr.contains("bad.toml:2:14"), "{bad}");
-    let still = envctl(folder.path(), &server, &none, &["policy", "show"]);
+    let still = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["policy", "show"])
+        .run();
     assert!(
         still.stdout.contains("limits.max_memory = \"1g\""),
         "{still}"
     );
 
     // Removed: the client's own file is all that is left.
-    let removed = envctl(folder.path(), &server, &none, &["policy", "remove"]);
+    let removed = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["policy", "remove"])
+        .run();
     assert_eq!(removed.code, 0, "{removed}");
-    let free = envctl(
-        folder.path(),
-        &server,
-        &none,
-        &["up", &profile, "--dry-run"],
-    );
+    let free = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["up", &profile, "--dry-run"])
+        .run();
     assert_eq!(free.code, 0, "{free}");
 
     // A volume of the policy's name that envctl did not make is never replaced; its hint's
     // command shows whose it is.
     server.docker_ok(&["volume", "create", "envctl-policy"]);
-    let taken = envctl(
-        folder.path(),
-        &server,
-        &none,
-        &["policy", "push", "admin.toml"],
-    );
+    let taken = Envctl::in_folder(folder.path())
+        .daemon(&server.host())
+        .env("ENVCTL_POLICY", &none)
+        .timeout(LIMIT)
+        .args(["policy", "push", "admin.toml"])
+        .run();
     assert_eq!(taken.code, 1, "{taken}");
     assert!(
         taken.stderr.contains("was not created by envctl"),

@@ -15,7 +15,7 @@ use envctl::profile::file::read_profile_text;
 use envctl::profile::validate::validate;
 use tempfile::TempDir;
 
-use crate::support::cli::envctl_in;
+use crate::support::cli::{Envctl, Run};
 
 const IMAGE_LINE: &str = "image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"\n";
 /// What the file outside the project holds: no output may ever show it.
@@ -61,55 +61,43 @@ impl World {
         std::fs::write(self.profiles().join(name), text).unwrap();
     }
 
+    /// envctl in the project, with no daemon to reach.
     fn run(&self, arguments: &[&str]) -> Run {
-        let output = envctl_in(self.project.path())
-            .env("DOCKER_HOST", "unix:///nonexistent/envctl-test.sock")
+        Envctl::in_folder(self.project.path())
+            .daemon("unix:///nonexistent/envctl-test.sock")
             .args(arguments)
             .timeout(Duration::from_secs(30))
-            .output()
-            .unwrap();
-        Run {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+            .run()
     }
 }
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+/// The run with each stream clipped, for a failure message.
+fn describe(run: &Run) -> String {
+    let clip = |text: &str| text.chars().take(4000).collect::<String>();
+    format!(
+        "exit code {:?}\n--- stderr\n{}\n--- stdout\n{}",
+        run.code,
+        clip(&run.stderr),
+        clip(&run.stdout)
+    )
 }
 
-impl Run {
-    fn describe(&self) -> String {
-        let clip = |text: &str| text.chars().take(4000).collect::<String>();
-        format!(
-            "exit code {:?}\n--- stderr\n{}\n--- stdout\n{}",
-            self.code,
-            clip(&self.stderr),
-            clip(&self.stdout)
-        )
+/// Refused as invalid input, without a word of the host's files.
+fn assert_refused_without_leaking(run: &Run, context: &str, expected: &[&str]) {
+    assert_eq!(run.code, 2, "{context}: {}", describe(run));
+    for text in [&run.stdout, &run.stderr] {
+        assert!(
+            !text.contains(SECRET) && !text.contains("root:x:0:0"),
+            "{context}: a file of the host was quoted:\n{}",
+            describe(run)
+        );
     }
-
-    /// Refused as invalid input, without a word of the host's files.
-    fn assert_refused_without_leaking(&self, context: &str, expected: &[&str]) {
-        assert_eq!(self.code, Some(2), "{context}: {}", self.describe());
-        for text in [&self.stdout, &self.stderr] {
-            assert!(
-                !text.contains(SECRET) && !text.contains("root:x:0:0"),
-                "{context}: a file of the host was quoted:\n{}",
-                self.describe()
-            );
-        }
-        for part in expected {
-            assert!(
-                self.stderr.contains(part),
-                "{context}: stderr lacks {part:?}:\n{}",
-                self.describe()
-            );
-        }
+    for part in expected {
+        assert!(
+            run.stderr.contains(part),
+            "{context}: stderr lacks {part:?}:\n{}",
+            describe(run)
+        );
     }
 }
 
@@ -171,7 +159,8 @@ fn extends_never_reads_a_file_outside_the_profile_folders() {
             &["profiles", "check", "envctl/a.toml"],
             &["up", "a", "--dry-run"],
         ] {
-            world.run(arguments).assert_refused_without_leaking(
+            assert_refused_without_leaking(
+                &world.run(arguments),
                 &format!("extends = {target:?}, {arguments:?}"),
                 &expected,
             );
@@ -180,7 +169,7 @@ fn extends_never_reads_a_file_outside_the_profile_folders() {
         assert!(
             !listed.stdout.contains(SECRET) && !listed.stderr.contains(SECRET),
             "{}",
-            listed.describe()
+            describe(&listed)
         );
     }
 }
@@ -201,7 +190,8 @@ fn links_and_every_file_of_a_chain_stay_inside() {
         &["profiles", "check", "envctl/linked.toml"],
         &["up", "linked", "--dry-run", "--json"],
     ] {
-        world.run(arguments).assert_refused_without_leaking(
+        assert_refused_without_leaking(
+            &world.run(arguments),
             &format!("{arguments:?}"),
             &[escapes, "envctl/linked.toml:1:1"],
         );
@@ -214,9 +204,11 @@ fn links_and_every_file_of_a_chain_stay_inside() {
             world.outside("secret.toml")
         ),
     );
-    world
-        .run(&["profiles", "show", "a"])
-        .assert_refused_without_leaking("chain", &[escapes, "envctl/b.toml:2:11"]);
+    assert_refused_without_leaking(
+        &world.run(&["profiles", "show", "a"]),
+        "chain",
+        &[escapes, "envctl/b.toml:2:11"],
+    );
 }
 
 /// What stays allowed: the project's own files (through `..` or a link), and a folder
@@ -234,7 +226,7 @@ fn the_project_and_configured_folders_stay_readable() {
     for target in ["../shared/base.toml", "base"] {
         world.write("a.toml", &format!("extends = \"{target}\"\n"));
         let run = world.run(&["profiles", "show", "a"]);
-        assert_eq!(run.code, Some(0), "{target}: {}", run.describe());
+        assert_eq!(run.code, 0, "{target}: {}", describe(&run));
     }
     std::fs::write(world.outside.path().join("team.toml"), IMAGE_LINE).unwrap();
     world.write(
@@ -242,24 +234,18 @@ fn the_project_and_configured_folders_stay_readable() {
         &format!("extends = \"{}\"\n", world.outside("team.toml")),
     );
     let refused = world.run(&["profiles", "show", "a"]);
-    assert_eq!(refused.code, Some(2), "{}", refused.describe());
+    assert_eq!(refused.code, 2, "{}", describe(&refused));
     assert!(
         refused.stderr.contains("ENVCTL_PROFILE_PATH"),
         "the hint names the way out:\n{}",
-        refused.describe()
+        describe(&refused)
     );
-    let allowed = envctl_in(world.project.path())
+    let allowed = Envctl::in_folder(world.project.path())
         .env("ENVCTL_PROFILE_PATH", world.outside.path())
         .args(["profiles", "show", "a"])
         .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert_eq!(
-        allowed.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&allowed.stderr)
-    );
+        .run();
+    assert_eq!(allowed.code, 0, "{}", allowed.stderr);
 }
 
 fn mkfifo(path: &Path) {
@@ -318,16 +304,16 @@ fn fifos_devices_and_folders_are_named_for_what_they_are() {
             "{arguments:?} took {:?}",
             started.elapsed()
         );
-        assert_eq!(run.code, Some(2), "{arguments:?}: {}", run.describe());
+        assert_eq!(run.code, 2, "{arguments:?}: {}", describe(&run));
         assert!(
             run.stderr.contains(expected),
             "{arguments:?}: {}",
-            run.describe()
+            describe(&run)
         );
         assert!(
             !run.stderr.contains("not found") && !run.stderr.contains("did you mean"),
             "{arguments:?}: {}",
-            run.describe()
+            describe(&run)
         );
     }
 }
@@ -408,12 +394,12 @@ fn names_taken_from_file_stems_follow_the_name_rule() {
         ),
     ] {
         let run = world.run(arguments);
-        assert_eq!(run.code, Some(2), "{arguments:?}: {}", run.describe());
+        assert_eq!(run.code, 2, "{arguments:?}: {}", describe(&run));
         assert!(
             run.stderr.contains("the profile is named after its file")
                 && run.stderr.contains(shown),
             "{arguments:?}: {}",
-            run.describe()
+            describe(&run)
         );
     }
 }
@@ -436,7 +422,7 @@ fn a_profile_expanding_to_too_many_port_bindings_is_refused_at_its_place() {
         "took {:?}",
         started.elapsed()
     );
-    assert_eq!(run.code, Some(2), "{}", run.describe());
+    assert_eq!(run.code, 2, "{}", describe(&run));
     assert!(
         run.stdout.len() < 4096,
         "stdout is {} bytes",
@@ -447,7 +433,7 @@ fn a_profile_expanding_to_too_many_port_bindings_is_refused_at_its_place() {
             .contains("`ports` expands to more than 65535 port bindings")
             && run.stderr.contains("envctl/many.toml:5:3"),
         "{}",
-        run.describe()
+        describe(&run)
     );
 }
 

@@ -9,8 +9,7 @@
 
 use std::path::Path;
 
-use crate::support::cli::envctl_in;
-use crate::support::nvml::{fixture, stub_library};
+use crate::support::cli::Envctl;
 
 /// One console example of the README or a page of docs/.
 struct Example {
@@ -187,11 +186,11 @@ fn every_console_example_prints_what_the_readme_shows() {
     let mut _train = None;
     for example in examples {
         let folder = tempfile::tempdir().unwrap();
-        let mut command = envctl_in(folder.path());
+        let mut envctl = Envctl::in_folder(folder.path());
         let words: Vec<&str> = example.arguments.iter().map(String::as_str).collect();
         if example.file == "README.md" && words.contains(&"train") {
             if words[..2] == ["profiles", "new"] {
-                command = envctl_in(quick_start.path());
+                envctl = Envctl::in_folder(quick_start.path());
             } else {
                 if !crate::support::docker::require_daemon() {
                     continue;
@@ -216,7 +215,7 @@ fn every_console_example_prints_what_the_readme_shows() {
                     .unwrap();
                     _train = Some(crate::support::docker::ContainerGuard::new("envctl-train"));
                 }
-                command = envctl_in(quick_start.path());
+                envctl = Envctl::in_folder(quick_start.path());
             }
         }
         match example
@@ -229,9 +228,7 @@ fn every_console_example_prints_what_the_readme_shows() {
                 if !crate::support::docker::require_daemon() {
                     continue;
                 }
-                command
-                    .env("ENVCTL_NVML_LIBRARY", stub_library())
-                    .env("ENVCTL_NVML_STUB_FIXTURE", fixture("healthy-8x-h100.conf"));
+                envctl = envctl.nvml("healthy-8x-h100.conf");
             }
             // The policy of "Shared hosts: policy", and a profile breaking two rules.
             ["up", "./train.toml", "--dry-run"] => {
@@ -241,7 +238,7 @@ fn every_console_example_prints_what_the_readme_shows() {
                     "image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"\ngpus = 4\nmemory = \"32g\"\ncpus = 8\nports = [\"0.0.0.0:8888:8888\"]\n",
                 )
                 .unwrap();
-                command.env("ENVCTL_POLICY", "policy.toml");
+                envctl = envctl.env("ENVCTL_POLICY", "policy.toml");
             }
             ["profiles", "check", file] => std::fs::write(
                 folder.path().join(file),
@@ -250,12 +247,8 @@ fn every_console_example_prints_what_the_readme_shows() {
             .unwrap(),
             _ => {}
         }
-        let output = command.args(&example.arguments).output().unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let run = envctl.args(&example.arguments).run();
+        let text = format!("{}{}", run.stdout, run.stderr);
         let actual: Vec<&str> = text.trim_end().lines().collect();
         assert!(
             lines_match(&example.expected, &actual),
@@ -281,24 +274,17 @@ fn every_console_example_prints_what_the_readme_shows() {
         );
     }
     if _train.is_some() && !nvidia_runtime {
-        let up = envctl_in(quick_start.path())
-            .env("ENVCTL_NVML_LIBRARY", stub_library())
-            .env("ENVCTL_NVML_STUB_FIXTURE", fixture("healthy-8x-h100.conf"))
+        let up = Envctl::in_folder(quick_start.path())
+            .nvml("healthy-8x-h100.conf")
             .args(["up", "train"])
-            .output()
-            .unwrap();
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&up.stdout),
-            String::from_utf8_lossy(&up.stderr)
-        );
-        assert_eq!(up.status.code(), Some(0), "{said}");
+            .run();
+        let said = format!("{}{}", up.stdout, up.stderr);
+        assert_eq!(up.code, 0, "{said}");
         assert!(said.contains("started envctl-train ("), "{said}");
-        let down = envctl_in(quick_start.path())
+        let down = Envctl::in_folder(quick_start.path())
             .args(["down", "train", "--rm"])
-            .output()
-            .unwrap();
-        assert_eq!(down.status.code(), Some(0), "{down:?}");
+            .run();
+        assert_eq!(down.code, 0, "{down}");
     }
 }
 

@@ -25,6 +25,8 @@ use envctl_ops::registry::{
     MAX_PAGE_BYTES, MAX_TAG_LIST_BYTES, MAX_TAG_PAGES, RegistryClient, Tags,
 };
 
+use crate::support::cli::{Envctl, Run};
+
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 /// One request the fake registry received.
@@ -196,23 +198,17 @@ fn serve(stream: TcpStream, addr: SocketAddr, handler: &Handler, requests: &Mute
 }
 
 /// `outdated` for a project whose one profile uses `image`.
-fn outdated(directory: &Path, image: &str) -> (i32, String, String) {
+fn outdated(directory: &Path, image: &str) -> Run {
     std::fs::create_dir_all(directory.join("envctl")).unwrap();
     std::fs::write(
         directory.join("envctl").join("paged.toml"),
         format!("image = \"{image}\"\n"),
     )
     .unwrap();
-    let output = crate::support::cli::envctl_in(directory)
+    Envctl::in_folder(directory)
         .args(["outdated", "--json"])
         .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
+        .run()
 }
 
 /// The client's tag list for `image`, or a panic when it takes longer than a minute (a
@@ -264,7 +260,11 @@ fn outdated_reports_newer_tags_from_later_pages() {
     let registry = FakeRegistry::start(two_pages);
     let directory = tempfile::tempdir().unwrap();
     let image = format!("{}/team/app:1.0.0", registry.host_port());
-    let (code, stdout, stderr) = outdated(directory.path(), &image);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = outdated(directory.path(), &image);
     assert_eq!(code, 0, "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     let entry = &report["profiles"][0];
@@ -426,7 +426,11 @@ fn outdated_says_when_the_tag_list_stopped_early() {
     });
     let directory = tempfile::tempdir().unwrap();
     let image = format!("{}/team/app:1.0.0", registry.host_port());
-    let (code, stdout, stderr) = outdated(directory.path(), &image);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = outdated(directory.path(), &image);
     assert_eq!(
         code, 0,
         "a partial list is a warning, not a failure: {stderr}"
@@ -504,7 +508,7 @@ fn a_redirect_off_the_host_that_needs_the_token_names_the_redirect() {
     );
     let directory = tempfile::tempdir().unwrap();
     let image = format!("{}/team/app:1.0.0", registry.host_port());
-    let (code, stdout, _) = outdated(directory.path(), &image);
+    let Run { code, stdout, .. } = outdated(directory.path(), &image);
     assert_eq!(code, 1, "{stdout}");
     assert!(!stdout.contains("private repositories"), "{stdout}");
     assert!(stdout.contains("redirected to"), "{stdout}");

@@ -20,6 +20,7 @@ use envctl_ops::registry::RegistryClient;
 use envctl_ops::registry::proxy::{Proxy, ProxyVariables};
 
 use crate::registry_paging::{FakeRegistry, two_pages};
+use crate::support::cli::{Envctl, Run};
 
 /// What the fake proxy does with a `CONNECT`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -171,30 +172,18 @@ fn proxy_one(mut client: TcpStream, mode: Mode, connects: &Mutex<Vec<Connect>>) 
 }
 
 /// `outdated --json` for a project whose one profile uses `image`, with `variables` set.
-fn outdated_with(
-    directory: &Path,
-    image: &str,
-    variables: &[(&str, &str)],
-) -> (i32, String, String) {
+fn outdated_with(directory: &Path, image: &str, variables: &[(&str, &str)]) -> Run {
     std::fs::create_dir_all(directory.join("envctl")).unwrap();
     std::fs::write(
         directory.join("envctl").join("proxied.toml"),
         format!("image = \"{image}\"\n"),
     )
     .unwrap();
-    let mut command = crate::support::cli::envctl_in(directory);
-    command
+    Envctl::in_folder(directory)
         .args(["outdated", "--json"])
-        .timeout(Duration::from_secs(120));
-    for (name, value) in variables {
-        command.env(name, value);
-    }
-    let output = command.output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
+        .timeout(Duration::from_secs(120))
+        .envs(variables.iter().copied())
+        .run()
 }
 
 /// The client's tag list for `image` through `proxy` within `timeout`, or its error as
@@ -234,7 +223,11 @@ fn outdated_reaches_an_http_registry_through_the_proxy_with_its_credentials() {
     let registry = FakeRegistry::start(two_pages);
     let proxy = FakeProxy::start(Mode::Tunnel);
     let directory = tempfile::tempdir().unwrap();
-    let (code, stdout, stderr) = outdated_with(
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = outdated_with(
         directory.path(),
         &format!("{}/team/app:1.0.0", registry.host_port()),
         &[(
@@ -269,7 +262,11 @@ fn hosts_no_proxy_names_are_reached_directly() {
     let registry = FakeRegistry::start(two_pages);
     let proxy = FakeProxy::start(Mode::Refuse);
     let directory = tempfile::tempdir().unwrap();
-    let (code, stdout, stderr) = outdated_with(
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = outdated_with(
         directory.path(),
         &format!("{}/team/app:1.0.0", registry.host_port()),
         &[
@@ -287,7 +284,11 @@ fn a_proxy_that_refuses_the_tunnel_is_the_network_with_its_hint() {
     let registry = FakeRegistry::start(two_pages);
     let proxy = FakeProxy::start(Mode::Refuse);
     let directory = tempfile::tempdir().unwrap();
-    let (code, stdout, stderr) = outdated_with(
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = outdated_with(
         directory.path(),
         &format!("{}/team/app:1.0.0", registry.host_port()),
         &[("HTTPS_PROXY", &proxy.addr.to_string())],

@@ -8,18 +8,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_command_in, envctl_on_a_laptop_in};
-use crate::support::docker::{TEST_LABEL, run_with_timeout, unique_name};
+use crate::support::cli::{Envctl, Run};
+use crate::support::docker::{TEST_LABEL, unique_name};
 use crate::support::server::{Fixture, FixtureProcess, Server};
 
 /// envctl in `folder` against `server`, as a machine without NVML runs it.
 fn envctl_on(folder: &Path, server: &Server, arguments: &[&str]) -> Run {
-    let mut command = envctl_command_in(folder);
-    command
-        .env("DOCKER_HOST", server.host())
+    Envctl::in_folder(folder)
+        .daemon(&server.host())
         .env("ENVCTL_NVML_LIBRARY", folder.join("no-nvml-here.so"))
-        .args(arguments);
-    Run::of(run_with_timeout(&mut command, Duration::from_secs(120)).unwrap())
+        .args(arguments)
+        .timeout(Duration::from_secs(120))
+        .run()
 }
 
 /// A profile `name` in `folder`: `image`, `gpus` GPUs (none for 0), a sleeper.
@@ -322,12 +322,12 @@ fn two_laptops_get_disjoint_gpus_that_no_container_or_process_holds() {
                 let server = &server;
                 scope.spawn(move || {
                     // Each laptop is a machine of its own (its own host name).
-                    let mut command = envctl_on_a_laptop_in(folder.path(), None);
-                    command
-                        .env("DOCKER_HOST", server.host())
+                    Envctl::on_a_laptop(folder.path(), None)
+                        .daemon(&server.host())
                         .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
-                        .args(["up", profile]);
-                    Run::of(run_with_timeout(&mut command, Duration::from_secs(120)).unwrap())
+                        .args(["up", profile])
+                        .timeout(Duration::from_secs(120))
+                        .run()
                 })
             })
             .collect();
@@ -456,11 +456,11 @@ fn doctor_hosts_marks_two_servers_with_different_drivers() {
         ),
     )
     .unwrap();
-    let mut command = envctl_command_in(folder.path());
-    command
+    let run = Envctl::in_folder(folder.path())
         .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
-        .args(["--json", "doctor", "--hosts", "@team", &profile]);
-    let run = Run::of(run_with_timeout(&mut command, Duration::from_secs(120)).unwrap());
+        .args(["--json", "doctor", "--hosts", "@team", &profile])
+        .timeout(Duration::from_secs(120))
+        .run();
     assert_eq!(run.code, 1, "{run}");
     let report = run.json();
     let fact = |name: &str| {
@@ -630,7 +630,7 @@ fn a_probe_whose_envctl_was_killed_is_removed_by_the_daemon_when_it_ends() {
     let folder = tempfile::tempdir().unwrap();
     let profile = unique_name("killed");
     gpu_profile(folder.path(), &profile, &slow_image, 1);
-    let mut command = envctl_command_in(folder.path());
+    let mut command = Envctl::in_folder(folder.path()).command();
     command
         .env("DOCKER_HOST", server.host())
         .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))

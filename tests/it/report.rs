@@ -11,6 +11,8 @@ use std::time::Duration;
 use envctl::monitor::record::CSV_COLUMNS;
 use tempfile::TempDir;
 
+use crate::support::cli::Envctl;
+
 const MIB: u64 = 1024 * 1024;
 
 /// A CSV container row: `time`, `kind`, `id`, `name`, `profile`, …, the CPU, memory and
@@ -58,22 +60,15 @@ fn write_recording(path: &Path, rows: &[String]) {
 
 /// The SVG `stats report` draws of `recording`.
 fn drawn(recording: &Path) -> String {
-    let output = crate::support::cli::envctl()
+    let run = Envctl::shared()
         .args(["stats", "report"])
         .arg(recording)
         .args(["-o", "-"])
-        .env("NO_COLOR", "1")
-        .env("DOCKER_HOST", "unix:///nonexistent/envctl-test/docker.sock")
+        .daemon("unix:///nonexistent/envctl-test/docker.sock")
         .timeout(Duration::from_secs(20))
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+        .run();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stdout
 }
 
 /// Solid lines (2 px) in the first line colour: each segment of the container's line, plus

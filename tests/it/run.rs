@@ -7,7 +7,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::cli::{Run, envctl_command_in};
+use crate::support::cli::Envctl;
 use crate::support::docker;
 use crate::support::signal;
 
@@ -41,18 +41,15 @@ fn output_and_exit_code_pass_through_and_nothing_is_left() {
     }
     let profile = docker::unique_name("runcode");
     let folder = project(&profile);
-    let run = Run::of(
-        envctl_command_in(folder.path())
-            .args([
-                "run",
-                &profile,
-                "sh",
-                "-c",
-                "echo out; echo err >&2; exit 7",
-            ])
-            .output()
-            .unwrap(),
-    );
+    let run = Envctl::in_folder(folder.path())
+        .args([
+            "run",
+            &profile,
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exit 7",
+        ])
+        .run();
     assert_eq!(run.code, 7, "{}", run.stderr);
     assert_eq!(run.stdout, "out\n");
     assert!(run.stderr.contains("err\n"), "{}", run.stderr);
@@ -62,12 +59,9 @@ fn output_and_exit_code_pass_through_and_nothing_is_left() {
         containers_of(&profile)
     );
     // `--` before the command, and a flag of the command after the profile.
-    let run = Run::of(
-        envctl_command_in(folder.path())
-            .args(["run", &profile, "--", "ls", "-d", "/tmp"])
-            .output()
-            .unwrap(),
-    );
+    let run = Envctl::in_folder(folder.path())
+        .args(["run", &profile, "--", "ls", "-d", "/tmp"])
+        .run();
     assert_eq!(
         (run.code, run.stdout.as_str()),
         (0, "/tmp\n"),
@@ -85,7 +79,8 @@ fn each_ending_signal_stops_and_removes_the_container_with_its_code() {
     for (name, code) in [("TERM", 143), ("INT", 130), ("HUP", 129)] {
         let profile = docker::unique_name("runsignal");
         let folder = project(&profile);
-        let mut child = envctl_command_in(folder.path())
+        let mut child = Envctl::in_folder(folder.path())
+            .command()
             .args([
                 "run",
                 &profile,
@@ -157,7 +152,8 @@ fn a_command_that_ignores_sigterm_is_killed_at_the_stop_timeout() {
     }
     let profile = docker::unique_name("runstubborn");
     let folder = project(&profile);
-    let mut child = envctl_command_in(folder.path())
+    let mut child = Envctl::in_folder(folder.path())
+        .command()
         .args([
             "run",
             &profile,
@@ -217,12 +213,9 @@ fn run_refuses_an_existing_name_and_bad_input_makes_nothing() {
         &docker::test_image(),
         "true",
     ]);
-    let run = Run::of(
-        envctl_command_in(folder.path())
-            .args(["run", &profile, "--name", taken.name(), "true"])
-            .output()
-            .unwrap(),
-    );
+    let run = Envctl::in_folder(folder.path())
+        .args(["run", &profile, "--name", taken.name(), "true"])
+        .run();
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("exists already"), "{}", run.stderr);
     assert!(
@@ -234,12 +227,7 @@ fn run_refuses_an_existing_name_and_bad_input_makes_nothing() {
         vec!["run", profile.as_str(), "--stop-timeout", "-1", "true"],
         vec!["--json", "run", profile.as_str(), "true"],
     ] {
-        let run = Run::of(
-            envctl_command_in(folder.path())
-                .args(&arguments)
-                .output()
-                .unwrap(),
-        );
+        let run = Envctl::in_folder(folder.path()).args(&arguments).run();
         assert_eq!(run.code, 2, "{arguments:?}: {}", run.stderr);
     }
     assert!(containers_of(&profile).trim().is_empty());
@@ -253,7 +241,8 @@ fn a_closed_output_stops_the_command_and_exits_141() {
     use std::io::BufRead;
     let profile = docker::unique_name("runpipe");
     let folder = project(&profile);
-    let mut child = envctl_command_in(folder.path())
+    let mut child = Envctl::in_folder(folder.path())
+        .command()
         .args([
             "run",
             &profile,
@@ -295,12 +284,9 @@ fn run_names_the_container_after_the_resolved_profile_for_a_path_too() {
     let file = folder.path().join("envctl").join(format!("{profile}.toml"));
     let relative = format!("./envctl/{profile}.toml");
     for named in [relative.as_str(), file.to_str().unwrap()] {
-        let run = Run::of(
-            envctl_command_in(folder.path())
-                .args(["-v", "run", named, "--", "echo", "ran"])
-                .output()
-                .unwrap(),
-        );
+        let run = Envctl::in_folder(folder.path())
+            .args(["-v", "run", named, "--", "echo", "ran"])
+            .run();
         assert_eq!(
             (run.code, run.stdout.as_str()),
             (0, "ran\n"),
@@ -331,19 +317,16 @@ fn run_passes_piped_input_on_to_the_command() {
     }
     let profile = docker::unique_name("runstdin");
     let folder = project(&profile);
-    let piped = Run::of(
-        envctl_command_in(folder.path())
-            .args(["run", &profile, "sh"])
-            .stdin(
-                std::fs::File::open(write_input(
-                    folder.path(),
-                    "echo hi from the pipe; exit 5\n",
-                ))
-                .unwrap(),
-            )
-            .output()
+    let piped = Envctl::in_folder(folder.path())
+        .args(["run", &profile, "sh"])
+        .stdin_from(
+            std::fs::File::open(write_input(
+                folder.path(),
+                "echo hi from the pipe; exit 5\n",
+            ))
             .unwrap(),
-    );
+        )
+        .run();
     assert_eq!(
         (piped.code, piped.stdout.as_str()),
         (5, "hi from the pipe\n"),
@@ -357,13 +340,10 @@ fn run_passes_piped_input_on_to_the_command() {
         .spawn()
         .unwrap();
     let started = Instant::now();
-    let not_reading = Run::of(
-        envctl_command_in(folder.path())
-            .args(["run", &profile, "echo", "done"])
-            .stdin(writer.stdout.take().unwrap())
-            .output()
-            .unwrap(),
-    );
+    let not_reading = Envctl::in_folder(folder.path())
+        .args(["run", &profile, "echo", "done"])
+        .stdin_from(writer.stdout.take().unwrap())
+        .run();
     let took = started.elapsed();
     writer.kill().unwrap();
     writer.wait().unwrap();
@@ -378,13 +358,10 @@ fn run_passes_piped_input_on_to_the_command() {
         "ended without the pipe's end: {took:?}"
     );
     // `/dev/null` (a Slurm batch step's stdin) is no input: `cat` ends at once, as before.
-    let none = Run::of(
-        envctl_command_in(folder.path())
-            .args(["run", &profile, "cat"])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap(),
-    );
+    let none = Envctl::in_folder(folder.path())
+        .args(["run", &profile, "cat"])
+        .stdin_from(Stdio::null())
+        .run();
     assert_eq!(
         (none.code, none.stdout.as_str()),
         (0, ""),
@@ -418,20 +395,17 @@ fn run_ulimit_replaces_the_profiles_limit() {
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("[ulimits]\nmemlock = -1\n");
     std::fs::write(&file, text).unwrap();
-    let run = Run::of(
-        envctl_command_in(folder.path())
-            .args([
-                "run",
-                "--ulimit",
-                "memlock=65536",
-                &profile,
-                "sh",
-                "-c",
-                "ulimit -l",
-            ])
-            .output()
-            .unwrap(),
-    );
+    let run = Envctl::in_folder(folder.path())
+        .args([
+            "run",
+            "--ulimit",
+            "memlock=65536",
+            &profile,
+            "sh",
+            "-c",
+            "ulimit -l",
+        ])
+        .run();
     // `ulimit -l` counts KiB: 65536 bytes.
     assert_eq!(
         (run.code, run.stdout.as_str()),
@@ -439,12 +413,9 @@ fn run_ulimit_replaces_the_profiles_limit() {
         "{}",
         run.stderr
     );
-    let bad = Run::of(
-        envctl_command_in(folder.path())
-            .args(["run", "--ulimit", "memlok=65536", &profile, "true"])
-            .output()
-            .unwrap(),
-    );
+    let bad = Envctl::in_folder(folder.path())
+        .args(["run", "--ulimit", "memlok=65536", &profile, "true"])
+        .run();
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(
         bad.stderr.contains("did you mean `memlock`"),

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::support::cli::envctl_in;
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{
     ContainerGuard, docker_stdout, require_daemon, run_with_timeout, skip_or_panic, test_image,
     unique_name,
@@ -54,53 +54,16 @@ fn project(name: &str, text: &str) -> tempfile::TempDir {
     directory
 }
 
-/// What one envctl run did.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn expect(self, code: i32, what: &str) -> Run {
-        assert_eq!(
-            self.code, code,
-            "{what}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.stdout, self.stderr
-        );
-        self
-    }
-
-    /// Panics when stdout or stderr holds one of [`VALUES`].
-    fn shows_no_value(self, what: &str) -> Run {
-        for value in VALUES {
-            for (stream, text) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
-                assert!(
-                    !text.contains(value),
-                    "{what}: {stream} shows `{value}`:\n{text}"
-                );
-            }
-        }
-        self
-    }
-}
-
+/// envctl in `directory` with `environment` added, where the shell's `GH_TOKEN` and
+/// `PLAIN` never reach it unless `environment` holds them.
 fn envctl(directory: &Path, arguments: &[&str], environment: &[(&str, &str)]) -> Run {
-    let mut command = envctl_in(directory);
-    command
+    Envctl::in_folder(directory)
         .args(arguments)
         .timeout(Duration::from_secs(120))
         .env_remove("GH_TOKEN")
-        .env_remove("PLAIN");
-    for (key, value) in environment {
-        command.env(key, value);
-    }
-    let output = command.output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
+        .env_remove("PLAIN")
+        .envs(environment.iter().copied())
+        .run()
 }
 
 /// The shell's variables of the `-e KEY` flags below.
@@ -115,9 +78,9 @@ fn dry_run_writes_secrets_without_their_values() {
     let flags = ["-e", "GH_TOKEN", "-e", "PLAIN", "-e", "GIVEN=visible"];
     let mut arguments = vec!["up", "p", "--dry-run"];
     arguments.extend_from_slice(&flags);
-    let run = envctl(directory.path(), &arguments, &SHELL)
-        .expect(0, "up --dry-run")
-        .shows_no_value("up --dry-run");
+    let run = envctl(directory.path(), &arguments, &SHELL);
+    run.expect(0, "up --dry-run")
+        .shows_none(&VALUES, "up --dry-run");
     for flag in [
         "-e API_TOKEN ",
         "-e DB_PASSWORD ",
@@ -139,9 +102,9 @@ fn dry_run_writes_secrets_without_their_values() {
 
     let mut arguments = vec!["--json", "up", "p", "--dry-run"];
     arguments.extend_from_slice(&flags);
-    let run = envctl(directory.path(), &arguments, &SHELL)
-        .expect(0, "up --dry-run --json")
-        .shows_no_value("up --dry-run --json");
+    let run = envctl(directory.path(), &arguments, &SHELL);
+    run.expect(0, "up --dry-run --json")
+        .shows_none(&VALUES, "up --dry-run --json");
     let document: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
         document["body"]["Env"],
@@ -165,9 +128,10 @@ fn dry_run_writes_secrets_without_their_values() {
 #[test]
 fn profiles_show_masks_secret_values() {
     let directory = project("p", &profile_text("busybox:1.36"));
-    let shown = envctl(directory.path(), &["profiles", "show", "p"], &[])
+    let shown = envctl(directory.path(), &["profiles", "show", "p"], &[]);
+    shown
         .expect(0, "profiles show")
-        .shows_no_value("profiles show");
+        .shows_none(&VALUES, "profiles show");
     for line in [
         "API_TOKEN = \"<masked>\"",
         "DB_PASSWORD = \"<masked>\"",
@@ -176,9 +140,9 @@ fn profiles_show_masks_secret_values() {
     ] {
         assert!(shown.stdout.contains(line), "{line} in {}", shown.stdout);
     }
-    let json = envctl(directory.path(), &["--json", "profiles", "show", "p"], &[])
-        .expect(0, "profiles show --json")
-        .shows_no_value("profiles show --json");
+    let json = envctl(directory.path(), &["--json", "profiles", "show", "p"], &[]);
+    json.expect(0, "profiles show --json")
+        .shows_none(&VALUES, "profiles show --json");
     let document: Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(
         document["profile"]["profile"]["env"]["API_TOKEN"],
@@ -190,8 +154,8 @@ fn profiles_show_masks_secret_values() {
 #[test]
 fn doctor_warns_about_a_literal_secret_by_key_and_file() {
     let directory = project("p", &profile_text("busybox:1.36"));
-    let run =
-        envctl(directory.path(), &["--json", "doctor", "p"], &[]).shows_no_value("doctor --json");
+    let run = envctl(directory.path(), &["--json", "doctor", "p"], &[]);
+    run.shows_none(&VALUES, "doctor --json");
     assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
     let report: Value = serde_json::from_str(&run.stdout).unwrap();
     let findings: Vec<&Value> = report["profiles"][0]["findings"]
@@ -222,7 +186,8 @@ fn doctor_warns_about_a_literal_secret_by_key_and_file() {
             "{finding}"
         );
     }
-    let human = envctl(directory.path(), &["doctor", "p"], &[]).shows_no_value("doctor");
+    let human = envctl(directory.path(), &["doctor", "p"], &[]);
+    human.shows_none(&VALUES, "doctor");
     assert!(
         human.stdout.contains("`env.API_TOKEN` in ") && human.stdout.contains("p.toml"),
         "{}",
@@ -245,9 +210,8 @@ fn exports_reference_secrets_instead_of_copying_them() {
             directory.path(),
             &["export", "p", "--to", target, "-o", file],
             &[],
-        )
-        .expect(0, target)
-        .shows_no_value(target);
+        );
+        run.expect(0, target).shows_none(&VALUES, target);
         let text = std::fs::read_to_string(directory.path().join(file)).unwrap();
         for value in VALUES {
             assert!(!text.contains(value), "{target} writes `{value}`:\n{text}");
@@ -400,7 +364,7 @@ fn the_container_gets_the_values_the_output_never_shows() {
     arguments.extend_from_slice(&flags);
     envctl(directory.path(), &arguments, &SHELL)
         .expect(0, "up")
-        .shows_no_value("up");
+        .shows_none(&VALUES, "up");
     let env = container_env(&container);
     for entry in [
         "API_TOKEN=supersecret",
@@ -415,9 +379,8 @@ fn the_container_gets_the_values_the_output_never_shows() {
     // The printed line, run by a shell that has the secrets, gives the same environment.
     let mut arguments = vec!["up", name.as_str(), "--dry-run"];
     arguments.extend_from_slice(&flags);
-    let line = envctl(directory.path(), &arguments, &SHELL)
-        .expect(0, "up --dry-run")
-        .stdout;
+    let run = envctl(directory.path(), &arguments, &SHELL);
+    let line = &run.expect(0, "up --dry-run").stdout;
     let create = line
         .trim_end()
         .replacen("docker run -d --name ", "docker create --name ", 1)
@@ -450,7 +413,8 @@ fn the_container_gets_the_values_the_output_never_shows() {
     .unwrap();
     let mut arguments = vec!["up", name.as_str()];
     arguments.extend_from_slice(&flags);
-    let refused = envctl(directory.path(), &arguments, &SHELL).shows_no_value("up (changed)");
+    let refused = envctl(directory.path(), &arguments, &SHELL);
+    refused.shows_none(&VALUES, "up (changed)");
     assert_ne!(refused.code, 0, "{}", refused.stderr);
     assert!(
         refused
@@ -505,7 +469,8 @@ fn token_shaped_values_are_secret_whatever_their_name() {
         }
     };
     let no_daemon = [("DOCKER_HOST", "unix:///nonexistent/envctl-secrets.sock")];
-    let line = envctl(directory.path(), &["up", "p", "--dry-run"], &no_daemon).expect(0, "dry run");
+    let line = envctl(directory.path(), &["up", "p", "--dry-run"], &no_daemon);
+    line.expect(0, "dry run");
     shows_no_token("up --dry-run", &format!("{}{}", line.stdout, line.stderr));
     assert!(line.stdout.contains("-e GH "), "{}", line.stdout);
     assert!(line.stdout.contains("LIBRARY=sk-learn"), "{}", line.stdout);
@@ -513,8 +478,8 @@ fn token_shaped_values_are_secret_whatever_their_name() {
         directory.path(),
         &["--json", "up", "p", "--dry-run"],
         &no_daemon,
-    )
-    .expect(0, "dry run --json");
+    );
+    json.expect(0, "dry run --json");
     shows_no_token("up --dry-run --json", &json.stdout);
     let document: Value = serde_json::from_str(&json.stdout).unwrap();
     let masked = document["masked_env"].as_array().unwrap();
@@ -564,9 +529,9 @@ fn the_exec_hint_never_repeats_a_secret_value() {
             directory.path(),
             &["exec", &profile, "-e", word, "sh", "-c", &script],
             &[],
-        )
-        .expect(2, "a flag after TARGET")
-        .shows_no_value("exec hint");
+        );
+        run.expect(2, "a flag after TARGET")
+            .shows_none(&VALUES, "exec hint");
         assert!(!run.stderr.contains(value), "{}", run.stderr);
         assert!(run.stderr.contains(shown), "{}", run.stderr);
         // The hint, run by a shell that holds the value, gives the container that value.
@@ -592,7 +557,7 @@ fn the_exec_hint_never_repeats_a_secret_value() {
         directory.path(),
         &["exec", &profile, "-e", "MODE=fast", "true"],
         &[],
-    )
-    .expect(2, "a flag after TARGET");
+    );
+    run.expect(2, "a flag after TARGET");
     assert!(run.stderr.contains("-e MODE=fast "), "{}", run.stderr);
 }

@@ -15,6 +15,8 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::cli::Envctl;
+
 /// The envctl under test, killed if the test ends before it does.
 struct Serving(Child);
 
@@ -27,7 +29,8 @@ impl Drop for Serving {
 
 /// `envctl stats --serve 127.0.0.1:0` against the real daemon, and the address it serves.
 fn serving() -> (Serving, String) {
-    let mut child = crate::support::cli::envctl_command()
+    let mut child = Envctl::shared()
+        .command()
         .args(["stats", "--interval", "0.3", "--serve", "127.0.0.1:0"])
         .env("NO_COLOR", "1")
         // Eight stand-in GPUs: an exposition of some kilobytes, so that the answers to
@@ -328,10 +331,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
             .spawn()
             .unwrap()
     };
-    let mut first = start(
-        crate::support::cli::envctl_command().args(serve_arguments),
-        None,
-    );
+    let mut first = start(Envctl::shared().command().args(serve_arguments), None);
     let envctl = served_address(&mut first);
     let _serving = Serving(first);
     let first_host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -340,7 +340,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         .to_string();
     let second_host = "envctl-test-second-host";
     let mut second = start(
-        crate::support::cli::envctl_command().args(serve_arguments),
+        Envctl::shared().command().args(serve_arguments),
         Some(second_host),
     );
     let second_envctl = served_address(&mut second);
@@ -358,7 +358,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
     )
     .unwrap();
     let mut team = start(
-        crate::support::cli::envctl_command().args([
+        Envctl::shared().command().args([
             "stats",
             "--interval",
             "0.5",

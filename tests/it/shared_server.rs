@@ -15,7 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::cli::{Run, envctl_for_other_users, envctl_in, hermetic};
+use crate::support::cli::{Envctl, Run, envctl_for_other_users, hermetic};
 use crate::support::docker::{
     ContainerGuard, ImageGuard, TEST_LABEL, container_exists, docker_stdout, require_daemon,
     skip_or_panic, test_image, unique_name,
@@ -75,13 +75,10 @@ impl Desk {
     /// envctl run by this desk's user, with `environment` added.
     fn run(&self, arguments: &[&str], environment: &[(&str, &str)]) -> Run {
         match self.uid {
-            None => {
-                let mut command = envctl_in(self.path());
-                for (key, value) in environment {
-                    command.env(key, value);
-                }
-                Run::of(command.args(arguments).output().unwrap())
-            }
+            None => Envctl::in_folder(self.path())
+                .envs(environment.iter().copied())
+                .args(arguments)
+                .run(),
             Some(uid) => {
                 let (_copy, binary) = envctl_for_other_users();
                 let socket_group = std::fs::metadata("/var/run/docker.sock")
@@ -99,12 +96,11 @@ impl Desk {
                     .arg(&binary)
                     .args(arguments)
                     .env("PATH", "/usr/local/bin:/usr/bin:/bin");
-                for (key, value) in environment {
-                    command.env(key, value);
-                }
-                let output = command.output().unwrap();
+                let run = Envctl::from_command(command)
+                    .envs(environment.iter().copied())
+                    .run();
                 drop(_copy);
-                Run::of(output)
+                run
             }
         }
     }

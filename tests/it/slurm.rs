@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::cli::{Run, hermetic};
+use crate::support::cli::{Envctl, Run, hermetic};
 use crate::support::docker;
 use crate::support::nvml;
 use crate::support::slurm::{
@@ -113,7 +113,7 @@ impl Setup {
             &path,
             format!(
                 "#!/bin/sh\necho \"job-gpus=$SLURM_JOB_GPUS\"\nexec '{}' {envctl_arguments}\n",
-                envctl().display()
+                envctl_on_gpu2().display()
             ),
         )
         .unwrap();
@@ -126,7 +126,7 @@ impl Setup {
 /// that server, so envctl runs in a UTS namespace named `gpu2` too (the stand-in NVML is
 /// then the daemon's machine's, as on a real node). A script, so jobs, `srun` and the
 /// Epilog run it as they run envctl; `unshare` and `sh` exec, so signals reach envctl.
-fn envctl() -> PathBuf {
+fn envctl_on_gpu2() -> PathBuf {
     static WRAPPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     WRAPPER
         .get_or_init(|| {
@@ -276,7 +276,7 @@ fn cancelled_while_running(
         let child = cluster.srun(
             &["-w", "n1", "--gres=gpu:2"],
             &[
-                &envctl().to_string_lossy(),
+                &envctl_on_gpu2().to_string_lossy(),
                 "run",
                 profile,
                 "--force",
@@ -372,7 +372,7 @@ fn gpus_above_the_allocation_fail_naming_both_and_make_nothing() {
     let child = cluster.srun(
         &["-w", "n1", "--gres=gpu:1"],
         &[
-            &envctl().to_string_lossy(),
+            &envctl_on_gpu2().to_string_lossy(),
             "run",
             "greedy",
             "--force",
@@ -452,7 +452,7 @@ fn an_epilog_sweep_removes_what_a_killed_run_left() {
     let image = docker::test_image();
     let setup = Setup::new(&image, &[("swept", "")]);
     let job = format!("{}", 900_000 + nanos() % 99_999);
-    let mut command = Command::new(envctl());
+    let mut command = Command::new(envctl_on_gpu2());
     setup.environment("")(&mut command);
     let mut child = command
         .env("SLURM_JOB_ID", &job)
@@ -479,26 +479,20 @@ fn an_epilog_sweep_removes_what_a_killed_run_left() {
     let left = listed();
     assert!(!left.trim().is_empty(), "nothing was left to sweep");
     let _guard = docker::ContainerGuard::new(left.trim().to_string());
-    let mut sweep = Command::new(envctl());
+    let mut sweep = Command::new(envctl_on_gpu2());
     setup.environment("")(&mut sweep);
-    let run = Run::of(
-        sweep
-            .args(["down", "--rm", "--slurm-job", &job])
-            .output()
-            .unwrap(),
-    );
+    let run = Envctl::from_command(sweep)
+        .args(["down", "--rm", "--slurm-job", &job])
+        .run();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stderr.contains("stopped and removed"), "{}", run.stderr);
     assert!(listed().trim().is_empty(), "the sweep left {}", listed());
     // Nothing carries the label any more: said, exit 0 (an Epilog runs after every job).
-    let mut again = Command::new(envctl());
+    let mut again = Command::new(envctl_on_gpu2());
     setup.environment("")(&mut again);
-    let run = Run::of(
-        again
-            .args(["down", "--rm", "--slurm-job", &job])
-            .output()
-            .unwrap(),
-    );
+    let run = Envctl::from_command(again)
+        .args(["down", "--rm", "--slurm-job", &job])
+        .run();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stderr.contains("nothing to stop"), "{}", run.stderr);
 }
@@ -542,7 +536,9 @@ fn nvidia_check_here_in_a_job_wants_exactly_the_allocated_gpus() {
             &["sh", "-c", shell],
             |command: &mut Command| {
                 setup.environment("")(command);
-                command.env("PYTHONPATH", &python).env("ENVCTL", envctl());
+                command
+                    .env("PYTHONPATH", &python)
+                    .env("ENVCTL", envctl_on_gpu2());
             },
         );
         Run::of(child.wait_with_output().unwrap())
@@ -595,7 +591,7 @@ impl EpilogHook {
                  '{envctl}' down --rm --slurm-job \"$SLURM_JOB_ID\" --timeout 5\n",
                 jobs = jobs.display(),
                 home = setup.path().display(),
-                envctl = envctl().display(),
+                envctl = envctl_on_gpu2().display(),
             ),
         )
         .unwrap();
@@ -625,7 +621,7 @@ fn an_sbatch_script_that_does_not_exec_run_leaves_nothing_with_the_epilog_sweep(
         &script,
         format!(
             "#!/bin/sh\n'{}' run epilog --force --stop-timeout 5 -- sleep 1000\necho \"run ended: $?\"\n",
-            envctl().display()
+            envctl_on_gpu2().display()
         ),
     )
     .unwrap();
@@ -665,7 +661,7 @@ fn doctor_inside_a_job_names_the_job_its_gpus_and_the_cgroup() {
     let setup = Setup::new("unused", &[]);
     let child = cluster.srun(
         &["-w", "n1", "--gres=gpu:2"],
-        &[&envctl().to_string_lossy(), "doctor", "--json"],
+        &[&envctl_on_gpu2().to_string_lossy(), "doctor", "--json"],
         setup.environment(GPU_DAEMON),
     );
     let run = Run::of(child.wait_with_output().unwrap());
@@ -731,7 +727,7 @@ fn up_in_a_job_takes_the_jobs_gpus_memory_and_cpus_and_refuses_more() {
             &script,
             format!(
                 "#!/bin/sh\n'{}' up {profile} --dry-run --json --force >{profile}.json 2>{profile}.err\necho $? >{profile}.code\n",
-                envctl().display()
+                envctl_on_gpu2().display()
             ),
         )
         .unwrap();
@@ -825,7 +821,7 @@ fn slurm_indices_are_positions_in_the_nodes_gres_file_list() {
     std::fs::write(&fixture, text).unwrap();
     let child = cluster.srun(
         &["-w", "n2", "--gres=gpu:2"],
-        &[&envctl().to_string_lossy(), "doctor", "--json"],
+        &[&envctl_on_gpu2().to_string_lossy(), "doctor", "--json"],
         |command: &mut Command| {
             hermetic(command, folder.path());
             command

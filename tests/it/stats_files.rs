@@ -6,37 +6,23 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use envctl::monitor::record::MAX_RECORDING_BYTES;
 use tempfile::TempDir;
 
-struct Run {
-    code: i32,
-    stderr: String,
-    took: Duration,
-}
+use crate::support::cli::{Envctl, Run};
 
-/// envctl with `arguments`, killed after 10 s (then the code reads -1), against a daemon
-/// socket that does not exist: nothing here may need one.
-fn envctl(arguments: &[&std::ffi::OsStr]) -> Run {
-    let started = Instant::now();
-    let output = crate::support::cli::envctl()
-        .args(arguments)
-        .env("NO_COLOR", "1")
-        .env("DOCKER_HOST", "unix:///nonexistent/envctl-test/docker.sock")
+/// envctl killed after 10 s (then the code reads -1), against a daemon socket that does not
+/// exist: nothing here may need one.
+fn without_a_daemon() -> Envctl {
+    Envctl::shared()
+        .daemon("unix:///nonexistent/envctl-test/docker.sock")
         .env(
             "ENVCTL_NVML_LIBRARY",
             "/nonexistent/envctl-test/libnvidia-ml.so.1",
         )
         .timeout(Duration::from_secs(10))
-        .output()
-        .unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        took: started.elapsed(),
-    }
 }
 
 fn fifo(path: &Path) {
@@ -50,24 +36,22 @@ fn fifo(path: &Path) {
     .unwrap();
 }
 
-fn report(input: &Path, folder: &TempDir) -> Run {
+fn report(input: &Path, folder: &TempDir) -> (Run, Duration) {
     let output = folder.path().join("out.svg");
-    envctl(&[
-        "stats".as_ref(),
-        "report".as_ref(),
-        input.as_os_str(),
-        "-o".as_ref(),
-        output.as_os_str(),
-    ])
+    without_a_daemon()
+        .args([
+            "stats".as_ref(),
+            "report".as_ref(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            output.as_os_str(),
+        ])
+        .run_timed()
 }
 
-fn assert_refused(run: &Run, what: &str) {
+fn assert_refused(run: &Run, took: Duration, what: &str) {
     assert_eq!(run.code, 2, "{what}: {}", run.stderr);
-    assert!(
-        run.took < Duration::from_secs(2),
-        "{what} took {:?}",
-        run.took
-    );
+    assert!(took < Duration::from_secs(2), "{what} took {took:?}");
 }
 
 #[test]
@@ -75,8 +59,8 @@ fn report_refuses_a_fifo_and_a_device_at_once() {
     let folder = TempDir::new().unwrap();
     let pipe = folder.path().join("run.csv");
     fifo(&pipe);
-    let refused = report(&pipe, &folder);
-    assert_refused(&refused, "a FIFO");
+    let (refused, took) = report(&pipe, &folder);
+    assert_refused(&refused, took, "a FIFO");
     assert!(
         refused
             .stderr
@@ -87,8 +71,8 @@ fn report_refuses_a_fifo_and_a_device_at_once() {
     // Named like a recording, but a link to a device: the opened file is what counts.
     let zero = folder.path().join("zero.csv");
     std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
-    let refused = report(&zero, &folder);
-    assert_refused(&refused, "/dev/zero");
+    let (refused, took) = report(&zero, &folder);
+    assert_refused(&refused, took, "/dev/zero");
     assert!(
         refused.stderr.contains("is a character device"),
         "{}",
@@ -105,8 +89,8 @@ fn report_refuses_a_recording_past_the_limit() {
         .unwrap()
         .set_len(MAX_RECORDING_BYTES + 1)
         .unwrap();
-    let refused = report(&large, &folder);
-    assert_refused(&refused, "a large recording");
+    let (refused, took) = report(&large, &folder);
+    assert_refused(&refused, took, "a large recording");
     assert!(
         refused
             .stderr
@@ -123,13 +107,15 @@ fn record_refuses_a_fifo_with_no_reader_at_once() {
     for name in ["run.csv", "run.jsonl"] {
         let pipe = folder.path().join(name);
         fifo(&pipe);
-        let refused = envctl(&[
-            "stats".as_ref(),
-            "--once".as_ref(),
-            "--record".as_ref(),
-            pipe.as_os_str(),
-        ]);
-        assert_refused(&refused, name);
+        let (refused, took) = without_a_daemon()
+            .args([
+                "stats".as_ref(),
+                "--once".as_ref(),
+                "--record".as_ref(),
+                pipe.as_os_str(),
+            ])
+            .run_timed();
+        assert_refused(&refused, took, name);
         assert!(
             refused
                 .stderr
@@ -150,13 +136,15 @@ fn record_refuses_a_device() {
     let folder = TempDir::new().unwrap();
     let null = folder.path().join("null.csv");
     std::os::unix::fs::symlink("/dev/null", &null).unwrap();
-    let refused = envctl(&[
-        "stats".as_ref(),
-        "--once".as_ref(),
-        "--record".as_ref(),
-        null.as_os_str(),
-    ]);
-    assert_refused(&refused, "/dev/null");
+    let (refused, took) = without_a_daemon()
+        .args([
+            "stats".as_ref(),
+            "--once".as_ref(),
+            "--record".as_ref(),
+            null.as_os_str(),
+        ])
+        .run_timed();
+    assert_refused(&refused, took, "/dev/null");
     // A link is refused as a link before what it leads to matters (issue 30, class 3).
     assert!(
         refused.stderr.contains("is a symbolic link"),

@@ -12,30 +12,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::cli::envctl_in;
+use crate::support::cli::Envctl;
 use crate::support::docker::{ContainerGuard, require_daemon, test_image, unique_name};
 use crate::support::fake_daemon::{FakeDaemon, Reply, inspected_container, listed_container};
 
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn envctl(folder: &Path, arguments: &[&str], host: Option<&str>, stdin: Option<&str>) -> Outcome {
-    let mut command = envctl_in(folder);
-    command.args(arguments).timeout(Duration::from_secs(120));
-    if let Some(host) = host {
-        command.env("DOCKER_HOST", host);
-    }
-    command.write_stdin(stdin.unwrap_or(""));
-    let output = command.output().unwrap();
-    Outcome {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
+/// How long one envctl run may take before the test calls it hung.
+const LIMIT: Duration = Duration::from_secs(120);
 
 /// A profile file with a `hello` command, in `folder/directory/NAME.toml`.
 fn write_profile(folder: &Path, directory: &str, name: &str, greeting: &str) {
@@ -51,7 +33,10 @@ fn write_profile(folder: &Path, directory: &str, name: &str, greeting: &str) {
 }
 
 fn up(folder: &Path, profile: &str) {
-    let outcome = envctl(folder, &["up", profile], None, None);
+    let outcome = Envctl::in_folder(folder)
+        .args(["up", profile])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(outcome.code, 0, "up {profile}: {}", outcome.stderr);
 }
 
@@ -67,7 +52,10 @@ fn the_projects_only_running_container_is_the_target() {
     let container = ContainerGuard::new(format!("envctl-{profile}"));
     up(folder, &profile);
 
-    let echo = envctl(folder, &["exec", "--", "echo", "hi"], None, None);
+    let echo = Envctl::in_folder(folder)
+        .args(["exec", "--", "echo", "hi"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(
         (echo.code, echo.stdout.as_str()),
         (0, "hi\n"),
@@ -75,21 +63,30 @@ fn the_projects_only_running_container_is_the_target() {
         echo.stderr
     );
     // A word that names no container or profile is a command of the obvious container.
-    let named = envctl(folder, &["exec", "hello"], None, None);
+    let named = Envctl::in_folder(folder)
+        .args(["exec", "hello"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(
         (named.code, named.stdout.as_str()),
         (0, "hello\n"),
         "{}",
         named.stderr
     );
-    let with_arguments = envctl(folder, &["exec", "hello", "--", "there"], None, None);
+    let with_arguments = Envctl::in_folder(folder)
+        .args(["exec", "hello", "--", "there"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(
         with_arguments.stdout, "hello there\n",
         "{}",
         with_arguments.stderr
     );
     // nvidia-check fails in busybox (no GPU, no python), but it ran in the container.
-    let check = envctl(folder, &["exec", "nvidia-check", "--quick"], None, None);
+    let check = Envctl::in_folder(folder)
+        .args(["exec", "nvidia-check", "--quick"])
+        .timeout(LIMIT)
+        .run();
     assert!(
         !check.stderr.contains("no container or profile named")
             && check.stderr.contains(container.name()),
@@ -97,7 +94,10 @@ fn the_projects_only_running_container_is_the_target() {
         check.stderr
     );
     // A typo of a command gets the command.
-    let typo = envctl(folder, &["exec", "helo"], None, None);
+    let typo = Envctl::in_folder(folder)
+        .args(["exec", "helo"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(typo.code, 1);
     assert!(
         typo.stderr.contains("did you mean `hello`?"),
@@ -105,7 +105,11 @@ fn the_projects_only_running_container_is_the_target() {
         typo.stderr
     );
     // `shell` needs a terminal (issue 31); its hint names the obvious container.
-    let shell = envctl(folder, &["shell"], None, Some("echo in-the-shell\n"));
+    let shell = Envctl::in_folder(folder)
+        .args(["shell"])
+        .stdin("echo in-the-shell\n")
+        .timeout(LIMIT)
+        .run();
     assert_eq!(shell.code, 2, "{}", shell.stderr);
     assert!(
         shell
@@ -114,9 +118,15 @@ fn the_projects_only_running_container_is_the_target() {
         "{}",
         shell.stderr
     );
-    let logs = envctl(folder, &["logs"], None, None);
+    let logs = Envctl::in_folder(folder)
+        .args(["logs"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(logs.code, 0, "{}", logs.stderr);
-    let down = envctl(folder, &["down"], None, None);
+    let down = Envctl::in_folder(folder)
+        .args(["down"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert!(
         down.stderr
@@ -149,7 +159,10 @@ fn two_running_project_containers_are_listed_not_chosen() {
         &["logs"],
         &["down"],
     ] {
-        let outcome = envctl(folder, arguments, None, None);
+        let outcome = Envctl::in_folder(folder)
+            .args(arguments)
+            .timeout(LIMIT)
+            .run();
         assert_eq!(outcome.code, 2, "{arguments:?}: {}", outcome.stderr);
         assert!(
             outcome
@@ -171,7 +184,10 @@ fn two_running_project_containers_are_listed_not_chosen() {
         );
     }
     // Both still run: nothing was stopped.
-    let named = envctl(folder, &["exec", &second, "hello"], None, None);
+    let named = Envctl::in_folder(folder)
+        .args(["exec", &second, "hello"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(named.stdout, "b\n", "{}", named.stderr);
 }
 
@@ -188,18 +204,22 @@ fn a_profile_given_by_path_keeps_its_named_commands() {
     let path = format!("./elsewhere/{profile}.toml");
     let container = ContainerGuard::new(format!("envctl-{profile}"));
     up(folder, &path);
-    let by_path = envctl(folder, &["exec", &path, "hello"], None, None);
+    let by_path = Envctl::in_folder(folder)
+        .args(["exec", &path, "hello"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(by_path.stdout, "from-the-file\n", "{}", by_path.stderr);
-    let by_name = envctl(folder, &["exec", container.name(), "hello"], None, None);
+    let by_name = Envctl::in_folder(folder)
+        .args(["exec", container.name(), "hello"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(by_name.stdout, "from-the-file\n", "{}", by_name.stderr);
     // From another folder: the container's envctl.profile-file label says where it lies.
     let other = tempfile::tempdir().unwrap();
-    let elsewhere = envctl(
-        other.path(),
-        &["exec", container.name(), "hello"],
-        None,
-        None,
-    );
+    let elsewhere = Envctl::in_folder(other.path())
+        .args(["exec", container.name(), "hello"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(elsewhere.stdout, "from-the-file\n", "{}", elsewhere.stderr);
     let label = crate::support::docker::docker_stdout([
         "inspect",
@@ -267,7 +287,11 @@ fn with_none_in_the_project_the_hosts_only_envctl_container_is_the_target() {
     let daemon = daemon_with(&[(ID_A, "envctl-somewhere", "somewhere")]);
     let folder = tempfile::tempdir().unwrap();
     write_profile(folder.path(), "envctl", "local", "x");
-    let down = envctl(folder.path(), &["down"], Some(&daemon.host()), None);
+    let down = Envctl::in_folder(folder.path())
+        .daemon(&daemon.host())
+        .args(["down"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert!(
         down.stderr.contains("stopped envctl-somewhere"),
@@ -298,7 +322,11 @@ fn several_on_the_host_are_listed_and_none_hints_up() {
         &["logs"],
         &["down"],
     ] {
-        let outcome = envctl(folder.path(), arguments, Some(&several.host()), None);
+        let outcome = Envctl::in_folder(folder.path())
+            .daemon(&several.host())
+            .args(arguments)
+            .timeout(LIMIT)
+            .run();
         assert_eq!(outcome.code, 2, "{arguments:?}: {}", outcome.stderr);
         assert!(
             outcome.stderr.contains(
@@ -326,7 +354,11 @@ fn several_on_the_host_are_listed_and_none_hints_up() {
         &["logs"],
         &["down"],
     ] {
-        let outcome = envctl(folder.path(), arguments, Some(&none.host()), None);
+        let outcome = Envctl::in_folder(folder.path())
+            .daemon(&none.host())
+            .args(arguments)
+            .timeout(LIMIT)
+            .run();
         assert_eq!(outcome.code, 2, "{arguments:?}: {}", outcome.stderr);
         assert!(
             outcome.stderr.contains("no envctl container is running")
@@ -352,7 +384,11 @@ fn a_misspelled_target_gets_the_nearest_name_in_every_command() {
         &["down", "nc-bbb"],
         &["stats", "nc-bbb", "--once"],
     ] {
-        let outcome = envctl(folder.path(), arguments, Some(&daemon.host()), None);
+        let outcome = Envctl::in_folder(folder.path())
+            .daemon(&daemon.host())
+            .args(arguments)
+            .timeout(LIMIT)
+            .run();
         assert_eq!(outcome.code, 1, "{arguments:?}: {}", outcome.stderr);
         assert!(
             outcome
@@ -365,12 +401,11 @@ fn a_misspelled_target_gets_the_nearest_name_in_every_command() {
         );
     }
     // The container's name is as near.
-    let container = envctl(
-        folder.path(),
-        &["logs", "envctl-nc-aaa"],
-        Some(&daemon.host()),
-        None,
-    );
+    let container = Envctl::in_folder(folder.path())
+        .daemon(&daemon.host())
+        .args(["logs", "envctl-nc-aaa"])
+        .timeout(LIMIT)
+        .run();
     assert!(
         container.stderr.contains("did you mean `envctl-nc-aa`?"),
         "{}",
@@ -409,7 +444,10 @@ fn an_id_prefix_that_is_also_a_profile_name_is_refused() {
         vec!["exec", prefix, "--", "true"],
         vec!["logs", prefix],
     ] {
-        let outcome = envctl(folder.path(), &arguments, None, None);
+        let outcome = Envctl::in_folder(folder.path())
+            .args(&arguments)
+            .timeout(LIMIT)
+            .run();
         assert_eq!(outcome.code, 2, "{arguments:?}: {}", outcome.stderr);
         assert!(
             outcome.stderr.contains(&format!(

@@ -11,10 +11,8 @@
 use std::time::Duration;
 
 use crate::remote_daemons::{SOCKET, TLS_ENDPOINT, Way, dockerd2, envctl, free_port, project};
-use crate::support::cli::{Run, envctl_command_in};
-use crate::support::docker::{
-    ContainerGuard, TEST_LABEL, docker_stdout, run_with_timeout, unique_name,
-};
+use crate::support::cli::{Envctl, Run};
+use crate::support::docker::{ContainerGuard, TEST_LABEL, docker_stdout, unique_name};
 
 /// This machine's daemon.
 const LOCAL: &str = "unix:///var/run/docker.sock";
@@ -144,15 +142,14 @@ fn up_hosts_counts_the_users_gpus_by_each_candidates_identity() {
         "600",
     ]);
     let run = |default_daemon: &str, arguments: &[&str]| {
-        let mut command = envctl_command_in(folder.path());
-        command
-            .env("DOCKER_HOST", default_daemon)
+        Envctl::in_folder(folder.path())
+            .daemon(default_daemon)
             .env("ENVCTL_POLICY", &policy)
-            .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
-            .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
+            .nvml_file(&machine.fixture)
             .env("ENVCTL_GPU_LOCK", folder.path().join("gpus.lock"))
-            .args(arguments);
-        Run::of(run_with_timeout(&mut command, Duration::from_secs(120)).unwrap())
+            .args(arguments)
+            .timeout(Duration::from_secs(120))
+            .run()
     };
     let nowhere = format!("tcp://127.0.0.1:{}", free_port());
     let chosen = run(

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::remote_daemons::{CERTIFICATES, TLS_ENDPOINT, Way, dockerd2, envctl, free_port};
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::Envctl;
 use crate::support::docker::{TEST_LABEL, unique_name};
 
 /// A container of a made-up profile (so it counts as envctl's) that sleeps, started with
@@ -226,14 +226,11 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     );
     // From another machine (a UTS namespace named `envctl-laptop`), both daemons are
     // another machine's: their GPUs are unknown, never this machine's stand-in ones.
-    let mut command = crate::support::cli::envctl_on_a_laptop_in(folder.path(), None);
-    command.args(["--json", "stats", "--hosts", "local,second", "--once"]);
-    for (key, value) in &way.variables {
-        command.env(key, value);
-    }
-    let far = Run::of(
-        crate::support::docker::run_with_timeout(&mut command, Duration::from_secs(60)).unwrap(),
-    );
+    let far = Envctl::on_a_laptop(folder.path(), None)
+        .args(["--json", "stats", "--hosts", "local,second", "--once"])
+        .envs(way.variables.iter().map(|(key, value)| (key, value)))
+        .timeout(Duration::from_secs(60))
+        .run();
     assert_eq!(far.code, 0, "{far}");
     let far_document = far.json();
     for state in far_document["hosts"].as_array().unwrap() {
@@ -277,13 +274,10 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
 fn the_team_file_names_hosts_first_and_says_where_it_is_wrong() {
     let folder = tempfile::tempdir().unwrap();
     let run = |arguments: &[&str]| {
-        Run::of(
-            envctl_in(folder.path())
-                .timeout(Duration::from_secs(60))
-                .args(arguments)
-                .output()
-                .unwrap(),
-        )
+        Envctl::in_folder(folder.path())
+            .timeout(Duration::from_secs(60))
+            .args(arguments)
+            .run()
     };
     let missing = run(&["ps", "--hosts", "@team"]);
     assert_eq!(missing.code, 2, "{missing}");
@@ -319,14 +313,11 @@ fn the_team_file_names_hosts_first_and_says_where_it_is_wrong() {
     let config = folder.path().join("docker-config");
     std::fs::create_dir_all(&config).unwrap();
     let ps = |list: &str| {
-        Run::of(
-            envctl_in(folder.path())
-                .env("DOCKER_CONFIG", &config)
-                .timeout(Duration::from_secs(60))
-                .args(["--json", "ps", "--hosts", list])
-                .output()
-                .unwrap(),
-        )
+        Envctl::in_folder(folder.path())
+            .env("DOCKER_CONFIG", &config)
+            .timeout(Duration::from_secs(60))
+            .args(["--json", "ps", "--hosts", list])
+            .run()
     };
     let listed = ps("@team");
     assert_eq!(listed.code, 0, "{listed}");
@@ -443,7 +434,7 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
         "unix:///var/run/docker.sock,{TLS_ENDPOINT},{},{stopped}",
         forwarder.endpoint
     );
-    let mut command = crate::support::cli::envctl_command_in(folder.path());
+    let mut command = Envctl::in_folder(folder.path()).command();
     command
         .args([
             "--json",
@@ -563,23 +554,20 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
     }
     drop(_envctl);
     // The table streams too: a HOST column, each host's rows, the stopped one saying why.
-    let table = Run::of(
-        crate::support::cli::envctl_in(folder.path())
-            .envs(team_variables())
-            .timeout(Duration::from_secs(60))
-            .args([
-                "stats",
-                "--all",
-                "--interval",
-                "1s",
-                "--count",
-                "3",
-                "--hosts",
-                &format!("unix:///var/run/docker.sock,{TLS_ENDPOINT},{stopped}"),
-            ])
-            .output()
-            .unwrap(),
-    );
+    let table = Envctl::in_folder(folder.path())
+        .envs(team_variables())
+        .timeout(Duration::from_secs(60))
+        .args([
+            "stats",
+            "--all",
+            "--interval",
+            "1s",
+            "--count",
+            "3",
+            "--hosts",
+            &format!("unix:///var/run/docker.sock,{TLS_ENDPOINT},{stopped}"),
+        ])
+        .run();
     assert_eq!(table.code, 0, "{table}");
     // Each view's containers' table starts with its header (the GPUs' has no CONTAINER).
     let is_containers = |view: &&str| {
@@ -635,7 +623,7 @@ fn a_daemon_that_hangs_becomes_a_row_within_its_deadline() {
     });
     let hung = daemon.host();
     let folder = tempfile::tempdir().unwrap();
-    let mut command = crate::support::cli::envctl_command_in(folder.path());
+    let mut command = Envctl::in_folder(folder.path()).command();
     command
         .args([
             "--json",
@@ -776,13 +764,11 @@ fn another_machines_gpus_show_by_its_index_and_a_count_says_gpus() {
         &format!("[hosts]\ngpu-ps = \"{}\"\n", server.host()),
     );
     let run = |arguments: &[&str]| {
-        let output = envctl_in(folder.path())
+        Envctl::in_folder(folder.path())
             .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
             .args(arguments)
             .timeout(Duration::from_secs(120))
-            .output()
-            .unwrap();
-        Run::of(output)
+            .run()
     };
     let up = run(&["-H", &server.host(), "up", &profile]);
     assert_eq!(up.code, 0, "{up}");

@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use crate::support::cli::envctl_in;
+use crate::support::cli::Envctl;
 use crate::support::docker::{self, ContainerGuard, docker_succeeds, test_image};
 
 /// What a terminal would act on: none of it may reach the screen raw.
@@ -35,10 +35,9 @@ fn a_description_with_terminal_controls_is_listed_escaped() {
         format!("image = \"busybox:1\"\ndescription = \"{HOSTILE}\"\n"),
     )
     .unwrap();
-    let output = envctl_in(folder.path())
+    let output = Envctl::in_folder(folder.path())
         .args(["profiles", "list"])
-        .output()
-        .unwrap();
+        .output();
     assert!(output.status.success(), "{output:?}");
     assert_no_terminal_controls("stdout", &output.stdout);
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -58,10 +57,9 @@ fn a_megabyte_description_is_capped_in_the_list() {
         format!("image = \"busybox:1\"\ndescription = \"{long}\"\n"),
     )
     .unwrap();
-    let output = envctl_in(folder.path())
+    let output = Envctl::in_folder(folder.path())
         .args(["profiles", "list"])
-        .output()
-        .unwrap();
+        .output();
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout
@@ -81,10 +79,9 @@ fn a_typed_target_with_terminal_controls_is_escaped_in_the_error() {
         return;
     }
     let folder = tempfile::tempdir().unwrap();
-    let output = envctl_in(folder.path())
+    let output = Envctl::in_folder(folder.path())
         .args(["logs", "no\u{1b}]0;owned\u{7}such\rthing\u{202e}"])
-        .output()
-        .unwrap();
+        .output();
     assert!(!output.status.success(), "{output:?}");
     assert_no_terminal_controls("stderr", &output.stderr);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -112,10 +109,7 @@ fn container_labels_with_terminal_controls_are_escaped_in_ps() {
         "true",
     ]));
     let folder = tempfile::tempdir().unwrap();
-    let output = envctl_in(folder.path())
-        .args(["ps", "-a"])
-        .output()
-        .unwrap();
+    let output = Envctl::in_folder(folder.path()).args(["ps", "-a"]).output();
     assert!(output.status.success(), "{output:?}");
     assert_no_terminal_controls("stdout", &output.stdout);
     assert_no_terminal_controls("stderr", &output.stderr);
@@ -135,10 +129,9 @@ fn the_dry_run_line_escapes_controls_and_bash_still_passes_the_exact_bytes() {
         "image = \"busybox:1\"\ncommand = [\"echo\", \"a\\u001b]0;x\\u0007b'c\\u202e\"]\n",
     )
     .unwrap();
-    let output = envctl_in(folder.path())
+    let output = Envctl::in_folder(folder.path())
         .args(["up", "ctl", "--dry-run"])
-        .output()
-        .unwrap();
+        .output();
     assert!(output.status.success(), "{output:?}");
     assert_no_terminal_controls("stdout", &output.stdout);
     let line = String::from_utf8(output.stdout).unwrap();

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{
     ContainerGuard, container_exists, docker_stdout, require_daemon, test_image, unique_name,
 };
@@ -18,19 +18,8 @@ use crate::support::docker::{
 /// A daemon that is never there: the refusals come before any connection.
 const NO_DAEMON: &str = "unix:///nonexistent/envctl-trust-test.sock";
 
-fn envctl(directory: &Path, arguments: &[&str], daemon: Option<&str>) -> Run {
-    let mut command = envctl_in(directory);
-    if let Some(daemon) = daemon {
-        command.env("DOCKER_HOST", daemon);
-    }
-    Run::of(
-        command
-            .args(arguments)
-            .timeout(Duration::from_secs(120))
-            .output()
-            .unwrap(),
-    )
-}
+/// How long one envctl run may take before the test calls it hung.
+const LIMIT: Duration = Duration::from_secs(120);
 
 /// The command of the refusal's hint (`… run `envctl up P --trust``), as words after `envctl`.
 fn hinted_command(run: &Run) -> Vec<String> {
@@ -78,7 +67,10 @@ fn a_repository_profile_asking_for_root_is_refused_until_trusted() {
         vec!["up", profile.as_str()],
         vec!["up", profile.as_str(), "--dry-run"],
     ] {
-        let run = envctl(directory.path(), &arguments, None);
+        let run = Envctl::in_folder(directory.path())
+            .args(&arguments)
+            .timeout(LIMIT)
+            .run();
         assert_eq!(run.code, 2, "{arguments:?}: {}", run.stderr);
         assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
         for (line, key, value) in [
@@ -103,11 +95,17 @@ fn a_repository_profile_asking_for_root_is_refused_until_trusted() {
         assert!(!container_exists(&format!("envctl-{profile}")));
     }
     // The hint of the plain `up`, run as it is.
-    let refused = envctl(directory.path(), &["up", &profile], None);
+    let refused = Envctl::in_folder(directory.path())
+        .args(["up", &profile])
+        .timeout(LIMIT)
+        .run();
     let hinted = hinted_command(&refused);
     assert_eq!(hinted, ["up", profile.as_str(), "--trust"]);
     let words: Vec<&str> = hinted.iter().map(String::as_str).collect();
-    let trusted = envctl(directory.path(), &words, None);
+    let trusted = Envctl::in_folder(directory.path())
+        .args(&words)
+        .timeout(LIMIT)
+        .run();
     assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     assert!(
         trusted.stderr.contains(&format!(
@@ -125,11 +123,10 @@ fn a_repository_profile_asking_for_root_is_refused_until_trusted() {
     assert!(capabilities.contains("SYS_ADMIN"), "{capabilities}");
     assert!(capabilities.contains("host"), "{capabilities}");
     // `--json` names what was trusted, with file and line.
-    let json = envctl(
-        directory.path(),
-        &["--json", "up", &profile, "--dry-run", "--trust"],
-        None,
-    );
+    let json = Envctl::in_folder(directory.path())
+        .args(["--json", "up", &profile, "--dry-run", "--trust"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(json.code, 0, "{}", json.stderr);
     let trusted = &json.json()["trusted"];
     assert_eq!(trusted.as_array().map(Vec::len), Some(5), "{trusted}");
@@ -199,11 +196,11 @@ fn other_root_equivalent_settings_are_refused_at_their_line() {
             &profile,
             &format!("image = \"busybox:1.36\"\n{text}"),
         );
-        let run = envctl(
-            directory.path(),
-            &["up", &profile, "--dry-run"],
-            Some(NO_DAEMON),
-        );
+        let run = Envctl::in_folder(directory.path())
+            .daemon(NO_DAEMON)
+            .args(["up", &profile, "--dry-run"])
+            .timeout(LIMIT)
+            .run();
         assert_eq!(run.code, 2, "{text}: {}", run.stderr);
         let said = format!("envctl/{profile}.toml:{line}: `{key}` = \"{value}\" gives ");
         assert!(run.stderr.contains(&said), "{said}\n{}", run.stderr);
@@ -213,11 +210,11 @@ fn other_root_equivalent_settings_are_refused_at_their_line() {
             "only the root-equivalent entry: {}",
             run.stderr
         );
-        let trusted = envctl(
-            directory.path(),
-            &["up", &profile, "--dry-run", "--trust"],
-            Some(NO_DAEMON),
-        );
+        let trusted = Envctl::in_folder(directory.path())
+            .daemon(NO_DAEMON)
+            .args(["up", &profile, "--dry-run", "--trust"])
+            .timeout(LIMIT)
+            .run();
         // Trusted, the gate passes (a source missing on this machine is another error).
         assert!(
             trusted.stderr.contains(&format!(
@@ -234,11 +231,11 @@ fn other_root_equivalent_settings_are_refused_at_their_line() {
         &harmless,
         "image = \"busybox:1.36\"\nmounts = [\"./:/w\", \"data:/data\"]\ncap_add = [\"IPC_LOCK\", \"SYS_NICE\"]\ndevices = [\"/dev/infiniband\"]\nipc = \"shareable\"\n",
     );
-    let run = envctl(
-        directory.path(),
-        &["up", &harmless, "--dry-run"],
-        Some(NO_DAEMON),
-    );
+    let run = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["up", &harmless, "--dry-run"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stderr.contains("--trust"), "{}", run.stderr);
 }
@@ -254,30 +251,27 @@ fn the_users_own_profiles_pass_and_shared_folders_and_paths_do_not() {
     let user_folder = directory.path().join("xdg/envctl/profiles");
     std::fs::create_dir_all(&user_folder).unwrap();
     std::fs::write(user_folder.join("mine.toml"), root).unwrap();
-    let mine = envctl(
-        directory.path(),
-        &["up", "mine", "--dry-run"],
-        Some(NO_DAEMON),
-    );
+    let mine = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["up", "mine", "--dry-run"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(mine.code, 0, "{}", mine.stderr);
     assert!(!mine.stderr.contains("trust"), "{}", mine.stderr);
-    let bundled = envctl(
-        directory.path(),
-        &["up", "pytorch-2.8", "--dry-run"],
-        Some(NO_DAEMON),
-    );
+    let bundled = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["up", "pytorch-2.8", "--dry-run"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(bundled.code, 0, "{}", bundled.stderr);
 
     let shared = tempfile::tempdir().unwrap();
     std::fs::write(shared.path().join("team.toml"), root).unwrap();
-    let team = Run::of(
-        envctl_in(directory.path())
-            .env("DOCKER_HOST", NO_DAEMON)
-            .env("ENVCTL_PROFILE_PATH", shared.path())
-            .args(["up", "team", "--dry-run"])
-            .output()
-            .unwrap(),
-    );
+    let team = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .env("ENVCTL_PROFILE_PATH", shared.path())
+        .args(["up", "team", "--dry-run"])
+        .run();
     assert_eq!(team.code, 2, "{}", team.stderr);
     assert!(
         team.stderr.contains("team.toml:2: `cap_add`"),
@@ -286,11 +280,11 @@ fn the_users_own_profiles_pass_and_shared_folders_and_paths_do_not() {
     );
 
     let path = shared.path().join("team.toml").display().to_string();
-    let by_path = envctl(
-        directory.path(),
-        &["up", &path, "--dry-run"],
-        Some(NO_DAEMON),
-    );
+    let by_path = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["up", &path, "--dry-run"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(by_path.code, 2, "{}", by_path.stderr);
 
     // The user's `wrapper` extends the project's `base`, which adds the capability.
@@ -300,11 +294,11 @@ fn the_users_own_profiles_pass_and_shared_folders_and_paths_do_not() {
         "extends = \"base\"\nmemory = \"1g\"\n",
     )
     .unwrap();
-    let wrapped = envctl(
-        directory.path(),
-        &["up", "wrapper", "--dry-run"],
-        Some(NO_DAEMON),
-    );
+    let wrapped = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["up", "wrapper", "--dry-run"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(wrapped.code, 2, "{}", wrapped.stderr);
     assert!(
         wrapped.stderr.contains("envctl/base.toml:2: `cap_add`"),
@@ -327,11 +321,10 @@ fn run_is_refused_until_trusted_and_its_hint_runs() {
         &profile,
         &format!("image = \"{}\"\nipc = \"host\"\n", test_image()),
     );
-    let refused = envctl(
-        directory.path(),
-        &["run", &profile, "--", "echo", "ran"],
-        None,
-    );
+    let refused = Envctl::in_folder(directory.path())
+        .args(["run", &profile, "--", "echo", "ran"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(
         refused
@@ -347,7 +340,10 @@ fn run_is_refused_until_trusted_and_its_hint_runs() {
         ["run", profile.as_str(), "--trust", "--", "echo", "ran"]
     );
     let words: Vec<&str> = hinted.iter().map(String::as_str).collect();
-    let ran = envctl(directory.path(), &words, None);
+    let ran = Envctl::in_folder(directory.path())
+        .args(&words)
+        .timeout(LIMIT)
+        .run();
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert!(ran.stdout.contains("ran"), "{}", ran.stdout);
 }
@@ -437,7 +433,10 @@ fn down_volumes_removes_only_the_volumes_envctl_made_with_the_container() {
             others.0
         ),
     );
-    let made = envctl(directory.path(), &["up", &other], None);
+    let made = Envctl::in_folder(directory.path())
+        .args(["up", &other])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(made.code, 0, "{}", made.stderr);
     write_profile(
         directory.path(),
@@ -451,13 +450,15 @@ fn down_volumes_removes_only_the_volumes_envctl_made_with_the_container() {
             others.0
         ),
     );
-    let up = envctl(directory.path(), &["up", &profile], None);
+    let up = Envctl::in_folder(directory.path())
+        .args(["up", &profile])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(up.code, 0, "{}", up.stderr);
-    let down = envctl(
-        directory.path(),
-        &["--json", "down", &profile, "--volumes"],
-        None,
-    );
+    let down = Envctl::in_folder(directory.path())
+        .args(["--json", "down", &profile, "--volumes"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(down.code, 0, "{}", down.stderr);
     let report = down.json();
     assert_eq!(
@@ -506,11 +507,10 @@ fn down_volumes_removes_only_the_volumes_envctl_made_with_the_container() {
     docker_stdout(&words[1..]);
     assert!(!volume_exists(&forged.0));
     // `other`'s own `down --volumes` still removes the volume made with it.
-    let down_other = envctl(
-        directory.path(),
-        &["--json", "down", &other, "--volumes"],
-        None,
-    );
+    let down_other = Envctl::in_folder(directory.path())
+        .args(["--json", "down", &other, "--volumes"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(down_other.code, 0, "{}", down_other.stderr);
     assert_eq!(
         down_other.json()["volumes_removed"],
@@ -530,7 +530,11 @@ fn envctl_trust_records_the_file_until_it_changes() {
     write_profile(directory.path(), &profile, text);
     let quiet = unique_name("trust-quiet");
     write_profile(directory.path(), &quiet, "image = \"busybox:1.36\"\n");
-    let nothing = envctl(directory.path(), &["trust", &quiet], Some(NO_DAEMON));
+    let nothing = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["trust", &quiet])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(nothing.code, 0, "{}", nothing.stderr);
     assert!(
         nothing.stderr.contains("nothing to trust"),
@@ -540,11 +544,11 @@ fn envctl_trust_records_the_file_until_it_changes() {
     let record = directory.path().join("xdg/envctl/trusted.json");
     assert!(!record.exists());
 
-    let refused = envctl(
-        directory.path(),
-        &["up", &profile, "--dry-run"],
-        Some(NO_DAEMON),
-    );
+    let refused = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["up", &profile, "--dry-run"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     let hint = refused
         .stderr
@@ -554,7 +558,11 @@ fn envctl_trust_records_the_file_until_it_changes() {
     let command = hint.split('`').nth(3).unwrap();
     let words: Vec<&str> = command.split_whitespace().collect();
     assert_eq!(words[..2], ["envctl", "trust"], "{hint}");
-    let trusted = envctl(directory.path(), &words[1..], Some(NO_DAEMON));
+    let trusted = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(&words[1..])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     let file = format!("envctl/{profile}.toml");
     assert!(
@@ -568,11 +576,11 @@ fn envctl_trust_records_the_file_until_it_changes() {
     let real = std::fs::canonicalize(directory.path().join(&file)).unwrap();
     assert!(recorded.contains(&real.display().to_string()), "{recorded}");
 
-    let passes = envctl(
-        directory.path(),
-        &["up", &profile, "--dry-run"],
-        Some(NO_DAEMON),
-    );
+    let passes = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["up", &profile, "--dry-run"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(passes.code, 0, "{}", passes.stderr);
     assert!(
         passes
@@ -581,11 +589,11 @@ fn envctl_trust_records_the_file_until_it_changes() {
         "{}",
         passes.stderr
     );
-    let json = envctl(
-        directory.path(),
-        &["--json", "trust", &profile],
-        Some(NO_DAEMON),
-    );
+    let json = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["--json", "trust", &profile])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(json.code, 0, "{}", json.stderr);
     assert_eq!(json.json()["trusted"][0]["key"], "cap_add");
 
@@ -599,11 +607,11 @@ fn envctl_trust_records_the_file_until_it_changes() {
             1,
         ),
     );
-    let changed = envctl(
-        directory.path(),
-        &["up", &profile, "--dry-run"],
-        Some(NO_DAEMON),
-    );
+    let changed = Envctl::in_folder(directory.path())
+        .daemon(NO_DAEMON)
+        .args(["up", &profile, "--dry-run"])
+        .timeout(LIMIT)
+        .run();
     assert_eq!(changed.code, 2, "{}", changed.stderr);
     assert!(
         changed.stderr.contains("`cap_add` = \"SYS_MODULE\""),
@@ -626,7 +634,8 @@ fn serving_off_loopback_warns_that_the_dashboard_is_on_the_network() {
         ("[::]:0", true),
         ("127.0.0.1:0", false),
     ] {
-        let mut child = crate::support::cli::envctl_command()
+        let mut child = Envctl::shared()
+            .command()
             .args(["stats", "--interval", "0.5", "--serve", address])
             .env("ENVCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
             .stdout(std::process::Stdio::null())

@@ -12,21 +12,18 @@ use std::time::Duration;
 
 use crate::placement::Machine;
 use crate::remote_daemons::{SOCKET, dockerd2, free_port};
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{ContainerGuard, docker_stdout, test_image, unique_name};
 
 const LOCAL: &str = "unix:///var/run/docker.sock";
 
-/// envctl in `folder` with this machine's eight stand-in GPUs, no `DOCKER_HOST`.
-fn envctl(folder: &Path, machine: &Machine, arguments: &[&str]) -> Run {
-    let mut command = envctl_in(folder);
-    command
-        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
-        .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
+/// envctl in `folder` with this machine's eight stand-in GPUs and a GPU lock of the
+/// folder's own, no `DOCKER_HOST`.
+fn on_this_machine(folder: &Path, machine: &Machine) -> Envctl {
+    Envctl::in_folder(folder)
+        .nvml_file(&machine.fixture)
         .env("ENVCTL_GPU_LOCK", folder.join("gpus.lock"))
         .timeout(Duration::from_secs(120))
-        .args(arguments);
-    Run::of(command.output().unwrap())
 }
 
 /// A folder whose `./envctl/NAME.toml` runs `image` with `gpus`.
@@ -73,20 +70,16 @@ fn up_hosts_chooses_where_the_gpus_are_free_and_says_why_not_elsewhere() {
     let remote = format!("unix://{SOCKET}");
     let hosts = format!("{LOCAL},{remote},{stopped}");
     // This machine's daemon has no NVIDIA runtime: without `--force` its check fails.
-    let checked = envctl(
-        folder.path(),
-        &machine,
-        &["up", &name, "--hosts", &hosts, "--dry-run"],
-    );
+    let checked = on_this_machine(folder.path(), &machine)
+        .args(["up", &name, "--hosts", &hosts, "--dry-run"])
+        .run();
     assert!(
         checked.stderr.contains("the daemon has no NVIDIA runtime")
             || host_line(&checked, LOCAL).contains("no NVIDIA runtime"),
         "{checked}"
     );
-    let run = envctl(
-        folder.path(),
-        &machine,
-        &[
+    let run = on_this_machine(folder.path(), &machine)
+        .args([
             "up",
             &name,
             "--hosts",
@@ -94,8 +87,8 @@ fn up_hosts_chooses_where_the_gpus_are_free_and_says_why_not_elsewhere() {
             "--dry-run",
             "--force",
             "--json",
-        ],
-    );
+        ])
+        .run();
     assert_eq!(run.code, 0, "{run}");
     let chosen = host_line(&run, LOCAL);
     assert!(chosen.contains(": chosen: "), "{run}");
@@ -138,7 +131,9 @@ fn up_hosts_with_no_room_anywhere_names_each_hosts_reason() {
     let stopped = format!("tcp://127.0.0.1:{}", free_port());
     let remote = format!("unix://{SOCKET}");
     let hosts = format!("{LOCAL},{remote},{stopped}");
-    let run = envctl(folder.path(), &machine, &["up", &name, "--hosts", &hosts]);
+    let run = on_this_machine(folder.path(), &machine)
+        .args(["up", &name, "--hosts", &hosts])
+        .run();
     assert_eq!(run.code, 1, "{run}");
     assert!(
         run.stderr.contains(&format!(
@@ -165,7 +160,7 @@ fn up_hosts_with_no_room_anywhere_names_each_hosts_reason() {
         .unwrap_or_else(|| panic!("no ps command in the hint: {run}"))
         .to_string();
     let words: Vec<&str> = hint.split(' ').skip(1).collect();
-    let listed = envctl(folder.path(), &machine, &words);
+    let listed = on_this_machine(folder.path(), &machine).args(&words).run();
     assert!(listed.code <= 1, "{listed}");
     assert!(
         listed.stdout.contains("HOST") || listed.stderr.contains(&stopped),
@@ -197,7 +192,9 @@ fn up_hosts_prefers_the_image_present_and_starts_it_there() {
     let _container = ContainerGuard::new(container.clone());
     let remote = format!("unix://{SOCKET}");
     let hosts = format!("{remote},{LOCAL}");
-    let run = envctl(folder.path(), &machine, &["up", &name, "--hosts", &hosts]);
+    let run = on_this_machine(folder.path(), &machine)
+        .args(["up", &name, "--hosts", &hosts])
+        .run();
     assert_eq!(run.code, 0, "{run}");
     assert!(
         host_line(&run, LOCAL).contains(": chosen: image present"),
@@ -212,14 +209,14 @@ fn up_hosts_prefers_the_image_present_and_starts_it_there() {
     ]);
     assert_eq!(labels.trim(), format!("{name} true"));
 
-    let both = envctl(
-        folder.path(),
-        &machine,
-        &["-H", LOCAL, "up", &name, "--hosts", &hosts],
-    );
+    let both = on_this_machine(folder.path(), &machine)
+        .args(["-H", LOCAL, "up", &name, "--hosts", &hosts])
+        .run();
     assert_eq!(both.code, 2, "{both}");
     assert!(both.stderr.contains("leave out -H/--context"), "{both}");
-    let down = envctl(folder.path(), &machine, &["down", &name, "--rm"]);
+    let down = on_this_machine(folder.path(), &machine)
+        .args(["down", &name, "--rm"])
+        .run();
     assert_eq!(down.code, 0, "{down}");
 }
 
@@ -235,8 +232,7 @@ fn up_hosts_prefers_the_image_present_and_starts_it_there() {
 /// each server's reason, and nothing is made.
 #[test]
 fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
-    use crate::support::cli::envctl_on_a_laptop_in;
-    use crate::support::docker::{TEST_LABEL, run_with_timeout};
+    use crate::support::docker::TEST_LABEL;
     use crate::support::server::{Fixture, FixtureProcess, Server};
     let test = "up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon";
     let full_fixture = Fixture::gpus(
@@ -322,14 +318,15 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
     .unwrap();
     // envctl on a laptop, against `DOCKER_HOST` when one is given.
     let laptop = |docker_host: Option<String>, arguments: &[&str]| {
-        let mut command = envctl_on_a_laptop_in(folder.path(), None);
-        command
+        let laptop = Envctl::on_a_laptop(folder.path(), None)
             .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
-            .args(arguments);
-        if let Some(docker_host) = docker_host {
-            command.env("DOCKER_HOST", docker_host);
+            .args(arguments)
+            .timeout(Duration::from_secs(180));
+        match docker_host {
+            Some(docker_host) => laptop.daemon(&docker_host),
+            None => laptop,
         }
-        Run::of(run_with_timeout(&mut command, Duration::from_secs(180)).unwrap())
+        .run()
     };
     // A laptop's doctor leaves `busy` a GPU record (its GPUs, no processes).
     let doctor = laptop(Some(busy.host()), &["doctor", &name]);

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::cli::envctl_in;
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{current_test_name, run_with_timeout, skip_or_panic};
 
 /// The `pip install --target` folder of the Python validators (see the module doc).
@@ -201,21 +201,11 @@ impl Tools {
     }
 }
 
-/// A command's outcome, as text.
-struct Ran {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(mut command: Command, directory: &Path) -> Ran {
+/// A validator's outcome, as text.
+fn run(mut command: Command, directory: &Path) -> Run {
     command.current_dir(directory);
     let output = run_with_timeout(&mut command, TOOL_TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
-    Ran {
-        ok: output.status.success(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(output)
 }
 
 fn compose_command(program: &[String], file: &Path) -> Command {
@@ -234,12 +224,11 @@ fn compose_command(program: &[String], file: &Path) -> Command {
 
 /// The names of the bundled profiles, from `envctl profiles list --json`.
 fn bundled_names(project: &Path) -> Vec<String> {
-    let output = envctl_in(project)
+    let listed = Envctl::in_folder(project)
         .args(["profiles", "list", "--json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "profiles list failed");
-    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        .run();
+    assert!(listed.success(), "profiles list failed");
+    let document: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
     let names: Vec<String> = document["profiles"]
         .as_array()
         .unwrap()
@@ -253,19 +242,18 @@ fn bundled_names(project: &Path) -> Vec<String> {
 
 /// Runs `envctl export PROFILE --to TARGET OPTIONS… -o FILE`; panics unless it exits 0.
 fn export(project: &Path, profile: &str, target: &str, options: &[&str], file: &Path) {
-    let output = envctl_in(project)
+    let exported = Envctl::in_folder(project)
         .args(["export", profile, "--to", target])
         .args(options)
         .arg("-o")
         .arg(file)
         .arg("--force")
         .timeout(TOOL_TIMEOUT)
-        .output()
-        .unwrap();
+        .run();
     assert!(
-        output.status.success(),
+        exported.success(),
         "export {profile} --to {target} {options:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
+        exported.stderr
     );
 }
 
@@ -335,19 +323,19 @@ fn every_export_passes_the_real_validators() {
     let (mut v1_accepted, mut v2_accepted) = (0, 0);
     for file in &compose_files {
         let v1 = run(compose_command(&tools.compose_v1, file), root);
-        if v1.ok {
+        if v1.success() {
             v1_accepted += 1;
         } else {
             refused.push(format!("compose v1 {}: {}", file.display(), v1.stderr));
         }
         let v2 = run(compose_command(&tools.compose_v2, file), root);
-        if v2.ok && v2.stderr.trim().is_empty() {
+        if v2.success() && v2.stderr.trim().is_empty() {
             v2_accepted += 1;
         } else {
             refused.push(format!(
                 "compose v2 {} (ok: {}): {}",
                 file.display(),
-                v2.ok,
+                v2.success(),
                 v2.stderr
             ));
         }
@@ -378,7 +366,7 @@ fn every_export_passes_the_real_validators() {
         .chain(kubernetes.stderr.lines())
         .filter(|line| line.contains(" passed "))
         .count();
-    if !kubernetes.ok || kubernetes_passed != documents {
+    if !kubernetes.success() || kubernetes_passed != documents {
         refused.push(format!(
             "kubernetes-validate ({kubernetes_passed} of {documents} documents passed):\n{}\n{}",
             kubernetes.stdout, kubernetes.stderr
@@ -399,7 +387,7 @@ fn every_export_passes_the_real_validators() {
         .rsplit_once(", ")
         .and_then(|(_, tail)| tail.split_whitespace().next()?.parse().ok())
         .unwrap_or(devcontainer_files.len());
-    if !devcontainer.ok {
+    if !devcontainer.success() {
         refused.push(format!(
             "devcontainer schema:\n{}{}",
             devcontainer.stdout, devcontainer.stderr
@@ -445,7 +433,7 @@ fn the_validators_refuse_broken_documents() {
     .unwrap();
     let v2 = run(compose_command(&tools.compose_v2, &compose), root);
     assert!(
-        !v2.ok || !v2.stderr.trim().is_empty(),
+        !v2.success() || !v2.stderr.trim().is_empty(),
         "compose v2 said nothing about count next to device_ids"
     );
     std::fs::write(
@@ -454,9 +442,9 @@ fn the_validators_refuse_broken_documents() {
     )
     .unwrap();
     let v1 = run(compose_command(&tools.compose_v1, &compose), root);
-    assert!(!v1.ok, "compose v1 accepted an unknown key");
+    assert!(!v1.success(), "compose v1 accepted an unknown key");
     let v2 = run(compose_command(&tools.compose_v2, &compose), root);
-    assert!(!v2.ok, "compose v2 accepted an unknown key");
+    assert!(!v2.success(), "compose v2 accepted an unknown key");
 
     let manifest = root.join("pod.yaml");
     std::fs::write(
@@ -475,7 +463,7 @@ fn the_validators_refuse_broken_documents() {
         ])
         .arg(&manifest);
     assert!(
-        !run(command, root).ok,
+        !run(command, root).success(),
         "kubernetes-validate --strict accepted a misspelled field"
     );
 
@@ -492,7 +480,7 @@ fn the_validators_refuse_broken_documents() {
         .arg(fixtures.join("devContainer.base.schema.json"))
         .arg(&devcontainer);
     assert!(
-        !run(command, root).ok,
+        !run(command, root).success(),
         "the devcontainer schema accepted forwardPorts as a string"
     );
 }

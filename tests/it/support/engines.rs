@@ -142,16 +142,17 @@ impl TestEngine {
         .collect()
     }
 
-    /// envctl (see [`super::cli::envctl_in`]) talking to this engine.
-    pub fn envctl(&self, directory: &Path) -> assert_cmd::Command {
-        let mut command = super::cli::envctl_in(directory);
-        command
+    /// envctl in `directory` (see [`super::cli::Envctl::in_folder`]) talking to this engine,
+    /// ended if it runs past three minutes.
+    pub fn envctl(&self, directory: &Path) -> super::cli::Envctl {
+        let envctl = super::cli::Envctl::in_folder(directory)
             .env_remove("DOCKER_CONTEXT")
             .timeout(Duration::from_secs(180));
-        if !self.host.is_empty() {
-            command.env("DOCKER_HOST", &self.host);
+        if self.host.is_empty() {
+            envctl
+        } else {
+            envctl.daemon(&self.host)
         }
-        command
     }
 
     /// The test image on this engine: [`docker::test_image`] on Docker; on Podman the same

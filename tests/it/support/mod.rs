@@ -18,7 +18,9 @@
 //! - [`fake_daemon`]: a fake Docker daemon on a unix socket with canned answers (slow
 //!   headers, a body one byte a second, 500, bad JSON, a 50 MB error) and a record of the
 //!   requests it got ([`fake_daemon::FakeDaemon::start`]); point `DOCKER_HOST` at it.
-//! - [`cli`]: envctl run in a test's own folder ([`cli::envctl_in`]).
+//! - [`cli`]: envctl as a test runs it, built by [`cli::Envctl`]: the folder (or none, or
+//!   another machine's view of it), the stand-in NVML fixture, the daemon, arguments and
+//!   stdin, then a [`cli::Run`] (exit code and both streams).
 //! - [`cuda_images`]: test images built FROM the test image with nvidia-check's stand-ins,
 //!   its recorded scenarios, or a package's real CUDA libraries in site-packages
 //!   ([`cuda_images::ImageBuild`]).
