@@ -159,7 +159,7 @@ fn judge_invalid(sandbox: &TempDir, path: &Path) -> Vec<String> {
     let mut problems = Vec::new();
 
     let plain = check(sandbox, &shown);
-    if plain.code != Some(2) {
+    if plain.code != 2 {
         problems.push(format!("expected exit code 2, got {:?}", plain.code));
     }
     let rendered = rendered_diagnostics(&plain.stderr);
@@ -200,7 +200,7 @@ fn judge_invalid(sandbox: &TempDir, path: &Path) -> Vec<String> {
             )];
         }
     };
-    if json_run.code != Some(2) {
+    if json_run.code != 2 {
         problems.push(format!(
             "--json: expected exit code 2, got {:?}",
             json_run.code
@@ -269,7 +269,7 @@ fn judge_valid(sandbox: &TempDir, path: &Path) -> Vec<String> {
     };
 
     let plain = check(sandbox, &shown);
-    if plain.code != Some(0) {
+    if plain.code != 0 {
         return vec![format!(
             "expected `profiles check` to accept it (exit code 0):\n{}",
             plain.describe()
@@ -278,7 +278,7 @@ fn judge_valid(sandbox: &TempDir, path: &Path) -> Vec<String> {
     let (json_run, report) = check_json(sandbox, &shown);
     match report {
         Ok(report)
-            if json_run.code == Some(0)
+            if json_run.code == 0
                 && report["valid"] == true
                 && report["files"][0]["valid"] == true
                 && report["files"][0]["diagnostics"] == serde_json::json!([]) => {}
@@ -292,7 +292,7 @@ fn judge_valid(sandbox: &TempDir, path: &Path) -> Vec<String> {
 
     let shown_run = run(sandbox, &["--json", "profiles", "show", &shown]);
     let document: Value = match serde_json::from_str(&shown_run.stdout) {
-        Ok(document) if shown_run.code == Some(0) => document,
+        Ok(document) if shown_run.code == 0 => document,
         _ => {
             return vec![format!(
                 "`profiles show --json` failed:\n{}",
@@ -386,11 +386,11 @@ fn checking_many_files_at_once_judges_each_as_alone() {
         .chain(&corpus_files(&corpus_folder("invalid")))
         .map(|path| path.display().to_string())
         .collect();
-    let mut command = envctl(&sandbox);
-    command
-        .args(["--json", "profiles", "check"])
-        .args(&arguments);
-    let output = command.output().unwrap();
+    let output = bounded_output(
+        envctl(&sandbox)
+            .args(["--json", "profiles", "check"])
+            .args(&arguments),
+    );
     assert_eq!(output.status.code(), Some(2));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["valid"], false);

@@ -17,12 +17,7 @@ fn check_generated(name: &str, bytes: &[u8]) -> (Run, Value, String, TempDir) {
     let (json_run, report) = check_json(&sandbox, &shown);
     let report = report
         .unwrap_or_else(|error| panic!("--json is not JSON ({error}):\n{}", json_run.describe()));
-    assert_eq!(
-        json_run.code,
-        Some(2),
-        "--json run:\n{}",
-        json_run.describe()
-    );
+    assert_eq!(json_run.code, 2, "--json run:\n{}", json_run.describe());
     (plain, report, shown, sandbox)
 }
 
@@ -35,12 +30,7 @@ fn assert_refused(
     (line, column): (usize, Option<usize>),
     message: &str,
 ) {
-    assert_eq!(
-        run.code,
-        Some(2),
-        "expected exit code 2:\n{}",
-        run.describe()
-    );
+    assert_eq!(run.code, 2, "expected exit code 2:\n{}", run.describe());
     let place = match column {
         Some(column) => format!("{shown}:{line}:{column}"),
         None => format!("{shown}:{line}:"),
@@ -137,7 +127,7 @@ fn files_over_one_mebibyte_are_refused_and_one_mebibyte_is_not() {
     let path = sandbox.path().join("at-limit.toml");
     std::fs::write(&path, &text).unwrap();
     let at_limit = check(&sandbox, &path.display().to_string());
-    assert_eq!(at_limit.code, Some(0), "{}", at_limit.describe());
+    assert_eq!(at_limit.code, 0, "{}", at_limit.describe());
 
     // One byte over: refused, naming the size and the limit.
     text.push('\n');
@@ -284,7 +274,7 @@ fn extends_chains_longer_than_32_files_are_refused() {
     };
 
     let longest = check(&sandbox, &shown(FILES - 32));
-    assert_eq!(longest.code, Some(0), "{}", longest.describe());
+    assert_eq!(longest.code, 0, "{}", longest.describe());
 
     let first = FILES - 33;
     let plain = check(&sandbox, &shown(first));

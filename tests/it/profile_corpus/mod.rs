@@ -41,6 +41,8 @@ use proptest::prelude::*;
 use serde_json::Value;
 use tempfile::TempDir;
 
+use crate::support::cli::{Envctl, Run};
+
 mod corpus;
 mod generated;
 mod properties;
@@ -52,31 +54,31 @@ mod properties;
 /// A working directory with no `./envctl/` and a config home of its own, so that only the
 /// corpus and the bundled profiles are found.
 fn sandbox() -> TempDir {
-    let sandbox = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(sandbox.path().join("config")).unwrap();
-    sandbox
+    tempfile::tempdir().unwrap()
 }
 
-fn envctl(sandbox: &TempDir) -> Command {
-    let mut command = crate::support::cli::envctl();
-    command
-        .current_dir(sandbox.path())
-        .env("NO_COLOR", "1")
-        .env_remove("ENVCTL_PROFILE_PATH")
-        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
-        .args(["--color", "never"])
-        .timeout(Duration::from_secs(20));
-    command
+/// envctl in the sandbox ([`Envctl::in_folder`]: its own config home), without colour.
+fn envctl(sandbox: &TempDir) -> Envctl {
+    Envctl::in_folder(sandbox.path()).args(["--color", "never"])
 }
 
-/// What one run printed.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+/// How long one run may take: a run that hangs fails its test instead of stalling it.
+const RUN_LIMIT: Duration = Duration::from_secs(20);
+
+/// Runs `envctl` to its end within [`RUN_LIMIT`].
+fn bounded_output(envctl: Envctl) -> std::process::Output {
+    Command::from_std(envctl.command())
+        .timeout(RUN_LIMIT)
+        .output()
+        .unwrap()
 }
 
-impl Run {
+/// Failure messages show a run with long outputs clipped.
+trait Describe {
+    fn describe(&self) -> String;
+}
+
+impl Describe for Run {
     fn describe(&self) -> String {
         format!(
             "exit code: {:?}\n--- stderr ---\n{}\n--- stdout ---\n{}",
@@ -101,12 +103,7 @@ fn clip(text: &str) -> String {
 }
 
 fn run(sandbox: &TempDir, arguments: &[&str]) -> Run {
-    let output = envctl(sandbox).args(arguments).output().unwrap();
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(bounded_output(envctl(sandbox).args(arguments)))
 }
 
 fn check(sandbox: &TempDir, file: &str) -> Run {
