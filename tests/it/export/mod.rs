@@ -16,12 +16,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{run_with_timeout, skip_or_panic};
 use envctl::container_plan::Overrides;
 use envctl::export::{self, ExportInput, Exported, KubernetesOptions, VolumeMode, WorkloadKind};
@@ -173,13 +174,6 @@ struct Project {
     directory: tempfile::TempDir,
 }
 
-/// What one envctl run did.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 impl Project {
     fn new() -> Project {
         let directory = tempfile::Builder::new()
@@ -206,28 +200,18 @@ impl Project {
         std::fs::create_dir_all(self.path().join(relative)).unwrap();
     }
 
+    /// `envctl ARGUMENTS…` in the project folder.
     fn envctl(&self, arguments: &[&str]) -> Run {
-        let output = crate::support::cli::envctl_command()
-            .args(arguments)
-            .current_dir(self.path())
-            .env("NO_COLOR", "1")
-            .env("XDG_CONFIG_HOME", self.path().join("xdg"))
-            .env("HOME", self.path().join("home"))
-            .env_remove("ENVCTL_PROFILE_PATH")
-            .env_remove("ENVCTL_NVML_LIBRARY")
-            .env_remove("CLICOLOR_FORCE")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
+        Envctl::in_folder(self.path()).args(arguments).run()
     }
 }
 
-impl Run {
+/// The exit code a test expects of a run, asserted with both streams shown.
+trait Expect {
+    fn expect(self, code: i32, what: &str) -> Run;
+}
+
+impl Expect for Run {
     fn expect(self, code: i32, what: &str) -> Run {
         assert_eq!(
             self.code, code,
