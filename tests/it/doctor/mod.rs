@@ -22,7 +22,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::nvml::{compile_old_driver_library, fixture as nvml_fixture, stub_library};
+use crate::support::cli::{Envctl, Run};
+use crate::support::nvml::{compile_old_driver_library, stub_library};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -63,14 +64,22 @@ struct Scenario {
     docker_host: Option<String>,
 }
 
+/// One run and how long it took (a doctor that must fail fast is timed).
 struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
+    run: Run,
     elapsed: Duration,
 }
 
+impl std::ops::Deref for Output {
+    type Target = Run;
+
+    fn deref(&self) -> &Run {
+        &self.run
+    }
+}
+
 impl Output {
+    /// stdout as the one report document, checked to carry `schema_version` 1.
     fn json(&self) -> Value {
         one_json_document(&self.stdout)
     }
@@ -106,48 +115,36 @@ impl Scenario {
         path
     }
 
-    fn command(&self) -> Command {
-        let mut command = crate::support::cli::envctl();
-        command
-            .current_dir(self.path())
-            .env("NO_COLOR", "1")
-            .env("XDG_CONFIG_HOME", self.path().join("xdg"))
-            .env("HOME", self.path().join("home"))
-            .env_remove("ENVCTL_PROFILE_PATH")
-            .env_remove("CLICOLOR_FORCE")
-            .env_remove("ENVCTL_NVML_LIBRARY")
-            .env_remove("ENVCTL_NVML_STUB_FIXTURE")
-            .timeout(HANG_GUARD)
-            .args(["--color", "never"]);
+    /// envctl in this scenario's folder ([`Envctl::in_folder`]), with its NVML and daemon.
+    fn envctl(&self) -> Envctl {
+        let mut envctl = Envctl::in_folder(self.path()).args(["--color", "never"]);
         match &self.nvml {
             Nvml::System => {}
-            Nvml::Stub(name) => {
-                command
-                    .env("ENVCTL_NVML_LIBRARY", stub_library())
-                    .env("ENVCTL_NVML_STUB_FIXTURE", nvml_fixture(name));
-            }
-            Nvml::Library(path) => {
-                command.env("ENVCTL_NVML_LIBRARY", path);
-            }
+            Nvml::Stub(name) => envctl = envctl.nvml(name),
+            Nvml::Library(path) => envctl = envctl.env("ENVCTL_NVML_LIBRARY", path),
         }
         if let Some(host) = &self.docker_host {
-            command.env("DOCKER_HOST", host);
+            envctl = envctl.daemon(host);
         }
-        command
+        envctl
     }
 
-    /// `envctl --color never ARGUMENTS…`, with its exit code and output.
+    /// `envctl --color never ARGUMENTS…`, within [`HANG_GUARD`], with its exit code,
+    /// output and duration.
     fn run(&self, arguments: &[&str]) -> Output {
         let started = Instant::now();
-        let output = self.command().args(arguments).output().unwrap();
+        let output = Command::from_std(self.envctl().args(arguments).command())
+            .timeout(HANG_GUARD)
+            .output()
+            .unwrap();
         let elapsed = started.elapsed();
+        assert!(
+            output.status.code().is_some(),
+            "envctl {arguments:?} was killed ({:?})",
+            output.status
+        );
         Output {
-            code: output
-                .status
-                .code()
-                .unwrap_or_else(|| panic!("envctl {arguments:?} was killed ({:?})", output.status)),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
+            run: Run::of(output),
             elapsed,
         }
     }
