@@ -81,9 +81,10 @@ fn busy_and_idle_containers_give_plausible_numbers_once() {
     // Both sources: the cgroup files (fast path) and the Engine API (a remote daemon's).
     for source in ["cgroup", "api"] {
         let started = Instant::now();
-        let result = run(envctl()
+        let result = envctl()
             .args(["stats", "--once", "--json", &busy, &idle])
-            .env("ENVCTL_STATS_SOURCE", source));
+            .env("ENVCTL_STATS_SOURCE", source)
+            .run();
         let elapsed = started.elapsed();
         assert_eq!(result.code, 0, "{source}: {}", result.stderr);
         check_plausible(&document(&result.stdout), &busy, &idle, &fleet.profile);
@@ -95,7 +96,7 @@ fn busy_and_idle_containers_give_plausible_numbers_once() {
         }
     }
     // The table: both rows, and the NVML absence only said with -v.
-    let table = run(envctl().args(["stats", "--once", &busy, &idle]));
+    let table = envctl().args(["stats", "--once", &busy, &idle]).run();
     assert_eq!(table.code, 0, "{}", table.stderr);
     assert!(table.stdout.starts_with("CONTAINER"), "{}", table.stdout);
     assert!(
@@ -104,7 +105,9 @@ fn busy_and_idle_containers_give_plausible_numbers_once() {
         table.stdout
     );
     assert!(!table.stderr.contains("nvml"), "{}", table.stderr);
-    let conflicting = run(envctl().args(["stats", "--once", "--json", "--all", &busy]));
+    let conflicting = envctl()
+        .args(["stats", "--once", "--json", "--all", &busy])
+        .run();
     assert_eq!(
         conflicting.code, 2,
         "TARGETs and --all conflict: {}",
@@ -120,7 +123,7 @@ fn streaming_gives_json_lines_from_both_sources() {
     let mut fleet = Fleet::new("stats-stream");
     let (busy, idle) = busy_and_idle(&mut fleet);
     for source in ["cgroup", "api"] {
-        let result = run(envctl()
+        let result = envctl()
             .args([
                 "stats",
                 "--json",
@@ -131,7 +134,8 @@ fn streaming_gives_json_lines_from_both_sources() {
                 &busy,
                 &idle,
             ])
-            .env("ENVCTL_STATS_SOURCE", source));
+            .env("ENVCTL_STATS_SOURCE", source)
+            .run();
         assert_eq!(result.code, 0, "{source}: {}", result.stderr);
         let lines: Vec<&str> = result.stdout.lines().collect();
         assert_eq!(
@@ -159,7 +163,9 @@ fn streaming_gives_json_lines_from_both_sources() {
         check_plausible(complete, &busy, &idle, &fleet.profile);
     }
     // Not a terminal, no --json: a plain table per interval.
-    let plain = run(envctl().args(["stats", "--count", "2", "--interval", "0.3", &busy]));
+    let plain = envctl()
+        .args(["stats", "--count", "2", "--interval", "0.3", &busy])
+        .run();
     assert_eq!(plain.code, 0, "{}", plain.stderr);
     assert_eq!(
         plain.stdout.matches("CONTAINER").count(),
@@ -175,7 +181,7 @@ fn an_unknown_target_is_named() {
         return;
     }
     let name = unique_name("envctl-stats-missing");
-    let result = run(envctl().args(["stats", "--once", &name]));
+    let result = envctl().args(["stats", "--once", &name]).run();
     assert_eq!(result.code, 1, "{}", result.stderr);
     assert!(result.stderr.contains(&name), "{}", result.stderr);
 }
@@ -197,7 +203,7 @@ fn fifty_containers_once_and_streaming() {
             .collect()
     };
     let started = Instant::now();
-    let once = run(envctl().args(["stats", "--once", "--json"]));
+    let once = envctl().args(["stats", "--once", "--json"]).run();
     let elapsed = started.elapsed();
     assert_eq!(once.code, 0, "{}", once.stderr);
     let rows = ours(&document(&once.stdout));
@@ -212,7 +218,9 @@ fn fifty_containers_once_and_streaming() {
         elapsed < Duration::from_secs(3),
         "--once with 50 containers took {elapsed:?}"
     );
-    let stream = run(envctl().args(["stats", "--json", "--count", "2", "--interval", "0.5"]));
+    let stream = envctl()
+        .args(["stats", "--json", "--count", "2", "--interval", "0.5"])
+        .run();
     assert_eq!(stream.code, 0, "{}", stream.stderr);
     let last = document(stream.stdout.lines().last().unwrap());
     assert_eq!(ours(&last).len(), 50);
@@ -228,10 +236,11 @@ fn record_appends_and_survives_a_kill() {
     let folder = TempDir::new().unwrap();
     let csv = folder.path().join("run.csv");
     for count in ["3", "2"] {
-        let result = run(envctl()
+        let result = envctl()
             .args(["stats", "--count", count, "--interval", "0.2", "--record"])
             .arg(&csv)
-            .arg(&name));
+            .arg(&name)
+            .run();
         assert_eq!(result.code, 0, "{}", result.stderr);
     }
     let text = std::fs::read_to_string(&csv).unwrap();
@@ -250,7 +259,8 @@ fn record_appends_and_survives_a_kill() {
 
     // Killed mid-run: every line written before the kill is whole.
     let jsonl = folder.path().join("killed.jsonl");
-    let mut child = std_envctl()
+    let mut child = envctl()
+        .command()
         .args(["stats", "--interval", "0.2", "--record"])
         .arg(&jsonl)
         .arg(&name)
@@ -282,10 +292,11 @@ fn record_appends_and_survives_a_kill() {
         assert_eq!(line["containers"][0]["name"], name.as_str());
     }
     let svg = folder.path().join("killed.svg");
-    let report = run(envctl()
+    let report = envctl()
         .args(["stats", "report"])
         .arg(&jsonl)
         .arg("-o")
-        .arg(&svg));
+        .arg(&svg)
+        .run();
     assert_eq!(report.code, 0, "{}", report.stderr);
 }

@@ -86,7 +86,8 @@ fn serve_answers_prometheus_scrapes() {
     }
     let mut fleet = Fleet::new("stats-serve");
     let name = fleet.start(&[], &["sleep", "600"]);
-    let mut child = std_envctl()
+    let mut child = envctl()
+        .command()
         .args([
             "stats",
             "--interval",

@@ -35,12 +35,13 @@ fn gpu_memory_of_a_process_in_a_container_lands_on_its_row() {
             "api",
         ),
     ] {
-        let result = run(envctl()
+        let result = envctl()
             .args(&arguments)
             .args([&trainer, &bystander])
             .env("ENVCTL_NVML_LIBRARY", stub_library())
             .env("ENVCTL_NVML_STUB_FIXTURE", &machine)
-            .env("ENVCTL_STATS_SOURCE", source));
+            .env("ENVCTL_STATS_SOURCE", source)
+            .run();
         assert_eq!(result.code, 0, "{}", result.stderr);
         // `--once --json` is one (pretty) document, a stream one line per sample.
         let document = if source == "cgroup" {
@@ -66,10 +67,11 @@ fn gpu_memory_of_a_process_in_a_container_lands_on_its_row() {
             "pid 1 is on the host"
         );
     }
-    let table = run(envctl()
+    let table = envctl()
         .args(["stats", "--once", &trainer])
         .env("ENVCTL_NVML_LIBRARY", stub_library())
-        .env("ENVCTL_NVML_STUB_FIXTURE", &machine));
+        .env("ENVCTL_NVML_STUB_FIXTURE", &machine)
+        .run();
     assert!(table.stdout.contains("4.0GiB"), "{}", table.stdout);
     assert!(
         table.stdout.contains("NVIDIA H100 80GB HBM3"),
@@ -110,10 +112,11 @@ fn gpu_memory_that_cannot_be_read_is_unknown_not_zero() {
         ),
     ] {
         std::fs::write(&machine, format!("{base}{lines}")).unwrap();
-        let result = run(envctl()
+        let result = envctl()
             .args(["stats", "--once", "--json", &trainer, &bystander])
             .env("ENVCTL_NVML_LIBRARY", stub_library())
-            .env("ENVCTL_NVML_STUB_FIXTURE", &machine));
+            .env("ENVCTL_NVML_STUB_FIXTURE", &machine)
+            .run();
         assert_eq!(result.code, 0, "{case}: {}", result.stderr);
         let document = document(&result.stdout);
         assert!(
@@ -125,10 +128,11 @@ fn gpu_memory_that_cannot_be_read_is_unknown_not_zero() {
             0,
             "{case}: a container with no GPU holds none"
         );
-        let table = run(envctl()
+        let table = envctl()
             .args(["stats", "--once", &trainer])
             .env("ENVCTL_NVML_LIBRARY", stub_library())
-            .env("ENVCTL_NVML_STUB_FIXTURE", &machine));
+            .env("ENVCTL_NVML_STUB_FIXTURE", &machine)
+            .run();
         assert_eq!(table.code, 0, "{case}: {}", table.stderr);
         assert!(
             !table.stdout.contains("3.0GiB"),

@@ -75,7 +75,8 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
     let recording = folder.path().join("run.jsonl");
     // A second recorder writes CSV alongside; its file is read once the end is in it.
     let csv = folder.path().join("run.csv");
-    let mut csv_child = std_envctl()
+    let mut csv_child = envctl()
+        .command()
         .args(["stats", "--interval", "0.3", "--record"])
         .arg(&csv)
         .arg(&name)
@@ -83,7 +84,8 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut child = std_envctl()
+    let mut child = envctl()
+        .command()
         .args(["stats", "--interval", "0.3", "--json", "--record"])
         .arg(&recording)
         .arg(&name)
@@ -213,6 +215,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
             .arg(source)
             .arg("-o")
             .arg(&svg)
+            .command()
             .output()
             .unwrap();
         assert_eq!(drawn.status.code(), Some(0), "{drawn:?}");
@@ -232,6 +235,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .arg(&csv)
         .arg("-o")
         .arg(&page)
+        .command()
         .output()
         .unwrap();
     assert_eq!(drawn.status.code(), Some(0), "{drawn:?}");
@@ -247,7 +251,11 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         "{page}"
     );
     // `ps` says so, in its JSON and its table.
-    let output = envctl().args(["ps", "--all", "--json"]).output().unwrap();
+    let output = envctl()
+        .args(["ps", "--all", "--json"])
+        .command()
+        .output()
+        .unwrap();
     let listing: Value = serde_json::from_slice(&output.stdout).unwrap();
     let row = listing["containers"]
         .as_array()
@@ -257,7 +265,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .unwrap_or_else(|| panic!("{listing}"))
         .clone();
     assert_eq!(row["oom_killed"], true, "{row}");
-    let table = envctl().args(["ps", "--all"]).output().unwrap();
+    let table = envctl().args(["ps", "--all"]).command().output().unwrap();
     let table = String::from_utf8(table.stdout).unwrap();
     assert!(
         table.lines().any(|line| line.contains(&name)
@@ -269,6 +277,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
     let once = envctl()
         .args(["stats", "--once", "--json", &name])
         .env("ENVCTL_NVML_LIBRARY", "/nonexistent")
+        .command()
         .output()
         .unwrap();
     let once: Value = serde_json::from_slice(&once.stdout).unwrap();

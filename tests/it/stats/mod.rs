@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{docker_stdout, test_image, unique_name};
 use crate::support::tmux::{MAIN_SCREEN_MARKER, Recording, Tmux, shell_quote};
 use assert_cmd::Command;
@@ -51,47 +52,13 @@ fn read_fixture(name: &str) -> String {
     std::fs::read_to_string(fixture(name)).unwrap()
 }
 
-/// envctl with no colour, no NVML unless a test gives one, and no source override.
-fn envctl() -> Command {
-    let mut command = crate::support::cli::envctl();
-    command
-        .env("NO_COLOR", "1")
-        .env(
-            "ENVCTL_NVML_LIBRARY",
-            "/nonexistent/envctl-test/libnvidia-ml.so.1",
-        )
-        .env_remove("ENVCTL_NVML_STUB_FIXTURE")
-        .env_remove("ENVCTL_STATS_SOURCE")
-        .env_remove("CLICOLOR_FORCE");
-    command
-}
-
-fn std_envctl() -> StdCommand {
-    let mut command = crate::support::cli::envctl_command();
-    command
-        .env("NO_COLOR", "1")
-        .env(
-            "ENVCTL_NVML_LIBRARY",
-            "/nonexistent/envctl-test/libnvidia-ml.so.1",
-        )
-        .env_remove("ENVCTL_NVML_STUB_FIXTURE")
-        .env_remove("ENVCTL_STATS_SOURCE");
-    command
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(command: &mut Command) -> Run {
-    let output = command.output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
+/// envctl with no NVML unless a test gives one ([`Envctl::shared`] already clears colour
+/// and every other `ENVCTL_*` setting, the stats source among them).
+fn envctl() -> Envctl {
+    Envctl::shared().env(
+        "ENVCTL_NVML_LIBRARY",
+        "/nonexistent/envctl-test/libnvidia-ml.so.1",
+    )
 }
 
 fn document(text: &str) -> Value {

@@ -31,11 +31,12 @@ fn report_draws_csv_and_json_lines_recordings() {
             .to_string_lossy()
             .into_owned();
         let svg = folder.path().join(format!("out-{extension}.svg"));
-        let result = run(envctl()
+        let result = envctl()
             .args(["stats", "report"])
             .arg(&recording)
             .arg("-o")
-            .arg(&svg));
+            .arg(&svg)
+            .run();
         assert_eq!(result.code, 0, "{}", result.stderr);
         assert!(result.stderr.contains("6 samples"), "{}", result.stderr);
         let drawing = std::fs::read_to_string(&svg).unwrap();
@@ -50,11 +51,12 @@ fn report_draws_csv_and_json_lines_recordings() {
             assert!(drawing.contains(title), "{title}");
         }
         let html = folder.path().join(format!("out-{extension}.html"));
-        let result = run(envctl()
+        let result = envctl()
             .args(["stats", "report"])
             .arg(&recording)
             .args(["--output"])
-            .arg(&html));
+            .arg(&html)
+            .run();
         assert_eq!(result.code, 0, "{}", result.stderr);
         let page = std::fs::read_to_string(&html).unwrap();
         assert!(
@@ -75,16 +77,15 @@ fn report_output_is_never_replaced_unasked_and_never_a_device() {
     let svg = folder.path().join("out.svg");
     std::fs::write(&svg, "mine").unwrap();
     let report = |output: &Path, force: bool| {
-        let mut command = envctl();
-        command
+        let mut command = envctl()
             .args(["stats", "report"])
             .arg(&recording)
             .arg("-o")
             .arg(output);
         if force {
-            command.arg("--force");
+            command = command.arg("--force");
         }
-        run(&mut command)
+        command.run()
     };
     let refused = report(&svg, false);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
@@ -130,11 +131,12 @@ fn report_skips_a_cut_last_line_and_names_bad_inputs() {
     file.write_all(b"{\"schema_version\":1,\"time\":17")
         .unwrap();
     let svg = folder.path().join("out.svg");
-    let result = run(envctl()
+    let result = envctl()
         .args(["stats", "report"])
         .arg(&recording)
         .arg("-o")
-        .arg(&svg));
+        .arg(&svg)
+        .run();
     assert_eq!(result.code, 0, "{}", result.stderr);
     assert!(
         result.stderr.contains("cut.jsonl:4: skipped"),
@@ -142,17 +144,20 @@ fn report_skips_a_cut_last_line_and_names_bad_inputs() {
         result.stderr
     );
 
-    let missing = run(envctl().args(["stats", "report", "/nonexistent/run.csv", "-o", "x.svg"]));
+    let missing = envctl()
+        .args(["stats", "report", "/nonexistent/run.csv", "-o", "x.svg"])
+        .run();
     assert_eq!(missing.code, 2, "{}", missing.stderr);
     assert!(
         missing.stderr.contains("/nonexistent/run.csv"),
         "{}",
         missing.stderr
     );
-    let wrong = run(envctl()
+    let wrong = envctl()
         .args(["stats", "report"])
         .arg(&recording)
-        .args(["-o", "x.png"]));
+        .args(["-o", "x.png"])
+        .run();
     assert_eq!(wrong.code, 2);
     assert!(
         wrong.stderr.contains("neither .svg nor .html"),
@@ -161,10 +166,11 @@ fn report_skips_a_cut_last_line_and_names_bad_inputs() {
     );
     let foreign = folder.path().join("foreign.csv");
     std::fs::write(&foreign, "a,b\n1,2\n").unwrap();
-    let refused = run(envctl()
+    let refused = envctl()
         .args(["stats", "report"])
         .arg(&foreign)
-        .args(["-o", "x.svg"]));
+        .args(["-o", "x.svg"])
+        .run();
     assert_eq!(refused.code, 2);
     assert!(
         refused.stderr.contains("not an envctl CSV recording"),
@@ -177,12 +183,18 @@ fn report_skips_a_cut_last_line_and_names_bad_inputs() {
 /// an endless loop. A run killed at the limit reads as code -1.
 fn report_within_ten_seconds(recording: &Path, output: &Path) -> Run {
     let started = Instant::now();
-    let result = run(envctl()
+    let command = envctl()
         .args(["stats", "report"])
         .arg(recording)
         .arg("-o")
         .arg(output)
-        .timeout(Duration::from_secs(10)));
+        .command();
+    let result = Run::of(
+        Command::from_std(command)
+            .timeout(Duration::from_secs(10))
+            .output()
+            .unwrap(),
+    );
     assert!(
         started.elapsed() < Duration::from_secs(10) && result.code != -1,
         "`stats report {}` did not end within 10 s:\n{}",
@@ -285,10 +297,11 @@ fn record_refuses_a_json_file_it_did_not_write() {
     let content = "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\"\n}\n";
     std::fs::write(&package, content).unwrap();
     // Refused before the daemon is asked anything: no daemon is needed here.
-    let result = run(envctl()
+    let result = envctl()
         .args(["stats", "--once", "--record"])
         .arg(&package)
-        .env("DOCKER_HOST", "unix:///nonexistent/envctl-test/docker.sock"));
+        .env("DOCKER_HOST", "unix:///nonexistent/envctl-test/docker.sock")
+        .run();
     assert_eq!(result.code, 2, "{}", result.stderr);
     assert!(
         result
@@ -308,7 +321,7 @@ fn record_refuses_a_json_file_it_did_not_write() {
 
 #[test]
 fn help_shows_the_views_and_the_report() {
-    let help = run(envctl().args(["stats", "--help"]));
+    let help = envctl().args(["stats", "--help"]).run();
     assert_eq!(help.code, 0);
     for text in [
         "report",
@@ -321,15 +334,16 @@ fn help_shows_the_views_and_the_report() {
     ] {
         assert!(help.stdout.contains(text), "{text} in\n{}", help.stdout);
     }
-    let usage = run(envctl().args(["stats", "--interval", "5ms"]));
+    let usage = envctl().args(["stats", "--interval", "5ms"]).run();
     assert_eq!(usage.code, 2);
     assert!(
         usage.stderr.contains("shorter than 100 ms"),
         "{}",
         usage.stderr
     );
-    let extension =
-        run(envctl().args(["stats", "--once", "--record", "/tmp/envctl-stats-test.txt"]));
+    let extension = envctl()
+        .args(["stats", "--once", "--record", "/tmp/envctl-stats-test.txt"])
+        .run();
     assert_eq!(extension.code, 2, "{}", extension.stderr);
     assert!(extension.stderr.contains(".jsonl"), "{}", extension.stderr);
 }
