@@ -77,14 +77,7 @@ fn eight_concurrent_ups_of_one_profile_make_one_container() {
             .collect();
         let runs: Vec<Run> = children
             .into_iter()
-            .map(|child| {
-                let output = child.wait_with_output().unwrap();
-                Run {
-                    code: output.status.code().unwrap_or(-1),
-                    stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-                    stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-                }
-            })
+            .map(|child| Run::of(child.wait_with_output().unwrap()))
             .collect();
         let failed: Vec<String> = runs
             .iter()

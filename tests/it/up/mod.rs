@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{
     ContainerGuard, ImageGuard, docker_output, docker_stdout, image_exists, require_daemon,
     test_image, unique_name,
@@ -56,34 +57,15 @@ struct Scenario {
     directory: tempfile::TempDir,
 }
 
-/// What one envctl run did.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+/// The exit code a test expects of a run, asserted with both streams shown.
+trait ExpectCode {
+    fn expect_code(&self, code: i32, what: &str) -> &Self;
 }
 
-impl Run {
-    /// The one JSON document on stdout.
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|error| panic!("stdout is not one JSON document ({error}):\n{self}"))
-    }
-
+impl ExpectCode for Run {
     fn expect_code(&self, code: i32, what: &str) -> &Self {
         assert_eq!(self.code, code, "{what}: unexpected exit code\n{self}");
         self
-    }
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            formatter,
-            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
     }
 }
 
@@ -129,36 +111,35 @@ impl Scenario {
         path
     }
 
-    /// `envctl` set up for this scenario: its working directory and a clean environment.
+    /// `envctl` set up for this scenario: its folder is the working directory and holds
+    /// `./xdg` and `./home` ([`Envctl::in_folder`]).
+    fn envctl(&self) -> Envctl {
+        Envctl::in_folder(self.path())
+    }
+
+    /// [`Scenario::envctl`] for a test that spawns envctl itself, with stdin closed.
     fn std_command(&self) -> std::process::Command {
-        let mut command = crate::support::cli::envctl_command();
-        command
-            .current_dir(self.path())
-            .env("NO_COLOR", "1")
-            .env("XDG_CONFIG_HOME", self.path().join("xdg"))
-            .env("HOME", self.path().join("home"))
-            .env_remove("ENVCTL_PROFILE_PATH")
-            .env_remove("ENVCTL_NVML_LIBRARY")
-            .env_remove("CLICOLOR_FORCE")
-            .stdin(Stdio::null());
+        let mut command = self.envctl().command();
+        command.stdin(Stdio::null());
         command
     }
 
+    /// `envctl ARGUMENTS…` with `environment` added, within [`HANG_GUARD`].
     fn run_with(&self, arguments: &[&str], environment: &[(&str, &str)]) -> Run {
-        let mut command = assert_cmd::Command::from_std(self.std_command());
-        command.args(arguments).timeout(HANG_GUARD);
+        let mut envctl = self.envctl().args(arguments);
         for (key, value) in environment {
-            command.env(key, value);
+            envctl = envctl.env(key, value);
         }
-        let output = command.output().unwrap();
-        Run {
-            code: output
-                .status
-                .code()
-                .unwrap_or_else(|| panic!("envctl {arguments:?} was killed ({:?})", output.status)),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
+        let output = assert_cmd::Command::from_std(envctl.command())
+            .timeout(HANG_GUARD)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.code().is_some(),
+            "envctl {arguments:?} was killed ({:?})",
+            output.status
+        );
+        Run::of(output)
     }
 
     /// `envctl ARGUMENTS…`.
