@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::support::cli::{Run, envctl_in};
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{skip_or_panic, unique_name};
 use crate::support::engines::{Family, TestEngine};
 
@@ -109,14 +109,13 @@ impl Way {
 
 /// envctl in `folder` with `way`'s variables (bounded: a hang fails the test).
 pub fn envctl(folder: &Path, way: &Way, arguments: &[&str]) -> Run {
-    let mut command = envctl_in(folder);
+    let mut envctl = Envctl::in_folder(folder);
     for (key, value) in &way.variables {
-        command.env(key, value);
+        envctl = envctl.env(key, value);
     }
     Run::of(
-        command
+        assert_cmd::Command::from_std(envctl.args(arguments).command())
             .timeout(Duration::from_secs(120))
-            .args(arguments)
             .output()
             .unwrap(),
     )
