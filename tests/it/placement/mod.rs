@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::cli::Run;
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{self, TEST_LABEL, unique_name};
 use crate::support::engines::{CDI_DIR_ENV, Family, engines};
 use crate::support::nvml;
@@ -105,20 +105,23 @@ fn envctl_with(
     environment: &[(&str, &Path)],
     arguments: &[&str],
 ) -> Run {
-    let mut command = crate::support::cli::envctl_in(folder);
+    let mut envctl = Envctl::in_folder(folder);
     for (key, value) in environment {
-        command.env(key, value);
+        envctl = envctl.env(key, value);
     }
-    command
-        .env("ENVCTL_NVML_LIBRARY", nvml::stub_library())
-        .env("ENVCTL_NVML_STUB_FIXTURE", &machine.fixture)
+    envctl = envctl
+        .nvml_file(&machine.fixture)
         .env("ENVCTL_GPU_LOCK", folder.join("gpus.lock"))
-        .timeout(Duration::from_secs(120))
         .args(arguments);
     if !host.is_empty() {
-        command.env("DOCKER_HOST", host);
+        envctl = envctl.daemon(host);
     }
-    Run::of(command.output().unwrap())
+    Run::of(
+        assert_cmd::Command::from_std(envctl.command())
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap(),
+    )
 }
 
 /// A folder with `./envctl/NAME.toml` for each `(name, rest)`.
