@@ -7,31 +7,25 @@
 
 use serde_json::Value;
 
+use crate::support::cli::Envctl;
+
 mod aarch64;
 mod arguments;
 mod drivers;
 mod gpu_names;
 mod verdicts;
 
+/// `envctl compat ARGUMENTS… --json` in a folder of its own: exit code, report (null
+/// when stdout is not JSON), stderr.
 fn compat(arguments: &[&str]) -> (i32, Value, String) {
     let directory = tempfile::tempdir().unwrap();
-    let output = crate::support::cli::envctl()
-        .current_dir(directory.path())
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", directory.path())
-        .env_remove("ENVCTL_PROFILE_PATH")
+    let run = Envctl::in_folder(directory.path())
         .arg("compat")
         .args(arguments)
         .arg("--json")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    (
-        output.status.code().unwrap(),
-        json,
-        String::from_utf8(output.stderr).unwrap(),
-    )
+        .run();
+    let json = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    (run.code, json, run.stderr)
 }
 
 fn finding<'a>(gpu: &'a Value, id: &str) -> &'a Value {
@@ -46,19 +40,10 @@ fn finding<'a>(gpu: &'a Value, id: &str) -> &'a Value {
 /// The command's text output: exit code, stdout, stderr (no `--json`).
 fn compat_text(arguments: &[&str]) -> (i32, String, String) {
     let directory = tempfile::tempdir().unwrap();
-    let output = crate::support::cli::envctl()
-        .current_dir(directory.path())
-        .env("NO_COLOR", "1")
+    let run = Envctl::in_folder(directory.path())
         .env("COLUMNS", "100")
-        .env("XDG_CONFIG_HOME", directory.path())
-        .env_remove("ENVCTL_PROFILE_PATH")
         .arg("compat")
         .args(arguments)
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap(),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
+        .run();
+    (run.code, run.stdout, run.stderr)
 }
