@@ -8,8 +8,8 @@
 //! it, except where a scenario points it somewhere on purpose.
 //!
 //! Facts and verdicts are asserted on `--json`; the human report of three scenarios is
-//! pinned with insta snapshots (`tests/it/snapshots/it__doctor__*.snap`), with what differs
-//! between machines (Docker version, endpoint, cgroup, free space, the branches still
+//! pinned with insta snapshots (`tests/it/doctor/snapshots/it__doctor__*.snap`), with what
+//! differs between machines (Docker version, endpoint, cgroup, free space, the branches still
 //! supported today) filtered out.
 //!
 //! Assertions that depend on the daemon come after `crate::support::docker::require_daemon()`,

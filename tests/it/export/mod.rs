@@ -4,8 +4,8 @@
 //! tests/it/validators.rs);
 //! devcontainer.json; the `docker run` line; the `-o` file handling; and the notices for
 //! what a target cannot express. Text output is pinned with insta snapshots
-//! (`tests/it/snapshots/it__export__*.snap`), built through the library with a fixed working
-//! directory (`/work/project`) so they are the same on every machine.
+//! (`tests/it/export/snapshots/it__export__<target>__*.snap`), built through the library
+//! with a fixed working directory (`/work/project`) so they are the same on every machine.
 //!
 //! Tests that need `docker-compose` (v1) or `docker compose` (v2) skip without it, unless
 //! `ENVCTL_REQUIRE_DOCKER=1` makes that a failure.
