@@ -7,8 +7,9 @@
 //! a child that [`gpu_facts`] starts from this same binary, and no test changes the
 //! environment, the current directory or signal dispositions of the test process.
 //!
-//! Run one module with a filter: `cargo test --test it doctor::`. Insta snapshots live in
-//! `tests/it/snapshots/`, named `it__<module>__<name>.snap`.
+//! Run one module with a filter: `cargo test --test it doctor::`. Insta snapshots live in a
+//! `snapshots/` folder beside the file whose test takes them (`tests/it/snapshots/` for a
+//! one-file module, `tests/it/up/snapshots/` for `up/`'s), named `it__<module path>__<name>.snap`.
 //!
 //! Data the tests read stays beside this folder: `tests/fixtures/`, `tests/corpus/`,
 //! `tests/fuzz-corpus/`, and the stand-in NVML library `tests/nvml-stub/`.

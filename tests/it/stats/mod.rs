@@ -27,9 +27,9 @@ use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{docker_stdout, test_image, unique_name};
 use crate::support::tmux::{MAIN_SCREEN_MARKER, Recording, Tmux, shell_quote};
 use assert_cmd::Command;
-use envctl_engine::stats::container_sample_from_api_json;
 use envctl::monitor::Snapshot;
 use envctl::monitor::usage::container_usage;
+use envctl_engine::stats::container_sample_from_api_json;
 use serde_json::Value;
 use tempfile::TempDir;
 
