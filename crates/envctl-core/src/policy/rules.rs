@@ -486,6 +486,92 @@ mod tests {
     }
 
     #[test]
+    fn each_rule_is_judged_by_its_own_step() {
+        fn at<T>(value: T) -> Rule<T> {
+            Rule { value, line: 3 }
+        }
+        let within = request();
+        assert_eq!(super::gpus_per_container(&at(1), &within), None);
+        assert_eq!(
+            super::gpus_per_container(&at(0), &within).map(|violation| violation.message),
+            Some("the container asks for 1 GPU".to_string())
+        );
+        assert_eq!(super::gpus_per_user(&at(1), &within), None);
+        let holding = PolicyRequest {
+            user_gpus_held: Some(Ok(1)),
+            ..request()
+        };
+        assert_eq!(
+            super::gpus_per_user(&at(1), &holding).map(|violation| violation.message),
+            Some("user `ada` holds 1 GPU already and the container asks for 1 more".to_string())
+        );
+        assert_eq!(
+            super::memory_requirement(
+                &at(false),
+                &PolicyRequest {
+                    memory: None,
+                    ..request()
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            super::memory_requirement(
+                &at(true),
+                &PolicyRequest {
+                    memory: None,
+                    ..request()
+                }
+            )
+            .map(|violation| violation.limit),
+            Some("true".to_string())
+        );
+        assert_eq!(
+            super::cpu_ceiling(
+                &Rule {
+                    value: 8.0,
+                    line: 1
+                },
+                &within
+            ),
+            None
+        );
+        assert_eq!(
+            super::registry(&at(vec!["docker.io".to_string()]), &within),
+            None
+        );
+        let everywhere = PolicyRequest {
+            ports: vec![
+                PublishedPort {
+                    container_port: "8888/tcp".into(),
+                    host_ip: String::new(),
+                },
+                PublishedPort {
+                    container_port: "6006/tcp".into(),
+                    host_ip: "::1".into(),
+                },
+                PublishedPort {
+                    container_port: "22/tcp".into(),
+                    host_ip: "0.0.0.0".into(),
+                },
+            ],
+            ..request()
+        };
+        assert_eq!(super::loopback_ports(&at(false), &everywhere), Vec::new());
+        let ports: Vec<String> = super::loopback_ports(&at(true), &everywhere)
+            .into_iter()
+            .map(|violation| violation.message)
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                "the container publishes port 8888/tcp on every address of the host",
+                "the container publishes port 22/tcp on `0.0.0.0`",
+            ]
+        );
+    }
+
+    #[test]
     fn no_rule_refuses_nothing() {
         let empty = policy("");
         let request = PolicyRequest {

@@ -320,3 +320,44 @@ fn cross_checked(
     }
     findings
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpus_are_grouped_by_capability_in_the_order_they_first_appear() {
+        let hopper = ComputeCapability::new(9, 0);
+        let ampere = ComputeCapability::new(8, 6);
+        let gpus = vec![
+            (0, hopper, Some("NVIDIA H100".to_string())),
+            (1, ampere, None),
+            (2, hopper, Some("NVIDIA H100".to_string())),
+        ];
+        let groups = CapabilityGroup::all(&gpus);
+        assert_eq!(
+            groups,
+            vec![
+                CapabilityGroup {
+                    capability: hopper,
+                    indices: vec![0, 2],
+                    names: vec!["NVIDIA H100", "NVIDIA H100"],
+                },
+                CapabilityGroup {
+                    capability: ampere,
+                    indices: vec![1],
+                    names: Vec::new(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_arch_list_is_written_as_torch_writes_it() {
+        let targets: Vec<Target> = ["sm_80", "sm_90", "compute_90"]
+            .iter()
+            .map(|arch| arch.parse().unwrap())
+            .collect();
+        assert_eq!(arch_names(&targets), ["sm_80", "sm_90", "compute_90"]);
+    }
+}

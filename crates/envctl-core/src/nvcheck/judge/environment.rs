@@ -20,34 +20,32 @@ pub(super) fn environment(
         return;
     };
     let visible = view.visible_gpus().map_or(0, |(count, _)| count);
+    let profile = expectations.profile.as_deref();
     findings.extend(
         [
-            shell
-                .shm
-                .as_ref()
-                .map(|shm| shared_memory(shm, expectations)),
+            shell.shm.as_ref().map(|shm| shared_memory(shm, profile)),
             shell
                 .ulimits
                 .memlock
                 .as_deref()
-                .map(|text| locked_memory(text, expectations)),
+                .map(|text| locked_memory(text, profile)),
             shell
                 .ulimits
                 .stack
                 .as_deref()
-                .map(|text| stack_size(text, expectations)),
+                .map(|text| stack_size(text, profile)),
             nccl(view, visible),
-            device_order(view, visible, expectations),
+            device_order(view, visible, profile),
         ]
         .into_iter()
         .flatten(),
     );
 }
 
-/// The hint that sets `setting`: in the container's profile when it has one, else on
+/// The hint that sets `setting`: in the container's `profile` when it has one, else on
 /// the command that recreates it.
-fn profile_fix(expectations: &Expectations<'_>, setting: &str) -> String {
-    match &expectations.profile {
+fn profile_fix(profile: Option<&str>, setting: &str) -> String {
+    match profile {
         Some(profile) => {
             format!("set {setting} in profile `{profile}`, then `envctl up {profile} --recreate`")
         }
@@ -57,7 +55,7 @@ fn profile_fix(expectations: &Expectations<'_>, setting: &str) -> String {
 
 /// `/dev/shm` as `df` measured it: below [`SHM_MINIMUM_BYTES`] warns, since DataLoader
 /// workers pass whole batches through it.
-fn shared_memory(shm: &CommandOutput, expectations: &Expectations<'_>) -> Finding {
+fn shared_memory(shm: &CommandOutput, profile: Option<&str>) -> Finding {
     match shm.output.as_deref().and_then(df_size) {
         Some(size) if size.total_bytes < SHM_MINIMUM_BYTES => Finding::warn(
             SHM,
@@ -67,7 +65,7 @@ fn shared_memory(shm: &CommandOutput, expectations: &Expectations<'_>) -> Findin
             ),
         )
         .with_hint(profile_fix(
-            expectations,
+            profile,
             "`shm_size = \"8g\"` (or `ipc = \"host\"`)",
         ))
         .with_fact("shm", size),
@@ -87,13 +85,13 @@ fn shared_memory(shm: &CommandOutput, expectations: &Expectations<'_>) -> Findin
                 first_line(shm.output.as_deref().unwrap_or("df printed nothing"))
             ),
         )
-        .with_hint(profile_fix(expectations, "`shm_size = \"8g\"`")),
+        .with_hint(profile_fix(profile, "`shm_size = \"8g\"`")),
     }
 }
 
 /// `ulimit -l` as the shell printed it (`text`): anything short of unlimited warns, as
 /// NCCL over InfiniBand/RoCE and large pinned buffers need it unlimited.
-fn locked_memory(text: &str, expectations: &Expectations<'_>) -> Finding {
+fn locked_memory(text: &str, profile: Option<&str>) -> Finding {
     match ulimit_value(text) {
         Some(Limit::Unlimited) => Finding::pass(MEMLOCK, "locked memory (ulimit -l) is unlimited"),
         Some(Limit::Bytes(bytes)) => Finding::warn(
@@ -104,7 +102,7 @@ fn locked_memory(text: &str, expectations: &Expectations<'_>) -> Finding {
             ),
         )
         .with_hint(profile_fix(
-            expectations,
+            profile,
             "`memlock = -1` under [ulimits] (NVIDIA's recommendation)",
         ))
         .with_fact("bytes", bytes),
@@ -117,7 +115,7 @@ fn locked_memory(text: &str, expectations: &Expectations<'_>) -> Finding {
 
 /// `ulimit -s` as the shell printed it (`text`): at least [`STACK_RECOMMENDED_BYTES`]
 /// passes, at least [`STACK_MINIMUM_BYTES`] is noted, less warns.
-fn stack_size(text: &str, expectations: &Expectations<'_>) -> Finding {
+fn stack_size(text: &str, profile: Option<&str>) -> Finding {
     match ulimit_value(text) {
         Some(Limit::Unlimited) => Finding::pass(STACK, "stack size (ulimit -s) is unlimited"),
         Some(Limit::Bytes(bytes)) if bytes >= STACK_RECOMMENDED_BYTES => {
@@ -139,7 +137,7 @@ fn stack_size(text: &str, expectations: &Expectations<'_>) -> Finding {
                 binary_limit(bytes)
             ),
         )
-        .with_hint(profile_fix(expectations, "`stack = 67108864` under [ulimits]"))
+        .with_hint(profile_fix(profile, "`stack = 67108864` under [ulimits]"))
         .with_fact("bytes", bytes),
         None => Finding::info(
             STACK,
@@ -200,11 +198,7 @@ fn gpu_models<'v>(view: &'v View<'_>) -> Vec<&'v str> {
 
 /// `CUDA_DEVICE_ORDER`: anything but `PCI_BUS_ID` warns on a mix of GPU models, where
 /// CUDA's numbering (fastest first) and nvidia-smi's (by PCI bus) differ.
-fn device_order(
-    view: &View<'_>,
-    visible: usize,
-    expectations: &Expectations<'_>,
-) -> Option<Finding> {
+fn device_order(view: &View<'_>, visible: usize, profile: Option<&str>) -> Option<Finding> {
     let order = view.variable("CUDA_DEVICE_ORDER");
     let shown = || order.map_or_else(|| "unset".to_string(), |value| format!("`{value}`"));
     let models = gpu_models(view);
@@ -223,7 +217,7 @@ fn device_order(
                 ),
             )
             .with_hint(profile_fix(
-                expectations,
+                profile,
                 "`CUDA_DEVICE_ORDER = \"PCI_BUS_ID\"` under env (envctl up sets it for profiles that ask for GPUs)",
             )),
         ),
@@ -235,5 +229,56 @@ fn device_order(
             ),
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Status;
+
+    #[test]
+    fn the_fix_names_the_profile_when_there_is_one() {
+        assert_eq!(
+            profile_fix(Some("train"), "`memlock = -1`"),
+            "set `memlock = -1` in profile `train`, then `envctl up train --recreate`"
+        );
+        assert_eq!(
+            profile_fix(None, "`memlock = -1`"),
+            "recreate the container with `memlock = -1`"
+        );
+    }
+
+    #[test]
+    fn ulimits_are_judged_on_their_own() {
+        assert_eq!(locked_memory("unlimited", None).status, Status::Pass);
+        assert_eq!(locked_memory("65536", None).status, Status::Warn);
+        assert_eq!(locked_memory("garbled", None).status, Status::Info);
+        // `ulimit -s` prints KiB: 65536 KiB is NVIDIA's 64 MiB, 8192 KiB Linux's default.
+        assert_eq!(stack_size("65536", None).status, Status::Pass);
+        assert_eq!(stack_size("8192", None).status, Status::Info);
+        assert_eq!(stack_size("4096", None).status, Status::Warn);
+        assert_eq!(
+            stack_size("4096", Some("train")).hint.as_deref(),
+            Some(
+                "set `stack = 67108864` under [ulimits] in profile `train`, then `envctl up train --recreate`"
+            )
+        );
+    }
+
+    #[test]
+    fn shared_memory_below_the_minimum_warns() {
+        let df = |kibibytes: u64| CommandOutput {
+            exit_status: Some(0),
+            output: Some(format!(
+                "Filesystem     1024-blocks  Used Available Capacity Mounted on\nshm {kibibytes} 0 {kibibytes} 0% /dev/shm\n"
+            )),
+        };
+        assert_eq!(shared_memory(&df(64 * 1024), None).status, Status::Warn);
+        assert_eq!(shared_memory(&df(1024 * 1024), None).status, Status::Pass);
+        assert_eq!(
+            shared_memory(&CommandOutput::default(), None).status,
+            Status::Warn
+        );
     }
 }
