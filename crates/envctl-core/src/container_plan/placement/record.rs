@@ -91,7 +91,7 @@ impl GpuRecord {
             None => Err("it names no host it was written on".into()),
         }
     }
-    /// The GPUs of the record with their `holders`, for [`choose`]: what is in use on a
+    /// The GPUs of the record with their `holders`, for [`super::choose`]: what is in use on a
     /// GPU of another machine (memory, processes) cannot be read from here, so placement
     /// weighs the containers that hold each GPU only.
     pub fn occupancy(&self, holders: &[GpuHolder]) -> Vec<GpuOccupancy> {
