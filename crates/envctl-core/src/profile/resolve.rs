@@ -13,6 +13,7 @@ use super::confine::Confinement;
 use super::diagnostic::{Diagnostic, file_diagnostic};
 use super::error::ProfileError;
 use super::file::{read_profile_text, read_profile_text_verified};
+use super::image::ImageReference;
 use super::layer::{Layer, MergedLayer};
 use super::model::{GpuRequest, Ipc, Profile, Ulimit};
 use super::validate::{check_profile_name, did_you_mean, validate};
@@ -559,6 +560,9 @@ pub fn resolve_text(shown: &str, text: &str) -> Result<ResolvedProfile, ProfileE
     merge_chain(vec![(file, layer)])
 }
 
+/// The profile a chain of files makes, leaf first: each file's settings laid over its
+/// parent's, then checked as a whole (an image set somewhere, a usable name, ports that
+/// the network publishes).
 fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, ProfileError> {
     let files: Vec<String> = chain.iter().map(|(file, _)| file.shown()).collect();
     let Some((leaf, _)) = chain.first().cloned() else {
@@ -570,46 +574,74 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
     for (file, layer) in chain.into_iter().rev() {
         merged.overlay(layer, &file.shown());
     }
-    let MergedLayer { layer, mut origins } = merged;
-    let Some(image) = layer.image else {
-        let hint = if files.len() > 1 {
-            format!(
-                "no file of the chain {} sets `image`; add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"",
-                files.join(" → ")
-            )
-        } else {
-            "add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\", or `extends` a profile that has one".into()
-        };
-        return Err(ProfileError::Invalid {
-            diagnostics: vec![file_diagnostic(
-                &leaf.shown(),
-                "the profile has no `image`".into(),
-                Some(hint),
-            )],
-        });
+    let MergedLayer {
+        mut layer,
+        mut origins,
+    } = merged;
+    let Some(image) = layer.image.take() else {
+        return Err(no_image(&files, &leaf));
     };
-    if layer.name.is_none()
-        && let Err(message) = check_profile_name(&leaf.stem())
-    {
-        // The name `up` and the daemon would get; refused here rather than by the daemon.
-        return Err(ProfileError::Invalid {
-            diagnostics: vec![file_diagnostic(
-                &leaf.shown(),
-                format!("the profile is named after its file, and {message}"),
-                Some(
-                    "rename the file (for example `my-profile.toml`), or set `name = \"…\"` in it"
-                        .into(),
-                ),
-            )],
-        });
+    if layer.name.is_none() {
+        name_from_file(&leaf)?;
     }
     origins.insert("name".into(), leaf.shown());
+    let profile = profile_of(layer, image, &leaf);
+    ports_the_network_publishes(&profile, &origins, &leaf)?;
+    Ok(ResolvedProfile {
+        config_hash: config_hash(&profile),
+        source: leaf.kind(),
+        file: leaf.shown(),
+        chain: files,
+        origins,
+        profile,
+    })
+}
+
+/// No file of the chain (`files`, from `leaf` up) sets `image`: said at the leaf, with an
+/// example.
+fn no_image(files: &[String], leaf: &ProfileFile) -> ProfileError {
+    let hint = if files.len() > 1 {
+        format!(
+            "no file of the chain {} sets `image`; add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"",
+            files.join(" → ")
+        )
+    } else {
+        "add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\", or `extends` a profile that has one".into()
+    };
+    ProfileError::Invalid {
+        diagnostics: vec![file_diagnostic(
+            &leaf.shown(),
+            "the profile has no `image`".into(),
+            Some(hint),
+        )],
+    }
+}
+
+/// A profile without `name` is named after its `leaf` file: that name must be one `up`
+/// and the daemon accept, refused here rather than by the daemon.
+fn name_from_file(leaf: &ProfileFile) -> Result<(), ProfileError> {
+    check_profile_name(&leaf.stem()).map_err(|message| ProfileError::Invalid {
+        diagnostics: vec![file_diagnostic(
+            &leaf.shown(),
+            format!("the profile is named after its file, and {message}"),
+            Some(
+                "rename the file (for example `my-profile.toml`), or set `name = \"…\"` in it"
+                    .into(),
+            ),
+        )],
+    })
+}
+
+/// The merged `layer` as a profile, with its `image`, named after the `leaf` file when
+/// it sets no name and every list or request left unset at its default.
+fn profile_of(layer: Layer, image: ImageReference, leaf: &ProfileFile) -> Profile {
     // Destructured without `..`: a new field does not compile until it reaches the profile.
     let Layer {
         name,
         description,
         // Consumed while the chain was read; a resolved profile has no parent.
         extends: _,
+        // Taken out by the caller, which refuses a chain without one.
         image: _,
         command,
         workdir,
@@ -632,7 +664,7 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         stack,
         commands,
     } = layer;
-    let profile = Profile {
+    Profile {
         name: name.unwrap_or_else(|| leaf.stem()),
         description,
         image,
@@ -656,39 +688,42 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         hostname,
         stack,
         commands,
-    };
-    if let Some(network) = profile
+    }
+}
+
+/// A network that publishes no port (`host`, `none`) beside `ports`: Docker would drop
+/// the ports with a warning nobody reads. A chain may bring them from another file, so
+/// both files are named (from `origins`, else the `leaf`).
+fn ports_the_network_publishes(
+    profile: &Profile,
+    origins: &BTreeMap<String, String>,
+    leaf: &ProfileFile,
+) -> Result<(), ProfileError> {
+    let Some(network) = profile
         .network
         .as_ref()
         .filter(|network| network.publishes_nothing())
-        && !profile.ports.is_empty()
-    {
-        // Docker would drop the ports with a warning nobody reads; a chain may bring them
-        // from another file, so both files are named.
-        let network_file = origins.get("network").cloned().unwrap_or(leaf.shown());
-        let ports_file = origins.get("ports").cloned().unwrap_or(leaf.shown());
-        return Err(ProfileError::Invalid {
-            diagnostics: vec![file_diagnostic(
-                &network_file,
-                format!(
-                    "`network = \"{network}\"` publishes no port, but `ports` (from {ports_file}) lists {}",
-                    profile.ports.len()
-                ),
-                Some(if network.as_str() == "host" {
-                    "with the host's network every port the container listens on is already the host's: write `ports = []`, or leave `network` out".into()
-                } else {
-                    "write `ports = []`, or leave `network` out".into()
-                }),
-            )],
-        });
+    else {
+        return Ok(());
+    };
+    if profile.ports.is_empty() {
+        return Ok(());
     }
-    Ok(ResolvedProfile {
-        config_hash: config_hash(&profile),
-        source: leaf.kind(),
-        file: leaf.shown(),
-        chain: files,
-        origins,
-        profile,
+    let network_file = origins.get("network").cloned().unwrap_or(leaf.shown());
+    let ports_file = origins.get("ports").cloned().unwrap_or(leaf.shown());
+    Err(ProfileError::Invalid {
+        diagnostics: vec![file_diagnostic(
+            &network_file,
+            format!(
+                "`network = \"{network}\"` publishes no port, but `ports` (from {ports_file}) lists {}",
+                profile.ports.len()
+            ),
+            Some(if network.as_str() == "host" {
+                "with the host's network every port the container listens on is already the host's: write `ports = []`, or leave `network` out".into()
+            } else {
+                "write `ports = []`, or leave `network` out".into()
+            }),
+        )],
     })
 }
 

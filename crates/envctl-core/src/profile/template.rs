@@ -79,14 +79,40 @@ pub fn render(profile: &Profile, comment: &str) -> String {
 /// The lines of `profile` as TOML: top-level keys, then `[env]`, `[labels]`, `[ulimits]`, `[stack]`
 /// and `[commands]`.
 pub fn lines(profile: &Profile) -> Vec<Line> {
-    let mut lines = Vec::new();
-    let mut set = |key: &str, value: String| {
-        let short = key.rsplit('.').next().unwrap_or(key);
-        lines.push(Line {
+    let mut lines: Vec<Line> = top_level(profile)
+        .into_iter()
+        .map(|(key, value)| Line {
             key: Some(key.to_string()),
-            text: format!("{} = {value}", bare_or_quoted(short)),
+            text: format!("{} = {value}", bare_or_quoted(key)),
+        })
+        .collect();
+    for (section, entries) in sections(profile) {
+        if entries.is_empty() {
+            continue;
+        }
+        lines.push(Line {
+            key: None,
+            text: String::new(),
         });
-    };
+        lines.push(Line {
+            key: None,
+            text: format!("[{section}]"),
+        });
+        for (key, value) in entries {
+            lines.push(Line {
+                key: Some(format!("{section}.{key}")),
+                text: format!("{} = {value}", bare_or_quoted(&key)),
+            });
+        }
+    }
+    lines
+}
+
+/// The top-level keys `profile` sets and their TOML values, in the order the file lists
+/// them; a key left at its default (unset, empty) is left out.
+fn top_level(profile: &Profile) -> Vec<(&'static str, String)> {
+    let mut keys = Vec::new();
+    let mut set = |key: &'static str, value: String| keys.push((key, value));
     if let Some(description) = &profile.description {
         set("description", quote(description));
     }
@@ -145,7 +171,13 @@ pub fn lines(profile: &Profile) -> Vec<Line> {
     if let Some(hostname) = &profile.hostname {
         set("hostname", quote(hostname));
     }
-    let mut sections: Vec<(&str, Vec<(String, String)>)> = Vec::new();
+    keys
+}
+
+/// The tables of `profile` (`env`, `labels`, `ulimits`, `stack`, `commands`), each with
+/// its keys and TOML values; an empty table is written by no line.
+fn sections(profile: &Profile) -> Vec<(&'static str, Vec<(String, String)>)> {
+    let mut sections: Vec<(&'static str, Vec<(String, String)>)> = Vec::new();
     sections.push((
         "env",
         profile
@@ -197,26 +229,7 @@ pub fn lines(profile: &Profile) -> Vec<Line> {
             .map(|(name, command)| (name.clone(), array(command)))
             .collect(),
     ));
-    for (section, entries) in sections {
-        if entries.is_empty() {
-            continue;
-        }
-        lines.push(Line {
-            key: None,
-            text: String::new(),
-        });
-        lines.push(Line {
-            key: None,
-            text: format!("[{section}]"),
-        });
-        for (key, value) in entries {
-            lines.push(Line {
-                key: Some(format!("{section}.{key}")),
-                text: format!("{} = {value}", bare_or_quoted(&key)),
-            });
-        }
-    }
-    lines
+    sections
 }
 
 /// A TOML basic string, escaped by the toml crate.
