@@ -603,6 +603,50 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_count_takes_the_first_gpus_or_fails_short() {
+        let devices = [device(0, "A", "8.0"), device(1, "B", "8.0")];
+        let available: Vec<&GpuDevice> = devices.iter().collect();
+        let unused = |_: &str| -> Finding { unreachable!("there are GPUs") };
+        let (selected, findings) = select_count(1, available.clone(), &unused);
+        assert_eq!(
+            selected.iter().map(|gpu| gpu.index).collect::<Vec<_>>(),
+            [0]
+        );
+        assert_eq!(findings[0].status, Status::Pass);
+        let (selected, findings) = select_count(3, available, &unused);
+        assert_eq!(selected.len(), 2);
+        assert_eq!(
+            findings[0].message,
+            "the profile asks for 3 GPUs, this host has 2"
+        );
+        let none = |what: &str| Finding::fail("profile.gpus", what.to_string());
+        let (selected, findings) = select_count(2, Vec::new(), &none);
+        assert!(selected.is_empty());
+        assert_eq!(findings[0].message, "2 GPUs");
+    }
+
+    #[test]
+    fn devices_are_found_by_index_or_uuid_and_mig_passes_as_written() {
+        let devices = [device(0, "A", "8.0"), device(1, "B", "8.0")];
+        let available: Vec<&GpuDevice> = devices.iter().collect();
+        let unused = |_: &str| -> Finding { unreachable!("there are GPUs") };
+        let names = |list: &[&str]| list.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        let uuid = "GPU-00000001-0000-0000-0000-000000000000";
+        let (selected, findings) = select_devices(&names(&["0", uuid]), &available, &unused);
+        assert_eq!(
+            selected.iter().map(|gpu| gpu.index).collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].status, Status::Pass);
+        let (selected, findings) = select_devices(&names(&["7", "MIG-x"]), &available, &unused);
+        assert!(selected.is_empty());
+        let statuses: Vec<Status> = findings.iter().map(|finding| finding.status).collect();
+        assert_eq!(statuses, [Status::Fail, Status::Info]);
+        assert_eq!(findings[0].message, "GPU 7 not found on this host");
+    }
+
     fn gpus(driver: &str, devices: Vec<GpuDevice>) -> GpuFacts {
         GpuFacts {
             library: "stub".into(),

@@ -758,6 +758,77 @@ mod tests {
     use super::fixtures::{oom_end, snapshot, split_csv};
     use super::*;
 
+    /// One line of the current layout with `cells` set by column name, the rest empty.
+    fn line_of(cells: &[(&str, &str)]) -> String {
+        let row: Vec<String> = CSV_COLUMNS
+            .iter()
+            .map(|column| {
+                cells
+                    .iter()
+                    .find(|(name, _)| name == column)
+                    .map_or_else(String::new, |(_, value)| value.to_string())
+            })
+            .collect();
+        csv_row(&row).trim_end().to_string()
+    }
+
+    #[test]
+    fn one_csv_line_is_a_row_or_the_reason_it_is_skipped() {
+        let columns = csv::StringRecord::from(CSV_COLUMNS);
+        let read = |line: &str| csv_line(line, CSV_COLUMNS, &columns);
+        let why = |line: &str| read(line).err().unwrap_or_default();
+        let Ok((time, row)) = read(&line_of(&[
+            ("time", "2.5"),
+            ("kind", "gpu"),
+            ("gpu_index", "3"),
+        ])) else {
+            panic!("a GPU row");
+        };
+        assert_eq!(time, 2.5);
+        assert!(matches!(row, CsvRow::Gpu(GpuRow { index: 3, .. })));
+        assert_eq!(
+            why("1,container"),
+            format!("2 cells where the header has {}", CSV_COLUMNS.len())
+        );
+        assert_eq!(
+            why(&line_of(&[("time", "soon"), ("kind", "gpu")])),
+            "`soon` is not a time"
+        );
+        assert_eq!(
+            why(&line_of(&[
+                ("time", "1"),
+                ("kind", "gpu"),
+                ("gpu_index", "")
+            ])),
+            "`` is not a GPU index"
+        );
+        assert_eq!(
+            why(&line_of(&[("time", "1"), ("kind", "volume")])),
+            "unknown kind `volume`"
+        );
+        assert_eq!(
+            why(&line_of(&[("time", "inf"), ("kind", "container")])),
+            "time is inf, not a finite number"
+        );
+    }
+
+    #[test]
+    fn rows_of_one_time_share_a_snapshot() {
+        let mut recording = Recording::default();
+        recording.add(1.0, CsvRow::Gpu(GpuRow::default()));
+        recording.add(1.0, CsvRow::Container(ContainerRow::default()));
+        recording.add(2.0, CsvRow::Ended(oom_end(2.0)));
+        let times: Vec<f64> = recording
+            .snapshots
+            .iter()
+            .map(|snapshot| snapshot.time)
+            .collect();
+        assert_eq!(times, [1.0, 2.0]);
+        assert_eq!(recording.snapshots[0].gpus.len(), 1);
+        assert_eq!(recording.snapshots[0].containers.len(), 1);
+        assert_eq!(recording.snapshots[1].ended.len(), 1);
+    }
+
     #[test]
     fn the_row_names_the_header_columns_in_order() {
         let mut writer = csv::WriterBuilder::new().from_writer(Vec::new());

@@ -975,6 +975,36 @@ mod tests {
     }
 
     /// The bundled profiles, resolved without any folder on disk.
+    fn on_disk(path: &str) -> ProfileFile {
+        ProfileFile::Disk {
+            path: PathBuf::from(path),
+            kind: SourceKind::Path,
+        }
+    }
+
+    #[test]
+    fn a_chain_without_an_image_names_every_file() {
+        let message = |files: &[&str]| {
+            let files: Vec<String> = files.iter().map(|file| file.to_string()).collect();
+            match no_image(&files, &on_disk("leaf.toml")) {
+                ProfileError::Invalid { diagnostics } => format!(
+                    "{} {}",
+                    diagnostics[0].message,
+                    diagnostics[0].hint.clone().unwrap_or_default()
+                ),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(message(&["leaf.toml", "base.toml"]).contains("leaf.toml → base.toml"));
+        assert!(message(&["leaf.toml"]).contains("`extends` a profile that has one"));
+    }
+
+    #[test]
+    fn a_profile_named_after_its_file_needs_a_usable_file_name() {
+        assert!(name_from_file(&on_disk("team.toml")).is_ok());
+        assert!(name_from_file(&on_disk("Team Profile!.toml")).is_err());
+    }
+
     fn bundled_only() -> SearchPath {
         SearchPath {
             locations: vec![Location {

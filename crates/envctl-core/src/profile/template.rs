@@ -253,3 +253,37 @@ fn bare_or_quoted(key: &str) -> String {
         quote(key)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::resolve::resolve_text;
+
+    fn profile(text: &str) -> Profile {
+        resolve_text("team.toml", text).unwrap().profile
+    }
+
+    #[test]
+    fn top_level_keys_come_first_and_empty_tables_write_nothing() {
+        let profile =
+            profile("image = \"pytorch/pytorch:2.8.0\"\nmemory = \"8g\"\n[env]\nA = \"1\"\n");
+        let keys: Vec<&str> = top_level(&profile).iter().map(|(key, _)| *key).collect();
+        assert_eq!(keys, ["image", "gpus", "memory"]);
+        let tables: Vec<(&str, usize)> = sections(&profile)
+            .iter()
+            .map(|(table, entries)| (*table, entries.len()))
+            .collect();
+        assert_eq!(
+            tables,
+            [
+                ("env", 1),
+                ("labels", 0),
+                ("ulimits", 0),
+                ("stack", 0),
+                ("commands", 0)
+            ]
+        );
+        let written: Vec<String> = lines(&profile).into_iter().map(|line| line.text).collect();
+        assert_eq!(written[written.len() - 3..], ["", "[env]", "A = \"1\""]);
+    }
+}
