@@ -73,8 +73,6 @@ pub fn toolkit_release(pin: &str) -> Option<(CudaVersion, u32)> {
     numbered_by_update.then_some((cuda, update))
 }
 
-/// One of `library_gaps`: a CUDA library of the wheel (`libtorch_cuda_linalg.so`) whose fat
-
 /// The whole matrix: every table, plus where it came from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Matrix {

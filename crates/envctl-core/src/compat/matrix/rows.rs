@@ -343,6 +343,7 @@ fn x86_64() -> Platform {
     Platform::X86_64
 }
 
+/// One of `library_gaps`: a CUDA library of the wheel (`libtorch_cuda_linalg.so`) whose fat
 /// binaries mostly lack some of the build's targets (`cargo xtask matrix torch` measures
 /// every `libtorch_cuda*.so`), so the operations it holds have no kernels for those GPUs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
