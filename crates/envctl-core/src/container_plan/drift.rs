@@ -146,6 +146,8 @@ enum Scope {
     WhatTheBodySets(Stage),
 }
 
+/// What differs between the create `body` and the `container` as the engine inspects it,
+/// within `scope`: its `Config` keys, the variables the profile sets, then `HostConfig`.
 fn differences(
     body: &CreateBody,
     container: &Value,
@@ -163,6 +165,20 @@ fn differences(
     let config = container.get("Config").unwrap_or(&empty);
     let host_config = container.get("HostConfig").unwrap_or(&empty);
     let mut changes = Vec::new();
+    config_differences(&wanted, config, &mut changes);
+    env_differences(body, &wanted, config, &mut changes);
+    if let Some(Value::Object(wanted_host)) = wanted.get("HostConfig") {
+        host_config_differences(wanted_host, container, host_config, scope, &mut changes);
+        if scope == Scope::Everything {
+            dropped_differences(wanted_host, host_config, &mut changes);
+        }
+    }
+    Ok(changes)
+}
+
+/// The `Config` keys the body sets (image, command, working directory, user, hostname);
+/// one it leaves unset is the image's default, whatever the engine writes for it.
+fn config_differences(wanted: &Map<String, Value>, config: &Value, changes: &mut Vec<Difference>) {
     for key in ["Image", "Cmd", "WorkingDir", "User", "Hostname"] {
         let actual = config.get(key).unwrap_or(&Value::Null);
         let wanted_value = wanted.get(key).unwrap_or(&Value::Null);
@@ -176,9 +192,22 @@ fn differences(
         if key == "Image" && same_image(wanted_value, actual) {
             continue;
         }
-        compare(key, wanted_value, actual, &mut changes);
+        compare(key, wanted_value, actual, changes);
     }
-    // The container's env also holds the image's variables: only what the profile sets counts.
+}
+
+/// The variables the body sets that the container lacks or holds with another value.
+/// The container's env also holds the image's variables: only what the profile sets
+/// counts. A secret's values are not shown, either of them: only that it changed.
+fn env_differences(
+    body: &CreateBody,
+    wanted: &Map<String, Value>,
+    config: &Value,
+    changes: &mut Vec<Difference>,
+) {
+    fn value_of(entry: &str) -> &str {
+        entry.split_once('=').map_or("", |(_, value)| value)
+    }
     let container_env: Vec<&str> = config
         .get("Env")
         .and_then(Value::as_array)
@@ -191,84 +220,96 @@ fn differences(
         .flatten()
         .filter_map(Value::as_str)
     {
-        if !container_env.contains(&entry) {
-            fn value_of(entry: &str) -> &str {
-                entry.split_once('=').map_or("", |(_, value)| value)
-            }
-            let key = entry.split('=').next().unwrap_or(entry);
-            let before = container_env
-                .iter()
-                .find(|existing| existing.split('=').next() == Some(key));
-            // A secret's values are not shown, either of them: only that it changed.
-            if body.is_secret_env(key, value_of(entry))
-                || before.is_some_and(|before| body.is_secret_env(key, value_of(before)))
-            {
-                changes.push(Difference {
-                    field: "env".into(),
-                    change: Change::Secret {
-                        key: key.to_string(),
-                        was_set: before.is_some(),
-                    },
-                });
-                continue;
-            }
-            let before = before.map_or("(unset)".to_string(), |existing| existing.to_string());
+        if container_env.contains(&entry) {
+            continue;
+        }
+        let key = entry.split('=').next().unwrap_or(entry);
+        let before = container_env
+            .iter()
+            .find(|existing| existing.split('=').next() == Some(key));
+        if body.is_secret_env(key, value_of(entry))
+            || before.is_some_and(|before| body.is_secret_env(key, value_of(before)))
+        {
             changes.push(Difference {
                 field: "env".into(),
-                change: Change::Values {
-                    actual: before,
-                    wanted: entry.to_string(),
+                change: Change::Secret {
+                    key: key.to_string(),
+                    was_set: before.is_some(),
                 },
             });
+            continue;
+        }
+        let before = before.map_or("(unset)".to_string(), |existing| existing.to_string());
+        changes.push(Difference {
+            field: "env".into(),
+            change: Change::Values {
+                actual: before,
+                wanted: entry.to_string(),
+            },
+        });
+    }
+}
+
+/// Each `HostConfig` key the body sets, against the container's, read the way the engine
+/// writes it back (mounts, ulimits, devices and CDI requests each have their own form).
+fn host_config_differences(
+    wanted_host: &Map<String, Value>,
+    container: &Value,
+    host_config: &Value,
+    scope: Scope,
+    changes: &mut Vec<Difference>,
+) {
+    for (key, value) in wanted_host {
+        let actual = host_config.get(key).unwrap_or(&Value::Null);
+        if key == "CapAdd" {
+            compare(
+                key,
+                &capability_names(value),
+                &capability_names(actual),
+                changes,
+            );
+            continue;
+        }
+        let actual = match key.as_str() {
+            "Mounts" => project_items(&mounts_of(actual, container, value), value),
+            "Ulimits" => ulimit_names(actual),
+            "Devices" => device_permissions(&devices_asked_for(actual, value)),
+            "DeviceRequests" => cdi_devices_given(
+                actual,
+                value,
+                host_config,
+                scope == Scope::WhatTheBodySets(Stage::Created),
+            ),
+            _ => actual.clone(),
+        };
+        compare(key, value, &actual, changes);
+    }
+}
+
+/// Settings the profile dropped that the container still has (drift only).
+fn dropped_differences(
+    wanted_host: &Map<String, Value>,
+    host_config: &Value,
+    changes: &mut Vec<Difference>,
+) {
+    for key in ["Memory", "NanoCpus", "DeviceRequests", "Init", "CapAdd"] {
+        if !wanted_host.contains_key(key) {
+            compare(
+                key,
+                &Value::Null,
+                host_config.get(key).unwrap_or(&Value::Null),
+                changes,
+            );
         }
     }
-    if let Some(Value::Object(wanted_host)) = wanted.get("HostConfig") {
-        for (key, value) in wanted_host {
-            let actual = host_config.get(key).unwrap_or(&Value::Null);
-            if key == "CapAdd" {
-                compare(
-                    key,
-                    &capability_names(value),
-                    &capability_names(actual),
-                    &mut changes,
-                );
-                continue;
-            }
-            let actual = match key.as_str() {
-                "Mounts" => project_items(&mounts_of(actual, container, value), value),
-                "Ulimits" => ulimit_names(actual),
-                "Devices" => device_permissions(&devices_asked_for(actual, value)),
-                "DeviceRequests" => cdi_devices_given(
-                    actual,
-                    value,
-                    host_config,
-                    scope == Scope::WhatTheBodySets(Stage::Created),
-                ),
-                _ => actual.clone(),
-            };
-            compare(key, value, &actual, &mut changes);
-        }
-        // Settings the profile dropped that the container still has.
-        for key in ["Memory", "NanoCpus", "DeviceRequests", "Init", "CapAdd"] {
-            if scope == Scope::Everything && !wanted_host.contains_key(key) {
-                compare(
-                    key,
-                    &Value::Null,
-                    host_config.get(key).unwrap_or(&Value::Null),
-                    &mut changes,
-                );
-            }
-        }
-        // A dropped `network`: the engine writes its default as `default` (Docker) or
-        // `bridge` (Podman), both what no `network` asks for.
-        if scope == Scope::Everything && !wanted_host.contains_key("NetworkMode") {
-            let actual = host_config.get("NetworkMode").unwrap_or(&Value::Null);
-            if !matches!(actual.as_str(), None | Some("" | "default" | "bridge")) {
-                compare("NetworkMode", &Value::Null, actual, &mut changes);
-            }
+    // A dropped `network`: the engine writes its default as `default` (Docker) or
+    // `bridge` (Podman), both what no `network` asks for.
+    if !wanted_host.contains_key("NetworkMode") {
+        let actual = host_config.get("NetworkMode").unwrap_or(&Value::Null);
+        if !matches!(actual.as_str(), None | Some("" | "default" | "bridge")) {
+            compare("NetworkMode", &Value::Null, actual, changes);
         }
     }
-    Ok(changes)
 }
 
 fn compare(key: &str, wanted: &Value, actual: &Value, changes: &mut Vec<Difference>) {
