@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::Finding;
 use crate::profile::ResolvedProfile;
-use crate::profile::model::{Ipc, MountKind, Profile};
+use crate::profile::model::{Ipc, Mount, MountKind, PortBinding, Profile};
 
 /// Ports whose services run code for whoever reaches them, with their usual names.
 const SENSITIVE_PORTS: [(u16, &str, &str); 3] = [
@@ -48,67 +48,82 @@ pub fn is_pytorch(profile: &Profile) -> bool {
 
 /// Every safety finding for `profile`; `home` is the user's home folder, to recognise `~`.
 pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = profile.ports.iter().filter_map(exposed_port).collect();
+    findings.extend(
+        profile
+            .mounts
+            .iter()
+            .filter_map(|mount| risky_mount(mount, home)),
+    );
+    findings.extend(shared_memory(profile));
+    findings.extend(host_access(profile));
+    findings.extend(missing_limits(profile));
+    findings
+}
+
+/// A port published beyond loopback: a service known to be unsafe there (Jupyter, SSH…)
+/// by name, any other as a port every interface of the host publishes.
+fn exposed_port(port: &PortBinding) -> Option<Finding> {
+    if port.host_ip.is_loopback() {
+        return None;
+    }
+    let host = port.host?;
+    let sensitive = SENSITIVE_PORTS
+        .iter()
+        .find(|(number, _, _)| port.container.start <= *number && *number <= port.container.end);
+    Some(match sensitive {
+        Some((_, service, hint)) => Finding::warn(
+            "profile.service-exposed",
+            format!("{service} (container port {}) is published on {} port {host}: anyone who reaches this host can use it", port.container, port.host_ip),
+        )
+        .with_hint(*hint)
+        .with_fact("port", port.to_string()),
+        None => Finding::warn(
+            "profile.port-exposed",
+            format!("port {port} is published on {}, every network interface of the host", port.host_ip),
+        )
+        .with_hint(format!("bind it to loopback: \"127.0.0.1:{host}:{}\"", port.container))
+        .with_fact("port", port.to_string()),
+    })
+}
+
+/// A bind mount of a container engine's socket (root on the host), or of a sensitive
+/// folder of the host or of the user's `home`.
+fn risky_mount(mount: &Mount, home: Option<&Path>) -> Option<Finding> {
+    if mount.kind != MountKind::Bind {
+        return None;
+    }
+    let source = expand_home(&mount.source, home);
+    let normalized = source.trim_end_matches('/');
+    // The socket itself, or a folder it lies in (`/var/run`, `/run`, `/var`): the
+    // container reaches it either way.
+    if holds_engine_socket(normalized) {
+        return Some(
+            Finding::warn(
+                "profile.docker-socket-mount",
+                format!("`{}` mounts a container engine's socket (Docker's, Podman's, containerd's) or a folder holding one: the container can control the daemon, which is root on the host", mount.source),
+            )
+            .with_hint("remove the mount; if the container must build images, use a rootless Docker or a remote builder")
+            .with_fact("mount", mount.to_string()),
+        );
+    }
+    let what = sensitive_mount(normalized, home)?;
+    let access = if mount.read_only {
+        "read-only"
+    } else {
+        "read-write"
+    };
+    Some(
+        Finding::warn("profile.sensitive-mount", format!("`{}` mounts {what} into the container, {access}", mount.source))
+            .with_hint("mount only the project folder the job needs, e.g. \"./:/workspace\", and add `:ro` where it only reads")
+            .with_fact("mount", mount.to_string()),
+    )
+}
+
+/// Shared memory: too little of it for a PyTorch image's DataLoader workers, or the
+/// host's own IPC namespace shared.
+fn shared_memory(profile: &Profile) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for port in &profile.ports {
-        if port.host_ip.is_loopback() {
-            continue;
-        }
-        let Some(host) = port.host else { continue };
-        let sensitive = SENSITIVE_PORTS.iter().find(|(number, _, _)| {
-            port.container.start <= *number && *number <= port.container.end
-        });
-        match sensitive {
-            Some((_, service, hint)) => findings.push(
-                Finding::warn(
-                    "profile.service-exposed",
-                    format!("{service} (container port {}) is published on {} port {host}: anyone who reaches this host can use it", port.container, port.host_ip),
-                )
-                .with_hint(*hint)
-                .with_fact("port", port.to_string()),
-            ),
-            None => findings.push(
-                Finding::warn(
-                    "profile.port-exposed",
-                    format!("port {port} is published on {}, every network interface of the host", port.host_ip),
-                )
-                .with_hint(format!("bind it to loopback: \"127.0.0.1:{host}:{}\"", port.container))
-                .with_fact("port", port.to_string()),
-            ),
-        }
-    }
-    for mount in &profile.mounts {
-        if mount.kind != MountKind::Bind {
-            continue;
-        }
-        let source = expand_home(&mount.source, home);
-        let normalized = source.trim_end_matches('/');
-        // The socket itself, or a folder it lies in (`/var/run`, `/run`, `/var`): the
-        // container reaches it either way.
-        if holds_engine_socket(normalized) {
-            findings.push(
-                Finding::warn(
-                    "profile.docker-socket-mount",
-                    format!("`{}` mounts a container engine's socket (Docker's, Podman's, containerd's) or a folder holding one: the container can control the daemon, which is root on the host", mount.source),
-                )
-                .with_hint("remove the mount; if the container must build images, use a rootless Docker or a remote builder")
-                .with_fact("mount", mount.to_string()),
-            );
-            continue;
-        }
-        let sensitive = sensitive_mount(normalized, home);
-        if let Some(what) = sensitive {
-            let access = if mount.read_only {
-                "read-only"
-            } else {
-                "read-write"
-            };
-            findings.push(
-                Finding::warn("profile.sensitive-mount", format!("`{}` mounts {what} into the container, {access}", mount.source))
-                    .with_hint("mount only the project folder the job needs, e.g. \"./:/workspace\", and add `:ro` where it only reads")
-                    .with_fact("mount", mount.to_string()),
-            );
-        }
-    }
     if is_pytorch(profile) && profile.shm_size.is_none() && profile.ipc != Some(Ipc::Host) {
         findings.push(
             Finding::warn(
@@ -125,7 +140,13 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
                 .with_hint("prefer shm_size = \"8g\" unless processes in several containers must share memory"),
         );
     }
-    findings.extend(host_access(profile));
+    findings
+}
+
+/// What the profile leaves to chance: no memory limit, no mount to keep results, no user
+/// (so root writes on mounts).
+fn missing_limits(profile: &Profile) -> Vec<Finding> {
+    let mut findings = Vec::new();
     if profile.memory.is_none() {
         findings.push(
             Finding::info(
