@@ -14,7 +14,7 @@ use super::diagnostic::{Diagnostic, file_diagnostic};
 use super::error::ProfileError;
 use super::file::{read_profile_text, read_profile_text_verified};
 use super::image::ImageReference;
-use super::layer::{Layer, MergedLayer};
+use super::layer::{ExtendsReference, Layer, MergedLayer};
 use super::model::{GpuRequest, Ipc, Profile, Ulimit};
 use super::validate::{check_profile_name, did_you_mean, validate};
 
@@ -343,15 +343,7 @@ impl SearchPath {
     /// folders or the project of the file named ([`Confinement`]): a profile of a cloned
     /// repository, or a link in `./envctl/`, cannot bring in a file of the host.
     pub fn resolve_file(&self, file: ProfileFile) -> Result<ResolvedProfile, ProfileError> {
-        let confinement = match &file {
-            ProfileFile::Disk { path, .. } => Some(Confinement::new(
-                self.locations
-                    .iter()
-                    .filter_map(|location| location.directory.as_deref()),
-                Some(path),
-            )),
-            ProfileFile::Bundled { .. } => None,
-        };
+        let confinement = self.confinement_of(&file);
         let mut chain: Vec<(ProfileFile, Layer)> = Vec::new();
         let mut diagnostics = Vec::new();
         let mut current = Some(file);
@@ -375,78 +367,10 @@ impl SearchPath {
                 ));
                 break;
             }
-            let child = &chain[chain.len() - 1].0;
-            match self.find_parent(&extends.target, child) {
-                Ok(parent) => {
-                    let parent_identity = parent.identity();
-                    if let Some(start) = chain
-                        .iter()
-                        .position(|(file, _)| file.identity() == parent_identity)
-                    {
-                        let mut cycle: Vec<String> = chain[start..]
-                            .iter()
-                            .map(|(file, _)| file.shown())
-                            .collect();
-                        cycle.push(parent.shown());
-                        diagnostics.push(extends.place.with_message(
-                            format!("`extends` forms a cycle: {}", cycle.join(" → ")),
-                            Some("remove `extends` from one of these profiles".into()),
-                        ));
-                        break;
-                    }
-                    if let (ProfileFile::Disk { path, .. }, Some(confinement)) =
-                        (&parent, &confinement)
-                        && let Err(real) = confinement.admit(path)
-                    {
-                        diagnostics.push(extends.place.with_message(
-                            format!(
-                                "`extends` = \"{}\" leads to `{}`, outside the profile folders and the project; envctl does not read it",
-                                extends.target,
-                                real.display()
-                            ),
-                            Some(confinement_hint(confinement)),
-                        ));
-                        break;
-                    }
-                    current = Some(parent);
-                }
-                Err(ParentMissing {
-                    only_itself: true, ..
-                }) if is_path_argument(&extends.target) => {
-                    diagnostics.push(extends.place.with_message(
-                        format!(
-                            "`extends` points at this file itself (`{}`)",
-                            extends.target
-                        ),
-                        Some("extend another profile, or remove `extends`".into()),
-                    ));
-                    break;
-                }
-                Err(ParentMissing {
-                    looked,
-                    only_itself: true,
-                }) => {
-                    diagnostics.push(extends.place.with_message(
-                        format!("`extends` names this profile itself (`{}`), and no other profile of that name exists", extends.target),
-                        Some(format!("extend another profile; looked in: {}", looked.join(", "))),
-                    ));
-                    break;
-                }
-                Err(ParentMissing { looked, .. }) => {
-                    // As `up NAME` answers a typo: the nearest profile envctl finds.
-                    let names = self.names();
-                    let known: Vec<&str> = names.iter().map(String::as_str).collect();
-                    let looked = format!("looked in: {}", looked.join(", "));
-                    let hint = match did_you_mean(&extends.target, &known)
-                        .filter(|suggestion| *suggestion != extends.target)
-                    {
-                        Some(suggestion) => format!("did you mean `{suggestion}`? ({looked})"),
-                        None => looked,
-                    };
-                    diagnostics.push(extends.place.with_message(
-                        format!("`extends`: profile `{}` not found", extends.target),
-                        Some(hint),
-                    ));
+            match self.parent(&extends, &chain, confinement.as_ref()) {
+                Ok(parent) => current = Some(parent),
+                Err(diagnostic) => {
+                    diagnostics.push(diagnostic);
                     break;
                 }
             }
@@ -455,6 +379,102 @@ impl SearchPath {
             return Err(ProfileError::Invalid { diagnostics });
         }
         merge_chain(chain)
+    }
+
+    /// The folders a chain starting at `file` may read from: the search folders and the
+    /// project of a file on disk; none for a bundled profile, which extends bundled
+    /// profiles only.
+    fn confinement_of(&self, file: &ProfileFile) -> Option<Confinement> {
+        match file {
+            ProfileFile::Disk { path, .. } => Some(Confinement::new(
+                self.locations
+                    .iter()
+                    .filter_map(|location| location.directory.as_deref()),
+                Some(path),
+            )),
+            ProfileFile::Bundled { .. } => None,
+        }
+    }
+
+    /// The file that `extends` of the last file of `chain` names, or why the chain stops
+    /// there: a cycle, a file outside the `confinement`, or no such profile.
+    fn parent(
+        &self,
+        extends: &ExtendsReference,
+        chain: &[(ProfileFile, Layer)],
+        confinement: Option<&Confinement>,
+    ) -> Result<ProfileFile, Diagnostic> {
+        let child = &chain[chain.len() - 1].0;
+        let parent = self
+            .find_parent(&extends.target, child)
+            .map_err(|missing| self.missing_parent(extends, missing))?;
+        let parent_identity = parent.identity();
+        if let Some(start) = chain
+            .iter()
+            .position(|(file, _)| file.identity() == parent_identity)
+        {
+            let mut cycle: Vec<String> = chain[start..]
+                .iter()
+                .map(|(file, _)| file.shown())
+                .collect();
+            cycle.push(parent.shown());
+            return Err(extends.place.with_message(
+                format!("`extends` forms a cycle: {}", cycle.join(" → ")),
+                Some("remove `extends` from one of these profiles".into()),
+            ));
+        }
+        if let (ProfileFile::Disk { path, .. }, Some(confinement)) = (&parent, confinement)
+            && let Err(real) = confinement.admit(path)
+        {
+            return Err(extends.place.with_message(
+                format!(
+                    "`extends` = \"{}\" leads to `{}`, outside the profile folders and the project; envctl does not read it",
+                    extends.target,
+                    real.display()
+                ),
+                Some(confinement_hint(confinement)),
+            ));
+        }
+        Ok(parent)
+    }
+
+    /// What `extends` says when no profile of its name was found: it names its own file,
+    /// only itself, or nothing envctl knows (with the nearest name, as `up NAME` answers
+    /// a typo).
+    fn missing_parent(&self, extends: &ExtendsReference, missing: ParentMissing) -> Diagnostic {
+        match missing {
+            ParentMissing {
+                only_itself: true, ..
+            } if is_path_argument(&extends.target) => extends.place.with_message(
+                format!(
+                    "`extends` points at this file itself (`{}`)",
+                    extends.target
+                ),
+                Some("extend another profile, or remove `extends`".into()),
+            ),
+            ParentMissing {
+                looked,
+                only_itself: true,
+            } => extends.place.with_message(
+                format!("`extends` names this profile itself (`{}`), and no other profile of that name exists", extends.target),
+                Some(format!("extend another profile; looked in: {}", looked.join(", "))),
+            ),
+            ParentMissing { looked, .. } => {
+                let names = self.names();
+                let known: Vec<&str> = names.iter().map(String::as_str).collect();
+                let looked = format!("looked in: {}", looked.join(", "));
+                let hint = match did_you_mean(&extends.target, &known)
+                    .filter(|suggestion| *suggestion != extends.target)
+                {
+                    Some(suggestion) => format!("did you mean `{suggestion}`? ({looked})"),
+                    None => looked,
+                };
+                extends.place.with_message(
+                    format!("`extends`: profile `{}` not found", extends.target),
+                    Some(hint),
+                )
+            }
+        }
     }
 
     /// Finds what `extends = "target"` names for `child`: first in the child's folder, then
