@@ -216,16 +216,7 @@ pub fn library_finding(
         None => format!("{} (no package records it)", library.path),
     };
     let carries = carries(library.code);
-    let rebuild = match library.package {
-        Some(package) => format!(
-            "install a build of {package} compiled for {sm} (for example `{}`), or use an image whose build has {sm}",
-            rebuild_command(package, capability)
-        ),
-        None => format!(
-            "rebuild {} with {sm} in its architecture list, or use an image whose build has {sm}",
-            library.path
-        ),
-    };
+    let rebuild = rebuild_hint(&library, capability);
     let finding = match &verdict {
         LibraryVerdict::NoGpuCode => return None,
         LibraryVerdict::Native(target) => Finding::pass(
@@ -277,32 +268,57 @@ pub fn library_finding(
             ),
         ),
     };
-    Some(
-        finding
-            .with_fact("library", library.path)
-            .with_fact("package", library.package)
-            .with_fact("compute_capability", capability.to_string())
-            .with_fact(
-                "sass",
-                library
-                    .code
-                    .sass
-                    .iter()
-                    .map(Target::to_string)
-                    .collect::<Vec<_>>(),
-            )
-            .with_fact(
-                "ptx",
-                library
-                    .code
-                    .ptx
-                    .iter()
-                    .map(PtxTarget::to_string)
-                    .collect::<Vec<_>>(),
-            )
-            .with_fact("driver_cuda", driver_cuda.map(|cuda| cuda.to_string()))
-            .with_fact("rests_on", "image scan (the library's fat binaries)"),
-    )
+    Some(library_facts(finding, &library, capability, driver_cuda))
+}
+
+/// How to get a build of `library` that runs on `capability`: its package rebuilt for it
+/// where a package records the library, else the library itself.
+fn rebuild_hint(library: &Library<'_>, capability: ComputeCapability) -> String {
+    let sm = capability.sm();
+    match library.package {
+        Some(package) => format!(
+            "install a build of {package} compiled for {sm} (for example `{}`), or use an image whose build has {sm}",
+            rebuild_command(package, capability)
+        ),
+        None => format!(
+            "rebuild {} with {sm} in its architecture list, or use an image whose build has {sm}",
+            library.path
+        ),
+    }
+}
+
+/// `finding` with the library, its package, the GPU's capability, the code the library
+/// carries and the driver's CUDA release as facts.
+fn library_facts(
+    finding: Finding,
+    library: &Library<'_>,
+    capability: ComputeCapability,
+    driver_cuda: Option<CudaVersion>,
+) -> Finding {
+    finding
+        .with_fact("library", library.path)
+        .with_fact("package", library.package)
+        .with_fact("compute_capability", capability.to_string())
+        .with_fact(
+            "sass",
+            library
+                .code
+                .sass
+                .iter()
+                .map(Target::to_string)
+                .collect::<Vec<_>>(),
+        )
+        .with_fact(
+            "ptx",
+            library
+                .code
+                .ptx
+                .iter()
+                .map(PtxTarget::to_string)
+                .collect::<Vec<_>>(),
+        )
+        .with_fact("driver_cuda", driver_cuda.map(|cuda| cuda.to_string()))
+        .with_fact("rests_on", "image scan (the library's fat binaries)")
 }
 
 /// `gpu.library-arch` for a whole image on the GPUs that will run it (each named and with

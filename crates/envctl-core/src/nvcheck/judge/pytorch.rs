@@ -9,7 +9,7 @@ use super::{
 };
 use crate::checks::Finding;
 use crate::compat::{ComputeCapability, gpu_vs_torch};
-use crate::nvcheck::report::{PythonFacts, TorchFacts};
+use crate::nvcheck::report::{DeviceFacts, PythonFacts, TorchFacts};
 use crate::nvcheck::values::{cudnn_version, first_line, last_line};
 use crate::profile::model::TorchVersion;
 use crate::units::{binary_limit, index_ranges};
@@ -357,6 +357,13 @@ fn torch_devices(
     expectations: &Expectations<'_>,
     findings: &mut Vec<Finding>,
 ) {
+    findings.push(device_count(view, torch, expectations));
+    findings.extend(device_lines(view));
+}
+
+/// `torch.cuda.device_count()` against nvidia-smi's count: unknown fails where the
+/// profile asks for GPUs; a difference is explained by `CUDA_VISIBLE_DEVICES` or warns.
+fn device_count(view: &View<'_>, torch: &TorchFacts, expectations: &Expectations<'_>) -> Finding {
     let smi = view.smi_gpus.as_ref().map(Vec::len);
     match (torch.device_count.map(|count| count as usize), smi) {
         (None, _) => {
@@ -382,22 +389,20 @@ fn torch_devices(
             } else {
                 Finding::warn(TORCH_DEVICES, message)
             };
-            findings.push(
-                finding
-                    .with_hint(format!(
-                        "see CUDA's own error: `{}`",
-                        exec_hint(
-                            expectations,
-                            "python3 -c 'import torch; print(torch.cuda.device_count())'"
-                        )
-                    ))
-                    .with_fact("device_count_error", torch.device_count_error.as_deref()),
-            );
+            finding
+                .with_hint(format!(
+                    "see CUDA's own error: `{}`",
+                    exec_hint(
+                        expectations,
+                        "python3 -c 'import torch; print(torch.cuda.device_count())'"
+                    )
+                ))
+                .with_fact("device_count_error", torch.device_count_error.as_deref())
         }
         (Some(count), Some(smi)) if smi != count => {
             let selected = view.variable("CUDA_VISIBLE_DEVICES");
             let message = format!("torch sees {}, nvidia-smi {smi}", plural(count, "GPU"));
-            findings.push(match selected {
+            match selected {
                 Some(value) => Finding::info(
                     TORCH_DEVICES,
                     format!("{message} (CUDA_VISIBLE_DEVICES={value} selects them)"),
@@ -405,14 +410,19 @@ fn torch_devices(
                 None => Finding::warn(TORCH_DEVICES, message).with_hint(
                     "a GPU nvidia-smi lists failed to initialise in CUDA: look for Xid errors in the host's `dmesg`",
                 ),
-            });
+            }
         }
-        (Some(count), _) => findings.push(Finding::pass(
+        (Some(count), _) => Finding::pass(
             TORCH_DEVICES,
             format!("torch sees {}", plural(count, "GPU")),
-        )),
+        ),
     }
-    // One line per model, capability and memory: eight identical GPUs make one line.
+}
+
+/// One line per kind of GPU torch found (model, capability and memory: eight identical
+/// GPUs make one line), after a failure for each GPU torch could not open.
+fn device_lines(view: &View<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
     let mut groups: Vec<(Vec<u32>, String)> = Vec::new();
     for device in view.devices {
         if let Some(error) = &device.error {
@@ -422,18 +432,7 @@ fn torch_devices(
             ));
             continue;
         }
-        let name = device.name.as_deref().unwrap_or("unnamed GPU");
-        let capability = match device.capability.as_deref() {
-            Some([major, minor]) => {
-                let capability = ComputeCapability::new(*major, *minor);
-                format!(", {} (compute capability {capability})", capability.sm())
-            }
-            _ => String::new(),
-        };
-        let memory = device
-            .total_memory_bytes
-            .map_or_else(String::new, |bytes| format!(", {}", binary_limit(bytes)));
-        let description = format!("{name}{capability}{memory}");
+        let description = describe_device(device);
         match groups.iter_mut().find(|(_, text)| *text == description) {
             Some((indices, _)) => indices.push(device.index),
             None => groups.push((vec![device.index], description)),
@@ -448,4 +447,21 @@ fn torch_devices(
             .with_fact("gpu_indices", &indices),
         );
     }
+    findings
+}
+
+/// A GPU as its line names it: `NVIDIA H100, sm_90 (compute capability 9.0), 79.6 GiB`.
+fn describe_device(device: &DeviceFacts) -> String {
+    let name = device.name.as_deref().unwrap_or("unnamed GPU");
+    let capability = match device.capability.as_deref() {
+        Some([major, minor]) => {
+            let capability = ComputeCapability::new(*major, *minor);
+            format!(", {} (compute capability {capability})", capability.sm())
+        }
+        _ => String::new(),
+    };
+    let memory = device
+        .total_memory_bytes
+        .map_or_else(String::new, |bytes| format!(", {}", binary_limit(bytes)));
+    format!("{name}{capability}{memory}")
 }
