@@ -424,47 +424,8 @@ impl std::fmt::Display for NoRoom {
 /// so; a busy one is picked only when no idle one is left (and then said in `skipped`),
 /// never with `idle_only`.
 pub fn choose(count: u32, rows: &[GpuOccupancy], idle_only: bool) -> Result<Choice, NoRoom> {
-    let skipped: Vec<String> = rows
-        .iter()
-        .filter(|row| row.free && !row.unreadable.is_empty())
-        .map(|row| {
-            format!(
-                "GPU {}: NVML could not read its {}",
-                row.index,
-                row.unreadable.join("; ")
-            )
-        })
-        .collect();
-    let mut skipped = skipped;
-    // A GPU that failed is never given, free or not, and said with how to clear it.
-    skipped.extend(
-        rows.iter()
-            .filter(|row| row.unreadable.is_empty())
-            .filter_map(|row| row.kept_out.clone()),
-    );
-    let mut free: Vec<&GpuOccupancy> = rows
-        .iter()
-        .filter(|row| row.free && row.unreadable.is_empty() && row.uuid.is_some())
-        .filter(|row| row.kept_out.is_none())
-        .filter(|row| !idle_only || row.busy.is_none())
-        .collect();
-    if idle_only {
-        skipped.extend(rows.iter().filter_map(|row| {
-            let busy = row.busy.as_ref()?;
-            Some(format!(
-                "GPU {} is busy (`placement = \"idle\"`): {busy}",
-                row.index
-            ))
-        }));
-    }
-    free.sort_by_key(|row| {
-        (
-            row.busy.is_some(),
-            row.memory_used_bytes.unwrap_or(u64::MAX),
-            row.processes.as_ref().map_or(usize::MAX, Vec::len),
-            row.index,
-        )
-    });
+    let mut skipped = set_aside(rows, idle_only);
+    let free = candidates(rows, idle_only);
     let wanted = usize::try_from(count).unwrap_or(usize::MAX);
     if free.len() < wanted {
         return Err(NoRoom {
@@ -499,7 +460,70 @@ pub fn choose(count: u32, rows: &[GpuOccupancy], idle_only: bool) -> Result<Choi
         .take(wanted)
         .collect();
     gpus.sort_by_key(|gpu| gpu.index);
-    let reason = format!(
+    let reason = chosen_because(&gpus, free_count);
+    Ok(Choice {
+        gpus,
+        reason,
+        skipped,
+    })
+}
+
+/// What keeps GPUs out of the choice, in words: free GPUs NVML could not read, GPUs kept
+/// out for their health, and with `idle_only` the busy ones.
+fn set_aside(rows: &[GpuOccupancy], idle_only: bool) -> Vec<String> {
+    let mut skipped: Vec<String> = rows
+        .iter()
+        .filter(|row| row.free && !row.unreadable.is_empty())
+        .map(|row| {
+            format!(
+                "GPU {}: NVML could not read its {}",
+                row.index,
+                row.unreadable.join("; ")
+            )
+        })
+        .collect();
+    // A GPU that failed is never given, free or not, and said with how to clear it.
+    skipped.extend(
+        rows.iter()
+            .filter(|row| row.unreadable.is_empty())
+            .filter_map(|row| row.kept_out.clone()),
+    );
+    if idle_only {
+        skipped.extend(rows.iter().filter_map(|row| {
+            let busy = row.busy.as_ref()?;
+            Some(format!(
+                "GPU {} is busy (`placement = \"idle\"`): {busy}",
+                row.index
+            ))
+        }));
+    }
+    skipped
+}
+
+/// The GPUs that may be chosen, best first: free, readable, pinnable by UUID, not kept
+/// out (and idle with `idle_only`); idle before busy, then the least GPU memory in use,
+/// the fewest processes, the lowest index.
+fn candidates(rows: &[GpuOccupancy], idle_only: bool) -> Vec<&GpuOccupancy> {
+    let mut free: Vec<&GpuOccupancy> = rows
+        .iter()
+        .filter(|row| row.free && row.unreadable.is_empty() && row.uuid.is_some())
+        .filter(|row| row.kept_out.is_none())
+        .filter(|row| !idle_only || row.busy.is_none())
+        .collect();
+    free.sort_by_key(|row| {
+        (
+            row.busy.is_some(),
+            row.memory_used_bytes.unwrap_or(u64::MAX),
+            row.processes.as_ref().map_or(usize::MAX, Vec::len),
+            row.index,
+        )
+    });
+    free
+}
+
+/// Why these `gpus` were chosen of the `free_count` free ones.
+fn chosen_because(gpus: &[ChosenGpu], free_count: usize) -> String {
+    format!(
         "{} {}: no container holds {}; the least used of {free_count} free (GPU memory in use, then processes, then index)",
         if gpus.len() == 1 { "GPU" } else { "GPUs" },
         list(
@@ -509,12 +533,7 @@ pub fn choose(count: u32, rows: &[GpuOccupancy], idle_only: bool) -> Result<Choi
                 .collect::<Vec<_>>()
         ),
         if gpus.len() == 1 { "it" } else { "them" },
-    );
-    Ok(Choice {
-        gpus,
-        reason,
-        skipped,
-    })
+    )
 }
 
 /// A stored GPU request as `ps` shows it (`all`, `2`, `0,1`, `GPU-…`), with each UUID
