@@ -485,11 +485,13 @@ mod tests {
             .collect()
     }
 
+    /// A rule set to `value` on line 3.
+    fn at<T>(value: T) -> Rule<T> {
+        Rule { value, line: 3 }
+    }
+
     #[test]
-    fn each_rule_is_judged_by_its_own_step() {
-        fn at<T>(value: T) -> Rule<T> {
-            Rule { value, line: 3 }
-        }
+    fn each_gpu_rule_is_judged_by_its_own_step() {
         let within = request();
         assert_eq!(super::gpus_per_container(&at(1), &within), None);
         assert_eq!(
@@ -505,6 +507,11 @@ mod tests {
             super::gpus_per_user(&at(1), &holding).map(|violation| violation.message),
             Some("user `ada` holds 1 GPU already and the container asks for 1 more".to_string())
         );
+    }
+
+    #[test]
+    fn each_limit_rule_is_judged_by_its_own_step() {
+        let within = request();
         assert_eq!(
             super::memory_requirement(
                 &at(false),
@@ -540,6 +547,10 @@ mod tests {
             super::registry(&at(vec!["docker.io".to_string()]), &within),
             None
         );
+    }
+
+    #[test]
+    fn loopback_only_is_judged_port_by_port() {
         let everywhere = PolicyRequest {
             ports: vec![
                 PublishedPort {
