@@ -351,10 +351,19 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
         count = snapshots.len(),
     );
     page.push_str(&drawing);
-    page.push_str("\n<h2>Summary</h2>\n<table>\n<tr><th>subject</th><th>CPU % mean</th><th>CPU % max</th><th>memory max</th><th>GPU memory max</th><th>GPU util % mean</th><th>GPU util % max</th><th>temperature max</th><th>ended</th></tr>\n");
     let ends = EndedContainer::all_in(snapshots);
+    summary_table(&mut page, snapshots, &ends);
+    page.push_str("<h2>Diagnoses</h2>\n");
+    diagnoses_list(&mut page, &diagnoses_of(snapshots, &ends));
+    page.push_str("</body>\n</html>\n");
+    Ok(page)
+}
+
+/// The page's summary: a row per container and GPU, with how each container ended.
+fn summary_table(page: &mut String, snapshots: &[Snapshot], ends: &[EndedContainer]) {
+    page.push_str("\n<h2>Summary</h2>\n<table>\n<tr><th>subject</th><th>CPU % mean</th><th>CPU % max</th><th>memory max</th><th>GPU memory max</th><th>GPU util % mean</th><th>GPU util % max</th><th>temperature max</th><th>ended</th></tr>\n");
     let start = snapshots.first().map_or(0.0, |first| first.time);
-    for row in summary(snapshots, &ends, start) {
+    for row in summary(snapshots, ends, start) {
         let _ = writeln!(
             page,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -378,7 +387,15 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
             },
         );
     }
-    page.push_str("</table>\n<h2>Diagnoses</h2>\n");
+    page.push_str("</table>\n");
+}
+
+/// Every diagnosis the recording holds, once per id and subject (the last said), with the
+/// OOM kills it did not record diagnosed from the recording.
+fn diagnoses_of(
+    snapshots: &[Snapshot],
+    ends: &[EndedContainer],
+) -> BTreeMap<(String, String), String> {
     let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
     let shown = |diagnosis: &Diagnosis| format!("{} — hint: {}", diagnosis.message, diagnosis.hint);
     for snapshot in snapshots {
@@ -391,7 +408,7 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
     }
     // A CSV recording keeps no diagnoses, and a JSON-lines one may have been cut before
     // the sample that named the OOM killer: the rule is applied to the recording then.
-    for end in &ends {
+    for end in ends {
         let recorded = snapshots
             .iter()
             .flat_map(|snapshot| &snapshot.diagnoses)
@@ -408,23 +425,26 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
             );
         }
     }
+    seen
+}
+
+/// The diagnoses as a list, or `none recorded`.
+fn diagnoses_list(page: &mut String, seen: &BTreeMap<(String, String), String>) {
     if seen.is_empty() {
         page.push_str("<p>none recorded</p>\n");
-    } else {
-        page.push_str("<ul>\n");
-        for ((id, subject), text) in &seen {
-            let _ = writeln!(
-                page,
-                "<li><b>{}</b> {}: {}</li>",
-                escape(id),
-                escape(subject),
-                escape(text)
-            );
-        }
-        page.push_str("</ul>\n");
+        return;
     }
-    page.push_str("</body>\n</html>\n");
-    Ok(page)
+    page.push_str("<ul>\n");
+    for ((id, subject), text) in seen {
+        let _ = writeln!(
+            page,
+            "<li><b>{}</b> {}: {}</li>",
+            escape(id),
+            escape(subject),
+            escape(text)
+        );
+    }
+    page.push_str("</ul>\n");
 }
 
 #[derive(Default)]
