@@ -402,73 +402,38 @@ pub struct RootEquivalent {
 pub fn root_equivalent(
     profile: &Profile,
     home: Option<&Path>,
-    real_source: &dyn Fn(&crate::profile::model::Mount) -> Option<std::path::PathBuf>,
+    real_source: &dyn Fn(&Mount) -> Option<std::path::PathBuf>,
 ) -> Vec<RootEquivalent> {
-    let mut found = Vec::new();
-    for mount in &profile.mounts {
-        if mount.kind != MountKind::Bind {
-            continue;
-        }
-        let written = expand_home(&mount.source, home);
-        let real = real_source(mount).map(|path| path.display().to_string());
-        let judged = |source: &str| -> Option<String> {
-            let normalized = source.trim_end_matches('/');
-            if holds_engine_socket(normalized) {
-                return Some("the container engine's socket: control of the daemon, which is root on the host".into());
-            }
-            if let Some(what) = sensitive_mount(normalized, home) {
-                return Some(what.to_string());
-            }
-            SYSTEM_FOLDERS
-                .iter()
-                .find(|folder| {
-                    normalized == **folder || normalized.starts_with(&format!("{folder}/"))
-                })
-                .map(|folder| format!("the host's programs ({folder})"))
-        };
-        let gives = judged(&written).or_else(|| {
-            real.as_deref().and_then(|real| {
-                judged(real).map(|what| format!("{what}, through a link to `{real}`"))
-            })
-        });
-        if let Some(gives) = gives {
-            let access = if mount.read_only {
-                "read-only"
-            } else {
-                "read-write"
-            };
-            found.push(RootEquivalent {
-                key: "mounts",
-                value: mount.to_string(),
-                gives: format!("{gives}, {access}"),
-            });
-        }
-    }
-    for capability in &profile.cap_add {
-        if ROOT_CAPABILITIES.contains(&capability.as_str()) {
-            let reason = CAPABILITY_REASONS
-                .iter()
-                .find(|(name, _)| name == capability)
-                .map_or(
-                    "a power that reaches past the container to the host",
-                    |(_, reason)| reason,
-                );
-            found.push(RootEquivalent {
+    let mut found: Vec<RootEquivalent> = profile
+        .mounts
+        .iter()
+        .filter_map(|mount| root_mount(mount, home, real_source))
+        .collect();
+    found.extend(
+        profile
+            .cap_add
+            .iter()
+            .filter(|capability| ROOT_CAPABILITIES.contains(&capability.as_str()))
+            .map(|capability| RootEquivalent {
                 key: "cap_add",
                 value: capability.clone(),
-                gives: reason.to_string(),
-            });
-        }
-    }
-    for device in &profile.devices {
-        if let Some(what) = sensitive_device(&device.host) {
-            found.push(RootEquivalent {
-                key: "devices",
-                value: device.to_string(),
-                gives: what.to_string(),
-            });
-        }
-    }
+                gives: CAPABILITY_REASONS
+                    .iter()
+                    .find(|(name, _)| name == capability)
+                    .map_or(
+                        "a power that reaches past the container to the host",
+                        |(_, reason)| reason,
+                    )
+                    .to_string(),
+            }),
+    );
+    found.extend(profile.devices.iter().filter_map(|device| {
+        sensitive_device(&device.host).map(|what| RootEquivalent {
+            key: "devices",
+            value: device.to_string(),
+            gives: what.to_string(),
+        })
+    }));
     if profile.network.as_ref().map(|network| network.as_str()) == Some("host") {
         found.push(RootEquivalent {
             key: "network",
@@ -486,6 +451,54 @@ pub fn root_equivalent(
         });
     }
     found
+}
+
+/// A bind mount that gives the host away, judged on its source as written and on the
+/// real path a link in it leads to (`real_source`).
+fn root_mount(
+    mount: &Mount,
+    home: Option<&Path>,
+    real_source: &dyn Fn(&Mount) -> Option<std::path::PathBuf>,
+) -> Option<RootEquivalent> {
+    if mount.kind != MountKind::Bind {
+        return None;
+    }
+    let written = expand_home(&mount.source, home);
+    let real = real_source(mount).map(|path| path.display().to_string());
+    let gives = root_source(&written, home).or_else(|| {
+        real.as_deref().and_then(|real| {
+            root_source(real, home).map(|what| format!("{what}, through a link to `{real}`"))
+        })
+    })?;
+    let access = if mount.read_only {
+        "read-only"
+    } else {
+        "read-write"
+    };
+    Some(RootEquivalent {
+        key: "mounts",
+        value: mount.to_string(),
+        gives: format!("{gives}, {access}"),
+    })
+}
+
+/// What a bind mount of host path `source` gives the container, when it gives the host
+/// away: an engine's socket, a sensitive folder, or the host's programs.
+fn root_source(source: &str, home: Option<&Path>) -> Option<String> {
+    let normalized = source.trim_end_matches('/');
+    if holds_engine_socket(normalized) {
+        return Some(
+            "the container engine's socket: control of the daemon, which is root on the host"
+                .into(),
+        );
+    }
+    if let Some(what) = sensitive_mount(normalized, home) {
+        return Some(what.to_string());
+    }
+    SYSTEM_FOLDERS
+        .iter()
+        .find(|folder| normalized == **folder || normalized.starts_with(&format!("{folder}/")))
+        .map(|folder| format!("the host's programs ({folder})"))
 }
 
 fn expand_home(source: &str, home: Option<&Path>) -> String {
