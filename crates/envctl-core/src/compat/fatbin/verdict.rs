@@ -331,69 +331,18 @@ pub fn image_findings(
     gpus: &[(String, ComputeCapability)],
     driver_cuda: Option<CudaVersion>,
 ) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for layer in &libraries.unread_layers {
-        findings.push(
-            Finding::warn(
-                GPU_LIBRARY_ARCH,
-                format!("layer {layer} of image `{image}` is compressed otherwise than with gzip (zstd) and was not read: its CUDA libraries are unknown"),
-            )
-            .with_fact("rests_on", "image scan (the library's fat binaries)"),
-        );
-    }
-    for unread in &libraries.unreadable {
-        findings.push(Finding::warn(
-            GPU_LIBRARY_ARCH,
-            format!(
-                "{} in image `{image}` could not be read ({}): whether it runs is unknown",
-                unread.path, unread.why
-            ),
-        ));
-    }
+    let mut findings = unread_parts(image, libraries);
     // An image without CUDA code of its own: nothing to say (most images).
     if libraries.libraries.is_empty() {
         return findings;
     }
-    // Builds of one library for several CUDA releases (bitsandbytes'
-    // `libbitsandbytes_cuda118.so` … `_cuda132.so`): the package loads one of them, so the
-    // group fails only when none runs, and then each is named.
-    let mut groups: Vec<(String, Vec<&super::ScannedLibrary>)> = Vec::new();
-    for scanned in &libraries.libraries {
-        let key = variant_group(&scanned.path);
-        match groups.iter_mut().find(|(known, _)| *known == key) {
-            Some((_, members)) => members.push(scanned),
-            None => groups.push((key, vec![scanned])),
-        }
-    }
+    let groups = variant_groups(libraries);
     for (gpu, capability) in gpus {
-        let mut all_run = true;
-        for (_, members) in &groups {
-            let judged: Vec<Finding> = members
-                .iter()
-                .filter_map(|scanned| {
-                    let library = Library {
-                        path: &scanned.path,
-                        package: scanned.package.as_deref(),
-                        code: &scanned.code,
-                    };
-                    library_finding(library, gpu, *capability, driver_cuda)
-                })
-                .collect();
-            if members.len() > 1
-                && judged
-                    .iter()
-                    .any(|finding| finding.status == crate::checks::Status::Pass)
-            {
-                continue;
-            }
-            for finding in judged {
-                if finding.status != crate::checks::Status::Pass {
-                    all_run = false;
-                    findings.push(finding);
-                }
-            }
-        }
-        if all_run {
+        let failing: Vec<Finding> = groups
+            .iter()
+            .flat_map(|members| failing_on(members, gpu, *capability, driver_cuda))
+            .collect();
+        if failing.is_empty() {
             findings.push(
                 Finding::pass(
                     GPU_LIBRARY_ARCH,
@@ -405,9 +354,80 @@ pub fn image_findings(
                 )
                 .with_fact("rests_on", "image scan (the library's fat binaries)"),
             );
+        } else {
+            findings.extend(failing);
         }
     }
     findings
+}
+
+/// A warning for each layer of `image` not read (zstd), then for each library that could
+/// not be read: what they hold is unknown.
+fn unread_parts(image: &str, libraries: &ImageLibraries) -> Vec<Finding> {
+    let layers = libraries.unread_layers.iter().map(|layer| {
+        Finding::warn(
+            GPU_LIBRARY_ARCH,
+            format!("layer {layer} of image `{image}` is compressed otherwise than with gzip (zstd) and was not read: its CUDA libraries are unknown"),
+        )
+        .with_fact("rests_on", "image scan (the library's fat binaries)")
+    });
+    let unreadable = libraries.unreadable.iter().map(|unread| {
+        Finding::warn(
+            GPU_LIBRARY_ARCH,
+            format!(
+                "{} in image `{image}` could not be read ({}): whether it runs is unknown",
+                unread.path, unread.why
+            ),
+        )
+    });
+    layers.chain(unreadable).collect()
+}
+
+/// The image's libraries grouped by [`variant_group`], in the order each group first
+/// appears: builds of one library for several CUDA releases (bitsandbytes'
+/// `libbitsandbytes_cuda118.so` … `_cuda132.so`), of which the package loads one.
+fn variant_groups(libraries: &ImageLibraries) -> Vec<Vec<&super::ScannedLibrary>> {
+    let mut groups: Vec<(String, Vec<&super::ScannedLibrary>)> = Vec::new();
+    for scanned in &libraries.libraries {
+        let key = variant_group(&scanned.path);
+        match groups.iter_mut().find(|(known, _)| *known == key) {
+            Some((_, members)) => members.push(scanned),
+            None => groups.push((key, vec![scanned])),
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
+}
+
+/// The findings of a group of builds (`members`) that do not pass on one GPU: none when
+/// one of several builds runs there (the package loads that one), else each that fails.
+fn failing_on(
+    members: &[&super::ScannedLibrary],
+    gpu: &str,
+    capability: ComputeCapability,
+    driver_cuda: Option<CudaVersion>,
+) -> Vec<Finding> {
+    let judged: Vec<Finding> = members
+        .iter()
+        .filter_map(|scanned| {
+            let library = Library {
+                path: &scanned.path,
+                package: scanned.package.as_deref(),
+                code: &scanned.code,
+            };
+            library_finding(library, gpu, capability, driver_cuda)
+        })
+        .collect();
+    if members.len() > 1
+        && judged
+            .iter()
+            .any(|finding| finding.status == crate::checks::Status::Pass)
+    {
+        return Vec::new();
+    }
+    judged
+        .into_iter()
+        .filter(|finding| finding.status != crate::checks::Status::Pass)
+        .collect()
 }
 
 /// The variant group of a library path: its name with a CUDA release tag (`cuda118`,
