@@ -380,6 +380,44 @@ mod tests {
     const KEYS: [&str; 5] = ["memory", "mounts", "shm_size", "torch", "gpus"];
 
     #[test]
+    fn a_docker_flag_leaves_the_line_with_its_value() {
+        assert_eq!(
+            without_flag(
+                &words("envctl up team --memory 8g"),
+                "up",
+                "--memory",
+                "--memory"
+            ),
+            Some(words("envctl up team"))
+        );
+        assert_eq!(
+            without_flag(
+                &words("envctl up team --memory=8g"),
+                "up",
+                "--memory=8g",
+                "--memory"
+            ),
+            Some(words("envctl up team"))
+        );
+        // `run` takes `-i`: only docker's `-t` leaves the cluster.
+        assert_eq!(
+            without_flag(&words("envctl run -it team"), "run", "-i", "-i"),
+            Some(words("envctl run -i team"))
+        );
+        assert_eq!(
+            without_flag(&words("envctl up team"), "up", "-d", "-d"),
+            None
+        );
+        assert!(in_cluster("-i", "-dit"));
+        assert!(!in_cluster("-i", "--it"));
+        assert!(!in_cluster("--rm", "-it"));
+        assert_eq!(
+            habit_instead("run", "--rm"),
+            "`run` always removes its container when the command ends"
+        );
+    }
+
+    #[test]
     fn typos_within_the_threshold_are_suggested() {
         assert_eq!(did_you_mean("memroy", &KEYS), Some("memory"));
         assert_eq!(did_you_mean("shm-size", &KEYS), Some("shm_size"));

@@ -718,6 +718,32 @@ mod tests {
         }
     }
 
+    #[test]
+    fn memory_counters_mark_only_what_they_say() {
+        assert!(memory_marks(&sound_health()).is_empty());
+        let pending = GpuHealth {
+            retired_pages_pending: Fact::Value(true),
+            ..sound_health()
+        };
+        let states: Vec<HealthState> = memory_marks(&pending)
+            .into_iter()
+            .map(|(state, _)| state)
+            .collect();
+        assert_eq!(states, [HealthState::Warn]);
+        let double_bit = GpuHealth {
+            ecc_aggregate: Fact::Value(EccCounts {
+                corrected: 0,
+                uncorrected: 2,
+            }),
+            ..pending
+        };
+        let states: Vec<HealthState> = memory_marks(&double_bit)
+            .into_iter()
+            .map(|(state, _)| state)
+            .collect();
+        assert_eq!(states, [HealthState::Fatal]);
+    }
+
     fn gpu(index: u32, health: GpuHealth) -> GpuDevice {
         let unread = || NvmlFailure::new(FailureKind::NotSupported, "not in this test");
         let mut device = GpuDevice::unreachable(index, unread());

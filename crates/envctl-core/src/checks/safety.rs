@@ -530,6 +530,20 @@ mod tests {
     }
 
     #[test]
+    fn a_bind_source_gives_the_host_away_by_what_it_holds() {
+        assert!(
+            root_source("/var/run/docker.sock", None)
+                .is_some_and(|what| what.contains("engine's socket"))
+        );
+        assert_eq!(
+            root_source("/usr/local/", None).as_deref(),
+            Some("the host's programs (/usr)")
+        );
+        assert_eq!(root_source("/usrdata", None), None);
+        assert_eq!(root_source("/data/project", None), None);
+    }
+
+    #[test]
     fn a_careful_profile_has_no_warnings() {
         let findings = check(
             &profile(

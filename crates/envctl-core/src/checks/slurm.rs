@@ -146,6 +146,24 @@ mod tests {
     }
 
     #[test]
+    fn the_heading_ends_with_the_jobs_limits() {
+        let mut job = job(GpuAllocation::None);
+        assert_eq!(job_limits(&job), "");
+        job.memory = Some(crate::facts::slurm::JobMemory {
+            bytes: 8 << 30,
+            from: "SLURM_MEM_PER_NODE".into(),
+        });
+        job.cpus = Some(crate::facts::slurm::JobCpus {
+            count: 4,
+            from: "SLURM_CPUS_PER_TASK".into(),
+        });
+        assert_eq!(
+            job_limits(&job),
+            "; memory 8192 MiB (SLURM_MEM_PER_NODE), 4 CPUs (SLURM_CPUS_PER_TASK)"
+        );
+    }
+
+    #[test]
     fn a_job_names_its_gpus_and_warns_of_the_cgroup() {
         let allocated = vec![AllocatedGpu {
             slurm_id: 2,

@@ -506,6 +506,14 @@ mod tests {
 
     const MIB: u64 = 1024 * 1024;
 
+    #[test]
+    fn a_ceiling_is_drawn_only_near_the_readings() {
+        assert!(in_view(100.0, 100.0 * CEILING_IN_VIEW_FACTOR));
+        assert!(!in_view(100.0, 100.0 * CEILING_IN_VIEW_FACTOR + 1.0));
+        // Nothing read above zero: no ceiling is in view of it.
+        assert!(!in_view(0.0, 1.0));
+    }
+
     fn container_at(time: f64, memory: u64, limit: u64) -> Snapshot {
         Snapshot {
             time,
