@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::snapshot::{ContainerRow, GpuRow, Snapshot};
+use super::snapshot::{ContainerRow, GpuHealthRow, GpuRow, Snapshot};
 use super::team::HostsSnapshot;
 
 const MEBIBYTE: f64 = 1024.0 * 1024.0;
@@ -272,50 +272,75 @@ fn gpu_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
 /// Issue 43: each GPU's health state and its ECC, retired-page and remapped-row counters.
 /// A counter the GPU does not offer is left out, never written as 0.
 fn health_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
-    let mut health = Family::new(
-        "envctl_gpu_health",
-        "gauge",
-        "GPU health: 0 ok, 1 warn, 2 fatal or lost (the state label says which).",
-    );
-    let mut ecc = Family::new(
-        "envctl_gpu_ecc_errors_total",
-        "counter",
-        "ECC errors, by counter (volatile since the driver loaded, aggregate over the GPU's life) and error (corrected single-bit, uncorrected double-bit).",
-    );
-    let mut retired = Family::new(
-        "envctl_gpu_retired_pages",
-        "gauge",
-        "Memory pages retired, by cause (single_bit, double_bit).",
-    );
-    let mut remapped = Family::new(
-        "envctl_gpu_remapped_rows",
-        "gauge",
-        "Memory rows remapped, by kind (correctable, uncorrectable).",
-    );
-    let mut remap_pending = Family::new(
-        "envctl_gpu_row_remap_pending",
-        "gauge",
-        "A row remap waits for a GPU reset (1) or not (0).",
-    );
-    let mut xids = Family::new(
-        "envctl_gpu_xid_errors_total",
-        "counter",
-        "Xid errors NVML's events reported since envctl started, by xid.",
-    );
-    let mut remap_failure = Family::new(
-        "envctl_gpu_row_remap_failure",
-        "gauge",
-        "A row remap failed (1) or not (0).",
-    );
+    let mut families = HealthFamilies::new();
     for gpu in &snapshot.gpus {
-        let Some(row) = &gpu.health else { continue };
-        let labels = gpu_labels(gpu, snapshot, hostname);
+        if let Some(row) = &gpu.health {
+            families.push(row, &gpu_labels(gpu, snapshot, hostname));
+        }
+    }
+    families.into_families()
+}
+
+/// The health families, filled GPU by GPU.
+struct HealthFamilies {
+    health: Family,
+    ecc: Family,
+    retired: Family,
+    remapped: Family,
+    remap_pending: Family,
+    xids: Family,
+    remap_failure: Family,
+}
+
+impl HealthFamilies {
+    fn new() -> Self {
+        HealthFamilies {
+            health: Family::new(
+                "envctl_gpu_health",
+                "gauge",
+                "GPU health: 0 ok, 1 warn, 2 fatal or lost (the state label says which).",
+            ),
+            ecc: Family::new(
+                "envctl_gpu_ecc_errors_total",
+                "counter",
+                "ECC errors, by counter (volatile since the driver loaded, aggregate over the GPU's life) and error (corrected single-bit, uncorrected double-bit).",
+            ),
+            retired: Family::new(
+                "envctl_gpu_retired_pages",
+                "gauge",
+                "Memory pages retired, by cause (single_bit, double_bit).",
+            ),
+            remapped: Family::new(
+                "envctl_gpu_remapped_rows",
+                "gauge",
+                "Memory rows remapped, by kind (correctable, uncorrectable).",
+            ),
+            remap_pending: Family::new(
+                "envctl_gpu_row_remap_pending",
+                "gauge",
+                "A row remap waits for a GPU reset (1) or not (0).",
+            ),
+            xids: Family::new(
+                "envctl_gpu_xid_errors_total",
+                "counter",
+                "Xid errors NVML's events reported since envctl started, by xid.",
+            ),
+            remap_failure: Family::new(
+                "envctl_gpu_row_remap_failure",
+                "gauge",
+                "A row remap failed (1) or not (0).",
+            ),
+        }
+    }
+
+    /// The samples of one GPU's health `row`, each with the GPU's `labels` and its own.
+    fn push(&mut self, row: &GpuHealthRow, labels: &[(&'static str, String)]) {
         let with = |extra: &[(&'static str, &str)]| {
-            let mut all = labels.clone();
+            let mut all = labels.to_vec();
             all.extend(extra.iter().map(|(name, value)| (*name, value.to_string())));
             all
         };
-        health.push(
+        self.health.push(
             &with(&[("state", row.state.word())]),
             Some(f64::from(row.state.gauge())),
         );
@@ -324,54 +349,60 @@ fn health_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
             ("aggregate", row.ecc_aggregate),
         ] {
             if let Some(counts) = counts {
-                ecc.push(
+                self.ecc.push(
                     &with(&[("counter", counter), ("error", "corrected")]),
                     Some(counts.corrected as f64),
                 );
-                ecc.push(
+                self.ecc.push(
                     &with(&[("counter", counter), ("error", "uncorrected")]),
                     Some(counts.uncorrected as f64),
                 );
             }
         }
         if let Some(pages) = row.retired_pages {
-            retired.push(
+            self.retired.push(
                 &with(&[("cause", "single_bit")]),
                 Some(pages.single_bit as f64),
             );
-            retired.push(
+            self.retired.push(
                 &with(&[("cause", "double_bit")]),
                 Some(pages.double_bit as f64),
             );
         }
         for count in &row.xids {
-            xids.push(
+            self.xids.push(
                 &with(&[("xid", &count.xid.to_string())]),
                 Some(count.count as f64),
             );
         }
         if let Some(rows) = row.remapped_rows {
-            remapped.push(
+            self.remapped.push(
                 &with(&[("kind", "correctable")]),
                 Some(rows.correctable as f64),
             );
-            remapped.push(
+            self.remapped.push(
                 &with(&[("kind", "uncorrectable")]),
                 Some(rows.uncorrectable as f64),
             );
-            remap_pending.push(&labels, Some(f64::from(u8::from(rows.pending))));
-            remap_failure.push(&labels, Some(f64::from(u8::from(rows.failure))));
+            self.remap_pending
+                .push(labels, Some(f64::from(u8::from(rows.pending))));
+            self.remap_failure
+                .push(labels, Some(f64::from(u8::from(rows.failure))));
         }
     }
-    vec![
-        health,
-        ecc,
-        xids,
-        retired,
-        remapped,
-        remap_pending,
-        remap_failure,
-    ]
+
+    /// The families in the order they are written.
+    fn into_families(self) -> Vec<Family> {
+        vec![
+            self.health,
+            self.ecc,
+            self.xids,
+            self.retired,
+            self.remapped,
+            self.remap_pending,
+            self.remap_failure,
+        ]
+    }
 }
 
 /// dcgm-exporter's labels, plus `container` and `profile` when one container owns every
