@@ -174,39 +174,7 @@ const DOCKER_RUN_HABITS: [&str; 8] = [
 /// `--rm`, `-it` with what envctl does instead and the command without them.
 fn docker_run_flag(arguments: &[String], subcommand: &str, flag: &str) -> Option<Meant> {
     let name = flag.split_once('=').map_or(flag, |(name, _)| name);
-    // `-it`, `-dit`: clap names the first letter; the whole cluster is docker's habit.
-    let cluster = |word: &str| {
-        name.len() == 2
-            && word.len() > 2
-            && word.strip_prefix('-').is_some_and(|letters| {
-                !letters.starts_with('-')
-                    && letters.contains(&name[1..])
-                    && letters.chars().all(|letter| "dit".contains(letter))
-            })
-    };
-    let at = arguments.iter().position(|word| {
-        word == flag || cluster(word) || word.split_once('=').is_some_and(|(left, _)| left == name)
-    })?;
-    let takes_value = DOCKER_PROFILE_FLAGS
-        .iter()
-        .any(|(docker, _, _)| *docker == name)
-        && !arguments[at].contains('=');
-    let mut without = arguments.to_vec();
-    // In a cluster only docker's letters go: `run -it` keeps `-i`, which `run` takes.
-    let kept: String = if cluster(&arguments[at]) {
-        let docker_letters = if subcommand == "run" { "dt" } else { "dit" };
-        arguments[at][1..]
-            .chars()
-            .filter(|letter| !docker_letters.contains(*letter))
-            .collect()
-    } else {
-        String::new()
-    };
-    if kept.is_empty() {
-        without.drain(at..(at + if takes_value { 2 } else { 1 }).min(arguments.len()));
-    } else {
-        without[at] = format!("-{kept}");
-    }
+    let without = without_flag(arguments, subcommand, flag, name)?;
     // The profile: the first word after the subcommand that is no flag.
     let profile = subcommand_index(&without)
         .and_then(|index| without.get(index + 1..))
@@ -237,7 +205,68 @@ fn docker_run_flag(arguments: &[String], subcommand: &str, flag: &str) -> Option
     if !DOCKER_RUN_HABITS.contains(&name) && !interactive {
         return None;
     }
-    let message = match (subcommand, name) {
+    let hint = if subcommand == "up" && interactive {
+        format!("`{}`, then `envctl shell {profile}`", line(&without))
+    } else {
+        format!("leave out `{name}`: `{}`", line(&without))
+    };
+    Some(Meant {
+        message: habit_instead(subcommand, name),
+        hint,
+    })
+}
+
+/// Whether `word` is a cluster of docker's letters (`-it`, `-dit`) holding the letter of
+/// flag `name`, which clap named: the whole cluster is docker's habit.
+fn in_cluster(name: &str, word: &str) -> bool {
+    name.len() == 2
+        && word.len() > 2
+        && word.strip_prefix('-').is_some_and(|letters| {
+            !letters.starts_with('-')
+                && letters.contains(&name[1..])
+                && letters.chars().all(|letter| "dit".contains(letter))
+        })
+}
+
+/// The command line without the docker flag `flag` (named `name`) and its value; in a
+/// cluster only docker's letters go (`run -it` keeps `-i`, which `run` takes). `None`
+/// when the flag is not on the line.
+fn without_flag(
+    arguments: &[String],
+    subcommand: &str,
+    flag: &str,
+    name: &str,
+) -> Option<Vec<String>> {
+    let at = arguments.iter().position(|word| {
+        word == flag
+            || in_cluster(name, word)
+            || word.split_once('=').is_some_and(|(left, _)| left == name)
+    })?;
+    let takes_value = DOCKER_PROFILE_FLAGS
+        .iter()
+        .any(|(docker, _, _)| *docker == name)
+        && !arguments[at].contains('=');
+    let mut without = arguments.to_vec();
+    let kept: String = if in_cluster(name, &arguments[at]) {
+        let docker_letters = if subcommand == "run" { "dt" } else { "dit" };
+        arguments[at][1..]
+            .chars()
+            .filter(|letter| !docker_letters.contains(*letter))
+            .collect()
+    } else {
+        String::new()
+    };
+    if kept.is_empty() {
+        without.drain(at..(at + if takes_value { 2 } else { 1 }).min(arguments.len()));
+    } else {
+        without[at] = format!("-{kept}");
+    }
+    Some(without)
+}
+
+/// What `subcommand` does instead of docker's habit `name` (`-d`, `--rm`, `-it`).
+fn habit_instead(subcommand: &str, name: &str) -> String {
+    match (subcommand, name) {
         ("up", "-d" | "--detach") => "`up` always starts the container detached".to_string(),
         ("up", "--rm") => {
             "`up` keeps its container until `envctl down --rm` removes it".to_string()
@@ -252,13 +281,7 @@ fn docker_run_flag(arguments: &[String], subcommand: &str, flag: &str) -> Option
         _ => format!(
             "`{name}` is docker's; `run` passes its output through, and piped input reaches the command"
         ),
-    };
-    let hint = if subcommand == "up" && interactive {
-        format!("`{}`, then `envctl shell {profile}`", line(&without))
-    } else {
-        format!("leave out `{name}`: `{}`", line(&without))
-    };
-    Some(Meant { message, hint })
+    }
 }
 
 /// The commands people bring from docker, and what envctl does instead.
@@ -355,6 +378,44 @@ mod tests {
     use super::*;
 
     const KEYS: [&str; 5] = ["memory", "mounts", "shm_size", "torch", "gpus"];
+
+    #[test]
+    fn a_docker_flag_leaves_the_line_with_its_value() {
+        assert_eq!(
+            without_flag(
+                &words("envctl up team --memory 8g"),
+                "up",
+                "--memory",
+                "--memory"
+            ),
+            Some(words("envctl up team"))
+        );
+        assert_eq!(
+            without_flag(
+                &words("envctl up team --memory=8g"),
+                "up",
+                "--memory=8g",
+                "--memory"
+            ),
+            Some(words("envctl up team"))
+        );
+        // `run` takes `-i`: only docker's `-t` leaves the cluster.
+        assert_eq!(
+            without_flag(&words("envctl run -it team"), "run", "-i", "-i"),
+            Some(words("envctl run -i team"))
+        );
+        assert_eq!(
+            without_flag(&words("envctl up team"), "up", "-d", "-d"),
+            None
+        );
+        assert!(in_cluster("-i", "-dit"));
+        assert!(!in_cluster("-i", "--it"));
+        assert!(!in_cluster("--rm", "-it"));
+        assert_eq!(
+            habit_instead("run", "--rm"),
+            "`run` always removes its container when the command ends"
+        );
+    }
 
     #[test]
     fn typos_within_the_threshold_are_suggested() {

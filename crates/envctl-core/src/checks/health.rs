@@ -107,36 +107,54 @@ pub fn classify_health(
     xids: &[u32],
     fatal_xids: &[u32],
 ) -> GpuHealthVerdict {
-    let mut state = HealthState::Ok;
-    let mut reasons = Vec::new();
-    let mut mark = |level: HealthState, reason: String| {
-        state = state.max(level);
-        reasons.push(reason);
-    };
-    if let Some(failure) = lost {
-        mark(
+    let lost = lost.map(|failure| {
+        (
             HealthState::Lost,
             format!(
                 "NVML says the GPU is lost (fell off the bus): {}",
                 failure.message
             ),
-        );
+        )
+    });
+    // An application's own Xid marks nothing (k8s-device-plugin#1340).
+    let fatal = xids
+        .iter()
+        .filter(|xid| classify_xid(**xid, fatal_xids) == XidClass::Fatal)
+        .map(|xid| (HealthState::Fatal, format!("Xid {xid}, fatal to the GPU")));
+    let marks: Vec<(HealthState, String)> = lost
+        .into_iter()
+        .chain(memory_marks(health))
+        .chain(fatal)
+        .collect();
+    GpuHealthVerdict {
+        index,
+        state: marks
+            .iter()
+            .fold(HealthState::Ok, |state, (level, _)| state.max(*level)),
+        reasons: marks.into_iter().map(|(_, reason)| reason).collect(),
     }
+}
+
+/// What the GPU's memory counters say of it, each with the state it marks: a failed or
+/// pending row remap, a pending page retirement (fatal with double-bit errors), and
+/// uncorrectable ECC errors since the driver loaded.
+fn memory_marks(health: &GpuHealth) -> Vec<(HealthState, String)> {
+    let mut marks = Vec::new();
     if let Some(rows) = health.remapped_rows.value() {
         if rows.failure {
-            mark(
+            marks.push((
                 HealthState::Fatal,
                 "a row remapping failed: the GPU has no spare memory rows left".into(),
-            );
+            ));
         }
         if rows.pending {
-            mark(
+            marks.push((
                 HealthState::Fatal,
                 format!(
                     "a row remap is pending ({} uncorrectable, {} correctable rows remapped): the bad row is in use until the GPU is reset",
                     rows.uncorrectable, rows.correctable
                 ),
-            );
+            ));
         }
     }
     let pages_pending = health.retired_pages_pending.value() == Some(&true);
@@ -145,41 +163,30 @@ pub fn classify_health(
         .value()
         .map_or(0, |counts| counts.uncorrected);
     if pages_pending && aggregate_double_bit > 0 {
-        mark(
+        marks.push((
             HealthState::Fatal,
             format!(
                 "{aggregate_double_bit} double-bit ECC error(s) over the GPU's life and a page retirement pending: the bad page is in use until a reboot or reset"
             ),
-        );
+        ));
     } else if pages_pending {
-        mark(
+        marks.push((
             HealthState::Warn,
             "a page retirement is pending (single-bit errors): it takes effect at the next reboot or reset".into(),
-        );
+        ));
     }
     if let Some(counts) = health.ecc_volatile.value()
         && counts.uncorrected > 0
     {
-        mark(
+        marks.push((
             HealthState::Warn,
             format!(
                 "{} uncorrectable ECC error(s) since the driver loaded",
                 counts.uncorrected
             ),
-        );
+        ));
     }
-    for &xid in xids {
-        match classify_xid(xid, fatal_xids) {
-            XidClass::Fatal => mark(HealthState::Fatal, format!("Xid {xid}, fatal to the GPU")),
-            // An application's own error marks nothing (k8s-device-plugin#1340).
-            XidClass::Application | XidClass::Other => {}
-        }
-    }
-    GpuHealthVerdict {
-        index,
-        state,
-        reasons,
-    }
+    marks
 }
 
 /// The fix for a GPU in `state`, naming its index.
@@ -208,39 +215,13 @@ pub fn findings(gpu: &GpuFacts, fatal_xids: &[u32], datacenter_host: bool) -> Ve
     let mut sound = Vec::new();
     for device in gpus {
         let verdict = classify(device, &[], fatal_xids);
-        if verdict.state == HealthState::Ok {
+        if verdict.state != HealthState::Ok {
+            findings.push(unhealthy(device, &verdict));
+        } else if reports_health(device) {
             // A GPU that reports no health fact at all (an old record, a stand-in without
             // them) is not called healthy: nothing was read.
-            if reports_health(device) {
-                sound.push(device.index.to_string());
-            }
-            continue;
+            sound.push(device.index.to_string());
         }
-        let name = device
-            .uuid
-            .value()
-            .map_or_else(String::new, |uuid| format!(" ({uuid})"));
-        let mut finding = Finding::warn(
-            "gpu.health",
-            format!(
-                "GPU {}{name}: {}: {}",
-                device.index,
-                verdict.state.word(),
-                verdict.reasons.join("; ")
-            ),
-        );
-        // The host works on with its other GPUs; a profile that needs this one fails
-        // (`profile.gpu-health`).
-        if let Some(fix) = fix(device.index, verdict.state) {
-            finding = finding.with_hint(fix);
-        }
-        findings.push(
-            finding
-                .with_fact("index", device.index)
-                .with_fact("state", verdict.state)
-                .with_fact("health", &device.health)
-                .in_area(Area::Nvidia),
-        );
     }
     if !sound.is_empty() {
         findings.push(
@@ -255,32 +236,67 @@ pub fn findings(gpu: &GpuFacts, fatal_xids: &[u32], datacenter_host: bool) -> Ve
             .in_area(Area::Nvidia),
         );
     }
+    if datacenter_host {
+        findings.extend(persistence_off(gpus));
+    }
+    findings
+}
+
+/// `gpu.health` for a GPU whose `verdict` is not ok: a warning, since the host works on
+/// with its other GPUs; a profile that needs this one fails (`profile.gpu-health`).
+fn unhealthy(device: &GpuDevice, verdict: &GpuHealthVerdict) -> Finding {
+    let name = device
+        .uuid
+        .value()
+        .map_or_else(String::new, |uuid| format!(" ({uuid})"));
+    let mut finding = Finding::warn(
+        "gpu.health",
+        format!(
+            "GPU {}{name}: {}: {}",
+            device.index,
+            verdict.state.word(),
+            verdict.reasons.join("; ")
+        ),
+    );
+    if let Some(fix) = fix(device.index, verdict.state) {
+        finding = finding.with_hint(fix);
+    }
+    finding
+        .with_fact("index", device.index)
+        .with_fact("state", verdict.state)
+        .with_fact("health", &device.health)
+        .in_area(Area::Nvidia)
+}
+
+/// `gpu.persistence` on a data-center host: the GPUs with persistence mode off, which
+/// the driver tears down and re-initialises at each start.
+fn persistence_off(gpus: &[GpuDevice]) -> Option<Finding> {
     let without_persistence: Vec<u32> = gpus
         .iter()
         .filter(|device| device.health.persistence_mode.value() == Some(&false))
         .map(|device| device.index)
         .collect();
-    if datacenter_host && !without_persistence.is_empty() {
-        let list: Vec<String> = without_persistence
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        findings.push(
-            Finding::warn(
-                "gpu.persistence",
-                format!(
-                    "persistence mode is off on GPU {}: with no client holding it the driver tears the GPU down, so each `nvidia-smi` or CUDA start re-initialises it (NVIDIA's driver persistence documentation; about 1-2 s each on data-center GPUs)",
-                    list.join(", ")
-                ),
-            )
-            .with_hint(
-                "`sudo systemctl enable --now nvidia-persistenced` (or `sudo nvidia-smi -pm 1` until the next reboot)",
-            )
-            .with_fact("gpus", &without_persistence)
-            .in_area(Area::Nvidia),
-        );
+    if without_persistence.is_empty() {
+        return None;
     }
-    findings
+    let list: Vec<String> = without_persistence
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    Some(
+        Finding::warn(
+            "gpu.persistence",
+            format!(
+                "persistence mode is off on GPU {}: with no client holding it the driver tears the GPU down, so each `nvidia-smi` or CUDA start re-initialises it (NVIDIA's driver persistence documentation; about 1-2 s each on data-center GPUs)",
+                list.join(", ")
+            ),
+        )
+        .with_hint(
+            "`sudo systemctl enable --now nvidia-persistenced` (or `sudo nvidia-smi -pm 1` until the next reboot)",
+        )
+        .with_fact("gpus", &without_persistence)
+        .in_area(Area::Nvidia),
+    )
 }
 
 /// Whether NVML answered any health query of this GPU.
@@ -700,6 +716,32 @@ mod tests {
                 failure: false,
             }),
         }
+    }
+
+    #[test]
+    fn memory_counters_mark_only_what_they_say() {
+        assert!(memory_marks(&sound_health()).is_empty());
+        let pending = GpuHealth {
+            retired_pages_pending: Fact::Value(true),
+            ..sound_health()
+        };
+        let states: Vec<HealthState> = memory_marks(&pending)
+            .into_iter()
+            .map(|(state, _)| state)
+            .collect();
+        assert_eq!(states, [HealthState::Warn]);
+        let double_bit = GpuHealth {
+            ecc_aggregate: Fact::Value(EccCounts {
+                corrected: 0,
+                uncorrected: 2,
+            }),
+            ..pending
+        };
+        let states: Vec<HealthState> = memory_marks(&double_bit)
+            .into_iter()
+            .map(|(state, _)| state)
+            .collect();
+        assert_eq!(states, [HealthState::Fatal]);
     }
 
     fn gpu(index: u32, health: GpuHealth) -> GpuDevice {

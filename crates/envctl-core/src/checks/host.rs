@@ -11,7 +11,7 @@ pub use crate::container_plan::gpu_path::{
     GpuPath, GpuSupport, gpu_path, gpu_support, gpus_reachable, specs_making_gpus_unknown,
     unreadable_specs,
 };
-use crate::facts::engine::{EngineFacts, EngineState};
+use crate::facts::engine::{DaemonFacts, EngineFacts, EngineState};
 use crate::facts::host::HostFacts;
 
 /// NVIDIA Container Toolkit releases below this have published container-escape CVEs
@@ -39,62 +39,93 @@ pub fn docker(
     in_area(Area::Docker, docker_findings(engine, host, free_bytes))
 }
 
+/// The Docker section's findings in the order doctor prints them: the socket, whether
+/// the daemon answers (nothing more when it does not), how it is set up, its free space,
+/// then how containers get GPUs on it.
 fn docker_findings(
     engine: &EngineFacts,
     host: &HostFacts,
     free_bytes: Option<&Result<u64, String>>,
 ) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    if let Some(socket) = &host.docker_socket
-        && socket.access == "permission_denied"
-    {
-        findings.push(
-            Finding::fail(
-                "docker.socket",
-                format!("permission denied on the engine's socket {}", socket.path),
-            )
-            .with_hint(crate::facts::engine::EngineKind::Unknown.permission_fix())
-            .with_fact("socket", &socket.path),
-        );
-    }
+    let mut findings: Vec<Finding> = socket_finding(host).into_iter().collect();
     let daemon = match &engine.state {
         EngineState::Unreachable {
             message,
             hint,
             kind,
         } => {
-            let mut finding = Finding::fail(
-                "docker.reachable",
-                if crate::facts::engine::daemon_answered(kind) {
-                    format!("the engine answered with an error: {message}")
-                } else {
-                    format!("the engine is not reachable: {message}")
-                },
-            )
-            .with_fact("endpoint", &engine.endpoint)
-            .with_fact("cause", kind);
-            if let Some(hint) = hint {
-                finding = finding.with_hint(hint.clone());
-            }
-            findings.push(finding);
+            findings.push(unreachable_finding(engine, message, hint.as_deref(), kind));
             return findings;
         }
         EngineState::Reachable(daemon) => daemon,
     };
-    findings.push(
-        Finding::pass(
-            "docker.reachable",
-            format!(
-                "{} {} at {} (API {})",
-                daemon.kind.name(),
-                daemon.server_version.as_deref().unwrap_or("?"),
-                engine.endpoint,
-                daemon.api_version.as_deref().unwrap_or("?")
-            ),
+    findings.push(reachable_finding(engine, daemon));
+    findings.extend(setup_findings(daemon));
+    findings.extend(free_bytes.map(|free_bytes| disk_finding(daemon, free_bytes)));
+    findings.extend(gpu_support_findings(daemon, host));
+    findings
+}
+
+/// `docker.socket`: the engine's socket refuses this user.
+fn socket_finding(host: &HostFacts) -> Option<Finding> {
+    let socket = host
+        .docker_socket
+        .as_ref()
+        .filter(|socket| socket.access == "permission_denied")?;
+    Some(
+        Finding::fail(
+            "docker.socket",
+            format!("permission denied on the engine's socket {}", socket.path),
         )
-        .with_fact("endpoint", &engine.endpoint)
-        .with_fact("engine", daemon.kind),
-    );
+        .with_hint(crate::facts::engine::EngineKind::Unknown.permission_fix())
+        .with_fact("socket", &socket.path),
+    )
+}
+
+/// `docker.reachable` failed: the engine answered with an error, or not at all (`kind`
+/// says which).
+fn unreachable_finding(
+    engine: &EngineFacts,
+    message: &str,
+    hint: Option<&str>,
+    kind: &str,
+) -> Finding {
+    let finding = Finding::fail(
+        "docker.reachable",
+        if crate::facts::engine::daemon_answered(kind) {
+            format!("the engine answered with an error: {message}")
+        } else {
+            format!("the engine is not reachable: {message}")
+        },
+    )
+    .with_fact("endpoint", &engine.endpoint)
+    .with_fact("cause", kind);
+    match hint {
+        Some(hint) => finding.with_hint(hint.to_string()),
+        None => finding,
+    }
+}
+
+/// `docker.reachable` passed: which engine, its version and API.
+fn reachable_finding(engine: &EngineFacts, daemon: &DaemonFacts) -> Finding {
+    Finding::pass(
+        "docker.reachable",
+        format!(
+            "{} {} at {} (API {})",
+            daemon.kind.name(),
+            daemon.server_version.as_deref().unwrap_or("?"),
+            engine.endpoint,
+            daemon.api_version.as_deref().unwrap_or("?")
+        ),
+    )
+    .with_fact("endpoint", &engine.endpoint)
+    .with_fact("engine", daemon.kind)
+}
+
+/// How the daemon is set up: Docker Desktop (`docker.desktop`), rootless
+/// (`docker.rootless`), and its cgroups (`docker.cgroup`).
+fn setup_findings(daemon: &DaemonFacts) -> Vec<Finding> {
+    let mut findings = Vec::new();
     if daemon.docker_desktop {
         findings.push(
             Finding::warn("docker.desktop", format!("the daemon is Docker Desktop ({}): containers run in its VM, and GPUs only reach them through the WSL 2 backend", daemon.operating_system.as_deref().unwrap_or("Docker Desktop")))
@@ -123,32 +154,64 @@ fn docker_findings(
             daemon.cgroup_driver.as_deref().unwrap_or("?")
         ),
     ));
+    findings
+}
+
+/// `docker.disk`: the free space under the Docker root, against [`MINIMUM_FREE_BYTES`].
+fn disk_finding(daemon: &DaemonFacts, free_bytes: &Result<u64, String>) -> Finding {
     match free_bytes {
-        Some(Ok(free)) if *free < MINIMUM_FREE_BYTES => findings.push(
-            Finding::warn("docker.disk", format!("only {} free under the Docker root {}: CUDA images take 5 to 20 GB", gigabytes(*free), daemon.docker_root_dir.as_deref().unwrap_or("?")))
-                .with_hint("free space with `docker system prune` (removes stopped containers and dangling images)")
-                .with_fact("free_bytes", free),
-        ),
-        Some(Ok(free)) => findings.push(Finding::pass("docker.disk", format!("{} free under the Docker root", gigabytes(*free))).with_fact("free_bytes", free)),
-        Some(Err(error)) => findings.push(Finding::info("docker.disk", format!("free space under the Docker root unknown: {error}"))),
-        None => {}
+        Ok(free) if *free < MINIMUM_FREE_BYTES => Finding::warn("docker.disk", format!("only {} free under the Docker root {}: CUDA images take 5 to 20 GB", gigabytes(*free), daemon.docker_root_dir.as_deref().unwrap_or("?")))
+            .with_hint("free space with `docker system prune` (removes stopped containers and dangling images)")
+            .with_fact("free_bytes", free),
+        Ok(free) => Finding::pass("docker.disk", format!("{} free under the Docker root", gigabytes(*free))).with_fact("free_bytes", free),
+        Err(error) => Finding::info("docker.disk", format!("free space under the Docker root unknown: {error}")),
     }
+}
+
+/// `docker.gpu-support`, then a `docker.cdi-spec` warning for each CDI spec that cannot
+/// be read (unless those specs already make the support unknown).
+fn gpu_support_findings(daemon: &DaemonFacts, host: &HostFacts) -> Vec<Finding> {
     let support = gpu_support(daemon, host);
     // Podman before 5.4: whatever is set up, its Docker API drops GPU requests.
     if let Some(reason) = daemon.drops_gpu_requests() {
-        findings.push(
+        return vec![
             Finding::info(
                 "docker.gpu-support",
                 format!("{reason}: containers cannot get GPUs through envctl"),
             )
             .with_hint(daemon.kind.gpu_fix())
             .with_fact("gpu_support", &support),
-        );
-        return findings;
+        ];
     }
     let unreadable = unreadable_specs(host);
     let unknown = !specs_making_gpus_unknown(daemon, host, &support).is_empty();
-    let finding = match &support {
+    let mut findings = vec![
+        support_finding(daemon, &support, &unreadable, unknown).with_fact("gpu_support", &support),
+    ];
+    if !unknown {
+        for (path, error) in unreadable {
+            findings.push(
+                Finding::warn(
+                    "docker.cdi-spec",
+                    format!("CDI spec {path} cannot be read: {error}; whether it names NVIDIA GPUs is unknown"),
+                )
+                .with_hint(cdi_spec_hint(&[path]))
+                .with_fact("spec", path),
+            );
+        }
+    }
+    findings
+}
+
+/// The words of `docker.gpu-support` for each way GPUs reach containers; `unknown` when
+/// the `unreadable` CDI specs leave it open.
+fn support_finding(
+    daemon: &DaemonFacts,
+    support: &GpuSupport,
+    unreadable: &[(&str, &str)],
+    unknown: bool,
+) -> Finding {
+    match support {
         GpuSupport::None if unknown => {
             let paths: Vec<&str> = unreadable.iter().map(|(path, _)| *path).collect();
             let causes: Vec<String> = unreadable
@@ -173,21 +236,7 @@ fn docker_findings(
             .with_hint(format!("run `envctl doctor` on {host} for its container toolkit")),
         GpuSupport::None => Finding::info("docker.gpu-support", "no NVIDIA container runtime, CDI spec or hook: containers cannot get GPUs on this daemon")
             .with_hint(format!("{} (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)", daemon.kind.gpu_fix())),
-    };
-    findings.push(finding.with_fact("gpu_support", &support));
-    if !unknown {
-        for (path, error) in unreadable {
-            findings.push(
-                Finding::warn(
-                    "docker.cdi-spec",
-                    format!("CDI spec {path} cannot be read: {error}; whether it names NVIDIA GPUs is unknown"),
-                )
-                .with_hint(cdi_spec_hint(&[path]))
-                .with_fact("spec", path),
-            );
-        }
     }
-    findings
 }
 
 /// For a daemon on another machine, in place of [`host`]: this machine's driver, device
@@ -326,6 +375,40 @@ mod tests {
 
     fn status_of<'a>(findings: &'a [Finding], id: &str) -> Option<&'a Finding> {
         findings.iter().find(|finding| finding.id == id)
+    }
+
+    #[test]
+    fn the_docker_root_needs_room_for_cuda_images() {
+        let statuses = |free: Result<u64, String>| disk_finding(&daemon(), &free).status;
+        assert_eq!(statuses(Ok(MINIMUM_FREE_BYTES - 1)), Status::Warn);
+        assert_eq!(statuses(Ok(MINIMUM_FREE_BYTES)), Status::Pass);
+        assert_eq!(statuses(Err("statfs failed".into())), Status::Info);
+    }
+
+    #[test]
+    fn the_daemons_setup_is_told_in_one_step() {
+        let ids = |daemon: &DaemonFacts| -> Vec<&'static str> {
+            setup_findings(daemon)
+                .iter()
+                .map(|finding| match finding.id.as_str() {
+                    "docker.desktop" => "desktop",
+                    "docker.rootless" => "rootless",
+                    "docker.cgroup" => "cgroup",
+                    _ => "other",
+                })
+                .collect()
+        };
+        assert_eq!(ids(&daemon()), ["cgroup"]);
+        let everything = DaemonFacts {
+            docker_desktop: true,
+            rootless: true,
+            ..daemon()
+        };
+        assert_eq!(ids(&everything), ["desktop", "rootless", "cgroup"]);
+        assert_eq!(
+            setup_findings(&daemon())[0].message,
+            "cgroup v2 with the systemd driver"
+        );
     }
 
     #[test]

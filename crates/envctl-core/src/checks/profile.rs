@@ -363,12 +363,11 @@ fn no_gpu_here(
     }
 }
 
+/// The GPUs a profile gets, with the findings that say so (or why it gets fewer).
+type Selection<'a> = (Vec<&'a GpuDevice>, Vec<Finding>);
+
 /// The GPUs the profile will get, and findings when it asks for more than there is.
-fn select_gpus<'a>(
-    request: &GpuRequest,
-    name: &str,
-    gpu: &'a GpuFacts,
-) -> (Vec<&'a GpuDevice>, Vec<Finding>) {
+fn select_gpus<'a>(request: &GpuRequest, name: &str, gpu: &'a GpuFacts) -> Selection<'a> {
     // No list is not an empty list: NVML that loaded but could not count the GPUs says
     // nothing about how many there are.
     // Another machine's GPUs as its daemon told them are judged as this machine's are.
@@ -386,16 +385,7 @@ fn select_gpus<'a>(
     } = &gpu.nvml
         && request.wants_gpus()
     {
-        return (
-            Vec::new(),
-            vec![
-                Finding::info(
-                    "profile.gpus",
-                    format!("the profile's GPUs are {host}'s, which cannot be seen from here: the daemon there hands them out"),
-                )
-                .with_hint(format!("run `envctl doctor` on {host} for its GPUs and this profile's verdict there")),
-            ],
-        );
+        return (Vec::new(), vec![unseen_on_another_host(host)]);
     }
     match request {
         GpuRequest::None => (Vec::new(), Vec::new()),
@@ -431,80 +421,106 @@ fn select_gpus<'a>(
             )
         }
         GpuRequest::All | GpuRequest::Optional => (Vec::new(), vec![none_here("all GPUs")]),
-        GpuRequest::Count(count) => {
-            let count = *count as usize;
-            if available.is_empty() {
-                (
-                    Vec::new(),
-                    vec![none_here(&format!(
-                        "{count} GPU{}",
-                        if count == 1 { "" } else { "s" }
-                    ))],
-                )
-            } else if available.len() < count {
-                let have = available.len();
-                (
-                    available,
-                    vec![
-                        Finding::fail(
-                            "profile.gpus",
-                            format!("the profile asks for {count} GPUs, this host has {have}"),
-                        )
-                        .with_hint(format!("set gpus = {have}, or run it on a bigger host")),
-                    ],
-                )
-            } else {
-                (
-                    available.into_iter().take(count).collect(),
-                    vec![Finding::pass(
-                        "profile.gpus",
-                        format!("{count} of the host's GPUs"),
-                    )],
-                )
-            }
-        }
-        GpuRequest::Devices(devices) => {
-            if available.is_empty() {
-                return (
-                    Vec::new(),
-                    vec![none_here(&format!("GPU {}", devices.join(", ")))],
-                );
-            }
-            let mut selected = Vec::new();
-            let mut missing = Vec::new();
-            for device in devices {
-                let found = available.iter().find(|gpu| {
-                    device.parse::<u32>().is_ok_and(|index| gpu.index == index)
-                        || gpu.uuid.value().is_some_and(|uuid| uuid == device)
-                });
-                match found {
-                    Some(gpu) => selected.push(*gpu),
-                    None if device.starts_with("MIG-") => {}
-                    None => missing.push(device.clone()),
-                }
-            }
-            let mut findings = Vec::new();
-            if !missing.is_empty() {
-                findings.push(
-                    Finding::fail(
-                        "profile.gpus",
-                        format!("GPU {} not found on this host", missing.join(", ")),
-                    )
-                    .with_hint("`nvidia-smi -L` lists the indices and UUIDs here"),
-                );
-            }
-            if devices.iter().any(|device| device.starts_with("MIG-")) {
-                findings.push(Finding::info("profile.gpus", "MIG devices are passed as written; envctl checks them against their parent GPU only inside the container (`envctl exec … nvidia-check`)"));
-            }
-            if missing.is_empty() && !selected.is_empty() {
-                findings.push(Finding::pass(
+        GpuRequest::Count(count) => select_count(*count as usize, available, &none_here),
+        GpuRequest::Devices(devices) => select_devices(devices, &available, &none_here),
+    }
+}
+
+/// The profile's GPUs are another machine's, which its daemon did not describe: the
+/// daemon there hands them out, and doctor there judges them.
+fn unseen_on_another_host(host: &str) -> Finding {
+    Finding::info(
+        "profile.gpus",
+        format!("the profile's GPUs are {host}'s, which cannot be seen from here: the daemon there hands them out"),
+    )
+    .with_hint(format!("run `envctl doctor` on {host} for its GPUs and this profile's verdict there"))
+}
+
+/// `gpus = N`: the first `count` of the `available` GPUs, or all of them with a failure
+/// when there are fewer; `none_here` says what is wrong when there is none.
+fn select_count<'a>(
+    count: usize,
+    available: Vec<&'a GpuDevice>,
+    none_here: &dyn Fn(&str) -> Finding,
+) -> Selection<'a> {
+    if available.is_empty() {
+        return (
+            Vec::new(),
+            vec![none_here(&format!(
+                "{count} GPU{}",
+                if count == 1 { "" } else { "s" }
+            ))],
+        );
+    }
+    if available.len() < count {
+        let have = available.len();
+        return (
+            available,
+            vec![
+                Finding::fail(
                     "profile.gpus",
-                    format!("GPU {}", devices.join(", ")),
-                ));
-            }
-            (selected, findings)
+                    format!("the profile asks for {count} GPUs, this host has {have}"),
+                )
+                .with_hint(format!("set gpus = {have}, or run it on a bigger host")),
+            ],
+        );
+    }
+    (
+        available.into_iter().take(count).collect(),
+        vec![Finding::pass(
+            "profile.gpus",
+            format!("{count} of the host's GPUs"),
+        )],
+    )
+}
+
+/// `gpus = ["0", "GPU-…"]`: each device named by index or UUID among the `available`
+/// GPUs. A name not found fails; `MIG-…` instances pass as written, since only the
+/// container can check them.
+fn select_devices<'a>(
+    devices: &[String],
+    available: &[&'a GpuDevice],
+    none_here: &dyn Fn(&str) -> Finding,
+) -> Selection<'a> {
+    if available.is_empty() {
+        return (
+            Vec::new(),
+            vec![none_here(&format!("GPU {}", devices.join(", ")))],
+        );
+    }
+    let mut selected = Vec::new();
+    let mut missing = Vec::new();
+    for device in devices {
+        let found = available.iter().find(|gpu| {
+            device.parse::<u32>().is_ok_and(|index| gpu.index == index)
+                || gpu.uuid.value().is_some_and(|uuid| uuid == device)
+        });
+        match found {
+            Some(gpu) => selected.push(*gpu),
+            None if device.starts_with("MIG-") => {}
+            None => missing.push(device.clone()),
         }
     }
+    let mut findings = Vec::new();
+    if !missing.is_empty() {
+        findings.push(
+            Finding::fail(
+                "profile.gpus",
+                format!("GPU {} not found on this host", missing.join(", ")),
+            )
+            .with_hint("`nvidia-smi -L` lists the indices and UUIDs here"),
+        );
+    }
+    if devices.iter().any(|device| device.starts_with("MIG-")) {
+        findings.push(Finding::info("profile.gpus", "MIG devices are passed as written; envctl checks them against their parent GPU only inside the container (`envctl exec … nvidia-check`)"));
+    }
+    if missing.is_empty() && !selected.is_empty() {
+        findings.push(Finding::pass(
+            "profile.gpus",
+            format!("GPU {}", devices.join(", ")),
+        ));
+    }
+    (selected, findings)
 }
 
 fn gpu_verdict(
@@ -585,6 +601,50 @@ mod tests {
             minor_number: Fact::Value(index),
             health: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_count_takes_the_first_gpus_or_fails_short() {
+        let devices = [device(0, "A", "8.0"), device(1, "B", "8.0")];
+        let available: Vec<&GpuDevice> = devices.iter().collect();
+        let unused = |_: &str| -> Finding { unreachable!("there are GPUs") };
+        let (selected, findings) = select_count(1, available.clone(), &unused);
+        assert_eq!(
+            selected.iter().map(|gpu| gpu.index).collect::<Vec<_>>(),
+            [0]
+        );
+        assert_eq!(findings[0].status, Status::Pass);
+        let (selected, findings) = select_count(3, available, &unused);
+        assert_eq!(selected.len(), 2);
+        assert_eq!(
+            findings[0].message,
+            "the profile asks for 3 GPUs, this host has 2"
+        );
+        let none = |what: &str| Finding::fail("profile.gpus", what.to_string());
+        let (selected, findings) = select_count(2, Vec::new(), &none);
+        assert!(selected.is_empty());
+        assert_eq!(findings[0].message, "2 GPUs");
+    }
+
+    #[test]
+    fn devices_are_found_by_index_or_uuid_and_mig_passes_as_written() {
+        let devices = [device(0, "A", "8.0"), device(1, "B", "8.0")];
+        let available: Vec<&GpuDevice> = devices.iter().collect();
+        let unused = |_: &str| -> Finding { unreachable!("there are GPUs") };
+        let names = |list: &[&str]| list.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        let uuid = "GPU-00000001-0000-0000-0000-000000000000";
+        let (selected, findings) = select_devices(&names(&["0", uuid]), &available, &unused);
+        assert_eq!(
+            selected.iter().map(|gpu| gpu.index).collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].status, Status::Pass);
+        let (selected, findings) = select_devices(&names(&["7", "MIG-x"]), &available, &unused);
+        assert!(selected.is_empty());
+        let statuses: Vec<Status> = findings.iter().map(|finding| finding.status).collect();
+        assert_eq!(statuses, [Status::Fail, Status::Info]);
+        assert_eq!(findings[0].message, "GPU 7 not found on this host");
     }
 
     fn gpus(driver: &str, devices: Vec<GpuDevice>) -> GpuFacts {

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::Finding;
 use crate::profile::ResolvedProfile;
-use crate::profile::model::{Ipc, MountKind, Profile};
+use crate::profile::model::{Ipc, Mount, MountKind, PortBinding, Profile};
 
 /// Ports whose services run code for whoever reaches them, with their usual names.
 const SENSITIVE_PORTS: [(u16, &str, &str); 3] = [
@@ -48,67 +48,82 @@ pub fn is_pytorch(profile: &Profile) -> bool {
 
 /// Every safety finding for `profile`; `home` is the user's home folder, to recognise `~`.
 pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = profile.ports.iter().filter_map(exposed_port).collect();
+    findings.extend(
+        profile
+            .mounts
+            .iter()
+            .filter_map(|mount| risky_mount(mount, home)),
+    );
+    findings.extend(shared_memory(profile));
+    findings.extend(host_access(profile));
+    findings.extend(missing_limits(profile));
+    findings
+}
+
+/// A port published beyond loopback: a service known to be unsafe there (Jupyter, SSH…)
+/// by name, any other as a port every interface of the host publishes.
+fn exposed_port(port: &PortBinding) -> Option<Finding> {
+    if port.host_ip.is_loopback() {
+        return None;
+    }
+    let host = port.host?;
+    let sensitive = SENSITIVE_PORTS
+        .iter()
+        .find(|(number, _, _)| port.container.start <= *number && *number <= port.container.end);
+    Some(match sensitive {
+        Some((_, service, hint)) => Finding::warn(
+            "profile.service-exposed",
+            format!("{service} (container port {}) is published on {} port {host}: anyone who reaches this host can use it", port.container, port.host_ip),
+        )
+        .with_hint(*hint)
+        .with_fact("port", port.to_string()),
+        None => Finding::warn(
+            "profile.port-exposed",
+            format!("port {port} is published on {}, every network interface of the host", port.host_ip),
+        )
+        .with_hint(format!("bind it to loopback: \"127.0.0.1:{host}:{}\"", port.container))
+        .with_fact("port", port.to_string()),
+    })
+}
+
+/// A bind mount of a container engine's socket (root on the host), or of a sensitive
+/// folder of the host or of the user's `home`.
+fn risky_mount(mount: &Mount, home: Option<&Path>) -> Option<Finding> {
+    if mount.kind != MountKind::Bind {
+        return None;
+    }
+    let source = expand_home(&mount.source, home);
+    let normalized = source.trim_end_matches('/');
+    // The socket itself, or a folder it lies in (`/var/run`, `/run`, `/var`): the
+    // container reaches it either way.
+    if holds_engine_socket(normalized) {
+        return Some(
+            Finding::warn(
+                "profile.docker-socket-mount",
+                format!("`{}` mounts a container engine's socket (Docker's, Podman's, containerd's) or a folder holding one: the container can control the daemon, which is root on the host", mount.source),
+            )
+            .with_hint("remove the mount; if the container must build images, use a rootless Docker or a remote builder")
+            .with_fact("mount", mount.to_string()),
+        );
+    }
+    let what = sensitive_mount(normalized, home)?;
+    let access = if mount.read_only {
+        "read-only"
+    } else {
+        "read-write"
+    };
+    Some(
+        Finding::warn("profile.sensitive-mount", format!("`{}` mounts {what} into the container, {access}", mount.source))
+            .with_hint("mount only the project folder the job needs, e.g. \"./:/workspace\", and add `:ro` where it only reads")
+            .with_fact("mount", mount.to_string()),
+    )
+}
+
+/// Shared memory: too little of it for a PyTorch image's DataLoader workers, or the
+/// host's own IPC namespace shared.
+fn shared_memory(profile: &Profile) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for port in &profile.ports {
-        if port.host_ip.is_loopback() {
-            continue;
-        }
-        let Some(host) = port.host else { continue };
-        let sensitive = SENSITIVE_PORTS.iter().find(|(number, _, _)| {
-            port.container.start <= *number && *number <= port.container.end
-        });
-        match sensitive {
-            Some((_, service, hint)) => findings.push(
-                Finding::warn(
-                    "profile.service-exposed",
-                    format!("{service} (container port {}) is published on {} port {host}: anyone who reaches this host can use it", port.container, port.host_ip),
-                )
-                .with_hint(*hint)
-                .with_fact("port", port.to_string()),
-            ),
-            None => findings.push(
-                Finding::warn(
-                    "profile.port-exposed",
-                    format!("port {port} is published on {}, every network interface of the host", port.host_ip),
-                )
-                .with_hint(format!("bind it to loopback: \"127.0.0.1:{host}:{}\"", port.container))
-                .with_fact("port", port.to_string()),
-            ),
-        }
-    }
-    for mount in &profile.mounts {
-        if mount.kind != MountKind::Bind {
-            continue;
-        }
-        let source = expand_home(&mount.source, home);
-        let normalized = source.trim_end_matches('/');
-        // The socket itself, or a folder it lies in (`/var/run`, `/run`, `/var`): the
-        // container reaches it either way.
-        if holds_engine_socket(normalized) {
-            findings.push(
-                Finding::warn(
-                    "profile.docker-socket-mount",
-                    format!("`{}` mounts a container engine's socket (Docker's, Podman's, containerd's) or a folder holding one: the container can control the daemon, which is root on the host", mount.source),
-                )
-                .with_hint("remove the mount; if the container must build images, use a rootless Docker or a remote builder")
-                .with_fact("mount", mount.to_string()),
-            );
-            continue;
-        }
-        let sensitive = sensitive_mount(normalized, home);
-        if let Some(what) = sensitive {
-            let access = if mount.read_only {
-                "read-only"
-            } else {
-                "read-write"
-            };
-            findings.push(
-                Finding::warn("profile.sensitive-mount", format!("`{}` mounts {what} into the container, {access}", mount.source))
-                    .with_hint("mount only the project folder the job needs, e.g. \"./:/workspace\", and add `:ro` where it only reads")
-                    .with_fact("mount", mount.to_string()),
-            );
-        }
-    }
     if is_pytorch(profile) && profile.shm_size.is_none() && profile.ipc != Some(Ipc::Host) {
         findings.push(
             Finding::warn(
@@ -125,7 +140,13 @@ pub fn check(profile: &Profile, home: Option<&Path>) -> Vec<Finding> {
                 .with_hint("prefer shm_size = \"8g\" unless processes in several containers must share memory"),
         );
     }
-    findings.extend(host_access(profile));
+    findings
+}
+
+/// What the profile leaves to chance: no memory limit, no mount to keep results, no user
+/// (so root writes on mounts).
+fn missing_limits(profile: &Profile) -> Vec<Finding> {
+    let mut findings = Vec::new();
     if profile.memory.is_none() {
         findings.push(
             Finding::info(
@@ -381,73 +402,38 @@ pub struct RootEquivalent {
 pub fn root_equivalent(
     profile: &Profile,
     home: Option<&Path>,
-    real_source: &dyn Fn(&crate::profile::model::Mount) -> Option<std::path::PathBuf>,
+    real_source: &dyn Fn(&Mount) -> Option<std::path::PathBuf>,
 ) -> Vec<RootEquivalent> {
-    let mut found = Vec::new();
-    for mount in &profile.mounts {
-        if mount.kind != MountKind::Bind {
-            continue;
-        }
-        let written = expand_home(&mount.source, home);
-        let real = real_source(mount).map(|path| path.display().to_string());
-        let judged = |source: &str| -> Option<String> {
-            let normalized = source.trim_end_matches('/');
-            if holds_engine_socket(normalized) {
-                return Some("the container engine's socket: control of the daemon, which is root on the host".into());
-            }
-            if let Some(what) = sensitive_mount(normalized, home) {
-                return Some(what.to_string());
-            }
-            SYSTEM_FOLDERS
-                .iter()
-                .find(|folder| {
-                    normalized == **folder || normalized.starts_with(&format!("{folder}/"))
-                })
-                .map(|folder| format!("the host's programs ({folder})"))
-        };
-        let gives = judged(&written).or_else(|| {
-            real.as_deref().and_then(|real| {
-                judged(real).map(|what| format!("{what}, through a link to `{real}`"))
-            })
-        });
-        if let Some(gives) = gives {
-            let access = if mount.read_only {
-                "read-only"
-            } else {
-                "read-write"
-            };
-            found.push(RootEquivalent {
-                key: "mounts",
-                value: mount.to_string(),
-                gives: format!("{gives}, {access}"),
-            });
-        }
-    }
-    for capability in &profile.cap_add {
-        if ROOT_CAPABILITIES.contains(&capability.as_str()) {
-            let reason = CAPABILITY_REASONS
-                .iter()
-                .find(|(name, _)| name == capability)
-                .map_or(
-                    "a power that reaches past the container to the host",
-                    |(_, reason)| reason,
-                );
-            found.push(RootEquivalent {
+    let mut found: Vec<RootEquivalent> = profile
+        .mounts
+        .iter()
+        .filter_map(|mount| root_mount(mount, home, real_source))
+        .collect();
+    found.extend(
+        profile
+            .cap_add
+            .iter()
+            .filter(|capability| ROOT_CAPABILITIES.contains(&capability.as_str()))
+            .map(|capability| RootEquivalent {
                 key: "cap_add",
                 value: capability.clone(),
-                gives: reason.to_string(),
-            });
-        }
-    }
-    for device in &profile.devices {
-        if let Some(what) = sensitive_device(&device.host) {
-            found.push(RootEquivalent {
-                key: "devices",
-                value: device.to_string(),
-                gives: what.to_string(),
-            });
-        }
-    }
+                gives: CAPABILITY_REASONS
+                    .iter()
+                    .find(|(name, _)| name == capability)
+                    .map_or(
+                        "a power that reaches past the container to the host",
+                        |(_, reason)| reason,
+                    )
+                    .to_string(),
+            }),
+    );
+    found.extend(profile.devices.iter().filter_map(|device| {
+        sensitive_device(&device.host).map(|what| RootEquivalent {
+            key: "devices",
+            value: device.to_string(),
+            gives: what.to_string(),
+        })
+    }));
     if profile.network.as_ref().map(|network| network.as_str()) == Some("host") {
         found.push(RootEquivalent {
             key: "network",
@@ -465,6 +451,54 @@ pub fn root_equivalent(
         });
     }
     found
+}
+
+/// A bind mount that gives the host away, judged on its source as written and on the
+/// real path a link in it leads to (`real_source`).
+fn root_mount(
+    mount: &Mount,
+    home: Option<&Path>,
+    real_source: &dyn Fn(&Mount) -> Option<std::path::PathBuf>,
+) -> Option<RootEquivalent> {
+    if mount.kind != MountKind::Bind {
+        return None;
+    }
+    let written = expand_home(&mount.source, home);
+    let real = real_source(mount).map(|path| path.display().to_string());
+    let gives = root_source(&written, home).or_else(|| {
+        real.as_deref().and_then(|real| {
+            root_source(real, home).map(|what| format!("{what}, through a link to `{real}`"))
+        })
+    })?;
+    let access = if mount.read_only {
+        "read-only"
+    } else {
+        "read-write"
+    };
+    Some(RootEquivalent {
+        key: "mounts",
+        value: mount.to_string(),
+        gives: format!("{gives}, {access}"),
+    })
+}
+
+/// What a bind mount of host path `source` gives the container, when it gives the host
+/// away: an engine's socket, a sensitive folder, or the host's programs.
+fn root_source(source: &str, home: Option<&Path>) -> Option<String> {
+    let normalized = source.trim_end_matches('/');
+    if holds_engine_socket(normalized) {
+        return Some(
+            "the container engine's socket: control of the daemon, which is root on the host"
+                .into(),
+        );
+    }
+    if let Some(what) = sensitive_mount(normalized, home) {
+        return Some(what.to_string());
+    }
+    SYSTEM_FOLDERS
+        .iter()
+        .find(|folder| normalized == **folder || normalized.starts_with(&format!("{folder}/")))
+        .map(|folder| format!("the host's programs ({folder})"))
 }
 
 fn expand_home(source: &str, home: Option<&Path>) -> String {
@@ -493,6 +527,20 @@ mod tests {
             .iter()
             .map(|finding| (finding.id.as_str(), finding.status))
             .collect()
+    }
+
+    #[test]
+    fn a_bind_source_gives_the_host_away_by_what_it_holds() {
+        assert!(
+            root_source("/var/run/docker.sock", None)
+                .is_some_and(|what| what.contains("engine's socket"))
+        );
+        assert_eq!(
+            root_source("/usr/local/", None).as_deref(),
+            Some("the host's programs (/usr)")
+        );
+        assert_eq!(root_source("/usrdata", None), None);
+        assert_eq!(root_source("/data/project", None), None);
     }
 
     #[test]

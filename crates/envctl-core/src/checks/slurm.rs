@@ -14,6 +14,18 @@ pub fn job(
     let Some(job) = job else {
         return Vec::new();
     };
+    vec![
+        job_gpus(job, allocated)
+            .with_fact("job", &job.job_id)
+            .with_fact("allocation", &job.gpus)
+            .in_area(Area::Nvidia),
+        outside_the_cgroup(job).in_area(Area::Docker),
+    ]
+}
+
+/// `slurm.job`: the job (its step, nodes and limits) and its GPUs, matched to NVML's
+/// (`allocated`) or why they could not be.
+fn job_gpus(job: &SlurmJob, allocated: Option<Result<Vec<AllocatedGpu>, String>>) -> Finding {
     let step = job
         .step_id
         .as_deref()
@@ -22,23 +34,7 @@ pub fn job(
         .node_list
         .as_deref()
         .map_or_else(String::new, |nodes| format!(" on {nodes}"));
-    let mut limits = Vec::new();
-    if let Some(memory) = &job.memory {
-        limits.push(format!(
-            "memory {} MiB ({})",
-            memory.bytes >> 20,
-            memory.from
-        ));
-    }
-    if let Some(cpus) = &job.cpus {
-        limits.push(format!("{} CPUs ({})", cpus.count, cpus.from));
-    }
-    let limits = if limits.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", limits.join(", "))
-    };
-    let mut findings = Vec::new();
+    let limits = job_limits(job);
     let heading = format!("inside Slurm job {}{step}{node}", job.job_id);
     // The GPUs the job was given and the variable that named them (the arms below that
     // use it are those of a readable allocation).
@@ -46,7 +42,7 @@ pub fn job(
         (Some(listed), Some(variable)) => format!("GPUs {} ({variable})", ids(listed)),
         _ => String::new(),
     };
-    let gpus = match (&job.gpus, allocated) {
+    match (&job.gpus, allocated) {
         (GpuAllocation::Unreadable { variable, value }, _) => Finding::fail(
             "slurm.job",
             format!("{heading}: {variable}=`{value}` is not a list of GPU indices{limits}"),
@@ -79,27 +75,44 @@ pub fn job(
             "slurm.job",
             format!("{heading}: {listed}{limits}"),
         ),
-    };
-    findings.push(
-        gpus.with_fact("job", &job.job_id)
-            .with_fact("allocation", &job.gpus)
-            .in_area(Area::Nvidia),
-    );
-    findings.push(
-        Finding::warn(
-            "slurm.cgroup",
-            format!(
-                "a Docker container runs outside job {}'s cgroup: Slurm's memory, CPU and device limits and its accounting do not follow it, and Slurm never kills it",
-                job.job_id
-            ),
-        )
-        .with_hint(format!(
-            "envctl gives its containers the job's GPUs, memory and CPUs and labels them `envctl.slurm-job={id}`; `envctl run` (under `srun`, or `exec`ed as a batch script's last line) removes its container when the job ends; an Epilog running `envctl down --rm --slurm-job \"$SLURM_JOB_ID\"` sweeps what a killed run left (docs/clusters.md)",
-            id = job.job_id
-        ))
-        .in_area(Area::Docker),
-    );
-    findings
+    }
+}
+
+/// The job's memory and CPU limits as the heading ends with them (`; memory 8192 MiB
+/// (SLURM_MEM_PER_NODE), 4 CPUs (SLURM_CPUS_ON_NODE)`); empty without any.
+fn job_limits(job: &SlurmJob) -> String {
+    let mut limits = Vec::new();
+    if let Some(memory) = &job.memory {
+        limits.push(format!(
+            "memory {} MiB ({})",
+            memory.bytes >> 20,
+            memory.from
+        ));
+    }
+    if let Some(cpus) = &job.cpus {
+        limits.push(format!("{} CPUs ({})", cpus.count, cpus.from));
+    }
+    if limits.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", limits.join(", "))
+    }
+}
+
+/// `slurm.cgroup`: a Docker container runs outside the job's cgroup, and what envctl
+/// does about it.
+fn outside_the_cgroup(job: &SlurmJob) -> Finding {
+    Finding::warn(
+        "slurm.cgroup",
+        format!(
+            "a Docker container runs outside job {}'s cgroup: Slurm's memory, CPU and device limits and its accounting do not follow it, and Slurm never kills it",
+            job.job_id
+        ),
+    )
+    .with_hint(format!(
+        "envctl gives its containers the job's GPUs, memory and CPUs and labels them `envctl.slurm-job={id}`; `envctl run` (under `srun`, or `exec`ed as a batch script's last line) removes its container when the job ends; an Epilog running `envctl down --rm --slurm-job \"$SLURM_JOB_ID\"` sweeps what a killed run left (docs/clusters.md)",
+        id = job.job_id
+    ))
 }
 
 fn ids(ids: &[u32]) -> String {
@@ -130,6 +143,24 @@ mod tests {
     #[test]
     fn outside_a_job_nothing_is_said() {
         assert!(super::job(None, None).is_empty());
+    }
+
+    #[test]
+    fn the_heading_ends_with_the_jobs_limits() {
+        let mut job = job(GpuAllocation::None);
+        assert_eq!(job_limits(&job), "");
+        job.memory = Some(crate::facts::slurm::JobMemory {
+            bytes: 8 << 30,
+            from: "SLURM_MEM_PER_NODE".into(),
+        });
+        job.cpus = Some(crate::facts::slurm::JobCpus {
+            count: 4,
+            from: "SLURM_CPUS_PER_TASK".into(),
+        });
+        assert_eq!(
+            job_limits(&job),
+            "; memory 8192 MiB (SLURM_MEM_PER_NODE), 4 CPUs (SLURM_CPUS_PER_TASK)"
+        );
     }
 
     #[test]

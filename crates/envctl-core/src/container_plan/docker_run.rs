@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 
 use crate::profile::size::ByteSize;
 
-use super::body::{CreateBody, DeviceMapping, DeviceRequest, Mount, MountType, PortBinding};
+use super::body::{
+    CreateBody, DeviceMapping, DeviceRequest, HostConfig, Mount, MountType, PortBinding,
+};
 
 /// `docker run -d --name NAME …` for `body`, one shell line (POSIX quoting).
 pub fn docker_run_line(body: &CreateBody, name: &str) -> String {
@@ -32,70 +34,9 @@ pub fn docker_run_line(body: &CreateBody, name: &str) -> String {
 pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
     let host = &body.host_config;
     let mut arguments: Vec<String> = vec!["run".into(), "-d".into(), "--name".into(), name.into()];
-    let mut flag = |flag: &str, value: String| {
+    for (flag, value) in container_flags(body).into_iter().chain(host_flags(host)) {
         arguments.push(flag.to_string());
         arguments.push(value);
-    };
-    for (key, value) in &body.labels {
-        flag("--label", format!("{key}={value}"));
-    }
-    for variable in &body.env {
-        match variable.split_once('=') {
-            Some((key, value)) if body.is_secret_env(key, value) => flag("-e", key.to_string()),
-            _ => flag("-e", variable.clone()),
-        }
-    }
-    if let Some(workdir) = &body.working_dir {
-        flag("-w", workdir.clone());
-    }
-    if let Some(user) = &body.user {
-        flag("--user", user.clone());
-    }
-    if let Some(hostname) = &body.hostname {
-        flag("--hostname", hostname.clone());
-    }
-    if let Some(network) = &host.network_mode {
-        flag("--network", network.clone());
-    }
-    for device in &host.devices {
-        flag("--device", device_flag(device));
-    }
-    for capability in &host.cap_add {
-        flag("--cap-add", capability.clone());
-    }
-    if let Some(memory) = host.memory {
-        flag("--memory", docker_size(memory));
-    }
-    if let Some(nanos) = host.nano_cpus {
-        flag("--cpus", decimal_cpus(nanos));
-    }
-    if let Some(shm) = host.shm_size {
-        flag("--shm-size", docker_size(shm));
-    }
-    if let Some(ipc) = &host.ipc_mode {
-        flag("--ipc", ipc.clone());
-    }
-    for port in port_flags(&host.port_bindings) {
-        flag("-p", port);
-    }
-    for mount in &host.mounts {
-        flag("--mount", mount_flag(mount));
-    }
-    for ulimit in &host.ulimits {
-        flag(
-            "--ulimit",
-            format!("{}={}:{}", ulimit.name, ulimit.soft, ulimit.hard),
-        );
-    }
-    for request in &host.device_requests {
-        // A CDI request is what `docker run --device NAME` (Docker 25+, Podman) sends.
-        if super::gpus::is_cdi(request) {
-            for name in request.device_ids.iter().flatten() {
-                flag("--device", name.clone());
-            }
-        } else {
-            flag("--gpus", gpus_flag(request));
-        }
     }
     match host.init {
         Some(true) => arguments.push("--init".into()),
@@ -115,6 +56,95 @@ pub fn docker_run_arguments(body: &CreateBody, name: &str) -> Vec<String> {
     arguments.push(body.image.clone());
     arguments.extend(body.cmd.iter().cloned());
     arguments
+}
+
+/// The flags of the container's own settings: labels, variables (a secret by name only,
+/// so its value is read from the caller's environment), working directory, user, hostname.
+fn container_flags(body: &CreateBody) -> Vec<(&'static str, String)> {
+    let mut flags = Vec::new();
+    for (key, value) in &body.labels {
+        flags.push(("--label", format!("{key}={value}")));
+    }
+    for variable in &body.env {
+        match variable.split_once('=') {
+            Some((key, value)) if body.is_secret_env(key, value) => {
+                flags.push(("-e", key.to_string()));
+            }
+            _ => flags.push(("-e", variable.clone())),
+        }
+    }
+    if let Some(workdir) = &body.working_dir {
+        flags.push(("-w", workdir.clone()));
+    }
+    if let Some(user) = &body.user {
+        flags.push(("--user", user.clone()));
+    }
+    if let Some(hostname) = &body.hostname {
+        flags.push(("--hostname", hostname.clone()));
+    }
+    flags
+}
+
+/// The flags of the host config: network, devices, capabilities, limits, IPC, ports,
+/// mounts, ulimits and GPUs (a CDI request as `--device NAME`, as Docker 25+ and Podman
+/// send it).
+fn host_flags(host: &HostConfig) -> Vec<(&'static str, String)> {
+    let mut flags = Vec::new();
+    if let Some(network) = &host.network_mode {
+        flags.push(("--network", network.clone()));
+    }
+    flags.extend(
+        host.devices
+            .iter()
+            .map(|device| ("--device", device_flag(device))),
+    );
+    flags.extend(
+        host.cap_add
+            .iter()
+            .map(|capability| ("--cap-add", capability.clone())),
+    );
+    if let Some(memory) = host.memory {
+        flags.push(("--memory", docker_size(memory)));
+    }
+    if let Some(nanos) = host.nano_cpus {
+        flags.push(("--cpus", decimal_cpus(nanos)));
+    }
+    if let Some(shm) = host.shm_size {
+        flags.push(("--shm-size", docker_size(shm)));
+    }
+    if let Some(ipc) = &host.ipc_mode {
+        flags.push(("--ipc", ipc.clone()));
+    }
+    flags.extend(
+        port_flags(&host.port_bindings)
+            .into_iter()
+            .map(|port| ("-p", port)),
+    );
+    flags.extend(
+        host.mounts
+            .iter()
+            .map(|mount| ("--mount", mount_flag(mount))),
+    );
+    flags.extend(host.ulimits.iter().map(|ulimit| {
+        (
+            "--ulimit",
+            format!("{}={}:{}", ulimit.name, ulimit.soft, ulimit.hard),
+        )
+    }));
+    for request in &host.device_requests {
+        if super::gpus::is_cdi(request) {
+            flags.extend(
+                request
+                    .device_ids
+                    .iter()
+                    .flatten()
+                    .map(|name| ("--device", name.clone())),
+            );
+        } else {
+            flags.push(("--gpus", gpus_flag(request)));
+        }
+    }
+    flags
 }
 
 /// Kept under its old path: quoting is a text helper every layer uses (`text`).

@@ -69,10 +69,38 @@ pub fn create_body(
         (&overridden, hash)
     };
     check_port_conflicts(profile)?;
-
     let device_requests = device_requests(&profile.gpus, context.host_has_gpus);
     let gpus_requested = !device_requests.is_empty();
+    let (cmd, init) = command_and_init(profile);
+    let (port_bindings, exposed_ports) = port_bindings(profile);
+    let labels = labels(profile, resolved, context, hash);
+    Ok(CreateBody {
+        image: profile.image.to_string(),
+        cmd,
+        env: environment(profile, gpus_requested),
+        working_dir: profile.workdir.clone(),
+        user: profile.user.clone(),
+        hostname: profile.hostname.clone(),
+        labels,
+        exposed_ports,
+        env_from_shell: context.overrides.from_shell.clone(),
+        open_stdin: false,
+        stdin_once: false,
+        host_config: host_config(
+            profile,
+            context,
+            HostRequests {
+                device_requests,
+                init,
+                port_bindings,
+            },
+        )?,
+    })
+}
 
+/// The container's variables as `KEY=VALUE`: the profile's, and, when it gets GPUs,
+/// `CUDA_DEVICE_ORDER` unless the profile sets it.
+fn environment(profile: &Profile, gpus_requested: bool) -> Vec<String> {
     let mut env = profile.env.clone();
     if gpus_requested {
         // nvidia-smi numbers GPUs by PCI bus, CUDA by speed unless told otherwise: make
@@ -81,8 +109,20 @@ pub fn create_body(
         env.entry(key.to_string())
             .or_insert_with(|| value.to_string());
     }
+    env.iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect()
+}
 
-    // The profile's own labels first; envctl's (never `envctl.*` in a profile) after.
+/// The container's labels: the profile's own first; envctl's (never `envctl.*` in a
+/// profile) after, with the `hash` of what it was made from and, when overrides changed
+/// it, the plain profile's hash.
+fn labels(
+    profile: &Profile,
+    resolved: &ResolvedProfile,
+    context: &SpecContext<'_>,
+    hash: String,
+) -> BTreeMap<String, String> {
     let mut labels = profile.labels.clone();
     labels.extend([
         (PROFILE_LABEL.to_string(), profile.name.clone()),
@@ -91,8 +131,12 @@ pub fn create_body(
     if !context.overrides.is_empty() {
         labels.insert(PROFILE_HASH_LABEL.to_string(), resolved.config_hash.clone());
     }
+    labels
+}
 
-    let (cmd, init) = match &profile.command {
+/// The profile's command, or the keep-alive command with docker-init as PID 1.
+fn command_and_init(profile: &Profile) -> (Vec<String>, Option<bool>) {
+    match &profile.command {
         Some(command) => (command.clone(), None),
         // docker-init as PID 1 forwards `docker stop`'s SIGTERM to `sleep`, which then
         // exits at once instead of waiting out the 10 s kill timeout.
@@ -103,68 +147,67 @@ pub fn create_body(
                 .collect(),
             Some(true),
         ),
-    };
+    }
+}
 
-    let (port_bindings, exposed_ports) = port_bindings(profile);
+/// What [`create_body`] decided before the host config: the GPU requests, docker-init,
+/// and the published ports.
+struct HostRequests {
+    device_requests: Vec<DeviceRequest>,
+    init: Option<bool>,
+    port_bindings: BTreeMap<String, Vec<PortBinding>>,
+}
 
-    Ok(CreateBody {
-        image: profile.image.to_string(),
-        cmd,
-        env: env
+/// The `HostConfig` of the body: limits, shared memory, mounts, ulimits, devices and
+/// capabilities from the profile, with the `requests` decided before it.
+fn host_config(
+    profile: &Profile,
+    context: &SpecContext<'_>,
+    requests: HostRequests,
+) -> Result<HostConfig, SpecError> {
+    let gpus_requested = !requests.device_requests.is_empty();
+    Ok(HostConfig {
+        memory: profile
+            .memory
+            .map(|size| signed_size("memory", size.bytes()))
+            .transpose()?,
+        nano_cpus: profile.cpus.map(nano_cpus).transpose()?,
+        shm_size: shm_size(profile, gpus_requested)
+            .map(|bytes| signed_size("shm_size", bytes))
+            .transpose()?,
+        ipc_mode: profile.ipc.map(|ipc| ipc.as_str().to_string()),
+        port_bindings: requests.port_bindings,
+        mounts: mounts(profile, context)?,
+        ulimits: profile
+            .ulimits
             .iter()
-            .map(|(key, value)| format!("{key}={value}"))
+            .map(|(name, limit)| Ulimit {
+                name: name.clone(),
+                soft: limit.soft,
+                hard: limit.hard,
+            })
             .collect(),
-        working_dir: profile.workdir.clone(),
-        user: profile.user.clone(),
-        hostname: profile.hostname.clone(),
-        labels,
-        exposed_ports,
-        env_from_shell: context.overrides.from_shell.clone(),
-        open_stdin: false,
-        stdin_once: false,
-        host_config: HostConfig {
-            memory: profile
-                .memory
-                .map(|size| signed_size("memory", size.bytes()))
-                .transpose()?,
-            nano_cpus: profile.cpus.map(nano_cpus).transpose()?,
-            shm_size: shm_size(profile, gpus_requested)
-                .map(|bytes| signed_size("shm_size", bytes))
-                .transpose()?,
-            ipc_mode: profile.ipc.map(|ipc| ipc.as_str().to_string()),
-            port_bindings,
-            mounts: mounts(profile, context)?,
-            ulimits: profile
-                .ulimits
-                .iter()
-                .map(|(name, limit)| Ulimit {
-                    name: name.clone(),
-                    soft: limit.soft,
-                    hard: limit.hard,
-                })
-                .collect(),
-            restart_policy: RestartPolicy::default(),
-            device_requests,
-            init,
-            network_mode: profile
-                .network
-                .as_ref()
-                .map(|network| network.as_str().to_string()),
-            devices: profile
-                .devices
-                .iter()
-                .map(|device| DeviceMapping {
-                    path_on_host: device.host.clone(),
-                    path_in_container: device.container.clone(),
-                    cgroup_permissions: device.permissions.clone(),
-                })
-                .collect(),
-            cap_add: profile
-                .cap_add
-                .iter()
-                .map(|name| engine_capability(name))
-                .collect(),
-        },
+        restart_policy: RestartPolicy::default(),
+        device_requests: requests.device_requests,
+        init: requests.init,
+        network_mode: profile
+            .network
+            .as_ref()
+            .map(|network| network.as_str().to_string()),
+        devices: profile
+            .devices
+            .iter()
+            .map(|device| DeviceMapping {
+                path_on_host: device.host.clone(),
+                path_in_container: device.container.clone(),
+                cgroup_permissions: device.permissions.clone(),
+            })
+            .collect(),
+        cap_add: profile
+            .cap_add
+            .iter()
+            .map(|name| engine_capability(name))
+            .collect(),
     })
 }
 

@@ -138,40 +138,64 @@ pub fn confine(
         body.labels
             .insert(SLURM_STEP_LABEL.to_string(), step.clone());
     }
-    if let Some(memory) = &job.memory {
-        let allocated = i64::try_from(memory.bytes).unwrap_or(i64::MAX);
-        match body.host_config.memory {
-            None => body.host_config.memory = Some(allocated),
-            Some(asked) if asked > allocated => {
-                return Err(SlurmError::MoreMemoryThanAllocated {
-                    profile: profile.to_string(),
-                    job: job.job_id.clone(),
-                    asked: mebibytes(asked),
-                    allocated: mebibytes(allocated),
-                    from: memory.from.clone(),
-                });
-            }
-            Some(_) => {}
-        }
+    confine_memory(&mut body, job, profile)?;
+    confine_cpus(&mut body, job, profile)?;
+    let confined = confine_gpus(gpus, job, profile)?;
+    if confined != *gpus {
+        body.host_config.device_requests = confined.docker_requests();
     }
-    if let Some(cpus) = &job.cpus {
-        let allocated = i64::from(cpus.count) * 1_000_000_000;
-        match body.host_config.nano_cpus {
-            None => body.host_config.nano_cpus = Some(allocated),
-            Some(asked) if asked > allocated => {
-                return Err(SlurmError::MoreCpusThanAllocated {
-                    profile: profile.to_string(),
-                    job: job.job_id.clone(),
-                    asked: format!("{}", asked as f64 / 1e9),
-                    allocated: cpus.count,
-                    from: cpus.from.clone(),
-                });
-            }
-            Some(_) => {}
+    Ok((body, confined))
+}
+
+/// The job's memory as the body's limit where it sets none; a limit above it is refused.
+fn confine_memory(body: &mut CreateBody, job: &SlurmJob, profile: &str) -> Result<(), SlurmError> {
+    let Some(memory) = &job.memory else {
+        return Ok(());
+    };
+    let allocated = i64::try_from(memory.bytes).unwrap_or(i64::MAX);
+    match body.host_config.memory {
+        None => body.host_config.memory = Some(allocated),
+        Some(asked) if asked > allocated => {
+            return Err(SlurmError::MoreMemoryThanAllocated {
+                profile: profile.to_string(),
+                job: job.job_id.clone(),
+                asked: mebibytes(asked),
+                allocated: mebibytes(allocated),
+                from: memory.from.clone(),
+            });
         }
+        Some(_) => {}
     }
+    Ok(())
+}
+
+/// The job's CPUs as the body's limit where it sets none; a limit above them is refused.
+fn confine_cpus(body: &mut CreateBody, job: &SlurmJob, profile: &str) -> Result<(), SlurmError> {
+    let Some(cpus) = &job.cpus else {
+        return Ok(());
+    };
+    let allocated = i64::from(cpus.count) * 1_000_000_000;
+    match body.host_config.nano_cpus {
+        None => body.host_config.nano_cpus = Some(allocated),
+        Some(asked) if asked > allocated => {
+            return Err(SlurmError::MoreCpusThanAllocated {
+                profile: profile.to_string(),
+                job: job.job_id.clone(),
+                asked: format!("{}", asked as f64 / 1e9),
+                allocated: cpus.count,
+                from: cpus.from.clone(),
+            });
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// `gpus` within the job's allocation: `all` is the allocation's count; more than it, no
+/// allocation, or one that cannot be read is refused. No GPUs asked stays none.
+fn confine_gpus(gpus: &Gpus, job: &SlurmJob, profile: &str) -> Result<Gpus, SlurmError> {
     if gpus.is_none() {
-        return Ok((body, Gpus::None));
+        return Ok(Gpus::None);
     }
     let ids = match &job.gpus {
         GpuAllocation::Step { ids } | GpuAllocation::Job { ids } if !ids.is_empty() => ids,
@@ -197,17 +221,13 @@ pub fn confine(
         variable: job.gpus.variable().unwrap_or_default().to_string(),
         ids: ids_text(ids),
     };
-    let confined = match gpus {
+    Ok(match gpus {
         // `all`: the job's GPUs, chosen by placement among the allocation.
         Gpus::All => Gpus::Count(u32::try_from(ids.len()).unwrap_or(u32::MAX)),
         Gpus::Count(asked) if *asked as usize > ids.len() => return Err(too_many(*asked as usize)),
         Gpus::Devices(named) if named.len() > ids.len() => return Err(too_many(named.len())),
         other => other.clone(),
-    };
-    if confined != *gpus {
-        body.host_config.device_requests = confined.docker_requests();
-    }
-    Ok((body, confined))
+    })
 }
 
 fn mebibytes(bytes: i64) -> String {

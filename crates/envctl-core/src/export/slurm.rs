@@ -141,14 +141,32 @@ pub(super) fn script(
     notices: &mut Vec<Notice>,
 ) -> Script {
     let nodes = options.nodes();
-    let name = view.profile_name;
     let target = frame.target;
+    let mut text = header(view.profile_name, &options, frame);
+    let gpus = sbatch_directives(&mut text, view, nodes, target, notices);
+    text.push_str("set -euo pipefail\n\n");
+    rendezvous(&mut text, nodes, gpus);
+    default_command(&mut text, view, target, notices);
+    if nodes > 1 && !view.host_network() && target == Target::Slurm {
+        notices.push(Notice::new(
+            target,
+            "network",
+            "the nodes meet at MASTER_ADDR:MASTER_PORT, which a container on Docker's bridge does not listen on; set `network = \"host\"` in the profile (and `devices`/`cap_add` for InfiniBand) for multi-node training",
+        ));
+    }
+    Script { text }
+}
+
+/// The script's first lines: the shebang, then comments saying what it is, how to submit
+/// it, what each node runs, the image, and the rendezvous variables.
+fn header(name: &str, options: &SlurmOptions, frame: &Frame<'_>) -> String {
     // The single quotes are meant: profile values are passed as words, never expanded
     // (SC2016), and a quoted word may end in a backslash (SC1003).
     let mut text = String::from("#!/bin/bash\n# shellcheck disable=SC1003,SC2016\n");
     let _ = writeln!(
         text,
-        "# Slurm batch script for envctl profile `{name}` (`envctl export {name} --to {target}{}`).",
+        "# Slurm batch script for envctl profile `{name}` (`envctl export {name} --to {}{}`).",
+        frame.target,
         options
             .nodes
             .map_or_else(String::new, |nodes| format!(" --nodes {nodes}"))
@@ -172,7 +190,19 @@ pub(super) fn script(
         text,
         "# Rendezvous: MASTER_ADDR (the first node), MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE, WORLD_SIZE, also as torchrun's PET_* variables."
     );
-    let job_name = super::dns_label(&crate::container_plan::container_name(name));
+    text
+}
+
+/// The `#SBATCH` lines: the job's name, its nodes, one task per node, and the GPUs, CPUs
+/// and memory each node needs; the GPUs per node, which the rendezvous counts processes by.
+fn sbatch_directives(
+    text: &mut String,
+    view: &BodyView<'_>,
+    nodes: u32,
+    target: Target,
+    notices: &mut Vec<Notice>,
+) -> Option<u32> {
+    let job_name = super::dns_label(&crate::container_plan::container_name(view.profile_name));
     let _ = writeln!(text, "#SBATCH --job-name={job_name}");
     let _ = writeln!(text, "#SBATCH --nodes={nodes}");
     let _ = writeln!(text, "#SBATCH --ntasks-per-node=1");
@@ -190,7 +220,12 @@ pub(super) fn script(
     if let Some(memory) = view.memory {
         let _ = writeln!(text, "#SBATCH --mem={}", slurm_memory(memory));
     }
-    text.push_str("set -euo pipefail\n\n");
+    gpus
+}
+
+/// The rendezvous every node's processes meet by: the first node's address, the port, the
+/// nodes and the processes per node (its GPUs, else one), and torchrun's names for them.
+fn rendezvous(text: &mut String, nodes: u32, gpus: Option<u32>) {
     let _ = writeln!(
         text,
         "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)\n\
@@ -202,6 +237,16 @@ pub(super) fn script(
          export PET_MASTER_ADDR=\"$MASTER_ADDR\" PET_MASTER_PORT=\"$MASTER_PORT\" PET_NNODES=\"$NNODES\" PET_NPROC_PER_NODE=\"$NPROC_PER_NODE\"\n",
         gpus.unwrap_or(1)
     );
+}
+
+/// The profile's command as the script's arguments when `sbatch` is given none; a profile
+/// without one keeps each node alive until the job's time limit, which is said.
+fn default_command(
+    text: &mut String,
+    view: &BodyView<'_>,
+    target: Target,
+    notices: &mut Vec<Notice>,
+) {
     if view.keeps_alive() {
         notices.push(Notice::new(
             target,
@@ -215,14 +260,6 @@ pub(super) fn script(
         text.push_str(&shell_quote(word));
     }
     text.push_str("\nfi\n\n");
-    if nodes > 1 && !view.host_network() && target == Target::Slurm {
-        notices.push(Notice::new(
-            target,
-            "network",
-            "the nodes meet at MASTER_ADDR:MASTER_PORT, which a container on Docker's bridge does not listen on; set `network = \"host\"` in the profile (and `devices`/`cap_add` for InfiniBand) for multi-node training",
-        ));
-    }
-    Script { text }
 }
 
 /// The fixed program each task runs through `bash -c`: the node's rank from Slurm, then

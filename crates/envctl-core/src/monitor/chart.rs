@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use thiserror::Error;
 
-use super::chart_model::{self, PanelModel};
+use super::chart_model::{self, LineModel, Mark, PanelModel};
 use super::diagnosis::{self, Diagnosis};
 use super::snapshot::{EndedContainer, Snapshot};
 use crate::units::binary_spaced as bytes;
@@ -107,6 +108,12 @@ enum Swatch {
     Cross,
 }
 
+/// The plot of one panel: seconds across, the panel's unit up.
+type Plot<'area, Backend> =
+    ChartContext<'area, Backend, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// One panel: its axes, the gaps in the recording, each line (with its ceiling), the
+/// marks on them, and the legend beside the plot.
 fn draw_panel<Backend: DrawingBackend>(
     area: &DrawingArea<Backend, plotters::coord::Shift>,
     panel: &PanelModel,
@@ -129,7 +136,25 @@ fn draw_panel<Backend: DrawingBackend>(
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(drawing)?;
-    // Where nothing was sampled, say so rather than draw a line across it.
+    draw_gaps(&mut chart, panel, gaps)?;
+    let mut legend = Vec::new();
+    for (position, line) in panel.lines.iter().enumerate() {
+        let colour = COLOURS[position % COLOURS.len()];
+        legend.extend(draw_line(&mut chart, line, colour)?);
+    }
+    for mark in &panel.marks {
+        legend.push(draw_mark(&mut chart, panel, mark)?);
+    }
+    draw_legend(area, &chart, &legend)
+}
+
+/// Where nothing was sampled, a shaded band says so rather than a line drawn across it;
+/// named only where the band is wide enough to hold the words.
+fn draw_gaps<Backend: DrawingBackend>(
+    chart: &mut Plot<'_, Backend>,
+    panel: &PanelModel,
+    gaps: &[Range<f64>],
+) -> Result<(), ChartError> {
     chart
         .draw_series(gaps.iter().map(|gap| {
             Rectangle::new(
@@ -141,7 +166,6 @@ fn draw_panel<Backend: DrawingBackend>(
     for gap in gaps {
         let from = chart.backend_coord(&(gap.start, panel.y.end));
         let to = chart.backend_coord(&(gap.end, panel.y.end));
-        // Named only where the band is wide enough to hold the words.
         if to.0 - from.0 > 130 {
             let words = format!("no samples for {:.0} s", gap.end - gap.start);
             chart
@@ -157,86 +181,105 @@ fn draw_panel<Backend: DrawingBackend>(
                 .map_err(drawing)?;
         }
     }
-    let mut legend: Vec<(String, Swatch)> = Vec::new();
-    for (position, line) in panel.lines.iter().enumerate() {
-        let colour = COLOURS[position % COLOURS.len()];
-        legend.push((line.name.clone(), Swatch::Line(colour)));
-        for segment in &line.segments {
-            // One sample between two gaps is a dot: a line of one point draws nothing.
-            if let [point] = segment.as_slice() {
-                chart
-                    .draw_series(std::iter::once(Circle::new(*point, 3, colour.filled())))
-                    .map_err(drawing)?;
-            } else {
-                chart
-                    .draw_series(LineSeries::new(
-                        segment.iter().copied(),
-                        colour.stroke_width(2),
-                    ))
-                    .map_err(drawing)?;
-            }
-        }
-        let Some(ceiling) = &line.ceiling else {
-            continue;
-        };
-        let label = format!("{} {}", line.name, ceiling.label());
-        legend.push((
-            label,
-            if ceiling.segments.is_empty() {
-                Swatch::Above
-            } else {
-                Swatch::Dashed(colour)
-            },
-        ));
-        for segment in &ceiling.segments {
+    Ok(())
+}
+
+/// One line in `colour`, segment by segment, and its ceiling dashed; its legend entries
+/// (the line's, then the ceiling's).
+fn draw_line<Backend: DrawingBackend>(
+    chart: &mut Plot<'_, Backend>,
+    line: &LineModel,
+    colour: RGBColor,
+) -> Result<Vec<(String, Swatch)>, ChartError> {
+    let mut legend = vec![(line.name.clone(), Swatch::Line(colour))];
+    for segment in &line.segments {
+        // One sample between two gaps is a dot: a line of one point draws nothing.
+        if let [point] = segment.as_slice() {
             chart
-                .draw_series(DashedLineSeries::new(
+                .draw_series(std::iter::once(Circle::new(*point, 3, colour.filled())))
+                .map_err(drawing)?;
+        } else {
+            chart
+                .draw_series(LineSeries::new(
                     segment.iter().copied(),
-                    6,
-                    4,
-                    colour.stroke_width(1),
+                    colour.stroke_width(2),
                 ))
                 .map_err(drawing)?;
         }
     }
-    for mark in &panel.marks {
-        // A dashed rule across the panel at the moment, a cross where the line ended,
-        // and the words beside it, on the side with room for them.
+    let Some(ceiling) = &line.ceiling else {
+        return Ok(legend);
+    };
+    legend.push((
+        format!("{} {}", line.name, ceiling.label()),
+        if ceiling.segments.is_empty() {
+            Swatch::Above
+        } else {
+            Swatch::Dashed(colour)
+        },
+    ));
+    for segment in &ceiling.segments {
         chart
             .draw_series(DashedLineSeries::new(
-                [(mark.at, panel.y.start), (mark.at, panel.y.end)],
+                segment.iter().copied(),
+                6,
                 4,
-                4,
-                MARK_COLOUR.stroke_width(1),
+                colour.stroke_width(1),
             ))
             .map_err(drawing)?;
-        let (plot_x, _) = chart.plotting_area().get_pixel_range();
-        let (mark_x, _) = chart.backend_coord(&(mark.at, mark.value));
-        let words_x = if mark_x > (plot_x.start + plot_x.end) / 2 {
-            -86
-        } else {
-            10
-        };
-        chart
-            .plotting_area()
-            .draw(
-                &(EmptyElement::at((mark.at, mark.value))
-                    + Cross::new((0, 0), 6, MARK_COLOUR.stroke_width(2))
-                    + Text::new(
-                        mark.label,
-                        (words_x, -20),
-                        ("sans-serif", 13).into_font().color(&MARK_COLOUR),
-                    )),
-            )
-            .map_err(drawing)?;
-        // The words first: a long name is cut at the legend's width, they are not.
-        legend.push((
-            format!("{} at {:.0} s: {}", mark.label, mark.at, mark.line),
-            Swatch::Cross,
-        ));
     }
-    // The legend sits right of the plot, in the margin kept for it, never over a line;
-    // drawn on the panel's area, since the plot clips what lies outside it.
+    Ok(legend)
+}
+
+/// One mark (the OOM killer's): a dashed rule across the panel at the moment, a cross
+/// where the line ended, and the words beside it, on the side with room for them; its
+/// legend entry.
+fn draw_mark<Backend: DrawingBackend>(
+    chart: &mut Plot<'_, Backend>,
+    panel: &PanelModel,
+    mark: &Mark,
+) -> Result<(String, Swatch), ChartError> {
+    chart
+        .draw_series(DashedLineSeries::new(
+            [(mark.at, panel.y.start), (mark.at, panel.y.end)],
+            4,
+            4,
+            MARK_COLOUR.stroke_width(1),
+        ))
+        .map_err(drawing)?;
+    let (plot_x, _) = chart.plotting_area().get_pixel_range();
+    let (mark_x, _) = chart.backend_coord(&(mark.at, mark.value));
+    let words_x = if mark_x > (plot_x.start + plot_x.end) / 2 {
+        -86
+    } else {
+        10
+    };
+    chart
+        .plotting_area()
+        .draw(
+            &(EmptyElement::at((mark.at, mark.value))
+                + Cross::new((0, 0), 6, MARK_COLOUR.stroke_width(2))
+                + Text::new(
+                    mark.label,
+                    (words_x, -20),
+                    ("sans-serif", 13).into_font().color(&MARK_COLOUR),
+                )),
+        )
+        .map_err(drawing)?;
+    // The words first: a long name is cut at the legend's width, they are not.
+    Ok((
+        format!("{} at {:.0} s: {}", mark.label, mark.at, mark.line),
+        Swatch::Cross,
+    ))
+}
+
+/// The legend sits right of the plot, in the margin kept for it, never over a line;
+/// drawn on the panel's area, since the plot clips what lies outside it.
+fn draw_legend<Backend: DrawingBackend>(
+    area: &DrawingArea<Backend, plotters::coord::Shift>,
+    chart: &Plot<'_, Backend>,
+    legend: &[(String, Swatch)],
+) -> Result<(), ChartError> {
     let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
     let (base_x, base_y) = area.get_base_pixel();
     let left = plot_x.end - base_x + 14;
@@ -308,10 +351,19 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
         count = snapshots.len(),
     );
     page.push_str(&drawing);
-    page.push_str("\n<h2>Summary</h2>\n<table>\n<tr><th>subject</th><th>CPU % mean</th><th>CPU % max</th><th>memory max</th><th>GPU memory max</th><th>GPU util % mean</th><th>GPU util % max</th><th>temperature max</th><th>ended</th></tr>\n");
     let ends = EndedContainer::all_in(snapshots);
+    summary_table(&mut page, snapshots, &ends);
+    page.push_str("<h2>Diagnoses</h2>\n");
+    diagnoses_list(&mut page, &diagnoses_of(snapshots, &ends));
+    page.push_str("</body>\n</html>\n");
+    Ok(page)
+}
+
+/// The page's summary: a row per container and GPU, with how each container ended.
+fn summary_table(page: &mut String, snapshots: &[Snapshot], ends: &[EndedContainer]) {
+    page.push_str("\n<h2>Summary</h2>\n<table>\n<tr><th>subject</th><th>CPU % mean</th><th>CPU % max</th><th>memory max</th><th>GPU memory max</th><th>GPU util % mean</th><th>GPU util % max</th><th>temperature max</th><th>ended</th></tr>\n");
     let start = snapshots.first().map_or(0.0, |first| first.time);
-    for row in summary(snapshots, &ends, start) {
+    for row in summary(snapshots, ends, start) {
         let _ = writeln!(
             page,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -335,7 +387,15 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
             },
         );
     }
-    page.push_str("</table>\n<h2>Diagnoses</h2>\n");
+    page.push_str("</table>\n");
+}
+
+/// Every diagnosis the recording holds, once per id and subject (the last said), with the
+/// OOM kills it did not record diagnosed from the recording.
+fn diagnoses_of(
+    snapshots: &[Snapshot],
+    ends: &[EndedContainer],
+) -> BTreeMap<(String, String), String> {
     let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
     let shown = |diagnosis: &Diagnosis| format!("{} — hint: {}", diagnosis.message, diagnosis.hint);
     for snapshot in snapshots {
@@ -348,7 +408,7 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
     }
     // A CSV recording keeps no diagnoses, and a JSON-lines one may have been cut before
     // the sample that named the OOM killer: the rule is applied to the recording then.
-    for end in &ends {
+    for end in ends {
         let recorded = snapshots
             .iter()
             .flat_map(|snapshot| &snapshot.diagnoses)
@@ -365,23 +425,26 @@ pub fn html(snapshots: &[Snapshot], source: &str) -> Result<String, ChartError> 
             );
         }
     }
+    seen
+}
+
+/// The diagnoses as a list, or `none recorded`.
+fn diagnoses_list(page: &mut String, seen: &BTreeMap<(String, String), String>) {
     if seen.is_empty() {
         page.push_str("<p>none recorded</p>\n");
-    } else {
-        page.push_str("<ul>\n");
-        for ((id, subject), text) in &seen {
-            let _ = writeln!(
-                page,
-                "<li><b>{}</b> {}: {}</li>",
-                escape(id),
-                escape(subject),
-                escape(text)
-            );
-        }
-        page.push_str("</ul>\n");
+        return;
     }
-    page.push_str("</body>\n</html>\n");
-    Ok(page)
+    page.push_str("<ul>\n");
+    for ((id, subject), text) in seen {
+        let _ = writeln!(
+            page,
+            "<li><b>{}</b> {}: {}</li>",
+            escape(id),
+            escape(subject),
+            escape(text)
+        );
+    }
+    page.push_str("</ul>\n");
 }
 
 #[derive(Default)]

@@ -247,7 +247,36 @@ pub fn model(snapshots: &[Snapshot]) -> Result<ChartModel, ChartError> {
     })
 }
 
+/// One panel of `raw` readings: checked drawable, scaled to a unit and an axis that hold
+/// its values (and the ceilings near them), its lines broken at the recording's gaps.
 fn panel(raw: Raw, gap_seconds: Option<f64>) -> Result<PanelModel, ChartError> {
+    refuse_non_finite(&raw)?;
+    let scale = PanelScale::of(&raw)?;
+    let lines = raw
+        .lines
+        .iter()
+        .filter(|(_, (points, _))| !points.is_empty())
+        .map(|(name, (points, ceiling))| scale.line(&raw, name, points, ceiling, gap_seconds))
+        .collect();
+    let marks = raw
+        .marks
+        .iter()
+        .map(|mark| Mark {
+            value: mark.value / scale.divisor,
+            ..mark.clone()
+        })
+        .collect();
+    Ok(PanelModel {
+        title: raw.title,
+        unit: scale.unit,
+        y: scale.y,
+        lines,
+        marks,
+    })
+}
+
+/// An infinite or NaN reading leaves no axis to draw: it is named, with its line.
+fn refuse_non_finite(raw: &Raw) -> Result<(), ChartError> {
     for (name, (points, ceiling)) in &raw.lines {
         if let Some((_, value)) = points
             .iter()
@@ -260,84 +289,103 @@ fn panel(raw: Raw, gap_seconds: Option<f64>) -> Result<PanelModel, ChartError> {
             )));
         }
     }
-    let values = || raw.lines.values().flat_map(|(points, _)| points);
-    let lowest = values().map(|point| point.1).fold(0.0_f64, f64::min);
-    let highest = values().map(|point| point.1).fold(0.0_f64, f64::max);
-    let in_view = |ceiling: f64| highest > 0.0 && ceiling <= highest * CEILING_IN_VIEW_FACTOR;
-    let ceilings_in_view = raw
-        .lines
-        .values()
-        .flat_map(|(_, ceiling)| ceiling)
-        .map(|point| point.1)
-        .filter(|value| in_view(*value))
-        .fold(highest, f64::max);
-    let (divisor, unit) = match raw.scale {
-        Scale::Plain(unit) => (1.0, unit.to_string()),
-        Scale::FullPercent => (1.0, "%".to_string()),
-        Scale::Bytes => binary_unit(ceilings_in_view.max(-lowest)),
-    };
-    let top = match raw.scale {
-        Scale::FullPercent => ceilings_in_view.max(100.0) * 1.05,
-        _ => (ceilings_in_view / divisor * 1.1).max(1.0),
-    };
-    // Headroom over a value near the largest float overflows: end at the largest instead.
-    let top = if top.is_finite() { top } else { f64::MAX };
-    let low = lowest / divisor;
-    let y = axis(low, top).ok_or_else(|| {
-        ChartError::unplottable(format!(
-            "{} runs from {} to {}, too wide a range to draw",
-            raw.title,
-            shown(lowest),
-            shown(highest)
-        ))
-    })?;
-    let scaled = |points: &Segment| -> Segment {
+    Ok(())
+}
+
+/// How one panel's values are drawn: divided into its unit, on its axis.
+struct PanelScale {
+    /// What a base-unit value is divided by (1 but for bytes).
+    divisor: f64,
+    unit: String,
+    y: Range<f64>,
+    /// The highest reading, in base units, that ceilings are held against.
+    highest: f64,
+}
+
+impl PanelScale {
+    /// The unit and axis for `raw`'s readings and the ceilings in view of them: from 0 (or
+    /// the lowest reading, if negative) to a little above the highest.
+    fn of(raw: &Raw) -> Result<Self, ChartError> {
+        let values = || raw.lines.values().flat_map(|(points, _)| points);
+        let lowest = values().map(|point| point.1).fold(0.0_f64, f64::min);
+        let highest = values().map(|point| point.1).fold(0.0_f64, f64::max);
+        let ceilings_in_view = raw
+            .lines
+            .values()
+            .flat_map(|(_, ceiling)| ceiling)
+            .map(|point| point.1)
+            .filter(|value| in_view(highest, *value))
+            .fold(highest, f64::max);
+        let (divisor, unit) = match raw.scale {
+            Scale::Plain(unit) => (1.0, unit.to_string()),
+            Scale::FullPercent => (1.0, "%".to_string()),
+            Scale::Bytes => binary_unit(ceilings_in_view.max(-lowest)),
+        };
+        let top = match raw.scale {
+            Scale::FullPercent => ceilings_in_view.max(100.0) * 1.05,
+            _ => (ceilings_in_view / divisor * 1.1).max(1.0),
+        };
+        // Headroom over a value near the largest float overflows: end at the largest instead.
+        let top = if top.is_finite() { top } else { f64::MAX };
+        let low = lowest / divisor;
+        let y = axis(low, top).ok_or_else(|| {
+            ChartError::unplottable(format!(
+                "{} runs from {} to {}, too wide a range to draw",
+                raw.title,
+                shown(lowest),
+                shown(highest)
+            ))
+        })?;
+        Ok(PanelScale {
+            divisor,
+            unit,
+            y,
+            highest,
+        })
+    }
+
+    /// `points` in the panel's unit.
+    fn scaled(&self, points: &Segment) -> Segment {
         points
             .iter()
-            .map(|(at, value)| (*at, value / divisor))
+            .map(|(at, value)| (*at, value / self.divisor))
             .collect()
-    };
-    let lines = raw
-        .lines
-        .iter()
-        .filter(|(_, (points, _))| !points.is_empty())
-        .map(|(name, (points, ceiling))| {
-            let ceiling =
-                ceiling
-                    .iter()
-                    .map(|point| point.1)
-                    .reduce(f64::max)
-                    .map(|ceiling_highest| Ceiling {
-                        word: raw.ceiling_word,
-                        shown: (raw.ceiling_shown)(ceiling_highest),
-                        segments: if in_view(ceiling_highest) {
-                            split_at_gaps(scaled(ceiling), gap_seconds)
-                        } else {
-                            Vec::new()
-                        },
-                    });
-            LineModel {
-                name: name.clone(),
-                segments: split_at_gaps(scaled(points), gap_seconds),
-                ceiling,
-            }
-        })
-        .collect();
-    let marks = raw
-        .marks
-        .iter()
-        .map(|mark| Mark {
-            value: mark.value / divisor,
-            ..mark.clone()
-        })
-        .collect();
-    Ok(PanelModel {
-        title: raw.title,
-        unit,
-        y,
-        lines,
-        marks,
-    })
+    }
+
+    /// The line `name` of `raw`: its `points` and its `ceiling`, drawn only where the
+    /// ceiling is in view of the readings (else the legend alone names it).
+    fn line(
+        &self,
+        raw: &Raw,
+        name: &str,
+        points: &Segment,
+        ceiling: &Segment,
+        gap_seconds: Option<f64>,
+    ) -> LineModel {
+        let ceiling = ceiling
+            .iter()
+            .map(|point| point.1)
+            .reduce(f64::max)
+            .map(|ceiling_highest| Ceiling {
+                word: raw.ceiling_word,
+                shown: (raw.ceiling_shown)(ceiling_highest),
+                segments: if in_view(self.highest, ceiling_highest) {
+                    split_at_gaps(self.scaled(ceiling), gap_seconds)
+                } else {
+                    Vec::new()
+                },
+            });
+        LineModel {
+            name: name.to_string(),
+            segments: split_at_gaps(self.scaled(points), gap_seconds),
+            ceiling,
+        }
+    }
+}
+
+/// Whether a ceiling is close enough to the `highest` reading to be drawn on its axis.
+fn in_view(highest: f64, ceiling: f64) -> bool {
+    highest > 0.0 && ceiling <= highest * CEILING_IN_VIEW_FACTOR
 }
 
 /// A CPU limit in percent (100 = one core) as cores: `2 cores`, `0.5 cores`, `1 core`.
@@ -457,6 +505,14 @@ mod tests {
     use crate::monitor::snapshot::{ContainerRow, GpuRow};
 
     const MIB: u64 = 1024 * 1024;
+
+    #[test]
+    fn a_ceiling_is_drawn_only_near_the_readings() {
+        assert!(in_view(100.0, 100.0 * CEILING_IN_VIEW_FACTOR));
+        assert!(!in_view(100.0, 100.0 * CEILING_IN_VIEW_FACTOR + 1.0));
+        // Nothing read above zero: no ceiling is in view of it.
+        assert!(!in_view(0.0, 1.0));
+    }
 
     fn container_at(time: f64, memory: u64, limit: u64) -> Snapshot {
         Snapshot {

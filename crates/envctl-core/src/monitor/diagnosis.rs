@@ -641,100 +641,148 @@ enum Throttle {
     Power,
 }
 
+/// A GPU whose clocks were held down for `kind`'s reasons in at least
+/// [`THROTTLE_MIN_FRACTION`] of the samples (`series`) that read its throttle reasons.
 fn throttled(gpu: &GpuRow, series: &[&GpuRow], kind: Throttle) -> Option<Diagnosis> {
     let reasons = match kind {
         Throttle::Thermal => THERMAL_REASONS,
         Throttle::Power => POWER_REASONS,
     };
-    let known: Vec<&&GpuRow> = series
-        .iter()
-        .filter(|row| row.throttle_reasons_mask.is_some())
-        .collect();
-    let hits: Vec<&&&GpuRow> = known
-        .iter()
-        .filter(|row| {
-            row.throttle_reasons
-                .iter()
-                .any(|reason| reasons.contains(&reason.as_str()))
-        })
-        .collect();
-    if known.is_empty() || (hits.len() as f64) < THROTTLE_MIN_FRACTION * known.len() as f64 {
-        return None;
-    }
-    let mut seen: Vec<&str> = hits
-        .iter()
-        .flat_map(|row| row.throttle_reasons.iter())
-        .map(String::as_str)
-        .filter(|reason| reasons.contains(reason))
-        .collect();
-    seen.sort_unstable();
-    seen.dedup();
+    let throttling = Throttling::of(series, reasons)?;
     let mut evidence = BTreeMap::from([
-        ("samples".into(), known.len() as f64),
-        ("samples_throttled".into(), hits.len() as f64),
+        ("samples".into(), throttling.known.len() as f64),
+        ("samples_throttled".into(), throttling.hits.len() as f64),
     ]);
-    let (id, severity, message, hint) = match kind {
-        Throttle::Thermal => {
-            let hottest = known
-                .iter()
-                .filter_map(|row| row.temperature_c)
-                .fold(f64::NAN, f64::max);
-            let mut message = format!(
-                "GPU {} clocks held down by {} {}",
-                gpu.index,
-                seen.join(", "),
-                how_often(hits.len(), known.len())
-            );
-            if hottest.is_finite() {
-                let up_to = if known.len() == 1 { "" } else { "up to " };
-                let _ = write!(message, "; {up_to}{hottest:.0} °C");
-                evidence.insert("temperature_c_max".into(), hottest);
-            }
-            (
-                "gpu-thermal-throttle",
-                Severity::Warning,
-                message,
-                "check cooling: fans, airflow, dust, the room's inlet temperature (`nvidia-smi -q -d TEMPERATURE,PERFORMANCE`); `hw_slowdown` without heat points at the power supply".to_string(),
-            )
-        }
-        Throttle::Power => {
-            let brake = seen.contains(&"hw_power_brake_slowdown");
-            let draws: Vec<f64> = hits.iter().filter_map(|row| row.power_w).collect();
-            let mut message = format!(
-                "GPU {} is power-limited ({}) {}",
-                gpu.index,
-                seen.join(", "),
-                how_often(hits.len(), known.len())
-            );
-            if let (false, Some(limit)) = (draws.is_empty(), gpu.power_limit_w) {
-                let _ = write!(message, ": {:.0} W of its {limit:.0} W limit", mean(&draws));
-                evidence.insert("power_w_mean".into(), round(mean(&draws)));
-                evidence.insert("power_limit_w".into(), limit);
-            }
-            (
-                "gpu-power-throttle",
-                if brake {
-                    Severity::Warning
-                } else {
-                    Severity::Info
-                },
-                message,
-                if brake {
-                    "an external signal (power supply, chassis) cut the GPU's power: check the PSU and the system's event log".to_string()
-                } else {
-                    "expected under full load; if the limit was lowered (`nvidia-smi -q -d POWER` shows the default), raise it with `sudo nvidia-smi -pl WATTS`".to_string()
-                },
-            )
-        }
+    let words = match kind {
+        Throttle::Thermal => thermal_words(gpu, &throttling, &mut evidence),
+        Throttle::Power => power_words(gpu, &throttling, &mut evidence),
     };
     Some(Diagnosis {
-        id: id.into(),
-        severity,
+        id: words.id.into(),
+        severity: words.severity,
         subject: format!("gpu {}", gpu.index),
-        message,
+        message: words.message,
         evidence,
-        hint,
+        hint: words.hint,
     })
+}
+
+/// The samples of one GPU as a throttle diagnosis counts them.
+struct Throttling<'r> {
+    /// The samples that read its throttle reasons.
+    known: Vec<&'r GpuRow>,
+    /// Those of them held down for one of the reasons looked for.
+    hits: Vec<&'r GpuRow>,
+    /// The reasons looked for that were seen, sorted.
+    seen: Vec<&'r str>,
+}
+
+impl<'r> Throttling<'r> {
+    /// The throttling of `series` for `reasons`; `None` below [`THROTTLE_MIN_FRACTION`] of
+    /// the known samples (or with none known).
+    fn of(series: &[&'r GpuRow], reasons: &[&str]) -> Option<Self> {
+        let known: Vec<&GpuRow> = series
+            .iter()
+            .copied()
+            .filter(|row| row.throttle_reasons_mask.is_some())
+            .collect();
+        let hits: Vec<&GpuRow> = known
+            .iter()
+            .copied()
+            .filter(|row| {
+                row.throttle_reasons
+                    .iter()
+                    .any(|reason| reasons.contains(&reason.as_str()))
+            })
+            .collect();
+        if known.is_empty() || (hits.len() as f64) < THROTTLE_MIN_FRACTION * known.len() as f64 {
+            return None;
+        }
+        let mut seen: Vec<&str> = hits
+            .iter()
+            .flat_map(|row| row.throttle_reasons.iter())
+            .map(String::as_str)
+            .filter(|reason| reasons.contains(reason))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        Some(Throttling { known, hits, seen })
+    }
+}
+
+/// What a throttle diagnosis says: its id, severity, message and hint.
+struct ThrottleWords {
+    id: &'static str,
+    severity: Severity,
+    message: String,
+    hint: String,
+}
+
+/// Thermal throttling, with the hottest temperature read where there is one.
+fn thermal_words(
+    gpu: &GpuRow,
+    throttling: &Throttling<'_>,
+    evidence: &mut BTreeMap<String, f64>,
+) -> ThrottleWords {
+    let (known, hits) = (&throttling.known, &throttling.hits);
+    let hottest = known
+        .iter()
+        .filter_map(|row| row.temperature_c)
+        .fold(f64::NAN, f64::max);
+    let mut message = format!(
+        "GPU {} clocks held down by {} {}",
+        gpu.index,
+        throttling.seen.join(", "),
+        how_often(hits.len(), known.len())
+    );
+    if hottest.is_finite() {
+        let up_to = if known.len() == 1 { "" } else { "up to " };
+        let _ = write!(message, "; {up_to}{hottest:.0} °C");
+        evidence.insert("temperature_c_max".into(), hottest);
+    }
+    ThrottleWords {
+        id: "gpu-thermal-throttle",
+        severity: Severity::Warning,
+        message,
+        hint: "check cooling: fans, airflow, dust, the room's inlet temperature (`nvidia-smi -q -d TEMPERATURE,PERFORMANCE`); `hw_slowdown` without heat points at the power supply".to_string(),
+    }
+}
+
+/// Power throttling, with the mean draw against the limit; a warning when an external
+/// power brake cut it, information otherwise (expected under full load).
+fn power_words(
+    gpu: &GpuRow,
+    throttling: &Throttling<'_>,
+    evidence: &mut BTreeMap<String, f64>,
+) -> ThrottleWords {
+    let (known, hits) = (&throttling.known, &throttling.hits);
+    let brake = throttling.seen.contains(&"hw_power_brake_slowdown");
+    let draws: Vec<f64> = hits.iter().filter_map(|row| row.power_w).collect();
+    let mut message = format!(
+        "GPU {} is power-limited ({}) {}",
+        gpu.index,
+        throttling.seen.join(", "),
+        how_often(hits.len(), known.len())
+    );
+    if let (false, Some(limit)) = (draws.is_empty(), gpu.power_limit_w) {
+        let _ = write!(message, ": {:.0} W of its {limit:.0} W limit", mean(&draws));
+        evidence.insert("power_w_mean".into(), round(mean(&draws)));
+        evidence.insert("power_limit_w".into(), limit);
+    }
+    ThrottleWords {
+        id: "gpu-power-throttle",
+        severity: if brake {
+            Severity::Warning
+        } else {
+            Severity::Info
+        },
+        message,
+        hint: if brake {
+            "an external signal (power supply, chassis) cut the GPU's power: check the PSU and the system's event log".to_string()
+        } else {
+            "expected under full load; if the limit was lowered (`nvidia-smi -q -d POWER` shows the default), raise it with `sudo nvidia-smi -pl WATTS`".to_string()
+        },
+    }
 }
 
 /// Issue 43: a GPU whose health is fatal or lost (a warning) or warn (information), naming

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::snapshot::{GpuRow, Snapshot};
+use super::snapshot::{ContainerRow, GpuHealthRow, GpuRow, Snapshot};
 use super::team::HostsSnapshot;
 
 const MEBIBYTE: f64 = 1024.0 * 1024.0;
@@ -44,6 +44,32 @@ impl Family {
             self.samples.push((labels.to_vec(), value));
         }
     }
+}
+
+/// One family of a table of families: its name, type and help, and the value each row
+/// (a GPU, a container) gives it (`None`: no sample for that row).
+struct Series<Row: 'static> {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    value: fn(&Row) -> Option<f64>,
+}
+
+/// The families of `table`, each with a sample per row of `rows` (with its labels).
+fn families_of<'r, Row: 'r>(
+    table: &[Series<Row>],
+    rows: impl Iterator<Item = (Vec<(&'static str, String)>, &'r Row)>,
+) -> Vec<Family> {
+    let mut families: Vec<Family> = table
+        .iter()
+        .map(|series| Family::new(series.name, series.kind, series.help))
+        .collect();
+    for (labels, row) in rows {
+        for (family, series) in families.iter_mut().zip(table) {
+            family.push(&labels, (series.value)(row));
+        }
+    }
+    families
 }
 
 /// The exposition text for `snapshot`: every series carries `host` (the daemon's name as
@@ -158,86 +184,87 @@ fn render(families: &[Family]) -> String {
     text
 }
 
+/// dcgm-exporter's series for each GPU, by its names, so boards made for it read these.
+const GPU_SERIES: [Series<GpuRow>; 11] = [
+    Series {
+        name: "DCGM_FI_DEV_GPU_UTIL",
+        kind: "gauge",
+        help: "GPU utilization (in %).",
+        value: |gpu| gpu.utilization_percent,
+    },
+    Series {
+        name: "DCGM_FI_DEV_MEM_COPY_UTIL",
+        kind: "gauge",
+        help: "Memory utilization (in %).",
+        value: |gpu| gpu.memory_utilization_percent,
+    },
+    Series {
+        name: "DCGM_FI_DEV_FB_USED",
+        kind: "gauge",
+        help: "Framebuffer memory used (in MiB).",
+        value: |gpu| gpu.memory_used_bytes.map(|bytes| bytes as f64 / MEBIBYTE),
+    },
+    Series {
+        name: "DCGM_FI_DEV_FB_FREE",
+        kind: "gauge",
+        help: "Framebuffer memory free (in MiB).",
+        value: |gpu| match (gpu.memory_total_bytes, gpu.memory_used_bytes) {
+            (Some(total), Some(used)) => Some(total.saturating_sub(used) as f64 / MEBIBYTE),
+            _ => None,
+        },
+    },
+    Series {
+        name: "DCGM_FI_DEV_GPU_TEMP",
+        kind: "gauge",
+        help: "GPU temperature (in C).",
+        value: |gpu| gpu.temperature_c,
+    },
+    Series {
+        name: "DCGM_FI_DEV_POWER_USAGE",
+        kind: "gauge",
+        help: "Power draw (in W).",
+        value: |gpu| gpu.power_w,
+    },
+    Series {
+        name: "DCGM_FI_DEV_POWER_MGMT_LIMIT",
+        kind: "gauge",
+        help: "Power management limit (in W).",
+        value: |gpu| gpu.power_limit_w,
+    },
+    Series {
+        name: "DCGM_FI_DEV_SM_CLOCK",
+        kind: "gauge",
+        help: "SM clock frequency (in MHz).",
+        value: |gpu| gpu.sm_clock_mhz.map(f64::from),
+    },
+    Series {
+        name: "DCGM_FI_DEV_MEM_CLOCK",
+        kind: "gauge",
+        help: "Memory clock frequency (in MHz).",
+        value: |gpu| gpu.memory_clock_mhz.map(f64::from),
+    },
+    Series {
+        name: "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+        kind: "gauge",
+        help: "Throttling reasons bitmask (nvmlClocksThrottleReasons).",
+        value: |gpu| gpu.throttle_reasons_mask.map(|mask| mask as f64),
+    },
+    Series {
+        name: "envctl_gpu_memory_total_bytes",
+        kind: "gauge",
+        help: "GPU memory in total (in bytes).",
+        value: |gpu| gpu.memory_total_bytes.map(|bytes| bytes as f64),
+    },
+];
+
 fn gpu_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
-    let mut utilization = Family::new("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
-    let mut copy = Family::new(
-        "DCGM_FI_DEV_MEM_COPY_UTIL",
-        "gauge",
-        "Memory utilization (in %).",
+    let mut families = families_of(
+        &GPU_SERIES,
+        snapshot
+            .gpus
+            .iter()
+            .map(|gpu| (gpu_labels(gpu, snapshot, hostname), gpu)),
     );
-    let mut used = Family::new(
-        "DCGM_FI_DEV_FB_USED",
-        "gauge",
-        "Framebuffer memory used (in MiB).",
-    );
-    let mut free = Family::new(
-        "DCGM_FI_DEV_FB_FREE",
-        "gauge",
-        "Framebuffer memory free (in MiB).",
-    );
-    let mut temperature = Family::new("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).");
-    let mut power = Family::new("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).");
-    let mut limit = Family::new(
-        "DCGM_FI_DEV_POWER_MGMT_LIMIT",
-        "gauge",
-        "Power management limit (in W).",
-    );
-    let mut sm_clock = Family::new(
-        "DCGM_FI_DEV_SM_CLOCK",
-        "gauge",
-        "SM clock frequency (in MHz).",
-    );
-    let mut memory_clock = Family::new(
-        "DCGM_FI_DEV_MEM_CLOCK",
-        "gauge",
-        "Memory clock frequency (in MHz).",
-    );
-    let mut throttle = Family::new(
-        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-        "gauge",
-        "Throttling reasons bitmask (nvmlClocksThrottleReasons).",
-    );
-    let mut total = Family::new(
-        "envctl_gpu_memory_total_bytes",
-        "gauge",
-        "GPU memory in total (in bytes).",
-    );
-    for gpu in &snapshot.gpus {
-        let labels = gpu_labels(gpu, snapshot, hostname);
-        utilization.push(&labels, gpu.utilization_percent);
-        copy.push(&labels, gpu.memory_utilization_percent);
-        used.push(
-            &labels,
-            gpu.memory_used_bytes.map(|bytes| bytes as f64 / MEBIBYTE),
-        );
-        free.push(
-            &labels,
-            match (gpu.memory_total_bytes, gpu.memory_used_bytes) {
-                (Some(total), Some(used)) => Some(total.saturating_sub(used) as f64 / MEBIBYTE),
-                _ => None,
-            },
-        );
-        temperature.push(&labels, gpu.temperature_c);
-        power.push(&labels, gpu.power_w);
-        limit.push(&labels, gpu.power_limit_w);
-        sm_clock.push(&labels, gpu.sm_clock_mhz.map(f64::from));
-        memory_clock.push(&labels, gpu.memory_clock_mhz.map(f64::from));
-        throttle.push(&labels, gpu.throttle_reasons_mask.map(|mask| mask as f64));
-        total.push(&labels, gpu.memory_total_bytes.map(|bytes| bytes as f64));
-    }
-    let mut families = vec![
-        utilization,
-        copy,
-        used,
-        free,
-        temperature,
-        power,
-        limit,
-        sm_clock,
-        memory_clock,
-        throttle,
-        total,
-    ];
     families.extend(health_families(snapshot, hostname));
     families
 }
@@ -245,50 +272,75 @@ fn gpu_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
 /// Issue 43: each GPU's health state and its ECC, retired-page and remapped-row counters.
 /// A counter the GPU does not offer is left out, never written as 0.
 fn health_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
-    let mut health = Family::new(
-        "envctl_gpu_health",
-        "gauge",
-        "GPU health: 0 ok, 1 warn, 2 fatal or lost (the state label says which).",
-    );
-    let mut ecc = Family::new(
-        "envctl_gpu_ecc_errors_total",
-        "counter",
-        "ECC errors, by counter (volatile since the driver loaded, aggregate over the GPU's life) and error (corrected single-bit, uncorrected double-bit).",
-    );
-    let mut retired = Family::new(
-        "envctl_gpu_retired_pages",
-        "gauge",
-        "Memory pages retired, by cause (single_bit, double_bit).",
-    );
-    let mut remapped = Family::new(
-        "envctl_gpu_remapped_rows",
-        "gauge",
-        "Memory rows remapped, by kind (correctable, uncorrectable).",
-    );
-    let mut remap_pending = Family::new(
-        "envctl_gpu_row_remap_pending",
-        "gauge",
-        "A row remap waits for a GPU reset (1) or not (0).",
-    );
-    let mut xids = Family::new(
-        "envctl_gpu_xid_errors_total",
-        "counter",
-        "Xid errors NVML's events reported since envctl started, by xid.",
-    );
-    let mut remap_failure = Family::new(
-        "envctl_gpu_row_remap_failure",
-        "gauge",
-        "A row remap failed (1) or not (0).",
-    );
+    let mut families = HealthFamilies::new();
     for gpu in &snapshot.gpus {
-        let Some(row) = &gpu.health else { continue };
-        let labels = gpu_labels(gpu, snapshot, hostname);
+        if let Some(row) = &gpu.health {
+            families.push(row, &gpu_labels(gpu, snapshot, hostname));
+        }
+    }
+    families.into_families()
+}
+
+/// The health families, filled GPU by GPU.
+struct HealthFamilies {
+    health: Family,
+    ecc: Family,
+    retired: Family,
+    remapped: Family,
+    remap_pending: Family,
+    xids: Family,
+    remap_failure: Family,
+}
+
+impl HealthFamilies {
+    fn new() -> Self {
+        HealthFamilies {
+            health: Family::new(
+                "envctl_gpu_health",
+                "gauge",
+                "GPU health: 0 ok, 1 warn, 2 fatal or lost (the state label says which).",
+            ),
+            ecc: Family::new(
+                "envctl_gpu_ecc_errors_total",
+                "counter",
+                "ECC errors, by counter (volatile since the driver loaded, aggregate over the GPU's life) and error (corrected single-bit, uncorrected double-bit).",
+            ),
+            retired: Family::new(
+                "envctl_gpu_retired_pages",
+                "gauge",
+                "Memory pages retired, by cause (single_bit, double_bit).",
+            ),
+            remapped: Family::new(
+                "envctl_gpu_remapped_rows",
+                "gauge",
+                "Memory rows remapped, by kind (correctable, uncorrectable).",
+            ),
+            remap_pending: Family::new(
+                "envctl_gpu_row_remap_pending",
+                "gauge",
+                "A row remap waits for a GPU reset (1) or not (0).",
+            ),
+            xids: Family::new(
+                "envctl_gpu_xid_errors_total",
+                "counter",
+                "Xid errors NVML's events reported since envctl started, by xid.",
+            ),
+            remap_failure: Family::new(
+                "envctl_gpu_row_remap_failure",
+                "gauge",
+                "A row remap failed (1) or not (0).",
+            ),
+        }
+    }
+
+    /// The samples of one GPU's health `row`, each with the GPU's `labels` and its own.
+    fn push(&mut self, row: &GpuHealthRow, labels: &[(&'static str, String)]) {
         let with = |extra: &[(&'static str, &str)]| {
-            let mut all = labels.clone();
+            let mut all = labels.to_vec();
             all.extend(extra.iter().map(|(name, value)| (*name, value.to_string())));
             all
         };
-        health.push(
+        self.health.push(
             &with(&[("state", row.state.word())]),
             Some(f64::from(row.state.gauge())),
         );
@@ -297,54 +349,60 @@ fn health_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
             ("aggregate", row.ecc_aggregate),
         ] {
             if let Some(counts) = counts {
-                ecc.push(
+                self.ecc.push(
                     &with(&[("counter", counter), ("error", "corrected")]),
                     Some(counts.corrected as f64),
                 );
-                ecc.push(
+                self.ecc.push(
                     &with(&[("counter", counter), ("error", "uncorrected")]),
                     Some(counts.uncorrected as f64),
                 );
             }
         }
         if let Some(pages) = row.retired_pages {
-            retired.push(
+            self.retired.push(
                 &with(&[("cause", "single_bit")]),
                 Some(pages.single_bit as f64),
             );
-            retired.push(
+            self.retired.push(
                 &with(&[("cause", "double_bit")]),
                 Some(pages.double_bit as f64),
             );
         }
         for count in &row.xids {
-            xids.push(
+            self.xids.push(
                 &with(&[("xid", &count.xid.to_string())]),
                 Some(count.count as f64),
             );
         }
         if let Some(rows) = row.remapped_rows {
-            remapped.push(
+            self.remapped.push(
                 &with(&[("kind", "correctable")]),
                 Some(rows.correctable as f64),
             );
-            remapped.push(
+            self.remapped.push(
                 &with(&[("kind", "uncorrectable")]),
                 Some(rows.uncorrectable as f64),
             );
-            remap_pending.push(&labels, Some(f64::from(u8::from(rows.pending))));
-            remap_failure.push(&labels, Some(f64::from(u8::from(rows.failure))));
+            self.remap_pending
+                .push(labels, Some(f64::from(u8::from(rows.pending))));
+            self.remap_failure
+                .push(labels, Some(f64::from(u8::from(rows.failure))));
         }
     }
-    vec![
-        health,
-        ecc,
-        xids,
-        retired,
-        remapped,
-        remap_pending,
-        remap_failure,
-    ]
+
+    /// The families in the order they are written.
+    fn into_families(self) -> Vec<Family> {
+        vec![
+            self.health,
+            self.ecc,
+            self.xids,
+            self.retired,
+            self.remapped,
+            self.remap_pending,
+            self.remap_failure,
+        ]
+    }
 }
 
 /// dcgm-exporter's labels, plus `container` and `profile` when one container owns every
@@ -384,58 +442,72 @@ fn gpu_labels(
     labels
 }
 
+/// The series of each container, as `docker stats` measures it.
+const CONTAINER_SERIES: [Series<ContainerRow>; 10] = [
+    Series {
+        name: "envctl_container_cpu_percent",
+        kind: "gauge",
+        help: "CPU in use, 100 per core (the docker stats scale).",
+        value: |container| container.cpu_percent,
+    },
+    Series {
+        name: "envctl_container_cpu_limit_cores",
+        kind: "gauge",
+        help: "Cores the container may use.",
+        value: |container| container.cpu_limit_cores,
+    },
+    Series {
+        name: "envctl_container_memory_bytes",
+        kind: "gauge",
+        help: "Memory in use without reclaimable page cache (the docker stats figure).",
+        value: |container| container.memory_bytes.map(|bytes| bytes as f64),
+    },
+    Series {
+        name: "envctl_container_memory_limit_bytes",
+        kind: "gauge",
+        help: "Memory limit (the host's memory when the container has none).",
+        value: |container| container.memory_limit_bytes.map(|bytes| bytes as f64),
+    },
+    Series {
+        name: "envctl_container_network_receive_bytes_total",
+        kind: "counter",
+        help: "Bytes received on all interfaces.",
+        value: |container| container.net_rx_bytes.map(|bytes| bytes as f64),
+    },
+    Series {
+        name: "envctl_container_network_transmit_bytes_total",
+        kind: "counter",
+        help: "Bytes sent on all interfaces.",
+        value: |container| container.net_tx_bytes.map(|bytes| bytes as f64),
+    },
+    Series {
+        name: "envctl_container_block_read_bytes_total",
+        kind: "counter",
+        help: "Bytes read from block devices.",
+        value: |container| container.block_read_bytes.map(|bytes| bytes as f64),
+    },
+    Series {
+        name: "envctl_container_block_write_bytes_total",
+        kind: "counter",
+        help: "Bytes written to block devices.",
+        value: |container| container.block_write_bytes.map(|bytes| bytes as f64),
+    },
+    Series {
+        name: "envctl_container_pids",
+        kind: "gauge",
+        help: "Processes and threads in the container.",
+        value: |container| container.pids.map(|count| count as f64),
+    },
+    Series {
+        name: "envctl_container_gpu_memory_bytes",
+        kind: "gauge",
+        help: "GPU memory held by the container's processes, on all GPUs.",
+        value: |container| container.gpu_memory_bytes.map(|bytes| bytes as f64),
+    },
+];
+
 fn container_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family> {
-    let mut cpu = Family::new(
-        "envctl_container_cpu_percent",
-        "gauge",
-        "CPU in use, 100 per core (the docker stats scale).",
-    );
-    let mut cpu_limit = Family::new(
-        "envctl_container_cpu_limit_cores",
-        "gauge",
-        "Cores the container may use.",
-    );
-    let mut memory = Family::new(
-        "envctl_container_memory_bytes",
-        "gauge",
-        "Memory in use without reclaimable page cache (the docker stats figure).",
-    );
-    let mut memory_limit = Family::new(
-        "envctl_container_memory_limit_bytes",
-        "gauge",
-        "Memory limit (the host's memory when the container has none).",
-    );
-    let mut received = Family::new(
-        "envctl_container_network_receive_bytes_total",
-        "counter",
-        "Bytes received on all interfaces.",
-    );
-    let mut transmitted = Family::new(
-        "envctl_container_network_transmit_bytes_total",
-        "counter",
-        "Bytes sent on all interfaces.",
-    );
-    let mut read = Family::new(
-        "envctl_container_block_read_bytes_total",
-        "counter",
-        "Bytes read from block devices.",
-    );
-    let mut written = Family::new(
-        "envctl_container_block_write_bytes_total",
-        "counter",
-        "Bytes written to block devices.",
-    );
-    let mut pids = Family::new(
-        "envctl_container_pids",
-        "gauge",
-        "Processes and threads in the container.",
-    );
-    let mut gpu_memory = Family::new(
-        "envctl_container_gpu_memory_bytes",
-        "gauge",
-        "GPU memory held by the container's processes, on all GPUs.",
-    );
-    for container in &snapshot.containers {
+    let rows = snapshot.containers.iter().map(|container| {
         let mut labels = vec![
             ("container", container.name.clone()),
             ("id", container.id.chars().take(12).collect()),
@@ -443,41 +515,9 @@ fn container_families(snapshot: &Snapshot, hostname: Option<&str>) -> Vec<Family
         ];
         // DCGM's label name, as on the GPU series: one name for the host everywhere.
         labels.extend(hostname.map(|name| ("Hostname", name.to_string())));
-        cpu.push(&labels, container.cpu_percent);
-        cpu_limit.push(&labels, container.cpu_limit_cores);
-        memory.push(&labels, container.memory_bytes.map(|bytes| bytes as f64));
-        memory_limit.push(
-            &labels,
-            container.memory_limit_bytes.map(|bytes| bytes as f64),
-        );
-        received.push(&labels, container.net_rx_bytes.map(|bytes| bytes as f64));
-        transmitted.push(&labels, container.net_tx_bytes.map(|bytes| bytes as f64));
-        read.push(
-            &labels,
-            container.block_read_bytes.map(|bytes| bytes as f64),
-        );
-        written.push(
-            &labels,
-            container.block_write_bytes.map(|bytes| bytes as f64),
-        );
-        pids.push(&labels, container.pids.map(|count| count as f64));
-        gpu_memory.push(
-            &labels,
-            container.gpu_memory_bytes.map(|bytes| bytes as f64),
-        );
-    }
-    vec![
-        cpu,
-        cpu_limit,
-        memory,
-        memory_limit,
-        received,
-        transmitted,
-        read,
-        written,
-        pids,
-        gpu_memory,
-    ]
+        (labels, container)
+    });
+    families_of(&CONTAINER_SERIES, rows)
 }
 
 /// Label values escape backslash, double quote and line feed.

@@ -558,6 +558,8 @@ fn line_record(line: &str) -> Result<csv::StringRecord, csv::Error> {
     Ok(record)
 }
 
+/// A CSV recording into snapshots: the header names the layout (a recording from before
+/// `ended` rows is read too); each line that is not a row of it is skipped and named.
 pub fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
     let mut lines = text.lines().enumerate();
     let header = lines.next().map(|(_, line)| line).unwrap_or_default();
@@ -572,122 +574,26 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
         if line.trim().is_empty() {
             continue;
         }
-        let record = match line_record(line) {
-            Ok(record) => record,
-            Err(error) => {
-                recording.skipped.push((number + 1, error.to_string()));
-                continue;
-            }
-        };
-        if record.len() != names.len() {
-            recording.skipped.push((
-                number + 1,
-                format!(
-                    "{} cells where the header has {}",
-                    record.len(),
-                    names.len()
-                ),
-            ));
-            continue;
+        match csv_line(line, names, &columns) {
+            Ok((time, row)) => recording.add(time, row),
+            Err(why) => recording.skipped.push((number + 1, why)),
         }
-        let cells: CsvRecord = match record.deserialize(Some(&columns)) {
-            Ok(cells) => cells,
-            Err(error) => {
-                recording.skipped.push((number + 1, error.to_string()));
-                continue;
-            }
-        };
-        let Ok(time) = cells.time.parse::<f64>() else {
-            recording
-                .skipped
-                .push((number + 1, format!("`{}` is not a time", cells.time)));
-            continue;
-        };
-        let row = match cells.kind.as_str() {
-            "container" => CsvRow::Container(ContainerRow {
-                id: cells.id,
-                name: cells.name,
-                profile: Some(cells.profile).filter(|profile| !profile.is_empty()),
-                cpu_percent: cells.cpu_percent,
-                memory_bytes: cells.memory_bytes,
-                memory_limit_bytes: cells.memory_limit_bytes,
-                net_rx_bytes: cells.net_rx_bytes,
-                net_tx_bytes: cells.net_tx_bytes,
-                block_read_bytes: cells.block_read_bytes,
-                block_write_bytes: cells.block_write_bytes,
-                pids: cells.pids,
-                gpu_memory_bytes: cells.gpu_memory_bytes,
-                ..ContainerRow::default()
-            }),
-            "gpu" => CsvRow::Gpu(GpuRow {
-                // A GPU row without its index cannot be told from GPU 0: skip it.
-                index: match cells.gpu_index.parse() {
-                    Ok(index) => index,
-                    Err(_) => {
-                        recording.skipped.push((
-                            number + 1,
-                            format!("`{}` is not a GPU index", cells.gpu_index),
-                        ));
-                        continue;
-                    }
-                },
-                uuid: Some(cells.id).filter(|uuid| !uuid.is_empty()),
-                name: Some(cells.name).filter(|name| !name.is_empty()),
-                utilization_percent: cells.utilization_percent,
-                memory_utilization_percent: cells.memory_utilization_percent,
-                memory_used_bytes: cells.memory_used_bytes,
-                memory_total_bytes: cells.memory_total_bytes,
-                temperature_c: cells.temperature_c,
-                power_w: cells.power_w,
-                power_limit_w: cells.power_limit_w,
-                sm_clock_mhz: cells.sm_clock_mhz,
-                memory_clock_mhz: cells.memory_clock_mhz,
-                throttle_reasons: cells
-                    .throttle_reasons
-                    .split('|')
-                    .filter(|reason| !reason.is_empty())
-                    .map(String::from)
-                    .collect(),
-                ..GpuRow::default()
-            }),
-            "ended" => CsvRow::Ended(EndedContainer {
-                id: cells.id,
-                name: cells.name,
-                profile: Some(cells.profile).filter(|profile| !profile.is_empty()),
-                time,
-                status: cells.status,
-                exit_code: cells.exit_code,
-                oom_killed: cells.oom_killed,
-            }),
-            other => {
-                recording
-                    .skipped
-                    .push((number + 1, format!("unknown kind `{other}`")));
-                continue;
-            }
-        };
-        // `inf` and `NaN` parse as floats, and one of them leaves no chart to draw.
-        let non_finite = first_non_finite([("time", Some(time))]).or_else(|| match &row {
-            CsvRow::Container(container) => container_non_finite(container),
-            CsvRow::Gpu(gpu) => gpu_non_finite(gpu),
-            CsvRow::Ended(_) => None,
-        });
-        if let Some(why) = non_finite {
-            recording.skipped.push((number + 1, why));
-            continue;
-        }
-        if recording
-            .snapshots
-            .last()
-            .is_none_or(|last| last.time != time)
-        {
-            recording.snapshots.push(Snapshot {
+    }
+    Ok(recording)
+}
+
+impl Recording {
+    /// Adds `row` to the snapshot at `time`: the last one when it has that time, else a
+    /// new one (rows of one sample are written together).
+    fn add(&mut self, time: f64, row: CsvRow) {
+        if self.snapshots.last().is_none_or(|last| last.time != time) {
+            self.snapshots.push(Snapshot {
                 time,
                 ..Snapshot::default()
             });
         }
-        let Some(snapshot) = recording.snapshots.last_mut() else {
-            continue;
+        let Some(snapshot) = self.snapshots.last_mut() else {
+            return;
         };
         match row {
             CsvRow::Container(container) => snapshot.containers.push(container),
@@ -695,7 +601,97 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<Recording, RecordError> {
             CsvRow::Ended(end) => snapshot.ended.push(end),
         }
     }
-    Ok(recording)
+}
+
+/// One line of a CSV recording whose header has the columns `names` (`columns` as a
+/// record): its time and row, or why it is skipped.
+fn csv_line(
+    line: &str,
+    names: &[&str],
+    columns: &csv::StringRecord,
+) -> Result<(f64, CsvRow), String> {
+    let record = line_record(line).map_err(|error| error.to_string())?;
+    if record.len() != names.len() {
+        return Err(format!(
+            "{} cells where the header has {}",
+            record.len(),
+            names.len()
+        ));
+    }
+    let cells: CsvRecord = record
+        .deserialize(Some(columns))
+        .map_err(|error| error.to_string())?;
+    let Ok(time) = cells.time.parse::<f64>() else {
+        return Err(format!("`{}` is not a time", cells.time));
+    };
+    let row = csv_row_of(cells, time)?;
+    // `inf` and `NaN` parse as floats, and one of them leaves no chart to draw.
+    let non_finite = first_non_finite([("time", Some(time))]).or_else(|| match &row {
+        CsvRow::Container(container) => container_non_finite(container),
+        CsvRow::Gpu(gpu) => gpu_non_finite(gpu),
+        CsvRow::Ended(_) => None,
+    });
+    match non_finite {
+        Some(why) => Err(why),
+        None => Ok((time, row)),
+    }
+}
+
+/// The row that `cells` hold, by their kind (`container`, `gpu`, `ended`), sampled at
+/// `time`; why not, for an unknown kind or a GPU row without its index.
+fn csv_row_of(cells: CsvRecord, time: f64) -> Result<CsvRow, String> {
+    Ok(match cells.kind.as_str() {
+        "container" => CsvRow::Container(ContainerRow {
+            id: cells.id,
+            name: cells.name,
+            profile: Some(cells.profile).filter(|profile| !profile.is_empty()),
+            cpu_percent: cells.cpu_percent,
+            memory_bytes: cells.memory_bytes,
+            memory_limit_bytes: cells.memory_limit_bytes,
+            net_rx_bytes: cells.net_rx_bytes,
+            net_tx_bytes: cells.net_tx_bytes,
+            block_read_bytes: cells.block_read_bytes,
+            block_write_bytes: cells.block_write_bytes,
+            pids: cells.pids,
+            gpu_memory_bytes: cells.gpu_memory_bytes,
+            ..ContainerRow::default()
+        }),
+        "gpu" => CsvRow::Gpu(GpuRow {
+            // A GPU row without its index cannot be told from GPU 0: skip it.
+            index: cells
+                .gpu_index
+                .parse()
+                .map_err(|_| format!("`{}` is not a GPU index", cells.gpu_index))?,
+            uuid: Some(cells.id).filter(|uuid| !uuid.is_empty()),
+            name: Some(cells.name).filter(|name| !name.is_empty()),
+            utilization_percent: cells.utilization_percent,
+            memory_utilization_percent: cells.memory_utilization_percent,
+            memory_used_bytes: cells.memory_used_bytes,
+            memory_total_bytes: cells.memory_total_bytes,
+            temperature_c: cells.temperature_c,
+            power_w: cells.power_w,
+            power_limit_w: cells.power_limit_w,
+            sm_clock_mhz: cells.sm_clock_mhz,
+            memory_clock_mhz: cells.memory_clock_mhz,
+            throttle_reasons: cells
+                .throttle_reasons
+                .split('|')
+                .filter(|reason| !reason.is_empty())
+                .map(String::from)
+                .collect(),
+            ..GpuRow::default()
+        }),
+        "ended" => CsvRow::Ended(EndedContainer {
+            id: cells.id,
+            name: cells.name,
+            profile: Some(cells.profile).filter(|profile| !profile.is_empty()),
+            time,
+            status: cells.status,
+            exit_code: cells.exit_code,
+            oom_killed: cells.oom_killed,
+        }),
+        other => return Err(format!("unknown kind `{other}`")),
+    })
 }
 
 /// Appends one row of cells as the recorder writes them, for tests that edit a row.
@@ -761,6 +757,77 @@ pub mod fixtures {
 mod tests {
     use super::fixtures::{oom_end, snapshot, split_csv};
     use super::*;
+
+    /// One line of the current layout with `cells` set by column name, the rest empty.
+    fn line_of(cells: &[(&str, &str)]) -> String {
+        let row: Vec<String> = CSV_COLUMNS
+            .iter()
+            .map(|column| {
+                cells
+                    .iter()
+                    .find(|(name, _)| name == column)
+                    .map_or_else(String::new, |(_, value)| value.to_string())
+            })
+            .collect();
+        csv_row(&row).trim_end().to_string()
+    }
+
+    #[test]
+    fn one_csv_line_is_a_row_or_the_reason_it_is_skipped() {
+        let columns = csv::StringRecord::from(CSV_COLUMNS);
+        let read = |line: &str| csv_line(line, CSV_COLUMNS, &columns);
+        let why = |line: &str| read(line).err().unwrap_or_default();
+        let Ok((time, row)) = read(&line_of(&[
+            ("time", "2.5"),
+            ("kind", "gpu"),
+            ("gpu_index", "3"),
+        ])) else {
+            panic!("a GPU row");
+        };
+        assert_eq!(time, 2.5);
+        assert!(matches!(row, CsvRow::Gpu(GpuRow { index: 3, .. })));
+        assert_eq!(
+            why("1,container"),
+            format!("2 cells where the header has {}", CSV_COLUMNS.len())
+        );
+        assert_eq!(
+            why(&line_of(&[("time", "soon"), ("kind", "gpu")])),
+            "`soon` is not a time"
+        );
+        assert_eq!(
+            why(&line_of(&[
+                ("time", "1"),
+                ("kind", "gpu"),
+                ("gpu_index", "")
+            ])),
+            "`` is not a GPU index"
+        );
+        assert_eq!(
+            why(&line_of(&[("time", "1"), ("kind", "volume")])),
+            "unknown kind `volume`"
+        );
+        assert_eq!(
+            why(&line_of(&[("time", "inf"), ("kind", "container")])),
+            "time is inf, not a finite number"
+        );
+    }
+
+    #[test]
+    fn rows_of_one_time_share_a_snapshot() {
+        let mut recording = Recording::default();
+        recording.add(1.0, CsvRow::Gpu(GpuRow::default()));
+        recording.add(1.0, CsvRow::Container(ContainerRow::default()));
+        recording.add(2.0, CsvRow::Ended(oom_end(2.0)));
+        let times: Vec<f64> = recording
+            .snapshots
+            .iter()
+            .map(|snapshot| snapshot.time)
+            .collect();
+        assert_eq!(times, [1.0, 2.0]);
+        assert_eq!(recording.snapshots[0].gpus.len(), 1);
+        assert_eq!(recording.snapshots[0].containers.len(), 1);
+        assert_eq!(recording.snapshots[1].ended.len(), 1);
+    }
 
     #[test]
     fn the_row_names_the_header_columns_in_order() {

@@ -276,108 +276,23 @@ pub fn assemble(
         .iter()
         .map(|container| (container.id.as_str(), container.name.as_str()))
         .collect();
-    let gpu_rows: Vec<GpuRow> = gpus
-        .map(|readings| {
-            readings
-                .gpus
-                .iter()
-                .map(|sample| GpuRow {
-                    index: sample.index,
-                    name: sample.name.clone(),
-                    uuid: sample.uuid.clone(),
-                    utilization_percent: sample.utilization_percent.map(f64::from),
-                    memory_utilization_percent: sample.memory_utilization_percent.map(f64::from),
-                    memory_used_bytes: sample.memory_used_bytes,
-                    memory_total_bytes: sample.memory_total_bytes,
-                    temperature_c: sample.temperature_c.map(f64::from),
-                    power_w: sample.power_w,
-                    power_limit_w: sample.power_limit_w,
-                    sm_clock_mhz: sample.sm_clock_mhz,
-                    memory_clock_mhz: sample.memory_clock_mhz,
-                    throttle_reasons: sample
-                        .throttle_reasons_mask
-                        .map(throttle_reason_names)
-                        .unwrap_or_default(),
-                    throttle_reasons_mask: sample.throttle_reasons_mask,
-                    processes: sample
-                        .processes
-                        .iter()
-                        .flatten()
-                        .map(|process| ProcessRow {
-                            pid: process.pid,
-                            used_memory_bytes: process.used_memory_bytes,
-                            container: process_containers
-                                .get(&process.pid)
-                                .and_then(|id| names.get(id.as_str()))
-                                .map(|name| name.to_string()),
-                        })
-                        .collect(),
-                    failures: sample
-                        .failures
-                        .iter()
-                        .filter(|failure| !crate::facts::gpu_sample::is_not_supported(failure))
-                        .cloned()
-                        .collect(),
-                    health: GpuHealthRow::of(sample, fatal_xids),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let nvml_answered = gpus.is_some_and(|readings| readings.failure.is_none());
-    let unlisted: Vec<&GpuSample> = gpus
+    let samples: &[GpuSample] = gpus.map_or(&[], |readings| readings.gpus.as_slice());
+    let gpu_rows: Vec<GpuRow> = samples
         .iter()
-        .flat_map(|readings| &readings.gpus)
-        .filter(|gpu| gpu.processes.is_none())
+        .map(|sample| gpu_row(sample, &names, process_containers, fatal_xids))
         .collect();
+    let gpu_use = GpuUse {
+        samples,
+        process_containers,
+        nvml_answered: gpus.is_some_and(|readings| readings.failure.is_none()),
+        unlisted: samples
+            .iter()
+            .filter(|gpu| gpu.processes.is_none())
+            .collect(),
+    };
     let container_rows = containers
         .into_iter()
-        .map(|container| {
-            // None as soon as one of its processes holds an amount NVML does not give.
-            let mut gpu_memory = Some(0_u64);
-            let mut runs_on_a_gpu = false;
-            let mut indices = BTreeSet::new();
-            for gpu in gpus.iter().flat_map(|readings| &readings.gpus) {
-                for process in gpu.processes.iter().flatten() {
-                    if process_containers.get(&process.pid) == Some(&container.id) {
-                        gpu_memory = gpu_memory
-                            .zip(process.used_memory_bytes)
-                            .map(|(sum, bytes)| sum.saturating_add(bytes));
-                        runs_on_a_gpu = true;
-                        indices.insert(gpu.index);
-                    }
-                }
-                if assigned(
-                    container.gpu_request.as_ref(),
-                    gpu.index,
-                    gpu.uuid.as_deref(),
-                ) {
-                    indices.insert(gpu.index);
-                }
-            }
-            // A GPU whose processes could not be listed may hide some of this container's.
-            let hidden = unlisted
-                .iter()
-                .any(|gpu| may_use(container.gpu_request.as_ref(), gpu, runs_on_a_gpu));
-            let gpu_memory = gpu_memory.filter(|_| nvml_answered && !hidden);
-            let usage = container.usage;
-            ContainerRow {
-                id: container.id,
-                name: container.name,
-                profile: container.profile,
-                cpu_percent: usage.and_then(|usage| usage.cpu_percent),
-                memory_bytes: usage.and_then(|usage| usage.memory_bytes),
-                memory_limit_bytes: usage.and_then(|usage| usage.memory_limit_bytes),
-                net_rx_bytes: usage.and_then(|usage| usage.net_rx_bytes),
-                net_tx_bytes: usage.and_then(|usage| usage.net_tx_bytes),
-                block_read_bytes: usage.map(|usage| usage.block_read_bytes),
-                block_write_bytes: usage.map(|usage| usage.block_write_bytes),
-                pids: usage.and_then(|usage| usage.pids),
-                gpu_memory_bytes: gpu_memory,
-                cpu_limit_cores: container.cpu_limit_cores,
-                gpus: indices.into_iter().collect(),
-                gpu_nodes_denied: container.gpu_nodes_denied,
-            }
-        })
+        .map(|container| gpu_use.container_row(container))
         .collect();
     Snapshot {
         time,
@@ -386,6 +301,119 @@ pub fn assemble(
         diagnoses: Vec::new(),
         failures,
         ended: Vec::new(),
+    }
+}
+
+/// One GPU's row: its readings, each of its processes with the container it runs in (by
+/// `names`, from `process_containers`), the failures worth showing, and its health.
+fn gpu_row(
+    sample: &GpuSample,
+    names: &BTreeMap<&str, &str>,
+    process_containers: &BTreeMap<u32, String>,
+    fatal_xids: &[u32],
+) -> GpuRow {
+    GpuRow {
+        index: sample.index,
+        name: sample.name.clone(),
+        uuid: sample.uuid.clone(),
+        utilization_percent: sample.utilization_percent.map(f64::from),
+        memory_utilization_percent: sample.memory_utilization_percent.map(f64::from),
+        memory_used_bytes: sample.memory_used_bytes,
+        memory_total_bytes: sample.memory_total_bytes,
+        temperature_c: sample.temperature_c.map(f64::from),
+        power_w: sample.power_w,
+        power_limit_w: sample.power_limit_w,
+        sm_clock_mhz: sample.sm_clock_mhz,
+        memory_clock_mhz: sample.memory_clock_mhz,
+        throttle_reasons: sample
+            .throttle_reasons_mask
+            .map(throttle_reason_names)
+            .unwrap_or_default(),
+        throttle_reasons_mask: sample.throttle_reasons_mask,
+        processes: sample
+            .processes
+            .iter()
+            .flatten()
+            .map(|process| ProcessRow {
+                pid: process.pid,
+                used_memory_bytes: process.used_memory_bytes,
+                container: process_containers
+                    .get(&process.pid)
+                    .and_then(|id| names.get(id.as_str()))
+                    .map(|name| name.to_string()),
+            })
+            .collect(),
+        failures: sample
+            .failures
+            .iter()
+            .filter(|failure| !crate::facts::gpu_sample::is_not_supported(failure))
+            .cloned()
+            .collect(),
+        health: GpuHealthRow::of(sample, fatal_xids),
+    }
+}
+
+/// What the GPUs tell of the containers on them, read once for every container.
+struct GpuUse<'s> {
+    samples: &'s [GpuSample],
+    /// GPU process PIDs to full container ids.
+    process_containers: &'s BTreeMap<u32, String>,
+    /// NVML listed the GPUs (a container's GPU memory is unknown otherwise).
+    nvml_answered: bool,
+    /// The GPUs whose processes could not be listed.
+    unlisted: Vec<&'s GpuSample>,
+}
+
+impl GpuUse<'_> {
+    /// One container's row: its usage, the GPUs it holds or runs on, and the GPU memory
+    /// its processes use (unknown when a GPU that may hide some of them was not listed).
+    fn container_row(&self, container: ContainerInput) -> ContainerRow {
+        // None as soon as one of its processes holds an amount NVML does not give.
+        let mut gpu_memory = Some(0_u64);
+        let mut runs_on_a_gpu = false;
+        let mut indices = BTreeSet::new();
+        for gpu in self.samples {
+            for process in gpu.processes.iter().flatten() {
+                if self.process_containers.get(&process.pid) == Some(&container.id) {
+                    gpu_memory = gpu_memory
+                        .zip(process.used_memory_bytes)
+                        .map(|(sum, bytes)| sum.saturating_add(bytes));
+                    runs_on_a_gpu = true;
+                    indices.insert(gpu.index);
+                }
+            }
+            if assigned(
+                container.gpu_request.as_ref(),
+                gpu.index,
+                gpu.uuid.as_deref(),
+            ) {
+                indices.insert(gpu.index);
+            }
+        }
+        // A GPU whose processes could not be listed may hide some of this container's.
+        let hidden = self
+            .unlisted
+            .iter()
+            .any(|gpu| may_use(container.gpu_request.as_ref(), gpu, runs_on_a_gpu));
+        let gpu_memory = gpu_memory.filter(|_| self.nvml_answered && !hidden);
+        let usage = container.usage;
+        ContainerRow {
+            id: container.id,
+            name: container.name,
+            profile: container.profile,
+            cpu_percent: usage.and_then(|usage| usage.cpu_percent),
+            memory_bytes: usage.and_then(|usage| usage.memory_bytes),
+            memory_limit_bytes: usage.and_then(|usage| usage.memory_limit_bytes),
+            net_rx_bytes: usage.and_then(|usage| usage.net_rx_bytes),
+            net_tx_bytes: usage.and_then(|usage| usage.net_tx_bytes),
+            block_read_bytes: usage.map(|usage| usage.block_read_bytes),
+            block_write_bytes: usage.map(|usage| usage.block_write_bytes),
+            pids: usage.and_then(|usage| usage.pids),
+            gpu_memory_bytes: gpu_memory,
+            cpu_limit_cores: container.cpu_limit_cores,
+            gpus: indices.into_iter().collect(),
+            gpu_nodes_denied: container.gpu_nodes_denied,
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{
     LOOPBACK_ONLY, MAX_CPUS, MAX_GPUS_PER_CONTAINER, MAX_GPUS_PER_USER, MAX_MEMORY, Policy,
-    REGISTRIES, REQUIRE_MEMORY_LIMIT,
+    REGISTRIES, REQUIRE_MEMORY_LIMIT, Rule,
 };
 use crate::container_plan::CreateBody;
 use crate::container_plan::gpus::{CDI_DRIVER, NVIDIA_CDI_KIND};
@@ -206,194 +206,225 @@ pub fn check_client_refuses(
 /// Every rule of `policy` that `request` breaks, in the order of their lines (one
 /// violation per offending port); empty when the container may be made.
 pub fn check(policy: &Policy, request: &PolicyRequest) -> Vec<Violation> {
-    let mut violations = Vec::new();
-    let mut refuse = |rule: &'static str, line: usize, limit: String, message: String| {
-        violations.push(Violation {
+    // Each rule is judged on its own; the order here is the order of ties on one line.
+    let mut violations: Vec<Violation> = [
+        policy
+            .max_gpus_per_container
+            .as_ref()
+            .and_then(|rule| gpus_per_container(rule, request)),
+        policy
+            .max_gpus_per_user
+            .as_ref()
+            .and_then(|rule| gpus_per_user(rule, request)),
+        policy
+            .max_memory
+            .as_ref()
+            .and_then(|rule| memory_ceiling(rule, request)),
+        policy
+            .max_cpus
+            .as_ref()
+            .and_then(|rule| cpu_ceiling(rule, request)),
+        policy
+            .require_memory_limit
+            .as_ref()
+            .and_then(|rule| memory_requirement(rule, request)),
+        policy
+            .registries
+            .as_ref()
+            .and_then(|rule| registry(rule, request)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let Some(rule) = &policy.loopback_only {
+        violations.extend(loopback_ports(rule, request));
+    }
+    violations.sort_by_key(|violation| violation.line);
+    violations
+}
+
+impl Violation {
+    /// A breach of the rule named `rule`, set on `line` to `limit` (as the file writes it).
+    fn of(rule: &'static str, line: usize, limit: String, message: String) -> Violation {
+        Violation {
             rule,
             line,
             limit,
             message,
-        });
-    };
-    if let Some(rule) = &policy.max_gpus_per_container {
-        match request.gpus {
-            None => refuse(
-                MAX_GPUS_PER_CONTAINER,
-                rule.line,
-                rule.value.to_string(),
-                "the container asks for all GPUs, and how many this host has is unknown (NVML did not say)".into(),
-            ),
-            Some(gpus) if gpus > rule.value => refuse(
-                MAX_GPUS_PER_CONTAINER,
-                rule.line,
-                rule.value.to_string(),
-                format!("the container asks for {}", gpus_in_words(gpus)),
-            ),
-            Some(_) => {}
         }
     }
-    if let Some(rule) = &policy.max_gpus_per_user
-        && !request.environment_gpus.is_empty()
-    {
-        refuse(
+}
+
+/// `limits.max_gpus_per_container`: the container's GPUs, counted as its request adds
+/// them up; "all" on a host whose count is unknown is refused, as it cannot be bounded.
+fn gpus_per_container(rule: &Rule<u32>, request: &PolicyRequest) -> Option<Violation> {
+    let message = match request.gpus {
+        None => "the container asks for all GPUs, and how many this host has is unknown (NVML did not say)".to_string(),
+        Some(gpus) if gpus > rule.value => {
+            format!("the container asks for {}", gpus_in_words(gpus))
+        }
+        Some(_) => return None,
+    };
+    Some(Violation::of(
+        MAX_GPUS_PER_CONTAINER,
+        rule.line,
+        rule.value.to_string(),
+        message,
+    ))
+}
+
+/// `limits.max_gpus_per_user`: what the user holds already plus what this container asks
+/// for. GPUs asked for through the environment are refused outright, since the per-user
+/// count follows containers' GPU requests only.
+fn gpus_per_user(rule: &Rule<u32>, request: &PolicyRequest) -> Option<Violation> {
+    let refuse = |message: String| {
+        Some(Violation::of(
             MAX_GPUS_PER_USER,
             rule.line,
             rule.value.to_string(),
+            message,
+        ))
+    };
+    if !request.environment_gpus.is_empty() {
+        return refuse(format!(
+            "the container's environment asks for GPUs ({}), which the per-user count cannot follow; ask for them with `gpus` in the profile (or `--gpus`) instead",
+            request.environment_gpus.join(", ")
+        ));
+    }
+    // `None`: nobody asked the engine (pure callers); `up` always asks when this rule
+    // is set, so only this container is counted then.
+    let held = match &request.user_gpus_held {
+        None => 0,
+        Some(Ok(held)) => *held,
+        Some(Err(why)) => {
+            return refuse(format!(
+                "what user `{}` holds already cannot be counted: {why}",
+                request.user
+            ));
+        }
+    };
+    match request.gpus {
+        None => refuse(format!(
+            "the container asks for all GPUs, and how many this host has is unknown (NVML did not say), so what `{}` would hold cannot be counted",
+            request.user
+        )),
+        Some(gpus) if gpus > 0 && held.saturating_add(gpus) > rule.value => refuse(if held == 0 {
             format!(
-                "the container's environment asks for GPUs ({}), which the per-user count cannot follow; ask for them with `gpus` in the profile (or `--gpus`) instead",
-                request.environment_gpus.join(", ")
-            ),
-        );
-    } else if let Some(rule) = &policy.max_gpus_per_user {
-        // `None`: nobody asked the engine (pure callers); `up` always asks when this rule
-        // is set, so only this container is counted then.
-        let held = match &request.user_gpus_held {
-            None => Some(0),
-            Some(Ok(held)) => Some(*held),
-            Some(Err(why)) => {
-                refuse(
-                    MAX_GPUS_PER_USER,
-                    rule.line,
-                    rule.value.to_string(),
-                    format!(
-                        "what user `{}` holds already cannot be counted: {why}",
-                        request.user
-                    ),
-                );
-                None
-            }
-        };
-        match (held, request.gpus) {
-            (None, _) => {}
-            (Some(_), None) => refuse(
-                MAX_GPUS_PER_USER,
-                rule.line,
-                rule.value.to_string(),
-                format!(
-                    "the container asks for all GPUs, and how many this host has is unknown (NVML did not say), so what `{}` would hold cannot be counted",
-                    request.user
-                ),
-            ),
-            (Some(held), Some(gpus)) if gpus > 0 && held.saturating_add(gpus) > rule.value => {
-                refuse(
-                    MAX_GPUS_PER_USER,
-                    rule.line,
-                    rule.value.to_string(),
-                    if held == 0 {
-                        format!(
-                            "user `{}` would hold {} with this container",
-                            request.user,
-                            gpus_in_words(gpus)
-                        )
-                    } else {
-                        format!(
-                            "user `{}` holds {} already and the container asks for {} more",
-                            request.user,
-                            gpus_in_words(held),
-                            gpus
-                        )
-                    },
-                )
-            }
-            (Some(_), Some(_)) => {}
-        }
+                "user `{}` would hold {} with this container",
+                request.user,
+                gpus_in_words(gpus)
+            )
+        } else {
+            format!(
+                "user `{}` holds {} already and the container asks for {} more",
+                request.user,
+                gpus_in_words(held),
+                gpus
+            )
+        }),
+        Some(_) => None,
     }
-    if let Some(rule) = &policy.max_memory {
-        let limit = format!("\"{}\"", rule.value);
-        match request.memory {
-            None => refuse(
-                MAX_MEMORY,
-                rule.line,
-                limit,
-                "the container sets no memory limit (`memory` in the profile), so it may use all of the host's".into(),
-            ),
-            Some(bytes) if bytes > rule.value.bytes() => refuse(
-                MAX_MEMORY,
-                rule.line,
-                limit,
-                format!("the container asks for memory = \"{}\"", ByteSize(bytes)),
-            ),
-            Some(_) => {}
+}
+
+/// `limits.max_memory`: a container without a memory limit breaks it too, since it may
+/// use all of the host's.
+fn memory_ceiling(rule: &Rule<ByteSize>, request: &PolicyRequest) -> Option<Violation> {
+    let message = match request.memory {
+        None => "the container sets no memory limit (`memory` in the profile), so it may use all of the host's".to_string(),
+        Some(bytes) if bytes > rule.value.bytes() => {
+            format!("the container asks for memory = \"{}\"", ByteSize(bytes))
         }
-    }
-    if let Some(rule) = &policy.max_cpus {
-        match request.cpus {
-            None => refuse(
-                MAX_CPUS,
-                rule.line,
-                rule.value.to_string(),
-                "the container sets no CPU limit (`cpus` in the profile), so it may use all of the host's".into(),
-            ),
-            // Compared as Docker stores them, in billionths, so 0.1 + 0.2 is 0.3.
-            Some(cpus) if nanos(cpus) > nanos(rule.value) => refuse(
-                MAX_CPUS,
-                rule.line,
-                rule.value.to_string(),
-                format!("the container asks for cpus = {cpus}"),
-            ),
-            Some(_) => {}
+        Some(_) => return None,
+    };
+    Some(Violation::of(
+        MAX_MEMORY,
+        rule.line,
+        format!("\"{}\"", rule.value),
+        message,
+    ))
+}
+
+/// `limits.max_cpus`: a container without a CPU limit breaks it too.
+fn cpu_ceiling(rule: &Rule<f64>, request: &PolicyRequest) -> Option<Violation> {
+    let message = match request.cpus {
+        None => "the container sets no CPU limit (`cpus` in the profile), so it may use all of the host's".to_string(),
+        // Compared as Docker stores them, in billionths, so 0.1 + 0.2 is 0.3.
+        Some(cpus) if nanos(cpus) > nanos(rule.value) => {
+            format!("the container asks for cpus = {cpus}")
         }
-    }
-    if let Some(rule) = &policy.require_memory_limit
-        && rule.value
-        && request.memory.is_none()
-    {
-        refuse(
+        Some(_) => return None,
+    };
+    Some(Violation::of(
+        MAX_CPUS,
+        rule.line,
+        rule.value.to_string(),
+        message,
+    ))
+}
+
+/// `limits.require_memory_limit = true`: the container must set a memory limit.
+fn memory_requirement(rule: &Rule<bool>, request: &PolicyRequest) -> Option<Violation> {
+    (rule.value && request.memory.is_none()).then(|| {
+        Violation::of(
             REQUIRE_MEMORY_LIMIT,
             rule.line,
             "true".into(),
             "the container sets no memory limit: set `memory` in the profile".into(),
-        );
+        )
+    })
+}
+
+/// `images.registries`: the image's registry, in its canonical name, must be listed; an
+/// image reference that does not parse is refused, as its registry cannot be known.
+fn registry(rule: &Rule<Vec<String>>, request: &PolicyRequest) -> Option<Violation> {
+    let message = match request.image.parse::<ImageReference>() {
+        Err(message) => format!(
+            "image `{}` is not a valid reference: {message}",
+            request.image
+        ),
+        Ok(reference) => {
+            let registry = reference.canonical().registry.to_ascii_lowercase();
+            if rule.value.contains(&registry) {
+                return None;
+            }
+            format!("image `{}` comes from registry `{registry}`", request.image)
+        }
+    };
+    Some(Violation::of(
+        REGISTRIES,
+        rule.line,
+        serde_json::Value::from(rule.value.clone()).to_string(),
+        message,
+    ))
+}
+
+/// `ports.loopback_only = true`: one violation for each port published beyond the
+/// host's loopback.
+fn loopback_ports(rule: &Rule<bool>, request: &PolicyRequest) -> Vec<Violation> {
+    if !rule.value {
+        return Vec::new();
     }
-    if let Some(rule) = &policy.registries {
-        let limit = serde_json::Value::from(rule.value.clone()).to_string();
-        match request.image.parse::<ImageReference>() {
-            Err(message) => refuse(
-                REGISTRIES,
+    request
+        .ports
+        .iter()
+        .filter(|port| !is_loopback(&port.host_ip))
+        .map(|port| {
+            let address = if port.host_ip.is_empty() {
+                "every address of the host".to_string()
+            } else {
+                format!("`{}`", port.host_ip)
+            };
+            Violation::of(
+                LOOPBACK_ONLY,
                 rule.line,
-                limit,
+                "true".into(),
                 format!(
-                    "image `{}` is not a valid reference: {message}",
-                    request.image
+                    "the container publishes port {} on {address}",
+                    port.container_port
                 ),
-            ),
-            Ok(reference) => {
-                let registry = reference.canonical().registry.to_ascii_lowercase();
-                if !rule.value.contains(&registry) {
-                    refuse(
-                        REGISTRIES,
-                        rule.line,
-                        limit,
-                        format!("image `{}` comes from registry `{registry}`", request.image),
-                    );
-                }
-            }
-        }
-    }
-    if let Some(rule) = &policy.loopback_only
-        && rule.value
-    {
-        for port in &request.ports {
-            if !is_loopback(&port.host_ip) {
-                let address = if port.host_ip.is_empty() {
-                    "every address of the host".to_string()
-                } else {
-                    format!("`{}`", port.host_ip)
-                };
-                refuse(
-                    LOOPBACK_ONLY,
-                    rule.line,
-                    "true".into(),
-                    format!(
-                        "the container publishes port {} on {address}",
-                        port.container_port
-                    ),
-                );
-            }
-        }
-    }
-    violations.sort_by_key(|violation| violation.line);
-    violations
+            )
+        })
+        .collect()
 }
 
 /// Whether a published port's host address is this host's loopback only: `127.0.0.0/8`,
@@ -452,6 +483,103 @@ mod tests {
             .into_iter()
             .map(|violation| (violation.rule, violation.line, violation.message))
             .collect()
+    }
+
+    /// A rule set to `value` on line 3.
+    fn at<T>(value: T) -> Rule<T> {
+        Rule { value, line: 3 }
+    }
+
+    #[test]
+    fn each_gpu_rule_is_judged_by_its_own_step() {
+        let within = request();
+        assert_eq!(super::gpus_per_container(&at(1), &within), None);
+        assert_eq!(
+            super::gpus_per_container(&at(0), &within).map(|violation| violation.message),
+            Some("the container asks for 1 GPU".to_string())
+        );
+        assert_eq!(super::gpus_per_user(&at(1), &within), None);
+        let holding = PolicyRequest {
+            user_gpus_held: Some(Ok(1)),
+            ..request()
+        };
+        assert_eq!(
+            super::gpus_per_user(&at(1), &holding).map(|violation| violation.message),
+            Some("user `ada` holds 1 GPU already and the container asks for 1 more".to_string())
+        );
+    }
+
+    #[test]
+    fn each_limit_rule_is_judged_by_its_own_step() {
+        let within = request();
+        assert_eq!(
+            super::memory_requirement(
+                &at(false),
+                &PolicyRequest {
+                    memory: None,
+                    ..request()
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            super::memory_requirement(
+                &at(true),
+                &PolicyRequest {
+                    memory: None,
+                    ..request()
+                }
+            )
+            .map(|violation| violation.limit),
+            Some("true".to_string())
+        );
+        assert_eq!(
+            super::cpu_ceiling(
+                &Rule {
+                    value: 8.0,
+                    line: 1
+                },
+                &within
+            ),
+            None
+        );
+        assert_eq!(
+            super::registry(&at(vec!["docker.io".to_string()]), &within),
+            None
+        );
+    }
+
+    #[test]
+    fn loopback_only_is_judged_port_by_port() {
+        let everywhere = PolicyRequest {
+            ports: vec![
+                PublishedPort {
+                    container_port: "8888/tcp".into(),
+                    host_ip: String::new(),
+                },
+                PublishedPort {
+                    container_port: "6006/tcp".into(),
+                    host_ip: "::1".into(),
+                },
+                PublishedPort {
+                    container_port: "22/tcp".into(),
+                    host_ip: "0.0.0.0".into(),
+                },
+            ],
+            ..request()
+        };
+        assert_eq!(super::loopback_ports(&at(false), &everywhere), Vec::new());
+        let ports: Vec<String> = super::loopback_ports(&at(true), &everywhere)
+            .into_iter()
+            .map(|violation| violation.message)
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                "the container publishes port 8888/tcp on every address of the host",
+                "the container publishes port 22/tcp on `0.0.0.0`",
+            ]
+        );
     }
 
     #[test]

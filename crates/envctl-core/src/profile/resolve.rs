@@ -13,7 +13,8 @@ use super::confine::Confinement;
 use super::diagnostic::{Diagnostic, file_diagnostic};
 use super::error::ProfileError;
 use super::file::{read_profile_text, read_profile_text_verified};
-use super::layer::{Layer, MergedLayer};
+use super::image::ImageReference;
+use super::layer::{ExtendsReference, Layer, MergedLayer};
 use super::model::{GpuRequest, Ipc, Profile, Ulimit};
 use super::validate::{check_profile_name, did_you_mean, validate};
 
@@ -342,15 +343,7 @@ impl SearchPath {
     /// folders or the project of the file named ([`Confinement`]): a profile of a cloned
     /// repository, or a link in `./envctl/`, cannot bring in a file of the host.
     pub fn resolve_file(&self, file: ProfileFile) -> Result<ResolvedProfile, ProfileError> {
-        let confinement = match &file {
-            ProfileFile::Disk { path, .. } => Some(Confinement::new(
-                self.locations
-                    .iter()
-                    .filter_map(|location| location.directory.as_deref()),
-                Some(path),
-            )),
-            ProfileFile::Bundled { .. } => None,
-        };
+        let confinement = self.confinement_of(&file);
         let mut chain: Vec<(ProfileFile, Layer)> = Vec::new();
         let mut diagnostics = Vec::new();
         let mut current = Some(file);
@@ -374,78 +367,10 @@ impl SearchPath {
                 ));
                 break;
             }
-            let child = &chain[chain.len() - 1].0;
-            match self.find_parent(&extends.target, child) {
-                Ok(parent) => {
-                    let parent_identity = parent.identity();
-                    if let Some(start) = chain
-                        .iter()
-                        .position(|(file, _)| file.identity() == parent_identity)
-                    {
-                        let mut cycle: Vec<String> = chain[start..]
-                            .iter()
-                            .map(|(file, _)| file.shown())
-                            .collect();
-                        cycle.push(parent.shown());
-                        diagnostics.push(extends.place.with_message(
-                            format!("`extends` forms a cycle: {}", cycle.join(" → ")),
-                            Some("remove `extends` from one of these profiles".into()),
-                        ));
-                        break;
-                    }
-                    if let (ProfileFile::Disk { path, .. }, Some(confinement)) =
-                        (&parent, &confinement)
-                        && let Err(real) = confinement.admit(path)
-                    {
-                        diagnostics.push(extends.place.with_message(
-                            format!(
-                                "`extends` = \"{}\" leads to `{}`, outside the profile folders and the project; envctl does not read it",
-                                extends.target,
-                                real.display()
-                            ),
-                            Some(confinement_hint(confinement)),
-                        ));
-                        break;
-                    }
-                    current = Some(parent);
-                }
-                Err(ParentMissing {
-                    only_itself: true, ..
-                }) if is_path_argument(&extends.target) => {
-                    diagnostics.push(extends.place.with_message(
-                        format!(
-                            "`extends` points at this file itself (`{}`)",
-                            extends.target
-                        ),
-                        Some("extend another profile, or remove `extends`".into()),
-                    ));
-                    break;
-                }
-                Err(ParentMissing {
-                    looked,
-                    only_itself: true,
-                }) => {
-                    diagnostics.push(extends.place.with_message(
-                        format!("`extends` names this profile itself (`{}`), and no other profile of that name exists", extends.target),
-                        Some(format!("extend another profile; looked in: {}", looked.join(", "))),
-                    ));
-                    break;
-                }
-                Err(ParentMissing { looked, .. }) => {
-                    // As `up NAME` answers a typo: the nearest profile envctl finds.
-                    let names = self.names();
-                    let known: Vec<&str> = names.iter().map(String::as_str).collect();
-                    let looked = format!("looked in: {}", looked.join(", "));
-                    let hint = match did_you_mean(&extends.target, &known)
-                        .filter(|suggestion| *suggestion != extends.target)
-                    {
-                        Some(suggestion) => format!("did you mean `{suggestion}`? ({looked})"),
-                        None => looked,
-                    };
-                    diagnostics.push(extends.place.with_message(
-                        format!("`extends`: profile `{}` not found", extends.target),
-                        Some(hint),
-                    ));
+            match self.parent(&extends, &chain, confinement.as_ref()) {
+                Ok(parent) => current = Some(parent),
+                Err(diagnostic) => {
+                    diagnostics.push(diagnostic);
                     break;
                 }
             }
@@ -454,6 +379,102 @@ impl SearchPath {
             return Err(ProfileError::Invalid { diagnostics });
         }
         merge_chain(chain)
+    }
+
+    /// The folders a chain starting at `file` may read from: the search folders and the
+    /// project of a file on disk; none for a bundled profile, which extends bundled
+    /// profiles only.
+    fn confinement_of(&self, file: &ProfileFile) -> Option<Confinement> {
+        match file {
+            ProfileFile::Disk { path, .. } => Some(Confinement::new(
+                self.locations
+                    .iter()
+                    .filter_map(|location| location.directory.as_deref()),
+                Some(path),
+            )),
+            ProfileFile::Bundled { .. } => None,
+        }
+    }
+
+    /// The file that `extends` of the last file of `chain` names, or why the chain stops
+    /// there: a cycle, a file outside the `confinement`, or no such profile.
+    fn parent(
+        &self,
+        extends: &ExtendsReference,
+        chain: &[(ProfileFile, Layer)],
+        confinement: Option<&Confinement>,
+    ) -> Result<ProfileFile, Diagnostic> {
+        let child = &chain[chain.len() - 1].0;
+        let parent = self
+            .find_parent(&extends.target, child)
+            .map_err(|missing| self.missing_parent(extends, missing))?;
+        let parent_identity = parent.identity();
+        if let Some(start) = chain
+            .iter()
+            .position(|(file, _)| file.identity() == parent_identity)
+        {
+            let mut cycle: Vec<String> = chain[start..]
+                .iter()
+                .map(|(file, _)| file.shown())
+                .collect();
+            cycle.push(parent.shown());
+            return Err(extends.place.with_message(
+                format!("`extends` forms a cycle: {}", cycle.join(" → ")),
+                Some("remove `extends` from one of these profiles".into()),
+            ));
+        }
+        if let (ProfileFile::Disk { path, .. }, Some(confinement)) = (&parent, confinement)
+            && let Err(real) = confinement.admit(path)
+        {
+            return Err(extends.place.with_message(
+                format!(
+                    "`extends` = \"{}\" leads to `{}`, outside the profile folders and the project; envctl does not read it",
+                    extends.target,
+                    real.display()
+                ),
+                Some(confinement_hint(confinement)),
+            ));
+        }
+        Ok(parent)
+    }
+
+    /// What `extends` says when no profile of its name was found: it names its own file,
+    /// only itself, or nothing envctl knows (with the nearest name, as `up NAME` answers
+    /// a typo).
+    fn missing_parent(&self, extends: &ExtendsReference, missing: ParentMissing) -> Diagnostic {
+        match missing {
+            ParentMissing {
+                only_itself: true, ..
+            } if is_path_argument(&extends.target) => extends.place.with_message(
+                format!(
+                    "`extends` points at this file itself (`{}`)",
+                    extends.target
+                ),
+                Some("extend another profile, or remove `extends`".into()),
+            ),
+            ParentMissing {
+                looked,
+                only_itself: true,
+            } => extends.place.with_message(
+                format!("`extends` names this profile itself (`{}`), and no other profile of that name exists", extends.target),
+                Some(format!("extend another profile; looked in: {}", looked.join(", "))),
+            ),
+            ParentMissing { looked, .. } => {
+                let names = self.names();
+                let known: Vec<&str> = names.iter().map(String::as_str).collect();
+                let looked = format!("looked in: {}", looked.join(", "));
+                let hint = match did_you_mean(&extends.target, &known)
+                    .filter(|suggestion| *suggestion != extends.target)
+                {
+                    Some(suggestion) => format!("did you mean `{suggestion}`? ({looked})"),
+                    None => looked,
+                };
+                extends.place.with_message(
+                    format!("`extends`: profile `{}` not found", extends.target),
+                    Some(hint),
+                )
+            }
+        }
     }
 
     /// Finds what `extends = "target"` names for `child`: first in the child's folder, then
@@ -559,6 +580,9 @@ pub fn resolve_text(shown: &str, text: &str) -> Result<ResolvedProfile, ProfileE
     merge_chain(vec![(file, layer)])
 }
 
+/// The profile a chain of files makes, leaf first: each file's settings laid over its
+/// parent's, then checked as a whole (an image set somewhere, a usable name, ports that
+/// the network publishes).
 fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, ProfileError> {
     let files: Vec<String> = chain.iter().map(|(file, _)| file.shown()).collect();
     let Some((leaf, _)) = chain.first().cloned() else {
@@ -570,46 +594,74 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
     for (file, layer) in chain.into_iter().rev() {
         merged.overlay(layer, &file.shown());
     }
-    let MergedLayer { layer, mut origins } = merged;
-    let Some(image) = layer.image else {
-        let hint = if files.len() > 1 {
-            format!(
-                "no file of the chain {} sets `image`; add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"",
-                files.join(" → ")
-            )
-        } else {
-            "add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\", or `extends` a profile that has one".into()
-        };
-        return Err(ProfileError::Invalid {
-            diagnostics: vec![file_diagnostic(
-                &leaf.shown(),
-                "the profile has no `image`".into(),
-                Some(hint),
-            )],
-        });
+    let MergedLayer {
+        mut layer,
+        mut origins,
+    } = merged;
+    let Some(image) = layer.image.take() else {
+        return Err(no_image(&files, &leaf));
     };
-    if layer.name.is_none()
-        && let Err(message) = check_profile_name(&leaf.stem())
-    {
-        // The name `up` and the daemon would get; refused here rather than by the daemon.
-        return Err(ProfileError::Invalid {
-            diagnostics: vec![file_diagnostic(
-                &leaf.shown(),
-                format!("the profile is named after its file, and {message}"),
-                Some(
-                    "rename the file (for example `my-profile.toml`), or set `name = \"…\"` in it"
-                        .into(),
-                ),
-            )],
-        });
+    if layer.name.is_none() {
+        name_from_file(&leaf)?;
     }
     origins.insert("name".into(), leaf.shown());
+    let profile = profile_of(layer, image, &leaf);
+    ports_the_network_publishes(&profile, &origins, &leaf)?;
+    Ok(ResolvedProfile {
+        config_hash: config_hash(&profile),
+        source: leaf.kind(),
+        file: leaf.shown(),
+        chain: files,
+        origins,
+        profile,
+    })
+}
+
+/// No file of the chain (`files`, from `leaf` up) sets `image`: said at the leaf, with an
+/// example.
+fn no_image(files: &[String], leaf: &ProfileFile) -> ProfileError {
+    let hint = if files.len() > 1 {
+        format!(
+            "no file of the chain {} sets `image`; add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\"",
+            files.join(" → ")
+        )
+    } else {
+        "add one, for example image = \"pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime\", or `extends` a profile that has one".into()
+    };
+    ProfileError::Invalid {
+        diagnostics: vec![file_diagnostic(
+            &leaf.shown(),
+            "the profile has no `image`".into(),
+            Some(hint),
+        )],
+    }
+}
+
+/// A profile without `name` is named after its `leaf` file: that name must be one `up`
+/// and the daemon accept, refused here rather than by the daemon.
+fn name_from_file(leaf: &ProfileFile) -> Result<(), ProfileError> {
+    check_profile_name(&leaf.stem()).map_err(|message| ProfileError::Invalid {
+        diagnostics: vec![file_diagnostic(
+            &leaf.shown(),
+            format!("the profile is named after its file, and {message}"),
+            Some(
+                "rename the file (for example `my-profile.toml`), or set `name = \"…\"` in it"
+                    .into(),
+            ),
+        )],
+    })
+}
+
+/// The merged `layer` as a profile, with its `image`, named after the `leaf` file when
+/// it sets no name and every list or request left unset at its default.
+fn profile_of(layer: Layer, image: ImageReference, leaf: &ProfileFile) -> Profile {
     // Destructured without `..`: a new field does not compile until it reaches the profile.
     let Layer {
         name,
         description,
         // Consumed while the chain was read; a resolved profile has no parent.
         extends: _,
+        // Taken out by the caller, which refuses a chain without one.
         image: _,
         command,
         workdir,
@@ -632,7 +684,7 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         stack,
         commands,
     } = layer;
-    let profile = Profile {
+    Profile {
         name: name.unwrap_or_else(|| leaf.stem()),
         description,
         image,
@@ -656,39 +708,42 @@ fn merge_chain(chain: Vec<(ProfileFile, Layer)>) -> Result<ResolvedProfile, Prof
         hostname,
         stack,
         commands,
-    };
-    if let Some(network) = profile
+    }
+}
+
+/// A network that publishes no port (`host`, `none`) beside `ports`: Docker would drop
+/// the ports with a warning nobody reads. A chain may bring them from another file, so
+/// both files are named (from `origins`, else the `leaf`).
+fn ports_the_network_publishes(
+    profile: &Profile,
+    origins: &BTreeMap<String, String>,
+    leaf: &ProfileFile,
+) -> Result<(), ProfileError> {
+    let Some(network) = profile
         .network
         .as_ref()
         .filter(|network| network.publishes_nothing())
-        && !profile.ports.is_empty()
-    {
-        // Docker would drop the ports with a warning nobody reads; a chain may bring them
-        // from another file, so both files are named.
-        let network_file = origins.get("network").cloned().unwrap_or(leaf.shown());
-        let ports_file = origins.get("ports").cloned().unwrap_or(leaf.shown());
-        return Err(ProfileError::Invalid {
-            diagnostics: vec![file_diagnostic(
-                &network_file,
-                format!(
-                    "`network = \"{network}\"` publishes no port, but `ports` (from {ports_file}) lists {}",
-                    profile.ports.len()
-                ),
-                Some(if network.as_str() == "host" {
-                    "with the host's network every port the container listens on is already the host's: write `ports = []`, or leave `network` out".into()
-                } else {
-                    "write `ports = []`, or leave `network` out".into()
-                }),
-            )],
-        });
+    else {
+        return Ok(());
+    };
+    if profile.ports.is_empty() {
+        return Ok(());
     }
-    Ok(ResolvedProfile {
-        config_hash: config_hash(&profile),
-        source: leaf.kind(),
-        file: leaf.shown(),
-        chain: files,
-        origins,
-        profile,
+    let network_file = origins.get("network").cloned().unwrap_or(leaf.shown());
+    let ports_file = origins.get("ports").cloned().unwrap_or(leaf.shown());
+    Err(ProfileError::Invalid {
+        diagnostics: vec![file_diagnostic(
+            &network_file,
+            format!(
+                "`network = \"{network}\"` publishes no port, but `ports` (from {ports_file}) lists {}",
+                profile.ports.len()
+            ),
+            Some(if network.as_str() == "host" {
+                "with the host's network every port the container listens on is already the host's: write `ports = []`, or leave `network` out".into()
+            } else {
+                "write `ports = []`, or leave `network` out".into()
+            }),
+        )],
     })
 }
 
@@ -940,6 +995,36 @@ mod tests {
     }
 
     /// The bundled profiles, resolved without any folder on disk.
+    fn on_disk(path: &str) -> ProfileFile {
+        ProfileFile::Disk {
+            path: PathBuf::from(path),
+            kind: SourceKind::Path,
+        }
+    }
+
+    #[test]
+    fn a_chain_without_an_image_names_every_file() {
+        let message = |files: &[&str]| {
+            let files: Vec<String> = files.iter().map(|file| file.to_string()).collect();
+            match no_image(&files, &on_disk("leaf.toml")) {
+                ProfileError::Invalid { diagnostics } => format!(
+                    "{} {}",
+                    diagnostics[0].message,
+                    diagnostics[0].hint.clone().unwrap_or_default()
+                ),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(message(&["leaf.toml", "base.toml"]).contains("leaf.toml → base.toml"));
+        assert!(message(&["leaf.toml"]).contains("`extends` a profile that has one"));
+    }
+
+    #[test]
+    fn a_profile_named_after_its_file_needs_a_usable_file_name() {
+        assert!(name_from_file(&on_disk("team.toml")).is_ok());
+        assert!(name_from_file(&on_disk("Team Profile!.toml")).is_err());
+    }
+
     fn bundled_only() -> SearchPath {
         SearchPath {
             locations: vec![Location {

@@ -79,14 +79,40 @@ pub fn render(profile: &Profile, comment: &str) -> String {
 /// The lines of `profile` as TOML: top-level keys, then `[env]`, `[labels]`, `[ulimits]`, `[stack]`
 /// and `[commands]`.
 pub fn lines(profile: &Profile) -> Vec<Line> {
-    let mut lines = Vec::new();
-    let mut set = |key: &str, value: String| {
-        let short = key.rsplit('.').next().unwrap_or(key);
-        lines.push(Line {
+    let mut lines: Vec<Line> = top_level(profile)
+        .into_iter()
+        .map(|(key, value)| Line {
             key: Some(key.to_string()),
-            text: format!("{} = {value}", bare_or_quoted(short)),
+            text: format!("{} = {value}", bare_or_quoted(key)),
+        })
+        .collect();
+    for (section, entries) in sections(profile) {
+        if entries.is_empty() {
+            continue;
+        }
+        lines.push(Line {
+            key: None,
+            text: String::new(),
         });
-    };
+        lines.push(Line {
+            key: None,
+            text: format!("[{section}]"),
+        });
+        for (key, value) in entries {
+            lines.push(Line {
+                key: Some(format!("{section}.{key}")),
+                text: format!("{} = {value}", bare_or_quoted(&key)),
+            });
+        }
+    }
+    lines
+}
+
+/// The top-level keys `profile` sets and their TOML values, in the order the file lists
+/// them; a key left at its default (unset, empty) is left out.
+fn top_level(profile: &Profile) -> Vec<(&'static str, String)> {
+    let mut keys = Vec::new();
+    let mut set = |key: &'static str, value: String| keys.push((key, value));
     if let Some(description) = &profile.description {
         set("description", quote(description));
     }
@@ -145,7 +171,13 @@ pub fn lines(profile: &Profile) -> Vec<Line> {
     if let Some(hostname) = &profile.hostname {
         set("hostname", quote(hostname));
     }
-    let mut sections: Vec<(&str, Vec<(String, String)>)> = Vec::new();
+    keys
+}
+
+/// The tables of `profile` (`env`, `labels`, `ulimits`, `stack`, `commands`), each with
+/// its keys and TOML values; an empty table is written by no line.
+fn sections(profile: &Profile) -> Vec<(&'static str, Vec<(String, String)>)> {
+    let mut sections: Vec<(&'static str, Vec<(String, String)>)> = Vec::new();
     sections.push((
         "env",
         profile
@@ -197,26 +229,7 @@ pub fn lines(profile: &Profile) -> Vec<Line> {
             .map(|(name, command)| (name.clone(), array(command)))
             .collect(),
     ));
-    for (section, entries) in sections {
-        if entries.is_empty() {
-            continue;
-        }
-        lines.push(Line {
-            key: None,
-            text: String::new(),
-        });
-        lines.push(Line {
-            key: None,
-            text: format!("[{section}]"),
-        });
-        for (key, value) in entries {
-            lines.push(Line {
-                key: Some(format!("{section}.{key}")),
-                text: format!("{} = {value}", bare_or_quoted(&key)),
-            });
-        }
-    }
-    lines
+    sections
 }
 
 /// A TOML basic string, escaped by the toml crate.
@@ -238,5 +251,39 @@ fn bare_or_quoted(key: &str) -> String {
         key.to_string()
     } else {
         quote(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::resolve::resolve_text;
+
+    fn profile(text: &str) -> Profile {
+        resolve_text("team.toml", text).unwrap().profile
+    }
+
+    #[test]
+    fn top_level_keys_come_first_and_empty_tables_write_nothing() {
+        let profile =
+            profile("image = \"pytorch/pytorch:2.8.0\"\nmemory = \"8g\"\n[env]\nA = \"1\"\n");
+        let keys: Vec<&str> = top_level(&profile).iter().map(|(key, _)| *key).collect();
+        assert_eq!(keys, ["image", "gpus", "memory"]);
+        let tables: Vec<(&str, usize)> = sections(&profile)
+            .iter()
+            .map(|(table, entries)| (*table, entries.len()))
+            .collect();
+        assert_eq!(
+            tables,
+            [
+                ("env", 1),
+                ("labels", 0),
+                ("ulimits", 0),
+                ("stack", 0),
+                ("commands", 0)
+            ]
+        );
+        let written: Vec<String> = lines(&profile).into_iter().map(|line| line.text).collect();
+        assert_eq!(written[written.len() - 3..], ["", "[env]", "A = \"1\""]);
     }
 }

@@ -216,16 +216,7 @@ pub fn library_finding(
         None => format!("{} (no package records it)", library.path),
     };
     let carries = carries(library.code);
-    let rebuild = match library.package {
-        Some(package) => format!(
-            "install a build of {package} compiled for {sm} (for example `{}`), or use an image whose build has {sm}",
-            rebuild_command(package, capability)
-        ),
-        None => format!(
-            "rebuild {} with {sm} in its architecture list, or use an image whose build has {sm}",
-            library.path
-        ),
-    };
+    let rebuild = rebuild_hint(&library, capability);
     let finding = match &verdict {
         LibraryVerdict::NoGpuCode => return None,
         LibraryVerdict::Native(target) => Finding::pass(
@@ -277,32 +268,57 @@ pub fn library_finding(
             ),
         ),
     };
-    Some(
-        finding
-            .with_fact("library", library.path)
-            .with_fact("package", library.package)
-            .with_fact("compute_capability", capability.to_string())
-            .with_fact(
-                "sass",
-                library
-                    .code
-                    .sass
-                    .iter()
-                    .map(Target::to_string)
-                    .collect::<Vec<_>>(),
-            )
-            .with_fact(
-                "ptx",
-                library
-                    .code
-                    .ptx
-                    .iter()
-                    .map(PtxTarget::to_string)
-                    .collect::<Vec<_>>(),
-            )
-            .with_fact("driver_cuda", driver_cuda.map(|cuda| cuda.to_string()))
-            .with_fact("rests_on", "image scan (the library's fat binaries)"),
-    )
+    Some(library_facts(finding, &library, capability, driver_cuda))
+}
+
+/// How to get a build of `library` that runs on `capability`: its package rebuilt for it
+/// where a package records the library, else the library itself.
+fn rebuild_hint(library: &Library<'_>, capability: ComputeCapability) -> String {
+    let sm = capability.sm();
+    match library.package {
+        Some(package) => format!(
+            "install a build of {package} compiled for {sm} (for example `{}`), or use an image whose build has {sm}",
+            rebuild_command(package, capability)
+        ),
+        None => format!(
+            "rebuild {} with {sm} in its architecture list, or use an image whose build has {sm}",
+            library.path
+        ),
+    }
+}
+
+/// `finding` with the library, its package, the GPU's capability, the code the library
+/// carries and the driver's CUDA release as facts.
+fn library_facts(
+    finding: Finding,
+    library: &Library<'_>,
+    capability: ComputeCapability,
+    driver_cuda: Option<CudaVersion>,
+) -> Finding {
+    finding
+        .with_fact("library", library.path)
+        .with_fact("package", library.package)
+        .with_fact("compute_capability", capability.to_string())
+        .with_fact(
+            "sass",
+            library
+                .code
+                .sass
+                .iter()
+                .map(Target::to_string)
+                .collect::<Vec<_>>(),
+        )
+        .with_fact(
+            "ptx",
+            library
+                .code
+                .ptx
+                .iter()
+                .map(PtxTarget::to_string)
+                .collect::<Vec<_>>(),
+        )
+        .with_fact("driver_cuda", driver_cuda.map(|cuda| cuda.to_string()))
+        .with_fact("rests_on", "image scan (the library's fat binaries)")
 }
 
 /// `gpu.library-arch` for a whole image on the GPUs that will run it (each named and with
@@ -315,69 +331,18 @@ pub fn image_findings(
     gpus: &[(String, ComputeCapability)],
     driver_cuda: Option<CudaVersion>,
 ) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for layer in &libraries.unread_layers {
-        findings.push(
-            Finding::warn(
-                GPU_LIBRARY_ARCH,
-                format!("layer {layer} of image `{image}` is compressed otherwise than with gzip (zstd) and was not read: its CUDA libraries are unknown"),
-            )
-            .with_fact("rests_on", "image scan (the library's fat binaries)"),
-        );
-    }
-    for unread in &libraries.unreadable {
-        findings.push(Finding::warn(
-            GPU_LIBRARY_ARCH,
-            format!(
-                "{} in image `{image}` could not be read ({}): whether it runs is unknown",
-                unread.path, unread.why
-            ),
-        ));
-    }
+    let mut findings = unread_parts(image, libraries);
     // An image without CUDA code of its own: nothing to say (most images).
     if libraries.libraries.is_empty() {
         return findings;
     }
-    // Builds of one library for several CUDA releases (bitsandbytes'
-    // `libbitsandbytes_cuda118.so` … `_cuda132.so`): the package loads one of them, so the
-    // group fails only when none runs, and then each is named.
-    let mut groups: Vec<(String, Vec<&super::ScannedLibrary>)> = Vec::new();
-    for scanned in &libraries.libraries {
-        let key = variant_group(&scanned.path);
-        match groups.iter_mut().find(|(known, _)| *known == key) {
-            Some((_, members)) => members.push(scanned),
-            None => groups.push((key, vec![scanned])),
-        }
-    }
+    let groups = variant_groups(libraries);
     for (gpu, capability) in gpus {
-        let mut all_run = true;
-        for (_, members) in &groups {
-            let judged: Vec<Finding> = members
-                .iter()
-                .filter_map(|scanned| {
-                    let library = Library {
-                        path: &scanned.path,
-                        package: scanned.package.as_deref(),
-                        code: &scanned.code,
-                    };
-                    library_finding(library, gpu, *capability, driver_cuda)
-                })
-                .collect();
-            if members.len() > 1
-                && judged
-                    .iter()
-                    .any(|finding| finding.status == crate::checks::Status::Pass)
-            {
-                continue;
-            }
-            for finding in judged {
-                if finding.status != crate::checks::Status::Pass {
-                    all_run = false;
-                    findings.push(finding);
-                }
-            }
-        }
-        if all_run {
+        let failing: Vec<Finding> = groups
+            .iter()
+            .flat_map(|members| failing_on(members, gpu, *capability, driver_cuda))
+            .collect();
+        if failing.is_empty() {
             findings.push(
                 Finding::pass(
                     GPU_LIBRARY_ARCH,
@@ -389,9 +354,80 @@ pub fn image_findings(
                 )
                 .with_fact("rests_on", "image scan (the library's fat binaries)"),
             );
+        } else {
+            findings.extend(failing);
         }
     }
     findings
+}
+
+/// A warning for each layer of `image` not read (zstd), then for each library that could
+/// not be read: what they hold is unknown.
+fn unread_parts(image: &str, libraries: &ImageLibraries) -> Vec<Finding> {
+    let layers = libraries.unread_layers.iter().map(|layer| {
+        Finding::warn(
+            GPU_LIBRARY_ARCH,
+            format!("layer {layer} of image `{image}` is compressed otherwise than with gzip (zstd) and was not read: its CUDA libraries are unknown"),
+        )
+        .with_fact("rests_on", "image scan (the library's fat binaries)")
+    });
+    let unreadable = libraries.unreadable.iter().map(|unread| {
+        Finding::warn(
+            GPU_LIBRARY_ARCH,
+            format!(
+                "{} in image `{image}` could not be read ({}): whether it runs is unknown",
+                unread.path, unread.why
+            ),
+        )
+    });
+    layers.chain(unreadable).collect()
+}
+
+/// The image's libraries grouped by [`variant_group`], in the order each group first
+/// appears: builds of one library for several CUDA releases (bitsandbytes'
+/// `libbitsandbytes_cuda118.so` … `_cuda132.so`), of which the package loads one.
+fn variant_groups(libraries: &ImageLibraries) -> Vec<Vec<&super::ScannedLibrary>> {
+    let mut groups: Vec<(String, Vec<&super::ScannedLibrary>)> = Vec::new();
+    for scanned in &libraries.libraries {
+        let key = variant_group(&scanned.path);
+        match groups.iter_mut().find(|(known, _)| *known == key) {
+            Some((_, members)) => members.push(scanned),
+            None => groups.push((key, vec![scanned])),
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
+}
+
+/// The findings of a group of builds (`members`) that do not pass on one GPU: none when
+/// one of several builds runs there (the package loads that one), else each that fails.
+fn failing_on(
+    members: &[&super::ScannedLibrary],
+    gpu: &str,
+    capability: ComputeCapability,
+    driver_cuda: Option<CudaVersion>,
+) -> Vec<Finding> {
+    let judged: Vec<Finding> = members
+        .iter()
+        .filter_map(|scanned| {
+            let library = Library {
+                path: &scanned.path,
+                package: scanned.package.as_deref(),
+                code: &scanned.code,
+            };
+            library_finding(library, gpu, capability, driver_cuda)
+        })
+        .collect();
+    if members.len() > 1
+        && judged
+            .iter()
+            .any(|finding| finding.status == crate::checks::Status::Pass)
+    {
+        return Vec::new();
+    }
+    judged
+        .into_iter()
+        .filter(|finding| finding.status != crate::checks::Status::Pass)
+        .collect()
 }
 
 /// The variant group of a library path: its name with a CUDA release tag (`cuda118`,

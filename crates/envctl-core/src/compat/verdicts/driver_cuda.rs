@@ -6,7 +6,7 @@ use super::{
     DRIVER_CUDA, MINOR_VERSION_DOCUMENTATION, RELEASE_NOTES, USER_MATRIX, dropped_rows, with_matrix,
 };
 use crate::checks::Finding;
-use crate::compat::matrix::{CudaDriverRow, Matrix};
+use crate::compat::matrix::{CudaDriverRow, CudaFamilyRow, Matrix};
 use crate::compat::values::{CudaVariant, Platform, TorchRelease};
 use crate::compat::version::DriverVersion;
 use crate::profile::model::{CudaVersion, TorchVersion};
@@ -59,45 +59,89 @@ pub fn driver_vs_cuda_of(
     datacenter: bool,
     pinned: Option<&CudaDriverRow>,
 ) -> Finding {
-    let release = matrix.cuda_release(cuda);
-    let family = matrix.cuda_family(cuda.major);
-    let minimum = release.and_then(CudaDriverRow::minimum);
-    let facts = |finding: Finding| {
-        let mut finding = with_matrix(finding, matrix)
-            .with_fact("driver", driver.to_string())
-            .with_fact("cuda", cuda)
-            .with_fact("datacenter_gpu", datacenter);
-        if let Some(release) = release {
+    let query = DriverCudaQuery {
+        matrix,
+        driver,
+        cuda,
+        datacenter,
+        release: matrix.cuda_release(cuda),
+        family: matrix.cuda_family(cuda.major),
+    };
+    match query.release.map(|release| (release, release.minimum())) {
+        Some((release, Some(minimum))) if *driver >= minimum => {
+            query.meets_release(release, &minimum)
+        }
+        Some((release, Some(minimum))) => query.below_release(release, &minimum, pinned),
+        // A row without a minimum says no more than no row.
+        _ => query.unknown_release(),
+    }
+}
+
+/// One `driver.cuda` question: the driver, the CUDA release and what the matrix knows of
+/// the release and its family.
+struct DriverCudaQuery<'q> {
+    matrix: &'q Matrix,
+    driver: &'q DriverVersion,
+    cuda: CudaVersion,
+    /// The GPU is a data-center part (the forward-compatibility package works on it).
+    datacenter: bool,
+    release: Option<&'q CudaDriverRow>,
+    family: Option<&'q CudaFamilyRow>,
+}
+
+impl DriverCudaQuery<'_> {
+    /// `finding` with the question and the rows that answered it as facts.
+    fn facts(&self, finding: Finding) -> Finding {
+        let mut finding = with_matrix(finding, self.matrix)
+            .with_fact("driver", self.driver.to_string())
+            .with_fact("cuda", self.cuda)
+            .with_fact("datacenter_gpu", self.datacenter);
+        if let Some(release) = self.release {
             finding = finding.with_fact("release_row", release);
         }
-        if let Some(family) = family {
+        if let Some(family) = self.family {
             finding = finding.with_fact("family_row", family);
         }
         finding
-    };
-    let below_family = family.is_some_and(|family| *driver < family.linux_minimum_driver);
+    }
 
-    if let (Some(release), Some(minimum)) = (release, &minimum) {
-        let caveat = release.status.caveat();
-        let facts = |finding: Finding| {
-            let mut finding = facts(finding);
-            finding.message.push_str(caveat);
-            finding
+    /// [`Self::facts`], with the caveat of the `release` row's status on the message.
+    fn release_facts(&self, release: &CudaDriverRow, finding: Finding) -> Finding {
+        let mut finding = self.facts(finding);
+        finding.message.push_str(release.status.caveat());
+        finding
+    }
+
+    /// Whether the driver is below the family's minor-version floor.
+    fn below_family(&self) -> bool {
+        self.family
+            .is_some_and(|family| *self.driver < family.linux_minimum_driver)
+    }
+
+    /// Pass: the driver meets the release's `minimum`.
+    fn meets_release(&self, release: &CudaDriverRow, minimum: &DriverVersion) -> Finding {
+        let (driver, cuda) = (self.driver, self.cuda);
+        let message = match &release.linux_minimum_driver {
+            Some(stated) => format!("driver {driver} meets CUDA {cuda}'s minimum driver {stated}"),
+            None => format!(
+                "driver {driver} is on branch R{} or newer, which CUDA {cuda} needs",
+                minimum.branch()
+            ),
         };
-        if driver >= minimum {
-            let message = match &release.linux_minimum_driver {
-                Some(stated) => {
-                    format!("driver {driver} meets CUDA {cuda}'s minimum driver {stated}")
-                }
-                None => format!(
-                    "driver {driver} is on branch R{} or newer, which CUDA {cuda} needs",
-                    minimum.branch()
-                ),
-            };
-            return facts(Finding::pass(DRIVER_CUDA, message));
-        }
+        self.release_facts(release, Finding::pass(DRIVER_CUDA, message))
+    }
+
+    /// The driver is below the release's `minimum`: a warning while the family's
+    /// minor-version compatibility holds, else a failure. A torch wheel's `pinned` runtime
+    /// whose floor is above the release's is named, and is what the hint upgrades to.
+    fn below_release(
+        &self,
+        release: &CudaDriverRow,
+        minimum: &DriverVersion,
+        pinned: Option<&CudaDriverRow>,
+    ) -> Finding {
+        let (driver, cuda) = (self.driver, self.cuda);
         let needed = release.minimum_text();
-        // The torch wheel's pinned runtime, where its floor is above the release's.
         let pinned = pinned.filter(|row| row.minimum().is_some_and(|floor| floor > *minimum));
         let (upgrade_to, pinned_text) = match pinned {
             Some(row) => (
@@ -111,11 +155,14 @@ pub fn driver_vs_cuda_of(
             ),
             None => (needed.clone(), String::new()),
         };
-        let facts = |finding: Finding| match pinned {
-            Some(row) => facts(finding).with_fact("runtime_row", row),
-            None => facts(finding),
+        let facts = |finding: Finding| {
+            let finding = self.release_facts(release, finding);
+            match pinned {
+                Some(row) => finding.with_fact("runtime_row", row),
+                None => finding,
+            }
         };
-        if let Some(family) = family.filter(|_| !below_family) {
+        if let Some(family) = self.family.filter(|_| !self.below_family()) {
             let message = format!(
                 "driver {driver} is older than CUDA {cuda}'s minimum {needed}: CUDA {cuda} runs only through CUDA {}.x minor-version compatibility (driver {} or newer), which loses PTX JIT of code built by CUDA {cuda} (cudaErrorUnsupportedPtxVersion) and features that need a newer driver{pinned_text}",
                 cuda.major, family.linux_minimum_driver
@@ -125,7 +172,7 @@ pub fn driver_vs_cuda_of(
             );
             return facts(Finding::warn(DRIVER_CUDA, message).with_hint(hint));
         }
-        let message = match family {
+        let message = match self.family {
             Some(family) => format!(
                 "driver {driver} is too old for CUDA {cuda}: it needs {needed} or newer, and at least {} for CUDA {}.x minor-version compatibility",
                 family.linux_minimum_driver, cuda.major
@@ -136,37 +183,46 @@ pub fn driver_vs_cuda_of(
             ),
         };
         let message = format!("{message}{pinned_text}");
-        let hint = too_old_hint(matrix, driver, cuda, &upgrade_to, datacenter);
-        return facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint));
+        let hint = too_old_hint(self.matrix, driver, cuda, &upgrade_to, self.datacenter);
+        facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint))
     }
 
-    let dropped = dropped_rows(&matrix.cuda_driver, &format!("{cuda} update 0"));
-    match family {
-        Some(family) if below_family => {
-            let floor = family.linux_minimum_driver.to_string();
-            let message = format!(
-                "driver {driver} is too old for CUDA {cuda}: CUDA {cuda} is not in {}{dropped}, but every CUDA {}.x release needs driver {floor} or newer (minor-version compatibility)",
-                matrix.describe(),
-                cuda.major
-            );
-            let hint = too_old_hint(matrix, driver, cuda, &floor, datacenter);
-            facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint))
-        }
-        Some(family) => {
-            let message = format!(
-                "CUDA {cuda} is not in {}{dropped}, so its minimum driver is unknown; driver {driver} meets the CUDA {}.x minor-version floor {}, so CUDA {cuda} code runs, at worst without PTX JIT of newer PTX and newer features",
-                matrix.describe(),
-                cuda.major,
-                family.linux_minimum_driver
-            );
-            facts(Finding::warn(DRIVER_CUDA, message).with_hint(unknown_release_hint(cuda)))
-        }
-        None => {
-            let message = format!(
-                "CUDA {cuda} is not in {}{dropped}: its minimum driver is unknown",
-                matrix.describe()
-            );
-            facts(Finding::warn(DRIVER_CUDA, message).with_hint(unknown_release_hint(cuda)))
+    /// The release is not in the matrix: judged by its family's minor-version floor where
+    /// the matrix knows the family, else only said to be unknown.
+    fn unknown_release(&self) -> Finding {
+        let (matrix, driver, cuda) = (self.matrix, self.driver, self.cuda);
+        let dropped = dropped_rows(&matrix.cuda_driver, &format!("{cuda} update 0"));
+        match self.family {
+            Some(family) if self.below_family() => {
+                let floor = family.linux_minimum_driver.to_string();
+                let message = format!(
+                    "driver {driver} is too old for CUDA {cuda}: CUDA {cuda} is not in {}{dropped}, but every CUDA {}.x release needs driver {floor} or newer (minor-version compatibility)",
+                    matrix.describe(),
+                    cuda.major
+                );
+                let hint = too_old_hint(matrix, driver, cuda, &floor, self.datacenter);
+                self.facts(Finding::fail(DRIVER_CUDA, message).with_hint(hint))
+            }
+            Some(family) => {
+                let message = format!(
+                    "CUDA {cuda} is not in {}{dropped}, so its minimum driver is unknown; driver {driver} meets the CUDA {}.x minor-version floor {}, so CUDA {cuda} code runs, at worst without PTX JIT of newer PTX and newer features",
+                    matrix.describe(),
+                    cuda.major,
+                    family.linux_minimum_driver
+                );
+                self.facts(
+                    Finding::warn(DRIVER_CUDA, message).with_hint(unknown_release_hint(cuda)),
+                )
+            }
+            None => {
+                let message = format!(
+                    "CUDA {cuda} is not in {}{dropped}: its minimum driver is unknown",
+                    matrix.describe()
+                );
+                self.facts(
+                    Finding::warn(DRIVER_CUDA, message).with_hint(unknown_release_hint(cuda)),
+                )
+            }
         }
     }
 }

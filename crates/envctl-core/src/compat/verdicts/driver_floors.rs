@@ -7,8 +7,10 @@ use super::{
     DATACENTER_DRIVERS, DRIVER_ARCHITECTURE, DRIVER_GPU_MODEL, RELEASE_NOTES, with_matrix,
 };
 use crate::checks::Finding;
-use crate::compat::matrix::{GpuDriverFloorRow, Matrix};
+use crate::compat::matrix::{ArchitectureRow, GpuDriverFloorRow, Matrix};
+use crate::compat::values::RowStatus;
 use crate::compat::version::{ComputeCapability, DriverVersion};
+use crate::profile::model::CudaVersion;
 
 /// Checks that the driver's branch knows the GPU's architecture (compat-facts §1a, §2a, §2b):
 /// a branch older than the minimum driver of the first CUDA release for the GPU (R550 for a
@@ -33,46 +35,17 @@ pub fn driver_vs_architecture(
         }
         finding
     };
-    if let Some(architecture) = architecture
-        && let Some(last) = architecture.last_driver_branch
-        && branch > last
+    if let Some(dropped) =
+        architecture.and_then(|architecture| past_last_branch(driver, architecture, &gpu))
     {
-        let message = format!(
-            "driver {driver} (R{branch}) does not support {gpu}: NVIDIA's last driver branch for {} is R{last}{}",
-            architecture.name,
-            architecture.status.caveat()
-        );
-        let hint = format!(
-            "use an R{last} driver, the last branch that supports {}; see {DATACENTER_DRIVERS}",
-            architecture.name
-        );
-        return Some(facts(
-            Finding::fail(DRIVER_ARCHITECTURE, message).with_hint(hint),
-        ));
+        return Some(facts(dropped));
     }
     let (first, status, evidence) = first_cuda_for(matrix, capability)?;
     let Some((release, minimum)) = matrix
         .cuda_release(first)
         .and_then(|release| Some((release, release.minimum()?)))
     else {
-        // The first release is older than every driver row (Volta's 9.0, Kepler's 6.0): a
-        // driver at least the oldest row's minimum came after it, so it knows the GPU.
-        let oldest = matrix
-            .cuda_releases()
-            .into_iter()
-            .find(|row| row.cuda > first)?;
-        let oldest_minimum = oldest.minimum()?;
-        if *driver < oldest_minimum {
-            return None;
-        }
-        return Some(facts(Finding::pass(
-            DRIVER_ARCHITECTURE,
-            format!(
-                "driver {driver} (R{branch}) knows {gpu}: it is newer than CUDA {}'s minimum {oldest_minimum}, itself after CUDA {first}, the first release for it{}",
-                oldest.cuda,
-                status.caveat()
-            ),
-        )));
+        return older_than_every_release_row(matrix, driver, first, status, &gpu).map(facts);
     };
     let caveat = if status > release.status {
         status.caveat()
@@ -109,6 +82,58 @@ pub fn driver_vs_architecture(
     )))
 }
 
+/// The driver's branch is past the last one NVIDIA ships for the GPU's `architecture`
+/// (R590 for Volta, whose last is R580): it does not bring the GPU up.
+fn past_last_branch(
+    driver: &DriverVersion,
+    architecture: &ArchitectureRow,
+    gpu: &str,
+) -> Option<Finding> {
+    let branch = driver.branch();
+    let last = architecture
+        .last_driver_branch
+        .filter(|last| branch > *last)?;
+    let message = format!(
+        "driver {driver} (R{branch}) does not support {gpu}: NVIDIA's last driver branch for {} is R{last}{}",
+        architecture.name,
+        architecture.status.caveat()
+    );
+    let hint = format!(
+        "use an R{last} driver, the last branch that supports {}; see {DATACENTER_DRIVERS}",
+        architecture.name
+    );
+    Some(Finding::fail(DRIVER_ARCHITECTURE, message).with_hint(hint))
+}
+
+/// The first release for the GPU (`first`) is older than every driver row (Volta's 9.0,
+/// Kepler's 6.0): a driver at least the oldest row's minimum came after it, so it knows
+/// the GPU; below that, nothing is said.
+fn older_than_every_release_row(
+    matrix: &Matrix,
+    driver: &DriverVersion,
+    first: CudaVersion,
+    status: RowStatus,
+    gpu: &str,
+) -> Option<Finding> {
+    let oldest = matrix
+        .cuda_releases()
+        .into_iter()
+        .find(|row| row.cuda > first)?;
+    let oldest_minimum = oldest.minimum()?;
+    if *driver < oldest_minimum {
+        return None;
+    }
+    Some(Finding::pass(
+        DRIVER_ARCHITECTURE,
+        format!(
+            "driver {driver} (R{}) knows {gpu}: it is newer than CUDA {}'s minimum {oldest_minimum}, itself after CUDA {first}, the first release for it{}",
+            driver.branch(),
+            oldest.cuda,
+            status.caveat()
+        ),
+    ))
+}
+
 /// Checks a driver against the floors of the GPU model itself (compat-facts §8): the
 /// per-SKU minimum NVIDIA states for some parts (HGX B200: 570.133.20), and the MIG minimum
 /// of NVIDIA's MIG user guide (H200: 550.90.07), which holds only with MIG enabled.
@@ -143,49 +168,72 @@ pub fn driver_vs_gpu_model(
             .with_fact("floor_rows", &floors)
     };
     let below = |row: &GpuDriverFloorRow| *driver < row.linux_minimum_driver;
-    let upgrade = |row: &GpuDriverFloorRow| {
-        format!(
-            "upgrade the driver to {} or newer",
-            row.linux_minimum_driver
-        )
-    };
     if let Some(row) = own.filter(|row| below(row)) {
         let message = format!(
             "driver {driver} is older than {}, the lowest driver NVIDIA supports for {gpu} (a floor of this model, above its architecture's){}",
             row.linux_minimum_driver,
             row.status.caveat()
         );
-        return Some(facts(
-            Finding::fail(DRIVER_GPU_MODEL, message).with_hint(upgrade(row)),
-        ));
+        return Some(facts(Finding::fail(DRIVER_GPU_MODEL, message).with_hint(
+            format!(
+                "upgrade the driver to {} or newer",
+                row.linux_minimum_driver
+            ),
+        )));
     }
     if let Some(row) = with_mig.filter(|row| below(row)) {
-        let floor = &row.linux_minimum_driver;
-        let caveat = row.status.caveat();
-        return Some(facts(match mig {
-            Some(true) => Finding::fail(
-                DRIVER_GPU_MODEL,
-                format!(
-                    "MIG is enabled on {gpu}, and driver {driver} is older than {floor}, the lowest driver NVIDIA's MIG user guide supports for MIG on it{caveat}"
-                ),
-            )
-            .with_hint(upgrade(row)),
-            Some(false) => Finding::pass(
-                DRIVER_GPU_MODEL,
-                format!(
-                    "driver {driver} supports {gpu} with MIG disabled; MIG on it needs {floor} or newer (NVIDIA's MIG user guide){caveat}"
-                ),
-            ),
-            None => Finding::warn(
-                DRIVER_GPU_MODEL,
-                format!(
-                    "whether MIG is enabled on {gpu} is unknown; with MIG enabled it needs driver {floor} or newer (NVIDIA's MIG user guide), and driver {driver} is older{caveat}"
-                ),
-            )
-            .with_hint(upgrade(row)),
-        }));
+        return Some(facts(below_mig_floor(driver, row, &gpu, mig)));
     }
-    let met: Vec<String> = [own, with_mig]
+    let met = floors_met(own, with_mig, mig);
+    Some(facts(Finding::pass(
+        DRIVER_GPU_MODEL,
+        format!("driver {driver} meets {gpu}'s {}", met.join(" and ")),
+    )))
+}
+
+/// The driver is below the MIG floor `row` of `gpu`: a failure with MIG on, a pass saying
+/// the floor with MIG off, a warning when whether MIG is on is unknown.
+fn below_mig_floor(
+    driver: &DriverVersion,
+    row: &GpuDriverFloorRow,
+    gpu: &str,
+    mig: Option<bool>,
+) -> Finding {
+    let floor = &row.linux_minimum_driver;
+    let caveat = row.status.caveat();
+    let upgrade = format!("upgrade the driver to {floor} or newer");
+    match mig {
+        Some(true) => Finding::fail(
+            DRIVER_GPU_MODEL,
+            format!(
+                "MIG is enabled on {gpu}, and driver {driver} is older than {floor}, the lowest driver NVIDIA's MIG user guide supports for MIG on it{caveat}"
+            ),
+        )
+        .with_hint(upgrade),
+        Some(false) => Finding::pass(
+            DRIVER_GPU_MODEL,
+            format!(
+                "driver {driver} supports {gpu} with MIG disabled; MIG on it needs {floor} or newer (NVIDIA's MIG user guide){caveat}"
+            ),
+        ),
+        None => Finding::warn(
+            DRIVER_GPU_MODEL,
+            format!(
+                "whether MIG is enabled on {gpu} is unknown; with MIG enabled it needs driver {floor} or newer (NVIDIA's MIG user guide), and driver {driver} is older{caveat}"
+            ),
+        )
+        .with_hint(upgrade),
+    }
+}
+
+/// The floors a driver meets, in words: the model's own floor, and its MIG floor with
+/// what MIG's state (`mig`) makes of it.
+fn floors_met(
+    own: Option<&GpuDriverFloorRow>,
+    with_mig: Option<&GpuDriverFloorRow>,
+    mig: Option<bool>,
+) -> Vec<String> {
+    [own, with_mig]
         .into_iter()
         .flatten()
         .map(|row| {
@@ -202,9 +250,5 @@ pub fn driver_vs_gpu_model(
                 row.status.caveat()
             )
         })
-        .collect();
-    Some(facts(Finding::pass(
-        DRIVER_GPU_MODEL,
-        format!("driver {driver} meets {gpu}'s {}", met.join(" and ")),
-    )))
+        .collect()
 }

@@ -159,11 +159,8 @@ fn unknown_cuda_releases_warn_with_the_matrix_date() {
     assert_eq!(finding.status, Status::Warn);
 }
 
-/// UNVERIFIED rows in a user matrix are parsed and never drive a verdict.
-#[test]
-fn unverified_rows_drive_no_verdict() {
-    let user = Matrix::parse(
-        r#"
+/// A user matrix whose rows are all UNVERIFIED, each replacing a bundled row by its key.
+const UNVERIFIED_ROWS: &str = r#"
 [[cuda_driver]]
 cuda = "13.5"
 update = 0
@@ -199,10 +196,12 @@ branch = 620
 native_cuda = "13.5"
 status = "UNVERIFIED"
 source = "guess"
-"#,
-        "user.toml",
-    )
-    .unwrap();
+"#;
+
+/// UNVERIFIED rows in a user matrix are parsed and never drive a verdict.
+#[test]
+fn unverified_rows_drive_no_verdict() {
+    let user = Matrix::parse(UNVERIFIED_ROWS, "user.toml").unwrap();
     let merged = matrix().overlay(user);
     assert_eq!(merged.info().unverified_rows, 5);
     let release = driver_vs_cuda(&merged, &driver("620.10"), cuda("13.5"), false);
@@ -473,7 +472,12 @@ fn the_driver_floor_of_a_build_is_its_pinned_runtime() {
     let unpinned = matrix().runtime_row(build("2.8", "cu128", Platform::X86_64));
     assert_eq!(unpinned.pin, None);
     assert_eq!(unpinned.row, matrix().cuda_release(cuda("12.8")));
+}
 
+/// Issue 32: where the driver meets the release's minimum but not the pinned runtime's,
+/// the torch verdict names the pinned runtime and asks for its floor.
+#[test]
+fn a_driver_below_the_pinned_runtime_is_told_its_floor() {
     let verdict = |driver_text: &str| {
         gpu_vs_torch(
             matrix(),

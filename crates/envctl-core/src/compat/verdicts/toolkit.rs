@@ -3,7 +3,7 @@
 
 use super::{GPU_CUDA_ARCH, RELEASE_NOTES, USER_MATRIX, dropped_rows, with_matrix};
 use crate::checks::Finding;
-use crate::compat::matrix::{CudaTargetsRow, Matrix};
+use crate::compat::matrix::{CudaTargetsRow, Matrix, TargetRenameRow};
 use crate::compat::values::{RowStatus, Target};
 use crate::compat::version::ComputeCapability;
 use crate::profile::model::CudaVersion;
@@ -115,20 +115,7 @@ pub fn gpu_label(matrix: &Matrix, capability: ComputeCapability) -> String {
 pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapability) -> Finding {
     let gpu = gpu_label(matrix, capability);
     let Some(row) = matrix.cuda_targets(cuda) else {
-        let message = format!(
-            "CUDA {cuda} is not in the compile-target table of {}{}, so whether it can target {gpu} is unknown",
-            matrix.describe(),
-            dropped_rows(&matrix.cuda_targets, &cuda.to_string())
-        );
-        let hint = format!(
-            "`nvcc --list-gpu-arch` in a CUDA {cuda} -devel image lists its targets; add a `[[cuda_targets]]` row to {USER_MATRIX}"
-        );
-        return with_matrix(
-            Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint),
-            matrix,
-        )
-        .with_fact("cuda", cuda)
-        .with_fact("capability", capability);
+        return not_in_target_table(matrix, cuda, capability, &gpu);
     };
     let facts = |finding: Finding| {
         let mut finding = with_matrix(finding, matrix)
@@ -157,72 +144,133 @@ pub fn cuda_vs_gpu(matrix: &Matrix, cuda: CudaVersion, capability: ComputeCapabi
                 row.lowest, row.highest
             ),
         )),
-        ToolkitReach::Newer => {
-            let message = format!(
-                "CUDA {cuda} cannot compile for {gpu}: its newest target is {}; code reaches this GPU only as PTX that the driver JIT-compiles, where the application ships PTX",
-                row.highest
-            );
-            let first = matrix
-                .all_cuda_targets()
-                .into_iter()
-                .find(|other| toolkit_reach(matrix, other, capability).compiles());
-            let hint = match first {
-                Some(first) => format!(
-                    "use an image with CUDA {} or newer, the first release in the matrix that targets {sm}",
-                    first.cuda
-                ),
-                None => format!("no CUDA release in {} targets {sm} yet", matrix.describe()),
-            };
-            facts(Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint))
-        }
+        ToolkitReach::Newer => facts(newer_than_the_toolkit(matrix, cuda, row, capability, &gpu)),
         ToolkitReach::Renamed(old) => {
-            let new = matrix.renamed(old);
-            let rename = matrix
-                .target_rename
-                .iter()
-                .find(|rename| rename.status.usable() && rename.old.capability == old.capability);
-            let from = rename.map_or_else(
-                || "a later release".to_string(),
-                |rename| format!("CUDA {}", rename.from_cuda),
-            );
-            let message = format!(
-                "CUDA {cuda} cannot target {gpu}: its {old} is the target of this GPU as the CUDA 12 driver reported it (compute capability {}), and its cubins are not {} code; the GPU reports {} only under the CUDA 13 driver, and NVIDIA supports binary compatibility only on the desktop, not on Tegra, so the GPU needs {new}, first in {from}",
-                old.capability, new.capability, new.capability
-            );
-            let hint = format!("use an image with {from} or newer, which targets {new}");
-            let finding = facts(Finding::fail(GPU_CUDA_ARCH, message).with_hint(hint));
+            let (finding, rename) = renamed_target(matrix, cuda, old, &gpu);
+            let finding = facts(finding);
             match rename {
                 Some(rename) => finding.with_fact("rename_row", rename),
                 None => finding,
             }
         }
-        ToolkitReach::Older => {
-            let mut message = format!(
-                "CUDA {cuda} cannot target {gpu}: its lowest target is {}",
-                row.lowest
-            );
-            if let Some(architecture) = matrix.architecture_of(capability)
-                && let Some(last) = &architecture.last_cuda
-            {
-                message.push_str(&format!(
-                    " ({} support ends with CUDA {last})",
-                    architecture.name
-                ));
-            }
-            let newest = matrix
-                .all_cuda_targets()
-                .into_iter()
-                .rfind(|other| toolkit_reach(matrix, other, capability).compiles());
-            let hint = match newest {
-                Some(newest) => format!(
-                    "use an image with CUDA {} or older, the newest release in the matrix that targets {sm}; see \"Deprecated Architectures\" in {RELEASE_NOTES}",
-                    newest.through.unwrap_or(newest.cuda)
-                ),
-                None => format!("no CUDA release in {} targets {sm}", matrix.describe()),
-            };
-            facts(Finding::fail(GPU_CUDA_ARCH, message).with_hint(hint))
-        }
+        ToolkitReach::Older => facts(older_than_the_toolkit(matrix, cuda, row, capability, &gpu)),
     }
+}
+
+/// The release is not in the compile-target table: whether it targets `gpu` is unknown.
+fn not_in_target_table(
+    matrix: &Matrix,
+    cuda: CudaVersion,
+    capability: ComputeCapability,
+    gpu: &str,
+) -> Finding {
+    let message = format!(
+        "CUDA {cuda} is not in the compile-target table of {}{}, so whether it can target {gpu} is unknown",
+        matrix.describe(),
+        dropped_rows(&matrix.cuda_targets, &cuda.to_string())
+    );
+    let hint = format!(
+        "`nvcc --list-gpu-arch` in a CUDA {cuda} -devel image lists its targets; add a `[[cuda_targets]]` row to {USER_MATRIX}"
+    );
+    with_matrix(
+        Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint),
+        matrix,
+    )
+    .with_fact("cuda", cuda)
+    .with_fact("capability", capability)
+}
+
+/// The GPU is newer than the newest target of CUDA `cuda` (its `row`): reached only through PTX;
+/// the hint names the first release in the matrix that targets it.
+fn newer_than_the_toolkit(
+    matrix: &Matrix,
+    cuda: CudaVersion,
+    row: &CudaTargetsRow,
+    capability: ComputeCapability,
+    gpu: &str,
+) -> Finding {
+    let sm = capability.sm();
+    let message = format!(
+        "CUDA {cuda} cannot compile for {gpu}: its newest target is {}; code reaches this GPU only as PTX that the driver JIT-compiles, where the application ships PTX",
+        row.highest
+    );
+    let first = matrix
+        .all_cuda_targets()
+        .into_iter()
+        .find(|other| toolkit_reach(matrix, other, capability).compiles());
+    let hint = match first {
+        Some(first) => format!(
+            "use an image with CUDA {} or newer, the first release in the matrix that targets {sm}",
+            first.cuda
+        ),
+        None => format!("no CUDA release in {} targets {sm} yet", matrix.describe()),
+    };
+    Finding::warn(GPU_CUDA_ARCH, message).with_hint(hint)
+}
+
+/// The toolkit targets the GPU only under its old (CUDA 12 driver) name `old`, whose
+/// cubins do not run where the GPU reports its new capability; with the rename row that
+/// says when the new target came.
+fn renamed_target<'m>(
+    matrix: &'m Matrix,
+    cuda: CudaVersion,
+    old: Target,
+    gpu: &str,
+) -> (Finding, Option<&'m TargetRenameRow>) {
+    let new = matrix.renamed(old);
+    let rename = matrix
+        .target_rename
+        .iter()
+        .find(|rename| rename.status.usable() && rename.old.capability == old.capability);
+    let from = rename.map_or_else(
+        || "a later release".to_string(),
+        |rename| format!("CUDA {}", rename.from_cuda),
+    );
+    let message = format!(
+        "CUDA {cuda} cannot target {gpu}: its {old} is the target of this GPU as the CUDA 12 driver reported it (compute capability {}), and its cubins are not {} code; the GPU reports {} only under the CUDA 13 driver, and NVIDIA supports binary compatibility only on the desktop, not on Tegra, so the GPU needs {new}, first in {from}",
+        old.capability, new.capability, new.capability
+    );
+    let hint = format!("use an image with {from} or newer, which targets {new}");
+    (
+        Finding::fail(GPU_CUDA_ARCH, message).with_hint(hint),
+        rename,
+    )
+}
+
+/// The GPU is older than the lowest target of CUDA `cuda` (its `row`): its architecture's support
+/// ended; the hint names the newest release in the matrix that still targets it.
+fn older_than_the_toolkit(
+    matrix: &Matrix,
+    cuda: CudaVersion,
+    row: &CudaTargetsRow,
+    capability: ComputeCapability,
+    gpu: &str,
+) -> Finding {
+    let sm = capability.sm();
+    let mut message = format!(
+        "CUDA {cuda} cannot target {gpu}: its lowest target is {}",
+        row.lowest
+    );
+    if let Some(architecture) = matrix.architecture_of(capability)
+        && let Some(last) = &architecture.last_cuda
+    {
+        message.push_str(&format!(
+            " ({} support ends with CUDA {last})",
+            architecture.name
+        ));
+    }
+    let newest = matrix
+        .all_cuda_targets()
+        .into_iter()
+        .rfind(|other| toolkit_reach(matrix, other, capability).compiles());
+    let hint = match newest {
+        Some(newest) => format!(
+            "use an image with CUDA {} or older, the newest release in the matrix that targets {sm}; see \"Deprecated Architectures\" in {RELEASE_NOTES}",
+            newest.through.unwrap_or(newest.cuda)
+        ),
+        None => format!("no CUDA release in {} targets {sm}", matrix.describe()),
+    };
+    Finding::fail(GPU_CUDA_ARCH, message).with_hint(hint)
 }
 
 /// The first CUDA release that knows a GPU, with the row that says so: the architecture

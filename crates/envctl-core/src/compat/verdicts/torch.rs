@@ -225,57 +225,16 @@ impl<'a> TorchQuery<'a> {
     fn on_platform(&self, settled: Settled<'_>) -> Finding {
         let (matrix, torch, platform) = (self.matrix, self.torch, settled.platform);
         let release = self.release();
-        let gpu = self.gpu();
-        if torch.variant.as_deref() == Some("cpu") {
-            let message = format!("torch {torch} is a CPU-only build: it cannot use {gpu}");
-            return self.facts(
-                settled,
-                with_optional_hint(Finding::warn(GPU_TORCH_ARCH, message), self.hint(platform)),
-            );
-        }
-        if !torch.version.pre.is_empty() {
-            let message = format!(
-                "torch {torch} is a pre-release or vendor build (nightly, NGC): its arch list is not in {}",
-                matrix.describe()
-            );
-            return self.facts(
-                settled,
-                Finding::warn(GPU_TORCH_ARCH, message).with_hint(check_inside_the_container()),
-            );
-        }
-        // `pip install torch==2.10.0` on aarch64 gets PyPI's CPU wheel, whatever CUDA builds
-        // download.pytorch.org has: a torch named without a variant or a CUDA is that wheel.
-        if platform == Platform::Aarch64
-            && torch.variant.is_none()
-            && self.cuda.is_none()
-            && matrix
-                .torch_release(release)
-                .is_some_and(|row| row.pypi_aarch64_is_cpu())
-        {
-            let message = format!(
-                "torch {torch} from PyPI on aarch64 is a CPU-only build (PyPI's aarch64 wheels are CUDA builds only from 2.11): `pip install torch=={}` on this Arm host cannot use {gpu}",
-                release_text(torch)
-            );
-            let finding = Finding::warn(GPU_TORCH_ARCH, message);
-            return self.facts(settled, with_optional_hint(finding, self.hint(platform)));
+        if let Some(finding) = self.not_judged_by_arch_list(platform) {
+            return self.facts(settled, finding);
         }
         let builds = matrix.torch_builds(release, platform);
         if builds.is_empty() {
             return self.without_builds(settled);
         }
-        let variant = match (torch.variant.as_deref(), self.cuda) {
-            (Some(variant), _) => match variant.parse::<CudaVariant>() {
-                Ok(variant) => Some((variant, None)),
-                Err(_) => {
-                    let message = format!(
-                        "torch {torch} has the unknown variant `{variant}`; known builds of torch {release}: {}",
-                        variant_names(&builds)
-                    );
-                    return self.facts(settled, Finding::warn(GPU_TORCH_ARCH, message));
-                }
-            },
-            (None, Some(cuda)) => Some((CudaVariant::for_cuda(cuda), Some(cuda))),
-            (None, None) => None,
+        let variant = match self.variant(&builds) {
+            Ok(variant) => variant,
+            Err(unknown) => return self.facts(settled, unknown),
         };
         let Some((variant, inferred_from)) = variant else {
             return every_build(
@@ -309,6 +268,73 @@ impl<'a> TorchQuery<'a> {
                 &label,
             ),
             None => self.without_build(settled, &variant, &label, &builds),
+        }
+    }
+
+    /// A build that no arch list judges on `platform`: a CPU-only build, a pre-release
+    /// or vendor build, or PyPI's aarch64 CPU wheel.
+    fn not_judged_by_arch_list(&self, platform: Platform) -> Option<Finding> {
+        let (matrix, torch) = (self.matrix, self.torch);
+        let gpu = self.gpu();
+        if torch.variant.as_deref() == Some("cpu") {
+            let message = format!("torch {torch} is a CPU-only build: it cannot use {gpu}");
+            return Some(with_optional_hint(
+                Finding::warn(GPU_TORCH_ARCH, message),
+                self.hint(platform),
+            ));
+        }
+        if !torch.version.pre.is_empty() {
+            let message = format!(
+                "torch {torch} is a pre-release or vendor build (nightly, NGC): its arch list is not in {}",
+                matrix.describe()
+            );
+            return Some(
+                Finding::warn(GPU_TORCH_ARCH, message).with_hint(check_inside_the_container()),
+            );
+        }
+        // `pip install torch==2.10.0` on aarch64 gets PyPI's CPU wheel, whatever CUDA builds
+        // download.pytorch.org has: a torch named without a variant or a CUDA is that wheel.
+        let pypi_cpu_wheel = platform == Platform::Aarch64
+            && torch.variant.is_none()
+            && self.cuda.is_none()
+            && matrix
+                .torch_release(self.release())
+                .is_some_and(|row| row.pypi_aarch64_is_cpu());
+        if pypi_cpu_wheel {
+            let message = format!(
+                "torch {torch} from PyPI on aarch64 is a CPU-only build (PyPI's aarch64 wheels are CUDA builds only from 2.11): `pip install torch=={}` on this Arm host cannot use {gpu}",
+                release_text(torch)
+            );
+            return Some(with_optional_hint(
+                Finding::warn(GPU_TORCH_ARCH, message),
+                self.hint(platform),
+            ));
+        }
+        None
+    }
+
+    /// The build's CUDA variant: the one torch names (a name no build has is refused,
+    /// listing the known `builds`), else the one of the CUDA it was asked with (and that
+    /// CUDA); `None` when neither is known.
+    fn variant(
+        &self,
+        builds: &[&TorchBuildRow],
+    ) -> Result<Option<(CudaVariant, Option<CudaVersion>)>, Finding> {
+        let torch = self.torch;
+        match (torch.variant.as_deref(), self.cuda) {
+            (Some(variant), _) => match variant.parse::<CudaVariant>() {
+                Ok(variant) => Ok(Some((variant, None))),
+                Err(_) => Err(Finding::warn(
+                    GPU_TORCH_ARCH,
+                    format!(
+                        "torch {torch} has the unknown variant `{variant}`; known builds of torch {}: {}",
+                        self.release(),
+                        variant_names(builds)
+                    ),
+                )),
+            },
+            (None, Some(cuda)) => Ok(Some((CudaVariant::for_cuda(cuda), Some(cuda)))),
+            (None, None) => Ok(None),
         }
     }
 

@@ -511,6 +511,25 @@ fn aarch64_hosts_are_judged_by_the_aarch64_wheels() {
     // An A10G's 8.6 runs the aarch64 wheel's sm_80 code; an H100 its sm_90.
     assert_eq!(check(arm, "8.6", "2.11.0+cu130").status, Status::Pass);
     assert_eq!(check(arm, "9.0", "2.11.0").status, Status::Pass);
+}
+
+/// On aarch64, builds the matrix does not list for it are not taken for the x86_64 ones:
+/// PyPI's CPU wheel up to 2.10, a variant or a release without an aarch64 row, a list
+/// read from the build script, and an unknown platform are each said.
+#[test]
+fn aarch64_builds_without_a_measured_row_are_said() {
+    let arm = Some(Platform::Aarch64);
+    let check = |platform, gpu: &str, text: &str| {
+        gpu_vs_torch(
+            matrix(),
+            platform,
+            capability(gpu),
+            &torch(text),
+            None,
+            None,
+            &[],
+        )
+    };
     // Up to 2.10, `pip install torch` on aarch64 gets a CPU build.
     let cpu = check(arm, "9.0", "2.10.0");
     assert_eq!(cpu.status, Status::Warn, "{}", cpu.message);

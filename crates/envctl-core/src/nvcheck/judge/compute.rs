@@ -7,7 +7,7 @@ use super::{
 };
 use crate::checks::Finding;
 use crate::compat::ComputeCapability;
-use crate::nvcheck::report::{DeviceFacts, MatmulCheck};
+use crate::nvcheck::report::{Benchmark, DeviceFacts, KernelCheck, MatmulCheck};
 use crate::nvcheck::values::first_line;
 use crate::units::index_ranges;
 
@@ -33,14 +33,16 @@ pub(super) fn compute(
         if device.error.is_some() {
             continue;
         }
-        let mut push = |finding: Finding| {
-            per_device.push(DeviceFinding {
-                index: device.index,
-                name: device.name.clone().unwrap_or_else(|| "unnamed GPU".into()),
-                finding,
-            });
-        };
-        device_compute(device, quick, expectations, &mut push);
+        let name = device.name.clone().unwrap_or_else(|| "unnamed GPU".into());
+        per_device.extend(
+            device_compute(device, quick, expectations)
+                .into_iter()
+                .map(|finding| DeviceFinding {
+                    index: device.index,
+                    name: name.clone(),
+                    finding,
+                }),
+        );
     }
     let mut folded = fold(per_device);
     // Per check, then per GPU: every GPU's throughput together, then every GPU's copy.
@@ -75,14 +77,17 @@ fn error_hint(error: &str, expectations: &Expectations<'_>) -> String {
     }
 }
 
+/// One GPU's compute findings, in the order its checks ran: what stopped them, the
+/// kernel, the float32, bfloat16 and TF32 matmuls, then (without `--quick`) the timed
+/// matmul and the copy bandwidth.
 fn device_compute(
     device: &DeviceFacts,
     quick: bool,
     expectations: &Expectations<'_>,
-    push: &mut impl FnMut(Finding),
-) {
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
     if let Some(error) = &device.compute_error {
-        push(
+        findings.push(
             Finding::fail(
                 MATMUL,
                 format!("the compute checks stopped: {}", first_line(error)),
@@ -90,99 +95,160 @@ fn device_compute(
             .with_hint(error_hint(error, expectations)),
         );
     }
-    // When torch's own kernel fails, the checks after it usually fail the same way: one
-    // line says it for all of them.
-    let kernel_error = device
-        .elementwise
-        .as_ref()
-        .and_then(|check| check.error.as_deref())
-        .map(first_line);
-    let same_failure = |error: Option<&String>| {
-        kernel_error.is_some() && error.map(|error| first_line(error)) == kernel_error
-    };
-    let mut also: Vec<&str> = Vec::new();
-    let matmuls = [
-        (&device.matmul, "float32"),
-        (&device.tf32_matmul, "TF32"),
-        (&device.bf16_matmul, "bfloat16"),
-    ];
-    for (check, name) in matmuls {
-        if check
+    let shared = SharedFailure::of(device);
+    let also = shared.failed_alike(device, quick);
+    let timed_failed_alike = also.contains(&"timed");
+    findings.extend(
+        device
+            .elementwise
             .as_ref()
-            .is_some_and(|check| same_failure(check.error.as_ref()))
-        {
-            also.push(name);
-        }
-    }
-    let timed_failed_alike = !quick
-        && device
-            .benchmark
-            .as_ref()
-            .is_some_and(|benchmark| same_failure(benchmark.error.as_ref()));
-    if timed_failed_alike {
-        also.push("timed");
-    }
-    if let Some(check) = &device.elementwise {
-        match &check.error {
-            Some(error) => {
-                let alike = match also.as_slice() {
-                    [] => String::new(),
-                    [one] => format!(" (the {one} matmul failed the same way)"),
-                    [first @ .., last] => format!(
-                        " (the {} and {last} matmuls failed the same way)",
-                        first.join(", ")
-                    ),
-                };
-                push(
-                    Finding::fail(
-                        KERNEL,
-                        format!("a torch kernel failed: {}{alike}", first_line(error)),
-                    )
-                    .with_hint(error_hint(error, expectations)),
-                );
-            }
-            None if !check.ok => push(
-                Finding::fail(
-                    KERNEL,
-                    "a torch kernel computed a wrong sum",
-                )
-                .with_fact("value", check.value)
-                .with_fact("expected", check.expected)
-                .with_hint("the GPU computes wrong results: check `nvidia-smi -q -d ECC` and `dmesg` on the host"),
-            ),
-            None => {}
-        }
-    }
+            .and_then(|check| kernel_finding(check, &also, expectations)),
+    );
     if let Some(check) = device
         .matmul
         .as_ref()
-        .filter(|check| !same_failure(check.error.as_ref()))
+        .filter(|check| !shared.covers(check.error.as_ref()))
     {
-        push(matmul_finding(
+        findings.push(matmul_finding(
             MATMUL,
             check,
             FLOAT32_TOLERANCE,
             expectations,
         ));
     }
-    let capability = match device.capability.as_deref() {
+    let capability = device_capability(device);
+    findings.extend(bf16_finding(device, capability, &shared, expectations));
+    findings.extend(tf32_finding(device, capability, &shared, expectations));
+    if quick {
+        return findings;
+    }
+    if let Some(benchmark) = device.benchmark.as_ref().filter(|_| !timed_failed_alike) {
+        findings.extend(throughput_finding(benchmark, expectations));
+    }
+    if let Some(copy) = &device.copy {
+        findings.push(copy_finding(copy, expectations));
+    }
+    findings
+}
+
+/// The failure of torch's own kernel on one GPU (its first line), which the checks after
+/// it usually repeat: one line says it for all of them.
+struct SharedFailure<'d> {
+    kernel_error: Option<&'d str>,
+}
+
+impl<'d> SharedFailure<'d> {
+    fn of(device: &'d DeviceFacts) -> Self {
+        SharedFailure {
+            kernel_error: device
+                .elementwise
+                .as_ref()
+                .and_then(|check| check.error.as_deref())
+                .map(first_line),
+        }
+    }
+
+    /// Whether `error` is the kernel's failure again, so the kernel's line covers it.
+    fn covers(&self, error: Option<&String>) -> bool {
+        self.kernel_error.is_some() && error.map(|error| first_line(error)) == self.kernel_error
+    }
+
+    /// The checks that failed as the kernel did, by name (`float32`, `TF32`, `bfloat16`,
+    /// `timed`): the kernel's line names them.
+    fn failed_alike(&self, device: &DeviceFacts, quick: bool) -> Vec<&'static str> {
+        let matmuls = [
+            (&device.matmul, "float32"),
+            (&device.tf32_matmul, "TF32"),
+            (&device.bf16_matmul, "bfloat16"),
+        ];
+        let mut also: Vec<&str> = matmuls
+            .into_iter()
+            .filter(|(check, _)| {
+                check
+                    .as_ref()
+                    .is_some_and(|check| self.covers(check.error.as_ref()))
+            })
+            .map(|(_, name)| name)
+            .collect();
+        let timed_failed_alike = !quick
+            && device
+                .benchmark
+                .as_ref()
+                .is_some_and(|benchmark| self.covers(benchmark.error.as_ref()));
+        if timed_failed_alike {
+            also.push("timed");
+        }
+        also
+    }
+}
+
+/// The GPU's compute capability as torch reported it.
+fn device_capability(device: &DeviceFacts) -> Option<ComputeCapability> {
+    match device.capability.as_deref() {
         Some([major, minor]) => Some(ComputeCapability::new(*major, *minor)),
         _ => None,
-    };
-    let ampere = capability.is_some_and(|capability| capability.major >= 8);
-    match (
-        &device.bf16_matmul,
-        ampere || device.bf16_supported == Some(true),
-    ) {
-        (Some(check), _) if same_failure(check.error.as_ref()) => {}
-        (Some(check), _) => push(matmul_finding(
+    }
+}
+
+/// `compute.kernel`: torch's own kernel failed (naming the checks that failed alike,
+/// `also`) or summed wrong; nothing when it ran right.
+fn kernel_finding(
+    check: &KernelCheck,
+    also: &[&str],
+    expectations: &Expectations<'_>,
+) -> Option<Finding> {
+    match &check.error {
+        Some(error) => {
+            let alike = match also {
+                [] => String::new(),
+                [one] => format!(" (the {one} matmul failed the same way)"),
+                [first @ .., last] => format!(
+                    " (the {} and {last} matmuls failed the same way)",
+                    first.join(", ")
+                ),
+            };
+            Some(
+                Finding::fail(
+                    KERNEL,
+                    format!("a torch kernel failed: {}{alike}", first_line(error)),
+                )
+                .with_hint(error_hint(error, expectations)),
+            )
+        }
+        None if !check.ok => Some(
+            Finding::fail(KERNEL, "a torch kernel computed a wrong sum")
+                .with_fact("value", check.value)
+                .with_fact("expected", check.expected)
+                .with_hint("the GPU computes wrong results: check `nvidia-smi -q -d ECC` and `dmesg` on the host"),
+        ),
+        None => None,
+    }
+}
+
+/// Whether the GPU is Ampere or newer (compute capability 8.0 and up), where bfloat16 and
+/// TF32 are native.
+fn is_ampere_or_newer(capability: Option<ComputeCapability>) -> bool {
+    capability.is_some_and(|capability| capability.major >= 8)
+}
+
+/// `compute.bf16`: the bfloat16 matmul where it ran, else whether the GPU supports it.
+fn bf16_finding(
+    device: &DeviceFacts,
+    capability: Option<ComputeCapability>,
+    shared: &SharedFailure<'_>,
+    expectations: &Expectations<'_>,
+) -> Option<Finding> {
+    let supported = is_ampere_or_newer(capability) || device.bf16_supported == Some(true);
+    match (&device.bf16_matmul, supported) {
+        (Some(check), _) if shared.covers(check.error.as_ref()) => None,
+        (Some(check), _) => Some(matmul_finding(
             BF16,
             check,
             BFLOAT16_TOLERANCE,
             expectations,
         )),
-        (None, true) => push(Finding::pass(BF16, "bfloat16 is supported")),
-        (None, false) => push(Finding::info(
+        (None, true) => Some(Finding::pass(BF16, "bfloat16 is supported")),
+        (None, false) => Some(Finding::info(
             BF16,
             match capability {
                 Some(capability) => format!(
@@ -192,52 +258,60 @@ fn device_compute(
             },
         )),
     }
-    if ampere {
+}
+
+/// `compute.tf32`: the TF32 matmul on Ampere and newer; before Ampere, a note that there
+/// is none; nothing when the capability is unknown.
+fn tf32_finding(
+    device: &DeviceFacts,
+    capability: Option<ComputeCapability>,
+    shared: &SharedFailure<'_>,
+    expectations: &Expectations<'_>,
+) -> Option<Finding> {
+    if is_ampere_or_newer(capability) {
         match &device.tf32_matmul {
-            Some(check) if same_failure(check.error.as_ref()) => {}
-            Some(check) => push(matmul_finding(TF32, check, TF32_TOLERANCE, expectations)),
-            None => push(Finding::pass(TF32, "TF32 is supported")),
+            Some(check) if shared.covers(check.error.as_ref()) => None,
+            Some(check) => Some(matmul_finding(TF32, check, TF32_TOLERANCE, expectations)),
+            None => Some(Finding::pass(TF32, "TF32 is supported")),
         }
     } else if capability.is_some() {
-        push(Finding::info(
+        Some(Finding::info(
             TF32,
             "no TF32 before Ampere: float32 matmuls run at full precision",
-        ));
+        ))
+    } else {
+        None
     }
-    if quick {
-        return;
-    }
-    if let Some(benchmark) = device.benchmark.as_ref().filter(|_| !timed_failed_alike) {
-        let dtype = benchmark.dtype.as_deref().unwrap_or("?");
-        match (&benchmark.skipped, &benchmark.error, benchmark.tflops) {
-            (Some(why), _, _) => push(Finding::info(
+}
+
+/// `compute.throughput`: the timed matmul's TFLOP/s, or why there is no figure.
+fn throughput_finding(benchmark: &Benchmark, expectations: &Expectations<'_>) -> Option<Finding> {
+    let dtype = benchmark.dtype.as_deref().unwrap_or("?");
+    match (&benchmark.skipped, &benchmark.error, benchmark.tflops) {
+        (Some(why), _, _) => Some(Finding::info(
+            THROUGHPUT,
+            format!("timed matmul skipped: {why}"),
+        )),
+        (None, Some(error), _) => Some(
+            Finding::warn(
                 THROUGHPUT,
-                format!("timed matmul skipped: {why}"),
-            )),
-            (None, Some(error), _) => push(
-                Finding::warn(
-                    THROUGHPUT,
-                    format!("the timed {dtype} matmul failed: {}", first_line(error)),
-                )
-                .with_hint(error_hint(error, expectations)),
-            ),
-            (None, None, Some(tflops)) => push(
-                Finding::info(
-                    THROUGHPUT,
-                    format!(
-                        "{dtype} matmul {size}×{size}: {tflops:.1} TFLOP/s",
-                        size = benchmark.size.unwrap_or_default()
-                    ),
-                )
-                .with_fact("tflops", tflops)
-                .with_fact("iterations", benchmark.iterations)
-                .with_fact("seconds", benchmark.seconds),
-            ),
-            (None, None, None) => {}
-        }
-    }
-    if let Some(copy) = &device.copy {
-        push(copy_finding(copy, expectations));
+                format!("the timed {dtype} matmul failed: {}", first_line(error)),
+            )
+            .with_hint(error_hint(error, expectations)),
+        ),
+        (None, None, Some(tflops)) => Some(
+            Finding::info(
+                THROUGHPUT,
+                format!(
+                    "{dtype} matmul {size}×{size}: {tflops:.1} TFLOP/s",
+                    size = benchmark.size.unwrap_or_default()
+                ),
+            )
+            .with_fact("tflops", tflops)
+            .with_fact("iterations", benchmark.iterations)
+            .with_fact("seconds", benchmark.seconds),
+        ),
+        (None, None, None) => None,
     }
 }
 
@@ -382,4 +456,65 @@ fn fold(per_device: Vec<DeviceFinding>) -> Vec<Finding> {
             Finding { message, ..finding }.with_fact("gpu_indices", &indices)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing(error: &str) -> Option<MatmulCheck> {
+        Some(MatmulCheck {
+            error: Some(error.to_string()),
+            ..MatmulCheck::default()
+        })
+    }
+
+    #[test]
+    fn checks_that_fail_as_the_kernel_did_are_named_on_its_line() {
+        let no_image = "CUDA error: no kernel image is available for execution on the device\nmore";
+        let device = DeviceFacts {
+            elementwise: Some(KernelCheck {
+                error: Some(no_image.to_string()),
+                ..KernelCheck::default()
+            }),
+            matmul: failing(no_image),
+            tf32_matmul: failing("out of memory"),
+            bf16_matmul: failing(no_image),
+            benchmark: Some(Benchmark {
+                error: Some(no_image.to_string()),
+                ..Benchmark::default()
+            }),
+            ..DeviceFacts::default()
+        };
+        let shared = SharedFailure::of(&device);
+        assert!(shared.covers(Some(
+            &"CUDA error: no kernel image is available for execution on the device".to_string()
+        )));
+        assert!(!shared.covers(None));
+        assert_eq!(
+            shared.failed_alike(&device, false),
+            ["float32", "bfloat16", "timed"]
+        );
+        // A quick run has no timed matmul to name.
+        assert_eq!(shared.failed_alike(&device, true), ["float32", "bfloat16"]);
+        let without_kernel_error = DeviceFacts::default();
+        assert!(!SharedFailure::of(&without_kernel_error).covers(Some(&String::new())));
+    }
+
+    #[test]
+    fn the_capability_is_read_only_from_two_numbers() {
+        let with = |capability: Option<Vec<u32>>| DeviceFacts {
+            capability,
+            ..DeviceFacts::default()
+        };
+        assert_eq!(
+            device_capability(&with(Some(vec![9, 0]))),
+            Some(ComputeCapability::new(9, 0))
+        );
+        assert_eq!(device_capability(&with(Some(vec![9]))), None);
+        assert_eq!(device_capability(&with(None)), None);
+        assert!(is_ampere_or_newer(Some(ComputeCapability::new(8, 0))));
+        assert!(!is_ampere_or_newer(Some(ComputeCapability::new(7, 5))));
+        assert!(!is_ampere_or_newer(None));
+    }
 }

@@ -370,7 +370,29 @@ fn timeout_hint(seconds: u64) -> String {
 
 /// The exec itself: the timeout, a missing shell, a report that cannot be read.
 fn run(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut Vec<Finding>) {
+    findings.extend(timeouts(view));
+    findings.extend(no_report(view, expectations));
+    for problem in &view.raw.run.problems {
+        findings.push(Finding::warn(
+            REPORT,
+            format!("part of the report was unreadable: {problem}"),
+        ));
+    }
+    if let Some(shell) = view.shell
+        && !shell.escaped
+    {
+        findings.push(Finding::info(
+            REPORT,
+            "the image has no `sed` or `tr`: the shell part could not quote texts, so nvidia-smi's output, /dev/shm and the ulimits are unknown",
+        ));
+    }
+}
+
+/// `nvidia-check.timeout`: the whole check ran out of time (saying how far it got), and
+/// the Python part ran out of its share.
+fn timeouts(view: &View<'_>) -> Vec<Finding> {
     let run = &view.raw.run;
+    let mut findings = Vec::new();
     if run.timed_out {
         let reached = match (view.shell.is_some(), view.raw.python_run.is_some()) {
             (false, _) => "not even the shell part reported",
@@ -408,8 +430,18 @@ fn run(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut Vec<Find
             .with_fact("python_budget_seconds", budget),
         );
     }
-    if run.shell_missing && view.python.is_none() && !run.timed_out {
-        findings.push(
+    findings
+}
+
+/// `nvidia-check.report` when neither half reported and time did not run out: the
+/// container has no shell and no Python, or the script printed nothing.
+fn no_report(view: &View<'_>, expectations: &Expectations<'_>) -> Option<Finding> {
+    let run = &view.raw.run;
+    if run.timed_out || view.python.is_some() {
+        return None;
+    }
+    if run.shell_missing {
+        return Some(
             Finding::fail(
                 REPORT,
                 "the container has neither `sh` nor `python3`/`python`: nvidia-check cannot run inside it",
@@ -419,40 +451,28 @@ fn run(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut Vec<Find
                 expectations.target
             )),
         );
-    } else if view.shell.is_none() && view.python.is_none() && !run.timed_out {
-        let detail = match last_line(&run.stderr_tail) {
-            "" => String::new(),
-            line => format!(": {line}"),
-        };
-        let code = run
-            .exit_code
-            .map_or_else(String::new, |code| format!(" (exit code {code})"));
-        findings.push(
-            Finding::fail(
-                REPORT,
-                format!("the check script printed no report{code}{detail}"),
-            )
-            .with_hint(format!(
-                "run it again with `-v`, or look at the container with `{}`",
-                exec_hint(expectations, "sh -c 'ls -l /dev/nvidia*; nvidia-smi'")
-            ))
-            .with_fact("stderr", &run.stderr_tail),
-        );
     }
-    for problem in &run.problems {
-        findings.push(Finding::warn(
+    if view.shell.is_some() {
+        return None;
+    }
+    let detail = match last_line(&run.stderr_tail) {
+        "" => String::new(),
+        line => format!(": {line}"),
+    };
+    let code = run
+        .exit_code
+        .map_or_else(String::new, |code| format!(" (exit code {code})"));
+    Some(
+        Finding::fail(
             REPORT,
-            format!("part of the report was unreadable: {problem}"),
-        ));
-    }
-    if let Some(shell) = view.shell
-        && !shell.escaped
-    {
-        findings.push(Finding::info(
-            REPORT,
-            "the image has no `sed` or `tr`: the shell part could not quote texts, so nvidia-smi's output, /dev/shm and the ulimits are unknown",
-        ));
-    }
+            format!("the check script printed no report{code}{detail}"),
+        )
+        .with_hint(format!(
+            "run it again with `-v`, or look at the container with `{}`",
+            exec_hint(expectations, "sh -c 'ls -l /dev/nvidia*; nvidia-smi'")
+        ))
+        .with_fact("stderr", &run.stderr_tail),
+    )
 }
 
 fn plural(count: usize, word: &str) -> String {

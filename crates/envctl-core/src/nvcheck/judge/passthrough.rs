@@ -22,10 +22,10 @@ pub(super) fn passthrough(
         return;
     };
     devices(view, shell, expectations, findings);
-    nvidia_smi(view, shell, expectations, findings);
+    findings.push(nvidia_smi(view, shell, expectations));
     driver_match(view, expectations, findings);
     visible_devices(view, expectations, findings);
-    gpu_count(view, expectations, findings);
+    findings.extend(gpu_count(view, expectations));
 }
 
 fn devices(
@@ -100,23 +100,17 @@ fn devices(
     );
 }
 
-fn nvidia_smi(
-    view: &View<'_>,
-    shell: &ShellFacts,
-    expectations: &Expectations<'_>,
-    findings: &mut Vec<Finding>,
-) {
+/// `gpu.nvidia-smi`: whether nvidia-smi is in the container, answers in time, succeeds
+/// and lists GPUs.
+fn nvidia_smi(view: &View<'_>, shell: &ShellFacts, expectations: &Expectations<'_>) -> Finding {
     let Some(run) = &shell.nvidia_smi else {
         let capabilities = view
             .variable("NVIDIA_DRIVER_CAPABILITIES")
             .map_or_else(|| "unset".to_string(), |value| format!("`{value}`"));
-        findings.push(
-            Finding::warn(NVIDIA_SMI, "nvidia-smi is not in the container")
-                .with_hint(format!(
-                    "the NVIDIA runtime mounts it when the container gets GPUs and NVIDIA_DRIVER_CAPABILITIES includes `utility` (here: {capabilities}); `compute,utility` is what CUDA images set"
-                )),
-        );
-        return;
+        return Finding::warn(NVIDIA_SMI, "nvidia-smi is not in the container")
+            .with_hint(format!(
+                "the NVIDIA runtime mounts it when the container gets GPUs and NVIDIA_DRIVER_CAPABILITIES includes `utility` (here: {capabilities}); `compute,utility` is what CUDA images set"
+            ));
     };
     let output = format!(
         "{}\n{}",
@@ -124,71 +118,67 @@ fn nvidia_smi(
         run.stderr.as_deref().unwrap_or("")
     );
     if run.timed_out {
-        findings.push(
-            Finding::fail(
-                NVIDIA_SMI,
-                format!(
-                    "nvidia-smi did not answer within {} s",
-                    run.limit_seconds.unwrap_or_default()
-                ),
-            )
-            .with_hint("a GPU may be in a bad state: run `nvidia-smi` on the host and look for Xid errors in `dmesg`")
-            .with_fact("output", output.trim()),
-        );
-        return;
+        return Finding::fail(
+            NVIDIA_SMI,
+            format!(
+                "nvidia-smi did not answer within {} s",
+                run.limit_seconds.unwrap_or_default()
+            ),
+        )
+        .with_hint("a GPU may be in a bad state: run `nvidia-smi` on the host and look for Xid errors in `dmesg`")
+        .with_fact("output", output.trim());
     }
     if run.exit_status != Some(0) {
-        let said = first_line(&output);
-        let hint = if output.contains("Failed to initialize NVML: Unknown Error") {
-            format!(
-                "the container lost its GPU access, typically after `systemctl daemon-reload` with the systemd cgroup driver: restart the container ({}); to stop it happening, run `sudo nvidia-ctk system create-dev-char-symlinks --create-all` on the host or switch to CDI",
-                recreate_hint(expectations)
-            )
-        } else if output.contains("Driver/library version mismatch") {
-            "the host's NVIDIA kernel module and its libraries differ (a driver upgrade without a reboot): reboot the host or reload the nvidia modules, then recreate the container".to_string()
-        } else if output.contains("couldn't communicate with the NVIDIA driver") {
-            "the NVIDIA driver is not loaded or not reachable: check `nvidia-smi` on the host and `envctl doctor`".to_string()
-        } else {
-            format!(
-                "see its full output: `{}`",
-                exec_hint(expectations, "nvidia-smi")
-            )
-        };
         let code = run
             .exit_status
             .map_or_else(|| "?".to_string(), |code| code.to_string());
-        findings.push(
-            Finding::fail(
-                NVIDIA_SMI,
-                format!("nvidia-smi failed (exit code {code}): {said}"),
-            )
-            .with_hint(hint)
-            .with_fact("output", output.trim()),
-        );
-        return;
+        return Finding::fail(
+            NVIDIA_SMI,
+            format!(
+                "nvidia-smi failed (exit code {code}): {}",
+                first_line(&output)
+            ),
+        )
+        .with_hint(smi_failure_hint(&output, expectations))
+        .with_fact("output", output.trim());
     }
     let gpus = view.smi_gpus.clone().unwrap_or_default();
     if gpus.is_empty() {
-        findings.push(
-            Finding::warn(NVIDIA_SMI, "nvidia-smi ran but listed no GPU")
-                .with_hint(format!(
-                    "see its output: `{}`",
-                    exec_hint(expectations, "nvidia-smi")
-                ))
-                .with_fact("output", output.trim()),
-        );
-        return;
+        return Finding::warn(NVIDIA_SMI, "nvidia-smi ran but listed no GPU")
+            .with_hint(format!(
+                "see its output: `{}`",
+                exec_hint(expectations, "nvidia-smi")
+            ))
+            .with_fact("output", output.trim());
     }
     let driver = view
         .inside_driver()
         .map_or_else(String::new, |driver| format!(", driver {driver}"));
-    findings.push(
-        Finding::pass(
-            NVIDIA_SMI,
-            format!("nvidia-smi sees {}{driver}", models_text(&gpus)),
+    Finding::pass(
+        NVIDIA_SMI,
+        format!("nvidia-smi sees {}{driver}", models_text(&gpus)),
+    )
+    .with_fact("gpus", &gpus)
+}
+
+/// What a failed nvidia-smi's `output` points at: GPU access lost after a daemon reload,
+/// a driver upgraded without a reboot, or no driver at all; else where to see it whole.
+fn smi_failure_hint(output: &str, expectations: &Expectations<'_>) -> String {
+    if output.contains("Failed to initialize NVML: Unknown Error") {
+        format!(
+            "the container lost its GPU access, typically after `systemctl daemon-reload` with the systemd cgroup driver: restart the container ({}); to stop it happening, run `sudo nvidia-ctk system create-dev-char-symlinks --create-all` on the host or switch to CDI",
+            recreate_hint(expectations)
         )
-        .with_fact("gpus", &gpus),
-    );
+    } else if output.contains("Driver/library version mismatch") {
+        "the host's NVIDIA kernel module and its libraries differ (a driver upgrade without a reboot): reboot the host or reload the nvidia modules, then recreate the container".to_string()
+    } else if output.contains("couldn't communicate with the NVIDIA driver") {
+        "the NVIDIA driver is not loaded or not reachable: check `nvidia-smi` on the host and `envctl doctor`".to_string()
+    } else {
+        format!(
+            "see its full output: `{}`",
+            exec_hint(expectations, "nvidia-smi")
+        )
+    }
 }
 
 /// `2 × NVIDIA H100 80GB HBM3`, `NVIDIA GeForce RTX 5090`, `1 × A, 1 × B`.
@@ -473,95 +463,89 @@ fn expected_count(request: &GpuRequest, host: &HostDriver) -> Option<usize> {
     }
 }
 
-fn gpu_count(view: &View<'_>, expectations: &Expectations<'_>, findings: &mut Vec<Finding>) {
-    let Some((visible, counted_by)) = view.visible_gpus() else {
-        return;
-    };
+/// `gpu.count`: the GPUs visible against what the profile (or the container's request,
+/// or a Slurm job) asks for.
+fn gpu_count(view: &View<'_>, expectations: &Expectations<'_>) -> Option<Finding> {
+    let (visible, counted_by) = view.visible_gpus()?;
     let Some(expected) = &expectations.gpus else {
-        if visible > 0 {
-            findings.push(
-                Finding::info(
-                    GPU_COUNT,
-                    format!(
-                        "{} visible (counted by {counted_by}); the container has no profile to compare with",
-                        plural(visible, "GPU")
-                    ),
-                )
-                .with_fact("visible", visible),
-            );
-        }
-        return;
+        return (visible > 0).then(|| {
+            Finding::info(
+                GPU_COUNT,
+                format!(
+                    "{} visible (counted by {counted_by}); the container has no profile to compare with",
+                    plural(visible, "GPU")
+                ),
+            )
+            .with_fact("visible", visible)
+        });
     };
-    let asker = match &expected.source {
-        GpuSource::Profile { name } => format!("profile `{name}`"),
-        GpuSource::Container => "the container's device request".to_string(),
-        GpuSource::SlurmJob { job } => format!("Slurm job {job}'s allocation"),
-    };
+    let asker = asker(&expected.source);
     let facts = |finding: Finding| {
         finding
             .with_fact("visible", visible)
             .with_fact("counted_by", counted_by)
             .with_fact("request", &expected.request)
     };
-    match expected_count(&expected.request, &expectations.host) {
-        Some(0) if visible == 0 => findings.push(facts(Finding::info(
+    Some(facts(match expected_count(&expected.request, &expectations.host) {
+        Some(0) if visible == 0 => Finding::info(
             GPU_COUNT,
             format!("{asker} asks for no GPU, and none is visible"),
-        ))),
-        Some(wanted) if visible < wanted => findings.push(facts(
-            Finding::fail(
-                GPU_COUNT,
-                format!(
-                    "the container sees {visible} of the {wanted} GPUs {asker} asks for (gpus = {})",
-                    expected.request
-                ),
-            )
-            .with_fact("expected", wanted)
-            .with_hint(fewer_gpus_explained(visible, expectations)),
+        ),
+        Some(wanted) if visible < wanted => Finding::fail(
+            GPU_COUNT,
+            format!(
+                "the container sees {visible} of the {wanted} GPUs {asker} asks for (gpus = {})",
+                expected.request
+            ),
+        )
+        .with_fact("expected", wanted)
+        .with_hint(fewer_gpus_explained(visible, expectations)),
+        Some(wanted) if visible > wanted => Finding::warn(
+            GPU_COUNT,
+            format!(
+                "the container sees {} but {asker} asks for {wanted} (gpus = {})",
+                plural(visible, "GPU"),
+                expected.request
+            ),
+        )
+        .with_fact("expected", wanted)
+        .with_hint(format!(
+            "the image or the runtime exposes more than asked (NVIDIA_VISIBLE_DEVICES?); {}",
+            recreate_hint(expectations)
         )),
-        Some(wanted) if visible > wanted => findings.push(facts(
-            Finding::warn(
-                GPU_COUNT,
-                format!(
-                    "the container sees {} but {asker} asks for {wanted} (gpus = {})",
-                    plural(visible, "GPU"),
-                    expected.request
-                ),
-            )
-            .with_fact("expected", wanted)
-            .with_hint(format!(
-                "the image or the runtime exposes more than asked (NVIDIA_VISIBLE_DEVICES?); {}",
-                recreate_hint(expectations)
-            )),
-        )),
-        Some(wanted) => findings.push(facts(
-            Finding::pass(
-                GPU_COUNT,
-                format!(
-                    "{} visible, as {asker} asks (gpus = {})",
-                    plural(visible, "GPU"),
-                    expected.request
-                ),
-            )
-            .with_fact("expected", wanted),
-        )),
-        None if visible == 0 => findings.push(facts(
-            Finding::fail(
-                GPU_COUNT,
-                format!(
-                    "{asker} asks for GPUs (gpus = {}), but none is visible",
-                    expected.request
-                ),
-            )
-            .with_hint(no_gpu_explained(expectations)),
-        )),
-        None => findings.push(facts(Finding::pass(
+        Some(wanted) => Finding::pass(
+            GPU_COUNT,
+            format!(
+                "{} visible, as {asker} asks (gpus = {})",
+                plural(visible, "GPU"),
+                expected.request
+            ),
+        )
+        .with_fact("expected", wanted),
+        None if visible == 0 => Finding::fail(
+            GPU_COUNT,
+            format!(
+                "{asker} asks for GPUs (gpus = {}), but none is visible",
+                expected.request
+            ),
+        )
+        .with_hint(no_gpu_explained(expectations)),
+        None => Finding::pass(
             GPU_COUNT,
             format!(
                 "{} visible ({asker} asks for gpus = {}; the host's count is unknown)",
                 plural(visible, "GPU"),
                 expected.request
             ),
-        ))),
+        ),
+    }))
+}
+
+/// Who asks for the GPUs, in words: the profile, the container's request, a Slurm job.
+fn asker(source: &GpuSource) -> String {
+    match source {
+        GpuSource::Profile { name } => format!("profile `{name}`"),
+        GpuSource::Container => "the container's device request".to_string(),
+        GpuSource::SlurmJob { job } => format!("Slurm job {job}'s allocation"),
     }
 }

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::checks::Finding;
 use crate::compat::{ComputeCapability, gpu_vs_torch};
-use crate::nvcheck::report::TorchFacts;
+use crate::nvcheck::report::{DeviceFacts, PythonFacts, TorchFacts};
 use crate::nvcheck::values::{cudnn_version, first_line, last_line};
 use crate::profile::model::TorchVersion;
 use crate::units::{binary_limit, index_ranges};
@@ -41,54 +41,93 @@ pub(super) fn pytorch(
     expectations: &Expectations<'_>,
     findings: &mut Vec<Finding>,
 ) {
-    let expected = torch_expected(expectations);
-    let missing = |message: String| {
-        if expected {
-            Finding::fail(PYTHON, message)
-        } else {
-            Finding::warn(PYTHON, message)
-        }
-    };
     let Some(python) = view.python else {
-        let python_run = view.raw.python_run.as_ref();
-        let no_interpreter = match view.shell {
-            Some(shell) => shell.python.is_none(),
-            None => view.raw.run.shell_missing,
-        };
-        if no_interpreter && !view.raw.run.timed_out {
-            findings.push(
-                missing(
-                    "no python3 or python in the container: PyTorch, the architectures and the compute checks cannot be checked".to_string(),
-                )
-                .with_hint(a_profile_with_torch(expectations)),
-            );
-        } else if let Some(python_run) = python_run.filter(|run| !run.timed_out) {
-            let path = python_run.path.as_deref().unwrap_or("python");
-            let stderr = python_run.stderr.as_deref().unwrap_or("");
-            let said = match last_line(stderr) {
-                "" => String::new(),
-                line => format!(": {line}"),
-            };
-            let code = python_run
-                .exit_status
-                .map_or_else(|| "?".to_string(), |code| code.to_string());
-            findings.push(
-                Finding::fail(
-                    PYTHON,
-                    format!("{path} stopped (exit code {code}) before it printed its report{said}"),
-                )
-                .with_hint(format!(
-                    "see the whole error: `{}`",
-                    exec_hint(
-                        expectations,
-                        &format!("{path} -c 'import torch; print(torch.cuda.is_available())'")
-                    )
-                ))
-                .with_fact("stderr", stderr),
-            );
-        }
+        findings.extend(no_python_report(view, expectations));
         return;
     };
+    let path = interpreter(view, python, findings);
+    let Some(torch) = view.torch else {
+        return;
+    };
+    match torch_import(torch, path, expectations) {
+        Ok(imported) => findings.push(imported),
+        Err(failed) => {
+            findings.push(failed);
+            return;
+        }
+    }
+    stack_match(torch, expectations, findings);
+    let Some(cuda) = cuda_build(view, torch, expectations, findings) else {
+        return;
+    };
+    cudnn(torch, findings);
+    if !cuda_available(view, torch, &cuda, expectations, findings) {
+        return;
+    }
+    torch_devices(view, torch, expectations, findings);
+}
+
+/// A finding of something missing that the profile may promise: a failure when it
+/// promises PyTorch, else a warning.
+fn missing(id: &str, message: String, expectations: &Expectations<'_>) -> Finding {
+    if torch_expected(expectations) {
+        Finding::fail(id, message)
+    } else {
+        Finding::warn(id, message)
+    }
+}
+
+/// Why the Python half printed no report: no interpreter in the container, or one that
+/// stopped first (with its last words). Nothing when it ran out of time, which the run's
+/// own findings tell.
+fn no_python_report(view: &View<'_>, expectations: &Expectations<'_>) -> Option<Finding> {
+    let no_interpreter = match view.shell {
+        Some(shell) => shell.python.is_none(),
+        None => view.raw.run.shell_missing,
+    };
+    if no_interpreter && !view.raw.run.timed_out {
+        return Some(
+            missing(
+                PYTHON,
+                "no python3 or python in the container: PyTorch, the architectures and the compute checks cannot be checked".to_string(),
+                expectations,
+            )
+            .with_hint(a_profile_with_torch(expectations)),
+        );
+    }
+    let python_run = view.raw.python_run.as_ref().filter(|run| !run.timed_out)?;
+    let path = python_run.path.as_deref().unwrap_or("python");
+    let stderr = python_run.stderr.as_deref().unwrap_or("");
+    let said = match last_line(stderr) {
+        "" => String::new(),
+        line => format!(": {line}"),
+    };
+    let code = python_run
+        .exit_status
+        .map_or_else(|| "?".to_string(), |code| code.to_string());
+    Some(
+        Finding::fail(
+            PYTHON,
+            format!("{path} stopped (exit code {code}) before it printed its report{said}"),
+        )
+        .with_hint(format!(
+            "see the whole error: `{}`",
+            exec_hint(
+                expectations,
+                &format!("{path} -c 'import torch; print(torch.cuda.is_available())'")
+            )
+        ))
+        .with_fact("stderr", stderr),
+    )
+}
+
+/// The interpreter that ran the Python half, and a warning for each probe of it that
+/// failed; its path, for the commands hints name.
+fn interpreter<'v>(
+    view: &'v View<'_>,
+    python: &'v PythonFacts,
+    findings: &mut Vec<Finding>,
+) -> &'v str {
     let interpreter = python.python.as_ref();
     let version = interpreter
         .and_then(|interpreter| interpreter.version.as_deref())
@@ -111,47 +150,38 @@ pub(super) fn pytorch(
             ),
         ));
     }
-    let Some(torch) = view.torch else {
-        return;
-    };
+    path
+}
+
+/// `import torch` under the interpreter at `path`: `Ok` with the version it imported,
+/// `Err` when torch is not installed or fails to import (the checks after it stop).
+fn torch_import(
+    torch: &TorchFacts,
+    path: &str,
+    expectations: &Expectations<'_>,
+) -> Result<Finding, Finding> {
     if !torch.found {
-        let message = format!("torch is not installed for {path}");
-        let finding = if expected {
-            Finding::fail(TORCH_IMPORT, message)
-        } else {
-            Finding::warn(TORCH_IMPORT, message)
-        };
-        findings.push(finding.with_hint(a_profile_with_torch(expectations)));
-        return;
+        return Err(missing(
+            TORCH_IMPORT,
+            format!("torch is not installed for {path}"),
+            expectations,
+        )
+        .with_hint(a_profile_with_torch(expectations)));
     }
     if let Some(error) = &torch.import_error {
-        findings.push(
-            Finding::fail(
-                TORCH_IMPORT,
-                format!("`import torch` failed: {}", first_line(error)),
-            )
-            .with_hint(format!(
-                "see the whole traceback: `{}`",
-                exec_hint(expectations, &format!("{path} -c 'import torch'"))
-            ))
-            .with_fact("traceback", torch.import_traceback.as_deref()),
-        );
-        return;
+        return Err(Finding::fail(
+            TORCH_IMPORT,
+            format!("`import torch` failed: {}", first_line(error)),
+        )
+        .with_hint(format!(
+            "see the whole traceback: `{}`",
+            exec_hint(expectations, &format!("{path} -c 'import torch'"))
+        ))
+        .with_fact("traceback", torch.import_traceback.as_deref()));
     }
     let torch_text = torch.version.as_deref().unwrap_or("of unknown version");
-    findings.push(
-        Finding::pass(TORCH_IMPORT, format!("torch {torch_text}"))
-            .with_fact("import_seconds", torch.import_seconds),
-    );
-    stack_match(torch, expectations, findings);
-    let Some(cuda) = cuda_build(view, torch, expectations, findings) else {
-        return;
-    };
-    cudnn(torch, findings);
-    if !cuda_available(view, torch, &cuda, expectations, findings) {
-        return;
-    }
-    torch_devices(view, torch, expectations, findings);
+    Ok(Finding::pass(TORCH_IMPORT, format!("torch {torch_text}"))
+        .with_fact("import_seconds", torch.import_seconds))
 }
 
 fn stack_match(torch: &TorchFacts, expectations: &Expectations<'_>, findings: &mut Vec<Finding>) {
@@ -327,6 +357,13 @@ fn torch_devices(
     expectations: &Expectations<'_>,
     findings: &mut Vec<Finding>,
 ) {
+    findings.push(device_count(view, torch, expectations));
+    findings.extend(device_lines(view));
+}
+
+/// `torch.cuda.device_count()` against nvidia-smi's count: unknown fails where the
+/// profile asks for GPUs; a difference is explained by `CUDA_VISIBLE_DEVICES` or warns.
+fn device_count(view: &View<'_>, torch: &TorchFacts, expectations: &Expectations<'_>) -> Finding {
     let smi = view.smi_gpus.as_ref().map(Vec::len);
     match (torch.device_count.map(|count| count as usize), smi) {
         (None, _) => {
@@ -352,22 +389,20 @@ fn torch_devices(
             } else {
                 Finding::warn(TORCH_DEVICES, message)
             };
-            findings.push(
-                finding
-                    .with_hint(format!(
-                        "see CUDA's own error: `{}`",
-                        exec_hint(
-                            expectations,
-                            "python3 -c 'import torch; print(torch.cuda.device_count())'"
-                        )
-                    ))
-                    .with_fact("device_count_error", torch.device_count_error.as_deref()),
-            );
+            finding
+                .with_hint(format!(
+                    "see CUDA's own error: `{}`",
+                    exec_hint(
+                        expectations,
+                        "python3 -c 'import torch; print(torch.cuda.device_count())'"
+                    )
+                ))
+                .with_fact("device_count_error", torch.device_count_error.as_deref())
         }
         (Some(count), Some(smi)) if smi != count => {
             let selected = view.variable("CUDA_VISIBLE_DEVICES");
             let message = format!("torch sees {}, nvidia-smi {smi}", plural(count, "GPU"));
-            findings.push(match selected {
+            match selected {
                 Some(value) => Finding::info(
                     TORCH_DEVICES,
                     format!("{message} (CUDA_VISIBLE_DEVICES={value} selects them)"),
@@ -375,14 +410,19 @@ fn torch_devices(
                 None => Finding::warn(TORCH_DEVICES, message).with_hint(
                     "a GPU nvidia-smi lists failed to initialise in CUDA: look for Xid errors in the host's `dmesg`",
                 ),
-            });
+            }
         }
-        (Some(count), _) => findings.push(Finding::pass(
+        (Some(count), _) => Finding::pass(
             TORCH_DEVICES,
             format!("torch sees {}", plural(count, "GPU")),
-        )),
+        ),
     }
-    // One line per model, capability and memory: eight identical GPUs make one line.
+}
+
+/// One line per kind of GPU torch found (model, capability and memory: eight identical
+/// GPUs make one line), after a failure for each GPU torch could not open.
+fn device_lines(view: &View<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
     let mut groups: Vec<(Vec<u32>, String)> = Vec::new();
     for device in view.devices {
         if let Some(error) = &device.error {
@@ -392,18 +432,7 @@ fn torch_devices(
             ));
             continue;
         }
-        let name = device.name.as_deref().unwrap_or("unnamed GPU");
-        let capability = match device.capability.as_deref() {
-            Some([major, minor]) => {
-                let capability = ComputeCapability::new(*major, *minor);
-                format!(", {} (compute capability {capability})", capability.sm())
-            }
-            _ => String::new(),
-        };
-        let memory = device
-            .total_memory_bytes
-            .map_or_else(String::new, |bytes| format!(", {}", binary_limit(bytes)));
-        let description = format!("{name}{capability}{memory}");
+        let description = describe_device(device);
         match groups.iter_mut().find(|(_, text)| *text == description) {
             Some((indices, _)) => indices.push(device.index),
             None => groups.push((vec![device.index], description)),
@@ -418,4 +447,21 @@ fn torch_devices(
             .with_fact("gpu_indices", &indices),
         );
     }
+    findings
+}
+
+/// A GPU as its line names it: `NVIDIA H100, sm_90 (compute capability 9.0), 79.6 GiB`.
+fn describe_device(device: &DeviceFacts) -> String {
+    let name = device.name.as_deref().unwrap_or("unnamed GPU");
+    let capability = match device.capability.as_deref() {
+        Some([major, minor]) => {
+            let capability = ComputeCapability::new(*major, *minor);
+            format!(", {} (compute capability {capability})", capability.sm())
+        }
+        _ => String::new(),
+    };
+    let memory = device
+        .total_memory_bytes
+        .map_or_else(String::new, |bytes| format!(", {}", binary_limit(bytes)));
+    format!("{name}{capability}{memory}")
 }

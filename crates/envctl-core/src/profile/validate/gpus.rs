@@ -3,11 +3,14 @@
 
 use std::collections::BTreeSet;
 
-use toml::de::DeValue;
+use toml::de::{DeTable, DeValue};
 
 use super::{Checker, GPU_TABLE_KEYS, Value, did_you_mean, integer_value};
 use crate::profile::diagnostic::MAXIMUM_GPU_COUNT;
 use crate::profile::model::{GpuPlacement, GpuRequest};
+
+/// The forms `gpus` takes, for hints.
+const GPUS_EXAMPLE: &str = "gpus = \"all\", \"none\", \"optional\", 2, or [\"0\", \"1\"]";
 
 impl Checker<'_> {
     /// `placement = "free" | "idle" | "first"`: how `up` picks the GPUs of a count.
@@ -29,28 +32,8 @@ impl Checker<'_> {
     }
 
     pub(super) fn gpus(&mut self, value: &Value<'_>) -> Option<GpuRequest> {
-        let example = "gpus = \"all\", \"none\", \"optional\", 2, or [\"0\", \"1\"]";
         match value.get_ref() {
-            DeValue::String(text) => match text.as_ref() {
-                "all" => Some(GpuRequest::All),
-                "none" => Some(GpuRequest::None),
-                "optional" => Some(GpuRequest::Optional),
-                other if other.chars().all(|c| c.is_ascii_digit()) && !other.is_empty() => {
-                    self.gpu_count(value, other.parse().ok(), other)
-                }
-                other => {
-                    let hint = did_you_mean(other, &["all", "none", "optional"]).map_or_else(
-                        || example.to_string(),
-                        |word| format!("did you mean \"{word}\"?"),
-                    );
-                    self.error(
-                        value.span(),
-                        format!("`gpus` = \"{other}\" is not a GPU selection"),
-                        Some(hint),
-                    );
-                    None
-                }
-            },
+            DeValue::String(text) => self.gpu_word(value, text),
             DeValue::Integer(integer) => {
                 self.gpu_count(value, integer_value(integer), &integer.to_string())
             }
@@ -58,67 +41,96 @@ impl Checker<'_> {
                 let devices = self.gpu_devices(value, array)?;
                 Some(GpuRequest::Devices(devices))
             }
-            DeValue::Table(table) => {
-                let mut count = None;
-                let mut devices = None;
-                for (key, item) in table {
-                    match key.get_ref().as_ref() {
-                        "count" => count = Some(item),
-                        "devices" => devices = Some(item),
-                        _ => self.unknown_key(key, &GPU_TABLE_KEYS, Some("gpus")),
-                    }
-                }
-                match (count, devices) {
-                    (Some(_), Some(devices)) => {
-                        self.error(
-                            devices.span(),
-                            "`gpus` sets both `count` and `devices`; Docker takes one or the other"
-                                .into(),
-                            Some(
-                                "keep `devices` to pick GPUs, or `count` to take the first N"
-                                    .into(),
-                            ),
-                        );
-                        None
-                    }
-                    (Some(count), None) => match count.get_ref() {
-                        DeValue::Integer(integer) => {
-                            self.gpu_count(count, integer_value(integer), &integer.to_string())
-                        }
-                        _ => {
-                            self.type_error(
-                                "gpus.count",
-                                count,
-                                "a positive integer",
-                                "gpus = { count = 2 }",
-                            );
-                            None
-                        }
-                    },
-                    (None, Some(devices)) => match devices.get_ref().as_array() {
-                        Some(array) => self.gpu_devices(devices, array).map(GpuRequest::Devices),
-                        None => {
-                            self.type_error(
-                                "gpus.devices",
-                                devices,
-                                "an array",
-                                "gpus = { devices = [\"0\"] }",
-                            );
-                            None
-                        }
-                    },
-                    (None, None) => {
-                        self.error(
-                            value.span(),
-                            "`gpus` table needs `count` or `devices`".into(),
-                            Some(example.into()),
-                        );
-                        None
-                    }
-                }
-            }
+            DeValue::Table(table) => self.gpu_table(value, table),
             _ => {
-                self.type_error("gpus", value, "a string, an integer or an array", example);
+                self.type_error(
+                    "gpus",
+                    value,
+                    "a string, an integer or an array",
+                    GPUS_EXAMPLE,
+                );
+                None
+            }
+        }
+    }
+
+    /// `gpus` as a string: `all`, `none`, `optional` or a count written as text; anything
+    /// else is named with the nearest word.
+    fn gpu_word(&mut self, value: &Value<'_>, text: &str) -> Option<GpuRequest> {
+        match text {
+            "all" => Some(GpuRequest::All),
+            "none" => Some(GpuRequest::None),
+            "optional" => Some(GpuRequest::Optional),
+            other if other.chars().all(|c| c.is_ascii_digit()) && !other.is_empty() => {
+                self.gpu_count(value, other.parse().ok(), other)
+            }
+            other => {
+                let hint = did_you_mean(other, &["all", "none", "optional"]).map_or_else(
+                    || GPUS_EXAMPLE.to_string(),
+                    |word| format!("did you mean \"{word}\"?"),
+                );
+                self.error(
+                    value.span(),
+                    format!("`gpus` = \"{other}\" is not a GPU selection"),
+                    Some(hint),
+                );
+                None
+            }
+        }
+    }
+
+    /// `gpus` as a table: `{ count = N }` or `{ devices = [...] }`, never both.
+    fn gpu_table(&mut self, value: &Value<'_>, table: &DeTable<'_>) -> Option<GpuRequest> {
+        let mut count = None;
+        let mut devices = None;
+        for (key, item) in table {
+            match key.get_ref().as_ref() {
+                "count" => count = Some(item),
+                "devices" => devices = Some(item),
+                _ => self.unknown_key(key, &GPU_TABLE_KEYS, Some("gpus")),
+            }
+        }
+        match (count, devices) {
+            (Some(_), Some(devices)) => {
+                self.error(
+                    devices.span(),
+                    "`gpus` sets both `count` and `devices`; Docker takes one or the other".into(),
+                    Some("keep `devices` to pick GPUs, or `count` to take the first N".into()),
+                );
+                None
+            }
+            (Some(count), None) => match count.get_ref() {
+                DeValue::Integer(integer) => {
+                    self.gpu_count(count, integer_value(integer), &integer.to_string())
+                }
+                _ => {
+                    self.type_error(
+                        "gpus.count",
+                        count,
+                        "a positive integer",
+                        "gpus = { count = 2 }",
+                    );
+                    None
+                }
+            },
+            (None, Some(devices)) => match devices.get_ref().as_array() {
+                Some(array) => self.gpu_devices(devices, array).map(GpuRequest::Devices),
+                None => {
+                    self.type_error(
+                        "gpus.devices",
+                        devices,
+                        "an array",
+                        "gpus = { devices = [\"0\"] }",
+                    );
+                    None
+                }
+            },
+            (None, None) => {
+                self.error(
+                    value.span(),
+                    "`gpus` table needs `count` or `devices`".into(),
+                    Some(GPUS_EXAMPLE.into()),
+                );
                 None
             }
         }
