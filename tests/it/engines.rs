@@ -489,7 +489,12 @@ fn stats_count_the_download(engine: &TestEngine, scenario: &Scenario, source: &s
     } else {
         &[]
     };
-    let stats = scenario.engine.envctl(scenario.path()).args(["stats", name, "--once", "--json"]).envs(environment.iter().copied()).run();
+    let stats = scenario
+        .engine
+        .envctl(scenario.path())
+        .args(["stats", name, "--once", "--json"])
+        .envs(environment.iter().copied())
+        .run();
     stats.expect(0, &engine.name);
     let report = stats.json();
     let row = report["containers"]
@@ -506,9 +511,9 @@ fn stats_count_the_download(engine: &TestEngine, scenario: &Scenario, source: &s
         })
         .clone();
     let number = |key: &str| {
-        row[key].as_f64().unwrap_or_else(|| {
-            panic!("[{}] {source}: {key} is {} in {row}", engine.name, row[key])
-        })
+        row[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("[{}] {source}: {key} is {} in {row}", engine.name, row[key]))
     };
     let (rx, tx) = (number("net_rx_bytes"), number("net_tx_bytes"));
     assert!(
@@ -553,9 +558,7 @@ fn ps_shows_the_whole_published_range(engine: &TestEngine, scenario: &Scenario, 
             rows.iter()
                 .find(|row| row["name"] == scenario.container.as_str())
         })
-        .unwrap_or_else(|| {
-            panic!("[{}] {} not in ps:\n{ps}", engine.name, scenario.container)
-        })
+        .unwrap_or_else(|| panic!("[{}] {} not in ps:\n{ps}", engine.name, scenario.container))
         .clone();
     let ports = row["ports"].to_string();
     for port in base..base + 3 {

@@ -526,10 +526,7 @@ fn a_healthy_h100_passes_and_a_driver_mismatch_fails(image: &ImageGuard, host_h1
         &format!("{GPU_PROFILE}[stack]\ntorch = \"2.8.0+cu128\"\n"),
     );
     let container = start_scenario(image, &workspace, "h100");
-    let run = workspace.envctl(
-        &["exec", container.name(), "nvidia-check"],
-        Some(host_h100),
-    );
+    let run = workspace.envctl(&["exec", container.name(), "nvidia-check"], Some(host_h100));
     assert_eq!(run.code, 0, "{run}");
     for expected in [
         "✓ GPU passthrough",

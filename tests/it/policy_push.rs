@@ -142,7 +142,6 @@ fn a_looser_client_file_never_passes_what_the_daemon_refuses(setup: &Setup, plac
     let loose = setup.envctl(&setup.at("loose.toml"), &["up", profile, "--dry-run"]);
     assert_eq!(loose.code, 1, "{loose}");
     assert!(loose.stderr.contains(place), "{loose}");
-
 }
 
 /// Once the admin loosens the daemon's policy, a stricter client file still refuses,
@@ -167,7 +166,6 @@ fn a_stricter_client_file_still_refuses_a_loosened_daemon_policy(setup: &Setup) 
     );
     let allowed = setup.envctl(&setup.at("loose.toml"), &["up", profile, "--dry-run"]);
     assert_eq!(allowed.code, 0, "{allowed}");
-
 }
 
 /// `doctor` names both policies and where each came from.
@@ -186,7 +184,6 @@ fn doctor_names_both_policies_and_where_each_came_from(setup: &Setup) {
         human.stdout.contains("Daemon policy (pushed to "),
         "{human}"
     );
-
 }
 
 /// A malformed push is refused with its place and writes nothing; once removed, the
@@ -208,7 +205,6 @@ fn a_malformed_push_writes_nothing_and_remove_leaves_the_clients_file(setup: &Se
     assert_eq!(removed.code, 0, "{removed}");
     let free = setup.envctl(none, &["up", profile, "--dry-run"]);
     assert_eq!(free.code, 0, "{free}");
-
 }
 
 /// A volume of the policy's name that envctl did not make is never replaced.

@@ -235,7 +235,7 @@ fn the_other_user_is_refused_the_first_users_container(
     my_id: &str,
 ) {
     // The other user names the first user's container: refused, whatever the command.
-    let owner = label(&mine, "envctl.user");
+    let owner = label(mine, "envctl.user");
     for arguments in [
         vec![
             "up",

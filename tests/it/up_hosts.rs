@@ -378,7 +378,7 @@ fn set_up_team(test: &str) -> Option<Team> {
 fn a_dry_run_judges_busy_by_its_record_and_probes_nothing(team: &Team) {
     let Team { busy, name, .. } = team;
     let since = crate::remote_facts::moment();
-    let dry = team.laptop(None, &["up", &name, "--hosts", "@team", "--dry-run"]);
+    let dry = team.laptop(None, &["up", name, "--hosts", "@team", "--dry-run"]);
     assert_eq!(dry.code, 0, "{dry}");
     assert!(
         host_line(&dry, "busy").contains(

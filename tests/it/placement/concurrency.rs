@@ -77,7 +77,15 @@ fn four_concurrent_ups_never_share_a_gpu() {
     };
     four_ups_take_eight_distinct_gpus(&scene);
     ps_shows_each_containers_gpus_by_index(&scene);
-    let first_uuid = a_stopped_container_keeps_its_pinned_gpus(&scene);
+    // What Podman records of a CDI device: its nodes, not its name (so other tools'
+    // containers on Podman are seen only through requests they keep, and envctl's by label).
+    let first = format!("envctl-{}", names[0]);
+    let inspected = podman.inspect("container", &first);
+    eprintln!(
+        "Podman HostConfig.Devices: {}, DeviceRequests: {}",
+        inspected["HostConfig"]["Devices"], inspected["HostConfig"]["DeviceRequests"]
+    );
+    let first_uuid = a_stopped_container_keeps_its_pinned_gpus(&scene, &inspected);
     on_a_full_host_up_meets_a_running_one(&scene);
     a_fifth_finds_no_room_and_makes_nothing(&scene);
     recreate_places_afresh_away_from_a_held_gpu(&scene, &containers, &first_uuid);
@@ -165,17 +173,10 @@ fn ps_shows_each_containers_gpus_by_index(scene: &Scene) {
 }
 
 /// A stopped container keeps its pinned GPUs: while another holds one of them, `up` does
-/// not start it again; once that one is gone, it does. Returns the first of its GPUs.
-fn a_stopped_container_keeps_its_pinned_gpus(scene: &Scene) -> String {
-    // What Podman records of a CDI device: its nodes, not its name (so other tools'
-    // containers on Podman are seen only through requests they keep, and envctl's by label).
+/// not start it again; once that one is gone, it does. `inspected` is its inspection
+/// before it stopped. Returns the first of its GPUs.
+fn a_stopped_container_keeps_its_pinned_gpus(scene: &Scene, inspected: &Value) -> String {
     let first = format!("envctl-{}", scene.names[0]);
-    let inspected = scene.podman.inspect("container", &first);
-    eprintln!(
-        "Podman HostConfig.Devices: {}, DeviceRequests: {}",
-        inspected["HostConfig"]["Devices"], inspected["HostConfig"]["DeviceRequests"]
-    );
-
     // A stopped container keeps its pinned GPUs: while another holds one of them, `up`
     // does not start it again; once that one is gone, it does.
     let first_gpus = inspected["Config"]["Labels"]["envctl.gpus"]

@@ -169,16 +169,15 @@ fn docker_cli_lists_envctl_containers(
     } else {
         cli.args(["--context", host]);
     }
-    cli
-        .args([
-            "ps",
-            "--filter",
-            "label=envctl.profile",
-            "--format",
-            "{{.Names}}",
-        ])
-        .output()
-        .unwrap()
+    cli.args([
+        "ps",
+        "--filter",
+        "label=envctl.profile",
+        "--format",
+        "{{.Names}}",
+    ])
+    .output()
+    .unwrap()
 }
 
 /// The table: a HOST column, the container under both names of the second daemon, each
@@ -193,11 +192,7 @@ fn the_table_has_a_host_column_and_bad_lists_are_usage_errors(
 ) {
     // The table: a HOST column, the container under both names of the second daemon,
     // each unreachable host a row saying why, and its hint on stderr.
-    let table = envctl(
-        folder,
-        way,
-        &["ps", "--all-users", "--hosts", list],
-    );
+    let table = envctl(folder, way, &["ps", "--all-users", "--hosts", list]);
     assert_eq!(table.code, 0, "{table}");
     let lines: Vec<&str> = table.stdout.lines().collect();
     assert!(lines[0].starts_with("HOST "), "{table}");
