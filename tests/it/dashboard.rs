@@ -328,6 +328,81 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
     let Some(chromium) = chromium() else {
         return;
     };
+    let (busy, growing, busy_pid) = start_a_busy_and_a_growing_container();
+    // Two stand-in GPUs: GPU 0 holds the busy container's process (8 GiB), GPU 1 is
+    // nearly full of a host process, which `gpu-memory-near-full` names at once.
+    let folder = tempfile::TempDir::new().unwrap();
+    let fixture = write_two_gpus(folder.path(), &busy_pid);
+    let interval = INTERVAL_SECONDS.to_string();
+    let stub = crate::support::nvml::stub_library();
+    let (_serving, address, said) = serve(
+        &[
+            "--interval",
+            &interval,
+            "--window",
+            "15s",
+            busy.name(),
+            growing.name(),
+        ],
+        &[
+            ("ENVCTL_NVML_LIBRARY", stub.as_os_str()),
+            ("ENVCTL_NVML_STUB_FIXTURE", fixture.as_os_str()),
+        ],
+    );
+    assert_eq!(
+        said,
+        format!("dashboard at http://{address}/ (the last 15 s)")
+    );
+
+    // Some seconds of both containers before the browser comes, for curves to see.
+    wait_for_history_of_both_containers(&address);
+
+    let url = format!("http://{address}/");
+    let net_log = folder.path().join("net-log.json");
+    // Two intervals of the page's own polling (Chromium's virtual time runs its timers,
+    // and waits for each request to be answered).
+    let budget = ((2.0 * INTERVAL_SECONDS + 0.5) * 1000.0) as u64;
+    let browse = |extra: &[String], profile: &str| {
+        browse(&chromium, &folder.path().join(profile), &url, budget, extra)
+    };
+    // When the page opens: the problems below began before it.
+    let opened = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let dom = browse(
+        &[
+            "--dump-dom".to_string(),
+            format!("--log-net-log={}", net_log.display()),
+        ],
+        "profile-dom",
+    );
+
+    let (history, at) = the_page_shows_the_history_up_to_its_sequence(&dom, &address);
+    let charts = sections(&dom);
+    each_containers_chart_shows_the_apis_values(&dom, &charts, &history, at, &busy, &growing);
+    each_gpus_chart_shows_the_apis_values(&charts, &history, at);
+    the_diagnosis_is_shown_since_the_server_first_saw_it(&dom, &address, opened);
+    every_request_of_the_page_went_to_envctl(&net_log, &url);
+
+    // The screenshot, kept for people (and the README).
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
+    let _ = std::fs::remove_file(&screenshot);
+    browse(
+        &[format!("--screenshot={}", screenshot.display())],
+        "profile-screenshot",
+    );
+    let png = std::fs::read(&screenshot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "{}",
+        png.len()
+    );
+}
+
+/// A container spinning on two CPUs and one whose memory grows, each with its profile
+/// label: their guards and the busy one's process id.
+fn start_a_busy_and_a_growing_container() -> (ContainerGuard, ContainerGuard, String) {
     let image = test_image();
     let busy = ContainerGuard::unique("envctl-dash-cpu");
     let growing = ContainerGuard::unique("envctl-dash-mem");
@@ -366,10 +441,13 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         "x=a; i=0; while [ $i -lt 16 ]; do x=$x$x; i=$((i+1)); done; while :; do x=\"$x$x\"; sleep 3; done",
     ]);
     let busy_pid = docker_stdout(["inspect", "-f", "{{.State.Pid}}", busy.name()]);
-    // Two stand-in GPUs: GPU 0 holds the busy container's process (8 GiB), GPU 1 is
-    // nearly full of a host process, which `gpu-memory-near-full` names at once.
-    let folder = tempfile::TempDir::new().unwrap();
-    let fixture = folder.path().join("gpus.conf");
+    (busy, growing, busy_pid)
+}
+
+/// The two stand-in GPUs' fixture in `folder`: GPU 0 holds process `busy_pid` (8 GiB),
+/// GPU 1 is nearly full of a host process.
+fn write_two_gpus(folder: &Path, busy_pid: &str) -> PathBuf {
+    let fixture = folder.join("gpus.conf");
     std::fs::write(
         &fixture,
         format!(
@@ -385,31 +463,14 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         ),
     )
     .unwrap();
-    let interval = INTERVAL_SECONDS.to_string();
-    let stub = crate::support::nvml::stub_library();
-    let (_serving, address, said) = serve(
-        &[
-            "--interval",
-            &interval,
-            "--window",
-            "15s",
-            busy.name(),
-            growing.name(),
-        ],
-        &[
-            ("ENVCTL_NVML_LIBRARY", stub.as_os_str()),
-            ("ENVCTL_NVML_STUB_FIXTURE", fixture.as_os_str()),
-        ],
-    );
-    assert_eq!(
-        said,
-        format!("dashboard at http://{address}/ (the last 15 s)")
-    );
+    fixture
+}
 
-    // Some seconds of both containers before the browser comes, for curves to see.
+/// Waits (20 s at most) until the server's history has some seconds of both containers.
+fn wait_for_history_of_both_containers(address: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let history: Value = serde_json::from_str(&get(&address, "/api/v1/history")).unwrap();
+        let history: Value = serde_json::from_str(&get(address, "/api/v1/history")).unwrap();
         let points = history["times"].as_array().unwrap().len();
         let containers = history["containers"].as_array().unwrap().len();
         if points >= 12 && containers == 2 {
@@ -421,45 +482,38 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
 
-    let url = format!("http://{address}/");
-    let net_log = folder.path().join("net-log.json");
-    // Two intervals of the page's own polling (Chromium's virtual time runs its timers,
-    // and waits for each request to be answered).
-    let budget = ((2.0 * INTERVAL_SECONDS + 0.5) * 1000.0) as u64;
-    let browse = |extra: &[String], profile: &str| {
-        browse(&chromium, &folder.path().join(profile), &url, budget, extra)
-    };
-    // When the page opens: the problems below began before it.
-    let opened = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    let dom = browse(
-        &[
-            "--dump-dom".to_string(),
-            format!("--log-net-log={}", net_log.display()),
-        ],
-        "profile-dom",
-    );
-
-    // The page shows the history up to this sequence number.
-    let body = tags(&dom, "body")[0];
+/// The page shows the history up to a sequence number the API's history has: that history
+/// and the sequence's place in it.
+fn the_page_shows_the_history_up_to_its_sequence(dom: &str, address: &str) -> (Value, usize) {
+    let body = tags(dom, "body")[0];
     let shown: u64 = attribute(body, "data-last-sequence")
         .unwrap()
         .parse()
         .unwrap();
     assert!(shown >= 4, "the page saw no history: {body}");
-    let history: Value = serde_json::from_str(&get(&address, "/api/v1/history")).unwrap();
+    let history: Value = serde_json::from_str(&get(address, "/api/v1/history")).unwrap();
     let at = history["sequences"]
         .as_array()
         .unwrap()
         .iter()
         .position(|sequence| sequence.as_u64() == Some(shown))
         .unwrap_or_else(|| panic!("sequence {shown} not in the history"));
+    (history, at)
+}
 
-    let charts = sections(&dom);
-    for (guard, profile) in [(&busy, "dash-train"), (&growing, "dash-leak")] {
+/// Each container's chart shows the API's latest CPU and memory values and draws their
+/// curves; the busy one's GPU memory is mapped from NVML's processes.
+fn each_containers_chart_shows_the_apis_values(
+    dom: &str,
+    charts: &[(&str, &str)],
+    history: &Value,
+    at: usize,
+    busy: &ContainerGuard,
+    growing: &ContainerGuard,
+) {
+    for (guard, profile) in [(busy, "dash-train"), (growing, "dash-leak")] {
         let series = history["containers"]
             .as_array()
             .unwrap()
@@ -516,6 +570,11 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         .find(|series| series["name"] == growing.name())
         .unwrap()["memory_bytes"];
     assert!(number(memory.as_array().unwrap().last().unwrap()).unwrap() > 0.0);
+}
+
+/// Each GPU's chart shows the API's latest values in four plots, and there is a chart per
+/// container and per GPU.
+fn each_gpus_chart_shows_the_apis_values(charts: &[(&str, &str)], history: &Value, at: usize) {
     for gpu in history["gpus"].as_array().unwrap() {
         let index = gpu["index"].as_u64().unwrap().to_string();
         let (_, chart) = charts
@@ -549,15 +608,19 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         2 + history["gpus"].as_array().unwrap().len(),
         "a chart per container and per GPU"
     );
-    // The diagnosis, with its evidence, as the snapshot has it.
-    let snapshot: Value = serde_json::from_str(&get(&address, "/api/v1/snapshot")).unwrap();
+}
+
+/// The diagnosis is on the page with its evidence, as the snapshot has it, "since" the
+/// moment the server first saw it (issue 31), kept on the page as a number.
+fn the_diagnosis_is_shown_since_the_server_first_saw_it(dom: &str, address: &str, opened: f64) {
+    let snapshot: Value = serde_json::from_str(&get(address, "/api/v1/snapshot")).unwrap();
     let near_full = snapshot["diagnoses"]
         .as_array()
         .unwrap()
         .iter()
         .find(|diagnosis| diagnosis["id"] == "gpu-memory-near-full")
         .unwrap_or_else(|| panic!("{snapshot}"));
-    let item = tags(&dom, "li")
+    let item = tags(dom, "li")
         .into_iter()
         .find(|tag| {
             attribute(tag, "data-id") == Some("gpu-memory-near-full")
@@ -602,10 +665,12 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         dom.contains(&format!("data-evidence=\"used_fraction\">{fraction}<")),
         "evidence used_fraction={fraction} not shown"
     );
+}
 
-    // Every request made for the page (its network isolation key is the page's site)
-    // went to envctl; Chromium's own (updates, sign-in) are keyed otherwise.
-    let log: Value = serde_json::from_str(&std::fs::read_to_string(&net_log).unwrap()).unwrap();
+/// Every request made for the page (its network isolation key is the page's site) went to
+/// envctl; Chromium's own (updates, sign-in) are keyed otherwise.
+fn every_request_of_the_page_went_to_envctl(net_log: &Path, url: &str) {
+    let log: Value = serde_json::from_str(&std::fs::read_to_string(net_log).unwrap()).unwrap();
     let start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"].clone();
     let mut asked = Vec::new();
     for event in log["events"].as_array().unwrap() {
@@ -626,22 +691,8 @@ fn the_dashboard_draws_each_container_and_gpu_from_the_api_in_a_real_browser() {
         "{asked:#?}"
     );
     for request in &asked {
-        assert!(request.starts_with(&url), "the page asked {request}");
+        assert!(request.starts_with(url), "the page asked {request}");
     }
-
-    // The screenshot, kept for people (and the README).
-    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
-    let _ = std::fs::remove_file(&screenshot);
-    browse(
-        &[format!("--screenshot={}", screenshot.display())],
-        "profile-screenshot",
-    );
-    let png = std::fs::read(&screenshot).unwrap();
-    assert!(
-        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
-        "{}",
-        png.len()
-    );
 }
 
 /// The `<tr …>` rows of the team's tables: each opening tag with its text (the cells'
@@ -681,6 +732,56 @@ fn rows_of(rows: &[(&str, String)], host: &str, state: &str) -> Vec<(String, Str
             )
         })
         .collect()
+}
+
+/// The first page shows the team's tables: each container under its host (the local
+/// daemon's never under another), the stopped endpoint a row saying why, and this
+/// machine's stand-in GPUs under the local daemon.
+fn the_first_page_shows_each_container_under_its_host(
+    dom: &str,
+    [local, tls, forwarded, stopped]: [&str; 4],
+    local_name: &str,
+    remote_name: &str,
+) {
+    assert!(
+        dom.contains("<div id=\"team\">"),
+        "the team's tables are shown: {dom}"
+    );
+    let rows = team_rows(dom);
+    let row = |host: &str, state: &str| rows_of(&rows, host, state);
+    assert!(
+        row(local, "container")
+            .iter()
+            .any(|(name, _)| *name == local_name),
+        "{rows:?}"
+    );
+    assert!(
+        row(tls, "container")
+            .iter()
+            .any(|(name, _)| *name == remote_name),
+        "{rows:?}"
+    );
+    assert!(
+        row(forwarded, "container")
+            .iter()
+            .any(|(name, _)| *name == remote_name),
+        "{rows:?}"
+    );
+    // The local daemon's container never under another host.
+    assert!(
+        !row(tls, "container")
+            .iter()
+            .any(|(name, _)| *name == local_name),
+        "{rows:?}"
+    );
+    let refused = row(stopped, "unreachable");
+    assert_eq!(refused.len(), 1, "{rows:?}");
+    assert!(
+        refused[0].1.contains("unreachable: nothing answers at"),
+        "the row says why: {rows:?}"
+    );
+    // This machine's stand-in GPUs, under the local daemon.
+    assert_eq!(row(local, "gpu").len(), 8, "{rows:?}");
 }
 
 /// `stats --serve --hosts` in a real browser: the local daemon, the second daemon over
@@ -759,45 +860,12 @@ fn the_dashboard_shows_a_team_with_a_host_on_each_row_and_one_that_goes_away() {
         3000,
         &["--dump-dom".to_string()],
     );
-    assert!(
-        dom.contains("<div id=\"team\">"),
-        "the team's tables are shown: {dom}"
+    the_first_page_shows_each_container_under_its_host(
+        &dom,
+        [local, tls, &forwarded, &stopped],
+        &local_name,
+        &remote_name,
     );
-    let rows = team_rows(&dom);
-    let row = |host: &str, state: &str| rows_of(&rows, host, state);
-    assert!(
-        row(local, "container")
-            .iter()
-            .any(|(name, _)| *name == local_name),
-        "{rows:?}"
-    );
-    assert!(
-        row(tls, "container")
-            .iter()
-            .any(|(name, _)| *name == remote_name),
-        "{rows:?}"
-    );
-    assert!(
-        row(&forwarded, "container")
-            .iter()
-            .any(|(name, _)| *name == remote_name),
-        "{rows:?}"
-    );
-    // The local daemon's container never under another host.
-    assert!(
-        !row(tls, "container")
-            .iter()
-            .any(|(name, _)| *name == local_name),
-        "{rows:?}"
-    );
-    let refused = row(&stopped, "unreachable");
-    assert_eq!(refused.len(), 1, "{rows:?}");
-    assert!(
-        refused[0].1.contains("unreachable: nothing answers at"),
-        "the row says why: {rows:?}"
-    );
-    // This machine's stand-in GPUs, under the local daemon.
-    assert_eq!(row(local, "gpu").len(), 8, "{rows:?}");
     // The forwarded daemon goes away mid-run.
     forwarder.kill();
     let killed = Instant::now();

@@ -262,6 +262,127 @@ fn profile_fields(inspected: &Value) -> BTreeMap<String, Value> {
     fields
 }
 
+/// What the rich profile says each compared field of its container is, on any engine.
+fn expected_fields(
+    image: &str,
+    base: u16,
+    udp: u16,
+    bind: &Path,
+    volume: &str,
+) -> BTreeMap<&'static str, Value> {
+    BTreeMap::from([
+        ("Config.Image", json!(image)),
+        (
+            "Config.Cmd",
+            json!(["sh", "-c", "echo started; exec sleep 1000"]),
+        ),
+        ("Config.WorkingDir", json!("/tmp")),
+        ("Config.User", json!("65534:65534")),
+        (
+            "Config.Env",
+            json!([
+                "DOLLAR=a$b ${c} $$",
+                format!(
+                    "PATH={}",
+                    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+                ),
+                "PLAIN=1"
+            ]),
+        ),
+        (
+            "Config.ExposedPorts",
+            json!(["7000/udp", "9000/tcp", "9001/tcp", "9002/tcp"]),
+        ),
+        ("HostConfig.Memory", json!(256 << 20)),
+        ("HostConfig.NanoCpus", json!(1_500_000_000_i64)),
+        ("HostConfig.ShmSize", json!(128 << 20)),
+        ("HostConfig.RestartPolicy.Name", json!("no")),
+        (
+            "HostConfig.PortBindings",
+            json!(sorted(vec![
+                format!("127.0.0.1:{udp}->7000/udp"),
+                format!("127.0.0.1:{base}->9000/tcp"),
+                format!("127.0.0.1:{}->9001/tcp", base + 1),
+                format!("127.0.0.1:{}->9002/tcp", base + 2),
+            ])),
+        ),
+        (
+            "HostConfig.Ulimits",
+            json!(["nofile=1024:2048", "nproc=1024:1024"]),
+        ),
+        (
+            "Mounts",
+            json!([
+                format!("bind {} -> /data rw=false", bind.display()),
+                format!("volume {} -> /volume rw=true", volume),
+            ]),
+        ),
+    ])
+}
+
+/// One engine's fields in a form to compare with Docker's: the bind source differs (each
+/// engine had its own folder) and so do the profile name and hash labels, so those are put
+/// in one form.
+fn normalise(fields: &BTreeMap<String, Value>, bind: &Path) -> BTreeMap<String, Value> {
+    let text = serde_json::to_string(fields).unwrap();
+    let text = text.replace(bind.to_str().unwrap(), "<bind>");
+    let mut value: BTreeMap<String, Value> = serde_json::from_str(&text).unwrap();
+    if let Some(Value::Object(labels)) = value.get_mut("Config.Labels") {
+        for key in [
+            "envctl.profile",
+            "envctl.config-hash",
+            "envctl.profile-file",
+        ] {
+            if labels.contains_key(key) {
+                labels.insert(key.into(), json!("<differs per run>"));
+            }
+        }
+    }
+    if let Some(Value::Array(mounts)) = value.get_mut("Mounts") {
+        for mount in mounts.iter_mut() {
+            if let Some(text) = mount.as_str()
+                && text.starts_with("volume ")
+            {
+                *mount = json!("volume <volume> -> /volume rw=true");
+            }
+        }
+    }
+    value
+}
+
+/// Each engine's container field by field against the one Docker made: one failure per
+/// engine that differs.
+fn differences_from_docker(seen: &[(String, BTreeMap<String, Value>, PathBuf)]) -> Vec<String> {
+    let mut failures = Vec::new();
+    if let Some((_, docker_fields, docker_bind)) = seen.iter().find(|(name, ..)| name == "docker") {
+        let docker_fields = normalise(docker_fields, docker_bind);
+        for (name, fields, bind) in seen.iter().filter(|(name, ..)| name != "docker") {
+            let fields = normalise(fields, bind);
+            let differences: Vec<String> = docker_fields
+                .keys()
+                .chain(fields.keys())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .filter(|key| docker_fields.get(*key) != fields.get(*key))
+                .map(|key| {
+                    format!(
+                        "  {key}: docker {:?} ≠ {name} {:?}",
+                        docker_fields.get(key),
+                        fields.get(key)
+                    )
+                })
+                .collect();
+            if !differences.is_empty() {
+                failures.push(format!(
+                    "---- {name} ----\nnot the container Docker made:\n{}",
+                    differences.join("\n")
+                ));
+            }
+        }
+    }
+    failures
+}
+
 #[test]
 fn same_profile_makes_the_same_container_on_every_engine() {
     let Some(engines) = engines() else { return };
@@ -282,54 +403,7 @@ fn same_profile_makes_the_same_container_on_every_engine() {
         let fields = profile_fields(&inspected);
 
         // What the profile says, on this engine.
-        let expected: BTreeMap<&str, Value> = BTreeMap::from([
-            ("Config.Image", json!(image)),
-            (
-                "Config.Cmd",
-                json!(["sh", "-c", "echo started; exec sleep 1000"]),
-            ),
-            ("Config.WorkingDir", json!("/tmp")),
-            ("Config.User", json!("65534:65534")),
-            (
-                "Config.Env",
-                json!([
-                    "DOLLAR=a$b ${c} $$",
-                    format!(
-                        "PATH={}",
-                        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-                    ),
-                    "PLAIN=1"
-                ]),
-            ),
-            (
-                "Config.ExposedPorts",
-                json!(["7000/udp", "9000/tcp", "9001/tcp", "9002/tcp"]),
-            ),
-            ("HostConfig.Memory", json!(256 << 20)),
-            ("HostConfig.NanoCpus", json!(1_500_000_000_i64)),
-            ("HostConfig.ShmSize", json!(128 << 20)),
-            ("HostConfig.RestartPolicy.Name", json!("no")),
-            (
-                "HostConfig.PortBindings",
-                json!(sorted(vec![
-                    format!("127.0.0.1:{udp}->7000/udp"),
-                    format!("127.0.0.1:{base}->9000/tcp"),
-                    format!("127.0.0.1:{}->9001/tcp", base + 1),
-                    format!("127.0.0.1:{}->9002/tcp", base + 2),
-                ])),
-            ),
-            (
-                "HostConfig.Ulimits",
-                json!(["nofile=1024:2048", "nproc=1024:1024"]),
-            ),
-            (
-                "Mounts",
-                json!([
-                    format!("bind {} -> /data rw=false", bind.display()),
-                    format!("volume {} -> /volume rw=true", volume.name),
-                ]),
-            ),
-        ]);
+        let expected = expected_fields(&image, base, udp, &bind, &volume.name);
         let mut wrong = Vec::new();
         for (key, want) in &expected {
             if fields.get(*key) != Some(want) {
@@ -368,60 +442,8 @@ fn same_profile_makes_the_same_container_on_every_engine() {
         );
         seen.push((engine.name.clone(), fields, bind));
     });
-    // Field by field against Docker. The bind source differs (each engine had its own
-    // folder) and so do the profile name and hash labels: those are put in one form.
-    let normalise = |fields: &BTreeMap<String, Value>, bind: &Path| {
-        let text = serde_json::to_string(fields).unwrap();
-        let text = text.replace(bind.to_str().unwrap(), "<bind>");
-        let mut value: BTreeMap<String, Value> = serde_json::from_str(&text).unwrap();
-        if let Some(Value::Object(labels)) = value.get_mut("Config.Labels") {
-            for key in [
-                "envctl.profile",
-                "envctl.config-hash",
-                "envctl.profile-file",
-            ] {
-                if labels.contains_key(key) {
-                    labels.insert(key.into(), json!("<differs per run>"));
-                }
-            }
-        }
-        if let Some(Value::Array(mounts)) = value.get_mut("Mounts") {
-            for mount in mounts.iter_mut() {
-                if let Some(text) = mount.as_str()
-                    && text.starts_with("volume ")
-                {
-                    *mount = json!("volume <volume> -> /volume rw=true");
-                }
-            }
-        }
-        value
-    };
-    if let Some((_, docker_fields, docker_bind)) = seen.iter().find(|(name, ..)| name == "docker") {
-        let docker_fields = normalise(docker_fields, docker_bind);
-        for (name, fields, bind) in seen.iter().filter(|(name, ..)| name != "docker") {
-            let fields = normalise(fields, bind);
-            let differences: Vec<String> = docker_fields
-                .keys()
-                .chain(fields.keys())
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .filter(|key| docker_fields.get(*key) != fields.get(*key))
-                .map(|key| {
-                    format!(
-                        "  {key}: docker {:?} ≠ {name} {:?}",
-                        docker_fields.get(key),
-                        fields.get(key)
-                    )
-                })
-                .collect();
-            if !differences.is_empty() {
-                failures.push(format!(
-                    "---- {name} ----\nnot the container Docker made:\n{}",
-                    differences.join("\n")
-                ));
-            }
-        }
-    }
+    // Field by field against Docker.
+    failures.extend(differences_from_docker(&seen));
     crate::support::engines::assert_no_failures(&engines, &failures);
 }
 
@@ -457,6 +479,111 @@ fn serve_bytes(size: usize) -> u16 {
 }
 
 const DOWNLOAD: usize = 4 << 20;
+
+/// `stats --once --json` from `source` counts the download as received bytes (rx and tx
+/// not swapped) and gives memory, its limit, pids and CPU in range.
+fn stats_count_the_download(engine: &TestEngine, scenario: &Scenario, source: &str) {
+    let name = scenario.profile.as_str();
+    let environment: &[(&str, &str)] = if source == "api" {
+        &[("ENVCTL_STATS_SOURCE", "api")]
+    } else {
+        &[]
+    };
+    let stats = scenario
+        .engine
+        .envctl(scenario.path())
+        .args(["stats", name, "--once", "--json"])
+        .envs(environment.iter().copied())
+        .run();
+    stats.expect(0, &engine.name);
+    let report = stats.json();
+    let row = report["containers"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .find(|row| row["name"] == scenario.container.as_str())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "[{}] {source}: no row for {}:\n{stats}",
+                engine.name, scenario.container
+            )
+        })
+        .clone();
+    let number = |key: &str| {
+        row[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("[{}] {source}: {key} is {} in {row}", engine.name, row[key]))
+    };
+    let (rx, tx) = (number("net_rx_bytes"), number("net_tx_bytes"));
+    assert!(
+        rx >= DOWNLOAD as f64 && tx < rx / 4.0,
+        "[{}] stats ({source} source): after a {DOWNLOAD}-byte download net_rx_bytes={rx} \
+         net_tx_bytes={tx} (rx and tx swapped?)\n{row}",
+        engine.name
+    );
+    assert_eq!(
+        number("memory_limit_bytes"),
+        (128 << 20) as f64,
+        "[{}] {source}: {row}",
+        engine.name
+    );
+    let memory = number("memory_bytes");
+    assert!(
+        memory > 0.0 && memory <= (128 << 20) as f64,
+        "[{}] {source}: {row}",
+        engine.name
+    );
+    let pids = number("pids");
+    assert!(
+        (1.0..100.0).contains(&pids),
+        "[{}] {source}: {row}",
+        engine.name
+    );
+    assert!(
+        number("cpu_percent") >= 0.0,
+        "[{}] {source}: {row}",
+        engine.name
+    );
+}
+
+/// `ps`, in JSON and in text, shows the whole published range `base`..`base + 3`.
+fn ps_shows_the_whole_published_range(engine: &TestEngine, scenario: &Scenario, base: u16) {
+    let ps = scenario.envctl(&["--json", "ps"]);
+    ps.expect(0, &engine.name);
+    let listing = ps.json();
+    let row = listing["containers"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .find(|row| row["name"] == scenario.container.as_str())
+        })
+        .unwrap_or_else(|| panic!("[{}] {} not in ps:\n{ps}", engine.name, scenario.container))
+        .clone();
+    let ports = row["ports"].to_string();
+    for port in base..base + 3 {
+        assert!(
+            ports.contains(&port.to_string()),
+            "[{}] ps shows ports {ports}: {port} of the range {base}-{} is missing",
+            engine.name,
+            base + 2
+        );
+    }
+    let text = scenario.envctl(&["ps"]);
+    text.expect(0, &engine.name);
+    let line = text
+        .stdout
+        .lines()
+        .find(|line| line.contains(&scenario.profile))
+        .unwrap_or_else(|| panic!("[{}] {text}", engine.name));
+    assert!(
+        line.contains(&format!("{base}-{}", base + 2))
+            || (base..base + 3).all(|port| line.contains(&port.to_string())),
+        "[{}] `ps` shows only part of the range {base}-{}: {line}",
+        engine.name,
+        base + 2
+    );
+}
 
 #[test]
 fn exec_logs_stats_ps_and_down_work_on_every_engine() {
@@ -527,103 +654,13 @@ fn exec_logs_stats_ps_and_down_work_on_every_engine() {
         });
         for source in ["default", "api"] {
             steps.run(&format!("stats ({source} source)"), || {
-                let environment: &[(&str, &str)] = if source == "api" {
-                    &[("ENVCTL_STATS_SOURCE", "api")]
-                } else {
-                    &[]
-                };
-                let stats = scenario.engine.envctl(scenario.path()).args(["stats", name, "--once", "--json"]).envs(environment.iter().copied()).run();
-                stats.expect(0, &engine.name);
-                let report = stats.json();
-                let row = report["containers"]
-                    .as_array()
-                    .and_then(|rows| {
-                        rows.iter()
-                            .find(|row| row["name"] == scenario.container.as_str())
-                    })
-                    .unwrap_or_else(|| {
-                        panic!(
-                            "[{}] {source}: no row for {}:\n{stats}",
-                            engine.name, scenario.container
-                        )
-                    })
-                    .clone();
-                let number = |key: &str| {
-                    row[key].as_f64().unwrap_or_else(|| {
-                        panic!("[{}] {source}: {key} is {} in {row}", engine.name, row[key])
-                    })
-                };
-                let (rx, tx) = (number("net_rx_bytes"), number("net_tx_bytes"));
-                assert!(
-                    rx >= DOWNLOAD as f64 && tx < rx / 4.0,
-                    "[{}] stats ({source} source): after a {DOWNLOAD}-byte download net_rx_bytes={rx} \
-                     net_tx_bytes={tx} (rx and tx swapped?)\n{row}",
-                    engine.name
-                );
-                assert_eq!(
-                    number("memory_limit_bytes"),
-                    (128 << 20) as f64,
-                    "[{}] {source}: {row}",
-                    engine.name
-                );
-                let memory = number("memory_bytes");
-                assert!(
-                    memory > 0.0 && memory <= (128 << 20) as f64,
-                    "[{}] {source}: {row}",
-                    engine.name
-                );
-                let pids = number("pids");
-                assert!(
-                    (1.0..100.0).contains(&pids),
-                    "[{}] {source}: {row}",
-                    engine.name
-                );
-                assert!(
-                    number("cpu_percent") >= 0.0,
-                    "[{}] {source}: {row}",
-                    engine.name
-                );
+                stats_count_the_download(engine, &scenario, source);
             });
         }
 
         // ps: the whole published range.
         steps.run("ps", || {
-            let ps = scenario.envctl(&["--json", "ps"]);
-            ps.expect(0, &engine.name);
-            let listing = ps.json();
-            let row = listing["containers"]
-                .as_array()
-                .and_then(|rows| {
-                    rows.iter()
-                        .find(|row| row["name"] == scenario.container.as_str())
-                })
-                .unwrap_or_else(|| {
-                    panic!("[{}] {} not in ps:\n{ps}", engine.name, scenario.container)
-                })
-                .clone();
-            let ports = row["ports"].to_string();
-            for port in base..base + 3 {
-                assert!(
-                    ports.contains(&port.to_string()),
-                    "[{}] ps shows ports {ports}: {port} of the range {base}-{} is missing",
-                    engine.name,
-                    base + 2
-                );
-            }
-            let text = scenario.envctl(&["ps"]);
-            text.expect(0, &engine.name);
-            let line = text
-                .stdout
-                .lines()
-                .find(|line| line.contains(&scenario.profile))
-                .unwrap_or_else(|| panic!("[{}] {text}", engine.name));
-            assert!(
-                line.contains(&format!("{base}-{}", base + 2))
-                    || (base..base + 3).all(|port| line.contains(&port.to_string())),
-                "[{}] `ps` shows only part of the range {base}-{}: {line}",
-                engine.name,
-                base + 2
-            );
+            ps_shows_the_whole_published_range(engine, &scenario, base);
         });
 
         // down --rm: the container is gone.

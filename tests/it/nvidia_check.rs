@@ -511,18 +511,22 @@ fn stand_in_scenarios_give_the_parsers_verdicts() {
     }
     let image = stand_in_image();
     let host_h100 = fixtures().join("host-2x-h100.conf");
+    a_healthy_h100_passes_and_a_driver_mismatch_fails(&image, &host_h100);
+    an_rtx_5090_with_an_old_torch_gets_the_classic_message(&image);
+    torch_without_cuda_fails_its_cuda_build_check(&image, &host_h100);
+}
 
+/// A healthy 2×H100 passes in text and in JSON (either place of `--json`), and fails once
+/// the host's driver differs from the container's.
+fn a_healthy_h100_passes_and_a_driver_mismatch_fails(image: &ImageGuard, host_h100: &Path) {
     // A healthy 2×H100 with torch 2.8.0+cu128, as the profile's [stack] says.
     let workspace = Workspace::new(
         "nvcheck-h100",
         image.reference(),
         &format!("{GPU_PROFILE}[stack]\ntorch = \"2.8.0+cu128\"\n"),
     );
-    let container = start_scenario(&image, &workspace, "h100");
-    let run = workspace.envctl(
-        &["exec", container.name(), "nvidia-check"],
-        Some(&host_h100),
-    );
+    let container = start_scenario(image, &workspace, "h100");
+    let run = workspace.envctl(&["exec", container.name(), "nvidia-check"], Some(host_h100));
     assert_eq!(run.code, 0, "{run}");
     for expected in [
         "✓ GPU passthrough",
@@ -555,7 +559,7 @@ fn stand_in_scenarios_give_the_parsers_verdicts() {
             "--timeout",
             "60",
         ],
-        Some(&host_h100),
+        Some(host_h100),
     );
     assert_eq!(run.code, 0, "{run}");
     let report = run.json();
@@ -578,7 +582,7 @@ fn stand_in_scenarios_give_the_parsers_verdicts() {
             "--timeout",
             "60",
         ],
-        Some(&host_h100),
+        Some(host_h100),
     );
     assert_eq!(after.code, 0, "{after}");
     let after = after.json();
@@ -601,10 +605,12 @@ fn stand_in_scenarios_give_the_parsers_verdicts() {
         "the container sees driver 570.124.06, but the host runs 580.95.05"
     );
     drop(container);
+}
 
-    // An RTX 5090 with torch 2.6.0+cu124: the classic message, a bundled profile in the hint.
+/// An RTX 5090 with torch 2.6.0+cu124: the classic message, a bundled profile in the hint.
+fn an_rtx_5090_with_an_old_torch_gets_the_classic_message(image: &ImageGuard) {
     let workspace = Workspace::new("nvcheck-5090", image.reference(), GPU_PROFILE);
-    let container = start_scenario(&image, &workspace, "rtx-5090-torch-2.6");
+    let container = start_scenario(image, &workspace, "rtx-5090-torch-2.6");
     let host_5090 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvml/rtx-5090.conf");
     let run = workspace.envctl(
         &["exec", container.name(), "nvidia-check"],
@@ -641,13 +647,15 @@ fn stand_in_scenarios_give_the_parsers_verdicts() {
             .contains("use profile `pytorch-2.")
     );
     drop(container);
+}
 
-    // torch without CUDA.
+/// torch without CUDA fails its CUDA-build check; the devices still pass.
+fn torch_without_cuda_fails_its_cuda_build_check(image: &ImageGuard, host_h100: &Path) {
     let workspace = Workspace::new("nvcheck-cpu", image.reference(), GPU_PROFILE);
-    let container = start_scenario(&image, &workspace, "torch-cpu");
+    let container = start_scenario(image, &workspace, "torch-cpu");
     let run = workspace.envctl(
         &["--json", "exec", container.name(), "nvidia-check"],
-        Some(&host_h100),
+        Some(host_h100),
     );
     assert_eq!(run.code, 1, "{run}");
     let report = run.json();

@@ -266,6 +266,30 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         .unwrap(),
     )
     .unwrap();
+    let (container, profile, pid) = start_a_busy_container();
+    // One stand-in GPU, nearly full of the container's process: every panel has series,
+    // the diagnoses table too (`gpu-memory-near-full`).
+    let folder = tempfile::TempDir::new().unwrap();
+    let fixture = write_a_nearly_full_gpu(folder.path(), &pid);
+    let servers = start_three_servers(folder.path(), &fixture, container.name());
+    let (_prometheus, address) = start_prometheus(&prometheus, folder.path(), &servers);
+    wait_for_samples_from_each_server(&address, container.name());
+    let hosts = [
+        servers.first_host.as_str(),
+        servers.second_host,
+        servers.team_host,
+    ];
+    every_panel_query_returns_series_for_each_host(&board, &address, hosts);
+    every_variable_finds_this_runs_values(&board, &address, &profile, container.name(), hosts);
+    the_team_exposition_names_each_host_and_why_one_is_down(
+        &servers.team_envctl,
+        servers.team_host,
+    );
+}
+
+/// A container of this test's own, spinning on the CPU under a 256 MiB limit: its guard,
+/// its profile label and its process id.
+fn start_a_busy_container() -> (crate::support::docker::ContainerGuard, String, String) {
     let image = crate::support::docker::test_image();
     let container = crate::support::docker::ContainerGuard::unique("envctl-grafana");
     let profile = crate::support::docker::unique_name("grafana");
@@ -291,10 +315,12 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         "{{.State.Pid}}",
         container.name(),
     ]);
-    // One stand-in GPU, nearly full of the container's process: every panel has series,
-    // the diagnoses table too (`gpu-memory-near-full`).
-    let folder = tempfile::TempDir::new().unwrap();
-    let fixture = folder.path().join("gpu.conf");
+    (container, profile, pid)
+}
+
+/// The stand-in GPU's fixture in `folder`: one H100, nearly full of process `pid`.
+fn write_a_nearly_full_gpu(folder: &std::path::Path, pid: &str) -> std::path::PathBuf {
+    let fixture = folder.join("gpu.conf");
     std::fs::write(
         &fixture,
         format!(
@@ -308,6 +334,50 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         ),
     )
     .unwrap();
+    fixture
+}
+
+/// The three `stats --serve` envctls Prometheus scrapes, the addresses they serve and the
+/// host each names.
+struct Servers {
+    _first: Serving,
+    _second: Serving,
+    _team: Serving,
+    envctl: String,
+    second_envctl: String,
+    team_envctl: String,
+    first_host: String,
+    second_host: &'static str,
+    team_host: &'static str,
+}
+
+/// `command` started in `folder` with the stand-in GPU, as node `node` when one is given.
+fn start_serving(
+    command: &mut Command,
+    folder: &std::path::Path,
+    fixture: &std::path::Path,
+    node: Option<&str>,
+) -> Child {
+    crate::support::cli::hermetic(command, folder);
+    if let Some(node) = node {
+        command.env("NODE_NAME", node);
+    }
+    command
+        .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
+        .env("ENVCTL_NVML_STUB_FIXTURE", fixture)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Two envctl servers, as on two machines, each serving `container`, and a third serving a
+/// team of the team file.
+fn start_three_servers(
+    folder: &std::path::Path,
+    fixture: &std::path::Path,
+    container: &str,
+) -> Servers {
     // Two envctl servers, as on two machines: this host's name, and a node's name of its
     // own (`NODE_NAME`, as a pod's is given), each serving the same container.
     let serve_arguments = [
@@ -316,48 +386,42 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         "0.5",
         "--serve",
         "127.0.0.1:0",
-        container.name(),
+        container,
     ];
-    let start = |command: &mut Command, node: Option<&str>| {
-        crate::support::cli::hermetic(command, folder.path());
-        if let Some(node) = node {
-            command.env("NODE_NAME", node);
-        }
-        command
-            .env("ENVCTL_NVML_LIBRARY", crate::support::nvml::stub_library())
-            .env("ENVCTL_NVML_STUB_FIXTURE", &fixture)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let mut first = start(Envctl::shared().command().args(serve_arguments), None);
+    let mut first = start_serving(
+        Envctl::shared().command().args(serve_arguments),
+        folder,
+        fixture,
+        None,
+    );
     let envctl = served_address(&mut first);
-    let _serving = Serving(first);
+    let first = Serving(first);
     let first_host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .unwrap()
         .trim()
         .to_string();
     let second_host = "envctl-test-second-host";
-    let mut second = start(
+    let mut second = start_serving(
         Envctl::shared().command().args(serve_arguments),
+        folder,
+        fixture,
         Some(second_host),
     );
     let second_envctl = served_address(&mut second);
-    let _second_serving = Serving(second);
+    let second = Serving(second);
     // A third serving a team of the team file: the local daemon, and an endpoint where
     // nothing listens.
     let team_host = "team-local";
-    std::fs::create_dir_all(folder.path().join("envctl")).unwrap();
+    std::fs::create_dir_all(folder.join("envctl")).unwrap();
     std::fs::write(
-        folder.path().join("envctl/hosts.toml"),
+        folder.join("envctl/hosts.toml"),
         format!(
             "[hosts]\n{team_host} = \"unix:///var/run/docker.sock\"\nteam-stopped = \"tcp://127.0.0.1:{}\"\n",
             crate::remote_daemons::free_port()
         ),
     )
     .unwrap();
-    let mut team = start(
+    let mut team = start_serving(
         Envctl::shared().command().args([
             "stats",
             "--interval",
@@ -368,18 +432,45 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
             "--hosts",
             "@team",
         ]),
+        folder,
+        fixture,
         None,
     );
     let team_envctl = served_address(&mut team);
-    let _team_serving = Serving(team);
-    // Prometheus on loopback only, scraping envctl every second.
+    let team = Serving(team);
+    Servers {
+        _first: first,
+        _second: second,
+        _team: team,
+        envctl,
+        second_envctl,
+        team_envctl,
+        first_host,
+        second_host,
+        team_host,
+    }
+}
+
+/// Prometheus on loopback only, scraping the three servers every second: it, killed on
+/// drop, and its address.
+fn start_prometheus(
+    prometheus: &std::path::Path,
+    folder: &std::path::Path,
+    servers: &Servers,
+) -> (Serving, String) {
+    let Servers {
+        envctl,
+        second_envctl,
+        team_envctl,
+        ..
+    } = servers;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let address = format!("127.0.0.1:{port}");
-    let config = folder.path().join("prometheus.yml");
+    let config = folder.join("prometheus.yml");
     std::fs::write(
         &config,
         format!(
@@ -387,27 +478,27 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         ),
     )
     .unwrap();
-    let server = Command::new(&prometheus)
+    let server = Command::new(prometheus)
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(
             "--storage.tsdb.path={}",
-            folder.path().join("data").display()
+            folder.join("data").display()
         ))
         .arg(format!("--web.listen-address={address}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let _prometheus = Serving(server);
-    // Scrapes for some seconds: `rate(…[1m])` needs two samples of a counter, from each
-    // server.
+    (Serving(server), address)
+}
+
+/// Scrapes for some seconds: `rate(…[1m])` needs two samples of a counter, from each
+/// server.
+fn wait_for_samples_from_each_server(address: &str, container: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let answered = TcpStream::connect(&address).is_ok() && {
-            let counts = query(
-                &address,
-                "count_over_time(envctl_container_cpu_percent[1m])",
-            );
+        let answered = TcpStream::connect(address).is_ok() && {
+            let counts = query(address, "count_over_time(envctl_container_cpu_percent[1m])");
             // This test's container, from each of the three servers (the team's lists
             // every user's envctl containers, other tests' too).
             let counts: Vec<serde_json::Value> = counts["data"]["result"]
@@ -415,7 +506,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
                 .cloned()
                 .unwrap_or_default()
                 .into_iter()
-                .filter(|series| series["metric"]["container"] == container.name())
+                .filter(|series| series["metric"]["container"] == container)
                 .collect();
             counts.len() == 3
                 && counts.iter().all(|series| {
@@ -434,11 +525,20 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// Every query of every panel, with every variable at "All", returns series; each host
+/// value picks that host's series, and only them.
+fn every_panel_query_returns_series_for_each_host(
+    board: &serde_json::Value,
+    address: &str,
+    hosts: [&str; 3],
+) {
     let mut checked = 0;
     for panel in board["panels"].as_array().unwrap() {
         for target in panel["targets"].as_array().into_iter().flatten() {
             let expression = with_all(target["expr"].as_str().unwrap());
-            let answer = query(&address, &expression);
+            let answer = query(address, &expression);
             assert_eq!(answer["status"], "success", "{expression}: {answer}");
             let result = answer["data"]["result"].as_array().unwrap();
             assert!(
@@ -448,9 +548,9 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
             );
             checked += 1;
             // Each host value picks that host's series, and only them.
-            for host in [first_host.as_str(), second_host, team_host] {
+            for host in hosts {
                 let expression = with_host(target["expr"].as_str().unwrap(), host);
-                let answer = query(&address, &expression);
+                let answer = query(address, &expression);
                 let result = answer["data"]["result"].as_array().unwrap();
                 assert!(!result.is_empty(), "`{expression}` returns no series");
                 for series in result {
@@ -460,7 +560,17 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
         }
     }
     assert!(checked >= 15, "{checked} queries");
-    // The variables: `label_values(METRIC, LABEL)` finds this run's profile and container.
+}
+
+/// The variables: `label_values(METRIC, LABEL)` finds this run's profile and container,
+/// and every host.
+fn every_variable_finds_this_runs_values(
+    board: &serde_json::Value,
+    address: &str,
+    profile: &str,
+    container: &str,
+    [first_host, second_host, team_host]: [&str; 3],
+) {
     for variable in board["templating"]["list"].as_array().unwrap() {
         let Some(definition) = variable["definition"].as_str() else {
             continue;
@@ -470,7 +580,7 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
             .and_then(|rest| rest.strip_suffix(')'))
             .unwrap();
         let (metric, label) = inner.rsplit_once(", ").unwrap();
-        let answer = query(&address, &with_all(metric));
+        let answer = query(address, &with_all(metric));
         let values: Vec<&str> = answer["data"]["result"]
             .as_array()
             .unwrap()
@@ -483,12 +593,12 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
             variable["name"]
         );
         match label {
-            "profile" => assert!(values.contains(&profile.as_str()), "{values:?}"),
-            "container" => assert!(values.contains(&container.name()), "{values:?}"),
+            "profile" => assert!(values.contains(&profile), "{values:?}"),
+            "container" => assert!(values.contains(&container), "{values:?}"),
             "host" => {
                 assert_eq!(variable["name"], "host");
                 assert!(
-                    values.contains(&first_host.as_str())
+                    values.contains(&first_host)
                         && values.contains(&second_host)
                         && values.contains(&team_host),
                     "{values:?}"
@@ -497,9 +607,12 @@ fn every_query_of_the_grafana_board_returns_series_from_a_real_prometheus() {
             _ => {}
         }
     }
-    // The team's own exposition: every series with its `host`, the stopped host down with
-    // why, valid for promtool.
-    let text = get(&team_envctl, "/metrics");
+}
+
+/// The team's own exposition: every series with its `host`, the stopped host down with
+/// why, valid for promtool.
+fn the_team_exposition_names_each_host_and_why_one_is_down(team_envctl: &str, team_host: &str) {
+    let text = get(team_envctl, "/metrics");
     let samples = crate::stats::check_exposition(&text);
     crate::stats::check_with_promtool(&text);
     for (family, labels, _) in &samples {

@@ -146,6 +146,125 @@ fn names(ps: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A folder holding a `getent` that would name the other uid `alice`, and a PATH that
+/// finds it first.
+fn plant_a_getent_naming_alice() -> (tempfile::TempDir, String) {
+    let planted = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(planted.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let getent = planted.path().join("getent");
+    std::fs::write(
+        &getent,
+        format!("#!/bin/sh\necho 'alice:x:{OTHER_UID}:{OTHER_UID}::/home/alice:/bin/sh'\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&getent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let planted_path = format!("{}:/usr/local/bin:/usr/bin:/bin", planted.path().display());
+    (planted, planted_path)
+}
+
+/// Each user's profile name reaches their own container, a plain `up` again meets it, and
+/// `ps` and `stats` show each their own, or everyone's with `--all-users`.
+fn each_user_reaches_and_lists_their_own(
+    (me, my_id): (&Desk, &str),
+    (other, their_id): (&Desk, &str),
+    profile: &str,
+    mine: &str,
+    theirs: &str,
+) {
+    // Each user's profile name reaches their own container (the hostname is its id).
+    for (desk, id) in [(me, my_id), (other, their_id)] {
+        let run = desk.run(&["exec", profile, "--", "cat", "/etc/hostname"], &[]);
+        assert_eq!(run.code, 0, "{run}");
+        assert_eq!(run.stdout.trim(), &id[..12], "{run}");
+    }
+    // A plain `up` again meets the user's own container.
+    let run = other.run(&["up", profile, "--pull", "never"], &[]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stderr.contains("already running"), "{run}");
+
+    // `ps` shows each their own; `--all-users` both, with the owner.
+    let listed = other.run(&["ps", "--json"], &[]);
+    assert_eq!(listed.code, 0, "{listed}");
+    let listed = names(&listed.json());
+    assert!(
+        listed.iter().any(|name| name == theirs) && !listed.iter().any(|name| name == mine),
+        "{listed:?}"
+    );
+    let everyone = other.run(&["ps", "--all-users", "--json"], &[]);
+    let everyone = everyone.json();
+    let rows = everyone["containers"].as_array().unwrap();
+    let owner_of = |name: &str| {
+        rows.iter()
+            .find(|row| row["name"] == name)
+            .map(|row| row["owner"].clone())
+    };
+    assert_eq!(owner_of(theirs), Some(Value::from(OTHER_UID.to_string())));
+    assert!(owner_of(mine).is_some(), "{everyone:#}");
+    let table = other.run(&["ps", "--all-users"], &[]);
+    assert!(table.stdout.starts_with("OWNER"), "{table}");
+    // `stats` likewise: the user's own, or with `--all-users` everyone's.
+    let sampled = |arguments: &[&str]| {
+        let run = other.run(arguments, &[]);
+        assert_eq!(run.code, 0, "{run}");
+        let snapshot = run.json();
+        snapshot["containers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{run}"))
+            .iter()
+            .map(|row| row["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let own = sampled(&["stats", "--once", "--json"]);
+    assert!(
+        own.iter().any(|name| name == theirs) && !own.iter().any(|name| name == mine),
+        "{own:?}"
+    );
+    let all = sampled(&["stats", "--once", "--json", "--all-users"]);
+    assert!(
+        all.iter().any(|name| name == theirs) && all.iter().any(|name| name == mine),
+        "{all:?}"
+    );
+}
+
+/// The other user names the first user's container: refused, whatever the command, and
+/// the container is still the one the first user made.
+fn the_other_user_is_refused_the_first_users_container(
+    other: &Desk,
+    profile: &str,
+    mine: &str,
+    my_id: &str,
+) {
+    // The other user names the first user's container: refused, whatever the command.
+    let owner = label(mine, "envctl.user");
+    for arguments in [
+        vec![
+            "up",
+            profile,
+            "--name",
+            mine,
+            "--recreate",
+            "--pull",
+            "never",
+        ],
+        vec!["down", mine, "--rm"],
+        vec!["exec", mine, "--", "true"],
+        vec!["logs", mine],
+    ] {
+        let run = other.run(&arguments, &[]);
+        assert_eq!(run.code, 1, "{arguments:?}:\n{run}");
+        assert!(
+            run.stderr
+                .contains(&format!("error: container `{mine}` belongs to {owner}")),
+            "{arguments:?}:\n{run}"
+        );
+    }
+    assert_eq!(
+        container_id(mine),
+        my_id,
+        "the first user's container was replaced"
+    );
+}
+
 #[test]
 fn two_users_run_one_profile_side_by_side_and_never_touch_each_other() {
     if !require_daemon() || !can_switch_users("two_users_run_one_profile_side_by_side") {
@@ -170,16 +289,7 @@ fn two_users_run_one_profile_side_by_side_and_never_touch_each_other() {
     let other = Desk::new(Some(OTHER_UID), &[(&profile, &text)]);
     // A `getent` on PATH that would name the uid `alice`, and `USER=alice`: neither is
     // asked; the uid is in no database, so its name is its number.
-    let planted = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(planted.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let getent = planted.path().join("getent");
-    std::fs::write(
-        &getent,
-        format!("#!/bin/sh\necho 'alice:x:{OTHER_UID}:{OTHER_UID}::/home/alice:/bin/sh'\n"),
-    )
-    .unwrap();
-    std::fs::set_permissions(&getent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let planted_path = format!("{}:/usr/local/bin:/usr/bin:/bin", planted.path().display());
+    let (_planted, planted_path) = plant_a_getent_naming_alice();
     let hostile = [("PATH", planted_path.as_str()), ("USER", "alice")];
 
     // Both users start the same profile at the same moment: both get a container, one
@@ -206,83 +316,15 @@ fn two_users_run_one_profile_side_by_side_and_never_touch_each_other() {
     let my_id = container_id(&mine);
     let their_id = container_id(&theirs);
 
-    // Each user's profile name reaches their own container (the hostname is its id).
-    for (desk, id) in [(&me, &my_id), (&other, &their_id)] {
-        let run = desk.run(&["exec", &profile, "--", "cat", "/etc/hostname"], &[]);
-        assert_eq!(run.code, 0, "{run}");
-        assert_eq!(run.stdout.trim(), &id[..12], "{run}");
-    }
-    // A plain `up` again meets the user's own container.
-    let run = other.run(&["up", &profile, "--pull", "never"], &[]);
-    assert_eq!(run.code, 0, "{run}");
-    assert!(run.stderr.contains("already running"), "{run}");
-
-    // `ps` shows each their own; `--all-users` both, with the owner.
-    let listed = other.run(&["ps", "--json"], &[]);
-    assert_eq!(listed.code, 0, "{listed}");
-    let listed = names(&listed.json());
-    assert!(
-        listed.contains(&theirs) && !listed.contains(&mine),
-        "{listed:?}"
+    each_user_reaches_and_lists_their_own(
+        (&me, &my_id),
+        (&other, &their_id),
+        &profile,
+        &mine,
+        &theirs,
     );
-    let everyone = other.run(&["ps", "--all-users", "--json"], &[]);
-    let everyone = everyone.json();
-    let rows = everyone["containers"].as_array().unwrap();
-    let owner_of = |name: &str| {
-        rows.iter()
-            .find(|row| row["name"] == name)
-            .map(|row| row["owner"].clone())
-    };
-    assert_eq!(owner_of(&theirs), Some(Value::from(OTHER_UID.to_string())));
-    assert!(owner_of(&mine).is_some(), "{everyone:#}");
-    let table = other.run(&["ps", "--all-users"], &[]);
-    assert!(table.stdout.starts_with("OWNER"), "{table}");
-    // `stats` likewise: the user's own, or with `--all-users` everyone's.
-    let sampled = |arguments: &[&str]| {
-        let run = other.run(arguments, &[]);
-        assert_eq!(run.code, 0, "{run}");
-        let snapshot = run.json();
-        snapshot["containers"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{run}"))
-            .iter()
-            .map(|row| row["name"].as_str().unwrap().to_string())
-            .collect::<Vec<_>>()
-    };
-    let own = sampled(&["stats", "--once", "--json"]);
-    assert!(own.contains(&theirs) && !own.contains(&mine), "{own:?}");
-    let all = sampled(&["stats", "--once", "--json", "--all-users"]);
-    assert!(all.contains(&theirs) && all.contains(&mine), "{all:?}");
 
-    // The other user names the first user's container: refused, whatever the command.
-    let owner = label(&mine, "envctl.user");
-    for arguments in [
-        vec![
-            "up",
-            profile.as_str(),
-            "--name",
-            mine.as_str(),
-            "--recreate",
-            "--pull",
-            "never",
-        ],
-        vec!["down", mine.as_str(), "--rm"],
-        vec!["exec", mine.as_str(), "--", "true"],
-        vec!["logs", mine.as_str()],
-    ] {
-        let run = other.run(&arguments, &[]);
-        assert_eq!(run.code, 1, "{arguments:?}:\n{run}");
-        assert!(
-            run.stderr
-                .contains(&format!("error: container `{mine}` belongs to {owner}")),
-            "{arguments:?}:\n{run}"
-        );
-    }
-    assert_eq!(
-        container_id(&mine),
-        my_id,
-        "the first user's container was replaced"
-    );
+    the_other_user_is_refused_the_first_users_container(&other, &profile, &mine, &my_id);
 
     // `down --rm` with no TARGET, from an unrelated folder: the user's own only.
     let elsewhere = Desk::new(Some(OTHER_UID), &[]);

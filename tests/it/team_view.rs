@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::remote_daemons::{CERTIFICATES, TLS_ENDPOINT, Way, dockerd2, envctl, free_port};
-use crate::support::cli::Envctl;
+use crate::support::cli::{Envctl, Run};
 use crate::support::docker::{TEST_LABEL, unique_name};
 
 /// A container of a made-up profile (so it counts as envctl's) that sleeps, started with
@@ -140,6 +140,50 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     let took = started.elapsed();
     assert_eq!(json.code, 0, "{json}");
     assert!(took < Duration::from_secs(20), "took {took:?}: {json}");
+    the_json_has_each_host_and_container_under_it(
+        &engine,
+        &json,
+        &profile,
+        &local_name,
+        &remote_name,
+    );
+    let table = the_table_has_a_row_per_container_under_its_host(
+        folder.path(),
+        &way,
+        &stopped,
+        &local_name,
+        &remote_name,
+    );
+    from_another_machine_both_daemons_gpus_are_unknown(folder.path(), &way);
+    assert!(
+        table.stderr.contains(&format!(
+            "warning: host `{stopped}` could not be sampled (hint:"
+        )),
+        "{table}"
+    );
+    // `ps --hosts` reads the same team file.
+    let ps = envctl(folder.path(), &way, &["--json", "ps", "--hosts", "second"]);
+    assert_eq!(ps.code, 0, "{ps}");
+    assert!(
+        ps.json()["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|row| row["host"] == "second" && row["name"] == remote_name.as_str()),
+        "{ps}"
+    );
+}
+
+/// The JSON names each host in the team file's order, the second daemon's GPUs as what its
+/// `/info` decides, the stopped one a row saying why, each container under its own daemon
+/// only, and this machine's stand-in GPUs once, under the local daemon.
+fn the_json_has_each_host_and_container_under_it(
+    engine: &crate::support::engines::TestEngine,
+    json: &Run,
+    profile: &str,
+    local_name: &str,
+    remote_name: &str,
+) {
     let document = json.json();
     assert_eq!(document["schema_version"], 1, "{json}");
     let states = document["hosts"].as_array().unwrap();
@@ -155,7 +199,7 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     // The second daemon's GPUs are this machine's only when it names its host as this
     // one's (`.ci/dockerd2.sh` may give it a UTS namespace and a name of its own): what
     // its `/info` answers decides, never a name written here.
-    let expected = if dockerd2_is_this_machine(&engine) {
+    let expected = if dockerd2_is_this_machine(engine) {
         "this_machine"
     } else {
         "unknown"
@@ -172,17 +216,17 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
             .unwrap_or_else(|| panic!("no {name} on {host}: {json}"))
             .clone()
     };
-    let local_row = row("local", &local_name);
-    let remote_row = row("second", &remote_name);
+    let local_row = row("local", local_name);
+    let remote_row = row("second", remote_name);
     // Each container under its own daemon only.
     assert!(
         !containers
             .iter()
-            .any(|row| row["host"] == "local" && row["name"] == remote_name.as_str()),
+            .any(|row| row["host"] == "local" && row["name"] == remote_name),
         "{json}"
     );
     for row in [&local_row, &remote_row] {
-        assert_eq!(row["profile"], profile.as_str(), "{json}");
+        assert_eq!(row["profile"], profile, "{json}");
         assert_eq!(row["memory_limit_bytes"], 64 * 1024 * 1024, "{json}");
         assert!(row["pids"].as_u64().unwrap() >= 1, "{json}");
     }
@@ -190,11 +234,20 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     let gpus = document["gpus"].as_array().unwrap();
     assert_eq!(gpus.len(), 8, "{json}");
     assert!(gpus.iter().all(|gpu| gpu["host"] == "local"), "{json}");
-    // The table: a HOST column, a row per container under its host, the stopped host a
-    // row that says why, the other machine's GPUs a row saying they are not read here.
+}
+
+/// The table: a HOST column, a row per container under its host, the stopped host a row
+/// that says why. Returns the run, whose stderr the test reads last.
+fn the_table_has_a_row_per_container_under_its_host(
+    folder: &Path,
+    way: &Way,
+    stopped: &str,
+    local_name: &str,
+    remote_name: &str,
+) -> Run {
     let table = envctl(
-        folder.path(),
-        &way,
+        folder,
+        way,
         &[
             "stats",
             "--hosts",
@@ -208,13 +261,13 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
     assert!(
         lines
             .iter()
-            .any(|line| line.starts_with("second ") && line.contains(&remote_name)),
+            .any(|line| line.starts_with("second ") && line.contains(remote_name)),
         "{table}"
     );
     assert!(
         lines
             .iter()
-            .any(|line| line.starts_with("local ") && line.contains(&local_name)),
+            .any(|line| line.starts_with("local ") && line.contains(local_name)),
         "{table}"
     );
     assert!(
@@ -224,9 +277,13 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
                 && line.contains("unreachable: nothing answers at")),
         "{table}"
     );
-    // From another machine (a UTS namespace named `envctl-laptop`), both daemons are
-    // another machine's: their GPUs are unknown, never this machine's stand-in ones.
-    let far = Envctl::on_a_laptop(folder.path(), None)
+    table
+}
+
+/// From another machine (a UTS namespace named `envctl-laptop`), both daemons are
+/// another machine's: their GPUs are unknown, never this machine's stand-in ones.
+fn from_another_machine_both_daemons_gpus_are_unknown(folder: &Path, way: &Way) {
+    let far = Envctl::on_a_laptop(folder, None)
         .args(["--json", "stats", "--hosts", "local,second", "--once"])
         .envs(way.variables.iter().map(|(key, value)| (key, value)))
         .timeout(Duration::from_secs(60))
@@ -246,23 +303,6 @@ fn stats_hosts_shows_every_daemon_and_says_why_one_cannot_be() {
             .iter()
             .all(|gpu| gpu["uuid"].is_null() || gpu["uuid"].as_str().is_none()),
         "{far}"
-    );
-    assert!(
-        table.stderr.contains(&format!(
-            "warning: host `{stopped}` could not be sampled (hint:"
-        )),
-        "{table}"
-    );
-    // `ps --hosts` reads the same team file.
-    let ps = envctl(folder.path(), &way, &["--json", "ps", "--hosts", "second"]);
-    assert_eq!(ps.code, 0, "{ps}");
-    assert!(
-        ps.json()["containers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|row| row["host"] == "second" && row["name"] == remote_name.as_str()),
-        "{ps}"
     );
 }
 
@@ -434,79 +474,132 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
         "unix:///var/run/docker.sock,{TLS_ENDPOINT},{},{stopped}",
         forwarder.endpoint
     );
-    let mut command = Envctl::in_folder(folder.path()).command();
-    command
-        .args([
-            "--json",
-            "stats",
-            "--all",
-            "--interval",
-            "1s",
-            "--hosts",
-            &hosts,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    for (key, value) in team_variables() {
-        command.env(key, value);
+    let stream = Stream::start(folder.path(), &hosts);
+    every_host_answers_with_its_rows(
+        &stream,
+        &local_name,
+        &remote_name,
+        &forwarder.endpoint,
+        &stopped,
+    );
+    // The forwarded daemon goes away.
+    a_killed_forwarder_becomes_an_unreachable_row(
+        &stream,
+        &mut forwarder,
+        &local_name,
+        &remote_name,
+    );
+    drop(stream);
+    the_table_streams_with_a_row_per_host(folder.path(), &stopped, &local_name, &remote_name);
+}
+
+/// The envctl that streams `stats --json` lines (killed on drop) and the lines it wrote,
+/// each with when it came.
+struct Stream {
+    received: std::sync::mpsc::Receiver<(Instant, serde_json::Value)>,
+    _envctl: Killed,
+}
+
+/// A child process killed (and waited for) on drop.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
-    let mut child = command.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (lines, received) = std::sync::mpsc::channel::<(Instant, serde_json::Value)>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            let document: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if lines.send((Instant::now(), document)).is_err() {
-                return;
+}
+
+impl Stream {
+    /// Starts `stats --json --all --interval 1s --hosts HOSTS` in `folder`, its lines read
+    /// by a thread of their own.
+    fn start(folder: &Path, hosts: &str) -> Stream {
+        let mut command = Envctl::in_folder(folder).command();
+        command
+            .args([
+                "--json",
+                "stats",
+                "--all",
+                "--interval",
+                "1s",
+                "--hosts",
+                hosts,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (key, value) in team_variables() {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (lines, received) = std::sync::mpsc::channel::<(Instant, serde_json::Value)>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let document: serde_json::Value = serde_json::from_str(&line).unwrap();
+                if lines.send((Instant::now(), document)).is_err() {
+                    return;
+                }
             }
-        }
-    });
-    struct Killed(Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
+        });
+        Stream {
+            received,
+            _envctl: Killed(child),
         }
     }
-    let _envctl = Killed(child);
-    let host = |document: &serde_json::Value, name: &str| {
-        document["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|state| state["host"] == name)
-            .unwrap_or_else(|| panic!("no host {name}: {document}"))
-            .clone()
-    };
-    let has = |document: &serde_json::Value, name: &str, container: &str| {
-        document["containers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|row| row["host"] == name && row["name"] == container)
-    };
-    let next = |limit: Duration| {
-        received
+
+    /// The next line, within `limit`.
+    fn next(&self, limit: Duration) -> (Instant, serde_json::Value) {
+        self.received
             .recv_timeout(limit)
             .unwrap_or_else(|error| panic!("no line within {limit:?}: {error}"))
-    };
-    // Every host answered: its rows under it.
+    }
+}
+
+/// The state of host `name` in a `stats --json` line.
+fn host_state(document: &serde_json::Value, name: &str) -> serde_json::Value {
+    document["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|state| state["host"] == name)
+        .unwrap_or_else(|| panic!("no host {name}: {document}"))
+        .clone()
+}
+
+/// Whether a `stats --json` line has a row for `container` under host `name`.
+fn has_row(document: &serde_json::Value, name: &str, container: &str) -> bool {
+    document["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|row| row["host"] == name && row["name"] == container)
+}
+
+/// Every host answered: its rows under it (never under another daemon), and the stopped
+/// endpoint a row with its error's kind and cause.
+fn every_host_answers_with_its_rows(
+    stream: &Stream,
+    local_name: &str,
+    remote_name: &str,
+    forwarder_endpoint: &str,
+    stopped: &str,
+) {
     let started = Instant::now();
-    let mut document = next(Duration::from_secs(30)).1;
-    while !(has(&document, "unix:///var/run/docker.sock", &local_name)
-        && has(&document, TLS_ENDPOINT, &remote_name)
-        && has(&document, &forwarder.endpoint, &remote_name))
+    let mut document = stream.next(Duration::from_secs(30)).1;
+    while !(has_row(&document, "unix:///var/run/docker.sock", local_name)
+        && has_row(&document, TLS_ENDPOINT, remote_name)
+        && has_row(&document, forwarder_endpoint, remote_name))
     {
         assert!(started.elapsed() < Duration::from_secs(30), "{document}");
-        document = next(Duration::from_secs(10)).1;
+        document = stream.next(Duration::from_secs(10)).1;
     }
     assert_eq!(document["schema_version"], 1, "{document}");
     assert!(
-        !has(&document, "unix:///var/run/docker.sock", &remote_name),
+        !has_row(&document, "unix:///var/run/docker.sock", remote_name),
         "{document}"
     );
-    let refused = host(&document, &stopped);
+    let refused = host_state(&document, stopped);
     assert_eq!(refused["reachable"], false, "{document}");
     assert_eq!(refused["error_kind"], "connection_refused", "{document}");
     // The error with its cause: `nothing answers at …: <the OS's word>`.
@@ -514,12 +607,21 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
         refused["error"].as_str().unwrap().contains("): "),
         "{document}"
     );
-    // The forwarded daemon goes away.
+}
+
+/// Once the forwarder is killed, its host becomes unreachable with the cause within its
+/// deadline, while a line keeps coming every interval with the other hosts' rows.
+fn a_killed_forwarder_becomes_an_unreachable_row(
+    stream: &Stream,
+    forwarder: &mut Forwarder,
+    local_name: &str,
+    remote_name: &str,
+) {
     forwarder.kill();
     let killed = Instant::now();
     let mut previous = killed;
     loop {
-        let (at, document) = next(Duration::from_secs(5));
+        let (at, document) = stream.next(Duration::from_secs(5));
         // A slow or lost host never holds the others' lines up.
         assert!(
             at.duration_since(previous) < Duration::from_secs(3),
@@ -527,12 +629,12 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
             at.duration_since(previous)
         );
         previous = at;
-        assert!(has(&document, TLS_ENDPOINT, &remote_name), "{document}");
+        assert!(has_row(&document, TLS_ENDPOINT, remote_name), "{document}");
         assert!(
-            has(&document, "unix:///var/run/docker.sock", &local_name),
+            has_row(&document, "unix:///var/run/docker.sock", local_name),
             "{document}"
         );
-        let gone = host(&document, &forwarder.endpoint);
+        let gone = host_state(&document, &forwarder.endpoint);
         if gone["reachable"] == false {
             let error = gone["error"].as_str().unwrap();
             assert!(
@@ -541,7 +643,7 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
             );
             assert!(gone["error_kind"].as_str().is_some(), "{document}");
             assert!(
-                !has(&document, &forwarder.endpoint, &remote_name),
+                !has_row(&document, &forwarder.endpoint, remote_name),
                 "{document}"
             );
             break;
@@ -552,9 +654,16 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
             killed.elapsed()
         );
     }
-    drop(_envctl);
-    // The table streams too: a HOST column, each host's rows, the stopped one saying why.
-    let table = Envctl::in_folder(folder.path())
+}
+
+/// The table streams too: a HOST column, each host's rows, the stopped one saying why.
+fn the_table_streams_with_a_row_per_host(
+    folder: &Path,
+    stopped: &str,
+    local_name: &str,
+    remote_name: &str,
+) {
+    let table = Envctl::in_folder(folder)
         .envs(team_variables())
         .timeout(Duration::from_secs(60))
         .args([
@@ -581,12 +690,12 @@ fn stats_hosts_streams_and_a_daemon_that_goes_away_becomes_a_row() {
     assert!(
         last.lines()
             .any(|line| line.starts_with("unix:///var/run/docker.sock ")
-                && line.contains(&local_name)),
+                && line.contains(local_name)),
         "{table}"
     );
     assert!(
         last.lines().any(
-            |line| line.starts_with(&format!("{TLS_ENDPOINT} ")) && line.contains(&remote_name)
+            |line| line.starts_with(&format!("{TLS_ENDPOINT} ")) && line.contains(remote_name)
         ),
         "{table}"
     );

@@ -13,7 +13,8 @@ use std::time::Duration;
 use crate::placement::Machine;
 use crate::remote_daemons::{SOCKET, dockerd2, free_port};
 use crate::support::cli::{Envctl, Run};
-use crate::support::docker::{ContainerGuard, docker_stdout, test_image, unique_name};
+use crate::support::docker::{ContainerGuard, TEST_LABEL, docker_stdout, test_image, unique_name};
+use crate::support::server::{Fixture, FixtureProcess, Server};
 
 const LOCAL: &str = "unix:///var/run/docker.sock";
 
@@ -232,9 +233,60 @@ fn up_hosts_prefers_the_image_present_and_starts_it_there() {
 /// each server's reason, and nothing is made.
 #[test]
 fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
-    use crate::support::docker::TEST_LABEL;
-    use crate::support::server::{Fixture, FixtureProcess, Server};
     let test = "up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon";
+    let Some(team) = set_up_team(test) else {
+        return;
+    };
+    // A laptop's doctor leaves `busy` a GPU record (its GPUs, no processes).
+    let doctor = team.laptop(Some(team.busy.host()), &["doctor", &team.name]);
+    assert!(
+        team.busy
+            .docker(&["volume", "inspect", "envctl-gpus"])
+            .status
+            .success(),
+        "no record on busy: {doctor}"
+    );
+
+    a_dry_run_judges_busy_by_its_record_and_probes_nothing(&team);
+    let probed = two_gpus_go_to_roomy_counted_by_a_probe(&team);
+    four_gpus_fit_nowhere_and_every_reason_is_named(&team, probed);
+}
+
+/// Three servers of the test's own, each with the GPUs it holds, and the laptop's project
+/// folder with the two profiles and the team file naming them.
+struct Team {
+    full: Server,
+    busy: Server,
+    roomy: Server,
+    roomy_fixture: Fixture,
+    folder: tempfile::TempDir,
+    /// The `gpus = 2` profile.
+    name: String,
+    /// The `gpus = 4` profile.
+    wide: String,
+}
+
+impl Team {
+    /// envctl on a laptop, against `DOCKER_HOST` when one is given.
+    fn laptop(&self, docker_host: Option<String>, arguments: &[&str]) -> Run {
+        let laptop = Envctl::on_a_laptop(self.folder.path(), None)
+            .env(
+                "ENVCTL_NVML_LIBRARY",
+                self.folder.path().join("no-nvml-here.so"),
+            )
+            .args(arguments)
+            .timeout(Duration::from_secs(180));
+        match docker_host {
+            Some(docker_host) => laptop.daemon(&docker_host),
+            None => laptop,
+        }
+        .run()
+    }
+}
+
+/// Starts `full` (both GPUs held), `busy` (GPUs 0–1 held, GPU 2 running a process of no
+/// container holding it) and `roomy` (GPU 0 held), and writes the laptop's project.
+fn set_up_team(test: &str) -> Option<Team> {
     let full_fixture = Fixture::gpus(
         "f0f0f0f0",
         2,
@@ -259,15 +311,9 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
         "550.54.15",
         "12.4",
     );
-    let Some(full) = Server::start(test, "gpu-full", Some(&full_fixture)) else {
-        return;
-    };
-    let Some(busy) = Server::start(test, "gpu-busy", Some(&busy_fixture)) else {
-        return;
-    };
-    let Some(roomy) = Server::start(test, "gpu-roomy", Some(&roomy_fixture)) else {
-        return;
-    };
+    let full = Server::start(test, "gpu-full", Some(&full_fixture))?;
+    let busy = Server::start(test, "gpu-busy", Some(&busy_fixture))?;
+    let roomy = Server::start(test, "gpu-roomy", Some(&roomy_fixture))?;
     let image = full.load_test_image();
     busy.load_test_image();
     roomy.load_test_image();
@@ -316,31 +362,23 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
         ),
     )
     .unwrap();
-    // envctl on a laptop, against `DOCKER_HOST` when one is given.
-    let laptop = |docker_host: Option<String>, arguments: &[&str]| {
-        let laptop = Envctl::on_a_laptop(folder.path(), None)
-            .env("ENVCTL_NVML_LIBRARY", folder.path().join("no-nvml-here.so"))
-            .args(arguments)
-            .timeout(Duration::from_secs(180));
-        match docker_host {
-            Some(docker_host) => laptop.daemon(&docker_host),
-            None => laptop,
-        }
-        .run()
-    };
-    // A laptop's doctor leaves `busy` a GPU record (its GPUs, no processes).
-    let doctor = laptop(Some(busy.host()), &["doctor", &name]);
-    assert!(
-        busy.docker(&["volume", "inspect", "envctl-gpus"])
-            .status
-            .success(),
-        "no record on busy: {doctor}"
-    );
+    Some(Team {
+        full,
+        busy,
+        roomy,
+        roomy_fixture,
+        folder,
+        name,
+        wide,
+    })
+}
 
-    // A dry run makes no probe where a record tells the GPUs: `busy` is judged by its
-    // record, which knows no process (GPU 2 counts free there), and says so.
+/// A dry run makes no probe where a record tells the GPUs: `busy` is judged by its record,
+/// which knows no process (GPU 2 counts free there), and says so.
+fn a_dry_run_judges_busy_by_its_record_and_probes_nothing(team: &Team) {
+    let Team { busy, name, .. } = team;
     let since = crate::remote_facts::moment();
-    let dry = laptop(None, &["up", &name, "--hosts", "@team", "--dry-run"]);
+    let dry = team.laptop(None, &["up", name, "--hosts", "@team", "--dry-run"]);
     assert_eq!(dry.code, 0, "{dry}");
     assert!(
         host_line(&dry, "busy").contains(
@@ -349,9 +387,22 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
         "{dry}"
     );
     assert!(host_line(&dry, "roomy").contains(": chosen: "), "{dry}");
-    assert_eq!(crate::remote_facts::probes_since(&busy, &since), 0, "{dry}");
+    assert_eq!(crate::remote_facts::probes_since(busy, &since), 0, "{dry}");
+}
 
-    let run = laptop(None, &["up", &name, "--hosts", "@team"]);
+/// The `gpus = 2` profile goes to `roomy`, every host says why, and the container there is
+/// given two GPUs none of whose holders or processes were there; nothing is made elsewhere.
+/// Returns what a host's line says of a count seen by a probe.
+fn two_gpus_go_to_roomy_counted_by_a_probe(team: &Team) -> &'static str {
+    let Team {
+        full,
+        busy,
+        roomy,
+        roomy_fixture,
+        name,
+        ..
+    } = team;
+    let run = team.laptop(None, &["up", name, "--hosts", "@team"]);
     assert_eq!(run.code, 0, "{run}");
     let probed = "(seen by a probe through its daemon)";
     let line = host_line(&run, "full");
@@ -392,7 +443,7 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
             "{uuid} is not one of roomy's free GPUs: {run}"
         );
     }
-    for server in [&full, &busy] {
+    for server in [full, busy] {
         assert_eq!(
             server
                 .docker_ok(&["ps", "-aq", "--filter", "label=envctl.profile"])
@@ -401,9 +452,20 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
             "{run}"
         );
     }
+    probed
+}
 
-    // Four GPUs fit nowhere now (roomy's two others are taken): one error, every reason.
-    let run = laptop(None, &["up", &wide, "--hosts", "@team"]);
+/// Four GPUs fit nowhere now (roomy's two others are taken): one error naming every
+/// server's reason, nothing made and no probe left behind.
+fn four_gpus_fit_nowhere_and_every_reason_is_named(team: &Team, probed: &str) {
+    let Team {
+        full,
+        busy,
+        roomy,
+        wide,
+        ..
+    } = team;
+    let run = team.laptop(None, &["up", wide, "--hosts", "@team"]);
     assert_eq!(run.code, 1, "{run}");
     assert!(
         run.stderr.contains(&format!(
@@ -432,7 +494,7 @@ fn up_hosts_from_a_laptop_counts_each_servers_free_gpus_through_its_daemon() {
             "no `{said}`: {run}"
         );
     }
-    for server in [&full, &busy, &roomy] {
+    for server in [full, busy, roomy] {
         assert_eq!(
             server
                 .docker_ok(&["ps", "-aq", "--filter", &format!("name=envctl-{wide}")])

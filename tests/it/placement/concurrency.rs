@@ -68,14 +68,50 @@ fn four_concurrent_ups_never_share_a_gpu() {
         .map(|name| podman.container_guard(format!("envctl-{name}")))
         .collect();
     let containers: Vec<String> = names.iter().map(|name| format!("envctl-{name}")).collect();
+    let scene = Scene {
+        podman: &podman,
+        machine: &machine,
+        folder: folder.path(),
+        image: &image,
+        names: &names,
+    };
+    four_ups_take_eight_distinct_gpus(&scene);
+    ps_shows_each_containers_gpus_by_index(&scene);
+    // What Podman records of a CDI device: its nodes, not its name (so other tools'
+    // containers on Podman are seen only through requests they keep, and envctl's by label).
+    let first = format!("envctl-{}", names[0]);
+    let inspected = podman.inspect("container", &first);
+    eprintln!(
+        "Podman HostConfig.Devices: {}, DeviceRequests: {}",
+        inspected["HostConfig"]["Devices"], inspected["HostConfig"]["DeviceRequests"]
+    );
+    let first_uuid = a_stopped_container_keeps_its_pinned_gpus(&scene, &inspected);
+    on_a_full_host_up_meets_a_running_one(&scene);
+    a_fifth_finds_no_room_and_makes_nothing(&scene);
+    recreate_places_afresh_away_from_a_held_gpu(&scene, &containers, &first_uuid);
+}
+
+/// What the four-GPU-user scenario runs against: Podman 5.4, the stand-in machine, the
+/// project folder and its four `gpus = 2` profiles.
+struct Scene<'a> {
+    podman: &'a crate::support::engines::TestEngine,
+    machine: &'a Machine,
+    folder: &'a Path,
+    image: &'a str,
+    names: &'a [String],
+}
+
+/// Four ups at once each get two GPUs, given by the engine as CDI edits of exactly those,
+/// and no GPU twice.
+fn four_ups_take_eight_distinct_gpus(scene: &Scene) {
     // --force: doctor's checks (no NVIDIA driver here) would refuse before placement.
-    let runs = ups_at_once(&podman, folder.path(), &machine, &names, &[]);
+    let runs = ups_at_once(scene.podman, scene.folder, scene.machine, scene.names, &[]);
     let mut taken: Vec<String> = Vec::new();
-    for (name, run) in names.iter().zip(&runs) {
-        assert_eq!(run.code, 0, "[{}] up {name}:\n{run}", podman.name);
+    for (name, run) in scene.names.iter().zip(&runs) {
+        assert_eq!(run.code, 0, "[{}] up {name}:\n{run}", scene.podman.name);
         let report = run.json();
         assert_eq!(report["placement"]["placement"], "free", "{report:#}");
-        let inspected = podman.inspect("container", &format!("envctl-{name}"));
+        let inspected = scene.podman.inspect("container", &format!("envctl-{name}"));
         let label = inspected["Config"]["Labels"]["envctl.gpus"]
             .as_str()
             .unwrap_or_else(|| panic!("no envctl.gpus label: {inspected:#}"))
@@ -89,7 +125,8 @@ fn four_concurrent_ups_never_share_a_gpu() {
         // The engine really gave them: the CDI edits of exactly those GPUs.
         let env = inspected["Config"]["Env"].to_string();
         for uuid in &uuids {
-            let index = machine
+            let index = scene
+                .machine
                 .uuids
                 .iter()
                 .position(|known| known == uuid)
@@ -105,13 +142,21 @@ fn four_concurrent_ups_never_share_a_gpu() {
     distinct.sort();
     distinct.dedup();
     assert_eq!(distinct.len(), 8, "GPUs shared between the four: {taken:?}");
+}
 
-    // `ps` shows each container's GPUs by index.
-    let ps = envctl(folder.path(), &machine, &podman.host, &["ps", "--json"]);
+/// `ps` shows each container's GPUs by index.
+fn ps_shows_each_containers_gpus_by_index(scene: &Scene) {
+    let ps = envctl(
+        scene.folder,
+        scene.machine,
+        &scene.podman.host,
+        &["ps", "--json"],
+    );
     assert_eq!(ps.code, 0, "{ps}");
     let ps = ps.json();
     for row in ps["containers"].as_array().unwrap() {
-        if names
+        if scene
+            .names
             .iter()
             .any(|name| row["name"] == format!("envctl-{name}").as_str())
         {
@@ -125,16 +170,13 @@ fn four_concurrent_ups_never_share_a_gpu() {
             assert!(row["gpu_ids"].as_str().unwrap().contains("GPU-"), "{row:#}");
         }
     }
+}
 
-    // What Podman records of a CDI device: its nodes, not its name (so other tools'
-    // containers on Podman are seen only through requests they keep, and envctl's by label).
-    let first = format!("envctl-{}", names[0]);
-    let inspected = podman.inspect("container", &first);
-    eprintln!(
-        "Podman HostConfig.Devices: {}, DeviceRequests: {}",
-        inspected["HostConfig"]["Devices"], inspected["HostConfig"]["DeviceRequests"]
-    );
-
+/// A stopped container keeps its pinned GPUs: while another holds one of them, `up` does
+/// not start it again; once that one is gone, it does. `inspected` is its inspection
+/// before it stopped. Returns the first of its GPUs.
+fn a_stopped_container_keeps_its_pinned_gpus(scene: &Scene, inspected: &Value) -> String {
+    let first = format!("envctl-{}", scene.names[0]);
     // A stopped container keeps its pinned GPUs: while another holds one of them, `up`
     // does not start it again; once that one is gone, it does.
     let first_gpus = inspected["Config"]["Labels"]["envctl.gpus"]
@@ -143,10 +185,12 @@ fn four_concurrent_ups_never_share_a_gpu() {
         .trim_start_matches("devices=")
         .to_string();
     let first_uuid = first_gpus.split(',').next().unwrap().to_string();
-    podman.docker_stdout(["stop", "-t", "1", first.as_str()]);
+    scene
+        .podman
+        .docker_stdout(["stop", "-t", "1", first.as_str()]);
     let squatter = unique_name("squatter");
-    let _squatter_guard = podman.container_guard(squatter.clone());
-    podman.docker_stdout([
+    let _squatter_guard = scene.podman.container_guard(squatter.clone());
+    scene.podman.docker_stdout([
         "create",
         "--label",
         TEST_LABEL,
@@ -154,13 +198,13 @@ fn four_concurrent_ups_never_share_a_gpu() {
         &format!("envctl.gpus=devices={first_uuid}"),
         "--name",
         &squatter,
-        &image,
+        scene.image,
     ]);
     let blocked = envctl(
-        folder.path(),
-        &machine,
-        &podman.host,
-        &["up", &names[0], "--force"],
+        scene.folder,
+        scene.machine,
+        &scene.podman.host,
+        &["up", &scene.names[0], "--force"],
     );
     assert_eq!(blocked.code, 1, "{blocked}");
     assert!(
@@ -173,36 +217,42 @@ fn four_concurrent_ups_never_share_a_gpu() {
         blocked.stderr.contains("also on: GPU ") && blocked.stderr.contains(&squatter),
         "{blocked}"
     );
-    let stopped = podman.inspect("container", &first);
+    let stopped = scene.podman.inspect("container", &first);
     assert_eq!(stopped["State"]["Running"], false, "{blocked}");
-    podman.docker_stdout(["rm", "-f", squatter.as_str()]);
+    scene.podman.docker_stdout(["rm", "-f", squatter.as_str()]);
     let again = envctl(
-        folder.path(),
-        &machine,
-        &podman.host,
-        &["up", &names[0], "--force"],
+        scene.folder,
+        scene.machine,
+        &scene.podman.host,
+        &["up", &scene.names[0], "--force"],
     );
     assert_eq!(again.code, 0, "{again}");
     assert!(again.stderr.contains("started the existing"), "{again}");
 
-    // On a full host, `up` of a running one meets it rather than placing it again.
+    first_uuid
+}
+
+/// On a full host, `up` of a running one meets it rather than placing it again.
+fn on_a_full_host_up_meets_a_running_one(scene: &Scene) {
     let met = envctl(
-        folder.path(),
-        &machine,
-        &podman.host,
-        &["up", &names[1], "--force"],
+        scene.folder,
+        scene.machine,
+        &scene.podman.host,
+        &["up", &scene.names[1], "--force"],
     );
     assert_eq!(met.code, 0, "{met}");
     assert!(met.stderr.contains("already running"), "{met}");
+}
 
-    // A fifth finds no room, and makes nothing.
+/// A fifth finds no room, and makes nothing.
+fn a_fifth_finds_no_room_and_makes_nothing(scene: &Scene) {
     let fifth = unique_name("place");
-    let fifth_folder = project(&image, &[(&fifth, "gpus = 1\n")]);
-    let _fifth_guard = podman.container_guard(format!("envctl-{fifth}"));
+    let fifth_folder = project(scene.image, &[(&fifth, "gpus = 1\n")]);
+    let _fifth_guard = scene.podman.container_guard(format!("envctl-{fifth}"));
     let refused = envctl(
         fifth_folder.path(),
-        &machine,
-        &podman.host,
+        scene.machine,
+        &scene.podman.host,
         &["up", &fifth, "--force"],
     );
     assert_eq!(refused.code, 1, "{refused}");
@@ -213,16 +263,25 @@ fn four_concurrent_ups_never_share_a_gpu() {
         "{refused}"
     );
     assert!(
-        !podman.container_exists(&format!("envctl-{fifth}")),
+        !scene.podman.container_exists(&format!("envctl-{fifth}")),
         "{refused}"
     );
+}
 
-    // `up --recreate` of a changed profile places the new container afresh: with one of
-    // the old one's GPUs held by another container now, the new one avoids it.
-    podman.docker_stdout(["rm", "-f", containers[3].as_str()]);
+/// `up --recreate` of a changed profile places the new container afresh: with one of the
+/// old one's GPUs held by another container now, the new one avoids it.
+fn recreate_places_afresh_away_from_a_held_gpu(
+    scene: &Scene,
+    containers: &[String],
+    first_uuid: &str,
+) {
+    let first = format!("envctl-{}", scene.names[0]);
+    scene
+        .podman
+        .docker_stdout(["rm", "-f", containers[3].as_str()]);
     let squatter = unique_name("squatter");
-    let _squatter_guard = podman.container_guard(squatter.clone());
-    podman.docker_stdout([
+    let _squatter_guard = scene.podman.container_guard(squatter.clone());
+    scene.podman.docker_stdout([
         "create",
         "--label",
         TEST_LABEL,
@@ -230,34 +289,37 @@ fn four_concurrent_ups_never_share_a_gpu() {
         &format!("envctl.gpus=devices={first_uuid}"),
         "--name",
         &squatter,
-        &image,
+        scene.image,
     ]);
     std::fs::write(
-        folder
-            .path()
+        scene
+            .folder
             .join("envctl")
-            .join(format!("{}.toml", names[0])),
-        format!("image = \"{image}\"\ngpus = 2\nenv = {{ CHANGED = \"1\" }}\n"),
+            .join(format!("{}.toml", scene.names[0])),
+        format!(
+            "image = \"{}\"\ngpus = 2\nenv = {{ CHANGED = \"1\" }}\n",
+            scene.image
+        ),
     )
     .unwrap();
     let recreated = envctl(
-        folder.path(),
-        &machine,
-        &podman.host,
-        &["up", &names[0], "--force", "--recreate"],
+        scene.folder,
+        scene.machine,
+        &scene.podman.host,
+        &["up", &scene.names[0], "--force", "--recreate"],
     );
     assert_eq!(recreated.code, 0, "{recreated}");
     assert!(
         recreated.stderr.contains("recreated and started"),
         "{recreated}"
     );
-    let now = podman.inspect("container", &first);
+    let now = scene.podman.inspect("container", &first);
     let label = now["Config"]["Labels"]["envctl.gpus"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(
-        !label.contains(&first_uuid),
+        !label.contains(first_uuid),
         "placed on the held GPU again: {label}\n{recreated}"
     );
     assert_eq!(

@@ -152,6 +152,90 @@ fn lock_pins_what_the_remote_daemon_pulls() {
     }
 }
 
+/// The reference for `host`: the names of envctl's containers there, as the docker CLI
+/// lists them (through a context or `-H`).
+fn docker_cli_lists_envctl_containers(
+    host: &str,
+    config: &Path,
+    path: std::ffi::OsString,
+) -> std::process::Output {
+    let mut cli = Command::new("docker");
+    cli.env("DOCKER_CONFIG", config)
+        .env("PATH", path)
+        .env_remove("DOCKER_HOST")
+        .env_remove("DOCKER_CONTEXT");
+    if host.contains("://") {
+        cli.args(["-H", host]);
+    } else {
+        cli.args(["--context", host]);
+    }
+    cli.args([
+        "ps",
+        "--filter",
+        "label=envctl.profile",
+        "--format",
+        "{{.Names}}",
+    ])
+    .output()
+    .unwrap()
+}
+
+/// The table: a HOST column, the container under both names of the second daemon, each
+/// unreachable host a row saying why with its hint on stderr; bad lists are usage errors.
+fn the_table_has_a_host_column_and_bad_lists_are_usage_errors(
+    folder: &Path,
+    way: &Way,
+    list: &str,
+    context: &str,
+    container: &str,
+    stopped: &str,
+) {
+    // The table: a HOST column, the container under both names of the second daemon,
+    // each unreachable host a row saying why, and its hint on stderr.
+    let table = envctl(folder, way, &["ps", "--all-users", "--hosts", list]);
+    assert_eq!(table.code, 0, "{table}");
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert!(lines[0].starts_with("HOST "), "{table}");
+    for host in [context, "ssh://gpu2"] {
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.starts_with(&format!("{host} ")) && line.contains(container)),
+            "{host}: {table}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with(&format!("{stopped} "))
+                && line.contains("unreachable: nothing answers at")),
+        "{table}"
+    );
+    assert!(
+        table.stderr.contains(&format!(
+            "warning: host `{stopped}` could not be listed (hint:"
+        )),
+        "{table}"
+    );
+    // Bad lists are usage errors, before anything is asked.
+    for bad in [",", &format!("{context},{context}")] {
+        let run = envctl(folder, way, &["ps", "--hosts", bad]);
+        assert_eq!(run.code, 2, "{bad}: {run}");
+    }
+    let run = envctl(
+        folder,
+        way,
+        &[
+            "-H",
+            "unix:///var/run/docker.sock",
+            "ps",
+            "--hosts",
+            context,
+        ],
+    );
+    assert_eq!(run.code, 2, "{run}");
+}
+
 /// `ps --hosts` over the local daemon, the second one through a context (TLS) and over
 /// ssh, one stopped and one that accepts and never answers: one table with a HOST column,
 /// each host's containers as `docker -H` lists them there, the stopped and the silent one
@@ -244,26 +328,7 @@ fn ps_hosts_lists_every_daemon_and_says_why_one_cannot_be() {
         }
         assert!(reachable, "{host}: {json}");
         // The reference: what the docker CLI lists there, of envctl's containers.
-        let mut cli = Command::new("docker");
-        cli.env("DOCKER_CONFIG", config.path())
-            .env("PATH", sshd.path())
-            .env_remove("DOCKER_HOST")
-            .env_remove("DOCKER_CONTEXT");
-        if host.contains("://") {
-            cli.args(["-H", host]);
-        } else {
-            cli.args(["--context", host]);
-        }
-        let cli = cli
-            .args([
-                "ps",
-                "--filter",
-                "label=envctl.profile",
-                "--format",
-                "{{.Names}}",
-            ])
-            .output()
-            .unwrap();
+        let cli = docker_cli_lists_envctl_containers(host, config.path(), sshd.path());
         assert!(cli.status.success(), "{host}: {cli:?}");
         // Only this test's container: other tests make and remove theirs meanwhile.
         let expected: Vec<String> = String::from_utf8_lossy(&cli.stdout)
@@ -282,54 +347,14 @@ fn ps_hosts_lists_every_daemon_and_says_why_one_cannot_be() {
         let on_second = host != "unix:///var/run/docker.sock";
         assert_eq!(names.contains(&container), on_second, "{host}: {json}");
     }
-    // The table: a HOST column, the container under both names of the second daemon,
-    // each unreachable host a row saying why, and its hint on stderr.
-    let table = envctl(
+    the_table_has_a_host_column_and_bad_lists_are_usage_errors(
         folder.path(),
         &way,
-        &["ps", "--all-users", "--hosts", &list],
+        &list,
+        &context,
+        &container,
+        &stopped,
     );
-    assert_eq!(table.code, 0, "{table}");
-    let lines: Vec<&str> = table.stdout.lines().collect();
-    assert!(lines[0].starts_with("HOST "), "{table}");
-    for host in [&context, "ssh://gpu2"] {
-        assert!(
-            lines
-                .iter()
-                .any(|line| line.starts_with(&format!("{host} ")) && line.contains(&container)),
-            "{host}: {table}"
-        );
-    }
-    assert!(
-        lines
-            .iter()
-            .any(|line| line.starts_with(&format!("{stopped} "))
-                && line.contains("unreachable: nothing answers at")),
-        "{table}"
-    );
-    assert!(
-        table.stderr.contains(&format!(
-            "warning: host `{stopped}` could not be listed (hint:"
-        )),
-        "{table}"
-    );
-    // Bad lists are usage errors, before anything is asked.
-    for bad in [",", &format!("{context},{context}")] {
-        let run = envctl(folder.path(), &way, &["ps", "--hosts", bad]);
-        assert_eq!(run.code, 2, "{bad}: {run}");
-    }
-    let run = envctl(
-        folder.path(),
-        &way,
-        &[
-            "-H",
-            "unix:///var/run/docker.sock",
-            "ps",
-            "--hosts",
-            &context,
-        ],
-    );
-    assert_eq!(run.code, 2, "{run}");
     let down = envctl(folder.path(), &Way::tls(), &["down", &profile, "--rm"]);
     assert_eq!(down.code, 0, "{down}");
     drop(silent_listener);

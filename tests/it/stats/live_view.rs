@@ -75,7 +75,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
     let recording = folder.path().join("run.jsonl");
     // A second recorder writes CSV alongside; its file is read once the end is in it.
     let csv = folder.path().join("run.csv");
-    let mut csv_child = envctl()
+    let csv_child = envctl()
         .command()
         .args(["stats", "--interval", "0.3", "--record"])
         .arg(&csv)
@@ -84,11 +84,21 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    json_stdout_and_its_recording_name_the_oom_end(&name, &recording);
+    the_csv_recording_marks_the_end(&csv, csv_child, &name);
+    stats_report_marks_it_on_the_curve_and_the_page(folder.path(), &csv, &recording, &name);
+    ps_and_a_named_stats_say_it_was_oom_killed(&name);
+}
+
+/// `stats --json --record` names the end on stdout: OOM killed, exit 137, a memory
+/// diagnosis at its limit, after samples of its memory growing; the recording keeps the
+/// same line.
+fn json_stdout_and_its_recording_name_the_oom_end(name: &str, recording: &Path) {
     let mut child = envctl()
         .command()
         .args(["stats", "--interval", "0.3", "--json", "--record"])
-        .arg(&recording)
-        .arg(&name)
+        .arg(recording)
+        .arg(name)
         .env("ENVCTL_NVML_LIBRARY", "/nonexistent")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -116,12 +126,12 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|row| row["name"] == name.as_str())
+            .find(|row| row["name"] == name)
         {
             grew.push(row["memory_bytes"].as_u64());
         }
         let ended = snapshot["ended"].as_array().cloned().unwrap_or_default();
-        if ended.iter().any(|end| end["name"] == name.as_str()) {
+        if ended.iter().any(|end| end["name"] == name) {
             break snapshot;
         }
     };
@@ -131,7 +141,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|end| end["name"] == name.as_str())
+        .find(|end| end["name"] == name)
         .unwrap()
         .clone();
     assert_eq!(end["oom_killed"], true, "{end}");
@@ -140,9 +150,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|diagnosis| {
-            diagnosis["id"] == "host-memory-growing" && diagnosis["subject"] == name.as_str()
-        })
+        .find(|diagnosis| diagnosis["id"] == "host-memory-growing" && diagnosis["subject"] == name)
         .unwrap_or_else(|| panic!("no memory diagnosis: {named}"));
     let message = diagnosis["message"].as_str().unwrap();
     assert!(
@@ -159,7 +167,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         "the curve up to it has samples: {grew:?}"
     );
     // The recording keeps it, the same line as stdout's.
-    let recorded = std::fs::read_to_string(&recording).unwrap();
+    let recorded = std::fs::read_to_string(recording).unwrap();
     assert!(
         recorded
             .lines()
@@ -167,18 +175,21 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
                 && line.contains("killed by the OOM killer (exit 137)")),
         "{recorded}"
     );
-    // The CSV recording marks it: an `ended` row at the sample it was seen stopped,
-    // after the rows of its memory growing.
+}
+
+/// The CSV recording marks it: an `ended` row at the sample it was seen stopped, after the
+/// rows of its memory growing.
+fn the_csv_recording_marks_the_end(csv: &Path, mut csv_child: std::process::Child, name: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let csv_text = loop {
-        let text = match std::fs::read_to_string(&csv) {
+        let text = match std::fs::read_to_string(csv) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(error) => panic!("{}: {error}", csv.display()),
         };
         let marked = text
             .lines()
-            .any(|line| line.contains(",ended,") && line.contains(&name));
+            .any(|line| line.contains(",ended,") && line.contains(name));
         if marked || Instant::now() > deadline {
             break text;
         }
@@ -192,7 +203,7 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
     );
     let ended_rows: Vec<&str> = csv_text
         .lines()
-        .filter(|line| line.contains(",ended,") && line.contains(&name))
+        .filter(|line| line.contains(",ended,") && line.contains(name))
         .collect();
     assert_eq!(ended_rows.len(), 1, "one end, named once:\n{csv_text}");
     assert!(
@@ -203,13 +214,21 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
     let curve = csv_text
         .lines()
         .take_while(|line| !line.contains(",ended,"))
-        .filter(|line| line.contains(",container,") && line.contains(&name))
+        .filter(|line| line.contains(",container,") && line.contains(name))
         .count();
     assert!(curve >= 2, "the curve up to it:\n{csv_text}");
-    // `stats report` of either recording marks it on the memory curve; the page names it
-    // in the summary and (made from the CSV, which keeps no diagnoses) the diagnoses.
-    for (source, output) in [(&csv, "csv.svg"), (&recording, "jsonl.svg")] {
-        let svg = folder.path().join(output);
+}
+
+/// `stats report` of either recording marks it on the memory curve; the page names it in
+/// the summary and (made from the CSV, which keeps no diagnoses) the diagnoses.
+fn stats_report_marks_it_on_the_curve_and_the_page(
+    folder: &Path,
+    csv: &Path,
+    recording: &Path,
+    name: &str,
+) {
+    for (source, output) in [(csv, "csv.svg"), (recording, "jsonl.svg")] {
+        let svg = folder.join(output);
         let drawn = envctl()
             .args(["stats", "report"])
             .arg(source)
@@ -229,10 +248,10 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
             "{output}: the legend names it:\n{svg}"
         );
     }
-    let page = folder.path().join("csv.html");
+    let page = folder.join("csv.html");
     let drawn = envctl()
         .args(["stats", "report"])
-        .arg(&csv)
+        .arg(csv)
         .arg("-o")
         .arg(&page)
         .command()
@@ -250,7 +269,10 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         )),
         "{page}"
     );
-    // `ps` says so, in its JSON and its table.
+}
+
+/// `ps` says so, in its JSON and its table, and a named target found stopped says why.
+fn ps_and_a_named_stats_say_it_was_oom_killed(name: &str) {
     let output = envctl()
         .args(["ps", "--all", "--json"])
         .command()
@@ -261,21 +283,21 @@ fn a_container_the_oom_killer_ends_is_named_by_stats_its_recording_and_ps() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|row| row["name"] == name.as_str())
+        .find(|row| row["name"] == name)
         .unwrap_or_else(|| panic!("{listing}"))
         .clone();
     assert_eq!(row["oom_killed"], true, "{row}");
     let table = envctl().args(["ps", "--all"]).command().output().unwrap();
     let table = String::from_utf8(table.stdout).unwrap();
     assert!(
-        table.lines().any(|line| line.contains(&name)
+        table.lines().any(|line| line.contains(name)
             && line.contains("Exited (137)")
             && line.contains("(OOM killed)")),
         "{table}"
     );
     // A named target found stopped says why.
     let once = envctl()
-        .args(["stats", "--once", "--json", &name])
+        .args(["stats", "--once", "--json", name])
         .env("ENVCTL_NVML_LIBRARY", "/nonexistent")
         .command()
         .output()
