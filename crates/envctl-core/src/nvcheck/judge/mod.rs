@@ -475,13 +475,8 @@ fn no_report(view: &View<'_>, expectations: &Expectations<'_>) -> Option<Finding
     )
 }
 
-fn plural(count: usize, word: &str) -> String {
-    if count == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{count} {word}s")
-    }
-}
+// `1 GPU`, `2 GPUs`: the one plural helper, shared with every other message.
+use crate::units::plural;
 
 /// The id convention each section's findings follow (`torch.`/`python.` → PyTorch, …);
 /// a test holds every finding's section to it, so ids stay readable by section.
