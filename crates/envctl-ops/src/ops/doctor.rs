@@ -282,16 +282,7 @@ pub async fn gather_with(
     context: &Context,
 ) -> Facts {
     let library = context.environment.nvml_library();
-    // The endpoint the user chose (`-H`, a context, `DOCKER_HOST`), or, where the choice
-    // failed (the engine's error says why), the variable as it is.
-    let endpoint = match context.daemon() {
-        Ok(choice) => choice.endpoint,
-        Err(_) => context
-            .environment
-            .docker_host()
-            .unwrap_or(crate::engine::DEFAULT_ENDPOINT)
-            .to_string(),
-    };
+    let endpoint = chosen_endpoint(context);
     let probe = Probe {
         root: PathBuf::from("/"),
         path: context.environment.path().map(ToOwned::to_owned),
@@ -310,16 +301,7 @@ pub async fn gather_with(
     let probe_engine = engine.as_ref().ok().cloned();
     let (mut engine_facts, images, engine) = daemon_facts(engine, &endpoint, profiles).await;
     name_the_address(&mut engine_facts, context.daemon());
-    // A panicking probe is a bug; its facts are then reported as missing, not invented.
-    let gpu = gpu_task.await.unwrap_or_else(|_| GpuFacts {
-        library: library.as_deref().map_or_else(
-            || gpu::DEFAULT_LIBRARY.to_string(),
-            |path| path.display().to_string(),
-        ),
-        nvml: LoadOutcome::Unknown {
-            message: "the NVML probe crashed".into(),
-        },
-    });
+    let gpu = gpu_or_crash(gpu_task.await, library.as_deref());
     let (host, host_crashed) = match host_task.await {
         Ok(host) => (host, None),
         Err(error) => (HostFacts::default(), Some(error.to_string())),
@@ -339,48 +321,13 @@ pub async fn gather_with(
         },
         None => gpu,
     };
-    // Free space is only meaningful where the daemon's files are this machine's (Docker
-    // Desktop's are its VM's).
-    let free_bytes = match &engine_facts.state {
-        EngineState::Reachable(daemon) if !daemon.docker_desktop && elsewhere.is_none() => {
-            daemon.docker_root_dir.as_deref().map(|root| {
-                crate::host::free_space(Path::new(root)).map_err(|error| format!("{root}: {error}"))
-            })
-        }
-        _ => None,
-    };
-    // This machine's CDI specs against its /dev: only where the daemon runs here.
+    let free_bytes = daemon_free_bytes(&engine_facts.state, elsewhere.is_some());
     let cdi_stale_nodes = match &elsewhere {
         Some(_) => Vec::new(),
-        None => {
-            let specs: Vec<&str> = host
-                .cdi_specs
-                .iter()
-                .filter(|spec| spec.nvidia_gpus)
-                .map(|spec| spec.path.as_str())
-                .collect();
-            crate::host::cdi::stale_nodes(Path::new("/"), &specs)
-        }
+        None => stale_cdi_nodes_here(&host),
     };
-    // Issue 41: the images' own CUDA libraries, judged against the daemon's machine's GPUs:
-    // read only where those are known and the profile asks for some (after the GPU and
-    // daemon facts, not beside them).
-    let gpus_here = scans_libraries(&gpu);
-    let mut image_libraries = Vec::with_capacity(images.len());
-    for (image, resolved) in images.iter().zip(profiles) {
-        let asks_gpus = resolved.profile.gpus != crate::profile::model::GpuRequest::None;
-        image_libraries.push(match (&engine, image) {
-            (Some(engine), Ok(Some(image))) if gpus_here && asks_gpus => Some(
-                crate::ops::image_libraries::of_image(
-                    engine,
-                    image,
-                    context.environment.cache_home().as_deref(),
-                )
-                .await,
-            ),
-            _ => None,
-        });
-    }
+    let image_libraries =
+        libraries_of_images(engine.as_ref(), &images, profiles, &gpu, context).await;
     Facts {
         engine: engine_facts,
         gpu,
@@ -400,6 +347,90 @@ pub async fn gather_with(
         slurm: crate::ops::slurm::job(context),
         cdi_stale_nodes,
     }
+}
+
+/// The endpoint the user chose (`-H`, a context, `DOCKER_HOST`), or, where the choice
+/// failed (the engine's error says why), the variable as it is.
+fn chosen_endpoint(context: &Context) -> String {
+    match context.daemon() {
+        Ok(choice) => choice.endpoint,
+        Err(_) => context
+            .environment
+            .docker_host()
+            .unwrap_or(crate::engine::DEFAULT_ENDPOINT)
+            .to_string(),
+    }
+}
+
+/// The NVML probe's facts; a panicking probe is a bug, so its facts are then reported as
+/// missing, not invented.
+fn gpu_or_crash(
+    outcome: Result<GpuFacts, tokio::task::JoinError>,
+    library: Option<&Path>,
+) -> GpuFacts {
+    outcome.unwrap_or_else(|_| GpuFacts {
+        library: library.map_or_else(
+            || gpu::DEFAULT_LIBRARY.to_string(),
+            |path| path.display().to_string(),
+        ),
+        nvml: LoadOutcome::Unknown {
+            message: "the NVML probe crashed".into(),
+        },
+    })
+}
+
+/// Free space under the daemon's root directory: only meaningful where the daemon's files
+/// are this machine's (Docker Desktop's are its VM's, a remote daemon's its machine's).
+fn daemon_free_bytes(state: &EngineState, elsewhere: bool) -> Option<Result<u64, String>> {
+    match state {
+        EngineState::Reachable(daemon) if !daemon.docker_desktop && !elsewhere => {
+            daemon.docker_root_dir.as_deref().map(|root| {
+                crate::host::free_space(Path::new(root)).map_err(|error| format!("{root}: {error}"))
+            })
+        }
+        _ => None,
+    }
+}
+
+/// This machine's NVIDIA CDI specs checked against its /dev (only asked where the daemon
+/// runs here).
+fn stale_cdi_nodes_here(host: &HostFacts) -> Vec<crate::facts::host::StaleCdiNode> {
+    let specs: Vec<&str> = host
+        .cdi_specs
+        .iter()
+        .filter(|spec| spec.nvidia_gpus)
+        .map(|spec| spec.path.as_str())
+        .collect();
+    crate::host::cdi::stale_nodes(Path::new("/"), &specs)
+}
+
+/// Issue 41: the images' own CUDA libraries, judged against the daemon's machine's GPUs:
+/// read only where those are known and the profile asks for some (after the GPU and
+/// daemon facts, not beside them).
+async fn libraries_of_images(
+    engine: Option<&Engine>,
+    images: &[Result<Option<ImageFacts>, String>],
+    profiles: &[ResolvedProfile],
+    gpu: &GpuFacts,
+    context: &Context,
+) -> Vec<Option<Result<crate::ops::image_libraries::Found, String>>> {
+    let gpus_here = scans_libraries(gpu);
+    let mut image_libraries = Vec::with_capacity(images.len());
+    for (image, resolved) in images.iter().zip(profiles) {
+        let asks_gpus = resolved.profile.gpus != crate::profile::model::GpuRequest::None;
+        image_libraries.push(match (engine, image) {
+            (Some(engine), Ok(Some(image))) if gpus_here && asks_gpus => Some(
+                crate::ops::image_libraries::of_image(
+                    engine,
+                    image,
+                    context.environment.cache_home().as_deref(),
+                )
+                .await,
+            ),
+            _ => None,
+        });
+    }
+    image_libraries
 }
 
 /// Another machine's driver and GPUs, learnt through its daemon (its GPU record, or a
