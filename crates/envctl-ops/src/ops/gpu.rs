@@ -65,59 +65,14 @@ pub fn clear(name: &str, context: &Context) -> Result<Clear, Error> {
         path: crate::host::gpu_health::BOOT_ID.into(),
         source: std::io::Error::other(crate::error::error_chain(&error)),
     })?;
-    let listed: Vec<GpuName> = devices
-        .iter()
-        .map(|device| GpuName {
-            index: Some(device.index),
-            uuid: device
-                .uuid
-                .value()
-                .cloned()
-                .unwrap_or_else(|| "(UUID unreadable)".into()),
-        })
-        .collect();
     let asked = name.trim();
-    // By NVML's index or UUID; a UUID NVML no longer lists (a GPU fallen off the bus) by
-    // the records, so that its keep-out can still be ended after it is serviced.
-    let by_nvml = devices.iter().find(|device| {
-        asked.parse::<u32>().ok() == Some(device.index)
-            || device
-                .uuid
-                .value()
-                .is_some_and(|uuid| uuid.eq_ignore_ascii_case(asked))
-    });
-    let target = match by_nvml {
-        Some(device) => match device.uuid.value() {
-            Some(uuid) => GpuName {
-                index: Some(device.index),
-                uuid: uuid.clone(),
-            },
-            None => {
-                return Ok(Clear::UnknownGpu {
-                    asked: asked.to_string(),
-                    gpus: listed,
-                    nvml,
-                });
-            }
-        },
-        None => match found
-            .records
-            .iter()
-            .flat_map(|sourced| sourced.record.gpus.iter())
-            .find(|gpu| gpu.uuid.eq_ignore_ascii_case(asked))
-        {
-            Some(gpu) => GpuName {
-                index: None,
-                uuid: gpu.uuid.clone(),
-            },
-            None => {
-                return Ok(Clear::UnknownGpu {
-                    asked: asked.to_string(),
-                    gpus: listed,
-                    nvml,
-                });
-            }
-        },
+    let by_nvml = listed_device(devices, asked);
+    let Some(target) = target_of(asked, by_nvml, &found.records) else {
+        return Ok(Clear::UnknownGpu {
+            asked: asked.to_string(),
+            gpus: listed_names(devices),
+            nvml,
+        });
     };
     let fatal_xids = crate::ops::placement::fatal_xids_in_force(None, context)?;
     let still_kept_out =
@@ -143,6 +98,77 @@ pub fn clear(name: &str, context: &Context) -> Result<Clear, Error> {
             target.uuid
         )));
     };
+    let record = write_clear(&lock, &boot_id, &target.uuid, index, context)?;
+    Ok(Clear::Cleared {
+        gpu: target,
+        cleared: recorded,
+        record,
+        still_kept_out,
+    })
+}
+
+/// The GPUs NVML lists, as the answer names them.
+fn listed_names(devices: &[crate::facts::gpu::GpuDevice]) -> Vec<GpuName> {
+    devices
+        .iter()
+        .map(|device| GpuName {
+            index: Some(device.index),
+            uuid: device
+                .uuid
+                .value()
+                .cloned()
+                .unwrap_or_else(|| "(UUID unreadable)".into()),
+        })
+        .collect()
+}
+
+/// The GPU NVML lists by the index or UUID `asked`.
+fn listed_device<'devices>(
+    devices: &'devices [crate::facts::gpu::GpuDevice],
+    asked: &str,
+) -> Option<&'devices crate::facts::gpu::GpuDevice> {
+    devices.iter().find(|device| {
+        asked.parse::<u32>().ok() == Some(device.index)
+            || device
+                .uuid
+                .value()
+                .is_some_and(|uuid| uuid.eq_ignore_ascii_case(asked))
+    })
+}
+
+/// The GPU to clear: the one NVML lists (`by_nvml`, when its UUID is readable), or else a
+/// UUID NVML no longer lists (a GPU fallen off the bus) found in the records, so that its
+/// keep-out can still be ended after it is serviced. `None` where neither names it.
+fn target_of(
+    asked: &str,
+    by_nvml: Option<&crate::facts::gpu::GpuDevice>,
+    records: &[crate::checks::health::SourcedRecord],
+) -> Option<GpuName> {
+    match by_nvml {
+        Some(device) => device.uuid.value().map(|uuid| GpuName {
+            index: Some(device.index),
+            uuid: uuid.clone(),
+        }),
+        None => records
+            .iter()
+            .flat_map(|sourced| sourced.record.gpus.iter())
+            .find(|gpu| gpu.uuid.eq_ignore_ascii_case(asked))
+            .map(|gpu| GpuName {
+                index: None,
+                uuid: gpu.uuid.clone(),
+            }),
+    }
+}
+
+/// Writes this user's clear of the GPU `uuid` into its record under `lock`; returns the
+/// record's path.
+fn write_clear(
+    lock: &std::path::Path,
+    boot_id: &str,
+    uuid: &str,
+    index: u32,
+    context: &Context,
+) -> Result<String, Error> {
     let written = |source: std::io::Error, path: String| Error::Write { path, source };
     let uid = crate::host::gpu_health::my_uid().map_err(|error| {
         written(
@@ -150,12 +176,12 @@ pub fn clear(name: &str, context: &Context) -> Result<Clear, Error> {
             lock.display().to_string(),
         )
     })?;
-    let record = crate::host::gpu_health::path_of(&lock, uid)
+    let record = crate::host::gpu_health::path_of(lock, uid)
         .display()
         .to_string();
-    crate::host::gpu_health::update(&lock, &boot_id, |kept| {
+    crate::host::gpu_health::update(lock, boot_id, |kept| {
         kept.clear(
-            &target.uuid,
+            uuid,
             index,
             crate::host::gpu_health::milliseconds(context.environment.now()),
         );
@@ -166,12 +192,7 @@ pub fn clear(name: &str, context: &Context) -> Result<Clear, Error> {
             record.clone(),
         )
     })?;
-    Ok(Clear::Cleared {
-        gpu: target,
-        cleared: recorded,
-        record,
-        still_kept_out,
-    })
+    Ok(record)
 }
 
 /// The index a record last gave the GPU `uuid`.
