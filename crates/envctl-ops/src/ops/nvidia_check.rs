@@ -93,27 +93,14 @@ pub async fn check<T>(
         options,
     )
     .await?;
-    if !raw.run.stderr_tail.trim().is_empty() {
-        context.printer.detail(&format!(
-            "the check's stderr:\n{}",
-            raw.run.stderr_tail.trim_end()
-        ));
-    }
+    show_stderr(&raw, context);
 
     let daemon = daemon_gpu_facts(engine_facts);
     let host_facts = match host_task {
         None => None,
         Some(task) => Some(task.await),
     };
-    let host = match &host_facts {
-        None => HostDriver::Remote {
-            endpoint: engine.endpoint().to_string(),
-        },
-        Some(Ok(facts)) => host_driver(facts),
-        Some(Err(_)) => HostDriver::Unknown {
-            reason: "the NVML probe crashed".into(),
-        },
-    };
+    let host = seen_host_driver(host_facts.as_ref(), engine);
     let host_gpus = host_facts.as_ref().and_then(|facts| facts.as_ref().ok());
     let expectations = Expectations {
         target: container.name.clone(),
@@ -125,24 +112,8 @@ pub async fn check<T>(
         stack_torch: profile
             .as_ref()
             .and_then(|resolved| resolved.profile.stack.torch.clone()),
-        environment: profile
-            .as_ref()
-            .map(|resolved| {
-                resolved
-                    .profile
-                    .env
-                    .iter()
-                    .filter(|(name, _)| COMPARED_VARIABLES.contains(&name.as_str()))
-                    .map(|(name, value)| (name.clone(), value.clone()))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        // The container's own device requests and CDI devices, as inspected: `ContainerDetails::gpus` is
-        // none when it was given no GPU at all.
-        given: match &container.gpus {
-            Some(gpus) => GivenGpus::Gpus(gpus.clone()),
-            None => GivenGpus::Nothing,
-        },
+        environment: compared_environment(profile.as_ref()),
+        given: given_gpus(container),
         daemon,
         matrix: &matrix,
         candidates: &candidates,
@@ -190,12 +161,7 @@ pub async fn check_here<T>(
         if options.quick { ", --quick" } else { "" }
     ));
     let raw = gather(&Runner::Here, options).await?;
-    if !raw.run.stderr_tail.trim().is_empty() {
-        context.printer.detail(&format!(
-            "the check's stderr:\n{}",
-            raw.run.stderr_tail.trim_end()
-        ));
-    }
+    show_stderr(&raw, context);
     let facts = host_task.await.ok();
     let host = match &facts {
         Some(facts) => host_driver(facts),
@@ -204,34 +170,10 @@ pub async fn check_here<T>(
         },
     };
     let job = crate::ops::slurm::job(context);
-    let job_gpus = job.as_ref().and_then(|job| {
-        let ids = job.gpus.ids()?.to_vec();
-        let uuids = facts
-            .as_ref()
-            .and_then(|facts| crate::ops::slurm::allocated(job, facts).ok().flatten())
-            .map(|allocated| allocated.into_iter().map(|gpu| gpu.uuid).collect());
-        Some(nvcheck::slurm::JobGpus {
-            job_id: job.job_id.clone(),
-            variable: job.gpus.variable().unwrap_or_default().to_string(),
-            ids,
-            uuids,
-        })
-    });
-    let gpus = match (&profile, &job_gpus) {
-        (Some(resolved), _) => Some(ExpectedGpus {
-            request: resolved.profile.gpus.clone(),
-            source: GpuSource::Profile {
-                name: resolved.profile.name.clone(),
-            },
-        }),
-        (None, Some(job)) => Some(ExpectedGpus {
-            request: GpuRequest::Count(u32::try_from(job.ids.len()).unwrap_or(u32::MAX)),
-            source: GpuSource::SlurmJob {
-                job: job.job_id.clone(),
-            },
-        }),
-        (None, None) => None,
-    };
+    let job_gpus = job
+        .as_ref()
+        .and_then(|job| job_gpus_of(job, facts.as_ref()));
+    let gpus = expected_gpus_here(profile.as_ref(), job_gpus.as_ref());
     let expectations = Expectations {
         // Empty: the hints name the commands themselves, not `envctl exec TARGET`.
         target: String::new(),
@@ -259,28 +201,7 @@ pub async fn check_here<T>(
     }
     let mut scanned = None;
     if !libraries.is_empty() {
-        let label = libraries
-            .iter()
-            .map(|folder| folder.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        context
-            .printer
-            .info(&format!("reading the CUDA libraries under {label}…"));
-        let scan = crate::ops::image_libraries::of_folders(libraries);
-        let gpus = library_gpus(&raw, facts.as_ref());
-        findings.extend(crate::ops::image_libraries::findings(
-            &label,
-            scan.clone()
-                .map(|libraries| crate::ops::image_libraries::Found {
-                    libraries,
-                    cached: false,
-                    cache_problem: None,
-                }),
-            &gpus,
-            driver_cuda(facts.as_ref()),
-        ));
-        scanned = scan.ok();
+        scanned = scan_libraries(libraries, &raw, facts.as_ref(), &mut findings, context);
     }
     let status = worst(&findings);
     render(Checked {
@@ -292,6 +213,131 @@ pub async fn check_here<T>(
         status,
         libraries: scanned,
     })
+}
+
+/// Shows the check's stderr, when it wrote any, as a detail.
+fn show_stderr(raw: &RawReport, context: &Context) {
+    if !raw.run.stderr_tail.trim().is_empty() {
+        context.printer.detail(&format!(
+            "the check's stderr:\n{}",
+            raw.run.stderr_tail.trim_end()
+        ));
+    }
+}
+
+/// The driver of the daemon's machine: this machine's NVML where the daemon runs here
+/// (`host_facts` is then the probe's outcome), else the daemon's endpoint.
+fn seen_host_driver(
+    host_facts: Option<&Result<GpuFacts, tokio::task::JoinError>>,
+    engine: &Engine,
+) -> HostDriver {
+    match host_facts {
+        None => HostDriver::Remote {
+            endpoint: engine.endpoint().to_string(),
+        },
+        Some(Ok(facts)) => host_driver(facts),
+        Some(Err(_)) => HostDriver::Unknown {
+            reason: "the NVML probe crashed".into(),
+        },
+    }
+}
+
+/// The profile's own values of the GPU variables compared with the container's.
+fn compared_environment(profile: Option<&ResolvedProfile>) -> BTreeMap<String, String> {
+    profile
+        .map(|resolved| {
+            resolved
+                .profile
+                .env
+                .iter()
+                .filter(|(name, _)| COMPARED_VARIABLES.contains(&name.as_str()))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The container's own device requests and CDI devices, as inspected:
+/// `ContainerDetails::gpus` is none when it was given no GPU at all.
+fn given_gpus(container: &ContainerDetails) -> GivenGpus {
+    match &container.gpus {
+        Some(gpus) => GivenGpus::Gpus(gpus.clone()),
+        None => GivenGpus::Nothing,
+    }
+}
+
+/// The GPUs the Slurm `job` was allocated on this node, with their UUIDs where NVML
+/// (`facts`) could be read; `None` where the job names no GPU ids.
+fn job_gpus_of(
+    job: &crate::facts::slurm::SlurmJob,
+    facts: Option<&GpuFacts>,
+) -> Option<nvcheck::slurm::JobGpus> {
+    let ids = job.gpus.ids()?.to_vec();
+    let uuids = facts
+        .and_then(|facts| crate::ops::slurm::allocated(job, facts).ok().flatten())
+        .map(|allocated| allocated.into_iter().map(|gpu| gpu.uuid).collect());
+    Some(nvcheck::slurm::JobGpus {
+        job_id: job.job_id.clone(),
+        variable: job.gpus.variable().unwrap_or_default().to_string(),
+        ids,
+        uuids,
+    })
+}
+
+/// The GPUs a check here expects: the profile's request, else as many as the Slurm job
+/// was allocated, else none.
+fn expected_gpus_here(
+    profile: Option<&ResolvedProfile>,
+    job_gpus: Option<&nvcheck::slurm::JobGpus>,
+) -> Option<ExpectedGpus> {
+    match (profile, job_gpus) {
+        (Some(resolved), _) => Some(ExpectedGpus {
+            request: resolved.profile.gpus.clone(),
+            source: GpuSource::Profile {
+                name: resolved.profile.name.clone(),
+            },
+        }),
+        (None, Some(job)) => Some(ExpectedGpus {
+            request: GpuRequest::Count(u32::try_from(job.ids.len()).unwrap_or(u32::MAX)),
+            source: GpuSource::SlurmJob {
+                job: job.job_id.clone(),
+            },
+        }),
+        (None, None) => None,
+    }
+}
+
+/// `--libraries`: reads the CUDA libraries under the folders and adds their
+/// `gpu.library-arch` findings on the GPUs the check saw; returns what was read.
+fn scan_libraries(
+    libraries: &[std::path::PathBuf],
+    raw: &RawReport,
+    facts: Option<&GpuFacts>,
+    findings: &mut Vec<Finding>,
+    context: &Context,
+) -> Option<crate::compat::fatbin::ImageLibraries> {
+    let label = libraries
+        .iter()
+        .map(|folder| folder.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    context
+        .printer
+        .info(&format!("reading the CUDA libraries under {label}…"));
+    let scan = crate::ops::image_libraries::of_folders(libraries);
+    let gpus = library_gpus(raw, facts);
+    findings.extend(crate::ops::image_libraries::findings(
+        &label,
+        scan.clone()
+            .map(|libraries| crate::ops::image_libraries::Found {
+                libraries,
+                cached: false,
+                cache_problem: None,
+            }),
+        &gpus,
+        driver_cuda(facts),
+    ));
+    scan.ok()
 }
 
 /// Issue 41: `gpu.library-arch` for the container's image on the GPUs that run it: read
