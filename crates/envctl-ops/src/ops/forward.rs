@@ -69,22 +69,67 @@ pub async fn plan(
     // (whose it is can differ by route: a container made over ssh is its ssh user's).
     let host = engine.daemon_host().await?;
     let route = engine.forward_route();
-    let needs_forward = match (&host, &route) {
-        (DaemonHost::ThisHost, _) => false,
-        (DaemonHost::Elsewhere { .. }, ForwardRoute::Ssh { .. }) => true,
-        (DaemonHost::Elsewhere { name }, ForwardRoute::Socket | ForwardRoute::Tcp { .. }) => {
-            return Err(Error::NoPortRoute {
-                endpoint: engine.endpoint().to_string(),
-                host: name.clone(),
-                target: target.to_string(),
-            });
-        }
-    };
+    let needs_forward = needs_forward(engine, &host, &route, target)?;
     let container = crate::ops::target::running_container(engine, context, target).await?;
     let published = published_ports(engine, &container.id, &container.name, || {
         format!("`envctl forward {target}` again")
     })
     .await?;
+    let chosen = chosen_ports(&published, wanted, &container.name, target)?;
+    let mut ports = Vec::new();
+    for port in chosen {
+        if port.protocol != "tcp" {
+            // ssh forwards TCP only; said, not dropped silently.
+            context.printer.warn(&format!(
+                "{}/{} is not forwarded: ssh forwards TCP only",
+                port.container_port.unwrap_or(port.host_port),
+                port.protocol
+            ));
+            continue;
+        }
+        ports.push(forwarded(port, needs_forward)?);
+    }
+    Ok(Plan {
+        container: container.name,
+        host: match host {
+            DaemonHost::ThisHost => "this machine".into(),
+            DaemonHost::Elsewhere { name } => name,
+        },
+        endpoint: engine.endpoint().to_string(),
+        needs_forward,
+        ports,
+    })
+}
+
+/// Whether the daemon's ports must be forwarded to reach them here: not where it runs on
+/// this machine; over ssh where it is another's; refused over a route ssh cannot forward.
+fn needs_forward(
+    engine: &Engine,
+    host: &DaemonHost,
+    route: &ForwardRoute,
+    target: &str,
+) -> Result<bool, Error> {
+    match (host, route) {
+        (DaemonHost::ThisHost, _) => Ok(false),
+        (DaemonHost::Elsewhere { .. }, ForwardRoute::Ssh { .. }) => Ok(true),
+        (DaemonHost::Elsewhere { name }, ForwardRoute::Socket | ForwardRoute::Tcp { .. }) => {
+            Err(Error::NoPortRoute {
+                endpoint: engine.endpoint().to_string(),
+                host: name.clone(),
+                target: target.to_string(),
+            })
+        }
+    }
+}
+
+/// The published ports `wanted` names (all where it names none); refuses a wanted port the
+/// container does not publish, naming those it does, and a container that publishes none.
+fn chosen_ports<'ports>(
+    published: &'ports [crate::facts::container::PublishedPort],
+    wanted: &[u16],
+    container: &str,
+    target: &str,
+) -> Result<Vec<&'ports crate::facts::container::PublishedPort>, Error> {
     let chosen: Vec<_> = published
         .iter()
         .filter(|port| {
@@ -109,8 +154,7 @@ pub async fn plan(
     }) {
         return Err(Error::Usage {
             message: format!(
-                "container `{}` publishes no port {missing}{}",
-                container.name,
+                "container `{container}` publishes no port {missing}{}",
                 if shown.is_empty() {
                     String::new()
                 } else {
@@ -124,57 +168,42 @@ pub async fn plan(
     }
     if chosen.is_empty() {
         return Err(Error::Usage {
-            message: format!("container `{}` publishes no port", container.name),
+            message: format!("container `{container}` publishes no port"),
             hint: Some(
                 "publish one with `ports = [\"8888:8888\"]` in the profile, or `envctl up -p 8888:8888 --recreate PROFILE`"
                     .into(),
             ),
         });
     }
-    let mut ports = Vec::new();
-    for port in chosen {
-        if port.protocol != "tcp" {
-            // ssh forwards TCP only; said, not dropped silently.
-            context.printer.warn(&format!(
-                "{}/{} is not forwarded: ssh forwards TCP only",
-                port.container_port.unwrap_or(port.host_port),
-                port.protocol
-            ));
-            continue;
-        }
-        let remote_ip = match port.host_ip.as_str() {
-            // Every address of the host: its loopback is one of them.
-            "" | "0.0.0.0" => "127.0.0.1".to_string(),
-            "::" => "::1".to_string(),
-            address => address.to_string(),
-        };
-        let local_port = if needs_forward {
-            crate::host::ports::free_loopback_port(port.host_port).map_err(|source| {
-                Error::Write {
-                    path: "a port on 127.0.0.1".into(),
-                    source,
-                }
-            })?
-        } else {
-            port.host_port
-        };
-        ports.push(Forwarded {
-            container_port: port.container_port,
-            protocol: port.protocol.clone(),
-            remote_ip,
-            remote_port: port.host_port,
-            local_port,
-        });
-    }
-    Ok(Plan {
-        container: container.name,
-        host: match host {
-            DaemonHost::ThisHost => "this machine".into(),
-            DaemonHost::Elsewhere { name } => name,
-        },
-        endpoint: engine.endpoint().to_string(),
-        needs_forward,
-        ports,
+    Ok(chosen)
+}
+
+/// Where the TCP `port` leads on the daemon's host and the port it gets here: a free one on
+/// this machine's loopback where it is forwarded, its own where it is here already.
+fn forwarded(
+    port: &crate::facts::container::PublishedPort,
+    needs_forward: bool,
+) -> Result<Forwarded, Error> {
+    let remote_ip = match port.host_ip.as_str() {
+        // Every address of the host: its loopback is one of them.
+        "" | "0.0.0.0" => "127.0.0.1".to_string(),
+        "::" => "::1".to_string(),
+        address => address.to_string(),
+    };
+    let local_port = if needs_forward {
+        crate::host::ports::free_loopback_port(port.host_port).map_err(|source| Error::Write {
+            path: "a port on 127.0.0.1".into(),
+            source,
+        })?
+    } else {
+        port.host_port
+    };
+    Ok(Forwarded {
+        container_port: port.container_port,
+        protocol: port.protocol.clone(),
+        remote_ip,
+        remote_port: port.host_port,
+        local_port,
     })
 }
 
