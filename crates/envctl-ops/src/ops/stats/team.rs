@@ -242,60 +242,14 @@ async fn watch_host(
     };
     let owner = &owner;
     loop {
-        let connected = async {
-            // A closed semaphore cannot happen (it is never closed); going on unbounded
-            // would be the wrong answer to it, so it counts as a failed try.
-            let _turn = connecting
-                .acquire()
-                .await
-                .map_err(|_| Error::Internal("the connection turns ended".into()))?;
-            let mut answers = crate::ops::hosts::each(
-                std::slice::from_ref(host),
-                options.timeout,
-                |engine| async move {
-                    let where_ = engine.daemon_host().await;
-                    let selection = Selection {
-                        targets: sampler::list_targets(
-                            &engine,
-                            options.choice.only_envctl,
-                            None,
-                            owner.as_ref(),
-                        )
-                        .await?,
-                        fixed: None,
-                        failures: Vec::new(),
-                    };
-                    Ok::<_, Error>((engine, where_, selection))
-                },
-            )
-            .await;
-            answers.pop().map_or_else(
-                || Err(Error::Internal("no answer for the host".into())),
-                |answer| answer.result,
-            )
-        };
         let connected = tokio::select! {
-            connected = connected => connected,
+            connected = connect(host, connecting, options, owner.as_ref()) => connected,
             () = &mut stop => return,
         };
         let failure = match connected {
             Ok((engine, where_, selection)) => {
                 delay = RECONNECT_FIRST;
-                let (here, hostname) = match &where_ {
-                    Ok(crate::facts::engine::DaemonHost::ThisHost) => {
-                        (true, options.hostname.clone())
-                    }
-                    Ok(crate::facts::engine::DaemonHost::Elsewhere { name }) => {
-                        (false, Some(name.clone()))
-                    }
-                    // Where it runs is unknown: its GPUs are not this machine's to show.
-                    Err(_) => (false, None),
-                };
-                {
-                    let mut members = board.borrow_mut();
-                    members[index].here = here;
-                    members[index].hostname = hostname;
-                }
+                let here = place_on_board(board, index, &where_, options);
                 let gpus = if here { local_gpus } else { &elsewhere };
                 let follow_options = FollowOptions {
                     interval: options.interval,
@@ -324,17 +278,82 @@ async fn watch_host(
             }
             Err(error) => error,
         };
-        {
-            let mut members = board.borrow_mut();
-            members[index].state = MemberState::Failed(unreachable(&failure));
-            members[index].updated = Instant::now();
-        }
+        mark_failed(board, index, &failure);
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = &mut stop => return,
         }
         delay = (delay * 2).min(RECONNECT_CAP);
     }
+}
+
+/// A connection to one host, where its daemon runs, and the containers chosen on it.
+type Connected = (
+    crate::engine::Engine,
+    Result<crate::facts::engine::DaemonHost, crate::engine::EngineError>,
+    Selection,
+);
+
+/// One try at `host`: waits for a connection turn, connects, and asks where its daemon
+/// runs and which containers to follow (those of `owner`, or envctl's, as chosen).
+async fn connect(
+    host: &Host,
+    connecting: &tokio::sync::Semaphore,
+    options: &TeamOptions,
+    owner: Option<&crate::facts::user::User>,
+) -> Result<Connected, Error> {
+    // A closed semaphore cannot happen (it is never closed); going on unbounded
+    // would be the wrong answer to it, so it counts as a failed try.
+    let _turn = connecting
+        .acquire()
+        .await
+        .map_err(|_| Error::Internal("the connection turns ended".into()))?;
+    let mut answers = crate::ops::hosts::each(
+        std::slice::from_ref(host),
+        options.timeout,
+        |engine| async move {
+            let where_ = engine.daemon_host().await;
+            let selection = Selection {
+                targets: sampler::list_targets(&engine, options.choice.only_envctl, None, owner)
+                    .await?,
+                fixed: None,
+                failures: Vec::new(),
+            };
+            Ok::<_, Error>((engine, where_, selection))
+        },
+    )
+    .await;
+    answers.pop().map_or_else(
+        || Err(Error::Internal("no answer for the host".into())),
+        |answer| answer.result,
+    )
+}
+
+/// Puts where the host's daemon runs (`where_`) on its row of the board; `true` where it
+/// is this machine.
+fn place_on_board(
+    board: &Board,
+    index: usize,
+    where_: &Result<crate::facts::engine::DaemonHost, crate::engine::EngineError>,
+    options: &TeamOptions,
+) -> bool {
+    let (here, hostname) = match where_ {
+        Ok(crate::facts::engine::DaemonHost::ThisHost) => (true, options.hostname.clone()),
+        Ok(crate::facts::engine::DaemonHost::Elsewhere { name }) => (false, Some(name.clone())),
+        // Where it runs is unknown: its GPUs are not this machine's to show.
+        Err(_) => (false, None),
+    };
+    let mut members = board.borrow_mut();
+    members[index].here = here;
+    members[index].hostname = hostname;
+    here
+}
+
+/// Marks the host's row failed with why, as of now.
+fn mark_failed(board: &Board, index: usize, failure: &Error) {
+    let mut members = board.borrow_mut();
+    members[index].state = MemberState::Failed(unreachable(failure));
+    members[index].updated = Instant::now();
 }
 
 /// A followed host's snapshots, onto its place on the board.
