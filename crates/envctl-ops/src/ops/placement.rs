@@ -706,12 +706,7 @@ async fn take_daemon_lock(
     context: &Context,
 ) -> Result<String, Error> {
     use crate::engine::daemon_placement::LockTry;
-    let holder = format!(
-        "{}@{} (pid {})",
-        context.user.name,
-        crate::host::hostname().unwrap_or_else(|_| "?".into()),
-        std::process::id()
-    );
+    let holder = lock_holder(context);
     let started = std::time::Instant::now();
     let stale = daemon_lock_stale(engine);
     // Long enough to outlast a dead holder's lock, which is never broken sooner.
@@ -721,13 +716,7 @@ async fn take_daemon_lock(
     let mut seen: Option<(String, std::time::Instant)> = None;
     loop {
         if let Some(code) = crate::interrupt::received() {
-            return Err(Error::GpuLock {
-                hint: "nothing was placed or created".into(),
-                source: gpu_lock::GpuLockError::DaemonInterrupted {
-                    endpoint: engine.endpoint().to_string(),
-                    code,
-                },
-            });
+            return Err(lock_interrupted(engine, code));
         }
         match engine
             .try_placement_lock(locking.image, locking.run, &holder)
@@ -735,19 +724,7 @@ async fn take_daemon_lock(
         {
             LockTry::Taken { id } => return Ok(id),
             LockTry::Released => continue,
-            LockTry::Held { envctls: false, .. } => {
-                return Err(Error::GpuLock {
-                    source: gpu_lock::GpuLockError::DaemonPlanted {
-                        endpoint: engine.endpoint().to_string(),
-                        name: crate::engine::daemon_placement::LOCK_NAME.to_string(),
-                    },
-                    hint: format!(
-                        "`{cli} inspect {name}` shows whose it is; once it is removed or renamed (by its owner), `up` places again",
-                        cli = engine.known_kind().cli(),
-                        name = crate::engine::daemon_placement::LOCK_NAME
-                    ),
-                });
-            }
+            LockTry::Held { envctls: false, .. } => return Err(lock_planted(engine)),
             LockTry::Held { id, holder, .. } => {
                 // A holder of this host whose process has ended (a killed `up`) holds
                 // nothing: taken at once, not after the stale time a holder of another
@@ -760,14 +737,7 @@ async fn take_daemon_lock(
                     seen = None;
                     continue;
                 }
-                let since = match &seen {
-                    Some((known, since)) if *known == id => *since,
-                    _ => {
-                        let now = std::time::Instant::now();
-                        seen = Some((id.clone(), now));
-                        now
-                    }
-                };
+                let since = held_since(&mut seen, &id);
                 if since.elapsed() >= stale {
                     context.printer.warn(&format!(
                         "the daemon's GPU placement lock has been held by {} for {} s: taking it as left by an `up` that died",
@@ -779,18 +749,7 @@ async fn take_daemon_lock(
                     continue;
                 }
                 if started.elapsed() >= wait {
-                    return Err(Error::GpuLock {
-                        source: gpu_lock::GpuLockError::DaemonBusy {
-                            endpoint: engine.endpoint().to_string(),
-                            seconds: wait.as_secs(),
-                            holder: holder.clone(),
-                        },
-                        hint: format!(
-                            "another `up` is placing on that daemon; if none is, remove the lock: `{} rm -f {}`",
-                            engine.known_kind().cli(),
-                            crate::engine::daemon_placement::LOCK_NAME
-                        ),
-                    });
+                    return Err(lock_busy(engine, wait, holder.clone()));
                 }
                 if !said && started.elapsed() >= std::time::Duration::from_secs(1) {
                     said = true;
@@ -804,6 +763,71 @@ async fn take_daemon_lock(
                     10 + u64::from(std::process::id() ^ started.elapsed().subsec_nanos()) % 41;
                 tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
             }
+        }
+    }
+}
+
+/// Who takes the daemon's lock, as its record names them: `user@host (pid N)`.
+fn lock_holder(context: &Context) -> String {
+    format!(
+        "{}@{} (pid {})",
+        context.user.name,
+        crate::host::hostname().unwrap_or_else(|_| "?".into()),
+        std::process::id()
+    )
+}
+
+/// The wait for the daemon's lock ended by the termination signal `code`.
+fn lock_interrupted(engine: &Engine, code: u8) -> Error {
+    Error::GpuLock {
+        hint: "nothing was placed or created".into(),
+        source: gpu_lock::GpuLockError::DaemonInterrupted {
+            endpoint: engine.endpoint().to_string(),
+            code,
+        },
+    }
+}
+
+/// The daemon's lock name is held by something envctl did not make.
+fn lock_planted(engine: &Engine) -> Error {
+    Error::GpuLock {
+        source: gpu_lock::GpuLockError::DaemonPlanted {
+            endpoint: engine.endpoint().to_string(),
+            name: crate::engine::daemon_placement::LOCK_NAME.to_string(),
+        },
+        hint: format!(
+            "`{cli} inspect {name}` shows whose it is; once it is removed or renamed (by its owner), `up` places again",
+            cli = engine.known_kind().cli(),
+            name = crate::engine::daemon_placement::LOCK_NAME
+        ),
+    }
+}
+
+/// The daemon's lock stayed held by `holder` for the whole `wait`.
+fn lock_busy(engine: &Engine, wait: std::time::Duration, holder: Option<String>) -> Error {
+    Error::GpuLock {
+        source: gpu_lock::GpuLockError::DaemonBusy {
+            endpoint: engine.endpoint().to_string(),
+            seconds: wait.as_secs(),
+            holder,
+        },
+        hint: format!(
+            "another `up` is placing on that daemon; if none is, remove the lock: `{} rm -f {}`",
+            engine.known_kind().cli(),
+            crate::engine::daemon_placement::LOCK_NAME
+        ),
+    }
+}
+
+/// Since when the lock `id` has been seen held, by this waiter's clock: from the `seen`
+/// record where it is the same lock, else from now (and `seen` then names it).
+fn held_since(seen: &mut Option<(String, std::time::Instant)>, id: &str) -> std::time::Instant {
+    match seen {
+        Some((known, since)) if *known == id => *since,
+        _ => {
+            let now = std::time::Instant::now();
+            *seen = Some((id.to_string(), now));
+            now
         }
     }
 }
