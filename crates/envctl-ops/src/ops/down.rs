@@ -7,6 +7,7 @@
 use crate::context::Context;
 use crate::engine::{Engine, EngineError};
 use crate::error::Error;
+use crate::facts::container::ContainerDetails;
 use crate::ops::target::{Purpose, find_own_container, obvious_container};
 
 /// What `down` did: the container stopped (and removed when asked), and the named
@@ -105,28 +106,8 @@ pub async fn down(
         let engine = context
             .engine_with_deadline(stop_deadline(timeout_seconds))
             .await?;
-        // No TARGET: the obvious container, which is envctl's (it carries `envctl.profile`).
-        let container = match target {
-            Some(target) => match find_own_container(&engine, context, target).await {
-                Ok(container) => container,
-                // What `down` is asked for is already so: said, not an error, and no
-                // hint to `up` what is being taken down.
-                Err(Error::NoContainer { profile, .. }) => {
-                    context.printer.info(&format!(
-                        "nothing to stop: profile `{profile}` has no container"
-                    ));
-                    return Ok(None);
-                }
-                Err(error) => return Err(error),
-            },
-            None => {
-                let purpose = Purpose {
-                    command: "down",
-                    rest: "",
-                    word: None,
-                };
-                obvious_container(&engine, context, purpose).await?
-            }
+        let Some(container) = target_container(&engine, target, context).await? else {
+            return Ok(None);
         };
         // A look again after a race: by the TARGET given, else by the container's name.
         let target = target.map_or_else(|| container.name.clone(), str::to_string);
@@ -140,17 +121,7 @@ pub async fn down(
         let timeout = i32::try_from(timeout_seconds).unwrap_or(i32::MAX);
         let was_running = container.running;
         let stopping = std::time::Instant::now();
-        let container = match engine.stop_container(&container.id, timeout).await {
-            Ok(()) => container,
-            // Removed between the look and the stop (an `up --recreate` replaced it): look
-            // again rather than claim anything about a container envctl did not see go.
-            Err(EngineError::Daemon { status: 404, .. }) => {
-                let again = find_own_container(&engine, context, target).await?;
-                engine.stop_container(&again.id, timeout).await?;
-                again
-            }
-            Err(error) => return Err(error.into()),
-        };
+        let container = stop(&engine, container, target, timeout, context).await?;
         if was_running && stopping.elapsed().as_secs() >= u64::from(timeout_seconds) {
             warn_if_killed(
                 &engine,
@@ -167,27 +138,14 @@ pub async fn down(
             // Anonymous volumes go with the container; named ones only when asked.
             engine.remove_container(&container.id, false, true).await?;
             if volumes {
-                for volume in &container.volumes {
-                    // Only a volume made with this container (its run id, random per run);
-                    // one that was there before, a team's data whatever its labels, stays.
-                    let made = engine.volume_labels(volume).await?.is_some_and(|labels| {
-                        crate::container_plan::volumes::made_with(&labels, &container.labels)
-                    });
-                    if !made {
-                        context.printer.info(&format!(
-                            "kept volume {}: not made by envctl with this container (remove it yourself, if it is yours to remove: `docker volume rm {}`)",
-                            crate::ui::text::shown(volume),
-                            crate::container_plan::shell_quote(volume)
-                        ));
-                        kept_volumes.push(volume.clone());
-                        continue;
-                    }
-                    engine.remove_volume(volume).await?;
-                    // Said as it happens: when a later volume cannot be removed, the user
-                    // still knows which ones are gone.
-                    context.printer.info(&format!("removed volume {volume}"));
-                    removed_volumes.push(volume.clone());
-                }
+                remove_made_volumes(
+                    &engine,
+                    &container,
+                    &mut removed_volumes,
+                    &mut kept_volumes,
+                    context,
+                )
+                .await?;
             }
         }
         // By name: the daemon lists a container's mounts in no stable order.
@@ -199,6 +157,92 @@ pub async fn down(
             volumes_kept: kept_volumes,
         }))
     }
+}
+
+/// The container `down` is for: TARGET's, or with none the obvious container, which is
+/// envctl's (it carries `envctl.profile`); `None` where TARGET's profile has none.
+async fn target_container(
+    engine: &Engine,
+    target: Option<&str>,
+    context: &Context,
+) -> Result<Option<ContainerDetails>, Error> {
+    match target {
+        Some(target) => match find_own_container(engine, context, target).await {
+            Ok(container) => Ok(Some(container)),
+            // What `down` is asked for is already so: said, not an error, and no
+            // hint to `up` what is being taken down.
+            Err(Error::NoContainer { profile, .. }) => {
+                context.printer.info(&format!(
+                    "nothing to stop: profile `{profile}` has no container"
+                ));
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        },
+        None => {
+            let purpose = Purpose {
+                command: "down",
+                rest: "",
+                word: None,
+            };
+            obvious_container(engine, context, purpose).await.map(Some)
+        }
+    }
+}
+
+/// Stops `container`; the container stopped (looked up again by `target` where it was
+/// gone).
+async fn stop(
+    engine: &Engine,
+    container: ContainerDetails,
+    target: &str,
+    timeout: i32,
+    context: &Context,
+) -> Result<ContainerDetails, Error> {
+    match engine.stop_container(&container.id, timeout).await {
+        Ok(()) => Ok(container),
+        // Removed between the look and the stop (an `up --recreate` replaced it): look
+        // again rather than claim anything about a container envctl did not see go.
+        Err(EngineError::Daemon { status: 404, .. }) => {
+            let again = find_own_container(engine, context, target).await?;
+            engine.stop_container(&again.id, timeout).await?;
+            Ok(again)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Removes the named volumes of the removed `container` that were made with it, each
+/// into `removed` as it goes, and keeps (into `kept`) the others.
+async fn remove_made_volumes(
+    engine: &Engine,
+    container: &ContainerDetails,
+    removed: &mut Vec<String>,
+    kept: &mut Vec<String>,
+    context: &Context,
+) -> Result<(), Error> {
+    for volume in &container.volumes {
+        // Only a volume made with this container (its run id, random per run);
+        // one that was there before, a team's data whatever its labels, stays.
+        let made = engine.volume_labels(volume).await?.is_some_and(|labels| {
+            crate::container_plan::volumes::made_with(&labels, &container.labels)
+        });
+        if !made {
+            context.printer.info(&format!(
+                "kept volume {}: not made by envctl with this container (remove it yourself, if it is yours to remove: `docker volume rm {}`)",
+                crate::ui::text::shown(volume),
+                crate::container_plan::shell_quote(volume)
+            ));
+            kept.push(volume.clone());
+            continue;
+        }
+        engine.remove_volume(volume).await?;
+        // Said as it happens: when a later volume cannot be removed, the user
+        // still knows which ones are gone.
+        context.printer.info(&format!("removed volume {volume}"));
+        removed.push(volume.clone());
+    }
+    Ok(())
 }
 
 /// The daemon sends SIGTERM, waits the grace period, then SIGKILLs: a container that
