@@ -59,6 +59,55 @@ pub fn named_with(
             hint: Some("put the daemon of -H/--context into the --hosts list".into()),
         });
     }
+    let expanded = expand_team(context, names, team)?;
+    let mut hosts: Vec<Host> = Vec::new();
+    for name in &expanded {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(Error::Usage {
+                message: "--hosts has an empty name".into(),
+                hint: Some(
+                    "--hosts takes context names or URLs separated by commas: `--hosts gpu1,ssh://me@gpu2`"
+                        .into(),
+                ),
+            });
+        }
+        // Names are kept masked (a password typed in a URL is never shown): compared so.
+        if hosts
+            .iter()
+            .any(|host| host.name == crate::secret::masked_url(name))
+        {
+            return Err(Error::Usage {
+                message: format!("--hosts names `{name}` twice"),
+                hint: Some("name each host once".into()),
+            });
+        }
+        let choice = daemon_of_name(context, name, team);
+        // Neither a team host, a context nor a URL: a typo (`@tema`, `gpu9`), said now with
+        // the nearest name rather than listed as a host that cannot be reached (issue 40).
+        if matches!(
+            choice,
+            Err(crate::host::docker_config::DaemonChoiceError::UnknownContext { .. })
+        ) && team.and_then(|team| team.get(name)).is_none()
+        {
+            return Err(no_such_host(context, name, team));
+        }
+        hosts.push(Host {
+            // A password typed in a URL is never shown.
+            name: crate::secret::masked_url(name).into_owned(),
+            choice,
+        });
+    }
+    Ok(hosts)
+}
+
+/// The `--hosts` names with `@team` replaced by every host of the team file; refuses
+/// `@team` without a team file or with one that names no host.
+fn expand_team(
+    context: &Context,
+    names: &[String],
+    team: Option<&crate::ops::team::TeamFile>,
+) -> Result<Vec<String>, Error> {
     let mut expanded: Vec<String> = Vec::new();
     for name in names {
         if name.trim() != crate::ops::team::EVERY_HOST {
@@ -91,68 +140,39 @@ pub fn named_with(
         }
         expanded.extend(team.hosts.iter().map(|host| host.name.clone()));
     }
-    let mut hosts: Vec<Host> = Vec::new();
-    for name in &expanded {
-        let name = name.trim();
-        if name.is_empty() {
-            return Err(Error::Usage {
-                message: "--hosts has an empty name".into(),
-                hint: Some(
-                    "--hosts takes context names or URLs separated by commas: `--hosts gpu1,ssh://me@gpu2`"
-                        .into(),
-                ),
-            });
-        }
-        // Names are kept masked (a password typed in a URL is never shown): compared so.
-        if hosts
-            .iter()
-            .any(|host| host.name == crate::secret::masked_url(name))
-        {
-            return Err(Error::Usage {
-                message: format!("--hosts names `{name}` twice"),
-                hint: Some("name each host once".into()),
-            });
-        }
-        // The team file's name first; then what the name itself says.
-        let target = team
-            .and_then(|team| team.get(name))
-            .map_or(name, |host| host.target.as_str());
-        let (host_flag, context_flag) = if target.contains("://") {
-            (Some(target.to_string()), None)
-        } else {
-            (None, Some(target.to_string()))
-        };
-        // A URL typed in `--hosts` is refused as `--hosts` (the team file's are refused
-        // on their line when it is read).
-        let refusal = host_flag
-            .as_deref()
-            .and_then(crate::facts::ssh::ssh_refusal);
-        let choice = match refusal {
-            Some(refusal) => Err(crate::host::docker_config::DaemonChoiceError::SshEndpoint {
-                source_place: "--hosts".into(),
-                endpoint: target.to_string(),
-                refusal,
-            }),
-            None => crate::host::docker_config::choose(
-                &context.environment.daemon_inputs(host_flag, context_flag),
-            ),
-        };
-        // Neither a team host, a context nor a URL: a typo (`@tema`, `gpu9`), said now with
-        // the nearest name rather than listed as a host that cannot be reached (issue 40).
-        if matches!(
-            choice,
-            Err(crate::host::docker_config::DaemonChoiceError::UnknownContext { .. })
-        ) && team.and_then(|team| team.get(name)).is_none()
-        {
-            return Err(no_such_host(context, name, team));
-        }
-        hosts.push(Host {
-            // A password typed in a URL is never shown.
-            name: crate::secret::masked_url(name).into_owned(),
-            choice,
-        });
+    Ok(expanded)
+}
+
+/// The daemon the `--hosts` name `name` chooses: the team file's host of that name
+/// first; then what the name itself says (a URL as `-H`, else a context name).
+fn daemon_of_name(
+    context: &Context,
+    name: &str,
+    team: Option<&crate::ops::team::TeamFile>,
+) -> Result<DaemonChoice, crate::host::docker_config::DaemonChoiceError> {
+    let target = team
+        .and_then(|team| team.get(name))
+        .map_or(name, |host| host.target.as_str());
+    let (host_flag, context_flag) = if target.contains("://") {
+        (Some(target.to_string()), None)
+    } else {
+        (None, Some(target.to_string()))
+    };
+    // A URL typed in `--hosts` is refused as `--hosts` (the team file's are refused
+    // on their line when it is read).
+    let refusal = host_flag
+        .as_deref()
+        .and_then(crate::facts::ssh::ssh_refusal);
+    match refusal {
+        Some(refusal) => Err(crate::host::docker_config::DaemonChoiceError::SshEndpoint {
+            source_place: "--hosts".into(),
+            endpoint: target.to_string(),
+            refusal,
+        }),
+        None => crate::host::docker_config::choose(
+            &context.environment.daemon_inputs(host_flag, context_flag),
+        ),
     }
-    Ok(hosts)
 }
 
 /// `--hosts NAME` naming nothing: the nearest of the team's hosts, `@team` and the docker
