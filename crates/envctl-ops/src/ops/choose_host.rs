@@ -101,30 +101,7 @@ pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice
             hosts.push(verdict(false, refused.clone()));
             continue;
         }
-        let gpus_ok = match (wanted, free, offer.gpu_count) {
-            (None, _, _) => Ok(String::new()),
-            (Some(_), None, _) => Err(offer
-                .unseen
-                .clone()
-                .unwrap_or_else(|| "its GPUs cannot be seen from here".to_string())),
-            (Some(0), Some(free), Some(count)) if count > 0 && free == count => {
-                Ok(format!("all {count} GPUs free"))
-            }
-            (Some(0), Some(free), count) => Err(match count {
-                Some(0) => "it has no GPU".to_string(),
-                Some(count) => {
-                    format!("the profile asks for every GPU; {free} of {count} are free")
-                }
-                None => format!("the profile asks for every GPU; {free} are free"),
-            }),
-            (Some(wanted), Some(free), _) if free >= wanted => {
-                Ok(format!("{free} GPUs free for {wanted}"))
-            }
-            (Some(wanted), Some(free), _) => Err(format!(
-                "{free} GPU{} free, the profile asks for {wanted}",
-                if free == 1 { "" } else { "s" }
-            )),
-        };
+        let gpus_ok = gpus_fit(wanted, free, offer);
         // Another machine's count says how it was seen (a probe now, or a record).
         let seen = |said: String| match (&offer.seen_by, free) {
             (Some(seen_by), Some(_)) => format!("{said} ({seen_by})"),
@@ -158,6 +135,36 @@ pub fn judge(request: &GpuRequest, offers: &[(String, String, Offer)]) -> Choice
     Choice {
         chosen: best.map(|(order, _)| order),
         hosts,
+    }
+}
+
+/// Whether a host's `free` GPUs (of its count) give the `wanted` ones (`Some(0)`: every
+/// GPU): what is said of them where they do (empty where none are wanted), why not where
+/// they do not.
+fn gpus_fit(wanted: Option<u32>, free: Option<u32>, offer: &Offer) -> Result<String, String> {
+    match (wanted, free, offer.gpu_count) {
+        (None, _, _) => Ok(String::new()),
+        (Some(_), None, _) => Err(offer
+            .unseen
+            .clone()
+            .unwrap_or_else(|| "its GPUs cannot be seen from here".to_string())),
+        (Some(0), Some(free), Some(count)) if count > 0 && free == count => {
+            Ok(format!("all {count} GPUs free"))
+        }
+        (Some(0), Some(free), count) => Err(match count {
+            Some(0) => "it has no GPU".to_string(),
+            Some(count) => {
+                format!("the profile asks for every GPU; {free} of {count} are free")
+            }
+            None => format!("the profile asks for every GPU; {free} are free"),
+        }),
+        (Some(wanted), Some(free), _) if free >= wanted => {
+            Ok(format!("{free} GPUs free for {wanted}"))
+        }
+        (Some(wanted), Some(free), _) => Err(format!(
+            "{free} GPU{} free, the profile asks for {wanted}",
+            if free == 1 { "" } else { "s" }
+        )),
     }
 }
 
@@ -332,7 +339,6 @@ async fn remote_count(
     context: &Context,
 ) -> Counted {
     use crate::facts::gpu::SeenBy;
-    use crate::ops::server_gpus::{Need, learn};
     let holders = match crate::ops::placement::holders(engine, context).await {
         Ok(holders) => holders,
         Err(error) => {
@@ -368,52 +374,10 @@ async fn remote_count(
             std::collections::BTreeMap::new(),
             "as its daemon's GPU record keeps them, the processes on them unknown: a dry run probes nothing",
         ),
-        (None, Some(_)) => {
-            let held_uuids: Vec<String> = holders
-                .iter()
-                .filter_map(|holder| match &holder.gpus {
-                    crate::facts::container::GpuAssignment::Devices(devices) => {
-                        Some(devices.iter())
-                    }
-                    _ => None,
-                })
-                .flatten()
-                .filter(|device| device.starts_with("GPU-"))
-                .cloned()
-                .collect();
-            let images = [resolved.profile.image.to_string()];
-            let learnt =
-                match learn(engine, host, &images, &held_uuids, Need::Processes, context).await {
-                    Ok(learnt) => learnt,
-                    Err(error) => {
-                        return Counted::unseen(format!(
-                            "its GPUs could not be learnt through its daemon: {}",
-                            crate::error::error_chain(&error)
-                        ));
-                    }
-                };
-            for note in &learnt.notes {
-                context.printer.warn(note);
-            }
-            // Each compute process named by the container it runs in, as `up` names them.
-            let owners = learnt
-                .probed
-                .iter()
-                .flat_map(|probed| probed.processes.iter())
-                .filter_map(|process| {
-                    let holder = holders
-                        .iter()
-                        .find(|holder| process.cgroup_ids.contains(&holder.id))?;
-                    Some((process.pid, holder.name.clone()))
-                })
-                .collect();
-            let seen_by = if learnt.probed.is_some() {
-                "seen by a probe through its daemon"
-            } else {
-                "as its daemon's GPU record keeps them, the processes on them unknown"
-            };
-            (learnt.seen.facts.gpus, owners, seen_by)
-        }
+        (None, Some(_)) => match probe_now(engine, host, resolved, &holders, context).await {
+            Ok(probed) => probed,
+            Err(unseen) => return unseen,
+        },
     };
     let (mut rows, _) =
         crate::container_plan::placement::occupancy_with_owners(&devices, &holders, &owners);
@@ -426,6 +390,72 @@ async fn remote_count(
         seen_by: Some(seen_by.to_string()),
         ..Counted::of_rows(&rows)
     }
+}
+
+/// A remote host's GPUs as a probe through its daemon sees them now, with the container
+/// each compute process runs in, and how they were seen; the [`Counted`] that says why
+/// where they could not be learnt.
+async fn probe_now(
+    engine: &crate::engine::Engine,
+    host: &str,
+    resolved: &ResolvedProfile,
+    holders: &[crate::facts::occupancy::GpuHolder],
+    context: &Context,
+) -> Result<
+    (
+        Vec<crate::facts::gpu::GpuDevice>,
+        std::collections::BTreeMap<u32, String>,
+        &'static str,
+    ),
+    Counted,
+> {
+    use crate::ops::server_gpus::{Need, learn};
+    let held_uuids = held_gpu_uuids(holders);
+    let images = [resolved.profile.image.to_string()];
+    let learnt = match learn(engine, host, &images, &held_uuids, Need::Processes, context).await {
+        Ok(learnt) => learnt,
+        Err(error) => {
+            return Err(Counted::unseen(format!(
+                "its GPUs could not be learnt through its daemon: {}",
+                crate::error::error_chain(&error)
+            )));
+        }
+    };
+    for note in &learnt.notes {
+        context.printer.warn(note);
+    }
+    // Each compute process named by the container it runs in, as `up` names them.
+    let owners = learnt
+        .probed
+        .iter()
+        .flat_map(|probed| probed.processes.iter())
+        .filter_map(|process| {
+            let holder = holders
+                .iter()
+                .find(|holder| process.cgroup_ids.contains(&holder.id))?;
+            Some((process.pid, holder.name.clone()))
+        })
+        .collect();
+    let seen_by = if learnt.probed.is_some() {
+        "seen by a probe through its daemon"
+    } else {
+        "as its daemon's GPU record keeps them, the processes on them unknown"
+    };
+    Ok((learnt.seen.facts.gpus, owners, seen_by))
+}
+
+/// The UUIDs of the GPUs the daemon's containers were given by device request.
+fn held_gpu_uuids(holders: &[crate::facts::occupancy::GpuHolder]) -> Vec<String> {
+    holders
+        .iter()
+        .filter_map(|holder| match &holder.gpus {
+            crate::facts::container::GpuAssignment::Devices(devices) => Some(devices.iter()),
+            _ => None,
+        })
+        .flatten()
+        .filter(|device| device.starts_with("GPU-"))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
