@@ -75,43 +75,11 @@ pub async fn dry_run(
     context: &Context,
 ) -> Result<DryRun, Error> {
     let Some(engine) = engine else {
-        context.printer.warn(
-            "the engine could not be reached: ports in use, GPUs held and the doctor verdict were not judged",
-        );
-        return Ok(match &plan.facts {
-            Some(facts) if !plan.gpus.is_none() => {
-                let (form, _) = request_form(facts);
-                context.printer.warn(&format!(
-                    "the engine could not be asked how it takes GPUs: showing `--gpus`'s request, which Docker with the NVIDIA runtime takes ({})",
-                    facts.engine.endpoint
-                ));
-                DryRun {
-                    body: gpu_body(plan, &placement::Placed::unplaced(&plan.gpus), facts)?,
-                    gpu_request: Some((form, format!("not reached at {}", facts.engine.endpoint))),
-                    placement: None,
-                    library_scan: None,
-                }
-            }
-            _ => DryRun {
-                body: plan.body.clone(),
-                gpu_request: None,
-                placement: None,
-                library_scan: None,
-            },
-        });
+        return unreached(plan, context);
     };
     let existing = engine.inspect_container(&plan.name).await?;
-    if let Some(existing) = &existing
-        && let crate::container_plan::ownership::Belonging::Theirs { owner } =
-            crate::container_plan::ownership::belonging(&existing.labels, &plan.user)
-    {
-        return Err(Error::BelongsTo {
-            name: plan.name.clone(),
-            owner,
-            action: crate::error::OtherUsersAction::Up {
-                profile: plan.resolved.profile.name.clone(),
-            },
-        });
+    if let Some(existing) = &existing {
+        refuse_theirs(plan, existing)?;
     }
     // Judged before placing, as `up` judges it before it places: `--gpus 9` on eight GPUs
     // is the profile's failed check, not "no room" (stopping containers never helps).
@@ -126,32 +94,7 @@ pub async fn dry_run(
         context.printer.info(said);
     }
     let mut shown = match &plan.facts {
-        Some(facts) if !plan.gpus.is_none() => {
-            // Which GPUs `up` would pick now; nothing is locked or created.
-            let placed = placement::place(
-                engine,
-                &plan.gpus,
-                plan.resolved.profile.placement,
-                &facts.gpu,
-                None,
-                plan.counting_gate().as_ref().map(|gate| (gate, &plan.body)),
-                context,
-            )
-            .await?;
-            let (form, _) = request_form(facts);
-            let described = match &facts.engine.state {
-                crate::facts::engine::EngineState::Reachable(daemon) => daemon.described(),
-                crate::facts::engine::EngineState::Unreachable { .. } => {
-                    format!("not reached at {}", facts.engine.endpoint)
-                }
-            };
-            DryRun {
-                body: gpu_body(plan, &placed, facts)?,
-                gpu_request: Some((form, described)),
-                placement: placed.report,
-                library_scan: None,
-            }
-        }
+        Some(facts) if !plan.gpus.is_none() => placed(engine, plan, facts, context).await?,
         _ => {
             if let Some(gate) = plan.counting_gate() {
                 let holders = placement::holders(engine, context).await?;
@@ -170,6 +113,88 @@ pub async fn dry_run(
     }
     shown.library_scan = library_scan;
     Ok(shown)
+}
+
+/// The dry run without a daemon: said, and the plan shown as it stands (with GPUs, in
+/// `--gpus`'s form, which Docker with the NVIDIA runtime takes).
+fn unreached(plan: &Plan, context: &Context) -> Result<DryRun, Error> {
+    context.printer.warn(
+        "the engine could not be reached: ports in use, GPUs held and the doctor verdict were not judged",
+    );
+    Ok(match &plan.facts {
+        Some(facts) if !plan.gpus.is_none() => {
+            let (form, _) = request_form(facts);
+            context.printer.warn(&format!(
+                "the engine could not be asked how it takes GPUs: showing `--gpus`'s request, which Docker with the NVIDIA runtime takes ({})",
+                facts.engine.endpoint
+            ));
+            DryRun {
+                body: gpu_body(plan, &placement::Placed::unplaced(&plan.gpus), facts)?,
+                gpu_request: Some((form, format!("not reached at {}", facts.engine.endpoint))),
+                placement: None,
+                library_scan: None,
+            }
+        }
+        _ => DryRun {
+            body: plan.body.clone(),
+            gpu_request: None,
+            placement: None,
+            library_scan: None,
+        },
+    })
+}
+
+/// Refuses the dry run where the container under the plan's name is another user's, as
+/// `up` would.
+fn refuse_theirs(
+    plan: &Plan,
+    existing: &crate::facts::container::ContainerDetails,
+) -> Result<(), Error> {
+    if let crate::container_plan::ownership::Belonging::Theirs { owner } =
+        crate::container_plan::ownership::belonging(&existing.labels, &plan.user)
+    {
+        return Err(Error::BelongsTo {
+            name: plan.name.clone(),
+            owner,
+            action: crate::error::OtherUsersAction::Up {
+                profile: plan.resolved.profile.name.clone(),
+            },
+        });
+    }
+    Ok(())
+}
+
+/// The plan with the GPUs `up` would pick now (nothing is locked or created), in this
+/// engine's form of the request.
+async fn placed(
+    engine: &Engine,
+    plan: &Plan,
+    facts: &crate::ops::doctor::Facts,
+    context: &Context,
+) -> Result<DryRun, Error> {
+    let placed = placement::place(
+        engine,
+        &plan.gpus,
+        plan.resolved.profile.placement,
+        &facts.gpu,
+        None,
+        plan.counting_gate().as_ref().map(|gate| (gate, &plan.body)),
+        context,
+    )
+    .await?;
+    let (form, _) = request_form(facts);
+    let described = match &facts.engine.state {
+        crate::facts::engine::EngineState::Reachable(daemon) => daemon.described(),
+        crate::facts::engine::EngineState::Unreachable { .. } => {
+            format!("not reached at {}", facts.engine.endpoint)
+        }
+    };
+    Ok(DryRun {
+        body: gpu_body(plan, &placed, facts)?,
+        gpu_request: Some((form, described)),
+        placement: placed.report,
+        library_scan: None,
+    })
 }
 
 #[cfg(test)]
