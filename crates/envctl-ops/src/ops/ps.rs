@@ -277,8 +277,6 @@ async fn rows_of(
     for (container, details) in containers.into_iter().zip(details) {
         // Removed between the list and its inspect: gone, as a later `docker ps` says.
         let Some(details) = details? else { continue };
-        let oom_killed = details.oom_killed;
-        let gpus = details.gpus.clone();
         let profile = container
             .labels
             .get(PROFILE_LABEL)
@@ -290,64 +288,94 @@ async fn rows_of(
             .get(PROFILE_HASH_LABEL)
             .or_else(|| container.labels.get(CONFIG_HASH_LABEL));
         let (judged, named_elsewhere_here) = judged_profile(context, &details, &profile);
-        let drift = match (judged, hash) {
-            (Some(resolved), Some(hash)) if *hash == resolved.config_hash => {
-                // The labels' claim is believed only where the daemon's own answer bears
-                // it out (`target::daemon_differences`: one more inspect, for the
-                // containers that claim to be current only).
-                match super::target::daemon_differences(engine, &details, &resolved, context)
-                    .await?
-                {
-                    None => continue,
-                    Some(differences) if differences.is_empty() => "current",
-                    Some(differences) => {
-                        warn_impostor(&details.name, &resolved, &differences, engine, context);
-                        "impostor"
-                    }
-                }
-            }
-            (Some(_), Some(_)) => "changed",
-            _ => "unknown",
+        let Some(drift) = drift_of(engine, &details, judged, hash, context).await? else {
+            continue;
         };
-        let origin = Origin::of(&container.labels);
-        rows.push(Row {
-            owner: crate::container_plan::ownership::owner_label(&container.labels),
-            identity: container
-                .labels
-                .get(crate::container_plan::ownership::IDENTITY_LABEL)
-                .map(|identity| identity.chars().take(200).collect()),
-            origin: origin.word().to_string(),
-            compose_project: origin.compose_project().map(str::to_string),
-            shown_origin: origin.shown(),
-            name: container.name,
-            id: container.id.chars().take(12).collect(),
+        rows.push(row_of(
+            container,
+            &details,
             profile,
-            image: container.image,
-            image_id: container
-                .image_id
-                .trim_start_matches("sha256:")
-                .chars()
-                .take(12)
-                .collect(),
-            full_image_id: container.image_id.trim_start_matches("sha256:").to_string(),
-            state: container.state,
-            status: container.status,
-            oom_killed,
-            ports: container.ports,
-            gpus,
-            gpu_ids: None,
             drift,
-            profile_file: details.labels.get(PROFILE_FILE_LABEL).cloned(),
             named_elsewhere_here,
-            host: None,
-            failed_gpus: None,
-            gpu_assignment: details
-                .labels
-                .get(crate::container_plan::GPUS_LABEL)
-                .and_then(|label| crate::engine::occupancy::parse_label(label)),
-        });
+        ));
     }
     Ok(rows)
+}
+
+/// How the container stands against its profile: `current`, `impostor` (its labels claim
+/// to be current, the daemon's answer says it differs), `changed` or `unknown`; `None`
+/// where it was removed before the daemon could be asked.
+async fn drift_of(
+    engine: &Engine,
+    details: &crate::facts::container::ContainerDetails,
+    judged: Option<ResolvedProfile>,
+    hash: Option<&String>,
+    context: &Context,
+) -> Result<Option<&'static str>, Error> {
+    Ok(Some(match (judged, hash) {
+        (Some(resolved), Some(hash)) if *hash == resolved.config_hash => {
+            // The labels' claim is believed only where the daemon's own answer bears
+            // it out (`target::daemon_differences`: one more inspect, for the
+            // containers that claim to be current only).
+            match super::target::daemon_differences(engine, details, &resolved, context).await? {
+                None => return Ok(None),
+                Some(differences) if differences.is_empty() => "current",
+                Some(differences) => {
+                    warn_impostor(&details.name, &resolved, &differences, engine, context);
+                    "impostor"
+                }
+            }
+        }
+        (Some(_), Some(_)) => "changed",
+        _ => "unknown",
+    }))
+}
+
+/// The row of one listed container, with what its inspect adds.
+fn row_of(
+    container: crate::facts::container::ContainerSummary,
+    details: &crate::facts::container::ContainerDetails,
+    profile: String,
+    drift: &'static str,
+    named_elsewhere_here: bool,
+) -> Row {
+    let origin = Origin::of(&container.labels);
+    Row {
+        owner: crate::container_plan::ownership::owner_label(&container.labels),
+        identity: container
+            .labels
+            .get(crate::container_plan::ownership::IDENTITY_LABEL)
+            .map(|identity| identity.chars().take(200).collect()),
+        origin: origin.word().to_string(),
+        compose_project: origin.compose_project().map(str::to_string),
+        shown_origin: origin.shown(),
+        name: container.name,
+        id: container.id.chars().take(12).collect(),
+        profile,
+        image: container.image,
+        image_id: container
+            .image_id
+            .trim_start_matches("sha256:")
+            .chars()
+            .take(12)
+            .collect(),
+        full_image_id: container.image_id.trim_start_matches("sha256:").to_string(),
+        state: container.state,
+        status: container.status,
+        oom_killed: details.oom_killed,
+        ports: container.ports,
+        gpus: details.gpus.clone(),
+        gpu_ids: None,
+        drift,
+        profile_file: details.labels.get(PROFILE_FILE_LABEL).cloned(),
+        named_elsewhere_here,
+        host: None,
+        failed_gpus: None,
+        gpu_assignment: details
+            .labels
+            .get(crate::container_plan::GPUS_LABEL)
+            .and_then(|label| crate::engine::occupancy::parse_label(label)),
+    }
 }
 
 /// Says why `ps` calls a container `impostor`: its labels claim to be the profile's
