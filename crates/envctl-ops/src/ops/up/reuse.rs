@@ -90,25 +90,7 @@ pub(super) async fn reuse(
     recreate: bool,
     user: &crate::facts::user::User,
 ) -> Result<Reuse, Error> {
-    match crate::container_plan::ownership::belonging(&existing.labels, user) {
-        crate::container_plan::ownership::Belonging::NotEnvctls => {
-            return Err(Error::NameTaken {
-                name: name.to_string(),
-                cli: engine.known_kind().cli(),
-            });
-        }
-        crate::container_plan::ownership::Belonging::Theirs { owner } => {
-            return Err(Error::BelongsTo {
-                name: name.to_string(),
-                owner,
-                action: crate::error::OtherUsersAction::Up {
-                    profile: profile.to_string(),
-                },
-            });
-        }
-        crate::container_plan::ownership::Belonging::Mine
-        | crate::container_plan::ownership::Belonging::Unowned => {}
-    }
+    refuse_not_mine(engine, existing, name, profile, user)?;
     // Another profile's container at this name (`up P --name <Q's>`) is Q's: never met as
     // an earlier P, never replaced by `--recreate`.
     crate::container_plan::ownership::made_from(&existing.labels, name, profile)?;
@@ -126,30 +108,7 @@ pub(super) async fn reuse(
         if existing.running {
             return Ok(Reuse::Done(Outcome::AlreadyRunning));
         }
-        return match engine.start_container(&existing.id).await {
-            Ok(()) => Ok(Reuse::Done(Outcome::Started)),
-            // Started by a concurrent `up` between our inspect and our start.
-            Err(error) => match engine
-                .inspect_container(&existing.id)
-                .await?
-                .filter(|now| !matches!(now.status.as_str(), "removing" | "dead"))
-            {
-                Some(now) if now.running => Ok(Reuse::Done(Outcome::AlreadyRunning)),
-                // Removed as this run started it (a `down --rm` at work, gone or still
-                // being removed): this run made nothing, and says so rather than
-                // "created but could not start".
-                None => Err(Error::TargetNotFound {
-                    target: name.to_string(),
-                    hint: format!(
-                        "`{name}` was removed as envctl started it (another `envctl down --rm`?); this run made nothing: run `envctl up {profile}` again"
-                    ),
-                }),
-                _ => Err(Error::StartFailed {
-                    name: name.to_string(),
-                    source: Box::new(error),
-                }),
-            },
-        };
+        return start_as_made(engine, existing, name, profile).await;
     }
     if recreate {
         return Ok(Reuse::Replace);
@@ -179,6 +138,65 @@ pub(super) async fn reuse(
         changes,
         made_from,
     })
+}
+
+/// Refuses a container of this name that is not envctl's, or is another user's.
+fn refuse_not_mine(
+    engine: &Engine,
+    existing: &ContainerDetails,
+    name: &str,
+    profile: &str,
+    user: &crate::facts::user::User,
+) -> Result<(), Error> {
+    match crate::container_plan::ownership::belonging(&existing.labels, user) {
+        crate::container_plan::ownership::Belonging::NotEnvctls => Err(Error::NameTaken {
+            name: name.to_string(),
+            cli: engine.known_kind().cli(),
+        }),
+        crate::container_plan::ownership::Belonging::Theirs { owner } => Err(Error::BelongsTo {
+            name: name.to_string(),
+            owner,
+            action: crate::error::OtherUsersAction::Up {
+                profile: profile.to_string(),
+            },
+        }),
+        crate::container_plan::ownership::Belonging::Mine
+        | crate::container_plan::ownership::Belonging::Unowned => Ok(()),
+    }
+}
+
+/// Starts the stopped container that is what this `up` would make; one started by a
+/// concurrent `up` meanwhile is already running, one removed meanwhile was not made.
+async fn start_as_made(
+    engine: &Engine,
+    existing: &ContainerDetails,
+    name: &str,
+    profile: &str,
+) -> Result<Reuse, Error> {
+    match engine.start_container(&existing.id).await {
+        Ok(()) => Ok(Reuse::Done(Outcome::Started)),
+        // Started by a concurrent `up` between our inspect and our start.
+        Err(error) => match engine
+            .inspect_container(&existing.id)
+            .await?
+            .filter(|now| !matches!(now.status.as_str(), "removing" | "dead"))
+        {
+            Some(now) if now.running => Ok(Reuse::Done(Outcome::AlreadyRunning)),
+            // Removed as this run started it (a `down --rm` at work, gone or still
+            // being removed): this run made nothing, and says so rather than
+            // "created but could not start".
+            None => Err(Error::TargetNotFound {
+                target: name.to_string(),
+                hint: format!(
+                    "`{name}` was removed as envctl started it (another `envctl down --rm`?); this run made nothing: run `envctl up {profile}` again"
+                ),
+            }),
+            _ => Err(Error::StartFailed {
+                name: name.to_string(),
+                source: Box::new(error),
+            }),
+        },
+    }
 }
 
 /// What the daemon says of `existing`, whose labels claim to be what this `up` makes
