@@ -93,34 +93,14 @@ pub async fn plan(
         trust,
         force,
     } = request;
-    let mut resolved = context.search_path.resolve(&profile)?;
-    // A repository's root-equivalent settings need `--trust` (`ops::trust`).
-    crate::ops::trust::gate(&resolved, &trust, context)?;
-    // `--gpus` is what is judged (issue 40): doctor's checks, placement and the policy see
-    // the GPUs the container will get, not the file's (`--gpus none` on a GPU-less host
-    // passes; `--gpus device=9` on eight GPUs is refused as `gpus = ["9"]` is).
-    if let Some(gpus) = &overrides.gpus {
-        resolved.profile.gpus = gpus.clone();
-    }
+    let resolved = resolve_profile(&profile, &overrides, &trust, context)?;
     // The gathering takes the connection (or why there is none); naming keeps a clone.
     let (engine, connection) = match engine {
         Ok(engine) => (Some(engine.clone()), Ok(engine)),
         Err(error) => (None, Err(error)),
     };
     let asked = resolved.profile.gpus.clone();
-    // A profile that asks for GPUs (or may: `optional`) needs doctor's facts before its
-    // body: they say whether `optional` gets GPUs here and how this engine takes them.
-    let facts = if asked == crate::profile::model::GpuRequest::None {
-        None
-    } else {
-        Some(gather_with(connection, std::slice::from_ref(&resolved), None, context).await)
-    };
-    let gpus_reachable = match (&asked, &facts) {
-        (crate::profile::model::GpuRequest::Optional, Some(facts)) => {
-            optional_gets_gpus(facts, context)
-        }
-        _ => true,
-    };
+    let (facts, gpus_reachable) = doctor_facts_for_gpus(connection, &resolved, context).await;
     let working_directory = context.working_directory()?;
     let profile_file = container_plan::profile_file_label(&resolved, &working_directory);
     let environment = resolve_environment(
@@ -175,6 +155,49 @@ pub async fn plan(
         policies,
         force,
     })
+}
+
+/// The profile `profile` names, passed by `--trust` where it needs it (`ops::trust`), with
+/// `--gpus` in place of its own: that is what is judged (issue 40): doctor's checks,
+/// placement and the policy see the GPUs the container will get, not the file's
+/// (`--gpus none` on a GPU-less host passes; `--gpus device=9` on eight GPUs is refused
+/// as `gpus = ["9"]` is).
+fn resolve_profile(
+    profile: &str,
+    overrides: &Overrides,
+    trust: &crate::ops::trust::Consent,
+    context: &Context,
+) -> Result<ResolvedProfile, Error> {
+    let mut resolved = context.search_path.resolve(profile)?;
+    // A repository's root-equivalent settings need `--trust` (`ops::trust`).
+    crate::ops::trust::gate(&resolved, trust, context)?;
+    if let Some(gpus) = &overrides.gpus {
+        resolved.profile.gpus = gpus.clone();
+    }
+    Ok(resolved)
+}
+
+/// Doctor's facts for a profile that asks for GPUs (or may: `optional`), needed before
+/// its body: they say whether `optional` gets GPUs here (the second value) and how this
+/// engine takes them. None for a profile that asks for none.
+async fn doctor_facts_for_gpus(
+    connection: Result<Engine, EngineError>,
+    resolved: &ResolvedProfile,
+    context: &Context,
+) -> (Option<crate::ops::doctor::Facts>, bool) {
+    let asked = &resolved.profile.gpus;
+    let facts = if *asked == crate::profile::model::GpuRequest::None {
+        None
+    } else {
+        Some(gather_with(connection, std::slice::from_ref(resolved), None, context).await)
+    };
+    let gpus_reachable = match (asked, &facts) {
+        (crate::profile::model::GpuRequest::Optional, Some(facts)) => {
+            optional_gets_gpus(facts, context)
+        }
+        _ => true,
+    };
+    (facts, gpus_reachable)
 }
 
 /// The profile's environment and body for this host (`ops::environment`). A bind source
