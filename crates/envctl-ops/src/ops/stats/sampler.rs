@@ -328,25 +328,7 @@ async fn once(
         let remote: Vec<usize> = (0..targets.len())
             .filter(|&position| located[position].is_none())
             .collect();
-        let local = async {
-            let proc_root = Path::new(PROC_ROOT);
-            // Without it the limit of an unlimited container stays the kernel's "no
-            // limit" number; the daemon answers the same then.
-            let host_memory = cgroup::read_host_memory(proc_root).ok();
-            let before = read_local(&located, host_memory);
-            tokio::time::sleep(ONCE_GAP).await;
-            let after = read_local(&located, host_memory);
-            before
-                .into_iter()
-                .zip(after)
-                .map(|pair| match pair {
-                    (Some(Ok(before)), Some(Ok(after))) => {
-                        Some(container_usage(&after, Some(&before.cpu)))
-                    }
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-        };
+        let local = read_local_twice(&located);
         let (mut readings, local) =
             futures_util::future::join(daemon_usage(engine, targets, &remote), local).await;
         // A container whose files vanished (it stopped) or could not be read is left to
@@ -370,6 +352,48 @@ async fn once(
         futures_util::future::join(gather, gpus.read()).await;
     let mut failures = selection.failures.clone();
     failures.extend(gpu_failure);
+    let inputs = inputs_of(targets, readings, resources, &mut failures);
+    let known: BTreeSet<String> = targets.iter().map(|target| target.id.clone()).collect();
+    let (owners, owner_failures) = process_owners(gpu_readings.as_ref(), &known);
+    failures.extend(owner_failures);
+    assemble(
+        now(clock),
+        inputs,
+        gpu_readings.as_ref(),
+        &owners,
+        failures,
+        gpus.fatal_xids(),
+    )
+}
+
+/// The usage of the containers this host reads directly (`located`), from two readings
+/// of their counters [`ONCE_GAP`] apart; `None` where either reading failed.
+async fn read_local_twice(located: &[Option<LocalContainer>]) -> Vec<Option<ContainerUsage>> {
+    let proc_root = Path::new(PROC_ROOT);
+    // Without it the limit of an unlimited container stays the kernel's "no
+    // limit" number; the daemon answers the same then.
+    let host_memory = cgroup::read_host_memory(proc_root).ok();
+    let before = read_local(located, host_memory);
+    tokio::time::sleep(ONCE_GAP).await;
+    let after = read_local(located, host_memory);
+    before
+        .into_iter()
+        .zip(after)
+        .map(|pair| match pair {
+            (Some(Ok(before)), Some(Ok(after))) => Some(container_usage(&after, Some(&before.cpu))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each target's input to the snapshot, from its usage reading (by position) and its
+/// inspect data; what could not be read goes to `failures`, usages first.
+fn inputs_of(
+    targets: &[Target],
+    readings: Vec<(usize, Result<ContainerUsage, EngineError>)>,
+    resources: Vec<Result<Option<ContainerResources>, EngineError>>,
+    failures: &mut Vec<Failure>,
+) -> Vec<ContainerInput> {
     let mut usages: Vec<Option<ContainerUsage>> = vec![None; targets.len()];
     for (position, reading) in readings {
         match reading {
@@ -388,17 +412,7 @@ async fn once(
         };
         inputs.push(input(target, usage, resources.as_ref()));
     }
-    let known: BTreeSet<String> = targets.iter().map(|target| target.id.clone()).collect();
-    let (owners, owner_failures) = process_owners(gpu_readings.as_ref(), &known);
-    failures.extend(owner_failures);
-    assemble(
-        now(clock),
-        inputs,
-        gpu_readings.as_ref(),
-        &owners,
-        failures,
-        gpus.fatal_xids(),
-    )
+    inputs
 }
 
 /// Two one-shot readings through the API for the containers at `positions`: CPU % over
