@@ -139,17 +139,10 @@ async fn up_once(
         let (judged, prepared) =
             judge_beside_create(engine, plan, arguments, context, state).await?;
         gathered = judged;
-        let facts = gathered
-            .as_ref()
-            .or(plan.facts.as_ref())
-            .ok_or_else(|| Error::Internal("the preflight judged no facts".into()))?;
-        let making = Making {
-            facts,
-            body: plan.body.clone(),
-            placed: None,
-            pull: arguments.pull,
-        };
-        (making, prepared?)
+        (
+            making_unplaced(gathered.as_ref(), plan, arguments)?,
+            prepared?,
+        )
     };
     let facts = making.facts;
     if let Some(digest) = &locked_digest {
@@ -182,29 +175,61 @@ async fn up_once(
         }
     };
     let placement_report = hand_over_placement(engine, &id, placed, facts, context, state).await?;
+    start_made(engine, &id, &body, plan, facts, context, state).await?;
+    let outcome = if recreated {
+        Outcome::Recreated
+    } else {
+        Outcome::Created
+    };
+    Ok(UpReport {
+        placement: placement_report,
+        ..reporting.report(id, outcome)
+    })
+}
+
+/// Checks and starts the container `id` made from `body`, and records that this run
+/// started it.
+async fn start_made(
+    engine: &Engine,
+    id: &str,
+    body: &CreateBody,
+    plan: &Plan,
+    facts: &crate::ops::doctor::Facts,
+    context: &Context,
+    state: &Rc<RefCell<RunState>>,
+) -> Result<(), Error> {
     start_checked(
         &Check {
             engine,
-            id: &id,
-            body: &body,
-            name,
-            profile: &resolved.profile.name,
+            id,
+            body,
+            name: &plan.name,
+            profile: &plan.resolved.profile.name,
             facts,
         },
         context,
     )
     .await?;
     state.borrow_mut().started = true;
-    Ok(UpReport {
-        placement: placement_report,
-        ..reporting.report(
-            id,
-            if recreated {
-                Outcome::Recreated
-            } else {
-                Outcome::Created
-            },
-        )
+    Ok(())
+}
+
+/// What is made without a placement (no GPUs, or no facts to place them with): the
+/// plan's body as it is, judged by doctor's facts (the preflight's `gathered`, else the
+/// plan's).
+fn making_unplaced<'a>(
+    gathered: Option<&'a crate::ops::doctor::Facts>,
+    plan: &'a Plan,
+    arguments: &UpOptions,
+) -> Result<Making<'a>, Error> {
+    let facts = gathered
+        .or(plan.facts.as_ref())
+        .ok_or_else(|| Error::Internal("the preflight judged no facts".into()))?;
+    Ok(Making {
+        facts,
+        body: plan.body.clone(),
+        placed: None,
+        pull: arguments.pull,
     })
 }
 
