@@ -279,30 +279,7 @@ pub async fn lock_profiles(
     context: &Context,
 ) -> Result<Locking, Error> {
     let path = Path::new(LOCK_FILE);
-    let today = crate::ops::doctor::today(context.environment.now());
-    // The daemon only for a profile whose registry does not answer.
-    let fallback = Fallback::default();
-    let mut entries = Vec::new();
-    for resolved in profiles {
-        match locked_image(resolved, update, &today, &fallback, context).await {
-            Ok(entry) => entries.push(entry),
-            // What belongs to this profile's image (a pull the registry refused, an
-            // image without a registry digest) leaves the others to lock; anything
-            // else (the daemon gone) would fail them all and is the one error.
-            Err(
-                error @ (Error::Lock { .. }
-                | Error::ImageMissing { .. }
-                | Error::Engine(
-                    crate::engine::EngineError::Pull { .. }
-                    | crate::engine::EngineError::ImageMissing { .. },
-                )),
-            ) => {
-                context.printer.error(&error);
-                *failed += 1;
-            }
-            Err(error) => return Err(error),
-        }
-    }
+    let entries = pin_each(profiles, update, failed, context).await?;
     if entries.is_empty() {
         return Ok(Locking::NothingPinned);
     }
@@ -331,33 +308,69 @@ pub async fn lock_profiles(
     let changes = file::update(&guard, path, |lock| {
         entries
             .into_iter()
-            .map(|locked| {
-                let Locked { entry, source } = locked;
-                let old = lock.entry(&entry.profile);
-                let previous = old.map(|old| old.digest.clone());
-                // The same pin keeps its entry, date included: the file does not change.
-                let same = old.is_some_and(|old| {
-                    old.image == entry.image
-                        && old.digest == entry.digest
-                        && old.platform == entry.platform
-                });
-                let change = Change {
-                    profile: entry.profile.clone(),
-                    image: entry.image.clone(),
-                    digest: entry.digest.clone(),
-                    previous,
-                    source,
-                };
-                if !same {
-                    lock.upsert(entry);
-                }
-                change
-            })
+            .map(|locked| pin_into(lock, locked))
             .collect::<Vec<_>>()
     })
     .map_err(update_error)?;
     drop(guard);
     Ok(Locking::Written(changes))
+}
+
+/// Each profile's pin. A profile whose own image fails is said at once and counted in
+/// `failed`; anything else is the one error.
+async fn pin_each(
+    profiles: &[ResolvedProfile],
+    update: bool,
+    failed: &mut usize,
+    context: &Context,
+) -> Result<Vec<Locked>, Error> {
+    let today = crate::ops::doctor::today(context.environment.now());
+    // The daemon only for a profile whose registry does not answer.
+    let fallback = Fallback::default();
+    let mut entries = Vec::new();
+    for resolved in profiles {
+        match locked_image(resolved, update, &today, &fallback, context).await {
+            Ok(entry) => entries.push(entry),
+            // What belongs to this profile's image (a pull the registry refused, an
+            // image without a registry digest) leaves the others to lock; anything
+            // else (the daemon gone) would fail them all and is the one error.
+            Err(
+                error @ (Error::Lock { .. }
+                | Error::ImageMissing { .. }
+                | Error::Engine(
+                    crate::engine::EngineError::Pull { .. }
+                    | crate::engine::EngineError::ImageMissing { .. },
+                )),
+            ) => {
+                context.printer.error(&error);
+                *failed += 1;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(entries)
+}
+
+/// Puts one pin into the lock file (the same pin keeps its entry), and says what changed.
+fn pin_into(lock: &mut crate::lock::LockFile, locked: Locked) -> Change {
+    let Locked { entry, source } = locked;
+    let old = lock.entry(&entry.profile);
+    let previous = old.map(|old| old.digest.clone());
+    // The same pin keeps its entry, date included: the file does not change.
+    let same = old.is_some_and(|old| {
+        old.image == entry.image && old.digest == entry.digest && old.platform == entry.platform
+    });
+    let change = Change {
+        profile: entry.profile.clone(),
+        image: entry.image.clone(),
+        digest: entry.digest.clone(),
+        previous,
+        source,
+    };
+    if !same {
+        lock.upsert(entry);
+    }
+    change
 }
 
 #[cfg(test)]
