@@ -37,13 +37,7 @@ pub async fn resolve<R>(
     is_bare_command: impl Fn(&R) -> bool,
 ) -> Result<(ContainerDetails, R, usize), Error> {
     let Some(first) = words.first() else {
-        let purpose = Purpose {
-            command: "exec",
-            rest: "CMD",
-            word: None,
-        };
-        let container = obvious_container(engine, context, purpose).await?;
-        let container = ensure_running(engine, container)?;
+        let container = obvious_running(engine, context).await?;
         let request = interpret(&[], &[], &container.name)?;
         return Ok((container, request, 0));
     };
@@ -81,25 +75,8 @@ pub async fn resolve<R>(
             let container = ensure_running(engine, container)?;
             let names = command_names(context, &container);
             let request = interpret(words, &names, &container.name)?;
-            // `WORD -- CMD` is the form of a TARGET (or of a NAME): a word that names
-            // neither is a TARGET not found, never a command for whichever container is
-            // the obvious one.
-            if is_bare_command(&request) && words.get(1).is_some_and(|word| word == "--") {
-                return Err(nothing_error(engine, context, first, None, &[]).await);
-            }
-            // A word near a profile, a container or a command is a typo, never a command
-            // to run in whatever container happens to be the obvious one.
-            if is_bare_command(&request)
-                && let Some(near) = nearest_name(engine, context, first, &names).await?
-            {
-                return Err(Error::TargetNotFound {
-                    target: first.clone(),
-                    hint: format!(
-                        "did you mean `{near}`? (to run `{first}` itself in {}: `{}`)",
-                        container.name,
-                        replaced_with_target(words, &container.name)
-                    ),
-                });
+            if is_bare_command(&request) {
+                refuse_target_typo(engine, context, words, &names, &container).await?;
             }
             Ok((container, request, 0))
         }
@@ -114,6 +91,47 @@ pub async fn resolve<R>(
             None => Err(error),
         },
     }
+}
+
+/// Refuses a command written without `--` (`words`, meant for the obvious `container`)
+/// whose first word reads as a TARGET: `WORD -- CMD` is the form of a TARGET (or of a
+/// NAME), so a word that names neither is a TARGET not found, never a command for
+/// whichever container is the obvious one; and a word near a profile, a container or a
+/// command (`names`) is a typo, never a command to run in whatever container happens to
+/// be the obvious one.
+async fn refuse_target_typo(
+    engine: &Engine,
+    context: &Context,
+    words: &[String],
+    names: &[String],
+    container: &ContainerDetails,
+) -> Result<(), Error> {
+    let first = &words[0];
+    if words.get(1).is_some_and(|word| word == "--") {
+        return Err(nothing_error(engine, context, first, None, &[]).await);
+    }
+    if let Some(near) = nearest_name(engine, context, first, names).await? {
+        return Err(Error::TargetNotFound {
+            target: first.clone(),
+            hint: format!(
+                "did you mean `{near}`? (to run `{first}` itself in {}: `{}`)",
+                container.name,
+                replaced_with_target(words, &container.name)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The obvious container, running, for an `exec` given no word at all.
+async fn obvious_running(engine: &Engine, context: &Context) -> Result<ContainerDetails, Error> {
+    let purpose = Purpose {
+        command: "exec",
+        rest: "CMD",
+        word: None,
+    };
+    let container = obvious_container(engine, context, purpose).await?;
+    ensure_running(engine, container)
 }
 
 /// The exec command line with TARGET put in front of `words`.
