@@ -51,15 +51,7 @@ pub fn export(
     let home = context.environment.home();
     let lock = environment::read_lock();
     let exists = |path: &Path| path.exists();
-    // `--to docker-run` is `up --dry-run`: this host's GPUs, its bind sources, and a lock
-    // that cannot be read is an error. The files are for other machines.
-    let (placement, lock_policy) = if target == Target::DockerRun {
-        let gpu_facts =
-            environment::host_gpus(&resolved, context.environment.nvml_library().as_deref());
-        (Placement::this_host(gpu_facts.as_ref()), LockPolicy::Use)
-    } else {
-        (Placement::Elsewhere, LockPolicy::Report)
-    };
+    let (placement, lock_policy) = placement_for(target, &resolved, context);
     let environment = environment::resolve(
         resolved,
         EnvironmentRequest {
@@ -83,26 +75,7 @@ pub fn export(
         output_file,
         path_is_file: &is_file,
     };
-    let result = match target {
-        Target::DockerRun => Ok(export::docker_run(
-            body,
-            &container_plan::container_name(&resolved.profile.name),
-        )),
-        Target::Compose => export::compose(&input),
-        Target::Devcontainer => export::devcontainer(&input),
-        Target::Slurm => Ok(export::slurm(&input, options.slurm)),
-        Target::Pyxis => export::pyxis(&input, options.slurm),
-        Target::Apptainer => export::apptainer(&input, options.slurm),
-        Target::Edf => export::edf(&input),
-        Target::Kubernetes => export::kubernetes(&input, options.kubernetes),
-    };
-    let mut exported = result.map_err(|error| match error {
-        ExportError::Spec(error) => Error::Spec(error),
-        other @ ExportError::Serialize { .. } => Error::Usage {
-            message: other.to_string(),
-            hint: Some("this is a bug in envctl; please report it with the profile".into()),
-        },
-    })?;
+    let mut exported = exported_as(target, &input, options).map_err(export_error)?;
     if let Some(reason) = &environment.lock_notice {
         exported
             .notices
@@ -113,4 +86,54 @@ pub fn export(
         exported,
         missing_sources: environment.missing_sources,
     })
+}
+
+/// Where the export's container runs: `--to docker-run` is `up --dry-run` (this host's
+/// GPUs, its bind sources, and a lock that cannot be read is an error); the other
+/// targets' files are for other machines.
+fn placement_for(
+    target: Target,
+    resolved: &ResolvedProfile,
+    context: &Context,
+) -> (Placement, LockPolicy) {
+    if target == Target::DockerRun {
+        let gpu_facts =
+            environment::host_gpus(resolved, context.environment.nvml_library().as_deref());
+        (Placement::this_host(gpu_facts.as_ref()), LockPolicy::Use)
+    } else {
+        (Placement::Elsewhere, LockPolicy::Report)
+    }
+}
+
+/// The text of `target` for `input`.
+fn exported_as(
+    target: Target,
+    input: &ExportInput<'_>,
+    options: ExportOptions,
+) -> Result<Exported, ExportError> {
+    match target {
+        Target::DockerRun => Ok(export::docker_run(
+            input.body,
+            &container_plan::container_name(&input.resolved.profile.name),
+        )),
+        Target::Compose => export::compose(input),
+        Target::Devcontainer => export::devcontainer(input),
+        Target::Slurm => Ok(export::slurm(input, options.slurm)),
+        Target::Pyxis => export::pyxis(input, options.slurm),
+        Target::Apptainer => export::apptainer(input, options.slurm),
+        Target::Edf => export::edf(input),
+        Target::Kubernetes => export::kubernetes(input, options.kubernetes),
+    }
+}
+
+/// An export's failure as envctl's error: a profile the target cannot express is the
+/// profile's; a text that cannot be serialised is a bug.
+fn export_error(error: ExportError) -> Error {
+    match error {
+        ExportError::Spec(error) => Error::Spec(error),
+        other @ ExportError::Serialize { .. } => Error::Usage {
+            message: other.to_string(),
+            hint: Some("this is a bug in envctl; please report it with the profile".into()),
+        },
+    }
 }
