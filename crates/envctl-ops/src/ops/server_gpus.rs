@@ -177,33 +177,59 @@ pub async fn learn(
             };
         }
     };
-    // Kept for the next client, whichever machine it runs on.
-    if writable && let Some((record, details)) = placement::record_of_probe(&probed, now) {
-        let same = kept.as_ref().is_some_and(|(old, old_details)| {
-            *old == record
-                && old_details.driver == details.driver
-                && old_details.cuda == details.cuda
-                && old_details.models == details.models
-                && stale.is_none()
-        });
-        if !same {
-            let mut labels = details.labels();
-            labels.remove("host");
-            if let Err(error) = engine
-                .write_gpu_record(&record.written(), Some(host), &labels)
-                .await
-            {
-                notes.push(format!(
-                    "what was learnt of {host}'s GPUs could not be kept in its daemon's record (volume {}): {}",
-                    crate::engine::daemon_placement::RECORD_NAME,
-                    crate::error::error_chain(&error)
-                ));
-            }
-        }
+    if writable {
+        keep_probe(
+            engine,
+            host,
+            &probed,
+            now,
+            kept.as_ref(),
+            stale.is_none(),
+            &mut notes,
+        )
+        .await;
     }
     Ok(Learnt {
         seen: placement::seen_from_probe(&probed, now),
         probed: Some(probed),
         notes,
     })
+}
+
+/// Keeps what the probe learnt in the daemon's GPU record for the next client, whichever
+/// machine it runs on, unless the record (`kept`, when `fresh`) says the same already; a
+/// write that fails is said in `notes`.
+async fn keep_probe(
+    engine: &Engine,
+    host: &str,
+    probed: &ServerGpus,
+    now: i64,
+    kept: Option<&(GpuRecord, RecordDetails)>,
+    fresh: bool,
+    notes: &mut Vec<String>,
+) {
+    let Some((record, details)) = placement::record_of_probe(probed, now) else {
+        return;
+    };
+    let same = kept.is_some_and(|(old, old_details)| {
+        *old == record
+            && old_details.driver == details.driver
+            && old_details.cuda == details.cuda
+            && old_details.models == details.models
+            && fresh
+    });
+    if !same {
+        let mut labels = details.labels();
+        labels.remove("host");
+        if let Err(error) = engine
+            .write_gpu_record(&record.written(), Some(host), &labels)
+            .await
+        {
+            notes.push(format!(
+                "what was learnt of {host}'s GPUs could not be kept in its daemon's record (volume {}): {}",
+                crate::engine::daemon_placement::RECORD_NAME,
+                crate::error::error_chain(&error)
+            ));
+        }
+    }
 }
