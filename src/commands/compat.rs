@@ -67,21 +67,7 @@ pub fn run(arguments: CompatArgs, context: &Context) -> Result<ExitStatus, Error
             "write the driver as `nvidia-smi` prints it, e.g. --driver 550.54.15",
         )
     })?;
-    let stack = match &arguments.profile {
-        Some(profile) => {
-            let resolved = context.search_path.resolve(profile)?;
-            crate::ops::compat::profile_stack(&resolved).ok_or_else(|| {
-                usage(
-                    format!(
-                        "profile `{}` has no [stack], so there is nothing to check",
-                        resolved.profile.name
-                    ),
-                    "add [stack] cuda = \"X.Y\" and torch = \"…\" to it, or pass --image-cuda or --torch",
-                )
-            })?
-        }
-        None => stack_from_arguments(arguments.image_cuda.as_deref(), arguments.torch.as_deref())?,
-    };
+    let stack = described_stack(&arguments, context)?;
     let platform: compat::Platform = arguments.platform.parse().map_err(|message: String| {
         usage(
             message,
@@ -99,47 +85,75 @@ pub fn run(arguments: CompatArgs, context: &Context) -> Result<ExitStatus, Error
     if context.json {
         context.printer.json(&report)?;
     } else {
-        let mut sections: Vec<Section> = report
-            .gpus
-            .iter()
-            .map(|gpu| Section {
-                title: format!(
-                    "{} ({}{}{}) with {} on driver {}",
-                    gpu.name,
-                    gpu.compute_capability.sm(),
-                    if gpu.datacenter == Some(true) {
-                        ", data-center"
-                    } else {
-                        ""
-                    },
-                    if gpu
-                        .capability_rows
-                        .iter()
-                        .any(|row| row.status == compat::RowStatus::Derived)
-                    {
-                        "; capability derived from NVIDIA's documents, see --json"
-                    } else {
-                        ""
-                    },
-                    stack.label,
-                    report.driver
-                ),
-                findings: gpu.findings.clone(),
-            })
-            .collect();
-        if !report.findings.is_empty() {
-            sections.push(Section {
-                title: format!("driver {}", report.driver),
-                findings: report.findings.clone(),
-            });
-        }
-        print_sections(&context.printer, &sections)?;
+        print_report(&report, &stack, context)?;
     }
     Ok(if status == Status::Fail {
         ExitStatus::Failure
     } else {
         ExitStatus::Success
     })
+}
+
+/// The stack to check: the profile's `[stack]`, or what `--image-cuda` and `--torch` say.
+fn described_stack(arguments: &CompatArgs, context: &Context) -> Result<DescribedStack, Error> {
+    Ok(match &arguments.profile {
+        Some(profile) => {
+            let resolved = context.search_path.resolve(profile)?;
+            crate::ops::compat::profile_stack(&resolved).ok_or_else(|| {
+                usage(
+                    format!(
+                        "profile `{}` has no [stack], so there is nothing to check",
+                        resolved.profile.name
+                    ),
+                    "add [stack] cuda = \"X.Y\" and torch = \"…\" to it, or pass --image-cuda or --torch",
+                )
+            })?
+        }
+        None => stack_from_arguments(arguments.image_cuda.as_deref(), arguments.torch.as_deref())?,
+    })
+}
+
+/// A section of verdicts for each GPU, then the driver's own findings.
+fn print_report(
+    report: &crate::ops::compat::CompatReport,
+    stack: &DescribedStack,
+    context: &Context,
+) -> Result<(), Error> {
+    let mut sections: Vec<Section> = report
+        .gpus
+        .iter()
+        .map(|gpu| Section {
+            title: format!(
+                "{} ({}{}{}) with {} on driver {}",
+                gpu.name,
+                gpu.compute_capability.sm(),
+                if gpu.datacenter == Some(true) {
+                    ", data-center"
+                } else {
+                    ""
+                },
+                if gpu
+                    .capability_rows
+                    .iter()
+                    .any(|row| row.status == compat::RowStatus::Derived)
+                {
+                    "; capability derived from NVIDIA's documents, see --json"
+                } else {
+                    ""
+                },
+                stack.label,
+                report.driver
+            ),
+            findings: gpu.findings.clone(),
+        })
+        .collect();
+    if !report.findings.is_empty() {
+        sections.push(Section {
+            title: format!("driver {}", report.driver),
+            findings: report.findings.clone(),
+        });
+    }
+    print_sections(&context.printer, &sections)
 }
 
 /// `--image-cuda` and `--torch`: the image's CUDA is `--image-cuda`, else the CUDA the torch

@@ -48,24 +48,7 @@ pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error
     if arguments.matrix_info {
         return crate::ui::matrix_info::print_info(&matrix, &context.printer, context.json);
     }
-    // Each profile on its own: one that cannot be read is reported, and the host and the
-    // other profiles are still judged.
-    let mut profiles = Vec::new();
-    let mut invalid = Vec::new();
-    for (label, resolved) in context.each_profile_or_project(&arguments.profiles) {
-        match resolved {
-            Ok(resolved) => profiles.push(resolved),
-            Err(error) => {
-                context.printer.error(&error);
-                invalid.push(InvalidProfile {
-                    profile: label,
-                    error: error.to_string(),
-                    hint: error.hint(),
-                    diagnostics: error.diagnostics().to_vec(),
-                });
-            }
-        }
-    }
+    let (profiles, invalid) = resolve_profiles(&arguments.profiles, context);
     let facts = runtime()?.block_on(gather(&profiles, context));
     // The host policy `up` applies here; one that cannot be used is a failed check.
     let policy = crate::ops::policy::in_force(context);
@@ -76,31 +59,9 @@ pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error
             crate::ui::report::write_diagnostic(&context.printer, diagnostic);
         }
     }
-    // Every policy `up` would apply: the daemon's pushed one, then this machine's file.
-    let in_force: Vec<crate::policy::Policy> = facts
-        .daemon_policy
-        .as_ref()
-        .and_then(|read| read.as_ref().ok())
-        .and_then(Option::as_ref)
-        .into_iter()
-        .chain(policy.as_ref().ok().and_then(Option::as_ref))
-        .cloned()
-        .collect();
+    let in_force = policies_in_force(facts.daemon_policy.as_ref(), policy.as_ref().ok());
     let mut report = judge(&facts, &profiles, &matrix);
-    // First: which daemon, and what chose it, when a context or `-H` did.
-    if let Some(endpoint) = crate::ops::doctor::endpoint_finding(context) {
-        report.findings.insert(0, endpoint);
-    }
-    // Then who the daemon's transport proves the user is, when not a local uid.
-    if let Some(identity) = crate::ops::doctor::identity_finding(context, &in_force) {
-        let at = usize::from(
-            report
-                .findings
-                .first()
-                .is_some_and(|finding| finding.id == "docker.endpoint"),
-        );
-        report.findings.insert(at, identity);
-    }
+    put_connection_first(&mut report, &in_force, context);
     let report = report
         .with_invalid(invalid)
         .with_policy(policy)
@@ -127,70 +88,70 @@ pub fn run(arguments: DoctorArgs, context: &Context) -> Result<ExitStatus, Error
         _ => ExitStatus::Success,
     })
 }
+
+/// Each profile resolved on its own: one that cannot be read is reported, and the host and
+/// the other profiles are still judged.
+fn resolve_profiles(
+    names: &[String],
+    context: &Context,
+) -> (Vec<crate::profile::ResolvedProfile>, Vec<InvalidProfile>) {
+    let mut profiles = Vec::new();
+    let mut invalid = Vec::new();
+    for (label, resolved) in context.each_profile_or_project(names) {
+        match resolved {
+            Ok(resolved) => profiles.push(resolved),
+            Err(error) => {
+                context.printer.error(&error);
+                invalid.push(InvalidProfile {
+                    profile: label,
+                    error: error.to_string(),
+                    hint: error.hint(),
+                    diagnostics: error.diagnostics().to_vec(),
+                });
+            }
+        }
+    }
+    (profiles, invalid)
+}
+
+/// Every policy `up` would apply: the daemon's pushed one, then this machine's file.
+fn policies_in_force(
+    daemon_policy: Option<&Result<Option<crate::policy::Policy>, String>>,
+    host_policy: Option<&Option<crate::policy::Policy>>,
+) -> Vec<crate::policy::Policy> {
+    daemon_policy
+        .and_then(|read| read.as_ref().ok())
+        .and_then(Option::as_ref)
+        .into_iter()
+        .chain(host_policy.and_then(Option::as_ref))
+        .cloned()
+        .collect()
+}
+
+/// Puts first which daemon was asked and what chose it (when a context or `-H` did), then
+/// who the daemon's transport proves the user is (when not a local uid).
+fn put_connection_first(
+    report: &mut DoctorReport,
+    in_force: &[crate::policy::Policy],
+    context: &Context,
+) {
+    if let Some(endpoint) = crate::ops::doctor::endpoint_finding(context) {
+        report.findings.insert(0, endpoint);
+    }
+    if let Some(identity) = crate::ops::doctor::identity_finding(context, in_force) {
+        let at = usize::from(
+            report
+                .findings
+                .first()
+                .is_some_and(|finding| finding.id == "docker.endpoint"),
+        );
+        report.findings.insert(at, identity);
+    }
+}
+
 /// One line per GPU: free or who holds it, with its memory and processes.
 fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
-    let mut lines: Vec<Finding> = occupancy
-        .gpus
-        .iter()
-        .map(|gpu| {
-            let memory = match (gpu.memory_used_bytes, gpu.memory_total_bytes) {
-                (Some(used), Some(total)) => {
-                    format!("{} of {} MiB used", used >> 20, total >> 20)
-                }
-                _ => "memory unknown".into(),
-            };
-            let processes = match &gpu.processes {
-                Some(processes) => {
-                    let mut said = format!(
-                        "{} process{}",
-                        processes.len(),
-                        if processes.len() == 1 { "" } else { "es" }
-                    );
-                    let named: Vec<String> = processes
-                        .iter()
-                        .map(|process| match &process.container {
-                            Some(container) => format!("{} in {container}", process.pid),
-                            None => format!("{} in no running container", process.pid),
-                        })
-                        .collect();
-                    if !named.is_empty() {
-                        said.push_str(&format!(" ({})", named.join(", ")));
-                    }
-                    said
-                }
-                None => "processes unknown".into(),
-            };
-            let holders: Vec<String> = gpu
-                .holders
-                .iter()
-                .map(|holder| {
-                    let mut said = format!("{} ({}", holder.name, holder.state);
-                    if let Some(user) = &holder.user {
-                        said.push_str(&format!(", {user}"));
-                    }
-                    said + ")"
-                })
-                .collect();
-            let who = match (&gpu.busy, gpu.free) {
-                (Some(_), _) => "busy (no container holds it)".to_string(),
-                (None, true) => "free".to_string(),
-                (None, false) => format!("held by {}", holders.join(", ")),
-            };
-            let message = format!("GPU {}: {who}; {memory}, {processes}", gpu.index);
-            if let Some(busy) = &gpu.busy {
-                Finding::warn("gpu.occupancy", message).with_hint(format!(
-                    "busy: {busy}; placement takes a busy GPU only when no idle one is left, and says so (`placement = \"idle\"` never does)"
-                ))
-            } else if gpu.unreadable.is_empty() {
-                Finding::info("gpu.occupancy", message)
-            } else {
-                Finding::warn("gpu.occupancy", message).with_hint(format!(
-                    "placement never picks it: NVML could not read its {}",
-                    gpu.unreadable.join("; ")
-                ))
-            }
-        })
-        .collect();
+    let mut lines: Vec<Finding> = occupancy.gpus.iter().map(gpu_occupancy_line).collect();
     if !occupancy.unmapped.is_empty() {
         lines.push(Finding::info(
             "gpu.occupancy",
@@ -213,6 +174,68 @@ fn occupancy_lines(occupancy: &crate::ops::doctor::Occupancy) -> Vec<Finding> {
         );
     }
     lines
+}
+
+/// One GPU's line: free, busy or who holds it, its memory and its processes; a warning
+/// when placement would avoid it.
+fn gpu_occupancy_line(gpu: &crate::container_plan::placement::GpuOccupancy) -> Finding {
+    let memory = match (gpu.memory_used_bytes, gpu.memory_total_bytes) {
+        (Some(used), Some(total)) => {
+            format!("{} of {} MiB used", used >> 20, total >> 20)
+        }
+        _ => "memory unknown".into(),
+    };
+    let processes = match &gpu.processes {
+        Some(processes) => {
+            let mut said = format!(
+                "{} process{}",
+                processes.len(),
+                if processes.len() == 1 { "" } else { "es" }
+            );
+            let named: Vec<String> = processes.iter().map(process_words).collect();
+            if !named.is_empty() {
+                said.push_str(&format!(" ({})", named.join(", ")));
+            }
+            said
+        }
+        None => "processes unknown".into(),
+    };
+    let holders: Vec<String> = gpu.holders.iter().map(holder_words).collect();
+    let who = match (&gpu.busy, gpu.free) {
+        (Some(_), _) => "busy (no container holds it)".to_string(),
+        (None, true) => "free".to_string(),
+        (None, false) => format!("held by {}", holders.join(", ")),
+    };
+    let message = format!("GPU {}: {who}; {memory}, {processes}", gpu.index);
+    if let Some(busy) = &gpu.busy {
+        Finding::warn("gpu.occupancy", message).with_hint(format!(
+                    "busy: {busy}; placement takes a busy GPU only when no idle one is left, and says so (`placement = \"idle\"` never does)"
+                ))
+    } else if gpu.unreadable.is_empty() {
+        Finding::info("gpu.occupancy", message)
+    } else {
+        Finding::warn("gpu.occupancy", message).with_hint(format!(
+            "placement never picks it: NVML could not read its {}",
+            gpu.unreadable.join("; ")
+        ))
+    }
+}
+
+/// A GPU process and the container it runs in.
+fn process_words(process: &crate::container_plan::placement::OccupyingProcess) -> String {
+    match &process.container {
+        Some(container) => format!("{} in {container}", process.pid),
+        None => format!("{} in no running container", process.pid),
+    }
+}
+
+/// A holder of a GPU: its name, state and user.
+fn holder_words(holder: &crate::container_plan::placement::HolderName) -> String {
+    let mut said = format!("{} ({}", holder.name, holder.state);
+    if let Some(user) = &holder.user {
+        said.push_str(&format!(", {user}"));
+    }
+    said + ")"
 }
 
 /// A policy's rules, one line each, or that it has none.
@@ -267,16 +290,7 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
         .partition(|finding| finding.area == Some(crate::checks::Area::Docker));
     let mut sections = vec![
         Section {
-            // The engine as it is (Podman answers the same API); "Docker" when it could
-            // not be asked, as the socket is Docker's by default.
-            title: match &report.host.engine.state {
-                crate::facts::engine::EngineState::Reachable(daemon)
-                    if daemon.kind != crate::facts::engine::EngineKind::Unknown =>
-                {
-                    daemon.kind.name().into()
-                }
-                _ => "Docker".into(),
-            },
+            title: engine_title(report),
             findings: docker,
         },
         Section {
@@ -290,6 +304,26 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
             findings: occupancy_lines(occupancy),
         });
     }
+    policy_sections(report, policy, &mut sections);
+    profile_sections(report, &mut sections);
+    print_sections(&context.printer, &sections)
+}
+
+/// The engine as it is (Podman answers the same API); "Docker" when it could not be
+/// asked, as the socket is Docker's by default.
+fn engine_title(report: &DoctorReport) -> String {
+    match &report.host.engine.state {
+        crate::facts::engine::EngineState::Reachable(daemon)
+            if daemon.kind != crate::facts::engine::EngineKind::Unknown =>
+        {
+            daemon.kind.name().into()
+        }
+        _ => "Docker".into(),
+    }
+}
+
+/// The daemon's and the host's policy sections: their rules, or the findings about them.
+fn policy_sections(report: &DoctorReport, policy: Vec<Finding>, sections: &mut Vec<Section>) {
     let (daemon_policy, policy): (Vec<Finding>, Vec<Finding>) = policy
         .into_iter()
         .partition(|finding| finding.id == crate::ops::doctor::POLICY_DAEMON);
@@ -315,6 +349,10 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
         }),
         None => {}
     }
+}
+
+/// A section for each profile that could not be read, then one for each judged profile.
+fn profile_sections(report: &DoctorReport, sections: &mut Vec<Section>) {
     for invalid in &report.invalid_profiles {
         let listed =
             (!invalid.diagnostics.is_empty()).then_some("the problems are listed on stderr");
@@ -340,7 +378,6 @@ fn render(report: &DoctorReport, context: &Context) -> Result<(), Error> {
             findings,
         });
     }
-    print_sections(&context.printer, &sections)
 }
 
 /// Per-GPU findings, with GPUs of one model and one outcome folded into one line each.

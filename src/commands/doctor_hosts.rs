@@ -33,33 +33,7 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
         &resolved,
         super::REQUEST_TIMEOUT,
     ))?;
-    let mut states = Vec::new();
-    let mut columns = Vec::new();
-    for answer in answers {
-        let endpoint = answer.host.endpoint().to_string();
-        match answer.result {
-            Ok(facts) => {
-                states.push(HostState {
-                    host: answer.host.name.clone(),
-                    endpoint,
-                    reachable: true,
-                    error: None,
-                    hint: None,
-                });
-                columns.push(Ok(facts));
-            }
-            Err(error) => {
-                states.push(HostState {
-                    host: answer.host.name.clone(),
-                    endpoint,
-                    reachable: false,
-                    error: Some(crate::error::error_chain(&error)),
-                    hint: error.hint(),
-                });
-                columns.push(Err(error.to_string()));
-            }
-        }
-    }
+    let (states, columns) = host_states(answers);
     let facts = crate::ops::hosts::side_by_side(&columns, &compared);
     let differences = facts.iter().filter(|fact| fact.differs).count();
     // Facts unknown on a host that answered are not agreed on: they are marked and said.
@@ -90,7 +64,53 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
     }
     let mut headers = vec!["", "FACT"];
     headers.extend(states.iter().map(|state| state.host.as_str()));
-    let rows: Vec<Vec<String>> = facts
+    print_table(&context.printer, &headers, &fact_rows(&facts))?;
+    warn_unreachable(context, &states);
+    say_agreement(context, differences, incomplete);
+    Ok(status)
+}
+
+/// Each host's state for the report, and its facts or the reason it could not be asked
+/// for the side-by-side comparison.
+fn host_states(
+    answers: Vec<crate::ops::hosts::Answer<crate::ops::hosts::HostFacts>>,
+) -> (
+    Vec<HostState>,
+    Vec<Result<crate::ops::hosts::HostFacts, String>>,
+) {
+    let mut states = Vec::new();
+    let mut columns = Vec::new();
+    for answer in answers {
+        let endpoint = answer.host.endpoint().to_string();
+        match answer.result {
+            Ok(facts) => {
+                states.push(HostState {
+                    host: answer.host.name.clone(),
+                    endpoint,
+                    reachable: true,
+                    error: None,
+                    hint: None,
+                });
+                columns.push(Ok(facts));
+            }
+            Err(error) => {
+                states.push(HostState {
+                    host: answer.host.name.clone(),
+                    endpoint,
+                    reachable: false,
+                    error: Some(crate::error::error_chain(&error)),
+                    hint: error.hint(),
+                });
+                columns.push(Err(error.to_string()));
+            }
+        }
+    }
+    (states, columns)
+}
+
+/// The table's rows: the mark (`≠` differs, `?` unknown somewhere), the fact, its cells.
+fn fact_rows(facts: &[ComparedFact]) -> Vec<Vec<String>> {
+    facts
         .iter()
         .map(|fact| {
             [
@@ -108,8 +128,11 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
             .chain(fact.cells.iter().map(Cell::shown))
             .collect()
         })
-        .collect();
-    print_table(&context.printer, &headers, &rows)?;
+        .collect()
+}
+
+/// A warning for every host that could not be asked, with why.
+fn warn_unreachable(context: &Context, states: &[HostState]) {
     for state in states.iter().filter(|state| !state.reachable) {
         let hint = state
             .hint
@@ -121,6 +144,10 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
             state.error.as_deref().unwrap_or("")
         ));
     }
+}
+
+/// The closing words: how many facts differ, how many are unknown, or that all agree.
+fn say_agreement(context: &Context, differences: usize, incomplete: usize) {
     if differences > 0 {
         context.printer.warn(&format!(
             "the hosts differ in {differences} fact{} (marked ≠)",
@@ -138,5 +165,4 @@ pub fn run(profiles: &[String], names: &[String], context: &Context) -> Result<E
             .printer
             .info("the hosts that answered agree on every compared fact");
     }
-    Ok(status)
 }

@@ -117,7 +117,46 @@ struct ExportReport<'a> {
 }
 
 pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error> {
-    let target = match arguments.to {
+    let target = target_of(arguments.to);
+    check_flags(&arguments, target)?;
+    let options = export_options(&arguments);
+    let working_directory = context.working_directory()?;
+    // `-o -` is stdout, as for most tools that take an output path.
+    let output_file = arguments
+        .output
+        .as_ref()
+        .filter(|path| path.as_os_str() != "-")
+        .map(|path| working_directory.join(path));
+    let crate::ops::export::Export {
+        resolved,
+        exported,
+        missing_sources,
+    } = crate::ops::export::export(
+        &arguments.profile,
+        target,
+        options,
+        output_file.clone(),
+        &crate::ops::trust::Consent::of(arguments.trust, &words_again(&arguments), context),
+        context,
+    )?;
+    warn_missing_sources(&missing_sources, context);
+    for notice in &exported.notices {
+        context.printer.warn(&notice.to_string());
+    }
+    give_out(
+        &arguments,
+        output_file.as_deref(),
+        &resolved,
+        target,
+        &exported,
+        context,
+    )?;
+    Ok(ExitStatus::Success)
+}
+
+/// The export target a `--to` names.
+fn target_of(to: TargetArgument) -> Target {
+    match to {
         TargetArgument::Compose => Target::Compose,
         TargetArgument::Kubernetes => Target::Kubernetes,
         TargetArgument::Devcontainer => Target::Devcontainer,
@@ -126,9 +165,12 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
         TargetArgument::Pyxis => Target::Pyxis,
         TargetArgument::Apptainer => Target::Apptainer,
         TargetArgument::Edf => Target::Edf,
-    };
-    check_flags(&arguments, target)?;
-    let options = crate::ops::export::ExportOptions {
+    }
+}
+
+/// The Slurm and Kubernetes options the flags ask for.
+fn export_options(arguments: &ExportArgs) -> crate::ops::export::ExportOptions {
+    crate::ops::export::ExportOptions {
         slurm: SlurmOptions {
             nodes: arguments.nodes,
             trust: arguments.trust,
@@ -149,27 +191,15 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
             mig_profile: arguments.mig_profile.clone(),
             nodes: arguments.nodes,
         },
-    };
-    let working_directory = context.working_directory()?;
-    // `-o -` is stdout, as for most tools that take an output path.
-    let output_file = arguments
-        .output
-        .as_ref()
-        .filter(|path| path.as_os_str() != "-")
-        .map(|path| working_directory.join(path));
-    let crate::ops::export::Export {
-        resolved,
-        exported,
-        missing_sources,
-    } = crate::ops::export::export(
-        &arguments.profile,
-        target,
-        options,
-        output_file.clone(),
-        &crate::ops::trust::Consent::of(arguments.trust, &words_again(&arguments), context),
-        context,
-    )?;
-    for source in &missing_sources {
+    }
+}
+
+/// A warning for every bind mount source that does not exist here.
+fn warn_missing_sources(
+    missing_sources: &[crate::container_plan::MissingSource],
+    context: &Context,
+) {
+    for source in missing_sources {
         context.printer.warn(&format!(
             "bind mount source `{}` (written `{}`, mounted at `{}`) does not exist here; create it wherever the export runs (`mkdir -p`), or the container will not start",
             source.path.display(),
@@ -177,11 +207,18 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
             source.target
         ));
     }
-    let resolved = &resolved;
-    for notice in &exported.notices {
-        context.printer.warn(&notice.to_string());
-    }
-    if let Some(path) = &output_file {
+}
+
+/// Writes the export to `output_file` and says so, or prints it; as JSON with `--json`.
+fn give_out(
+    arguments: &ExportArgs,
+    output_file: Option<&Path>,
+    resolved: &ResolvedProfile,
+    target: Target,
+    exported: &Exported,
+    context: &Context,
+) -> Result<(), Error> {
+    if let Some(path) = output_file {
         write_atomically(path, &exported.text, arguments.force)?;
         let shown = arguments
             .output
@@ -192,7 +229,7 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
         if context.json {
             context
                 .printer
-                .json(&report(resolved, target, Some(shown), None, &exported))?;
+                .json(&report(resolved, target, Some(shown), None, exported))?;
         } else {
             context.printer.info(&format!("wrote {shown}"));
         }
@@ -202,12 +239,12 @@ pub fn run(arguments: ExportArgs, context: &Context) -> Result<ExitStatus, Error
             target,
             None,
             Some(&exported.text),
-            &exported,
+            exported,
         ))?;
     } else {
         context.printer.data(exported.text.trim_end_matches('\n'))?;
     }
-    Ok(ExitStatus::Success)
+    Ok(())
 }
 
 fn report<'a>(
@@ -226,9 +263,6 @@ fn report<'a>(
     }
 }
 
-/// `--kind`, `--volumes`, `--service`, `--no-gpu-toleration`, `--runtime-class` and
-/// `--mig-profile` shape Kubernetes manifests only; `--nodes` also the sbatch scripts.
-/// A PyTorchJob (`--to k8s --nodes N`, N > 1) is its own workload: no `--kind` or
 /// The words after `envctl` that ask for this export again (the trust rule's hint adds
 /// `--trust` to them).
 fn words_again(arguments: &ExportArgs) -> Vec<String> {
@@ -253,46 +287,21 @@ fn words_again(arguments: &ExportArgs) -> Vec<String> {
     words
 }
 
-/// `--service` with it (the training operator makes each replica's Service).
-fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
-    let usage = |message: String, hint: String| Error::Usage {
+/// A usage error with its hint.
+fn usage(message: String, hint: String) -> Error {
+    Error::Usage {
         message,
         hint: Some(hint),
-    };
-    if let Some(name) = &arguments.runtime_class {
-        export::check_runtime_class(name)
-            .map_err(|message| usage(message, "for example: --runtime-class nvidia".into()))?;
     }
-    if let Some(profile) = &arguments.mig_profile {
-        export::check_mig_profile(profile).map_err(|message| {
-            usage(
-                message,
-                "list the node's profiles with `nvidia-smi mig -lgip`; for example: --mig-profile 1g.10gb".into(),
-            )
-        })?;
-    }
-    let nodes_apply = matches!(
-        target,
-        Target::Kubernetes | Target::Slurm | Target::Pyxis | Target::Apptainer
-    );
-    let mut given: Vec<&str> = Vec::new();
-    if target != Target::Kubernetes {
-        given.extend(
-            [
-                (arguments.kind.is_some(), "--kind"),
-                (arguments.volumes.is_some(), "--volumes"),
-                (arguments.service, "--service"),
-                (arguments.no_gpu_toleration, "--no-gpu-toleration"),
-                (arguments.runtime_class.is_some(), "--runtime-class"),
-                (arguments.mig_profile.is_some(), "--mig-profile"),
-            ]
-            .into_iter()
-            .filter_map(|(given, flag)| given.then_some(flag)),
-        );
-    }
-    if !nodes_apply && arguments.nodes.is_some() {
-        given.push("--nodes");
-    }
+}
+
+/// `--kind`, `--volumes`, `--service`, `--no-gpu-toleration`, `--runtime-class` and
+/// `--mig-profile` shape Kubernetes manifests only; `--nodes` also the sbatch scripts.
+/// A PyTorchJob (`--to k8s --nodes N`, N > 1) is its own workload: no `--kind` or
+/// `--service` with it (the training operator makes each replica's Service).
+fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
+    check_kubernetes_values(arguments)?;
+    let given = flags_not_applying(arguments, target);
     // Only `--to slurm` runs envctl itself (the others run other tools).
     if target != Target::Slurm && arguments.trust {
         return Err(usage(
@@ -315,25 +324,75 @@ fn check_flags(arguments: &ExportArgs, target: Target) -> Result<(), Error> {
         ));
     }
     if target == Target::Kubernetes && arguments.nodes.is_some_and(|nodes| nodes > 1) {
-        let clashing: Vec<&str> = [
-            (arguments.kind.is_some(), "--kind"),
-            (arguments.service, "--service"),
-        ]
-        .into_iter()
-        .filter_map(|(given, flag)| given.then_some(flag))
-        .collect();
-        if !clashing.is_empty() {
-            return Err(usage(
-                format!(
-                    "`--nodes` writes a Kubeflow PyTorchJob, which takes no {}",
-                    clashing.join(" or ")
-                ),
-                format!(
-                    "drop {} (the training operator makes each replica's pod and Service)",
-                    clashing.join(", ")
-                ),
-            ));
-        }
+        check_pytorch_job(arguments)?;
+    }
+    Ok(())
+}
+
+/// `--runtime-class` and `--mig-profile` are names Kubernetes accepts.
+fn check_kubernetes_values(arguments: &ExportArgs) -> Result<(), Error> {
+    if let Some(name) = &arguments.runtime_class {
+        export::check_runtime_class(name)
+            .map_err(|message| usage(message, "for example: --runtime-class nvidia".into()))?;
+    }
+    if let Some(profile) = &arguments.mig_profile {
+        export::check_mig_profile(profile).map_err(|message| {
+            usage(
+                message,
+                "list the node's profiles with `nvidia-smi mig -lgip`; for example: --mig-profile 1g.10gb".into(),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The flags given that do not shape `target`'s file, in the order they are listed.
+fn flags_not_applying(arguments: &ExportArgs, target: Target) -> Vec<&'static str> {
+    let nodes_apply = matches!(
+        target,
+        Target::Kubernetes | Target::Slurm | Target::Pyxis | Target::Apptainer
+    );
+    let mut given: Vec<&'static str> = Vec::new();
+    if target != Target::Kubernetes {
+        given.extend(
+            [
+                (arguments.kind.is_some(), "--kind"),
+                (arguments.volumes.is_some(), "--volumes"),
+                (arguments.service, "--service"),
+                (arguments.no_gpu_toleration, "--no-gpu-toleration"),
+                (arguments.runtime_class.is_some(), "--runtime-class"),
+                (arguments.mig_profile.is_some(), "--mig-profile"),
+            ]
+            .into_iter()
+            .filter_map(|(given, flag)| given.then_some(flag)),
+        );
+    }
+    if !nodes_apply && arguments.nodes.is_some() {
+        given.push("--nodes");
+    }
+    given
+}
+
+/// A PyTorchJob takes no `--kind` or `--service`.
+fn check_pytorch_job(arguments: &ExportArgs) -> Result<(), Error> {
+    let clashing: Vec<&str> = [
+        (arguments.kind.is_some(), "--kind"),
+        (arguments.service, "--service"),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect();
+    if !clashing.is_empty() {
+        return Err(usage(
+            format!(
+                "`--nodes` writes a Kubeflow PyTorchJob, which takes no {}",
+                clashing.join(" or ")
+            ),
+            format!(
+                "drop {} (the training operator makes each replica's pod and Service)",
+                clashing.join(", ")
+            ),
+        ));
     }
     Ok(())
 }

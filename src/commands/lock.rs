@@ -40,17 +40,7 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
     file::read(path)?;
     // Each profile on its own: one that fails is said at once and the others are still
     // locked; the run then exits 1.
-    let mut failed = 0usize;
-    let mut profiles = Vec::new();
-    for (_, resolved) in each {
-        match resolved {
-            Ok(resolved) => profiles.push(resolved),
-            Err(error) => {
-                context.printer.error(&error);
-                failed += 1;
-            }
-        }
-    }
+    let (profiles, mut failed) = resolved_profiles(each, context);
     let locking = runtime()?.block_on(crate::ops::lock::lock_profiles(
         &profiles,
         arguments.update,
@@ -84,35 +74,7 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
             locked: &changes,
         })?;
     } else {
-        let rows: Vec<Vec<String>> = changes
-            .iter()
-            .map(|change| {
-                let status = match &change.previous {
-                    None => "added".to_string(),
-                    Some(previous) if *previous == change.digest => "unchanged".to_string(),
-                    Some(_) => "moved".to_string(),
-                };
-                vec![
-                    change.profile.clone(),
-                    change.image.clone(),
-                    change.digest.chars().take(19).collect(),
-                    status,
-                ]
-            })
-            .collect();
-        print_table(
-            &context.printer,
-            &["PROFILE", "IMAGE", "DIGEST", "CHANGE"],
-            &rows,
-        )?;
-        let unchanged = changes
-            .iter()
-            .all(|change| change.previous.as_deref() == Some(change.digest.as_str()));
-        context.printer.info(&if unchanged {
-            format!("{LOCK_FILE} is unchanged: every pin is still the registry's digest")
-        } else {
-            format!("wrote {LOCK_FILE}; commit it so the team runs the same images")
-        });
+        print_changes(&changes, context)?;
     }
     if failed > 0 {
         context.printer.warn(&format!(
@@ -122,4 +84,57 @@ pub fn run(arguments: LockArgs, context: &Context) -> Result<ExitStatus, Error> 
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
+}
+
+/// The profiles that resolved, each that did not said at once, and how many did not.
+fn resolved_profiles(
+    each: Vec<(String, Result<crate::profile::ResolvedProfile, Error>)>,
+    context: &Context,
+) -> (Vec<crate::profile::ResolvedProfile>, usize) {
+    let mut failed = 0usize;
+    let mut profiles = Vec::new();
+    for (_, resolved) in each {
+        match resolved {
+            Ok(resolved) => profiles.push(resolved),
+            Err(error) => {
+                context.printer.error(&error);
+                failed += 1;
+            }
+        }
+    }
+    (profiles, failed)
+}
+
+/// The table of what each pin became, then whether the lock file changed.
+fn print_changes(changes: &[Change], context: &Context) -> Result<(), Error> {
+    let rows: Vec<Vec<String>> = changes
+        .iter()
+        .map(|change| {
+            let status = match &change.previous {
+                None => "added".to_string(),
+                Some(previous) if *previous == change.digest => "unchanged".to_string(),
+                Some(_) => "moved".to_string(),
+            };
+            vec![
+                change.profile.clone(),
+                change.image.clone(),
+                change.digest.chars().take(19).collect(),
+                status,
+            ]
+        })
+        .collect();
+    print_table(
+        &context.printer,
+        &["PROFILE", "IMAGE", "DIGEST", "CHANGE"],
+        &rows,
+    )?;
+    let unchanged = changes
+        .iter()
+        .all(|change| change.previous.as_deref() == Some(change.digest.as_str()));
+    context.printer.info(&if unchanged {
+        format!("{LOCK_FILE} is unchanged: every pin is still the registry's digest")
+    } else {
+        format!("wrote {LOCK_FILE}; commit it so the team runs the same images")
+    });
+    Ok(())
 }

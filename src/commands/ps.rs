@@ -147,6 +147,35 @@ fn run_hosts(
     let answers = runtime()?.block_on(crate::ops::ps::rows_on_hosts(
         names, all, all_users, context,
     ))?;
+    let (states, rows) = host_states(answers);
+    if context.json {
+        #[derive(Serialize)]
+        struct Listing<'a> {
+            hosts: &'a [HostState],
+            containers: &'a [Row],
+        }
+        context.printer.json(&Listing {
+            hosts: &states,
+            containers: &rows,
+        })?;
+        return Ok(ExitStatus::Success);
+    }
+    let table = hosts_table(&states, &rows, all_users, no_trunc);
+    print_table(&context.printer, &headers(all_users, true), &table)?;
+    for state in states.iter().filter(|state| !state.reachable) {
+        context.printer.warn(&crate::ui::text::host_failed(
+            &state.host,
+            &state.endpoint,
+            "listed",
+            state.hint.as_deref(),
+        ));
+    }
+    warn_changed(&rows, context);
+    Ok(ExitStatus::Success)
+}
+
+/// Each host's state for the report, and the rows of every host that answered.
+fn host_states(answers: Vec<HostRows>) -> (Vec<HostState>, Vec<Row>) {
     let mut states = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for HostRows {
@@ -187,21 +216,19 @@ fn run_hosts(
             }
         }
     }
-    if context.json {
-        #[derive(Serialize)]
-        struct Listing<'a> {
-            hosts: &'a [HostState],
-            containers: &'a [Row],
-        }
-        context.printer.json(&Listing {
-            hosts: &states,
-            containers: &rows,
-        })?;
-        return Ok(ExitStatus::Success);
-    }
+    (states, rows)
+}
+
+/// The table of every host's rows, host by host; a host with none has one row saying so.
+fn hosts_table(
+    states: &[HostState],
+    rows: &[Row],
+    all_users: bool,
+    no_trunc: bool,
+) -> Vec<Vec<String>> {
     let width = headers(all_users, true).len();
     let mut table = Vec::new();
-    for state in &states {
+    for state in states {
         let mine = rows
             .iter()
             .filter(|row| row.host.as_deref() == Some(state.host.as_str()));
@@ -230,17 +257,7 @@ fn run_hosts(
             table.push(line);
         }
     }
-    print_table(&context.printer, &headers(all_users, true), &table)?;
-    for state in states.iter().filter(|state| !state.reachable) {
-        context.printer.warn(&crate::ui::text::host_failed(
-            &state.host,
-            &state.endpoint,
-            "listed",
-            state.hint.as_deref(),
-        ));
-    }
-    warn_changed(&rows, context);
-    Ok(ExitStatus::Success)
+    table
 }
 
 /// The table's headers: OWNER first with `--all-users`, HOST before all with `--hosts`.

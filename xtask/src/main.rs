@@ -217,26 +217,7 @@ fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
     let folder = tempfile::tempdir()?;
     let started = Instant::now();
     let platform = options.platform.as_deref().unwrap_or("x86_64");
-    let (wheel, origin) = match &options.wheel {
-        Some(wheel) => (wheel.clone(), rows::Origin::LocalFile),
-        None => {
-            let python = options.python.as_deref().unwrap_or("3.11");
-            let tags = platform_tags(platform);
-            let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
-            let wheel = pip_download(
-                &format!("torch=={version}"),
-                python,
-                &tags,
-                options.index_url.as_deref(),
-                folder.path(),
-            )?;
-            let origin = match &options.index_url {
-                Some(url) => rows::Origin::Index(url.clone()),
-                None => rows::Origin::PyPi,
-            };
-            (wheel, origin)
-        }
-    };
+    let (wheel, origin) = torch_wheel(version, options, platform, folder.path())?;
     let downloaded = started.elapsed();
     let measuring = Instant::now();
     let measurement = match torch::measure_wheel(&wheel, version)? {
@@ -273,48 +254,75 @@ fn measure_torch(version: &str, options: &Options) -> Result<bool, XtaskError> {
     drop(folder);
     match &options.compare {
         None => Ok(true),
-        Some(matrix) => {
-            let build = rows::classify(&measurement.census, measurement.fatbins);
-            let text = read_matrix(matrix)?;
-            let release = measurement.release();
-            let variant = measurement.variant()?;
-            let verdict = compare::torch_build(
-                &text,
-                &release,
-                &variant,
-                platform,
-                &build.targets,
-                build.ptx.last().copied(),
-                measurement
-                    .pins
-                    .as_ref()
-                    .and_then(|pins| pins.cuda_toolkit_version.as_deref()),
-            )
-            .map_err(|source| XtaskError::MatrixParse {
-                path: matrix.display().to_string(),
-                source,
-            })?;
-            Ok(report(
-                &format!("{release}+{variant} ({platform})"),
-                matrix,
-                &verdict,
-            ))
-        }
+        Some(matrix) => compare_torch(&measurement, platform, matrix),
     }
 }
 
-fn measure_nvcc(version: &str, options: &Options) -> Result<bool, XtaskError> {
-    let cuda = {
-        let mut parts = version.split('.');
-        match (parts.next(), parts.next()) {
-            (Some(major), Some(minor)) => format!("{major}.{minor}"),
-            _ => {
-                return Err(XtaskError::Usage(format!(
-                    "`{version}` is not a version like 13.0.88"
-                )));
-            }
+/// The wheel to measure: `--wheel`, else torch `version` downloaded for `platform` into
+/// `folder`; and where it came from.
+fn torch_wheel(
+    version: &str,
+    options: &Options,
+    platform: &str,
+    folder: &Path,
+) -> Result<(PathBuf, rows::Origin), XtaskError> {
+    Ok(match &options.wheel {
+        Some(wheel) => (wheel.clone(), rows::Origin::LocalFile),
+        None => {
+            let python = options.python.as_deref().unwrap_or("3.11");
+            let tags = platform_tags(platform);
+            let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
+            let wheel = pip_download(
+                &format!("torch=={version}"),
+                python,
+                &tags,
+                options.index_url.as_deref(),
+                folder,
+            )?;
+            let origin = match &options.index_url {
+                Some(url) => rows::Origin::Index(url.clone()),
+                None => rows::Origin::PyPi,
+            };
+            (wheel, origin)
         }
-    };
+    })
+}
+
+/// Compares a measured torch build with the matrix's row for it, and says the verdict.
+fn compare_torch(
+    measurement: &torch::Measurement,
+    platform: &str,
+    matrix: &Path,
+) -> Result<bool, XtaskError> {
+    let build = rows::classify(&measurement.census, measurement.fatbins);
+    let text = read_matrix(matrix)?;
+    let release = measurement.release();
+    let variant = measurement.variant()?;
+    let verdict = compare::torch_build(
+        &text,
+        &release,
+        &variant,
+        platform,
+        &build.targets,
+        build.ptx.last().copied(),
+        measurement
+            .pins
+            .as_ref()
+            .and_then(|pins| pins.cuda_toolkit_version.as_deref()),
+    )
+    .map_err(|source| XtaskError::MatrixParse {
+        path: matrix.display().to_string(),
+        source,
+    })?;
+    Ok(report(
+        &format!("{release}+{variant} ({platform})"),
+        matrix,
+        &verdict,
+    ))
+}
+
+fn measure_nvcc(version: &str, options: &Options) -> Result<bool, XtaskError> {
+    let cuda = cuda_release(version)?;
     let package = match &options.package {
         Some(package) => package.clone(),
         None => match cuda.split('.').next() {
@@ -337,33 +345,8 @@ fn measure_nvcc(version: &str, options: &Options) -> Result<bool, XtaskError> {
         folder.path(),
     )?;
     let sha256 = torch::sha256_file(&wheel)?;
-    let mut file = BufReader::new(File::open(&wheel)?);
-    let members = zip::members(&mut file)?;
-    let member = members
-        .iter()
-        .find(|member| member.name.ends_with("/bin/ptxas"))
-        .ok_or(XtaskError::NoPtxas)?;
-    let ptxas = folder.path().join("ptxas");
-    {
-        let mut out = File::create(&ptxas)?;
-        zip::extract(&mut file, member, &mut out)?;
-    }
-    make_executable(&ptxas)?;
-    let output = Command::new(&ptxas)
-        .arg("--help")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| XtaskError::Start {
-            command: "ptxas --help".into(),
-            source,
-        })?;
-    if !output.status.success() {
-        return Err(XtaskError::Tool {
-            command: "ptxas --help".into(),
-            status: output.status.to_string(),
-        });
-    }
-    let (real, virtual_targets) = ptxas::gpu_names(&String::from_utf8_lossy(&output.stdout))?;
+    let help = ptxas_help(&wheel, folder.path())?;
+    let (real, virtual_targets) = ptxas::gpu_names(&String::from_utf8_lossy(&help))?;
     let targets = rows::CompilerTargets {
         cuda: cuda.clone(),
         package,
@@ -391,6 +374,48 @@ fn measure_nvcc(version: &str, options: &Options) -> Result<bool, XtaskError> {
             Ok(report(&format!("CUDA {cuda}"), matrix, &verdict))
         }
     }
+}
+
+/// `major.minor` of a CUDA version like 13.0.88.
+fn cuda_release(version: &str) -> Result<String, XtaskError> {
+    let mut parts = version.split('.');
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => Ok(format!("{major}.{minor}")),
+        _ => Err(XtaskError::Usage(format!(
+            "`{version}` is not a version like 13.0.88"
+        ))),
+    }
+}
+
+/// What `ptxas --help` prints, ptxas taken out of the nvcc `wheel` into `folder`.
+fn ptxas_help(wheel: &Path, folder: &Path) -> Result<Vec<u8>, XtaskError> {
+    let mut file = BufReader::new(File::open(wheel)?);
+    let members = zip::members(&mut file)?;
+    let member = members
+        .iter()
+        .find(|member| member.name.ends_with("/bin/ptxas"))
+        .ok_or(XtaskError::NoPtxas)?;
+    let ptxas = folder.join("ptxas");
+    {
+        let mut out = File::create(&ptxas)?;
+        zip::extract(&mut file, member, &mut out)?;
+    }
+    make_executable(&ptxas)?;
+    let output = Command::new(&ptxas)
+        .arg("--help")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| XtaskError::Start {
+            command: "ptxas --help".into(),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(XtaskError::Tool {
+            command: "ptxas --help".into(),
+            status: output.status.to_string(),
+        });
+    }
+    Ok(output.stdout)
 }
 
 #[cfg(unix)]

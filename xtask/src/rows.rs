@@ -203,8 +203,30 @@ pub fn torch_build_row(
     if let Some(newest) = build.ptx.last() {
         let _ = writeln!(row, "ptx = {}", quoted(&newest.to_string()));
     }
-    // Libraries with device code that lack targets of the arch list, one entry each; a
-    // library without any device code is only noted (no kernels of its own may be by design).
+    let entries = library_gap_entries(measurement);
+    if !entries.is_empty() {
+        let _ = writeln!(row, "library_gaps = [{}]", entries.join(", "));
+    }
+    // The toolkit release the wheel pins: its minimum driver is the build's driver floor.
+    let pins = measurement.pins.as_ref();
+    if let Some(version) = pins.and_then(|pins| pins.cuda_toolkit_version.as_deref()) {
+        let _ = writeln!(row, "cuda_runtime = {}", quoted(version));
+    }
+    let _ = writeln!(row, "status = \"verified\"");
+    let _ = writeln!(
+        row,
+        "source = {}",
+        quoted(&source_words(measurement, origin))
+    );
+    let _ = writeln!(row, "read = {}", quoted(read));
+    let notes = row_notes(measurement, &build);
+    let _ = writeln!(row, "note = {}", quoted(&notes.join("; ")));
+    Ok(row)
+}
+
+/// Libraries with device code that lack targets of the arch list, one entry each; a
+/// library without any device code is only noted (no kernels of its own may be by design).
+fn library_gap_entries(measurement: &Measurement) -> Vec<String> {
     let mut entries = Vec::new();
     for library in &measurement.libraries {
         let gaps: Vec<LibraryGap> = library_gaps(measurement)
@@ -224,15 +246,13 @@ pub fn torch_build_row(
             first.fatbins
         ));
     }
-    if !entries.is_empty() {
-        let _ = writeln!(row, "library_gaps = [{}]", entries.join(", "));
-    }
-    // The toolkit release the wheel pins: its minimum driver is the build's driver floor.
+    entries
+}
+
+/// The row's `source`: where the wheel came from, what was read of it, and where its
+/// `cuda_runtime` pin is written.
+fn source_words(measurement: &Measurement, origin: &Origin) -> String {
     let pins = measurement.pins.as_ref();
-    if let Some(version) = pins.and_then(|pins| pins.cuda_toolkit_version.as_deref()) {
-        let _ = writeln!(row, "cuda_runtime = {}", quoted(version));
-    }
-    let _ = writeln!(row, "status = \"verified\"");
     let mut source = format!(
         "measured (cargo xtask matrix torch): {} {}, sha256 {}, built {}; {} {} (CUDA {}); {} of torch/lib/libtorch_cuda.so, {} fat binaries",
         origin.describe(),
@@ -252,8 +272,13 @@ pub fn torch_build_row(
             pins.member
         );
     }
-    let _ = writeln!(row, "source = {}", quoted(&source));
-    let _ = writeln!(row, "read = {}", quoted(read));
+    source
+}
+
+/// The row's notes: its PTX, its specialised kernels, the library gaps and what the
+/// wheel's METADATA pins.
+fn row_notes(measurement: &Measurement, build: &BuildTargets) -> Vec<String> {
+    let pins = measurement.pins.as_ref();
     let mut notes = Vec::new();
     if build.ptx.is_empty() {
         notes.push("no PTX".to_string());
@@ -288,8 +313,7 @@ pub fn torch_build_row(
     if let Some(cudnn) = pins.and_then(|pins| pins.cudnn.as_deref()) {
         notes.push(format!("pins {cudnn}"));
     }
-    let _ = writeln!(row, "note = {}", quoted(&notes.join("; ")));
-    Ok(row)
+    notes
 }
 
 fn names(targets: &[Target]) -> String {

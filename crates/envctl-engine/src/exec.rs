@@ -35,6 +35,45 @@ pub const OUTPUT_CLOSED: i64 = 141;
 /// exit event and the end of the stream race by a few milliseconds).
 const EXIT_CODE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The output stream of an attached exec, as bollard gives it.
+type AttachedOutput = std::pin::Pin<
+    Box<
+        dyn futures_util::Stream<
+                Item = Result<bollard::container::LogOutput, bollard::errors::Error>,
+            > + Send,
+    >,
+>;
+
+/// Which stream a chunk of output came on, and its bytes; `None` for echoed input.
+fn chunk_stream(chunk: bollard::container::LogOutput) -> Option<(OutputStream, bytes::Bytes)> {
+    match chunk {
+        bollard::container::LogOutput::StdErr { message } => Some((OutputStream::Stderr, message)),
+        bollard::container::LogOutput::StdOut { message }
+        | bollard::container::LogOutput::Console { message } => {
+            Some((OutputStream::Stdout, message))
+        }
+        bollard::container::LogOutput::StdIn { .. } => None,
+    }
+}
+
+/// Copies `stdin` to the command's input, closing it at the end except on a TTY; never
+/// returns.
+async fn copy_stdin(
+    stdin: Option<Box<dyn AsyncRead + Unpin + Send>>,
+    input: &mut std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    tty: bool,
+) {
+    if let Some(mut stdin) = stdin {
+        let _ = tokio::io::copy(&mut stdin, input).await;
+        // The command sees end of input when envctl's stdin ends; a TTY has no end
+        // of input (closing it would end the session while the command runs).
+        if !tty {
+            let _ = input.shutdown().await;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
 /// What the daemon says of an exec instance, as far as envctl needs it.
 struct ExecState {
     running: bool,
@@ -67,87 +106,13 @@ impl Engine {
                 message: "the daemon detached an attached exec".into(),
             });
         };
-        let tty = request.tty;
-        let copy_stdin = async {
-            if let Some(mut stdin) = stdin {
-                let _ = tokio::io::copy(&mut stdin, &mut input).await;
-                // The command sees end of input when envctl's stdin ends; a TTY has no end
-                // of input (closing it would end the session while the command runs).
-                if !tty {
-                    let _ = input.shutdown().await;
-                }
-            }
-            std::future::pending::<()>().await
-        };
-        let resize = async {
-            if let Some(sizes) = sizes.as_mut() {
-                loop {
-                    let (rows, columns) = *sizes.borrow_and_update();
-                    let _ = self
-                        .docker
-                        .resize_exec(
-                            &exec_id,
-                            ResizeExecOptions {
-                                height: rows,
-                                width: columns,
-                            },
-                        )
-                        .await;
-                    if sizes.changed().await.is_err() {
-                        break;
-                    }
-                }
-            }
-            std::future::pending::<()>().await
-        };
         // When the command could not start, the daemon writes its error onto the output
         // stream: known by the exec having no process when the first chunk comes, not by
         // what the chunk says.
         let mut start_error: Option<Vec<u8>> = None;
-        let mut first = true;
-        let read_output = async {
-            while let Some(chunk) = output.next().await {
-                let (stream, bytes) = match chunk.map_err(|error| self.classify(error))? {
-                    bollard::container::LogOutput::StdErr { message } => {
-                        (OutputStream::Stderr, message)
-                    }
-                    bollard::container::LogOutput::StdOut { message }
-                    | bollard::container::LogOutput::Console { message } => {
-                        (OutputStream::Stdout, message)
-                    }
-                    bollard::container::LogOutput::StdIn { .. } => continue,
-                };
-                // Whether the first bytes are the daemon's words about a failed start. An
-                // inspect that cannot be read (an `ExitCode` that is no integer) leaves it
-                // unknown: the bytes go out as the command's output, never dropped, and the
-                // exit code read at the end says what was wrong with the answer.
-                if std::mem::take(&mut first)
-                    && self
-                        .exec_state(&exec_id)
-                        .await
-                        .is_ok_and(|state| !state.started)
-                {
-                    start_error = Some(Vec::new());
-                }
-                let stream = match start_error.as_mut() {
-                    Some(words) => {
-                        let room = super::error::MESSAGE_CAP.saturating_sub(words.len());
-                        words.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                        // The daemon's words, not the command's output.
-                        OutputStream::Stderr
-                    }
-                    None => stream,
-                };
-                match on_output(stream, Vec::from(bytes)).await {
-                    Ok(()) => {}
-                    Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
-                        return Ok(false);
-                    }
-                    Err(error) => return Err(EngineError::Output { source: error }),
-                }
-            }
-            Ok::<bool, EngineError>(true)
-        };
+        let read_output = self.read_output(&exec_id, &mut output, &mut start_error, &mut on_output);
+        let copy_stdin = copy_stdin(stdin, &mut input, request.tty);
+        let resize = self.follow_resizes(&exec_id, sizes.as_mut());
         let output_ended = tokio::select! {
             result = read_output => result?,
             () = copy_stdin => true,
@@ -162,6 +127,81 @@ impl Engine {
             Some(words) => start_failure_code(code, &String::from_utf8_lossy(&words)),
             None => code,
         })
+    }
+
+    /// Passes every terminal size in `sizes` on to the exec; never returns.
+    async fn follow_resizes(
+        &self,
+        exec_id: &str,
+        sizes: Option<&mut tokio::sync::watch::Receiver<(u16, u16)>>,
+    ) {
+        if let Some(sizes) = sizes {
+            loop {
+                let (rows, columns) = *sizes.borrow_and_update();
+                let _ = self
+                    .docker
+                    .resize_exec(
+                        exec_id,
+                        ResizeExecOptions {
+                            height: rows,
+                            width: columns,
+                        },
+                    )
+                    .await;
+                if sizes.changed().await.is_err() {
+                    break;
+                }
+            }
+        }
+        std::future::pending::<()>().await
+    }
+
+    /// Hands every chunk of `output` to `on_output` until the output ends (`true`) or its
+    /// reader closed it (`false`). The first chunk of an exec that never started is the
+    /// daemon's words: they go to stderr and are kept, capped, in `start_error`.
+    async fn read_output(
+        &self,
+        exec_id: &str,
+        output: &mut AttachedOutput,
+        start_error: &mut Option<Vec<u8>>,
+        on_output: &mut impl AsyncFnMut(OutputStream, Vec<u8>) -> std::io::Result<()>,
+    ) -> Result<bool, EngineError> {
+        let mut first = true;
+        while let Some(chunk) = output.next().await {
+            let Some((stream, bytes)) = chunk_stream(chunk.map_err(|error| self.classify(error))?)
+            else {
+                continue;
+            };
+            // Whether the first bytes are the daemon's words about a failed start. An
+            // inspect that cannot be read (an `ExitCode` that is no integer) leaves it
+            // unknown: the bytes go out as the command's output, never dropped, and the
+            // exit code read at the end says what was wrong with the answer.
+            if std::mem::take(&mut first)
+                && self
+                    .exec_state(exec_id)
+                    .await
+                    .is_ok_and(|state| !state.started)
+            {
+                *start_error = Some(Vec::new());
+            }
+            let stream = match start_error.as_mut() {
+                Some(words) => {
+                    let room = super::error::MESSAGE_CAP.saturating_sub(words.len());
+                    words.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                    // The daemon's words, not the command's output.
+                    OutputStream::Stderr
+                }
+                None => stream,
+            };
+            match on_output(stream, Vec::from(bytes)).await {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                    return Ok(false);
+                }
+                Err(error) => return Err(EngineError::Output { source: error }),
+            }
+        }
+        Ok(true)
     }
 
     /// Starts `request` in `container` and leaves it running (`docker exec -d`): an exec

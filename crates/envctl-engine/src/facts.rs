@@ -25,6 +25,20 @@ fn is_docker_desktop(operating_system: Option<&str>) -> bool {
     operating_system.is_some_and(|system| system.contains("Docker Desktop"))
 }
 
+/// The devices a daemon discovered, as `source:id`.
+fn device_names(devices: Vec<bollard::models::DeviceInfo>) -> Vec<String> {
+    devices
+        .into_iter()
+        .map(|device| {
+            format!(
+                "{}:{}",
+                device.source.unwrap_or_default(),
+                device.id.unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
 impl Engine {
     /// Reads `/version` and `/info` at once. Unreachable is a fact, not an error.
     pub async fn facts(&self) -> EngineFacts {
@@ -74,25 +88,11 @@ impl Engine {
                 .map(|component| component.name.as_str()),
             docker_desktop,
         );
-        let mut rootless = security_options
-            .iter()
-            .any(|option| option.contains("name=rootless"));
-        // Podman says so in a `Rootless` field of its own, which bollard does not read.
-        if kind == EngineKind::Podman && !rootless {
-            rootless = self.podman_rootless().await?;
-        }
+        let rootless = self.is_rootless(kind, &security_options).await?;
         // The one `/version` of this connection: what `Engine::identity` would ask again.
         self.remember_identity(kind, version.version.clone());
-        // Whether the daemon runs here: its host's name beside this one's (unreadable
-        // here: the endpoint decides, `DaemonHost::of`).
         let name = info.name.filter(|name| !name.is_empty());
-        let host = DaemonHost::of(
-            name.as_deref(),
-            docker_desktop,
-            self.endpoint(),
-            envctl_host::hostname().ok().as_deref(),
-        );
-        let _ = self.host.set(host.clone());
+        let host = self.locate_daemon(name.as_deref(), docker_desktop);
         Ok(DaemonFacts {
             name,
             host,
@@ -110,18 +110,7 @@ impl Engine {
             runtimes,
             default_runtime: info.default_runtime,
             cdi_spec_dirs: info.cdi_spec_dirs,
-            discovered_devices: info.discovered_devices.map(|devices| {
-                devices
-                    .into_iter()
-                    .map(|device| {
-                        format!(
-                            "{}:{}",
-                            device.source.unwrap_or_default(),
-                            device.id.unwrap_or_default()
-                        )
-                    })
-                    .collect()
-            }),
+            discovered_devices: info.discovered_devices.map(device_names),
             docker_root_dir: info.docker_root_dir,
             warnings: info.warnings.unwrap_or_default(),
             // A daemon that reports no positive figure leaves the limit unjudged.
@@ -134,6 +123,35 @@ impl Engine {
                 .and_then(|bytes| u64::try_from(bytes).ok())
                 .filter(|bytes| *bytes > 0),
         })
+    }
+
+    /// Whether the daemon runs rootless: its security options say so, or Podman's own
+    /// `Rootless` field, which bollard does not read.
+    async fn is_rootless(
+        &self,
+        kind: EngineKind,
+        security_options: &[String],
+    ) -> Result<bool, EngineError> {
+        let rootless = security_options
+            .iter()
+            .any(|option| option.contains("name=rootless"));
+        if kind == EngineKind::Podman && !rootless {
+            return self.podman_rootless().await;
+        }
+        Ok(rootless)
+    }
+
+    /// Where the daemon runs, remembered for this connection: its host's name beside this
+    /// one's (unreadable here: the endpoint decides, `DaemonHost::of`).
+    fn locate_daemon(&self, name: Option<&str>, docker_desktop: bool) -> DaemonHost {
+        let host = DaemonHost::of(
+            name,
+            docker_desktop,
+            self.endpoint(),
+            envctl_host::hostname().ok().as_deref(),
+        );
+        let _ = self.host.set(host.clone());
+        host
     }
 
     /// Whether the daemon runs on this machine, asked once per connection (`/info`'s

@@ -86,33 +86,17 @@ impl Engine {
             {
                 continue;
             }
-            let name = container.name();
-            let super::list::Listed {
-                id, state, labels, ..
-            } = container;
-            let holder = |gpus| GpuHolder {
-                id: id.clone(),
-                name: name.clone(),
-                state: state.clone(),
-                profile: labels.get(PROFILE_LABEL).cloned(),
-                user: labels.get(USER_LABEL).cloned(),
-                uid: labels
-                    .get(envctl_core::container_plan::UID_LABEL)
-                    .and_then(|uid| uid.parse().ok()),
-                identity: labels
-                    .get(envctl_core::container_plan::ownership::IDENTITY_LABEL)
-                    .cloned(),
-                gpus,
-            };
-            match known.get(&id) {
+            let label = container
+                .labels
+                .get(GPUS_LABEL)
+                .and_then(|label| parse_label(label));
+            let holder = holder_of(container);
+            match known.get(&holder.id) {
                 Some(request) => {
-                    requests.insert(id.clone(), request.clone());
-                    holders.extend(request.clone().map(holder));
+                    requests.insert(holder.id.clone(), request.clone());
+                    holders.extend(request.clone().map(|gpus| GpuHolder { gpus, ..holder }));
                 }
-                None => to_inspect.push((
-                    holder(GpuAssignment::All),
-                    labels.get(GPUS_LABEL).and_then(|label| parse_label(label)),
-                )),
+                None => to_inspect.push((holder, label)),
             }
         }
         // The daemon's default runtime decides whether a container's environment gives it
@@ -125,52 +109,14 @@ impl Engine {
         let podman = self.known_kind() == envctl_facts::engine::EngineKind::Podman;
         let inspected: Vec<Result<Option<Inspected>, EngineError>> =
             futures_util::stream::iter(to_inspect.into_iter().map(|(holder, label)| {
-                let default_runtime = default_runtime.as_deref();
-                async move {
-                    let Some(inspect) = self.inspect_response(&holder.id).await? else {
-                        // Removed between the list and the inspect: it holds nothing now.
-                        return Ok(None);
-                    };
-                    // The daemon writes an empty environment as `null` (Docker's `Config`
-                    // always writes `Env`, `null` for none; bollard reads it as `None`), so
-                    // there empty is the fact; an answer without `Config` says nothing of
-                    // it: unknown, not empty.
-                    let environment = inspect
-                        .config
-                        .as_ref()
-                        .map(|config| config.env.clone().unwrap_or_default());
-                    let environment_known = environment.is_some();
-                    let request = inspect.host_config.and_then(|host| {
-                        let runtime = host.runtime.clone();
-                        gpus_of_host(Some(host), label.as_ref()).or_else(|| {
-                            environment_gpus(
-                                environment.as_deref()?,
-                                runtime.as_deref(),
-                                default_runtime,
-                            )
-                        })
-                    });
-                    Ok(Some((holder, request, label, environment_known)))
-                }
+                self.inspect_holder(holder, label, default_runtime.as_deref())
             }))
             .buffer_unordered(INSPECTS_AT_ONCE)
             .collect()
             .await;
         for answer in inspected {
-            if let Some((holder, request, label, environment_known)) = answer? {
-                // Podman adds a CDI request's nodes only when it starts the container: a
-                // created one that shows no GPUs yet is asked again next time, not known,
-                // and meanwhile envctl's claim for it stands (on Podman only: Docker keeps
-                // the request from the create on). One whose environment the answer left
-                // out is asked again too.
-                if request.is_some() || (holder.state != "created" && environment_known) {
-                    requests.insert(holder.id.clone(), request.clone());
-                }
-                let request = match (request, label) {
-                    (None, Some(label)) if podman && holder.state == "created" => Some(label),
-                    (request, _) => request,
-                };
-                holders.extend(request.map(|gpus| GpuHolder { gpus, ..holder }));
+            if let Some(inspected) = answer? {
+                take_inspected(inspected, podman, &mut holders, &mut requests);
             }
         }
         holders.sort_by(|left, right| left.name.cmp(&right.name));
@@ -180,6 +126,80 @@ impl Engine {
             running,
         })
     }
+
+    /// Inspects one container for the GPUs it was given; `None` when it is gone.
+    async fn inspect_holder(
+        &self,
+        holder: GpuHolder,
+        label: Option<GpuAssignment>,
+        default_runtime: Option<&str>,
+    ) -> Result<Option<Inspected>, EngineError> {
+        let Some(inspect) = self.inspect_response(&holder.id).await? else {
+            // Removed between the list and the inspect: it holds nothing now.
+            return Ok(None);
+        };
+        // The daemon writes an empty environment as `null` (Docker's `Config`
+        // always writes `Env`, `null` for none; bollard reads it as `None`), so
+        // there empty is the fact; an answer without `Config` says nothing of
+        // it: unknown, not empty.
+        let environment = inspect
+            .config
+            .as_ref()
+            .map(|config| config.env.clone().unwrap_or_default());
+        let environment_known = environment.is_some();
+        let request = inspect.host_config.and_then(|host| {
+            let runtime = host.runtime.clone();
+            gpus_of_host(Some(host), label.as_ref()).or_else(|| {
+                environment_gpus(environment.as_deref()?, runtime.as_deref(), default_runtime)
+            })
+        });
+        Ok(Some((holder, request, label, environment_known)))
+    }
+}
+
+/// A listed container as a holder of every GPU, until its request says which.
+fn holder_of(container: super::list::Listed) -> GpuHolder {
+    let name = container.name();
+    let super::list::Listed {
+        id, state, labels, ..
+    } = container;
+    GpuHolder {
+        id,
+        name,
+        state,
+        profile: labels.get(PROFILE_LABEL).cloned(),
+        user: labels.get(USER_LABEL).cloned(),
+        uid: labels
+            .get(envctl_core::container_plan::UID_LABEL)
+            .and_then(|uid| uid.parse().ok()),
+        identity: labels
+            .get(envctl_core::container_plan::ownership::IDENTITY_LABEL)
+            .cloned(),
+        gpus: GpuAssignment::All,
+    }
+}
+
+/// Records what one inspect found: the request as known where it is final, the container
+/// as a holder where it has GPUs.
+fn take_inspected(
+    (holder, request, label, environment_known): Inspected,
+    podman: bool,
+    holders: &mut Vec<GpuHolder>,
+    requests: &mut BTreeMap<String, Option<GpuAssignment>>,
+) {
+    // Podman adds a CDI request's nodes only when it starts the container: a
+    // created one that shows no GPUs yet is asked again next time, not known,
+    // and meanwhile envctl's claim for it stands (on Podman only: Docker keeps
+    // the request from the create on). One whose environment the answer left
+    // out is asked again too.
+    if request.is_some() || (holder.state != "created" && environment_known) {
+        requests.insert(holder.id.clone(), request.clone());
+    }
+    let request = match (request, label) {
+        (None, Some(label)) if podman && holder.state == "created" => Some(label),
+        (request, _) => request,
+    };
+    holders.extend(request.map(|gpus| GpuHolder { gpus, ..holder }));
 }
 
 /// The GPUs an inspected container was given, wherever the engine keeps them: its

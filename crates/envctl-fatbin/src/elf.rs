@@ -131,18 +131,7 @@ fn locate<E: From<ElfError>>(
     length: u64,
     mut read: impl FnMut(u64, u64) -> Result<Vec<u8>, E>,
 ) -> Result<Vec<Located>, E> {
-    if length < 4 || !is_elf(&read(0, 4)?) {
-        return Err(ElfError::NotElf.into());
-    }
-    within(4, 2, length, "identification")?;
-    let identity = read(4, 2)?;
-    if identity != [2, 1] {
-        return Err(ElfError::UnsupportedLayout {
-            class: identity[0],
-            data: identity[1],
-        }
-        .into());
-    }
+    check_identity(length, &mut read)?;
     within(0, 64, length, "file header")?;
     let file_header = read(0, 64)?;
     let table = u64_at(&file_header, 0x28);
@@ -190,10 +179,41 @@ fn locate<E: From<ElfError>>(
         "section-name table",
     )?;
     let names = read(names_header.offset, names_header.size)?;
+    located_sections(&headers, count, &names, length).map_err(E::from)
+}
+
+/// Checks that the file is ELF, 64-bit and little-endian.
+fn check_identity<E: From<ElfError>>(
+    length: u64,
+    read: &mut impl FnMut(u64, u64) -> Result<Vec<u8>, E>,
+) -> Result<(), E> {
+    if length < 4 || !is_elf(&read(0, 4)?) {
+        return Err(ElfError::NotElf.into());
+    }
+    within(4, 2, length, "identification")?;
+    let identity = read(4, 2)?;
+    if identity != [2, 1] {
+        return Err(ElfError::UnsupportedLayout {
+            class: identity[0],
+            data: identity[1],
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The fat-binary sections among the `count` section `headers` (named in `names`), each
+/// checked to lie in the file; sections without bytes in the file are left out.
+fn located_sections(
+    headers: &[u8],
+    count: usize,
+    names: &[u8],
+    length: u64,
+) -> Result<Vec<Located>, ElfError> {
     let mut found = Vec::new();
     for index in 0..count {
-        let header = header_at(&headers, index);
-        let Some(name) = wanted_name(&names, header.name) else {
+        let header = header_at(headers, index);
+        let Some(name) = wanted_name(names, header.name) else {
             continue;
         };
         if header.kind == SECTION_NO_BITS {

@@ -74,6 +74,48 @@ fn text(field: &[u8]) -> String {
     String::from_utf8_lossy(&field[..end]).into_owned()
 }
 
+/// Checks a header block's checksum (the sum of its bytes, the checksum field counted as
+/// spaces).
+fn check_checksum(block: &[u8; BLOCK], at: u64) -> Result<(), TarError> {
+    let computed: u64 = block
+        .iter()
+        .enumerate()
+        .map(|(index, byte)| {
+            if (148..156).contains(&index) {
+                u64::from(b' ')
+            } else {
+                u64::from(*byte)
+            }
+        })
+        .sum();
+    let checksum = octal(&block[148..156]).ok_or(TarError::BadHeader {
+        offset: at,
+        why: "its checksum is not a number",
+    })?;
+    if checksum != computed {
+        return Err(TarError::BadHeader {
+            offset: at,
+            why: "its checksum does not match",
+        });
+    }
+    Ok(())
+}
+
+/// The name a header block holds: its name field, after its ustar prefix where it has one.
+fn header_name(block: &[u8; BLOCK]) -> String {
+    let base = text(&block[0..100]);
+    let prefix = if &block[257..262] == b"ustar" {
+        text(&block[345..500])
+    } else {
+        String::new()
+    };
+    if prefix.is_empty() {
+        base
+    } else {
+        format!("{prefix}/{base}")
+    }
+}
+
 fn normalise(path: &str) -> String {
     path.trim_start_matches("./")
         .trim_start_matches('/')
@@ -153,27 +195,7 @@ impl<R: Read> TarReader<R> {
             if block.iter().all(|byte| *byte == 0) {
                 return Ok(None);
             }
-            let computed: u64 = block
-                .iter()
-                .enumerate()
-                .map(|(index, byte)| {
-                    if (148..156).contains(&index) {
-                        u64::from(b' ')
-                    } else {
-                        u64::from(*byte)
-                    }
-                })
-                .sum();
-            let checksum = octal(&block[148..156]).ok_or(TarError::BadHeader {
-                offset: at,
-                why: "its checksum is not a number",
-            })?;
-            if checksum != computed {
-                return Err(TarError::BadHeader {
-                    offset: at,
-                    why: "its checksum does not match",
-                });
-            }
+            check_checksum(&block, at)?;
             let size = octal(&block[124..136]).ok_or(TarError::BadHeader {
                 offset: at,
                 why: "its size is not a number",
@@ -200,19 +222,7 @@ impl<R: Read> TarReader<R> {
             }
             let name = match long_name.take() {
                 Some(name) => name,
-                None => {
-                    let base = text(&block[0..100]);
-                    let prefix = if &block[257..262] == b"ustar" {
-                        text(&block[345..500])
-                    } else {
-                        String::new()
-                    };
-                    if prefix.is_empty() {
-                        base
-                    } else {
-                        format!("{prefix}/{base}")
-                    }
-                }
+                None => header_name(&block),
             };
             let kind = match flag {
                 b'0' | 0 | b'7' => EntryType::File,

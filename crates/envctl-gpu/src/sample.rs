@@ -115,19 +115,35 @@ impl Drop for XidWatcher {
     }
 }
 
+/// Counts the Xid events of every GPU that offers them in `seen`, handing each to `keep`
+/// by UUID, until `stop` is set.
 fn watch_xids(
     library: &OsStr,
     seen: &std::sync::Mutex<Vec<XidCount>>,
     stop: &std::sync::atomic::AtomicBool,
     keep: &dyn Fn(&str, u32, u32),
 ) {
-    use nvml_wrapper::bitmasks::event::EventTypes;
-    use nvml_wrapper::enums::event::XidError;
     let Ok(nvml) = Nvml::builder().lib_path(library).init() else {
         return;
     };
-    // The GPUs that offer Xid events. A failed registration releases the whole set (and
-    // the registrations before it), so the set is built again without that GPU.
+    let Some(set) = xid_event_set(&nvml) else {
+        return;
+    };
+    if !wait_for_xids(&set, seen, stop, keep) {
+        return;
+    }
+    drop(set);
+    // As the sampler does: a library without `nvmlShutdown` is left open at exit.
+    if nvml.lib().nvmlShutdown.is_err() {
+        std::mem::forget(nvml);
+    }
+}
+
+/// An event set with every GPU that offers Xid events; `None` when none does or no set
+/// can be made. A failed registration releases the whole set (and the registrations
+/// before it), so the set is built again without that GPU.
+fn xid_event_set(nvml: &Nvml) -> Option<nvml_wrapper::EventSet<'_>> {
+    use nvml_wrapper::bitmasks::event::EventTypes;
     let mut candidates: Vec<u32> = (0..nvml.device_count().unwrap_or(0))
         .filter(|&index| {
             nvml.device_by_index(index)
@@ -135,12 +151,12 @@ fn watch_xids(
                 .is_ok_and(|types| types.contains(EventTypes::CRITICAL_XID_ERROR))
         })
         .collect();
-    let set = 'build: loop {
+    loop {
         if candidates.is_empty() {
-            return;
+            return None;
         }
         let Ok(mut set) = nvml.create_event_set() else {
-            return;
+            return None;
         };
         let mut failed = None;
         for (position, &index) in candidates.iter().enumerate() {
@@ -155,18 +171,30 @@ fn watch_xids(
                     // The set is gone with the failure: build it again.
                     match nvml.create_event_set() {
                         Ok(fresh) => set = fresh,
-                        Err(_) => return,
+                        Err(_) => return None,
                     }
                     break;
                 }
             }
         }
-        if let Some(position) = failed {
-            candidates.remove(position);
-            continue 'build;
+        match failed {
+            Some(position) => {
+                candidates.remove(position);
+            }
+            None => return Some(set),
         }
-        break set;
-    };
+    }
+}
+
+/// Waits for Xid events on `set` until `stop` is set (`true`) or the set stops answering
+/// (`false`: waiting again would spin).
+fn wait_for_xids(
+    set: &nvml_wrapper::EventSet<'_>,
+    seen: &std::sync::Mutex<Vec<XidCount>>,
+    stop: &std::sync::atomic::AtomicBool,
+    keep: &dyn Fn(&str, u32, u32),
+) -> bool {
+    use nvml_wrapper::enums::event::XidError;
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
         match set.wait(EVENT_WAIT_MILLISECONDS) {
             Ok(event) => {
@@ -175,15 +203,7 @@ fn watch_xids(
                 else {
                     continue;
                 };
-                if let Ok(mut seen) = seen.lock() {
-                    match seen
-                        .iter_mut()
-                        .find(|count| count.gpu == gpu && count.xid == xid)
-                    {
-                        Some(count) => count.count += 1,
-                        None => seen.push(XidCount { gpu, xid, count: 1 }),
-                    }
-                }
+                count_xid(seen, gpu, xid);
                 // Kept by UUID (an index changes when a GPU falls off the bus); a GPU
                 // whose UUID cannot be read now is kept nowhere, and said.
                 match (event.device.uuid(), u32::try_from(xid)) {
@@ -192,14 +212,22 @@ fn watch_xids(
                 }
             }
             Err(NvmlError::Timeout) => {}
-            // A set that stopped answering: waiting again would spin.
-            Err(_) => return,
+            Err(_) => return false,
         }
     }
-    drop(set);
-    // As the sampler does: a library without `nvmlShutdown` is left open at exit.
-    if nvml.lib().nvmlShutdown.is_err() {
-        std::mem::forget(nvml);
+    true
+}
+
+/// One more `xid` seen on `gpu`.
+fn count_xid(seen: &std::sync::Mutex<Vec<XidCount>>, gpu: u32, xid: u64) {
+    if let Ok(mut seen) = seen.lock() {
+        match seen
+            .iter_mut()
+            .find(|count| count.gpu == gpu && count.xid == xid)
+        {
+            Some(count) => count.count += 1,
+            None => seen.push(XidCount { gpu, xid, count: 1 }),
+        }
     }
 }
 

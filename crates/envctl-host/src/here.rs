@@ -48,65 +48,78 @@ pub fn run_bounded(
         }
         Err(error) => return Err(error),
     };
-    let reader = |stream: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            if let Some(mut stream) = stream {
-                let mut buffer = [0_u8; 8192];
-                // Read to the end (a writer blocked on a full pipe would never end), keeping
-                // only the first `limit` bytes.
-                while let Ok(read @ 1..) = stream.read(&mut buffer) {
-                    let room = limit.saturating_sub(kept.len());
-                    kept.extend_from_slice(&buffer[..read.min(room)]);
-                }
-            }
-            kept
-        })
-    };
-    let stdout = reader(
+    let stdout = read_in_background(
         child
             .stdout
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        limit,
     );
-    let stderr = reader(
+    let stderr = read_in_background(
         child
             .stderr
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        limit,
     );
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            timed_out = true;
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // A child of the script that still holds the pipes open would keep the readers going:
-    // they are given a moment, then left with what they read.
-    let collect = |handle: std::thread::JoinHandle<Vec<u8>>| {
-        let waited = Instant::now();
-        while !handle.is_finished() && waited.elapsed() < Duration::from_secs(2) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if handle.is_finished() {
-            handle.join().unwrap_or_default()
-        } else {
-            Vec::new()
-        }
-    };
+    let status = wait_until(&mut child, deadline)?;
     Ok(Outcome {
         code: status.and_then(|status| status.code()).map(i64::from),
         stdout: collect(stdout),
         stderr: collect(stderr),
-        timed_out,
+        timed_out: status.is_none(),
     })
+}
+
+/// A thread that reads `stream` to the end (a writer blocked on a full pipe would never
+/// end), keeping only the first `limit` bytes.
+fn read_in_background(
+    stream: Option<Box<dyn Read + Send>>,
+    limit: usize,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        if let Some(mut stream) = stream {
+            let mut buffer = [0_u8; 8192];
+            while let Ok(read @ 1..) = stream.read(&mut buffer) {
+                let room = limit.saturating_sub(kept.len());
+                kept.extend_from_slice(&buffer[..read.min(room)]);
+            }
+        }
+        kept
+    })
+}
+
+/// Waits for `child` to end; kills it at `deadline` and gives `None` then.
+fn wait_until(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What a reader thread read. A child of the script that still holds the pipes open would
+/// keep the readers going: they are given a moment, then left with what they read.
+fn collect(handle: std::thread::JoinHandle<Vec<u8>>) -> Vec<u8> {
+    let waited = Instant::now();
+    while !handle.is_finished() && waited.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if handle.is_finished() {
+        handle.join().unwrap_or_default()
+    } else {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]

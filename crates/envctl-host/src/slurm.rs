@@ -37,49 +37,14 @@ pub fn job(variables: &SlurmVariables) -> Option<SlurmJob> {
     let on_node = number("SLURM_CPUS_ON_NODE", &variables.cpus_on_node);
     let node_id = number("SLURM_NODEID", &variables.node_id);
     let nodes = number("SLURM_NNODES", &variables.nodes);
-    let mebibytes = |value: u64| value.saturating_mul(1 << 20);
-    let memory = match (per_node, per_cpu, on_node) {
-        // Slurm's `--mem=0` means "all of the node's memory": no limit envctl can apply.
-        (Some(0), _, _) => None,
-        (Some(per_node), _, _) => Some(JobMemory {
-            bytes: mebibytes(per_node),
-            from: format!("SLURM_MEM_PER_NODE={per_node}"),
-        }),
-        (None, Some(per_cpu), Some(cpus)) if per_cpu > 0 => Some(JobMemory {
-            bytes: mebibytes(per_cpu.saturating_mul(cpus)),
-            from: format!("SLURM_MEM_PER_CPU={per_cpu} × SLURM_CPUS_ON_NODE={cpus}"),
-        }),
-        _ => None,
-    };
-    let cpus = match (per_task, on_node) {
-        (Some(count), _) => Some(("SLURM_CPUS_PER_TASK", count)),
-        (None, Some(count)) => Some(("SLURM_CPUS_ON_NODE", count)),
-        (None, None) => None,
-    }
-    .and_then(|(variable, count)| {
-        Some(JobCpus {
-            count: u32::try_from(count).ok()?,
-            from: format!("{variable}={count}"),
-        })
-    });
+    let memory = job_memory(per_node, per_cpu, on_node);
+    let cpus = job_cpus(per_task, on_node);
     let gpus = match (&variables.step_gpus, &variables.job_gpus) {
         (Some(step), _) => allocation("SLURM_STEP_GPUS", step, |ids| GpuAllocation::Step { ids }),
         (None, Some(job)) => allocation("SLURM_JOB_GPUS", job, |ids| GpuAllocation::Job { ids }),
         (None, None) => GpuAllocation::None,
     };
-    let gpu_minors = gpus.ids().and_then(|ids| {
-        let conf = variables
-            .conf
-            .as_deref()
-            .map_or_else(|| Path::new(DEFAULT_CONF), Path::new);
-        let listed = gres_gpu_minors(
-            &conf.with_file_name("gres.conf"),
-            variables.node_name.as_deref()?,
-        )?;
-        ids.iter()
-            .map(|&id| listed.get(id as usize).copied())
-            .collect::<Option<Vec<u32>>>()
-    });
+    let gpu_minors = gpu_minors(variables, &gpus);
     Some(SlurmJob {
         job_id,
         // A batch script has no SLURM_STEP_ID: its step is Slurm's `batch` step.
@@ -95,6 +60,61 @@ pub fn job(variables: &SlurmVariables) -> Option<SlurmJob> {
         nodes: nodes.and_then(|count| u32::try_from(count).ok()),
         gpu_minors,
         unreadable,
+    })
+}
+
+/// The job's memory limit: per node, else per CPU times the node's CPUs.
+fn job_memory(
+    per_node: Option<u64>,
+    per_cpu: Option<u64>,
+    on_node: Option<u64>,
+) -> Option<JobMemory> {
+    let mebibytes = |value: u64| value.saturating_mul(1 << 20);
+    match (per_node, per_cpu, on_node) {
+        // Slurm's `--mem=0` means "all of the node's memory": no limit envctl can apply.
+        (Some(0), _, _) => None,
+        (Some(per_node), _, _) => Some(JobMemory {
+            bytes: mebibytes(per_node),
+            from: format!("SLURM_MEM_PER_NODE={per_node}"),
+        }),
+        (None, Some(per_cpu), Some(cpus)) if per_cpu > 0 => Some(JobMemory {
+            bytes: mebibytes(per_cpu.saturating_mul(cpus)),
+            from: format!("SLURM_MEM_PER_CPU={per_cpu} × SLURM_CPUS_ON_NODE={cpus}"),
+        }),
+        _ => None,
+    }
+}
+
+/// The job's CPUs: per task, else the node's.
+fn job_cpus(per_task: Option<u64>, on_node: Option<u64>) -> Option<JobCpus> {
+    match (per_task, on_node) {
+        (Some(count), _) => Some(("SLURM_CPUS_PER_TASK", count)),
+        (None, Some(count)) => Some(("SLURM_CPUS_ON_NODE", count)),
+        (None, None) => None,
+    }
+    .and_then(|(variable, count)| {
+        Some(JobCpus {
+            count: u32::try_from(count).ok()?,
+            from: format!("{variable}={count}"),
+        })
+    })
+}
+
+/// The device minor numbers of the allocated GPUs, from the node's gres.conf beside
+/// slurm.conf.
+fn gpu_minors(variables: &SlurmVariables, gpus: &GpuAllocation) -> Option<Vec<u32>> {
+    gpus.ids().and_then(|ids| {
+        let conf = variables
+            .conf
+            .as_deref()
+            .map_or_else(|| Path::new(DEFAULT_CONF), Path::new);
+        let listed = gres_gpu_minors(
+            &conf.with_file_name("gres.conf"),
+            variables.node_name.as_deref()?,
+        )?;
+        ids.iter()
+            .map(|&id| listed.get(id as usize).copied())
+            .collect::<Option<Vec<u32>>>()
     })
 }
 

@@ -236,33 +236,15 @@ impl RegistryClient {
                     message: format!("the tag list {url}: {error}"),
                 })?;
             drop(answer.body);
-            // A name Docker would refuse as a tag (longer than 128 characters, or with
-            // other characters) is no tag anything could pull: not kept.
-            for tag in tags
-                .tags
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|tag| crate::profile::image::is_valid_tag(tag))
-            {
-                if known.insert(tag.clone()) {
-                    if list.tags.len() == MAX_TAGS {
-                        return Err(RegistryError::TooManyTags {
-                            registry,
-                            repository,
-                            limit: MAX_TAGS,
-                        });
-                    }
-                    list.tags.push(tag);
-                }
-            }
-            let next = match next_link(&answer.links) {
-                Ok(Some(reference)) => match next_page_url(&url, &reference) {
-                    Ok(next) => next,
-                    Err(reason) => {
-                        list.incomplete = Some(incomplete(&registry, page, &reason));
-                        return Ok(list);
-                    }
-                },
+            add_tags(
+                &mut list,
+                &mut known,
+                tags.tags.unwrap_or_default(),
+                &registry,
+                &repository,
+            )?;
+            let next = match next_page(&url, &answer.links) {
+                Ok(Some(next)) => next,
                 Ok(None) => return Ok(list),
                 Err(reason) => {
                     list.incomplete = Some(incomplete(&registry, page, &reason));
@@ -326,13 +308,7 @@ impl RegistryClient {
                 .as_deref()
                 .filter(|_| off_origin.is_none())
                 .map(|token| format!("Bearer {token}"));
-            let mut headers = Vec::new();
-            if let Some(accept) = accept {
-                headers.push(("Accept", accept));
-            }
-            if let Some(authorization) = &authorization {
-                headers.push(("Authorization", authorization.as_str()));
-            }
+            let headers = request_headers(accept, authorization.as_deref());
             let response = self
                 .http
                 .get(&current, &headers)
@@ -341,23 +317,7 @@ impl RegistryClient {
             let status = response.status;
             let header = |name: &str| response.header(name);
             match status {
-                200 => {
-                    let digest = header("Docker-Content-Digest");
-                    // A header that is not text is kept as lossy text, so that it reads as
-                    // a malformed link rather than as no link.
-                    let links = response
-                        .headers
-                        .get_all("Link")
-                        .iter()
-                        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-                        .collect();
-                    let body = read_body(response, limit, registry, &current).await?;
-                    return Ok(Answer {
-                        body,
-                        digest,
-                        links,
-                    });
-                }
+                200 => return read_answer(response, limit, registry, &current).await,
                 301 | 302 | 303 | 307 | 308 => {
                     redirects += 1;
                     if redirects > MAX_REDIRECTS {
@@ -367,19 +327,7 @@ impl RegistryClient {
                             limit: MAX_REDIRECTS,
                         });
                     }
-                    let location = header("Location").ok_or_else(|| RegistryError::Invalid {
-                        registry: registry.into(),
-                        message: format!("a redirect ({status}) without a Location for {current}"),
-                    })?;
-                    let next = Url::parse(&current)
-                        .and_then(|base| base.join(&location))
-                        .map_err(|error| RegistryError::Invalid {
-                            registry: registry.into(),
-                            message: format!(
-                                "its redirect to `{}` is no URL: {error}",
-                                location.escape_debug()
-                            ),
-                        })?;
+                    let next = redirect_target(&current, header("Location"), status, registry)?;
                     if off_origin.is_none() && !same_origin(url, &next) {
                         off_origin = Some(next.to_string());
                     }
@@ -436,21 +384,7 @@ impl RegistryClient {
                 message: "its WWW-Authenticate challenge holds control characters".into(),
             });
         }
-        let parameters = parse_challenge(challenge);
-        let realm = parameters
-            .iter()
-            .find(|(key, _)| key == "realm")
-            .map(|(_, value)| value.clone())
-            .ok_or_else(|| RegistryError::Unauthorized {
-                registry: registry.into(),
-                repository: repository.into(),
-                status: 401,
-            })?;
-        let url =
-            token_url(&realm, &parameters, repository).map_err(|error| RegistryError::Invalid {
-                registry: registry.into(),
-                message: format!("its token realm `{realm}` is no URL: {error}"),
-            })?;
+        let (realm, url) = token_realm(challenge, registry, repository)?;
         let response =
             self.http.get(url.as_str(), &[]).await.map_err(
                 |failure| match unreachable_or_invalid(failure, registry) {
@@ -484,31 +418,156 @@ impl RegistryClient {
             }
         }
         let text = read_body(response, MAX_BODY_BYTES, registry, url.as_str()).await?;
-        let token: Token =
-            serde_json::from_slice(&text).map_err(|error| RegistryError::Invalid {
-                registry: registry.into(),
-                message: error.to_string(),
-            })?;
-        let token = token
-            .token
-            .or(token.access_token)
-            .ok_or_else(|| RegistryError::Invalid {
-                registry: registry.into(),
-                message: "the token answer holds no token".into(),
-            })?;
-        // Sent back in a header: a token no header could carry fails the next request
-        // in ways that read like the network.
-        if token.len() > MAX_TOKEN_BYTES || token.chars().any(|c| c.is_control() || c == ' ') {
-            return Err(RegistryError::Invalid {
-                registry: registry.into(),
-                message: format!(
-                    "its token ({} bytes) is not one a header can carry (at most {MAX_TOKEN_BYTES} bytes of visible characters)",
-                    token.len()
-                ),
-            });
-        }
-        Ok(token)
+        token_of(&text, registry)
     }
+}
+
+/// The realm a challenge names and the URL of the token for `repository` there.
+fn token_realm(
+    challenge: &str,
+    registry: &str,
+    repository: &str,
+) -> Result<(String, Url), RegistryError> {
+    let parameters = parse_challenge(challenge);
+    let realm = parameters
+        .iter()
+        .find(|(key, _)| key == "realm")
+        .map(|(_, value)| value.clone())
+        .ok_or_else(|| RegistryError::Unauthorized {
+            registry: registry.into(),
+            repository: repository.into(),
+            status: 401,
+        })?;
+    let url =
+        token_url(&realm, &parameters, repository).map_err(|error| RegistryError::Invalid {
+            registry: registry.into(),
+            message: format!("its token realm `{realm}` is no URL: {error}"),
+        })?;
+    Ok((realm, url))
+}
+
+/// The token in a token service's answer, refused where no header could carry it.
+fn token_of(text: &[u8], registry: &str) -> Result<String, RegistryError> {
+    let token: Token = serde_json::from_slice(text).map_err(|error| RegistryError::Invalid {
+        registry: registry.into(),
+        message: error.to_string(),
+    })?;
+    let token = token
+        .token
+        .or(token.access_token)
+        .ok_or_else(|| RegistryError::Invalid {
+            registry: registry.into(),
+            message: "the token answer holds no token".into(),
+        })?;
+    // Sent back in a header: a token no header could carry fails the next request
+    // in ways that read like the network.
+    if token.len() > MAX_TOKEN_BYTES || token.chars().any(|c| c.is_control() || c == ' ') {
+        return Err(RegistryError::Invalid {
+            registry: registry.into(),
+            message: format!(
+                "its token ({} bytes) is not one a header can carry (at most {MAX_TOKEN_BYTES} bytes of visible characters)",
+                token.len()
+            ),
+        });
+    }
+    Ok(token)
+}
+
+/// Keeps each new tag of a page; a name Docker would refuse as a tag (longer than 128
+/// characters, or with other characters) is no tag anything could pull: not kept.
+fn add_tags(
+    list: &mut Tags,
+    known: &mut HashSet<String>,
+    tags: Vec<String>,
+    registry: &str,
+    repository: &str,
+) -> Result<(), RegistryError> {
+    for tag in tags
+        .into_iter()
+        .filter(|tag| crate::profile::image::is_valid_tag(tag))
+    {
+        if known.insert(tag.clone()) {
+            if list.tags.len() == MAX_TAGS {
+                return Err(RegistryError::TooManyTags {
+                    registry: registry.into(),
+                    repository: repository.into(),
+                    limit: MAX_TAGS,
+                });
+            }
+            list.tags.push(tag);
+        }
+    }
+    Ok(())
+}
+
+/// The URL of the page after `url` its `Link` headers name; `None` on the last page, or
+/// why the link cannot be followed.
+fn next_page(url: &str, links: &[String]) -> Result<Option<String>, String> {
+    match next_link(links)? {
+        Some(reference) => next_page_url(url, &reference).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The headers of a registry request: `Accept` and `Authorization` where there are.
+fn request_headers<'a>(
+    accept: Option<&'a str>,
+    authorization: Option<&'a str>,
+) -> Vec<(&'static str, &'a str)> {
+    let mut headers = Vec::new();
+    if let Some(accept) = accept {
+        headers.push(("Accept", accept));
+    }
+    if let Some(authorization) = authorization {
+        headers.push(("Authorization", authorization));
+    }
+    headers
+}
+
+/// A 200's body (at most `limit` bytes), digest and `Link` headers.
+async fn read_answer(
+    response: http::Answer,
+    limit: u64,
+    registry: &str,
+    current: &str,
+) -> Result<Answer, RegistryError> {
+    let digest = response.header("Docker-Content-Digest");
+    // A header that is not text is kept as lossy text, so that it reads as
+    // a malformed link rather than as no link.
+    let links = response
+        .headers
+        .get_all("Link")
+        .iter()
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .collect();
+    let body = read_body(response, limit, registry, current).await?;
+    Ok(Answer {
+        body,
+        digest,
+        links,
+    })
+}
+
+/// Where a redirect from `current` leads: its `Location` resolved against `current`.
+fn redirect_target(
+    current: &str,
+    location: Option<String>,
+    status: u16,
+    registry: &str,
+) -> Result<Url, RegistryError> {
+    let location = location.ok_or_else(|| RegistryError::Invalid {
+        registry: registry.into(),
+        message: format!("a redirect ({status}) without a Location for {current}"),
+    })?;
+    Url::parse(current)
+        .and_then(|base| base.join(&location))
+        .map_err(|error| RegistryError::Invalid {
+            registry: registry.into(),
+            message: format!(
+                "its redirect to `{}` is no URL: {error}",
+                location.escape_debug()
+            ),
+        })
 }
 
 /// The longest bearer token envctl sends back: real ones are JWTs of a few KiB.

@@ -35,72 +35,107 @@ struct Column {
     drop_order: u8,
 }
 
-/// Lays `columns` out in `width` (none: no limit). Columns are left out by `drop_order`,
-/// then the first column (the name) is cut, then whole lines.
-fn layout(mut columns: Vec<Column>, width: Option<usize>, style: Styler<'_>) -> Vec<String> {
-    const GAP: usize = 2;
-    const NAME_MINIMUM: usize = 12;
-    // Cells quote outside text (container names, GPU names from NVML): escaped, capped.
-    for column in &mut columns {
+/// Space between two columns.
+const GAP: usize = 2;
+
+/// The narrowest the first column (the name) is cut to before whole lines are cut.
+const NAME_MINIMUM: usize = 12;
+
+/// Escapes and caps every cell: cells quote outside text (container names, GPU names
+/// from NVML).
+fn escape_cells(columns: &mut [Column]) {
+    for column in columns {
         for cell in &mut column.cells {
             if let std::borrow::Cow::Owned(safe) = super::text::shown(cell) {
                 *cell = safe;
             }
         }
     }
-    let column_width = |column: &Column| {
-        column
-            .cells
+}
+
+/// The widest of a column's header and cells.
+fn column_width(column: &Column) -> usize {
+    column
+        .cells
+        .iter()
+        .map(|cell| console::measure_text_width(cell))
+        .chain(std::iter::once(column.header.len()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The width of `columns` side by side with their gaps.
+fn total_width(columns: &[Column]) -> usize {
+    columns.iter().map(column_width).sum::<usize>() + GAP * columns.len().saturating_sub(1)
+}
+
+/// Leaves out the columns most readily dropped until the rest fit `width` or none can go.
+fn drop_columns_to_fit(columns: &mut Vec<Column>, width: usize) {
+    while total_width(columns) > width {
+        let Some(position) = columns
             .iter()
-            .map(|cell| console::measure_text_width(cell))
-            .chain(std::iter::once(column.header.len()))
-            .max()
-            .unwrap_or(0)
-    };
-    let total = |columns: &[Column]| {
-        columns.iter().map(column_width).sum::<usize>() + GAP * columns.len().saturating_sub(1)
-    };
-    if let Some(width) = width {
-        while total(&columns) > width {
-            let Some(position) = columns
-                .iter()
-                .enumerate()
-                .filter(|(_, column)| column.drop_order > 0)
-                .max_by_key(|(_, column)| column.drop_order)
-                .map(|(position, _)| position)
-            else {
-                break;
-            };
-            columns.remove(position);
-        }
+            .enumerate()
+            .filter(|(_, column)| column.drop_order > 0)
+            .max_by_key(|(_, column)| column.drop_order)
+            .map(|(position, _)| position)
+        else {
+            break;
+        };
+        columns.remove(position);
     }
+}
+
+/// Each column's width, the first cut (down to [`NAME_MINIMUM`]) when they do not fit.
+fn fitted_widths(columns: &[Column], width: Option<usize>) -> Vec<usize> {
     let mut widths: Vec<usize> = columns.iter().map(column_width).collect();
     if let (Some(width), Some(first)) = (width, widths.first().copied()) {
-        let others = total(&columns) - first;
+        let others = total_width(columns) - first;
         if others + first > width {
             widths[0] = width.saturating_sub(others).max(NAME_MINIMUM).min(first);
         }
     }
+    widths
+}
+
+/// One line of `cells` padded to `widths` and aligned as their columns say, then cut to
+/// `width`.
+fn render_line(
+    cells: &[&str],
+    columns: &[Column],
+    widths: &[usize],
+    width: Option<usize>,
+) -> String {
+    let mut line = String::new();
+    for (position, (cell, column)) in cells.iter().zip(columns).enumerate() {
+        let cell = console::truncate_str(cell, widths[position], "…");
+        let alignment = if column.right {
+            console::Alignment::Right
+        } else {
+            console::Alignment::Left
+        };
+        if position > 0 {
+            line.push_str(&" ".repeat(GAP));
+        }
+        line.push_str(&console::pad_str(&cell, widths[position], alignment, None));
+    }
+    let line = line.trim_end().to_string();
+    match width {
+        Some(width) => console::truncate_str(&line, width, "…").into_owned(),
+        None => line,
+    }
+}
+
+/// Lays `columns` out in `width` (none: no limit). Columns are left out by `drop_order`,
+/// then the first column (the name) is cut, then whole lines.
+fn layout(mut columns: Vec<Column>, width: Option<usize>, style: Styler<'_>) -> Vec<String> {
+    escape_cells(&mut columns);
+    if let Some(width) = width {
+        drop_columns_to_fit(&mut columns, width);
+    }
+    let widths = fitted_widths(&columns, width);
     let rows = columns.first().map_or(0, |column| column.cells.len());
     let render = |cells: Vec<&str>, header: bool| {
-        let mut line = String::new();
-        for (position, (cell, column)) in cells.iter().zip(&columns).enumerate() {
-            let cell = console::truncate_str(cell, widths[position], "…");
-            let alignment = if column.right {
-                console::Alignment::Right
-            } else {
-                console::Alignment::Left
-            };
-            if position > 0 {
-                line.push_str(&" ".repeat(GAP));
-            }
-            line.push_str(&console::pad_str(&cell, widths[position], alignment, None));
-        }
-        let line = line.trim_end().to_string();
-        let line = match width {
-            Some(width) => console::truncate_str(&line, width, "…").into_owned(),
-            None => line,
-        };
+        let line = render_line(&cells, &columns, &widths, width);
         if header {
             style(Style::new().bold(), &line)
         } else {
@@ -155,6 +190,7 @@ fn peak(values: &[Option<f64>], floor: f64) -> f64 {
     values.iter().flatten().copied().fold(floor, f64::max)
 }
 
+/// The container table's columns, with the sparkline columns when there is a `history`.
 fn container_columns(containers: &[ContainerRow], history: Option<&History>) -> Vec<Column> {
     let cells = |show: &dyn Fn(&ContainerRow) -> String| containers.iter().map(show).collect();
     let mut columns = vec![
@@ -219,44 +255,55 @@ fn container_columns(containers: &[ContainerRow], history: Option<&History>) -> 
         },
     ];
     if let Some(history) = history {
-        // CPU against 100 % (one core) or its peak; memory against its limit.
-        columns.insert(
-            3,
-            Column {
-                header: "CPU 1m",
-                cells: cells(&|row| {
-                    container_spark(
-                        history,
-                        row,
-                        |values| values.cpu_percent,
-                        |values| peak(values, 100.0),
-                    )
-                }),
-                right: false,
-                drop_order: 2,
-            },
-        );
-        columns.insert(
-            6,
-            Column {
-                header: "MEM 1m",
-                cells: cells(&|row| {
-                    let limit = row.memory_limit_bytes.map(|limit| limit as f64);
-                    container_spark(
-                        history,
-                        row,
-                        |values| values.memory_bytes.map(|bytes| bytes as f64),
-                        |values| limit.unwrap_or_else(|| peak(values, 1.0)),
-                    )
-                }),
-                right: false,
-                drop_order: 2,
-            },
-        );
+        insert_container_sparklines(&mut columns, containers, history);
     }
     columns
 }
 
+/// Inserts the last minute of CPU and memory after their figures.
+fn insert_container_sparklines(
+    columns: &mut Vec<Column>,
+    containers: &[ContainerRow],
+    history: &History,
+) {
+    let cells = |show: &dyn Fn(&ContainerRow) -> String| containers.iter().map(show).collect();
+    // CPU against 100 % (one core) or its peak; memory against its limit.
+    columns.insert(
+        3,
+        Column {
+            header: "CPU 1m",
+            cells: cells(&|row| {
+                container_spark(
+                    history,
+                    row,
+                    |values| values.cpu_percent,
+                    |values| peak(values, 100.0),
+                )
+            }),
+            right: false,
+            drop_order: 2,
+        },
+    );
+    columns.insert(
+        6,
+        Column {
+            header: "MEM 1m",
+            cells: cells(&|row| {
+                let limit = row.memory_limit_bytes.map(|limit| limit as f64);
+                container_spark(
+                    history,
+                    row,
+                    |values| values.memory_bytes.map(|bytes| bytes as f64),
+                    |values| limit.unwrap_or_else(|| peak(values, 1.0)),
+                )
+            }),
+            right: false,
+            drop_order: 2,
+        },
+    );
+}
+
+/// The GPU table's columns, with the sparkline columns when there is a `history`.
 fn gpu_columns(gpus: &[GpuRow], history: Option<&History>) -> Vec<Column> {
     let cells = |show: &dyn Fn(&GpuRow) -> String| gpus.iter().map(show).collect();
     let mut columns = vec![
@@ -310,77 +357,96 @@ fn gpu_columns(gpus: &[GpuRow], history: Option<&History>) -> Vec<Column> {
         },
         Column {
             header: "POWER",
-            cells: cells(&|row| match (row.power_w, row.power_limit_w) {
-                (None, None) => UNKNOWN.into(),
-                (draw, limit) => format!(
-                    "{} / {} W",
-                    or_unknown(draw, |value| format!("{value:.0}")),
-                    or_unknown(limit, |value| format!("{value:.0}"))
-                ),
-            }),
+            cells: cells(&power_cell),
             right: true,
             drop_order: 2,
         },
         Column {
             header: "CLOCKS SM/MEM",
-            cells: cells(&|row| match (row.sm_clock_mhz, row.memory_clock_mhz) {
-                (None, None) => UNKNOWN.into(),
-                (sm, memory) => format!(
-                    "{} / {} MHz",
-                    or_unknown(sm, |value| value.to_string()),
-                    or_unknown(memory, |value| value.to_string())
-                ),
-            }),
+            cells: cells(&clocks_cell),
             right: true,
             drop_order: 6,
         },
         Column {
             header: "THROTTLE",
-            cells: cells(&|row| {
-                if row.throttle_reasons_mask.is_none() {
-                    UNKNOWN.into()
-                } else if row.throttle_reasons.is_empty() {
-                    "none".into()
-                } else {
-                    row.throttle_reasons.join(",")
-                }
-            }),
+            cells: cells(&throttle_cell),
             right: false,
             drop_order: 3,
         },
     ];
     if let Some(history) = history {
-        let spark = |row: &GpuRow, value: fn(&GpuValues) -> Option<f64>, top: f64| {
-            let values = history.gpu_recent(row.index, sparkline::SPAN_SECONDS, value);
-            sparkline::sparkline(&values, sparkline::WIDTH, top)
-        };
-        columns.insert(
-            3,
-            Column {
-                header: "UTIL 1m",
-                cells: cells(&|row| spark(row, |values| values.utilization_percent, 100.0)),
-                right: false,
-                drop_order: 2,
-            },
-        );
-        columns.insert(
-            6,
-            Column {
-                header: "MEM 1m",
-                cells: cells(&|row| {
-                    let total = row.memory_total_bytes.map_or(0.0, |total| total as f64);
-                    spark(
-                        row,
-                        |values| values.memory_used_bytes.map(|bytes| bytes as f64),
-                        total,
-                    )
-                }),
-                right: false,
-                drop_order: 2,
-            },
-        );
+        insert_gpu_sparklines(&mut columns, gpus, history);
     }
     columns
+}
+
+/// Power draw and limit in watts.
+fn power_cell(row: &GpuRow) -> String {
+    match (row.power_w, row.power_limit_w) {
+        (None, None) => UNKNOWN.into(),
+        (draw, limit) => format!(
+            "{} / {} W",
+            or_unknown(draw, |value| format!("{value:.0}")),
+            or_unknown(limit, |value| format!("{value:.0}"))
+        ),
+    }
+}
+
+/// SM and memory clocks in MHz.
+fn clocks_cell(row: &GpuRow) -> String {
+    match (row.sm_clock_mhz, row.memory_clock_mhz) {
+        (None, None) => UNKNOWN.into(),
+        (sm, memory) => format!(
+            "{} / {} MHz",
+            or_unknown(sm, |value| value.to_string()),
+            or_unknown(memory, |value| value.to_string())
+        ),
+    }
+}
+
+/// The throttle reasons, "none", or unknown when NVML did not say.
+fn throttle_cell(row: &GpuRow) -> String {
+    if row.throttle_reasons_mask.is_none() {
+        UNKNOWN.into()
+    } else if row.throttle_reasons.is_empty() {
+        "none".into()
+    } else {
+        row.throttle_reasons.join(",")
+    }
+}
+
+/// Inserts the last minute of utilization and memory after their figures.
+fn insert_gpu_sparklines(columns: &mut Vec<Column>, gpus: &[GpuRow], history: &History) {
+    let cells = |show: &dyn Fn(&GpuRow) -> String| gpus.iter().map(show).collect();
+    let spark = |row: &GpuRow, value: fn(&GpuValues) -> Option<f64>, top: f64| {
+        let values = history.gpu_recent(row.index, sparkline::SPAN_SECONDS, value);
+        sparkline::sparkline(&values, sparkline::WIDTH, top)
+    };
+    columns.insert(
+        3,
+        Column {
+            header: "UTIL 1m",
+            cells: cells(&|row| spark(row, |values| values.utilization_percent, 100.0)),
+            right: false,
+            drop_order: 2,
+        },
+    );
+    columns.insert(
+        6,
+        Column {
+            header: "MEM 1m",
+            cells: cells(&|row| {
+                let total = row.memory_total_bytes.map_or(0.0, |total| total as f64);
+                spark(
+                    row,
+                    |values| values.memory_used_bytes.map(|bytes| bytes as f64),
+                    total,
+                )
+            }),
+            right: false,
+            drop_order: 2,
+        },
+    );
 }
 
 /// The snapshot as lines: containers, a blank line, GPUs, then diagnoses and failures.

@@ -8,12 +8,25 @@ use super::text::{SHOWN_LIMIT, is_terminal_control, shown};
 use crate::error::Error;
 use crate::profile::Diagnostic;
 
+/// Writes `error` to stderr: its diagnostics, `error:` with its message, its details,
+/// `caused by:` for each cause, and its hint.
 pub fn write_error(printer: &Printer, error: &Error) {
     for diagnostic in error.diagnostics() {
         write_diagnostic(printer, diagnostic);
     }
     let label = printer.style_stderr(Style::new().red().bold(), "error");
     printer.stderr_line(&format!("{label}: {}", shown(&error.to_string())));
+    write_details(printer, error);
+    write_causes(printer, error);
+    if let Some(hint) = error.hint() {
+        let label = printer.style_stderr(Style::new().cyan().bold(), "hint");
+        printer.stderr_line(&format!("  {label}: {}", shown(&hint.to_string())));
+    }
+}
+
+/// The lines an error of some kinds carries under its message: the failed checks, the
+/// settings, the changes, the GPUs held, the policy's violations, the hosts.
+fn write_details(printer: &Printer, error: &Error) {
     match error {
         Error::Preflight { findings, .. } => {
             for finding in findings {
@@ -91,6 +104,10 @@ pub fn write_error(printer: &Printer, error: &Error) {
         }
         _ => {}
     }
+}
+
+/// The error's chain of causes, each once.
+fn write_causes(printer: &Printer, error: &Error) {
     let mut source = std::error::Error::source(error);
     let mut previous = error.to_string();
     while let Some(cause) = source {
@@ -101,10 +118,6 @@ pub fn write_error(printer: &Printer, error: &Error) {
         }
         previous = text;
         source = cause.source();
-    }
-    if let Some(hint) = error.hint() {
-        let label = printer.style_stderr(Style::new().cyan().bold(), "hint");
-        printer.stderr_line(&format!("  {label}: {}", shown(&hint.to_string())));
     }
 }
 
